@@ -1,0 +1,33 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+VENV := .venv
+PY := $(VENV)/bin/python
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+$(VENV)/.bench: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test,bench]"
+	touch $@
+
+.PHONY: demo test lint bench
+demo: $(VENV)/.core
+	$(VENV)/bin/scratchgrad train
+
+lint: $(VENV)/.test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+bench: $(VENV)/.bench
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) benchmarks/run.py

@@ -1,0 +1,86 @@
+"""scratchgrad: reverse-mode automatic differentiation from scratch.
+
+``scratchgrad.scalar`` is the scalar engine (pure Python, no NumPy needed); the rest is the
+tensor engine over NumPy, with PyTorch's names.
+"""
+
+try:
+    import numpy  # noqa: F401
+except ImportError:  # only the scalar engine (scratchgrad.scalar) works without NumPy
+    pass
+else:
+    from scratchgrad import autograd  # noqa: I001  (before tensor: Function comes first)
+    from scratchgrad.autograd.grad_mode import (
+        enable_grad,
+        is_grad_enabled,
+        no_grad,
+        set_grad_enabled,
+    )
+    from scratchgrad.backend import (
+        Generator,
+        bfloat16,
+        bool_ as bool,
+        default_generator,
+        float16,
+        float32,
+        float64,
+        int32,
+        int64,
+        manual_seed,
+    )
+    from scratchgrad.backend import float16 as half, float32 as float, float64 as double
+    from scratchgrad.backend import int32 as int, int64 as long
+    from scratchgrad.creation import (
+        arange,
+        as_tensor,
+        empty,
+        empty_like,
+        eye,
+        from_numpy,
+        full,
+        full_like,
+        linspace,
+        ones,
+        ones_like,
+        rand,
+        rand_like,
+        randint,
+        randn,
+        randn_like,
+        randperm,
+        tensor,
+        zeros,
+        zeros_like,
+    )
+    from scratchgrad.tensor import Tensor, cat, stack, where
+
+    # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
+    abs = Tensor.abs
+    amax, amin, argmax, argmin = Tensor.amax, Tensor.amin, Tensor.argmax, Tensor.argmin
+    clamp = clip = Tensor.clamp
+    cos, exp, log, sin, sqrt, tanh = (
+        Tensor.cos,
+        Tensor.exp,
+        Tensor.log,
+        Tensor.sin,
+        Tensor.sqrt,
+        Tensor.tanh,
+    )
+    sigmoid, relu, sign, neg = Tensor.sigmoid, Tensor.relu, Tensor.sign, Tensor.neg
+    flatten, reshape, permute, transpose = (
+        Tensor.flatten,
+        Tensor.reshape,
+        Tensor.permute,
+        Tensor.transpose,
+    )
+    squeeze, unsqueeze, flip, gather = Tensor.squeeze, Tensor.unsqueeze, Tensor.flip, Tensor.gather
+    split, chunk, narrow = Tensor.split, Tensor.chunk, Tensor.narrow
+    matmul, maximum, minimum, pow = Tensor.matmul, Tensor.maximum, Tensor.minimum, Tensor.pow
+    add, sub, mul, div = Tensor.add, Tensor.sub, Tensor.mul, Tensor.div
+    sum, mean, var, std, prod = Tensor.sum, Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
+    max, min, norm, logsumexp = Tensor.max, Tensor.min, Tensor.norm, Tensor.logsumexp
+    softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
+    any, all, square, rsqrt = Tensor.any, Tensor.all, Tensor.square, Tensor.rsqrt
+    mm = bmm = Tensor.matmul
+
+__version__ = "0.1.0"

@@ -1,0 +1,21 @@
+"""The graph core: ``Function``, the backward engine, grad mode, gradient checks."""
+
+from scratchgrad.autograd.function import Function  # noqa: I001  (first: Tensor needs it)
+from scratchgrad.autograd import functional
+from scratchgrad.autograd.anomaly import detect_anomaly
+from scratchgrad.autograd.engine import backward, grad
+from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
+from scratchgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+
+__all__ = [
+    "Function",
+    "backward",
+    "detect_anomaly",
+    "enable_grad",
+    "functional",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "no_grad",
+    "set_grad_enabled",
+]

@@ -1,0 +1,199 @@
+"""The backward engine: walk the graph from the outputs in reverse topological order.
+
+``grad`` is the core; ``backward`` is the same walk that accumulates into the leaves' ``.grad``.
+Gradients are summed back to their input's shape here and only here, so no primitive has to undo
+its own broadcasting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scratchgrad.autograd import anomaly
+from scratchgrad.autograd.function import Function, _node_of
+from scratchgrad.autograd.grad_mode import set_grad_enabled
+from scratchgrad.backend import xp
+from scratchgrad.tensor import Tensor
+
+Node = Function | Tensor
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``.
+
+    With ``create_graph=True`` the gradients are themselves differentiable.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor(3.0, requires_grad=True)
+    >>> (dy,) = sg.autograd.grad(x**3, x, create_graph=True)
+    >>> (d2y,) = sg.autograd.grad(dy, x)
+    >>> dy.item(), d2y.item()
+    (27.0, 18.0)
+    """
+    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    targets = {}
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
+        targets[_node_of(t)] = i
+    found = _run(outputs, grad_outputs, retain_graph, create_graph, targets)
+    grads = tuple(found.get(_node_of(t)) for t in inputs)
+    for i, g in enumerate(grads):
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"grad: input {i} (shape {inputs[i].shape}) was not used to compute the "
+                "outputs; pass allow_unused=True if that is expected"
+            )
+    return grads
+
+
+def backward(
+    tensors: Tensor | Sequence[Tensor],
+    grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+) -> None:
+    """Accumulate the gradients of ``tensors`` into ``.grad`` of every leaf that requires grad.
+
+    Gradients add up across calls, as in PyTorch: zero them between steps.
+    """
+    _run(_as_tuple(tensors), grad_tensors, retain_graph, create_graph, None)
+
+
+def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = {}
+    for out, g in zip(outputs, _seed_grads(outputs, grad_outputs)):
+        node = _node_of(out)
+        if node is None:
+            raise RuntimeError(
+                f"backward: a tensor of shape {out.shape} does not require grad and has no "
+                "graph; set requires_grad=True on the inputs that should get gradients"
+            )
+        roots[node] = roots[node] + g if node in roots else g
+    order = _topological_order(roots, targets)
+    grads, found = roots, {}
+    with set_grad_enabled(create_graph):
+        for node in reversed(order):
+            g = grads.pop(node, None)
+            if g is None:
+                continue
+            for hook in node.hooks if isinstance(node, Function) else node._hooks:
+                new = hook(g)
+                if new is not None:
+                    g = new
+            if targets is not None and node in targets:
+                found[node] = g
+            if isinstance(node, Tensor):
+                if targets is None:
+                    _accumulate(node, g, create_graph)
+                continue
+            _propagate(node, g, grads, targets)
+            if not retain_graph:
+                node.release()
+    return found
+
+
+def _propagate(node: Function, g: Tensor, grads: dict, targets: dict | None) -> None:
+    """Run one node's backward and add each input's gradient, summed to the input's shape."""
+    input_grads = type(node).backward(node, g)
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
+    if len(input_grads) != len(node.parents):
+        raise RuntimeError(
+            f"{type(node).__name__}.backward returned {len(input_grads)} gradients for "
+            f"{len(node.parents)} inputs"
+        )
+    for parent, g_in in zip(node.parents, input_grads):
+        if parent is None or g_in is None:
+            continue
+        shape = parent.shape if isinstance(parent, Tensor) else parent.out_shape
+        if g_in.shape != shape:
+            g_in = g_in.sum_to_size(shape)
+            if g_in.shape != shape:
+                raise RuntimeError(
+                    f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
+                    f"for an input of shape {shape}"
+                )
+        if anomaly.enabled():
+            anomaly.check(node, g_in)
+        previous = grads.get(parent)
+        grads[parent] = g_in if previous is None else previous + g_in
+
+
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
+    """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph."""
+    if g.dtype != leaf.dtype:
+        g = g.to(leaf.dtype)
+    if leaf.grad is None:
+        leaf.grad = g if create_graph else Tensor._make(g.array.copy())
+    elif create_graph or leaf.grad.requires_grad:
+        leaf.grad = leaf.grad + g
+    else:
+        leaf.grad.array += g.array
+
+
+def _topological_order(roots: dict, targets: dict | None) -> list[Node]:
+    """Nodes in an order where each comes after all its parents; iterative, never recursive.
+
+    With ``targets`` (autograd.grad), only nodes with a path to a target are kept.
+    """
+    order, visited, reaches = [], set(roots), {}
+    for root in roots:
+        stack = [(root, iter(_parents(root)))]
+        while stack:
+            node, parents = stack[-1]
+            for parent in parents:
+                if parent is not None and parent not in visited:
+                    visited.add(parent)
+                    stack.append((parent, iter(_parents(parent))))
+                    break
+            else:
+                stack.pop()
+                if targets is not None:
+                    reaches[node] = node in targets or any(reaches.get(p) for p in _parents(node))
+                    if not reaches[node]:
+                        continue
+                order.append(node)
+    return order
+
+
+def _parents(node: Node) -> tuple:
+    return node.parents if isinstance(node, Function) else ()
+
+
+def _seed_grads(outputs: tuple, grad_outputs) -> list[Tensor]:
+    """The gradient each output starts with: ones for a scalar, else the one the caller gave."""
+    given = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
+    seeds = []
+    for out, g in zip(outputs, given):
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(
+                    f"backward: grad can be implicitly created only for scalar outputs, but the "
+                    f"output has shape {out.shape}; pass gradient= of that shape"
+                )
+            g = Tensor._make(xp.ones_like(out.array))
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
+        elif g.shape != out.shape or g.dtype != out.dtype:
+            raise RuntimeError(
+                f"backward: gradient of shape {g.shape} and dtype {g.dtype} does not match the "
+                f"output's shape {out.shape} and dtype {out.dtype}"
+            )
+        seeds.append(g)
+    return seeds
+
+
+def _as_tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)

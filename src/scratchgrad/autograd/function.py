@@ -1,0 +1,146 @@
+"""``Function``: one differentiable operation, and the node it leaves in the graph.
+
+A subclass gives ``forward`` (on arrays) and ``backward`` (on Tensors). ``apply`` runs forward
+and, when a gradient is needed, keeps the instance as the graph node: it remembers its parents
+(the nodes of its inputs) and what ``forward`` saved, never the tensor it made, so no reference
+cycle keeps a graph alive.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.backend import xp
+
+
+class Function:
+    """Base class for differentiable operations, built-in and user-defined alike.
+
+    Example, a hand-written derivative (Legendre polynomial P3):
+
+    >>> import scratchgrad as sg
+    >>> class P3(sg.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return 0.5 * (5 * x**3 - 3 * x)
+    ...
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad * 1.5 * (5 * x**2 - 1)
+    >>> x = sg.tensor(2.0, requires_grad=True)
+    >>> P3.apply(x).backward()
+    >>> x.grad
+    tensor(28.5000)
+    """
+
+    parents: tuple = ()  # one entry per forward argument: a Function, a leaf Tensor, or None
+    needs_input_grad: tuple = ()
+    out_shape: tuple = ()
+    out_dtype = None
+    hooks: tuple = ()  # hooks registered on the tensor this node made
+    saved: tuple | None = ()  # None once released after backward
+    _to_save: tuple = ()
+
+    @staticmethod
+    def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:
+        """Compute the result from arrays (and plain Python values)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Function, grad: Any) -> Any:
+        """Given the gradient of the result, return one gradient (or None) per argument.
+
+        Written with Tensor operations, so gradients of gradients work.
+        """
+        raise NotImplementedError
+
+    def save_for_backward(self, *arrays: Any) -> None:
+        """Keep arrays for ``backward``: inputs and the result keep their place in the graph."""
+        self._to_save = arrays
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """What ``forward`` saved, as Tensors (plain Python numbers stay numbers)."""
+        if self.saved is None:
+            raise RuntimeError(
+                f"{type(self).__name__}: trying to backward through the graph a second time, or to "
+                "read saved tensors after they were freed; pass retain_graph=True to the first "
+                "backward() or autograd.grad() if you need to"
+            )
+        tensors = []
+        for value, watched, version in self.saved:
+            owner = watched() if isinstance(watched, weakref.ref) else watched
+            if owner is not None and owner._version != version:
+                raise RuntimeError(
+                    f"{type(self).__name__}: a tensor of shape {owner.shape} saved for the "
+                    f"gradient was modified by an in-place operation (version {version} -> "
+                    f"{owner._version}); compute the in-place step out of place instead"
+                )
+            tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
+        return tuple(tensors)
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
+        """Run the operation on Tensors (and plain values), recording it when a grad is needed."""
+        ctx = cls()
+        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+        try:
+            out = cls.forward(ctx, *arrays, **kwargs)
+        except (ValueError, IndexError) as error:
+            name = cls.__name__.lower()
+            if str(error).startswith(name + ":"):
+                raise
+            shapes = ", ".join(str(a.shape) for a in args if isinstance(a, Tensor))
+            raise type(error)(f"{name}: shapes {shapes}: {error}") from None
+        if type(out) is not xp.ndarray:
+            out = xp.asarray(out)
+        if not _state.enabled:
+            return Tensor._make(out)
+        parents = tuple(_node_of(a) for a in args)
+        if all(p is None for p in parents):
+            return Tensor._make(out)
+        ctx.parents = parents
+        ctx.needs_input_grad = tuple(p is not None for p in parents)
+        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
+        result = Tensor._make(out, ctx)
+        if ctx._to_save:
+            ctx.saved = tuple(_keep(value, args, out, result) for value in ctx._to_save)
+            ctx._to_save = ()
+        return result
+
+    def release(self) -> None:
+        """Free what forward saved, once backward no longer needs it."""
+        if self.saved:
+            self.saved = None
+
+
+def _node_of(arg: Any) -> Function | Tensor | None:
+    """The graph node a gradient for ``arg`` flows into: its Function, itself if a leaf, or None."""
+    if not isinstance(arg, Tensor):
+        return None
+    if arg._ctx is not None:
+        return arg._ctx
+    return arg if arg.requires_grad else None
+
+
+def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
+    """A saved entry (value, tensor whose version to watch, its version now).
+
+    Inputs are kept as their Tensors and the result as its bare array (rebuilt on use), so the
+    node holds no reference to its own output.
+    """
+    for arg in args:
+        if isinstance(arg, Tensor) and arg.array is value:
+            return arg, arg, arg._version
+    if value is out:
+        return value, weakref.ref(result), result._version
+    if type(value) is xp.ndarray:
+        return Tensor._make(value), None, 0
+    return value, None, 0
+
+
+from scratchgrad.tensor import Tensor  # noqa: E402  (Tensor's methods are built from Functions)

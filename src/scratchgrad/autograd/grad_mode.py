@@ -1,0 +1,90 @@
+"""Grad mode: whether new operations record a graph. Thread-local, as in PyTorch."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _State(threading.local):
+    enabled = True
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations on tensors that require gradients record a graph."""
+    return _state.enabled
+
+
+class _GradMode:
+    """A context manager that is also a decorator; subclasses say which mode they set."""
+
+    mode = True
+
+    def __enter__(self) -> None:
+        self._prev = _state.enabled
+        _state.enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled = self._prev
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with type(self)():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Run without recording a graph (inference, optimizer updates).
+
+    >>> import scratchgrad as sg
+    >>> x = sg.ones(2, requires_grad=True)
+    >>> with sg.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Record a graph again inside a ``no_grad`` block."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """Set grad mode on or off; takes effect at once, or for a ``with`` block.
+
+    >>> import scratchgrad as sg
+    >>> with sg.set_grad_enabled(False):
+    ...     sg.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = _state.enabled
+        self.mode = bool(mode)
+        _state.enabled = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __call__(self, fn: Callable) -> Callable:
+        _state.enabled = self._prev  # used as a decorator: restore, and set the mode per call
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper

@@ -1,0 +1,87 @@
+"""The array backend: which array module computes, the dtypes, and the one random generator.
+
+Everything else reaches NumPy (or later CuPy) through ``xp`` here, so a GPU backend can slot in
+by swapping the module that computes.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy
+
+xp = numpy
+
+float16 = numpy.dtype(numpy.float16)
+bfloat16 = numpy.dtype(ml_dtypes.bfloat16)
+float32 = numpy.dtype(numpy.float32)
+float64 = numpy.dtype(numpy.float64)
+int32 = numpy.dtype(numpy.int32)
+int64 = numpy.dtype(numpy.int64)
+bool_ = numpy.dtype(numpy.bool_)
+
+default_float = float32
+
+FLOATS = (float16, bfloat16, float32, float64)
+
+
+def is_floating(dtype: numpy.dtype) -> bool:
+    """True for the floating dtypes, the only ones that can require gradients."""
+    return dtype in FLOATS
+
+
+def to_dtype(dtype) -> numpy.dtype:
+    """Accept a dtype, a NumPy type or a name such as ``"float32"``."""
+    if isinstance(dtype, str):
+        dtype = bfloat16 if dtype == "bfloat16" else numpy.dtype(dtype)
+    return numpy.dtype(dtype)
+
+
+def result_type(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
+    """PyTorch's promotion for two tensors: the wider kind wins, then the wider size.
+
+    bfloat16 with float16 promotes to float32, as in PyTorch.
+    """
+    if x == y:
+        return x
+    if {x, y} == {float16, bfloat16}:
+        return float32
+    if x == bfloat16 or y == bfloat16:
+        other = y if x == bfloat16 else x
+        return bfloat16 if not is_floating(other) else numpy.promote_types(other, float32)
+    return numpy.promote_types(x, y)
+
+
+def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
+    """The dtype of ``tensor op python_scalar``: the tensor's, unless the scalar's kind is wider.
+
+    An int or bool tensor with a Python float gives the default float dtype, as in PyTorch.
+    """
+    if isinstance(value, bool) or (isinstance(value, int) and dtype != bool_):
+        return dtype
+    if isinstance(value, int):
+        return int64
+    return dtype if is_floating(dtype) else default_float
+
+
+class Generator:
+    """A seeded source of random numbers, as ``torch.Generator``.
+
+    >>> g = Generator().manual_seed(0)
+    >>> int(g.rng.integers(10)) == int(Generator().manual_seed(0).rng.integers(10))
+    True
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = numpy.random.default_rng(seed)
+
+    def manual_seed(self, seed: int) -> Generator:
+        self.rng = numpy.random.default_rng(seed)
+        return self
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the generator that the whole library uses (initialisation, dropout, shuffling)."""
+    return default_generator.manual_seed(seed)

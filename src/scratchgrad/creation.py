@@ -1,0 +1,155 @@
+"""Factories: tensors made from data, constants and random numbers, with PyTorch's names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchgrad import backend
+from scratchgrad.backend import Generator, xp
+from scratchgrad.tensor import Tensor, _shape, _to_array
+
+
+def _finish(array, requires_grad: bool) -> Tensor:
+    t = Tensor._make(array)
+    return t.requires_grad_() if requires_grad else t
+
+
+def _dtype(dtype: Any, default=backend.default_float):
+    return default if dtype is None else backend.to_dtype(dtype)
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data``.
+
+    >>> tensor([[1, 2], [3, 4]]).dtype
+    dtype('int64')
+    """
+    return Tensor(data, dtype, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+    """Like ``tensor``, but shares the memory of a NumPy array (or Tensor) when it can."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, xp.ndarray) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
+        return Tensor._make(data)
+    return Tensor(data, dtype)
+
+
+def from_numpy(array) -> Tensor:
+    """A tensor sharing ``array``'s memory and dtype."""
+    return Tensor._make(array)
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(xp.zeros(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(xp.ones(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(xp.empty(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
+    dtype = _dtype(dtype, _to_array(fill_value, None).dtype)
+    return _finish(xp.full(_shape((size,)), fill_value, dtype), requires_grad)
+
+
+def arange(
+    start: float,
+    end: float | None = None,
+    step: float = 1,
+    dtype: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``[start, end)`` in steps; int64 when all arguments are ints, else float32."""
+    if end is None:
+        start, end = 0, start
+    whole = all(isinstance(v, int) for v in (start, end, step))
+    return _finish(
+        xp.arange(start, end, step, _dtype(dtype, backend.int64 if whole else None)), requires_grad
+    )
+
+
+def linspace(
+    start: float, end: float, steps: int, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    return _finish(xp.linspace(start, end, steps, dtype=_dtype(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(xp.eye(n, m, dtype=_dtype(dtype)), requires_grad)
+
+
+def _rng(generator: Generator | None):
+    return (generator or backend.default_generator).rng
+
+
+def rand(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Uniform on [0, 1), from the library's seeded generator (see ``manual_seed``)."""
+    dtype = _dtype(dtype)
+    array = _rng(generator).random(
+        _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
+    )
+    return _finish(array.astype(dtype, copy=False), requires_grad)
+
+
+def randn(
+    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Standard normal samples; ``randn(())`` gives a 0-d tensor."""
+    dtype = _dtype(dtype)
+    array = _rng(generator).standard_normal(
+        _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
+    )
+    return _finish(array.astype(dtype, copy=False), requires_grad)
+
+
+def randint(
+    low: int,
+    high: int | None = None,
+    size: Any = (),
+    generator: Generator | None = None,
+    dtype: Any = None,
+) -> Tensor:
+    """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch."""
+    if high is None or isinstance(high, (tuple, list)):
+        low, high, size = 0, low, size if high is None else high
+    return _finish(
+        _rng(generator).integers(low, high, _shape((size,)), dtype=_dtype(dtype, backend.int64)),
+        False,
+    )
+
+
+def randperm(n: int, generator: Generator | None = None) -> Tensor:
+    return Tensor._make(_rng(generator).permutation(n).astype(backend.int64))
+
+
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return empty(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def rand_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def randn_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)

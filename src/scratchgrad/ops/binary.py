@@ -1,0 +1,129 @@
+"""Elementwise binary primitives. Their gradients have the broadcast shape; the engine sums
+each back to its input's shape. An operand may be a plain Python number (no gradient).
+"""
+
+import math
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import xp
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x + y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x - y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, -grad if ctx.needs_input_grad[1] else None
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        dx, dy = ctx.needs_input_grad
+        return grad * y if dx else None, grad * x if dy else None
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x / y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        grad_x = grad / y
+        return grad_x, -grad_x * x / y if ctx.needs_input_grad[1] else None
+
+
+class Pow(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        out = x**y
+        ctx.save_for_backward(x, y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, out = ctx.saved_tensors
+        dx, dy = ctx.needs_input_grad
+        grad_x = grad_y = None
+        if dx:
+            # NOTE: d/dx x**0 is 0 everywhere, also at x = 0 where x**-1 is infinite
+            grad_x = grad * 0 if _is_number(y) and y == 0 else grad * y * x ** (y - 1)
+        if dy and _is_number(x):
+            grad_y = grad * out * math.log(x)
+        elif dy:
+            with xp.errstate(divide="ignore", invalid="ignore"):
+                # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
+                grad_y = grad * (out * x.log()).masked_fill((x == 0) & (y >= 0), 0)
+        return grad_x, grad_y
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float))
+
+
+class Maximum(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return xp.maximum(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return _split_by(x > y, x == y, grad)
+
+
+class Minimum(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return xp.minimum(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return _split_by(x < y, x == y, grad)
+
+
+def _split_by(x_wins, tie, grad):
+    """Route ``grad`` to the winning operand; NOTE: ties split it half and half, as PyTorch."""
+    share = x_wins.to(grad.dtype) + tie.to(grad.dtype) * 0.5
+    return grad * share, grad * (1 - share)
+
+
+class Where(Function):
+    @staticmethod
+    def forward(ctx, condition, x, y):
+        ctx.save_for_backward(condition)
+        return xp.where(condition, x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
+        _, dx, dy = ctx.needs_input_grad
+        return (
+            None,
+            Where.apply(condition, grad, 0.0) if dx else None,
+            Where.apply(condition, 0.0, grad) if dy else None,
+        )

@@ -1,0 +1,126 @@
+"""Movement primitives: they only rearrange entries, so their gradients rearrange them back."""
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import xp
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return x.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.in_shape)
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return x.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.permute(*[int(d) for d in xp.argsort(ctx.dims)])
+
+
+class Expand(Function):
+    """A broadcast view; its gradient is summed back to the input's shape by the engine."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        return xp.broadcast_to(x, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Flip(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return xp.flip(x, dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.flip(ctx.dims)
+
+
+class Copy(Function):
+    """A copy, possibly to another dtype; the gradient goes back in the input's dtype."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype, copy=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Copy.apply(grad, dtype=ctx.in_dtype)
+
+
+class GetItem(Function):
+    """Indexing with ints, slices, None, Ellipsis, integer arrays and boolean masks."""
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return x[index]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return IndexAdd.apply(grad, index=ctx.index, shape=ctx.in_shape)
+
+
+class IndexAdd(Function):
+    """Zeros of ``shape`` with ``x`` added at ``index``: the scatter behind indexing's gradient.
+    NOTE: an index repeated in an integer array accumulates, so it needs ``add.at``."""
+
+    @staticmethod
+    def forward(ctx, x, index, shape):
+        ctx.index = index
+        out = xp.zeros(shape, x.dtype)
+        if any(_is_integer_array(i) for i in index):
+            xp.add.at(out, index, x)
+        else:
+            out[index] = x
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return GetItem.apply(grad, index=ctx.index)
+
+
+def _is_integer_array(index) -> bool:
+    return isinstance(index, xp.ndarray) and index.dtype != bool
+
+
+class Pad(Function):
+    """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
+
+    @staticmethod
+    def forward(ctx, x, widths, value=0.0):
+        ctx.inner = tuple(slice(before, before + n) for (before, _), n in zip(widths, x.shape))
+        return xp.pad(x, widths, constant_values=value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[ctx.inner]
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, *xs, dim=0):
+        ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
+        return xp.concatenate(xs, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads, start = [], 0
+        for needed, size in zip(ctx.needs_input_grad, ctx.sizes):
+            grads.append(grad.narrow(ctx.dim, start, size) if needed else None)
+            start += size
+        return tuple(grads)

@@ -1,0 +1,106 @@
+"""Reductions, and the fused log_softmax. A reduction's gradient is expanded back to the
+input's shape by its backward (the engine only ever sums gradients down, never expands them).
+"""
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import xp
+from scratchgrad.ops.binary import Where
+
+
+def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
+    """The shape of a reduction over ``dim`` with ``keepdim=True``."""
+    if dim is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dim else n for i, n in enumerate(shape))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        ctx.in_shape, ctx.kept_shape = x.shape, _kept_shape(x.shape, dim)
+        return x.sum(axis=dim, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.kept_shape).expand(ctx.in_shape)
+
+
+class SumToSize(Function):
+    """Sum a broadcast result back to ``shape``: the engine's one rule for broadcasting."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        lead = x.ndim - len(shape)
+        dims = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1
+        )
+        return x.sum(axis=dims, keepdims=True).reshape(shape) if dims else x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.expand(ctx.in_shape)
+
+
+class Amax(Function):
+    """The largest entry over ``dim``. NOTE: ties share the gradient equally, as in PyTorch."""
+
+    reduce = staticmethod(xp.max)
+
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        kept = type(ctx).reduce(x, axis=dim, keepdims=True)
+        is_extreme = x == kept
+        ctx.save_for_backward(is_extreme / is_extreme.sum(axis=dim, keepdims=True, dtype=x.dtype))
+        ctx.kept_shape = kept.shape
+        return kept if keepdim else kept.reshape(_drop(x.shape, dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (share,) = ctx.saved_tensors
+        return grad.reshape(ctx.kept_shape) * share
+
+
+class Amin(Amax):
+    reduce = staticmethod(xp.min)
+
+
+def _drop(shape: tuple, dim: tuple | None) -> tuple:
+    return () if dim is None else tuple(n for i, n in enumerate(shape) if i not in dim)
+
+
+class Prod(Function):
+    """Product over one dim. Its gradient is the product of the other entries, computed
+    without dividing so that zeros are handled exactly."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim=False):
+        ctx.save_for_backward(x)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return x.prod(axis=dim, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        last = x.movedim(ctx.dim, -1)
+        n = last.shape[-1]
+        rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # row i: a copy of the entries
+        others = Where.apply(xp.eye(n, dtype=bool), 1.0, rows).prod(-1).movedim(-1, ctx.dim)
+        return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
+
+
+class LogSoftmax(Function):
+    """Fused for stability: subtracting the max keeps exp from overflowing."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        shifted = x - x.max(axis=dim, keepdims=True)
+        out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+        ctx.save_for_backward(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad - out.exp() * grad.sum(ctx.dim, keepdim=True)

@@ -1,0 +1,917 @@
+"""``Tensor``: an array that remembers how it was computed.
+
+Methods are thin calls into the primitives of ``ops/``; composite operations (mean, var,
+softmax, ...) are written here once in terms of those primitives and need no backward of their own.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import math
+import weakref
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scratchgrad import backend
+from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.backend import xp
+from scratchgrad.ops import binary, matmul, movement, reduce, unary
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+_new = object.__new__
+
+
+class Tensor:
+    """An n-dimensional array with automatic differentiation, after ``torch.Tensor``.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+    """
+
+    __slots__ = ("array", "grad", "requires_grad", "_ctx", "_version", "_hooks", "__weakref__")
+    __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
+
+    def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
+        array = _to_array(data, dtype)
+        if requires_grad and not backend.is_floating(array.dtype):
+            raise RuntimeError(
+                f"only tensors of floating point dtype can require gradients, got {array.dtype}"
+            )
+        self.array, self.grad, self.requires_grad = array, None, requires_grad
+        self._ctx, self._version, self._hooks = None, 0, ()
+
+    @staticmethod
+    def _make(array: Any, ctx: Any = None) -> Tensor:
+        """Wrap an array without copying or checks: the fast path every op result takes."""
+        t = _new(Tensor)
+        t.array, t.grad, t.requires_grad = array, None, ctx is not None
+        t._ctx, t._version, t._hooks = ctx, 0, ()
+        return t
+
+    # ---- attributes -------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for leaves)."""
+        return self._ctx
+
+    @property
+    def data(self) -> Tensor:
+        """A detached tensor sharing this one's memory (writes to it bypass autograd)."""
+        return Tensor._make(self.array)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self.array = value.array if isinstance(value, Tensor) else _to_array(value, None)
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> Tensor:
+        return self.transpose(-2, -1)
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return self.array.size
+
+    def dim(self) -> int:
+        return self.array.ndim
+
+    def item(self) -> float | int | bool:
+        if self.array.size != 1:
+            raise RuntimeError(
+                f"item: a tensor with {self.array.size} elements cannot be converted to a number"
+            )
+        return self.array.item()
+
+    def tolist(self) -> Any:
+        return self.array.tolist()
+
+    def numpy(self):
+        """The array itself (shared memory), as ``torch.Tensor.numpy``."""
+        if self.requires_grad:
+            raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
+        return self.array
+
+    def __array__(self, dtype=None, copy=None):
+        return self.array if dtype is None else self.array.astype(dtype)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self) -> bool:
+        if self.array.size != 1:
+            raise RuntimeError(
+                f"bool: a tensor with {self.array.size} elements is ambiguous; use .any() or .all()"
+            )
+        return bool(self.array)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if backend.is_floating(self.dtype):
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return _format(self)
+
+    # ---- autograd ---------------------------------------------------------------------------
+
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+    ) -> None:
+        """Accumulate this tensor's gradient into ``.grad`` of every leaf it depends on.
+
+        Gradients add up across calls, as in PyTorch; zero them between steps.
+        """
+        from scratchgrad.autograd.engine import backward
+
+        backward(self, gradient, retain_graph, create_graph)
+
+    def detach(self) -> Tensor:
+        """The same data, cut from the graph."""
+        return Tensor._make(self.array)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and not backend.is_floating(self.dtype):
+            raise RuntimeError(f"requires_grad_: dtype {self.dtype} cannot require gradients")
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Callable:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor
+        replaces the gradient."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: the tensor does not require grad")
+        if self._ctx is not None:
+            self._ctx.hooks = (*self._ctx.hooks, hook)
+        else:
+            self._hooks = (*self._hooks, hook)
+        return hook
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
+        if self.is_leaf:
+            return
+        ref = weakref.ref(self)
+
+        def keep(grad: Tensor) -> None:
+            t = ref()
+            if t is not None:
+                t.grad = grad if t.grad is None else t.grad + grad
+
+        self.register_hook(keep)
+
+    # ---- arithmetic -------------------------------------------------------------------------
+
+    def _operands(self, other: Any) -> tuple[Tensor, Any]:
+        """``self`` and ``other`` ready for a binary op, promoted as PyTorch promotes.
+
+        A Python number stays a number: NumPy then keeps the tensor's dtype, as PyTorch does.
+        """
+        if isinstance(other, Tensor):
+            if other.array.dtype == self.array.dtype:
+                return self, other
+            dtype = _promote(self, other)
+            return self.to(dtype), other.to(dtype)
+        if isinstance(other, (int, float)):
+            dtype = backend.scalar_type(self.array.dtype, other)
+            return (self if dtype == self.array.dtype else self.to(dtype)), other
+        return self._operands(Tensor(other))
+
+    def __add__(self, other: Any) -> Tensor:
+        return binary.Add.apply(*self._operands(other))
+
+    def __radd__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        return binary.Add.apply(y, x)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return binary.Sub.apply(*self._operands(other))
+
+    def __rsub__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        return binary.Sub.apply(y, x)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return binary.Mul.apply(*self._operands(other))
+
+    def __rmul__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        return binary.Mul.apply(y, x)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        if not backend.is_floating(x.dtype):  # true division of integers gives floats
+            x = x.to(backend.default_float)
+        return binary.Div.apply(x, y)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        if not backend.is_floating(x.dtype):
+            x = x.to(backend.default_float)
+        return binary.Div.apply(y, x)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return binary.Pow.apply(*self._operands(other))
+
+    def __rpow__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        return binary.Pow.apply(y, x)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return self.matmul(other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return Tensor(other, dtype=self.dtype).matmul(self)
+
+    def __neg__(self) -> Tensor:
+        return unary.Neg.apply(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return self.abs()
+
+    def _compare(self, ufunc, other: Any) -> Tensor:
+        """Comparisons are not differentiable: the result is a plain bool tensor."""
+        return Tensor._make(ufunc(self.array, other.array if isinstance(other, Tensor) else other))
+
+    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(xp.equal, other)
+
+    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        return self._compare(xp.not_equal, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(xp.less, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(xp.less_equal, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(xp.greater, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(xp.greater_equal, other)
+
+    def __and__(self, other: Any) -> Tensor:
+        return self._compare(xp.bitwise_and, other)
+
+    def __or__(self, other: Any) -> Tensor:
+        return self._compare(xp.bitwise_or, other)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return self._compare(xp.bitwise_xor, other)
+
+    def __invert__(self) -> Tensor:
+        return Tensor._make(xp.invert(self.array))
+
+    def eq(self, other: Any) -> Tensor:
+        return self == other
+
+    def add(self, other: Any, alpha: float = 1) -> Tensor:
+        return self + (other * alpha if alpha != 1 else other)
+
+    def sub(self, other: Any, alpha: float = 1) -> Tensor:
+        return self - (other * alpha if alpha != 1 else other)
+
+    def mul(self, other: Any) -> Tensor:
+        return self * other
+
+    def div(self, other: Any) -> Tensor:
+        return self / other
+
+    def pow(self, exponent: Any) -> Tensor:
+        return self**exponent
+
+    def maximum(self, other: Tensor) -> Tensor:
+        return binary.Maximum.apply(*self._operands(other))
+
+    def minimum(self, other: Tensor) -> Tensor:
+        return binary.Minimum.apply(*self._operands(other))
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
+        x, y = self._operands(other)
+        if x.ndim == 0 or y.ndim == 0:
+            raise RuntimeError(
+                f"matmul: both arguments need at least 1 dim, got {x.shape}, {y.shape}"
+            )
+        if x.ndim > 1 and y.ndim > 1:
+            return matmul.MatMul.apply(x, y)
+        out = matmul.MatMul.apply(
+            x.unsqueeze(0) if x.ndim == 1 else x, y.unsqueeze(-1) if y.ndim == 1 else y
+        )
+        if y.ndim == 1:
+            out = out.squeeze(-1)
+        return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
+
+    # ---- in place ---------------------------------------------------------------------------
+
+    def _inplace(self, name: str, out_of_place: Callable, ufunc, other: Any) -> Tensor:
+        """Update in place. Outside a graph this is one NumPy call; inside one, the op is
+        recorded out of place and this tensor takes over its node, so a backward that needs
+        the old value fails on the version check instead of using wrong numbers."""
+        other_grad = isinstance(other, Tensor) and other.requires_grad
+        if not _state.enabled or not (self.requires_grad or other_grad):
+            try:
+                ufunc(
+                    self.array, getattr(other, "array", other), out=self.array, casting="same_kind"
+                )
+            except (ValueError, TypeError) as error:
+                raise RuntimeError(f"{name}: {error}") from None
+            self._version += 1
+            return self
+        if self.is_leaf and self.requires_grad:
+            raise RuntimeError(
+                f"{name}: a leaf tensor that requires grad is used in an in-place operation; "
+                "wrap the update in scratchgrad.no_grad()"
+            )
+        old = Tensor._make(self.array.copy(), self._ctx)
+        old.requires_grad = self.requires_grad
+        out = out_of_place(old, other)
+        if out.shape != self.shape:
+            raise RuntimeError(
+                f"{name}: the result's shape {out.shape} does not match the tensor's {self.shape}"
+            )
+        out = out.to(self.dtype)
+        self.array[...] = out.array
+        self._ctx, self.requires_grad = out._ctx, True
+        self._version += 1
+        return self
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._inplace("add_", Tensor.__add__, xp.add, other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self._inplace("sub_", Tensor.__sub__, xp.subtract, other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._inplace("mul_", Tensor.__mul__, xp.multiply, other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._inplace("div_", Tensor.__truediv__, xp.true_divide, other)
+
+    def add_(self, other: Any, alpha: float = 1) -> Tensor:
+        return self.__iadd__(other * alpha if alpha != 1 else other)
+
+    def sub_(self, other: Any, alpha: float = 1) -> Tensor:
+        return self.__isub__(other * alpha if alpha != 1 else other)
+
+    def mul_(self, other: Any) -> Tensor:
+        return self.__imul__(other)
+
+    def div_(self, other: Any) -> Tensor:
+        return self.__itruediv__(other)
+
+    def _check_overwrite(self, name: str) -> None:
+        if _state.enabled and self.requires_grad:
+            raise RuntimeError(
+                f"{name}: cannot overwrite a tensor that requires grad while recording a graph; "
+                "wrap it in scratchgrad.no_grad()"
+            )
+
+    def zero_(self) -> Tensor:
+        return self.fill_(0)
+
+    def fill_(self, value: float) -> Tensor:
+        self._check_overwrite("fill_")
+        self.array.fill(value)
+        self._version += 1
+        return self
+
+    def copy_(self, src: Any) -> Tensor:
+        self._check_overwrite("copy_")
+        source = src.array if isinstance(src, Tensor) else xp.asarray(src)
+        try:
+            xp.copyto(self.array, xp.broadcast_to(source, self.shape), casting="unsafe")
+        except ValueError:
+            raise RuntimeError(
+                f"copy_: cannot copy shape {source.shape} into {self.shape}"
+            ) from None
+        self._version += 1
+        return self
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._check_overwrite("setitem")
+        self.array[_index(index)] = value.array if isinstance(value, Tensor) else value
+        self._version += 1
+
+    # ---- dtype ------------------------------------------------------------------------------
+
+    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+        """Convert to a dtype (``x.to(sg.float64)``), a device (only "cpu"), or like a tensor."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype = arg.dtype
+            elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps"):
+                if arg != "cpu":
+                    raise RuntimeError(f"to: device {arg!r} is not available; only 'cpu'")
+            else:
+                dtype = arg
+        if dtype is None:
+            return self
+        dtype = backend.to_dtype(dtype)
+        return self if dtype == self.dtype else movement.Copy.apply(self, dtype=dtype)
+
+    def type(self, dtype: Any) -> Tensor:
+        return self.to(dtype)
+
+    def float(self) -> Tensor:
+        return self.to(backend.float32)
+
+    def double(self) -> Tensor:
+        return self.to(backend.float64)
+
+    def half(self) -> Tensor:
+        return self.to(backend.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(backend.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(backend.int64)
+
+    def int(self) -> Tensor:
+        return self.to(backend.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(backend.bool_)
+
+    def clone(self) -> Tensor:
+        return movement.Copy.apply(self, dtype=self.dtype)
+
+    def is_floating_point(self) -> bool:
+        return backend.is_floating(self.dtype)
+
+    # ---- elementwise ------------------------------------------------------------------------
+
+    def exp(self) -> Tensor:
+        return unary.Exp.apply(self)
+
+    def log(self) -> Tensor:
+        return unary.Log.apply(self)
+
+    def sin(self) -> Tensor:
+        return unary.Sin.apply(self)
+
+    def cos(self) -> Tensor:
+        return unary.Cos.apply(self)
+
+    def tanh(self) -> Tensor:
+        return unary.Tanh.apply(self)
+
+    def sigmoid(self) -> Tensor:
+        return unary.Sigmoid.apply(self)
+
+    def relu(self) -> Tensor:
+        return unary.Relu.apply(self)
+
+    def sqrt(self) -> Tensor:
+        return unary.Sqrt.apply(self)
+
+    def abs(self) -> Tensor:
+        return unary.Abs.apply(self)
+
+    def sign(self) -> Tensor:
+        return unary.Sign.apply(self)
+
+    def neg(self) -> Tensor:
+        return -self
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def rsqrt(self) -> Tensor:
+        return 1 / self.sqrt()
+
+    def log1p(self) -> Tensor:
+        return (1 + self).log()
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+        """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
+        if min is None and max is None:
+            raise ValueError("clamp: give at least one of min and max")
+        inside = xp.ones(self.shape, bool)
+        if min is not None:
+            inside &= self.array >= min
+        if max is not None:
+            inside &= self.array <= max
+        clipped = Tensor._make(xp.clip(self.array, min, max).astype(self.dtype, copy=False))
+        return binary.Where.apply(inside, self, clipped)
+
+    clip = clamp
+
+    def masked_fill(self, mask: Tensor, value: float) -> Tensor:
+        """Entries where ``mask`` is True become ``value``."""
+        return where(mask, value, self)
+
+    # ---- reductions -------------------------------------------------------------------------
+
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        dims = _dims(dim, self.ndim)
+        if not backend.is_floating(self.dtype) and self.dtype != backend.int64:
+            return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
+        return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
+
+    def sum_to_size(self, *shape: int) -> Tensor:
+        """Sum broadcast dims away so the result has ``shape``."""
+        return reduce.SumToSize.apply(self, shape=_shape(shape))
+
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        if not backend.is_floating(self.dtype):
+            raise RuntimeError(f"mean: needs a floating point tensor, got {self.dtype}")
+        dims = _dims(dim, self.ndim)
+        count = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
+        return self.sum(dim, keepdim) / count
+
+    def var(
+        self,
+        dim: int | Sequence[int] | None = None,
+        unbiased: bool = True,
+        keepdim: bool = False,
+        *,
+        correction: int | None = None,
+    ) -> Tensor:
+        """Variance, by default with Bessel's correction (divide by n - 1)."""
+        if correction is None:
+            correction = 1 if unbiased else 0
+        dims = _dims(dim, self.ndim)
+        count = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
+        centered = self - self.mean(dim, keepdim=True)
+        return (centered * centered).sum(dim, keepdim) / builtins.max(count - correction, 0)
+
+    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return reduce.Amax.apply(self, dim=_dims(dim, self.ndim), keepdim=keepdim)
+
+    def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        return reduce.Amin.apply(self, dim=_dims(dim, self.ndim), keepdim=keepdim)
+
+    def max(self, dim: Any = None, keepdim: bool = False):
+        """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
+        is the elementwise maximum."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
+        if dim is None:
+            return self.amax()
+        return self._pick(self.argmax(dim, keepdim=True), dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False):
+        """As ``max``, for the smallest."""
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        if dim is None:
+            return self.amin()
+        return self._pick(self.argmin(dim, keepdim=True), dim, keepdim)
+
+    def _pick(self, index: Tensor, dim: int, keepdim: bool) -> values_indices:
+        """The entries at ``index`` along ``dim``: the gradient goes to those entries only."""
+        values = self.gather(dim, index)
+        if not keepdim:
+            values, index = values.squeeze(dim), index.squeeze(dim)
+        return values_indices(values, index)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return Tensor._make(xp.asarray(self.array.argmax(axis=dim, keepdims=keepdim)))
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return Tensor._make(xp.asarray(self.array.argmin(axis=dim, keepdims=keepdim)))
+
+    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        if dim is None:
+            return reduce.Prod.apply(self.reshape(-1), dim=0)
+        return reduce.Prod.apply(self, dim=_dims(dim, self.ndim)[0], keepdim=keepdim)
+
+    def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
+        top = self.detach().amax(dim, keepdim=True)
+        top = top.masked_fill(~Tensor._make(xp.isfinite(top.array)), 0)
+        out = (self - top).exp().sum(dim, keepdim=True).log() + top
+        return out if keepdim else out.squeeze(_dims(dim, self.ndim))
+
+    def norm(self, p: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False):
+        """The p-norm over ``dim`` (all entries by default)."""
+        if p == 2:
+            return (self * self).sum(dim, keepdim).sqrt()
+        if p == 1:
+            return self.abs().sum(dim, keepdim)
+        if p == math.inf:
+            return self.abs().amax(dim, keepdim)
+        return (self.abs() ** p).sum(dim, keepdim) ** (1 / p)
+
+    def softmax(self, dim: int) -> Tensor:
+        return self.log_softmax(dim).exp()
+
+    def log_softmax(self, dim: int) -> Tensor:
+        return reduce.LogSoftmax.apply(self, dim=_dims(dim, self.ndim))
+
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return Tensor._make(xp.asarray(self.array.any(axis=dim, keepdims=keepdim)))
+
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return Tensor._make(xp.asarray(self.array.all(axis=dim, keepdims=keepdim)))
+
+    # ---- movement ---------------------------------------------------------------------------
+
+    def reshape(self, *shape: Any) -> Tensor:
+        shape = _shape(shape)
+        return self if shape == self.shape else movement.Reshape.apply(self, shape=shape)
+
+    view = reshape
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = start_dim % self.ndim, end_dim % self.ndim
+        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1 :])
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        dim = dim % self.ndim
+        return self.reshape(*self.shape[:dim], *sizes, *self.shape[dim + 1 :])
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        dim = dim % (self.ndim + 1)
+        return self.reshape(*self.shape[:dim], 1, *self.shape[dim:])
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
+        dims = range(self.ndim) if dim is None else _dims(dim, self.ndim)
+        return self.reshape(*(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
+
+    def permute(self, *dims: Any) -> Tensor:
+        dims = _dims(_shape(dims), self.ndim)
+        if len(dims) != self.ndim or sorted(dims) != list(range(self.ndim)):
+            raise RuntimeError(f"permute: {dims} is not a permutation of the dims of {self.shape}")
+        return movement.Permute.apply(self, dims=dims)
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        dims = list(range(self.ndim))
+        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+        return self.permute(*dims)
+
+    def t(self) -> Tensor:
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def movedim(self, source: int, destination: int) -> Tensor:
+        dims = list(range(self.ndim))
+        dims.insert(destination % self.ndim, dims.pop(source % self.ndim))
+        return self.permute(*dims)
+
+    def expand(self, *sizes: Any) -> Tensor:
+        """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
+        sizes = _shape(sizes)
+        lead = len(sizes) - self.ndim
+        shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
+        return self if shape == self.shape else movement.Expand.apply(self, shape=shape)
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(other.shape)
+
+    def repeat(self, *repeats: Any) -> Tensor:
+        """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
+        repeats = _shape(repeats)
+        shape = (1,) * (len(repeats) - self.ndim) + self.shape
+        spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
+        tiled = [n for pair in zip(repeats, shape) for n in pair]
+        out = self.reshape(spread).expand(tiled)
+        return out.reshape(*(r * n for r, n in zip(repeats, shape)))
+
+    def flip(self, dims: int | Sequence[int]) -> Tensor:
+        return movement.Flip.apply(self, dims=_dims(dims, self.ndim))
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        index = [slice(None)] * self.ndim
+        index[dim] = slice(start, start + length)
+        return self[tuple(index)]
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        size = self.shape[dim]
+        if isinstance(split_size, int):
+            split_size = [builtins.min(split_size, size - s) for s in range(0, size, split_size)]
+        if sum(split_size) != size:
+            raise RuntimeError(f"split: sizes {split_size} do not add up to {size} in dim {dim}")
+        starts = [0, *itertools.accumulate(split_size)][:-1]
+        return tuple(self.narrow(dim, s, n) for s, n in zip(starts, split_size))
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return self.split(-(-self.shape[dim] // chunks), dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+
+    def select(self, dim: int, index: int) -> Tensor:
+        return self[(slice(None),) * (dim % self.ndim) + (index,)]
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return movement.GetItem.apply(self, index=_index(index))
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
+        if index.ndim != self.ndim:
+            raise RuntimeError(f"gather: index has {index.ndim} dims, the tensor has {self.ndim}")
+        dim = dim % self.ndim
+        grids = xp.ogrid[tuple(slice(n) for n in index.shape)]
+        grids[dim] = index.array
+        return self[tuple(grids)]
+
+    def pad(self, widths: Sequence[tuple[int, int]], value: float = 0.0) -> Tensor:
+        return movement.Pad.apply(self, widths=tuple(map(tuple, widths)), value=value)
+
+    def where(self, condition: Tensor, other: Any) -> Tensor:
+        return where(condition, self, other)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+
+# ---- module-level functions -----------------------------------------------------------------
+
+
+def where(condition: Tensor, x: Any, y: Any) -> Tensor:
+    """``x`` where ``condition`` holds, else ``y``; either may be a Python number.
+
+    >>> import scratchgrad as sg
+    >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
+    tensor([1., 0.])
+    """
+    cond = condition.array if isinstance(condition, Tensor) else xp.asarray(condition)
+    if cond.dtype != bool:
+        raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
+    if isinstance(x, Tensor):
+        x, y = x._operands(y)
+    elif isinstance(y, Tensor):
+        y, x = y._operands(x)
+    else:
+        x = Tensor(x)
+    return binary.Where.apply(cond, x, y)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim."""
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of tensors")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = backend.result_type(dtype, t.dtype)
+    tensors = [t.to(dtype) for t in tensors]
+    ndim = tensors[0].ndim
+    if builtins.any(t.ndim != ndim for t in tensors):
+        raise RuntimeError(
+            f"cat: tensors must have the same number of dims, got {[t.shape for t in tensors]}"
+        )
+    return movement.Cat.apply(*tensors, dim=dim % builtins.max(ndim, 1))
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along a new dim."""
+    shapes = {t.shape for t in tensors}
+    if len(shapes) > 1:
+        raise RuntimeError(
+            f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
+        )
+    return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def _to_array(data: Any, dtype: Any):
+    """An array (copied) from Python data, a NumPy array or a Tensor, in PyTorch's dtypes:
+    Python floats become float32, ints int64; a NumPy array keeps its dtype."""
+    if isinstance(data, Tensor):
+        data = data.array
+    if dtype is not None:
+        return xp.array(data, dtype=backend.to_dtype(dtype))
+    if isinstance(data, (xp.ndarray, xp.generic)):
+        return xp.array(data)
+    array = xp.array(data)
+    if array.dtype.kind == "f":
+        return array.astype(backend.default_float)
+    if array.dtype.kind in "iu":
+        return array.astype(backend.int64)
+    if array.dtype.kind not in "b":
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
+    return array
+
+
+def _promote(x: Tensor, y: Tensor):
+    """PyTorch's rule: a 0-d tensor does not widen a tensor with dims of the same kind."""
+    kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}
+    kx, ky = kind[x.dtype.kind], kind[y.dtype.kind]
+    if (x.ndim == 0) != (y.ndim == 0) and kx == ky:
+        return y.dtype if x.ndim == 0 else x.dtype
+    return backend.result_type(x.dtype, y.dtype)
+
+
+def _shape(args: tuple) -> tuple[int, ...]:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(n) for n in args)
+
+
+def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """Normalise a dim or tuple of dims to non-negative ints; None means all."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    size = builtins.max(ndim, 1)
+    for d in dims:
+        if not -size <= d < size:
+            raise IndexError(f"dim {d} is out of range for a tensor with {ndim} dims")
+    return tuple(d % size for d in dims)
+
+
+def _index(index: Any) -> tuple:
+    """An index as a tuple NumPy understands; tensors and lists become integer or bool arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    items = []
+    for item in index:
+        if isinstance(item, Tensor):
+            item = item.array
+        elif isinstance(item, list):
+            item = xp.asarray(item)
+        if isinstance(item, xp.ndarray) and item.dtype.kind not in "biu":
+            raise IndexError(
+                f"index: tensors used as indices must be integer or bool, got {item.dtype}"
+            )
+        items.append(item)
+    return tuple(items)
+
+
+def _format(t: Tensor) -> str:
+    array = t.array
+    if backend.is_floating(array.dtype):
+        shown = array.astype(xp.float64)
+        whole = xp.isfinite(shown).all() and (shown == xp.round(shown)).all()
+        body = xp.array2string(
+            shown, separator=", ", precision=0 if whole else 4, floatmode="fixed", prefix="tensor("
+        )
+    else:
+        body = xp.array2string(array, separator=", ", prefix="tensor(")
+    extras = []
+    if array.dtype not in (backend.float32, backend.int64, backend.bool_):
+        extras.append(f"dtype=scratchgrad.{array.dtype}")
+    if t._ctx is not None:
+        extras.append(f"grad_fn=<{type(t._ctx).__name__}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + ", ".join([body, *extras]) + ")"
