@@ -1,0 +1,147 @@
+"""Map-style datasets: anything with ``__getitem__`` and ``__len__``, as in ``torch.utils.data``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+from scratchgrad import backend
+
+if TYPE_CHECKING:
+    from scratchgrad import Tensor
+    from scratchgrad.backend import Generator
+
+
+class Dataset(ABC):
+    """A collection of samples that can be indexed by ``0 .. len(self) - 1``.
+
+    Subclasses say how to fetch one sample and how many there are. The ``DataLoader`` accepts any
+    object with these two methods (a plain list works too); subclassing only documents the intent.
+
+    >>> class Squares(Dataset):
+    ...     def __len__(self):
+    ...         return 4
+    ...     def __getitem__(self, index):
+    ...         return index * index
+    >>> [Squares()[i] for i in range(len(Squares()))]
+    [0, 1, 4, 9]
+    """
+
+    @abstractmethod
+    def __getitem__(self, index: int) -> Any:
+        """The sample at ``index``."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of samples."""
+
+
+class TensorDataset(Dataset):
+    """Samples are the rows of tensors that share their first dimension, as ``torch``'s.
+
+    ``dataset[i]`` is the tuple ``(tensors[0][i], tensors[1][i], ...)``. The ``DataLoader`` fetches
+    whole batches of a ``TensorDataset`` with one indexing call per tensor, so this is the fast way
+    to feed in-memory data.
+
+    >>> import scratchgrad as sg
+    >>> ds = TensorDataset(sg.zeros(5, 3), sg.arange(5))
+    >>> len(ds), ds[2][0].shape, ds[2][1].item()
+    (5, (3,), 2)
+    """
+
+    def __init__(self, *tensors: Tensor) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        shapes = [tuple(t.shape) for t in tensors]
+        if any(len(shape) == 0 for shape in shapes):
+            raise ValueError(
+                f"TensorDataset: every tensor needs a first dimension; shapes {shapes}"
+            )
+        if len({shape[0] for shape in shapes}) > 1:
+            raise ValueError(
+                f"TensorDataset: size mismatch between tensors: shapes {shapes} differ in their "
+                "first dimension"
+            )
+        self.tensors = tensors
+
+    def __getitem__(self, index: int) -> tuple[Tensor, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``, in that order, as ``torch``'s.
+
+    >>> sub = Subset(["a", "b", "c", "d"], [3, 0])
+    >>> len(sub), sub[0], sub[1]
+    (2, 'd', 'a')
+    """
+
+    def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, index: int) -> Any:
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(
+    dataset: Any, lengths: Sequence[int | float], generator: Generator | None = None
+) -> list[Subset]:
+    """Split ``dataset`` into non-overlapping random ``Subset``s of the given lengths, as ``torch``.
+
+    ``lengths`` are either sample counts summing to ``len(dataset)``, or fractions summing to 1.
+    Fractions are rounded as PyTorch rounds them: each split gets ``floor(len * fraction)``, then
+    the samples left over go one each to the splits in turn, starting with the first. The
+    permutation comes from ``generator``, or else the library's generator (``sg.manual_seed``).
+
+    >>> import scratchgrad as sg
+    >>> train, val = random_split(range(10), [0.75, 0.25], generator=sg.Generator(0))
+    >>> len(train), len(val)  # floor(7.5) = 7 and floor(2.5) = 2; the leftover goes to train
+    (8, 2)
+    >>> sorted(list(train) + list(val)) == list(range(10))
+    True
+    """
+    n = len(dataset)
+    total = sum(lengths)
+    if math.isclose(total, 1) and total <= 1:
+        for i, fraction in enumerate(lengths):
+            if not 0 <= fraction <= 1:
+                raise ValueError(f"random_split: fraction at index {i} is not between 0 and 1")
+        sizes = [math.floor(n * fraction) for fraction in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        for i, size in enumerate(sizes):
+            if size == 0:
+                warnings.warn(
+                    f"random_split: length of split at index {i} is 0; that Subset is empty",
+                    stacklevel=2,
+                )
+    else:
+        if any(not isinstance(size, numbers.Integral) or size < 0 for size in lengths):
+            raise ValueError(
+                f"random_split: lengths must be non-negative ints or fractions summing to 1, "
+                f"got {list(lengths)}"
+            )
+        sizes = [int(size) for size in lengths]
+    if sum(sizes) != n:
+        raise ValueError(
+            f"random_split: lengths {list(lengths)} sum to {sum(sizes)}, "
+            f"but the dataset has {n} samples"
+        )
+    rng = (generator or backend.default_generator).rng
+    order = rng.permutation(n).tolist()
+    return [
+        Subset(dataset, order[end - size : end])
+        for end, size in zip(accumulate(sizes), sizes, strict=True)
+    ]
