@@ -1,0 +1,300 @@
+"""Run the benchmark workloads for every framework and write the comparison table.
+
+``make bench`` runs this file. Each framework runs each workload in its own worker process
+(``worker.py``); the frameworks take turns round by round (A B C A B C ...), so drift in the
+machine's speed hits all of them alike, and the ratios compare medians from the same run.
+
+    python benchmarks/run.py                      # everything, 5 rounds
+    python benchmarks/run.py --workloads W1,O1    # some workloads ("L" means all of L-*)
+    python benchmarks/run.py --quick              # fewer, shorter rounds: a smoke run
+
+The table goes to stdout and, with the raw numbers, to ``benchmarks/results/latest.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workloads import WORKLOADS, Workload, expand
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+THREADS = "2"
+FIRST_LOSS_RTOL = 1e-4  # float32 sums in a different order differ in the last digits only
+EPOCHS = 10  # W3's training run
+
+
+class Worker:
+    """A ``worker.py`` process: one framework, one workload, answering JSON requests."""
+
+    def __init__(self, framework: str, workload_id: str) -> None:
+        env = dict(
+            os.environ,
+            OMP_NUM_THREADS=THREADS,
+            OPENBLAS_NUM_THREADS=THREADS,
+            MKL_NUM_THREADS=THREADS,
+        )
+        self.framework = framework
+        self.sizes = (0, 0)  # samples per round, steps per sample: fixed by the first round
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the worker)
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "worker.py"), framework, workload_id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
+        )
+        self.setup = self._read()
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            tail = self.log.read().strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"worker exited: {tail[0]}"}
+        return json.loads(line)
+
+    def ask(self, **request) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self._read()
+        if "error" in answer:
+            raise RuntimeError(f"{self.framework}: {answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+        self.log.close()
+
+
+def available(framework: str, workload: Workload) -> str | None:
+    """Why ``framework`` cannot run here, or None if it can."""
+    module = {"pytorch": "torch", "numpy": "numpy"}.get(framework, framework)
+    if importlib.util.find_spec(module) is None:
+        return f"{framework} is not installed"
+    if workload.id == "S1" and not (HERE / "scalar.py").exists():
+        return "benchmarks/scalar.py (the S1 step) is missing"
+    return None
+
+
+def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[str]) -> list[dict]:
+    """Time every available framework on one workload; one result per framework."""
+    workers = []
+    for framework in workload.frameworks:
+        reason = available(framework, workload)
+        if reason:
+            notes.append(f"{workload.id}: {framework} skipped: {reason}")
+            continue
+        worker = Worker(framework, workload.id)
+        if "error" in worker.setup:
+            notes.append(f"{workload.id}: {framework} failed: {worker.setup['error']}")
+            worker.close()
+            continue
+        workers.append(worker)
+    medians: dict[str, list[float]] = {w.framework: [] for w in workers}
+    for _ in range(rounds):
+        for worker in workers:
+            answer = worker.ask(cmd="round", seconds=seconds)
+            medians[worker.framework].append(answer["median"])
+            worker.sizes = (answer["samples"], answer["repeat"])
+            time.sleep(0.02)  # let the last worker's OpenMP threads stop spinning
+    results = []
+    for worker in workers:
+        times = medians[worker.framework]
+        result = {
+            "workload": workload.id,
+            "framework": worker.framework,
+            "median_s": statistics.median(times),
+            "min_s": min(times),
+            "max_s": max(times),
+            "round_medians_s": times,
+            "samples_per_round": worker.sizes[0],
+            "steps_per_sample": worker.sizes[1],
+            "first_loss": worker.setup["first_loss"],
+            "rss_import_mb": worker.setup["rss_import_mb"],
+            "thread_pools": worker.setup["thread_pools"],
+        }
+        if workload.id == "W3":
+            result["epochs"] = {"epochs": EPOCHS, **worker.ask(cmd="epochs", epochs=EPOCHS)}
+        result["peak_rss_mb"] = worker.ask(cmd="peak")["peak_rss_mb"]
+        worker.close()
+        results.append(result)
+    compare(workload, results, notes)
+    return results
+
+
+def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
+    """Add ratios to the reference, the targets' verdicts and the first-loss check."""
+    by_name = {r["framework"]: r for r in results}
+    ref = by_name.get(workload.reference)
+    if workload.reference and ref is None:
+        notes.append(f"{workload.id}: no ratios: the reference {workload.reference} did not run")
+    checked = ref or (results[0] if results else None)
+    for r in results:
+        if ref is not None:
+            r["ratio"] = r["median_s"] / ref["median_s"]
+        if checked is not None and workload.unit != "GFLOP/s" and workload.id != "L-add8":
+            expected = checked["first_loss"]
+            r["first_loss_ok"] = abs(r["first_loss"] - expected) <= FIRST_LOSS_RTOL * abs(expected)
+            if not r["first_loss_ok"]:
+                notes.append(
+                    f"{workload.id}: {r['framework']}'s first loss {r['first_loss']:.6g} "
+                    f"differs from {checked['framework']}'s {expected:.6g}"
+                )
+        if r["framework"] == "scratchgrad" and workload.target is not None and ref is not None:
+            r["target"] = workload.target
+            r["met"] = r["ratio"] <= workload.target
+            if workload.memory_target:
+                r["memory_met"] = r["peak_rss_mb"] < ref["peak_rss_mb"]
+
+
+# ---- reporting ----
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for name in ("numpy", "torch", "scratchgrad", "micrograd", "jax"):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:
+            versions[name] = None
+    return {
+        "cpu": cpu,
+        "logical_cpus": os.cpu_count(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+    }
+
+
+def blas_line(results: list[dict]) -> str:
+    """How NumPy multiplies matrices here, from the hand-NumPy worker's thread pools."""
+    for r in results:
+        if r["framework"] == "numpy":
+            for pool in r["thread_pools"]:
+                if pool["internal_api"] in ("openblas", "mkl", "blis", "flexiblas"):
+                    arch = f", {pool['architecture']} kernel" if pool.get("architecture") else ""
+                    return (
+                        f"{pool['internal_api']} {pool['version']}{arch}, "
+                        f"{pool['num_threads']} threads"
+                    )
+    return "unknown (no NumPy worker ran, or threadpoolctl is missing)"
+
+
+def in_unit(seconds: float, workload: Workload) -> float:
+    """A time per step in the workload's unit: ms or us per step, or GFLOP/s."""
+    if workload.unit == "GFLOP/s":
+        return workload.flop / seconds / 1e9
+    return seconds * (1e6 if workload.unit == "us" else 1e3)
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        f"Benchmarks of {report['date']} on {m['cpu']} ({m['logical_cpus']} logical CPUs), "
+        f"Python {m['python']}, NumPy {m['versions']['numpy']} with BLAS {report['blas']}; "
+        f"{report['threads']} threads for every framework; {report['rounds']} rounds.",
+        "",
+        "| workload | framework | median [min-max] | ratio | target | met | peak RSS MB "
+        "(+ workload) | first loss |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    previous = None
+    for r in report["results"]:
+        w = WORKLOADS[r["workload"]]
+        label = w.id if w.id == previous else f"{w.id} {w.title}"  # the title once per workload
+        previous = w.id
+        unit = {"ms": "ms/step", "us": "us/call"}.get(w.unit, w.unit)
+        low, high = sorted(in_unit(r[k], w) for k in ("min_s", "max_s"))
+        spread = f"{in_unit(r['median_s'], w):.3g} [{low:.3g}-{high:.3g}] {unit}"
+        ratio = f"{r['ratio']:.2f}x {w.reference}" if "ratio" in r else "-"
+        target = met = "-"
+        if "target" in r:
+            target = f"<= {r['target']}x"
+            met = "yes" if r["met"] else "**no**"
+            if "memory_met" in r:
+                target += f"; RSS < {w.reference}"
+                met += "; " + ("yes" if r["memory_met"] else "**no**")
+        rss = f"{r['peak_rss_mb']:.0f} (+{r['peak_rss_mb'] - r['rss_import_mb']:.0f})"
+        loss = "-"
+        if "first_loss_ok" in r:
+            loss = f"{r['first_loss']:.6g}" + ("" if r["first_loss_ok"] else " (**differs**)")
+        lines.append(
+            f"| {label} | {r['framework']} | {spread} | {ratio} | {target} | "
+            f"{met} | {rss} | {loss} |"
+        )
+    digits = [r for r in report["results"] if "epochs" in r]
+    if digits:
+        lines += [
+            "",
+            f"W3, {EPOCHS} epochs from the initial weights, 80/20 split:",
+            "",
+            "| framework | wall time s | test accuracy |",
+            "|---|---|---|",
+        ]
+        for r in digits:
+            e = r["epochs"]
+            lines.append(f"| {r['framework']} | {e['seconds']:.3f} | {e['accuracy']:.4f} |")
+    if report["notes"]:
+        lines += ["", "Notes:", ""] + [f"- {note}" for note in report["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--workloads", default="S1,W1,W2,W3,W4,W5,O1,L", help="comma-separated ids, e.g. W1,W2"
+    )
+    parser.add_argument("--rounds", type=int, help="rounds per framework (default 5, quick 2)")
+    parser.add_argument("--quick", action="store_true", help="fewer and shorter rounds")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 5)
+    seconds = 0.03 if args.quick else 0.25  # of timed steps per framework per round
+
+    notes: list[str] = []
+    results: list[dict] = []
+    for workload_id in expand(args.workloads.split(",")):
+        print(f"{workload_id} ...", file=sys.stderr, flush=True)
+        results += run_workload(WORKLOADS[workload_id], rounds, seconds, notes)
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "blas": blas_line(results),
+        "threads": int(THREADS),
+        "rounds": rounds,
+        "seconds_per_round": seconds,
+        "results": results,
+        "notes": notes,
+    }
+    table = markdown(report)
+    print(table)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.md").write_text(table)
+    (RESULTS / "latest.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""One framework running one workload in its own process, driven by ``run.py`` over pipes.
+
+Usage: ``python benchmarks/worker.py FRAMEWORK WORKLOAD``. The worker builds the step, answers
+with one JSON line (the first loss, its RSS after imports, the thread pools in use), then serves
+requests, one JSON object per line on stdin, each answered by one JSON line on stdout:
+
+- ``{"cmd": "round", "seconds": S}``: warm up, then time about ``S`` seconds of steps in
+  samples; answer the median seconds per step. The first round also fixes the sample size.
+- ``{"cmd": "epochs", "epochs": N}``: W3 only; train N epochs from the initial weights, answer
+  the wall time and test accuracy.
+- ``{"cmd": "peak"}``: answer the peak RSS of this process so far.
+
+A fresh worker per workload keeps each peak RSS about that workload alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+
+THREADS = 2
+MIN_SAMPLE_SECONDS = 100e-6  # shorter steps are timed in groups, so the clock's cost stays small
+
+
+def rss_mb() -> float:
+    """The peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
+    """Import the framework and return its ``make_step(problem)`` and ``train_digits``."""
+    if framework == "numpy":
+        import hand_numpy
+
+        return hand_numpy.make_step, hand_numpy.train_digits
+    if framework == "jax":
+        # XLA sizes its thread pool by the CPUs it may use; pin it to the threads others get.
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:THREADS])
+        import jax_jit
+
+        return jax_jit.make_step, jax_jit.train_digits
+    if workload_id == "S1":
+        import scalar
+
+        return (lambda problem: scalar.make_step(framework, problem)), None
+    if framework in ("pytorch", "scratchgrad"):
+        import tensor_api
+
+        if framework == "pytorch":
+            import torch as lib
+
+            lib.set_num_threads(THREADS)
+        else:
+            import scratchgrad as lib
+
+        return (
+            lambda problem: tensor_api.make_step(lib, problem),
+            lambda problem, epochs: tensor_api.train_digits(lib, problem, epochs),
+        )
+    raise ValueError(f"unknown framework {framework!r}")
+
+
+def thread_pools() -> list[dict]:
+    """The BLAS and OpenMP libraries loaded in this process, as threadpoolctl sees them."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keys = ("internal_api", "version", "architecture", "threading_layer", "num_threads", "prefix")
+    return [{k: pool.get(k) for k in keys} for pool in threadpool_info()]
+
+
+class Timer:
+    """Times a step in samples of ``repeat`` calls; the sizes are fixed by the first round."""
+
+    def __init__(self, step: Callable[[], object]) -> None:
+        self.step = step
+        self.repeat = self.samples = 0
+
+    def sample(self) -> float:
+        step, repeat = self.step, self.repeat
+        start = time.perf_counter()
+        for _ in range(repeat):
+            step()
+        return (time.perf_counter() - start) / repeat
+
+    def round(self, seconds: float) -> dict:
+        if not self.repeat:
+            self.repeat = 1
+            guess = statistics.median(self.sample() for _ in range(3))
+            self.repeat = max(1, math.ceil(MIN_SAMPLE_SECONDS / guess))
+            self.samples = max(3, min(2000, round(seconds / (guess * self.repeat))))
+        for _ in range(max(1, self.samples // 10)):  # warm caches and allocator after the others
+            self.sample()
+        times = [self.sample() for _ in range(self.samples)]
+        return {"median": statistics.median(times), "samples": self.samples, "repeat": self.repeat}
+
+
+def serve(framework: str, workload_id: str, reply: Callable[[dict], None]) -> None:
+    make_step, train_digits = load(framework, workload_id)
+    rss_import = rss_mb()
+    from workloads import make_problem
+
+    problem = make_problem(workload_id)
+    step, first_loss = make_step(problem)
+    timer = Timer(step)
+    reply(
+        {
+            "first_loss": float(first_loss),
+            "rss_import_mb": rss_import,
+            "thread_pools": thread_pools(),
+        }
+    )
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["cmd"] == "round":
+            reply(timer.round(request["seconds"]))
+        elif request["cmd"] == "epochs":
+            start = time.perf_counter()
+            accuracy = train_digits(problem, request["epochs"])
+            reply({"seconds": time.perf_counter() - start, "accuracy": accuracy})
+        elif request["cmd"] == "peak":
+            reply({"peak_rss_mb": rss_mb()})
+
+
+def main() -> None:
+    framework, workload_id = sys.argv[1:3]
+    # Keep the protocol on our own copy of stdout and send everything else that writes to file
+    # descriptor 1 (libraries' banners, C code) to stderr, so no stray text corrupts a reply.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def reply(message: dict) -> None:
+        protocol.write(json.dumps(message) + "\n")
+        protocol.flush()
+
+    try:
+        serve(framework, workload_id, reply)
+    except Exception as error:
+        traceback.print_exc()
+        reply({"error": f"{type(error).__name__}: {error}"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""The benchmark workloads: their data, initial weights, hyperparameters and targets.
+
+Every framework builds its problem from ``make_problem(workload_id)``, which draws everything from
+NumPy generators with fixed seeds, so each worker process gets bit-identical data and weights
+without any file passing between processes. Parameters are listed in the order PyTorch's
+``model.parameters()`` yields them (weight then bias, layer by layer), in PyTorch's layouts
+(``Linear.weight`` is ``(out, in)``, ``Conv2d.weight`` is ``(out, in, kh, kw)``).
+
+>>> p = make_problem("W1")
+>>> [w.shape for w in p.params]
+[(4, 2), (4,), (1, 4), (1,)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is measured, for whom, and what scratchgrad must reach.
+
+    ``target`` is the largest acceptable ratio of scratchgrad's median to the reference's;
+    ``memory_target`` asks for scratchgrad's peak RSS to stay below the reference's.
+    ``flop`` (for GEMMs) turns a time per call into GFLOP/s.
+    """
+
+    id: str
+    title: str
+    frameworks: tuple[str, ...]
+    reference: str | None = "pytorch"
+    target: float | None = None
+    memory_target: bool = False
+    unit: str = "ms"  # per step; "us" per call; "GFLOP/s" from ``flop``
+    flop: float | None = None
+
+
+TENSOR_PEERS = ("scratchgrad", "pytorch", "numpy", "jax")
+
+WORKLOADS: dict[str, Workload] = {
+    w.id: w
+    for w in [
+        Workload(
+            "S1",
+            "scalar MLP(2, [8, 8, 1]), circle",
+            ("scratchgrad", "micrograd"),
+            reference="micrograd",
+            target=0.2,
+        ),
+        Workload("W1", "XOR 2-4-1 tanh, MSE, SGD", TENSOR_PEERS, target=0.6),
+        Workload("W2", "circle 2-8-8-1 tanh, MSE, SGD", TENSOR_PEERS, target=0.6),
+        Workload("W3", "digits 64-128-10 ReLU, CE, Adam, batch 64", TENSOR_PEERS, target=0.6),
+        Workload(
+            "W4",
+            "wide MLP 784-512-512-10, CE, SGD momentum, batch 128",
+            TENSOR_PEERS,
+            target=1.0,
+            memory_target=True,
+        ),
+        Workload(
+            "W5",
+            "small CNN 2 conv + 2 maxpool + linear, batch 64",
+            TENSOR_PEERS,
+            target=1.5,
+            memory_target=True,
+        ),
+        Workload(
+            "O1",
+            "per-op overhead: (a * b).sum().backward(), 8x8",
+            TENSOR_PEERS,
+            target=0.7,
+            unit="us",
+        ),
+        Workload(
+            "L-gemm1024",
+            "NumPy float32 GEMM 1024^3",
+            ("numpy",),
+            reference=None,
+            unit="GFLOP/s",
+            flop=2.0 * 1024**3,
+        ),
+        Workload(
+            "L-gemm256",
+            "NumPy float32 GEMM 256^3",
+            ("numpy",),
+            reference=None,
+            unit="GFLOP/s",
+            flop=2.0 * 256**3,
+        ),
+        Workload(
+            "L-add8", "NumPy 8x8 float32 add, per call", ("numpy",), reference=None, unit="us"
+        ),
+    ]
+}
+
+
+def expand(ids: list[str]) -> list[str]:
+    """Resolve user-given ids (``L`` stands for all three limit measurements)."""
+    out = []
+    for wid in ids:
+        matches = [k for k in WORKLOADS if k == wid or k.startswith(wid + "-")]
+        if not matches:
+            raise ValueError(f"unknown workload {wid!r}; choose from {', '.join(WORKLOADS)}")
+        out += [m for m in matches if m not in out]
+    return out
+
+
+@dataclass
+class Problem:
+    """Everything a framework needs to build one workload's training step.
+
+    ``model`` is ``"mlp"`` (``sizes`` and ``activation`` say which), ``"cnn"`` (the W5 network),
+    ``"scalar"`` (the S1 network, ``sizes`` as for ``"mlp"``), ``"op"`` (O1) or ``"limit"`` (L).
+    ``batches`` is the list of ``(x, y)`` that successive steps cycle through.
+    """
+
+    model: str
+    batches: list[tuple[np.ndarray, np.ndarray]]
+    params: list[np.ndarray]
+    loss: str = "mse"  # or "cross_entropy"
+    optimizer: str = "sgd"  # or "adam"
+    lr: float = 0.1
+    momentum: float = 0.0
+    sizes: tuple[int, ...] = ()
+    activation: str = "tanh"
+    test: tuple[np.ndarray, np.ndarray] | None = None  # held-out data (W3)
+    train: tuple[np.ndarray, np.ndarray] | None = None  # the whole training split (W3)
+    extra: dict = field(default_factory=dict)
+
+
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    # PyTorch's default Linear/Conv2d init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W and b.
+    bound = 1.0 / np.sqrt(fan_in)
+    return rng.uniform(-bound, bound, size=shape).astype(np.float32)
+
+
+def mlp_params(sizes: tuple[int, ...], seed: int) -> list[np.ndarray]:
+    """Weights and biases of ``Linear(sizes[0], sizes[1]), Linear(sizes[1], sizes[2]), ...``."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        params += [_uniform(rng, (fan_out, fan_in), fan_in), _uniform(rng, (fan_out,), fan_in)]
+    return params
+
+
+def circle(n: int = 60, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Points in [-1, 1]^2, labelled +1 inside the circle x0^2 + x1^2 < 0.5 and -1 outside."""
+    x = np.random.default_rng(seed).uniform(-1, 1, size=(n, 2)).astype(np.float32)
+    y = np.where((x**2).sum(1) < 0.5, 1.0, -1.0).astype(np.float32)
+    return x, y[:, None]
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The 8x8 digits as ``(x, y)``: x float32 (1797, 64) scaled to [0, 1], y int64 labels."""
+    from scratchgrad.datasets import load_digits as load
+
+    images, labels = load()  # images (1797, 1, 8, 8), already scaled
+    return images.numpy().reshape(len(images), 64), labels.numpy()
+
+
+def split_batches(x: np.ndarray, y: np.ndarray, batch: int, order: np.ndarray, drop_last: bool):
+    """Cut ``(x[order], y[order])`` into batches of ``batch`` rows."""
+    stop = len(order) - len(order) % batch if drop_last else len(order)
+    return [(x[order[i : i + batch]], y[order[i : i + batch]]) for i in range(0, stop, batch)]
+
+
+def digits_epochs(problem: Problem, epochs: int, seed: int = 3):
+    """The shuffled training batches of each epoch, the same for every framework."""
+    x, y = problem.train
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        yield split_batches(x, y, 64, rng.permutation(len(x)), drop_last=False)
+
+
+def make_problem(workload_id: str) -> Problem:
+    """Build the data, initial weights and hyperparameters of one workload."""
+    if workload_id == "S1":
+        x, y = circle()
+        return Problem("scalar", [(x, y)], mlp_params((2, 8, 8, 1), seed=10), sizes=(2, 8, 8, 1))
+    if workload_id == "W1":
+        x = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=np.float32)
+        y = np.array([[-1], [1], [1], [-1]], dtype=np.float32)
+        return Problem("mlp", [(x, y)], mlp_params((2, 4, 1), seed=11), lr=0.05, sizes=(2, 4, 1))
+    if workload_id == "W2":
+        sizes = (2, 8, 8, 1)
+        return Problem("mlp", [circle()], mlp_params(sizes, seed=12), lr=0.1, sizes=sizes)
+    if workload_id == "W3":
+        x, y = load_digits()
+        order = np.random.default_rng(13).permutation(len(x))
+        n_test = len(x) // 5
+        test, train = order[:n_test], order[n_test:]
+        sizes = (64, 128, 10)
+        return Problem(
+            "mlp",
+            # Timed steps cycle through the full batches of one fixed pass over the training set.
+            split_batches(x, y, 64, train, drop_last=True),
+            mlp_params(sizes, seed=14),
+            loss="cross_entropy",
+            optimizer="adam",
+            lr=1e-3,
+            sizes=sizes,
+            activation="relu",
+            test=(x[test], y[test]),
+            train=(x[train], y[train]),
+        )
+    if workload_id == "W4":
+        rng = np.random.default_rng(15)
+        x = rng.standard_normal((128, 784), dtype=np.float32)
+        y = rng.integers(0, 10, size=128)
+        sizes = (784, 512, 512, 10)
+        return Problem(
+            "mlp",
+            [(x, y)],
+            mlp_params(sizes, seed=16),
+            loss="cross_entropy",
+            lr=0.01,
+            momentum=0.9,
+            sizes=sizes,
+            activation="relu",
+        )
+    if workload_id == "W5":
+        rng = np.random.default_rng(17)
+        x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
+        y = rng.integers(0, 10, size=64)
+        params = [
+            _uniform(rng, (8, 1, 3, 3), 9),
+            _uniform(rng, (8,), 9),
+            _uniform(rng, (16, 8, 3, 3), 72),
+            _uniform(rng, (16,), 72),
+            _uniform(rng, (10, 784), 784),
+            _uniform(rng, (10,), 784),
+        ]
+        return Problem("cnn", [(x, y)], params, loss="cross_entropy", lr=0.01)
+    if workload_id == "O1":
+        rng = np.random.default_rng(18)
+        a, b = (rng.standard_normal((8, 8), dtype=np.float32) for _ in range(2))
+        return Problem("op", [], [a, b])
+    if workload_id.startswith("L-"):
+        n = {"L-gemm1024": 1024, "L-gemm256": 256, "L-add8": 8}[workload_id]
+        rng = np.random.default_rng(19)
+        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+        return Problem("limit", [], [a, b], extra={"op": "add" if n == 8 else "matmul"})
+    raise ValueError(f"unknown workload {workload_id!r}")

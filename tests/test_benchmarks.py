@@ -1,0 +1,118 @@
+"""Smoke tests of the benchmark harness (``benchmarks/``), not of anyone's speed.
+
+Every framework's step runs, and all frameworks agree on the losses of the first few steps: the
+same data and initial weights went in, and the hand-written NumPy backward passes and updates
+(and scratchgrad's) match PyTorch's. Frameworks that are not installed are skipped.
+"""
+
+import functools
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import hand_numpy  # noqa: E402
+import run  # noqa: E402
+import tensor_api  # noqa: E402
+import workloads  # noqa: E402
+
+STEPS = 4  # the first loss and three after updates
+RTOL = 1e-4
+
+
+def tensor_frameworks() -> dict:
+    """``name -> make_step(problem)`` for each installed tensor framework."""
+    frameworks = {"numpy": hand_numpy.make_step}
+    for name, module in [("pytorch", "torch"), ("scratchgrad", "scratchgrad")]:
+        try:
+            lib = importlib.import_module(module)
+        except ImportError:
+            continue
+        # scratchgrad's nn and optim may still be missing while the engine is being written.
+        if hasattr(lib, "nn") and hasattr(lib, "optim"):
+            frameworks[name] = functools.partial(tensor_api.make_step, lib)
+    if importlib.util.find_spec("jax") is not None:
+        frameworks["jax"] = importlib.import_module("jax_jit").make_step
+    return frameworks
+
+
+def losses(make_step, problem) -> list[float]:
+    step, first = make_step(problem)
+    return [first] + [step().item() for _ in range(STEPS - 1)]
+
+
+@pytest.mark.parametrize("workload_id", ["W1", "W2", "W3", "W4", "W5", "O1"])
+def test_tensor_frameworks_agree_with_pytorch(workload_id):
+    frameworks = tensor_frameworks()
+    if "pytorch" not in frameworks:
+        pytest.skip("PyTorch, the reference, is not installed")
+    problem = workloads.make_problem(workload_id)
+    expected = losses(frameworks.pop("pytorch"), problem)
+    assert all(np.isfinite(expected))
+    for name, make_step in frameworks.items():
+        np.testing.assert_allclose(losses(make_step, problem), expected, rtol=RTOL, err_msg=name)
+
+
+@pytest.mark.skipif(not (BENCH / "scalar.py").exists(), reason="benchmarks/scalar.py is missing")
+def test_scalar_engines_agree():
+    pytest.importorskip("micrograd")
+    scalar = importlib.import_module("scalar")
+    problem = workloads.make_problem("S1")
+    by_engine = []
+    for engine in ("scratchgrad", "micrograd"):
+        step, first = scalar.make_step(engine, problem)
+        by_engine.append([first] + [float(step()) for _ in range(STEPS - 1)])
+    np.testing.assert_allclose(by_engine[0], by_engine[1], rtol=1e-9)
+
+
+def test_digits_training_learns_the_same_in_numpy_and_pytorch():
+    torch = pytest.importorskip("torch")
+    problem = workloads.make_problem("W3")
+    accuracy = hand_numpy.train_digits(problem, epochs=1)
+    assert accuracy > 0.6  # one epoch of Adam gets well past chance (0.1)
+    assert abs(tensor_api.train_digits(torch, problem, epochs=1) - accuracy) < 0.01
+
+
+@pytest.mark.parametrize("workload_id", ["L-gemm256", "L-add8"])
+def test_limit_steps_compute_what_they_claim(workload_id):
+    problem = workloads.make_problem(workload_id)
+    a, b = problem.params
+    step, _ = hand_numpy.make_step(problem)
+    expected = a + b if workload_id == "L-add8" else a @ b
+    np.testing.assert_allclose(step(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_compare_computes_ratios_targets_and_the_first_loss_check():
+    def result(framework, median, peak, first_loss):
+        return {"framework": framework, "median_s": median, "peak_rss_mb": peak,
+                "first_loss": first_loss}  # fmt: skip
+
+    results = [result("scratchgrad", 3e-3, 100, 2.5), result("pytorch", 2e-3, 300, 2.0)]
+    notes = []
+    run.compare(workloads.WORKLOADS["W4"], results, notes)
+    sg, torch = results
+    assert (sg["ratio"], sg["target"], sg["met"], sg["memory_met"]) == (1.5, 1.0, False, True)
+    assert torch["ratio"] == 1.0 and "target" not in torch
+    assert not sg["first_loss_ok"] and torch["first_loss_ok"]
+    assert notes == ["W4: scratchgrad's first loss 2.5 differs from pytorch's 2"]
+
+
+def test_run_writes_the_table_and_json(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    run.main(["--workloads", "W1", "--rounds", "2", "--quick"])
+    report = json.loads((tmp_path / "latest.json").read_text())
+    by_name = {r["framework"]: r for r in report["results"]}
+    assert {"pytorch", "numpy"} <= set(by_name)
+    assert by_name["pytorch"]["ratio"] == 1.0
+    assert all(r["first_loss_ok"] and len(r["round_medians_s"]) == 2 for r in by_name.values())
+    assert all(r["peak_rss_mb"] >= r["rss_import_mb"] > 0 for r in by_name.values())
+    table = (tmp_path / "latest.md").read_text()
+    assert "| W1 XOR" in table and table in capsys.readouterr().out
