@@ -26,7 +26,7 @@ FLOATS = (float16, bfloat16, float32, float64)
 
 def is_floating(dtype: numpy.dtype) -> bool:
     """True for the floating dtypes, the only ones that can require gradients."""
-    return dtype in FLOATS
+    return dtype.kind == "f" or dtype == bfloat16
 
 
 def to_dtype(dtype) -> numpy.dtype:

@@ -168,9 +168,7 @@ class Tensor:
 
         Gradients add up across calls, as in PyTorch; zero them between steps.
         """
-        from scratchgrad.autograd.engine import backward
-
-        backward(self, gradient, retain_graph, create_graph)
+        _engine.backward(self, gradient, retain_graph, create_graph)
 
     def detach(self) -> Tensor:
         """The same data, cut from the graph."""
@@ -216,7 +214,7 @@ class Tensor:
         A Python number stays a number: NumPy then keeps the tensor's dtype, as PyTorch does.
         """
         if isinstance(other, Tensor):
-            if other.array.dtype == self.array.dtype:
+            if other.array.dtype is self.array.dtype or other.array.dtype == self.array.dtype:
                 return self, other
             dtype = _promote(self, other)
             return self.to(dtype), other.to(dtype)
@@ -716,10 +714,11 @@ class Tensor:
 
     def expand(self, *sizes: Any) -> Tensor:
         """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
-        sizes = _shape(sizes)
-        lead = len(sizes) - self.ndim
-        shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
-        return self if shape == self.shape else movement.Expand.apply(self, shape=shape)
+        shape = _shape(sizes)
+        if -1 in shape:
+            lead = len(shape) - self.ndim
+            shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+        return self if shape == self.array.shape else movement.Expand.apply(self, shape=shape)
 
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(other.shape)
@@ -767,7 +766,7 @@ class Tensor:
         if index.ndim != self.ndim:
             raise RuntimeError(f"gather: index has {index.ndim} dims, the tensor has {self.ndim}")
         dim = dim % self.ndim
-        grids = xp.ogrid[tuple(slice(n) for n in index.shape)]
+        grids = list(xp.ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
         return self[tuple(grids)]
 
@@ -864,7 +863,7 @@ def _shape(args: tuple) -> tuple[int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])``."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
-    return tuple(int(n) for n in args)
+    return args if type(args) is tuple else tuple(args)
 
 
 def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
@@ -915,3 +914,6 @@ def _format(t: Tensor) -> str:
     elif t.requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + ", ".join([body, *extras]) + ")"
+
+
+from scratchgrad.autograd import engine as _engine  # noqa: E402  (the engine walks Tensors)

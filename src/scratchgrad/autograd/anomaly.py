@@ -5,11 +5,7 @@ from __future__ import annotations
 from scratchgrad.autograd.grad_mode import _GradMode
 from scratchgrad.backend import xp
 
-_enabled = False
-
-
-def enabled() -> bool:
-    return _enabled
+enabled = False  # read by the engine on every gradient
 
 
 def check(node, grad) -> None:
@@ -35,9 +31,9 @@ class detect_anomaly(_GradMode):
     """
 
     def __enter__(self) -> None:
-        global _enabled
-        self._prev, _enabled = _enabled, True
+        global enabled
+        self._prev, enabled = enabled, True
 
     def __exit__(self, *exc: object) -> None:
-        global _enabled
-        _enabled = self._prev
+        global enabled
+        enabled = self._prev

@@ -11,11 +11,9 @@ from collections.abc import Sequence
 
 from scratchgrad.autograd import anomaly
 from scratchgrad.autograd.function import Function, _node_of
-from scratchgrad.autograd.grad_mode import set_grad_enabled
+from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 from scratchgrad.tensor import Tensor
-
-Node = Function | Tensor
 
 
 def grad(
@@ -79,30 +77,45 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
                 "graph; set requires_grad=True on the inputs that should get gradients"
             )
         roots[node] = roots[node] + g if node in roots else g
-    order = _topological_order(roots, targets)
+    order = _topological_order([n for n in roots if isinstance(n, Function)], targets)
     grads, found = roots, {}
-    with set_grad_enabled(create_graph):
+    previous_mode, _state.enabled = _state.enabled, create_graph
+    try:
         for node in reversed(order):
             g = grads.pop(node, None)
             if g is None:
                 continue
-            for hook in node.hooks if isinstance(node, Function) else node._hooks:
-                new = hook(g)
-                if new is not None:
-                    g = new
+            if node.hooks:
+                g = _run_hooks(node.hooks, g)
             if targets is not None and node in targets:
                 found[node] = g
-            if isinstance(node, Tensor):
-                if targets is None:
-                    _accumulate(node, g, create_graph)
-                continue
-            _propagate(node, g, grads, targets)
+            _propagate(node, g, grads)
             if not retain_graph:
                 node.release()
+        # What is left are the leaves' gradients, each summed over all its uses.
+        for leaf, g in grads.items():
+            if not isinstance(leaf, Tensor):
+                continue  # a node pruned by autograd.grad: it leads to no input asked for
+            if leaf._hooks:
+                g = _run_hooks(leaf._hooks, g)
+            if targets is None:
+                _accumulate(leaf, g, create_graph)
+            elif leaf in targets:
+                found[leaf] = g
+    finally:
+        _state.enabled = previous_mode
     return found
 
 
-def _propagate(node: Function, g: Tensor, grads: dict, targets: dict | None) -> None:
+def _run_hooks(hooks: tuple, g: Tensor) -> Tensor:
+    for hook in hooks:
+        new = hook(g)
+        if new is not None:
+            g = new
+    return g
+
+
+def _propagate(node: Function, g: Tensor, grads: dict) -> None:
     """Run one node's backward and add each input's gradient, summed to the input's shape."""
     input_grads = type(node).backward(node, g)
     if not isinstance(input_grads, tuple):
@@ -115,7 +128,7 @@ def _propagate(node: Function, g: Tensor, grads: dict, targets: dict | None) -> 
     for parent, g_in in zip(node.parents, input_grads):
         if parent is None or g_in is None:
             continue
-        shape = parent.shape if isinstance(parent, Tensor) else parent.out_shape
+        shape = parent.array.shape if isinstance(parent, Tensor) else parent.out_shape
         if g_in.shape != shape:
             g_in = g_in.sum_to_size(shape)
             if g_in.shape != shape:
@@ -123,7 +136,7 @@ def _propagate(node: Function, g: Tensor, grads: dict, targets: dict | None) -> 
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
                     f"for an input of shape {shape}"
                 )
-        if anomaly.enabled():
+        if anomaly.enabled:
             anomaly.check(node, g_in)
         previous = grads.get(parent)
         grads[parent] = g_in if previous is None else previous + g_in
@@ -131,8 +144,8 @@ def _propagate(node: Function, g: Tensor, grads: dict, targets: dict | None) -> 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph."""
-    if g.dtype != leaf.dtype:
-        g = g.to(leaf.dtype)
+    if g.array.dtype is not leaf.array.dtype:
+        g = g.to(leaf.array.dtype)
     if leaf.grad is None:
         leaf.grad = g if create_graph else Tensor._make(g.array.copy())
     elif create_graph or leaf.grad.requires_grad:
@@ -141,58 +154,60 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
         leaf.grad.array += g.array
 
 
-def _topological_order(roots: dict, targets: dict | None) -> list[Node]:
-    """Nodes in an order where each comes after all its parents; iterative, never recursive.
+def _topological_order(roots: list[Function], targets: dict | None) -> list[Function]:
+    """Function nodes in an order where each comes after all its parents; iterative, never
+    recursive. Leaves are not in it: their gradients are handled after the walk.
 
     With ``targets`` (autograd.grad), only nodes with a path to a target are kept.
     """
     order, visited, reaches = [], set(roots), {}
     for root in roots:
-        stack = [(root, iter(_parents(root)))]
+        stack = [(root, iter(root.parents))]
         while stack:
             node, parents = stack[-1]
             for parent in parents:
-                if parent is not None and parent not in visited:
+                if isinstance(parent, Function) and parent not in visited:
                     visited.add(parent)
-                    stack.append((parent, iter(_parents(parent))))
+                    stack.append((parent, iter(parent.parents)))
                     break
             else:
                 stack.pop()
-                if targets is not None:
-                    reaches[node] = node in targets or any(reaches.get(p) for p in _parents(node))
-                    if not reaches[node]:
-                        continue
-                order.append(node)
+                if targets is None or _reaches(node, targets, reaches):
+                    order.append(node)
     return order
 
 
-def _parents(node: Node) -> tuple:
-    return node.parents if isinstance(node, Function) else ()
+def _reaches(node: Function, targets: dict, reaches: dict) -> bool:
+    """Whether a path leads from ``node`` to a target; its parents are already decided."""
+    found = node in targets or any(p in targets or reaches.get(p) for p in node.parents)
+    reaches[node] = found
+    return found
 
 
 def _seed_grads(outputs: tuple, grad_outputs) -> list[Tensor]:
     """The gradient each output starts with: ones for a scalar, else the one the caller gave."""
-    given = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    given = (None,) * len(outputs) if grad_outputs is None else _as_tuple(grad_outputs)
     if len(given) != len(outputs):
         raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
-    seeds = []
-    for out, g in zip(outputs, given):
-        if g is None:
-            if out.numel() != 1:
-                raise RuntimeError(
-                    f"backward: grad can be implicitly created only for scalar outputs, but the "
-                    f"output has shape {out.shape}; pass gradient= of that shape"
-                )
-            g = Tensor._make(xp.ones_like(out.array))
-        elif not isinstance(g, Tensor):
-            raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
-        elif g.shape != out.shape or g.dtype != out.dtype:
+    return [_seed(out, g) for out, g in zip(outputs, given)]
+
+
+def _seed(out: Tensor, g: Tensor | None) -> Tensor:
+    if g is None:
+        if out.array.size != 1:
             raise RuntimeError(
-                f"backward: gradient of shape {g.shape} and dtype {g.dtype} does not match the "
-                f"output's shape {out.shape} and dtype {out.dtype}"
+                f"backward: grad can be implicitly created only for scalar outputs, but the "
+                f"output has shape {out.shape}; pass gradient= of that shape"
             )
-        seeds.append(g)
-    return seeds
+        return Tensor._make(xp.ones(out.array.shape, out.array.dtype))
+    if not isinstance(g, Tensor):
+        raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
+    if g.shape != out.shape or g.dtype != out.dtype:
+        raise RuntimeError(
+            f"backward: gradient of shape {g.shape} and dtype {g.dtype} does not match the "
+            f"output's shape {out.shape} and dtype {out.dtype}"
+        )
+    return g
 
 
 def _as_tuple(x) -> tuple:

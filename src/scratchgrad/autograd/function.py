@@ -14,6 +14,8 @@ from typing import Any
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 
+_new = object.__new__
+
 
 class Function:
     """Base class for differentiable operations, built-in and user-defined alike.
@@ -38,7 +40,6 @@ class Function:
     """
 
     parents: tuple = ()  # one entry per forward argument: a Function, a leaf Tensor, or None
-    needs_input_grad: tuple = ()
     out_shape: tuple = ()
     out_dtype = None
     hooks: tuple = ()  # hooks registered on the tensor this node made
@@ -83,32 +84,38 @@ class Function:
             tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
         return tuple(tensors)
 
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """For each forward argument, whether a gradient must flow to it."""
+        return tuple(p is not None for p in self.parents)
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
-        """Run the operation on Tensors (and plain values), recording it when a grad is needed."""
-        ctx = cls()
-        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+        """Run the operation on Tensors (and plain values), recording it when a grad is needed.
+
+        Keyword arguments are static attributes (a dim, a shape), never differentiated.
+        """
+        ctx = _new(cls)
+        arrays, record = [], False
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a.array)
+                record = record or a.requires_grad
+            else:
+                arrays.append(a)
         try:
             out = cls.forward(ctx, *arrays, **kwargs)
         except (ValueError, IndexError) as error:
-            name = cls.__name__.lower()
-            if str(error).startswith(name + ":"):
-                raise
-            shapes = ", ".join(str(a.shape) for a in args if isinstance(a, Tensor))
-            raise type(error)(f"{name}: shapes {shapes}: {error}") from None
+            raise _with_shapes(error, cls, args) from None
         if type(out) is not xp.ndarray:
             out = xp.asarray(out)
-        if not _state.enabled:
+        if not (record and _state.enabled):
             return Tensor._make(out)
-        parents = tuple(_node_of(a) for a in args)
-        if all(p is None for p in parents):
-            return Tensor._make(out)
-        ctx.parents = parents
-        ctx.needs_input_grad = tuple(p is not None for p in parents)
+        ctx.parents = tuple([_node_of(a) for a in args])
         ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
         result = Tensor._make(out, ctx)
         if ctx._to_save:
-            ctx.saved = tuple(_keep(value, args, out, result) for value in ctx._to_save)
+            ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
             ctx._to_save = ()
         return result
 
@@ -116,6 +123,15 @@ class Function:
         """Free what forward saved, once backward no longer needs it."""
         if self.saved:
             self.saved = None
+
+
+def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
+    """The same error, its message prefixed with the op and the shapes it was given."""
+    name = cls.__name__.lower()
+    if str(error).startswith(name + ":"):
+        return error
+    shapes = ", ".join(str(a.shape) for a in args if isinstance(a, Tensor))
+    return type(error)(f"{name}: shapes {shapes}: {error}")
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

@@ -17,12 +17,15 @@ def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        ctx.in_shape, ctx.kept_shape = x.shape, _kept_shape(x.shape, dim)
+        ctx.in_shape = x.shape
+        ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
         return x.sum(axis=dim, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.kept_shape).expand(ctx.in_shape)
+        if ctx.kept_shape is not None:  # put the reduced dims back so the grad broadcasts
+            grad = grad.reshape(ctx.kept_shape)
+        return grad.expand(ctx.in_shape)
 
 
 class SumToSize(Function):
