@@ -31,6 +31,7 @@ from workloads import WORKLOADS, Workload, expand
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 THREADS = "2"
+QUIET = 0.05  # above this share of CPU time used by others, the table says the machine was busy
 FIRST_LOSS_RTOL = 1e-4  # float32 sums in a different order differ in the last digits only
 EPOCHS = 10  # W3's training run
 
@@ -80,11 +81,43 @@ class Worker:
         self.log.close()
 
 
+class OtherProcesses:
+    """How much of the machine's CPU time went to processes other than ours (Linux only).
+
+    Timings are only as good as the machine is quiet: a busy neighbour on a core that a BLAS
+    thread needs can slow a step a hundredfold. Steal time (a virtual machine's host running
+    someone else) counts as another process.
+    """
+
+    def __init__(self) -> None:
+        self.start = (self.machine_busy(), time.perf_counter(), time.process_time())
+
+    @staticmethod
+    def machine_busy() -> float | None:
+        """CPU seconds that all processes have used since boot, from /proc/stat."""
+        try:
+            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+        except OSError:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields)
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+    def share(self, workers_cpu_s: float) -> float | None:
+        """The others' share of all CPU time since construction, given our workers' CPU time."""
+        busy0, wall0, own0 = self.start
+        busy1 = self.machine_busy()
+        if busy0 is None or busy1 is None:
+            return None
+        ours = workers_cpu_s + time.process_time() - own0
+        wall = (time.perf_counter() - wall0) * os.cpu_count()
+        return max(0.0, busy1 - busy0 - ours) / wall
+
+
 def available(framework: str, workload: Workload) -> str | None:
     """Why ``framework`` cannot run here, or None if it can."""
-    module = {"pytorch": "torch", "numpy": "numpy"}.get(framework, framework)
+    module = {"pytorch": "torch"}.get(framework, framework)
     if importlib.util.find_spec(module) is None:
-        return f"{framework} is not installed"
+        return f"{module} is not installed"
     if workload.id == "S1" and not (HERE / "scalar.py").exists():
         return "benchmarks/scalar.py (the S1 step) is missing"
     return None
@@ -96,7 +129,8 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
     for framework in workload.frameworks:
         reason = available(framework, workload)
         if reason:
-            notes.append(f"{workload.id}: {framework} skipped: {reason}")
+            if f"{framework} skipped: {reason}" not in notes:  # said once, not per workload
+                notes.append(f"{framework} skipped: {reason}")
             continue
         worker = Worker(framework, workload.id)
         if "error" in worker.setup:
@@ -105,12 +139,21 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
             continue
         workers.append(worker)
     medians: dict[str, list[float]] = {w.framework: [] for w in workers}
+    cpu = {w.framework: [w.setup["cpu_s"]] for w in workers}
+    watch = OtherProcesses()
     for _ in range(rounds):
         for worker in workers:
             answer = worker.ask(cmd="round", seconds=seconds)
             medians[worker.framework].append(answer["median"])
+            cpu[worker.framework].append(answer["cpu_s"])
             worker.sizes = (answer["samples"], answer["repeat"])
             time.sleep(0.02)  # let the last worker's OpenMP threads stop spinning
+    others = watch.share(sum(c[-1] - c[0] for c in cpu.values()))
+    if others is not None and others > QUIET:
+        notes.append(
+            f"{workload.id}: other processes used {others:.0%} of the machine's CPU time during "
+            "the rounds: these times are not from a quiet machine"
+        )
     results = []
     for worker in workers:
         times = medians[worker.framework]
@@ -126,6 +169,7 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
             "first_loss": worker.setup["first_loss"],
             "rss_import_mb": worker.setup["rss_import_mb"],
             "thread_pools": worker.setup["thread_pools"],
+            "others_cpu_share": others,
         }
         if workload.id == "W3":
             result["epochs"] = {"epochs": EPOCHS, **worker.ask(cmd="epochs", epochs=EPOCHS)}
@@ -140,7 +184,7 @@ def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
     """Add ratios to the reference, the targets' verdicts and the first-loss check."""
     by_name = {r["framework"]: r for r in results}
     ref = by_name.get(workload.reference)
-    if workload.reference and ref is None:
+    if results and workload.reference and ref is None:
         notes.append(f"{workload.id}: no ratios: the reference {workload.reference} did not run")
     checked = ref or (results[0] if results else None)
     for r in results:
@@ -246,6 +290,15 @@ def markdown(report: dict) -> str:
             f"| {label} | {r['framework']} | {spread} | {ratio} | {target} | "
             f"{met} | {rss} | {loss} |"
         )
+    lines += [
+        "",
+        "Median, min and max of the per-round medians. Ratio: median over the reference's median "
+        "(for GFLOP/s higher is better). Peak RSS: the worker process's maximum resident set "
+        "size, and in brackets its growth after the framework's import. First loss: the loss of "
+        "the first step, which must agree across frameworks (same data, same initial weights). "
+        "Hand NumPy runs with glibc told to keep freed memory (no page faults from big "
+        "temporaries; see benchmarks/hand_numpy.py).",
+    ]
     digits = [r for r in report["results"] if "epochs" in r]
     if digits:
         lines += [
