@@ -678,7 +678,8 @@ class Tensor:
         if self.ndim == 0:
             return self.reshape(1)
         start, end = start_dim % self.ndim, end_dim % self.ndim
-        return self.reshape(*self.shape[:start], -1, *self.shape[end + 1 :])
+        merged = math.prod(self.shape[start : end + 1])
+        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
         dim = dim % self.ndim

@@ -107,13 +107,12 @@ class Function:
             out = cls.forward(ctx, *arrays, **kwargs)
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
-        if type(out) is not xp.ndarray:
-            out = xp.asarray(out)
+        array = out if type(out) is xp.ndarray else xp.asarray(out)  # NumPy gives 0-d scalars
         if not (record and _state.enabled):
-            return Tensor._make(out)
+            return Tensor._make(array)
         ctx.parents = tuple([_node_of(a) for a in args])
-        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
-        result = Tensor._make(out, ctx)
+        ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
+        result = Tensor._make(array, ctx)
         if ctx._to_save:
             ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
             ctx._to_save = ()
@@ -153,9 +152,9 @@ def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
         if isinstance(arg, Tensor) and arg.array is value:
             return arg, arg, arg._version
     if value is out:
-        return value, weakref.ref(result), result._version
-    if type(value) is xp.ndarray:
-        return Tensor._make(value), None, 0
+        return result.array, weakref.ref(result), result._version
+    if isinstance(value, (xp.ndarray, xp.generic)):
+        return Tensor._make(xp.asarray(value)), None, 0
     return value, None, 0
 
 

@@ -97,7 +97,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        shifted = x - x.max(axis=dim, keepdims=True)
+        shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine
         out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
         ctx.save_for_backward(out)
         ctx.dim = dim

@@ -1,0 +1,122 @@
+"""Special functions that cannot be composed from the other primitives without losing accuracy
+or stability: ``Erf`` (NumPy has no vectorised erf) and ``Softplus`` (log(1 + exp(x)) composed
+from exp and log overflows for large x, and a max/abs composition gets the wrong gradient at 0).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import xp
+
+# W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23 (1969)
+# 631-638, as in Netlib SPECFUN's CALERF: relative error below 1e-16 in three intervals of |x|.
+_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+      3.20937758913846947e03, 1.85777706184603153e-1)  # fmt: skip
+_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+      2.84423683343917062e03)  # fmt: skip
+_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+      2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+      2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8)  # fmt: skip
+_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+      1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+      3.43936767414372164e03, 1.23033935480374942e03)  # fmt: skip
+_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+      1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2)  # fmt: skip
+_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+      6.05183413124413191e-2, 2.33520497626869185e-3)  # fmt: skip
+_ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
+_XBIG = 26.543  # erfc(x) underflows to 0 beyond this
+
+
+def _ratio(num: tuple, den: tuple, t):
+    """CALERF's rational function (num[-1] t^n + num[0] t^(n-1) + ... + num[-2]) /
+    (t^n + den[0] t^(n-1) + ... + den[-1]), by Horner's rule, updating in place."""
+    xnum, xden = num[-1] * t, t.copy()
+    for a, b in zip(num[:-2], den[:-1]):
+        xnum += a
+        xnum *= t
+        xden += b
+        xden *= t
+    xnum += num[-2]
+    xden += den[-1]
+    xnum /= xden
+    return xnum
+
+
+def _piecewise(y, split: float, low, high):
+    """``low(y)`` where y <= split and ``high(y)`` elsewhere (NaN too), each computed only on
+    its own entries of the 1-D ``y``. Integer indices, because NumPy gathers and scatters
+    through them several times faster than through a boolean mask."""
+    out = xp.empty_like(y)
+    below = y <= split
+    for where, f in ((xp.flatnonzero(below), low), (xp.flatnonzero(~below), high)):
+        if where.size:
+            out.put(where, f(y.take(where)))
+    return out
+
+
+def _erf_small(y):
+    return y * _ratio(_A, _B, y * y)
+
+
+def _erfc_mid(y):
+    return _ratio(_C, _D, y)
+
+
+def _erfc_large(y):
+    inv = 1 / (y * y)
+    return (_ONE_OVER_SQRT_PI - inv * _ratio(_P, _Q, inv)) / y
+
+
+def _erfc_above(y):
+    """erfc(y) for y > 0.46875, where 1 - erf would lose digits.
+
+    exp(-y*y) is taken as exp(-y16*y16) * exp(-(y - y16)(y + y16)) with y16 = y rounded down
+    to 1/16: y16*y16 is exact, so the product keeps full precision (CALERF's trick).
+    """
+    y = xp.minimum(y, _XBIG)  # erfc underflows to 0 here; inf would give inf - inf below
+    y16 = xp.trunc(y * 16) / 16
+    scale = xp.exp(-y16 * y16) * xp.exp(-(y - y16) * (y + y16))
+    return scale * _piecewise(y, 4.0, _erfc_mid, _erfc_large)
+
+
+def erf(x):
+    """The error function of an array, elementwise, to float64 precision (computed in float64,
+    returned in the input's floating dtype).
+
+    >>> import math
+    >>> float(erf(xp.array(0.5))) == math.erf(0.5)
+    True
+    """
+    dtype = x.dtype if x.dtype.kind == "f" else xp.dtype(xp.float64)
+    y = xp.abs(xp.asarray(x, xp.float64)).reshape(-1)
+    out = _piecewise(y, 0.46875, _erf_small, lambda v: 1 - _erfc_above(v))
+    return xp.copysign(out.reshape(xp.shape(x)), x).astype(dtype, copy=False)  # erf is odd
+
+
+class Erf(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return erf(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (2 / math.sqrt(math.pi)) * (-(x * x)).exp()
+
+
+class Softplus(Function):
+    """log(1 + exp(x)); ``logaddexp`` never overflows, and the gradient is sigmoid(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.logaddexp(0, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.sigmoid()

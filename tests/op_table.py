@@ -1,0 +1,177 @@
+"""The op table: every differentiable primitive (and the composites users call most), listed
+once with how to call it, its input domain and the shapes to try. ``test_ops.py`` generates the
+forward, gradient, gradcheck and gradgradcheck tests from it.
+
+``call(m, *xs)`` is written once for both libraries: ``m`` is ``scratchgrad`` or ``torch``, and
+the tensor API is the same, which is the point of following PyTorch's names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def real(rng, shape):
+    return rng.standard_normal(shape)
+
+
+def positive(rng, shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def away_from_zero(rng, shape):
+    """Nonzero with a margin, for ops with a kink or a pole at 0 (abs, relu, 1/x)."""
+    return rng.uniform(0.3, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def distinct(rng, shape):
+    """Values at least 0.1 apart: max/min/sort-like ops have no ties to split."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.1 + rng.uniform(0, 0.01, n) - n * 0.05).reshape(shape)
+
+
+@dataclass
+class Op:
+    name: str
+    call: Callable
+    shapes: str = "unary"  # which shape family; see test_ops.SHAPES
+    domain: Callable | tuple = real
+    grad: bool = True  # differentiable: gradient and gradcheck tests too
+    gradgrad: bool = True
+    check_shapes: tuple = field(default_factory=lambda: ((2, 3),))  # for gradcheck
+
+
+def binary(name, call, domain=real, **kw):
+    return Op(name, call, "binary", domain, check_shapes=((2, 3), (3,)), **kw)
+
+
+OPS = [
+    # ---- unary elementwise --------------------------------------------------------------------
+    Op("neg", lambda m, x: -x),
+    Op("exp", lambda m, x: x.exp()),
+    Op("log", lambda m, x: x.log(), domain=positive),
+    Op("sin", lambda m, x: x.sin()),
+    Op("cos", lambda m, x: x.cos()),
+    Op("tanh", lambda m, x: x.tanh()),
+    Op("sigmoid", lambda m, x: x.sigmoid()),
+    Op("relu", lambda m, x: x.relu(), domain=away_from_zero),
+    Op("sqrt", lambda m, x: x.sqrt(), domain=positive),
+    Op("abs", lambda m, x: x.abs(), domain=away_from_zero),
+    Op("sign", lambda m, x: x.sign(), domain=away_from_zero, gradgrad=False),
+    Op("square", lambda m, x: x.square()),
+    Op("rsqrt", lambda m, x: x.rsqrt(), domain=positive),
+    Op("log1p", lambda m, x: x.log1p(), domain=positive),
+    Op("pow_scalar", lambda m, x: x**3),
+    Op("pow_half", lambda m, x: x**0.5, domain=positive),
+    Op("pow_negative", lambda m, x: x**-2, domain=away_from_zero),
+    Op("pow_zero", lambda m, x: x**0),
+    Op("rpow", lambda m, x: 2.0**x),
+    Op("scalar_sub", lambda m, x: 1.5 - x),
+    Op("scalar_div", lambda m, x: 3.0 / x, domain=away_from_zero),
+    Op("clamp", lambda m, x: x.clamp(-0.5, 0.7), domain=away_from_zero),
+    Op("clamp_min", lambda m, x: x.clamp(min=0.1), domain=away_from_zero),
+    Op("masked_fill", lambda m, x: x.masked_fill(x > 0.2, 3.0), domain=away_from_zero),
+    # ---- binary elementwise, broadcasting -------------------------------------------------------
+    binary("add", lambda m, x, y: x + y),
+    binary("sub", lambda m, x, y: x - y),
+    binary("mul", lambda m, x, y: x * y),
+    binary("div", lambda m, x, y: x / y, domain=(real, away_from_zero)),
+    binary("pow", lambda m, x, y: x**y, domain=(positive, real)),
+    binary("maximum", lambda m, x, y: m.maximum(x, y)),
+    binary("minimum", lambda m, x, y: m.minimum(x, y)),
+    binary("where", lambda m, x, y: m.where(x > y, x, y * 2)),
+    binary("add_method_alpha", lambda m, x, y: x.add(y, alpha=2.0)),
+    # ---- reductions ---------------------------------------------------------------------------
+    Op("sum", lambda m, x: x.sum()),
+    Op("sum_dim", lambda m, x: x.sum(-1), shapes="rank1+"),
+    Op("sum_dims_keepdim", lambda m, x: x.sum((0, -1), keepdim=True), shapes="rank2+"),
+    Op("mean", lambda m, x: x.mean(), shapes="nonempty"),
+    Op("mean_dim", lambda m, x: x.mean(0), shapes="nonempty1+"),
+    Op("var", lambda m, x: x.var(), shapes="two+"),
+    Op("var_dim_biased", lambda m, x: x.var(-1, unbiased=False), shapes="nonempty1+"),
+    Op("std_dim", lambda m, x: x.std(0, keepdim=True), shapes="two_rows"),
+    Op("amax", lambda m, x: x.amax(), shapes="nonempty", domain=distinct),
+    Op("amax_dims", lambda m, x: x.amax((0, -1)), shapes="nonempty2+", domain=distinct),
+    Op("amin_dim", lambda m, x: x.amin(-1, keepdim=True), shapes="nonempty1+", domain=distinct),
+    Op("max_all", lambda m, x: x.max(), shapes="nonempty", domain=distinct),
+    Op("max_dim_values", lambda m, x: x.max(-1)[0], shapes="nonempty1+", domain=distinct),
+    Op(
+        "min_dim_values",
+        lambda m, x: x.min(0, keepdim=True)[0],
+        shapes="nonempty1+",
+        domain=distinct,
+    ),
+    Op("prod", lambda m, x: x.prod(), shapes="small"),
+    Op("prod_dim", lambda m, x: x.prod(-1), shapes="nonempty1+"),
+    Op("logsumexp", lambda m, x: x.logsumexp(-1), shapes="nonempty1+"),
+    Op("norm", lambda m, x: x.norm(), shapes="nonempty", domain=away_from_zero),
+    Op("norm_dim", lambda m, x: x.norm(dim=-1), shapes="nonempty1+", domain=away_from_zero),
+    Op("softmax", lambda m, x: x.softmax(-1), shapes="rank1+"),
+    Op("log_softmax", lambda m, x: x.log_softmax(-1), shapes="rank1+"),
+    Op("log_softmax_dim0", lambda m, x: x.log_softmax(0), shapes="rank1+"),
+    # ---- movement -----------------------------------------------------------------------------
+    Op("reshape", lambda m, x: x.reshape(-1)),
+    Op("view_split_dims", lambda m, x: x.reshape(*x.shape[:-1], 1, x.shape[-1]), shapes="rank1+"),
+    Op("permute", lambda m, x: x.permute(*reversed(range(x.ndim))), shapes="rank1+"),
+    Op("transpose", lambda m, x: x.transpose(0, -1), shapes="rank1+"),
+    Op("T_2d", lambda m, x: x.T, shapes="matrix"),
+    Op("mT", lambda m, x: x.mT, shapes="rank2+"),
+    Op("unsqueeze", lambda m, x: x.unsqueeze(0)),
+    Op("squeeze", lambda m, x: x.squeeze()),
+    Op("flatten", lambda m, x: x.flatten(1), shapes="rank2+"),
+    Op("expand", lambda m, x: x.expand(2, *x.shape)),
+    Op("repeat", lambda m, x: x.repeat(2, *([1] * x.ndim))),
+    Op("repeat_tile", lambda m, x: x.repeat(*([2] * x.ndim)), shapes="rank1+"),
+    Op("flip", lambda m, x: x.flip(0), shapes="rank1+"),
+    Op("getitem_int", lambda m, x: x[0], shapes="nonempty1+"),
+    Op("getitem_slice", lambda m, x: x[1:, ..., ::2], shapes="rank2+"),
+    Op("getitem_none_ellipsis", lambda m, x: x[None, ..., 0], shapes="nonempty1+"),
+    Op("getitem_int_array", lambda m, x: x[[0, 0, -1]], shapes="nonempty1+"),
+    Op("getitem_mask", lambda m, x: x[x > 0]),
+    Op("getitem_tensor_index", lambda m, x: x[m.tensor([1, 0, 1])], shapes="two_rows"),
+    Op("narrow", lambda m, x: x.narrow(-1, 0, 1), shapes="nonempty1+"),
+    Op("split_first", lambda m, x: x.split(1, -1)[-1], shapes="nonempty1+"),
+    Op("chunk_first", lambda m, x: x.chunk(2, 0)[0], shapes="nonempty1+"),
+    Op(
+        "gather",
+        lambda m, x: x.gather(-1, m.zeros(*x.shape[:-1], 2, dtype=m.int64)),
+        shapes="nonempty1+",
+    ),
+    Op("pad", lambda m, x: _pad(m, x), shapes="rank1+"),
+    Op(
+        "cat",
+        lambda m, x, y: m.cat([x, x * y], dim=0),
+        shapes="same_pair_rank1+",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "stack",
+        lambda m, x, y: m.stack([x * y, y], dim=-1),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    # ---- matmul -------------------------------------------------------------------------------
+    Op("matmul", lambda m, x, y: x @ y, shapes="matmul", check_shapes=((2, 3), (3, 4))),
+    Op(
+        "matmul_batched",
+        lambda m, x, y: x @ y,
+        shapes="matmul_batched",
+        check_shapes=((2, 1, 3), (3, 2)),
+    ),
+    Op("matmul_vec", lambda m, x, y: x @ y, shapes="matvec", check_shapes=((2, 3), (3,))),
+    Op("matmul_vecmat", lambda m, x, y: y @ x, shapes="vecmat", check_shapes=((3, 2), (3,))),
+    Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
+    # ---- dtype --------------------------------------------------------------------------------
+    Op("to_float64_and_back", lambda m, x: x.double().exp().to(x.dtype)),
+    Op("clone", lambda m, x: x.clone() * 2),
+]
+
+
+def _pad(m, x):
+    """The same padding in both libraries: scratchgrad's Tensor.pad takes NumPy widths."""
+    if m.__name__ == "torch":
+        return m.nn.functional.pad(x, (1, 2), value=0.5)
+    return x.pad([(0, 0)] * (x.ndim - 1) + [(1, 2)], value=0.5)

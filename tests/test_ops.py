@@ -1,0 +1,141 @@
+"""Checks generated from the op table: forward and gradient against PyTorch on random
+(broadcastable) shapes, float64 tight and float32 loose, and finite-difference gradcheck and
+gradgradcheck in float64 for every differentiable op."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+from op_table import OPS
+
+import scratchgrad as sg
+
+
+def _shapes(min_dims=0, max_dims=4, min_side=0, max_side=3):
+    return array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+
+
+def _one(strategy):
+    return strategy.map(lambda shape: (shape,))
+
+
+def _batched_matmul(draw_n_k_m):
+    n, k, m, batch = draw_n_k_m
+    return (*batch[0], n, k), (*batch[1], k, m)
+
+
+_sides = st.integers(0, 4)
+SHAPES = {
+    "unary": _one(_shapes()),
+    "binary": mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3).map(
+        lambda s: s.input_shapes
+    ),
+    "rank1+": _one(_shapes(min_dims=1)),
+    "rank2+": _one(_shapes(min_dims=2)),
+    "nonempty": _one(_shapes(min_side=1)),
+    "nonempty1+": _one(_shapes(min_dims=1, min_side=1)),
+    "nonempty2+": _one(_shapes(min_dims=2, min_side=1)),
+    "two+": _one(_shapes(min_side=1).filter(lambda s: np.prod(s) >= 2)),
+    "two_rows": _one(_shapes(min_dims=1, min_side=1).map(lambda s: (s[0] + 1, *s[1:]))),
+    "small": _one(_shapes(max_dims=3, min_side=1)),
+    "matrix": _one(_shapes(min_dims=2, max_dims=2)),
+    "same_pair": _shapes().map(lambda s: (s, s)),
+    "same_pair_rank1+": _shapes(min_dims=1).map(lambda s: (s, s)),
+    "matmul": st.tuples(_sides, _sides, _sides).map(lambda t: ((t[0], t[1]), (t[1], t[2]))),
+    "matmul_batched": st.tuples(
+        _sides, _sides, _sides, mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3)
+    ).map(lambda t: _batched_matmul((t[0], t[1], t[2], t[3].input_shapes))),
+    "matvec": st.tuples(_sides, _sides).map(lambda t: ((t[0], t[1]), (t[1],))),
+    "vecmat": st.tuples(_sides, _sides).map(lambda t: ((t[0], t[1]), (t[0],))),
+    "dot": _sides.map(lambda k: ((k,), (k,))),
+}
+
+TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+
+
+def _domains(op, count):
+    return op.domain if isinstance(op.domain, tuple) else (op.domain,) * count
+
+
+def _arrays(op, shapes, rng):
+    return [domain(rng, shape) for domain, shape in zip(_domains(op, len(shapes)), shapes)]
+
+
+def _close(ours, theirs, dtype, what):
+    rtol, atol = TOLERANCE[dtype]
+    theirs = theirs.detach().numpy()
+    ours = np.asarray(ours.detach().numpy())
+    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} != torch's {theirs.shape}"
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol, err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_forward_and_gradient_match_torch(op, dtype, data):
+    shapes = data.draw(SHAPES[op.shapes], label="shapes")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    arrays = _arrays(op, shapes, rng)
+    ours = [sg.tensor(a, dtype=getattr(sg, dtype), requires_grad=op.grad) for a in arrays]
+    theirs = [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=op.grad) for a in arrays]
+
+    out, expected = op.call(sg, *ours), op.call(torch, *theirs)
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    _close(out, expected, dtype, f"{op.name} forward")
+    if not op.grad:
+        return
+    g = rng.standard_normal(tuple(expected.shape))
+    out.backward(sg.tensor(g, dtype=out.dtype))
+    expected.backward(torch.tensor(g, dtype=expected.dtype))
+    for i, (x, t) in enumerate(zip(ours, theirs)):
+        if t.grad is None:
+            assert x.grad is None or not x.grad.numpy().any(), f"{op.name}: grad {i} should be 0"
+        else:
+            _close(x.grad, t.grad, dtype, f"{op.name} gradient of input {i}")
+
+
+def _float64_inputs(op):
+    rng = np.random.default_rng(0)
+    arrays = _arrays(op, op.check_shapes[: _arity(op)], rng)
+    return [sg.tensor(a, dtype=sg.float64, requires_grad=True) for a in arrays]
+
+
+def _arity(op):
+    return op.call.__code__.co_argcount - 1
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if op.grad], ids=lambda op: op.name)
+def test_gradcheck(op):
+    inputs = _float64_inputs(op)
+    assert sg.autograd.gradcheck(lambda *xs: op.call(sg, *xs), inputs)
+
+
+@pytest.mark.parametrize(
+    "op", [op for op in OPS if op.grad and op.gradgrad], ids=lambda op: op.name
+)
+def test_gradgradcheck(op):
+    inputs = _float64_inputs(op)
+    assert sg.autograd.gradgradcheck(lambda *xs: op.call(sg, *xs), inputs)
+
+
+def test_gradcheck_catches_a_wrong_derivative():
+    """The checker itself can fail: a Function with a deliberately wrong backward."""
+
+    class WrongSquare(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x  # should be 2 * x
+
+    x = sg.randn(3, dtype=sg.float64, requires_grad=True)
+    assert not sg.autograd.gradcheck(WrongSquare.apply, x, raise_exception=False)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        sg.autograd.gradcheck(WrongSquare.apply, x)
