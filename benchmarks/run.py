@@ -58,6 +58,8 @@ class Worker:
             env=env,
         )
         self.setup = self._read()
+        self.medians: list[float] = []  # one per round
+        self.cpu_s = [self.setup.get("cpu_s", 0.0)]  # the process's CPU time after each round
 
     def _read(self) -> dict:
         line = self.process.stdout.readline()
@@ -74,6 +76,13 @@ class Worker:
         if "error" in answer:
             raise RuntimeError(f"{self.framework}: {answer['error']}")
         return answer
+
+    def round(self, seconds: float) -> None:
+        """Time about ``seconds`` of steps and keep the round's median."""
+        answer = self.ask(cmd="round", seconds=seconds)
+        self.medians.append(answer["median"])
+        self.cpu_s.append(answer["cpu_s"])
+        self.sizes = (answer["samples"], answer["repeat"])
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -123,8 +132,8 @@ def available(framework: str, workload: Workload) -> str | None:
     return None
 
 
-def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[str]) -> list[dict]:
-    """Time every available framework on one workload; one result per framework."""
+def start_workers(workload: Workload, notes: list[str]) -> list[Worker]:
+    """A ready worker for each framework that can run ``workload``; notes say why not."""
     workers = []
     for framework in workload.frameworks:
         reason = available(framework, workload)
@@ -138,17 +147,24 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
             worker.close()
             continue
         workers.append(worker)
-    medians: dict[str, list[float]] = {w.framework: [] for w in workers}
-    cpu = {w.framework: [w.setup["cpu_s"]] for w in workers}
+    return workers
+
+
+def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[str]) -> list[dict]:
+    """Time every available framework on one workload; one result per framework."""
+    started = start_workers(workload, notes)
+    workers = list(started)
     watch = OtherProcesses()
     for _ in range(rounds):
-        for worker in workers:
-            answer = worker.ask(cmd="round", seconds=seconds)
-            medians[worker.framework].append(answer["median"])
-            cpu[worker.framework].append(answer["cpu_s"])
-            worker.sizes = (answer["samples"], answer["repeat"])
+        for worker in list(workers):
+            try:
+                worker.round(seconds)
+            except RuntimeError as error:  # a step that fails later drops only its framework
+                notes.append(f"{workload.id}: {error}")
+                worker.close()
+                workers.remove(worker)
             time.sleep(0.02)  # let the last worker's OpenMP threads stop spinning
-    others = watch.share(sum(c[-1] - c[0] for c in cpu.values()))
+    others = watch.share(sum(w.cpu_s[-1] - w.cpu_s[0] for w in started))
     if others is not None and others > QUIET:
         notes.append(
             f"{workload.id}: other processes used {others:.0%} of the machine's CPU time during "
@@ -156,14 +172,13 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
         )
     results = []
     for worker in workers:
-        times = medians[worker.framework]
         result = {
             "workload": workload.id,
             "framework": worker.framework,
-            "median_s": statistics.median(times),
-            "min_s": min(times),
-            "max_s": max(times),
-            "round_medians_s": times,
+            "median_s": statistics.median(worker.medians),
+            "min_s": min(worker.medians),
+            "max_s": max(worker.medians),
+            "round_medians_s": worker.medians,
             "samples_per_round": worker.sizes[0],
             "steps_per_sample": worker.sizes[1],
             "first_loss": worker.setup["first_loss"],
@@ -181,24 +196,22 @@ def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[st
 
 
 def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
-    """Add ratios to the reference, the targets' verdicts and the first-loss check."""
-    by_name = {r["framework"]: r for r in results}
-    ref = by_name.get(workload.reference)
-    if results and workload.reference and ref is None:
-        notes.append(f"{workload.id}: no ratios: the reference {workload.reference} did not run")
-    checked = ref or (results[0] if results else None)
+    """Add ratios to the reference, the first-loss check and the targets' verdicts."""
+    ref = next((r for r in results if r["framework"] == workload.reference), None)
+    if ref is None:
+        if results and workload.reference:
+            notes.append(f"{workload.id}: no ratios: the reference {workload.reference} failed")
+        return
     for r in results:
-        if ref is not None:
-            r["ratio"] = r["median_s"] / ref["median_s"]
-        if checked is not None and workload.unit != "GFLOP/s" and workload.id != "L-add8":
-            expected = checked["first_loss"]
-            r["first_loss_ok"] = abs(r["first_loss"] - expected) <= FIRST_LOSS_RTOL * abs(expected)
-            if not r["first_loss_ok"]:
-                notes.append(
-                    f"{workload.id}: {r['framework']}'s first loss {r['first_loss']:.6g} "
-                    f"differs from {checked['framework']}'s {expected:.6g}"
-                )
-        if r["framework"] == "scratchgrad" and workload.target is not None and ref is not None:
+        r["ratio"] = r["median_s"] / ref["median_s"]
+        expected = ref["first_loss"]
+        r["first_loss_ok"] = abs(r["first_loss"] - expected) <= FIRST_LOSS_RTOL * abs(expected)
+        if not r["first_loss_ok"]:
+            notes.append(
+                f"{workload.id}: {r['framework']}'s first loss {r['first_loss']:.6g} "
+                f"differs from {ref['framework']}'s {expected:.6g}"
+            )
+        if r["framework"] == "scratchgrad" and workload.target is not None:
             r["target"] = workload.target
             r["met"] = r["ratio"] <= workload.target
             if workload.memory_target:
@@ -235,9 +248,9 @@ def machine() -> dict:
 
 
 def blas_line(results: list[dict]) -> str:
-    """How NumPy multiplies matrices here, from the hand-NumPy worker's thread pools."""
-    for r in results:
-        if r["framework"] == "numpy":
+    """How NumPy multiplies matrices here, from a NumPy-based worker's thread pools."""
+    for r in sorted(results, key=lambda r: r["framework"] != "numpy"):
+        if r["framework"] in ("numpy", "scratchgrad"):
             for pool in r["thread_pools"]:
                 if pool["internal_api"] in ("openblas", "mkl", "blis", "flexiblas"):
                     arch = f", {pool['architecture']} kernel" if pool.get("architecture") else ""

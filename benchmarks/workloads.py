@@ -44,7 +44,7 @@ WORKLOADS: dict[str, Workload] = {
     for w in [
         Workload(
             "S1",
-            "scalar MLP(2, [8, 8, 1]), circle",
+            "scalar MLP(2, [8, 8, 1]) tanh, circle, MSE, SGD",
             ("scratchgrad", "micrograd"),
             reference="micrograd",
             target=0.2,
