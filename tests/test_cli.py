@@ -1,9 +1,12 @@
 """The command line: the demos reach their accuracy with fixed seeds, and `graph` writes a file."""
 
+import functools
 import random
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +19,13 @@ def test_xor_demo_gets_all_four_right():
     assert result.loss < 0.01
 
 
+@functools.cache
+def circle_demo() -> cli.DemoResult:
+    return cli.demo_circle(seed=0, progress=False)
+
+
 def test_circle_demo_fits_its_training_points():
-    result = cli.demo_circle(seed=0, progress=False)
+    result = circle_demo()
     assert result.total == 60
     assert result.correct >= 57  # at least 95%; measured: 59/60 (98.3%) with seed 0
 
@@ -56,3 +64,31 @@ def test_unknown_commands_and_demos_are_rejected():
         cli.main(["demo", "mnist"])
     with pytest.raises(SystemExit):
         cli.main([])
+
+
+# The examples: the articles' programs, checked for what they print.
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_example(name: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def test_xor_example_refutes_the_claim_and_then_learns_xor():
+    out = run_example("xor.py")
+    median = float(re.search(r"median loss ([\d.]+)", out).group(1))
+    assert median > 0.1  # nowhere near the claimed ~0.001 after 100 epochs at lr 0.05
+    epochs = int(re.search(r"below 0.001 after (\d+) epochs", out).group(1))
+    assert epochs > 1000
+    assert "4/4 correct" in out
+
+
+def test_circle_example_counts_the_parameters_and_matches_the_demo():
+    out = run_example("circle.py")
+    assert "has 105 parameters" in out
+    correct = int(re.search(r"Final: (\d+)/60", out).group(1))
+    assert correct == circle_demo().correct  # same seed, same run
