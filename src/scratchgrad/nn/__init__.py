@@ -1,0 +1,66 @@
+"""``scratchgrad.nn``: modules, layers, losses, ``functional``, ``init`` and ``utils``, with
+PyTorch's names, signatures and defaults (including its default initialisation).
+"""
+
+from scratchgrad.nn.parameter import Parameter  # noqa: I001  (the base classes come first)
+from scratchgrad.nn.module import Module
+from scratchgrad.nn import functional, init, utils
+from scratchgrad.nn.activation import (
+    GELU,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
+from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from scratchgrad.nn.containers import ModuleDict, ModuleList, Sequential
+from scratchgrad.nn.dropout import Dropout
+from scratchgrad.nn.embedding import Embedding
+from scratchgrad.nn.linear import Flatten, Identity, Linear
+from scratchgrad.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+)
+from scratchgrad.nn.normalization import LayerNorm
+
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "CrossEntropyLoss",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "GELU",
+    "HuberLoss",
+    "Identity",
+    "L1Loss",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "ModuleDict",
+    "ModuleList",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "functional",
+    "init",
+    "utils",
+]

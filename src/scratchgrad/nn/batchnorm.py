@@ -1,0 +1,122 @@
+"""Batch normalisation with running statistics: ``BatchNorm1d`` and ``BatchNorm2d``."""
+
+from __future__ import annotations
+
+from scratchgrad import backend
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import xp
+from scratchgrad.nn import functional as F
+from scratchgrad.nn import init
+from scratchgrad.nn.module import Module, _empty_parameter
+from scratchgrad.tensor import Tensor
+
+
+class _BatchNorm(Module):
+    """Normalise each channel by batch statistics in training and by running statistics in
+    eval mode, as PyTorch's ``_BatchNorm``.
+
+    ``momentum`` weighs the newest batch in the running averages; ``momentum=None`` gives a
+    plain cumulative average. With ``track_running_stats=False`` there are no running
+    statistics and batch statistics are used in eval mode too.
+    """
+
+    expected_dims: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = _empty_parameter((num_features,), device, dtype)
+            if bias:
+                self.bias = _empty_parameter((num_features,), device, dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            dtype = backend.default_float if dtype is None else backend.to_dtype(dtype)
+            self.register_buffer("running_mean", Tensor._make(xp.zeros(num_features, dtype)))
+            self.register_buffer("running_var", Tensor._make(xp.ones(num_features, dtype)))
+            self.register_buffer("num_batches_tracked", Tensor._make(xp.zeros((), backend.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in self.expected_dims:
+            dims = " or ".join(f"{d}D" for d in self.expected_dims)
+            raise ValueError(f"expected {dims} input (got {input.ndim}D input)")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        tracking = self.training and self.track_running_stats
+        if tracking:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average: the n-th batch weighs 1/n
+                momentum = 1.0 / self.num_batches_tracked.item()
+        use_batch_stats = self.training or self.running_mean is None
+        keep = tracking or not self.training  # pass the buffers only when they are used
+        return F.batch_norm(
+            input,
+            self.running_mean if keep else None,
+            self.running_var if keep else None,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            momentum,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) input, per channel C.
+
+    >>> import scratchgrad as sg
+    >>> bn = sg.nn.BatchNorm1d(3)
+    >>> out = bn(sg.randn(8, 3))
+    >>> bn.running_mean.shape, int(bn.num_batches_tracked)
+    ((3,), 1)
+    """
+
+    expected_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) input, per channel C."""
+
+    expected_dims = (4,)

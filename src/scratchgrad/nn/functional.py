@@ -1,0 +1,482 @@
+"""``scratchgrad.nn.functional``: layers, activations and losses as functions, after
+``torch.nn.functional``. Everything here is composed from Tensor operations; the fused
+primitives it relies on are ``log_softmax`` (in the core), ``Erf`` and ``Softplus``
+(in ``ops/special.py``), each for accuracy or stability.
+
+>>> import scratchgrad as sg
+>>> import scratchgrad.nn.functional as F
+>>> logits = sg.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, sg.tensor([0]))
+>>> round(loss.item(), 4)
+0.2413
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+from scratchgrad import backend
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import xp
+from scratchgrad.ops.special import Erf, Softplus
+from scratchgrad.tensor import Tensor, where
+
+# ---- linear and activations -----------------------------------------------------------------
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
+    out = input.matmul(weight.mT if weight.ndim > 1 else weight)
+    return out if bias is None else out + bias
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0); the gradient at 0 is 0, as PyTorch. ``inplace`` is accepted and ignored
+    (the result is always a new tensor)."""
+    return input.relu()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x for x > 0, else ``negative_slope * x``."""
+    return where(input > 0, input, input * negative_slope)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), Phi the standard normal CDF; ``approximate="tanh"`` uses PyTorch's tanh form.
+
+    >>> import scratchgrad as sg
+    >>> round(gelu(sg.tensor(1.0)).item(), 6)
+    0.841345
+    """
+    if approximate == "none":
+        return input * 0.5 * (1 + Erf.apply(input * (1 / math.sqrt(2))))
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (input + 0.044715 * (input * input * input))
+        return 0.5 * input * (1 + inner.tanh())
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    return input * input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (as PyTorch)."""
+    scaled = input * beta if beta != 1 else input
+    smooth = Softplus.apply(scaled)
+    return where(scaled > threshold, input, smooth / beta if beta != 1 else smooth)
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    """PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-d input, else 1."""
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably through log_softmax."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return input.softmax(_softmax_dim("softmax", input.ndim) if dim is None else dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """x - logsumexp(x) along ``dim`` (a fused, stable primitive)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return input.log_softmax(_softmax_dim("log_softmax", input.ndim) if dim is None else dim)
+
+
+# ---- dropout, embedding, normalisation ------------------------------------------------------
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each entry with probability ``p`` and scale the rest by 1 / (1 - p), in training.
+
+    The mask is drawn here, from the library's generator, and enters the graph as a constant,
+    so the multiplication stays a pure function of its inputs. ``inplace`` is ignored.
+
+    >>> import scratchgrad as sg
+    >>> out = dropout(sg.ones(1000), 0.5)
+    >>> sorted(set(out.tolist()))
+    [0.0, 2.0]
+    """
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    keep = backend.default_generator.rng.random(input.shape) >= p
+    scale = 1 / (1 - p) if p < 1 else 0.0
+    return input * Tensor._make((keep * scale).astype(input.dtype))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input``: shape ``input.shape + (dim,)``.
+
+    Rows looked up at ``padding_idx`` get no gradient, as in PyTorch.
+    """
+    index = input.array
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype}"
+        )
+    n = weight.shape[0]
+    if index.size and (index.min() < 0 or index.max() >= n):
+        raise IndexError(f"embedding: index out of range in self (num_embeddings={n})")
+    out = weight[index]
+    if padding_idx is None:
+        return out
+    padding = index[..., None] == padding_idx % n
+    return where(padding, out.detach(), out) if padding.any() else out
+
+
+def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) > input.ndim or input.shape[input.ndim - len(shape) :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    return tuple(range(input.ndim - len(shape), input.ndim))
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the last dims (``normalized_shape``) to mean 0 and variance 1 (the biased
+    variance, as PyTorch), then scale by ``weight`` and shift by ``bias``."""
+    dims = _normalized_dims(input, normalized_shape)
+    centered = input - input.mean(dims, keepdim=True)
+    var = (centered * centered).mean(dims, keepdim=True)
+    out = centered / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) over the batch and spatial dims.
+
+    In training, the batch's mean and biased variance normalise, and the running statistics
+    (when given) move towards the batch's mean and *unbiased* variance by ``momentum``, in place.
+    Otherwise the running statistics normalise.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.shape}")
+    channels = input.shape[1]
+    dims = (0, *range(2, input.ndim))
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // channels
+        if count <= 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.reshape(channels) * momentum)
+                unbiased = var.reshape(channels) * (count / (count - 1))
+                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
+        centered = input - running_mean.reshape(shape)
+        var = running_var.reshape(shape)
+    out = centered / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+# ---- losses ---------------------------------------------------------------------------------
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean squared error."""
+    diff = input - target
+    return _reduce(diff * diff, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean absolute error; the gradient at a zero difference is 0."""
+    return _reduce((input - target).abs(), reduction)
+
+
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
+) -> Tensor:
+    """Squared error (halved) for differences below ``delta``, linear beyond."""
+    diff = input - target
+    size = diff.abs()
+    return _reduce(where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)), reduction)
+
+
+def _class_targets(
+    target: Tensor, n_classes: int, weight: Tensor | None, ignore_index: int, dtype
+) -> tuple:
+    """Class indices made safe to gather with (ignored ones point at class 0), each target's
+    weight (0 where ignored) as an array, and the ignored mask."""
+    labels = target.array
+    if labels.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"expected class indices of an integer dtype, got {labels.dtype}; probability "
+            "targets must have the input's shape"
+        )
+    ignored = labels == ignore_index
+    safe = xp.where(ignored, 0, labels)
+    bad = (safe < 0) | (safe >= n_classes)
+    if bad.any():
+        raise IndexError(f"Target {safe[bad].flat[0]} is out of bounds.")
+    weights = xp.ones(safe.shape, dtype) if weight is None else weight.array.astype(dtype)[safe]
+    return safe, xp.where(ignored, 0, weights).astype(dtype, copy=False), ignored
+
+
+def _mean_over_weights(loss: Tensor, weights) -> Tensor:
+    """PyTorch's weighted mean: divide by the total weight of the targets that count (NaN when
+    every target is ignored)."""
+    with xp.errstate(invalid="ignore", divide="ignore"):
+        return loss.sum() / float(weights.sum())
+
+
+def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:
+    return _mean_over_weights(loss, weights) if reduction == "mean" else _reduce(loss, reduction)
+
+
+def _check_class_target_shape(input: Tensor, target: Tensor, class_dim: int) -> None:
+    expected = input.shape[:class_dim] + input.shape[class_dim + 1 :]
+    if target.shape != expected:
+        raise ValueError(f"Expected target size {expected}, got {target.shape}")
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log likelihood of class indices, given log-probabilities ``input`` of shape
+    (C,), (N, C) or (N, C, d1, ...). ``weight`` rescales each class; targets equal to
+    ``ignore_index`` contribute nothing; the mean divides by the total weight of the rest."""
+    _check_reduction(reduction)
+    class_dim = 0 if input.ndim == 1 else 1
+    _check_class_target_shape(input, target, class_dim)
+    safe, weights, _ = _class_targets(
+        target, input.shape[class_dim], weight, ignore_index, input.dtype
+    )
+    picked = input.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
+    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    return _weighted_reduce(loss, weights, reduction)
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy between logits ``input`` (C,), (N, C) or (N, C, d1, ...) and ``target``:
+    class indices (the input's shape without dim C) or class probabilities (the input's shape).
+
+    Computed from the fused, stable ``log_softmax``. ``label_smoothing`` mixes the target with
+    the uniform distribution; ``weight``, ``ignore_index`` and ``reduction`` are as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+    >>> round(cross_entropy(x, sg.tensor([2, -100])).item(), 4)
+    0.4076
+    """
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = input.log_softmax(class_dim)
+    class_weight = None
+    if weight is not None:  # shaped to broadcast along the class dim
+        class_weight = weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
+
+    if backend.is_floating(target.dtype):  # class probabilities
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if target.shape != input.shape:
+            raise ValueError(
+                f"cross_entropy: probability targets must have the input's shape {input.shape}, "
+                f"got {target.shape}"
+            )
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        terms = logp * target if class_weight is None else logp * target * class_weight
+        return _reduce(-terms.sum(class_dim), reduction)
+
+    _check_class_target_shape(input, target, class_dim)
+    safe, weights, ignored = _class_targets(target, n_classes, weight, ignore_index, input.dtype)
+    picked = logp.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
+    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    if label_smoothing > 0:
+        # the uniform part: -sum_c w_c log p_c / C, zero for ignored targets
+        spread = logp if class_weight is None else logp * class_weight
+        uniform = where(ignored, 0.0, -spread.sum(class_dim))
+        loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
+    return _weighted_reduce(loss, weights, reduction)
+
+
+def _check_same_size(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+
+
+def _log_clamped(x: Tensor) -> Tensor:
+    """log(x), but at least -100, as PyTorch's binary cross entropy: log(0) gives -100 with no
+    warning, and a zero gradient instead of NaN (the log is taken of 1 there)."""
+    positive = x.array > 0
+    return where(positive, where(positive, x, 1.0).log().clamp(min=-100), -100.0)
+
+
+def binary_cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+) -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)) for probabilities ``input``; each log is clamped at
+    -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
+    _check_reduction(reduction)
+    _check_same_size(input, target)
+    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy of sigmoid(``input``), computed stably from the logits:
+    (1 - y) x + softplus(-x), with softplus(-x) = -log sigmoid(x) a fused primitive (exact
+    gradient sigmoid(x) - y everywhere, also at x = 0). ``pos_weight`` weighs positives."""
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    minus_log_sigmoid = Softplus.apply(-input)
+    if pos_weight is not None:
+        minus_log_sigmoid = (1 + (pos_weight - 1) * target) * minus_log_sigmoid
+    loss = (1 - target) * input + minus_log_sigmoid
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+# ---- tensor utilities -----------------------------------------------------------------------
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot vectors along a new last dim; ``num_classes=-1`` means max + 1.
+
+    >>> import scratchgrad as sg
+    >>> one_hot(sg.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    labels = tensor.array
+    if labels.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of an integer dtype.")
+    if num_classes == -1:
+        if labels.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(labels.max()) + 1
+    if labels.size and labels.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if labels.size and labels.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._make((labels[..., None] == xp.arange(num_classes)).astype(backend.int64))
+
+
+def pad(
+    input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
+) -> Tensor:
+    """Pad with a constant, PyTorch's way: ``pad`` lists (before, after) for the last dim first,
+    then the one before it, and so on; negative amounts crop.
+
+    >>> import scratchgrad as sg
+    >>> F_pad = pad(sg.ones(1, 2), (1, 0, 0, 1))  # last dim: 1 before; dim 0: 1 after
+    >>> F_pad.tolist()
+    [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    """
+    if mode != "constant":
+        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(
+            f"pad: padding length must be even and at most 2 * {input.ndim}, got {len(pad)}"
+        )
+    widths = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    out = input
+    if any(w < 0 for pair in widths for w in pair):
+        crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for (b, a), n in zip(widths, input.shape))
+        out = out[crop]
+    return out.pad([(max(b, 0), max(a, 0)) for b, a in widths], 0.0 if value is None else value)
+
+
+# convolution and pooling live in their own file, next to the primitives they use
+from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    fold,
+    max_pool2d,
+    unfold,
+)

@@ -1,0 +1,139 @@
+"""Initialisation schemes, after ``torch.nn.init``: each fills a tensor in place (outside the
+graph) and returns it. Random numbers come from the library's generator (``sg.manual_seed``)
+unless a ``generator`` is given.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scratchgrad import backend
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import Generator
+from scratchgrad.tensor import Tensor
+
+_GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
+_LINEAR_LIKE = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d")
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The factor that keeps activations' variance steady through ``nonlinearity``.
+
+    >>> calculate_gain("relu") == 2**0.5
+    True
+    """
+    if nonlinearity in _GAINS or nonlinearity in _LINEAR_LIKE:
+        return _GAINS.get(nonlinearity, 1.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        if isinstance(slope, bool) or not isinstance(slope, (int, float)):
+            raise ValueError(f"negative_slope {slope} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight laid out as PyTorch's: (out, in, *kernel)."""
+    if tensor.ndim < 2:
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
+    receptive_field = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _fan(tensor: Tensor, mode: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _fill(tensor: Tensor, values) -> Tensor:
+    with no_grad():
+        return tensor.copy_(values)
+
+
+def _rng(generator: Generator | None):
+    return (generator or backend.default_generator).rng
+
+
+def uniform_(
+    tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None
+) -> Tensor:
+    """Fill with samples from U(a, b).
+
+    >>> import scratchgrad as sg
+    >>> w = uniform_(sg.empty(1000), -2.0, 2.0)
+    >>> bool((w >= -2).all() and (w < 2).all())
+    True
+    """
+    return _fill(tensor, _rng(generator).uniform(a, b, tensor.shape))
+
+
+def normal_(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
+) -> Tensor:
+    """Fill with samples from N(mean, std**2)."""
+    return _fill(tensor, _rng(generator).normal(mean, std, tensor.shape))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def xavier_uniform_(
+    tensor: Tensor, gain: float = 1.0, generator: Generator | None = None
+) -> Tensor:
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot and Bengio, 2010)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015).
+
+    ``a`` is the negative slope of the leaky ReLU that follows. PyTorch's layers call this with
+    ``a=sqrt(5)``, which makes the bound ``1 / sqrt(fan_in)``.
+    """
+    if tensor.numel() == 0:  # no fan to scale by; nothing to fill
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
+    """N(0, std**2) with std = gain / sqrt(fan) (He et al., 2015)."""
+    if tensor.numel() == 0:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std, generator)

@@ -1,0 +1,73 @@
+"""``Identity``, ``Linear`` and ``Flatten``."""
+
+from __future__ import annotations
+
+import math
+
+from scratchgrad.nn import functional as F
+from scratchgrad.nn import init
+from scratchgrad.nn.module import Module, _empty_parameter
+from scratchgrad.tensor import Tensor
+
+
+class Identity(Module):
+    """Returns its input; a placeholder that accepts (and ignores) any arguments."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias``, with PyTorch's default initialisation: weight and bias
+    uniform in +-1/sqrt(in_features).
+
+    >>> import scratchgrad as sg
+    >>> fc = sg.nn.Linear(3, 2)
+    >>> fc.weight.shape, fc.bias.shape, fc(sg.ones(4, 3)).shape
+    ((2, 3), (2,), (4, 2))
+    """
+
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = _empty_parameter((out_features, in_features), device, dtype)
+        if bias:
+            self.bias = _empty_parameter((out_features,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # kaiming_uniform_ with a = sqrt(5) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class Flatten(Module):
+    """Flatten dims ``start_dim`` to ``end_dim`` into one (by default all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -1,0 +1,112 @@
+"""Loss modules: thin wrappers over the functions of ``nn.functional``.
+
+As in PyTorch, class weights (and BCEWithLogitsLoss's ``pos_weight``) are buffers, so they follow
+``to(dtype)`` and appear in ``state_dict``.
+"""
+
+from __future__ import annotations
+
+from scratchgrad.nn import functional as F
+from scratchgrad.nn.module import Module
+from scratchgrad.tensor import Tensor
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+
+class MSELoss(_Loss):
+    """Mean squared error: ``reduction`` is "mean" (default), "sum" or "none"."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, self.reduction)
+
+
+class HuberLoss(_Loss):
+    """Squared error below ``delta``, linear beyond."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, self.reduction, self.delta)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits against class indices or class probabilities.
+
+    >>> import scratchgrad as sg
+    >>> loss = sg.nn.CrossEntropyLoss(label_smoothing=0.1)
+    >>> round(loss(sg.tensor([[3.0, 0.0, 0.0]]), sg.tensor([0])).item(), 4)
+    0.2309
+    """
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
+        super().__init__(weight, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(
+            input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing
+        )
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of class indices, given log-probabilities."""
+
+    def __init__(
+        self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"
+    ) -> None:
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of logits (a sigmoid and BCELoss in one stable step)."""
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ) -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight
+        )

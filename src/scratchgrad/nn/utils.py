@@ -1,0 +1,60 @@
+"""Gradient clipping, after ``torch.nn.utils``: both work in place on ``.grad``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import xp
+from scratchgrad.tensor import Tensor
+
+
+def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+) -> Tensor:
+    """Scale all gradients together so that their joint ``norm_type``-norm is at most
+    ``max_norm``; returns the norm before clipping, as PyTorch.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.zeros(2, requires_grad=True)
+    >>> (w * sg.tensor([3.0, 4.0])).sum().backward()
+    >>> clip_grad_norm_([w], 1.0)
+    tensor(5.)
+    >>> [round(g, 4) for g in w.grad.tolist()]
+    [0.6, 0.8]
+    """
+    grads = _grads(parameters)
+    if not grads:
+        return Tensor(0.0)
+    norm_type = float(norm_type)
+    norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
+    total = xp.linalg.norm(norms, norm_type).astype(grads[0].dtype)
+    if error_if_nonfinite and not math.isfinite(float(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+            "so it cannot be clipped. To disable this error and scale the gradients by the "
+            "non-finite norm anyway, set `error_if_nonfinite=False`"
+        )
+    scale = min(max_norm / (float(total) + 1e-6), 1.0)
+    with no_grad():
+        for g in grads:
+            g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
+    return Tensor._make(xp.asarray(total))
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
+    """Clamp every gradient entry into ``[-clip_value, clip_value]``, in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.copy_(g.clamp(-clip_value, clip_value))
