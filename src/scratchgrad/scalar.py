@@ -27,6 +27,8 @@ Number = int | float
 class Value:
     """A scalar that records how it was computed, so gradients can flow back through it.
 
+    `data` is the number; `grad` is d(output)/d(this value) once `output.backward()` has run.
+
     >>> x = Value(3.0)
     >>> y = x * x         # `_prev` is a tuple, so both uses of x are edges
     >>> y.backward()
