@@ -42,7 +42,7 @@ def circle_data(rng: random.Random, n: int = 60) -> tuple[list[list[float]], lis
     return xs, [1.0 if x0 * x0 + x1 * x1 < 0.5 else -1.0 for x0, x1 in xs]
 
 
-def train(
+def fit(
     model: MLP,
     xs: list[list[float]],
     ys: list[float],
@@ -79,7 +79,7 @@ def demo_xor(seed: int = 0, progress: bool = True) -> DemoResult:
     """MLP(2, [4, 1]) with tanh, MSE, SGD at lr 0.3 for 500 steps: learns XOR (4/4)."""
     xs, ys = xor_data()
     model = MLP(2, [4, 1], rng=random.Random(seed))
-    return train(model, xs, ys, [0.3] * 500, threshold=0.5, progress=progress)
+    return fit(model, xs, ys, [0.3] * 500, threshold=0.5, progress=progress)
 
 
 def demo_circle(seed: int = 0, progress: bool = True) -> DemoResult:
@@ -88,7 +88,7 @@ def demo_circle(seed: int = 0, progress: bool = True) -> DemoResult:
     rng = random.Random(seed)
     xs, ys = circle_data(rng)
     model = MLP(2, [8, 8, 1], rng=rng)
-    return train(model, xs, ys, [0.1] * 100 + [0.03] * 100, threshold=0.0, progress=progress)
+    return fit(model, xs, ys, [0.1] * 100 + [0.03] * 100, threshold=0.0, progress=progress)
 
 
 DEMOS = {"xor": demo_xor, "circle": demo_circle}
