@@ -1,0 +1,106 @@
+"""Adagrad: per-coordinate step sizes from the sum of all past squared gradients.
+
+Duchi, Hazan and Singer, https://jmlr.org/papers/v12/duchi11a.html.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import full_like
+from scratchgrad.optim.optimizer import Optimizer, ParamsT
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad, as ``torch.optim.Adagrad`` (same defaults, same formulas).
+
+    :math:`s \leftarrow s + g^2` (``s`` starts at ``initial_accumulator_value``), then
+    :math:`\theta \leftarrow \theta - \frac{\text{lr}}{1 + (t-1)\,\text{lr\_decay}} \cdot
+    \frac{g}{\sqrt{s} + \epsilon}`.
+
+    As in PyTorch the state of every parameter exists from the start (step 0 and the
+    accumulator), not only after its first step.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.Adagrad([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first step is lr against the sign of the gradient
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not lr >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not lr_decay >= 0.0:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not initial_accumulator_value >= 0.0:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
+            )
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group, and start its parameters' accumulators (PyTorch starts them only for
+        the groups given to the constructor, so a group added later fails at its first step)."""
+        super().add_param_group(param_group)
+        for p in param_group["params"]:
+            self.state[p] = {
+                "step": 0,
+                "sum": full_like(p, param_group["initial_accumulator_value"]),
+            }
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+            weight_decay, maximize = group["weight_decay"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.array
+                grad = -p.grad.array if maximize else p.grad.array
+                state = self.state[p]
+                state["step"] = step = state["step"] + 1
+
+                if weight_decay != 0:
+                    decayed = param * weight_decay  # a new array: the gradient itself is kept
+                    decayed += grad
+                    grad = decayed
+
+                total = state["sum"].array
+                scratch = xp.multiply(grad, grad)
+                total += scratch
+                denom = xp.sqrt(total, out=scratch)
+                denom += eps
+                update = xp.divide(grad, denom, out=scratch)
+                update *= lr / (1 + (step - 1) * lr_decay)
+                param -= update
+                p._version += 1
+        return loss

@@ -1,0 +1,163 @@
+"""Adam and AdamW: adaptive moment estimation, with coupled or decoupled weight decay.
+
+Adam: Kingma and Ba, https://arxiv.org/abs/1412.6980. AMSGrad: Reddi et al.,
+https://openreview.net/forum?id=ryQu7f-RZ. AdamW: Loshchilov and Hutter,
+https://arxiv.org/abs/1711.05101.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import zeros_like
+from scratchgrad.optim.optimizer import Optimizer, ParamsT
+
+
+class Adam(Optimizer):
+    r"""Adam, as ``torch.optim.Adam`` (same defaults, same formulas, including ``amsgrad``).
+
+    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`, :math:`v \leftarrow \beta_2 v + (1-\beta_2)
+    g^2` (with AMSGrad, :math:`v` in the denominator is the running maximum of all :math:`v`),
+    then :math:`\theta \leftarrow \theta - \frac{\text{lr}}{1-\beta_1^t} \cdot
+    \frac{m}{\sqrt{v}/\sqrt{1-\beta_2^t} + \epsilon}`: eps is added after the bias correction.
+    Weight decay adds :math:`\lambda\theta` to the gradient, or with
+    ``decoupled_weight_decay=True`` (AdamW) shrinks :math:`\theta` by :math:`1 -
+    \text{lr}\,\lambda` before the step.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first step moves each entry by lr against the sign of its gradient
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        if not lr >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+            maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.array
+                grad = -p.grad.array if maximize else p.grad.array
+                state = self.state[p]
+                if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                    state["step"] = 0
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                state["step"] = step = state["step"] + 1
+
+                if weight_decay != 0:
+                    if decoupled:
+                        param *= 1 - lr * weight_decay
+                    else:
+                        decayed = param * weight_decay  # a new array: the gradient itself is kept
+                        decayed += grad
+                        grad = decayed
+
+                # One scratch array serves every intermediate below.
+                exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
+                scratch = xp.subtract(grad, exp_avg)  # m moves toward g: m += (1-beta1)(g - m)
+                scratch *= 1 - beta1
+                exp_avg += scratch
+                exp_avg_sq *= beta2
+                xp.multiply(grad, grad, out=scratch)
+                scratch *= 1 - beta2
+                exp_avg_sq += scratch
+                if amsgrad:
+                    second = state["max_exp_avg_sq"].array
+                    xp.maximum(second, exp_avg_sq, out=second)
+                else:
+                    second = exp_avg_sq
+
+                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step
+                denom = xp.sqrt(second, out=scratch)
+                denom /= bias_correction2**0.5
+                denom += eps
+                update = xp.divide(exp_avg, denom, out=scratch)
+                update *= lr / bias_correction1
+                param -= update
+                p._version += 1
+        return loss
+
+
+class AdamW(Adam):
+    r"""Adam with decoupled weight decay, as ``torch.optim.AdamW`` (weight decay 0.01 by default).
+
+    The decay shrinks the weights directly, :math:`\theta \leftarrow \theta(1 -
+    \text{lr}\,\lambda)`, instead of entering the gradient, so it is not rescaled by the
+    adaptive denominator.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # shrunk by 1 - 0.1 * 0.5, then the Adam step
+    tensor([ 0.8500, -1.8000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            maximize=maximize,
+            decoupled_weight_decay=True,
+        )

@@ -1,0 +1,201 @@
+"""``Optimizer``: the base class of every optimizer, as ``torch.optim.Optimizer``.
+
+An optimizer holds parameter groups (each a dict with ``"params"`` and its own hyper-parameters)
+and per-parameter state (momentum buffers, moment estimates). Subclasses implement ``step()``;
+their updates run on the parameters' NumPy arrays in place, outside the graph, so a step builds
+no graph and allocates as little as it can.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.backend import is_floating
+from scratchgrad.creation import from_numpy
+from scratchgrad.tensor import Tensor
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
+
+
+class Optimizer:
+    """Base class for optimizers: parameter groups, per-parameter state, state dicts.
+
+    ``params`` is an iterable of tensors, or of dicts (parameter groups) with a ``"params"``
+    entry and any hyper-parameters that differ from ``defaults``.
+
+    >>> import scratchgrad as sg
+    >>> w, b = sg.zeros(2, requires_grad=True), sg.zeros(1, requires_grad=True)
+    >>> opt = sg.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.5}], lr=0.1)
+    >>> [group["lr"] for group in opt.param_groups]
+    [0.1, 0.5]
+    """
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                "dicts, but got a Tensor"
+            )
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
+        return "\n".join([*lines, ")"])
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyper-parameters (the defaults fill the rest).
+
+        Useful when fine-tuning: unfreeze a layer and hand it to the optimizer mid-training.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        param_group["params"] = params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    f"optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}"
+                )
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "each will be updated once per occurrence",
+                stacklevel=3,
+            )
+        taken = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in taken for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to None (the default), or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if p.grad.grad_fn is not None:  # a gradient made with create_graph=True
+                        p.grad = p.grad.detach()
+                    p.grad.requires_grad = False
+                    p.grad.array.fill(0)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; return ``closure()``'s loss if given."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _evaluate(closure: Callable[[], Any] | None) -> Any:
+        """Run the closure (which recomputes the loss and its gradients) with grad mode on."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # ---- state dicts ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's layout.
+
+        ``{"state": {index: {name: value}}, "param_groups": [{..., "params": [index, ...]}]}``:
+        parameters are numbered in the order the groups list them. As in PyTorch the tensors
+        are the live buffers, not copies. ``scratchgrad.save`` writes it to a file.
+
+        >>> import scratchgrad as sg
+        >>> w = sg.ones(2, requires_grad=True)
+        >>> opt = sg.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> sd = opt.state_dict()
+        >>> sorted(sd["state"][0]), sd["param_groups"][0]["params"]
+        (['momentum_buffer'], [0])
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {key: value for key, value in group.items() if key != "params"}
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(packed)
+        state = {
+            (index[id(key)] if isinstance(key, Tensor) else key): value
+            for key, value in self.state.items()
+        }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state saved by ``state_dict()`` (possibly through save/load).
+
+        The saved groups must list as many parameters as this optimizer's, in the same order.
+        Buffers are copied, in the dtype of their parameter; unlike PyTorch they never alias
+        the tensors of ``state_dict``, so two optimizers loaded from one dict stay independent.
+        """
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for group, saved in zip(groups, saved_groups):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size "
+                    f"of optimizer's group: {len(saved['params'])} != {len(group['params'])}"
+                )
+        id_map = dict(
+            zip(
+                itertools.chain.from_iterable(g["params"] for g in saved_groups),
+                itertools.chain.from_iterable(g["params"] for g in groups),
+            )
+        )
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                param = id_map[key]
+                state[param] = {name: _cast(param, name, v) for name, v in value.items()}
+            else:  # state not tied to a parameter is kept as it is, as PyTorch does
+                state[key] = value
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+        self.state = state
+        self.param_groups = saved_groups
+
+
+def _cast(param: Tensor, name: str, value: Any) -> Any:
+    """A copy of a saved state entry ready for ``param``: floating buffers take its dtype."""
+    if not isinstance(value, Tensor):
+        return value
+    if name == "step":  # PyTorch keeps the step count in a 0-d tensor; here it is an int
+        return int(value.item())
+    array = value.array
+    if is_floating(param.dtype) and is_floating(array.dtype):
+        return from_numpy(array.astype(param.dtype))  # astype copies, even for equal dtypes
+    return from_numpy(array.copy())

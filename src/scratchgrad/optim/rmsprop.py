@@ -1,0 +1,123 @@
+"""RMSprop: divide the gradient by a running root mean square of recent gradients.
+
+Hinton's lecture 6e, https://www.cs.toronto.edu/~tijmen/csc321/slides/lecture_slides_lec6.pdf;
+the centered variant is from Graves, https://arxiv.org/abs/1308.0850.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import zeros_like
+from scratchgrad.optim.optimizer import Optimizer, ParamsT
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop, as ``torch.optim.RMSprop`` (same defaults, same formulas).
+
+    :math:`v \leftarrow \alpha v + (1-\alpha) g^2`; centered, :math:`\bar g \leftarrow \alpha
+    \bar g + (1-\alpha) g` and the denominator is :math:`\sqrt{v - \bar g^2} + \epsilon`,
+    otherwise :math:`\sqrt{v} + \epsilon` (eps outside the root). With momentum :math:`\mu`,
+    :math:`b \leftarrow \mu b + g/\text{denominator}` and :math:`\theta \leftarrow \theta -
+    \text{lr}\, b`; without, :math:`\theta \leftarrow \theta - \text{lr}\, g/\text{denominator}`.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first step is lr / sqrt(1 - alpha) against the sign of the gradient
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not lr >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not momentum >= 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not alpha >= 0.0:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            weight_decay, momentum = group["weight_decay"], group["momentum"]
+            centered, maximize = group["centered"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.array
+                grad = -p.grad.array if maximize else p.grad.array
+                state = self.state[p]
+                if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                    state["step"] = 0
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = zeros_like(p)
+                state["step"] += 1
+
+                if weight_decay != 0:
+                    decayed = param * weight_decay  # a new array: the gradient itself is kept
+                    decayed += grad
+                    grad = decayed
+
+                # One scratch array serves every intermediate below.
+                square_avg = state["square_avg"].array
+                square_avg *= alpha
+                scratch = xp.multiply(grad, grad)
+                scratch *= 1 - alpha
+                square_avg += scratch
+                if centered:
+                    grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
+                    xp.subtract(grad, grad_avg, out=scratch)
+                    scratch *= 1 - alpha
+                    grad_avg += scratch
+                    xp.multiply(grad_avg, grad_avg, out=scratch)
+                    xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
+                    denom = xp.sqrt(scratch, out=scratch)
+                else:
+                    denom = xp.sqrt(square_avg, out=scratch)
+                denom += eps
+
+                if momentum > 0:
+                    buf = state["momentum_buffer"].array
+                    buf *= momentum
+                    buf += xp.divide(grad, denom, out=scratch)
+                    xp.multiply(buf, lr, out=scratch)
+                else:
+                    xp.divide(grad, denom, out=scratch)
+                    scratch *= lr
+                param -= scratch
+                p._version += 1
+        return loss

@@ -1,0 +1,98 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.creation import from_numpy
+from scratchgrad.optim.optimizer import Optimizer, ParamsT
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent, as ``torch.optim.SGD`` (same defaults, same formulas).
+
+    With gradient :math:`g`, momentum :math:`\mu`, dampening :math:`\tau`, weight decay
+    :math:`\lambda`: :math:`g \leftarrow g + \lambda\theta`; the buffer starts as :math:`b = g`
+    and then :math:`b \leftarrow \mu b + (1-\tau) g`; Nesterov uses :math:`g + \mu b`, otherwise
+    :math:`b`, as the step direction; :math:`\theta \leftarrow \theta - \text{lr}\cdot` direction.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad()
+    ...     (w * w).sum().backward()
+    ...     opt.step()
+    >>> w
+    tensor([ 0.4600, -0.9200], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+            weight_decay, nesterov, maximize = (
+                group["weight_decay"],
+                group["nesterov"],
+                group["maximize"],
+            )
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.array
+                grad = -p.grad.array if maximize else p.grad.array
+                if weight_decay != 0:
+                    decayed = param * weight_decay  # a new array: the gradient itself is kept
+                    decayed += grad
+                    grad = decayed
+                if momentum == 0:
+                    update = grad * lr
+                else:
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:  # the buffer starts at the first gradient
+                        buf = grad.copy()
+                        state["momentum_buffer"] = from_numpy(buf)
+                    else:
+                        buf = state["momentum_buffer"].array
+                        buf *= momentum
+                        buf += grad if dampening == 0 else (1 - dampening) * grad
+                    if nesterov:  # look ahead: step along g + momentum * buf
+                        update = buf * momentum
+                        update += grad
+                        update *= lr
+                    else:
+                        update = buf * lr
+                param -= update
+                p._version += 1
+        return loss
