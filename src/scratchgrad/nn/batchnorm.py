@@ -107,7 +107,8 @@ class BatchNorm1d(_BatchNorm):
     """Batch norm over (N, C) or (N, C, L) input, per channel C.
 
     >>> import scratchgrad as sg
-    >>> bn = sg.nn.BatchNorm1d(3)
+    >>> from scratchgrad import nn
+    >>> bn = nn.BatchNorm1d(3)
     >>> out = bn(sg.randn(8, 3))
     >>> bn.running_mean.shape, int(bn.num_batches_tracked)
     ((3,), 1)

@@ -12,7 +12,8 @@ class Dropout(Module):
     in eval mode, pass the input through.
 
     >>> import scratchgrad as sg
-    >>> drop = sg.nn.Dropout(0.5).eval()
+    >>> from scratchgrad import nn
+    >>> drop = nn.Dropout(0.5).eval()
     >>> drop(sg.ones(3))
     tensor([1., 1., 1.])
     """

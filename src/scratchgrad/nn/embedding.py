@@ -15,7 +15,8 @@ class Embedding(Module):
     The row at ``padding_idx`` starts at zero and receives no gradient.
 
     >>> import scratchgrad as sg
-    >>> emb = sg.nn.Embedding(10, 3, padding_idx=0)
+    >>> from scratchgrad import nn
+    >>> emb = nn.Embedding(10, 3, padding_idx=0)
     >>> emb(sg.tensor([[0, 4], [4, 9]])).shape
     (2, 2, 3)
     """

@@ -279,10 +279,11 @@ def _class_targets(
 
 
 def _mean_over_weights(loss: Tensor, weights) -> Tensor:
-    """PyTorch's weighted mean: divide by the total weight of the targets that count (NaN when
-    every target is ignored)."""
-    with xp.errstate(invalid="ignore", divide="ignore"):
-        return loss.sum() / float(weights.sum())
+    """PyTorch's weighted mean: divide by the total weight of the targets that count."""
+    total = float(weights.sum())
+    if total == 0:  # every target ignored: NaN as PyTorch (0/0), but with a zero gradient
+        return loss.sum() + math.nan
+    return loss.sum() / total
 
 
 def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:

@@ -25,7 +25,8 @@ class Linear(Module):
     uniform in +-1/sqrt(in_features).
 
     >>> import scratchgrad as sg
-    >>> fc = sg.nn.Linear(3, 2)
+    >>> from scratchgrad import nn
+    >>> fc = nn.Linear(3, 2)
     >>> fc.weight.shape, fc.bias.shape, fc(sg.ones(4, 3)).shape
     ((2, 3), (2,), (4, 2))
     """

@@ -52,9 +52,10 @@ class CrossEntropyLoss(_WeightedLoss):
     """Cross entropy of logits against class indices or class probabilities.
 
     >>> import scratchgrad as sg
-    >>> loss = sg.nn.CrossEntropyLoss(label_smoothing=0.1)
+    >>> from scratchgrad import nn
+    >>> loss = nn.CrossEntropyLoss(label_smoothing=0.1)
     >>> round(loss(sg.tensor([[3.0, 0.0, 0.0]]), sg.tensor([0])).item(), 4)
-    0.2309
+    0.2949
     """
 
     def __init__(

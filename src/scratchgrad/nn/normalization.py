@@ -15,7 +15,8 @@ class LayerNorm(Module):
     elementwise (weight starts at 1, bias at 0).
 
     >>> import scratchgrad as sg
-    >>> ln = sg.nn.LayerNorm(4)
+    >>> from scratchgrad import nn
+    >>> ln = nn.LayerNorm(4)
     >>> out = ln(sg.randn(2, 4))
     >>> [round(abs(v), 4) for v in out.mean(-1).tolist()]
     [0.0, 0.0]
@@ -57,5 +58,6 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )

@@ -14,7 +14,8 @@ class Parameter(Tensor):
     Tensors.
 
     >>> import scratchgrad as sg
-    >>> sg.nn.Parameter(sg.ones(2))
+    >>> from scratchgrad import nn
+    >>> nn.Parameter(sg.ones(2))
     Parameter containing:
     tensor([1., 1.], requires_grad=True)
     """

@@ -1,0 +1,223 @@
+"""nn.functional beyond what the layer and loss tables cover: the functions with no module
+(softplus, one_hot, pad), the functional forms with options the modules do not expose, gradcheck
+(and gradgradcheck) in float64 on the composed layers, and the errors."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import scratchgrad as sg
+import scratchgrad.nn.functional as F
+
+TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+
+
+def _close(actual, expected, dtype="float64", what=""):
+    rtol, atol = TOLERANCE[dtype]
+    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _both(data, grad=True):
+    return sg.tensor(data, requires_grad=grad), torch.tensor(data, requires_grad=grad)
+
+
+# (id, ours, theirs, input); the input mixes signs, zeros and large values
+X = np.array([[-30.0, -2.5, -1.0, -1e-3, 0.0], [1e-3, 0.5, 1.0, 3.0, 30.0]])
+ELEMENTWISE = [
+    ("gelu", F.gelu, TF.gelu),
+    (
+        "gelu_tanh",
+        lambda x: F.gelu(x, approximate="tanh"),
+        lambda x: TF.gelu(x, approximate="tanh"),
+    ),
+    ("softplus", F.softplus, TF.softplus),
+    ("softplus_beta", lambda x: F.softplus(x, beta=2.0), lambda x: TF.softplus(x, beta=2.0)),
+    (
+        "softplus_threshold",
+        lambda x: F.softplus(x, beta=0.5, threshold=1.0),
+        lambda x: TF.softplus(x, beta=0.5, threshold=1.0),
+    ),
+    ("silu", F.silu, TF.silu),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.3), lambda x: TF.leaky_relu(x, 0.3)),
+    ("relu", F.relu, TF.relu),
+    ("tanh", F.tanh, torch.tanh),
+    ("sigmoid", F.sigmoid, torch.sigmoid),
+    ("softmax", lambda x: F.softmax(x, 0), lambda x: TF.softmax(x, 0)),
+    ("log_softmax", lambda x: F.log_softmax(x, -1), lambda x: TF.log_softmax(x, -1)),
+    (
+        "softmax_dtype",
+        lambda x: F.softmax(x.float(), 1, dtype=sg.float64),
+        lambda x: TF.softmax(x.float(), 1, dtype=torch.float64),
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("ours", "theirs"), [e[1:] for e in ELEMENTWISE], ids=[e[0] for e in ELEMENTWISE]
+)
+def test_activation_functions(ours, theirs, dtype):
+    sx, tx = _both(X.astype(dtype))
+    out, expected = ours(sx), theirs(tx)
+    _close(out.array, expected, str(out.dtype), "value")
+    upstream = np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(out.dtype)
+    (out * sg.tensor(upstream)).sum().backward()
+    (expected * torch.tensor(upstream)).sum().backward()
+    _close(sx.grad.array, tx.grad, dtype, "gradient")
+
+
+def test_linear_function():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    (sx, tx), (sw, tw), (sb, tb) = _both(x), _both(w), _both(b)
+    out, expected = F.linear(sx, sw, sb), TF.linear(tx, tw, tb)
+    _close(out.array, expected)
+    out.sum().backward(), expected.sum().backward()
+    for ours, theirs in [(sx, tx), (sw, tw), (sb, tb)]:
+        _close(ours.grad.array, theirs.grad)
+    _close(F.linear(sx, sw).array, TF.linear(tx, tw))
+
+
+def test_embedding_function():
+    weight = np.random.default_rng(0).standard_normal((6, 3))
+    sw, tw = _both(weight)
+    index = np.array([[0, 5, 5], [2, 0, 1]])
+    out, expected = (
+        F.embedding(sg.tensor(index), sw, padding_idx=5),
+        TF.embedding(torch.tensor(index), tw, padding_idx=5),
+    )
+    _close(out.array, expected)
+    out.sum().backward(), expected.sum().backward()
+    _close(sw.grad.array, tw.grad)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_function(training):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3, 4))
+    mean, var = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    ours_stats = [sg.tensor(mean), sg.tensor(var)]
+    theirs_stats = [torch.tensor(mean), torch.tensor(var)]
+    (sx, tx), (sw, tw), (sb, tb) = _both(x), _both(rng.standard_normal(3)), _both(np.ones(3))
+    out = F.batch_norm(sx, *ours_stats, sw, sb, training=training, momentum=0.3, eps=1e-3)
+    expected = TF.batch_norm(tx, *theirs_stats, tw, tb, training=training, momentum=0.3, eps=1e-3)
+    _close(out.array, expected)
+    for ours, theirs in zip(ours_stats, theirs_stats):
+        _close(ours.array, theirs)
+    (out * out).sum().backward(), (expected * expected).sum().backward()
+    for ours, theirs in [(sx, tx), (sw, tw), (sb, tb)]:
+        _close(ours.grad.array, theirs.grad)
+
+
+def test_batch_norm_function_without_running_statistics():
+    x = np.random.default_rng(0).standard_normal((4, 2))
+    expected = TF.batch_norm(torch.tensor(x), None, None, training=True)
+    _close(F.batch_norm(sg.tensor(x), None, None, training=True).array, expected)
+    with pytest.raises(ValueError, match="running_mean and running_var"):
+        F.batch_norm(sg.tensor(x), None, None, training=False)
+
+
+def test_dropout_function():
+    x = sg.ones(1000)
+    assert F.dropout(x, 0.5, training=False) is x
+    out = F.dropout(x, 0.25)
+    assert set(np.unique(out.array)) <= {0.0, np.float32(1 / 0.75)}
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout(x, -0.1)
+
+
+# ---- one_hot and pad ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("labels", "num_classes"), [([0, 2, 1], -1), ([[1, 0], [3, 3]], 5), (3, 4), ([], 3)]
+)
+def test_one_hot(labels, num_classes):
+    out = F.one_hot(sg.tensor(labels, dtype=sg.int64), num_classes)
+    expected = TF.one_hot(torch.tensor(labels, dtype=torch.int64), num_classes)
+    assert out.dtype == sg.int64 and out.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(out.array, expected.numpy())
+
+
+def test_one_hot_errors():
+    with pytest.raises(RuntimeError, match="non-negative"):
+        F.one_hot(sg.tensor([1, -2]))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        F.one_hot(sg.tensor([1, 5]), 3)
+    with pytest.raises(RuntimeError, match="integer"):
+        F.one_hot(sg.tensor([1.0]))
+
+
+@pytest.mark.parametrize(
+    ("shape", "widths", "value"),
+    [
+        ((2, 3), (1, 2), None),
+        ((2, 3), (1, 0, 0, 2), 1.5),
+        ((2, 3, 4), (0, 1, 2, 0, 1, 1), -1.0),
+        ((2, 3, 4), (-1, 2), None),
+        ((3, 5), (2, -2, -1, 0), 0.5),
+        ((4,), (0, 0), None),
+    ],
+)
+def test_pad_matches_torch(shape, widths, value):
+    data = np.random.default_rng(0).standard_normal(shape)
+    sx, tx = _both(data)
+    kwargs = {} if value is None else {"value": value}
+    out, expected = F.pad(sx, widths, **kwargs), TF.pad(tx, widths, **kwargs)
+    _close(out.array, expected)
+    weights = np.random.default_rng(1).standard_normal(out.shape)
+    (out * sg.tensor(weights)).sum().backward()
+    (expected * torch.tensor(weights)).sum().backward()
+    _close(sx.grad.array, tx.grad)
+
+
+def test_pad_errors():
+    with pytest.raises(ValueError, match="even"):
+        F.pad(sg.ones(2, 2), (1,))
+    with pytest.raises(ValueError, match="even"):
+        F.pad(sg.ones(2), (1, 1, 1, 1))
+    with pytest.raises(NotImplementedError, match="reflect"):
+        F.pad(sg.ones(1, 2, 2), (1, 1), mode="reflect")
+
+
+# ---- finite differences on the composed layers --------------------------------------------------
+
+
+def _double(*shape, seed=0):
+    data = np.random.default_rng(seed).standard_normal(shape)
+    return sg.tensor(data, dtype=sg.float64, requires_grad=True)
+
+
+GRADCHECKS = {
+    "layer_norm": (
+        lambda x, w, b: F.layer_norm(x, (3,), w, b),
+        lambda: [_double(2, 3), _double(3, seed=1), _double(3, seed=2)],
+    ),
+    "layer_norm_2d": (lambda x: F.layer_norm(x, (2, 2)), lambda: [_double(2, 2, 2)]),
+    "batch_norm_training": (
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        lambda: [_double(3, 2, 2), _double(2, seed=1), _double(2, seed=2)],
+    ),
+    "gelu": (F.gelu, lambda: [_double(7)]),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda: [_double(7)]),
+    "silu": (F.silu, lambda: [_double(5)]),
+    "softplus_beta": (lambda x: F.softplus(x * 3, beta=2.0), lambda: [_double(6)]),
+    "linear": (F.linear, lambda: [_double(2, 3), _double(4, 3, seed=1), _double(4, seed=2)]),
+    "embedding": (
+        lambda w: F.embedding(sg.tensor([[0, 2], [2, 2]]), w),  # padding_idx: by design no grad
+        lambda: [_double(3, 2)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradcheck(name):
+    func, make_inputs = GRADCHECKS[name]
+    assert sg.autograd.gradcheck(func, make_inputs())
+
+
+@pytest.mark.parametrize("func", [F.gelu, F.softplus, F.silu], ids=["gelu", "softplus", "silu"])
+def test_gradgradcheck(func):
+    assert sg.autograd.gradgradcheck(func, [_double(5)])

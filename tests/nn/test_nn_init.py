@@ -1,0 +1,140 @@
+"""nn.init and every layer's default initialisation: PyTorch's formulas (gains and fans checked
+against torch.nn.init), the distributions checked by their bounds and moments on large tensors,
+and reproducibility through sg.manual_seed."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.nn import init
+
+
+@pytest.mark.parametrize(
+    ("nonlinearity", "param"),
+    [("linear", None), ("conv2d", None), ("sigmoid", None), ("tanh", None), ("relu", None),
+     ("leaky_relu", None), ("leaky_relu", 0.2), ("leaky_relu", math.sqrt(5)), ("selu", None)],
+)  # fmt: skip
+def test_calculate_gain_matches_torch(nonlinearity, param):
+    expected = torch.nn.init.calculate_gain(nonlinearity, param)
+    assert init.calculate_gain(nonlinearity, param) == pytest.approx(expected, rel=1e-12)
+
+
+def test_calculate_gain_rejects_unknown():
+    with pytest.raises(ValueError, match="Unsupported nonlinearity"):
+        init.calculate_gain("swish")
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5, 3, 2, 2), (2, 7, 3)])
+def test_fans_match_torch(shape):
+    expected = torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(shape))
+    assert init._calculate_fan_in_and_fan_out(sg.empty(*shape)) == expected
+
+
+def test_fans_need_two_dims():
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        init.xavier_uniform_(sg.empty(5))
+
+
+def _moments(t):
+    values = t.array.astype(np.float64)
+    return values.min(), values.max(), values.mean(), values.std()
+
+
+SHAPE = (300, 400)  # 120k samples: sample mean and std within ~1% of the truth
+
+
+def _uniform_ok(t, bound):
+    low, high, mean, std = _moments(t)
+    assert -bound <= low and high <= bound
+    assert abs(mean) < 0.02 * bound and std == pytest.approx(bound / math.sqrt(3), rel=0.02)
+
+
+def _normal_ok(t, std, mean=0.0):
+    _, _, m, s = _moments(t)
+    assert abs(m - mean) < 0.02 * std and s == pytest.approx(std, rel=0.02)
+
+
+def test_uniform_and_normal():
+    t = init.uniform_(sg.empty(*SHAPE), -3.0, 1.0)
+    low, high, mean, _ = _moments(t)
+    assert low >= -3 and high <= 1 and mean == pytest.approx(-1, abs=0.03)
+    _normal_ok(init.normal_(sg.empty(*SHAPE), 2.0, 0.5), 0.5, mean=2.0)
+
+
+def test_constant_zeros_ones():
+    t = sg.empty(3, 2)
+    assert init.zeros_(t) is t and not t.array.any()
+    assert (init.ones_(t).array == 1).all()
+    assert (init.constant_(t, 2.5).array == 2.5).all()
+
+
+def test_xavier():
+    fan_in, fan_out = SHAPE[1], SHAPE[0]
+    _uniform_ok(
+        init.xavier_uniform_(sg.empty(*SHAPE), gain=2.0), 2.0 * math.sqrt(6 / (fan_in + fan_out))
+    )
+    _normal_ok(init.xavier_normal_(sg.empty(*SHAPE)), math.sqrt(2 / (fan_in + fan_out)))
+
+
+@pytest.mark.parametrize("mode", ["fan_in", "fan_out"])
+def test_kaiming(mode):
+    fan = SHAPE[1] if mode == "fan_in" else SHAPE[0]
+    _uniform_ok(init.kaiming_uniform_(sg.empty(*SHAPE), mode=mode), math.sqrt(6 / fan))
+    std = math.sqrt(2 / (1 + 0.2**2)) / math.sqrt(fan)
+    _normal_ok(init.kaiming_normal_(sg.empty(*SHAPE), a=0.2, mode=mode), std)
+    _normal_ok(
+        init.kaiming_normal_(sg.empty(*SHAPE), mode=mode, nonlinearity="relu"), math.sqrt(2 / fan)
+    )
+    with pytest.raises(ValueError, match="Mode"):
+        init.kaiming_uniform_(sg.empty(2, 2), mode="fan_avg")
+
+
+def test_init_works_in_place_outside_the_graph():
+    p = nn.Parameter(sg.zeros(4, 3))
+    array = p.array
+    assert init.kaiming_uniform_(p) is p and p.array is array
+    assert p.requires_grad and p.is_leaf and p.grad_fn is None
+    init.zeros_(sg.empty(0, 3))  # empty: nothing to do, no error
+    init.kaiming_uniform_(sg.empty(0, 3))
+
+
+def test_init_is_seeded():
+    sg.manual_seed(3)
+    first = nn.Linear(5, 4).weight.array.copy()
+    sg.manual_seed(3)
+    np.testing.assert_array_equal(nn.Linear(5, 4).weight.array, first)
+    assert not np.array_equal(nn.Linear(5, 4).weight.array, first)
+    generator = sg.Generator().manual_seed(1)
+    a = init.normal_(sg.empty(3), generator=generator).array.copy()
+    np.testing.assert_array_equal(init.normal_(sg.empty(3), generator=sg.Generator(1)).array, a)
+
+
+# ---- each layer's default, as PyTorch's reset_parameters ----------------------------------------
+
+
+def test_linear_default_init():
+    fc = nn.Linear(400, 300)
+    bound = 1 / math.sqrt(400)
+    _uniform_ok(fc.weight, bound)
+    assert np.abs(fc.bias.array).max() <= bound and fc.bias.array.std() > bound / 3
+    assert fc.weight.dtype == sg.float32
+
+
+def test_embedding_default_init():
+    emb = nn.Embedding(400, 300, padding_idx=7)
+    assert not emb.weight.array[7].any()
+    _normal_ok(emb.weight, 1.0)
+
+
+@pytest.mark.parametrize(
+    "layer", [nn.BatchNorm1d(5), nn.BatchNorm2d(5), nn.LayerNorm(5)], ids=["bn1d", "bn2d", "ln"]
+)
+def test_normalisation_default_init(layer):
+    assert (layer.weight.array == 1).all() and (layer.bias.array == 0).all()
+    for name, expected in [("running_mean", 0), ("running_var", 1), ("num_batches_tracked", 0)]:
+        if hasattr(layer, name):
+            assert (getattr(layer, name).array == expected).all()

@@ -1,0 +1,325 @@
+"""Every loss against PyTorch over a grid of shapes and options (loss modules built the same
+way in both frameworks): the value and the gradients of the input and, where the target is
+floating point, of the target; float64 tight, float32 loose. Then gradcheck in float64 on the
+composed losses, and the errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+import scratchgrad.nn.functional as F
+from scratchgrad import nn
+
+TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+REDUCTIONS = ["mean", "sum", "none"]
+
+
+def _close(actual, expected, dtype, what):
+    rtol, atol = TOLERANCE[dtype]
+    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _check(name, kwargs, arrays, dtype):
+    """Build the loss ``name`` with ``kwargs`` (arrays among them become tensors) in both
+    frameworks, apply it to ``arrays`` (input, target), compare value and gradients."""
+    ours = getattr(nn, name)(**{k: _sg(v) for k, v in kwargs.items()})
+    theirs = getattr(torch.nn, name)(**{k: _torch(v) for k, v in kwargs.items()})
+    sg_args = [_sg(a, grad=a.dtype.kind == "f") for a in arrays]
+    torch_args = [_torch(a, grad=a.dtype.kind == "f") for a in arrays]
+    out, expected = ours(*sg_args), theirs(*torch_args)
+    assert out.shape == tuple(expected.shape)
+    _close(out.array, expected, dtype, "loss")
+    upstream = np.random.default_rng(5).standard_normal(out.shape).astype(dtype)
+    (out * sg.tensor(upstream)).sum().backward()
+    (expected * torch.tensor(upstream)).sum().backward()
+    for i, (a, b) in enumerate(zip(sg_args, torch_args)):
+        if b.requires_grad:
+            _close(a.grad.array, b.grad, dtype, f"gradient of argument {i}")
+
+
+def _sg(value, grad=False):
+    return sg.tensor(value, requires_grad=grad) if isinstance(value, np.ndarray) else value
+
+
+def _torch(value, grad=False):
+    if not isinstance(value, np.ndarray):
+        return value
+    return torch.tensor(value, requires_grad=grad)
+
+
+def _rng(*key):
+    return np.random.default_rng(abs(hash(key)) % 2**32)
+
+
+# ---- regression losses ----------------------------------------------------------------------
+
+REGRESSION = [
+    (name, shape, reduction, kwargs)
+    for name, extra in [
+        ("MSELoss", [{}]),
+        ("L1Loss", [{}]),
+        ("HuberLoss", [{}, {"delta": 0.3}, {"delta": 2.5}]),
+    ]
+    for shape in [(5,), (3, 4), (2, 3, 4), ()]
+    for reduction in REDUCTIONS
+    for kwargs in extra
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("name", "shape", "reduction", "kwargs"), REGRESSION)
+def test_regression_losses(name, shape, reduction, kwargs, dtype):
+    rng = _rng(name, shape, reduction, dtype)
+    x = np.asarray(rng.standard_normal(shape) * 2, dtype)
+    y = np.asarray(rng.standard_normal(shape) * 2, dtype)
+    if x.size > 1:
+        y.flat[0] = x.flat[0]  # a zero difference: the kink of L1 and Huber
+    _check(name, {"reduction": reduction, **kwargs}, [x, y], dtype)
+
+
+def test_regression_losses_broadcast_the_target():
+    x, y = np.random.default_rng(0).standard_normal((2, 3, 4))[:, :, :1], np.ones((3, 1))
+    with pytest.warns(UserWarning):  # torch warns about broadcasting; we broadcast quietly
+        _check("MSELoss", {}, [x, y], "float64")
+
+
+# ---- classification losses ------------------------------------------------------------------
+
+# (input shape, target shape): (N, C), (C,), (N, C, d1), (N, C, d1, d2)
+CLASS_SHAPES = [((6, 5), (6,)), ((5,), ()), ((2, 5, 3), (2, 3)), ((2, 5, 3, 2), (2, 3, 2))]
+CE_CASES = list(itertools.product(CLASS_SHAPES, [False, True], [-100, 1], [0.0, 0.25], REDUCTIONS))
+
+
+def _class_targets(rng, shape, n_classes, ignore_index):
+    target = np.asarray(rng.integers(0, n_classes, shape))
+    if target.size > 1:
+        target.flat[0] = ignore_index  # at least one ignored target
+    return target
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("shapes", "weighted", "ignore_index", "label_smoothing", "reduction"), CE_CASES
+)
+def test_cross_entropy_with_class_indices(
+    shapes, weighted, ignore_index, label_smoothing, reduction, dtype
+):
+    rng = _rng("ce", shapes, weighted, ignore_index, label_smoothing, reduction, dtype)
+    (x_shape, t_shape), n_classes = shapes, shapes[0][0 if len(shapes[0]) == 1 else 1]
+    x = (rng.standard_normal(x_shape) * 3).astype(dtype)
+    target = _class_targets(rng, t_shape, n_classes, ignore_index)
+    kwargs = {"ignore_index": ignore_index, "reduction": reduction}
+    kwargs["label_smoothing"] = label_smoothing
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.2, 2.0, n_classes).astype(dtype)
+    _check("CrossEntropyLoss", kwargs, [x, target], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("shape", "weighted", "label_smoothing", "reduction"),
+    list(itertools.product([(4, 5), (5,), (2, 5, 3)], [False, True], [0.0, 0.3], REDUCTIONS)),
+)
+def test_cross_entropy_with_probabilities(shape, weighted, label_smoothing, reduction, dtype):
+    rng = _rng("ce-prob", shape, weighted, label_smoothing, reduction, dtype)
+    class_dim = 0 if len(shape) == 1 else 1
+    x = (rng.standard_normal(shape) * 2).astype(dtype)
+    target = rng.uniform(size=shape)
+    target = (target / target.sum(class_dim, keepdims=True)).astype(dtype)
+    kwargs = {"reduction": reduction, "label_smoothing": label_smoothing}
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.2, 2.0, shape[class_dim]).astype(dtype)
+    _check("CrossEntropyLoss", kwargs, [x, target], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("shapes", "weighted", "ignore_index", "reduction"),
+    list(itertools.product(CLASS_SHAPES, [False, True], [-100, 2], REDUCTIONS)),
+)
+def test_nll_loss(shapes, weighted, ignore_index, reduction, dtype):
+    rng = _rng("nll", shapes, weighted, ignore_index, reduction, dtype)
+    (x_shape, t_shape), n_classes = shapes, shapes[0][0 if len(shapes[0]) == 1 else 1]
+    x = rng.standard_normal(x_shape).astype(dtype)
+    target = _class_targets(rng, t_shape, n_classes, ignore_index)
+    kwargs = {"ignore_index": ignore_index, "reduction": reduction}
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.2, 2.0, n_classes).astype(dtype)
+    _check("NLLLoss", kwargs, [x, target], dtype)
+
+
+def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
+    x = sg.randn(3, 4, requires_grad=True)
+    target = sg.tensor([-100, -100, -100])
+    assert np.isnan(F.cross_entropy(x, target).item())
+    loss = F.cross_entropy(x, target, label_smoothing=0.1)
+    assert np.isnan(loss.item())
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.array, 0)  # torch's gradient too
+    assert F.cross_entropy(x, target, reduction="sum").item() == 0
+
+
+def test_cross_entropy_is_stable_for_huge_logits():
+    x = sg.tensor([[1000.0, -1000.0, 0.0]], dtype=sg.float64, requires_grad=True)
+    loss = F.cross_entropy(x, sg.tensor([1]))
+    loss.backward()
+    assert loss.item() == pytest.approx(2000.0)
+    np.testing.assert_allclose(x.grad.array, [[1.0, -1.0, 0.0]], atol=1e-12)
+
+
+# ---- binary losses --------------------------------------------------------------------------
+
+BINARY_CASES = list(itertools.product([(6,), (3, 4), (2, 3, 2)], [False, True], REDUCTIONS))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("shape", "weighted", "reduction"), BINARY_CASES)
+def test_binary_cross_entropy(shape, weighted, reduction, dtype):
+    rng = _rng("bce", shape, weighted, reduction, dtype)
+    p = rng.uniform(0.02, 0.98, shape).astype(dtype)
+    y = rng.uniform(0, 1, shape).astype(dtype)
+    y.flat[0], y.flat[1] = 0.0, 1.0
+    kwargs = {"reduction": reduction}
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.5, 2.0, shape[-1:]).astype(dtype)
+    _check("BCELoss", kwargs, [p, y], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("pos_weighted", [False, True])
+@pytest.mark.parametrize(("shape", "weighted", "reduction"), BINARY_CASES)
+def test_binary_cross_entropy_with_logits(shape, weighted, reduction, pos_weighted, dtype):
+    rng = _rng("bcel", shape, weighted, reduction, pos_weighted, dtype)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    x.flat[0], x.flat[1] = 0.0, 40.0  # the kink of a max/abs composition; a saturated logit
+    y = rng.uniform(0, 1, shape).astype(dtype)
+    kwargs = {"reduction": reduction}
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.5, 2.0, shape[-1:]).astype(dtype)
+    if pos_weighted:
+        kwargs["pos_weight"] = rng.uniform(0.5, 3.0, shape[-1:]).astype(dtype)
+    _check("BCEWithLogitsLoss", kwargs, [x, y], dtype)
+
+
+def test_binary_cross_entropy_clamps_the_log_at_minus_100():
+    p = sg.tensor([0.0, 1.0, 0.5], requires_grad=True)
+    loss = F.binary_cross_entropy(p, sg.tensor([1.0, 0.0, 1.0]), reduction="none")
+    expected = torch.nn.functional.binary_cross_entropy(
+        torch.tensor([0.0, 1.0, 0.5]), torch.tensor([1.0, 0.0, 1.0]), reduction="none"
+    )
+    _close(loss.array, expected, "float32", "clamped loss")
+    loss.sum().backward()
+    assert np.isfinite(p.grad.array).all()
+
+
+def test_binary_cross_entropy_with_logits_is_stable():
+    x = sg.tensor([-800.0, 800.0, 0.0], dtype=sg.float64, requires_grad=True)
+    y = sg.tensor([1.0, 0.0, 1.0], dtype=sg.float64)
+    loss = F.binary_cross_entropy_with_logits(x, y, reduction="none")
+    loss.sum().backward()
+    np.testing.assert_allclose(loss.array, [800.0, 800.0, np.log(2)])
+    np.testing.assert_allclose(x.grad.array, [-1.0, 1.0, -0.5])
+
+
+# ---- finite differences ---------------------------------------------------------------------
+
+
+def _double(*shape, seed=0, low=None, high=None):
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(shape) if low is None else rng.uniform(low, high, shape)
+    return sg.tensor(data, dtype=sg.float64, requires_grad=True)
+
+
+GRADCHECKS = {
+    "cross_entropy_smoothing_weight_ignore": (
+        lambda x: F.cross_entropy(
+            x,
+            sg.tensor([0, 2, -100, 3]),
+            weight=sg.tensor([1.0, 2.0, 0.5, 1.5], dtype=sg.float64),
+            label_smoothing=0.2,
+        ),
+        lambda: [_double(4, 4)],
+    ),
+    "cross_entropy_probabilities_3d": (
+        lambda x, t: F.cross_entropy(x, t.softmax(1), label_smoothing=0.1),
+        lambda: [_double(2, 3, 2), _double(2, 3, 2, seed=1)],
+    ),
+    "nll_loss_sum": (
+        lambda x: F.nll_loss(x, sg.tensor([1, 0, 1]), reduction="sum"),
+        lambda: [_double(3, 2)],
+    ),
+    "binary_cross_entropy": (
+        lambda p, y: F.binary_cross_entropy(p, y),
+        lambda: [_double(5, low=0.1, high=0.9), _double(5, seed=1, low=0, high=1)],
+    ),
+    "bce_with_logits_pos_weight": (
+        lambda x, y: F.binary_cross_entropy_with_logits(
+            x, y, pos_weight=sg.tensor([2.0, 0.5, 1.0], dtype=sg.float64)
+        ),
+        lambda: [_double(2, 3), _double(2, 3, seed=1, low=0, high=1)],
+    ),
+    "huber": (
+        lambda x, y: F.huber_loss(x, y, delta=0.7),
+        lambda: [_double(6), _double(6, seed=1)],
+    ),
+    "l1_sum": (
+        lambda x, y: F.l1_loss(x, y, reduction="sum"),
+        lambda: [_double(4), _double(4, seed=1)],
+    ),
+    "mse_none": (
+        lambda x, y: F.mse_loss(x, y, reduction="none"),
+        lambda: [_double(3), _double(3, seed=1)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradcheck(name):
+    func, make_inputs = GRADCHECKS[name]
+    assert sg.autograd.gradcheck(func, make_inputs())
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+def test_reduction_must_be_known():
+    for loss in [F.mse_loss, F.l1_loss, F.huber_loss, F.binary_cross_entropy]:
+        with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
+            loss(sg.rand(3), sg.rand(3), reduction="avg")
+    with pytest.raises(ValueError, match="avg is not a valid value"):
+        F.cross_entropy(sg.randn(2, 3), sg.tensor([0, 1]), reduction="avg")
+
+
+def test_cross_entropy_errors():
+    x = sg.randn(3, 4)
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        F.cross_entropy(x, sg.tensor([0, 5, 1]))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        F.nll_loss(x, sg.tensor([0, -3, 1]))
+    with pytest.raises(ValueError, match=r"Expected target size \(3,\), got \(2,\)"):
+        F.cross_entropy(x, sg.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="ignore_index is not supported"):
+        F.cross_entropy(x, sg.rand(3, 4), ignore_index=1)
+    with pytest.raises(RuntimeError, match="label_smoothing must be between"):
+        F.cross_entropy(x, sg.tensor([0, 1, 2]), label_smoothing=1.2)
+
+
+def test_binary_losses_need_matching_shapes():
+    with pytest.raises(ValueError, match="different to the input size"):
+        F.binary_cross_entropy(sg.rand(3), sg.rand(3, 1))
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        F.binary_cross_entropy_with_logits(sg.rand(3), sg.rand(3, 1))
+
+
+def test_loss_modules_keep_weights_as_buffers():
+    weight = sg.tensor([1.0, 2.0])
+    loss = nn.CrossEntropyLoss(weight=weight)
+    assert list(loss.state_dict()) == list(torch.nn.CrossEntropyLoss(torch.ones(2)).state_dict())
+    assert loss.to(sg.float64).weight.dtype == sg.float64
+    pos = nn.BCEWithLogitsLoss(pos_weight=sg.ones(3))
+    assert list(pos.state_dict()) == ["pos_weight"]
+    assert repr(loss) == "CrossEntropyLoss()"

@@ -1,0 +1,76 @@
+"""nn.utils.clip_grad_norm_ and clip_grad_value_ against torch.nn.utils on the same gradients."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+
+def _params(seed=0, scale=1.0, dtype="float32"):
+    """The same three parameters with gradients (and one without) in both frameworks."""
+    rng = np.random.default_rng(seed)
+    ours, theirs = [], []
+    for shape in [(3, 4), (5,), (2, 2, 2)]:
+        grad = (rng.standard_normal(shape) * scale).astype(dtype)
+        p, q = (
+            nn.Parameter(sg.zeros(*shape, dtype=dtype)),
+            torch.nn.Parameter(torch.zeros(shape, dtype=getattr(torch, dtype))),
+        )
+        p.grad, q.grad = sg.tensor(grad), torch.tensor(grad)
+        ours.append(p), theirs.append(q)
+    ours.append(nn.Parameter(sg.zeros(2))), theirs.append(torch.nn.Parameter(torch.zeros(2)))
+    return ours, theirs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("norm_type", [2.0, 1, math.inf, 3.0])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm_matches_torch(max_norm, norm_type, dtype):
+    ours, theirs = _params(dtype=dtype)
+    total = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    assert (
+        isinstance(total, sg.Tensor)
+        and total.ndim == 0
+        and total.dtype == sg.tensor(0.0, dtype=dtype).dtype
+    )
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(total.item(), expected.item(), rtol=rtol)
+    for p, q in zip(ours[:3], theirs[:3]):
+        np.testing.assert_allclose(p.grad.array, q.grad.numpy(), rtol=rtol, atol=1e-7)
+    assert ours[3].grad is None
+
+
+def test_clip_grad_norm_accepts_one_tensor_and_a_generator():
+    p = nn.Parameter(sg.zeros(2))
+    p.grad = sg.tensor([3.0, 4.0])
+    assert nn.utils.clip_grad_norm_(p, 1.0).item() == pytest.approx(5.0)
+    np.testing.assert_allclose(p.grad.array, [0.6, 0.8], rtol=1e-5)
+    fc = nn.Linear(2, 2)
+    fc(sg.ones(1, 2)).sum().backward()
+    assert nn.utils.clip_grad_norm_(fc.parameters(), 1.0).item() > 0
+
+
+def test_clip_grad_norm_without_gradients_is_zero():
+    assert nn.utils.clip_grad_norm_([nn.Parameter(sg.zeros(2))], 1.0).item() == 0.0
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf * 0, as in torch
+def test_clip_grad_norm_nonfinite():
+    p = nn.Parameter(sg.zeros(2))
+    p.grad = sg.tensor([math.inf, 1.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    assert math.isinf(nn.utils.clip_grad_norm_(p, 1.0).item())
+
+
+def test_clip_grad_value_matches_torch():
+    ours, theirs = _params(scale=3.0)
+    nn.utils.clip_grad_value_(ours, 1.5)
+    torch.nn.utils.clip_grad_value_(theirs, 1.5)
+    for p, q in zip(ours[:3], theirs[:3]):
+        np.testing.assert_array_equal(p.grad.array, q.grad.numpy())
