@@ -33,11 +33,11 @@ def tensor_frameworks() -> dict:
     for name, module in [("pytorch", "torch"), ("scratchgrad", "scratchgrad")]:
         try:
             lib = importlib.import_module(module)
+            importlib.import_module(f"{module}.nn")
+            importlib.import_module(f"{module}.optim")
         except ImportError:
             continue
-        # scratchgrad's nn and optim may still be missing while the engine is being written.
-        if hasattr(lib, "nn") and hasattr(lib, "optim"):
-            frameworks[name] = functools.partial(tensor_api.make_step, lib)
+        frameworks[name] = functools.partial(tensor_api.make_step, lib)
     if importlib.util.find_spec("jax") is not None:
         frameworks["jax"] = importlib.import_module("jax_jit").make_step
     return frameworks
