@@ -25,7 +25,7 @@ import time
 import traceback
 from collections.abc import Callable
 
-THREADS = 2
+THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))  # run.py sets it for every worker
 MIN_SAMPLE_SECONDS = 100e-6  # shorter steps are timed in groups, so the clock's cost stays small
 
 
@@ -43,7 +43,8 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
         return hand_numpy.make_step, hand_numpy.train_digits
     if framework == "jax":
         # XLA sizes its thread pool by the CPUs it may use; pin it to the threads others get.
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:THREADS])
+        if hasattr(os, "sched_setaffinity"):  # Linux
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:THREADS])
         import jax_jit
 
         return jax_jit.make_step, jax_jit.train_digits
