@@ -54,7 +54,8 @@ else:
     )
     from scratchgrad.tensor import Tensor, cat, stack, where
 
-    from scratchgrad import datasets, utils  # noqa: I001  (they build on Tensor)
+    from scratchgrad.serialization import load, save
+    from scratchgrad import datasets, nn, optim, utils  # noqa: I001  (they build on Tensor)
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs
