@@ -1,0 +1,321 @@
+"""Custom ``autograd.Function``s as users write them: a hand-written derivative (Legendre P3),
+a spiking neuron with a surrogate gradient, and the ctx API (save_for_backward, saved_tensors,
+needs_input_grad, non-tensor arguments, None gradients). Checked against PyTorch's own custom
+Functions, the composed expressions, and finite differences.
+"""
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+
+torch = pytest.importorskip("torch")
+
+
+def assert_close(actual, expected, rtol=1e-10, atol=1e-12):
+    if isinstance(expected, torch.Tensor):
+        expected = expected.detach().numpy()
+    np.testing.assert_allclose(np.asarray(actual.array), expected, rtol=rtol, atol=atol)
+
+
+# ---- Legendre polynomial P3 with a hand-written derivative ----------------------------------
+
+
+class LegendreP3(sg.autograd.Function):
+    """P3(x) = (5x^3 - 3x) / 2, with P3'(x) = 3(5x^2 - 1) / 2."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * (5 * x**3 - 3 * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 1.5 * (5 * x**2 - 1)
+
+
+class TorchLegendreP3(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * (5 * x**3 - 3 * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 1.5 * (5 * x**2 - 1)
+
+
+POINTS = [-1.0, -0.6, 0.0, 0.25, 0.9, 1.7]
+
+
+def test_legendre_p3_matches_the_composed_polynomial_and_torch():
+    x = sg.tensor(POINTS, dtype=sg.float64, requires_grad=True)
+    composed = sg.tensor(POINTS, dtype=sg.float64, requires_grad=True)
+    xt = torch.tensor(POINTS, dtype=torch.float64, requires_grad=True)
+    y = LegendreP3.apply(x)
+    y_composed = 0.5 * (5 * composed**3 - 3 * composed)
+    yt = TorchLegendreP3.apply(xt)
+    assert_close(y, yt)
+    assert_close(y_composed, yt)
+    assert type(y.grad_fn) is LegendreP3
+    seed = [1.0, -2.0, 0.5, 3.0, 1.0, -1.0]
+    y.backward(sg.tensor(seed, dtype=sg.float64))
+    y_composed.backward(sg.tensor(seed, dtype=sg.float64))
+    yt.backward(torch.tensor(seed, dtype=torch.float64))
+    assert_close(x.grad, xt.grad)
+    assert_close(composed.grad, xt.grad)
+
+
+def test_legendre_p3_second_derivative_through_the_custom_backward():
+    x = sg.tensor(POINTS, dtype=sg.float64, requires_grad=True)
+    xt = torch.tensor(POINTS, dtype=torch.float64, requires_grad=True)
+    (g,) = sg.autograd.grad(LegendreP3.apply(x).sum(), x, create_graph=True)
+    (gt,) = torch.autograd.grad(TorchLegendreP3.apply(xt).sum(), xt, create_graph=True)
+    (g2,) = sg.autograd.grad(g.sum(), x)
+    (g2t,) = torch.autograd.grad(gt.sum(), xt)
+    assert_close(g2, g2t)
+    np.testing.assert_allclose(g2.array, 15 * np.array(POINTS))  # P3'' = 15x
+
+
+def test_legendre_p3_passes_gradcheck_and_gradgradcheck():
+    x = sg.tensor(POINTS, dtype=sg.float64, requires_grad=True)
+    assert sg.autograd.gradcheck(LegendreP3.apply, x)
+    assert sg.autograd.gradgradcheck(LegendreP3.apply, x)
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    class WrongP3(LegendreP3):
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 1.5 * (5 * x**2 + 1)  # sign error
+
+    x = sg.tensor(POINTS, dtype=sg.float64, requires_grad=True)
+    assert not sg.autograd.gradcheck(WrongP3.apply, x, raise_exception=False)
+    with pytest.raises(RuntimeError, match="mismatch"):
+        sg.autograd.gradcheck(WrongP3.apply, x)
+
+
+# ---- a spiking neuron with a surrogate gradient ---------------------------------------------
+
+
+class Spike(sg.autograd.Function):
+    """Heaviside step forward; the fast-sigmoid surrogate 1 / (1 + k|v|)^2 backward."""
+
+    @staticmethod
+    def forward(ctx, v, slope):
+        ctx.save_for_backward(v)
+        ctx.slope = slope
+        return (v > 0).astype(v.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (v,) = ctx.saved_tensors
+        return grad / (1 + ctx.slope * v.abs()) ** 2, None
+
+
+class TorchSpike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, v, slope):
+        ctx.save_for_backward(v)
+        ctx.slope = slope
+        return (v > 0).to(v.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (v,) = ctx.saved_tensors
+        return grad / (1 + ctx.slope * v.abs()) ** 2, None
+
+
+def _lif_loss(spike, x, w, target, beta=0.9, threshold=1.0, steps=5):
+    """A leaky integrate-and-fire layer unrolled over time, with reset by subtraction."""
+    v = x[0] @ w * 0
+    count = 0
+    for t in range(steps):
+        v = beta * v + x[t] @ w
+        s = spike(v - threshold, 25.0)
+        v = v - s * threshold
+        count = count + s
+    return ((count - target) ** 2).sum()
+
+
+def test_spiking_layer_with_surrogate_gradient_matches_torch():
+    rng = np.random.default_rng(0)
+    x_np = rng.uniform(0, 1, (5, 3, 4))  # (time, batch, inputs)
+    w_np = rng.normal(0, 0.8, (4, 2))
+    target_np = rng.integers(0, 4, (3, 2)).astype(np.float64)
+    w = sg.tensor(w_np, requires_grad=True)
+    wt = torch.tensor(w_np, requires_grad=True)
+    loss = _lif_loss(Spike.apply, sg.tensor(x_np), w, sg.tensor(target_np))
+    loss_t = _lif_loss(TorchSpike.apply, torch.tensor(x_np), wt, torch.tensor(target_np))
+    loss.backward()
+    loss_t.backward()
+    assert loss.item() == loss_t.item()
+    assert np.abs(w.grad.array).sum() > 0  # the surrogate lets a gradient through the step
+    assert_close(w.grad, wt.grad)
+
+
+def test_spike_forward_is_a_step_and_backward_is_the_surrogate():
+    v = sg.tensor([-1.0, 0.0, 0.5], dtype=sg.float64, requires_grad=True)
+    s = Spike.apply(v, 10.0)
+    np.testing.assert_array_equal(s.array, [0.0, 0.0, 1.0])
+    s.sum().backward()
+    np.testing.assert_allclose(v.grad.array, 1 / (1 + 10 * np.abs([-1.0, 0.0, 0.5])) ** 2)
+
+
+# ---- the ctx API ----------------------------------------------------------------------------
+
+
+class ScaledProduct(sg.autograd.Function):
+    """``a * b * scale`` (``scale`` a Python number), recording what backward was told."""
+
+    seen: dict = {}
+
+    @staticmethod
+    def forward(ctx, a, b, scale, *, mode="plain"):
+        ctx.save_for_backward(a, b)
+        ctx.scale, ctx.mode = scale, mode
+        return a * b * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ScaledProduct.seen = {
+            "needs": ctx.needs_input_grad,
+            "saved": (a.array.copy(), b.array.copy()),
+            "mode": ctx.mode,
+        }
+        needs_a, needs_b, _ = ctx.needs_input_grad
+        return (
+            grad * b * ctx.scale if needs_a else None,
+            grad * a * ctx.scale if needs_b else None,
+            None,
+        )
+
+
+@pytest.mark.parametrize("a_grad, b_grad", [(True, False), (False, True), (True, True)])
+def test_needs_input_grad_and_saved_tensors(a_grad, b_grad):
+    a = sg.tensor([1.0, 2.0], dtype=sg.float64, requires_grad=a_grad)
+    b = sg.tensor([3.0, -1.0], dtype=sg.float64, requires_grad=b_grad)
+    out = ScaledProduct.apply(a, b, 2.0, mode="keyword")
+    np.testing.assert_array_equal(out.array, [6.0, -4.0])
+    out.sum().backward()
+    assert ScaledProduct.seen["needs"] == (a_grad, b_grad, False)
+    np.testing.assert_array_equal(ScaledProduct.seen["saved"][0], [1.0, 2.0])
+    np.testing.assert_array_equal(ScaledProduct.seen["saved"][1], [3.0, -1.0])
+    assert ScaledProduct.seen["mode"] == "keyword"
+    if a_grad:
+        np.testing.assert_array_equal(a.grad.array, [6.0, -2.0])
+    if b_grad:
+        np.testing.assert_array_equal(b.grad.array, [2.0, 4.0])
+
+
+def test_saved_tensors_are_gone_after_backward():
+    a = sg.tensor([1.0], requires_grad=True)
+    out = ScaledProduct.apply(a, sg.tensor([2.0]), 1.0)
+    node = out.grad_fn
+    out.sum().backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        _ = node.saved_tensors
+
+
+def test_a_backward_returning_none_leaves_that_input_without_grad_as_in_torch():
+    class FirstOnly(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    class TorchFirstOnly(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    a, b = sg.ones(2, requires_grad=True), sg.ones(2, requires_grad=True)
+    at, bt = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    (FirstOnly.apply(a, b) * 2).sum().backward()
+    (TorchFirstOnly.apply(at, bt) * 2).sum().backward()
+    assert b.grad is None and bt.grad is None
+    assert_close(a.grad, at.grad)
+
+
+def test_a_custom_backward_may_return_a_broadcast_gradient_as_in_torch():
+    class BroadcastAdd(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad  # shape (3, 4) for both; the engine sums to each input's shape
+
+    a = sg.ones(3, 1, requires_grad=True)
+    b = sg.ones(4, requires_grad=True)
+    BroadcastAdd.apply(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.array, np.full((3, 1), 4.0))
+    np.testing.assert_array_equal(b.grad.array, np.full(4, 3.0))
+
+
+def test_a_function_saving_an_intermediate_array():
+    class Sin(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(np.cos(x))  # neither an input nor the output
+            return np.sin(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (cos,) = ctx.saved_tensors
+            return grad * cos
+
+    x = sg.tensor([0.1, 0.2, 3.0], dtype=sg.float64, requires_grad=True)
+    Sin.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.array, np.cos([0.1, 0.2, 3.0]))
+
+
+def test_apply_records_nothing_under_no_grad_or_without_grad_inputs():
+    x = sg.tensor([0.5], dtype=sg.float64, requires_grad=True)
+    with sg.no_grad():
+        out = LegendreP3.apply(x)
+    assert not out.requires_grad and out.grad_fn is None
+    plain = LegendreP3.apply(sg.tensor([0.5]))
+    assert not plain.requires_grad and plain.is_leaf
+
+
+def test_backward_with_the_wrong_number_of_gradients_names_the_function():
+    class TooMany(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    with pytest.raises(RuntimeError, match="TooMany.backward returned 2 gradients for 1"):
+        TooMany.apply(sg.ones(2, requires_grad=True)).sum().backward()
+
+
+def test_backward_with_a_gradient_of_the_wrong_shape_names_the_function():
+    class WrongShape(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return sg.ones(5)
+
+    x = sg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"WrongShape.*\(5,\).*\(2,\)"):
+        WrongShape.apply(x).sum().backward()
+    assert x.grad is None

@@ -1,0 +1,320 @@
+"""Errors: each names the operation and the shapes or dtypes involved, is raised where PyTorch
+raises one, and is raised before anything changes (values, versions, gradients, the graph).
+"""
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis.extra import numpy as hnp
+
+import scratchgrad as sg
+
+torch = pytest.importorskip("torch")
+
+# Shape errors come from NumPy as ValueError; PyTorch raises RuntimeError (see the xfail below).
+SHAPE_ERROR = (RuntimeError, ValueError)
+
+
+# ---- shape errors name the op and both shapes -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("mul", lambda x, y: x * y),
+        ("add", lambda x, y: x + y),
+        ("sub", lambda x, y: x - y),
+        ("div", lambda x, y: x / y),
+        ("pow", lambda x, y: x**y),
+        ("maximum", lambda x, y: x.maximum(y)),
+    ],
+)
+def test_broadcast_errors_name_the_op_and_both_shapes(name, f):
+    with pytest.raises(SHAPE_ERROR, match=rf"{name}.*\(2, 3\).*\(4,\)"):
+        f(sg.ones(2, 3), sg.ones(4))
+    with pytest.raises(RuntimeError):
+        f(torch.ones(2, 3), torch.ones(4))
+
+
+def test_matmul_shape_error_message():
+    with pytest.raises(
+        SHAPE_ERROR, match=r"^matmul: shapes \(3, 4\) and \(5, 2\) are not aligned: 4 != 5$"
+    ):
+        sg.ones(3, 4) @ sg.ones(5, 2)
+    with pytest.raises(SHAPE_ERROR, match=r"matmul.*not aligned"):
+        sg.ones(2, 3, 4).matmul(sg.ones(3))
+    with pytest.raises(RuntimeError, match="matmul.*at least 1 dim"):
+        sg.ones(3) @ sg.tensor(2.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3))
+def test_shapes_that_do_not_broadcast_fail_as_in_torch(shapes):
+    a, b = shapes.input_shapes
+    # Make the pair incompatible by changing one side's last dim to a size that cannot match.
+    b = (*b[:-1], max(a[-1], b[-1]) + 2)
+    assume(a[-1] != 1)
+    with pytest.raises(RuntimeError):
+        torch.ones(a) + torch.ones(b)
+    with pytest.raises(SHAPE_ERROR, match=rf"add.*{re.escape(str(a))}.*{re.escape(str(b))}"):
+        sg.ones(a) + sg.ones(b)
+
+
+@pytest.mark.parametrize(
+    "pattern, f",
+    [
+        (r"reshape: shapes \(2, 3\)", lambda: sg.ones(2, 3).reshape(4)),
+        (r"cat: shapes \(2, 3\), \(2, 4\)", lambda: sg.cat([sg.ones(2, 3), sg.ones(2, 4)])),
+        (r"stack: .*\(2,\), \(3,\)", lambda: sg.stack([sg.ones(2), sg.ones(3)])),
+        (r"expand: shapes \(2, 3\)", lambda: sg.ones(2, 3).expand(4, 3)),
+        (r"split: sizes \[1, 1\] do not add up to 3", lambda: sg.ones(3).split([1, 1])),
+        (r"permute: \(0, 0\) .*\(2, 3\)", lambda: sg.ones(2, 3).permute(0, 0)),
+    ],
+)
+def test_movement_errors_name_the_op_and_the_shapes(pattern, f):
+    with pytest.raises(SHAPE_ERROR, match=f"^{pattern}"):
+        f()
+
+
+@pytest.mark.xfail(
+    reason="core bug: shape errors from NumPy surface as ValueError; torch raises RuntimeError "
+    "(code that catches RuntimeError, as PyTorch code does, misses them)",
+    strict=True,
+)
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda: sg.ones(2, 3) * sg.ones(4),
+        lambda: sg.ones(3, 4) @ sg.ones(5, 2),
+        lambda: sg.ones(2, 3).reshape(4),
+        lambda: sg.cat([sg.ones(2, 3), sg.ones(2, 4)]),
+        lambda: sg.ones(2, 3).expand(4, 3),
+    ],
+)
+def test_shape_errors_are_runtime_errors_as_in_torch(f):
+    with pytest.raises(RuntimeError):
+        f()
+
+
+def test_dim_out_of_range_is_an_index_error():
+    for f in (lambda t: t.sum(2), lambda t: t.squeeze(4), lambda t: t.mean(-3)):
+        with pytest.raises(IndexError, match="dim"):
+            f(sg.ones(2, 3))
+
+
+@pytest.mark.xfail(
+    reason="core bug: unsqueeze/flatten/transpose wrap an out-of-range dim with % (unsqueeze(5) "
+    "on 2-D inserts at 2) or fail with 'list index out of range'; torch raises IndexError "
+    "'Dimension out of range'",
+    strict=True,
+)
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda t: t.unsqueeze(5),
+        lambda t: t.unsqueeze(-4),
+        lambda t: t.flatten(3),
+        lambda t: t.transpose(0, 3),
+    ],
+)
+def test_out_of_range_dims_raise_and_name_the_dim(f):
+    with pytest.raises(IndexError):
+        f(torch.ones(2, 3))
+    with pytest.raises(IndexError, match="dim"):
+        f(sg.ones(2, 3))
+
+
+def test_value_errors_of_single_tensors():
+    with pytest.raises(RuntimeError, match="item.*3 elements"):
+        sg.ones(3).item()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(sg.ones(3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        sg.ones(3)[5]
+    with pytest.raises(TypeError, match="0-d"):
+        len(sg.tensor(1.0))
+    with pytest.raises(RuntimeError, match="mean.*int64"):
+        sg.tensor([1, 2]).mean()
+
+
+# ---- dtype errors say which dtype -----------------------------------------------------------
+
+
+def test_a_float_index_tensor_is_refused_and_named():
+    with pytest.raises(IndexError, match="float32"):
+        sg.ones(3)[sg.tensor([0.0, 1.0])]
+    with pytest.raises(IndexError):
+        torch.ones(3)[torch.tensor([0.0, 1.0])]
+    with pytest.raises(TypeError, match="integer"):
+        [1, 2, 3][sg.tensor(1.0)]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sg.tensor([1, 2], requires_grad=True),
+        lambda: sg.zeros(2, dtype=sg.int64, requires_grad=True),
+        lambda: sg.tensor([True], requires_grad=True),
+        lambda: sg.tensor([1, 2]).requires_grad_(),
+    ],
+)
+def test_integer_and_bool_tensors_cannot_require_grad(make):
+    with pytest.raises(RuntimeError, match="int64|bool"):
+        make()
+    with pytest.raises(RuntimeError):
+        torch.tensor([1, 2], requires_grad=True)
+
+
+def test_where_needs_a_bool_condition():
+    with pytest.raises((TypeError, RuntimeError), match="bool.*int64"):
+        sg.where(sg.tensor([1, 0]), sg.ones(2), 0.0)
+
+
+def test_a_string_is_not_tensor_data():
+    with pytest.raises(TypeError, match="str"):
+        sg.ones(2) + "a"
+
+
+# ---- backward errors ------------------------------------------------------------------------
+
+
+def test_backward_on_a_non_scalar_without_gradient_says_so():
+    x = sg.ones(2, 3, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match=r"scalar outputs.*\(2, 3\)"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (torch.ones(2, 3, requires_grad=True) * 2).backward()
+    assert x.grad is None
+    y.backward(sg.ones(2, 3))  # the graph is intact: nothing was freed by the failed call
+    assert x.grad.tolist() == [[2.0] * 3] * 2
+
+
+def test_a_gradient_of_the_wrong_dtype_or_shape_says_which():
+    x = sg.ones(2, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="float64.*float32"):
+        y.backward(sg.ones(2, dtype=sg.float64))
+    with pytest.raises(RuntimeError, match=r"\(3,\).*\(2,\)"):
+        y.backward(sg.ones(3))
+    with pytest.raises(TypeError, match="Tensor"):
+        y.backward(np.ones(2, dtype=np.float32))
+    assert x.grad is None
+    y.backward(sg.ones(2))
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_a_failed_backward_leaves_existing_grads_untouched():
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    w = sg.tensor([3.0, 4.0], requires_grad=True)
+    x.grad = sg.tensor([10.0, 20.0])
+    a = x.exp()
+    out = (a * w).sum() + (x * w).sum()
+    a += 1  # Mul saved a: backward must fail when it reaches that node
+    with pytest.raises(RuntimeError, match="in-place"):
+        out.backward()
+    assert x.grad.tolist() == [10.0, 20.0]
+    assert w.grad is None
+
+
+def test_a_failing_custom_backward_leaves_grads_untouched():
+    class Broken(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise ValueError("broken backward")
+
+    x = sg.tensor([1.0], requires_grad=True)
+    y = sg.tensor([1.0], requires_grad=True)
+    out = (Broken.apply(x) + y * 3).sum()
+    with pytest.raises(ValueError, match="broken"):
+        out.backward()
+    assert x.grad is None and y.grad is None
+
+
+# ---- failed in-place operations change nothing ----------------------------------------------
+
+
+def _state(t):
+    return t.array.copy(), t._version, t.grad_fn, t.requires_grad
+
+
+def _assert_unchanged(t, before):
+    array, version, grad_fn, requires_grad = before
+    np.testing.assert_array_equal(t.array, array)
+    assert t._version == version and t.grad_fn is grad_fn and t.requires_grad == requires_grad
+
+
+@pytest.mark.parametrize(
+    "op, other",
+    [
+        ("__iadd__", lambda: sg.ones(4)),
+        ("__imul__", lambda: sg.ones(2, 3)),
+        ("__isub__", lambda: np.ones(5)),
+    ],
+)
+@pytest.mark.parametrize("mode", ["no_grad", "graph"])
+def test_a_failed_in_place_shape_mismatch_changes_nothing(op, other, mode):
+    if mode == "no_grad":
+        t = sg.tensor([1.0, 2.0, 3.0])
+        before = _state(t)
+        with pytest.raises(SHAPE_ERROR, match=r"\(3,\)"):
+            getattr(t, op)(other())
+    else:
+        x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        t = x * 1
+        before = _state(t)
+        with pytest.raises(SHAPE_ERROR, match=r"\(3,\)"):
+            getattr(t, op)(other())
+    _assert_unchanged(t, before)
+
+
+def test_a_failed_in_place_cast_changes_nothing():
+    t = sg.tensor([1, 2, 3])
+    before = _state(t)
+    with pytest.raises(RuntimeError, match="float64.*int64"):
+        t += 1.5
+    with pytest.raises(RuntimeError):
+        torch.tensor([1, 2, 3]).add_(1.5)
+    _assert_unchanged(t, before)
+
+
+def test_a_refused_in_place_on_a_parameter_changes_nothing():
+    w = sg.tensor([1.0, 2.0], requires_grad=True)
+    before = _state(w)
+    for f in (
+        lambda: w.__iadd__(1.0),
+        lambda: w.mul_(2.0),
+        lambda: w.fill_(0.0),
+        lambda: w.zero_(),
+        lambda: w.copy_(sg.zeros(2)),
+    ):
+        with pytest.raises(RuntimeError, match="no_grad"):
+            f()
+        _assert_unchanged(w, before)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        w[0] = 5.0
+    _assert_unchanged(w, before)
+
+
+def test_a_failed_copy_changes_nothing():
+    t = sg.tensor([1.0, 2.0, 3.0])
+    before = _state(t)
+    with pytest.raises(RuntimeError, match=r"copy_.*\(2,\).*\(3,\)"):
+        t.copy_(sg.ones(2))
+    _assert_unchanged(t, before)
+
+
+def test_updating_a_parameter_before_backward_is_caught():
+    w = sg.tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * sg.tensor([3.0, 4.0])).sum()
+    with sg.no_grad():
+        w -= 0.1  # an optimizer step before backward: Mul saved w
+    with pytest.raises(RuntimeError, match="in-place"):
+        loss.backward()
+    assert w.grad is None
