@@ -145,11 +145,6 @@ def test_arange_of_floats_values(args):
     np.testing.assert_allclose(sg.arange(*args).array, torch.arange(*args).numpy())
 
 
-@pytest.mark.xfail(
-    reason="core bug: arange with a float start/end/step gives float64 (creation._dtype(dtype, "
-    "None) returns None, so NumPy picks float64); torch gives float32",
-    strict=True,
-)
 @pytest.mark.parametrize("args", [(2.5,), (0.0, 1.0, 0.25), (0, 5, 0.5), (5, 0, -1.5)], ids=str)
 def test_arange_of_floats_is_float32_as_in_torch(args):
     assert same_dtype(sg.arange(*args), torch.arange(*args))
@@ -272,11 +267,6 @@ def test_a_generator_is_independent_of_the_global_seed():
     )
 
 
-@pytest.mark.xfail(
-    reason="core bug: rand/randn/rand_like with an integer dtype silently give zeros "
-    "(floats cast to int); torch raises RuntimeError",
-    strict=True,
-)
 def test_random_floats_with_an_integer_dtype_raise():
     with pytest.raises(RuntimeError):
         torch.rand(2, dtype=torch.int64)

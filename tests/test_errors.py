@@ -13,8 +13,7 @@ import scratchgrad as sg
 
 torch = pytest.importorskip("torch")
 
-# Shape errors come from NumPy as ValueError; PyTorch raises RuntimeError (see the xfail below).
-SHAPE_ERROR = (RuntimeError, ValueError)
+SHAPE_ERROR = RuntimeError  # as PyTorch
 
 
 # ---- shape errors name the op and both shapes -----------------------------------------------
@@ -78,11 +77,6 @@ def test_movement_errors_name_the_op_and_the_shapes(pattern, f):
         f()
 
 
-@pytest.mark.xfail(
-    reason="core bug: shape errors from NumPy surface as ValueError; torch raises RuntimeError "
-    "(code that catches RuntimeError, as PyTorch code does, misses them)",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "f",
     [
@@ -104,12 +98,6 @@ def test_dim_out_of_range_is_an_index_error():
             f(sg.ones(2, 3))
 
 
-@pytest.mark.xfail(
-    reason="core bug: unsqueeze/flatten/transpose wrap an out-of-range dim with % (unsqueeze(5) "
-    "on 2-D inserts at 2) or fail with 'list index out of range'; torch raises IndexError "
-    "'Dimension out of range'",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "f",
     [

@@ -77,23 +77,11 @@ def ones(dtype: str, ndim: int):
 # ---- dtype promotion ------------------------------------------------------------------------
 
 
-def _numpy_widens(a: str, b: str) -> bool:
-    """The pairs where NumPy's promotion differs from PyTorch's (int with float16/float32)."""
-    return {a, b} & {"int32", "int64"} != set() and {a, b} & {"float16", "float32"} != set()
-
-
 PROMOTION_CASES = [
     pytest.param(
         a,
         b,
         dims,
-        marks=pytest.mark.xfail(
-            reason="core bug: int tensor with float16/float32 tensor promotes to float64 "
-            "(numpy.promote_types); torch keeps the float dtype",
-            strict=True,
-        )
-        if _numpy_widens(a, b)
-        else (),
         id=f"{a}{dims[0]}d-{b}{dims[1]}d",
     )
     for a, b in itertools.product(DTYPES, DTYPES)
@@ -122,11 +110,6 @@ def test_promotion_with_a_python_float_matches_torch(dtype):
     assert same_dtype(x * 2.5, xt * 2.5) and same_dtype(2.5 + x, 2.5 + xt)
 
 
-@pytest.mark.xfail(
-    reason="core bug: bfloat16 tensor with a python float gives float32 (ml_dtypes promotes "
-    "bfloat16 * float to float32); torch keeps bfloat16",
-    strict=True,
-)
 def test_bfloat16_with_a_python_float_stays_bfloat16():
     x = sg.ones(2, dtype=sg.bfloat16)
     assert (x * 2.5).dtype == sg.bfloat16 and (1.5 + x).dtype == sg.bfloat16
@@ -142,11 +125,6 @@ def test_promotion_rules_from_the_brief():
     assert (sg.tensor([1, 2]) * 3).dtype == sg.int64
 
 
-@pytest.mark.xfail(
-    reason="core bug: int tensor / int tensor gives float64 (Tensor.__truediv__ casts only the "
-    "left operand to float32, then float32 / int64 widens); torch gives float32",
-    strict=True,
-)
 def test_int_tensor_divided_by_int_tensor_is_float32():
     out = sg.tensor([4, 2]) / sg.tensor([3, 3])
     out_t = torch.tensor([4, 2]) / torch.tensor([3, 3])
@@ -540,10 +518,6 @@ def test_bitwise_operators(op):
     assert (~sg.tensor(m)).tolist() == (~torch.tensor(m)).tolist()
 
 
-@pytest.mark.xfail(
-    reason="core bug: Tensor has no __floordiv__ / __mod__ (x // 2, x % 2), which torch has",
-    strict=True,
-)
 def test_floor_division_and_modulo():
     check(lambda x: x // 2, [5.0, -5.0, 7.5], grad=False)
     check(lambda x: x % 2, [5.0, -5.0, 7.5], grad=False)
@@ -562,11 +536,6 @@ def test_binary_operators_broadcast_like_torch(shapes, name, seed):
     check(op, a, b)
 
 
-@pytest.mark.xfail(
-    reason="core bug: float functions of int tensors give float64 (NumPy's ufunc loops) and of "
-    "bool tensors float16 (sigmoid of bool raises TypeError); torch gives float32 for both",
-    strict=True,
-)
 @pytest.mark.parametrize("name", ["exp", "log", "sin", "cos", "sqrt", "tanh", "sigmoid"])
 @pytest.mark.parametrize("data", [[1, 2], [True, True]], ids=["int64", "bool"])
 def test_float_functions_of_int_and_bool_tensors_are_float32(name, data):
@@ -678,10 +647,6 @@ def test_half_precision_arithmetic_matches_torch(dtype):
     assert_close(x.grad, xt.grad, rtol=2e-2, atol=1e-2)
 
 
-@pytest.mark.xfail(
-    reason="core bug: bfloat16 @ bfloat16 gives float32 (ml_dtypes' matmul); torch keeps bfloat16",
-    strict=True,
-)
 def test_bfloat16_matmul_stays_bfloat16():
     x = sg.ones(2, 2, dtype=sg.bfloat16)
     assert (x @ x).dtype == sg.bfloat16

@@ -21,8 +21,6 @@ bool_ = numpy.dtype(numpy.bool_)
 
 default_float = float32
 
-FLOATS = (float16, bfloat16, float32, float64)
-
 
 def is_floating(dtype: numpy.dtype) -> bool:
     """True for the floating dtypes, the only ones that can require gradients."""
@@ -37,17 +35,16 @@ def to_dtype(dtype) -> numpy.dtype:
 
 
 def result_type(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
-    """PyTorch's promotion for two tensors: the wider kind wins, then the wider size.
-
-    bfloat16 with float16 promotes to float32, as in PyTorch.
+    """PyTorch's promotion for two tensors: a floating dtype beats an integer or bool one
+    whatever their sizes; within a kind, the wider wins (bfloat16 with float16 gives float32).
     """
     if x == y:
         return x
-    if {x, y} == {float16, bfloat16}:
-        return float32
-    if x == bfloat16 or y == bfloat16:
+    if is_floating(x) != is_floating(y):
+        return x if is_floating(x) else y
+    if bfloat16 in (x, y):
         other = y if x == bfloat16 else x
-        return bfloat16 if not is_floating(other) else numpy.promote_types(other, float32)
+        return float32 if other == float16 else numpy.promote_types(other, float32)
     return numpy.promote_types(x, y)
 
 

@@ -71,7 +71,10 @@ def arange(
         start, end = 0, start
     whole = all(isinstance(v, int) for v in (start, end, step))
     return _finish(
-        xp.arange(start, end, step, _dtype(dtype, backend.int64 if whole else None)), requires_grad
+        xp.arange(
+            start, end, step, _dtype(dtype, backend.int64 if whole else backend.default_float)
+        ),
+        requires_grad,
     )
 
 
@@ -89,11 +92,18 @@ def _rng(generator: Generator | None):
     return (generator or backend.default_generator).rng
 
 
+def _random_dtype(name: str, dtype: Any):
+    dtype = _dtype(dtype)
+    if not backend.is_floating(dtype):
+        raise RuntimeError(f"{name}: random floats need a floating dtype, got {dtype}")
+    return dtype
+
+
 def rand(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Uniform on [0, 1), from the library's seeded generator (see ``manual_seed``)."""
-    dtype = _dtype(dtype)
+    dtype = _random_dtype("rand", dtype)
     array = _rng(generator).random(
         _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
     )
@@ -104,7 +114,7 @@ def randn(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Standard normal samples; ``randn(())`` gives a 0-d tensor."""
-    dtype = _dtype(dtype)
+    dtype = _random_dtype("randn", dtype)
     array = _rng(generator).standard_normal(
         _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
     )

@@ -33,7 +33,8 @@ class Tensor:
     tensor([2., 4., 6.])
     """
 
-    __slots__ = ("array", "grad", "requires_grad", "_ctx", "_version", "_hooks", "__weakref__")
+    # _counter: the version counter, a one-item list shared by views of the same memory
+    __slots__ = ("array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "__weakref__")
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
     def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
@@ -43,15 +44,24 @@ class Tensor:
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
             )
         self.array, self.grad, self.requires_grad = array, None, requires_grad
-        self._ctx, self._version, self._hooks = None, 0, ()
+        self._ctx, self._counter, self._hooks = None, [0], ()
 
     @staticmethod
     def _make(array: Any, ctx: Any = None) -> Tensor:
         """Wrap an array without copying or checks: the fast path every op result takes."""
         t = _new(Tensor)
         t.array, t.grad, t.requires_grad = array, None, ctx is not None
-        t._ctx, t._version, t._hooks = ctx, 0, ()
+        t._ctx, t._counter, t._hooks = ctx, [0], ()
         return t
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes the memory behind this tensor (and its views) has seen."""
+        return self._counter[0]
+
+    @_version.setter
+    def _version(self, value: int) -> None:
+        self._counter[0] = value
 
     # ---- attributes -------------------------------------------------------------------------
 
@@ -171,8 +181,10 @@ class Tensor:
         _engine.backward(self, gradient, retain_graph, create_graph)
 
     def detach(self) -> Tensor:
-        """The same data, cut from the graph."""
-        return Tensor._make(self.array)
+        """The same data, cut from the graph (in-place changes to either are tracked)."""
+        t = Tensor._make(self.array)
+        t._counter = self._counter
+        return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if requires_grad and not backend.is_floating(self.dtype):
@@ -187,11 +199,9 @@ class Tensor:
         replaces the gradient."""
         if not self.requires_grad:
             raise RuntimeError("register_hook: the tensor does not require grad")
-        if self._ctx is not None:
-            self._ctx.hooks = (*self._ctx.hooks, hook)
-        else:
-            self._hooks = (*self._hooks, hook)
-        return hook
+        owner, attr = (self._ctx, "hooks") if self._ctx is not None else (self, "_hooks")
+        setattr(owner, attr, (*getattr(owner, attr), hook))
+        return RemovableHandle(owner, attr, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
@@ -220,6 +230,8 @@ class Tensor:
             return self.to(dtype), other.to(dtype)
         if isinstance(other, (int, float)):
             dtype = backend.scalar_type(self.array.dtype, other)
+            if dtype == backend.bfloat16:  # NumPy would widen bfloat16 with a Python float
+                other = xp.asarray(other, dtype)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
         return self._operands(Tensor(other))
 
@@ -245,16 +257,27 @@ class Tensor:
         return binary.Mul.apply(y, x)
 
     def __truediv__(self, other: Any) -> Tensor:
-        x, y = self._operands(other)
-        if not backend.is_floating(x.dtype):  # true division of integers gives floats
-            x = x.to(backend.default_float)
-        return binary.Div.apply(x, y)
+        return binary.Div.apply(*self._floating()._operands(other))
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        x, y = self._operands(other)
-        if not backend.is_floating(x.dtype):
-            x = x.to(backend.default_float)
+        x, y = self._floating()._operands(other)
         return binary.Div.apply(y, x)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return (self / other).floor().to(self._operands(other)[0].dtype)
+
+    def __mod__(self, other: Any) -> Tensor:
+        """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
+        x, y = self._operands(other)
+        return x - (x / y).floor().to(x.dtype) * y
+
+    def _floating(self) -> Tensor:
+        """This tensor, or a float32 copy of an integer or bool one (true division, exp...)."""
+        return (
+            self
+            if self.array.dtype.kind == "f" or backend.is_floating(self.dtype)
+            else self.float()
+        )
 
     def __pow__(self, other: Any) -> Tensor:
         return binary.Pow.apply(*self._operands(other))
@@ -493,34 +516,43 @@ class Tensor:
     # ---- elementwise ------------------------------------------------------------------------
 
     def exp(self) -> Tensor:
-        return unary.Exp.apply(self)
+        return unary.Exp.apply(self._floating())
 
     def log(self) -> Tensor:
-        return unary.Log.apply(self)
+        return unary.Log.apply(self._floating())
 
     def sin(self) -> Tensor:
-        return unary.Sin.apply(self)
+        return unary.Sin.apply(self._floating())
 
     def cos(self) -> Tensor:
-        return unary.Cos.apply(self)
+        return unary.Cos.apply(self._floating())
 
     def tanh(self) -> Tensor:
-        return unary.Tanh.apply(self)
+        return unary.Tanh.apply(self._floating())
 
     def sigmoid(self) -> Tensor:
-        return unary.Sigmoid.apply(self)
+        return unary.Sigmoid.apply(self._floating())
 
     def relu(self) -> Tensor:
         return unary.Relu.apply(self)
 
     def sqrt(self) -> Tensor:
-        return unary.Sqrt.apply(self)
+        return unary.Sqrt.apply(self._floating())
 
     def abs(self) -> Tensor:
         return unary.Abs.apply(self)
 
     def sign(self) -> Tensor:
-        return unary.Sign.apply(self)
+        return unary.Step.apply(self, ufunc=xp.sign)
+
+    def floor(self) -> Tensor:
+        return unary.Step.apply(self, ufunc=xp.floor)
+
+    def ceil(self) -> Tensor:
+        return unary.Step.apply(self, ufunc=xp.ceil)
+
+    def round(self) -> Tensor:
+        return unary.Step.apply(self, ufunc=xp.round)
 
     def neg(self) -> Tensor:
         return -self
@@ -677,7 +709,7 @@ class Tensor:
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:
             return self.reshape(1)
-        start, end = start_dim % self.ndim, end_dim % self.ndim
+        start, end = _dims((start_dim, end_dim), self.ndim)
         merged = math.prod(self.shape[start : end + 1])
         return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
 
@@ -686,7 +718,7 @@ class Tensor:
         return self.reshape(*self.shape[:dim], *sizes, *self.shape[dim + 1 :])
 
     def unsqueeze(self, dim: int) -> Tensor:
-        dim = dim % (self.ndim + 1)
+        (dim,) = _dims(dim, self.ndim + 1)
         return self.reshape(*self.shape[:dim], 1, *self.shape[dim:])
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
@@ -701,6 +733,7 @@ class Tensor:
         return movement.Permute.apply(self, dims=dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
+        dim0, dim1 = _dims((dim0, dim1), self.ndim)
         dims = list(range(self.ndim))
         dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return self.permute(*dims)
@@ -779,6 +812,17 @@ class Tensor:
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again."""
+
+    def __init__(self, owner: Any, attr: str, hook: Callable) -> None:
+        self._owner, self._attr, self._hook = owner, attr, hook
+
+    def remove(self) -> None:
+        hooks = getattr(self._owner, self._attr)
+        setattr(self._owner, self._attr, tuple(h for h in hooks if h is not self._hook))
 
 
 # ---- module-level functions -----------------------------------------------------------------

@@ -352,10 +352,6 @@ def test_register_hook_on_a_tensor_without_grad_raises():
         sg.ones(2).register_hook(lambda g: g)
 
 
-@pytest.mark.xfail(
-    reason="core bug: register_hook returns the hook, not a handle with .remove() as in torch",
-    strict=True,
-)
 def test_register_hook_returns_a_removable_handle():
     x = sg.ones(2, requires_grad=True)
     handle = x.register_hook(lambda g: g * 100)
@@ -482,12 +478,6 @@ VIEWS = {
 }  # not .data: torch documents that writes through .data are not tracked
 
 
-@pytest.mark.xfail(
-    reason="core bug: a view (reshape/view/slice/detach) has its own version counter, "
-    "so an in-place write through it is not seen by the node that saved the base: backward "
-    "silently uses the modified values; torch shares the counter and raises",
-    strict=True,
-)
 @pytest.mark.parametrize("name", VIEWS)
 def test_modifying_a_saved_tensor_through_a_view_raises(name):
     x = sg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)

@@ -203,11 +203,6 @@ def test_functional_transforms_leave_the_callers_tensors_alone():
     assert x.grad is None and x.is_leaf
 
 
-@pytest.mark.xfail(
-    reason="core bug: functional.vjp/jvp return func's output still attached to the graph; "
-    "torch returns it detached unless create_graph=True",
-    strict=True,
-)
 def test_vjp_and_jvp_outputs_are_detached_without_create_graph():
     x, xt = both([1.0, 2.0], requires_grad=False)
     out_t, _ = TF.vjp(lambda t: t.exp(), xt, torch.ones(2, dtype=torch.float64))

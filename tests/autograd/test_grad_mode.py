@@ -88,11 +88,6 @@ def test_decorators_keep_the_function_name_and_doc():
     assert evaluate.__name__ == "evaluate" and evaluate.__doc__ == "Run the model."
 
 
-@pytest.mark.xfail(
-    reason="core bug: torch allows @torch.no_grad and @torch.enable_grad without parentheses; "
-    "sg.no_grad(fn) raises TypeError",
-    strict=True,
-)
 def test_bare_decorators_without_parentheses(x):
     @torch.no_grad
     def without_t(t):

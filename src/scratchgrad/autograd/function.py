@@ -8,7 +8,6 @@ cycle keeps a graph alive.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import _state
@@ -44,6 +43,7 @@ class Function:
     out_dtype = None
     hooks: tuple = ()  # hooks registered on the tensor this node made
     saved: tuple | None = ()  # None once released after backward
+    is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
 
     @staticmethod
@@ -73,13 +73,12 @@ class Function:
                 "backward() or autograd.grad() if you need to"
             )
         tensors = []
-        for value, watched, version in self.saved:
-            owner = watched() if isinstance(watched, weakref.ref) else watched
-            if owner is not None and owner._version != version:
+        for value, counter, version in self.saved:
+            if counter is not None and counter[0] != version:
                 raise RuntimeError(
-                    f"{type(self).__name__}: a tensor of shape {owner.shape} saved for the "
+                    f"{type(self).__name__}: a tensor of shape {value.shape} saved for the "
                     f"gradient was modified by an in-place operation (version {version} -> "
-                    f"{owner._version}); compute the in-place step out of place instead"
+                    f"{counter[0]}); compute the in-place step out of place instead"
                 )
             tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
         return tuple(tensors)
@@ -109,10 +108,15 @@ class Function:
             raise _with_shapes(error, cls, args) from None
         array = out if type(out) is xp.ndarray else xp.asarray(out)  # NumPy gives 0-d scalars
         if not (record and _state.enabled):
-            return Tensor._make(array)
+            result = Tensor._make(array)
+            if cls.is_view:
+                _share_counter(result, args[0])
+            return result
         ctx.parents = tuple([_node_of(a) for a in args])
         ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
         result = Tensor._make(array, ctx)
+        if cls.is_view:
+            _share_counter(result, args[0])
         if ctx._to_save:
             ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
             ctx._to_save = ()
@@ -125,12 +129,21 @@ class Function:
 
 
 def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
-    """The same error, its message prefixed with the op and the shapes it was given."""
+    """The error as PyTorch raises it (RuntimeError, or IndexError for a bad index), its
+    message naming the op and the shapes it was given."""
+    kind = IndexError if isinstance(error, IndexError) else RuntimeError
     name = cls.__name__.lower()
     if str(error).startswith(name + ":"):
-        return error
+        return kind(str(error))
     shapes = ", ".join(str(a.shape) for a in args if isinstance(a, Tensor))
-    return type(error)(f"{name}: shapes {shapes}: {error}")
+    return kind(f"{name}: shapes {shapes}: {error}")
+
+
+def _share_counter(result: Tensor, source: Tensor) -> None:
+    """A view shares its source's version counter: an in-place change through either is seen
+    by every graph that saved the other."""
+    if xp.may_share_memory(result.array, source.array):
+        result._counter = source._counter
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:
@@ -143,16 +156,16 @@ def _node_of(arg: Any) -> Function | Tensor | None:
 
 
 def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
-    """A saved entry (value, tensor whose version to watch, its version now).
+    """A saved entry: (value, the version counter to watch, its count now).
 
     Inputs are kept as their Tensors and the result as its bare array (rebuilt on use), so the
     node holds no reference to its own output.
     """
     for arg in args:
         if isinstance(arg, Tensor) and arg.array is value:
-            return arg, arg, arg._version
+            return arg, arg._counter, arg._counter[0]
     if value is out:
-        return result.array, weakref.ref(result), result._version
+        return result.array, result._counter, result._counter[0]
     if isinstance(value, (xp.ndarray, xp.generic)):
         return Tensor._make(xp.asarray(value)), None, 0
     return value, None, 0

@@ -33,7 +33,7 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False):
     out = func(*xs)
     grads = grad(out, xs, v, create_graph=create_graph, allow_unused=True)
     grads = _zeros_where_none(grads, xs)
-    return out, grads[0] if single else grads
+    return (out if create_graph else out.detach()), grads[0] if single else grads
 
 
 def jvp(func: Callable, inputs, v, create_graph: bool = False):
@@ -45,6 +45,7 @@ def jvp(func: Callable, inputs, v, create_graph: bool = False):
     u = Tensor._make(xp.zeros_like(out.array)).requires_grad_()
     g = grad(out, xs, u, create_graph=True, allow_unused=True)
     pairs = [(gi, vi) for gi, vi in zip(g, _as_tuple(v)) if gi is not None and gi.requires_grad]
+    out = out if create_graph else out.detach()
     if not pairs:
         return out, Tensor._make(xp.zeros_like(out.array))
     (jv,) = grad(

@@ -25,6 +25,11 @@ class _GradMode:
 
     mode = True
 
+    def __new__(cls, fn: Callable | None = None):
+        """``@no_grad`` works without parentheses too, as in PyTorch."""
+        instance = super().__new__(cls)
+        return instance(fn) if callable(fn) else instance
+
     def __enter__(self) -> None:
         self._prev = _state.enabled
         _state.enabled = self.mode

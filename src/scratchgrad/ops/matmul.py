@@ -12,7 +12,8 @@ class MatMul(Function):
                 f"{x.shape[-1]} != {y.shape[-2]}"
             )
         ctx.save_for_backward(x, y)
-        return x @ y
+        out = x @ y
+        return out if out.dtype == x.dtype else out.astype(x.dtype)  # bfloat16 comes back wider
 
     @staticmethod
     def backward(ctx, grad):

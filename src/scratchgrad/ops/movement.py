@@ -7,6 +7,8 @@ from scratchgrad.backend import xp
 
 
 class Reshape(Function):
+    is_view = True
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
@@ -18,6 +20,8 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    is_view = True
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -31,6 +35,8 @@ class Permute(Function):
 class Expand(Function):
     """Broadcast to a larger shape; the gradient is summed back to the input's shape by the
     engine."""
+
+    is_view = True
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -74,6 +80,8 @@ class Copy(Function):
 
 class GetItem(Function):
     """Indexing with ints, slices, None, Ellipsis, integer arrays and boolean masks."""
+
+    is_view = True
 
     @staticmethod
     def forward(ctx, x, index):

@@ -129,12 +129,13 @@ class Abs(Function):
         return grad * x.sign()
 
 
-class Sign(Function):
-    """Piecewise constant: its gradient is zero everywhere (PyTorch's convention at 0 too)."""
+class Step(Function):
+    """A piecewise constant function (sign, floor, ceil, round): its gradient is zero
+    everywhere, PyTorch's convention at the jumps too."""
 
     @staticmethod
-    def forward(ctx, x):
-        return xp.sign(x)
+    def forward(ctx, x, ufunc):
+        return ufunc(x)
 
     @staticmethod
     def backward(ctx, grad):
