@@ -17,6 +17,7 @@ from scratchgrad.nn.activation import (
 )
 from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from scratchgrad.nn.containers import ModuleDict, ModuleList, Sequential
+from scratchgrad.nn.conv import Conv1d, Conv2d
 from scratchgrad.nn.dropout import Dropout
 from scratchgrad.nn.embedding import Embedding
 from scratchgrad.nn.linear import Flatten, Identity, Linear
@@ -30,12 +31,17 @@ from scratchgrad.nn.loss import (
     NLLLoss,
 )
 from scratchgrad.nn.normalization import LayerNorm
+from scratchgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 __all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
@@ -49,6 +55,7 @@ __all__ = [
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",

@@ -451,8 +451,8 @@ def pad(
     then the one before it, and so on; negative amounts crop.
 
     >>> import scratchgrad as sg
-    >>> F_pad = pad(sg.ones(1, 2), (1, 0, 0, 1))  # last dim: 1 before; dim 0: 1 after
-    >>> F_pad.tolist()
+    >>> out = pad(sg.ones(1, 2), (1, 0, 0, 1))  # last dim: 1 before; dim 0: 1 after
+    >>> out.tolist()
     [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
     """
     if mode != "constant":
