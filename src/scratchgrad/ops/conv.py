@@ -1,12 +1,17 @@
 """Sliding-window primitives behind convolution and pooling.
 
-``Unfold`` (im2col) copies every sliding window of a padded batch of images into one column, in
-the layout of ``torch.nn.functional.unfold``: ``(N, C*KH*KW, L)`` with ``L = OH*OW`` windows. A
-convolution is then one matrix product ``weight (O, C*KH*KW) @ columns``, whose result is already
-``(N, O, OH*OW)``, channels first, so nothing needs transposing. ``Fold`` (col2im) adds columns
-back onto an image. Each is the other's adjoint, hence the other's gradient, so derivatives of any
-order come for free. ``MaxOver`` is a maximum whose gradient goes to one winner per window, as
-max pooling's does in PyTorch.
+``Unfold`` (im2col) copies every sliding window of a padded batch of images into one column;
+``Fold`` (col2im) adds columns back onto the images. Each is the other's adjoint, hence the
+other's gradient, so derivatives of any order come for free. ``MaxOver`` is a maximum whose
+gradient goes to one winner per window, as max pooling's does in PyTorch; ``Spread`` is its
+gradient.
+
+Both window primitives work on images stored batch last, ``(C, H, W, N)`` (cuda-convnet's layout):
+a window offset then picks whole runs of ``OW*N`` contiguous numbers, so copying windows, adding
+them back and pooling all run over long contiguous stretches instead of rows of a few pixels, and
+a convolution is ONE matrix product ``weight (O, C*KH*KW) @ columns (C*KH*KW, OH*OW*N)`` whose
+result is again batch last. ``nn.conv_functional`` permutes (a view, no copy) between this layout
+and PyTorch's ``(N, C, H, W)``.
 
 Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_size``,
 ``dilation`` and ``stride`` are ``(h, w)`` pairs, ``padding`` is ``((top, bottom), (left, right))``.
@@ -20,19 +25,19 @@ from scratchgrad.ops.binary import Where
 
 
 def _windows(x, kernel_size, dilation, stride, writeable=False):
-    """A view of every window of ``x`` (N, C, H, W) as (N, C, KH, KW, OH, OW); nothing copied.
+    """A view of every window of ``x`` (C, H, W, N) as (C, KH, KW, OH, OW, N); nothing copied.
 
-    Entry ``[n, c, i, j, oh, ow]`` is ``x[n, c, oh*sh + i*dh, ow*sw + j*dw]``: each kernel offset
+    Entry ``[c, i, j, oh, ow, n]`` is ``x[c, oh*sh + i*dh, ow*sw + j*dw, n]``: each kernel offset
     ``(i, j)`` is a strided slice of ``x``, which is what ``Fold`` adds into.
     """
-    n, c, h, w = x.shape
+    c, h, w, n = x.shape
     (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    s_n, s_c, s_h, s_w = x.strides
+    s_c, s_h, s_w, s_n = x.strides
     return xp.lib.stride_tricks.as_strided(
         x,
-        (n, c, kh, kw, oh, ow),
-        (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w),
+        (c, kh, kw, oh, ow, n),
+        (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n),
         writeable=writeable,
     )
 
@@ -42,15 +47,20 @@ def _padded_shape(size, padding):
 
 
 class Unfold(Function):
-    """Sliding windows as columns: (N, C, H, W) -> (N, C*KH*KW, OH*OW).
+    """Sliding windows as columns: (C, H, W, N) -> (C*KH*KW, OH*OW*N).
 
     ``value`` fills the padding: 0 for convolution, -inf for max pooling. The padding never
     receives a gradient, whatever its value.
+
+    ``ones_rows=G`` splits the rows into G equal groups and ends each with a row of ones, so a
+    weight whose last column holds the bias adds the bias in the same matrix product (G groups
+    of a grouped convolution each need their own). That saves a pass over the output, and one
+    over its gradient to sum the bias's.
     """
 
     @staticmethod
-    def forward(ctx, x, kernel_size, dilation, padding, stride, value=0.0):
-        n, c, h, w = x.shape
+    def forward(ctx, x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
+        c, h, w, n = x.shape
         padded_size = _padded_shape((h, w), padding)
         span = tuple(d * (k - 1) + 1 for k, d in zip(kernel_size, dilation))
         if any(s > p for s, p in zip(span, padded_size)):
@@ -58,23 +68,42 @@ class Unfold(Function):
                 f"unfold: the kernel {kernel_size} with dilation {dilation} spans {span}, more "
                 f"than the padded input {padded_size}"
             )
-        if any(before or after for before, after in padding):
+        if padded_size != (h, w):
+            # one pass that pads and, for an input stored batch first, moves the batch last
             (top, _), (left, _) = padding
-            padded = xp.full((n, c, *padded_size), value, x.dtype)
-            padded[:, :, top : top + h, left : left + w] = x
+            padded = xp.full((c, *padded_size, n), value, x.dtype)
+            padded[:, top : top + h, left : left + w] = x
             x = padded
-        ctx.geometry = ((h, w), kernel_size, dilation, padding, stride)
+        elif not x.flags.c_contiguous:
+            x = xp.ascontiguousarray(x)
+        ctx.geometry = dict(
+            output_size=(h, w),
+            kernel_size=kernel_size,
+            dilation=dilation,
+            padding=padding,
+            stride=stride,
+        )
+        ctx.ones_rows = ones_rows
         windows = _windows(x, kernel_size, dilation, stride)
-        _, _, kh, kw, oh, ow = windows.shape
-        return windows.reshape(n, c * kh * kw, oh * ow)  # the one copy (a view for 1x1 kernels)
+        _, kh, kw, oh, ow, _ = windows.shape
+        if not ones_rows:
+            return windows.reshape(c * kh * kw, oh * ow * n)  # the one copy (a view for 1x1)
+        out = xp.empty((ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n), x.dtype)
+        out[:, -1] = 1
+        grouped = (ones_rows, c // ones_rows, kh, kw, oh, ow, n)
+        out[:, :-1].reshape(grouped)[...] = windows.reshape(grouped)  # both views: one copy
+        return out.reshape(-1, oh * ow * n)
 
     @staticmethod
     def backward(ctx, grad):
-        return Fold.apply(grad, *ctx.geometry)
+        if ctx.ones_rows:
+            grouped = grad.reshape(ctx.ones_rows, -1, grad.shape[1])
+            grad = grouped[:, :-1].reshape(-1, grad.shape[1])
+        return Fold.apply(grad, **ctx.geometry)
 
 
 class Fold(Function):
-    """Add columns (N, C*KH*KW, OH*OW) back onto an image (N, C, H, W), the adjoint of ``Unfold``.
+    """Add columns (C*KH*KW, OH*OW*N) back onto images (C, H, W, N), the adjoint of ``Unfold``.
 
     Where windows overlap their entries add up. The loop runs over the KH*KW kernel offsets, never
     over pixels: each offset is one vectorised add into a strided slice.
@@ -83,70 +112,134 @@ class Fold(Function):
     @staticmethod
     def forward(ctx, cols, output_size, kernel_size, dilation, padding, stride):
         (h, w), (kh, kw) = output_size, kernel_size
-        n, rows, _ = cols.shape
-        out = xp.zeros((n, rows // (kh * kw), *_padded_shape(output_size, padding)), cols.dtype)
-        windows = _windows(out, kernel_size, dilation, stride, writeable=True)
-        if cols.shape[2] != windows.shape[4] * windows.shape[5] or rows % (kh * kw):
+        rows, count = cols.shape
+        padded_size = _padded_shape(output_size, padding)
+        out_size = [
+            (p - d * (k - 1) - 1) // s + 1
+            for p, k, d, s in zip(padded_size, kernel_size, dilation, stride)
+        ]
+        if rows % (kh * kw) or count % (out_size[0] * out_size[1]):
             raise ValueError(
                 f"fold: columns of shape {cols.shape} do not match {kh}x{kw} windows over an "
-                f"output of size {output_size} ({windows.shape[4] * windows.shape[5]} windows)"
+                f"output of size {output_size} ({out_size[0] * out_size[1]} windows per image)"
             )
+        n = count // (out_size[0] * out_size[1])
+        out = xp.zeros((rows // (kh * kw), *padded_size, n), cols.dtype)
+        windows = _windows(out, kernel_size, dilation, stride, writeable=True)
         cols = cols.reshape(windows.shape)
         for i in range(kh):
             for j in range(kw):
-                windows[:, :, i, j] += cols[:, :, i, j]
-        ctx.geometry = (kernel_size, dilation, padding, stride)
+                windows[:, i, j] += cols[:, i, j]
+        ctx.geometry = dict(
+            kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride
+        )
         (top, _), (left, _) = padding
-        return out[:, :, top : top + h, left : left + w]
+        return out[:, top : top + h, left : left + w]
 
     @staticmethod
     def backward(ctx, grad):
-        return Unfold.apply(grad, *ctx.geometry)
+        return Unfold.apply(grad, **ctx.geometry)
 
 
 class MaxOver(Function):
     """The maximum over ``dims``, with the gradient of max pooling: all of it goes to ONE entry
-    per window, the first maximum in row-major order over ``dims``.
+    per window, the first maximum in row-major order over ``dims`` (the last NaN, if any).
 
     NOTE: ``Tensor.amax`` shares the gradient among ties instead. Ties are common in pooling
-    (ReLU outputs are often all zero in a window), and PyTorch gives the whole gradient to the
-    first. In a window holding NaN the output is NaN, as in PyTorch; its gradient goes to the first
-    NaN here, to the last in PyTorch.
+    (ReLU outputs are often all zero in a window), and PyTorch gives the whole gradient to one.
+    The window dims are short, so the work loops over window offsets, one whole-batch array
+    operation each; ``winners[k]`` marks where offset ``k`` holds its window's maximum.
     """
 
     @staticmethod
     def forward(ctx, x, dims):
-        out = x.max(axis=dims, keepdims=True)
-        winner = x == out
+        views = [x[index] for index in _offsets(x.shape, dims)]
+        out = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy()
+        for view in views[2:]:
+            xp.maximum(out, view, out=out)  # NaN propagates, as in PyTorch
+        winners = [xp.equal(view, out) for view in views]
         nan = xp.isnan(out)
-        if nan.any():
-            winner |= xp.isnan(x) & nan
-        if xp.count_nonzero(winner) != out.size:  # a tie: keep only the first maximum
-            _keep_first(winner, dims)
-        ctx.save_for_backward(winner)
-        ctx.kept_shape = out.shape
-        return out.reshape([n for d, n in enumerate(x.shape) if d not in dims])
+        if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
+            nan_winners = [xp.isnan(view) & nan for view in reversed(views)]
+            _keep_first(nan_winners)
+            for winner, nan_winner in zip(winners, reversed(nan_winners)):
+                xp.copyto(winner, nan_winner, where=nan)
+        if sum(xp.count_nonzero(winner) for winner in winners) != out.size:
+            _keep_first(winners)
+        ctx.save_for_backward(*winners)
+        ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        (winner,) = ctx.saved_tensors
-        return Where.apply(winner, grad.reshape(ctx.kept_shape), 0.0)
+        return Spread.apply(
+            grad, *ctx.saved_tensors, dims=ctx.dims, shape=ctx.in_shape, strides=ctx.in_strides
+        )
 
 
-def _keep_first(mask, dims):
-    """Clear, in place, every True of ``mask`` that follows another in its window over ``dims``.
+class Spread(Function):
+    """Put ``x`` at each window's winner and zeros elsewhere: the gradient of ``MaxOver``.
 
-    Walks the window offsets in row-major order (KH*KW steps, each a whole-batch operation).
+    ``winners`` (one bool array per window offset) marks one entry per window. The result is
+    laid out in memory like the strides given (those of ``MaxOver``'s input), which keeps the
+    views of its window offsets as contiguous as they were there.
     """
-    window_shape = tuple(mask.shape[d] for d in dims)
-    taken = None
-    for offset in itertools.product(*map(range, window_shape)):
-        index = [slice(None)] * mask.ndim
+
+    @staticmethod
+    def forward(ctx, x, *winners, dims, shape, strides):
+        ctx.save_for_backward(*winners)
+        ctx.dims = dims
+        out = _empty_like_strides(shape, strides, x.dtype)
+        if _memory_order(x.strides) != _memory_order(winners[0].strides):
+            # one copy into the winners' layout first: mixed layouts make every pass crawl
+            x = _copy_like_strides(x, winners[0].strides)
+        for index, winner in zip(_offsets(shape, dims), winners):
+            xp.multiply(winner, x, out=out[index])  # the offsets cover every entry once
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        picked = None
+        for index, winner in zip(_offsets(grad.shape, ctx.dims), ctx.saved_tensors):
+            term = Where.apply(winner, grad[index], 0.0)
+            picked = term if picked is None else picked + term
+        return (picked,) + (None,) * len(ctx.saved_tensors)
+
+
+def _offsets(shape, dims):
+    """One index per window offset, in row-major order over ``dims``: ``x[index]`` holds that
+    offset's entry of every window."""
+    indices = []
+    for offset in itertools.product(*(range(shape[d]) for d in dims)):
+        index = [slice(None)] * len(shape)
         for d, i in zip(dims, offset):
             index[d] = i
-        entry = mask[tuple(index)]  # a view: the updates land in mask
-        if taken is None:
-            taken = entry.copy()
-            continue
-        xp.greater(entry, taken, out=entry)  # for booleans, a > b is a and not b
-        taken |= entry
+        indices.append(tuple(index))
+    return indices
+
+
+def _keep_first(winners):
+    """Clear, in place, every mark in ``winners`` (one bool array per window offset) that
+    follows another mark in the same window, so that one winner per window remains."""
+    taken = winners[0].copy()
+    for winner in winners[1:]:
+        xp.greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
+        taken |= winner
+
+
+def _memory_order(strides):
+    """The dims from the outermost in memory to the innermost."""
+    return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
+
+
+def _empty_like_strides(shape, strides, dtype):
+    """An uninitialised array of ``shape`` whose dims are ordered in memory as ``strides`` are."""
+    order = _memory_order(strides)
+    out = xp.empty([shape[d] for d in order], dtype)
+    return out.transpose([order.index(d) for d in range(len(shape))])
+
+
+def _copy_like_strides(x, strides):
+    out = _empty_like_strides(x.shape, strides, x.dtype)
+    out[...] = x
+    return out

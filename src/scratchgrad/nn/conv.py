@@ -1,0 +1,186 @@
+"""``Conv1d`` and ``Conv2d``: learned filters slid over a signal or an image.
+
+The arithmetic lives in ``nn.conv_functional``; these modules hold the weight ``(out_channels,
+in_channels // groups, *kernel_size)`` and the bias ``(out_channels,)``, initialised as PyTorch
+does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scratchgrad.nn import conv_functional as F
+from scratchgrad.nn import init
+from scratchgrad.nn.module import Module, _empty_parameter
+from scratchgrad.tensor import Tensor
+
+Size = int | Sequence[int]
+
+
+class _ConvNd(Module):
+    """What Conv1d and Conv2d share: arguments, checks, parameters, initialisation, repr."""
+
+    dims = 0  # spatial dims, set by each subclass
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Size,
+        stride: Size,
+        padding: Size | str,
+        dilation: Size,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        device,
+        dtype,
+    ) -> None:
+        super().__init__()
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                f"divisible by groups ({groups})"
+            )
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"padding_mode={padding_mode!r}: only 'zeros' is supported")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = self._tuple(kernel_size)
+        self.stride, self.dilation = self._tuple(stride), self._tuple(dilation)
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"padding must be 'valid', 'same' or numbers, got {padding!r}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = self._tuple(padding)
+        self.padding_mode = padding_mode
+        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = _empty_parameter(shape, device, dtype)
+        if bias:
+            self.bias = _empty_parameter((out_channels,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def _tuple(self, value: Size) -> tuple[int, ...]:
+        return (value,) * self.dims if isinstance(value, int) else tuple(value)
+
+    def reset_parameters(self) -> None:
+        # kaiming_uniform_ with a = sqrt(5) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * self.dims:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * self.dims:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution over ``(N, C, L)`` or ``(C, L)``, as ``torch.nn.Conv1d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> conv = nn.Conv1d(4, 6, 3, padding="same")
+    >>> conv.weight.shape, conv(sg.ones(2, 4, 10)).shape
+    ((6, 4, 3), (2, 6, 10))
+    """
+
+    dims = 1
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Size,
+        stride: Size = 1,
+        padding: Size | str = 0,
+        dilation: Size = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv1d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution over ``(N, C, H, W)`` or ``(C, H, W)``, as ``torch.nn.Conv2d``.
+
+    ``padding`` is a number, a pair, ``"valid"`` or ``"same"`` (stride 1 only).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> conv = nn.Conv2d(1, 8, 3, padding=1)
+    >>> conv.weight.shape, conv(sg.ones(2, 1, 28, 28)).shape
+    ((8, 1, 3, 3), (2, 8, 28, 28))
+    """
+
+    dims = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Size,
+        stride: Size = 1,
+        padding: Size | str = 0,
+        dilation: Size = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )

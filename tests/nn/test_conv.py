@@ -1,0 +1,395 @@
+"""Convolution against PyTorch: conv1d, conv2d, unfold and fold as functions, Conv1d and Conv2d as
+layers (weights copied across through NumPy). Outputs and the gradients of every input are
+compared in float64 (tight) and float32 (loose), over a grid of strides, paddings (numbers,
+"same", "valid"), dilations, groups and odd sizes; second derivatives against PyTorch's and with
+gradgradcheck; default initialisation against its known bounds."""
+
+import doctest
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import scratchgrad as sg
+from scratchgrad.nn import conv, conv_functional
+from scratchgrad.nn import conv_functional as F
+from scratchgrad.nn.conv import Conv1d, Conv2d
+
+TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
+
+
+def _pair(array, dtype="float64"):
+    """The same leaf in scratchgrad and in PyTorch, both requiring grad."""
+    ours, theirs = DTYPES[dtype]
+    return (
+        sg.tensor(array, dtype=ours, requires_grad=True),
+        torch.tensor(array, dtype=theirs, requires_grad=True),
+    )
+
+
+def _close(actual, expected, dtype="float64", what=""):
+    rtol, atol = TOLERANCE[dtype]
+    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
+    actual = actual.detach().numpy() if isinstance(actual, sg.Tensor) else actual
+    assert actual.shape == expected.shape, what
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _check_function(ours, theirs, arrays, dtype="float64", seed=1):
+    """Run ``ours`` and ``theirs`` on the same arrays; compare the output and every gradient
+    for the same random gradient of the output."""
+    pairs = [_pair(a, dtype) if a is not None else (None, None) for a in arrays]
+    out = ours(*(p[0] for p in pairs))
+    expected = theirs(*(p[1] for p in pairs))
+    _close(out, expected, dtype, "output")
+    grad = np.random.default_rng(seed).standard_normal(expected.shape)
+    out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
+    expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
+    for i, (x, t) in enumerate(pairs):
+        if x is not None:
+            _close(x.grad, t.grad, dtype, f"gradient of argument {i}")
+
+
+# ---- conv2d over a grid of options ---------------------------------------------------------
+
+GRID = [
+    (stride, padding, dilation, groups)
+    for stride, padding, dilation, groups in itertools.product(
+        [1, 2], [0, 1, 2, "same", "valid"], [1, 2], [1, 2]
+    )
+    if not (padding == "same" and stride != 1)  # PyTorch refuses it too (tested below)
+]
+
+
+def _conv2d_arrays(groups, bias=True, in_channels=4, out_channels=6, kernel=(3, 2), seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, in_channels, 7, 6))  # odd and even sizes, non-square kernel
+    w = rng.standard_normal((out_channels, in_channels // groups, *kernel))
+    b = rng.standard_normal(out_channels) if bias else None
+    return [x, w, b]
+
+
+@pytest.mark.parametrize("stride, padding, dilation, groups", GRID)
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+def test_conv2d_grid_float64(stride, padding, dilation, groups, bias):
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    _check_function(
+        lambda x, w, b: F.conv2d(x, w, b, **options),
+        lambda x, w, b: TF.conv2d(x, w, b, **options),
+        _conv2d_arrays(groups, bias),
+    )
+
+
+@pytest.mark.parametrize("stride, padding, dilation, groups", GRID[::3])
+def test_conv2d_grid_float32(stride, padding, dilation, groups):
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    _check_function(
+        lambda x, w, b: F.conv2d(x, w, b, **options),
+        lambda x, w, b: TF.conv2d(x, w, b, **options),
+        _conv2d_arrays(groups),
+        dtype="float32",
+    )
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
+        ((3, 5, 5, 4), (2, 5, 1, 1), {}),  # 1x1 kernel: the columns are the input itself
+        ((1, 2, 4, 5), (3, 2, 4, 5), {}),  # the kernel covers the whole input
+        ((2, 3, 9, 8), (4, 3, 3, 3), {"stride": (2, 3), "padding": (0, 2)}),
+        ((2, 3, 8, 9), (4, 3, 2, 4), {"padding": "same", "dilation": (1, 3)}),  # odd totals
+        ((2, 3, 6, 6), (4, 3, 4, 4), {"padding": "same"}),  # even kernel: extra pad after
+        ((2, 6, 5, 5), (6, 1, 3, 3), {"groups": 6, "padding": 1}),  # depthwise
+        ((2, 4, 5, 7), (8, 2, 3, 3), {"groups": 2, "stride": 2, "dilation": 2, "padding": 2}),
+        ((3, 6, 6), (2, 3, 3, 3), {"padding": 1}),  # unbatched (C, H, W)
+        ((1, 1, 28, 28), (8, 1, 3, 3), {"padding": 1}),  # the first layer of the W5 network
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_conv2d_shapes(x_shape, w_shape, options, dtype):
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(x_shape), rng.standard_normal(w_shape)]
+    arrays.append(rng.standard_normal(w_shape[0]))
+    _check_function(
+        lambda x, w, b: F.conv2d(x, w, b, **options),
+        lambda x, w, b: TF.conv2d(x, w, b, **options),
+        arrays,
+        dtype,
+    )
+
+
+def test_conv2d_non_contiguous_input_and_untouched_arguments():
+    rng = np.random.default_rng(3)
+    x_array = rng.standard_normal((5, 6, 3, 2)).transpose(3, 2, 1, 0)  # (2, 3, 6, 5), strided
+    w_array, b_array = rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+    copies = [a.copy() for a in (x_array, w_array, b_array)]
+    x = sg.from_numpy(x_array).requires_grad_()
+    w, b = sg.from_numpy(w_array).requires_grad_(), sg.from_numpy(b_array).requires_grad_()
+    out = F.conv2d(x, w, b, padding=1)
+    out.sum().backward()
+    expected = TF.conv2d(*(torch.from_numpy(a) for a in copies), padding=1)
+    _close(out, expected)
+    for array, copy in zip((x_array, w_array, b_array), copies):
+        np.testing.assert_array_equal(array, copy)
+
+
+def test_conv2d_without_grad():
+    x, w = _conv2d_arrays(1, bias=False)[:2]
+    with sg.no_grad():
+        out = F.conv2d(sg.tensor(x), sg.tensor(w, requires_grad=True), padding=1)
+    assert not out.requires_grad
+    _close(out, TF.conv2d(torch.tensor(x), torch.tensor(w), padding=1))
+
+
+def test_conv2d_gradient_of_weight_only():
+    """A network's first layer: the input needs no gradient, so none is computed for it."""
+    x, w, b = _conv2d_arrays(1)
+    xs = sg.tensor(x)
+    ws, wt = _pair(w)
+    bs, bt = _pair(b)
+    F.conv2d(xs, ws, bs, padding=1).square().sum().backward()
+    TF.conv2d(torch.tensor(x), wt, bt, padding=1).square().sum().backward()
+    assert xs.grad is None
+    _close(ws.grad, wt.grad)
+    _close(bs.grad, bt.grad)
+
+
+# ---- conv1d -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stride, padding, dilation, groups",
+    [
+        (s, p, d, g)
+        for s, p, d, g in itertools.product([1, 2], [0, 1, "same", "valid"], [1, 2], [1, 2])
+        if not (p == "same" and s != 1)
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_conv1d_grid(stride, padding, dilation, groups, dtype):
+    rng = np.random.default_rng(4)
+    arrays = [
+        rng.standard_normal((3, 4, 9)),
+        rng.standard_normal((6, 4 // groups, 3)),
+        rng.standard_normal(6),
+    ]
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    _check_function(
+        lambda x, w, b: F.conv1d(x, w, b, **options),
+        lambda x, w, b: TF.conv1d(x, w, b, **options),
+        arrays,
+        dtype,
+    )
+
+
+def test_conv1d_unbatched_and_tuple_arguments():
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((4, 10)), rng.standard_normal((2, 4, 4)), None]
+    options = dict(stride=(2,), padding=(1,), dilation=(2,))
+    _check_function(
+        lambda x, w, b: F.conv1d(x, w, b, **options),
+        lambda x, w, b: TF.conv1d(x, w, b, **options),
+        arrays,
+    )
+
+
+# ---- unfold and fold ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=(3, 2), stride=2, padding=1),
+        dict(kernel_size=3, dilation=2, padding=(2, 1), stride=(1, 2)),
+    ],
+)
+def test_unfold_and_fold_match_torch(options):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 7, 6))
+    _check_function(lambda t: F.unfold(t, **options), lambda t: TF.unfold(t, **options), [x])
+    cols = TF.unfold(torch.tensor(x), **options).numpy()
+    _check_function(
+        lambda t: F.fold(t, (7, 6), **options),
+        lambda t: TF.fold(t, (7, 6), **options),
+        [rng.standard_normal(cols.shape)],
+    )
+
+
+# ---- second derivatives -------------------------------------------------------------------
+
+
+def _double(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return sg.tensor(rng.standard_normal(shape), dtype=sg.float64, requires_grad=True)
+
+
+GRADCHECKS = {
+    "conv2d": (
+        lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=(1, 2)),
+        [(1, 2, 5, 6), (3, 2, 2, 2), (3,)],
+    ),
+    "conv2d_groups_same": (
+        lambda x, w, b: F.conv2d(x, w, b, padding="same", groups=2),
+        [(2, 4, 4, 3), (4, 2, 2, 3), (4,)],
+    ),
+    "conv1d": (
+        lambda x, w, b: F.conv1d(x, w, b, padding=2, stride=2),
+        [(2, 2, 7), (3, 2, 3), (3,)],
+    ),
+    "unfold": (lambda x: F.unfold(x, 2, padding=1, stride=(1, 2)), [(1, 2, 3, 4)]),
+    "fold": (lambda c: F.fold(c, (3, 4), 2, padding=1, stride=(1, 2)), [(1, 8, 12)]),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradcheck(name):
+    func, shapes = GRADCHECKS[name]
+    inputs = [_double(*shape, seed=i) for i, shape in enumerate(shapes)]
+    assert sg.autograd.gradcheck(func, inputs)
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradgradcheck(name):
+    func, shapes = GRADCHECKS[name]
+    inputs = [_double(*shape, seed=i) for i, shape in enumerate(shapes)]
+    assert sg.autograd.gradgradcheck(func, inputs)
+
+
+def test_second_derivative_matches_torch():
+    """d/dw of |d loss/dx|^2, through the double backward of Unfold, Fold and the matmul."""
+    x, w, b = _conv2d_arrays(2, in_channels=4, out_channels=4)
+    results = []
+    for lib, F_ in ((sg, F), (torch, TF)):
+        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        out = F_.conv2d(xt, wt, bt, stride=2, padding=1, groups=2)
+        (gx,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
+        (gx * gx).sum().backward()
+        results.append((wt.grad, bt.grad))
+    for ours, theirs in zip(*results):
+        _close(ours, theirs)
+
+
+# ---- the layers ---------------------------------------------------------------------------
+
+LAYERS = [
+    ("conv2d", lambda nn: nn.Conv2d(1, 8, 3, padding=1), (2, 1, 9, 9)),
+    ("conv2d_nobias", lambda nn: nn.Conv2d(3, 4, (2, 3), stride=2, bias=False), (2, 3, 7, 8)),
+    ("conv2d_same", lambda nn: nn.Conv2d(4, 6, 4, padding="same", groups=2), (2, 4, 6, 5)),
+    ("conv2d_dilated", lambda nn: nn.Conv2d(2, 3, 3, dilation=2, padding=2), (3, 2, 7, 7)),
+    ("conv2d_unbatched", lambda nn: nn.Conv2d(2, 3, 3, padding="valid"), (2, 5, 6)),
+    ("conv1d", lambda nn: nn.Conv1d(4, 6, 3, padding="same"), (2, 4, 10)),
+    ("conv1d_strided", lambda nn: nn.Conv1d(4, 2, 5, stride=2, groups=2), (3, 4, 11)),
+]
+
+
+@pytest.mark.parametrize(
+    "build, shape", [layer[1:] for layer in LAYERS], ids=[l[0] for l in LAYERS]
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_layer_matches_torch(build, shape, dtype):
+    ours, theirs = build(conv), build(torch.nn)
+    ours.to(DTYPES[dtype][0])
+    theirs.to(DTYPES[dtype][1])
+    with torch.no_grad():
+        for p in theirs.parameters():  # not PyTorch's default init: a wider range tests more
+            p.uniform_(-1, 1)
+    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(7).standard_normal(shape)
+    xs, xt = _pair(x, dtype)
+    out, expected = ours(xs), theirs(xt)
+    _close(out, expected, dtype, "output")
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    _close(xs.grad, xt.grad, dtype, "input gradient")
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
+        _close(p.grad, q.grad, dtype, f"gradient of {name}")
+
+
+@pytest.mark.parametrize(
+    "build, shape", [layer[1:] for layer in LAYERS], ids=[l[0] for l in LAYERS]
+)
+def test_layer_repr_and_parameters_match_torch(build, shape):
+    ours, theirs = build(conv), build(torch.nn)
+    assert repr(ours) == repr(theirs)
+    assert [(n, p.shape) for n, p in ours.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in theirs.named_parameters()
+    ]
+    assert all(p.dtype == sg.float32 and p.requires_grad for p in ours.parameters())
+
+
+@pytest.mark.parametrize(
+    "layer, fan_in",
+    [(Conv2d(6, 64, 3, groups=2), 27), (Conv1d(5, 128, 4), 20), (Conv2d(1, 300, (2, 3)), 6)],
+)
+def test_default_initialisation(layer, fan_in):
+    """PyTorch's: kaiming uniform with a = sqrt(5) is U(+-1/sqrt(fan_in)), the bias likewise."""
+    bound = 1 / math.sqrt(fan_in)
+    for p in (layer.weight, layer.bias):
+        values = p.detach().numpy()
+        assert np.abs(values).max() <= bound
+        assert np.abs(values).max() > 0.8 * bound  # spread over the whole range
+        assert abs(values.mean()) < 0.25 * bound
+    sg.manual_seed(0)
+    first = Conv2d(2, 3, 3).weight.detach().numpy().copy()
+    sg.manual_seed(0)
+    np.testing.assert_array_equal(Conv2d(2, 3, 3).weight.detach().numpy(), first)
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: F.conv2d(sg.ones(1, 3, 5, 5), sg.ones(2, 2, 3, 3)), RuntimeError, "channels"),
+        (
+            lambda: F.conv2d(sg.ones(1, 4, 5, 5), sg.ones(3, 2, 3, 3), groups=2),
+            RuntimeError,
+            "groups",
+        ),
+        (
+            lambda: F.conv2d(sg.ones(1, 1, 5, 5), sg.ones(1, 1, 3, 3), stride=2, padding="same"),
+            ValueError,
+            "strided",
+        ),
+        (
+            lambda: F.conv2d(sg.ones(1, 1, 5, 5), sg.ones(1, 1, 3, 3), padding="full"),
+            ValueError,
+            "padding",
+        ),
+        (lambda: F.conv2d(sg.ones(1, 1, 2, 2), sg.ones(1, 1, 3, 3)), RuntimeError, "smaller"),
+        (
+            lambda: F.conv2d(sg.ones(1, 1, 5, 5), sg.ones(1, 1, 3, 3).double()),
+            RuntimeError,
+            "dtype",
+        ),
+        (lambda: F.conv2d(sg.ones(5, 5), sg.ones(1, 1, 3, 3)), RuntimeError, "input"),
+        (
+            lambda: F.conv2d(sg.ones(1, 1, 5, 5), sg.ones(1, 1, 3, 3), sg.ones(2)),
+            RuntimeError,
+            "bias",
+        ),
+        (
+            lambda: F.conv2d(sg.ones(1, 1, 5, 5), sg.ones(1, 1, 3, 3), stride=0),
+            ValueError,
+            "stride",
+        ),
+        (lambda: F.conv1d(sg.ones(1, 1, 5), sg.ones(1, 1, 3), stride=(1, 1)), ValueError, "stride"),
+        (lambda: Conv2d(3, 4, 3, groups=2), ValueError, "divisible"),
+        (lambda: Conv2d(2, 4, 3, stride=2, padding="same"), ValueError, "strided"),
+        (lambda: Conv2d(2, 4, 3, padding_mode="reflect"), NotImplementedError, "zeros"),
+    ],
+)
+def test_errors(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_doc_examples():
+    assert doctest.testmod(conv_functional).failed == 0
+    assert doctest.testmod(conv).failed == 0

@@ -1,0 +1,306 @@
+"""Pooling against PyTorch: max_pool2d, avg_pool2d and adaptive_avg_pool2d as functions and as
+layers. Outputs and input gradients in float64 (tight) and float32 (loose) over kernels, strides,
+paddings, dilations and ceil mode, on odd sizes; max pooling's gradient on ties (it goes to the
+first maximum of each window) and on NaN; gradcheck and gradgradcheck; a small CNN end to end."""
+
+import doctest
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import scratchgrad as sg
+from scratchgrad.nn import conv, conv_functional, pooling
+from scratchgrad.nn import conv_functional as F
+
+TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
+
+
+def _close(actual, expected, dtype="float64", what=""):
+    rtol, atol = TOLERANCE[dtype]
+    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
+    actual = actual.detach().numpy() if isinstance(actual, sg.Tensor) else actual
+    assert actual.shape == expected.shape, what
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _check(ours, theirs, x, dtype="float64", seed=1):
+    """Same input, same gradient of the output: compare the output and the input's gradient."""
+    xs = sg.tensor(x, dtype=DTYPES[dtype][0], requires_grad=True)
+    xt = torch.tensor(x, dtype=DTYPES[dtype][1], requires_grad=True)
+    out, expected = ours(xs), theirs(xt)
+    _close(out, expected, dtype, "output")
+    grad = np.random.default_rng(seed).standard_normal(expected.shape)
+    out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
+    expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
+    _close(xs.grad, xt.grad, dtype, "input gradient")
+
+
+def _input(shape=(2, 3, 7, 6), seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+# ---- max_pool2d ---------------------------------------------------------------------------
+
+MAX_GRID = [
+    dict(kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=c)
+    for k, s, p, d, c in itertools.product(
+        [2, 3, (3, 2)], [None, 1, 2], [0, 1], [1, 2], [False, True]
+    )
+]
+
+
+@pytest.mark.parametrize("options", MAX_GRID, ids=str)
+def test_max_pool2d_grid(options):
+    _check(lambda x: F.max_pool2d(x, **options), lambda x: TF.max_pool2d(x, **options), _input())
+
+
+@pytest.mark.parametrize("options", MAX_GRID[::5], ids=str)
+def test_max_pool2d_grid_float32(options):
+    _check(
+        lambda x: F.max_pool2d(x, **options),
+        lambda x: TF.max_pool2d(x, **options),
+        _input(),
+        dtype="float32",
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(kernel_size=2),  # tiles: the reshape path
+        dict(kernel_size=2, stride=1),  # overlapping windows: the unfold path
+        dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=(2, 3), ceil_mode=True),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_max_pool2d_ties_go_to_the_first_maximum(options, dtype):
+    """Few distinct values, so most windows hold ties; PyTorch gives each window's gradient to
+    its first maximum (not shared among ties, as amax does)."""
+    x = np.random.default_rng(3).integers(0, 3, (2, 3, 8, 9)).astype(float)
+    _check(lambda t: F.max_pool2d(t, **options), lambda t: TF.max_pool2d(t, **options), x, dtype)
+
+
+def test_max_pool2d_after_relu_has_all_zero_windows():
+    x = _input((4, 2, 8, 8)) - 1.5  # most entries are negative: many windows are all zeros
+    _check(
+        lambda t: F.max_pool2d(t.relu(), 2),
+        lambda t: TF.max_pool2d(t.relu(), 2),
+        x,
+    )
+
+
+@pytest.mark.parametrize("options", [dict(kernel_size=2), dict(kernel_size=2, padding=1)], ids=str)
+def test_max_pool2d_nan(options):
+    """A NaN wins its window, and its gradient goes to the last NaN, as PyTorch's loop does."""
+    nan = np.nan
+    x = np.array([[1, nan, 3, nan], [nan, 5, 2, 1], [1, 2, nan, nan], [3, 3, 1, 3]])
+    x = x.reshape(4, 1, 2, 2)
+    xs, xt = sg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, expected = F.max_pool2d(xs, **options), TF.max_pool2d(xt, **options)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_array_equal(xs.grad.numpy(), xt.grad.numpy())
+
+
+def test_max_pool2d_unbatched_and_non_divisible():
+    _check(lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), _input((3, 7, 5)))
+
+
+# ---- avg_pool2d ---------------------------------------------------------------------------
+
+AVG_GRID = [
+    dict(kernel_size=k, stride=s, padding=p, ceil_mode=c, count_include_pad=i)
+    for k, s, p, c, i in itertools.product(
+        [2, 3, (3, 2)], [None, 1, 2], [0, 1], [False, True], [True, False]
+    )
+]
+
+
+@pytest.mark.parametrize("options", AVG_GRID, ids=str)
+def test_avg_pool2d_grid(options):
+    _check(lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), _input())
+
+
+@pytest.mark.parametrize("options", AVG_GRID[::5], ids=str)
+def test_avg_pool2d_grid_float32(options):
+    _check(
+        lambda x: F.avg_pool2d(x, **options),
+        lambda x: TF.avg_pool2d(x, **options),
+        _input(),
+        dtype="float32",
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(kernel_size=2, divisor_override=3), dict(kernel_size=3, padding=1, divisor_override=2)],
+    ids=str,
+)
+def test_avg_pool2d_divisor_override(options):
+    _check(lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), _input())
+
+
+# ---- adaptive_avg_pool2d ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, output_size",
+    [
+        ((2, 3, 8, 6), (4, 3)),  # divides: an avg_pool2d
+        ((2, 3, 7, 6), 1),  # global average pooling
+        ((2, 3, 7, 6), 3),  # overlapping windows in H
+        ((2, 3, 5, 7), (3, 4)),
+        ((2, 3, 4, 5), (6, 7)),  # larger than the input: windows repeat entries
+        ((2, 3, 7, 6), (None, 4)),
+        ((3, 7, 6), (2, 5)),  # unbatched
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_adaptive_avg_pool2d(shape, output_size, dtype):
+    _check(
+        lambda x: F.adaptive_avg_pool2d(x, output_size),
+        lambda x: TF.adaptive_avg_pool2d(x, output_size),
+        _input(shape),
+        dtype,
+    )
+
+
+# ---- derivatives --------------------------------------------------------------------------
+
+GRADCHECKS = {
+    "max_tiles": lambda x: F.max_pool2d(x, 2),
+    "max_windows": lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2)),
+    "max_ceil": lambda x: F.max_pool2d(x, 2, ceil_mode=True),
+    "avg_tiles": lambda x: F.avg_pool2d(x, 2),
+    "avg_windows": lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+    "avg_ceil": lambda x: F.avg_pool2d(x, 2, stride=2, ceil_mode=True),
+    "adaptive": lambda x: F.adaptive_avg_pool2d(x, (3, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(GRADCHECKS))
+def test_gradcheck_and_gradgradcheck(name):
+    x = sg.tensor(_input((1, 2, 5, 5)), requires_grad=True)
+    assert sg.autograd.gradcheck(GRADCHECKS[name], x)
+    assert sg.autograd.gradgradcheck(GRADCHECKS[name], x)
+
+
+def test_max_pool2d_second_derivative_matches_torch():
+    x = _input((2, 2, 6, 6))
+    results = []
+    for lib, F_ in ((sg, F), (torch, TF)):
+        xt = lib.tensor(x, requires_grad=True)
+        out = F_.max_pool2d(xt * xt, 2)
+        (g,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
+        (g * g).sum().backward()
+        results.append(xt.grad)
+    _close(*results)
+
+
+# ---- the layers ---------------------------------------------------------------------------
+
+LAYERS = [
+    ("maxpool", lambda nn: nn.MaxPool2d(2)),
+    ("maxpool_options", lambda nn: nn.MaxPool2d((3, 2), stride=1, padding=1, dilation=(1, 2))),
+    ("maxpool_ceil", lambda nn: nn.MaxPool2d(3, 2, ceil_mode=True)),
+    ("avgpool", lambda nn: nn.AvgPool2d(2)),
+    ("avgpool_options", lambda nn: nn.AvgPool2d(3, 2, 1, count_include_pad=False)),
+    ("adaptive", lambda nn: nn.AdaptiveAvgPool2d((2, 3))),
+    ("adaptive_none", lambda nn: nn.AdaptiveAvgPool2d((None, 1))),
+]
+
+
+@pytest.mark.parametrize("build", [layer[1] for layer in LAYERS], ids=[l[0] for l in LAYERS])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_layer_matches_torch(build, dtype):
+    _check(build(pooling), build(torch.nn), _input(), dtype)
+
+
+@pytest.mark.parametrize("build", [layer[1] for layer in LAYERS], ids=[l[0] for l in LAYERS])
+def test_layer_repr_matches_torch(build):
+    ours = build(pooling)
+    assert repr(ours) == repr(build(torch.nn))
+    assert list(ours.parameters()) == []
+
+
+class _SmallCNN:
+    """The W5 network (conv, ReLU, max pool, twice, then linear), for either library."""
+
+    def __init__(self, nn, lib):
+        self.lib = lib
+        self.layers = [
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.MaxPool2d(2),
+        ]
+
+    def __call__(self, x, w, b):
+        conv1, pool1, conv2, pool2 = self.layers
+        h = pool2(conv2(pool1(conv1(x).relu())).relu())
+        return h.reshape(h.shape[0], -1) @ w.T + b
+
+
+def test_small_cnn_end_to_end_float32():
+    """Forward and every gradient of the benchmark's CNN, weights copied from PyTorch's."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+    x, w, b = rng.standard_normal((16, 1, 28, 28)), rng.standard_normal((10, 784)) * 0.05, None
+    b = rng.standard_normal(10)
+    ours = _SmallCNN(type("nn", (), {"Conv2d": conv.Conv2d, "MaxPool2d": pooling.MaxPool2d}), sg)
+    theirs = _SmallCNN(torch.nn, torch)
+    for mine, their in zip(ours.layers, theirs.layers):
+        for name, p in their.named_parameters():
+            getattr(mine, name).data = sg.tensor(p.detach().numpy())
+    pairs = [
+        (sg.tensor(a, dtype=sg.float32, requires_grad=True), torch.tensor(a, dtype=torch.float32))
+        for a in (x, w, b)
+    ]
+    for _, t in pairs:
+        t.requires_grad_()
+    out, expected = ours(*(p[0] for p in pairs)), theirs(*(p[1] for p in pairs))
+    _close(out, expected, "float32", "logits")
+    out.log_softmax(1).sum().backward()
+    expected.log_softmax(1).sum().backward()
+    for mine, their in zip(ours.layers, theirs.layers):
+        for name, p in their.named_parameters():
+            _close(getattr(mine, name).grad, p.grad, "float32", name)
+    for (s, t), name in zip(pairs, ("x", "w", "b")):
+        _close(s.grad, t.grad, "float32", name)
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: F.max_pool2d(sg.ones(1, 1, 4, 4), 2, padding=2), RuntimeError, "half"),
+        (lambda: F.avg_pool2d(sg.ones(1, 1, 4, 4), 3, padding=2), RuntimeError, "half"),
+        (
+            lambda: F.max_pool2d(sg.ones(1, 1, 4, 4), 2, return_indices=True),
+            NotImplementedError,
+            "return_indices",
+        ),
+        (lambda: pooling.MaxPool2d(2, return_indices=True), NotImplementedError, "return_indices"),
+        (lambda: F.max_pool2d(sg.ones(1, 1, 2, 2), 3), RuntimeError, "smaller"),
+        (lambda: F.max_pool2d(sg.ones(4, 4), 2), RuntimeError, "input"),
+        (lambda: F.adaptive_avg_pool2d(sg.ones(1, 1, 4, 4), 0), ValueError, "output_size"),
+        (lambda: F.max_pool2d(sg.ones(1, 1, 4, 4), 2, stride=0), ValueError, "stride"),
+    ],
+)
+def test_errors(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_doc_examples():
+    assert doctest.testmod(pooling).failed == 0
+    assert doctest.testmod(conv_functional).failed == 0
