@@ -30,7 +30,7 @@ from workloads import WORKLOADS, Workload, expand
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-THREADS = "2"
+THREADS = 2  # for every framework, unless --threads says otherwise
 QUIET = 0.05  # above this share of CPU time used by others, the table says the machine was busy
 FIRST_LOSS_RTOL = 1e-4  # float32 sums in a different order differ in the last digits only
 EPOCHS = 10  # W3's training run
@@ -39,13 +39,9 @@ EPOCHS = 10  # W3's training run
 class Worker:
     """A ``worker.py`` process: one framework, one workload, answering JSON requests."""
 
-    def __init__(self, framework: str, workload_id: str) -> None:
-        env = dict(
-            os.environ,
-            OMP_NUM_THREADS=THREADS,
-            OPENBLAS_NUM_THREADS=THREADS,
-            MKL_NUM_THREADS=THREADS,
-        )
+    def __init__(self, framework: str, workload_id: str, threads: int = THREADS) -> None:
+        n = str(threads)
+        env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
         self.framework = framework
         self.sizes = (0, 0)  # samples per round, steps per sample: fixed by the first round
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (lives as long as the worker)
@@ -132,7 +128,7 @@ def available(framework: str, workload: Workload) -> str | None:
     return None
 
 
-def start_workers(workload: Workload, notes: list[str]) -> list[Worker]:
+def start_workers(workload: Workload, notes: list[str], threads: int) -> list[Worker]:
     """A ready worker for each framework that can run ``workload``; notes say why not."""
     workers = []
     for framework in workload.frameworks:
@@ -141,7 +137,7 @@ def start_workers(workload: Workload, notes: list[str]) -> list[Worker]:
             if f"{framework} skipped: {reason}" not in notes:  # said once, not per workload
                 notes.append(f"{framework} skipped: {reason}")
             continue
-        worker = Worker(framework, workload.id)
+        worker = Worker(framework, workload.id, threads)
         if "error" in worker.setup:
             notes.append(f"{workload.id}: {framework} failed: {worker.setup['error']}")
             worker.close()
@@ -150,9 +146,11 @@ def start_workers(workload: Workload, notes: list[str]) -> list[Worker]:
     return workers
 
 
-def run_workload(workload: Workload, rounds: int, seconds: float, notes: list[str]) -> list[dict]:
+def run_workload(
+    workload: Workload, rounds: int, seconds: float, notes: list[str], threads: int = THREADS
+) -> list[dict]:
     """Time every available framework on one workload; one result per framework."""
-    started = start_workers(workload, notes)
+    started = start_workers(workload, notes, threads)
     workers = list(started)
     watch = OtherProcesses()
     for _ in range(rounds):
@@ -273,7 +271,7 @@ def markdown(report: dict) -> str:
     lines = [
         f"Benchmarks of {report['date']} on {m['cpu']} ({m['logical_cpus']} logical CPUs), "
         f"Python {m['python']}, NumPy {m['versions']['numpy']} with BLAS {report['blas']}; "
-        f"{report['threads']} threads for every framework; {report['rounds']} rounds.",
+        f"threads: {report['threads']} for every framework; rounds: {report['rounds']}.",
         "",
         "| workload | framework | median [min-max] | ratio | target | met | peak RSS MB "
         "(+ workload) | first loss |",
@@ -336,6 +334,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--rounds", type=int, help="rounds per framework (default 5, quick 2)")
     parser.add_argument("--quick", action="store_true", help="fewer and shorter rounds")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=THREADS,
+        help="threads for every framework (default 2; 1 on a busy 2-CPU machine, where a BLAS "
+        "waiting for its second thread can run a hundred times slower)",
+    )
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 5)
     seconds = 0.03 if args.quick else 0.25  # of timed steps per framework per round
@@ -344,12 +349,12 @@ def main(argv: list[str] | None = None) -> None:
     results: list[dict] = []
     for workload_id in expand(args.workloads.split(",")):
         print(f"{workload_id} ...", file=sys.stderr, flush=True)
-        results += run_workload(WORKLOADS[workload_id], rounds, seconds, notes)
+        results += run_workload(WORKLOADS[workload_id], rounds, seconds, notes, args.threads)
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "blas": blas_line(results),
-        "threads": int(THREADS),
+        "threads": args.threads,
         "rounds": rounds,
         "seconds_per_round": seconds,
         "results": results,
