@@ -61,8 +61,6 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
             lib.set_num_threads(THREADS)
         else:
             import scratchgrad as lib
-            import scratchgrad.nn
-            import scratchgrad.optim  # noqa: F401 (makes lib.nn and lib.optim attributes)
 
         return (
             lambda problem: tensor_api.make_step(lib, problem),

@@ -33,8 +33,6 @@ def tensor_frameworks() -> dict:
     for name, module in [("pytorch", "torch"), ("scratchgrad", "scratchgrad")]:
         try:
             lib = importlib.import_module(module)
-            importlib.import_module(f"{module}.nn")
-            importlib.import_module(f"{module}.optim")
         except ImportError:
             continue
         frameworks[name] = functools.partial(tensor_api.make_step, lib)
