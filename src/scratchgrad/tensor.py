@@ -105,7 +105,11 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:
-        return self.transpose(-2, -1)
+        """The last two dims swapped (batched matrix transpose)."""
+        n = self.array.ndim
+        if n < 2:
+            raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.shape}")
+        return movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2))
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
@@ -362,12 +366,12 @@ class Tensor:
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
         x, y = self._operands(other)
+        if x.array.ndim > 1 and y.array.ndim > 1:
+            return matmul.MatMul.apply(x, y)
         if x.ndim == 0 or y.ndim == 0:
             raise RuntimeError(
                 f"matmul: both arguments need at least 1 dim, got {x.shape}, {y.shape}"
             )
-        if x.ndim > 1 and y.ndim > 1:
-            return matmul.MatMul.apply(x, y)
         out = matmul.MatMul.apply(
             x.unsqueeze(0) if x.ndim == 1 else x, y.unsqueeze(-1) if y.ndim == 1 else y
         )
@@ -727,8 +731,9 @@ class Tensor:
         return self.reshape(*(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
 
     def permute(self, *dims: Any) -> Tensor:
-        dims = _dims(_shape(dims), self.ndim)
-        if len(dims) != self.ndim or sorted(dims) != list(range(self.ndim)):
+        n = self.array.ndim
+        dims = _dims(_shape(dims), n)
+        if len(dims) != n or sorted(dims) != list(range(n)):
             raise RuntimeError(f"permute: {dims} is not a permutation of the dims of {self.shape}")
         return movement.Permute.apply(self, dims=dims)
 
@@ -915,6 +920,8 @@ def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
     """Normalise a dim or tuple of dims to non-negative ints; None means all."""
     if dim is None:
         return None
+    if type(dim) is int and 0 <= dim < ndim:
+        return (dim,)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     size = builtins.max(ndim, 1)
     for d in dims:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.ops.matmul import Linear
 from scratchgrad.ops.special import Erf, Softplus
 from scratchgrad.tensor import Tensor, where
 
@@ -28,8 +29,11 @@ from scratchgrad.tensor import Tensor, where
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
-    out = input.matmul(weight.mT if weight.ndim > 1 else weight)
-    return out if bias is None else out + bias
+    if weight.ndim != 2 or input.ndim == 0:
+        out = input.matmul(weight.mT if weight.ndim > 1 else weight)
+        return out if bias is None else out + bias
+    x, w = input._operands(weight)
+    return Linear.apply(x, w, None if bias is None else bias.to(w.dtype))
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:

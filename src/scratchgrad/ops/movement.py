@@ -29,7 +29,10 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.permute(*[int(d) for d in xp.argsort(ctx.dims)])
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return grad.permute(*inverse)
 
 
 class Expand(Function):
