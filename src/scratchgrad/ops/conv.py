@@ -154,7 +154,7 @@ class MaxOver(Function):
     @staticmethod
     def forward(ctx, x, dims):
         views = [x[index] for index in _offsets(x.shape, dims)]
-        out = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy()
+        out = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy(order="K")
         for view in views[2:]:
             xp.maximum(out, view, out=out)  # NaN propagates, as in PyTorch
         winners = [xp.equal(view, out) for view in views]
@@ -221,7 +221,7 @@ def _offsets(shape, dims):
 def _keep_first(winners):
     """Clear, in place, every mark in ``winners`` (one bool array per window offset) that
     follows another mark in the same window, so that one winner per window remains."""
-    taken = winners[0].copy()
+    taken = winners[0].copy(order="K")  # keep the layout: mixed layouts crawl
     for winner in winners[1:]:
         xp.greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
         taken |= winner
