@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from scratchgrad import train
 from scratchgrad.scalar import MLP, Value
 
 
@@ -135,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     graph = commands.add_parser("graph", help="draw a small example's computation graph")
     graph.add_argument("out", help="output file; its suffix picks the format (.svg, .png)")
     graph.set_defaults(func=_run_graph)
+
+    digits = commands.add_parser("train", help="train a digit classifier (the tensor engine)")
+    train.add_arguments(digits)
+    digits.set_defaults(func=train.main)
     return parser
 
 

@@ -1,0 +1,195 @@
+"""``scratchgrad train``: train a digit classifier from scratch on the shipped 8x8 digits.
+
+Everything here is ordinary PyTorch-style code over scratchgrad: a model, a DataLoader, an
+optimizer and a loop. The same program in plain PyTorch style is ``examples/train_digits.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.nn import functional as F
+from scratchgrad.utils.data import DataLoader, TensorDataset
+
+OPTIMIZERS = {
+    "adam": sg.optim.Adam,
+    "adamw": sg.optim.AdamW,
+    "sgd": sg.optim.SGD,
+    "rmsprop": sg.optim.RMSprop,
+}
+DEFAULTS = {"cnn": {"epochs": 10, "lr": 3e-3}, "mlp": {"epochs": 20, "lr": 3e-3}}
+
+
+def build_model(name: str) -> nn.Module:
+    """The two models: a small CNN with batch norm (about 10k parameters) and a
+    one-hidden-layer MLP."""
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(32 * 4 * 4, 10),
+        )  # fmt: skip
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    raise ValueError(f"train: unknown model {name!r}; choose 'cnn' or 'mlp'")
+
+
+def split_digits(seed: int, test_fraction: float = 0.2):
+    """The shipped digits, shuffled with ``seed`` and split into train and held-out test."""
+    images, labels = sg.datasets.load_digits()
+    order = np.random.default_rng(seed).permutation(len(labels))
+    n_test = int(len(labels) * test_fraction)
+    test, train = order[:n_test], order[n_test:]
+    return (images[train], labels[train]), (images[test], labels[test])
+
+
+@sg.no_grad()
+def evaluate(model: nn.Module, images: sg.Tensor, labels: sg.Tensor) -> tuple[float, np.ndarray]:
+    """Accuracy on (images, labels) in eval mode, and the predicted classes."""
+    model.eval()
+    predicted = model(images).argmax(1)
+    model.train()
+    return (predicted == labels).float().mean().item(), predicted.numpy()
+
+
+def confusion_matrix(predicted: np.ndarray, labels: np.ndarray, classes: int = 10) -> np.ndarray:
+    """Counts of (true class, predicted class) pairs."""
+    matrix = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(matrix, (labels, predicted), 1)
+    return matrix
+
+
+def format_confusion(matrix: np.ndarray) -> str:
+    header = "true\\pred " + " ".join(f"{c:>4}" for c in range(len(matrix)))
+    rows = [f"{t:>9} " + " ".join(f"{n:>4}" for n in row) for t, row in enumerate(matrix)]
+    return "\n".join([header, *rows])
+
+
+def plot_curves(history: dict, path: Path) -> bool:
+    """Loss and accuracy per epoch as a PNG; False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    epochs = range(1, len(history["loss"]) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    left.plot(epochs, history["loss"], marker="o")
+    left.set(title="training loss", xlabel="epoch", ylabel="cross-entropy")
+    right.plot(epochs, history["train_acc"], marker="o", label="train")
+    right.plot(epochs, history["test_acc"], marker="o", label="test (held out)")
+    right.set(title="accuracy", xlabel="epoch", ylim=(0.8, 1.0))
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def train(
+    model_name: str = "cnn",
+    epochs: int | None = None,
+    lr: float | None = None,
+    batch_size: int = 32,
+    optimizer: str = "adam",
+    seed: int = 0,
+    out: Path | None = Path("runs/digits"),
+    progress: bool = True,
+) -> dict:
+    """Train on the digits and return the history (loss, train/test accuracy per epoch)."""
+    epochs = epochs or DEFAULTS[model_name]["epochs"]
+    lr = lr or DEFAULTS[model_name]["lr"]
+    sg.manual_seed(seed)
+    (train_x, train_y), (test_x, test_y) = split_digits(seed)
+    loader = DataLoader(
+        TensorDataset(train_x, train_y),
+        batch_size=batch_size,
+        shuffle=True,
+        generator=sg.Generator(seed),
+    )
+    model = build_model(model_name)
+    opt = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
+    schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    history = {"loss": [], "train_acc": [], "test_acc": []}
+    print(
+        f"{model_name}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+        f"{len(train_y)} training and {len(test_y)} held-out images"
+    )
+    for epoch in range(1, epochs + 1):
+        total_loss = correct = seen = 0
+        bar = tqdm(loader, desc=f"epoch {epoch}/{epochs}", leave=False, disable=not progress)
+        for images, labels in bar:
+            logits = model(images)
+            loss = F.cross_entropy(logits, labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total_loss += loss.item() * len(labels)
+            correct += (logits.argmax(1) == labels).sum().item()
+            seen += len(labels)
+            bar.set_postfix(
+                loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False
+            )
+        schedule.step()
+        test_acc, predicted = evaluate(model, test_x, test_y)
+        history["loss"].append(total_loss / seen)
+        history["train_acc"].append(correct / seen)
+        history["test_acc"].append(test_acc)
+        print(
+            f"epoch {epoch:>2}: loss {total_loss / seen:.4f}, train accuracy "
+            f"{correct / seen:.4f}, test accuracy {test_acc:.4f}"
+        )
+    history["confusion"] = confusion_matrix(predicted, test_y.numpy())
+    if out is not None:
+        _write_outputs(model, opt, history, Path(out), model_name)
+    return history
+
+
+def _write_outputs(model, opt, history: dict, out: Path, model_name: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoint = out / f"digits_{model_name}.safetensors"
+    sg.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, checkpoint)
+    print(f"checkpoint: {checkpoint}")
+    curves = out / f"digits_{model_name}_curves.png"
+    if plot_curves(history, curves):
+        print(f"curves: {curves}")
+    else:
+        print("curves: install matplotlib (pip install 'scratchgrad[plot]') to get the plot")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", choices=sorted(DEFAULTS), default="cnn")
+    parser.add_argument("--epochs", type=int, help="default: 10 for cnn, 20 for mlp")
+    parser.add_argument("--lr", type=float, help="default: 3e-3 (cosine-annealed)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/digits"),
+        help="folder for the checkpoint and the curves",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    history = train(
+        args.model, args.epochs, args.lr, args.batch_size, args.optimizer, args.seed, args.out
+    )
+    print("confusion matrix on the held-out images (rows: true digit, columns: predicted):")
+    print(format_confusion(history["confusion"]))
+    print(
+        f"final test accuracy: {history['test_acc'][-1]:.4f} ({time.perf_counter() - start:.1f} s)"
+    )
+    return 0
