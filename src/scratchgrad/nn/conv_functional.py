@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 from scratchgrad.backend import xp
-from scratchgrad.ops.conv import Fold, MaxOver, Unfold, _offsets
+from scratchgrad.ops.conv import Fold, MaxOver, Unfold, window_offsets
 from scratchgrad.tensor import Tensor, cat
 
 IntPair = int | Sequence[int]
@@ -65,7 +65,7 @@ def conv2d(
     pads = _conv_padding(padding, kernel_size, dilation, stride)
     out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "conv2d")
     cols = Unfold.apply(
-        _batch_last(x),
+        x,
         kernel_size=kernel_size,
         dilation=dilation,
         padding=pads,
@@ -133,9 +133,7 @@ def unfold(
     kernel_size, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
     stride, pads = _pair(stride, "stride"), _symmetric(_pair(padding, "padding"))
     _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
-    cols = Unfold.apply(
-        _batch_last(x), kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride
-    )
+    cols = Unfold.apply(x, kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride)
     return cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)
 
 
@@ -162,7 +160,7 @@ def fold(
     dilation, stride = _pair(dilation, "dilation"), _pair(stride, "stride")
     pads = _symmetric(_pair(padding, "padding"))
     _output_size(output_size, kernel_size, stride, pads, dilation, "fold")
-    out = Fold.apply(
+    return Fold.apply(
         input.permute(1, 2, 0).reshape(input.shape[1], -1),  # batch last
         output_size=output_size,
         kernel_size=kernel_size,
@@ -170,7 +168,6 @@ def fold(
         padding=pads,
         stride=stride,
     )
-    return _batch_first(out)
 
 
 # ---- pooling --------------------------------------------------------------------------------
@@ -202,7 +199,7 @@ def max_pool2d(
         out = MaxOver.apply(_tiles(x, kernel_size, out_size), dims=(3, 5))
     else:
         cols = Unfold.apply(
-            _batch_last(x),
+            x,
             kernel_size=kernel_size,
             dilation=dilation,
             padding=pads,
@@ -237,10 +234,10 @@ def avg_pool2d(
     if _tiles_fit(kernel_size, stride, full_pads, (1, 1)):
         tiles = _tiles(x, kernel_size, out_size)
         # a sum of views, one per offset: NumPy reduces two short strided dims slowly
-        sums = sum(tiles[index] for index in _offsets(tiles.shape, (3, 5)))
+        sums = sum(tiles[index] for index in window_offsets(tiles.shape, (3, 5)))
     else:
         cols = Unfold.apply(
-            _batch_last(x),
+            x,
             kernel_size=kernel_size,
             dilation=(1, 1),
             padding=full_pads,
@@ -329,11 +326,6 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndi
                 f"{name}: input ({x.dtype}) and weight/bias ({other.dtype}) must have the "
                 "same dtype"
             )
-
-
-def _batch_last(x: Tensor) -> Tensor:
-    """(N, C, H, W) -> (C, H, W, N), the layout of ``ops.conv``; a view."""
-    return x.permute(1, 2, 3, 0)
 
 
 def _batch_first(x: Tensor) -> Tensor:

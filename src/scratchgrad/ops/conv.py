@@ -6,12 +6,12 @@ other's gradient, so derivatives of any order come for free. ``MaxOver`` is a ma
 gradient goes to one winner per window, as max pooling's does in PyTorch; ``Spread`` is its
 gradient.
 
-Both window primitives work on images stored batch last, ``(C, H, W, N)`` (cuda-convnet's layout):
-a window offset then picks whole runs of ``OW*N`` contiguous numbers, so copying windows, adding
-them back and pooling all run over long contiguous stretches instead of rows of a few pixels, and
-a convolution is ONE matrix product ``weight (O, C*KH*KW) @ columns (C*KH*KW, OH*OW*N)`` whose
-result is again batch last. ``nn.conv_functional`` permutes (a view, no copy) between this layout
-and PyTorch's ``(N, C, H, W)``.
+Images come and go as PyTorch's ``(N, C, H, W)``, but the work happens with the batch last,
+``(C, H, W, N)`` (cuda-convnet's layout): a window offset then picks whole runs of ``OW*N``
+contiguous numbers, so copying windows, adding them back and pooling run over long contiguous
+stretches instead of rows of a few pixels. The columns are ``(C*KH*KW, OH*OW*N)``, so a
+convolution is ONE matrix product ``weight (O, C*KH*KW) @ columns`` whose result is again batch
+last: ``nn.conv_functional`` only permutes it (a view) to ``(N, O, OH, OW)``.
 
 Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_size``,
 ``dilation`` and ``stride`` are ``(h, w)`` pairs, ``padding`` is ``((top, bottom), (left, right))``.
@@ -47,7 +47,7 @@ def _padded_shape(size, padding):
 
 
 class Unfold(Function):
-    """Sliding windows as columns: (C, H, W, N) -> (C*KH*KW, OH*OW*N).
+    """Sliding windows as columns: images (N, C, H, W) -> (C*KH*KW, OH*OW*N), batch last.
 
     ``value`` fills the padding: 0 for convolution, -inf for max pooling. The padding never
     receives a gradient, whatever its value.
@@ -60,7 +60,7 @@ class Unfold(Function):
 
     @staticmethod
     def forward(ctx, x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
-        c, h, w, n = x.shape
+        n, c, h, w = x.shape
         padded_size = _padded_shape((h, w), padding)
         span = tuple(d * (k - 1) + 1 for k, d in zip(kernel_size, dilation))
         if any(s > p for s, p in zip(span, padded_size)):
@@ -68,11 +68,11 @@ class Unfold(Function):
                 f"unfold: the kernel {kernel_size} with dilation {dilation} spans {span}, more "
                 f"than the padded input {padded_size}"
             )
+        x = x.transpose(1, 2, 3, 0)  # batch last: a view, contiguous if x came from here
         if padded_size != (h, w):
-            # one pass that pads and, for an input stored batch first, moves the batch last
             (top, _), (left, _) = padding
             padded = xp.full((c, *padded_size, n), value, x.dtype)
-            padded[:, top : top + h, left : left + w] = x
+            padded[:, top : top + h, left : left + w] = x  # pads and, if needed, moves N last
             x = padded
         elif not x.flags.c_contiguous:
             x = xp.ascontiguousarray(x)
@@ -103,10 +103,11 @@ class Unfold(Function):
 
 
 class Fold(Function):
-    """Add columns (C*KH*KW, OH*OW*N) back onto images (C, H, W, N), the adjoint of ``Unfold``.
+    """Add columns (C*KH*KW, OH*OW*N) back onto images (N, C, H, W), the adjoint of ``Unfold``.
 
     Where windows overlap their entries add up. The loop runs over the KH*KW kernel offsets, never
-    over pixels: each offset is one vectorised add into a strided slice.
+    over pixels: each offset is one vectorised add into a strided slice. The result is a view of
+    an array stored batch last.
     """
 
     @staticmethod
@@ -134,7 +135,7 @@ class Fold(Function):
             kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride
         )
         (top, _), (left, _) = padding
-        return out[:, top : top + h, left : left + w]
+        return out[:, top : top + h, left : left + w].transpose(3, 0, 1, 2)
 
     @staticmethod
     def backward(ctx, grad):
@@ -153,7 +154,7 @@ class MaxOver(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        views = [x[index] for index in _offsets(x.shape, dims)]
+        views = [x[index] for index in window_offsets(x.shape, dims)]
         out = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy(order="K")
         for view in views[2:]:
             xp.maximum(out, view, out=out)  # NaN propagates, as in PyTorch
@@ -193,22 +194,26 @@ class Spread(Function):
         if _memory_order(x.strides) != _memory_order(winners[0].strides):
             # one copy into the winners' layout first: mixed layouts make every pass crawl
             x = _copy_like_strides(x, winners[0].strides)
-        for index, winner in zip(_offsets(shape, dims), winners):
+        for index, winner in zip(window_offsets(shape, dims), winners):
             xp.multiply(winner, x, out=out[index])  # the offsets cover every entry once
         return out
 
     @staticmethod
     def backward(ctx, grad):
         picked = None
-        for index, winner in zip(_offsets(grad.shape, ctx.dims), ctx.saved_tensors):
+        for index, winner in zip(window_offsets(grad.shape, ctx.dims), ctx.saved_tensors):
             term = Where.apply(winner, grad[index], 0.0)
             picked = term if picked is None else picked + term
         return (picked,) + (None,) * len(ctx.saved_tensors)
 
 
-def _offsets(shape, dims):
+def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
     """One index per window offset, in row-major order over ``dims``: ``x[index]`` holds that
-    offset's entry of every window."""
+    offset's entry of every window.
+
+    >>> window_offsets((5, 2, 3), (1,))
+    [(slice(None, None, None), 0), (slice(None, None, None), 1)]
+    """
     indices = []
     for offset in itertools.product(*(range(shape[d]) for d in dims)):
         index = [slice(None)] * len(shape)
