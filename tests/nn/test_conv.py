@@ -137,6 +137,16 @@ def test_conv2d_non_contiguous_input_and_untouched_arguments():
         np.testing.assert_array_equal(array, copy)
 
 
+def test_conv2d_1x1_sees_in_place_changes_of_its_input():
+    """A 1x1 kernel's columns are the input itself (no copy): they share its version, so an
+    in-place change before backward is caught instead of giving a wrong weight gradient."""
+    h = F.conv2d(sg.randn(2, 3, 4, 4, requires_grad=True), sg.randn(3, 3, 1, 1))  # batch last
+    out = F.conv2d(h, sg.randn(2, 3, 1, 1, requires_grad=True))
+    h.mul_(2)
+    with pytest.raises(RuntimeError, match="in-place"):
+        out.sum().backward()
+
+
 def test_conv2d_without_grad():
     x, w = _conv2d_arrays(1, bias=False)[:2]
     with sg.no_grad():

@@ -234,7 +234,8 @@ def avg_pool2d(
     if _tiles_fit(kernel_size, stride, full_pads, (1, 1)):
         tiles = _tiles(x, kernel_size, out_size)
         # a sum of views, one per offset: NumPy reduces two short strided dims slowly
-        sums = sum(tiles[index] for index in window_offsets(tiles.shape, (3, 5)))
+        first, *rest = (tiles[index] for index in window_offsets(tiles.shape, (3, 5)))
+        sums = sum(rest, first)
     else:
         cols = Unfold.apply(
             x,
