@@ -1,10 +1,12 @@
 """Convolution and pooling as functions, after ``torch.nn.functional``.
 
-Everything is built from three primitives in ``ops/conv.py``: ``Unfold`` gathers the sliding
+Everything is built from the primitives in ``ops/conv.py``: ``Unfold`` gathers the sliding
 windows into columns, a convolution is then one (batched, for groups) matrix product with the
-weight, and a pooling layer one reduction over the window dim. Pooling with non-overlapping
-windows (kernel == stride, no padding, the common ``MaxPool2d(2)``) skips ``Unfold``: the image
-is reshaped into tiles ``(N, C, OH, KH, OW, KW)``, a view, and reduced over the two tile dims.
+weight, and a pooling layer one reduction over the window dim (``MaxOver`` for the maximum).
+Pooling with non-overlapping windows (kernel == stride, no padding, the common ``MaxPool2d(2)``)
+skips ``Unfold``: the image is reshaped into tiles ``(N, C, OH, KH, OW, KW)``, a view, and reduced
+over the two tile dims. Results are ``(N, C, H, W)`` views of arrays stored batch last, the layout
+the primitives work in; the next layer's windows are then cheap to gather.
 
 Inputs are batched ``(N, C, H, W)`` (``(N, C, L)`` for 1-d) or unbatched ``(C, H, W)``, as in
 PyTorch. Only zero padding; pooling supports ``ceil_mode`` but not ``return_indices``.
@@ -277,9 +279,11 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
     size = x.shape[2:]
     if isinstance(output_size, int):
         output_size = (output_size, output_size)
+    if len(output_size) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must have 2 entries, got {output_size}")
     out_size = tuple(n if o is None else int(o) for o, n in zip(output_size, size))
-    if len(out_size) != 2 or min(out_size) < 1:
-        raise ValueError(f"adaptive_avg_pool2d: bad output_size {output_size}")
+    if min(out_size) < 1:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be positive, got {output_size}")
     if all(n % o == 0 for n, o in zip(size, out_size)):
         tile = tuple(n // o for n, o in zip(size, out_size))
         out = avg_pool2d(x, tile)
