@@ -17,6 +17,7 @@ import scratchgrad as sg
 from scratchgrad.nn import conv, conv_functional
 from scratchgrad.nn import conv_functional as F
 from scratchgrad.nn.conv import Conv1d, Conv2d
+from scratchgrad.ops import conv as conv_ops
 
 TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
 DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
@@ -403,3 +404,4 @@ def test_errors(make, error, message):
 def test_doc_examples():
     assert doctest.testmod(conv_functional).failed == 0
     assert doctest.testmod(conv).failed == 0
+    assert doctest.testmod(conv_ops).failed == 0

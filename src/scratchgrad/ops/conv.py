@@ -213,7 +213,7 @@ def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
     """One index per window offset, in row-major order over ``dims``: ``x[index]`` holds that
     offset's entry of every window.
 
-    >>> window_offsets((5, 2, 3), (1,))
+    >>> window_offsets((5, 2), (1,))
     [(slice(None, None, None), 0), (slice(None, None, None), 1)]
     """
     indices = []
