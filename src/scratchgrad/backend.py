@@ -6,10 +6,31 @@ by swapping the module that computes.
 
 from __future__ import annotations
 
+import ctypes
+
 import ml_dtypes
 import numpy
 
 xp = numpy
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc to keep freed blocks for reuse instead of handing them back to the system.
+
+    A training step allocates the same large temporaries every time; handed back, each comes
+    again as fresh pages that fault in one by one (measured here: a NumPy CNN step took 11.0 ms
+    instead of 6.9). The cost is that the process keeps its peak memory. Not glibc: no-op.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's <malloc.h>
+    libc.mallopt(m_trim_threshold, 1 << 30)
+    libc.mallopt(m_mmap_threshold, 32 << 20)  # the largest threshold glibc accepts
+
+
+_keep_freed_memory()
 
 float16 = numpy.dtype(numpy.float16)
 bfloat16 = numpy.dtype(ml_dtypes.bfloat16)

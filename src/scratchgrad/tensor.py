@@ -33,7 +33,8 @@ class Tensor:
     tensor([2., 4., 6.])
     """
 
-    # _counter: the version counter, a one-item list shared by views of the same memory
+    # _counter: the version counter, a one-item list shared by views of the same memory; made
+    # on first need (an in-place change, a save for backward, a view), None until then
     __slots__ = ("array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "__weakref__")
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -44,24 +45,29 @@ class Tensor:
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
             )
         self.array, self.grad, self.requires_grad = array, None, requires_grad
-        self._ctx, self._counter, self._hooks = None, [0], ()
+        self._ctx, self._counter, self._hooks = None, None, ()
 
     @staticmethod
     def _make(array: Any, ctx: Any = None) -> Tensor:
         """Wrap an array without copying or checks: the fast path every op result takes."""
         t = _new(Tensor)
         t.array, t.grad, t.requires_grad = array, None, ctx is not None
-        t._ctx, t._counter, t._hooks = ctx, [0], ()
+        t._ctx, t._counter, t._hooks = ctx, None, ()
         return t
 
     @property
     def _version(self) -> int:
         """How many in-place changes the memory behind this tensor (and its views) has seen."""
-        return self._counter[0]
+        return 0 if self._counter is None else self._counter[0]
 
     @_version.setter
     def _version(self, value: int) -> None:
-        self._counter[0] = value
+        self._shared_counter()[0] = value
+
+    def _shared_counter(self) -> list[int]:
+        if self._counter is None:
+            self._counter = [0]
+        return self._counter
 
     # ---- attributes -------------------------------------------------------------------------
 
@@ -187,7 +193,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """The same data, cut from the graph (in-place changes to either are tracked)."""
         t = Tensor._make(self.array)
-        t._counter = self._counter
+        t._counter = self._shared_counter()
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:

@@ -13,8 +13,6 @@ from typing import Any
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 
-_new = object.__new__
-
 
 class Function:
     """Base class for differentiable operations, built-in and user-defined alike.
@@ -86,7 +84,7 @@ class Function:
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """For each forward argument, whether a gradient must flow to it."""
-        return tuple(p is not None for p in self.parents)
+        return tuple([p is not None for p in self.parents])
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
@@ -94,14 +92,17 @@ class Function:
 
         Keyword arguments are static attributes (a dim, a shape), never differentiated.
         """
-        ctx = _new(cls)
-        arrays, record = [], False
+        ctx = cls()
+        arrays, parents, record = [], [], False
         for a in args:
             if isinstance(a, Tensor):
                 arrays.append(a.array)
-                record = record or a.requires_grad
+                node = a._ctx if a._ctx is not None else a if a.requires_grad else None
+                parents.append(node)
+                record = record or node is not None
             else:
                 arrays.append(a)
+                parents.append(None)
         try:
             out = cls.forward(ctx, *arrays, **kwargs)
         except (ValueError, IndexError) as error:
@@ -112,7 +113,7 @@ class Function:
             if cls.is_view:
                 _share_counter(result, args[0])
             return result
-        ctx.parents = tuple([_node_of(a) for a in args])
+        ctx.parents = tuple(parents)
         ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
         result = Tensor._make(array, ctx)
         if cls.is_view:
@@ -143,7 +144,7 @@ def _share_counter(result: Tensor, source: Tensor) -> None:
     """A view shares its source's version counter: an in-place change through either is seen
     by every graph that saved the other."""
     if xp.may_share_memory(result.array, source.array):
-        result._counter = source._counter
+        result._counter = source._shared_counter()
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:
@@ -163,9 +164,10 @@ def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
     """
     for arg in args:
         if isinstance(arg, Tensor) and arg.array is value:
-            return arg, arg._counter, arg._counter[0]
+            counter = arg._shared_counter()
+            return arg, counter, counter[0]
     if value is out:
-        return result.array, result._counter, result._counter[0]
+        return result.array, result._shared_counter(), 0
     if isinstance(value, (xp.ndarray, xp.generic)):
         return Tensor._make(xp.asarray(value)), None, 0
     return value, None, 0

@@ -29,7 +29,7 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
         # a leaf with no history: a Parameter made from a graph result starts a new graph
         self.array, self.grad, self.requires_grad = data.array, None, False
-        self._ctx, self._counter, self._hooks = None, data._counter, ()
+        self._ctx, self._counter, self._hooks = None, data._shared_counter(), ()
         if requires_grad:
             self.requires_grad_()
 
