@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as TF
 
 import scratchgrad as sg
-from scratchgrad.nn import conv, conv_functional, pooling
+from scratchgrad.nn import conv_functional, pooling
 from scratchgrad.nn import conv_functional as F
 
 TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
@@ -233,8 +233,7 @@ def test_layer_repr_matches_torch(build):
 class _SmallCNN:
     """The W5 network (conv, ReLU, max pool, twice, then linear), for either library."""
 
-    def __init__(self, nn, lib):
-        self.lib = lib
+    def __init__(self, nn):
         self.layers = [
             nn.Conv2d(1, 8, 3, padding=1),
             nn.MaxPool2d(2),
@@ -251,20 +250,23 @@ class _SmallCNN:
 def test_small_cnn_end_to_end_float32():
     """Forward and every gradient of the benchmark's CNN, weights copied from PyTorch's."""
     torch.manual_seed(0)
-    rng = np.random.default_rng(8)
-    x, w, b = rng.standard_normal((16, 1, 28, 28)), rng.standard_normal((10, 784)) * 0.05, None
-    b = rng.standard_normal(10)
-    ours = _SmallCNN(type("nn", (), {"Conv2d": conv.Conv2d, "MaxPool2d": pooling.MaxPool2d}), sg)
-    theirs = _SmallCNN(torch.nn, torch)
+    ours, theirs = _SmallCNN(sg.nn), _SmallCNN(torch.nn)
     for mine, their in zip(ours.layers, theirs.layers):
         for name, p in their.named_parameters():
             getattr(mine, name).data = sg.tensor(p.detach().numpy())
-    pairs = [
-        (sg.tensor(a, dtype=sg.float32, requires_grad=True), torch.tensor(a, dtype=torch.float32))
-        for a in (x, w, b)
+    rng = np.random.default_rng(8)
+    arrays = [
+        rng.standard_normal((16, 1, 28, 28)),
+        rng.standard_normal((10, 784)) * 0.05,
+        rng.standard_normal(10),
     ]
-    for _, t in pairs:
-        t.requires_grad_()
+    pairs = [
+        (
+            sg.tensor(a, dtype=sg.float32, requires_grad=True),
+            torch.tensor(a, dtype=torch.float32, requires_grad=True),
+        )
+        for a in arrays
+    ]
     out, expected = ours(*(p[0] for p in pairs)), theirs(*(p[1] for p in pairs))
     _close(out, expected, "float32", "logits")
     out.log_softmax(1).sum().backward()
