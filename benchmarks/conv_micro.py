@@ -2,13 +2,11 @@
 PyTorch, interleaved step by step in one process, so that a busy machine slows both alike.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \\
-        .venv/bin/python benchmarks/conv_micro.py [--steps 300] [--keep-freed-memory]
+        .venv/bin/python benchmarks/conv_micro.py [--steps 300] [--numpy]
 
 ``benchmarks/run.py`` is the real benchmark (separate processes, rounds, memory); this script is
-for trying a change to ``ops/conv.py`` in a minute. ``--keep-freed-memory`` applies to this
-process what the hand NumPy worker applies to itself: glibc keeps freed memory, so big
-temporaries do not fault their pages in again every step (PyTorch's allocator does that itself).
-``--numpy`` adds the hand-written NumPy step as a third column.
+for trying a change to ``ops/conv.py`` in a minute. ``--numpy`` adds the hand-written NumPy step
+as a third column.
 """
 
 from __future__ import annotations
@@ -23,19 +21,16 @@ import tensor_api
 import torch
 from workloads import make_problem
 
+import scratchgrad
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="timed steps per framework")
-    parser.add_argument("--keep-freed-memory", action="store_true")
     parser.add_argument("--numpy", action="store_true", help="time the hand NumPy step too")
     args = parser.parse_args()
-    if args.keep_freed_memory:
-        hand_numpy.keep_freed_memory()
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     torch.set_num_threads(threads)
-    import scratchgrad
-
     problem = make_problem("W5")
     steps = {
         "scratchgrad": tensor_api.make_step(scratchgrad, problem)[0],
