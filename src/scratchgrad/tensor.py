@@ -237,6 +237,13 @@ class Tensor:
             if other.array.dtype is self.array.dtype or other.array.dtype == self.array.dtype:
                 return self, other
             dtype = _promote(self, other)
+            if other.array.dtype == backend.bool_ or self.array.dtype == backend.bool_:
+                # NumPy gives the other operand's dtype too, with no cast pass (a mask multiply)
+                return (
+                    (self, other)
+                    if dtype in (self.dtype, other.dtype)
+                    else (self.to(dtype), other.to(dtype))
+                )
             return self.to(dtype), other.to(dtype)
         if isinstance(other, (int, float)):
             dtype = backend.scalar_type(self.array.dtype, other)

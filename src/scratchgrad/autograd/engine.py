@@ -7,6 +7,7 @@ its own broadcasting.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from scratchgrad.autograd import anomaly
@@ -93,7 +94,8 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
             if not retain_graph:
                 node.release()
         # What is left are the leaves' gradients, each summed over all its uses.
-        for leaf, g in grads.items():
+        while grads:
+            leaf, g = grads.popitem()
             if not isinstance(leaf, Tensor):
                 continue  # a node pruned by autograd.grad: it leads to no input asked for
             if leaf._hooks:
@@ -147,11 +149,22 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
     if leaf.grad is None:
-        leaf.grad = g if create_graph else Tensor._make(g.array.copy())
+        leaf.grad = g if create_graph or _owns_its_array(g) else Tensor._make(g.array.copy())
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:
         leaf.grad.array += g.array
+
+
+def _owns_its_array(g: Tensor) -> bool:
+    """Whether nothing but ``g`` refers to its array, so a leaf may keep the array as ``.grad``
+    and later add into it in place, without a copy (PyTorch's AccumulateGrad "steals" the same
+    way). A gradient handed to two leaves, a user's tensor or a view of another array fails.
+    The expected counts are this engine's own references: ``_run``'s local, ``_accumulate``'s
+    and this function's parameters and ``getrefcount``'s argument; for the array, ``g.array``.
+    """
+    array = g.array
+    return array.base is None and sys.getrefcount(g) == 4 and sys.getrefcount(array) == 3
 
 
 def _topological_order(roots: list[Function], targets: dict | None) -> list[Function]:
