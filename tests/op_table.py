@@ -164,10 +164,38 @@ OPS = [
     Op("matmul_vec", lambda m, x, y: x @ y, shapes="matvec", check_shapes=((2, 3), (3,))),
     Op("matmul_vecmat", lambda m, x, y: y @ x, shapes="vecmat", check_shapes=((3, 2), (3,))),
     Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
+    # ---- fused losses ---------------------------------------------------------------------------
+    Op(
+        "mse_loss",
+        lambda m, x, y: m.nn.functional.mse_loss(x, y),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "mse_loss_sum",
+        lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="sum"),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "cross_entropy",
+        lambda m, x: m.nn.functional.cross_entropy(x, _labels(m, x)),
+        shapes="nonempty_matrix",
+    ),
+    Op(
+        "cross_entropy_sum",
+        lambda m, x: m.nn.functional.cross_entropy(x, _labels(m, x), reduction="sum"),
+        shapes="nonempty_matrix",
+    ),
     # ---- dtype --------------------------------------------------------------------------------
     Op("to_float64_and_back", lambda m, x: x.double().exp().to(x.dtype)),
     Op("clone", lambda m, x: x.clone() * 2),
 ]
+
+
+def _labels(m, x):
+    """Class indices for (N, C) logits: every class in turn."""
+    return m.arange(x.shape[0]) % x.shape[1]
 
 
 def _pad(m, x):

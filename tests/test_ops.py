@@ -41,6 +41,7 @@ SHAPES = {
     "two_rows": _one(_shapes(min_dims=1, min_side=1).map(lambda s: (s[0] + 1, *s[1:]))),
     "small": _one(_shapes(max_dims=3, min_side=1)),
     "matrix": _one(_shapes(min_dims=2, max_dims=2)),
+    "nonempty_matrix": _one(_shapes(min_dims=2, max_dims=2, min_side=1)),
     "same_pair": _shapes().map(lambda s: (s, s)),
     "same_pair_rank1+": _shapes(min_dims=1).map(lambda s: (s, s)),
     "matmul": st.tuples(_sides, _sides, _sides).map(lambda t: ((t[0], t[1]), (t[1], t[2]))),

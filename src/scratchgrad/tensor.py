@@ -62,7 +62,10 @@ class Tensor:
 
     @_version.setter
     def _version(self, value: int) -> None:
-        self._shared_counter()[0] = value
+        if self._counter is None:
+            self._counter = [value]
+        else:
+            self._counter[0] = value
 
     def _shared_counter(self) -> list[int]:
         if self._counter is None:
@@ -107,18 +110,18 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        return self.permute(*reversed(range(self.ndim)))
+        return self.permute(*reversed(range(self.array.ndim)))
 
     @property
     def mT(self) -> Tensor:
         """The last two dims swapped (batched matrix transpose)."""
         n = self.array.ndim
         if n < 2:
-            raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.shape}")
+            raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.array.shape}")
         return movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2))
 
     def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim]
+        return self.array.shape if dim is None else self.array.shape[dim]
 
     def numel(self) -> int:
         return self.array.size
@@ -146,9 +149,9 @@ class Tensor:
         return self.array if dtype is None else self.array.astype(dtype)
 
     def __len__(self) -> int:
-        if self.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -167,7 +170,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if backend.is_floating(self.dtype):
+        if backend.is_floating(self.array.dtype):
             raise TypeError("only integer tensors can be used as an index")
         return int(self.item())
 
@@ -197,8 +200,8 @@ class Tensor:
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if requires_grad and not backend.is_floating(self.dtype):
-            raise RuntimeError(f"requires_grad_: dtype {self.dtype} cannot require gradients")
+        if requires_grad and not backend.is_floating(self.array.dtype):
+            raise RuntimeError(f"requires_grad_: dtype {self.array.dtype} cannot require gradients")
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
         self.requires_grad = requires_grad
@@ -241,7 +244,7 @@ class Tensor:
                 # NumPy gives the other operand's dtype too, with no cast pass (a mask multiply)
                 return (
                     (self, other)
-                    if dtype in (self.dtype, other.dtype)
+                    if dtype in (self.array.dtype, other.dtype)
                     else (self.to(dtype), other.to(dtype))
                 )
             return self.to(dtype), other.to(dtype)
@@ -292,7 +295,7 @@ class Tensor:
         """This tensor, or a float32 copy of an integer or bool one (true division, exp...)."""
         return (
             self
-            if self.array.dtype.kind == "f" or backend.is_floating(self.dtype)
+            if self.array.dtype.kind == "f" or backend.is_floating(self.array.dtype)
             else self.float()
         )
 
@@ -307,7 +310,7 @@ class Tensor:
         return self.matmul(other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return Tensor(other, dtype=self.dtype).matmul(self)
+        return Tensor(other, dtype=self.array.dtype).matmul(self)
 
     def __neg__(self) -> Tensor:
         return unary.Neg.apply(self)
@@ -416,11 +419,12 @@ class Tensor:
         old = Tensor._make(self.array.copy(), self._ctx)
         old.requires_grad = self.requires_grad
         out = out_of_place(old, other)
-        if out.shape != self.shape:
+        if out.shape != self.array.shape:
             raise RuntimeError(
-                f"{name}: the result's shape {out.shape} does not match the tensor's {self.shape}"
+                f"{name}: the result's shape {out.shape} does not match the tensor's "
+                f"{self.array.shape}"
             )
-        out = out.to(self.dtype)
+        out = out.to(self.array.dtype)
         self.array[...] = out.array
         self._ctx, self.requires_grad = out._ctx, True
         self._version += 1
@@ -470,10 +474,10 @@ class Tensor:
         self._check_overwrite("copy_")
         source = src.array if isinstance(src, Tensor) else xp.asarray(src)
         try:
-            xp.copyto(self.array, xp.broadcast_to(source, self.shape), casting="unsafe")
+            xp.copyto(self.array, xp.broadcast_to(source, self.array.shape), casting="unsafe")
         except ValueError:
             raise RuntimeError(
-                f"copy_: cannot copy shape {source.shape} into {self.shape}"
+                f"copy_: cannot copy shape {source.shape} into {self.array.shape}"
             ) from None
         self._version += 1
         return self
@@ -498,7 +502,7 @@ class Tensor:
         if dtype is None:
             return self
         dtype = backend.to_dtype(dtype)
-        return self if dtype == self.dtype else movement.Copy.apply(self, dtype=dtype)
+        return self if dtype == self.array.dtype else movement.Copy.apply(self, dtype=dtype)
 
     def type(self, dtype: Any) -> Tensor:
         return self.to(dtype)
@@ -525,10 +529,10 @@ class Tensor:
         return self.to(backend.bool_)
 
     def clone(self) -> Tensor:
-        return movement.Copy.apply(self, dtype=self.dtype)
+        return movement.Copy.apply(self, dtype=self.array.dtype)
 
     def is_floating_point(self) -> bool:
-        return backend.is_floating(self.dtype)
+        return backend.is_floating(self.array.dtype)
 
     # ---- elementwise ------------------------------------------------------------------------
 
@@ -587,12 +591,12 @@ class Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
-        inside = xp.ones(self.shape, bool)
+        inside = xp.ones(self.array.shape, bool)
         if min is not None:
             inside &= self.array >= min
         if max is not None:
             inside &= self.array <= max
-        clipped = Tensor._make(xp.clip(self.array, min, max).astype(self.dtype, copy=False))
+        clipped = Tensor._make(xp.clip(self.array, min, max).astype(self.array.dtype, copy=False))
         return binary.Where.apply(inside, self, clipped)
 
     clip = clamp
@@ -604,8 +608,8 @@ class Tensor:
     # ---- reductions -------------------------------------------------------------------------
 
     def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        dims = _dims(dim, self.ndim)
-        if not backend.is_floating(self.dtype) and self.dtype != backend.int64:
+        dims = _dims(dim, self.array.ndim)
+        if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
 
@@ -614,10 +618,10 @@ class Tensor:
         return reduce.SumToSize.apply(self, shape=_shape(shape))
 
     def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        if not backend.is_floating(self.dtype):
-            raise RuntimeError(f"mean: needs a floating point tensor, got {self.dtype}")
-        dims = _dims(dim, self.ndim)
-        count = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
+        if not backend.is_floating(self.array.dtype):
+            raise RuntimeError(f"mean: needs a floating point tensor, got {self.array.dtype}")
+        dims = _dims(dim, self.array.ndim)
+        count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         return self.sum(dim, keepdim) / count
 
     def var(
@@ -631,8 +635,8 @@ class Tensor:
         """Variance, by default with Bessel's correction (divide by n - 1)."""
         if correction is None:
             correction = 1 if unbiased else 0
-        dims = _dims(dim, self.ndim)
-        count = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
+        dims = _dims(dim, self.array.ndim)
+        count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         centered = self - self.mean(dim, keepdim=True)
         return (centered * centered).sum(dim, keepdim) / builtins.max(count - correction, 0)
 
@@ -640,10 +644,10 @@ class Tensor:
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return reduce.Amax.apply(self, dim=_dims(dim, self.ndim), keepdim=keepdim)
+        return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim), keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return reduce.Amin.apply(self, dim=_dims(dim, self.ndim), keepdim=keepdim)
+        return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim), keepdim=keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
@@ -678,14 +682,14 @@ class Tensor:
     def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
-        return reduce.Prod.apply(self, dim=_dims(dim, self.ndim)[0], keepdim=keepdim)
+        return reduce.Prod.apply(self, dim=_dims(dim, self.array.ndim)[0], keepdim=keepdim)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
         top = self.detach().amax(dim, keepdim=True)
         top = top.masked_fill(~Tensor._make(xp.isfinite(top.array)), 0)
         out = (self - top).exp().sum(dim, keepdim=True).log() + top
-        return out if keepdim else out.squeeze(_dims(dim, self.ndim))
+        return out if keepdim else out.squeeze(_dims(dim, self.array.ndim))
 
     def norm(self, p: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False):
         """The p-norm over ``dim`` (all entries by default)."""
@@ -701,7 +705,7 @@ class Tensor:
         return self.log_softmax(dim).exp()
 
     def log_softmax(self, dim: int) -> Tensor:
-        return reduce.LogSoftmax.apply(self, dim=_dims(dim, self.ndim))
+        return reduce.LogSoftmax.apply(self, dim=_dims(dim, self.array.ndim))
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return Tensor._make(xp.asarray(self.array.any(axis=dim, keepdims=keepdim)))
@@ -713,7 +717,7 @@ class Tensor:
 
     def reshape(self, *shape: Any) -> Tensor:
         shape = _shape(shape)
-        return self if shape == self.shape else movement.Reshape.apply(self, shape=shape)
+        return self if shape == self.array.shape else movement.Reshape.apply(self, shape=shape)
 
     view = reshape
 
@@ -724,52 +728,56 @@ class Tensor:
         return self.reshape(other.shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        if self.ndim == 0:
+        if self.array.ndim == 0:
             return self.reshape(1)
-        start, end = _dims((start_dim, end_dim), self.ndim)
-        merged = math.prod(self.shape[start : end + 1])
-        return self.reshape(*self.shape[:start], merged, *self.shape[end + 1 :])
+        start, end = _dims((start_dim, end_dim), self.array.ndim)
+        merged = math.prod(self.array.shape[start : end + 1])
+        return self.reshape(*self.array.shape[:start], merged, *self.array.shape[end + 1 :])
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
-        dim = dim % self.ndim
-        return self.reshape(*self.shape[:dim], *sizes, *self.shape[dim + 1 :])
+        dim = dim % self.array.ndim
+        return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
 
     def unsqueeze(self, dim: int) -> Tensor:
-        (dim,) = _dims(dim, self.ndim + 1)
-        return self.reshape(*self.shape[:dim], 1, *self.shape[dim:])
+        (dim,) = _dims(dim, self.array.ndim + 1)
+        return self.reshape(*self.array.shape[:dim], 1, *self.array.shape[dim:])
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
-        dims = range(self.ndim) if dim is None else _dims(dim, self.ndim)
-        return self.reshape(*(n for i, n in enumerate(self.shape) if not (i in dims and n == 1)))
+        dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim)
+        return self.reshape(
+            *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
+        )
 
     def permute(self, *dims: Any) -> Tensor:
         n = self.array.ndim
         dims = _dims(_shape(dims), n)
         if len(dims) != n or sorted(dims) != list(range(n)):
-            raise RuntimeError(f"permute: {dims} is not a permutation of the dims of {self.shape}")
+            raise RuntimeError(
+                f"permute: {dims} is not a permutation of the dims of {self.array.shape}"
+            )
         return movement.Permute.apply(self, dims=dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
-        dim0, dim1 = _dims((dim0, dim1), self.ndim)
-        dims = list(range(self.ndim))
+        dim0, dim1 = _dims((dim0, dim1), self.array.ndim)
+        dims = list(range(self.array.ndim))
         dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return self.permute(*dims)
 
     def t(self) -> Tensor:
-        return self.transpose(0, 1) if self.ndim == 2 else self
+        return self.transpose(0, 1) if self.array.ndim == 2 else self
 
     def movedim(self, source: int, destination: int) -> Tensor:
-        dims = list(range(self.ndim))
-        dims.insert(destination % self.ndim, dims.pop(source % self.ndim))
+        dims = list(range(self.array.ndim))
+        dims.insert(destination % self.array.ndim, dims.pop(source % self.array.ndim))
         return self.permute(*dims)
 
     def expand(self, *sizes: Any) -> Tensor:
         """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
         shape = _shape(sizes)
         if -1 in shape:
-            lead = len(shape) - self.ndim
-            shape = tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+            lead = len(shape) - self.array.ndim
+            shape = tuple(self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
         return self if shape == self.array.shape else movement.Expand.apply(self, shape=shape)
 
     def expand_as(self, other: Tensor) -> Tensor:
@@ -778,22 +786,22 @@ class Tensor:
     def repeat(self, *repeats: Any) -> Tensor:
         """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
         repeats = _shape(repeats)
-        shape = (1,) * (len(repeats) - self.ndim) + self.shape
+        shape = (1,) * (len(repeats) - self.array.ndim) + self.array.shape
         spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
         tiled = [n for pair in zip(repeats, shape) for n in pair]
         out = self.reshape(spread).expand(tiled)
         return out.reshape(*(r * n for r, n in zip(repeats, shape)))
 
     def flip(self, dims: int | Sequence[int]) -> Tensor:
-        return movement.Flip.apply(self, dims=_dims(dims, self.ndim))
+        return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        index = [slice(None)] * self.ndim
+        index = [slice(None)] * self.array.ndim
         index[dim] = slice(start, start + length)
         return self[tuple(index)]
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-        size = self.shape[dim]
+        size = self.array.shape[dim]
         if isinstance(split_size, int):
             split_size = [builtins.min(split_size, size - s) for s in range(0, size, split_size)]
         if sum(split_size) != size:
@@ -802,22 +810,24 @@ class Tensor:
         return tuple(self.narrow(dim, s, n) for s, n in zip(starts, split_size))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        return self.split(-(-self.shape[dim] // chunks), dim)
+        return self.split(-(-self.array.shape[dim] // chunks), dim)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
-        return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+        return tuple(self.select(dim, i) for i in range(self.array.shape[dim]))
 
     def select(self, dim: int, index: int) -> Tensor:
-        return self[(slice(None),) * (dim % self.ndim) + (index,)]
+        return self[(slice(None),) * (dim % self.array.ndim) + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
         return movement.GetItem.apply(self, index=_index(index))
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
-        if index.ndim != self.ndim:
-            raise RuntimeError(f"gather: index has {index.ndim} dims, the tensor has {self.ndim}")
-        dim = dim % self.ndim
+        if index.ndim != self.array.ndim:
+            raise RuntimeError(
+                f"gather: index has {index.ndim} dims, the tensor has {self.array.ndim}"
+            )
+        dim = dim % self.array.ndim
         grids = list(xp.ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
         return self[tuple(grids)]

@@ -91,8 +91,8 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
             if targets is not None and node in targets:
                 found[node] = g
             _propagate(node, g, grads)
-            if not retain_graph:
-                node.release()
+            if node.saved and not retain_graph:
+                node.saved = None  # free what forward saved: nothing needs it any more
         # What is left are the leaves' gradients, each summed over all its uses.
         while grads:
             leaf, g = grads.popitem()
@@ -131,9 +131,9 @@ def _propagate(node: Function, g: Tensor, grads: dict) -> None:
         if parent is None or g_in is None:
             continue
         shape = parent.array.shape if isinstance(parent, Tensor) else parent.out_shape
-        if g_in.shape != shape:
+        if g_in.array.shape != shape:
             g_in = g_in.sum_to_size(shape)
-            if g_in.shape != shape:
+            if g_in.array.shape != shape:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
                     f"for an input of shape {shape}"

@@ -37,6 +37,7 @@ class Function:
     """
 
     parents: tuple = ()  # one entry per forward argument: a Function, a leaf Tensor, or None
+    needs_input_grad: tuple = ()  # for each forward argument, whether a gradient flows to it
     out_shape: tuple = ()
     out_dtype = None
     hooks: tuple = ()  # hooks registered on the tensor this node made
@@ -81,11 +82,6 @@ class Function:
             tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
         return tuple(tensors)
 
-    @property
-    def needs_input_grad(self) -> tuple[bool, ...]:
-        """For each forward argument, whether a gradient must flow to it."""
-        return tuple([p is not None for p in self.parents])
-
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
         """Run the operation on Tensors (and plain values), recording it when a grad is needed.
@@ -114,6 +110,7 @@ class Function:
                 _share_counter(result, args[0])
             return result
         ctx.parents = tuple(parents)
+        ctx.needs_input_grad = tuple([p is not None for p in parents])
         ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
         result = Tensor._make(array, ctx)
         if cls.is_view:
@@ -122,11 +119,6 @@ class Function:
             ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
             ctx._to_save = ()
         return result
-
-    def release(self) -> None:
-        """Free what forward saved, once backward no longer needs it."""
-        if self.saved:
-            self.saved = None
 
 
 def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.ops.loss import CrossEntropy, MSELoss
 from scratchgrad.ops.matmul import Linear
 from scratchgrad.ops.special import Erf, Softplus
 from scratchgrad.tensor import Tensor, where
@@ -29,11 +30,13 @@ from scratchgrad.tensor import Tensor, where
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
-    if weight.ndim != 2 or input.ndim == 0:
+    if weight.array.ndim != 2 or input.array.ndim == 0:
         out = input.matmul(weight.mT if weight.ndim > 1 else weight)
         return out if bias is None else out + bias
     x, w = input._operands(weight)
-    return Linear.apply(x, w, None if bias is None else bias.to(w.dtype))
+    if bias is not None and bias.array.dtype != w.array.dtype:
+        bias = bias.to(w.array.dtype)
+    return Linear.apply(x, w, bias)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -244,6 +247,9 @@ def _check_reduction(reduction: str) -> None:
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error."""
+    _check_reduction(reduction)
+    if reduction != "none" and input.shape == target.shape and input.dtype == target.dtype:
+        return MSELoss.apply(input, target, reduction=reduction)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -260,6 +266,17 @@ def huber_loss(
     diff = input - target
     size = diff.abs()
     return _reduce(where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)), reduction)
+
+
+def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
+    """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
+    none ignored, no class weights or smoothing, and a reduced loss."""
+    labels = target.array
+    if not (input.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
+        return False
+    if label_smoothing or reduction == "none" or labels.min() < 0:
+        return False
+    return labels.max() < input.shape[1] and not (labels == ignore_index).any()
 
 
 def _class_targets(
@@ -364,6 +381,8 @@ def cross_entropy(
         return _reduce(-terms.sum(class_dim), reduction)
 
     _check_class_target_shape(input, target, class_dim)
+    if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
+        return CrossEntropy.apply(input, target, reduction=reduction)
     safe, weights, ignored = _class_targets(target, n_classes, weight, ignore_index, input.dtype)
     picked = logp.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
     loss = -picked.squeeze(class_dim) * Tensor._make(weights)

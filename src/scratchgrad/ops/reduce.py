@@ -92,13 +92,18 @@ class Prod(Function):
         return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
 
 
+def log_softmax(x, dim):
+    """log(softmax(x)) on an array, stable: subtracting the max keeps exp from overflowing."""
+    shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine
+    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+
 class LogSoftmax(Function):
     """Fused for stability: subtracting the max keeps exp from overflowing."""
 
     @staticmethod
     def forward(ctx, x, dim):
-        shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine
-        out = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+        out = log_softmax(x, dim)
         ctx.save_for_backward(out)
         ctx.dim = dim
         return out
