@@ -67,6 +67,12 @@ class Tensor:
         else:
             self._counter[0] = value
 
+    def _bump_version(self) -> None:
+        """Count an in-place change. With no counter yet, nothing has saved or viewed this
+        memory, so there is no one to tell."""
+        if self._counter is not None:
+            self._counter[0] += 1
+
     def _shared_counter(self) -> list[int]:
         if self._counter is None:
             self._counter = [0]
@@ -236,7 +242,7 @@ class Tensor:
 
         A Python number stays a number: NumPy then keeps the tensor's dtype, as PyTorch does.
         """
-        if isinstance(other, Tensor):
+        if type(other) is Tensor or isinstance(other, Tensor):
             if other.array.dtype is self.array.dtype or other.array.dtype == self.array.dtype:
                 return self, other
             dtype = _promote(self, other)
@@ -409,7 +415,7 @@ class Tensor:
                 )
             except (ValueError, TypeError) as error:
                 raise RuntimeError(f"{name}: {error}") from None
-            self._version += 1
+            self._bump_version()
             return self
         if self.is_leaf and self.requires_grad:
             raise RuntimeError(
@@ -427,7 +433,7 @@ class Tensor:
         out = out.to(self.array.dtype)
         self.array[...] = out.array
         self._ctx, self.requires_grad = out._ctx, True
-        self._version += 1
+        self._bump_version()
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
@@ -467,7 +473,7 @@ class Tensor:
     def fill_(self, value: float) -> Tensor:
         self._check_overwrite("fill_")
         self.array.fill(value)
-        self._version += 1
+        self._bump_version()
         return self
 
     def copy_(self, src: Any) -> Tensor:
@@ -479,13 +485,13 @@ class Tensor:
             raise RuntimeError(
                 f"copy_: cannot copy shape {source.shape} into {self.array.shape}"
             ) from None
-        self._version += 1
+        self._bump_version()
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._check_overwrite("setitem")
         self.array[_index(index)] = value.array if isinstance(value, Tensor) else value
-        self._version += 1
+        self._bump_version()
 
     # ---- dtype ------------------------------------------------------------------------------
 

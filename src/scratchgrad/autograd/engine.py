@@ -120,7 +120,7 @@ def _run_hooks(hooks: tuple, g: Tensor) -> Tensor:
 def _propagate(node: Function, g: Tensor, grads: dict) -> None:
     """Run one node's backward and add each input's gradient, summed to the input's shape."""
     input_grads = type(node).backward(node, g)
-    if not isinstance(input_grads, tuple):
+    if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if len(input_grads) != len(node.parents):
         raise RuntimeError(

@@ -91,7 +91,7 @@ class Function:
         ctx = cls()
         arrays, parents, record = [], [], False
         for a in args:
-            if isinstance(a, Tensor):
+            if type(a) is Tensor or isinstance(a, Tensor):  # the first test is the fast one
                 arrays.append(a.array)
                 node = a._ctx if a._ctx is not None else a if a.requires_grad else None
                 parents.append(node)
@@ -155,7 +155,7 @@ def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
     node holds no reference to its own output.
     """
     for arg in args:
-        if isinstance(arg, Tensor) and arg.array is value:
+        if (type(arg) is Tensor or isinstance(arg, Tensor)) and arg.array is value:
             counter = arg._shared_counter()
             return arg, counter, counter[0]
     if value is out:

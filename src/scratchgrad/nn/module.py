@@ -329,7 +329,7 @@ class Module:
         for tensor in (*self.parameters(), *self.buffers()):
             if backend.is_floating(tensor.dtype) and tensor.dtype != dtype:
                 tensor.array = tensor.array.astype(dtype)
-                tensor._version += 1  # a graph that saved the old array must not use this one
+                tensor._bump_version()  # a graph that saved the old array must not use this one
                 if tensor.grad is not None:
                     tensor.grad = Tensor._make(tensor.grad.array.astype(dtype))
         return self

@@ -102,5 +102,5 @@ class Adagrad(Optimizer):
                 update = xp.divide(grad, denom, out=scratch)
                 update *= lr / (1 + (step - 1) * lr_decay)
                 param -= update
-                p._version += 1
+                p._bump_version()
         return loss

@@ -120,7 +120,7 @@ class Adam(Optimizer):
                 update = xp.divide(exp_avg, denom, out=scratch)
                 update *= lr / bias_correction1
                 param -= update
-                p._version += 1
+                p._bump_version()
         return loss
 
 

@@ -119,5 +119,5 @@ class RMSprop(Optimizer):
                     xp.divide(grad, denom, out=scratch)
                     scratch *= lr
                 param -= scratch
-                p._version += 1
+                p._bump_version()
         return loss

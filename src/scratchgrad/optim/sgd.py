@@ -94,5 +94,5 @@ class SGD(Optimizer):
                     else:
                         update = buf * lr
                 param -= update
-                p._version += 1
+                p._bump_version()
         return loss
