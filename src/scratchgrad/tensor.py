@@ -68,9 +68,10 @@ class Tensor:
             self._counter[0] = value
 
     def _bump_version(self) -> None:
-        """Count an in-place change. With no counter yet, nothing has saved or viewed this
-        memory, so there is no one to tell."""
-        if self._counter is not None:
+        """Count an in-place change (seen by every graph that saved this memory or a view)."""
+        if self._counter is None:
+            self._counter = [1]
+        else:
             self._counter[0] += 1
 
     def _shared_counter(self) -> list[int]:
