@@ -163,6 +163,18 @@ OPS = [
     ),
     Op("matmul_vec", lambda m, x, y: x @ y, shapes="matvec", check_shapes=((2, 3), (3,))),
     Op("matmul_vecmat", lambda m, x, y: y @ x, shapes="vecmat", check_shapes=((3, 2), (3,))),
+    Op(
+        "linear",
+        lambda m, x, w: m.nn.functional.linear(x, w),
+        shapes="linear",
+        check_shapes=((4, 3), (2, 3)),
+    ),
+    Op(
+        "linear_batched",
+        lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
+        shapes="linear_batched",
+        check_shapes=((2, 4, 3), (2, 3)),
+    ),
     Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
     # ---- fused losses ---------------------------------------------------------------------------
     Op(

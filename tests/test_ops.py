@@ -50,6 +50,10 @@ SHAPES = {
     ).map(lambda t: _batched_matmul((t[0], t[1], t[2], t[3].input_shapes))),
     "matvec": st.tuples(_sides, _sides).map(lambda t: ((t[0], t[1]), (t[1],))),
     "vecmat": st.tuples(_sides, _sides).map(lambda t: ((t[0], t[1]), (t[0],))),
+    "linear": st.tuples(_sides, _sides, _sides).map(lambda t: ((t[0], t[1]), (t[2], t[1]))),
+    "linear_batched": st.tuples(_sides, st.integers(1, 4), st.integers(1, 4), _sides).map(
+        lambda t: ((t[3], t[0], t[1]), (t[2], t[1]))
+    ),
     "dot": _sides.map(lambda k: ((k,), (k,))),
 }
 

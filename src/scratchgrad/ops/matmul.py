@@ -1,17 +1,24 @@
 """Matrix product of (batched, broadcast) matrices; 1-D operands are handled by Tensor.matmul."""
 
+import math
+
 from scratchgrad.autograd.function import Function
 
 
 class MatMul(Function):
+    """``x @ y``; with ``transpose_x``, ``x.mT @ y`` in one node (a weight's gradient)."""
+
     @staticmethod
-    def forward(ctx, x, y):
+    def forward(ctx, x, y, transpose_x=False):
+        ctx.save_for_backward(x, y)
+        ctx.transpose_x = transpose_x
+        if transpose_x:
+            x = x.swapaxes(-1, -2)
         if x.shape[-1] != y.shape[-2]:
             raise ValueError(
                 f"matmul: shapes {x.shape} and {y.shape} are not aligned: "
                 f"{x.shape[-1]} != {y.shape[-2]}"
             )
-        ctx.save_for_backward(x, y)
         out = x @ y
         return out if out.dtype == x.dtype else out.astype(x.dtype)  # bfloat16 comes back wider
 
@@ -19,6 +26,8 @@ class MatMul(Function):
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
+        if ctx.transpose_x:  # out = x.mT @ y
+            return y @ grad.mT if dx else None, x @ grad if dy else None
         return grad @ y.mT if dx else None, x.mT @ grad if dy else None
 
 
@@ -44,8 +53,12 @@ class Linear(Function):
         x, w = ctx.saved_tensors
         dx, dw, db = ctx.needs_input_grad
         grad_w = None
-        if dw and x.ndim == 2:
-            grad_w = grad.mT @ x
-        elif dw:  # batch dims of any number are summed by one matrix product
-            grad_w = grad.reshape(-1, grad.shape[-1]).mT @ x.reshape(-1, x.shape[-1])
+        if dw:  # batch dims of any number (or none) are summed by one matrix product
+            rows, inputs = (grad, x) if x.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
+            grad_w = MatMul.apply(rows, inputs, transpose_x=True)
         return grad @ w if dx else None, grad_w, grad if db else None
+
+
+def _as_matrix(t):
+    """A tensor of any number of dims as one matrix of its last-dim rows."""
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
