@@ -22,8 +22,30 @@ class MSELoss(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        grad_x = (x - y) * (grad * ctx.scale)
+        grad_x = MSELossGrad.apply(grad, x, y, scale=ctx.scale)
         return grad_x, -grad_x if ctx.needs_input_grad[1] else None
+
+
+class MSELossGrad(Function):
+    """``scale * (x - y) * grad``: MSELoss's backward as one node; it is linear in each input,
+    so its own backward is three products."""
+
+    @staticmethod
+    def forward(ctx, grad, x, y, scale):
+        ctx.save_for_backward(grad, x, y)
+        ctx.scale = scale
+        return (x - y) * (grad * scale)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad, x, y = ctx.saved_tensors
+        d_grad, d_x, d_y = ctx.needs_input_grad
+        g_x = g * grad * ctx.scale if d_x or d_y else None
+        return (
+            g * (x - y) * ctx.scale if d_grad else None,
+            g_x,
+            -g_x if d_y else None,
+        )
 
 
 class CrossEntropy(Function):
