@@ -498,17 +498,9 @@ class Tensor:
 
     def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
         """Convert to a dtype (``x.to(sg.float64)``), a device (only "cpu"), or like a tensor."""
-        for arg in args:
-            if isinstance(arg, Tensor):
-                dtype = arg.dtype
-            elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps"):
-                if arg != "cpu":
-                    raise RuntimeError(f"to: device {arg!r} is not available; only 'cpu'")
-            else:
-                dtype = arg
+        dtype = requested_dtype(args, dtype)
         if dtype is None:
             return self
-        dtype = backend.to_dtype(dtype)
         return self if dtype == self.array.dtype else movement.Copy.apply(self, dtype=dtype)
 
     def type(self, dtype: Any) -> Tensor:
@@ -909,6 +901,20 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
+
+def requested_dtype(args: tuple, dtype: Any = None):
+    """The dtype that ``.to(*args, dtype=...)`` asks for (None: keep it), as PyTorch reads the
+    arguments: a dtype, a tensor to match, or a device, of which only "cpu" exists."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype = arg.dtype
+        elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps"):
+            if arg != "cpu":
+                raise RuntimeError(f"to: device {arg!r} is not available; only 'cpu'")
+        else:
+            dtype = arg
+    return None if dtype is None else backend.to_dtype(dtype)
 
 
 def _to_array(data: Any, dtype: Any):

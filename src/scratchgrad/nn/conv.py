@@ -21,21 +21,22 @@ Size = int | Sequence[int]
 class _ConvNd(Module):
     """What Conv1d and Conv2d share: arguments, checks, parameters, initialisation, repr."""
 
-    dims = 0  # spatial dims, set by each subclass
+    dims = 0  # spatial dims, set by each subclass, with the function that convolves
+    convolve = None
 
     def __init__(
         self,
         in_channels: int,
         out_channels: int,
         kernel_size: Size,
-        stride: Size,
-        padding: Size | str,
-        dilation: Size,
-        groups: int,
-        bias: bool,
-        padding_mode: str,
-        device,
-        dtype,
+        stride: Size = 1,
+        padding: Size | str = 0,
+        dilation: Size = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
     ) -> None:
         super().__init__()
         if groups < 1 or in_channels % groups or out_channels % groups:
@@ -64,6 +65,11 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self.convolve(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
     def _tuple(self, value: Size) -> tuple[int, ...]:
         return (value,) * self.dims if isinstance(value, int) else tuple(value)
@@ -103,39 +109,7 @@ class Conv1d(_ConvNd):
     """
 
     dims = 1
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Size,
-        stride: Size = 1,
-        padding: Size | str = 0,
-        dilation: Size = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            device,
-            dtype,
-        )
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+    convolve = staticmethod(F.conv1d)
 
 
 class Conv2d(_ConvNd):
@@ -151,36 +125,4 @@ class Conv2d(_ConvNd):
     """
 
     dims = 2
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: Size,
-        stride: Size = 1,
-        padding: Size | str = 0,
-        dilation: Size = 1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__(
-            in_channels,
-            out_channels,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            padding_mode,
-            device,
-            dtype,
-        )
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+    convolve = staticmethod(F.conv2d)

@@ -22,7 +22,7 @@ from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.nn.parameter import Parameter
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, requested_dtype
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _STORES = ("_parameters", "_buffers", "_modules")
@@ -313,17 +313,9 @@ class Module:
         >>> lin.weight.dtype
         dtype('float64')
         """
-        for arg in args:
-            if isinstance(arg, Tensor):
-                dtype = arg.dtype
-            elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps"):
-                if arg != "cpu":
-                    raise RuntimeError(f"to: device {arg!r} is not available; only 'cpu'")
-            else:
-                dtype = arg
+        dtype = requested_dtype(args, dtype)
         if dtype is None:
             return self
-        dtype = backend.to_dtype(dtype)
         if not backend.is_floating(dtype):
             raise TypeError(f"Module.to only accepts floating point dtypes, but got {dtype}")
         for tensor in (*self.parameters(), *self.buffers()):

@@ -10,7 +10,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import full_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
 
 
 class Adagrad(Optimizer):
@@ -43,18 +43,13 @@ class Adagrad(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not lr_decay >= 0.0:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not initial_accumulator_value >= 0.0:
-            raise ValueError(
-                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
-            )
-        if not eps >= 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_non_negative(
+            lr=lr,
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+            eps=eps,
+        )
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,

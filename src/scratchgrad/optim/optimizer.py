@@ -23,6 +23,14 @@ from scratchgrad.tensor import Tensor
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
+def check_non_negative(**hyperparameters: float) -> None:
+    """Raise PyTorch's ValueError for the first hyper-parameter below zero (or NaN)."""
+    for name, value in hyperparameters.items():
+        what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
+        if not value >= 0.0:
+            raise ValueError(f"Invalid {what}: {value}")
+
+
 class Optimizer:
     """Base class for optimizers: parameter groups, per-parameter state, state dicts.
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
 
 
 class RMSprop(Optimizer):
@@ -44,16 +44,9 @@ class RMSprop(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not eps >= 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not momentum >= 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not alpha >= 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_non_negative(
+            lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha
+        )
         defaults = {
             "lr": lr,
             "momentum": momentum,

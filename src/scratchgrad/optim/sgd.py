@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.creation import from_numpy
-from scratchgrad.optim.optimizer import Optimizer, ParamsT
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
 
 
 class SGD(Optimizer):
@@ -39,12 +39,7 @@ class SGD(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {
