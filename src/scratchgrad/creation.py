@@ -92,33 +92,29 @@ def _rng(generator: Generator | None):
     return (generator or backend.default_generator).rng
 
 
-def _random_dtype(name: str, dtype: Any):
+def _random_floats(name: str, size: tuple, generator, dtype, requires_grad: bool) -> Tensor:
+    """Samples from ``generator``'s method ``name`` ("random", "standard_normal"), drawn in
+    float32 or float64 (what NumPy's generators make) and cast to ``dtype``."""
     dtype = _dtype(dtype)
     if not backend.is_floating(dtype):
-        raise RuntimeError(f"{name}: random floats need a floating dtype, got {dtype}")
-    return dtype
+        raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
+    draw = getattr(_rng(generator), name)
+    array = draw(_shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32)
+    return _finish(array.astype(dtype, copy=False), requires_grad)
 
 
 def rand(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Uniform on [0, 1), from the library's seeded generator (see ``manual_seed``)."""
-    dtype = _random_dtype("rand", dtype)
-    array = _rng(generator).random(
-        _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
-    )
-    return _finish(array.astype(dtype, copy=False), requires_grad)
+    return _random_floats("random", size, generator, dtype, requires_grad)
 
 
 def randn(
     *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Standard normal samples; ``randn(())`` gives a 0-d tensor."""
-    dtype = _random_dtype("randn", dtype)
-    array = _rng(generator).standard_normal(
-        _shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32
-    )
-    return _finish(array.astype(dtype, copy=False), requires_grad)
+    return _random_floats("standard_normal", size, generator, dtype, requires_grad)
 
 
 def randint(
