@@ -65,4 +65,25 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         (logits,) = ctx.saved_tensors
-        return (logits.softmax(1) - ctx.one_hot) * (grad * ctx.scale), None
+        return CrossEntropyGrad.apply(grad, logits, one_hot=ctx.one_hot, scale=ctx.scale), None
+
+
+class CrossEntropyGrad(Function):
+    """``(softmax(logits) - one_hot) * grad * scale``: CrossEntropy's backward as one node.
+    Its own backward uses the softmax Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
+
+    @staticmethod
+    def forward(ctx, grad, logits, one_hot, scale):
+        ctx.save_for_backward(grad, logits)
+        ctx.one_hot, ctx.scale = one_hot, scale
+        return (xp.exp(log_softmax(logits, 1)) - one_hot) * (grad * scale)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad, logits = ctx.saved_tensors
+        d_grad, d_logits = ctx.needs_input_grad
+        p = logits.softmax(1)
+        return (
+            g * (p - ctx.one_hot) * ctx.scale if d_grad else None,
+            p * (g - (g * p).sum(1, keepdim=True)) * (grad * ctx.scale) if d_logits else None,
+        )
