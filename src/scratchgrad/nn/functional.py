@@ -276,7 +276,8 @@ def _plain_class_targets(input, target, weight, ignore_index, reduction, label_s
         return False
     if label_smoothing or reduction == "none" or labels.min() < 0:
         return False
-    return labels.max() < input.shape[1] and not (labels == ignore_index).any()
+    in_range = 0 <= ignore_index < input.shape[1]  # the default, -100, can never match
+    return labels.max() < input.shape[1] and not (in_range and (labels == ignore_index).any())
 
 
 def _class_targets(

@@ -54,36 +54,43 @@ class CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, logits, target, reduction="mean"):
-        rows = xp.arange(len(target))
-        picked = log_softmax(logits, 1)[rows, target]
-        ctx.save_for_backward(logits)
-        ctx.one_hot = xp.zeros_like(logits)
-        ctx.one_hot[rows, target] = 1
+        log_probs = log_softmax(logits, 1)
+        ctx.save_for_backward(logits, log_probs)
+        ctx.target = target
         ctx.scale = 1 / max(len(target), 1) if reduction == "mean" else 1
-        return -picked.mean() if reduction == "mean" else -picked.sum()
+        return -log_probs[xp.arange(len(target)), target].sum() * ctx.scale
 
     @staticmethod
     def backward(ctx, grad):
-        (logits,) = ctx.saved_tensors
-        return CrossEntropyGrad.apply(grad, logits, one_hot=ctx.one_hot, scale=ctx.scale), None
+        logits, log_probs = ctx.saved_tensors
+        grad_logits = CrossEntropyGrad.apply(
+            grad, logits, log_probs=log_probs.array, target=ctx.target, scale=ctx.scale
+        )
+        return grad_logits, None
 
 
 class CrossEntropyGrad(Function):
-    """``(softmax(logits) - one_hot) * grad * scale``: CrossEntropy's backward as one node.
-    Its own backward uses the softmax Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
+    """``(softmax(logits) - one_hot(target)) * grad * scale``: CrossEntropy's backward as one
+    node, from the log-probabilities its forward kept. Its own backward uses the softmax
+    Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
 
     @staticmethod
-    def forward(ctx, grad, logits, one_hot, scale):
+    def forward(ctx, grad, logits, log_probs, target, scale):
         ctx.save_for_backward(grad, logits)
-        ctx.one_hot, ctx.scale = one_hot, scale
-        return (xp.exp(log_softmax(logits, 1)) - one_hot) * (grad * scale)
+        ctx.target, ctx.scale = target, scale
+        out = xp.exp(log_probs)
+        out[xp.arange(len(target)), target] -= 1
+        out *= grad * scale
+        return out
 
     @staticmethod
     def backward(ctx, g):
         grad, logits = ctx.saved_tensors
         d_grad, d_logits = ctx.needs_input_grad
         p = logits.softmax(1)
+        one_hot = xp.zeros(logits.shape, logits.dtype)
+        one_hot[xp.arange(len(ctx.target)), ctx.target] = 1
         return (
-            g * (p - ctx.one_hot) * ctx.scale if d_grad else None,
+            g * (p - one_hot) * ctx.scale if d_grad else None,
             p * (g - (g * p).sum(1, keepdim=True)) * (grad * ctx.scale) if d_logits else None,
         )
