@@ -363,7 +363,6 @@ def cross_entropy(
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
-    logp = input.log_softmax(class_dim)
     class_weight = None
     if weight is not None:  # shaped to broadcast along the class dim
         class_weight = weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
@@ -378,12 +377,14 @@ def cross_entropy(
             )
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        logp = input.log_softmax(class_dim)
         terms = logp * target if class_weight is None else logp * target * class_weight
         return _reduce(-terms.sum(class_dim), reduction)
 
     _check_class_target_shape(input, target, class_dim)
     if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
         return CrossEntropy.apply(input, target, reduction=reduction)
+    logp = input.log_softmax(class_dim)
     safe, weights, ignored = _class_targets(target, n_classes, weight, ignore_index, input.dtype)
     picked = logp.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
     loss = -picked.squeeze(class_dim) * Tensor._make(weights)
