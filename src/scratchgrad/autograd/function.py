@@ -135,7 +135,7 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
 def _share_counter(result: Tensor, source: Tensor) -> None:
     """A view shares its source's version counter: an in-place change through either is seen
     by every graph that saved the other."""
-    if xp.may_share_memory(result.array, source.array):
+    if result.array.base is not None and xp.may_share_memory(result.array, source.array):
         result._counter = source._shared_counter()
 
 
