@@ -158,8 +158,9 @@ def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
         if (type(arg) is Tensor or isinstance(arg, Tensor)) and arg.array is value:
             counter = arg._shared_counter()
             return arg, counter, counter[0]
-    if value is out:
-        return result.array, result._shared_counter(), 0
+    if value is out:  # a view's counter is its source's, which may have counted already
+        counter = result._shared_counter()
+        return result.array, counter, counter[0]
     if isinstance(value, (xp.ndarray, xp.generic)):
         return Tensor._make(xp.asarray(value)), None, 0
     return value, None, 0
