@@ -291,27 +291,21 @@ class Tensor:
         return binary.Div.apply(y, x)
 
     def __floordiv__(self, other: Any) -> Tensor:
-        return (self / other).floor().to(self._operands(other)[0].dtype)
+        x, y = self._operands(other)
+        if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
+            return Tensor._make(xp.floor_divide(x.array, getattr(y, "array", y)))
+        return (x / y).floor()
 
     def __mod__(self, other: Any) -> Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
-        return x - (x / y).floor().to(x.dtype) * y
+        if not backend.is_floating(x.array.dtype):
+            return Tensor._make(xp.remainder(x.array, getattr(y, "array", y)))
+        return x - (x / y).floor() * y
 
     def _floating(self) -> Tensor:
         """This tensor, or a float32 copy of an integer or bool one (true division, exp...)."""
-        return (
-            self
-            if self.array.dtype.kind == "f" or backend.is_floating(self.array.dtype)
-            else self.float()
-        )
-
-    def __pow__(self, other: Any) -> Tensor:
-        return binary.Pow.apply(*self._operands(other))
-
-    def __rpow__(self, other: Any) -> Tensor:
-        x, y = self._operands(other)
-        return binary.Pow.apply(y, x)
+        return self if backend.is_floating(self.array.dtype) else self.float()
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return self.matmul(other)
