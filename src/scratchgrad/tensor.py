@@ -307,6 +307,13 @@ class Tensor:
         """This tensor, or a float32 copy of an integer or bool one (true division, exp...)."""
         return self if backend.is_floating(self.array.dtype) else self.float()
 
+    def __pow__(self, other: Any) -> Tensor:
+        return binary.Pow.apply(*self._operands(other))
+
+    def __rpow__(self, other: Any) -> Tensor:
+        x, y = self._operands(other)
+        return binary.Pow.apply(y, x)
+
     def __matmul__(self, other: Tensor) -> Tensor:
         return self.matmul(other)
 
