@@ -523,6 +523,24 @@ def test_floor_division_and_modulo():
     check(lambda x: x % 2, [5.0, -5.0, 7.5], grad=False)
 
 
+def test_integer_floor_division_and_modulo_are_exact():
+    a, b = [7, -7, 2**40 + 3], [2, 2, -5]
+    for op in (operator.floordiv, operator.mod):
+        out, expected = op(sg.tensor(a), sg.tensor(b)), op(torch.tensor(a), torch.tensor(b))
+        assert out.tolist() == expected.tolist() and str(out.dtype) == "int64"
+        assert op(sg.tensor(a), 3).tolist() == op(torch.tensor(a), 3).tolist()
+
+
+def test_remainder_of_floats_has_gradient_one():
+    x, xt = (
+        sg.tensor([7.5, -7.5], requires_grad=True),
+        torch.tensor([7.5, -7.5], requires_grad=True),
+    )
+    (x % 2).sum().backward()
+    (xt % 2).sum().backward()
+    assert x.grad.tolist() == xt.grad.tolist() == [1.0, 1.0]
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3),
