@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 from op_table import OPS
+from oracle import assert_close
 
 import scratchgrad as sg
 
@@ -57,8 +58,6 @@ SHAPES = {
     "dot": _sides.map(lambda k: ((k,), (k,))),
 }
 
-TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
-
 
 def _domains(op, count):
     return op.domain if isinstance(op.domain, tuple) else (op.domain,) * count
@@ -66,14 +65,6 @@ def _domains(op, count):
 
 def _arrays(op, shapes, rng):
     return [domain(rng, shape) for domain, shape in zip(_domains(op, len(shapes)), shapes)]
-
-
-def _close(ours, theirs, dtype, what):
-    rtol, atol = TOLERANCE[dtype]
-    theirs = theirs.detach().numpy()
-    ours = np.asarray(ours.detach().numpy())
-    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} != torch's {theirs.shape}"
-    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol, err_msg=what)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -89,7 +80,7 @@ def test_forward_and_gradient_match_torch(op, dtype, data):
 
     out, expected = op.call(sg, *ours), op.call(torch, *theirs)
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
-    _close(out, expected, dtype, f"{op.name} forward")
+    assert_close(out, expected, dtype, f"{op.name} forward")
     if not op.grad:
         return
     g = rng.standard_normal(tuple(expected.shape))
@@ -99,7 +90,7 @@ def test_forward_and_gradient_match_torch(op, dtype, data):
         if t.grad is None:
             assert x.grad is None or not x.grad.numpy().any(), f"{op.name}: grad {i} should be 0"
         else:
-            _close(x.grad, t.grad, dtype, f"{op.name} gradient of input {i}")
+            assert_close(x.grad, t.grad, dtype, f"{op.name} gradient of input {i}")
 
 
 def _float64_inputs(op):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from oracle import assert_close
 
 import scratchgrad as sg
 from scratchgrad.nn import conv, conv_functional
@@ -19,7 +20,6 @@ from scratchgrad.nn import conv_functional as F
 from scratchgrad.nn.conv import Conv1d, Conv2d
 from scratchgrad.ops import conv as conv_ops
 
-TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
 DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
 
 
@@ -32,27 +32,19 @@ def _pair(array, dtype="float64"):
     )
 
 
-def _close(actual, expected, dtype="float64", what=""):
-    rtol, atol = TOLERANCE[dtype]
-    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
-    actual = actual.detach().numpy() if isinstance(actual, sg.Tensor) else actual
-    assert actual.shape == expected.shape, what
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
-
-
 def _check_function(ours, theirs, arrays, dtype="float64", seed=1):
     """Run ``ours`` and ``theirs`` on the same arrays; compare the output and every gradient
     for the same random gradient of the output."""
     pairs = [_pair(a, dtype) if a is not None else (None, None) for a in arrays]
     out = ours(*(p[0] for p in pairs))
     expected = theirs(*(p[1] for p in pairs))
-    _close(out, expected, dtype, "output")
+    assert_close(out, expected, dtype, "output")
     grad = np.random.default_rng(seed).standard_normal(expected.shape)
     out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
     expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
     for i, (x, t) in enumerate(pairs):
         if x is not None:
-            _close(x.grad, t.grad, dtype, f"gradient of argument {i}")
+            assert_close(x.grad, t.grad, dtype, f"gradient of argument {i}")
 
 
 # ---- conv2d over a grid of options ---------------------------------------------------------
@@ -133,7 +125,7 @@ def test_conv2d_non_contiguous_input_and_untouched_arguments():
     out = F.conv2d(x, w, b, padding=1)
     out.sum().backward()
     expected = TF.conv2d(*(torch.from_numpy(a) for a in copies), padding=1)
-    _close(out, expected)
+    assert_close(out, expected)
     for array, copy in zip((x_array, w_array, b_array), copies):
         np.testing.assert_array_equal(array, copy)
 
@@ -153,7 +145,7 @@ def test_conv2d_without_grad():
     with sg.no_grad():
         out = F.conv2d(sg.tensor(x), sg.tensor(w, requires_grad=True), padding=1)
     assert not out.requires_grad
-    _close(out, TF.conv2d(torch.tensor(x), torch.tensor(w), padding=1))
+    assert_close(out, TF.conv2d(torch.tensor(x), torch.tensor(w), padding=1))
 
 
 def test_conv2d_gradient_of_weight_only():
@@ -165,8 +157,8 @@ def test_conv2d_gradient_of_weight_only():
     F.conv2d(xs, ws, bs, padding=1).square().sum().backward()
     TF.conv2d(torch.tensor(x), wt, bt, padding=1).square().sum().backward()
     assert xs.grad is None
-    _close(ws.grad, wt.grad)
-    _close(bs.grad, bt.grad)
+    assert_close(ws.grad, wt.grad)
+    assert_close(bs.grad, bt.grad)
 
 
 # ---- conv1d -------------------------------------------------------------------------------
@@ -282,7 +274,7 @@ def test_second_derivative_matches_torch():
         (gx * gx).sum().backward()
         results.append((wt.grad, bt.grad))
     for ours, theirs in zip(*results):
-        _close(ours, theirs)
+        assert_close(ours, theirs)
 
 
 # ---- the layers ---------------------------------------------------------------------------
@@ -313,12 +305,12 @@ def test_layer_matches_torch(build, shape, dtype):
     x = np.random.default_rng(7).standard_normal(shape)
     xs, xt = _pair(x, dtype)
     out, expected = ours(xs), theirs(xt)
-    _close(out, expected, dtype, "output")
+    assert_close(out, expected, dtype, "output")
     (out * out).sum().backward()
     (expected * expected).sum().backward()
-    _close(xs.grad, xt.grad, dtype, "input gradient")
+    assert_close(xs.grad, xt.grad, dtype, "input gradient")
     for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
-        _close(p.grad, q.grad, dtype, f"gradient of {name}")
+        assert_close(p.grad, q.grad, dtype, f"gradient of {name}")
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ BatchNorm over several steps in train and eval mode; Dropout by its statistics."
 import numpy as np
 import pytest
 import torch
+from oracle import assert_close
 
 import scratchgrad as sg
 from scratchgrad import nn
 
-TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
 DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
 
 
@@ -152,12 +152,6 @@ def _pair(builder, dtype, mode, seed=0):
     return ours, theirs
 
 
-def _close(actual, expected, dtype, what):
-    rtol, atol = TOLERANCE[dtype]
-    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
-    np.testing.assert_allclose(np.asarray(actual), expected, rtol=rtol, atol=atol, err_msg=what)
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize(
     ("builder", "make_input", "mode"), [e[1:] for e in LAYERS], ids=[e[0] for e in LAYERS]
@@ -174,19 +168,19 @@ def test_layer_matches_torch(builder, make_input, mode, dtype):
 
     out, expected = ours(sx), theirs(tx)
     assert out.shape == tuple(expected.shape) and str(out.dtype) == dtype
-    _close(out.array, expected, dtype, "output")
+    assert_close(out.array, expected, dtype, "output")
 
     upstream = rng.standard_normal(out.shape).astype(dtype)
     (out * sg.tensor(upstream)).sum().backward()
     (expected * torch.tensor(upstream)).sum().backward()
     if floating:
-        _close(sx.grad.array, tx.grad, dtype, "input gradient")
+        assert_close(sx.grad.array, tx.grad, dtype, "input gradient")
     torch_params = dict(theirs.named_parameters())
     for name, param in ours.named_parameters():
-        _close(param.grad.array, torch_params[name].grad, dtype, f"gradient of {name}")
+        assert_close(param.grad.array, torch_params[name].grad, dtype, f"gradient of {name}")
     torch_buffers = dict(theirs.named_buffers())
     for name, buffer in ours.named_buffers():
-        _close(buffer.array, torch_buffers[name], dtype, f"buffer {name}")
+        assert_close(buffer.array, torch_buffers[name], dtype, f"buffer {name}")
 
 
 @pytest.mark.parametrize("momentum", [0.1, 0.7, None])
@@ -198,13 +192,13 @@ def test_batchnorm_running_statistics_over_steps(cls, momentum):
     rng = np.random.default_rng(0)
     for step in range(4):
         x = rng.standard_normal(shape) * (step + 1) + step
-        _close(ours(sg.tensor(x)).array, theirs(torch.tensor(x)), "float64", f"step {step}")
+        assert_close(ours(sg.tensor(x)).array, theirs(torch.tensor(x)), "float64", f"step {step}")
         for name, expected in theirs.named_buffers():
-            _close(getattr(ours, name).array, expected, "float64", f"{name} at step {step}")
+            assert_close(getattr(ours, name).array, expected, "float64", f"{name} at step {step}")
     assert ours.num_batches_tracked.dtype == sg.int64 and ours.num_batches_tracked.item() == 4
     ours.eval(), theirs.eval()
     x = rng.standard_normal(shape)
-    _close(ours(sg.tensor(x)).array, theirs(torch.tensor(x)), "float64", "eval output")
+    assert_close(ours(sg.tensor(x)).array, theirs(torch.tensor(x)), "float64", "eval output")
     assert ours.num_batches_tracked.item() == 4  # eval leaves the statistics alone
 
 
@@ -301,7 +295,7 @@ def test_softmax_without_dim_warns_and_picks_torchs_dim():
             out = nn.Softmax()(sg.tensor(data))
         with pytest.warns(UserWarning):
             expected = torch.nn.Softmax()(torch.tensor(data))
-        _close(out.array, expected, "float64", str(shape))
+        assert_close(out.array, expected, "float64", str(shape))
 
 
 def test_layers_accept_dtype_and_cpu_device():

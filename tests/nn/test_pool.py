@@ -10,21 +10,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from oracle import assert_close
 
 import scratchgrad as sg
 from scratchgrad.nn import conv_functional, pooling
 from scratchgrad.nn import conv_functional as F
 
-TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
 DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
-
-
-def _close(actual, expected, dtype="float64", what=""):
-    rtol, atol = TOLERANCE[dtype]
-    expected = expected.detach().numpy() if isinstance(expected, torch.Tensor) else expected
-    actual = actual.detach().numpy() if isinstance(actual, sg.Tensor) else actual
-    assert actual.shape == expected.shape, what
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
 
 
 def _check(ours, theirs, x, dtype="float64", seed=1):
@@ -32,11 +24,11 @@ def _check(ours, theirs, x, dtype="float64", seed=1):
     xs = sg.tensor(x, dtype=DTYPES[dtype][0], requires_grad=True)
     xt = torch.tensor(x, dtype=DTYPES[dtype][1], requires_grad=True)
     out, expected = ours(xs), theirs(xt)
-    _close(out, expected, dtype, "output")
+    assert_close(out, expected, dtype, "output")
     grad = np.random.default_rng(seed).standard_normal(expected.shape)
     out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
     expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
-    _close(xs.grad, xt.grad, dtype, "input gradient")
+    assert_close(xs.grad, xt.grad, dtype, "input gradient")
 
 
 def _input(shape=(2, 3, 7, 6), seed=0):
@@ -201,7 +193,7 @@ def test_max_pool2d_second_derivative_matches_torch():
         (g,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
         (g * g).sum().backward()
         results.append(xt.grad)
-    _close(*results)
+    assert_close(*results)
 
 
 # ---- the layers ---------------------------------------------------------------------------
@@ -268,14 +260,14 @@ def test_small_cnn_end_to_end_float32():
         for a in arrays
     ]
     out, expected = ours(*(p[0] for p in pairs)), theirs(*(p[1] for p in pairs))
-    _close(out, expected, "float32", "logits")
+    assert_close(out, expected, "float32", "logits")
     out.log_softmax(1).sum().backward()
     expected.log_softmax(1).sum().backward()
     for mine, their in zip(ours.layers, theirs.layers):
         for name, p in their.named_parameters():
-            _close(getattr(mine, name).grad, p.grad, "float32", name)
+            assert_close(getattr(mine, name).grad, p.grad, "float32", name)
     for (s, t), name in zip(pairs, ("x", "w", "b")):
-        _close(s.grad, t.grad, "float32", name)
+        assert_close(s.grad, t.grad, "float32", name)
 
 
 # ---- errors -------------------------------------------------------------------------------
