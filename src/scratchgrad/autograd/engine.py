@@ -7,6 +7,7 @@ its own broadcasting.
 
 from __future__ import annotations
 
+import heapq
 import sys
 from collections.abc import Sequence
 
@@ -67,9 +68,15 @@ def backward(
 
 
 def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
+    """The walk: each node runs once every gradient flowing into it has arrived.
+
+    A node is created after every node it uses, so taking the newest node first (largest
+    ``sequence_nr``, from a heap) is a reverse topological order found while walking, without a
+    separate sort. With ``targets`` (autograd.grad) only the nodes with a path to one are run.
+    """
     if retain_graph is None:
         retain_graph = create_graph
-    roots = {}
+    grads = {}  # node -> the sum of the gradients that reached it so far (Functions and leaves)
     for out, g in zip(outputs, _seed_grads(outputs, grad_outputs)):
         node = _node_of(out)
         if node is None:
@@ -77,27 +84,28 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
                 f"backward: a tensor of shape {out.shape} does not require grad and has no "
                 "graph; set requires_grad=True on the inputs that should get gradients"
             )
-        roots[node] = roots[node] + g if node in roots else g
-    order = _topological_order([n for n in roots if isinstance(n, Function)], targets)
-    grads, found = roots, {}
+        grads[node] = grads[node] + g if node in grads else g
+    roots = [node for node in grads if isinstance(node, Function)]
+    wanted = None if targets is None else _leading_to(roots, targets)
+    ready = [(-node.sequence_nr, node) for node in roots]
+    heapq.heapify(ready)
+    found = {}
     previous_mode, _state.enabled = _state.enabled, create_graph
     try:
-        for node in reversed(order):
-            g = grads.pop(node, None)
-            if g is None:
-                continue
+        while ready:
+            node = heapq.heappop(ready)[1]
+            g = grads.pop(node)
             if node.hooks:
                 g = _run_hooks(node.hooks, g)
             if targets is not None and node in targets:
                 found[node] = g
-            _propagate(node, g, grads)
+            if wanted is None or node in wanted:
+                _propagate(node, g, grads, ready, wanted)
             if node.saved and not retain_graph:
                 node.saved = None  # free what forward saved: nothing needs it any more
         # What is left are the leaves' gradients, each summed over all its uses.
         while grads:
             leaf, g = grads.popitem()
-            if not isinstance(leaf, Tensor):
-                continue  # a node pruned by autograd.grad: it leads to no input asked for
             if leaf._hooks:
                 g = _run_hooks(leaf._hooks, g)
             if targets is None:
@@ -117,8 +125,9 @@ def _run_hooks(hooks: tuple, g: Tensor) -> Tensor:
     return g
 
 
-def _propagate(node: Function, g: Tensor, grads: dict) -> None:
-    """Run one node's backward and add each input's gradient, summed to the input's shape."""
+def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set | None) -> None:
+    """Run one node's backward and add each input's gradient, summed to the input's shape; an
+    input that gets its first gradient joins the heap of nodes to run."""
     input_grads = type(node).backward(node, g)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -128,9 +137,10 @@ def _propagate(node: Function, g: Tensor, grads: dict) -> None:
             f"{len(node.parents)} inputs"
         )
     for parent, g_in in zip(node.parents, input_grads):
-        if parent is None or g_in is None:
+        if parent is None or g_in is None or (wanted is not None and parent not in wanted):
             continue
-        shape = parent.array.shape if isinstance(parent, Tensor) else parent.out_shape
+        is_leaf = isinstance(parent, Tensor)
+        shape = parent.array.shape if is_leaf else parent.out_shape
         if g_in.array.shape != shape:
             g_in = g_in.sum_to_size(shape)
             if g_in.array.shape != shape:
@@ -141,7 +151,12 @@ def _propagate(node: Function, g: Tensor, grads: dict) -> None:
         if anomaly.enabled:
             anomaly.check(node, g_in)
         previous = grads.get(parent)
-        grads[parent] = g_in if previous is None else previous + g_in
+        if previous is not None:
+            grads[parent] = previous + g_in
+        else:
+            grads[parent] = g_in
+            if not is_leaf:
+                heapq.heappush(ready, (-parent.sequence_nr, parent))
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
@@ -167,13 +182,10 @@ def _owns_its_array(g: Tensor) -> bool:
     return array.base is None and sys.getrefcount(g) == 4 and sys.getrefcount(array) == 3
 
 
-def _topological_order(roots: list[Function], targets: dict | None) -> list[Function]:
-    """Function nodes in an order where each comes after all its parents; iterative, never
-    recursive. Leaves are not in it: their gradients are handled after the walk.
-
-    With ``targets`` (autograd.grad), only nodes with a path to a target are kept.
-    """
-    order, visited, reaches = [], set(roots), {}
+def _leading_to(roots: list[Function], targets: dict) -> set:
+    """The nodes with a path to a target, and the targets: all autograd.grad needs to run.
+    Iterative depth-first search, never recursive: a node is decided after its parents."""
+    wanted, visited = set(targets), set(roots)
     for root in roots:
         stack = [(root, iter(root.parents))]
         while stack:
@@ -185,16 +197,9 @@ def _topological_order(roots: list[Function], targets: dict | None) -> list[Func
                     break
             else:
                 stack.pop()
-                if targets is None or _reaches(node, targets, reaches):
-                    order.append(node)
-    return order
-
-
-def _reaches(node: Function, targets: dict, reaches: dict) -> bool:
-    """Whether a path leads from ``node`` to a target; its parents are already decided."""
-    found = node in targets or any(p in targets or reaches.get(p) for p in node.parents)
-    reaches[node] = found
-    return found
+                if any(p in wanted for p in node.parents):
+                    wanted.add(node)
+    return wanted
 
 
 def _seed_grads(outputs: tuple, grad_outputs) -> list[Tensor]:

@@ -8,10 +8,13 @@ cycle keeps a graph alive.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
+
+_sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
 
 
 class Function:
@@ -37,7 +40,7 @@ class Function:
     """
 
     parents: tuple = ()  # one entry per forward argument: a Function, a leaf Tensor, or None
-    needs_input_grad: tuple = ()  # for each forward argument, whether a gradient flows to it
+    sequence_nr = 0  # when it was recorded: a node is always newer than the nodes it uses
     out_shape: tuple = ()
     out_dtype = None
     hooks: tuple = ()  # hooks registered on the tensor this node made
@@ -82,6 +85,11 @@ class Function:
             tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
         return tuple(tensors)
 
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """For each forward argument, whether a gradient flows to it (skip the others)."""
+        return tuple([parent is not None for parent in self.parents])
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
         """Run the operation on Tensors (and plain values), recording it when a grad is needed.
@@ -89,6 +97,17 @@ class Function:
         Keyword arguments are static attributes (a dim, a shape), never differentiated.
         """
         ctx = cls()
+        if not _state.enabled:  # the fast path (backward passes run here): nothing to record
+            try:
+                out = cls.forward(
+                    ctx, *[a.array if isinstance(a, Tensor) else a for a in args], **kwargs
+                )
+            except (ValueError, IndexError) as error:
+                raise _with_shapes(error, cls, args) from None
+            result = Tensor._make(out if type(out) is xp.ndarray else xp.asarray(out))
+            if cls.is_view:
+                _share_counter(result, args[0])
+            return result
         arrays, parents, record = [], [], False
         for a in args:
             if type(a) is Tensor or isinstance(a, Tensor):  # the first test is the fast one
@@ -104,20 +123,15 @@ class Function:
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
         array = out if type(out) is xp.ndarray else xp.asarray(out)  # NumPy gives 0-d scalars
-        if not (record and _state.enabled):
-            result = Tensor._make(array)
-            if cls.is_view:
-                _share_counter(result, args[0])
-            return result
-        ctx.parents = tuple(parents)
-        ctx.needs_input_grad = tuple([p is not None for p in parents])
-        ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
-        result = Tensor._make(array, ctx)
+        result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
             _share_counter(result, args[0])
-        if ctx._to_save:
-            ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
-            ctx._to_save = ()
+        if record:
+            ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
+            ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
+            if ctx._to_save:
+                ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
+                ctx._to_save = ()
         return result
 
 

@@ -16,8 +16,9 @@ class MSELoss(Function):
         diff = x - y
         ctx.save_for_backward(x, y)
         ctx.scale = 2 / max(diff.size, 1) if reduction == "mean" else 2
-        squares = diff * diff
-        return squares.mean() if reduction == "mean" else squares.sum()
+        total = xp.add.reduce(diff * diff, axis=None)
+        # what ndarray.mean does, without its Python-level wrapper (a quarter of this op's time)
+        return total / diff.size if reduction == "mean" else total
 
     @staticmethod
     def backward(ctx, grad):
