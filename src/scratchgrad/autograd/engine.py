@@ -15,6 +15,7 @@ from scratchgrad.autograd import anomaly
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
+from scratchgrad.ops.reduce import SumToSize
 from scratchgrad.tensor import Tensor
 
 
@@ -76,19 +77,22 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     """
     if retain_graph is None:
         retain_graph = create_graph
+    given = (None,) * len(outputs) if grad_outputs is None else _as_tuple(grad_outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
     grads = {}  # node -> the sum of the gradients that reached it so far (Functions and leaves)
-    for out, g in zip(outputs, _seed_grads(outputs, grad_outputs)):
+    for out, g in zip(outputs, given):
         node = _node_of(out)
         if node is None:
             raise RuntimeError(
                 f"backward: a tensor of shape {out.shape} does not require grad and has no "
                 "graph; set requires_grad=True on the inputs that should get gradients"
             )
+        g = _seed(out, g)
         grads[node] = grads[node] + g if node in grads else g
-    roots = [node for node in grads if isinstance(node, Function)]
-    wanted = None if targets is None else _leading_to(roots, targets)
-    ready = [(-node.sequence_nr, node) for node in roots]
+    ready = [(-node.sequence_nr, node) for node in grads if isinstance(node, Function)]
     heapq.heapify(ready)
+    wanted = None if targets is None else _leading_to([node for _, node in ready], targets)
     found = {}
     previous_mode, _state.enabled = _state.enabled, create_graph
     try:
@@ -142,7 +146,7 @@ def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set 
         is_leaf = isinstance(parent, Tensor)
         shape = parent.array.shape if is_leaf else parent.out_shape
         if g_in.array.shape != shape:
-            g_in = g_in.sum_to_size(shape)
+            g_in = SumToSize.apply(g_in, shape=shape)
             if g_in.array.shape != shape:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
@@ -200,14 +204,6 @@ def _leading_to(roots: list[Function], targets: dict) -> set:
                 if any(p in wanted for p in node.parents):
                     wanted.add(node)
     return wanted
-
-
-def _seed_grads(outputs: tuple, grad_outputs) -> list[Tensor]:
-    """The gradient each output starts with: ones for a scalar, else the one the caller gave."""
-    given = (None,) * len(outputs) if grad_outputs is None else _as_tuple(grad_outputs)
-    if len(given) != len(outputs):
-        raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
-    return [_seed(out, g) for out, g in zip(outputs, given)]
 
 
 def _seed(out: Tensor, g: Tensor | None) -> Tensor:

@@ -130,7 +130,7 @@ class Function:
             ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
             ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
             if ctx._to_save:
-                ctx.saved = tuple([_keep(value, args, out, result) for value in ctx._to_save])
+                ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
         return result
 
@@ -162,22 +162,28 @@ def _node_of(arg: Any) -> Function | Tensor | None:
     return arg if arg.requires_grad else None
 
 
-def _keep(value: Any, args: tuple, out: Any, result: Tensor) -> tuple:
-    """A saved entry: (value, the version counter to watch, its count now).
+def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
+    """What forward saved, as entries (value, the version counter to watch, its count now).
 
     Inputs are kept as their Tensors and the result as its bare array (rebuilt on use), so the
     node holds no reference to its own output.
     """
-    for arg in args:
-        if (type(arg) is Tensor or isinstance(arg, Tensor)) and arg.array is value:
-            counter = arg._shared_counter()
-            return arg, counter, counter[0]
-    if value is out:  # a view's counter is its source's, which may have counted already
-        counter = result._shared_counter()
-        return result.array, counter, counter[0]
-    if isinstance(value, (xp.ndarray, xp.generic)):
-        return Tensor._make(xp.asarray(value)), None, 0
-    return value, None, 0
+    entries = []
+    for value in values:
+        for arg in args:
+            if (type(arg) is Tensor or isinstance(arg, Tensor)) and arg.array is value:
+                counter = arg._shared_counter()
+                entries.append((arg, counter, counter[0]))
+                break
+        else:
+            if value is out:  # a view's counter is its source's, which may have counted already
+                counter = result._shared_counter()
+                entries.append((result.array, counter, counter[0]))
+            elif isinstance(value, (xp.ndarray, xp.generic)):
+                entries.append((Tensor._make(xp.asarray(value)), None, 0))
+            else:
+                entries.append((value, None, 0))
+    return tuple(entries)
 
 
 from scratchgrad.tensor import Tensor  # noqa: E402  (Tensor's methods are built from Functions)

@@ -54,9 +54,9 @@ class Linear(Function):
         dx, dw, db = ctx.needs_input_grad
         grad_w = None
         if dw:  # batch dims of any number (or none) are summed by one matrix product
-            rows, inputs = (grad, x) if x.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
+            rows, inputs = (grad, x) if x.array.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
             grad_w = MatMul.apply(rows, inputs, transpose_x=True)
-        return grad @ w if dx else None, grad_w, grad if db else None
+        return MatMul.apply(grad, w) if dx else None, grad_w, grad if db else None
 
 
 def _as_matrix(t):

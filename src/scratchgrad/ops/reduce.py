@@ -19,7 +19,7 @@ class Sum(Function):
     def forward(ctx, x, dim=None, keepdim=False):
         ctx.in_shape = x.shape
         ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
-        return x.sum(axis=dim, keepdims=keepdim)
+        return xp.add.reduce(x, axis=dim, keepdims=keepdim)  # ndarray.sum, less a wrapper
 
     @staticmethod
     def backward(ctx, grad):
@@ -35,10 +35,11 @@ class SumToSize(Function):
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
         lead = x.ndim - len(shape)
-        dims = tuple(range(lead)) + tuple(
-            lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1
-        )
-        return x.sum(axis=dims, keepdims=True).reshape(shape) if dims else x
+        kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
+        if kept:
+            return xp.add.reduce(x, axis=tuple(range(lead)) + kept, keepdims=True).reshape(shape)
+        # the common case (a bias): the result owns its memory, so a leaf can keep it as .grad
+        return xp.add.reduce(x, axis=tuple(range(lead))) if lead else x
 
     @staticmethod
     def backward(ctx, grad):
