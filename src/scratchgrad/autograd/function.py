@@ -99,9 +99,10 @@ class Function:
         ctx = cls()
         if not _state.enabled:  # the fast path (backward passes run here): nothing to record
             try:
-                out = cls.forward(
-                    ctx, *[a.array if isinstance(a, Tensor) else a for a in args], **kwargs
-                )
+                arrays = []
+                for a in args:
+                    arrays.append(a.array if isinstance(a, Tensor) else a)
+                out = cls.forward(ctx, *arrays, **kwargs)
             except (ValueError, IndexError) as error:
                 raise _with_shapes(error, cls, args) from None
             result = Tensor._make(out if type(out) is xp.ndarray else xp.asarray(out))

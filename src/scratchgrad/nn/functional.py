@@ -33,10 +33,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.array.ndim != 2 or input.array.ndim == 0:
         out = input.matmul(weight.mT if weight.ndim > 1 else weight)
         return out if bias is None else out + bias
-    x, w = input._operands(weight)
-    if bias is not None and bias.array.dtype != w.array.dtype:
-        bias = bias.to(w.array.dtype)
-    return Linear.apply(x, w, bias)
+    if input.array.dtype is not weight.array.dtype:  # promote as a product would
+        input, weight = input._operands(weight)
+    if bias is not None and bias.array.dtype is not weight.array.dtype:
+        bias = bias.to(weight.array.dtype)
+    return Linear.apply(input, weight, bias)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
