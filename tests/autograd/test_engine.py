@@ -238,6 +238,36 @@ def test_a_tensor_used_twice_gets_both_contributions():
     assert_close(x.grad, xt.grad)
 
 
+def test_each_node_runs_once_after_all_its_uses_however_the_uses_were_built():
+    """The engine runs the newest node first. Here ``shared`` feeds a short path and a long
+    one, and the long one was partly built before the short one: a hook on ``shared`` must
+    fire once, with the sum of both paths' gradients, as in PyTorch."""
+    sg_x, torch_x = both([0.5, -1.5, 2.0])
+    seen = {}
+    for name, x in (("sg", sg_x), ("torch", torch_x)):
+        shared = x * x
+        long_path = (shared * 3).exp()
+        short_path = shared.sin()
+        long_path = long_path * 0.5 + 1
+        calls = []
+        shared.register_hook(lambda g, calls=calls: calls.append(g.detach().clone()))
+        (long_path.sum() + short_path.sum()).backward()
+        seen[name] = calls, x.grad
+    (sg_calls, sg_grad), (torch_calls, torch_grad) = seen["sg"], seen["torch"]
+    assert len(sg_calls) == len(torch_calls) == 1
+    assert_close(sg_calls[0], torch_calls[0])
+    assert_close(sg_grad, torch_grad)
+
+
+def test_nodes_are_numbered_in_the_order_they_were_recorded():
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    first = x * 2
+    second = first + x
+    third = second.exp()
+    numbers = [t.grad_fn.sequence_nr for t in (first, second, third)]
+    assert numbers == sorted(numbers) and len(set(numbers)) == 3
+
+
 def test_backward_with_create_graph_makes_differentiable_grads():
     x, xt = both([0.3, 1.7])
     (x**3).sum().backward(create_graph=True)
