@@ -96,29 +96,22 @@ class Function:
 
         Keyword arguments are static attributes (a dim, a shape), never differentiated.
         """
-        ctx = cls()
-        if not _state.enabled:  # the fast path (backward passes run here): nothing to record
-            try:
-                arrays = []
-                for a in args:
-                    arrays.append(a.array if isinstance(a, Tensor) else a)
-                out = cls.forward(ctx, *arrays, **kwargs)
-            except (ValueError, IndexError) as error:
-                raise _with_shapes(error, cls, args) from None
-            result = Tensor._make(out if type(out) is xp.ndarray else xp.asarray(out))
-            if cls.is_view:
-                _share_counter(result, args[0])
-            return result
-        arrays, parents, record = [], [], False
-        for a in args:
-            if type(a) is Tensor or isinstance(a, Tensor):  # the first test is the fast one
-                arrays.append(a.array)
-                node = a._ctx if a._ctx is not None else a if a.requires_grad else None
-                parents.append(node)
-                record = record or node is not None
-            else:
-                arrays.append(a)
-                parents.append(None)
+        ctx, record = cls(), False
+        if _state.enabled:
+            arrays, parents = [], []
+            for a in args:
+                if type(a) is Tensor or isinstance(a, Tensor):  # the first test is the fast one
+                    arrays.append(a.array)
+                    node = a._ctx if a._ctx is not None else a if a.requires_grad else None
+                    parents.append(node)
+                    record = record or node is not None
+                else:
+                    arrays.append(a)
+                    parents.append(None)
+        else:  # backward passes run here: nothing is recorded, so only the arrays are needed
+            arrays = []
+            for a in args:
+                arrays.append(a.array if isinstance(a, Tensor) else a)
         try:
             out = cls.forward(ctx, *arrays, **kwargs)
         except (ValueError, IndexError) as error:
