@@ -10,7 +10,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import full_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
 
 
 class Adagrad(Optimizer):
@@ -80,14 +80,9 @@ class Adagrad(Optimizer):
                 if p.grad is None:
                     continue
                 param = p.array
-                grad = -p.grad.array if maximize else p.grad.array
+                grad = update_direction(p, maximize, weight_decay)
                 state = self.state[p]
                 state["step"] = step = state["step"] + 1
-
-                if weight_decay != 0:
-                    decayed = param * weight_decay  # a new array: the gradient itself is kept
-                    decayed += grad
-                    grad = decayed
 
                 total = state["sum"].array
                 scratch = xp.multiply(grad, grad)

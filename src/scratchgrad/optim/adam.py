@@ -12,7 +12,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
 
 
 class Adam(Optimizer):
@@ -75,7 +75,7 @@ class Adam(Optimizer):
                 if p.grad is None:
                     continue
                 param = p.array
-                grad = -p.grad.array if maximize else p.grad.array
+                grad = update_direction(p, maximize, 0 if decoupled else weight_decay)
                 state = self.state[p]
                 if not state:  # lazy initialisation, as PyTorch: state appears at the first step
                     state["step"] = 0
@@ -85,13 +85,8 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = zeros_like(p)
                 state["step"] = step = state["step"] + 1
 
-                if weight_decay != 0:
-                    if decoupled:
-                        param *= 1 - lr * weight_decay
-                    else:
-                        decayed = param * weight_decay  # a new array: the gradient itself is kept
-                        decayed += grad
-                        grad = decayed
+                if decoupled and weight_decay != 0:  # AdamW: shrink the weights themselves
+                    param *= 1 - lr * weight_decay
 
                 # One scratch array serves every intermediate below.
                 exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array

@@ -31,6 +31,25 @@ def check_non_negative(**hyperparameters: float) -> None:
             raise ValueError(f"Invalid {what}: {value}")
 
 
+def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
+    """The gradient array an update follows: ``p.grad`` (negated to maximize) plus
+    ``weight_decay * p`` (coupled L2 decay). ``p.grad`` itself is never changed: a decayed or
+    negated direction is a new array.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> (w * w).sum().backward()  # grad 2w = [2, -4]
+    >>> update_direction(w, maximize=True, weight_decay=0.5)  # -2w + 0.5w
+    array([-1.5,  3. ], dtype=float32)
+    """
+    grad = -p.grad.array if maximize else p.grad.array
+    if weight_decay != 0:
+        decayed = p.array * weight_decay
+        decayed += grad
+        grad = decayed
+    return grad
+
+
 class Optimizer:
     """Base class for optimizers: parameter groups, per-parameter state, state dicts.
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
 
 
 class RMSprop(Optimizer):
@@ -69,7 +69,7 @@ class RMSprop(Optimizer):
                 if p.grad is None:
                     continue
                 param = p.array
-                grad = -p.grad.array if maximize else p.grad.array
+                grad = update_direction(p, maximize, weight_decay)
                 state = self.state[p]
                 if not state:  # lazy initialisation, as PyTorch: state appears at the first step
                     state["step"] = 0
@@ -79,11 +79,6 @@ class RMSprop(Optimizer):
                     if centered:
                         state["grad_avg"] = zeros_like(p)
                 state["step"] += 1
-
-                if weight_decay != 0:
-                    decayed = param * weight_decay  # a new array: the gradient itself is kept
-                    decayed += grad
-                    grad = decayed
 
                 # One scratch array serves every intermediate below.
                 square_avg = state["square_avg"].array

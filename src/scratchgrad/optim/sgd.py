@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.creation import from_numpy
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
 
 
 class SGD(Optimizer):
@@ -66,11 +66,7 @@ class SGD(Optimizer):
                 if p.grad is None:
                     continue
                 param = p.array
-                grad = -p.grad.array if maximize else p.grad.array
-                if weight_decay != 0:
-                    decayed = param * weight_decay  # a new array: the gradient itself is kept
-                    decayed += grad
-                    grad = decayed
+                grad = update_direction(p, maximize, weight_decay)
                 if momentum == 0:
                     update = grad * lr
                 else:
