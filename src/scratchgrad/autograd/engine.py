@@ -15,7 +15,6 @@ from scratchgrad.autograd import anomaly
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
-from scratchgrad.ops.reduce import SumToSize
 from scratchgrad.tensor import Tensor
 
 
@@ -146,7 +145,7 @@ def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set 
         is_leaf = isinstance(parent, Tensor)
         shape = parent.array.shape if is_leaf else parent.out_shape
         if g_in.array.shape != shape:
-            g_in = SumToSize.apply(g_in, shape=shape)
+            g_in = g_in.sum_to_size(shape)
             if g_in.array.shape != shape:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
