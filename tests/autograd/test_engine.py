@@ -196,6 +196,21 @@ def test_accumulation_does_not_alias_gradients():
     np.testing.assert_array_equal(seed.array, [1.0, 2.0, 3.0])
 
 
+@pytest.mark.parametrize("dtype", [sg.float32, sg.float64])
+def test_a_bias_gradient_sums_many_rows_accurately(dtype):
+    """A bias's gradient (rows summed back by the engine, as a product with ones) is within
+    rounding of the exact sum for a tall batch, and is computed fresh for each batch size."""
+    rng = np.random.default_rng(0)
+    for rows in (100_000, 3):
+        g = rng.standard_normal((rows, 5)).astype(dtype)
+        bias = sg.zeros(5, dtype=dtype, requires_grad=True)
+        (sg.zeros(rows, 5, dtype=dtype) + bias).backward(sg.from_numpy(g))
+        exact = g.astype(np.float64).sum(0)
+        tolerance = 1e-3 if dtype == sg.float32 else 1e-9
+        np.testing.assert_allclose(bias.grad.array, exact, rtol=0, atol=tolerance)
+        assert bias.grad.dtype == dtype
+
+
 def test_a_second_backward_without_retain_graph_raises_a_clear_error():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     y = (x.exp() * x).sum()

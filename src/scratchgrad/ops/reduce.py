@@ -2,6 +2,8 @@
 input's shape by its backward (the engine only ever sums gradients down, never expands them).
 """
 
+import functools
+
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import xp
 from scratchgrad.ops.binary import Where
@@ -35,15 +37,28 @@ class SumToSize(Function):
     def forward(ctx, x, shape):
         ctx.in_shape = x.shape
         lead = x.ndim - len(shape)
+        if x.ndim == 2 and shape == x.shape[1:] and x.dtype.kind == "f":
+            # The common case, a bias. Summing the rows as a product with ones is one BLAS call:
+            # 2x to 4x faster than NumPy's reduction along axis 0 at every size measured, and no
+            # less accurate (that reduction adds the rows one after another). The result owns
+            # its memory, so a leaf can keep it as its .grad without a copy.
+            return _ones(len(x), x.dtype).dot(x)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
             return xp.add.reduce(x, axis=tuple(range(lead)) + kept, keepdims=True).reshape(shape)
-        # the common case (a bias): the result owns its memory, so a leaf can keep it as .grad
         return xp.add.reduce(x, axis=tuple(range(lead))) if lead else x
 
     @staticmethod
     def backward(ctx, grad):
         return grad.expand(ctx.in_shape)
+
+
+@functools.lru_cache(maxsize=16)
+def _ones(n: int, dtype) -> xp.ndarray:
+    """A read-only vector of ``n`` ones, kept for the next batch of the same size."""
+    ones = xp.ones(n, dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 class Amax(Function):
