@@ -212,7 +212,7 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
                 f"backward: grad can be implicitly created only for scalar outputs, but the "
                 f"output has shape {out.shape}; pass gradient= of that shape"
             )
-        return Tensor._make(xp.array(1, out.array.dtype).reshape(out.array.shape))
+        return Tensor._make(xp.array(1, out.array.dtype, ndmin=out.array.ndim))  # dims all 1
     if not isinstance(g, Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
     if g.shape != out.shape or g.dtype != out.dtype:

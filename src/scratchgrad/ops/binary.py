@@ -38,7 +38,8 @@ class Mul(Function):
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
-        return grad * y if dx else None, grad * x if dy else None
+        # Mul.apply, not ``*``: the operands were promoted on the way in (the hottest backward)
+        return Mul.apply(grad, y) if dx else None, Mul.apply(grad, x) if dy else None
 
 
 class Div(Function):

@@ -7,6 +7,7 @@ import functools
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import xp
 from scratchgrad.ops.binary import Where
+from scratchgrad.ops.movement import Expand
 
 
 def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
@@ -27,7 +28,7 @@ class Sum(Function):
     def backward(ctx, grad):
         if ctx.kept_shape is not None:  # put the reduced dims back so the grad broadcasts
             grad = grad.reshape(ctx.kept_shape)
-        return grad.expand(ctx.in_shape)
+        return Expand.apply(grad, shape=ctx.in_shape)
 
 
 class SumToSize(Function):
