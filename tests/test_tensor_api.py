@@ -665,6 +665,25 @@ def test_half_precision_arithmetic_matches_torch(dtype):
     assert_close(x.grad, xt.grad, rtol=2e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_linear_matches_torch(dtype):
+    """A layer's product (a 2-D ``dot``) and its bias's gradient (rows summed) in half
+    precision, against PyTorch."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in [(6, 4), (3, 4), (3,)]]
+    ours = [sg.tensor(a, dtype=getattr(sg, dtype), requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True) for a in arrays]
+    out = sg.nn.functional.linear(*ours)
+    out_t = torch.nn.functional.linear(*theirs)
+    assert same_dtype(out, out_t)
+    assert_close(out, out_t, rtol=2e-2, atol=2e-2)
+    (out * out).sum().backward()
+    (out_t * out_t).sum().backward()
+    for t, tt in zip(ours, theirs):
+        assert same_dtype(t.grad, tt.grad)
+        assert_close(t.grad, tt.grad, rtol=3e-2, atol=5e-2)
+
+
 def test_bfloat16_matmul_stays_bfloat16():
     x = sg.ones(2, 2, dtype=sg.bfloat16)
     assert (x @ x).dtype == sg.bfloat16
