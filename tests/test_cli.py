@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scratchgrad import cli
@@ -92,3 +93,67 @@ def test_circle_example_counts_the_parameters_and_matches_the_demo():
     assert "has 105 parameters" in out
     correct = int(re.search(r"Final: (\d+)/60", out).group(1))
     assert correct == circle_demo().correct  # same seed, same run
+
+
+# Misuse: a user's mistake ends with one line and an exit status, never a traceback.
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--epochs", "0", "must be at least 1, got 0"),
+        ("--batch-size", "-2", "must be at least 1, got -2"),
+        ("--lr", "0", "must be a finite number above 0, got 0"),
+        ("--lr", "inf", "must be a finite number above 0, got inf"),
+        ("--lr", "fast", "must be a number, got 'fast'"),
+        ("--seed", "-1", "must be at least 0, got -1"),
+    ],
+)
+def test_out_of_range_arguments_are_usage_errors(option, value, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["train", option, value])
+    assert exit_.value.code == 2
+    assert f"argument {option}: {message}" in capsys.readouterr().err
+
+
+def test_a_given_learning_rate_of_zero_is_used_not_replaced_by_the_default():
+    from scratchgrad import train
+
+    history = train.train("mlp", epochs=1, lr=0.0, out=None, progress=False)
+    assert history["train_acc"][0] < 0.3  # untrained: the default 3e-3 reaches ~0.9 in one epoch
+    with pytest.raises(ValueError, match="epochs must be at least 1, got 0"):
+        train.train("mlp", epochs=0, out=None, progress=False)
+
+
+def test_an_unusable_out_folder_fails_before_training(tmp_path, capsys):
+    taken = tmp_path / "file"
+    taken.write_text("")
+    assert cli.main(["train", "--model", "mlp", "--out", str(taken)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("scratchgrad: error: train: cannot create the output folder")
+    assert len(captured.err.splitlines()) == 1
+    assert "epoch" not in captured.out  # nothing was trained
+
+
+def test_a_diverging_loss_stops_with_the_epoch_and_step(tmp_path, capsys):
+    argv = ["train", "--model", "mlp", "--optimizer", "sgd", "--lr", "1e30", "--out", str(tmp_path)]
+    with np.errstate(all="ignore"):
+        assert cli.main(argv) == 1
+    last = capsys.readouterr().err.split("\r")[-1]  # after the progress bar's redraws
+    assert last.startswith("scratchgrad: error: train: the loss became nan at epoch 1, step 2;")
+
+
+def test_debug_shows_the_traceback_instead(tmp_path):
+    taken = tmp_path / "file"
+    taken.write_text("")
+    with pytest.raises(OSError, match="cannot create the output folder"):
+        cli.main(["--debug", "train", "--out", str(taken)])
+
+
+def test_an_unknown_graph_format_is_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "scratchgrad", "graph", "neuron.xyz"], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("scratchgrad: error: unknown format: 'xyz'")
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr

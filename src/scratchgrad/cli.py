@@ -5,13 +5,16 @@
     scratchgrad graph OUT.svg   draw the graph of one tanh neuron (.svg, .png or .pdf)
 
 Each command is a subparser whose `func` default receives the parsed arguments, so a new command
-is one `add_parser` call plus its function.
+is one `add_parser` call plus its function. A user's mistake (a bad value, an unwritable path, a
+missing program) ends with one line `scratchgrad: error: ...` and exit status 1, or 2 for a usage
+error; `scratchgrad --debug ...` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from scratchgrad import train
+from scratchgrad.argtypes import nonnegative_int
 from scratchgrad.scalar import MLP, Value
 
 
@@ -126,11 +130,12 @@ def _run_graph(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: one subparser per command, each setting `func`."""
     parser = argparse.ArgumentParser(prog="scratchgrad", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="train a small network with the scalar engine")
     demo.add_argument("name", choices=sorted(DEMOS))
-    demo.add_argument("--seed", type=int, default=0, help="seed for data and weights")
+    demo.add_argument("--seed", type=nonnegative_int, default=0, help="seed for data and weights")
     demo.set_defaults(func=_run_demo)
 
     graph = commands.add_parser("graph", help="draw a small example's computation graph")
@@ -149,5 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["graph", "neuron.svg"])  # doctest: +SKIP
     wrote neuron.svg
     """
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except EXPECTED_FAILURES as error:
+        if args.debug:
+            raise
+        print(f"{parser.prog}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+
+
+# What a user's mistake or environment raises: a file that is missing or unwritable (OSError), a
+# bad value or file content (ValueError), a missing optional package (ImportError), a failed
+# operation or a missing program such as Graphviz's dot (RuntimeError), a diverged run
+# (ArithmeticError). Anything else is a bug and keeps its traceback.
+EXPECTED_FAILURES = (OSError, ValueError, ImportError, RuntimeError, ArithmeticError)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__

@@ -7,6 +7,8 @@ optimizer and a loop. The same program in plain PyTorch style is ``examples/trai
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from tqdm import tqdm
 
 import scratchgrad as sg
 from scratchgrad import nn
+from scratchgrad.argtypes import nonnegative_int, positive_float, positive_int
 from scratchgrad.nn import functional as F
 from scratchgrad.utils.data import DataLoader, TensorDataset
 
@@ -106,9 +109,17 @@ def train(
     out: Path | None = Path("runs/digits"),
     progress: bool = True,
 ) -> dict:
-    """Train on the digits and return the history (loss, train/test accuracy per epoch)."""
-    epochs = epochs or DEFAULTS[model_name]["epochs"]
-    lr = lr or DEFAULTS[model_name]["lr"]
+    """Train on the digits and return the history (loss, train/test accuracy per epoch).
+
+    ``out`` is created and checked writable first, so a run is never lost to a checkpoint that
+    cannot be written; a loss that becomes NaN or infinite stops the run (FloatingPointError).
+    """
+    epochs = DEFAULTS[model_name]["epochs"] if epochs is None else epochs
+    lr = DEFAULTS[model_name]["lr"] if lr is None else lr
+    if epochs < 1:
+        raise ValueError(f"train: epochs must be at least 1, got {epochs}")
+    if out is not None:
+        _prepare_out(Path(out))
     sg.manual_seed(seed)
     (train_x, train_y), (test_x, test_y) = split_digits(seed)
     loader = DataLoader(
@@ -128,13 +139,19 @@ def train(
     for epoch in range(1, epochs + 1):
         total_loss = correct = seen = 0
         bar = tqdm(loader, desc=f"epoch {epoch}/{epochs}", leave=False, disable=not progress)
-        for images, labels in bar:
+        for step, (images, labels) in enumerate(bar, 1):
             logits = model(images)
             loss = F.cross_entropy(logits, labels)
+            value = loss.item()
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"train: the loss became {value} at epoch {epoch}, step {step}; "
+                    f"try a smaller learning rate than {lr}"
+                )
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total_loss += loss.item() * len(labels)
+            total_loss += value * len(labels)
             correct += (logits.argmax(1) == labels).sum().item()
             seen += len(labels)
             bar.set_postfix(
@@ -155,8 +172,17 @@ def train(
     return history
 
 
+def _prepare_out(out: Path) -> None:
+    """Create the output folder and check it can be written, before any training."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OSError(f"train: cannot create the output folder {out}: {error.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise PermissionError(f"train: the output folder {out} is not writable")
+
+
 def _write_outputs(model, opt, history: dict, out: Path, model_name: str) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / f"digits_{model_name}.safetensors"
     sg.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, checkpoint)
     print(f"checkpoint: {checkpoint}")
@@ -169,11 +195,11 @@ def _write_outputs(model, opt, history: dict, out: Path, model_name: str) -> Non
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(DEFAULTS), default="cnn")
-    parser.add_argument("--epochs", type=int, help="default: 10 for cnn, 20 for mlp")
-    parser.add_argument("--lr", type=float, help="default: 3e-3 (cosine-annealed)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--epochs", type=positive_int, help="default: 10 for cnn, 20 for mlp")
+    parser.add_argument("--lr", type=positive_float, help="default: 3e-3 (cosine-annealed)")
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument(
         "--out",
         type=Path,
