@@ -49,6 +49,8 @@ else:
         randn_like,
         randperm,
         tensor,
+        tril_indices,
+        triu_indices,
         zeros,
         zeros_like,
     )
@@ -85,5 +87,6 @@ else:
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
     any, all, square, rsqrt = Tensor.any, Tensor.all, Tensor.square, Tensor.rsqrt
     mm = bmm = Tensor.matmul
+    tril, triu, topk, multinomial = Tensor.tril, Tensor.triu, Tensor.topk, Tensor.multinomial
 
 __version__ = "0.1.0"

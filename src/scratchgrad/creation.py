@@ -159,3 +159,31 @@ def rand_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tens
 
 def randn_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The (row, column) indices of the lower triangle of a ``row`` x ``col`` matrix, as a
+    2 x N int64 tensor in row-major order; ``offset`` moves the diagonal up (> 0) or down.
+
+    >>> tril_indices(3, 3).tolist()
+    [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]]
+    """
+    return _triangle_indices(xp.tril_indices(row, offset, col), dtype)
+
+
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """The indices of the upper triangle, as ``tril_indices``.
+
+    >>> triu_indices(2, 3, 1).tolist()
+    [[0, 0, 1], [1, 2, 2]]
+    """
+    return _triangle_indices(xp.triu_indices(row, offset, col), dtype)
+
+
+def _triangle_indices(rows_and_cols: tuple, dtype: Any) -> Tensor:
+    stacked = xp.stack(rows_and_cols).reshape(2, -1)  # (2, 0) when the triangle is empty
+    return Tensor._make(stacked.astype(_dtype(dtype, backend.int64)))

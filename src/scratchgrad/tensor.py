@@ -605,6 +605,27 @@ class Tensor:
         """Entries where ``mask`` is True become ``value``."""
         return where(mask, value, self)
 
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two dims (entries on and below ``diagonal``); the
+        rest are 0. ``diagonal`` > 0 keeps that many diagonals above the main one.
+
+        >>> import scratchgrad as sg
+        >>> sg.ones(2, 3).tril().tolist()
+        [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+        """
+        return self._triangle("tril", diagonal, lower=True)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two dims (entries on and above ``diagonal``)."""
+        return self._triangle("triu", diagonal, lower=False)
+
+    def _triangle(self, name: str, diagonal: int, lower: bool) -> Tensor:
+        if self.array.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dims, got {self.shape}")
+        rows, cols = self.array.shape[-2:]
+        below = xp.tri(rows, cols, diagonal if lower else diagonal - 1, dtype=bool)
+        return where(Tensor._make(below if lower else ~below), self, 0)
+
     # ---- reductions -------------------------------------------------------------------------
 
     def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -706,6 +727,84 @@ class Tensor:
 
     def log_softmax(self, dim: int) -> Tensor:
         return reduce.LogSoftmax.apply(self, dim=_dims(dim, self.array.ndim))
+
+    def topk(
+        self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+    ) -> values_indices:
+        """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest
+        first; the gradient flows to the chosen entries only.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 5.0, 3.0]).topk(2)
+        values_indices(values=tensor([5., 3.]), indices=tensor([1, 2]))
+        """
+        (dim,) = _dims(dim, self.array.ndim)
+        size = self.array.shape[dim] if self.array.ndim else 1
+        if not 0 <= k <= size:
+            raise RuntimeError(f"topk: k ({k}) is out of range for dim {dim} of size {size}")
+        if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
+            return values_indices(self.clone(), Tensor._make(xp.zeros((), backend.int64)))
+        # a stable sort, so that ties keep their order
+        order = xp.argsort(-self.array if largest else self.array, axis=dim, kind="stable")
+        index = Tensor._make(xp.take(order, xp.arange(k), axis=dim).astype(backend.int64))
+        return values_indices(self.gather(dim, index), index)
+
+    def multinomial(
+        self, num_samples: int, replacement: bool = False, *, generator: Any = None
+    ) -> Tensor:
+        """Draw ``num_samples`` category indices per row of non-negative weights (1-D or 2-D),
+        with or without replacement, from the library's seeded generator (or ``generator``).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 1.0, 0.0]).multinomial(2, replacement=True).tolist()
+        [1, 1]
+        """
+        weights = self._check_multinomial(num_samples, replacement)
+        rng = (generator or backend.default_generator).rng
+        rows, n = weights.shape
+        if replacement:
+            # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
+            cdf = xp.cumsum(weights, axis=1)
+            shift = xp.arange(rows)[:, None]
+            flat = (cdf / cdf[:, -1:] + shift).ravel()
+            draws = rng.random((rows, num_samples)) + shift
+            picked = xp.searchsorted(flat, draws.ravel(), side="right").reshape(draws.shape)
+            picked -= shift * n
+            # rounding may step past the last category with weight; step back onto it
+            last = n - 1 - xp.argmax(weights[:, ::-1] > 0, axis=1)
+            picked = xp.minimum(picked, last[:, None])
+        else:
+            # NOTE: the exponential race: the k smallest E_i / w_i (E_i ~ Exp(1)) are k draws
+            # without replacement, each in proportion to the weights left (Efraimidis-Spirakis);
+            # once the positive weights run out, the zero ones follow in index order, as PyTorch
+            with xp.errstate(divide="ignore"):
+                keys = rng.standard_exponential((rows, n)) / weights
+            picked = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        out = picked.astype(backend.int64)
+        return Tensor._make(out if self.array.ndim == 2 else out[0])
+
+    def _check_multinomial(self, num_samples: int, replacement: bool):
+        """The weights as a float64 (rows, n) array, after PyTorch's checks."""
+        if self.array.ndim not in (1, 2):
+            raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {self.shape}")
+        if not backend.is_floating(self.array.dtype):
+            raise RuntimeError(
+                f"multinomial only supports floating-point dtypes for input, got {self.dtype}"
+            )
+        weights = self.array.astype(xp.float64).reshape(-1, self.array.shape[-1])
+        n = weights.shape[1]
+        if num_samples <= 0:
+            raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
+        if not replacement and num_samples > n:
+            raise RuntimeError(
+                f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
+                f"replacement ({num_samples} > {n})"
+            )
+        if not xp.isfinite(weights).all() or (weights < 0).any():
+            raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
+        if (weights.sum(axis=1) == 0).any():
+            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
+        return weights
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return Tensor._make(xp.asarray(self.array.any(axis=dim, keepdims=keepdim)))
