@@ -57,7 +57,7 @@ else:
     from scratchgrad.tensor import Tensor, cat, stack, where
 
     from scratchgrad.serialization import load, save
-    from scratchgrad import datasets, nn, optim, utils  # noqa: I001  (they build on Tensor)
+    from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs

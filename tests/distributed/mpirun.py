@@ -1,0 +1,21 @@
+"""Run a program under ``mpiexec -n N`` for the tests: one BLAS thread per process, this
+checkout's scratchgrad first on the path, and a timeout so a hung job fails instead of waiting."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import scratchgrad
+from scratchgrad.distributed.launch import mpiexec_command
+
+HERE = Path(__file__).parent
+SOURCE = Path(scratchgrad.__file__).parents[1]
+
+
+def run_mpi(nproc: int, program: str, *args: str, timeout: float = 90):
+    """``mpiexec -n nproc python program args``: the finished process (output captured)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(SOURCE), env.get("PYTHONPATH", "")])
+    command = mpiexec_command(nproc, [sys.executable, str(HERE / program), *args])
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)

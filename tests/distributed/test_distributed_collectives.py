@@ -1,0 +1,98 @@
+"""scratchgrad.distributed: collectives under mpiexec with 2 and 3 processes (every dtype, 0-d
+and empty tensors, checked against NumPy inside collectives_program.py), a process group of one
+without a launcher, and the errors PyTorch's users meet."""
+
+import doctest
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from mpirun import run_mpi
+
+import scratchgrad as sg
+import scratchgrad.distributed as dist
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_every_collective_under_mpiexec(nproc):
+    done = run_mpi(nproc, "collectives_program.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    # the ranks' lines may interleave: look for each one's
+    assert all(f"ok {r} of {nproc}" in done.stdout for r in range(nproc)), done.stdout
+
+
+@pytest.fixture
+def group_of_one():
+    dist.init_process_group(backend="mpi", init_method="env://")
+    yield
+    dist.destroy_process_group()
+
+
+def test_a_process_without_a_launcher_is_a_group_of_one(group_of_one):
+    assert dist.is_available() and dist.is_initialized()
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "mpi")
+    x = sg.tensor([1.0, -2.0])
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    dist.broadcast(x, src=0)
+    assert x.tolist() == [1.0, -2.0]
+    assert x._version == 2  # each collective counts as an in-place change
+
+
+def test_errors_name_the_problem(group_of_one):
+    with pytest.raises(ValueError, match="twice"):
+        dist.init_process_group("mpi")
+    with pytest.raises(ValueError, match="AVG needs a floating-point tensor, got int64"):
+        dist.all_reduce(sg.tensor([1, 2]), op=dist.ReduceOp.AVG)
+    with pytest.raises(ValueError, match="BXOR is not defined for dtype float32"):
+        dist.all_reduce(sg.tensor([1.0]), op=dist.ReduceOp.BXOR)
+    with pytest.raises(ValueError, match="src=1 is not a rank of a group of 1"):
+        dist.broadcast(sg.tensor([1.0]), src=1)
+    with pytest.raises(ValueError, match=r"tensor_list must be a list of 1 tensors"):
+        dist.all_gather([], sg.tensor([1.0]))
+    with pytest.raises(ValueError, match=r"shape \(3,\) .* cannot hold 1 blocks of shape \(2,\)"):
+        dist.all_gather_into_tensor(sg.zeros(3), sg.zeros(2))
+    with pytest.raises(TypeError, match="expected a Tensor, got list"):
+        dist.all_reduce([1.0])
+
+
+def test_before_init_and_other_backends():
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.get_rank()
+    assert not dist.is_initialized()
+    for backend in ("gloo", "nccl"):
+        with pytest.raises(ValueError, match=f"backend '{backend}' is not available.*'mpi'"):
+            dist.init_process_group(backend)
+    with pytest.raises(ValueError, match="init_method 'tcp://"):
+        dist.init_process_group("mpi", init_method="tcp://127.0.0.1:23456")
+    assert not dist.is_initialized()
+
+
+def test_torchrun_variables_that_disagree_with_mpi_are_an_error():
+    code = "import scratchgrad.distributed as d; d.init_process_group('mpi')"
+    env = dict(os.environ, RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "RANK=1 but MPI started this process as rank 0 of 1" in done.stderr
+    assert "torchrun is not supported" in done.stderr
+
+
+def test_mpiexec_sets_the_torchrun_variables():
+    done = run_mpi(2, "print_launch.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(re.findall(r"\d/\d/\d", done.stdout)) == ["0/2/0", "1/2/1"]
+
+
+def test_a_rank_that_raises_ends_every_rank():
+    done = run_mpi(3, "raising_program.py", timeout=60)
+    assert done.returncode != 0
+    assert "ValueError: rank 1 fails on purpose" in done.stderr
+    assert "never reached" not in done.stdout
+
+
+def test_doc_examples_run():
+    from scratchgrad.distributed import collectives, launch, process_group
+
+    for module in (dist, collectives, process_group, launch):
+        assert doctest.testmod(module).failed == 0
