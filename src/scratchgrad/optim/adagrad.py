@@ -5,12 +5,12 @@ Duchi, Hazan and Singer, https://jmlr.org/papers/v12/duchi11a.html.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import full_like
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.tensor import Tensor
 
 
 class Adagrad(Optimizer):
@@ -70,27 +70,16 @@ class Adagrad(Optimizer):
                 "sum": full_like(p, param_group["initial_accumulator_value"]),
             }
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient."""
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
-            weight_decay, maximize = group["weight_decay"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                param = p.array
-                grad = update_direction(p, maximize, weight_decay)
-                state = self.state[p]
-                state["step"] = step = state["step"] + 1
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        param = p.array
+        grad = update_direction(p, group["maximize"], group["weight_decay"])
+        state["step"] = step = state["step"] + 1
 
-                total = state["sum"].array
-                scratch = xp.multiply(grad, grad)
-                total += scratch
-                denom = xp.sqrt(total, out=scratch)
-                denom += eps
-                update = xp.divide(grad, denom, out=scratch)
-                update *= lr / (1 + (step - 1) * lr_decay)
-                param -= update
-                p._bump_version()
-        return loss
+        total = state["sum"].array
+        scratch = xp.multiply(grad, grad)
+        total += scratch
+        denom = xp.sqrt(total, out=scratch)
+        denom += group["eps"]
+        update = xp.divide(grad, denom, out=scratch)
+        update *= group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        param -= update

@@ -7,12 +7,19 @@ https://arxiv.org/abs/1711.05101.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    lerp_,
+    square_average_,
+    update_direction,
+)
+from scratchgrad.tensor import Tensor
 
 
 class Adam(Optimizer):
@@ -64,55 +71,42 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient."""
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-            maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                param = p.array
-                grad = update_direction(p, maximize, 0 if decoupled else weight_decay)
-                state = self.state[p]
-                if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                    state["step"] = 0
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                state["step"] = step = state["step"] + 1
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+        decoupled = group["decoupled_weight_decay"]
+        param = p.array
+        grad = update_direction(p, group["maximize"], 0 if decoupled else weight_decay)
+        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+            state["step"] = 0
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        state["step"] = step = state["step"] + 1
 
-                if decoupled and weight_decay != 0:  # AdamW: shrink the weights themselves
-                    param *= 1 - lr * weight_decay
+        if decoupled and weight_decay != 0:  # AdamW: shrink the weights themselves
+            param *= 1 - lr * weight_decay
 
-                # One scratch array serves every intermediate below.
-                exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
-                scratch = xp.subtract(grad, exp_avg)  # m moves toward g: m += (1-beta1)(g - m)
-                scratch *= 1 - beta1
-                exp_avg += scratch
-                exp_avg_sq *= beta2
-                xp.multiply(grad, grad, out=scratch)
-                scratch *= 1 - beta2
-                exp_avg_sq += scratch
-                if amsgrad:
-                    second = state["max_exp_avg_sq"].array
-                    xp.maximum(second, exp_avg_sq, out=second)
-                else:
-                    second = exp_avg_sq
+        # One scratch array serves every intermediate below.
+        exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
+        scratch = xp.empty_like(param)
+        lerp_(exp_avg, grad, 1 - beta1, scratch)
+        square_average_(exp_avg_sq, grad, beta2, scratch)
+        if amsgrad:
+            second = state["max_exp_avg_sq"].array
+            xp.maximum(second, exp_avg_sq, out=second)
+        else:
+            second = exp_avg_sq
 
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                denom = xp.sqrt(second, out=scratch)
-                denom /= bias_correction2**0.5
-                denom += eps
-                update = xp.divide(exp_avg, denom, out=scratch)
-                update *= lr / bias_correction1
-                param -= update
-                p._bump_version()
-        return loss
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        denom = xp.sqrt(second, out=scratch)
+        denom /= bias_correction2**0.5
+        denom += eps
+        update = xp.divide(exp_avg, denom, out=scratch)
+        update *= lr / bias_correction1
+        param -= update
 
 
 class AdamW(Adam):

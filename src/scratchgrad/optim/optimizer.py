@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import enable_grad
-from scratchgrad.backend import is_floating
+from scratchgrad.backend import default_float, is_floating, xp
 from scratchgrad.creation import from_numpy
 from scratchgrad.tensor import Tensor
 
@@ -48,6 +48,31 @@ def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
         decayed += grad
         grad = decayed
     return grad
+
+
+def lerp_(average: Any, target: Any, weight: float, scratch: Any) -> None:
+    """Move a running average toward ``target``: ``average += weight * (target - average)``,
+    in place, with ``scratch`` (an array of the same shape) for the difference."""
+    xp.subtract(target, average, out=scratch)
+    scratch *= weight
+    average += scratch
+
+
+def square_average_(average: Any, grad: Any, decay: float, scratch: Any) -> None:
+    """The running average of squared gradients, in place: ``decay * average + (1 - decay) *
+    grad**2``, with ``scratch`` for the square."""
+    average *= decay
+    xp.multiply(grad, grad, out=scratch)
+    scratch *= 1 - decay
+    average += scratch
+
+
+def scalar_state(value: float) -> Tensor:
+    """A 0-d tensor of the default dtype (float32) for a scalar kept in an optimizer's state
+    (NAdam's ``mu_product``, ASGD's ``eta``, ...). PyTorch keeps these in its default dtype and
+    rounds them to it at every step, whatever the parameters' dtype; ours do the same, or
+    float64 trajectories would drift apart from PyTorch's after a few steps."""
+    return from_numpy(xp.asarray(value, dtype=default_float))
 
 
 class Optimizer:
@@ -139,7 +164,21 @@ class Optimizer:
                     p.grad.array.fill(0)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Update every parameter that has a gradient; return ``closure()``'s loss if given."""
+        """Update every parameter that has a gradient; return ``closure()``'s loss if given.
+
+        The loop every optimizer shares: each subclass says in ``_update`` how one parameter
+        moves (and starts its state there, lazily, as PyTorch does).
+        """
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group, self.state[p])
+                    p._bump_version()
+        return loss
+
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """Move ``p.array`` in place, given its gradient, its group and its state."""
         raise NotImplementedError
 
     @staticmethod

@@ -6,12 +6,19 @@ the centered variant is from Graves, https://arxiv.org/abs/1308.0850.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    lerp_,
+    square_average_,
+    update_direction,
+)
+from scratchgrad.tensor import Tensor
 
 
 class RMSprop(Optimizer):
@@ -58,54 +65,40 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient."""
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-            weight_decay, momentum = group["weight_decay"], group["momentum"]
-            centered, maximize = group["centered"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                param = p.array
-                grad = update_direction(p, maximize, weight_decay)
-                state = self.state[p]
-                if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                    state["step"] = 0
-                    state["square_avg"] = zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = zeros_like(p)
-                state["step"] += 1
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+        momentum, centered = group["momentum"], group["centered"]
+        param = p.array
+        grad = update_direction(p, group["maximize"], group["weight_decay"])
+        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+            state["step"] = 0
+            state["square_avg"] = zeros_like(p)
+            if momentum > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if centered:
+                state["grad_avg"] = zeros_like(p)
+        state["step"] += 1
 
-                # One scratch array serves every intermediate below.
-                square_avg = state["square_avg"].array
-                square_avg *= alpha
-                scratch = xp.multiply(grad, grad)
-                scratch *= 1 - alpha
-                square_avg += scratch
-                if centered:
-                    grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
-                    xp.subtract(grad, grad_avg, out=scratch)
-                    scratch *= 1 - alpha
-                    grad_avg += scratch
-                    xp.multiply(grad_avg, grad_avg, out=scratch)
-                    xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
-                    denom = xp.sqrt(scratch, out=scratch)
-                else:
-                    denom = xp.sqrt(square_avg, out=scratch)
-                denom += eps
+        # One scratch array serves every intermediate below.
+        square_avg = state["square_avg"].array
+        scratch = xp.empty_like(param)
+        square_average_(square_avg, grad, alpha, scratch)
+        if centered:
+            grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
+            lerp_(grad_avg, grad, 1 - alpha, scratch)
+            xp.multiply(grad_avg, grad_avg, out=scratch)
+            xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
+            denom = xp.sqrt(scratch, out=scratch)
+        else:
+            denom = xp.sqrt(square_avg, out=scratch)
+        denom += eps
 
-                if momentum > 0:
-                    buf = state["momentum_buffer"].array
-                    buf *= momentum
-                    buf += xp.divide(grad, denom, out=scratch)
-                    xp.multiply(buf, lr, out=scratch)
-                else:
-                    xp.divide(grad, denom, out=scratch)
-                    scratch *= lr
-                param -= scratch
-                p._bump_version()
-        return loss
+        if momentum > 0:
+            buf = state["momentum_buffer"].array
+            buf *= momentum
+            buf += xp.divide(grad, denom, out=scratch)
+            xp.multiply(buf, lr, out=scratch)
+        else:
+            xp.divide(grad, denom, out=scratch)
+            scratch *= lr
+        param -= scratch

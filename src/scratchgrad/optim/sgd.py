@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.tensor import Tensor
 
 
 class SGD(Optimizer):
@@ -52,38 +52,23 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """One update of every parameter that has a gradient."""
-        loss = self._evaluate(closure)
-        for group in self.param_groups:
-            lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-            weight_decay, nesterov, maximize = (
-                group["weight_decay"],
-                group["nesterov"],
-                group["maximize"],
-            )
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                param = p.array
-                grad = update_direction(p, maximize, weight_decay)
-                if momentum == 0:
-                    update = grad * lr
-                else:
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:  # the buffer starts at the first gradient
-                        buf = grad.copy()
-                        state["momentum_buffer"] = from_numpy(buf)
-                    else:
-                        buf = state["momentum_buffer"].array
-                        buf *= momentum
-                        buf += grad if dampening == 0 else (1 - dampening) * grad
-                    if nesterov:  # look ahead: step along g + momentum * buf
-                        update = buf * momentum
-                        update += grad
-                        update *= lr
-                    else:
-                        update = buf * lr
-                param -= update
-                p._bump_version()
-        return loss
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        grad = update_direction(p, group["maximize"], group["weight_decay"])
+        if momentum == 0:
+            update = grad * lr
+        else:
+            if "momentum_buffer" not in state:  # the buffer starts at the first gradient
+                buf = grad.copy()
+                state["momentum_buffer"] = from_numpy(buf)
+            else:
+                buf = state["momentum_buffer"].array
+                buf *= momentum
+                buf += grad if dampening == 0 else (1 - dampening) * grad
+            if group["nesterov"]:  # look ahead: step along g + momentum * buf
+                update = buf * momentum
+                update += grad
+                update *= lr
+            else:
+                update = buf * lr
+        p.array -= update
