@@ -50,7 +50,25 @@ CASES = [
     ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.5}),
     ("Adagrad", {"lr": 0.1, "weight_decay": 0.1, "eps": 1e-3}),
     ("Adagrad", {"lr": 0.01, "maximize": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1}),
+    ("Adadelta", {"lr": 0.5, "maximize": True}),
+    ("Adamax", {"lr": 0.05}),
+    ("Adamax", {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-3, "weight_decay": 0.1}),
+    ("Adamax", {"lr": 0.01, "maximize": True}),
+    ("NAdam", {"lr": 0.05}),
+    ("NAdam", {"lr": 0.05, "momentum_decay": 0.05, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("NAdam", {"lr": 0.01, "betas": (0.5, 0.9), "maximize": True}),
+    ("RAdam", {"lr": 0.05}),  # rho_t > 5 from step 6 on: both branches run
+    ("RAdam", {"lr": 0.05, "betas": (0.8, 0.9), "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {"lr": 0.01, "maximize": True}),
+    ("ASGD", {"lr": 0.05}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 5, "weight_decay": 0.1}),
+    ("ASGD", {"lr": 0.01, "t0": 0, "maximize": True}),
 ]
+SCALAR_STATE = {"mu_product", "eta", "mu"}  # 0-d float32 tensors in both libraries
 
 
 def make_pair(name, kwargs, dtype=np.float64, groups=False):
@@ -106,6 +124,9 @@ def test_trajectory_matches_torch_float64(name, kwargs):
         for key, value in tstate.items():
             if key == "step":
                 assert state[key] == int(value.item())
+            elif key in SCALAR_STATE:
+                assert state[key].dtype == sg.float32 and state[key].shape == ()
+                assert state[key].item() == value.item()
             else:
                 assert_close(state[key], value)
         if kwargs.get("amsgrad"):  # the running maximum must have mattered somewhere
@@ -121,7 +142,11 @@ def test_trajectory_matches_torch_with_two_groups(name, kwargs):
         assert_close(p, t)
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+NAMES += ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD"]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_float32_stays_float32_and_matches_loosely(name):
     kwargs = {"lr": 0.01, "momentum": 0.9} if name == "SGD" else {"lr": 0.01}
     ours, opt, theirs, topt = make_pair(name, kwargs, dtype=np.float32, groups=True)
@@ -266,6 +291,14 @@ def test_step_builds_no_graph():
         (lambda p: optim.Adagrad(p, lr_decay=-1), "Invalid lr_decay"),
         (lambda p: optim.Adagrad(p, initial_accumulator_value=-1), "initial_accumulator"),
         (lambda p: optim.SGD([]), "empty parameter list"),
+        (lambda p: optim.Adadelta(p, rho=1.5), "Invalid rho"),
+        (lambda p: optim.Adamax(p, betas=(0.9, 1.0)), "beta parameter at index 1"),
+        (lambda p: optim.NAdam(p, momentum_decay=-1), "Invalid momentum_decay"),
+        (lambda p: optim.RAdam(p, eps=-1), "Invalid epsilon"),
+        (lambda p: optim.ASGD(p, weight_decay=-1), "Invalid weight_decay"),
+        (lambda p: optim.LBFGS(p, lr=-1), "Invalid learning rate"),
+        (lambda p: optim.LBFGS(p, line_search_fn="armijo"), "strong_wolfe"),
+        (lambda p: optim.LBFGS([{"params": p}, {"params": [sg.zeros(1)]}]), "parameter groups"),
     ],
 )
 def test_invalid_arguments(make, message):
@@ -274,7 +307,7 @@ def test_invalid_arguments(make, message):
 
 
 def test_defaults_match_torch():
-    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]:
+    for name in [*NAMES, "LBFGS"]:
         ours = getattr(optim, name)([sg.zeros(1, requires_grad=True)]).defaults
         theirs = getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)]).defaults
         for key, value in ours.items():
@@ -427,3 +460,91 @@ def test_torch_loads_our_state_dict():
         take_step(ours, opt, fresh_params, fresh)
     for p, t in zip(ours, fresh_params):
         assert_close(p, t)
+
+
+# ---- LBFGS ------------------------------------------------------------------------------------
+
+
+def loss_value(w: np.ndarray, b: np.ndarray) -> float:
+    """f(W, b) of ``gradients``."""
+    residual = w @ V + b - TARGET
+    return float((C * np.sin(w)).sum() + residual @ residual / 2 + (b**4).sum() / 10)
+
+
+def lbfgs_closure(lib, ps, opt):
+    """A closure that sets the hand-written gradients and returns the loss, so both libraries
+    see the same numbers from the same weights."""
+
+    def closure():
+        opt.zero_grad()
+        arrays = [p.detach().numpy() for p in ps]
+        for p, g in zip(ps, gradients(*arrays)):
+            p.grad = lib.tensor(g)
+        return lib.tensor(loss_value(*arrays))
+
+    return closure
+
+
+LBFGS_CASES = [
+    {"max_iter": 3},
+    {"lr": 0.5, "max_iter": 4, "history_size": 2},
+    {"max_iter": 3, "line_search_fn": "strong_wolfe"},
+    {"lr": 0.8, "max_iter": 5, "max_eval": 6, "history_size": 3, "line_search_fn": "strong_wolfe"},
+]
+
+
+@pytest.mark.parametrize("kwargs", LBFGS_CASES)
+def test_lbfgs_trajectory_matches_torch_float64(kwargs):
+    ours, opt, theirs, topt = make_pair("LBFGS", kwargs)
+    closure, tclosure = lbfgs_closure(sg, ours, opt), lbfgs_closure(torch, theirs, topt)
+    for _ in range(20):
+        loss, tloss = opt.step(closure), topt.step(tclosure)
+        assert loss.item() == pytest.approx(tloss.item(), rel=1e-10)
+        for p, t in zip(ours, theirs):
+            assert_close(p, t, rtol=1e-9, atol=1e-10)
+    state, tstate = opt.state[ours[0]], topt.state[theirs[0]]
+    assert (state["func_evals"], state["n_iter"]) == (tstate["func_evals"], tstate["n_iter"])
+    assert len(state["old_dirs"]) == len(tstate["old_dirs"]) <= kwargs.get("history_size", 100)
+    assert_close(state["d"], tstate["d"], rtol=1e-8, atol=1e-10)
+    assert loss_value(*(p.detach().numpy() for p in ours)) < loss_value(W0, B0) - 1
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lbfgs_fits_a_network_through_autograd_as_torch_does(seed):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(16, 4)), rng.normal(size=(16, 3))
+
+    def run(lib):
+        w, b = (lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in (W0, B0))
+        opt = lib.optim.LBFGS([w, b], max_iter=5, history_size=5, line_search_fn="strong_wolfe")
+        xs, ys = lib.tensor(x), lib.tensor(y)
+
+        def closure():
+            opt.zero_grad()
+            loss = (((xs @ w.T + b).tanh() - ys) ** 2).mean()
+            loss.backward()
+            return loss
+
+        return [opt.step(closure).item() for _ in range(5)]
+
+    # Rounding differences (NumPy's and PyTorch's sums) grow on this network, from 1e-16 to
+    # 1e-13 in ten iterations; 25 iterations keep them below 1e-8.
+    losses, tlosses = run(sg), run(torch)
+    np.testing.assert_allclose(losses, tlosses, rtol=1e-8)
+    assert losses[-1] < losses[0] / 2
+
+
+def test_lbfgs_stops_at_once_when_the_gradient_is_zero():
+    w = sg.zeros(2, requires_grad=True)
+    opt = optim.LBFGS([w])
+    calls = []
+
+    def closure():
+        calls.append(1)
+        w.grad = sg.zeros(2)
+        return sg.tensor(0.0)
+
+    opt.step(closure)
+    assert len(calls) == 1 and w._version == 0
+    with pytest.raises(RuntimeError, match="requires a closure"):
+        opt.step(None)

@@ -14,10 +14,29 @@
 """
 
 from scratchgrad.optim import lr_scheduler
+from scratchgrad.optim.adadelta import Adadelta
 from scratchgrad.optim.adagrad import Adagrad
 from scratchgrad.optim.adam import Adam, AdamW
+from scratchgrad.optim.adamax import Adamax
+from scratchgrad.optim.asgd import ASGD
+from scratchgrad.optim.lbfgs import LBFGS
+from scratchgrad.optim.nadam import NAdam, RAdam
 from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.optim.rmsprop import RMSprop
 from scratchgrad.optim.sgd import SGD
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = [
+    "ASGD",
+    "LBFGS",
+    "SGD",
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "NAdam",
+    "Optimizer",
+    "RAdam",
+    "RMSprop",
+    "lr_scheduler",
+]

@@ -22,6 +22,29 @@ from scratchgrad.optim.optimizer import (
 from scratchgrad.tensor import Tensor
 
 
+def check_adam_arguments(
+    lr: float, betas: tuple[float, float], eps: float, weight_decay: float
+) -> None:
+    """Raise PyTorch's ValueError for the first invalid argument of an Adam-family optimizer."""
+    check_non_negative(lr=lr, eps=eps)
+    for index, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
+    check_non_negative(weight_decay=weight_decay)
+
+
+def adam_direction(p: Tensor, group: dict[str, Any]) -> Any:
+    """The gradient an Adam-family update follows (see ``update_direction``). With
+    ``decoupled_weight_decay`` (AdamW's) the decay does not enter the gradient: it shrinks
+    the weights themselves, here, before the step."""
+    weight_decay = group["weight_decay"]
+    if not group["decoupled_weight_decay"]:
+        return update_direction(p, group["maximize"], weight_decay)
+    if weight_decay != 0:
+        p.array *= 1 - group["lr"] * weight_decay
+    return update_direction(p, group["maximize"], 0)
+
+
 class Adam(Optimizer):
     r"""Adam, as ``torch.optim.Adam`` (same defaults, same formulas, including ``amsgrad``).
 
@@ -54,12 +77,7 @@ class Adam(Optimizer):
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        check_non_negative(lr=lr, eps=eps)
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        check_non_negative(weight_decay=weight_decay)
+        check_adam_arguments(lr, betas, eps, weight_decay)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),
@@ -73,10 +91,9 @@ class Adam(Optimizer):
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        decoupled = group["decoupled_weight_decay"]
+        amsgrad = group["amsgrad"]
         param = p.array
-        grad = update_direction(p, group["maximize"], 0 if decoupled else weight_decay)
+        grad = adam_direction(p, group)
         if not state:  # lazy initialisation, as PyTorch: state appears at the first step
             state["step"] = 0
             state["exp_avg"] = zeros_like(p)
@@ -84,9 +101,6 @@ class Adam(Optimizer):
             if amsgrad:
                 state["max_exp_avg_sq"] = zeros_like(p)
         state["step"] = step = state["step"] + 1
-
-        if decoupled and weight_decay != 0:  # AdamW: shrink the weights themselves
-            param *= 1 - lr * weight_decay
 
         # One scratch array serves every intermediate below.
         exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array

@@ -256,12 +256,14 @@ class Optimizer:
 
 
 def _cast(param: Tensor, name: str, value: Any) -> Any:
-    """A copy of a saved state entry ready for ``param``: floating buffers take its dtype."""
+    """A copy of a saved state entry ready for ``param``: floating buffers shaped like it take
+    its dtype; other tensors (scalar state such as NAdam's ``mu_product``, which PyTorch keeps
+    in float32 whatever the parameter's dtype) keep theirs."""
     if not isinstance(value, Tensor):
         return value
     if name == "step":  # PyTorch keeps the step count in a 0-d tensor; here it is an int
         return int(value.item())
     array = value.array
-    if is_floating(param.dtype) and is_floating(array.dtype):
+    if array.shape == param.shape and is_floating(param.dtype) and is_floating(array.dtype):
         return from_numpy(array.astype(param.dtype))  # astype copies, even for equal dtypes
     return from_numpy(array.copy())

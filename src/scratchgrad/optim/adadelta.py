@@ -1,0 +1,80 @@
+"""Adadelta: step sizes from the ratio of running RMS of past updates and of past gradients.
+
+Zeiler, https://arxiv.org/abs/1212.5701.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import zeros_like
+from scratchgrad.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    square_average_,
+    update_direction,
+)
+from scratchgrad.tensor import Tensor
+
+
+class Adadelta(Optimizer):
+    r"""Adadelta, as ``torch.optim.Adadelta`` (same defaults, same formulas).
+
+    :math:`v \leftarrow \rho v + (1-\rho) g^2`, :math:`\Delta = \frac{\sqrt{u + \epsilon}}
+    {\sqrt{v + \epsilon}}\, g`, :math:`u \leftarrow \rho u + (1-\rho) \Delta^2`, then
+    :math:`\theta \leftarrow \theta - \text{lr}\cdot\Delta` (``v`` is ``square_avg``, ``u``
+    is ``acc_delta`` in the state).
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.Adadelta([w], lr=1.0)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first steps are tiny: the update RMS starts at sqrt(eps)
+    tensor([ 0.9968, -1.9968], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_non_negative(lr=lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        check_non_negative(eps=eps, weight_decay=weight_decay)
+        defaults = {
+            "lr": lr,
+            "rho": rho,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        rho, eps = group["rho"], group["eps"]
+        grad = update_direction(p, group["maximize"], group["weight_decay"])
+        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+            state["step"] = 0
+            state["square_avg"] = zeros_like(p)
+            state["acc_delta"] = zeros_like(p)
+        state["step"] += 1
+
+        square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
+        scratch = xp.empty_like(grad)
+        square_average_(square_avg, grad, rho, scratch)
+        std = xp.sqrt(square_avg + eps)
+        delta = xp.sqrt(acc_delta + eps)
+        delta /= std
+        delta *= grad
+        square_average_(acc_delta, delta, rho, scratch)
+        delta *= group["lr"]
+        p.array -= delta

@@ -1,0 +1,71 @@
+"""Adamax: Adam with the infinity norm of past gradients in place of their RMS.
+
+Kingma and Ba, https://arxiv.org/abs/1412.6980, section 7.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import zeros_like
+from scratchgrad.optim.adam import check_adam_arguments
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, lerp_, update_direction
+from scratchgrad.tensor import Tensor
+
+
+class Adamax(Optimizer):
+    r"""Adamax, as ``torch.optim.Adamax`` (same defaults, same formulas).
+
+    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`, :math:`u \leftarrow \max(\beta_2 u,
+    |g| + \epsilon)`, then :math:`\theta \leftarrow \theta - \frac{\text{lr}}{1-\beta_1^t}
+    \cdot \frac{m}{u}` (``u`` is ``exp_inf`` in the state).
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.Adamax([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first step moves each entry by lr against the sign of its gradient
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_adam_arguments(lr, betas, eps, weight_decay)
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        beta1, beta2 = group["betas"]
+        grad = update_direction(p, group["maximize"], group["weight_decay"])
+        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+            state["step"] = 0
+            state["exp_avg"] = zeros_like(p)
+            state["exp_inf"] = zeros_like(p)
+        state["step"] = step = state["step"] + 1
+
+        exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
+        scratch = xp.empty_like(grad)
+        lerp_(exp_avg, grad, 1 - beta1, scratch)
+        exp_inf *= beta2
+        xp.abs(grad, out=scratch)
+        scratch += group["eps"]
+        xp.maximum(exp_inf, scratch, out=exp_inf)
+        update = xp.divide(exp_avg, exp_inf, out=scratch)
+        update *= group["lr"] / (1 - beta1**step)
+        p.array -= update

@@ -1,0 +1,159 @@
+"""NAdam and RAdam: Adam with Nesterov momentum, and Adam with a rectified adaptive step.
+
+NAdam: Dozat, https://openreview.net/forum?id=OM0jvwB8jIp57ZJjtNEZ (with the momentum decay
+schedule of PyTorch's implementation). RAdam: Liu et al., https://arxiv.org/abs/1908.03265.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchgrad.backend import xp
+from scratchgrad.creation import zeros_like
+from scratchgrad.optim.adam import adam_direction, check_adam_arguments
+from scratchgrad.optim.optimizer import (
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    lerp_,
+    scalar_state,
+    square_average_,
+)
+from scratchgrad.tensor import Tensor
+
+
+def _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize):
+    check_adam_arguments(lr, betas, eps, weight_decay)
+    return {
+        "lr": lr,
+        "betas": tuple(betas),
+        "eps": eps,
+        "weight_decay": weight_decay,
+        "decoupled_weight_decay": decoupled_weight_decay,
+        "maximize": maximize,
+    }
+
+
+def _moments(p: Tensor, group: dict[str, Any], state: dict[str, Any], **extra: Any) -> Any:
+    """Start the state if needed, count the step, and update Adam's two running moments;
+    return the gradient followed (weight decay applied)."""
+    beta1, beta2 = group["betas"]
+    grad = adam_direction(p, group)
+    if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+        state["step"] = 0
+        state.update(extra)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+    state["step"] += 1
+    scratch = xp.empty_like(grad)
+    lerp_(state["exp_avg"].array, grad, 1 - beta1, scratch)
+    square_average_(state["exp_avg_sq"].array, grad, beta2, scratch)
+    return grad
+
+
+class NAdam(Optimizer):
+    r"""NAdam, as ``torch.optim.NAdam`` (same defaults, same formulas).
+
+    Adam's moments :math:`m, v`, with a momentum coefficient that warms up,
+    :math:`\mu_t = \beta_1 (1 - \tfrac12 \cdot 0.96^{t\psi})` (:math:`\psi` is
+    ``momentum_decay``), and a Nesterov look-ahead: :math:`\theta \leftarrow \theta -
+    \text{lr}\left(\frac{1-\mu_t}{1-\prod_{i\le t}\mu_i} g + \frac{\mu_{t+1}}{1-\prod_{i\le
+    t+1}\mu_i} m\right) / (\sqrt{v/(1-\beta_2^t)} + \epsilon)`.
+
+    ``state["mu_product"]`` is a 0-d float32 tensor, as in PyTorch (see ``scalar_state``).
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.NAdam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.8944, -1.8944], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        defaults = _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize)
+        check_non_negative(momentum_decay=momentum_decay)
+        super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
+
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, (beta1, beta2), momentum_decay = group["lr"], group["betas"], group["momentum_decay"]
+        grad = _moments(p, group, state, mu_product=scalar_state(1.0))
+        step = state["step"]
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        mu_product = state["mu_product"].array
+        mu_product *= mu  # rounded to float32 at every step, as PyTorch's
+        mu_product_next = float(mu_product) * mu_next
+
+        denom = state["exp_avg_sq"].array / (1 - beta2**step)
+        xp.sqrt(denom, out=denom)
+        denom += group["eps"]
+        update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
+        update += state["exp_avg"].array * (lr * mu_next / (1.0 - mu_product_next))
+        update /= denom
+        p.array -= update
+
+
+class RAdam(Optimizer):
+    r"""RAdam, as ``torch.optim.RAdam`` (same defaults, same formulas).
+
+    Adam's moments :math:`m, v`; while the variance of the adaptive step is too uncertain
+    (the length of the approximated moving average :math:`\rho_t \le 5`) the step is plain
+    momentum, :math:`\theta \leftarrow \theta - \text{lr}\, \hat m`; afterwards Adam's step
+    scaled by the rectification :math:`r_t = \sqrt{\frac{(\rho_t-4)(\rho_t-2)\rho_\infty}
+    {(\rho_\infty-4)(\rho_\infty-2)\rho_t}}`.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = sg.optim.RAdam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w  # the first steps follow the bias-corrected momentum: lr * g
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        decoupled_weight_decay: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        defaults = _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize)
+        super().__init__(params, defaults)
+
+    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        _moments(p, group, state)
+        step = state["step"]
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
+
+        update = state["exp_avg"].array * (lr / bias_correction1)
+        if rho_t > 5.0:
+            rect = (
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            ) ** 0.5
+            denom = xp.sqrt(state["exp_avg_sq"].array)
+            denom += group["eps"]
+            update *= bias_correction2**0.5 * rect
+            update /= denom
+        p.array -= update
