@@ -4,9 +4,10 @@ No graph and no dispatch, only the array calls a careful person would write by h
 activations and updates, the same float32 math as the frameworks. An engine built on NumPy can
 approach these times but not beat them (short of fusing or caching work across steps).
 
-The worker calls ``keep_freed_memory()`` first, so the floor excludes the page faults that glibc's
-default malloc costs a program allocating megabyte temporaries every step (a quarter of W5's
-time): any engine can avoid them the same way, with one call at import.
+The worker calls ``scratchgrad.backend.keep_freed_memory()`` first, for this floor as for
+scratchgrad, so the floor excludes the page faults that glibc's default malloc costs a program
+allocating megabyte temporaries every step (a quarter of W5's time): any engine can avoid them
+the same way, with one call at start-up.
 
 >>> from workloads import make_problem
 >>> step, first_loss = make_step(make_problem("W1"))
@@ -16,31 +17,11 @@ True
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from collections.abc import Callable
 
 import numpy as np
 from workloads import Problem, digits_epochs
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc to keep freed memory for reuse instead of returning it to the system.
-
-    By default glibc hands large freed blocks back (``munmap``, or trimming the heap's top), so
-    the next step's temporaries of the same size fault their pages in again. Returns whether the
-    C library took the settings (False off glibc).
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's <malloc.h>
-    # 32 MiB is the largest mmap threshold glibc accepts on 64-bit machines.
-    return bool(
-        libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 32 << 20)
-    )
-
 
 # ---- losses: each returns the loss and its gradient with respect to the network's output ----
 

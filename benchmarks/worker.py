@@ -36,10 +36,15 @@ def rss_mb() -> float:
 
 def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
     """Import the framework and return its ``make_step(problem)`` and ``train_digits``."""
+    if framework in ("numpy", "scratchgrad"):
+        # The same opt-in for the engine and its NumPy floor (PyTorch and JAX bring their own
+        # allocators): freed temporaries are kept for the next step.
+        from scratchgrad.backend import keep_freed_memory
+
+        keep_freed_memory()
     if framework == "numpy":
         import hand_numpy
 
-        hand_numpy.keep_freed_memory()
         return hand_numpy.make_step, hand_numpy.train_digits
     if framework == "jax":
         # XLA sizes its thread pool by the CPUs it may use; pin it to the threads others get.

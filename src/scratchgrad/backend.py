@@ -14,23 +14,30 @@ import numpy
 xp = numpy
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> bool:
     """Ask glibc to keep freed blocks for reuse instead of handing them back to the system.
 
-    A training step allocates the same large temporaries every time; handed back, each comes
-    again as fresh pages that fault in one by one (measured here: a NumPy CNN step took 11.0 ms
-    instead of 6.9). The cost is that the process keeps its peak memory. Not glibc: no-op.
+    An opt-in for training processes, never done on import: it changes malloc for the whole
+    process, which may be running other libraries. A training step allocates the same large
+    temporaries every time; handed back, each comes again as fresh pages that fault in one by
+    one (see docs/benchmarks.md). The cost is that the process keeps its peak memory.
+    ``scratchgrad train`` and the benchmark worker call it. Returns whether the C library took
+    the settings (False where it is not glibc).
+
+    >>> from scratchgrad.backend import keep_freed_memory
+    >>> keep_freed_memory() in (True, False)
+    True
     """
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
-        return
+        return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's <malloc.h>
-    libc.mallopt(m_trim_threshold, 1 << 30)
-    libc.mallopt(m_mmap_threshold, 32 << 20)  # the largest threshold glibc accepts
+    # 32 MiB is the largest mmap threshold glibc accepts on 64-bit machines.
+    return bool(
+        libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 32 << 20)
+    )
 
-
-_keep_freed_memory()
 
 float16 = numpy.dtype(numpy.float16)
 bfloat16 = numpy.dtype(ml_dtypes.bfloat16)

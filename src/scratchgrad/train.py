@@ -18,6 +18,7 @@ from tqdm import tqdm
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.argtypes import nonnegative_int, positive_float, positive_int
+from scratchgrad.backend import keep_freed_memory
 from scratchgrad.nn import functional as F
 from scratchgrad.utils.data import DataLoader, TensorDataset
 
@@ -210,6 +211,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)
     history = train(
         args.model, args.epochs, args.lr, args.batch_size, args.optimizer, args.seed, args.out
     )
