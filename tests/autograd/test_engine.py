@@ -597,3 +597,61 @@ def test_detect_anomaly_is_off_again_after_the_block():
     with np.errstate(divide="ignore"):
         x.sqrt().sum().backward()  # no error now: the gradient is simply inf
     assert np.isinf(x.grad.array).all()
+
+
+# ---- a leaf's first gradient is adopted without a copy only when no one else refers to it ----
+
+
+def _shares(a, b) -> bool:
+    return np.shares_memory(a.array, b.array)
+
+
+def test_a_given_gradient_handed_to_two_leaves_is_copied_for_each():
+    x = sg.zeros(3, requires_grad=True)
+    y = sg.zeros(3, requires_grad=True)
+    seed = sg.ones(3)
+    (x + y).backward(gradient=seed)  # Add's backward returns the incoming gradient to both
+    assert not _shares(x.grad, seed) and not _shares(y.grad, seed)
+    assert not _shares(x.grad, y.grad)
+    x.grad += 1  # later accumulation happens in place: it must not leak into the others
+    assert seed.tolist() == [1.0, 1.0, 1.0] and y.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_view_of_the_incoming_gradient_is_copied():
+    x = sg.zeros(2, 3, requires_grad=True)
+    seed = sg.ones(6)
+    x.reshape(6).backward(gradient=seed)
+    assert not _shares(x.grad, seed)
+
+
+def test_a_custom_functions_gradient_is_copied_even_when_fresh():
+    kept = []
+
+    class KeepsItsGradient(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            kept.append(grad * 2)
+            return kept[-1]
+
+    x = sg.zeros(3, requires_grad=True)
+    KeepsItsGradient.apply(x).sum().backward()
+    assert not _shares(x.grad, kept[0])
+
+
+def test_a_gradient_a_hook_has_seen_is_copied():
+    seen = []
+    x = sg.zeros(3, requires_grad=True)
+    x.register_hook(lambda g: seen.append(g))
+    (x * 2).sum().backward()
+    assert not _shares(x.grad, seen[0])
+
+
+def test_a_fresh_gradient_of_a_built_in_op_is_adopted_and_accumulates_correctly():
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()  # two uses of x: the engine sums them into a new array
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0]

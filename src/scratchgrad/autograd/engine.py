@@ -8,7 +8,6 @@ its own broadcasting.
 from __future__ import annotations
 
 import heapq
-import sys
 from collections.abc import Sequence
 
 from scratchgrad.autograd import anomaly
@@ -80,6 +79,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     if len(given) != len(outputs):
         raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
     grads = {}  # node -> the sum of the gradients that reached it so far (Functions and leaves)
+    owned = set()  # the leaves whose gradient in grads no one else refers to (see _propagate)
     for out, g in zip(outputs, given):
         node = _node_of(out)
         if node is None:
@@ -103,16 +103,17 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
             if targets is not None and node in targets:
                 found[node] = g
             if wanted is None or node in wanted:
-                _propagate(node, g, grads, ready, wanted)
+                _propagate(node, g, grads, ready, wanted, owned)
             if node.saved and not retain_graph:
                 node.saved = None  # free what forward saved: nothing needs it any more
         # What is left are the leaves' gradients, each summed over all its uses.
         while grads:
             leaf, g = grads.popitem()
             if leaf._hooks:
-                g = _run_hooks(leaf._hooks, g)
+                g = _run_hooks(leaf._hooks, g)  # a hook may keep what it was given
+                owned.discard(leaf)
             if targets is None:
-                _accumulate(leaf, g, create_graph)
+                _accumulate(leaf, g, create_graph, leaf in owned)
             elif leaf in targets:
                 found[leaf] = g
     finally:
@@ -128,9 +129,17 @@ def _run_hooks(hooks: tuple, g: Tensor) -> Tensor:
     return g
 
 
-def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set | None) -> None:
+def _propagate(
+    node: Function, g: Tensor, grads: dict, ready: list, wanted: set | None, owned: set
+) -> None:
     """Run one node's backward and add each input's gradient, summed to the input's shape; an
-    input that gets its first gradient joins the heap of nodes to run."""
+    input that gets its first gradient joins the heap of nodes to run.
+
+    A leaf's gradient is ``owned`` (its ``.grad`` may adopt the array without a copy, as
+    PyTorch's AccumulateGrad "steals" it) when the engine made it (a sum of two gradients) or a
+    built-in op's backward freshly made it: not the incoming gradient, not a view, not handed
+    to another input. Custom Functions' results are never adopted: they may keep them.
+    """
     input_grads = type(node).backward(node, g)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -139,6 +148,8 @@ def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set 
             f"{type(node).__name__}.backward returned {len(input_grads)} gradients for "
             f"{len(node.parents)} inputs"
         )
+    fresh_results = type(node).builtin
+    adopted = []  # the gradients this node gave to leaves as owned: each goes to one leaf only
     for parent, g_in in zip(node.parents, input_grads):
         if parent is None or g_in is None or (wanted is not None and parent not in wanted):
             continue
@@ -156,33 +167,35 @@ def _propagate(node: Function, g: Tensor, grads: dict, ready: list, wanted: set 
         previous = grads.get(parent)
         if previous is not None:
             grads[parent] = previous + g_in
+            if is_leaf:
+                owned.add(parent)
+        elif is_leaf:
+            grads[parent] = g_in
+            array = g_in.array
+            if (
+                fresh_results
+                and array.base is None
+                and array is not g.array
+                and all(array is not other for other in adopted)
+            ):
+                owned.add(parent)
+                adopted.append(array)
         else:
             grads[parent] = g_in
-            if not is_leaf:
-                heapq.heappush(ready, (-parent.sequence_nr, parent))
+            heapq.heappush(ready, (-parent.sequence_nr, parent))
 
 
-def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
-    """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph."""
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: bool) -> None:
+    """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
+    A first gradient is kept as it is when ``owned`` (see ``_propagate``), else copied."""
     if g.array.dtype is not leaf.array.dtype:
-        g = g.to(leaf.array.dtype)
+        g, owned = g.to(leaf.array.dtype), True
     if leaf.grad is None:
-        leaf.grad = g if create_graph or _owns_its_array(g) else Tensor._make(g.array.copy())
+        leaf.grad = g if create_graph or owned else Tensor._make(g.array.copy())
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:
         leaf.grad.array += g.array
-
-
-def _owns_its_array(g: Tensor) -> bool:
-    """Whether nothing but ``g`` refers to its array, so a leaf may keep the array as ``.grad``
-    and later add into it in place, without a copy (PyTorch's AccumulateGrad "steals" the same
-    way). A gradient handed to two leaves, a user's tensor or a view of another array fails.
-    The expected counts are this engine's own references: ``_run``'s local, ``_accumulate``'s
-    and this function's parameters and ``getrefcount``'s argument; for the array, ``g.array``.
-    """
-    array = g.array
-    return array.base is None and sys.getrefcount(g) == 4 and sys.getrefcount(array) == 3
 
 
 def _leading_to(roots: list[Function], targets: dict) -> set:

@@ -47,6 +47,14 @@ class Function:
     saved: tuple | None = ()  # None once released after backward
     is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
+    # One of scratchgrad's own ops (set for every class defined in the package): its backward
+    # keeps no reference to the gradients it returns, so the engine may hand them to .grad
+    # without a copy. User-defined Functions are not trusted with that.
+    builtin = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.builtin = cls.__module__.startswith("scratchgrad.")
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:
