@@ -148,7 +148,7 @@ def test_attributes_match_torch():
     assert x.ndim == xt.ndim == x.dim() == 3
     assert x.size() == tuple(xt.size()) and x.size(1) == xt.size(1) and x.size(-1) == 4
     assert x.numel() == xt.numel() == 24
-    assert x.dtype == sg.float32 and x.device == "cpu"
+    assert x.dtype == sg.float32 and x.device == sg.device("cpu") and str(x.device) == "cpu"
     assert not x.requires_grad and x.is_leaf and x.grad is None and x.grad_fn is None
     np.testing.assert_array_equal(x.mT.array, xt.mT.numpy())
     m = sg.tensor(values[0])

@@ -21,6 +21,7 @@ else:
         bfloat16,
         bool_ as bool,
         default_generator,
+        device,
         float16,
         float32,
         float64,
@@ -58,6 +59,7 @@ else:
 
     from scratchgrad.serialization import load, save
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
+    from scratchgrad import accelerator, backends, cuda
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs

@@ -1,7 +1,11 @@
-"""The array backend: which array module computes, the dtypes, and the one random generator.
+"""The array backend: which array module computes, the dtypes, the devices, and the one random
+generator.
 
 Everything else reaches NumPy (or later CuPy) through ``xp`` here, so a GPU backend can slot in
-by swapping the module that computes.
+by swapping the module that computes. Devices live here too: ``device`` is only a name, and the
+table ``_ARRAY_MODULES`` says which array module computes for each device type that exists. A
+CuPy backend would add its "cuda" row (and a ``to_device`` branch that copies across); no
+user-facing name changes.
 """
 
 from __future__ import annotations
@@ -48,6 +52,120 @@ int64 = numpy.dtype(numpy.int64)
 bool_ = numpy.dtype(numpy.bool_)
 
 default_float = float32
+
+# ---- devices ------------------------------------------------------------------------------------
+
+# The device types PyTorch's parser knows; any of them can be named, only those in
+# _ARRAY_MODULES can hold tensors.
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "mtia", "hpu", "privateuseone")
+_ARRAY_MODULES = {"cpu": numpy}
+
+
+class DeviceUnavailableError(AssertionError, RuntimeError):
+    """Asking for a device that has no backend. PyTorch's CPU builds raise an AssertionError
+    here ("Torch not compiled with CUDA enabled"); this is one too, and a RuntimeError."""
+
+
+class device:
+    """Where a tensor lives, as ``torch.device``: ``device("cuda:1")``, ``device("cuda", 1)``.
+
+    Only a name: any of PyTorch's device types can be named and compared, but only the types
+    with a backend (today "cpu") can hold tensors; see ``is_available``.
+
+    >>> device("cuda:1")
+    device(type='cuda', index=1)
+    >>> str(device("cpu")), device("cuda") == device("cuda", 0)
+    ('cpu', False)
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device, index: int | None = None) -> None:
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        elif not isinstance(type, str):
+            raise TypeError(f"device: expected a string or a device, got {_type_name(type)}")
+        elif ":" in type:
+            if index is not None:
+                raise RuntimeError(f"device: an index is given twice: {type!r} and {index}")
+            type, _, number = type.partition(":")
+            if not number.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{number}'")
+            index = int(number)
+        if type not in DEVICE_TYPES:
+            raise RuntimeError(
+                f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device "
+                f"string: {type}"
+            )
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("device is immutable")
+
+    def __eq__(self, other) -> bool:  # as PyTorch: never equal to a string
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    def __reduce__(self):
+        return device, (self.type, self.index)
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+_Device = device  # for the signatures whose parameter is called ``device``
+cpu = device("cpu")
+
+
+def is_available(device_type: str) -> bool:
+    """Whether tensors can live on devices of this type (a backend for it is installed)."""
+    return device_type in _ARRAY_MODULES
+
+
+def array_module(where: device | str | None = None):
+    """The array module that computes on ``where`` (None: the CPU); raises for a device that
+    cannot hold tensors, naming it."""
+    if where is None or where is cpu or where == "cpu":
+        return numpy
+    where = device(where)
+    module = _ARRAY_MODULES.get(where.type)
+    if module is None:
+        raise DeviceUnavailableError(
+            f"device {str(where)!r} is not available: scratchgrad has no {where.type} backend "
+            "yet (scratchgrad.cuda.is_available() is False); use 'cpu'"
+        )
+    return module
+
+
+def cuda_device(index: int | str | device | None = None) -> device:
+    """The device that ``.cuda(index)`` means: "cuda", "cuda:<index>", or the one given."""
+    if index is None:
+        return device("cuda")
+    return device("cuda", index) if isinstance(index, int) else device(index)
+
+
+def device_of(array) -> device:
+    """The device an array lives on (every array is a NumPy one today)."""
+    return cpu
+
+
+def to_device(array, where: device | str | None):
+    """``array`` on ``where``: the same array when it is there already."""
+    array_module(where)  # raises for a device without a backend
+    return array
 
 
 def is_floating(dtype: numpy.dtype) -> bool:
@@ -96,7 +214,11 @@ class Generator:
     True
     """
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, device: _Device | str = "cpu") -> None:
+        if isinstance(seed, (str, _Device)):  # torch.Generator("cpu"): a device comes first
+            seed, device = None, seed
+        array_module(device)
+        self.device = _Device(device)
         self.rng = numpy.random.default_rng(seed)
 
     def manual_seed(self, seed: int) -> Generator:

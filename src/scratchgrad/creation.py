@@ -1,4 +1,8 @@
-"""Factories: tensors made from data, constants and random numbers, with PyTorch's names."""
+"""Factories: tensors made from data, constants and random numbers, with PyTorch's names.
+
+Every factory takes ``device=``: constants are made by that device's array module, data and
+random draws (made on the host) are moved there; a device without a backend raises.
+"""
 
 from __future__ import annotations
 
@@ -9,31 +13,46 @@ from scratchgrad.backend import Generator, xp
 from scratchgrad.tensor import Tensor, _shape, _to_array
 
 
-def _finish(array, requires_grad: bool) -> Tensor:
-    t = Tensor._make(array)
+def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
+    t = Tensor._make(array if device is None else backend.to_device(array, device))
     return t.requires_grad_() if requires_grad else t
+
+
+def _xp(device: Any):
+    """The array module that makes constants on ``device``."""
+    return xp if device is None else backend.array_module(device)
 
 
 def _dtype(dtype: Any, default=backend.default_float):
     return default if dtype is None else backend.to_dtype(dtype)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new tensor holding a copy of ``data``.
+def tensor(
+    data: Any,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
+    """A new tensor holding a copy of ``data`` (``pin_memory`` is accepted and ignored: there is
+    no device to copy to asynchronously).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
     dtype('int64')
     """
-    return Tensor(data, dtype, requires_grad)
+    t = Tensor(data, dtype, requires_grad)
+    if device is not None:
+        t.array = backend.to_device(t.array, device)
+    return t
 
 
-def as_tensor(data: Any, dtype: Any = None) -> Tensor:
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like ``tensor``, but shares the memory of a NumPy array (or Tensor) when it can."""
     if isinstance(data, Tensor):
-        return data if dtype is None else data.to(dtype)
+        return data.to(device, dtype)
     if isinstance(data, xp.ndarray) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
-        return Tensor._make(data)
-    return Tensor(data, dtype)
+        return _finish(data, False, device)
+    return tensor(data, dtype, device)
 
 
 def from_numpy(array) -> Tensor:
@@ -41,22 +60,28 @@ def from_numpy(array) -> Tensor:
     return Tensor._make(array)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(xp.zeros(_shape(size), _dtype(dtype)), requires_grad)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(_xp(device).zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(xp.ones(_shape(size), _dtype(dtype)), requires_grad)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(_xp(device).ones(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(xp.empty(_shape(size), _dtype(dtype)), requires_grad)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(_xp(device).empty(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(
+    size: Any,
+    fill_value: Any,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
     dtype = _dtype(dtype, _to_array(fill_value, None).dtype)
-    return _finish(xp.full(_shape((size,)), fill_value, dtype), requires_grad)
+    return _finish(_xp(device).full(_shape((size,)), fill_value, dtype), requires_grad)
 
 
 def arange(
@@ -64,6 +89,7 @@ def arange(
     end: float | None = None,
     step: float = 1,
     dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """``[start, end)`` in steps; int64 when all arguments are ints, else float32."""
@@ -71,7 +97,7 @@ def arange(
         start, end = 0, start
     whole = all(isinstance(v, int) for v in (start, end, step))
     return _finish(
-        xp.arange(
+        _xp(device).arange(
             start, end, step, _dtype(dtype, backend.int64 if whole else backend.default_float)
         ),
         requires_grad,
@@ -79,20 +105,31 @@ def arange(
 
 
 def linspace(
-    start: float, end: float, steps: int, dtype: Any = None, requires_grad: bool = False
+    start: float,
+    end: float,
+    steps: int,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
-    return _finish(xp.linspace(start, end, steps, dtype=_dtype(dtype)), requires_grad)
+    return _finish(_xp(device).linspace(start, end, steps, dtype=_dtype(dtype)), requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(xp.eye(n, m, dtype=_dtype(dtype)), requires_grad)
+def eye(
+    n: int,
+    m: int | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    return _finish(_xp(device).eye(n, m, dtype=_dtype(dtype)), requires_grad)
 
 
 def _rng(generator: Generator | None):
     return (generator or backend.default_generator).rng
 
 
-def _random_floats(name: str, size: tuple, generator, dtype, requires_grad: bool) -> Tensor:
+def _random_floats(name: str, size: tuple, generator, dtype, device, requires_grad: bool) -> Tensor:
     """Samples from ``generator``'s method ``name`` ("random", "standard_normal"), drawn in
     float32 or float64 (what NumPy's generators make) and cast to ``dtype``."""
     dtype = _dtype(dtype)
@@ -100,21 +137,29 @@ def _random_floats(name: str, size: tuple, generator, dtype, requires_grad: bool
         raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
     draw = getattr(_rng(generator), name)
     array = draw(_shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32)
-    return _finish(array.astype(dtype, copy=False), requires_grad)
+    return _finish(array.astype(dtype, copy=False), requires_grad, device)
 
 
 def rand(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Uniform on [0, 1), from the library's seeded generator (see ``manual_seed``)."""
-    return _random_floats("random", size, generator, dtype, requires_grad)
+    return _random_floats("random", size, generator, dtype, device, requires_grad)
 
 
 def randn(
-    *size: Any, generator: Generator | None = None, dtype: Any = None, requires_grad: bool = False
+    *size: Any,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Standard normal samples; ``randn(())`` gives a 0-d tensor."""
-    return _random_floats("standard_normal", size, generator, dtype, requires_grad)
+    return _random_floats("standard_normal", size, generator, dtype, device, requires_grad)
 
 
 def randint(
@@ -123,42 +168,65 @@ def randint(
     size: Any = (),
     generator: Generator | None = None,
     dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch."""
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
     return _finish(
         _rng(generator).integers(low, high, _shape((size,)), dtype=_dtype(dtype, backend.int64)),
-        False,
+        requires_grad,
+        device,
     )
 
 
-def randperm(n: int, generator: Generator | None = None) -> Tensor:
-    return Tensor._make(_rng(generator).permutation(n).astype(backend.int64))
+def randperm(
+    n: int,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    order = _rng(generator).permutation(n).astype(_dtype(dtype, backend.int64))
+    return _finish(order, requires_grad, device)
 
 
-def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return zeros(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:
+    """``factory`` with ``t``'s shape, and its dtype and device unless others are given."""
+    return factory(
+        t.shape,
+        *args,
+        dtype=dtype or t.dtype,
+        device=device or t.device,
+        requires_grad=requires_grad,
+    )
 
 
-def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return ones(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    return _like(zeros, t, dtype, device, requires_grad)
 
 
-def empty_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return empty(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    return _like(ones, t, dtype, device, requires_grad)
 
 
-def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def empty_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    return _like(empty, t, dtype, device, requires_grad)
 
 
-def rand_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def full_like(
+    t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad=False
+) -> Tensor:
+    return _like(full, t, dtype, device, requires_grad, fill_value)
 
 
-def randn_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def rand_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    return _like(rand, t, dtype, device, requires_grad)
+
+
+def randn_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
+    return _like(randn, t, dtype, device, requires_grad)
 
 
 def tril_indices(
@@ -170,7 +238,7 @@ def tril_indices(
     >>> tril_indices(3, 3).tolist()
     [[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]]
     """
-    return _triangle_indices(xp.tril_indices(row, offset, col), dtype)
+    return _triangle_indices(xp.tril_indices(row, offset, col), dtype, device)
 
 
 def triu_indices(
@@ -181,9 +249,9 @@ def triu_indices(
     >>> triu_indices(2, 3, 1).tolist()
     [[0, 0, 1], [1, 2, 2]]
     """
-    return _triangle_indices(xp.triu_indices(row, offset, col), dtype)
+    return _triangle_indices(xp.triu_indices(row, offset, col), dtype, device)
 
 
-def _triangle_indices(rows_and_cols: tuple, dtype: Any) -> Tensor:
+def _triangle_indices(rows_and_cols: tuple, dtype: Any, device: Any) -> Tensor:
     stacked = xp.stack(rows_and_cols).reshape(2, -1)  # (2, 0) when the triangle is empty
-    return Tensor._make(stacked.astype(_dtype(dtype, backend.int64)))
+    return _finish(stacked.astype(_dtype(dtype, backend.int64)), False, device)

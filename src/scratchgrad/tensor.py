@@ -94,8 +94,23 @@ class Tensor:
         return self.array.dtype
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> backend.device:
+        """Where the data lives (a ``scratchgrad.device``; read from the array, so no op pays
+        for it)."""
+        return backend.device_of(self.array)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def get_device(self) -> int:
+        """The device index, -1 on the CPU (as PyTorch)."""
+        where = self.device
+        return -1 if where.type == "cpu" else where.index or 0
 
     @property
     def is_leaf(self) -> bool:
@@ -497,12 +512,35 @@ class Tensor:
 
     # ---- dtype ------------------------------------------------------------------------------
 
-    def to(self, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
-        """Convert to a dtype (``x.to(sg.float64)``), a device (only "cpu"), or like a tensor."""
-        dtype = requested_dtype(args, dtype)
-        if dtype is None:
-            return self
-        return self if dtype == self.array.dtype else movement.Copy.apply(self, dtype=dtype)
+    def to(
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        non_blocking: bool = False,
+        copy: bool = False,
+    ) -> Tensor:
+        """Convert to a dtype (``x.to(sg.float64)``), a device (``x.to("cpu")``), both, or like
+        another tensor (``x.to(y)``); the tensor itself when nothing changes, unless ``copy``.
+
+        >>> import scratchgrad as sg
+        >>> sg.ones(2).to("cpu", sg.float64).dtype
+        dtype('float64')
+        """
+        device, dtype = requested_device_and_dtype(args, device, dtype)
+        if device is not None:
+            backend.array_module(device)  # only the CPU exists: nothing to move, or an error
+        if dtype is None or dtype == self.array.dtype:
+            return self.clone() if copy else self
+        return movement.Copy.apply(self, dtype=dtype)
+
+    def cpu(self) -> Tensor:
+        """This tensor on the CPU (itself: it is there already)."""
+        return self.to(backend.cpu)
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """This tensor on a CUDA device; raises while scratchgrad has no CUDA backend."""
+        return self.to(backend.cuda_device(device))
 
     def type(self, dtype: Any) -> Tensor:
         return self.to(dtype)
@@ -1003,18 +1041,22 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 # ---- helpers --------------------------------------------------------------------------------
 
 
-def requested_dtype(args: tuple, dtype: Any = None):
-    """The dtype that ``.to(*args, dtype=...)`` asks for (None: keep it), as PyTorch reads the
-    arguments: a dtype, a tensor to match, or a device, of which only "cpu" exists."""
+def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = None) -> tuple:
+    """The device and dtype that ``.to(*args, device=..., dtype=...)`` asks for (None: keep
+    it), as PyTorch reads the arguments: a device (or its name), a dtype, or a tensor to match."""
     for arg in args:
         if isinstance(arg, Tensor):
-            dtype = arg.dtype
-        elif isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "mps"):
-            if arg != "cpu":
-                raise RuntimeError(f"to: device {arg!r} is not available; only 'cpu'")
-        else:
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, backend.device) or (
+            isinstance(arg, str) and arg.partition(":")[0] in backend.DEVICE_TYPES
+        ):
+            device = arg
+        elif arg is not None:
             dtype = arg
-    return None if dtype is None else backend.to_dtype(dtype)
+    return (
+        None if device is None else backend.device(device),
+        None if dtype is None else backend.to_dtype(dtype),
+    )
 
 
 def _to_array(data: Any, dtype: Any):

@@ -22,7 +22,7 @@ from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.nn.parameter import Parameter
-from scratchgrad.tensor import Tensor, requested_dtype
+from scratchgrad.tensor import Tensor, requested_device_and_dtype
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _STORES = ("_parameters", "_buffers", "_modules")
@@ -301,11 +301,14 @@ class Module:
 
     # ---- dtype ------------------------------------------------------------------------------
 
-    def to(self, *args: Any, dtype: Any = None) -> Module:
-        """Convert floating point parameters and buffers to ``dtype``, in place.
+    def to(
+        self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False
+    ) -> Module:
+        """Move parameters and buffers to a device and convert the floating point ones to
+        ``dtype``, in place (``model.to(device)``, ``model.to(sg.float64)``, or both).
 
         The parameter objects stay the same, so an optimizer built before still holds them.
-        A device may be named but only ``"cpu"`` exists.
+        Any device can be named; one without a backend raises (only the CPU has one today).
 
         >>> import scratchgrad as sg
         >>> from scratchgrad import nn
@@ -313,7 +316,9 @@ class Module:
         >>> lin.weight.dtype
         dtype('float64')
         """
-        dtype = requested_dtype(args, dtype)
+        device, dtype = requested_device_and_dtype(args, device, dtype)
+        if device is not None:
+            backend.array_module(device)  # only the CPU exists: nothing to move, or an error
         if dtype is None:
             return self
         if not backend.is_floating(dtype):
@@ -339,7 +344,11 @@ class Module:
         return self.to(backend.bfloat16)
 
     def cpu(self) -> Module:
-        return self
+        return self.to(backend.cpu)
+
+    def cuda(self, device: Any = None) -> Module:
+        """Move to a CUDA device; raises while scratchgrad has no CUDA backend."""
+        return self.to(backend.cuda_device(device))
 
     # ---- state dict -------------------------------------------------------------------------
 
@@ -436,12 +445,10 @@ class Module:
         return f"{self._get_name()}({body})"
 
 
-def _empty_parameter(shape: tuple[int, ...], device: str | None, dtype) -> Parameter:
-    """An uninitialised parameter for a layer's constructor (``device`` can only be "cpu")."""
-    if device not in (None, "cpu"):
-        raise RuntimeError(f"device {device!r} is not available; only 'cpu'")
+def _empty_parameter(shape: tuple[int, ...], device: Any, dtype) -> Parameter:
+    """An uninitialised parameter for a layer's constructor, on ``device`` (None: the CPU)."""
     dtype = backend.default_float if dtype is None else backend.to_dtype(dtype)
-    return Parameter(Tensor._make(xp.empty(shape, dtype)))
+    return Parameter(Tensor._make(backend.array_module(device).empty(shape, dtype)))
 
 
 def _indent(text: str, spaces: int) -> str:

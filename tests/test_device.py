@@ -1,0 +1,124 @@
+"""The device API against PyTorch's CPU build: parsing, printing, equality, the queries scripts
+make before choosing a device, ``device=`` on factories, ``.to``/``.cpu``/``.cuda``."""
+
+import pytest
+import torch
+
+import scratchgrad as sg
+
+NAMES = ["cpu", "cuda", "cuda:0", "cuda:3", "mps", "meta", "cpu:0"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_device_parses_and_prints_as_torch(name):
+    ours, theirs = sg.device(name), torch.device(name)
+    assert (ours.type, ours.index) == (theirs.type, theirs.index)
+    assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    assert sg.device(ours) == ours and hash(sg.device(name)) == hash(ours)
+
+
+def test_device_equality_as_torch():
+    pairs = [("cuda", "cuda:0"), ("cpu", "cpu"), ("cuda:1", "cuda:1"), ("cpu", "cuda")]
+    for a, b in pairs:
+        assert (sg.device(a) == sg.device(b)) == (torch.device(a) == torch.device(b))
+    assert (sg.device("cpu") == "cpu") == (torch.device("cpu") == "cpu")  # False in both
+    assert sg.device("cuda", 2) == sg.device("cuda:2")
+    assert len({sg.device("cpu"), sg.device("cpu"), sg.device("cuda")}) == 2
+
+
+@pytest.mark.parametrize("bad", ["foo", "cuda:x", "cuda:-1"])
+def test_bad_device_strings_raise_runtime_error_as_torch(bad):
+    with pytest.raises(RuntimeError):
+        torch.device(bad)
+    with pytest.raises(RuntimeError):
+        sg.device(bad)
+
+
+def test_queries_take_the_cpu_path():
+    assert sg.cuda.is_available() is torch.cuda.is_available() is False
+    assert sg.cuda.device_count() == torch.cuda.device_count() == 0
+    assert sg.accelerator.is_available() is False and sg.accelerator.current_accelerator() is None
+    assert sg.backends.mps.is_available() is False and sg.backends.cudnn.is_available() is False
+    sg.cuda.manual_seed(0), sg.cuda.manual_seed_all(0), sg.cuda.empty_cache()  # quiet no-ops
+    sg.backends.cudnn.benchmark = sg.backends.cudnn.deterministic = True  # accepted switches
+    device = sg.device("cuda" if sg.cuda.is_available() else "cpu")
+    assert sg.zeros(2, device=device).device == device == sg.device("cpu")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.zeros(2, device="cuda"),
+        lambda m: m.tensor([1.0], device="cuda:0"),
+        lambda m: m.randn(2, device=m.device("cuda")),
+        lambda m: m.ones(2).cuda(),
+        lambda m: m.ones(2).to("cuda"),
+        lambda m: m.nn.Linear(2, 2).cuda(),
+        lambda m: m.nn.Linear(2, 2, device="cuda"),
+        lambda m: m.cuda.synchronize(),
+        lambda m: m.cuda.get_device_name(0),
+    ],
+)
+def test_asking_for_cuda_raises_an_assertion_error_as_torch(make):
+    with pytest.raises(AssertionError):
+        make(torch)
+    with pytest.raises(AssertionError, match="'cuda(:0)?' is not available"):
+        make(sg)
+    with pytest.raises(RuntimeError):  # also a RuntimeError, like every other device error
+        make(sg)
+
+
+FACTORIES = [
+    lambda m, d: m.tensor([1.0, 2.0], device=d),
+    lambda m, d: m.as_tensor([1, 2], device=d),
+    lambda m, d: m.zeros(2, 3, device=d),
+    lambda m, d: m.ones((2,), device=d),
+    lambda m, d: m.empty(2, device=d),
+    lambda m, d: m.full((2,), 7, device=d),
+    lambda m, d: m.arange(5, device=d),
+    lambda m, d: m.linspace(0, 1, 5, device=d),
+    lambda m, d: m.eye(3, device=d),
+    lambda m, d: m.rand(2, device=d),
+    lambda m, d: m.randn(2, device=d),
+    lambda m, d: m.randint(0, 4, (3,), device=d),
+    lambda m, d: m.randperm(4, device=d),
+    lambda m, d: m.zeros_like(m.ones(2), device=d),
+    lambda m, d: m.full_like(m.ones(2), 3.0, device=d),
+    lambda m, d: m.randn_like(m.ones(2), device=d),
+]
+
+
+@pytest.mark.parametrize("factory", FACTORIES)
+def test_factories_accept_device(factory):
+    for d in ("cpu", torch.device("cpu")):
+        expected = factory(torch, d)
+        ours = factory(sg, d if isinstance(d, str) else sg.device("cpu"))
+        assert ours.device == sg.device("cpu") and str(ours.device) == str(expected.device)
+        assert ours.shape == tuple(expected.shape) and str(ours.dtype) in str(expected.dtype)
+
+
+def test_to_reads_device_dtype_and_tensor_arguments_as_torch():
+    x = sg.ones(2, requires_grad=True)
+    assert x.to("cpu") is x and x.cpu() is x and x.to(sg.device("cpu")) is x
+    y = x.to("cpu", sg.float64)
+    assert y.dtype == sg.float64 and y.grad_fn is not None
+    assert x.to(device="cpu", dtype=sg.float64).dtype == sg.float64
+    assert x.to(sg.zeros(1, dtype=sg.float64)).dtype == sg.float64
+    assert x.to("cpu", copy=True) is not x
+    assert x.is_cpu and not x.is_cuda and x.get_device() == torch.ones(1).get_device() == -1
+
+
+def test_module_to_device_keeps_parameters():
+    model = sg.nn.Linear(3, 2)
+    weight = model.weight
+    assert model.to("cpu") is model and model.cpu() is model and model.weight is weight
+    model.to(sg.device("cpu"), sg.float64)
+    assert model.weight is weight and weight.dtype == sg.float64
+    assert all(p.device == sg.device("cpu") for p in model.parameters())
+
+
+def test_generator_takes_a_device_as_torch():
+    g = sg.Generator("cpu").manual_seed(3)
+    assert g.device == sg.device("cpu") == sg.Generator(device="cpu").device
+    with pytest.raises(AssertionError):
+        sg.Generator(device="cuda")
