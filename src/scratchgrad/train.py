@@ -31,9 +31,9 @@ OPTIMIZERS = {
 DEFAULTS = {"cnn": {"epochs": 10, "lr": 3e-3}, "mlp": {"epochs": 20, "lr": 3e-3}}
 
 
-def build_model(name: str) -> nn.Module:
+def build_model(name: str, hidden: int = 128) -> nn.Module:
     """The two models: a small CNN with batch norm (about 10k parameters) and a
-    one-hidden-layer MLP."""
+    one-hidden-layer MLP with ``hidden`` units (the CNN ignores ``hidden``)."""
     if name == "cnn":
         return nn.Sequential(
             nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
@@ -42,7 +42,7 @@ def build_model(name: str) -> nn.Module:
             nn.Linear(32 * 4 * 4, 10),
         )  # fmt: skip
     if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
     raise ValueError(f"train: unknown model {name!r}; choose 'cnn' or 'mlp'")
 
 
@@ -109,9 +109,12 @@ def train(
     seed: int = 0,
     out: Path | None = Path("runs/digits"),
     progress: bool = True,
+    hidden: int = 128,
 ) -> dict:
     """Train on the digits and return the history (loss, train/test accuracy per epoch).
 
+    The checkpoint's ``"meta"`` entry records the model's name and configuration, so that
+    ``rebuild_model`` (and ``scratchgrad export``) can make the model again from the file.
     ``out`` is created and checked writable first, so a run is never lost to a checkpoint that
     cannot be written; a loss that becomes NaN or infinite stops the run (FloatingPointError).
     """
@@ -129,7 +132,8 @@ def train(
         shuffle=True,
         generator=sg.Generator(seed),
     )
-    model = build_model(model_name)
+    config = {"hidden": hidden} if model_name == "mlp" else {}
+    model = build_model(model_name, **config)
     opt = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
     schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     history = {"loss": [], "train_acc": [], "test_acc": []}
@@ -169,7 +173,8 @@ def train(
         )
     history["confusion"] = confusion_matrix(predicted, test_y.numpy())
     if out is not None:
-        _write_outputs(model, opt, history, Path(out), model_name)
+        meta = {"task": "digits", "model": model_name, "config": config}
+        _write_outputs(model, opt, history, Path(out), meta)
     return history
 
 
@@ -183,11 +188,26 @@ def _prepare_out(out: Path) -> None:
         raise PermissionError(f"train: the output folder {out} is not writable")
 
 
-def _write_outputs(model, opt, history: dict, out: Path, model_name: str) -> None:
-    checkpoint = out / f"digits_{model_name}.safetensors"
-    sg.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, checkpoint)
+def rebuild_model(checkpoint: dict) -> nn.Module:
+    """The trained model of a checkpoint that ``train`` wrote (loaded with ``sg.load``), in
+    eval mode."""
+    meta = checkpoint.get("meta")
+    if not isinstance(meta, dict) or meta.get("task") != "digits":
+        raise ValueError(
+            "the checkpoint does not say which model it holds (no 'meta' entry from "
+            "`scratchgrad train`; checkpoints written before it recorded one: train again)"
+        )
+    model = build_model(meta["model"], **meta["config"])
+    model.load_state_dict(checkpoint["model"])
+    return model.eval()
+
+
+def _write_outputs(model, opt, history: dict, out: Path, meta: dict) -> None:
+    checkpoint = out / f"digits_{meta['model']}.safetensors"
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "meta": meta}
+    sg.save(state, checkpoint)
     print(f"checkpoint: {checkpoint}")
-    curves = out / f"digits_{model_name}_curves.png"
+    curves = out / f"digits_{meta['model']}_curves.png"
     if plot_curves(history, curves):
         print(f"curves: {curves}")
     else:
@@ -198,6 +218,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(DEFAULTS), default="cnn")
     parser.add_argument("--epochs", type=positive_int, help="default: 10 for cnn, 20 for mlp")
     parser.add_argument("--lr", type=positive_float, help="default: 3e-3 (cosine-annealed)")
+    parser.add_argument("--hidden", type=positive_int, default=128, help="the MLP's hidden units")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
@@ -213,7 +234,14 @@ def main(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)
     history = train(
-        args.model, args.epochs, args.lr, args.batch_size, args.optimizer, args.seed, args.out
+        args.model,
+        args.epochs,
+        args.lr,
+        args.batch_size,
+        args.optimizer,
+        args.seed,
+        args.out,
+        hidden=args.hidden,
     )
     print("confusion matrix on the held-out images (rows: true digit, columns: predicted):")
     print(format_confusion(history["confusion"]))

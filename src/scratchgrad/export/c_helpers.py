@@ -1,0 +1,184 @@
+"""The C99 functions a generated float model calls, one per kind of layer.
+
+A generated file holds only the helpers its layers use (an unused ``static`` function would be a
+warning under ``-Wall``). Tensors are flat row-major ``float`` arrays of one sample: ``(C, H, W)``
+for images, with Conv1d's ``(C, L)`` seen as ``(C, 1, L)``. ``struct window`` says how a
+convolution or a pooling window sweeps its input; the padding is implicit (positions outside the
+input are skipped), so no padded copy is ever made.
+"""
+
+WINDOW = """\
+/* How a convolution or pooling window sweeps a (c_in, h, w) input to a (c_out, oh, ow) output:
+ * kernel kh x kw, stride sh x sw, zero padding ph x pw (top, left), dilation dh x dw. */
+struct window {
+    int c_in, h, w, c_out, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+};
+"""
+
+HELPERS = {
+    "copy": """\
+static void copy(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i];
+}
+""",
+    "linear": """\
+/* nn.Linear on each of `rows` rows: y[r][o] = b[o] + sum_i w[o][i] * x[r][i]. */
+static void linear(const float *x, float *y, const float *w, const float *b,
+                   int rows, int n_in, int n_out)
+{
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < n_out; o++) {
+            float acc = b[o];
+            for (int i = 0; i < n_in; i++)
+                acc += w[o * n_in + i] * x[r * n_in + i];
+            y[r * n_out + o] = acc;
+        }
+}
+""",
+    "conv2d": """\
+/* nn.Conv2d (and Conv1d): each output channel sees c_in / groups input channels. */
+static void conv2d(const float *x, float *y, const float *w, const float *b,
+                   const struct window *g)
+{
+    int group_in = g->c_in / g->groups, group_out = g->c_out / g->groups;
+    for (int co = 0; co < g->c_out; co++) {
+        const float *x_group = x + (co / group_out) * group_in * g->h * g->w;
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                float acc = b[co];
+                for (int ci = 0; ci < group_in; ci++)
+                    for (int ky = 0; ky < g->kh; ky++) {
+                        int iy = oy * g->sh - g->ph + ky * g->dh;
+                        if (iy < 0 || iy >= g->h)
+                            continue; /* zero padding adds nothing */
+                        for (int kx = 0; kx < g->kw; kx++) {
+                            int ix = ox * g->sw - g->pw + kx * g->dw;
+                            if (ix < 0 || ix >= g->w)
+                                continue;
+                            acc += w[((co * group_in + ci) * g->kh + ky) * g->kw + kx]
+                                 * x_group[(ci * g->h + iy) * g->w + ix];
+                        }
+                    }
+                y[(co * g->oh + oy) * g->ow + ox] = acc;
+            }
+    }
+}
+""",
+    "max_pool2d": """\
+/* nn.MaxPool2d: padding counts as -infinity, so it is simply skipped. */
+static void max_pool2d(const float *x, float *y, const struct window *g)
+{
+    for (int c = 0; c < g->c_in; c++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                float best = -INFINITY;
+                for (int ky = 0; ky < g->kh; ky++) {
+                    int iy = oy * g->sh - g->ph + ky * g->dh;
+                    if (iy < 0 || iy >= g->h)
+                        continue;
+                    for (int kx = 0; kx < g->kw; kx++) {
+                        int ix = ox * g->sw - g->pw + kx * g->dw;
+                        if (ix >= 0 && ix < g->w && x[(c * g->h + iy) * g->w + ix] > best)
+                            best = x[(c * g->h + iy) * g->w + ix];
+                    }
+                }
+                y[(c * g->oh + oy) * g->ow + ox] = best;
+            }
+}
+""",
+    "avg_pool2d": """\
+/* nn.AvgPool2d, dividing as PyTorch does: by the window clipped to the padded input
+ * (count_include_pad) or to the input itself, or by divisor (when it is not 0). */
+static void avg_pool2d(const float *x, float *y, const struct window *g,
+                       int count_include_pad, int divisor)
+{
+    for (int c = 0; c < g->c_in; c++)
+        for (int oy = 0; oy < g->oh; oy++)
+            for (int ox = 0; ox < g->ow; ox++) {
+                int y0 = oy * g->sh - g->ph, x0 = ox * g->sw - g->pw;
+                int y1 = y0 + g->kh < g->h + g->ph ? y0 + g->kh : g->h + g->ph;
+                int x1 = x0 + g->kw < g->w + g->pw ? x0 + g->kw : g->w + g->pw;
+                int padded_count = (y1 - y0) * (x1 - x0);
+                float sum = 0.0f;
+                y0 = y0 > 0 ? y0 : 0;
+                x0 = x0 > 0 ? x0 : 0;
+                y1 = y1 < g->h ? y1 : g->h;
+                x1 = x1 < g->w ? x1 : g->w;
+                for (int iy = y0; iy < y1; iy++)
+                    for (int ix = x0; ix < x1; ix++)
+                        sum += x[(c * g->h + iy) * g->w + ix];
+                int count = count_include_pad ? padded_count : (y1 - y0) * (x1 - x0);
+                y[(c * g->oh + oy) * g->ow + ox] = sum / (float)(divisor ? divisor : count);
+            }
+}
+""",
+    "adaptive_avg_pool2d": """\
+/* nn.AdaptiveAvgPool2d: output cell (i, j) averages rows floor(i*h/oh) to ceil((i+1)*h/oh)
+ * and the columns likewise. */
+static void adaptive_avg_pool2d(const float *x, float *y, int channels, int h, int w,
+                                int oh, int ow)
+{
+    for (int c = 0; c < channels; c++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                int y0 = oy * h / oh, y1 = ((oy + 1) * h + oh - 1) / oh;
+                int x0 = ox * w / ow, x1 = ((ox + 1) * w + ow - 1) / ow;
+                float sum = 0.0f;
+                for (int iy = y0; iy < y1; iy++)
+                    for (int ix = x0; ix < x1; ix++)
+                        sum += x[(c * h + iy) * w + ix];
+                y[(c * oh + oy) * ow + ox] = sum / (float)((y1 - y0) * (x1 - x0));
+            }
+}
+""",
+    "softmax": """\
+/* Softmax (or log-softmax) in place along the middle dim of an (outer, n, inner) array. The
+ * largest entry is subtracted first so that expf cannot overflow. */
+static void softmax(float *x, int outer, int n, int inner, int log_output)
+{
+    for (int o = 0; o < outer; o++)
+        for (int i = 0; i < inner; i++) {
+            float *v = x + o * n * inner + i;
+            float max = v[0], sum = 0.0f;
+            for (int k = 1; k < n; k++)
+                max = v[k * inner] > max ? v[k * inner] : max;
+            for (int k = 0; k < n; k++)
+                sum += expf(v[k * inner] - max);
+            for (int k = 0; k < n; k++)
+                v[k * inner] = log_output ? v[k * inner] - max - logf(sum)
+                                          : expf(v[k * inner] - max) / sum;
+        }
+}
+""",
+}
+
+# Elementwise activations, applied in place: the expression that replaces v = x[i].
+ACTIVATIONS = {
+    "relu": "v > 0.0f ? v : 0.0f",
+    "tanh": "tanhf(v)",
+    "sigmoid": "1.0f / (1.0f + expf(-v))",
+    "silu": "v / (1.0f + expf(-v))",
+    "gelu": "0.5f * v * (1.0f + erff(v * 0.70710678118654752f))",
+    "gelu_tanh": "0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)))",
+    "leaky_relu": "v > 0.0f ? v : slope * v",
+}
+
+
+def activation(name: str) -> str:
+    """The C helper ``apply_NAME`` applying activation ``name`` to n floats in place (the
+    prefix keeps ``tanh`` apart from math.h's)."""
+    slope = ", float slope" if name == "leaky_relu" else ""
+    return (
+        f"static void apply_{name}(float *x, int n{slope})\n"
+        "{\n"
+        "    for (int i = 0; i < n; i++) {\n"
+        "        float v = x[i];\n"
+        f"        x[i] = {ACTIVATIONS[name]};\n"
+        "    }\n"
+        "}\n"
+    )
+
+
+HELPERS.update({f"apply_{name}": activation(name) for name in ACTIVATIONS})

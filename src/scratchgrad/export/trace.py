@@ -1,0 +1,161 @@
+"""What every exporter needs first: the model as a straight list of layers, with shapes.
+
+``trace`` runs the model once on an example batch (in eval mode, without gradients) and records
+each layer it calls: the module, its name in the model, and the shapes of one sample going in
+and coming out. It then checks that the calls form a straight line (each layer eats what the
+previous one made, and the last one makes the model's output), which is what a generated C
+function or ONNX graph of one node per layer can express. ``fold_batch_norms`` then merges each
+BatchNorm into the Conv or Linear before it, so no exporter needs code for BatchNorm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.nn import BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Linear, Module
+from scratchgrad.tensor import Tensor
+
+BATCH_NORMS = (BatchNorm1d, BatchNorm2d)
+FOLDS_INTO = (Linear, Conv1d, Conv2d)
+
+
+@dataclass
+class Step:
+    """One layer of the traced model: ``module`` maps one sample of ``in_shape`` to one of
+    ``out_shape`` (the batch dim left out). ``weight`` and ``bias`` are the module's own, as
+    float64 arrays, or the folded ones when a BatchNorm followed it."""
+
+    name: str
+    module: Module
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    weight: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    folded: list[str] = field(default_factory=list)  # names of the BatchNorms merged in
+
+    @property
+    def kind(self) -> str:
+        return type(self.module).__name__
+
+    def describe(self) -> str:
+        return f"{self.kind} '{self.name}'" if self.name else self.kind
+
+
+def trace(
+    model: Module, example_input: Tensor, supported: tuple[type, ...], who: str
+) -> list[Step]:
+    """The layers ``model`` runs on ``example_input`` (a batch), in order, BatchNorms folded.
+
+    Every module whose type is in ``supported``, and every module without children, counts as
+    a layer; other modules (``Sequential``, your own containers) are looked through. ``who``
+    names the exporter in error messages.
+    """
+    if not isinstance(example_input, Tensor) or example_input.ndim < 1:
+        raise TypeError(f"{who}: example_input must be a batch tensor (first dim is the batch)")
+    calls: list[tuple[str, Module, Tensor, Tensor]] = []
+    layers = [
+        (name, m) for name, m in model.named_modules() if isinstance(m, supported) or not m._modules
+    ]
+    was_training = model.training
+    model.eval()
+    try:
+        for name, module in layers:
+            _record_calls(module, name, calls)
+        with no_grad():
+            output = model(example_input)
+    finally:
+        for _, module in layers:
+            module.__dict__.pop("forward", None)
+        model.train(was_training)
+    for name, module, _, _ in calls:
+        if not isinstance(module, supported):
+            raise NotImplementedError(
+                f"{who}: {type(module).__name__} '{name}' is not supported; supported are "
+                + ", ".join(sorted(t.__name__ for t in supported))
+            )
+    _check_straight_line(model, example_input, output, calls, who)
+    steps = [Step(n, m, x.shape[1:], y.shape[1:], *_parameters(m)) for n, m, x, y in calls]
+    return fold_batch_norms(steps, who)
+
+
+def _record_calls(module: Module, name: str, calls: list) -> None:
+    """Shadow ``module.forward`` by an instance attribute that logs each call in ``calls``."""
+    forward = type(module).forward.__get__(module)
+
+    def logged(x, *args, **kwargs):
+        out = forward(x, *args, **kwargs)
+        calls.append((name, module, x, out))
+        return out
+
+    module.__dict__["forward"] = logged
+
+
+def _check_straight_line(model, example_input, output, calls, who) -> None:
+    previous = example_input
+    for name, module, x, out in calls:
+        if x is not previous:
+            raise NotImplementedError(
+                f"{who}: the forward of {type(model).__name__} is not a straight line of "
+                f"layers: the input of {type(module).__name__} '{name}' is not the output of "
+                "the layer before it (a functional call, a branch or a skip connection in "
+                "forward?). Make each step a module, e.g. in an nn.Sequential."
+            )
+        previous = out
+    if output is not previous:
+        raise NotImplementedError(
+            f"{who}: the output of {type(model).__name__} is not the output of its last layer "
+            "(a functional call after it in forward?)"
+        )
+
+
+def _parameters(module: Module) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def array(p):
+        return None if p is None else np.asarray(p.detach().numpy(), dtype=np.float64)
+
+    return array(getattr(module, "weight", None)), array(getattr(module, "bias", None))
+
+
+def fold_batch_norms(steps: list[Step], who: str) -> list[Step]:
+    """Merge each BatchNorm into the Conv/Linear right before it and drop it.
+
+    In eval mode BatchNorm is ``(z - mean) / sqrt(var + eps) * gamma + beta`` per channel, an
+    affine map, so ``z = W x + b`` followed by it is ``(s W) x + (s (b - mean) + beta)`` with
+    ``s = gamma / sqrt(var + eps)``: the same layer with new weights (computed in float64).
+    """
+    folded: list[Step] = []
+    for step in steps:
+        if not isinstance(step.module, BATCH_NORMS):
+            folded.append(step)
+            continue
+        bn = step.module
+        before = folded[-1] if folded else None
+        if before is None or not isinstance(before.module, FOLDS_INTO):
+            after = f"follows {before.describe()}" if before else "is the first layer"
+            raise NotImplementedError(
+                f"{who}: {step.describe()} {after}; only a BatchNorm right after a Conv or "
+                "Linear can be exported (it is folded into that layer's weights)"
+            )
+        if isinstance(before.module, Linear) and len(before.out_shape) != 1:
+            raise NotImplementedError(
+                f"{who}: {step.describe()} normalizes dim 1 of {before.describe()}'s output "
+                f"{before.out_shape}, not its features, so it cannot be folded into it"
+            )
+        if bn.running_mean is None:
+            raise NotImplementedError(
+                f"{who}: {step.describe()} has track_running_stats=False, so eval mode uses "
+                "batch statistics, which a one-sample function cannot compute"
+            )
+        channels = before.weight.shape[0]
+        gamma = step.weight if step.weight is not None else np.ones(channels)
+        beta = step.bias if step.bias is not None else np.zeros(channels)
+        mean, var = (np.asarray(t.numpy(), np.float64) for t in (bn.running_mean, bn.running_var))
+        scale = gamma / np.sqrt(var + bn.eps)
+        bias = before.bias if before.bias is not None else np.zeros(channels)
+        before.weight = before.weight * scale.reshape(-1, *[1] * (before.weight.ndim - 1))
+        before.bias = (bias - mean) * scale + beta
+        before.out_shape = step.out_shape
+        before.folded.append(step.name)
+    return folded

@@ -1,0 +1,201 @@
+"""``scratchgrad.export.to_c``: the generated C compiles under strict flags and computes what
+scratchgrad's forward computes (the oracle), for each supported layer and the trained digits
+models; it needs no allocator and no stdio."""
+
+import doctest
+import subprocess
+
+import numpy as np
+import pytest
+from export_helpers import compile_library, gcc, run_c
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.export import to_c
+
+
+class TwoStep(nn.Module):
+    """A model of its own whose forward is a straight line of layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 5), nn.SiLU())
+        self.head = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+# name -> (model, the shape of one sample)
+MODELS = {
+    "linear": (lambda: nn.Sequential(nn.Linear(5, 7), nn.Linear(7, 3, bias=False)), (5,)),
+    "linear_rows": (lambda: nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=1)), (2, 4)),
+    "linear_bn": (lambda: nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU()), (6,)),
+    "conv1d_bn": (
+        lambda: nn.Sequential(
+            nn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2), nn.BatchNorm1d(4), nn.Tanh()
+        ),
+        (3, 11),
+    ),
+    "conv2d_groups": (
+        lambda: nn.Sequential(nn.Conv2d(4, 6, (3, 2), padding="same", dilation=2, groups=2)),
+        (4, 7, 6),
+    ),
+    "conv2d_bn": (
+        lambda: nn.Sequential(
+            nn.Conv2d(2, 3, 3, stride=(2, 1), padding=(1, 0), bias=False),
+            nn.BatchNorm2d(3),
+            nn.LeakyReLU(0.2),
+        ),
+        (2, 7, 6),
+    ),
+    "max_pool": (lambda: nn.Sequential(nn.MaxPool2d(3, 2, padding=1, ceil_mode=True)), (2, 7, 6)),
+    "max_pool_dilated": (lambda: nn.Sequential(nn.MaxPool2d(2, 1, dilation=2)), (2, 5, 5)),
+    "avg_pool": (
+        lambda: nn.Sequential(
+            nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False)
+        ),
+        (2, 6, 7),
+    ),
+    "avg_pool_padded": (lambda: nn.Sequential(nn.AvgPool2d(3, 2, padding=1)), (1, 5, 6)),
+    "avg_pool_divisor": (lambda: nn.Sequential(nn.AvgPool2d(2, divisor_override=3)), (2, 4, 4)),
+    "adaptive": (lambda: nn.Sequential(nn.AdaptiveAvgPool2d((3, 2)), nn.Flatten()), (2, 7, 5)),
+    "activations": (
+        lambda: nn.Sequential(
+            nn.Sigmoid(), nn.GELU(), nn.GELU("tanh"), nn.Dropout(0.5), nn.Identity(), nn.Tanh()
+        ),
+        (9,),
+    ),
+    "softmax_channels": (
+        lambda: nn.Sequential(nn.Conv2d(2, 3, 1), nn.Softmax(dim=1), nn.Flatten()),
+        (2, 3, 4),
+    ),
+    "own_module": (TwoStep, (6,)),
+}
+
+
+def _randomize_batch_norms(model: nn.Module) -> None:
+    """Give BatchNorms running statistics and affine parameters far from 0 and 1."""
+    for module in model.modules():
+        if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            n = module.num_features
+            module.load_state_dict(
+                {
+                    "weight": sg.rand(n) + 0.5,
+                    "bias": sg.randn(n),
+                    "running_mean": sg.randn(n),
+                    "running_var": sg.rand(n) + 0.5,
+                    "num_batches_tracked": sg.tensor(10),
+                }
+            )
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Every model of MODELS exported and compiled into one library."""
+    out = tmp_path_factory.mktemp("c")
+    sg.manual_seed(0)
+    models, sources = {}, []
+    for name, (make, shape) in MODELS.items():
+        model = make()
+        _randomize_batch_norms(model)
+        models[name] = model
+        sources += to_c(model, sg.zeros(2, *shape), out, name)[1:]
+    return models, compile_library(sources, out / "models.so")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_c_matches_forward_on_100_random_inputs(compiled, name):
+    models, library = compiled
+    model, shape = models[name], MODELS[name][1]
+    x = np.random.default_rng(1).uniform(-2, 2, (100, *shape)).astype(np.float32)
+    with sg.no_grad():
+        expected = model.eval()(sg.tensor(x)).numpy().reshape(100, -1)
+    actual = run_c(library, name, x, expected.shape[1])
+    assert np.abs(actual - expected).max() <= 1e-5
+
+
+def test_batch_norm_leaves_no_code(tmp_path):
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU())
+    source = to_c(model, sg.zeros(1, 1, 5, 5), tmp_path, "folded")[1].read_text()
+    body = source[source.index("void folded_predict") :]
+    assert body.count(";") == 2  # the conv and the relu
+    assert "mean" not in source and "var" not in source
+
+
+def test_weights_are_exact_hex_floats(tmp_path):
+    model = nn.Linear(3, 2)
+    source = to_c(model, sg.zeros(1, 3), tmp_path, "exact")[1].read_text()
+    weights = source[source.index("l0_weight[6] = {") :].split("}")[0].split("{")[1]
+    values = [float.fromhex(v.strip().rstrip("f")) for v in weights.split(",")]
+    assert values == model.weight.detach().numpy().reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_trained_digits_models_give_the_same_class_for_every_held_out_digit(
+    digits_models, tmp_path, name
+):
+    models, test_x, _ = digits_models
+    model = models[name]
+    sources = to_c(model, test_x[:2], tmp_path, f"digits_{name}")[1:]
+    library = compile_library(sources, tmp_path / "digits.so")
+    with sg.no_grad():
+        expected = model(test_x).numpy()
+    actual = run_c(library, f"digits_{name}", test_x.numpy(), 10)
+    assert len(actual) == 359
+    np.testing.assert_array_equal(actual.argmax(1), expected.argmax(1))
+    assert np.abs(actual - expected).max() <= 1e-4
+
+
+def test_object_needs_no_allocator_and_no_stdio(digits_models, tmp_path):
+    models, test_x, _ = digits_models
+    model = nn.Sequential(*models["cnn"], nn.Softmax(dim=1))
+    source = to_c(model, test_x[:1], tmp_path, "cnn")[1]
+    gcc("-c", str(source), "-o", str(tmp_path / "cnn.o"))
+    symbols = subprocess.run(
+        ["nm", str(tmp_path / "cnn.o")], capture_output=True, text=True, check=True
+    ).stdout
+    undefined = {line.split()[-1] for line in symbols.splitlines() if " U " in line}
+    exported = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
+    assert undefined <= {"expf", "logf", "tanhf", "erff", "memcpy", "memset"}, undefined
+    assert exported == {"cnn_predict"}  # everything else is static
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return x + self.fc(x)
+
+
+@pytest.mark.parametrize(
+    "model, match",
+    [
+        (nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3)), "LayerNorm '1' is not supported"),
+        (Residual(), "not the output of its last layer"),
+        (nn.Sequential(nn.ReLU(), nn.BatchNorm1d(3)), "follows ReLU '0'; only a BatchNorm"),
+        pytest.param(
+            nn.Sequential(nn.Softmax()),
+            "give the dim explicitly",
+            marks=pytest.mark.filterwarnings("ignore:Implicit dimension"),
+        ),
+        (nn.Sequential(nn.Softmax(dim=0)), "not the batch dim"),
+    ],
+)
+def test_unsupported_models_are_clear_errors(tmp_path, model, match):
+    with pytest.raises(NotImplementedError, match=match):
+        to_c(model, sg.zeros(2, 3), tmp_path, "bad")
+    assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_name_must_be_a_c_identifier(tmp_path):
+    with pytest.raises(ValueError, match="C identifier"):
+        to_c(nn.Linear(2, 2), sg.zeros(1, 2), tmp_path, "my-model")
+
+
+def test_doc_examples_run():
+    from scratchgrad.export import c
+
+    assert doctest.testmod(c).failed == 0
