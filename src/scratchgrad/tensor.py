@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import math
+import operator
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
@@ -35,7 +36,11 @@ class Tensor:
 
     # _counter: the version counter, a one-item list shared by views of the same memory; made
     # on first need (an in-place change, a save for backward, a view), None until then
-    __slots__ = ("array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "__weakref__")
+    # _view: on a view only (unset otherwise, read with getattr), its base and the view steps
+    # from it, (base, ((Function, attributes), ...)), set by Function.apply
+    __slots__ = (
+        "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "__weakref__"
+    )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
     def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
@@ -143,7 +148,11 @@ class Tensor:
         return movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2))
 
     def size(self, dim: int | None = None):
-        return self.array.shape if dim is None else self.array.shape[dim]
+        if dim is None:
+            return self.array.shape
+        if self.array.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return self.array.shape[_dim(dim, self.array.ndim)]
 
     def numel(self) -> int:
         return self.array.size
@@ -421,9 +430,8 @@ class Tensor:
     # ---- in place ---------------------------------------------------------------------------
 
     def _inplace(self, name: str, out_of_place: Callable, ufunc, other: Any) -> Tensor:
-        """Update in place. Outside a graph this is one NumPy call; inside one, the op is
-        recorded out of place and this tensor takes over its node, so a backward that needs
-        the old value fails on the version check instead of using wrong numbers."""
+        """Update in place. Outside a graph this is one NumPy call; inside one, it is recorded
+        (``_record_in_place``)."""
         other_grad = isinstance(other, Tensor) and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
             try:
@@ -434,22 +442,50 @@ class Tensor:
                 raise RuntimeError(f"{name}: {error}") from None
             self._bump_version()
             return self
-        if self.is_leaf and self.requires_grad:
+        return self._record_in_place(name, out_of_place, other)
+
+    def _record_in_place(
+        self, name: str, out_of_place: Callable, other: Any, index: tuple | None = None
+    ) -> Tensor:
+        """Change this tensor (or ``self[index]``) to ``out_of_place(old, other)``, recorded.
+
+        The op is recorded out of place on a copy of the old value, so a backward that needs
+        the old value fails on the version check instead of using wrong numbers. When the
+        memory belongs to a base (this tensor is a view, or ``index`` selects part of it), the
+        base's history is rebased onto the change, as PyTorch's CopySlices does, and the view
+        is taken again from the new base; otherwise this tensor takes over the new node.
+        """
+        base, steps = getattr(self, "_view", (self, ()))  # unset on tensors that are no view
+        if index is not None:
+            steps = (*steps, (movement.GetItem, {"index": index}))
+        if base.is_leaf and base.requires_grad:
+            what = "a leaf tensor" if base is self else "a view of a leaf tensor"
             raise RuntimeError(
-                f"{name}: a leaf tensor that requires grad is used in an in-place operation; "
+                f"{name}: {what} that requires grad is used in an in-place operation; "
                 "wrap the update in scratchgrad.no_grad()"
             )
-        old = Tensor._make(self.array.copy(), self._ctx)
-        old.requires_grad = self.requires_grad
+        old_base = Tensor._make(base.array.copy(), base._ctx)
+        old_base.requires_grad = base.requires_grad
+        old = old_base
+        for cls, attributes in steps:
+            old = cls.apply(old, **attributes)
         out = out_of_place(old, other)
-        if out.shape != self.array.shape:
+        if out.shape != old.shape:
             raise RuntimeError(
-                f"{name}: the result's shape {out.shape} does not match the tensor's "
-                f"{self.array.shape}"
+                f"{name}: the result's shape {out.shape} does not match the tensor's {old.shape}"
             )
         out = out.to(self.array.dtype)
-        self.array[...] = out.array
-        self._ctx, self.requires_grad = out._ctx, True
+        new_base = movement.CopySlices.apply(old_base, out, steps=steps) if steps else out
+        try:
+            self.array[... if index is None else index] = out.array
+        except ValueError as error:  # a broadcast (expanded) view is read-only
+            raise RuntimeError(f"{name}: {error}") from None
+        base._ctx, base.requires_grad = new_base._ctx, True
+        if base is not self:  # take the view again, from the new base
+            view = Tensor._make(base.array, base._ctx)
+            for cls, attributes in self._view[1]:
+                view = cls.apply(view, **attributes)
+            self._ctx, self.requires_grad = view._ctx, True
         self._bump_version()
         return self
 
@@ -477,24 +513,25 @@ class Tensor:
     def div_(self, other: Any) -> Tensor:
         return self.__itruediv__(other)
 
-    def _check_overwrite(self, name: str) -> None:
-        if _state.enabled and self.requires_grad:
-            raise RuntimeError(
-                f"{name}: cannot overwrite a tensor that requires grad while recording a graph; "
-                "wrap it in scratchgrad.no_grad()"
-            )
+    def _records(self, value: Any) -> bool:
+        """Whether overwriting this tensor with ``value`` must be recorded in the graph."""
+        return _state.enabled and (
+            self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
+        )
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
 
     def fill_(self, value: float) -> Tensor:
-        self._check_overwrite("fill_")
+        if self._records(value):
+            return self._record_in_place("fill_", _overwrite, value)
         self.array.fill(value)
         self._bump_version()
         return self
 
     def copy_(self, src: Any) -> Tensor:
-        self._check_overwrite("copy_")
+        if self._records(src):
+            return self._record_in_place("copy_", _overwrite, src)
         source = src.array if isinstance(src, Tensor) else xp.asarray(src)
         try:
             xp.copyto(self.array, xp.broadcast_to(source, self.array.shape), casting="unsafe")
@@ -506,8 +543,11 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._check_overwrite("setitem")
-        self.array[_index(index)] = value.array if isinstance(value, Tensor) else value
+        index = _index(index)
+        if self._records(value):
+            self._record_in_place("setitem", _overwrite, value, index)
+            return
+        self.array[index] = value.array if isinstance(value, Tensor) else value
         self._bump_version()
 
     # ---- dtype ------------------------------------------------------------------------------
@@ -667,7 +707,7 @@ class Tensor:
     # ---- reductions -------------------------------------------------------------------------
 
     def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        dims = _dims(dim, self.array.ndim)
+        dims = _dims(dim, self.array.ndim, unique=True)
         if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
@@ -703,10 +743,10 @@ class Tensor:
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim), keepdim=keepdim)
+        return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim), keepdim=keepdim)
+        return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
@@ -733,15 +773,35 @@ class Tensor:
         return values_indices(values, index)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return Tensor._make(xp.asarray(self.array.argmax(axis=dim, keepdims=keepdim)))
+        return self._arg("argmax", dim, keepdim)
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return Tensor._make(xp.asarray(self.array.argmin(axis=dim, keepdims=keepdim)))
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        """The index of the largest (smallest) entry over ``dim``, or of all entries."""
+        if dim is None:
+            if self.array.size == 0:
+                raise IndexError(
+                    f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                )
+            return Tensor._make(xp.asarray(getattr(self.array, name)(keepdims=keepdim)))
+        dims = _dims(dim, self.array.ndim)
+        if dims and self.array.shape[dims[0]] == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim {dims[0]} to have non-zero size, got shape "
+                f"{self.array.shape}"
+            )
+        axis = dims[0] if dims else None  # a 0-d tensor: its one entry
+        return Tensor._make(xp.asarray(getattr(self.array, name)(axis=axis, keepdims=keepdim)))
 
     def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
-        return reduce.Prod.apply(self, dim=_dims(dim, self.array.ndim)[0], keepdim=keepdim)
+        dims = _dims(dim, self.array.ndim)
+        if not dims:  # a 0-d tensor: the product of its one entry
+            return self.clone()
+        return reduce.Prod.apply(self, dim=dims[0], keepdim=keepdim)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
@@ -845,10 +905,12 @@ class Tensor:
         return weights
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return Tensor._make(xp.asarray(self.array.any(axis=dim, keepdims=keepdim)))
+        axis = _dims(dim, self.array.ndim)
+        return Tensor._make(xp.asarray(self.array.any(axis=axis, keepdims=keepdim)))
 
     def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        return Tensor._make(xp.asarray(self.array.all(axis=dim, keepdims=keepdim)))
+        axis = _dims(dim, self.array.ndim)
+        return Tensor._make(xp.asarray(self.array.all(axis=axis, keepdims=keepdim)))
 
     # ---- movement ---------------------------------------------------------------------------
 
@@ -856,7 +918,63 @@ class Tensor:
         shape = _shape(shape)
         return self if shape == self.array.shape else movement.Reshape.apply(self, shape=shape)
 
-    view = reshape
+    def view(self, *shape: Any) -> Tensor:
+        """The same memory in another shape, as ``torch.Tensor.view``: where the strides of a
+        view (a transpose, a strided slice) make that impossible it raises, as PyTorch does;
+        ``reshape`` copies instead.
+
+        >>> import scratchgrad as sg
+        >>> sg.arange(6).view(2, 3).t().is_contiguous()
+        False
+        """
+        shape = _shape(shape)
+        if not self._strides_allow(shape):
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride (at least one "
+                f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+                f"(view: shape {self.array.shape} to {shape})"
+            )
+        return self.reshape(shape)
+
+    def _layout(self):
+        """An empty array laid out as PyTorch lays out this tensor: the base contiguous, and
+        this tensor's view steps taken from it (scratchgrad's own layouts can differ, e.g.
+        convolutions keep the batch last in memory)."""
+        base, steps = getattr(self, "_view", (self, ()))
+        return movement.replay_on_array(xp.empty(base.array.shape, bool), steps)
+
+    def _strides_allow(self, shape: tuple) -> bool:
+        if not hasattr(self, "_view"):
+            return True
+        layout = self._layout()
+        try:
+            layout.reshape(shape)
+        except ValueError:
+            return True  # a bad shape: reshape raises its own error
+        try:
+            xp.reshape(layout, shape, copy=False)
+        except ValueError:
+            return False
+        return True
+
+    def _as_base(self) -> Tensor:
+        """This tensor, no longer a view: for a composite op whose result PyTorch makes afresh
+        (contiguous) while scratchgrad returns a view of an internal array that no user holds
+        (a convolution's output, its batch kept last in memory)."""
+        if hasattr(self, "_view"):
+            del self._view
+        return self
+
+    def is_contiguous(self) -> bool:
+        """Whether the entries lie in memory in row-major order, as PyTorch would lay them out:
+        False for transposes, strided slices and expanded views."""
+        return not hasattr(self, "_view") or self._layout().flags.c_contiguous
+
+    def contiguous(self) -> Tensor:
+        """This tensor if it is contiguous, else a row-major copy (differentiable)."""
+        if self.is_contiguous():
+            return self
+        return movement.Copy.apply(self, dtype=self.array.dtype, order="C")
 
     def view_as(self, other: Tensor) -> Tensor:
         return self.reshape(other.shape)
@@ -868,11 +986,16 @@ class Tensor:
         if self.array.ndim == 0:
             return self.reshape(1)
         start, end = _dims((start_dim, end_dim), self.array.ndim)
+        if start > end:
+            raise RuntimeError(
+                "flatten() has invalid args: start_dim cannot come after end_dim "
+                f"({start_dim} > {end_dim} for {self.array.ndim} dims)"
+            )
         merged = math.prod(self.array.shape[start : end + 1])
         return self.reshape(*self.array.shape[:start], merged, *self.array.shape[end + 1 :])
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
-        dim = dim % self.array.ndim
+        dim = _dim(dim, self.array.ndim)
         return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
 
     def unsqueeze(self, dim: int) -> Tensor:
@@ -896,17 +1019,27 @@ class Tensor:
         return movement.Permute.apply(self, dims=dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
+        if self.array.ndim == 0:  # dims 0 and -1 only: the tensor itself
+            _dims((dim0, dim1), 0)
+            return self
         dim0, dim1 = _dims((dim0, dim1), self.array.ndim)
         dims = list(range(self.array.ndim))
         dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return self.permute(*dims)
 
     def t(self) -> Tensor:
+        if self.array.ndim > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but self is {self.array.ndim}D"
+            )
         return self.transpose(0, 1) if self.array.ndim == 2 else self
 
     def movedim(self, source: int, destination: int) -> Tensor:
+        source, destination = _dim(source, self.array.ndim), _dim(destination, self.array.ndim)
+        if self.array.ndim == 0:
+            return self
         dims = list(range(self.array.ndim))
-        dims.insert(destination % self.array.ndim, dims.pop(source % self.array.ndim))
+        dims.insert(destination, dims.pop(source))
         return self.permute(*dims)
 
     def expand(self, *sizes: Any) -> Tensor:
@@ -933,41 +1066,100 @@ class Tensor:
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        index = [slice(None)] * self.array.ndim
-        index[dim] = slice(start, start + length)
-        return self[tuple(index)]
+        """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
+        negative, counted from the end."""
+        if self.array.ndim == 0:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        dim = _dim(dim, self.array.ndim)
+        size = self.array.shape[dim]
+        if not -size <= start <= size:
+            raise IndexError(
+                f"start out of range (expected to be in range of [{-size}, {size}], but got "
+                f"{start})"
+            )
+        start = start + size if start < 0 else start
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > size:
+            raise RuntimeError(
+                f"start ({start}) + length ({length}) exceeds dimension size ({size})."
+            )
+        return self[(slice(None),) * dim + (slice(start, start + length),)]
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        dim = _dim(dim, self.array.ndim)
         size = self.array.shape[dim]
         if isinstance(split_size, int):
-            split_size = [builtins.min(split_size, size - s) for s in range(0, size, split_size)]
+            if split_size < 0 or (split_size == 0 and size != 0):
+                raise RuntimeError(
+                    f"split: split_size must be positive (0 only for a dimension of size 0), "
+                    f"got {split_size} for dimension {dim} of size {size}"
+                )
+            step = builtins.max(split_size, 1)
+            split_size = [builtins.min(split_size, size - s) for s in range(0, size, step)]
         if sum(split_size) != size:
             raise RuntimeError(f"split: sizes {split_size} do not add up to {size} in dim {dim}")
         starts = [0, *itertools.accumulate(split_size)][:-1]
         return tuple(self.narrow(dim, s, n) for s, n in zip(starts, split_size))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        return self.split(-(-self.array.shape[dim] // chunks), dim)
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        size = self.array.shape[_dim(dim, self.array.ndim)]
+        return self.split(builtins.max(-(-size // chunks), 1), dim)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        if self.array.ndim == 0:
+            raise RuntimeError("unbind: cannot unbind a 0-dim tensor")
+        dim = _dim(dim, self.array.ndim)
         return tuple(self.select(dim, i) for i in range(self.array.shape[dim]))
 
     def select(self, dim: int, index: int) -> Tensor:
-        return self[(slice(None),) * (dim % self.array.ndim) + (index,)]
+        """The entries at ``index`` of ``dim``, that dim removed (a view)."""
+        if self.array.ndim == 0:
+            raise IndexError("select() cannot be applied to a 0-dim tensor.")
+        dim = _dim(dim, self.array.ndim)
+        size = self.array.shape[dim]
+        if not -size <= index < size:
+            raise IndexError(
+                f"select(): index {index} out of range for tensor of size "
+                f"{list(self.array.shape)} at dimension {dim}"
+            )
+        return self[(slice(None),) * dim + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
         return movement.GetItem.apply(self, index=_index(index))
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
+        if not isinstance(index, Tensor):
+            raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
+        dim = _dim(dim, self.array.ndim)
         if index.ndim != self.array.ndim:
             raise RuntimeError(
                 f"gather: index has {index.ndim} dims, the tensor has {self.array.ndim}"
             )
-        dim = dim % self.array.ndim
+        if index.dtype != backend.int64:
+            raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
+        if self.array.ndim == 0:
+            _check_indices("gather", index.array, 1, 0)
+            return self.clone()
+        _check_indices("gather", index.array, self.array.shape[dim], dim)
         grids = list(xp.ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
         return self[tuple(grids)]
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The diagonal of dims ``dim1`` and ``dim2`` as a new last dim, a view (writable).
+
+        >>> import scratchgrad as sg
+        >>> sg.arange(9).reshape(3, 3).diagonal(1)
+        tensor([1, 5])
+        """
+        dim1, dim2 = _dims((dim1, dim2), self.array.ndim)
+        if dim1 == dim2:
+            raise RuntimeError(f"diagonal: dim1 and dim2 cannot be equal, both are {dim1}")
+        return movement.Diagonal.apply(self, offset=offset, dim1=dim1, dim2=dim2)
 
     def pad(self, widths: Sequence[tuple[int, int]], value: float = 0.0) -> Tensor:
         return movement.Pad.apply(self, widths=tuple(map(tuple, widths)), value=value)
@@ -1025,7 +1217,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise RuntimeError(
             f"cat: tensors must have the same number of dims, got {[t.shape for t in tensors]}"
         )
-    return movement.Cat.apply(*tensors, dim=dim % builtins.max(ndim, 1))
+    if ndim == 0:
+        raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
+    return movement.Cat.apply(*tensors, dim=_dim(dim, ndim))
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -1094,18 +1288,51 @@ def _shape(args: tuple) -> tuple[int, ...]:
     return args if type(args) is tuple else tuple(args)
 
 
-def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
-    """Normalise a dim or tuple of dims to non-negative ints; None means all."""
+def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
+    """Normalise a dim or tuple of dims to non-negative ints, range-checked with PyTorch's
+    IndexError; None means all. A 0-d tensor accepts 0 and -1, which name no dim: ().
+    ``unique``: a dim listed twice raises (reductions).
+
+    >>> _dims(-1, 3), _dims((0, -2), 3), _dims(-1, 0)
+    ((2,), (0, 1), ())
+    """
     if dim is None:
         return None
-    if type(dim) is int and 0 <= dim < ndim:
+    if type(dim) is int and 0 <= dim < ndim:  # the common case, first
         return (dim,)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    dims = tuple(_dim(d, ndim) for d in dims)
+    if unique and len(set(dims)) != len(dims):
+        repeated = next(d for d in dims if dims.count(d) > 1)
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
+    return () if ndim == 0 else dims
+
+
+def _dim(dim: Any, ndim: int) -> int:
+    """One dim, normalised to ``[0, ndim)`` and range-checked as PyTorch does (a 0-d tensor
+    takes 0 and -1, both normalised to 0)."""
+    if type(dim) is not int:
+        try:
+            dim = operator.index(dim)  # NumPy ints and 0-d integer tensors too, not floats
+        except TypeError:
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}") from None
     size = builtins.max(ndim, 1)
-    for d in dims:
-        if not -size <= d < size:
-            raise IndexError(f"dim {d} is out of range for a tensor with {ndim} dims")
-    return tuple(d % size for d in dims)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], but got "
+            f"{dim})"
+        )
+    return dim % size
+
+
+def _check_indices(name: str, index: Any, size: int, dim: int) -> None:
+    """Every entry of the integer array ``index`` is in ``[0, size)``, as PyTorch's gather and
+    scatter require (no negative indices); one pass over the index, before any work."""
+    if index.size and (index.min() < 0 or index.max() >= size):
+        bad = index[(index < 0) | (index >= size)].flat[0]
+        raise RuntimeError(
+            f"{name}: index {bad} is out of bounds for dimension {dim} with size {size}"
+        )
 
 
 def _index(index: Any) -> tuple:
@@ -1124,6 +1351,14 @@ def _index(index: Any) -> tuple:
             )
         items.append(item)
     return tuple(items)
+
+
+def _overwrite(old: Tensor, value: Any) -> Tensor:
+    """``value`` in ``old``'s dtype and shape: what copy_, fill_ and setitem write (``old``
+    gets no gradient, its entries are gone)."""
+    if not isinstance(value, Tensor):
+        value = Tensor(value, dtype=old.dtype)
+    return value.to(old.dtype).expand(old.shape)
 
 
 def _format(t: Tensor) -> str:

@@ -128,7 +128,7 @@ class Function:
         array = out if type(out) is xp.ndarray else xp.asarray(out)  # NumPy gives 0-d scalars
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
-            _share_counter(result, args[0])
+            _share_counter(result, args[0], cls, kwargs)
         if record:
             ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
             ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
@@ -149,11 +149,15 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
     return kind(f"{name}: shapes {shapes}: {error}")
 
 
-def _share_counter(result: Tensor, source: Tensor) -> None:
+def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     """A view shares its source's version counter: an in-place change through either is seen
-    by every graph that saved the other."""
+    by every graph that saved the other. It also remembers its base (the tensor that owns the
+    memory) and the view steps that lead from it, so that an in-place change through the view
+    can be recorded on the base (``Tensor._record_in_place``)."""
     if result.array.base is not None and xp.may_share_memory(result.array, source.array):
         result._counter = source._shared_counter()
+        base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
+        result._view = (base, (*steps, (cls, kwargs)))
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

@@ -136,7 +136,7 @@ def unfold(
     stride, pads = _pair(stride, "stride"), _symmetric(_pair(padding, "padding"))
     _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
     cols = Unfold.apply(x, kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride)
-    return cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)
+    return cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)._as_base()
 
 
 def fold(
@@ -334,8 +334,9 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndi
 
 
 def _batch_first(x: Tensor) -> Tensor:
-    """(C, H, W, N) -> (N, C, H, W); a view, so the memory stays batch last."""
-    return x.permute(3, 0, 1, 2)
+    """(C, H, W, N) -> (N, C, H, W); a view, so the memory stays batch last (but for
+    is_contiguous and in-place changes the result is a tensor of its own, as in PyTorch)."""
+    return x.permute(3, 0, 1, 2)._as_base()
 
 
 def _pair(value: IntPair, name: str) -> tuple[int, int]:

@@ -4,6 +4,7 @@ import math
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import xp
+from scratchgrad.ops.binary import Where
 
 
 class Reshape(Function):
@@ -72,9 +73,9 @@ class Copy(Function):
     """A copy, possibly to another dtype; the gradient goes back in the input's dtype."""
 
     @staticmethod
-    def forward(ctx, x, dtype):
+    def forward(ctx, x, dtype, order="K"):
         ctx.in_dtype = x.dtype
-        return x.astype(dtype, copy=True)
+        return x.astype(dtype, order=order, copy=True)
 
     @staticmethod
     def backward(ctx, grad):
@@ -119,6 +120,25 @@ def _is_integer_array(index) -> bool:
     return isinstance(index, xp.ndarray) and index.dtype != bool
 
 
+class Diagonal(Function):
+    """The entries ``x[..., i, ..., i + offset, ...]`` of dims ``dim1`` and ``dim2``, as a new
+    last dim: a view, writable as PyTorch's (NumPy's own diagonal view is read-only)."""
+
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx.in_shape, ctx.attributes = x.shape, {"offset": offset, "dim1": dim1, "dim2": dim2}
+        out = xp.diagonal(x, offset, dim1, dim2)
+        out.flags.writeable = x.flags.writeable
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        zeros = xp.zeros(ctx.in_shape, grad.dtype)  # an array: a constant, not a graph input
+        return CopySlices.apply(zeros, grad, steps=((Diagonal, ctx.attributes),))
+
+
 class Pad(Function):
     """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
 
@@ -145,3 +165,39 @@ class Cat(Function):
             grads.append(grad.narrow(ctx.dim, start, size) if needed else None)
             start += size
         return tuple(grads)
+
+
+class CopySlices(Function):
+    """``x`` with the entries that the view ``steps`` selects replaced by ``value``: the node an
+    in-place change through a view leaves on the view's base, as PyTorch's CopySlices. The
+    base's own history is kept outside the view and rebased onto the change inside it.
+
+    ``steps`` are the (Function, attributes) pairs that made the view from the base. Taking
+    them on an array of positions finds the entries, whatever the memory layout.
+    """
+
+    @staticmethod
+    def forward(ctx, x, value, steps):
+        positions = replay_on_array(xp.arange(x.size).reshape(x.shape), steps)
+        ctx.steps, ctx.in_view = steps, xp.zeros(x.shape, bool)
+        ctx.in_view.reshape(-1)[positions] = True
+        out = x.copy()  # C order, so reshape(-1) is a view
+        out.reshape(-1)[positions] = value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_x = Where.apply(ctx.in_view, 0.0, grad) if ctx.needs_input_grad[0] else None
+        grad_value = None
+        if ctx.needs_input_grad[1]:
+            grad_value = grad
+            for cls, attributes in ctx.steps:  # the same view of the gradient
+                grad_value = cls.apply(grad_value, **attributes)
+        return grad_x, grad_value
+
+
+def replay_on_array(x, steps: tuple):
+    """The view ``steps`` (Function, attributes) taken again from the array ``x``."""
+    for cls, attributes in steps:
+        x = cls.forward(cls(), x, **attributes)
+    return x

@@ -1,0 +1,203 @@
+"""In-place changes through views give PyTorch's gradients (its CopySlices), views of leaves that
+require grad refuse them, and view/is_contiguous/contiguous follow PyTorch's strides."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad.autograd import gradcheck, gradgradcheck
+from tests.oracle import assert_close
+
+X = np.arange(12, dtype=np.float64).reshape(3, 4) / 5 - 1
+W = np.linspace(-2, 2, 12).reshape(3, 4)
+C = np.cos(np.arange(12.0)).reshape(3, 4)  # weights the base's entries in the loss
+
+# Each changes a view of ``a`` (a non-leaf 3x4) in place, possibly using ``w``; returns the view.
+CHANGES = {
+    "slice": lambda a, w: a[:2].mul_(3),
+    "strided_slice": lambda a, w: a[:, ::2].add_(w[:, 1:3]),
+    "int_index": lambda a, w: a[1].mul_(w[0]),
+    "reshape": lambda a, w: a.reshape(4, 3)[1:].mul_(w.reshape(4, 3)[1:]),
+    "view": lambda a, w: a.view(12).mul_(w.view(12)),
+    "transpose": lambda a, w: a.t()[1].div_(w[:, 0] + 5),
+    "transpose_mT": lambda a, w: a.transpose(0, 1).sub_(w.t()),
+    "narrow": lambda a, w: a.narrow(1, 1, 2).mul_(w[:, :2]),
+    "narrow_negative_start": lambda a, w: a.narrow(-1, -2, 2).mul_(2),
+    "select": lambda a, w: a.select(1, 2).mul_(w[0, :3]),
+    "unsqueeze": lambda a, w: a.unsqueeze(0)[:, 1].mul_(w[1]),
+    "diagonal": lambda a, w: a.diagonal().mul_(w[0, :3]),
+    "diagonal_offset": lambda a, w: a.diagonal(1).add_(w[1, :3] * w[1, :3]),
+    "view_of_view": lambda a, w: a[1:][:, 2:].mul_(w[1:, :2]),
+    "fill": lambda a, w: a[2].fill_(0.5),
+    "zero": lambda a, w: a[:, 1].zero_(),
+    "copy": lambda a, w: a[0].copy_(w[2] * 2),
+    "twice": lambda a, w: a[1].mul_(w[0]).add_(w[2]),
+}
+
+
+def _run(lib, change):
+    x = lib.tensor(X, requires_grad=True)
+    w = lib.tensor(W, requires_grad=True)
+    a = x * 1
+    view = change(a, w)
+    loss = (a * lib.tensor(C)).sum() + (view * view).sum()
+    loss.backward()
+    return a, view, x.grad, w.grad
+
+
+@pytest.mark.parametrize("name", CHANGES)
+def test_in_place_through_a_view_gives_torchs_values_and_gradients(name):
+    a, view, x_grad, w_grad = _run(sg, CHANGES[name])
+    at, view_t, x_grad_t, w_grad_t = _run(torch, CHANGES[name])
+    assert_close(a, at, what="base")
+    assert_close(view, view_t, what="view")
+    assert_close(x_grad, x_grad_t, what="x.grad")
+    if w_grad_t is None:
+        assert w_grad is None
+    else:
+        assert_close(w_grad, w_grad_t, what="w.grad")
+
+
+def test_the_issues_example():
+    x = sg.ones(3, requires_grad=True)
+    a = x * 1
+    a[:2].mul_(3)
+    a.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 1.0]  # was [1, 1, 1]: the change was lost
+
+
+SETS = {
+    "int": lambda a, w: a.__setitem__(0, w[1] * 3),
+    "slice_number": lambda a, w: a.__setitem__((slice(None), 1), 0.0),
+    "integer_array": lambda a, w: a.__setitem__(([0, 2], [1, 3]), w[0, :2]),
+    "mask": lambda a, w: a.__setitem__(a > 0, 7.0),
+    "into_a_view": lambda a, w: a.t().__setitem__(1, w[2, :3]),
+}
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_setitem_on_a_non_leaf_gives_torchs_gradients(name):
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        w = lib.tensor(W, requires_grad=True)
+        a = x * 1
+        SETS[name](a, w)
+        (a * a * lib.tensor(C)).sum().backward()
+        results.append((a, x.grad, w.grad))
+    (a, x_grad, w_grad), (at, x_grad_t, w_grad_t) = results
+    assert_close(a, at)
+    assert_close(x_grad, x_grad_t)
+    assert (w_grad is None) == (w_grad_t is None)
+    if w_grad_t is not None:
+        assert_close(w_grad, w_grad_t)
+
+
+def test_in_place_through_a_view_passes_gradcheck_and_gradgradcheck():
+    def f(x, w):
+        a = x * x
+        a[1:, ::2].mul_(w[:2, :2])
+        a.diagonal().add_(w[2, :3].tanh())
+        return a
+
+    x = sg.tensor(X, requires_grad=True)
+    w = sg.tensor(W, requires_grad=True)
+    assert gradcheck(f, (x, w))
+    assert gradgradcheck(f, (x, w))
+
+
+def test_a_plain_base_gets_the_history_of_what_was_written_into_it():
+    w, wt = sg.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
+    a, at = sg.zeros(2, 3), torch.zeros(2, 3)
+    a[:, 1].copy_(w * w)
+    at[:, 1].copy_(wt * wt)
+    assert not a.is_leaf and a.requires_grad
+    (a * 3).sum().backward()
+    (at * 3).sum().backward()
+    assert_close(w.grad, wt.grad)
+
+
+VIEWS_OF_LEAVES = {
+    "slice": lambda x: x[:1].mul_(2),
+    "reshape": lambda x: x.reshape(4).add_(1),
+    "transpose": lambda x: x.t().sub_(1),
+    "select": lambda x: x.select(0, 1).zero_(),
+    "diagonal": lambda x: x.diagonal().fill_(3.0),
+    "setitem": lambda x: x.__setitem__(0, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS_OF_LEAVES)
+def test_in_place_on_a_view_of_a_leaf_that_requires_grad_raises_and_changes_nothing(name):
+    x = sg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    xt = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        VIEWS_OF_LEAVES[name](xt)
+    with pytest.raises(RuntimeError, match="leaf"):
+        VIEWS_OF_LEAVES[name](x)
+    np.testing.assert_array_equal(x.array, [[1.0, 2.0], [3.0, 4.0]])
+    assert x.is_leaf and x._version == 0
+    with sg.no_grad():  # an update, as an optimizer makes it, is allowed
+        VIEWS_OF_LEAVES[name](x)
+    assert x._version == 1
+
+
+def test_a_saved_base_changed_through_a_view_is_caught():
+    x = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.exp()  # Exp saves its output
+    z = y * 1
+    y[1:].mul_(2)  # y is a non-leaf: recorded, and Exp's saved output has changed
+    with pytest.raises(RuntimeError, match="in-place"):
+        (y.sum() + z.sum()).backward()
+
+
+# ---- view, is_contiguous, contiguous -----------------------------------------------------------
+
+LAYOUTS = {
+    "fresh": lambda t: t,
+    "transpose": lambda t: t.t(),
+    "strided_slice": lambda t: t[:, ::2],
+    "row_slice": lambda t: t[1:],
+    "column_slice": lambda t: t[:, 1:3],
+    "select_column": lambda t: t.select(1, 1),
+    "expand_large": lambda t: t.reshape(-1, 1).expand(12, 6000),  # small ones are copied
+    "unsqueeze_transpose": lambda t: t.unsqueeze(1).transpose(0, 2),
+    "diagonal": lambda t: t.diagonal(),
+}
+SHAPES = [(-1,), (2, -1), (4, 3), (1, 12), (3, 2, 2), (-1, 1)]
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_is_contiguous_view_and_contiguous_match_torch(name):
+    t, tt = sg.tensor(X), torch.tensor(X)
+    v, vt = LAYOUTS[name](t), LAYOUTS[name](tt)
+    assert v.is_contiguous() == vt.is_contiguous()
+    for shape in SHAPES:
+        try:
+            expected = vt.view(shape)
+        except RuntimeError as error:
+            with pytest.raises(RuntimeError) as caught:
+                v.view(shape)
+            strides = "view size is not compatible with input tensor's size and stride"
+            assert (strides in str(error)) == (strides in str(caught.value))
+        else:
+            assert_close(v.view(shape), expected)
+            assert np.shares_memory(v.view(shape).array, t.array)
+    c = v.contiguous()
+    assert c.is_contiguous() and (c is v) == vt.is_contiguous()
+    assert_close(c.view(-1), vt.contiguous().view(-1))
+
+
+def test_view_of_a_convolution_output_works_as_in_torch():
+    # scratchgrad keeps a convolution's batch last in memory; PyTorch's output is contiguous
+    h = sg.nn.Conv2d(1, 2, 3)(sg.randn(2, 1, 5, 5))
+    assert h.is_contiguous()
+    assert h.view(2, -1).shape == (2, 18)
+
+
+def test_contiguous_is_differentiable():
+    x, xt = sg.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    (x.t().contiguous().view(-1) * sg.arange(12.0)).sum().backward()
+    (xt.t().contiguous().view(-1) * torch.arange(12.0)).sum().backward()
+    assert_close(x.grad, xt.grad)
