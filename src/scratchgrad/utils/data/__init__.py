@@ -7,7 +7,41 @@
 [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 """
 
-from scratchgrad.utils.data.dataloader import DataLoader, default_collate
-from scratchgrad.utils.data.dataset import Dataset, Subset, TensorDataset, random_split
+from scratchgrad.utils.data.dataloader import DataLoader, default_collate, default_convert
+from scratchgrad.utils.data.dataset import (
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from scratchgrad.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+from scratchgrad.utils.data.worker import WorkerInfo, get_worker_info
 
-__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate", "random_split"]
+__all__ = [
+    "BatchSampler",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WeightedRandomSampler",
+    "WorkerInfo",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]

@@ -1,15 +1,44 @@
-"""The ``DataLoader``: batches of a dataset, in order or shuffled, as ``torch.utils.data``."""
+"""The ``DataLoader``: batches of a dataset, in one process or several, as ``torch.utils.data``.
+
+With ``num_workers=0`` the main process fetches each batch when it is asked for. With
+``num_workers > 0`` worker processes (``multiprocessing``, the "fork" start method where the
+platform has it) fetch batches ahead: the main process draws the order (the sampler runs here,
+as in PyTorch), sends each batch's indices to the workers in turn, and hands the batches out in
+that order, so they are exactly those of ``num_workers=0``. See ``worker.py`` for the workers.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import contextlib
+import functools
+import itertools
+import multiprocessing
+import pickle
+import queue
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import scratchgrad as sg
-from scratchgrad import backend
-from scratchgrad.utils.data.dataset import Subset, TensorDataset
+from scratchgrad.utils.data.dataset import IterableDataset, Subset, TensorDataset
+from scratchgrad.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    check_generator,
+    random_source,
+)
+from scratchgrad.utils.data.worker import (
+    POLL_INTERVAL,
+    Exhausted,
+    WorkerDone,
+    WorkerError,
+    worker_loop,
+)
 
 if TYPE_CHECKING:
     from scratchgrad import Tensor
@@ -62,18 +91,101 @@ def default_collate(batch: Sequence[Any]) -> Any:
     )
 
 
+def default_convert(data: Any) -> Any:
+    """What a batch becomes without automatic batching (``batch_size=None``), as PyTorch's
+    ``default_convert``: NumPy arrays become tensors, inside dicts, tuples and lists too; the
+    rest is left as it is.
+
+    >>> import numpy as np
+    >>> default_convert({"x": np.zeros(2), "name": "a"})
+    {'x': tensor([0., 0.], dtype=scratchgrad.float64), 'name': 'a'}
+    """
+    if isinstance(data, np.ndarray) and data.dtype.kind not in "OSUV":
+        return sg.from_numpy(data)
+    if isinstance(data, Mapping):
+        return {key: default_convert(value) for key, value in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a named tuple
+        return type(data)(*(default_convert(field) for field in data))
+    if isinstance(data, list | tuple):
+        return [default_convert(field) for field in data]
+    return data
+
+
+class MapFetcher:
+    """Fetches one batch of a map-style dataset from its indices (or one sample from its index
+    when automatic batching is off)."""
+
+    def __init__(self, dataset: Any, auto_collation: bool, collate_fn: Callable) -> None:
+        self.dataset, self.auto_collation, self.collate_fn = dataset, auto_collation, collate_fn
+        fast = auto_collation and collate_fn is default_collate
+        self.tensor_rows = _tensor_rows(dataset) if fast else None
+
+    def fetch(self, indices: Any) -> Any:
+        if self.tensor_rows is not None:  # one indexing call per tensor for the whole batch
+            tensors, rows = self.tensor_rows
+            index = np.asarray(indices, dtype=np.int64)
+            index = index if rows is None else rows[index]
+            return [t[index] for t in tensors]
+        if self.auto_collation:
+            return self.collate_fn([self.dataset[i] for i in indices])
+        return self.collate_fn(self.dataset[indices])
+
+
+class IterableFetcher:
+    """Fetches the next batch of an ``IterableDataset``'s stream (``batch_size`` samples, or one
+    sample when automatic batching is off); raises ``Exhausted`` at its end."""
+
+    def __init__(
+        self, dataset: Any, auto_collation: bool, collate_fn: Callable, drop_last: bool
+    ) -> None:
+        self.samples = iter(dataset)
+        self.auto_collation, self.collate_fn, self.drop_last = auto_collation, collate_fn, drop_last
+
+    def fetch(self, batch_size: int | None) -> Any:
+        if not self.auto_collation:
+            sample = next(self.samples, Exhausted)
+            if sample is Exhausted:
+                raise Exhausted
+            return self.collate_fn(sample)
+        batch = list(itertools.islice(self.samples, batch_size))
+        if not batch or (self.drop_last and len(batch) < batch_size):
+            raise Exhausted
+        return self.collate_fn(batch)
+
+
+def make_fetcher(
+    iterable: bool, auto_collation: bool, collate_fn: Callable, drop_last: bool, dataset: Any
+) -> MapFetcher | IterableFetcher:
+    """The fetcher for ``dataset`` (made in each worker, after ``worker_init_fn``, so that an
+    ``IterableDataset``'s ``__iter__`` sees ``get_worker_info()``)."""
+    if iterable:
+        return IterableFetcher(dataset, auto_collation, collate_fn, drop_last)
+    return MapFetcher(dataset, auto_collation, collate_fn)
+
+
 class DataLoader:
-    """Iterate over a dataset in batches, as ``torch.utils.data.DataLoader`` (single process).
+    """Iterate over a dataset in batches, as ``torch.utils.data.DataLoader``.
 
     Each pass (each ``iter(loader)``) visits every sample once, in order or, with
     ``shuffle=True``, in a fresh random order drawn from ``generator`` (or else the library's
-    generator, so ``sg.manual_seed`` makes it reproducible). ``len(loader)`` is the number of
-    batches; ``drop_last=True`` leaves out a last batch smaller than ``batch_size``.
+    generator, so ``sg.manual_seed`` makes it reproducible); ``sampler`` (indices) or
+    ``batch_sampler`` (lists of indices) choose the order instead. ``len(loader)`` is the number
+    of batches; ``drop_last=True`` leaves out a last batch smaller than ``batch_size``;
+    ``batch_size=None`` turns batching off (each sample passes through ``default_convert``).
 
     A batch is ``collate_fn(list_of_samples)`` (``default_collate`` when not given). A
-    ``TensorDataset``, or a ``Subset`` of one (what ``random_split`` returns), with no
+    ``TensorDataset``, or a ``Subset`` of one (what ``random_split`` returns), with the default
     ``collate_fn`` skips the per-sample work: each tensor is indexed once with the whole batch's
     indices, which gives the same batch as collating the samples, much faster.
+
+    ``num_workers > 0`` fetches batches in that many worker processes, up to ``prefetch_factor``
+    batches ahead each; the batches and their order are those of ``num_workers=0`` with the same
+    seed. Each worker's generators (the library's, ``random``'s, NumPy's global one) are seeded
+    with ``base_seed + worker_id``, a base seed drawn at each ``iter()``; ``worker_init_fn(id)``
+    runs first in each worker. ``persistent_workers=True`` keeps the workers between epochs.
+    An exception in a worker is raised again in the main process with the worker's traceback;
+    a worker that dies raises a ``RuntimeError`` naming it, and ``timeout > 0`` bounds the wait
+    for a batch. ``pin_memory`` is accepted and does nothing (there is no GPU memory to pin).
 
     >>> import scratchgrad as sg
     >>> ds = TensorDataset(sg.arange(10).float(), sg.arange(10))
@@ -85,51 +197,332 @@ class DataLoader:
     def __init__(
         self,
         dataset: Any,
-        batch_size: int = 1,
-        shuffle: bool = False,
-        *,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler | Iterable[Any] | None = None,
+        batch_sampler: Sampler | Iterable[list[Any]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
         drop_last: bool = False,
-        collate_fn: Callable[[list[Any]], Any] | None = None,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
         generator: Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
+        check_generator(generator, "DataLoader")
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable:
+            for name, value in (("shuffle", shuffle), ("sampler", sampler)):
+                if value not in (None, False):
+                    raise ValueError(
+                        f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                        f"but got {name}={value}"
+                    )
+            if batch_sampler is not None:
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                    f"but got batch_sampler={batch_sampler}"
+                )
+        shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                    "sampler, and drop_last"
+                )
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
             raise ValueError(
-                f"DataLoader: batch_size should be a positive integer value, but got {batch_size!r}"
+                "batch_size=None option disables auto-batching and is mutually exclusive with "
+                "drop_last"
             )
+        if sampler is None and not iterable:
+            sampler = (
+                RandomSampler(dataset, generator=generator)
+                if shuffle
+                else (SequentialSampler(dataset))
+            )
+        if batch_size is not None:
+            # Made for an IterableDataset too, where it only checks batch_size and drop_last.
+            batch_sampler = BatchSampler([] if iterable else sampler, batch_size, drop_last)
+        auto_collation = batch_sampler is not None
+
         self.dataset = dataset
         self.batch_size = batch_size
-        self.shuffle = shuffle
         self.drop_last = drop_last
-        self.collate_fn = collate_fn
+        self.sampler = sampler
+        self.batch_sampler = None if iterable else batch_sampler
         self.generator = generator
+        self.collate_fn = collate_fn or (default_collate if auto_collation else default_convert)
+        self.num_workers = num_workers
+        self.prefetch_factor = 2 if num_workers > 0 and prefetch_factor is None else prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.in_order = in_order
+        self._iterator: _MultiProcessIter | None = None  # kept with persistent workers
+        self._make_fetcher = functools.partial(
+            make_fetcher, iterable, auto_collation, self.collate_fn, drop_last
+        )
 
     def __len__(self) -> int:
-        n = len(self.dataset)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        if isinstance(self.dataset, IterableDataset):
+            n = len(self.dataset)  # a TypeError if the dataset has no length, as in PyTorch
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+    def _start_epoch(self) -> Iterator[Any]:
+        """Draw this epoch's base seed, then its order (in PyTorch's sequence, whatever the
+        number of workers, so the library's generator moves on identically); return the tasks:
+        index lists (or indices), or for an ``IterableDataset`` endless batch sizes."""
+        self._base_seed = int(random_source(self.generator).integers(2**62))
+        if isinstance(self.dataset, IterableDataset):
+            return itertools.repeat(self.batch_size)
+        return iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
     def __iter__(self) -> Iterator[Any]:
-        # The order is drawn here, not at the first next(), so each iter() is one epoch's draw.
-        n = len(self.dataset)
-        if self.shuffle:
-            order = (self.generator or backend.default_generator).rng.permutation(n)
+        if self.num_workers == 0:
+            return self._single_process(self._start_epoch())
+        if not self.persistent_workers:
+            return _MultiProcessIter(self)
+        if self._iterator is None or not self._iterator.alive:
+            self._iterator = _MultiProcessIter(self)
         else:
-            order = np.arange(n)
-        batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
-        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
-            batches.pop()
-        return self._fetch(batches)
+            self._iterator.start_epoch()
+        return self._iterator
 
-    def _fetch(self, batches: list[np.ndarray]) -> Iterator[Any]:
-        source = _tensor_rows(self.dataset) if self.collate_fn is None else None
-        if source is not None:
-            tensors, rows = source
-            for indices in batches:
-                index = indices if rows is None else rows[indices]
-                yield [t[index] for t in tensors]
-        else:
-            collate = self.collate_fn or default_collate
-            for indices in batches:
-                yield collate([self.dataset[i] for i in indices.tolist()])
+    def _single_process(self, tasks: Iterator[Any]) -> Iterator[Any]:
+        fetcher = self._make_fetcher(self.dataset)
+        for task in tasks:
+            try:
+                yield fetcher.fetch(task)
+            except Exhausted:
+                return
+
+
+_END = object()  # marks the end of an epoch's tasks
+
+
+def _check_worker_options(
+    num_workers: int, timeout: float, prefetch_factor: int | None, persistent_workers: bool
+) -> None:
+    """PyTorch's checks of the multiprocessing options, with its messages."""
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+        raise ValueError(
+            "num_workers option should be non-negative; use num_workers=0 to disable "
+            f"multiprocessing (got {num_workers!r})"
+        )
+    if not timeout >= 0:
+        raise ValueError(f"timeout option should be non-negative (got {timeout!r})")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing. Let "
+            "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+        )
+    if prefetch_factor is not None and not (
+        isinstance(prefetch_factor, int) and prefetch_factor > 0
+    ):
+        raise ValueError(
+            f"prefetch_factor option should be a positive int (got {prefetch_factor!r})"
+        )
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+
+
+def _context(choice: Any) -> Any:
+    """The multiprocessing context: the one given (a name or a context), else "fork" where the
+    platform has it (workers then inherit the dataset without pickling it), else the default."""
+    if choice is None:
+        choice = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    if choice is None or isinstance(choice, str):
+        return multiprocessing.get_context(choice)
+    return choice
+
+
+class _MultiProcessIter:
+    """An epoch (or, with persistent workers, every epoch) of a ``DataLoader`` with workers.
+
+    Task ``k`` goes to worker ``k % num_workers`` (skipping workers whose ``IterableDataset``
+    is exhausted); at most ``prefetch_factor * num_workers`` tasks are out at once; results are
+    handed out in task order (or as they come with ``in_order=False``). Results carry their
+    epoch number, so those of an abandoned epoch are dropped when they arrive.
+    """
+
+    def __init__(self, loader: DataLoader) -> None:
+        self.loader = loader
+        tasks = loader._start_epoch()
+        context = _context(loader.multiprocessing_context)
+        n = loader.num_workers
+        self.result_queue = context.Queue()
+        self.index_queues, self.workers = [], []
+        for worker_id in range(n):
+            index_queue = context.Queue()
+            worker = context.Process(
+                target=worker_loop,
+                args=(
+                    loader._make_fetcher,
+                    loader.dataset,
+                    index_queue,
+                    self.result_queue,
+                    worker_id,
+                    n,
+                    loader._base_seed + worker_id,
+                    loader.worker_init_fn,
+                ),
+                daemon=True,
+            )
+            worker.start()
+            self.index_queues.append(index_queue)
+            self.workers.append(worker)
+        # Stops the workers when this iterator is exhausted, fails, is dropped, or at exit.
+        self._shutdown = weakref.finalize(
+            self, _stop_workers, self.workers, self.index_queues, self.result_queue
+        )
+        self.epoch = -1
+        self._begin(tasks)
+
+    @property
+    def alive(self) -> bool:
+        return self._shutdown.alive
+
+    def start_epoch(self) -> None:
+        """Start the next epoch with the same workers (``persistent_workers=True``)."""
+        tasks = self.loader._start_epoch()
+        for index_queue in self.index_queues:  # each worker restarts its iteration
+            index_queue.put((self.epoch + 1, None, None))
+        self._begin(tasks)
+
+    def _begin(self, tasks: Iterator[Any]) -> None:
+        self.epoch += 1
+        self.tasks = tasks
+        self.sent = self.next_out = 0  # tasks sent; the next task to hand out
+        self.worker_of: dict[int, int] = {}  # task -> worker, for tasks not handed out yet
+        self.results: dict[int, Any] = {}  # results that arrived before their turn
+        self.active = [True] * len(self.workers)
+        self.turns = itertools.cycle(range(len(self.workers)))
+        for _ in range(self.loader.prefetch_factor * len(self.workers)):
+            self._send_task()
+
+    def _send_task(self) -> None:
+        if not any(self.active):
+            return
+        task = next(self.tasks, _END)
+        if task is _END:
+            return
+        worker = next(w for w in self.turns if self.active[w])
+        self.index_queues[worker].put((self.epoch, self.sent, task))
+        self.worker_of[self.sent] = worker
+        self.sent += 1
+
+    def __iter__(self) -> _MultiProcessIter:
+        return self
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __next__(self) -> Any:
+        while True:
+            # Skip the tasks that will bring nothing: handed out already, or sent to a worker
+            # whose stream ended.
+            while self.next_out < self.sent and self.next_out not in self.results:
+                worker = self.worker_of.get(self.next_out)
+                if worker is not None and self.active[worker]:
+                    break
+                self.worker_of.pop(self.next_out, None)
+                self.next_out += 1
+            if self.next_out >= self.sent:
+                if not self.loader.persistent_workers:
+                    self._shutdown()
+                raise StopIteration
+            if self.next_out in self.results:
+                return self._hand_out(self.next_out, self.results.pop(self.next_out))
+            task_id, result = self._receive()
+            if isinstance(result, WorkerDone):
+                self.active[result.worker_id] = False
+                self.worker_of.pop(task_id, None)
+                self._send_task()
+            elif task_id == self.next_out or not self.loader.in_order:
+                return self._hand_out(task_id, result)
+            else:
+                self.results[task_id] = result
+
+    def _hand_out(self, task_id: int, result: Any) -> Any:
+        self.worker_of.pop(task_id, None)
+        if task_id == self.next_out:
+            self.next_out += 1
+        if isinstance(result, WorkerError):
+            self._fail()
+            result.reraise()
+        self._send_task()
+        return result
+
+    def _receive(self) -> tuple[int, Any]:
+        """The next result of this epoch; a clear error, never a hang, if a worker died or
+        ``timeout`` passed."""
+        timeout = self.loader.timeout
+        deadline = time.monotonic() + timeout if timeout > 0 else None
+        while True:
+            wait = (
+                POLL_INTERVAL
+                if deadline is None
+                else min(POLL_INTERVAL, deadline - time.monotonic())
+            )
+            try:
+                epoch, task_id, payload = self.result_queue.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                dead = [w for w in self.workers if not w.is_alive()]
+                if dead:
+                    self._fail()
+                    pids = ", ".join(str(w.pid) for w in dead)
+                    codes = ", ".join(str(w.exitcode) for w in dead)
+                    raise RuntimeError(
+                        f"DataLoader worker (pid(s) {pids}) exited unexpectedly with exit "
+                        f"code(s) {codes}"
+                    ) from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._fail()
+                    raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
+                continue
+            if epoch == self.epoch:
+                # The worker pickled the batch itself (see worker.py); only the loader's own
+                # workers write to this queue.
+                return task_id, pickle.loads(payload)
+
+    def _fail(self) -> None:
+        self._shutdown()
+        if self.loader._iterator is self:
+            self.loader._iterator = None
+
+
+def _stop_workers(workers: list[Any], index_queues: list[Any], result_queue: Any) -> None:
+    """Ask every worker to stop, give them a second, then terminate those still running."""
+    for index_queue in index_queues:
+        with contextlib.suppress(OSError, ValueError):  # a queue already closed
+            index_queue.put(None)
+    deadline = time.monotonic() + 1.0
+    for worker in workers:
+        worker.join(timeout=max(deadline - time.monotonic(), 0.0))
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+            worker.join()
+    for q in [*index_queues, result_queue]:
+        q.cancel_join_thread()
+        q.close()
 
 
 def _tensor_rows(dataset: Any) -> tuple[tuple[Tensor, ...], np.ndarray | None] | None:

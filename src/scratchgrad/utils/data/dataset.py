@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,78 @@ class Dataset(ABC):
     @abstractmethod
     def __len__(self) -> int:
         """The number of samples."""
+
+    def __add__(self, other: Dataset) -> ConcatDataset:
+        """``a + b`` is ``ConcatDataset([a, b])``, as in PyTorch."""
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A stream of samples: subclasses define ``__iter__`` (and ``__len__`` only if they know
+    it), as ``torch.utils.data.IterableDataset``.
+
+    With ``num_workers > 0`` every worker process iterates its own copy of the dataset, so
+    without care each sample comes once per worker. Split the work in ``__iter__`` with
+    ``get_worker_info()`` (``None`` in the main process), as PyTorch documents:
+
+    >>> from scratchgrad.utils.data import DataLoader, get_worker_info
+    >>> class Range(IterableDataset):
+    ...     def __init__(self, start, end):
+    ...         self.start, self.end = start, end
+    ...     def __iter__(self):
+    ...         info = get_worker_info()
+    ...         if info is None:  # single process: everything
+    ...             return iter(range(self.start, self.end))
+    ...         per_worker = -(-(self.end - self.start) // info.num_workers)
+    ...         first = self.start + info.id * per_worker
+    ...         return iter(range(first, min(first + per_worker, self.end)))
+    >>> [b.tolist() for b in DataLoader(Range(0, 7), batch_size=3)]
+    [[0, 1, 2], [3, 4, 5], [6]]
+    >>> sorted(i for b in DataLoader(Range(0, 7), batch_size=2, num_workers=2) for i in b.tolist())
+    [0, 1, 2, 3, 4, 5, 6]
+    """
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[Any]:
+        """The samples, one at a time."""
+
+    def __getitem__(self, index: int) -> Any:
+        raise TypeError(f"{type(self).__name__} is an IterableDataset: it cannot be indexed")
+
+    def __len__(self) -> int:
+        # Python's own message for an object without a length, which is what PyTorch gives.
+        raise TypeError(f"object of type '{type(self).__name__}' has no len()")
+
+
+class ConcatDataset(Dataset):
+    """The samples of several map-style datasets one after the other, as ``torch``'s.
+
+    >>> ds = ConcatDataset([["a", "b"], ["c"], ["d", "e"]])
+    >>> len(ds), ds[2], ds[-1], ds.cumulative_sizes
+    (5, 'c', 'e', [2, 3, 5])
+    """
+
+    def __init__(self, datasets: Iterable[Any]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("datasets should not be an empty iterable")
+        if any(isinstance(d, IterableDataset) for d in self.datasets):
+            raise ValueError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(accumulate(len(d) for d in self.datasets))
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int) -> Any:
+        if index < 0:
+            if -index > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        if which == len(self.datasets):
+            raise IndexError(f"ConcatDataset: index {index} out of range for length {len(self)}")
+        start = self.cumulative_sizes[which - 1] if which > 0 else 0
+        return self.datasets[which][index - start]
 
 
 class TensorDataset(Dataset):
