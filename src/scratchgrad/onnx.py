@@ -1,0 +1,264 @@
+"""``scratchgrad.onnx.export``: a trained model as an ONNX file, for onnxruntime and the others.
+
+Like ``scratchgrad.export.to_c`` it traces the model on an example batch into a straight list of
+layers (BatchNorm folded into the Conv/Linear before it), then a table maps each module type to
+its *emitter*, which adds that layer's ONNX nodes and weights to the graph. The graph is built
+with the ``onnx`` package's helpers and checked with ``onnx.checker`` before it is written.
+Install the extra: ``pip install 'scratchgrad[onnx]'``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from scratchgrad import nn
+from scratchgrad.export.trace import Step, trace
+from scratchgrad.tensor import Tensor
+
+
+class _Graph:
+    """The nodes and weights (initializers) of the graph being built; each value is named."""
+
+    def __init__(self, onnx_module) -> None:
+        self.onnx, self.nodes, self.initializers = onnx_module, [], []
+
+    def constant(self, name: str, array, dtype=np.float32) -> str:
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(array, dtype), name))
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], **attributes) -> str:
+        """Add one node; returns the name of its output."""
+        out = f"{op.lower()}_{len(self.nodes)}"
+        self.nodes.append(self.onnx.helper.make_node(op, list(inputs), [out], **attributes))
+        return out
+
+
+def _pads(begin: Sequence[int], end: Sequence[int] | None = None) -> list[int]:
+    """ONNX's pads: all the starts, then all the ends."""
+    return [*begin, *(begin if end is None else end)]
+
+
+def _tuple(value, dims: int) -> tuple[int, ...]:
+    return (value,) * dims if isinstance(value, int) else tuple(value)
+
+
+# ---- one emitter per module type: (graph, step, input name, weight prefix) -> output name -----
+
+
+def emit_linear(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    out = g.node("MatMul", [x, g.constant(f"{prefix}.weight", step.weight.T)])
+    if step.bias is None:
+        return out
+    return g.node("Add", [out, g.constant(f"{prefix}.bias", step.bias)])
+
+
+def emit_conv(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    conv = step.module
+    kernel, dilation = conv.kernel_size, conv.dilation
+    if conv.padding == "same":  # PyTorch puts the odd one of an even total at the end
+        total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        pads = _pads([t // 2 for t in total], [t - t // 2 for t in total])
+    else:
+        pads = _pads((0,) * len(kernel) if conv.padding == "valid" else conv.padding)
+    inputs = [x, g.constant(f"{prefix}.weight", step.weight)]
+    if step.bias is not None:
+        inputs.append(g.constant(f"{prefix}.bias", step.bias))
+    return g.node(
+        "Conv",
+        inputs,
+        kernel_shape=list(kernel),
+        strides=list(conv.stride),
+        pads=pads,
+        dilations=list(dilation),
+        group=conv.groups,
+    )
+
+
+def emit_max_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    pool = step.module
+    return g.node(
+        "MaxPool",
+        [x],
+        kernel_shape=list(_tuple(pool.kernel_size, 2)),
+        strides=list(_tuple(pool.stride, 2)),
+        pads=_pads(_tuple(pool.padding, 2)),
+        dilations=list(_tuple(pool.dilation, 2)),
+        ceil_mode=int(pool.ceil_mode),
+    )
+
+
+def emit_avg_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    pool = step.module
+    if pool.divisor_override:
+        raise NotImplementedError(
+            f"onnx.export: {step.describe()} has divisor_override, which ONNX's AveragePool lacks"
+        )
+    return g.node(
+        "AveragePool",
+        [x],
+        kernel_shape=list(_tuple(pool.kernel_size, 2)),
+        strides=list(_tuple(pool.stride, 2)),
+        pads=_pads(_tuple(pool.padding, 2)),
+        ceil_mode=int(pool.ceil_mode),
+        count_include_pad=int(pool.count_include_pad),
+    )
+
+
+def emit_adaptive_avg_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    """ONNX has no adaptive pooling; when the output size divides the input size, its windows
+    are an ordinary average pool's."""
+    (_, *size), (_, *out) = step.in_shape, step.out_shape
+    if out == [1, 1]:
+        return g.node("GlobalAveragePool", [x])
+    if any(s % o for s, o in zip(size, out)):
+        raise NotImplementedError(
+            f"onnx.export: {step.describe()} pools {tuple(size)} to {tuple(out)}; ONNX can "
+            "express adaptive pooling only when the output size divides the input size"
+        )
+    kernel = [s // o for s, o in zip(size, out)]
+    return g.node("AveragePool", [x], kernel_shape=kernel, strides=kernel)
+
+
+def emit_reshape(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    """Flatten: a reshape to one sample's output shape (0 keeps the batch dim as it is)."""
+    shape = g.constant(f"{prefix}.shape", [0, *step.out_shape], np.int64)
+    return g.node("Reshape", [x, shape])
+
+
+def emit_activation(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    module = step.module
+    if isinstance(module, nn.LeakyReLU):
+        return g.node("LeakyRelu", [x], alpha=float(module.negative_slope))
+    if isinstance(module, nn.SiLU):
+        return g.node("Mul", [x, g.node("Sigmoid", [x])])
+    op = {nn.ReLU: "Relu", nn.Tanh: "Tanh", nn.Sigmoid: "Sigmoid"}[type(module)]
+    return g.node(op, [x])
+
+
+def emit_gelu(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    """GELU from opset 17's ops (``Gelu`` itself came in opset 20):
+    x * (1 + erf(x / sqrt 2)) / 2, or with tanh(sqrt(2/pi) (x + 0.044715 x^3)) for erf."""
+    half = g.constant(f"{prefix}.half", 0.5)
+    one = g.constant(f"{prefix}.one", 1.0)
+    if step.module.approximate == "tanh":
+        cube = g.node("Mul", [x, g.node("Mul", [x, x])])
+        inner = g.node("Add", [x, g.node("Mul", [cube, g.constant(f"{prefix}.c", 0.044715)])])
+        scaled = g.node("Mul", [inner, g.constant(f"{prefix}.k", math.sqrt(2 / math.pi))])
+        curve = g.node("Tanh", [scaled])
+    else:
+        curve = g.node("Erf", [g.node("Mul", [x, g.constant(f"{prefix}.k", math.sqrt(0.5))])])
+    return g.node("Mul", [g.node("Mul", [x, half]), g.node("Add", [curve, one])])
+
+
+def emit_softmax(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    if step.module.dim is None:
+        raise NotImplementedError(f"onnx.export: {step.describe()} needs an explicit dim")
+    return g.node(step.kind, [x], axis=step.module.dim)  # "Softmax" and "LogSoftmax" alike
+
+
+def emit_layer_norm(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    shape = step.module.normalized_shape
+    scale = step.weight if step.weight is not None else np.ones(shape)
+    inputs = [x, g.constant(f"{prefix}.weight", scale)]
+    if step.bias is not None:
+        inputs.append(g.constant(f"{prefix}.bias", step.bias))
+    return g.node("LayerNormalization", inputs, axis=-len(shape), epsilon=step.module.eps)
+
+
+def emit_embedding(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    return g.node("Gather", [g.constant(f"{prefix}.weight", step.weight), x], axis=0)
+
+
+def emit_nothing(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    """Dropout (identity in eval mode) and Identity."""
+    return x
+
+
+EMITTERS: dict[type, Callable[[_Graph, Step, str, str], str]] = {
+    nn.Linear: emit_linear,
+    nn.Conv1d: emit_conv,
+    nn.Conv2d: emit_conv,
+    nn.MaxPool2d: emit_max_pool,
+    nn.AvgPool2d: emit_avg_pool,
+    nn.AdaptiveAvgPool2d: emit_adaptive_avg_pool,
+    nn.ReLU: emit_activation,
+    nn.LeakyReLU: emit_activation,
+    nn.Tanh: emit_activation,
+    nn.Sigmoid: emit_activation,
+    nn.SiLU: emit_activation,
+    nn.GELU: emit_gelu,
+    nn.Softmax: emit_softmax,
+    nn.LogSoftmax: emit_softmax,
+    nn.LayerNorm: emit_layer_norm,
+    nn.Embedding: emit_embedding,
+    nn.Flatten: emit_reshape,
+    nn.Dropout: emit_nothing,
+    nn.Identity: emit_nothing,
+    nn.BatchNorm1d: emit_nothing,  # never reached: folded into the layer before by trace()
+    nn.BatchNorm2d: emit_nothing,
+}
+
+
+def export(
+    model: nn.Module,
+    example_input: Tensor,
+    path: str | os.PathLike,
+    opset_version: int = 17,
+    dynamic_batch: bool = True,
+    input_names: Sequence[str] = ("input",),
+    output_names: Sequence[str] = ("output",),
+) -> None:
+    """Write ``model`` as an ONNX file, after ``torch.onnx.export``.
+
+    ``example_input`` is a batch: the model runs on it once, in eval mode, to find its layers
+    and shapes. With ``dynamic_batch`` the file's first dim is a symbol (``"batch"``), so any
+    batch size runs; otherwise it is fixed to the example's.
+
+    >>> import os, tempfile
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "net.onnx")
+    >>> export(nn.Sequential(nn.Linear(2, 4), nn.ReLU()), sg.zeros(1, 2), path)
+    >>> import onnx
+    >>> [node.op_type for node in onnx.load(path).graph.node]
+    ['MatMul', 'Add', 'Relu', 'Identity']
+    """
+    try:
+        import onnx
+        import onnx.numpy_helper  # noqa: F401  (a submodule the graph's constants need)
+    except ImportError:
+        raise ImportError(
+            "onnx.export needs the onnx package: pip install 'scratchgrad[onnx]'"
+        ) from None
+    if len(input_names) != 1 or len(output_names) != 1:
+        raise ValueError("onnx.export: the model has one input and one output: give one name each")
+    steps = trace(model, example_input, tuple(EMITTERS), "onnx.export")
+    g = _Graph(onnx)
+    value = input_names[0]
+    for i, step in enumerate(steps):
+        value = EMITTERS[type(step.module)](g, step, value, step.name or f"layer{i}")
+    g.nodes.append(onnx.helper.make_node("Identity", [value], [output_names[0]]))
+
+    batch = "batch" if dynamic_batch else example_input.shape[0]
+    out_shape = steps[-1].out_shape if steps else example_input.shape[1:]
+    is_float = example_input.is_floating_point()
+    elem = onnx.TensorProto.FLOAT if is_float else onnx.TensorProto.INT64
+    make_value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(
+        g.nodes,
+        type(model).__name__,
+        [make_value(input_names[0], elem, [batch, *example_input.shape[1:]])],
+        [make_value(output_names[0], onnx.TensorProto.FLOAT, [batch, *out_shape])],
+        g.initializers,
+    )
+    proto = onnx.helper.make_model(
+        graph,
+        opset_imports=[onnx.helper.make_opsetid("", opset_version)],
+        producer_name="scratchgrad",
+    )
+    onnx.checker.check_model(proto, full_check=True)
+    onnx.save(proto, os.fspath(path))
