@@ -60,6 +60,8 @@ else:
     from scratchgrad.serialization import load, save
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
     from scratchgrad import accelerator, backends, cuda
+    from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
+    from scratchgrad.amp import autocast
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs

@@ -168,6 +168,12 @@ def to_device(array, where: device | str | None):
     return array
 
 
+def accumulation_dtype(dtype: numpy.dtype) -> numpy.dtype | None:
+    """The dtype to sum or multiply ``dtype`` arrays in: float32 for the 16-bit floats (NumPy
+    adds them one after another in 16 bits, and has no 16-bit BLAS), else None (their own)."""
+    return float32 if dtype in (float16, bfloat16) else None
+
+
 def is_floating(dtype: numpy.dtype) -> bool:
     """True for the floating dtypes, the only ones that can require gradients."""
     return dtype.kind == "f" or dtype == bfloat16

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 from scratchgrad.ops import binary, matmul, movement, reduce, unary
@@ -411,6 +412,7 @@ class Tensor:
     def minimum(self, other: Tensor) -> Tensor:
         return binary.Minimum.apply(*self._operands(other))
 
+    @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
         x, y = self._operands(other)
@@ -795,6 +797,7 @@ class Tensor:
         axis = dims[0] if dims else None  # a 0-d tensor: its one entry
         return Tensor._make(xp.asarray(getattr(self.array, name)(axis=axis, keepdims=keepdim)))
 
+    @autocast_policy("float32")
     def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import xp
 from scratchgrad.ops.conv import Fold, MaxOver, Unfold, window_offsets
 from scratchgrad.tensor import Tensor, cat
@@ -37,6 +38,7 @@ __all__ = [
 # ---- convolution ----------------------------------------------------------------------------
 
 
+@autocast_policy("lower")
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -84,6 +86,7 @@ def conv2d(
     return out if batched else out.squeeze(0)
 
 
+@autocast_policy("lower")
 def conv1d(
     input: Tensor,
     weight: Tensor,

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 
 from scratchgrad import backend
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.ops.loss import CrossEntropy, MSELoss
@@ -28,6 +29,7 @@ from scratchgrad.tensor import Tensor, where
 # ---- linear and activations -----------------------------------------------------------------
 
 
+@autocast_policy("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
     if weight.array.ndim != 2 or input.array.ndim == 0:
@@ -246,6 +248,7 @@ def _check_reduction(reduction: str) -> None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@autocast_policy("float32")
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error."""
     _check_reduction(reduction)
@@ -255,11 +258,13 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce(diff * diff, reduction)
 
 
+@autocast_policy("float32")
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error; the gradient at a zero difference is 0."""
     return _reduce((input - target).abs(), reduction)
 
 
+@autocast_policy("float32")
 def huber_loss(
     input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
 ) -> Tensor:
@@ -319,6 +324,7 @@ def _check_class_target_shape(input: Tensor, target: Tensor, class_dim: int) -> 
         raise ValueError(f"Expected target size {expected}, got {target.shape}")
 
 
+@autocast_policy("float32")
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -340,6 +346,7 @@ def nll_loss(
     return _weighted_reduce(loss, weights, reduction)
 
 
+@autocast_policy("float32")
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -412,6 +419,7 @@ def _log_clamped(x: Tensor) -> Tensor:
     return where(positive, where(positive, x, 1.0).log().clamp(min=-100), -100.0)
 
 
+@autocast_policy("float32")
 def binary_cross_entropy(
     input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
 ) -> Tensor:
@@ -423,6 +431,7 @@ def binary_cross_entropy(
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
+@autocast_policy("float32")
 def binary_cross_entropy_with_logits(
     input: Tensor,
     target: Tensor,

@@ -3,6 +3,7 @@
 import math
 
 from scratchgrad.autograd.function import Function
+from scratchgrad.backend import accumulation_dtype
 
 
 class MatMul(Function):
@@ -46,7 +47,7 @@ class Linear(Function):
         out = _product(x, w.T)
         if b is not None:
             out += b
-        return out
+        return out if out.dtype == x.dtype else out.astype(x.dtype)  # 16-bit: rounded once
 
     @staticmethod
     def backward(ctx, grad):
@@ -62,7 +63,14 @@ class Linear(Function):
 def _product(x, y):
     """``x @ y``. For two matrices ``ndarray.dot`` makes the same BLAS call through a NumPy
     entry that costs about half as much as the matmul ufunc's, a cost small layers pay on every
-    product. (``dot`` of more dims is not a batched product, hence the test.)"""
+    product. (``dot`` of more dims is not a batched product, hence the test.)
+
+    16-bit floats come back as float32: NumPy has no 16-bit GEMM (its loops are 100x slower
+    than BLAS), so they are multiplied in float32 BLAS and the caller rounds once.
+    """
+    wide = accumulation_dtype(x.dtype)
+    if wide is not None:
+        x, y = x.astype(wide), y.astype(wide)
     return x.dot(y) if x.ndim == 2 and y.ndim == 2 else x @ y
 
 

@@ -5,7 +5,7 @@ input's shape by its backward (the engine only ever sums gradients down, never e
 import functools
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import xp
+from scratchgrad.backend import accumulation_dtype, xp
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import Expand
 
@@ -22,7 +22,7 @@ class Sum(Function):
     def forward(ctx, x, dim=None, keepdim=False):
         ctx.in_shape = x.shape
         ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
-        return xp.add.reduce(x, axis=dim, keepdims=keepdim)  # ndarray.sum, less a wrapper
+        return _sum(x, dim, keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -42,16 +42,27 @@ class SumToSize(Function):
             # 2x to 4.5x faster than NumPy's reduction along axis 0 at every size measured, and no
             # less accurate (that reduction adds the rows one after another). The result owns
             # its memory, so a leaf can keep it as its .grad without a copy.
-            return _ones(len(x), x.dtype).dot(x)
+            wide = accumulation_dtype(x.dtype)
+            if wide is None:
+                return _ones(len(x), x.dtype).dot(x)
+            return _ones(len(x), wide).dot(x.astype(wide)).astype(x.dtype)
         lead = x.ndim - len(shape)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
-            return xp.add.reduce(x, axis=tuple(range(lead)) + kept, keepdims=True).reshape(shape)
-        return xp.add.reduce(x, axis=tuple(range(lead))) if lead else x
+            return _sum(x, tuple(range(lead)) + kept, True).reshape(shape)
+        return _sum(x, tuple(range(lead)), False) if lead else x
 
     @staticmethod
     def backward(ctx, grad):
         return grad.expand(ctx.in_shape)
+
+
+def _sum(x, dim, keepdim):
+    """``x.sum``, less ndarray.sum's wrapper; 16-bit floats are added up in float32."""
+    wide = accumulation_dtype(x.dtype)
+    if wide is None:
+        return xp.add.reduce(x, axis=dim, keepdims=keepdim)
+    return xp.add.reduce(x, axis=dim, keepdims=keepdim, dtype=wide).astype(x.dtype)
 
 
 @functools.lru_cache(maxsize=16)
@@ -112,7 +123,7 @@ class Prod(Function):
 def log_softmax(x, dim):
     """log(softmax(x)) on an array, stable: subtracting the max keeps exp from overflowing."""
     shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine
-    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    return shifted - xp.log(_sum(xp.exp(shifted), dim, True))
 
 
 class LogSoftmax(Function):

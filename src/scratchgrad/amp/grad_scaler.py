@@ -1,0 +1,187 @@
+"""``GradScaler``: dynamic loss scaling, so that float16 gradients do not underflow to zero.
+
+The algorithm is PyTorch's (``torch.amp.GradScaler``): multiply the loss by a large scale before
+``backward``; divide the gradients by it before the step; skip the step when any gradient is
+inf or NaN and halve the scale; double it after ``growth_interval`` clean steps in a row.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import numpy
+
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import float16, xp
+
+
+class _Stage(Enum):
+    READY = 0
+    UNSCALED = 1
+    STEPPED = 2
+
+
+class GradScaler:
+    """Scale the loss, unscale the gradients, skip steps that overflowed, adapt the scale.
+
+    >>> import scratchgrad as sg
+    >>> w = sg.nn.Parameter(sg.ones(2))
+    >>> opt = sg.optim.SGD([w], lr=0.1)
+    >>> scaler = sg.amp.GradScaler(init_scale=1024.0)
+    >>> scaler.scale((w * 3).sum()).backward()
+    >>> w.grad  # still scaled
+    tensor([3072., 3072.])
+    >>> scaler.step(opt)  # unscales, then steps: w -= 0.1 * 3
+    >>> scaler.update()
+    >>> w
+    Parameter containing:
+    tensor([0.7000, 0.7000], requires_grad=True)
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
+        if not growth_factor > 1.0:
+            raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
+        if not 0.0 < backoff_factor < 1.0:
+            raise ValueError(f"GradScaler: backoff_factor must be in (0, 1), got {backoff_factor}")
+        if not (isinstance(growth_interval, int) and growth_interval > 0):
+            raise ValueError(
+                f"GradScaler: growth_interval must be a positive int, got {growth_interval}"
+            )
+        self._enabled = enabled
+        # The scale is a float32 number, as PyTorch keeps it, so trajectories agree bit for bit.
+        self._scale = numpy.float32(init_scale)
+        self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
+        self._growth_interval, self._growth_tracker = growth_interval, 0
+        self._per_optimizer: dict[int, dict] = {}
+
+    # ---- the four calls of a training step --------------------------------------------------
+
+    def scale(self, outputs: Any) -> Any:
+        """``outputs`` (a tensor, or lists and tuples of them) times the current scale."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        return outputs * float(self._scale)
+
+    def unscale_(self, optimizer: Any) -> None:
+        """Divide ``optimizer``'s gradients by the scale, in place, and note any inf or NaN.
+        Call it once per step, before clipping gradients; ``step`` calls it if you did not."""
+        if not self._enabled:
+            return
+        state = self._state_of(optimizer)
+        if state["stage"] is _Stage.UNSCALED:
+            raise RuntimeError(
+                "unscale_() has already been called on this optimizer since the last update()."
+            )
+        if state["stage"] is _Stage.STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = numpy.float32(1.0 / numpy.float64(self._scale))  # in float64, as PyTorch
+        found_inf = False
+        with no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    if p.grad.dtype == float16:
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    found_inf |= not bool(xp.isfinite(p.grad.array).all())
+                    p.grad.array *= inv_scale.astype(p.grad.array.dtype)
+        state["found_inf"], state["stage"] = found_inf, _Stage.UNSCALED
+
+    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        """Unscale if needed, then ``optimizer.step()`` unless a gradient was inf or NaN."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        state = self._state_of(optimizer)
+        if state["stage"] is _Stage.STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] is _Stage.READY:
+            self.unscale_(optimizer)
+        result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
+        state["stage"] = _Stage.STEPPED
+        return result
+
+    def update(self, new_scale: float | Any | None = None) -> None:
+        """Adapt the scale for the next step (or set it to ``new_scale``)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = numpy.float32(float(new_scale))
+        else:
+            seen = [s["found_inf"] for s in self._per_optimizer.values() if "found_inf" in s]
+            if not seen:
+                raise RuntimeError("No inf checks were recorded prior to update.")
+            self._update_scale(any(seen))
+        self._per_optimizer = {}
+
+    def _update_scale(self, found_inf: bool) -> None:
+        """PyTorch's ``_amp_update_scale_``: back off on inf, grow after a run of clean steps
+        (unless growing would overflow float32)."""
+        if found_inf:
+            self._scale = numpy.float32(self._scale * numpy.float32(self._backoff_factor))
+            self._growth_tracker = 0
+        elif self._growth_tracker + 1 == self._growth_interval:
+            grown = numpy.float32(self._scale * numpy.float32(self._growth_factor))
+            if numpy.isfinite(grown):
+                self._scale = grown
+            self._growth_tracker = 0
+        else:
+            self._growth_tracker += 1
+
+    def _state_of(self, optimizer: Any) -> dict:
+        return self._per_optimizer.setdefault(id(optimizer), {"stage": _Stage.READY})
+
+    # ---- introspection and checkpoints ------------------------------------------------------
+
+    def get_scale(self) -> float:
+        return float(self._scale) if self._enabled else 1.0
+
+    def get_growth_factor(self) -> float:
+        return self._growth_factor
+
+    def get_backoff_factor(self) -> float:
+        return self._backoff_factor
+
+    def get_growth_interval(self) -> int:
+        return self._growth_interval
+
+    def is_enabled(self) -> bool:
+        return self._enabled
+
+    def state_dict(self) -> dict:
+        """The five entries PyTorch saves (empty when disabled)."""
+        if not self._enabled:
+            return {}
+        return {
+            "scale": self.get_scale(),
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._growth_tracker,
+        }
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError(
+                "The source state dict is empty, possibly because it was saved from a disabled "
+                "instance of GradScaler."
+            )
+        self._scale = numpy.float32(float(state_dict["scale"]))
+        self._growth_factor = float(state_dict["growth_factor"])
+        self._backoff_factor = float(state_dict["backoff_factor"])
+        self._growth_interval = int(state_dict["growth_interval"])
+        self._growth_tracker = int(state_dict["_growth_tracker"])

@@ -1,0 +1,81 @@
+"""Autocast's state and the per-op dtype policy: the op table's autocast column.
+
+An op declares its policy where it is defined, with ``@autocast_policy(...)``, following
+PyTorch's CPU autocast lists (``torch.amp`` docs):
+
+- ``"lower"``: run in the autocast dtype (bfloat16 or float16): matrix products, linear layers,
+  convolutions, attention. These are the ops that gain from low precision.
+- ``"float32"``: run in float32: losses and ``prod``, whose sums of many terms lose too much in
+  16 bits.
+- every other op runs in the dtype of its inputs (PyTorch's promotion applies, so ``cat`` of a
+  bfloat16 and a float32 tensor is float32, as on PyTorch's "widest" list).
+
+Only float32, float16 and bfloat16 tensors are cast; float64 and integer tensors never are. The
+casts are ordinary differentiable ``to(dtype)`` calls, so backward runs in the dtypes the forward
+chose and a float32 parameter gets a float32 gradient. The public switch is
+``scratchgrad.autocast`` (in ``scratchgrad.amp``); this module only holds what the ops need.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd.grad_mode import _state as _grad_state
+from scratchgrad.backend import bfloat16, float16, float32
+
+POLICY: dict[str, str] = {}  # op name -> "lower" | "float32": filled by @autocast_policy
+_CASTABLE = (float32, float16, bfloat16)
+
+
+class _State(threading.local):
+    dtype = None  # the low dtype while an autocast region is on, else None
+    cache: dict | None = None  # casts of leaf weights, kept for one outermost region
+
+
+state = _State()
+
+
+def autocast_policy(policy: str) -> Callable:
+    """Declare how ``fn``'s floating-point tensor arguments are cast inside autocast."""
+    if policy not in ("lower", "float32"):
+        raise ValueError(f"autocast_policy: unknown policy {policy!r}")
+
+    def declare(fn: Callable) -> Callable:
+        POLICY[fn.__name__] = policy
+
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            if state.dtype is None:  # the common case costs one attribute read
+                return fn(*args, **kwargs)
+            dtype = state.dtype if policy == "lower" else float32
+            args = tuple(_cast(a, dtype) for a in args)
+            kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
+            return fn(*args, **kwargs)
+
+        return op
+
+    return declare
+
+
+def _cast(value: Any, dtype) -> Any:
+    """``value`` in ``dtype`` if it is a castable tensor (or a list of them), else unchanged."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    array = getattr(value, "array", None)
+    if array is None or array.dtype == dtype or array.dtype not in _CASTABLE:
+        return value
+    if state.cache is None or not value.requires_grad or value._ctx is not None:
+        return value.to(dtype)
+    # A weight is cast once per region; the key has its version (an optimizer step in between
+    # makes a new cast) and the grad mode (a cast made under no_grad has no graph to reuse).
+    key = (id(value), dtype, _grad_state.enabled)
+    version = value._version
+    hit = state.cache.get(key)
+    if hit is not None and hit[0] is value and hit[1] == version:
+        return hit[2]
+    cast = value.to(dtype)
+    state.cache[key] = (value, version, cast)
+    return cast

@@ -1,0 +1,211 @@
+"""autocast against torch.autocast: the policy column of the op table, casts, caching, nesting."""
+
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+from op_table import OPS
+
+import scratchgrad as sg
+from scratchgrad.autograd.autocast import POLICY
+
+LOW = {"bfloat16": (sg.bfloat16, torch.bfloat16), "float16": (sg.float16, torch.float16)}
+# One rounding of a 16-bit result is 2**-8 (bfloat16) or 2**-11 (float16) relative; a few
+# roundings in a row, in another order than PyTorch's, stay within these.
+TOLERANCE = {"bfloat16": 3e-2, "float16": 4e-3}
+
+
+def _inputs(op):
+    rng = np.random.default_rng(0)
+    count = op.call.__code__.co_argcount - 1
+    domains = op.domain if isinstance(op.domain, tuple) else (op.domain,) * count
+    return [d(rng, s) for d, s in zip(domains, op.check_shapes[:count])]
+
+
+@pytest.mark.parametrize("low", sorted(LOW))
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
+    arrays = _inputs(op)
+    ours = [sg.tensor(a, dtype=sg.float32, requires_grad=op.grad) for a in arrays]
+    theirs = [torch.tensor(a, dtype=torch.float32, requires_grad=op.grad) for a in arrays]
+    with sg.autocast("cpu", dtype=LOW[low][0]):
+        out = op.call(sg, *ours)
+    with torch.autocast("cpu", dtype=LOW[low][1]):
+        expected = op.call(torch, *theirs)
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch."), op.name
+    tol = TOLERANCE[low]
+    expected_values = expected.detach().float().numpy()
+    np.testing.assert_allclose(out.detach().float().numpy(), expected_values, rtol=tol, atol=tol)
+    if op.grad and expected.dtype.is_floating_point:
+        out.float().sum().backward()
+        expected.float().sum().backward()
+        for x, t in zip(ours, theirs):
+            assert x.grad.dtype == sg.float32  # parameters keep float32 gradients
+            np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_the_policy_covers_pytorchs_cpu_lists_for_the_ops_we_have():
+    lower = {"matmul", "linear", "conv1d", "conv2d"}
+    to_float32 = {"mse_loss", "l1_loss", "huber_loss", "nll_loss", "cross_entropy", "prod"}
+    assert {name for name, p in POLICY.items() if p == "lower"} >= lower
+    assert {name for name, p in POLICY.items() if p == "float32"} >= to_float32
+
+
+def _layer_and_input():
+    sg.manual_seed(0)
+    return sg.nn.Linear(4, 3), sg.randn(2, 4)
+
+
+def test_layers_run_low_losses_in_float32_and_parameters_stay_float32():
+    layer, x = _layer_and_input()
+    with sg.autocast("cpu", dtype=sg.bfloat16):
+        out = layer(x)
+        loss = sg.nn.functional.cross_entropy(out, sg.tensor([0, 2]))
+    loss.backward()
+    assert (out.dtype, loss.dtype) == (sg.bfloat16, sg.float32)
+    assert layer.weight.dtype == layer.weight.grad.dtype == sg.float32
+
+
+def test_float64_and_integer_tensors_are_never_cast():
+    x = sg.randn(2, 3, dtype=sg.float64)
+    with sg.autocast("cpu"):
+        assert (x @ x.T).dtype == sg.float64
+        assert (sg.ones(2, 2, dtype=sg.int64) @ sg.ones(2, 2, dtype=sg.int64)).dtype == sg.int64
+
+
+def test_an_inner_disabled_region_runs_in_full_precision_and_the_outer_resumes():
+    layer, x = _layer_and_input()
+    with sg.autocast("cpu"):
+        with sg.autocast("cpu", enabled=False):
+            assert layer(x).dtype == sg.float32
+        assert layer(x).dtype == sg.bfloat16
+    assert layer(x).dtype == sg.float32
+
+
+def test_autocast_is_a_decorator_and_thread_local():
+    layer, x = _layer_and_input()
+    seen = []
+
+    @sg.autocast("cpu", dtype=sg.float16)
+    def forward():
+        thread = threading.Thread(target=lambda: seen.append(layer(x).dtype))
+        thread.start()
+        thread.join()
+        return layer(x).dtype
+
+    assert forward() == sg.float16
+    assert seen == [sg.float32]  # another thread is not in the region
+
+
+def test_a_weight_is_cast_once_per_region_and_again_after_it_changes():
+    layer, x = _layer_and_input()
+    casts = []
+    original = sg.Tensor.to
+
+    def counting_to(self, *args, **kwargs):
+        casts.append(self is layer.weight)
+        return original(self, *args, **kwargs)
+
+    sg.Tensor.to = counting_to
+    try:
+        with sg.autocast("cpu"):
+            first = layer(x)
+            layer(x)
+            assert casts.count(True) == 1  # the second call reused the cast weight
+            with sg.no_grad():
+                layer.weight.mul_(2)  # an in-place change bumps the version: cast again
+            second = layer(x)
+            assert casts.count(True) == 2
+    finally:
+        sg.Tensor.to = original
+    w, b = (torch.tensor(p.detach().numpy()) for p in (layer.weight, layer.bias))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = torch.nn.functional.linear(torch.tensor(x.numpy()), w, b)
+    second, first = second.detach().float().numpy(), first.detach().float().numpy()
+    np.testing.assert_allclose(second, expected.float().numpy(), rtol=3e-2, atol=3e-2)
+    assert not np.allclose(first, second)
+
+
+def test_a_cast_made_under_no_grad_is_not_reused_with_grad():
+    layer, x = _layer_and_input()
+    with sg.autocast("cpu"):
+        with sg.no_grad():
+            layer(x)
+        layer(x).float().sum().backward()
+    assert layer.weight.grad is not None and layer.weight.grad.numpy().any()
+
+
+def test_unsupported_devices_and_dtypes_warn_and_disable_as_pytorch():
+    layer, x = _layer_and_input()
+    with pytest.warns(UserWarning, match="cuda"), sg.autocast("cuda"):
+        assert layer(x).dtype == sg.float32
+    with pytest.warns(UserWarning, match="float64"), sg.autocast("cpu", dtype=sg.float64):
+        assert layer(x).dtype == sg.float32
+
+
+def test_other_spellings_of_autocast():
+    assert sg.amp.autocast is sg.autocast is sg.cpu.amp.autocast
+    with sg.cpu.amp.autocast():
+        assert sg.amp.is_autocast_enabled("cpu")
+        assert sg.amp.get_autocast_dtype("cpu") == sg.bfloat16
+    assert not sg.amp.is_autocast_enabled("cpu")
+
+
+def test_custom_fwd_casts_inputs_and_custom_bwd_runs_in_the_forwards_state():
+    states = []
+
+    class Scale(sg.autograd.Function):
+        @staticmethod
+        @sg.amp.custom_fwd(device_type="cpu", cast_inputs=sg.float32)
+        def forward(ctx, x):
+            states.append((x.dtype, sg.amp.is_autocast_enabled()))
+            return x * 2
+
+        @staticmethod
+        @sg.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            states.append(sg.amp.is_autocast_enabled())
+            return grad * 2
+
+    x = sg.ones(3, requires_grad=True)
+    with sg.autocast("cpu"):
+        y = Scale.apply(x.to(sg.bfloat16))
+    y.sum().backward()
+    assert states == [(np.dtype("float32"), False), True]
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+# ---- numerics -------------------------------------------------------------------------------
+
+
+def test_bfloat16_rounds_to_nearest_even_as_pytorch_on_a_million_values():
+    rng = np.random.default_rng(0)
+    values = np.concatenate(
+        [rng.standard_normal(500_000) * 10.0 ** rng.integers(-30, 30, 500_000), rng.random(500_000)]
+    ).astype(np.float32)
+    ours = sg.tensor(values).to(sg.bfloat16).numpy().view(np.uint16)
+    theirs = torch.tensor(values).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(ours, theirs)
+    assert np.array_equal(ours, values.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+@pytest.mark.parametrize("low", sorted(LOW))
+def test_16_bit_sums_accumulate_in_float32(low):
+    ones = sg.ones(10_000, dtype=LOW[low][0])
+    rounded = float(np.array(10_000.0, np.float32).astype(ones.dtype))  # 9984 in bfloat16
+    assert ones.sum().item() == torch.ones(10_000, dtype=LOW[low][1]).sum().item() == rounded
+    assert ones.reshape(100, 100).mean(0).float().numpy().tolist() == [1.0] * 100
+
+
+@pytest.mark.parametrize("low", sorted(LOW))
+def test_16_bit_products_are_float32_gemms_rounded_once(low):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((64, 300)), rng.standard_normal((300, 32))
+    a16, b16 = sg.tensor(a, dtype=LOW[low][0]), sg.tensor(b, dtype=LOW[low][0])
+    ours = (a16 @ b16).double().numpy()
+    exact = a16.double().numpy() @ b16.double().numpy()
+    # within one rounding to 16 bits of the exact product (a 16-bit running sum is far off)
+    half_ulp = 2.0 ** -(9 if low == "bfloat16" else 12)
+    np.testing.assert_allclose(ours, exact, rtol=2 * half_ulp, atol=1e-6)
