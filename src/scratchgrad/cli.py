@@ -3,6 +3,8 @@
     scratchgrad demo xor        train MLP(2, [4, 1]) on XOR with the scalar engine
     scratchgrad demo circle     train MLP(2, [8, 8, 1]) to tell points inside a circle
     scratchgrad graph OUT.svg   draw the graph of one tanh neuron (.svg, .png or .pdf)
+    scratchgrad train           train a digit classifier with the tensor engine
+    scratchgrad evolve cartpole evolve a CartPole policy with OpenAI-ES (or --strategy cmaes, ga)
 
 Each command is a subparser whose `func` default receives the parsed arguments, so a new command
 is one `add_parser` call plus its function. A user's mistake (a bad value, an unwritable path, a
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from scratchgrad import train
+from scratchgrad import evolve, train
 from scratchgrad.argtypes import nonnegative_int
 from scratchgrad.scalar import MLP, Value
 
@@ -145,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     digits = commands.add_parser("train", help="train a digit classifier (the tensor engine)")
     train.add_arguments(digits)
     digits.set_defaults(func=train.main)
+
+    evolve_parser = commands.add_parser(
+        "evolve",
+        help="evolve a control policy (cartpole, acrobot, pendulum) with an evolution strategy",
+        description=evolve.DESCRIPTION,
+    )
+    evolve.add_arguments(evolve_parser)
+    evolve_parser.set_defaults(func=evolve.main)
     return parser
 
 

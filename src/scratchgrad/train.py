@@ -123,7 +123,7 @@ def train(
     if epochs < 1:
         raise ValueError(f"train: epochs must be at least 1, got {epochs}")
     if out is not None:
-        _prepare_out(Path(out))
+        prepare_out(Path(out))
     sg.manual_seed(seed)
     (train_x, train_y), (test_x, test_y) = split_digits(seed)
     loader = DataLoader(
@@ -178,14 +178,16 @@ def train(
     return history
 
 
-def _prepare_out(out: Path) -> None:
+def prepare_out(out: Path, command: str = "train") -> None:
     """Create the output folder and check it can be written, before any training."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise OSError(f"train: cannot create the output folder {out}: {error.strerror}") from None
+        raise OSError(
+            f"{command}: cannot create the output folder {out}: {error.strerror}"
+        ) from None
     if not os.access(out, os.W_OK | os.X_OK):
-        raise PermissionError(f"train: the output folder {out} is not writable")
+        raise PermissionError(f"{command}: the output folder {out} is not writable")
 
 
 def rebuild_model(checkpoint: dict) -> nn.Module:

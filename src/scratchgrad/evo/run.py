@@ -102,8 +102,9 @@ class RunResult:
     mean_fitness: list[float]
     best_params: np.ndarray
     policy: MLPPolicy
+    popsize: int
+    seed: int
     seconds: float
-    seed: int = 0
 
     def module(self) -> nn.Sequential:
         """The final policy as a module (float32), e.g. to save with ``scratchgrad.save``."""
@@ -164,9 +165,8 @@ def run(
                 callback(generation, fitness)
     finally:
         evaluator.close()
-    return RunResult(
-        env_id, strategy, best, mean, es.solution, policy, time.perf_counter() - start, seed
-    )
+    seconds = time.perf_counter() - start
+    return RunResult(env_id, strategy, best, mean, es.solution, policy, es.popsize, seed, seconds)
 
 
 def _make_backend(backend: str, env_id: str, policy: MLPPolicy, num_actors: int | None):
