@@ -124,6 +124,8 @@ def available(framework: str, workload: Workload) -> str | None:
     module = {"pytorch": "torch"}.get(framework, framework)
     if importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
+    if workload.id == "P2" and importlib.util.find_spec("gymnasium") is None:
+        return "gymnasium (P2's environments) is not installed"
     if workload.id == "S1" and not (HERE / "scalar.py").exists():
         return "benchmarks/scalar.py (the S1 step) is missing"
     return None
@@ -212,7 +214,7 @@ def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
                 f"{workload.id}: {r['framework']}'s first loss {r['first_loss']:.6g} "
                 f"differs from {ref['framework']}'s {expected:.6g}"
             )
-        if r["framework"] == "scratchgrad" and workload.target is not None:
+        if r["framework"] == workload.measured and workload.target is not None:
             r["target"] = workload.target
             r["met"] = r["ratio"] <= workload.target
             if workload.memory_target:
@@ -334,7 +336,9 @@ def markdown(report: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--workloads", default="S1,W1,W2,W3,W4,W5,O1,L", help="comma-separated ids, e.g. W1,W2"
+        "--workloads",
+        default="S1,W1,W2,W3,W4,W5,O1,P2,P3,L",
+        help="comma-separated ids, e.g. W1,W2",
     )
     parser.add_argument("--rounds", type=int, help="rounds per framework (default 5, quick 2)")
     parser.add_argument("--quick", action="store_true", help="fewer and shorter rounds")

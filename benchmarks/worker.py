@@ -53,6 +53,10 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
         import jax_jit
 
         return jax_jit.make_step, jax_jit.train_digits
+    if workload_id in ("P2", "P3"):
+        import evo_bench
+
+        return (lambda problem: evo_bench.make_step(framework, problem)), None
     if workload_id == "S1":
         import scalar
 

@@ -24,7 +24,8 @@ class Workload:
 
     ``target`` is the largest acceptable ratio of scratchgrad's median to the reference's;
     ``memory_target`` asks for scratchgrad's peak RSS to stay below the reference's.
-    ``flop`` (for GEMMs) turns a time per call into GFLOP/s.
+    ``flop`` (for GEMMs) turns a time per call into GFLOP/s. ``measured`` is the framework the
+    target applies to.
     """
 
     id: str
@@ -35,6 +36,7 @@ class Workload:
     memory_target: bool = False
     unit: str = "ms"  # per step; "us" per call; "GFLOP/s" from ``flop``
     flop: float | None = None
+    measured: str = "scratchgrad"
 
 
 TENSOR_PEERS = ("scratchgrad", "pytorch", "numpy", "jax")
@@ -72,6 +74,20 @@ WORKLOADS: dict[str, Workload] = {
             TENSOR_PEERS,
             target=0.7,
             unit="us",
+        ),
+        Workload(
+            "P2",
+            "one OpenAI-ES generation, 1,024 CartPole 4-32-2 policies, 500 steps",
+            ("scratchgrad", "pytorch"),
+            target=0.2,
+        ),
+        Workload(
+            "P3",
+            "P2 on Ray, 2 actors (local Ray instance)",
+            ("ray", "scratchgrad"),
+            reference="scratchgrad",
+            target=1.3,
+            measured="ray",
         ),
         Workload(
             "L-gemm1024",
@@ -143,6 +159,16 @@ def mlp_params(sizes: tuple[int, ...], seed: int) -> list[np.ndarray]:
     for fan_in, fan_out in zip(sizes, sizes[1:]):
         params += [_uniform(rng, (fan_out, fan_in), fan_in), _uniform(rng, (fan_out,), fan_in)]
     return params
+
+
+def balancing_policy(seed: int) -> np.ndarray:
+    """A flat 4-32-2 CartPole policy (float64, nn.Linear layouts) that keeps the pole up for
+    500 steps: small random weights, except hidden unit 0, which sees mostly the pole's angle
+    and angular velocity, and pushes the cart toward the side the pole falls to."""
+    w1, b1, w2, b2 = (0.1 * p.astype(np.float64) for p in mlp_params((4, 32, 2), seed))
+    w1[0] = [0.5, 1.0, 10.0, 3.0]
+    w2[:, 0] = [-3.0, 3.0]
+    return np.concatenate([w1.ravel(), b1, w2.ravel(), b2])
 
 
 def circle(n: int = 60, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -237,6 +263,11 @@ def make_problem(workload_id: str) -> Problem:
         rng = np.random.default_rng(18)
         a, b = (rng.standard_normal((8, 8), dtype=np.float32) for _ in range(2))
         return Problem("op", [], [a, b])
+    if workload_id in ("P2", "P3"):
+        extra = {"popsize": 1024, "sigma": 0.1, "episode_seed": 0}
+        return Problem(
+            "evo", [], [balancing_policy(seed=20)], lr=0.01, sizes=(4, 32, 2), extra=extra
+        )
     if workload_id.startswith("L-"):
         n = {"L-gemm1024": 1024, "L-gemm256": 256, "L-add8": 8}[workload_id]
         rng = np.random.default_rng(19)

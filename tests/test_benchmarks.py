@@ -114,3 +114,20 @@ def test_run_writes_the_table_and_json(tmp_path, monkeypatch, capsys):
     assert all(r["peak_rss_mb"] >= r["rss_import_mb"] > 0 for r in by_name.values())
     table = (tmp_path / "latest.md").read_text()
     assert "| W1 XOR" in table and table in capsys.readouterr().out
+
+
+def test_p2_peers_agree_on_the_first_generations():
+    """scratchgrad's OpenAI-ES generation and the Gymnasium + PyTorch one return the same mean
+    fitness (a smaller population keeps this quick)."""
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("torch")
+    import evo_bench
+
+    problem = workloads.make_problem("P2")
+    problem.extra["popsize"] = 4
+    fitness = {}
+    for framework in ("scratchgrad", "pytorch"):
+        step, first = evo_bench.make_step(framework, problem)
+        fitness[framework] = [first, step()]
+    assert fitness["scratchgrad"] == fitness["pytorch"]
+    assert fitness["scratchgrad"][0] > 400  # the starting policy balances the pole
