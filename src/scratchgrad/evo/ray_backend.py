@@ -44,8 +44,9 @@ class RayBackend:
     contiguous slice of every generation's population.
 
     Joins the Ray instance this process already initialised; otherwise calls ``ray.init()``,
-    which connects to the cluster ``RAY_ADDRESS`` names or starts a local one, and shuts that
-    down again on ``close()``.
+    which connects to the cluster ``RAY_ADDRESS`` names (or the one ``ray start`` last started
+    on this machine) or starts a local one; ``close()`` then disconnects, which stops a local
+    instance.
     """
 
     def __init__(self, env_id: str, policy: MLPPolicy, num_actors: int | None = None):
