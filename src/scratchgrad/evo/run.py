@@ -70,7 +70,8 @@ def evaluate(
 
 def episode_seeds(seed: int, generation: int, episodes: int) -> list[int]:
     """The training episodes' seeds of one generation, all below ``FRESH_SEEDS``."""
-    rng = np.random.default_rng([seed, generation])
+    # the third word keeps this stream apart from the strategies' own (seed, generation) noise
+    rng = np.random.default_rng([seed, generation, 1])
     return rng.integers(0, FRESH_SEEDS, size=episodes).tolist()
 
 
