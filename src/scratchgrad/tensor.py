@@ -839,7 +839,7 @@ class Tensor:
         >>> sg.tensor([1.0, 5.0, 3.0]).topk(2)
         values_indices(values=tensor([5., 3.]), indices=tensor([1, 2]))
         """
-        (dim,) = _dims(dim, self.array.ndim)
+        dim = _dim(dim, self.array.ndim)
         size = self.array.shape[dim] if self.array.ndim else 1
         if not 0 <= k <= size:
             raise RuntimeError(f"topk: k ({k}) is out of range for dim {dim} of size {size}")
@@ -987,6 +987,7 @@ class Tensor:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.array.ndim == 0:
+            _dims((start_dim, end_dim), 0)
             return self.reshape(1)
         start, end = _dims((start_dim, end_dim), self.array.ndim)
         if start > end:
@@ -999,6 +1000,8 @@ class Tensor:
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
         dim = _dim(dim, self.array.ndim)
+        if self.array.ndim == 0:
+            raise RuntimeError("unflatten: cannot unflatten a 0-dim tensor")
         return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
 
     def unsqueeze(self, dim: int) -> Tensor:
@@ -1090,6 +1093,8 @@ class Tensor:
         return self[(slice(None),) * dim + (slice(start, start + length),)]
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        if self.array.ndim == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         dim = _dim(dim, self.array.ndim)
         size = self.array.shape[dim]
         if isinstance(split_size, int):
@@ -1108,13 +1113,15 @@ class Tensor:
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         if chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        if self.array.ndim == 0:
+            raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         size = self.array.shape[_dim(dim, self.array.ndim)]
         return self.split(builtins.max(-(-size // chunks), 1), dim)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
-        if self.array.ndim == 0:
-            raise RuntimeError("unbind: cannot unbind a 0-dim tensor")
         dim = _dim(dim, self.array.ndim)
+        if self.array.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return tuple(self.select(dim, i) for i in range(self.array.shape[dim]))
 
     def select(self, dim: int, index: int) -> Tensor:
@@ -1138,15 +1145,15 @@ class Tensor:
         if not isinstance(index, Tensor):
             raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
         dim = _dim(dim, self.array.ndim)
+        if self.array.ndim == 0 and index.ndim <= 1:  # as PyTorch: a 0-d tensor acts as 1-d
+            _check_indices("gather", index.array, 1, 0)
+            return self.expand(index.shape) if index.ndim else self.clone()
         if index.ndim != self.array.ndim:
             raise RuntimeError(
                 f"gather: index has {index.ndim} dims, the tensor has {self.array.ndim}"
             )
         if index.dtype != backend.int64:
             raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
-        if self.array.ndim == 0:
-            _check_indices("gather", index.array, 1, 0)
-            return self.clone()
         _check_indices("gather", index.array, self.array.shape[dim], dim)
         grids = list(xp.ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
@@ -1159,7 +1166,10 @@ class Tensor:
         >>> sg.arange(9).reshape(3, 3).diagonal(1)
         tensor([1, 5])
         """
-        dim1, dim2 = _dims((dim1, dim2), self.array.ndim)
+        dims = _dims((dim1, dim2), self.array.ndim)
+        if self.array.ndim < 2:
+            raise RuntimeError(f"diagonal: needs at least 2 dims, got shape {self.array.shape}")
+        dim1, dim2 = dims
         if dim1 == dim2:
             raise RuntimeError(f"diagonal: dim1 and dim2 cannot be equal, both are {dim1}")
         return movement.Diagonal.apply(self, offset=offset, dim1=dim1, dim2=dim2)

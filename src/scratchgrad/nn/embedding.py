@@ -46,7 +46,10 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        try:
+            return F.embedding(input, self.weight, self.padding_idx)
+        except IndexError as error:  # name the layer: a model may have several tables
+            raise IndexError(f"{self!r}: {error}") from None
 
     def extra_repr(self) -> str:
         padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

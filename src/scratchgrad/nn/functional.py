@@ -147,7 +147,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
         )
     n = weight.shape[0]
     if index.size and (index.min() < 0 or index.max() >= n):
-        raise IndexError(f"embedding: index out of range in self (num_embeddings={n})")
+        bad = index[(index < 0) | (index >= n)].flat[0]
+        raise IndexError(
+            f"embedding: index {bad} is out of range in self (num_embeddings={n}; indices must "
+            f"be in [0, {n - 1}])"
+        )
     out = weight[index]
     if padding_idx is None:
         return out
