@@ -1,9 +1,13 @@
 """Checkpoints: save/load round trips, PyTorch reading our files, clear errors, atomic writes,
 and no pickle anywhere."""
 
+import io
+import json
 import math
 import os
 import pickle
+import stat
+import time
 import zipfile
 
 import numpy as np
@@ -152,6 +156,11 @@ def test_optimizer_tensors_get_dotted_names(tmp_path):
         lambda ps: optim.AdamW(ps, lr=0.01),
         lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.5),
         lambda ps: optim.Adagrad(ps, lr=0.05, lr_decay=0.01),
+        lambda ps: optim.Adadelta(ps),
+        lambda ps: optim.Adamax(ps, lr=0.01),
+        lambda ps: optim.NAdam(ps, lr=0.01),  # mu_product: a float32 0-d tensor
+        lambda ps: optim.RAdam(ps, lr=0.01),
+        lambda ps: optim.ASGD(ps, lr=0.05, t0=2),  # eta and mu: float32 0-d tensors
     ],
 )
 def test_training_resumes_identically(make_optimizer, tmp_path):
@@ -204,8 +213,8 @@ def test_file_written_by_pytorch_loads_as_a_flat_dict(tmp_path):
 def test_save_accepts_only_plain_values(tmp_path):
     with pytest.raises(TypeError, match="cannot save a function .*'hooks.0'"):
         save({"hooks": [lambda: None]}, tmp_path / "bad")
-    with pytest.raises(TypeError, match="cannot save a ndarray"):
-        save({"w": np.zeros(2)}, tmp_path / "bad")
+    with pytest.raises(TypeError, match="cannot save a NumPy array of dtype object .*'w'"):
+        save({"w": np.array([None])}, tmp_path / "bad")
     assert not os.listdir(tmp_path)  # nothing was written
 
 
@@ -270,7 +279,9 @@ def test_damaged_metadata_and_unknown_dtypes(tmp_path):
         load(write("bad_json", w, "{not json"))
     with pytest.raises(ValueError, match="metadata of .*lost is damaged .*KeyError"):
         load(write("lost", w, '{"version": 1, "tree": {"__tensor__": "elsewhere"}}'))
-    with pytest.raises(ValueError, match="format version 99; this scratchgrad reads version 1"):
+    with pytest.raises(
+        ValueError, match="format version 99; this scratchgrad reads versions 1 and 2"
+    ):
         load(write("newer", w, '{"version": 99, "tree": null}'))
     safetensors.torch.save_file(
         {"f8": torch.zeros(2, dtype=torch.float8_e4m3fn)}, tmp_path / "f8.safetensors"
@@ -334,3 +345,225 @@ def test_no_pickle_is_used(tmp_path, monkeypatch):
     arrays = safetensors.numpy.load((tmp_path / "ckpt").read_bytes())
     assert len(arrays) == len(checkpoint["model"]) + 2 * len(opt.state)
     assert arrays["model.0.weight"].dtype == np.float32
+
+
+# ---- any structure of tensors, arrays and plain values (as torch.save) ------------------------
+
+
+def general_object(lib):
+    """The same checkpoint-like object built with either library's tensors."""
+    return {
+        "weights": [lib.tensor([[1.0, 2.0]]), lib.tensor([3, 4])],
+        "arrays": (np.arange(6.0).reshape(2, 3).T, np.zeros((), np.int16), np.array([True])),
+        "numbers": {"int": -7, "big": 2**70, "float": 0.1, "bool": False, "none": None},
+        "text": ["", "ü", "__tensor__"],
+        "not a marker": {"__weird__": 1},
+        3: (1, "three", [None]),
+    }
+
+
+def plain(value):
+    """Either library's loaded object with tensors as ("tensor", dtype name, values) and
+    arrays as ("array", dtype, values), for comparing the two."""
+    if isinstance(value, sg.Tensor | torch.Tensor):
+        return ("tensor", str(value.dtype).split(".")[-1], value.tolist())
+    if isinstance(value, np.ndarray):
+        return ("array", str(value.dtype), value.tolist(), value.shape)
+    if isinstance(value, dict):
+        return {key: plain(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("target", ["path", "bytesio", "open file"])
+def test_any_structure_round_trips_as_with_torch(tmp_path, target):
+    buffer = io.BytesIO()
+    torch.save(general_object(torch), buffer)
+    buffer.seek(0)
+    expected = plain(torch.load(buffer, weights_only=False))
+
+    obj, path = general_object(sg), tmp_path / "obj.safetensors"
+    if target == "path":
+        save(obj, path)
+        loaded = load(path)
+    elif target == "bytesio":
+        ours = io.BytesIO()
+        save(obj, ours)
+        ours.seek(0)
+        loaded = load(ours)
+        assert ours.read() == b""  # exactly the checkpoint was read
+    else:
+        with open(path, "wb") as f:
+            save(obj, f)
+        with open(path, "rb") as f:
+            loaded = load(f)
+    assert plain(loaded) == expected
+    assert type(loaded["arrays"][0]) is np.ndarray and loaded["arrays"][0].flags.writeable
+
+
+def test_file_objects_are_read_and_written_at_their_position(tmp_path):
+    buffer = io.BytesIO(b"prefix")
+    buffer.seek(0, io.SEEK_END)
+    save({"w": sg.ones(2)}, buffer)
+    buffer.seek(len(b"prefix"))
+    assert load(buffer)["w"].tolist() == [1.0, 1.0]
+    buffer.write(b"trailing")
+    buffer.seek(len(b"prefix"))
+    with pytest.raises(ValueError, match="not a safetensors file: .*more"):
+        load(buffer)
+
+
+@pytest.mark.parametrize(
+    "map_location", [None, "cpu", sg.device("cpu"), {"cuda:0": "cpu"}, lambda s, loc: s]
+)
+def test_map_location_and_weights_only_are_accepted_as_by_torch(tmp_path, map_location):
+    save({"w": sg.ones(2)}, tmp_path / "ours")
+    torch.save({"w": torch.ones(2)}, tmp_path / "theirs")
+    torch_location = sg_to_torch_location(map_location)
+    for weights_only in (True, False):
+        theirs = torch.load(tmp_path / "theirs", torch_location, weights_only=weights_only)
+        ours = load(tmp_path / "ours", map_location, weights_only=weights_only)
+        assert plain(ours) == plain(theirs)
+
+
+def sg_to_torch_location(map_location):
+    if isinstance(map_location, sg.device):
+        return torch.device(str(map_location))
+    return map_location
+
+
+def test_map_location_to_a_missing_device_raises_as_torch(tmp_path):
+    save({"w": sg.ones(2)}, tmp_path / "ours")
+    torch.save({"w": torch.ones(2)}, tmp_path / "theirs")
+    for location in ("cuda", "cuda:1", {"cpu": "cuda:0"}):
+        with pytest.raises(RuntimeError):
+            torch.load(tmp_path / "theirs", map_location=location)
+        with pytest.raises(RuntimeError, match="not available"):
+            load(tmp_path / "ours", map_location=location)
+    with pytest.raises(TypeError, match="map_location"):
+        load(tmp_path / "ours", map_location=3)
+
+
+def test_a_whole_module_is_refused_with_a_pointer_to_state_dict(tmp_path):
+    model = make_model()
+    for obj in (model, {"model": model, "epoch": 3}, optim.SGD(model.parameters(), lr=0.1)):
+        with pytest.raises(TypeError, match=r"cannot save a whole .*state_dict\(\)"):
+            save(obj, tmp_path / "model.pt")
+    assert not os.listdir(tmp_path)
+
+
+# ---- reading only what it must (issue 10) -------------------------------------------------------
+
+
+def test_load_refuses_what_is_not_a_regular_file_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading the usual way would wait for a writer forever
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as f:
+        f.truncate(100 * 2**30)  # 100 GB of zeros that take no disk space
+    start = time.monotonic()
+    for path, message in [
+        ("/dev/zero", "not a regular file but a character device"),
+        (fifo, r"not a regular file but a FIFO"),
+        (tmp_path, "not a regular file but a directory"),
+        (sparse, "the header is not JSON"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            load(path)
+    with open("/dev/zero", "rb") as stream, pytest.raises(ValueError, match="character device"):
+        load(stream)
+    assert time.monotonic() - start < 2
+
+
+def test_load_reads_the_header_before_any_data(tmp_path):
+    """A header that claims more data than the file holds is refused before the data is read,
+    and an endless stream claiming a huge header is refused without reading it."""
+
+    class Counting(io.BytesIO):
+        def read(self, size=-1):
+            self.requested = getattr(self, "requested", 0) + (size if size >= 0 else 10**18)
+            return super().read(size)
+
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2**30], "data_offsets": [0, 2**32]}})
+    lying = len(header).to_bytes(8, "little") + header.encode() + b"\0" * 16
+    (tmp_path / "lying").write_bytes(lying)
+    with pytest.raises(ValueError, match="need 4294967296 bytes of data, found 16"):
+        load(tmp_path / "lying")
+    stream = Counting((2**62).to_bytes(8, "little") + b"{}" * 100)
+    with pytest.raises(ValueError, match="more than the 100000000 safetensors allows"):
+        load(stream)
+    assert stream.requested == 8
+
+
+def test_deep_nesting_is_a_value_error_not_a_recursion_error(tmp_path):
+    deep = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested more than 100 levels"):
+        save({"deep": deep}, tmp_path / "deep")
+    cycle = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="contains itself"):
+        save(cycle, tmp_path / "cycle")
+    assert not os.listdir(tmp_path)
+    for depth in (400, 100_000):  # too deep for our reader / for Python's JSON parser
+        tree = "[" * depth + "]" * depth
+        entry = json.dumps({"version": 2, "tree": "PLACEHOLDER"}).replace('"PLACEHOLDER"', tree)
+        (tmp_path / "deep").write_bytes(safetensors.numpy.save({}, {"scratchgrad": entry}))
+        with pytest.raises(ValueError, match="metadata of .* is damaged .*nested"):
+            load(tmp_path / "deep")
+    header = ("[" * 100_000 + "]" * 100_000).encode()
+    (tmp_path / "deep_header").write_bytes(len(header).to_bytes(8, "little") + header)
+    with pytest.raises(ValueError, match="not a safetensors file: the header is not JSON"):
+        load(tmp_path / "deep_header")
+
+
+def test_unknown_markers_are_rejected(tmp_path):
+    for tree in ('{"__pickle__": "os.system"}', '{"a": [{"__tensr__": "w"}]}'):
+        entry = f'{{"version": 2, "tree": {tree}}}'
+        (tmp_path / "odd").write_bytes(safetensors.numpy.save({}, {"scratchgrad": entry}))
+        with pytest.raises(ValueError, match="damaged .*unknown marker '__"):
+            load(tmp_path / "odd")
+
+
+def test_version_1_files_still_load(tmp_path):
+    entry = '{"version": 1, "tree": {"w": {"__tensor__": "w"}, "k": {"__tuple__": [1]}}}'
+    data = safetensors.numpy.save({"w": np.ones(2, np.float32)}, {"scratchgrad": entry})
+    (tmp_path / "v1").write_bytes(data)
+    loaded = load(tmp_path / "v1")
+    assert loaded["w"].tolist() == [1.0, 1.0] and loaded["k"] == (1,)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions and symlinks")
+def test_save_keeps_the_mode_and_writes_through_a_symlink_as_torch(tmp_path):
+    for lib, write in ((torch, torch.save), (sg, save)):
+        folder = tmp_path / lib.__name__
+        folder.mkdir()
+        target, link = folder / "real.pt", folder / "link.pt"
+        write({"w": lib.ones(1)}, target)
+        os.chmod(target, 0o600)
+        link.symlink_to(target)
+        write({"w": lib.zeros(3)}, link)
+        assert link.is_symlink() and os.readlink(link) == str(target)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+        assert sorted(os.listdir(folder)) == ["link.pt", "real.pt"]
+    assert load(tmp_path / "scratchgrad" / "real.pt")["w"].shape == (3,)
+
+
+def test_a_failed_save_leaves_no_temporary_file_and_stale_ones_are_ignored(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.safetensors"
+    stale = tmp_path / ".ckpt.safetensors.0123456789abcdef.tmp"  # of a save killed earlier
+    stale.write_bytes(b"half a checkpoint")
+    save({"w": sg.ones(2)}, path)
+    assert load(path)["w"].tolist() == [1.0, 1.0]
+
+    def broken_write(*args):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_write)
+    with pytest.raises(OSError, match="no space left"):
+        save({"w": sg.zeros(2)}, path)
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == [stale.name, path.name]
+    assert load(path)["w"].tolist() == [1.0, 1.0]

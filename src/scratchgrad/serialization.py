@@ -1,21 +1,33 @@
-"""Checkpoints: ``save`` and ``load`` state dicts as safetensors files, never with pickle.
+"""Checkpoints: ``save`` and ``load`` any structure of tensors as a safetensors file, never with
+pickle.
 
 A safetensors file (https://github.com/huggingface/safetensors) holds a flat table of named
 arrays and a small ``str -> str`` metadata table, and nothing executable, so loading a file
-from a stranger cannot run code (``torch.load`` of a pickle can). State dicts are nested
-(an optimizer's is ``{"state": {0: {"exp_avg": tensor}}, "param_groups": [...]}``), so
-``save`` flattens them:
+from a stranger cannot run code (``torch.load`` of a pickle can). What ``torch.save`` is given
+is usually nested (an optimizer's state dict is ``{"state": {0: {"exp_avg": tensor}},
+"param_groups": [...]}``), so ``save`` flattens it:
 
-- every tensor goes into the table under its dotted path: a model's keys stay as they are
-  (``"fc.weight"``), an optimizer's become e.g. ``"state.0.exp_avg"``;
+- every tensor and NumPy array goes into the table under its dotted path: a model's keys stay
+  as they are (``"fc.weight"``), an optimizer's become e.g. ``"state.0.exp_avg"``;
 - everything else (the nesting, numbers, strings, flags) goes into the metadata entry
-  ``"scratchgrad"`` as JSON, with ``{"__tensor__": name}`` where each tensor was.
+  ``"scratchgrad"`` as JSON, with ``{"__tensor__": name}`` (or ``{"__ndarray__": name}``) where
+  each array was, ``{"__tuple__": [...]}`` for tuples and ``{"__dict__": [[key, value], ...]}``
+  for dicts whose keys are not all strings. A one-key dict whose key looks like a marker
+  (``"__x__"``) is written in the ``__dict__`` form, so markers are never ambiguous and ``load``
+  rejects any it does not know.
 
-``load`` rebuilds the same structure with scratchgrad Tensors. What comes back equals what went
-in, with these exceptions: tensors do not require grad; a tensor that appeared twice comes back
-as two tensors; dict subclasses (``OrderedDict``, ``Counter``) come back as plain dicts and
-NumPy scalars as Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
-and ``nan`` too), tuples tuples.
+``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
+were saved). What comes back equals what went in, with these exceptions: tensors do not require
+grad; an array that appeared twice comes back as two; dict subclasses (``OrderedDict``,
+``Counter``) come back as plain dicts and NumPy scalars as Python numbers. Ints stay ints (dict
+keys included), floats floats (``inf`` and ``nan`` too), tuples tuples. Structures nested more
+than ``MAX_DEPTH`` levels deep are refused by both with a ValueError (so are cycles).
+
+``load`` reads a file in three steps and checks each before the next: the 8-byte header length
+(against the file's size, and at most ``MAX_HEADER_BYTES``), the JSON header, then exactly the
+data the header describes. So ``/dev/zero``, a FIFO, a huge sparse file or a file with a lying
+header fail at once with a ValueError instead of filling the memory; only regular files and
+file objects are read.
 
 PyTorch reads the tensors with ``safetensors.torch.load_file(path)``; a file written by
 another library (without the ``"scratchgrad"`` entry) loads as its flat dict of tensors.
@@ -27,7 +39,8 @@ import contextlib
 import json
 import os
 import secrets
-from typing import Any
+import stat
+from typing import IO, Any
 
 import numpy as np
 import safetensors
@@ -37,10 +50,13 @@ from scratchgrad import backend
 from scratchgrad.creation import from_numpy
 from scratchgrad.tensor import Tensor
 
-PathLike = str | os.PathLike
+FileLike = str | os.PathLike | IO[bytes]
 
-_VERSION = 1
-_MARKERS = ("__tensor__", "__tuple__", "__dict__")
+_VERSION = 2  # 2 added NumPy arrays ("__ndarray__"); files of version 1 still load
+_MARKERS = ("__tensor__", "__ndarray__", "__tuple__", "__dict__")
+
+MAX_DEPTH = 100  # levels of nesting save and load accept; state dicts use about 5
+MAX_HEADER_BYTES = 100_000_000  # the largest header safetensors itself accepts
 
 # safetensors' dtype names; safetensors.numpy knows all but bfloat16, which ml_dtypes provides.
 _DTYPES = {
@@ -60,172 +76,364 @@ _DTYPES = {
 }
 
 
-def save(obj: Any, path: PathLike) -> None:
-    """Write a state dict (or any nesting of dicts, lists and tuples holding tensors, numbers,
-    strings, bools and None) to ``path`` as a safetensors file.
+def save(obj: Any, f: FileLike) -> None:
+    """Write ``obj`` to ``f`` (a path or a binary file object) as a safetensors file, as
+    ``torch.save`` does: a state dict, a checkpoint of several, or any nesting of dicts, lists
+    and tuples holding tensors, NumPy arrays, numbers, strings, bools and None.
 
-    The write is atomic: the data goes to a temporary file in the same directory, is flushed
-    to disk, and only then replaces ``path``, so a crash mid-write leaves the old file intact.
+    A whole ``Module`` (or optimizer) is refused: save its ``state_dict()`` instead. Writing to
+    a path is atomic: the data goes to a temporary file beside the target (through a symlink, to
+    its target), is flushed to disk, takes the replaced file's permissions, and only then
+    replaces it, so a crash mid-write leaves the old file intact. A file object is written at
+    its position.
 
-    >>> import os, tempfile
+    >>> import io
     >>> import scratchgrad as sg
-    >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
-    >>> sg.save({"weight": sg.ones(2, 3), "epoch": 7}, path)
-    >>> checkpoint = sg.load(path)
+    >>> buffer = io.BytesIO()
+    >>> sg.save({"weight": sg.ones(2, 3), "epoch": 7}, buffer)
+    >>> checkpoint = sg.load(io.BytesIO(buffer.getvalue()))
     >>> checkpoint["weight"].shape, checkpoint["epoch"]
     ((2, 3), 7)
     """
     tensors: dict[str, np.ndarray] = {}
-    tree = _encode(obj, "", tensors)
+    tree = _encode(obj, "", tensors, 0)  # before any writing: a TypeError leaves no file
     metadata = {
         "format": "pt",  # the tensors' layout is PyTorch's; Hugging Face loaders check this key
         "scratchgrad": json.dumps({"version": _VERSION, "tree": tree}),
     }
-    _write_atomically(os.fspath(path), safetensors.numpy.save(tensors, metadata))
+    data = safetensors.numpy.save(tensors, metadata)
+    if hasattr(f, "write"):
+        f.write(data)
+    else:
+        _write_atomically(os.fspath(f), data)
 
 
-def load(path: PathLike) -> Any:
-    """Read a file written by ``save`` (or any safetensors file) back into scratchgrad Tensors.
+def load(f: FileLike, map_location: Any = None, *, weights_only: bool | None = None) -> Any:
+    """Read what ``save`` wrote (or any safetensors file) from a path or a binary file object.
 
-    Raises FileNotFoundError if ``path`` does not exist, and ValueError naming the file if it
-    is not a complete safetensors file (truncated, garbage, a zip or pickle from
-    ``torch.save``). Nothing in the file is ever executed.
+    ``map_location`` is accepted as in ``torch.load``: a device or its name, a dict from saved
+    to wanted locations, or a function ``(tensor, "cpu") -> tensor or None``; every tensor is
+    saved on the CPU, and asking for a device scratchgrad cannot use raises. ``weights_only``
+    is accepted and changes nothing: nothing in the file is ever executed, whatever its value.
+
+    Raises FileNotFoundError if the path does not exist, and ValueError naming the file if it
+    is not a regular file or not a complete safetensors file (truncated, garbage, a zip or
+    pickle from ``torch.save``).
     """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    header = _read_header(data, path)
-    try:
-        views = safetensors.deserialize(data)
-    except safetensors.SafetensorError as error:
-        raise _not_safetensors(path, str(error)) from None
-    tensors = {}
-    for name, view in views:
-        if view["dtype"] not in _DTYPES:
-            raise ValueError(
-                f"load: tensor {name!r} in {path} has dtype {view['dtype']}, which scratchgrad "
-                f"cannot hold (it reads {', '.join(_DTYPES)})"
-            )
-        # Each view's data is a fresh bytearray, so the arrays are writable and need no copy.
-        array = np.frombuffer(view["data"], dtype=_DTYPES[view["dtype"]])
-        tensors[name] = from_numpy(array.reshape(view["shape"]))
+    if hasattr(f, "read"):
+        where = str(getattr(f, "name", None) or type(f).__name__)
+        data, header = _read_checked(f, where, size=_remaining_size(f, where))
+    else:
+        where = os.fspath(f)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(where, flags)
+        try:
+            info = os.fstat(fd)
+            _check_regular(info.st_mode, where)
+        except BaseException:
+            os.close(fd)
+            raise
+        with open(fd, "rb") as file:
+            data, header = _read_checked(file, where, size=info.st_size)
+    move = _mover(map_location)
+    tensors = {name: move(tensor) for name, tensor in _arrays(data, where).items()}
 
     metadata = header.get("__metadata__") or {}
     if "scratchgrad" not in metadata:  # written by another library: its flat table, in file order
         names = sorted(tensors, key=lambda name: header[name]["data_offsets"])
         return {name: tensors[name] for name in names}
     try:
-        document = json.loads(metadata["scratchgrad"])
+        document = _parse_json(metadata["scratchgrad"])
         version, tree = document["version"], document["tree"]
     except (ValueError, KeyError, TypeError) as error:
-        raise _damaged(path, error) from None
-    if version != _VERSION:
+        raise _damaged(where, error) from None
+    if version not in (1, _VERSION):
         raise ValueError(
-            f"load: {path} is in checkpoint format version {version}; this scratchgrad reads "
-            f"version {_VERSION} (was it written by a newer one?)"
+            f"load: {where} is in checkpoint format version {version}; this scratchgrad reads "
+            f"versions 1 and {_VERSION} (was it written by a newer one?)"
         )
     try:
-        return _decode(tree, tensors)
+        return _decode(tree, tensors, 0)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise _damaged(path, error) from None
+        raise _damaged(where, error) from None
 
 
-# ---- the structure <-> JSON with tensor placeholders ------------------------------------------
+def _arrays(data: bytes, where: str) -> dict[str, Tensor]:
+    """The tensors of a whole safetensors file, checked by the safetensors library."""
+    try:
+        views = safetensors.deserialize(data)
+    except safetensors.SafetensorError as error:
+        raise _not_safetensors(where, str(error)) from None
+    tensors = {}
+    for name, view in views:
+        if view["dtype"] not in _DTYPES:
+            raise ValueError(
+                f"load: tensor {name!r} in {where} has dtype {view['dtype']}, which scratchgrad "
+                f"cannot hold (it reads {', '.join(_DTYPES)})"
+            )
+        # Each view's data is a fresh bytearray, so the arrays are writable and need no copy.
+        array = np.frombuffer(view["data"], dtype=_DTYPES[view["dtype"]])
+        tensors[name] = from_numpy(array.reshape(view["shape"]))
+    return tensors
 
 
-def _encode(value: Any, path: str, tensors: dict[str, np.ndarray]) -> Any:
-    """``value`` as JSON-ready data; each tensor is moved into ``tensors`` under its path."""
+def _mover(map_location: Any) -> Any:
+    """What ``map_location`` does to each loaded (CPU) tensor; raises at once for a device that
+    cannot hold tensors, or a ``map_location`` of a kind ``torch.load`` does not take."""
+    if map_location is None:
+        return lambda tensor: tensor
+    if callable(map_location):
+
+        def move(tensor: Tensor) -> Tensor:
+            moved = map_location(tensor, "cpu")
+            return tensor if moved is None else moved
+
+        return move
+    if isinstance(map_location, dict):
+        map_location = map_location.get("cpu", "cpu")
+    if not isinstance(map_location, (str, backend.device)):
+        raise TypeError(
+            "load: map_location should be a device, a string, a dict or a function, "
+            f"but got {type(map_location).__name__}"
+        )
+    backend.array_module(backend.device(map_location))  # raises for "cuda" and the like
+    return lambda tensor: tensor.to(map_location)
+
+
+# ---- the structure <-> JSON with array placeholders ---------------------------------------------
+
+
+def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -> Any:
+    """``value`` as JSON-ready data; each array is moved into ``tensors`` under its path."""
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"save: the structure is nested more than {MAX_DEPTH} levels deep (or contains "
+            f"itself), at {_shorten(path)!r}"
+        )
     if isinstance(value, Tensor):
-        name = base = path or "tensor"
-        suffix = 0
-        while name in tensors or name == "__metadata__":  # {"a.b": x, "a": {"b": y}} collide
-            suffix += 1
-            name = f"{base}_{suffix}"
-        # safetensors copies raw memory from the array's pointer: a strided view (a transposed
-        # weight) must be made contiguous first or its bytes would be written in the wrong order.
-        # (np.ascontiguousarray would also do it, but turns 0-d arrays into 1-d ones.)
-        tensors[name] = np.asarray(value.array, order="C")
-        return {"__tensor__": name}
+        return {"__tensor__": _add_array(value.array, path, tensors)}
+    if isinstance(value, np.ndarray):
+        if value.dtype not in _DTYPES.values():
+            raise TypeError(
+                f"save: cannot save a NumPy array of dtype {value.dtype} (at {_shorten(path)!r})"
+            )
+        return {"__ndarray__": _add_array(value, path, tensors)}
     if isinstance(value, dict):
-        items = [(key, _encode(v, _join(path, key), tensors)) for key, v in value.items()]
+        items = [
+            (key, _encode(v, _join(path, key), tensors, depth + 1)) for key, v in value.items()
+        ]
         plain_keys = all(isinstance(key, str) for key in value)
-        looks_like_marker = len(value) == 1 and next(iter(value)) in _MARKERS
-        if plain_keys and not looks_like_marker:
+        if plain_keys and not (len(value) == 1 and _is_marker(next(iter(value)))):
             return dict(items)
         # JSON objects have only string keys: keep the real keys (ints, for optimizer state).
-        return {"__dict__": [[_encode(key, path, tensors), v] for key, v in items]}
+        return {"__dict__": [[_encode(key, path, tensors, depth + 1), v] for key, v in items]}
     if isinstance(value, (list, tuple)):
-        items = [_encode(v, _join(path, i), tensors) for i, v in enumerate(value)]
+        items = [_encode(v, _join(path, i), tensors, depth + 1) for i, v in enumerate(value)]
         return {"__tuple__": items} if isinstance(value, tuple) else items
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.generic):
         return value.item()
+    if callable(getattr(value, "state_dict", None)):
+        kind = type(value).__name__
+        raise TypeError(
+            f"save: cannot save a whole {kind} object (at {_shorten(path) or 'the top level'!r});"
+            f" save its state_dict() instead: sg.save(model.state_dict(), path), then "
+            f"model.load_state_dict(sg.load(path)) into a {kind} built by your code"
+        )
     raise TypeError(
-        f"save: cannot save a {type(value).__name__} (at {path or 'the top level'!r}); state "
-        "dicts may hold tensors, dicts, lists, tuples, str, int, float, bool and None"
+        f"save: cannot save a {type(value).__name__} (at {_shorten(path) or 'the top level'!r}); "
+        "checkpoints may hold tensors, NumPy arrays, dicts, lists, tuples, str, int, float, bool "
+        "and None"
     )
+
+
+def _add_array(array: np.ndarray, path: str, tensors: dict[str, np.ndarray]) -> str:
+    """Put ``array`` into the table under a free name derived from its path; return the name."""
+    name = base = path or "tensor"
+    suffix = 0
+    while name in tensors or name == "__metadata__":  # {"a.b": x, "a": {"b": y}} collide
+        suffix += 1
+        name = f"{base}_{suffix}"
+    # safetensors copies raw memory from the array's pointer: a strided view (a transposed
+    # weight) must be made contiguous first or its bytes would be written in the wrong order.
+    # (np.ascontiguousarray would also do it, but turns 0-d arrays into 1-d ones.)
+    tensors[name] = np.asarray(array, order="C")
+    return name
+
+
+def _is_marker(key: str) -> bool:
+    return len(key) > 4 and key.startswith("__") and key.endswith("__")
 
 
 def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _decode(node: Any, tensors: dict[str, Tensor]) -> Any:
+def _shorten(path: str) -> str:
+    return path if len(path) <= 80 else f"{path[:40]}...{path[-37:]}"
+
+
+def _decode(node: Any, tensors: dict[str, Tensor], depth: int) -> Any:
     """The inverse of ``_encode``."""
+    if depth > 3 * MAX_DEPTH:  # a level of the structure is at most three of JSON
+        raise ValueError(f"the structure is nested more than {MAX_DEPTH} levels deep")
     if isinstance(node, list):
-        return [_decode(v, tensors) for v in node]
+        return [_decode(v, tensors, depth + 1) for v in node]
     if not isinstance(node, dict):
         return node
     if len(node) == 1:
         ((key, value),) = node.items()
         if key == "__tensor__":
             return tensors[value]
+        if key == "__ndarray__":
+            return tensors[value].array
         if key == "__tuple__":
-            return tuple(_decode(v, tensors) for v in value)
+            return tuple(_decode(v, tensors, depth + 1) for v in value)
         if key == "__dict__":
-            return {_decode(k, tensors): _decode(v, tensors) for k, v in value}
-    return {key: _decode(value, tensors) for key, value in node.items()}
+            return {
+                _decode(k, tensors, depth + 1): _decode(v, tensors, depth + 1) for k, v in value
+            }
+        if _is_marker(key):
+            raise ValueError(f"unknown marker {key!r} (known: {', '.join(_MARKERS)})")
+    return {key: _decode(value, tensors, depth + 1) for key, value in node.items()}
+
+
+def _parse_json(text: str | bytes) -> Any:
+    """``json.loads``, with nesting too deep for Python's parser a ValueError like any other
+    bad JSON (the parser recurses; a hostile header could otherwise raise RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from None
 
 
 # ---- files --------------------------------------------------------------------------------
 
 
-def _read_header(data: bytes, path: str) -> dict[str, Any]:
-    """The JSON header, checked enough to say clearly what is wrong with a file that is not
-    safetensors: 8 bytes of little-endian header length, then that many bytes of JSON."""
-    size = int.from_bytes(data[:8], "little")
-    if len(data) < 8:
-        problem = f"it has {len(data)} bytes, too few for the header length"
-    elif size > len(data) - 8:
-        problem = (
-            f"the header should have {size} bytes but only {len(data) - 8} follow "
-            "(truncated, or another format)"
+def _read_checked(file: IO[bytes], where: str, size: int | None) -> tuple[bytes, dict]:
+    """The whole safetensors file from ``file`` and its header, read in three checked steps
+    (header length, header, data) so that no step reads more than the file should hold.
+    ``size`` is the file's size when known (a regular file), ``None`` for a stream."""
+    prefix = file.read(8)
+    if len(prefix) < 8:
+        raise _not_safetensors(where, f"it has {len(prefix)} bytes, too few for the header length")
+    header_size = int.from_bytes(prefix, "little")
+    available = None if size is None else size - 8
+    if available is not None and header_size > available:
+        _refuse(
+            where,
+            prefix,
+            f"the header should have {header_size} bytes but only "
+            f"{available} follow (truncated, or another format)",
         )
-    else:
+    if header_size > MAX_HEADER_BYTES:
+        _refuse(
+            where,
+            prefix,
+            f"the header would have {header_size} bytes, more than the "
+            f"{MAX_HEADER_BYTES} safetensors allows (another format?)",
+        )
+    header_bytes = file.read(header_size)
+    if len(header_bytes) < header_size:
+        _refuse(
+            where,
+            prefix,
+            f"the header should have {header_size} bytes but only "
+            f"{len(header_bytes)} follow (truncated, or another format)",
+        )
+    header = _parse_header(header_bytes, where, prefix)
+    data_size = _data_size(header, where)
+    if available is not None and available - header_size != data_size:
+        found = available - header_size
+        problem = "truncated" if found < data_size else "extra bytes that no tensor covers"
+        raise _not_safetensors(
+            where, f"its tensors need {data_size} bytes of data, found {found} ({problem})"
+        )
+    data = file.read(data_size)
+    if len(data) < data_size or (size is None and file.read(1)):
+        raise _not_safetensors(
+            where,
+            f"its tensors need {data_size} bytes of data, the stream has "
+            f"{'fewer' if len(data) < data_size else 'more'}",
+        )
+    return prefix + header_bytes + data, header
+
+
+def _remaining_size(file: IO[bytes], where: str) -> int | None:
+    """The bytes left to read in ``file`` if it is an OS file, which must then be a regular
+    one (a FIFO or a device could stream forever); ``None`` for in-memory files."""
+    try:
+        info = os.fstat(file.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both of the last
+        return None
+    _check_regular(info.st_mode, where)
+    return info.st_size - file.tell()
+
+
+def _check_regular(mode: int, where: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise ValueError(
+            f"load: {where} is not a regular file but a {_file_kind(mode)}; checkpoints are "
+            "read from regular files or file objects"
+        )
+
+
+def _parse_header(header_bytes: bytes, where: str, prefix: bytes) -> dict[str, Any]:
+    try:
+        header = _parse_json(header_bytes)
+    except (UnicodeDecodeError, ValueError) as error:
+        _refuse(where, prefix, f"the header is not JSON ({error})")
+    if not isinstance(header, dict):
+        _refuse(where, prefix, "the header is not a JSON object")
+    return header
+
+
+def _data_size(header: dict[str, Any], where: str) -> int:
+    """The bytes of data the header describes: the end of the last tensor's data."""
+    ends = [0]
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
         try:
-            header = json.loads(data[8 : 8 + size])
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            problem = f"the header is not JSON ({error})"
-        else:
-            if isinstance(header, dict):
-                return header
-            problem = "the header is not a JSON object"
-    # Name the usual suspects. Only now: a valid header of 128 bytes also starts with 0x80.
-    if data.startswith(b"PK\x03\x04"):
+            start, end = entry["data_offsets"]
+            ends.append(int(end))
+        except (TypeError, KeyError, ValueError):
+            raise _not_safetensors(
+                where, f"the header entry of {name!r} has no data_offsets"
+            ) from None
+    return max(ends)
+
+
+def _refuse(where: str, prefix: bytes, problem: str) -> None:
+    """Raise the error of a file whose header is unreadable, naming the usual suspects. Only
+    then: a valid header of 128 bytes also starts with 0x80, as a pickle does."""
+    if prefix.startswith(b"PK\x03\x04"):
         problem += "; it is a zip archive, as torch.save writes (scratchgrad never unpickles)"
-    elif data.startswith(b"\x80"):
+    elif prefix.startswith(b"\x80"):
         problem += "; it looks like a pickle, which scratchgrad never loads"
-    raise _not_safetensors(path, problem)
+    raise _not_safetensors(where, problem)
 
 
-def _not_safetensors(path: str, reason: str) -> ValueError:
-    return ValueError(f"load: {path} is not a safetensors file: {reason}")
+def _file_kind(mode: int) -> str:
+    kinds = [
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ]
+    return next((kind for test, kind in kinds if test(mode)), "special file")
 
 
-def _damaged(path: str, error: Exception) -> ValueError:
+def _not_safetensors(where: str, reason: str) -> ValueError:
+    return ValueError(f"load: {where} is not a safetensors file: {reason}")
+
+
+def _damaged(where: str, error: Exception) -> ValueError:
     return ValueError(
-        f"load: the 'scratchgrad' metadata of {path} is damaged ({type(error).__name__}: {error})"
+        f"load: the 'scratchgrad' metadata of {where} is damaged ({type(error).__name__}: {error})"
     )
 
 
@@ -234,19 +442,31 @@ def _write_atomically(path: str, data: bytes) -> None:
 
     A rename within one directory is atomic, so readers see the old file or the new one,
     never half of one; the temporary file is removed if anything fails before the rename.
+    A symlink is written through to its target (the link stays a link), and a replaced file's
+    permission bits are kept, as ``torch.save`` (which writes into the file) keeps them. A save
+    killed outright (SIGKILL, power cut) can leave its temporary file,
+    ``.<name>.<16 hex digits>.tmp``, beside the target: ``load`` never reads it, and it can be
+    deleted.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None  # a new file: the umask decides, as for open()
+    temporary = os.path.join(directory, f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
     # os.open with mode 0o666 lets the umask decide the permissions, as a plain open() would.
     fd = os.open(
         temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
     )
     try:
         with os.fdopen(fd, "wb") as f:
+            if mode is not None:
+                os.chmod(temporary, mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)

@@ -68,8 +68,26 @@ def test_read_idx_known_bytes(tmp_path):
         (bytes([0, 0, 8, 3, 0, 0, 0, 2, 0, 0]), "truncated header"),
         (bytes([0, 0, 8, 1, 0, 0, 0, 3, 1, 2]), "truncated.*needs 11 bytes, found 10"),
         (bytes([0, 0, 8, 1, 0, 0, 0, 1, 1, 2]), "extra bytes"),
+        # 65536**4 = 2**64 elements: in int64 the product wraps around to 0, which this
+        # empty data region would have matched.
+        (
+            bytes([0, 0, 8, 4] + [0, 1, 0, 0] * 4),
+            r"dimensions \(65536, 65536, 65536, 65536\).*overflows",
+        ),
+        (bytes([0, 0, 0x0E, 2] + [0xFF] * 8), "overflows"),
     ],
-    ids=["empty", "short", "png-like", "nonzero", "bad-type", "header", "data", "extra"],
+    ids=[
+        "empty",
+        "short",
+        "png-like",
+        "nonzero",
+        "bad-type",
+        "header",
+        "data",
+        "extra",
+        "wrapping-product",
+        "huge-product",
+    ],
 )
 @pytest.mark.parametrize("gz", [False, True], ids=["raw", "gz"])
 def test_read_idx_errors(tmp_path, data, message, gz):

@@ -1,5 +1,7 @@
 """Optimizers against torch.optim: 20-step trajectories, state, state dicts, parameter groups."""
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -548,3 +550,20 @@ def test_lbfgs_stops_at_once_when_the_gradient_is_zero():
     assert len(calls) == 1 and w._version == 0
     with pytest.raises(RuntimeError, match="requires a closure"):
         opt.step(None)
+
+
+def test_lbfgs_resumes_identically_from_a_saved_state_dict():
+    kwargs = {"max_iter": 3, "history_size": 4, "line_search_fn": "strong_wolfe"}
+    ours, opt, _, _ = make_pair("LBFGS", kwargs)
+    for _ in range(3):
+        opt.step(lbfgs_closure(sg, ours, opt))
+    buffer = io.BytesIO()
+    sg.save(opt.state_dict(), buffer)
+    copies = [p.detach().clone().requires_grad_() for p in ours]
+    fresh = optim.LBFGS(copies, **kwargs)
+    fresh.load_state_dict(sg.load(io.BytesIO(buffer.getvalue())))
+    for _ in range(3):
+        opt.step(lbfgs_closure(sg, ours, opt))
+        fresh.step(lbfgs_closure(sg, copies, fresh))
+    for p, c in zip(ours, copies):
+        np.testing.assert_array_equal(p.detach().numpy(), c.detach().numpy())

@@ -8,7 +8,9 @@ sizes, then the elements, big-endian, in C order. Fashion-MNIST uses the same fi
 from __future__ import annotations
 
 import gzip
+import math
 import os
+import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -68,7 +70,12 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
             f"found {len(raw)}"
         )
     shape = tuple(np.frombuffer(raw, dtype=">u4", count=ndim, offset=4).tolist())
-    count = int(np.prod(shape))
+    count = math.prod(shape)  # Python ints: np.prod would wrap around silently in int64
+    if count * dtype.itemsize > sys.maxsize:
+        raise ValueError(
+            f"read_idx: {path}: dimensions {shape} hold {count} elements of {dtype.name}, more "
+            "than any array can (the product of the dimensions overflows)"
+        )
     expected = offset + count * dtype.itemsize
     if len(raw) != expected:
         problem = "truncated" if len(raw) < expected else "has extra bytes"
