@@ -8,5 +8,6 @@ See docs/deploy.md. ONNX export is ``scratchgrad.onnx.export``.
 """
 
 from scratchgrad.export.c import to_c
+from scratchgrad.export.quantize import QuantizedModel
 
-__all__ = ["to_c"]
+__all__ = ["QuantizedModel", "to_c"]

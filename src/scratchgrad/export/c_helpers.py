@@ -1,11 +1,18 @@
-"""The C99 functions a generated float model calls, one per kind of layer.
+"""The C99 functions a generated model calls, one per kind of layer, for float and for int8.
 
 A generated file holds only the helpers its layers use (an unused ``static`` function would be a
-warning under ``-Wall``). Tensors are flat row-major ``float`` arrays of one sample: ``(C, H, W)``
-for images, with Conv1d's ``(C, L)`` seen as ``(C, 1, L)``. ``struct window`` says how a
-convolution or a pooling window sweeps its input; the padding is implicit (positions outside the
-input are skipped), so no padded copy is ever made.
+warning under ``-Wall``). Tensors are flat row-major arrays of one sample: ``(C, H, W)`` for
+images, with Conv1d's ``(C, L)`` seen as ``(C, 1, L)``. ``struct window`` says how a convolution
+or a pooling window sweeps its input; the padding is implicit (positions outside the input are
+skipped), so no padded copy is ever made.
+
+The layers that sweep arrays are written once, as templates: ``$T`` is the element type, ``$ACC``
+the accumulator's, ``$Q`` the name suffix, and ``$STORE``/``$AVERAGE`` turn an accumulator into
+an element. The float flavour stores the float sum; the int8 flavour (``quantize.py``) sums
+int8 products in int32 and requantizes them with integer arithmetic only.
 """
+
+from string import Template
 
 WINDOW = """\
 /* How a convolution or pooling window sweeps a (c_in, h, w) input to a (c_out, oh, ow) output:
@@ -15,39 +22,32 @@ struct window {
 };
 """
 
-HELPERS = {
-    "copy": """\
-static void copy(const float *x, float *y, int n)
-{
-    for (int i = 0; i < n; i++)
-        y[i] = x[i];
-}
-""",
+SWEEPS = {
     "linear": """\
 /* nn.Linear on each of `rows` rows: y[r][o] = b[o] + sum_i w[o][i] * x[r][i]. */
-static void linear(const float *x, float *y, const float *w, const float *b,
+static void linear$Q(const $T *x, $T *y, const $T *w, const $B *b,$REQUANT
                    int rows, int n_in, int n_out)
 {
     for (int r = 0; r < rows; r++)
         for (int o = 0; o < n_out; o++) {
-            float acc = b[o];
+            $ACC acc = b[o];
             for (int i = 0; i < n_in; i++)
                 acc += w[o * n_in + i] * x[r * n_in + i];
-            y[r * n_out + o] = acc;
+            y[r * n_out + o] = $STORE;
         }
 }
 """,
     "conv2d": """\
-/* nn.Conv2d (and Conv1d): each output channel sees c_in / groups input channels. */
-static void conv2d(const float *x, float *y, const float *w, const float *b,
+/* nn.Conv2d (and Conv1d): each output channel o sees c_in / groups input channels. */
+static void conv2d$Q(const $T *x, $T *y, const $T *w, const $B *b,$REQUANT
                    const struct window *g)
 {
     int group_in = g->c_in / g->groups, group_out = g->c_out / g->groups;
-    for (int co = 0; co < g->c_out; co++) {
-        const float *x_group = x + (co / group_out) * group_in * g->h * g->w;
+    for (int o = 0; o < g->c_out; o++) {
+        const $T *x_group = x + (o / group_out) * group_in * g->h * g->w;
         for (int oy = 0; oy < g->oh; oy++)
             for (int ox = 0; ox < g->ow; ox++) {
-                float acc = b[co];
+                $ACC acc = b[o];
                 for (int ci = 0; ci < group_in; ci++)
                     for (int ky = 0; ky < g->kh; ky++) {
                         int iy = oy * g->sh - g->ph + ky * g->dh;
@@ -57,23 +57,23 @@ static void conv2d(const float *x, float *y, const float *w, const float *b,
                             int ix = ox * g->sw - g->pw + kx * g->dw;
                             if (ix < 0 || ix >= g->w)
                                 continue;
-                            acc += w[((co * group_in + ci) * g->kh + ky) * g->kw + kx]
+                            acc += w[((o * group_in + ci) * g->kh + ky) * g->kw + kx]
                                  * x_group[(ci * g->h + iy) * g->w + ix];
                         }
                     }
-                y[(co * g->oh + oy) * g->ow + ox] = acc;
+                y[(o * g->oh + oy) * g->ow + ox] = $STORE;
             }
     }
 }
 """,
     "max_pool2d": """\
 /* nn.MaxPool2d: padding counts as -infinity, so it is simply skipped. */
-static void max_pool2d(const float *x, float *y, const struct window *g)
+static void max_pool2d$Q(const $T *x, $T *y, const struct window *g)
 {
     for (int c = 0; c < g->c_in; c++)
         for (int oy = 0; oy < g->oh; oy++)
             for (int ox = 0; ox < g->ow; ox++) {
-                float best = -INFINITY;
+                $T best = $LOWEST;
                 for (int ky = 0; ky < g->kh; ky++) {
                     int iy = oy * g->sh - g->ph + ky * g->dh;
                     if (iy < 0 || iy >= g->h)
@@ -91,7 +91,7 @@ static void max_pool2d(const float *x, float *y, const struct window *g)
     "avg_pool2d": """\
 /* nn.AvgPool2d, dividing as PyTorch does: by the window clipped to the padded input
  * (count_include_pad) or to the input itself, or by divisor (when it is not 0). */
-static void avg_pool2d(const float *x, float *y, const struct window *g,
+static void avg_pool2d$Q(const $T *x, $T *y, const struct window *g,
                        int count_include_pad, int divisor)
 {
     for (int c = 0; c < g->c_in; c++)
@@ -100,8 +100,8 @@ static void avg_pool2d(const float *x, float *y, const struct window *g,
                 int y0 = oy * g->sh - g->ph, x0 = ox * g->sw - g->pw;
                 int y1 = y0 + g->kh < g->h + g->ph ? y0 + g->kh : g->h + g->ph;
                 int x1 = x0 + g->kw < g->w + g->pw ? x0 + g->kw : g->w + g->pw;
-                int padded_count = (y1 - y0) * (x1 - x0);
-                float sum = 0.0f;
+                int padded_count = (y1 - y0) * (x1 - x0), count;
+                $ACC sum = 0;
                 y0 = y0 > 0 ? y0 : 0;
                 x0 = x0 > 0 ? x0 : 0;
                 y1 = y1 < g->h ? y1 : g->h;
@@ -109,15 +109,16 @@ static void avg_pool2d(const float *x, float *y, const struct window *g,
                 for (int iy = y0; iy < y1; iy++)
                     for (int ix = x0; ix < x1; ix++)
                         sum += x[(c * g->h + iy) * g->w + ix];
-                int count = count_include_pad ? padded_count : (y1 - y0) * (x1 - x0);
-                y[(c * g->oh + oy) * g->ow + ox] = sum / (float)(divisor ? divisor : count);
+                count = divisor ? divisor
+                                : count_include_pad ? padded_count : (y1 - y0) * (x1 - x0);
+                y[(c * g->oh + oy) * g->ow + ox] = $AVERAGE;
             }
 }
 """,
     "adaptive_avg_pool2d": """\
 /* nn.AdaptiveAvgPool2d: output cell (i, j) averages rows floor(i*h/oh) to ceil((i+1)*h/oh)
  * and the columns likewise. */
-static void adaptive_avg_pool2d(const float *x, float *y, int channels, int h, int w,
+static void adaptive_avg_pool2d$Q(const $T *x, $T *y, int channels, int h, int w,
                                 int oh, int ow)
 {
     for (int c = 0; c < channels; c++)
@@ -125,14 +126,45 @@ static void adaptive_avg_pool2d(const float *x, float *y, int channels, int h, i
             for (int ox = 0; ox < ow; ox++) {
                 int y0 = oy * h / oh, y1 = ((oy + 1) * h + oh - 1) / oh;
                 int x0 = ox * w / ow, x1 = ((ox + 1) * w + ow - 1) / ow;
-                float sum = 0.0f;
+                int count = (y1 - y0) * (x1 - x0);
+                $ACC sum = 0;
                 for (int iy = y0; iy < y1; iy++)
                     for (int ix = x0; ix < x1; ix++)
                         sum += x[(c * h + iy) * w + ix];
-                y[(c * oh + oy) * ow + ox] = sum / (float)((y1 - y0) * (x1 - x0));
+                y[(c * oh + oy) * ow + ox] = $AVERAGE;
             }
 }
 """,
+}
+
+FLOAT = {
+    "Q": "",
+    "T": "float",
+    "B": "float",
+    "ACC": "float",
+    "REQUANT": "",
+    "STORE": "acc",
+    "LOWEST": "-INFINITY",
+    "AVERAGE": "sum / (float)count",
+}
+
+
+def sweeps(flavour: dict[str, str]) -> dict[str, str]:
+    """The array-sweeping helpers of one flavour, named with its suffix."""
+    return {
+        name + flavour["Q"]: Template(text).substitute(flavour) for name, text in SWEEPS.items()
+    }
+
+
+HELPERS = {
+    "copy": """\
+static void copy(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i];
+}
+""",
+    **sweeps(FLOAT),
     "softmax": """\
 /* Softmax (or log-softmax) in place along the middle dim of an (outer, n, inner) array. The
  * largest entry is subtracted first so that expf cannot overflow. */
@@ -182,3 +214,71 @@ def activation(name: str) -> str:
 
 
 HELPERS.update({f"apply_{name}": activation(name) for name in ACTIVATIONS})
+
+
+# ---- int8 ------------------------------------------------------------------------------------
+
+INT8 = {
+    "Q": "_q",
+    "T": "int8_t",
+    "B": "int32_t",
+    "ACC": "int32_t",
+    "REQUANT": " const int32_t *m, const int8_t *shift,",
+    "STORE": "requantize(acc, m[o], shift[o])",
+    "LOWEST": "-128",
+    "AVERAGE": "divide_rounded(sum, count)",
+}
+
+INT8_HELPERS = {
+    "requantize": """\
+/* acc * m / 2^shift rounded to the nearest integer (halves up), clamped to [-127, 127]. The
+ * product needs 64 bits; >> of a negative number is an arithmetic shift in gcc and clang. */
+static int8_t requantize(int32_t acc, int32_t m, int shift)
+{
+    int64_t v = ((int64_t)acc * m + ((int64_t)1 << (shift - 1))) >> shift;
+    return (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
+}
+""",
+    "divide_rounded": """\
+/* sum / count rounded to the nearest integer, halves away from zero. */
+static int8_t divide_rounded(int32_t sum, int32_t count)
+{
+    return (int8_t)(sum >= 0 ? (sum + count / 2) / count : -((-sum + count / 2) / count));
+}
+""",
+    "quantize_input": """\
+/* y = x / scale rounded to the nearest integer (halves away from zero) in [-127, 127]. */
+static void quantize_input(const float *x, int8_t *y, int n, float inv_scale)
+{
+    for (int i = 0; i < n; i++) {
+        float v = x[i] * inv_scale;
+        v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+        y[i] = (int8_t)(v >= 0.0f ? v + 0.5f : v - 0.5f);
+    }
+}
+""",
+    "dequantize": """\
+static void dequantize(const int8_t *x, float *y, int n, float scale)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = (float)x[i] * scale;
+}
+""",
+    **sweeps(INT8),
+    "relu_q": """\
+static void relu_q(int8_t *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = x[i] > 0 ? x[i] : 0;
+}
+""",
+    "lookup": """\
+/* An elementwise activation as a table: the int8 output for each of the 256 inputs. */
+static void lookup(int8_t *x, int n, const int8_t *table)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = table[x[i] + 128];
+}
+""",
+    "softmax": HELPERS["softmax"],
+}

@@ -35,6 +35,7 @@ class Step:
     weight: np.ndarray | None = None
     bias: np.ndarray | None = None
     folded: list[str] = field(default_factory=list)  # names of the BatchNorms merged in
+    out_absmax: float = 0.0  # the largest |output| seen on the example batch (for int8)
 
     @property
     def kind(self) -> str:
@@ -77,7 +78,10 @@ def trace(
                 + ", ".join(sorted(t.__name__ for t in supported))
             )
     _check_straight_line(model, example_input, output, calls, who)
-    steps = [Step(n, m, x.shape[1:], y.shape[1:], *_parameters(m)) for n, m, x, y in calls]
+    steps = [
+        Step(n, m, x.shape[1:], y.shape[1:], *_parameters(m), out_absmax=_absmax(y))
+        for n, m, x, y in calls
+    ]
     return fold_batch_norms(steps, who)
 
 
@@ -109,6 +113,10 @@ def _check_straight_line(model, example_input, output, calls, who) -> None:
             f"{who}: the output of {type(model).__name__} is not the output of its last layer "
             "(a functional call after it in forward?)"
         )
+
+
+def _absmax(y: Tensor) -> float:
+    return float(np.abs(y.numpy()).max()) if y.numel() else 0.0
 
 
 def _parameters(module: Module) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -156,6 +164,6 @@ def fold_batch_norms(steps: list[Step], who: str) -> list[Step]:
         bias = before.bias if before.bias is not None else np.zeros(channels)
         before.weight = before.weight * scale.reshape(-1, *[1] * (before.weight.ndim - 1))
         before.bias = (bias - mean) * scale + beta
-        before.out_shape = step.out_shape
+        before.out_shape, before.out_absmax = step.out_shape, step.out_absmax
         before.folded.append(step.name)
     return folded
