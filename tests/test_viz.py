@@ -69,12 +69,12 @@ def test_tensor_graph_has_one_record_per_op_and_leaf():
     out = (x.double() @ w).tanh().sum()
     labels = records(draw_dot(out))
     assert "leaf | (2,) | float32" in labels and "leaf | (2, 3) | float64" in labels
-    assert "Sum | () | float64" in labels and "Tanh | (3,) | float64" in labels
+    assert "SumBackward0 | () | float64" in labels and "TanhBackward0 | (3,) | float64" in labels
     assert not any("None" in label for label in labels)
     constant = sg.ones(3)  # requires no grad: not part of the graph
     assert records(draw_dot((w * constant).sum())) == [
-        "Sum | () | float64",
-        "Mul | (2, 3) | float64",
+        "SumBackward0 | () | float64",
+        "MulBackward0 | (2, 3) | float64",
         "leaf | (2, 3) | float64",
     ]
 

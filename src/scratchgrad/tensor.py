@@ -708,7 +708,12 @@ class Tensor:
 
     # ---- reductions -------------------------------------------------------------------------
 
-    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def sum(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
+    ) -> Tensor:
+        """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
+        if dtype is not None:
+            return self.to(dtype).sum(dim, keepdim)
         dims = _dims(dim, self.array.ndim, unique=True)
         if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
@@ -718,12 +723,16 @@ class Tensor:
         """Sum broadcast dims away so the result has ``shape``."""
         return reduce.SumToSize.apply(self, shape=_shape(shape))
 
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def mean(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
+    ) -> Tensor:
+        """The mean over ``dim`` (all entries by default); ``dtype`` converts first."""
+        if dtype is not None:
+            return self.to(dtype).mean(dim, keepdim)
         if not backend.is_floating(self.array.dtype):
             raise RuntimeError(f"mean: needs a floating point tensor, got {self.array.dtype}")
-        dims = _dims(dim, self.array.ndim)
-        count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
-        return self.sum(dim, keepdim) / count
+        dims = _dims(dim, self.array.ndim, unique=True)
+        return reduce.Mean.apply(self, dim=dims, keepdim=keepdim)
 
     def var(
         self,
@@ -798,7 +807,10 @@ class Tensor:
         return Tensor._make(xp.asarray(getattr(self.array, name)(axis=axis, keepdims=keepdim)))
 
     @autocast_policy("float32")
-    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The product over one dim (all entries by default); ``dtype`` converts first."""
+        if dtype is not None:
+            return self.to(dtype).prod(dim, keepdim)
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
         dims = _dims(dim, self.array.ndim)
@@ -823,11 +835,12 @@ class Tensor:
             return self.abs().amax(dim, keepdim)
         return (self.abs() ** p).sum(dim, keepdim) ** (1 / p)
 
-    def softmax(self, dim: int) -> Tensor:
-        return self.log_softmax(dim).exp()
+    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return self.log_softmax(dim, dtype).exp()
 
-    def log_softmax(self, dim: int) -> Tensor:
-        return reduce.LogSoftmax.apply(self, dim=_dims(dim, self.array.ndim))
+    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        x = self if dtype is None else self.to(dtype)
+        return reduce.LogSoftmax.apply(x, dim=_dims(dim, x.array.ndim))
 
     def topk(
         self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
@@ -1388,7 +1401,7 @@ def _format(t: Tensor) -> str:
     if array.dtype not in (backend.float32, backend.int64, backend.bool_):
         extras.append(f"dtype=scratchgrad.{array.dtype}")
     if t._ctx is not None:
-        extras.append(f"grad_fn=<{type(t._ctx).__name__}>")
+        extras.append(f"grad_fn=<{t._ctx.name()}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + ", ".join([body, *extras]) + ")"

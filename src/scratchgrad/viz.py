@@ -96,7 +96,7 @@ def _draw_tensors(dot: graphviz.Digraph, root: Any) -> None:
     nodes, edges = trace(root._ctx if root._ctx is not None else root, parents_of)
     for node in nodes:
         if isinstance(node, Function):
-            label = f"{{ {type(node).__name__} | {node.out_shape} | {node.out_dtype} }}"
+            label = f"{{ {node.name()} | {node.out_shape} | {node.out_dtype} }}"
             dot.node(str(id(node)), label, shape="record")
         else:
             label = f"{{ leaf | {node.shape} | {node.dtype} }}"

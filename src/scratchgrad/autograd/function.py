@@ -9,6 +9,7 @@ cycle keeps a graph alive.
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import _state
@@ -51,10 +52,37 @@ class Function:
     # keeps no reference to the gradients it returns, so the engine may hand them to .grad
     # without a copy. User-defined Functions are not trusted with that.
     builtin = False
+    # PyTorch's name for this node ("MulBackward0"); a subclass sets it where its class name
+    # differs from PyTorch's op name, else __init_subclass__ derives it
+    backward_name: str = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Mark scratchgrad's own ops, and name each node as PyTorch does: ``<Op>Backward0``
+        for a built-in op, ``<Class>Backward`` for a user's Function."""
         super().__init_subclass__(**kwargs)
         cls.builtin = cls.__module__.startswith("scratchgrad.")
+        if "backward_name" not in cls.__dict__:
+            cls.backward_name = cls.__name__ + ("Backward0" if cls.builtin else "Backward")
+
+    def name(self) -> str:
+        """The node's name, as PyTorch's ``grad_fn.name()``.
+
+        >>> import scratchgrad as sg
+        >>> (sg.ones(2, requires_grad=True) * 2).grad_fn.name()
+        'MulBackward0'
+        """
+        return self.backward_name
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, 0)`` pair per input, as PyTorch's: the Function that made it, an
+        ``AccumulateGrad`` for a leaf that requires grad, or None where no gradient flows."""
+        return tuple(
+            (AccumulateGrad.of(p) if isinstance(p, Tensor) else p, 0) for p in self.parents
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:
@@ -136,6 +164,33 @@ class Function:
                 ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
         return result
+
+
+class AccumulateGrad:
+    """The node a leaf's gradient flows into, as PyTorch's: ``variable`` is the leaf.
+
+    The same object is handed out for a leaf while any is alive, as in PyTorch.
+    """
+
+    _alive: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id(leaf) -> node
+    next_functions: tuple = ()
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+
+    @classmethod
+    def of(cls, leaf: Tensor) -> AccumulateGrad:
+        # keyed by id: the node holds its leaf, so the id cannot be reused while it lives
+        node = cls._alive.get(id(leaf))
+        if node is None:
+            node = cls._alive[id(leaf)] = cls(leaf)
+        return node
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
 
 
 def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:

@@ -11,6 +11,8 @@ from scratchgrad.ops.reduce import log_softmax
 class MSELoss(Function):
     """mean((x - y)**2), or the sum; ``x`` and ``y`` have the same shape."""
 
+    backward_name = "MseLossBackward0"
+
     @staticmethod
     def forward(ctx, x, y, reduction="mean"):
         diff = x - y
@@ -30,6 +32,8 @@ class MSELoss(Function):
 class MSELossGrad(Function):
     """``scale * (x - y) * grad``: MSELoss's backward as one node; it is linear in each input,
     so its own backward is three products."""
+
+    backward_name = "MseLossBackwardBackward0"
 
     @staticmethod
     def forward(ctx, grad, x, y, scale):
@@ -53,6 +57,8 @@ class CrossEntropy(Function):
     """Cross entropy of (N, C) logits with N class indices: log_softmax (stable) and the
     negative log-likelihood of the targets, averaged (or summed) over the batch."""
 
+    backward_name = "NllLossBackward0"  # PyTorch's cross_entropy ends in nll_loss
+
     @staticmethod
     def forward(ctx, logits, target, reduction="mean"):
         log_probs = log_softmax(logits, 1)
@@ -74,6 +80,8 @@ class CrossEntropyGrad(Function):
     """``(softmax(logits) - one_hot(target)) * grad * scale``: CrossEntropy's backward as one
     node, from the log-probabilities its forward kept. Its own backward uses the softmax
     Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
+
+    backward_name = "NllLossBackwardBackward0"
 
     @staticmethod
     def forward(ctx, grad, logits, log_probs, target, scale):

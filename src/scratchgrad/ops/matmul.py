@@ -23,6 +23,9 @@ class MatMul(Function):
         out = _product(x, y)
         return out if out.dtype == x.dtype else out.astype(x.dtype)  # bfloat16 comes back wider
 
+    def name(self) -> str:
+        return "BmmBackward0" if len(self.out_shape) > 2 else "MmBackward0"
+
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
@@ -48,6 +51,9 @@ class Linear(Function):
         if b is not None:
             out += b
         return out if out.dtype == x.dtype else out.astype(x.dtype)  # 16-bit: rounded once
+
+    def name(self) -> str:
+        return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"
 
     @staticmethod
     def backward(ctx, grad):

@@ -9,6 +9,7 @@ from scratchgrad.ops.binary import Where
 
 class Reshape(Function):
     is_view = True
+    backward_name = "ViewBackward0"
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -72,6 +73,8 @@ class Flip(Function):
 class Copy(Function):
     """A copy, possibly to another dtype; the gradient goes back in the input's dtype."""
 
+    backward_name = "ToCopyBackward0"
+
     @staticmethod
     def forward(ctx, x, dtype, order="K"):
         ctx.in_dtype = x.dtype
@@ -91,6 +94,15 @@ class GetItem(Function):
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
         return x[index]
+
+    def name(self) -> str:
+        """PyTorch's: IndexBackward0 for integer arrays or masks, else SelectBackward0 when an
+        int picks, else SliceBackward0."""
+        if any(isinstance(i, xp.ndarray) for i in self.index):
+            return "IndexBackward0"
+        return (
+            "SelectBackward0" if any(isinstance(i, int) for i in self.index) else "SliceBackward0"
+        )
 
     @staticmethod
     def backward(ctx, grad):
@@ -141,6 +153,8 @@ class Diagonal(Function):
 
 class Pad(Function):
     """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
+
+    backward_name = "ConstantPadNdBackward0"
 
     @staticmethod
     def forward(ctx, x, widths, value=0.0):

@@ -3,6 +3,7 @@ input's shape by its backward (the engine only ever sums gradients down, never e
 """
 
 import functools
+import math
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, xp
@@ -20,7 +21,7 @@ def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        ctx.in_shape = x.shape
+        ctx.in_shape, ctx.dim = x.shape, dim
         ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
         return _sum(x, dim, keepdim)
 
@@ -29,6 +30,24 @@ class Sum(Function):
         if ctx.kept_shape is not None:  # put the reduced dims back so the grad broadcasts
             grad = grad.reshape(ctx.kept_shape)
         return Expand.apply(grad, shape=ctx.in_shape)
+
+    def name(self) -> str:  # PyTorch numbers the overloads: 0 for all entries, 1 over dims
+        return f"{type(self).__name__}Backward{0 if self.dim is None else 1}"
+
+
+class Mean(Sum):
+    """The sum divided by the count, as one node (PyTorch's MeanBackward0); the gradient is
+    spread evenly over the entries that were averaged."""
+
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        ctx.count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
+        with xp.errstate(invalid="ignore"):  # the mean of nothing is NaN, as in PyTorch
+            return Sum.forward(ctx, x, dim, keepdim) / ctx.count
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Sum.backward(ctx, grad / ctx.count)
 
 
 class SumToSize(Function):

@@ -80,6 +80,8 @@ class TanhGrad(Function):
     """``grad * (1 - out**2)``, tanh's backward as one node instead of three (for speed, as
     PyTorch's tanh_backward); its own backward gives tanh's second derivative."""
 
+    backward_name = "TanhBackwardBackward0"
+
     @staticmethod
     def forward(ctx, grad, out):
         ctx.save_for_backward(grad, out)
@@ -154,7 +156,11 @@ class Step(Function):
 
     @staticmethod
     def forward(ctx, x, ufunc):
+        ctx.ufunc = ufunc
         return ufunc(x)
+
+    def name(self) -> str:
+        return self.ufunc.__name__.capitalize() + "Backward0"  # SignBackward0, FloorBackward0
 
     @staticmethod
     def backward(ctx, grad):

@@ -1,0 +1,118 @@
+"""Autograd introspection as PyTorch's: node names (``grad_fn.name()``, the tensor's repr),
+``next_functions`` walking the graph, ``AccumulateGrad`` for leaves."""
+
+import pytest
+import torch
+
+import scratchgrad as sg
+
+F_OURS, F_TORCH = sg.nn.functional, torch.nn.functional
+
+EXPRESSIONS = {
+    "mul": lambda m, x, w: x * w.T,
+    "mul_scalar": lambda m, x, w: x * 2,
+    "add": lambda m, x, w: x + 1,
+    "sub": lambda m, x, w: x - x,
+    "div": lambda m, x, w: x / 3,
+    "neg": lambda m, x, w: -x,
+    "pow_scalar": lambda m, x, w: x**2,
+    "exp": lambda m, x, w: x.exp(),
+    "log": lambda m, x, w: x.abs().log(),
+    "tanh": lambda m, x, w: x.tanh(),
+    "sigmoid": lambda m, x, w: x.sigmoid(),
+    "relu": lambda m, x, w: x.relu(),
+    "sign": lambda m, x, w: x.sign(),
+    "mm": lambda m, x, w: x @ w,
+    "bmm": lambda m, x, w: m.bmm(m.stack([x, x]), m.stack([w, w])),
+    "linear": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x, w.T, w[0]),
+    "sum": lambda m, x, w: x.sum(),
+    "sum_dim": lambda m, x, w: x.sum(-1),
+    "mean": lambda m, x, w: x.mean(),
+    "mean_dim": lambda m, x, w: x.mean(1),
+    "view": lambda m, x, w: x.reshape(-1),
+    "flatten": lambda m, x, w: x.flatten(),
+    "permute": lambda m, x, w: x.permute(1, 0),
+    "expand": lambda m, x, w: x.expand(4, 2, 3),
+    "select": lambda m, x, w: x[0],
+    "select_column": lambda m, x, w: x[:, -1],
+    "slice": lambda m, x, w: x[:, 1:],
+    "index": lambda m, x, w: x[[0, 1]],
+    "cat": lambda m, x, w: m.cat([x, x]),
+    "to_copy": lambda m, x, w: x.to(m.float64),
+    "log_softmax": lambda m, x, w: x.log_softmax(-1),
+    "amax": lambda m, x, w: x.amax(0),
+    "where": lambda m, x, w: m.where(x > 0, x, 0.0),
+    "mse_loss": lambda m, x, w: (F_OURS if m is sg else F_TORCH).mse_loss(x, x.detach() + 1),
+    "cross_entropy": lambda m, x, w: (F_OURS if m is sg else F_TORCH).cross_entropy(
+        x, m.tensor([0, 2])
+    ),
+}
+
+
+def _inputs(m):
+    x = m.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], requires_grad=True)
+    w = m.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]], requires_grad=True)
+    return x, w
+
+
+@pytest.mark.parametrize("name", EXPRESSIONS)
+def test_node_names_match_torch(name):
+    ours, theirs = EXPRESSIONS[name](sg, *_inputs(sg)), EXPRESSIONS[name](torch, *_inputs(torch))
+    assert ours.grad_fn.name() == theirs.grad_fn.name()
+    assert f"grad_fn=<{theirs.grad_fn.name()}>" in repr(ours)
+    assert repr(ours.grad_fn).startswith(f"<{theirs.grad_fn.name()} object at 0x")
+
+
+def _walk(node, depth=0):
+    """The graph under ``node`` as nested (name, children) tuples, in next_functions order."""
+    if node is None:
+        return None
+    name = "AccumulateGrad" if type(node).__name__ == "AccumulateGrad" else node.name()
+    return name, tuple(_walk(n, depth + 1) for n, index in node.next_functions)
+
+
+def test_next_functions_walks_the_graph_as_torch():
+    """The blitz tutorial's walk: a linear layer, a ReLU and an MSE loss."""
+    graphs = []
+    for m in (sg, torch):
+        x, w = _inputs(m)
+        target = m.ones(2, 2)
+        loss = (m.nn.functional.mse_loss((x @ w).relu(), target) * x.sum()).mean()
+        graphs.append(_walk(loss.grad_fn))
+    assert graphs[0] == graphs[1]
+
+
+def test_accumulate_grad_holds_the_leaf_and_is_shared():
+    x, w = _inputs(sg)
+    y = x * w.T.detach().requires_grad_()
+    (first, index), (second, _) = y.grad_fn.next_functions
+    assert index == 0 and first.variable is x and second.variable.shape == (2, 3)
+    assert y.grad_fn.next_functions[0][0] is first  # one node per leaf, as in PyTorch
+    assert first.next_functions == () and repr(first).startswith("<AccumulateGrad object")
+    assert (x * 2).grad_fn.next_functions[1] == (None, 0)  # no gradient flows to a number
+
+
+def test_custom_function_is_named_as_torch():
+    class Twice(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    class TwiceTorch(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    ours = Twice.apply(sg.ones(2, requires_grad=True)).grad_fn.name()
+    assert ours == "TwiceBackward"
+    assert (
+        TwiceTorch.apply(torch.ones(2, requires_grad=True)).grad_fn.name() == "TwiceTorchBackward"
+    )
