@@ -3,7 +3,9 @@
     scratchgrad demo xor        train MLP(2, [4, 1]) on XOR with the scalar engine
     scratchgrad demo circle     train MLP(2, [8, 8, 1]) to tell points inside a circle
     scratchgrad graph OUT.svg   draw the graph of one tanh neuron (.svg, .png or .pdf)
-    scratchgrad train           train a digit classifier with the tensor engine
+    scratchgrad train           train a CNN on the shipped digits (--task charlm: a small GPT
+                                or LSTM on the shipped Shakespeare)
+    scratchgrad sample CKPT     continue a prompt with a charlm checkpoint
     scratchgrad evolve cartpole evolve a CartPole policy with OpenAI-ES (or --strategy cmaes, ga)
 
 Each command is a subparser whose `func` default receives the parsed arguments, so a new command
@@ -24,7 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from scratchgrad import evolve, train
-from scratchgrad.argtypes import nonnegative_int
+from scratchgrad.argtypes import nonnegative_int, positive_float, positive_int
 from scratchgrad.scalar import MLP, Value
 
 
@@ -144,9 +146,20 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("out", help="output file; its suffix picks the format (.svg, .png)")
     graph.set_defaults(func=_run_graph)
 
-    digits = commands.add_parser("train", help="train a digit classifier (the tensor engine)")
-    train.add_arguments(digits)
-    digits.set_defaults(func=train.main)
+    training = commands.add_parser(
+        "train", help="train a digit classifier or a character-level language model"
+    )
+    train.add_arguments(training)
+    training.set_defaults(func=train.main)
+
+    sample = commands.add_parser("sample", help="sample text from a charlm checkpoint")
+    sample.add_argument("checkpoint", type=Path, help="a .safetensors file of train --task charlm")
+    sample.add_argument("--prompt", default="\n", help="the text to continue (default: a newline)")
+    sample.add_argument("--length", type=positive_int, default=500, help="characters to add")
+    sample.add_argument("--temperature", type=positive_float, default=0.8)
+    sample.add_argument("--top-k", type=positive_int, help="sample among the k likeliest only")
+    sample.add_argument("--seed", type=nonnegative_int, default=0)
+    sample.set_defaults(func=_run_sample)
 
     evolve_parser = commands.add_parser(
         "evolve",
@@ -156,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     evolve.add_arguments(evolve_parser)
     evolve_parser.set_defaults(func=evolve.main)
     return parser
+
+
+def _run_sample(args: argparse.Namespace) -> int:
+    from scratchgrad import charlm  # the tensor engine, needed only for this command
+
+    return charlm.sample_main(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -216,33 +216,64 @@ def _write_outputs(model, opt, history: dict, out: Path, meta: dict) -> None:
         print("curves: install matplotlib (pip install 'scratchgrad[plot]') to get the plot")
 
 
+TASKS = {"digits": sorted(DEFAULTS), "charlm": ["gpt", "lstm"]}  # the models of each task
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=sorted(DEFAULTS), default="cnn")
-    parser.add_argument("--epochs", type=positive_int, help="default: 10 for cnn, 20 for mlp")
-    parser.add_argument("--lr", type=positive_float, help="default: 3e-3 (cosine-annealed)")
-    parser.add_argument("--hidden", type=positive_int, default=128, help="the MLP's hidden units")
-    parser.add_argument("--batch-size", type=positive_int, default=32)
-    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam")
+    parser.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        default="digits",
+        help="digits: a classifier on the shipped 8x8 digits; charlm: a character-level "
+        "language model on the shipped Shakespeare",
+    )
+    parser.add_argument(
+        "--model",
+        choices=[m for models in TASKS.values() for m in models],
+        help="digits: cnn (default) or mlp; charlm: gpt (default) or lstm",
+    )
+    parser.add_argument("--epochs", type=positive_int, help="digits: default 10 (cnn), 20 (mlp)")
+    parser.add_argument("--steps", type=positive_int, help="charlm: default 2000")
+    parser.add_argument("--eval-every", type=positive_int, help="charlm: default 250 steps")
+    parser.add_argument(
+        "--lr", type=positive_float, help="default: 3e-3 for digits, 1e-3 for charlm"
+    )
+    parser.add_argument(
+        "--hidden", type=positive_int, default=128, help="digits: the MLP's hidden units"
+    )
+    parser.add_argument("--batch-size", type=positive_int, help="default: 32 digits, 12 charlm")
+    parser.add_argument(
+        "--optimizer", choices=sorted(OPTIMIZERS), default="adam", help="digits (charlm: AdamW)"
+    )
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path("runs/digits"),
-        help="folder for the checkpoint and the curves",
+        help="folder for the checkpoint and the curves (default: runs/TASK)",
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
+    model = args.model or TASKS[args.task][0]
+    if model not in TASKS[args.task]:
+        raise ValueError(
+            f"train: --model {model} is not a model of --task {args.task}; "
+            f"choose from {', '.join(TASKS[args.task])}"
+        )
     keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)
+    if args.task == "charlm":
+        from scratchgrad import charlm
+
+        return charlm.main(args)
+    start = time.perf_counter()
     history = train(
-        args.model,
+        model,
         args.epochs,
         args.lr,
-        args.batch_size,
+        args.batch_size or 32,
         args.optimizer,
         args.seed,
-        args.out,
+        args.out or Path("runs/digits"),
         hidden=args.hidden,
     )
     print("confusion matrix on the held-out images (rows: true digit, columns: predicted):")

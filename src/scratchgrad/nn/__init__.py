@@ -15,6 +15,7 @@ from scratchgrad.nn.activation import (
     Softmax,
     Tanh,
 )
+from scratchgrad.nn.attention import MultiheadAttention
 from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from scratchgrad.nn.containers import ModuleDict, ModuleList, Sequential
 from scratchgrad.nn.conv import Conv1d, Conv2d
@@ -32,8 +33,21 @@ from scratchgrad.nn.loss import (
 )
 from scratchgrad.nn.normalization import LayerNorm
 from scratchgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from scratchgrad.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
+    "Transformer",
+    "MultiheadAttention",
     "AdaptiveAvgPool2d",
     "AvgPool2d",
     "BCELoss",

@@ -234,6 +234,79 @@ def batch_norm(
     return out if bias is None else out + bias.reshape(shape)
 
 
+# ---- attention ------------------------------------------------------------------------------
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """softmax(query @ key^T * scale + bias) @ value over the last two dims, as PyTorch's.
+
+    ``attn_mask`` is a bool mask (True: may attend) or a float bias, broadcast to (..., L, S);
+    ``is_causal`` lets position i attend to positions <= i only. A query whose every key is
+    masked gets zeros (not NaN), as PyTorch's kernels give. ``enable_gqa`` lets ``key`` and
+    ``value`` have fewer heads (dim -3) than ``query``, each shared by a group of query heads.
+
+    >>> import scratchgrad as sg
+    >>> q = k = v = sg.randn(2, 4, 5, 8)  # (batch, heads, length, head dim)
+    >>> scaled_dot_product_attention(q, k, v, is_causal=True).shape
+    (2, 4, 5, 8)
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError(
+            "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
+        )
+    if enable_gqa:
+        key, value = _share_heads(key, query.shape[-3]), _share_heads(value, query.shape[-3])
+    length, source = query.shape[-2], key.shape[-2]
+    if scale is None:
+        scale = 1 / math.sqrt(query.shape[-1])
+    scores = (query * scale) @ key.mT
+    allowed = None
+    if is_causal:
+        allowed = xp.tri(length, source, dtype=bool)
+    elif attn_mask is not None and attn_mask.dtype == backend.bool_:
+        allowed = attn_mask.array
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    if allowed is not None:
+        scores = scores.masked_fill(Tensor._make(~allowed), -math.inf)
+    weights = _safe_softmax(scores)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last dim, with 0 (not NaN) in rows where every score is -inf; the
+    gradient stays finite because those rows are zeroed before the softmax sees them."""
+    empty = xp.isneginf(scores.array).all(-1, keepdims=True)
+    if not empty.any():
+        return scores.softmax(-1)
+    rows = Tensor._make(empty)
+    return scores.masked_fill(rows, 0.0).softmax(-1).masked_fill(rows, 0.0)
+
+
+def _share_heads(x: Tensor, heads: int) -> Tensor:
+    """(..., H_kv, S, E) -> (..., heads, S, E): each key/value head repeated for its group."""
+    kv_heads = x.shape[-3]
+    if heads % kv_heads:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: {heads} query heads are not a multiple of "
+            f"{kv_heads} key/value heads"
+        )
+    lead, (s, e) = x.shape[:-3], x.shape[-2:]
+    grouped = x.unsqueeze(-3).expand(*lead, kv_heads, heads // kv_heads, s, e)
+    return grouped.reshape(*lead, heads, s, e)
+
+
 # ---- losses ---------------------------------------------------------------------------------
 
 

@@ -73,11 +73,21 @@ def _product(x, y):
 
     16-bit floats come back as float32: NumPy has no 16-bit GEMM (its loops are 100x slower
     than BLAS), so they are multiplied in float32 BLAS and the caller rounds once.
+
+    A stack of matrices times one matrix is one matrix product of the stack's rows: NumPy's
+    matmul broadcasts the matrix without BLAS when it is a transposed view (measured: 64 ms
+    instead of 0.5 ms for (12, 64, 128) @ (384, 128).T).
     """
     wide = accumulation_dtype(x.dtype)
     if wide is not None:
         x, y = x.astype(wide), y.astype(wide)
-    return x.dot(y) if x.ndim == 2 and y.ndim == 2 else x @ y
+    if y.ndim == 2:
+        if x.ndim == 2:
+            return x.dot(y)
+        if x.ndim > 2:
+            rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+            return rows.dot(y).reshape(*x.shape[:-1], y.shape[-1])
+    return x @ y
 
 
 def _as_matrix(t):

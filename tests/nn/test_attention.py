@@ -1,0 +1,343 @@
+"""Attention against PyTorch: F.scaled_dot_product_attention over a grid of masks and options
+(forward, every gradient, gradcheck), and MultiheadAttention and the Transformer layers with
+the same weights (PyTorch's state_dict copied into ours), dropout off, over grids of options:
+outputs, the gradient of every input and of every parameter, float64 tight and float32 loose."""
+
+import doctest
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.nn import functional as F
+
+DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
+
+
+def _both(array, dtype, grad=True):
+    """The same array as a scratchgrad and a torch tensor (floats in ``dtype``)."""
+    if array.dtype.kind == "f":
+        array = array.astype(dtype)
+        return sg.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad)
+    return sg.tensor(array), torch.tensor(array)
+
+
+def _check_outputs_and_gradients(ours, theirs, inputs, dtype, what, params=()):
+    """Compare outputs, then backpropagate the same random weighting of the first output and
+    compare the gradients of every floating input and of every (name, ours, theirs) param."""
+    outs = ours if isinstance(ours, tuple) else (ours,)
+    expected = theirs if isinstance(theirs, tuple) else (theirs,)
+    for i, (o, e) in enumerate(zip(outs, expected)):
+        assert (o is None) == (e is None), f"{what}: output {i}"
+        if o is not None:
+            assert_close(o, e, dtype, f"{what}: output {i}")
+    upstream = np.random.default_rng(5).standard_normal(outs[0].shape).astype(dtype)
+    (outs[0] * sg.tensor(upstream)).sum().backward()
+    (expected[0] * torch.tensor(upstream)).sum().backward()
+    for i, (x, t) in enumerate(inputs):
+        if t.requires_grad:
+            assert_close(x.grad, t.grad, dtype, f"{what}: gradient of input {i}")
+    for name, p, t in params:
+        assert_close(p.grad, t.grad, dtype, f"{what}: gradient of {name}")
+
+
+# ---- scaled_dot_product_attention -----------------------------------------------------------
+
+
+def _mask(kind, rng, length, source):
+    if kind == "bool":
+        allowed = rng.random((length, source)) > 0.4
+        allowed[:, 0] = True  # every query sees a key
+        return allowed
+    if kind == "bool_empty_row":
+        allowed = rng.random((length, source)) > 0.4
+        allowed[1] = False  # a query that sees nothing: zeros, as PyTorch
+        return allowed
+    if kind == "float":
+        return rng.standard_normal((1, length, source))
+    if kind == "float_neg_inf":
+        bias = np.where(rng.random((length, source)) > 0.5, 0.0, -np.inf)
+        bias[:, -1] = 0.0
+        return bias
+    return None
+
+
+SDPA_CASES = [
+    ("plain", {}, None, (2, 3, 4, 5), 6),
+    ("causal", {"is_causal": True}, None, (2, 3, 5, 4), 5),
+    ("causal_rectangular", {"is_causal": True}, None, (1, 2, 3, 4), 6),
+    ("bool_mask", {}, "bool", (2, 2, 4, 3), 5),
+    ("bool_mask_empty_row", {}, "bool_empty_row", (2, 2, 4, 3), 5),
+    ("float_mask", {}, "float", (2, 2, 4, 3), 5),
+    ("float_mask_neg_inf", {}, "float_neg_inf", (3, 4, 3), 5),
+    ("scale", {"scale": 0.3}, None, (2, 4, 3), 3),
+    ("unbatched", {}, None, (4, 3), 5),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("kwargs", "mask", "shape", "source"), [c[1:] for c in SDPA_CASES],
+                         ids=[c[0] for c in SDPA_CASES])  # fmt: skip
+def test_scaled_dot_product_attention_matches_torch(kwargs, mask, shape, source, dtype):
+    rng = np.random.default_rng(0)
+    *lead, length, dim = shape
+    arrays = [
+        rng.standard_normal(shape),
+        rng.standard_normal((*lead, source, dim)),
+        rng.standard_normal((*lead, source, dim + 1)),  # the value dim may differ
+    ]
+    inputs = [_both(a, dtype) for a in arrays]
+    ours_kw, torch_kw = dict(kwargs), dict(kwargs)
+    if mask is not None:
+        m = _mask(mask, rng, length, source)
+        sm, tm = _both(m, dtype, grad=False)
+        ours_kw["attn_mask"], torch_kw["attn_mask"] = sm, tm
+    out = F.scaled_dot_product_attention(*(x for x, _ in inputs), **ours_kw)
+    expected = torch.nn.functional.scaled_dot_product_attention(*(t for _, t in inputs), **torch_kw)
+    _check_outputs_and_gradients(out, expected, inputs, dtype, "sdpa")
+
+
+def test_scaled_dot_product_attention_grouped_heads_match_torch():
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((2, 4, 3, 5)), *rng.standard_normal((2, 2, 2, 6, 5))]
+    inputs = [_both(a, "float64") for a in arrays]
+    out = F.scaled_dot_product_attention(*(x for x, _ in inputs), is_causal=True, enable_gqa=True)
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        *(t for _, t in inputs), is_causal=True, enable_gqa=True
+    )
+    _check_outputs_and_gradients(out, expected, inputs, "float64", "gqa")
+
+
+@pytest.mark.parametrize("mask", [None, "bool_empty_row", "float"])
+def test_scaled_dot_product_attention_gradcheck(mask):
+    rng = np.random.default_rng(2)
+    q, k, v = (sg.tensor(rng.standard_normal(s), dtype=sg.float64, requires_grad=True)
+               for s in [(2, 3, 2), (2, 4, 2), (2, 4, 3)])  # fmt: skip
+    attn_mask = None if mask is None else sg.tensor(_mask(mask, rng, 3, 4))
+    attn_mask = attn_mask if mask != "float" else attn_mask.double()
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask)
+
+    assert sg.autograd.gradcheck(attend, (q, k, v))
+    assert sg.autograd.gradgradcheck(attend, (q, k, v))
+
+
+def test_scaled_dot_product_attention_dropout_and_errors():
+    q = sg.randn(2, 8, 4)
+    sg.manual_seed(0)
+    dropped = F.scaled_dot_product_attention(q, q, sg.ones(2, 8, 4), dropout_p=0.5)
+    kept = {round(v, 4) for v in dropped.flatten().tolist()}
+    assert kept != {1.0} and len(kept) > 1  # rows of the weights lost entries (and rescaled)
+    with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal"):
+        F.scaled_dot_product_attention(q, q, q, sg.ones(8, 8).bool(), is_causal=True)
+
+
+# ---- modules: the same weights in both libraries --------------------------------------------
+
+
+def _pair(build, dtype, seed=0):
+    """The module in both libraries, ours holding a copy of torch's (random) weights."""
+    sg_dtype, torch_dtype = DTYPES[dtype]
+    torch.manual_seed(seed)
+    theirs = build(torch.nn).to(torch_dtype)
+    with torch.no_grad():  # every parameter random, biases included (torch starts them at 0)
+        for p in theirs.parameters():
+            p.normal_(0, 0.3)
+    ours = build(nn).to(sg_dtype)
+    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _params(ours, theirs):
+    torch_params = dict(theirs.named_parameters())
+    assert set(torch_params) == {name for name, _ in ours.named_parameters()}
+    return [(name, p, torch_params[name]) for name, p in ours.named_parameters()]
+
+
+def _padding(rng, batch, source, kind):
+    if kind is None:
+        return None
+    padded = rng.random((batch, source)) > 0.6
+    padded[:, 0] = False  # every sequence has a key left
+    return padded if kind == "bool" else np.where(padded, -1e9, 0.0)
+
+
+MHA_CASES = [
+    ("self", {}, {}),
+    ("batch_first", {"batch_first": True}, {}),
+    ("no_bias", {"bias": False}, {}),
+    ("kdim_vdim", {"kdim": 3, "vdim": 5}, {}),
+    ("bool_masks", {}, {"attn_mask": "bool", "key_padding_mask": "bool"}),
+    ("float_masks_per_head", {}, {"attn_mask": "float3d", "key_padding_mask": "float"}),
+    ("per_head_weights", {"batch_first": True}, {"average_attn_weights": False}),
+    ("no_weights_masks", {}, {"need_weights": False, "attn_mask": "bool"}),
+    ("causal_hint", {}, {"attn_mask": "causal", "is_causal": True, "need_weights": False}),
+    ("unbatched", {}, {"unbatched": True, "key_padding_mask": "bool"}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("options", "call"), [c[1:] for c in MHA_CASES],
+                         ids=[c[0] for c in MHA_CASES])  # fmt: skip
+def test_multihead_attention_matches_torch(options, call, dtype):
+    embed, heads, batch, length, source = 4, 2, 3, 4, 5
+    ours, theirs = _pair(lambda nn: nn.MultiheadAttention(embed, heads, **options), dtype)
+    rng = np.random.default_rng(3)
+    call = dict(call)
+    unbatched = call.pop("unbatched", False)
+
+    def shaped(n, features):
+        if unbatched:
+            return (n, features)
+        return (batch, n, features) if options.get("batch_first") else (n, batch, features)
+
+    kdim, vdim = options.get("kdim", embed), options.get("vdim", embed)
+    arrays = [rng.standard_normal(shaped(length, embed)), rng.standard_normal(shaped(source, kdim))]
+    arrays.append(rng.standard_normal(shaped(source, vdim)))
+    inputs = [_both(a, dtype) for a in arrays]
+    ours_kw, torch_kw = {}, {}
+    masks = {
+        "bool": lambda: rng.random((length, source)) > 0.7,
+        "float3d": lambda: rng.standard_normal((batch * heads, length, source)),
+        "causal": lambda: np.triu(np.ones((length, source), bool), 1),
+    }
+    for name, value in call.items():
+        if name == "attn_mask":
+            value = masks[value]()
+        elif name == "key_padding_mask":
+            value = _padding(rng, 1 if unbatched else batch, source, value)
+            value = value[0] if unbatched else value
+        if isinstance(value, np.ndarray):
+            ours_kw[name], torch_kw[name] = _both(value, dtype, grad=False)
+        else:
+            ours_kw[name] = torch_kw[name] = value
+    out = ours(*(x for x, _ in inputs), **ours_kw)
+    expected = theirs(*(t for _, t in inputs), **torch_kw)
+    _check_outputs_and_gradients(out, expected, inputs, dtype, "mha", _params(ours, theirs))
+
+
+def test_multihead_attention_init_and_errors():
+    mha = nn.MultiheadAttention(6, 3)
+    assert [name for name, _ in mha.named_parameters()] == [
+        "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"
+    ]  # fmt: skip
+    assert not mha.in_proj_bias.detach().numpy().any()
+    assert not mha.out_proj.bias.detach().numpy().any()
+    bound = np.sqrt(6 / (6 + 18))  # xavier_uniform_ on the (18, 6) in_proj_weight
+    assert np.abs(mha.in_proj_weight.detach().numpy()).max() <= bound
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        nn.MultiheadAttention(5, 2)
+    x = sg.randn(2, 1, 6)
+    with pytest.raises(RuntimeError, match="need attn_mask if specifying the is_causal hint"):
+        mha(x, x, x, is_causal=True)
+    with pytest.raises(RuntimeError, match="key_padding_mask of shape"):
+        mha(x, x, x, key_padding_mask=sg.zeros(2, 2).bool())
+
+
+def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_as_torch():
+    ours, theirs = _pair(lambda nn: nn.MultiheadAttention(4, 2, batch_first=True), "float64")
+    x = np.random.default_rng(4).standard_normal((2, 3, 4))
+    padded = np.array([[False, False, True], [True, True, True]])
+    for need_weights in (True, False):
+        out, _ = ours(*[sg.tensor(x)] * 3, sg.tensor(padded), need_weights=need_weights)
+        expected, _ = theirs(*[torch.tensor(x)] * 3, torch.tensor(padded), need_weights)
+        assert_close(out, expected, "float64", f"need_weights={need_weights}")
+        assert np.isnan(out.detach().numpy()[1]).all() == need_weights
+
+
+LAYER_OPTIONS = [
+    ("post_norm_relu", {}),
+    ("pre_norm_gelu", {"norm_first": True, "activation": "gelu"}),
+    ("batch_first_no_bias", {"batch_first": True, "bias": False}),
+]
+
+
+def _sequences(rng, options, batch, *lengths, d_model=4):
+    shape = (lambda n: (batch, n, d_model)) if options.get("batch_first") else (
+        lambda n: (n, batch, d_model))  # fmt: skip
+    return [rng.standard_normal(shape(n)) for n in lengths]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("masks", [False, True], ids=["no_masks", "masks"])
+@pytest.mark.parametrize(
+    "options", [c[1] for c in LAYER_OPTIONS], ids=[c[0] for c in LAYER_OPTIONS]
+)
+def test_transformer_encoder_matches_torch(options, masks, dtype):
+    def build(nn):
+        layer = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, **options)
+        return nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(4))
+
+    ours, theirs = _pair(build, dtype)
+    rng = np.random.default_rng(6)
+    (src,) = _sequences(rng, options, 2, 5)
+    inputs = [_both(src, dtype)]
+    ours_kw, torch_kw = {}, {}
+    if masks:
+        mask = nn.Transformer.generate_square_subsequent_mask(5).to(DTYPES[dtype][0])
+        ours_kw = {"mask": mask, "src_key_padding_mask": sg.tensor(_padding(rng, 2, 5, "bool"))}
+        torch_kw = {k: torch.tensor(v.numpy()) for k, v in ours_kw.items()}
+    out, expected = ours(inputs[0][0], **ours_kw), theirs(inputs[0][1], **torch_kw)
+    _check_outputs_and_gradients(out, expected, inputs, dtype, "encoder", _params(ours, theirs))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("masks", [False, True], ids=["no_masks", "masks"])
+@pytest.mark.parametrize(
+    "options", [c[1] for c in LAYER_OPTIONS], ids=[c[0] for c in LAYER_OPTIONS]
+)
+def test_transformer_matches_torch(options, masks, dtype):
+    def build(nn):
+        return nn.Transformer(4, 2, 1, 2, dim_feedforward=6, dropout=0.0, **options)
+
+    ours, theirs = _pair(build, dtype)
+    rng = np.random.default_rng(7)
+    inputs = [_both(a, dtype) for a in _sequences(rng, options, 2, 5, 3)]
+    ours_kw = {}
+    if masks:
+        ours_kw = {
+            "tgt_mask": nn.Transformer.generate_square_subsequent_mask(3).to(DTYPES[dtype][0]),
+            "memory_mask": sg.tensor(rng.random((3, 5)) > 0.8),
+            "src_key_padding_mask": sg.tensor(_padding(rng, 2, 5, "bool")),
+            "tgt_key_padding_mask": sg.tensor(_padding(rng, 2, 3, "bool")),
+            "memory_key_padding_mask": sg.tensor(_padding(rng, 2, 5, "bool")),
+        }
+    torch_kw = {k: torch.tensor(v.numpy()) for k, v in ours_kw.items()}
+    out = ours(*(x for x, _ in inputs), **ours_kw)
+    expected = theirs(*(t for _, t in inputs), **torch_kw)
+    _check_outputs_and_gradients(out, expected, inputs, dtype, "transformer", _params(ours, theirs))
+
+
+def test_transformer_layers_gradcheck():
+    sg.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(4, 2, 6, dropout=0.0, norm_first=True).double()
+    tgt, memory = sg.randn(3, 1, 4, dtype=sg.float64), sg.randn(2, 1, 4, dtype=sg.float64)
+    tgt.requires_grad_(), memory.requires_grad_()
+    mask = nn.Transformer.generate_square_subsequent_mask(3).double()
+    assert sg.autograd.gradcheck(lambda t, m: layer(t, m, tgt_mask=mask), (tgt, memory))
+
+
+def test_generate_square_subsequent_mask_and_transformer_errors():
+    expected = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    assert_close(nn.Transformer.generate_square_subsequent_mask(4), expected, "float32")
+    model = nn.Transformer(4, 2, 1, 1, dim_feedforward=6)
+    assert all(
+        np.abs(p.detach().numpy()).max() <= np.sqrt(6 / sum(p.shape))
+        for p in model.parameters() if p.ndim > 1
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="batch number of src and tgt must be equal"):
+        model(sg.randn(5, 2, 4), sg.randn(3, 1, 4))
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu"):
+        nn.TransformerEncoderLayer(4, 2, activation="tanh")
+
+
+def test_doctests():
+    from scratchgrad.nn import attention, transformer
+
+    assert doctest.testmod(attention).failed == 0
+    assert doctest.testmod(transformer).failed == 0
+    assert doctest.testmod(F, extraglobs={"sg": sg}).failed == 0
