@@ -31,3 +31,4 @@ test: lint
 
 bench: $(VENV)/.bench
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) benchmarks/run.py
+	cd benchmarks && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ../$(PY) amp.py

@@ -77,3 +77,9 @@ def test_command_line_train_prints_accuracy_and_confusion(tmp_path, capsys):
 def test_unknown_model_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown model 'rnn'"):
         train.build_model("rnn")
+
+
+@pytest.mark.parametrize("amp", ["bf16", "fp16"])
+def test_cnn_under_mixed_precision_reaches_98_percent(amp):
+    history = train.train("cnn", seed=0, out=None, progress=False, amp=amp)
+    assert history["test_acc"][-1] >= 0.98

@@ -29,6 +29,7 @@ OPTIMIZERS = {
     "rmsprop": sg.optim.RMSprop,
 }
 DEFAULTS = {"cnn": {"epochs": 10, "lr": 3e-3}, "mlp": {"epochs": 20, "lr": 3e-3}}
+AMP_DTYPES = {"bf16": sg.bfloat16, "fp16": sg.float16}
 
 
 def build_model(name: str, hidden: int = 128) -> nn.Module:
@@ -110,6 +111,7 @@ def train(
     out: Path | None = Path("runs/digits"),
     progress: bool = True,
     hidden: int = 128,
+    amp: str | None = None,
 ) -> dict:
     """Train on the digits and return the history (loss, train/test accuracy per epoch).
 
@@ -117,6 +119,8 @@ def train(
     ``rebuild_model`` (and ``scratchgrad export``) can make the model again from the file.
     ``out`` is created and checked writable first, so a run is never lost to a checkpoint that
     cannot be written; a loss that becomes NaN or infinite stops the run (FloatingPointError).
+    ``amp`` ("bf16" or "fp16") runs the forward pass under autocast; fp16 scales the loss with a
+    GradScaler, whose skipped steps are not errors.
     """
     epochs = DEFAULTS[model_name]["epochs"] if epochs is None else epochs
     lr = DEFAULTS[model_name]["lr"] if lr is None else lr
@@ -137,6 +141,8 @@ def train(
     opt = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
     schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     history = {"loss": [], "train_acc": [], "test_acc": []}
+    autocast = sg.autocast("cpu", dtype=AMP_DTYPES.get(amp), enabled=amp is not None)
+    scaler = sg.amp.GradScaler(enabled=amp == "fp16")
     print(
         f"{model_name}: {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"{len(train_y)} training and {len(test_y)} held-out images"
@@ -145,8 +151,9 @@ def train(
         total_loss = correct = seen = 0
         bar = tqdm(loader, desc=f"epoch {epoch}/{epochs}", leave=False, disable=not progress)
         for step, (images, labels) in enumerate(bar, 1):
-            logits = model(images)
-            loss = F.cross_entropy(logits, labels)
+            with autocast:
+                logits = model(images)
+                loss = F.cross_entropy(logits, labels)
             value = loss.item()
             if not math.isfinite(value):
                 raise FloatingPointError(
@@ -154,8 +161,9 @@ def train(
                     f"try a smaller learning rate than {lr}"
                 )
             opt.zero_grad()
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             total_loss += value * len(labels)
             correct += (logits.argmax(1) == labels).sum().item()
             seen += len(labels)
@@ -247,6 +255,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument(
+        "--amp",
+        choices=sorted(AMP_DTYPES),
+        help="mixed precision: the forward pass under autocast (fp16 also scales the loss)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         help="folder for the checkpoint and the curves (default: runs/TASK)",
@@ -275,6 +288,7 @@ def main(args: argparse.Namespace) -> int:
         args.seed,
         args.out or Path("runs/digits"),
         hidden=args.hidden,
+        amp=args.amp,
     )
     print("confusion matrix on the held-out images (rows: true digit, columns: predicted):")
     print(format_confusion(history["confusion"]))

@@ -13,6 +13,7 @@ primitives it relies on are ``log_softmax`` (in the core), ``Erf`` and ``Softplu
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -169,6 +170,20 @@ def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tu
     return tuple(range(input.ndim - len(shape), input.ndim))
 
 
+def _16_bit_input_in_float32(norm):
+    """PyTorch's normalisations take a 16-bit input with float32 statistics and weights (as
+    under autocast): they compute in float32 and return the input's dtype."""
+
+    @functools.wraps(norm)
+    def run(input: Tensor, *args, **kwargs) -> Tensor:
+        if input.array.dtype not in (backend.float16, backend.bfloat16):
+            return norm(input, *args, **kwargs)
+        return norm(input.float(), *args, **kwargs).to(input.array.dtype)
+
+    return run
+
+
+@_16_bit_input_in_float32
 def layer_norm(
     input: Tensor,
     normalized_shape: int | Sequence[int],
@@ -187,6 +202,7 @@ def layer_norm(
     return out if bias is None else out + bias
 
 
+@_16_bit_input_in_float32
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
