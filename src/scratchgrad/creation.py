@@ -95,6 +95,8 @@ def arange(
     """``[start, end)`` in steps; int64 when all arguments are ints, else float32."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
     whole = all(isinstance(v, int) for v in (start, end, step))
     return _finish(
         _xp(device).arange(

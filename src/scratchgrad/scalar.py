@@ -156,9 +156,11 @@ class Value:
         return self * other
 
     def __truediv__(self, other: Value | Number) -> Value:  # self / other
+        _check_divisor(other)
         return self * other**-1
 
     def __rtruediv__(self, other: Number) -> Value:  # other / self
+        _check_divisor(self)
         return other * self**-1
 
     def __rpow__(self, other: Number) -> Value:  # other ** self
@@ -198,9 +200,17 @@ class Value:
         return f"Value(data={self.data:.4f}, grad={self.grad:.4f})"
 
 
+def _check_divisor(divisor: Value | Number) -> None:
+    """Division is built as a product with divisor**-1: say "division by zero", not "pow"."""
+    if (divisor.data if isinstance(divisor, Value) else divisor) == 0:
+        raise ZeroDivisionError("Value division by zero (x / 0)")
+
+
 def _pow(x: float, k: float) -> float:
     """x ** k as a real number, or a ValueError naming the op (Python's ** would return a
     complex number for a negative x and a fractional k)."""
+    if x == 0 and k < 0:
+        raise ZeroDivisionError(f"pow: {x!r} ** {k!r} divides by zero")
     try:
         return math.pow(x, k)
     except ValueError:
@@ -255,6 +265,9 @@ class Neuron(Module):
         self.activation = activation
 
     def __call__(self, x: Iterable[Value | Number]) -> Value:
+        x = x if isinstance(x, (list, tuple)) else list(x)
+        if len(x) != len(self.w):  # zip would silently drop the extra weights or inputs
+            raise ValueError(f"{self!r} takes {len(self.w)} inputs, got {len(x)}")
         act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
         return act if self.activation == "linear" else getattr(act, self.activation)()
 

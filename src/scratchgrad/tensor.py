@@ -318,6 +318,7 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
+            _check_divisor("floor_divide", y)
             return Tensor._make(xp.floor_divide(x.array, getattr(y, "array", y)))
         return (x / y).floor()
 
@@ -325,6 +326,7 @@ class Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
+            _check_divisor("remainder", y)
             return Tensor._make(xp.remainder(x.array, getattr(y, "array", y)))
         return x - (x / y).floor() * y
 
@@ -1075,6 +1077,13 @@ class Tensor:
     def repeat(self, *repeats: Any) -> Tensor:
         """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
         repeats = _shape(repeats)
+        if len(repeats) < self.array.ndim:
+            raise RuntimeError(
+                f"repeat: Number of dimensions of repeat dims ({len(repeats)}) can not be "
+                f"smaller than number of dimensions of tensor ({self.array.ndim})"
+            )
+        if builtins.any(r < 0 for r in repeats):
+            raise RuntimeError(f"repeat: repeats must be non-negative, got {repeats}")
         shape = (1,) * (len(repeats) - self.array.ndim) + self.array.shape
         spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
         tiled = [n for pair in zip(repeats, shape) for n in pair]
@@ -1288,7 +1297,13 @@ def _to_array(data: Any, dtype: Any):
         return xp.array(data, dtype=backend.to_dtype(dtype))
     if isinstance(data, (xp.ndarray, xp.generic)):
         return xp.array(data)
-    array = xp.array(data)
+    try:
+        array = xp.array(data)
+    except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
+        raise ValueError(
+            f"tensor: the nested sequences must all have the same length (a ragged list cannot "
+            f"be a tensor): {error}"
+        ) from None
     if array.dtype.kind == "f":
         return array.astype(backend.default_float)
     if array.dtype.kind in "iu":
@@ -1349,6 +1364,13 @@ def _dim(dim: Any, ndim: int) -> int:
             f"{dim})"
         )
     return dim % size
+
+
+def _check_divisor(name: str, y: Any) -> None:
+    """Integer division by zero raises as PyTorch's does (NumPy would give 0 and a warning)."""
+    divisor = y.array if isinstance(y, Tensor) else y  # an integer array, or a Python int
+    if (divisor == 0).any() if isinstance(divisor, xp.ndarray) else divisor == 0:
+        raise RuntimeError(f"{name}: ZeroDivisionError (an integer divided by zero)")
 
 
 def _check_indices(name: str, index: Any, size: int, dim: int) -> None:

@@ -99,7 +99,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
             node = heapq.heappop(ready)[1]
             g = grads.pop(node)
             if node.hooks:
-                g = _run_hooks(node.hooks, g)
+                g = _run_hooks(node.hooks, g, node)
             if targets is not None and node in targets:
                 found[node] = g
             if wanted is None or node in wanted:
@@ -110,7 +110,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
         while grads:
             leaf, g = grads.popitem()
             if leaf._hooks:
-                g = _run_hooks(leaf._hooks, g)  # a hook may keep what it was given
+                g = _run_hooks(leaf._hooks, g, leaf)  # a hook may keep what it was given
                 owned.discard(leaf)
             if targets is None:
                 _accumulate(leaf, g, create_graph, leaf in owned)
@@ -121,11 +121,22 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     return found
 
 
-def _run_hooks(hooks: tuple, g: Tensor) -> Tensor:
+def _run_hooks(hooks: tuple, g: Tensor, owner: Function | Tensor) -> Tensor:
+    """Each hook may replace the gradient, with one of the same shape and dtype."""
     for hook in hooks:
         new = hook(g)
-        if new is not None:
-            g = new
+        if new is None:
+            continue
+        if not isinstance(new, Tensor) or new.shape != g.shape:
+            got = f"shape {new.shape}" if isinstance(new, Tensor) else type(new).__name__
+            tensor = (
+                "a leaf" if isinstance(owner, Tensor) else f"the result of {type(owner).__name__}"
+            )
+            raise RuntimeError(
+                f"hook {getattr(hook, '__qualname__', hook)!r} on {tensor} of shape {g.shape} "
+                f"returned a gradient of {got}; a hook must return None or a Tensor of that shape"
+            )
+        g = new
     return g
 
 

@@ -75,6 +75,11 @@ class _BatchNorm(Module):
         if input.ndim not in self.expected_dims:
             dims = " or ".join(f"{d}D" for d in self.expected_dims)
             raise ValueError(f"expected {dims} input (got {input.ndim}D input)")
+        if input.shape[1] != self.num_features:  # before the running statistics change
+            raise RuntimeError(
+                f"{type(self).__name__}({self.num_features}): expected input with "
+                f"{self.num_features} channels (dim 1), got shape {input.shape}"
+            )
         momentum = 0.0 if self.momentum is None else self.momentum
         tracking = self.training and self.track_running_stats
         if tracking:

@@ -68,6 +68,9 @@ def conv2d(
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     pads = _conv_padding(padding, kernel_size, dilation, stride)
     out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "conv2d")
+    if x.shape[0] == 0:  # an empty batch: an empty result, in the graph (zero gradients)
+        empty = (x.sum() + weight.sum()) * 0
+        return empty.expand(0, weight.shape[0], *out_size)
     cols = Unfold.apply(
         x,
         kernel_size=kernel_size,
@@ -377,7 +380,8 @@ def _conv_padding(padding, kernel_size, dilation, stride) -> tuple[tuple[int, in
 
 def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, int]:
     """How many windows fit along each dim, after checking the arguments make sense."""
-    for label, values, least in (("stride", stride, 1), ("dilation", dilation, 1)):
+    checks = (("kernel_size", kernel_size, 1), ("stride", stride, 1), ("dilation", dilation, 1))
+    for label, values, least in checks:
         if min(values) < least:
             raise ValueError(f"{name}: {label} must be positive, got {values}")
     if min(p for pair in pads for p in pair) < 0:

@@ -347,6 +347,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_reduction(reduction)
     if reduction != "none" and input.shape == target.shape and input.dtype == target.dtype:
         return MSELoss.apply(input, target, reduction=reduction)
+    _warn_if_broadcast(input, target)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -354,6 +355,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 @autocast_policy("float32")
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error; the gradient at a zero difference is 0."""
+    _warn_if_broadcast(input, target)
     return _reduce((input - target).abs(), reduction)
 
 
@@ -362,6 +364,7 @@ def huber_loss(
     input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
 ) -> Tensor:
     """Squared error (halved) for differences below ``delta``, linear beyond."""
+    _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
     return _reduce(where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)), reduction)
@@ -466,6 +469,11 @@ def cross_entropy(
     n_classes = input.shape[class_dim]
     class_weight = None
     if weight is not None:  # shaped to broadcast along the class dim
+        if weight.shape != (n_classes,):
+            raise RuntimeError(
+                f"cross_entropy: weight should hold one entry for each of the {n_classes} "
+                f"classes, got shape {weight.shape}"
+            )
         class_weight = weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
 
     if backend.is_floating(target.dtype):  # class probabilities
@@ -497,6 +505,19 @@ def cross_entropy(
     return _weighted_reduce(loss, weights, reduction)
 
 
+def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
+    """PyTorch's warning for a regression loss whose target broadcasts against its input
+    (a (N, 1) output against (N,) targets makes an (N, N) loss: a silent wrong result)."""
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=4,  # past the loss and its autocast wrapper, to the caller
+        )
+
+
 def _check_same_size(input: Tensor, target: Tensor) -> None:
     if target.shape != input.shape:
         raise ValueError(
@@ -520,6 +541,12 @@ def binary_cross_entropy(
     -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
     _check_reduction(reduction)
     _check_same_size(input, target)
+    inside = (input.array >= 0) & (input.array <= 1)  # NaN is outside too
+    if not inside.all():
+        raise RuntimeError(
+            "binary_cross_entropy: all elements of input should be between 0 and 1, got "
+            f"{input.array[~inside].flat[0]}; for logits use binary_cross_entropy_with_logits"
+        )
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
     return _reduce(loss if weight is None else loss * weight, reduction)
 

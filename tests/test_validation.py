@@ -1,0 +1,163 @@
+"""Bad input is refused before anything is computed or changed, with PyTorch's error (or a
+clearer one naming the op and the offending value); each case here once gave a silent wrong
+result, a raw NumPy message or a traceback from deep inside."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.nn import functional as F
+from scratchgrad.scalar import MLP, Layer, Neuron, Value
+
+
+def test_batchnorm_refuses_the_wrong_channel_count_before_touching_its_statistics():
+    bn = nn.BatchNorm1d(4)
+    bn(sg.randn(8, 4))
+    before = {k: v.numpy().copy() for k, v in bn.state_dict().items()}
+    with pytest.raises(RuntimeError, match=r"BatchNorm1d\(4\): expected input with 4 channels"):
+        bn(sg.randn(8, 3))
+    after = bn.state_dict()
+    assert before.keys() == after.keys()
+    for key, value in before.items():
+        np.testing.assert_array_equal(after[key].numpy(), value, err_msg=key)
+    with pytest.raises(RuntimeError):
+        torch.nn.BatchNorm1d(4)(torch.randn(8, 3))
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
+def test_binary_cross_entropy_wants_probabilities(value):
+    x, target = [0.5, value], [1.0, 0.0]
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        torch.nn.functional.binary_cross_entropy(torch.tensor(x), torch.tensor(target))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(sg.tensor(x), sg.tensor(target))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.nn.functional.conv2d(x, m.ones(1, 1, 3, 3), stride=0),
+        lambda m, x: m.nn.functional.conv2d(x, m.ones(1, 1, 3, 3), dilation=0),
+        lambda m, x: m.nn.functional.conv2d(x, m.ones(1, 1, 6, 6)),
+        lambda m, x: m.nn.functional.max_pool2d(x, 0),
+        lambda m, x: m.nn.functional.max_pool2d(x, 2, stride=0),
+        lambda m, x: m.nn.functional.avg_pool2d(x, 6),
+    ],
+)
+def test_conv_and_pool_check_kernel_stride_dilation_and_size(call):
+    with pytest.raises(RuntimeError):
+        call(torch, torch.ones(1, 1, 5, 5))
+    with pytest.raises((RuntimeError, ValueError), match="kernel|stride|dilation"):
+        call(sg, sg.ones(1, 1, 5, 5))
+
+
+def test_conv2d_on_an_empty_batch_returns_an_empty_result():
+    out = nn.Conv2d(1, 2, 3)(sg.zeros(0, 1, 5, 5))
+    expected = torch.nn.Conv2d(1, 2, 3)(torch.zeros(0, 1, 5, 5))
+    assert out.shape == tuple(expected.shape) == (0, 2, 3, 3)
+
+
+@pytest.mark.parametrize("op", ["__floordiv__", "__mod__"])
+@pytest.mark.parametrize("divisor", [0, [0, 1]])
+def test_integer_division_by_zero_raises_as_torch(op, divisor):
+    x = [7, 8]
+    other = divisor if isinstance(divisor, int) else torch.tensor(divisor)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        getattr(torch.tensor(x), op)(other)
+    other = divisor if isinstance(divisor, int) else sg.tensor(divisor)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        getattr(sg.tensor(x), op)(other)
+    assert (sg.tensor(x) // 3).tolist() == [2, 2] and (sg.tensor(x) % 3).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "huber_loss"])
+def test_regression_losses_warn_when_the_target_broadcasts(loss):
+    with pytest.warns(UserWarning, match=r"target size .* different to the input size") as ours:
+        getattr(F, loss)(sg.ones(3, 1), sg.ones(3))
+    with pytest.warns(UserWarning) as theirs:
+        getattr(torch.nn.functional, loss)(torch.ones(3, 1), torch.ones(3))
+    assert "likely lead to incorrect results due to broadcasting" in str(ours[0].message)
+    assert "likely lead to incorrect results due to broadcasting" in str(theirs[0].message)
+    assert ours[0].filename == __file__  # the warning points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        getattr(F, loss)(sg.ones(3), sg.ones(3))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: m.arange(0, 10, 0), "step must be nonzero"),
+        (lambda m: m.ones(2, 3).repeat(2), "can not be smaller than number of dimensions"),
+        (lambda m: m.ones(2, 3).split(0), "split"),
+        (lambda m: m.ones(2, 3).chunk(0), "chunk expects `chunks` to be greater than 0"),
+        (lambda m: m.zeros(0).argmax(), "Expected reduction dim to be specified"),
+        (
+            lambda m: m.nn.functional.cross_entropy(
+                m.zeros(2, 3), m.tensor([0, 1]), weight=m.ones(4)
+            ),
+            "weight",
+        ),
+    ],
+)
+def test_degenerate_input_is_a_clear_error(call, message):
+    with pytest.raises((RuntimeError, IndexError)):
+        call(torch)
+    with pytest.raises((RuntimeError, IndexError), match=message):
+        call(sg)
+
+
+def test_a_ragged_list_is_a_clear_value_error():
+    with pytest.raises(ValueError):
+        torch.tensor([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match="tensor: the nested sequences must all have the same"):
+        sg.tensor([[1.0, 2.0], [3.0]])
+
+
+# ---- the scalar engine ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, x",
+    [
+        (Neuron(3), [1.0, 2.0]),
+        (Neuron(2), [1.0, 2.0, 3.0]),
+        (Layer(2, 4), [1.0]),
+        (MLP(2, [4, 1]), [1.0, 2.0, 3.0]),
+    ],
+)
+def test_scalar_models_check_the_input_length(model, x):
+    with pytest.raises(ValueError, match=r"Neuron\(\d.*takes \d inputs, got \d"):
+        model(x)
+
+
+def test_scalar_division_by_zero_names_the_division():
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
+        Value(1.0) / 0
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
+        1.0 / Value(0.0)
+    with pytest.raises(ZeroDivisionError, match="pow"):
+        Value(0.0) ** -1
+    assert (Value(1.0) / 4).data == 0.25
+
+
+# ---- hooks ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+def test_a_hook_returning_a_wrong_shape_names_the_hook_and_the_tensor(leaf):
+    def halve_wrongly(grad):
+        return grad.sum()
+
+    x = sg.ones(2, 3, requires_grad=True)
+    target = x if leaf else x * 2
+    target.register_hook(halve_wrongly)
+    where = "a leaf" if leaf else "the result of Mul"
+    with pytest.raises(
+        RuntimeError, match=rf"halve_wrongly.*{where} of shape \(2, 3\).*shape \(\)"
+    ):
+        (target * 3).sum().backward()
