@@ -254,8 +254,14 @@ def test_an_exception_in_a_worker_is_raised_in_the_main_process(no_hang):
         raise KeyError(worker_id)
 
     loader = DataLoader(list(range(4)), batch_size=2, num_workers=2, worker_init_fn=bad_init)
-    with pytest.raises(RuntimeError, match="Caught KeyError in worker_init_fn"):
+    with pytest.raises(KeyError, match="Caught KeyError in worker_init_fn") as info:
         list(loader)
+    assert "\nOriginal Traceback" in str(info.value)  # printed as it is, as PyTorch's
+    with pytest.raises(KeyError) as theirs:
+        tud.default_collate([{"a": 1}, {"b": 2}])
+    with pytest.raises(KeyError) as ours:
+        list(DataLoader([{"a": 1}, {"b": 2}], batch_size=2, num_workers=1))
+    assert str(theirs.value) in str(ours.value)
 
 
 def test_a_dead_worker_raises_at_once(no_hang):

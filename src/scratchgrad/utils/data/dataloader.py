@@ -285,18 +285,21 @@ class DataLoader:
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
 
-    def _start_epoch(self) -> Iterator[Any]:
-        """Draw this epoch's base seed, then its order (in PyTorch's sequence, whatever the
-        number of workers, so the library's generator moves on identically); return the tasks:
-        index lists (or indices), or for an ``IterableDataset`` endless batch sizes."""
-        self._base_seed = int(random_source(self.generator).integers(2**62))
+    def _start_epoch(self) -> tuple[int, Iterator[Any]]:
+        """Draw this epoch's base seed for the workers, then its order (in PyTorch's sequence,
+        whatever the number of workers, so the library's generator moves on identically).
+        Returns the seed and the tasks: index lists (or indices), or for an
+        ``IterableDataset`` endless batch sizes."""
+        base_seed = int(random_source(self.generator).integers(2**62))
         if isinstance(self.dataset, IterableDataset):
-            return itertools.repeat(self.batch_size)
-        return iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+            return base_seed, itertools.repeat(self.batch_size)
+        order = self.batch_sampler if self.batch_sampler is not None else self.sampler
+        return base_seed, iter(order)
 
     def __iter__(self) -> Iterator[Any]:
         if self.num_workers == 0:
-            return self._single_process(self._start_epoch())
+            _, tasks = self._start_epoch()
+            return self._single_process(tasks)
         if not self.persistent_workers:
             return _MultiProcessIter(self)
         if self._iterator is None or not self._iterator.alive:
@@ -364,7 +367,7 @@ class _MultiProcessIter:
 
     def __init__(self, loader: DataLoader) -> None:
         self.loader = loader
-        tasks = loader._start_epoch()
+        base_seed, tasks = loader._start_epoch()
         context = _context(loader.multiprocessing_context)
         n = loader.num_workers
         self.result_queue = context.Queue()
@@ -380,7 +383,7 @@ class _MultiProcessIter:
                     self.result_queue,
                     worker_id,
                     n,
-                    loader._base_seed + worker_id,
+                    base_seed + worker_id,
                     loader.worker_init_fn,
                 ),
                 daemon=True,
@@ -401,7 +404,7 @@ class _MultiProcessIter:
 
     def start_epoch(self) -> None:
         """Start the next epoch with the same workers (``persistent_workers=True``)."""
-        tasks = self.loader._start_epoch()
+        _, tasks = self.loader._start_epoch()  # the workers keep the seeds they started with
         for index_queue in self.index_queues:  # each worker restarts its iteration
             index_queue.put((self.epoch + 1, None, None))
         self._begin(tasks)

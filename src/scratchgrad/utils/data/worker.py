@@ -82,13 +82,20 @@ class WorkerError:
     def reraise(self) -> None:
         """Raise the worker's exception type with its traceback as the message (a
         ``RuntimeError`` where that type cannot be built from one string), as PyTorch does."""
+        message = _KeyErrorMessage(self.message) if self.exc_type is KeyError else self.message
         try:
-            error = self.exc_type(self.message)
+            error = self.exc_type(message)
         except Exception:
-            error = RuntimeError(self.message)
-        if isinstance(error, KeyError):  # KeyError's str() shows its argument's repr
-            error = RuntimeError(self.message)
+            raise RuntimeError(self.message) from None
         raise error
+
+
+class _KeyErrorMessage(str):
+    """A message that KeyError prints as it is: ``str(KeyError(m))`` is ``repr(m)``, which
+    would show the traceback on one line with its newlines escaped."""
+
+    def __repr__(self) -> str:
+        return self
 
 
 def seed_worker(seed: int) -> None:
