@@ -1,5 +1,9 @@
 """The Ray backend: same results as the local backend; a killed actor is retried or reported."""
 
+import os
+import signal
+import threading
+
 import numpy as np
 import pytest
 
@@ -35,13 +39,22 @@ def test_ray_run_is_bit_identical_to_local(local_ray):
     assert ray.is_initialized()  # run joined the caller's instance and left it running
 
 
-def test_killed_actor_is_restarted_and_its_slice_retried(local_ray, population):
-    policy, thetas = population
-    expected = LocalBackend("CartPole-v1", policy).evaluate(thetas, [5])
+def test_actor_killed_mid_evaluation_is_restarted_and_its_slice_retried(local_ray):
+    # one tanh unit that pushes the cart toward the falling pole: episodes last all 500 steps,
+    # so each actor's slice takes long enough to be killed in the middle of it
+    policy = evo.MLPPolicy((4, 1, 2))
+    balancing = np.array([0.5, 1.0, 10.0, 3.0, 0.0, -3.0, 3.0, 0.0, 0.0])
+    thetas = balancing + 0.02 * np.random.default_rng(0).standard_normal((1024, 9))
+    seeds = [5, 6, 7, 8]
+    expected = LocalBackend("CartPole-v1", policy).evaluate(thetas, seeds)
+    assert expected.min() > 400
     backend = RayBackend("CartPole-v1", policy, num_actors=2)
     try:
-        ray.kill(backend.actors[0], no_restart=False)
-        np.testing.assert_array_equal(backend.evaluate(thetas, [5]), expected)
+        pid = ray.get(backend.actors[0].__ray_call__.remote(lambda self: os.getpid()))
+        threading.Timer(0.05, os.kill, (pid, signal.SIGKILL)).start()
+        np.testing.assert_array_equal(backend.evaluate(thetas, seeds), expected)
+        restarted = ray.get(backend.actors[0].__ray_call__.remote(lambda self: os.getpid()))
+        assert restarted != pid
     finally:
         backend.close()
 
