@@ -75,3 +75,14 @@ def test_train_rejects_a_model_of_another_task(capsys):
 def test_doctests():
     assert doctest.testmod(charlm).failed == 0
     assert doctest.testmod(sg.datasets.shakespeare).failed == 0
+
+
+def test_lstm_variant_trains_and_samples(tmp_path):
+    cfg = charlm.TrainConfig(steps=30, batch_size=8, lr=1e-2, warmup=5, eval_every=30,
+                             eval_batches=2)  # fmt: skip
+    tiny = {"block_size": 12, "n_layer": 1, "n_embd": 8, "hidden_size": 32}
+    history = charlm.train("lstm", cfg, tiny, out=tmp_path, progress=False)
+    assert history["val"][-1] < history["val"][0] - 0.5
+    model, chars = charlm.load_checkpoint(tmp_path / "charlm_lstm.safetensors")
+    assert isinstance(model.lstm, sg.nn.LSTM)
+    assert charlm.sample_text(model, chars, "A", 10, top_k=3).startswith("A")

@@ -147,6 +147,40 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+# ---- the LSTM alternative -------------------------------------------------------------------
+
+
+@dataclass
+class LSTMConfig:
+    vocab_size: int = 65
+    block_size: int = 64  # the training windows' length (the state starts at zero in each)
+    n_layer: int = 2
+    n_embd: int = 64
+    hidden_size: int = 256
+    dropout: float = 0.0
+
+
+class CharLSTM(nn.Module):
+    """Embedding, a stacked LSTM over the window, and a linear read-out at every position."""
+
+    def __init__(self, config: LSTMConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.lstm = nn.LSTM(
+            config.n_embd, config.hidden_size, config.n_layer, batch_first=True,
+            dropout=config.dropout,
+        )  # fmt: skip
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, idx: sg.Tensor) -> sg.Tensor:
+        output, _ = self.lstm(self.wte(idx))
+        return self.lm_head(output)
+
+
+MODELS = {"gpt": (GPT, GPTConfig), "lstm": (CharLSTM, LSTMConfig)}
+
+
 def _init_weights(module: nn.Module) -> None:
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, mean=0.0, std=0.02)
@@ -172,10 +206,11 @@ class TrainConfig:
 
 
 def build_model(name: str, vocab_size: int, config: dict | None = None) -> nn.Module:
-    """The GPT of ``GPTConfig``'s defaults, or an LSTM (``config`` overrides the defaults)."""
-    if name == "gpt":
-        return GPT(GPTConfig(vocab_size=vocab_size, **(config or {})))
-    raise ValueError(f"charlm: unknown model {name!r}; choose 'gpt'")
+    """The GPT or the LSTM of their configs' defaults (``config`` overrides them)."""
+    if name not in MODELS:
+        raise ValueError(f"charlm: unknown model {name!r}; choose from {', '.join(MODELS)}")
+    model, model_config = MODELS[name]
+    return model(model_config(vocab_size=vocab_size, **(config or {})))
 
 
 def model_config(model: nn.Module) -> dict:

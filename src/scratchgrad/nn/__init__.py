@@ -32,6 +32,7 @@ from scratchgrad.nn.loss import (
     NLLLoss,
 )
 from scratchgrad.nn.normalization import LayerNorm
+from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from scratchgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from scratchgrad.nn.transformer import (
     Transformer,
@@ -42,6 +43,14 @@ from scratchgrad.nn.transformer import (
 )
 
 __all__ = [
+    "RNNCellBase",
+    "RNNCell",
+    "RNNBase",
+    "RNN",
+    "LSTMCell",
+    "LSTM",
+    "GRUCell",
+    "GRU",
     "TransformerEncoderLayer",
     "TransformerEncoder",
     "TransformerDecoderLayer",

@@ -1,0 +1,417 @@
+"""Recurrent layers after ``torch.nn``: ``RNN``, ``LSTM`` (with ``proj_size``), ``GRU`` and their
+cells, with PyTorch's parameter names, shapes, gate order (i, f, g, o for LSTM; r, z, n for GRU),
+initialisation and options.
+
+The time loop is Python, but each step is a few array operations on the whole batch, and the
+input's share of every gate, for all time steps at once, is one matrix product before the loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scratchgrad.creation import zeros
+from scratchgrad.nn import functional as F
+from scratchgrad.nn import init
+from scratchgrad.nn.module import Module, _empty_parameter
+from scratchgrad.tensor import Tensor, cat, stack
+
+# ---- one time step of each kind; ``x_part`` is the input's share of the gates, done already ---
+
+
+def _tanh_step(x_part: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    return (x_part + F.linear(h, w_hh, b_hh)).tanh()
+
+
+def _relu_step(x_part: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    return (x_part + F.linear(h, w_hh, b_hh)).relu()
+
+
+def _lstm_step(x_part, state, w_hh, b_hh, w_hr=None) -> tuple[Tensor, Tensor]:
+    """Gates i, f, g, o (PyTorch's order); ``w_hr`` projects the new h (``proj_size``)."""
+    h, c = state
+    i, f, g, o = (x_part + F.linear(h, w_hh, b_hh)).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else F.linear(h, w_hr)), c
+
+
+def _gru_step(x_part: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """Gates r, z, n (PyTorch's order); NOTE: r scales h's share of n including its bias."""
+    x_r, x_z, x_n = x_part.chunk(3, -1)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return n + z * (h - n)  # (1 - z) * n + z * h
+
+
+_STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _uniform_init(module: Module, hidden_size: int) -> None:
+    """PyTorch's initialisation of every recurrent weight and bias: U(-1/sqrt(H), 1/sqrt(H))."""
+    bound = 1 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+    for p in module.parameters():
+        init.uniform_(p, -bound, bound)
+
+
+# ---- multi-layer, possibly bidirectional layers ---------------------------------------------
+
+
+class RNNBase(Module):
+    """What RNN, LSTM and GRU share: the parameters of each layer and direction, and the loop
+    over layers, directions and time."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        _check_sizes(mode, hidden_size, num_layers, dropout, proj_size)
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        directions = 2 if bidirectional else 1
+        out_size = proj_size or hidden_size
+        gates = _GATES[mode] * hidden_size
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else out_size * directions
+            for suffix in ("", "_reverse")[:directions]:
+                shapes = {"weight_ih": (gates, layer_input), "weight_hh": (gates, out_size)}
+                if bias:
+                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for name, shape in shapes.items():
+                    setattr(
+                        self, f"{name}_l{layer}{suffix}", _empty_parameter(shape, device, dtype)
+                    )
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _uniform_init(self, self.hidden_size)
+
+    def flatten_parameters(self) -> None:
+        """Accepted for scripts written for cuDNN; nothing to do here."""
+
+    def _weights(self, layer: int, direction: int) -> tuple:
+        """(w_ih, b_ih, w_hh, b_hh, w_hr) of one layer and direction (None where absent)."""
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        return tuple(
+            getattr(self, name + suffix, None)
+            for name in ("weight_ih", "bias_ih", "weight_hh", "bias_hh", "weight_hr")
+        )
+
+    def forward(self, input: Tensor, hx=None):
+        """``(output, h_n)``, or ``(output, (h_n, c_n))`` for LSTM, as PyTorch's shapes."""
+        batched = input.ndim == 3
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{self._get_name()}: expected 2-D or 3-D input, got {input.shape}")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(
+                f"{self._get_name()}: input.size(-1) must be equal to input_size. "
+                f"Expected {self.input_size}, got {input.shape[-1]}"
+            )
+        x = input if not batched else input.transpose(0, 1) if self.batch_first else input
+        if not batched:
+            x = x.unsqueeze(1)
+        states = self._initial_states(hx, x, batched)
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(2 if self.bidirectional else 1):
+                index = layer * (2 if self.bidirectional else 1) + direction
+                out, final = self._run(x, states[index], self._weights(layer, direction), direction)
+                outputs.append(out)
+                finals.append(final)
+            x = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout)
+        return self._finish(x, finals, batched)
+
+    def _run(self, x: Tensor, state, weights: tuple, reverse: int):
+        """One layer in one direction over all time steps: (outputs, final state)."""
+        w_ih, b_ih, w_hh, b_hh, w_hr = weights
+        x_parts = F.linear(x, w_ih, b_ih)  # the input's share of the gates, every step at once
+        step, extra = _STEPS[self.mode], (w_hr,) if self.proj_size else ()
+        outputs = [None] * x.shape[0]
+        for t in reversed(range(x.shape[0])) if reverse else range(x.shape[0]):
+            state = step(x_parts[t], state, w_hh, b_hh, *extra)
+            outputs[t] = state[0] if self.mode == "LSTM" else state
+        return stack(outputs), state
+
+    def _initial_states(self, hx, x: Tensor, batched: bool) -> list:
+        """One initial state per layer and direction: zeros, or slices of ``hx``."""
+        count = self.num_layers * (2 if self.bidirectional else 1)
+        batch = x.shape[1]
+        shape_h = (count, batch, self.proj_size or self.hidden_size)
+        shape_c = (count, batch, self.hidden_size)
+        if hx is None:
+            h = zeros(shape_h, dtype=x.dtype)
+            return list(zip(h, zeros(shape_c, dtype=x.dtype))) if self.mode == "LSTM" else list(h)
+        given = hx if self.mode == "LSTM" else (hx,)
+        if self.mode == "LSTM" and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
+        given = [t if batched else t.unsqueeze(1) for t in given]
+        for t, shape in zip(given, (shape_h, shape_c)):
+            if t.shape != shape:
+                raise RuntimeError(
+                    f"{self._get_name()}: expected hidden size {shape}, got {tuple(t.shape)}"
+                )
+        return list(zip(*given)) if self.mode == "LSTM" else list(given[0])
+
+    def _finish(self, output: Tensor, finals: list, batched: bool):
+        if self.mode == "LSTM":
+            final = (stack([h for h, _ in finals]), stack([c for _, c in finals]))
+        else:
+            final = (stack(finals),)
+        if not batched:
+            output, final = output.squeeze(1), tuple(t.squeeze(1) for t in final)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, final if self.mode == "LSTM" else final[0]
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if not self.bias:
+            text += ", bias=False"
+        if self.batch_first:
+            text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
+        return text
+
+
+def _check_sizes(mode: str, hidden_size: int, num_layers: int, dropout: float, proj_size: int):
+    if not 0 <= dropout <= 1:
+        raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
+    if hidden_size <= 0 or num_layers <= 0:
+        raise ValueError(
+            f"hidden_size and num_layers must be greater than 0, got {hidden_size}, {num_layers}"
+        )
+    if proj_size < 0:
+        raise ValueError(f"proj_size should be a positive integer or zero, got {proj_size}")
+    if proj_size and mode != "LSTM":
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if proj_size >= hidden_size:
+        raise ValueError(f"proj_size ({proj_size}) has to be smaller than hidden_size")
+
+
+def _rnn_mode(nonlinearity: str) -> str:
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+    return f"RNN_{nonlinearity.upper()}"
+
+
+class RNN(RNNBase):
+    """An Elman RNN: h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh) (or relu).
+
+    >>> import scratchgrad as sg
+    >>> rnn = RNN(3, 5, num_layers=2, batch_first=True)
+    >>> output, h_n = rnn(sg.randn(4, 7, 3))  # (batch, time, features)
+    >>> output.shape, h_n.shape
+    ((4, 7, 5), (2, 4, 5))
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
+        self.nonlinearity = nonlinearity
+        super().__init__(
+            _rnn_mode(nonlinearity),
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
+
+
+class LSTM(RNNBase):
+    """Long short-term memory; with ``proj_size`` > 0, h is projected to that size each step.
+
+    >>> import scratchgrad as sg
+    >>> lstm = LSTM(3, 5, proj_size=2, bidirectional=True)
+    >>> output, (h_n, c_n) = lstm(sg.randn(7, 4, 3))  # (time, batch, features)
+    >>> output.shape, h_n.shape, c_n.shape
+    ((7, 4, 4), (2, 4, 2), (2, 4, 5))
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            "LSTM",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            proj_size,
+            device,
+            dtype,
+        )
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (gates r, z, n as PyTorch's).
+
+    >>> import scratchgrad as sg
+    >>> output, h_n = GRU(3, 5)(sg.randn(7, 3))  # one unbatched sequence
+    >>> output.shape, h_n.shape
+    ((7, 5), (1, 5))
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(
+            "GRU",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
+
+
+# ---- cells: one time step -------------------------------------------------------------------
+
+
+class RNNCellBase(Module):
+    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool, device, dtype):
+        super().__init__()
+        self.mode, self.input_size, self.hidden_size, self.bias = (
+            mode,
+            input_size,
+            hidden_size,
+            bias,
+        )
+        gates = _GATES[mode] * hidden_size
+        self.weight_ih = _empty_parameter((gates, input_size), device, dtype)
+        self.weight_hh = _empty_parameter((gates, hidden_size), device, dtype)
+        if bias:
+            self.bias_ih = _empty_parameter((gates,), device, dtype)
+            self.bias_hh = _empty_parameter((gates,), device, dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _uniform_init(self, self.hidden_size)
+
+    def forward(self, input: Tensor, hx=None):
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{self._get_name()}: expected 1-D or 2-D input, got {input.shape}")
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        if hx is None:
+            h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+            hx = (h, h) if self.mode == "LSTM" else h
+        elif not batched:
+            hx = tuple(t.unsqueeze(0) for t in hx) if self.mode == "LSTM" else hx.unsqueeze(0)
+        x_part = F.linear(x, self.weight_ih, self.bias_ih)
+        out = _STEPS[self.mode](x_part, hx, self.weight_hh, self.bias_hh)
+        if batched:
+            return out
+        return tuple(t.squeeze(0) for t in out) if self.mode == "LSTM" else out.squeeze(0)
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        return text if self.bias else text + ", bias=False"
+
+
+class RNNCell(RNNCellBase):
+    """One step of ``RNN``: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu).
+
+    >>> import scratchgrad as sg
+    >>> RNNCell(3, 5)(sg.randn(4, 3)).shape
+    (4, 5)
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device=None,
+        dtype=None,
+    ) -> None:
+        self.nonlinearity = nonlinearity
+        super().__init__(_rnn_mode(nonlinearity), input_size, hidden_size, bias, device, dtype)
+
+
+class LSTMCell(RNNCellBase):
+    """One step of ``LSTM``: returns ``(h', c')``."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
+    ) -> None:
+        super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
+
+
+class GRUCell(RNNCellBase):
+    """One step of ``GRU``."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
+    ) -> None:
+        super().__init__("GRU", input_size, hidden_size, bias, device, dtype)

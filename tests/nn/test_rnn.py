@@ -1,0 +1,191 @@
+"""RNN, LSTM, GRU and their cells against PyTorch with the same weights (PyTorch's state_dict
+copied into ours, which also checks the parameter names and shapes): outputs, final states and
+the gradient of the input, of the initial states and of every parameter, over a grid of the
+options, float64 tight and float32 loose; PyTorch's initialisation; gradcheck; errors."""
+
+import doctest
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
+
+
+def _pair(build, dtype):
+    sg_dtype, torch_dtype = DTYPES[dtype]
+    torch.manual_seed(0)
+    theirs = build(torch.nn).to(torch_dtype)
+    ours = build(nn).to(sg_dtype)
+    names = [name for name, _ in theirs.named_parameters()]
+    assert [name for name, _ in ours.named_parameters()] == names
+    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _both(array, dtype):
+    array = array.astype(dtype)
+    return sg.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
+
+
+def _flat(result):
+    """(output, h_n) or (output, (h_n, c_n)) as a flat list of tensors."""
+    output, final = result
+    return [output, *(final if isinstance(final, tuple) else (final,))]
+
+
+LAYER_CASES = [
+    ("rnn_tanh", "RNN", {}),
+    ("rnn_relu_2_layers", "RNN", {"nonlinearity": "relu", "num_layers": 2}),
+    ("rnn_bidirectional_batch_first", "RNN", {"bidirectional": True, "batch_first": True}),
+    ("lstm", "LSTM", {}),
+    ("lstm_2_layers_bidirectional", "LSTM", {"num_layers": 2, "bidirectional": True}),
+    ("lstm_proj", "LSTM", {"proj_size": 2, "num_layers": 2}),
+    ("lstm_proj_bidirectional_batch_first",
+     "LSTM", {"proj_size": 3, "bidirectional": True, "batch_first": True}),
+    ("lstm_no_bias", "LSTM", {"bias": False}),
+    ("gru", "GRU", {}),
+    ("gru_3_layers_bidirectional_no_bias",
+     "GRU", {"num_layers": 3, "bidirectional": True, "bias": False}),
+    ("gru_batch_first", "GRU", {"batch_first": True}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("initial", [False, True], ids=["zero_state", "given_state"])
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize(("kind", "options"), [c[1:] for c in LAYER_CASES],
+                         ids=[c[0] for c in LAYER_CASES])  # fmt: skip
+def test_recurrent_layer_matches_torch(kind, options, unbatched, initial, dtype):
+    ours, theirs = _pair(lambda nn: getattr(nn, kind)(3, 5, **options), dtype)
+    rng = np.random.default_rng(1)
+    length, batch = 4, 2
+    shape = (batch, length, 3) if options.get("batch_first") else (length, batch, 3)
+    x = rng.standard_normal((length, 3) if unbatched else shape)
+    inputs = [_both(x, dtype)]
+    if initial:
+        count = options.get("num_layers", 1) * (2 if options.get("bidirectional") else 1)
+        lead = (count,) if unbatched else (count, batch)
+        states = [rng.standard_normal((*lead, options.get("proj_size") or 5))]
+        if kind == "LSTM":
+            states.append(rng.standard_normal((*lead, 5)))
+        inputs += [_both(s, dtype) for s in states]
+    hx = [pair for pair in inputs[1:]]
+    ours_hx = None if not hx else (tuple(s for s, _ in hx) if kind == "LSTM" else hx[0][0])
+    theirs_hx = None if not hx else (tuple(t for _, t in hx) if kind == "LSTM" else hx[0][1])
+
+    out, expected = _flat(ours(inputs[0][0], ours_hx)), _flat(theirs(inputs[0][1], theirs_hx))
+    for i, (o, e) in enumerate(zip(out, expected)):
+        assert_close(o, e, dtype, f"result {i}")
+    upstream = [rng.standard_normal(o.shape).astype(dtype) for o in out]
+    sum((o * sg.tensor(u)).sum() for o, u in zip(out, upstream)).backward()
+    sum((e * torch.tensor(u)).sum() for e, u in zip(expected, upstream)).backward()
+    for i, (s, t) in enumerate(inputs):
+        assert_close(s.grad, t.grad, dtype, f"gradient of input {i}")
+    torch_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_close(p.grad, torch_params[name].grad, dtype, f"gradient of {name}")
+
+
+CELL_CASES = [
+    ("rnn_cell", "RNNCell", {}),
+    ("rnn_cell_relu_no_bias", "RNNCell", {"nonlinearity": "relu", "bias": False}),
+    ("lstm_cell", "LSTMCell", {}),
+    ("gru_cell", "GRUCell", {}),
+    ("gru_cell_no_bias", "GRUCell", {"bias": False}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize(("kind", "options"), [c[1:] for c in CELL_CASES],
+                         ids=[c[0] for c in CELL_CASES])  # fmt: skip
+def test_cell_matches_torch(kind, options, unbatched, dtype):
+    ours, theirs = _pair(lambda nn: getattr(nn, kind)(3, 4, **options), dtype)
+    rng = np.random.default_rng(2)
+    lead = () if unbatched else (2,)
+    inputs = [_both(rng.standard_normal((*lead, n)), dtype) for n in (3, 4, 4)]
+    (x, tx), (h, th), (c, tc) = inputs
+    if kind == "LSTMCell":
+        out, expected = ours(x, (h, c)), theirs(tx, (th, tc))
+    else:
+        out, expected = (ours(x, h),), (theirs(tx, th),)
+        inputs = inputs[:2]
+    for o, e in zip(out, expected):
+        assert_close(o, e, dtype, "result")
+    sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
+    sum((e * (i + 1)).sum() for i, e in enumerate(expected)).backward()
+    for i, (s, t) in enumerate(inputs):
+        assert_close(s.grad, t.grad, dtype, f"gradient of input {i}")
+    torch_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        assert_close(p.grad, torch_params[name].grad, dtype, f"gradient of {name}")
+
+
+def test_cells_without_a_state_start_from_zeros():
+    ours, theirs = _pair(lambda nn: nn.LSTMCell(3, 4), "float64")
+    x = np.random.default_rng(3).standard_normal((2, 3))
+    for o, e in zip(ours(sg.tensor(x)), theirs(torch.tensor(x))):
+        assert_close(o, e, "float64", "zero state")
+
+
+def test_dropout_between_layers_only_in_training():
+    sg.manual_seed(0)
+    lstm = nn.LSTM(3, 4, num_layers=2, dropout=0.5)
+    x = sg.randn(5, 2, 3)
+    first, second = lstm(x)[0], lstm(x)[0]
+    assert not np.allclose(first.detach().numpy(), second.detach().numpy())
+    lstm.eval()
+    assert np.array_equal(lstm(x)[0].detach().numpy(), lstm(x)[0].detach().numpy())
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_initialisation_is_torchs(kind):
+    """Every parameter uniform in +-1/sqrt(hidden_size), spread over the whole range."""
+    layer = getattr(nn, kind)(6, 16, num_layers=2)
+    values = np.concatenate([p.detach().numpy().ravel() for p in layer.parameters()])
+    assert np.abs(values).max() <= 0.25 and np.abs(values).max() > 0.24
+    assert abs(values.mean()) < 0.01 and abs(values.std() - 0.25 / np.sqrt(3)) < 0.005
+
+
+def test_gradcheck_lstm_with_projection_and_gru():
+    sg.manual_seed(0)
+    lstm = nn.LSTM(2, 3, proj_size=2, bidirectional=True).double()
+    gru = nn.GRU(2, 3, num_layers=2).double()
+    x = sg.randn(3, 1, 2, dtype=sg.float64, requires_grad=True)
+    assert sg.autograd.gradcheck(lambda x: lstm(x)[0], (x,))
+    assert sg.autograd.gradcheck(lambda x: gru(x)[1], (x,))
+    assert sg.autograd.gradgradcheck(lambda x: gru(x)[0], (x,))
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        nn.RNNBase("GRU", 3, 4, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size \\(4\\) has to be smaller than hidden_size"):
+        nn.LSTM(3, 4, proj_size=4)
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'gelu'"):
+        nn.RNN(3, 4, nonlinearity="gelu")
+    with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size"):
+        nn.GRU(3, 4)(sg.randn(5, 2, 4))
+    with pytest.raises(RuntimeError, match="expected hidden size \\(2, 2, 4\\), got \\(1, 2, 4\\)"):
+        nn.RNN(3, 4, bidirectional=True)(sg.randn(5, 2, 3), sg.zeros(1, 2, 4))
+    with pytest.raises(TypeError, match="hx must be a tuple"):
+        nn.LSTM(3, 4)(sg.randn(5, 2, 3), sg.zeros(1, 2, 4))
+
+
+def test_repr_as_torch():
+    for build in (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True, proj_size=2),
+                  lambda nn: nn.GRU(3, 4, bias=False, dropout=0.5, num_layers=2,
+                                    bidirectional=True),
+                  lambda nn: nn.GRUCell(3, 4)):  # fmt: skip
+        assert repr(build(nn)) == repr(build(torch.nn))
+
+
+def test_doctests():
+    from scratchgrad.nn import rnn
+
+    assert doctest.testmod(rnn).failed == 0
