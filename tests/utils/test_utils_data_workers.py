@@ -25,6 +25,7 @@ from scratchgrad.utils.data import (
     TensorDataset,
     WeightedRandomSampler,
     get_worker_info,
+    random_split,
 )
 
 
@@ -362,6 +363,8 @@ def test_generator_must_be_a_generator(generator):
         DataLoader(list(range(4)), shuffle=True, generator=generator)
     with pytest.raises(TypeError, match="generator must be a scratchgrad.Generator"):
         RandomSampler(range(4), generator=generator)
+    with pytest.raises(TypeError, match="random_split: generator must be"):
+        random_split(range(4), [2, 2], generator=generator)
 
 
 def test_accepted_options_as_torch():

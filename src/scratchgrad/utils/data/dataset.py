@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
-from scratchgrad import backend
+from scratchgrad.utils.data.sampler import check_generator, random_source
 
 if TYPE_CHECKING:
     from scratchgrad import Tensor
@@ -185,6 +185,7 @@ def random_split(
     >>> sorted(list(train) + list(val)) == list(range(10))
     True
     """
+    check_generator(generator, "random_split")
     n = len(dataset)
     total = sum(lengths)
     if math.isclose(total, 1) and total <= 1:
@@ -212,8 +213,7 @@ def random_split(
             f"random_split: lengths {list(lengths)} sum to {sum(sizes)}, "
             f"but the dataset has {n} samples"
         )
-    rng = (generator or backend.default_generator).rng
-    order = rng.permutation(n).tolist()
+    order = random_source(generator).permutation(n).tolist()
     return [
         Subset(dataset, order[end - size : end])
         for end, size in zip(accumulate(sizes), sizes, strict=True)
