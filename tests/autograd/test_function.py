@@ -319,3 +319,98 @@ def test_backward_with_a_gradient_of_the_wrong_shape_names_the_function():
     with pytest.raises(RuntimeError, match=r"WrongShape.*\(5,\).*\(2,\)"):
         WrongShape.apply(x).sum().backward()
     assert x.grad is None
+
+
+# ---- several outputs, mark_non_differentiable, once_differentiable ----------------------------
+
+
+def _sincos(lib):
+    """The same Function in both libraries: (sin x, cos x, argmax x), the index not
+    differentiable. scratchgrad's forward gets arrays, PyTorch's gets tensors."""
+
+    class SinCos(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            index = x.argmax()
+            ctx.mark_non_differentiable(index)
+            return (
+                x.sin() if lib is torch else np.sin(x),
+                np.cos(x) if lib is sg else x.cos(),
+                index,
+            )
+
+        @staticmethod
+        def backward(ctx, grad_sin, grad_cos, grad_index):
+            (x,) = ctx.saved_tensors
+            assert grad_index.shape == () and not grad_index.any()  # zeros, as PyTorch passes
+            return grad_sin * x.cos() - grad_cos * x.sin()
+
+    return SinCos
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        lambda s, c: (s * c * 3).sum(),
+        lambda s, c: s.sum(),  # cos unused: backward gets zeros for it
+        lambda s, c: (c * c).sum() + s[0],
+    ],
+)
+def test_a_function_with_several_outputs_returns_tensors_with_torchs_gradients(loss):
+    values = [0.5, -1.0, 2.0]
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(values, dtype=lib.float64, requires_grad=True)
+        s, c, index = _sincos(lib).apply(x)
+        loss(s, c).backward()
+        results.append((s, c, index, x.grad))
+    (s, c, index, grad), (st, ct, index_t, grad_t) = results
+    assert_close(s, st)
+    assert_close(c, ct)
+    assert index.item() == index_t.item() == 2 and index.dtype == sg.int64
+    assert s.requires_grad and c.requires_grad and not index.requires_grad
+    assert_close(grad, grad_t)
+
+
+def test_several_outputs_pass_gradcheck_and_gradgradcheck():
+    x = sg.tensor([0.5, -1.0, 2.0], dtype=sg.float64, requires_grad=True)
+    f = lambda x: _sincos(sg).apply(x)[:2]  # noqa: E731
+    assert sg.autograd.gradcheck(f, (x,))
+    assert sg.autograd.gradgradcheck(f, (x,))
+
+
+def test_several_outputs_without_grad_are_plain_tensors():
+    x = sg.tensor([0.5, 2.0], requires_grad=True)
+    with sg.no_grad():
+        s, c, index = _sincos(sg).apply(x)
+    assert not (s.requires_grad or c.requires_grad or index.requires_grad)
+    np.testing.assert_allclose(c.numpy(), np.cos([0.5, 2.0]), rtol=1e-6)
+
+
+def test_once_differentiable_runs_backward_once_and_refuses_a_second_order():
+    from scratchgrad.autograd.function import once_differentiable
+
+    class Cube(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            assert not sg.is_grad_enabled()
+            return grad * 3 * x**2
+
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    Cube.apply(x).sum().backward()
+    assert x.grad.tolist() == [3.0, 12.0]
+    (g,) = sg.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    assert not g.requires_grad  # as PyTorch: the gradient it was given did not require grad
+    (g,) = sg.autograd.grad((Cube.apply(x) * (x * 1)).sum(), x, create_graph=True)
+    with pytest.raises(
+        RuntimeError, match="Cube: trying to differentiate twice.*once_differentiable"
+    ):
+        g.sum().backward()

@@ -8,10 +8,13 @@ cycle keeps a graph alive.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
+from collections.abc import Callable
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 
@@ -48,6 +51,7 @@ class Function:
     saved: tuple | None = ()  # None once released after backward
     is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
+    _non_differentiable: tuple = ()  # outputs marked by mark_non_differentiable
     # One of scratchgrad's own ops (set for every class defined in the package): its backward
     # keeps no reference to the gradients it returns, so the engine may hand them to .grad
     # without a copy. User-defined Functions are not trusted with that.
@@ -101,6 +105,11 @@ class Function:
         """Keep arrays for ``backward``: inputs and the result keep their place in the graph."""
         self._to_save = arrays
 
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        """Of a forward that returns several arrays, these get no gradient (indices, masks):
+        their Tensors do not require grad, and ``backward`` receives zeros for them."""
+        self._non_differentiable = outputs
+
     @property
     def saved_tensors(self) -> tuple:
         """What ``forward`` saved, as Tensors (plain Python numbers stay numbers)."""
@@ -153,7 +162,12 @@ class Function:
             out = cls.forward(ctx, *arrays, **kwargs)
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
-        array = out if type(out) is xp.ndarray else xp.asarray(out)  # NumPy gives 0-d scalars
+        if type(out) is xp.ndarray:
+            array = out
+        elif isinstance(out, tuple):
+            return _several_outputs(ctx, out, args, tuple(parents) if record else None)
+        else:
+            array = xp.asarray(out)  # NumPy gives 0-d scalars
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs)
@@ -164,6 +178,127 @@ class Function:
                 ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
         return result
+
+
+def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | None) -> tuple:
+    """A forward that returned several arrays: one Tensor each, as PyTorch.
+
+    The graph node's result is the differentiable outputs packed into one flat array, and each
+    output is a slice of it (``_Unpack``), so the engine sums each output's gradient into the
+    node's as for any other node; the node then hands ``backward`` one gradient per output.
+    """
+    arrays = [xp.asarray(out) for out in outs]
+    marked = {id(out) for out in ctx._non_differentiable}
+    packed_at, size = [], 0  # per output: its (start, stop) in the packed array, or None
+    for out, array in zip(outs, arrays):
+        if parents is not None and backend.is_floating(array.dtype) and id(out) not in marked:
+            packed_at.append((size, size + array.size))
+            size += array.size
+        else:
+            packed_at.append(None)
+    if all(at is None for at in packed_at):
+        return tuple(Tensor._make(array) for array in arrays)
+    packed_dtype = xp.result_type(*(a for a, at in zip(arrays, packed_at) if at is not None))
+    packed = xp.concatenate(
+        [a.reshape(-1).astype(packed_dtype) for a, at in zip(arrays, packed_at) if at is not None]
+    )
+    node = _SeveralOutputs()
+    node.ctx, node.outputs = ctx, [(a.shape, a.dtype, at) for a, at in zip(arrays, packed_at)]
+    node.parents = ctx.parents = parents
+    node.sequence_nr, node.out_shape, node.out_dtype = next(_sequence), packed.shape, packed_dtype
+    if ctx._to_save:
+        ctx.saved, ctx._to_save = _entries(ctx._to_save, args, object(), None), ()  # copies
+    whole = Tensor._make(packed, node)
+    return tuple(
+        Tensor._make(array) if at is None else _Unpack.apply(whole, at=at, shape=array.shape)
+        for array, at in zip(arrays, packed_at)
+    )
+
+
+class _SeveralOutputs(Function):
+    """The graph node of a user's Function with several outputs (see ``_several_outputs``)."""
+
+    @staticmethod
+    def backward(node, grad):
+        grads = []
+        for shape, dtype, at in node.outputs:
+            if at is None:  # not differentiable: zeros, as PyTorch passes
+                grads.append(Tensor._make(xp.zeros(shape, dtype)))
+            else:
+                grads.append(grad[at[0] : at[1]].reshape(shape).to(dtype))
+        return type(node.ctx).backward(node.ctx, *grads)
+
+
+class _Unpack(Function):
+    """One output of a Function with several: entries ``at`` of the packed array."""
+
+    @staticmethod
+    def forward(ctx, packed, at, shape):
+        ctx.at, ctx.size = at, packed.size
+        return packed[at[0] : at[1]].reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(-1).pad([(ctx.at[0], ctx.size - ctx.at[1])])
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate a Function's ``backward`` that is not itself differentiable: it runs without
+    recording, and differentiating its result (``create_graph=True``) raises, as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> class Cube(sg.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x**3
+    ...
+    ...     @staticmethod
+    ...     @once_differentiable
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad * 3 * x**2
+    >>> x = sg.tensor(2.0, requires_grad=True)
+    >>> Cube.apply(x).backward()
+    >>> x.grad
+    tensor(12.)
+    """
+
+    @functools.wraps(backward)
+    def wrapper(ctx: Function, *grads: Any) -> Any:
+        recording = _state.enabled
+        _state.enabled = False
+        try:
+            result = backward(ctx, *grads)
+        finally:
+            _state.enabled = recording
+        graph = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        if not recording or not graph:
+            return result
+
+        def guard(g: Any) -> Any:
+            return _Once.apply(g, *graph, name=type(ctx).__name__) if isinstance(g, Tensor) else g
+
+        return tuple(map(guard, result)) if isinstance(result, tuple) else guard(result)
+
+    return wrapper
+
+
+class _Once(Function):
+    """The gradient a once_differentiable backward gave, tied to the gradients it was given:
+    differentiating it again raises."""
+
+    @staticmethod
+    def forward(ctx, g, *grads, name):
+        ctx.name = name
+        return g
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(
+            f"{ctx.name}: trying to differentiate twice a function that was marked with "
+            "@once_differentiable"
+        )
 
 
 class AccumulateGrad:
