@@ -16,6 +16,7 @@ from scratchgrad.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
+from scratchgrad.utils.data.distributed import DistributedSampler
 from scratchgrad.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -31,6 +32,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
