@@ -248,6 +248,28 @@ class Tensor:
         setattr(owner, attr, (*getattr(owner, attr), hook))
         return RemovableHandle(owner, attr, hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:
+        """Call ``hook(tensor)`` once backward has added this leaf's gradient into ``.grad``:
+        as soon as the walk has run every use of the leaf, while the rest of the graph is still
+        to run. Returns a handle whose ``remove()`` takes the hook off.
+
+        >>> import scratchgrad as sg
+        >>> w = sg.tensor([1.0, 2.0], requires_grad=True)
+        >>> handle = w.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+        >>> (w * w).sum().backward()
+        tensor([2., 4.])
+        >>> handle.remove()
+        """
+        if not self.is_leaf:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if not self.requires_grad:
+            raise RuntimeError(
+                "register_post_accumulate_grad_hook: the tensor does not require grad"
+            )
+        return _engine.register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
         if self.is_leaf:

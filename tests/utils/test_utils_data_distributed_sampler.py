@@ -46,7 +46,9 @@ def test_defaults_come_from_the_process_group_and_bad_ranks_fail():
         assert (sampler.num_replicas, sampler.rank) == (1, 0)
     finally:
         dist.destroy_process_group()
-    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"
+    ):
         DistributedSampler(range(5), num_replicas=3, rank=3)
 
 

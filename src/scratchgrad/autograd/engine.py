@@ -8,13 +8,18 @@ its own broadcasting.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 
 from scratchgrad.autograd import anomaly
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
 from scratchgrad.tensor import Tensor
+
+# Hooks to call once a leaf's .grad holds this backward's gradient, by id(leaf) (an entry goes
+# when its leaf does); see Tensor.register_post_accumulate_grad_hook.
+_post_accumulate_hooks: dict[int, tuple[Callable[[Tensor], None], ...]] = {}
 
 
 def grad(
@@ -92,6 +97,11 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     ready = [(-node.sequence_nr, node) for node in grads if isinstance(node, Function)]
     heapq.heapify(ready)
     wanted = None if targets is None else _leading_to([node for _, node in ready], targets)
+    # A leaf with post-accumulate hooks is finished as soon as its last use has run, not at the
+    # end: DistributedDataParallel then starts its all-reduces during the rest of the walk.
+    uses = None
+    if _post_accumulate_hooks and targets is None:
+        uses = _uses_of_hooked_leaves([node for _, node in ready])
     found = {}
     previous_mode, _state.enabled = _state.enabled, create_graph
     try:
@@ -104,21 +114,81 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
                 found[node] = g
             if wanted is None or node in wanted:
                 _propagate(node, g, grads, ready, wanted, owned)
+            if uses:
+                _finish_used_up_leaves(node, grads, uses, create_graph, owned)
             if node.saved and not retain_graph:
                 node.saved = None  # free what forward saved: nothing needs it any more
         # What is left are the leaves' gradients, each summed over all its uses.
         while grads:
             leaf, g = grads.popitem()
-            if leaf._hooks:
-                g = _run_hooks(leaf._hooks, g, leaf)  # a hook may keep what it was given
-                owned.discard(leaf)
             if targets is None:
-                _accumulate(leaf, g, create_graph, leaf in owned)
+                _finish_leaf(leaf, g, create_graph, owned)
             elif leaf in targets:
-                found[leaf] = g
+                found[leaf] = _run_hooks(leaf._hooks, g, leaf) if leaf._hooks else g
     finally:
         _state.enabled = previous_mode
     return found
+
+
+def _finish_leaf(leaf: Tensor, g: Tensor, create_graph: bool, owned: set) -> None:
+    """Hooks on the gradient, accumulation into ``.grad``, then the post-accumulate hooks."""
+    if leaf._hooks:
+        g = _run_hooks(leaf._hooks, g, leaf)  # a hook may keep what it was given
+        owned.discard(leaf)
+    _accumulate(leaf, g, create_graph, leaf in owned)
+    if _post_accumulate_hooks:
+        for hook in _post_accumulate_hooks.get(id(leaf), ()):
+            hook(leaf)
+
+
+def register_post_accumulate_grad_hook(leaf: Tensor, hook: Callable[[Tensor], None]):
+    """Keep ``hook`` for ``leaf`` (see ``Tensor.register_post_accumulate_grad_hook``)."""
+    key = id(leaf)
+    if key not in _post_accumulate_hooks:
+        weakref.finalize(leaf, _post_accumulate_hooks.pop, key, None)
+    _post_accumulate_hooks[key] = (*_post_accumulate_hooks.get(key, ()), hook)
+    return _PostAccumulateHandle(key, hook)
+
+
+class _PostAccumulateHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` takes the hook off."""
+
+    def __init__(self, key: int, hook: Callable) -> None:
+        self._key, self._hook = key, hook
+
+    def remove(self) -> None:
+        hooks = tuple(h for h in _post_accumulate_hooks.get(self._key, ()) if h is not self._hook)
+        if hooks:
+            _post_accumulate_hooks[self._key] = hooks
+        else:
+            _post_accumulate_hooks.pop(self._key, None)
+
+
+def _uses_of_hooked_leaves(roots: list[Function]) -> dict:
+    """How many edges of the graph lead to each leaf that has post-accumulate hooks."""
+    uses, seen, stack = {}, set(roots), list(roots)
+    while stack:
+        for parent in stack.pop().parents:
+            if isinstance(parent, Function):
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+            elif parent is not None and id(parent) in _post_accumulate_hooks:
+                uses[parent] = uses.get(parent, 0) + 1
+    return uses
+
+
+def _finish_used_up_leaves(
+    node: Function, grads: dict, uses: dict, create_graph: bool, owned: set
+) -> None:
+    """Count off ``node``'s uses of hooked leaves; finish a leaf when its last use has run."""
+    for parent in node.parents:
+        if parent in uses:
+            uses[parent] -= 1
+            if uses[parent] == 0:
+                del uses[parent]
+                if parent in grads:
+                    _finish_leaf(parent, grads.pop(parent), create_graph, owned)
 
 
 def _run_hooks(hooks: tuple, g: Tensor, owner: Function | Tensor) -> Tensor:
