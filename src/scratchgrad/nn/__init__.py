@@ -4,7 +4,7 @@ PyTorch's names, signatures and defaults (including its default initialisation).
 
 from scratchgrad.nn.parameter import Parameter  # noqa: I001  (the base classes come first)
 from scratchgrad.nn.module import Module
-from scratchgrad.nn import functional, init, utils
+from scratchgrad.nn import functional, init, parallel, utils
 from scratchgrad.nn.activation import (
     GELU,
     LeakyReLU,
@@ -92,5 +92,6 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]

@@ -1,0 +1,261 @@
+"""``DistributedDataParallel``: one model, one copy per process, gradients averaged over them.
+
+Each process runs the module on its own share of the batch. During ``backward()``, a hook on
+each parameter (``Tensor.register_post_accumulate_grad_hook``) copies its finished gradient into
+a flat bucket; once a bucket is full, its all-reduce starts (``async_op``) while the backward
+walk goes on; once the last bucket has started, the averaged buckets are waited for and copied
+back into ``.grad``. Buckets start in a fixed order, so every process issues the same sequence of
+collectives (MPI matches them by order), as PyTorch's reducer does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from scratchgrad import distributed as dist
+from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import is_grad_enabled
+from scratchgrad.nn.module import Module
+from scratchgrad.tensor import Tensor
+
+_FIRST_BUCKET_BYTES = 1 << 20  # PyTorch's: a small first bucket starts communicating early
+_MIB = 1 << 20
+
+
+class _Bucket:
+    """Parameters whose gradients travel together in one flat buffer of one dtype."""
+
+    def __init__(self, params: list[Tensor]) -> None:
+        self.params = params
+        sizes = [p.array.size for p in params]
+        self.offsets = np.cumsum([0, *sizes]).tolist()
+        self.flat = Tensor._make(np.zeros(self.offsets[-1], params[0].array.dtype))
+        self.ready = [False] * len(params)
+        self.work = None
+
+    def slot(self, i: int) -> np.ndarray:
+        return self.flat.array[self.offsets[i] : self.offsets[i + 1]]
+
+    def reset(self) -> None:
+        self.ready = [False] * len(self.params)
+        self.work = None
+
+
+class DistributedDataParallel(Module):
+    """Data-parallel training of ``module`` over the default process group, as PyTorch's.
+
+    At construction, every process gets rank 0's parameters and buffers. Each forward runs
+    ``module`` (after copying rank 0's buffers, such as batch norm's running statistics, to
+    the others when ``broadcast_buffers``); the following ``backward()`` leaves in every
+    parameter's ``.grad`` the gradient averaged over the processes. Inside ``no_sync()`` the
+    gradients only accumulate locally, to be averaged by the first backward after it.
+
+    With ``find_unused_parameters=True``, parameters that a forward did not use are found by
+    walking its graph and count as a zero gradient here (left as they are where no process used
+    them); without it, every parameter must get a gradient in every backward, as in PyTorch.
+    ``bucket_cap_mb`` bounds the size of a bucket (25 MB as PyTorch; the first is at most 1 MB).
+    ``device_ids`` and ``output_device`` must be None (the module is on the CPU).
+
+    >>> import scratchgrad as sg
+    >>> import scratchgrad.distributed as dist
+    >>> from scratchgrad import nn
+    >>> dist.init_process_group("mpi")
+    >>> model = nn.parallel.DistributedDataParallel(nn.Linear(3, 1))
+    >>> model(sg.ones(4, 3)).sum().backward()
+    >>> model.module.weight.grad.shape
+    (1, 3)
+    >>> dist.destroy_process_group()
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        device_ids: list[int] | None = None,
+        output_device: int | None = None,
+        broadcast_buffers: bool = True,
+        process_group: Any = None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        init_sync: bool = True,
+    ) -> None:
+        super().__init__()
+        if device_ids is not None or output_device is not None:
+            raise ValueError(
+                "DistributedDataParallel: device_ids and output_device must be None for a "
+                f"module on the CPU, got {device_ids} and {output_device}"
+            )
+        dist.get_world_size(process_group)  # a clear error when there is no process group
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self._params = [p for p in module.parameters() if p.requires_grad]
+        if init_sync:
+            _broadcast_coalesced([*module.parameters(), *module.buffers()])
+        cap = _MIB * (25 if bucket_cap_mb is None else bucket_cap_mb)
+        self._buckets = _assign_buckets(self._params, cap)
+        self._place = {}  # id(param) -> (its bucket, its index there)
+        for bucket in self._buckets:
+            for i, p in enumerate(bucket.params):
+                self._place[id(p)] = (bucket, i)
+        hook = _hook_for(weakref.ref(self))  # a weak reference: the hooks outlive no wrapper
+        self._handles = [p.register_post_accumulate_grad_hook(hook) for p in self._params]
+        self._reducing = False  # a forward expects its backward to average the gradients
+        self._next_bucket = 0
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self._reducing:
+            raise RuntimeError(
+                "DistributedDataParallel: Expected to have finished reduction in the prior "
+                "iteration before starting a new one: some parameters got no gradient in the "
+                "last backward (or it was not run). If the module has parameters that were not "
+                "used in producing the loss, pass find_unused_parameters=True; unused: "
+                f"{self._unready_names()}"
+            )
+        if self.broadcast_buffers:
+            _broadcast_coalesced(list(self.module.buffers()))
+        out = self.module(*inputs, **kwargs)
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            self._prepare_for_backward(out)
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Backward passes of forwards run inside only accumulate the gradients locally."""
+        previous, self.require_backward_grad_sync = self.require_backward_grad_sync, False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+    # ---- the reducer ---------------------------------------------------------------------
+
+    def _prepare_for_backward(self, out: Any) -> None:
+        for bucket in self._buckets:
+            bucket.reset()
+        self._next_bucket, self._reducing = 0, bool(self._buckets)
+        if self.find_unused_parameters:
+            used = _leaves_reached(out)
+            for p in self._params:
+                if id(p) not in used:
+                    self._mark_ready(p, None)
+
+    def _mark_ready(self, param: Tensor, grad: Tensor | None) -> None:
+        bucket, i = self._place[id(param)]
+        if bucket.ready[i]:
+            raise RuntimeError(
+                "DistributedDataParallel: a parameter got its gradient twice before the "
+                "gradients were averaged; run one backward per forward (or use no_sync())"
+            )
+        bucket.slot(i)[...] = 0 if grad is None else grad.array.reshape(-1)
+        bucket.ready[i] = True
+        self._start_ready_buckets()
+
+    def _start_ready_buckets(self) -> None:
+        """Start the all-reduce of every full bucket whose predecessors have all started."""
+        while self._next_bucket < len(self._buckets) and all(
+            self._buckets[self._next_bucket].ready
+        ):
+            bucket = self._buckets[self._next_bucket]
+            bucket.work = dist.all_reduce(bucket.flat, op=dist.ReduceOp.AVG, async_op=True)
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets):
+            self._finish_reduction()
+
+    def _finish_reduction(self) -> None:
+        """Wait for the buckets and copy the averages into ``.grad``."""
+        self._reducing = False
+        for bucket in self._buckets:
+            bucket.work.wait()
+        used = self._used_anywhere() if self.find_unused_parameters else None
+        for bucket in self._buckets:
+            for i, p in enumerate(bucket.params):
+                average = bucket.slot(i).reshape(p.array.shape)
+                if p.grad is not None:
+                    p.grad.array[...] = average
+                elif used is None or used[id(p)]:
+                    p.grad = Tensor._make(average.copy())
+
+    def _used_anywhere(self) -> dict[int, bool]:
+        """Whether each parameter had a gradient on at least one process (one all-reduce)."""
+        local = Tensor._make(np.array([p.grad is not None for p in self._params]))
+        dist.all_reduce(local, op=dist.ReduceOp.MAX)
+        return {id(p): bool(flag) for p, flag in zip(self._params, local.array)}
+
+    def _unready_names(self) -> list[str]:
+        names = {id(p): name for name, p in self.module.named_parameters()}
+        return [names[id(p)] for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
+
+
+def _hook_for(ddp: weakref.ref):
+    """The post-accumulate hook of a wrapper's parameters: hand the finished gradient to it."""
+
+    def on_grad_ready(param: Tensor) -> None:
+        wrapper = ddp()
+        if wrapper is not None and wrapper._reducing:
+            wrapper._mark_ready(param, param.grad)
+
+    return on_grad_ready
+
+
+def _assign_buckets(params: list[Tensor], cap: float) -> list[_Bucket]:
+    """Buckets in reverse order of ``params`` (gradients arrive roughly last layer first), one
+    dtype each; a bucket closes when it reaches ``cap`` bytes (the first at 1 MB)."""
+    buckets, open_by_dtype = [], {}
+    for p in reversed(params):
+        group = open_by_dtype.setdefault(p.array.dtype, [])
+        group.append(p)
+        limit = min(cap, _FIRST_BUCKET_BYTES) if not buckets else cap
+        if sum(q.array.nbytes for q in group) >= limit:
+            buckets.append(_Bucket(group))
+            open_by_dtype[p.array.dtype] = []
+    buckets += [_Bucket(group) for group in open_by_dtype.values() if group]
+    return buckets
+
+
+def _broadcast_coalesced(tensors: list[Tensor], src: int = 0) -> None:
+    """Copy ``src``'s tensors to every process: one broadcast per dtype of all of them."""
+    by_dtype = {}
+    for t in tensors:
+        by_dtype.setdefault(t.array.dtype, []).append(t)
+    for group in by_dtype.values():
+        flat = Tensor._make(np.concatenate([t.array.reshape(-1) for t in group]))
+        dist.broadcast(flat, src=src)
+        offset = 0
+        for t in group:
+            t.array[...] = flat.array[offset : offset + t.array.size].reshape(t.array.shape)
+            offset += t.array.size
+
+
+def _leaves_reached(out: Any) -> set[int]:
+    """The ids of the leaf tensors that the graph of ``out`` (tensors, in any nesting of
+    tuples, lists and dicts) reaches."""
+    stack, seen, leaves = list(_tensors_in(out)), set(), set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Function):
+            if node not in seen:
+                seen.add(node)
+                stack.extend(p for p in node.parents if p is not None)
+        elif isinstance(node, Tensor):
+            if node._ctx is not None:
+                stack.append(node._ctx)
+            else:
+                leaves.add(id(node))
+    return leaves
+
+
+def _tensors_in(out: Any) -> Iterator[Tensor]:
+    if isinstance(out, Tensor):
+        yield out
+    elif isinstance(out, dict):
+        for value in out.values():
+            yield from _tensors_in(value)
+    elif isinstance(out, list | tuple):
+        for value in out:
+            yield from _tensors_in(value)

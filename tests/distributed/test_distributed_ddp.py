@@ -1,0 +1,85 @@
+"""DistributedDataParallel: under mpiexec (2 and 3 processes) training equals one process on the
+concatenated batches (ddp_program.py); in a group of one, its bookkeeping and errors."""
+
+import doctest
+
+import numpy as np
+import pytest
+from mpirun import run_mpi
+
+import scratchgrad as sg
+import scratchgrad.distributed as dist
+from scratchgrad import nn
+from scratchgrad.nn.parallel import DistributedDataParallel as DDP
+from scratchgrad.nn.parallel import distributed as ddp_module
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_training_equals_one_process_on_the_whole_batch(nproc):
+    done = run_mpi(nproc, "ddp_program.py")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert all(f"ok {r} of {nproc}" in done.stdout for r in range(nproc)), done.stdout
+
+
+@pytest.fixture
+def group_of_one():
+    dist.init_process_group("mpi")
+    yield
+    dist.destroy_process_group()
+
+
+def test_buckets_hold_the_parameters_last_layer_first(group_of_one):
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    ddp = DDP(model, bucket_cap_mb=0.001)  # 1,048 bytes: each layer closes a bucket
+    names = {id(p): name for name, p in model.named_parameters()}
+    buckets = [[names[id(p)] for p in bucket.params] for bucket in ddp._buckets]
+    assert buckets == [["2.bias", "2.weight"], ["0.bias", "0.weight"]]
+    assert [b.flat.numel() for b in ddp._buckets] == [10 + 320, 32 + 2048]
+    assert len(DDP(model)._buckets) == 1
+
+
+def test_gradients_state_dict_and_no_sync_in_a_group_of_one(group_of_one):
+    model = nn.Linear(3, 2)
+    ddp = DDP(model)
+    assert ddp.module is model
+    assert list(ddp.state_dict()) == ["module.weight", "module.bias"]  # as PyTorch's DDP
+    x = sg.randn(4, 3)
+    with ddp.no_sync():
+        ddp(x).sum().backward()
+    ddp(x).sum().backward()
+    np.testing.assert_allclose(model.weight.grad.numpy(), 2 * np.tile(x.numpy().sum(0), (2, 1)))
+
+
+def test_an_unused_parameter_needs_find_unused_parameters(group_of_one):
+    class Unused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.spare = nn.Linear(2, 1), nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.used(x)
+
+    ddp = DDP(Unused())
+    ddp(sg.ones(1, 2)).sum().backward()
+    with pytest.raises(RuntimeError, match=r"find_unused_parameters=True.*\['spare.bias"):
+        ddp(sg.ones(1, 2))
+    ddp = DDP(Unused(), find_unused_parameters=True)
+    for _ in range(2):
+        ddp(sg.ones(1, 2)).sum().backward()
+    assert ddp.module.spare.weight.grad is None
+    assert ddp.module.used.weight.grad.tolist() == [[2.0, 2.0]]
+
+
+def test_construction_errors():
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DDP(nn.Linear(2, 2))
+    dist.init_process_group("mpi")
+    try:
+        with pytest.raises(ValueError, match="device_ids and output_device must be None"):
+            DDP(nn.Linear(2, 2), device_ids=[0])
+    finally:
+        dist.destroy_process_group()
+
+
+def test_doc_examples_run():
+    assert doctest.testmod(ddp_module).failed == 0
