@@ -85,9 +85,15 @@ def test_mpiexec_sets_the_torchrun_variables():
 
 
 def test_a_rank_that_raises_ends_every_rank():
-    done = run_mpi(3, "raising_program.py", timeout=60)
+    done = run_mpi(3, "raising_program.py", "raise", timeout=60)
     assert done.returncode != 0
     assert "ValueError: rank 1 fails on purpose" in done.stderr
+    assert "never reached" not in done.stdout
+
+
+def test_a_rank_that_exits_early_with_an_error_status_ends_every_rank():
+    done = run_mpi(2, "raising_program.py", "exit", timeout=60)
+    assert done.returncode == 3
     assert "never reached" not in done.stdout
 
 

@@ -6,6 +6,8 @@ There is one group, every process the launcher started (``torch.distributed``'s 
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
 import os
 import sys
@@ -81,7 +83,8 @@ def init_process_group(
     ``"env://"``. The rank and the world size come from MPI: start the processes with
     ``mpiexec -n N``. ``rank``/``world_size`` (and the ``RANK``/``WORLD_SIZE`` variables that
     torchrun sets), when given, must agree with MPI's. From then on, an exception that no code
-    catches in any process aborts every process, so that none waits forever for a dead one.
+    catches in any process aborts every process, and so does a process that exits with a
+    non-zero status before ``destroy_process_group``: none waits forever for a dead one.
     ``timeout``, ``store``, ``group_name``, ``pg_options`` and ``device_id`` are accepted for
     PyTorch's signature and not used.
 
@@ -144,15 +147,35 @@ def default_group(group: Any = None) -> ProcessGroup:
     return _default
 
 
+@functools.cache
 def _mpi():
+    """mpi4py's MPI module, imported (and MPI started) on first use."""
     try:
-        from mpi4py import MPI
+        import mpi4py
     except ImportError as error:
         raise ImportError(
             "scratchgrad.distributed needs mpi4py and an MPI library: "
             "pip install 'scratchgrad[distributed]'"
         ) from error
+    if "mpi4py.MPI" not in sys.modules:  # else the user's import has settled it
+        mpi4py.rc.finalize = False
+        atexit.register(_finalize_unless_in_a_group)
+    from mpi4py import MPI
+
     return MPI
+
+
+def _finalize_unless_in_a_group() -> None:
+    """At exit, finish MPI only if this process left its group (``destroy_process_group``).
+
+    MPI_Finalize waits for the other processes, so a process that leaves early (``sys.exit``,
+    or an error that some code caught and turned into an exit status) would hang the job there.
+    Without it, the process simply ends, and the launcher ends the others when its exit status
+    is not 0.
+    """
+    MPI = _mpi()
+    if _default is None and not MPI.Is_finalized():
+        MPI.Finalize()
 
 
 def _check_backend(backend: str | None) -> None:
