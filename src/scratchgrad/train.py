@@ -2,6 +2,9 @@
 
 Everything here is ordinary PyTorch-style code over scratchgrad: a model, a DataLoader, an
 optimizer and a loop. The same program in plain PyTorch style is ``examples/train_digits.py``.
+Started by ``mpiexec -n N`` (or with ``--nproc N``, which starts it so), it trains data-parallel:
+each process its ``DistributedSampler`` share of every epoch, ``DistributedDataParallel``
+averaging the gradients, and only the first process printing and saving.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,11 +21,13 @@ import numpy as np
 from tqdm import tqdm
 
 import scratchgrad as sg
+from scratchgrad import distributed as dist
 from scratchgrad import nn
 from scratchgrad.argtypes import nonnegative_int, positive_float, positive_int
 from scratchgrad.backend import keep_freed_memory
 from scratchgrad.nn import functional as F
-from scratchgrad.utils.data import DataLoader, TensorDataset
+from scratchgrad.nn.parallel import DistributedDataParallel
+from scratchgrad.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 OPTIMIZERS = {
     "adam": sg.optim.Adam,
@@ -121,6 +128,9 @@ def train(
     cannot be written; a loss that becomes NaN or infinite stops the run (FloatingPointError).
     ``amp`` ("bf16" or "fp16") runs the forward pass under autocast; fp16 scales the loss with a
     GradScaler, whose skipped steps are not errors.
+    In a process that ``mpiexec`` started (``WORLD_SIZE`` > 1), it trains data-parallel with
+    the others: ``batch_size`` is then each process's, and the losses and accuracies printed
+    and returned are over all of them.
     """
     epochs = DEFAULTS[model_name]["epochs"] if epochs is None else epochs
     lr = DEFAULTS[model_name]["lr"] if lr is None else lr
@@ -128,31 +138,47 @@ def train(
         raise ValueError(f"train: epochs must be at least 1, got {epochs}")
     if out is not None:
         prepare_out(Path(out))
+    distributed = _launched_world_size() > 1
+    if distributed:
+        dist.init_process_group("mpi")
+    first_process = not distributed or dist.get_rank() == 0
+    say = print if first_process else _quiet
     sg.manual_seed(seed)
     (train_x, train_y), (test_x, test_y) = split_digits(seed)
+    dataset = TensorDataset(train_x, train_y)
+    sampler = DistributedSampler(dataset, seed=seed) if distributed else None
     loader = DataLoader(
-        TensorDataset(train_x, train_y),
+        dataset,
         batch_size=batch_size,
-        shuffle=True,
-        generator=sg.Generator(seed),
+        shuffle=not distributed,
+        sampler=sampler,
+        generator=None if distributed else sg.Generator(seed),
     )
     config = {"hidden": hidden} if model_name == "mlp" else {}
     model = build_model(model_name, **config)
+    net = DistributedDataParallel(model) if distributed else model  # what the steps run
     opt = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
     schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     history = {"loss": [], "train_acc": [], "test_acc": []}
     autocast = sg.autocast("cpu", dtype=AMP_DTYPES.get(amp), enabled=amp is not None)
     scaler = sg.amp.GradScaler(enabled=amp == "fp16")
-    print(
+    say(
         f"{model_name}: {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"{len(train_y)} training and {len(test_y)} held-out images"
     )
     for epoch in range(1, epochs + 1):
         total_loss = correct = seen = 0
-        bar = tqdm(loader, desc=f"epoch {epoch}/{epochs}", leave=False, disable=not progress)
+        if sampler is not None:
+            sampler.set_epoch(epoch)  # a new shuffle each epoch, the same in every process
+        bar = tqdm(
+            loader,
+            desc=f"epoch {epoch}/{epochs}",
+            leave=False,
+            disable=not (progress and first_process),
+        )
         for step, (images, labels) in enumerate(bar, 1):
             with autocast:
-                logits = model(images)
+                logits = net(images)
                 loss = F.cross_entropy(logits, labels)
             value = loss.item()
             if not math.isfinite(value):
@@ -171,19 +197,40 @@ def train(
                 loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False
             )
         schedule.step()
+        if distributed:
+            total_loss, correct, seen = _summed_over_processes(total_loss, correct, seen)
         test_acc, predicted = evaluate(model, test_x, test_y)
         history["loss"].append(total_loss / seen)
         history["train_acc"].append(correct / seen)
         history["test_acc"].append(test_acc)
-        print(
+        say(
             f"epoch {epoch:>2}: loss {total_loss / seen:.4f}, train accuracy "
             f"{correct / seen:.4f}, test accuracy {test_acc:.4f}"
         )
     history["confusion"] = confusion_matrix(predicted, test_y.numpy())
-    if out is not None:
+    if out is not None and first_process:
         meta = {"task": "digits", "model": model_name, "config": config}
         _write_outputs(model, opt, history, Path(out), meta)
+    if distributed:
+        dist.destroy_process_group()
     return history
+
+
+def _launched_world_size() -> int:
+    """How many processes the launcher started (``WORLD_SIZE``, which ``scratchgrad.distributed``
+    sets under mpiexec, as torchrun does); 1 without a launcher."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _quiet(*args, **kwargs) -> None:
+    """``print`` in every process but the first of a data-parallel run."""
+
+
+def _summed_over_processes(*numbers: float) -> list[float]:
+    """Each number summed over the processes (one all-reduce)."""
+    totals = sg.tensor(numbers, dtype=sg.float64)
+    dist.all_reduce(totals)
+    return totals.tolist()
 
 
 def prepare_out(out: Path, command: str = "train") -> None:
@@ -264,6 +311,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="folder for the checkpoint and the curves (default: runs/TASK)",
     )
+    parser.add_argument(
+        "--nproc",
+        type=positive_int,
+        default=1,
+        help="train data-parallel in N processes, started with mpiexec (scratchgrad[distributed])",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -273,6 +326,10 @@ def main(args: argparse.Namespace) -> int:
             f"train: --model {model} is not a model of --task {args.task}; "
             f"choose from {', '.join(TASKS[args.task])}"
         )
+    if args.nproc > 1 and args.task != "digits":
+        raise ValueError(f"train: --nproc is for --task digits; --task {args.task} runs alone")
+    if args.nproc > 1 and _launched_world_size() == 1:
+        return _launch(args)
     keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)
     if args.task == "charlm":
         from scratchgrad import charlm
@@ -290,9 +347,40 @@ def main(args: argparse.Namespace) -> int:
         hidden=args.hidden,
         amp=args.amp,
     )
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # the other processes of a data-parallel run print nothing
     print("confusion matrix on the held-out images (rows: true digit, columns: predicted):")
     print(format_confusion(history["confusion"]))
     print(
         f"final test accuracy: {history['test_acc'][-1]:.4f} ({time.perf_counter() - start:.1f} s)"
     )
     return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    """Run this command in ``args.nproc`` processes under mpiexec, with the machine's cores
+    shared out as BLAS threads; their exit status."""
+    from scratchgrad.distributed.launch import mpiexec_command
+
+    options = {
+        "--task": args.task,
+        "--model": args.model,
+        "--epochs": args.epochs,
+        "--lr": args.lr,
+        "--hidden": args.hidden,
+        "--batch-size": args.batch_size,
+        "--optimizer": args.optimizer,
+        "--seed": args.seed,
+        "--out": args.out,
+        "--amp": args.amp,
+    }
+    argv = [
+        str(part) for flag, value in options.items() if value is not None for part in (flag, value)
+    ]
+    debug = ["--debug"] if getattr(args, "debug", False) else []
+    command = mpiexec_command(
+        args.nproc, [sys.executable, "-m", "scratchgrad", *debug, "train", *argv]
+    )
+    threads = str(max(1, (os.cpu_count() or 1) // args.nproc))
+    env = {name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    return subprocess.run(command, env=env | dict(os.environ)).returncode

@@ -14,8 +14,10 @@ SOURCE = Path(scratchgrad.__file__).parents[1]
 
 
 def run_mpi(nproc: int, program: str, *args: str, timeout: float = 90):
-    """``mpiexec -n nproc python program args``: the finished process (output captured)."""
+    """``mpiexec -n nproc python program args``: the finished process (output captured).
+    ``program`` is a file beside the tests, or ``-m`` (then ``args`` start with a module)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(SOURCE), env.get("PYTHONPATH", "")])
-    command = mpiexec_command(nproc, [sys.executable, str(HERE / program), *args])
+    program = program if program == "-m" else str(HERE / program)
+    command = mpiexec_command(nproc, [sys.executable, program, *args])
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)

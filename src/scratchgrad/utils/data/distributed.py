@@ -7,8 +7,10 @@ from collections.abc import Iterator, Sized
 
 import numpy as np
 
+from scratchgrad.utils.data.sampler import Sampler
 
-class DistributedSampler:
+
+class DistributedSampler(Sampler):
     """The indices of one process's share of ``dataset``, as ``torch.utils.data``'s sampler.
 
     Every ``num_replicas``-th index of one order of the whole dataset, starting at ``rank``: the
