@@ -83,3 +83,32 @@ def test_construction_errors():
 
 def test_doc_examples_run():
     assert doctest.testmod(ddp_module).failed == 0
+
+
+def test_a_full_bucket_starts_its_all_reduce_during_the_backward(group_of_one, monkeypatch):
+    """The last layer's bucket is all-reduced before the backward has reached the first layer."""
+    events = []
+    all_reduce = dist.all_reduce
+
+    def recording_all_reduce(tensor, *args, **kwargs):
+        events.append(f"all_reduce of {tensor.numel()}")
+        return all_reduce(tensor, *args, **kwargs)
+
+    class TwoLayers(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.last = nn.Linear(64, 32), nn.Linear(32, 10)
+
+        def forward(self, x):
+            hidden = self.first(x)
+            hidden.register_hook(lambda g: events.append("gradient of the first layer's output"))
+            return self.last(hidden.relu())
+
+    monkeypatch.setattr(dist, "all_reduce", recording_all_reduce)
+    ddp = DDP(TwoLayers(), bucket_cap_mb=0.001)  # a bucket per layer
+    ddp(sg.randn(4, 64)).sum().backward()
+    assert events == [
+        "all_reduce of 330",  # the last layer's bucket: 32 * 10 + 10
+        "gradient of the first layer's output",
+        "all_reduce of 2080",  # the first layer's: 64 * 32 + 32
+    ]
