@@ -2,6 +2,7 @@
 concatenated batches (ddp_program.py); in a group of one, its bookkeeping and errors."""
 
 import doctest
+import gc
 
 import numpy as np
 import pytest
@@ -112,3 +113,14 @@ def test_a_full_bucket_starts_its_all_reduce_during_the_backward(group_of_one, m
         "gradient of the first layer's output",
         "all_reduce of 2080",  # the first layer's: 64 * 32 + 32
     ]
+
+
+def test_the_hooks_go_with_the_wrapper(group_of_one):
+    from scratchgrad.autograd import engine
+
+    model = nn.Linear(2, 2)
+    ddp = DDP(model)
+    assert id(model.weight) in engine._post_accumulate_hooks
+    del ddp
+    gc.collect()
+    assert id(model.weight) not in engine._post_accumulate_hooks

@@ -103,8 +103,9 @@ class DistributedDataParallel(Module):
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
                 self._place[id(p)] = (bucket, i)
-        hook = _hook_for(weakref.ref(self))  # a weak reference: the hooks outlive no wrapper
-        self._handles = [p.register_post_accumulate_grad_hook(hook) for p in self._params]
+        hook = _hook_for(weakref.ref(self))  # a weak reference, and the hooks go with the wrapper
+        handles = [p.register_post_accumulate_grad_hook(hook) for p in self._params]
+        weakref.finalize(self, _remove_hooks, handles)
         self._reducing = False  # a forward expects its backward to average the gradients
         self._next_bucket = 0
 
@@ -201,6 +202,11 @@ def _hook_for(ddp: weakref.ref):
             wrapper._mark_ready(param, param.grad)
 
     return on_grad_ready
+
+
+def _remove_hooks(handles: list) -> None:
+    for handle in handles:
+        handle.remove()
 
 
 def _assign_buckets(params: list[Tensor], cap: float) -> list[_Bucket]:
