@@ -91,25 +91,29 @@ def measure(workload: str, nproc: int, steps: int, rounds: int, reduce: bool = T
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def table(workloads: list[str], nprocs: list[int], steps: int, rounds: int) -> str:
-    """The markdown table of the runs."""
+def table(workloads: list[str], nprocs: list[int], steps: int, rounds: int, repeats: int) -> str:
+    """The markdown table: each configuration run ``repeats`` times, in turn with the others, so
+    that a speed-up compares runs made close in time; the median and the range of the repeats."""
     rows = [
-        "| workload | processes | global batch | ms/step | samples/s | speed-up | efficiency "
-        "| all-reduced per step |",
+        "| workload | processes | global batch | ms/step | samples/s | speed-up [range] "
+        "| efficiency | all-reduced per step |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for workload in workloads:
-        base = None
-        runs = [(n, True) for n in nprocs] + [(n, False) for n in nprocs if n > 1]
-        for nproc, reduce in runs:
-            result = measure(workload, nproc, steps, rounds, reduce)
-            base = base or result["samples"]
-            speedup = result["samples"] / base
+        configs = [(n, True) for n in nprocs] + [(n, False) for n in nprocs if n > 1]
+        results = [[measure(workload, n, steps, rounds, r) for n, r in configs]]
+        for _ in range(repeats - 1):
+            results.append([measure(workload, n, steps, rounds, r) for n, r in configs])
+        for i, (nproc, reduce) in enumerate(configs):
+            ms = statistics.median(run[i]["ms"] for run in results)
+            speedups = sorted(run[0]["ms"] / run[i]["ms"] for run in results)
+            speedup = statistics.median(speedups)
             label = nproc if reduce else f"{nproc}, no all-reduce"
-            reduced = f"{result['bytes'] / 1e6:.2f} MB" if nproc > 1 and reduce else "-"
+            reduced = f"{results[0][i]['bytes'] / 1e6:.2f} MB" if nproc > 1 and reduce else "-"
             rows.append(
-                f"| {workload} | {label} | {GLOBAL_BATCH[workload]} | {result['ms']:.2f} | "
-                f"{result['samples']:,.0f} | {speedup:.2f}x | {speedup / nproc:.0%} | {reduced} |"
+                f"| {workload} | {label} | {GLOBAL_BATCH[workload]} | {ms:.2f} | "
+                f"{GLOBAL_BATCH[workload] / ms * 1e3:,.0f} | {speedup:.2f}x "
+                f"[{speedups[0]:.2f}-{speedups[-1]:.2f}] | {speedup / nproc:.0%} | {reduced} |"
             )
     return "\n".join(rows)
 
@@ -120,6 +124,7 @@ def main() -> None:
     parser.add_argument("--nproc", default="1,2", help="comma-separated process counts")
     parser.add_argument("--steps", type=int, default=30, help="steps per timed round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each configuration")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--no-reduce", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -127,7 +132,7 @@ def main() -> None:
         worker(args.worker, args.steps, args.rounds, reduce=not args.no_reduce)
         return
     nprocs = [int(n) for n in args.nproc.split(",")]
-    print(table(args.workloads.split(","), nprocs, args.steps, args.rounds))
+    print(table(args.workloads.split(","), nprocs, args.steps, args.rounds, args.repeats))
 
 
 if __name__ == "__main__":
