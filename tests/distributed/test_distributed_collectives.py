@@ -69,6 +69,16 @@ def test_before_init_and_other_backends():
     assert not dist.is_initialized()
 
 
+def test_a_rank_or_world_size_that_disagrees_with_mpi_is_an_error():
+    with pytest.raises(RuntimeError, match="rank=1 but MPI started this process as rank 0 of 1"):
+        dist.init_process_group("mpi", rank=1)
+    with pytest.raises(RuntimeError, match="world_size=4 but MPI started this process as"):
+        dist.init_process_group("mpi", world_size=4)
+    assert not dist.is_initialized()
+    dist.init_process_group("mpi", rank=0, world_size=1)  # agreeing values are fine
+    dist.destroy_process_group()
+
+
 def test_torchrun_variables_that_disagree_with_mpi_are_an_error():
     code = "import scratchgrad.distributed as d; d.init_process_group('mpi')"
     env = dict(os.environ, RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")

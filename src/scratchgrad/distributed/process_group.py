@@ -103,9 +103,10 @@ def init_process_group(
             f"init_process_group: init_method {init_method!r} is not supported: the processes "
             "find each other through MPI; pass None or 'env://' and launch with mpiexec -n N"
         )
-    comm = _mpi().COMM_WORLD.Dup()  # a private communicator: no clash with the user's MPI calls
-    _check_agrees("rank", rank, os.environ.get("RANK"), comm.Get_rank(), comm.Get_size())
-    _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), comm.Get_size(), 0)
+    world = _mpi().COMM_WORLD
+    _check_agrees("rank", rank, os.environ.get("RANK"), world.Get_rank(), world.Get_size())
+    _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), world.Get_size(), 0)
+    comm = world.Dup()  # a private communicator: no clash with the user's own MPI calls
     _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size())
     _previous_excepthook, sys.excepthook = sys.excepthook, _abort_every_process
 
