@@ -1,6 +1,9 @@
 """Run by test_collectives.py under ``mpiexec -n N``: every collective, every dtype, checked
 against NumPy on the inputs of all ranks (each rank can make every rank's input). Prints "ok"."""
 
+import time
+from datetime import timedelta
+
 import numpy as np
 
 import scratchgrad as sg
@@ -116,6 +119,20 @@ def check_reduce_and_scatter(rank: int, size: int) -> None:
     works.append(dist.barrier(async_op=True))
     assert all(w.wait() for w in works)
     assert all(w.is_completed() for w in works)
+
+    # a wait with a timeout gives up while process 1 is late, and a plain wait then finishes
+    x = sg.tensor([float(rank)])
+    if rank == 1:
+        time.sleep(0.3)
+    work = dist.broadcast(x, src=1, async_op=True)
+    if rank == 0:
+        try:
+            work.wait(timeout=timedelta(milliseconds=20))
+            raise AssertionError("the wait should have timed out")
+        except RuntimeError as error:
+            assert "did not finish in" in str(error)
+    work.wait()
+    assert x.tolist() == [1.0]
 
 
 def main() -> None:

@@ -8,7 +8,9 @@ starts MPI's non-blocking version and returns a ``Work`` whose ``wait()`` finish
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -45,11 +47,20 @@ class Work:
     def __init__(self, request: Any, finish: Callable[[], None]) -> None:
         self._request, self._finish = request, finish
 
-    def wait(self, timeout: Any = None) -> bool:
-        if self._finish is not None:
+    def wait(self, timeout: timedelta | None = None) -> bool:
+        """Block until the collective is done (a RuntimeError after ``timeout``, if given)."""
+        if self._finish is None:
+            return True
+        if timeout is None:
             self._request.Wait()
-            finish, self._finish = self._finish, None
-            finish()
+        else:
+            deadline = time.monotonic() + timeout.total_seconds()
+            while not self._request.Test():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Work.wait: the collective did not finish in {timeout}")
+                time.sleep(1e-4)
+        finish, self._finish = self._finish, None
+        finish()
         return True
 
     def is_completed(self) -> bool:
