@@ -11,6 +11,7 @@ import pytest
 from mpirun import HERE, SOURCE, run_mpi
 
 SCRIPT = HERE / "nanogpt_style.py"
+DOCS = HERE.parents[1] / "docs" / "distributed.md"
 
 
 def losses(stdout: str) -> tuple[float, float]:
@@ -55,3 +56,11 @@ def test_the_same_script_with_torchs_imports_runs_with_pytorch(tmp_path, free_po
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "step 0: val loss" in done.stdout
+
+
+def test_the_docs_training_script_runs_under_mpiexec(tmp_path):
+    (block,) = re.findall(r"```python\n(.*?)```", DOCS.read_text(), re.S)
+    (tmp_path / "train.py").write_text(block)
+    done = run_mpi(2, str(tmp_path / "train.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "model.safetensors").exists()
