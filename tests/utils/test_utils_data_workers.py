@@ -19,6 +19,7 @@ from scratchgrad.utils.data import (
     Dataset,
     IterableDataset,
     RandomSampler,
+    Sampler,
     SequentialSampler,
     Subset,
     SubsetRandomSampler,
@@ -407,6 +408,22 @@ def test_random_sampler():
             tud.RandomSampler(range(3), **bad)
         with pytest.raises((ValueError, TypeError)):
             RandomSampler(range(3), **bad)
+
+
+def test_a_sampler_written_for_older_pytorch_passes_its_data_source_up():
+    class EveryOther(Sampler):
+        def __init__(self, data_source):
+            super().__init__(data_source)
+            self.n = len(data_source)
+
+        def __iter__(self):
+            return iter(range(0, self.n, 2))
+
+    assert values(list(DataLoader(list("abcde"), sampler=EveryOther("abcde")))) == [
+        ["a"],
+        ["c"],
+        ["e"],
+    ]
 
 
 def test_subset_random_sampler():

@@ -1,8 +1,8 @@
 """The ``DataLoader``: batches of a dataset, in one process or several, as ``torch.utils.data``.
 
 With ``num_workers=0`` the main process fetches each batch when it is asked for. With
-``num_workers > 0`` worker processes (``multiprocessing``, the "fork" start method where the
-platform has it) fetch batches ahead: the main process draws the order (the sampler runs here,
+``num_workers > 0`` worker processes (``multiprocessing``, the "fork" start method on Linux)
+fetch batches ahead: the main process draws the order (the sampler runs here,
 as in PyTorch), sends each batch's indices to the workers in turn, and hands the batches out in
 that order, so they are exactly those of ``num_workers=0``. See ``worker.py`` for the workers.
 """
@@ -15,6 +15,7 @@ import itertools
 import multiprocessing
 import pickle
 import queue
+import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -347,10 +348,11 @@ def _check_worker_options(
 
 
 def _context(choice: Any) -> Any:
-    """The multiprocessing context: the one given (a name or a context), else "fork" where the
-    platform has it (workers then inherit the dataset without pickling it), else the default."""
-    if choice is None:
-        choice = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    """The multiprocessing context: the one given (a name or a context), else "fork" on Linux
+    (workers then inherit the dataset without pickling it), else the platform's default
+    (macOS's system libraries are not safe to fork, which is why Python spawns there)."""
+    if choice is None and sys.platform.startswith("linux"):
+        choice = "fork"
     if choice is None or isinstance(choice, str):
         return multiprocessing.get_context(choice)
     return choice

@@ -49,6 +49,10 @@ class Sampler:
     [0, 2, 4]
     """
 
+    def __init__(self, data_source: Sized | None = None) -> None:
+        """``data_source`` is accepted and unused, as in PyTorch (samplers written for older
+        versions pass it to ``super().__init__``)."""
+
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError
 
