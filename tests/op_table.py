@@ -47,6 +47,7 @@ class Op:
     dim: Callable | None = None  # (m, *xs, d)
     index: Callable | None = None  # (m, x, i), i indexing dim 0
     integer: bool = False  # the dim/index checks also run on int64 inputs
+    vmap: bool = True  # func.vmap batches it (False: a data-dependent shape, as in torch.func)
 
 
 def binary(name, call, domain=real, **kw):
@@ -236,7 +237,7 @@ OPS = [
         index=lambda m, x, i: x[m.tensor([0, i])],
         integer=True,
     ),
-    Op("getitem_mask", lambda m, x: x[x > 0]),
+    Op("getitem_mask", lambda m, x: x[x > 0], vmap=False),
     Op("getitem_tensor_index", lambda m, x: x[m.tensor([1, 0, 1])], shapes="two_rows"),
     Op(
         "narrow",
@@ -364,6 +365,12 @@ OPS = [
         lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
         shapes="linear_batched",
         check_shapes=((2, 4, 3), (2, 3)),
+    ),
+    Op(
+        "linear_vector",
+        lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
+        shapes="linear_vector",
+        check_shapes=((3,), (2, 3)),
     ),
     Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
     # ---- fused losses ---------------------------------------------------------------------------

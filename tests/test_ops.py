@@ -55,6 +55,7 @@ SHAPES = {
     "linear_batched": st.tuples(_sides, st.integers(1, 4), st.integers(1, 4), _sides).map(
         lambda t: ((t[3], t[0], t[1]), (t[2], t[1]))
     ),
+    "linear_vector": st.tuples(st.integers(1, 4), _sides).map(lambda t: ((t[0],), (t[1], t[0]))),
     "dot": _sides.map(lambda k: ((k,), (k,))),
 }
 

@@ -63,7 +63,10 @@ class Linear(Function):
         if dw:  # batch dims of any number (or none) are summed by one matrix product
             rows, inputs = (grad, x) if x.array.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
             grad_w = MatMul.apply(rows, inputs, transpose_x=True)
-        return MatMul.apply(grad, w) if dx else None, grad_w, grad if db else None
+        grad_x = None
+        if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
+            grad_x = MatMul.apply(grad, w) if grad.ndim > 1 else grad @ w
+        return grad_x, grad_w, grad if db else None
 
 
 def _product(x, y):
