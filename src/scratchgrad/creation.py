@@ -6,6 +6,7 @@ random draws (made on the host) are moved there; a device without a backend rais
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
@@ -131,6 +132,19 @@ def _rng(generator: Generator | None):
     return (generator or backend.default_generator).rng
 
 
+# While a vmap runs, scratchgrad.func sets this to a function that makes a random draw as
+# vmap's ``randomness`` says (refuse, draw once for all members, or once per member); None
+# otherwise.
+_vmap_draw = None
+
+
+def _drawn(draw: Callable[[tuple], Any], shape: tuple, requires_grad: bool, device) -> Tensor:
+    """``draw(shape)``, an array of random numbers, as a tensor."""
+    if _vmap_draw is not None:
+        return _vmap_draw(draw, shape)
+    return _finish(draw(shape), requires_grad, device)
+
+
 def _random_floats(name: str, size: tuple, generator, dtype, device, requires_grad: bool) -> Tensor:
     """Samples from ``generator``'s method ``name`` ("random", "standard_normal"), drawn in
     float32 or float64 (what NumPy's generators make) and cast to ``dtype``."""
@@ -138,8 +152,13 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     if not backend.is_floating(dtype):
         raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
     draw = getattr(_rng(generator), name)
-    array = draw(_shape(size), dtype=xp.float64 if dtype == backend.float64 else xp.float32)
-    return _finish(array.astype(dtype, copy=False), requires_grad, device)
+    drawn_dtype = xp.float64 if dtype == backend.float64 else xp.float32
+    return _drawn(
+        lambda shape: draw(shape, dtype=drawn_dtype).astype(dtype, copy=False),
+        _shape(size),
+        requires_grad,
+        device,
+    )
 
 
 def rand(
@@ -176,8 +195,10 @@ def randint(
     """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch."""
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
-    return _finish(
-        _rng(generator).integers(low, high, _shape((size,)), dtype=_dtype(dtype, backend.int64)),
+    rng, dtype = _rng(generator), _dtype(dtype, backend.int64)
+    return _drawn(
+        lambda shape: rng.integers(low, high, shape, dtype=dtype),
+        _shape((size,)),
         requires_grad,
         device,
     )

@@ -177,6 +177,11 @@ class Tensor:
             raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
         return self.array
 
+    def _checked_values(self):
+        """The array that checks of values (valid labels, indices in range) look at: inside
+        vmap, every member's values at once."""
+        return self.array
+
     def __array__(self, dtype=None, copy=None):
         return self.array if dtype is None else self.array.astype(dtype)
 
@@ -845,7 +850,7 @@ class Tensor:
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
         top = self.detach().amax(dim, keepdim=True)
-        top = top.masked_fill(~Tensor._make(xp.isfinite(top.array)), 0)
+        top = top.masked_fill(top.abs() == math.inf, 0)  # all -inf: nothing to take out
         out = (self - top).exp().sum(dim, keepdim=True).log() + top
         return out if keepdim else out.squeeze(_dims(dim, self.array.ndim))
 
@@ -1249,7 +1254,7 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
     tensor([1., 0.])
     """
-    cond = condition.array if isinstance(condition, Tensor) else xp.asarray(condition)
+    cond = condition if isinstance(condition, Tensor) else Tensor._make(xp.asarray(condition))
     if cond.dtype != bool:
         raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
     if isinstance(x, Tensor):

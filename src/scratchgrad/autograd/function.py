@@ -20,6 +20,11 @@ from scratchgrad.backend import xp
 
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
 
+# While a vmap runs, scratchgrad.func sets this to its dispatcher, which runs an op that has
+# batched arguments through the op's batching rule (and returns None when none is batched).
+# None otherwise, so outside vmap the check in ``apply`` costs one global read.
+_vmap_dispatch = None
+
 
 class Function:
     """Base class for differentiable operations, built-in and user-defined alike.
@@ -141,6 +146,10 @@ class Function:
 
         Keyword arguments are static attributes (a dim, a shape), never differentiated.
         """
+        if _vmap_dispatch is not None:
+            batched = _vmap_dispatch(cls, args, kwargs)
+            if batched is not None:
+                return batched
         ctx, record = cls(), False
         if _state.enabled:
             arrays, parents = [], []

@@ -22,6 +22,7 @@ from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.creation import rand
 from scratchgrad.ops.loss import CrossEntropy, MSELoss
 from scratchgrad.ops.matmul import Linear
 from scratchgrad.ops.special import Erf, Softplus
@@ -131,9 +132,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
-    keep = backend.default_generator.rng.random(input.shape) >= p
+    keep = rand(input.shape, dtype=backend.float64) >= p  # a draw per member inside vmap
     scale = 1 / (1 - p) if p < 1 else 0.0
-    return input * Tensor._make((keep * scale).astype(input.dtype))
+    return input * (keep.to(input.dtype) * scale)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
@@ -373,7 +374,7 @@ def huber_loss(
 def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
     """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
     none ignored, no class weights or smoothing, and a reduced loss."""
-    labels = target.array
+    labels = target._checked_values()
     if not (input.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
         return False
     if label_smoothing or reduction == "none" or labels.min() < 0:

@@ -1,0 +1,389 @@
+"""``vmap``: a function of one example, run on a whole batch at once.
+
+A batched value is a ``BatchedTensor``: a thin wrapper whose ``value`` holds every batch
+member with the batch dim first, and whose ``level`` says which vmap made it (nested vmaps
+wrap again, the newest outermost). To the function it looks like one member: its shape is the
+member's. While a vmap runs, ``Function.apply`` hands every op with a batched argument to
+``dispatch``, which looks up the op's batching rule (``rules.RULES``) and runs the same
+primitives on the values. So the work is done by the ordinary Functions on whole batches: it is
+recorded by autograd like any other computation, and gradients flow through vmap both ways
+(``vmap(grad(f))`` and ``grad`` of a vmapped function).
+
+Code that reads a batched tensor's values without a Function (``.item()``, ``.numpy()``) fails
+with an error saying so; a Function without a rule fails with an error naming it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad import creation
+from scratchgrad.autograd import function
+from scratchgrad.backend import xp
+from scratchgrad.func.pytree import tree_flatten, tree_unflatten
+from scratchgrad.tensor import Tensor, cat
+
+# The running vmaps, outermost first: (level, batch size, randomness).
+_active: list[tuple[int, int, str]] = []
+
+
+class _Logical:
+    """Stands in for a batched tensor's array: the shape and dtype of one batch member, and
+    nothing else (there is no single array of one member's values)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: Any) -> None:
+        self.shape, self.dtype = shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # protocol probes (copy, NumPy) must see a missing attribute
+            raise AttributeError(name)
+        raise _direct_read(name)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise _direct_read("the array")
+
+    def __array_ufunc__(self, ufunc: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _direct_read(ufunc.__name__)
+
+    def __array_function__(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _direct_read(func.__name__)
+
+    def _refuse(self, *args: Any) -> Any:
+        raise _direct_read("a Python operator")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = _refuse
+    __getitem__ = __iter__ = __float__ = __int__ = __index__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _refuse
+    __hash__ = None
+
+
+def _direct_read(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"vmap: {what} of a batched tensor was used directly, not through a Function, so it "
+        "cannot be batched (as .item(), .numpy() or data-dependent Python control flow in "
+        "torch.func.vmap); compute it with tensor operations instead"
+    )
+
+
+class BatchedTensor(Tensor):
+    """One vmap level's view of a batch: looks like a single member (``shape``, ``dtype``),
+    holds all of them in ``value``. Made by ``vmap``; users meet it only inside the function."""
+
+    __slots__ = ("value", "level")
+
+    def __repr__(self) -> str:
+        return f"BatchedTensor(level={self.level}, bdim=0, value={self.value!r})"
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            "vmap: backward() on a batched tensor is not supported; compute gradients inside "
+            "vmap with scratchgrad.func.grad (or vjp), or differentiate the vmapped function"
+        )
+
+    def _checked_values(self) -> Any:
+        return self.value._checked_values()
+
+    def detach(self) -> Tensor:
+        return wrap(self.value.detach(), self.level)
+
+    # Tensor methods that compute on arrays directly instead of through a Function: each runs
+    # the same method on the batch and wraps the result (they are elementwise, or shift dims).
+
+    def _compare(self, ufunc: Any, other: Any) -> Tensor:
+        level = level_of((self, other))
+        (x, y), batched = unwrap((self, other), level)
+        x, y = pad_to_rank((x, y), batched)
+        if isinstance(y, BatchedTensor) and not isinstance(x, BatchedTensor):
+            return wrap(y._compare(_MIRRORED.get(ufunc, ufunc), x), level)
+        return wrap(x._compare(ufunc, y), level)
+
+    def __invert__(self) -> Tensor:
+        return wrap(~self.value, self.level)
+
+    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+        return wrap(self.value.clamp(min, max), self.level)
+
+    clip = clamp
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce_values("argmax", dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce_values("argmin", dim, keepdim)
+
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce_values("any", dim, keepdim)
+
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._reduce_values("all", dim, keepdim)
+
+    def _reduce_values(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        value = self.value
+        if dim is None:  # over all of a member's entries: flatten each member first
+            out = getattr(value.reshape(value.shape[0], -1), name)(1)
+            return wrap(
+                out.reshape(value.shape[0], *(1,) * self.ndim) if keepdim else out, self.level
+            )
+        return wrap(getattr(value, name)(dim % max(self.ndim, 1) + 1, keepdim), self.level)
+
+    def gather(self, dim: int, index: Tensor) -> Tensor:
+        level = level_of((self, index))
+        (x, i), batched = unwrap((self, index), level)
+        size = batch_size((x, i), batched)
+        x, i = (v if b else at_front(v, size) for v, b in zip((x, i), batched))
+        return wrap(x.gather(dim % max(self.ndim, 1) + 1, i), level)
+
+
+_MIRRORED = {
+    xp.less: xp.greater,
+    xp.greater: xp.less,
+    xp.less_equal: xp.greater_equal,
+    xp.greater_equal: xp.less_equal,
+}
+
+
+def wrap(value: Tensor, level: int) -> BatchedTensor:
+    """A batched tensor of ``level`` over ``value`` (batch dim first)."""
+    t = object.__new__(BatchedTensor)
+    t.array = _Logical(value.shape[1:], value.dtype)
+    t.grad, t.requires_grad, t._ctx, t._counter, t._hooks = None, False, None, None, ()
+    t.value, t.level = value, level
+    return t
+
+
+def level_of(args: Any) -> int:
+    """The newest vmap level among ``args`` (0: none is batched)."""
+    level = 0
+    for a in args:
+        if type(a) is BatchedTensor and a.level > level:
+            level = a.level
+    return level
+
+
+def unwrap(args: Any, level: int) -> tuple[list, list[bool]]:
+    """Each argument's batch (batch dim first) where it is batched at ``level``, else itself;
+    and which were."""
+    values, batched = [], []
+    for a in args:
+        is_batched = type(a) is BatchedTensor and a.level == level
+        values.append(a.value if is_batched else a)
+        batched.append(is_batched)
+    return values, batched
+
+
+def batch_size(values: Any, batched: Any) -> int:
+    return next(v.shape[0] for v, b in zip(values, batched) if b)
+
+
+def at_front(t: Tensor, size: int) -> Tensor:
+    """``t`` repeated ``size`` times along a new first dim (a broadcast view, not a copy)."""
+    return t.unsqueeze(0).expand(size, *t.shape)
+
+
+def pad_to_rank(values: Any, batched: Any) -> list:
+    """Batches with size-1 dims after the batch dim, so each has the rank of the largest
+    member: broadcasting then lines members up as it lines up unbatched operands."""
+    rank = max((v.ndim - b for v, b in zip(values, batched) if isinstance(v, Tensor)), default=0)
+    return [
+        v.reshape(v.shape[0], *(1,) * (rank - v.ndim + 1), *v.shape[1:])
+        if b and v.ndim - 1 < rank
+        else v
+        for v, b in zip(values, batched)
+    ]
+
+
+def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | None:
+    """Run ``cls`` on batched arguments through its batching rule; None if none is batched.
+
+    Arguments batched at older levels only are passed on as they are: the rule's own calls
+    dispatch them in turn, one level at a time.
+    """
+    level = level_of(args)
+    if not level:
+        return None
+    rule = RULES.get(cls)
+    if rule is None:
+        shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
+        raise RuntimeError(
+            f"vmap: {cls.__name__} has no batching rule (arguments of shapes {shapes}); add "
+            "one to scratchgrad.func.rules.RULES, or call the function on one example at a time"
+        )
+    values, batched = unwrap(args, level)
+    return wrap(rule(cls, values, batched, dict(kwargs)), level)
+
+
+def draw(sample: Callable[[tuple], Any], shape: tuple) -> Tensor:
+    """A random draw of ``shape`` inside vmap, as the running vmaps' ``randomness`` says:
+    "different" adds that vmap's batch dim to the draw, "same" does not, "error" refuses."""
+    sizes, levels = [], []
+    for level, size, randomness in _active:
+        if randomness == "error":
+            raise RuntimeError(
+                "vmap: called a random operation, but randomness='error' (the default); pass "
+                "randomness='different' for a draw per member or 'same' for one draw for all"
+            )
+        if randomness == "different":
+            sizes.append(size)
+            levels.append(level)
+    out = Tensor._make(sample((*sizes, *shape)))
+    for level in levels:  # the oldest level's batch dim comes first
+        out = wrap(out, level)
+    return out
+
+
+def vmap(
+    func: Callable,
+    in_dims: int | None | tuple = 0,
+    out_dims: int | tuple = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Callable:
+    """``func`` mapped over a dim of its inputs, as ``torch.func.vmap``: the result of calling
+    it on each slice, stacked along ``out_dims``, computed in one pass of batched operations.
+
+    ``in_dims`` gives each positional argument's batch dim (None: the same for every member),
+    as one int for all or a tuple with an entry per argument (which may itself be a tuple,
+    list or dict for a tuple, list or dict argument); keyword arguments are not batched.
+    ``randomness`` says what random draws inside ``func`` do: "error" refuses them, "same"
+    draws once for the whole batch, "different" draws for each member. ``chunk_size`` runs
+    the batch that many members at a time (less memory, more calls). vmaps nest, and compose
+    with ``grad``, ``vjp``, ``jacrev`` and ``functional_call``.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> vmap(lambda row: row @ row)(x)
+    tensor([ 5., 25.])
+    >>> vmap(lambda a, b: a * b, in_dims=(0, None))(x, sg.tensor([10.0, 1.0]))
+    tensor([[10.,  2.],
+            [30.,  4.]])
+    """
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(
+            f"vmap: randomness must be 'error', 'different' or 'same', got {randomness!r}"
+        )
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size must be None or a positive int, got {chunk_size!r}")
+
+    @functools.wraps(func)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        leaves, spec = tree_flatten(args)
+        dims = _leaf_dims(in_dims, args, len(leaves))
+        size = _size(leaves, dims)
+        if chunk_size is None or chunk_size >= size:
+            return _call(func, leaves, dims, spec, kwargs, size, out_dims, randomness)
+        outs = []
+        for start in range(0, size, chunk_size):
+            n = min(chunk_size, size - start)
+            chunk = [x if d is None else x.narrow(d, start, n) for x, d in zip(leaves, dims)]
+            outs.append(_call(func, chunk, dims, spec, kwargs, n, out_dims, randomness))
+        return _join(outs, out_dims)
+
+    return batched
+
+
+def _call(func, leaves, dims, spec, kwargs, size, out_dims, randomness) -> Any:
+    level = _active[-1][0] + 1 if _active else 1
+    inputs = [
+        x if d is None else wrap(x if d % x.ndim == 0 else x.movedim(d, 0), level)
+        for x, d in zip(leaves, dims)
+    ]
+    _active.append((level, size, randomness))
+    function._vmap_dispatch, creation._vmap_draw = dispatch, draw
+    try:
+        out = func(*tree_unflatten(inputs, spec), **kwargs)
+    finally:
+        _active.pop()
+        if not _active:
+            function._vmap_dispatch = creation._vmap_draw = None
+    outs, out_spec = tree_flatten(out)
+    dims = _leaf_dims(out_dims, out if isinstance(out, tuple) else (out,), len(outs), "out_dims")
+    return tree_unflatten([_unbatched(t, level, size, d) for t, d in zip(outs, dims)], out_spec)
+
+
+def _unbatched(t: Any, level: int, size: int, dim: int) -> Tensor:
+    """An output of ``func`` as a plain batch, its batch dim at ``dim``; an output that does
+    not depend on the batch is repeated for every member, as torch.func does."""
+    if not isinstance(t, Tensor):
+        raise ValueError(
+            f"vmap: the function must return tensors (or tuples, lists, dicts of them), "
+            f"got {type(t).__name__}"
+        )
+    value = t.value if type(t) is BatchedTensor and t.level == level else at_front(t, size)
+    return value if dim % value.ndim == 0 else value.movedim(0, dim)
+
+
+def _join(outs: list, out_dims: Any) -> Any:
+    flats = [tree_flatten(out) for out in outs]
+    _, spec = flats[0]
+    columns = zip(*(leaves for leaves, _ in flats))
+    first = outs[0]
+    dims = _leaf_dims(
+        out_dims, first if isinstance(first, tuple) else (first,), len(flats[0][0]), "out_dims"
+    )
+    return tree_unflatten([cat(list(col), d) for col, d in zip(columns, dims)], spec)
+
+
+def _leaf_dims(dims: Any, args: tuple, count: int, name: str = "in_dims") -> list:
+    """One batch dim (or None) per leaf of ``args``, from an int, None, or a tuple with an
+    entry per argument (itself an int, None, or a tree shaped like the argument)."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * count
+    if not isinstance(dims, (tuple, list)) or len(dims) != len(args):
+        raise ValueError(
+            f"vmap: {name} must be an int, None, or a tuple with one entry per "
+            f"{'argument' if name == 'in_dims' else 'output'} ({len(args)}), got {dims!r}"
+        )
+    out = []
+    for arg, d in zip(args, dims):
+        leaves, _ = tree_flatten(arg)
+        if d is None or isinstance(d, int):
+            out += [d] * len(leaves)
+        else:
+            sub, _ = tree_flatten(d)
+            if len(sub) != len(leaves):
+                raise ValueError(
+                    f"vmap: the {name} entry {d!r} does not match the structure of its argument"
+                )
+            out += sub
+    return out
+
+
+def _size(leaves: list, dims: list) -> int:
+    sizes = set()
+    for i, (x, d) in enumerate(zip(leaves, dims)):
+        if d is None:
+            continue
+        if not isinstance(x, Tensor):
+            raise ValueError(
+                f"vmap: input {i} is a {type(x).__name__}, not a tensor, but has in_dim {d}; "
+                "give it in_dim None"
+            )
+        if not -x.ndim <= d < x.ndim:
+            raise ValueError(
+                f"vmap: in_dim {d} is out of range for input {i} of shape {tuple(x.shape)}"
+            )
+        sizes.add(x.shape[d])
+    if not sizes:
+        raise ValueError("vmap: at least one input must be batched (every in_dim is None)")
+    if len(sizes) > 1:
+        raise ValueError(
+            f"vmap: the batched inputs have different sizes along their in_dims: {sorted(sizes)}"
+        )
+    return sizes.pop()
+
+
+from scratchgrad.func.rules import RULES  # noqa: E402  (the rules build on the helpers above)

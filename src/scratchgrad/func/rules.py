@@ -1,0 +1,216 @@
+"""The batching rules: for each primitive of ``ops/``, how to run it on batches.
+
+A rule gets the primitive, its arguments (a batched one as its whole batch, batch dim first;
+the others as they are), which ones are batched, and the static keyword arguments; it returns
+the batch of results, batch dim first, computed with the same primitives (so autograd records
+it). Most primitives are elementwise: line the members up and call the op as it is. The others
+shift the dims they are told about by one, for the batch dim in front.
+
+Primitives that only backward formulas call (``TanhGrad``, ``MSELossGrad``, ``CrossEntropyGrad``,
+``IndexAdd``) have rules too: those formulas run batched when a function made by ``vjp`` is
+vmapped. Convolution's ``Unfold``, ``Fold``, ``MaxOver`` and ``Spread`` have none yet: vmap over
+them raises an error naming them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scratchgrad.backend import xp
+from scratchgrad.func.batching import at_front, batch_size, pad_to_rank
+from scratchgrad.ops import binary, loss, matmul, movement, reduce, special, unary
+from scratchgrad.tensor import Tensor
+
+
+def elementwise(cls, values, batched, kwargs):
+    """Each member lined up with the unbatched operands by broadcasting, so one call does all."""
+    return cls.apply(*pad_to_rank(values, batched), **kwargs)
+
+
+def reduction(cls, values, batched, kwargs):
+    """``dim`` (an int, a tuple, or None for all) shifted past the batch dim."""
+    (x,) = values
+    kwargs["dim"] = _shifted(kwargs.get("dim"), x.ndim - 1)
+    return cls.apply(x, **kwargs)
+
+
+def _shifted(dim, rank: int):
+    if dim is None:
+        return tuple(range(1, rank + 1))
+    return dim + 1 if isinstance(dim, int) else tuple(d + 1 for d in dim)
+
+
+def dims_shifted(cls, values, batched, kwargs):
+    """Flip: ``dims`` shifted past the batch dim."""
+    kwargs["dims"] = _shifted(kwargs["dims"], values[0].ndim - 1)
+    return cls.apply(*values, **kwargs)
+
+
+def permute(cls, values, batched, kwargs):
+    return cls.apply(values[0], dims=(0, *(d + 1 for d in kwargs["dims"])))
+
+
+def shape_prefixed(cls, values, batched, kwargs):
+    """Reshape and Expand: the batch dim prefixed to the target shape (Expand's input padded
+    to the target's rank first, as broadcasting aligns shapes from the right)."""
+    (x,) = pad_to_rank(values, batched) if cls is movement.Reshape else values
+    shape = tuple(kwargs["shape"])
+    if cls is movement.Expand and x.ndim - 1 < len(shape):
+        x = x.reshape(x.shape[0], *(1,) * (len(shape) - x.ndim + 1), *x.shape[1:])
+    return cls.apply(x, shape=(x.shape[0], *shape))
+
+
+def sum_to_size(cls, values, batched, kwargs):
+    """The leading dims a member loses are summed first: SumToSize itself would sum the
+    batch dim, which leads."""
+    (x,) = values
+    shape = tuple(kwargs["shape"])
+    lead = x.ndim - 1 - len(shape)
+    if lead > 0:
+        x = reduce.Sum.apply(x, dim=tuple(range(1, lead + 1)))
+    return cls.apply(x, shape=(x.shape[0], *shape))
+
+
+def pad(cls, values, batched, kwargs):
+    return cls.apply(values[0], widths=((0, 0), *kwargs["widths"]), value=kwargs.get("value", 0.0))
+
+
+def concatenate(cls, values, batched, kwargs):
+    """Unbatched pieces are repeated for every member first."""
+    size = batch_size(values, batched)
+    pieces = [v if b else at_front(v, size) for v, b in zip(values, batched)]
+    return cls.apply(*pieces, dim=kwargs.get("dim", 0) + 1)
+
+
+def index(cls, values, batched, kwargs):
+    """GetItem and IndexAdd: a full slice for the batch dim in front of the index.
+
+    NOTE: NumPy puts the dims of advanced (array) indices first when a slice separates them;
+    the batch dim's slice then lands after those dims and is moved back to the front.
+    """
+    (x,) = values
+    items = kwargs["index"]
+    if any(isinstance(i, Tensor) or type(i).__name__ == "_Logical" for i in items):
+        raise RuntimeError(
+            f"vmap: {cls.__name__} with a batched index tensor is not supported; use gather"
+        )
+    kwargs["index"] = (slice(None), *items)
+    moved = _advanced_dims_first(items)
+    if cls is movement.GetItem:
+        out = cls.apply(x, **kwargs)
+        return out.movedim(moved, 0) if moved else out
+    kwargs["shape"] = (x.shape[0], *kwargs["shape"])
+    return cls.apply(x.movedim(0, moved) if moved else x, **kwargs)
+
+
+def _advanced_dims_first(items: tuple) -> int:
+    """How many dims NumPy puts before the batch dim's slice: those of the advanced indices
+    when a slice, Ellipsis or None separates them (integers count as advanced among arrays)."""
+    arrays = [i for i, item in enumerate(items) if isinstance(item, xp.ndarray)]
+    if not arrays:
+        return 0
+    advanced = [
+        i for i, item in enumerate(items) if isinstance(item, (xp.ndarray, int, xp.integer))
+    ]
+    if advanced[-1] - advanced[0] == len(advanced) - 1:
+        return 0
+    shapes = [
+        (int(item.sum()),) if item.dtype == bool else item.shape
+        for item in items
+        if isinstance(item, xp.ndarray)
+    ]
+    return len(xp.broadcast_shapes(*shapes))
+
+
+def matmul_rule(cls, values, batched, kwargs):
+    """Batched matrices broadcast against unbatched ones (``(B, n, k) @ (k, m)``), once each
+    member has the largest member's rank."""
+    return cls.apply(*pad_to_rank(values, batched), **kwargs)
+
+
+def linear(cls, values, batched, kwargs):
+    """A batch of inputs through one layer stays one Linear; a batch of layers (a population)
+    is a batched product ``x @ w.mT``, plus the biases."""
+    x, w, b = (*values, None)[:3]
+    x_batched, w_batched, b_batched = (*batched, False)[:3]
+    if not (w_batched or b_batched):
+        return cls.apply(x, w, b)
+    vector = x.ndim - x_batched == 1  # one input vector: a row matrix, then a row again
+    rows = x.unsqueeze(-2) if vector else x
+    out = matmul_rule(matmul.MatMul, [rows, w.mT], [x_batched, w_batched], {})
+    out = out.squeeze(-2) if vector else out
+    return (
+        out
+        if b is None
+        else elementwise(binary.Add, [out, b], [x_batched or w_batched, b_batched], {})
+    )
+
+
+def mse_loss(cls, values, batched, kwargs):
+    """Composed per member: the fused loss reduces over everything, the batch dim included."""
+    diff = elementwise(binary.Sub, values, batched, {})
+    total = reduce.Sum.apply(diff * diff, dim=tuple(range(1, diff.ndim)))
+    members = diff[0].numel()
+    return total / max(members, 1) if kwargs.get("reduction", "mean") == "mean" else total
+
+
+def cross_entropy(cls, values, batched, kwargs):
+    """Composed per member: log-softmax over the classes, the target's entry picked by a
+    one-hot mask (the target may be batched too)."""
+    logits, target = values
+    logits_batched, target_batched = batched
+    log_probs = reduce.LogSoftmax.apply(logits, dim=(logits.ndim - 1,))
+    classes = Tensor._make(xp.arange(logits.shape[-1]))
+    one_hot = (target.unsqueeze(-1) == classes).to(log_probs.dtype)
+    if not logits_batched:
+        log_probs = at_front(log_probs, target.shape[0])
+    if not target_batched:
+        one_hot = at_front(one_hot, logits.shape[0])
+    picked = -(log_probs * one_hot).sum(-1)  # (B, N)
+    total = picked.sum(-1)
+    return total / max(picked.shape[-1], 1) if kwargs.get("reduction", "mean") == "mean" else total
+
+
+def cross_entropy_grad(cls, values, batched, kwargs):
+    """The loss's gradient is linear in the incoming gradient (a number per member): the
+    gradient for an incoming 1, times each member's. The logits must be unbatched: the
+    log-probabilities the forward kept are those of one set of logits."""
+    grad, logits = values
+    if batched[1]:
+        raise RuntimeError("vmap: CrossEntropyGrad with batched logits is not supported")
+    unit = cls.apply(Tensor._make(xp.ones((), grad.dtype)), logits, **kwargs)
+    return grad.reshape(grad.shape[0], 1, 1) * unit
+
+
+UNARY = [
+    unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
+    unary.Relu, unary.Sqrt, unary.Abs, unary.Step, special.Erf, special.Softplus, movement.Copy,
+]  # fmt: skip
+BINARY = [
+    binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
+    binary.Minimum, binary.Where, unary.TanhGrad, loss.MSELossGrad,
+]  # fmt: skip
+
+# The table: one row per primitive of ops/.
+RULES: dict[type, Callable] = {
+    **{op: elementwise for op in UNARY + BINARY},
+    reduce.Sum: reduction,
+    reduce.Amax: reduction,
+    reduce.Amin: reduction,
+    reduce.Prod: reduction,
+    reduce.LogSoftmax: reduction,
+    reduce.SumToSize: sum_to_size,
+    movement.Reshape: shape_prefixed,
+    movement.Expand: shape_prefixed,
+    movement.Permute: permute,
+    movement.Flip: dims_shifted,
+    movement.GetItem: index,
+    movement.IndexAdd: index,
+    movement.Pad: pad,
+    movement.Cat: concatenate,
+    matmul.MatMul: matmul_rule,
+    matmul.Linear: linear,
+    loss.MSELoss: mse_loss,
+    loss.CrossEntropy: cross_entropy,
+    loss.CrossEntropyGrad: cross_entropy_grad,
+}

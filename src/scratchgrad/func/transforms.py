@@ -1,0 +1,338 @@
+"""``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` and ``hessian``: derivatives as functions,
+after ``torch.func``, built on ``autograd.grad``.
+
+Each call differentiates with respect to fresh copies of its inputs, so transforms nest: an
+input that already takes part in a graph (an outer ``grad``) is passed on through an identity
+op and the derivatives are built with ``create_graph``, so the outer transform differentiates
+them in turn. Inside ``vmap`` the graph is that of the whole batch, so each input is first made
+batched at every running vmap level (an unbatched one is repeated, a broadcast view): each
+member then gets its own gradient, as in per-sample gradients ``vmap(grad(loss))``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad import backend
+from scratchgrad.autograd.engine import grad as autograd_grad
+from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.backend import xp
+from scratchgrad.func import batching
+from scratchgrad.func.batching import BatchedTensor, at_front, wrap
+from scratchgrad.func.pytree import tree_flatten, tree_unflatten
+from scratchgrad.ops.movement import Reshape
+from scratchgrad.tensor import Tensor, stack
+
+
+def grad(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a scalar function with respect to its argument(s) ``argnums``, as a
+    function of the same arguments, as ``torch.func.grad``. An argument may be a tensor or a
+    tuple, list or dict of tensors (the gradient has its structure). With ``has_aux``,
+    ``func`` returns ``(output, aux)`` and the gradient comes with ``aux``.
+
+    >>> import scratchgrad as sg
+    >>> grad(lambda x: (x**3).sum())(sg.tensor([1.0, 2.0]))
+    tensor([ 3., 12.])
+    >>> grad(grad(lambda x: x**3))(sg.tensor(2.0))  # 6x
+    tensor(12.)
+    """
+
+    @functools.wraps(func)
+    def gradient(*args: Any, **kwargs: Any) -> Any:
+        grads, (_, *aux) = _grad_and_value(func, argnums, has_aux, args, kwargs, "grad")
+        return (grads, aux[0]) if has_aux else grads
+
+    return gradient
+
+
+def grad_and_value(
+    func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+) -> Callable:
+    """As ``grad``, but returns ``(gradient, value)`` (``(gradient, (value, aux))`` with
+    ``has_aux``), as ``torch.func.grad_and_value``: the value costs nothing extra.
+
+    >>> import scratchgrad as sg
+    >>> grad_and_value(lambda x: (x * x).sum())(sg.tensor([3.0]))
+    (tensor([6.]), tensor(9.))
+    """
+
+    @functools.wraps(func)
+    def gradient_and_value(*args: Any, **kwargs: Any) -> Any:
+        grads, (value, *aux) = _grad_and_value(
+            func, argnums, has_aux, args, kwargs, "grad_and_value"
+        )
+        return (grads, (value, aux[0])) if has_aux else (grads, value)
+
+    return gradient_and_value
+
+
+def _grad_and_value(func, argnums, has_aux, args, kwargs, name) -> tuple:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums or any(not -len(args) <= n < len(args) for n in nums):
+        raise RuntimeError(
+            f"{name}: argnums {argnums!r} out of range for a call with {len(args)} positional "
+            "arguments"
+        )
+    args, inputs = list(args), []
+    for n in nums:
+        args[n], entries = _fresh(args[n], name)
+        inputs.append(entries)
+    with enable_grad():
+        result = func(*args, **kwargs)
+    out, aux = _split_aux(result, has_aux, name)
+    if not isinstance(out, Tensor) or out.numel() != 1:
+        shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        raise RuntimeError(
+            f"{name}(f)(*args): expected f(*args) to return a tensor with one element, got "
+            f"{shape}; use vjp or jacrev for other outputs"
+        )
+    physical, levels = _peel(out)
+    leaves = [leaf for entries in inputs for leaf in entries.leaves]
+    nested = any(entries.nested for entries in inputs)
+    found = _gradients(physical, leaves, None, nested)
+    grads, start = [], 0
+    for entries in inputs:
+        count = len(entries.leaves)
+        grads.append(entries.rebuild(found[start : start + count]))
+        start += count
+    value = out if nested else _rewrap(physical.detach(), levels)
+    return (grads[0] if isinstance(argnums, int) else tuple(grads)), (value, *aux)
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(func(*primals), vjp_fn)``, where ``vjp_fn(cotangents)`` gives the vector-Jacobian
+    products, one per primal (a tuple), as ``torch.func.vjp``. ``vjp_fn`` can be called many
+    times (and vmapped over cotangents).
+
+    >>> import scratchgrad as sg
+    >>> out, vjp_fn = vjp(lambda x: x**2, sg.tensor([1.0, 2.0]))
+    >>> vjp_fn(sg.ones(2))
+    (tensor([2., 4.]),)
+    """
+    args, inputs = [], []
+    for primal in primals:
+        arg, entries = _fresh(primal, "vjp")
+        args.append(arg)
+        inputs.append(entries)
+    with enable_grad():
+        result = func(*args)
+    out, aux = _split_aux(result, has_aux, "vjp")
+    out_leaves, out_spec = tree_flatten(out)
+    nested = any(entries.nested for entries in inputs)
+    leaves = [leaf for entries in inputs for leaf in entries.leaves]
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        given, spec = tree_flatten(cotangents)
+        if spec != out_spec or any(
+            tuple(c.shape) != tuple(o.shape) for c, o in zip(given, out_leaves)
+        ):
+            raise RuntimeError(
+                "vjp: the cotangents must have the structure and shapes of the output, "
+                f"{[tuple(o.shape) for o in out_leaves]}; got {[tuple(c.shape) for c in given]}"
+            )
+        physical, cotangent = zip(*(_as_cotangent(o, c) for o, c in zip(out_leaves, given)))
+        found = _gradients(list(physical), leaves, list(cotangent), nested)
+        grads, start = [], 0
+        for entries in inputs:
+            count = len(entries.leaves)
+            grads.append(entries.rebuild(found[start : start + count]))
+            start += count
+        return tuple(grads)
+
+    shown = out if nested else tree_unflatten([o.detach() for o in out_leaves], out_spec)
+    return (shown, vjp_fn, *aux)
+
+
+def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by reverse mode, one
+    vector-Jacobian product per output entry: shape ``output.shape + input.shape``, as
+    ``torch.func.jacrev``. Jacobians nest (``hessian``) and vmap.
+
+    >>> import scratchgrad as sg
+    >>> jacrev(lambda x: x**2)(sg.tensor([1.0, 3.0]))
+    tensor([[2., 0.],
+            [0., 6.]])
+    """
+
+    @functools.wraps(func)
+    def jacobian(*args: Any, **kwargs: Any) -> Any:
+        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        chosen = [args[n] for n in nums]
+
+        def of_chosen(*xs: Any) -> Any:
+            full = list(args)
+            for n, x in zip(nums, xs):
+                full[n] = x
+            return func(*full, **kwargs)
+
+        out, vjp_fn, *aux = vjp(of_chosen, *chosen, has_aux=has_aux)
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"jacrev: expected func to return a tensor, got {type(out)}")
+        rows = []
+        for r in range(out.numel()):
+            basis = xp.zeros(out.numel(), out.dtype)
+            basis[r] = 1
+            rows.append(vjp_fn(Tensor._make(basis.reshape(out.shape))))
+        jac = tuple(
+            tree_unflatten(
+                [
+                    _stacked([tree_flatten(row[i])[0][j] for row in rows], out.shape, x)
+                    for j, x in enumerate(tree_flatten(chosen[i])[0])
+                ],
+                tree_flatten(chosen[i])[1],
+            )
+            for i in range(len(nums))
+        )
+        jac = jac[0] if isinstance(argnums, int) else jac
+        return (jac, aux[0]) if has_aux else jac
+
+    return jacobian
+
+
+def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
+    if not rows:
+        return Tensor._make(xp.zeros((*out_shape, *x.shape), x.dtype))
+    return stack(rows).reshape(*out_shape, *x.shape)
+
+
+def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
+    """The Hessian of a scalar ``func``: the Jacobian of its gradient, shape
+    ``input.shape + input.shape``, as ``torch.func.hessian`` (here reverse over reverse).
+
+    >>> import scratchgrad as sg
+    >>> hessian(lambda x: (x**3).sum())(sg.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+# ---- inputs and outputs --------------------------------------------------------------------
+
+
+class _Inputs:
+    """One differentiated argument: its leaves (batch-wide, requiring grad) and how to turn
+    their gradients back into the argument's structure."""
+
+    def __init__(self, spec: Any, leaves: list, levels: list, nested: bool) -> None:
+        self.spec, self.leaves, self.levels, self.nested = spec, leaves, levels, nested
+
+    def rebuild(self, grads: list) -> Any:
+        return tree_unflatten(
+            [_rewrap(g, levels) for g, levels in zip(grads, self.levels)], self.spec
+        )
+
+
+def _fresh(arg: Any, name: str) -> tuple[Any, _Inputs]:
+    """``arg`` with each tensor replaced by a fresh one to differentiate with respect to."""
+    tensors, spec = tree_flatten(arg)
+    fresh, leaves, levels, nested = [], [], [], False
+    for t in tensors:
+        if not isinstance(t, Tensor) or not backend.is_floating(t.dtype):
+            raise RuntimeError(
+                f"{name}: can only differentiate with respect to floating point tensors, got "
+                f"{t.dtype if isinstance(t, Tensor) else type(t).__name__}"
+            )
+        for level, size, _ in batching._active:
+            if not _batched_at(t, level):
+                t = _insert(t, level, size)
+        physical, t_levels = _peel(t)
+        if physical.requires_grad:  # part of an outer graph: stay connected to it
+            leaf, nested = Reshape.apply(physical, shape=physical.shape), True
+        else:
+            leaf = physical.detach().requires_grad_()
+        fresh.append(_rewrap(leaf, t_levels))
+        leaves.append(leaf)
+        levels.append(t_levels)
+    return tree_unflatten(fresh, spec), _Inputs(spec, leaves, levels, nested)
+
+
+def _split_aux(result: Any, has_aux: bool, name: str) -> tuple[Any, tuple]:
+    if not has_aux:
+        return result, ()
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(
+            f"{name}(f, has_aux=True): f must return a pair (output, aux), got "
+            f"{type(result).__name__}"
+        )
+    return result[0], (result[1],)
+
+
+def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> list:
+    """d outputs / d leaves (zeros for a leaf the outputs do not depend on)."""
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    if cotangents is None:
+        cotangents = [Tensor._make(xp.ones(o.shape, o.dtype)) for o in outputs]
+    pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
+    found = [None] * len(leaves)
+    if pairs:
+        found = autograd_grad(
+            [o for o, _ in pairs],
+            leaves,
+            [c for _, c in pairs],
+            retain_graph=True,
+            create_graph=nested,
+            allow_unused=True,
+        )
+    return [
+        g if g is not None else Tensor._make(xp.zeros(leaf.shape, leaf.dtype))
+        for g, leaf in zip(found, leaves)
+    ]
+
+
+def _as_cotangent(out: Tensor, cotangent: Tensor) -> tuple[Tensor, Tensor]:
+    """An output's batch-wide tensor and the cotangent for it. A cotangent batched by a newer
+    vmap than the output's (vmapping vjp_fn) stays batched: the backward pass runs batched."""
+    physical, levels = _peel(out)
+    if not levels:
+        return physical, cotangent
+    for level in reversed(levels):
+        if not _batched_at(cotangent, level):
+            cotangent = _insert(cotangent, level, _size_of(out, level))
+    value, cot_levels = _peel(cotangent)
+    if cot_levels != levels:
+        raise RuntimeError(
+            "vjp: vmapping vjp_fn over cotangents is supported only for a vjp taken outside vmap"
+        )
+    return physical, value
+
+
+# ---- batch levels --------------------------------------------------------------------------
+
+
+def _peel(t: Tensor) -> tuple[Tensor, list[int]]:
+    """The batch-wide tensor under all vmap levels, and the levels, newest first."""
+    levels = []
+    while type(t) is BatchedTensor:
+        levels.append(t.level)
+        t = t.value
+    return t, levels
+
+
+def _rewrap(t: Tensor, levels: list[int]) -> Tensor:
+    for level in reversed(levels):
+        t = wrap(t, level)
+    return t
+
+
+def _batched_at(t: Tensor, level: int) -> bool:
+    while type(t) is BatchedTensor:
+        if t.level == level:
+            return True
+        t = t.value
+    return False
+
+
+def _insert(t: Tensor, level: int, size: int) -> Tensor:
+    """``t`` batched at ``level`` too, each member the same (newer levels stay outermost)."""
+    if type(t) is BatchedTensor and t.level > level:
+        return wrap(_insert(t.value, level, size), t.level)
+    return wrap(at_front(t, size), level)
+
+
+def _size_of(t: Tensor, level: int) -> int:
+    while t.level != level:
+        t = t.value
+    return t.value.shape[0]

@@ -1,0 +1,385 @@
+"""scratchgrad.func against torch.func: functional_call and stack_module_state, grad,
+grad_and_value, vjp, jacrev and hessian, their compositions with vmap (per-sample gradients,
+populations of networks), vmap's in_dims/out_dims/chunk_size/randomness, and the errors."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.func import (
+    functional_call,
+    grad,
+    grad_and_value,
+    hessian,
+    jacrev,
+    stack_module_state,
+    vjp,
+    vmap,
+)
+
+
+def _mlp(m, sizes=(3, 4, 2)):
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [m.nn.Linear(a, b), m.nn.Tanh()]
+    return m.nn.Sequential(*layers[:-1]).double()
+
+
+def _twins(seed=0):
+    """The same MLP in both libraries, and its parameters as float64 arrays by name."""
+    ours, theirs = _mlp(sg), _mlp(torch)
+    rng = np.random.default_rng(seed)
+    arrays = {name: rng.standard_normal(p.shape) for name, p in theirs.named_parameters()}
+    with torch.no_grad():
+        for name, p in theirs.named_parameters():
+            p.copy_(torch.tensor(arrays[name]))
+    ours.load_state_dict({name: sg.tensor(a) for name, a in arrays.items()})
+    return ours, theirs, arrays
+
+
+def _ours(arrays, **kw):
+    return {k: sg.tensor(v, **kw) for k, v in arrays.items()}
+
+
+def _theirs(arrays, **kw):
+    return {k: torch.tensor(v, **kw) for k, v in arrays.items()}
+
+
+# ---- functional_call and stack_module_state ------------------------------------------------
+
+
+def test_functional_call_uses_the_given_state_and_restores_the_module():
+    ours, theirs, arrays = _twins()
+    other = {k: v + 1 for k, v in arrays.items()}
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    before = [p for p in ours.parameters()]
+    out = functional_call(ours, _ours(other), (sg.tensor(x),))
+    expected = torch.func.functional_call(theirs, _theirs(other), (torch.tensor(x),))
+    assert_close(out, expected, "float64", "functional_call")
+    assert [p for p in ours.parameters()] == before
+    assert all(isinstance(p, nn.Parameter) for p in ours.parameters())
+    assert_close(ours(sg.tensor(x)), theirs(torch.tensor(x)), "float64", "module restored")
+
+
+def test_functional_call_with_some_entries_several_dicts_and_kwargs():
+    ours, theirs, arrays = _twins()
+    x = torch.tensor(np.random.default_rng(1).standard_normal((2, 3)))
+    half = {"0.weight": arrays["0.weight"] * 2}
+    rest = {"2.bias": arrays["2.bias"] - 1}
+    out = functional_call(
+        ours, (_ours(half), _ours(rest)), args=(), kwargs={"input": sg.tensor(x.numpy())}
+    )
+    expected = torch.func.functional_call(theirs, (_theirs(half), _theirs(rest)), (x,))
+    assert_close(out, expected, "float64", "partial state")
+
+
+def test_functional_call_strict_and_repeated_names():
+    model = nn.Linear(2, 1)
+    with pytest.raises(RuntimeError, match=r"missing key\(s\) \['bias'\]"):
+        functional_call(model, {"weight": sg.ones(1, 2)}, (sg.ones(2),), strict=True)
+    with pytest.raises(ValueError, match="more than one dict"):
+        functional_call(model, ({"bias": sg.ones(1)}, {"bias": sg.zeros(1)}), (sg.ones(2),))
+    assert (
+        functional_call(model, {"weight": sg.ones(1, 2), "bias": sg.ones(1)}, sg.ones(2)).item()
+        == 3
+    )
+
+
+def test_functional_call_replaces_buffers_and_tied_weights():
+    norm = nn.BatchNorm1d(2).eval()
+    out = functional_call(norm, {"running_mean": sg.tensor([1.0, 2.0])}, (sg.tensor([[1.0, 2.0]]),))
+    assert out.tolist() == [[0.0, 0.0]]
+    assert norm.running_mean.tolist() == [0.0, 0.0]
+
+    model = nn.Sequential(nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False))
+    model[1].weight = model[0].weight  # tied: one parameter under two names
+    eye = sg.eye(2)
+    assert functional_call(model, {"0.weight": eye * 2}, (sg.ones(2),)).tolist() == [4.0, 4.0]
+    untied = functional_call(model, {"0.weight": eye * 2}, (sg.ones(2),), tie_weights=False)
+    assert untied.tolist() == (model[1].weight.detach() @ sg.tensor([2.0, 2.0])).tolist()
+
+
+def test_stack_module_state():
+    models = [_mlp(sg) for _ in range(4)]
+    params, buffers = stack_module_state(models)
+    assert buffers == {}
+    for name, p in models[0].named_parameters():
+        stacked = params[name]
+        assert stacked.shape == (4, *p.shape) and stacked.is_leaf and stacked.requires_grad
+        for i, model in enumerate(models):
+            np.testing.assert_array_equal(
+                stacked[i].detach().numpy(), dict(model.named_parameters())[name].detach().numpy()
+            )
+    with pytest.raises(RuntimeError, match="model 1 has no entry '0.weight' of shape"):
+        stack_module_state([_mlp(sg), _mlp(sg, (2, 4, 2))])
+    with pytest.raises(RuntimeError, match="expected the same class and mode"):
+        stack_module_state([nn.Linear(2, 2), nn.Linear(2, 2).eval()])
+
+
+def test_a_population_in_one_call_equals_each_model_and_torch():
+    """vmap(functional_call) over stacked parameters: one batched pass, same outputs and
+    gradients as each model on its own, and as torch.func."""
+    models = [_twins(seed) for seed in range(5)]
+    ours_params, _ = stack_module_state([m[0] for m in models])
+    theirs_params, _ = torch.func.stack_module_state([m[1] for m in models])
+    x = np.random.default_rng(9).standard_normal((7, 3))
+
+    def ours_loss(params, x):
+        return functional_call(models[0][0], params, (x,)).square().mean()
+
+    def theirs_loss(params, x):
+        return torch.func.functional_call(models[0][1], params, (x,)).square().mean()
+
+    losses = vmap(ours_loss, in_dims=(0, None))(ours_params, sg.tensor(x))
+    expected = torch.func.vmap(theirs_loss, in_dims=(0, None))(theirs_params, torch.tensor(x))
+    assert_close(losses, expected, "float64", "population losses")
+    for i, (model, _, _) in enumerate(models):
+        assert_close(losses[i].detach(), model(sg.tensor(x)).square().mean().detach(), "float64")
+    losses.sum().backward()
+    expected.sum().backward()
+    for name in ours_params:
+        assert_close(ours_params[name].grad, theirs_params[name].grad, "float64", name)
+
+
+# ---- grad, grad_and_value, vjp, jacrev, hessian ---------------------------------------------
+
+
+def _loss(m, params, x, y, model):
+    out = (
+        m.func.functional_call(model, params, (x,))
+        if m is torch
+        else functional_call(model, params, (x,))
+    )
+    return m.nn.functional.mse_loss(out, y)
+
+
+def test_grad_of_a_dict_of_parameters_with_argnums_and_aux():
+    ours, theirs, arrays = _twins()
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+
+    def f(m, model):
+        return lambda p, x, y: (_loss(m, p, x, y, model), x.sum())
+
+    g, aux = grad(f(sg, ours), has_aux=True)(_ours(arrays), sg.tensor(x), sg.tensor(y))
+    tg, taux = torch.func.grad(f(torch, theirs), has_aux=True)(
+        _theirs(arrays), torch.tensor(x), torch.tensor(y)
+    )
+    assert g.keys() == tg.keys()
+    for name in g:
+        assert_close(g[name], tg[name], "float64", name)
+    assert_close(aux, taux, "float64", "aux")
+
+    (gp, gx), value = grad_and_value(lambda p, x, y: _loss(sg, p, x, y, ours), argnums=(0, 1))(
+        _ours(arrays), sg.tensor(x), sg.tensor(y)
+    )
+    (tgp, tgx), tvalue = torch.func.grad_and_value(
+        lambda p, x, y: _loss(torch, p, x, y, theirs), argnums=(0, 1)
+    )(_theirs(arrays), torch.tensor(x), torch.tensor(y))
+    assert_close(gx, tgx, "float64", "grad of x")
+    assert_close(value, tvalue, "float64", "value")
+    assert not value.requires_grad and not gx.requires_grad
+
+
+def test_grad_leaves_grad_alone_and_stays_differentiable_for_an_outer_graph():
+    """As torch.func.grad: an input in a graph gets a gradient that is part of that graph."""
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    g = grad(lambda x: (x**3).sum())(x)
+    assert g.tolist() == [3.0, 12.0] and x.grad is None and g.requires_grad
+    g.sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]
+    assert not grad(lambda x: (x**3).sum())(x.detach()).requires_grad
+
+
+def test_grad_errors():
+    with pytest.raises(RuntimeError, match="expected f.* to return a tensor with one element"):
+        grad(lambda x: x * 2)(sg.ones(3))
+    with pytest.raises(RuntimeError, match="floating point tensors"):
+        grad(lambda x: x.sum())(sg.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="argnums 2 out of range"):
+        grad(lambda x: x.sum(), argnums=2)(sg.ones(3))
+    with pytest.raises(RuntimeError, match="must return a pair"):
+        grad(lambda x: x.sum(), has_aux=True)(sg.ones(3))
+
+
+def test_grad_of_an_unused_input_is_zero():
+    assert grad(lambda x, y: (y * 2).sum())(sg.ones(2), sg.ones(2)).tolist() == [0.0, 0.0]
+
+
+def test_vjp_and_jacrev_and_hessian_match_torch():
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((3,)), rng.standard_normal((2, 3))
+
+    def f(x, w):
+        return (w @ x.sin()).tanh() * x[:2]
+
+    out, vjp_fn = vjp(f, sg.tensor(a), sg.tensor(b))
+    tout, tvjp_fn = torch.func.vjp(f, torch.tensor(a), torch.tensor(b))
+    cot = rng.standard_normal(2)
+    for ours, theirs in zip(vjp_fn(sg.tensor(cot)), tvjp_fn(torch.tensor(cot))):
+        assert_close(ours, theirs, "float64", "vjp")
+    assert_close(out, tout, "float64", "vjp output")
+
+    jac = jacrev(f, argnums=(0, 1))(sg.tensor(a), sg.tensor(b))
+    tjac = torch.func.jacrev(f, argnums=(0, 1))(torch.tensor(a), torch.tensor(b))
+    for ours, theirs in zip(jac, tjac):
+        assert_close(ours, theirs, "float64", "jacrev")
+
+    def scalar(x, w):
+        return (w @ x.exp()).sin().sum() * x.square().sum()
+
+    assert_close(
+        hessian(scalar)(sg.tensor(a), sg.tensor(b)),
+        torch.func.hessian(scalar)(torch.tensor(a), torch.tensor(b)),
+        "float64",
+        "hessian",
+    )
+    hw = hessian(scalar, argnums=1)(sg.tensor(a), sg.tensor(b))
+    assert_close(
+        hw,
+        torch.func.hessian(scalar, argnums=1)(torch.tensor(a), torch.tensor(b)),
+        "float64",
+        "hessian w",
+    )
+
+
+def test_nested_grads_give_higher_derivatives():
+    f = lambda x: (x.sin() * x**2).sum()  # noqa: E731
+    x = np.array([0.3, -1.2, 2.0])
+    ours = grad(lambda x: grad(f)(x).sum())(sg.tensor(x))
+    theirs = torch.func.grad(lambda x: torch.func.grad(f)(x).sum())(torch.tensor(x))
+    assert_close(ours, theirs, "float64", "grad of grad")
+    third = grad(grad(grad(lambda x: x**4)))(sg.tensor(1.5))
+    assert third.item() == pytest.approx(24 * 1.5)
+
+
+# ---- compositions with vmap ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss", ["mse", "cross_entropy"])
+def test_per_sample_gradients_equal_torch(loss):
+    """The torch.func tutorial's per-sample gradients: vmap(grad(loss), in_dims=(None, 0, 0))."""
+    ours, theirs, arrays = _twins()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 3))
+    y = rng.standard_normal((8, 2)) if loss == "mse" else rng.integers(0, 2, 8)
+
+    def per_sample(m, model):
+        F = m.nn.functional
+        call = m.func.functional_call if m is torch else functional_call
+
+        def f(p, xi, yi):
+            out = call(model, p, (xi.unsqueeze(0),))
+            return (
+                F.mse_loss(out, yi.unsqueeze(0))
+                if loss == "mse"
+                else F.cross_entropy(out, yi.unsqueeze(0))
+            )
+
+        return f
+
+    g = vmap(grad(per_sample(sg, ours)), in_dims=(None, 0, 0))(
+        _ours(arrays), sg.tensor(x), sg.tensor(y)
+    )
+    tg = torch.func.vmap(torch.func.grad(per_sample(torch, theirs)), in_dims=(None, 0, 0))(
+        _theirs(arrays), torch.tensor(x), torch.tensor(y)
+    )
+    for name in g:
+        assert g[name].shape == (8, *arrays[name].shape)
+        assert_close(g[name], tg[name], "float64", f"per-sample gradient of {name}")
+
+
+def test_grad_of_a_vmapped_function_and_vmap_of_jacrev_and_hessian():
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+
+    def f(xi, w):
+        return (w @ xi).tanh()
+
+    ours = grad(lambda w: vmap(f, in_dims=(0, None))(sg.tensor(x), w).sum())(sg.tensor(w))
+    theirs = torch.func.grad(
+        lambda w: torch.func.vmap(f, in_dims=(0, None))(torch.tensor(x), w).sum()
+    )(torch.tensor(w))
+    assert_close(ours, theirs, "float64", "grad(vmap)")
+
+    jac = vmap(jacrev(f), in_dims=(0, None))(sg.tensor(x), sg.tensor(w))
+    tjac = torch.func.vmap(torch.func.jacrev(f), in_dims=(0, None))(
+        torch.tensor(x), torch.tensor(w)
+    )
+    assert_close(jac, tjac, "float64", "vmap(jacrev)")
+
+    hess = vmap(hessian(lambda xi: f(xi, sg.tensor(w)).sum()))(sg.tensor(x))
+    thess = torch.func.vmap(torch.func.hessian(lambda xi: f(xi, torch.tensor(w)).sum()))(
+        torch.tensor(x)
+    )
+    assert_close(hess, thess, "float64", "vmap(hessian)")
+
+
+def test_vmap_in_dims_out_dims_trees_and_chunks():
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 3, 2))
+
+    def f(pair, scale):
+        return {"sum": pair[0] @ pair[1] * scale, "first": pair[0][:2]}
+
+    args = ((sg.tensor(a), sg.tensor(b)), 2.0)
+    targs = ((torch.tensor(a), torch.tensor(b)), 2.0)
+    in_dims = ((1, 0), None)
+    for chunk_size in (None, 2):
+        ours = vmap(f, in_dims=in_dims, out_dims=1, chunk_size=chunk_size)(*args)
+        theirs = torch.func.vmap(f, in_dims=in_dims, out_dims=1, chunk_size=chunk_size)(*targs)
+        for key in ("sum", "first"):
+            assert_close(ours[key], theirs[key], "float64", f"{key}, chunk_size={chunk_size}")
+    ours = vmap(lambda x: (x, sg.ones(2)), out_dims=(0, 1))(sg.tensor(a))
+    assert ours[1].shape == (2, 3) and ours[0].shape == (3, 5)
+
+
+def test_vmap_errors():
+    with pytest.raises(ValueError, match="different sizes along their in_dims: \\[2, 3\\]"):
+        vmap(lambda x, y: x + y)(sg.ones(2), sg.ones(3))
+    with pytest.raises(ValueError, match="at least one input must be batched"):
+        vmap(lambda x: x, in_dims=None)(sg.ones(2))
+    with pytest.raises(
+        ValueError, match="in_dim 2 is out of range for input 0 of shape \\(2, 3\\)"
+    ):
+        vmap(lambda x: x, in_dims=2)(sg.ones(2, 3))
+    with pytest.raises(ValueError, match="one entry per argument"):
+        vmap(lambda x, y: x, in_dims=(0,))(sg.ones(2), sg.ones(2))
+    with pytest.raises(ValueError, match="must return tensors"):
+        vmap(lambda x: 3)(sg.ones(2))
+    with pytest.raises(ValueError, match="randomness must be"):
+        vmap(lambda x: x, randomness="maybe")
+    with pytest.raises(RuntimeError, match="backward\\(\\) on a batched tensor"):
+        vmap(lambda x: x.sum().backward())(sg.ones(2, requires_grad=True))
+
+
+def test_vmap_randomness():
+    x = sg.zeros(4, 3)
+    with pytest.raises(RuntimeError, match="randomness='error'"):
+        vmap(lambda x: x + sg.randn(3))(x)
+    same = vmap(lambda x: x + sg.rand(3), randomness="same")(x)
+    assert (same == same[0]).all() and same.shape == (4, 3)
+    different = vmap(lambda x: x + sg.randn_like(x), randomness="different")(x)
+    assert different.shape == (4, 3) and len({tuple(row) for row in different.tolist()}) == 4
+    dropped = vmap(lambda x: nn.functional.dropout(x + 1, 0.5), randomness="different")(
+        sg.zeros(200, 50)
+    )
+    assert len({tuple(row) for row in dropped.tolist()}) == 200
+    nested = vmap(
+        vmap(lambda x: x + sg.randint(0, 1000, (1,)), randomness="same"), randomness="different"
+    )(sg.zeros(3, 4))
+    drawn = nested[..., 0]
+    assert all(len(set(row)) == 1 for row in drawn.tolist()) and len(set(drawn[:, 0].tolist())) > 1
+
+
+def test_doc_examples_run():
+    import doctest
+
+    from scratchgrad import func
+    from scratchgrad.func import batching, module_state, pytree, transforms
+
+    for module in (func, batching, module_state, pytree, transforms):
+        assert doctest.testmod(module).failed == 0, module.__name__

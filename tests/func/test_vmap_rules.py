@@ -1,0 +1,155 @@
+"""Every row of the op table through ``func.vmap``: the batched result equals
+``torch.func.vmap`` on the same function and a Python loop over the members, with the batch in
+each input position and nested; gradients through vmap and per-member gradients
+(``vmap(grad(f))``) equal PyTorch's. Plus the rule table itself: every primitive has a rule or a
+clear error naming it."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+from op_table import OPS
+from oracle import assert_close
+
+import scratchgrad as sg
+from scratchgrad import ops
+from scratchgrad.autograd.function import Function
+from scratchgrad.func import grad, vjp, vmap
+from scratchgrad.func.rules import RULES
+
+BATCH = 3
+VMAPPED = [op for op in OPS if op.vmap]
+
+
+def _arity(op):
+    return op.call.__code__.co_argcount - 1
+
+
+def _inputs(op, batched_shape):
+    """One array per input: batched ones get a leading dim of BATCH, the others none."""
+    rng = np.random.default_rng(0)
+    n = _arity(op)
+    domains = op.domain if isinstance(op.domain, tuple) else (op.domain,) * n
+    return [
+        domain(rng, (BATCH, *shape) if batched else shape)
+        for domain, shape, batched in zip(domains, op.check_shapes[:n], batched_shape)
+    ]
+
+
+def _in_dims_cases(op):
+    """All batched, and for two inputs each one alone."""
+    n = _arity(op)
+    return [(0,) * n] + ([(0, None), (None, 0)] if n == 2 else [])
+
+
+def _loop(op, arrays, in_dims):
+    outs = []
+    for i in range(BATCH):
+        xs = [sg.tensor(a if d is None else a[i]) for a, d in zip(arrays, in_dims)]
+        outs.append(op.call(sg, *xs))
+    return sg.stack(outs)
+
+
+@pytest.mark.parametrize("op", VMAPPED, ids=lambda op: op.name)
+def test_vmap_matches_torch_and_a_loop(op):
+    for in_dims in _in_dims_cases(op):
+        arrays = _inputs(op, [d is not None for d in in_dims])
+        ours = vmap(lambda *xs: op.call(sg, *xs), in_dims=in_dims)(*map(sg.tensor, arrays))
+        theirs = torch.func.vmap(lambda *xs: op.call(torch, *xs), in_dims=in_dims)(
+            *map(torch.tensor, arrays)
+        )
+        assert_close(ours, theirs, "float64", f"{op.name} in_dims={in_dims} vs torch.func.vmap")
+        assert_close(ours, _loop(op, arrays, in_dims), "float64", f"{op.name} vs a loop")
+
+
+@pytest.mark.parametrize("op", VMAPPED, ids=lambda op: op.name)
+def test_nested_vmap_over_a_moved_batch_dim(op):
+    """vmap(vmap(f)) over inputs (2, *shape, BATCH): the inner batch dim is the last one."""
+    rng = np.random.default_rng(1)
+    n = _arity(op)
+    domains = op.domain if isinstance(op.domain, tuple) else (op.domain,) * n
+    arrays = [d(rng, (2, *s, BATCH)) for d, s in zip(domains, op.check_shapes[:n])]
+    in_dims = tuple(len(s) for s in op.check_shapes[:n])  # BATCH's dim once 2 is peeled off
+    ours = vmap(vmap(lambda *xs: op.call(sg, *xs), in_dims=in_dims))(*map(sg.tensor, arrays))
+    theirs = torch.func.vmap(torch.func.vmap(lambda *xs: op.call(torch, *xs), in_dims=in_dims))(
+        *map(torch.tensor, arrays)
+    )
+    assert_close(ours, theirs, "float64", f"{op.name} nested")
+
+
+@pytest.mark.parametrize("op", [op for op in VMAPPED if op.grad], ids=lambda op: op.name)
+def test_gradients_through_vmap_and_per_member_gradients(op):
+    arrays = _inputs(op, [True] * _arity(op))
+    rng = np.random.default_rng(2)
+    ours = [sg.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = vmap(lambda *xs: op.call(sg, *xs))(*ours)
+    expected = torch.func.vmap(lambda *xs: op.call(torch, *xs))(*theirs)
+    g = rng.standard_normal(tuple(expected.shape))
+    out.backward(sg.tensor(g))
+    expected.backward(torch.tensor(g))
+    for i, (x, t) in enumerate(zip(ours, theirs)):
+        assert_close(x.grad, t.grad, "float64", f"{op.name}: gradient {i} through vmap")
+
+    per_member = vmap(grad(lambda x, *rest: op.call(sg, x, *rest).sum()))(*map(sg.tensor, arrays))
+    expected = torch.func.vmap(torch.func.grad(lambda x, *rest: op.call(torch, x, *rest).sum()))(
+        *map(torch.tensor, arrays)
+    )
+    assert_close(per_member, expected, "float64", f"{op.name}: vmap(grad)")
+
+
+@pytest.mark.parametrize("op", [op for op in VMAPPED if op.grad], ids=lambda op: op.name)
+def test_vmapped_vjp_runs_the_backward_formulas_batched(op):
+    """vmap over vjp_fn's cotangents: the op's backward formula itself runs batched."""
+    arrays = _inputs(op, [False] * _arity(op))
+    out, vjp_fn = vjp(lambda *xs: op.call(sg, *xs), *map(sg.tensor, arrays))
+    t_out, t_vjp_fn = torch.func.vjp(lambda *xs: op.call(torch, *xs), *map(torch.tensor, arrays))
+    cotangents = np.random.default_rng(3).standard_normal((BATCH, *out.shape))
+    ours = vmap(vjp_fn)(sg.tensor(cotangents))
+    theirs = torch.func.vmap(t_vjp_fn)(torch.tensor(cotangents))
+    for i, (g, t) in enumerate(zip(ours, theirs)):
+        assert_close(g, t, "float64", f"{op.name}: vmap(vjp_fn) gradient {i}")
+
+
+def _primitives():
+    found = []
+    for module in (ops.unary, ops.binary, ops.reduce, ops.movement, ops.matmul, ops.loss,
+                   ops.special, ops.conv):  # fmt: skip
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(cls, Function)
+                and cls is not Function
+                and cls.__module__ == module.__name__
+            ):
+                found.append(cls)
+    return found
+
+
+WITHOUT_RULES = {"Unfold", "Fold", "MaxOver", "Spread"}  # convolution: not batched yet
+
+
+def test_every_primitive_has_a_rule_or_is_listed_without_one():
+    names = {cls.__name__ for cls in _primitives()}
+    assert names - WITHOUT_RULES == {cls.__name__ for cls in RULES}
+
+
+def test_a_primitive_without_a_rule_raises_an_error_naming_it():
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x**3
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise NotImplementedError
+
+    with pytest.raises(RuntimeError, match=r"vmap: Cube has no batching rule .*\(3,\)"):
+        vmap(Cube.apply)(sg.ones(2, 3))
+
+
+def test_reading_values_directly_raises_a_clear_error():
+    with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
+        vmap(lambda x: x.item())(sg.ones(3))
+    with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
+        vmap(lambda x: sg.tensor(x.numpy() * 2))(sg.ones(3))
