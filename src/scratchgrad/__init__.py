@@ -93,4 +93,19 @@ else:
     mm = bmm = Tensor.matmul
     tril, triu, topk, multinomial = Tensor.tril, Tensor.triu, Tensor.topk, Tensor.multinomial
 
+    def _calls_method(name: str):
+        """A module function that calls its argument's own method ``name``, so a subclass's
+        override applies: vmap's batched tensors override the methods that read values."""
+        method = getattr(Tensor, name)
+
+        def function(input, *args, **kwargs):
+            return getattr(input, name)(*args, **kwargs)
+
+        function.__name__, function.__doc__ = name, method.__doc__
+        return function
+
+    argmax, argmin, any, all, clamp, clip, gather, topk = map(
+        _calls_method, ("argmax", "argmin", "any", "all", "clamp", "clip", "gather", "topk")
+    )
+
 __version__ = "0.1.0"

@@ -24,7 +24,7 @@ from scratchgrad import creation
 from scratchgrad.autograd import function
 from scratchgrad.backend import xp
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.tensor import Tensor, cat
+from scratchgrad.tensor import Tensor, _dim, cat, values_indices
 
 # The running vmaps, outermost first: (level, batch size, randomness).
 _active: list[tuple[int, int, str]] = []
@@ -35,6 +35,7 @@ class _Logical:
     nothing else (there is no single array of one member's values)."""
 
     __slots__ = ("shape", "dtype")
+    base = None  # not a view of another array (the engine asks before keeping a gradient)
 
     def __init__(self, shape: tuple, dtype: Any) -> None:
         self.shape, self.dtype = shape, dtype
@@ -138,6 +139,12 @@ class BatchedTensor(Tensor):
                 out.reshape(value.shape[0], *(1,) * self.ndim) if keepdim else out, self.level
             )
         return wrap(getattr(value, name)(dim % max(self.ndim, 1) + 1, keepdim), self.level)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        if self.ndim == 0:  # its own top 1, without reading a value
+            return super().topk(k, dim, largest, sorted)
+        values, indices = self.value.topk(k, _dim(dim, self.ndim) + 1, largest, sorted)
+        return values_indices(wrap(values, self.level), wrap(indices, self.level))
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         level = level_of((self, index))
