@@ -121,7 +121,7 @@ class OtherProcesses:
 
 def available(framework: str, workload: Workload) -> str | None:
     """Why ``framework`` cannot run here, or None if it can."""
-    module = {"pytorch": "torch"}.get(framework, framework)
+    module = {"pytorch": "torch", "scratchgrad-loop": "scratchgrad"}.get(framework, framework)
     if importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
     if workload.id == "P2" and importlib.util.find_spec("gymnasium") is None:
@@ -290,7 +290,9 @@ def markdown(report: dict) -> str:
         unit = {"ms": "ms/step", "us": "us/call"}.get(w.unit, w.unit)
         low, high = sorted(in_unit(r[k], w) for k in ("min_s", "max_s"))
         spread = f"{in_unit(r['median_s'], w):.3g} [{low:.3g}-{high:.3g}] {unit}"
-        ratio = f"{r['ratio']:.2f}x {w.reference}" if "ratio" in r else "-"
+        ratio = "-"
+        if "ratio" in r:  # two digits that are not all zeros (P1-loop's ratio is ~0.007)
+            ratio = f"{r['ratio']:{'.2f' if r['ratio'] >= 0.1 else '.2g'}}x {w.reference}"
         target = met = "-"
         if "target" in r:
             target = f"<= {r['target']}x"
@@ -337,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--workloads",
-        default="S1,W1,W2,W3,W4,W5,O1,P2,P3,L",
+        default="S1,W1,W2,W3,W4,W5,O1,P1,P2,P3,L",
         help="comma-separated ids, e.g. W1,W2",
     )
     parser.add_argument("--rounds", type=int, help="rounds per framework (default 5, quick 2)")

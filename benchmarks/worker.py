@@ -36,7 +36,7 @@ def rss_mb() -> float:
 
 def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
     """Import the framework and return its ``make_step(problem)`` and ``train_digits``."""
-    if framework in ("numpy", "scratchgrad"):
+    if framework in ("numpy", "scratchgrad", "scratchgrad-loop"):
         # The same opt-in for the engine and its NumPy floor (PyTorch and JAX bring their own
         # allocators): freed temporaries are kept for the next step.
         from scratchgrad.backend import keep_freed_memory
@@ -46,10 +46,18 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
         import hand_numpy
 
         return hand_numpy.make_step, hand_numpy.train_digits
+    # XLA sizes its thread pool by the CPUs it may use; pin it to the threads others get.
+    if framework == "jax" and hasattr(os, "sched_setaffinity"):  # Linux
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:THREADS])
+    if workload_id.startswith("P1"):
+        import population
+
+        if framework == "pytorch":
+            import torch
+
+            torch.set_num_threads(THREADS)
+        return (lambda problem: population.make_step(framework, problem)), None
     if framework == "jax":
-        # XLA sizes its thread pool by the CPUs it may use; pin it to the threads others get.
-        if hasattr(os, "sched_setaffinity"):  # Linux
-            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:THREADS])
         import jax_jit
 
         return jax_jit.make_step, jax_jit.train_digits

@@ -90,6 +90,19 @@ WORKLOADS: dict[str, Workload] = {
             measured="ray",
         ),
         Workload(
+            "P1",
+            "population: 1,000 XOR 2-4-1 MLPs, forward + backward + SGD, vmap",
+            ("scratchgrad", "pytorch", "jax"),
+            target=1.0,
+        ),
+        Workload(
+            "P1-loop",
+            "P1 without vmap: a Python loop over the 1,000 models",
+            ("scratchgrad-loop", "scratchgrad"),
+            reference="scratchgrad-loop",
+            target=0.02,  # vmap at least 50x faster than the loop
+        ),
+        Workload(
             "L-gemm1024",
             "NumPy float32 GEMM 1024^3",
             ("numpy",),
@@ -267,6 +280,21 @@ def make_problem(workload_id: str) -> Problem:
         extra = {"popsize": 1024, "sigma": 0.1, "episode_seed": 0}
         return Problem(
             "evo", [], [balancing_policy(seed=20)], lr=0.01, sizes=(4, 32, 2), extra=extra
+        )
+    if workload_id.startswith("P1"):
+        x, y = make_problem("W1").batches[0]
+        population = 1000
+        params = [
+            np.stack(p)
+            for p in zip(*(mlp_params((2, 4, 1), seed=20 + i) for i in range(population)))
+        ]
+        return Problem(
+            "population",
+            [(x, y)],
+            params,
+            lr=0.05,
+            sizes=(2, 4, 1),
+            extra={"population": population},
         )
     if workload_id.startswith("L-"):
         n = {"L-gemm1024": 1024, "L-gemm256": 256, "L-add8": 8}[workload_id]

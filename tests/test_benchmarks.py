@@ -131,3 +131,18 @@ def test_p2_peers_agree_on_the_first_generations():
         fitness[framework] = [first, step()]
     assert fitness["scratchgrad"] == fitness["pytorch"]
     assert fitness["scratchgrad"][0] > 400  # the starting policy balances the pole
+
+
+def test_population_steps_agree_with_pytorch():
+    """P1: the vmapped population, the loop over 1,000 models and torch.func follow the same
+    losses (and JAX where installed)."""
+    pytest.importorskip("torch")
+    population = importlib.import_module("population")
+    problem = workloads.make_problem("P1")
+    expected = losses(functools.partial(population.make_step, "pytorch"), problem)
+    frameworks = ["scratchgrad", "scratchgrad-loop"]
+    if importlib.util.find_spec("jax") is not None:
+        frameworks.append("jax")
+    for name in frameworks:
+        found = losses(functools.partial(population.make_step, name), problem)
+        np.testing.assert_allclose(found, expected, rtol=RTOL, err_msg=name)

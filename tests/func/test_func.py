@@ -2,6 +2,9 @@
 grad_and_value, vjp, jacrev and hessian, their compositions with vmap (per-sample gradients,
 populations of networks), vmap's in_dims/out_dims/chunk_size/randomness, and the errors."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -383,3 +386,20 @@ def test_doc_examples_run():
 
     for module in (func, batching, module_state, pytree, transforms):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_the_xor_population_example_trains_many_networks_at_once():
+    """The example's training, checked one network at a time: each network, loaded into its
+    own nn.Sequential and run without vmap, solves XOR exactly when the example says so."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "xor_population.py"
+    spec = importlib.util.spec_from_file_location("xor_population", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    params, lrs, base = example.train(networks=60, steps=300)
+    claimed = example.solved(params, base)
+    for i in range(60):
+        model = example.network()
+        model.load_state_dict({name: p[i] for name, p in params.items()})
+        out = model(example.X)
+        assert bool(((out > 0) == (example.Y > 0)).all()) == bool(claimed[i])
+    assert 30 < int(claimed.sum()) <= 60  # most learn it in 300 steps; the slowest rates do not
