@@ -128,8 +128,7 @@ def _primitives():
     return found
 
 
-# convolution, and in-place changes through views: not batched yet
-WITHOUT_RULES = {"Unfold", "Fold", "MaxOver", "Spread", "CopySlices"}
+WITHOUT_RULES = {"Spread"}  # max pooling's gradient: not batched yet
 
 
 def test_every_primitive_has_a_rule_or_is_listed_without_one():
@@ -161,3 +160,57 @@ def test_reading_values_directly_raises_a_clear_error():
         vmap(lambda x: x.item())(sg.ones(3))
     with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
         vmap(lambda x: sg.tensor(x.numpy() * 2))(sg.ones(3))
+
+
+CONV_CASES = [
+    (
+        "conv2d",
+        lambda F, x, w: F.conv2d(x, w, w[:, 0, 0, 0], padding=1),
+        (2, 3, 5, 5),
+        (4, 3, 3, 3),
+    ),
+    (
+        "conv2d_strided_grouped",
+        lambda F, x, w: F.conv2d(x, w, stride=2, groups=3),
+        (2, 3, 6, 5),
+        (6, 1, 2, 2),
+    ),
+    ("conv1d", lambda F, x, w: F.conv1d(x, w, padding=2, dilation=2), (2, 2, 7), (3, 2, 3)),
+    ("max_pool2d_tiles", lambda F, x, w: F.max_pool2d(x * w.sum(), 2), (2, 3, 4, 6), (1,)),
+    ("max_pool2d_windows", lambda F, x, w: F.max_pool2d(x * w.sum(), 3, 2, 1), (2, 3, 5, 5), (1,)),
+    ("avg_pool2d", lambda F, x, w: F.avg_pool2d(x * w.sum(), 2, 1), (2, 3, 4, 4), (1,)),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda case: case[0])
+def test_vmap_over_convolution_and_pooling(case):
+    """Batched images, batched filters (a population of CNNs), and both, against
+    torch.func.vmap; and per-member gradients."""
+    _, call, x_shape, w_shape = case
+    rng = np.random.default_rng(4)
+    for in_dims in [(0, None), (None, 0), (0, 0)]:
+        x, w = (
+            rng.standard_normal((BATCH, *shape) if d == 0 else shape)
+            for shape, d in zip((x_shape, w_shape), in_dims)
+        )
+        ours = vmap(lambda x, w: call(sg.nn.functional, x, w), in_dims=in_dims)(
+            sg.tensor(x), sg.tensor(w)
+        )
+        theirs = torch.func.vmap(lambda x, w: call(torch.nn.functional, x, w), in_dims=in_dims)(
+            torch.tensor(x), torch.tensor(w)
+        )
+        assert_close(ours, theirs, "float64", f"{case[0]} in_dims={in_dims}")
+        g = vmap(
+            grad(lambda x, w: call(sg.nn.functional, x, w).square().sum(), argnums=(0, 1)),
+            in_dims=in_dims,
+        )(sg.tensor(x), sg.tensor(w))
+        tg = torch.func.vmap(
+            torch.func.grad(
+                lambda x, w: call(torch.nn.functional, x, w).square().sum(), argnums=(0, 1)
+            ),
+            in_dims=in_dims,
+        )(torch.tensor(x), torch.tensor(w))
+        for i in range(2):
+            assert_close(
+                g[i], tg[i], "float64", f"{case[0]} in_dims={in_dims}: per-member gradient {i}"
+            )

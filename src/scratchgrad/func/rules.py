@@ -8,8 +8,8 @@ shift the dims they are told about by one, for the batch dim in front.
 
 Primitives that only backward formulas call (``TanhGrad``, ``MSELossGrad``, ``CrossEntropyGrad``,
 ``IndexAdd``) have rules too: those formulas run batched when a function made by ``vjp`` is
-vmapped. Convolution's ``Unfold``, ``Fold``, ``MaxOver`` and ``Spread`` and in-place changes
-through views (``CopySlices``) have none yet: vmap over them raises an error naming them.
+vmapped. ``Spread`` (max pooling's gradient, needed only to vmap a vjp_fn through max pooling)
+has none yet: vmap over it raises an error naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from scratchgrad.backend import xp
 from scratchgrad.func.batching import at_front, batch_size, pad_to_rank
-from scratchgrad.ops import binary, loss, matmul, movement, reduce, special, unary
+from scratchgrad.ops import binary, conv, loss, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
 
 
@@ -42,7 +42,7 @@ def _shifted(dim, rank: int):
 
 
 def dims_shifted(cls, values, batched, kwargs):
-    """Flip: ``dims`` shifted past the batch dim."""
+    """Flip and MaxOver: ``dims`` shifted past the batch dim."""
     kwargs["dims"] = _shifted(kwargs["dims"], values[0].ndim - 1)
     return cls.apply(*values, **kwargs)
 
@@ -190,6 +190,42 @@ def cross_entropy(cls, values, batched, kwargs):
     return total / max(picked.shape[-1], 1) if kwargs.get("reduction", "mean") == "mean" else total
 
 
+def unfold(cls, values, batched, kwargs):
+    """The members' images as one batch of B*N images, member fastest: the columns, batch last
+    (R, L*N*B), are then each member's (R, L*N) side by side in the last dim."""
+    (x,) = values
+    size, n = x.shape[:2]
+    images = x.movedim(0, 1).reshape(n * size, *x.shape[2:])
+    cols = cls.apply(images, **kwargs)
+    return cols.reshape(cols.shape[0], -1, size).permute(2, 0, 1)
+
+
+def fold(cls, values, batched, kwargs):
+    """Unfold's rule backwards: each member's columns side by side, member fastest, are the
+    columns of B*N images."""
+    (cols,) = values
+    size = cols.shape[0]
+    images = cls.apply(cols.permute(1, 2, 0).reshape(cols.shape[1], -1), **kwargs)
+    return images.reshape(-1, size, *images.shape[1:]).movedim(1, 0)
+
+
+def copy_slices(cls, values, batched, kwargs):
+    """Each member's base with the entries its view selects replaced by the member's values:
+    the positions are found once, on one member's shape, and filled by one scatter."""
+    x, value = (v if isinstance(v, Tensor) else Tensor._make(xp.asarray(v)) for v in values)
+    size = batch_size(values, batched)
+    shape = x.shape[1:] if batched[0] else x.shape
+    count = math.prod(shape)
+    positions = movement.replay_on_array(xp.arange(count).reshape(shape), kwargs["steps"])
+    positions = positions.reshape(-1)
+    value = (value if batched[1] else at_front(value, size)).reshape(size, -1)
+    scattered = movement.IndexAdd.apply(value, index=(slice(None), positions), shape=(size, count))
+    in_view = xp.zeros(count, bool)
+    in_view[positions] = True
+    flat = x.reshape(size, count) if batched[0] else x.reshape(count)
+    return binary.Where.apply(Tensor._make(in_view), scattered, flat).reshape(size, *shape)
+
+
 def cross_entropy_grad(cls, values, batched, kwargs):
     """The loss's gradient is linear in the incoming gradient (a number per member): the
     gradient for an incoming 1, times each member's. The logits must be unbatched: the
@@ -233,4 +269,8 @@ RULES: dict[type, Callable] = {
     loss.MSELoss: mse_loss,
     loss.CrossEntropy: cross_entropy,
     loss.CrossEntropyGrad: cross_entropy_grad,
+    conv.Unfold: unfold,
+    conv.Fold: fold,
+    conv.MaxOver: dims_shifted,
+    movement.CopySlices: copy_slices,
 }
