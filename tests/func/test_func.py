@@ -321,6 +321,17 @@ def test_grad_of_a_vmapped_function_and_vmap_of_jacrev_and_hessian():
     assert_close(hess, thess, "float64", "vmap(hessian)")
 
 
+def test_vmap_of_grad_of_vmap():
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((2, 3)), rng.standard_normal((4, 3))
+
+    def f(m, vmap, grad):
+        inner = lambda w: vmap(lambda xi: (w * xi).sin().sum())(m.tensor(x)).sum()  # noqa: E731
+        return vmap(grad(inner))(m.tensor(w))
+
+    assert_close(f(sg, vmap, grad), f(torch, torch.func.vmap, torch.func.grad), "float64")
+
+
 def test_vmap_in_dims_out_dims_trees_and_chunks():
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 3, 2))

@@ -221,7 +221,7 @@ def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | None:
     level = level_of(args)
     if not level:
         return None
-    rule = RULES.get(cls)
+    rule = next((RULES[k] for k in cls.__mro__ if k in RULES), None)  # or a parent's rule
     if rule is None:
         shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
         raise RuntimeError(

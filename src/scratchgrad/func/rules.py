@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 
 from scratchgrad.backend import xp
-from scratchgrad.func.batching import at_front, batch_size, pad_to_rank
+from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.ops import binary, conv, loss, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
 
@@ -98,7 +98,7 @@ def index(cls, values, batched, kwargs):
     """
     (x,) = values
     items = kwargs["index"]
-    if any(isinstance(i, Tensor) or type(i).__name__ == "_Logical" for i in items):
+    if any(isinstance(i, (Tensor, _Logical)) for i in items):
         raise RuntimeError(
             f"vmap: {cls.__name__} with a batched index tensor is not supported; use gather"
         )
@@ -246,12 +246,12 @@ BINARY = [
     binary.Minimum, binary.Where, unary.TanhGrad, loss.MSELossGrad,
 ]  # fmt: skip
 
-# The table: one row per primitive of ops/.
+# The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
+# uses its parent's rule.
 RULES: dict[type, Callable] = {
     **{op: elementwise for op in UNARY + BINARY},
     reduce.Sum: reduction,
     reduce.Amax: reduction,
-    reduce.Amin: reduction,
     reduce.Prod: reduction,
     reduce.LogSoftmax: reduction,
     reduce.SumToSize: sum_to_size,
