@@ -47,10 +47,25 @@ def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
 
 
 def test_the_policy_covers_pytorchs_cpu_lists_for_the_ops_we_have():
-    lower = {"matmul", "linear", "conv1d", "conv2d"}
+    lower = {"matmul", "linear", "conv1d", "conv2d", "scaled_dot_product_attention"}
     to_float32 = {"mse_loss", "l1_loss", "huber_loss", "nll_loss", "cross_entropy", "prod"}
     assert {name for name, p in POLICY.items() if p == "lower"} >= lower
     assert {name for name, p in POLICY.items() if p == "float32"} >= to_float32
+
+
+@pytest.mark.parametrize("low", sorted(LOW))
+def test_attention_runs_low_with_a_float_mask_as_torch(low):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    mask = rng.standard_normal((3, 3))
+    outs = []
+    for lib, region in ((sg, sg.autocast), (torch, torch.autocast)):
+        with region("cpu", dtype=getattr(lib, low)):
+            args = [lib.tensor(a, dtype=lib.float32) for a in (q, k, v, mask)]
+            outs.append(lib.nn.functional.scaled_dot_product_attention(*args[:3], args[3]))
+    assert str(outs[0].dtype) == str(outs[1].dtype).removeprefix("torch.") == low
+    tol = TOLERANCE[low]
+    np.testing.assert_allclose(outs[0].float().numpy(), outs[1].float().numpy(), rtol=tol, atol=tol)
 
 
 def _layer_and_input():

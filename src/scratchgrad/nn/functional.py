@@ -254,6 +254,7 @@ def batch_norm(
 # ---- attention ------------------------------------------------------------------------------
 
 
+@autocast_policy("lower")
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
