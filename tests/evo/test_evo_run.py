@@ -27,9 +27,13 @@ def test_batched_policy_equals_each_member_as_a_module(population):
         np.testing.assert_allclose(out[p], expected, rtol=1e-12, atol=1e-12)
 
 
-def test_initial_params_load_back_into_the_module():
+def test_initial_params_load_back_into_the_module_and_leave_the_generator_alone():
     policy = evo.MLPPolicy((4, 32, 2))
+    sg.manual_seed(1)
+    expected_draw = sg.rand(3).numpy()
+    sg.manual_seed(1)
     theta = policy.initial_params(seed=5)
+    np.testing.assert_array_equal(sg.rand(3).numpy(), expected_draw)
     sg.manual_seed(5)
     state = policy.module().state_dict()
     np.testing.assert_array_equal(

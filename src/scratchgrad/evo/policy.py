@@ -88,9 +88,14 @@ class MLPPolicy:
 
     def initial_params(self, seed: int = 0) -> np.ndarray:
         """A flat float64 vector: the parameters of a freshly initialised module (PyTorch's
-        default init of nn.Linear), with scratchgrad's generator seeded by ``seed``."""
-        sg.manual_seed(seed)
-        state = self.module().state_dict()
+        default init of nn.Linear) drawn with the generator seeded by ``seed``; the library's
+        generator is left as it was, so ``evo.run`` does not reseed the caller's."""
+        saved = sg.default_generator.rng
+        try:
+            sg.manual_seed(seed)
+            state = self.module().state_dict()
+        finally:
+            sg.default_generator.rng = saved
         return np.concatenate([state[name].numpy().ravel() for name, _ in self.shapes]).astype(
             np.float64
         )
