@@ -38,9 +38,11 @@ class Tensor:
     # _counter: the version counter, a one-item list shared by views of the same memory; made
     # on first need (an in-place change, a save for backward, a view), None until then
     # _view: on a view only (unset otherwise, read with getattr), its base and the view steps
-    # from it, (base, ((Function, attributes), ...)), set by Function.apply
+    # from it, (base, ((Function, attributes), ...)); _views: on a base only, a WeakSet of its
+    # views made in a graph, taken again when it changes in place; both set by Function.apply
     __slots__ = (
-        "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "__weakref__"
+        "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
+        "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -512,11 +514,9 @@ class Tensor:
         except ValueError as error:  # a broadcast (expanded) view is read-only
             raise RuntimeError(f"{name}: {error}") from None
         base._ctx, base.requires_grad = new_base._ctx, True
-        if base is not self:  # take the view again, from the new base
-            view = Tensor._make(base.array, base._ctx)
-            for cls, attributes in self._view[1]:
-                view = cls.apply(view, **attributes)
-            self._ctx, self.requires_grad = view._ctx, True
+        for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
+            if view is not base:
+                view._take_view_again()
         self._bump_version()
         return self
 
@@ -543,6 +543,14 @@ class Tensor:
 
     def div_(self, other: Any) -> Tensor:
         return self.__itruediv__(other)
+
+    def _take_view_again(self) -> None:
+        """This view's history, taken again from its base's (which an in-place change moved)."""
+        base, steps = self._view
+        view = Tensor._make(base.array, base._ctx)
+        for cls, attributes in steps:
+            view = cls.apply(view, **attributes)
+        self._ctx, self.requires_grad = view._ctx, True
 
     def _records(self, value: Any) -> bool:
         """Whether overwriting this tensor with ``value`` must be recorded in the graph."""

@@ -201,3 +201,19 @@ def test_contiguous_is_differentiable():
     (x.t().contiguous().view(-1) * sg.arange(12.0)).sum().backward()
     (xt.t().contiguous().view(-1) * torch.arange(12.0)).sum().backward()
     assert_close(x.grad, xt.grad)
+
+
+def test_views_taken_before_an_in_place_change_of_their_base_follow_it():
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        w = lib.tensor(W, requires_grad=True)
+        a = x * 1
+        row, columns = a[1], a.t()[1:]  # views made before the changes below
+        a.mul_(w)  # the base changes
+        a[0].add_(w[2])  # and a sibling view
+        loss = (row * row).sum() + (columns * lib.tensor(C.T[1:])).sum()
+        loss.backward()
+        results.append((row, columns, x.grad, w.grad))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)

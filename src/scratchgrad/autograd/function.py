@@ -179,7 +179,7 @@ class Function:
             array = xp.asarray(out)  # NumPy gives 0-d scalars
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
-            _share_counter(result, args[0], cls, kwargs)
+            _share_counter(result, args[0], cls, kwargs, record)
         if record:
             ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
             ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
@@ -348,7 +348,7 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
     return kind(f"{name}: shapes {shapes}: {error}")
 
 
-def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
+def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: bool) -> None:
     """A view shares its source's version counter: an in-place change through either is seen
     by every graph that saved the other. It also remembers its base (the tensor that owns the
     memory) and the view steps that lead from it, so that an in-place change through the view
@@ -357,6 +357,11 @@ def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> N
         result._counter = source._shared_counter()
         base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
         result._view = (base, (*steps, (cls, kwargs)))
+        if record:  # a view in a graph is taken again if its base changes in place
+            views = getattr(base, "_views", None)  # unset until the base has such a view
+            if views is None:
+                base._views = views = weakref.WeakSet()
+            views.add(result)
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:
