@@ -161,3 +161,24 @@ def test_a_hook_returning_a_wrong_shape_names_the_hook_and_the_tensor(leaf):
         RuntimeError, match=rf"halve_wrongly.*{where} of shape \(2, 3\).*shape \(\)"
     ):
         (target * 3).sum().backward()
+
+
+# ---- a non-Tensor where a Tensor is expected --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, name, argument",
+    [
+        (lambda m: m.nn.functional.linear([1.0, 2.0], m.ones(2, 2)), "linear", "'input'"),
+        (lambda m: m.nn.functional.relu([1.0]), "relu", "'input'"),
+        (lambda m: m.nn.functional.mse_loss(m.ones(2), [1.0, 2.0]), "mse_loss", "'target'"),
+        (lambda m: m.nn.functional.cross_entropy(m.ones(2, 3), [0, 1]), "cross_entropy", ""),
+        (lambda m: m.nn.functional.conv2d([1.0], m.ones(1, 1, 1, 1)), "conv2d", "'input'"),
+        (lambda m: m.cat([[1.0], [2.0]]), "cat", "'tensors'"),
+    ],
+)
+def test_a_non_tensor_argument_is_a_type_error_naming_the_function(call, name, argument):
+    with pytest.raises((TypeError, AttributeError)):  # PyTorch's mse_loss: AttributeError
+        call(torch)
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument {argument}.*, not list"):
+        call(sg)

@@ -7,6 +7,8 @@ softmax, ...) are written here once in terms of those primitives and need no bac
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import itertools
 import math
 import operator
@@ -1252,9 +1254,63 @@ class RemovableHandle:
         setattr(self._owner, self._attr, tuple(h for h in hooks if h is not self._hook))
 
 
+def names_bad_arguments(function: Callable) -> Callable:
+    """``function``, with PyTorch's TypeError ("linear(): argument 'input' (position 1) must be
+    Tensor, not list") where an argument annotated ``Tensor`` (or a sequence of them) is
+    something else. The arguments are looked at only once the call has failed with an
+    AttributeError or TypeError, so a correct call costs the wrapper alone.
+
+    >>> import scratchgrad as sg
+    >>> sg.cat([[1.0], [2.0]])
+    Traceback (most recent call last):
+    TypeError: cat(): argument 'tensors' (position 1) must be a sequence of Tensors, not list
+    """
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (AttributeError, TypeError):
+            try:
+                given = signature.bind(*args, **kwargs).arguments
+            except TypeError:
+                raise  # a wrong call: Python's own message says it
+            for position, (name, parameter) in enumerate(signature.parameters.items(), 1):
+                if name in given and not _matches(parameter.annotation, given[name]):
+                    kind = type(given[name]).__name__
+                    raise TypeError(
+                        f"{function.__name__}(): argument '{name}' (position {position}) must be "
+                        f"{_described(parameter.annotation)}, not {kind}"
+                    ) from None
+            raise
+
+    return checked
+
+
+def _matches(annotation: Any, value: Any) -> bool:
+    """Whether ``value`` fits a Tensor annotation (any other annotation always fits)."""
+    if annotation == "Tensor":
+        return isinstance(value, Tensor)
+    if annotation == "Tensor | None":
+        return value is None or isinstance(value, Tensor)
+    if annotation == "Sequence[Tensor]":
+        return isinstance(value, (list, tuple)) and builtins.all(
+            isinstance(v, Tensor) for v in value
+        )
+    return True
+
+
+def _described(annotation: str) -> str:
+    return {"Tensor | None": "Tensor or None", "Sequence[Tensor]": "a sequence of Tensors"}.get(
+        annotation, "Tensor"
+    )
+
+
 # ---- module-level functions -----------------------------------------------------------------
 
 
+@names_bad_arguments
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` holds, else ``y``; either may be a Python number.
 
@@ -1274,6 +1330,7 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     return binary.Where.apply(cond, x, y)
 
 
+@names_bad_arguments
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim."""
     if not tensors:
@@ -1292,6 +1349,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return movement.Cat.apply(*tensors, dim=_dim(dim, ndim))
 
 
+@names_bad_arguments
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along a new dim."""
     shapes = {t.shape for t in tensors}

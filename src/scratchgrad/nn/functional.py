@@ -14,6 +14,7 @@ primitives it relies on are ``log_softmax`` (in the core), ``Erf`` and ``Softplu
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from scratchgrad.creation import rand
 from scratchgrad.ops.loss import CrossEntropy, MSELoss
 from scratchgrad.ops.matmul import Linear
 from scratchgrad.ops.special import Erf, Softplus
-from scratchgrad.tensor import Tensor, where
+from scratchgrad.tensor import Tensor, names_bad_arguments, where
 
 # ---- linear and activations -----------------------------------------------------------------
 
@@ -516,7 +517,7 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             UserWarning,
-            stacklevel=4,  # past the loss and its autocast wrapper, to the caller
+            stacklevel=5,  # past the loss and its two wrappers (autocast, argument types)
         )
 
 
@@ -638,3 +639,14 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     max_pool2d,
     unfold,
 )
+
+# Every public function here: a non-Tensor where a Tensor is expected is PyTorch's TypeError
+# naming the function and the argument, not "'list' object has no attribute 'array'".
+_HERE = (__name__, "scratchgrad.nn.conv_functional")
+for _name, _function in list(globals().items()):
+    if (
+        not _name.startswith("_")
+        and inspect.isfunction(_function)
+        and _function.__module__ in _HERE
+    ):
+        globals()[_name] = names_bad_arguments(_function)
