@@ -38,7 +38,8 @@ def test_checkpoint_holds_model_and_optimizer_and_reloads(cnn_run):
 def test_checkpoint_records_the_model_so_it_can_be_rebuilt(tmp_path):
     train.train("mlp", epochs=1, out=tmp_path, progress=False, hidden=8)
     state = sg.load(tmp_path / "digits_mlp.safetensors")
-    assert state["meta"] == {"task": "digits", "model": "mlp", "config": {"hidden": 8}}
+    meta = {"task": "digits", "model": "mlp", "config": {"hidden": 8}, "seed": 0}
+    assert state["meta"] == meta
     model = train.rebuild_model(state)
     assert model[1].weight.shape == (8, 64) and not model.training
     with pytest.raises(ValueError, match="does not say which model"):

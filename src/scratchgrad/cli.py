@@ -6,6 +6,7 @@
     scratchgrad train           train a CNN on the shipped digits (--task charlm: a small GPT
                                 or LSTM on the shipped Shakespeare)
     scratchgrad sample CKPT     continue a prompt with a charlm checkpoint
+    scratchgrad export CKPT     a trained digit classifier as C (float or int8) or ONNX
     scratchgrad evolve cartpole evolve a CartPole policy with OpenAI-ES (or --strategy cmaes, ga)
 
 Each command is a subparser whose `func` default receives the parsed arguments, so a new command
@@ -27,6 +28,7 @@ from tqdm import tqdm
 
 from scratchgrad import evolve, train
 from scratchgrad.argtypes import nonnegative_int, positive_float, positive_int
+from scratchgrad.export import command as export_command
 from scratchgrad.scalar import MLP, Value
 
 
@@ -160,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--top-k", type=positive_int, help="sample among the k likeliest only")
     sample.add_argument("--seed", type=nonnegative_int, default=0)
     sample.set_defaults(func=_run_sample)
+
+    export = commands.add_parser(
+        "export", help="export a trained digit classifier to C (float or int8) or ONNX"
+    )
+    export_command.add_arguments(export)
+    export.set_defaults(func=export_command.main)
 
     evolve_parser = commands.add_parser(
         "evolve",

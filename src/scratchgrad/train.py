@@ -209,7 +209,7 @@ def train(
         )
     history["confusion"] = confusion_matrix(predicted, test_y.numpy())
     if out is not None and first_process:
-        meta = {"task": "digits", "model": model_name, "config": config}
+        meta = {"task": "digits", "model": model_name, "config": config, "seed": seed}
         _write_outputs(model, opt, history, Path(out), meta)
     if distributed:
         dist.destroy_process_group()
