@@ -17,6 +17,7 @@ import numpy as np
 
 from scratchgrad import nn
 from scratchgrad.export.trace import Step, trace
+from scratchgrad.nn import functional as F
 from scratchgrad.tensor import Tensor
 
 
@@ -49,11 +50,13 @@ def _tuple(value, dims: int) -> tuple[int, ...]:
 # ---- one emitter per module type: (graph, step, input name, weight prefix) -> output name -----
 
 
+def _linear(g: _Graph, x: str, weight: np.ndarray, bias: np.ndarray | None, prefix: str) -> str:
+    out = g.node("MatMul", [x, g.constant(f"{prefix}.weight", weight.T)])
+    return out if bias is None else g.node("Add", [out, g.constant(f"{prefix}.bias", bias)])
+
+
 def emit_linear(g: _Graph, step: Step, x: str, prefix: str) -> str:
-    out = g.node("MatMul", [x, g.constant(f"{prefix}.weight", step.weight.T)])
-    if step.bias is None:
-        return out
-    return g.node("Add", [out, g.constant(f"{prefix}.bias", step.bias)])
+    return _linear(g, x, step.weight, step.bias, prefix)
 
 
 def emit_conv(g: _Graph, step: Step, x: str, prefix: str) -> str:
@@ -140,11 +143,15 @@ def emit_activation(g: _Graph, step: Step, x: str, prefix: str) -> str:
 
 
 def emit_gelu(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    return _gelu(g, x, step.module.approximate, prefix)
+
+
+def _gelu(g: _Graph, x: str, approximate: str, prefix: str) -> str:
     """GELU from opset 17's ops (``Gelu`` itself came in opset 20):
     x * (1 + erf(x / sqrt 2)) / 2, or with tanh(sqrt(2/pi) (x + 0.044715 x^3)) for erf."""
     half = g.constant(f"{prefix}.half", 0.5)
     one = g.constant(f"{prefix}.one", 1.0)
-    if step.module.approximate == "tanh":
+    if approximate == "tanh":
         cube = g.node("Mul", [x, g.node("Mul", [x, x])])
         inner = g.node("Add", [x, g.node("Mul", [cube, g.constant(f"{prefix}.c", 0.044715)])])
         scaled = g.node("Mul", [inner, g.constant(f"{prefix}.k", math.sqrt(2 / math.pi))])
@@ -161,12 +168,83 @@ def emit_softmax(g: _Graph, step: Step, x: str, prefix: str) -> str:
 
 
 def emit_layer_norm(g: _Graph, step: Step, x: str, prefix: str) -> str:
-    shape = step.module.normalized_shape
-    scale = step.weight if step.weight is not None else np.ones(shape)
+    return _layer_norm(g, x, step.module, prefix)
+
+
+def _layer_norm(g: _Graph, x: str, norm: nn.LayerNorm, prefix: str) -> str:
+    shape = norm.normalized_shape
+    scale = np.ones(shape) if norm.weight is None else _array(norm.weight)
     inputs = [x, g.constant(f"{prefix}.weight", scale)]
-    if step.bias is not None:
-        inputs.append(g.constant(f"{prefix}.bias", step.bias))
-    return g.node("LayerNormalization", inputs, axis=-len(shape), epsilon=step.module.eps)
+    if norm.bias is not None:
+        inputs.append(g.constant(f"{prefix}.bias", _array(norm.bias)))
+    return g.node("LayerNormalization", inputs, axis=-len(shape), epsilon=norm.eps)
+
+
+def _array(parameter) -> np.ndarray | None:
+    return None if parameter is None else parameter.detach().numpy()
+
+
+def emit_encoder(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    """TransformerEncoder: its layers one after the other, then its norm if it has one."""
+    encoder = step.module
+    for i, layer in enumerate(encoder.layers):
+        x = _encoder_layer(g, x, layer, f"{prefix}.layers.{i}", step.describe())
+    return x if encoder.norm is None else _layer_norm(g, x, encoder.norm, f"{prefix}.norm")
+
+
+def emit_encoder_layer(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    return _encoder_layer(g, x, step.module, prefix, step.describe())
+
+
+def _encoder_layer(g: _Graph, x: str, layer, prefix: str, where: str) -> str:
+    """TransformerEncoderLayer on (N, L, E): self-attention and a feed-forward block, each
+    added to its input, with LayerNorm after each sum (or before each block, ``norm_first``)."""
+    if not layer.self_attn.batch_first:
+        raise NotImplementedError(
+            f"onnx.export: {where} has batch_first=False; export needs the batch first"
+        )
+    if layer.activation not in (F.relu, F.gelu):
+        raise NotImplementedError(f"onnx.export: {where}'s activation is not relu or gelu")
+
+    def feed_forward(h: str) -> str:
+        h = _linear(
+            g, h, _array(layer.linear1.weight), _array(layer.linear1.bias), f"{prefix}.linear1"
+        )
+        h = g.node("Relu", [h]) if layer.activation is F.relu else _gelu(g, h, "none", prefix)
+        return _linear(
+            g, h, _array(layer.linear2.weight), _array(layer.linear2.bias), f"{prefix}.linear2"
+        )
+
+    attend = lambda h: _self_attention(g, h, layer.self_attn, f"{prefix}.self_attn")  # noqa: E731
+    norm1 = lambda h: _layer_norm(g, h, layer.norm1, f"{prefix}.norm1")  # noqa: E731
+    norm2 = lambda h: _layer_norm(g, h, layer.norm2, f"{prefix}.norm2")  # noqa: E731
+    if layer.norm_first:
+        x = g.node("Add", [x, attend(norm1(x))])
+        return g.node("Add", [x, feed_forward(norm2(x))])
+    x = norm1(g.node("Add", [x, attend(x)]))
+    return norm2(g.node("Add", [x, feed_forward(x)]))
+
+
+def _self_attention(g: _Graph, x: str, mha: nn.MultiheadAttention, prefix: str) -> str:
+    """Multi-head self-attention on (N, L, E), no mask: softmax(q k^T / sqrt(d)) v per head."""
+    heads, dim = mha.num_heads, mha.head_dim
+    weights = np.split(_array(mha.in_proj_weight), 3)
+    biases = [None] * 3 if mha.in_proj_bias is None else np.split(_array(mha.in_proj_bias), 3)
+    split = g.constant(f"{prefix}.heads", [0, 0, heads, dim], np.int64)  # (N, L, heads, d)
+    q, k, v = (
+        g.node("Reshape", [_linear(g, x, w, b, f"{prefix}.{name}"), split])
+        for w, b, name in zip(weights, biases, "qkv")
+    )
+    q = g.node("Transpose", [q], perm=[0, 2, 1, 3])  # (N, heads, L, d)
+    k = g.node("Transpose", [k], perm=[0, 2, 3, 1])  # (N, heads, d, L)
+    v = g.node("Transpose", [v], perm=[0, 2, 1, 3])
+    scale = g.constant(f"{prefix}.scale", 1 / math.sqrt(dim))
+    scores = g.node("MatMul", [g.node("Mul", [q, scale]), k])
+    out = g.node("MatMul", [g.node("Softmax", [scores], axis=-1), v])
+    out = g.node("Transpose", [out], perm=[0, 2, 1, 3])  # (N, L, heads, d)
+    merge = g.constant(f"{prefix}.merge", [0, 0, heads * dim], np.int64)
+    out = g.node("Reshape", [out, merge])
+    return _linear(g, out, _array(mha.out_proj.weight), _array(mha.out_proj.bias), f"{prefix}.out")
 
 
 def emit_embedding(g: _Graph, step: Step, x: str, prefix: str) -> str:
@@ -195,6 +273,8 @@ EMITTERS: dict[type, Callable[[_Graph, Step, str, str], str]] = {
     nn.LogSoftmax: emit_softmax,
     nn.LayerNorm: emit_layer_norm,
     nn.Embedding: emit_embedding,
+    nn.TransformerEncoderLayer: emit_encoder_layer,
+    nn.TransformerEncoder: emit_encoder,
     nn.Flatten: emit_reshape,
     nn.Dropout: emit_nothing,
     nn.Identity: emit_nothing,

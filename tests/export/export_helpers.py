@@ -8,14 +8,14 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
-from scratchgrad.export import compile
-from scratchgrad.export.compile import run_compiled as run_c  # noqa: F401  (for the tests)
+from scratchgrad.export import build
+from scratchgrad.export.build import run_compiled as run_c  # noqa: F401  (for the tests)
 
 
 def gcc(*args: str) -> None:
     """gcc with the strict flags; skips without gcc, fails with gcc's messages on a warning."""
     try:
-        compile.gcc(*args)
+        build.gcc(*args)
     except FileNotFoundError:
         pytest.skip("gcc is not installed")
 
@@ -23,7 +23,7 @@ def gcc(*args: str) -> None:
 def compile_library(sources: list[Path], out: Path) -> ctypes.CDLL:
     """All the generated files in one shared library (several models link into one program)."""
     try:
-        return compile.compile_shared(sources, out)
+        return build.compile_shared(sources, out)
     except FileNotFoundError:
         pytest.skip("gcc is not installed")
 

@@ -99,6 +99,10 @@ class Residual(nn.Module):
     [
         (nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3)), "LayerNorm '1' is not supported"),
         (Residual(), "not the output of its last layer"),
+        (
+            nn.Sequential(nn.TransformerEncoderLayer(3, 1, 4, batch_first=True)),
+            "TransformerEncoderLayer '0' is not supported",
+        ),
         (nn.Sequential(nn.ReLU(), nn.BatchNorm1d(3)), "follows ReLU '0'; only a BatchNorm"),
         pytest.param(
             nn.Sequential(nn.Softmax()),

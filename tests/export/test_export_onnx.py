@@ -25,6 +25,22 @@ ONNX_MODELS = {
         lambda: nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.LayerNorm(6, bias=False)),
         (3, 4),
     ),
+    "encoder": (
+        lambda: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2, norm=nn.LayerNorm(8)
+        ),
+        (5, 8),
+    ),
+    "encoder_layer_norm_first": (
+        lambda: nn.Sequential(
+            nn.TransformerEncoderLayer(
+                8, 4, 12, activation="gelu", batch_first=True, norm_first=True
+            ),
+            nn.Flatten(),
+            nn.Linear(40, 3),
+        ),
+        (5, 8),
+    ),
     "layer_norm_2d": (
         lambda: nn.Sequential(nn.LayerNorm((3, 4), elementwise_affine=False)),
         (3, 4),
@@ -115,3 +131,24 @@ def test_doc_example_runs():
     import scratchgrad.onnx
 
     assert doctest.testmod(scratchgrad.onnx).failed == 0
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.TransformerEncoderLayer(4, 2, 8, batch_first=True)
+
+    def forward(self, x):
+        return self.encoder(x, src_mask=nn.Transformer.generate_square_subsequent_mask(3))
+
+
+@pytest.mark.parametrize(
+    "model, match",
+    [
+        (nn.TransformerEncoderLayer(4, 2, 8), "batch_first=False"),
+        (Masked(), "called with more than its input"),
+    ],
+)
+def test_attention_that_export_cannot_take_is_a_clear_error(tmp_path, model, match):
+    with pytest.raises(NotImplementedError, match=match):
+        export(model, sg.zeros(2, 3, 4), tmp_path / "bad.onnx")

@@ -16,8 +16,8 @@ import numpy as np
 
 import scratchgrad as sg
 from scratchgrad import train
+from scratchgrad.export.build import CFLAGS, compile_shared, run_compiled
 from scratchgrad.export.c import to_c
-from scratchgrad.export.compile import CFLAGS, compile_shared, run_compiled
 from scratchgrad.export.quantize import QuantizedModel
 
 FORMATS = ("c", "c-int8", "onnx")
@@ -76,9 +76,9 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_c(files, name, x, expected, exact):
     """The compiled C's outputs, or None (said) when there is no gcc."""
-    with tempfile.TemporaryDirectory() as build:
+    with tempfile.TemporaryDirectory() as folder:
         try:
-            library = compile_shared(files[1:], Path(build) / f"{name}.so")
+            library = compile_shared(files[1:], Path(folder) / f"{name}.so")
         except FileNotFoundError:
             print("check: skipped, no gcc to compile the C with")
             return None

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.nn import BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, Linear, Module
+from scratchgrad.nn import (
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv1d,
+    Conv2d,
+    Linear,
+    Module,
+    ModuleDict,
+    ModuleList,
+    Sequential,
+)
 from scratchgrad.tensor import Tensor
 
 BATCH_NORMS = (BatchNorm1d, BatchNorm2d)
@@ -57,14 +67,12 @@ def trace(
     if not isinstance(example_input, Tensor) or example_input.ndim < 1:
         raise TypeError(f"{who}: example_input must be a batch tensor (first dim is the batch)")
     calls: list[tuple[str, Module, Tensor, Tensor]] = []
-    layers = [
-        (name, m) for name, m in model.named_modules() if isinstance(m, supported) or not m._modules
-    ]
+    layers = _layers(model, "", supported)
     was_training = model.training
     model.eval()
     try:
         for name, module in layers:
-            _record_calls(module, name, calls)
+            _record_calls(module, name, calls, who)
         with no_grad():
             output = model(example_input)
     finally:
@@ -85,11 +93,32 @@ def trace(
     return fold_batch_norms(steps, who)
 
 
-def _record_calls(module: Module, name: str, calls: list) -> None:
+def _layers(module: Module, name: str, supported: tuple[type, ...]) -> list[tuple[str, Module]]:
+    """The layers in ``module``: containers (Sequential, ModuleList, ModuleDict) and the user's
+    own modules are looked through; any other scratchgrad module is one layer, supported or
+    not (the Linear layers inside a TransformerEncoderLayer are its own business)."""
+    own = not type(module).__module__.startswith("scratchgrad.")
+    looked_through = own or isinstance(module, (Sequential, ModuleList, ModuleDict))
+    if isinstance(module, supported) or not module._modules or not looked_through:
+        return [(name, module)]
+    return [
+        layer
+        for child_name, child in module._modules.items()
+        if child is not None
+        for layer in _layers(child, f"{name}.{child_name}" if name else child_name, supported)
+    ]
+
+
+def _record_calls(module: Module, name: str, calls: list, who: str) -> None:
     """Shadow ``module.forward`` by an instance attribute that logs each call in ``calls``."""
     forward = type(module).forward.__get__(module)
 
     def logged(x, *args, **kwargs):
+        if any(a is not None and a is not False for a in (*args, *kwargs.values())):
+            raise NotImplementedError(
+                f"{who}: {type(module).__name__} '{name}' is called with more than its input "
+                "(a mask?); an exported layer takes one tensor"
+            )
         out = forward(x, *args, **kwargs)
         calls.append((name, module, x, out))
         return out
