@@ -27,6 +27,15 @@ def away_from_zero(rng, shape):
     return rng.uniform(0.3, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
 
 
+def inside_unit(rng, shape):
+    """In (-0.9, 0.9): asin, acos, atanh are defined (and smooth) only inside [-1, 1]."""
+    return rng.uniform(-0.9, 0.9, shape)
+
+
+def above_one(rng, shape):
+    return rng.uniform(1.2, 3.0, shape)
+
+
 def distinct(rng, shape):
     """Values at least 0.1 apart: max/min/sort-like ops have no ties to split."""
     n = int(np.prod(shape))
@@ -399,6 +408,108 @@ OPS = [
     # ---- dtype --------------------------------------------------------------------------------
     Op("to_float64_and_back", lambda m, x: x.double().exp().to(x.dtype)),
     Op("clone", lambda m, x: x.clone() * 2),
+    # ---- ops PyTorch programs use (issue 12) ----------------------------------------------------
+    Op("expm1", lambda m, x: m.expm1(x)),
+    Op("log1p_function", lambda m, x: m.log1p(x), domain=positive),
+    Op("log2", lambda m, x: m.log2(x), domain=positive),
+    Op("log10", lambda m, x: x.log10(), domain=positive),
+    Op("exp2", lambda m, x: m.exp2(x)),
+    Op("tan", lambda m, x: m.tan(x), domain=inside_unit),
+    Op("asin", lambda m, x: m.asin(x), domain=inside_unit),
+    Op("acos", lambda m, x: x.acos(), domain=inside_unit),
+    Op("atan", lambda m, x: m.atan(x)),
+    Op("sinh", lambda m, x: m.sinh(x)),
+    Op("cosh", lambda m, x: x.cosh()),
+    Op("asinh", lambda m, x: m.asinh(x)),
+    Op("acosh", lambda m, x: m.acosh(x), domain=above_one),
+    Op("atanh", lambda m, x: x.atanh(), domain=inside_unit),
+    Op("reciprocal", lambda m, x: m.reciprocal(x), domain=away_from_zero),
+    Op("erf", lambda m, x: m.erf(x)),
+    Op("erfc", lambda m, x: x.erfc()),
+    Op("trunc", lambda m, x: m.trunc(x), domain=away_from_zero, gradgrad=False),
+    Op("frac", lambda m, x: m.frac(x), domain=away_from_zero),
+    binary("atan2", lambda m, x, y: m.atan2(x, y), domain=(away_from_zero, away_from_zero)),
+    Op("sort", lambda m, x: m.sort(x)[0], shapes="rank1+", domain=distinct),
+    Op(
+        "sort_descending_dim0",
+        lambda m, x: x.sort(0, descending=True).values,
+        shapes="rank1+",
+        domain=distinct,
+        dim=lambda m, x, d: x.sort(d, descending=True).values,
+    ),
+    Op("argsort", lambda m, x: m.argsort(x, -1), shapes="rank1+", domain=distinct, grad=False),
+    Op("cumsum", lambda m, x: m.cumsum(x, 0), shapes="rank1+", dim=lambda m, x, d: x.cumsum(d)),
+    Op("cumsum_dtype", lambda m, x: x.cumsum(-1, dtype=m.float64), shapes="rank1+"),
+    Op("cumprod", lambda m, x: m.cumprod(x, -1), shapes="rank1+"),
+    Op("roll", lambda m, x: m.roll(x, 1, 0), shapes="rank1+", dim=lambda m, x, d: x.roll(1, d)),
+    Op("roll_dims", lambda m, x: x.roll((1, -2), (0, -1)), shapes="rank2+"),
+    Op("roll_flat", lambda m, x: x.roll(2), shapes="rank1+"),
+    Op(
+        "index_select",
+        lambda m, x: m.index_select(x, 0, m.tensor([x.shape[0] - 1, 0, 0])),
+        shapes="nonempty1+",
+    ),
+    Op("mm", lambda m, x, y: m.mm(x, y), shapes="matmul", check_shapes=((2, 3), (3, 4))),
+    Op(
+        "bmm",
+        lambda m, x, y: m.bmm(m.stack([x, 2 * x]), m.stack([y, y])),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "addmm",
+        lambda m, x, y: m.addmm(y.sum(0), x, y, beta=0.5, alpha=2.0),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "baddbmm",
+        lambda m, x, y: (x @ y).baddbmm(m.stack([x, x]), m.stack([y, -y]), alpha=0.5),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "einsum_matmul",
+        lambda m, x, y: m.einsum("ij,jk->ik", x, y),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "einsum_implicit_list",
+        lambda m, x, y: m.einsum("ij,jk", [x, y]),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "einsum_outer_trace",
+        lambda m, x, y: m.einsum("i,j->j", x, y),
+        shapes="dot",
+        check_shapes=((3,), (3,)),
+    ),
+    Op("einsum_ellipsis", lambda m, x: m.einsum("...i->...", x), shapes="rank1+"),
+    Op(
+        "einsum_batched",
+        lambda m, x, y: m.einsum("bij,bjk->bik", m.stack([x, x]), m.stack([y, 3 * y])),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),
+    Op(
+        "smooth_l1_loss",
+        lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, beta=0.5),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "smooth_l1_loss_none",
+        lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, reduction="none"),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op("sum_dtype", lambda m, x: x.sum(0, dtype=m.float64), shapes="rank1+"),
+    Op("mean_dtype", lambda m, x: m.mean(x, dtype=m.float64), shapes="nonempty"),
+    Op("prod_dtype", lambda m, x: x.prod(dtype=m.float64), shapes="small"),
+    Op("softmax_dtype", lambda m, x: x.softmax(-1, dtype=m.float64), shapes="rank1+"),
+    Op("log_softmax_dtype", lambda m, x: m.log_softmax(x, 0, dtype=m.float64), shapes="rank1+"),
 ]
 
 

@@ -12,6 +12,7 @@ else:
     from scratchgrad import autograd  # noqa: I001  (before tensor: Function comes first)
     from scratchgrad.autograd.grad_mode import (
         enable_grad,
+        inference_mode,
         is_grad_enabled,
         no_grad,
         set_grad_enabled,
@@ -32,6 +33,12 @@ else:
     from scratchgrad.backend import float16 as half, float32 as float, float64 as double
     from scratchgrad.backend import int32 as int, int64 as long
     from scratchgrad.creation import (
+        BoolTensor,
+        DoubleTensor,
+        FloatTensor,
+        HalfTensor,
+        IntTensor,
+        LongTensor,
         arange,
         as_tensor,
         empty,
@@ -55,7 +62,7 @@ else:
         zeros,
         zeros_like,
     )
-    from scratchgrad.tensor import Tensor, cat, stack, where
+    from scratchgrad.tensor import Tensor, cat, einsum, stack, where
 
     from scratchgrad.serialization import load, save
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
@@ -90,8 +97,42 @@ else:
     max, min, norm, logsumexp = Tensor.max, Tensor.min, Tensor.norm, Tensor.logsumexp
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
     any, all, square, rsqrt = Tensor.any, Tensor.all, Tensor.square, Tensor.rsqrt
-    mm = bmm = Tensor.matmul
     tril, triu, topk, multinomial = Tensor.tril, Tensor.triu, Tensor.topk, Tensor.multinomial
+    mm, bmm = Tensor.mm, Tensor.bmm
+    # More methods that PyTorch also has as functions, under the same names.
+    log1p, expm1, log2, log10, exp2 = (
+        Tensor.log1p,
+        Tensor.expm1,
+        Tensor.log2,
+        Tensor.log10,
+        Tensor.exp2,
+    )
+    tan, asin, acos, atan, atan2 = Tensor.tan, Tensor.asin, Tensor.acos, Tensor.atan, Tensor.atan2
+    sinh, cosh, asinh, acosh, atanh = (
+        Tensor.sinh,
+        Tensor.cosh,
+        Tensor.asinh,
+        Tensor.acosh,
+        Tensor.atanh,
+    )
+    arcsin, arccos, arctan, arctan2 = Tensor.arcsin, Tensor.arccos, Tensor.arctan, Tensor.arctan2
+    arcsinh, arccosh, arctanh = Tensor.arcsinh, Tensor.arccosh, Tensor.arctanh
+    reciprocal, erf, erfc, frac = Tensor.reciprocal, Tensor.erf, Tensor.erfc, Tensor.frac
+    floor, ceil, round, trunc, fix = (
+        Tensor.floor,
+        Tensor.ceil,
+        Tensor.round,
+        Tensor.trunc,
+        Tensor.fix,
+    )
+    addmm, baddbmm, sort, argsort = Tensor.addmm, Tensor.baddbmm, Tensor.sort, Tensor.argsort
+    cumsum, cumprod, roll, index_select = (
+        Tensor.cumsum,
+        Tensor.cumprod,
+        Tensor.roll,
+        Tensor.index_select,
+    )
+    movedim, select, unbind, t = Tensor.movedim, Tensor.select, Tensor.unbind, Tensor.t
 
     def _calls_method(name: str):
         """A module function that calls its argument's own method ``name``, so a subclass's

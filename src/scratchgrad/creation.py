@@ -278,3 +278,46 @@ def triu_indices(
 def _triangle_indices(rows_and_cols: tuple, dtype: Any, device: Any) -> Tensor:
     stacked = xp.stack(rows_and_cols).reshape(2, -1)  # (2, 0) when the triangle is empty
     return _finish(stacked.astype(_dtype(dtype, backend.int64)), False, device)
+
+
+class _LegacyTensorType(type):
+    """``isinstance(t, FloatTensor)`` asks for a dtype, as in PyTorch."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+
+class _LegacyTensor(metaclass=_LegacyTensorType):
+    """PyTorch's typed constructors: ``FloatTensor([1, 2])`` copies data (a list or tuple is
+    data); ``FloatTensor(2, 3)`` (ints) is an uninitialised tensor of that shape."""
+
+    dtype = backend.float32
+
+    def __new__(cls, *args: Any) -> Tensor:
+        if len(args) == 1 and not isinstance(args[0], int):
+            return Tensor(args[0], cls.dtype)
+        return Tensor._make(xp.empty(args, cls.dtype))
+
+
+class FloatTensor(_LegacyTensor):
+    dtype = backend.float32
+
+
+class DoubleTensor(_LegacyTensor):
+    dtype = backend.float64
+
+
+class HalfTensor(_LegacyTensor):
+    dtype = backend.float16
+
+
+class LongTensor(_LegacyTensor):
+    dtype = backend.int64
+
+
+class IntTensor(_LegacyTensor):
+    dtype = backend.int32
+
+
+class BoolTensor(_LegacyTensor):
+    dtype = backend.bool_

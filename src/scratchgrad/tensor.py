@@ -21,7 +21,7 @@ from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
-from scratchgrad.ops import binary, matmul, movement, reduce, unary
+from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 _new = object.__new__
@@ -219,6 +219,13 @@ class Tensor:
 
     def __repr__(self) -> str:
         return _format(self)
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a 0-d tensor formats as its number; any other tensor only
+        without a spec (its repr), as in PyTorch."""
+        if self.array.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
 
     # ---- autograd ---------------------------------------------------------------------------
 
@@ -462,6 +469,28 @@ class Tensor:
             out = out.squeeze(-1)
         return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
 
+    def mm(self, mat2: Tensor) -> Tensor:
+        """The product of two matrices (2-D only; ``matmul`` broadcasts)."""
+        _check_ndim("mm", 2, self, mat2)
+        return self.matmul(mat2)
+
+    def bmm(self, mat2: Tensor) -> Tensor:
+        """Batched matrix product of (B, N, K) and (B, K, M) tensors (no broadcasting)."""
+        _check_ndim("bmm", 3, self, mat2)
+        if self.shape[0] != mat2.shape[0]:
+            raise RuntimeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
+        return self.matmul(mat2)
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``."""
+        return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
+
+    def baddbmm(
+        self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
+    ) -> Tensor:
+        """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
+        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
+
     # ---- in place ---------------------------------------------------------------------------
 
     def _inplace(self, name: str, out_of_place: Callable, ufunc, other: Any) -> Tensor:
@@ -704,7 +733,73 @@ class Tensor:
         return 1 / self.sqrt()
 
     def log1p(self) -> Tensor:
-        return (1 + self).log()
+        return unary.Log1p.apply(self._floating())
+
+    def expm1(self) -> Tensor:
+        return unary.Expm1.apply(self._floating())
+
+    def tan(self) -> Tensor:
+        return unary.Tan.apply(self._floating())
+
+    def asin(self) -> Tensor:
+        return unary.Asin.apply(self._floating())
+
+    def acos(self) -> Tensor:
+        return unary.Acos.apply(self._floating())
+
+    def atan(self) -> Tensor:
+        return unary.Atan.apply(self._floating())
+
+    def sinh(self) -> Tensor:
+        return unary.Sinh.apply(self._floating())
+
+    def cosh(self) -> Tensor:
+        return unary.Cosh.apply(self._floating())
+
+    def asinh(self) -> Tensor:
+        return unary.Asinh.apply(self._floating())
+
+    def acosh(self) -> Tensor:
+        return unary.Acosh.apply(self._floating())
+
+    def atanh(self) -> Tensor:
+        return unary.Atanh.apply(self._floating())
+
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+    def atan2(self, other: Any) -> Tensor:
+        """The angle of the point (other, self), elementwise: atan(self / other) in the right
+        quadrant."""
+        return binary.Atan2.apply(*self._floating()._operands(other))
+
+    arctan2 = atan2
+
+    def log2(self) -> Tensor:
+        return self.log() * (1 / math.log(2))
+
+    def log10(self) -> Tensor:
+        return self.log() * (1 / math.log(10))
+
+    def exp2(self) -> Tensor:
+        return (self._floating() * math.log(2)).exp()
+
+    def reciprocal(self) -> Tensor:
+        return 1 / self._floating()
+
+    def trunc(self) -> Tensor:
+        return unary.Step.apply(self, ufunc=xp.trunc)
+
+    fix = trunc
+
+    def frac(self) -> Tensor:
+        """The fractional part, with the sign of the input: x - trunc(x)."""
+        return self - self.trunc()
+
+    def erf(self) -> Tensor:
+        return special.Erf.apply(self._floating())
+
+    def erfc(self) -> Tensor:
+        return 1 - self.erf()
 
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
@@ -880,6 +975,55 @@ class Tensor:
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
         return reduce.LogSoftmax.apply(x, dim=_dims(dim, x.array.ndim))
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> values_indices:
+        """The entries sorted along ``dim`` and where each came from; always stable (ties keep
+        their order, in both directions), so ``stable`` changes nothing. NaN sorts as the
+        largest, as in PyTorch. The gradient flows back to where each entry came from.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([2.0, 1.0, 2.0]).sort(descending=True)
+        values_indices(values=tensor([2., 2., 1.]), indices=tensor([0, 2, 1]))
+        """
+        index = self.argsort(dim, descending)
+        return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort the entries along ``dim`` (stably, as ``sort``)."""
+        dim = _dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
+        if self.array.ndim == 0:
+            return Tensor._make(xp.zeros((), backend.int64))
+        return Tensor._make(_sort_order(self.array, dim, descending))
+
+    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running sums along ``dim``; integer and bool inputs give int64, as in PyTorch."""
+        x, dim = self._scan_input(dtype), _dim(dim, self.array.ndim)
+        if x.array.ndim == 0:
+            return x.clone()
+        return reduce.Cumsum.apply(x, dim=dim)
+
+    def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
+        """Running products along ``dim``.
+
+        Composed as Prod over a triangle of copies (``out[k]`` is the product of the entries up
+        to ``k`` and of ones after), which costs n**2 for n entries along ``dim`` but inherits
+        Prod's exact gradient where entries are zero (dividing by them would give NaN).
+        """
+        x, dim = self._scan_input(dtype), _dim(dim, self.array.ndim)
+        if x.array.ndim == 0:
+            return x.clone()
+        last = x.movedim(dim, -1)
+        n = last.shape[-1]
+        rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
+        up_to = Tensor._make(xp.tri(n, dtype=bool))  # j <= k
+        return where(up_to, rows, 1).prod(-1).movedim(-1, dim)
+
+    def _scan_input(self, dtype: Any) -> Tensor:
+        if dtype is not None:
+            return self.to(dtype)
+        if backend.is_floating(self.array.dtype) or self.array.dtype == backend.int64:
+            return self
+        return self.long()
 
     def topk(
         self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
@@ -1130,6 +1274,34 @@ class Tensor:
     def flip(self, dims: int | Sequence[int]) -> Tensor:
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
 
+    def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Shift entries along ``dims``, wrapping around; without ``dims``, over the flattened
+        tensor (its shape is kept).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2, 3, 4]).roll(1)
+        tensor([4, 1, 2, 3])
+        """
+        if dims is None:
+            return self.flatten().roll(shifts, 0).reshape(self.array.shape)
+        if self.array.ndim == 0:
+            raise IndexError(f"roll: dim {dims} is given but the tensor has no dims")
+        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        dims = _dims(dims, self.array.ndim)
+        if len(shifts) != len(dims):
+            raise RuntimeError(
+                f"roll: shifts {shifts} and dims {dims} must have the same number of entries"
+            )
+        return movement.Roll.apply(self, shifts=shifts, dims=dims)
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        """The entries at ``index`` (a vector of ints) along ``dim``."""
+        if index.ndim > 1:
+            raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
+        if self.array.ndim == 0:
+            return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+        return self[(slice(None),) * _dim(dim, self.array.ndim) + (index.reshape(-1),)]
+
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
         negative, counted from the end."""
@@ -1242,6 +1414,35 @@ class Tensor:
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
+    # ---- new tensors like this one ----------------------------------------------------------
+
+    def new_zeros(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """Zeros of ``size`` with this tensor's dtype and device (unless others are given)."""
+        return self._new("zeros", size, (), dtype, device, requires_grad)
+
+    def new_ones(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
+        return self._new("ones", size, (), dtype, device, requires_grad)
+
+    def new_empty(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
+        return self._new("empty", size, (), dtype, device, requires_grad)
+
+    def new_full(
+        self, size: Any, fill_value: Any, *, dtype=None, device=None, requires_grad=False
+    ) -> Tensor:
+        return self._new("full", (size,), (fill_value,), dtype, device, requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+        """A copy of ``data`` in this tensor's dtype (unless ``dtype`` is given)."""
+        out = Tensor(data, self.array.dtype if dtype is None else dtype)
+        out.array = backend.to_device(out.array, device or self.device)
+        return out.requires_grad_() if requires_grad else out
+
+    def _new(self, name: str, size, fill: tuple, dtype, device, requires_grad: bool) -> Tensor:
+        dtype = self.array.dtype if dtype is None else backend.to_dtype(dtype)
+        make = getattr(backend.array_module(device or self.device), name)
+        out = Tensor._make(make(_shape(size), *fill, dtype=dtype))
+        return out.requires_grad_() if requires_grad else out
+
 
 class RemovableHandle:
     """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again."""
@@ -1330,6 +1531,57 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     return binary.Where.apply(cond, x, y)
 
 
+def einsum(equation: str, *operands: Tensor) -> Tensor:
+    """Sums of products over the letters of ``equation``, as ``torch.einsum``: explicit
+    (``"ij,jk->ik"``) or implicit (``"ij,jk"``: the letters used once, alphabetically)
+    output, ``...`` for broadcast dims. A letter repeated within one operand (a diagonal)
+    is not supported.
+
+    >>> import scratchgrad as sg
+    >>> sg.einsum("ij,j->i", sg.ones(2, 3), sg.tensor([1.0, 2.0, 3.0]))
+    tensor([6., 6.])
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    inputs, output = _einsum_letters(equation.replace(" ", ""), operands)
+    dtype = operands[0].dtype
+    for t in operands[1:]:
+        dtype = backend.result_type(dtype, t.dtype)
+    return matmul.Einsum.apply(*(t.to(dtype) for t in operands), inputs=inputs, output=output)
+
+
+def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[str, ...], str]:
+    """The equation's subscripts with ``...`` spelled out in unused letters (right-aligned, as
+    broadcasting is) and the output made explicit, checked against the operands."""
+    inputs, arrow, output = equation.partition("->")
+    inputs = inputs.split(",")
+    if len(inputs) != len(operands):
+        raise RuntimeError(
+            f"einsum: {equation!r} has {len(inputs)} operands' subscripts, got {len(operands)}"
+        )
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in equation]
+    widest = 0
+    for i, (letters, t) in enumerate(zip(inputs, operands)):
+        named = len(letters.replace("...", ""))
+        if ("..." in letters and named > t.ndim) or ("..." not in letters and named != t.ndim):
+            raise RuntimeError(
+                f"einsum: subscripts {letters!r} do not fit operand {i} of shape {t.shape}"
+            )
+        if "..." in letters:
+            widest = builtins.max(widest, t.ndim - named)
+        if len(set(letters.replace("...", ""))) != named:
+            raise RuntimeError(f"einsum: a letter repeated within {letters!r} is not supported")
+    ellipsis = "".join(spare[:widest])
+    inputs = tuple(
+        s.replace("...", ellipsis[widest - (t.ndim - len(s) + 3) :] if "..." in s else "")
+        for s, t in zip(inputs, operands)
+    )
+    if not arrow:
+        once = sorted(c for c in set("".join(inputs)) if "".join(inputs).count(c) == 1)
+        output = ellipsis + "".join(c for c in once if c not in ellipsis)
+    return inputs, output.replace("...", ellipsis)
+
+
 @names_bad_arguments
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim."""
@@ -1379,6 +1631,32 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
         None if device is None else backend.device(device),
         None if dtype is None else backend.to_dtype(dtype),
     )
+
+
+def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
+    for t in tensors:
+        if t.ndim != ndim:
+            raise RuntimeError(f"{name}: expected {ndim}-D tensors, got shape {t.shape}")
+
+
+def _scaled_sum(x: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:
+    """``beta * x + alpha * product`` (addmm, baddbmm); beta=0 ignores ``x``, NaNs too."""
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (x if beta == 1 else x * beta)
+
+
+def _sort_order(array, dim: int, descending: bool):
+    """Indices that sort ``array`` along ``dim`` stably, in both directions: for a descending
+    order the reversed array is sorted ascending and the result reversed, which keeps ties in
+    their original order (NaN, sorted last ascending, comes first descending, as in PyTorch)."""
+    if not descending:
+        return xp.argsort(array, axis=dim, kind="stable")
+    n = array.shape[dim]
+    order = xp.argsort(xp.flip(array, dim), axis=dim, kind="stable")
+    return xp.flip(n - 1 - order, dim)
 
 
 def _to_array(data: Any, dtype: Any):

@@ -373,6 +373,21 @@ def huber_loss(
     return _reduce(where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)), reduction)
 
 
+@autocast_policy("float32")
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
+) -> Tensor:
+    """Squared error (halved, over ``beta``) for differences below ``beta``, linear beyond:
+    ``huber_loss`` divided by ``beta``, and ``l1_loss`` for ``beta=0``."""
+    if beta < 0:
+        raise RuntimeError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    if beta == 0:
+        return l1_loss(input, target, reduction)
+    diff = input - target
+    size = diff.abs()
+    return _reduce(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
+
+
 def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
     """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
     none ignored, no class weights or smoothing, and a reduced loss."""

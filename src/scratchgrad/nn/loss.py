@@ -48,6 +48,17 @@ class HuberLoss(_Loss):
         return F.huber_loss(input, target, self.reduction, self.delta)
 
 
+class SmoothL1Loss(_Loss):
+    """Squared error (over ``beta``) below ``beta``, linear beyond; see ``F.smooth_l1_loss``."""
+
+    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
 class CrossEntropyLoss(_WeightedLoss):
     """Cross entropy of logits against class indices or class probabilities.
 

@@ -113,6 +113,21 @@ def _split_by(x_wins, tie, grad):
     return grad * share, grad * (1 - share)
 
 
+class Atan2(Function):
+    """atan2(y, x): the angle of the point (x, y); both partials share 1 / (x**2 + y**2)."""
+
+    @staticmethod
+    def forward(ctx, y, x):
+        ctx.save_for_backward(y, x)
+        return xp.arctan2(y, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, x = ctx.saved_tensors
+        scale = grad / (x * x + y * y)
+        return scale * x, -scale * y if ctx.needs_input_grad[1] else None
+
+
 class Where(Function):
     @staticmethod
     def forward(ctx, condition, x, y):

@@ -3,7 +3,7 @@
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype
+from scratchgrad.backend import accumulation_dtype, xp
 
 
 class MatMul(Function):
@@ -96,3 +96,40 @@ def _product(x, y):
 def _as_matrix(t):
     """A tensor of any number of dims as one matrix of its last-dim rows."""
     return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
+
+
+class Einsum(Function):
+    """``numpy.einsum`` over explicit subscripts (``inputs`` per operand, ``output``), no
+    ellipsis and no letter twice in one operand (``Tensor``'s ``einsum`` spells those out).
+
+    The gradient for an operand is another einsum: the output's gradient with the other
+    operands, kept to that operand's letters. Letters only that operand has were summed away,
+    so their gradient is broadcast back over them.
+    """
+
+    @staticmethod
+    def forward(ctx, *xs, inputs, output):
+        ctx.save_for_backward(*xs)
+        ctx.inputs, ctx.output = inputs, output
+        return xp.einsum(",".join(inputs) + "->" + output, *xs, optimize=len(xs) > 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xs = ctx.saved_tensors
+        grads = []
+        for i, (needed, letters) in enumerate(zip(ctx.needs_input_grad, ctx.inputs)):
+            if not needed:
+                grads.append(None)
+                continue
+            others = [(ctx.output, grad)]
+            others += [(s, x) for j, (s, x) in enumerate(zip(ctx.inputs, xs)) if j != i]
+            known = "".join(s for s, _ in others)
+            kept = "".join(c for c in letters if c in known)
+            g = Einsum.apply(*(t for _, t in others), inputs=[s for s, _ in others], output=kept)
+            if kept != letters:  # put the summed-away dims back, as size 1, and broadcast
+                sizes = iter(g.shape)
+                shape = [next(sizes) if c in known else 1 for c in letters]
+                full = [m if c in known else n for c, m, n in zip(letters, shape, xs[i].shape)]
+                g = g.reshape(shape).expand(full)
+            grads.append(g)
+        return tuple(grads)

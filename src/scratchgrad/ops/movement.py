@@ -70,6 +70,19 @@ class Flip(Function):
         return grad.flip(ctx.dims)
 
 
+class Roll(Function):
+    """Shift entries along ``dims`` by ``shifts``, wrapping around; rolling back undoes it."""
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return xp.roll(x, shifts, axis=dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Roll.apply(grad, shifts=tuple(-s for s in ctx.shifts), dims=ctx.dims)
+
+
 class Copy(Function):
     """A copy, possibly to another dtype; the gradient goes back in the input's dtype."""
 

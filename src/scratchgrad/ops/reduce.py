@@ -139,6 +139,19 @@ class Prod(Function):
         return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
 
 
+class Cumsum(Function):
+    """Running sum along ``dim``; its gradient is the running sum of ``grad`` from the end."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return xp.cumsum(x, axis=dim, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
+
+
 def log_softmax(x, dim):
     """log(softmax(x)) on an array, stable: subtracting the max keeps exp from overflowing."""
     shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine

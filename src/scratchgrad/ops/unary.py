@@ -165,3 +165,144 @@ class Step(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * 0
+
+
+# ---- more elementwise math: each forward is one ufunc, each derivative one line ----------------
+
+
+class Log1p(Function):
+    """log(1 + x), accurate for tiny x where 1 + x would round to 1."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.log1p(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (1 + x)
+
+
+class Expm1(Function):
+    """exp(x) - 1, accurate for tiny x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = xp.expm1(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (out + 1)
+
+
+class Tan(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = xp.tan(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (1 + out * out)
+
+
+class Asin(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arcsin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1 - x * x).rsqrt()
+
+
+class Acos(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arccos(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return -grad * (1 - x * x).rsqrt()
+
+
+class Atan(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arctan(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (1 + x * x)
+
+
+class Sinh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.sinh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cosh()
+
+
+class Cosh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.cosh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.sinh()
+
+
+class Asinh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arcsinh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x * x + 1).rsqrt()
+
+
+class Acosh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arccosh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x * x - 1).rsqrt()
+
+
+class Atanh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return xp.arctanh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (1 - x * x)

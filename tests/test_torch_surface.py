@@ -1,0 +1,110 @@
+"""The small pieces of PyTorch's surface that programs touch first, against PyTorch: f-string
+formatting, new_* factories, typed constructors, inference_mode, stable sorting, einsum's
+errors, SmoothL1Loss."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+
+@pytest.mark.parametrize("spec", ["", ".4f", "8.2e", ">10"])
+def test_format_a_0d_tensor_as_its_number(spec):
+    for value in (1.23456, 7):
+        assert format(sg.tensor(value), spec) == format(torch.tensor(value), spec)
+    assert f"{sg.tensor([1.0, 2.0])}" == str(sg.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError):  # as PyTorch: a spec only for a 0-d tensor
+        f"{sg.tensor([1.0, 2.0]):.2f}"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x, m: x.new_zeros(2, 3),
+        lambda x, m: x.new_ones((2,), dtype=m.int64),
+        lambda x, m: x.new_full((2, 2), 7),
+        lambda x, m: x.new_tensor([1, 2]),
+        lambda x, m: x.new_zeros(2, requires_grad=True),
+    ],
+)
+def test_new_factories_take_dtype_from_the_tensor(make):
+    ours, theirs = make(sg.ones(1, dtype=sg.float64), sg), make(torch.ones(1).double(), torch)
+    assert ours.shape == tuple(theirs.shape) and str(ours.dtype) == str(theirs.dtype)[6:]
+    assert ours.requires_grad == theirs.requires_grad
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    assert sg.ones(1).new_empty(4).shape == (4,)
+
+
+def test_typed_constructors_as_torch():
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"):
+        ours, theirs = getattr(sg, name)([1, 0, 2]), getattr(torch, name)([1, 0, 2])
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        assert str(ours.dtype) == str(theirs.dtype)[6:]
+        assert getattr(sg, name)(2, 3).shape == tuple(getattr(torch, name)(2, 3).shape)
+        assert isinstance(ours, getattr(sg, name)) and isinstance(ours, sg.Tensor)
+    assert sg.FloatTensor((2, 3)).tolist() == torch.FloatTensor((2, 3)).tolist() == [2.0, 3.0]
+    assert not isinstance(sg.zeros(2), sg.LongTensor)
+
+
+def test_inference_mode_is_a_context_manager_and_a_decorator():
+    x = sg.ones(2, requires_grad=True)
+    with sg.inference_mode():
+        assert not (x * 2).requires_grad
+    with sg.inference_mode(False):
+        assert (x * 2).requires_grad
+
+    @sg.inference_mode()
+    def predict(x):
+        return x * 2
+
+    @sg.inference_mode
+    def predict_bare(x):
+        return x * 2
+
+    assert not predict(x).requires_grad and not predict_bare(x).requires_grad
+    assert sg.is_grad_enabled()
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_is_stable_and_puts_nan_where_torch_does(descending):
+    values = [2.0, float("nan"), 1.0, 2.0, -1.0, 1.0, float("nan")]
+    ours = sg.tensor(values).sort(descending=descending)
+    theirs = torch.tensor(values).sort(descending=descending, stable=True)
+    assert ours.indices.tolist() == theirs.indices.tolist()
+    np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+    ints = [3, 1, 3, 0, 1]
+    assert (
+        sg.argsort(sg.tensor(ints), descending=descending).tolist()
+        == torch.argsort(torch.tensor(ints), descending=descending, stable=True).tolist()
+    )
+
+
+def test_integer_cumsum_gives_int64_as_torch():
+    for data in ([True, False, True], [1, 2, 3]):
+        ours, theirs = sg.tensor(data).cumsum(0), torch.tensor(data).cumsum(0)
+        assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype)[6:]
+
+
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [("ij,jk->ik", [(2, 3), (4, 5)]), ("ij,jk", [(2, 3)]), ("ii->i", [(2, 2)])],
+)
+def test_einsum_refuses_what_it_cannot_do(equation, shapes):
+    with pytest.raises(RuntimeError, match="einsum"):
+        sg.einsum(equation, *(sg.ones(*s) for s in shapes))
+
+
+def test_mm_and_bmm_check_their_dims():
+    with pytest.raises(RuntimeError, match="mm: expected 2-D"):
+        sg.mm(sg.ones(2, 2, 2), sg.ones(2, 2))
+    with pytest.raises(RuntimeError, match="bmm: batch sizes differ"):
+        sg.bmm(sg.ones(2, 2, 3), sg.ones(3, 3, 2))
+
+
+def test_smooth_l1_loss_module_as_torch():
+    x, y = np.array([0.1, -2.0, 0.7]), np.array([0.0, 0.0, 0.0])
+    for beta in (0.0, 0.5, 1.0):
+        ours = sg.nn.SmoothL1Loss(beta=beta)(sg.tensor(x), sg.tensor(y))
+        theirs = torch.nn.SmoothL1Loss(beta=beta)(torch.tensor(x), torch.tensor(y))
+        assert ours.item() == pytest.approx(theirs.item(), rel=1e-12)
