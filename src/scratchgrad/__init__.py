@@ -100,6 +100,15 @@ else:
     tril, triu, topk, multinomial = Tensor.tril, Tensor.triu, Tensor.topk, Tensor.multinomial
     mm, bmm = Tensor.mm, Tensor.bmm
     # More methods that PyTorch also has as functions, under the same names.
+    eq, ne, lt, le, gt, ge = Tensor.eq, Tensor.ne, Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge
+    isnan, isinf, isfinite = Tensor.isnan, Tensor.isinf, Tensor.isfinite
+    logical_not, logical_and = Tensor.logical_not, Tensor.logical_and
+    logical_or, logical_xor = Tensor.logical_or, Tensor.logical_xor
+    dot, mv, outer, lerp, hypot = Tensor.dot, Tensor.mv, Tensor.outer, Tensor.lerp, Tensor.hypot
+    addcmul, addcdiv = Tensor.addcmul, Tensor.addcdiv
+    clone, detach, numel = Tensor.clone, Tensor.detach, Tensor.numel
+    is_floating_point = Tensor.is_floating_point
+    concat = concatenate = cat
     log1p, expm1, log2, log10, exp2 = (
         Tensor.log1p,
         Tensor.expm1,

@@ -431,6 +431,42 @@ class Tensor:
     def eq(self, other: Any) -> Tensor:
         return self == other
 
+    def ne(self, other: Any) -> Tensor:
+        return self != other
+
+    def lt(self, other: Any) -> Tensor:
+        return self < other
+
+    def le(self, other: Any) -> Tensor:
+        return self <= other
+
+    def gt(self, other: Any) -> Tensor:
+        return self > other
+
+    def ge(self, other: Any) -> Tensor:
+        return self >= other
+
+    def isnan(self) -> Tensor:
+        return Tensor._make(xp.isnan(self.array))
+
+    def isinf(self) -> Tensor:
+        return Tensor._make(xp.isinf(self.array))
+
+    def isfinite(self) -> Tensor:
+        return Tensor._make(xp.isfinite(self.array))
+
+    def logical_not(self) -> Tensor:
+        return Tensor._make(xp.logical_not(self.array))
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self._compare(xp.logical_and, other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self._compare(xp.logical_or, other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return self._compare(xp.logical_xor, other)
+
     def add(self, other: Any, alpha: float = 1) -> Tensor:
         return self + (other * alpha if alpha != 1 else other)
 
@@ -469,11 +505,42 @@ class Tensor:
             out = out.squeeze(-1)
         return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
 
+    def dot(self, other: Tensor) -> Tensor:
+        """The inner product of two vectors."""
+        _check_ndim("dot", 1, self, other)
+        return Tensor.matmul.__wrapped__(self, other)  # not lowered by autocast, as PyTorch's
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """A matrix times a vector."""
+        _check_ndim("mv", 2, self)
+        _check_ndim("mv", 1, vec)
+        return Tensor.matmul.__wrapped__(self, vec)  # not lowered by autocast, as PyTorch's
+
+    def outer(self, vec2: Tensor) -> Tensor:
+        """The outer product of two vectors."""
+        _check_ndim("outer", 1, self, vec2)
+        return self.unsqueeze(1) * vec2
+
+    def lerp(self, end: Any, weight: Any) -> Tensor:
+        """``self + weight * (end - self)``."""
+        return self + weight * (end - self)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+        return self + value * tensor1 * tensor2
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+        return self + value * tensor1 / tensor2
+
+    def hypot(self, other: Any) -> Tensor:
+        return (self * self + other * other).sqrt()
+
+    @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:
         """The product of two matrices (2-D only; ``matmul`` broadcasts)."""
         _check_ndim("mm", 2, self, mat2)
         return self.matmul(mat2)
 
+    @autocast_policy("lower")
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched matrix product of (B, N, K) and (B, K, M) tensors (no broadcasting)."""
         _check_ndim("bmm", 3, self, mat2)
@@ -481,10 +548,12 @@ class Tensor:
             raise RuntimeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
         return self.matmul(mat2)
 
+    @autocast_policy("lower")
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``."""
         return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
 
+    @autocast_policy("lower")
     def baddbmm(
         self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
     ) -> Tensor:
@@ -1544,10 +1613,27 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     inputs, output = _einsum_letters(equation.replace(" ", ""), operands)
+    if _contracts(inputs, output):  # PyTorch computes those with bmm, which autocast lowers
+        return _contraction(*operands, inputs=inputs, output=output)
+    return _einsum(*operands, inputs=inputs, output=output)
+
+
+def _einsum(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
     dtype = operands[0].dtype
     for t in operands[1:]:
         dtype = backend.result_type(dtype, t.dtype)
     return matmul.Einsum.apply(*(t.to(dtype) for t in operands), inputs=inputs, output=output)
+
+
+_contraction = autocast_policy("lower")(_einsum)
+
+
+def _contracts(inputs: tuple, output: str) -> bool:
+    """Whether a letter shared by two operands is summed over (a matrix product)."""
+    letters = [set(s) for s in inputs]
+    return any(
+        c not in output and builtins.sum(c in s for s in letters) > 1 for c in set().union(*letters)
+    )
 
 
 def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[str, ...], str]:

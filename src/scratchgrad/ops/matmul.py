@@ -111,7 +111,10 @@ class Einsum(Function):
     def forward(ctx, *xs, inputs, output):
         ctx.save_for_backward(*xs)
         ctx.inputs, ctx.output = inputs, output
-        return xp.einsum(",".join(inputs) + "->" + output, *xs, optimize=len(xs) > 2)
+        wide = accumulation_dtype(xs[0].dtype)  # 16-bit floats: computed in float32, rounded once
+        operands = xs if wide is None else [x.astype(wide) for x in xs]
+        out = xp.einsum(",".join(inputs) + "->" + output, *operands, optimize=len(xs) > 2)
+        return out if wide is None else out.astype(xs[0].dtype)
 
     @staticmethod
     def backward(ctx, grad):
