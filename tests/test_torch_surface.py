@@ -108,3 +108,16 @@ def test_smooth_l1_loss_module_as_torch():
         ours = sg.nn.SmoothL1Loss(beta=beta)(sg.tensor(x), sg.tensor(y))
         theirs = torch.nn.SmoothL1Loss(beta=beta)(torch.tensor(x), torch.tensor(y))
         assert ours.item() == pytest.approx(theirs.item(), rel=1e-12)
+
+
+def test_index_queries_and_layout_as_torch():
+    data = [[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]]
+    ours, theirs = sg.tensor(data), torch.tensor(data)
+    assert sg.nonzero(ours).tolist() == torch.nonzero(theirs).tolist()
+    assert [t.tolist() for t in ours.nonzero(as_tuple=True)] == [
+        t.tolist() for t in theirs.nonzero(as_tuple=True)
+    ]
+    assert sg.count_nonzero(ours, 1).tolist() == torch.count_nonzero(theirs, 1).tolist()
+    assert ours.stride() == theirs.stride() and ours.T.stride() == theirs.T.stride()
+    assert ours.element_size() == theirs.element_size() and ours.nelement() == 6
+    assert sg.is_tensor(ours) and not sg.is_tensor(data)

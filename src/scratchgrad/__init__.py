@@ -109,6 +109,19 @@ else:
     clone, detach, numel = Tensor.clone, Tensor.detach, Tensor.numel
     is_floating_point = Tensor.is_floating_point
     concat = concatenate = cat
+    swapaxes, swapdims, broadcast_to, tile = (
+        Tensor.swapaxes,
+        Tensor.swapdims,
+        Tensor.broadcast_to,
+        Tensor.tile,
+    )
+    fliplr, flipud, masked_select = Tensor.fliplr, Tensor.flipud, Tensor.masked_select
+    nonzero, argwhere, count_nonzero = Tensor.nonzero, Tensor.argwhere, Tensor.count_nonzero
+
+    def is_tensor(obj) -> bool:
+        """Whether ``obj`` is a scratchgrad Tensor."""
+        return isinstance(obj, Tensor)
+
     log1p, expm1, log2, log10, exp2 = (
         Tensor.log1p,
         Tensor.expm1,

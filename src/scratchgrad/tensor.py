@@ -162,6 +162,17 @@ class Tensor:
     def numel(self) -> int:
         return self.array.size
 
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per entry."""
+        return self.array.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
+        strides = tuple(s // self.array.itemsize for s in self.array.strides)
+        return strides if dim is None else strides[_dim(dim, self.array.ndim)]
+
     def dim(self) -> int:
         return self.array.ndim
 
@@ -1339,6 +1350,42 @@ class Tensor:
         tiled = [n for pair in zip(repeats, shape) for n in pair]
         out = self.reshape(spread).expand(tiled)
         return out.reshape(*(r * n for r, n in zip(repeats, shape)))
+
+    def fliplr(self) -> Tensor:
+        return self.flip(1)
+
+    def flipud(self) -> Tensor:
+        return self.flip(0)
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def broadcast_to(self, size: Sequence[int]) -> Tensor:
+        return self.expand(size)
+
+    def tile(self, dims: Sequence[int]) -> Tensor:
+        """``repeat``, with missing leading counts taken as 1, as ``torch.tile``."""
+        dims = tuple(dims)
+        return self.repeat((1,) * (self.array.ndim - len(dims)) + dims)
+
+    def masked_select(self, mask: Tensor) -> Tensor:
+        """The entries where ``mask`` (broadcast to this tensor's shape) is True, as a vector."""
+        return self[mask.expand(self.shape) if mask.shape != self.shape else mask]
+
+    def nonzero(self, *, as_tuple: bool = False):
+        """The indices of the nonzero entries: a (count, ndim) int64 tensor, or one vector per
+        dim with ``as_tuple``."""
+        if as_tuple:
+            return tuple(Tensor._make(i.astype(backend.int64)) for i in xp.nonzero(self.array))
+        return Tensor._make(xp.argwhere(self.array).astype(backend.int64))
+
+    argwhere = nonzero
+
+    def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        dims = _dims(dim, self.array.ndim, unique=True)
+        return Tensor._make(xp.asarray(xp.count_nonzero(self.array, axis=dims), backend.int64))
 
     def flip(self, dims: int | Sequence[int]) -> Tensor:
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
