@@ -15,6 +15,7 @@ has none yet: vmap over it raises an error naming it.
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Callable
 
 from scratchgrad.backend import xp
@@ -237,13 +238,23 @@ def cross_entropy_grad(cls, values, batched, kwargs):
     return grad.reshape(grad.shape[0], 1, 1) * unit
 
 
+def einsum(cls, values, batched, kwargs):
+    """A letter the equation does not use, in front of the batched operands and the output."""
+    used = set("".join(kwargs["inputs"]) + kwargs["output"])
+    letter = next(c for c in string.ascii_letters if c not in used)
+    inputs = [letter + s if b else s for s, b in zip(kwargs["inputs"], batched)]
+    return cls.apply(*values, inputs=inputs, output=letter + kwargs["output"])
+
+
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, special.Erf, special.Softplus, movement.Copy,
+    unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
+    unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
-    binary.Minimum, binary.Where, unary.TanhGrad, loss.MSELossGrad,
+    binary.Minimum, binary.Where, unary.TanhGrad, loss.MSELossGrad, binary.Atan2,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
@@ -254,11 +265,13 @@ RULES: dict[type, Callable] = {
     reduce.Amax: reduction,
     reduce.Prod: reduction,
     reduce.LogSoftmax: reduction,
+    reduce.Cumsum: reduction,
     reduce.SumToSize: sum_to_size,
     movement.Reshape: shape_prefixed,
     movement.Expand: shape_prefixed,
     movement.Permute: permute,
     movement.Flip: dims_shifted,
+    movement.Roll: dims_shifted,
     movement.GetItem: index,
     movement.IndexAdd: index,
     movement.Diagonal: diagonal,
@@ -266,6 +279,7 @@ RULES: dict[type, Callable] = {
     movement.Cat: concatenate,
     matmul.MatMul: matmul_rule,
     matmul.Linear: linear,
+    matmul.Einsum: einsum,
     loss.MSELoss: mse_loss,
     loss.CrossEntropy: cross_entropy,
     loss.CrossEntropyGrad: cross_entropy_grad,
