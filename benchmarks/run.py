@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--workloads",
-        default="S1,W1,W2,W3,W4,W5,O1,P1,P2,P3,L",
+        default="S1,W1,W2,W3,W4,W5,W6,O1,P1,P2,P3,L",
         help="comma-separated ids, e.g. W1,W2",
     )
     parser.add_argument("--rounds", type=int, help="rounds per framework (default 5, quick 2)")

@@ -22,7 +22,9 @@ from workloads import Problem, digits_epochs
 def build_model(lib: ModuleType, problem: Problem):
     """The workload's network with the problem's initial weights copied in."""
     nn = lib.nn
-    if problem.model == "cnn":
+    if problem.model == "gpt":
+        model = gpt(lib, problem.extra)
+    elif problem.model == "cnn":
         model = nn.Sequential(
             nn.Conv2d(1, 8, 3, padding=1),
             nn.ReLU(),
@@ -47,9 +49,52 @@ def build_model(lib: ModuleType, problem: Problem):
     return model
 
 
+def gpt(lib: ModuleType, config: dict):
+    """scratchgrad.charlm's GPT, written against the common API (tests/test_benchmarks.py
+    checks that it computes what charlm.GPT computes)."""
+    nn, F = lib.nn, lib.nn.functional
+    dims, heads = config["dims"], config["heads"]
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(dims)
+            self.qkv, self.proj = nn.Linear(dims, 3 * dims), nn.Linear(dims, dims)
+            self.ln_2 = nn.LayerNorm(dims)
+            self.fc, self.out = nn.Linear(dims, 4 * dims), nn.Linear(4 * dims, dims)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+            return x + self.out(F.gelu(self.fc(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(config["vocab"], dims)
+            self.wpe = nn.Embedding(config["block"], dims)
+            self.blocks = nn.ModuleList([Block() for _ in range(config["layers"])])
+            self.ln_f = nn.LayerNorm(dims)
+            self.lm_head = nn.Linear(dims, config["vocab"], bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(lib.arange(idx.shape[1]))
+            for block in self.blocks:
+                x = block(x)
+            return self.lm_head(self.ln_f(x)).flatten(0, 1)
+
+    return GPT()
+
+
 def make_optimizer(lib: ModuleType, problem: Problem, params):
     if problem.optimizer == "adam":
         return lib.optim.Adam(params, lr=problem.lr)
+    if problem.optimizer == "adamw":
+        return lib.optim.AdamW(params, lr=problem.lr, betas=(0.9, 0.99))
     return lib.optim.SGD(params, lr=problem.lr, momentum=problem.momentum)
 
 
@@ -59,10 +104,14 @@ def make_train_step(lib: ModuleType, problem: Problem):
     optimizer = make_optimizer(lib, problem, model.parameters())
     loss_fn = getattr(lib.nn.functional, {"mse": "mse_loss"}.get(problem.loss, problem.loss))
 
+    clip = problem.extra.get("clip")
+
     def train_step(x, y):
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        if clip is not None:
+            lib.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         return loss
 

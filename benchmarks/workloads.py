@@ -69,6 +69,13 @@ WORKLOADS: dict[str, Workload] = {
             memory_target=True,
         ),
         Workload(
+            "W6",
+            "charlm GPT (4 layers, 4 heads, 128 dims), batch 12, context 64, AdamW",
+            ("scratchgrad", "pytorch"),
+            target=1.0,
+            memory_target=True,
+        ),
+        Workload(
             "O1",
             "per-op overhead: (a * b).sum().backward(), 8x8",
             TENSOR_PEERS,
@@ -213,6 +220,49 @@ def digits_epochs(problem: Problem, epochs: int, seed: int = 3):
         yield split_batches(x, y, 64, rng.permutation(len(x)), drop_last=False)
 
 
+GPT = {"vocab": 65, "block": 64, "layers": 4, "heads": 4, "dims": 128, "batch": 12}
+
+
+def gpt_params(seed: int) -> list[np.ndarray]:
+    """The default charlm GPT's parameters in ``model.parameters()`` order (the output layer
+    is tied to the token embedding): N(0, 0.02) matrices, zero biases, LayerNorms at 1 and 0."""
+    rng = np.random.default_rng(seed)
+    dims, block = GPT["dims"], GPT["block"]
+
+    def normal(*shape):
+        return (0.02 * rng.standard_normal(shape)).astype(np.float32)
+
+    def norm():
+        return [np.ones(dims, np.float32), np.zeros(dims, np.float32)]
+
+    params = [normal(GPT["vocab"], dims), normal(block, dims)]
+    for _ in range(GPT["layers"]):
+        params += norm() + [normal(3 * dims, dims), np.zeros(3 * dims, np.float32)]
+        params += [normal(dims, dims), np.zeros(dims, np.float32)]
+        params += norm() + [normal(4 * dims, dims), np.zeros(4 * dims, np.float32)]
+        params += [normal(dims, 4 * dims), np.zeros(dims, np.float32)]
+    return params + norm()
+
+
+def charlm_problem() -> Problem:
+    """W6: windows of the shipped Shakespeare, as ``scratchgrad train --task charlm`` sees them."""
+    from scratchgrad.datasets import load_shakespeare
+
+    text = load_shakespeare()
+    chars = sorted(set(text))
+    ids = np.array([chars.index(c) for c in text[:100_000]], dtype=np.int64)
+    rng = np.random.default_rng(21)
+    batches = []
+    for _ in range(4):
+        window = rng.integers(len(ids) - GPT["block"], size=GPT["batch"])[:, None]
+        window = window + np.arange(GPT["block"])
+        batches.append((ids[window], ids[window + 1].ravel()))  # targets as the logits: flat
+    return Problem(
+        "gpt", batches, gpt_params(22), loss="cross_entropy", optimizer="adamw", lr=1e-3,
+        extra=dict(GPT, clip=1.0),
+    )  # fmt: skip
+
+
 def make_problem(workload_id: str) -> Problem:
     """Build the data, initial weights and hyperparameters of one workload."""
     if workload_id == "S1":
@@ -272,6 +322,8 @@ def make_problem(workload_id: str) -> Problem:
             _uniform(rng, (10,), 784),
         ]
         return Problem("cnn", [(x, y)], params, loss="cross_entropy", lr=0.01)
+    if workload_id == "W6":
+        return charlm_problem()
     if workload_id == "O1":
         rng = np.random.default_rng(18)
         a, b = (rng.standard_normal((8, 8), dtype=np.float32) for _ in range(2))

@@ -337,6 +337,13 @@ OPS = [
     Op("triu", lambda m, x: x.triu(), shapes="rank2+"),
     Op("triu_offset", lambda m, x: m.triu(x, diagonal=2), shapes="rank2+"),
     Op("pad", lambda m, x: _pad(m, x), shapes="rank1+"),
+    Op("pad_reflect", lambda m, x: m.nn.functional.pad(x, (2, 1), "reflect"), shapes="signal"),
+    Op(
+        "pad_replicate",
+        lambda m, x: m.nn.functional.pad(x, (3, 0), mode="replicate"),
+        shapes="signal",
+    ),
+    Op("pad_circular", lambda m, x: m.nn.functional.pad(x, (1, 3), "circular"), shapes="signal"),
     Op(
         "cat",
         lambda m, x, y: m.cat([x, x * y], dim=0),

@@ -146,3 +146,26 @@ def test_population_steps_agree_with_pytorch():
     for name in frameworks:
         found = losses(functools.partial(population.make_step, name), problem)
         np.testing.assert_allclose(found, expected, rtol=RTOL, err_msg=name)
+
+
+def test_w6_gpt_is_charlms_and_both_frameworks_agree():
+    """W6's model is scratchgrad.charlm's GPT (the same logits from the same weights), and
+    PyTorch and scratchgrad take the same first steps."""
+    import scratchgrad as sg
+    from scratchgrad import charlm
+
+    torch = pytest.importorskip("torch")
+    problem = workloads.make_problem("W6")
+    bench = tensor_api.build_model(sg, problem)
+    model = charlm.GPT(charlm.GPTConfig())
+    with sg.no_grad():
+        for p, w in zip(model.parameters(), problem.params, strict=True):
+            p.copy_(sg.from_numpy(w))
+    x = sg.from_numpy(problem.batches[0][0])
+    np.testing.assert_allclose(
+        bench(x).detach().numpy(), model(x).flatten(0, 1).detach().numpy(), rtol=1e-5, atol=1e-6
+    )
+    ours = losses(functools.partial(tensor_api.make_step, sg), problem)
+    np.testing.assert_allclose(
+        ours, losses(functools.partial(tensor_api.make_step, torch), problem), rtol=RTOL
+    )

@@ -57,6 +57,7 @@ SHAPES = {
     ),
     "linear_vector": st.tuples(st.integers(1, 4), _sides).map(lambda t: ((t[0],), (t[1], t[0]))),
     "dot": _sides.map(lambda k: ((k,), (k,))),
+    "signal": _one(_shapes(min_dims=2, max_dims=3, min_side=3, max_side=4)),  # (N, C, L), (C, L)
 }
 
 

@@ -385,7 +385,7 @@ def test_default_initialisation(layer, fan_in):
         (lambda: F.conv1d(sg.ones(1, 1, 5), sg.ones(1, 1, 3), stride=(1, 1)), ValueError, "stride"),
         (lambda: Conv2d(3, 4, 3, groups=2), ValueError, "divisible"),
         (lambda: Conv2d(2, 4, 3, stride=2, padding="same"), ValueError, "strided"),
-        (lambda: Conv2d(2, 4, 3, padding_mode="reflect"), NotImplementedError, "zeros"),
+        (lambda: Conv2d(2, 4, 3, padding_mode="mirror"), ValueError, "padding_mode must be one"),
     ],
 )
 def test_errors(make, error, message):

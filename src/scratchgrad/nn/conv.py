@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from scratchgrad.nn import conv_functional as F
 from scratchgrad.nn import init
+from scratchgrad.nn.functional import pad
 from scratchgrad.nn.module import Module, _empty_parameter
 from scratchgrad.tensor import Tensor
 
@@ -44,8 +45,11 @@ class _ConvNd(Module):
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be "
                 f"divisible by groups ({groups})"
             )
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode={padding_mode!r}: only 'zeros' is supported")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(
+                "padding_mode must be one of 'zeros', 'reflect', 'replicate' or 'circular', "
+                f"got {padding_mode!r}"
+            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = self._tuple(kernel_size)
         self.stride, self.dilation = self._tuple(stride), self._tuple(dilation)
@@ -67,9 +71,24 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def forward(self, input: Tensor) -> Tensor:
+        padding = self.padding
+        if self.padding_mode != "zeros" and padding != "valid":
+            input = pad(input, self._padding_widths(), mode=self.padding_mode)
+            padding = 0
         return self.convolve(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
         )
+
+    def _padding_widths(self) -> list[int]:
+        """``F.pad``'s (before, after) pairs, last dim first; "same" puts the odd one after."""
+        widths = []
+        for i in reversed(range(self.dims)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                widths += [total // 2, total - total // 2]
+            else:
+                widths += [self.padding[i]] * 2
+        return widths
 
     def _tuple(self, value: Size) -> tuple[int, ...]:
         return (value,) * self.dims if isinstance(value, int) else tuple(value)
@@ -95,6 +114,8 @@ class _ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 

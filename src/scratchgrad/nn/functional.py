@@ -620,16 +620,21 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 def pad(
     input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
 ) -> Tensor:
-    """Pad with a constant, PyTorch's way: ``pad`` lists (before, after) for the last dim first,
-    then the one before it, and so on; negative amounts crop.
+    """Pad PyTorch's way: ``pad`` lists (before, after) for the last dim first, then the one
+    before it, and so on; negative amounts crop.
+
+    ``mode`` "constant" fills with ``value``; "reflect" mirrors the entries next to the edge
+    (the edge itself not repeated), "replicate" repeats the edge, "circular" wraps around. These
+    three pad the last 1 to 3 dims of a batched or unbatched input (N, C, ...) or (C, ...).
 
     >>> import scratchgrad as sg
     >>> out = pad(sg.ones(1, 2), (1, 0, 0, 1))  # last dim: 1 before; dim 0: 1 after
     >>> out.tolist()
     [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    >>> x = sg.tensor([[[1.0, 2.0, 3.0]]])
+    >>> [pad(x, (2, 1), mode).tolist()[0][0] for mode in ("reflect", "replicate", "circular")]
+    [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0], [1.0, 1.0, 1.0, 2.0, 3.0, 3.0], [2.0, 3.0, 1.0, 2.0, 3.0, 1.0]]
     """
-    if mode != "constant":
-        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(
             f"pad: padding length must be even and at most 2 * {input.ndim}, got {len(pad)}"
@@ -637,11 +642,57 @@ def pad(
     widths = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode in ("reflect", "replicate"):  # NOTE: as PyTorch, they mirror about the uncropped edge
+        return _pad_by_index(input, widths, mode, len(pad) // 2)
     out = input
     if any(w < 0 for pair in widths for w in pair):
         crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for (b, a), n in zip(widths, input.shape))
         out = out[crop]
-    return out.pad([(max(b, 0), max(a, 0)) for b, a in widths], 0.0 if value is None else value)
+    widths = [(max(b, 0), max(a, 0)) for b, a in widths]
+    if mode != "constant":
+        return _pad_by_index(out, widths, mode, len(pad) // 2)
+    return out.pad(widths, 0.0 if value is None else value)
+
+
+def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> Tensor:
+    """Reflect, replicate or circular padding as indexing: each padded dim is read at the
+    positions its mode maps the padded range onto (the gradient adds up at repeated ones)."""
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(
+            f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}"
+        )
+    if not 1 <= padded_dims <= 3 or input.ndim not in (padded_dims + 1, padded_dims + 2):
+        raise NotImplementedError(
+            f"pad: {mode} padding of the last {padded_dims} dims needs a {padded_dims + 1}-D or "
+            f"{padded_dims + 2}-D input, got shape {tuple(input.shape)}"
+        )
+    out = input
+    for dim, (before, after) in enumerate(widths):
+        if before or after:
+            index = _pad_index(out.shape[dim], before, after, mode, dim)
+            out = out[(slice(None),) * dim + (index,)]
+    return out
+
+
+def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
+    """Which entry of a dim of ``size`` each padded position reads."""
+    positions = xp.arange(-before, size + after)  # a negative amount crops
+    if mode == "replicate":
+        return xp.clip(positions, 0, size - 1)
+    if mode == "circular":
+        if max(before, after) > size:
+            raise ValueError(
+                f"pad: circular padding ({before}, {after}) of dim {dim} wraps around more than "
+                f"once (size {size})"
+            )
+        return positions % size
+    if max(before, after) >= size:
+        raise ValueError(
+            f"pad: reflect padding ({before}, {after}) of dim {dim} should be less than the "
+            f"dim's size {size}"
+        )
+    mirrored = xp.abs(positions)
+    return xp.where(mirrored >= size, 2 * (size - 1) - mirrored, mirrored)
 
 
 # convolution and pooling live in their own file, next to the primitives they use

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import xp
+from scratchgrad.backend import bfloat16, xp
 
 # W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23 (1969)
 # 631-638, as in Netlib SPECFUN's CALERF: relative error below 1e-16 in three intervals of |x|.
@@ -82,14 +82,47 @@ def _erfc_above(y):
     return scale * _piecewise(y, 4.0, _erfc_mid, _erfc_large)
 
 
+# Eigen's (and XLA's) float32 erf: an odd degree-13 over even degree-8 rational function on
+# [-4, 4], where erf reaches 1 in float32. Measured against math.erf on 2,000,001 points of
+# [-6, 6]: relative error at most 4.5e-7 (a few float32 ulps), in about a tenth of the time
+# of CALERF's three float64 pieces (the GELU of a GPT step spent most of its time there).
+_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02)  # fmt: skip
+_BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+         -7.37332916720468e-03, -1.42647390514189e-02)  # fmt: skip
+
+
+def _erf_float32(x):
+    x = xp.clip(x, -4, 4, dtype=xp.float32)
+    x2 = x * x
+    numerator = _ALPHA[0] * x2
+    for a in _ALPHA[1:-1]:
+        numerator += a
+        numerator *= x2
+    numerator += _ALPHA[-1]
+    numerator *= x
+    denominator = _BETA[0] * x2
+    for b in _BETA[1:-1]:
+        denominator += b
+        denominator *= x2
+    denominator += _BETA[-1]
+    numerator /= denominator
+    return numerator
+
+
 def erf(x):
-    """The error function of an array, elementwise, to float64 precision (computed in float64,
-    returned in the input's floating dtype).
+    """The error function of an array, elementwise: float64 (and integer) input to float64
+    precision, float32 and narrower in float32 (returned in the input's floating dtype).
 
     >>> import math
     >>> float(erf(xp.array(0.5))) == math.erf(0.5)
     True
+    >>> abs(float(erf(xp.array(0.5, xp.float32))) - math.erf(0.5)) < 1e-7
+    True
     """
+    if (x.dtype.kind == "f" and x.dtype.itemsize <= 4) or x.dtype == bfloat16:
+        return _erf_float32(x).astype(x.dtype, copy=False)
     dtype = x.dtype if x.dtype.kind == "f" else xp.dtype(xp.float64)
     y = xp.abs(xp.asarray(x, xp.float64)).reshape(-1)
     out = _piecewise(y, 0.46875, _erf_small, lambda v: 1 - _erfc_above(v))

@@ -1,4 +1,5 @@
-"""Gradient clipping, after ``torch.nn.utils``: both work in place on ``.grad``."""
+"""``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``), and
+``rnn.pad_sequence`` for batches of sequences."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterable
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
 from scratchgrad.tensor import Tensor
 
 
