@@ -56,8 +56,11 @@ LAYER_CASES = [
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("initial", [False, True], ids=["zero_state", "given_state"])
-@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize(
+    ("unbatched", "initial"),
+    [(False, False), (False, True), (True, True)],
+    ids=["batched-zero_state", "batched-given_state", "unbatched-given_state"],
+)
 @pytest.mark.parametrize(("kind", "options"), [c[1:] for c in LAYER_CASES],
                          ids=[c[0] for c in LAYER_CASES])  # fmt: skip
 def test_recurrent_layer_matches_torch(kind, options, unbatched, initial, dtype):
