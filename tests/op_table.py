@@ -436,15 +436,13 @@ OPS = [
     Op("trunc", lambda m, x: m.trunc(x), domain=away_from_zero, gradgrad=False),
     Op("frac", lambda m, x: m.frac(x), domain=away_from_zero),
     binary("atan2", lambda m, x, y: m.atan2(x, y), domain=(away_from_zero, away_from_zero)),
-    # sort's order is read from the values outside any Function: vmap cannot batch it yet
-    Op("sort", lambda m, x: m.sort(x)[0], shapes="rank1+", domain=distinct, vmap=False),
+    Op("sort", lambda m, x: m.sort(x)[0], shapes="rank1+", domain=distinct),
     Op(
         "sort_descending_dim0",
         lambda m, x: x.sort(0, descending=True).values,
         shapes="rank1+",
         domain=distinct,
         dim=lambda m, x, d: x.sort(d, descending=True).values,
-        vmap=False,
     ),
     Op(
         "argsort",
@@ -452,7 +450,6 @@ OPS = [
         shapes="rank1+",
         domain=distinct,
         grad=False,
-        vmap=False,
     ),
     Op("cumsum", lambda m, x: m.cumsum(x, 0), shapes="rank1+", dim=lambda m, x, d: x.cumsum(d)),
     Op("cumsum_dtype", lambda m, x: x.cumsum(-1, dtype=m.float64), shapes="rank1+"),

@@ -167,8 +167,9 @@ else:
         function.__name__, function.__doc__ = name, method.__doc__
         return function
 
-    argmax, argmin, any, all, clamp, clip, gather, topk = map(
-        _calls_method, ("argmax", "argmin", "any", "all", "clamp", "clip", "gather", "topk")
+    argmax, argmin, argsort, any, all, clamp, clip, gather, topk = map(
+        _calls_method,
+        ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
 
 __version__ = "0.1.0"

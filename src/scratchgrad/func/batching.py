@@ -140,6 +140,11 @@ class BatchedTensor(Tensor):
             )
         return wrap(getattr(value, name)(dim % max(self.ndim, 1) + 1, keepdim), self.level)
 
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        if self.ndim == 0:  # index 0, without reading a value
+            return super().argsort(dim, descending, stable)
+        return wrap(self.value.argsort(_dim(dim, self.ndim) + 1, descending), self.level)
+
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
         if self.ndim == 0:  # its own top 1, without reading a value
             return super().topk(k, dim, largest, sorted)
