@@ -86,3 +86,12 @@ def test_lstm_variant_trains_and_samples(tmp_path):
     model, chars = charlm.load_checkpoint(tmp_path / "charlm_lstm.safetensors")
     assert isinstance(model.lstm, sg.nn.LSTM)
     assert charlm.sample_text(model, chars, "A", 10, top_k=3).startswith("A")
+
+
+@pytest.mark.parametrize("amp", ["bf16", "fp16"])
+def test_mixed_precision_trains(amp, tmp_path):
+    cfg = charlm.TrainConfig(steps=30, batch_size=8, lr=1e-2, warmup=5, eval_every=30,
+                             eval_batches=2, amp=amp)  # fmt: skip
+    history = charlm.train("gpt", cfg, TINY, out=None, progress=False)
+    assert history["val"][-1] < history["val"][0] - 0.5
+    assert np.isfinite(history["loss"]).all()

@@ -26,7 +26,7 @@ from tqdm import tqdm
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.nn import functional as F
-from scratchgrad.train import prepare_out
+from scratchgrad.train import AMP_DTYPES, prepare_out
 
 # ---- the data: characters as integers ------------------------------------------------------
 
@@ -203,6 +203,7 @@ class TrainConfig:
     eval_every: int = 250
     eval_batches: int = 20
     seed: int = 0
+    amp: str | None = None  # "bf16" or "fp16" (with a GradScaler): the forward under autocast
 
 
 def build_model(name: str, vocab_size: int, config: dict | None = None) -> nn.Module:
@@ -275,6 +276,8 @@ def train(
         f"vocabulary {len(data.chars)}"
     )
     history = {"step": [], "train": [], "val": [], "seconds": [], "loss": []}
+    autocast = sg.autocast("cpu", dtype=AMP_DTYPES.get(cfg.amp), enabled=cfg.amp is not None)
+    scaler = sg.amp.GradScaler(enabled=cfg.amp == "fp16")
     start = time.perf_counter()
     bar = tqdm(range(cfg.steps + 1), desc="charlm", unit="step", disable=not progress)
     for step in bar:
@@ -292,7 +295,8 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         x, y = data.batch("train", cfg.batch_size, block_size, rng)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        with autocast:
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         value = loss.item()
         if not math.isfinite(value):
             raise FloatingPointError(
@@ -300,9 +304,11 @@ def train(
                 f"try a smaller learning rate than {cfg.lr}"
             )
         opt.zero_grad()
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # clip the true gradients (a no-op without fp16)
         nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         history["loss"].append(value)
         bar.set_postfix(loss=f"{value:.4f}", refresh=False)
     history["model"], history["data"] = model, data
@@ -424,6 +430,7 @@ def main(args: argparse.Namespace) -> int:
         lr=args.lr or defaults.lr,
         eval_every=args.eval_every or defaults.eval_every,
         seed=args.seed,
+        amp=args.amp,
     )
     model_name = args.model or "gpt"
     history = train(model_name, cfg, out=args.out or Path("runs/charlm"))
