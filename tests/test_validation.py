@@ -182,3 +182,13 @@ def test_a_non_tensor_argument_is_a_type_error_naming_the_function(call, name, a
         call(torch)
     with pytest.raises(TypeError, match=rf"{name}\(\): argument {argument}.*, not list"):
         call(sg)
+
+
+@pytest.mark.parametrize("name", ["exp", "sum", "argmax", "mm", "softmax", "t", "clamp"])
+def test_module_functions_name_a_non_tensor_input_as_pytorch(name):
+    with pytest.raises(TypeError) as ours:
+        getattr(sg, name)([1.0, 2.0])
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch, name)([1.0, 2.0])
+    assert str(ours.value) == f"{name}(): argument 'input' (position 1) must be Tensor, not list"
+    assert str(theirs.value).startswith(f"{name}()")  # PyTorch's TypeError names it too

@@ -4,6 +4,8 @@
 tensor engine over NumPy, with PyTorch's names.
 """
 
+import functools as _functools
+
 try:
     import numpy  # noqa: F401
 except ImportError:  # only the scalar engine (scratchgrad.scalar) works without NumPy
@@ -171,5 +173,24 @@ else:
         _calls_method,
         ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
+
+    def _takes_a_tensor(function):
+        """PyTorch's TypeError when a module function gets something else than a tensor first
+        (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor, not list")."""
+
+        @_functools.wraps(function)
+        def checked(input, *args, **kwargs):
+            if not isinstance(input, Tensor):
+                raise TypeError(
+                    f"{function.__name__}(): argument 'input' (position 1) must be Tensor, "
+                    f"not {type(input).__name__}"
+                )
+            return function(input, *args, **kwargs)
+
+        return checked
+
+    for _name, _value in list(globals().items()):  # the methods bound to module names above
+        if getattr(_value, "__qualname__", "").startswith(("Tensor.", "_calls_method.")):
+            globals()[_name] = _takes_a_tensor(_value)
 
 __version__ = "0.1.0"
