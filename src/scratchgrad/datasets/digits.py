@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import scratchgrad as sg
+from scratchgrad.creation import from_numpy
 
 if TYPE_CHECKING:
-    from scratchgrad import Tensor
+    from scratchgrad.tensor import Tensor
 
 
 def load_digits() -> tuple[Tensor, Tensor]:
@@ -33,4 +33,4 @@ def load_digits() -> tuple[Tensor, Tensor]:
     ):
         images, labels = data["images"], data["labels"]
     images = images[:, None].astype(np.float32) / np.float32(16)
-    return sg.from_numpy(images), sg.from_numpy(labels.astype(np.int64))
+    return from_numpy(images), from_numpy(labels.astype(np.int64))

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import scratchgrad as sg
+from scratchgrad.creation import from_numpy
 from scratchgrad.utils.data import Dataset
 
 if TYPE_CHECKING:
-    from scratchgrad import Tensor
+    from scratchgrad.tensor import Tensor
 
 # The element type byte of the magic number, and the big-endian dtype it names.
 IDX_DTYPES = {
@@ -115,7 +115,7 @@ class MNIST(Dataset):
         self.transform = transform
 
     def __getitem__(self, index: int) -> tuple[object, int]:
-        image = sg.from_numpy(self.images[index][None].astype(np.float32) / np.float32(255))
+        image = from_numpy(self.images[index][None].astype(np.float32) / np.float32(255))
         if self.transform is not None:
             image = self.transform(image)
         return image, int(self.labels[index])
@@ -136,7 +136,7 @@ def load_mnist(root: str | os.PathLike, train: bool = True) -> tuple[Tensor, Ten
     """
     images, labels = _read_pair(root, train)
     images = images[:, None].astype(np.float32) / np.float32(255)
-    return sg.from_numpy(images), sg.from_numpy(labels.astype(np.int64))
+    return from_numpy(images), from_numpy(labels.astype(np.int64))
 
 
 def _read_pair(root: str | os.PathLike, train: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-import scratchgrad as sg
 from scratchgrad import backend
+from scratchgrad.creation import from_numpy
 
 if TYPE_CHECKING:
-    from scratchgrad import Tensor
+    from scratchgrad.tensor import Tensor
 
 # How far each spiral arm winds around the origin, in radians, from its centre to its end.
 SPIRAL_ANGLE = 3 * np.pi
@@ -146,4 +146,4 @@ def _finish(
         X, y = X[order], y[order]
     if noise:
         X = X + rng.normal(scale=noise, size=X.shape)
-    return sg.from_numpy(X.astype(np.float32)), sg.from_numpy(y.astype(np.int64))
+    return from_numpy(X.astype(np.float32)), from_numpy(y.astype(np.int64))

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import scratchgrad as sg
 from scratchgrad import nn
+from scratchgrad.backend import default_generator, float32, manual_seed
+from scratchgrad.creation import tensor
 from scratchgrad.evo.envs import VectorEnv
+from scratchgrad.tensor import Tensor
 
 
 class MLPPolicy:
@@ -78,24 +80,23 @@ class MLPPolicy:
             model.load_state_dict(self.state_dict(theta))
         return model
 
-    def state_dict(self, theta: np.ndarray) -> dict[str, sg.Tensor]:
+    def state_dict(self, theta: np.ndarray) -> dict[str, Tensor]:
         """One member's parameters as float32 tensors under the module's names."""
         arrays = self.unflatten(np.asarray(theta)[None])
         return {
-            name: sg.tensor(array[0], dtype=sg.float32)
-            for (name, _), array in zip(self.shapes, arrays)
+            name: tensor(array[0], dtype=float32) for (name, _), array in zip(self.shapes, arrays)
         }
 
     def initial_params(self, seed: int = 0) -> np.ndarray:
         """A flat float64 vector: the parameters of a freshly initialised module (PyTorch's
         default init of nn.Linear) drawn with the generator seeded by ``seed``; the library's
         generator is left as it was, so ``evo.run`` does not reseed the caller's."""
-        saved = sg.default_generator.rng
+        saved = default_generator.rng
         try:
-            sg.manual_seed(seed)
+            manual_seed(seed)
             state = self.module().state_dict()
         finally:
-            sg.default_generator.rng = saved
+            default_generator.rng = saved
         return np.concatenate([state[name].numpy().ravel() for name, _ in self.shapes]).astype(
             np.float64
         )

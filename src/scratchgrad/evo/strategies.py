@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import scratchgrad as sg
-from scratchgrad import nn
+from scratchgrad import nn, optim
+from scratchgrad.creation import tensor
 
 
 def centered_ranks(fitness: np.ndarray) -> np.ndarray:
@@ -105,11 +105,11 @@ class OpenAIES(_Strategy):
             raise ValueError(f"OpenAIES: popsize must be even (mirrored pairs), got {popsize}")
         if optimizer not in ("adam", "sgd"):
             raise ValueError(f"OpenAIES: optimizer must be 'adam' or 'sgd', got {optimizer!r}")
-        self._theta = nn.Parameter(sg.tensor(self.x0.copy()))
+        self._theta = nn.Parameter(tensor(self.x0.copy()))
         if optimizer == "adam":
-            self._optimizer = sg.optim.Adam([self._theta], lr=lr, weight_decay=weight_decay)
+            self._optimizer = optim.Adam([self._theta], lr=lr, weight_decay=weight_decay)
         else:
-            self._optimizer = sg.optim.SGD(
+            self._optimizer = optim.SGD(
                 [self._theta], lr=lr, momentum=0.9, weight_decay=weight_decay
             )
 
@@ -131,7 +131,7 @@ class OpenAIES(_Strategy):
     def _update(self, population, fitness):
         # the noise is regenerated from the seed, not recovered from the population
         gradient = centered_ranks(fitness) @ self.noise(self.generation) / self.popsize
-        self._theta.grad = sg.tensor(-gradient)  # the optimizer minimises
+        self._theta.grad = tensor(-gradient)  # the optimizer minimises
         self._optimizer.step()
 
 

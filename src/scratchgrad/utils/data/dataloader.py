@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import scratchgrad as sg
+from scratchgrad.backend import float64
+from scratchgrad.creation import from_numpy, tensor
+from scratchgrad.tensor import Tensor, stack
 from scratchgrad.utils.data.dataset import IterableDataset, Subset, TensorDataset
 from scratchgrad.utils.data.sampler import (
     BatchSampler,
@@ -42,7 +44,6 @@ from scratchgrad.utils.data.worker import (
 )
 
 if TYPE_CHECKING:
-    from scratchgrad import Tensor
     from scratchgrad.backend import Generator
 
 
@@ -61,8 +62,8 @@ def default_collate(batch: Sequence[Any]) -> Any:
     ((2, 2), [0, 1])
     """
     elem = batch[0]
-    if isinstance(elem, sg.Tensor):
-        return sg.stack(list(batch))
+    if isinstance(elem, Tensor):
+        return stack(list(batch))
     if isinstance(elem, str | bytes):  # before NumPy: numpy.str_ is a str
         return batch
     if isinstance(elem, np.ndarray | np.generic):
@@ -70,11 +71,11 @@ def default_collate(batch: Sequence[Any]) -> Any:
             raise TypeError(
                 f"default_collate: NumPy arrays of dtype {elem.dtype} cannot be tensors"
             )
-        return sg.from_numpy(np.stack(batch))
+        return from_numpy(np.stack(batch))
     if isinstance(elem, float):
-        return sg.tensor(batch, dtype=sg.float64)
+        return tensor(batch, dtype=float64)
     if isinstance(elem, int):  # bool included: PyTorch infers the dtype, bool or int64
-        return sg.tensor(batch)
+        return tensor(batch)
     if isinstance(elem, Mapping):
         return {key: default_collate([sample[key] for sample in batch]) for key in elem}
     if isinstance(elem, Sequence):
@@ -102,7 +103,7 @@ def default_convert(data: Any) -> Any:
     {'x': tensor([0., 0.], dtype=scratchgrad.float64), 'name': 'a'}
     """
     if isinstance(data, np.ndarray) and data.dtype.kind not in "OSUV":
-        return sg.from_numpy(data)
+        return from_numpy(data)
     if isinstance(data, Mapping):
         return {key: default_convert(value) for key, value in data.items()}
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # a named tuple

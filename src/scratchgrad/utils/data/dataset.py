@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from scratchgrad.utils.data.sampler import check_generator, random_source
 
 if TYPE_CHECKING:
-    from scratchgrad import Tensor
     from scratchgrad.backend import Generator
+    from scratchgrad.tensor import Tensor
 
 
 class Dataset(ABC):
