@@ -7,7 +7,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(VENV)/.core: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[plot,viz]"  # the demo draws its curves
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(PY)

@@ -1,0 +1,104 @@
+"""The layers of DESIGN.md, checked on the source: each module imports only from its own layer
+or the layers below it, the scalar engine imports nothing of the package, and nothing but the
+tools at the top imports the package root (which re-exports everything).
+
+A new top-level module or package joins a layer in ``LAYERS``; a deliberate upward import goes
+into ``ALLOWED`` with its reason.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scratchgrad"
+
+# Bottom to top; a module may import its own layer and the ones before it.
+LAYERS = [
+    {"backend", "cuda", "accelerator", "backends"},  # arrays, dtypes, devices
+    {"autograd"},
+    {"ops"},
+    {"tensor", "creation"},
+    # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
+    # utils.data's DistributedSampler build on them, where PyTorch has them
+    {"nn", "optim", "distributed"},
+    {"utils", "datasets", "serialization"},
+    {"func", "jit", "amp", "cpu"},  # transforms
+    {"evo", "export", "onnx"},  # applications
+    {"viz", "cli", "train", "charlm", "evolve", "argtypes", "__main__"},  # tools
+]
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+
+# (importing module, imported module): why the upward edge is there.
+ALLOWED = {
+    ("autograd.function", "tensor"): "a Function's result is a Tensor (imported last, E402)",
+    ("autograd.engine", "tensor"): "the engine walks Tensors and fills .grad",
+    ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
+    ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
+}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path
+
+
+def _is_module(dotted: str) -> bool:
+    path = PACKAGE.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _imports(path: Path):
+    """(line, imported module relative to the package, '' for the root) for each import."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "scratchgrad" or alias.name.startswith("scratchgrad."):
+                    yield node.lineno, alias.name.partition(".")[2]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "scratchgrad":
+                for alias in node.names:  # `from scratchgrad import backend` names a module
+                    yield node.lineno, alias.name if _is_module(alias.name) else ""
+            elif node.module.startswith("scratchgrad."):
+                yield node.lineno, node.module.partition(".")[2]
+
+
+def _violations():
+    for module, path in _modules():
+        top = module.split(".")[0]
+        for line, imported in _imports(path):
+            where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+            if top == "scalar":
+                yield f"{where}: the scalar engine imports {imported or 'scratchgrad'}"
+            elif not module:
+                continue  # the package root re-exports everything
+            elif top not in RANK:
+                continue  # reported by test_every_module_has_a_layer
+            elif not imported:
+                if RANK[top] < RANK["viz"]:
+                    yield f"{where}: {module} imports the package root; import from the module"
+            elif imported.split(".")[0] not in RANK:
+                continue  # reported by test_every_module_has_a_layer
+            elif RANK[imported.split(".")[0]] > RANK[top]:
+                key = (module, imported.split(".")[0])
+                if key not in ALLOWED:
+                    yield f"{where}: {module} (layer {RANK[top]}) imports {imported} (higher)"
+
+
+def test_every_module_has_a_layer():
+    tops = {module.split(".")[0] for module, _ in _modules() if module}
+    assert {"backend", "tensor", "nn", "scalar"} <= tops  # the scan found the package
+    assert tops - {"scalar"} <= set(RANK), f"add to LAYERS: {sorted(tops - set(RANK))}"
+
+
+def test_imports_follow_the_layers():
+    assert list(_violations()) == []
+
+
+def test_the_allowed_upward_imports_still_exist():
+    found = set()
+    for module, path in _modules():
+        for _, imported in _imports(path):
+            found.add((module, imported.split(".")[0]))
+    assert set(ALLOWED) <= found, f"stale: {set(ALLOWED) - found}"
