@@ -168,10 +168,10 @@ def to_device(array, where: device | str | None):
     return array
 
 
-def accumulation_dtype(dtype: numpy.dtype) -> numpy.dtype | None:
-    """The dtype to sum or multiply ``dtype`` arrays in: float32 for the 16-bit floats (NumPy
-    adds them one after another in 16 bits, and has no 16-bit BLAS), else None (their own)."""
-    return float32 if dtype in (float16, bfloat16) else None
+# accumulation_dtype(dtype): the dtype to sum or multiply ``dtype`` arrays in: float32 for the
+# 16-bit floats (NumPy adds them one after another in 16 bits, and has no 16-bit BLAS), else None
+# (their own). A dict's get, not a def: reductions and products call it on every op.
+accumulation_dtype = {float16: float32, bfloat16: float32}.get
 
 
 def is_floating(dtype: numpy.dtype) -> bool:

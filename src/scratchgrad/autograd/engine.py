@@ -230,7 +230,7 @@ def _propagate(
             f"{len(node.parents)} inputs"
         )
     fresh_results = type(node).builtin
-    adopted = []  # the gradients this node gave to leaves as owned: each goes to one leaf only
+    adopted = set()  # ids of the arrays this node gave to leaves as owned: each to one leaf
     for parent, g_in in zip(node.parents, input_grads):
         if parent is None or g_in is None or (wanted is not None and parent not in wanted):
             continue
@@ -257,10 +257,10 @@ def _propagate(
                 fresh_results
                 and array.base is None
                 and array is not g.array
-                and all(array is not other for other in adopted)
+                and id(array) not in adopted
             ):
                 owned.add(parent)
-                adopted.append(array)
+                adopted.add(id(array))
         else:
             grads[parent] = g_in
             heapq.heappush(ready, (-parent.sequence_nr, parent))
