@@ -122,7 +122,10 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
         while grads:
             leaf, g = grads.popitem()
             if targets is None:
-                _finish_leaf(leaf, g, create_graph, owned)
+                if leaf._hooks or _post_accumulate_hooks:
+                    _finish_leaf(leaf, g, create_graph, owned)
+                else:  # the common case, without _finish_leaf's frame
+                    _accumulate(leaf, g, create_graph, leaf in owned)
             elif leaf in targets:
                 found[leaf] = _run_hooks(leaf._hooks, g, leaf) if leaf._hooks else g
     finally:
