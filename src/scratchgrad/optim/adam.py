@@ -22,15 +22,17 @@ from scratchgrad.optim.optimizer import (
 from scratchgrad.tensor import Tensor
 
 
-def check_adam_arguments(
-    lr: float, betas: tuple[float, float], eps: float, weight_decay: float
-) -> None:
-    """Raise PyTorch's ValueError for the first invalid argument of an Adam-family optimizer."""
+def adam_defaults(
+    lr: float, betas: tuple[float, float], eps: float, weight_decay: float, **options: Any
+) -> dict[str, Any]:
+    """The defaults of an Adam-family optimizer: its own ``options`` and the shared ones, the
+    shared ones checked first (PyTorch's ValueError for the first invalid argument)."""
     check_non_negative(lr=lr, eps=eps)
     for index, beta in enumerate(betas):
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
     check_non_negative(weight_decay=weight_decay)
+    return {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, **options}
 
 
 def adam_direction(p: Tensor, group: dict[str, Any]) -> Any:
@@ -77,16 +79,15 @@ class Adam(Optimizer):
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        check_adam_arguments(lr, betas, eps, weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "amsgrad": amsgrad,
-            "maximize": maximize,
-            "decoupled_weight_decay": decoupled_weight_decay,
-        }
+        defaults = adam_defaults(
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.adam import check_adam_arguments
+from scratchgrad.optim.adam import adam_defaults
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, lerp_, update_direction
 from scratchgrad.tensor import Tensor
 
@@ -40,15 +40,7 @@ class Adamax(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        check_adam_arguments(lr, betas, eps, weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "maximize": maximize,
-        }
-        super().__init__(params, defaults)
+        super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]

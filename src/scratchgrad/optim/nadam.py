@@ -10,7 +10,7 @@ from typing import Any
 
 from scratchgrad.backend import xp
 from scratchgrad.creation import zeros_like
-from scratchgrad.optim.adam import adam_direction, check_adam_arguments
+from scratchgrad.optim.adam import adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
@@ -20,18 +20,6 @@ from scratchgrad.optim.optimizer import (
     square_average_,
 )
 from scratchgrad.tensor import Tensor
-
-
-def _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize):
-    check_adam_arguments(lr, betas, eps, weight_decay)
-    return {
-        "lr": lr,
-        "betas": tuple(betas),
-        "eps": eps,
-        "weight_decay": weight_decay,
-        "decoupled_weight_decay": decoupled_weight_decay,
-        "maximize": maximize,
-    }
 
 
 def _moments(p: Tensor, group: dict[str, Any], state: dict[str, Any], **extra: Any) -> Any:
@@ -83,7 +71,14 @@ class NAdam(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        defaults = _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize)
+        defaults = adam_defaults(
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
         check_non_negative(momentum_decay=momentum_decay)
         super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
 
@@ -135,7 +130,14 @@ class RAdam(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        defaults = _adam_defaults(lr, betas, eps, weight_decay, decoupled_weight_decay, maximize)
+        defaults = adam_defaults(
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
