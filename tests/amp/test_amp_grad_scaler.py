@@ -134,3 +134,8 @@ def test_disabled_scaler_is_a_pass_through_and_state_dict_round_trips():
     )
     with pytest.raises(RuntimeError, match="empty"):
         other.load_state_dict({})
+    theirs = torch.amp.GradScaler("cpu", growth_factor=3.0, backoff_factor=0.25, growth_interval=5)
+    ours = sg.amp.GradScaler(growth_factor=3.0, backoff_factor=0.25, growth_interval=5)
+    for getter in ("get_scale", "get_growth_factor", "get_backoff_factor", "get_growth_interval"):
+        assert getattr(ours, getter)() == getattr(theirs, getter)(), getter
+    assert ours.is_enabled() and not off.is_enabled()

@@ -146,18 +146,23 @@ class GradScaler:
     # ---- introspection and checkpoints ------------------------------------------------------
 
     def get_scale(self) -> float:
+        """The current scale (1.0 when disabled)."""
         return float(self._scale) if self._enabled else 1.0
 
     def get_growth_factor(self) -> float:
+        """What ``update`` multiplies the scale by after ``growth_interval`` clean steps."""
         return self._growth_factor
 
     def get_backoff_factor(self) -> float:
+        """What ``update`` multiplies the scale by after a step with an inf or NaN."""
         return self._backoff_factor
 
     def get_growth_interval(self) -> int:
+        """How many clean steps in a row grow the scale."""
         return self._growth_interval
 
     def is_enabled(self) -> bool:
+        """Whether this scaler scales at all (``enabled=False`` makes every call a no-op)."""
         return self._enabled
 
     def state_dict(self) -> dict:
@@ -173,6 +178,7 @@ class GradScaler:
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict`` saved; an empty dict (a disabled scaler's) raises."""
         if not self._enabled:
             return
         if len(state_dict) == 0:
