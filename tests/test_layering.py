@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked on the source: each module imports only from its own layer
+"""The layers of docs/design.md, checked on the source: each module imports only from its own layer
 or the layers below it, the scalar engine imports nothing of the package, and nothing but the
 tools at the top imports the package root (which re-exports everything).
 
