@@ -128,12 +128,14 @@ class GradScaler:
 
     def _update_scale(self, found_inf: bool) -> None:
         """PyTorch's ``_amp_update_scale_``: back off on inf, grow after a run of clean steps
-        (unless growing would overflow float32)."""
+        (unless growing would overflow float32). As in its kernel, the float32 scale times the
+        float64 factor is computed in float64 and rounded once to float32."""
         if found_inf:
-            self._scale = numpy.float32(self._scale * numpy.float32(self._backoff_factor))
+            self._scale = numpy.float32(float(self._scale) * self._backoff_factor)
             self._growth_tracker = 0
         elif self._growth_tracker + 1 == self._growth_interval:
-            grown = numpy.float32(self._scale * numpy.float32(self._growth_factor))
+            with numpy.errstate(over="ignore"):  # an overflow to inf is refused just below
+                grown = numpy.float32(float(self._scale) * self._growth_factor)
             if numpy.isfinite(grown):
                 self._scale = grown
             self._growth_tracker = 0

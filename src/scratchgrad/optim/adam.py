@@ -103,7 +103,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         state["step"] = step = state["step"] + 1
 
-        # One scratch array serves every intermediate below.
+        # One scratch array serves every intermediate below but the last.
         exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
         scratch = xp.empty_like(param)
         lerp_(exp_avg, grad, 1 - beta1, scratch)
@@ -119,9 +119,11 @@ class Adam(Optimizer):
         denom = xp.sqrt(second, out=scratch)
         denom /= bias_correction2**0.5
         denom += eps
-        update = xp.divide(exp_avg, denom, out=scratch)
-        update *= lr / bias_correction1
-        param -= update
+        # PyTorch's addcdiv_ order, param + (-step_size * exp_avg) / denom, so that the float32
+        # results agree (not param - exp_avg / denom * step_size).
+        update = exp_avg * -(lr / bias_correction1)
+        update /= denom
+        param += update
 
 
 class AdamW(Adam):

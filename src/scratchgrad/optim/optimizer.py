@@ -51,19 +51,28 @@ def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
 
 
 def lerp_(average: Any, target: Any, weight: float, scratch: Any) -> None:
-    """Move a running average toward ``target``: ``average += weight * (target - average)``,
-    in place, with ``scratch`` (an array of the same shape) for the difference."""
+    """Move a running average toward ``target`` by ``weight``, in place, with ``scratch`` (an
+    array of the same shape) for the difference. As PyTorch's ``lerp_``: ``average + weight *
+    (target - average)`` for a weight under 0.5, ``target - (1 - weight) * (target - average)``
+    from 0.5 on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply
+    and the add (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
     xp.subtract(target, average, out=scratch)
-    scratch *= weight
-    average += scratch
+    if abs(weight) < 0.5:
+        scratch *= weight
+        average += scratch
+    else:
+        scratch *= weight - 1
+        xp.add(target, scratch, out=average)
 
 
 def square_average_(average: Any, grad: Any, decay: float, scratch: Any) -> None:
     """The running average of squared gradients, in place: ``decay * average + (1 - decay) *
-    grad**2``, with ``scratch`` for the square."""
+    grad**2``, with ``scratch`` for the square. In PyTorch's order
+    (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that only its fused
+    multiply-add can make a result differ by an ulp."""
     average *= decay
-    xp.multiply(grad, grad, out=scratch)
-    scratch *= 1 - decay
+    xp.multiply(grad, 1 - decay, out=scratch)
+    scratch *= grad
     average += scratch
 
 

@@ -47,7 +47,8 @@ def clip_grad_norm_(
             "so it cannot be clipped. To disable this error and scale the gradients by the "
             "non-finite norm anyway, set `error_if_nonfinite=False`"
         )
-    scale = min(max_norm / (float(total) + 1e-6), 1.0)
+    # In the gradients' dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
+    scale = float(xp.minimum(max_norm / (total + 1e-6), 1.0))
     with no_grad():
         for g in grads:
             g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
