@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from scratchgrad.backend import xp
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
-from scratchgrad.ops import binary, conv, loss, matmul, movement, reduce, special, unary
+from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
 
 
@@ -254,7 +254,7 @@ UNARY = [
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
-    binary.Minimum, binary.Where, unary.TanhGrad, loss.MSELossGrad, binary.Atan2,
+    binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
@@ -278,11 +278,11 @@ RULES: dict[type, Callable] = {
     movement.Pad: pad,
     movement.Cat: concatenate,
     matmul.MatMul: matmul_rule,
-    matmul.Linear: linear,
+    fused.Linear: linear,
     matmul.Einsum: einsum,
-    loss.MSELoss: mse_loss,
-    loss.CrossEntropy: cross_entropy,
-    loss.CrossEntropyGrad: cross_entropy_grad,
+    fused.MSELoss: mse_loss,
+    fused.CrossEntropy: cross_entropy,
+    fused.CrossEntropyGrad: cross_entropy_grad,
     conv.Unfold: unfold,
     conv.Fold: fold,
     conv.MaxOver: dims_shifted,

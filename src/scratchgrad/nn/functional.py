@@ -24,8 +24,7 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.creation import rand
-from scratchgrad.ops.loss import CrossEntropy, MSELoss
-from scratchgrad.ops.matmul import Linear
+from scratchgrad.ops.fused import CrossEntropy, Linear, MSELoss
 from scratchgrad.ops.special import Erf, Softplus
 from scratchgrad.tensor import Tensor, names_bad_arguments, where
 

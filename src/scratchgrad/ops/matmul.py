@@ -35,40 +35,6 @@ class MatMul(Function):
         return grad @ y.mT if dx else None, x.mT @ grad if dy else None
 
 
-class Linear(Function):
-    """``x @ w.T + b``, fused as PyTorch's addmm: the most common layer as one node instead of
-    three (transpose, matmul, add), which is most of the cost of a small network's step."""
-
-    @staticmethod
-    def forward(ctx, x, w, b=None):
-        if x.shape[-1] != w.shape[-1]:
-            raise ValueError(
-                f"linear: input shape {x.shape} and weight shape {w.shape} do not match: "
-                f"{x.shape[-1]} != {w.shape[-1]}"
-            )
-        ctx.save_for_backward(x, w)
-        out = _product(x, w.T)
-        if b is not None:
-            out += b
-        return out if out.dtype == x.dtype else out.astype(x.dtype)  # 16-bit: rounded once
-
-    def name(self) -> str:
-        return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        dx, dw, db = ctx.needs_input_grad
-        grad_w = None
-        if dw:  # batch dims of any number (or none) are summed by one matrix product
-            rows, inputs = (grad, x) if x.array.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
-            grad_w = MatMul.apply(rows, inputs, transpose_x=True)
-        grad_x = None
-        if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
-            grad_x = MatMul.apply(grad, w) if grad.ndim > 1 else grad @ w
-        return grad_x, grad_w, grad if db else None
-
-
 def _product(x, y):
     """``x @ y``. For two matrices ``ndarray.dot`` makes the same BLAS call through a NumPy
     entry that costs about half as much as the matmul ufunc's, a cost small layers pay on every
@@ -91,11 +57,6 @@ def _product(x, y):
             rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
             return rows.dot(y).reshape(*x.shape[:-1], y.shape[-1])
     return x @ y
-
-
-def _as_matrix(t):
-    """A tensor of any number of dims as one matrix of its last-dim rows."""
-    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 class Einsum(Function):

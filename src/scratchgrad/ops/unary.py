@@ -2,6 +2,7 @@
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import xp
+from scratchgrad.ops.fused import TanhGrad
 
 
 class Neg(Function):
@@ -74,27 +75,6 @@ class Tanh(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return TanhGrad.apply(grad, out)
-
-
-class TanhGrad(Function):
-    """``grad * (1 - out**2)``, tanh's backward as one node instead of three (for speed, as
-    PyTorch's tanh_backward); its own backward gives tanh's second derivative."""
-
-    backward_name = "TanhBackwardBackward0"
-
-    @staticmethod
-    def forward(ctx, grad, out):
-        ctx.save_for_backward(grad, out)
-        return grad * (1 - out * out)
-
-    @staticmethod
-    def backward(ctx, g):
-        grad, out = ctx.saved_tensors
-        d_grad, d_out = ctx.needs_input_grad
-        return (
-            g * (1 - out * out) if d_grad else None,
-            g * grad * out * -2 if d_out else None,
-        )
 
 
 class Sigmoid(Function):

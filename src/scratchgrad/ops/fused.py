@@ -1,11 +1,71 @@
-"""Fused losses, for speed: each is one node where the composed version (nn.functional's general
-path) takes four to ten. They cover the common cases only; nn.functional falls back to the
-composition for the rest (weights, ignored targets, label smoothing, broadcasting).
-"""
+"""Fused primitives."""
+
+import math
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import xp
+from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import log_softmax
+
+
+class TanhGrad(Function):
+    """``grad * (1 - out**2)``, tanh's backward as one node instead of three (for speed, as
+    PyTorch's tanh_backward); its own backward gives tanh's second derivative."""
+
+    backward_name = "TanhBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, out):
+        ctx.save_for_backward(grad, out)
+        return grad * (1 - out * out)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad, out = ctx.saved_tensors
+        d_grad, d_out = ctx.needs_input_grad
+        return (
+            g * (1 - out * out) if d_grad else None,
+            g * grad * out * -2 if d_out else None,
+        )
+
+
+class Linear(Function):
+    """``x @ w.T + b``, fused as PyTorch's addmm: the most common layer as one node instead of
+    three (transpose, matmul, add), which is most of the cost of a small network's step."""
+
+    @staticmethod
+    def forward(ctx, x, w, b=None):
+        if x.shape[-1] != w.shape[-1]:
+            raise ValueError(
+                f"linear: input shape {x.shape} and weight shape {w.shape} do not match: "
+                f"{x.shape[-1]} != {w.shape[-1]}"
+            )
+        ctx.save_for_backward(x, w)
+        out = _product(x, w.T)
+        if b is not None:
+            out += b
+        return out if out.dtype == x.dtype else out.astype(x.dtype)  # 16-bit: rounded once
+
+    def name(self) -> str:
+        return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        dx, dw, db = ctx.needs_input_grad
+        grad_w = None
+        if dw:  # batch dims of any number (or none) are summed by one matrix product
+            rows, inputs = (grad, x) if x.array.ndim == 2 else (_as_matrix(grad), _as_matrix(x))
+            grad_w = MatMul.apply(rows, inputs, transpose_x=True)
+        grad_x = None
+        if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
+            grad_x = MatMul.apply(grad, w) if grad.ndim > 1 else grad @ w
+        return grad_x, grad_w, grad if db else None
+
+
+def _as_matrix(t):
+    """A tensor of any number of dims as one matrix of its last-dim rows."""
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 class MSELoss(Function):
