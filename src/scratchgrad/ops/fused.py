@@ -1,4 +1,35 @@
-"""Fused primitives."""
+"""The fast path: primitives that fuse several rows of the table into one node, for speed.
+
+Everything here is also written, more slowly, as a composition of the primitives in the other
+``ops/`` files, which are the math. Each fused node does what its composed twin does in one
+node (one NumPy pass where it can), where PyTorch fuses too; ``nn.functional`` takes the fused
+node for the cases it covers and the composition for the rest. The op table checks each pair
+(``tests/op_table.py``'s ``twin``): the same values and gradients, to float64 rounding.
+
+Each node, its composed twin, and what it saves (a W1 step went from 22 nodes to 11):
+
+- ``TanhGrad``: tanh's backward ``grad_out * (1 - out * out)``, three nodes in one (PyTorch's
+  tanh_backward); every tanh layer's backward takes it.
+- ``Linear``: ``x @ w.mT + b``, PyTorch's addmm: transpose, product and add in one node, and
+  a backward of two matrix products.
+- ``MSELoss``: ``F.mse_loss(x, y, reduction="none").mean()`` (or ``.sum()``): subtract,
+  square and reduce in one node, without NumPy's Python-level ``mean``.
+- ``MSELossGrad``: its backward ``(x - y) * (grad_out * scale)`` in one node.
+- ``CrossEntropy``: ``F.nll_loss(F.log_softmax(x, 1), target)`` for (N, C) logits and valid
+  class indices: log_softmax, pick, negate and reduce in one node.
+- ``CrossEntropyGrad``: its backward ``(softmax(x) - one_hot(target)) * grad_out * scale`` in
+  one node, from the log-probabilities the forward kept.
+
+In a ``*Grad`` node (an op's backward as one node, so that it has a backward of its own for
+second derivatives) ``grad_out`` is the gradient the op's backward received, an input like any
+other; the gradient flowing into the node itself is ``grad``, as everywhere.
+
+Not here, because they are not shortcuts for a composition: ``log_softmax``, ``Erf`` and
+``Softplus`` are fused for accuracy and stability (``reduce.py``, ``special.py``), and two
+primitives take a speed option that is their own math in another layout: ``MatMul``'s
+``transpose_x`` (``x.mT @ y``, the weight gradient of ``Linear``) and ``Unfold``'s
+``ones_rows`` (a convolution's bias inside its matrix product).
+"""
 
 import math
 
@@ -9,23 +40,23 @@ from scratchgrad.ops.reduce import log_softmax
 
 
 class TanhGrad(Function):
-    """``grad * (1 - out**2)``, tanh's backward as one node instead of three (for speed, as
-    PyTorch's tanh_backward); its own backward gives tanh's second derivative."""
+    """``grad_out * (1 - out**2)``, tanh's backward as one node instead of three (as PyTorch's
+    tanh_backward); its own backward gives tanh's second derivative."""
 
     backward_name = "TanhBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, grad, out):
-        ctx.save_for_backward(grad, out)
-        return grad * (1 - out * out)
+    def forward(ctx, grad_out, out):
+        ctx.save_for_backward(grad_out, out)
+        return grad_out * (1 - out * out)
 
     @staticmethod
-    def backward(ctx, g):
-        grad, out = ctx.saved_tensors
-        d_grad, d_out = ctx.needs_input_grad
+    def backward(ctx, grad):
+        grad_out, out = ctx.saved_tensors
+        d_grad_out, d_out = ctx.needs_input_grad
         return (
-            g * (1 - out * out) if d_grad else None,
-            g * grad * out * -2 if d_out else None,
+            grad * (1 - out * out) if d_grad_out else None,
+            grad * grad_out * out * -2 if d_out else None,
         )
 
 
@@ -90,26 +121,26 @@ class MSELoss(Function):
 
 
 class MSELossGrad(Function):
-    """``scale * (x - y) * grad``: MSELoss's backward as one node; it is linear in each input,
-    so its own backward is three products."""
+    """``scale * (x - y) * grad_out``: MSELoss's backward as one node; it is linear in each
+    input, so its own backward is three products."""
 
     backward_name = "MseLossBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, grad, x, y, scale):
-        ctx.save_for_backward(grad, x, y)
+    def forward(ctx, grad_out, x, y, scale):
+        ctx.save_for_backward(grad_out, x, y)
         ctx.scale = scale
-        return (x - y) * (grad * scale)
+        return (x - y) * (grad_out * scale)
 
     @staticmethod
-    def backward(ctx, g):
-        grad, x, y = ctx.saved_tensors
-        d_grad, d_x, d_y = ctx.needs_input_grad
-        g_x = g * grad * ctx.scale if d_x or d_y else None
+    def backward(ctx, grad):
+        grad_out, x, y = ctx.saved_tensors
+        d_grad_out, d_x, d_y = ctx.needs_input_grad
+        grad_x = grad * grad_out * ctx.scale if d_x or d_y else None
         return (
-            g * (x - y) * ctx.scale if d_grad else None,
-            g_x,
-            -g_x if d_y else None,
+            grad * (x - y) * ctx.scale if d_grad_out else None,
+            grad_x,
+            -grad_x if d_y else None,
         )
 
 
@@ -137,29 +168,29 @@ class CrossEntropy(Function):
 
 
 class CrossEntropyGrad(Function):
-    """``(softmax(logits) - one_hot(target)) * grad * scale``: CrossEntropy's backward as one
-    node, from the log-probabilities its forward kept. Its own backward uses the softmax
+    """``(softmax(logits) - one_hot(target)) * grad_out * scale``: CrossEntropy's backward as
+    one node, from the log-probabilities its forward kept. Its own backward uses the softmax
     Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
 
     backward_name = "NllLossBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, grad, logits, log_probs, target, scale):
-        ctx.save_for_backward(grad, logits)
+    def forward(ctx, grad_out, logits, log_probs, target, scale):
+        ctx.save_for_backward(grad_out, logits)
         ctx.target, ctx.scale = target, scale
         out = xp.exp(log_probs)
         out[xp.arange(len(target)), target] -= 1
-        out *= grad * scale
+        out *= grad_out * scale
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        grad, logits = ctx.saved_tensors
-        d_grad, d_logits = ctx.needs_input_grad
+    def backward(ctx, grad):
+        grad_out, logits = ctx.saved_tensors
+        d_grad_out, d_logits = ctx.needs_input_grad
         p = logits.softmax(1)
         one_hot = xp.zeros(logits.shape, logits.dtype)
         one_hot[xp.arange(len(ctx.target)), ctx.target] = 1
-        return (
-            g * (p - one_hot) * ctx.scale if d_grad else None,
-            p * (g - (g * p).sum(1, keepdim=True)) * (grad * ctx.scale) if d_logits else None,
-        )
+        grad_logits = None
+        if d_logits:
+            grad_logits = p * (grad - (grad * p).sum(1, keepdim=True)) * (grad_out * ctx.scale)
+        return grad * (p - one_hot) * ctx.scale if d_grad_out else None, grad_logits
