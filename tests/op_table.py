@@ -57,6 +57,9 @@ class Op:
     index: Callable | None = None  # (m, x, i), i indexing dim 0
     integer: bool = False  # the dim/index checks also run on int64 inputs
     vmap: bool = True  # func.vmap batches it (False: a data-dependent shape, as in torch.func)
+    # a row that reaches a fused node of ops/fused.py: the name of the row that composes the
+    # same function from the primitives (its twin); test_ops checks that they agree
+    twin: str | None = None
 
 
 def binary(name, call, domain=real, **kw):
@@ -71,6 +74,20 @@ OPS = [
     Op("sin", lambda m, x: x.sin()),
     Op("cos", lambda m, x: x.cos()),
     Op("tanh", lambda m, x: x.tanh()),
+    Op(  # tanh's backward as a function of the gradient and x: the fused TanhGrad node
+        "tanh_backward",
+        lambda m, g, x: m.autograd.grad(x.tanh(), x, g, create_graph=True)[0],
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+        vmap=False,  # torch.func.vmap cannot batch autograd.grad
+        twin="tanh_backward_composed",
+    ),
+    Op(
+        "tanh_backward_composed",
+        lambda m, g, x: g * (1 - x.tanh() * x.tanh()),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
     Op("sigmoid", lambda m, x: x.sigmoid()),
     Op("relu", lambda m, x: x.relu(), domain=away_from_zero),
     Op("sqrt", lambda m, x: x.sqrt(), domain=positive),
@@ -375,10 +392,24 @@ OPS = [
         lambda m, x, w: m.nn.functional.linear(x, w),
         shapes="linear",
         check_shapes=((4, 3), (2, 3)),
+        twin="linear_composed",
+    ),
+    Op(
+        "linear_composed",
+        lambda m, x, w: x @ w.mT,
+        shapes="linear",
+        check_shapes=((4, 3), (2, 3)),
     ),
     Op(
         "linear_batched",
         lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
+        shapes="linear_batched",
+        check_shapes=((2, 4, 3), (2, 3)),
+        twin="linear_bias_composed",
+    ),
+    Op(
+        "linear_bias_composed",
+        lambda m, x, w: x @ w.mT + w[:, 0],
         shapes="linear_batched",
         check_shapes=((2, 4, 3), (2, 3)),
     ),
@@ -387,12 +418,20 @@ OPS = [
         lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
         shapes="linear_vector",
         check_shapes=((3,), (2, 3)),
+        twin="linear_bias_composed",
     ),
     Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
-    # ---- fused losses ---------------------------------------------------------------------------
+    # ---- fused losses and their composed twins ------------------------------------------------
     Op(
         "mse_loss",
         lambda m, x, y: m.nn.functional.mse_loss(x, y),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+        twin="mse_loss_composed",
+    ),
+    Op(
+        "mse_loss_composed",
+        lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none").mean(),
         shapes="same_pair",
         check_shapes=((2, 3), (2, 3)),
     ),
@@ -401,15 +440,34 @@ OPS = [
         lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="sum"),
         shapes="same_pair",
         check_shapes=((2, 3), (2, 3)),
+        twin="mse_loss_sum_composed",
+    ),
+    Op(
+        "mse_loss_sum_composed",
+        lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none").sum(),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
     ),
     Op(
         "cross_entropy",
         lambda m, x: m.nn.functional.cross_entropy(x, _labels(m, x)),
         shapes="nonempty_matrix",
+        twin="cross_entropy_composed",
+    ),
+    Op(
+        "cross_entropy_composed",
+        lambda m, x: m.nn.functional.nll_loss(x.log_softmax(1), _labels(m, x)),
+        shapes="nonempty_matrix",
     ),
     Op(
         "cross_entropy_sum",
         lambda m, x: m.nn.functional.cross_entropy(x, _labels(m, x), reduction="sum"),
+        shapes="nonempty_matrix",
+        twin="cross_entropy_sum_composed",
+    ),
+    Op(
+        "cross_entropy_sum_composed",
+        lambda m, x: m.nn.functional.nll_loss(x.log_softmax(1), _labels(m, x), reduction="sum"),
         shapes="nonempty_matrix",
     ),
     # ---- dtype --------------------------------------------------------------------------------

@@ -137,3 +137,42 @@ def test_gradcheck_catches_a_wrong_derivative():
     assert not sg.autograd.gradcheck(WrongSquare.apply, x, raise_exception=False)
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         sg.autograd.gradcheck(WrongSquare.apply, x)
+
+
+ROWS = {op.name: op for op in OPS}
+
+
+def _value_and_two_gradients(op, arrays, seed):
+    """``op``'s value, its gradients for a random output gradient, and the gradients of those
+    (for a random vector), in float64: everything a fused node and its backward compute."""
+    rng = np.random.default_rng(seed)
+    xs = [sg.tensor(a, dtype=sg.float64, requires_grad=True) for a in arrays]
+    out = op.call(sg, *xs)
+    g = sg.tensor(rng.standard_normal(out.shape), dtype=sg.float64)
+    grads = sg.autograd.grad(out, xs, g, create_graph=True, allow_unused=True)
+    dots = [(d * sg.tensor(rng.standard_normal(d.shape))).sum() for d in grads if d is not None]
+    total = sum(dots[1:], dots[0])
+    second = [None] * len(xs)
+    if total.requires_grad:
+        second = sg.autograd.grad(total, xs, allow_unused=True)
+    values = [out, *grads, *second]
+    shapes = [out.shape] + [x.shape for x in xs] * 2
+    return [np.zeros(s) if v is None else v.detach().numpy() for v, s in zip(values, shapes)]
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if op.twin], ids=lambda op: op.name)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_fused_node_matches_its_composed_twin(op, data):
+    """A row that takes a fused node of ops/fused.py and its twin, which composes the same
+    function from the primitives: the same value, gradients and second gradients, to float64
+    rounding (the algebra is the same, only the order of a few operations differs)."""
+    shapes = data.draw(SHAPES[op.shapes], label="shapes")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    arrays = _arrays(op, shapes, np.random.default_rng(seed))
+    fused = _value_and_two_gradients(op, arrays, seed)
+    composed = _value_and_two_gradients(ROWS[op.twin], arrays, seed)
+    n = len(arrays)
+    names = ["value"] + [f"gradient {i}" for i in range(n)] + [f"2nd gradient {i}" for i in range(n)]
+    for what, f, c in zip(names, fused, composed, strict=True):
+        np.testing.assert_allclose(f, c, rtol=1e-12, atol=0, err_msg=f"{op.name} {what}")
