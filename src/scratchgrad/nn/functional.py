@@ -428,7 +428,10 @@ def _mean_over_weights(loss: Tensor, weights) -> Tensor:
 
 
 def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:
-    return _mean_over_weights(loss, weights) if reduction == "mean" else _reduce(loss, reduction)
+    """``_reduce``, but the mean over the targets' weights (None: every target weighs 1)."""
+    if reduction == "mean" and weights is not None:
+        return _mean_over_weights(loss, weights)
+    return _reduce(loss, reduction)
 
 
 def _check_class_target_shape(input: Tensor, target: Tensor, class_dim: int) -> None:
@@ -451,12 +454,18 @@ def nll_loss(
     _check_reduction(reduction)
     class_dim = 0 if input.ndim == 1 else 1
     _check_class_target_shape(input, target, class_dim)
-    safe, weights, _ = _class_targets(
-        target, input.shape[class_dim], weight, ignore_index, input.dtype
-    )
-    picked = input.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
-    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
     return _weighted_reduce(loss, weights, reduction)
+
+
+def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index: int) -> tuple:
+    """Each target's weighted negative log-likelihood (not reduced), each target's weight as an
+    array (0 where ignored), and the ignored mask: what nll_loss and cross_entropy share."""
+    safe, weights, ignored = _class_targets(
+        target, log_probs.shape[class_dim], weight, ignore_index, log_probs.dtype
+    )
+    picked = log_probs.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
+    return -picked.squeeze(class_dim) * Tensor._make(weights), weights, ignored
 
 
 @autocast_policy("float32")
@@ -493,33 +502,38 @@ def cross_entropy(
             )
         class_weight = weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
 
-    if backend.is_floating(target.dtype):  # class probabilities
-        if ignore_index >= 0:
-            raise RuntimeError("ignore_index is not supported for floating point target")
-        if target.shape != input.shape:
-            raise ValueError(
-                f"cross_entropy: probability targets must have the input's shape {input.shape}, "
-                f"got {target.shape}"
-            )
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / n_classes
-        logp = input.log_softmax(class_dim)
-        terms = logp * target if class_weight is None else logp * target * class_weight
-        return _reduce(-terms.sum(class_dim), reduction)
-
-    _check_class_target_shape(input, target, class_dim)
-    if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
-        return CrossEntropy.apply(input, target, reduction=reduction)
+    probabilities = backend.is_floating(target.dtype)
+    if probabilities:
+        _check_probability_target(input, target, ignore_index)
+    else:
+        _check_class_target_shape(input, target, class_dim)
+        if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
+            return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
+    # cross entropy is the negative log-likelihood of the log-softmax (CrossEntropy in one node)
     logp = input.log_softmax(class_dim)
-    safe, weights, ignored = _class_targets(target, n_classes, weight, ignore_index, input.dtype)
-    picked = logp.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
-    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    if probabilities:
+        terms = logp * target if class_weight is None else logp * target * class_weight
+        loss, weights, ignored = -terms.sum(class_dim), None, None
+    else:
+        loss, weights, ignored = _nll(logp, target, class_dim, weight, ignore_index)
     if label_smoothing > 0:
-        # the uniform part: -sum_c w_c log p_c / C, zero for ignored targets
+        # mixed with the loss against the uniform target: -sum_c w_c log p_c / C (0 if ignored)
         spread = logp if class_weight is None else logp * class_weight
-        uniform = where(ignored, 0.0, -spread.sum(class_dim))
+        uniform = -spread.sum(class_dim)
+        if ignored is not None:
+            uniform = where(ignored, 0.0, uniform)
         loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
     return _weighted_reduce(loss, weights, reduction)
+
+
+def _check_probability_target(input: Tensor, target: Tensor, ignore_index: int) -> None:
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if target.shape != input.shape:
+        raise ValueError(
+            f"cross_entropy: probability targets must have the input's shape {input.shape}, "
+            f"got {target.shape}"
+        )
 
 
 def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
