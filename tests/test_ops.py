@@ -172,7 +172,7 @@ def test_fused_node_matches_its_composed_twin(op, data):
     arrays = _arrays(op, shapes, np.random.default_rng(seed))
     fused = _value_and_two_gradients(op, arrays, seed)
     composed = _value_and_two_gradients(ROWS[op.twin], arrays, seed)
-    n = len(arrays)
-    names = ["value"] + [f"gradient {i}" for i in range(n)] + [f"2nd gradient {i}" for i in range(n)]
+    inputs = range(len(arrays))
+    names = ["value", *(f"gradient {i}" for i in inputs), *(f"2nd gradient {i}" for i in inputs)]
     for what, f, c in zip(names, fused, composed, strict=True):
         np.testing.assert_allclose(f, c, rtol=1e-12, atol=0, err_msg=f"{op.name} {what}")
