@@ -121,9 +121,12 @@ class OtherProcesses:
 
 def available(framework: str, workload: Workload) -> str | None:
     """Why ``framework`` cannot run here, or None if it can."""
-    module = {"pytorch": "torch", "scratchgrad-loop": "scratchgrad"}.get(framework, framework)
+    module = framework.split("-")[0] if framework.startswith("scratchgrad") else framework
+    module = {"pytorch": "torch"}.get(module, module)
     if importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
+    if framework == "scratchgrad-jit" and not hasattr(importlib.import_module(module), "jit"):
+        return "this scratchgrad has no scratchgrad.jit yet"
     if workload.id == "P2" and importlib.util.find_spec("gymnasium") is None:
         return "gymnasium (P2's environments) is not installed"
     if workload.id == "S1" and not (HERE / "scalar.py").exists():
@@ -215,10 +218,20 @@ def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
                 f"differs from {ref['framework']}'s {expected:.6g}"
             )
         if r["framework"] == workload.measured and workload.target is not None:
-            r["target"] = workload.target
+            r["target"], r["target_reference"] = workload.target, workload.reference
             r["met"] = r["ratio"] <= workload.target
             if workload.memory_target:
                 r["memory_met"] = r["peak_rss_mb"] < ref["peak_rss_mb"]
+    jit = next((r for r in results if r["framework"] == "scratchgrad-jit"), None)
+    if jit is not None and workload.jit_target is not None:
+        target, name = workload.jit_target
+        floor = next((r for r in results if r["framework"] == name), None)
+        if floor is None:
+            notes.append(f"{workload.id}: no verdict for scratchgrad-jit: {name} did not run")
+            return
+        jit["target"], jit["target_reference"] = target, name
+        jit["target_ratio"] = jit["median_s"] / floor["median_s"]
+        jit["met"] = jit["target_ratio"] <= target
 
 
 # ---- reporting ----
@@ -295,8 +308,10 @@ def markdown(report: dict) -> str:
             ratio = f"{r['ratio']:{'.2f' if r['ratio'] >= 0.1 else '.2g'}}x {w.reference}"
         target = met = "-"
         if "target" in r:
-            target = f"<= {r['target']}x"
+            target = f"<= {r['target']}x {r['target_reference']}"
             met = "yes" if r["met"] else "**no**"
+            if "target_ratio" in r:  # a target against another framework than the ratio's
+                met += f" ({r['target_ratio']:.2f}x)"
             if "memory_met" in r:
                 target += f"; RSS < {w.reference}"
                 met += "; " + ("yes" if r["memory_met"] else "**no**")

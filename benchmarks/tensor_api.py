@@ -98,8 +98,9 @@ def make_optimizer(lib: ModuleType, problem: Problem, params):
     return lib.optim.SGD(params, lr=problem.lr, momentum=problem.momentum)
 
 
-def make_train_step(lib: ModuleType, problem: Problem):
-    """The model and ``train_step(x, y) -> loss``: forward, backward, optimizer update."""
+def make_train_step(lib: ModuleType, problem: Problem, jit: bool = False):
+    """The model and ``train_step(x, y) -> loss``: forward, backward, optimizer update; with
+    ``jit``, the whole step recorded and replayed by ``scratchgrad.jit``."""
     model = build_model(lib, problem)
     optimizer = make_optimizer(lib, problem, model.parameters())
     loss_fn = getattr(lib.nn.functional, {"mse": "mse_loss"}.get(problem.loss, problem.loss))
@@ -115,13 +116,16 @@ def make_train_step(lib: ModuleType, problem: Problem):
         optimizer.step()
         return loss
 
-    return model, train_step
+    return model, lib.jit(train_step) if jit else train_step
 
 
-def make_step(lib: ModuleType, problem: Problem) -> tuple[Callable[[], object], float]:
+def make_step(
+    lib: ModuleType, problem: Problem, jit: bool = False
+) -> tuple[Callable[[], object], float]:
     """The workload's step (no arguments, returns the loss) and the loss of its first call.
 
     Data are converted to tensors once here, so a timed step is forward, backward and update.
+    ``jit`` (scratchgrad only) runs the training step under ``scratchgrad.jit``.
     """
     if problem.model == "op":
         a, b = (lib.from_numpy(w).requires_grad_() for w in problem.params)
@@ -133,7 +137,7 @@ def make_step(lib: ModuleType, problem: Problem) -> tuple[Callable[[], object], 
 
         return op_step, op_step().item()
 
-    _, train_step = make_train_step(lib, problem)
+    _, train_step = make_train_step(lib, problem, jit)
     batches = itertools.cycle([(lib.from_numpy(x), lib.from_numpy(y)) for x, y in problem.batches])
 
     def step():
@@ -142,9 +146,9 @@ def make_step(lib: ModuleType, problem: Problem) -> tuple[Callable[[], object], 
     return step, step().item()
 
 
-def train_digits(lib: ModuleType, problem: Problem, epochs: int) -> float:
+def train_digits(lib: ModuleType, problem: Problem, epochs: int, jit: bool = False) -> float:
     """Train W3 from its initial weights for ``epochs``; return the test accuracy."""
-    model, train_step = make_train_step(lib, problem)
+    model, train_step = make_train_step(lib, problem, jit)
     for batches in digits_epochs(problem, epochs):
         for x, y in batches:
             train_step(lib.from_numpy(x), lib.from_numpy(y))

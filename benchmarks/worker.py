@@ -36,7 +36,7 @@ def rss_mb() -> float:
 
 def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
     """Import the framework and return its ``make_step(problem)`` and ``train_digits``."""
-    if framework in ("numpy", "scratchgrad", "scratchgrad-loop"):
+    if framework in ("numpy", "scratchgrad", "scratchgrad-loop", "scratchgrad-jit"):
         # The same opt-in for the engine and its NumPy floor (PyTorch and JAX bring their own
         # allocators): freed temporaries are kept for the next step.
         from scratchgrad.backend import keep_freed_memory
@@ -69,7 +69,7 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
         import scalar
 
         return (lambda problem: scalar.make_step(framework, problem)), None
-    if framework in ("pytorch", "scratchgrad"):
+    if framework in ("pytorch", "scratchgrad", "scratchgrad-jit"):
         import tensor_api
 
         if framework == "pytorch":
@@ -78,10 +78,11 @@ def load(framework: str, workload_id: str) -> tuple[Callable, Callable | None]:
             lib.set_num_threads(THREADS)
         else:
             import scratchgrad as lib
+        jit = framework == "scratchgrad-jit"  # the same step under scratchgrad.jit
 
         return (
-            lambda problem: tensor_api.make_step(lib, problem),
-            lambda problem, epochs: tensor_api.train_digits(lib, problem, epochs),
+            lambda problem: tensor_api.make_step(lib, problem, jit),
+            lambda problem, epochs: tensor_api.train_digits(lib, problem, epochs, jit),
         )
     raise ValueError(f"unknown framework {framework!r}")
 

@@ -36,6 +36,8 @@ def tensor_frameworks() -> dict:
         except ImportError:
             continue
         frameworks[name] = functools.partial(tensor_api.make_step, lib)
+        if name == "scratchgrad" and hasattr(lib, "jit"):  # the step recorded, then replayed
+            frameworks["scratchgrad-jit"] = functools.partial(tensor_api.make_step, lib, jit=True)
     if importlib.util.find_spec("jax") is not None:
         frameworks["jax"] = importlib.import_module("jax_jit").make_step
     return frameworks
@@ -100,6 +102,21 @@ def test_compare_computes_ratios_targets_and_the_first_loss_check():
     assert torch["ratio"] == 1.0 and "target" not in torch
     assert not sg["first_loss_ok"] and torch["first_loss_ok"]
     assert notes == ["W4: scratchgrad's first loss 2.5 differs from pytorch's 2"]
+
+
+def test_compare_judges_the_jit_row_against_its_own_reference():
+    """W1's jit target is against the hand-written NumPy floor, not PyTorch."""
+    results = [
+        {"framework": name, "median_s": median, "peak_rss_mb": 50, "first_loss": 1.0}
+        for name, median in [("scratchgrad-jit", 2.2e-5), ("numpy", 2e-5), ("pytorch", 2e-4)]
+    ]
+    notes = []
+    run.compare(workloads.WORKLOADS["W1"], results, notes)
+    jit = results[0]
+    assert jit["ratio"] == pytest.approx(0.11) and jit["target_reference"] == "numpy"
+    assert (jit["target"], jit["met"], jit["target_ratio"]) == (1.2, True, pytest.approx(1.1))
+    run.compare(workloads.WORKLOADS["W1"], [results[0], results[2]], notes)
+    assert notes == ["W1: no verdict for scratchgrad-jit: numpy did not run"]
 
 
 def test_run_writes_the_table_and_json(tmp_path, monkeypatch, capsys):
