@@ -1,7 +1,23 @@
-"""Comparing scratchgrad with PyTorch, the oracle: one tolerance table for every test."""
+"""Comparing scratchgrad with PyTorch, the oracle: the one harness the tests use to run both
+libraries on the same inputs and compare the output and every gradient, with one dtype table and
+one tolerance table.
+
+The usual test is one call::
+
+    check_against_torch(lambda x: F.gelu(x), lambda x: TF.gelu(x), [array], "float32")
+
+Tests that build their inputs or modules themselves (masks as keywords, layers with copied
+weights) make the leaves with ``leaves``, run both libraries, and hand the results to
+``check_outputs_and_gradients``.
+"""
 
 import numpy as np
 import torch
+
+import scratchgrad as sg
+
+# the floating dtypes every comparison runs in: name -> (scratchgrad's dtype, PyTorch's)
+DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
 
 # (rtol, atol): float64 tight, float32 loose
 TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
@@ -16,3 +32,94 @@ def assert_close(actual, expected, dtype="float64", what=""):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def leaves(array, dtype="float64", requires_grad=None):
+    """The same leaf as a scratchgrad and a PyTorch tensor. A floating array is cast to ``dtype``
+    and requires grad (unless ``requires_grad`` says otherwise); an integer or boolean array
+    (class indices, masks) keeps its dtype and needs no grad; ``None`` stays ``None``."""
+    if array is None:
+        return None, None
+    array = np.asarray(array)
+    floating = array.dtype.kind == "f"
+    if floating:
+        array = array.astype(dtype)
+    grad = floating if requires_grad is None else requires_grad
+    return sg.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad)
+
+
+def module_pair(build, dtype="float64", init=None, seed=0):
+    """The module ``build(nn)`` in both libraries (``nn`` is ``scratchgrad.nn`` or
+    ``torch.nn``) in ``dtype``, ours holding a copy of PyTorch's state: its initialisation under
+    ``torch.manual_seed(seed)``, then ``init(p)`` on each parameter if given."""
+    torch.manual_seed(seed)
+    theirs = build(torch.nn).to(DTYPES[dtype][1])
+    if init is not None:
+        with torch.no_grad():
+            for p in theirs.parameters():
+                init(p)
+    ours = build(sg.nn).to(DTYPES[dtype][0])
+    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def parameter_pairs(ours, theirs):
+    """[(name, our parameter, PyTorch's)] of two modules whose parameter names must match."""
+    their_params = dict(theirs.named_parameters())
+    names = [name for name, _ in ours.named_parameters()]
+    assert names == list(their_params), f"parameters {names} != {list(their_params)}"
+    return [(name, p, their_params[name]) for name, p in ours.named_parameters()]
+
+
+def check_against_torch(ours, theirs, arrays, dtype="float64", *, what="", seed=1, grad=True):
+    """Run ``ours`` on scratchgrad leaves and ``theirs`` on PyTorch leaves made from the same
+    ``arrays`` (see ``leaves``); compare the outputs, then backpropagate the same random gradient
+    through both and compare the gradient of every input that requires one, and of every
+    parameter when ``ours`` and ``theirs`` are modules. ``grad=False``: the outputs only.
+    Returns both outputs."""
+    inputs = [leaves(a, dtype, None if grad else False) for a in arrays]
+    out = ours(*(x for x, _ in inputs))
+    expected = theirs(*(t for _, t in inputs))
+    params = parameter_pairs(ours, theirs) if isinstance(ours, sg.nn.Module) else ()
+    check_outputs_and_gradients(out, expected, inputs, dtype, what, params, seed, grad)
+    return out, expected
+
+
+def check_outputs_and_gradients(
+    out, expected, inputs, dtype="float64", what="", params=(), seed=1, grad=True
+):
+    """Compare the outputs (a tensor, or a tuple of tensors and ``None``s) in dtype and value;
+    then (``grad``) backpropagate the same random gradient of every output that requires one
+    through both libraries and compare the gradients of the ``inputs`` [(ours, theirs)] and the
+    ``params`` [(name, ours, theirs)]. Where PyTorch has no gradient (the outputs do not depend
+    on that input), ours must be missing or zero."""
+    outs = out if isinstance(out, tuple) else (out,)
+    expected_outs = expected if isinstance(expected, tuple) else (expected,)
+    assert len(outs) == len(expected_outs), f"{what}: {len(outs)} outputs, not {len(expected_outs)}"
+    for i, (o, e) in enumerate(zip(outs, expected_outs)):
+        assert (o is None) == (e is None), f"{what}: output {i} is {o}, PyTorch's {e}"
+        if o is not None:
+            assert str(o.dtype) == str(e.dtype).removeprefix("torch."), f"{what}: output {i}"
+            assert o.requires_grad == e.requires_grad, f"{what}: output {i} requires_grad"
+            assert_close(o, e, dtype, f"{what}: output {i}")
+    if grad:
+        _backward_both(outs, expected_outs, np.random.default_rng(seed))
+        named = [(f"input {i}", x, t) for i, (x, t) in enumerate(inputs) if x is not None]
+        for name, x, t in [*named, *params]:
+            if t.grad is None:
+                assert x.grad is None or not x.grad.numpy().any(), f"{what}: {name} gets none"
+            else:
+                assert_close(x.grad, t.grad, dtype, f"{what}: gradient of {name}")
+
+
+def _backward_both(outs, expected_outs, rng):
+    """Backpropagate the same random gradient of each output through both libraries: the
+    gradient of sum(output * upstream) over the outputs that require grad."""
+    terms = [
+        (o, e, rng.standard_normal(tuple(e.shape)))
+        for o, e in zip(outs, expected_outs)
+        if e is not None and e.requires_grad
+    ]
+    if terms:
+        sum((o * sg.tensor(u, dtype=o.dtype)).sum() for o, _, u in terms).backward()
+        sum((e * torch.tensor(u, dtype=e.dtype)).sum() for _, e, u in terms).backward()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 from op_table import OPS
-from oracle import assert_close
+from oracle import check_against_torch
 
 import scratchgrad as sg
 
@@ -77,22 +77,15 @@ def test_forward_and_gradient_match_torch(op, dtype, data):
     shapes = data.draw(SHAPES[op.shapes], label="shapes")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     arrays = _arrays(op, shapes, rng)
-    ours = [sg.tensor(a, dtype=getattr(sg, dtype), requires_grad=op.grad) for a in arrays]
-    theirs = [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=op.grad) for a in arrays]
-
-    out, expected = op.call(sg, *ours), op.call(torch, *theirs)
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
-    assert_close(out, expected, dtype, f"{op.name} forward")
-    if not op.grad:
-        return
-    g = rng.standard_normal(tuple(expected.shape))
-    out.backward(sg.tensor(g, dtype=out.dtype))
-    expected.backward(torch.tensor(g, dtype=expected.dtype))
-    for i, (x, t) in enumerate(zip(ours, theirs)):
-        if t.grad is None:
-            assert x.grad is None or not x.grad.numpy().any(), f"{op.name}: grad {i} should be 0"
-        else:
-            assert_close(x.grad, t.grad, dtype, f"{op.name} gradient of input {i}")
+    check_against_torch(
+        lambda *xs: op.call(sg, *xs),
+        lambda *xs: op.call(torch, *xs),
+        arrays,
+        dtype,
+        what=op.name,
+        seed=int(rng.integers(2**32)),
+        grad=op.grad,
+    )
 
 
 def _float64_inputs(op):

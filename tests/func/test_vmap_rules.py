@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from op_table import OPS
-from oracle import assert_close
+from oracle import assert_close, check_against_torch
 
 import scratchgrad as sg
 from scratchgrad import ops
@@ -105,16 +105,13 @@ def test_nested_vmap_over_a_moved_batch_dim(op):
 @_skipped_where_a_rule_is_missing
 def test_gradients_through_vmap_and_per_member_gradients(op):
     arrays = _inputs(op, [True] * _arity(op))
-    rng = np.random.default_rng(2)
-    ours = [sg.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out = vmap(lambda *xs: op.call(sg, *xs))(*ours)
-    expected = torch.func.vmap(lambda *xs: op.call(torch, *xs))(*theirs)
-    g = rng.standard_normal(tuple(expected.shape))
-    out.backward(sg.tensor(g))
-    expected.backward(torch.tensor(g))
-    for i, (x, t) in enumerate(zip(ours, theirs)):
-        assert_close(x.grad, t.grad, "float64", f"{op.name}: gradient {i} through vmap")
+    check_against_torch(
+        vmap(lambda *xs: op.call(sg, *xs)),
+        torch.func.vmap(lambda *xs: op.call(torch, *xs)),
+        arrays,
+        what=f"{op.name} through vmap",
+        seed=2,
+    )
 
     per_member = vmap(grad(lambda x, *rest: op.call(sg, x, *rest).sum()))(*map(sg.tensor, arrays))
     expected = torch.func.vmap(torch.func.grad(lambda x, *rest: op.call(torch, x, *rest).sum()))(

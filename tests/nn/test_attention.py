@@ -8,41 +8,18 @@ import doctest
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close
+from oracle import (
+    DTYPES,
+    assert_close,
+    check_outputs_and_gradients,
+    leaves,
+    module_pair,
+    parameter_pairs,
+)
 
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.nn import functional as F
-
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
-
-
-def _both(array, dtype, grad=True):
-    """The same array as a scratchgrad and a torch tensor (floats in ``dtype``)."""
-    if array.dtype.kind == "f":
-        array = array.astype(dtype)
-        return sg.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad)
-    return sg.tensor(array), torch.tensor(array)
-
-
-def _check_outputs_and_gradients(ours, theirs, inputs, dtype, what, params=()):
-    """Compare outputs, then backpropagate the same random weighting of the first output and
-    compare the gradients of every floating input and of every (name, ours, theirs) param."""
-    outs = ours if isinstance(ours, tuple) else (ours,)
-    expected = theirs if isinstance(theirs, tuple) else (theirs,)
-    for i, (o, e) in enumerate(zip(outs, expected)):
-        assert (o is None) == (e is None), f"{what}: output {i}"
-        if o is not None:
-            assert_close(o, e, dtype, f"{what}: output {i}")
-    upstream = np.random.default_rng(5).standard_normal(outs[0].shape).astype(dtype)
-    (outs[0] * sg.tensor(upstream)).sum().backward()
-    (expected[0] * torch.tensor(upstream)).sum().backward()
-    for i, (x, t) in enumerate(inputs):
-        if t.requires_grad:
-            assert_close(x.grad, t.grad, dtype, f"{what}: gradient of input {i}")
-    for name, p, t in params:
-        assert_close(p.grad, t.grad, dtype, f"{what}: gradient of {name}")
-
 
 # ---- scaled_dot_product_attention -----------------------------------------------------------
 
@@ -89,26 +66,26 @@ def test_scaled_dot_product_attention_matches_torch(kwargs, mask, shape, source,
         rng.standard_normal((*lead, source, dim)),
         rng.standard_normal((*lead, source, dim + 1)),  # the value dim may differ
     ]
-    inputs = [_both(a, dtype) for a in arrays]
+    inputs = [leaves(a, dtype) for a in arrays]
     ours_kw, torch_kw = dict(kwargs), dict(kwargs)
     if mask is not None:
         m = _mask(mask, rng, length, source)
-        sm, tm = _both(m, dtype, grad=False)
+        sm, tm = leaves(m, dtype, False)
         ours_kw["attn_mask"], torch_kw["attn_mask"] = sm, tm
     out = F.scaled_dot_product_attention(*(x for x, _ in inputs), **ours_kw)
     expected = torch.nn.functional.scaled_dot_product_attention(*(t for _, t in inputs), **torch_kw)
-    _check_outputs_and_gradients(out, expected, inputs, dtype, "sdpa")
+    check_outputs_and_gradients(out, expected, inputs, dtype, "sdpa")
 
 
 def test_scaled_dot_product_attention_grouped_heads_match_torch():
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal((2, 4, 3, 5)), *rng.standard_normal((2, 2, 2, 6, 5))]
-    inputs = [_both(a, "float64") for a in arrays]
+    inputs = [leaves(a) for a in arrays]
     out = F.scaled_dot_product_attention(*(x for x, _ in inputs), is_causal=True, enable_gqa=True)
     expected = torch.nn.functional.scaled_dot_product_attention(
         *(t for _, t in inputs), is_causal=True, enable_gqa=True
     )
-    _check_outputs_and_gradients(out, expected, inputs, "float64", "gqa")
+    check_outputs_and_gradients(out, expected, inputs, "float64", "gqa")
 
 
 @pytest.mark.parametrize("mask", [None, "bool_empty_row", "float"])
@@ -139,23 +116,10 @@ def test_scaled_dot_product_attention_dropout_and_errors():
 # ---- modules: the same weights in both libraries --------------------------------------------
 
 
-def _pair(build, dtype, seed=0):
-    """The module in both libraries, ours holding a copy of torch's (random) weights."""
-    sg_dtype, torch_dtype = DTYPES[dtype]
-    torch.manual_seed(seed)
-    theirs = build(torch.nn).to(torch_dtype)
-    with torch.no_grad():  # every parameter random, biases included (torch starts them at 0)
-        for p in theirs.parameters():
-            p.normal_(0, 0.3)
-    ours = build(nn).to(sg_dtype)
-    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    return ours, theirs
-
-
-def _params(ours, theirs):
-    torch_params = dict(theirs.named_parameters())
-    assert set(torch_params) == {name for name, _ in ours.named_parameters()}
-    return [(name, p, torch_params[name]) for name, p in ours.named_parameters()]
+def _pair(build, dtype):
+    """The module in both libraries, every parameter random, biases included (torch starts them
+    at 0)."""
+    return module_pair(build, dtype, init=lambda p: p.normal_(0, 0.3))
 
 
 def _padding(rng, batch, source, kind):
@@ -198,7 +162,7 @@ def test_multihead_attention_matches_torch(options, call, dtype):
     kdim, vdim = options.get("kdim", embed), options.get("vdim", embed)
     arrays = [rng.standard_normal(shaped(length, embed)), rng.standard_normal(shaped(source, kdim))]
     arrays.append(rng.standard_normal(shaped(source, vdim)))
-    inputs = [_both(a, dtype) for a in arrays]
+    inputs = [leaves(a, dtype) for a in arrays]
     ours_kw, torch_kw = {}, {}
     masks = {
         "bool": lambda: rng.random((length, source)) > 0.7,
@@ -212,12 +176,12 @@ def test_multihead_attention_matches_torch(options, call, dtype):
             value = _padding(rng, 1 if unbatched else batch, source, value)
             value = value[0] if unbatched else value
         if isinstance(value, np.ndarray):
-            ours_kw[name], torch_kw[name] = _both(value, dtype, grad=False)
+            ours_kw[name], torch_kw[name] = leaves(value, dtype, False)
         else:
             ours_kw[name] = torch_kw[name] = value
     out = ours(*(x for x, _ in inputs), **ours_kw)
     expected = theirs(*(t for _, t in inputs), **torch_kw)
-    _check_outputs_and_gradients(out, expected, inputs, dtype, "mha", _params(ours, theirs))
+    check_outputs_and_gradients(out, expected, inputs, dtype, "mha", parameter_pairs(ours, theirs))
 
 
 def test_multihead_attention_init_and_errors():
@@ -275,14 +239,16 @@ def test_transformer_encoder_matches_torch(options, masks, dtype):
     ours, theirs = _pair(build, dtype)
     rng = np.random.default_rng(6)
     (src,) = _sequences(rng, options, 2, 5)
-    inputs = [_both(src, dtype)]
+    inputs = [leaves(src, dtype)]
     ours_kw, torch_kw = {}, {}
     if masks:
         mask = nn.Transformer.generate_square_subsequent_mask(5).to(DTYPES[dtype][0])
         ours_kw = {"mask": mask, "src_key_padding_mask": sg.tensor(_padding(rng, 2, 5, "bool"))}
         torch_kw = {k: torch.tensor(v.numpy()) for k, v in ours_kw.items()}
     out, expected = ours(inputs[0][0], **ours_kw), theirs(inputs[0][1], **torch_kw)
-    _check_outputs_and_gradients(out, expected, inputs, dtype, "encoder", _params(ours, theirs))
+    check_outputs_and_gradients(
+        out, expected, inputs, dtype, "encoder", parameter_pairs(ours, theirs)
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -296,7 +262,7 @@ def test_transformer_matches_torch(options, masks, dtype):
 
     ours, theirs = _pair(build, dtype)
     rng = np.random.default_rng(7)
-    inputs = [_both(a, dtype) for a in _sequences(rng, options, 2, 5, 3)]
+    inputs = [leaves(a, dtype) for a in _sequences(rng, options, 2, 5, 3)]
     ours_kw = {}
     if masks:
         ours_kw = {
@@ -309,7 +275,9 @@ def test_transformer_matches_torch(options, masks, dtype):
     torch_kw = {k: torch.tensor(v.numpy()) for k, v in ours_kw.items()}
     out = ours(*(x for x, _ in inputs), **ours_kw)
     expected = theirs(*(t for _, t in inputs), **torch_kw)
-    _check_outputs_and_gradients(out, expected, inputs, dtype, "transformer", _params(ours, theirs))
+    check_outputs_and_gradients(
+        out, expected, inputs, dtype, "transformer", parameter_pairs(ours, theirs)
+    )
 
 
 def test_transformer_layers_gradcheck():

@@ -12,40 +12,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close
+from oracle import assert_close, check_against_torch, leaves, module_pair
 
 import scratchgrad as sg
 from scratchgrad.nn import conv, conv_functional
 from scratchgrad.nn import conv_functional as F
 from scratchgrad.nn.conv import Conv1d, Conv2d
 from scratchgrad.ops import conv as conv_ops
-
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
-
-
-def _pair(array, dtype="float64"):
-    """The same leaf in scratchgrad and in PyTorch, both requiring grad."""
-    ours, theirs = DTYPES[dtype]
-    return (
-        sg.tensor(array, dtype=ours, requires_grad=True),
-        torch.tensor(array, dtype=theirs, requires_grad=True),
-    )
-
-
-def _check_function(ours, theirs, arrays, dtype="float64", seed=1):
-    """Run ``ours`` and ``theirs`` on the same arrays; compare the output and every gradient
-    for the same random gradient of the output."""
-    pairs = [_pair(a, dtype) if a is not None else (None, None) for a in arrays]
-    out = ours(*(p[0] for p in pairs))
-    expected = theirs(*(p[1] for p in pairs))
-    assert_close(out, expected, dtype, "output")
-    grad = np.random.default_rng(seed).standard_normal(expected.shape)
-    out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
-    expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
-    for i, (x, t) in enumerate(pairs):
-        if x is not None:
-            assert_close(x.grad, t.grad, dtype, f"gradient of argument {i}")
-
 
 # ---- conv2d over a grid of options ---------------------------------------------------------
 
@@ -70,7 +43,7 @@ def _conv2d_arrays(groups, bias=True, in_channels=4, out_channels=6, kernel=(3, 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
 def test_conv2d_grid_float64(stride, padding, dilation, groups, bias):
     options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    _check_function(
+    check_against_torch(
         lambda x, w, b: F.conv2d(x, w, b, **options),
         lambda x, w, b: TF.conv2d(x, w, b, **options),
         _conv2d_arrays(groups, bias),
@@ -80,7 +53,7 @@ def test_conv2d_grid_float64(stride, padding, dilation, groups, bias):
 @pytest.mark.parametrize("stride, padding, dilation, groups", GRID[::3])
 def test_conv2d_grid_float32(stride, padding, dilation, groups):
     options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    _check_function(
+    check_against_torch(
         lambda x, w, b: F.conv2d(x, w, b, **options),
         lambda x, w, b: TF.conv2d(x, w, b, **options),
         _conv2d_arrays(groups),
@@ -107,7 +80,7 @@ def test_conv2d_shapes(x_shape, w_shape, options, dtype):
     rng = np.random.default_rng(2)
     arrays = [rng.standard_normal(x_shape), rng.standard_normal(w_shape)]
     arrays.append(rng.standard_normal(w_shape[0]))
-    _check_function(
+    check_against_torch(
         lambda x, w, b: F.conv2d(x, w, b, **options),
         lambda x, w, b: TF.conv2d(x, w, b, **options),
         arrays,
@@ -152,8 +125,8 @@ def test_conv2d_gradient_of_weight_only():
     """A network's first layer: the input needs no gradient, so none is computed for it."""
     x, w, b = _conv2d_arrays(1)
     xs = sg.tensor(x)
-    ws, wt = _pair(w)
-    bs, bt = _pair(b)
+    ws, wt = leaves(w)
+    bs, bt = leaves(b)
     F.conv2d(xs, ws, bs, padding=1).square().sum().backward()
     TF.conv2d(torch.tensor(x), wt, bt, padding=1).square().sum().backward()
     assert xs.grad is None
@@ -181,7 +154,7 @@ def test_conv1d_grid(stride, padding, dilation, groups, dtype):
         rng.standard_normal(6),
     ]
     options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
-    _check_function(
+    check_against_torch(
         lambda x, w, b: F.conv1d(x, w, b, **options),
         lambda x, w, b: TF.conv1d(x, w, b, **options),
         arrays,
@@ -193,7 +166,7 @@ def test_conv1d_unbatched_and_tuple_arguments():
     rng = np.random.default_rng(5)
     arrays = [rng.standard_normal((4, 10)), rng.standard_normal((2, 4, 4)), None]
     options = dict(stride=(2,), padding=(1,), dilation=(2,))
-    _check_function(
+    check_against_torch(
         lambda x, w, b: F.conv1d(x, w, b, **options),
         lambda x, w, b: TF.conv1d(x, w, b, **options),
         arrays,
@@ -214,9 +187,9 @@ def test_conv1d_unbatched_and_tuple_arguments():
 def test_unfold_and_fold_match_torch(options):
     rng = np.random.default_rng(6)
     x = rng.standard_normal((2, 3, 7, 6))
-    _check_function(lambda t: F.unfold(t, **options), lambda t: TF.unfold(t, **options), [x])
+    check_against_torch(lambda t: F.unfold(t, **options), lambda t: TF.unfold(t, **options), [x])
     cols = TF.unfold(torch.tensor(x), **options).numpy()
-    _check_function(
+    check_against_torch(
         lambda t: F.fold(t, (7, 6), **options),
         lambda t: TF.fold(t, (7, 6), **options),
         [rng.standard_normal(cols.shape)],
@@ -295,22 +268,10 @@ LAYERS = [
 )
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_layer_matches_torch(build, shape, dtype):
-    ours, theirs = build(conv), build(torch.nn)
-    ours.to(DTYPES[dtype][0])
-    theirs.to(DTYPES[dtype][1])
-    with torch.no_grad():
-        for p in theirs.parameters():  # not PyTorch's default init: a wider range tests more
-            p.uniform_(-1, 1)
-    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    # not PyTorch's default init: a wider range tests more
+    ours, theirs = module_pair(build, dtype, init=lambda p: p.uniform_(-1, 1))
     x = np.random.default_rng(7).standard_normal(shape)
-    xs, xt = _pair(x, dtype)
-    out, expected = ours(xs), theirs(xt)
-    assert_close(out, expected, dtype, "output")
-    (out * out).sum().backward()
-    (expected * expected).sum().backward()
-    assert_close(xs.grad, xt.grad, dtype, "input gradient")
-    for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
-        assert_close(p.grad, q.grad, dtype, f"gradient of {name}")
+    check_against_torch(ours, theirs, [x], dtype)
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close
+from oracle import assert_close, check_against_torch
 
 import scratchgrad as sg
 import scratchgrad.nn.functional as F
-
-
-def _both(data, grad=True):
-    return sg.tensor(data, requires_grad=grad), torch.tensor(data, requires_grad=grad)
-
 
 # (id, ours, theirs, input); the input mixes signs, zeros and large values
 X = np.array([[-30.0, -2.5, -1.0, -1e-3, 0.0], [1e-3, 0.5, 1.0, 3.0, 30.0]])
@@ -52,38 +47,24 @@ ELEMENTWISE = [
     ("ours", "theirs"), [e[1:] for e in ELEMENTWISE], ids=[e[0] for e in ELEMENTWISE]
 )
 def test_activation_functions(ours, theirs, dtype):
-    sx, tx = _both(X.astype(dtype))
-    out, expected = ours(sx), theirs(tx)
-    assert_close(out.array, expected, str(out.dtype), "value")
-    upstream = np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(out.dtype)
-    (out * sg.tensor(upstream)).sum().backward()
-    (expected * torch.tensor(upstream)).sum().backward()
-    assert_close(sx.grad.array, tx.grad, dtype, "gradient")
+    check_against_torch(ours, theirs, [X], dtype)
 
 
 def test_linear_function():
     rng = np.random.default_rng(0)
     x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
-    (sx, tx), (sw, tw), (sb, tb) = _both(x), _both(w), _both(b)
-    out, expected = F.linear(sx, sw, sb), TF.linear(tx, tw, tb)
-    assert_close(out.array, expected)
-    out.sum().backward(), expected.sum().backward()
-    for ours, theirs in [(sx, tx), (sw, tw), (sb, tb)]:
-        assert_close(ours.grad.array, theirs.grad)
-    assert_close(F.linear(sx, sw).array, TF.linear(tx, tw))
+    check_against_torch(F.linear, TF.linear, [x, w, b])
+    check_against_torch(F.linear, TF.linear, [x, w])
 
 
 def test_embedding_function():
     weight = np.random.default_rng(0).standard_normal((6, 3))
-    sw, tw = _both(weight)
     index = np.array([[0, 5, 5], [2, 0, 1]])
-    out, expected = (
-        F.embedding(sg.tensor(index), sw, padding_idx=5),
-        TF.embedding(torch.tensor(index), tw, padding_idx=5),
+    check_against_torch(
+        lambda i, w: F.embedding(i, w, padding_idx=5),
+        lambda i, w: TF.embedding(i, w, padding_idx=5),
+        [index, weight],
     )
-    assert_close(out.array, expected)
-    out.sum().backward(), expected.sum().backward()
-    assert_close(sw.grad.array, tw.grad)
 
 
 @pytest.mark.parametrize("training", [True, False])
@@ -93,15 +74,14 @@ def test_batch_norm_function(training):
     mean, var = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
     ours_stats = [sg.tensor(mean), sg.tensor(var)]
     theirs_stats = [torch.tensor(mean), torch.tensor(var)]
-    (sx, tx), (sw, tw), (sb, tb) = _both(x), _both(rng.standard_normal(3)), _both(np.ones(3))
-    out = F.batch_norm(sx, *ours_stats, sw, sb, training=training, momentum=0.3, eps=1e-3)
-    expected = TF.batch_norm(tx, *theirs_stats, tw, tb, training=training, momentum=0.3, eps=1e-3)
-    assert_close(out.array, expected)
+    options = dict(training=training, momentum=0.3, eps=1e-3)
+    check_against_torch(
+        lambda x, w, b: F.batch_norm(x, *ours_stats, w, b, **options),
+        lambda x, w, b: TF.batch_norm(x, *theirs_stats, w, b, **options),
+        [x, rng.standard_normal(3), np.ones(3)],
+    )
     for ours, theirs in zip(ours_stats, theirs_stats):
         assert_close(ours.array, theirs)
-    (out * out).sum().backward(), (expected * expected).sum().backward()
-    for ours, theirs in [(sx, tx), (sw, tw), (sb, tb)]:
-        assert_close(ours.grad.array, theirs.grad)
 
 
 def test_batch_norm_function_without_running_statistics():
@@ -156,14 +136,10 @@ def test_one_hot_errors():
 )
 def test_pad_matches_torch(shape, widths, value):
     data = np.random.default_rng(0).standard_normal(shape)
-    sx, tx = _both(data)
     kwargs = {} if value is None else {"value": value}
-    out, expected = F.pad(sx, widths, **kwargs), TF.pad(tx, widths, **kwargs)
-    assert_close(out.array, expected)
-    weights = np.random.default_rng(1).standard_normal(out.shape)
-    (out * sg.tensor(weights)).sum().backward()
-    (expected * torch.tensor(weights)).sum().backward()
-    assert_close(sx.grad.array, tx.grad)
+    check_against_torch(
+        lambda x: F.pad(x, widths, **kwargs), lambda x: TF.pad(x, widths, **kwargs), [data]
+    )
 
 
 def test_pad_errors():

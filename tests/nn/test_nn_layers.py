@@ -6,12 +6,10 @@ BatchNorm over several steps in train and eval mode; Dropout by its statistics."
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close
+from oracle import DTYPES, assert_close, check_against_torch
 
 import scratchgrad as sg
 from scratchgrad import nn
-
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
 
 
 def _normal(*shape):
@@ -158,26 +156,8 @@ def _pair(builder, dtype, mode, seed=0):
 )
 def test_layer_matches_torch(builder, make_input, mode, dtype):
     ours, theirs = _pair(builder, dtype, mode)
-    rng = np.random.default_rng(1)
-    x = make_input(rng)
-    floating = x.dtype.kind == "f"
-    if floating:
-        x = x.astype(dtype)
-    sx = sg.tensor(x, requires_grad=floating)
-    tx = torch.tensor(x, requires_grad=floating)
-
-    out, expected = ours(sx), theirs(tx)
-    assert out.shape == tuple(expected.shape) and str(out.dtype) == dtype
-    assert_close(out.array, expected, dtype, "output")
-
-    upstream = rng.standard_normal(out.shape).astype(dtype)
-    (out * sg.tensor(upstream)).sum().backward()
-    (expected * torch.tensor(upstream)).sum().backward()
-    if floating:
-        assert_close(sx.grad.array, tx.grad, dtype, "input gradient")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        assert_close(param.grad.array, torch_params[name].grad, dtype, f"gradient of {name}")
+    x = make_input(np.random.default_rng(1))
+    check_against_torch(ours, theirs, [x], dtype)
     torch_buffers = dict(theirs.named_buffers())
     for name, buffer in ours.named_buffers():
         assert_close(buffer.array, torch_buffers[name], dtype, f"buffer {name}")

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close
+from oracle import assert_close, check_against_torch, leaves
 
 import scratchgrad as sg
 import scratchgrad.nn.functional as F
@@ -18,31 +18,15 @@ REDUCTIONS = ["mean", "sum", "none"]
 
 
 def _check(name, kwargs, arrays, dtype):
-    """Build the loss ``name`` with ``kwargs`` (arrays among them become tensors) in both
-    frameworks, apply it to ``arrays`` (input, target), compare value and gradients."""
-    ours = getattr(nn, name)(**{k: _sg(v) for k, v in kwargs.items()})
-    theirs = getattr(torch.nn, name)(**{k: _torch(v) for k, v in kwargs.items()})
-    sg_args = [_sg(a, grad=a.dtype.kind == "f") for a in arrays]
-    torch_args = [_torch(a, grad=a.dtype.kind == "f") for a in arrays]
-    out, expected = ours(*sg_args), theirs(*torch_args)
-    assert out.shape == tuple(expected.shape)
-    assert_close(out.array, expected, dtype, "loss")
-    upstream = np.random.default_rng(5).standard_normal(out.shape).astype(dtype)
-    (out * sg.tensor(upstream)).sum().backward()
-    (expected * torch.tensor(upstream)).sum().backward()
-    for i, (a, b) in enumerate(zip(sg_args, torch_args)):
-        if b.requires_grad:
-            assert_close(a.grad.array, b.grad, dtype, f"gradient of argument {i}")
-
-
-def _sg(value, grad=False):
-    return sg.tensor(value, requires_grad=grad) if isinstance(value, np.ndarray) else value
-
-
-def _torch(value, grad=False):
-    if not isinstance(value, np.ndarray):
-        return value
-    return torch.tensor(value, requires_grad=grad)
+    """Build the loss ``name`` with ``kwargs`` (arrays among them become tensors, without grad)
+    in both frameworks and compare them on ``arrays`` (input, target): value and gradients."""
+    options = {
+        k: leaves(v, dtype, False) if isinstance(v, np.ndarray) else (v, v)
+        for k, v in kwargs.items()
+    }
+    ours = getattr(nn, name)(**{k: v[0] for k, v in options.items()})
+    theirs = getattr(torch.nn, name)(**{k: v[1] for k, v in options.items()})
+    check_against_torch(ours, theirs, arrays, dtype, seed=5)
 
 
 def _rng(*key):

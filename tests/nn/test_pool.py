@@ -10,25 +10,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close
+from oracle import assert_close, check_against_torch, leaves
 
 import scratchgrad as sg
 from scratchgrad.nn import conv_functional, pooling
 from scratchgrad.nn import conv_functional as F
-
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
-
-
-def _check(ours, theirs, x, dtype="float64", seed=1):
-    """Same input, same gradient of the output: compare the output and the input's gradient."""
-    xs = sg.tensor(x, dtype=DTYPES[dtype][0], requires_grad=True)
-    xt = torch.tensor(x, dtype=DTYPES[dtype][1], requires_grad=True)
-    out, expected = ours(xs), theirs(xt)
-    assert_close(out, expected, dtype, "output")
-    grad = np.random.default_rng(seed).standard_normal(expected.shape)
-    out.backward(sg.tensor(grad, dtype=DTYPES[dtype][0]))
-    expected.backward(torch.tensor(grad, dtype=DTYPES[dtype][1]))
-    assert_close(xs.grad, xt.grad, dtype, "input gradient")
 
 
 def _input(shape=(2, 3, 7, 6), seed=0):
@@ -47,15 +33,17 @@ MAX_GRID = [
 
 @pytest.mark.parametrize("options", MAX_GRID, ids=str)
 def test_max_pool2d_grid(options):
-    _check(lambda x: F.max_pool2d(x, **options), lambda x: TF.max_pool2d(x, **options), _input())
+    check_against_torch(
+        lambda x: F.max_pool2d(x, **options), lambda x: TF.max_pool2d(x, **options), [_input()]
+    )
 
 
 @pytest.mark.parametrize("options", MAX_GRID[::5], ids=str)
 def test_max_pool2d_grid_float32(options):
-    _check(
+    check_against_torch(
         lambda x: F.max_pool2d(x, **options),
         lambda x: TF.max_pool2d(x, **options),
-        _input(),
+        [_input()],
         dtype="float32",
     )
 
@@ -75,15 +63,17 @@ def test_max_pool2d_ties_go_to_the_first_maximum(options, dtype):
     """Few distinct values, so most windows hold ties; PyTorch gives each window's gradient to
     its first maximum (not shared among ties, as amax does)."""
     x = np.random.default_rng(3).integers(0, 3, (2, 3, 8, 9)).astype(float)
-    _check(lambda t: F.max_pool2d(t, **options), lambda t: TF.max_pool2d(t, **options), x, dtype)
+    check_against_torch(
+        lambda t: F.max_pool2d(t, **options), lambda t: TF.max_pool2d(t, **options), [x], dtype
+    )
 
 
 def test_max_pool2d_after_relu_has_all_zero_windows():
     x = _input((4, 2, 8, 8)) - 1.5  # most entries are negative: many windows are all zeros
-    _check(
+    check_against_torch(
         lambda t: F.max_pool2d(t.relu(), 2),
         lambda t: TF.max_pool2d(t.relu(), 2),
-        x,
+        [x],
     )
 
 
@@ -93,7 +83,7 @@ def test_max_pool2d_nan(options):
     nan = np.nan
     x = np.array([[1, nan, 3, nan], [nan, 5, 2, 1], [1, 2, nan, nan], [3, 3, 1, 3]])
     x = x.reshape(4, 1, 2, 2)
-    xs, xt = sg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    xs, xt = leaves(x)
     out, expected = F.max_pool2d(xs, **options), TF.max_pool2d(xt, **options)
     np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
     out.sum().backward()
@@ -102,7 +92,9 @@ def test_max_pool2d_nan(options):
 
 
 def test_max_pool2d_unbatched_and_non_divisible():
-    _check(lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), _input((3, 7, 5)))
+    check_against_torch(
+        lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), [_input((3, 7, 5))]
+    )
 
 
 # ---- avg_pool2d ---------------------------------------------------------------------------
@@ -117,15 +109,17 @@ AVG_GRID = [
 
 @pytest.mark.parametrize("options", AVG_GRID, ids=str)
 def test_avg_pool2d_grid(options):
-    _check(lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), _input())
+    check_against_torch(
+        lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), [_input()]
+    )
 
 
 @pytest.mark.parametrize("options", AVG_GRID[::5], ids=str)
 def test_avg_pool2d_grid_float32(options):
-    _check(
+    check_against_torch(
         lambda x: F.avg_pool2d(x, **options),
         lambda x: TF.avg_pool2d(x, **options),
-        _input(),
+        [_input()],
         dtype="float32",
     )
 
@@ -136,7 +130,9 @@ def test_avg_pool2d_grid_float32(options):
     ids=str,
 )
 def test_avg_pool2d_divisor_override(options):
-    _check(lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), _input())
+    check_against_torch(
+        lambda x: F.avg_pool2d(x, **options), lambda x: TF.avg_pool2d(x, **options), [_input()]
+    )
 
 
 # ---- adaptive_avg_pool2d ------------------------------------------------------------------
@@ -156,10 +152,10 @@ def test_avg_pool2d_divisor_override(options):
 )
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_adaptive_avg_pool2d(shape, output_size, dtype):
-    _check(
+    check_against_torch(
         lambda x: F.adaptive_avg_pool2d(x, output_size),
         lambda x: TF.adaptive_avg_pool2d(x, output_size),
-        _input(shape),
+        [_input(shape)],
         dtype,
     )
 
@@ -212,7 +208,7 @@ LAYERS = [
 @pytest.mark.parametrize("build", [layer[1] for layer in LAYERS], ids=[l[0] for l in LAYERS])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_layer_matches_torch(build, dtype):
-    _check(build(pooling), build(torch.nn), _input(), dtype)
+    check_against_torch(build(pooling), build(torch.nn), [_input()], dtype)
 
 
 @pytest.mark.parametrize("build", [layer[1] for layer in LAYERS], ids=[l[0] for l in LAYERS])
@@ -252,13 +248,7 @@ def test_small_cnn_end_to_end_float32():
         rng.standard_normal((10, 784)) * 0.05,
         rng.standard_normal(10),
     ]
-    pairs = [
-        (
-            sg.tensor(a, dtype=sg.float32, requires_grad=True),
-            torch.tensor(a, dtype=torch.float32, requires_grad=True),
-        )
-        for a in arrays
-    ]
+    pairs = [leaves(a, "float32") for a in arrays]
     out, expected = ours(*(p[0] for p in pairs)), theirs(*(p[1] for p in pairs))
     assert_close(out, expected, "float32", "logits")
     out.log_softmax(1).sum().backward()

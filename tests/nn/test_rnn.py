@@ -8,34 +8,16 @@ import doctest
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close
+from oracle import assert_close, check_outputs_and_gradients, leaves, module_pair, parameter_pairs
 
 import scratchgrad as sg
 from scratchgrad import nn
 
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
-
-
-def _pair(build, dtype):
-    sg_dtype, torch_dtype = DTYPES[dtype]
-    torch.manual_seed(0)
-    theirs = build(torch.nn).to(torch_dtype)
-    ours = build(nn).to(sg_dtype)
-    names = [name for name, _ in theirs.named_parameters()]
-    assert [name for name, _ in ours.named_parameters()] == names
-    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    return ours, theirs
-
-
-def _both(array, dtype):
-    array = array.astype(dtype)
-    return sg.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
-
 
 def _flat(result):
-    """(output, h_n) or (output, (h_n, c_n)) as a flat list of tensors."""
+    """(output, h_n) or (output, (h_n, c_n)) as a flat tuple of tensors."""
     output, final = result
-    return [output, *(final if isinstance(final, tuple) else (final,))]
+    return (output, *(final if isinstance(final, tuple) else (final,)))
 
 
 LAYER_CASES = [
@@ -64,34 +46,26 @@ LAYER_CASES = [
 @pytest.mark.parametrize(("kind", "options"), [c[1:] for c in LAYER_CASES],
                          ids=[c[0] for c in LAYER_CASES])  # fmt: skip
 def test_recurrent_layer_matches_torch(kind, options, unbatched, initial, dtype):
-    ours, theirs = _pair(lambda nn: getattr(nn, kind)(3, 5, **options), dtype)
+    ours, theirs = module_pair(lambda nn: getattr(nn, kind)(3, 5, **options), dtype)
     rng = np.random.default_rng(1)
     length, batch = 4, 2
     shape = (batch, length, 3) if options.get("batch_first") else (length, batch, 3)
     x = rng.standard_normal((length, 3) if unbatched else shape)
-    inputs = [_both(x, dtype)]
+    inputs = [leaves(x, dtype)]
     if initial:
         count = options.get("num_layers", 1) * (2 if options.get("bidirectional") else 1)
         lead = (count,) if unbatched else (count, batch)
         states = [rng.standard_normal((*lead, options.get("proj_size") or 5))]
         if kind == "LSTM":
             states.append(rng.standard_normal((*lead, 5)))
-        inputs += [_both(s, dtype) for s in states]
+        inputs += [leaves(s, dtype) for s in states]
     hx = [pair for pair in inputs[1:]]
     ours_hx = None if not hx else (tuple(s for s, _ in hx) if kind == "LSTM" else hx[0][0])
     theirs_hx = None if not hx else (tuple(t for _, t in hx) if kind == "LSTM" else hx[0][1])
 
     out, expected = _flat(ours(inputs[0][0], ours_hx)), _flat(theirs(inputs[0][1], theirs_hx))
-    for i, (o, e) in enumerate(zip(out, expected)):
-        assert_close(o, e, dtype, f"result {i}")
-    upstream = [rng.standard_normal(o.shape).astype(dtype) for o in out]
-    sum((o * sg.tensor(u)).sum() for o, u in zip(out, upstream)).backward()
-    sum((e * torch.tensor(u)).sum() for e, u in zip(expected, upstream)).backward()
-    for i, (s, t) in enumerate(inputs):
-        assert_close(s.grad, t.grad, dtype, f"gradient of input {i}")
-    torch_params = dict(theirs.named_parameters())
-    for name, p in ours.named_parameters():
-        assert_close(p.grad, torch_params[name].grad, dtype, f"gradient of {name}")
+    params = parameter_pairs(ours, theirs)
+    check_outputs_and_gradients(out, expected, inputs, dtype, kind, params)
 
 
 CELL_CASES = [
@@ -108,29 +82,21 @@ CELL_CASES = [
 @pytest.mark.parametrize(("kind", "options"), [c[1:] for c in CELL_CASES],
                          ids=[c[0] for c in CELL_CASES])  # fmt: skip
 def test_cell_matches_torch(kind, options, unbatched, dtype):
-    ours, theirs = _pair(lambda nn: getattr(nn, kind)(3, 4, **options), dtype)
+    ours, theirs = module_pair(lambda nn: getattr(nn, kind)(3, 4, **options), dtype)
     rng = np.random.default_rng(2)
     lead = () if unbatched else (2,)
-    inputs = [_both(rng.standard_normal((*lead, n)), dtype) for n in (3, 4, 4)]
+    inputs = [leaves(rng.standard_normal((*lead, n)), dtype) for n in (3, 4, 4)]
     (x, tx), (h, th), (c, tc) = inputs
     if kind == "LSTMCell":
         out, expected = ours(x, (h, c)), theirs(tx, (th, tc))
     else:
         out, expected = (ours(x, h),), (theirs(tx, th),)
         inputs = inputs[:2]
-    for o, e in zip(out, expected):
-        assert_close(o, e, dtype, "result")
-    sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
-    sum((e * (i + 1)).sum() for i, e in enumerate(expected)).backward()
-    for i, (s, t) in enumerate(inputs):
-        assert_close(s.grad, t.grad, dtype, f"gradient of input {i}")
-    torch_params = dict(theirs.named_parameters())
-    for name, p in ours.named_parameters():
-        assert_close(p.grad, torch_params[name].grad, dtype, f"gradient of {name}")
+    check_outputs_and_gradients(out, expected, inputs, dtype, kind, parameter_pairs(ours, theirs))
 
 
 def test_cells_without_a_state_start_from_zeros():
-    ours, theirs = _pair(lambda nn: nn.LSTMCell(3, 4), "float64")
+    ours, theirs = module_pair(lambda nn: nn.LSTMCell(3, 4), "float64")
     x = np.random.default_rng(3).standard_normal((2, 3))
     for o, e in zip(ours(sg.tensor(x)), theirs(torch.tensor(x))):
         assert_close(o, e, "float64", "zero state")

@@ -4,7 +4,7 @@ beyond the op table (2-D and 3-D padding, cropping, errors), and conv layers' pa
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close
+from oracle import check_against_torch, module_pair
 
 import scratchgrad as sg
 from scratchgrad import nn
@@ -17,17 +17,12 @@ from scratchgrad.nn.utils.rnn import pad_sequence
 def test_pad_sequence_matches_torch_with_gradients(batch_first, padding_side):
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((n, 2, 3)) for n in (3, 5, 1)]
-    ours = [sg.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     kwargs = {"batch_first": batch_first, "padding_value": -1.5, "padding_side": padding_side}
-    out = pad_sequence(ours, **kwargs)
-    expected = torch.nn.utils.rnn.pad_sequence(theirs, **kwargs)
-    assert_close(out, expected, "float64", "padded")
-    upstream = rng.standard_normal(out.shape)
-    (out * sg.tensor(upstream)).sum().backward()
-    (expected * torch.tensor(upstream)).sum().backward()
-    for i, (s, t) in enumerate(zip(ours, theirs)):
-        assert_close(s.grad, t.grad, "float64", f"gradient of sequence {i}")
+    check_against_torch(
+        lambda *xs: pad_sequence(xs, **kwargs),
+        lambda *xs: torch.nn.utils.rnn.pad_sequence(xs, **kwargs),
+        arrays,
+    )
 
 
 def test_pad_sequence_of_token_ids_and_errors():
@@ -45,13 +40,9 @@ def test_pad_sequence_of_token_ids_and_errors():
 )  # fmt: skip
 def test_pad_modes_match_torch_in_two_and_three_dims(mode, shape, pad):
     x = np.random.default_rng(1).standard_normal(shape)
-    ours, theirs = sg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    out, expected = F.pad(ours, pad, mode), torch.nn.functional.pad(theirs, pad, mode)
-    assert_close(out, expected, "float64", "padded")
-    weights = np.arange(out.numel(), dtype=np.float64).reshape(out.shape)  # tells entries apart
-    (out * sg.tensor(weights)).sum().backward()
-    (expected * torch.tensor(weights)).sum().backward()
-    assert_close(ours.grad, theirs.grad, "float64", "gradient")
+    check_against_torch(
+        lambda x: F.pad(x, pad, mode), lambda x: torch.nn.functional.pad(x, pad, mode), [x]
+    )
 
 
 def test_pad_mode_errors_as_torch():
@@ -70,18 +61,11 @@ def test_pad_mode_errors_as_torch():
 def test_conv_padding_mode_matches_torch(mode, dims, padding):
     def build(nn):
         conv = nn.Conv1d if dims == 1 else nn.Conv2d
-        return conv(2, 3, 3, padding=padding, padding_mode=mode, dilation=2).double()
+        return conv(2, 3, 3, padding=padding, padding_mode=mode, dilation=2)
 
-    torch.manual_seed(0)
-    theirs, ours = build(torch.nn), build(nn)
-    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    ours, theirs = module_pair(build)
     assert repr(ours) == repr(theirs)
     x = np.random.default_rng(2).standard_normal((2, 2, *[7] * dims))
-    sx, tx = sg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    out, expected = ours(sx), theirs(tx)
-    assert_close(out, expected, "float64", "output")
-    out.sum().backward(), expected.sum().backward()
-    assert_close(sx.grad, tx.grad, "float64", "input gradient")
-    assert_close(ours.weight.grad, theirs.weight.grad, "float64", "weight gradient")
+    check_against_torch(ours, theirs, [x])
     with pytest.raises(ValueError, match="padding_mode must be one of"):
         nn.Conv1d(2, 3, 3, padding_mode="mirror")
