@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import xp
 from scratchgrad.ops.conv import Fold, MaxOver, Unfold, window_offsets
+from scratchgrad.ops.matmul import MatMul
 from scratchgrad.tensor import Tensor, cat
 
 IntPair = int | Sequence[int]
@@ -295,7 +296,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
         out = avg_pool2d(x, tile)
     else:
         rows, cols = (_averaging_matrix(o, n, x.dtype) for o, n in zip(out_size, size))
-        out = rows @ x @ cols.mT
+        # MatMul itself, not `@`: a pooling stays in its input's dtype under autocast, as PyTorch's
+        out = MatMul.apply(MatMul.apply(rows, x), cols.mT)
     return out if batched else out.squeeze(0)
 
 
