@@ -36,6 +36,11 @@ def above_one(rng, shape):
     return rng.uniform(1.2, 3.0, shape)
 
 
+def unit(rng, shape):
+    """In [0, 1]: probabilities, such as binary cross-entropy's targets."""
+    return rng.uniform(0.0, 1.0, shape)
+
+
 def distinct(rng, shape):
     """Values at least 0.1 apart: max/min/sort-like ops have no ties to split."""
     n = int(np.prod(shape))
@@ -597,12 +602,147 @@ OPS = [
     Op("prod_dtype", lambda m, x: x.prod(dtype=m.float64), shapes="small"),
     Op("softmax_dtype", lambda m, x: x.softmax(-1, dtype=m.float64), shapes="rank1+"),
     Op("log_softmax_dtype", lambda m, x: m.log_softmax(x, 0, dtype=m.float64), shapes="rank1+"),
+    # ---- convolution and pooling (nn/conv_functional.py: composed of Unfold, Fold, MaxOver) ----
+    Op(
+        "conv1d",
+        lambda m, x, w: m.nn.functional.conv1d(x, w, padding=1),
+        shapes="conv1d",
+        check_shapes=((1, 2, 4), (2, 2, 2)),
+    ),
+    Op(
+        "conv1d_strided",
+        lambda m, x, w: m.nn.functional.conv1d(x, w, w[:, 0, 0], padding=2, stride=2),
+        shapes="conv1d",
+        check_shapes=((2, 2, 7), (3, 2, 3)),
+    ),
+    Op(
+        "conv2d",
+        lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1),
+        shapes="conv2d",
+        check_shapes=((1, 2, 3, 3), (2, 2, 2, 2)),
+    ),
+    Op(
+        "conv2d_options",
+        lambda m, x, w: m.nn.functional.conv2d(
+            x, w, w[:, 0, 0, 0], stride=2, padding=1, dilation=(1, 2)
+        ),
+        shapes="conv2d",
+        check_shapes=((1, 2, 5, 6), (3, 2, 2, 2)),
+    ),
+    Op(
+        "conv2d_groups_same",
+        lambda m, x, w: m.nn.functional.conv2d(x, w, w[:, 0, 0, 0], padding="same", groups=2),
+        shapes="conv2d_groups",
+        check_shapes=((2, 4, 4, 3), (4, 2, 2, 3)),
+    ),
+    Op(
+        "max_pool2d",
+        lambda m, x: m.nn.functional.max_pool2d(x, 2),
+        shapes="image",
+        domain=distinct,
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "max_pool2d_windows",
+        lambda m, x: m.nn.functional.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2)),
+        shapes="image",
+        domain=distinct,
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "max_pool2d_ceil",
+        lambda m, x: m.nn.functional.max_pool2d(x, 2, ceil_mode=True),
+        shapes="image",
+        domain=distinct,
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "avg_pool2d",
+        lambda m, x: m.nn.functional.avg_pool2d(x, 2),
+        shapes="image",
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "avg_pool2d_windows",
+        lambda m, x: m.nn.functional.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+        shapes="image",
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "avg_pool2d_ceil",
+        lambda m, x: m.nn.functional.avg_pool2d(x, 2, stride=2, ceil_mode=True),
+        shapes="image",
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "adaptive_avg_pool2d",
+        lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+        shapes="image",
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
+        "unfold",
+        lambda m, x: m.nn.functional.unfold(x, 2, padding=1, stride=(1, 2)),
+        shapes="image",
+        check_shapes=((1, 2, 3, 4),),
+    ),
+    Op(
+        "fold",
+        lambda m, x: m.nn.functional.fold(  # the output width that gives x's column count
+            x, (3, x.shape[-1] // 2 - 2), 2, padding=1, stride=(1, 2)
+        ),
+        shapes="fold",
+        check_shapes=((1, 8, 12),),
+    ),
+    # ---- activations and losses composed in nn/functional.py ---------------------------------
+    Op("gelu", lambda m, x: m.nn.functional.gelu(x)),
+    Op("gelu_tanh", lambda m, x: m.nn.functional.gelu(x, approximate="tanh")),
+    Op("softplus", lambda m, x: m.nn.functional.softplus(x)),
+    Op("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=2.0, threshold=3.0)),
+    Op("silu", lambda m, x: m.nn.functional.silu(x)),
+    Op(
+        "bce_with_logits",
+        lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),
+        shapes="same_pair",
+        domain=(real, unit),
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "bce_with_logits_weights",
+        lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(
+            x, y, weight=_ramp(m, x), pos_weight=2.5 - _ramp(m, x)
+        ),
+        shapes="same_pair",
+        domain=(real, unit),
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "huber_loss",
+        lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.7),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "huber_loss_sum",
+        lambda m, x, y: m.nn.functional.huber_loss(x, y, reduction="sum", delta=2.0),
+        shapes="same_pair",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    # ---- rounding: piecewise constant, so gradient-free rows (the forward against PyTorch) -------
+    Op("floor", lambda m, x: x.floor(), grad=False),
+    Op("ceil", lambda m, x: m.ceil(x), grad=False),
+    Op("round", lambda m, x: x.round(), grad=False),
 ]
 
 
 def _labels(m, x):
     """Class indices for (N, C) logits: every class in turn."""
     return m.arange(x.shape[0]) % x.shape[1]
+
+
+def _ramp(m, x):
+    """Weights 0.5, 0.75, 1.0, ... over the entries of x (in its dtype), wrapping after 2.0."""
+    return (m.arange(x.numel(), dtype=x.dtype) % 7 * 0.25 + 0.5).reshape(x.shape)
 
 
 def _pad(m, x):

@@ -28,6 +28,8 @@ def _batched_matmul(draw_n_k_m):
 
 
 _sides = st.integers(0, 4)
+_small = st.integers(1, 2)
+_side3 = st.integers(3, 5)
 SHAPES = {
     "unary": _one(_shapes()),
     "binary": mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3).map(
@@ -58,6 +60,20 @@ SHAPES = {
     "linear_vector": st.tuples(st.integers(1, 4), _sides).map(lambda t: ((t[0],), (t[1], t[0]))),
     "dot": _sides.map(lambda k: ((k,), (k,))),
     "signal": _one(_shapes(min_dims=2, max_dims=3, min_side=3, max_side=4)),  # (N, C, L), (C, L)
+    # convolution: (N, C, L) and (out channels, C, kernel), kernels of 1-3 (1-2 in 2-D) smaller
+    # than the inputs; with groups=2, the input has twice the weight's channels
+    "conv1d": st.tuples(_small, _small, st.integers(3, 5), _small, st.integers(1, 3)).map(
+        lambda t: ((t[0], t[1], t[2]), (t[3], t[1], t[4]))
+    ),
+    "conv2d": st.tuples(_small, _small, _side3, _side3, _small, _small, _small).map(
+        lambda t: ((t[0], t[1], t[2], t[3]), (t[4], t[1], t[5], t[6]))
+    ),
+    "conv2d_groups": st.tuples(_small, _small, _side3, _side3, _small, _small, _small).map(
+        lambda t: ((t[0], 2 * t[1], t[2], t[3]), (2 * t[4], t[1], t[5], t[6] + 1))
+    ),
+    "image": _one(st.tuples(_small, _small, _side3, _side3)),  # (N, C, H, W) for pooling
+    # fold's (N, C * 2 * 2, L) for a 2x2 kernel, stride (1, 2), padding 1 over a (3, 2k) output
+    "fold": st.tuples(_small, _small, _small).map(lambda t: ((t[0], 4 * t[1], 4 * (t[2] + 1)),)),
 }
 
 

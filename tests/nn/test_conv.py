@@ -1,8 +1,9 @@
 """Convolution against PyTorch: conv1d, conv2d, unfold and fold as functions, Conv1d and Conv2d as
 layers (weights copied across through NumPy). Outputs and the gradients of every input are
 compared in float64 (tight) and float32 (loose), over a grid of strides, paddings (numbers,
-"same", "valid"), dilations, groups and odd sizes; second derivatives against PyTorch's and with
-gradgradcheck; default initialisation against its known bounds."""
+"same", "valid"), dilations, groups and odd sizes; second derivatives against PyTorch's; default
+initialisation against its known bounds. gradcheck and gradgradcheck come from the op table's
+rows (tests/op_table.py)."""
 
 import doctest
 import itertools
@@ -196,44 +197,8 @@ def test_unfold_and_fold_match_torch(options):
     )
 
 
-# ---- second derivatives -------------------------------------------------------------------
-
-
-def _double(*shape, seed=0):
-    rng = np.random.default_rng(seed)
-    return sg.tensor(rng.standard_normal(shape), dtype=sg.float64, requires_grad=True)
-
-
-GRADCHECKS = {
-    "conv2d": (
-        lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=(1, 2)),
-        [(1, 2, 5, 6), (3, 2, 2, 2), (3,)],
-    ),
-    "conv2d_groups_same": (
-        lambda x, w, b: F.conv2d(x, w, b, padding="same", groups=2),
-        [(2, 4, 4, 3), (4, 2, 2, 3), (4,)],
-    ),
-    "conv1d": (
-        lambda x, w, b: F.conv1d(x, w, b, padding=2, stride=2),
-        [(2, 2, 7), (3, 2, 3), (3,)],
-    ),
-    "unfold": (lambda x: F.unfold(x, 2, padding=1, stride=(1, 2)), [(1, 2, 3, 4)]),
-    "fold": (lambda c: F.fold(c, (3, 4), 2, padding=1, stride=(1, 2)), [(1, 8, 12)]),
-}
-
-
-@pytest.mark.parametrize("name", list(GRADCHECKS))
-def test_gradcheck(name):
-    func, shapes = GRADCHECKS[name]
-    inputs = [_double(*shape, seed=i) for i, shape in enumerate(shapes)]
-    assert sg.autograd.gradcheck(func, inputs)
-
-
-@pytest.mark.parametrize("name", list(GRADCHECKS))
-def test_gradgradcheck(name):
-    func, shapes = GRADCHECKS[name]
-    inputs = [_double(*shape, seed=i) for i, shape in enumerate(shapes)]
-    assert sg.autograd.gradgradcheck(func, inputs)
+# ---- second derivatives ----------------------------------------------------------------------
+# gradcheck and gradgradcheck: the op table's conv1d, conv2d, unfold and fold rows (test_ops.py)
 
 
 def test_second_derivative_matches_torch():

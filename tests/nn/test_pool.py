@@ -1,7 +1,8 @@
 """Pooling against PyTorch: max_pool2d, avg_pool2d and adaptive_avg_pool2d as functions and as
 layers. Outputs and input gradients in float64 (tight) and float32 (loose) over kernels, strides,
 paddings, dilations and ceil mode, on odd sizes; max pooling's gradient on ties (it goes to the
-first maximum of each window) and on NaN; gradcheck and gradgradcheck; a small CNN end to end."""
+first maximum of each window) and on NaN; a small CNN end to end. gradcheck and gradgradcheck
+come from the op table's rows (tests/op_table.py)."""
 
 import doctest
 import itertools
@@ -160,24 +161,7 @@ def test_adaptive_avg_pool2d(shape, output_size, dtype):
     )
 
 
-# ---- derivatives --------------------------------------------------------------------------
-
-GRADCHECKS = {
-    "max_tiles": lambda x: F.max_pool2d(x, 2),
-    "max_windows": lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2)),
-    "max_ceil": lambda x: F.max_pool2d(x, 2, ceil_mode=True),
-    "avg_tiles": lambda x: F.avg_pool2d(x, 2),
-    "avg_windows": lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
-    "avg_ceil": lambda x: F.avg_pool2d(x, 2, stride=2, ceil_mode=True),
-    "adaptive": lambda x: F.adaptive_avg_pool2d(x, (3, 2)),
-}
-
-
-@pytest.mark.parametrize("name", list(GRADCHECKS))
-def test_gradcheck_and_gradgradcheck(name):
-    x = sg.tensor(_input((1, 2, 5, 5)), requires_grad=True)
-    assert sg.autograd.gradcheck(GRADCHECKS[name], x)
-    assert sg.autograd.gradgradcheck(GRADCHECKS[name], x)
+# ---- derivatives: gradcheck and gradgradcheck are the op table's pooling rows (test_ops.py) ---
 
 
 def test_max_pool2d_second_derivative_matches_torch():
