@@ -186,32 +186,6 @@ def to_dtype(dtype) -> numpy.dtype:
     return numpy.dtype(dtype)
 
 
-def result_type(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
-    """PyTorch's promotion for two tensors: a floating dtype beats an integer or bool one
-    whatever their sizes; within a kind, the wider wins (bfloat16 with float16 gives float32).
-    """
-    if x == y:
-        return x
-    if is_floating(x) != is_floating(y):
-        return x if is_floating(x) else y
-    if bfloat16 in (x, y):
-        other = y if x == bfloat16 else x
-        return float32 if other == float16 else numpy.promote_types(other, float32)
-    return numpy.promote_types(x, y)
-
-
-def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
-    """The dtype of ``tensor op python_scalar``: the tensor's, unless the scalar's kind is wider.
-
-    An int or bool tensor with a Python float gives the default float dtype, as in PyTorch.
-    """
-    if isinstance(value, bool) or (isinstance(value, int) and dtype != bool_):
-        return dtype
-    if isinstance(value, int):
-        return int64
-    return dtype if is_floating(dtype) else default_float
-
-
 class Generator:
     """A seeded source of random numbers, as ``torch.Generator``.
 

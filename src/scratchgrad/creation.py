@@ -11,7 +11,8 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.backend import Generator, xp
-from scratchgrad.tensor import Tensor, _shape, _to_array
+from scratchgrad.dtypes import to_array
+from scratchgrad.tensor import Tensor, _shape
 
 
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
@@ -81,7 +82,8 @@ def full(
     requires_grad: bool = False,
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
-    dtype = _dtype(dtype, _to_array(fill_value, None).dtype)
+    value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
+    dtype = _dtype(dtype, to_array(value, None).dtype)
     return _finish(_xp(device).full(_shape((size,)), fill_value, dtype), requires_grad)
 
 

@@ -21,6 +21,13 @@ from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import _state
 from scratchgrad.backend import xp
+from scratchgrad.dtypes import (
+    promote_types,
+    requested_device_and_dtype,
+    result_type,
+    scalar_type,
+    to_array,
+)
 from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -49,7 +56,7 @@ class Tensor:
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
     def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
-        array = _to_array(data, dtype)
+        array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
         if requires_grad and not backend.is_floating(array.dtype):
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
@@ -138,7 +145,7 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
-        self.array = value.array if isinstance(value, Tensor) else _to_array(value, None)
+        self.array = value.array if isinstance(value, Tensor) else to_array(value, None)
 
     @property
     def T(self) -> Tensor:
@@ -320,7 +327,7 @@ class Tensor:
         if type(other) is Tensor or isinstance(other, Tensor):
             if other.array.dtype is self.array.dtype or other.array.dtype == self.array.dtype:
                 return self, other
-            dtype = _promote(self, other)
+            dtype = result_type(self, other)
             if other.array.dtype == backend.bool_ or self.array.dtype == backend.bool_:
                 # NumPy gives the other operand's dtype too, with no cast pass (a mask multiply)
                 return (
@@ -330,7 +337,7 @@ class Tensor:
                 )
             return self.to(dtype), other.to(dtype)
         if isinstance(other, (int, float)):
-            dtype = backend.scalar_type(self.array.dtype, other)
+            dtype = scalar_type(self.array.dtype, other)
             if dtype == backend.bfloat16:  # NumPy would widen bfloat16 with a Python float
                 other = xp.asarray(other, dtype)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
@@ -1668,7 +1675,7 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
 def _einsum(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
     dtype = operands[0].dtype
     for t in operands[1:]:
-        dtype = backend.result_type(dtype, t.dtype)
+        dtype = promote_types(dtype, t.dtype)
     return matmul.Einsum.apply(*(t.to(dtype) for t in operands), inputs=inputs, output=output)
 
 
@@ -1722,7 +1729,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise RuntimeError("cat: expected a non-empty list of tensors")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
-        dtype = backend.result_type(dtype, t.dtype)
+        dtype = promote_types(dtype, t.dtype)
     tensors = [t.to(dtype) for t in tensors]
     ndim = tensors[0].ndim
     if builtins.any(t.ndim != ndim for t in tensors):
@@ -1746,24 +1753,6 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 # ---- helpers --------------------------------------------------------------------------------
-
-
-def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = None) -> tuple:
-    """The device and dtype that ``.to(*args, device=..., dtype=...)`` asks for (None: keep
-    it), as PyTorch reads the arguments: a device (or its name), a dtype, or a tensor to match."""
-    for arg in args:
-        if isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, backend.device) or (
-            isinstance(arg, str) and arg.partition(":")[0] in backend.DEVICE_TYPES
-        ):
-            device = arg
-        elif arg is not None:
-            dtype = arg
-    return (
-        None if device is None else backend.device(device),
-        None if dtype is None else backend.to_dtype(dtype),
-    )
 
 
 def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
@@ -1790,40 +1779,6 @@ def _sort_order(array, dim: int, descending: bool):
     n = array.shape[dim]
     order = xp.argsort(xp.flip(array, dim), axis=dim, kind="stable")
     return xp.flip(n - 1 - order, dim)
-
-
-def _to_array(data: Any, dtype: Any):
-    """An array (copied) from Python data, a NumPy array or a Tensor, in PyTorch's dtypes:
-    Python floats become float32, ints int64; a NumPy array keeps its dtype."""
-    if isinstance(data, Tensor):
-        data = data.array
-    if dtype is not None:
-        return xp.array(data, dtype=backend.to_dtype(dtype))
-    if isinstance(data, (xp.ndarray, xp.generic)):
-        return xp.array(data)
-    try:
-        array = xp.array(data)
-    except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
-        raise ValueError(
-            f"tensor: the nested sequences must all have the same length (a ragged list cannot "
-            f"be a tensor): {error}"
-        ) from None
-    if array.dtype.kind == "f":
-        return array.astype(backend.default_float)
-    if array.dtype.kind in "iu":
-        return array.astype(backend.int64)
-    if array.dtype.kind not in "b":
-        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
-    return array
-
-
-def _promote(x: Tensor, y: Tensor):
-    """PyTorch's rule: a 0-d tensor does not widen a tensor with dims of the same kind."""
-    kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}
-    kx, ky = kind[x.dtype.kind], kind[y.dtype.kind]
-    if (x.ndim == 0) != (y.ndim == 0) and kx == ky:
-        return y.dtype if x.ndim == 0 else x.dtype
-    return backend.result_type(x.dtype, y.dtype)
 
 
 def _shape(args: tuple) -> tuple[int, ...]:

@@ -21,8 +21,9 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.dtypes import requested_device_and_dtype
 from scratchgrad.nn.parameter import Parameter
-from scratchgrad.tensor import Tensor, requested_device_and_dtype
+from scratchgrad.tensor import Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _STORES = ("_parameters", "_buffers", "_modules")
