@@ -20,6 +20,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import (
     promote_types,
@@ -76,20 +77,6 @@ class Tensor:
     def _version(self) -> int:
         """How many in-place changes the memory behind this tensor (and its views) has seen."""
         return 0 if self._counter is None else self._counter[0]
-
-    @_version.setter
-    def _version(self, value: int) -> None:
-        if self._counter is None:
-            self._counter = [value]
-        else:
-            self._counter[0] = value
-
-    def _bump_version(self) -> None:
-        """Count an in-place change (seen by every graph that saved this memory or a view)."""
-        if self._counter is None:
-            self._counter = [1]
-        else:
-            self._counter[0] += 1
 
     def _shared_counter(self) -> list[int]:
         if self._counter is None:
@@ -591,7 +578,7 @@ class Tensor:
                 )
             except (ValueError, TypeError) as error:
                 raise RuntimeError(f"{name}: {error}") from None
-            self._bump_version()
+            increment_version(self)
             return self
         return self._record_in_place(name, out_of_place, other)
 
@@ -635,7 +622,7 @@ class Tensor:
         for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
             if view is not base:
                 view._take_view_again()
-        self._bump_version()
+        increment_version(self)
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
@@ -683,7 +670,7 @@ class Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
         self.array.fill(value)
-        self._bump_version()
+        increment_version(self)
         return self
 
     def copy_(self, src: Any) -> Tensor:
@@ -696,7 +683,7 @@ class Tensor:
             raise RuntimeError(
                 f"copy_: cannot copy shape {source.shape} into {self.array.shape}"
             ) from None
-        self._bump_version()
+        increment_version(self)
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -705,7 +692,7 @@ class Tensor:
             self._record_in_place("setitem", _overwrite, value, index)
             return
         self.array[index] = value.array if isinstance(value, Tensor) else value
-        self._bump_version()
+        increment_version(self)
 
     # ---- dtype ------------------------------------------------------------------------------
 

@@ -515,6 +515,25 @@ def test_modifying_a_saved_input_in_place_raises():
         zt.sum().backward()
 
 
+def test_increment_version_makes_a_graph_refuse_memory_changed_behind_its_back():
+    """A write into ``.array`` that the graph cannot see, counted as PyTorch counts a write
+    through ``data_ptr``: the backward that saved the memory (or a view of it) then raises."""
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    xt = torch.tensor([1.0, 2.0], requires_grad=True)
+    y, yt = x.exp(), xt.exp()  # Exp saves its output
+    view, other = y[:1], sg.ones(2)
+    z, zt = y * 2, yt * 2
+    y.array += 1
+    yt.data.add_(1)  # the same write, which neither library counts until told
+    sg.autograd.graph.increment_version([other, view])  # a list, and a view counts for its base
+    torch.autograd.graph.increment_version(yt)
+    assert (y._version, other._version) == (1, 1) and yt._version == 1
+    with pytest.raises(RuntimeError, match="modified by an in-place"):
+        z.sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        zt.sum().backward()
+
+
 VIEWS = {
     "reshape": lambda t: t.reshape(2, 2),
     "view": lambda t: t.view(-1),

@@ -1,7 +1,7 @@
 """The graph core: ``Function``, the backward engine, grad mode, gradient checks."""
 
 from scratchgrad.autograd.function import Function  # noqa: I001  (first: Tensor needs it)
-from scratchgrad.autograd import functional
+from scratchgrad.autograd import functional, graph
 from scratchgrad.autograd.anomaly import detect_anomaly
 from scratchgrad.autograd.engine import backward, grad
 from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
@@ -16,6 +16,7 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "graph",
     "no_grad",
     "set_grad_enabled",
 ]

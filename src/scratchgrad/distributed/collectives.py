@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from scratchgrad import backend
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.distributed.process_group import _mpi, default_group
 from scratchgrad.tensor import Tensor
 
@@ -280,7 +281,7 @@ def _reduction(name: str, tensor: Tensor, op: Any, size: int, copy_in: bool = Tr
             np.divide(wire, size, out=wire)
         if wire is not tensor.array:
             tensor.array[...] = wire
-        tensor._bump_version()
+        increment_version(tensor)
 
     return wire, mpi_op, finish
 
@@ -295,7 +296,7 @@ def _bytes_of(tensor: Tensor):
     def finish() -> None:
         if wire is not array:
             array[...] = wire
-        tensor._bump_version()
+        increment_version(tensor)
 
     return wire.reshape(-1).view(np.uint8), finish
 
@@ -303,7 +304,7 @@ def _bytes_of(tensor: Tensor):
 def _unpack(stacked: Tensor, tensors: Sequence[Tensor]) -> None:
     for t, part in zip(tensors, stacked.array):
         t.array[...] = part
-        t._bump_version()
+        increment_version(t)
 
 
 def _check_tensor(name: str, tensor: Any) -> None:

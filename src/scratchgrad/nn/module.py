@@ -20,6 +20,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import requested_device_and_dtype
 from scratchgrad.nn.parameter import Parameter
@@ -327,7 +328,7 @@ class Module:
         for tensor in (*self.parameters(), *self.buffers()):
             if backend.is_floating(tensor.dtype) and tensor.dtype != dtype:
                 tensor.array = tensor.array.astype(dtype)
-                tensor._bump_version()  # a graph that saved the old array must not use this one
+                increment_version(tensor)  # a graph that saved the old array must not use this one
                 if tensor.grad is not None:
                     tensor.grad = Tensor._make(tensor.grad.array.astype(dtype))
         return self

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
@@ -88,13 +89,13 @@ class LBFGS(Optimizer):
         for p in self._params:
             size = p.numel()
             p.array += step_size * direction[offset : offset + size].reshape(p.shape)
-            p._bump_version()
+            increment_version(p)
             offset += size
 
     def _set_params(self, arrays: list[Any]) -> None:
         for p, array in zip(self._params, arrays):
             p.array[...] = array
-            p._bump_version()
+            increment_version(p)
 
     def _directional_evaluate(self, closure, start: list[Any], t: float, d: Any):
         """The loss and flat gradient at ``start + t * d``; the parameters are put back."""

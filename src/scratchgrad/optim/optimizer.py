@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import default_float, is_floating, xp
 from scratchgrad.creation import from_numpy
 from scratchgrad.tensor import Tensor
@@ -183,7 +184,7 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is not None:
                     self._update(p, group, self.state[p])
-                    p._bump_version()
+                    increment_version(p)
         return loss
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:

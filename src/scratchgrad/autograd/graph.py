@@ -1,0 +1,31 @@
+"""``scratchgrad.autograd.graph``, after ``torch.autograd.graph``: the bookkeeping that code
+outside the ops calls when it changes a tensor's memory behind the graph's back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def increment_version(tensor: Any) -> None:
+    """Count an in-place change of ``tensor``'s memory (a tensor, or a list or tuple of them),
+    as ``torch.autograd.graph.increment_version``: a graph that saved this memory, or a view of
+    it, then refuses to use it in backward instead of computing with the new values.
+
+    In-place ops count their own changes; code that writes into ``tensor.array`` directly (an
+    optimizer's step, a collective, ``Module.to``) calls this, the one place the count moves.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.ones(2)
+    >>> x.array += 1
+    >>> increment_version(x)
+    >>> x._version
+    1
+    """
+    if isinstance(tensor, (list, tuple)):
+        for t in tensor:
+            increment_version(t)
+        return
+    if tensor._counter is None:  # the counter is shared by views, made on first need
+        tensor._counter = [1]
+    else:
+        tensor._counter[0] += 1
