@@ -104,3 +104,33 @@ def test_the_allowed_upward_imports_still_exist():
         for _, imported in _imports(path):
             found.add((module, imported.split(".")[0] or "scratchgrad"))
     assert set(ALLOWED) <= found, f"stale: {set(ALLOWED) - found}"
+
+
+def _package(module: str) -> str | None:
+    """The package a module belongs to; None for a top-level module such as ``tensor``, which
+    is a package of its own (the root package is the whole library)."""
+    if (PACKAGE.joinpath(*module.split(".")) / "__init__.py").exists():
+        return module
+    return module.rpartition(".")[0] or None
+
+
+def _private_imports():
+    """``from scratchgrad.X import _name`` across packages: what ``_name`` promises (nothing
+    outside its package depends on it) would not hold."""
+    for module, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            if not node.module.startswith("scratchgrad."):
+                continue
+            imported = node.module.partition(".")[2]
+            package = _package(imported)
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and (package is None or package != _package(module)):
+                    where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
+                    yield f"{where}: {module} imports {alias.name} from {imported}"
+
+
+def test_private_names_stay_in_their_package():
+    assert list(_private_imports()) == []

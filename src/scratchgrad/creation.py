@@ -12,7 +12,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import to_array
-from scratchgrad.tensor import Tensor, _shape
+from scratchgrad.tensor import Tensor, as_shape
 
 
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
@@ -63,15 +63,15 @@ def from_numpy(array) -> Tensor:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).zeros(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_xp(device).zeros(as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).ones(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_xp(device).ones(as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).empty(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_xp(device).empty(as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def full(
@@ -84,7 +84,7 @@ def full(
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
     value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
     dtype = _dtype(dtype, to_array(value, None).dtype)
-    return _finish(_xp(device).full(_shape((size,)), fill_value, dtype), requires_grad)
+    return _finish(_xp(device).full(as_shape((size,)), fill_value, dtype), requires_grad)
 
 
 def arange(
@@ -157,7 +157,7 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     drawn_dtype = xp.float64 if dtype == backend.float64 else xp.float32
     return _drawn(
         lambda shape: draw(shape, dtype=drawn_dtype).astype(dtype, copy=False),
-        _shape(size),
+        as_shape(size),
         requires_grad,
         device,
     )
@@ -200,7 +200,7 @@ def randint(
     rng, dtype = _rng(generator), _dtype(dtype, backend.int64)
     return _drawn(
         lambda shape: rng.integers(low, high, shape, dtype=dtype),
-        _shape((size,)),
+        as_shape((size,)),
         requires_grad,
         device,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
-from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import (
@@ -151,7 +151,7 @@ class Tensor:
             return self.array.shape
         if self.array.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        return self.array.shape[_dim(dim, self.array.ndim)]
+        return self.array.shape[wrap_dim(dim, self.array.ndim)]
 
     def numel(self) -> int:
         return self.array.size
@@ -165,7 +165,7 @@ class Tensor:
     def stride(self, dim: int | None = None):
         """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
         strides = tuple(s // self.array.itemsize for s in self.array.strides)
-        return strides if dim is None else strides[_dim(dim, self.array.ndim)]
+        return strides if dim is None else strides[wrap_dim(dim, self.array.ndim)]
 
     def dim(self) -> int:
         return self.array.ndim
@@ -929,7 +929,7 @@ class Tensor:
 
     def sum_to_size(self, *shape: int) -> Tensor:
         """Sum broadcast dims away so the result has ``shape``."""
-        return reduce.SumToSize.apply(self, shape=_shape(shape))
+        return reduce.SumToSize.apply(self, shape=as_shape(shape))
 
     def mean(
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
@@ -1064,14 +1064,14 @@ class Tensor:
 
     def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
         """The indices that sort the entries along ``dim`` (stably, as ``sort``)."""
-        dim = _dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
+        dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(xp.zeros((), backend.int64))
         return Tensor._make(_sort_order(self.array, dim, descending))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
         """Running sums along ``dim``; integer and bool inputs give int64, as in PyTorch."""
-        x, dim = self._scan_input(dtype), _dim(dim, self.array.ndim)
+        x, dim = self._scan_input(dtype), wrap_dim(dim, self.array.ndim)
         if x.array.ndim == 0:
             return x.clone()
         return reduce.Cumsum.apply(x, dim=dim)
@@ -1083,7 +1083,7 @@ class Tensor:
         to ``k`` and of ones after), which costs n**2 for n entries along ``dim`` but inherits
         Prod's exact gradient where entries are zero (dividing by them would give NaN).
         """
-        x, dim = self._scan_input(dtype), _dim(dim, self.array.ndim)
+        x, dim = self._scan_input(dtype), wrap_dim(dim, self.array.ndim)
         if x.array.ndim == 0:
             return x.clone()
         last = x.movedim(dim, -1)
@@ -1109,7 +1109,7 @@ class Tensor:
         >>> sg.tensor([1.0, 5.0, 3.0]).topk(2)
         values_indices(values=tensor([5., 3.]), indices=tensor([1, 2]))
         """
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim] if self.array.ndim else 1
         if not 0 <= k <= size:
             raise RuntimeError(f"topk: k ({k}) is out of range for dim {dim} of size {size}")
@@ -1188,7 +1188,7 @@ class Tensor:
     # ---- movement ---------------------------------------------------------------------------
 
     def reshape(self, *shape: Any) -> Tensor:
-        shape = _shape(shape)
+        shape = as_shape(shape)
         return self if shape == self.array.shape else movement.Reshape.apply(self, shape=shape)
 
     def view(self, *shape: Any) -> Tensor:
@@ -1200,7 +1200,7 @@ class Tensor:
         >>> sg.arange(6).view(2, 3).t().is_contiguous()
         False
         """
-        shape = _shape(shape)
+        shape = as_shape(shape)
         if not self._strides_allow(shape):
             raise RuntimeError(
                 f"view size is not compatible with input tensor's size and stride (at least one "
@@ -1269,7 +1269,7 @@ class Tensor:
         return self.reshape(*self.array.shape[:start], merged, *self.array.shape[end + 1 :])
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0:
             raise RuntimeError("unflatten: cannot unflatten a 0-dim tensor")
         return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
@@ -1287,7 +1287,7 @@ class Tensor:
 
     def permute(self, *dims: Any) -> Tensor:
         n = self.array.ndim
-        dims = _dims(_shape(dims), n)
+        dims = _dims(as_shape(dims), n)
         if len(dims) != n or sorted(dims) != list(range(n)):
             raise RuntimeError(
                 f"permute: {dims} is not a permutation of the dims of {self.array.shape}"
@@ -1311,16 +1311,17 @@ class Tensor:
         return self.transpose(0, 1) if self.array.ndim == 2 else self
 
     def movedim(self, source: int, destination: int) -> Tensor:
-        source, destination = _dim(source, self.array.ndim), _dim(destination, self.array.ndim)
-        if self.array.ndim == 0:
+        ndim = self.array.ndim
+        source, destination = wrap_dim(source, ndim), wrap_dim(destination, ndim)
+        if ndim == 0:
             return self
-        dims = list(range(self.array.ndim))
+        dims = list(range(ndim))
         dims.insert(destination, dims.pop(source))
         return self.permute(*dims)
 
     def expand(self, *sizes: Any) -> Tensor:
         """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
-        shape = _shape(sizes)
+        shape = as_shape(sizes)
         if -1 in shape:
             lead = len(shape) - self.array.ndim
             shape = tuple(self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
@@ -1331,7 +1332,7 @@ class Tensor:
 
     def repeat(self, *repeats: Any) -> Tensor:
         """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
-        repeats = _shape(repeats)
+        repeats = as_shape(repeats)
         if len(repeats) < self.array.ndim:
             raise RuntimeError(
                 f"repeat: Number of dimensions of repeat dims ({len(repeats)}) can not be "
@@ -1410,14 +1411,14 @@ class Tensor:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
         if self.array.ndim == 0:
             return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
-        return self[(slice(None),) * _dim(dim, self.array.ndim) + (index.reshape(-1),)]
+        return self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
         negative, counted from the end."""
         if self.array.ndim == 0:
             raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim]
         if not -size <= start <= size:
             raise IndexError(
@@ -1436,7 +1437,7 @@ class Tensor:
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         if self.array.ndim == 0:
             raise RuntimeError("split expects at least a 1-dimensional tensor")
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim]
         if isinstance(split_size, int):
             if split_size < 0 or (split_size == 0 and size != 0):
@@ -1456,11 +1457,11 @@ class Tensor:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         if self.array.ndim == 0:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-        size = self.array.shape[_dim(dim, self.array.ndim)]
+        size = self.array.shape[wrap_dim(dim, self.array.ndim)]
         return self.split(builtins.max(-(-size // chunks), 1), dim)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return tuple(self.select(dim, i) for i in range(self.array.shape[dim]))
@@ -1469,7 +1470,7 @@ class Tensor:
         """The entries at ``index`` of ``dim``, that dim removed (a view)."""
         if self.array.ndim == 0:
             raise IndexError("select() cannot be applied to a 0-dim tensor.")
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim]
         if not -size <= index < size:
             raise IndexError(
@@ -1485,7 +1486,7 @@ class Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
         if not isinstance(index, Tensor):
             raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
-        dim = _dim(dim, self.array.ndim)
+        dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0 and index.ndim <= 1:  # as PyTorch: a 0-d tensor acts as 1-d
             _check_indices("gather", index.array, 1, 0)
             return self.expand(index.shape) if index.ndim else self.clone()
@@ -1550,7 +1551,7 @@ class Tensor:
     def _new(self, name: str, size, fill: tuple, dtype, device, requires_grad: bool) -> Tensor:
         dtype = self.array.dtype if dtype is None else backend.to_dtype(dtype)
         make = getattr(backend.array_module(device or self.device), name)
-        out = Tensor._make(make(_shape(size), *fill, dtype=dtype))
+        out = Tensor._make(make(as_shape(size), *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
 
 
@@ -1725,7 +1726,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         )
     if ndim == 0:
         raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
-    return movement.Cat.apply(*tensors, dim=_dim(dim, ndim))
+    return movement.Cat.apply(*tensors, dim=wrap_dim(dim, ndim))
 
 
 @names_bad_arguments
@@ -1768,7 +1769,7 @@ def _sort_order(array, dim: int, descending: bool):
     return xp.flip(n - 1 - order, dim)
 
 
-def _shape(args: tuple) -> tuple[int, ...]:
+def as_shape(args: tuple) -> tuple[int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])``."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
@@ -1788,14 +1789,14 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
     if type(dim) is int and 0 <= dim < ndim:  # the common case, first
         return (dim,)
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    dims = tuple(_dim(d, ndim) for d in dims)
+    dims = tuple(wrap_dim(d, ndim) for d in dims)
     if unique and len(set(dims)) != len(dims):
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return () if ndim == 0 else dims
 
 
-def _dim(dim: Any, ndim: int) -> int:
+def wrap_dim(dim: Any, ndim: int) -> int:
     """One dim, normalised to ``[0, ndim)`` and range-checked as PyTorch does (a 0-d tensor
     takes 0 and -1, both normalised to 0)."""
     if type(dim) is not int:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.autograd.grad_mode import _state as _grad_state
+from scratchgrad.autograd.grad_mode import state as _grad_state
 from scratchgrad.backend import bfloat16, float16, float32
 
 POLICY: dict[str, str] = {}  # op name -> "lower" | "float32": filled by @autocast_policy

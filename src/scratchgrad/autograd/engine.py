@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from scratchgrad.autograd import anomaly
 from scratchgrad.autograd.function import Function, _node_of
-from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.tensor import Tensor
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
-from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)

@@ -12,12 +12,14 @@ class _State(threading.local):
     enabled = True
 
 
-_state = _State()
+# The mode itself: the ops read ``state.enabled`` where a call of is_grad_enabled would cost
+# a frame on every op.
+state = _State()
 
 
 def is_grad_enabled() -> bool:
     """True when operations on tensors that require gradients record a graph."""
-    return _state.enabled
+    return state.enabled
 
 
 class _GradMode:
@@ -31,11 +33,11 @@ class _GradMode:
         return instance(fn) if callable(fn) else instance
 
     def __enter__(self) -> None:
-        self._prev = _state.enabled
-        _state.enabled = self.mode
+        self._prev = state.enabled
+        state.enabled = self.mode
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled = self._prev
+        state.enabled = self._prev
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -78,9 +80,9 @@ class inference_mode(_GradMode):
         self.enabled = bool(mode)
 
     def __enter__(self) -> None:
-        self._prev = _state.enabled
+        self._prev = state.enabled
         if self.enabled:
-            _state.enabled = False
+            state.enabled = False
 
     def __call__(self, fn: Callable) -> Callable:
         enabled = self.enabled
@@ -109,15 +111,15 @@ class set_grad_enabled(_GradMode):
     """
 
     def __init__(self, mode: bool) -> None:
-        self._prev = _state.enabled
+        self._prev = state.enabled
         self.mode = bool(mode)
-        _state.enabled = self.mode
+        state.enabled = self.mode
 
     def __enter__(self) -> None:
         pass
 
     def __call__(self, fn: Callable) -> Callable:
-        _state.enabled = self._prev  # used as a decorator: restore, and set the mode per call
+        state.enabled = self._prev  # used as a decorator: restore, and set the mode per call
         mode = self.mode
 
         @functools.wraps(fn)

@@ -24,7 +24,7 @@ from scratchgrad import creation
 from scratchgrad.autograd import function
 from scratchgrad.backend import xp
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.tensor import Tensor, _dim, cat, values_indices
+from scratchgrad.tensor import Tensor, cat, values_indices, wrap_dim
 
 # The running vmaps, outermost first: (level, batch size, randomness).
 _active: list[tuple[int, int, str]] = []
@@ -143,12 +143,12 @@ class BatchedTensor(Tensor):
     def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
         if self.ndim == 0:  # index 0, without reading a value
             return super().argsort(dim, descending, stable)
-        return wrap(self.value.argsort(_dim(dim, self.ndim) + 1, descending), self.level)
+        return wrap(self.value.argsort(wrap_dim(dim, self.ndim) + 1, descending), self.level)
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
         if self.ndim == 0:  # its own top 1, without reading a value
             return super().topk(k, dim, largest, sorted)
-        values, indices = self.value.topk(k, _dim(dim, self.ndim) + 1, largest, sorted)
+        values, indices = self.value.topk(k, wrap_dim(dim, self.ndim) + 1, largest, sorted)
         return values_indices(wrap(values, self.level), wrap(indices, self.level))
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
