@@ -60,6 +60,14 @@ def test_graph_command_writes_an_svg(tmp_path, capsys):
     assert str(out) in capsys.readouterr().out
 
 
+def test_graph_without_dot_says_how_to_install_graphviz(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` to be found
+    assert cli.main(["graph", str(tmp_path / "neuron.svg")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("scratchgrad: error: graph: Graphviz's `dot` program is not on PATH")
+    assert "apt install graphviz" in error and len(error.splitlines()) == 1
+
+
 def test_unknown_commands_and_demos_are_rejected():
     with pytest.raises(SystemExit):
         cli.main(["demo", "mnist"])

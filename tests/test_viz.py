@@ -1,9 +1,11 @@
 """Graph drawing: the generic walk, Value graphs and Tensor graphs, and rendering with `dot`."""
 
 import doctest
+import importlib
 import math
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -95,3 +97,10 @@ def test_render_writes_the_file(tmp_path, fmt):
 
 def test_doc_examples_run():
     assert doctest.testmod(viz).failed == 0
+
+
+def test_without_graphviz_the_import_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "scratchgrad.viz")
+    with pytest.raises(ImportError, match=r"pip install 'scratchgrad\[viz\]'"):
+        importlib.import_module("scratchgrad.viz")

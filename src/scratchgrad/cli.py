@@ -124,11 +124,17 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_graph(args: argparse.Namespace) -> int:
-    from scratchgrad.viz import draw_dot  # graphviz is needed only for this command
+    from scratchgrad import viz  # it needs graphviz (the viz extra): only this command does
 
     out = Path(args.out)
     fmt = out.suffix.lstrip(".") or "svg"
-    path = draw_dot(neuron_graph(), format=fmt).render(outfile=out, cleanup=True)
+    try:
+        path = viz.draw_dot(neuron_graph(), format=fmt).render(outfile=out, cleanup=True)
+    except viz.graphviz.ExecutableNotFound:
+        raise RuntimeError(
+            "graph: Graphviz's `dot` program is not on PATH; install Graphviz "
+            "(e.g. `apt install graphviz` or `brew install graphviz`)"
+        ) from None
     print(f"wrote {path}")
     return 0
 

@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import graphviz
+try:
+    import graphviz
+except ImportError as error:
+    raise ImportError(
+        "scratchgrad.viz needs the graphviz package: pip install 'scratchgrad[viz]'"
+    ) from error
 
 from scratchgrad.scalar import Value
 
