@@ -3,11 +3,13 @@
     scratchgrad demo xor        train MLP(2, [4, 1]) on XOR with the scalar engine
     scratchgrad demo circle     train MLP(2, [8, 8, 1]) to tell points inside a circle
     scratchgrad graph OUT.svg   draw the graph of one tanh neuron (.svg, .png or .pdf)
-    scratchgrad train           train a CNN on the shipped digits (--task charlm: a small GPT
-                                or LSTM on the shipped Shakespeare)
+    scratchgrad train           train a CNN (--model mlp: an MLP) on the shipped digits;
+                                --task charlm: a small GPT or LSTM on the shipped Shakespeare;
+                                --amp bf16|fp16: mixed precision; --nproc N: data-parallel
     scratchgrad sample CKPT     continue a prompt with a charlm checkpoint
     scratchgrad export CKPT     a trained digit classifier as C (float or int8) or ONNX
-    scratchgrad evolve cartpole evolve a CartPole policy with OpenAI-ES (or --strategy cmaes, ga)
+    scratchgrad evolve TASK     evolve a policy for cartpole, acrobot or pendulum with OpenAI-ES
+                                (--strategy cmaes or ga; --backend ray)
 
 Each command is a subparser whose `func` default receives the parsed arguments, so a new command
 is one `add_parser` call plus its function. A user's mistake (a bad value, an unwritable path, a

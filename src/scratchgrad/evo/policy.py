@@ -64,7 +64,7 @@ class MLPPolicy:
         x = obs
         for layer in range(len(arrays) // 2):
             weight, bias = arrays[2 * layer], arrays[2 * layer + 1]
-            # a contiguous (P, in, out) copy: batched matmul is ~1.4x faster than on the view
+            # a contiguous (P, in, out) copy: batched matmul runs faster on it than on the view
             x = x @ np.ascontiguousarray(weight.transpose(0, 2, 1)) + bias[:, None, :]
             if layer < len(arrays) // 2 - 1:
                 x = np.tanh(x)

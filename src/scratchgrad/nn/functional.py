@@ -1,7 +1,8 @@
 """``scratchgrad.nn.functional``: layers, activations and losses as functions, after
-``torch.nn.functional``. Everything here is composed from Tensor operations; the fused
-primitives it relies on are ``log_softmax`` (in the core), ``Erf`` and ``Softplus``
-(in ``ops/special.py``), each for accuracy or stability.
+``torch.nn.functional``. Everything here is composed from Tensor operations, except for a few
+primitives of its own: ``Erf`` and ``Softplus`` (``ops/special.py``), for accuracy and
+stability, and the speed fusions ``Linear``, ``MSELoss`` and ``CrossEntropy`` (``ops/fused.py``,
+which names each one's composed twin): one node each where the composition records several.
 
 >>> import scratchgrad as sg
 >>> import scratchgrad.nn.functional as F

@@ -6,10 +6,10 @@ order of assignment, so ``named_parameters()`` and ``state_dict()`` list entries
 PyTorch does and with its key names ("0.weight", "bn.running_mean", ...).
 
 Unlike PyTorch, every registered entry is kept in the instance ``__dict__`` too, so reading
-``self.weight`` in ``forward`` is a plain attribute lookup: 64 ns per read against 1040 ns
-through PyTorch's ``__getattr__`` fallback (timeit, each including a lambda call), a cost a
-training loop pays on every access. ``__setattr__`` and ``__delattr__`` keep the two in step;
-``__getattr__`` still finds entries put straight into the dicts, as PyTorch code sometimes does.
+``self.weight`` in ``forward`` is a plain attribute lookup instead of a call to the
+``__getattr__`` fallback, a cost a training loop pays on every access (docs/benchmarks.md).
+``__setattr__`` and ``__delattr__`` keep the two in step; ``__getattr__`` still finds entries
+put straight into the dicts, as PyTorch code sometimes does.
 """
 
 from __future__ import annotations

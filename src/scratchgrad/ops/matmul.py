@@ -36,16 +36,16 @@ class MatMul(Function):
 
 
 def _product(x, y):
-    """``x @ y``. For two matrices ``ndarray.dot`` makes the same BLAS call through a NumPy
-    entry that costs about half as much as the matmul ufunc's, a cost small layers pay on every
-    product. (``dot`` of more dims is not a batched product, hence the test.)
+    """``x @ y``. For two matrices ``ndarray.dot`` makes the same BLAS call through a cheaper
+    NumPy entry than the matmul ufunc's, a cost small layers pay on every product. (``dot`` of
+    more dims is not a batched product, hence the test.)
 
-    16-bit floats come back as float32: NumPy has no 16-bit GEMM (its loops are 100x slower
+    16-bit floats come back as float32: NumPy has no 16-bit GEMM (its own loops are far slower
     than BLAS), so they are multiplied in float32 BLAS and the caller rounds once.
 
     A stack of matrices times one matrix is one matrix product of the stack's rows: NumPy's
-    matmul broadcasts the matrix without BLAS when it is a transposed view (measured: 64 ms
-    instead of 0.5 ms for (12, 64, 128) @ (384, 128).T).
+    matmul broadcasts the matrix without BLAS when it is a transposed view.
+    (docs/benchmarks.md measures all three.)
     """
     wide = accumulation_dtype(x.dtype)
     if wide is not None:

@@ -45,7 +45,7 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        if math.prod(shape) < _SMALL:  # NOTE: broadcast_to costs ~4 us of Python; a copy less
+        if math.prod(shape) < _SMALL:  # NOTE: broadcast_to's Python costs more than a small copy
             out = xp.empty(shape, x.dtype)
             out[...] = x
             return out
