@@ -16,22 +16,49 @@ import torch
 
 import scratchgrad as sg
 
-# the floating dtypes every comparison runs in: name -> (scratchgrad's dtype, PyTorch's)
-DTYPES = {"float64": (sg.float64, torch.float64), "float32": (sg.float32, torch.float32)}
+# the floating dtypes comparisons run in: name -> (scratchgrad's dtype, PyTorch's)
+DTYPES = {
+    "float64": (sg.float64, torch.float64),
+    "float32": (sg.float32, torch.float32),
+    "bfloat16": (sg.bfloat16, torch.bfloat16),
+    "float16": (sg.float16, torch.float16),
+}
 
-# (rtol, atol): float64 tight, float32 loose
-TOLERANCE = {"float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5)}
+# (rtol, atol) by dtype: float64 tight, float32 loose; a 16-bit result is rounded to 2**-8
+# (bfloat16) or 2**-11 (float16) relative, and a few roundings in another order than PyTorch's
+# stay within these
+TOLERANCE = {
+    "float64": (1e-7, 1e-9),
+    "float32": (1e-4, 1e-5),
+    "bfloat16": (3e-2, 3e-2),
+    "float16": (4e-3, 4e-3),
+}
+# (rtol, atol) where both sides run the same float64 arithmetic in the same order (the engine's
+# bookkeeping around one op, not two algorithms), so only round-off may differ
+ROUND_OFF = (1e-10, 1e-12)
 
 
-def assert_close(actual, expected, dtype="float64", what=""):
+def assert_close(actual, expected, dtype="float64", what="", tolerance=None):
     """``actual`` (a scratchgrad tensor or an array) equals ``expected`` (a torch tensor or an
-    array) in shape, and in value within ``dtype``'s tolerance."""
-    rtol, atol = TOLERANCE[dtype]
+    array) in shape, and in value within ``dtype``'s tolerance, or within ``tolerance``
+    (rtol, atol) where a test holds another bound. 16-bit values are compared as float32."""
+    rtol, atol = tolerance or TOLERANCE[dtype]
     if isinstance(expected, torch.Tensor):
-        expected = expected.detach().numpy()
+        expected = expected.detach()
+        expected = (expected.float() if expected.dtype in _16_BIT else expected).numpy()
     actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.dtype in (sg.bfloat16, sg.float16):
+        actual = actual.astype(np.float32)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+_16_BIT = (torch.bfloat16, torch.float16)
+
+
+def same_dtype(ours, theirs) -> bool:
+    """A scratchgrad tensor and a PyTorch tensor have the same dtype (by name)."""
+    return str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
 
 
 def leaves(array, dtype="float64", requires_grad=None):
@@ -71,37 +98,39 @@ def parameter_pairs(ours, theirs):
     return [(name, p, their_params[name]) for name, p in ours.named_parameters()]
 
 
-def check_against_torch(ours, theirs, arrays, dtype="float64", *, what="", seed=1, grad=True):
+def check_against_torch(
+    ours, theirs, arrays, dtype="float64", *, what="", seed=1, grad=True, tolerance=None
+):
     """Run ``ours`` on scratchgrad leaves and ``theirs`` on PyTorch leaves made from the same
     ``arrays`` (see ``leaves``); compare the outputs, then backpropagate the same random gradient
     through both and compare the gradient of every input that requires one, and of every
     parameter when ``ours`` and ``theirs`` are modules. ``grad=False``: the outputs only.
-    Returns both outputs."""
+    ``tolerance``: see ``assert_close``. Returns both outputs."""
     inputs = [leaves(a, dtype, None if grad else False) for a in arrays]
     out = ours(*(x for x, _ in inputs))
     expected = theirs(*(t for _, t in inputs))
     params = parameter_pairs(ours, theirs) if isinstance(ours, sg.nn.Module) else ()
-    check_outputs_and_gradients(out, expected, inputs, dtype, what, params, seed, grad)
+    check_outputs_and_gradients(out, expected, inputs, dtype, what, params, seed, grad, tolerance)
     return out, expected
 
 
 def check_outputs_and_gradients(
-    out, expected, inputs, dtype="float64", what="", params=(), seed=1, grad=True
+    out, expected, inputs, dtype="float64", what="", params=(), seed=1, grad=True, tolerance=None
 ):
-    """Compare the outputs (a tensor, or a tuple of tensors and ``None``s) in dtype and value;
-    then (``grad``) backpropagate the same random gradient of every output that requires one
-    through both libraries and compare the gradients of the ``inputs`` [(ours, theirs)] and the
-    ``params`` [(name, ours, theirs)]. Where PyTorch has no gradient (the outputs do not depend
-    on that input), ours must be missing or zero."""
-    outs = out if isinstance(out, tuple) else (out,)
-    expected_outs = expected if isinstance(expected, tuple) else (expected,)
+    """Compare the outputs (a tensor, or a tuple or list of tensors and ``None``s) in dtype,
+    requires_grad and value; then (``grad``) backpropagate the same random gradient of every
+    output that requires one through both libraries and compare the gradients of the ``inputs``
+    [(ours, theirs)] and the ``params`` [(name, ours, theirs)]. Where PyTorch has no gradient
+    (the outputs do not depend on that input), ours must be missing or zero."""
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    expected_outs = tuple(expected) if isinstance(expected, (tuple, list)) else (expected,)
     assert len(outs) == len(expected_outs), f"{what}: {len(outs)} outputs, not {len(expected_outs)}"
     for i, (o, e) in enumerate(zip(outs, expected_outs)):
         assert (o is None) == (e is None), f"{what}: output {i} is {o}, PyTorch's {e}"
         if o is not None:
-            assert str(o.dtype) == str(e.dtype).removeprefix("torch."), f"{what}: output {i}"
+            assert same_dtype(o, e), f"{what}: output {i} is {o.dtype}, PyTorch's {e.dtype}"
             assert o.requires_grad == e.requires_grad, f"{what}: output {i} requires_grad"
-            assert_close(o, e, dtype, f"{what}: output {i}")
+            assert_close(o, e, dtype, f"{what}: output {i}", tolerance)
     if grad:
         _backward_both(outs, expected_outs, np.random.default_rng(seed))
         named = [(f"input {i}", x, t) for i, (x, t) in enumerate(inputs) if x is not None]
@@ -109,7 +138,7 @@ def check_outputs_and_gradients(
             if t.grad is None:
                 assert x.grad is None or not x.grad.numpy().any(), f"{what}: {name} gets none"
             else:
-                assert_close(x.grad, t.grad, dtype, f"{what}: gradient of {name}")
+                assert_close(x.grad, t.grad, dtype, f"{what}: gradient of {name}", tolerance)
 
 
 def _backward_both(outs, expected_outs, rng):

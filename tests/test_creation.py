@@ -4,15 +4,11 @@ requires_grad, memory sharing, and seeded reproducibility.
 
 import numpy as np
 import pytest
+from oracle import same_dtype
 
 import scratchgrad as sg
 
 torch = pytest.importorskip("torch")
-
-
-def same_dtype(t, tt) -> bool:
-    """Whether a scratchgrad tensor and a torch tensor have the same dtype."""
-    return str(t.dtype) == str(tt.dtype).removeprefix("torch.")
 
 
 # ---- tensor(): the dtype follows the data as in torch ---------------------------------------

@@ -7,14 +7,17 @@ The per-primitive forward/gradient/gradcheck table lives in tests/test_ops.py; t
 the API around the primitives.
 """
 
+import functools
 import itertools
 import operator
 
 import numpy as np
+import oracle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from oracle import check_against_torch, same_dtype
 
 import scratchgrad as sg
 
@@ -23,49 +26,16 @@ torch = pytest.importorskip("torch")
 DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
-def same_dtype(t, tt) -> bool:
-    return str(t.dtype) == str(tt.dtype).removeprefix("torch.")
+# the Tensor API's results are NumPy's own float64 arithmetic: only round-off may differ
+assert_close = functools.partial(oracle.assert_close, tolerance=oracle.ROUND_OFF)
 
 
-def assert_close(actual, expected, rtol=1e-10, atol=1e-12):
-    if isinstance(expected, torch.Tensor):
-        expected = expected.detach().double().numpy()
-    np.testing.assert_allclose(
-        np.asarray(actual.array, dtype=np.float64), expected, rtol=rtol, atol=atol
-    )
-
-
-def _flat(out) -> list:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def check(f, *values, dtype="float64", grad=True, rtol=1e-10):
-    """Run ``f`` on scratchgrad and torch tensors holding ``values``; compare each output's
-    value, shape and dtype and, with ``grad``, the inputs' gradients of a weighted sum of the
-    floating outputs (fixed random weights, so every output entry matters)."""
-    arrays = [np.asarray(v, dtype=dtype) for v in values]
-    xs = [sg.tensor(a, requires_grad=grad) for a in arrays]
-    ts = [torch.tensor(a, requires_grad=grad) for a in arrays]
-    outs, outs_t = _flat(f(*xs)), _flat(f(*ts))
-    assert len(outs) == len(outs_t)
-    rng = np.random.default_rng(0)
-    loss, loss_t = 0, 0
-    for out, out_t in zip(outs, outs_t):
-        assert out.shape == tuple(out_t.shape), (out.shape, out_t.shape)
-        assert same_dtype(out, out_t), (out.dtype, out_t.dtype)
-        assert_close(out, out_t, rtol=rtol)
-        if grad and out_t.requires_grad:
-            w = rng.normal(size=out.shape)
-            loss = loss + (out * sg.tensor(w)).sum()
-            loss_t = loss_t + (out_t * torch.tensor(w)).sum()
-    if grad and isinstance(loss_t, torch.Tensor):
-        loss.backward()
-        loss_t.backward()
-        for x, t in zip(xs, ts):
-            if t.grad is None:
-                assert x.grad is None or not np.asarray(x.grad.array).any()
-            else:
-                assert_close(x.grad, t.grad, rtol=rtol)
+def check(f, *values, grad=True, tolerance=oracle.ROUND_OFF):
+    """Run ``f`` on scratchgrad and torch tensors holding ``values`` (float64); compare each
+    output's value, shape and dtype and, with ``grad``, the inputs' gradients of a random
+    weighting of the floating outputs (tests/oracle.py)."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    check_against_torch(f, f, arrays, grad=grad, tolerance=tolerance)
 
 
 def ones(dtype: str, ndim: int):
@@ -629,7 +599,7 @@ def test_more_module_functions():
             lib.max(x),
         ]
 
-    check(f, A, rtol=1e-9)
+    check(f, A, tolerance=(1e-9, 1e-12))
 
 
 # ---- half precision -------------------------------------------------------------------------
@@ -657,12 +627,12 @@ def test_half_precision_arithmetic_matches_torch(dtype):
     for op in ops:
         out, out_t = op(x), op(xt)
         assert same_dtype(out, out_t)
-        assert_close(out, out_t, rtol=1e-2, atol=1e-3)
+        assert_close(out, out_t, tolerance=(1e-2, 1e-3))
         total, total_t = total + out.sum(), total_t + out_t.sum()
     total.backward()
     total_t.backward()
     assert x.grad.dtype == getattr(sg, dtype)
-    assert_close(x.grad, xt.grad, rtol=2e-2, atol=1e-2)
+    assert_close(x.grad, xt.grad, tolerance=(2e-2, 1e-2))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -676,12 +646,12 @@ def test_half_precision_linear_matches_torch(dtype):
     out = sg.nn.functional.linear(*ours)
     out_t = torch.nn.functional.linear(*theirs)
     assert same_dtype(out, out_t)
-    assert_close(out, out_t, rtol=2e-2, atol=2e-2)
+    assert_close(out, out_t, tolerance=(2e-2, 2e-2))
     (out * out).sum().backward()
     (out_t * out_t).sum().backward()
     for t, tt in zip(ours, theirs):
         assert same_dtype(t.grad, tt.grad)
-        assert_close(t.grad, tt.grad, rtol=3e-2, atol=5e-2)
+        assert_close(t.grad, tt.grad, tolerance=(3e-2, 5e-2))
 
 
 def test_bfloat16_matmul_stays_bfloat16():

@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 import torch
 from op_table import OPS
+from oracle import DTYPES, assert_close
 
 import scratchgrad as sg
 from scratchgrad.autograd.autocast import POLICY
 
-LOW = {"bfloat16": (sg.bfloat16, torch.bfloat16), "float16": (sg.float16, torch.float16)}
-# One rounding of a 16-bit result is 2**-8 (bfloat16) or 2**-11 (float16) relative; a few
-# roundings in a row, in another order than PyTorch's, stay within these.
-TOLERANCE = {"bfloat16": 3e-2, "float16": 4e-3}
+LOW = ["bfloat16", "float16"]  # DTYPES and TOLERANCE (tests/oracle.py) have their pairs
 
 
 def _inputs(op):
@@ -24,26 +22,24 @@ def _inputs(op):
     return [d(rng, s) for d, s in zip(domains, op.check_shapes[:count])]
 
 
-@pytest.mark.parametrize("low", sorted(LOW))
+@pytest.mark.parametrize("low", LOW)
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
 def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
     arrays = _inputs(op)
     ours = [sg.tensor(a, dtype=sg.float32, requires_grad=op.grad) for a in arrays]
     theirs = [torch.tensor(a, dtype=torch.float32, requires_grad=op.grad) for a in arrays]
-    with sg.autocast("cpu", dtype=LOW[low][0]):
+    with sg.autocast("cpu", dtype=DTYPES[low][0]):
         out = op.call(sg, *ours)
-    with torch.autocast("cpu", dtype=LOW[low][1]):
+    with torch.autocast("cpu", dtype=DTYPES[low][1]):
         expected = op.call(torch, *theirs)
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch."), op.name
-    tol = TOLERANCE[low]
-    expected_values = expected.detach().float().numpy()
-    np.testing.assert_allclose(out.detach().float().numpy(), expected_values, rtol=tol, atol=tol)
+    assert_close(out, expected, low, f"{op.name} under autocast")
     if op.grad and expected.dtype.is_floating_point:
         out.float().sum().backward()
         expected.float().sum().backward()
         for x, t in zip(ours, theirs):
             assert x.grad.dtype == sg.float32  # parameters keep float32 gradients
-            np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
+            assert_close(x.grad, t.grad, low, f"{op.name} gradient under autocast")
 
 
 def test_the_policy_covers_pytorchs_cpu_lists_for_the_ops_we_have():
@@ -53,7 +49,7 @@ def test_the_policy_covers_pytorchs_cpu_lists_for_the_ops_we_have():
     assert {name for name, p in POLICY.items() if p == "float32"} >= to_float32
 
 
-@pytest.mark.parametrize("low", sorted(LOW))
+@pytest.mark.parametrize("low", LOW)
 def test_attention_runs_low_with_a_float_mask_as_torch(low):
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
@@ -64,8 +60,7 @@ def test_attention_runs_low_with_a_float_mask_as_torch(low):
             args = [lib.tensor(a, dtype=lib.float32) for a in (q, k, v, mask)]
             outs.append(lib.nn.functional.scaled_dot_product_attention(*args[:3], args[3]))
     assert str(outs[0].dtype) == str(outs[1].dtype).removeprefix("torch.") == low
-    tol = TOLERANCE[low]
-    np.testing.assert_allclose(outs[0].float().numpy(), outs[1].float().numpy(), rtol=tol, atol=tol)
+    assert_close(outs[0], outs[1], low, "attention under autocast")
 
 
 def _layer_and_input():
@@ -206,19 +201,19 @@ def test_bfloat16_rounds_to_nearest_even_as_pytorch_on_a_million_values():
     assert np.array_equal(ours, values.astype(ml_dtypes.bfloat16).view(np.uint16))
 
 
-@pytest.mark.parametrize("low", sorted(LOW))
+@pytest.mark.parametrize("low", LOW)
 def test_16_bit_sums_accumulate_in_float32(low):
-    ones = sg.ones(10_000, dtype=LOW[low][0])
+    ones = sg.ones(10_000, dtype=DTYPES[low][0])
     rounded = float(np.array(10_000.0, np.float32).astype(ones.dtype))  # 9984 in bfloat16
-    assert ones.sum().item() == torch.ones(10_000, dtype=LOW[low][1]).sum().item() == rounded
+    assert ones.sum().item() == torch.ones(10_000, dtype=DTYPES[low][1]).sum().item() == rounded
     assert ones.reshape(100, 100).mean(0).float().numpy().tolist() == [1.0] * 100
 
 
-@pytest.mark.parametrize("low", sorted(LOW))
+@pytest.mark.parametrize("low", LOW)
 def test_16_bit_products_are_float32_gemms_rounded_once(low):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((64, 300)), rng.standard_normal((300, 32))
-    a16, b16 = sg.tensor(a, dtype=LOW[low][0]), sg.tensor(b, dtype=LOW[low][0])
+    a16, b16 = sg.tensor(a, dtype=DTYPES[low][0]), sg.tensor(b, dtype=DTYPES[low][0])
     ours = (a16 @ b16).double().numpy()
     exact = a16.double().numpy() @ b16.double().numpy()
     # within one rounding to 16 bits of the exact product (a 16-bit running sum is far off)

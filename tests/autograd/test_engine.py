@@ -5,11 +5,14 @@ Every expected value comes from PyTorch (float64) or from a known closed form, n
 scratchgrad itself.
 """
 
+import functools
 import gc
 import weakref
 
 import numpy as np
+import oracle
 import pytest
+from oracle import leaves
 
 import scratchgrad as sg
 from scratchgrad.autograd.function import Function
@@ -17,20 +20,8 @@ from scratchgrad.autograd.function import Function
 torch = pytest.importorskip("torch")
 
 
-def both(values, dtype="float64", requires_grad=True):
-    """The same data as a scratchgrad tensor and a torch tensor."""
-    array = np.asarray(values, dtype=dtype)
-    return (
-        sg.tensor(array, requires_grad=requires_grad),
-        torch.tensor(array, requires_grad=requires_grad),
-    )
-
-
-def assert_close(actual, expected, rtol=1e-10, atol=1e-12):
-    """Compare a scratchgrad tensor with a torch tensor (or anything NumPy reads)."""
-    if isinstance(expected, torch.Tensor):
-        expected = expected.detach().numpy()
-    np.testing.assert_allclose(np.asarray(actual.array), expected, rtol=rtol, atol=atol)
+# the engine's results are NumPy's own float64 arithmetic: only round-off may differ
+assert_close = functools.partial(oracle.assert_close, tolerance=oracle.ROUND_OFF)
 
 
 def live(kind: type) -> int:
@@ -178,7 +169,7 @@ def test_a_long_chain_of_products_has_the_closed_form_gradient():
 
 
 def test_gradients_accumulate_across_backward_calls_as_in_torch():
-    x, xt = both([1.0, -2.0, 3.0])
+    x, xt = leaves([1.0, -2.0, 3.0])
     for _ in range(2):
         (x * x.sin()).sum().backward()
         (xt * xt.sin()).sum().backward()
@@ -220,7 +211,7 @@ def test_a_second_backward_without_retain_graph_raises_a_clear_error():
 
 
 def test_retain_graph_allows_a_second_backward_that_accumulates():
-    x, xt = both([0.5, -1.5])
+    x, xt = leaves([0.5, -1.5])
     y, yt = (x.exp() * x).sum(), (xt.exp() * xt).sum()
     y.backward(retain_graph=True)
     y.backward()
@@ -230,7 +221,7 @@ def test_retain_graph_allows_a_second_backward_that_accumulates():
 
 
 def test_gradient_argument_for_a_non_scalar_output():
-    x, xt = both([[1.0, 2.0], [3.0, 4.0]])
+    x, xt = leaves([[1.0, 2.0], [3.0, 4.0]])
     seed = [[0.5, -1.0], [2.0, 0.25]]
     (x * x).backward(sg.tensor(seed, dtype=sg.float64))
     (xt * xt).backward(torch.tensor(seed, dtype=torch.float64))
@@ -238,7 +229,7 @@ def test_gradient_argument_for_a_non_scalar_output():
 
 
 def test_backward_on_several_outputs_at_once():
-    x, xt = both([1.0, 2.0])
+    x, xt = leaves([1.0, 2.0])
     sg.autograd.backward([x.sin().sum(), x * 3], [None, sg.tensor([1.0, -1.0], dtype=sg.float64)])
     torch.autograd.backward(
         [xt.sin().sum(), xt * 3], [None, torch.tensor([1.0, -1.0], dtype=torch.float64)]
@@ -247,7 +238,7 @@ def test_backward_on_several_outputs_at_once():
 
 
 def test_a_tensor_used_twice_gets_both_contributions():
-    x, xt = both([0.3, -0.7])
+    x, xt = leaves([0.3, -0.7])
     (x * x * x + x.exp() * x).sum().backward()
     (xt * xt * xt + xt.exp() * xt).sum().backward()
     assert_close(x.grad, xt.grad)
@@ -257,7 +248,7 @@ def test_each_node_runs_once_after_all_its_uses_however_the_uses_were_built():
     """The engine runs the newest node first. Here ``shared`` feeds a short path and a long
     one, and the long one was partly built before the short one: a hook on ``shared`` must
     fire once, with the sum of both paths' gradients, as in PyTorch."""
-    sg_x, torch_x = both([0.5, -1.5, 2.0])
+    sg_x, torch_x = leaves([0.5, -1.5, 2.0])
     seen = {}
     for name, x in (("sg", sg_x), ("torch", torch_x)):
         shared = x * x
@@ -284,7 +275,7 @@ def test_nodes_are_numbered_in_the_order_they_were_recorded():
 
 
 def test_backward_with_create_graph_makes_differentiable_grads():
-    x, xt = both([0.3, 1.7])
+    x, xt = leaves([0.3, 1.7])
     (x**3).sum().backward(create_graph=True)
     (xt**3).sum().backward(create_graph=True)
     assert x.grad.requires_grad
@@ -301,8 +292,8 @@ def test_autograd_grad_leaves_dot_grad_alone():
 
 
 def test_autograd_grad_allow_unused():
-    x, xt = both([1.0, 2.0])
-    u, ut = both(3.0)
+    x, xt = leaves([1.0, 2.0])
+    u, ut = leaves(3.0)
     with pytest.raises(RuntimeError, match="allow_unused"):
         sg.autograd.grad((x * 2).sum(), [x, u])
     gx, gu = sg.autograd.grad((x * 2).sum(), [x, u], allow_unused=True)
@@ -312,7 +303,7 @@ def test_autograd_grad_allow_unused():
 
 
 def test_autograd_grad_with_respect_to_non_leaf_tensors():
-    x, xt = both([0.1, 0.2, 0.3])
+    x, xt = leaves([0.1, 0.2, 0.3])
     y, yt = x.exp(), xt.exp()
     z, zt = (y * y.sin()).sum() * x.sum(), (yt * yt.sin()).sum() * xt.sum()
     gy, gx = sg.autograd.grad(z, [y, x])
@@ -322,7 +313,7 @@ def test_autograd_grad_with_respect_to_non_leaf_tensors():
 
 
 def test_autograd_grad_corner_cases_match_torch():
-    x, xt = both([1.0, 2.0])
+    x, xt = leaves([1.0, 2.0])
     b, bt = x * 2, xt * 2
     out, out_t = (b.exp() * b).sum(), (bt.exp() * bt).sum()
     # an intermediate and the leaf upstream of it, together
@@ -342,7 +333,7 @@ def test_autograd_grad_corner_cases_match_torch():
 
 
 def test_autograd_grad_with_grad_outputs():
-    x, xt = both([[1.0, 2.0, 3.0]])
+    x, xt = leaves([[1.0, 2.0, 3.0]])
     v = [[0.5, 0.0, -2.0]]
     (g,) = sg.autograd.grad(x.tanh(), x, sg.tensor(v, dtype=sg.float64))
     (gt,) = torch.autograd.grad(xt.tanh(), xt, torch.tensor(v, dtype=torch.float64))
@@ -361,7 +352,7 @@ def test_non_leaf_tensors_have_no_grad_after_backward():
 
 
 def test_hooks_on_leaf_and_non_leaf_replace_the_gradient_as_in_torch():
-    x, xt = both([1.0, 2.0, 3.0])
+    x, xt = leaves([1.0, 2.0, 3.0])
     y, yt = x * 2, xt * 2
     seen, seen_t = [], []
     y.register_hook(lambda g: seen.append(g.array.copy()) or g * 10)
@@ -406,7 +397,7 @@ def test_register_hook_returns_a_removable_handle():
 
 
 def test_retain_grad_keeps_a_non_leaf_gradient():
-    x, xt = both([1.0, -2.0])
+    x, xt = leaves([1.0, -2.0])
     y, yt = x.sin(), xt.sin()
     y.retain_grad()
     yt.retain_grad()
@@ -430,7 +421,7 @@ def test_retain_grad_on_the_output_and_on_a_leaf():
 
 
 def test_detach_cuts_the_graph_and_shares_memory():
-    x, xt = both([1.0, 2.0])
+    x, xt = leaves([1.0, 2.0])
     d, dt = x.detach(), xt.detach()
     assert not d.requires_grad and d.is_leaf and d.grad_fn is None
     (x * d).sum().backward()
@@ -445,8 +436,8 @@ def test_detach_cuts_the_graph_and_shares_memory():
     [(False, False), (True, False), (False, True), (True, True)],
 )
 def test_requires_grad_propagates_like_torch(a_grad, b_grad):
-    a, at = both([1.0], requires_grad=a_grad)
-    b, bt = both([2.0], requires_grad=b_grad)
+    a, at = leaves([1.0], requires_grad=a_grad)
+    b, bt = leaves([2.0], requires_grad=b_grad)
     for f in (lambda p, q: p * q, lambda p, q: (p + q).exp(), lambda p, q: p.sum() + 1.0):
         out, out_t = f(a, b), f(at, bt)
         assert out.requires_grad == out_t.requires_grad
@@ -463,7 +454,7 @@ def test_backward_on_a_tensor_that_does_not_require_grad_raises():
 
 
 def test_in_place_on_leaves_under_no_grad_changes_values_and_bumps_the_version():
-    x, xt = both([1.0, 2.0, 3.0])
+    x, xt = leaves([1.0, 2.0, 3.0])
     with sg.no_grad():
         version = x._version
         x += 1
@@ -559,8 +550,8 @@ def test_modifying_a_saved_tensor_through_a_view_raises(name):
 
 
 def test_in_place_on_an_unsaved_non_leaf_gives_torchs_gradients():
-    x, xt = both([1.0, 2.0, -1.0])
-    w, wt = both([0.5, -0.5, 2.0])
+    x, xt = leaves([1.0, 2.0, -1.0])
+    w, wt = leaves([0.5, -0.5, 2.0])
     y, yt = x + 1, xt + 1
     y *= w
     yt *= wt
@@ -576,7 +567,7 @@ def test_in_place_on_an_unsaved_non_leaf_gives_torchs_gradients():
 
 
 def test_in_place_with_a_grad_tensor_turns_a_plain_leaf_into_a_graph_node():
-    x, xt = both([1.0, 2.0])
+    x, xt = leaves([1.0, 2.0])
     acc, acc_t = sg.zeros(2, dtype=sg.float64), torch.zeros(2, dtype=torch.float64)
     acc += x * x
     acc_t += xt * xt
@@ -602,7 +593,7 @@ def test_detect_anomaly_names_the_op_whose_backward_made_inf_or_nan(name, f):
 
 
 def test_without_anomaly_detection_inf_flows_as_in_torch():
-    x, xt = both([0.0, 4.0])
+    x, xt = leaves([0.0, 4.0])
     with np.errstate(divide="ignore"):
         x.sqrt().sum().backward()
     xt.sqrt().sum().backward()
