@@ -605,24 +605,12 @@ OPS = [
     # ---- convolution and pooling (nn/conv_functional.py: composed of Unfold, Fold, MaxOver) ----
     Op(
         "conv1d",
-        lambda m, x, w: m.nn.functional.conv1d(x, w, padding=1),
-        shapes="conv1d",
-        check_shapes=((1, 2, 4), (2, 2, 2)),
-    ),
-    Op(
-        "conv1d_strided",
         lambda m, x, w: m.nn.functional.conv1d(x, w, w[:, 0, 0], padding=2, stride=2),
         shapes="conv1d",
         check_shapes=((2, 2, 7), (3, 2, 3)),
     ),
     Op(
         "conv2d",
-        lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1),
-        shapes="conv2d",
-        check_shapes=((1, 2, 3, 3), (2, 2, 2, 2)),
-    ),
-    Op(
-        "conv2d_options",
         lambda m, x, w: m.nn.functional.conv2d(
             x, w, w[:, 0, 0, 0], stride=2, padding=1, dilation=(1, 2)
         ),
