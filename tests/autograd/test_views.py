@@ -4,10 +4,10 @@ require grad refuse them, and view/is_contiguous/contiguous follow PyTorch's str
 import numpy as np
 import pytest
 import torch
+from oracle import assert_close
 
 import scratchgrad as sg
 from scratchgrad.autograd import gradcheck, gradgradcheck
-from tests.oracle import assert_close
 
 X = np.arange(12, dtype=np.float64).reshape(3, 4) / 5 - 1
 W = np.linspace(-2, 2, 12).reshape(3, 4)
