@@ -400,8 +400,12 @@ class Tensor:
         return self.abs()
 
     def _compare(self, ufunc, other: Any) -> Tensor:
-        """Comparisons are not differentiable: the result is a plain bool tensor."""
-        return Tensor._make(ufunc(self.array, other.array if isinstance(other, Tensor) else other))
+        """Comparisons are not differentiable: the result is a plain bool tensor. 16-bit floats
+        are compared in float32: the same answer, without NumPy's slow 16-bit loops."""
+        x, y = self.array, other.array if isinstance(other, Tensor) else other
+        if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
+            x, y = backend.widened(x), backend.widened(y)
+        return Tensor._make(ufunc(x, y))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
         return self._compare(xp.equal, other)

@@ -5,7 +5,7 @@ each back to its input's shape. An operand may be a plain Python number (no grad
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import xp
+from scratchgrad.backend import is_floating, keep_where, xp
 
 
 class Add(Function):
@@ -83,6 +83,14 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float))
 
 
+def _is_plus_zero(value) -> bool:
+    return _is_number(value) and value == 0 and math.copysign(1.0, value) > 0
+
+
+def _is_float_array(value) -> bool:
+    return isinstance(value, xp.ndarray) and is_floating(value.dtype)
+
+
 class Maximum(Function):
     @staticmethod
     def forward(ctx, x, y):
@@ -132,6 +140,11 @@ class Where(Function):
     @staticmethod
     def forward(ctx, condition, x, y):
         ctx.save_for_backward(condition)
+        if condition.dtype == bool:  # masking with +0, as every gradient here does: no branches
+            if _is_plus_zero(y) and _is_float_array(x):
+                return keep_where(condition, x)
+            if _is_plus_zero(x) and _is_float_array(y):
+                return keep_where(~condition, y)
         return xp.where(condition, x, y)
 
     @staticmethod
