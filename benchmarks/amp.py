@@ -1,8 +1,11 @@
 """Mixed precision on W4 and W5: step time, the bytes a forward pass saves for backward, and the
-peak of NumPy's allocations during a step, float32 against autocast (bfloat16, float16).
+memory NumPy holds after the forward and at the peak of a step, float32 against autocast
+(bfloat16, float16).
 
-The saved bytes and the allocation peak are counted, not timed, so they do not depend on how
-busy the machine is; the step times are medians of interleaved rounds in one process.
+The saved bytes and the allocations are counted, not timed, so they do not depend on how busy
+the machine is; the step times (wall clock and the process's CPU time) are medians of
+interleaved rounds in one process. BLAS threads are NumPy's default; on a busy machine
+``OMP_NUM_THREADS=1`` makes the CPU times comparable.
 
     python benchmarks/amp.py [--rounds 5] [--steps 20]
 """
@@ -71,15 +74,24 @@ def saved_bytes(loss) -> tuple[int, int]:
     return activations, weight_casts
 
 
-def peak_bytes(step) -> int:
-    """The peak of NumPy's allocations (tracemalloc) during one step, over the start."""
-    step()  # warm: optimizer state exists
+def allocated_bytes(run) -> tuple[int, int]:
+    """What ``run()`` leaves allocated (NumPy's allocations, tracemalloc) and its peak, over the
+    start; the result of ``run`` is kept alive until both are read."""
     tracemalloc.start()
     try:
-        step()
-        return tracemalloc.get_traced_memory()[1]
+        result = run()  # noqa: F841  (holds the graph of a forward)
+        return tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+
+
+def timed(step, steps: int) -> tuple[float, float]:
+    """Milliseconds per step, wall clock and CPU time, over ``steps`` steps after a warm one."""
+    step()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        step()
+    return ((time.perf_counter() - wall) / steps * 1e3, (time.process_time() - cpu) / steps * 1e3)
 
 
 def main() -> None:
@@ -89,29 +101,30 @@ def main() -> None:
     args = parser.parse_args()
     keep_freed_memory()
     print(
-        "| workload | mode | step ms (median) | ratio | activations saved | ratio "
-        "| weight copies saved | peak allocated |"
+        "| workload | mode | step ms (wall) | ratio | step ms (CPU) | ratio | activations saved "
+        "| ratio | weight copies saved | held after forward | ratio | peak of a step |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for workload in ("W4", "W5"):
         problem = make_problem(workload)
         steps = {mode: make_step(problem, dtype) for mode, dtype in MODES.items()}
         times = {mode: [] for mode in MODES}
         for _ in range(args.rounds):  # interleaved, so a busy moment hits every mode alike
             for mode, (_, step) in steps.items():
-                step()
-                start = time.perf_counter()
-                for _ in range(args.steps):
-                    step()
-                times[mode].append((time.perf_counter() - start) / args.steps * 1e3)
-        base_time = statistics.median(times["float32"])
-        base_saved = saved_bytes(steps["float32"][0]())[0]
+                times[mode].append(timed(step, args.steps))
+        rows = {}
         for mode, (forward, step) in steps.items():
-            ms, (saved, copies) = statistics.median(times[mode]), saved_bytes(forward())
+            wall, cpu = (statistics.median(t) for t in zip(*times[mode]))
+            saved, copies = saved_bytes(forward())
+            held = allocated_bytes(forward)[0]
+            rows[mode] = (wall, cpu, saved, copies, held, allocated_bytes(step)[1])
+        base = rows["float32"]
+        for mode, (wall, cpu, saved, copies, held, peak) in rows.items():
             print(
-                f"| {workload} | {mode} | {ms:.2f} | {ms / base_time:.2f}x | "
-                f"{saved / 2**20:.2f} MiB | {saved / base_saved:.2f}x | {copies / 2**20:.2f} MiB "
-                f"| {peak_bytes(step) / 2**20:.2f} MiB |"
+                f"| {workload} | {mode} | {wall:.2f} | {wall / base[0]:.2f}x | {cpu:.2f} | "
+                f"{cpu / base[1]:.2f}x | {saved / 2**20:.2f} MiB | {saved / base[2]:.2f}x | "
+                f"{copies / 2**20:.2f} MiB | {held / 2**20:.2f} MiB | {held / base[4]:.2f}x | "
+                f"{peak / 2**20:.2f} MiB |"
             )
 
 
