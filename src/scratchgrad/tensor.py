@@ -404,6 +404,8 @@ class Tensor:
         are compared in float32: the same answer, without NumPy's slow 16-bit loops."""
         x, y = self.array, other.array if isinstance(other, Tensor) else other
         if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
+            if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
+                y = xp.asarray(y, x.dtype)
             x, y = backend.widened(x), backend.widened(y)
         return Tensor._make(ufunc(x, y))
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import scratchgrad as sg
-from scratchgrad.backend import in_float32, keep_where
+from scratchgrad.backend import cast, in_float32, keep_where
 from scratchgrad.nn import functional as F
 
 HALVES = {"bfloat16": np.dtype(ml_dtypes.bfloat16), "float16": np.dtype(np.float16)}
@@ -73,6 +73,17 @@ def test_comparisons_of_16_bit_tensors_are_numpys(low):
 
 
 @pytest.mark.parametrize("low", sorted(HALVES))
+def test_comparisons_with_numbers_round_the_number_to_the_tensors_dtype_as_torch(low):
+    values = [0.1, 0.1001, 0.0999, 1 / 3, 1e-3, 1e-5, 300.0, -2.0]
+    ours = sg.tensor(values).to(HALVES[low])
+    theirs = torch.tensor(values).to(getattr(torch, low))
+    for number in values + [0, 2]:
+        for name in ("__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__"):
+            mine, torchs = getattr(ours, name)(number), getattr(theirs, name)(number)
+            assert mine.tolist() == torchs.tolist(), (name, number)
+
+
+@pytest.mark.parametrize("low", sorted(HALVES))
 def test_relu_and_max_pooling_in_16_bits_select_what_float32_selects(low):
     """Both only pick values: the 16-bit results and gradients are the float32 ones, exactly."""
     values = _values(HALVES[low])[: 2 * 3 * 8 * 8].reshape(2, 3, 8, 8)
@@ -109,3 +120,35 @@ def test_folding_16_bit_columns_adds_in_float32_and_rounds_once(low):
     in_float32 = F.fold(sg.from_numpy(cols.astype(np.float32)), (7, 7), 3)
     assert ours.dtype == HALVES[low]
     assert np.array_equal(ours.numpy(), in_float32.numpy().astype(HALVES[low]))
+
+
+def test_float16_casts_by_bits_are_numpys_on_every_float16_and_every_midpoint():
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    wide = every.astype(np.float64)
+    finite = np.isfinite(wide)
+    midpoints = ((wide[finite][:-1] + wide[finite][1:]) / 2).astype(np.float32)
+    rng = np.random.default_rng(5)
+    spread = rng.standard_normal(100_000) * 10.0 ** rng.integers(-12, 7, 100_000)
+    special = [np.inf, -np.inf, np.nan, 65504, 65519.996, 65520, 3e38, 1e-45, -0.0, 0.0]
+    with np.errstate(all="ignore"):
+        values = np.concatenate(
+            [
+                every.astype(np.float32),
+                midpoints,  # ties: to even
+                np.nextafter(midpoints, np.float32(np.inf)),
+                np.nextafter(midpoints, np.float32(-np.inf)),
+                spread.astype(np.float32),
+                np.array(special, np.float32),
+            ]
+        )
+        expected = values.astype(np.float16)
+    assert _same_bits(cast(values, np.float16), expected)
+    assert _same_bits(cast(every, np.float32), every.astype(np.float32))
+    # any memory layout is kept, and a few values go through NumPy itself
+    grid = values[:4096].reshape(16, 16, 16).transpose(2, 0, 1)[::2]
+    for x in (grid, values[:5], values[0].reshape(())):
+        with np.errstate(all="ignore"):
+            ours, numpys = cast(x, np.float16), x.astype(np.float16)
+        assert ours.shape == numpys.shape and ours.strides == numpys.strides
+        assert _same_bits(ours, numpys)
+        assert _same_bits(cast(ours, np.float32), numpys.astype(np.float32))

@@ -20,7 +20,7 @@ Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_si
 import itertools
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, keep_where, widened, xp
+from scratchgrad.backend import accumulation_dtype, cast, keep_where, widened, xp
 from scratchgrad.ops.binary import Where
 
 
@@ -141,7 +141,7 @@ class Fold(Function):
         (top, _), (left, _) = padding
         out = out[:, top : top + h, left : left + w]
         if wide is not None:
-            out = out.astype(dtype)
+            out = cast(out, dtype)
         return out.transpose(3, 0, 1, 2)
 
     @staticmethod
@@ -177,7 +177,7 @@ class MaxOver(Function):
         if sum(xp.count_nonzero(winner) for winner in winners) != out.size:
             _keep_first(winners)
         ctx.save_for_backward(*winners)
-        return out if out.dtype == dtype else out.astype(dtype)
+        return out if out.dtype == dtype else cast(out, dtype)
 
     @staticmethod
     def backward(ctx, grad):

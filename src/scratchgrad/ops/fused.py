@@ -34,7 +34,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import xp
+from scratchgrad.backend import cast, xp
 from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import log_softmax
 
@@ -75,7 +75,7 @@ class Linear(Function):
         out = _product(x, w.T)
         if b is not None:
             out += b
-        return out if out.dtype == x.dtype else out.astype(x.dtype)  # 16-bit: rounded once
+        return out if out.dtype == x.dtype else cast(out, x.dtype)  # 16-bit: rounded once
 
     def name(self) -> str:
         return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"

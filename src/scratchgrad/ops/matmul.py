@@ -3,7 +3,7 @@
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, xp
+from scratchgrad.backend import accumulation_dtype, cast, xp
 
 
 class MatMul(Function):
@@ -21,7 +21,7 @@ class MatMul(Function):
                 f"{x.shape[-1]} != {y.shape[-2]}"
             )
         out = _product(x, y)
-        return out if out.dtype == x.dtype else out.astype(x.dtype)  # bfloat16 comes back wider
+        return out if out.dtype == x.dtype else cast(out, x.dtype)  # bfloat16 comes back wider
 
     def name(self) -> str:
         return "BmmBackward0" if len(self.out_shape) > 2 else "MmBackward0"
@@ -49,7 +49,7 @@ def _product(x, y):
     """
     wide = accumulation_dtype(x.dtype)
     if wide is not None:
-        x, y = x.astype(wide), y.astype(wide)
+        x, y = cast(x, wide), cast(y, wide)
     if y.ndim == 2:
         if x.ndim == 2:
             return x.dot(y)
@@ -73,9 +73,9 @@ class Einsum(Function):
         ctx.save_for_backward(*xs)
         ctx.inputs, ctx.output = inputs, output
         wide = accumulation_dtype(xs[0].dtype)  # 16-bit floats: computed in float32, rounded once
-        operands = xs if wide is None else [x.astype(wide) for x in xs]
+        operands = xs if wide is None else [cast(x, wide) for x in xs]
         out = xp.einsum(",".join(inputs) + "->" + output, *operands, optimize=len(xs) > 2)
-        return out if wide is None else out.astype(xs[0].dtype)
+        return out if wide is None else cast(out, xs[0].dtype)
 
     @staticmethod
     def backward(ctx, grad):

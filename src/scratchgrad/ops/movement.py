@@ -3,7 +3,7 @@
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import xp
+from scratchgrad.backend import cast, xp
 from scratchgrad.ops.binary import Where
 
 
@@ -91,7 +91,7 @@ class Copy(Function):
     @staticmethod
     def forward(ctx, x, dtype, order="K"):
         ctx.in_dtype = x.dtype
-        return x.astype(dtype, order=order, copy=True)
+        return cast(x, dtype) if order == "K" else x.astype(dtype, order=order, copy=True)
 
     @staticmethod
     def backward(ctx, grad):

@@ -6,7 +6,7 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, xp
+from scratchgrad.backend import accumulation_dtype, cast, xp
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import Expand
 
@@ -66,7 +66,7 @@ class SumToSize(Function):
             wide = accumulation_dtype(x.dtype)
             if wide is None:
                 return _ones(len(x), x.dtype).dot(x)
-            return _ones(len(x), wide).dot(x.astype(wide)).astype(x.dtype)
+            return cast(_ones(len(x), wide).dot(cast(x, wide)), x.dtype)
         lead = x.ndim - len(shape)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
@@ -83,7 +83,7 @@ def _sum(x, dim, keepdim):
     wide = accumulation_dtype(x.dtype)
     if wide is None:
         return xp.add.reduce(x, axis=dim, keepdims=keepdim)
-    return xp.add.reduce(x, axis=dim, keepdims=keepdim, dtype=wide).astype(x.dtype)
+    return cast(xp.add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
 
 
 @functools.lru_cache(maxsize=16)
