@@ -7,7 +7,7 @@ from typing import Any
 
 
 def increment_version(tensor: Any) -> None:
-    """Count an in-place change of ``tensor``'s memory (a tensor, or a list or tuple of them),
+    """Count an in-place change of ``tensor``'s memory (a tensor, or an iterable of tensors),
     as ``torch.autograd.graph.increment_version``: a graph that saved this memory, or a view of
     it, then refuses to use it in backward instead of computing with the new values.
 
@@ -21,11 +21,13 @@ def increment_version(tensor: Any) -> None:
     >>> x._version
     1
     """
-    if isinstance(tensor, (list, tuple)):
+    try:
+        counter = tensor._counter  # shared by views; made on first need
+    except AttributeError:  # several tensors; tried second: one tensor (a step) pays nothing
         for t in tensor:
             increment_version(t)
         return
-    if tensor._counter is None:  # the counter is shared by views, made on first need
+    if counter is None:
         tensor._counter = [1]
     else:
-        tensor._counter[0] += 1
+        counter[0] += 1
