@@ -23,6 +23,7 @@ DTYPES = {
     "bfloat16": (sg.bfloat16, torch.bfloat16),
     "float16": (sg.float16, torch.float16),
 }
+_16_BIT = (torch.bfloat16, torch.float16)
 
 # (rtol, atol) by dtype: float64 tight, float32 loose; a 16-bit result is rounded to 2**-8
 # (bfloat16) or 2**-11 (float16) relative, and a few roundings in another order than PyTorch's
@@ -53,9 +54,6 @@ def assert_close(actual, expected, dtype="float64", what="", tolerance=None):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
 
 
-_16_BIT = (torch.bfloat16, torch.float16)
-
-
 def same_dtype(ours, theirs) -> bool:
     """A scratchgrad tensor and a PyTorch tensor have the same dtype (by name)."""
     return str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
@@ -69,10 +67,12 @@ def leaves(array, dtype="float64", requires_grad=None):
         return None, None
     array = np.asarray(array)
     floating = array.dtype.kind == "f"
-    if floating:
-        array = array.astype(dtype)
+    ours, theirs = DTYPES[dtype] if floating else (None, None)
     grad = floating if requires_grad is None else requires_grad
-    return sg.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad)
+    return (
+        sg.tensor(array, dtype=ours, requires_grad=grad),
+        torch.tensor(array, dtype=theirs, requires_grad=grad),
+    )
 
 
 def module_pair(build, dtype="float64", init=None, seed=0):
@@ -138,6 +138,7 @@ def check_outputs_and_gradients(
             if t.grad is None:
                 assert x.grad is None or not x.grad.numpy().any(), f"{what}: {name} gets none"
             else:
+                assert same_dtype(x.grad, t.grad), f"{what}: gradient of {name}: {x.grad.dtype}"
                 assert_close(x.grad, t.grad, dtype, f"{what}: gradient of {name}", tolerance)
 
 
