@@ -1,6 +1,7 @@
 """GradScaler against torch.amp.GradScaler: scale trajectories, skipped steps, parameters."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -109,6 +110,19 @@ def test_growth_and_backoff_round_as_torchs_kernel():
             scaler.step(lib.optim.SGD([w], lr=0.0))
             scaler.update()
         assert scalers[0].get_scale() == scalers[1].get_scale(), f"step {step}"
+
+
+def test_clipping_an_overflowed_gradient_after_unscale_warns_as_little_as_torch():
+    w = sg.nn.Parameter(sg.ones(3))
+    opt = sg.optim.SGD([w], lr=0.1)
+    scaler = sg.amp.GradScaler()
+    scaler.scale((w * sg.tensor([INF, 1.0, 0.0])).sum()).backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler.unscale_(opt)
+        norm = sg.nn.utils.clip_grad_norm_([w], 1.0)
+        scaler.step(opt)
+    assert norm.item() == INF and w.tolist() == [1.0, 1.0, 1.0]
 
 
 def test_an_inf_skips_the_step_and_halves_the_scale():

@@ -39,8 +39,9 @@ def clip_grad_norm_(
     if not grads:
         return Tensor(0.0)
     norm_type = float(norm_type)
-    norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
-    total = xp.linalg.norm(norms, norm_type).astype(grads[0].dtype)
+    with _silent_non_finite():
+        norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
+        total = xp.linalg.norm(norms, norm_type).astype(grads[0].dtype)
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -49,10 +50,16 @@ def clip_grad_norm_(
         )
     # In the gradients' dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
     scale = float(xp.minimum(max_norm / (total + 1e-6), 1.0))
-    with no_grad():
+    with no_grad(), _silent_non_finite():
         for g in grads:
             g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
     return Tensor._make(xp.asarray(total))
+
+
+def _silent_non_finite():
+    """An inf or NaN gradient (a step GradScaler will skip) is clipped without NumPy's
+    warnings, as PyTorch does it: its norm is inf or NaN, and inf times 0 is NaN."""
+    return xp.errstate(over="ignore", invalid="ignore")
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
