@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import to_array
 from scratchgrad.tensor import Tensor, as_shape
@@ -144,6 +145,8 @@ def _drawn(draw: Callable[[tuple], Any], shape: tuple, requires_grad: bool, devi
     """``draw(shape)``, an array of random numbers, as a tensor."""
     if _vmap_draw is not None:
         return _vmap_draw(draw, shape)
+    if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
+        return _finish(capture_hook.recorder.call(draw, shape), requires_grad, device)
     return _finish(draw(shape), requires_grad, device)
 
 
@@ -213,8 +216,16 @@ def randperm(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    order = _rng(generator).permutation(n).astype(_dtype(dtype, backend.int64))
-    return _finish(order, requires_grad, device)
+    rng, dtype = _rng(generator), _dtype(dtype, backend.int64)
+    if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
+        return _finish(
+            capture_hook.recorder.call(_permutation, rng, n, dtype), requires_grad, device
+        )
+    return _finish(_permutation(rng, n, dtype), requires_grad, device)
+
+
+def _permutation(rng, n: int, dtype) -> Any:
+    return rng.permutation(n).astype(dtype)
 
 
 def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:

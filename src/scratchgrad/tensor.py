@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
@@ -171,6 +172,8 @@ class Tensor:
         return self.array.ndim
 
     def item(self) -> float | int | bool:
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse(".item()")
         if self.array.size != 1:
             raise RuntimeError(
                 f"item: a tensor with {self.array.size} elements cannot be converted to a number"
@@ -178,10 +181,14 @@ class Tensor:
         return self.array.item()
 
     def tolist(self) -> Any:
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse(".tolist()")
         return self.array.tolist()
 
     def numpy(self):
         """The array itself (shared memory), as ``torch.Tensor.numpy``."""
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse(".numpy()")
         if self.requires_grad:
             raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
         return self.array
@@ -203,6 +210,8 @@ class Tensor:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("bool(tensor) (a Python branch on a tensor's value?)")
         if self.array.size != 1:
             raise RuntimeError(
                 f"bool: a tensor with {self.array.size} elements is ambiguous; use .any() or .all()"
@@ -223,6 +232,8 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("printing a tensor (repr or str)")
         return _format(self)
 
     def __format__(self, spec: str) -> str:
@@ -362,7 +373,7 @@ class Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
             _check_divisor("floor_divide", y)
-            return Tensor._make(xp.floor_divide(x.array, getattr(y, "array", y)))
+            return Tensor._make(_call(xp.floor_divide, x.array, getattr(y, "array", y)))
         return (x / y).floor()
 
     def __mod__(self, other: Any) -> Tensor:
@@ -370,7 +381,7 @@ class Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
             _check_divisor("remainder", y)
-            return Tensor._make(xp.remainder(x.array, getattr(y, "array", y)))
+            return Tensor._make(_call(xp.remainder, x.array, getattr(y, "array", y)))
         return x - (x / y).floor() * y
 
     def _floating(self) -> Tensor:
@@ -400,14 +411,9 @@ class Tensor:
         return self.abs()
 
     def _compare(self, ufunc, other: Any) -> Tensor:
-        """Comparisons are not differentiable: the result is a plain bool tensor. 16-bit floats
-        are compared in float32: the same answer, without NumPy's slow 16-bit loops."""
-        x, y = self.array, other.array if isinstance(other, Tensor) else other
-        if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
-            if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
-                y = xp.asarray(y, x.dtype)
-            x, y = backend.widened(x), backend.widened(y)
-        return Tensor._make(ufunc(x, y))
+        """Comparisons are not differentiable: the result is a plain bool tensor."""
+        other = other.array if isinstance(other, Tensor) else other
+        return Tensor._make(_call(_compare, ufunc, self.array, other))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
         return self._compare(xp.equal, other)
@@ -437,7 +443,7 @@ class Tensor:
         return self._compare(xp.bitwise_xor, other)
 
     def __invert__(self) -> Tensor:
-        return Tensor._make(xp.invert(self.array))
+        return Tensor._make(_call(xp.invert, self.array))
 
     def eq(self, other: Any) -> Tensor:
         return self == other
@@ -458,16 +464,16 @@ class Tensor:
         return self >= other
 
     def isnan(self) -> Tensor:
-        return Tensor._make(xp.isnan(self.array))
+        return Tensor._make(_call(xp.isnan, self.array))
 
     def isinf(self) -> Tensor:
-        return Tensor._make(xp.isinf(self.array))
+        return Tensor._make(_call(xp.isinf, self.array))
 
     def isfinite(self) -> Tensor:
-        return Tensor._make(xp.isfinite(self.array))
+        return Tensor._make(_call(xp.isfinite, self.array))
 
     def logical_not(self) -> Tensor:
-        return Tensor._make(xp.logical_not(self.array))
+        return Tensor._make(_call(xp.logical_not, self.array))
 
     def logical_and(self, other: Any) -> Tensor:
         return self._compare(xp.logical_and, other)
@@ -578,10 +584,14 @@ class Tensor:
         (``_record_in_place``)."""
         other_grad = isinstance(other, Tensor) and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
+            other = getattr(other, "array", other)
             try:
-                ufunc(
-                    self.array, getattr(other, "array", other), out=self.array, casting="same_kind"
-                )
+                if capture_hook.recorder is None:
+                    ufunc(self.array, other, out=self.array, casting="same_kind")
+                else:  # scratchgrad.jit: done again at every replay
+                    capture_hook.recorder.call(
+                        ufunc, self.array, other, out=self.array, casting="same_kind"
+                    )
             except (ValueError, TypeError) as error:
                 raise RuntimeError(f"{name}: {error}") from None
             increment_version(self)
@@ -608,7 +618,7 @@ class Tensor:
                 f"{name}: {what} that requires grad is used in an in-place operation; "
                 "wrap the update in scratchgrad.no_grad()"
             )
-        old_base = Tensor._make(base.array.copy(), base._ctx)
+        old_base = Tensor._make(_call(xp.copy, base.array), base._ctx)
         old_base.requires_grad = base.requires_grad
         old = old_base
         for cls, attributes in steps:
@@ -621,7 +631,7 @@ class Tensor:
         out = out.to(self.array.dtype)
         new_base = movement.CopySlices.apply(old_base, out, steps=steps) if steps else out
         try:
-            self.array[... if index is None else index] = out.array
+            _call(_assign, self.array, ... if index is None else index, out.array)
         except ValueError as error:  # a broadcast (expanded) view is read-only
             raise RuntimeError(f"{name}: {error}") from None
         base._ctx, base.requires_grad = new_base._ctx, True
@@ -675,7 +685,7 @@ class Tensor:
     def fill_(self, value: float) -> Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
-        self.array.fill(value)
+        _call(xp.ndarray.fill, self.array, value)
         increment_version(self)
         return self
 
@@ -684,7 +694,7 @@ class Tensor:
             return self._record_in_place("copy_", _overwrite, src)
         source = src.array if isinstance(src, Tensor) else xp.asarray(src)
         try:
-            xp.copyto(self.array, xp.broadcast_to(source, self.array.shape), casting="unsafe")
+            _call(_copy_into, self.array, source)
         except ValueError:
             raise RuntimeError(
                 f"copy_: cannot copy shape {source.shape} into {self.array.shape}"
@@ -697,7 +707,7 @@ class Tensor:
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
             return
-        self.array[index] = value.array if isinstance(value, Tensor) else value
+        _call(_assign, self.array, index, value.array if isinstance(value, Tensor) else value)
         increment_version(self)
 
     # ---- dtype ------------------------------------------------------------------------------
@@ -885,13 +895,8 @@ class Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
-        inside = xp.ones(self.array.shape, bool)
-        if min is not None:
-            inside &= self.array >= min
-        if max is not None:
-            inside &= self.array <= max
-        clipped = Tensor._make(xp.clip(self.array, min, max).astype(self.array.dtype, copy=False))
-        return binary.Where.apply(inside, self, clipped)
+        inside, clipped = _call(_clamp, self.array, min, max)
+        return binary.Where.apply(inside, self, Tensor._make(clipped))
 
     clip = clamp
 
@@ -1010,7 +1015,7 @@ class Tensor:
                 raise IndexError(
                     f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
                 )
-            return Tensor._make(xp.asarray(getattr(self.array, name)(keepdims=keepdim)))
+            return Tensor._make(_call(_arg_reduce, self.array, name, None, keepdim))
         dims = _dims(dim, self.array.ndim)
         if dims and self.array.shape[dims[0]] == 0:
             raise IndexError(
@@ -1018,7 +1023,7 @@ class Tensor:
                 f"{self.array.shape}"
             )
         axis = dims[0] if dims else None  # a 0-d tensor: its one entry
-        return Tensor._make(xp.asarray(getattr(self.array, name)(axis=axis, keepdims=keepdim)))
+        return Tensor._make(_call(_arg_reduce, self.array, name, axis, keepdim))
 
     @autocast_policy("float32")
     def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -1073,7 +1078,7 @@ class Tensor:
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(xp.zeros((), backend.int64))
-        return Tensor._make(_sort_order(self.array, dim, descending))
+        return Tensor._make(_call(_sort_order, self.array, dim, descending))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
         """Running sums along ``dim``; integer and bool inputs give int64, as in PyTorch."""
@@ -1122,8 +1127,7 @@ class Tensor:
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
             return values_indices(self.clone(), Tensor._make(xp.zeros((), backend.int64)))
         # a stable sort, so that ties keep their order
-        order = xp.argsort(-self.array if largest else self.array, axis=dim, kind="stable")
-        index = Tensor._make(xp.take(order, xp.arange(k), axis=dim).astype(backend.int64))
+        index = Tensor._make(_call(_top_indices, self.array, k, dim, largest))
         return values_indices(self.gather(dim, index), index)
 
     def multinomial(
@@ -1136,6 +1140,8 @@ class Tensor:
         >>> sg.tensor([0.0, 1.0, 0.0]).multinomial(2, replacement=True).tolist()
         [1, 1]
         """
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("multinomial()")
         weights = self._check_multinomial(num_samples, replacement)
         rng = (generator or backend.default_generator).rng
         rows, n = weights.shape
@@ -1185,11 +1191,11 @@ class Tensor:
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         axis = _dims(dim, self.array.ndim)
-        return Tensor._make(xp.asarray(self.array.any(axis=axis, keepdims=keepdim)))
+        return Tensor._make(_call(_arg_reduce, self.array, "any", axis, keepdim))
 
     def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         axis = _dims(dim, self.array.ndim)
-        return Tensor._make(xp.asarray(self.array.all(axis=axis, keepdims=keepdim)))
+        return Tensor._make(_call(_arg_reduce, self.array, "all", axis, keepdim))
 
     # ---- movement ---------------------------------------------------------------------------
 
@@ -1378,6 +1384,8 @@ class Tensor:
     def nonzero(self, *, as_tuple: bool = False):
         """The indices of the nonzero entries: a (count, ndim) int64 tensor, or one vector per
         dim with ``as_tuple``."""
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("nonzero() (its shape depends on the values)")
         if as_tuple:
             return tuple(Tensor._make(i.astype(backend.int64)) for i in xp.nonzero(self.array))
         return Tensor._make(xp.argwhere(self.array).astype(backend.int64))
@@ -1386,7 +1394,7 @@ class Tensor:
 
     def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
         dims = _dims(dim, self.array.ndim, unique=True)
-        return Tensor._make(xp.asarray(xp.count_nonzero(self.array, axis=dims), backend.int64))
+        return Tensor._make(_call(_count_nonzero, self.array, dims))
 
     def flip(self, dims: int | Sequence[int]) -> Tensor:
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
@@ -1852,6 +1860,58 @@ def _index(index: Any) -> tuple:
             )
         items.append(item)
     return tuple(items)
+
+
+def _call(function: Callable, *args: Any) -> Any:
+    """``function(*args)``, an array call made outside ``Function.forward``: while
+    ``scratchgrad.jit`` records a step, it is noted so that every replay makes it again."""
+    if capture_hook.recorder is None:
+        return function(*args)
+    return capture_hook.recorder.call(function, *args)
+
+
+def _compare(ufunc: Any, x: Any, y: Any) -> Any:
+    """``ufunc(x, y)``, a comparison. 16-bit floats are compared in float32: the same answer,
+    without NumPy's slow 16-bit loops."""
+    if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
+        if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
+            y = xp.asarray(y, x.dtype)
+        x, y = backend.widened(x), backend.widened(y)
+    return ufunc(x, y)
+
+
+def _clamp(array: Any, min: Any, max: Any) -> tuple:
+    """Where ``array`` is inside ``[min, max]``, and ``array`` clipped to it."""
+    inside = xp.ones(array.shape, bool)
+    if min is not None:
+        inside &= array >= min
+    if max is not None:
+        inside &= array <= max
+    return inside, xp.clip(array, min, max).astype(array.dtype, copy=False)
+
+
+def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:
+    """``array.argmax`` (argmin, any, all) over ``axis``, as an array (not a NumPy scalar)."""
+    return xp.asarray(getattr(array, name)(axis=axis, keepdims=keepdim))
+
+
+def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
+    """The indices of the ``k`` largest (smallest) entries along ``dim``, in order; a stable
+    sort, so that ties keep their order."""
+    order = xp.argsort(-array if largest else array, axis=dim, kind="stable")
+    return xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
+
+
+def _count_nonzero(array: Any, dims: Any) -> Any:
+    return xp.asarray(xp.count_nonzero(array, axis=dims), backend.int64)
+
+
+def _assign(array: Any, index: Any, value: Any) -> None:
+    array[index] = value
+
+
+def _copy_into(array: Any, source: Any) -> None:
+    xp.copyto(array, xp.broadcast_to(source, array.shape), casting="unsafe")
 
 
 def _overwrite(old: Tensor, value: Any) -> Tensor:

@@ -11,7 +11,7 @@ import heapq
 import weakref
 from collections.abc import Callable, Sequence
 
-from scratchgrad.autograd import anomaly
+from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -272,6 +272,9 @@ def _propagate(
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: bool) -> None:
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
     A first gradient is kept as it is when ``owned`` (see ``_propagate``), else copied."""
+    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        capture_hook.recorder.accumulate(leaf, g, create_graph, owned)
+        return
     if g.array.dtype is not leaf.array.dtype:
         g, owned = g.to(leaf.array.dtype), True
     if leaf.grad is None:

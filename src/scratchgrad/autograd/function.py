@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 
@@ -168,7 +169,10 @@ class Function:
             for a in args:
                 arrays.append(a.array if isinstance(a, Tensor) else a)
         try:
-            out = cls.forward(ctx, *arrays, **kwargs)
+            if capture_hook.recorder is None:
+                out = cls.forward(ctx, *arrays, **kwargs)
+            else:  # scratchgrad.jit is recording: it runs forward and notes the call
+                out = capture_hook.recorder.forward(cls, ctx, arrays, kwargs)
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
         if type(out) is xp.ndarray:
@@ -207,10 +211,12 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
             packed_at.append(None)
     if all(at is None for at in packed_at):
         return tuple(Tensor._make(array) for array in arrays)
-    packed_dtype = xp.result_type(*(a for a, at in zip(arrays, packed_at) if at is not None))
-    packed = xp.concatenate(
-        [a.reshape(-1).astype(packed_dtype) for a, at in zip(arrays, packed_at) if at is not None]
-    )
+    differentiable = [a for a, at in zip(arrays, packed_at) if at is not None]
+    packed_dtype = xp.result_type(*differentiable)
+    if capture_hook.recorder is None:
+        packed = _pack(differentiable, packed_dtype)
+    else:
+        packed = capture_hook.recorder.call(_pack, differentiable, packed_dtype)
     node = _SeveralOutputs()
     node.ctx, node.outputs = ctx, [(a.shape, a.dtype, at) for a, at in zip(arrays, packed_at)]
     node.parents = ctx.parents = parents
@@ -222,6 +228,11 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
         Tensor._make(array) if at is None else _Unpack.apply(whole, at=at, shape=array.shape)
         for array, at in zip(arrays, packed_at)
     )
+
+
+def _pack(arrays: list, dtype) -> Any:
+    """The arrays flattened and joined into one of ``dtype``."""
+    return xp.concatenate([a.reshape(-1).astype(dtype) for a in arrays])
 
 
 class _SeveralOutputs(Function):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
@@ -65,6 +66,8 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the "forward" method')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if capture_hook.recorder is not None:  # scratchgrad.jit guards on its train/eval mode
+            capture_hook.recorder.modules.append(self)
         return self.forward(*args, **kwargs)
 
     # ---- registration -----------------------------------------------------------------------
@@ -293,6 +296,8 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zeros."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(Module.zero_grad, self, set_to_none)
         for param in self.parameters():
             if param.grad is None:
                 continue

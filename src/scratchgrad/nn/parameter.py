@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.backend import xp
 from scratchgrad.tensor import Tensor
 
@@ -23,6 +24,8 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("creating an nn.Parameter")
         if data is None:
             data = Tensor._make(xp.empty(0, backend.default_float))
         if not isinstance(data, Tensor):

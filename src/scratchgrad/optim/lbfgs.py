@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.creation import from_numpy
@@ -111,6 +112,8 @@ class LBFGS(Optimizer):
         """Run up to ``max_iter`` iterations; return the loss before the first one."""
         if closure is None:
             raise RuntimeError("LBFGS.step requires a closure that recomputes the loss")
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("LBFGS.step (its closure re-runs the step)")
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]

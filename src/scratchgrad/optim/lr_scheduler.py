@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, SupportsFloat
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.optim.optimizer import Optimizer
 
 
@@ -59,6 +60,8 @@ class LRScheduler:
 
     def step(self) -> None:
         """Advance one epoch and set each group's learning rate."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(type(self).step, self)
         self.last_epoch += 1
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr
@@ -312,6 +315,8 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics: SupportsFloat) -> None:  # type: ignore[override]
         """Record one epoch's metric and reduce the rates if it has plateaued."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(ReduceLROnPlateau.step, self, metrics)
         current = float(metrics)  # a 0-d tensor works too
         self.last_epoch += 1
         if self._is_better(current, self.best):

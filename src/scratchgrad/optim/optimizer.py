@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import default_float, is_floating, xp
@@ -161,6 +162,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zeros."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(Optimizer.zero_grad, self, set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -179,6 +182,8 @@ class Optimizer:
         The loop every optimizer shares: each subclass says in ``_update`` how one parameter
         moves (and starts its state there, lazily, as PyTorch does).
         """
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(type(self).step, self, closure)
         loss = self._evaluate(closure)
         for group in self.param_groups:
             for p in group["params"]:

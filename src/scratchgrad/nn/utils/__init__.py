@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
@@ -35,6 +36,10 @@ def clip_grad_norm_(
     >>> [round(g, 4) for g in w.grad.tolist()]
     [0.6, 0.8]
     """
+    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        args = (parameters, max_norm, norm_type, error_if_nonfinite)
+        return capture_hook.recorder.replayed(clip_grad_norm_, *args)
     grads = _grads(parameters)
     if not grads:
         return Tensor(0.0)
@@ -64,6 +69,9 @@ def _silent_non_finite():
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
     """Clamp every gradient entry into ``[-clip_value, clip_value]``, in place."""
+    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        return capture_hook.recorder.replayed(clip_grad_value_, parameters, clip_value)
     clip_value = float(clip_value)
     with no_grad():
         for g in _grads(parameters):

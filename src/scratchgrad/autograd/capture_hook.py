@@ -1,0 +1,10 @@
+"""The switch through which ``scratchgrad.jit`` watches a step while it records one.
+
+``recorder`` is None except while a jitted function records its program; then it is the
+``scratchgrad.jit`` recorder, and the few places that compute on arrays outside
+``Function.forward`` (gradient accumulation, in-place updates, random draws, optimizer steps)
+hand their work to it so that the step can be replayed. Outside recording each hook costs one
+attribute read.
+"""
+
+recorder = None

@@ -1,0 +1,192 @@
+"""``jit(fn)``: run ``fn`` eagerly once, record it on the next call, replay the recording after.
+
+A recording is kept per *guard key*: the structure of the arguments, each tensor's shape,
+dtype, device and requires_grad, the other arguments' values, and grad mode; and per variant,
+the train/eval mode of every module the step called. A call that matches no recording records
+a new one (up to ``cache_size`` per function; past it, a warning and eager calls).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.jit import program
+from scratchgrad.jit.recorder import JitError, Recorder
+from scratchgrad.tensor import Tensor
+
+_make = Tensor._make
+
+
+class Recording:
+    """One program and what it needs to be replayed: the modules whose train/eval mode it
+    assumed, and how to rebuild the returned structure from its output arrays."""
+
+    def __init__(self, replay: Callable, source: str, modules: list, build: Callable) -> None:
+        self.replay, self.source, self.build = replay, source, build
+        self.modules = tuple(modules)
+        self.training = tuple(m.training for m in self.modules)
+
+    def matches(self) -> bool:
+        return all(m.training is t for m, t in zip(self.modules, self.training))
+
+
+class Jitted:
+    """The function ``jit`` returns (see ``jit``)."""
+
+    def __init__(self, fn: Callable, cache_size: int = 8) -> None:
+        functools.update_wrapper(self, fn)
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)  # a Module has none
+        self.fn, self.cache_size = fn, cache_size
+        self.recordings: dict[Any, list[Recording]] = {}
+        self.calls = 0
+        self._warned = False
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        """As a method decorator: one jitted function per instance (recordings differ)."""
+        if instance is None:
+            return self
+        bound = instance.__dict__.get(self.__name__)
+        if not isinstance(bound, Jitted):
+            bound = Jitted(self.fn.__get__(instance, owner), self.cache_size)
+            instance.__dict__[self.__name__] = bound
+        return bound
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recorder = capture_hook.recorder
+        if recorder is not None:
+            recorder.refuse(f"calling the jitted function {self.__name__}() (nested jit)")
+        self.calls += 1
+        if self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
+            return self.fn(*args, **kwargs)
+        tensors, key = _flatten((args, kwargs))
+        key = (key, _state.enabled)
+        for recording in self.recordings.get(key, ()):
+            if recording.matches():
+                outputs = recording.replay([t.array for t in tensors])
+                return recording.build(outputs)
+        if sum(map(len, self.recordings.values())) >= self.cache_size:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"scratchgrad.jit: {self.__name__} has recorded {self.cache_size} "
+                    "programs (cache_size): new shapes, dtypes or modes now run eagerly",
+                    stacklevel=2,
+                )
+            return self.fn(*args, **kwargs)
+        result, recording = self._record(tensors, args, kwargs)
+        self.recordings.setdefault(key, []).append(recording)
+        return result
+
+    def _record(self, tensors: list, args: tuple, kwargs: dict) -> tuple[Any, Recording]:
+        recorder = Recorder(self.__name__)
+        inputs = []
+        for t in tensors:
+            number = recorder.number.get(id(t.array))
+            inputs.append(recorder.value(t.array) if number is None else number)
+        capture_hook.recorder = recorder
+        try:
+            result = self.fn(*args, **kwargs)
+        finally:
+            capture_hook.recorder = None
+        returned, build = _outputs(result, recorder)
+        replay, source = program.compile(recorder, inputs, returned)
+        modules = list({id(m): m for m in recorder.modules}.values())
+        return result, Recording(replay, source, modules, build)
+
+
+def jit(fn: Callable | None = None, *, cache_size: int = 8) -> Any:
+    """Record ``fn`` (a training step, a forward pass) once and replay it as NumPy calls.
+
+    The first call runs eagerly (lazily made state such as Adam's moments exists after it),
+    the second records every array call of the forward, the backward and the optimizer
+    update, and later calls with tensors of the same shapes, dtypes and devices (and the same
+    other arguments, grad mode and train/eval modes) replay the recording on the new arrays,
+    without the autograd bookkeeping. Parameters, their ``.grad`` and the optimizer's state
+    are updated in place, as eager steps would. Learning rates, betas, step counts and
+    random draws are read when a replay runs. Returned tensors are fresh arrays, detached.
+
+    Reading a tensor's value into Python inside ``fn`` (``.item()``, ``bool(t)``, ``print``)
+    raises ``scratchgrad.JitError`` while recording: a replay would not run it.
+
+    >>> import scratchgrad as sg
+    >>> model = sg.nn.Linear(3, 1)
+    >>> opt = sg.optim.SGD(model.parameters(), lr=0.1)
+    >>> @sg.jit
+    ... def step(x, y):
+    ...     opt.zero_grad()
+    ...     loss = ((model(x) - y) ** 2).mean()
+    ...     loss.backward()
+    ...     opt.step()
+    ...     return loss
+    >>> x, y = sg.randn(8, 3), sg.randn(8, 1)
+    >>> losses = [step(x, y).item() for _ in range(4)]  # eager, records, replays twice
+    >>> losses[3] < losses[0]
+    True
+    """
+    if fn is None:
+        return functools.partial(jit, cache_size=cache_size)
+    return Jitted(fn, cache_size)
+
+
+def _flatten(tree: Any) -> tuple[list, Any]:
+    """The tensors in ``tree`` (lists, tuples and dicts, nested) and a hashable key of the
+    rest: the structure, each tensor's signature and the other leaves' values."""
+    tensors: list = []
+
+    def key_of(node: Any) -> Any:
+        if isinstance(node, Tensor):
+            tensors.append(node)
+            a = node.array
+            return (a.shape, a.dtype.str, node.requires_grad)
+        if type(node) in (tuple, list):
+            return (type(node), tuple(key_of(item) for item in node))
+        if type(node) is dict:
+            return (dict, tuple((k, key_of(v)) for k, v in node.items()))
+        try:
+            hash(node)
+        except TypeError:
+            return (type(node), id(node))  # unhashable: the same object again
+        return (type(node), node)
+
+    key = key_of(tree)
+    ids = [id(t.array) for t in tensors]
+    if len(set(ids)) != len(ids):  # the same array passed twice: part of the key
+        key = (key, tuple(ids.index(i) for i in ids))
+    return tensors, key
+
+
+def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
+    """The values the program returns, and a function rebuilding ``result``'s structure
+    from them: tensors made in the step come back as new tensors (detached), anything else
+    as it was."""
+    returned: list[int] = []
+
+    def plan(node: Any) -> Callable:
+        if isinstance(node, Tensor):
+            number = recorder.number.get(id(node.array))
+            if number is None:  # not made in the step (a parameter): itself
+                return lambda outputs: node
+            index = len(returned)
+            returned.append(number)
+            return lambda outputs: _make(outputs[index])
+        if type(node) in (tuple, list, dict):
+            items = node.items() if type(node) is dict else enumerate(node)
+            parts = [(k, plan(v)) for k, v in items]
+            if type(node) is dict:
+                return lambda outputs: {k: p(outputs) for k, p in parts}
+            kind = type(node)
+            return lambda outputs: kind(p(outputs) for _, p in parts)
+        return lambda outputs: node
+
+    build = plan(result)
+    if isinstance(result, Tensor) and returned:  # the common case, without the tree walk
+        return returned, lambda outputs: _make(outputs[0])
+    return returned, build
+
+
+__all__ = ["JitError", "Jitted", "jit"]

@@ -1,0 +1,226 @@
+"""The recorder: while a jitted function runs for the second time, it notes every array call
+of the step (each ``Function.forward``, every array call made outside one: gradient
+accumulation, in-place updates, random draws) and every Python call that must run again on
+each replay (optimizer steps, ``zero_grad``, learning-rate schedulers, gradient clipping).
+
+Each note is a line of Python over numbered values ``v0, v1, ...`` (the arrays of the step);
+``program.compile`` joins the lines into one function. An array the recorder did not see being
+made (a parameter, a buffer, an optimizer's state, a constant) enters the program as itself,
+so in-place updates of it are seen by later replays.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd import capture_hook, engine
+from scratchgrad.backend import xp
+from scratchgrad.tensor import Tensor
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class JitError(RuntimeError):
+    """Something in a function given to ``scratchgrad.jit`` cannot be recorded and replayed
+    (reading a tensor's value into Python, printing a tensor, creating a parameter, a nested
+    jitted call). Raised while recording, naming what was done and where.
+
+    >>> import scratchgrad as sg
+    >>> issubclass(sg.JitError, RuntimeError)
+    True
+    """
+
+
+class Step:
+    """One recorded call: its lines of code, the values it reads and writes, and whether it
+    changes something outside its results (then it is never pruned)."""
+
+    __slots__ = ("lines", "reads", "writes", "effect")
+
+    def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
+        self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
+
+
+class Recorder:
+    """What ``capture_hook.recorder`` is while a step records (see the module's doc string)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # the jitted function's, for error messages
+        self.arrays: list = []  # value number -> the array it was while recording (kept alive)
+        self.number: dict[int, int] = {}  # id(array) -> its value number
+        self.constants: dict[str, Any] = {}  # names the program's code uses -> objects
+        self.constant_names: dict[int, str] = {}
+        self.steps: list[Step] = []
+        self.modules: list = []  # every Module called, for the train/eval guard
+        self._reads: set = set()  # the values read by the step being noted
+
+    # ---- values and the code that names them ----------------------------------------------
+
+    def value(self, array: Any) -> int:
+        """A new value number for ``array`` (a result of the step)."""
+        self.number[id(array)] = len(self.arrays)
+        self.arrays.append(array)
+        return len(self.arrays) - 1
+
+    def constant(self, obj: Any) -> str:
+        """The name under which the program's code refers to ``obj`` itself."""
+        name = self.constant_names.get(id(obj))
+        if name is None:
+            name = f"c{len(self.constants)}"
+            self.constants[name] = obj
+            self.constant_names[id(obj)] = name
+        return name
+
+    def expr(self, obj: Any) -> str:
+        """Code for ``obj`` as an argument: a value of the step, a constant, or a tuple or list
+        of those. Tensors made in the step are rebuilt from their value."""
+        if isinstance(obj, xp.ndarray):
+            number = self.number.get(id(obj))
+            if number is None:
+                return self.constant(obj)
+            self._reads.add(number)
+            return f"v{number}"
+        if isinstance(obj, Tensor):
+            number = self.number.get(id(obj.array))
+            if number is None:
+                return self.constant(obj)
+            self._reads.add(number)
+            return f"make(v{number})"
+        if type(obj) in (tuple, list):
+            inner = ", ".join(self.expr(item) for item in obj)
+            return f"({inner},)" if type(obj) is tuple else f"[{inner}]"
+        if obj is None or type(obj) in (bool, int):
+            return repr(obj)
+        return self.constant(obj)
+
+    def note(self, lines: list[str], writes: list, effect: bool) -> None:
+        self.steps.append(Step(lines, self._reads, writes, effect))
+        self._reads = set()
+
+    # ---- the hooks (see capture_hook) ------------------------------------------------------
+
+    def forward(self, cls: type, ctx: Any, arrays: list, kwargs: dict) -> Any:
+        """Run ``cls.forward`` and note it; the arrays it leaves on ``ctx`` (saved
+        intermediates a backward will use) become values of the step too."""
+        out = cls.forward(ctx, *arrays, **kwargs)
+        args = [self.expr(a) for a in arrays]
+        args += [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
+        known = set(self.number)
+        ctx_name = f"x{len(self.steps)}"
+        call = f"{self.constant(cls.forward)}({ctx_name}, {', '.join(args)})"
+        lines, writes = [], []
+        if isinstance(out, tuple):
+            out = tuple(o if isinstance(o, xp.ndarray) else xp.asarray(o) for o in out)
+            lines.append(f"t = {call}")
+            for i, o in enumerate(out):
+                writes.append(self.value(o))
+                lines.append(f"v{writes[-1]} = asarray(t[{i}])")
+            lines.append("del t")
+        else:
+            if not isinstance(out, xp.ndarray):  # NumPy gives 0-d scalars
+                out, call = xp.asarray(out), f"asarray({call})"
+            writes.append(self.value(out))
+            lines.append(f"v{writes[-1]} = {call}")
+        extra = []
+        for name, saved in vars(ctx).items():  # arrays a backward may read from ctx
+            items = saved if type(saved) is tuple else (saved,)
+            for i, item in enumerate(items):
+                if (
+                    isinstance(item, xp.ndarray)
+                    and id(item) not in known
+                    and item is not out
+                    and not any(item is a for a in arrays)  # an input: named already
+                ):
+                    if id(item) in self.number and self.number[id(item)] in writes:
+                        continue
+                    writes.append(self.value(item))
+                    at = f"[{i}]" if type(saved) is tuple else ""
+                    extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}")
+        make_ctx = f"new({self.constant(cls)})"
+        if extra:  # the ctx is kept until its arrays are taken, then dropped
+            lines = [f"{ctx_name} = {make_ctx}", *lines, *extra, f"del {ctx_name}"]
+        else:
+            lines = [line.replace(f"({ctx_name}, ", f"({make_ctx}, ", 1) for line in lines]
+        self.note(lines, writes, effect=False)
+        return out
+
+    def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
+        """Run ``function`` (an array call made outside ``Function.forward``: an in-place
+        update, a random draw, a mask) and note it. Always kept: it may change its arguments,
+        or the state of a random generator."""
+        result = function(*args, **kwargs)
+        code = ", ".join(
+            [self.expr(a) for a in args] + [f"{k}={self.expr(v)}" for k, v in kwargs.items()]
+        )
+        call = f"{self.constant(function)}({code})"
+        if isinstance(result, xp.ndarray):
+            writes = [self.value(result)]
+            self.note([f"v{writes[0]} = {call}"], writes, effect=True)
+        elif type(result) is tuple and all(isinstance(r, xp.ndarray) for r in result):
+            writes = [self.value(r) for r in result]
+            targets = ", ".join(f"v{w}" for w in writes)
+            self.note([f"{targets}, = {call}"], writes, effect=True)
+        else:
+            self.note([call], [], effect=True)
+        return result
+
+    def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: bool) -> None:
+        """Add ``g`` into ``leaf.grad`` now, and note it: a replay does it again, deciding then
+        (as eager code does) whether ``.grad`` is created or added to."""
+        if create_graph:
+            self.refuse("backward(create_graph=True)")
+        if engine._post_accumulate_hooks.get(id(leaf)):
+            self.refuse("a post-accumulate-grad hook")
+        code = f"accumulate({self.constant(leaf)}, {self.expr(g.array)}, {owned})"
+        with _Paused():
+            engine._accumulate(leaf, g, False, owned)
+        writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
+        self.note([f"v{writes[0]} = {code}"], writes, effect=True)
+
+    def replayed(self, function: Callable, *args: Any) -> Any:
+        """Run ``function(*args)`` now without recording its inside, and note the call: a
+        replay calls it again, so it reads what it reads (learning rates, step counts,
+        ``.grad``) at that time. A tensor it returns becomes a value of the step."""
+        if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
+            self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
+        code = f"{self.constant(function)}({', '.join(self.expr(a) for a in args)})"
+        with _Paused():
+            result = function(*args)
+        if isinstance(result, Tensor) and id(result.array) not in self.number:
+            writes = [self.value(result.array)]
+            self.note([f"v{writes[0]} = {code}.array"], writes, effect=True)
+        else:
+            self.note([code], [], effect=True)
+        return result
+
+    def refuse(self, what: str) -> None:
+        """Raise the JitError for ``what``, naming the user's line that did it."""
+        raise JitError(
+            f"scratchgrad.jit: {what} at {_user_line()} while recording {self.name}(): a "
+            "recorded step is replayed without running Python, so the value would be frozen "
+            "into the program. Move it out of the jitted function (return the tensor and read "
+            "it after the call), or call the function without jit."
+        )
+
+
+class _Paused:
+    """No recording inside: what runs here is noted as one call by the recorder."""
+
+    def __enter__(self) -> None:
+        self.recorder, capture_hook.recorder = capture_hook.recorder, None
+
+    def __exit__(self, *exc: object) -> None:
+        capture_hook.recorder = self.recorder
+
+
+def _user_line() -> str:
+    """``file:line`` of the innermost frame outside scratchgrad's own code."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"

@@ -1,0 +1,413 @@
+"""scratchgrad.jit: a jitted training step leaves the same state as the eager one.
+
+The oracle is scratchgrad's own eager step, run side by side on a second copy of the model
+(itself checked against PyTorch by the rest of the suite): after N jitted calls, parameters,
+gradients and optimizer state must equal N eager calls bit for bit, since a replay makes the
+same NumPy calls on the same arrays.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+N_STEPS = 5
+
+
+def mlp(seed=0):
+    sg.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+
+
+def cnn(seed=0):
+    sg.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 2, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(2 * 3 * 3, 3),
+    )
+
+
+def batches(shape, n=N_STEPS, classes=3, seed=1):
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            sg.tensor(rng.standard_normal(shape).astype(np.float32)),
+            sg.tensor(rng.integers(0, classes, shape[0])),
+        )
+        for _ in range(n)
+    ]
+
+
+def train_step(model, opt, clip=None):
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        return loss
+
+    return step
+
+
+def assert_same_state(model_a, opt_a, model_b, opt_b):
+    for (name, a), b in zip(model_a.state_dict().items(), model_b.state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+    for p, q in zip(model_a.parameters(), model_b.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    state_a, state_b = opt_a.state_dict(), opt_b.state_dict()
+    assert state_a["param_groups"] == state_b["param_groups"]
+    for index, entries in state_a["state"].items():
+        for key, value in entries.items():
+            other = state_b["state"][index][key]
+            if isinstance(value, sg.Tensor):
+                np.testing.assert_array_equal(value.numpy(), other.numpy(), err_msg=key)
+            else:
+                assert value == other, key
+
+
+def run_both(make_model, make_opt, data, clip=None):
+    """The same steps eagerly and jitted, from the same weights; the losses of each."""
+    model_e, model_j = make_model(), make_model()
+    opt_e, opt_j = make_opt(model_e.parameters()), make_opt(model_j.parameters())
+    eager, jitted = train_step(model_e, opt_e, clip), sg.jit(train_step(model_j, opt_j, clip))
+    losses = [(eager(x, y).item(), jitted(x, y).item()) for x, y in data]
+    assert_same_state(model_e, opt_e, model_j, opt_j)
+    return losses
+
+
+OPTIMIZERS = {
+    "sgd": lambda ps: sg.optim.SGD(ps, lr=0.1),
+    "sgd-momentum-decay": lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-2),
+    "sgd-nesterov": lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    "adam": lambda ps: sg.optim.Adam(ps, lr=0.01),
+    "adamw-amsgrad": lambda ps: sg.optim.AdamW(ps, lr=0.01, amsgrad=True),
+    "rmsprop": lambda ps: sg.optim.RMSprop(ps, lr=0.01, momentum=0.5),
+}
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_mlp_state_equals_eager(name):
+    losses = run_both(mlp, OPTIMIZERS[name], batches((6, 4)))
+    assert [e for e, _ in losses] == [j for _, j in losses]
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum-decay", "adam"])
+def test_cnn_state_equals_eager(name):
+    losses = run_both(cnn, OPTIMIZERS[name], batches((2, 1, 6, 6)))
+    assert [e for e, _ in losses] == [j for _, j in losses]
+
+
+def test_gradient_clipping_inside_the_step():
+    run_both(mlp, OPTIMIZERS["sgd"], batches((6, 4)), clip=0.05)
+
+
+def test_replays_after_the_second_call():
+    """Python side effects run on the eager call and the recording call only."""
+    seen = []
+    model = mlp()
+
+    @sg.jit
+    def forward(x):
+        seen.append(x.shape)
+        return model(x)
+
+    x = sg.randn(2, 4)
+    for _ in range(4):
+        forward(x)
+    assert len(seen) == 2
+
+
+def test_returned_tensors_are_not_overwritten():
+    model = mlp()
+    forward = sg.jit(lambda x: model(x) * 2)
+    xs = [sg.randn(3, 4) for _ in range(4)]
+    outs = [forward(x) for x in xs]
+    with sg.no_grad():
+        for x, out in zip(xs, outs):
+            np.testing.assert_array_equal(out.detach().numpy(), (model(x) * 2).numpy())
+
+
+def test_learning_rate_is_read_at_replay():
+    model_e, model_j = mlp(), mlp()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
+    sched_e = sg.optim.lr_scheduler.StepLR(opt_e, step_size=1, gamma=0.5)
+    sched_j = sg.optim.lr_scheduler.StepLR(opt_j, step_size=1, gamma=0.5)
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for x, y in batches((6, 4)):
+        eager(x, y), jitted(x, y)
+        sched_e.step(), sched_j.step()  # between the calls, as most loops do
+    assert opt_j.param_groups[0]["lr"] == 0.1 * 0.5**N_STEPS
+    assert_same_state(model_e, opt_e, model_j, opt_j)
+
+
+def test_scheduler_inside_the_step_steps_at_every_replay():
+    model = mlp()
+    opt = sg.optim.Adam(model.parameters(), lr=0.1)
+    sched = sg.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    inner = train_step(model, opt)
+
+    def step(x, y):
+        loss = inner(x, y)
+        sched.step()
+        return loss
+
+    jitted = sg.jit(step)
+    for x, y in batches((6, 4)):
+        jitted(x, y)
+    assert opt.param_groups[0]["lr"] == 0.1 * 0.5**N_STEPS
+    assert opt.state[next(model.parameters())]["step"] == N_STEPS
+
+
+def test_gradients_accumulate_over_calls_without_zero_grad():
+    model_e, model_j = mlp(), mlp()
+
+    def accumulate(model):
+        def step(x, y):
+            nn.functional.cross_entropy(model(x), y).backward()
+
+        return step
+
+    eager, jitted = accumulate(model_e), sg.jit(accumulate(model_j))
+    for x, y in batches((6, 4)):
+        eager(x, y), jitted(x, y)
+    for p, q in zip(model_e.parameters(), model_j.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    model_j.zero_grad()  # outside the step: the replay makes .grad again
+    eager_grads = [p.grad.numpy().copy() for p in model_e.parameters()]
+    model_e.zero_grad()
+    x, y = batches((6, 4), n=1, seed=5)[0]
+    eager(x, y), jitted(x, y)
+    for p, q, old in zip(model_e.parameters(), model_j.parameters(), eager_grads):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+        assert not np.array_equal(p.grad.numpy(), old)
+
+
+def test_no_grad_inside_the_step():
+    model_e, model_j = mlp(), mlp()
+
+    def step_of(model):
+        def step(x, y):
+            with sg.no_grad():
+                target = model(x).softmax(1)  # a target made by the model itself, no graph
+            loss = ((model(x).softmax(1) - target.detach() * 0.5) ** 2).sum()
+            loss.backward()
+            return loss, target
+
+        return step
+
+    eager, jitted = step_of(model_e), sg.jit(step_of(model_j))
+    for x, _ in batches((6, 4)):
+        (loss_e, target_e), (loss_j, target_j) = eager(x, None), jitted(x, None)
+        np.testing.assert_array_equal(target_e.numpy(), target_j.numpy())
+        assert loss_e.item() == loss_j.item()
+        assert not target_j.requires_grad
+
+
+class Cube(sg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.square = x * x  # an intermediate kept on ctx, read by backward
+        return ctx.square * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3 * sg.Tensor._make(ctx.square)
+
+
+def test_custom_autograd_function():
+    w_e = sg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w_j = sg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+
+    def step_of(w):
+        def step(x):
+            (Cube.apply(w * x)).sum().backward()
+            return w.grad
+
+        return step
+
+    eager, jitted = step_of(w_e), sg.jit(step_of(w_j))
+    for value in [1.0, 2.0, -3.0, 0.5]:
+        x = sg.full((3,), value)
+        w_e.grad = w_j.grad = None  # outside the step: a Python assignment is not recorded
+        np.testing.assert_array_equal(eager(x).detach().numpy(), jitted(x).detach().numpy())
+        np.testing.assert_allclose(
+            w_j.grad.numpy(), 3 * value**3 * w_j.detach().numpy() ** 2, rtol=1e-6
+        )
+
+
+def test_dropout_draws_from_the_same_stream_as_eager():
+    def run(jitted):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 3))
+        sg.manual_seed(42)
+        forward = sg.jit(model) if jitted else model
+        return [forward(x).detach().numpy() for x, _ in batches((5, 4), n=4)]
+
+    eager, jitted = run(False), run(True)
+    for a, b in zip(eager, jitted):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(jitted[2], jitted[3])  # fresh draws at each replay
+
+
+def test_random_draws_follow_a_reseed():
+    noise = sg.jit(lambda x: x + sg.randn(3))
+    x = sg.zeros(3)
+    for _ in range(3):
+        noise(x)
+    sg.manual_seed(7)
+    first = noise(x).numpy()
+    sg.manual_seed(7)
+    np.testing.assert_array_equal(noise(x).numpy(), first)
+    sg.manual_seed(7)
+    np.testing.assert_array_equal(sg.randn(3).numpy(), first)
+
+
+def test_batchnorm_train_and_eval_are_separate_programs():
+    def make():
+        sg.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
+
+    model_e, model_j = make(), make()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1)
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for i, (x, y) in enumerate(batches((6, 4), n=8)):
+        mode = "train" if i % 4 < 2 else "eval"  # train, train, eval, eval, train, ...
+        getattr(model_e, mode)(), getattr(model_j, mode)()
+        assert eager(x, y).item() == jitted(x, y).item()
+    assert_same_state(model_e, opt_e, model_j, opt_j)
+    assert int(model_j[1].num_batches_tracked) == 4
+    (recordings,) = jitted.recordings.values()
+    assert len(recordings) == 2
+
+
+def test_a_new_shape_or_dtype_records_a_new_program():
+    model = mlp()
+    forward = sg.jit(lambda x: model(x))
+    for x in [sg.randn(2, 4), sg.randn(2, 4), sg.randn(5, 4), sg.randn(5, 4)]:
+        with sg.no_grad():
+            expected = model(x).numpy()
+        np.testing.assert_array_equal(forward(x).detach().numpy(), expected)
+    assert len(forward.recordings) == 2
+    model.double()
+    x = sg.randn(2, 4, dtype=sg.float64)
+    forward(x)
+    assert forward(x).dtype == sg.float64
+    assert len(forward.recordings) == 3
+
+
+def test_other_arguments_are_part_of_the_key():
+    scale = sg.jit(lambda x, k: x * k)
+    x = sg.ones(2)
+    assert [scale(x, k).tolist() for k in (2.0, 2.0, 3.0, 3.0, 2.0)] == [
+        [2.0, 2.0],
+        [2.0, 2.0],
+        [3.0, 3.0],
+        [3.0, 3.0],
+        [2.0, 2.0],
+    ]
+
+
+def test_recompile_limit_warns_and_runs_eagerly():
+    double = sg.jit(lambda x: x * 2, cache_size=2)
+    double(sg.ones(1))
+    for n in (1, 2):
+        double(sg.ones(n))
+    with pytest.warns(UserWarning, match="cache_size"):
+        assert double(sg.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert sum(map(len, double.recordings.values())) == 2
+
+
+def test_nested_structures_of_tensors():
+    @sg.jit
+    def swap(pair, extra):
+        a, b = pair
+        return {"sum": a + extra["c"], "both": [b * 2, a]}
+
+    for i in range(4):
+        a, b, c = sg.full((2,), float(i)), sg.ones(2), sg.full((2,), 10.0)
+        out = swap((a, b), {"c": c})
+        assert out["sum"].tolist() == [i + 10.0] * 2
+        assert out["both"][0].tolist() == [2.0, 2.0]
+        assert out["both"][1].tolist() == [float(i)] * 2
+
+
+def line_of(fragment):
+    """The line number of ``fragment`` in this file."""
+    with open(__file__) as source:
+        return next(i for i, line in enumerate(source, 1) if fragment in line)
+
+
+READS = {
+    ".item()": lambda y: y.sum().item(),  # READ item
+    ".numpy()": lambda y: y.detach().numpy(),  # READ numpy
+    ".tolist()": lambda y: y.tolist(),  # READ tolist
+    "bool(tensor)": lambda y: y.sum() > 0 and y,  # READ bool
+    "printing a tensor": lambda y: print(y),  # READ print
+    "creating an nn.Parameter": lambda y: nn.Parameter(y.detach()),  # READ parameter
+}
+
+
+@pytest.mark.parametrize("what", READS)
+def test_reading_values_raises_jit_error_naming_the_line(what):
+    read = READS[what]
+
+    @sg.jit
+    def step(x):
+        y = x * 2
+        read(y)
+        return y
+
+    x = sg.ones(2)
+    step(x)  # eager: fine
+    with pytest.raises(sg.JitError, match=re.escape(what)) as info:
+        step(x)
+    tag = what.split("(")[0].split()[-1].strip(".")
+    fragment = "# READ " + {"tensor": "print", "nn.Parameter": "parameter"}.get(tag, tag)
+    assert f"test_jit.py:{line_of(fragment)}" in str(info.value)
+    step2 = sg.jit(lambda x: x * 2)
+    step2(x), step2(x)
+    assert step2(x).tolist() == [2.0, 2.0]  # the failed recording left no recorder behind
+
+
+def test_nested_jit_raises():
+    inner = sg.jit(lambda x: x + 1)
+    outer = sg.jit(lambda x: inner(x) * 2)
+    x = sg.ones(1)
+    outer(x)
+    with pytest.raises(sg.JitError, match="nested jit"):
+        outer(x)
+
+
+def test_create_graph_raises():
+    w = sg.ones(2, requires_grad=True)
+    step = sg.jit(lambda x: (w * x).sum().backward(create_graph=True))
+    step(sg.ones(2))
+    with pytest.raises(sg.JitError, match="create_graph"):
+        step(sg.ones(2))
+
+
+def test_as_a_method_decorator_one_recording_per_instance():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        @sg.jit
+        def __call__(self, x):
+            return x * self.k
+
+    two, three = Scaler(2.0), Scaler(3.0)
+    x = sg.ones(1)
+    for _ in range(3):
+        assert two(x).tolist() == [2.0]
+        assert three(x).tolist() == [3.0]
