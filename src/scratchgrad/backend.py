@@ -307,9 +307,7 @@ class Generator:
         self.rng = numpy.random.default_rng(seed)
 
     def manual_seed(self, seed: int) -> Generator:
-        # Reseeded in place, the same NumPy generator: a step recorded by scratchgrad.jit
-        # keeps drawing from it after a reseed.
-        self.rng.bit_generator.state = numpy.random.default_rng(seed).bit_generator.state
+        self.rng = numpy.random.default_rng(seed)
         return self
 
 

@@ -156,10 +156,13 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     dtype = _dtype(dtype)
     if not backend.is_floating(dtype):
         raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
-    draw = getattr(_rng(generator), name)
     drawn_dtype = xp.float64 if dtype == backend.float64 else xp.float32
+    # The generator's NumPy generator is looked up at each draw: a step that scratchgrad.jit
+    # recorded draws from the one a later manual_seed made.
     return _drawn(
-        lambda shape: draw(shape, dtype=drawn_dtype).astype(dtype, copy=False),
+        lambda shape: getattr(_rng(generator), name)(shape, dtype=drawn_dtype).astype(
+            dtype, copy=False
+        ),
         as_shape(size),
         requires_grad,
         device,
@@ -200,9 +203,9 @@ def randint(
     """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch."""
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
-    rng, dtype = _rng(generator), _dtype(dtype, backend.int64)
+    dtype = _dtype(dtype, backend.int64)
     return _drawn(
-        lambda shape: rng.integers(low, high, shape, dtype=dtype),
+        lambda shape: _rng(generator).integers(low, high, shape, dtype=dtype),
         as_shape((size,)),
         requires_grad,
         device,
@@ -216,16 +219,16 @@ def randperm(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    rng, dtype = _rng(generator), _dtype(dtype, backend.int64)
+    dtype = _dtype(dtype, backend.int64)
     if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
-        return _finish(
-            capture_hook.recorder.call(_permutation, rng, n, dtype), requires_grad, device
-        )
-    return _finish(_permutation(rng, n, dtype), requires_grad, device)
+        order = capture_hook.recorder.call(_permutation, generator, n, dtype)
+    else:
+        order = _permutation(generator, n, dtype)
+    return _finish(order, requires_grad, device)
 
 
-def _permutation(rng, n: int, dtype) -> Any:
-    return rng.permutation(n).astype(dtype)
+def _permutation(generator: Generator | None, n: int, dtype) -> Any:
+    return _rng(generator).permutation(n).astype(dtype)
 
 
 def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:
