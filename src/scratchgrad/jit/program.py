@@ -19,6 +19,7 @@ from typing import Any
 
 from scratchgrad.autograd import engine
 from scratchgrad.backend import xp
+from scratchgrad.jit import kernels
 from scratchgrad.jit.recorder import Recorder
 from scratchgrad.tensor import Tensor
 
@@ -64,7 +65,7 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
     source = "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body)
-    namespace = {**_HELPERS, **recorder.constants}
+    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants}
     exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
     return namespace["replay"], source
 

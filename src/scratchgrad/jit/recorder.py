@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
 from scratchgrad.backend import xp
+from scratchgrad.jit import kernels
 from scratchgrad.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARIES = tuple({sysconfig.get_path("stdlib"), sysconfig.get_path("purelib")})
 
 
 class JitError(RuntimeError):
@@ -106,8 +109,8 @@ class Recorder:
         """Run ``cls.forward`` and note it; the arrays it leaves on ``ctx`` (saved
         intermediates a backward will use) become values of the step too."""
         out = cls.forward(ctx, *arrays, **kwargs)
-        args = [self.expr(a) for a in arrays]
-        args += [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
+        positional = [self.expr(a) for a in arrays]
+        args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
         known = set(self.number)
         ctx_name = f"x{len(self.steps)}"
         call = f"{self.constant(cls.forward)}({ctx_name}, {', '.join(args)})"
@@ -120,7 +123,8 @@ class Recorder:
                 lines.append(f"v{writes[-1]} = asarray(t[{i}])")
             lines.append("del t")
         else:
-            if not isinstance(out, xp.ndarray):  # NumPy gives 0-d scalars
+            scalar = not isinstance(out, xp.ndarray)  # NumPy gives 0-d scalars
+            if scalar:
                 out, call = xp.asarray(out), f"asarray({call})"
             writes.append(self.value(out))
             lines.append(f"v{writes[-1]} = {call}")
@@ -139,6 +143,13 @@ class Recorder:
                     writes.append(self.value(item))
                     at = f"[{i}]" if type(saved) is tuple else ""
                     extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}")
+        rule = kernels.RULES.get(cls)
+        if rule is not None and not extra and not isinstance(out, tuple):
+            code = rule(positional, arrays, kwargs, self.constant)
+            if code is not None:
+                lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
+                self.note(lines, writes, effect=False)
+                return out
         make_ctx = f"new({self.constant(cls)})"
         if extra:  # the ctx is kept until its arrays are taken, then dropped
             lines = [f"{ctx_name} = {make_ctx}", *lines, *extra, f"del {ctx_name}"]
@@ -217,10 +228,16 @@ class _Paused:
 
 
 def _user_line() -> str:
-    """``file:line`` of the innermost frame outside scratchgrad's own code."""
+    """``file:line`` of the innermost frame of the user's code: outside scratchgrad and the
+    installed libraries (one may wrap ``print``), else outside scratchgrad."""
+    frames = []
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_PACKAGE):
+            frames.append(frame)
         frame = frame.f_back
-    if frame is None:
-        return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    for frame in frames:
+        name = frame.f_code.co_filename
+        if not name.startswith(_LIBRARIES) and "site-packages" not in name:
+            return f"{name}:{frame.f_lineno}"
+    return f"{frames[0].f_code.co_filename}:{frames[0].f_lineno}" if frames else "<unknown>"
