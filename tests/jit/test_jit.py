@@ -411,3 +411,24 @@ def test_as_a_method_decorator_one_recording_per_instance():
     for _ in range(3):
         assert two(x).tolist() == [2.0]
         assert three(x).tolist() == [3.0]
+
+
+def test_buffers_reused_only_when_nothing_reads_them_later():
+    """A replay writes a ufunc's result over an input that is dead afterwards; a view of that
+    input read later, the caller's input and a returned tensor keep theirs."""
+
+    def f(x):
+        h = x * 2
+        row = h.reshape(-1)[:3]  # a view of h, read after h's last direct use
+        y = (h.exp() + 1).relu()  # each result could overwrite the one before
+        return row * 1, y, x
+
+    jitted = sg.jit(f)
+    for i in range(4):
+        x = sg.full((2, 3), float(i))
+        x_before = x.numpy().copy()
+        for a, b in zip(f(x), jitted(x)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        np.testing.assert_array_equal(x.numpy(), x_before)
+    source = next(iter(jitted.recordings.values()))[0].source
+    assert "out=" in source  # the test exercises the reuse

@@ -6,7 +6,7 @@ themselves as recorded and the static attributes, it returns the code of one exp
 computes exactly what ``forward`` computed (the same NumPy calls in the same order, so the same
 bits), or None where the rule does not cover the case (then the forward itself is replayed).
 A rule may only be given for a forward whose backward reads nothing but its inputs and its
-result from ``ctx``.
+result from ``ctx``. A ufunc's code may take an ``out=`` (see ``OUT``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import accumulation_dtype, xp
-from scratchgrad.ops import binary, matmul, reduce, unary
+from scratchgrad.ops import binary, fused, matmul, reduce, unary
 
 
 def linear(x: Any, w: Any, b: Any) -> Any:
@@ -48,8 +48,13 @@ NAMES = {
 }
 
 
+# A ufunc's code ends with OUT before its closing parenthesis: the program may replace it with
+# ", out=vN" to write the result over an input that nothing reads afterwards.
+OUT = "@OUT@"
+
+
 def _ufunc(name: str) -> Callable:
-    return lambda args, arrays, kwargs, constant: f"{name}({', '.join(args)})"
+    return lambda args, arrays, kwargs, constant: f"{name}({', '.join(args)}{OUT})"
 
 
 def _same_matrices(arrays: list) -> bool:
@@ -91,7 +96,7 @@ def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
 
 
 def _relu(args, arrays, kwargs, constant) -> str:
-    return f"np_maximum({args[0]}, 0)"
+    return f"np_maximum({args[0]}, 0{OUT})"
 
 
 RULES: dict[type, Callable[..., str | None]] = {
@@ -104,8 +109,8 @@ RULES: dict[type, Callable[..., str | None]] = {
     unary.Exp: _ufunc("np_exp"),
     unary.Log: _ufunc("np_log"),
     unary.Relu: _relu,
-    unary.TanhGrad: _tanh_grad,
-    matmul.Linear: _linear,
+    fused.TanhGrad: _tanh_grad,
+    fused.Linear: _linear,
     matmul.MatMul: _matmul,
     reduce.SumToSize: _sum_to_size,
 }

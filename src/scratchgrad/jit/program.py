@@ -51,11 +51,14 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
             last_use[number] = index
     for number in outputs:
         last_use[number] = len(steps)
+    free_after = _free_after(recorder, steps, last_use, inputs)
     body = []
     if inputs:
         body.append(", ".join(f"v{n}" for n in inputs) + ", = inputs")
     for index, step in enumerate(steps):
-        body += step.lines
+        reused = next((n for n in step.reusable if free_after.get(n, -2) == index), None)
+        out = "" if reused is None else f", out=v{reused}"
+        body += [line.replace(kernels.OUT, out) for line in step.lines]
         done = [
             f"v{n}"
             for n in sorted(step.reads | set(step.writes))
@@ -68,6 +71,36 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
     namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants}
     exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
     return namespace["replay"], source
+
+
+def _free_after(
+    recorder: Recorder, steps: list, last_use: dict, inputs: list[int]
+) -> dict[int, int]:
+    """For each value whose memory a ufunc may overwrite: the step after which nothing reads
+    that memory any more, through it or through any other value sharing it. The caller's
+    inputs and the values that escape the program's control (handed to .grad, an optimizer,
+    an in-place call) are never overwritten."""
+    escaped = set(inputs)
+    for step in steps:
+        if step.effect:
+            escaped |= step.reads | set(step.writes)
+    last_by_memory: dict[int, int] = {}
+    for number, array in enumerate(recorder.arrays):
+        root = _memory_of(array)
+        last_by_memory[root] = max(last_by_memory.get(root, -1), last_use.get(number, -1))
+    for number in escaped:
+        last_by_memory[_memory_of(recorder.arrays[number])] = len(steps)
+    return {
+        number: last_by_memory[_memory_of(recorder.arrays[number])]
+        for number in range(len(recorder.arrays))
+    }
+
+
+def _memory_of(array: Any) -> int:
+    """The id of the array that owns ``array``'s memory."""
+    while isinstance(array.base, xp.ndarray):
+        array = array.base
+    return id(array)
 
 
 def _live_steps(recorder: Recorder, outputs: list[int]) -> list:

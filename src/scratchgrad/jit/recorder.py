@@ -41,10 +41,12 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect")
+    __slots__ = ("lines", "reads", "writes", "effect", "reusable")
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
+        # for a ufunc (its line ends with kernels.OUT), the inputs its result could overwrite
+        self.reusable: list[int] = []
 
 
 class Recorder:
@@ -148,7 +150,15 @@ class Recorder:
             code = rule(positional, arrays, kwargs, self.constant)
             if code is not None:
                 lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
+                reusable = [
+                    int(code[1:])
+                    for code, a in zip(positional, arrays)
+                    if code.startswith("v")
+                    and a.base is None  # owns its memory: not a view of another array
+                    and (a.shape, a.dtype) == (out.shape, out.dtype)
+                ]
                 self.note(lines, writes, effect=False)
+                self.steps[-1].reusable = reusable if kernels.OUT in code else []
                 return out
         make_ctx = f"new({self.constant(cls)})"
         if extra:  # the ctx is kept until its arrays are taken, then dropped
