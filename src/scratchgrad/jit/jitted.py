@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook
-from scratchgrad.autograd.grad_mode import _state
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.jit import program
 from scratchgrad.jit.recorder import JitError, Recorder
 from scratchgrad.tensor import Tensor
@@ -28,11 +28,11 @@ class Recording:
 
     def __init__(self, replay: Callable, source: str, modules: list, build: Callable) -> None:
         self.replay, self.source, self.build = replay, source, build
-        self.modules = tuple(modules)
-        self.training = tuple(m.training for m in self.modules)
+        self.modules = modules
+        self.training = [m.training for m in modules]
 
     def matches(self) -> bool:
-        return all(m.training is t for m, t in zip(self.modules, self.training))
+        return [m.training for m in self.modules] == self.training
 
 
 class Jitted:
@@ -63,7 +63,7 @@ class Jitted:
         self.calls += 1
         if self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
-        tensors, key = _flatten((args, kwargs))
+        tensors, key = _signature(args, kwargs)
         key = (key, _state.enabled)
         for recording in self.recordings.get(key, ()):
             if recording.matches():
@@ -133,6 +133,22 @@ def jit(fn: Callable | None = None, *, cache_size: int = 8) -> Any:
     return Jitted(fn, cache_size)
 
 
+def _signature(args: tuple, kwargs: dict) -> tuple[list, Any]:
+    """The tensors among the arguments and the guard key of the call (see ``_flatten``), for
+    the common call of a few tensors without the tree walk."""
+    if not kwargs:
+        key = []
+        for a in args:
+            if type(a) is not Tensor:
+                break
+            array = a.array
+            key.append((array.shape, array.dtype, a.requires_grad, array.flags.c_contiguous))
+        else:
+            if len({id(a.array) for a in args}) == len(args):
+                return list(args), tuple(key)
+    return _flatten((args, kwargs))
+
+
 def _flatten(tree: Any) -> tuple[list, Any]:
     """The tensors in ``tree`` (lists, tuples and dicts, nested) and a hashable key of the
     rest: the structure, each tensor's signature and the other leaves' values."""
@@ -141,8 +157,8 @@ def _flatten(tree: Any) -> tuple[list, Any]:
     def key_of(node: Any) -> Any:
         if isinstance(node, Tensor):
             tensors.append(node)
-            a = node.array
-            return (a.shape, a.dtype.str, node.requires_grad)
+            a = node.array  # the layout too: it decides which results are views
+            return (a.shape, a.dtype, node.requires_grad, a.flags.c_contiguous)
         if type(node) in (tuple, list):
             return (type(node), tuple(key_of(item) for item in node))
         if type(node) is dict:
@@ -153,7 +169,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
             return (type(node), id(node))  # unhashable: the same object again
         return (type(node), node)
 
-    key = key_of(tree)
+    key = ("tree", key_of(tree))
     ids = [id(t.array) for t in tensors]
     if len(set(ids)) != len(ids):  # the same array passed twice: part of the key
         key = (key, tuple(ids.index(i) for i in ids))
