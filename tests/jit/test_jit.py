@@ -109,8 +109,8 @@ def test_gradient_clipping_inside_the_step():
     run_both(mlp, OPTIMIZERS["sgd"], batches((6, 4)), clip=0.05)
 
 
-def test_replays_after_the_second_call():
-    """Python side effects run on the eager call and the recording call only."""
+def test_replays_after_the_third_call():
+    """Python side effects run on the eager call and the two recording calls only."""
     seen = []
     model = mlp()
 
@@ -120,9 +120,9 @@ def test_replays_after_the_second_call():
         return model(x)
 
     x = sg.randn(2, 4)
-    for _ in range(4):
+    for _ in range(5):
         forward(x)
-    assert len(seen) == 2
+    assert len(seen) == 3
 
 
 def test_returned_tensors_are_not_overwritten():
@@ -432,3 +432,43 @@ def test_buffers_reused_only_when_nothing_reads_them_later():
         np.testing.assert_array_equal(x.numpy(), x_before)
     source = next(iter(jitted.recordings.values()))[0].source
     assert "out=" in source  # the test exercises the reuse
+
+
+def test_values_computed_from_tensor_data_outside_the_ops_raise_on_the_third_call():
+    """NumPy on a tensor's data (here through np.asarray) is invisible to the recorder: the
+    second recording of the step sees another constant, and says so instead of replaying."""
+
+    @sg.jit
+    def masked(x):
+        mask = sg.from_numpy(np.asarray(x) > 0)
+        return x * mask
+
+    masked(sg.tensor([1.0, -1.0]))
+    masked(sg.tensor([1.0, -1.0]))
+    with pytest.raises(sg.JitError, match="different constant"):
+        masked(sg.tensor([-1.0, 1.0]))
+
+
+def test_python_branches_on_tensor_data_raise_on_the_third_call():
+    @sg.jit
+    def branchy(x):
+        if np.asarray(x).sum() > 0:
+            return x.exp()
+        return x.tanh()
+
+    branchy(sg.ones(2))
+    branchy(sg.ones(2))
+    with pytest.raises(sg.JitError, match="different calls"):
+        branchy(-sg.ones(2))
+
+
+def test_the_same_constants_made_again_are_equal():
+    """Constants made anew at each call (a tensor from a list, a drawn-shape lambda) do not
+    count as differences."""
+
+    @sg.jit
+    def f(x):
+        return x * sg.tensor([1.0, 2.0]) + sg.rand(2) * 0
+
+    for _ in range(4):
+        assert f(sg.ones(2)).tolist() == [1.0, 2.0]

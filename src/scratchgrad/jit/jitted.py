@@ -1,4 +1,5 @@
-"""``jit(fn)``: run ``fn`` eagerly once, record it on the next call, replay the recording after.
+"""``jit(fn)``: run ``fn`` eagerly once, record it on the next two calls (which must agree),
+replay the recording after.
 
 A recording is kept per *guard key*: the structure of the arguments, each tensor's shape,
 dtype, device and requires_grad, the other arguments' values, and grad mode; and per variant,
@@ -9,12 +10,14 @@ a new one (up to ``cache_size`` per function; past it, a warning and eager calls
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
+from scratchgrad.backend import xp
 from scratchgrad.jit import program
 from scratchgrad.jit.recorder import JitError, Recorder
 from scratchgrad.tensor import Tensor
@@ -26,8 +29,12 @@ class Recording:
     """One program and what it needs to be replayed: the modules whose train/eval mode it
     assumed, and how to rebuild the returned structure from its output arrays."""
 
-    def __init__(self, replay: Callable, source: str, modules: list, build: Callable) -> None:
+    def __init__(
+        self, replay: Callable, source: str, modules: list, build: Callable, recorder: Recorder
+    ) -> None:
         self.replay, self.source, self.build = replay, source, build
+        self.constants, self.places = recorder.constants, recorder.places
+        self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules = modules
         self.training = [m.training for m in modules]
 
@@ -65,10 +72,17 @@ class Jitted:
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
         key = (key, _state.enabled)
-        for recording in self.recordings.get(key, ()):
+        recordings = self.recordings.get(key, [])
+        for index, recording in enumerate(recordings):
             if recording.matches():
-                outputs = recording.replay([t.array for t in tensors])
-                return recording.build(outputs)
+                if recording.checked:
+                    return recording.build(recording.replay([t.array for t in tensors]))
+                # Recorded once: record again and compare, so that a value computed in Python
+                # from tensor data (frozen into a recording) is caught, not replayed.
+                result, again = self._record(tensors, args, kwargs)
+                _check_same(recording, again, self.__name__)
+                again.checked, recordings[index] = True, again
+                return result
         if sum(map(len, self.recordings.values())) >= self.cache_size:
             if not self._warned:
                 self._warned = True
@@ -96,7 +110,58 @@ class Jitted:
         returned, build = _outputs(result, recorder)
         replay, source = program.compile(recorder, inputs, returned)
         modules = list({id(m): m for m in recorder.modules}.values())
-        return result, Recording(replay, source, modules, build)
+        return result, Recording(replay, source, modules, build, recorder)
+
+
+def _check_same(first: Recording, second: Recording, name: str) -> None:
+    """Raise a JitError if two recordings of one call signature differ: in their code (a
+    Python branch decided by tensor data) or in a constant (a value computed outside
+    scratchgrad's ops from tensor data, e.g. NumPy on ``.array``)."""
+    what = None
+    if first.source != second.source:
+        pairs = zip(first.source.splitlines(), second.source.splitlines())
+        a, b = next(((a, b) for a, b in pairs if a != b), ("(shorter)", "(longer)"))
+        what = f"different calls ({a.strip()!r}, then {b.strip()!r})"
+    else:
+        for key, value in first.constants.items():
+            if not _same(value, second.constants[key]):
+                what = f"a different constant ({type(value).__name__}) at {first.places[key]}"
+                break
+    if what is not None:
+        raise JitError(
+            f"scratchgrad.jit: {name}() recorded {what} on its second and third calls: a "
+            "Python branch or a value computed outside scratchgrad's ops depends on tensor "
+            "data, and a replay would freeze it. Compute it with tensor operations, or call "
+            "the function without jit."
+        )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two constants of two recordings stand for the same thing: the same object, or
+    equal arrays, numbers, containers, or functions with the same code and closure."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Tensor):
+        return a.requires_grad == b.requires_grad and _same(a.array, b.array)
+    if isinstance(a, xp.ndarray):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            return False
+        return bool(xp.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, types.FunctionType):
+        cells = [c.cell_contents for c in a.__closure__ or ()]
+        return a.__code__ is b.__code__ and _same(
+            cells, [c.cell_contents for c in b.__closure__ or ()]
+        )
+    if isinstance(a, float) and a != a:
+        return b != b  # NaN
+    try:
+        return bool(a == b)
+    except Exception:  # objects without a usable equality: only themselves
+        return False
 
 
 def jit(fn: Callable | None = None, *, cache_size: int = 8) -> Any:
@@ -104,9 +169,11 @@ def jit(fn: Callable | None = None, *, cache_size: int = 8) -> Any:
 
     The first call runs eagerly (lazily made state such as Adam's moments exists after it),
     the second records every array call of the forward, the backward and the optimizer
-    update, and later calls with tensors of the same shapes, dtypes and devices (and the same
-    other arguments, grad mode and train/eval modes) replay the recording on the new arrays,
-    without the autograd bookkeeping. Parameters, their ``.grad`` and the optimizer's state
+    update, the third records again and checks that both recordings agree (else JitError: a
+    Python branch or a NumPy computation on tensor data would be frozen), and later calls with
+    tensors of the same shapes, dtypes and layouts (and the same other arguments, grad mode
+    and train/eval modes) replay the recording on the new arrays, without the autograd
+    bookkeeping. Parameters, their ``.grad`` and the optimizer's state
     are updated in place, as eager steps would. Learning rates, betas, step counts and
     random draws are read when a replay runs. Returned tensors are fresh arrays, detached.
 
@@ -124,8 +191,8 @@ def jit(fn: Callable | None = None, *, cache_size: int = 8) -> Any:
     ...     opt.step()
     ...     return loss
     >>> x, y = sg.randn(8, 3), sg.randn(8, 1)
-    >>> losses = [step(x, y).item() for _ in range(4)]  # eager, records, replays twice
-    >>> losses[3] < losses[0]
+    >>> losses = [step(x, y).item() for _ in range(5)]  # eager, records twice, replays
+    >>> losses[4] < losses[0]
     True
     """
     if fn is None:

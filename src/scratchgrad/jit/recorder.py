@@ -58,6 +58,7 @@ class Recorder:
         self.number: dict[int, int] = {}  # id(array) -> its value number
         self.constants: dict[str, Any] = {}  # names the program's code uses -> objects
         self.constant_names: dict[int, str] = {}
+        self.places: dict[str, str] = {}  # constant name -> the user's line that first used it
         self.steps: list[Step] = []
         self.modules: list = []  # every Module called, for the train/eval guard
         self._reads: set = set()  # the values read by the step being noted
@@ -77,6 +78,7 @@ class Recorder:
             name = f"c{len(self.constants)}"
             self.constants[name] = obj
             self.constant_names[id(obj)] = name
+            self.places[name] = _user_line()
         return name
 
     def expr(self, obj: Any) -> str:
