@@ -28,7 +28,7 @@ from scratchgrad.cli import build_parser
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", re.S | re.M)
-NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\n*$")
+NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\n*$")  # searched up to a block's start
 LANGUAGES = {"python", "sh", "console", "text", "c", "cpp"}
 
 
@@ -58,7 +58,7 @@ def blocks() -> list[Block]:
                     line=before.count("\n") + 1,
                     language=m.group(1),
                     code=m.group(2),
-                    not_run=marker.group(1) if marker and marker.end() == m.start() else None,
+                    not_run=marker.group(1) if marker else None,
                 )
             )
     return found
