@@ -19,7 +19,8 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
-from scratchgrad.autograd.autocast import autocast_policy
+from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
+from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
@@ -1586,17 +1587,25 @@ def names_bad_arguments(function: Callable) -> Callable:
     something else. The arguments are looked at only once the call has failed with an
     AttributeError or TypeError, so a correct call costs the wrapper alone.
 
+    A function declared with ``@autocast_policy`` keeps one wrapper, not two: this one also
+    casts its arguments while autocast is on (a frame less on ``F.linear`` and the losses).
+
     >>> import scratchgrad as sg
     >>> sg.cat([[1.0], [2.0]])
     Traceback (most recent call last):
     TypeError: cat(): argument 'tensors' (position 1) must be a sequence of Tensors, not list
     """
+    policy = getattr(function, "autocast_policy", None)
+    if policy is not None:
+        function = function.__wrapped__
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args, **kwargs)
+            if policy is None or _autocast_state.dtype is None:
+                return function(*args, **kwargs)
+            return call_with_policy(function, policy, args, kwargs)
         except (AttributeError, TypeError):
             try:
                 given = signature.bind(*args, **kwargs).arguments
@@ -1611,6 +1620,7 @@ def names_bad_arguments(function: Callable) -> Callable:
                     ) from None
             raise
 
+    checked.autocast_policy = policy
     return checked
 
 

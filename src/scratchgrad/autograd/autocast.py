@@ -50,14 +50,21 @@ def autocast_policy(policy: str) -> Callable:
         def op(*args: Any, **kwargs: Any) -> Any:
             if state.dtype is None:  # the common case costs one attribute read
                 return fn(*args, **kwargs)
-            dtype = state.dtype if policy == "lower" else float32
-            args = tuple(_cast(a, dtype) for a in args)
-            kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
-            return fn(*args, **kwargs)
+            return call_with_policy(fn, policy, args, kwargs)
 
+        op.autocast_policy = policy  # tensor.names_bad_arguments folds this wrapper into its own
         return op
 
     return declare
+
+
+def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> Any:
+    """``fn`` on its arguments, the floating-point tensors among them cast as ``policy`` says
+    (called while an autocast region is on)."""
+    dtype = state.dtype if policy == "lower" else float32
+    args = tuple(_cast(a, dtype) for a in args)
+    kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
+    return fn(*args, **kwargs)
 
 
 def _cast(value: Any, dtype) -> Any:

@@ -546,7 +546,7 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             UserWarning,
-            stacklevel=5,  # past the loss and its two wrappers (autocast, argument types)
+            stacklevel=4,  # past the loss and its wrapper (argument types and autocast)
         )
 
 
