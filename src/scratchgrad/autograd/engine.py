@@ -84,7 +84,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     if len(given) != len(outputs):
         raise RuntimeError(f"backward: {len(outputs)} outputs but {len(given)} gradients")
     grads = {}  # node -> the sum of the gradients that reached it so far (Functions and leaves)
-    owned = set()  # the leaves whose gradient in grads no one else refers to (see _propagate)
+    owned = {}  # gradient -> the one leaf whose .grad may keep it as it is (see _propagate)
     for out, g in zip(outputs, given):
         node = _node_of(out)
         if node is None:
@@ -125,7 +125,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
                 if leaf._hooks or _post_accumulate_hooks:
                     _finish_leaf(leaf, g, create_graph, owned)
                 else:  # the common case, without _finish_leaf's frame
-                    _accumulate(leaf, g, create_graph, leaf in owned)
+                    _accumulate(leaf, g, create_graph, owned)
             elif leaf in targets:
                 found[leaf] = _run_hooks(leaf._hooks, g, leaf) if leaf._hooks else g
     finally:
@@ -133,12 +133,12 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
     return found
 
 
-def _finish_leaf(leaf: Tensor, g: Tensor, create_graph: bool, owned: set) -> None:
+def _finish_leaf(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
     """Hooks on the gradient, accumulation into ``.grad``, then the post-accumulate hooks."""
     if leaf._hooks:
-        g = _run_hooks(leaf._hooks, g, leaf)  # a hook may keep what it was given
-        owned.discard(leaf)
-    _accumulate(leaf, g, create_graph, leaf in owned)
+        g = _run_hooks(leaf._hooks, g, leaf)
+        owned = {}  # a hook may keep what it was given: .grad gets a copy
+    _accumulate(leaf, g, create_graph, owned)
     if _post_accumulate_hooks:
         for hook in _post_accumulate_hooks.get(id(leaf), ()):
             hook(leaf)
@@ -182,7 +182,7 @@ def _uses_of_hooked_leaves(roots: list[Function]) -> dict:
 
 
 def _finish_used_up_leaves(
-    node: Function, grads: dict, uses: dict, create_graph: bool, owned: set
+    node: Function, grads: dict, uses: dict, create_graph: bool, owned: dict
 ) -> None:
     """Count off ``node``'s uses of hooked leaves; finish a leaf when its last use has run."""
     for parent in node.parents:
@@ -214,7 +214,7 @@ def _run_hooks(hooks: tuple, g: Tensor, owner: Function | Tensor) -> Tensor:
 
 
 def _propagate(
-    node: Function, g: Tensor, grads: dict, ready: list, wanted: set | None, owned: set
+    node: Function, g: Tensor, grads: dict, ready: list, wanted: set | None, owned: dict
 ) -> None:
     """Run one node's backward and add each input's gradient, summed to the input's shape; an
     input that gets its first gradient joins the heap of nodes to run.
@@ -222,7 +222,8 @@ def _propagate(
     A leaf's gradient is ``owned`` (its ``.grad`` may adopt the array without a copy, as
     PyTorch's AccumulateGrad "steals" it) when the engine made it (a sum of two gradients) or a
     built-in op's backward freshly made it: not the incoming gradient, not a view, not handed
-    to another input. Custom Functions' results are never adopted: they may keep them.
+    to another leaf first. Custom Functions' results are never adopted: they may keep them.
+    Only a leaf without a ``.grad`` yet needs to know (the others add into theirs in place).
     """
     input_grads = type(node).backward(node, g)
     if type(input_grads) is not tuple:
@@ -232,8 +233,6 @@ def _propagate(
             f"{type(node).__name__}.backward returned {len(input_grads)} gradients for "
             f"{len(node.parents)} inputs"
         )
-    fresh_results = type(node).builtin
-    adopted = set()  # ids of the arrays this node gave to leaves as owned: each to one leaf
     for parent, g_in in zip(node.parents, input_grads):
         if parent is None or g_in is None or (wanted is not None and parent not in wanted):
             continue
@@ -250,35 +249,37 @@ def _propagate(
             anomaly.check(node, g_in)
         previous = grads.get(parent)
         if previous is not None:
-            grads[parent] = previous + g_in
+            grads[parent] = total = previous + g_in
             if is_leaf:
-                owned.add(parent)
+                owned.pop(previous, None)  # (not kept alive by owned)
+                owned[total] = parent
         elif is_leaf:
             grads[parent] = g_in
             array = g_in.array
             if (
-                fresh_results
+                parent.grad is None
+                and type(node).builtin
                 and array.base is None
                 and array is not g.array
-                and id(array) not in adopted
             ):
-                owned.add(parent)
-                adopted.add(id(array))
+                owned.setdefault(g_in, parent)  # a second leaf given it gets a copy
         else:
             grads[parent] = g_in
             heapq.heappush(ready, (-parent.sequence_nr, parent))
 
 
-def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: bool) -> None:
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
-    A first gradient is kept as it is when ``owned`` (see ``_propagate``), else copied."""
+    A first gradient is kept as it is when ``owned`` gives it to this leaf (see ``_propagate``),
+    else copied."""
     if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
         capture_hook.recorder.accumulate(leaf, g, create_graph, owned)
         return
     if g.array.dtype is not leaf.array.dtype:
-        g, owned = g.to(leaf.array.dtype), True
+        g = g.to(leaf.array.dtype)
+        owned = {g: leaf}  # a new array
     if leaf.grad is None:
-        leaf.grad = g if create_graph or owned else Tensor._make(g.array.copy())
+        leaf.grad = g if create_graph or owned.get(g) is leaf else Tensor._make(g.array.copy())
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:

@@ -29,8 +29,10 @@ _RELEASE_SIZE = 4096
 
 
 def accumulate(leaf: Tensor, array: Any, owned: bool) -> Any:
-    """Add a gradient into ``leaf.grad`` as the eager engine does; the array ``.grad`` holds."""
-    engine._accumulate(leaf, Tensor._make(array), False, owned)
+    """Add a gradient into ``leaf.grad`` as the eager engine does (``owned``: ``.grad`` may
+    keep the array itself); the array ``.grad`` holds."""
+    g = Tensor._make(array)
+    engine._accumulate(leaf, g, False, {g: leaf} if owned else {})
     return leaf.grad.array
 
 

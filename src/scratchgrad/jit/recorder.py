@@ -190,14 +190,14 @@ class Recorder:
             self.note([call], [], effect=True)
         return result
 
-    def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: bool) -> None:
+    def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
         """Add ``g`` into ``leaf.grad`` now, and note it: a replay does it again, deciding then
         (as eager code does) whether ``.grad`` is created or added to."""
         if create_graph:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
             self.refuse("a post-accumulate-grad hook")
-        code = f"accumulate({self.constant(leaf)}, {self.expr(g.array)}, {owned})"
+        code = f"accumulate({self.constant(leaf)}, {self.expr(g.array)}, {owned.get(g) is leaf})"
         with _Paused():
             engine._accumulate(leaf, g, False, owned)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
