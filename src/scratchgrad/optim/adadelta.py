@@ -69,8 +69,7 @@ class Adadelta(Optimizer):
         state["step"] += 1
 
         square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
-        scratch = xp.empty_like(grad)
-        square_average_(square_avg, grad, rho, scratch)
+        scratch = square_average_(square_avg, grad, rho)
         std = xp.sqrt(square_avg + eps)
         delta = xp.sqrt(acc_delta + eps)
         delta /= std

@@ -105,8 +105,7 @@ class Adam(Optimizer):
 
         # One scratch array serves every intermediate below but the last.
         exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
-        scratch = xp.empty_like(param)
-        lerp_(exp_avg, grad, 1 - beta1, scratch)
+        scratch = lerp_(exp_avg, grad, 1 - beta1)
         square_average_(exp_avg_sq, grad, beta2, scratch)
         if amsgrad:
             second = state["max_exp_avg_sq"].array

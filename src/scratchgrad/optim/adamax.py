@@ -52,8 +52,7 @@ class Adamax(Optimizer):
         state["step"] = step = state["step"] + 1
 
         exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
-        scratch = xp.empty_like(grad)
-        lerp_(exp_avg, grad, 1 - beta1, scratch)
+        scratch = lerp_(exp_avg, grad, 1 - beta1)
         exp_inf *= beta2
         xp.abs(grad, out=scratch)
         scratch += group["eps"]

@@ -33,8 +33,7 @@ def _moments(p: Tensor, group: dict[str, Any], state: dict[str, Any], **extra: A
         state["exp_avg"] = zeros_like(p)
         state["exp_avg_sq"] = zeros_like(p)
     state["step"] += 1
-    scratch = xp.empty_like(grad)
-    lerp_(state["exp_avg"].array, grad, 1 - beta1, scratch)
+    scratch = lerp_(state["exp_avg"].array, grad, 1 - beta1)
     square_average_(state["exp_avg_sq"].array, grad, beta2, scratch)
     return grad
 

@@ -52,30 +52,33 @@ def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
     return grad
 
 
-def lerp_(average: Any, target: Any, weight: float, scratch: Any) -> None:
+def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     """Move a running average toward ``target`` by ``weight``, in place, with ``scratch`` (an
-    array of the same shape) for the difference. As PyTorch's ``lerp_``: ``average + weight *
-    (target - average)`` for a weight under 0.5, ``target - (1 - weight) * (target - average)``
-    from 0.5 on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply
-    and the add (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
-    xp.subtract(target, average, out=scratch)
+    array of the same shape, or None for a new one) for the difference, which it returns for
+    the caller's next intermediate. As PyTorch's ``lerp_``: ``average + weight * (target -
+    average)`` for a weight under 0.5, ``target - (1 - weight) * (target - average)`` from 0.5
+    on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply and the add
+    (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
+    scratch = xp.subtract(target, average, out=scratch)
     if abs(weight) < 0.5:
         scratch *= weight
         average += scratch
     else:
         scratch *= weight - 1
         xp.add(target, scratch, out=average)
+    return scratch
 
 
-def square_average_(average: Any, grad: Any, decay: float, scratch: Any) -> None:
+def square_average_(average: Any, grad: Any, decay: float, scratch: Any = None) -> Any:
     """The running average of squared gradients, in place: ``decay * average + (1 - decay) *
-    grad**2``, with ``scratch`` for the square. In PyTorch's order
-    (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that only its fused
-    multiply-add can make a result differ by an ulp."""
+    grad**2``, with ``scratch`` (or None for a new array) for the square, which it returns. In
+    PyTorch's order (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that
+    only its fused multiply-add can make a result differ by an ulp."""
     average *= decay
-    xp.multiply(grad, 1 - decay, out=scratch)
+    scratch = xp.multiply(grad, 1 - decay, out=scratch)
     scratch *= grad
     average += scratch
+    return scratch
 
 
 def scalar_state(value: float) -> Tensor:

@@ -81,8 +81,7 @@ class RMSprop(Optimizer):
 
         # One scratch array serves every intermediate below.
         square_avg = state["square_avg"].array
-        scratch = xp.empty_like(param)
-        square_average_(square_avg, grad, alpha, scratch)
+        scratch = square_average_(square_avg, grad, alpha)
         if centered:
             grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
             lerp_(grad_avg, grad, 1 - alpha, scratch)
