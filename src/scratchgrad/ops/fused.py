@@ -34,7 +34,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import cast, xp
+from scratchgrad.backend import accumulation_dtype, cast, xp
 from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import log_softmax
 
@@ -72,10 +72,11 @@ class Linear(Function):
                 f"{x.shape[-1]} != {w.shape[-1]}"
             )
         ctx.save_for_backward(x, w)
-        out = _product(x, w.T)
+        wide = accumulation_dtype(x.dtype)
+        out = _product(x, w.T, wide)
         if b is not None:
             out += b
-        return out if out.dtype == x.dtype else cast(out, x.dtype)  # 16-bit: rounded once
+        return out if wide is None else cast(out, x.dtype)  # 16-bit: rounded once
 
     def name(self) -> str:
         return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"
@@ -90,7 +91,7 @@ class Linear(Function):
             grad_w = MatMul.apply(rows, inputs, transpose_x=True)
         grad_x = None
         if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
-            grad_x = MatMul.apply(grad, w) if grad.ndim > 1 else grad @ w
+            grad_x = MatMul.apply(grad, w) if grad.array.ndim > 1 else grad @ w
         return grad_x, grad_w, grad if db else None
 
 

@@ -20,8 +20,9 @@ class MatMul(Function):
                 f"matmul: shapes {x.shape} and {y.shape} are not aligned: "
                 f"{x.shape[-1]} != {y.shape[-2]}"
             )
-        out = _product(x, y)
-        return out if out.dtype == x.dtype else cast(out, x.dtype)  # bfloat16 comes back wider
+        wide = accumulation_dtype(x.dtype)
+        out = _product(x, y, wide)
+        return out if wide is None else cast(out, x.dtype)  # 16-bit: rounded once
 
     def name(self) -> str:
         return "BmmBackward0" if len(self.out_shape) > 2 else "MmBackward0"
@@ -35,19 +36,19 @@ class MatMul(Function):
         return grad @ y.mT if dx else None, x.mT @ grad if dy else None
 
 
-def _product(x, y):
-    """``x @ y``. For two matrices ``ndarray.dot`` makes the same BLAS call through a cheaper
-    NumPy entry than the matmul ufunc's, a cost small layers pay on every product. (``dot`` of
-    more dims is not a batched product, hence the test.)
+def _product(x, y, wide=None):
+    """``x @ y`` (in ``wide`` if given). For two matrices ``ndarray.dot`` makes the same BLAS
+    call through a cheaper NumPy entry than the matmul ufunc's, a cost small layers pay on every
+    product. (``dot`` of more dims is not a batched product, hence the test.)
 
-    16-bit floats come back as float32: NumPy has no 16-bit GEMM (its own loops are far slower
-    than BLAS), so they are multiplied in float32 BLAS and the caller rounds once.
+    16-bit floats are multiplied in float32 (the callers' ``wide``, from accumulation_dtype)
+    and come back so: NumPy has no 16-bit GEMM (its own loops are far slower than BLAS), so
+    they go through float32 BLAS and the caller rounds once.
 
     A stack of matrices times one matrix is one matrix product of the stack's rows: NumPy's
     matmul broadcasts the matrix without BLAS when it is a transposed view.
     (docs/benchmarks.md measures all three.)
     """
-    wide = accumulation_dtype(x.dtype)
     if wide is not None:
         x, y = cast(x, wide), cast(y, wide)
     if y.ndim == 2:

@@ -57,16 +57,16 @@ class SumToSize(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        if x.ndim == 2 and shape == x.shape[1:] and x.dtype.kind == "f":
+        ctx.in_shape, dtype = x.shape, x.dtype
+        if x.ndim == 2 and shape == x.shape[1:] and dtype.kind == "f":
             # The common case, a bias. Summing the rows as a product with ones is one BLAS call,
             # faster than NumPy's reduction along axis 0 (docs/benchmarks.md) and no less
             # accurate (that reduction adds the rows one after another). The result owns its
             # memory, so a leaf can keep it as its .grad without a copy.
-            wide = accumulation_dtype(x.dtype)
+            wide = accumulation_dtype(dtype)
             if wide is None:
-                return _ones(len(x), x.dtype).dot(x)
-            return cast(_ones(len(x), wide).dot(cast(x, wide)), x.dtype)
+                return _ones(len(x), dtype).dot(x)
+            return cast(_ones(len(x), wide).dot(cast(x, wide)), dtype)
         lead = x.ndim - len(shape)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
