@@ -1,16 +1,19 @@
-"""The array backend: which array module computes, the dtypes, the devices, and the one random
-generator.
+"""The array backend: which array module computes, the dtypes, the devices, and the random
+generators.
 
-Everything else reaches NumPy (or later CuPy) through ``xp`` here, so a GPU backend can slot in
-by swapping the module that computes. Devices live here too: ``device`` is only a name, and the
-table ``_ARRAY_MODULES`` says which array module computes for each device type that exists. A
-CuPy backend would add its "cuda" row (and a ``to_device`` branch that copies across); no
-user-facing name changes.
+Devices live here: ``device`` is only a name, and one ``ArrayBackend`` per device type that can
+hold tensors says which array module computes there (NumPy on "cpu", CuPy on "cuda", imported on
+first use) and how arrays cross to it. An op never names NumPy: it takes its array module from
+its operands with ``namespace(array)``, one dict lookup keyed by the array's class, so the CPU
+pays nothing for the other devices. ``xp`` (NumPy) remains for what is made on the host: dtypes,
+data read from files, index bookkeeping.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
@@ -44,6 +47,9 @@ def keep_freed_memory() -> bool:
     )
 
 
+# NumPy's switch for floating-point warnings (a host setting: CuPy's kernels never warn)
+errstate = numpy.errstate
+
 float16 = numpy.dtype(numpy.float16)
 bfloat16 = numpy.dtype(ml_dtypes.bfloat16)
 float32 = numpy.dtype(numpy.float32)
@@ -56,10 +62,12 @@ default_float = float32
 
 # ---- devices ------------------------------------------------------------------------------------
 
-# The device types PyTorch's parser knows; any of them can be named, only those in
-# _ARRAY_MODULES can hold tensors.
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "mtia", "hpu", "privateuseone")
-_ARRAY_MODULES = {"cpu": numpy}
+# The device types PyTorch's parser knows; any of them can be named, only those with an
+# ArrayBackend (below) can hold tensors. register_backend adds a new type (the tests' "strict").
+TORCH_DEVICE_TYPES = (
+    "cpu", "cuda", "mps", "xpu", "meta", "hip", "xla", "mtia", "hpu", "privateuseone",
+)  # fmt: skip
+DEVICE_TYPES = TORCH_DEVICE_TYPES
 
 
 class DeviceUnavailableError(AssertionError, RuntimeError):
@@ -131,24 +139,139 @@ _Device = device  # for the signatures whose parameter is called ``device``
 cpu = device("cpu")
 
 
+@dataclass(frozen=True)
+class ArrayBackend:
+    """What computes on one device type: its array module and how arrays cross to and from it.
+
+    ``to_host`` gives a NumPy array (a copy unless on the CPU; it waits for the device);
+    ``from_host(array, device)`` copies a NumPy array onto ``device``; ``scatter_add(target,
+    index, values)`` does ``target[index] += values`` with repeated indices summed (NumPy's
+    ``add.at``); ``index_of`` gives the device index an array lives on.
+    """
+
+    type: str
+    xp: Any
+    array_type: type
+    to_host: Callable
+    from_host: Callable
+    scatter_add: Callable
+    index_of: Callable = lambda array: None
+
+
+CPU_BACKEND = ArrayBackend(
+    "cpu",
+    numpy,
+    numpy.ndarray,
+    to_host=numpy.asarray,
+    from_host=lambda array, where: array,
+    scatter_add=numpy.add.at,
+)
+_BACKENDS: dict[str, ArrayBackend] = {"cpu": CPU_BACKEND}
+_BACKEND_OF_CLASS: dict[type, ArrayBackend] = {numpy.ndarray: CPU_BACKEND}
+_NAMESPACE_OF_CLASS: dict[type, Any] = {numpy.ndarray: numpy}
+ARRAY_CLASSES = _BACKEND_OF_CLASS.keys()  # a live view: ``type(a) in ARRAY_CLASSES`` is cheap
+# device types whose backend is imported on first use (CuPy takes a second to import)
+_LOADERS: dict[str, Callable[[], ArrayBackend | None]] = {}
+
+
+def _load_cupy() -> ArrayBackend | None:
+    """CuPy's backend for "cuda", when CuPy imports and sees a GPU (the ``cuda`` extra)."""
+    try:
+        import cupy
+        import cupyx
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:  # ImportError, or CUDA's own error on a machine without a driver
+        return None
+
+    def from_host(array: numpy.ndarray, where: device):
+        with cupy.cuda.Device(where.index or 0):
+            return cupy.asarray(array)
+
+    return ArrayBackend(
+        "cuda",
+        cupy,
+        cupy.ndarray,
+        to_host=cupy.asnumpy,
+        from_host=from_host,
+        scatter_add=cupyx.scatter_add,
+        index_of=lambda array: array.device.id,
+    )
+
+
+_LOADERS["cuda"] = _load_cupy
+
+
+def register_backend(array_backend: ArrayBackend) -> None:
+    """Let tensors live on ``array_backend.type`` devices (a new type becomes a device name)."""
+    global DEVICE_TYPES
+    if array_backend.type not in DEVICE_TYPES:
+        DEVICE_TYPES = (*DEVICE_TYPES, array_backend.type)
+    _BACKENDS[array_backend.type] = array_backend
+    _BACKEND_OF_CLASS[array_backend.array_type] = array_backend
+    _NAMESPACE_OF_CLASS[array_backend.array_type] = array_backend.xp
+
+
+def _backend(device_type: str) -> ArrayBackend | None:
+    found = _BACKENDS.get(device_type)
+    if found is None and device_type in _LOADERS:
+        found = _LOADERS.pop(device_type)()  # tried once: a failed import stays failed
+        if found is not None:
+            register_backend(found)
+    return found
+
+
+def namespace(array: Any, _of_class=_NAMESPACE_OF_CLASS.get, _numpy=numpy):
+    """The array module that computes on ``array`` (NumPy for NumPy arrays and plain numbers).
+    Every op calls it: one dict lookup by class, with its globals bound as defaults.
+
+    >>> import numpy
+    >>> namespace(numpy.ones(2)) is numpy
+    True
+    """
+    return _of_class(type(array), _numpy)
+
+
+def is_array(value: Any) -> bool:
+    """Whether ``value`` is an array of one of the backends (not a number, list or Tensor)."""
+    return type(value) in ARRAY_CLASSES
+
+
+def as_array(value: Any):
+    """``value`` as an array: device arrays as they are, numbers and NumPy scalars (what NumPy's
+    reductions return) as 0-d NumPy arrays."""
+    return value if type(value) in ARRAY_CLASSES else numpy.asarray(value)
+
+
 def is_available(device_type: str) -> bool:
     """Whether tensors can live on devices of this type (a backend for it is installed)."""
-    return device_type in _ARRAY_MODULES
+    return _backend(device_type) is not None
+
+
+def array_backend(where: device | str | None = None) -> ArrayBackend:
+    """The backend of ``where`` (None: the CPU); raises for a device that cannot hold tensors,
+    naming it."""
+    if where is None or where is cpu or where == "cpu":
+        return CPU_BACKEND
+    where = device(where)
+    found = _backend(where.type)
+    if found is None:
+        raise DeviceUnavailableError(
+            f"device {str(where)!r} is not available: scratchgrad has no {where.type} backend "
+            f"here (scratchgrad.{where.type}.is_available() is False); use 'cpu'"
+            + (
+                " or install scratchgrad[cuda] on a machine with a GPU"
+                if where.type == "cuda"
+                else ""
+            )
+        )
+    return found
 
 
 def array_module(where: device | str | None = None):
-    """The array module that computes on ``where`` (None: the CPU); raises for a device that
-    cannot hold tensors, naming it."""
-    if where is None or where is cpu or where == "cpu":
-        return numpy
-    where = device(where)
-    module = _ARRAY_MODULES.get(where.type)
-    if module is None:
-        raise DeviceUnavailableError(
-            f"device {str(where)!r} is not available: scratchgrad has no {where.type} backend "
-            "yet (scratchgrad.cuda.is_available() is False); use 'cpu'"
-        )
-    return module
+    """The array module that computes on ``where`` (None: the CPU); raises as ``array_backend``."""
+    return array_backend(where).xp
 
 
 def cuda_device(index: int | str | device | None = None) -> device:
@@ -158,15 +281,56 @@ def cuda_device(index: int | str | device | None = None) -> device:
     return device("cuda", index) if isinstance(index, int) else device(index)
 
 
-def device_of(array) -> device:
-    """The device an array lives on (every array is a NumPy one today)."""
-    return cpu
+def _backend_of(array: Any) -> ArrayBackend:
+    return _BACKEND_OF_CLASS.get(type(array), CPU_BACKEND)
 
 
-def to_device(array, where: device | str | None):
-    """``array`` on ``where``: the same array when it is there already."""
-    array_module(where)  # raises for a device without a backend
-    return array
+def device_of(array: Any) -> device:
+    """The device an array lives on (the CPU for NumPy arrays and plain numbers)."""
+    found = _backend_of(array)
+    return cpu if found is CPU_BACKEND else device(found.type, found.index_of(array))
+
+
+def is_on(array: Any, where: device | str | None) -> bool:
+    """Whether ``array`` lives on ``where`` ("cuda" means any CUDA device, as in ``.to``)."""
+    where = cpu if where is None else device(where)
+    found = _backend_of(array)
+    return found.type == where.type and where.index in (None, found.index_of(array))
+
+
+def to_device(array: Any, where: device | str | None):
+    """``array`` on ``where``: the same array when it is there already, else a copy."""
+    target = array_backend(where)  # raises for a device without a backend
+    if is_on(array, where):
+        return array
+    return target.from_host(
+        _backend_of(array).to_host(array), cpu if where is None else device(where)
+    )
+
+
+def to_host(array: Any) -> numpy.ndarray:
+    """``array`` as a NumPy array (itself when it is one): for printing, files, ``.cpu()``."""
+    return _backend_of(array).to_host(array)
+
+
+def scatter_add(target: Any, index: Any, values: Any) -> None:
+    """``target[index] += values`` where repeated indices add up (NumPy's ``add.at``, which
+    CuPy spells ``cupyx.scatter_add``)."""
+    _backend_of(target).scatter_add(target, index, values)
+
+
+def same_device_error(op: str, arrays: tuple) -> RuntimeError | None:
+    """PyTorch's error for an op given arrays on two devices (None when they share one)."""
+    devices = []
+    for array in arrays:
+        if hasattr(array, "shape") and device_of(array) not in devices:
+            devices.append(device_of(array))
+    if len(devices) < 2:
+        return None
+    return RuntimeError(
+        f"{op}: Expected all tensors to be on the same device, but found at least two devices, "
+        f"{devices[0]} and {devices[1]}!"
+    )
 
 
 # accumulation_dtype(dtype): the dtype to sum or multiply ``dtype`` arrays in: float32 for the
@@ -234,6 +398,7 @@ def _float32_to_float16(x: Any) -> Any:
     out += 0xC8000FFF
     out >>= 13
     huge = magnitude >= 0x47800000  # 65520 and more round to inf; and inf and NaN themselves
+    xp = namespace(x)
     if huge.any():
         out[huge] = xp.where(magnitude[huge] > 0x7F800000, 0x7E00, 0x7C00)
     # A subnormal float16: adding 0.5 in float32 rounds to float16's subnormal grid, and the
@@ -253,7 +418,7 @@ def _float32_to_float16(x: Any) -> Any:
 def _float16_to_float32(x: Any) -> Any:
     """Exact: the exponent and mantissa bits move to float32's places, and multiplying by 2**112
     rebiases the exponent (subnormals included); inf and NaN get float32's all-ones exponent."""
-    bits = x.view(numpy.uint16)
+    bits, xp = x.view(numpy.uint16), namespace(x)
     out = xp.left_shift(bits & 0x7FFF, 13, dtype=numpy.uint32).view(numpy.float32)
     out *= numpy.float32(2.0**112)
     special = (bits & 0x7C00) == 0x7C00
@@ -272,7 +437,9 @@ def keep_where(condition: Any, x: Any, out: Any = None) -> Any:
     array([-2.,  0.])
     """
     bits = _BITS[x.dtype.itemsize]
-    kept = xp.multiply(x.view(bits), condition, out=None if out is None else out.view(bits))
+    kept = namespace(x).multiply(
+        x.view(bits), condition, out=None if out is None else out.view(bits)
+    )
     return kept.view(x.dtype)
 
 
@@ -292,7 +459,7 @@ def to_dtype(dtype) -> numpy.dtype:
 
 
 class Generator:
-    """A seeded source of random numbers, as ``torch.Generator``.
+    """A seeded source of random numbers, as ``torch.Generator``; it draws on its device.
 
     >>> g = Generator().manual_seed(0)
     >>> int(g.rng.integers(10)) == int(Generator().manual_seed(0).rng.integers(10))
@@ -302,18 +469,36 @@ class Generator:
     def __init__(self, seed: int | None = None, device: _Device | str = "cpu") -> None:
         if isinstance(seed, (str, _Device)):  # torch.Generator("cpu"): a device comes first
             seed, device = None, seed
-        array_module(device)
+        self._random = array_module(device).random
         self.device = _Device(device)
-        self.rng = numpy.random.default_rng(seed)
+        self.rng = self._random.default_rng(seed)
 
     def manual_seed(self, seed: int) -> Generator:
-        self.rng = numpy.random.default_rng(seed)
+        self.rng = self._random.default_rng(seed)
         return self
 
 
 default_generator = Generator(0)
+# the default generator of each device type that has drawn; seeded together by manual_seed
+_default_generators = {"cpu": default_generator}
+_last_seed = 0
+
+
+def default_generator_for(where: device | str | None) -> Generator:
+    """The generator that draws on ``where`` when no generator is given (one per device type,
+    made on first use from the last seed given to ``manual_seed``)."""
+    kind = "cpu" if where is None else device(where).type
+    found = _default_generators.get(kind)
+    if found is None:
+        found = _default_generators[kind] = Generator(_last_seed, kind)
+    return found
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the generator that the whole library uses (initialisation, dropout, shuffling)."""
-    return default_generator.manual_seed(seed)
+    """Seed the generators the whole library uses (initialisation, dropout, shuffling), on
+    every device, as ``torch.manual_seed``; returns the CPU's."""
+    global _last_seed
+    _last_seed = seed
+    for generator in _default_generators.values():
+        generator.manual_seed(seed)
+    return default_generator

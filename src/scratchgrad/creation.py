@@ -1,7 +1,8 @@
 """Factories: tensors made from data, constants and random numbers, with PyTorch's names.
 
-Every factory takes ``device=``: constants are made by that device's array module, data and
-random draws (made on the host) are moved there; a device without a backend raises.
+Every factory takes ``device=``: constants and random draws are made by that device's array
+module (draws from that device's generator unless one is given), data is copied there; a device
+without a backend raises.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like ``tensor``, but shares the memory of a NumPy array (or Tensor) when it can."""
     if isinstance(data, Tensor):
         return data.to(device, dtype)
-    if isinstance(data, xp.ndarray) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
+    if backend.is_array(data) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
         return _finish(data, False, device)
     return tensor(data, dtype, device)
 
@@ -131,8 +132,8 @@ def eye(
     return _finish(_xp(device).eye(n, m, dtype=_dtype(dtype)), requires_grad)
 
 
-def _rng(generator: Generator | None):
-    return (generator or backend.default_generator).rng
+def _rng(generator: Generator | None, device: Any = None):
+    return (generator or backend.default_generator_for(device)).rng
 
 
 # While a vmap runs, scratchgrad.func sets this to a function that makes a random draw as
@@ -156,11 +157,11 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     dtype = _dtype(dtype)
     if not backend.is_floating(dtype):
         raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
-    drawn_dtype = xp.float64 if dtype == backend.float64 else xp.float32
+    drawn_dtype = backend.float64 if dtype == backend.float64 else backend.float32
     # The generator's NumPy generator is looked up at each draw: a step that scratchgrad.jit
     # recorded draws from the one a later manual_seed made.
     return _drawn(
-        lambda shape: getattr(_rng(generator), name)(shape, dtype=drawn_dtype).astype(
+        lambda shape: getattr(_rng(generator, device), name)(shape, dtype=drawn_dtype).astype(
             dtype, copy=False
         ),
         as_shape(size),
@@ -205,7 +206,7 @@ def randint(
         low, high, size = 0, low, size if high is None else high
     dtype = _dtype(dtype, backend.int64)
     return _drawn(
-        lambda shape: _rng(generator).integers(low, high, shape, dtype=dtype),
+        lambda shape: _rng(generator, device).integers(low, high, shape, dtype=dtype),
         as_shape((size,)),
         requires_grad,
         device,
@@ -220,6 +221,7 @@ def randperm(
     requires_grad: bool = False,
 ) -> Tensor:
     dtype = _dtype(dtype, backend.int64)
+    # drawn on the host and copied (CuPy's generators cannot permute)
     if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
         order = capture_hook.recorder.call(_permutation, generator, n, dtype)
     else:

@@ -69,7 +69,11 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
 
 def to_array(data: Any, dtype: Any):
     """An array (copied) from Python data or a NumPy array (a tensor's ``.array``), in
-    PyTorch's dtypes: Python floats become float32, ints int64; a NumPy array keeps its dtype."""
+    PyTorch's dtypes: Python floats become float32, ints int64; a NumPy array keeps its dtype.
+    A device's array is copied by its own module, on its device."""
+    if backend.is_array(data) and type(data) is not xp.ndarray:
+        dtype = None if dtype is None else backend.to_dtype(dtype)
+        return backend.namespace(data).array(data, dtype=dtype)
     if dtype is not None:
         return xp.array(data, dtype=backend.to_dtype(dtype))
     if isinstance(data, (xp.ndarray, xp.generic)):

@@ -113,7 +113,9 @@ def load(f: FileLike, map_location: Any = None, *, weights_only: bool | None = N
 
     ``map_location`` is accepted as in ``torch.load``: a device or its name, a dict from saved
     to wanted locations, or a function ``(tensor, "cpu") -> tensor or None``; every tensor is
-    saved on the CPU, and asking for a device scratchgrad cannot use raises. ``weights_only``
+    saved from the host (a GPU tensor is copied there first, so the file is the same), loads
+    on the CPU unless ``map_location`` says otherwise, and asking for a device scratchgrad
+    cannot use raises. ``weights_only``
     is accepted and changes nothing: nothing in the file is ever executed, whatever its value.
 
     Raises FileNotFoundError if the path does not exist, and ValueError naming the file if it
@@ -259,7 +261,9 @@ def _add_array(array: np.ndarray, path: str, tensors: dict[str, np.ndarray]) -> 
     # safetensors copies raw memory from the array's pointer: a strided view (a transposed
     # weight) must be made contiguous first or its bytes would be written in the wrong order.
     # (np.ascontiguousarray would also do it, but turns 0-d arrays into 1-d ones.)
-    tensors[name] = np.asarray(array, order="C")
+    # A device's array is copied to the host first, so a file saved from a GPU is the file
+    # saved from the CPU (the device is not recorded: ``load`` puts tensors on map_location).
+    tensors[name] = np.asarray(backend.to_host(array), order="C")
     return name
 
 

@@ -23,7 +23,7 @@ from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace, xp
 from scratchgrad.dtypes import (
     promote_types,
     requested_device_and_dtype,
@@ -187,11 +187,13 @@ class Tensor:
         return self.array.tolist()
 
     def numpy(self):
-        """The array itself (shared memory), as ``torch.Tensor.numpy``."""
+        """The array itself (shared memory), as ``torch.Tensor.numpy``; a tensor on a GPU
+        raises, saying to call ``.cpu()`` first."""
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse(".numpy()")
         if self.requires_grad:
             raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
+        _check_on_cpu(self)
         return self.array
 
     def _checked_values(self):
@@ -200,6 +202,7 @@ class Tensor:
         return self.array
 
     def __array__(self, dtype=None, copy=None):
+        _check_on_cpu(self)
         return self.array if dtype is None else self.array.astype(dtype)
 
     def __len__(self) -> int:
@@ -338,7 +341,7 @@ class Tensor:
         if isinstance(other, (int, float)):
             dtype = scalar_type(self.array.dtype, other)
             if dtype == backend.bfloat16:  # NumPy would widen bfloat16 with a Python float
-                other = xp.asarray(other, dtype)
+                other = namespace(self.array).asarray(other, dtype)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
         return self._operands(Tensor(other))
 
@@ -374,7 +377,9 @@ class Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
             _check_divisor("floor_divide", y)
-            return Tensor._make(_call(xp.floor_divide, x.array, getattr(y, "array", y)))
+            return Tensor._make(
+                _call(_elementwise, "floor_divide", x.array, getattr(y, "array", y))
+            )
         return (x / y).floor()
 
     def __mod__(self, other: Any) -> Tensor:
@@ -382,7 +387,7 @@ class Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
             _check_divisor("remainder", y)
-            return Tensor._make(_call(xp.remainder, x.array, getattr(y, "array", y)))
+            return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
         return x - (x / y).floor() * y
 
     def _floating(self) -> Tensor:
@@ -411,40 +416,41 @@ class Tensor:
     def __abs__(self) -> Tensor:
         return self.abs()
 
-    def _compare(self, ufunc, other: Any) -> Tensor:
-        """Comparisons are not differentiable: the result is a plain bool tensor."""
+    def _compare(self, name: str, other: Any) -> Tensor:
+        """Comparisons are not differentiable: the result is a plain bool tensor (``name`` is
+        the ufunc's, taken from the array's module)."""
         other = other.array if isinstance(other, Tensor) else other
-        return Tensor._make(_call(_compare, ufunc, self.array, other))
+        return Tensor._make(_call(_compare, name, self.array, other))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return self._compare(xp.equal, other)
+        return self._compare("equal", other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return self._compare(xp.not_equal, other)
+        return self._compare("not_equal", other)
 
     def __lt__(self, other: Any) -> Tensor:
-        return self._compare(xp.less, other)
+        return self._compare("less", other)
 
     def __le__(self, other: Any) -> Tensor:
-        return self._compare(xp.less_equal, other)
+        return self._compare("less_equal", other)
 
     def __gt__(self, other: Any) -> Tensor:
-        return self._compare(xp.greater, other)
+        return self._compare("greater", other)
 
     def __ge__(self, other: Any) -> Tensor:
-        return self._compare(xp.greater_equal, other)
+        return self._compare("greater_equal", other)
 
     def __and__(self, other: Any) -> Tensor:
-        return self._compare(xp.bitwise_and, other)
+        return self._compare("bitwise_and", other)
 
     def __or__(self, other: Any) -> Tensor:
-        return self._compare(xp.bitwise_or, other)
+        return self._compare("bitwise_or", other)
 
     def __xor__(self, other: Any) -> Tensor:
-        return self._compare(xp.bitwise_xor, other)
+        return self._compare("bitwise_xor", other)
 
     def __invert__(self) -> Tensor:
-        return Tensor._make(_call(xp.invert, self.array))
+        return Tensor._make(_call(_elementwise, "invert", self.array))
 
     def eq(self, other: Any) -> Tensor:
         return self == other
@@ -465,25 +471,25 @@ class Tensor:
         return self >= other
 
     def isnan(self) -> Tensor:
-        return Tensor._make(_call(xp.isnan, self.array))
+        return Tensor._make(_call(_elementwise, "isnan", self.array))
 
     def isinf(self) -> Tensor:
-        return Tensor._make(_call(xp.isinf, self.array))
+        return Tensor._make(_call(_elementwise, "isinf", self.array))
 
     def isfinite(self) -> Tensor:
-        return Tensor._make(_call(xp.isfinite, self.array))
+        return Tensor._make(_call(_elementwise, "isfinite", self.array))
 
     def logical_not(self) -> Tensor:
-        return Tensor._make(_call(xp.logical_not, self.array))
+        return Tensor._make(_call(_elementwise, "logical_not", self.array))
 
     def logical_and(self, other: Any) -> Tensor:
-        return self._compare(xp.logical_and, other)
+        return self._compare("logical_and", other)
 
     def logical_or(self, other: Any) -> Tensor:
-        return self._compare(xp.logical_or, other)
+        return self._compare("logical_or", other)
 
     def logical_xor(self, other: Any) -> Tensor:
-        return self._compare(xp.logical_xor, other)
+        return self._compare("logical_xor", other)
 
     def add(self, other: Any, alpha: float = 1) -> Tensor:
         return self + (other * alpha if alpha != 1 else other)
@@ -580,18 +586,18 @@ class Tensor:
 
     # ---- in place ---------------------------------------------------------------------------
 
-    def _inplace(self, name: str, out_of_place: Callable, ufunc, other: Any) -> Tensor:
-        """Update in place. Outside a graph this is one NumPy call; inside one, it is recorded
-        (``_record_in_place``)."""
+    def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:
+        """Update in place. Outside a graph this is one call of the array module's ``ufunc``;
+        inside one, it is recorded (``_record_in_place``)."""
         other_grad = isinstance(other, Tensor) and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
             other = getattr(other, "array", other)
             try:
                 if capture_hook.recorder is None:
-                    ufunc(self.array, other, out=self.array, casting="same_kind")
+                    _elementwise(ufunc, self.array, other, out=self.array, casting="same_kind")
                 else:  # scratchgrad.jit: done again at every replay
                     capture_hook.recorder.call(
-                        ufunc, self.array, other, out=self.array, casting="same_kind"
+                        _elementwise, ufunc, self.array, other, out=self.array, casting="same_kind"
                     )
             except (ValueError, TypeError) as error:
                 raise RuntimeError(f"{name}: {error}") from None
@@ -619,7 +625,7 @@ class Tensor:
                 f"{name}: {what} that requires grad is used in an in-place operation; "
                 "wrap the update in scratchgrad.no_grad()"
             )
-        old_base = Tensor._make(_call(xp.copy, base.array), base._ctx)
+        old_base = Tensor._make(_call(_copied, base.array), base._ctx)
         old_base.requires_grad = base.requires_grad
         old = old_base
         for cls, attributes in steps:
@@ -643,16 +649,16 @@ class Tensor:
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
-        return self._inplace("add_", Tensor.__add__, xp.add, other)
+        return self._inplace("add_", Tensor.__add__, "add", other)
 
     def __isub__(self, other: Any) -> Tensor:
-        return self._inplace("sub_", Tensor.__sub__, xp.subtract, other)
+        return self._inplace("sub_", Tensor.__sub__, "subtract", other)
 
     def __imul__(self, other: Any) -> Tensor:
-        return self._inplace("mul_", Tensor.__mul__, xp.multiply, other)
+        return self._inplace("mul_", Tensor.__mul__, "multiply", other)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        return self._inplace("div_", Tensor.__truediv__, xp.true_divide, other)
+        return self._inplace("div_", Tensor.__truediv__, "true_divide", other)
 
     def add_(self, other: Any, alpha: float = 1) -> Tensor:
         return self.__iadd__(other * alpha if alpha != 1 else other)
@@ -686,14 +692,18 @@ class Tensor:
     def fill_(self, value: float) -> Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
-        _call(xp.ndarray.fill, self.array, value)
+        _call(_fill, self.array, value)
         increment_version(self)
         return self
 
     def copy_(self, src: Any) -> Tensor:
         if self._records(src):
             return self._record_in_place("copy_", _overwrite, src)
-        source = src.array if isinstance(src, Tensor) else xp.asarray(src)
+        xp = namespace(self.array)
+        if isinstance(src, Tensor):  # from another device too, as PyTorch's copy_
+            source = backend.to_device(src.array, backend.device_of(self.array))
+        else:
+            source = xp.asarray(src)
         try:
             _call(_copy_into, self.array, source)
         except ValueError:
@@ -704,7 +714,7 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        index = _index(index)
+        index = _index(index, self.array)
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
             return
@@ -729,18 +739,22 @@ class Tensor:
         dtype('float64')
         """
         device, dtype = requested_device_and_dtype(args, device, dtype)
+        moved = self
         if device is not None:
-            backend.array_module(device)  # only the CPU exists: nothing to move, or an error
+            backend.array_backend(device)  # raises for a device without a backend
+            if not backend.is_on(self.array, device):
+                moved = movement.ToDevice.apply(self, device=device)
         if dtype is None or dtype == self.array.dtype:
-            return self.clone() if copy else self
-        return movement.Copy.apply(self, dtype=dtype)
+            return self.clone() if copy and moved is self else moved
+        return movement.Copy.apply(moved, dtype=dtype)
 
     def cpu(self) -> Tensor:
-        """This tensor on the CPU (itself: it is there already)."""
+        """This tensor on the CPU (itself when it is there already)."""
         return self.to(backend.cpu)
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
-        """This tensor on a CUDA device; raises while scratchgrad has no CUDA backend."""
+        """This tensor on a CUDA device (``scratchgrad[cuda]``: CuPy and a GPU); raises an
+        error naming the device when there is none."""
         return self.to(backend.cuda_device(device))
 
     def type(self, dtype: Any) -> Tensor:
@@ -923,7 +937,9 @@ class Tensor:
         if self.array.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dims, got {self.shape}")
         rows, cols = self.array.shape[-2:]
-        below = xp.tri(rows, cols, diagonal if lower else diagonal - 1, dtype=bool)
+        below = namespace(self.array).tri(
+            rows, cols, diagonal if lower else diagonal - 1, dtype=bool
+        )
         return where(Tensor._make(below if lower else ~below), self, 0)
 
     # ---- reductions -------------------------------------------------------------------------
@@ -1078,7 +1094,7 @@ class Tensor:
         """The indices that sort the entries along ``dim`` (stably, as ``sort``)."""
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
-            return Tensor._make(xp.zeros((), backend.int64))
+            return Tensor._make(namespace(self.array).zeros((), backend.int64))
         return Tensor._make(_call(_sort_order, self.array, dim, descending))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
@@ -1101,7 +1117,7 @@ class Tensor:
         last = x.movedim(dim, -1)
         n = last.shape[-1]
         rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
-        up_to = Tensor._make(xp.tri(n, dtype=bool))  # j <= k
+        up_to = Tensor._make(namespace(x.array).tri(n, dtype=bool))  # j <= k
         return where(up_to, rows, 1).prod(-1).movedim(-1, dim)
 
     def _scan_input(self, dtype: Any) -> Tensor:
@@ -1126,8 +1142,8 @@ class Tensor:
         if not 0 <= k <= size:
             raise RuntimeError(f"topk: k ({k}) is out of range for dim {dim} of size {size}")
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
-            return values_indices(self.clone(), Tensor._make(xp.zeros((), backend.int64)))
-        # a stable sort, so that ties keep their order
+            zero = namespace(self.array).zeros((), backend.int64)
+            return values_indices(self.clone(), Tensor._make(zero))
         index = Tensor._make(_call(_top_indices, self.array, k, dim, largest))
         return values_indices(self.gather(dim, index), index)
 
@@ -1144,7 +1160,8 @@ class Tensor:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("multinomial()")
         weights = self._check_multinomial(num_samples, replacement)
-        rng = (generator or backend.default_generator).rng
+        rng = (generator or backend.default_generator_for(self.device)).rng
+        xp = namespace(weights)
         rows, n = weights.shape
         if replacement:
             # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
@@ -1161,7 +1178,7 @@ class Tensor:
             # NOTE: the exponential race: the k smallest E_i / w_i (E_i ~ Exp(1)) are k draws
             # without replacement, each in proportion to the weights left (Efraimidis-Spirakis);
             # once the positive weights run out, the zero ones follow in index order, as PyTorch
-            with xp.errstate(divide="ignore"):
+            with backend.errstate(divide="ignore"):
                 keys = rng.standard_exponential((rows, n)) / weights
             picked = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
         out = picked.astype(backend.int64)
@@ -1175,7 +1192,7 @@ class Tensor:
             raise RuntimeError(
                 f"multinomial only supports floating-point dtypes for input, got {self.dtype}"
             )
-        weights = self.array.astype(xp.float64).reshape(-1, self.array.shape[-1])
+        weights = self.array.astype(backend.float64).reshape(-1, self.array.shape[-1])
         n = weights.shape[1]
         if num_samples <= 0:
             raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
@@ -1184,7 +1201,7 @@ class Tensor:
                 f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                 f"replacement ({num_samples} > {n})"
             )
-        if not xp.isfinite(weights).all() or (weights < 0).any():
+        if not namespace(weights).isfinite(weights).all() or (weights < 0).any():
             raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
         if (weights.sum(axis=1) == 0).any():
             raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
@@ -1388,8 +1405,9 @@ class Tensor:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("nonzero() (its shape depends on the values)")
         if as_tuple:
-            return tuple(Tensor._make(i.astype(backend.int64)) for i in xp.nonzero(self.array))
-        return Tensor._make(xp.argwhere(self.array).astype(backend.int64))
+            indices = namespace(self.array).nonzero(self.array)
+            return tuple(Tensor._make(i.astype(backend.int64)) for i in indices)
+        return Tensor._make(namespace(self.array).argwhere(self.array).astype(backend.int64))
 
     argwhere = nonzero
 
@@ -1495,7 +1513,7 @@ class Tensor:
         return self[(slice(None),) * dim + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
-        return movement.GetItem.apply(self, index=_index(index))
+        return movement.GetItem.apply(self, index=_index(index, self.array))
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
@@ -1512,7 +1530,7 @@ class Tensor:
         if index.dtype != backend.int64:
             raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
         _check_indices("gather", index.array, self.array.shape[dim], dim)
-        grids = list(xp.ogrid[tuple(slice(n) for n in index.shape)])
+        grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
         return self[tuple(grids)]
 
@@ -1654,7 +1672,9 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
     tensor([1., 0.])
     """
-    cond = condition if isinstance(condition, Tensor) else Tensor._make(xp.asarray(condition))
+    cond = condition
+    if not isinstance(condition, Tensor):  # an array (of any device), or a list
+        cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
     if cond.dtype != bool:
         raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
     if isinstance(x, Tensor):
@@ -1662,7 +1682,7 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     elif isinstance(y, Tensor):
         y, x = y._operands(x)
     else:
-        x = Tensor(x)
+        x = Tensor(x).to(cond.device)
     return binary.Where.apply(cond, x, y)
 
 
@@ -1786,6 +1806,7 @@ def _sort_order(array, dim: int, descending: bool):
     """Indices that sort ``array`` along ``dim`` stably, in both directions: for a descending
     order the reversed array is sorted ascending and the result reversed, which keeps ties in
     their original order (NaN, sorted last ascending, comes first descending, as in PyTorch)."""
+    xp = namespace(array)
     if not descending:
         return xp.argsort(array, axis=dim, kind="stable")
     n = array.shape[dim]
@@ -1840,7 +1861,7 @@ def wrap_dim(dim: Any, ndim: int) -> int:
 def _check_divisor(name: str, y: Any) -> None:
     """Integer division by zero raises as PyTorch's does (NumPy would give 0 and a warning)."""
     divisor = y.array if isinstance(y, Tensor) else y  # an integer array, or a Python int
-    if (divisor == 0).any() if isinstance(divisor, xp.ndarray) else divisor == 0:
+    if (divisor == 0).any() if backend.is_array(divisor) else divisor == 0:
         raise RuntimeError(f"{name}: ZeroDivisionError (an integer divided by zero)")
 
 
@@ -1854,8 +1875,10 @@ def _check_indices(name: str, index: Any, size: int, dim: int) -> None:
         )
 
 
-def _index(index: Any) -> tuple:
-    """An index as a tuple NumPy understands; tensors and lists become integer or bool arrays."""
+def _index(index: Any, array: Any) -> tuple:
+    """An index into ``array`` as a tuple its array module understands; tensors and lists
+    become integer or bool arrays, on ``array``'s device (as PyTorch takes CPU indices for a
+    GPU tensor)."""
     if not isinstance(index, tuple):
         index = (index,)
     items = []
@@ -1864,11 +1887,16 @@ def _index(index: Any) -> tuple:
             item = item.array
         elif isinstance(item, list):
             item = xp.asarray(item)
-        if isinstance(item, xp.ndarray) and item.dtype.kind not in "biu":
-            raise IndexError(
-                f"index: tensors used as indices must be integer or bool, got {item.dtype}"
-            )
+        if backend.is_array(item):
+            if item.dtype.kind not in "biu":
+                raise IndexError(
+                    f"index: tensors used as indices must be integer or bool, got {item.dtype}"
+                )
+            if type(item) is not type(array):
+                item = _index_on_device(item, array)
         items.append(item)
+    if type(array) is not xp.ndarray:  # NumPy checks bounds itself
+        _check_bounds(items, array.shape)
     return tuple(items)
 
 
@@ -1880,18 +1908,19 @@ def _call(function: Callable, *args: Any) -> Any:
     return capture_hook.recorder.call(function, *args)
 
 
-def _compare(ufunc: Any, x: Any, y: Any) -> Any:
-    """``ufunc(x, y)``, a comparison. 16-bit floats are compared in float32: the same answer,
-    without NumPy's slow 16-bit loops."""
+def _compare(name: str, x: Any, y: Any) -> Any:
+    """The comparison ufunc ``name`` of ``x``'s array module. 16-bit floats are compared in
+    float32: the same answer, without NumPy's slow 16-bit loops."""
     if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
         if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
-            y = xp.asarray(y, x.dtype)
+            y = namespace(x).asarray(y, x.dtype)
         x, y = backend.widened(x), backend.widened(y)
-    return ufunc(x, y)
+    return _elementwise(name, x, y)
 
 
 def _clamp(array: Any, min: Any, max: Any) -> tuple:
     """Where ``array`` is inside ``[min, max]``, and ``array`` clipped to it."""
+    xp = namespace(array)
     inside = xp.ones(array.shape, bool)
     if min is not None:
         inside &= array >= min
@@ -1902,26 +1931,76 @@ def _clamp(array: Any, min: Any, max: Any) -> tuple:
 
 def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:
     """``array.argmax`` (argmin, any, all) over ``axis``, as an array (not a NumPy scalar)."""
-    return xp.asarray(getattr(array, name)(axis=axis, keepdims=keepdim))
+    return backend.as_array(getattr(array, name)(axis=axis, keepdims=keepdim))
 
 
 def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
     """The indices of the ``k`` largest (smallest) entries along ``dim``, in order; a stable
     sort, so that ties keep their order."""
+    xp = namespace(array)
     order = xp.argsort(-array if largest else array, axis=dim, kind="stable")
     return xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
 
 
 def _count_nonzero(array: Any, dims: Any) -> Any:
-    return xp.asarray(xp.count_nonzero(array, axis=dims), backend.int64)
+    count = namespace(array).count_nonzero(array, axis=dims)
+    return backend.as_array(count).astype(backend.int64, copy=False)
 
 
 def _assign(array: Any, index: Any, value: Any) -> None:
     array[index] = value
 
 
+def _copied(array: Any) -> Any:
+    return array.copy()
+
+
+def _fill(array: Any, value: Any) -> None:
+    array.fill(value)
+
+
 def _copy_into(array: Any, source: Any) -> None:
+    xp = namespace(array)
     xp.copyto(array, xp.broadcast_to(source, array.shape), casting="unsafe")
+
+
+def _index_on_device(item: Any, array: Any) -> Any:
+    """An index array moved to the device of the ``array`` it indexes (a CPU index into a GPU
+    tensor), or PyTorch's error for a device index into a CPU tensor."""
+    where = backend.device_of(array)
+    if backend.is_on(item, where):  # (``array`` may be a NumPy scalar, or vmap's batch)
+        return item
+    if where is backend.cpu:
+        raise RuntimeError(
+            f"indices should be either on cpu or on the same device as the indexed tensor "
+            f"(cpu), got indices on {backend.device_of(item)}"
+        )
+    return backend.to_device(item, where)
+
+
+def _check_bounds(items: list, shape: tuple) -> None:
+    """Raise PyTorch's IndexError for an integer-array index out of bounds: CuPy would wrap it
+    around instead (a GPU cannot raise cheaply)."""
+    consumed = [
+        0
+        if i is None or i is Ellipsis
+        else i.ndim
+        if backend.is_array(i) and i.dtype == bool
+        else 1
+        for i in items
+    ]
+    dim = 0
+    for item, n in zip(items, consumed):
+        if item is Ellipsis:
+            dim = len(shape) - sum(consumed[items.index(Ellipsis) + 1 :])
+        elif backend.is_array(item) and item.dtype != bool and item.size and dim < len(shape):
+            size = shape[dim]
+            if item.min() < -size or item.max() >= size:
+                bad = item[(item < -size) | (item >= size)].flat[0]
+                raise IndexError(
+                    f"index {bad} is out of bounds for dimension {dim} with size {size}"
+                )
+        dim += n
 
 
 def _overwrite(old: Tensor, value: Any) -> Tensor:
@@ -1932,8 +2011,30 @@ def _overwrite(old: Tensor, value: Any) -> Tensor:
     return value.to(old.dtype).expand(old.shape)
 
 
+def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``x``'s array module's function ``name`` on ``x`` and ``args``, for the ops that are no
+    Function (comparisons, integer division); operands on two devices raise PyTorch's error."""
+    try:
+        return getattr(namespace(x), name)(x, *args, **kwargs)
+    except TypeError:
+        mixed = backend.same_device_error(name, (x, *args))
+        if mixed is None:
+            raise
+        raise mixed from None
+
+
+def _check_on_cpu(t: Tensor) -> None:
+    """A tensor on another device cannot be a NumPy array: PyTorch's error."""
+    where = backend.device_of(t.array)
+    if where is not backend.cpu:
+        raise TypeError(
+            f"can't convert {where} device type tensor to numpy. Use Tensor.cpu() to copy the "
+            "tensor to host memory first."
+        )
+
+
 def _format(t: Tensor) -> str:
-    array = t.array
+    array = backend.to_host(t.array)  # waits for the device, as printing does in PyTorch
     if backend.is_floating(array.dtype):
         shown = array.astype(xp.float64)
         whole = xp.isfinite(shown).all() and (shown == xp.round(shown)).all()
@@ -1943,6 +2044,8 @@ def _format(t: Tensor) -> str:
     else:
         body = xp.array2string(array, separator=", ", prefix="tensor(")
     extras = []
+    if backend.device_of(t.array) is not backend.cpu:
+        extras.append(f"device='{t.device}'")
     if array.dtype not in (backend.float32, backend.int64, backend.bool_):
         extras.append(f"dtype=scratchgrad.{array.dtype}")
     if t._ctx is not None:

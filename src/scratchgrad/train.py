@@ -69,7 +69,7 @@ def evaluate(model: nn.Module, images: sg.Tensor, labels: sg.Tensor) -> tuple[fl
     model.eval()
     predicted = model(images).argmax(1)
     model.train()
-    return (predicted == labels).float().mean().item(), predicted.numpy()
+    return (predicted == labels).float().mean().item(), predicted.cpu().numpy()
 
 
 def confusion_matrix(predicted: np.ndarray, labels: np.ndarray, classes: int = 10) -> np.ndarray:
@@ -119,6 +119,7 @@ def train(
     progress: bool = True,
     hidden: int = 128,
     amp: str | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Train on the digits and return the history (loss, train/test accuracy per epoch).
 
@@ -127,7 +128,8 @@ def train(
     ``out`` is created and checked writable first, so a run is never lost to a checkpoint that
     cannot be written; a loss that becomes NaN or infinite stops the run (FloatingPointError).
     ``amp`` ("bf16" or "fp16") runs the forward pass under autocast; fp16 scales the loss with a
-    GradScaler, whose skipped steps are not errors.
+    GradScaler, whose skipped steps are not errors. ``device`` ("cuda" with scratchgrad[cuda])
+    is where the model and each batch live; the checkpoint is the same from any device.
     In a process that ``mpiexec`` started (``WORLD_SIZE`` > 1), it trains data-parallel with
     the others: ``batch_size`` is then each process's, and the losses and accuracies printed
     and returned are over all of them.
@@ -145,6 +147,7 @@ def train(
     say = print if first_process else _quiet
     sg.manual_seed(seed)
     (train_x, train_y), (test_x, test_y) = split_digits(seed)
+    test_x, test_y = test_x.to(device), test_y.to(device)
     dataset = TensorDataset(train_x, train_y)
     sampler = DistributedSampler(dataset, seed=seed) if distributed else None
     loader = DataLoader(
@@ -155,7 +158,7 @@ def train(
         generator=None if distributed else sg.Generator(seed),
     )
     config = {"hidden": hidden} if model_name == "mlp" else {}
-    model = build_model(model_name, **config)
+    model = build_model(model_name, **config).to(device)
     net = DistributedDataParallel(model) if distributed else model  # what the steps run
     opt = OPTIMIZERS[optimizer](model.parameters(), lr=lr)
     schedule = sg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
@@ -177,6 +180,7 @@ def train(
             disable=not (progress and first_process),
         )
         for step, (images, labels) in enumerate(bar, 1):
+            images, labels = images.to(device), labels.to(device)
             with autocast:
                 logits = net(images)
                 loss = F.cross_entropy(logits, labels)
@@ -207,7 +211,7 @@ def train(
             f"epoch {epoch:>2}: loss {total_loss / seen:.4f}, train accuracy "
             f"{correct / seen:.4f}, test accuracy {test_acc:.4f}"
         )
-    history["confusion"] = confusion_matrix(predicted, test_y.numpy())
+    history["confusion"] = confusion_matrix(predicted, test_y.cpu().numpy())
     if out is not None and first_process:
         meta = {"task": "digits", "model": model_name, "config": config, "seed": seed}
         _write_outputs(model, opt, history, Path(out), meta)
@@ -302,6 +306,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument(
+        "--device",
+        default="cpu",
+        help="digits: where to train, e.g. cuda (needs scratchgrad[cuda] and a GPU)",
+    )
+    parser.add_argument(
         "--amp",
         choices=sorted(AMP_DTYPES),
         help="mixed precision: the forward pass under autocast (fp16 also scales the loss)",
@@ -346,6 +355,7 @@ def main(args: argparse.Namespace) -> int:
         args.out or Path("runs/digits"),
         hidden=args.hidden,
         amp=args.amp,
+        device=args.device,
     )
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # the other processes of a data-parallel run print nothing

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy
 
+from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import float16, xp
+from scratchgrad.backend import float16
 
 
 class _Stage(Enum):
@@ -94,7 +95,8 @@ class GradScaler:
                         continue
                     if p.grad.dtype == float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    found_inf |= not bool(xp.isfinite(p.grad.array).all())
+                    finite = backend.namespace(p.grad.array).isfinite(p.grad.array)
+                    found_inf |= not bool(finite.all())
                     p.grad.array *= inv_scale.astype(p.grad.array.dtype)
         state["found_inf"], state["stage"] = found_inf, _Stage.UNSCALED
 

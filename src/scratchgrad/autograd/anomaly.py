@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from scratchgrad.autograd.grad_mode import _GradMode
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 
 enabled = False  # read by the engine on every gradient
 
 
 def check(node, grad) -> None:
     """Raise if ``grad``, computed by ``node``'s backward, holds NaN or Inf."""
-    if not xp.isfinite(grad.array).all():
+    if not namespace(grad.array).isfinite(grad.array).all():
         raise RuntimeError(
             f"{type(node).__name__}.backward returned NaN or Inf in a gradient of shape "
             f"{grad.shape}"

@@ -19,6 +19,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 
+_ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
 
 # While a vmap runs, scratchgrad.func sets this to its dispatcher, which runs an op that has
@@ -133,7 +134,8 @@ class Function:
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            tensors.append(Tensor._make(value, self) if type(value) is xp.ndarray else value)
+            is_array = type(value) is xp.ndarray or type(value) in backend.ARRAY_CLASSES
+            tensors.append(Tensor._make(value, self) if is_array else value)
         return tuple(tensors)
 
     @property
@@ -175,12 +177,17 @@ class Function:
                 out = capture_hook.recorder.forward(cls, ctx, arrays, kwargs)
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
+        except TypeError:  # what NumPy and CuPy raise for arrays on two devices
+            mixed = backend.same_device_error(cls.__name__.lower(), arrays)
+            if mixed is None:
+                raise
+            raise mixed from None
         if type(out) is xp.ndarray:
             array = out
         elif isinstance(out, tuple):
             return _several_outputs(ctx, out, args, tuple(parents) if record else None)
-        else:
-            array = xp.asarray(out)  # NumPy gives 0-d scalars
+        else:  # a device's array, or what NumPy's reductions give: a scalar (made 0-d)
+            array = out if type(out) in _ARRAY_CLASSES else xp.asarray(out)
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs, record)
@@ -200,7 +207,7 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     output is a slice of it (``_Unpack``), so the engine sums each output's gradient into the
     node's as for any other node; the node then hands ``backward`` one gradient per output.
     """
-    arrays = [xp.asarray(out) for out in outs]
+    arrays = [backend.as_array(out) for out in outs]
     marked = {id(out) for out in ctx._non_differentiable}
     packed_at, size = [], 0  # per output: its (start, stop) in the packed array, or None
     for out, array in zip(outs, arrays):
@@ -212,7 +219,7 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     if all(at is None for at in packed_at):
         return tuple(Tensor._make(array) for array in arrays)
     differentiable = [a for a, at in zip(arrays, packed_at) if at is not None]
-    packed_dtype = xp.result_type(*differentiable)
+    packed_dtype = xp.result_type(*(a.dtype for a in differentiable))
     if capture_hook.recorder is None:
         packed = _pack(differentiable, packed_dtype)
     else:
@@ -232,7 +239,7 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
 
 def _pack(arrays: list, dtype) -> Any:
     """The arrays flattened and joined into one of ``dtype``."""
-    return xp.concatenate([a.reshape(-1).astype(dtype) for a in arrays])
+    return backend.namespace(arrays[0]).concatenate([a.reshape(-1).astype(dtype) for a in arrays])
 
 
 class _SeveralOutputs(Function):
@@ -243,7 +250,7 @@ class _SeveralOutputs(Function):
         grads = []
         for shape, dtype, at in node.outputs:
             if at is None:  # not differentiable: zeros, as PyTorch passes
-                grads.append(Tensor._make(xp.zeros(shape, dtype)))
+                grads.append(grad.new_zeros(shape, dtype=dtype))
             else:
                 grads.append(grad[at[0] : at[1]].reshape(shape).to(dtype))
         return type(node.ctx).backward(node.ctx, *grads)
@@ -364,7 +371,8 @@ def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict, reco
     by every graph that saved the other. It also remembers its base (the tensor that owns the
     memory) and the view steps that lead from it, so that an in-place change through the view
     can be recorded on the base (``Tensor._record_in_place``)."""
-    if result.array.base is not None and xp.may_share_memory(result.array, source.array):
+    array = result.array
+    if array.base is not None and backend.namespace(array).may_share_memory(array, source.array):
         result._counter = source._shared_counter()
         base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
         result._view = (base, (*steps, (cls, kwargs)))
@@ -401,8 +409,8 @@ def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
             if value is out:  # a view's counter is its source's, which may have counted already
                 counter = result._shared_counter()
                 entries.append((result.array, counter, counter[0]))
-            elif isinstance(value, (xp.ndarray, xp.generic)):
-                entries.append((Tensor._make(xp.asarray(value)), None, 0))
+            elif isinstance(value, xp.generic) or type(value) in backend.ARRAY_CLASSES:
+                entries.append((Tensor._make(backend.as_array(value)), None, 0))
             else:
                 entries.append((value, None, 0))
     return tuple(entries)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scratchgrad.autograd.engine import _as_tuple, grad
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.tensor import Tensor, stack
 
 
@@ -15,9 +15,11 @@ def _prepare(inputs) -> tuple[Tensor, ...]:
 
 
 def _zeros_where_none(grads, like):
-    return tuple(
-        g if g is not None else Tensor._make(xp.zeros_like(x.array)) for g, x in zip(grads, like)
-    )
+    return tuple(g if g is not None else _zeros_like(x) for g, x in zip(grads, like))
+
+
+def _zeros_like(x: Tensor) -> Tensor:
+    return Tensor._make(namespace(x.array).zeros_like(x.array))
 
 
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False):
@@ -42,12 +44,12 @@ def jvp(func: Callable, inputs, v, create_graph: bool = False):
     """
     xs = _prepare(inputs)
     out = func(*xs)
-    u = Tensor._make(xp.zeros_like(out.array)).requires_grad_()
+    u = _zeros_like(out).requires_grad_()
     g = grad(out, xs, u, create_graph=True, allow_unused=True)
     pairs = [(gi, vi) for gi, vi in zip(g, _as_tuple(v)) if gi is not None and gi.requires_grad]
     out = out if create_graph else out.detach()
     if not pairs:
-        return out, Tensor._make(xp.zeros_like(out.array))
+        return out, _zeros_like(out)
     (jv,) = grad(
         [p for p, _ in pairs],
         u,
@@ -55,7 +57,7 @@ def jvp(func: Callable, inputs, v, create_graph: bool = False):
         create_graph=create_graph,
         allow_unused=True,
     )
-    jv = jv if jv is not None else Tensor._make(xp.zeros_like(out.array))
+    jv = jv if jv is not None else _zeros_like(out)
     return out, jv
 
 

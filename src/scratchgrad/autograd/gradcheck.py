@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from scratchgrad import backend
 from scratchgrad.autograd.engine import _as_tuple, grad
 from scratchgrad.backend import float64, xp
 from scratchgrad.tensor import Tensor
@@ -11,6 +12,11 @@ from scratchgrad.tensor import Tensor
 
 def _outputs(func: Callable, inputs: tuple) -> tuple[Tensor, ...]:
     return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
+
+
+def _host(array) -> xp.ndarray:
+    """A flat float64 NumPy copy of a device's array: the Jacobians are compared on the host."""
+    return backend.to_host(array).astype(float64).reshape(-1)
 
 
 def _numerical_jacobian(func: Callable, inputs: tuple, eps: float) -> list[list]:
@@ -22,9 +28,9 @@ def _numerical_jacobian(func: Callable, inputs: tuple, eps: float) -> list[list]
         for k in range(flat.size):
             original = flat[k]
             flat[k] = original + eps
-            plus = [o.array.astype(float64).reshape(-1) for o in _outputs(func, inputs)]
+            plus = [_host(o.array) for o in _outputs(func, inputs)]
             flat[k] = original - eps
-            minus = [o.array.astype(float64).reshape(-1) for o in _outputs(func, inputs)]
+            minus = [_host(o.array) for o in _outputs(func, inputs)]
             flat[k] = original
             for j in range(len(outputs)):
                 jac[j][i][:, k] = (plus[j] - minus[j]) / (2 * eps)
@@ -43,7 +49,7 @@ def _analytical_jacobian(func: Callable, inputs: tuple) -> list[list]:
             grads = grad(flat[r], inputs, retain_graph=True, allow_unused=True)
             for i, g in enumerate(grads):
                 if g is not None:
-                    jac[j][i][r] = g.array.reshape(-1)
+                    jac[j][i][r] = _host(g.array)
     return jac
 
 
@@ -109,7 +115,8 @@ def gradgradcheck(
     if grad_outputs is None:
         rng = xp.random.default_rng(0)
         grad_outputs = tuple(
-            Tensor(rng.standard_normal(o.shape), float64, requires_grad=True) for o in outputs
+            Tensor._make(backend.to_device(rng.standard_normal(o.shape), o.device)).requires_grad_()
+            for o in outputs
         )
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)

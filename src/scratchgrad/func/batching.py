@@ -22,7 +22,6 @@ from typing import Any
 
 from scratchgrad import creation
 from scratchgrad.autograd import function
-from scratchgrad.backend import xp
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.tensor import Tensor, cat, values_indices, wrap_dim
 
@@ -103,7 +102,7 @@ class BatchedTensor(Tensor):
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
 
-    def _compare(self, ufunc: Any, other: Any) -> Tensor:
+    def _compare(self, ufunc: str, other: Any) -> Tensor:
         level = level_of((self, other))
         (x, y), batched = unwrap((self, other), level)
         x, y = pad_to_rank((x, y), batched)
@@ -159,11 +158,11 @@ class BatchedTensor(Tensor):
         return wrap(x.gather(dim % max(self.ndim, 1) + 1, i), level)
 
 
-_MIRRORED = {
-    xp.less: xp.greater,
-    xp.greater: xp.less,
-    xp.less_equal: xp.greater_equal,
-    xp.greater_equal: xp.less_equal,
+_MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
+    "less": "greater",
+    "greater": "less",
+    "less_equal": "greater_equal",
+    "greater_equal": "less_equal",
 }
 
 

@@ -18,6 +18,7 @@ import math
 import string
 from collections.abc import Callable
 
+from scratchgrad import backend
 from scratchgrad.backend import xp
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
@@ -115,18 +116,20 @@ def index(cls, values, batched, kwargs):
 def _advanced_dims_first(items: tuple) -> int:
     """How many dims NumPy puts before the batch dim's slice: those of the advanced indices
     when a slice, Ellipsis or None separates them (integers count as advanced among arrays)."""
-    arrays = [i for i, item in enumerate(items) if isinstance(item, xp.ndarray)]
+    arrays = [i for i, item in enumerate(items) if backend.is_array(item)]
     if not arrays:
         return 0
     advanced = [
-        i for i, item in enumerate(items) if isinstance(item, (xp.ndarray, int, xp.integer))
+        i
+        for i, item in enumerate(items)
+        if backend.is_array(item) or isinstance(item, (int, xp.integer))
     ]
     if advanced[-1] - advanced[0] == len(advanced) - 1:
         return 0
     shapes = [
         (int(item.sum()),) if item.dtype == bool else item.shape
         for item in items
-        if isinstance(item, xp.ndarray)
+        if backend.is_array(item)
     ]
     return len(xp.broadcast_shapes(*shapes))
 
@@ -180,7 +183,7 @@ def cross_entropy(cls, values, batched, kwargs):
     logits, target = values
     logits_batched, target_batched = batched
     log_probs = reduce.LogSoftmax.apply(logits, dim=(logits.ndim - 1,))
-    classes = Tensor._make(xp.arange(logits.shape[-1]))
+    classes = Tensor._make(backend.namespace(logits.array).arange(logits.shape[-1]))
     one_hot = (target.unsqueeze(-1) == classes).to(log_probs.dtype)
     if not logits_batched:
         log_probs = at_front(log_probs, target.shape[0])
@@ -249,6 +252,7 @@ def einsum(cls, values, batched, kwargs):
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, special.Erf, special.Softplus, movement.Copy,
+    movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
 ]  # fmt: skip

@@ -18,7 +18,6 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.engine import grad as autograd_grad
 from scratchgrad.autograd.grad_mode import enable_grad
-from scratchgrad.backend import xp
 from scratchgrad.func import batching
 from scratchgrad.func.batching import BatchedTensor, at_front, wrap
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
@@ -172,7 +171,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
             raise RuntimeError(f"jacrev: expected func to return a tensor, got {type(out)}")
         rows = []
         for r in range(out.numel()):
-            basis = xp.zeros(out.numel(), out.dtype)
+            basis = backend.namespace(out.array).zeros(out.numel(), out.dtype)
             basis[r] = 1
             rows.append(vjp_fn(Tensor._make(basis.reshape(out.shape))))
         jac = tuple(
@@ -193,7 +192,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
 
 def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
     if not rows:
-        return Tensor._make(xp.zeros((*out_shape, *x.shape), x.dtype))
+        return Tensor._make(backend.namespace(x.array).zeros((*out_shape, *x.shape), x.dtype))
     return stack(rows).reshape(*out_shape, *x.shape)
 
 
@@ -264,7 +263,7 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
     """d outputs / d leaves (zeros for a leaf the outputs do not depend on)."""
     outputs = outputs if isinstance(outputs, list) else [outputs]
     if cotangents is None:
-        cotangents = [Tensor._make(xp.ones(o.shape, o.dtype)) for o in outputs]
+        cotangents = [_filled(o, "ones") for o in outputs]
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     found = [None] * len(leaves)
     if pairs:
@@ -276,10 +275,12 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
             create_graph=nested,
             allow_unused=True,
         )
-    return [
-        g if g is not None else Tensor._make(xp.zeros(leaf.shape, leaf.dtype))
-        for g, leaf in zip(found, leaves)
-    ]
+    return [g if g is not None else _filled(leaf, "zeros") for g, leaf in zip(found, leaves)]
+
+
+def _filled(like: Tensor, how: str) -> Tensor:
+    """Ones or zeros of ``like``'s shape and dtype, on its device."""
+    return Tensor._make(getattr(backend.namespace(like.array), how)(like.shape, like.dtype))
 
 
 def _as_cotangent(out: Tensor, cotangent: Tensor) -> tuple[Tensor, Tensor]:

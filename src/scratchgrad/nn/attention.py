@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 from scratchgrad import backend
-from scratchgrad.backend import xp
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.linear import Linear
@@ -170,5 +169,6 @@ class MultiheadAttention(Module):
 def _as_bias(mask: Tensor, dtype) -> Tensor:
     """A bool mask (True: masked out) as a float bias of 0 and -inf; a float mask as it is."""
     if mask.dtype == backend.bool_:
+        xp = backend.namespace(mask.array)
         return Tensor._make(xp.where(mask.array, -math.inf, 0.0).astype(dtype))
     return mask.to(dtype)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import xp
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.module import Module, _empty_parameter
@@ -48,6 +47,7 @@ class _BatchNorm(Module):
             self.register_parameter("bias", None)
         if track_running_stats:
             dtype = backend.default_float if dtype is None else backend.to_dtype(dtype)
+            xp = backend.array_module(device)
             self.register_buffer("running_mean", Tensor._make(xp.zeros(num_features, dtype)))
             self.register_buffer("running_var", Tensor._make(xp.ones(num_features, dtype)))
             self.register_buffer("num_batches_tracked", Tensor._make(xp.zeros((), backend.int64)))

@@ -261,7 +261,7 @@ def avg_pool2d(
         divisor = Tensor(
             _window_counts(x.shape[2:], kernel_size, stride, pads, out_size, count_include_pad),
             dtype=x.dtype,
-        )
+        ).to(x.device)
     else:
         divisor = kernel_size[0] * kernel_size[1]
     out = sums / divisor
@@ -295,7 +295,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
         tile = tuple(n // o for n, o in zip(size, out_size))
         out = avg_pool2d(x, tile)
     else:
-        rows, cols = (_averaging_matrix(o, n, x.dtype) for o, n in zip(out_size, size))
+        rows, cols = (_averaging_matrix(o, n, x.dtype).to(x.device) for o, n in zip(out_size, size))
         # MatMul itself, not `@`: a pooling stays in its input's dtype under autocast, as PyTorch's
         out = MatMul.apply(MatMul.apply(rows, x), cols.mT)
     return out if batched else out.squeeze(0)

@@ -133,7 +133,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
-    keep = rand(input.shape, dtype=backend.float64) >= p  # a draw per member inside vmap
+    # a draw per member inside vmap
+    keep = rand(input.shape, dtype=backend.float64, device=input.device) >= p
     scale = 1 / (1 - p) if p < 1 else 0.0
     return input * (keep.to(input.dtype) * scale)
 
@@ -290,7 +291,7 @@ def scaled_dot_product_attention(
     scores = (query * scale) @ key.mT
     allowed = None
     if is_causal:
-        allowed = xp.tri(length, source, dtype=bool)
+        allowed = backend.namespace(scores.array).tri(length, source, dtype=bool)
     elif attn_mask is not None and attn_mask.dtype == backend.bool_:
         allowed = attn_mask.array
     elif attn_mask is not None:
@@ -306,7 +307,7 @@ def scaled_dot_product_attention(
 def _safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, with 0 (not NaN) in rows where every score is -inf; the
     gradient stays finite because those rows are zeroed before the softmax sees them."""
-    empty = xp.isneginf(scores.array).all(-1, keepdims=True)
+    empty = backend.namespace(scores.array).isneginf(scores.array).all(-1, keepdims=True)
     if not empty.any():
         return scores.softmax(-1)
     rows = Tensor._make(empty)
@@ -411,6 +412,7 @@ def _class_targets(
             f"expected class indices of an integer dtype, got {labels.dtype}; probability "
             "targets must have the input's shape"
         )
+    xp = backend.namespace(labels)
     ignored = labels == ignore_index
     safe = xp.where(ignored, 0, labels)
     bad = (safe < 0) | (safe >= n_classes)
@@ -465,7 +467,8 @@ def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index
     safe, weights, ignored = _class_targets(
         target, log_probs.shape[class_dim], weight, ignore_index, log_probs.dtype
     )
-    picked = log_probs.gather(class_dim, Tensor._make(xp.expand_dims(safe, class_dim)))
+    index = Tensor._make(backend.namespace(safe).expand_dims(safe, class_dim))
+    picked = log_probs.gather(class_dim, index)
     return -picked.squeeze(class_dim) * Tensor._make(weights), weights, ignored
 
 
@@ -628,7 +631,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be non-negative.")
     if labels.size and labels.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return Tensor._make((labels[..., None] == xp.arange(num_classes)).astype(backend.int64))
+    classes = backend.namespace(labels).arange(num_classes)
+    return Tensor._make((labels[..., None] == classes).astype(backend.int64))
 
 
 def pad(

@@ -54,8 +54,8 @@ def _fill(tensor: Tensor, values) -> Tensor:
         return tensor.copy_(values)
 
 
-def _rng(generator: Generator | None):
-    return (generator or backend.default_generator).rng
+def _rng(generator: Generator | None, tensor: Tensor):
+    return (generator or backend.default_generator_for(tensor.device)).rng
 
 
 def uniform_(
@@ -68,14 +68,15 @@ def uniform_(
     >>> bool((w >= -2).all() and (w < 2).all())
     True
     """
-    return _fill(tensor, _rng(generator).uniform(a, b, tensor.shape))
+    return _fill(tensor, _rng(generator, tensor).uniform(a, b, tensor.shape))
 
 
 def normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples from N(mean, std**2)."""
-    return _fill(tensor, _rng(generator).normal(mean, std, tensor.shape))
+    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
+    return _fill(tensor, _rng(generator, tensor).standard_normal(tensor.shape) * std + mean)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

@@ -314,8 +314,8 @@ class Module:
         """Move parameters and buffers to a device and convert the floating point ones to
         ``dtype``, in place (``model.to(device)``, ``model.to(sg.float64)``, or both).
 
-        The parameter objects stay the same, so an optimizer built before still holds them.
-        Any device can be named; one without a backend raises (only the CPU has one today).
+        The parameter objects stay the same, so an optimizer built before still holds them
+        (and its state follows them on its next step). A device without a backend raises.
 
         >>> import scratchgrad as sg
         >>> from scratchgrad import nn
@@ -324,12 +324,14 @@ class Module:
         dtype('float64')
         """
         device, dtype = requested_device_and_dtype(args, device, dtype)
+        if dtype is not None and not backend.is_floating(dtype):
+            raise TypeError(f"Module.to only accepts floating point dtypes, but got {dtype}")
         if device is not None:
-            backend.array_module(device)  # only the CPU exists: nothing to move, or an error
+            backend.array_module(device)  # raises for a device without a backend
+            for tensor in (*self.parameters(), *self.buffers()):
+                _move(tensor, device)
         if dtype is None:
             return self
-        if not backend.is_floating(dtype):
-            raise TypeError(f"Module.to only accepts floating point dtypes, but got {dtype}")
         for tensor in (*self.parameters(), *self.buffers()):
             if backend.is_floating(tensor.dtype) and tensor.dtype != dtype:
                 tensor.array = tensor.array.astype(dtype)
@@ -354,7 +356,7 @@ class Module:
         return self.to(backend.cpu)
 
     def cuda(self, device: Any = None) -> Module:
-        """Move to a CUDA device; raises while scratchgrad has no CUDA backend."""
+        """Move to a CUDA device (``scratchgrad[cuda]``); raises when there is none."""
         return self.to(backend.cuda_device(device))
 
     # ---- state dict -------------------------------------------------------------------------
@@ -413,6 +415,7 @@ class Module:
                 continue
             value = state_dict[key]
             value = value.array if isinstance(value, Tensor) else xp.asarray(value)
+            value = backend.to_device(value, backend.device_of(target.array))  # map to the model
             if value.shape != target.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
@@ -465,3 +468,12 @@ def _indent(text: str, spaces: int) -> str:
 
 def _quoted(keys: list[str]) -> str:
     return ", ".join(f'"{key}"' for key in keys)
+
+
+def _move(tensor: Tensor, device: Any) -> None:
+    """Put ``tensor`` (and its gradient) on ``device`` in place, keeping the object."""
+    if not backend.is_on(tensor.array, device):
+        tensor.array = backend.to_device(tensor.array, device)
+        increment_version(tensor)  # a graph that saved the old array must not use this one
+    if tensor.grad is not None and not backend.is_on(tensor.grad.array, device):
+        tensor.grad = Tensor._make(backend.to_device(tensor.grad.array, device))

@@ -158,8 +158,12 @@ class RNNBase(Module):
         shape_h = (count, batch, self.proj_size or self.hidden_size)
         shape_c = (count, batch, self.hidden_size)
         if hx is None:
-            h = zeros(shape_h, dtype=x.dtype)
-            return list(zip(h, zeros(shape_c, dtype=x.dtype))) if self.mode == "LSTM" else list(h)
+            h = zeros(shape_h, dtype=x.dtype, device=x.device)
+            return (
+                list(zip(h, zeros(shape_c, dtype=x.dtype, device=x.device)))
+                if self.mode == "LSTM"
+                else list(h)
+            )
         given = hx if self.mode == "LSTM" else (hx,)
         if self.mode == "LSTM" and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -363,7 +367,7 @@ class RNNCellBase(Module):
         batched = input.ndim == 2
         x = input if batched else input.unsqueeze(0)
         if hx is None:
-            h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+            h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             hx = (h, h) if self.mode == "LSTM" else h
         elif not batched:
             hx = tuple(t.unsqueeze(0) for t in hx) if self.mode == "LSTM" else hx.unsqueeze(0)

@@ -9,7 +9,6 @@ import math
 from collections.abc import Callable
 
 from scratchgrad import backend
-from scratchgrad.backend import xp
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.attention import MultiheadAttention
@@ -340,5 +339,6 @@ class Transformer(Module):
         >>> Transformer.generate_square_subsequent_mask(2).tolist()
         [[0.0, -inf], [0.0, 0.0]]
         """
+        xp = backend.array_module(device)
         mask = xp.where(xp.tri(sz, dtype=bool), 0.0, -math.inf)
         return Tensor._make(mask.astype(backend.default_float if dtype is None else dtype))

@@ -4,8 +4,9 @@ each back to its input's shape. An operand may be a plain Python number (no grad
 
 import math
 
+from scratchgrad import backend
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import is_floating, keep_where, xp
+from scratchgrad.backend import is_floating, keep_where, namespace
 
 
 class Add(Function):
@@ -73,7 +74,7 @@ class Pow(Function):
         if dy and _is_number(x):
             grad_y = grad * out * math.log(x)
         elif dy:
-            with xp.errstate(divide="ignore", invalid="ignore"):
+            with backend.errstate(divide="ignore", invalid="ignore"):
                 # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
                 grad_y = grad * (out * x.log()).masked_fill((x == 0) & (y >= 0), 0)
         return grad_x, grad_y
@@ -88,14 +89,14 @@ def _is_plus_zero(value) -> bool:
 
 
 def _is_float_array(value) -> bool:
-    return isinstance(value, xp.ndarray) and is_floating(value.dtype)
+    return backend.is_array(value) and is_floating(value.dtype)
 
 
 class Maximum(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        return xp.maximum(x, y)
+        return namespace(x).maximum(x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -107,7 +108,7 @@ class Minimum(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        return xp.minimum(x, y)
+        return namespace(x).minimum(x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -127,7 +128,7 @@ class Atan2(Function):
     @staticmethod
     def forward(ctx, y, x):
         ctx.save_for_backward(y, x)
-        return xp.arctan2(y, x)
+        return namespace(y).arctan2(y, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -145,7 +146,7 @@ class Where(Function):
                 return keep_where(condition, x)
             if _is_plus_zero(x) and _is_float_array(y):
                 return keep_where(~condition, y)
-        return xp.where(condition, x, y)
+        return namespace(condition).where(condition, x, y)
 
     @staticmethod
     def backward(ctx, grad):

@@ -20,7 +20,7 @@ Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_si
 import itertools
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, keep_where, widened, xp
+from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace, widened
 from scratchgrad.ops.binary import Where
 
 
@@ -34,7 +34,7 @@ def _windows(x, kernel_size, dilation, stride, writeable=False):
     (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
     s_c, s_h, s_w, s_n = x.strides
-    return xp.lib.stride_tricks.as_strided(
+    return namespace(x).lib.stride_tricks.as_strided(
         x,
         (c, kh, kw, oh, ow, n),
         (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n),
@@ -62,6 +62,7 @@ class Unfold(Function):
 
     @staticmethod
     def forward(ctx, x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
+        xp = namespace(x)
         n, c, h, w = x.shape
         padded_size = _padded_shape((h, w), padding)
         span = tuple(d * (k - 1) + 1 for k, d in zip(kernel_size, dilation))
@@ -129,7 +130,7 @@ class Fold(Function):
         n = count // (out_size[0] * out_size[1])
         dtype = cols.dtype
         wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
-        out = xp.zeros((rows // (kh * kw), *padded_size, n), wide or dtype)
+        out = namespace(cols).zeros((rows // (kh * kw), *padded_size, n), wide or dtype)
         windows = _windows(out, kernel_size, dilation, stride, writeable=True)
         cols = widened(cols).reshape(windows.shape)
         for i in range(kh):
@@ -161,6 +162,7 @@ class MaxOver(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
+        xp = namespace(x)
         ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
         dtype, x = x.dtype, widened(x)  # 16 bits: exact in float32, and several times faster
         views = [x[index] for index in window_offsets(x.shape, dims)]
@@ -198,7 +200,8 @@ class Spread(Function):
     def forward(ctx, x, *winners, dims, shape, strides):
         ctx.save_for_backward(*winners)
         ctx.dims = dims
-        out = _empty_like_strides(shape, strides, x.dtype)
+        xp = namespace(x)
+        out = _empty_like_strides(xp, shape, strides, x.dtype)
         if _memory_order(x.strides) != _memory_order(winners[0].strides):
             # one copy into the winners' layout first: mixed layouts make every pass crawl
             x = _copy_like_strides(x, winners[0].strides)
@@ -235,8 +238,9 @@ def _keep_first(winners):
     """Clear, in place, every mark in ``winners`` (one bool array per window offset) that
     follows another mark in the same window, so that one winner per window remains."""
     taken = winners[0].copy(order="K")  # keep the layout: mixed layouts crawl
+    greater = namespace(taken).greater
     for winner in winners[1:]:
-        xp.greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
+        greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
         taken |= winner
 
 
@@ -245,7 +249,7 @@ def _memory_order(strides):
     return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
 
 
-def _empty_like_strides(shape, strides, dtype):
+def _empty_like_strides(xp, shape, strides, dtype):
     """An uninitialised array of ``shape`` whose dims are ordered in memory as ``strides`` are."""
     order = _memory_order(strides)
     out = xp.empty([shape[d] for d in order], dtype)
@@ -253,6 +257,6 @@ def _empty_like_strides(shape, strides, dtype):
 
 
 def _copy_like_strides(x, strides):
-    out = _empty_like_strides(x.shape, strides, x.dtype)
+    out = _empty_like_strides(namespace(x), x.shape, strides, x.dtype)
     out[...] = x
     return out

@@ -3,7 +3,7 @@
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, xp
+from scratchgrad.backend import accumulation_dtype, cast, namespace
 
 
 class MatMul(Function):
@@ -75,7 +75,9 @@ class Einsum(Function):
         ctx.inputs, ctx.output = inputs, output
         wide = accumulation_dtype(xs[0].dtype)  # 16-bit floats: computed in float32, rounded once
         operands = xs if wide is None else [cast(x, wide) for x in xs]
-        out = xp.einsum(",".join(inputs) + "->" + output, *operands, optimize=len(xs) > 2)
+        out = namespace(xs[0]).einsum(
+            ",".join(inputs) + "->" + output, *operands, optimize=len(xs) > 2
+        )
         return out if wide is None else cast(out, xs[0].dtype)
 
     @staticmethod

@@ -2,8 +2,9 @@
 
 import math
 
+from scratchgrad import backend
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import cast, xp
+from scratchgrad.backend import cast, namespace
 from scratchgrad.ops.binary import Where
 
 
@@ -45,6 +46,7 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
+        xp = namespace(x)
         if math.prod(shape) < _SMALL:  # NOTE: broadcast_to's Python costs more than a small copy
             out = xp.empty(shape, x.dtype)
             out[...] = x
@@ -63,7 +65,7 @@ class Flip(Function):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return xp.flip(x, dims)
+        return namespace(x).flip(x, dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -76,7 +78,7 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
-        return xp.roll(x, shifts, axis=dims)
+        return namespace(x).roll(x, shifts, axis=dims)
 
     @staticmethod
     def backward(ctx, grad):
@@ -98,6 +100,21 @@ class Copy(Function):
         return Copy.apply(grad, dtype=ctx.in_dtype)
 
 
+class ToDevice(Function):
+    """A copy on another device; the gradient goes back to the input's device."""
+
+    backward_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, device):
+        ctx.in_device = backend.device_of(x)
+        return backend.to_device(x, device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ToDevice.apply(grad, device=ctx.in_device)
+
+
 class GetItem(Function):
     """Indexing with ints, slices, None, Ellipsis, integer arrays and boolean masks."""
 
@@ -111,7 +128,7 @@ class GetItem(Function):
     def name(self) -> str:
         """PyTorch's: IndexBackward0 for integer arrays or masks, else SelectBackward0 when an
         int picks, else SliceBackward0."""
-        if any(isinstance(i, xp.ndarray) for i in self.index):
+        if any(backend.is_array(i) for i in self.index):
             return "IndexBackward0"
         return (
             "SelectBackward0" if any(isinstance(i, int) for i in self.index) else "SliceBackward0"
@@ -129,9 +146,9 @@ class IndexAdd(Function):
     @staticmethod
     def forward(ctx, x, index, shape):
         ctx.index = index
-        out = xp.zeros(shape, x.dtype)
+        out = namespace(x).zeros(shape, x.dtype)
         if any(_is_integer_array(i) for i in index):
-            xp.add.at(out, index, x)
+            backend.scatter_add(out, index, x)
         else:
             out[index] = x
         return out
@@ -142,7 +159,7 @@ class IndexAdd(Function):
 
 
 def _is_integer_array(index) -> bool:
-    return isinstance(index, xp.ndarray) and index.dtype != bool
+    return backend.is_array(index) and index.dtype != bool
 
 
 class Diagonal(Function):
@@ -154,13 +171,15 @@ class Diagonal(Function):
     @staticmethod
     def forward(ctx, x, offset, dim1, dim2):
         ctx.in_shape, ctx.attributes = x.shape, {"offset": offset, "dim1": dim1, "dim2": dim2}
-        out = xp.diagonal(x, offset, dim1, dim2)
-        out.flags.writeable = x.flags.writeable
+        out = namespace(x).diagonal(x, offset, dim1, dim2)
+        if hasattr(out.flags, "writeable"):  # CuPy's arrays are always writable
+            out.flags.writeable = x.flags.writeable
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        zeros = xp.zeros(ctx.in_shape, grad.dtype)  # an array: a constant, not a graph input
+        # an array: a constant, not a graph input
+        zeros = namespace(grad.array).zeros(ctx.in_shape, grad.dtype)
         return CopySlices.apply(zeros, grad, steps=((Diagonal, ctx.attributes),))
 
 
@@ -172,7 +191,7 @@ class Pad(Function):
     @staticmethod
     def forward(ctx, x, widths, value=0.0):
         ctx.inner = tuple(slice(before, before + n) for (before, _), n in zip(widths, x.shape))
-        return xp.pad(x, widths, constant_values=value)
+        return namespace(x).pad(x, widths, constant_values=value)
 
     @staticmethod
     def backward(ctx, grad):
@@ -183,7 +202,7 @@ class Cat(Function):
     @staticmethod
     def forward(ctx, *xs, dim=0):
         ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
-        return xp.concatenate(xs, axis=dim)
+        return namespace(xs[0]).concatenate(xs, axis=dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -205,6 +224,7 @@ class CopySlices(Function):
 
     @staticmethod
     def forward(ctx, x, value, steps):
+        xp = namespace(x)
         positions = replay_on_array(xp.arange(x.size).reshape(x.shape), steps)
         ctx.steps, ctx.in_view = steps, xp.zeros(x.shape, bool)
         ctx.in_view.reshape(-1)[positions] = True

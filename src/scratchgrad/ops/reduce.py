@@ -6,7 +6,7 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, xp
+from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import Expand
 
@@ -24,7 +24,7 @@ class Sum(Function):
         ctx.in_shape, ctx.dim = x.shape, dim
         ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
         if accumulation_dtype(x.dtype) is None:  # the common case, without _sum's frame
-            return xp.add.reduce(x, axis=dim, keepdims=keepdim)
+            return namespace(x).add.reduce(x, axis=dim, keepdims=keepdim)
         return _sum(x, dim, keepdim)
 
     @staticmethod
@@ -44,7 +44,7 @@ class Mean(Sum):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
         ctx.count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
-        with xp.errstate(invalid="ignore"):  # the mean of nothing is NaN, as in PyTorch
+        with errstate(invalid="ignore"):  # the mean of nothing is NaN, as in PyTorch
             return Sum.forward(ctx, x, dim, keepdim) / ctx.count
 
     @staticmethod
@@ -63,10 +63,10 @@ class SumToSize(Function):
             # faster than NumPy's reduction along axis 0 (docs/benchmarks.md) and no less
             # accurate (that reduction adds the rows one after another). The result owns its
             # memory, so a leaf can keep it as its .grad without a copy.
-            wide = accumulation_dtype(dtype)
+            wide, xp = accumulation_dtype(dtype), namespace(x)
             if wide is None:
-                return _ones(len(x), dtype).dot(x)
-            return cast(_ones(len(x), wide).dot(cast(x, wide)), dtype)
+                return _ones(len(x), dtype, xp).dot(x)
+            return cast(_ones(len(x), wide, xp).dot(cast(x, wide)), dtype)
         lead = x.ndim - len(shape)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
@@ -80,28 +80,30 @@ class SumToSize(Function):
 
 def _sum(x, dim, keepdim):
     """``x.sum``, less ndarray.sum's wrapper; 16-bit floats are added up in float32."""
-    wide = accumulation_dtype(x.dtype)
+    wide, add = accumulation_dtype(x.dtype), namespace(x).add
     if wide is None:
-        return xp.add.reduce(x, axis=dim, keepdims=keepdim)
-    return cast(xp.add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
+        return add.reduce(x, axis=dim, keepdims=keepdim)
+    return cast(add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
 
 
 @functools.lru_cache(maxsize=16)
-def _ones(n: int, dtype) -> xp.ndarray:
-    """A read-only vector of ``n`` ones, kept for the next batch of the same size."""
+def _ones(xp, n: int, dtype):
+    """A vector of ``n`` ones made by the array module ``xp``, kept for the next batch of the
+    same size (read-only where the module can say so: CuPy's arrays are always writable)."""
     ones = xp.ones(n, dtype)
-    ones.flags.writeable = False
+    if hasattr(ones.flags, "writeable"):
+        ones.flags.writeable = False
     return ones
 
 
 class Amax(Function):
     """The largest entry over ``dim``. NOTE: ties share the gradient equally, as in PyTorch."""
 
-    reduce = staticmethod(xp.max)
+    reduce = "max"  # the array method
 
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        kept = type(ctx).reduce(x, axis=dim, keepdims=True)
+        kept = getattr(x, type(ctx).reduce)(axis=dim, keepdims=True)
         is_extreme = x == kept
         ctx.save_for_backward(is_extreme / is_extreme.sum(axis=dim, keepdims=True, dtype=x.dtype))
         ctx.kept_shape = kept.shape
@@ -114,7 +116,7 @@ class Amax(Function):
 
 
 class Amin(Amax):
-    reduce = staticmethod(xp.min)
+    reduce = "min"
 
 
 def _drop(shape: tuple, dim: tuple | None) -> tuple:
@@ -137,7 +139,11 @@ class Prod(Function):
         last = x.movedim(ctx.dim, -1)
         n = last.shape[-1]
         rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # row i: a copy of the entries
-        others = Where.apply(xp.eye(n, dtype=bool), 1.0, rows).prod(-1).movedim(-1, ctx.dim)
+        others = (
+            Where.apply(namespace(x.array).eye(n, dtype=bool), 1.0, rows)
+            .prod(-1)
+            .movedim(-1, ctx.dim)
+        )
         return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
 
 
@@ -147,7 +153,7 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        return xp.cumsum(x, axis=dim, dtype=x.dtype)
+        return namespace(x).cumsum(x, axis=dim, dtype=x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -156,7 +162,10 @@ class Cumsum(Function):
 
 def log_softmax(x, dim):
     """log(softmax(x)) on an array, stable: subtracting the max keeps exp from overflowing."""
-    shifted = x - x.max(axis=dim, keepdims=True, initial=-xp.inf)  # initial: empty is fine
+    if x.size == 0:  # nothing to normalise (and CuPy's max has no ``initial`` for empty dims)
+        return x.copy()
+    xp = namespace(x)
+    shifted = x - x.max(axis=dim, keepdims=True)
     return shifted - xp.log(_sum(xp.exp(shifted), dim, True))
 
 

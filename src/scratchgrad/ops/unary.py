@@ -1,7 +1,7 @@
 """Elementwise unary primitives."""
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, in_float32, xp
+from scratchgrad.backend import accumulation_dtype, in_float32, namespace
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.fused import TanhGrad
 
@@ -9,7 +9,7 @@ from scratchgrad.ops.fused import TanhGrad
 class Neg(Function):
     @staticmethod
     def forward(ctx, x):
-        return xp.negative(x)
+        return namespace(x).negative(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -19,7 +19,7 @@ class Neg(Function):
 class Exp(Function):
     @staticmethod
     def forward(ctx, x):
-        out = xp.exp(x)
+        out = namespace(x).exp(x)
         ctx.save_for_backward(out)
         return out
 
@@ -33,7 +33,7 @@ class Log(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.log(x)
+        return namespace(x).log(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -45,7 +45,7 @@ class Sin(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.sin(x)
+        return namespace(x).sin(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -57,7 +57,7 @@ class Cos(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.cos(x)
+        return namespace(x).cos(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -68,7 +68,7 @@ class Cos(Function):
 class Tanh(Function):
     @staticmethod
     def forward(ctx, x):
-        out = xp.tanh(x)
+        out = namespace(x).tanh(x)
         ctx.save_for_backward(out)
         return out
 
@@ -81,6 +81,7 @@ class Tanh(Function):
 class Sigmoid(Function):
     @staticmethod
     def forward(ctx, x):
+        xp = namespace(x)
         # exp of a non-positive number only, so neither tail overflows
         e = xp.exp(-xp.abs(x))
         out = xp.where(x >= 0, 1, e) / (1 + e)
@@ -97,9 +98,9 @@ class Relu(Function):
     @staticmethod
     def forward(ctx, x):
         if accumulation_dtype(x.dtype) is None:
-            out = xp.maximum(x, 0)
+            out = namespace(x).maximum(x, 0)
         else:  # 16 bits: exact in float32, and several times faster
-            out = in_float32(xp.maximum, x, 0)
+            out = in_float32(namespace(x).maximum, x, 0)
         ctx.save_for_backward(out)
         return out
 
@@ -113,7 +114,7 @@ class Relu(Function):
 class Sqrt(Function):
     @staticmethod
     def forward(ctx, x):
-        out = xp.sqrt(x)
+        out = namespace(x).sqrt(x)
         ctx.save_for_backward(out)
         return out
 
@@ -127,7 +128,7 @@ class Abs(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.abs(x)
+        return namespace(x).abs(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -141,8 +142,8 @@ class Step(Function):
 
     @staticmethod
     def forward(ctx, x, ufunc):
-        ctx.ufunc = ufunc
-        return ufunc(x)
+        ctx.ufunc = ufunc  # NumPy's, named: the operand's module computes
+        return getattr(namespace(x), ufunc.__name__)(x)
 
     def name(self) -> str:
         return self.ufunc.__name__.capitalize() + "Backward0"  # SignBackward0, FloorBackward0
@@ -161,7 +162,7 @@ class Log1p(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.log1p(x)
+        return namespace(x).log1p(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -174,7 +175,7 @@ class Expm1(Function):
 
     @staticmethod
     def forward(ctx, x):
-        out = xp.expm1(x)
+        out = namespace(x).expm1(x)
         ctx.save_for_backward(out)
         return out
 
@@ -187,7 +188,7 @@ class Expm1(Function):
 class Tan(Function):
     @staticmethod
     def forward(ctx, x):
-        out = xp.tan(x)
+        out = namespace(x).tan(x)
         ctx.save_for_backward(out)
         return out
 
@@ -201,7 +202,7 @@ class Asin(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arcsin(x)
+        return namespace(x).arcsin(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -213,7 +214,7 @@ class Acos(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arccos(x)
+        return namespace(x).arccos(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -225,7 +226,7 @@ class Atan(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arctan(x)
+        return namespace(x).arctan(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -237,7 +238,7 @@ class Sinh(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.sinh(x)
+        return namespace(x).sinh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -249,7 +250,7 @@ class Cosh(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.cosh(x)
+        return namespace(x).cosh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -261,7 +262,7 @@ class Asinh(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arcsinh(x)
+        return namespace(x).arcsinh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -273,7 +274,7 @@ class Acosh(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arccosh(x)
+        return namespace(x).arccosh(x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -285,7 +286,7 @@ class Atanh(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return xp.arctanh(x)
+        return namespace(x).arctanh(x)
 
     @staticmethod
     def backward(ctx, grad):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
@@ -60,6 +60,7 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        xp = namespace(p.array)
         rho, eps = group["rho"], group["eps"]
         grad = update_direction(p, group["maximize"], group["weight_decay"])
         if not state:  # lazy initialisation, as PyTorch: state appears at the first step

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import full_like
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
 from scratchgrad.tensor import Tensor
@@ -72,6 +72,7 @@ class Adagrad(Optimizer):
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         param = p.array
+        xp = namespace(param)
         grad = update_direction(p, group["maximize"], group["weight_decay"])
         state["step"] = step = state["step"] + 1
 

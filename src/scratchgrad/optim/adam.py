@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
@@ -94,6 +94,7 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         amsgrad = group["amsgrad"]
         param = p.array
+        xp = namespace(param)
         grad = adam_direction(p, group)
         if not state:  # lazy initialisation, as PyTorch: state appears at the first step
             state["step"] = 0

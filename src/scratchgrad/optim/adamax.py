@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.adam import adam_defaults
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, lerp_, update_direction
@@ -43,6 +43,7 @@ class Adamax(Optimizer):
         super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        xp = namespace(p.array)
         beta1, beta2 = group["betas"]
         grad = update_direction(p, group["maximize"], group["weight_decay"])
         if not state:  # lazy initialisation, as PyTorch: state appears at the first step

@@ -12,7 +12,7 @@ from typing import Any
 
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
 from scratchgrad.tensor import Tensor
@@ -78,6 +78,7 @@ class LBFGS(Optimizer):
     # ---- the parameters as one flat vector -----------------------------------------------------
 
     def _flat_grad(self) -> Any:
+        xp = namespace(self._params[0].array)
         return xp.concatenate(
             [
                 xp.zeros(p.numel(), p.dtype) if p.grad is None else p.grad.array.reshape(-1)
@@ -128,6 +129,7 @@ class LBFGS(Optimizer):
         current_evals = 1
         state["func_evals"] += 1
         flat_grad = self._flat_grad()
+        xp = namespace(flat_grad)
         if xp.abs(flat_grad).max() <= tolerance_grad:  # already optimal
             return orig_loss
 
@@ -267,7 +269,7 @@ def _strong_wolfe(
     """A step length satisfying the strong Wolfe conditions along ``d`` (Nocedal and Wright,
     alg. 3.5 and 3.6): first bracket an acceptable step, then zoom into the bracket by cubic
     interpolation. Returns the loss, flat gradient and step found, and the evaluations used."""
-    d_norm = float(xp.abs(d).max())
+    d_norm = float(abs(d).max())
     f_new, g_new = along(t)
     ls_func_evals = 1
     gtd_new = float(g_new @ d)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.adam import adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
@@ -82,6 +82,7 @@ class NAdam(Optimizer):
         super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        xp = namespace(p.array)
         lr, (beta1, beta2), momentum_decay = group["lr"], group["betas"], group["momentum_decay"]
         grad = _moments(p, group, state, mu_product=scalar_state(1.0))
         step = state["step"]
@@ -140,6 +141,7 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        xp = namespace(p.array)
         lr, (beta1, beta2) = group["lr"], group["betas"]
         _moments(p, group, state)
         step = state["step"]

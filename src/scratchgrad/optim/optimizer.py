@@ -18,7 +18,7 @@ from typing import Any
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import default_float, is_floating, xp
+from scratchgrad.backend import default_float, device_of, is_floating, namespace, to_device, xp
 from scratchgrad.creation import from_numpy
 from scratchgrad.tensor import Tensor
 
@@ -59,6 +59,7 @@ def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     average)`` for a weight under 0.5, ``target - (1 - weight) * (target - average)`` from 0.5
     on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply and the add
     (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
+    xp = namespace(average)
     scratch = xp.subtract(target, average, out=scratch)
     if abs(weight) < 0.5:
         scratch *= weight
@@ -75,7 +76,7 @@ def square_average_(average: Any, grad: Any, decay: float, scratch: Any = None) 
     PyTorch's order (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that
     only its fused multiply-add can make a result differ by an ulp."""
     average *= decay
-    scratch = xp.multiply(grad, 1 - decay, out=scratch)
+    scratch = namespace(average).multiply(grad, 1 - decay, out=scratch)
     scratch *= grad
     average += scratch
     return scratch
@@ -283,5 +284,6 @@ def _cast(param: Tensor, name: str, value: Any) -> Any:
         return int(value.item())
     array = value.array
     if array.shape == param.shape and is_floating(param.dtype) and is_floating(array.dtype):
-        return from_numpy(array.astype(param.dtype))  # astype copies, even for equal dtypes
-    return from_numpy(array.copy())
+        array = array.astype(param.dtype)  # astype copies, even for equal dtypes
+        return Tensor._make(to_device(array, device_of(param.array)))  # onto the param's device
+    return Tensor._make(array.copy())

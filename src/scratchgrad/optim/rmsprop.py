@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
@@ -69,6 +69,7 @@ class RMSprop(Optimizer):
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         momentum, centered = group["momentum"], group["centered"]
         param = p.array
+        xp = namespace(param)
         grad = update_direction(p, group["maximize"], group["weight_decay"])
         if not state:  # lazy initialisation, as PyTorch: state appears at the first step
             state["step"] = 0

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import xp
 from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
 from scratchgrad.tensor import Tensor
 
@@ -44,6 +44,7 @@ def clip_grad_norm_(
     if not grads:
         return Tensor(0.0)
     norm_type = float(norm_type)
+    xp = backend.namespace(grads[0].array)
     with _silent_non_finite():
         norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
         total = xp.linalg.norm(norms, norm_type).astype(grads[0].dtype)
@@ -58,13 +59,13 @@ def clip_grad_norm_(
     with no_grad(), _silent_non_finite():
         for g in grads:
             g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
-    return Tensor._make(xp.asarray(total))
+    return Tensor._make(total)
 
 
 def _silent_non_finite():
     """An inf or NaN gradient (a step GradScaler will skip) is clipped without NumPy's
     warnings, as PyTorch does it: its norm is inf or NaN, and inf times 0 is NaN."""
-    return xp.errstate(over="ignore", invalid="ignore")
+    return backend.errstate(over="ignore", invalid="ignore")
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
