@@ -1,13 +1,13 @@
 """``scratchgrad.accelerator``: PyTorch's device-generic ``torch.accelerator`` queries.
 
-An accelerator is any device other than the CPU that has a backend; there is none yet, so
-``current_accelerator()`` is None and scripts written as
-``device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else
+An accelerator is any device other than the CPU that has a backend: "cuda" where CuPy sees a
+GPU (``scratchgrad[cuda]``). Without one ``current_accelerator()`` is None and scripts written
+as ``device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else
 "cpu"`` run on the CPU.
 
 >>> import scratchgrad as sg
->>> sg.accelerator.is_available(), sg.accelerator.current_accelerator()
-(False, None)
+>>> sg.accelerator.is_available() == sg.cuda.is_available()
+True
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from scratchgrad import backend
 
 
 def _available_types() -> list[str]:
-    return [kind for kind in backend.DEVICE_TYPES if kind != "cpu" and backend.is_available(kind)]
+    kinds = backend.TORCH_DEVICE_TYPES  # not the test-only devices
+    return [kind for kind in kinds if kind != "cpu" and backend.is_available(kind)]
 
 
 def is_available() -> bool:

@@ -141,7 +141,7 @@ class GPT(nn.Module):
             raise ValueError(
                 f"GPT: a sequence of {length} is longer than block_size {self.config.block_size}"
             )
-        x = self.drop(self.wte(idx) + self.wpe(sg.arange(length)))
+        x = self.drop(self.wte(idx) + self.wpe(sg.arange(length, device=idx.device)))
         for block in self.blocks:
             x = block(x)
         return self.lm_head(self.ln_f(x))

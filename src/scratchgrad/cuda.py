@@ -1,14 +1,15 @@
 """``scratchgrad.cuda``: PyTorch's ``torch.cuda`` functions that scripts call to pick a device.
 
-scratchgrad has no CUDA backend yet, so ``is_available()`` is False and a script's usual
-``device = "cuda" if torch.cuda.is_available() else "cpu"`` takes its CPU path. As in PyTorch's
-CPU builds, seeding is a quiet no-op and anything that needs a GPU raises an error naming it
-(an ``AssertionError``, PyTorch's kind, which is also a ``RuntimeError``). The answers come from
-the backend's device table, so they change by themselves when a GPU backend is added there.
+The "cuda" device computes with CuPy (``pip install 'scratchgrad[cuda]'``), imported the first
+time anything asks for it: ``is_available()`` is True when CuPy imports and sees a GPU. Without
+one, a script's usual ``device = "cuda" if torch.cuda.is_available() else "cpu"`` takes its CPU
+path, seeding is a quiet no-op, and anything that needs a GPU raises an error naming it (an
+``AssertionError``, PyTorch's kind, which is also a ``RuntimeError``).
 
 >>> import scratchgrad as sg
->>> sg.cuda.is_available(), sg.cuda.device_count()
-(False, 0)
+>>> device = "cuda" if sg.cuda.is_available() else "cpu"
+>>> sg.zeros(2, device=device).device.type == device
+True
 """
 
 from __future__ import annotations
@@ -17,57 +18,66 @@ from scratchgrad import backend
 
 
 def is_available() -> bool:
-    """Whether tensors can be put on a CUDA device."""
+    """Whether tensors can be put on a CUDA device (CuPy imports and sees a GPU)."""
     return backend.is_available("cuda")
 
 
+def _cupy():
+    """CuPy, once its backend is loaded; raises naming CUDA when there is none."""
+    return backend.array_module(backend.cuda_device())
+
+
 def device_count() -> int:
-    return 1 if is_available() else 0
+    return _cupy().cuda.runtime.getDeviceCount() if is_available() else 0
 
 
 def is_initialized() -> bool:
-    return False
-
-
-def _require() -> None:
-    """Raise, naming CUDA, unless a CUDA backend exists."""
-    backend.array_module(backend.cuda_device())
+    return is_available()
 
 
 def current_device() -> int:
-    _require()
-    return 0
+    return _cupy().cuda.runtime.getDevice()
 
 
 def set_device(device: int | str | backend.device) -> None:
-    backend.array_module(backend.cuda_device(device))
+    where = backend.cuda_device(device)
+    _cupy().cuda.runtime.setDevice(where.index or 0)
 
 
 def get_device_name(device: int | str | backend.device | None = None) -> str:
-    backend.array_module(backend.cuda_device(device))
-    return "cuda"
+    where = backend.cuda_device(device)
+    return _cupy().cuda.runtime.getDeviceProperties(where.index or 0)["name"].decode()
 
 
 def synchronize(device: int | str | backend.device | None = None) -> None:
-    backend.array_module(backend.cuda_device(device))
+    """Wait for the GPU's queued work (``.item()``, printing and ``.cpu()`` wait by themselves)."""
+    backend.cuda_device(device)
+    _cupy().cuda.Device().synchronize()
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the GPU generators: nothing to do without a GPU (PyTorch's CPU builds ignore it too;
-    ``scratchgrad.manual_seed`` seeds everything scratchgrad draws)."""
+    """Seed the GPU's generator (a quiet no-op without a GPU, as in PyTorch's CPU builds;
+    ``scratchgrad.manual_seed`` seeds every device's)."""
+    if is_available():
+        backend.default_generator_for("cuda").manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
-    """As ``manual_seed``, for every GPU."""
+    """As ``manual_seed``: one generator serves every GPU."""
+    manual_seed(seed)
 
 
 def empty_cache() -> None:
-    """Hand cached GPU memory back: nothing is cached without a GPU."""
+    """Hand the memory CuPy's pool keeps for reuse back to the GPU."""
+    if is_available():
+        _cupy().get_default_memory_pool().free_all_blocks()
 
 
 def memory_allocated(device: int | str | backend.device | None = None) -> int:
-    return 0
+    """Bytes of GPU memory held by tensors now (0 without a GPU)."""
+    return _cupy().get_default_memory_pool().used_bytes() if is_available() else 0
 
 
 def max_memory_allocated(device: int | str | backend.device | None = None) -> int:
-    return 0
+    """Bytes of GPU memory CuPy's pool holds, a bound on the peak (0 without a GPU)."""
+    return _cupy().get_default_memory_pool().total_bytes() if is_available() else 0

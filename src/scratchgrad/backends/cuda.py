@@ -1,4 +1,4 @@
-"""``torch.backends.cuda``'s switches: kept, and without effect (there is no CUDA backend)."""
+"""``torch.backends.cuda``'s switches: kept, and without effect (the CuPy device ignores them)."""
 
 from types import SimpleNamespace
 
