@@ -6,7 +6,7 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace
+from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, xp
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import Expand
 
@@ -87,10 +87,11 @@ def _sum(x, dim, keepdim):
 
 
 @functools.lru_cache(maxsize=16)
-def _ones(xp, n: int, dtype):
-    """A vector of ``n`` ones made by the array module ``xp``, kept for the next batch of the
-    same size (read-only where the module can say so: CuPy's arrays are always writable)."""
-    ones = xp.ones(n, dtype)
+def _ones(n: int, dtype, module=xp):
+    """A vector of ``n`` ones made by the array ``module`` (NumPy unless given), kept for the
+    next batch of the same size (read-only where the module can say so: CuPy's arrays are
+    always writable)."""
+    ones = module.ones(n, dtype)
     if hasattr(ones.flags, "writeable"):
         ones.flags.writeable = False
     return ones
