@@ -21,6 +21,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
+from scratchgrad.autograd.capture_hook import call as _call
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, xp
@@ -1898,14 +1899,6 @@ def _index(index: Any, array: Any) -> tuple:
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
         _check_bounds(items, array.shape)
     return tuple(items)
-
-
-def _call(function: Callable, *args: Any) -> Any:
-    """``function(*args)``, an array call made outside ``Function.forward``: while
-    ``scratchgrad.jit`` records a step, it is noted so that every replay makes it again."""
-    if capture_hook.recorder is None:
-        return function(*args)
-    return capture_hook.recorder.call(function, *args)
 
 
 def _compare(name: str, x: Any, y: Any) -> Any:

@@ -8,3 +8,12 @@ attribute read.
 """
 
 recorder = None
+
+
+def call(function, *args):
+    """``function(*args)``, an array call made outside ``Function.forward`` (an in-place
+    update, a mask, a random draw): while a step records, noted so that every replay makes it
+    again."""
+    if recorder is None:
+        return function(*args)
+    return recorder.call(function, *args)

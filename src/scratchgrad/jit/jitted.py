@@ -18,7 +18,7 @@ from typing import Any
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
-from scratchgrad.jit import program
+from scratchgrad.jit import kernels, program
 from scratchgrad.jit.recorder import JitError, Recorder
 from scratchgrad.tensor import Tensor
 
@@ -34,6 +34,7 @@ class Recording:
     ) -> None:
         self.replay, self.source, self.build = replay, source, build
         self.constants, self.places = recorder.constants, recorder.places
+        self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules = modules
         self.training = [m.training for m in modules]
@@ -118,10 +119,12 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
     Python branch decided by tensor data) or in a constant (a value computed outside
     scratchgrad's ops from tensor data, e.g. NumPy on ``.array``)."""
     what = None
-    if first.source != second.source:
-        pairs = zip(first.source.splitlines(), second.source.splitlines())
-        a, b = next(((a, b) for a, b in pairs if a != b), ("(shorter)", "(longer)"))
-        what = f"different calls ({a.strip()!r}, then {b.strip()!r})"
+    if first.calls != second.calls:
+        pairs = zip(first.calls, second.calls)
+        a, b = next(((a, b) for a, b in pairs if a != b), ("(fewer)", "(more)"))
+        what = (
+            f"different calls ({a.replace(kernels.OUT, '')!r}, then {b.replace(kernels.OUT, '')!r})"
+        )
     else:
         for key, value in first.constants.items():
             if not _same(value, second.constants[key]):

@@ -64,7 +64,7 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
         done = [
             f"v{n}"
             for n in sorted(step.reads | set(step.writes))
-            if last_use.get(n, -1) <= index and recorder.arrays[n].size >= _RELEASE_SIZE
+            if last_use.get(n, -1) <= index and recorder.sizes[n] >= _RELEASE_SIZE
         ]
         if done:
             body.append(f"del {', '.join(done)}")
@@ -87,22 +87,12 @@ def _free_after(
         if step.effect:
             escaped |= step.reads | set(step.writes)
     last_by_memory: dict[int, int] = {}
-    for number, array in enumerate(recorder.arrays):
-        root = _memory_of(array)
+    memory = recorder.memory
+    for number, root in enumerate(memory):
         last_by_memory[root] = max(last_by_memory.get(root, -1), last_use.get(number, -1))
     for number in escaped:
-        last_by_memory[_memory_of(recorder.arrays[number])] = len(steps)
-    return {
-        number: last_by_memory[_memory_of(recorder.arrays[number])]
-        for number in range(len(recorder.arrays))
-    }
-
-
-def _memory_of(array: Any) -> int:
-    """The id of the array that owns ``array``'s memory."""
-    while isinstance(array.base, xp.ndarray):
-        array = array.base
-    return id(array)
+        last_by_memory[memory[number]] = len(steps)
+    return {number: last_by_memory[root] for number, root in enumerate(memory)}
 
 
 def _live_steps(recorder: Recorder, outputs: list[int]) -> list:

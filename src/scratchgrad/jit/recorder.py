@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -54,7 +55,12 @@ class Recorder:
 
     def __init__(self, name: str) -> None:
         self.name = name  # the jitted function's, for error messages
-        self.arrays: list = []  # value number -> the array it was while recording (kept alive)
+        # value number -> its size, and which memory it lives in (a number per owning array:
+        # a view's base and the view share theirs)
+        self.sizes: list[int] = []
+        self.memory: list[int] = []
+        self._owners: dict[int, int] = {}  # id(owning array) -> its memory number
+        self._watch: list = []  # weak references that forget an id when its array dies
         self.number: dict[int, int] = {}  # id(array) -> its value number
         self.constants: dict[str, Any] = {}  # names the program's code uses -> objects
         self.constant_names: dict[int, str] = {}
@@ -67,9 +73,24 @@ class Recorder:
 
     def value(self, array: Any) -> int:
         """A new value number for ``array`` (a result of the step)."""
-        self.number[id(array)] = len(self.arrays)
-        self.arrays.append(array)
-        return len(self.arrays) - 1
+        number, key = len(self.sizes), id(array)
+        self.number[key] = number
+        self.sizes.append(array.size)
+        self.memory.append(self._memory_of(array))
+        # Not kept alive (the step's memory stays eager's): once it dies, its id may name
+        # another array, which must not be taken for this value.
+        self._watch.append(weakref.ref(array, lambda _: _forget(self.number, key, number)))
+        return number
+
+    def _memory_of(self, array: Any) -> int:
+        while isinstance(array.base, xp.ndarray):
+            array = array.base
+        key = id(array)
+        memory = self._owners.get(key)
+        if memory is None:
+            memory = self._owners[key] = len(self._watch)  # any number not given before
+            self._watch.append(weakref.ref(array, lambda _: _forget(self._owners, key, memory)))
+        return memory
 
     def constant(self, obj: Any) -> str:
         """The name under which the program's code refers to ``obj`` itself."""
@@ -227,6 +248,12 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
+
+
+def _forget(table: dict, key: int, entry: int) -> None:
+    """Drop ``table[key]`` if it is still ``entry`` (the array behind the id died)."""
+    if table.get(key) == entry:
+        del table[key]
 
 
 class _Paused:

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Sequence
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
@@ -159,8 +160,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     out = weight[index]
     if padding_idx is None:
         return out
-    padding = index[..., None] == padding_idx % n
+    padding = capture_hook.call(_is_padding, index, padding_idx % n)
     return where(padding, out.detach(), out) if padding.any() else out
+
+
+def _is_padding(index, padding_idx: int):
+    return index[..., None] == padding_idx
 
 
 def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -422,6 +427,12 @@ def _class_targets(
     return safe, xp.where(ignored, 0, weights).astype(dtype, copy=False), ignored
 
 
+def _gather_index(target, n_classes, weight, ignore_index, dtype, class_dim) -> tuple:
+    """``_class_targets``, its indices with the class dim that ``gather`` wants."""
+    safe, weights, ignored = _class_targets(target, n_classes, weight, ignore_index, dtype)
+    return backend.namespace(safe).expand_dims(safe, class_dim), weights, ignored
+
+
 def _mean_over_weights(loss: Tensor, weights) -> Tensor:
     """PyTorch's weighted mean: divide by the total weight of the targets that count."""
     total = float(weights.sum())
@@ -464,11 +475,17 @@ def nll_loss(
 def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index: int) -> tuple:
     """Each target's weighted negative log-likelihood (not reduced), each target's weight as an
     array (0 where ignored), and the ignored mask: what nll_loss and cross_entropy share."""
-    safe, weights, ignored = _class_targets(
-        target, log_probs.shape[class_dim], weight, ignore_index, log_probs.dtype
+    # computed from the targets' values: a jitted step computes them again at each replay
+    index, weights, ignored = capture_hook.call(
+        _gather_index,
+        target,
+        log_probs.shape[class_dim],
+        weight,
+        ignore_index,
+        log_probs.dtype,
+        class_dim,
     )
-    index = Tensor._make(backend.namespace(safe).expand_dims(safe, class_dim))
-    picked = log_probs.gather(class_dim, index)
+    picked = log_probs.gather(class_dim, Tensor._make(index))
     return -picked.squeeze(class_dim) * Tensor._make(weights), weights, ignored
 
 
@@ -631,8 +648,12 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be non-negative.")
     if labels.size and labels.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._make(capture_hook.call(_one_hot, labels, num_classes))
+
+
+def _one_hot(labels, num_classes: int):
     classes = backend.namespace(labels).arange(num_classes)
-    return Tensor._make((labels[..., None] == classes).astype(backend.int64))
+    return (labels[..., None] == classes).astype(backend.int64)
 
 
 def pad(
