@@ -79,7 +79,7 @@ class Recorder:
         self.memory.append(self._memory_of(array))
         # Not kept alive (the step's memory stays eager's): once it dies, its id may name
         # another array, which must not be taken for this value.
-        self._watch.append(weakref.ref(array, lambda _: _forget(self.number, key, number)))
+        self._watch.append(_watch(array, lambda _: _forget(self.number, key, number)))
         return number
 
     def _memory_of(self, array: Any) -> int:
@@ -89,7 +89,7 @@ class Recorder:
         memory = self._owners.get(key)
         if memory is None:
             memory = self._owners[key] = len(self._watch)  # any number not given before
-            self._watch.append(weakref.ref(array, lambda _: _forget(self._owners, key, memory)))
+            self._watch.append(_watch(array, lambda _: _forget(self._owners, key, memory)))
         return memory
 
     def constant(self, obj: Any) -> str:
@@ -248,6 +248,15 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
+
+
+def _watch(array: Any, callback: Callable) -> Any:
+    """A weak reference to ``array`` calling ``callback`` when it dies; a NumPy scalar (which
+    takes no weak references) is kept alive instead."""
+    try:
+        return weakref.ref(array, callback)
+    except TypeError:
+        return array
 
 
 def _forget(table: dict, key: int, entry: int) -> None:
