@@ -17,7 +17,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scratchgrad import backend
+from scratchgrad import backend, printing
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
@@ -239,7 +239,7 @@ class Tensor:
     def __repr__(self) -> str:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("printing a tensor (repr or str)")
-        return _format(self)
+        return printing.format_tensor(self)
 
     def __format__(self, spec: str) -> str:
         """``f"{loss:.4f}"``: a 0-d tensor formats as its number; any other tensor only
@@ -2024,28 +2024,6 @@ def _check_on_cpu(t: Tensor) -> None:
             f"can't convert {where} device type tensor to numpy. Use Tensor.cpu() to copy the "
             "tensor to host memory first."
         )
-
-
-def _format(t: Tensor) -> str:
-    array = backend.to_host(t.array)  # waits for the device, as printing does in PyTorch
-    if backend.is_floating(array.dtype):
-        shown = array.astype(xp.float64)
-        whole = xp.isfinite(shown).all() and (shown == xp.round(shown)).all()
-        body = xp.array2string(
-            shown, separator=", ", precision=0 if whole else 4, floatmode="fixed", prefix="tensor("
-        )
-    else:
-        body = xp.array2string(array, separator=", ", prefix="tensor(")
-    extras = []
-    if backend.device_of(t.array) is not backend.cpu:
-        extras.append(f"device='{t.device}'")
-    if array.dtype not in (backend.float32, backend.int64, backend.bool_):
-        extras.append(f"dtype=scratchgrad.{array.dtype}")
-    if t._ctx is not None:
-        extras.append(f"grad_fn=<{t._ctx.name()}>")
-    elif t.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + ", ".join([body, *extras]) + ")"
 
 
 from scratchgrad.autograd import engine as _engine  # noqa: E402  (the engine walks Tensors)
