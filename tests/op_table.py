@@ -71,6 +71,11 @@ def binary(name, call, domain=real, **kw):
     return Op(name, call, "binary", domain, check_shapes=((2, 3), (3,)), **kw)
 
 
+def same_pair(name, call, domain=real, **kw):
+    """A row of two operands of one shape (a loss and its target, an op and its gradient)."""
+    return Op(name, call, "same_pair", domain, check_shapes=((2, 3), (2, 3)), **kw)
+
+
 OPS = [
     # ---- unary elementwise --------------------------------------------------------------------
     Op("neg", lambda m, x: -x),
@@ -79,19 +84,15 @@ OPS = [
     Op("sin", lambda m, x: x.sin()),
     Op("cos", lambda m, x: x.cos()),
     Op("tanh", lambda m, x: x.tanh()),
-    Op(  # tanh's backward as a function of the gradient and x: the fused TanhGrad node
+    same_pair(  # tanh's backward as a function of the gradient and x: the fused TanhGrad node
         "tanh_backward",
         lambda m, g, x: m.autograd.grad(x.tanh(), x, g, create_graph=True)[0],
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
         vmap=False,  # torch.func.vmap cannot batch autograd.grad
         twin="tanh_backward_composed",
     ),
-    Op(
+    same_pair(
         "tanh_backward_composed",
         lambda m, g, x: g * (1 - x.tanh() * x.tanh()),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
     Op("sigmoid", lambda m, x: x.sigmoid()),
     Op("relu", lambda m, x: x.relu(), domain=away_from_zero),
@@ -374,11 +375,9 @@ OPS = [
         dim=lambda m, x, y, d: m.cat([x, y], dim=d),
         integer=True,
     ),
-    Op(
+    same_pair(
         "stack",
         lambda m, x, y: m.stack([x * y, y], dim=-1),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
         dim=lambda m, x, y, d: m.stack([x, y], dim=d),
         integer=True,
     ),
@@ -427,31 +426,23 @@ OPS = [
     ),
     Op("dot", lambda m, x, y: x @ y, shapes="dot", check_shapes=((3,), (3,))),
     # ---- fused losses and their composed twins ------------------------------------------------
-    Op(
+    same_pair(
         "mse_loss",
         lambda m, x, y: m.nn.functional.mse_loss(x, y),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
         twin="mse_loss_composed",
     ),
-    Op(
+    same_pair(
         "mse_loss_composed",
         lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none").mean(),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
-    Op(
+    same_pair(
         "mse_loss_sum",
         lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="sum"),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
         twin="mse_loss_sum_composed",
     ),
-    Op(
+    same_pair(
         "mse_loss_sum_composed",
         lambda m, x, y: m.nn.functional.mse_loss(x, y, reduction="none").sum(),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
     Op(
         "cross_entropy",
@@ -569,25 +560,19 @@ OPS = [
         shapes="matmul",
         check_shapes=((2, 3), (3, 4)),
     ),
-    Op(
+    same_pair(
         "smooth_l1_loss",
         lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, beta=0.5),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
-    Op(
+    same_pair(
         "smooth_l1_loss_none",
         lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, reduction="none"),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
     binary("lerp", lambda m, x, y: m.lerp(x, y, 0.3)),
     binary("hypot", lambda m, x, y: m.hypot(x, y), domain=(away_from_zero, away_from_zero)),
-    Op(
+    same_pair(
         "addcmul_addcdiv",
         lambda m, x, y: x.addcmul(x, y, value=0.5).addcdiv(y, x * x + 1, value=-2.0),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
     Op("dot_function", lambda m, x, y: m.dot(x, y), shapes="dot", check_shapes=((3,), (3,))),
     Op("mv", lambda m, x, y: m.mv(x, y), shapes="matvec", check_shapes=((2, 3), (3,))),
@@ -688,33 +673,25 @@ OPS = [
     Op("softplus", lambda m, x: m.nn.functional.softplus(x)),
     Op("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=2.0, threshold=3.0)),
     Op("silu", lambda m, x: m.nn.functional.silu(x)),
-    Op(
+    same_pair(
         "bce_with_logits",
         lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),
-        shapes="same_pair",
         domain=(real, unit),
-        check_shapes=((2, 3), (2, 3)),
     ),
-    Op(
+    same_pair(
         "bce_with_logits_weights",
         lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(
             x, y, weight=_ramp(m, x), pos_weight=2.5 - _ramp(m, x)
         ),
-        shapes="same_pair",
         domain=(real, unit),
-        check_shapes=((2, 3), (2, 3)),
     ),
-    Op(
+    same_pair(
         "huber_loss",
         lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.7),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
-    Op(
+    same_pair(
         "huber_loss_sum",
         lambda m, x, y: m.nn.functional.huber_loss(x, y, reduction="sum", delta=2.0),
-        shapes="same_pair",
-        check_shapes=((2, 3), (2, 3)),
     ),
     # ---- rounding: piecewise constant, so gradient-free rows (the forward against PyTorch) -------
     Op("floor", lambda m, x: x.floor(), grad=False),
