@@ -38,6 +38,9 @@ CUPY_GENERATOR_METHODS = {
 }  # fmt: skip
 # functions that copy host data onto the device: they take NumPy arrays and lists
 HOST_TO_DEVICE = {"asarray", "array", "asanyarray", "ascontiguousarray"}
+# keywords NumPy takes and CuPy's function (or method) of that name does not
+NUMPY_ONLY_KEYWORDS = {"as_strided": {"writeable", "subok"}, "max": {"initial", "where"},
+                       "min": {"initial", "where"}, "clip": {"dtype"}}  # fmt: skip
 
 
 class StrictError(TypeError):
@@ -80,8 +83,11 @@ def _wrap(value, inputs=()):
 
 def _strict_call(function, name: str):
     host_ok = name in HOST_TO_DEVICE
+    refused = NUMPY_ONLY_KEYWORDS.get(name, set())
 
     def call(*args, **kwargs):
+        if refused & kwargs.keys():
+            _refuse(f"{name}({', '.join(sorted(refused & kwargs.keys()))}=...), which CuPy lacks,")
         result = function(*_unwrap(args, host_ok), **_unwrap(kwargs, host_ok))
         return _wrap(result, args)
 
@@ -256,6 +262,8 @@ class _StrictUfunc:
     def __getattr__(self, name: str):
         if name == "at":
             _refuse(f"{self.__name__}.at (NumPy's does not dispatch to CuPy)")
+        if name == "reduce" and self.__name__ not in ("add", "multiply"):
+            _refuse(f"{self.__name__}.reduce (CuPy reduces only add and multiply)")
         value = getattr(self._ufunc, name)
         return _strict_call(value, name) if callable(value) else value
 

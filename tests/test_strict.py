@@ -245,6 +245,12 @@ def test_the_strict_arrays_refuse_what_cupy_refuses():
         strict.strict_xp.errstate  # noqa: B018
     with pytest.raises(TypeError, match="normal"):
         strict.strict_xp.random.default_rng(0).normal(size=2)
+    with pytest.raises(TypeError, match="writeable"):  # CuPy's as_strided has no such flag
+        strict.strict_xp.lib.stride_tricks.as_strided(x.array, (3,), (8,), writeable=False)
+    with pytest.raises(TypeError, match="initial"):
+        x.array.max(initial=0.0)
+    with pytest.raises(TypeError, match="maximum.reduce"):
+        strict.strict_xp.maximum.reduce(x.array)
 
 
 def test_reductions_give_0d_arrays_not_numpy_scalars():

@@ -20,7 +20,7 @@ Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_si
 import itertools
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace, widened
+from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace, widened, xp
 from scratchgrad.ops.binary import Where
 
 
@@ -34,12 +34,11 @@ def _windows(x, kernel_size, dilation, stride, writeable=False):
     (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
     s_c, s_h, s_w, s_n = x.strides
-    return namespace(x).lib.stride_tricks.as_strided(
-        x,
-        (c, kh, kw, oh, ow, n),
-        (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n),
-        writeable=writeable,
-    )
+    shape, strides = (c, kh, kw, oh, ow, n), (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n)
+    module = namespace(x)
+    if module is not xp:  # CuPy's as_strided has no writeable flag: its views are writable
+        return module.lib.stride_tricks.as_strided(x, shape, strides)
+    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable)
 
 
 def _padded_shape(size, padding):
