@@ -59,22 +59,24 @@ class Adadelta(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        xp = namespace(p.array)
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         rho, eps = group["rho"], group["eps"]
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-            state["step"] = 0
-            state["square_avg"] = zeros_like(p)
-            state["acc_delta"] = zeros_like(p)
-        state["step"] += 1
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                state["step"] = 0
+                state["square_avg"] = zeros_like(p)
+                state["acc_delta"] = zeros_like(p)
+            state["step"] += 1
 
-        square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
-        scratch = square_average_(square_avg, grad, rho)
-        std = xp.sqrt(square_avg + eps)
-        delta = xp.sqrt(acc_delta + eps)
-        delta /= std
-        delta *= grad
-        square_average_(acc_delta, delta, rho, scratch)
-        delta *= group["lr"]
-        p.array -= delta
+            square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
+            scratch = square_average_(square_avg, grad, rho)
+            std = xp.sqrt(square_avg + eps)
+            delta = xp.sqrt(acc_delta + eps)
+            delta /= std
+            delta *= grad
+            square_average_(acc_delta, delta, rho, scratch)
+            delta *= group["lr"]
+            p.array -= delta

@@ -70,17 +70,19 @@ class Adagrad(Optimizer):
                 "sum": full_like(p, param_group["initial_accumulator_value"]),
             }
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        param = p.array
-        xp = namespace(param)
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        state["step"] = step = state["step"] + 1
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            param = p.array
+            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            state["step"] = step = state["step"] + 1
 
-        total = state["sum"].array
-        scratch = xp.multiply(grad, grad)
-        total += scratch
-        denom = xp.sqrt(total, out=scratch)
-        denom += group["eps"]
-        update = xp.divide(grad, denom, out=scratch)
-        update *= group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        param -= update
+            total = state["sum"].array
+            scratch = xp.multiply(grad, grad)
+            total += scratch
+            denom = xp.sqrt(total, out=scratch)
+            denom += group["eps"]
+            update = xp.divide(grad, denom, out=scratch)
+            update *= group["lr"] / (1 + (step - 1) * group["lr_decay"])
+            param -= update

@@ -90,40 +90,42 @@ class Adam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         amsgrad = group["amsgrad"]
-        param = p.array
-        xp = namespace(param)
-        grad = adam_direction(p, group)
-        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
+        for p in params:
+            param = p.array
+            xp = namespace(param)
+            grad = adam_direction(p, group)
+            state = self.state[p]
+            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                state["step"] = 0
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+            state["step"] = step = state["step"] + 1
+
+            # One scratch array serves every intermediate below but the last.
+            exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
+            scratch = lerp_(exp_avg, grad, 1 - beta1)
+            square_average_(exp_avg_sq, grad, beta2, scratch)
             if amsgrad:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        state["step"] = step = state["step"] + 1
+                second = state["max_exp_avg_sq"].array
+                xp.maximum(second, exp_avg_sq, out=second)
+            else:
+                second = exp_avg_sq
 
-        # One scratch array serves every intermediate below but the last.
-        exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
-        scratch = lerp_(exp_avg, grad, 1 - beta1)
-        square_average_(exp_avg_sq, grad, beta2, scratch)
-        if amsgrad:
-            second = state["max_exp_avg_sq"].array
-            xp.maximum(second, exp_avg_sq, out=second)
-        else:
-            second = exp_avg_sq
-
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        denom = xp.sqrt(second, out=scratch)
-        denom /= bias_correction2**0.5
-        denom += eps
-        # PyTorch's addcdiv_ order, param + (-step_size * exp_avg) / denom, so that the float32
-        # results agree (not param - exp_avg / denom * step_size).
-        update = exp_avg * -(lr / bias_correction1)
-        update /= denom
-        param += update
+            bias_correction1 = 1 - beta1**step
+            bias_correction2 = 1 - beta2**step
+            denom = xp.sqrt(second, out=scratch)
+            denom /= bias_correction2**0.5
+            denom += eps
+            # PyTorch's addcdiv_ order, param + (-step_size * exp_avg) / denom, so that the
+            # float32 results agree (not param - exp_avg / denom * step_size).
+            update = exp_avg * -(lr / bias_correction1)
+            update /= denom
+            param += update
 
 
 class AdamW(Adam):

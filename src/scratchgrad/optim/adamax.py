@@ -42,22 +42,24 @@ class Adamax(Optimizer):
     ) -> None:
         super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        xp = namespace(p.array)
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         beta1, beta2 = group["betas"]
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_inf"] = zeros_like(p)
-        state["step"] = step = state["step"] + 1
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                state["step"] = 0
+                state["exp_avg"] = zeros_like(p)
+                state["exp_inf"] = zeros_like(p)
+            state["step"] = step = state["step"] + 1
 
-        exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
-        scratch = lerp_(exp_avg, grad, 1 - beta1)
-        exp_inf *= beta2
-        xp.abs(grad, out=scratch)
-        scratch += group["eps"]
-        xp.maximum(exp_inf, scratch, out=exp_inf)
-        update = xp.divide(exp_avg, exp_inf, out=scratch)
-        update *= group["lr"] / (1 - beta1**step)
-        p.array -= update
+            exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
+            scratch = lerp_(exp_avg, grad, 1 - beta1)
+            exp_inf *= beta2
+            xp.abs(grad, out=scratch)
+            scratch += group["eps"]
+            xp.maximum(exp_inf, scratch, out=exp_inf)
+            update = xp.divide(exp_avg, exp_inf, out=scratch)
+            update *= group["lr"] / (1 - beta1**step)
+            p.array -= update

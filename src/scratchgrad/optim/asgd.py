@@ -62,24 +62,26 @@ class ASGD(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, lambd = group["lr"], group["lambd"]
-        param = p.array
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-            state["step"] = 0
-            state["eta"] = scalar_state(lr)
-            state["mu"] = scalar_state(1.0)
-            state["ax"] = zeros_like(p)
-        state["step"] = step = state["step"] + 1
+        for p in params:
+            state = self.state[p]
+            param = p.array
+            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                state["step"] = 0
+                state["eta"] = scalar_state(lr)
+                state["mu"] = scalar_state(1.0)
+                state["ax"] = zeros_like(p)
+            state["step"] = step = state["step"] + 1
 
-        eta, mu = float(state["eta"].array), float(state["mu"].array)
-        param *= 1 - lambd * eta  # decay, then the gradient step
-        param -= grad * eta
-        average = state["ax"].array
-        if mu != 1:
-            average += (param - average) * mu
-        else:
-            average[...] = param
-        state["eta"].array[...] = lr / (1 + lambd * lr * step) ** group["alpha"]
-        state["mu"].array[...] = 1 / max(1, step - group["t0"])
+            eta, mu = float(state["eta"].array), float(state["mu"].array)
+            param *= 1 - lambd * eta  # decay, then the gradient step
+            param -= grad * eta
+            average = state["ax"].array
+            if mu != 1:
+                average += (param - average) * mu
+            else:
+                average[...] = param
+            state["eta"].array[...] = lr / (1 + lambd * lr * step) ** group["alpha"]
+            state["mu"].array[...] = 1 / max(1, step - group["t0"])

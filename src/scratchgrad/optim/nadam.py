@@ -81,24 +81,26 @@ class NAdam(Optimizer):
         check_non_negative(momentum_decay=momentum_decay)
         super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        xp = namespace(p.array)
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), momentum_decay = group["lr"], group["betas"], group["momentum_decay"]
-        grad = _moments(p, group, state, mu_product=scalar_state(1.0))
-        step = state["step"]
-        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
-        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
-        mu_product = state["mu_product"].array
-        mu_product *= mu  # rounded to float32 at every step, as PyTorch's
-        mu_product_next = float(mu_product) * mu_next
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            grad = _moments(p, group, state, mu_product=scalar_state(1.0))
+            step = state["step"]
+            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+            mu_product = state["mu_product"].array
+            mu_product *= mu  # rounded to float32 at every step, as PyTorch's
+            mu_product_next = float(mu_product) * mu_next
 
-        denom = state["exp_avg_sq"].array / (1 - beta2**step)
-        xp.sqrt(denom, out=denom)
-        denom += group["eps"]
-        update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
-        update += state["exp_avg"].array * (lr * mu_next / (1.0 - mu_product_next))
-        update /= denom
-        p.array -= update
+            denom = state["exp_avg_sq"].array / (1 - beta2**step)
+            xp.sqrt(denom, out=denom)
+            denom += group["eps"]
+            update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
+            update += state["exp_avg"].array * (lr * mu_next / (1.0 - mu_product_next))
+            update /= denom
+            p.array -= update
 
 
 class RAdam(Optimizer):
@@ -140,23 +142,25 @@ class RAdam(Optimizer):
         )
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        xp = namespace(p.array)
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2) = group["lr"], group["betas"]
-        _moments(p, group, state)
-        step = state["step"]
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            _moments(p, group, state)
+            step = state["step"]
+            bias_correction1 = 1 - beta1**step
+            bias_correction2 = 1 - beta2**step
+            rho_inf = 2 / (1 - beta2) - 1
+            rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
 
-        update = state["exp_avg"].array * (lr / bias_correction1)
-        if rho_t > 5.0:
-            rect = (
-                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
-            ) ** 0.5
-            denom = xp.sqrt(state["exp_avg_sq"].array)
-            denom += group["eps"]
-            update *= bias_correction2**0.5 * rect
-            update /= denom
-        p.array -= update
+            update = state["exp_avg"].array * (lr / bias_correction1)
+            if rho_t > 5.0:
+                rect = (
+                    (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+                ) ** 0.5
+                denom = xp.sqrt(state["exp_avg_sq"].array)
+                denom += group["eps"]
+                update *= bias_correction2**0.5 * rect
+                update /= denom
+            p.array -= update

@@ -183,21 +183,24 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; return ``closure()``'s loss if given.
 
-        The loop every optimizer shares: each subclass says in ``_update`` how one parameter
-        moves (and starts its state there, lazily, as PyTorch does).
+        The loop every optimizer shares: each group's parameters that have a gradient go to
+        the subclass's ``_update`` in one call (which reads the group's hyper-parameters once,
+        then moves each parameter and starts its state lazily, as PyTorch does), each counted
+        as changed in place.
         """
         if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
             return capture_hook.recorder.replayed(type(self).step, self, closure)
-        loss = self._evaluate(closure)
+        loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group, self.state[p])
-                    increment_version(p)
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
+                increment_version(p)  # first: an update that fails half-way is still seen
+            self._update(group, params)
         return loss
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        """Move ``p.array`` in place, given its gradient, its group and its state."""
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        """Move each of ``params`` (the group's parameters that have a gradient) in place, given
+        its gradient, the group's hyper-parameters and its state, ``self.state[p]``."""
         raise NotImplementedError
 
     @staticmethod

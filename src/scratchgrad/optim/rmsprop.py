@@ -65,40 +65,42 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         momentum, centered = group["momentum"], group["centered"]
-        param = p.array
-        xp = namespace(param)
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-            state["step"] = 0
-            state["square_avg"] = zeros_like(p)
-            if momentum > 0:
-                state["momentum_buffer"] = zeros_like(p)
+        for p in params:
+            xp = namespace(p.array)
+            state = self.state[p]
+            param = p.array
+            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
+                state["step"] = 0
+                state["square_avg"] = zeros_like(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = zeros_like(p)
+                if centered:
+                    state["grad_avg"] = zeros_like(p)
+            state["step"] += 1
+
+            # One scratch array serves every intermediate below.
+            square_avg = state["square_avg"].array
+            scratch = square_average_(square_avg, grad, alpha)
             if centered:
-                state["grad_avg"] = zeros_like(p)
-        state["step"] += 1
+                grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
+                lerp_(grad_avg, grad, 1 - alpha, scratch)
+                xp.multiply(grad_avg, grad_avg, out=scratch)
+                xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
+                denom = xp.sqrt(scratch, out=scratch)
+            else:
+                denom = xp.sqrt(square_avg, out=scratch)
+            denom += eps
 
-        # One scratch array serves every intermediate below.
-        square_avg = state["square_avg"].array
-        scratch = square_average_(square_avg, grad, alpha)
-        if centered:
-            grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
-            lerp_(grad_avg, grad, 1 - alpha, scratch)
-            xp.multiply(grad_avg, grad_avg, out=scratch)
-            xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
-            denom = xp.sqrt(scratch, out=scratch)
-        else:
-            denom = xp.sqrt(square_avg, out=scratch)
-        denom += eps
-
-        if momentum > 0:
-            buf = state["momentum_buffer"].array
-            buf *= momentum
-            buf += xp.divide(grad, denom, out=scratch)
-            xp.multiply(buf, lr, out=scratch)
-        else:
-            xp.divide(grad, denom, out=scratch)
-            scratch *= lr
-        param -= scratch
+            if momentum > 0:
+                buf = state["momentum_buffer"].array
+                buf *= momentum
+                buf += xp.divide(grad, denom, out=scratch)
+                xp.multiply(buf, lr, out=scratch)
+            else:
+                xp.divide(grad, denom, out=scratch)
+                scratch *= lr
+            param -= scratch

@@ -52,23 +52,26 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _update(self, p: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        grad = update_direction(p, group["maximize"], group["weight_decay"])
-        if momentum == 0:
-            update = grad * lr
-        else:
-            if "momentum_buffer" not in state:  # the buffer starts at the first gradient
-                buf = grad.copy()
-                state["momentum_buffer"] = from_numpy(buf)
+        maximize, weight_decay = group["maximize"], group["weight_decay"]
+        for p in params:
+            grad = update_direction(p, maximize, weight_decay)
+            if momentum == 0:
+                update = grad * lr
             else:
-                buf = state["momentum_buffer"].array
-                buf *= momentum
-                buf += grad if dampening == 0 else (1 - dampening) * grad
-            if group["nesterov"]:  # look ahead: step along g + momentum * buf
-                update = buf * momentum
-                update += grad
-                update *= lr
-            else:
-                update = buf * lr
-        p.array -= update
+                state = self.state[p]
+                if "momentum_buffer" not in state:  # the buffer starts at the first gradient
+                    buf = grad.copy()
+                    state["momentum_buffer"] = from_numpy(buf)
+                else:
+                    buf = state["momentum_buffer"].array
+                    buf *= momentum
+                    buf += grad if dampening == 0 else (1 - dampening) * grad
+                if group["nesterov"]:  # look ahead: step along g + momentum * buf
+                    update = buf * momentum
+                    update += grad
+                    update *= lr
+                else:
+                    update = buf * lr
+            p.array -= update
