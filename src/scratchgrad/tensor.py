@@ -951,7 +951,7 @@ class Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
         if dtype is not None:
             return self.to(dtype).sum(dim, keepdim)
-        dims = _dims(dim, self.array.ndim, unique=True)
+        dims = None if dim is None else _dims(dim, self.array.ndim, unique=True)  # None: all
         if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
