@@ -134,7 +134,7 @@ class Function:
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            is_array = type(value) is xp.ndarray or type(value) in backend.ARRAY_CLASSES
+            is_array = type(value) in _ARRAY_CLASSES  # the result's array (an input is a Tensor)
             tensors.append(Tensor._make(value, self) if is_array else value)
         return tuple(tensors)
 
