@@ -503,3 +503,22 @@ def test_nll_loss_one_hot_and_padded_embeddings_follow_the_targets():
     params_j = [*emb_j.parameters(), *lin_j.parameters()]
     for p, q in zip(params_e, params_j):
         np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+def test_grad_scaler_raises():
+    """GradScaler decides in Python (from the gradients' values) whether a step is skipped and
+    how the scale moves: not replayable."""
+    model = mlp()
+    opt, scaler = sg.optim.SGD(model.parameters(), lr=0.1), sg.amp.GradScaler()
+
+    @sg.jit
+    def step(x, y):
+        opt.zero_grad()
+        scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    (x, y), *_ = batches((6, 4))
+    step(x, y)
+    with pytest.raises(sg.JitError, match="GradScaler"):
+        step(x, y)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import float16
 
@@ -70,6 +71,8 @@ class GradScaler:
         """``outputs`` (a tensor, or lists and tuples of them) times the current scale."""
         if not self._enabled:
             return outputs
+        if capture_hook.recorder is not None:  # the scale and skipped steps are Python's
+            capture_hook.recorder.refuse("GradScaler inside scratchgrad.jit")
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         return outputs * float(self._scale)
