@@ -9,6 +9,7 @@ PyTorch's formulas so that the losses match the other frameworks step for step.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 
@@ -42,6 +43,37 @@ def cnn(params, x):
     return x.reshape(len(x), -1) @ w3.T + b3
 
 
+def layer_norm(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(var + eps) * weight + bias
+
+
+def gpt(params, idx, config: dict):
+    """W6: scratchgrad.charlm's GPT (pre-norm blocks, causal attention, exact GELU, the output
+    layer tied to the token embedding), with ``params`` in ``model.parameters()`` order."""
+    wte, wpe, *blocks, ln_w, ln_b = params
+    batch, time = idx.shape
+    dims, heads = config["dims"], config["heads"]
+    causal = jnp.tril(jnp.ones((time, time), bool))
+    x = wte[idx] + wpe[:time]
+    for i in range(0, len(blocks), 12):
+        ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, out_w, out_b = blocks[
+            i : i + 12
+        ]
+        qkv = layer_norm(x, ln1_w, ln1_b) @ qkv_w.T + qkv_b
+        q, k, v = (
+            t.reshape(batch, time, heads, dims // heads).transpose(0, 2, 1, 3)
+            for t in jnp.split(qkv, 3, axis=2)
+        )
+        scores = jnp.where(causal, q @ k.transpose(0, 1, 3, 2) / jnp.sqrt(dims // heads), -jnp.inf)
+        y = (jax.nn.softmax(scores, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(batch, time, dims)
+        x = x + y @ proj_w.T + proj_b
+        hidden = jax.nn.gelu(layer_norm(x, ln2_w, ln2_b) @ fc_w.T + fc_b, approximate=False)
+        x = x + hidden @ out_w.T + out_b
+    return (layer_norm(x, ln_w, ln_b) @ wte.T).reshape(batch * time, -1)
+
+
 def cross_entropy(logits, y):
     logp = jax.nn.log_softmax(logits)
     return -jnp.take_along_axis(logp, y[:, None], axis=1).mean()
@@ -54,8 +86,10 @@ def mse(out, y):
 def make_update(problem: Problem):
     """``(init_state(params), update(params, grads, state) -> (params, state))``."""
     lr, momentum = problem.lr, problem.momentum
-    if problem.optimizer == "adam":
-        b1, b2, eps = 0.9, 0.999, 1e-8
+    if problem.optimizer in ("adam", "adamw"):
+        # AdamW: tensor_api's betas and PyTorch's default weight decay, applied before the step
+        b1, b2, eps = (0.9, 0.99, 1e-8) if problem.optimizer == "adamw" else (0.9, 0.999, 1e-8)
+        decay = 0.01 if problem.optimizer == "adamw" else 0.0
 
         def init_adam(params):
             zeros = [jnp.zeros_like(p) for p in params]
@@ -69,7 +103,8 @@ def make_update(problem: Problem):
             step_size = lr / (1 - b1**t)
             root = jnp.sqrt(1 - b2**t)
             params = [
-                p - step_size * mi / (jnp.sqrt(vi) / root + eps) for p, mi, vi in zip(params, m, v)
+                p * (1 - lr * decay) - step_size * mi / (jnp.sqrt(vi) / root + eps)
+                for p, mi, vi in zip(params, m, v)
             ]
             return params, (t, m, v)
 
@@ -92,13 +127,22 @@ def make_update(problem: Problem):
 def make_train_step(problem: Problem):
     """The parameters, optimizer state and jitted ``train_step(params, state, x, y)``."""
     relu = problem.activation == "relu"
-    model = cnn if problem.model == "cnn" else (lambda params, x: mlp(params, x, relu))
+    if problem.model == "gpt":
+        model = functools.partial(gpt, config=problem.extra)
+    elif problem.model == "cnn":
+        model = cnn
+    else:
+        model = functools.partial(mlp, relu=relu)
     loss_fn = cross_entropy if problem.loss == "cross_entropy" else mse
     init_state, update = make_update(problem)
+    clip = problem.extra.get("clip")
 
     @jax.jit
     def train_step(params, state, x, y):
         loss, grads = jax.value_and_grad(lambda ps: loss_fn(model(ps, x), y))(params)
+        if clip is not None:  # clip_grad_norm_: scale all gradients by one factor
+            norm = jnp.sqrt(sum((g**2).sum() for g in grads))
+            grads = [g * jnp.minimum(clip / (norm + 1e-6), 1.0) for g in grads]
         params, state = update(params, grads, state)
         return params, state, loss
 

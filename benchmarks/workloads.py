@@ -95,7 +95,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "W6",
             "charlm GPT (4 layers, 4 heads, 128 dims), batch 12, context 64, AdamW",
-            ("scratchgrad", "scratchgrad-jit", "pytorch"),
+            ("scratchgrad", "scratchgrad-jit", "pytorch", "jax"),
             target=1.0,
             memory_target=True,
         ),
