@@ -71,6 +71,7 @@ else:
     from scratchgrad import accelerator, backends, cuda
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
     from scratchgrad.amp import autocast
+    from scratchgrad.compiled import compile
     from scratchgrad.jit import JitError, jit
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().

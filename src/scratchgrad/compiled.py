@@ -1,0 +1,157 @@
+"""``scratchgrad.compile``: ``torch.compile``'s signature over ``scratchgrad.jit``.
+
+A script written for PyTorch calls ``torch.compile(model)`` and goes on using the result as the
+model; here the same call returns an ``OptimizedModule`` whose forward runs under
+``scratchgrad.jit`` (recorded once per input signature and training mode, then replayed), and a
+function comes back as ``scratchgrad.jit(fn)``. TorchDynamo's tuning knobs (``backend``,
+``mode``, ``options``, ``dynamic``, ``fullgraph``...) have nothing to tune here: they are accepted
+so such scripts run, and ignored. ``disable=True`` returns the input itself, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd.grad_mode import is_grad_enabled
+from scratchgrad.nn.module import Module
+from scratchgrad.tensor import Tensor
+
+
+class OptimizedModule(Module):
+    """What ``compile(module)`` returns, after ``torch._dynamo.eval_frame.OptimizedModule``: a
+    wrapper whose ``forward`` is the jitted ``_orig_mod.__call__``.
+
+    ``scratchgrad.jit`` returns detached tensors, so a forward whose output a later
+    ``backward()`` needs (grad mode on, and a parameter or an input requiring grad) runs
+    eagerly; the forward is recorded and replayed where no graph is needed (under ``no_grad``
+    or with frozen weights). To replay the backward and the update too, jit the whole training
+    step (docs/jit.md).
+
+    The original module is registered as the child ``_orig_mod``, so the wrapper shares its
+    parameters and buffers (an optimizer may take either's ``parameters()``), and its
+    ``state_dict()`` keys carry the ``_orig_mod.`` prefix, as PyTorch's do: load a compiled
+    model's checkpoint into the compiled model, or save ``compiled._orig_mod.state_dict()`` for
+    the plain one. Other attributes are read from and written to the original module, and
+    ``training`` is the original's.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> model = nn.Linear(2, 3)
+    >>> compiled = sg.compile(model)
+    >>> compiled.weight is model.weight, list(compiled.state_dict())
+    (True, ['_orig_mod.weight', '_orig_mod.bias'])
+    """
+
+    # Attributes of the wrapper itself; every other one lives on the original module.
+    _own_attributes = frozenset({"_orig_mod", "_jitted", "_initialized"})
+
+    def __init__(self, mod: Module, jit: Callable[[Callable], Callable]) -> None:
+        # ``__getattr__`` and the ``training`` property read _orig_mod: set it before anything.
+        object.__setattr__(self, "_orig_mod", mod)
+        object.__setattr__(self, "_initialized", False)
+        super().__init__()
+        self._orig_mod = mod  # now as a registered child: its parameters are ours
+        self._jitted = jit(mod.__call__)
+        object.__setattr__(self, "_initialized", True)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if is_grad_enabled() and self._builds_a_graph(args, kwargs):
+            return self._orig_mod(*args, **kwargs)
+        return self._jitted(*args, **kwargs)
+
+    def _builds_a_graph(self, args: tuple, kwargs: dict) -> bool:
+        """Whether the forward's output would need a graph for a later backward."""
+        if any(p.requires_grad for p in self._orig_mod.parameters()):
+            return True
+        inputs = [*args, *kwargs.values()]
+        return any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        # Module.__init__ sets the default; the mode is the original module's after that
+        # (Module.train sets it on every module: the wrapper, then the original).
+        if self._initialized:
+            self._orig_mod.training = mode
+
+    def __getattr__(self, name: str) -> Any:
+        if "_orig_mod" not in self.__dict__:  # a copy under construction has no attributes yet
+            raise AttributeError(f"'OptimizedModule' object has no attribute '{name}'")
+        return getattr(self.__dict__["_orig_mod"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._own_attributes or hasattr(type(self), name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._own_attributes or hasattr(type(self), name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
+
+    def __len__(self) -> int:
+        return len(self._orig_mod)
+
+
+def compile(
+    model: Callable | None = None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: str | Callable | None = "inductor",
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+    **ignored: Any,
+) -> Callable:
+    """Capture ``model`` (a ``Module`` or a function) for replay, with ``torch.compile``'s
+    signature.
+
+    A ``Module`` comes back as an ``OptimizedModule`` that shares its parameters and whose
+    forward (and the backward through it) is recorded per input signature and replayed; a
+    function comes back as ``scratchgrad.jit(model)``. Without ``model`` it is a decorator:
+    ``@compile`` and ``@compile(...)`` both work. ``disable=True`` returns ``model`` unchanged.
+    ``fullgraph``, ``dynamic``, ``backend``, ``mode``, ``options`` and the other keywords of
+    newer PyTorch releases (``name``, ``recompile_limit``, ...) are accepted and ignored; as in
+    PyTorch, ``mode`` and ``options`` may not both be given. See docs/jit.md for what is
+    captured and what is read again on each call.
+
+    >>> import scratchgrad as sg
+    >>> @sg.compile(mode="max-autotune")
+    ... def scaled(x):
+    ...     return 2 * x + 1
+    >>> [scaled(sg.tensor([1.0, 2.0])).tolist() for _ in range(3)]  # eager, record, replay
+    [[3.0, 5.0], [3.0, 5.0], [3.0, 5.0]]
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError(
+            "compile: either mode or options can be specified, but both can't be specified at "
+            "the same time"
+        )
+    if model is None:  # @compile(...) : the options now, the function next
+        return functools.partial(
+            compile,
+            fullgraph=fullgraph,
+            dynamic=dynamic,
+            backend=backend,
+            mode=mode,
+            options=options,
+            disable=disable,
+            **ignored,
+        )
+    if not callable(model):
+        raise TypeError(f"compile: expected a Module or a function, got {type(model).__name__}")
+    if disable:
+        return model
+    from scratchgrad import jit
+
+    if isinstance(model, Module):
+        return OptimizedModule(model, jit)
+    return jit(model)
