@@ -84,3 +84,29 @@ def test_unknown_model_is_a_clear_error():
 def test_cnn_under_mixed_precision_reaches_98_percent(amp):
     history = train.train("cnn", seed=0, out=None, progress=False, amp=amp)
     assert history["test_acc"][-1] >= 0.98
+
+
+def test_jit_trains_exactly_as_eager():
+    """``--jit`` replays the recorded step (a second program for the short last batch) and
+    ends where the eager run ends: the same losses, accuracies and confusion matrix."""
+    options = dict(epochs=2, out=None, progress=False, hidden=16)
+    eager = train.train("mlp", **options)
+    jitted = train.train("mlp", jit=True, **options)
+    for key in ("loss", "train_acc", "test_acc"):
+        assert jitted[key] == eager[key], key
+    np.testing.assert_array_equal(jitted["confusion"], eager["confusion"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--jit", "--amp", "fp16"], "cannot replay fp16's loss scaling"),
+        (["--jit", "--nproc", "2"], "--jit trains in one process"),
+        (["--jit", "--task", "charlm"], "--jit is for --task digits"),
+    ],
+)
+def test_jit_refuses_what_it_cannot_replay(argv, error, tmp_path, capsys):
+    from scratchgrad.cli import main
+
+    assert main(["train", "--epochs", "1", "--out", str(tmp_path), *argv]) != 0
+    assert error in capsys.readouterr().err

@@ -120,6 +120,7 @@ def train(
     hidden: int = 128,
     amp: str | None = None,
     device: str = "cpu",
+    jit: bool = False,
 ) -> dict:
     """Train on the digits and return the history (loss, train/test accuracy per epoch).
 
@@ -130,6 +131,9 @@ def train(
     ``amp`` ("bf16" or "fp16") runs the forward pass under autocast; fp16 scales the loss with a
     GradScaler, whose skipped steps are not errors. ``device`` ("cuda" with scratchgrad[cuda])
     is where the model and each batch live; the checkpoint is the same from any device.
+    ``jit`` runs each training step (forward, backward, optimizer update) under
+    ``scratchgrad.jit``: recorded per batch shape, then replayed (docs/jit.md); the results
+    are those of the eager steps.
     In a process that ``mpiexec`` started (``WORLD_SIZE`` > 1), it trains data-parallel with
     the others: ``batch_size`` is then each process's, and the losses and accuracies printed
     and returned are over all of them.
@@ -138,6 +142,8 @@ def train(
     lr = DEFAULTS[model_name]["lr"] if lr is None else lr
     if epochs < 1:
         raise ValueError(f"train: epochs must be at least 1, got {epochs}")
+    if jit and amp == "fp16":  # see docs/jit.md: an enabled GradScaler is not replayed yet
+        raise ValueError("train: --jit cannot replay fp16's loss scaling yet; use --amp bf16")
     if out is not None:
         prepare_out(Path(out))
     distributed = _launched_world_size() > 1
@@ -165,6 +171,20 @@ def train(
     history = {"loss": [], "train_acc": [], "test_acc": []}
     autocast = sg.autocast("cpu", dtype=AMP_DTYPES.get(amp), enabled=amp is not None)
     scaler = sg.amp.GradScaler(enabled=amp == "fp16")
+
+    def train_step(images: sg.Tensor, labels: sg.Tensor) -> tuple[sg.Tensor, sg.Tensor]:
+        """One update; the batch's loss and its number of correct predictions."""
+        with autocast:
+            logits = net(images)
+            loss = F.cross_entropy(logits, labels)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss.detach(), (logits.argmax(1) == labels).sum()
+
+    if jit:
+        train_step = sg.jit(train_step)
     say(
         f"{model_name}: {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"{len(train_y)} training and {len(test_y)} held-out images"
@@ -181,21 +201,15 @@ def train(
         )
         for step, (images, labels) in enumerate(bar, 1):
             images, labels = images.to(device), labels.to(device)
-            with autocast:
-                logits = net(images)
-                loss = F.cross_entropy(logits, labels)
+            loss, hits = train_step(images, labels)
             value = loss.item()
-            if not math.isfinite(value):
+            if not math.isfinite(value):  # the run stops here: the step's update is never saved
                 raise FloatingPointError(
                     f"train: the loss became {value} at epoch {epoch}, step {step}; "
                     f"try a smaller learning rate than {lr}"
                 )
-            opt.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
             total_loss += value * len(labels)
-            correct += (logits.argmax(1) == labels).sum().item()
+            correct += hits.item()
             seen += len(labels)
             bar.set_postfix(
                 loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False
@@ -316,6 +330,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="mixed precision: the forward pass under autocast (fp16 also scales the loss)",
     )
     parser.add_argument(
+        "--jit",
+        action="store_true",
+        help="digits: record each training step once and replay it (scratchgrad.jit)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         help="folder for the checkpoint and the curves (default: runs/TASK)",
@@ -337,6 +356,10 @@ def main(args: argparse.Namespace) -> int:
         )
     if args.nproc > 1 and args.task != "digits":
         raise ValueError(f"train: --nproc is for --task digits; --task {args.task} runs alone")
+    if args.jit and args.task != "digits":
+        raise ValueError(f"train: --jit is for --task digits, not --task {args.task}")
+    if args.jit and args.nproc > 1:  # DistributedDataParallel's gradient hooks: a JitError
+        raise ValueError("train: --jit trains in one process; leave out --nproc")
     if args.nproc > 1 and _launched_world_size() == 1:
         return _launch(args)
     keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)
@@ -356,6 +379,7 @@ def main(args: argparse.Namespace) -> int:
         hidden=args.hidden,
         amp=args.amp,
         device=args.device,
+        jit=args.jit,
     )
     if int(os.environ.get("RANK", "0")) != 0:
         return 0  # the other processes of a data-parallel run print nothing
