@@ -1,0 +1,100 @@
+"""The pitfalls of docs/jit.md that tests/jit/test_jit.py does not show: what a recording
+freezes (Python values, tensors reached by name, assignments), and the known problems, marked
+``xfail(strict=True)``: when one is fixed, its test passes, fails as XPASS, and the mark and the
+line of docs/jit.md that names it go."""
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+CALLS = 4  # eager, record, replay, replay
+
+
+def test_python_values_read_inside_the_step_are_frozen():
+    """A Python number the step reads from outside is baked into the recording: changing it
+    later changes nothing (pass it as an argument: other arguments are part of the key)."""
+    settings = {"scale": 2.0}
+    scaled = sg.jit(lambda x: x * settings["scale"])
+    x = sg.ones(2)
+    scaled(x), scaled(x)
+    settings["scale"] = 5.0
+    assert scaled(x).tolist() == [2.0, 2.0]
+
+
+def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound():
+    """The recording holds the array of a tensor it reached by name: changing that tensor in
+    place is seen by replays; binding the name to a new tensor is not."""
+    state = {"bias": sg.zeros(2)}
+    shifted = sg.jit(lambda x: x + state["bias"])
+    x = sg.ones(2)
+    shifted(x), shifted(x)
+    with sg.no_grad():
+        state["bias"].add_(1.0)
+    assert shifted(x).tolist() == [2.0, 2.0]
+    state["bias"] = sg.full((2,), 10.0)
+    assert shifted(x).tolist() == [2.0, 2.0]  # still the old tensor's array
+
+
+def test_assigning_grad_inside_the_step_is_not_replayed():
+    """``p.grad = None`` is a Python assignment, not an array call: replays skip it, so the
+    gradients pile up (``zero_grad()`` is replayed: use it)."""
+    w = sg.ones(2, requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        (w * x).sum().backward()
+        return w.grad.clone()
+
+    jitted = sg.jit(step)
+    x = sg.ones(2)
+    grads = [jitted(x).tolist() for _ in range(CALLS)]
+    assert grads[:2] == [[1.0, 1.0], [1.0, 1.0]]  # eager and recording: as written
+    assert grads[3] == [3.0, 3.0]  # each replay adds to the last .grad
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jit core: the gradient of a tensor argument goes into the recording call's tensor "
+    "(a constant of the program), not into the argument of the replayed call",
+)
+def test_backward_reaches_the_tensor_arguments_of_each_call():
+    def step(x):
+        loss = (x * x).sum()
+        loss.backward()
+        return loss
+
+    jitted = sg.jit(step)
+    for value in range(CALLS):
+        x = sg.tensor([1.0, float(value)], requires_grad=True)
+        jitted(x)
+        assert x.grad is not None and x.grad.tolist() == [2.0, 2.0 * value]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jit core: an enabled GradScaler is not recorded: its scale is a frozen constant "
+    "and unscale_ changes .grad's arrays without a recorded call, so replays step on scaled "
+    "gradients (it should be replayed, or refused with a JitError)",
+)
+def test_an_enabled_grad_scaler_inside_the_step_equals_eager():
+    def run(jit):
+        sg.manual_seed(0)
+        model = nn.Linear(3, 2)
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+        scaler = sg.amp.GradScaler(init_scale=2.0**4)
+
+        def step(x):
+            opt.zero_grad()
+            scaler.scale(model(x).square().mean()).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        step = sg.jit(step) if jit else step
+        x = sg.ones(4, 3)
+        for _ in range(CALLS):
+            step(x)
+        return model.weight.detach().numpy()
+
+    np.testing.assert_array_equal(run(jit=True), run(jit=False))
