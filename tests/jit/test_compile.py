@@ -2,6 +2,7 @@
 wrapper around a module (``_orig_mod``, its state_dict keys, shared parameters, the training
 flag), and results equal to the eager module's while the forward is replayed."""
 
+import doctest
 import inspect
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 import scratchgrad as sg
+from scratchgrad import compiled as compiled_module
 from scratchgrad import nn
 
 
@@ -154,3 +156,7 @@ def test_a_compiled_module_trains_like_the_eager_one():
         states.append({k: v.numpy() for k, v in model.state_dict().items()})
     for key, value in states[0].items():
         np.testing.assert_array_equal(states[1][key], value, err_msg=key)
+
+
+def test_doc_string_examples_run():
+    assert doctest.testmod(compiled_module).failed == 0
