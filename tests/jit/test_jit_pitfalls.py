@@ -3,6 +3,9 @@ freezes (Python values, tensors reached by name, assignments), and the known pro
 ``xfail(strict=True)``: when one is fixed, its test passes, fails as XPASS, and the mark and the
 line of docs/jit.md that names it go."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,15 @@ import scratchgrad as sg
 from scratchgrad import nn
 
 CALLS = 4  # eager, record, replay, replay
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_test_the_pitfalls_page_names_exists():
+    """docs/jit.md links each pitfall to a test by name: the names must stay true."""
+    named = set(re.findall(r"`(test_\w+)`", (ROOT / "docs" / "jit.md").read_text()))
+    sources = "".join(path.read_text() for path in (ROOT / "tests" / "jit").glob("test_*.py"))
+    defined = set(re.findall(r"^def (test_\w+)", sources, re.M))
+    assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
 
 def test_python_values_read_inside_the_step_are_frozen():
