@@ -95,3 +95,17 @@ def test_mixed_precision_trains(amp, tmp_path):
     history = charlm.train("gpt", cfg, TINY, out=None, progress=False)
     assert history["val"][-1] < history["val"][0] - 0.5
     assert np.isfinite(history["loss"]).all()
+
+
+@pytest.mark.parametrize("model", ["gpt", "lstm"])
+def test_jit_trains_exactly_as_eager(model):
+    """``--jit``: the step recorded once and replayed (the learning rate, set between steps by
+    the schedule, read at each replay) gives the eager run's losses."""
+    tiny = TINY if model == "gpt" else {"block_size": 12, "n_embd": 8, "hidden_size": 16}
+    histories = []
+    for jit in (False, True):
+        cfg = charlm.TrainConfig(steps=8, batch_size=4, warmup=3, eval_every=8, eval_batches=1,
+                                 jit=jit)  # fmt: skip
+        histories.append(charlm.train(model, cfg, tiny, out=None, progress=False))
+    assert histories[1]["loss"] == histories[0]["loss"]
+    assert histories[1]["val"] == histories[0]["val"]

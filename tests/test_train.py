@@ -102,7 +102,6 @@ def test_jit_trains_exactly_as_eager():
     [
         (["--jit", "--amp", "fp16"], "cannot replay fp16's loss scaling"),
         (["--jit", "--nproc", "2"], "--jit trains in one process"),
-        (["--jit", "--task", "charlm"], "--jit is for --task digits"),
     ],
 )
 def test_jit_refuses_what_it_cannot_replay(argv, error, tmp_path, capsys):

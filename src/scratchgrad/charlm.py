@@ -26,7 +26,7 @@ from tqdm import tqdm
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.nn import functional as F
-from scratchgrad.train import AMP_DTYPES, prepare_out
+from scratchgrad.train import AMP_DTYPES, check_replayable, prepare_out
 
 # ---- the data: characters as integers ------------------------------------------------------
 
@@ -204,6 +204,7 @@ class TrainConfig:
     eval_batches: int = 20
     seed: int = 0
     amp: str | None = None  # "bf16" or "fp16" (with a GradScaler): the forward under autocast
+    jit: bool = False  # each step recorded once, then replayed (scratchgrad.jit)
 
 
 def build_model(name: str, vocab_size: int, config: dict | None = None) -> nn.Module:
@@ -262,6 +263,7 @@ def train(
 ) -> dict:
     """Train on ``text`` (the shipped Shakespeare by default); returns the history."""
     cfg = cfg or TrainConfig()
+    check_replayable(cfg.jit, cfg.amp)
     if out is not None:
         prepare_out(Path(out))
     sg.manual_seed(cfg.seed)
@@ -278,6 +280,21 @@ def train(
     history = {"step": [], "train": [], "val": [], "seconds": [], "loss": []}
     autocast = sg.autocast("cpu", dtype=AMP_DTYPES.get(cfg.amp), enabled=cfg.amp is not None)
     scaler = sg.amp.GradScaler(enabled=cfg.amp == "fp16")
+
+    def train_step(x: sg.Tensor, y: sg.Tensor) -> sg.Tensor:
+        """One update at the learning rate the param groups hold; the batch's loss."""
+        with autocast:
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # clip the true gradients (a no-op without fp16)
+        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        scaler.step(opt)
+        scaler.update()
+        return loss.detach()
+
+    if cfg.jit:
+        train_step = sg.jit(train_step)
     start = time.perf_counter()
     bar = tqdm(range(cfg.steps + 1), desc="charlm", unit="step", disable=not progress)
     for step in bar:
@@ -295,20 +312,12 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         x, y = data.batch("train", cfg.batch_size, block_size, rng)
-        with autocast:
-            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        value = loss.item()
-        if not math.isfinite(value):
+        value = train_step(x, y).item()
+        if not math.isfinite(value):  # the run stops here: the step's update is never saved
             raise FloatingPointError(
                 f"train: the loss became {value} at step {step}; "
                 f"try a smaller learning rate than {cfg.lr}"
             )
-        opt.zero_grad()
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)  # clip the true gradients (a no-op without fp16)
-        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        scaler.step(opt)
-        scaler.update()
         history["loss"].append(value)
         bar.set_postfix(loss=f"{value:.4f}", refresh=False)
     history["model"], history["data"] = model, data
@@ -431,6 +440,7 @@ def main(args: argparse.Namespace) -> int:
         eval_every=args.eval_every or defaults.eval_every,
         seed=args.seed,
         amp=args.amp,
+        jit=args.jit,
     )
     model_name = args.model or "gpt"
     history = train(model_name, cfg, out=args.out or Path("runs/charlm"))
