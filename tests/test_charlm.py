@@ -99,7 +99,7 @@ def test_mixed_precision_trains(amp, tmp_path):
 
 @pytest.mark.parametrize("model", ["gpt", "lstm"])
 def test_jit_trains_exactly_as_eager(model):
-    """``--jit``: the step recorded once and replayed (the learning rate, set between steps by
+    """``--jit``: the step recorded and replayed (the learning rate, set between steps by
     the schedule, read at each replay) gives the eager run's losses."""
     tiny = TINY if model == "gpt" else {"block_size": 12, "n_embd": 8, "hidden_size": 16}
     histories = []

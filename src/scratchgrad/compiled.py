@@ -2,7 +2,7 @@
 
 A script written for PyTorch calls ``torch.compile(model)`` and goes on using the result as the
 model; here the same call returns an ``OptimizedModule`` whose forward runs under
-``scratchgrad.jit`` (recorded once per input signature and training mode, then replayed), and a
+``scratchgrad.jit`` (recorded per input signature and training mode, then replayed), and a
 function comes back as ``scratchgrad.jit(fn)``. TorchDynamo's tuning knobs (``backend``,
 ``mode``, ``options``, ``dynamic``, ``fullgraph``...) have nothing to tune here: they are accepted
 so such scripts run, and ignored. ``disable=True`` returns the input itself, as in PyTorch.
@@ -127,8 +127,8 @@ def compile(
     >>> @sg.compile(mode="max-autotune")
     ... def scaled(x):
     ...     return 2 * x + 1
-    >>> [scaled(sg.tensor([1.0, 2.0])).tolist() for _ in range(3)]  # eager, record, replay
-    [[3.0, 5.0], [3.0, 5.0], [3.0, 5.0]]
+    >>> [scaled(sg.tensor([1.0, 2.0])).tolist() for _ in range(4)]  # eager, record twice, replay
+    [[3.0, 5.0], [3.0, 5.0], [3.0, 5.0], [3.0, 5.0]]
     """
     if mode is not None and options is not None:
         raise RuntimeError(

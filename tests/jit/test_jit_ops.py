@@ -1,7 +1,7 @@
 """Every row of the op table under ``scratchgrad.jit``: a jitted forward and backward
 (``autograd.grad`` with a random output gradient) returns what the same function returns
-eagerly, bit for bit, on every call: the eager first call, the recording call and two replays
-on new input values of the same shapes. A replay runs the array calls the eager step ran, so
+eagerly, bit for bit, on every call: the eager first call, the two recording calls and two
+replays on new input values of the same shapes. A replay runs the array calls the eager step ran, so
 nothing may differ in the last bit. A row the recorder must refuse raises ``JitError``."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from test_ops import _arity, _arrays
 
 import scratchgrad as sg
 
-CALLS = 4  # eager, record, replay, replay
+CALLS = 5  # eager, record, record again (checked against the first), replay, replay
 # ops whose output's shape depends on the input's values (the table's vmap=False rows): a new
 # shape may be recorded again instead of replayed
 DATA_DEPENDENT_SHAPE = {op.name for op in OPS if not op.vmap}
@@ -73,4 +73,4 @@ def test_jitted_forward_and_backward_equal_eager(op, dtype):
             assert f.dtype == e.dtype and f.shape == e.shape, what
             np.testing.assert_array_equal(f.detach().numpy(), e.detach().numpy(), err_msg=what)
     if op.name not in DATA_DEPENDENT_SHAPE:
-        assert recorded.python_calls == 2  # eager, record; then replays
+        assert recorded.python_calls == 3  # eager, record, record again; then replays

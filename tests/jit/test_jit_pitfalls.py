@@ -12,7 +12,7 @@ import pytest
 import scratchgrad as sg
 from scratchgrad import nn
 
-CALLS = 4  # eager, record, replay, replay
+CALLS = 5  # eager, record, record again (checked against the first), replay, replay
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,11 +26,12 @@ def test_every_test_the_pitfalls_page_names_exists():
 
 def test_python_values_read_inside_the_step_are_frozen():
     """A Python number the step reads from outside is baked into the recording: changing it
-    later changes nothing (pass it as an argument: other arguments are part of the key)."""
+    after the recordings changes nothing (pass it as an argument: other arguments are part of
+    the key). Changed between the two recordings, it raises (the third call checks)."""
     settings = {"scale": 2.0}
     scaled = sg.jit(lambda x: x * settings["scale"])
     x = sg.ones(2)
-    scaled(x), scaled(x)
+    scaled(x), scaled(x), scaled(x)
     settings["scale"] = 5.0
     assert scaled(x).tolist() == [2.0, 2.0]
 
@@ -41,7 +42,7 @@ def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound():
     state = {"bias": sg.zeros(2)}
     shifted = sg.jit(lambda x: x + state["bias"])
     x = sg.ones(2)
-    shifted(x), shifted(x)
+    shifted(x), shifted(x), shifted(x)
     with sg.no_grad():
         state["bias"].add_(1.0)
     assert shifted(x).tolist() == [2.0, 2.0]
@@ -62,8 +63,8 @@ def test_assigning_grad_inside_the_step_is_not_replayed():
     jitted = sg.jit(step)
     x = sg.ones(2)
     grads = [jitted(x).tolist() for _ in range(CALLS)]
-    assert grads[:2] == [[1.0, 1.0], [1.0, 1.0]]  # eager and recording: as written
-    assert grads[3] == [3.0, 3.0]  # each replay adds to the last .grad
+    assert grads[:3] == [[1.0, 1.0]] * 3  # eager and recordings: as written
+    assert grads[3:] == [[2.0, 2.0], [3.0, 3.0]]  # each replay adds to the last .grad
 
 
 @pytest.mark.xfail(

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import tensor_api  # noqa: E402
 import workloads  # noqa: E402
 
-STEPS = 6  # eager, record, then replays
+STEPS = 6  # eager, record, record again, then replays
 
 
 def tiny(workload_id: str) -> workloads.Problem:
@@ -86,7 +86,7 @@ def test_workload_trained_jitted_equals_eager(workload_id):
     jit_losses, jit_state, python_calls = train_workload(problem, jit=True)
     assert jit_losses == eager_losses
     assert_same_state(jit_state, eager_state)
-    assert python_calls == 2  # eager, record; the other steps were replays
+    assert python_calls == 3  # eager, record, record again; the other steps were replays
 
 
 def _run(jit: bool, between_steps, clip: float | None = None, steps=STEPS, sizes=(6,)):
@@ -128,7 +128,7 @@ def _assert_jitted_equals_eager(between_steps, programs=1, **options):
     jitted = _run(True, between_steps, **options)
     assert jitted[0] == eager[0]
     assert_same_state(jitted[1], eager[1])
-    assert jitted[2] == 1 + programs  # the eager call and one recording per program
+    assert jitted[2] == 1 + 2 * programs  # the eager call and two recordings per program
 
 
 def test_betas_changed_between_jitted_steps_are_read_at_replay():
