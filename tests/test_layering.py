@@ -21,7 +21,7 @@ LAYERS = [
     # utils.data's DistributedSampler build on them, where PyTorch has them
     {"nn", "optim", "distributed"},
     {"utils", "datasets", "serialization"},
-    {"func", "jit", "amp", "cpu"},  # transforms
+    {"func", "jit", "compiled", "amp", "cpu"},  # transforms
     {"evo", "export", "onnx"},  # applications
     {"viz", "cli", "train", "charlm", "evolve", "argtypes", "__main__"},  # tools
 ]
