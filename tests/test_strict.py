@@ -437,3 +437,23 @@ def test_transforms_amp_and_copies_on_device():
     y = sg.zeros(3, device="strict")
     y.copy_(sg.tensor([1.0, 2.0, 3.0]))  # from the CPU, as PyTorch's copy_
     assert y.device.type == "strict" and y.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_jit_refuses_device_tensors_and_keeps_their_calls_apart():
+    model = nn.Linear(3, 1)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    @sg.jit
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = sg.randn(4, 3)
+    for _ in range(4):  # eager, two recordings, a replay: all on the CPU
+        step(x)
+    model.to("strict")
+    with pytest.raises(sg.JitError, match=r"step\(\) computes on strict.*CPU tensors only"):
+        step(x.to("strict"))  # same shape and dtype: a new guard key, not the CPU replay

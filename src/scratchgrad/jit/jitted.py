@@ -212,7 +212,9 @@ def _signature(args: tuple, kwargs: dict) -> tuple[list, Any]:
             if type(a) is not Tensor:
                 break
             array = a.array
-            key.append((array.shape, array.dtype, a.requires_grad, array.flags.c_contiguous))
+            key.append(
+                (type(array), array.shape, array.dtype, a.requires_grad, array.flags.c_contiguous)
+            )
         else:
             if len({id(a.array) for a in args}) == len(args):
                 return list(args), tuple(key)
@@ -228,7 +230,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
         if isinstance(node, Tensor):
             tensors.append(node)
             a = node.array  # the layout too: it decides which results are views
-            return (a.shape, a.dtype, node.requires_grad, a.flags.c_contiguous)
+            return (type(a), a.shape, a.dtype, node.requires_grad, a.flags.c_contiguous)
         if type(node) in (tuple, list):
             return (type(node), tuple(key_of(item) for item in node))
         if type(node) is dict:

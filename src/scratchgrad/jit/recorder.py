@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
-from scratchgrad.backend import xp
+from scratchgrad.backend import device_of, xp
 from scratchgrad.jit import kernels
 from scratchgrad.tensor import Tensor
 
@@ -73,6 +73,12 @@ class Recorder:
 
     def value(self, array: Any) -> int:
         """A new value number for ``array`` (a result of the step)."""
+        if not isinstance(array, (xp.ndarray, xp.generic)):  # a device's array
+            raise JitError(
+                f"scratchgrad.jit: {self.name}() computes on {device_of(array)} at "
+                f"{_user_line()}: a recorded step replays NumPy calls, so jit runs CPU "
+                "tensors only; call the function without jit on other devices"
+            )
         number, key = len(self.sizes), id(array)
         self.number[key] = number
         self.sizes.append(array.size)
