@@ -12,6 +12,9 @@ Every fenced block names its language:
   `examples/*.py` named exists.
 - `c` and `cpp` blocks carry the same marker (they need a C compiler or a board).
 - `text` blocks are output, listings and file formats: nothing to run.
+
+Every link between the pages, and to files of the repository, leads somewhere that exists, down
+to the heading a `#anchor` names.
 """
 
 import contextlib
@@ -140,3 +143,30 @@ def test_deploy_header_is_what_to_c_writes(tmp_path):
     model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 1))
     to_c(model, sg.zeros(1, 2), tmp_path, "xor")
     assert (tmp_path / "xor.h").read_text() == shown
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def prose(page: Path) -> str:
+    """The page without its code blocks (a `# comment` in a block is not a heading)."""
+    return FENCE.sub("", page.read_text())
+
+
+def test_links_lead_to_files_and_headings_that_exist():
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose(page)):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            path, _, anchor = target.partition("#")
+            linked = page.parent / path if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.*)$", prose(linked), re.M)
+                if anchor not in {slug(h) for h in headings}:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
