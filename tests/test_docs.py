@@ -14,7 +14,7 @@ Every fenced block names its language:
 - `text` blocks are output, listings and file formats: nothing to run.
 
 Every link between the pages, and to files of the repository, leads somewhere that exists, down
-to the heading a `#anchor` names.
+to the heading a `#anchor` names; so does every repository path the prose names in backticks.
 """
 
 import contextlib
@@ -170,3 +170,25 @@ def test_links_lead_to_files_and_headings_that_exist():
                 if anchor not in {slug(h) for h in headings}:
                     broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, broken
+
+
+# Paths the prose names that a run writes, so a fresh clone does not have them.
+WRITTEN_BY_RUNS = {"benchmarks/results/latest.md"}
+PACKAGE = ROOT / "src" / "scratchgrad"
+
+
+def test_paths_named_in_the_prose_exist():
+    """`tests/test_ops.py`, `benchmarks/run.py`, `ops/fused.py`, `nn/conv_functional.py`, ...
+    (a package path may leave out `src/scratchgrad/`)."""
+    top = r"(?:tests|benchmarks|examples|src|scripts|docs)/[\w/.-]+"
+    package = r"(?:scratchgrad/)?(?:ops|nn|autograd|func|optim|evo|export|amp|jit|utils)/[\w/.-]*"
+    missing = []
+    for page in PAGES:
+        text = prose(page)
+        for path in set(re.findall(rf"`({top})`", text)) - WRITTEN_BY_RUNS:
+            if not (ROOT / path).exists() and not (PACKAGE / path).exists():
+                missing.append(f"{page.name}: {path}")
+        for path in set(re.findall(rf"`({package})`", text)):
+            if not (PACKAGE / path.removeprefix("scratchgrad/")).exists():
+                missing.append(f"{page.name}: {path}")
+    assert not missing, missing
