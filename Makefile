@@ -20,7 +20,7 @@ $(VENV)/.bench: pyproject.toml | $(PY)
 
 .PHONY: demo test lint bench
 demo: $(VENV)/.core
-	$(VENV)/bin/scratchgrad train --jit  # the step recorded once, then replayed: faster, same result
+	$(VENV)/bin/scratchgrad train --jit  # the step recorded, then replayed: less CPU, same accuracy
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
