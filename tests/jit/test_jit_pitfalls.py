@@ -67,12 +67,10 @@ def test_assigning_grad_inside_the_step_is_not_replayed():
     assert grads[3:] == [[2.0, 2.0], [3.0, 3.0]]  # each replay adds to the last .grad
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jit core: the gradient of a tensor argument goes into the recording call's tensor "
-    "(a constant of the program), not into the argument of the replayed call",
-)
 def test_backward_reaches_the_tensor_arguments_of_each_call():
+    """The gradient of an argument goes into the ``.grad`` of the tensor passed to that call,
+    on replays too (not into the tensor of the call that recorded)."""
+
     def step(x):
         loss = (x * x).sum()
         loss.backward()
@@ -85,18 +83,16 @@ def test_backward_reaches_the_tensor_arguments_of_each_call():
         assert x.grad is not None and x.grad.tolist() == [2.0, 2.0 * value]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jit core: an enabled GradScaler is not recorded: its scale is a frozen constant "
-    "and unscale_ changes .grad's arrays without a recorded call, so replays step on scaled "
-    "gradients (it should be replayed, or refused with a JitError)",
-)
-def test_an_enabled_grad_scaler_inside_the_step_equals_eager():
-    def run(jit):
+def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals_eager():
+    """An enabled GradScaler decides in Python, from the gradients' values, whether a step is
+    skipped and how its scale moves: recording refuses it with a JitError naming GradScaler
+    and the line. A disabled one (``enabled=False``) passes everything through unchanged."""
+
+    def run(jit, enabled):
         sg.manual_seed(0)
         model = nn.Linear(3, 2)
         opt = sg.optim.SGD(model.parameters(), lr=0.1)
-        scaler = sg.amp.GradScaler(init_scale=2.0**4)
+        scaler = sg.amp.GradScaler(init_scale=2.0**4, enabled=enabled)
 
         def step(x):
             opt.zero_grad()
@@ -110,4 +106,6 @@ def test_an_enabled_grad_scaler_inside_the_step_equals_eager():
             step(x)
         return model.weight.detach().numpy()
 
-    np.testing.assert_array_equal(run(jit=True), run(jit=False))
+    with pytest.raises(sg.JitError, match=r"GradScaler .*test_jit_pitfalls\.py:\d+"):
+        run(jit=True, enabled=True)
+    np.testing.assert_array_equal(run(jit=True, enabled=False), run(jit=False, enabled=False))

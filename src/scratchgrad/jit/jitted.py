@@ -77,7 +77,7 @@ class Jitted:
         for index, recording in enumerate(recordings):
             if recording.matches():
                 if recording.checked:
-                    return recording.build(recording.replay([t.array for t in tensors]))
+                    return recording.build(recording.replay([t.array for t in tensors], tensors))
                 # Recorded once: record again and compare, so that a value computed in Python
                 # from tensor data (frozen into a recording) is caught, not replayed.
                 result, again = self._record(tensors, args, kwargs)
@@ -100,7 +100,8 @@ class Jitted:
     def _record(self, tensors: list, args: tuple, kwargs: dict) -> tuple[Any, Recording]:
         recorder = Recorder(self.__name__)
         inputs = []
-        for t in tensors:
+        for index, t in enumerate(tensors):
+            recorder.arguments.setdefault(id(t), index)
             number = recorder.number.get(id(t.array))
             inputs.append(recorder.value(t.array) if number is None else number)
         capture_hook.recorder = recorder

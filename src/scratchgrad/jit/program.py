@@ -3,7 +3,7 @@ each large array dropped after its last use (so peak memory stays at eager's).
 
 The generated code reads like the step written by hand with NumPy::
 
-    def replay(inputs):
+    def replay(inputs, tensors):
         v0, v1 = inputs
         x0 = new(c0); v2 = c1(x0, v0, c2, c3)     # Linear.forward(ctx, x, weight, bias)
         ...
@@ -45,7 +45,9 @@ _HELPERS = {
 
 
 def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[Callable, str]:
-    """The replay function (input arrays in, output arrays out) and its source code."""
+    """The replay function (the call's input arrays and tensors in, output arrays out) and
+    its source code. The tensors are there for the gradients of tensor arguments, which go
+    into the ``.grad`` of the tensors passed to each call (``tensors[i]``)."""
     steps = _live_steps(recorder, outputs)
     last_use = {}
     for index, step in enumerate(steps):
@@ -69,7 +71,7 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
         if done:
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
-    source = "def replay(inputs):\n" + "".join(f"    {line}\n" for line in body)
+    source = "def replay(inputs, tensors):\n" + "".join(f"    {line}\n" for line in body)
     namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants}
     exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
     return namespace["replay"], source

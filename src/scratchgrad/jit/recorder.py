@@ -67,6 +67,9 @@ class Recorder:
         self.places: dict[str, str] = {}  # constant name -> the user's line that first used it
         self.steps: list[Step] = []
         self.modules: list = []  # every Module called, for the train/eval guard
+        # id(tensor argument) -> its index in the call's tensors: a replay accumulates the
+        # gradient of an argument into the tensor passed to that call, not this one
+        self.arguments: dict[int, int] = {}
         self._reads: set = set()  # the values read by the step being noted
 
     # ---- values and the code that names them ----------------------------------------------
@@ -224,7 +227,9 @@ class Recorder:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
             self.refuse("a post-accumulate-grad hook")
-        code = f"accumulate({self.constant(leaf)}, {self.expr(g.array)}, {owned.get(g) is leaf})"
+        index = self.arguments.get(id(leaf))
+        target = self.constant(leaf) if index is None else f"tensors[{index}]"
+        code = f"accumulate({target}, {self.expr(g.array)}, {owned.get(g) is leaf})"
         with _Paused():
             engine._accumulate(leaf, g, False, owned)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
