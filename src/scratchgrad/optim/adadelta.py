@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    counted_state,
     square_average_,
     update_direction,
 )
@@ -65,11 +65,7 @@ class Adadelta(Optimizer):
             xp = namespace(p.array)
             state = self.state[p]
             grad = update_direction(p, group["maximize"], group["weight_decay"])
-            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                state["step"] = 0
-                state["square_avg"] = zeros_like(p)
-                state["acc_delta"] = zeros_like(p)
-            state["step"] += 1
+            counted_state(state, p, ("square_avg", "acc_delta"))
 
             square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
             scratch = square_average_(square_avg, grad, rho)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    counted_state,
     lerp_,
     square_average_,
     update_direction,
@@ -98,13 +98,8 @@ class Adam(Optimizer):
             xp = namespace(param)
             grad = adam_direction(p, group)
             state = self.state[p]
-            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                state["step"] = 0
-                state["exp_avg"] = zeros_like(p)
-                state["exp_avg_sq"] = zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = zeros_like(p)
-            state["step"] = step = state["step"] + 1
+            moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+            step = counted_state(state, p, moments if amsgrad else moments[:2])
 
             # One scratch array serves every intermediate below but the last.
             exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array

@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.creation import zeros_like
 from scratchgrad.optim.adam import adam_defaults
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, lerp_, update_direction
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, counted_state, lerp_, update_direction
 from scratchgrad.tensor import Tensor
 
 
@@ -48,11 +47,7 @@ class Adamax(Optimizer):
             xp = namespace(p.array)
             state = self.state[p]
             grad = update_direction(p, group["maximize"], group["weight_decay"])
-            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                state["step"] = 0
-                state["exp_avg"] = zeros_like(p)
-                state["exp_inf"] = zeros_like(p)
-            state["step"] = step = state["step"] + 1
+            step = counted_state(state, p, ("exp_avg", "exp_inf"))
 
             exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
             scratch = lerp_(exp_avg, grad, 1 - beta1)

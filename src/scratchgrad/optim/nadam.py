@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.creation import zeros_like
 from scratchgrad.optim.adam import adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    counted_state,
     lerp_,
     scalar_state,
     square_average_,
@@ -27,12 +27,7 @@ def _moments(p: Tensor, group: dict[str, Any], state: dict[str, Any], **extra: A
     return the gradient followed (weight decay applied)."""
     beta1, beta2 = group["betas"]
     grad = adam_direction(p, group)
-    if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-        state["step"] = 0
-        state.update(extra)
-        state["exp_avg"] = zeros_like(p)
-        state["exp_avg_sq"] = zeros_like(p)
-    state["step"] += 1
+    counted_state(state, p, ("exp_avg", "exp_avg_sq"), **extra)
     scratch = lerp_(state["exp_avg"].array, grad, 1 - beta1)
     square_average_(state["exp_avg_sq"].array, grad, beta2, scratch)
     return grad

@@ -19,7 +19,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import default_float, device_of, is_floating, namespace, to_device, xp
-from scratchgrad.creation import from_numpy
+from scratchgrad.creation import from_numpy, zeros_like
 from scratchgrad.tensor import Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -88,6 +88,25 @@ def scalar_state(value: float) -> Tensor:
     rounds them to it at every step, whatever the parameters' dtype; ours do the same, or
     float64 trajectories would drift apart from PyTorch's after a few steps."""
     return from_numpy(xp.asarray(value, dtype=default_float))
+
+
+def counted_state(state: dict[str, Any], p: Tensor, zeros: Iterable[str], **values: Any) -> Any:
+    """``p``'s optimizer ``state`` with this step counted in ``state["step"]``; made at the first
+    step, as PyTorch's (state appears then): ``step``, then ``values``, then a tensor of zeros
+    like ``p`` for each name in ``zeros``. Returns the step number.
+
+    >>> import scratchgrad as sg
+    >>> state, p = {}, sg.ones(2)
+    >>> counted_state(state, p, ["exp_avg"]), list(state), counted_state(state, p, ["exp_avg"])
+    (1, ['step', 'exp_avg'], 2)
+    """
+    if not state:
+        state["step"] = 0
+        state.update(values)
+        for name in zeros:
+            state[name] = zeros_like(p)
+    state["step"] += 1
+    return state["step"]
 
 
 class Optimizer:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    counted_state,
     lerp_,
     square_average_,
     update_direction,
@@ -73,14 +73,8 @@ class RMSprop(Optimizer):
             state = self.state[p]
             param = p.array
             grad = update_direction(p, group["maximize"], group["weight_decay"])
-            if not state:  # lazy initialisation, as PyTorch: state appears at the first step
-                state["step"] = 0
-                state["square_avg"] = zeros_like(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = zeros_like(p)
-                if centered:
-                    state["grad_avg"] = zeros_like(p)
-            state["step"] += 1
+            buffers = {"square_avg": True, "momentum_buffer": momentum > 0, "grad_avg": centered}
+            counted_state(state, p, [name for name, wanted in buffers.items() if wanted])
 
             # One scratch array serves every intermediate below.
             square_avg = state["square_avg"].array
