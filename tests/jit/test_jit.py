@@ -245,6 +245,28 @@ def test_custom_autograd_function():
         )
 
 
+def test_a_backward_reading_a_0d_result_reads_the_replayed_one():
+    # norm = sqrt(sum(x * x)): sqrt's forward gets a NumPy scalar and its backward reads it.
+    # The recording calls see the same input, so a frozen scalar would pass the record-twice
+    # check and be wrong only on replay.
+    w_e, w_j = (sg.tensor([1.0, 1.0], dtype=sg.float64, requires_grad=True) for _ in range(2))
+
+    def step_of(w):
+        def step(x):
+            (x * w).norm().backward()
+
+        return step
+
+    eager, jitted = step_of(w_e), sg.jit(step_of(w_j))
+    for value in [[3.0, 4.0]] * 3 + [[1.0, 5.0], [-2.0, 0.5]]:
+        x = sg.tensor(value, dtype=sg.float64)
+        w_e.grad = w_j.grad = None  # outside the step: a Python assignment is not recorded
+        eager(x), jitted(x)
+        np.testing.assert_array_equal(w_j.grad.numpy(), w_e.grad.numpy())
+        x = np.array(value)
+        np.testing.assert_allclose(w_j.grad.numpy(), x * x / np.linalg.norm(x), rtol=1e-12)
+
+
 def test_dropout_draws_from_the_same_stream_as_eager():
     def run(jitted):
         sg.manual_seed(0)

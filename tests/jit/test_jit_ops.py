@@ -17,16 +17,7 @@ CALLS = 5  # eager, record, record again (checked against the first), replay, re
 DATA_DEPENDENT_SHAPE = {op.name for op in OPS if not op.vmap}
 # Known problems of the jit core, each a strict xfail: a fix makes the test pass, fail as XPASS,
 # and its line here go.
-EMPTY_SHAPE = "jit core: a shape=() argument is written into the program as '(,)': SyntaxError"
-CORE_BUGS = {
-    "norm": "jit core: a forward's 0-d result (a NumPy scalar) is wrapped into an array twice, "
-    "by the recorder and by Function.apply, so a backward that reads it reads a constant "
-    "frozen at record time (sqrt's grad / (2 * out) in norm = sqrt(sum(x * x)))",
-    "dot": EMPTY_SHAPE,
-    "dot_function": EMPTY_SHAPE,
-    "linear": "jit core: the Linear kernel reads the bias's dtype when there is no bias "
-    "(F.linear(x, w)): AttributeError while recording",
-}
+CORE_BUGS: dict[str, str] = {}
 
 
 def _rows():

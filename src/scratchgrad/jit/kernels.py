@@ -18,10 +18,12 @@ from scratchgrad.backend import accumulation_dtype, xp
 from scratchgrad.ops import binary, fused, matmul, reduce, unary
 
 
-def linear(x: Any, w: Any, b: Any) -> Any:
-    """``Linear.forward`` of two matrices in float32 or float64: ``x @ w.T + b``."""
+def linear(x: Any, w: Any, b: Any = None) -> Any:
+    """``Linear.forward`` of two matrices in float32 or float64: ``x @ w.T + b`` (``x @ w.T``
+    without a bias)."""
     out = x.dot(w.T)
-    out += b
+    if b is not None:
+        out += b
     return out
 
 
@@ -67,7 +69,8 @@ def _same_matrices(arrays: list) -> bool:
 
 
 def _linear(args, arrays, kwargs, constant) -> str | None:
-    if len(arrays) != 3 or not _same_matrices(arrays[:2]) or arrays[2].dtype != arrays[0].dtype:
+    bias = arrays[2] if len(arrays) == 3 else None
+    if not _same_matrices(arrays[:2]) or (bias is not None and bias.dtype != arrays[0].dtype):
         return None
     return f"k_linear({', '.join(args)})"
 

@@ -128,7 +128,9 @@ class Recorder:
             return f"make(v{number})"
         if type(obj) in (tuple, list):
             inner = ", ".join(self.expr(item) for item in obj)
-            return f"({inner},)" if type(obj) is tuple else f"[{inner}]"
+            if type(obj) is list:
+                return f"[{inner}]"
+            return f"({inner},)" if len(obj) == 1 else f"({inner})"  # as repr: () and (x,)
         if obj is None or type(obj) in (bool, int):
             return repr(obj)
         return self.constant(obj)
@@ -150,7 +152,7 @@ class Recorder:
         call = f"{self.constant(cls.forward)}({ctx_name}, {', '.join(args)})"
         lines, writes = [], []
         if isinstance(out, tuple):
-            out = tuple(o if isinstance(o, xp.ndarray) else xp.asarray(o) for o in out)
+            out = tuple(_as_saved_array(ctx, o) for o in out)
             lines.append(f"t = {call}")
             for i, o in enumerate(out):
                 writes.append(self.value(o))
@@ -159,7 +161,7 @@ class Recorder:
         else:
             scalar = not isinstance(out, xp.ndarray)  # NumPy gives 0-d scalars
             if scalar:
-                out, call = xp.asarray(out), f"asarray({call})"
+                out, call = _as_saved_array(ctx, out), f"asarray({call})"
             writes.append(self.value(out))
             lines.append(f"v{writes[-1]} = {call}")
         extra = []
@@ -259,6 +261,22 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
+
+
+def _as_saved_array(ctx: Any, out: Any) -> Any:
+    """``out`` as an array (NumPy's reductions give 0-d scalars), put in its place wherever
+    ``forward`` left it on ``ctx``: a backward then reads this array, the value the recorder
+    numbers, instead of a second copy made by ``Function.apply`` that a replay would never
+    update."""
+    if isinstance(out, xp.ndarray):
+        return out
+    array = xp.asarray(out)
+    for name, saved in vars(ctx).items():
+        if saved is out:
+            setattr(ctx, name, array)
+        elif type(saved) is tuple and any(item is out for item in saved):
+            setattr(ctx, name, tuple(array if item is out else item for item in saved))
+    return array
 
 
 def _watch(array: Any, callback: Callable) -> Any:
