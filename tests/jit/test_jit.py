@@ -26,6 +26,7 @@ def cnn(seed=0):
     sg.manual_seed(seed)
     return nn.Sequential(
         nn.Conv2d(1, 2, 3, padding=1),
+        nn.BatchNorm2d(2),  # on a permuted view (conv's result): its ufuncs mix memory layouts
         nn.ReLU(),
         nn.MaxPool2d(2),
         nn.Flatten(),

@@ -189,7 +189,9 @@ class Recorder:
                     for code, a in zip(positional, arrays)
                     if code.startswith("v")
                     and a.base is None  # owns its memory: not a view of another array
-                    and (a.shape, a.dtype) == (out.shape, out.dtype)
+                    # and laid out as the result: written over another layout, the result
+                    # would be added in another order by later reductions and products
+                    and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
                 ]
                 self.note(lines, writes, effect=False)
                 self.steps[-1].reusable = reusable if kernels.OUT in code else []
