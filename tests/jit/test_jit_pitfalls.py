@@ -83,6 +83,23 @@ def test_backward_reaches_the_tensor_arguments_of_each_call():
         assert x.grad is not None and x.grad.tolist() == [2.0, 2.0 * value]
 
 
+def test_backward_into_the_graph_of_a_non_leaf_argument_raises():
+    """A tensor argument made by operations outside the step (requires grad, not a leaf): a
+    backward inside the step would run on into that outside graph, which a replay cannot
+    rebuild for the next call's argument. Recording refuses it, naming the argument."""
+    w = sg.tensor([1.0, 2.0], requires_grad=True)
+
+    @sg.jit
+    def step(scale, x):
+        (x * x).sum().backward()
+
+    step(1.0, w * 3.0)
+    with pytest.raises(sg.JitError, match="tensor argument #0 .*not a leaf"):
+        step(1.0, w * 3.0)
+    forward_only = sg.jit(lambda x: x * x)  # no backward: nothing reaches the outside graph
+    assert [forward_only(w * 3.0).tolist() for _ in range(CALLS)] == [[9.0, 36.0]] * CALLS
+
+
 def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals_eager():
     """An enabled GradScaler decides in Python, from the gradients' values, whether a step is
     skipped and how its scale moves: recording refuses it with a JitError naming GradScaler

@@ -102,6 +102,8 @@ class Jitted:
         inputs = []
         for index, t in enumerate(tensors):
             recorder.arguments.setdefault(id(t), index)
+            if t.requires_grad and not t.is_leaf:
+                recorder.outside_graphs.append(index)
             number = recorder.number.get(id(t.array))
             inputs.append(recorder.value(t.array) if number is None else number)
         capture_hook.recorder = recorder

@@ -70,6 +70,9 @@ class Recorder:
         # id(tensor argument) -> its index in the call's tensors: a replay accumulates the
         # gradient of an argument into the tensor passed to that call, not this one
         self.arguments: dict[int, int] = {}
+        # the tensor arguments that require grad and were made by a graph outside the step: a
+        # backward would run into that graph, which a replay cannot rebuild for a new call
+        self.outside_graphs: list[int] = []
         self._reads: set = set()  # the values read by the step being noted
 
     # ---- values and the code that names them ----------------------------------------------
@@ -231,6 +234,11 @@ class Recorder:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
             self.refuse("a post-accumulate-grad hook")
+        if self.outside_graphs:
+            self.refuse(
+                f"backward() with tensor argument #{self.outside_graphs[0]} made by operations "
+                "outside the step (requires grad, not a leaf: pass .detach(), or a leaf)"
+            )
         index = self.arguments.get(id(leaf))
         target = self.constant(leaf) if index is None else f"tensors[{index}]"
         code = f"accumulate({target}, {self.expr(g.array)}, {owned.get(g) is leaf})"
