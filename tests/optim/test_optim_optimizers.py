@@ -567,3 +567,12 @@ def test_lbfgs_resumes_identically_from_a_saved_state_dict():
         fresh.step(lbfgs_closure(sg, copies, fresh))
     for p, c in zip(ours, copies):
         np.testing.assert_array_equal(p.detach().numpy(), c.detach().numpy())
+
+
+def test_doc_examples_run():
+    import doctest
+
+    from scratchgrad.optim import optimizer
+
+    result = doctest.testmod(optimizer)
+    assert result.attempted > 0 and result.failed == 0
