@@ -72,7 +72,8 @@ else:
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
     from scratchgrad.amp import autocast
     from scratchgrad.compiled import compile
-    from scratchgrad.jit import JitError, jit
+    from scratchgrad import jit  # the package, callable as the function jit.jit
+    from scratchgrad.jit import JitError
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs
