@@ -15,8 +15,9 @@ Importing this module registers the device type "strict" (tests only). Its array
 - names CuPy lacks (``errstate``), and random methods CuPy's ``Generator`` lacks (``normal``,
   ``permutation``, ``choice``).
 
-They also return what CuPy returns where NumPy returns something else: reductions and scalar
-indexing give 0-d arrays, not NumPy scalars; integer-array indices out of bounds wrap around
+They also return what CuPy returns where NumPy returns something else: reductions give 0-d
+arrays, not NumPy scalars, and scalar indexing a 0-d view (``old = a[k]; a[k] = 1`` changes
+``old``, as on a GPU); integer-array indices out of bounds wrap around
 instead of raising (so bounds must be checked before indexing).
 """
 
@@ -186,7 +187,10 @@ class StrictArray:
 
     def __getitem__(self, index):
         index = _unwrap(index, host_ok=True)  # CuPy copies NumPy index arrays to the device
-        return _wrap(self._a[_wrap_index(index, self._a.shape)], (self,))
+        result = self._a[_wrap_index(index, self._a.shape)]
+        if isinstance(result, numpy.generic):  # CuPy's is a 0-d view: later writes show in it
+            result = self._a[(*(index if type(index) is tuple else (index,)), Ellipsis)]
+        return _wrap(result, (self,))
 
     def __setitem__(self, index, value) -> None:
         index = _unwrap(index, host_ok=True)

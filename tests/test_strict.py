@@ -266,6 +266,18 @@ def test_reductions_give_0d_arrays_not_numpy_scalars():
     assert x.grad.device.type == "strict"
 
 
+def test_scalar_indexing_gives_a_view_that_later_writes_change():
+    """CuPy's ``a[k]`` is a 0-d view, NumPy's a copied scalar: code that saves ``a[k]`` before
+    writing ``a[k]`` must copy it. Finite differences did not, and on a GPU gradgradcheck saw
+    half the numerical second derivative (the tanh row: analytical twice numerical)."""
+    a = strict.strict_xp.asarray(np.array([1.0, 2.0]))
+    old = a[0]
+    a[0] = 5.0
+    assert sg.backend.to_host(old).item() == 5.0  # as CuPy's
+    x = sg.tensor([0.3, -0.7], dtype=sg.float64, device="strict", requires_grad=True)
+    assert sg.autograd.gradgradcheck(lambda t: t.tanh(), x)
+
+
 def test_repeated_indices_add_up_through_scatter_add():
     """The gradient of ``x[[0, 0, 2]]`` adds twice into entry 0: NumPy's ``add.at``, which does
     not reach CuPy (the backend uses ``cupyx.scatter_add`` there)."""

@@ -26,7 +26,7 @@ def _numerical_jacobian(func: Callable, inputs: tuple, eps: float) -> list[list]
     for i, x in enumerate(inputs):
         flat = x.array.reshape(-1)  # a view: writes perturb the input in place
         for k in range(flat.size):
-            original = flat[k]
+            original = flat[k].copy()  # on a GPU, flat[k] is a view that the writes change
             flat[k] = original + eps
             plus = [_host(o.array) for o in _outputs(func, inputs)]
             flat[k] = original - eps
