@@ -20,7 +20,7 @@ from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
 from scratchgrad.backend import device_of, xp
-from scratchgrad.jit import kernels
+from scratchgrad.jit import kernels, updates
 from scratchgrad.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -253,9 +253,13 @@ class Recorder:
         ``.grad``) at that time. A tensor it returns becomes a value of the step."""
         if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
             self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
-        code = f"{self.constant(function)}({', '.join(self.expr(a) for a in args)})"
+        arguments = ", ".join(self.expr(a) for a in args)
         with _Paused():
             result = function(*args)
+        # an optimizer's update or zero_grad: generated NumPy code where there is one
+        update = updates.replacement(function, args)
+        call = self.constant(function) if update is None else f"{self.constant(update)}.run"
+        code = f"{call}({arguments})"
         if isinstance(result, Tensor) and id(result.array) not in self.number:
             writes = [self.value(result.array)]
             self.note([f"v{writes[0]} = {code}.array"], writes, effect=True)
