@@ -1,0 +1,214 @@
+"""The optimizer updates a replay runs as generated NumPy code (scratchgrad/jit/updates.py):
+SGD and Adam/AdamW under every option they cover leave, step after step, the parameters and
+the optimizer state of the eager optimizer bit for bit (the oracle: scratchgrad's own eager
+step on a second copy, itself checked against PyTorch by tests/test_optim*.py), while the
+hyper-parameters change between steps; and whatever the generated code was not made for
+(a parameter losing its gradient, another branch of the update, another optimizer state, a
+new param group, a NumPy learning rate) runs the eager step instead, with the same result.
+"""
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+STEPS = 12  # eager, record, record again, then replays
+
+
+def mlp(dtype=sg.float32):
+    sg.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).to(dtype)
+
+
+def groups(model):
+    """Two param groups, the second with its own learning rate."""
+    first, second = list(model[0].parameters()), list(model[2].parameters())
+    return [{"params": first}, {"params": second, "lr": 0.03}]
+
+
+OPTIONS = {
+    "sgd": lambda ps: sg.optim.SGD(ps, lr=0.1),
+    "sgd-maximize-decay": lambda ps: sg.optim.SGD(ps, lr=0.1, weight_decay=0.01, maximize=True),
+    "sgd-momentum": lambda ps: sg.optim.SGD(ps, lr=0.1, momentum=0.9),
+    "sgd-momentum-dampening-decay": lambda ps: sg.optim.SGD(
+        ps, lr=0.1, momentum=0.8, dampening=0.3, weight_decay=0.01
+    ),
+    "sgd-nesterov-maximize": lambda ps: sg.optim.SGD(
+        ps, lr=0.1, momentum=0.9, nesterov=True, maximize=True
+    ),
+    "adam": lambda ps: sg.optim.Adam(ps, lr=0.01),
+    "adam-decay-maximize": lambda ps: sg.optim.Adam(ps, lr=0.01, weight_decay=0.1, maximize=True),
+    # 1 - beta1 >= 0.5: lerp_'s other form
+    "adam-amsgrad-small-beta1": lambda ps: sg.optim.Adam(
+        ps, lr=0.01, betas=(0.3, 0.9), amsgrad=True
+    ),
+    "adam-decoupled": lambda ps: sg.optim.Adam(
+        ps, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True
+    ),
+    "adamw": lambda ps: sg.optim.AdamW(ps, lr=0.01),
+    "adamw-amsgrad-maximize": lambda ps: sg.optim.AdamW(
+        ps, lr=0.01, weight_decay=0.1, amsgrad=True, maximize=True
+    ),
+}
+
+
+def data(steps=STEPS, dtype=np.float32):
+    rng = np.random.default_rng(1)
+    return [
+        (sg.from_numpy(rng.standard_normal((6, 4)).astype(dtype)), sg.tensor(rng.integers(0, 3, 6)))
+        for _ in range(steps)
+    ]
+
+
+def train_step(model, opt):
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def arrays(model, opt):
+    """Everything a step changes, as arrays: parameters, gradients, optimizer state."""
+    out = [p.array for p in model.parameters()]
+    out += [np.asarray("no grad" if p.grad is None else p.grad.array) for p in model.parameters()]
+    for entries in opt.state_dict()["state"].values():
+        out += [np.asarray(v.array if isinstance(v, sg.Tensor) else v) for v in entries.values()]
+    return out
+
+
+def assert_equal(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+def count_updates(monkeypatch, cls):
+    """Count the calls of ``cls._update``, the eager update (the generated code never calls
+    it)."""
+    calls = []
+    eager_update = cls._update
+
+    def counted(self, group, params):
+        calls.append(1)
+        return eager_update(self, group, params)
+
+    monkeypatch.setattr(cls, "_update", counted)
+    return calls
+
+
+def change_hyperparameters(opt, step):
+    """What users change between steps: the learning rate (a scheduler), the betas, the
+    momentum, the weight decay."""
+    for group in opt.param_groups:
+        group["lr"] *= 0.9
+        if "betas" in group:
+            beta1, beta2 = group["betas"]
+            group["betas"] = (beta1 * 0.99, beta2)
+        if group.get("momentum"):
+            group["momentum"] = 0.9 - 0.01 * step
+        if group["weight_decay"]:
+            group["weight_decay"] *= 1.1
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+@pytest.mark.parametrize("dtype", [sg.float32, sg.float64])
+def test_every_step_equals_eager_bit_for_bit(name, dtype, monkeypatch):
+    model_e, model_j = mlp(dtype), mlp(dtype)
+    opt_e, opt_j = OPTIONS[name](groups(model_e)), OPTIONS[name](groups(model_j))
+    calls = count_updates(monkeypatch, type(opt_e))
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for i, (x, y) in enumerate(data(dtype=np.float32 if dtype == sg.float32 else np.float64)):
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+        change_hyperparameters(opt_e, i), change_hyperparameters(opt_j, i)
+    # per param group: STEPS eager updates, 3 of the jitted step's (eager, two recordings)
+    assert len(calls) == 2 * (STEPS + 3)
+
+
+def test_zero_grad_to_zeros_is_the_python_call():
+    model_e, model_j = mlp(), mlp()
+    opt_e, opt_j = (sg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model_e, model_j))
+
+    def step_of(model, opt):
+        def step(x, y):
+            opt.zero_grad(set_to_none=False)
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return step
+
+    eager, jitted = step_of(model_e, opt_e), sg.jit(step_of(model_j, opt_j))
+    for x, y in data(6):
+        eager(x, y), jitted(x, y)
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+
+
+# ---- what the generated code was not made for runs the eager step ----------------------------
+
+
+def _drop_last_gradient(model, opt):
+    model[2].bias.grad = None  # no gradient: the eager step skips it
+
+
+def _toggle_nesterov(model, opt):
+    opt.param_groups[0]["nesterov"] = not opt.param_groups[0]["nesterov"]
+
+
+def _maximize(model, opt):
+    opt.param_groups[1]["maximize"] = True
+
+
+def _no_momentum(model, opt):
+    opt.param_groups[0]["momentum"] = 0
+
+
+def _numpy_learning_rate(model, opt):
+    opt.param_groups[0]["lr"] = np.float64(opt.param_groups[0]["lr"])  # promotes to float64
+
+
+def _reload_state(model, opt):
+    opt.load_state_dict(opt.state_dict())
+
+
+def _clear_state(model, opt):
+    opt.state.clear()  # Adam starts its moments again
+
+
+def _new_param_group(model, opt):
+    bias = opt.param_groups[1]["params"].pop()  # moved from the second group into a new one
+    opt.add_param_group({"params": [bias], "lr": 0.5})
+
+
+CHANGES = {
+    "a gradient is None": ("sgd-nesterov-maximize", _drop_last_gradient),
+    "nesterov toggled": ("sgd-nesterov-maximize", _toggle_nesterov),
+    "momentum set to 0": ("sgd-momentum", _no_momentum),
+    "maximize set": ("adam", _maximize),
+    "a NumPy learning rate": ("adamw", _numpy_learning_rate),
+    "a loaded state dict": ("adam-amsgrad-small-beta1", _reload_state),
+    "the state cleared": ("adam", _clear_state),
+    "a new param group": ("sgd-momentum", _new_param_group),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_what_the_generated_update_was_not_made_for_runs_the_eager_step(change):
+    """The update is jitted alone (gradients made eagerly between the calls), so that a
+    change between replays reaches it without a new recording."""
+    name, make_change = CHANGES[change]
+    model_e, model_j = mlp(), mlp()
+    opt_e, opt_j = OPTIONS[name](groups(model_e)), OPTIONS[name](groups(model_j))
+    update = sg.jit(opt_j.step)
+    for i, (x, y) in enumerate(data(8)):
+        for model in (model_e, model_j):
+            model.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+        if i == 5:  # after two replays of the generated code
+            make_change(model_e, opt_e), make_change(model_j, opt_j)
+        opt_e.step(), update()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
