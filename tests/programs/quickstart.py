@@ -65,8 +65,9 @@ def test_loop(dataloader, model, loss_fn):
     test_loss, correct = 0, 0
     with torch.no_grad():
         for X, y in dataloader:
-            pred = model(X.to(device))
-            test_loss += loss_fn(pred, y.to(device)).item()
+            X, y = X.to(device), y.to(device)
+            pred = model(X)
+            test_loss += loss_fn(pred, y).item()
             correct += (pred.argmax(1) == y).type(torch.float).sum().item()
     test_loss /= len(dataloader)
     correct /= size
