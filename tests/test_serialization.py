@@ -402,6 +402,30 @@ def test_any_structure_round_trips_as_with_torch(tmp_path, target):
     assert type(loaded["arrays"][0]) is np.ndarray and loaded["arrays"][0].flags.writeable
 
 
+def test_the_same_checkpoint_saved_twice_is_the_same_bytes(tmp_path):
+    """safetensors writes the metadata entries in a random order at each call (safetensors
+    #584): save sorts them, so a checkpoint's bytes (and its hash) depend only on what it holds."""
+    model = make_model()
+    opt = optim.Adam(model.parameters())
+    model(sg.randn(5, 4)).sum().backward()
+    opt.step()
+    checkpoint = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}
+    for i in range(8):  # two entries: the same order 8 times by chance would be 1 in 128
+        save(checkpoint, tmp_path / f"{i}.safetensors")
+    (data,) = {(tmp_path / f"{i}.safetensors").read_bytes() for i in range(8)}
+
+    # The file is the one safetensors itself writes when its random order is the sorted one.
+    metadata = safetensors.safe_open(tmp_path / "0.safetensors", "np").metadata()
+    assert sorted(metadata) == ["format", "scratchgrad"]
+    tensors = safetensors.numpy.load(data)
+    for _ in range(100):
+        written = safetensors.numpy.save(tensors, metadata)
+        header = json.loads(written[8 : 8 + int.from_bytes(written[:8], "little")])
+        if list(header["__metadata__"]) == sorted(metadata):
+            break
+    assert written == data
+
+
 def test_file_objects_are_read_and_written_at_their_position(tmp_path):
     buffer = io.BytesIO(b"prefix")
     buffer.seek(0, io.SEEK_END)

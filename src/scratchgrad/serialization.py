@@ -16,6 +16,8 @@ is usually nested (an optimizer's state dict is ``{"state": {0: {"exp_avg": tens
   (``"__x__"``) is written in the ``__dict__`` form, so markers are never ambiguous and ``load``
   rejects any it does not know.
 
+The same structure always saves to the same bytes (``_sorted_metadata``).
+
 ``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
 were saved). What comes back equals what went in, with these exceptions: tensors do not require
 grad; an array that appeared twice comes back as two; dict subclasses (``OrderedDict``,
@@ -101,11 +103,27 @@ def save(obj: Any, f: FileLike) -> None:
         "format": "pt",  # the tensors' layout is PyTorch's; Hugging Face loaders check this key
         "scratchgrad": json.dumps({"version": _VERSION, "tree": tree}),
     }
-    data = safetensors.numpy.save(tensors, metadata)
+    data = _sorted_metadata(safetensors.numpy.save(tensors, metadata))
     if hasattr(f, "write"):
         f.write(data)
     else:
         _write_atomically(os.fspath(f), data)
+
+
+def _sorted_metadata(data: bytes) -> bytes:
+    """``data`` (a safetensors file) with its header's ``__metadata__`` entries in sorted order.
+
+    safetensors writes them in the order of a Rust HashMap, which differs from one call to the
+    next (safetensors issue #584), so the same checkpoint saved twice would differ in those
+    bytes; sorted, it is the same file every time. The data does not move: its offsets count
+    from the end of the header, whose length stays a multiple of 8 as safetensors pads it.
+    """
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + size :]
 
 
 def load(f: FileLike, map_location: Any = None, *, weights_only: bool | None = None) -> Any:
