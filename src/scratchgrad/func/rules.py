@@ -7,9 +7,8 @@ it). Most primitives are elementwise: line the members up and call the op as it 
 shift the dims they are told about by one, for the batch dim in front.
 
 Primitives that only backward formulas call (``TanhGrad``, ``MSELossGrad``, ``CrossEntropyGrad``,
-``IndexAdd``) have rules too: those formulas run batched when a function made by ``vjp`` is
-vmapped. ``Spread`` (max pooling's gradient, needed only to vmap a vjp_fn through max pooling)
-has none yet: vmap over it raises an error naming it.
+``IndexAdd``, ``Spread``) have rules too: those formulas run batched when a function made by
+``vjp`` is vmapped.
 """
 
 from __future__ import annotations
@@ -213,6 +212,24 @@ def fold(cls, values, batched, kwargs):
     return images.reshape(-1, size, *images.shape[1:]).movedim(1, 0)
 
 
+def spread(cls, values, batched, kwargs):
+    """Max pooling's gradient: the window dims shifted, the batch dim prefixed to the shape.
+    vmap reaches it through a ``vjp_fn`` taken outside vmap, so the winners are one set
+    repeated for every member (a view, stride 0): ``strides``, which only orders the result's
+    dims in memory, puts the batch dim innermost as the winners have it, so that Spread's
+    passes meet one layout."""
+    size = batch_size(values, batched)
+    x, *winners = (v if b else at_front(v, size) for v, b in zip(values, batched))
+    strides = kwargs["strides"]
+    return cls.apply(
+        x,
+        *winners,
+        dims=_shifted(kwargs["dims"], len(strides)),
+        shape=(size, *kwargs["shape"]),
+        strides=(0, *strides),
+    )
+
+
 def copy_slices(cls, values, batched, kwargs):
     """Each member's base with the entries its view selects replaced by the member's values:
     the positions are found once, on one member's shape, and filled by one scatter."""
@@ -290,5 +307,6 @@ RULES: dict[type, Callable] = {
     conv.Unfold: unfold,
     conv.Fold: fold,
     conv.MaxOver: dims_shifted,
+    conv.Spread: spread,
     movement.CopySlices: copy_slices,
 }
