@@ -569,6 +569,16 @@ OPS = [
         lambda m, x, y: m.nn.functional.smooth_l1_loss(x, y, reduction="none"),
     ),
     binary("lerp", lambda m, x, y: m.lerp(x, y, 0.3)),
+    binary("lerp_large_weight", lambda m, x, y: x.lerp(y, 0.8)),  # the second formula
+    binary("lerp_negative_weight", lambda m, x, y: m.lerp(x, y, -0.7)),  # |-0.7| >= 0.5: second
+    binary(  # a tensor weight on both sides of 0.5 (and below -0.5), differentiated too
+        "lerp_tensor_weight", lambda m, x, y: m.lerp(x, y, (x * y * 2).tanh())
+    ),
+    same_pair(
+        "lerp_inplace",
+        lambda m, x, y: (x * 1).lerp_(y, y.sigmoid()),
+        vmap=False,  # torch.func.vmap cannot write a batch into an unbatched tensor
+    ),
     binary("hypot", lambda m, x, y: m.hypot(x, y), domain=(away_from_zero, away_from_zero)),
     same_pair(
         "addcmul_addcdiv",
@@ -697,6 +707,8 @@ OPS = [
     Op("floor", lambda m, x: x.floor(), grad=False),
     Op("ceil", lambda m, x: m.ceil(x), grad=False),
     Op("round", lambda m, x: x.round(), grad=False),
+    Op("round_decimals", lambda m, x: m.round(x, decimals=2), grad=False),
+    Op("round_negative_decimals", lambda m, x: (x * 1000).round(decimals=-2), grad=False),
 ]
 
 

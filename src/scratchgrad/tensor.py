@@ -546,9 +546,39 @@ class Tensor:
         _check_ndim("outer", 1, self, vec2)
         return self.unsqueeze(1) * vec2
 
-    def lerp(self, end: Any, weight: Any) -> Tensor:
-        """``self + weight * (end - self)``."""
-        return self + weight * (end - self)
+    def lerp(self, end: Tensor, weight: float | Tensor) -> Tensor:
+        """``self + weight * (end - self)``, as ``torch.lerp``: computed so where ``|weight| <
+        0.5`` and as ``end - (end - self) * (1 - weight)`` elsewhere, so weight 1 gives ``end``
+        exactly. ``weight`` is a number or a tensor; ``end`` and a tensor ``weight`` (unless
+        0-d) have this tensor's dtype, and all three broadcast. In float32 the values are
+        PyTorch's bit for bit (``ops.binary.Lerp`` says how and where not).
+
+        >>> import scratchgrad as sg
+        >>> sg.lerp(sg.tensor([1.0, 2.0]), sg.tensor([3.0, 6.0]), 0.5)
+        tensor([2., 4.])
+        >>> sg.tensor([0.0, 10.0]).lerp(sg.tensor([1.0, 20.0]), sg.tensor([0.25, 1.0]))
+        tensor([ 0.2500, 20.0000])
+        """
+        return binary.Lerp.apply(self, *_lerp_operands(self, end, weight))
+
+    def lerp_(self, end: Tensor, weight: float | Tensor) -> Tensor:
+        """``lerp`` in place.
+
+        >>> import scratchgrad as sg
+        >>> sg.ones(2).lerp_(sg.zeros(2), 0.25)
+        tensor([0.7500, 0.7500])
+        """
+        end, weight = _lerp_operands(self, end, weight)
+        if self._records(end) or self._records(weight):
+            return self._record_in_place(
+                "lerp_", lambda old, _: binary.Lerp.apply(old, end, weight), None
+            )
+        out = binary.Lerp.apply(self, end, weight)  # nothing requires grad: no graph
+        if out.shape != self.shape:
+            raise RuntimeError(
+                f"lerp_: the result's shape {out.shape} does not match the tensor's {self.shape}"
+            )
+        return self.copy_(out)
 
     def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
         return self + value * tensor1 * tensor2
@@ -826,8 +856,30 @@ class Tensor:
     def ceil(self) -> Tensor:
         return unary.Step.apply(self, ufunc=xp.ceil)
 
-    def round(self) -> Tensor:
-        return unary.Step.apply(self, ufunc=xp.round)
+    def round(self, *, decimals: int = 0) -> Tensor:
+        """Round to the nearest integer, halves to even (``round(2.5)`` is 2), as
+        ``torch.round``; with ``decimals``, to that many decimal places (to the left of the
+        point when negative), computed as ``rint(x * 10**decimals) / 10**decimals``: fast but
+        inexact, as NumPy's ``around``. Integer tensors come back as they are (``decimals`` 0
+        only). The gradient is zero.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-0.5, 0.5, 1.5, 2.5]).round()
+        tensor([-0.,  0.,  2.,  2.])
+        >>> sg.round(sg.tensor([0.125, 1234.5]), decimals=2)
+        tensor([1.2000e-01, 1.2345e+03])
+        >>> sg.round(sg.tensor([1234.5, 1250.0]), decimals=-2)
+        tensor([1200., 1200.])
+        """
+        if not isinstance(decimals, int):
+            raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+        if decimals == 0:
+            return unary.Step.apply(self, ufunc=xp.round)
+        if not backend.is_floating(self.array.dtype):
+            raise NotImplementedError(
+                f"round: decimals={decimals} needs a floating point tensor, got {self.dtype}"
+            )
+        return unary.Round.apply(self, decimals=decimals)
 
     def neg(self) -> Tensor:
         return -self
@@ -1666,6 +1718,24 @@ def _described(annotation: str) -> str:
 
 
 @names_bad_arguments
+def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
+    """``end`` and ``weight`` as ``torch.lerp`` takes them: ``start`` floating, ``end`` a tensor
+    of its dtype, ``weight`` a number or a tensor of its dtype (a 0-d one is cast to it)."""
+    dtype = start.dtype
+    if not backend.is_floating(start.array.dtype):
+        raise NotImplementedError(f"lerp: needs floating point tensors, got {dtype}")
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp: end must be a Tensor, got {type(end).__name__}")
+    if isinstance(weight, Tensor) and weight.ndim == 0:
+        weight = weight.to(dtype)
+    elif not isinstance(weight, (Tensor, int, float)):
+        raise TypeError(f"lerp: weight must be a number or a Tensor, got {type(weight).__name__}")
+    for name, value in (("end", end), ("weight", weight)):
+        if isinstance(value, Tensor) and value.dtype != dtype:
+            raise RuntimeError(f"lerp: expected dtype {dtype} for {name} but got {value.dtype}")
+    return end, weight
+
+
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` holds, else ``y``; either may be a Python number.
 

@@ -275,7 +275,7 @@ UNARY = [
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
-    binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2,
+    binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)

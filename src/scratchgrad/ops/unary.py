@@ -1,7 +1,8 @@
 """Elementwise unary primitives."""
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, in_float32, namespace
+from scratchgrad.backend import accumulation_dtype, cast, errstate, in_float32, namespace, widened
+from scratchgrad.backend import xp as host  # the power of ten is a host scalar, as PyTorch's
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.fused import TanhGrad
 
@@ -151,6 +152,27 @@ class Step(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * 0
+
+
+class Round(Step):
+    """Rounding half to even at ``decimals`` decimal places (left of the point when negative),
+    as PyTorch computes it: ``rint(x * 10**decimals) / 10**decimals`` (``rint(x / 10**-decimals)
+    * 10**-decimals`` for negative ``decimals``), the power of ten computed in float64 and
+    rounded to x's dtype. 16-bit floats are computed in float32 and rounded once, as PyTorch's."""
+
+    backward_name = "RoundBackward1"
+
+    @staticmethod
+    def forward(ctx, x, decimals):
+        xp = namespace(x)
+        wide = widened(x)
+        with errstate(over="ignore"):  # past the dtype's range the power is inf, as PyTorch's
+            scale = (host.float64(10.0) ** abs(decimals)).astype(wide.dtype)
+        out = xp.rint(wide / scale) * scale if decimals < 0 else xp.rint(wide * scale) / scale
+        return out if out.dtype == x.dtype else cast(out, x.dtype)
+
+    def name(self) -> str:
+        return self.backward_name
 
 
 # ---- more elementwise math: each forward is one ufunc, each derivative one line ----------------
