@@ -6,30 +6,35 @@ themselves as recorded and the static attributes, it returns the code of one exp
 computes exactly what ``forward`` computed (the same NumPy calls in the same order, so the same
 bits), or None where the rule does not cover the case (then the forward itself is replayed).
 A rule may only be given for a forward whose backward reads nothing but its inputs and its
-result from ``ctx``. A ufunc's code may take an ``out=`` (see ``OUT``).
+result from ``ctx``. The code ends with ``OUT`` before its closing parenthesis, where the
+program may write ``, out=...``: a buffer kept across replays, or an input that nothing reads
+afterwards (only the inputs that ``OVERWRITES`` names: those the call reads element by element
+before writing the same element).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.backend import accumulation_dtype, xp
+from scratchgrad.backend import HALF_FLOATS, accumulation_dtype, keep_where, xp
 from scratchgrad.ops import binary, fused, matmul, reduce, unary
 
 
-def linear(x: Any, w: Any, b: Any = None) -> Any:
+def linear(x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
     """``Linear.forward`` of two matrices in float32 or float64: ``x @ w.T + b`` (``x @ w.T``
-    without a bias)."""
-    out = x.dot(w.T)
+    without a bias), into ``out`` if given."""
+    out = xp.dot(x, w.T, out=out)
     if b is not None:
         out += b
     return out
 
 
-def tanh_grad(grad: Any, out: Any) -> Any:
-    """``TanhGrad.forward``, ``grad * (1 - out * out)``, in one buffer instead of three."""
-    buffer = xp.multiply(out, out)
+def tanh_grad(grad: Any, y: Any, out: Any = None) -> Any:
+    """``TanhGrad.forward``, ``grad * (1 - y * y)`` (``y`` the tanh's result), in one buffer
+    (``out``, or a new one) instead of three."""
+    buffer = xp.multiply(y, y, out=out)
     xp.subtract(1, buffer, out=buffer)
     return xp.multiply(grad, buffer, out=buffer)
 
@@ -45,13 +50,14 @@ NAMES = {
     "np_exp": xp.exp,
     "np_log": xp.log,
     "np_maximum": xp.maximum,
+    "np_dot": xp.dot,
     "k_linear": linear,
     "k_tanh_grad": tanh_grad,
+    "k_keep_where": keep_where,
 }
 
 
-# A ufunc's code ends with OUT before its closing parenthesis: the program may replace it with
-# ", out=vN" to write the result over an input that nothing reads afterwards.
+# Where a rule's code may take an out= argument (see the module's doc string).
 OUT = "@OUT@"
 
 
@@ -68,26 +74,31 @@ def _same_matrices(arrays: list) -> bool:
     ) and not accumulation_dtype(dtype)
 
 
+# NOTE: the matrix products below are ``numpy.dot``, as the forwards' ``x.dot(y)``: with out=
+# it runs the same BLAS call writing into the buffer, so the same bits (a test checks it).
+
+
 def _linear(args, arrays, kwargs, constant) -> str | None:
     bias = arrays[2] if len(arrays) == 3 else None
     if not _same_matrices(arrays[:2]) or (bias is not None and bias.dtype != arrays[0].dtype):
         return None
-    return f"k_linear({', '.join(args)})"
+    return f"k_linear({', '.join(args)}{OUT})"
 
 
 def _matmul(args, arrays, kwargs, constant) -> str | None:
     if not _same_matrices(arrays):
         return None
     if kwargs.get("transpose_x"):
-        return f"{args[0]}.T.dot({args[1]})"
-    return f"{args[0]}.dot({args[1]})"
+        return f"np_dot({args[0]}.T, {args[1]}{OUT})"
+    return f"np_dot({args[0]}, {args[1]}{OUT})"
 
 
 def _sum_to_size(args, arrays, kwargs, constant) -> str | None:
     (x,) = arrays
     shape = kwargs["shape"]
     if x.ndim == 2 and shape == x.shape[1:] and x.dtype.kind == "f" and _same_matrices(arrays):
-        return f"{constant(reduce._ones(len(x), x.dtype))}.dot({args[0]})"  # a bias's gradient
+        ones = constant(reduce._ones(len(x), x.dtype))
+        return f"np_dot({ones}, {args[0]}{OUT})"  # a bias's gradient
     return None
 
 
@@ -95,11 +106,19 @@ def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
     grad, out = arrays
     if not isinstance(grad, xp.ndarray) or (grad.shape, grad.dtype) != (out.shape, out.dtype):
         return None  # the buffer could not hold the result
-    return f"k_tanh_grad({args[0]}, {args[1]})"
+    return f"k_tanh_grad({args[0]}, {args[1]}{OUT})"
 
 
 def _relu(args, arrays, kwargs, constant) -> str:
     return f"np_maximum({args[0]}, 0{OUT})"
+
+
+def _where(args, arrays, kwargs, constant) -> str | None:
+    condition, x, y = arrays
+    # the forward's masking branch (a ReLU's or a comparison's gradient)
+    if condition.dtype == bool and binary._is_plus_zero(y) and binary._is_float_array(x):
+        return f"k_keep_where({args[0]}, {args[1]}{OUT})"
+    return None
 
 
 RULES: dict[type, Callable[..., str | None]] = {
@@ -116,4 +135,37 @@ RULES: dict[type, Callable[..., str | None]] = {
     fused.Linear: _linear,
     matmul.MatMul: _matmul,
     reduce.SumToSize: _sum_to_size,
+    binary.Where: _where,
 }
+
+# The inputs (by position) a rule's result may overwrite; the others never (a product's
+# result cannot be written over its factors, ``tanh_grad`` reads its gradient after writing).
+_ELEMENTWISE = (0, 1)
+OVERWRITES: dict[type, tuple[int, ...]] = {
+    **{cls: _ELEMENTWISE for cls in (binary.Add, binary.Sub, binary.Mul, binary.Div)},
+    **{cls: (0,) for cls in (unary.Neg, unary.Tanh, unary.Exp, unary.Log, unary.Relu)},
+    fused.TanhGrad: (1,),
+    binary.Where: (1,),
+}
+
+
+# ---- array calls made outside a Function (``capture_hook.call``) ----
+
+# Calls that change nothing but their result (not their arguments, no random generator): a
+# replay may drop them when their result is unused, and their arguments stay the program's.
+# (Not ``_elementwise``: in-place arithmetic calls it with out=.) The module, not the package's
+# attribute ``tensor``, which is the function ``scratchgrad.tensor``.
+_compare = importlib.import_module("scratchgrad.tensor")._compare  # a Tensor comparison's
+PURE_CALLS = {_compare}
+
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
+def _comparison(args, arrays, constant) -> str | None:
+    name, x, y = arrays
+    if name not in _COMPARISONS or {x.dtype, getattr(y, "dtype", None)} & set(HALF_FLOATS):
+        return None  # compared in float32 (see _compare)
+    return f"{constant(getattr(xp, name))}({args[1]}, {args[2]}{OUT})"  # as _elementwise's
+
+
+CALL_RULES: dict[Callable, Callable[..., str | None]] = {_compare: _comparison}

@@ -42,12 +42,15 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect", "reusable")
+    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout")
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
-        # for a ufunc (its line ends with kernels.OUT), the inputs its result could overwrite
+        # for a kernel whose code takes an out= (see kernels.OUT): the inputs its result could
+        # overwrite, and the (shape, dtype) of a C-ordered buffer that could hold the result
+        # as the call would lay it out (None: the program lets the call allocate it)
         self.reusable: list[int] = []
+        self.layout: tuple | None = None
 
 
 class Recorder:
@@ -187,17 +190,8 @@ class Recorder:
             code = rule(positional, arrays, kwargs, self.constant)
             if code is not None:
                 lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
-                reusable = [
-                    int(code[1:])
-                    for code, a in zip(positional, arrays)
-                    if code.startswith("v")
-                    and a.base is None  # owns its memory: not a view of another array
-                    # and laid out as the result: written over another layout, the result
-                    # would be added in another order by later reductions and products
-                    and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
-                ]
                 self.note(lines, writes, effect=False)
-                self.steps[-1].reusable = reusable if kernels.OUT in code else []
+                self._kernel_out(code, out, positional, arrays, kernels.OVERWRITES.get(cls, ()))
                 return out
         make_ctx = f"new({self.constant(cls)})"
         if extra:  # the ctx is kept until its arrays are taken, then dropped
@@ -207,22 +201,48 @@ class Recorder:
         self.note(lines, writes, effect=False)
         return out
 
+    def _kernel_out(
+        self, code: str, out: Any, positional: list, arrays: list, overwrites: tuple
+    ) -> None:
+        """Note where the result of the kernel just noted (``code``) may be written: over
+        which of its inputs, or into a buffer of which layout (see ``Step``)."""
+        if kernels.OUT not in code:
+            return
+        step = self.steps[-1]
+        step.reusable = [
+            int(name[1:])
+            for i, (name, a) in enumerate(zip(positional, arrays))
+            if i in overwrites
+            and name.startswith("v")
+            and a.base is None  # owns its memory: not a view of another array
+            # and laid out as the result: written over another layout, the result would be
+            # added in another order by later reductions and products
+            and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
+        ]
+        if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
+            step.layout = (out.shape, out.dtype)
+
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` (an array call made outside ``Function.forward``: an in-place
-        update, a random draw, a mask) and note it. Always kept: it may change its arguments,
-        or the state of a random generator."""
+        update, a random draw, a mask) and note it. Kept even when nothing reads its result
+        (it may change its arguments, or the state of a random generator), unless it is one
+        of ``kernels.PURE_CALLS``."""
         result = function(*args, **kwargs)
-        code = ", ".join(
-            [self.expr(a) for a in args] + [f"{k}={self.expr(v)}" for k, v in kwargs.items()]
-        )
+        positional = [self.expr(a) for a in args]
+        code = ", ".join(positional + [f"{k}={self.expr(v)}" for k, v in kwargs.items()])
         call = f"{self.constant(function)}({code})"
+        effect = function not in kernels.PURE_CALLS
         if isinstance(result, xp.ndarray):
             writes = [self.value(result)]
-            self.note([f"v{writes[0]} = {call}"], writes, effect=True)
+            rule = None if kwargs else kernels.CALL_RULES.get(function)
+            kernel = rule and rule(positional, args, self.constant)
+            self.note([f"v{writes[0]} = {kernel or call}"], writes, effect=effect)
+            if kernel:
+                self._kernel_out(kernel, result, positional, args, ())
         elif type(result) is tuple and all(isinstance(r, xp.ndarray) for r in result):
             writes = [self.value(r) for r in result]
             targets = ", ".join(f"v{w}" for w in writes)
-            self.note([f"{targets}, = {call}"], writes, effect=True)
+            self.note([f"{targets}, = {call}"], writes, effect=effect)
         else:
             self.note([call], [], effect=True)
         return result

@@ -1,0 +1,176 @@
+"""The buffers of a replayed program: results of the kernels (``jit/kernels.py``) that do not
+leave the program are written with out= into arrays made once, at the first replay, and
+reused by every replay after it.
+
+The oracles: NumPy's own allocating calls (a product written into a buffer has the bits of the
+new array NumPy would return), the eager step (a jitted step with its intermediates in buffers
+ends with eager's state, bit for bit, and returns what eager returns), and tracemalloc, which
+sees every NumPy array allocation (a replay allocates only what it hands out, and the memory a
+jitted loop holds stays flat over hundreds of replays).
+"""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.jit import kernels
+
+# The products of an MLP step of W4's sizes (784-512-512-10, batch 128) and of small ones:
+# (rows of x, inner size, columns), each as the kernels compute it.
+PRODUCTS = [(128, 784, 512), (128, 512, 512), (128, 512, 10), (7, 3, 5), (1, 4, 1)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, inner, columns", PRODUCTS)
+def test_products_into_a_buffer_have_the_bits_of_a_new_result(rows, inner, columns, dtype):
+    rng = np.random.default_rng(rows + inner + columns)
+    x = rng.standard_normal((rows, inner)).astype(dtype)
+    w = rng.standard_normal((columns, inner)).astype(dtype)
+    b = rng.standard_normal(columns).astype(dtype)
+    grad = rng.standard_normal((rows, columns)).astype(dtype)
+    ones = np.ones(rows, dtype)
+    calls = {
+        "linear": lambda out=None: kernels.linear(x, w, b, out=out),  # forward: x @ w.T + b
+        "x.dot(w)": lambda out=None: np.dot(grad, w, out=out),  # the input's gradient
+        "x.T.dot(y)": lambda out=None: np.dot(grad.T, x, out=out),  # the weight's gradient
+        "ones.dot(x)": lambda out=None: np.dot(ones, grad, out=out),  # the bias's gradient
+    }
+    for name, call in calls.items():
+        expected = call()
+        for offset in (0, 1):  # the buffer aligned as NumPy allocates, or one element off
+            memory = np.full(expected.size + 1, np.nan, dtype)
+            out = memory[offset : offset + expected.size].reshape(expected.shape)
+            assert call(out=out) is out
+            assert out.tobytes() == expected.tobytes(), (name, offset)
+
+
+def mlp(seed=0):
+    sg.manual_seed(seed)
+    return nn.Sequential(
+        nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3)
+    )
+
+
+def training_step(model, opt, returns):
+    def step(x, y):
+        opt.zero_grad()
+        hidden = model[:4](x)
+        logits = model[4](hidden)
+        loss = nn.functional.cross_entropy(logits, y)
+        loss.backward()
+        opt.step()
+        return {"loss": loss, "hidden": hidden, "logits": logits}[returns]
+
+    return step
+
+
+def source_of(jitted):
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    return recording.source
+
+
+@pytest.mark.parametrize("returns", ["loss", "hidden", "logits"])
+def test_a_step_with_its_intermediates_in_buffers_equals_eager(returns):
+    """Each call's data differ; every returned tensor is kept and compared at the end, so a
+    buffer handed out (and overwritten by the next replay) would show."""
+    model_e, model_j = mlp(), mlp()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
+    eager, jitted = training_step(model_e, opt_e, returns), training_step(model_j, opt_j, returns)
+    jitted = sg.jit(jitted)
+    rng = np.random.default_rng(0)
+    kept_e, kept_j = [], []
+    for _ in range(8):
+        x = sg.tensor(rng.standard_normal((5, 6)), dtype=sg.float32)
+        y = sg.tensor(rng.integers(0, 3, 5))
+        kept_e.append(eager(x, y))
+        kept_j.append(jitted(x, y))
+    for e, j in zip(kept_e, kept_j):
+        np.testing.assert_array_equal(j.detach().numpy(), e.detach().numpy())
+    for p_e, p_j in zip(model_e.parameters(), model_j.parameters()):
+        np.testing.assert_array_equal(p_j.detach().numpy(), p_e.detach().numpy())
+        np.testing.assert_array_equal(p_j.grad.numpy(), p_e.grad.numpy())
+    assert "out=b" in source_of(jitted)  # the test exercises the buffers
+
+
+def test_a_returned_view_of_an_intermediate_is_not_overwritten():
+    model = mlp()
+
+    def forward(x):
+        hidden = model[:4](x)
+        return hidden.t(), hidden[1], model[4](hidden)
+
+    jitted = sg.jit(forward)
+    xs = [sg.randn(5, 6) for _ in range(6)]
+    kept = [jitted(x) for x in xs]
+    with sg.no_grad():
+        for x, found in zip(xs, kept):
+            for e, f in zip(forward(x), found):
+                np.testing.assert_array_equal(f.detach().numpy(), e.detach().numpy())
+
+
+def traced_peak(call):
+    """The most memory (NumPy arrays and Python objects) ``call()`` held at once beyond what
+    was held before it."""
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    call()
+    return tracemalloc.get_traced_memory()[1] - before
+
+
+@pytest.fixture
+def traced():
+    tracemalloc.start()
+    yield
+    tracemalloc.stop()
+
+
+def test_a_replay_allocates_no_array_but_what_it_returns(traced):
+    """A forward of layers of 512 units (each result 256 KB) replays inside its buffers: its
+    peak is the returned array, NumPy's scratch for the bias additions (its buffered iterator
+    takes 8192 elements, 32 KB in float32, for a broadcast operand, as it does eagerly) and a
+    few Python objects; eagerly, two layers' results are alive at once."""
+    sg.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(16, 512), nn.Tanh(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 4)
+    )
+    x = sg.randn(128, 16)
+    forward = sg.jit(lambda x: model(x) * 2)
+    with sg.no_grad():
+        for _ in range(4):  # eager, record, record again, first replay (makes the buffers)
+            forward(x)
+        replay_peak = traced_peak(lambda: forward(x))
+        eager_peak = traced_peak(lambda: model(x) * 2)
+    layer, returned = 128 * 512 * 4, 128 * 4 * 4
+    assert eager_peak > 2 * layer
+    assert replay_peak < returned + 8192 * 4 + 4096
+
+
+def test_memory_stays_flat_over_many_replays(traced):
+    """A training step (SGD with momentum) replayed 300 times holds no more memory at the end
+    than after its first 30 replays, and its peak stays at most eager's."""
+    model_e, model_j = mlp(), mlp()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.01, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.01, momentum=0.9)
+    eager = training_step(model_e, opt_e, "loss")
+    jitted = sg.jit(training_step(model_j, opt_j, "loss"))
+    x, y = sg.randn(64, 6), sg.randint(0, 3, (64,))
+    for _ in range(30):
+        eager(x, y)
+        jitted(x, y)
+    gc.collect()
+    after_30 = tracemalloc.get_traced_memory()[0]
+    jitted_peak = traced_peak(lambda: replay(jitted, x, y, 270))
+    gc.collect()
+    assert tracemalloc.get_traced_memory()[0] - after_30 < 1024
+    assert jitted_peak <= traced_peak(lambda: eager(x, y))
+
+
+def replay(jitted, x, y, times):
+    for _ in range(times):
+        jitted(x, y)
