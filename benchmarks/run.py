@@ -235,7 +235,10 @@ def compare(workload: Workload, results: list[dict], notes: list[str]) -> None:
         jit["met"] = jit["target_ratio"] <= target
         eager = next((r for r in results if r["framework"] == "scratchgrad"), None)
         if eager is not None:  # recording keeps no more memory than eager steps need
-            jit["memory_met"] = jit["peak_rss_mb"] <= eager["peak_rss_mb"]
+            # The growth after import: both import the same library, and two such workers'
+            # RSS after import differs by up to 1.5 MB (the page layout of each process).
+            grown = [r["peak_rss_mb"] - r["rss_import_mb"] for r in (jit, eager)]
+            jit["memory_met"] = grown[0] <= grown[1]
             jit["memory_reference"] = "scratchgrad"
 
 
