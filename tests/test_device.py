@@ -128,3 +128,22 @@ def test_generator_takes_a_device_as_torch():
     if not sg.cuda.is_available():
         with pytest.raises(AssertionError):
             sg.Generator(device="cuda")
+
+
+def test_a_generator_is_made_at_its_first_draw_not_when_seeded():
+    """Seeding a device's generator touches no device (as PyTorch's lazy CUDA seeding): a
+    DataLoader worker forked from a process that used the GPU seeds every device's generator,
+    and CUDA cannot start in a forked child. The first draw is the seeded one."""
+
+    class NoDevice:
+        def default_rng(self, seed):
+            raise RuntimeError("the device cannot start here")
+
+    g = sg.backend.Generator(device="cpu")
+    g._random, real = NoDevice(), g._random
+    g.manual_seed(3)  # nothing made yet
+    g._random = real
+    expected = sg.backend.Generator(3, "cpu").rng.integers(1000, size=4)
+    assert sg.backend.to_host(g.rng.integers(1000, size=4)).tolist() == (
+        sg.backend.to_host(expected).tolist()
+    )

@@ -471,11 +471,25 @@ class Generator:
             seed, device = None, seed
         self._random = array_module(device).random
         self.device = _Device(device)
-        self.rng = self._random.default_rng(seed)
+        self.manual_seed(seed)
 
-    def manual_seed(self, seed: int) -> Generator:
-        self.rng = self._random.default_rng(seed)
+    def manual_seed(self, seed: int | None) -> Generator:
+        # The generator is made at the first draw, as PyTorch seeds CUDA lazily: a DataLoader
+        # worker forked from a process that used the GPU seeds every device's generator, and
+        # must not touch the GPU (CUDA cannot start in a forked child).
+        self._seed, self._rng = seed, None
         return self
+
+    @property
+    def rng(self) -> Any:
+        """The array module's random generator that draws the numbers."""
+        if self._rng is None:
+            self._rng = self._random.default_rng(self._seed)
+        return self._rng
+
+    @rng.setter
+    def rng(self, rng: Any) -> None:
+        self._rng = rng
 
 
 default_generator = Generator(0)

@@ -266,6 +266,19 @@ def test_an_exception_in_a_worker_is_raised_in_the_main_process(no_hang):
     assert str(theirs.value) in str(ours.value)
 
 
+def test_a_worker_that_cannot_seed_reports_why(no_hang, monkeypatch):
+    """Seeding runs inside the worker's error handling: its exception comes back with the
+    worker's traceback instead of a bare "exited unexpectedly" (on a GPU machine, seeding the
+    GPU's generator in a forked worker killed it so)."""
+
+    def unseedable(seed):
+        raise RuntimeError("cannot seed here")
+
+    monkeypatch.setattr(sg.backend, "manual_seed", unseedable)  # the forked workers inherit it
+    with pytest.raises(RuntimeError, match=r"(?s)when seeding.*cannot seed here"):
+        list(DataLoader(list(range(4)), batch_size=2, num_workers=1))
+
+
 def test_a_dead_worker_raises_at_once(no_hang):
     start = time.monotonic()
     with pytest.raises(RuntimeError, match=r"worker \(pid\(s\) \d+\) exited unexpectedly"):

@@ -119,15 +119,17 @@ def worker_loop(
     """The body of a worker process: serve tasks until told to stop (``None``) or orphaned."""
     global _worker_info
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
-    seed_worker(seed)
     parent = os.getppid()
     init_error = fetcher = None
     try:
+        seed_worker(seed)
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
         fetcher = make_fetcher(dataset)
     except Exception:
-        init_error = WorkerError(worker_id, "in worker_init_fn or when starting the iteration")
+        init_error = WorkerError(
+            worker_id, "in worker_init_fn, when seeding or when starting the iteration"
+        )
     exhausted = False
     while True:
         try:
