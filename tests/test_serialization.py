@@ -457,6 +457,7 @@ def sg_to_torch_location(map_location):
     return map_location
 
 
+@pytest.mark.skipif(sg.cuda.is_available(), reason="a GPU is there: cuda is not missing")
 def test_map_location_to_a_missing_device_raises_as_torch(tmp_path):
     save({"w": sg.ones(2)}, tmp_path / "ours")
     torch.save({"w": torch.ones(2)}, tmp_path / "theirs")

@@ -26,7 +26,7 @@ class VAE(nn.Module):
 
     def reparameterize(self, mu, logvar):
         std = torch.exp(0.5 * logvar)
-        eps = torch.from_numpy(noise.standard_normal(std.shape).astype(np.float32))
+        eps = torch.from_numpy(noise.standard_normal(std.shape).astype(np.float32)).to(std.device)
         return mu + eps * std
 
     def decode(self, z):
