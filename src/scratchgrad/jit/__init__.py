@@ -10,6 +10,7 @@ its submodules).
 import inspect
 import sys
 import types
+from typing import Any
 
 from scratchgrad.jit.jitted import Jitted, jit
 from scratchgrad.jit.recorder import JitError
@@ -20,7 +21,7 @@ __all__ = ["JitError", "Jitted", "jit"]
 class _CallablePackage(types.ModuleType):
     """The package's class: calling the package calls ``jitted.jit``."""
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return jit(*args, **kwargs)
 
 
