@@ -12,6 +12,7 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
+from scratchgrad.jit import updates
 
 STEPS = 12  # eager, record, record again, then replays
 
@@ -117,7 +118,13 @@ def change_hyperparameters(opt, step):
 
 @pytest.mark.parametrize("name", OPTIONS)
 @pytest.mark.parametrize("dtype", [sg.float32, sg.float64])
-def test_every_step_equals_eager_bit_for_bit(name, dtype, monkeypatch):
+@pytest.mark.parametrize(
+    "bucket_size", [1 << 16, 1, 30]
+)  # a bucket per group, per parameter, mixed
+def test_every_step_equals_eager_bit_for_bit(name, dtype, bucket_size, monkeypatch):
+    """Adam updates buckets of parameters as one flat array: all of a group's parameters
+    here, or each alone, or (30 numbers) the 8x4 weight alone and its bias with the next."""
+    monkeypatch.setattr(updates, "_BUCKET_SIZE", bucket_size)
     model_e, model_j = mlp(dtype), mlp(dtype)
     opt_e, opt_j = OPTIONS[name](groups(model_e)), OPTIONS[name](groups(model_j))
     calls = count_updates(monkeypatch, type(opt_e))
@@ -179,6 +186,11 @@ def _clear_state(model, opt):
     opt.state.clear()  # Adam starts its moments again
 
 
+def _replace_a_state_tensor(model, opt):
+    state = opt.state[model[0].bias]
+    state["exp_avg_sq"] = state["exp_avg_sq"] * 2  # not the array the generated code updates
+
+
 def _new_param_group(model, opt):
     bias = opt.param_groups[1]["params"].pop()  # moved from the second group into a new one
     opt.add_param_group({"params": [bias], "lr": 0.5})
@@ -186,12 +198,15 @@ def _new_param_group(model, opt):
 
 CHANGES = {
     "a gradient is None": ("sgd-nesterov-maximize", _drop_last_gradient),
+    # then that parameter's step count lags behind the others' of its bucket
+    "a gradient is None, Adam": ("adam-decay-maximize", _drop_last_gradient),
     "nesterov toggled": ("sgd-nesterov-maximize", _toggle_nesterov),
     "momentum set to 0": ("sgd-momentum", _no_momentum),
     "maximize set": ("adam", _maximize),
     "a NumPy learning rate": ("adamw", _numpy_learning_rate),
     "a loaded state dict": ("adam-amsgrad-small-beta1", _reload_state),
     "the state cleared": ("adam", _clear_state),
+    "a state tensor replaced": ("adamw", _replace_a_state_tensor),
     "a new param group": ("sgd-momentum", _new_param_group),
 }
 
@@ -212,3 +227,18 @@ def test_what_the_generated_update_was_not_made_for_runs_the_eager_step(change):
             make_change(model_e, opt_e), make_change(model_j, opt_j)
         opt_e.step(), update()
         assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+
+
+def test_two_programs_of_one_optimizer_share_its_flattened_state(monkeypatch):
+    """A step recorded for two batch sizes (a short last batch): both programs update the
+    same state arrays with generated code (neither falls back to the eager update)."""
+    model_e, model_j = mlp(), mlp()
+    opt_e, opt_j = OPTIONS["adam"](groups(model_e)), OPTIONS["adam"](groups(model_j))
+    calls = count_updates(monkeypatch, sg.optim.Adam)
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for i, (x, y) in enumerate(data(16)):
+        if i % 4 == 3:
+            x, y = x[:2], y[:2]
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+    assert len(calls) == 2 * (16 + 1 + 2 * 2)  # eager steps; the first call; two recordings each

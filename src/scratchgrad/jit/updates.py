@@ -8,10 +8,11 @@ generated function per ``step`` call, a section per param group, which:
 
 - reads at each replay what users change between steps: each group's ``lr``, ``momentum``,
   ``dampening``, ``betas``, ``eps``, ``weight_decay``, the step counts (bias corrections
-  computed from them as the eager step does), ``p.grad``, ``p.array`` and the state's arrays;
-- makes the eager ``_update``'s NumPy calls in the same order on the same dtypes (so the same
-  bits), writing its temporaries with ``out=`` into scratch arrays made once per recording
-  and the parameters and state in place, without the per-parameter Python of the eager loop;
+  computed from them as the eager step does), ``p.grad`` and ``p.array``;
+- makes the eager ``_update``'s NumPy operations in the same order on the same dtypes (so the
+  same bits), a bucket of small parameters at a time (see ``_Bucket``), writing its
+  temporaries with ``out=`` into scratch arrays made once per recording and the parameters
+  and state in place, without the per-parameter Python of the eager loop;
 - first checks what the code was specialised on (each group's branches: momentum or not,
   Nesterov, weight decay, maximize, amsgrad, which form of lerp; which parameters have a
   gradient; the same groups, state and hyper-parameter types) and otherwise runs the eager
@@ -23,6 +24,7 @@ gets no replacement: the recorder replays the Python call itself.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -137,6 +139,8 @@ def _step(optimizer: Optimizer, writer: Callable) -> Update | None:
         ]
         if not all(_plain(p, optimizer.state.get(p, {})) for _, p in params):
             return None
+        if len({id(p) for _, p in params}) < len(params):
+            return None  # a parameter listed twice is updated twice: not in one bucket
         if writer(code, g, params, scratch) is False:
             return None
     scratch.allocate()
@@ -157,28 +161,34 @@ def _plain(p: Tensor, state: dict) -> bool:
 
 
 class _Scratch:
-    """Scratch arrays for the temporaries of the eager update: one flat array per role and
-    dtype, as large as the largest parameter, and a view of it shaped like each parameter
+    """Scratch arrays for the temporaries of the eager update: one flat array per role (the
+    update, the decayed gradient, ...) and dtype, as large as its largest use, and views of it
     (the parameters are updated one after another, so they can share it)."""
 
     def __init__(self, code: _Code) -> None:
         self.code = code
-        self.views: list[tuple[str, str, Any]] = []  # (name, role, parameter array)
+        # (name, role, dtype, shape, parts): parts name consecutive pieces, (name, shape) each
+        self.requests: list[tuple[str, str, Any, tuple, list]] = []
 
-    def view(self, role: str, g: int, i: int, p: Tensor) -> str:
-        name = f"{role}{g}_{i}"
-        self.views.append((name, role, p.array))
+    def view(self, role: str, name: str, like: Any, shape: tuple | None = None, parts=()) -> str:
+        """``name`` for a view shaped like the array ``like`` (or ``shape``, in its dtype)."""
+        shape = like.shape if shape is None else shape
+        self.requests.append((name, role, like.dtype, shape, list(parts)))
         return name
 
     def allocate(self) -> None:
         sizes: dict[tuple[str, Any], int] = {}
-        for _, role, array in self.views:
-            key = (role, array.dtype)
-            sizes[key] = max(sizes.get(key, 0), array.size)
+        for _, role, dtype, shape, _ in self.requests:
+            sizes[role, dtype] = max(sizes.get((role, dtype), 0), math.prod(shape))
         flat = {key: xp.empty(size, dtype=key[1]) for key, size in sizes.items()}
-        for name, role, array in self.views:
-            view = flat[role, array.dtype][: array.size].reshape(array.shape)
-            self.code.namespace[name] = view
+        for name, role, dtype, shape, parts in self.requests:
+            array = flat[role, dtype]
+            self.code.namespace[name] = array[: math.prod(shape)].reshape(shape)
+            offset = 0
+            for part, part_shape in parts:
+                size = math.prod(part_shape)
+                self.code.namespace[part] = array[offset : offset + size].reshape(part_shape)
+                offset += size
 
 
 def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict[str, bool]:
@@ -219,28 +229,8 @@ def _parameters(code: _Code, g: int, params: list, state: bool) -> None:
             code.guard.append(f"state_.get(p{g}_{i}) is s{g}_{i}")
 
 
-def _direction(
-    code: _Code, scratch: _Scratch, g: int, i: int, p: Tensor, maximize: bool, decay: bool
-) -> str:
-    """Lines computing ``update_direction(p, maximize, weight_decay)`` (optimizer.py): the
-    gradient, negated to maximize, plus ``weight_decay * p``; returns its name."""
-    grad = f"grad{g}_{i}"
-    code.lines.append(f"{grad} = p{g}_{i}.grad.array")
-    if maximize:
-        negated = scratch.view("negated", g, i, p)
-        code.lines.append(f"{grad} = np_negative({grad}, out={negated})")
-    if decay:
-        decayed = scratch.view("decayed", g, i, p)
-        code.lines += [
-            f"np_multiply(param{g}_{i}, weight_decay_{g}, out={decayed})",
-            f"np_add({decayed}, {grad}, out={decayed})",
-            f"{grad} = {decayed}",
-        ]
-    return grad
-
-
 def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
-    """``SGD._update`` (sgd.py) for group ``g``."""
+    """``SGD._update`` (sgd.py) for group ``g``, a bucket of parameters at a time."""
     numbers = ["lr", "momentum", "dampening", "weight_decay"]
     branches = ["maximize", "weight_decay != 0", "momentum == 0", "dampening == 0", "nesterov"]
     branch = _group(code, g, numbers, branches)
@@ -249,21 +239,22 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
     if momentum and any("momentum_buffer" not in state.get(p, {}) for _, p in params):
         return False  # the buffer starts as the first gradient: left to the eager step
     _parameters(code, g, params, state=momentum)
-    for i, p in params:
-        grad = _direction(code, scratch, g, i, p, branch["maximize"], branch["weight_decay != 0"])
-        update = scratch.view("update", g, i, p)
+    for b, bucket in enumerate(_buckets(params)):
+        bucket = _Bucket(code, scratch, g, b, bucket, ["momentum_buffer"] * momentum)
+        grad = bucket.direction(branch["maximize"], branch["weight_decay != 0"])
+        update = bucket.scratch("update", parts=True)
         if not momentum:
             code.lines.append(f"np_multiply({grad}, lr_{g}, out={update})")
         else:
-            buf = f"buf{g}_{i}"
-            code.lines += [f"{buf} = s{g}_{i}['momentum_buffer'].array", f"{buf} *= momentum_{g}"]
+            buf = bucket.state["momentum_buffer"]
+            code.lines.append(f"np_multiply({buf}, momentum_{g}, out={buf})")
             if branch["dampening == 0"]:
-                code.lines.append(f"{buf} += {grad}")
+                code.lines.append(f"np_add({buf}, {grad}, out={buf})")
             else:
-                damped = scratch.view("damped", g, i, p)
+                damped = bucket.scratch("damped")
                 code.lines += [
                     f"np_multiply(1 - dampening_{g}, {grad}, out={damped})",
-                    f"{buf} += {damped}",
+                    f"np_add({buf}, {damped}, out={buf})",
                 ]
             if branch["nesterov"]:
                 code.lines += [
@@ -273,12 +264,13 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
                 ]
             else:
                 code.lines.append(f"np_multiply({buf}, lr_{g}, out={update})")
-        code.lines.append(f"param{g}_{i} -= {update}")
+        bucket.apply("subtract", "update")  # p.array -= update
     return True
 
 
 def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
-    """``Adam._update`` (adam.py) for group ``g``, AdamW's included."""
+    """``Adam._update`` (adam.py) for group ``g``, AdamW's included, a bucket of parameters at
+    a time (see ``_Bucket``)."""
     numbers = ["lr", "beta1", "beta2", "eps", "weight_decay"]
     branches = [
         "maximize",
@@ -289,55 +281,184 @@ def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
     ]
     branch = _group(code, g, numbers, branches)
     decay, decoupled = branch["weight_decay != 0"], branch["decoupled_weight_decay"]
-    if any(type(code.optimizer.state[p].get("step")) is not int for _, p in params):
+    if any(type(code.optimizer.state.get(p, {}).get("step")) is not int for _, p in params):
         return False
     _parameters(code, g, params, state=True)
-    for i, p in params:
-        param, s, step = f"param{g}_{i}", f"s{g}_{i}", f"step{g}_{i}"
-        exp_avg, exp_avg_sq = f"exp_avg{g}_{i}", f"exp_avg_sq{g}_{i}"
+    names = ["exp_avg", "exp_avg_sq"] + ["max_exp_avg_sq"] * branch["amsgrad"]
+    for b, bucket in enumerate(_buckets(params)):
+        bucket = _Bucket(code, scratch, g, b, bucket, names)
         if decay and decoupled:
-            code.lines.append(f"{param} *= 1 - lr_{g} * weight_decay_{g}")
-        grad = _direction(code, scratch, g, i, p, branch["maximize"], decay and not decoupled)
-        first, update = scratch.view("scratch", g, i, p), scratch.view("update", g, i, p)
-        code.lines += [
-            f"{step} = {s}['step'] = {s}['step'] + 1",  # counted_state
-            f"{exp_avg} = {s}['exp_avg'].array",
-            f"{exp_avg_sq} = {s}['exp_avg_sq'].array",
-            f"np_subtract({grad}, {exp_avg}, out={first})",  # lerp_(exp_avg, grad, 1 - beta1)
-        ]
+            code.lines += [f"param{g}_{i} *= 1 - lr_{g} * weight_decay_{g}" for i in bucket.index]
+        grad = bucket.direction(branch["maximize"], decay and not decoupled)
+        step = bucket.count_step()
+        exp_avg, exp_avg_sq = bucket.state["exp_avg"], bucket.state["exp_avg_sq"]
+        first, update = bucket.scratch("scratch"), bucket.scratch("update", parts=True)
+        code.lines.append(f"np_subtract({grad}, {exp_avg}, out={first})")  # lerp_
         if branch["abs(1 - beta1) < 0.5"]:
             code.lines += [
                 f"np_multiply({first}, 1 - beta1_{g}, out={first})",
-                f"{exp_avg} += {first}",
+                f"np_add({exp_avg}, {first}, out={exp_avg})",
             ]
         else:
             code.lines += [
                 f"np_multiply({first}, 1 - beta1_{g} - 1, out={first})",
                 f"np_add({grad}, {first}, out={exp_avg})",
             ]
-        code.lines += [  # square_average_(exp_avg_sq, grad, beta2, scratch)
-            f"{exp_avg_sq} *= beta2_{g}",
+        code.lines += [  # square_average_
+            f"np_multiply({exp_avg_sq}, beta2_{g}, out={exp_avg_sq})",
             f"np_multiply({grad}, 1 - beta2_{g}, out={first})",
             f"np_multiply({first}, {grad}, out={first})",
-            f"{exp_avg_sq} += {first}",
+            f"np_add({exp_avg_sq}, {first}, out={exp_avg_sq})",
         ]
         second = exp_avg_sq
         if branch["amsgrad"]:
-            second = f"max_exp_avg_sq{g}_{i}"
-            code.lines += [
-                f"{second} = {s}['max_exp_avg_sq'].array",
-                f"np_maximum({second}, {exp_avg_sq}, out={second})",
-            ]
+            second = bucket.state["max_exp_avg_sq"]
+            code.lines.append(f"np_maximum({second}, {exp_avg_sq}, out={second})")
         code.lines += [
             f"np_sqrt({second}, out={first})",
             f"np_divide({first}, (1 - beta2_{g} ** {step}) ** 0.5, out={first})",
             f"np_add({first}, eps_{g}, out={first})",
             f"np_multiply({exp_avg}, -(lr_{g} / (1 - beta1_{g} ** {step})), out={update})",
             f"np_divide({update}, {first}, out={update})",
-            f"{param} += {update}",
         ]
+        bucket.apply("add", "update")  # p.array += update
     return True
 
 
-_UFUNCS = ("add", "subtract", "multiply", "divide", "negative", "maximum", "sqrt")
+# Parameters smaller than this many numbers are updated together, as one flat array: a NumPy
+# call costs as much as a pass over thousands of numbers.
+_BUCKET_SIZE = 1 << 16
+
+
+def _buckets(params: list) -> list[list]:
+    """``params`` split into runs of at most ``_BUCKET_SIZE`` numbers (or one parameter)."""
+    buckets: list[list] = []
+    size = _BUCKET_SIZE
+    for i, p in params:
+        if size + p.array.size > _BUCKET_SIZE:
+            buckets.append([])
+            size = 0
+        buckets[-1].append((i, p))
+        size += p.array.size
+    return buckets
+
+
+class _Bucket:
+    """The arrays of a bucket of parameters an update handles with one call per operation
+    (the same operations, elementwise, so the same bits as one parameter at a time): for
+    several parameters, their state's arrays become views of one flat array per name, and the
+    gradients are gathered into a scratch array at each replay; a single parameter is updated
+    in its own arrays. ``state`` maps each state name to the code of its array."""
+
+    def __init__(
+        self, code: _Code, scratch: _Scratch, g: int, b: int, params: list, names: list[str]
+    ) -> None:
+        self.code, self._scratch, self.params = code, scratch, params
+        # parameter i's names end in {g}_{i}, the bucket's in {g}b{b}
+        self.g, self.name = g, f"{g}b{b}"
+        self.index = [i for i, _ in params]
+        self.array = params[0][1].array  # the dtype; the shape for a single parameter
+        self.size = sum(p.array.size for _, p in params)
+        self.state: dict[str, str] = {}
+        states = [code.optimizer.state.get(p, {}) for _, p in params]  # (not made: a defaultdict)
+        for key in names:
+            self.state[key] = array = f"{key}{self.name}"
+            if len(params) == 1:
+                code.lines.append(f"{array} = s{self.g}_{self.index[0]}[{key!r}].array")
+                continue
+            code.namespace[array] = _flat([state[key] for state in states])
+            for i, state in zip(self.index, states):  # still the arrays made views of it
+                code.namespace[f"{key}{self.g}_{i}"] = state[key].array
+                code.guard.append(f"s{self.g}_{i}[{key!r}].array is {key}{self.g}_{i}")
+
+    def scratch(self, role: str, parts: bool = False) -> str:
+        """A scratch view for the bucket's temporary ``role`` (``parts``: and a view of its
+        piece for each parameter, named ``{role}{g}_{i}``)."""
+        if len(self.params) == 1:
+            return self._scratch.view(role, f"{role}{self.name}", self.array)
+        pieces = [(f"{role}{self.g}_{i}", p.array.shape) for i, p in self.params] if parts else []
+        return self._scratch.view(role, f"{role}{self.name}", self.array, (self.size,), pieces)
+
+    def direction(self, maximize: bool, decay: bool) -> str:
+        """Lines computing ``update_direction`` (optimizer.py) for the bucket: the gradients,
+        negated to maximize, plus ``weight_decay`` times the parameters; returns its name."""
+        g, lines = self.g, self.code.lines
+        if len(self.params) == 1:
+            grad = f"grad{self.name}"
+            lines.append(f"{grad} = p{g}_{self.index[0]}.grad.array")
+            if maximize:
+                lines.append(f"{grad} = np_negative({grad}, out={self.scratch('negated')})")
+        else:
+            grad = self.scratch("grad")
+            lines.append(f"np_concatenate({self._each('p{g}_{i}.grad.array')}, out={grad})")
+            if maximize:
+                lines.append(f"np_negative({grad}, out={grad})")
+        if decay:
+            decayed = self.scratch("decayed")
+            if len(self.params) == 1:
+                lines.append(
+                    f"np_multiply(param{g}_{self.index[0]}, weight_decay_{g}, out={decayed})"
+                )
+            else:
+                lines += [
+                    f"np_concatenate({self._each('param{g}_{i}')}, out={decayed})",
+                    f"np_multiply({decayed}, weight_decay_{g}, out={decayed})",
+                ]
+            lines.append(f"np_add({decayed}, {grad}, out={decayed})")
+            grad = decayed
+        return grad
+
+    def count_step(self) -> str:
+        """Lines counting the step in each parameter's state, as ``counted_state``; returns the
+        name of the new count. The guard checks that the bucket's counts agree."""
+        steps = [f"s{self.g}_{i}['step']" for i in self.index]
+        step = f"step{self.name}"
+        if len(steps) > 1:
+            self.code.guard.append(" == ".join(steps))
+        self.code.lines.append(f"{step} = {steps[0]} + 1")
+        self.code.lines.append(f"{' = '.join(steps)} = {step}")
+        return step
+
+    def apply(self, ufunc: str, role: str) -> None:
+        """Lines updating each parameter in place with the bucket's scratch array ``role``
+        (asked for with ``parts``): ``np_{ufunc}(param, piece, out=param)``."""
+        for i in self.index:
+            piece = f"{role}{self.name}" if len(self.params) == 1 else f"{role}{self.g}_{i}"
+            self.code.lines.append(f"np_{ufunc}(param{self.g}_{i}, {piece}, out=param{self.g}_{i})")
+
+    def _each(self, pattern: str) -> str:
+        """A tuple's code (and ``axis=None``, to gather them flat) of ``pattern`` per parameter."""
+        items = ", ".join(pattern.format(g=self.g, i=i) for i in self.index)
+        return f"({items},), axis=None"
+
+
+def _flat(tensors: list[Tensor]) -> Any:
+    """One flat array holding the arrays of ``tensors`` one after another: the one they are
+    views of already (made by an earlier recording), or a new one, each tensor's array then
+    made a view of it (the tensors stay the state's, their values copied once)."""
+    arrays = [t.array for t in tensors]
+    flat = arrays[0].base
+    offset = 0
+    for array in arrays:
+        if not (
+            flat is not None
+            and array.base is flat
+            and array.flags.c_contiguous
+            and array.ctypes.data == flat.ctypes.data + offset * flat.itemsize
+        ):
+            break
+        offset += array.size
+    else:
+        if flat.ndim == 1 and flat.size == offset:
+            return flat
+    flat = xp.empty(sum(a.size for a in arrays), dtype=arrays[0].dtype)
+    offset = 0
+    for t, array in zip(tensors, arrays):
+        t.array = flat[offset : offset + array.size].reshape(array.shape)
+        t.array[...] = array
+        offset += array.size
+    return flat
+
+
+_UFUNCS = ("add", "subtract", "multiply", "divide", "negative", "maximum", "sqrt", "concatenate")
 _WRITERS: dict[type, Callable] = {SGD: _sgd, Adam: _adam, AdamW: _adam}
