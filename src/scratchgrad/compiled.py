@@ -1,9 +1,9 @@
 """``scratchgrad.compile``: ``torch.compile``'s signature over ``scratchgrad.jit``.
 
 A script written for PyTorch calls ``torch.compile(model)`` and goes on using the result as the
-model; here the same call returns an ``OptimizedModule`` whose forward runs under
-``scratchgrad.jit`` (recorded per input signature and training mode, then replayed), and a
-function comes back as ``scratchgrad.jit(fn)``. TorchDynamo's tuning knobs (``backend``,
+model; here the same call returns an ``OptimizedModule`` whose forward and backward are recorded
+per input signature and training mode, then replayed (``jit/compiled.py``), and a function comes
+back as ``scratchgrad.jit(fn)``. TorchDynamo's tuning knobs (``backend``,
 ``mode``, ``options``, ``dynamic``, ``fullgraph``...) have nothing to tune here: they are accepted
 so such scripts run, and ignored. ``disable=True`` returns the input itself, as in PyTorch.
 """
@@ -14,20 +14,17 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.autograd.grad_mode import is_grad_enabled
+from scratchgrad.jit.compiled import CompiledForward
 from scratchgrad.nn.module import Module
-from scratchgrad.tensor import Tensor
 
 
 class OptimizedModule(Module):
     """What ``compile(module)`` returns, after ``torch._dynamo.eval_frame.OptimizedModule``: a
-    wrapper whose ``forward`` is the jitted ``_orig_mod.__call__``.
-
-    ``scratchgrad.jit`` returns detached tensors, so a forward whose output a later
-    ``backward()`` needs (grad mode on, and a parameter or an input requiring grad) runs
-    eagerly; the forward is recorded and replayed where no graph is needed (under ``no_grad``
-    or with frozen weights). To replay the backward and the update too, jit the whole training
-    step (docs/jit.md).
+    wrapper whose forward is captured (``jit.compiled.CompiledForward``): recorded per input
+    signature, parameters' ``requires_grad``, grad mode and train/eval mode, then replayed. When
+    the output needs a gradient, the module's backward is recorded too and replayed by the
+    output's one graph node (``CompiledFunctionBackward``) when a ``backward()`` reaches it, so
+    a training loop with any loss and optimizer outside the module gives eager's results.
 
     The original module is registered as the child ``_orig_mod``, so the wrapper shares its
     parameters and buffers (an optimizer may take either's ``parameters()``), and its
@@ -45,28 +42,19 @@ class OptimizedModule(Module):
     """
 
     # Attributes of the wrapper itself; every other one lives on the original module.
-    _own_attributes = frozenset({"_orig_mod", "_jitted", "_initialized"})
+    _own_attributes = frozenset({"_orig_mod", "_compiled", "_initialized"})
 
-    def __init__(self, mod: Module, jit: Callable[[Callable], Callable]) -> None:
+    def __init__(self, mod: Module) -> None:
         # ``__getattr__`` and the ``training`` property read _orig_mod: set it before anything.
         object.__setattr__(self, "_orig_mod", mod)
         object.__setattr__(self, "_initialized", False)
         super().__init__()
         self._orig_mod = mod  # now as a registered child: its parameters are ours
-        self._jitted = jit(mod.__call__)
+        self._compiled = CompiledForward(mod)
         object.__setattr__(self, "_initialized", True)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if is_grad_enabled() and self._builds_a_graph(args, kwargs):
-            return self._orig_mod(*args, **kwargs)
-        return self._jitted(*args, **kwargs)
-
-    def _builds_a_graph(self, args: tuple, kwargs: dict) -> bool:
-        """Whether the forward's output would need a graph for a later backward."""
-        if any(p.requires_grad for p in self._orig_mod.parameters()):
-            return True
-        inputs = [*args, *kwargs.values()]
-        return any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+        return self._compiled(*args, **kwargs)
 
     @property
     def training(self) -> bool:  # type: ignore[override]
@@ -153,5 +141,5 @@ def compile(
     from scratchgrad import jit
 
     if isinstance(model, Module):
-        return OptimizedModule(model, jit)
+        return OptimizedModule(model)
     return jit(model)

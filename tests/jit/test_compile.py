@@ -139,9 +139,9 @@ def test_a_compiled_module_replays_inference_and_equals_eager():
 
 
 def test_a_compiled_module_trains_like_the_eager_one():
-    """With gradients needed, the forward runs eagerly (jit returns detached tensors), so the
-    ordinary loop of a PyTorch script gives the eager result; train-mode batch norm and a seeded
-    dropout included."""
+    """The ordinary loop of a PyTorch script, the forward and backward replayed, gives the
+    eager result; train-mode batch norm and a seeded dropout included (more in
+    test_compiled_module.py)."""
     states = []
     for wrap in (lambda m: m, sg.compile):
         model = _net(sg)

@@ -1,0 +1,417 @@
+"""``compile(module)``'s forward and backward, captured together (as PyTorch's AOTAutograd).
+
+While a compiled module's output needs a gradient, a recording runs the module's forward under
+a recorder, and later, when a ``backward()`` reaches that output, the backward from it to the
+module's inputs and parameters under the same recorder (with the gradient that really arrived,
+so that its layout is the one later calls will see). The recording is then split where the
+backward began into two programs::
+
+    forward(arguments, parameters)         -> outputs, saved
+    backward(saved, gradients of outputs)  -> gradients of the arguments and parameters
+
+``saved`` are the forward's values the backward reads (inputs, masks, activations). A replay
+runs the forward program and hangs its outputs from one graph node,
+``CompiledFunctionBackward``, which keeps that call's ``saved``: when a ``backward()`` reaches
+the node, it runs the backward program on them and hands the gradients to the engine, which
+accumulates them into ``.grad`` (or sends them further back) as for any other node. A forward
+under ``no_grad``, or with nothing requiring grad, records the forward program alone.
+
+Recordings are kept per guard key, as ``jit``'s: the arguments' structure, shapes, dtypes,
+layouts and ``requires_grad``, the same of every parameter, grad mode, and the train/eval mode
+of every module the forward called. As with ``jit``, the first call runs eagerly and the next
+two record (and must agree) before replays begin.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd import capture_hook, engine, function
+from scratchgrad.autograd.function import Function, _node_of, _several_outputs
+from scratchgrad.autograd.grad_mode import state as _state
+from scratchgrad.backend import xp
+from scratchgrad.jit import program
+from scratchgrad.jit.jitted import _check_same, _flatten, _signature
+from scratchgrad.jit.recorder import JitError, Recorder
+from scratchgrad.tensor import Tensor
+
+_make = Tensor._make
+
+
+class CompiledFunctionBackward(Function):
+    """The graph node of one call of a compiled module (PyTorch's name for it): its parents
+    are the arguments and parameters the recorded backward differentiates, ``saved`` the
+    arrays that call's forward left for the backward program.
+
+    >>> import scratchgrad as sg
+    >>> compiled = sg.compile(sg.nn.Linear(3, 2))
+    >>> x = sg.randn(4, 3, requires_grad=True)
+    >>> for _ in range(4):  # eager, record twice, replay
+    ...     out = compiled(x)
+    ...     out.sum().backward()
+    >>> out.grad_fn.name()
+    'CompiledFunctionBackward'
+    """
+
+    backward_name = "CompiledFunctionBackward"
+
+    @staticmethod
+    def backward(node: CompiledFunctionBackward, *grads: Tensor) -> tuple:
+        if _state.enabled:  # the engine records this backward: create_graph=True
+            raise RuntimeError(
+                "scratchgrad.compile: the backward of a compiled module is a recorded program "
+                "and cannot be differentiated again (create_graph=True, double backward); call "
+                "the module itself (compiled._orig_mod) for higher-order gradients"
+            )
+        recording = node.recording
+        upstream = [grads[i].array for i in recording.differentiable]
+        if node.pending is not None:  # a recording call: its backward is recorded now
+            return node.pending.finish(upstream)
+        if node.saved is None:  # the engine freed them after a first backward
+            raise RuntimeError(
+                "CompiledFunctionBackward: trying to backward through the graph a second time; "
+                "pass retain_graph=True to the first backward() if you need to"
+            )
+        for tensor, version in node.versions:  # as saved_tensors checks eager saved inputs
+            if tensor._version != version:
+                raise RuntimeError(
+                    f"CompiledFunctionBackward: a tensor of shape {tensor.shape} saved for the "
+                    f"gradient was modified by an in-place operation (version {version} -> "
+                    f"{tensor._version}); call backward() before changing it in place"
+                )
+        for i, array in enumerate(upstream):
+            if array.strides != recording.layouts[i]:  # another loss: see docs/jit.md
+                upstream[i] = xp.ascontiguousarray(array)
+        arrays = recording.backward([*node.saved, *upstream], ())
+        made: dict[int, Tensor] = {}  # one tensor per array: the engine may adopt it as .grad
+        return tuple(made.setdefault(id(a), _make(a)) for a in arrays)
+
+
+class Recording:
+    """One guard key's programs for one train/eval variant, and what a call needs to run them:
+    the outputs that get a gradient, the node's parents, the arguments whose versions the
+    backward checks, and how to rebuild the module's result."""
+
+    def __init__(self, recorder: Recorder, build: Callable, differentiable: list) -> None:
+        self.recorder = recorder  # until compiled
+        self.modules = list({id(m): m for m in recorder.modules}.values())
+        self.training = [m.training for m in self.modules]
+        self.build, self.differentiable = build, differentiable
+        self.pending: _PendingBackward | None = None  # the backward not recorded yet
+        self.checked = False  # recorded twice with the same result
+        self.calls: list[str] = []  # the lines recorded, and the constants, for _check_same
+        self.constants, self.places = recorder.constants, recorder.places
+        self.forward = self.backward = None
+        self.forward_source = self.backward_source = ""  # the programs' code, to read
+        self.parents: list = []  # per gradient: an argument's index, or a tensor reached by name
+        self.versioned: list[int] = []  # arguments the backward reads
+        self.layouts: list[tuple] = []  # the strides of the gradients the backward was given
+        self.saved_count = 0
+
+    def matches(self) -> bool:
+        return [m.training for m in self.modules] == self.training
+
+    def same_variant(self, other: Recording) -> bool:
+        return self.modules == other.modules and self.training == other.training
+
+    def compile(self, inputs: list, outputs: list, split: int, backward: tuple = ()) -> None:
+        """Build the programs from the recorder's steps (the backward's begin at ``split``):
+        ``backward`` is (the gradients' numbers, the upstream gradients' numbers, each
+        gradient's parent), empty for a forward alone."""
+        recorder, self.recorder = self.recorder, None
+        self.calls = [line for step in recorder.steps for line in step.lines]
+        saved: list[int] = []
+        if backward:
+            grads, upstream, self.parents = backward
+            steps = recorder.steps[split:]
+            live = program._live_steps(_part(recorder, steps), grads)
+            needed = set(grads).union(*(step.reads for step in live))
+            made = {n for step in recorder.steps[:split] for n in step.writes}
+            saved = sorted(needed & (made | set(inputs)))
+            self.backward, self.backward_source = program.compile(
+                _part(recorder, steps), saved + upstream, grads
+            )
+            self.versioned = [i for i, n in enumerate(inputs) if n in set(saved)]
+            self.saved_count = len(saved)
+        self.forward, self.forward_source = program.compile(
+            _part(recorder, recorder.steps[:split]), inputs, outputs + saved
+        )
+
+    def run(self, tensors: list) -> Any:
+        """Replay the forward on this call's tensors (the arguments', then the parameters):
+        the module's result, hanging from a new node when it needs a gradient."""
+        arrays = self.forward([t.array for t in tensors], tensors)
+        count = len(arrays) - self.saved_count
+        return self.attach(arrays[:count], arrays[count:], tensors)
+
+    def attach(self, outputs: tuple, saved: tuple, tensors: list) -> Any:
+        """The module's result built from the output arrays, the differentiable ones attached
+        to one ``CompiledFunctionBackward`` node that keeps ``saved``."""
+        if not self.differentiable:
+            return self.build([_make(a) for a in outputs], tensors)
+        node = CompiledFunctionBackward()
+        node.recording, node.saved, node.pending = self, tuple(saved), self.pending
+        node.versions = [(tensors[i], tensors[i]._version) for i in self.versioned]
+        parents = tuple(_node_of(tensors[p]) if type(p) is int else p for p in self.parents)
+        if len(outputs) == 1:
+            node.parents, node.sequence_nr = parents, next(function._sequence)
+            node.out_shape, node.out_dtype = outputs[0].shape, outputs[0].dtype
+            return self.build([_make(outputs[0], node)], tensors)
+        wanted = set(self.differentiable)
+        node._non_differentiable = [a for i, a in enumerate(outputs) if i not in wanted]
+        return self.build(list(_several_outputs(node, tuple(outputs), (), parents)), tensors)
+
+
+class _PendingBackward:
+    """A recording whose forward ran and whose backward will be recorded when a ``backward()``
+    first reaches its output (see ``finish``)."""
+
+    def __init__(self, recording: Recording, heads: list, targets: list, **compile_args) -> None:
+        self.recording, self.heads, self.targets = recording, heads, targets
+        self.compile_args = compile_args  # inputs, outputs, split, parents, done
+
+    def finish(self, upstream: list) -> tuple:
+        """Run the backward from the recorded outputs with the gradients that arrived, under
+        the recorder; compile the recording and hand it to its ``CompiledForward``. The
+        gradients, one per parent of the recording call's node."""
+        recording, args = self.recording, self.compile_args
+        grads_of = [_make(a) for a in upstream]
+        if recording.pending is not self:  # recorded already: a second backward runs eagerly
+            return engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
+        recorder = recording.recorder
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("a backward through a compiled module's recording call")
+        numbers = [recorder.value(array) for array in upstream]
+        capture_hook.recorder = recorder
+        try:
+            grads = engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
+        finally:
+            capture_hook.recorder = None
+        kept = [(g, p) for g, p in zip(grads, args["parents"]) if g is not None]
+        grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
+        recording.layouts = [array.strides for array in upstream]
+        recording.pending = None
+        recording.compile(
+            args["inputs"],
+            args["outputs"],
+            args["split"],
+            (grad_numbers, numbers, [p for _, p in kept]),
+        )
+        args["done"](recording)
+        return grads
+
+
+class CompiledForward:
+    """A module's ``__call__`` captured per guard key (see the module's doc string).
+
+    >>> import scratchgrad as sg
+    >>> linear = sg.nn.Linear(2, 1)
+    >>> forward = CompiledForward(linear)
+    >>> x = sg.ones(3, 2)
+    >>> [forward(x).sum().backward() for _ in range(4)] and linear.weight.grad
+    tensor([[12., 12.]])
+    """
+
+    def __init__(self, module: Any, cache_size: int = 8) -> None:
+        self.module, self.cache_size = module, cache_size
+        self.name = type(module).__name__
+        self.recordings: dict[Any, list[Recording]] = {}
+        self.calls = 0
+        self._warned = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if capture_hook.recorder is not None or function._vmap_dispatch is not None:
+            return self.module(*args, **kwargs)  # the jit or vmap around sees each operation
+        self.calls += 1
+        if self.calls == 1:  # eagerly, so lazily made state exists
+            return self.module(*args, **kwargs)
+        tensors, key = self._signature(args, kwargs)
+        recordings = self.recordings.get(key, ())
+        for recording in recordings:
+            if recording.matches():
+                if recording.checked:
+                    return recording.run(tensors)
+                return self._record(key, tensors, args, kwargs)  # and check (see _finished)
+        if sum(map(len, self.recordings.values())) >= self.cache_size:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"scratchgrad.compile: {self.name} has recorded {self.cache_size} programs "
+                    "(cache_size): new shapes, dtypes or modes now run eagerly",
+                    stacklevel=3,
+                )
+            return self.module(*args, **kwargs)
+        return self._record(key, tensors, args, kwargs)
+
+    def _signature(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
+        """The call's tensors (the arguments', then the parameters) and its guard key: the
+        arguments' as ``jit``'s, their number, the parameters' and grad mode."""
+        parameters = list(self.module.parameters())
+        tensors, key = _signature(args, kwargs)
+        every = tensors + parameters
+        if len({id(t.array) for t in every}) == len(every):
+            signature = [
+                (type(a), a.shape, a.dtype, p.requires_grad, a.flags.c_contiguous)
+                for p in parameters
+                for a in (p.array,)
+            ]
+            return every, (key, len(tensors), tuple(signature), _state.enabled)
+        # an array passed twice (a parameter as an argument): where it is, is part of the key
+        _, key = _flatten((args, kwargs, parameters))
+        return every, (key, len(tensors), _state.enabled)
+
+    def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
+        """Run the module's forward under a recorder and return its result; when the result
+        needs a gradient, it hangs from a node whose backward records the module's."""
+        # An argument that requires grad enters as a new leaf: the recorded backward stops
+        # there, and the node hands the argument's gradient on to the graph it came from.
+        arguments = tensors[: key[1]]
+        leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
+        recorder = Recorder(f"{self.name}.forward")
+        inputs = []
+        for t in tensors:
+            number = recorder.number.get(id(t.array))
+            inputs.append(recorder.value(t.array) if number is None else number)
+        start = next(function._sequence)  # nodes made before it belong to an outside graph
+        capture_hook.recorder = recorder
+        try:
+            result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+        finally:
+            capture_hook.recorder = None
+        made, build = _outputs(result, recorder, tensors, leaves)
+        differentiable = [i for i, t in enumerate(made) if t.requires_grad]
+        recording = Recording(recorder, build, differentiable)
+        outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
+        arrays = tuple(t.array for t in made)
+        if not differentiable:
+            recording.compile(inputs, outputs, split)
+            self._finished(key, recording)
+            return recording.attach(arrays, (), tensors)
+        heads = [made[i] for i in differentiable]
+        targets, parents = _targets(heads, start, tensors, leaves, self.name)
+        recording.pending = _PendingBackward(
+            recording,
+            heads,
+            targets,
+            inputs=inputs,
+            outputs=outputs,
+            split=split,
+            parents=parents,
+            done=lambda finished: self._finished(key, finished),
+        )
+        recording.parents = parents
+        return recording.attach(arrays, (), tensors)
+
+    def _finished(self, key: Any, recording: Recording) -> None:
+        """Keep a compiled recording: the first of its variant, or the second, which must
+        agree with the first (a Python branch on tensor data would be frozen otherwise)."""
+        recordings = self.recordings.setdefault(key, [])
+        for index, other in enumerate(recordings):
+            if other.same_variant(recording):
+                if not other.checked:
+                    _check_same(other, recording, f"{self.name}.forward")
+                    recording.checked, recordings[index] = True, recording
+                return
+        recordings.append(recording)
+
+
+def _part(recorder: Recorder, steps: list) -> Recorder:
+    """The recorder with only ``steps``, for ``program.compile`` (values keep their numbers,
+    sizes and memory)."""
+    part = copy.copy(recorder)
+    part.steps = steps
+    return part
+
+
+def _replaced(tree: Any, leaves: dict) -> Any:
+    """``tree`` (tuples, lists and dicts, nested) with the tensors in ``leaves`` replaced by
+    their leaf."""
+    if isinstance(tree, Tensor):
+        return leaves.get(id(tree), tree)
+    if type(tree) in (tuple, list):
+        return type(tree)(_replaced(item, leaves) for item in tree)
+    if type(tree) is dict:
+        return {key: _replaced(value, leaves) for key, value in tree.items()}
+    return tree
+
+
+def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tuple[list, Any]:
+    """The tensors of ``result`` made by the forward, and ``build(made, tensors)`` rebuilding
+    ``result``'s structure from new such tensors and a call's tensors: an argument returned
+    as it is comes back as that call's; a tensor not made in the forward (a parameter) as
+    itself."""
+    made: list[Tensor] = []
+    argument = {id(t): i for i, t in enumerate(tensors)}
+    argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
+
+    def plan(node: Any) -> Callable:
+        if isinstance(node, Tensor):
+            index = argument.get(id(node))
+            if index is not None:
+                return lambda new, call: call[index]
+            if id(node.array) not in recorder.number:
+                return lambda new, call: node
+            position = len(made)
+            made.append(node)
+            return lambda new, call: new[position]
+        if type(node) in (tuple, list, dict):
+            items = node.items() if type(node) is dict else enumerate(node)
+            parts = [(key, plan(value)) for key, value in items]
+            if type(node) is dict:
+                return lambda new, call: {key: part(new, call) for key, part in parts}
+            kind = type(node)
+            return lambda new, call: kind(part(new, call) for _, part in parts)
+        return lambda new, call: node
+
+    build = plan(result)
+    if len(made) == 1 and made[0] is result:  # the common case, without the tree walk
+        return made, lambda new, call: new[0]
+    return made, build
+
+
+def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:
+    """The leaves a backward from ``heads`` reaches, to differentiate (the arguments and
+    parameters in their order, then tensors the forward reached by name), and for each, the
+    parent the node gets: the argument's index, or the tensor itself."""
+    reached: dict[int, Tensor] = {}
+    stack = [h._ctx for h in heads]
+    seen = set(map(id, stack))
+    while stack:
+        node = stack.pop()
+        if node.sequence_nr < start:
+            raise JitError(
+                f"scratchgrad.compile: {name}.forward uses a tensor that requires grad and was "
+                "made by operations outside it (a non-leaf reached by name, not passed as an "
+                "argument): a recorded backward cannot follow that graph on later calls. Pass "
+                "it as an argument, or call the module without compile."
+            )
+        for parent in node.parents:
+            if isinstance(parent, Tensor):
+                reached[id(parent)] = parent
+            elif parent is not None and id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    targets, parents = [], []
+    for index, t in enumerate(tensors):
+        leaf = leaves.get(id(t), t)
+        if id(leaf) in reached:
+            targets.append(reached.pop(id(leaf)))
+            parents.append(index)
+    for leaf in reached.values():  # neither an argument nor a parameter: reached by name
+        targets.append(leaf)
+        parents.append(leaf)
+    return targets, parents
+
+
+def _number_of_gradient(recorder: Recorder, g: Tensor, name: str) -> int:
+    """The value number of a gradient the recorded backward computed."""
+    number = recorder.number.get(id(g.array))
+    if number is None:
+        raise JitError(
+            f"scratchgrad.compile: a gradient of {name}() was not computed by the recorded "
+            "backward (it is a constant); call the module without compile"
+        )
+    return number

@@ -1,0 +1,406 @@
+"""``scratchgrad.compile(module)`` captures the forward and the backward it records (as PyTorch's
+AOTAutograd): trained with any loss and optimizer outside, the compiled module gives the eager
+module's losses, gradients and states bit for bit; every guard and error, one by one."""
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.jit.compiled import CompiledFunctionBackward
+
+F = nn.functional
+
+
+def _counting(model):
+    """``model`` with a count of the calls that ran its Python forward (the eager call and the
+    recordings; a replay runs none)."""
+    forward = model.forward
+    model.python_calls = 0
+
+    def counted(*args, **kwargs):
+        model.python_calls += 1
+        return forward(*args, **kwargs)
+
+    model.forward = counted
+    return model
+
+
+def _mlp():
+    return nn.Sequential(
+        nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Dropout(0.25), nn.Linear(8, 3)
+    )
+
+
+def _cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Dropout(0.2),
+        nn.Flatten(),
+        nn.Linear(4 * 3 * 3, 3),
+    )
+
+
+def _batches(shape, count=2, seed=5):
+    sg.manual_seed(seed)
+    return [sg.randn(*shape) for _ in range(count)], sg.randint(0, 3, (shape[0],))
+
+
+def _train(make, compiled, batches, labels, loss_fn=F.cross_entropy, steps=6, optimizer=None):
+    """Train a fresh seeded model ``steps`` steps, compiled or not: the losses, the model's
+    and the optimizer's state, and the model."""
+    sg.manual_seed(0)
+    model = _counting(make())
+    net = sg.compile(model) if compiled else model
+    opt = (optimizer or (lambda p: sg.optim.Adam(p, lr=0.01)))(net.parameters())
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = loss_fn(net(batches[step % len(batches)]), labels)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, _arrays(model.state_dict()), _arrays(opt.state_dict()["state"]), model
+
+
+def _arrays(tree):
+    if isinstance(tree, dict):
+        return {key: _arrays(value) for key, value in tree.items()}
+    return tree.numpy().copy() if isinstance(tree, sg.Tensor) else tree
+
+
+def _assert_same(found, expected, where=""):
+    if isinstance(expected, dict):
+        assert found.keys() == expected.keys(), where
+        for key in expected:
+            _assert_same(found[key], expected[key], f"{where}/{key}")
+    elif isinstance(expected, list):
+        assert len(found) == len(expected), where
+        for index, (a, b) in enumerate(zip(found, expected)):
+            _assert_same(a, b, f"{where}[{index}]")
+    elif isinstance(expected, np.ndarray):
+        np.testing.assert_array_equal(found, expected, err_msg=where)
+    else:
+        assert found == expected, where
+
+
+@pytest.mark.parametrize(
+    "make, shape, optimizer",
+    [
+        (_mlp, (16, 4), None),
+        (_cnn, (8, 1, 6, 6), lambda p: sg.optim.SGD(p, lr=0.05, momentum=0.9)),
+    ],
+    ids=["mlp-adam", "cnn-sgd-momentum"],
+)
+def test_trained_compiled_equals_eager_bit_for_bit(make, shape, optimizer):
+    """Train-mode batch norm and seeded dropout included: losses, state dicts and the
+    optimizer's state equal, and the Python forward ran three times (eager, two recordings)."""
+    batches, labels = _batches(shape)
+    eager = _train(make, False, batches, labels, optimizer=optimizer)
+    compiled = _train(make, True, batches, labels, optimizer=optimizer)
+    assert compiled[0] == eager[0]
+    _assert_same(compiled[1], eager[1])
+    _assert_same(compiled[2], eager[2])
+    assert compiled[3].python_calls == 3
+
+
+LOSSES = {
+    "sum": lambda out, y: out.sum(),  # a broadcast gradient (strides 0)
+    "mean-of-squares": lambda out, y: out.square().mean(),
+    "cross-entropy": F.cross_entropy,
+    "transposed": lambda out, y: (out.T @ sg.ones(len(out), 2)).exp().sum(),  # F order
+    "column-and-transpose": lambda out, y: out[:, 0].sum() + (out.T * 2).mean(),
+}
+
+
+@pytest.mark.parametrize("loss_fn", LOSSES.values(), ids=LOSSES.keys())
+def test_any_loss_outside_gives_the_eager_gradients(loss_fn):
+    """The backward is recorded with the first gradient that arrives, in its layout (a
+    transposed one included), so the replayed backward makes eager's calls on it."""
+    batches, labels = _batches((8, 4))
+    eager = _train(_mlp, False, batches, labels, loss_fn)
+    compiled = _train(_mlp, True, batches, labels, loss_fn)
+    assert compiled[0] == eager[0]
+    _assert_same(compiled[1], eager[1])
+
+
+def _two_forwards_then_one_backward(compiled):
+    sg.manual_seed(0)
+    model = _mlp()
+    net = sg.compile(model) if compiled else model
+    opt = sg.optim.SGD(net.parameters(), lr=0.1)
+    batches, labels = _batches((16, 4), count=4, seed=3)
+    found = []
+    for step in range(5):
+        opt.zero_grad()
+        first = net(batches[step % 4])
+        second = net(batches[(step + 1) % 4])
+        (F.cross_entropy(first, labels) + 2 * second.square().mean()).backward()
+        found.append({name: p.grad.numpy().copy() for name, p in model.named_parameters()})
+        opt.step()
+    return found, first.grad_fn
+
+
+def test_two_forwards_then_one_backward_of_their_sum():
+    """Each call's node keeps that call's saved values (dropout masks, batch statistics):
+    two forwards before one backward both backpropagate, while recording and replaying."""
+    eager, _ = _two_forwards_then_one_backward(False)
+    compiled, node = _two_forwards_then_one_backward(True)
+    assert isinstance(node, CompiledFunctionBackward)
+    _assert_same(compiled, eager)
+
+
+def _input_gradients(compiled):
+    sg.manual_seed(0)
+    before, model = nn.Linear(3, 4), _mlp()
+    net = sg.compile(model) if compiled else model
+    grads = []
+    for step in range(5):
+        sg.manual_seed(10 + step)
+        leaf = sg.randn(16, 4, requires_grad=True)
+        x0 = sg.randn(16, 3)
+        hidden = before(x0)  # not a leaf: the gradient goes on into `before`
+        (net(leaf).square().sum() + net(hidden).sum()).backward()
+        grads.append([leaf.grad.numpy(), before.weight.grad.numpy().copy()])
+        before.zero_grad()
+        model.zero_grad()
+    return grads
+
+
+def test_gradients_of_inputs_reach_leaves_and_the_graph_they_came_from():
+    eager, compiled = _input_gradients(False), _input_gradients(True)
+    for step, (found, expected) in enumerate(zip(compiled, eager)):
+        for a, b in zip(found, expected):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
+
+
+class _Pair(nn.Module):
+    """Several outputs: two differentiable, one integer."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 3), nn.Linear(4, 2)
+
+    def forward(self, x):
+        out = self.a(x).tanh()
+        return out, {"b": self.b(x) * 2}, out.argmax(1)
+
+
+def test_a_module_with_several_outputs():
+    grads = []
+    for compiled in (False, True):
+        sg.manual_seed(0)
+        model = _Pair()
+        net = sg.compile(model) if compiled else model
+        for step in range(5):
+            sg.manual_seed(step)
+            out, rest, index = net(sg.randn(6, 4))
+            (out.exp().sum() + rest["b"].square().sum()).backward()
+        assert index.dtype == sg.int64 and not index.requires_grad
+        grads.append({name: p.grad.numpy() for name, p in model.named_parameters()})
+    _assert_same(grads[1], grads[0])
+
+
+def test_no_grad_and_eval_mode_replay_the_forward_and_equal_eager():
+    sg.manual_seed(0)
+    model = _counting(_mlp())
+    compiled = sg.compile(model)
+    batches, _ = _batches((16, 4))
+    for mode in ("train", "eval"):
+        getattr(compiled, mode)()
+        for _ in range(5):
+            with sg.no_grad():
+                found = compiled(batches[0])
+            assert found.grad_fn is None and not found.requires_grad
+            if mode == "eval":  # (train mode's dropout draws differ from call to call)
+                np.testing.assert_array_equal(found.numpy(), model(batches[0]).detach().numpy())
+                model.python_calls -= 1
+    assert model.python_calls == 1 + 2 + 2  # eager; two recordings per mode
+    # eval mode with gradients: the backward is recorded and replayed too
+    x = batches[1]
+    expected = [p.grad for p in model.parameters()]
+    assert all(g is None for g in expected)
+    for _ in range(4):
+        model.zero_grad()
+        model(x).sum().backward()
+        expected = [p.grad.numpy() for p in model.parameters()]
+        model.zero_grad()
+        out = compiled(x)
+        out.sum().backward()
+        for p, e in zip(model.parameters(), expected):
+            np.testing.assert_array_equal(p.grad.numpy(), e)
+    assert isinstance(out.grad_fn, CompiledFunctionBackward)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["batch size", "dtype", "input requires grad", "frozen parameter", "grad mode", "eval"],
+)
+def test_each_guard_records_a_new_program_that_equals_eager(change):
+    sg.manual_seed(0)
+    model = _counting(nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2)))
+    compiled = sg.compile(model)
+    x = sg.randn(6, 4)
+    for _ in range(4):  # eager, two recordings, a replay
+        compiled(x).sum().backward()
+    assert model.python_calls == 3
+    if change == "batch size":
+        x = sg.randn(3, 4)
+    elif change == "dtype":
+        model.double()
+        x = x.double()
+    elif change == "input requires grad":
+        x = x.detach().requires_grad_()
+    elif change == "frozen parameter":
+        model[0].weight.requires_grad_(False)
+    elif change == "eval":
+        model.eval()
+    context = sg.no_grad() if change == "grad mode" else sg.enable_grad()
+    for _ in range(3):
+        model.zero_grad()
+        if x.requires_grad:
+            x.grad = None
+        with context:
+            expected = model(x)
+            model.python_calls -= 1
+            if expected.requires_grad:
+                expected.square().sum().backward()
+            eager = [None if p.grad is None else p.grad.numpy() for p in model.parameters()]
+            eager_x = None if x.grad is None else x.grad.numpy()
+            model.zero_grad()
+            x.grad = None
+            found = compiled(x)
+            np.testing.assert_array_equal(found.detach().numpy(), expected.detach().numpy())
+            if found.requires_grad:
+                found.square().sum().backward()
+            grads = [None if p.grad is None else p.grad.numpy() for p in model.parameters()]
+            for g, e in zip(grads, eager):
+                assert (g is None) == (e is None)
+                if e is not None:
+                    np.testing.assert_array_equal(g, e)
+            if eager_x is not None:
+                np.testing.assert_array_equal(x.grad.numpy(), eager_x)
+    assert model.python_calls == 5  # two more recordings, then a replay
+
+
+def test_the_cache_limit_warns_once_then_runs_eagerly():
+    model = _counting(nn.Linear(2, 2))
+    compiled = sg.compile(model)
+    compiled(sg.randn(1, 2))  # eager
+    for rows in range(1, 9):  # eight batch sizes, one recording each
+        compiled(sg.randn(rows, 2)).sum().backward()
+    with pytest.warns(UserWarning, match="recorded 8 programs"):
+        out = compiled(sg.randn(9, 2))
+    assert not isinstance(out.grad_fn, CompiledFunctionBackward)  # eager
+    compiled(sg.randn(10, 2))  # no second warning (pytest's filters would raise it)
+
+
+class _Reads(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.linear, self.how = nn.Linear(2, 2), how
+
+    def forward(self, x):
+        out = self.linear(x)
+        if self.how == "item":
+            return out * out.sum().item()
+        if out.array.sum() > 0:  # a branch on the data, out of scratchgrad's sight
+            return out * 2
+        return -out
+
+
+def test_reading_a_value_in_forward_raises_jit_error_naming_the_line():
+    compiled = sg.compile(_Reads("item"))
+    x = sg.ones(3, 2)
+    compiled(x)  # eager
+    with pytest.raises(sg.JitError, match=r"\.item\(\) at .*test_compiled_module\.py:\d+"):
+        compiled(x)
+
+
+def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
+    model = _Reads("branch")
+    compiled = sg.compile(model)
+    positive = sg.ones(3, 2) * 100
+    compiled(positive).sum().backward()  # eager
+    compiled(positive).sum().backward()  # recorded
+    with pytest.raises(sg.JitError, match="recorded different calls"):
+        compiled(-positive).sum().backward()  # recorded again: the branch went the other way
+
+
+def test_create_graph_through_a_compiled_module_raises():
+    compiled = sg.compile(nn.Linear(2, 2))
+    x = sg.randn(3, 2, requires_grad=True)
+    for _ in range(3):
+        compiled(x).sum().backward()
+    with pytest.raises(RuntimeError, match="double backward"):
+        sg.autograd.grad(compiled(x).square().sum(), x, create_graph=True)
+
+
+def test_a_second_backward_needs_retain_graph_as_eagerly():
+    model = nn.Linear(2, 2)
+    compiled = sg.compile(model)
+    x = sg.randn(3, 2)
+    for _ in range(3):
+        compiled(x).sum().backward()
+    model.zero_grad()
+    loss = compiled(x).square().sum()
+    loss.backward(retain_graph=True)
+    once = model.weight.grad.numpy().copy()
+    loss.backward()
+    np.testing.assert_array_equal(model.weight.grad.numpy(), 2 * once)
+    with pytest.raises(RuntimeError, match="a second time"):
+        loss.backward()
+
+
+def test_changing_a_saved_input_in_place_before_backward_raises():
+    compiled = sg.compile(nn.Linear(2, 2))
+    for _ in range(3):
+        compiled(sg.randn(3, 2)).sum().backward()
+    x = sg.randn(3, 2)
+    out = compiled(x)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        out.sum().backward()
+
+
+def test_a_tensor_with_an_outside_graph_reached_by_name_raises():
+    model = nn.Linear(2, 2)
+    scale = sg.ones(2, requires_grad=True) * 3  # not a leaf, not an argument
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return model(x) * scale
+
+    compiled = sg.compile(Scaled())
+    compiled(sg.randn(3, 2))  # eager
+    with pytest.raises(sg.JitError, match="made by operations outside it"):
+        compiled(sg.randn(3, 2))
+
+
+def _jitted_training(compiled):
+    sg.manual_seed(0)
+    model = _mlp()
+    net = sg.compile(model) if compiled else model
+    opt = sg.optim.SGD(net.parameters(), lr=0.1)
+
+    @sg.jit
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    batches, labels = _batches((16, 4))
+    losses = [step(batches[i % 2], labels).item() for i in range(5)]
+    return losses, _arrays(model.state_dict())
+
+
+def test_a_compiled_module_inside_a_jitted_step_is_recorded_by_the_step():
+    """The step's recording sees the module's operations (no nested capture)."""
+    eager, compiled = _jitted_training(False), _jitted_training(True)
+    assert compiled[0] == eager[0]
+    _assert_same(compiled[1], eager[1])
