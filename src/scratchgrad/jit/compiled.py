@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine, function
-from scratchgrad.autograd.function import Function, _node_of, _several_outputs
+from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
@@ -57,6 +57,18 @@ class CompiledFunctionBackward(Function):
     """
 
     backward_name = "CompiledFunctionBackward"
+
+    @staticmethod
+    def forward(ctx, *parents, recording, outputs, saved, versions):
+        """The outputs a program computed (the parents' arrays are not read): ``apply`` makes
+        this the node of the differentiable ones."""
+        ctx.recording, ctx.saved, ctx.versions = recording, saved, versions
+        ctx.pending = recording.pending
+        if len(outputs) == 1:
+            return outputs[0]
+        wanted = set(recording.differentiable)
+        ctx.mark_non_differentiable(*(a for i, a in enumerate(outputs) if i not in wanted))
+        return tuple(outputs)
 
     @staticmethod
     def backward(node: CompiledFunctionBackward, *grads: Tensor) -> tuple:
@@ -152,17 +164,14 @@ class Recording:
         to one ``CompiledFunctionBackward`` node that keeps ``saved``."""
         if not self.differentiable:
             return self.build([_make(a) for a in outputs], tensors)
-        node = CompiledFunctionBackward()
-        node.recording, node.saved, node.pending = self, tuple(saved), self.pending
-        node.versions = [(tensors[i], tensors[i]._version) for i in self.versioned]
-        parents = tuple(_node_of(tensors[p]) if type(p) is int else p for p in self.parents)
-        if len(outputs) == 1:
-            node.parents, node.sequence_nr = parents, next(function._sequence)
-            node.out_shape, node.out_dtype = outputs[0].shape, outputs[0].dtype
-            return self.build([_make(outputs[0], node)], tensors)
-        wanted = set(self.differentiable)
-        node._non_differentiable = [a for i, a in enumerate(outputs) if i not in wanted]
-        return self.build(list(_several_outputs(node, tuple(outputs), (), parents)), tensors)
+        made = CompiledFunctionBackward.apply(
+            *[tensors[p] if type(p) is int else p for p in self.parents],
+            recording=self,
+            outputs=outputs,
+            saved=tuple(saved),
+            versions=[(tensors[i], tensors[i]._version) for i in self.versioned],
+        )
+        return self.build([made] if len(outputs) == 1 else list(made), tensors)
 
 
 class _PendingBackward:
@@ -249,19 +258,17 @@ class CompiledForward:
     def _signature(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
         """The call's tensors (the arguments', then the parameters) and its guard key: the
         arguments' as ``jit``'s, their number, the parameters' and grad mode."""
-        parameters = list(self.module.parameters())
+        parameters = _parameters(self.module)
         tensors, key = _signature(args, kwargs)
         every = tensors + parameters
-        if len({id(t.array) for t in every}) == len(every):
-            signature = [
-                (type(a), a.shape, a.dtype, p.requires_grad, a.flags.c_contiguous)
-                for p in parameters
-                for a in (p.array,)
-            ]
-            return every, (key, len(tensors), tuple(signature), _state.enabled)
-        # an array passed twice (a parameter as an argument): where it is, is part of the key
-        _, key = _flatten((args, kwargs, parameters))
-        return every, (key, len(tensors), _state.enabled)
+        signature = []
+        for p in parameters:
+            a = p.array
+            signature.append((type(a), a.shape, a.dtype, p.requires_grad, a.flags.c_contiguous))
+        if len({id(t.array) for t in every}) != len(every):
+            # an array passed twice (a parameter as an argument): where it is, is in the key
+            key = _flatten((args, kwargs, parameters))[1]
+        return every, (key, len(tensors), tuple(signature), _state.enabled)
 
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
         """Run the module's forward under a recorder and return its result; when the result
@@ -316,6 +323,20 @@ class CompiledForward:
                     recording.checked, recordings[index] = True, recording
                 return
         recordings.append(recording)
+
+
+def _parameters(module: Any) -> list:
+    """``list(module.parameters())`` in another order (each module's own, then its
+    children's), without the generators and the names: it runs on every call."""
+    found: dict[int, Tensor] = {}
+    modules = [module]
+    for m in modules:  # (the list grows while it is walked)
+        if m is not None:  # a child set to None
+            for p in m._parameters.values():
+                if p is not None:
+                    found[id(p)] = p
+            modules += m._modules.values()
+    return list(found.values())
 
 
 def _part(recorder: Recorder, steps: list) -> Recorder:
