@@ -24,7 +24,7 @@ from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import namespace, xp
+from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.dtypes import (
     promote_types,
     requested_device_and_dtype,
@@ -2078,7 +2078,8 @@ def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
     """``x``'s array module's function ``name`` on ``x`` and ``args``, for the ops that are no
     Function (comparisons, integer division); operands on two devices raise PyTorch's error."""
     try:
-        return getattr(namespace(x), name)(x, *args, **kwargs)
+        module = xp if type(x) is ndarray else namespace(x)
+        return getattr(module, name)(x, *args, **kwargs)
     except TypeError:
         mixed = backend.same_device_error(name, (x, *args))
         if mixed is None:

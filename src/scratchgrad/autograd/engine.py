@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import state as _state
-from scratchgrad.backend import namespace
+from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.tensor import Tensor
 
 # Hooks to call once a leaf's .grad holds this backward's gradient, by id(leaf) (an entry goes
@@ -313,8 +313,9 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
                 f"backward: grad can be implicitly created only for scalar outputs, but the "
                 f"output has shape {out.shape}; pass gradient= of that shape"
             )
-        one = namespace(out.array).array(1, out.array.dtype, ndmin=out.array.ndim)  # dims all 1
-        return Tensor._make(one)
+        array = out.array
+        module = xp if type(array) is ndarray else namespace(array)
+        return Tensor._make(module.array(1, array.dtype, ndmin=array.ndim))  # dims all 1
     if not isinstance(g, Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
     if g.shape != out.shape or g.dtype != out.dtype:

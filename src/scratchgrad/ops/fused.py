@@ -34,7 +34,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, namespace
+from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import log_softmax
 
@@ -110,7 +110,8 @@ class MSELoss(Function):
         diff = x - y
         ctx.save_for_backward(x, y)
         ctx.scale = 2 / max(diff.size, 1) if reduction == "mean" else 2
-        total = namespace(diff).add.reduce(diff * diff, axis=None)
+        add = (xp if type(diff) is ndarray else namespace(diff)).add
+        total = add.reduce(diff * diff, axis=None)
         # what ndarray.mean does, without its Python-level wrapper (costly on small arrays)
         return total / diff.size if reduction == "mean" else total
 
@@ -157,7 +158,8 @@ class CrossEntropy(Function):
         ctx.save_for_backward(logits, log_probs)
         ctx.target = target
         ctx.scale = 1 / max(len(target), 1) if reduction == "mean" else 1
-        return -log_probs[namespace(logits).arange(len(target)), target].sum() * ctx.scale
+        rows = (xp if type(logits) is ndarray else namespace(logits)).arange(len(target))
+        return -log_probs[rows, target].sum() * ctx.scale
 
     @staticmethod
     def backward(ctx, grad):
@@ -179,9 +181,9 @@ class CrossEntropyGrad(Function):
     def forward(ctx, grad_out, logits, log_probs, target, scale):
         ctx.save_for_backward(grad_out, logits)
         ctx.target, ctx.scale = target, scale
-        xp = namespace(log_probs)
-        out = xp.exp(log_probs)
-        out[xp.arange(len(target)), target] -= 1
+        module = xp if type(log_probs) is ndarray else namespace(log_probs)
+        out = module.exp(log_probs)
+        out[module.arange(len(target)), target] -= 1
         out *= grad_out * scale
         return out
 

@@ -4,7 +4,7 @@ import math
 
 from scratchgrad import backend
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import cast, namespace
+from scratchgrad.backend import cast, namespace, ndarray, xp
 from scratchgrad.ops.binary import Where
 
 
@@ -46,12 +46,12 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        xp = namespace(x)
+        module = xp if type(x) is ndarray else namespace(x)
         if math.prod(shape) < _SMALL:  # NOTE: broadcast_to's Python costs more than a small copy
-            out = xp.empty(shape, x.dtype)
+            out = module.empty(shape, x.dtype)
             out[...] = x
             return out
-        return xp.broadcast_to(x, shape)
+        return module.broadcast_to(x, shape)
 
     @staticmethod
     def backward(ctx, grad):

@@ -6,7 +6,7 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, xp
+from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, ndarray, xp
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import Expand
 
@@ -24,7 +24,8 @@ class Sum(Function):
         ctx.in_shape, ctx.dim = x.shape, dim
         ctx.kept_shape = None if keepdim or dim is None else _kept_shape(x.shape, dim)
         if accumulation_dtype(x.dtype) is None:  # the common case, without _sum's frame
-            return namespace(x).add.reduce(x, axis=dim, keepdims=keepdim)
+            add = (xp if type(x) is ndarray else namespace(x)).add
+            return add.reduce(x, axis=dim, keepdims=keepdim)
         return _sum(x, dim, keepdim)
 
     @staticmethod
@@ -63,10 +64,10 @@ class SumToSize(Function):
             # faster than NumPy's reduction along axis 0 (docs/benchmarks.md) and no less
             # accurate (that reduction adds the rows one after another). The result owns its
             # memory, so a leaf can keep it as its .grad without a copy.
-            wide, xp = accumulation_dtype(dtype), namespace(x)
+            wide, module = accumulation_dtype(dtype), xp if type(x) is ndarray else namespace(x)
             if wide is None:
-                return _ones(len(x), dtype, xp).dot(x)
-            return cast(_ones(len(x), wide, xp).dot(cast(x, wide)), dtype)
+                return _ones(len(x), dtype, module).dot(x)
+            return cast(_ones(len(x), wide, module).dot(cast(x, wide)), dtype)
         lead = x.ndim - len(shape)
         kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and x.shape[lead + i] != 1)
         if kept:
@@ -80,7 +81,7 @@ class SumToSize(Function):
 
 def _sum(x, dim, keepdim):
     """``x.sum``, less ndarray.sum's wrapper; 16-bit floats are added up in float32."""
-    wide, add = accumulation_dtype(x.dtype), namespace(x).add
+    wide, add = accumulation_dtype(x.dtype), (xp if type(x) is ndarray else namespace(x)).add
     if wide is None:
         return add.reduce(x, axis=dim, keepdims=keepdim)
     return cast(add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
@@ -165,9 +166,9 @@ def log_softmax(x, dim):
     """log(softmax(x)) on an array, stable: subtracting the max keeps exp from overflowing."""
     if x.size == 0:  # nothing to normalise (and CuPy's max has no ``initial`` for empty dims)
         return x.copy()
-    xp = namespace(x)
+    module = xp if type(x) is ndarray else namespace(x)
     shifted = x - x.max(axis=dim, keepdims=True)
-    return shifted - xp.log(_sum(xp.exp(shifted), dim, True))
+    return shifted - module.log(_sum(module.exp(shifted), dim, True))
 
 
 class LogSoftmax(Function):

@@ -1,7 +1,16 @@
 """Elementwise unary primitives."""
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, errstate, in_float32, namespace, widened
+from scratchgrad.backend import (
+    accumulation_dtype,
+    cast,
+    errstate,
+    in_float32,
+    namespace,
+    ndarray,
+    widened,
+    xp,
+)
 from scratchgrad.backend import xp as host  # the power of ten is a host scalar, as PyTorch's
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.fused import TanhGrad
@@ -69,7 +78,7 @@ class Cos(Function):
 class Tanh(Function):
     @staticmethod
     def forward(ctx, x):
-        out = namespace(x).tanh(x)
+        out = (xp if type(x) is ndarray else namespace(x)).tanh(x)
         ctx.save_for_backward(out)
         return out
 
@@ -98,10 +107,9 @@ class Sigmoid(Function):
 class Relu(Function):
     @staticmethod
     def forward(ctx, x):
-        if accumulation_dtype(x.dtype) is None:
-            out = namespace(x).maximum(x, 0)
-        else:  # 16 bits: exact in float32, and several times faster
-            out = in_float32(namespace(x).maximum, x, 0)
+        maximum = (xp if type(x) is ndarray else namespace(x)).maximum
+        # 16 bits: computed in float32, exact there and several times faster
+        out = maximum(x, 0) if accumulation_dtype(x.dtype) is None else in_float32(maximum, x, 0)
         ctx.save_for_backward(out)
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scratchgrad.backend import namespace
+from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
@@ -95,7 +95,7 @@ class Adam(Optimizer):
         amsgrad = group["amsgrad"]
         for p in params:
             param = p.array
-            xp = namespace(param)
+            module = xp if type(param) is ndarray else namespace(param)
             grad = adam_direction(p, group)
             state = self.state[p]
             moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
@@ -107,13 +107,13 @@ class Adam(Optimizer):
             square_average_(exp_avg_sq, grad, beta2, scratch)
             if amsgrad:
                 second = state["max_exp_avg_sq"].array
-                xp.maximum(second, exp_avg_sq, out=second)
+                module.maximum(second, exp_avg_sq, out=second)
             else:
                 second = exp_avg_sq
 
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
-            denom = xp.sqrt(second, out=scratch)
+            denom = module.sqrt(second, out=scratch)
             denom /= bias_correction2**0.5
             denom += eps
             # PyTorch's addcdiv_ order, param + (-step_size * exp_avg) / denom, so that the

@@ -18,7 +18,15 @@ from typing import Any
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import default_float, device_of, is_floating, namespace, to_device, xp
+from scratchgrad.backend import (
+    default_float,
+    device_of,
+    is_floating,
+    namespace,
+    ndarray,
+    to_device,
+    xp,
+)
 from scratchgrad.creation import from_numpy, zeros_like
 from scratchgrad.tensor import Tensor
 
@@ -59,14 +67,14 @@ def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     average)`` for a weight under 0.5, ``target - (1 - weight) * (target - average)`` from 0.5
     on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply and the add
     (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
-    xp = namespace(average)
-    scratch = xp.subtract(target, average, out=scratch)
+    module = xp if type(average) is ndarray else namespace(average)
+    scratch = module.subtract(target, average, out=scratch)
     if abs(weight) < 0.5:
         scratch *= weight
         average += scratch
     else:
         scratch *= weight - 1
-        xp.add(target, scratch, out=average)
+        module.add(target, scratch, out=average)
     return scratch
 
 
@@ -76,7 +84,8 @@ def square_average_(average: Any, grad: Any, decay: float, scratch: Any = None) 
     PyTorch's order (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that
     only its fused multiply-add can make a result differ by an ulp."""
     average *= decay
-    scratch = namespace(average).multiply(grad, 1 - decay, out=scratch)
+    multiply = (xp if type(average) is ndarray else namespace(average)).multiply
+    scratch = multiply(grad, 1 - decay, out=scratch)
     scratch *= grad
     average += scratch
     return scratch
