@@ -21,13 +21,9 @@ def increment_version(tensor: Any) -> None:
     >>> x._version
     1
     """
-    try:
-        counter = tensor._counter  # shared by views; made on first need
-    except AttributeError:  # several tensors; tried second: one tensor (a step) pays nothing
-        for t in tensor:
-            increment_version(t)
-        return
-    if counter is None:
-        tensor._counter = [1]
-    else:
-        counter[0] += 1
+    for t in (tensor,) if hasattr(tensor, "_counter") else tensor:  # one call for a list
+        counter = t._counter  # shared by views; made on first need
+        if counter is None:
+            t._counter = [1]
+        else:
+            counter[0] += 1

@@ -221,8 +221,7 @@ class Optimizer:
         loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                increment_version(p)  # first: an update that fails half-way is still seen
+            increment_version(params)  # first: an update that fails half-way is still seen
             self._update(group, params)
         return loss
 
