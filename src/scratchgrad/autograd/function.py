@@ -17,7 +17,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
-from scratchgrad.backend import xp
+from scratchgrad.backend import ndarray, xp
 
 _ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
@@ -134,7 +134,8 @@ class Function:
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            is_array = type(value) in _ARRAY_CLASSES  # the result's array (an input is a Tensor)
+            kind = type(value)  # the result's bare array, an input's Tensor, or a number
+            is_array = kind is ndarray or (kind is not Tensor and kind in _ARRAY_CLASSES)
             tensors.append(Tensor._make(value, self) if is_array else value)
         return tuple(tensors)
 
@@ -182,12 +183,12 @@ class Function:
             if mixed is None:
                 raise
             raise mixed from None
-        if type(out) is xp.ndarray:
+        if type(out) is ndarray or type(out) in _ARRAY_CLASSES:  # NumPy's first: the fast test
             array = out
         elif isinstance(out, tuple):
             return _several_outputs(ctx, out, args, tuple(parents) if record else None)
-        else:  # a device's array, or what NumPy's reductions give: a scalar (made 0-d)
-            array = out if type(out) in _ARRAY_CLASSES else xp.asarray(out)
+        else:  # what NumPy's reductions give: a scalar (made 0-d)
+            array = xp.asarray(out)
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs, record)
