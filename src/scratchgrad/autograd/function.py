@@ -128,15 +128,17 @@ class Function:
             )
         tensors = []
         for value, counter, version in self.saved:
-            if counter is not None and counter[0] != version:
+            if counter is None:  # a number, or a Tensor made of another array (see _entries)
+                tensors.append(value)
+                continue
+            if counter[0] != version:
                 raise RuntimeError(
                     f"{type(self).__name__}: a tensor of shape {value.shape} saved for the "
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            kind = type(value)  # the result's bare array, an input's Tensor, or a number
-            is_array = kind is ndarray or (kind is not Tensor and kind in _ARRAY_CLASSES)
-            tensors.append(Tensor._make(value, self) if is_array else value)
+            # an input's Tensor, or the result's bare array (the node holds no Tensor of it)
+            tensors.append(value if isinstance(value, Tensor) else Tensor._make(value, self))
         return tuple(tensors)
 
     @property
@@ -397,7 +399,7 @@ def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
     """What forward saved, as entries (value, the version counter to watch, its count now).
 
     Inputs are kept as their Tensors and the result as its bare array (rebuilt on use), so the
-    node holds no reference to its own output.
+    node holds no reference to its own output; only these two have a counter to watch.
     """
     entries = []
     for value in values:
