@@ -12,6 +12,7 @@ import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.nn import functional as F
 from scratchgrad.scalar import MLP, Layer, Neuron, Value
+from scratchgrad.tensor import names_bad_arguments
 
 
 def test_batchnorm_refuses_the_wrong_channel_count_before_touching_its_statistics():
@@ -182,6 +183,25 @@ def test_a_non_tensor_argument_is_a_type_error_naming_the_function(call, name, a
         call(torch)
     with pytest.raises(TypeError, match=rf"{name}\(\): argument {argument}.*, not list"):
         call(sg)
+
+
+def test_the_checking_wrapper_passes_every_kind_of_parameter_on_as_given():
+    """names_bad_arguments writes its wrapper with the function's own parameters: positional
+    only, defaults, *args, keyword-only and **kwargs arrive as a plain call gives them, and a
+    call with too few arguments says the function's name, as the unwrapped one would."""
+
+    def f(a, b=2, /, c=3, *rest, d, e=5, **options):
+        return a, b, c, rest, d, e, options
+
+    wrapped = names_bad_arguments(f)
+    for args, kwargs in [((1,), {"d": 4}), ((1, 7, 8, 9, 10), {"d": 4, "e": 6, "z": 0})]:
+        assert wrapped(*args, **kwargs) == f(*args, **kwargs)
+    with pytest.raises(TypeError) as ours:
+        wrapped(1)
+    with pytest.raises(TypeError) as plain:
+        f(1)
+    assert str(ours.value) == str(plain.value)
+    assert str(ours.value).endswith(".f() missing 1 required keyword-only argument: 'd'")
 
 
 @pytest.mark.parametrize("name", ["exp", "sum", "argmax", "mm", "softmax", "t", "clamp"])
