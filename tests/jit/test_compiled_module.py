@@ -404,3 +404,76 @@ def test_a_compiled_module_inside_a_jitted_step_is_recorded_by_the_step():
     eager, compiled = _jitted_training(False), _jitted_training(True)
     assert compiled[0] == eager[0]
     _assert_same(compiled[1], eager[1])
+
+
+def _scaled_by_name(compiled):
+    sg.manual_seed(0)
+    scale = sg.randn(3, requires_grad=True)  # a leaf, neither an argument nor a parameter
+    linear = nn.Linear(2, 3)
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = linear
+
+        def forward(self, x):
+            return self.linear(x) * scale
+
+    net = sg.compile(Scaled()) if compiled else Scaled()
+    for _ in range(4):
+        net(sg.randn(4, 2)).square().sum().backward()
+    return [scale.grad.numpy(), linear.weight.grad.numpy()]
+
+
+def test_a_leaf_reached_by_name_gets_its_gradient():
+    _assert_same(_scaled_by_name(True), _scaled_by_name(False))
+
+
+class _Power(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(2, 2)
+
+    def forward(self, x, *, power, shift=None):
+        out = self.linear(x) ** power
+        return out if shift is None else out + shift
+
+
+def test_keyword_and_other_arguments_are_part_of_the_key():
+    sg.manual_seed(0)
+    model = _counting(_Power())
+    compiled = sg.compile(model)
+    x, shift = sg.randn(3, 2), sg.randn(3, 2, requires_grad=True)
+    calls = [dict(power=2), dict(power=3), dict(power=2, shift=shift)]
+    for _ in range(3):
+        for kwargs in calls:
+            for net in (model, compiled):  # eager first: the gradients it leaves are the oracle
+                model.zero_grad()
+                shift.grad = None
+                net(x, **kwargs).sum().backward()
+                grads = [p.grad.numpy() for p in model.parameters()]
+                if "shift" in kwargs:
+                    grads.append(shift.grad.numpy())
+                if net is model:
+                    expected = grads
+                else:
+                    _assert_same(grads, expected, str(kwargs))
+    assert model.python_calls == 9 + 1 + 3 * 2  # eager ones, compile's first, two recordings each
+
+
+def test_on_another_device_the_module_runs_eagerly():
+    """The programs are NumPy calls: a module on a GPU (here the strict device, which
+    behaves as CuPy's arrays) runs as the plain module, with eager's results."""
+    pytest.importorskip("strict")  # registers the device
+    sg.manual_seed(0)
+    model = _counting(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))
+    compiled = sg.compile(model)
+    x = sg.randn(5, 3)
+    for _ in range(4):  # eager, two recordings, a replay on the CPU
+        compiled(x).sum().backward()
+    model.to("strict")
+    model.zero_grad()
+    for _ in range(3):
+        out = compiled(x.to("strict"))
+        assert out.device.type == "strict" and not isinstance(out.grad_fn, CompiledFunctionBackward)
+    assert model.python_calls == 3 + 3

@@ -244,6 +244,8 @@ class CompiledForward:
                 if recording.checked:
                     return recording.run(tensors)
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
+        if not all(isinstance(t.array, xp.ndarray) for t in tensors):
+            return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
         if sum(map(len, self.recordings.values())) >= self.cache_size:
             if not self._warned:
                 self._warned = True
