@@ -242,3 +242,16 @@ def test_two_programs_of_one_optimizer_share_its_flattened_state(monkeypatch):
         assert eager(x, y).item() == jitted(x, y).item()
         assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
     assert len(calls) == 2 * (16 + 1 + 2 * 2)  # eager steps; the first call; two recordings each
+
+
+def test_a_numpy_learning_rate_when_recording_keeps_the_python_step(monkeypatch):
+    """No generated code for hyper-parameters that are not Python numbers (a NumPy float64
+    promotes the eager update to float64): every replay runs the eager step."""
+    model_e, model_j = mlp(), mlp()
+    opt_e, opt_j = (sg.optim.Adam(m.parameters(), lr=np.float64(0.01)) for m in (model_e, model_j))
+    calls = count_updates(monkeypatch, sg.optim.Adam)
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for x, y in data(6):
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+    assert len(calls) == 2 * 6

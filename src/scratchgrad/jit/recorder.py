@@ -276,8 +276,8 @@ class Recorder:
         arguments = ", ".join(self.expr(a) for a in args)
         with _Paused():
             result = function(*args)
-        # an optimizer's update or zero_grad: generated NumPy code where there is one
-        update = updates.replacement(function, args)
+            # an optimizer's update or zero_grad: generated NumPy code where there is one
+            update = updates.replacement(function, args)
         call = self.constant(function) if update is None else f"{self.constant(update)}.run"
         code = f"{call}({arguments})"
         if isinstance(result, Tensor) and id(result.array) not in self.number:

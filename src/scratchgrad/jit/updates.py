@@ -191,21 +191,23 @@ class _Scratch:
                 offset += size
 
 
-def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict[str, bool]:
+def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict[str, bool] | None:
     """Read group ``g``'s hyper-parameters into locals (``lr_0``, ``beta1_0``, ...) and guard
     that ``numbers`` are Python numbers (a NumPy float64 learning rate would make the
     eager update promote to float64, which ``out=`` would hide) and that each of ``branches``
     (an expression over them, e.g. ``momentum == 0``) is what it is now. Returns the
-    branches' values."""
+    branches' values, or None if ``numbers`` are not Python numbers now."""
     group = code.groups[g]
     values = {k: v for k, v in group.items() if k != "params"}
-    for name in values:
+    if "betas" in values:
+        values["beta1"], values["beta2"] = values["betas"]
+    if any(type(values[name]) not in (float, int) for name in numbers):
+        return None
+    for name in group:
         if name == "betas":
             code.reads.append(f"beta1_{g}, beta2_{g} = g{g}['betas']")
         elif name in numbers or any(name in re.findall(r"\w+", b) for b in branches):
             code.reads.append(f"{name}_{g} = g{g}[{name!r}]")
-    if "betas" in values:
-        values["beta1"], values["beta2"] = values.pop("betas")
     code.guard += [f"type({name}_{g}) in NUMBERS" for name in numbers]
     taken = {}
     for branch in branches:
@@ -234,6 +236,8 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
     numbers = ["lr", "momentum", "dampening", "weight_decay"]
     branches = ["maximize", "weight_decay != 0", "momentum == 0", "dampening == 0", "nesterov"]
     branch = _group(code, g, numbers, branches)
+    if branch is None:
+        return False
     momentum = not branch["momentum == 0"]
     state = code.optimizer.state
     if momentum and any("momentum_buffer" not in state.get(p, {}) for _, p in params):
@@ -280,6 +284,8 @@ def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
         "abs(1 - beta1) < 0.5",  # which of lerp_'s two forms
     ]
     branch = _group(code, g, numbers, branches)
+    if branch is None:
+        return False
     decay, decoupled = branch["weight_decay != 0"], branch["decoupled_weight_decay"]
     if any(type(code.optimizer.state.get(p, {}).get("step")) is not int for _, p in params):
         return False
