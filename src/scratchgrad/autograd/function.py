@@ -144,7 +144,10 @@ class Function:
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """For each forward argument, whether a gradient flows to it (skip the others)."""
-        return tuple([parent is not None for parent in self.parents])
+        needs = []  # a loop: a comprehension's function object costs more on 2 or 3 inputs
+        for parent in self.parents:
+            needs.append(parent is not None)
+        return tuple(needs)
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:

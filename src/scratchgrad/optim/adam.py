@@ -93,13 +93,13 @@ class Adam(Optimizer):
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         amsgrad = group["amsgrad"]
+        moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")[: 3 if amsgrad else 2]
         for p in params:
             param = p.array
             module = xp if type(param) is ndarray else namespace(param)
             grad = adam_direction(p, group)
             state = self.state[p]
-            moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-            step = counted_state(state, p, moments if amsgrad else moments[:2])
+            step = counted_state(state, p, moments)
 
             # One scratch array serves every intermediate below but the last.
             exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
