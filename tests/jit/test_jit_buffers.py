@@ -174,3 +174,22 @@ def test_memory_stays_flat_over_many_replays(traced):
 def replay(jitted, x, y, times):
     for _ in range(times):
         jitted(x, y)
+
+
+def test_the_optimizer_update_takes_the_memory_of_dead_intermediates():
+    """The buffers and the generated SGD update's scratch share one arena: the layers'
+    results (32 x 256 floats, dead when the update runs) lie in the bytes that the update's
+    temporary for the largest weight (256 x 256 floats) takes, so the arena is that size."""
+    sg.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4)
+    )
+    opt = sg.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    step = sg.jit(training_step(model, opt, "loss"))
+    x, y = sg.randn(32, 16), sg.randint(0, 4, (32,))
+    for _ in range(4):
+        step(x, y)
+    (recording,) = [r for recordings in step.recordings.values() for r in recordings]
+    arena = recording.replay.__globals__["arena"]
+    assert arena.nbytes == 256 * 256 * 4
+    assert recording.source.count("out=b") >= 4  # the layers' results are in it

@@ -1,25 +1,27 @@
 """A recorded step as one Python function: the recorder's lines, with dead calls pruned, the
-kernels' results written into buffers kept from one replay to the next (or over an input that
-nothing reads afterwards), and each other large array dropped after its last use (so peak
-memory stays at eager's).
+kernels' results written into buffers kept from one replay to the next (views of one arena,
+which the optimizer's generated update shares; or over an input that nothing reads
+afterwards), and each other large array dropped after its last use (so peak memory stays at
+eager's).
 
 The generated code reads like the step written by hand with NumPy::
 
     def replay(inputs, tensors):
-        if b0 is None:                             # the first replay makes the buffers
-            allocate()
+        if arena is None:                          # the first replay makes the buffers
+            allocate(globals())
         v0, v1, = inputs
         v2 = k_linear(v0, c2, c3, out=b0)          # Linear.forward(ctx, x, weight, bias)
         v3 = np_tanh(v2, out=v2)                   # over its dead input, so in b0 too
         ...
         v9 = accumulate(c7, v8, True)              # into the weight's .grad
-        c9(c10)                                    # SGD.step(optimizer)
+        c9.run(c10, None)                          # SGD.step(optimizer), generated
         return (v5,)
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -62,93 +64,118 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
     for number in outputs:
         last_use[number] = len(steps)
     free_after = _free_after(recorder, steps, last_use, inputs)
-    outs, layouts, buffered = _plan_buffers(recorder, steps, free_after)
-    body = ["if b0 is None:  # the first replay makes the buffers", "    allocate()"]
-    body = body if layouts else []
+    plan = _Plan(recorder, steps, free_after)
+    body = ["if arena is None:  # the first replay makes the buffers", "    allocate(globals())"]
+    body = body if plan.blocks else []
     if inputs:
         body.append(", ".join(f"v{n}" for n in inputs) + ", = inputs")
     memory = recorder.memory
     for index, step in enumerate(steps):
-        body += [line.replace(kernels.OUT, outs.get(index, "")) for line in step.lines]
+        body += [line.replace(kernels.OUT, plan.outs.get(index, "")) for line in step.lines]
         done = [
             f"v{n}"
             for n in sorted(step.reads | set(step.writes))
             if last_use.get(n, -1) <= index
             and recorder.sizes[n] >= _RELEASE_SIZE
-            and memory[n] not in buffered  # a buffer stays anyway
+            and memory[n] not in plan.block_of  # a buffer stays anyway
         ]
         if done:
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
     source = "def replay(inputs, tensors):\n" + "".join(f"    {line}\n" for line in body)
-    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants}
-    namespace.update({f"b{k}": None for k in range(len(layouts))})
-    namespace["allocate"] = functools.partial(_allocate, namespace, layouts)
+    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "arena": None}
+    namespace["allocate"] = functools.partial(_allocate, plan.size, plan.views, plan.scratch)
     exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
-    return namespace["replay"], source
+    return namespace.pop("replay"), source  # (the function keeps the namespace, not a cycle)
 
 
-def _allocate(namespace: dict, layouts: list[tuple]) -> None:
-    """Make the program's buffers ``b0, b1, ...`` (at its first replay, not when recorded:
-    the recording calls run with eager's memory, and a recording that is recorded again is
-    dropped before it ever replays)."""
-    namespace.update({f"b{k}": xp.empty(shape, dtype) for k, (shape, dtype) in enumerate(layouts)})
+def _allocate(size: int, views: dict, scratch: list, namespace: dict) -> None:
+    """Make the program's arena and its buffers ``b0, b1, ...`` (views of it), and lend its
+    scratch memory to the steps that asked for some (see ``_Plan``). Done at the program's
+    first replay, not when it is recorded: the recording calls run with eager's memory, and a
+    recording that is recorded again is dropped before it ever replays."""
+    arena = xp.empty(size, xp.uint8)
+    for name, (offset, shape, dtype) in views.items():
+        nbytes = math.prod(shape) * dtype.itemsize
+        namespace[name] = arena[offset : offset + nbytes].view(dtype).reshape(shape)
+    for user, offset in scratch:
+        user.place(arena[offset : offset + user.nbytes])
+    namespace["arena"] = arena
 
 
-def _plan_buffers(
-    recorder: Recorder, steps: list, free_after: dict
-) -> tuple[dict[int, str], list[tuple], set]:
-    """Where each kernel step writes its result: for the step's index, the code of its out=
-    (", out=bK": buffer K, kept across replays; ", out=vN": the input vN, dead after this
-    step; none: a new array), the buffers' (shape, dtype), and the memories living in them.
+class _Plan:
+    """Where each kernel step writes its result, in one flat array (the arena) made at the
+    first replay and reused by every replay after it.
 
-    A result goes into a buffer only if nothing outside the program can ever hold its memory
-    or a view of it (it is not returned, handed to ``.grad``, an optimizer or any other call
-    with an effect: ``free_after`` says these are never freed). A buffer is taken again by a
-    result of its layout once every value in its memory has been read for the last time (a
-    product's result never goes into a buffer one of its inputs is in)."""
-    end, memory = len(steps), recorder.memory
-    outs: dict[int, str] = {}
-    layouts: list[tuple] = []
-    busy_until: list[int] = []  # per buffer: the last step that reads what it holds
-    buffer_of: dict[int, int] = {}  # memory number -> the buffer it lives in
-    for index, step in enumerate(steps):
-        if step.layout is None and not step.reusable:
-            continue
-        (number,) = step.writes
-        dies = max(free_after[number], index)
-        reused = next(
-            (
-                n
-                for n in step.reusable
-                # a kept result may take a dead input's memory, but not a buffer's
-                if free_after[n] == index and (dies < end or memory[n] not in buffer_of)
-            ),
-            None,
-        )
-        if reused is not None:
-            outs[index] = f", out=v{reused}"
-            buffer = buffer_of.get(memory[reused])
-        elif step.layout is not None and dies < end:
-            buffer = next(
+    ``outs``: for a step's index, the code of its out= (", out=bK": the buffer bK, a view of
+    the arena; ", out=vN": the input vN, dead after this step; none: a new array). A result
+    goes into the arena only if nothing outside the program can ever hold its memory or a
+    view of it (it is not returned, handed to ``.grad``, an optimizer or any other call with
+    an effect: ``free_after`` says these are never freed). Its block of the arena is taken
+    from its first write to the last read of its memory, and placed at the lowest offset no
+    block alive then covers, so results of any shape and dtype whose lives do not overlap
+    share the arena's bytes (and a product's result never covers its inputs). A step with a
+    ``scratch`` (an optimizer's generated update: ``nbytes`` and ``place(memory)``) gets a
+    block for its own duration, so its temporaries take the memory of dead intermediates.
+    """
+
+    def __init__(self, recorder: Recorder, steps: list, free_after: dict) -> None:
+        self.outs: dict[int, str] = {}
+        self.blocks: list[list[int]] = []  # [offset, nbytes, last step reading it]
+        self.block_of: dict[int, int] = {}  # memory number -> its block
+        self.views: dict[str, tuple] = {}  # buffer name -> (offset, shape, dtype)
+        self.scratch: list[tuple] = []  # (the step's scratch user, offset)
+        memory = recorder.memory
+        for index, step in enumerate(steps):
+            if step.scratch is not None:
+                self.scratch.append((step.scratch, self._place(step.scratch.nbytes, index, index)))
+            if step.layout is None and not step.reusable:
+                continue
+            (number,) = step.writes
+            dies = max(free_after[number], index)
+            kept = dies >= len(steps)
+            reused = next(
                 (
-                    k
-                    for k, layout in enumerate(layouts)
-                    if layout == step.layout and busy_until[k] < index
+                    n
+                    for n in step.reusable
+                    # a kept result may take a dead input's memory, but not the arena's
+                    if free_after[n] == index and not (kept and memory[n] in self.block_of)
                 ),
                 None,
             )
-            if buffer is None:
-                buffer = len(layouts)
-                layouts.append(step.layout)
-                busy_until.append(dies)
-            outs[index] = f", out=b{buffer}"
-        else:
-            continue
-        if buffer is not None:
-            buffer_of[memory[number]] = buffer
-            busy_until[buffer] = dies
-    return outs, layouts, set(buffer_of)
+            if reused is not None:
+                self.outs[index] = f", out=v{reused}"
+                block = self.block_of.get(memory[reused])
+                if block is not None:  # the result lives on in the input's block
+                    self.blocks[block][2] = dies
+                    self.block_of[memory[number]] = block
+            elif step.layout is not None and not kept:
+                shape, dtype = step.layout
+                offset = self._place(math.prod(shape) * dtype.itemsize, index, dies)
+                name = f"b{len(self.views)}"
+                self.views[name] = (offset, shape, dtype)
+                self.block_of[memory[number]] = len(self.blocks) - 1
+                self.outs[index] = f", out={name}"
+
+    def _place(self, nbytes: int, first: int, last: int) -> int:
+        """Add a block of ``nbytes`` used from step ``first`` to step ``last``; its offset."""
+        taken = sorted((o, o + n) for o, n, until in self.blocks if until >= first)
+        offset = 0
+        for start, stop in taken:
+            if offset + nbytes <= start:
+                break
+            offset = max(offset, _aligned(stop))
+        self.blocks.append([offset, nbytes, last])
+        return offset
+
+    @property
+    def size(self) -> int:
+        return max((o + n for o, n, _ in self.blocks), default=0)
+
+
+def _aligned(offset: int) -> int:
+    """The next multiple of 64 (a cache line, and every dtype's alignment) from ``offset``."""
+    return -(-offset // 64) * 64
 
 
 def _free_after(

@@ -42,7 +42,7 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout")
+    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch")
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
@@ -51,6 +51,9 @@ class Step:
         # as the call would lay it out (None: the program lets the call allocate it)
         self.reusable: list[int] = []
         self.layout: tuple | None = None
+        # what asks for scratch memory while the step runs (an optimizer's generated update:
+        # ``nbytes``, and ``place(memory)`` before its first run), lent by the program
+        self.scratch: Any = None
 
 
 class Recorder:
@@ -285,6 +288,7 @@ class Recorder:
             self.note([f"v{writes[0]} = {code}.array"], writes, effect=True)
         else:
             self.note([code], [], effect=True)
+        self.steps[-1].scratch = None if update is None else update.scratch
         return result
 
     def refuse(self, what: str) -> None:

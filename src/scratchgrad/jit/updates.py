@@ -48,6 +48,9 @@ class Update:
         self.optimizer, self.source = optimizer, source
         exec(source, namespace)  # noqa: S102  (the code is ours, written below)
         self.run = namespace["run"]
+        # the memory its temporaries take, which the program lends it (``scratch.place``)
+        # before the first replay: the memory of intermediates that are dead by then
+        self.scratch: _Scratch | None = None
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -143,8 +146,9 @@ def _step(optimizer: Optimizer, writer: Callable) -> Update | None:
             return None  # a parameter listed twice is updated twice: not in one bucket
         if writer(code, g, params, scratch) is False:
             return None
-    scratch.allocate()
-    return code.compile("optimizer, closure", "fallback_(optimizer, closure)")
+    update = code.compile("optimizer, closure", "fallback_(optimizer, closure)")
+    update.scratch = scratch
+    return update
 
 
 def _plain(p: Tensor, state: dict) -> bool:
@@ -163,7 +167,8 @@ def _plain(p: Tensor, state: dict) -> bool:
 class _Scratch:
     """Scratch arrays for the temporaries of the eager update: one flat array per role (the
     update, the decayed gradient, ...) and dtype, as large as its largest use, and views of it
-    (the parameters are updated one after another, so they can share it)."""
+    (the parameters are updated one after another, so they can share it). The flat arrays
+    are cut from ``nbytes`` of memory that the program places (see ``program._Plan``)."""
 
     def __init__(self, code: _Code) -> None:
         self.code = code
@@ -176,11 +181,28 @@ class _Scratch:
         self.requests.append((name, role, like.dtype, shape, list(parts)))
         return name
 
-    def allocate(self) -> None:
+    def _offsets(self) -> tuple[dict[tuple[str, Any], tuple[int, int]], int]:
+        """Each flat array's (offset in bytes, size), aligned to 64 bytes; the bytes in all."""
         sizes: dict[tuple[str, Any], int] = {}
         for _, role, dtype, shape, _ in self.requests:
             sizes[role, dtype] = max(sizes.get((role, dtype), 0), math.prod(shape))
-        flat = {key: xp.empty(size, dtype=key[1]) for key, size in sizes.items()}
+        offsets, end = {}, 0
+        for key, size in sizes.items():
+            offsets[key] = (end, size)
+            end += -(-size * key[1].itemsize // 64) * 64
+        return offsets, end
+
+    @property
+    def nbytes(self) -> int:
+        return self._offsets()[1]
+
+    def place(self, memory: Any) -> None:
+        """Make the scratch arrays views of ``memory`` (``nbytes`` bytes, 64-byte aligned)."""
+        offsets, _ = self._offsets()
+        flat = {
+            key: memory[offset : offset + size * key[1].itemsize].view(key[1])
+            for key, (offset, size) in offsets.items()
+        }
         for name, role, dtype, shape, parts in self.requests:
             array = flat[role, dtype]
             self.code.namespace[name] = array[: math.prod(shape)].reshape(shape)
