@@ -193,3 +193,17 @@ def test_the_optimizer_update_takes_the_memory_of_dead_intermediates():
     arena = recording.replay.__globals__["arena"]
     assert arena.nbytes == 256 * 256 * 4
     assert recording.source.count("out=b") >= 4  # the layers' results are in it
+
+
+def test_a_0d_comparison_is_replayed_not_frozen():
+    """NumPy returns a comparison of 0-d arrays as a scalar (here ReLU's mask, in its
+    gradient): the recording makes it a value of the step, so each replay compares the new
+    input (it was a constant, and the third call raised JitError)."""
+
+    def gradient(x):
+        return sg.autograd.grad(x.relu() * 3, [x])[0]
+
+    jitted = sg.jit(gradient)
+    for value in [1.0, 2.0, -1.0, 3.0, -2.0, 0.5]:
+        x = sg.tensor(value, requires_grad=True)
+        assert jitted(x).item() == gradient(x).item() == (3.0 if value > 0 else 0.0)

@@ -235,11 +235,15 @@ class Recorder:
         code = ", ".join(positional + [f"{k}={self.expr(v)}" for k, v in kwargs.items()])
         call = f"{self.constant(function)}({code})"
         effect = function not in kernels.PURE_CALLS
+        scalar = isinstance(result, xp.generic)  # NumPy gives a 0-d result as a scalar:
+        if scalar:  # handed on as an array, the value a replay makes again
+            result = xp.asarray(result)
         if isinstance(result, xp.ndarray):
             writes = [self.value(result)]
             rule = None if kwargs else kernels.CALL_RULES.get(function)
             kernel = rule and rule(positional, args, self.constant)
-            self.note([f"v{writes[0]} = {kernel or call}"], writes, effect=effect)
+            made = kernel or call
+            self.note([f"v{writes[0]} = {f'asarray({made})' if scalar else made}"], writes, effect)
             if kernel:
                 self._kernel_out(kernel, result, positional, args, ())
         elif type(result) is tuple and all(isinstance(r, xp.ndarray) for r in result):
