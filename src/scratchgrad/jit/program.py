@@ -39,6 +39,9 @@ _RELEASE_SIZE = 4096
 def accumulate(leaf: Tensor, array: Any, owned: bool) -> Any:
     """Add a gradient into ``leaf.grad`` as the eager engine does (``owned``: ``.grad`` may
     keep the array itself); the array ``.grad`` holds."""
+    if owned and leaf.grad is None and array.dtype is leaf.array.dtype:
+        leaf.grad = Tensor._make(array)  # the engine's case after zero_grad(), without its call
+        return array
     g = Tensor._make(array)
     engine._accumulate(leaf, g, False, {g: leaf} if owned else {})
     return leaf.grad.array
