@@ -545,3 +545,18 @@ def test_grad_scaler_raises():
     step(x, y)
     with pytest.raises(sg.JitError, match="GradScaler"):
         step(x, y)
+
+
+def test_autocast_is_part_of_the_key():
+    """A step recorded outside an autocast region is not replayed inside one (its casts
+    differ), nor the other way round: each records its own program, equal to eager."""
+    model = nn.Linear(3, 2)
+    fn = sg.jit(lambda x: model(x) * 2)
+    x = sg.randn(4, 3)
+    with sg.no_grad():
+        for inside in (False, False, False, False, True, True, True, False, True):
+            with sg.autocast("cpu", dtype=sg.bfloat16, enabled=inside):
+                found, expected = fn(x), model(x) * 2
+            assert found.dtype == expected.dtype == (sg.bfloat16 if inside else sg.float32)
+            assert found.float().tolist() == expected.float().tolist()
+    assert sum(map(len, fn.recordings.values())) == 2

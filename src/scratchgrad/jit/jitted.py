@@ -2,9 +2,10 @@
 replay the recording after.
 
 A recording is kept per *guard key*: the structure of the arguments, each tensor's shape,
-dtype, device and requires_grad, the other arguments' values, and grad mode; and per variant,
-the train/eval mode of every module the step called. A call that matches no recording records
-a new one (up to ``cache_size`` per function; past it, a warning and eager calls).
+dtype, device and requires_grad, the other arguments' values, grad mode and autocast's dtype;
+and per variant, the train/eval mode of every module the step called. A call that matches no
+recording records a new one (up to ``cache_size`` per function; past it, a warning and eager
+calls).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels, program
@@ -72,7 +73,7 @@ class Jitted:
         if self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
-        key = (key, _state.enabled)
+        key = (key, _state.enabled, autocast.state.dtype)  # autocast: other casts
         recordings = self.recordings.get(key, [])
         for index, recording in enumerate(recordings):
             if recording.matches():
