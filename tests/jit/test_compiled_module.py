@@ -477,3 +477,46 @@ def test_on_another_device_the_module_runs_eagerly():
         out = compiled(x.to("strict"))
         assert out.device.type == "strict" and not isinstance(out.grad_fn, CompiledFunctionBackward)
     assert model.python_calls == 3 + 3
+
+
+def test_autocast_is_part_of_the_key():
+    """Inside an autocast region the module's casts differ: another program, equal to eager
+    (outputs and gradients)."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    compiled = sg.compile(model)
+    x = sg.randn(5, 3)
+    for inside in (False, False, False, False, True, True, True, False, True):
+        results = []
+        for net in (model, compiled):
+            model.zero_grad()
+            with sg.autocast("cpu", dtype=sg.bfloat16, enabled=inside):
+                out = net(x)
+            out.float().square().sum().backward()
+            results.append([out.float().detach().numpy(), model[0].weight.grad.numpy()])
+        assert out.dtype == (sg.bfloat16 if inside else sg.float32)
+        _assert_same(results[1], results[0], f"autocast {inside}")
+    assert sum(map(len, compiled._compiled.recordings.values())) == 2
+
+
+def _two_calls_in_one_autocast_region(compiled):
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    net = sg.compile(model) if compiled else model
+    opt = sg.optim.SGD(net.parameters(), lr=0.5)
+    x1, x2 = sg.randn(5, 3), sg.randn(5, 3)
+    found = []
+    for _ in range(5):
+        opt.zero_grad()
+        with sg.autocast("cpu", dtype=sg.bfloat16):
+            first, second = net(x1), net(x2)  # eagerly, the second reuses the weights' casts
+        first.float().square().mean().backward()
+        opt.step()
+        found.append([first.float().detach().numpy(), second.float().detach().numpy()])
+    return found
+
+
+def test_two_calls_in_one_autocast_region_cast_the_current_weights():
+    """Autocast keeps a region's casts of the weights for its later ops; a recording must
+    not freeze such a cast (made by an earlier call) into its program."""
+    _assert_same(_two_calls_in_one_autocast_region(True), _two_calls_in_one_autocast_region(False))

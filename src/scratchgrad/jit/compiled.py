@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.autograd import capture_hook, engine, function
+from scratchgrad.autograd import autocast, capture_hook, engine, function
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -259,7 +259,7 @@ class CompiledForward:
 
     def _signature(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
         """The call's tensors (the arguments', then the parameters) and its guard key: the
-        arguments' as ``jit``'s, their number, the parameters' and grad mode."""
+        arguments' as ``jit``'s, their number, the parameters', grad mode and autocast's dtype."""
         parameters = _parameters(self.module)
         tensors, key = _signature(args, kwargs)
         every = tensors + parameters
@@ -270,7 +270,7 @@ class CompiledForward:
         if len({id(t.array) for t in every}) != len(every):
             # an array passed twice (a parameter as an argument): where it is, is in the key
             key = _flatten((args, kwargs, parameters))[1]
-        return every, (key, len(tensors), tuple(signature), _state.enabled)
+        return every, (key, len(tensors), tuple(signature), _state.enabled, autocast.state.dtype)
 
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
         """Run the module's forward under a recorder and return its result; when the result
@@ -285,11 +285,13 @@ class CompiledForward:
             number = recorder.number.get(id(t.array))
             inputs.append(recorder.value(t.array) if number is None else number)
         start = next(function._sequence)  # nodes made before it belong to an outside graph
-        capture_hook.recorder = recorder
+        # autocast's casts of the weights, kept for a region's later ops, would enter the
+        # program as constants made by an earlier call: the recording makes its own
+        capture_hook.recorder, casts, autocast.state.cache = recorder, autocast.state.cache, None
         try:
             result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
         finally:
-            capture_hook.recorder = None
+            capture_hook.recorder, autocast.state.cache = None, casts
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         recording = Recording(recorder, build, differentiable)
