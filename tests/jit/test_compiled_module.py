@@ -2,6 +2,8 @@
 AOTAutograd): trained with any loss and optimizer outside, the compiled module gives the eager
 module's losses, gradients and states bit for bit; every guard and error, one by one."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -520,3 +522,24 @@ def test_two_calls_in_one_autocast_region_cast_the_current_weights():
     """Autocast keeps a region's casts of the weights for its later ops; a recording must
     not freeze such a cast (made by an earlier call) into its program."""
     _assert_same(_two_calls_in_one_autocast_region(True), _two_calls_in_one_autocast_region(False))
+
+
+def test_a_deep_copy_records_its_own_programs():
+    """The programs name the original's arrays (batch norm's running statistics): a copy
+    (an EMA model, a checkpoint) must not replay them."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    compiled = sg.compile(model)
+    x = sg.randn(6, 3)
+    for _ in range(4):
+        compiled(x).sum().backward()
+    before = model[1].running_mean.numpy().copy()
+    twin = copy.deepcopy(compiled)
+    eager_twin = copy.deepcopy(model)
+    for _ in range(4):
+        found, expected = twin(x * 5), eager_twin(x * 5)
+        np.testing.assert_array_equal(found.detach().numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(model[1].running_mean.numpy(), before)
+    np.testing.assert_array_equal(
+        twin._orig_mod[1].running_mean.numpy(), eager_twin[1].running_mean.numpy()
+    )

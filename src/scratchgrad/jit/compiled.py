@@ -231,6 +231,11 @@ class CompiledForward:
         self.calls = 0
         self._warned = False
 
+    def __deepcopy__(self, memo: dict) -> CompiledForward:
+        """A copy of the module (``copy.deepcopy`` of a compiled model, as for an EMA) starts
+        without recordings: the programs name the original's buffers and parameters."""
+        return CompiledForward(copy.deepcopy(self.module, memo), self.cache_size)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is not None or function._vmap_dispatch is not None:
             return self.module(*args, **kwargs)  # the jit or vmap around sees each operation
