@@ -192,10 +192,33 @@ def test_the_optimizer_update_takes_the_memory_of_dead_intermediates():
         step(x, y)
     (recording,) = [r for recordings in step.recordings.values() for r in recordings]
     (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
-    arena = recording.replay.__globals__["arena"]
     assert update.scratch.nbytes >= 256 * 256 * 4
-    assert arena.nbytes == update.scratch.nbytes
+    assert step.arena.array.nbytes == update.scratch.nbytes
     assert recording.source.count("out=b") >= 4  # the layers' results are in it
+
+
+def test_the_programs_of_one_jitted_function_share_its_arena():
+    """Two batch sizes, two programs, replayed in turn: each cuts its buffers from the
+    function's one arena (as large as the larger program needs), and neither sees the
+    other's intermediates: every call returns and leaves what eager calls do."""
+    model_e, model_j = mlp(), mlp()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
+    eager = training_step(model_e, opt_e, "hidden")
+    jitted = sg.jit(training_step(model_j, opt_j, "hidden"))
+    rng = np.random.default_rng(1)
+    for call in range(12):
+        rows = (5, 9)[call % 2]
+        x = sg.tensor(rng.standard_normal((rows, 6)), dtype=sg.float32)
+        y = sg.tensor(rng.integers(0, 3, rows))
+        np.testing.assert_array_equal(
+            jitted(x, y).detach().numpy(), eager(x, y).detach().numpy(), err_msg=str(call)
+        )
+    for p_e, p_j in zip(model_e.parameters(), model_j.parameters()):
+        np.testing.assert_array_equal(p_j.detach().numpy(), p_e.detach().numpy())
+    programs = [r.replay for recordings in jitted.recordings.values() for r in recordings]
+    assert len(programs) == 2
+    assert all(p.__globals__["placed"] is jitted.arena.array for p in programs)
 
 
 def test_a_0d_comparison_is_replayed_not_frozen():

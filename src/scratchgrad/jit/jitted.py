@@ -52,6 +52,7 @@ class Jitted:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)  # a Module has none
         self.fn, self.cache_size = fn, cache_size
         self.recordings: dict[Any, list[Recording]] = {}
+        self.arena = program.Arena()  # its programs' buffers: they never run at the same time
         self.calls = 0
         self._warned = False
 
@@ -113,7 +114,7 @@ class Jitted:
         finally:
             capture_hook.recorder = None
         returned, build = _outputs(result, recorder)
-        replay, source = program.compile(recorder, inputs, returned)
+        replay, source = program.compile(recorder, inputs, returned, self.arena)
         modules = list({id(m): m for m in recorder.modules}.values())
         return result, Recording(replay, source, modules, build, recorder)
 

@@ -7,8 +7,8 @@ eager's).
 The generated code reads like the step written by hand with NumPy::
 
     def replay(inputs, tensors):
-        if arena is None:                          # the first replay makes the buffers
-            allocate(globals())
+        if placed is not arena.array:              # the first replay cuts the buffers
+            place(globals())
         v0, v1, = inputs
         v2 = k_linear(v0, c2, c3, out=b0)          # Linear.forward(ctx, x, weight, bias)
         v3 = np_tanh(v2, out=v2)                   # over its dead input, so in b0 too
@@ -55,10 +55,29 @@ _HELPERS = {
 }
 
 
-def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[Callable, str]:
+class Arena:
+    """The memory the programs' buffers are cut from (see ``_Plan``). Programs that never run
+    at the same time (those of one jitted function) may share one: each cuts its buffers
+    from it at its first replay, and again after another program made it larger. Between
+    replays it holds nothing anyone reads."""
+
+    def __init__(self) -> None:
+        self.array = xp.empty(0, xp.uint8)
+
+    def reserve(self, size: int) -> Any:
+        """The arena's array, made larger first if it has fewer than ``size`` bytes."""
+        if self.array.size < size:
+            self.array = xp.empty(size, xp.uint8)
+        return self.array
+
+
+def compile(
+    recorder: Recorder, inputs: list[int], outputs: list[int], arena: Arena | None = None
+) -> tuple[Callable, str]:
     """The replay function (the call's input arrays and tensors in, output arrays out) and
     its source code. The tensors are there for the gradients of tensor arguments, which go
-    into the ``.grad`` of the tensors passed to each call (``tensors[i]``)."""
+    into the ``.grad`` of the tensors passed to each call (``tensors[i]``). The buffers are
+    cut from ``arena`` (a new one if None)."""
     steps = _live_steps(recorder, outputs)
     last_use = {}
     for index, step in enumerate(steps):
@@ -68,7 +87,10 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
         last_use[number] = len(steps)
     free_after = _free_after(recorder, steps, last_use, inputs)
     plan = _Plan(recorder, steps, free_after)
-    body = ["if arena is None:  # the first replay makes the buffers", "    allocate(globals())"]
+    body = [
+        "if placed is not arena.array:  # the first replay, or the arena was made larger",
+        "    place(globals())",
+    ]
     body = body if plan.blocks else []
     if inputs:
         body.append(", ".join(f"v{n}" for n in inputs) + ", = inputs")
@@ -86,24 +108,25 @@ def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
     source = "def replay(inputs, tensors):\n" + "".join(f"    {line}\n" for line in body)
-    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "arena": None}
-    namespace["allocate"] = functools.partial(_allocate, plan.size, plan.views, plan.scratch)
+    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": None}
+    namespace["arena"] = Arena() if arena is None else arena
+    namespace["place"] = functools.partial(_place, plan.size, plan.views, plan.scratch)
     exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
     return namespace.pop("replay"), source  # (the function keeps the namespace, not a cycle)
 
 
-def _allocate(size: int, views: dict, scratch: list, namespace: dict) -> None:
-    """Make the program's arena and its buffers ``b0, b1, ...`` (views of it), and lend its
-    scratch memory to the steps that asked for some (see ``_Plan``). Done at the program's
-    first replay, not when it is recorded: the recording calls run with eager's memory, and a
-    recording that is recorded again is dropped before it ever replays."""
-    arena = xp.empty(size, xp.uint8)
+def _place(size: int, views: dict, scratch: list, namespace: dict) -> None:
+    """Cut the program's buffers ``b0, b1, ...`` from its arena (``size`` bytes of it), and
+    lend their memory to the steps that asked for scratch (see ``_Plan``). Done at the
+    program's first replay, not when it is recorded: the recording calls run with eager's
+    memory, and a recording that is recorded again is dropped before it ever replays."""
+    array = namespace["arena"].reserve(size)
     for name, (offset, shape, dtype) in views.items():
         nbytes = math.prod(shape) * dtype.itemsize
-        namespace[name] = arena[offset : offset + nbytes].view(dtype).reshape(shape)
+        namespace[name] = array[offset : offset + nbytes].view(dtype).reshape(shape)
     for user, offset in scratch:
-        user.place(arena[offset : offset + user.nbytes])
-    namespace["arena"] = arena
+        user.place(array[offset : offset + user.nbytes])
+    namespace["placed"] = array
 
 
 class _Plan:
