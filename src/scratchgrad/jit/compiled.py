@@ -146,7 +146,8 @@ class Recording:
             self.backward, self.backward_source = program.compile(
                 _part(recorder, steps), saved + upstream, grads
             )
-            self.versioned = [i for i, n in enumerate(inputs) if n in set(saved)]
+            read = set(saved)
+            self.versioned = [i for i, n in enumerate(inputs) if n in read]
             self.saved_count = len(saved)
         self.forward, self.forward_source = program.compile(
             _part(recorder, recorder.steps[:split]), inputs, outputs + saved
@@ -176,17 +177,30 @@ class Recording:
 
 class _PendingBackward:
     """A recording whose forward ran and whose backward will be recorded when a ``backward()``
-    first reaches its output (see ``finish``)."""
+    first reaches its output (see ``finish``): the outputs to differentiate (``heads``), the
+    leaves to differentiate them for (``targets``, with the node's ``parents``), the forward's
+    input and output numbers and where its steps end (``split``), and ``done``, which hands the
+    compiled recording to its ``CompiledForward``."""
 
-    def __init__(self, recording: Recording, heads: list, targets: list, **compile_args) -> None:
-        self.recording, self.heads, self.targets = recording, heads, targets
-        self.compile_args = compile_args  # inputs, outputs, split, parents, done
+    def __init__(
+        self,
+        recording: Recording,
+        heads: list,
+        targets: list,
+        parents: list,
+        inputs: list,
+        outputs: list,
+        split: int,
+        done: Callable[[Recording], None],
+    ) -> None:
+        self.recording, self.heads, self.targets, self.parents = recording, heads, targets, parents
+        self.inputs, self.outputs, self.split, self.done = inputs, outputs, split, done
 
     def finish(self, upstream: list) -> tuple:
         """Run the backward from the recorded outputs with the gradients that arrived, under
-        the recorder; compile the recording and hand it to its ``CompiledForward``. The
-        gradients, one per parent of the recording call's node."""
-        recording, args = self.recording, self.compile_args
+        the recorder; compile the recording and hand it on. The gradients, one per parent of
+        the recording call's node."""
+        recording = self.recording
         grads_of = [_make(a) for a in upstream]
         if recording.pending is not self:  # recorded already: a second backward runs eagerly
             return engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
@@ -199,17 +213,13 @@ class _PendingBackward:
             grads = engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
         finally:
             capture_hook.recorder = None
-        kept = [(g, p) for g, p in zip(grads, args["parents"]) if g is not None]
+        kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
         grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
         recording.layouts = [array.strides for array in upstream]
         recording.pending = None
-        recording.compile(
-            args["inputs"],
-            args["outputs"],
-            args["split"],
-            (grad_numbers, numbers, [p for _, p in kept]),
-        )
-        args["done"](recording)
+        backward = (grad_numbers, numbers, [p for _, p in kept])
+        recording.compile(self.inputs, self.outputs, self.split, backward)
+        self.done(recording)
         return grads
 
 
@@ -312,11 +322,11 @@ class CompiledForward:
             recording,
             heads,
             targets,
-            inputs=inputs,
-            outputs=outputs,
-            split=split,
-            parents=parents,
-            done=lambda finished: self._finished(key, finished),
+            parents,
+            inputs,
+            outputs,
+            split,
+            lambda finished: self._finished(key, finished),
         )
         recording.parents = parents
         return recording.attach(arrays, (), tensors)
