@@ -107,8 +107,11 @@ class Recording:
     the outputs that get a gradient, the node's parents, the arguments whose versions the
     backward checks, and how to rebuild the module's result."""
 
-    def __init__(self, recorder: Recorder, build: Callable, differentiable: list) -> None:
+    def __init__(
+        self, recorder: Recorder, build: Callable, differentiable: list, arena: program.Arena
+    ) -> None:
         self.recorder = recorder  # until compiled
+        self.arena = arena  # the buffers of its programs are cut from it
         self.modules = list({id(m): m for m in recorder.modules}.values())
         self.training = [m.training for m in self.modules]
         self.build, self.differentiable = build, differentiable
@@ -144,13 +147,13 @@ class Recording:
             made = {n for step in recorder.steps[:split] for n in step.writes}
             saved = sorted(needed & (made | set(inputs)))
             self.backward, self.backward_source = program.compile(
-                _part(recorder, steps), saved + upstream, grads
+                _part(recorder, steps), saved + upstream, grads, self.arena
             )
             read = set(saved)
             self.versioned = [i for i, n in enumerate(inputs) if n in read]
             self.saved_count = len(saved)
         self.forward, self.forward_source = program.compile(
-            _part(recorder, recorder.steps[:split]), inputs, outputs + saved
+            _part(recorder, recorder.steps[:split]), inputs, outputs + saved, self.arena
         )
 
     def run(self, tensors: list) -> Any:
@@ -236,6 +239,9 @@ class CompiledForward:
 
     def __init__(self, module: Any, cache_size: int = 8) -> None:
         self.module, self.cache_size = module, cache_size
+        # One arena for the buffers of all its programs: they never run at the same time (a
+        # forward program returns what the backward needs; nothing stays in the arena).
+        self.arena = program.Arena()
         self.name = type(module).__name__
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
@@ -309,7 +315,7 @@ class CompiledForward:
             capture_hook.recorder, autocast.state.cache = None, casts
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
-        recording = Recording(recorder, build, differentiable)
+        recording = Recording(recorder, build, differentiable, self.arena)
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
