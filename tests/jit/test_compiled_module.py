@@ -294,8 +294,9 @@ def test_the_cache_limit_warns_once_then_runs_eagerly():
     compiled(sg.randn(1, 2))  # eager
     for rows in range(1, 9):  # eight batch sizes, one recording each
         compiled(sg.randn(rows, 2)).sum().backward()
-    with pytest.warns(UserWarning, match="recorded 8 programs"):
+    with pytest.warns(UserWarning, match="recorded 8 programs") as warned:
         out = compiled(sg.randn(9, 2))
+    assert warned[0].filename == __file__  # the user's line
     assert not isinstance(out.grad_fn, CompiledFunctionBackward)  # eager
     compiled(sg.randn(10, 2))  # no second warning (pytest's filters would raise it)
 

@@ -346,8 +346,9 @@ def test_recompile_limit_warns_and_runs_eagerly():
     double(sg.ones(1))
     for n in (1, 2):
         double(sg.ones(n))
-    with pytest.warns(UserWarning, match="cache_size"):
+    with pytest.warns(UserWarning, match="cache_size") as warned:
         assert double(sg.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert warned[0].filename == __file__  # the user's line
     assert sum(map(len, double.recordings.values())) == 2
 
 

@@ -25,7 +25,6 @@ two record (and must agree) before replays begin.
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +33,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
-from scratchgrad.jit.jitted import _check_same, _flatten, _signature
+from scratchgrad.jit.jitted import _check_same, _flatten, _signature, cache_full
 from scratchgrad.jit.recorder import JitError, Recorder
 from scratchgrad.tensor import Tensor
 
@@ -267,14 +266,8 @@ class CompiledForward:
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
         if not all(isinstance(t.array, xp.ndarray) for t in tensors):
             return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
-        if sum(map(len, self.recordings.values())) >= self.cache_size:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(
-                    f"scratchgrad.compile: {self.name} has recorded {self.cache_size} programs "
-                    "(cache_size): new shapes, dtypes or modes now run eagerly",
-                    stacklevel=3,
-                )
+        # stacklevel: past OptimizedModule.forward and Module.__call__, to the user's call
+        if cache_full(self, f"scratchgrad.compile: {self.name}", stacklevel=4):
             return self.module(*args, **kwargs)
         return self._record(key, tensors, args, kwargs)
 

@@ -86,14 +86,7 @@ class Jitted:
                 _check_same(recording, again, self.__name__)
                 again.checked, recordings[index] = True, again
                 return result
-        if sum(map(len, self.recordings.values())) >= self.cache_size:
-            if not self._warned:
-                self._warned = True
-                warnings.warn(
-                    f"scratchgrad.jit: {self.__name__} has recorded {self.cache_size} "
-                    "programs (cache_size): new shapes, dtypes or modes now run eagerly",
-                    stacklevel=2,
-                )
+        if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
             return self.fn(*args, **kwargs)
         result, recording = self._record(tensors, args, kwargs)
         self.recordings.setdefault(key, []).append(recording)
@@ -117,6 +110,22 @@ class Jitted:
         replay, source = program.compile(recorder, inputs, returned, self.arena)
         modules = list({id(m): m for m in recorder.modules}.values())
         return result, Recording(replay, source, modules, build, recorder)
+
+
+def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
+    """Whether ``owner`` (a jitted function or a compiled module's forward) has recorded its
+    ``cache_size`` programs; the first time, a warning that new signatures now run eagerly
+    (``stacklevel`` names the user's call)."""
+    if sum(map(len, owner.recordings.values())) < owner.cache_size:
+        return False
+    if not owner._warned:
+        owner._warned = True
+        warnings.warn(
+            f"{name} has recorded {owner.cache_size} programs (cache_size): new shapes, "
+            "dtypes or modes now run eagerly",
+            stacklevel=stacklevel + 1,
+        )
+    return True
 
 
 def _check_same(first: Recording, second: Recording, name: str) -> None:
