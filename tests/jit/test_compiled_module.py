@@ -237,6 +237,32 @@ def test_no_grad_and_eval_mode_replay_the_forward_and_equal_eager():
     assert isinstance(out.grad_fn, CompiledFunctionBackward)
 
 
+def test_outputs_without_backward_run_eagerly_after_two_recordings():
+    """Validation without no_grad: a recording is complete once its backward ran, so after two
+    calls whose outputs got none, calls run eagerly (recording each one would be several times
+    slower), recording again every 16th call; a backward brings the replays back."""
+    sg.manual_seed(0)
+    model = _counting(_mlp()).eval()
+    compiled = sg.compile(model)
+    x = _batches((16, 4))[0][0]
+    expected = model(x).detach().numpy()
+    outs = [compiled(x) for _ in range(20)]
+    recorded = [
+        i for i, out in enumerate(outs) if isinstance(out.grad_fn, CompiledFunctionBackward)
+    ]
+    assert recorded == [1, 2, 16]  # call 1 is eager; then two recordings, and the 16th call
+    for out in outs:
+        np.testing.assert_array_equal(out.detach().numpy(), expected)
+    outs[16].sum().backward()  # completes that recording
+    for _ in range(3):
+        model.zero_grad()
+        out = compiled(x)
+        out.sum().backward()
+    calls = model.python_calls
+    out = compiled(x)
+    assert isinstance(out.grad_fn, CompiledFunctionBackward) and model.python_calls == calls
+
+
 @pytest.mark.parametrize(
     "change",
     ["batch size", "dtype", "input requires grad", "frozen parameter", "grad mode", "eval"],

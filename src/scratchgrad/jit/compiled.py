@@ -245,6 +245,8 @@ class CompiledForward:
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
         self._warned = False
+        # (guard key, train mode) -> calls since a recording of it last got its backward
+        self.unfinished: dict[Any, int] = {}
 
     def __deepcopy__(self, memo: dict) -> CompiledForward:
         """A copy of the module (``copy.deepcopy`` of a compiled model, as for an EMA) starts
@@ -268,6 +270,13 @@ class CompiledForward:
             return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
         # stacklevel: past OptimizedModule.forward and Module.__call__, to the user's call
         if cache_full(self, f"scratchgrad.compile: {self.name}", stacklevel=4):
+            return self.module(*args, **kwargs)
+        # A recording is complete once its backward ran. Past two calls without one
+        # (validation without no_grad), run eagerly, which is several times faster than
+        # recording every call, and record again every 16th call, for when backward is back.
+        waiting = (key, self.module.training)
+        calls = self.unfinished[waiting] = self.unfinished.get(waiting, 0) + 1
+        if calls > 2 and calls % 16:
             return self.module(*args, **kwargs)
         return self._record(key, tensors, args, kwargs)
 
@@ -333,6 +342,8 @@ class CompiledForward:
     def _finished(self, key: Any, recording: Recording) -> None:
         """Keep a compiled recording: the first of its variant, or the second, which must
         agree with the first (a Python branch on tensor data would be frozen otherwise)."""
+        for training in (True, False):  # a backward ran: gradients are wanted again
+            self.unfinished.pop((key, training), None)
         recordings = self.recordings.setdefault(key, [])
         for index, other in enumerate(recordings):
             if other.same_variant(recording):
