@@ -106,6 +106,24 @@ def test_cnn_state_equals_eager(name):
     assert [e for e, _ in losses] == [j for _, j in losses]
 
 
+class HalvingSGD(sg.optim.SGD):
+    """A subclass whose ``step`` changes the gradients before the base class's update."""
+
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad.mul_(0.5)
+        return super().step(closure)
+
+
+def test_a_subclass_step_calling_the_base_step_runs_once_per_call():
+    """The recorder notes the base class's step, not ``type(opt).step``: the override's own
+    operations are recorded once (noting the override would run them again inside the
+    noted call: gradients halved twice while recording)."""
+    losses = run_both(mlp, lambda ps: HalvingSGD(ps, lr=0.1, momentum=0.9), batches((6, 4)))
+    assert [e for e, _ in losses] == [j for _, j in losses]
+
+
 def test_gradient_clipping_inside_the_step():
     run_both(mlp, OPTIMIZERS["sgd"], batches((6, 4)), clip=0.05)
 

@@ -61,7 +61,7 @@ class LRScheduler:
     def step(self) -> None:
         """Advance one epoch and set each group's learning rate."""
         if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
-            return capture_hook.recorder.replayed(type(self).step, self)
+            return capture_hook.recorder.replayed(LRScheduler.step, self)
         self.last_epoch += 1
         for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
             group["lr"] = lr

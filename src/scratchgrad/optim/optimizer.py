@@ -217,7 +217,7 @@ class Optimizer:
         as changed in place.
         """
         if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
-            return capture_hook.recorder.replayed(type(self).step, self, closure)
+            return capture_hook.recorder.replayed(Optimizer.step, self, closure)
         loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
