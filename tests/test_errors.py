@@ -158,6 +158,10 @@ def test_integer_and_bool_tensors_cannot_require_grad(make):
 def test_where_needs_a_bool_condition():
     with pytest.raises((TypeError, RuntimeError), match="bool.*int64"):
         sg.where(sg.tensor([1, 0]), sg.ones(2), 0.0)
+    with pytest.raises(TypeError):
+        torch.where(5, torch.ones(2), 0.0)
+    with pytest.raises(TypeError, match=r"where\(\): argument 'condition' .* not int"):
+        sg.where(5, sg.ones(2), 0.0)
 
 
 def test_a_string_is_not_tensor_data():

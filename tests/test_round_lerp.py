@@ -73,6 +73,10 @@ def test_round_integers_and_bad_decimals_as_torch():
         sg.tensor([1.5]).round(1)
     with pytest.raises(TypeError, match="round: decimals must be an int"):
         sg.tensor([1.5]).round(decimals=1.0)
+    with pytest.raises(TypeError):
+        torch.tensor([1.5]).round(decimals=True)
+    with pytest.raises(TypeError, match="round: decimals must be an int, got bool"):
+        sg.tensor([1.5]).round(decimals=True)
 
 
 # ---- lerp -------------------------------------------------------------------------------------

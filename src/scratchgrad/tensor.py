@@ -871,7 +871,7 @@ class Tensor:
         >>> sg.round(sg.tensor([1234.5, 1250.0]), decimals=-2)
         tensor([1200., 1200.])
         """
-        if not isinstance(decimals, int):
+        if type(decimals) is not int:  # not a bool either, as PyTorch
             raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
         if decimals == 0:
             return unary.Step.apply(self, ufunc=xp.round)
@@ -1772,7 +1772,6 @@ def _described(annotation: str) -> str:
 # ---- module-level functions -----------------------------------------------------------------
 
 
-@names_bad_arguments
 def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
     """``end`` and ``weight`` as ``torch.lerp`` takes them: ``start`` floating, ``end`` a tensor
     of its dtype, ``weight`` a number or a tensor of its dtype (a 0-d one is cast to it)."""
@@ -1791,6 +1790,7 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
     return end, weight
 
 
+@names_bad_arguments
 def where(condition: Tensor, x: Any, y: Any) -> Tensor:
     """``x`` where ``condition`` holds, else ``y``; either may be a Python number.
 

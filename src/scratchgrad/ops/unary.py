@@ -11,7 +11,6 @@ from scratchgrad.backend import (
     widened,
     xp,
 )
-from scratchgrad.backend import xp as host  # the power of ten is a host scalar, as PyTorch's
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.fused import TanhGrad
 
@@ -162,25 +161,23 @@ class Step(Function):
         return grad * 0
 
 
-class Round(Step):
+class Round(Function):
     """Rounding half to even at ``decimals`` decimal places (left of the point when negative),
     as PyTorch computes it: ``rint(x * 10**decimals) / 10**decimals`` (``rint(x / 10**-decimals)
     * 10**-decimals`` for negative ``decimals``), the power of ten computed in float64 and
     rounded to x's dtype. 16-bit floats are computed in float32 and rounded once, as PyTorch's."""
 
     backward_name = "RoundBackward1"
+    backward = staticmethod(Step.backward)  # zero, as every rounding's
 
     @staticmethod
     def forward(ctx, x, decimals):
         xp = namespace(x)
         wide = widened(x)
         with errstate(over="ignore"):  # past the dtype's range the power is inf, as PyTorch's
-            scale = (host.float64(10.0) ** abs(decimals)).astype(wide.dtype)
+            scale = (xp.float64(10.0) ** abs(decimals)).astype(wide.dtype)
         out = xp.rint(wide / scale) * scale if decimals < 0 else xp.rint(wide * scale) / scale
         return out if out.dtype == x.dtype else cast(out, x.dtype)
-
-    def name(self) -> str:
-        return self.backward_name
 
 
 # ---- more elementwise math: each forward is one ufunc, each derivative one line ----------------
