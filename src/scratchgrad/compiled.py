@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.jit.compiled import CompiledForward
+from scratchgrad.jit.jitted import jit
 from scratchgrad.nn.module import Module
 
 
@@ -138,8 +139,6 @@ def compile(
         raise TypeError(f"compile: expected a Module or a function, got {type(model).__name__}")
     if disable:
         return model
-    from scratchgrad import jit
-
     if isinstance(model, Module):
         return OptimizedModule(model)
     return jit(model)

@@ -416,10 +416,7 @@ def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tu
             return lambda new, call: kind(part(new, call) for _, part in parts)
         return lambda new, call: node
 
-    build = plan(result)
-    if len(made) == 1 and made[0] is result:  # the common case, without the tree walk
-        return made, lambda new, call: new[0]
-    return made, build
+    return made, plan(result)
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:

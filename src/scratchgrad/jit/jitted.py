@@ -285,10 +285,7 @@ def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
             return lambda outputs: kind(p(outputs) for _, p in parts)
         return lambda outputs: node
 
-    build = plan(result)
-    if isinstance(result, Tensor) and returned:  # the common case, without the tree walk
-        return returned, lambda outputs: _make(outputs[0])
-    return returned, build
+    return returned, plan(result)
 
 
 __all__ = ["JitError", "Jitted", "jit"]

@@ -314,8 +314,10 @@ class Module:
         """Move parameters and buffers to a device and convert the floating point ones to
         ``dtype``, in place (``model.to(device)``, ``model.to(sg.float64)``, or both).
 
-        The parameter objects stay the same, so an optimizer built before still holds them
-        (and its state follows them on its next step). A device without a backend raises.
+        The parameter objects stay the same, so an optimizer built before still holds them;
+        state it has already made stays where it was (as in PyTorch): move the model before
+        the first step, or load the optimizer's state dict again. A device without a backend
+        raises.
 
         >>> import scratchgrad as sg
         >>> from scratchgrad import nn
