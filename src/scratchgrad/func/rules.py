@@ -268,8 +268,8 @@ def einsum(cls, values, batched, kwargs):
 
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
-    unary.Relu, unary.Sqrt, unary.Abs, unary.Step, special.Erf, special.Softplus, movement.Copy,
-    movement.ToDevice,
+    unary.Relu, unary.Sqrt, unary.Abs, unary.Step, unary.Round, special.Erf, special.Softplus,
+    movement.Copy, movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
 ]  # fmt: skip
