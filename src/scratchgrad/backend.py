@@ -361,10 +361,8 @@ def in_float32(ufunc: Any, *arrays: Any, **kwargs: Any) -> Any:
 
 def widened(value: Any) -> Any:
     """A 16-bit float array in float32 (exactly); any other value as it is."""
-    return cast(value, float32) if getattr(value, "dtype", None) in HALF_FLOATS else value
-
-
-HALF_FLOATS = (float16, bfloat16)  # NumPy computes these in slow scalar loops
+    wide = accumulation_dtype(getattr(value, "dtype", None))
+    return value if wide is None else cast(value, wide)
 
 
 def cast(array: Any, dtype: numpy.dtype) -> Any:

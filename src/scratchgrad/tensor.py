@@ -2029,7 +2029,8 @@ def _index(index: Any, array: Any) -> tuple:
 def _compare(name: str, x: Any, y: Any) -> Any:
     """The comparison ufunc ``name`` of ``x``'s array module. 16-bit floats are compared in
     float32: the same answer, without NumPy's slow 16-bit loops."""
-    if x.dtype in backend.HALF_FLOATS or getattr(y, "dtype", None) in backend.HALF_FLOATS:
+    wide = backend.accumulation_dtype
+    if wide(x.dtype) or wide(getattr(y, "dtype", None)):
         if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
             y = namespace(x).asarray(y, x.dtype)
         x, y = backend.widened(x), backend.widened(y)

@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from scratchgrad.backend import HALF_FLOATS, accumulation_dtype, keep_where, xp
+from scratchgrad.backend import accumulation_dtype, keep_where, xp
 from scratchgrad.ops import binary, fused, matmul, reduce, unary
 
 
@@ -163,7 +163,9 @@ _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_
 
 def _comparison(args, arrays, constant) -> str | None:
     name, x, y = arrays
-    if name not in _COMPARISONS or {x.dtype, getattr(y, "dtype", None)} & set(HALF_FLOATS):
+    if name not in _COMPARISONS or (
+        accumulation_dtype(x.dtype) or accumulation_dtype(getattr(y, "dtype", None))
+    ):
         return None  # compared in float32 (see _compare)
     return f"{constant(getattr(xp, name))}({args[1]}, {args[2]}{OUT})"  # as _elementwise's
 
