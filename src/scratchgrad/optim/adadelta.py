@@ -60,11 +60,12 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        rho, eps = group["rho"], group["eps"]
+        lr, rho, eps = group["lr"], group["rho"], group["eps"]
+        maximize, weight_decay = group["maximize"], group["weight_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            grad = update_direction(p, maximize, weight_decay)
             counted_state(state, p, ("square_avg", "acc_delta"))
 
             square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
@@ -74,5 +75,5 @@ class Adadelta(Optimizer):
             delta /= std
             delta *= grad
             square_average_(acc_delta, delta, rho, scratch)
-            delta *= group["lr"]
+            delta *= lr
             p.array -= delta

@@ -71,18 +71,20 @@ class Adagrad(Optimizer):
             }
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+        maximize, weight_decay = group["maximize"], group["weight_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
             param = p.array
-            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            grad = update_direction(p, maximize, weight_decay)
             state["step"] = step = state["step"] + 1
 
             total = state["sum"].array
             scratch = xp.multiply(grad, grad)
             total += scratch
             denom = xp.sqrt(total, out=scratch)
-            denom += group["eps"]
+            denom += eps
             update = xp.divide(grad, denom, out=scratch)
-            update *= group["lr"] / (1 + (step - 1) * group["lr_decay"])
+            update *= lr / (1 + (step - 1) * lr_decay)
             param -= update

@@ -42,19 +42,20 @@ class Adamax(Optimizer):
         super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        beta1, beta2 = group["betas"]
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        maximize, weight_decay = group["maximize"], group["weight_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            grad = update_direction(p, maximize, weight_decay)
             step = counted_state(state, p, ("exp_avg", "exp_inf"))
 
             exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
             scratch = lerp_(exp_avg, grad, 1 - beta1)
             exp_inf *= beta2
             xp.abs(grad, out=scratch)
-            scratch += group["eps"]
+            scratch += eps
             xp.maximum(exp_inf, scratch, out=exp_inf)
             update = xp.divide(exp_avg, exp_inf, out=scratch)
-            update *= group["lr"] / (1 - beta1**step)
+            update *= lr / (1 - beta1**step)
             p.array -= update

@@ -6,6 +6,7 @@ schedule of PyTorch's implementation). RAdam: Liu et al., https://arxiv.org/abs/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import namespace
@@ -22,15 +23,22 @@ from scratchgrad.optim.optimizer import (
 from scratchgrad.tensor import Tensor
 
 
-def _moments(p: Tensor, group: dict[str, Any], state: dict[str, Any], **extra: Any) -> Any:
-    """Start the state if needed, count the step, and update Adam's two running moments;
-    return the gradient followed (weight decay applied)."""
+def _moments(
+    p: Tensor, group: dict[str, Any], state: dict[str, Any], **initial: Callable[[], Any]
+) -> Any:
+    """Start the state if needed (``initial`` as ``counted_state``'s), count the step, and
+    update Adam's two running moments; return the gradient followed (weight decay applied)."""
     beta1, beta2 = group["betas"]
     grad = adam_direction(p, group)
-    counted_state(state, p, ("exp_avg", "exp_avg_sq"), **extra)
+    counted_state(state, p, ("exp_avg", "exp_avg_sq"), **initial)
     scratch = lerp_(state["exp_avg"].array, grad, 1 - beta1)
     square_average_(state["exp_avg_sq"].array, grad, beta2, scratch)
     return grad
+
+
+def _first_mu_product() -> Tensor:
+    """NAdam's ``mu_product`` when its state is made: the empty product, 1."""
+    return scalar_state(1.0)
 
 
 class NAdam(Optimizer):
@@ -77,11 +85,12 @@ class NAdam(Optimizer):
         super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), momentum_decay = group["lr"], group["betas"], group["momentum_decay"]
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        momentum_decay = group["momentum_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = _moments(p, group, state, mu_product=scalar_state(1.0))
+            grad = _moments(p, group, state, mu_product=_first_mu_product)
             step = state["step"]
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
@@ -91,7 +100,7 @@ class NAdam(Optimizer):
 
             denom = state["exp_avg_sq"].array / (1 - beta2**step)
             xp.sqrt(denom, out=denom)
-            denom += group["eps"]
+            denom += eps
             update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
             update += state["exp_avg"].array * (lr * mu_next / (1.0 - mu_product_next))
             update /= denom
@@ -138,7 +147,7 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2) = group["lr"], group["betas"]
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
@@ -155,7 +164,7 @@ class RAdam(Optimizer):
                     (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
                 ) ** 0.5
                 denom = xp.sqrt(state["exp_avg_sq"].array)
-                denom += group["eps"]
+                denom += eps
                 update *= bias_correction2**0.5 * rect
                 update /= denom
             p.array -= update

@@ -99,10 +99,13 @@ def scalar_state(value: float) -> Tensor:
     return from_numpy(xp.asarray(value, dtype=default_float))
 
 
-def counted_state(state: dict[str, Any], p: Tensor, zeros: Iterable[str], **values: Any) -> Any:
+def counted_state(
+    state: dict[str, Any], p: Tensor, zeros: Iterable[str], **initial: Callable[[], Any]
+) -> Any:
     """``p``'s optimizer ``state`` with this step counted in ``state["step"]``; made at the first
-    step, as PyTorch's (state appears then): ``step``, then ``values``, then a tensor of zeros
-    like ``p`` for each name in ``zeros``. Returns the step number.
+    step, as PyTorch's (state appears then): ``step``, then each ``initial`` entry's value (made
+    by calling it, so only then), then a tensor of zeros like ``p`` for each name in ``zeros``.
+    Returns the step number.
 
     >>> import scratchgrad as sg
     >>> state, p = {}, sg.ones(2)
@@ -111,7 +114,8 @@ def counted_state(state: dict[str, Any], p: Tensor, zeros: Iterable[str], **valu
     """
     if not state:
         state["step"] = 0
-        state.update(values)
+        for name, make in initial.items():
+            state[name] = make()
         for name in zeros:
             state[name] = zeros_like(p)
     state["step"] += 1

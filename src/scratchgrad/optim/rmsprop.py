@@ -68,13 +68,15 @@ class RMSprop(Optimizer):
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         momentum, centered = group["momentum"], group["centered"]
+        maximize, weight_decay = group["maximize"], group["weight_decay"]
+        wanted = {"square_avg": True, "momentum_buffer": momentum > 0, "grad_avg": centered}
+        buffers = [name for name, needed in wanted.items() if needed]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
             param = p.array
-            grad = update_direction(p, group["maximize"], group["weight_decay"])
-            buffers = {"square_avg": True, "momentum_buffer": momentum > 0, "grad_avg": centered}
-            counted_state(state, p, [name for name, wanted in buffers.items() if wanted])
+            grad = update_direction(p, maximize, weight_decay)
+            counted_state(state, p, buffers)
 
             # One scratch array serves every intermediate below.
             square_avg = state["square_avg"].array
