@@ -18,6 +18,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.engine import grad as autograd_grad
 from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.creation import ones_like, zeros_like
 from scratchgrad.func import batching
 from scratchgrad.func.batching import BatchedTensor, at_front, wrap
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
@@ -263,7 +264,7 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
     """d outputs / d leaves (zeros for a leaf the outputs do not depend on)."""
     outputs = outputs if isinstance(outputs, list) else [outputs]
     if cotangents is None:
-        cotangents = [_filled(o, "ones") for o in outputs]
+        cotangents = [ones_like(o) for o in outputs]
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     found = [None] * len(leaves)
     if pairs:
@@ -275,12 +276,7 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
             create_graph=nested,
             allow_unused=True,
         )
-    return [g if g is not None else _filled(leaf, "zeros") for g, leaf in zip(found, leaves)]
-
-
-def _filled(like: Tensor, how: str) -> Tensor:
-    """Ones or zeros of ``like``'s shape and dtype, on its device."""
-    return Tensor._make(getattr(backend.namespace(like.array), how)(like.shape, like.dtype))
+    return [g if g is not None else zeros_like(leaf) for g, leaf in zip(found, leaves)]
 
 
 def _as_cotangent(out: Tensor, cotangent: Tensor) -> tuple[Tensor, Tensor]:
