@@ -14,42 +14,21 @@ import argparse
 import statistics
 import time
 
-import numpy as np
+import tensor_api
+from workloads import make_problem
 
 import scratchgrad as sg
-from scratchgrad import nn
-
-F = nn.functional
-
-# (name, layer sizes, activation, batch, loss, optimizer)
-SIZES = {
-    "W1": ((2, 4, 1), nn.Tanh, 4, "mse", lambda p: sg.optim.SGD(p, lr=0.05)),
-    "W4": ((784, 512, 512, 10), nn.ReLU, 128, "ce", lambda p: sg.optim.SGD(p, 0.01, 0.9)),
-}
-
-
-def _mlp(sizes: tuple, activation: type) -> nn.Module:
-    layers: list[nn.Module] = []
-    for fan_in, fan_out in zip(sizes, sizes[1:]):
-        layers += [nn.Linear(fan_in, fan_out), activation()]
-    return nn.Sequential(*layers[:-1])
 
 
 def make_step(workload: str, variant: str):
-    """One training step of ``workload`` as ``variant`` (eager, compile, jit)."""
-    sizes, activation, batch, loss, optimizer = SIZES[workload]
-    sg.manual_seed(0)
-    model = _mlp(sizes, activation)
+    """One training step of ``workload`` as ``variant`` (eager, compile, jit), with the model,
+    optimizer, loss and batch of the workload's own definition (benchmarks/workloads.py)."""
+    problem = make_problem(workload)
+    model = tensor_api.build_model(sg, problem)
     net = sg.compile(model) if variant == "compile" else model
-    opt = optimizer(net.parameters())
-    rng = np.random.default_rng(0)
-    x = sg.from_numpy(rng.standard_normal((batch, sizes[0]), dtype=np.float32))
-    if loss == "mse":
-        y = sg.from_numpy(rng.standard_normal((batch, 1), dtype=np.float32))
-        criterion = F.mse_loss
-    else:
-        y = sg.from_numpy(rng.integers(0, sizes[-1], batch))
-        criterion = F.cross_entropy
+    opt = tensor_api.make_optimizer(sg, problem, net.parameters())
+    criterion = getattr(sg.nn.functional, {"mse": "mse_loss"}.get(problem.loss, problem.loss))
+    x, y = (sg.from_numpy(a) for a in problem.batches[0])
 
     def step(x, y):
         opt.zero_grad()
