@@ -29,6 +29,7 @@ from scratchgrad.autograd import engine
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels
 from scratchgrad.jit.recorder import Recorder
+from scratchgrad.jit.updates import _aligned
 from scratchgrad.tensor import Tensor
 
 # Arrays at least this big are released right after their last use; smaller ones live until
@@ -197,11 +198,6 @@ class _Plan:
     @property
     def size(self) -> int:
         return max((o + n for o, n, _ in self.blocks), default=0)
-
-
-def _aligned(offset: int) -> int:
-    """The next multiple of 64 (a cache line, and every dtype's alignment) from ``offset``."""
-    return -(-offset // 64) * 64
 
 
 def _free_after(

@@ -189,7 +189,7 @@ class _Scratch:
         offsets, end = {}, 0
         for key, size in sizes.items():
             offsets[key] = (end, size)
-            end += -(-size * key[1].itemsize // 64) * 64
+            end += _aligned(size * key[1].itemsize)
         return offsets, end
 
     @property
@@ -211,6 +211,11 @@ class _Scratch:
                 size = math.prod(part_shape)
                 self.code.namespace[part] = array[offset : offset + size].reshape(part_shape)
                 offset += size
+
+
+def _aligned(offset: int) -> int:
+    """The next multiple of 64 (a cache line, and every dtype's alignment) from ``offset``."""
+    return -(-offset // 64) * 64
 
 
 def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict[str, bool] | None:
