@@ -33,7 +33,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
-from scratchgrad.jit.jitted import _check_same, _flatten, _signature, cache_full
+from scratchgrad.jit.jitted import _check_same, _flatten, _signature, _tensor_key, cache_full
 from scratchgrad.jit.recorder import JitError, Recorder
 from scratchgrad.tensor import Tensor
 
@@ -286,14 +286,11 @@ class CompiledForward:
         parameters = _parameters(self.module)
         tensors, key = _signature(args, kwargs)
         every = tensors + parameters
-        signature = []
-        for p in parameters:
-            a = p.array
-            signature.append((type(a), a.shape, a.dtype, p.requires_grad, a.flags.c_contiguous))
+        signature = tuple(map(_tensor_key, parameters))
         if len({id(t.array) for t in every}) != len(every):
             # an array passed twice (a parameter as an argument): where it is, is in the key
             key = _flatten((args, kwargs, parameters))[1]
-        return every, (key, len(tensors), tuple(signature), _state.enabled, autocast.state.dtype)
+        return every, (key, len(tensors), signature, _state.enabled, autocast.state.dtype)
 
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
         """Run the module's forward under a recorder and return its result; when the result

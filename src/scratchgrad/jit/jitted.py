@@ -225,10 +225,7 @@ def _signature(args: tuple, kwargs: dict) -> tuple[list, Any]:
         for a in args:
             if type(a) is not Tensor:
                 break
-            array = a.array
-            key.append(
-                (type(array), array.shape, array.dtype, a.requires_grad, array.flags.c_contiguous)
-            )
+            key.append(_tensor_key(a))
         else:
             if len({id(a.array) for a in args}) == len(args):
                 return list(args), tuple(key)
@@ -243,8 +240,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
     def key_of(node: Any) -> Any:
         if isinstance(node, Tensor):
             tensors.append(node)
-            a = node.array  # the layout too: it decides which results are views
-            return (type(a), a.shape, a.dtype, node.requires_grad, a.flags.c_contiguous)
+            return _tensor_key(node)
         if type(node) in (tuple, list):
             return (type(node), tuple(key_of(item) for item in node))
         if type(node) is dict:
@@ -260,6 +256,13 @@ def _flatten(tree: Any) -> tuple[list, Any]:
     if len(set(ids)) != len(ids):  # the same array passed twice: part of the key
         key = (key, tuple(ids.index(i) for i in ids))
     return tensors, key
+
+
+def _tensor_key(t: Tensor) -> tuple:
+    """A tensor's part of a guard key: its array's type (the device), shape, dtype and layout
+    (it decides which results are views), and whether it requires grad."""
+    a = t.array
+    return (type(a), a.shape, a.dtype, t.requires_grad, a.flags.c_contiguous)
 
 
 def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
