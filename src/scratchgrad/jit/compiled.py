@@ -34,7 +34,7 @@ from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
 from scratchgrad.jit.jitted import _check_same, _flatten, _signature, _tensor_key, cache_full
-from scratchgrad.jit.recorder import JitError, Recorder
+from scratchgrad.jit.recorder import Capturing, JitError, Recorder
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -210,11 +210,8 @@ class _PendingBackward:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("a backward through a compiled module's recording call")
         numbers = [recorder.value(array) for array in upstream]
-        capture_hook.recorder = recorder
-        try:
+        with Capturing(recorder):
             grads = engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
-        finally:
-            capture_hook.recorder = None
         kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
         grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
         recording.layouts = [array.strides for array in upstream]
@@ -300,18 +297,16 @@ class CompiledForward:
         arguments = tensors[: key[1]]
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
         recorder = Recorder(f"{self.name}.forward")
-        inputs = []
-        for t in tensors:
-            number = recorder.number.get(id(t.array))
-            inputs.append(recorder.value(t.array) if number is None else number)
+        inputs = [recorder.input(t.array) for t in tensors]
         start = next(function._sequence)  # nodes made before it belong to an outside graph
         # autocast's casts of the weights, kept for a region's later ops, would enter the
         # program as constants made by an earlier call: the recording makes its own
-        capture_hook.recorder, casts, autocast.state.cache = recorder, autocast.state.cache, None
+        casts, autocast.state.cache = autocast.state.cache, None
         try:
-            result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+            with Capturing(recorder):
+                result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
         finally:
-            capture_hook.recorder, autocast.state.cache = None, casts
+            autocast.state.cache = casts
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         recording = Recording(recorder, build, differentiable, self.arena)

@@ -20,7 +20,7 @@ from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels, program
-from scratchgrad.jit.recorder import JitError, Recorder
+from scratchgrad.jit.recorder import Capturing, JitError, Recorder
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -99,13 +99,9 @@ class Jitted:
             recorder.arguments.setdefault(id(t), index)
             if t.requires_grad and not t.is_leaf:
                 recorder.outside_graphs.append(index)
-            number = recorder.number.get(id(t.array))
-            inputs.append(recorder.value(t.array) if number is None else number)
-        capture_hook.recorder = recorder
-        try:
+            inputs.append(recorder.input(t.array))
+        with Capturing(recorder):
             result = self.fn(*args, **kwargs)
-        finally:
-            capture_hook.recorder = None
         returned, build = _outputs(result, recorder)
         replay, source = program.compile(recorder, inputs, returned, self.arena)
         modules = list({id(m): m for m in recorder.modules}.values())

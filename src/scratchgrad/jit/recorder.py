@@ -100,6 +100,12 @@ class Recorder:
         self._watch.append(_watch(array, lambda _: _forget(self.number, key, number)))
         return number
 
+    def input(self, array: Any) -> int:
+        """The value number of ``array`` as an input of the program: a new one, or the one it
+        has already (the same array passed twice)."""
+        number = self.number.get(id(array))
+        return self.value(array) if number is None else number
+
     def _memory_of(self, array: Any) -> int:
         while isinstance(array.base, xp.ndarray):
             array = array.base
@@ -334,6 +340,19 @@ def _forget(table: dict, key: int, entry: int) -> None:
     """Drop ``table[key]`` if it is still ``entry`` (the array behind the id died)."""
     if table.get(key) == entry:
         del table[key]
+
+
+class Capturing:
+    """Record into ``recorder`` inside: ``capture_hook.recorder`` is it, then None again."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def __enter__(self) -> None:
+        capture_hook.recorder = self.recorder
+
+    def __exit__(self, *exc: object) -> None:
+        capture_hook.recorder = None
 
 
 class _Paused:
