@@ -162,7 +162,6 @@ class Recorder:
         out = cls.forward(ctx, *arrays, **kwargs)
         positional = [self.expr(a) for a in arrays]
         args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
-        known = set(self.number)
         ctx_name = f"x{len(self.steps)}"
         call = f"{self.constant(cls.forward)}({ctx_name}, {', '.join(args)})"
         lines, writes = [], []
@@ -185,12 +184,10 @@ class Recorder:
             for i, item in enumerate(items):
                 if (
                     isinstance(item, xp.ndarray)
-                    and id(item) not in known
-                    and item is not out
+                    # numbered: an earlier value, or this call's (its results, an item seen)
+                    and id(item) not in self.number
                     and not any(item is a for a in arrays)  # an input: named already
                 ):
-                    if id(item) in self.number and self.number[id(item)] in writes:
-                        continue
                     writes.append(self.value(item))
                     at = f"[{i}]" if type(saved) is tuple else ""
                     extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}")
