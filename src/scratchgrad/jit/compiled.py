@@ -126,9 +126,11 @@ class Recording:
         self.saved_count = 0
 
     def matches(self) -> bool:
+        """Whether every module the recording called is in the train/eval mode it had then."""
         return [m.training for m in self.modules] == self.training
 
     def same_variant(self, other: Recording) -> bool:
+        """Whether ``other`` assumed the same modules in the same train/eval modes."""
         return self.modules == other.modules and self.training == other.training
 
     def compile(self, inputs: list, outputs: list, split: int, backward: tuple = ()) -> None:

@@ -41,6 +41,7 @@ class Recording:
         self.training = [m.training for m in modules]
 
     def matches(self) -> bool:
+        """Whether every module the recording called is in the train/eval mode it had then."""
         return [m.training for m in self.modules] == self.training
 
 

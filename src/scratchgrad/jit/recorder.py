@@ -151,6 +151,7 @@ class Recorder:
         return self.constant(obj)
 
     def note(self, lines: list[str], writes: list, effect: bool) -> None:
+        """Add a step of ``lines`` writing ``writes``, reading the values named since the last."""
         self.steps.append(Step(lines, self._reads, writes, effect))
         self._reads = set()
 
