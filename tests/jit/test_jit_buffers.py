@@ -10,6 +10,7 @@ jitted loop holds stays flat over hundreds of replays).
 """
 
 import gc
+import math
 import tracemalloc
 
 import numpy as np
@@ -17,7 +18,7 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
-from scratchgrad.jit import kernels
+from scratchgrad.jit import gemm, kernels
 
 # The products of an MLP step of W4's sizes (784-512-512-10, batch 128) and of small ones:
 # (rows of x, inner size, columns), each as the kernels compute it.
@@ -130,11 +131,15 @@ def traced():
     tracemalloc.stop()
 
 
-def test_a_replay_allocates_no_array_but_what_it_returns(traced):
+@pytest.mark.parametrize("swap", [False, True])
+def test_a_replay_allocates_no_array_but_what_it_returns(traced, swap, monkeypatch):
     """A forward of layers of 512 units (each result 256 KB) replays inside its buffers: its
     peak is the returned array, NumPy's scratch for the bias additions (its buffered iterator
     takes 8192 elements, 32 KB in float32, for a broadcast operand, as it does eagerly) and a
-    few Python objects; eagerly, two layers' results are alive at once."""
+    few Python objects; eagerly, two layers' results are alive at once. So does it with the
+    512 x 512 layer's product swapped (jit/gemm.py): its scratch is cut from the arena."""
+    if swap:
+        monkeypatch.setattr(gemm, "MARGIN", math.inf)  # the swap wins if it has eager's bits
     sg.manual_seed(0)
     model = nn.Sequential(
         nn.Linear(16, 512), nn.Tanh(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 4)
@@ -149,6 +154,8 @@ def test_a_replay_allocates_no_array_but_what_it_returns(traced):
     layer, returned = 128 * 512 * 4, 128 * 4 * 4
     assert eager_peak > 2 * layer
     assert replay_peak < returned + 8192 * 4 + 4096
+    if swap:
+        assert "k_swapped" in source_of(forward) or "the bits differ" in source_of(forward)
 
 
 def test_memory_stays_flat_over_many_replays(traced):

@@ -14,11 +14,13 @@ before writing the same element).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import accumulation_dtype, keep_where, xp
+from scratchgrad.jit import gemm
 from scratchgrad.ops import binary, fused, matmul, reduce, unary
 
 
@@ -51,7 +53,9 @@ NAMES = {
     "np_log": xp.log,
     "np_maximum": xp.maximum,
     "np_dot": xp.dot,
+    "np_matmul": xp.matmul,
     "k_linear": linear,
+    "k_swapped": gemm.swapped,
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
 }
@@ -76,21 +80,34 @@ def _same_matrices(arrays: list) -> bool:
 
 # NOTE: the matrix products below are ``numpy.dot``, as the forwards' ``x.dot(y)``: with out=
 # it runs the same BLAS call writing into the buffer, so the same bits (a test checks it).
+# They are given to the recorder as ``gemm.Product``s, which it may replay the other way
+# round (see gemm.py).
 
 
-def _linear(args, arrays, kwargs, constant) -> str | None:
-    bias = arrays[2] if len(arrays) == 3 else None
-    if not _same_matrices(arrays[:2]) or (bias is not None and bias.dtype != arrays[0].dtype):
+def _linear(args, arrays, kwargs, constant) -> gemm.Product | None:
+    (x, w), bias = arrays[:2], arrays[2] if len(arrays) == 3 else None
+    if not _same_matrices([x, w]) or (bias is not None and bias.dtype != x.dtype):
         return None
-    return f"k_linear({', '.join(args)}{OUT})"
+    code = f"k_linear({', '.join(args)}{OUT})"
+    direct = functools.partial(linear, x, w, bias)
+    bias = None if bias is None else (args[2], bias)
+    return gemm.Product(code, direct, (args[0], x), (f"{args[1]}.T", w.T), bias)
 
 
-def _matmul(args, arrays, kwargs, constant) -> str | None:
-    if not _same_matrices(arrays):
+def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
+    (x, y), (x_code, y_code) = arrays, args
+    if kwargs.get("transpose_x"):  # the forward's view
+        x, x_code = x.swapaxes(-1, -2), f"{x_code}.{'T' if x.ndim == 2 else 'mT'}"
+    if _same_matrices([x, y]):
+        call, a, b = xp.dot, (x_code, x), (y_code, y)
+    elif all(z.ndim == 3 and len(z) == 1 for z in (x, y)) and _same_matrices([x[0], y[0]]):
+        # conv2d's products, each of a stack of one matrix: matmul's own call (with out=,
+        # faster here than numpy.dot of the two matrices), swapped as those two matrices
+        call, a, b = xp.matmul, (f"{x_code}[0]", x[0]), (f"{y_code}[0]", y[0])
+    else:
         return None
-    if kwargs.get("transpose_x"):
-        return f"np_dot({args[0]}.T, {args[1]}{OUT})"
-    return f"np_dot({args[0]}, {args[1]}{OUT})"
+    code = f"np_{call.__name__}({x_code}, {y_code}{OUT})"
+    return gemm.Product(code, functools.partial(call, x, y), a, b)
 
 
 def _sum_to_size(args, arrays, kwargs, constant) -> str | None:

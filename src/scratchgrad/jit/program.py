@@ -97,7 +97,8 @@ def compile(
         body.append(", ".join(f"v{n}" for n in inputs) + ", = inputs")
     memory = recorder.memory
     for index, step in enumerate(steps):
-        body += [line.replace(kernels.OUT, plan.outs.get(index, "")) for line in step.lines]
+        lines = step.lines if step.chosen is None else [step.chosen]
+        body += [line.replace(kernels.OUT, plan.outs.get(index, "")) for line in lines]
         done = [
             f"v{n}"
             for n in sorted(step.reads | set(step.writes))

@@ -20,7 +20,7 @@ from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
 from scratchgrad.backend import device_of, xp
-from scratchgrad.jit import kernels, updates
+from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +42,7 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch")
+    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch", "chosen")
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
@@ -51,9 +51,13 @@ class Step:
         # as the call would lay it out (None: the program lets the call allocate it)
         self.reusable: list[int] = []
         self.layout: tuple | None = None
-        # what asks for scratch memory while the step runs (an optimizer's generated update:
-        # ``nbytes``, and ``place(memory)`` before its first run), lent by the program
+        # what asks for scratch memory while the step runs (an optimizer's generated update,
+        # a swapped product: ``nbytes``, and ``place(memory)`` before its first run), lent by
+        # the program
         self.scratch: Any = None
+        # the line the program runs instead of ``lines`` (which two recordings compare): a
+        # matrix product, computed the way round that was faster here (see gemm.py)
+        self.chosen: str | None = None
 
 
 class Recorder:
@@ -195,9 +199,14 @@ class Recorder:
         rule = kernels.RULES.get(cls)
         if rule is not None and not extra and not isinstance(out, tuple):
             code = rule(positional, arrays, kwargs, self.constant)
+            chosen = scratch = None
+            if isinstance(code, gemm.Product):  # checked and timed on the arrays at hand
+                chosen, scratch = gemm.choose(code, out, self.constant, f"v{writes[0]}")
+                code = code.code
             if code is not None:
                 lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
                 self.note(lines, writes, effect=False)
+                self.steps[-1].chosen, self.steps[-1].scratch = chosen, scratch
                 self._kernel_out(code, out, positional, arrays, kernels.OVERWRITES.get(cls, ()))
                 return out
         make_ctx = f"new({self.constant(cls)})"

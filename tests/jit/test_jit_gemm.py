@@ -1,0 +1,146 @@
+"""The orientation of the matrix products in a replayed step (``jit/gemm.py``): a product
+computed as ``(b.T @ a.T).T`` is kept only where it has the eager forward's bits on the
+recorded arrays, and the generated source says which way each big product runs and why.
+
+The oracles: the eager step (a program with every product swapped that may be ends with
+eager's losses and states, bit for bit), NumPy's own calls (a stacked product written into a
+buffer has matmul's bits), and a product made to differ by one unit in the last place, which
+must be refused. Sizes are tiny: ``gemm.BIG`` is lowered so that they are tried, and
+``gemm.MARGIN`` decides the timing's verdict (inf: the swap always wins; 0: it never does).
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from test_jit_training import assert_same_state, state, tensor_api, tiny
+
+import scratchgrad as sg
+from scratchgrad.jit import gemm, program
+from scratchgrad.nn import functional as F
+
+
+@pytest.fixture
+def sources(monkeypatch):
+    """The source of every program compiled in the test, in order."""
+    compiled = []
+    compile_program = program.compile
+
+    def compile_and_keep(*args, **kwargs):
+        replay, source = compile_program(*args, **kwargs)
+        compiled.append(source)
+        return replay, source
+
+    monkeypatch.setattr(program, "compile", compile_and_keep)
+    return compiled
+
+
+def try_every_product(monkeypatch, margin: float) -> None:
+    monkeypatch.setattr(gemm, "BIG", 0)
+    monkeypatch.setattr(gemm, "MARGIN", margin)
+
+
+def train(problem, mode: str, steps: int = 6):
+    """The losses and the final state after ``steps`` steps: ``mode`` eager, jit (the whole
+    step) or compile (the model)."""
+    model = tensor_api.build_model(sg, problem)
+    opt = tensor_api.make_optimizer(sg, problem, model.parameters())
+    net = sg.compile(model) if mode == "compile" else model
+    loss_fn = F.mse_loss if problem.loss == "mse" else F.cross_entropy
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step) if mode == "jit" else step
+    batches = [(sg.from_numpy(x), sg.from_numpy(y)) for x, y in problem.batches]
+    losses = [step(*batches[i % len(batches)]).item() for i in range(steps)]
+    return losses, state(model, opt)
+
+
+def choices(source: str) -> list[str]:
+    """The comments of the products whose orientation was chosen."""
+    return re.findall(r"# ((?:swapped|direct): .*)", source)
+
+
+@pytest.mark.parametrize("mode", ["jit", "compile"])
+@pytest.mark.parametrize("workload_id", ["W4", "W5"])
+def test_programs_with_swapped_products_equal_eager(workload_id, mode, sources, monkeypatch):
+    """W4's MLP (784-32-32-10, batch 8: its forward products and an input gradient may be
+    swapped) and W5's CNN (batch 4: its convolutions' weight gradients, stacks of one
+    matrix, and the linear layer), every product swapped wherever its bits allow."""
+    try_every_product(monkeypatch, margin=math.inf)
+    problem = tiny(workload_id)
+    eager_losses, eager_state = train(problem, "eager")
+    losses, jitted_state = train(problem, mode)
+    assert losses == eager_losses
+    assert_same_state(jitted_state, eager_state)
+    said = [c for source in sources[-2:] for c in choices(source)]  # the kept recording's
+    assert len(said) >= (3 if workload_id == "W5" else 4)
+    # swapped, or refused for its bits: nothing else may keep the direct product here
+    assert all(c.startswith("swapped:") or c.endswith("the bits differ") for c in said), said
+    if workload_id == "W5":  # the stacks' own call, matmul, with out= into buffers
+        assert "np_matmul(" in "".join(sources[-2:])
+
+
+def test_a_swap_with_other_bits_is_refused(sources, monkeypatch):
+    """A swapped product one unit in the last place away from eager's is never replayed."""
+    try_every_product(monkeypatch, margin=math.inf)
+    swapped = gemm.swapped
+
+    def one_ulp_off(*args, **kwargs):
+        result = swapped(*args, **kwargs)
+        first = result.reshape(-1)[:1]
+        first[...] = np.nextafter(first, np.inf)
+        return result
+
+    monkeypatch.setattr(gemm, "swapped", one_ulp_off)
+    problem = tiny("W4")
+    eager_losses, eager_state = train(problem, "eager")
+    losses, jitted_state = train(problem, "jit")
+    assert losses == eager_losses
+    assert_same_state(jitted_state, eager_state)
+    said = choices(sources[-1])
+    assert said and all(c == "direct: swapped, the bits differ" for c in said), said
+    assert "k_swapped" not in sources[-1]
+
+
+@pytest.mark.parametrize("margin, way", [(math.inf, "swapped"), (0.0, "direct")])
+def test_the_source_names_the_choice_and_its_timings(margin, way, sources, monkeypatch):
+    try_every_product(monkeypatch, margin)
+    train(tiny("W4"), "jit", steps=3)
+    said = choices(sources[-1])
+    timed = [c for c in said if not c.endswith("the bits differ")]
+    assert timed, said
+    for comment in timed:
+        assert re.fullmatch(rf"{way}: \d+ us direct, \d+ us swapped", comment), comment
+
+
+def test_small_products_and_short_inner_sizes_are_not_tried(sources):
+    """With the real threshold, a tiny step's products run as recorded, without a comment;
+    a weight gradient (inner size the batch, shorter than the result) is never tried."""
+    train(tiny("W4"), "jit", steps=3)
+    assert choices(sources[-1]) == []
+    assert gemm.BIG == 1 << 20
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("rows, inner, columns", [(16, 73, 196), (8, 10, 784), (3, 5, 2)])
+def test_stacked_products_into_a_buffer_have_matmuls_bits(rows, inner, columns, transpose):
+    """The kernel of a product of two stacks of one matrix (conv2d's) is matmul itself
+    with out=: into a buffer, aligned or one element off, it writes matmul's bits."""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((1, inner, rows) if transpose else (1, rows, inner))
+    x = x.astype(np.float32)
+    x = x.swapaxes(-1, -2) if transpose else x
+    y = rng.standard_normal((1, inner, columns)).astype(np.float32)
+    expected = np.matmul(x, y)
+    for offset in (0, 1):
+        memory = np.full(expected.size + 1, np.nan, np.float32)
+        out = memory[offset : offset + expected.size].reshape(expected.shape)
+        assert np.matmul(x, y, out=out) is out
+        assert out.tobytes() == expected.tobytes()
