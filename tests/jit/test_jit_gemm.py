@@ -19,6 +19,7 @@ from test_jit_training import assert_same_state, state, tensor_api, tiny
 import scratchgrad as sg
 from scratchgrad.jit import gemm, program
 from scratchgrad.nn import functional as F
+from scratchgrad.ops.matmul import MatMul
 
 
 @pytest.fixture
@@ -144,3 +145,31 @@ def test_stacked_products_into_a_buffer_have_matmuls_bits(rows, inner, columns, 
         out = memory[offset : offset + expected.size].reshape(expected.shape)
         assert np.matmul(x, y, out=out) is out
         assert out.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("transpose_x", [False, True])
+def test_stacks_of_one_matrix_replay_as_eager(transpose_x, sources, monkeypatch):
+    """A product of two stacks of one matrix (``x.mT @ y`` in one node too), its gradients
+    (stacks again) and a swap of each, jitted, equal eager's bit for bit."""
+    try_every_product(monkeypatch, margin=math.inf)
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal((1, 300, 6) if transpose_x else (1, 6, 300)).astype(np.float32)
+    y0 = rng.standard_normal((1, 300, 5)).astype(np.float32)
+
+    def step(x, y):
+        out = MatMul.apply(x, y, transpose_x=transpose_x)
+        (out * out).sum().backward()
+        return out
+
+    results = []
+    for run in (step, sg.jit(step)):
+        x, y = sg.tensor(x0, requires_grad=True), sg.tensor(y0, requires_grad=True)
+        outs = [
+            run(x, y).detach().numpy() for _ in range(4)
+        ]  # eager or eager, records twice, replays
+        results.append((outs, x.grad.numpy(), y.grad.numpy()))
+    for eager, jitted in zip(*results):
+        np.testing.assert_array_equal(np.asarray(jitted), np.asarray(eager))
+    assert "np_matmul(" in sources[-1]
+    assert (".swapaxes(-1, -2)" in sources[-1]) == transpose_x
+    assert len(choices(sources[-1])) == 1  # the forward's (the gradients' inner size is short)

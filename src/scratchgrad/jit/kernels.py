@@ -5,6 +5,8 @@ Each entry maps a Function to a rule: given the code of the call's array argumen
 themselves as recorded and the static attributes, it returns the code of one expression that
 computes exactly what ``forward`` computed (the same NumPy calls in the same order, so the same
 bits), or None where the rule does not cover the case (then the forward itself is replayed).
+A matrix product's rule returns a ``gemm.Product`` instead: that code with the two matrices,
+so the recorder may choose to replay it the other way round (see gemm.py).
 A rule may only be given for a forward whose backward reads nothing but its inputs and its
 result from ``ctx``. The code ends with ``OUT`` before its closing parenthesis, where the
 program may write ``, out=...``: a buffer kept across replays, or an input that nothing reads
@@ -97,7 +99,8 @@ def _linear(args, arrays, kwargs, constant) -> gemm.Product | None:
 def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
     (x, y), (x_code, y_code) = arrays, args
     if kwargs.get("transpose_x"):  # the forward's view
-        x, x_code = x.swapaxes(-1, -2), f"{x_code}.{'T' if x.ndim == 2 else 'mT'}"
+        x_code += ".T" if x.ndim == 2 else ".swapaxes(-1, -2)"
+        x = x.swapaxes(-1, -2)
     if _same_matrices([x, y]):
         call, a, b = xp.dot, (x_code, x), (y_code, y)
     elif all(z.ndim == 3 and len(z) == 1 for z in (x, y)) and _same_matrices([x[0], y[0]]):
