@@ -197,6 +197,24 @@ def test_unfold_and_fold_match_torch(options):
     )
 
 
+@pytest.mark.parametrize(
+    "size, options",
+    [
+        ((7, 6), dict(kernel_size=3, padding=1)),  # the centre reaches every pixel: a copy
+        ((1, 5), dict(kernel_size=2, padding=1, stride=2)),  # offset 0's rows: all padding
+        ((3, 4), dict(kernel_size=3, padding=2)),  # windows wholly in the padding
+    ],
+    ids=str,
+)
+def test_fold_where_windows_reach_into_the_padding(size, options):
+    """Fold adds each kernel offset's entries only where they land in the image."""
+    torch_cols = TF.unfold(torch.zeros(1, 2, *size), **options)
+    cols = np.random.default_rng(7).standard_normal((2, *torch_cols.shape[1:]))
+    check_against_torch(
+        lambda t: F.fold(t, size, **options), lambda t: TF.fold(t, size, **options), [cols]
+    )
+
+
 # ---- second derivatives ----------------------------------------------------------------------
 # gradcheck and gradgradcheck: the op table's conv1d, conv2d, unfold and fold rows (test_ops.py)
 
