@@ -215,15 +215,15 @@ def fold(cls, values, batched, kwargs):
 def spread(cls, values, batched, kwargs):
     """Max pooling's gradient: the window dims shifted, the batch dim prefixed to the shape.
     vmap reaches it through a ``vjp_fn`` taken outside vmap, so the winners are one set
-    repeated for every member (a view, stride 0): ``strides``, which only orders the result's
-    dims in memory, puts the batch dim innermost as the winners have it, so that Spread's
-    passes meet one layout."""
+    repeated for every member (a view, stride 0), the batch dim put after their offset dim:
+    ``strides``, which only orders the result's dims in memory, puts the batch dim innermost
+    as the winners have it, so that Spread's passes meet one layout."""
     size = batch_size(values, batched)
-    x, *winners = (v if b else at_front(v, size) for v, b in zip(values, batched))
+    x, winners = (v if b else at_front(v, size) for v, b in zip(values, batched))
     strides = kwargs["strides"]
     return cls.apply(
         x,
-        *winners,
+        winners.movedim(0, 1),
         dims=_shifted(kwargs["dims"], len(strides)),
         shape=(size, *kwargs["shape"]),
         strides=(0, *strides),

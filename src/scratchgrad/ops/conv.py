@@ -190,8 +190,8 @@ class MaxOver(Function):
     The window dims are short, so the work loops over window offsets, one whole-batch array
     operation each. It first copies ``x`` window offset first (one pass): in the batch-last
     layout an offset's entries are runs of N numbers apart, and the passes below then run over
-    one contiguous row per offset instead (about three times faster each). ``winners[k]``
-    marks where offset ``k`` holds its window's maximum.
+    one contiguous row per offset instead (about three times faster each). The winners are
+    one bool array: ``winners[k]`` marks where offset ``k`` holds its window's maximum.
     """
 
     @staticmethod
@@ -216,52 +216,49 @@ class MaxOver(Function):
             xp.copyto(marks, nan_marks[::-1], where=nan)
         if xp.count_nonzero(marks) != out.size:
             _keep_first(list(marks))
-        ctx.save_for_backward(*marks)
+        ctx.save_for_backward(marks)
         return out if out.dtype == x.dtype else cast(out, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
+        (winners,) = ctx.saved_tensors
         return Spread.apply(
-            grad, *ctx.saved_tensors, dims=ctx.dims, shape=ctx.in_shape, strides=ctx.in_strides
+            grad, winners, dims=ctx.dims, shape=ctx.in_shape, strides=ctx.in_strides
         )
 
 
 class Spread(Function):
     """Put ``x`` at each window's winner and zeros elsewhere: the gradient of ``MaxOver``.
 
-    ``winners`` (one bool array per window offset) marks one entry per window. The result is
-    laid out in memory like the strides given (those of ``MaxOver``'s input), which keeps the
-    views of its window offsets as contiguous as they were there.
+    ``winners`` (bool, ``(K, *x.shape)``: a row per window offset, in row-major order over
+    ``dims``) marks one entry per window. The result is laid out in memory like the strides
+    given (those of ``MaxOver``'s input), which keeps the views of its window offsets as
+    contiguous as they were there; one call fills all the offsets.
     """
 
     @staticmethod
-    def forward(ctx, x, *winners, dims, shape, strides):
-        ctx.save_for_backward(*winners)
+    def forward(ctx, x, winners, dims, shape, strides):
+        ctx.save_for_backward(winners)
         ctx.dims = dims
         xp = namespace(x)
         out = _empty_like_strides(xp, shape, strides, x.dtype)
-        like = winners[0]
-        if _memory_order(x.strides) != _memory_order(like.strides):
+        if _memory_order(x.strides) != _memory_order(winners[0].strides):
             # one copy into the winners' layout first: mixed layouts make every pass crawl
-            x = _copy_like_strides(x, like.strides)
-        # each offset's share into a contiguous row (as MaxOver's rows), then ONE copy puts the
-        # rows in place: writing each offset's entries straight into ``out`` crawls over runs
-        # of N numbers (batch-last windows)
-        rows = _stacked(xp, len(winners), like.shape, _memory_order(like.strides), x.dtype)
-        for winner, row in zip(winners, rows):
-            keep_where(winner, x, out=row)
+            x = _copy_like_strides(x, winners[0].strides)
         window = [shape[d] for d in dims]
         rest = [d for d in range(len(shape)) if d not in dims]
-        xp.copyto(out.transpose(*dims, *rest), rows.reshape(*window, *like.shape))
+        # the offsets cover every entry once: out is written whole
+        keep_where(winners.reshape(*window, *x.shape), x, out=out.transpose(*dims, *rest))
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        (winners,) = ctx.saved_tensors
         picked = None
-        for index, winner in zip(window_offsets(grad.shape, ctx.dims), ctx.saved_tensors):
-            term = Where.apply(winner, grad[index], 0.0)
+        for k, index in enumerate(window_offsets(grad.shape, ctx.dims)):
+            term = Where.apply(winners[k], grad[index], 0.0)
             picked = term if picked is None else picked + term
-        return (picked,) + (None,) * len(ctx.saved_tensors)
+        return picked, None
 
 
 def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
