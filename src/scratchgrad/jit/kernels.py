@@ -60,6 +60,7 @@ NAMES = {
     "k_swapped": gemm.swapped,
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
+    "k_relu": unary.relu,
 }
 
 
@@ -129,8 +130,10 @@ def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
     return f"k_tanh_grad({args[0]}, {args[1]}{OUT})"
 
 
-def _relu(args, arrays, kwargs, constant) -> str:
-    return f"np_maximum({args[0]}, 0{OUT})"
+def _relu(args, arrays, kwargs, constant) -> str | None:
+    if accumulation_dtype(arrays[0].dtype):
+        return f"np_maximum({args[0]}, 0{OUT})"  # a maximum is exact in 16 bits too
+    return f"k_relu({args[0]}{OUT})"
 
 
 def _where(args, arrays, kwargs, constant) -> str | None:

@@ -1,5 +1,8 @@
 """Elementwise unary primitives."""
 
+import functools
+from typing import Any
+
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import (
     accumulation_dtype,
@@ -106,9 +109,8 @@ class Sigmoid(Function):
 class Relu(Function):
     @staticmethod
     def forward(ctx, x):
-        maximum = (xp if type(x) is ndarray else namespace(x)).maximum
         # 16 bits: computed in float32, exact there and several times faster
-        out = maximum(x, 0) if accumulation_dtype(x.dtype) is None else in_float32(maximum, x, 0)
+        out = relu(x) if accumulation_dtype(x.dtype) is None else in_float32(relu, x)
         ctx.save_for_backward(out)
         return out
 
@@ -117,6 +119,58 @@ class Relu(Function):
         (out,) = ctx.saved_tensors
         # PyTorch's threshold_backward: the gradient where out > 0, else 0 (also for a NaN)
         return Where.apply(out > 0, grad, 0.0)
+
+
+# Below this many entries a ReLU is ``maximum(x, 0)`` as it is: the rows cost more than they save.
+_RELU_ROWS_FROM = 1 << 14
+_RELU_ROW = 1 << 13
+
+
+def relu(x: Any, out: Any = None) -> Any:
+    """``maximum(x, 0)`` bit for bit (NaN kept, -0.0 made +0.0), into ``out`` if given (laid
+    out as ``x``, or over ``x`` itself). NumPy's maximum with a number takes a path about 2.5
+    times slower than with two arrays (148 against 58 us for 401,408 float32, measured), so a
+    large ``x`` meets a row of zeros instead: seen in memory order, it is rows of 8192 entries
+    and a shorter last row.
+
+    >>> import numpy
+    >>> relu(numpy.array([-1.0, numpy.nan, 2.0]))
+    array([ 0., nan,  2.])
+    """
+    module = xp if type(x) is ndarray else namespace(x)
+    flat = _in_memory_order(x) if x.size >= _RELU_ROWS_FROM else None
+    if out is None and flat is not None:
+        out = module.empty_like(x)  # x's layout, as maximum's own result
+    flat_out = None if flat is None or out.strides != x.strides else _in_memory_order(out)
+    if flat_out is None:
+        return module.maximum(x, 0, out=out)
+    zeros = _zeros(_RELU_ROW, x.dtype, module)
+    whole = flat.size - flat.size % _RELU_ROW
+    module.maximum(
+        flat[:whole].reshape(-1, _RELU_ROW), zeros, out=flat_out[:whole].reshape(-1, _RELU_ROW)
+    )
+    if whole < flat.size:
+        module.maximum(flat[whole:], zeros[: flat.size - whole], out=flat_out[whole:])
+    return out
+
+
+def _in_memory_order(x: Any) -> Any:
+    """``x``'s entries as a 1-d view in the order they lie in memory, if they fill one block
+    (C order up to a permutation of the dims); else None."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    order = sorted(range(x.ndim), key=lambda d: -abs(x.strides[d]))
+    block = x.transpose(order)
+    return block.reshape(-1) if block.flags.c_contiguous else None
+
+
+@functools.lru_cache(maxsize=16)
+def _zeros(n: int, dtype, module=xp):
+    """A read-only row of ``n`` zeros, kept (see ``reduce._ones``)."""
+    zeros = module.zeros(n, dtype)
+    if hasattr(zeros.flags, "writeable"):
+        zeros.flags.writeable = False
+    return zeros
 
 
 class Sqrt(Function):
