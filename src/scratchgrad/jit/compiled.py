@@ -390,27 +390,31 @@ def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tu
     made: list[Tensor] = []
     argument = {id(t): i for i, t in enumerate(tensors)}
     argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
+    return made, _rebuild(result, argument, recorder.number, made)
 
-    def plan(node: Any) -> Callable:
-        if isinstance(node, Tensor):
-            index = argument.get(id(node))
-            if index is not None:
-                return lambda new, call: call[index]
-            if id(node.array) not in recorder.number:
-                return lambda new, call: node
-            position = len(made)
-            made.append(node)
-            return lambda new, call: new[position]
-        if type(node) in (tuple, list, dict):
-            items = node.items() if type(node) is dict else enumerate(node)
-            parts = [(key, plan(value)) for key, value in items]
-            if type(node) is dict:
-                return lambda new, call: {key: part(new, call) for key, part in parts}
-            kind = type(node)
-            return lambda new, call: kind(part(new, call) for _, part in parts)
-        return lambda new, call: node
 
-    return made, plan(result)
+def _rebuild(node: Any, argument: dict, number: dict, made: list) -> Callable:
+    """``build`` (see ``_outputs``) for ``node``; ``argument``: id(tensor) -> its index in the
+    call's tensors, ``number``: the recorder's value numbers. A module function, not a
+    closure calling itself: that closure would be a reference cycle keeping the recorder
+    alive until the cycle collector runs."""
+    if isinstance(node, Tensor):
+        index = argument.get(id(node))
+        if index is not None:
+            return lambda new, call: call[index]
+        if id(node.array) not in number:
+            return lambda new, call: node
+        position = len(made)
+        made.append(node)
+        return lambda new, call: new[position]
+    if type(node) in (tuple, list, dict):
+        items = node.items() if type(node) is dict else enumerate(node)
+        parts = [(key, _rebuild(value, argument, number, made)) for key, value in items]
+        if type(node) is dict:
+            return lambda new, call: {key: part(new, call) for key, part in parts}
+        kind = type(node)
+        return lambda new, call: kind(part(new, call) for _, part in parts)
+    return lambda new, call: node
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:

@@ -11,6 +11,7 @@ so in-place updates of it are seen by later replays.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -101,7 +102,7 @@ class Recorder:
         self.memory.append(self._memory_of(array))
         # Not kept alive (the step's memory stays eager's): once it dies, its id may name
         # another array, which must not be taken for this value.
-        self._watch.append(_watch(array, lambda _: _forget(self.number, key, number)))
+        self._watch.append(_watch(array, functools.partial(_forget, self.number, key, number)))
         return number
 
     def input(self, array: Any) -> int:
@@ -117,7 +118,7 @@ class Recorder:
         memory = self._owners.get(key)
         if memory is None:
             memory = self._owners[key] = len(self._watch)  # any number not given before
-            self._watch.append(_watch(array, lambda _: _forget(self._owners, key, memory)))
+            self._watch.append(_watch(array, functools.partial(_forget, self._owners, key, memory)))
         return memory
 
     def constant(self, obj: Any) -> str:
@@ -336,15 +337,18 @@ def _as_saved_array(ctx: Any, out: Any) -> Any:
 
 def _watch(array: Any, callback: Callable) -> Any:
     """A weak reference to ``array`` calling ``callback`` when it dies; a NumPy scalar (which
-    takes no weak references) is kept alive instead."""
+    takes no weak references) is kept alive instead. The callback must not reference the
+    recorder (which holds the weak reference): in that cycle a dropped recording, its lines
+    and its generated updates would wait for the cycle collector, piling up in memory."""
     try:
         return weakref.ref(array, callback)
     except TypeError:
         return array
 
 
-def _forget(table: dict, key: int, entry: int) -> None:
-    """Drop ``table[key]`` if it is still ``entry`` (the array behind the id died)."""
+def _forget(table: dict, key: int, entry: int, _dead: Any = None) -> None:
+    """Drop ``table[key]`` if it is still ``entry`` (the array behind the id died; ``_dead``
+    is its weak reference)."""
     if table.get(key) == entry:
         del table[key]
 

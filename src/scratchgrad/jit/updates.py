@@ -47,7 +47,7 @@ class Update:
     def __init__(self, optimizer: Optimizer, source: str, namespace: dict[str, Any]) -> None:
         self.optimizer, self.source = optimizer, source
         exec(source, namespace)  # noqa: S102  (the code is ours, written below)
-        self.run = namespace["run"]
+        self.run = namespace.pop("run")  # (the function keeps the namespace, not a cycle)
         # the memory its temporaries take, which the program lends it (``scratch.place``)
         # before the first replay: the memory of intermediates that are dead by then
         self.scratch: _Scratch | None = None
