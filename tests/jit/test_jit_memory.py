@@ -6,6 +6,7 @@ found: a recording dropped by reference counting leaves it none) and eager calls
 
 import gc
 
+import numpy as np
 import pytest
 
 import scratchgrad as sg
@@ -66,3 +67,19 @@ def test_recordings_leave_nothing_to_the_cycle_collector(make_step, without_cycl
     for _ in range(5):  # eager, record, record again and compare, replay twice
         step(x, y)
     assert gc.collect() == 0
+
+
+def test_constants_of_two_recordings_are_compared_bit_for_bit():
+    """A constant computed outside scratchgrad's ops from tensor data is 0.0 on one
+    recording and -0.0 on the other: equal numbers, but a replay freezing either would not
+    give eager's bits (here the sign of the product), so the third call raises."""
+
+    @sg.jit
+    def scaled(x):
+        zero = sg.from_numpy(np.asarray(x.detach()) * 0.0)  # NumPy: a constant to the recorder
+        return x * zero
+
+    scaled(sg.tensor([1.0]))
+    scaled(sg.tensor([1.0]))
+    with pytest.raises(sg.JitError, match="different constant"):
+        scaled(sg.tensor([-1.0]))
