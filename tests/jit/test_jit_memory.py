@@ -5,12 +5,15 @@ found: a recording dropped by reference counting leaves it none) and eager calls
 """
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
+from scratchgrad.autograd import capture_hook
+from scratchgrad.jit import program, updates
 
 
 @pytest.fixture
@@ -83,3 +86,35 @@ def test_constants_of_two_recordings_are_compared_bit_for_bit():
     scaled(sg.tensor([1.0]))
     with pytest.raises(sg.JitError, match="different constant"):
         scaled(sg.tensor([-1.0]))
+
+
+def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatch):
+    """Python's compiler takes a few hundred KB while it runs (more than a small step's
+    arrays): the first recording, only compared with the second, is never compiled, and the
+    second is compiled (its program and its optimizer update) after its step has run and the
+    first recording is freed, not while the step's arrays and the recorder's tables are
+    alive."""
+    compiled = []
+    first = []
+
+    def spy(compile_function):
+        def spied(*args, **kwargs):
+            alive = first[0]() is not None if first else None
+            compiled.append((compile_function.__name__, capture_hook.recorder is None, alive))
+            return compile_function(*args, **kwargs)
+
+        return spied
+
+    monkeypatch.setattr(program, "compile", spy(program.compile))
+    monkeypatch.setattr(updates.Update, "compile", spy(updates.Update.compile))
+    step = _jitted_step()
+    x, y = sg.randn(5, 6), sg.randint(0, 3, (5,))
+    step(x, y)
+    step(x, y)  # the first recording
+    assert compiled == []
+    first.append(weakref.ref(next(iter(step.recordings.values()))[0]))
+    for _ in range(3):  # the second recording, compiled; two replays
+        step(x, y)
+    # the program, then the two updates it calls (zero_grad, step): outside the step, with
+    # the first recording freed
+    assert compiled == [("compile", True, False)] * 3

@@ -19,7 +19,7 @@ from typing import Any
 from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
-from scratchgrad.jit import kernels, program
+from scratchgrad.jit import kernels, program, updates
 from scratchgrad.jit.recorder import Capturing, JitError, Recorder
 from scratchgrad.tensor import Tensor
 
@@ -28,17 +28,27 @@ _make = Tensor._make
 
 class Recording:
     """One program and what it needs to be replayed: the modules whose train/eval mode it
-    assumed, and how to rebuild the returned structure from its output arrays."""
+    assumed, and how to rebuild the returned structure from its output arrays. Made with
+    no program: ``compile`` makes it once the recording is checked (see ``Jitted.__call__``)."""
 
-    def __init__(
-        self, replay: Callable, source: str, modules: list, build: Callable, recorder: Recorder
-    ) -> None:
-        self.replay, self.source, self.build = replay, source, build
+    def __init__(self, recorder: Recorder, build: Callable) -> None:
+        self.replay: Callable | None = None
+        self.source: str | None = None
+        self.build = build
         self.constants, self.places = recorder.constants, recorder.places
         self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
-        self.modules = modules
-        self.training = [m.training for m in modules]
+        self.modules = list({id(m): m for m in recorder.modules}.values())
+        self.training = [m.training for m in self.modules]
+
+    def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
+        """Make the program (its buffers cut from ``arena``) and the optimizer updates it
+        calls; the recorded lines, only needed for the check, are let go."""
+        self.replay, self.source = program.compile(recorder, inputs, returned, arena)
+        for constant in self.constants.values():
+            if isinstance(constant, updates.Update):
+                constant.compile()
+        self.calls, self.checked = [], True
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then."""
@@ -77,23 +87,31 @@ class Jitted:
         tensors, key = _signature(args, kwargs)
         key = (key, _state.enabled, autocast.state.dtype)  # autocast: other casts
         recordings = self.recordings.get(key, [])
-        for index, recording in enumerate(recordings):
+        for recording in recordings:
             if recording.matches():
-                if recording.checked:
-                    return recording.build(recording.replay([t.array for t in tensors], tensors))
-                # Recorded once: record again and compare, so that a value computed in Python
-                # from tensor data (frozen into a recording) is caught, not replayed.
-                result, again = self._record(tensors, args, kwargs)
-                _check_same(recording, again, self.__name__)
-                again.checked, recordings[index] = True, again
-                return result
-        if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
-            return self.fn(*args, **kwargs)
-        result, recording = self._record(tensors, args, kwargs)
-        self.recordings.setdefault(key, []).append(recording)
+                break
+        else:  # a new signature or mode
+            if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
+                return self.fn(*args, **kwargs)
+            result, recording, _ = self._record(tensors, args, kwargs)  # to compare, not run
+            self.recordings.setdefault(key, []).append(recording)
+            return result
+        if recording.checked:
+            return recording.build(recording.replay([t.array for t in tensors], tensors))
+        # Recorded once: record again and compare, so that a value computed in Python from
+        # tensor data (frozen into a recording) is caught, not replayed.
+        result, again, compile_again = self._record(tensors, args, kwargs)
+        _check_same(recording, again, self.__name__)
+        # Compiled now, with the first recording freed and the step's arrays too: Python's
+        # compiler takes a few hundred KB while it runs.
+        recordings[recordings.index(recording)] = again
+        del recording
+        compile_again()
         return result
 
-    def _record(self, tensors: list, args: tuple, kwargs: dict) -> tuple[Any, Recording]:
+    def _record(self, tensors: list, args: tuple, kwargs: dict) -> tuple[Any, Recording, Callable]:
+        """Call the function under a recorder: its result, its recording (no program yet),
+        and the call compiling it (which keeps the recorder until it is called or dropped)."""
         recorder = Recorder(self.__name__)
         inputs = []
         for index, t in enumerate(tensors):
@@ -104,9 +122,9 @@ class Jitted:
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
         returned, build = _outputs(result, recorder)
-        replay, source = program.compile(recorder, inputs, returned, self.arena)
-        modules = list({id(m): m for m in recorder.modules}.values())
-        return result, Recording(replay, source, modules, build, recorder)
+        recording = Recording(recorder, build)
+        compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
+        return result, recording, compile
 
 
 def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:

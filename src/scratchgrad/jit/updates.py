@@ -45,12 +45,24 @@ class Update:
     the same optimizer (the jit compares its two recordings' constants)."""
 
     def __init__(self, optimizer: Optimizer, source: str, namespace: dict[str, Any]) -> None:
-        self.optimizer, self.source = optimizer, source
-        exec(source, namespace)  # noqa: S102  (the code is ours, written below)
-        self.run = namespace.pop("run")  # (the function keeps the namespace, not a cycle)
+        self.optimizer, self.source, self.namespace = optimizer, source, namespace
         # the memory its temporaries take, which the program lends it (``scratch.place``)
         # before the first replay: the memory of intermediates that are dead by then
         self.scratch: _Scratch | None = None
+
+    def compile(self) -> None:
+        """Make ``run`` the generated function. Not done while the step records: Python's
+        compiler takes a few hundred KB while it runs, which need not add to the step's
+        memory at its peak, and a recording that is recorded again is dropped unused
+        (``jit`` compiles a recording's updates with its program, once it is checked)."""
+        if "run" not in vars(self):
+            exec(self.source, self.namespace)  # noqa: S102  (the code is ours, written below)
+            self.run = self.namespace.pop("run")  # (it keeps the namespace: not a cycle)
+
+    def run(self, *args: Any) -> Any:
+        """What the optimizer's call does (see ``compile``, which replaces this method)."""
+        self.compile()
+        return self.run(*args)
 
     def __eq__(self, other: object) -> bool:
         return (
