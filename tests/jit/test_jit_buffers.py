@@ -240,3 +240,61 @@ def test_a_0d_comparison_is_replayed_not_frozen():
     for value in [1.0, 2.0, -1.0, 3.0, -2.0, 0.5]:
         x = sg.tensor(value, requires_grad=True)
         assert jitted(x).item() == gradient(x).item() == (3.0 if value > 0 else 0.0)
+
+
+def cnn(seed=0):
+    """W5's network at a small size: batch-last images through conv, ReLU and max pooling."""
+    sg.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 3),
+    )
+
+
+def test_a_cnn_step_writes_windows_relu_and_pooling_gradients_into_buffers():
+    """Convolution's windows (Unfold, Fold), ReLU and max pooling's gradient (Spread) replay
+    as kernels writing into the arena, in the layout eager gives their results (batch last,
+    seen batch first: not C order), and the jitted steps end with eager's state bit for bit.
+    (16x16 images, batch 8: the first ReLU has 16,384 entries, as large as takes rows.)"""
+    model_e, model_j = cnn(), cnn()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
+
+    def step(model, opt):
+        def run(x, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return run
+
+    eager, jitted = step(model_e, opt_e), sg.jit(step(model_j, opt_j))
+    rng = np.random.default_rng(2)
+    for _ in range(6):
+        x = sg.tensor(rng.standard_normal((8, 1, 16, 16)), dtype=sg.float32)
+        y = sg.tensor(rng.integers(0, 3, 8))
+        assert jitted(x, y).item() == eager(x, y).item()
+    for p_e, p_j in zip(model_e.parameters(), model_j.parameters()):
+        np.testing.assert_array_equal(p_j.detach().numpy(), p_e.detach().numpy())
+        np.testing.assert_array_equal(p_j.grad.numpy(), p_e.grad.numpy())
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    buffers = recording.replay.__globals__
+    for kernel, permuted in [
+        ("k_unfold", False),
+        ("k_relu", True),
+        ("k_fold", True),
+        ("k_spread", True),
+    ]:
+        lines = [line for line in recording.source.splitlines() if f"= {kernel}(" in line]
+        assert lines and all("out=b" in line for line in lines), kernel
+        for line in lines:
+            buffer = buffers[line.rsplit("out=", 1)[1].rstrip(")")]
+            assert buffer.flags.c_contiguous != permuted, (kernel, buffer.strides)

@@ -23,7 +23,7 @@ from typing import Any
 
 from scratchgrad.backend import accumulation_dtype, keep_where, xp
 from scratchgrad.jit import gemm
-from scratchgrad.ops import binary, fused, matmul, reduce, unary
+from scratchgrad.ops import binary, conv, fused, matmul, reduce, unary
 
 
 def linear(x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
@@ -61,6 +61,9 @@ NAMES = {
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
     "k_relu": unary.relu,
+    "k_unfold": conv.unfold,
+    "k_fold": conv.fold,
+    "k_spread": conv.spread,
 }
 
 
@@ -144,6 +147,43 @@ def _where(args, arrays, kwargs, constant) -> str | None:
     return None
 
 
+def _static(kwargs: dict, constant: Callable) -> str:
+    """The code of keyword arguments: numbers and tuples of them as literals, others as
+    constants (``-inf`` has no literal)."""
+    return ", ".join(
+        f"{key}={value!r}" if _literal(value) else f"{key}={constant(value)}"
+        for key, value in kwargs.items()
+    )
+
+
+def _literal(value: Any) -> bool:
+    if type(value) is tuple:
+        return all(_literal(v) for v in value)
+    return value is None or type(value) in (bool, int)
+
+
+# Convolution's windows (ops/conv.py): the forward without its checks, into a buffer. Unfold's
+# rule only for columns with rows of ones (a convolution's bias), which are always a new array
+# (without them a 1x1 kernel gives a view of the input); Fold's not for 16-bit columns (they
+# add up in float32 first).
+
+
+def _unfold(args, arrays, kwargs, constant) -> str | None:
+    if not kwargs.get("ones_rows"):
+        return None
+    return f"k_unfold({args[0]}, {_static(kwargs, constant)}{OUT})"
+
+
+def _fold(args, arrays, kwargs, constant) -> str | None:
+    if accumulation_dtype(arrays[0].dtype):
+        return None
+    return f"k_fold({args[0]}, {_static(kwargs, constant)}{OUT})"
+
+
+def _spread(args, arrays, kwargs, constant) -> str:
+    return f"k_spread({args[0]}, {args[1]}, {_static(kwargs, constant)}{OUT})"
+
+
 RULES: dict[type, Callable[..., str | None]] = {
     binary.Add: _ufunc("np_add"),
     binary.Sub: _ufunc("np_subtract"),
@@ -159,6 +199,9 @@ RULES: dict[type, Callable[..., str | None]] = {
     matmul.MatMul: _matmul,
     reduce.SumToSize: _sum_to_size,
     binary.Where: _where,
+    conv.Unfold: _unfold,
+    conv.Fold: _fold,
+    conv.Spread: _spread,
 }
 
 # The inputs (by position) a rule's result may overwrite; the others never (a product's

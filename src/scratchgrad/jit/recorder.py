@@ -48,8 +48,10 @@ class Step:
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
         # for a kernel whose code takes an out= (see kernels.OUT): the inputs its result could
-        # overwrite, and the (shape, dtype) of a C-ordered buffer that could hold the result
-        # as the call would lay it out (None: the program lets the call allocate it)
+        # overwrite, and the (shape, dtype, order) of a buffer that could hold the result as
+        # the call would lay it out: one block, its dims in memory in ``order``, outermost
+        # first (C order, or a permutation of it: the batch-last images of convolutions seen
+        # batch first). None: the program lets the call allocate it
         self.reusable: list[int] = []
         self.layout: tuple | None = None
         # what asks for scratch memory while the step runs (an optimizer's generated update,
@@ -236,8 +238,9 @@ class Recorder:
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
         ]
-        if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
-            step.layout = (out.shape, out.dtype)
+        order = _block_order(out) if out.ndim else None  # (a 0-d result: a NumPy scalar)
+        if order is not None:
+            step.layout = (out.shape, out.dtype, order)
 
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` (an array call made outside ``Function.forward``: an in-place
@@ -317,6 +320,15 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
+
+
+def _block_order(array: Any) -> tuple | None:
+    """The dims of ``array`` from the outermost in memory to the innermost, if its entries fill
+    one block in that order (C order up to a permutation of the dims); else None."""
+    if array.flags.c_contiguous:
+        return tuple(range(array.ndim))
+    order = tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
+    return order if array.transpose(order).flags.c_contiguous else None
 
 
 def _as_saved_array(ctx: Any, out: Any) -> Any:

@@ -17,6 +17,7 @@ Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_si
 ``dilation`` and ``stride`` are ``(h, w)`` pairs, ``padding`` is ``((top, bottom), (left, right))``.
 """
 
+import functools
 import itertools
 import math
 
@@ -74,40 +75,22 @@ class Unfold(Function):
 
     @staticmethod
     def forward(ctx, x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
-        xp = namespace(x)
-        n, c, h, w = x.shape
-        padded_size = _padded_shape((h, w), padding)
+        padded_size = _padded_shape(x.shape[2:], padding)
         span = tuple(d * (k - 1) + 1 for k, d in zip(kernel_size, dilation))
         if any(s > p for s, p in zip(span, padded_size)):
             raise ValueError(
                 f"unfold: the kernel {kernel_size} with dilation {dilation} spans {span}, more "
                 f"than the padded input {padded_size}"
             )
-        x = x.transpose(1, 2, 3, 0)  # batch last: a view, contiguous if x came from here
-        if padded_size != (h, w):
-            (top, _), (left, _) = padding
-            padded = xp.full((c, *padded_size, n), value, x.dtype)
-            padded[:, top : top + h, left : left + w] = x  # pads and, if needed, moves N last
-            x = padded
-        elif not x.flags.c_contiguous:
-            x = xp.ascontiguousarray(x)
         ctx.geometry = dict(
-            output_size=(h, w),
+            output_size=x.shape[2:],
             kernel_size=kernel_size,
             dilation=dilation,
             padding=padding,
             stride=stride,
         )
         ctx.ones_rows = ones_rows
-        windows = _windows(x, kernel_size, dilation, stride)
-        _, kh, kw, oh, ow, _ = windows.shape
-        if not ones_rows:
-            return windows.reshape(c * kh * kw, oh * ow * n)  # the one copy (a view for 1x1)
-        out = xp.empty((ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n), x.dtype)
-        out[:, -1] = 1
-        grouped = (ones_rows, c // ones_rows, kh, kw, oh, ow, n)
-        out[:, :-1].reshape(grouped)[...] = windows.reshape(grouped)  # both views: one copy
-        return out.reshape(-1, oh * ow * n)
+        return unfold(x, kernel_size, dilation, padding, stride, value, ones_rows)
 
     @staticmethod
     def backward(ctx, grad):
@@ -115,6 +98,31 @@ class Unfold(Function):
             grouped = grad.reshape(ctx.ones_rows, -1, grad.shape[1])
             grad = grouped[:, :-1].reshape(-1, grad.shape[1])
         return Fold.apply(grad, **ctx.geometry)
+
+
+def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0, out=None):
+    """``Unfold``'s forward, without its checks; with ``ones_rows``, into ``out`` if given."""
+    xp = namespace(x)
+    n, c, h, w = x.shape
+    padded_size = _padded_shape((h, w), padding)
+    x = x.transpose(1, 2, 3, 0)  # batch last: a view, contiguous if x came from here
+    if padded_size != (h, w):
+        (top, _), (left, _) = padding
+        padded = xp.full((c, *padded_size, n), value, x.dtype)
+        padded[:, top : top + h, left : left + w] = x  # pads and, if needed, moves N last
+        x = padded
+    elif not x.flags.c_contiguous:
+        x = xp.ascontiguousarray(x)
+    windows = _windows(x, kernel_size, dilation, stride)
+    _, kh, kw, oh, ow, _ = windows.shape
+    if not ones_rows:
+        return windows.reshape(c * kh * kw, oh * ow * n)  # the one copy (a view for 1x1)
+    shape = (ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n)
+    out = xp.empty(shape, x.dtype) if out is None else out.reshape(shape)
+    out[:, -1] = 1
+    grouped = (ones_rows, c // ones_rows, kh, kw, oh, ow, n)
+    out[:, :-1].reshape(grouped)[...] = windows.reshape(grouped)  # both views: one copy
+    return out.reshape(-1, oh * ow * n)
 
 
 class Fold(Function):
@@ -128,57 +136,88 @@ class Fold(Function):
 
     @staticmethod
     def forward(ctx, cols, output_size, kernel_size, dilation, padding, stride):
-        (h, w), (kh, kw) = output_size, kernel_size
+        (kh, kw), windows = (
+            kernel_size,
+            _window_count(output_size, kernel_size, dilation, padding, stride),
+        )
         rows, count = cols.shape
-        padded_size = _padded_shape(output_size, padding)
-        out_size = [
-            (p - d * (k - 1) - 1) // s + 1
-            for p, k, d, s in zip(padded_size, kernel_size, dilation, stride)
-        ]
-        if rows % (kh * kw) or count % (out_size[0] * out_size[1]):
+        if rows % (kh * kw) or count % (windows[0] * windows[1]):
             raise ValueError(
                 f"fold: columns of shape {cols.shape} do not match {kh}x{kw} windows over an "
-                f"output of size {output_size} ({out_size[0] * out_size[1]} windows per image)"
+                f"output of size {output_size} ({windows[0] * windows[1]} windows per image)"
             )
-        n = count // (out_size[0] * out_size[1])
-        dtype, xp = cols.dtype, namespace(cols)
-        wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
-        cols = widened(cols).reshape(-1, kh, kw, *out_size, n)
-        (top, _), (left, _) = padding
-        reached = {}  # kernel offset -> the part of the image its windows reach, and from where
-        for i, j in itertools.product(range(kh), range(kw)):
-            (rows_in, from_rows), (columns_in, from_columns) = (
-                _inside(size, before, k * d, s, count)
-                for size, before, k, d, s, count in zip(
-                    output_size, (top, left), (i, j), dilation, stride, out_size
-                )
-            )
-            if rows_in is not None and columns_in is not None:
-                reached[i, j] = (rows_in, columns_in), (from_rows, from_columns)
-        whole = (slice(0, h, 1), slice(0, w, 1))
-        # an offset that reaches every pixel (the centre of a "same" convolution) starts the
-        # sum as a copy: no zeros to write, and one strided add less
-        first = next((k for k, (part, _) in reached.items() if part == whole), None)
-        if first is None:
-            out = xp.zeros((rows // (kh * kw), h, w, n), wide or dtype)
-        else:
-            out = xp.empty((rows // (kh * kw), h, w, n), wide or dtype)
-            _, (from_rows, from_columns) = reached.pop(first)
-            xp.copyto(out, cols[:, first[0], first[1], from_rows, from_columns])
-        for (i, j), ((rows_in, columns_in), (from_rows, from_columns)) in reached.items():
-            target = out[:, rows_in, columns_in]
-            # add(out=), not +=: ``target += ...`` would also copy the sum onto itself
-            xp.add(target, cols[:, i, j, from_rows, from_columns], out=target)
         ctx.geometry = dict(
             kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride
         )
-        if wide is not None:
-            out = cast(out, dtype)
-        return out.transpose(3, 0, 1, 2)
+        return fold(cols, output_size, kernel_size, dilation, padding, stride)
 
     @staticmethod
     def backward(ctx, grad):
         return Unfold.apply(grad, **ctx.geometry)
+
+
+def fold(cols, output_size, kernel_size, dilation, padding, stride, out=None):
+    """``Fold``'s forward, without its checks; into ``out`` if given (not for 16-bit columns):
+    ``(N, C, H, W)`` stored batch last, as the result."""
+    (h, w), (kh, kw) = output_size, kernel_size
+    windows = _window_count(output_size, kernel_size, dilation, padding, stride)
+    first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
+    n = cols.shape[1] // (windows[0] * windows[1])
+    dtype, xp = cols.dtype, namespace(cols)
+    wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
+    cols = widened(cols).reshape(-1, kh, kw, *windows, n)
+    shape = (cols.shape[0], h, w, n)
+    if out is not None:
+        image = out.transpose(1, 2, 3, 0)
+        if first is None:
+            image[...] = 0
+    else:
+        image = (xp.zeros if first is None else xp.empty)(shape, wide or dtype)
+    if first is not None:  # an offset whose windows reach every pixel: the sum starts as a copy
+        offset, (from_rows, from_columns) = first
+        xp.copyto(image, cols[:, offset[0], offset[1], from_rows, from_columns])
+    for (i, j), (rows_in, columns_in), (from_rows, from_columns) in adds:
+        target = image[:, rows_in, columns_in]
+        # add(out=), not +=: ``target += ...`` would also copy the sum onto itself
+        xp.add(target, cols[:, i, j, from_rows, from_columns], out=target)
+    if wide is not None:
+        image = cast(image, dtype)
+    return image.transpose(3, 0, 1, 2)
+
+
+def _window_count(size, kernel_size, dilation, padding, stride) -> tuple[int, int]:
+    """How many windows fit along each dim of the padded image."""
+    return tuple(
+        (p - d * (k - 1) - 1) // s + 1
+        for p, k, d, s in zip(_padded_shape(size, padding), kernel_size, dilation, stride)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> tuple:
+    """Where ``fold`` puts each kernel offset's entries (worked out once per geometry: the
+    Python here costs more than the adds of a small batch): ``adds``, a list of (offset, the
+    image rows and columns its windows reach, those windows' rows and columns), and ``first``,
+    (offset, its windows) for an offset that reaches every pixel (the centre of a "same"
+    convolution), whose entries start the sum as a copy: no zeros to write, one add less."""
+    windows = _window_count(output_size, kernel_size, dilation, padding, stride)
+    (top, _), (left, _) = padding
+    first, adds = None, []
+    for i, j in itertools.product(*(range(k) for k in kernel_size)):
+        (rows_in, from_rows), (columns_in, from_columns) = (
+            _inside(size, before, k * d, s, count)
+            for size, before, k, d, s, count in zip(
+                output_size, (top, left), (i, j), dilation, stride, windows
+            )
+        )
+        if rows_in is None or columns_in is None:
+            continue  # all its windows' entries are padding
+        whole = (rows_in, columns_in) == tuple(slice(0, n, 1) for n in output_size)
+        if whole and first is None:
+            first = ((i, j), (from_rows, from_columns))
+        else:
+            adds.append(((i, j), (rows_in, columns_in), (from_rows, from_columns)))
+    return first, adds
 
 
 class MaxOver(Function):
@@ -208,14 +247,13 @@ class MaxOver(Function):
         out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
         for row in rows[2:]:
             xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
-        marks = xp.equal(rows, out)  # one call: a bool row per offset
+        marks = _stacked(xp, len(rows), rows.shape[1:], order, bool)  # a bool row per offset
+        _mark_first(rows, out, marks)
         nan = xp.isnan(out)
         if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
             nan_marks = xp.isnan(rows[::-1]) & nan
             _keep_first(list(nan_marks))
-            xp.copyto(marks, nan_marks[::-1], where=nan)
-        if xp.count_nonzero(marks) != out.size:
-            _keep_first(list(marks))
+            xp.copyto(marks, nan_marks[::-1], where=nan)  # (no row equals a NaN)
         ctx.save_for_backward(marks)
         return out if out.dtype == x.dtype else cast(out, x.dtype)
 
@@ -240,16 +278,7 @@ class Spread(Function):
     def forward(ctx, x, winners, dims, shape, strides):
         ctx.save_for_backward(winners)
         ctx.dims = dims
-        xp = namespace(x)
-        out = _empty_like_strides(xp, shape, strides, x.dtype)
-        if _memory_order(x.strides) != _memory_order(winners[0].strides):
-            # one copy into the winners' layout first: mixed layouts make every pass crawl
-            x = _copy_like_strides(x, winners[0].strides)
-        window = [shape[d] for d in dims]
-        rest = [d for d in range(len(shape)) if d not in dims]
-        # the offsets cover every entry once: out is written whole
-        keep_where(winners.reshape(*window, *x.shape), x, out=out.transpose(*dims, *rest))
-        return out
+        return spread(x, winners, dims, shape, strides)
 
     @staticmethod
     def backward(ctx, grad):
@@ -259,6 +288,21 @@ class Spread(Function):
             term = Where.apply(winners[k], grad[index], 0.0)
             picked = term if picked is None else picked + term
         return picked, None
+
+
+def spread(x, winners, dims, shape, strides, out=None):
+    """``Spread``'s forward; into ``out`` if given (laid out as ``strides`` say)."""
+    xp = namespace(x)
+    if out is None:
+        out = _empty_like_strides(xp, shape, strides, x.dtype)
+    if _memory_order(x.strides) != _memory_order(winners[0].strides):
+        # one copy into the winners' layout first: mixed layouts make every pass crawl
+        x = _copy_like_strides(x, winners[0].strides)
+    window = [shape[d] for d in dims]
+    rest = [d for d in range(len(shape)) if d not in dims]
+    # the offsets cover every entry once: out is written whole
+    keep_where(winners.reshape(*window, *x.shape), x, out=out.transpose(*dims, *rest))
+    return out
 
 
 def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
@@ -275,6 +319,20 @@ def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
             index[d] = i
         indices.append(tuple(index))
     return indices
+
+
+def _mark_first(rows, value, marks):
+    """``marks[k]``: where ``rows[k]`` equals ``value`` and no earlier row does (in place)."""
+    xp = namespace(value)
+    taken = marks[0]
+    xp.equal(rows[0], value, out=taken)
+    for k in range(1, len(rows)):
+        xp.equal(rows[k], value, out=marks[k])
+        xp.greater(marks[k], taken, out=marks[k])  # for booleans, a > b is a and not b
+        if k == 1 and len(rows) > 2:
+            taken = taken | marks[1]  # a new array: marks[0] stays
+        elif k < len(rows) - 1:
+            taken |= marks[k]
 
 
 def _keep_first(winners):
