@@ -2,21 +2,22 @@
 
 ``C = A @ B`` can also be computed as ``(B.T @ A.T).T``: BLAS then runs its kernel with the
 roles of the two matrices swapped, and for some shapes that is much faster (with one
-OpenBLAS thread, W5's conv2 weight gradient ``(16, 12544) @ (12544, 73)``: 745 us direct,
-457 us swapped), for others slower. Each element is the same sum of the same products in the
-same order either way here, but nothing promises it (OpenBLAS has small-matrix kernels per
-transposition), so a swap is never assumed: while a step records, each product big enough to
-matter is computed both ways on the recorded arrays, and the swapped way is kept only if its
-result has the bits of the eager forward's, and only if it was faster in a few interleaved
-timings. The generated source says which was chosen, with the timings, in a comment.
+OpenBLAS thread, W5's conv2 weight gradient ``(16, 12544) @ (12544, 73)``: 750 us direct,
+464 us swapped), for others slower. At W4's and W5's sizes each element comes out with the
+same bits either way, but nothing promises it (at W5's batch of 4 its linear layer does
+not: OpenBLAS has small-matrix kernels per transposition), so a swap is never assumed:
+while a step records, each product big enough to matter is computed both ways on the
+recorded arrays, and the swapped way is kept only if its result has the bytes of the eager
+forward's, and only if it was faster in a few interleaved timings. The generated source
+says which way runs, and why, in a comment on the product's line.
 
 The swapped product is written into scratch memory as ``B.T @ A.T`` (C-ordered, what
 ``numpy.dot`` writes), then copied, transposed, into the result laid out as eager's
-(C-ordered): later calls read the same layout as eagerly, so they add in the same order.
-A linear layer's bias is added on the way (one pass for both, as eager's ``out += b``).
-The copy reads ``M * N`` numbers and the product ``M * N * K``; the swap is only tried when
-the inner size ``K`` is the largest, so the result is the smallest of the three matrices
-(weight gradients summed over a long batch, layers wider in than out).
+(C-ordered), and a linear layer's bias is added to it as eagerly: later calls read the
+layout they read eagerly, so they sum in the same order. The copy moves ``M * N`` numbers
+and the product ``M * N * K`` multiply-adds; the swap is only tried when the inner size
+``K`` is the largest, so the result is the smallest of the three matrices (a layer wider in
+than out, a weight gradient summed over every pixel of a batch).
 """
 
 from __future__ import annotations
