@@ -111,8 +111,8 @@ def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
     if all(z.ndim == 3 and len(z) == 1 for z in (x, y)) and _same_matrices([x[0], y[0]]):
         # conv2d's products, each of a stack of one matrix: matmul's own call (numpy.dot of
         # the two matrices was 2-10% slower), swapped as those two matrices. Without out=:
-        # into the arena, W5's step took 1.06x the time (its results, 0.8 to 3.6 MB, are
-        # written faster into memory the allocator hands back just freed, still in cache).
+        # into the arena, W5's step took 1.00x to 1.07x the time (docs/jit.md), and their
+        # results (0.8 to 3.6 MB) would make the arena larger.
         a, b = (f"{x_code}[0]", x[0]), (f"{y_code}[0]", y[0])
         code = f"np_matmul({x_code}, {y_code})"
         return gemm.Product(code, functools.partial(xp.matmul, x, y), a, b)
