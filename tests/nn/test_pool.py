@@ -92,6 +92,33 @@ def test_max_pool2d_nan(options):
     np.testing.assert_array_equal(xs.grad.numpy(), xt.grad.numpy())
 
 
+@pytest.mark.parametrize(
+    "shape, options",
+    [
+        ((2, 3, 8, 8), dict(kernel_size=3, stride=2, padding=1)),  # short runs: rows copied
+        ((32, 2, 16, 16), dict(kernel_size=3, stride=2, padding=1)),  # runs of 2048: views
+        ((32, 2, 16, 16), dict(kernel_size=2)),  # tiles, batch last: runs of 32, copied
+    ],
+    ids=str,
+)
+def test_max_pool2d_ties_and_nan_whether_or_not_rows_are_copied(shape, options):
+    """MaxOver compares over contiguous rows (a copy, window offset first) or over views of
+    its input, depending on how its input lies in memory; both pick PyTorch's winners."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 3, shape).astype(float)  # ties everywhere
+    x[rng.random(shape) < 0.02] = np.nan
+    batch_last = np.ascontiguousarray(x.transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2)
+    xs = sg.from_numpy(batch_last).requires_grad_()  # laid out as a convolution's output
+    xt = torch.tensor(x, requires_grad=True)
+    out, expected = F.max_pool2d(xs, **options), TF.max_pool2d(xt, **options)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    grad = rng.standard_normal(out.shape)
+    out.backward(sg.tensor(grad))
+    expected.backward(torch.tensor(grad))
+    # (where windows overlap, an entry's gradients add up in another order than PyTorch's)
+    np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-14, atol=1e-15)
+
+
 def test_max_pool2d_unbatched_and_non_divisible():
     check_against_torch(
         lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), [_input((3, 7, 5))]

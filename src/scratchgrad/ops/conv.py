@@ -227,33 +227,41 @@ class MaxOver(Function):
     NOTE: ``Tensor.amax`` shares the gradient among ties instead. Ties are common in pooling
     (ReLU outputs are often all zero in a window), and PyTorch gives the whole gradient to one.
     The window dims are short, so the work loops over window offsets, one whole-batch array
-    operation each. It first copies ``x`` window offset first (one pass): in the batch-last
-    layout an offset's entries are runs of N numbers apart, and the passes below then run over
-    one contiguous row per offset instead (about three times faster each). The winners are
-    one bool array: ``winners[k]`` marks where offset ``k`` holds its window's maximum.
+    operation each. Where an offset's entries come in short runs (the batch-last tiles of
+    ``MaxPool2d(2)``: runs of N numbers), it first copies ``x`` window offset first, one
+    contiguous row per offset (one pass; the passes below then run about three times faster).
+    The winners are one bool array: ``winners[k]`` marks where offset ``k`` holds its
+    window's maximum.
     """
 
     @staticmethod
     def forward(ctx, x, dims):
         xp = namespace(x)
         ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
-        window = [x.shape[d] for d in dims]
         rest = [d for d in range(x.ndim) if d not in dims]
         order = [rest.index(d) for d in _memory_order(x.strides) if d in rest]
-        # 16 bits: widened by the copy, exact in float32 and several times faster
-        dtype = accumulation_dtype(x.dtype) or x.dtype
-        rows = _stacked(xp, math.prod(window), [x.shape[d] for d in rest], order, dtype)
-        xp.copyto(rows.reshape(*window, *rows.shape[1:]), x.transpose(*dims, *rest))
+        rest_shape = [x.shape[d] for d in rest]
+        wide = accumulation_dtype(x.dtype)  # 16 bits: exact in float32, and several times faster
+        if wide or _run_length(x, rest) < _SHORT_RUN:
+            rows = _stacked(
+                xp, math.prod(x.shape[d] for d in dims), rest_shape, order, wide or x.dtype
+            )
+            xp.copyto(
+                rows.reshape(*(x.shape[d] for d in dims), *rest_shape), x.transpose(*dims, *rest)
+            )
+        else:
+            rows = [x[index] for index in window_offsets(x.shape, dims)]
         out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
         for row in rows[2:]:
             xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
-        marks = _stacked(xp, len(rows), rows.shape[1:], order, bool)  # a bool row per offset
+        marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
         _mark_first(rows, out, marks)
         nan = xp.isnan(out)
         if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
-            nan_marks = xp.isnan(rows[::-1]) & nan
-            _keep_first(list(nan_marks))
-            xp.copyto(marks, nan_marks[::-1], where=nan)  # (no row equals a NaN)
+            nan_marks = [xp.isnan(row) & nan for row in reversed(rows)]
+            _keep_first(nan_marks)
+            for mark, nan_mark in zip(marks, reversed(nan_marks)):
+                xp.copyto(mark, nan_mark, where=nan)  # (no row equals a NaN)
         ctx.save_for_backward(marks)
         return out if out.dtype == x.dtype else cast(out, x.dtype)
 
@@ -319,6 +327,23 @@ def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
             index[d] = i
         indices.append(tuple(index))
     return indices
+
+
+# Runs of fewer contiguous entries than this make each NumPy pass several times slower.
+_SHORT_RUN = 2048
+
+
+def _run_length(x, dims) -> int:
+    """How many entries of ``x`` lie one after another in memory along ``dims`` (innermost
+    first), as each NumPy pass over ``x[index]`` (``index`` fixing the other dims) meets them."""
+    run, step = 1, x.itemsize
+    for d in sorted(dims, key=lambda d: abs(x.strides[d])):
+        if x.shape[d] == 1:
+            continue
+        if x.strides[d] != step:
+            break
+        run, step = run * x.shape[d], step * x.shape[d]
+    return run
 
 
 def _mark_first(rows, value, marks):
