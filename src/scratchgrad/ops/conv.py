@@ -349,15 +349,12 @@ def _run_length(x, dims) -> int:
 def _mark_first(rows, value, marks):
     """``marks[k]``: where ``rows[k]`` equals ``value`` and no earlier row does (in place)."""
     xp = namespace(value)
-    taken = marks[0]
-    xp.equal(rows[0], value, out=taken)
-    for k in range(1, len(rows)):
-        xp.equal(rows[k], value, out=marks[k])
-        xp.greater(marks[k], taken, out=marks[k])  # for booleans, a > b is a and not b
-        if k == 1 and len(rows) > 2:
-            taken = taken | marks[1]  # a new array: marks[0] stays
-        elif k < len(rows) - 1:
-            taken |= marks[k]
+    if isinstance(rows, list):
+        for row, mark in zip(rows, marks):
+            xp.equal(row, value, out=mark)
+    else:
+        xp.equal(rows, value, out=marks)  # one call for all the rows
+    _keep_first(list(marks))
 
 
 def _keep_first(winners):
@@ -365,9 +362,10 @@ def _keep_first(winners):
     follows another mark in the same window, so that one winner per window remains."""
     taken = winners[0].copy(order="K")  # keep the layout: mixed layouts crawl
     greater = namespace(taken).greater
-    for winner in winners[1:]:
+    for k, winner in enumerate(winners[1:], 2):
         greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
-        taken |= winner
+        if k < len(winners):
+            taken |= winner
 
 
 def _memory_order(strides):
