@@ -26,11 +26,12 @@ from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace,
 from scratchgrad.ops.binary import Where
 
 
-def _windows(x, kernel_size, dilation, stride, writeable=False):
-    """A view of every window of ``x`` (C, H, W, N) as (C, KH, KW, OH, OW, N); nothing copied.
+def _windows(x, kernel_size, dilation, stride):
+    """A read-only view of every window of ``x`` (C, H, W, N) as (C, KH, KW, OH, OW, N);
+    nothing copied.
 
     Entry ``[c, i, j, oh, ow, n]`` is ``x[c, oh*sh + i*dh, ow*sw + j*dw, n]``: each kernel offset
-    ``(i, j)`` is a strided slice of ``x``, which is what ``Fold`` adds into.
+    ``(i, j)`` is a strided slice of ``x``.
     """
     c, h, w, n = x.shape
     (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
@@ -38,9 +39,9 @@ def _windows(x, kernel_size, dilation, stride, writeable=False):
     s_c, s_h, s_w, s_n = x.strides
     shape, strides = (c, kh, kw, oh, ow, n), (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n)
     module = namespace(x)
-    if module is not xp:  # CuPy's as_strided has no writeable flag: its views are writable
+    if module is not xp:  # CuPy's as_strided has no writeable flag
         return module.lib.stride_tricks.as_strided(x, shape, strides)
-    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable)
+    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
 
 def _inside(size: int, before: int, offset: int, stride: int, count: int) -> tuple:
@@ -136,10 +137,8 @@ class Fold(Function):
 
     @staticmethod
     def forward(ctx, cols, output_size, kernel_size, dilation, padding, stride):
-        (kh, kw), windows = (
-            kernel_size,
-            _window_count(output_size, kernel_size, dilation, padding, stride),
-        )
+        kh, kw = kernel_size
+        windows = _window_count(output_size, kernel_size, dilation, padding, stride)
         rows, count = cols.shape
         if rows % (kh * kw) or count % (windows[0] * windows[1]):
             raise ValueError(
