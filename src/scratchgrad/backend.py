@@ -447,6 +447,20 @@ def keep_where(condition: Any, x: Any, out: Any = None) -> Any:
 _BITS = {2: numpy.int16, 4: numpy.int32, 8: numpy.int64}
 
 
+def block_order(array: Any) -> tuple | None:
+    """The dims of ``array`` from the outermost in memory to the innermost, if its entries fill
+    one block in that order (C order up to a permutation of the dims, such as the batch-last
+    images of a convolution seen batch first); else None.
+
+    >>> block_order(numpy.zeros((2, 3, 4)).transpose(2, 0, 1))
+    (1, 2, 0)
+    """
+    if array.flags.c_contiguous:
+        return tuple(range(array.ndim))
+    order = tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
+    return order if array.transpose(order).flags.c_contiguous else None
+
+
 def is_floating(dtype: numpy.dtype) -> bool:
     """True for the floating dtypes, the only ones that can require gradients."""
     return dtype.kind == "f" or dtype == bfloat16

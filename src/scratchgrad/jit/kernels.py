@@ -136,8 +136,10 @@ def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
 
 
 def _relu(args, arrays, kwargs, constant) -> str | None:
-    if accumulation_dtype(arrays[0].dtype):
-        return f"np_maximum({args[0]}, 0{OUT})"  # a maximum is exact in 16 bits too
+    (x,) = arrays
+    # a maximum is exact in 16 bits too; and below unary.relu's rows, it is maximum(x, 0)
+    if accumulation_dtype(x.dtype) or x.size < unary._RELU_ROWS_FROM:
+        return f"np_maximum({args[0]}, 0{OUT})"
     return f"k_relu({args[0]}{OUT})"
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
-from scratchgrad.backend import device_of, xp
+from scratchgrad.backend import block_order, device_of, xp
 from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.tensor import Tensor
 
@@ -238,7 +238,7 @@ class Recorder:
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
         ]
-        order = _block_order(out) if out.ndim else None  # (a 0-d result: a NumPy scalar)
+        order = block_order(out) if out.ndim else None  # (a 0-d result: a NumPy scalar)
         if order is not None:
             step.layout = (out.shape, out.dtype, order)
 
@@ -320,15 +320,6 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
-
-
-def _block_order(array: Any) -> tuple | None:
-    """The dims of ``array`` from the outermost in memory to the innermost, if its entries fill
-    one block in that order (C order up to a permutation of the dims); else None."""
-    if array.flags.c_contiguous:
-        return tuple(range(array.ndim))
-    order = tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
-    return order if array.transpose(order).flags.c_contiguous else None
 
 
 def _as_saved_array(ctx: Any, out: Any) -> Any:

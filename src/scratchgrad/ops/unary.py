@@ -6,6 +6,7 @@ from typing import Any
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import (
     accumulation_dtype,
+    block_order,
     cast,
     errstate,
     in_float32,
@@ -138,7 +139,9 @@ def relu(x: Any, out: Any = None) -> Any:
     array([ 0., nan,  2.])
     """
     module = xp if type(x) is ndarray else namespace(x)
-    flat = _in_memory_order(x) if x.size >= _RELU_ROWS_FROM else None
+    if x.size < _RELU_ROWS_FROM:
+        return module.maximum(x, 0, out=out)
+    flat = _in_memory_order(x)
     if out is None and flat is not None:
         out = module.empty_like(x)  # x's layout, as maximum's own result
     flat_out = None if flat is None or out.strides != x.strides else _in_memory_order(out)
@@ -155,13 +158,10 @@ def relu(x: Any, out: Any = None) -> Any:
 
 
 def _in_memory_order(x: Any) -> Any:
-    """``x``'s entries as a 1-d view in the order they lie in memory, if they fill one block
-    (C order up to a permutation of the dims); else None."""
-    if x.flags.c_contiguous:
-        return x.reshape(-1)
-    order = sorted(range(x.ndim), key=lambda d: -abs(x.strides[d]))
-    block = x.transpose(order)
-    return block.reshape(-1) if block.flags.c_contiguous else None
+    """``x``'s entries as a 1-d view in the order they lie in memory, if they fill one block;
+    else None."""
+    order = block_order(x)
+    return None if order is None else x.transpose(order).reshape(-1)
 
 
 @functools.lru_cache(maxsize=16)
