@@ -106,6 +106,37 @@ def test_cnn_state_equals_eager(name):
     assert [e for e, _ in losses] == [j for _, j in losses]
 
 
+def w5_like_cnn(seed=0):
+    """W5's network at a small size: batch-last images through conv, ReLU and max pooling."""
+    sg.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(8 * 4 * 4, 3),
+    )
+
+
+def test_conv_kernels_replay_as_eager():
+    """Convolution's windows (Unfold, Fold), max pooling's gradient (Spread) and the ReLU of
+    a batch-last image (16x16, batch 8: 16,384 entries, as many as take ReLU's rows) replay
+    as kernels (jit/kernels.py) and end where eager steps end, bit for bit."""
+    model_e, model_j = w5_like_cnn(), w5_like_cnn()
+    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
+    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for x, y in batches((8, 1, 16, 16)):
+        assert jitted(x, y).item() == eager(x, y).item()
+    assert_same_state(model_e, opt_e, model_j, opt_j)
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    for kernel in ("k_unfold", "k_fold", "k_spread", "k_relu"):
+        assert f"= {kernel}(" in recording.source, kernel
+
+
 class HalvingSGD(sg.optim.SGD):
     """A subclass whose ``step`` changes the gradients before the base class's update."""
 

@@ -123,10 +123,9 @@ def _place(size: int, views: dict, scratch: list, namespace: dict) -> None:
     program's first replay, not when it is recorded: the recording calls run with eager's
     memory, and a recording that is recorded again is dropped before it ever replays."""
     array = namespace["arena"].reserve(size)
-    for name, (offset, shape, dtype, order) in views.items():
+    for name, (offset, shape, dtype) in views.items():
         nbytes = math.prod(shape) * dtype.itemsize
-        block = array[offset : offset + nbytes].view(dtype).reshape([shape[d] for d in order])
-        namespace[name] = block.transpose([order.index(d) for d in range(len(shape))])
+        namespace[name] = array[offset : offset + nbytes].view(dtype).reshape(shape)
     for user, offset in scratch:
         user.place(array[offset : offset + user.nbytes])
     namespace["placed"] = array
@@ -152,7 +151,7 @@ class _Plan:
         self.outs: dict[int, str] = {}
         self.blocks: list[list[int]] = []  # [offset, nbytes, last step reading it]
         self.block_of: dict[int, int] = {}  # memory number -> its block
-        self.views: dict[str, tuple] = {}  # buffer name -> (offset, shape, dtype, order)
+        self.views: dict[str, tuple] = {}  # buffer name -> (offset, shape, dtype)
         self.scratch: list[tuple] = []  # (the step's scratch user, offset)
         memory = recorder.memory
         for index, step in enumerate(steps):
@@ -179,10 +178,10 @@ class _Plan:
                     self.blocks[block][2] = dies
                     self.block_of[memory[number]] = block
             elif step.layout is not None and not kept:
-                shape, dtype, order = step.layout
+                shape, dtype = step.layout
                 offset = self._place(math.prod(shape) * dtype.itemsize, index, dies)
                 name = f"b{len(self.views)}"
-                self.views[name] = (offset, shape, dtype, order)
+                self.views[name] = (offset, shape, dtype)
                 self.block_of[memory[number]] = len(self.blocks) - 1
                 self.outs[index] = f", out={name}"
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.autograd import capture_hook, engine
-from scratchgrad.backend import block_order, device_of, xp
+from scratchgrad.backend import device_of, xp
 from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.tensor import Tensor
 
@@ -48,10 +48,8 @@ class Step:
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
         # for a kernel whose code takes an out= (see kernels.OUT): the inputs its result could
-        # overwrite, and the (shape, dtype, order) of a buffer that could hold the result as
-        # the call would lay it out: one block, its dims in memory in ``order``, outermost
-        # first (C order, or a permutation of it: the batch-last images of convolutions seen
-        # batch first). None: the program lets the call allocate it
+        # overwrite, and the (shape, dtype) of a C-ordered buffer that could hold the result
+        # as the call would lay it out (None: the program lets the call allocate it)
         self.reusable: list[int] = []
         self.layout: tuple | None = None
         # what asks for scratch memory while the step runs (an optimizer's generated update,
@@ -238,9 +236,8 @@ class Recorder:
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
         ]
-        order = block_order(out) if out.ndim else None  # (a 0-d result: a NumPy scalar)
-        if order is not None:
-            step.layout = (out.shape, out.dtype, order)
+        if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
+            step.layout = (out.shape, out.dtype)
 
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` (an array call made outside ``Function.forward``: an in-place

@@ -101,8 +101,8 @@ class Unfold(Function):
         return Fold.apply(grad, **ctx.geometry)
 
 
-def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0, out=None):
-    """``Unfold``'s forward, without its checks; with ``ones_rows``, into ``out`` if given."""
+def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
+    """``Unfold``'s forward, without its checks (the jit's kernel)."""
     xp = namespace(x)
     n, c, h, w = x.shape
     padded_size = _padded_shape((h, w), padding)
@@ -118,8 +118,7 @@ def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0, ou
     _, kh, kw, oh, ow, _ = windows.shape
     if not ones_rows:
         return windows.reshape(c * kh * kw, oh * ow * n)  # the one copy (a view for 1x1)
-    shape = (ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n)
-    out = xp.empty(shape, x.dtype) if out is None else out.reshape(shape)
+    out = xp.empty((ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n), x.dtype)
     out[:, -1] = 1
     grouped = (ones_rows, c // ones_rows, kh, kw, oh, ow, n)
     out[:, :-1].reshape(grouped)[...] = windows.reshape(grouped)  # both views: one copy
@@ -155,9 +154,8 @@ class Fold(Function):
         return Unfold.apply(grad, **ctx.geometry)
 
 
-def fold(cols, output_size, kernel_size, dilation, padding, stride, out=None):
-    """``Fold``'s forward, without its checks; into ``out`` if given (not for 16-bit columns):
-    ``(N, C, H, W)`` stored batch last, as the result."""
+def fold(cols, output_size, kernel_size, dilation, padding, stride):
+    """``Fold``'s forward, without its checks (the jit's kernel)."""
     (h, w), (kh, kw) = output_size, kernel_size
     windows = _window_count(output_size, kernel_size, dilation, padding, stride)
     first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
@@ -165,13 +163,7 @@ def fold(cols, output_size, kernel_size, dilation, padding, stride, out=None):
     dtype, xp = cols.dtype, namespace(cols)
     wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
     cols = widened(cols).reshape(-1, kh, kw, *windows, n)
-    shape = (cols.shape[0], h, w, n)
-    if out is not None:
-        image = out.transpose(1, 2, 3, 0)
-        if first is None:
-            image[...] = 0
-    else:
-        image = (xp.zeros if first is None else xp.empty)(shape, wide or dtype)
+    image = (xp.zeros if first is None else xp.empty)((cols.shape[0], h, w, n), wide or dtype)
     if first is not None:  # an offset whose windows reach every pixel: the sum starts as a copy
         offset, (from_rows, from_columns) = first
         xp.copyto(image, cols[:, offset[0], offset[1], from_rows, from_columns])
@@ -297,11 +289,10 @@ class Spread(Function):
         return picked, None
 
 
-def spread(x, winners, dims, shape, strides, out=None):
-    """``Spread``'s forward; into ``out`` if given (laid out as ``strides`` say)."""
+def spread(x, winners, dims, shape, strides):
+    """``Spread``'s forward (the jit's kernel)."""
     xp = namespace(x)
-    if out is None:
-        out = _empty_like_strides(xp, shape, strides, x.dtype)
+    out = _empty_like_strides(xp, shape, strides, x.dtype)
     if _memory_order(x.strides) != _memory_order(winners[0].strides):
         # one copy into the winners' layout first: mixed layouts make every pass crawl
         x = _copy_like_strides(x, winners[0].strides)
