@@ -118,3 +118,46 @@ def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatc
     # the program, then the two updates it calls (zero_grad, step): outside the step, with
     # the first recording freed
     assert compiled == [("compile", True, False)] * 3
+
+
+@pytest.mark.parametrize(
+    "make_optimizer, arrays",
+    [
+        (lambda params: sg.optim.Adam(params, lr=0.01), 2),  # the update, the denominator
+        (lambda params: sg.optim.SGD(params, lr=0.1, momentum=0.9), 1),  # the update
+    ],
+    ids=["adam", "sgd_momentum"],
+)
+def test_the_update_is_written_over_the_gathered_gradients(make_optimizer, arrays):
+    """The generated update gathers a bucket of small parameters' gradients into one scratch
+    array; nothing reads it once the update (the step each parameter takes) is written, so
+    the update is written over it: the scratch memory the update takes from the arena
+    holds one array of the bucket's size less (Adam's three become two, SGD's two one), with
+    eager's bits."""
+
+    def run(jitted):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+        opt = make_optimizer(model.parameters())
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = sg.jit(step) if jitted else step
+        rng = np.random.default_rng(0)
+        for _ in range(6):
+            x = sg.tensor(rng.standard_normal((5, 6)), dtype=sg.float32)
+            step(x, sg.tensor(rng.integers(0, 3, 5)))
+        return step, [p.detach().numpy() for p in model.parameters()]
+
+    jitted, found = run(True)
+    for f, e in zip(found, run(False)[1]):
+        assert f.tobytes() == e.tobytes()
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+    bucket = (6 * 16 + 16 + 16 * 3 + 3) * 4  # bytes of float32, one bucket
+    assert update.scratch.nbytes == arrays * (-(-bucket // 64) * 64)

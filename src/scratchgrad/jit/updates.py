@@ -193,6 +193,10 @@ class _Scratch:
         self.requests.append((name, role, like.dtype, shape, list(parts)))
         return name
 
+    def role_of(self, name: str | None) -> str | None:
+        """The role whose memory the scratch view ``name`` is in (None: not a scratch view)."""
+        return next((role for view, role, *_ in self.requests if view == name), None)
+
     def _offsets(self) -> tuple[dict[tuple[str, Any], tuple[int, int]], int]:
         """Each flat array's (offset in bytes, size), aligned to 64 bytes; the bytes in all."""
         sizes: dict[tuple[str, Any], int] = {}
@@ -285,7 +289,8 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
     for b, bucket in enumerate(_buckets(params)):
         bucket = _Bucket(code, scratch, g, b, bucket, ["momentum_buffer"] * momentum)
         grad = bucket.direction(branch["maximize"], branch["weight_decay != 0"])
-        update = bucket.scratch("update", parts=True)
+        # Nesterov's update reads the gradients after it is first written; the others' not.
+        update = bucket.scratch("update", parts=True, over=None if branch["nesterov"] else grad)
         if not momentum:
             code.lines.append(f"np_multiply({grad}, lr_{g}, out={update})")
         else:
@@ -337,7 +342,8 @@ def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
         grad = bucket.direction(branch["maximize"], decay and not decoupled)
         step = bucket.count_step()
         exp_avg, exp_avg_sq = bucket.state["exp_avg"], bucket.state["exp_avg_sq"]
-        first, update = bucket.scratch("scratch"), bucket.scratch("update", parts=True)
+        first = bucket.scratch("scratch")
+        update = bucket.scratch("update", parts=True, over=grad)  # last read before it
         code.lines.append(f"np_subtract({grad}, {exp_avg}, out={first})")  # lerp_
         if branch["abs(1 - beta1) < 0.5"]:
             code.lines += [
@@ -416,13 +422,16 @@ class _Bucket:
                 code.namespace[f"{key}{self.g}_{i}"] = state[key].array
                 code.guard.append(f"s{self.g}_{i}[{key!r}].array is {key}{self.g}_{i}")
 
-    def scratch(self, role: str, parts: bool = False) -> str:
+    def scratch(self, role: str, parts: bool = False, over: str | None = None) -> str:
         """A scratch view for the bucket's temporary ``role`` (``parts``: and a view of its
-        piece for each parameter, named ``{role}{g}_{i}``)."""
+        piece for each parameter, named ``{role}{g}_{i}``). ``over``: an array of the bucket
+        that nothing reads once this one is written: if it is a scratch view, this one takes
+        its memory (the update's scratch, and the arena, hold one array less)."""
+        memory = self._scratch.role_of(over) or role
         if len(self.params) == 1:
-            return self._scratch.view(role, f"{role}{self.name}", self.array)
+            return self._scratch.view(memory, f"{role}{self.name}", self.array)
         pieces = [(f"{role}{self.g}_{i}", p.array.shape) for i, p in self.params] if parts else []
-        return self._scratch.view(role, f"{role}{self.name}", self.array, (self.size,), pieces)
+        return self._scratch.view(memory, f"{role}{self.name}", self.array, (self.size,), pieces)
 
     def direction(self, maximize: bool, decay: bool) -> str:
         """Lines computing ``update_direction`` (optimizer.py) for the bucket: the gradients,
