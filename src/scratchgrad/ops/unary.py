@@ -118,8 +118,9 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        # PyTorch's threshold_backward: the gradient where out > 0, else 0 (also for a NaN)
-        return Where.apply(out > 0, grad, 0.0)
+        # PyTorch's threshold_backward: the gradient unless out <= 0, so at a NaN too; a ReLU's
+        # result is never below 0, so that is where it is not 0
+        return Where.apply(out != 0, grad, 0.0)
 
 
 # Below this many entries a ReLU is ``maximum(x, 0)`` as it is: the rows cost more than they save.
