@@ -241,6 +241,33 @@ def test_gradients_accumulate_over_calls_without_zero_grad():
         assert not np.array_equal(p.grad.numpy(), old)
 
 
+def test_gradients_accumulate_over_two_calls_with_zero_grad_outside():
+    # The usual accumulation loop: zero_grad() outside the step every second call, so one
+    # recording call finds .grad empty and the other full (a JitError before: the recording
+    # noted whether .grad could adopt the gradient only when .grad was empty).
+    models = mlp(), mlp()
+    optimizers = [sg.optim.SGD(m.parameters(), lr=0.1) for m in models]
+
+    def backward_of(model):
+        def step(x, y):
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+
+        return step
+
+    eager, jitted = backward_of(models[0]), sg.jit(backward_of(models[1]))
+    for i, (x, y) in enumerate(batches((6, 4), n=8)):
+        np.testing.assert_array_equal(eager(x, y).item(), jitted(x, y).item())
+        if i % 2:
+            for opt in optimizers:
+                opt.step()
+                opt.zero_grad()
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert jitted.recordings  # replayed, not run eagerly
+
+
 def test_no_grad_inside_the_step():
     model_e, model_j = mlp(), mlp()
 

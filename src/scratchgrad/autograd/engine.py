@@ -223,7 +223,9 @@ def _propagate(
     PyTorch's AccumulateGrad "steals" it) when the engine made it (a sum of two gradients) or a
     built-in op's backward freshly made it: not the incoming gradient, not a view, not handed
     to another leaf first. Custom Functions' results are never adopted: they may keep them.
-    Only a leaf without a ``.grad`` yet needs to know (the others add into theirs in place).
+    Only a leaf without a ``.grad`` yet uses it (the others add into theirs in place), but it
+    is decided whatever ``.grad`` holds: a ``jit`` recording notes it, and a replay may find
+    ``.grad`` emptied by a ``zero_grad()`` that the recording call did not meet.
     """
     input_grads = type(node).backward(node, g)
     if type(input_grads) is not tuple:
@@ -256,12 +258,7 @@ def _propagate(
         elif is_leaf:
             grads[parent] = g_in
             array = g_in.array
-            if (
-                parent.grad is None
-                and type(node).builtin
-                and array.base is None
-                and array is not g.array
-            ):
+            if type(node).builtin and array.base is None and array is not g.array:
                 owned.setdefault(g_in, parent)  # a second leaf given it gets a copy
         else:
             grads[parent] = g_in
