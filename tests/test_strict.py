@@ -469,3 +469,24 @@ def test_jit_refuses_device_tensors_and_keeps_their_calls_apart():
     model.to("strict")
     with pytest.raises(sg.JitError, match=r"step\(\) computes on strict.*CPU tensors only"):
         step(x.to("strict"))  # same shape and dtype: a new guard key, not the CPU replay
+
+
+def test_a_large_relu_on_a_device_is_one_maximum_with_zero(monkeypatch):
+    """The rows against a row of zeros (ops/unary.py's ``relu``) work around NumPy's slow
+    maximum with a number; on a device ReLU stays one ``maximum(x, 0)``, whatever its size (a
+    kept row of zeros would also belong to one device)."""
+    x = np.random.default_rng(0).standard_normal((4, 64, 64)).astype(np.float32)  # 16,384
+    seconds = []
+    maximum = strict.strict_xp.maximum
+
+    def spy(a, b, *args, **kwargs):
+        seconds.append(b)
+        return maximum(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(strict.strict_xp, "maximum", spy, raising=False)
+    t = sg.tensor(x, device="strict", requires_grad=True)
+    out = F.relu(t)
+    assert seconds == [0]
+    np.testing.assert_array_equal(_on_cpu(out), np.maximum(x, 0))
+    out.sum().backward()
+    np.testing.assert_array_equal(_on_cpu(t.grad), (x > 0).astype(np.float32))

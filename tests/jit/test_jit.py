@@ -137,6 +137,20 @@ def test_conv_kernels_replay_as_eager():
         assert f"= {kernel}(" in recording.source, kernel
 
 
+@pytest.mark.parametrize("size", [4, 1 << 14], ids=["small", "rows"])
+def test_a_float16_relu_replays_as_eager_at_minus_zero(size):
+    """A 16-bit ReLU is computed in float32 (Relu.forward), where maximum(-0.0, 0) is +0.0;
+    NumPy's float16 maximum keeps -0.0, so a replay must not call it on the float16 array."""
+    x = np.resize(np.array([-0.0, -1.0, 2.0, -0.0], np.float16), size)
+    jitted = sg.jit(lambda t: (t * 2).relu())
+    for _ in range(5):  # the eager call, two recordings, replays
+        out = jitted(sg.from_numpy(x.copy())).numpy()
+        expected = (sg.from_numpy(x.copy()) * 2).relu().numpy()
+        np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+    assert np.signbit(np.maximum(x * 2, 0)).any() and not np.signbit(expected).any()
+    assert all(r.checked for rs in jitted.recordings.values() for r in rs)  # replayed
+
+
 class HalvingSGD(sg.optim.SGD):
     """A subclass whose ``step`` changes the gradients before the base class's update."""
 

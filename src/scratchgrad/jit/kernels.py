@@ -137,9 +137,10 @@ def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
 
 def _relu(args, arrays, kwargs, constant) -> str | None:
     (x,) = arrays
-    # a maximum is exact in 16 bits too; and below unary.relu's rows, it is maximum(x, 0)
-    if accumulation_dtype(x.dtype) or x.size < unary._RELU_ROWS_FROM:
-        return f"np_maximum({args[0]}, 0{OUT})"
+    if accumulation_dtype(x.dtype):
+        return None  # computed in float32 (Relu.forward): float16's own maximum keeps -0.0
+    if not unary.relu_takes_rows(x):
+        return f"np_maximum({args[0]}, 0{OUT})"  # what unary.relu does then
     return f"k_relu({args[0]}{OUT})"
 
 

@@ -124,37 +124,49 @@ class Relu(Function):
 
 
 # Below this many entries a ReLU is ``maximum(x, 0)`` as it is: the rows cost more than they save.
-_RELU_ROWS_FROM = 1 << 14
+RELU_ROWS_FROM = 1 << 14
 _RELU_ROW = 1 << 13
 
 
+def relu_takes_rows(x: Any) -> bool:
+    """Whether ``relu`` computes ``x`` as rows against a row of zeros: a large NumPy array (the
+    rows work around NumPy's slow maximum with a number; on CuPy ``maximum(x, 0)`` is one
+    kernel already). The jit's ReLU rule asks the same.
+
+    >>> import numpy
+    >>> relu_takes_rows(numpy.zeros(RELU_ROWS_FROM)), relu_takes_rows(numpy.zeros(10))
+    (True, False)
+    """
+    return type(x) is ndarray and x.size >= RELU_ROWS_FROM
+
+
 def relu(x: Any, out: Any = None) -> Any:
-    """``maximum(x, 0)`` bit for bit (NaN kept, -0.0 made +0.0), into ``out`` if given (laid
-    out as ``x``, or over ``x`` itself). NumPy's maximum with a number takes a path about 2.5
-    times slower than with two arrays (148 against 58 us for 401,408 float32, measured), so a
-    large ``x`` meets a row of zeros instead: seen in memory order, it is rows of 8192 entries
-    and a shorter last row.
+    """``maximum(x, 0)`` bit for bit (NaN kept; -0.0 made +0.0 in float32 and float64, while
+    NumPy's float16 maximum keeps -0.0: ``Relu`` computes 16 bits in float32), into ``out`` if
+    given (laid out as ``x``, or over ``x`` itself). NumPy's maximum with a number takes a path
+    about 2.5 times slower than with two arrays (148 against 58 us for 401,408 float32,
+    measured), so a large NumPy ``x`` meets a row of zeros instead: seen in memory order, it is
+    rows of 8192 entries and a shorter last row.
 
     >>> import numpy
     >>> relu(numpy.array([-1.0, numpy.nan, 2.0]))
     array([ 0., nan,  2.])
     """
-    module = xp if type(x) is ndarray else namespace(x)
-    if x.size < _RELU_ROWS_FROM:
-        return module.maximum(x, 0, out=out)
+    if not relu_takes_rows(x):
+        return namespace(x).maximum(x, 0, out=out)
     flat = _in_memory_order(x)
     if out is None and flat is not None:
-        out = module.empty_like(x)  # x's layout, as maximum's own result
+        out = xp.empty_like(x)  # x's layout, as maximum's own result
     flat_out = None if flat is None or out.strides != x.strides else _in_memory_order(out)
     if flat_out is None:
-        return module.maximum(x, 0, out=out)
-    zeros = _zeros(_RELU_ROW, x.dtype, module)
+        return xp.maximum(x, 0, out=out)
+    zeros = _zeros(_RELU_ROW, x.dtype)
     whole = flat.size - flat.size % _RELU_ROW
-    module.maximum(
+    xp.maximum(
         flat[:whole].reshape(-1, _RELU_ROW), zeros, out=flat_out[:whole].reshape(-1, _RELU_ROW)
     )
     if whole < flat.size:
-        module.maximum(flat[whole:], zeros[: flat.size - whole], out=flat_out[whole:])
+        xp.maximum(flat[whole:], zeros[: flat.size - whole], out=flat_out[whole:])
     return out
 
 
@@ -166,11 +178,10 @@ def _in_memory_order(x: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
-def _zeros(n: int, dtype, module=xp):
-    """A read-only row of ``n`` zeros, kept (see ``reduce._ones``)."""
-    zeros = module.zeros(n, dtype)
-    if hasattr(zeros.flags, "writeable"):
-        zeros.flags.writeable = False
+def _zeros(n: int, dtype) -> Any:
+    """A read-only NumPy row of ``n`` zeros, kept (see ``reduce._ones``)."""
+    zeros = xp.zeros(n, dtype)
+    zeros.flags.writeable = False
     return zeros
 
 
