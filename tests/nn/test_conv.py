@@ -215,6 +215,19 @@ def test_fold_where_windows_reach_into_the_padding(size, options):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_fold_of_minus_zeros_is_plus_zero_as_torch(dtype):
+    """PyTorch's col2im adds onto zeros, so a pixel of -0.0 entries only is +0.0; the centre
+    offset that starts Fold's sum (it reaches every pixel) must not keep its -0.0."""
+    cols = np.full((2, 2 * 9, 4), -0.0, dtype)  # 3x3 windows with padding 1 over 2x2 images
+    options = dict(kernel_size=3, padding=1)
+    ours = F.fold(sg.from_numpy(cols), (2, 2), **options).numpy()
+    theirs = TF.fold(torch.from_numpy(cols), (2, 2), **options).numpy()
+    assert conv_ops._fold_plan((2, 2), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)).first
+    assert not np.signbit(theirs).any()
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+
+
 # ---- second derivatives ----------------------------------------------------------------------
 # gradcheck and gradgradcheck: the op table's conv1d, conv2d, unfold and fold rows (test_ops.py)
 

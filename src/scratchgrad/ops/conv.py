@@ -20,6 +20,7 @@ Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_si
 import functools
 import itertools
 import math
+from typing import NamedTuple
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace, widened, xp
@@ -132,12 +133,18 @@ class Fold(Function):
     over the KH*KW kernel offsets, never over pixels: each offset is one vectorised add into a
     strided slice of the image (the part its windows reach). The result is a view of an array
     stored batch last.
+
+    NOTE: the order of the adds is not always PyTorch's col2im order (zeros, then the offsets in
+    row-major order). An offset whose windows reach every pixel (the centre of a stride-1 "same"
+    convolution) starts the sum instead, as ``0.0 + x`` (so a pixel of -0.0 entries only is +0.0,
+    as PyTorch's), and the others follow in row-major order: the sums may round differently from
+    PyTorch's (within float rounding), for about 8 us less per call on W5's conv2 (3%, measured).
     """
 
     @staticmethod
     def forward(ctx, cols, output_size, kernel_size, dilation, padding, stride):
         kh, kw = kernel_size
-        windows = _window_count(output_size, kernel_size, dilation, padding, stride)
+        windows = _fold_plan(output_size, kernel_size, dilation, padding, stride).windows
         rows, count = cols.shape
         if rows % (kh * kw) or count % (windows[0] * windows[1]):
             raise ValueError(
@@ -157,16 +164,16 @@ class Fold(Function):
 def fold(cols, output_size, kernel_size, dilation, padding, stride):
     """``Fold``'s forward, without its checks (the jit's kernel)."""
     (h, w), (kh, kw) = output_size, kernel_size
-    windows = _window_count(output_size, kernel_size, dilation, padding, stride)
-    first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
+    windows, first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
     n = cols.shape[1] // (windows[0] * windows[1])
     dtype, xp = cols.dtype, namespace(cols)
     wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
     cols = widened(cols).reshape(-1, kh, kw, *windows, n)
     image = (xp.zeros if first is None else xp.empty)((cols.shape[0], h, w, n), wide or dtype)
-    if first is not None:  # an offset whose windows reach every pixel: the sum starts as a copy
+    if first is not None:  # an offset whose windows reach every pixel starts the sum
         offset, (from_rows, from_columns) = first
-        xp.copyto(image, cols[:, offset[0], offset[1], from_rows, from_columns])
+        # 0.0 + x, not a copy: -0.0 becomes +0.0 as in a sum from zeros (1 us more in 274, W5)
+        xp.add(cols[:, offset[0], offset[1], from_rows, from_columns], 0.0, out=image)
     for (i, j), (rows_in, columns_in), (from_rows, from_columns) in adds:
         target = image[:, rows_in, columns_in]
         # add(out=), not +=: ``target += ...`` would also copy the sum onto itself
@@ -184,13 +191,20 @@ def _window_count(size, kernel_size, dilation, padding, stride) -> tuple[int, in
     )
 
 
+class _FoldPlan(NamedTuple):
+    windows: tuple[int, int]  # how many windows fit along each dim
+    first: tuple | None  # (offset, its windows' rows and columns): reaches every pixel
+    adds: tuple  # (offset, the image rows and columns its windows reach, those windows')
+
+
 @functools.lru_cache(maxsize=64)
-def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> tuple:
+def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> _FoldPlan:
     """Where ``fold`` puts each kernel offset's entries (worked out once per geometry: the
-    Python here costs more than the adds of a small batch): ``adds``, a list of (offset, the
-    image rows and columns its windows reach, those windows' rows and columns), and ``first``,
-    (offset, its windows) for an offset that reaches every pixel (the centre of a "same"
-    convolution), whose entries start the sum as a copy: no zeros to write, one add less."""
+    Python here costs more than the adds of a small batch). ``first`` is the first offset in
+    row-major order whose windows reach every pixel (the centre of a "same" convolution), if
+    any: its entries start the sum (no zeros to write, one add less), which changes the order
+    of the adds from PyTorch's (see ``Fold``). ``adds`` are the other offsets, in row-major
+    order."""
     windows = _window_count(output_size, kernel_size, dilation, padding, stride)
     (top, _), (left, _) = padding
     first, adds = None, []
@@ -208,7 +222,7 @@ def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> tuple:
             first = ((i, j), (from_rows, from_columns))
         else:
             adds.append(((i, j), (rows_in, columns_in), (from_rows, from_columns)))
-    return first, adds
+    return _FoldPlan(windows, first, tuple(adds))
 
 
 class MaxOver(Function):
@@ -352,10 +366,11 @@ def _keep_first(winners):
     follows another mark in the same window, so that one winner per window remains."""
     taken = winners[0].copy(order="K")  # keep the layout: mixed layouts crawl
     greater = namespace(taken).greater
-    for k, winner in enumerate(winners[1:], 2):
+    for winner in winners[1:-1]:
         greater(winner, taken, out=winner)  # for booleans, a > b is a and not b
-        if k < len(winners):
-            taken |= winner
+        taken |= winner
+    if len(winners) > 1:  # the last: nothing follows it to be cleared
+        greater(winners[-1], taken, out=winners[-1])
 
 
 def _memory_order(strides):
