@@ -105,6 +105,7 @@ class _Code:
             "fallback_": fallback,
             "increment_version": increment_version,
             "NUMBERS": (float, int),
+            "subtract_scaled": subtract_scaled,
             **{f"np_{name}": getattr(xp, name) for name in _UFUNCS},
         }
         self.guard += ["optimizer.param_groups is groups_", f"len(groups_) == {len(self.groups)}"]
@@ -289,12 +290,9 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
     for b, bucket in enumerate(_buckets(params)):
         bucket = _Bucket(code, scratch, g, b, bucket, ["momentum_buffer"] * momentum)
         grad = bucket.direction(branch["maximize"], branch["weight_decay != 0"])
-        # Nesterov's update reads the gradients after it is first written; the others' not.
-        update = bucket.scratch("update", parts=True, over=None if branch["nesterov"] else grad)
-        if not momentum:
-            code.lines.append(f"np_multiply({grad}, lr_{g}, out={update})")
-        else:
-            buf = bucket.state["momentum_buffer"]
+        scaled = grad  # the update is lr times it (but Nesterov's)
+        if momentum:
+            scaled = buf = bucket.state["momentum_buffer"]
             code.lines.append(f"np_multiply({buf}, momentum_{g}, out={buf})")
             if branch["dampening == 0"]:
                 code.lines.append(f"np_add({buf}, {grad}, out={buf})")
@@ -304,15 +302,16 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
                     f"np_multiply(1 - dampening_{g}, {grad}, out={damped})",
                     f"np_add({buf}, {damped}, out={buf})",
                 ]
-            if branch["nesterov"]:
-                code.lines += [
-                    f"np_multiply({buf}, momentum_{g}, out={update})",
-                    f"np_add({update}, {grad}, out={update})",
-                    f"np_multiply({update}, lr_{g}, out={update})",
-                ]
-            else:
-                code.lines.append(f"np_multiply({buf}, lr_{g}, out={update})")
-        bucket.apply("subtract", "update")  # p.array -= update
+        if branch["nesterov"]:  # (its update reads the gradients after it is first written)
+            update = bucket.scratch("update", parts=True)
+            code.lines += [
+                f"np_multiply({buf}, momentum_{g}, out={update})",
+                f"np_add({update}, {grad}, out={update})",
+                f"np_multiply({update}, lr_{g}, out={update})",
+            ]
+            bucket.apply("subtract", "update")  # p.array -= update
+        else:
+            bucket.subtract_scaled(scaled, f"lr_{g}", over=grad)
     return True
 
 
@@ -394,6 +393,33 @@ def _buckets(params: list) -> list[list]:
     return buckets
 
 
+# A parameter of more than this many numbers has its update made a block of rows at a time
+# (blocks of 256 KB in float32: the block of the product stays in the cache for the
+# subtraction, and the update's scratch memory, lent by the arena, is one block).
+_BLOCK_SIZE = 1 << 16
+
+
+def _block_rows(array: Any) -> int | None:
+    """How many rows of ``array`` make a block of at most ``_BLOCK_SIZE`` numbers; None for
+    an array of fewer numbers, or of rows longer than that."""
+    if array.ndim == 0 or array.size <= _BLOCK_SIZE:
+        return None
+    rows = _BLOCK_SIZE // (array.size // array.shape[0])
+    return rows if 0 < rows < array.shape[0] else None
+
+
+def subtract_scaled(param: Any, x: Any, scale: float, block: Any) -> None:
+    """``param -= x * scale`` as the eager update computes it (``x * scale`` rounded, then
+    subtracted: elementwise, so the same bits), ``block``'s rows at a time: ``block`` holds
+    each part of the product."""
+    rows = block.shape[0]
+    for start in range(0, param.shape[0], rows):
+        part = param[start : start + rows]
+        product = block[: part.shape[0]]
+        xp.multiply(x[start : start + rows], scale, out=product)
+        xp.subtract(part, product, out=part)
+
+
 class _Bucket:
     """The arrays of a bucket of parameters an update handles with one call per operation
     (the same operations, elementwise, so the same bits as one parameter at a time): for
@@ -472,6 +498,22 @@ class _Bucket:
         self.code.lines.append(f"{step} = {steps[0]} + 1")
         self.code.lines.append(f"{' = '.join(steps)} = {step}")
         return step
+
+    def subtract_scaled(self, x: str, scale: str, over: str) -> None:
+        """Lines for ``p.array -= x * scale`` (the product rounded into scratch memory, then
+        subtracted, as eagerly) for the bucket; ``over``: see ``scratch``. A parameter of
+        more than ``_BLOCK_SIZE`` numbers goes a block of its rows at a time
+        (``subtract_scaled``): its scratch is one block, not a temporary its size."""
+        rows = _block_rows(self.array) if len(self.params) == 1 else None
+        if rows is None:
+            update = self.scratch("update", parts=True, over=over)
+            self.code.lines.append(f"np_multiply({x}, {scale}, out={update})")
+            self.apply("subtract", "update")  # p.array -= update
+            return
+        name, shape = f"update{self.name}", (rows, *self.array.shape[1:])
+        block = self._scratch.view("update", name, self.array, shape)
+        param = f"param{self.g}_{self.index[0]}"
+        self.code.lines.append(f"subtract_scaled({param}, {x}, {scale}, {block})")
 
     def apply(self, ufunc: str, role: str) -> None:
         """Lines updating each parameter in place with the bucket's scratch array ``role``
