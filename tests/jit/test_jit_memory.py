@@ -177,37 +177,59 @@ def test_a_product_recorded_as_all_zeros_stays_direct():
     assert scratch is None
 
 
+def _wide_step(jitted, momentum):
+    """Six steps of a 300-512-3 MLP (its first weight: more than 2**16 numbers), SGD; the
+    step and the parameters' arrays after."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(300, 512), nn.ReLU(), nn.Linear(512, 3))
+    opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step) if jitted else step
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        x = sg.tensor(rng.standard_normal((4, 300)), dtype=sg.float32)
+        step(x, sg.tensor(rng.integers(0, 3, 4)))
+    return step, [p.detach().numpy() for p in model.parameters()]
+
+
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
 def test_a_large_parameter_is_updated_a_block_of_rows_at_a_time(momentum):
     """SGD's update of a parameter of more than 2**16 numbers (a 512 x 300 weight) is made a
     block of rows at a time: the scratch memory it borrows from the arena is one block (and
     the small parameters' bucket), not a temporary of the weight's size as eagerly, with
     eager's bits (each number is computed as eagerly)."""
-
-    def run(jitted):
-        sg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(300, 512), nn.ReLU(), nn.Linear(512, 3))
-        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        step = sg.jit(step) if jitted else step
-        rng = np.random.default_rng(0)
-        for _ in range(6):
-            x = sg.tensor(rng.standard_normal((4, 300)), dtype=sg.float32)
-            step(x, sg.tensor(rng.integers(0, 3, 4)))
-        return step, [p.detach().numpy() for p in model.parameters()]
-
-    jitted, found = run(True)
-    for f, e in zip(found, run(False)[1]):
+    jitted, found = _wide_step(True, momentum)
+    for f, e in zip(found, _wide_step(False, momentum)[1]):
         assert f.tobytes() == e.tobytes()
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
     (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
     assert "subtract_scaled(param0_0" in update.source
     weight = 512 * 300 * 4
     assert update.scratch.nbytes < weight / 2
+
+
+def test_the_recordings_run_the_blocked_update_in_place_of_the_eager_one(monkeypatch):
+    """The eager update of a large parameter makes a temporary its size, which the blocked
+    update does without: the recordings (calls 2 and 3) run the generated update in place of
+    the eager one, with its bits, so that recording the step takes no more memory than
+    replaying it. The eager ``SGD._update`` runs in the first call only."""
+    expected = _wide_step(False, 0.9)[1]
+    calls = []
+    eager_update = sg.optim.SGD._update
+
+    def counted(self, group, params):
+        calls.append(len(calls))
+        return eager_update(self, group, params)
+
+    monkeypatch.setattr(sg.optim.SGD, "_update", counted)
+    found = _wide_step(True, 0.9)[1]
+    assert len(calls) == 1
+    for f, e in zip(found, expected):
+        assert f.tobytes() == e.tobytes()

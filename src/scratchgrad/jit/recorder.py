@@ -295,10 +295,8 @@ class Recorder:
         if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
             self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
         arguments = ", ".join(self.expr(a) for a in args)
-        with _Paused():
-            result = function(*args)
-            # an optimizer's update or zero_grad: generated NumPy code where there is one
-            update = updates.replacement(function, args)
+        with _Paused():  # an optimizer's update or zero_grad: generated code where there is one
+            result, update = updates.recorded(function, args)
         call = self.constant(function) if update is None else f"{self.constant(update)}.run"
         code = f"{call}({arguments})"
         if isinstance(result, Tensor) and id(result.array) not in self.number:

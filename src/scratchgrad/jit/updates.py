@@ -74,10 +74,30 @@ class Update:
     __hash__ = None  # type: ignore[assignment]
 
 
+def recorded(function: Callable, args: tuple) -> tuple[Any, Update | None]:
+    """Run ``function(*args)`` (a call ``Recorder.replayed`` notes) while the step records;
+    its result and its generated code (see ``replacement``, made after the call, when the
+    call's temporaries are freed). Where the generated update goes a block of rows at a time
+    (see ``_BLOCK_SIZE``) and borrows less scratch memory than the eager update's largest
+    temporary (a parameter's size), it is made first and run in the eager call's place (the
+    same bits), so that recording the step takes no more memory than replaying it."""
+    optimizer = args[0] if args else None
+    if function is Optimizer.step and isinstance(optimizer, Optimizer):
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if any(_block_rows(p.array) is not None for p in params):
+            update = replacement(function, args)  # None where the state is not made yet
+            scratch = update and update.scratch
+            if scratch is not None and scratch.nbytes < max(p.array.nbytes for p in params):
+                scratch.place(xp.empty(scratch.nbytes, xp.uint8))  # till the program places it
+                return update.run(*args), update
+    result = function(*args)
+    return result, replacement(function, args)
+
+
 def replacement(function: Callable, args: tuple) -> Update | None:
     """Generated code for ``function(*args)`` (a call ``Recorder.replayed`` notes), or None
-    where only the Python call itself can be replayed. Called right after the recording's
-    eager call, so the optimizer's state exists."""
+    where only the Python call itself can be replayed; it needs the optimizer's state (made
+    by its first step)."""
     optimizer = args[0] if args else None
     if not isinstance(optimizer, Optimizer) or "_update" in vars(optimizer):
         return None
