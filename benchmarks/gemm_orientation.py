@@ -42,8 +42,7 @@ def results(a, b, bias):
     direct = np.dot(a, b)
     if bias is not None:
         direct += bias
-    scratch = gemm.Scratch((b.shape[1], len(a)), a.dtype)
-    swapped = gemm.swapped(a, b, scratch, bias, direct.shape)
+    swapped = gemm.swapped(a, b, scratch_for(a, b), bias, direct.shape)
     stacked = np.matmul(a[None], b[None])[0]
     if bias is not None:
         stacked += bias
@@ -58,25 +57,34 @@ def digests() -> None:
         print(json.dumps({"product": name, "digests": ways}))
 
 
+def scratch_for(a, b):
+    """The scratch memory a swapped ``a @ b`` writes into, as a program lends it."""
+    from scratchgrad.jit import gemm
+
+    scratch = gemm.Scratch((b.shape[1], len(a)), a.dtype)
+    scratch.place(np.empty(scratch.nbytes, np.uint8))
+    return scratch
+
+
 def timings() -> None:
-    """Each product's fastest of 5 timings of each way, taken in turns."""
+    """Each product's median of 5 timings of each way, taken in turns (as the choice)."""
     for seed, (name, *shapes) in enumerate(PRODUCTS):
-        best = fastest(*operands(*shapes, seed))
-        print(f"  {name}: {best[0] * 1e6:.0f} us direct, {best[1] * 1e6:.0f} us swapped")
+        taken = median_timings(*operands(*shapes, seed))
+        print(f"  {name}: {taken[0] * 1e6:.0f} us direct, {taken[1] * 1e6:.0f} us swapped")
 
 
-def fastest(a, b, bias) -> list[float]:
+def median_timings(a, b, bias) -> list[float]:
     from scratchgrad.jit import gemm
 
     out = np.empty((len(a), b.shape[1]), np.float32)
-    scratch = gemm.Scratch((b.shape[1], len(a)), a.dtype)
+    scratch = scratch_for(a, b)
 
     def direct():
         np.dot(a, b, out=out)
         if bias is not None:
-            out.__iadd__(bias)
+            np.add(out, bias, out=out)
 
-    return gemm._timings(direct, lambda: gemm.swapped(a, b, scratch, bias, out.shape, out))
+    return gemm.median_timings(direct, lambda: gemm.swapped(a, b, scratch, bias, out.shape, out))
 
 
 def child(flag: str, threads: str) -> str:
@@ -105,7 +113,7 @@ def main() -> None:
             ways = rows[i]["digests"]
             same = "the same bits" if len(set(ways.values())) == 1 else "OTHER BITS"
             print(f"  {threads} thread(s): {same} direct, swapped, matmul {ways}")
-    print("one BLAS thread, the fastest of 5 timings of each way, taken in turns:")
+    print("one BLAS thread, the median of 5 timings of each way, taken in turns:")
     print(child("--timings", "1"), end="")
 
 

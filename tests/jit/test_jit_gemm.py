@@ -1,6 +1,7 @@
 """The orientation of the matrix products in a replayed step (``jit/gemm.py``): a product
-computed as ``(b.T @ a.T).T`` is kept only where it has the eager forward's bits on the
-recorded arrays, and the generated source says which way each big product runs and why.
+computed as ``(b.T @ a.T).T`` is kept only where it has the forward's own call's bits on
+random operands laid out as the recorded ones and wins two timings, and the generated source
+says which way each big product runs and why.
 
 The oracles: the eager step (a program with every product swapped that may be ends with
 eager's losses and states, bit for bit) and a product made to differ by one unit in the last
@@ -84,6 +85,7 @@ def test_programs_with_swapped_products_equal_eager(workload_id, mode, sources, 
     assert len(said) >= (3 if workload_id == "W5" else 4)
     # swapped, or refused for its bits: nothing else may keep the direct product here
     assert all(c.startswith("swapped:") or c.endswith("the bits differ") for c in said), said
+    assert any(c.startswith("swapped:") for c in said), said  # and swapped programs ran
     if workload_id == "W5":  # the stacks' own call, matmul
         assert "np_matmul(" in "".join(sources[-2:])
 
@@ -141,17 +143,16 @@ def test_small_products_and_short_inner_sizes_are_not_tried(sources):
     a weight gradient (inner size the batch, shorter than the result) is never tried."""
     train(tiny("W4"), "jit", steps=3)
     assert choices(sources[-1]) == []
-    assert gemm.BIG == 1 << 20
 
 
 @pytest.mark.parametrize("transpose_x", [False, True])
 def test_stacks_of_one_matrix_replay_as_eager(transpose_x, sources, monkeypatch):
-    """A product of two stacks of one matrix (``x.mT @ y`` in one node too), its gradients
-    (stacks again) and a swap of each, jitted, equal eager's bit for bit."""
+    """A product of two stacks of one matrix (``x.mT @ y`` in one node too) replayed swapped,
+    and its gradients (stacks again, direct), jitted, equal eager's bit for bit."""
     try_every_product(monkeypatch, margin=math.inf)
     rng = np.random.default_rng(7)
-    x0 = rng.standard_normal((1, 300, 6) if transpose_x else (1, 6, 300)).astype(np.float32)
-    y0 = rng.standard_normal((1, 300, 5)).astype(np.float32)
+    x0 = rng.standard_normal((1, 256, 32) if transpose_x else (1, 32, 256)).astype(np.float32)
+    y0 = rng.standard_normal((1, 256, 32)).astype(np.float32)
 
     def step(x, y):
         out = MatMul.apply(x, y, transpose_x=transpose_x)
@@ -169,4 +170,105 @@ def test_stacks_of_one_matrix_replay_as_eager(transpose_x, sources, monkeypatch)
         np.testing.assert_array_equal(np.asarray(jitted), np.asarray(eager))
     assert "np_matmul(" in sources[-1]
     assert (".swapaxes(-1, -2)" in sources[-1]) == transpose_x
-    assert len(choices(sources[-1])) == 1  # the forward's (the gradients' inner size is short)
+    # the forward's (the gradients' inner size is short), swapped: with 6 x 256 @ 256 x 5
+    # OpenBLAS's swapped way had other bits when x was not transposed
+    (said,) = choices(sources[-1])
+    assert said.startswith("swapped:"), said
+
+
+def linear_forward(x0, after_each=lambda: None):
+    """A jitted forward of one linear layer (300 -> 8, bias) on ``x0``, called four times
+    without grad (eagerly, two recordings, a replay), each result equal to eager's: what
+    ``after_each()`` returned after each call."""
+    sg.manual_seed(0)
+    layer = sg.nn.Linear(300, 8)
+    forward = sg.jit(lambda x: layer(x) * 2)
+    results, counts = [], []
+    with sg.no_grad():
+        for _ in range(4):
+            results.append(forward(sg.from_numpy(x0)).numpy())
+            counts.append(after_each())
+        eager = (layer(sg.from_numpy(x0)) * 2).numpy()
+    for result in results:
+        np.testing.assert_array_equal(result, eager)
+    return counts
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """``gemm.swapped`` counting its calls (in ``gemm.swapped.calls``)."""
+    swapped = gemm.swapped
+
+    def counting(*args, **kwargs):
+        counting.calls += 1
+        return swapped(*args, **kwargs)
+
+    counting.calls = 0
+    monkeypatch.setattr(gemm, "swapped", counting)
+
+
+def test_only_the_compiled_recording_tries_the_swap(counted, sources, monkeypatch):
+    """The first recording, only compared with the second, computes no product either way;
+    the second's, compiled, is checked and timed once, then replayed swapped."""
+    try_every_product(monkeypatch, margin=math.inf)
+    x0 = np.random.default_rng(0).standard_normal((8, 300)).astype(np.float32)
+    counts = linear_forward(x0, lambda: gemm.swapped.calls)
+    assert counts[:2] == [0, 0]
+    assert counts[2] == 1 + 2 * gemm.ROUNDS  # the bits, then two timings
+    assert counts[3] == counts[2]  # (the replay calls kernels.NAMES's, not counted)
+    assert len(sources) == 1 and "k_swapped" in sources[0]
+
+
+@pytest.mark.parametrize(
+    "timings, kept",
+    [([(1.0, 0.1), (1.0, 0.1)], True), ([(1.0, 0.1), (1.0, 1.0)], False), ([(1.0, 1.0)], False)],
+)
+def test_a_swap_must_win_two_timings(timings, kept, sources, monkeypatch):
+    """One timing for the swap (a busy moment slowing the direct product) does not keep it."""
+    monkeypatch.setattr(gemm, "BIG", 0)
+    given = list(timings)
+    monkeypatch.setattr(gemm, "median_timings", lambda *calls: given.pop(0))
+    linear_forward(np.random.default_rng(0).standard_normal((8, 300)).astype(np.float32))
+    (said,) = choices(sources[-1])
+    expected = "swapped" if kept else "direct"
+    assert said == f"{expected}: 1000000 us direct, {1e6 * timings[-1][1]:.0f} us swapped"
+    assert not given  # every timing given was taken
+
+
+@pytest.mark.parametrize("recorded", ["zeros", "small integers"])
+def test_bits_are_checked_on_random_operands(recorded, sources, monkeypatch):
+    """A swapped way that sums in float64 (rounded once) has a float32 product's bits on
+    recorded numbers that every order sums exactly (zeros, small integers), but not on
+    others: it is refused, whatever the step recorded."""
+    try_every_product(monkeypatch, margin=math.inf)
+
+    def in_float64(a, b, scratch, bias, shape, out=None):
+        product = a.astype(np.float64) @ b.astype(np.float64) + (0 if bias is None else bias)
+        out = np.empty(shape, a.dtype) if out is None else out
+        out[...] = product.reshape(shape)
+        return out
+
+    monkeypatch.setattr(gemm, "swapped", in_float64)
+    rng = np.random.default_rng(0)
+    x0 = rng.integers(-3, 4, (8, 300)).astype(np.float32)
+    linear_forward(x0 * (recorded != "zeros"))
+    (said,) = choices(sources[-1])
+    assert said == "direct: swapped, the bits differ"
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a,
+        lambda a: a.T,
+        lambda a: a[::-2, 1::3],
+        lambda a: a[2:, ::-1].T[None],
+    ],
+    ids=["C-ordered", "transposed", "strided", "stacked reversed"],
+)
+def test_random_operands_have_the_recorded_layout(view):
+    recorded = view(np.zeros((10, 12), np.float32))
+    layout = (recorded.shape, recorded.strides, recorded.dtype)
+    drawn = gemm.random_like(layout, np.random.default_rng(0))
+    assert (drawn.shape, drawn.strides, drawn.dtype) == layout
+    assert len(np.unique(drawn)) == drawn.size and np.all(abs(drawn) <= 0.5)

@@ -13,7 +13,7 @@ import pytest
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.autograd import capture_hook
-from scratchgrad.jit import gemm, program, updates
+from scratchgrad.jit import program, updates
 
 
 @pytest.fixture
@@ -161,20 +161,6 @@ def test_the_update_is_written_over_the_gathered_gradients(make_optimizer, array
     (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
     bucket = (6 * 16 + 16 + 16 * 3 + 3) * 4  # bytes of float32, one bucket
     assert update.scratch.nbytes == arrays * (-(-bucket // 64) * 64)
-
-
-def test_a_product_recorded_as_all_zeros_stays_direct():
-    """The all-zeros test of a recorded product (``gemm._why_not_swapped``, now with
-    ``count_nonzero``, code the eager step runs already) still keeps such a product direct:
-    its bits would prove nothing about the swapped way's sums."""
-    rng = np.random.default_rng(0)
-    a, b = np.zeros((32, 1024), np.float32), rng.standard_normal((1024, 32)).astype(np.float32)
-    product = gemm.Product(
-        "np_dot(v0, v1)", lambda out=None: np.dot(a, b, out=out), ("v0", a), ("v1", b)
-    )
-    line, scratch = gemm.choose(product, np.dot(a, b), lambda obj: "c0", "v2")
-    assert line.endswith("direct: the recorded result is all zeros (any order of sums gives them)")
-    assert scratch is None
 
 
 def _wide_step(jitted, momentum):

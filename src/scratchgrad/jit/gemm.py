@@ -5,11 +5,15 @@ roles of the two matrices swapped, and for some shapes that is much faster (with
 OpenBLAS thread, W5's conv2 weight gradient ``(16, 12544) @ (12544, 73)``: 750 us direct,
 464 us swapped), for others slower. At W4's and W5's sizes each element comes out with the
 same bits either way, but nothing promises it (at W5's batch of 4 its linear layer does
-not: OpenBLAS has small-matrix kernels per transposition), so a swap is never assumed:
-while a step records, each product big enough to matter is computed both ways on the
-recorded arrays, and the swapped way is kept only if its result has the bytes of the eager
-forward's, and only if it was faster in a few interleaved timings. The generated source
-says which way runs, and why, in a comment on the product's line.
+not: OpenBLAS has small-matrix kernels per transposition), so a swap is never assumed.
+While a step records, each product big enough to matter is noted (``tried``: its operands'
+shapes, strides and dtype, not their data); when the recording is compiled (the second
+one: the first is only compared with it), each is computed both ways on random operands of
+those layouts, and the swapped way is kept only if its result has the bytes of the
+forward's own call (BLAS's order of sums depends on the layouts, not on the numbers; the
+recorded numbers could be ones that every order sums exactly), and only if it was faster
+in two timings of a few interleaved runs each. The generated source says which way runs,
+and why, in a comment on the product's line.
 
 The swapped product is written into scratch memory as ``B.T @ A.T`` (C-ordered, what
 ``numpy.dot`` writes), then copied, transposed, into the result laid out as eager's
@@ -29,15 +33,19 @@ from typing import Any, NamedTuple
 
 from scratchgrad.backend import xp
 
+# Where a kernel rule's code may take an out= argument (see kernels.py, which uses it; here
+# because a swapped product's line takes it too).
+OUT = "@OUT@"
+
 # Products of fewer multiply-adds are left as they are (timing them would cost more than
 # they could ever save).
 BIG = 1 << 20
 
-# The swap is kept when its fastest timing is under this fraction of the direct product's.
+# The swap is kept when its median timing is under this fraction of the direct product's.
 # Timed alone, the operands are in cache; in the step they are not, and the swap's copy
 # costs more: W4's two forward products, 0.95x and 0.97x alone, left its step at 1.003x to
 # 1.009x (three runs), and W5's conv1 weight gradient, 0.89x alone, changed nothing
-# measurable. W5's conv2 weight gradient, 0.62x alone, took its step to 0.93x.
+# measurable. W5's conv2 weight gradient, 0.61x alone, took its step to 0.93x.
 MARGIN = 0.85
 ROUNDS = 5
 
@@ -63,8 +71,7 @@ class Scratch:
     def __init__(self, shape: tuple, dtype: Any) -> None:
         self.shape, self.dtype = shape, dtype
         self.nbytes = math.prod(shape) * dtype.itemsize
-        self.array = xp.empty(shape, dtype)  # while the choice is timed, then None till placed
-        self.timings = ""  # of the direct and the swapped product, as the choice saw them
+        self.array: Any = None  # till placed (or while the choice is timed)
 
     def place(self, memory: Any) -> None:
         self.array = memory[: self.nbytes].view(self.dtype).reshape(self.shape)
@@ -76,69 +83,108 @@ class Scratch:
 
 class Product(NamedTuple):
     """What a product's kernel rule gives the recorder instead of code: ``a @ b`` (plus
-    ``bias``) of two matrices, each an argument's code and its recorded array. ``code``
-    makes the forward's own call (with ``kernels.OUT``), as ``direct(out)`` does now."""
+    ``bias``) of two matrices, each an argument's code and its recorded array. ``code`` is
+    the forward's own call (ending with ``OUT`` where the program may write out=, if the
+    call takes one), and ``direct(a, b, bias, out)`` makes that call on other matrices laid
+    out as ``a`` and ``b``, into ``out``."""
 
     code: str
-    direct: Callable[[Any], Any]
+    direct: Callable[[Any, Any, Any, Any], Any]
     a: tuple[str, Any]
     b: tuple[str, Any]
     bias: tuple[str, Any] | None = None
 
 
-def choose(
+class Tried:
+    """A big product the program may replay swapped: the layouts of its operands (shape,
+    strides, dtype: no data is kept), its forward's call, and the swapped line with its
+    scratch (see ``tried``); ``decide`` chooses when the program is compiled."""
+
+    def __init__(self, product: Product, result: Any, line: str, scratch: Scratch) -> None:
+        self.direct, self.line, self.scratch = product.direct, line, scratch
+        self.shape = result.shape
+        operands = (product.a, product.b, product.bias)
+        self.layouts = [None if x is None else _layout(x[1]) for x in operands]
+        self.timings = ""  # of the direct and the swapped product, as ``decide`` saw them
+
+    def decide(self, line: str) -> tuple[str, Scratch | None]:
+        """The line the program runs, ``line`` (the forward's call) or the swapped product,
+        with a comment saying which way round and why; and the swapped one's scratch."""
+        rng = xp.random.default_rng(0)
+        a, b, bias = (None if x is None else random_like(x, rng) for x in self.layouts)
+        self.scratch.array = xp.empty(self.scratch.shape, self.scratch.dtype)
+        why = self._why_not_swapped(a, b, bias)
+        self.scratch.array = None  # till the program places it
+        if why is not None:
+            return f"{line}  # direct: {why}", None
+        return f"{self.line}  # swapped: {self.timings}", self.scratch
+
+    def _why_not_swapped(self, a: Any, b: Any, bias: Any) -> str | None:
+        """Why the swapped product is not kept for these operands, or None (its timings left
+        in ``self.timings``)."""
+        dtype = self.scratch.dtype
+        expected, attempt = xp.empty(self.shape, dtype), xp.empty(self.shape, dtype)
+        self.direct(a, b, bias, expected)
+        if not _same_bits(swapped(a, b, self.scratch, bias, self.shape, attempt), expected):
+            return "swapped, the bits differ"
+        for _ in range(2):  # two verdicts for the swap: one busy moment cannot give it
+            direct, swap = median_timings(
+                lambda: self.direct(a, b, bias, expected),
+                lambda: swapped(a, b, self.scratch, bias, self.shape, attempt),
+            )
+            self.timings = f"{direct * 1e6:.0f} us direct, {swap * 1e6:.0f} us swapped"
+            if swap >= MARGIN * direct:
+                return self.timings
+        return None
+
+
+def tried(
     product: Product, result: Any, constant: Callable[[Any], str], target: str
-) -> tuple[str | None, Scratch | None]:
-    """The line ``{target} = ...`` that replays ``product`` (None: its ``code`` as it is),
-    with a comment saying which way round and why, and the swapped product's scratch:
-    checked and timed on the recorded arrays against ``result``, the forward's. What is
-    named depends only on the shapes (the two recordings of a step must agree on it)."""
+) -> Tried | None:
+    """The product noted for ``decide`` if it is big and its inner size the largest (else
+    None), its swapped line ``{target} = k_swapped(...)`` naming a ``Scratch`` constant. What
+    is named depends only on the shapes: the two recordings of a step must agree on it."""
     (a_code, a), (b_code, b) = product.a, product.b
     (m, k), n = a.shape, b.shape[1]
-    if m * n * k < BIG or k < max(m, n) or not result.flags.c_contiguous:
-        return None, None
+    big = m * n * k >= BIG and k >= max(m, n)
+    if not big or result.dtype.kind != "f" or not result.flags.c_contiguous:
+        return None  # (not floating point: BLAS is not called, nor are sums rounded)
     scratch = Scratch((n, m), result.dtype)
-    bias, bias_code = (None, "None") if product.bias is None else product.bias[::-1]
+    bias_code = "None" if product.bias is None else product.bias[0]
     arguments = f"{a_code}, {b_code}, {constant(scratch)}, {bias_code}, {result.shape}"
-    why = _why_not_swapped(product.direct, a, b, bias, scratch, result)
-    scratch.array = None  # till the program places it
-    if why is not None:
-        return f"{target} = {product.code}  # direct: {why}", None
-    from scratchgrad.jit.kernels import OUT  # (kernels imports this module)
-
-    return f"{target} = k_swapped({arguments}{OUT})  # swapped: {scratch.timings}", scratch
+    return Tried(product, result, f"{target} = k_swapped({arguments}{OUT})", scratch)
 
 
-def _why_not_swapped(
-    direct: Callable, a: Any, b: Any, bias: Any, scratch: Scratch, result: Any
-) -> str | None:
-    """Why the swapped product is not kept, or None (its timings left on ``scratch``)."""
-    # (count_nonzero, not any(): a reduction the eager step never runs, whose code would add
-    # 64 KB of pages to the process)
-    if not xp.count_nonzero(result):
-        return "the recorded result is all zeros (any order of sums gives them)"
-    attempt = xp.empty(result.shape, result.dtype)
-    if not _same_bits(swapped(a, b, scratch, bias, result.shape, attempt), result):
-        return "swapped, the bits differ"
-    timings = _timings(
-        lambda: direct(out=attempt), lambda: swapped(a, b, scratch, bias, result.shape, attempt)
-    )
-    scratch.timings = f"{timings[0] * 1e6:.0f} us direct, {timings[1] * 1e6:.0f} us swapped"
-    return scratch.timings if timings[1] >= MARGIN * timings[0] else None
+def _layout(array: Any) -> tuple:
+    return array.shape, array.strides, array.dtype
+
+
+def random_like(layout: tuple, rng: Any) -> Any:
+    """Numbers drawn uniformly from [-0.5, 0.5) in an array of ``layout``'s shape, strides
+    (in bytes, multiples of the item size) and dtype (float32 or float64): a view of just
+    enough memory."""
+    shape, strides, dtype = layout
+    reach = [(n - 1) * s // dtype.itemsize for n, s in zip(shape, strides)]
+    low, high = sum(min(r, 0) for r in reach), sum(max(r, 0) for r in reach)
+    memory = rng.random(high - low + 1, dtype=dtype)
+    memory -= 0.5
+    return xp.lib.stride_tricks.as_strided(memory[-low:], shape, strides)
 
 
 def _same_bits(x: Any, y: Any) -> bool:
-    """Whether two C-ordered arrays hold the same bytes (so -0.0 is not 0.0, a NaN is itself)."""
-    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    """Whether two C-ordered arrays hold the same bytes (so -0.0 is not 0.0, a NaN is itself),
+    compared where they are (``tobytes`` would copy both: memory above eager's peak)."""
+    same_bytes = memoryview(x).cast("B") == memoryview(y).cast("B")
+    return x.shape == y.shape and x.dtype == y.dtype and same_bytes
 
 
-def _timings(*calls: Callable[[], Any]) -> list[float]:
-    """Each call's fastest of ``ROUNDS`` timings, taken in turns (so that a busy moment of
-    the machine slows all of them)."""
-    best = [math.inf] * len(calls)
+def median_timings(*calls: Callable[[], Any]) -> list[float]:
+    """Each call's median of ``ROUNDS`` timings, taken in turns (so that a busy moment of
+    the machine slows all of them, or changes no median)."""
+    times: list[list[float]] = [[] for _ in calls]
     for _ in range(ROUNDS):
-        for i, call in enumerate(calls):
+        for call, taken in zip(calls, times):
             start = time.perf_counter()
             call()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return best
+            taken.append(time.perf_counter() - start)
+    return [sorted(taken)[len(taken) // 2] for taken in times]  # (ROUNDS is odd)

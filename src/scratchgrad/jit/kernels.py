@@ -16,7 +16,6 @@ before writing the same element).
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +67,7 @@ NAMES = {
 
 
 # Where a rule's code may take an out= argument (see the module's doc string).
-OUT = "@OUT@"
+OUT = gemm.OUT
 
 
 def _ufunc(name: str) -> Callable:
@@ -95,9 +94,20 @@ def _linear(args, arrays, kwargs, constant) -> gemm.Product | None:
     if not _same_matrices([x, w]) or (bias is not None and bias.dtype != x.dtype):
         return None
     code = f"k_linear({', '.join(args)}{OUT})"
-    direct = functools.partial(linear, x, w, bias)
     bias = None if bias is None else (args[2], bias)
-    return gemm.Product(code, direct, (args[0], x), (f"{args[1]}.T", w.T), bias)
+    return gemm.Product(code, _linear_of, (args[0], x), (f"{args[1]}.T", w.T), bias)
+
+
+def _linear_of(a: Any, b: Any, bias: Any, out: Any) -> Any:
+    return linear(a, b.T, bias, out)  # (b is the weight's transpose)
+
+
+def _dot(a: Any, b: Any, bias: None, out: Any) -> Any:
+    return xp.dot(a, b, out=out)
+
+
+def _matmul_of_stacks(a: Any, b: Any, bias: None, out: Any) -> Any:
+    return xp.matmul(a[None], b[None], out=out)
 
 
 def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
@@ -107,7 +117,7 @@ def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
         x = x.swapaxes(-1, -2)
     if _same_matrices([x, y]):
         code, a, b = f"np_dot({x_code}, {y_code}{OUT})", (x_code, x), (y_code, y)
-        return gemm.Product(code, functools.partial(xp.dot, x, y), a, b)
+        return gemm.Product(code, _dot, a, b)
     if all(z.ndim == 3 and len(z) == 1 for z in (x, y)) and _same_matrices([x[0], y[0]]):
         # conv2d's products, each of a stack of one matrix: matmul's own call (numpy.dot of
         # the two matrices was 2-10% slower), swapped as those two matrices. Without out=:
@@ -115,7 +125,7 @@ def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
         # results (0.8 to 3.6 MB) would make the arena larger.
         a, b = (f"{x_code}[0]", x[0]), (f"{y_code}[0]", y[0])
         code = f"np_matmul({x_code}, {y_code})"
-        return gemm.Product(code, functools.partial(xp.matmul, x, y), a, b)
+        return gemm.Product(code, _matmul_of_stacks, a, b)
     return None
 
 

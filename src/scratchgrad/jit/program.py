@@ -87,6 +87,10 @@ def compile(
     for number in outputs:
         last_use[number] = len(steps)
     free_after = _free_after(recorder, steps, last_use, inputs)
+    chosen = {}  # step index -> the line it runs instead of its own (which recordings compare)
+    for index, step in enumerate(steps):  # which way round each big product runs (gemm.py)
+        if step.tried is not None:
+            chosen[index], step.scratch = step.tried.decide(step.lines[0])
     plan = _Plan(recorder, steps, free_after)
     body = [
         "if placed is not arena.array:  # the first replay, or the arena was made larger",
@@ -97,7 +101,7 @@ def compile(
         body.append(", ".join(f"v{n}" for n in inputs) + ", = inputs")
     memory = recorder.memory
     for index, step in enumerate(steps):
-        lines = step.lines if step.chosen is None else [step.chosen]
+        lines = [chosen[index]] if index in chosen else step.lines
         body += [line.replace(kernels.OUT, plan.outs.get(index, "")) for line in lines]
         done = [
             f"v{n}"

@@ -43,7 +43,7 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch", "chosen")
+    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch", "tried")
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
@@ -56,9 +56,9 @@ class Step:
         # a swapped product: ``nbytes``, and ``place(memory)`` before its first run), lent by
         # the program
         self.scratch: Any = None
-        # the line the program runs instead of ``lines`` (which two recordings compare): a
-        # matrix product, computed the way round that was faster here (see gemm.py)
-        self.chosen: str | None = None
+        # a big matrix product that the program may compute the other way round, decided
+        # when the program is compiled (see gemm.py)
+        self.tried: gemm.Tried | None = None
 
 
 class Recorder:
@@ -200,14 +200,14 @@ class Recorder:
         rule = kernels.RULES.get(cls)
         if rule is not None and not extra and not isinstance(out, tuple):
             code = rule(positional, arrays, kwargs, self.constant)
-            chosen = scratch = None
-            if isinstance(code, gemm.Product):  # checked and timed on the arrays at hand
-                chosen, scratch = gemm.choose(code, out, self.constant, f"v{writes[0]}")
+            tried = None
+            if isinstance(code, gemm.Product):  # its layouts noted, for the compiled program
+                tried = gemm.tried(code, out, self.constant, f"v{writes[0]}")
                 code = code.code
             if code is not None:
                 lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
                 self.note(lines, writes, effect=False)
-                self.steps[-1].chosen, self.steps[-1].scratch = chosen, scratch
+                self.steps[-1].tried = tried
                 self._kernel_out(code, out, positional, arrays, kernels.OVERWRITES.get(cls, ()))
                 return out
         make_ctx = f"new({self.constant(cls)})"
