@@ -1,7 +1,7 @@
 """The orientation of the matrix products in a replayed step (``jit/gemm.py``): a product
-computed as ``(b.T @ a.T).T`` is kept only where it has the forward's own call's bits on
-random operands laid out as the recorded ones and wins two timings, and the generated source
-says which way each big product runs and why.
+computed as ``(b.T @ a.T).T`` is kept only where it has the forward's own call's bits (the
+step's own arrays replaced by random ones of their layouts) and wins two timings, and the
+generated source says which way each big product runs and why.
 
 The oracles: the eager step (a program with every product swapped that may be ends with
 eager's losses and states, bit for bit) and a product made to differ by one unit in the last
@@ -269,6 +269,8 @@ def test_bits_are_checked_on_random_operands(recorded, sources, monkeypatch):
 def test_random_operands_have_the_recorded_layout(view):
     recorded = view(np.zeros((10, 12), np.float32))
     layout = (recorded.shape, recorded.strides, recorded.dtype)
-    drawn = gemm.random_like(layout, np.random.default_rng(0))
+    memory = np.empty(gemm.extent(layout), np.float32)
+    drawn = gemm.random_like(layout, np.random.default_rng(0), memory)
+    assert np.shares_memory(drawn, memory) and drawn.size <= memory.size
     assert (drawn.shape, drawn.strides, drawn.dtype) == layout
     assert len(np.unique(drawn)) == drawn.size and np.all(abs(drawn) <= 0.5)

@@ -8,11 +8,12 @@ same bits either way, but nothing promises it (at W5's batch of 4 its linear lay
 not: OpenBLAS has small-matrix kernels per transposition), so a swap is never assumed.
 While a step records, each product big enough to matter is noted (``tried``: its operands'
 shapes, strides and dtype, not their data); when the recording is compiled (the second
-one: the first is only compared with it), each is computed both ways on random operands of
-those layouts, and the swapped way is kept only if its result has the bytes of the
-forward's own call (BLAS's order of sums depends on the layouts, not on the numbers; the
-recorded numbers could be ones that every order sums exactly), and only if it was faster
-in two timings of a few interleaved runs each. The generated source says which way runs,
+one: the first is only compared with it), each is computed both ways, the step's own
+arrays replaced by random numbers of their layouts (a weight, a constant of the program, as
+it is), and the swapped way is kept only if its result has the bytes of the forward's own
+call (BLAS's order of sums depends on the layouts, not on the numbers; the recorded numbers
+could be ones that every order sums exactly), and only if it was faster in two timings of a
+few interleaved runs each. The generated source says which way runs,
 and why, in a comment on the product's line.
 
 The swapped product is written into scratch memory as ``B.T @ A.T`` (C-ordered, what
@@ -26,6 +27,7 @@ than out, a weight gradient summed over every pixel of a batch).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -96,34 +98,51 @@ class Product(NamedTuple):
 
 
 class Tried:
-    """A big product the program may replay swapped: the layouts of its operands (shape,
-    strides, dtype: no data is kept), its forward's call, and the swapped line with its
-    scratch (see ``tried``); ``decide`` chooses when the program is compiled."""
+    """A big product the program may replay swapped: its operands (a constant's array, or
+    the layout of an array the step makes: shape, strides, dtype), its forward's call, and
+    the swapped line with its scratch (see ``tried``); ``decide`` chooses when the program
+    is compiled."""
 
     def __init__(self, product: Product, result: Any, line: str, scratch: Scratch) -> None:
         self.direct, self.line, self.scratch = product.direct, line, scratch
         self.shape = result.shape
+        # each a constant's array (or None), or the layout of one the step makes
         operands = (product.a, product.b, product.bias)
-        self.layouts = [None if x is None else _layout(x[1]) for x in operands]
+        self.operands = [
+            None if x is None else x[1] if x[0].startswith("c") else _layout(x[1]) for x in operands
+        ]
         self.timings = ""  # of the direct and the swapped product, as ``decide`` saw them
 
     def decide(self, line: str) -> tuple[str, Scratch | None]:
         """The line the program runs, ``line`` (the forward's call) or the swapped product,
         with a comment saying which way round and why; and the swapped one's scratch."""
+        # The program's constants (a layer's weight) as they are: they live anyway, and a
+        # random copy of W4's first weight (1.6 MB) took the process's peak RSS above eager's.
+        # The step's own arrays, freed by now, are drawn at random; with the results, cut
+        # from one block, freed at once (separate arrays left freed memory in the heap).
+        drawn = [x for x in self.operands if type(x) is tuple]
+        results = [self.shape, self.shape, self.scratch.shape]
+        counts = [extent(x) for x in drawn] + [math.prod(shape) for shape in results]
+        block = xp.empty(sum(counts), self.scratch.dtype)
+        pieces = xp.split(block, list(itertools.accumulate(counts))[:-1])
         rng = xp.random.default_rng(0)
-        a, b, bias = (None if x is None else random_like(x, rng) for x in self.layouts)
-        self.scratch.array = xp.empty(self.scratch.shape, self.scratch.dtype)
-        why = self._why_not_swapped(a, b, bias)
+        randoms = iter([random_like(x, rng, memory) for x, memory in zip(drawn, pieces)])
+        a, b, bias = (next(randoms) if type(x) is tuple else x for x in self.operands)
+        expected, attempt, self.scratch.array = (
+            memory.reshape(shape) for memory, shape in zip(pieces[len(drawn) :], results)
+        )
+        why = self._why_not_swapped(a, b, bias, expected, attempt)
         self.scratch.array = None  # till the program places it
+        self.operands = []  # (decided once: a parameter's array is not kept)
         if why is not None:
             return f"{line}  # direct: {why}", None
         return f"{self.line}  # swapped: {self.timings}", self.scratch
 
-    def _why_not_swapped(self, a: Any, b: Any, bias: Any) -> str | None:
+    def _why_not_swapped(
+        self, a: Any, b: Any, bias: Any, expected: Any, attempt: Any
+    ) -> str | None:
         """Why the swapped product is not kept for these operands, or None (its timings left
-        in ``self.timings``)."""
-        dtype = self.scratch.dtype
-        expected, attempt = xp.empty(self.shape, dtype), xp.empty(self.shape, dtype)
+        in ``self.timings``); ``expected`` and ``attempt`` take the two ways' results."""
         self.direct(a, b, bias, expected)
         if not _same_bits(swapped(a, b, self.scratch, bias, self.shape, attempt), expected):
             return "swapped, the bits differ"
@@ -159,16 +178,27 @@ def _layout(array: Any) -> tuple:
     return array.shape, array.strides, array.dtype
 
 
-def random_like(layout: tuple, rng: Any) -> Any:
-    """Numbers drawn uniformly from [-0.5, 0.5) in an array of ``layout``'s shape, strides
-    (in bytes, multiples of the item size) and dtype (float32 or float64): a view of just
-    enough memory."""
+def _reach(layout: tuple) -> tuple[int, int]:
+    """The lowest and highest element an array of ``layout`` reaches, from its first."""
     shape, strides, dtype = layout
     reach = [(n - 1) * s // dtype.itemsize for n, s in zip(shape, strides)]
-    low, high = sum(min(r, 0) for r in reach), sum(max(r, 0) for r in reach)
-    memory = rng.random(high - low + 1, dtype=dtype)
+    return sum(min(r, 0) for r in reach), sum(max(r, 0) for r in reach)
+
+
+def extent(layout: tuple) -> int:
+    """How many elements of memory an array of ``layout`` (shape, strides, dtype) spans."""
+    low, high = _reach(layout)
+    return high - low + 1
+
+
+def random_like(layout: tuple, rng: Any, memory: Any) -> Any:
+    """Numbers drawn uniformly from [-0.5, 0.5) in an array of ``layout``'s shape, strides
+    (in bytes, multiples of the item size) and dtype (float32 or float64), a view of
+    ``memory`` (a 1-d array of that dtype and at least ``extent(layout)`` elements)."""
+    shape, strides, _ = layout
+    rng.random(dtype=memory.dtype, out=memory)
     memory -= 0.5
-    return xp.lib.stride_tricks.as_strided(memory[-low:], shape, strides)
+    return xp.lib.stride_tricks.as_strided(memory[-_reach(layout)[0] :], shape, strides)
 
 
 def _same_bits(x: Any, y: Any) -> bool:
