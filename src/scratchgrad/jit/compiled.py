@@ -33,7 +33,14 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
-from scratchgrad.jit.jitted import _check_same, _flatten, _signature, _tensor_key, cache_full
+from scratchgrad.jit.jitted import (
+    _check_same,
+    _flatten,
+    _signature,
+    _tensor_key,
+    cache_full,
+    rebuild,
+)
 from scratchgrad.jit.recorder import Capturing, JitError, Recorder
 from scratchgrad.tensor import Tensor
 
@@ -390,31 +397,19 @@ def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tu
     made: list[Tensor] = []
     argument = {id(t): i for i, t in enumerate(tensors)}
     argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
-    return made, _rebuild(result, argument, recorder.number, made)
+    number = recorder.number
 
-
-def _rebuild(node: Any, argument: dict, number: dict, made: list) -> Callable:
-    """``build`` (see ``_outputs``) for ``node``; ``argument``: id(tensor) -> its index in the
-    call's tensors, ``number``: the recorder's value numbers. A module function, not a
-    closure calling itself: that closure would be a reference cycle keeping the recorder
-    alive until the cycle collector runs."""
-    if isinstance(node, Tensor):
-        index = argument.get(id(node))
+    def leaf(t: Tensor) -> Callable:
+        index = argument.get(id(t))
         if index is not None:
             return lambda new, call: call[index]
-        if id(node.array) not in number:
-            return lambda new, call: node
+        if id(t.array) not in number:
+            return lambda new, call: t
         position = len(made)
-        made.append(node)
+        made.append(t)
         return lambda new, call: new[position]
-    if type(node) in (tuple, list, dict):
-        items = node.items() if type(node) is dict else enumerate(node)
-        parts = [(key, _rebuild(value, argument, number, made)) for key, value in items]
-        if type(node) is dict:
-            return lambda new, call: {key: part(new, call) for key, part in parts}
-        kind = type(node)
-        return lambda new, call: kind(part(new, call) for _, part in parts)
-    return lambda new, call: node
+
+    return made, rebuild(result, leaf)
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:

@@ -287,29 +287,34 @@ def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
     from them: tensors made in the step come back as new tensors (detached), anything else
     as it was."""
     returned: list[int] = []
-    return returned, _rebuild(result, recorder.number, returned)
+    number = recorder.number  # id(array) -> the value made in the step
 
-
-def _rebuild(node: Any, number: dict, returned: list[int]) -> Callable:
-    """A function rebuilding ``node`` from the program's outputs, appending to ``returned`` the
-    value number of each tensor in it made in the step (``number``: id(array) -> value). A
-    module function, not a closure calling itself: that closure would be a reference cycle
-    keeping the recorder alive until the cycle collector runs."""
-    if isinstance(node, Tensor):
-        value = number.get(id(node.array))
+    def leaf(t: Tensor) -> Callable:
+        value = number.get(id(t.array))
         if value is None:  # not made in the step (a parameter): itself
-            return lambda outputs: node
+            return lambda outputs: t
         index = len(returned)
         returned.append(value)
         return lambda outputs: _make(outputs[index])
+
+    return returned, rebuild(result, leaf)
+
+
+def rebuild(node: Any, leaf: Callable[[Tensor], Callable]) -> Callable:
+    """A function of a replay's results that rebuilds ``node``, a structure of tuples, lists
+    and dicts around tensors: ``leaf(t)`` gives the function rebuilding each tensor. A module
+    function, not a closure calling itself: that closure would be a reference cycle keeping
+    the recorder alive until the cycle collector runs."""
+    if isinstance(node, Tensor):
+        return leaf(node)
     if type(node) in (tuple, list, dict):
         items = node.items() if type(node) is dict else enumerate(node)
-        parts = [(k, _rebuild(v, number, returned)) for k, v in items]
+        parts = [(k, rebuild(v, leaf)) for k, v in items]
         if type(node) is dict:
-            return lambda outputs: {k: p(outputs) for k, p in parts}
+            return lambda *results: {k: p(*results) for k, p in parts}
         kind = type(node)
-        return lambda outputs: kind(p(outputs) for _, p in parts)
-    return lambda outputs: node
+        return lambda *results: kind(p(*results) for _, p in parts)
+    return lambda *results: node
 
 
 __all__ = ["JitError", "Jitted", "jit"]

@@ -141,7 +141,9 @@ class _Code:
     def groups(self) -> list[dict[str, Any]]:
         return self.optimizer.param_groups
 
-    def compile(self, signature: str, fallback: str) -> Update:
+    def update(self, signature: str, fallback: str) -> Update:
+        """The ``Update`` running ``run(signature)``: the reads, the guard (else
+        ``return fallback``), then the lines."""
         conditions = "\n        and ".join(self.guard)
         source = [
             f"def run({signature}):",
@@ -158,7 +160,7 @@ def _zero_grad(optimizer: Optimizer) -> Update:
     code = _Code(optimizer, Optimizer.zero_grad)
     for g, group in enumerate(optimizer.param_groups):
         code.lines += [f"params{g}[{i}].grad = None" for i in range(len(group["params"]))]
-    return code.compile("optimizer, set_to_none", "fallback_(optimizer, True)")
+    return code.update("optimizer, set_to_none", "fallback_(optimizer, True)")
 
 
 def _step(optimizer: Optimizer, writer: Callable) -> Update | None:
@@ -179,7 +181,7 @@ def _step(optimizer: Optimizer, writer: Callable) -> Update | None:
             return None  # a parameter listed twice is updated twice: not in one bucket
         if writer(code, g, params, scratch) is False:
             return None
-    update = code.compile("optimizer, closure", "fallback_(optimizer, closure)")
+    update = code.update("optimizer, closure", "fallback_(optimizer, closure)")
     update.scratch = scratch
     return update
 
