@@ -423,6 +423,19 @@ def test_a_new_shape_or_dtype_records_a_new_program():
     assert len(forward.recordings) == 3
 
 
+def test_fortran_order_and_a_strided_view_are_separate_programs():
+    # neither is C-ordered, but BLAS reads them differently (a product's orientation is
+    # checked for the layout it was recorded with)
+    model = mlp()
+    forward = sg.jit(lambda x: model(x))
+    fortran, strided = sg.randn(4, 8).t(), sg.randn(4, 16)[:, ::2].t()  # both (8, 4)
+    for x in [fortran, fortran, strided, strided]:
+        with sg.no_grad():
+            expected = model(x).numpy()
+        np.testing.assert_array_equal(forward(x).detach().numpy(), expected)
+    assert len(forward.recordings) == 2
+
+
 def test_other_arguments_are_part_of_the_key():
     scale = sg.jit(lambda x, k: x * k)
     x = sg.ones(2)

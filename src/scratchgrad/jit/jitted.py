@@ -277,9 +277,12 @@ def _flatten(tree: Any) -> tuple[list, Any]:
 
 def _tensor_key(t: Tensor) -> tuple:
     """A tensor's part of a guard key: its array's type (the device), shape, dtype and layout
-    (it decides which results are views), and whether it requires grad."""
+    (C order, Fortran order or neither: it decides which results are views, and how BLAS
+    reads a matrix, which a product's orientation was checked for), and whether it requires
+    grad."""
     a = t.array
-    return (type(a), a.shape, a.dtype, t.requires_grad, a.flags.c_contiguous)
+    flags = a.flags
+    return (type(a), a.shape, a.dtype, t.requires_grad, flags.c_contiguous, flags.f_contiguous)
 
 
 def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
