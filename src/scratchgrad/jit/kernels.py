@@ -2,7 +2,8 @@
 its ctx object and its checks (which recording already passed).
 
 Each entry maps a Function to a rule: given the code of the call's array arguments, the arrays
-themselves as recorded and the static attributes, it returns the code of one expression that
+themselves as recorded, the static attributes and ``expr`` (the recorder's: the code of any
+other object, a literal or a constant of the program), it returns the code of one expression that
 computes exactly what ``forward`` computed (the same NumPy calls in the same order, so the same
 bits), or None where the rule does not cover the case (then the forward itself is replayed).
 A matrix product's rule returns a ``gemm.Product`` instead: that code with the two matrices,
@@ -71,7 +72,7 @@ OUT = gemm.OUT
 
 
 def _ufunc(name: str) -> Callable:
-    return lambda args, arrays, kwargs, constant: f"{name}({', '.join(args)}{OUT})"
+    return lambda args, arrays, kwargs, expr: f"{name}({', '.join(args)}{OUT})"
 
 
 def _same_matrices(arrays: list) -> bool:
@@ -89,7 +90,7 @@ def _same_matrices(arrays: list) -> bool:
 # round (see gemm.py).
 
 
-def _linear(args, arrays, kwargs, constant) -> gemm.Product | None:
+def _linear(args, arrays, kwargs, expr) -> gemm.Product | None:
     (x, w), bias = arrays[:2], arrays[2] if len(arrays) == 3 else None
     if not _same_matrices([x, w]) or (bias is not None and bias.dtype != x.dtype):
         return None
@@ -110,7 +111,7 @@ def _matmul_of_stacks(a: Any, b: Any, bias: None, out: Any) -> Any:
     return xp.matmul(a[None], b[None], out=out)
 
 
-def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
+def _matmul(args, arrays, kwargs, expr) -> gemm.Product | None:
     (x, y), (x_code, y_code) = arrays, args
     if kwargs.get("transpose_x"):  # the forward's view
         x_code += ".T" if x.ndim == 2 else ".swapaxes(-1, -2)"
@@ -129,23 +130,23 @@ def _matmul(args, arrays, kwargs, constant) -> gemm.Product | None:
     return None
 
 
-def _sum_to_size(args, arrays, kwargs, constant) -> str | None:
+def _sum_to_size(args, arrays, kwargs, expr) -> str | None:
     (x,) = arrays
     shape = kwargs["shape"]
     if x.ndim == 2 and shape == x.shape[1:] and x.dtype.kind == "f" and _same_matrices(arrays):
-        ones = constant(reduce._ones(len(x), x.dtype))
+        ones = expr(reduce._ones(len(x), x.dtype))
         return f"np_dot({ones}, {args[0]}{OUT})"  # a bias's gradient
     return None
 
 
-def _tanh_grad(args, arrays, kwargs, constant) -> str | None:
+def _tanh_grad(args, arrays, kwargs, expr) -> str | None:
     grad, out = arrays
     if not isinstance(grad, xp.ndarray) or (grad.shape, grad.dtype) != (out.shape, out.dtype):
         return None  # the buffer could not hold the result
     return f"k_tanh_grad({args[0]}, {args[1]}{OUT})"
 
 
-def _relu(args, arrays, kwargs, constant) -> str | None:
+def _relu(args, arrays, kwargs, expr) -> str | None:
     (x,) = arrays
     if accumulation_dtype(x.dtype):
         return None  # computed in float32 (Relu.forward): float16's own maximum keeps -0.0
@@ -154,7 +155,7 @@ def _relu(args, arrays, kwargs, constant) -> str | None:
     return f"k_relu({args[0]}{OUT})"
 
 
-def _where(args, arrays, kwargs, constant) -> str | None:
+def _where(args, arrays, kwargs, expr) -> str | None:
     condition, x, y = arrays
     # the forward's masking branch (a ReLU's or a comparison's gradient)
     if condition.dtype == bool and binary._is_plus_zero(y) and binary._is_float_array(x):
@@ -162,25 +163,10 @@ def _where(args, arrays, kwargs, constant) -> str | None:
     return None
 
 
-def _static(kwargs: dict, constant: Callable) -> str:
-    """The code of keyword arguments: numbers and tuples of them as literals, others as
-    constants (``-inf`` has no literal)."""
-    return ", ".join(
-        f"{key}={value!r}" if _literal(value) else f"{key}={constant(value)}"
-        for key, value in kwargs.items()
-    )
-
-
-def _literal(value: Any) -> bool:
-    if type(value) is tuple:
-        return all(_literal(v) for v in value)
-    return value is None or type(value) in (bool, int)
-
-
 def _call_with_static(name: str) -> Callable:
     """A rule calling ``name`` with the array arguments and the static keyword arguments."""
-    return lambda args, arrays, kwargs, constant: (
-        f"{name}({', '.join(args)}, {_static(kwargs, constant)})"
+    return lambda args, arrays, kwargs, expr: (
+        f"{name}({', '.join(args)}, {', '.join(f'{k}={expr(v)}' for k, v in kwargs.items())})"
     )
 
 
@@ -230,13 +216,13 @@ PURE_CALLS = {_compare}
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 
 
-def _comparison(args, arrays, constant) -> str | None:
+def _comparison(args, arrays, expr) -> str | None:
     name, x, y = arrays
     if name not in _COMPARISONS or (
         accumulation_dtype(x.dtype) or accumulation_dtype(getattr(y, "dtype", None))
     ):
         return None  # compared in float32 (see _compare)
-    return f"{constant(getattr(xp, name))}({args[1]}, {args[2]}{OUT})"  # as _elementwise's
+    return f"{expr(getattr(xp, name))}({args[1]}, {args[2]}{OUT})"  # as _elementwise's
 
 
 CALL_RULES: dict[Callable, Callable[..., str | None]] = {_compare: _comparison}

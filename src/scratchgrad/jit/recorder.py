@@ -199,7 +199,7 @@ class Recorder:
                     extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}")
         rule = kernels.RULES.get(cls)
         if rule is not None and not extra and not isinstance(out, tuple):
-            code = rule(positional, arrays, kwargs, self.constant)
+            code = rule(positional, arrays, kwargs, self.expr)
             tried = None
             if isinstance(code, gemm.Product):  # its layouts noted, for the compiled program
                 tried = gemm.tried(code, out, self.constant, f"v{writes[0]}")
@@ -255,7 +255,7 @@ class Recorder:
         if isinstance(result, xp.ndarray):
             writes = [self.value(result)]
             rule = None if kwargs else kernels.CALL_RULES.get(function)
-            kernel = rule and rule(positional, args, self.constant)
+            kernel = rule and rule(positional, args, self.expr)
             made = kernel or call
             self.note([f"v{writes[0]} = {f'asarray({made})' if scalar else made}"], writes, effect)
             if kernel:
