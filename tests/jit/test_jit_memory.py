@@ -44,18 +44,32 @@ def _jitted_step():
     return step
 
 
-def _compiled_step():
-    model, opt = _model_and_optimizer()
-    compiled = sg.compile(model)
-
+def _train_step(model, opt):
     def step(x, y):
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(compiled(x), y)
+        loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss
 
     return step
+
+
+def _compiled_step():
+    model, opt = _model_and_optimizer()
+    return _train_step(sg.compile(model), opt)
+
+
+def _trained(model, opt, jitted, features):
+    """Six steps of ``model`` with ``opt`` (under ``jit`` or not) on seeded batches of four
+    rows; the step and the parameters' arrays after."""
+    step = _train_step(model, opt)
+    step = sg.jit(step) if jitted else step
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        x = sg.tensor(rng.standard_normal((4, features)), dtype=sg.float32)
+        step(x, sg.tensor(rng.integers(0, 3, 4)))
+    return step, [p.detach().numpy() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("make_step", [_jitted_step, _compiled_step])
@@ -138,21 +152,7 @@ def test_the_update_is_written_over_the_gathered_gradients(make_optimizer, array
     def run(jitted):
         sg.manual_seed(0)
         model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
-        opt = make_optimizer(model.parameters())
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        step = sg.jit(step) if jitted else step
-        rng = np.random.default_rng(0)
-        for _ in range(6):
-            x = sg.tensor(rng.standard_normal((5, 6)), dtype=sg.float32)
-            step(x, sg.tensor(rng.integers(0, 3, 5)))
-        return step, [p.detach().numpy() for p in model.parameters()]
+        return _trained(model, make_optimizer(model.parameters()), jitted, features=6)
 
     jitted, found = run(True)
     for f, e in zip(found, run(False)[1]):
@@ -169,20 +169,7 @@ def _wide_step(jitted, momentum):
     sg.manual_seed(0)
     model = nn.Sequential(nn.Linear(300, 512), nn.ReLU(), nn.Linear(512, 3))
     opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    step = sg.jit(step) if jitted else step
-    rng = np.random.default_rng(0)
-    for _ in range(6):
-        x = sg.tensor(rng.standard_normal((4, 300)), dtype=sg.float32)
-        step(x, sg.tensor(rng.integers(0, 3, 4)))
-    return step, [p.detach().numpy() for p in model.parameters()]
+    return _trained(model, opt, jitted, features=300)
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
