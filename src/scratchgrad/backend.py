@@ -447,6 +447,15 @@ def keep_where(condition: Any, x: Any, out: Any = None) -> Any:
 _BITS = {2: numpy.int16, 4: numpy.int32, 8: numpy.int64}
 
 
+def memory_order(strides: tuple) -> list[int]:
+    """The dims from the outermost in memory to the innermost, by the size of their strides.
+
+    >>> memory_order((4, 32, 8))
+    [1, 2, 0]
+    """
+    return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
+
+
 def block_order(array: Any) -> tuple | None:
     """The dims of ``array`` from the outermost in memory to the innermost, if its entries fill
     one block in that order (C order up to a permutation of the dims, such as the batch-last
@@ -457,7 +466,7 @@ def block_order(array: Any) -> tuple | None:
     """
     if array.flags.c_contiguous:
         return tuple(range(array.ndim))
-    order = tuple(sorted(range(array.ndim), key=lambda d: -array.strides[d]))
+    order = tuple(memory_order(array.strides))
     return order if array.transpose(order).flags.c_contiguous else None
 
 

@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 import pytest
+from test_jit import train_step
 
 import scratchgrad as sg
 from scratchgrad import nn
@@ -44,26 +45,15 @@ def _jitted_step():
     return step
 
 
-def _train_step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
-
-
 def _compiled_step():
     model, opt = _model_and_optimizer()
-    return _train_step(sg.compile(model), opt)
+    return train_step(sg.compile(model), opt)
 
 
 def _trained(model, opt, jitted, features):
     """Six steps of ``model`` with ``opt`` (under ``jit`` or not) on seeded batches of four
     rows; the step and the parameters' arrays after."""
-    step = _train_step(model, opt)
+    step = train_step(model, opt)
     step = sg.jit(step) if jitted else step
     rng = np.random.default_rng(0)
     for _ in range(6):

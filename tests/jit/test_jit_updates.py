@@ -9,6 +9,7 @@ new param group, a NumPy learning rate) runs the eager step instead, with the sa
 
 import numpy as np
 import pytest
+from test_jit import train_step
 
 import scratchgrad as sg
 from scratchgrad import nn
@@ -60,17 +61,6 @@ def data(steps=STEPS, dtype=np.float32):
         (sg.from_numpy(rng.standard_normal((6, 4)).astype(dtype)), sg.tensor(rng.integers(0, 3, 6)))
         for _ in range(steps)
     ]
-
-
-def train_step(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
 
 
 def arrays(model, opt):

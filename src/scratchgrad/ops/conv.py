@@ -23,7 +23,15 @@ import math
 from typing import NamedTuple
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import accumulation_dtype, cast, keep_where, namespace, widened, xp
+from scratchgrad.backend import (
+    accumulation_dtype,
+    cast,
+    keep_where,
+    memory_order,
+    namespace,
+    widened,
+    xp,
+)
 from scratchgrad.ops.binary import Where
 
 
@@ -244,7 +252,7 @@ class MaxOver(Function):
         xp = namespace(x)
         ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
         rest = [d for d in range(x.ndim) if d not in dims]
-        order = [rest.index(d) for d in _memory_order(x.strides) if d in rest]
+        order = [rest.index(d) for d in memory_order(x.strides) if d in rest]
         rest_shape = [x.shape[d] for d in rest]
         wide = accumulation_dtype(x.dtype)  # 16 bits: exact in float32, and several times faster
         if wide or _run_length(x, rest) < _SHORT_RUN:
@@ -307,7 +315,7 @@ def spread(x, winners, dims, shape, strides):
     """``Spread``'s forward (the jit's kernel)."""
     xp = namespace(x)
     out = _empty_like_strides(xp, shape, strides, x.dtype)
-    if _memory_order(x.strides) != _memory_order(winners[0].strides):
+    if memory_order(x.strides) != memory_order(winners[0].strides):
         # one copy into the winners' layout first: mixed layouts make every pass crawl
         x = _copy_like_strides(x, winners[0].strides)
     window = [shape[d] for d in dims]
@@ -373,14 +381,9 @@ def _keep_first(winners):
         greater(winners[-1], taken, out=winners[-1])
 
 
-def _memory_order(strides):
-    """The dims from the outermost in memory to the innermost."""
-    return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
-
-
 def _empty_like_strides(xp, shape, strides, dtype):
     """An uninitialised array of ``shape`` whose dims are ordered in memory as ``strides`` are."""
-    return _stacked(xp, 1, shape, _memory_order(strides), dtype)[0]
+    return _stacked(xp, 1, shape, memory_order(strides), dtype)[0]
 
 
 def _stacked(xp, count, shape, order, dtype):

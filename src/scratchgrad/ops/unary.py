@@ -153,7 +153,7 @@ def relu(x: Any, out: Any = None) -> Any:
     array([ 0., nan,  2.])
     """
     if not relu_takes_rows(x):
-        return namespace(x).maximum(x, 0, out=out)
+        return (xp if type(x) is ndarray else namespace(x)).maximum(x, 0, out=out)
     flat = _in_memory_order(x)
     if out is None and flat is not None:
         out = xp.empty_like(x)  # x's layout, as maximum's own result
