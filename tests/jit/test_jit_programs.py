@@ -1,0 +1,466 @@
+"""Small programs written the way PyTorch users write them, run under ``scratchgrad.jit`` and
+``scratchgrad.compile``: each ends where the same program run eagerly ends, bit for bit (the
+returned values, the model's and the optimizer's state dicts and the gradients, after every
+step), and each checks that the step's Python ran only on the calls that record, so a jit that
+silently ran everything eagerly would fail."""
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.nn import functional as F
+
+STEPS = 6  # eager, record, record again (checked), then replays
+
+
+def as_numpy(tree):
+    """Tensors in ``tree`` (nested lists, tuples, dicts) as NumPy arrays, the rest as it is."""
+    if isinstance(tree, sg.Tensor):
+        return tree.detach().numpy().copy()
+    if isinstance(tree, (list, tuple)):
+        return [as_numpy(item) for item in tree]
+    if isinstance(tree, dict):
+        return {key: as_numpy(value) for key, value in tree.items()}
+    return tree
+
+
+def snapshot(modules: list, optimizers: list) -> dict:
+    """Everything a training step changes: state dicts, optimizer states and gradients."""
+    state = {}
+    for i, module in enumerate(modules):
+        state[f"model{i}"] = as_numpy(module.state_dict())
+        state[f"grads{i}"] = [as_numpy(p.grad) for p in module.parameters()]
+    for i, opt in enumerate(optimizers):
+        state[f"opt{i}"] = as_numpy(opt.state_dict())
+    return state
+
+
+def assert_same(jitted, eager, path="") -> None:
+    """Equal bit for bit, with the same dtypes and structure."""
+    if isinstance(eager, np.ndarray):
+        assert isinstance(jitted, np.ndarray) and jitted.dtype == eager.dtype, path
+        np.testing.assert_array_equal(jitted, eager, err_msg=path)
+    elif isinstance(eager, dict):
+        assert jitted.keys() == eager.keys(), path
+        for key in eager:
+            assert_same(jitted[key], eager[key], f"{path}.{key}")
+    elif isinstance(eager, (list, tuple)):
+        assert len(jitted) == len(eager), path
+        for i, (a, b) in enumerate(zip(jitted, eager)):
+            assert_same(a, b, f"{path}[{i}]")
+    else:
+        assert jitted == eager or (jitted != jitted and eager != eager), path
+
+
+def check_program(program: Callable[[Callable], tuple], replays: int = STEPS - 3) -> list:
+    """Run ``program(wrap)`` eagerly (``wrap`` the identity) and jitted (``wrap`` counting the
+    calls that run the step's Python, then ``sg.jit``), from the same seed; what it returns
+    (values per step and a final snapshot) must be equal bit for bit, and the jitted steps
+    must have replayed at least ``replays`` times. Returns the jitted functions."""
+    sg.manual_seed(0)
+    eager = program(lambda fn: fn)
+    python_calls = []
+    counted = {}
+
+    def wrap(fn):
+        def counting(*args, **kwargs):
+            python_calls.append(fn)
+            return fn(*args, **kwargs)
+
+        counted[id(fn)] = sg.jit(counting)
+        return counted[id(fn)]
+
+    sg.manual_seed(0)
+    jitted = program(wrap)
+    assert_same(jitted, eager)
+    total = sum(jitted_fn.calls for jitted_fn in counted.values())
+    assert total - len(python_calls) >= replays, (total, len(python_calls))
+    return list(counted.values())
+
+
+def classifier(features: int = 6, hidden: int = 16, classes: int = 3) -> nn.Module:
+    return nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, classes))
+
+
+def batches(n: int, size: int = 8, features: int = 6, classes: int = 3) -> list:
+    return [(sg.randn(size, features), sg.randint(0, classes, (size,))) for _ in range(n)]
+
+
+def test_a_step_returning_a_dict_of_loss_and_accuracy():
+    """The usual step: zero_grad, forward, loss, backward, step; accuracy through
+    argmax/eq/float/mean under no_grad; a dict of tensors returned."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            with sg.no_grad():
+                accuracy = (logits.argmax(dim=1) == y).float().mean()
+            return {"loss": loss, "accuracy": accuracy}
+
+        data = batches(2)
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
+def make_scheduler(name: str, opt: sg.optim.Optimizer, steps: int):
+    lr_scheduler = sg.optim.lr_scheduler
+    if name == "StepLR":
+        return lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    return lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=1e-4)
+
+
+@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR"])
+def test_adamw_clipping_and_a_scheduler_stepped_between_jitted_steps(scheduler):
+    """AdamW, ``clip_grad_norm_`` inside the step (its returned norm logged), the scheduler
+    stepped outside, between calls: each replay reads the learning rate of that moment."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.05)
+        sched = make_scheduler(scheduler, opt, 2 * STEPS)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5)
+            opt.step()
+            return loss, norm
+
+        data = batches(3)
+        out = []
+        for i in range(2 * STEPS):
+            out.append(as_numpy(step(*data[i % 3])))
+            sched.step()
+            out.append(sched.get_last_lr())
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=2 * STEPS - 3)
+
+
+def test_the_compile_tutorial_loop_with_dropout_batchnorm_and_evaluation():
+    """``model = sg.compile(model)`` then the ordinary loop: ``train()``, zero_grad, forward,
+    loss, backward, step per batch; ``eval()`` and a validation pass under ``no_grad`` after
+    each epoch. Dropout and BatchNorm switch with the modes."""
+
+    def program(compile_):
+        model = nn.Sequential(
+            nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 3)
+        )
+        model = compile_(model)
+        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        data, validation = batches(3), batches(1)[0]
+        out = []
+        for _epoch in range(3):
+            model.train()
+            for x, y in data:
+                opt.zero_grad()
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
+                loss.backward()
+                opt.step()
+                out.append(as_numpy(loss))
+            node = logits.grad_fn.name()
+            model.eval()
+            with sg.no_grad():
+                logits = model(validation[0])
+            out.append(as_numpy([logits, (logits.argmax(1) == validation[1]).float().mean()]))
+        plain = getattr(model, "_orig_mod", model)  # the compiled module's keys have a prefix
+        return out, snapshot([plain], [opt]), node
+
+    sg.manual_seed(0)
+    eager = program(lambda model: model)
+    sg.manual_seed(0)
+    compiled = program(sg.compile)
+    assert_same(compiled[:2], eager[:2])
+    assert compiled[2] == "CompiledFunctionBackward"  # the last steps replayed
+
+
+def test_jitted_train_and_eval_steps_switching_dropout_and_batchnorm():
+    """A jitted training step and a jitted evaluation step (``no_grad``, logits returned),
+    with ``model.train()``/``model.eval()`` between them: a program per mode."""
+
+    def program(wrap):
+        model = nn.Sequential(
+            nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3)
+        )
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+
+        @wrap
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        @wrap
+        def evaluate(x):
+            with sg.no_grad():
+                return model(x)
+
+        data = batches(2)
+        out = []
+        for i in range(STEPS):
+            model.train()
+            out.append(as_numpy(train_step(*data[i % 2])))
+            model.eval()
+            out.append(as_numpy(evaluate(data[0][0])))
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=2 * (STEPS - 3))
+
+
+def test_gradient_accumulation_over_micro_batches_inside_the_step():
+    """The batch split into k micro-batches inside the step, each loss divided by k and
+    backpropagated, one optimizer step."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+
+        @wrap
+        def step(x, y, k=4):
+            opt.zero_grad(set_to_none=False)
+            total = sg.zeros(())
+            for xs, ys in zip(x.chunk(k), y.chunk(k)):
+                loss = F.cross_entropy(model(xs), ys) / k
+                loss.backward()
+                total = total + loss.detach()
+            opt.step()
+            return total
+
+        data = batches(2, size=16)
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
+def test_gradient_accumulation_over_jitted_calls_with_the_step_outside():
+    """A jitted micro-step (forward, loss / k, backward) called k times, then
+    ``opt.step()`` and ``opt.zero_grad(set_to_none=False)`` outside, eagerly."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+        k = 3
+
+        @wrap
+        def micro_step(x, y):
+            loss = F.cross_entropy(model(x), y) / k
+            loss.backward()
+            return loss
+
+        data = batches(k)
+        out = []
+        for _ in range(4):
+            for x, y in data:
+                out.append(as_numpy(micro_step(x, y)))
+            opt.step()
+            out.append(snapshot([model], [opt]))
+            opt.zero_grad(set_to_none=False)
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=4 * 3 - 3)
+
+
+def test_a_last_batch_of_another_size_records_then_the_full_batches_replay_again():
+    """Epochs of two full batches and a short last one: the short one records its own
+    program; the next epoch's full batches replay the first program."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        x, y = sg.randn(20, 6), sg.randint(0, 3, (20,))
+        out = []
+        for _epoch in range(4):
+            for start in range(0, 20, 8):
+                out.append(as_numpy(step(x[start : start + 8], y[start : start + 8])))
+        return out, snapshot([model], [opt])
+
+    (step,) = check_program(program, replays=12 - 5)
+    assert [len(r) for r in step.recordings.values()] == [1, 1]  # a program per batch size
+
+
+class TinyTransformer(nn.Module):
+    """Embedding, LayerNorm, MultiheadAttention with a causal mask, a linear read-out."""
+
+    def __init__(self, vocab: int = 11, width: int = 8, heads: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.norm = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, dropout=0.1, batch_first=True)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        x = self.norm(self.embed(idx))
+        length = idx.shape[1]
+        mask = sg.triu(sg.ones(length, length, dtype=sg.bool), diagonal=1)
+        attended, _ = self.attn(x, x, x, attn_mask=mask, need_weights=False)
+        return self.head(x + attended)
+
+
+def test_a_transformer_with_embedding_layernorm_and_attention():
+    def program(wrap):
+        model = TinyTransformer()
+        opt = sg.optim.AdamW(model.parameters(), lr=1e-2)
+
+        @wrap
+        def step(idx, targets):
+            opt.zero_grad()
+            logits = model(idx)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = [(sg.randint(0, 11, (2, 5)), sg.randint(0, 11, (2, 5))) for _ in range(2)]
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
+def test_charlm_gpt_trained_jitted():
+    """scratchgrad's own GPT (tied embedding, dropout, causal attention), a few steps."""
+    from scratchgrad import charlm
+
+    def program(wrap):
+        config = {"block_size": 6, "n_layer": 1, "n_head": 2, "n_embd": 8, "dropout": 0.1}
+        model = charlm.build_model("gpt", vocab_size=13, config=config)
+        opt = sg.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+
+        @wrap
+        def step(idx, targets):
+            logits = model(idx)
+            loss = F.cross_entropy(logits.view(-1, 13), targets.view(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            return loss
+
+        data = [(sg.randint(0, 13, (2, 6)), sg.randint(0, 13, (2, 6))) for _ in range(2)]
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
+class ScaledTanh(sg.autograd.Function):
+    """tanh(x) * scale with its own backward (a custom Function: forward on arrays, backward
+    on tensors)."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        out = np.tanh(x) * scale
+        ctx.save_for_backward(out)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (ctx.scale - out * out / ctx.scale), None
+
+
+def test_a_custom_autograd_function_in_the_model():
+    def program(wrap):
+        first, second = nn.Linear(6, 8), nn.Linear(8, 3)
+        opt = sg.optim.SGD([*first.parameters(), *second.parameters()], lr=0.1)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(second(ScaledTanh.apply(first(x), 2.0)), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = batches(2)
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([first, second], [opt])
+
+    check_program(program)
+
+
+def test_logits_returned_by_each_step_are_kept_across_calls():
+    """Returned tensors kept in a list stay what each call returned (the next replay
+    writes into its buffers, not into them)."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.5)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            F.cross_entropy(logits, y).backward()
+            opt.step()
+            return logits, model[0].weight.grad
+
+        x, y = batches(1)[0]
+        kept = [step(x, y) for _ in range(STEPS)]
+        return as_numpy(kept), snapshot([model], [opt])
+
+    check_program(program)
+
+
+def test_two_models_and_two_optimizers_in_one_step_like_a_gan():
+    """A generator and a discriminator updated in turn in one jitted step: the
+    discriminator on real and detached fake samples, then the generator through the
+    discriminator (whose gradients it leaves behind are zeroed by its next turn)."""
+
+    def program(wrap):
+        generator = nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Linear(8, 4))
+        discriminator = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+        opt_g = sg.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+        opt_d = sg.optim.Adam(discriminator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+        bce = nn.BCEWithLogitsLoss()
+
+        @wrap
+        def step(real):
+            noise = sg.randn(real.shape[0], 3)
+            fake = generator(noise)
+            ones, zeros = sg.ones(real.shape[0], 1), sg.zeros(real.shape[0], 1)
+            opt_d.zero_grad()
+            loss_d = bce(discriminator(real), ones) + bce(discriminator(fake.detach()), zeros)
+            loss_d.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            loss_g = bce(discriminator(fake), ones)
+            loss_g.backward()
+            opt_g.step()
+            return {"d": loss_d, "g": loss_g, "fake": fake}
+
+        real = sg.randn(8, 4) * 0.5 + 1.0
+        out = [as_numpy(step(real)) for _ in range(STEPS)]
+        return out, snapshot([generator, discriminator], [opt_g, opt_d])
+
+    check_program(program)
+
