@@ -4,6 +4,7 @@ returned values, the model's and the optimizer's state dicts and the gradients, 
 step), and each checks that the step's Python ran only on the calls that record, so a jit that
 silently ran everything eagerly would fail."""
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -464,3 +465,40 @@ def test_two_models_and_two_optimizers_in_one_step_like_a_gan():
 
     check_program(program)
 
+
+def test_train_and_eval_called_inside_the_steps_replay_without_recording_again():
+    """The PyTorch idiom: ``model.train()`` at the top of the training step,
+    ``model.eval()`` at the top of the evaluation function. The steps set the modes they
+    run in, so each replays one program whatever mode the model was left in, and after each
+    call the model is in the mode the eager call leaves it in."""
+
+    def program(wrap):
+        model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 3))
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def train_step(x, y):
+            model.train()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        @wrap
+        def evaluate(x):
+            model.eval()
+            with sg.no_grad():
+                return model(x)
+
+        data = batches(2)
+        out = []
+        for i in range(STEPS):
+            out.append([as_numpy(train_step(*data[i % 2])), model.training])
+            out.append([as_numpy(evaluate(data[0][0])), model.training])
+        return out, snapshot([model], [opt])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "recorded 8 programs (cache_size)" warning
+        steps = check_program(program, replays=2 * (STEPS - 3))
+    assert [len(r) for step in steps for r in step.recordings.values()] == [1, 1]

@@ -118,8 +118,7 @@ class Recording:
     ) -> None:
         self.recorder = recorder  # until compiled
         self.arena = arena  # the buffers of its programs are cut from it
-        self.modules = list({id(m): m for m in recorder.modules}.values())
-        self.training = [m.training for m in self.modules]
+        self.modules, self.training = recorder.guarded_modes()
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result

@@ -38,8 +38,7 @@ class Recording:
         self.constants, self.places = recorder.constants, recorder.places
         self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
-        self.modules = list({id(m): m for m in recorder.modules}.values())
-        self.training = [m.training for m in self.modules]
+        self.modules, self.training = recorder.guarded_modes()
 
     def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
         """Make the program (its buffers cut from ``arena``) and the optimizer updates it

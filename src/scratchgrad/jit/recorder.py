@@ -78,6 +78,9 @@ class Recorder:
         self.places: dict[str, str] = {}  # constant name -> the user's line that first used it
         self.steps: list[Step] = []
         self.modules: list = []  # every Module called, for the train/eval guard
+        # id(module) -> (module, its mode before the step first called train()/eval() on it):
+        # the guard reads that mode, and a module the step sets before calling it needs none
+        self.modes_before: dict[int, tuple[Any, bool]] = {}
         # id(tensor argument) -> its index in the call's tensors: a replay accumulates the
         # gradient of an argument into the tensor passed to that call, not this one
         self.arguments: dict[int, int] = {}
@@ -287,6 +290,25 @@ class Recorder:
             engine._accumulate(leaf, g, False, owned)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
         self.note([f"v{writes[0]} = {code}"], writes, effect=True)
+
+    def called(self, module: Any) -> None:
+        """``module`` is called: guard on its train/eval mode, unless the step set it."""
+        if id(module) not in self.modes_before:
+            self.modules.append(module)
+
+    def set_mode(self, train: Callable, module: Any, mode: bool) -> Any:
+        """``train(module, mode)`` (``Module.train``) inside the step: note the modes it
+        changes had before, and note the call itself, which a replay makes again (the modes
+        after a replayed step are the eager step's)."""
+        for m in module.modules():
+            self.modes_before.setdefault(id(m), (m, m.training))
+        return self.replayed(train, module, mode)
+
+    def guarded_modes(self) -> tuple[list, list[bool]]:
+        """The modules whose train/eval mode the recording depends on (each called before
+        the step set its mode, if it did), and each one's mode when the step began."""
+        modules = list({id(m): m for m in self.modules}.values())
+        return modules, [self.modes_before.get(id(m), (m, m.training))[1] for m in modules]
 
     def replayed(self, function: Callable, *args: Any) -> Any:
         """Run ``function(*args)`` now without recording its inside, and note the call: a

@@ -67,7 +67,7 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is not None:  # scratchgrad.jit guards on its train/eval mode
-            capture_hook.recorder.modules.append(self)
+            capture_hook.recorder.called(self)
         return self.forward(*args, **kwargs)
 
     # ---- registration -----------------------------------------------------------------------
@@ -281,6 +281,8 @@ class Module:
         """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.set_mode(Module.train, self, mode)
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         return self
