@@ -502,3 +502,32 @@ def test_train_and_eval_called_inside_the_steps_replay_without_recording_again()
         warnings.simplefilter("error")  # no "recorded 8 programs (cache_size)" warning
         steps = check_program(program, replays=2 * (STEPS - 3))
     assert [len(r) for step in steps for r in step.recordings.values()] == [1, 1]
+
+
+def test_a_python_value_returned_from_the_step_that_changes_raises():
+    """A learning rate returned from the step would be the recorded one on every replay: the
+    two recording calls returned different values, so the third call raises, naming them.
+    A Python value that stays the same (a batch size, from a guarded shape) is fine."""
+    model = nn.Linear(3, 2)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+    sched = sg.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    @sg.jit
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss, x.shape[0], sched.get_last_lr()[0]
+
+    x = sg.randn(4, 3)
+    step(x), step(x)
+    with pytest.raises(sg.JitError, match=r"step\(\) returned a different Python value .*0\.025"):
+        step(x)
+
+    @sg.jit
+    def count(x):
+        return x.sum(), x.shape[0]
+
+    assert [count(sg.ones(4, 3))[1] for _ in range(STEPS)] == [4] * STEPS

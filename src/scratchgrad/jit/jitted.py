@@ -31,10 +31,11 @@ class Recording:
     assumed, and how to rebuild the returned structure from its output arrays. Made with
     no program: ``compile`` makes it once the recording is checked (see ``Jitted.__call__``)."""
 
-    def __init__(self, recorder: Recorder, build: Callable) -> None:
+    def __init__(self, recorder: Recorder, build: Callable, values: list) -> None:
         self.replay: Callable | None = None
         self.source: str | None = None
         self.build = build
+        self.values = values  # the Python values returned, which every replay returns again
         self.constants, self.places = recorder.constants, recorder.places
         self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
@@ -101,6 +102,7 @@ class Jitted:
         # tensor data (frozen into a recording) is caught, not replayed.
         result, again, compile_again = self._record(tensors, args, kwargs)
         _check_same(recording, again, self.__name__)
+        _check_same_values(recording.values, again.values, self.__name__)
         # Compiled now, with the first recording freed and the step's arrays too: Python's
         # compiler takes a few hundred KB while it runs.
         recordings[recordings.index(recording)] = again
@@ -121,7 +123,7 @@ class Jitted:
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
         returned, build = _outputs(result, recorder)
-        recording = Recording(recorder, build)
+        recording = Recording(recorder, build, _python_values(result))
         compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
         return result, recording, compile
 
@@ -165,6 +167,29 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
             "data, and a replay would freeze it. Compute it with tensor operations, or call "
             "the function without jit."
         )
+
+
+def _check_same_values(first: list, second: list, name: str) -> None:
+    """Raise a JitError if the two recordings returned different Python values (a learning
+    rate, a count kept in Python): a replay would return the recorded ones."""
+    for a, b in zip(first, second):
+        if not _same(a, b):
+            raise JitError(
+                f"scratchgrad.jit: {name}() returned a different Python value on its second "
+                f"and third calls ({a!r}, then {b!r}): a replay returns the recorded value "
+                "without running Python. Return a tensor, or read the value outside the "
+                "jitted function."
+            )
+
+
+def _python_values(node: Any) -> list:
+    """The values other than tensors in a returned structure of tuples, lists and dicts."""
+    if isinstance(node, Tensor):
+        return []
+    if type(node) in (tuple, list, dict):
+        items = node.values() if type(node) is dict else node
+        return [value for item in items for value in _python_values(item)]
+    return [node]
 
 
 def _same(a: Any, b: Any) -> bool:
