@@ -5,6 +5,7 @@ step), and each checks that the step's Python ran only on the calls that record,
 silently ran everything eagerly would fail."""
 
 import warnings
+from collections import namedtuple
 from collections.abc import Callable
 
 import numpy as np
@@ -531,3 +532,33 @@ def test_a_python_value_returned_from_the_step_that_changes_raises():
         return x.sum(), x.shape[0]
 
     assert [count(sg.ones(4, 3))[1] for _ in range(STEPS)] == [4] * STEPS
+
+
+def test_namedtuples_in_and_out_of_the_step():
+    """A namedtuple of tensors passed in (a batch) and returned (the step's outputs): its
+    tensors are the step's inputs and outputs, rebuilt as the namedtuple at each replay."""
+    Batch = namedtuple("Batch", "x y")
+    Output = namedtuple("Output", "loss logits")
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def step(batch):
+            opt.zero_grad()
+            logits = model(batch.x)
+            loss = F.cross_entropy(logits, batch.y)
+            loss.backward()
+            opt.step()
+            return Output(loss, logits)
+
+        data = [Batch(*b) for b in batches(3)]
+        out = []
+        for i in range(STEPS):
+            result = step(data[i % 3])
+            assert type(result) is Output
+            out.append(as_numpy(list(result)))
+        return out, snapshot([model], [opt])
+
+    check_program(program)

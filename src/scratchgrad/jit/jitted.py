@@ -186,7 +186,7 @@ def _python_values(node: Any) -> list:
     """The values other than tensors in a returned structure of tuples, lists and dicts."""
     if isinstance(node, Tensor):
         return []
-    if type(node) in (tuple, list, dict):
+    if _is_container(node):
         items = node.values() if type(node) is dict else node
         return [value for item in items for value in _python_values(item)]
     return [node]
@@ -282,7 +282,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
         if isinstance(node, Tensor):
             tensors.append(node)
             return _tensor_key(node)
-        if type(node) in (tuple, list):
+        if type(node) is not dict and _is_container(node):
             return (type(node), tuple(key_of(item) for item in node))
         if type(node) is dict:
             return (dict, tuple((k, key_of(v)) for k, v in node.items()))
@@ -334,14 +334,23 @@ def rebuild(node: Any, leaf: Callable[[Tensor], Callable]) -> Callable:
     the recorder alive until the cycle collector runs."""
     if isinstance(node, Tensor):
         return leaf(node)
-    if type(node) in (tuple, list, dict):
+    if _is_container(node):
         items = node.items() if type(node) is dict else enumerate(node)
         parts = [(k, rebuild(v, leaf)) for k, v in items]
         if type(node) is dict:
             return lambda *results: {k: p(*results) for k, p in parts}
         kind = type(node)
+        if kind not in (tuple, list):  # a namedtuple takes its fields one by one
+            return lambda *results: kind(*(p(*results) for _, p in parts))
         return lambda *results: kind(p(*results) for _, p in parts)
     return lambda *results: node
+
+
+def _is_container(node: Any) -> bool:
+    """Whether ``node`` is a structure jit looks into: a tuple (namedtuples too), list or
+    dict (not their other subclasses, whose constructors may take other arguments)."""
+    kind = type(node)
+    return kind in (tuple, list, dict) or (isinstance(node, tuple) and hasattr(kind, "_fields"))
 
 
 __all__ = ["JitError", "Jitted", "jit"]
