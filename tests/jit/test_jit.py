@@ -668,3 +668,47 @@ def test_autocast_is_part_of_the_key():
             assert found.dtype == expected.dtype == (sg.bfloat16 if inside else sg.float32)
             assert found.float().tolist() == expected.float().tolist()
     assert sum(map(len, fn.recordings.values())) == 2
+
+
+def _freeze_first_weight(model):
+    model[0].weight.requires_grad_(False)
+    model[0].weight.grad = None  # as eager code freezing a layer: no update from now on
+
+
+def _unfreeze_first_weight(model):
+    model[0].weight.requires_grad_(True)
+
+
+def _assign_data(model):
+    model[0].weight.data = model[0].weight.data * 0.5  # a new array for the same parameter
+
+
+PARAMETER_CHANGES = {
+    "frozen": (_freeze_first_weight, None),
+    "unfrozen": (_unfreeze_first_weight, _freeze_first_weight),
+    ".data assigned": (_assign_data, None),
+    "converted": (lambda model: model.double().float(), None),  # new arrays, the same values
+}
+
+
+@pytest.mark.parametrize("change", PARAMETER_CHANGES)
+def test_a_changed_parameter_records_a_new_program(change):
+    """A parameter reached by name enters the program as its array: freezing or unfreezing it,
+    or giving it a new array (``.data = ``, ``model.double()``), between replays records anew
+    (a replay would still update the frozen weight, or the old array)."""
+    make_change, before = PARAMETER_CHANGES[change]
+    models = mlp(), mlp()
+    if before is not None:
+        before(models[0]), before(models[1])
+    optimizers = [sg.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    eager, jitted = (
+        train_step(models[0], optimizers[0]),
+        sg.jit(train_step(*models[1:], *optimizers[1:])),
+    )
+    for i, (x, y) in enumerate(batches((6, 4), n=8)):
+        if i == 5:  # after two replays
+            make_change(models[0]), make_change(models[1])
+        assert eager(x, y).item() == jitted(x, y).item(), i
+    for (name, a), b in zip(models[0].state_dict().items(), models[1].state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+    assert sum(map(len, jitted.recordings.values())) == 2

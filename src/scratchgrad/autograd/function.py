@@ -180,7 +180,7 @@ class Function:
             if capture_hook.recorder is None:
                 out = cls.forward(ctx, *arrays, **kwargs)
             else:  # scratchgrad.jit is recording: it runs forward and notes the call
-                out = capture_hook.recorder.forward(cls, ctx, arrays, kwargs)
+                out = capture_hook.recorder.forward(cls, ctx, args, arrays, kwargs)
         except (ValueError, IndexError) as error:
             raise _with_shapes(error, cls, args) from None
         except TypeError:  # what NumPy and CuPy raise for arrays on two devices

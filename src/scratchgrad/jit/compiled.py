@@ -41,7 +41,7 @@ from scratchgrad.jit.jitted import (
     cache_full,
     rebuild,
 )
-from scratchgrad.jit.recorder import Capturing, JitError, Recorder
+from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -119,6 +119,7 @@ class Recording:
         self.recorder = recorder  # until compiled
         self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
+        self.reached = list(recorder.reached.values())
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result
@@ -132,8 +133,9 @@ class Recording:
         self.saved_count = 0
 
     def matches(self) -> bool:
-        """Whether every module the recording called is in the train/eval mode it had then."""
-        return [m.training for m in self.modules] == self.training
+        """Whether every module the recording called is in the train/eval mode it had then,
+        and every leaf it reached by name has the array and requires_grad it had."""
+        return [m.training for m in self.modules] == self.training and unchanged(self.reached)
 
     def same_variant(self, other: Recording) -> bool:
         """Whether ``other`` assumed the same modules in the same train/eval modes."""

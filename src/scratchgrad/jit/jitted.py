@@ -20,7 +20,7 @@ from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels, program, updates
-from scratchgrad.jit.recorder import Capturing, JitError, Recorder
+from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -40,6 +40,7 @@ class Recording:
         self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
+        self.reached = list(recorder.reached.values())
 
     def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
         """Make the program (its buffers cut from ``arena``) and the optimizer updates it
@@ -51,8 +52,9 @@ class Recording:
         self.calls, self.checked = [], True
 
     def matches(self) -> bool:
-        """Whether every module the recording called is in the train/eval mode it had then."""
-        return [m.training for m in self.modules] == self.training
+        """Whether every module the recording called is in the train/eval mode it had then,
+        and every leaf it reached by name has the array and requires_grad it had."""
+        return [m.training for m in self.modules] == self.training and unchanged(self.reached)
 
 
 class Jitted:

@@ -87,6 +87,10 @@ class Recorder:
         # the tensor arguments that require grad and were made by a graph outside the step: a
         # backward would run into that graph, which a replay cannot rebuild for a new call
         self.outside_graphs: list[int] = []
+        # id(leaf) -> (leaf, its array, requires_grad) for each leaf the step reached by name
+        # (a parameter, a buffer, a tensor of an outer scope): the program holds its array and
+        # was recorded for its requires_grad, so a replay is valid only while both stay
+        self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
 
     # ---- values and the code that names them ----------------------------------------------
@@ -165,9 +169,13 @@ class Recorder:
 
     # ---- the hooks (see capture_hook) ------------------------------------------------------
 
-    def forward(self, cls: type, ctx: Any, arrays: list, kwargs: dict) -> Any:
-        """Run ``cls.forward`` and note it; the arrays it leaves on ``ctx`` (saved
-        intermediates a backward will use) become values of the step too."""
+    def forward(self, cls: type, ctx: Any, args: tuple, arrays: list, kwargs: dict) -> Any:
+        """Run ``cls.forward`` on ``arrays`` (those of ``args``) and note it; the arrays it
+        leaves on ``ctx`` (saved intermediates a backward will use) become values of the step
+        too."""
+        for a in args:
+            if isinstance(a, Tensor) and a._ctx is None and id(a.array) not in self.number:
+                self.reached.setdefault(id(a), (a, a.array, a.requires_grad))
         out = cls.forward(ctx, *arrays, **kwargs)
         positional = [self.expr(a) for a in arrays]
         args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
@@ -371,6 +379,16 @@ def _forget(table: dict, key: int, entry: int, _dead: Any = None) -> None:
     is its weak reference)."""
     if table.get(key) == entry:
         del table[key]
+
+
+def unchanged(reached: list[tuple]) -> bool:
+    """Whether each leaf a recording reached by name (see ``Recorder.reached``) still has the
+    array and the requires_grad it had: not frozen, unfrozen, given new ``.data`` or
+    converted (``model.double()``)."""
+    for leaf, array, requires_grad in reached:
+        if leaf.array is not array or leaf.requires_grad != requires_grad:
+            return False
+    return True
 
 
 class Capturing:
