@@ -1205,48 +1205,19 @@ class Tensor:
     ) -> Tensor:
         """Draw ``num_samples`` category indices per row of non-negative weights (1-D or 2-D),
         with or without replacement, from the library's seeded generator (or ``generator``).
+        Inside ``scratchgrad.jit`` each replay draws again, from the generator of that moment.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([0.0, 1.0, 0.0]).multinomial(2, replacement=True).tolist()
         [1, 1]
         """
-        if capture_hook.recorder is not None:
-            capture_hook.recorder.refuse("multinomial()")
-        weights = self._check_multinomial(num_samples, replacement)
-        rng = (generator or backend.default_generator_for(self.device)).rng
-        xp = namespace(weights)
-        rows, n = weights.shape
-        if replacement:
-            # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
-            cdf = xp.cumsum(weights, axis=1)
-            shift = xp.arange(rows)[:, None]
-            flat = (cdf / cdf[:, -1:] + shift).ravel()
-            draws = rng.random((rows, num_samples)) + shift
-            picked = xp.searchsorted(flat, draws.ravel(), side="right").reshape(draws.shape)
-            picked -= shift * n
-            # rounding may step past the last category with weight; step back onto it
-            last = n - 1 - xp.argmax(weights[:, ::-1] > 0, axis=1)
-            picked = xp.minimum(picked, last[:, None])
-        else:
-            # NOTE: the exponential race: the k smallest E_i / w_i (E_i ~ Exp(1)) are k draws
-            # without replacement, each in proportion to the weights left (Efraimidis-Spirakis);
-            # once the positive weights run out, the zero ones follow in index order, as PyTorch
-            with backend.errstate(divide="ignore"):
-                keys = rng.standard_exponential((rows, n)) / weights
-            picked = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
-        out = picked.astype(backend.int64)
-        return Tensor._make(out if self.array.ndim == 2 else out[0])
-
-    def _check_multinomial(self, num_samples: int, replacement: bool):
-        """The weights as a float64 (rows, n) array, after PyTorch's checks."""
         if self.array.ndim not in (1, 2):
             raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {self.shape}")
         if not backend.is_floating(self.array.dtype):
             raise RuntimeError(
                 f"multinomial only supports floating-point dtypes for input, got {self.dtype}"
             )
-        weights = self.array.astype(backend.float64).reshape(-1, self.array.shape[-1])
-        n = weights.shape[1]
+        n = self.array.shape[-1]
         if num_samples <= 0:
             raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples ({num_samples})")
         if not replacement and num_samples > n:
@@ -1254,11 +1225,7 @@ class Tensor:
                 f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                 f"replacement ({num_samples} > {n})"
             )
-        if not namespace(weights).isfinite(weights).all() or (weights < 0).any():
-            raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
-        if (weights.sum(axis=1) == 0).any():
-            raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
-        return weights
+        return Tensor._make(_call(_multinomial, self.array, num_samples, replacement, generator))
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         axis = _dims(dim, self.array.ndim)
@@ -2051,6 +2018,39 @@ def _clamp(array: Any, min: Any, max: Any) -> tuple:
 def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:
     """``array.argmax`` (argmin, any, all) over ``axis``, as an array (not a NumPy scalar)."""
     return backend.as_array(getattr(array, name)(axis=axis, keepdims=keepdim))
+
+
+def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:
+    """``Tensor.multinomial``'s draw on ``probs``'s array, after the checks of its values (in
+    one call, so that a replay under ``scratchgrad.jit`` checks and draws again)."""
+    xp = namespace(probs)
+    weights = probs.astype(backend.float64).reshape(-1, probs.shape[-1])
+    if not xp.isfinite(weights).all() or (weights < 0).any():
+        raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
+    if (weights.sum(axis=1) == 0).any():
+        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
+    rng = (generator or backend.default_generator_for(backend.device_of(probs))).rng
+    rows, n = weights.shape
+    if replacement:
+        # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
+        cdf = xp.cumsum(weights, axis=1)
+        shift = xp.arange(rows)[:, None]
+        flat = (cdf / cdf[:, -1:] + shift).ravel()
+        draws = rng.random((rows, num_samples)) + shift
+        picked = xp.searchsorted(flat, draws.ravel(), side="right").reshape(draws.shape)
+        picked -= shift * n
+        # rounding may step past the last category with weight; step back onto it
+        last = n - 1 - xp.argmax(weights[:, ::-1] > 0, axis=1)
+        picked = xp.minimum(picked, last[:, None])
+    else:
+        # NOTE: the exponential race: the k smallest E_i / w_i (E_i ~ Exp(1)) are k draws
+        # without replacement, each in proportion to the weights left (Efraimidis-Spirakis);
+        # once the positive weights run out, the zero ones follow in index order, as PyTorch
+        with backend.errstate(divide="ignore"):
+            keys = rng.standard_exponential((rows, n)) / weights
+        picked = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    out = picked.astype(backend.int64)
+    return out if probs.ndim == 2 else out[0]
 
 
 def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:

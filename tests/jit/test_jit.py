@@ -389,6 +389,38 @@ def test_random_draws_follow_a_reseed():
     np.testing.assert_array_equal(sg.randn(3).numpy(), first)
 
 
+RANDOM_OPS = {
+    "rand": lambda x: x + sg.rand(x.shape),
+    "randn float64": lambda x: x.double() * sg.randn(*x.shape, dtype=sg.float64),
+    "rand_like": lambda x: x * sg.rand_like(x),
+    "randn_like": lambda x: x + sg.randn_like(x),
+    "randint": lambda x: x + sg.randint(0, 10, x.shape),
+    "randint from a generator": lambda x: x + sg.randint(0, 10, x.shape, generator=GENERATOR),
+    "randperm": lambda x: x[:, sg.randperm(x.shape[1])],
+    "multinomial": lambda x: x.softmax(1).multinomial(3),
+    "multinomial with replacement": lambda x: x.softmax(1).multinomial(7, replacement=True),
+    "dropout": lambda x: nn.functional.dropout(x, 0.5),
+}
+GENERATOR = sg.Generator()
+
+
+@pytest.mark.parametrize("op", RANDOM_OPS)
+def test_random_ops_in_the_step_follow_a_seeded_eager_run(op):
+    """Each random draw inside the step is made again at each replay, from the generator of
+    that moment: a seeded jitted run draws what the same seeded eager run draws."""
+    step = RANDOM_OPS[op]
+
+    def run(fn):
+        sg.manual_seed(3)
+        GENERATOR.manual_seed(4)
+        return [fn(sg.full((2, 5), float(i))).numpy() for i in range(6)]
+
+    jitted = sg.jit(step)
+    for call, (e, j) in enumerate(zip(run(step), run(jitted))):
+        np.testing.assert_array_equal(j, e, err_msg=f"call {call}")
+    assert all(r.checked for rs in jitted.recordings.values() for r in rs)  # replayed
+
+
 def test_batchnorm_train_and_eval_are_separate_programs():
     def make():
         sg.manual_seed(0)
