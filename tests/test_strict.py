@@ -467,8 +467,12 @@ def test_jit_refuses_device_tensors_and_keeps_their_calls_apart():
     for _ in range(4):  # eager, two recordings, a replay: all on the CPU
         step(x)
     model.to("strict")
-    with pytest.raises(sg.JitError, match=r"step\(\) computes on strict.*CPU tensors only"):
+    with pytest.raises(sg.JitError, match=r"step\(\) computes on strict at ") as info:
         step(x.to("strict"))  # same shape and dtype: a new guard key, not the CPU replay
+    assert "CPU tensors only" in str(info.value)
+    with open(__file__) as source:  # the call that passed the device's tensor
+        line = next(i for i, text in enumerate(source, 1) if "a new guard key, not the" in text)
+    assert f"test_strict.py:{line}:" in str(info.value)
 
 
 def test_a_large_relu_on_a_device_is_one_maximum_with_zero(monkeypatch):

@@ -327,6 +327,12 @@ def test_the_cache_limit_warns_once_then_runs_eagerly():
     compiled(sg.randn(10, 2))  # no second warning (pytest's filters would raise it)
 
 
+def _line_of(fragment):
+    """The number of the first line of this file holding ``fragment``."""
+    with open(__file__) as source:
+        return next(i for i, line in enumerate(source, 1) if fragment in line)
+
+
 class _Reads(nn.Module):
     def __init__(self, how):
         super().__init__()
@@ -335,18 +341,19 @@ class _Reads(nn.Module):
     def forward(self, x):
         out = self.linear(x)
         if self.how == "item":
-            return out * out.sum().item()
+            return out * out.sum().item()  # READS item
         if out.array.sum() > 0:  # a branch on the data, out of scratchgrad's sight
-            return out * 2
-        return -out
+            return out * 2  # READS times two
+        return -out  # READS minus
 
 
 def test_reading_a_value_in_forward_raises_jit_error_naming_the_line():
     compiled = sg.compile(_Reads("item"))
     x = sg.ones(3, 2)
     compiled(x)  # eager
-    with pytest.raises(sg.JitError, match=r"\.item\(\) at .*test_compiled_module\.py:\d+"):
+    with pytest.raises(sg.JitError, match=r"\.item\(\) at ") as info:
         compiled(x)
+    assert f"test_compiled_module.py:{_line_of('# READS item')} " in str(info.value)
 
 
 def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
@@ -355,8 +362,11 @@ def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
     positive = sg.ones(3, 2) * 100
     compiled(positive).sum().backward()  # eager
     compiled(positive).sum().backward()  # recorded
-    with pytest.raises(sg.JitError, match="recorded different calls"):
+    with pytest.raises(sg.JitError, match="recorded different calls") as info:
         compiled(-positive).sum().backward()  # recorded again: the branch went the other way
+    times_two, minus = _line_of("# READS times two"), _line_of("# READS minus")
+    assert f"test_compiled_module.py:{times_two}, then " in str(info.value)
+    assert f"test_compiled_module.py:{minus}) " in str(info.value)
 
 
 def test_create_graph_through_a_compiled_module_raises():
@@ -405,8 +415,53 @@ def test_a_tensor_with_an_outside_graph_reached_by_name_raises():
 
     compiled = sg.compile(Scaled())
     compiled(sg.randn(3, 2))  # eager
-    with pytest.raises(sg.JitError, match="made by operations outside it"):
-        compiled(sg.randn(3, 2))
+    with pytest.raises(sg.JitError, match="made by operations outside it") as info:
+        compiled(sg.randn(3, 2))  # OUTSIDE call
+    assert f"Scaled.forward (called at {__file__}:{_line_of('# OUTSIDE call')})" in str(info.value)
+
+
+class _ConstantGradient(sg.autograd.Function):
+    """Doubles its input, and gives a gradient that is not computed from the incoming one."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sg.Tensor._make(np.full(grad.shape, 2.0, np.float32))
+
+
+def test_a_gradient_that_is_a_constant_raises():
+    """A recorded backward whose gradient for an argument is a constant array (made outside
+    scratchgrad's operations) cannot be replayed for another upstream gradient."""
+
+    class Doubled(nn.Module):
+        def forward(self, x):
+            return _ConstantGradient.apply(x)
+
+    compiled = sg.compile(Doubled())
+    x = sg.ones(3, 2, requires_grad=True)
+    compiled(x).sum().backward()  # eager
+    with pytest.raises(
+        sg.JitError, match=r"Doubled\.forward\(\) was not computed .*constant"
+    ) as info:
+        compiled(x).sum().backward()  # CONSTANT backward
+    assert f"{__file__}:{_line_of('# CONSTANT backward')};" in str(info.value)
+
+
+def test_a_backward_through_a_recording_call_inside_a_jitted_step_raises():
+    """The output of a compiled module's recording call, backpropagated inside a jitted step:
+    the module's backward would be recorded into the step's program."""
+    compiled = sg.compile(nn.Linear(2, 2))
+    backward = sg.jit(lambda out: out.sum().backward())  # BACKWARD inside
+    x = sg.ones(3, 2)
+    backward(compiled(x))  # both eager
+    with pytest.raises(
+        sg.JitError, match="a backward through a compiled module's recording"
+    ) as info:
+        backward(compiled(x))  # both record
+    assert f"test_compiled_module.py:{_line_of('# BACKWARD inside')} " in str(info.value)
 
 
 def _jitted_training(compiled):

@@ -545,19 +545,78 @@ def test_reading_values_raises_jit_error_naming_the_line(what):
 
 def test_nested_jit_raises():
     inner = sg.jit(lambda x: x + 1)
-    outer = sg.jit(lambda x: inner(x) * 2)
+    outer = sg.jit(lambda x: inner(x) * 2)  # REFUSED nested
     x = sg.ones(1)
     outer(x)
-    with pytest.raises(sg.JitError, match="nested jit"):
+    with pytest.raises(sg.JitError, match=r"<lambda>\(\) \(nested jit\) at ") as info:
         outer(x)
+    assert f"test_jit.py:{line_of('# REFUSED nested')} " in str(info.value)
 
 
 def test_create_graph_raises():
     w = sg.ones(2, requires_grad=True)
-    step = sg.jit(lambda x: (w * x).sum().backward(create_graph=True))
+    step = sg.jit(lambda x: (w * x).sum().backward(create_graph=True))  # REFUSED create_graph
     step(sg.ones(2))
-    with pytest.raises(sg.JitError, match="create_graph"):
+    with pytest.raises(sg.JitError, match=r"create_graph=True\) at ") as info:
         step(sg.ones(2))
+    assert f"test_jit.py:{line_of('# REFUSED create_graph')} " in str(info.value)
+
+
+def _post_accumulate_hook():
+    w = sg.ones(2, requires_grad=True)
+    w.register_post_accumulate_grad_hook(lambda p: None)
+    return lambda x: (w * x).sum().backward()  # REFUSED hook
+
+
+def _step_with_a_closure():
+    w = sg.ones(2, requires_grad=True)
+    opt = sg.optim.SGD([w], lr=0.1)
+
+    def step(x):
+        def closure():
+            return (w * x).sum()
+
+        return opt.step(closure)  # REFUSED closure
+
+    return step
+
+
+def _lbfgs():
+    w = sg.ones(2, requires_grad=True)
+    opt = sg.optim.LBFGS([w], max_iter=2)
+
+    def step(x):
+        def closure():
+            opt.zero_grad()
+            loss = (w * x).square().sum()
+            loss.backward()
+            return loss
+
+        return opt.step(closure)  # REFUSED lbfgs
+
+    return step
+
+
+REFUSED = {  # what the step does -> (the JitError's words, the step, the tag of its line)
+    "a post-accumulate-grad hook": (_post_accumulate_hook, "hook"),
+    "Optimizer.step with a closure": (_step_with_a_closure, "closure"),
+    "LBFGS.step (its closure re-runs the step)": (_lbfgs, "lbfgs"),
+    "nonzero() (its shape depends on the values)": (
+        lambda: lambda x: x.nonzero(),  # REFUSED nonzero
+        "nonzero",
+    ),
+}
+
+
+@pytest.mark.parametrize("what", REFUSED)
+def test_what_cannot_be_replayed_raises_jit_error_naming_the_line(what):
+    make, tag = REFUSED[what]
+    step = sg.jit(make())
+    x = sg.ones(2)
+    step(x)  # eager: fine
+    with pytest.raises(sg.JitError, match=re.escape(what) + " at ") as info:
+        step(x)
+    assert f"test_jit.py:{line_of(f'# REFUSED {tag}')} " in str(info.value)
 
 
 def test_as_a_method_decorator_one_recording_per_instance():
@@ -604,25 +663,31 @@ def test_values_computed_from_tensor_data_outside_the_ops_raise_on_the_third_cal
     @sg.jit
     def masked(x):
         mask = sg.from_numpy(np.asarray(x) > 0)
-        return x * mask
+        return x * mask  # CONSTANT used
 
     masked(sg.tensor([1.0, -1.0]))
     masked(sg.tensor([1.0, -1.0]))
-    with pytest.raises(sg.JitError, match="different constant"):
+    with pytest.raises(sg.JitError, match="different constant") as info:
         masked(sg.tensor([-1.0, 1.0]))
+    assert f"test_jit.py:{line_of('# CONSTANT used')} " in str(info.value)
 
 
 def test_python_branches_on_tensor_data_raise_on_the_third_call():
     @sg.jit
     def branchy(x):
         if np.asarray(x).sum() > 0:
-            return x.exp()
-        return x.tanh()
+            return x.exp()  # BRANCH exp
+        return x.tanh()  # BRANCH tanh
 
     branchy(sg.ones(2))
     branchy(sg.ones(2))
-    with pytest.raises(sg.JitError, match="different calls"):
+    with pytest.raises(
+        sg.JitError, match=r"different calls \('.*exp.*' at .*, then '.*tanh"
+    ) as info:
         branchy(-sg.ones(2))
+    exp, tanh = line_of("# BRANCH exp"), line_of("# BRANCH tanh")
+    assert f"test_jit.py:{exp}, then " in str(info.value)
+    assert f"test_jit.py:{tanh}) " in str(info.value)
 
 
 def test_the_same_constants_made_again_are_equal():

@@ -41,7 +41,7 @@ from scratchgrad.jit.jitted import (
     cache_full,
     rebuild,
 )
-from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged
+from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged, user_line
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -123,7 +123,9 @@ class Recording:
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result
-        self.calls: list[str] = []  # the lines recorded, and the constants, for _check_same
+        # the lines recorded, where, and the constants, for _check_same
+        self.calls: list[str] = []
+        self.call_places: list[str] = []
         self.constants, self.places = recorder.constants, recorder.places
         self.forward = self.backward = None
         self.forward_source = self.backward_source = ""  # the programs' code, to read
@@ -146,7 +148,7 @@ class Recording:
         ``backward`` is (the gradients' numbers, the upstream gradients' numbers, each
         gradient's parent), empty for a forward alone."""
         recorder, self.recorder = self.recorder, None
-        self.calls = [line for step in recorder.steps for line in step.lines]
+        self.calls, self.call_places = recorder.calls()
         saved: list[int] = []
         if backward:
             grads, upstream, self.parents = backward
@@ -424,10 +426,11 @@ def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) ->
         node = stack.pop()
         if node.sequence_nr < start:
             raise JitError(
-                f"scratchgrad.compile: {name}.forward uses a tensor that requires grad and was "
-                "made by operations outside it (a non-leaf reached by name, not passed as an "
-                "argument): a recorded backward cannot follow that graph on later calls. Pass "
-                "it as an argument, or call the module without compile."
+                f"scratchgrad.compile: {name}.forward (called at {user_line()}) uses a tensor "
+                "that requires grad and was made by operations outside it (a non-leaf reached "
+                "by name, not passed as an argument): a recorded backward cannot follow that "
+                "graph on later calls. Pass it as an argument, or call the module without "
+                "compile."
             )
         for parent in node.parents:
             if isinstance(parent, Tensor):
@@ -453,6 +456,7 @@ def _number_of_gradient(recorder: Recorder, g: Tensor, name: str) -> int:
     if number is None:
         raise JitError(
             f"scratchgrad.compile: a gradient of {name}() was not computed by the recorded "
-            "backward (it is a constant); call the module without compile"
+            f"backward (it is a constant), in the backward() at {user_line()}; call the "
+            "module without compile"
         )
     return number

@@ -37,7 +37,7 @@ class Recording:
         self.build = build
         self.values = values  # the Python values returned, which every replay returns again
         self.constants, self.places = recorder.constants, recorder.places
-        self.calls = [line for step in recorder.steps for line in step.lines]  # what was seen
+        self.calls, self.call_places = recorder.calls()  # what was seen, and where
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
         self.reached = list(recorder.reached.values())
@@ -49,7 +49,7 @@ class Recording:
         for constant in self.constants.values():
             if isinstance(constant, updates.Update):
                 constant.compile()
-        self.calls, self.checked = [], True
+        self.calls, self.call_places, self.checked = [], [], True
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
@@ -152,11 +152,8 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
     scratchgrad's ops from tensor data, e.g. NumPy on ``.array``)."""
     what = None
     if first.calls != second.calls:
-        pairs = zip(first.calls, second.calls)
-        a, b = next(((a, b) for a, b in pairs if a != b), ("(fewer)", "(more)"))
-        what = (
-            f"different calls ({a.replace(kernels.OUT, '')!r}, then {b.replace(kernels.OUT, '')!r})"
-        )
+        i = _first_difference(first.calls, second.calls)
+        what = f"different calls ({_call_at(first, i)}, then {_call_at(second, i)})"
     else:
         for key, value in first.constants.items():
             if not _same(value, second.constants[key]):
@@ -192,6 +189,18 @@ def _python_values(node: Any) -> list:
         items = node.values() if type(node) is dict else node
         return [value for item in items for value in _python_values(item)]
     return [node]
+
+
+def _first_difference(a: list, b: list) -> int:
+    """The first index where ``a`` and ``b`` differ (or the shorter one's length)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _call_at(recording: Recording, i: int) -> str:
+    """The ``i``-th call ``recording`` made and the user's line that made it, for an error."""
+    if i == len(recording.calls):
+        return "nothing more"
+    return f"{recording.calls[i].replace(kernels.OUT, '')!r} at {recording.call_places[i]}"
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -43,10 +43,21 @@ class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
 
-    __slots__ = ("lines", "reads", "writes", "effect", "reusable", "layout", "scratch", "tried")
+    __slots__ = (
+        "lines",
+        "reads",
+        "writes",
+        "effect",
+        "place",
+        "reusable",
+        "layout",
+        "scratch",
+        "tried",
+    )
 
     def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
+        self.place = user_line()  # for the JitError of two recordings that differ
         # for a kernel whose code takes an out= (see kernels.OUT): the inputs its result could
         # overwrite, and the (shape, dtype) of a C-ordered buffer that could hold the result
         # as the call would lay it out (None: the program lets the call allocate it)
@@ -100,7 +111,7 @@ class Recorder:
         if not isinstance(array, (xp.ndarray, xp.generic)):  # a device's array
             raise JitError(
                 f"scratchgrad.jit: {self.name}() computes on {device_of(array)} at "
-                f"{_user_line()}: a recorded step replays NumPy calls, so jit runs CPU "
+                f"{user_line()}: a recorded step replays NumPy calls, so jit runs CPU "
                 "tensors only; call the function without jit on other devices"
             )
         number, key = len(self.sizes), id(array)
@@ -135,7 +146,7 @@ class Recorder:
             name = f"c{len(self.constants)}"
             self.constants[name] = obj
             self.constant_names[id(obj)] = name
-            self.places[name] = _user_line()
+            self.places[name] = user_line()
         return name
 
     def expr(self, obj: Any) -> str:
@@ -161,6 +172,11 @@ class Recorder:
         if obj is None or type(obj) in (bool, int):
             return repr(obj)
         return self.constant(obj)
+
+    def calls(self) -> tuple[list[str], list[str]]:
+        """The lines recorded, and the user's line (``file:line``) that made each."""
+        lines = [line for step in self.steps for line in step.lines]
+        return lines, [step.place for step in self.steps for _ in step.lines]
 
     def note(self, lines: list[str], writes: list, effect: bool) -> None:
         """Add a step of ``lines`` writing ``writes``, reading the values named since the last."""
@@ -340,7 +356,7 @@ class Recorder:
     def refuse(self, what: str) -> None:
         """Raise the JitError for ``what``, naming the user's line that did it."""
         raise JitError(
-            f"scratchgrad.jit: {what} at {_user_line()} while recording {self.name}(): a "
+            f"scratchgrad.jit: {what} at {user_line()} while recording {self.name}(): a "
             "recorded step is replayed without running Python, so the value would be frozen "
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
@@ -414,7 +430,7 @@ class _Paused:
         capture_hook.recorder = self.recorder
 
 
-def _user_line() -> str:
+def user_line() -> str:
     """``file:line`` of the innermost frame of the user's code: outside scratchgrad and the
     installed libraries (one may wrap ``print``), else outside scratchgrad."""
     frames = []
