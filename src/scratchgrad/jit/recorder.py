@@ -433,14 +433,13 @@ class _Paused:
 def user_line() -> str:
     """``file:line`` of the innermost frame of the user's code: outside scratchgrad and the
     installed libraries (one may wrap ``print``), else outside scratchgrad."""
-    frames = []
+    outside = None  # the innermost frame outside scratchgrad
     frame = sys._getframe(1)
-    while frame is not None:
-        if not frame.f_code.co_filename.startswith(_PACKAGE):
-            frames.append(frame)
-        frame = frame.f_back
-    for frame in frames:
+    while frame is not None:  # from the innermost out, stopping at the user's frame
         name = frame.f_code.co_filename
-        if not name.startswith(_LIBRARIES) and "site-packages" not in name:
-            return f"{name}:{frame.f_lineno}"
-    return f"{frames[0].f_code.co_filename}:{frames[0].f_lineno}" if frames else "<unknown>"
+        if not name.startswith(_PACKAGE):
+            if not name.startswith(_LIBRARIES) and "site-packages" not in name:
+                return f"{name}:{frame.f_lineno}"
+            outside = outside or frame
+        frame = frame.f_back
+    return "<unknown>" if outside is None else f"{outside.f_code.co_filename}:{outside.f_lineno}"
