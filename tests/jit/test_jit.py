@@ -480,6 +480,86 @@ def test_other_arguments_are_part_of_the_key():
     ]
 
 
+def _difference(d):
+    return d["a"] - d["b"]
+
+
+def _doubled_first_then_second(a, b):
+    with sg.no_grad():
+        a.mul_(2)  # b too, when it is a
+    return b + 0
+
+
+def _gradient_of_the_first(x, w):
+    (x * w).sum().backward()
+
+
+def _by_grad_mode(x, w):
+    y = x * w
+    return y * 2 if y.requires_grad else y * 3  # a Python branch on the grad mode
+
+
+def _tensors_in(tree):
+    if isinstance(tree, sg.Tensor):
+        return [tree]
+    items = tree.values() if isinstance(tree, dict) else tree
+    return [t for item in items for t in _tensors_in(item)]
+
+
+STRUCTURE_CHANGES = {  # the step, and its arguments before and after the change
+    "dict keys in another order": (
+        _difference,
+        lambda x, y: ({"a": x, "b": y},),
+        lambda x, y: ({"b": y, "a": x},),
+    ),
+    "a tensor passed twice": (
+        _doubled_first_then_second,
+        lambda x, y: (x, y),
+        lambda x, y: (x, x),
+    ),
+    "a tuple for a list": (
+        lambda pair: pair[0] * 2 + pair[1] if type(pair) is tuple else pair[0] - pair[1],
+        lambda x, y: ((x, y),),
+        lambda x, y: ([x, y],),
+    ),
+    "requires_grad of an argument": (
+        _gradient_of_the_first,
+        lambda x, y: (x.requires_grad_(), y.requires_grad_()),
+        lambda x, y: (x, y.requires_grad_()),
+    ),
+    "grad mode": (_by_grad_mode, lambda x, y: (x, y.requires_grad_()), None),
+}
+
+
+@pytest.mark.parametrize("change", STRUCTURE_CHANGES)
+def test_a_new_structure_aliasing_requires_grad_or_grad_mode_records_a_new_program(change):
+    """The arguments' structure (containers, dict keys and their order, the same tensor
+    passed twice), each tensor's requires_grad and the grad mode are part of the guard key:
+    a call that changes one records anew, equal to eager, and the old program replays after."""
+    fn, before, after = STRUCTURE_CHANGES[change]
+    jitted = sg.jit(fn)
+
+    def both(make_args, grad=True):
+        results = []
+        for f in (fn, jitted):
+            args = make_args(sg.tensor([1.0, 2.0]), sg.tensor([5.0, 7.0]))
+            with sg.set_grad_enabled(grad):
+                out = f(*args)
+            leaves = _tensors_in(args)
+            results.append([out, *leaves, *(t.grad for t in leaves)])
+        for e, j in zip(*results):
+            assert (e is None) == (j is None)
+            if e is not None:
+                np.testing.assert_array_equal(j.detach().numpy(), e.detach().numpy())
+
+    for _ in range(4):  # eager, two recordings, a replay
+        both(before)
+    for _ in range(3):  # two recordings, a replay
+        both(before, grad=False) if after is None else both(after)
+    both(before)  # the first program again
+    assert sum(map(len, jitted.recordings.values())) == 2
+
+
 def test_recompile_limit_warns_and_runs_eagerly():
     double = sg.jit(lambda x: x * 2, cache_size=2)
     double(sg.ones(1))
