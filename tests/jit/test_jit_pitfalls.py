@@ -25,7 +25,8 @@ def _line_of(fragment):
 def test_every_test_the_pitfalls_page_names_exists():
     """docs/jit.md links each pitfall to a test by name: the names must stay true."""
     named = set(re.findall(r"`(test_\w+)`", (ROOT / "docs" / "jit.md").read_text()))
-    sources = "".join(path.read_text() for path in (ROOT / "tests" / "jit").glob("test_*.py"))
+    paths = [*(ROOT / "tests" / "jit").glob("test_*.py"), ROOT / "tests" / "test_strict.py"]
+    sources = "".join(path.read_text() for path in paths)
     defined = set(re.findall(r"^def (test_\w+)", sources, re.M))
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
@@ -54,6 +55,32 @@ def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound():
     assert shifted(x).tolist() == [2.0, 2.0]
     state["bias"] = sg.full((2,), 10.0)
     assert shifted(x).tolist() == [2.0, 2.0]  # still the old tensor's array
+
+
+def test_a_replaced_parameter_or_optimizer_is_not_seen():
+    """The program holds the objects the recording used: a parameter replaced by a new one
+    (or a new optimizer bound to the name the step reads) is not seen by replays, which go on
+    updating the old parameter. Make a new jitted function after such a change."""
+    model = nn.Linear(2, 1)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    jitted, x = sg.jit(step), sg.ones(3, 2)
+    for _ in range(CALLS):
+        jitted(x)
+    old_bias = model.bias
+    model.bias = nn.Parameter(sg.zeros(1))
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+    before = old_bias.detach().numpy().copy()
+    jitted(x)
+    assert model.bias.grad is None and model.bias.tolist() == [0.0]  # not seen
+    np.testing.assert_allclose(old_bias.detach().numpy(), before - 0.1 * 3, rtol=1e-6)  # updated
+    step(x)  # eagerly: the new ones
+    np.testing.assert_allclose(model.bias.detach().numpy(), [-0.1 * 3], rtol=1e-6)
 
 
 def test_assigning_grad_inside_the_step_is_not_replayed():

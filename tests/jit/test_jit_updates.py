@@ -181,6 +181,11 @@ def _replace_a_state_tensor(model, opt):
     state["exp_avg_sq"] = state["exp_avg_sq"] * 2  # not the array the generated code updates
 
 
+def _set_step_counts(model, opt):
+    for state in opt.state.values():  # as a resumed run may: the bias corrections follow
+        state["step"] = 1000
+
+
 def _new_param_group(model, opt):
     bias = opt.param_groups[1]["params"].pop()  # moved from the second group into a new one
     opt.add_param_group({"params": [bias], "lr": 0.5})
@@ -205,7 +210,20 @@ CHANGES = {
 def test_what_the_generated_update_was_not_made_for_runs_the_eager_step(change):
     """The update is jitted alone (gradients made eagerly between the calls), so that a
     change between replays reaches it without a new recording."""
-    name, make_change = CHANGES[change]
+    _update_equals_eager_after(*CHANGES[change])
+
+
+def test_step_counts_set_between_replays_are_read_by_the_generated_update(monkeypatch):
+    """Adam's bias corrections come from each parameter's step count, read at each replay
+    (here set to 1000, as a resumed run may), still by the generated code."""
+    calls = count_updates(monkeypatch, sg.optim.Adam)
+    _update_equals_eager_after("adam-decay-maximize", _set_step_counts)
+    assert len(calls) == 2 * (8 + 1 + 2)  # eager steps; the first call; two recordings
+
+
+def _update_equals_eager_after(name, make_change):
+    """Eager and jitted updates after the same gradients, ``make_change`` made to both after
+    two replays: equal arrays after every step."""
     model_e, model_j = mlp(), mlp()
     opt_e, opt_j = OPTIONS[name](groups(model_e)), OPTIONS[name](groups(model_j))
     update = sg.jit(opt_j.step)
