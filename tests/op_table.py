@@ -76,6 +76,19 @@ def same_pair(name, call, domain=real, **kw):
     return Op(name, call, "same_pair", domain, check_shapes=((2, 3), (2, 3)), **kw)
 
 
+def _standardized(x, dims, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) over the last ``dims`` dims, the biased variance."""
+    axes = tuple(range(x.ndim - dims, x.ndim))
+    centered = x - x.mean(axes, keepdim=True)
+    return centered / ((centered * centered).mean(axes, keepdim=True) + eps).sqrt()
+
+
+def _gelu_derivative(x):
+    """cdf(x) + x * pdf(x), the standard normal's CDF and density composed from erf and exp."""
+    cdf = 0.5 * (1 + (x * 0.5**0.5).erf())
+    return cdf + x * (x * x * -0.5).exp() / (2 * np.pi) ** 0.5
+
+
 OPS = [
     # ---- unary elementwise --------------------------------------------------------------------
     Op("neg", lambda m, x: -x),
@@ -678,7 +691,50 @@ OPS = [
         check_shapes=((1, 8, 12),),
     ),
     # ---- activations and losses composed in nn/functional.py ---------------------------------
-    Op("gelu", lambda m, x: m.nn.functional.gelu(x)),
+    Op("gelu", lambda m, x: m.nn.functional.gelu(x), twin="gelu_composed"),
+    Op("gelu_composed", lambda m, x: x * 0.5 * (1 + (x * 0.5**0.5).erf())),
+    same_pair(  # gelu's backward as a function of the gradient and x: the fused GeluGrad node
+        "gelu_backward",
+        lambda m, g, x: m.autograd.grad(m.nn.functional.gelu(x), x, g, create_graph=True)[0],
+        vmap=False,  # torch.func.vmap cannot batch autograd.grad
+        twin="gelu_backward_composed",
+    ),
+    same_pair("gelu_backward_composed", lambda m, g, x: g * _gelu_derivative(x)),
+    Op(
+        "layer_norm",
+        lambda m, x, w: m.nn.functional.layer_norm(x, x.shape[-1:], w[0], w[1]),
+        shapes="layer_norm",
+        check_shapes=((2, 3), (2, 3)),
+        twin="layer_norm_composed",
+    ),
+    Op(
+        "layer_norm_composed",
+        lambda m, x, w: _standardized(x, 1) * w[0] + w[1],
+        shapes="layer_norm",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "layer_norm_2d",
+        lambda m, x: m.nn.functional.layer_norm(x, x.shape[-2:], eps=0.1),
+        shapes="nonempty2+",
+        check_shapes=((2, 3, 2),),
+        twin="layer_norm_2d_composed",
+    ),
+    Op(
+        "layer_norm_2d_composed",
+        lambda m, x: _standardized(x, 2, eps=0.1),
+        shapes="nonempty2+",
+        check_shapes=((2, 3, 2),),
+    ),
+    Op(  # layer norm's backward as a function of the gradient and x: StandardizeGrad
+        "layer_norm_backward",
+        lambda m, g, x: m.autograd.grad(
+            m.nn.functional.layer_norm(x, x.shape[-1:]), x, g, create_graph=True
+        )[0],
+        shapes="layer_norm_pair",
+        check_shapes=((2, 3), (2, 3)),
+        vmap=False,  # torch.func.vmap cannot batch autograd.grad
+    ),
     Op("gelu_tanh", lambda m, x: m.nn.functional.gelu(x, approximate="tanh")),
     Op("softplus", lambda m, x: m.nn.functional.softplus(x)),
     Op("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=2.0, threshold=3.0)),

@@ -59,6 +59,12 @@ SHAPES = {
     ),
     "linear_vector": st.tuples(st.integers(1, 4), _sides).map(lambda t: ((t[0],), (t[1], t[0]))),
     "dot": _sides.map(lambda k: ((k,), (k,))),
+    # x and [weight; bias], at least three entries normalised: over one the gradient is 0 and
+    # over two nearly (the result is +-1 whatever x), so that rounding is all there is to compare
+    "layer_norm": _shapes(min_dims=1, min_side=1).map(
+        lambda s: ((*s[:-1], s[-1] + 2), (2, s[-1] + 2))
+    ),
+    "layer_norm_pair": _shapes(min_dims=1, min_side=1).map(lambda s: ((*s[:-1], s[-1] + 2),) * 2),
     "signal": _one(_shapes(min_dims=2, max_dims=3, min_side=3, max_side=4)),  # (N, C, L), (C, L)
     # convolution: (N, C, L) and (out channels, C, kernel), kernels of 1-3 (1-2 in 2-D) smaller
     # than the inputs; with groups=2, the input has twice the weight's channels

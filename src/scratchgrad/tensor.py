@@ -1125,7 +1125,8 @@ class Tensor:
         return (self.abs() ** p).sum(dim, keepdim) ** (1 / p)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return self.log_softmax(dim, dtype).exp()
+        x = self._floating() if dtype is None else self.to(dtype)
+        return reduce.Softmax.apply(x, dim=_dims(dim, x.array.ndim))
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)

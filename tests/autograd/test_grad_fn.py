@@ -40,6 +40,11 @@ EXPRESSIONS = {
     "cat": lambda m, x, w: m.cat([x, x]),
     "to_copy": lambda m, x, w: x.to(m.float64),
     "log_softmax": lambda m, x, w: x.log_softmax(-1),
+    "softmax": lambda m, x, w: x.softmax(-1),
+    "gelu": lambda m, x, w: (F_OURS if m is sg else F_TORCH).gelu(x),
+    "gelu_backward": lambda m, x, w: m.autograd.grad(
+        (F_OURS if m is sg else F_TORCH).gelu(x).sum(), x, create_graph=True
+    )[0],
     "amax": lambda m, x, w: x.amax(0),
     "where": lambda m, x, w: m.where(x > 0, x, 0.0),
     "mse_loss": lambda m, x, w: (F_OURS if m is sg else F_TORCH).mse_loss(x, x.detach() + 1),

@@ -6,9 +6,9 @@ the batch of results, batch dim first, computed with the same primitives (so aut
 it). Most primitives are elementwise: line the members up and call the op as it is. The others
 shift the dims they are told about by one, for the batch dim in front.
 
-Primitives that only backward formulas call (``TanhGrad``, ``MSELossGrad``, ``CrossEntropyGrad``,
-``IndexAdd``, ``Spread``) have rules too: those formulas run batched when a function made by
-``vjp`` is vmapped.
+Primitives that only backward formulas call (``TanhGrad``, ``GeluGrad``, ``MSELossGrad``,
+``CrossEntropyGrad``, ``IndexAdd``, ``Spread``) have rules too: those formulas run batched when
+a function made by ``vjp`` is vmapped.
 """
 
 from __future__ import annotations
@@ -269,6 +269,7 @@ def einsum(cls, values, batched, kwargs):
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, unary.Round, special.Erf, special.Softplus,
+    fused.Gelu,
     movement.Copy, movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
@@ -276,6 +277,7 @@ UNARY = [
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
+    fused.GeluGrad,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
@@ -285,6 +287,7 @@ RULES: dict[type, Callable] = {
     reduce.Sum: reduction,
     reduce.Amax: reduction,
     reduce.Prod: reduction,
+    reduce.Softmax: reduction,
     reduce.LogSoftmax: reduction,
     reduce.Cumsum: reduction,
     reduce.SumToSize: sum_to_size,
@@ -304,6 +307,9 @@ RULES: dict[type, Callable] = {
     fused.MSELoss: mse_loss,
     fused.CrossEntropy: cross_entropy,
     fused.CrossEntropyGrad: cross_entropy_grad,
+    # these reduce over trailing dims only, which a batch dim in front leaves as they are
+    fused.Standardize: elementwise,
+    fused.StandardizeGrad: elementwise,
     conv.Unfold: unfold,
     conv.Fold: fold,
     conv.MaxOver: dims_shifted,

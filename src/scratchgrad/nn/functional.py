@@ -1,8 +1,8 @@
 """``scratchgrad.nn.functional``: layers, activations and losses as functions, after
 ``torch.nn.functional``. Everything here is composed from Tensor operations, except for a few
-primitives of its own: ``Erf`` and ``Softplus`` (``ops/special.py``), for accuracy and
-stability, and the speed fusions ``Linear``, ``MSELoss`` and ``CrossEntropy`` (``ops/fused.py``,
-which names each one's composed twin): one node each where the composition records several.
+primitives of its own: ``Softplus`` (``ops/special.py``), for stability, and the speed fusions
+``Linear``, ``MSELoss``, ``CrossEntropy``, ``Gelu`` and ``Standardize`` (``ops/fused.py``, which
+names each one's composed twin): one node each where the composition records several.
 
 >>> import scratchgrad as sg
 >>> import scratchgrad.nn.functional as F
@@ -26,8 +26,8 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.creation import rand
-from scratchgrad.ops.fused import CrossEntropy, Linear, MSELoss
-from scratchgrad.ops.special import Erf, Softplus
+from scratchgrad.ops.fused import CrossEntropy, Gelu, Linear, MSELoss, Standardize
+from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import Tensor, names_bad_arguments, where
 
 # ---- linear and activations -----------------------------------------------------------------
@@ -65,7 +65,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     0.841345
     """
     if approximate == "none":
-        return input * 0.5 * (1 + Erf.apply(input * (1 / math.sqrt(2))))
+        return Gelu.apply(input)  # input * 0.5 * (1 + erf(input / sqrt(2))), one node
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (input + 0.044715 * (input * input * input))
         return 0.5 * input * (1 + inner.tanh())
@@ -103,7 +103,7 @@ def _softmax_dim(name: str, ndim: int) -> int:
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``dim``, computed stably through log_softmax."""
+    """exp(x) / sum(exp(x)) along ``dim`` (a fused, stable primitive)."""
     if dtype is not None:
         input = input.to(dtype)
     return input.softmax(_softmax_dim("softmax", input.ndim) if dim is None else dim)
@@ -202,9 +202,7 @@ def layer_norm(
     """Normalise over the last dims (``normalized_shape``) to mean 0 and variance 1 (the biased
     variance, as PyTorch), then scale by ``weight`` and shift by ``bias``."""
     dims = _normalized_dims(input, normalized_shape)
-    centered = input - input.mean(dims, keepdim=True)
-    var = (centered * centered).mean(dims, keepdim=True)
-    out = centered / (var + eps).sqrt()
+    out = Standardize.apply(input, dims=len(dims), eps=eps)  # (x - mean) / sqrt(var + eps)
     if weight is not None:
         out = out * weight
     return out if bias is None else out + bias
@@ -303,7 +301,8 @@ def scaled_dot_product_attention(
         scores = scores + attn_mask
     if allowed is not None:
         scores = scores.masked_fill(Tensor._make(~allowed), -math.inf)
-    weights = _safe_softmax(scores)
+    # a causal mask leaves every query its first key: no row is all -inf
+    weights = scores.softmax(-1) if is_causal else _safe_softmax(scores)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
     return weights @ value

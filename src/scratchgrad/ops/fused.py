@@ -19,6 +19,12 @@ Each node, its composed twin, and what it saves (a W1 step went from 22 nodes to
   class indices: log_softmax, pick, negate and reduce in one node.
 - ``CrossEntropyGrad``: its backward ``(softmax(x) - one_hot(target)) * grad_out * scale`` in
   one node, from the log-probabilities the forward kept.
+- ``Gelu``: ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (PyTorch's exact gelu), five nodes in one;
+  it keeps the normal CDF it computed, so its backward needs no second erf.
+- ``GeluGrad``: its backward ``grad_out * (cdf + x * pdf)`` in one node.
+- ``Standardize``: ``(x - mean) / sqrt(var + eps)`` over the last dims, layer norm before its
+  weight and bias, seven nodes in one; it keeps ``1 / sqrt(var + eps)`` for the backward.
+- ``StandardizeGrad``: its backward ``rstd * (g - mean(g) - y * mean(g * y))`` in one node.
 
 In a ``*Grad`` node (an op's backward as one node, so that it has a backward of its own for
 second derivatives) ``grad_out`` is the gradient the op's backward received, an input like any
@@ -36,7 +42,8 @@ import math
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
-from scratchgrad.ops.reduce import log_softmax
+from scratchgrad.ops.reduce import _sum, log_softmax
+from scratchgrad.ops.special import erf
 
 
 class TanhGrad(Function):
@@ -199,3 +206,121 @@ class CrossEntropyGrad(Function):
         if d_logits:
             grad_logits = p * (grad - (grad * p).sum(1, keepdim=True)) * (grad_out * ctx.scale)
         return grad * (p - one_hot) * ctx.scale if d_grad_out else None, grad_logits
+
+
+class Gelu(Function):
+    """``x * cdf(x)``, cdf the standard normal CDF ``0.5 * (1 + erf(x / sqrt(2)))``: PyTorch's
+    exact gelu as one node instead of five, keeping the CDF for the backward (the erf is most of
+    the cost)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        cdf = erf(x * (1 / math.sqrt(2)))
+        cdf += 1
+        cdf *= 0.5
+        ctx.save_for_backward(x, cdf)
+        return x * cdf
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, cdf = ctx.saved_tensors  # cdf: a constant here; GeluGrad's backward rebuilds it
+        return GeluGrad.apply(grad, x, cdf)
+
+
+class GeluGrad(Function):
+    """``grad_out * (cdf + x * pdf)``, gelu's derivative times the incoming gradient, as one node
+    (PyTorch's gelu_backward) from the CDF gelu kept. Its own backward recomputes the CDF from
+    ``x`` with Tensor operations, so every higher derivative flows through ``x``."""
+
+    backward_name = "GeluBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad_out, x, cdf):
+        ctx.save_for_backward(grad_out, x)
+        module = xp if type(x) is ndarray else namespace(x)
+        out = module.exp(x * x * -0.5)  # (out= needs arrays: NumPy gives 0-d inputs scalars)
+        out *= x
+        out *= 1 / math.sqrt(2 * math.pi)
+        out += cdf
+        return grad_out * out  # (vmap may hand a batch of gradients for one x: broadcast)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_out, x = ctx.saved_tensors
+        d_grad_out, d_x, _ = ctx.needs_input_grad
+        pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+        cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+        return (
+            grad * (cdf + x * pdf) if d_grad_out else None,
+            grad * grad_out * pdf * (2 - x * x) if d_x else None,  # d/dx (cdf + x pdf)
+            None,
+        )
+
+
+class Standardize(Function):
+    """``(x - mean) / sqrt(var + eps)`` over the last ``dims`` dims, with the biased variance
+    (PyTorch's layer_norm before its weight and bias), as one node instead of seven; it keeps
+    ``rstd = 1 / sqrt(var + eps)`` for the backward."""
+
+    @staticmethod
+    def forward(ctx, x, dims, eps):
+        axes = tuple(range(-dims, 0))
+        count = math.prod(x.shape[x.ndim - dims :])
+        out = x - _sum(x, axes, True) / count
+        rstd = 1 / namespace(x).sqrt(_sum(out * out, axes, True) / count + eps)
+        out *= rstd
+        ctx.save_for_backward(x, out, rstd)
+        ctx.dims, ctx.eps = dims, eps
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out, rstd = ctx.saved_tensors
+        return StandardizeGrad.apply(grad, x, out, rstd, dims=ctx.dims, eps=ctx.eps)
+
+
+def standardized(x, dims: int, eps: float):
+    """``Standardize`` composed of Tensor operations: the result ``y`` and ``rstd``."""
+    axes = tuple(range(-dims, 0))
+    centered = x - x.mean(axes, keepdim=True)
+    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+    return centered * rstd, rstd
+
+
+class StandardizeGrad(Function):
+    """``rstd * (g - mean(g) - y * mean(g * y))``, Standardize's backward (``g`` the incoming
+    gradient, ``y`` the result), as one node from the ``y`` and ``rstd`` the forward kept; they
+    are values of ``x``'s, so every derivative flows through ``x`` (None for them).
+
+    Its own backward, for a gradient ``h``: the map from ``g`` is symmetric, so ``h`` goes back
+    through it (``J h``); and with ``dx`` this node's result and sums over the normalised dims,
+    ``-(rstd / n) * (y * sum(h * dx) + sum(g * y) * J h + sum(h * y) * dx)`` for ``x``.
+    """
+
+    @staticmethod
+    def forward(ctx, grad_out, x, y, rstd, dims, eps):
+        ctx.save_for_backward(grad_out, x)
+        ctx.dims, ctx.eps = dims, eps
+        axes = tuple(range(-dims, 0))  # from the end: a batch of gradients may have more dims
+        count = math.prod(y.shape[y.ndim - dims :])
+        out = grad_out - y * (_sum(grad_out * y, axes, True) / count)
+        out -= _sum(grad_out, axes, True) / count
+        out *= rstd
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x = ctx.saved_tensors
+        d_g, d_x = ctx.needs_input_grad[:2]
+        y, rstd = standardized(x, ctx.dims, ctx.eps)  # from x, for the derivatives after this one
+        axes = tuple(range(-ctx.dims, 0))
+        count = math.prod(x.shape[x.ndim - ctx.dims :])
+        j_h = StandardizeGrad.apply(grad, x, y, rstd, dims=ctx.dims, eps=ctx.eps)
+        grad_x = None
+        if d_x:
+            dx = StandardizeGrad.apply(g, x, y, rstd, dims=ctx.dims, eps=ctx.eps)
+            terms = y * (grad * dx).sum(axes, keepdim=True)
+            terms = terms + (g * y).sum(axes, keepdim=True) * j_h
+            terms = terms + (grad * y).sum(axes, keepdim=True) * dx
+            grad_x = terms * (rstd * (-1 / count))
+        return j_h if d_g else None, grad_x, None, None

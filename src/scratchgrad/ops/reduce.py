@@ -1,4 +1,4 @@
-"""Reductions, and the fused log_softmax. A reduction's gradient is expanded back to the
+"""Reductions, and the fused softmax and log_softmax. A reduction's gradient is expanded back to the
 input's shape by its backward (the engine only ever sums gradients down, never expands them).
 """
 
@@ -169,6 +169,34 @@ def log_softmax(x, dim):
     module = xp if type(x) is ndarray else namespace(x)
     shifted = x - x.max(axis=dim, keepdims=True)
     return shifted - module.log(_sum(module.exp(shifted), dim, True))
+
+
+def softmax(x, dim):
+    """softmax on an array, stable: exp of ``x`` minus its max (so exp cannot overflow), over
+    the sum: three passes after the max."""
+    if x.size == 0:
+        return x.copy()
+    module = xp if type(x) is ndarray else namespace(x)
+    out = module.exp(x - x.max(axis=dim, keepdims=True))
+    out /= _sum(out, dim, True)
+    return out
+
+
+class Softmax(Function):
+    """Fused for stability and speed (PyTorch's _softmax): one node instead of log_softmax then
+    exp; the gradient ``out * (grad - sum(grad * out))`` needs only the result."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        out = softmax(x, dim)
+        ctx.save_for_backward(out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return out * (grad - (grad * out).sum(ctx.dim, keepdim=True))
 
 
 class LogSoftmax(Function):
