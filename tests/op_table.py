@@ -231,6 +231,13 @@ OPS = [
         domain=distinct,
     ),
     Op("softmax", lambda m, x: x.softmax(-1), shapes="rank1+", dim=lambda m, x, d: x.softmax(d)),
+    Op(  # softmax's backward as a function of the gradient and x: the SoftmaxGrad node
+        "softmax_backward",
+        lambda m, g, x: m.autograd.grad(x.softmax(-1), x, g, create_graph=True)[0],
+        shapes="same_pair_rank1+",
+        check_shapes=((2, 3), (2, 3)),
+        vmap=False,  # torch.func.vmap cannot batch autograd.grad
+    ),
     Op(
         "log_softmax",
         lambda m, x: x.log_softmax(-1),

@@ -42,6 +42,9 @@ EXPRESSIONS = {
     "log_softmax": lambda m, x, w: x.log_softmax(-1),
     "softmax": lambda m, x, w: x.softmax(-1),
     "gelu": lambda m, x, w: (F_OURS if m is sg else F_TORCH).gelu(x),
+    "softmax_backward": lambda m, x, w: m.autograd.grad(
+        x.softmax(-1), x, x.detach(), create_graph=True
+    )[0],
     "gelu_backward": lambda m, x, w: m.autograd.grad(
         (F_OURS if m is sg else F_TORCH).gelu(x).sum(), x, create_graph=True
     )[0],

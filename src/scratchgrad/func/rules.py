@@ -6,9 +6,9 @@ the batch of results, batch dim first, computed with the same primitives (so aut
 it). Most primitives are elementwise: line the members up and call the op as it is. The others
 shift the dims they are told about by one, for the batch dim in front.
 
-Primitives that only backward formulas call (``TanhGrad``, ``GeluGrad``, ``MSELossGrad``,
-``CrossEntropyGrad``, ``IndexAdd``, ``Spread``) have rules too: those formulas run batched when
-a function made by ``vjp`` is vmapped.
+Primitives that only backward formulas call (``TanhGrad``, ``GeluGrad``, ``SoftmaxGrad``,
+``StandardizeGrad``, ``MSELossGrad``, ``CrossEntropyGrad``, ``IndexAdd``, ``Spread``) have rules
+too: those formulas run batched when a function made by ``vjp`` is vmapped.
 """
 
 from __future__ import annotations
@@ -307,9 +307,10 @@ RULES: dict[type, Callable] = {
     fused.MSELoss: mse_loss,
     fused.CrossEntropy: cross_entropy,
     fused.CrossEntropyGrad: cross_entropy_grad,
-    # these reduce over trailing dims only, which a batch dim in front leaves as they are
+    # these reduce over dims counted from the end, which a batch dim in front leaves alone
     fused.Standardize: elementwise,
     fused.StandardizeGrad: elementwise,
+    reduce.SoftmaxGrad: elementwise,
     conv.Unfold: unfold,
     conv.Fold: fold,
     conv.MaxOver: dims_shifted,

@@ -292,15 +292,15 @@ def scaled_dot_product_attention(
     if scale is None:
         scale = 1 / math.sqrt(query.shape[-1])
     scores = (query * scale) @ key.mT
-    allowed = None
+    module, allowed = backend.namespace(scores.array), None
     if is_causal:
-        allowed = backend.namespace(scores.array).tri(length, source, dtype=bool)
+        allowed = module.tri(length, source, dtype=bool)
     elif attn_mask is not None and attn_mask.dtype == backend.bool_:
         allowed = attn_mask.array
-    elif attn_mask is not None:
+    if allowed is not None:  # a bias of 0 or -inf, as PyTorch's reference: an add, no where
+        attn_mask = Tensor._make(module.where(allowed, 0, -math.inf).astype(scores.array.dtype))
+    if attn_mask is not None:
         scores = scores + attn_mask
-    if allowed is not None:
-        scores = scores.masked_fill(Tensor._make(~allowed), -math.inf)
     # a causal mask leaves every query its first key: no row is all -inf
     weights = scores.softmax(-1) if is_causal else _safe_softmax(scores)
     if dropout_p > 0:
