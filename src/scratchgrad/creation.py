@@ -16,6 +16,11 @@ from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import to_array
 from scratchgrad.tensor import Tensor, as_shape
 
+# The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
+# step, each replay then makes a new array, as eager steps do (a step may change it in place:
+# ``total = sg.zeros(()); total += loss`` must start from zero at every call).
+_make = capture_hook.call
+
 
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
     t = Tensor._make(array if device is None else backend.to_device(array, device))
@@ -45,6 +50,8 @@ def tensor(
     dtype('int64')
     """
     t = Tensor(data, dtype, requires_grad)
+    if capture_hook.recorder is not None:  # a new array at each replay (see _make)
+        t.array = capture_hook.recorder.call(xp.copy, t.array)
     if device is not None:
         t.array = backend.to_device(t.array, device)
     return t
@@ -65,15 +72,15 @@ def from_numpy(array) -> Tensor:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).zeros(as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).zeros, as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).ones(as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).ones, as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_xp(device).empty(as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).empty, as_shape(size), _dtype(dtype)), requires_grad)
 
 
 def full(
@@ -86,7 +93,7 @@ def full(
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
     value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
     dtype = _dtype(dtype, to_array(value, None).dtype)
-    return _finish(_xp(device).full(as_shape((size,)), fill_value, dtype), requires_grad)
+    return _finish(_make(_xp(device).full, as_shape((size,)), fill_value, dtype), requires_grad)
 
 
 def arange(
@@ -103,12 +110,8 @@ def arange(
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     whole = all(isinstance(v, int) for v in (start, end, step))
-    return _finish(
-        _xp(device).arange(
-            start, end, step, _dtype(dtype, backend.int64 if whole else backend.default_float)
-        ),
-        requires_grad,
-    )
+    dtype = _dtype(dtype, backend.int64 if whole else backend.default_float)
+    return _finish(_make(_xp(device).arange, start, end, step, dtype), requires_grad)
 
 
 def linspace(
@@ -119,7 +122,9 @@ def linspace(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    return _finish(_xp(device).linspace(start, end, steps, dtype=_dtype(dtype)), requires_grad)
+    return _finish(
+        _make(_xp(device).linspace, start, end, steps, dtype=_dtype(dtype)), requires_grad
+    )
 
 
 def eye(
@@ -129,7 +134,7 @@ def eye(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    return _finish(_xp(device).eye(n, m, dtype=_dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).eye, n, m, dtype=_dtype(dtype)), requires_grad)
 
 
 def _rng(generator: Generator | None, device: Any = None):

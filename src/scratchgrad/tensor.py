@@ -1605,7 +1605,8 @@ class Tensor:
     def _new(self, name: str, size, fill: tuple, dtype, device, requires_grad: bool) -> Tensor:
         dtype = self.array.dtype if dtype is None else backend.to_dtype(dtype)
         make = getattr(backend.array_module(device or self.device), name)
-        out = Tensor._make(make(as_shape(size), *fill, dtype=dtype))
+        # through capture_hook: a jitted step's replays make a new array, as eager calls do
+        out = Tensor._make(capture_hook.call(make, as_shape(size), *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
 
 

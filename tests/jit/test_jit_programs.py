@@ -562,3 +562,36 @@ def test_namedtuples_in_and_out_of_the_step():
         return out, snapshot([model], [opt])
 
     check_program(program)
+
+
+def test_tensors_made_in_the_step_and_changed_in_place_start_anew_at_each_call():
+    """``total = sg.zeros(()); total += ...`` (and ``sg.tensor(0.0)``, ``zeros_like``,
+    ``new_zeros``, ``full``, ``arange``): each replay makes the tensor again, as each eager
+    call does (the recorded array, changed in place, grew from one replay to the next)."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            seen, correct, counts = sg.zeros(()), sg.tensor(0.0), y.new_zeros(3)
+            histogram, ramp = sg.zeros_like(logits[0]), sg.arange(3.0)
+            with sg.no_grad():
+                seen += y.shape[0]
+                correct += (logits.argmax(1) == y).sum()
+                counts += F.one_hot(y, 3).sum(0)
+                histogram.add_(logits.mean(0)).mul_(sg.full((3,), 2.0))
+                ramp += 1
+            return correct / seen, counts, histogram, ramp
+
+        data = batches(2)
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)

@@ -10,10 +10,10 @@ attribute read.
 recorder = None
 
 
-def call(function, *args):
-    """``function(*args)``, an array call made outside ``Function.forward`` (an in-place
-    update, a mask, a random draw): while a step records, noted so that every replay makes it
-    again."""
+def call(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, an array call made outside ``Function.forward`` (an
+    in-place update, a mask, a random draw, a new array of constants): while a step records,
+    noted so that every replay makes it again."""
     if recorder is None:
-        return function(*args)
-    return recorder.call(function, *args)
+        return function(*args, **kwargs)
+    return recorder.call(function, *args, **kwargs)
