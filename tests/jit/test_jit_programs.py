@@ -595,3 +595,43 @@ def test_tensors_made_in_the_step_and_changed_in_place_start_anew_at_each_call()
         return out, snapshot([model], [opt])
 
     check_program(program)
+
+
+def test_adversarial_training_with_leaves_made_in_the_step():
+    """FGSM (``x.clone().requires_grad_()``) and PGD (``sg.zeros_like(x,
+    requires_grad=True)``, updated twice): the gradient of a leaf made in the step goes into
+    that call's leaf, as eagerly (each replay makes a new one)."""
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def fgsm_step(x, y):
+            x = x.clone().requires_grad_(True)
+            F.cross_entropy(model(x), y).backward()
+            x_adv = (x + 0.1 * x.grad.sign()).detach()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x_adv), y)
+            loss.backward()
+            opt.step()
+            return loss, x_adv
+
+        @wrap
+        def pgd_step(x, y):
+            delta = sg.zeros_like(x, requires_grad=True)
+            for _ in range(2):
+                F.cross_entropy(model(x + delta), y).backward()
+                delta = (delta + 0.05 * delta.grad.sign()).clamp(-0.1, 0.1)
+                delta = delta.detach().requires_grad_(True)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x + delta.detach()), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = batches(2)
+        out = [as_numpy([fgsm_step(*data[i % 2]), pgd_step(*data[i % 2])]) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=2 * (STEPS - 3))

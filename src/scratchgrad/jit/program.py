@@ -48,11 +48,21 @@ def accumulate(leaf: Tensor, array: Any, owned: bool) -> Any:
     return leaf.grad.array
 
 
+def made_leaf(array: Any, grad: Any) -> Tensor:
+    """A leaf the step made (``x.clone().requires_grad_()``) as a new tensor at each replay,
+    as eagerly, with the ``.grad`` array it has at this point of the step (or None)."""
+    leaf = Tensor._make(array)
+    leaf.requires_grad = True
+    leaf.grad = None if grad is None else Tensor._make(grad)
+    return leaf
+
+
 _HELPERS = {
     "new": object.__new__,
     "asarray": xp.asarray,
     "make": Tensor._make,
     "accumulate": accumulate,
+    "made_leaf": made_leaf,
 }
 
 

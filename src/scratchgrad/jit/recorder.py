@@ -308,7 +308,13 @@ class Recorder:
                 "outside the step (requires grad, not a leaf: pass .detach(), or a leaf)"
             )
         index = self.arguments.get(id(leaf))
-        target = self.constant(leaf) if index is None else f"tensors[{index}]"
+        if index is not None:
+            target = f"tensors[{index}]"
+        elif id(leaf.array) in self.number:  # a leaf the step made: a new one at each replay
+            grad = "None" if leaf.grad is None else self.expr(leaf.grad.array)
+            target = f"made_leaf({self.expr(leaf.array)}, {grad})"
+        else:  # reached by name
+            target = self.constant(leaf)
         code = f"accumulate({target}, {self.expr(g.array)}, {owned.get(g) is leaf})"
         with _Paused():
             engine._accumulate(leaf, g, False, owned)
