@@ -83,21 +83,44 @@ def test_a_replaced_parameter_or_optimizer_is_not_seen():
     np.testing.assert_allclose(model.bias.detach().numpy(), [-0.1 * 3], rtol=1e-6)
 
 
-def test_assigning_grad_inside_the_step_is_not_replayed():
-    """``p.grad = None`` is a Python assignment, not an array call: replays skip it, so the
-    gradients pile up (``zero_grad()`` is replayed: use it)."""
+def test_assigning_grad_inside_the_step_raises():
+    """``p.grad = None`` is a Python assignment, not an array call: replays would skip it and
+    the gradients would pile up. The second recording checks that the ``.grad`` of each
+    parameter the first one added to changes only through recorded calls (``zero_grad()``,
+    ``backward()``), and raises naming the next call's line; at the end of the step, the
+    jitted function's call."""
     w = sg.ones(2, requires_grad=True)
 
-    def step(x):
+    def clear_first(x):
         w.grad = None
         (w * x).sum().backward()
         return w.grad.clone()
 
-    jitted = sg.jit(step)
+    def clear_last(x):
+        (w * x).sum().backward()
+        grad = w.grad.clone()
+        w.grad = None
+        return grad
+
+    opt = sg.optim.SGD([w], lr=0.1)
+
+    def with_zero_grad(x):  # the replayed way
+        opt.zero_grad()
+        (w * x).sum().backward()
+        return w.grad.clone()
+
     x = sg.ones(2)
-    grads = [jitted(x).tolist() for _ in range(CALLS)]
-    assert grads[:3] == [[1.0, 1.0]] * 3  # eager and recordings: as written
-    assert grads[3:] == [[2.0, 2.0], [3.0, 3.0]]  # each replay adds to the last .grad
+    for step, line in [(clear_first, "(w * x).sum().backward()"), (clear_last, "jitted(x)")]:
+        jitted = sg.jit(step)
+        jitted(x), jitted(x)
+        with pytest.raises(
+            sg.JitError, match=r"\.grad assigned in Python .* shape \(2,\)"
+        ) as error:
+            jitted(x)
+        number = int(re.search(r"test_jit_pitfalls\.py:(\d+)", str(error.value))[1])
+        assert line in Path(__file__).read_text().splitlines()[number - 1]
+    jitted = sg.jit(with_zero_grad)
+    assert [jitted(x).tolist() for _ in range(CALLS)] == [[1.0, 1.0]] * CALLS
 
 
 def test_backward_reaches_the_tensor_arguments_of_each_call():

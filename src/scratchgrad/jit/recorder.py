@@ -103,6 +103,10 @@ class Recorder:
         # was recorded for its requires_grad, so a replay is valid only while both stay
         self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
+        # the leaves reached by name whose .grad the step added to (for the next recording's
+        # watch_grads), and the ones watched: id(leaf) -> (leaf, the .grad recorded calls left)
+        self.accumulated: list[Tensor] = []
+        self._grads: dict[int, tuple[Tensor, Any]] = {}
 
     # ---- values and the code that names them ----------------------------------------------
 
@@ -315,11 +319,35 @@ class Recorder:
             target = f"made_leaf({self.expr(leaf.array)}, {grad})"
         else:  # reached by name
             target = self.constant(leaf)
+            self.accumulated.append(leaf)
         code = f"accumulate({target}, {self.expr(g.array)}, {owned.get(g) is leaf})"
+        watched = self._grads.get(id(leaf))
+        if watched is not None:
+            self._check_grads([watched])
         with _Paused():
             engine._accumulate(leaf, g, False, owned)
+        if watched is not None:
+            self._grads[id(leaf)] = (leaf, leaf.grad)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
         self.note([f"v{writes[0]} = {code}"], writes, effect=True)
+
+    def watch_grads(self, leaves: list[Tensor]) -> None:
+        """Check that the ``.grad`` of ``leaves`` (those an earlier recording added to) is
+        changed only by recorded calls (``zero_grad()``, ``backward()``): an assignment such as
+        ``p.grad = None`` is Python, which a replay would not run."""
+        self._grads = {id(leaf): (leaf, leaf.grad) for leaf in leaves}
+
+    def check_grads(self) -> None:
+        """At the end of the step: no ``.grad`` watched was assigned since the last call."""
+        self._check_grads(self._grads.values())
+
+    def _check_grads(self, watched: Any) -> None:
+        for leaf, grad in watched:
+            if leaf.grad is not grad:
+                self.refuse(
+                    f"a .grad assigned in Python (p.grad = None, here of a tensor of shape "
+                    f"{tuple(leaf.shape)}; zero_grad() is replayed: use it) before the call"
+                )
 
     def called(self, module: Any) -> None:
         """``module`` is called: guard on its train/eval mode, unless the step set it."""
@@ -347,8 +375,10 @@ class Recorder:
         if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
             self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
         arguments = ", ".join(self.expr(a) for a in args)
+        self.check_grads()
         with _Paused():  # an optimizer's update or zero_grad: generated code where there is one
             result, update = updates.recorded(function, args)
+        self.watch_grads([leaf for leaf, _ in self._grads.values()])  # changed by the call
         call = self.constant(function) if update is None else f"{self.constant(update)}.run"
         code = f"{call}({arguments})"
         if isinstance(result, Tensor) and id(result.array) not in self.number:
