@@ -770,6 +770,24 @@ def test_python_branches_on_tensor_data_raise_on_the_third_call():
     assert f"test_jit.py:{tanh}) " in str(info.value)
 
 
+def test_a_changing_python_value_returned_names_the_step_and_its_definition():
+    """The JitError of a Python value returned that changes between the two recordings names
+    the step's definition (where the value is returned from)."""
+    calls = []
+
+    @sg.jit
+    def counted(x):  # RETURNS count
+        calls.append(1)
+        return x * 2, len(calls)
+
+    counted(sg.ones(1)), counted(sg.ones(1))
+    with pytest.raises(
+        sg.JitError, match=r"counted\(\) returned a different .*\(2, then 3; counted is defined at "
+    ) as info:
+        counted(sg.ones(1))
+    assert f"test_jit.py:{line_of('# RETURNS count') - 1})" in str(info.value)  # the decorator's
+
+
 def test_the_same_constants_made_again_are_equal():
     """Constants made anew at each call (a tensor from a list, a drawn-shape lambda) do not
     count as differences."""

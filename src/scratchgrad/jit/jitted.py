@@ -105,7 +105,7 @@ class Jitted:
         # tensor data (frozen into a recording) is caught, not replayed.
         result, again, compile_again = self._record(tensors, args, kwargs, recording.accumulated)
         _check_same(recording, again, self.__name__)
-        _check_same_values(recording.values, again.values, self.__name__)
+        _check_same_values(recording.values, again.values, self.__name__, self.fn)
         # Compiled now, with the first recording freed and the step's arrays too: Python's
         # compiler takes a few hundred KB while it runs.
         recordings[recordings.index(recording)] = again
@@ -175,17 +175,26 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
         )
 
 
-def _check_same_values(first: list, second: list, name: str) -> None:
+def _check_same_values(first: list, second: list, name: str, fn: Callable) -> None:
     """Raise a JitError if the two recordings returned different Python values (a learning
-    rate, a count kept in Python): a replay would return the recorded ones."""
+    rate, a count kept in Python): a replay would return the recorded ones. The error names
+    where ``fn`` is defined."""
     for a, b in zip(first, second):
         if not _same(a, b):
             raise JitError(
                 f"scratchgrad.jit: {name}() returned a different Python value on its second "
-                f"and third calls ({a!r}, then {b!r}): a replay returns the recorded value "
-                "without running Python. Return a tensor, or read the value outside the "
-                "jitted function."
+                f"and third calls ({a!r}, then {b!r}; {name} is defined at {_defined_at(fn)}): "
+                "a replay returns the recorded value without running Python. Return a "
+                "tensor, or read the value outside the jitted function."
             )
+
+
+def _defined_at(fn: Callable) -> str:
+    """``file:line`` of the definition of ``fn`` (a function or method), else its name."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:  # a callable object (a Module): its class's __call__ or forward
+        return type(fn).__qualname__
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _python_values(node: Any) -> list:
