@@ -228,6 +228,47 @@ def test_randperm_is_a_permutation():
     assert p.dtype == sg.int64 and sorted(p.tolist()) == list(range(50))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.bernoulli(m.tensor([0.0, 1.0, 0.0, 1.0])),
+        lambda m: m.bernoulli(m.zeros(2, 3, dtype=m.float64), 1.0),
+        lambda m: m.bernoulli(m.ones(4), 0.0),
+        lambda m: m.ones(3, dtype=m.int64).bernoulli(1.0),
+        lambda m: m.tensor([[0.0, 1.0]], dtype=m.float16).bernoulli(),
+    ],
+)
+def test_bernoulli_forms_match_torch(call):
+    """Probabilities 0 and 1 give the same values as PyTorch; shapes and dtypes too."""
+    ours, theirs = call(sg), call(torch)
+    assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_bernoulli_draws_ones_with_the_probabilities_given():
+    sg.manual_seed(2)
+    probs = np.array([0.1, 0.5, 0.9])
+    draws = sg.bernoulli(sg.tensor(np.tile(probs, (20_000, 1)))).numpy()
+    assert set(np.unique(draws)) == {0.0, 1.0}
+    np.testing.assert_allclose(draws.mean(axis=0), probs, atol=0.015)  # 4 standard errors
+    assert sg.bernoulli(sg.zeros(3), 0.5, generator=sg.Generator().manual_seed(3)).tolist() == (
+        sg.bernoulli(sg.zeros(3), 0.5, generator=sg.Generator().manual_seed(3)).tolist()
+    )
+
+
+@pytest.mark.parametrize(
+    "probs, p", [([0.5, 1.5], None), ([0.5, float("nan")], None), ([0.5], -0.1)]
+)
+def test_bernoulli_refuses_what_torch_refuses(probs, p):
+    args = () if p is None else (p,)
+    with pytest.raises(RuntimeError):
+        torch.bernoulli(torch.tensor(probs), *args)
+    with pytest.raises(RuntimeError, match=r"bernoulli: the probabilities must be in \[0, 1\]"):
+        sg.bernoulli(sg.tensor(probs), *args)
+    with pytest.raises(RuntimeError, match="bernoulli: the probabilities must have a floating"):
+        sg.ones(2, dtype=sg.int64).bernoulli()
+
+
 def test_manual_seed_makes_every_random_factory_reproducible():
     def draw():
         return [
@@ -236,6 +277,7 @@ def test_manual_seed_makes_every_random_factory_reproducible():
             sg.randint(0, 100, (5,)).tolist(),
             sg.randperm(6).tolist(),
             sg.randn_like(sg.ones(2)).tolist(),
+            sg.bernoulli(sg.full((6,), 0.5)).tolist(),
         ]
 
     sg.manual_seed(123)

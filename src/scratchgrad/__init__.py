@@ -103,6 +103,7 @@ else:
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
     any, all, square, rsqrt = Tensor.any, Tensor.all, Tensor.square, Tensor.rsqrt
     tril, triu, topk, multinomial = Tensor.tril, Tensor.triu, Tensor.topk, Tensor.multinomial
+    bernoulli = Tensor.bernoulli
     mm, bmm = Tensor.mm, Tensor.bmm
     # More methods that PyTorch also has as functions, under the same names.
     eq, ne, lt, le, gt, ge = Tensor.eq, Tensor.ne, Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge

@@ -1201,6 +1201,22 @@ class Tensor:
         index = Tensor._make(_call(_top_indices, self.array, k, dim, largest))
         return values_indices(self.gather(dim, index), index)
 
+    def bernoulli(self, p: float | None = None, *, generator: Any = None) -> Tensor:
+        """Ones with the probabilities in this tensor (or ``p`` for every entry), zeros
+        otherwise, in its shape and dtype, as ``torch.bernoulli``: drawn from the library's
+        seeded generator (or ``generator``), and again at each replay of a jitted step. No
+        gradient flows back (PyTorch's is zero).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 1.0, 1.0]).bernoulli().tolist()
+        [0.0, 1.0, 1.0]
+        """
+        if p is None and not backend.is_floating(self.array.dtype):
+            raise RuntimeError(
+                f"bernoulli: the probabilities must have a floating dtype, got {self.dtype}"
+            )
+        return Tensor._make(_call(_bernoulli, self.array, p, generator))
+
     def multinomial(
         self, num_samples: int, replacement: bool = False, *, generator: Any = None
     ) -> Tensor:
@@ -2020,6 +2036,17 @@ def _clamp(array: Any, min: Any, max: Any) -> tuple:
 def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:
     """``array.argmax`` (argmin, any, all) over ``axis``, as an array (not a NumPy scalar)."""
     return backend.as_array(getattr(array, name)(axis=axis, keepdims=keepdim))
+
+
+def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
+    """``Tensor.bernoulli``'s draw: ones where a uniform draw falls below the probability
+    (``array``'s entries, or ``p``), after checking the probabilities (in one call, so that a
+    replay under ``scratchgrad.jit`` checks and draws again)."""
+    probs = array if p is None else namespace(array).asarray(p)
+    if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too
+        raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
+    rng = (generator or backend.default_generator_for(backend.device_of(array))).rng
+    return (rng.random(array.shape) < probs).astype(array.dtype)
 
 
 def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:

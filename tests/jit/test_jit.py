@@ -400,6 +400,8 @@ RANDOM_OPS = {
     "multinomial": lambda x: x.softmax(1).multinomial(3),
     "multinomial with replacement": lambda x: x.softmax(1).multinomial(7, replacement=True),
     "dropout": lambda x: nn.functional.dropout(x, 0.5),
+    "bernoulli": lambda x: (x / 6).bernoulli(),
+    "bernoulli with p": lambda x: x.bernoulli(0.3, generator=GENERATOR),
 }
 GENERATOR = sg.Generator()
 
