@@ -22,6 +22,7 @@ import tensor_api  # noqa: E402
 import workloads  # noqa: E402
 
 STEPS = 6  # eager, record, record again, then replays
+WORKLOAD_STEPS = 200  # issue 14's check: about 0.8 s for the five at these sizes
 
 
 def tiny(workload_id: str) -> workloads.Problem:
@@ -82,8 +83,8 @@ def train_workload(problem: workloads.Problem, jit: bool, steps: int = STEPS):
 @pytest.mark.parametrize("workload_id", ["W1", "W2", "W3", "W4", "W5"])
 def test_workload_trained_jitted_equals_eager(workload_id):
     problem = tiny(workload_id)
-    eager_losses, eager_state, _ = train_workload(problem, jit=False)
-    jit_losses, jit_state, python_calls = train_workload(problem, jit=True)
+    eager_losses, eager_state, _ = train_workload(problem, jit=False, steps=WORKLOAD_STEPS)
+    jit_losses, jit_state, python_calls = train_workload(problem, jit=True, steps=WORKLOAD_STEPS)
     assert jit_losses == eager_losses
     assert_same_state(jit_state, eager_state)
     assert python_calls == 3  # eager, record, record again; the other steps were replays
