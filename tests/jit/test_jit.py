@@ -389,6 +389,40 @@ def test_random_draws_follow_a_reseed():
     np.testing.assert_array_equal(sg.randn(3).numpy(), first)
 
 
+def _manual_sgd(w, in_place):
+    """micrograd's training step: the update by hand."""
+
+    def step(x):
+        loss = (w * x).sum()  # USES w
+        loss.backward()
+        if in_place:
+            with sg.no_grad():
+                w.sub_(0.1 * w.grad)
+        else:
+            w.data = w.data - 0.1 * w.grad
+        return loss
+
+    return step
+
+
+def test_a_step_giving_a_parameter_a_new_array_raises_naming_its_first_use():
+    """micrograd's update, ``p.data = p.data - lr * p.grad``, inside the step: a Python
+    assignment, which a replay would not make. Recording refuses it, naming the line that
+    first used the parameter; an in-place update (``p.sub_(...)`` under no_grad) is replayed."""
+    w = sg.ones(3, requires_grad=True)
+    jitted, x = sg.jit(_manual_sgd(w, in_place=False)), sg.tensor([1.0, 2.0, 3.0])
+    jitted(x)  # eager
+    with pytest.raises(sg.JitError, match=r"gives a tensor it uses \(first at .*\) a new") as info:
+        jitted(x)
+    assert f"test_jit.py:{line_of('# USES w')})" in str(info.value)
+    w_e, w_j = sg.ones(3, requires_grad=True), sg.ones(3, requires_grad=True)
+    eager, jitted = _manual_sgd(w_e, in_place=True), sg.jit(_manual_sgd(w_j, in_place=True))
+    for _ in range(N_STEPS):
+        assert eager(x).item() == jitted(x).item()
+        w_e.grad = w_j.grad = None  # outside the step: a Python assignment is not recorded
+    assert w_j.tolist() == w_e.tolist()
+
+
 RANDOM_OPS = {
     "rand": lambda x: x + sg.rand(x.shape),
     "randn float64": lambda x: x.double() * sg.randn(*x.shape, dtype=sg.float64),

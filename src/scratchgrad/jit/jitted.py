@@ -20,7 +20,13 @@ from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels, program, updates
-from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged
+from scratchgrad.jit.recorder import (
+    Capturing,
+    JitError,
+    Recorder,
+    refuse_rebound_leaves,
+    unchanged,
+)
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -131,6 +137,7 @@ class Jitted:
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
             recorder.check_grads()
+        refuse_rebound_leaves(recorder)
         returned, build = _outputs(result, recorder)
         recording = Recording(recorder, build, _python_values(result))
         compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)

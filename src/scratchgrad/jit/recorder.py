@@ -433,6 +433,21 @@ def _forget(table: dict, key: int, entry: int, _dead: Any = None) -> None:
         del table[key]
 
 
+def refuse_rebound_leaves(recorder: Recorder) -> None:
+    """Raise a JitError if the step just recorded gave a leaf it reached by name a new array
+    (``p.data = ...``) or another requires_grad: a Python assignment, which a replay would not
+    make. The error names the user's line that first used the leaf."""
+    for leaf, array, requires_grad in recorder.reached.values():
+        if leaf.array is not array or leaf.requires_grad != requires_grad:
+            place = recorder.places.get(recorder.constant_names.get(id(array), ""), "<unknown>")
+            raise JitError(
+                f"scratchgrad.jit: {recorder.name}() gives a tensor it uses (first at {place}) "
+                "a new array (`.data = ...`) or another requires_grad: a replay would not "
+                "repeat that Python assignment. Update it in place (`p.sub_(...)` under "
+                "no_grad()), use an optimizer, or call the function without jit."
+            )
+
+
 def unchanged(reached: list[tuple]) -> bool:
     """Whether each leaf a recording reached by name (see ``Recorder.reached``) still has the
     array and the requires_grad it had: not frozen, unfrozen, given new ``.data`` or
