@@ -215,7 +215,7 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        cdf = erf(x * (1 / math.sqrt(2)))
+        cdf = erf(x * (1 / math.sqrt(2)), overwrite=True)
         cdf += 1
         cdf *= 0.5
         ctx.save_for_backward(x, cdf)

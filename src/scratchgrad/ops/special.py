@@ -96,8 +96,14 @@ _BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
          -7.37332916720468e-03, -1.42647390514189e-02)  # fmt: skip
 
 
-def _erf_float32(x):
-    x = namespace(x).clip(x.astype(float32, copy=False), -4, 4)
+def _erf_float32(x, overwrite: bool = False):
+    """Eigen's rational function on float32; ``overwrite``: ``x`` is a float32 temporary the
+    caller gives up. The clipped input's buffer takes the denominator once the numerator is
+    done, so three buffers serve (four made GELU's forward 0.2 ms slower on W6's sizes)."""
+    if x.ndim == 0:  # out= needs arrays, and NumPy makes 0-d results scalars
+        return _erf_float32(x.reshape(1)).reshape(())
+    module, x = namespace(x), x.astype(float32, copy=False)
+    x = module.clip(x, -4, 4, out=x if overwrite else None)
     x2 = x * x
     numerator = _ALPHA[0] * x2
     for a in _ALPHA[1:-1]:
@@ -105,7 +111,7 @@ def _erf_float32(x):
         numerator *= x2
     numerator += _ALPHA[-1]
     numerator *= x
-    denominator = _BETA[0] * x2
+    denominator = module.multiply(x2, _BETA[0], out=x)
     for b in _BETA[1:-1]:
         denominator += b
         denominator *= x2
@@ -114,9 +120,10 @@ def _erf_float32(x):
     return numerator
 
 
-def erf(x):
+def erf(x, overwrite: bool = False):
     """The error function of an array, elementwise: float64 (and integer) input to float64
     precision, float32 and narrower in float32 (returned in the input's floating dtype).
+    ``overwrite``: ``x`` is a temporary the caller gives up, which may serve as scratch.
 
     >>> import math
     >>> import numpy
@@ -126,7 +133,8 @@ def erf(x):
     True
     """
     if (x.dtype.kind == "f" and x.dtype.itemsize <= 4) or x.dtype == bfloat16:
-        return _erf_float32(x).astype(x.dtype, copy=False)
+        scratch = overwrite and x.dtype == float32
+        return _erf_float32(x, scratch).astype(x.dtype, copy=False)
     xp = namespace(x)
     dtype = x.dtype if x.dtype.kind == "f" else float64
     y = xp.abs(x.astype(float64, copy=False)).reshape(-1)
