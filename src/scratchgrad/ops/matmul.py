@@ -52,7 +52,9 @@ def _product(x, y, wide=None):
     A stack of transposed matrices on the right (an attention's ``key.mT``) is copied in
     order first: NumPy hands BLAS one small product per matrix, and OpenBLAS multiplies by a
     transposed right operand slower than the copy costs (0.155 ms with the copy against
-    0.20 ms for (12, 4, 64, 32) @ (12, 4, 32, 64), one thread).
+    0.20 ms for (12, 4, 64, 32) @ (12, 4, 32, 64), one thread). A stack of one matrix (conv2d's
+    products) stays as it is: the jit replays those as they come (jit/kernels.py), and a copy
+    here would give other bits.
     """
     if wide is not None:
         x, y = cast(x, wide), cast(y, wide)
@@ -62,7 +64,7 @@ def _product(x, y, wide=None):
         if x.ndim > 2:
             rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
             return rows.dot(y).reshape(*x.shape[:-1], y.shape[-1])
-    if y.ndim > 2 and y.strides[-2] == y.itemsize < y.strides[-1]:
+    if y.ndim > 2 and y.strides[-2] == y.itemsize < y.strides[-1] and math.prod(y.shape[:-2]) > 1:
         y = namespace(y).ascontiguousarray(y)
     return x @ y
 
