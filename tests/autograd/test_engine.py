@@ -340,6 +340,25 @@ def test_autograd_grad_with_grad_outputs():
     assert_close(g, gt)
 
 
+@pytest.mark.parametrize("loss_first", [False, True])
+def test_autograd_grad_of_outputs_computed_from_each_other(loss_first):
+    """A loss and the logits it was computed from, differentiated together (as a compiled
+    module returning both is): the loss's gradient reaches the weights through the logits,
+    in either order of the outputs (it was lost: the walk skipped the nodes between)."""
+    (w, wt), (x, xt) = leaves([[1.0, -2.0], [0.5, 3.0]]), leaves([[0.3, 0.7], [-1.0, 2.0]])
+    grads = []
+    for lib, weight, inputs in ((sg, w, x), (torch, wt, xt)):
+        logits = inputs @ weight
+        loss = (logits * logits).sum()
+        seeds = [lib.full((2, 2), 0.25, dtype=lib.float64), lib.ones((), dtype=lib.float64)]
+        outputs = [logits, loss]
+        if loss_first:
+            outputs, seeds = outputs[::-1], seeds[::-1]
+        grads.append(lib.autograd.grad(outputs, [weight, inputs], seeds))
+    for g, gt in zip(*grads):
+        assert_close(g, gt)
+
+
 def test_non_leaf_tensors_have_no_grad_after_backward():
     x = sg.ones(2, requires_grad=True)
     y = x * 2

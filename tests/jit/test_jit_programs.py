@@ -635,3 +635,49 @@ def test_adversarial_training_with_leaves_made_in_the_step():
         return out, snapshot([model], [opt])
 
     check_program(program, replays=2 * (STEPS - 3))
+
+
+class WithLoss(nn.Module):
+    """A model computing its loss inside ``forward`` when given labels, returning it beside
+    the logits (as Hugging Face models do): a dict, or a tuple."""
+
+    def __init__(self, as_dict: bool) -> None:
+        super().__init__()
+        self.body, self.as_dict = classifier(), as_dict
+
+    def forward(self, x, labels=None):
+        logits = self.body(x)
+        if labels is None:
+            return {"logits": logits} if self.as_dict else logits
+        loss = F.cross_entropy(logits, labels)
+        return {"logits": logits, "loss": loss} if self.as_dict else (logits, loss)
+
+
+@pytest.mark.parametrize("as_dict", [True, False])
+def test_a_compiled_model_returning_its_loss_beside_the_logits(as_dict):
+    """``compile(model)`` of a model that returns the loss with the logits, the loss
+    backpropagated: the gradient reaches the weights (from the second call on it was
+    zero, the engine skipping the path from the loss through the logits)."""
+
+    def program(compile_):
+        model = compile_(WithLoss(as_dict))
+        opt = sg.optim.AdamW(model.parameters(), lr=1e-2)
+        data, out = batches(2), []
+        for i in range(STEPS):
+            opt.zero_grad()
+            result = model(*data[i % 2])
+            loss = result["loss"] if as_dict else result[1]
+            loss.backward()
+            opt.step()
+            out.append(as_numpy(result))
+        with sg.no_grad():
+            out.append(as_numpy(model(data[0][0])))
+        plain = getattr(model, "_orig_mod", model)
+        return out, snapshot([plain], [opt]), loss.grad_fn.name()
+
+    sg.manual_seed(0)
+    eager = program(lambda model: model)
+    sg.manual_seed(0)
+    compiled = program(sg.compile)
+    assert_same(compiled[:2], eager[:2])
+    assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward: replayed

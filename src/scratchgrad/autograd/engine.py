@@ -285,9 +285,14 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
 
 def _leading_to(roots: list[Function], targets: dict) -> set:
     """The nodes with a path to a target, and the targets: all autograd.grad needs to run.
-    Iterative depth-first search, never recursive: a node is decided after its parents."""
-    wanted, visited = set(targets), set(roots)
+    Iterative depth-first search, never recursive: a node is decided after its parents. A
+    root is visited like any node (one output may be computed from another: a loss from the
+    logits returned beside it), so it is decided before the roots that depend on it."""
+    wanted, visited = set(targets), set()
     for root in roots:
+        if root in visited:
+            continue
+        visited.add(root)
         stack = [(root, iter(root.parents))]
         while stack:
             node, parents = stack[-1]
