@@ -121,10 +121,12 @@ def make_scheduler(name: str, opt: sg.optim.Optimizer, steps: int):
     lr_scheduler = sg.optim.lr_scheduler
     if name == "StepLR":
         return lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
-    return lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=1e-4)
+    if name == "CosineAnnealingLR":
+        return lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=1e-4)
+    return lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=steps)  # cycles beta1 too
 
 
-@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR"])
+@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR", "OneCycleLR"])
 def test_adamw_clipping_and_a_scheduler_stepped_between_jitted_steps(scheduler):
     """AdamW, ``clip_grad_norm_`` inside the step (its returned norm logged), the scheduler
     stepped outside, between calls: each replay reads the learning rate of that moment."""

@@ -41,6 +41,10 @@ CASES = [
     ("CosineAnnealingLR", {"T_max": 10}),
     ("LambdaLR", {"lr_lambda": inverse_decay}),
     ("LambdaLR", {"lr_lambda": [inverse_decay, wave]}),
+    ("OneCycleLR", {"max_lr": 0.5, "total_steps": 30}),
+    ("OneCycleLR", {"max_lr": [0.5, 0.1], "epochs": 3, "steps_per_epoch": 10, "pct_start": 0.4}),
+    ("OneCycleLR", {"max_lr": 0.5, "total_steps": 30, "anneal_strategy": "linear"}),
+    ("OneCycleLR", {"max_lr": 0.5, "total_steps": 31, "three_phase": True, "div_factor": 10.0}),
 ]
 
 
@@ -66,6 +70,53 @@ def test_sequence_matches_torch(name, kwargs):
         assert sched.last_epoch == tsched.last_epoch
         seen.add(tuple(lrs(opt)))
     assert len(seen) > 3  # the schedule did change the rates
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "AdamW"])
+def test_one_cycle_cycles_momentum_and_beta1_as_torch(optimizer):
+    """OneCycleLR moves SGD's momentum (Adam's beta1) against the rate, bit for bit as
+    PyTorch's, and refuses to step past ``total_steps``."""
+    options = {"momentum": 0.9} if optimizer == "SGD" else {"betas": (0.9, 0.99)}
+    opt = getattr(optim, optimizer)([sg.zeros(2, requires_grad=True)], lr=1.0, **options)
+    topt = getattr(torch.optim, optimizer)([torch.zeros(2, requires_grad=True)], lr=1.0, **options)
+    kwargs = {"max_lr": 0.3, "total_steps": 12, "base_momentum": 0.8, "three_phase": True}
+    sched = lr_scheduler.OneCycleLR(opt, **kwargs)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, **kwargs)
+    key = "momentum" if optimizer == "SGD" else "betas"
+    for _ in range(12):
+        assert opt.param_groups[0][key] == topt.param_groups[0][key]
+        assert sched.get_last_lr() == tsched.get_last_lr()
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+    with pytest.raises(ValueError, match="Tried to step 13 times"):
+        sched.step()
+
+
+def test_one_cycle_errors_are_torch_s():
+    opt, topt = optimizers()
+    bad = [
+        {"max_lr": 0.1},
+        {"max_lr": 0.1, "total_steps": 0},
+        {"max_lr": 0.1, "epochs": 2, "steps_per_epoch": -1},
+        {"max_lr": 0.1, "total_steps": 5, "pct_start": 1.5},
+        {"max_lr": 0.1, "total_steps": 5, "anneal_strategy": "step"},
+        {"max_lr": [0.1], "total_steps": 5},
+    ]
+    for kwargs in bad:
+        with pytest.raises(ValueError) as theirs:
+            torch.optim.lr_scheduler.OneCycleLR(topt, **kwargs)
+        with pytest.raises(ValueError) as ours:
+            lr_scheduler.OneCycleLR(opt, **kwargs)
+        assert str(ours.value) == str(theirs.value)
+    adagrad = optim.Adagrad([sg.zeros(1, requires_grad=True)], lr=0.1)  # no momentum, no betas
+    tadagrad = torch.optim.Adagrad([torch.zeros(1, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError) as theirs:
+        torch.optim.lr_scheduler.OneCycleLR(tadagrad, max_lr=0.1, total_steps=5)
+    with pytest.raises(ValueError) as ours:
+        lr_scheduler.OneCycleLR(adagrad, max_lr=0.1, total_steps=5)
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_chained_schedulers_match_torch():

@@ -252,6 +252,147 @@ class CosineAnnealingLR(LRScheduler):
         return [ratio * (lr - eta_min) + eta_min for lr in self._current_lrs()]
 
 
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith and Topin, https://arxiv.org/abs/1708.07120), stepped after
+    every batch: the rate rises from ``max_lr / div_factor`` to ``max_lr`` over the first
+    ``pct_start`` of ``total_steps`` (or ``epochs * steps_per_epoch``), then falls to
+    ``initial_lr / final_div_factor`` (``three_phase``: back to the initial rate first); with
+    ``cycle_momentum`` the momentum (Adam's beta1) moves the other way, between
+    ``max_momentum`` and ``base_momentum``. Not chainable: each step computes the rates anew,
+    as PyTorch's, whose float operations it makes in the same order.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> sched = OneCycleLR(opt, max_lr=1.0, total_steps=4)
+    >>> lrs = [round(sched.get_last_lr()[0], 4)]
+    >>> for _ in range(3):
+    ...     sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    >>> lrs, round(opt.param_groups[0]["momentum"], 4)
+    ([0.04, 0.8117, 0.2831, 0.0], 0.95)
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | list[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.85,
+        max_momentum: float | list[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
+        self.anneal_strategy = anneal_strategy
+        # (the phase's last step, then the group keys of the rates and momenta it goes between)
+        end = float(pct_start * self.total_steps) - 1
+        self.phases = [(end, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
+        if three_phase:
+            end_down = float(2 * pct_start * self.total_steps) - 2
+            self.phases.append((end_down, "max_lr", "initial_lr", "base_momentum", "max_momentum"))
+            self.phases.append(
+                (self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")
+            )
+        else:
+            self.phases.append(
+                (self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")
+            )
+        groups = optimizer.param_groups
+        if last_epoch == -1:
+            for group, lr in zip(groups, _per_group("max_lr", groups, max_lr)):
+                group["initial_lr"] = lr / div_factor
+                group["max_lr"] = lr
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
+            self.use_beta1 = "betas" in optimizer.defaults
+            highs = _per_group("max_momentum", groups, max_momentum)
+            lows = _per_group("base_momentum", groups, base_momentum)
+            if last_epoch == -1:
+                for group, high, low in zip(groups, highs, lows):
+                    self._set_momentum(group, high)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def _set_momentum(self, group: dict, momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def get_lr(self) -> list[float]:
+        """The rates of this step; sets the momenta too (as PyTorch's ``get_lr``)."""
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps is "
+                f"{self.total_steps}"
+            )
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, (end, lr_from, lr_to, momentum_from, momentum_to) in enumerate(self.phases):
+                if step <= end or i == len(self.phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lrs.append(self._anneal(group[lr_from], group[lr_to], pct))
+                    if self.cycle_momentum:
+                        momentum = self._anneal(group[momentum_from], group[momentum_to], pct)
+                        self._set_momentum(group, momentum)
+                    break
+                start = end
+        return lrs
+
+
+def _total_steps(total_steps: int | None, epochs: int | None, steps_per_epoch: int | None) -> int:
+    """OneCycleLR's length: ``total_steps``, else ``epochs * steps_per_epoch``."""
+    if total_steps is not None:
+        if not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+        return total_steps
+    if epochs is None or steps_per_epoch is None:
+        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+    for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
+        if not isinstance(value, int) or value <= 0:
+            raise ValueError(f"Expected positive integer {name}, but got {value}")
+    return epochs * steps_per_epoch
+
+
+def _per_group(name: str, groups: list[dict], value: Any) -> list:
+    """``value`` for each param group: one for all, or a list of one per group."""
+    if not isinstance(value, (list, tuple)):
+        return [value] * len(groups)
+    if len(value) != len(groups):
+        raise ValueError(
+            f"{name} must have the same length as optimizer.param_groups. {name} has "
+            f"{len(value)} values, param_groups has {len(groups)}."
+        )
+    return list(value)
+
+
 class ReduceLROnPlateau(LRScheduler):
     """Reduce the learning rate by ``factor`` when a metric has stopped improving.
 
