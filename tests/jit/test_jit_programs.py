@@ -4,9 +4,11 @@ returned values, the model's and the optimizer's state dicts and the gradients, 
 step), and each checks that the step's Python ran only on the calls that record, so a jit that
 silently ran everything eagerly would fail."""
 
+import re
 import warnings
 from collections import namedtuple
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -637,6 +639,53 @@ def test_adversarial_training_with_leaves_made_in_the_step():
         return out, snapshot([model], [opt])
 
     check_program(program, replays=2 * (STEPS - 3))
+
+
+def test_a_warmup_set_by_hand_inside_the_step_raises_and_lambdalr_replays():
+    """nanoGPT's loop sets ``group["lr"]`` by hand before each step: inside a jitted step
+    that assignment is Python, which replays would skip (the learning rate stayed the
+    recorded one, silently). The second recording sees a setting change outside any
+    recorded call and raises, naming the next call's line; the same warmup as a
+    ``LambdaLR`` stepped inside the step replays and equals eager."""
+    model = classifier()
+    opt = sg.optim.AdamW(model.parameters(), lr=1e-2)
+    calls = []
+
+    @sg.jit
+    def by_hand(x, y):
+        calls.append(1)
+        for group in opt.param_groups:
+            group["lr"] = 1e-2 * min(1.0, len(calls) / 4)
+        opt.zero_grad()  # the line named
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    x, y = batches(1)[0]
+    by_hand(x, y), by_hand(x, y)
+    with pytest.raises(sg.JitError, match=r"param group's 'lr' set in Python") as error:
+        by_hand(x, y)
+    number = int(re.search(r"test_jit_programs\.py:(\d+)", str(error.value))[1])
+    assert "# the line named" in Path(__file__).read_text().splitlines()[number - 1]
+
+    def program(wrap):
+        model = classifier()
+        opt = sg.optim.AdamW(model.parameters(), lr=1e-2)
+        warmup = sg.optim.lr_scheduler.LambdaLR(opt, lambda it: min(1.0, (it + 1) / 4))
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            warmup.step()
+            return loss
+
+        data = batches(2)
+        out = [as_numpy(step(*data[i % 2])) for i in range(STEPS)]
+        return out, snapshot([model], [opt])
+
+    check_program(program)
 
 
 class WithLoss(nn.Module):

@@ -47,7 +47,7 @@ class Recording:
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
         self.reached = list(recorder.reached.values())
-        self.accumulated = recorder.accumulated  # watched by the next recording
+        self.watched = (recorder.accumulated, recorder.optimizers)  # by the next recording
 
     def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
         """Make the program (its buffers cut from ``arena``) and the optimizer updates it
@@ -56,7 +56,7 @@ class Recording:
         for constant in self.constants.values():
             if isinstance(constant, updates.Update):
                 constant.compile()
-        self.calls, self.call_places, self.checked, self.accumulated = [], [], True, []
+        self.calls, self.call_places, self.checked, self.watched = [], [], True, ((), ())
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
@@ -109,7 +109,7 @@ class Jitted:
             return recording.build(recording.replay([t.array for t in tensors], tensors))
         # Recorded once: record again and compare, so that a value computed in Python from
         # tensor data (frozen into a recording) is caught, not replayed.
-        result, again, compile_again = self._record(tensors, args, kwargs, recording.accumulated)
+        result, again, compile_again = self._record(tensors, args, kwargs, recording.watched)
         _check_same(recording, again, self.__name__)
         _check_same_values(recording.values, again.values, self.__name__, self.fn)
         # Compiled now, with the first recording freed and the step's arrays too: Python's
@@ -120,14 +120,14 @@ class Jitted:
         return result
 
     def _record(
-        self, tensors: list, args: tuple, kwargs: dict, watched: tuple = ()
+        self, tensors: list, args: tuple, kwargs: dict, watched: tuple = ((), ())
     ) -> tuple[Any, Recording, Callable]:
         """Call the function under a recorder: its result, its recording (no program yet),
         and the call compiling it (which keeps the recorder until it is called or dropped).
-        ``watched``: leaves whose ``.grad`` only recorded calls may change (see
-        ``Recorder.watch_grads``)."""
+        ``watched``: leaves whose ``.grad`` and optimizers whose settings only recorded calls
+        may change (see ``Recorder.watch``)."""
         recorder = Recorder(self.__name__)
-        recorder.watch_grads(list(watched))
+        recorder.watch(*watched)
         inputs = []
         for index, t in enumerate(tensors):
             recorder.arguments.setdefault(id(t), index)
@@ -136,7 +136,7 @@ class Jitted:
             inputs.append(recorder.input(t.array))
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
-            recorder.check_grads()
+            recorder.check_watched()
         refuse_rebound_leaves(recorder)
         returned, build = _outputs(result, recorder)
         recording = Recording(recorder, build, _python_values(result))

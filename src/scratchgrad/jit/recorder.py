@@ -22,6 +22,7 @@ from typing import Any
 from scratchgrad.autograd import capture_hook, engine
 from scratchgrad.backend import device_of, xp
 from scratchgrad.jit import gemm, kernels, updates
+from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,10 +104,13 @@ class Recorder:
         # was recorded for its requires_grad, so a replay is valid only while both stay
         self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
-        # the leaves reached by name whose .grad the step added to (for the next recording's
-        # watch_grads), and the ones watched: id(leaf) -> (leaf, the .grad recorded calls left)
+        # the leaves reached by name whose .grad the step added to and the optimizers it called
+        # (for the next recording's watch), and what is watched: id(leaf) -> (leaf, the .grad
+        # recorded calls left), and each param group with the settings recorded calls left
         self.accumulated: list[Tensor] = []
+        self.optimizers: list[Optimizer] = []
         self._grads: dict[int, tuple[Tensor, Any]] = {}
+        self._groups: list[tuple[dict, list]] = []
 
     # ---- values and the code that names them ----------------------------------------------
 
@@ -331,15 +335,27 @@ class Recorder:
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
         self.note([f"v{writes[0]} = {code}"], writes, effect=True)
 
-    def watch_grads(self, leaves: list[Tensor]) -> None:
-        """Check that the ``.grad`` of ``leaves`` (those an earlier recording added to) is
-        changed only by recorded calls (``zero_grad()``, ``backward()``): an assignment such as
-        ``p.grad = None`` is Python, which a replay would not run."""
+    def watch(self, leaves: list[Tensor], optimizers: list[Optimizer]) -> None:
+        """Check that the ``.grad`` of ``leaves`` and the param groups' settings of
+        ``optimizers`` (those an earlier recording added to and called) are changed only by
+        recorded calls (``zero_grad()``, ``backward()``, a scheduler's ``step()``): an
+        assignment such as ``p.grad = None`` or ``group["lr"] = lr`` is Python, which a replay
+        would not run."""
         self._grads = {id(leaf): (leaf, leaf.grad) for leaf in leaves}
+        self._groups = [(g, _settings(g)) for opt in optimizers for g in opt.param_groups]
 
-    def check_grads(self) -> None:
-        """At the end of the step: no ``.grad`` watched was assigned since the last call."""
+    def check_watched(self) -> None:
+        """No ``.grad`` or group setting watched was assigned since the last recorded call."""
         self._check_grads(self._grads.values())
+        for group, settings in self._groups:
+            now = _settings(group)
+            changed = [k for (k, a), (_, b) in zip(settings, now) if not (a is b or a == b)]
+            if changed or len(now) != len(settings):
+                self.refuse(
+                    f"a param group's {changed[0] if changed else 'settings'!r} set in Python "
+                    f"(group[{changed[0] if changed else 'lr'!r}] = ...; an LR scheduler's "
+                    "step() is replayed: use one, e.g. LambdaLR) before the call"
+                )
 
     def _check_grads(self, watched: Any) -> None:
         for leaf, grad in watched:
@@ -375,10 +391,13 @@ class Recorder:
         if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
             self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
         arguments = ", ".join(self.expr(a) for a in args)
-        self.check_grads()
+        self.check_watched()
         with _Paused():  # an optimizer's update or zero_grad: generated code where there is one
             result, update = updates.recorded(function, args)
-        self.watch_grads([leaf for leaf, _ in self._grads.values()])  # changed by the call
+        if args and isinstance(args[0], Optimizer) and args[0] not in self.optimizers:
+            self.optimizers.append(args[0])
+        self._grads = {key: (leaf, leaf.grad) for key, (leaf, _) in self._grads.items()}
+        self._groups = [(group, _settings(group)) for group, _ in self._groups]  # as left
         call = self.constant(function) if update is None else f"{self.constant(update)}.run"
         code = f"{call}({arguments})"
         if isinstance(result, Tensor) and id(result.array) not in self.number:
@@ -397,6 +416,11 @@ class Recorder:
             "into the program. Move it out of the jitted function (return the tensor and read "
             "it after the call), or call the function without jit."
         )
+
+
+def _settings(group: dict) -> list:
+    """A param group's settings (all but its parameters), to compare."""
+    return [(key, value) for key, value in group.items() if key != "params"]
 
 
 def _as_saved_array(ctx: Any, out: Any) -> Any:
