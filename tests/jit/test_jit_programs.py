@@ -4,6 +4,7 @@ returned values, the model's and the optimizer's state dicts and the gradients, 
 step), and each checks that the step's Python ran only on the calls that record, so a jit that
 silently ran everything eagerly would fail."""
 
+import functools
 import re
 import warnings
 from collections import namedtuple
@@ -59,11 +60,14 @@ def assert_same(jitted, eager, path="") -> None:
         assert jitted == eager or (jitted != jitted and eager != eager), path
 
 
-def check_program(program: Callable[[Callable], tuple], replays: int = STEPS - 3) -> list:
+def check_program(
+    program: Callable[[Callable], tuple], replays: int = STEPS - 3, make: Callable = sg.jit
+) -> list:
     """Run ``program(wrap)`` eagerly (``wrap`` the identity) and jitted (``wrap`` counting the
     calls that run the step's Python, then ``sg.jit``), from the same seed; what it returns
     (values per step and a final snapshot) must be equal bit for bit, and the jitted steps
-    must have replayed at least ``replays`` times. Returns the jitted functions."""
+    must have replayed at least ``replays`` times. ``make`` jits (``sg.jit``, or
+    ``sg.compile`` with options). Returns the jitted functions."""
     sg.manual_seed(0)
     eager = program(lambda fn: fn)
     python_calls = []
@@ -74,7 +78,7 @@ def check_program(program: Callable[[Callable], tuple], replays: int = STEPS - 3
             python_calls.append(fn)
             return fn(*args, **kwargs)
 
-        counted[id(fn)] = sg.jit(counting)
+        counted[id(fn)] = make(counting)
         return counted[id(fn)]
 
     sg.manual_seed(0)
@@ -156,6 +160,41 @@ def test_adamw_clipping_and_a_scheduler_stepped_between_jitted_steps(scheduler):
         return out, snapshot([model], [opt])
 
     check_program(program, replays=2 * STEPS - 3)
+
+
+def test_the_compile_tutorial_s_compiled_train_and_evaluate_functions():
+    """PyTorch's torch.compile tutorial: ``train(mod, data)`` (``zero_grad(True)``, a
+    ``CrossEntropyLoss()`` made inside, backward, step) and ``evaluate(mod, inp)``, each
+    compiled with ``mode="reduce-overhead"``, the model passed as an argument, evaluation
+    under ``no_grad``."""
+
+    def program(wrap):
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+        opt = sg.optim.Adam(model.parameters())
+
+        @wrap
+        def train(mod, data):
+            opt.zero_grad(True)
+            pred = mod(data[0])
+            loss = nn.CrossEntropyLoss()(pred, data[1])
+            loss.backward()
+            opt.step()
+            return loss
+
+        @wrap
+        def evaluate(mod, inp):
+            return mod(inp)
+
+        data, out = batches(3), []
+        for i in range(STEPS):
+            out.append(as_numpy(train(model, data[i % 3])))
+            with sg.no_grad():
+                out.append(as_numpy(evaluate(model, data[0][0])))
+        return out, snapshot([model], [opt])
+
+    check_program(
+        program, 2 * (STEPS - 3), make=functools.partial(sg.compile, mode="reduce-overhead")
+    )
 
 
 def test_the_compile_tutorial_loop_with_dropout_batchnorm_and_evaluation():
