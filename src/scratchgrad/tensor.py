@@ -1671,7 +1671,7 @@ def names_bad_arguments(function: Callable) -> Callable:
     }
     # named as the function, so that a call with the wrong number of arguments says its name
     name = function.__name__ if function.__name__.isidentifier() else "checked"  # a lambda
-    exec(  # noqa: S102  (the source is made here from a signature, never from input)
+    source = (
         f"def {name}({parameters}):\n"
         "    try:\n"
         "        if _policy is None or _autocast.dtype is None:\n"
@@ -1679,9 +1679,12 @@ def names_bad_arguments(function: Callable) -> Callable:
         f"        return _call_with_policy(_function, _policy, *_packed({arguments}))\n"
         "    except (AttributeError, TypeError):\n"
         f"        _name_bad_argument(*_packed({arguments}))\n"
-        "        raise\n",
-        scope,
+        "        raise\n"
     )
+    # Its frames are filed under this file (not "<string>", which is also the file of a
+    # user's `python -c` code): scratchgrad.jit's errors name the user's line, past them.
+    filename = f"{__file__}:<{name} wrapper>"
+    exec(compile(source, filename, "exec"), scope)  # noqa: S102  (made here, never from input)
     checked = functools.wraps(function)(scope[name])
     checked.autocast_policy = policy
     return checked

@@ -771,3 +771,42 @@ def test_a_compiled_model_returning_its_loss_beside_the_logits(as_dict):
     compiled = program(sg.compile)
     assert_same(compiled[:2], eager[:2])
     assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward: replayed
+
+
+def test_reseeding_inside_the_step_raises_and_seeding_before_each_call_replays():
+    """``sg.manual_seed(k)`` inside the step (the same dropout masks at every call) is Python
+    that replays would skip, drawing on instead (silently other masks than eager's): the
+    recording raises at the next draw, naming its line. Seeding before each call replays."""
+    model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+
+    @sg.jit
+    def reseeding(x):
+        sg.manual_seed(7)
+        return model(x)  # the line named
+
+    x = batches(1)[0][0]
+    reseeding(x)
+    with pytest.raises(sg.JitError, match=r"sg\.manual_seed\(\) .* reseeded") as error:
+        reseeding(x)
+    number = int(re.search(r"test_jit_programs\.py:(\d+)", str(error.value))[1])
+    assert "# the line named" in Path(__file__).read_text().splitlines()[number - 1]
+
+    def program(wrap):
+        model = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data, out = batches(2), []
+        for i in range(STEPS):
+            sg.manual_seed(i % 2)
+            out.append(as_numpy(step(*data[i % 2])))
+        return out, snapshot([model], [opt])
+
+    check_program(program)
