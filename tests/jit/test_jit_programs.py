@@ -4,6 +4,7 @@ returned values, the model's and the optimizer's state dicts and the gradients, 
 step), and each checks that the step's Python ran only on the calls that record, so a jit that
 silently ran everything eagerly would fail."""
 
+import copy
 import functools
 import re
 import warnings
@@ -810,3 +811,77 @@ def test_reseeding_inside_the_step_raises_and_seeding_before_each_call_replays()
         return out, snapshot([model], [opt])
 
     check_program(program)
+
+
+def test_resuming_from_a_checkpoint_between_jitted_steps():
+    """A CNN with BatchNorm, Adam and StepLR trained jitted, checkpointed (model, optimizer
+    and scheduler state dicts), trained on, then loaded back and trained again: the loaded
+    values are the ones the next replays read."""
+
+    def program(wrap):
+        model = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3)
+        )
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+        sched = sg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = [(sg.randn(4, 1, 6, 6), sg.randint(0, 3, (4,))) for _ in range(2)]
+        out = []
+
+        def train(steps):
+            for i in range(steps):
+                out.append(as_numpy(step(*data[i % 2])))
+                sched.step()
+
+        train(5)
+        saved = [copy.deepcopy(m.state_dict()) for m in (model, opt, sched)]
+        train(3)
+        for m, state in zip((model, opt, sched), saved):
+            m.load_state_dict(state)
+        train(5)
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=5)
+
+
+def test_a_gan_of_two_compiled_modules():
+    """``compile`` on a generator and a discriminator: the discriminator's loss on detached
+    fakes, then the generator's through the compiled discriminator into the compiled
+    generator (two recorded backwards chained by the engine)."""
+
+    def program(compile_):
+        generator = compile_(nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Linear(8, 4)))
+        critic = compile_(nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1)))
+        opt_g = sg.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+        opt_d = sg.optim.Adam(critic.parameters(), lr=2e-3, betas=(0.5, 0.999))
+        bce, real, out = nn.BCEWithLogitsLoss(), sg.randn(8, 4), []
+        ones, zeros = sg.ones(8, 1), sg.zeros(8, 1)
+        for _ in range(STEPS):
+            fake = generator(sg.randn(8, 3))
+            opt_d.zero_grad()
+            loss_d = bce(critic(real), ones) + bce(critic(fake.detach()), zeros)
+            loss_d.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            judged = critic(fake)
+            loss_g = bce(judged, ones)
+            loss_g.backward()
+            opt_g.step()
+            out.append(as_numpy([loss_d, loss_g, fake]))
+        plain = [getattr(m, "_orig_mod", m) for m in (generator, critic)]
+        return out, snapshot(plain, [opt_g, opt_d]), judged.grad_fn.name()
+
+    sg.manual_seed(0)
+    eager = program(lambda model: model)
+    sg.manual_seed(0)
+    compiled = program(sg.compile)
+    assert_same(compiled[:2], eager[:2])
+    assert compiled[2] == "CompiledFunctionBackward"
