@@ -47,7 +47,8 @@ class Recording:
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
         self.reached = list(recorder.reached.values())
-        self.watched = (recorder.accumulated, recorder.optimizers)  # by the next recording
+        # watched by the next recording (see Recorder.watch)
+        self.watched = ([leaf for leaf, *_ in self.reached], recorder.optimizers)
 
     def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
         """Make the program (its buffers cut from ``arena``) and the optimizer updates it

@@ -105,10 +105,9 @@ class Recorder:
         # was recorded for its requires_grad, so a replay is valid only while both stay
         self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
-        # the leaves reached by name whose .grad the step added to and the optimizers it called
-        # (for the next recording's watch), and what is watched: id(leaf) -> (leaf, the .grad
-        # recorded calls left), and each param group with the settings recorded calls left
-        self.accumulated: list[Tensor] = []
+        # the optimizers the step called (for the next recording's watch, with the leaves it
+        # reached), and what is watched: id(leaf) -> (leaf, the .grad recorded calls left), and
+        # each param group with the settings recorded calls left
         self.optimizers: list[Optimizer] = []
         self._grads: dict[int, tuple[Tensor, Any]] = {}
         self._groups: list[tuple[dict, list]] = []
@@ -328,7 +327,6 @@ class Recorder:
             target = f"made_leaf({self.expr(leaf.array)}, {grad})"
         else:  # reached by name
             target = self.constant(leaf)
-            self.accumulated.append(leaf)
         code = f"accumulate({target}, {self.expr(g.array)}, {owned.get(g) is leaf})"
         watched = self._grads.get(id(leaf))
         if watched is not None:
@@ -342,7 +340,7 @@ class Recorder:
 
     def watch(self, leaves: list[Tensor], optimizers: list[Optimizer]) -> None:
         """Check that the ``.grad`` of ``leaves`` and the param groups' settings of
-        ``optimizers`` (those an earlier recording added to and called) are changed only by
+        ``optimizers`` (those an earlier recording reached and called) are changed only by
         recorded calls (``zero_grad()``, ``backward()``, a scheduler's ``step()``): an
         assignment such as ``p.grad = None`` or ``group["lr"] = lr`` is Python, which a replay
         would not run."""
