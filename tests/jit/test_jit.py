@@ -199,6 +199,47 @@ def test_returned_tensors_are_not_overwritten():
             np.testing.assert_array_equal(out.detach().numpy(), (model(x) * 2).numpy())
 
 
+def _normalize_in_place(x, m):
+    with sg.no_grad():
+        x.sub_(x.mean()).mul_(2)  # the caller's tensor changes, as eagerly
+        m[0] = x.sum()  # and an indexed write into another argument
+    return x * 3
+
+
+def test_in_place_changes_of_the_arguments_reach_the_callers_tensors():
+    """A step that changes its arguments in place changes each call's tensors (not the
+    recorded ones), and returns what eager returns from them."""
+    jitted = sg.jit(_normalize_in_place)
+    for i in range(N_STEPS):
+        values = np.arange(4.0) * (i + 1)
+        x_e, x_j = sg.tensor(values), sg.tensor(values)
+        m_e, m_j = sg.zeros(2, dtype=sg.float64), sg.zeros(2, dtype=sg.float64)
+        out_e, out_j = _normalize_in_place(x_e, m_e), jitted(x_j, m_j)
+        for e, j in [(out_e, out_j), (x_e, x_j), (m_e, m_j)]:
+            np.testing.assert_array_equal(j.numpy(), e.numpy())
+
+
+def test_views_of_parameters_returned_follow_the_parameters_as_eagerly():
+    """A view of a parameter returned by the step (a row of the weight, its transpose) is a
+    view of the parameter's array, as eagerly: it shows the later updates."""
+    model = nn.Linear(3, 2)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    @sg.jit
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        return model.weight[0], model.weight.t(), model.weight
+
+    kept = [step(sg.ones(4, 3)) for _ in range(N_STEPS)]
+    weight = model.weight.detach().numpy()
+    for row, transposed, parameter in kept:
+        np.testing.assert_array_equal(row.detach().numpy(), weight[0])
+        np.testing.assert_array_equal(transposed.detach().numpy(), weight.T)
+        assert parameter is model.weight  # not made in the step: itself, as eagerly
+
+
 def test_learning_rate_is_read_at_replay():
     model_e, model_j = mlp(), mlp()
     opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
