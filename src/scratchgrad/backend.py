@@ -482,6 +482,12 @@ def to_dtype(dtype) -> numpy.dtype:
     return numpy.dtype(dtype)
 
 
+# While scratchgrad.jit records a step, its recorder (as ``autograd.capture_hook.recorder``,
+# which this bottom layer cannot import); None otherwise. A seeding inside the step is then
+# noted, so that every replay seeds again, as the eager step does.
+recorder = None
+
+
 class Generator:
     """A seeded source of random numbers, as ``torch.Generator``; it draws on its device.
 
@@ -498,6 +504,8 @@ class Generator:
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int | None) -> Generator:
+        if recorder is not None:  # scratchgrad.jit: seeded again at every replay
+            return recorder.replayed(Generator.manual_seed, self, seed)
         # The generator is made at the first draw, as PyTorch seeds CUDA lazily: a DataLoader
         # worker forked from a process that used the GPU seeds every device's generator, and
         # must not touch the GPU (CUDA cannot start in a forked child).
@@ -535,6 +543,8 @@ def default_generator_for(where: device | str | None) -> Generator:
 def manual_seed(seed: int) -> Generator:
     """Seed the generators the whole library uses (initialisation, dropout, shuffling), on
     every device, as ``torch.manual_seed``; returns the CPU's."""
+    if recorder is not None:  # scratchgrad.jit: seeded again at every replay
+        return recorder.replayed(manual_seed, seed)
     global _last_seed
     _last_seed = seed
     for generator in _default_generators.values():

@@ -498,6 +498,26 @@ def test_random_ops_in_the_step_follow_a_seeded_eager_run(op):
     assert all(r.checked for rs in jitted.recordings.values() for r in rs)  # replayed
 
 
+def _seeded_noise(x):
+    sg.manual_seed(5)  # the library's generators
+    OWN.manual_seed(6)  # and one of the step's own
+    return x + sg.rand(3) + sg.randn(3, generator=OWN)
+
+
+OWN = sg.Generator()
+
+
+def test_seeding_inside_the_step_seeds_again_at_each_replay():
+    """``manual_seed`` inside the step (the library's or a generator's) is made again by each
+    replay: every call draws what the eager step draws (replays drew on from the old stream)."""
+    jitted, x = sg.jit(_seeded_noise), sg.zeros(3)
+    expected = _seeded_noise(x).numpy()
+    sg.rand(5), OWN.rng.random()  # moved on between the calls
+    for _ in range(N_STEPS):
+        np.testing.assert_array_equal(jitted(x).numpy(), expected)
+        sg.rand(5), OWN.rng.random()
+
+
 def test_batchnorm_train_and_eval_are_separate_programs():
     def make():
         sg.manual_seed(0)

@@ -502,20 +502,21 @@ class Capturing:
         self.recorder = recorder
 
     def __enter__(self) -> None:
-        capture_hook.recorder = self.recorder
+        capture_hook.recorder = backend.recorder = self.recorder
 
     def __exit__(self, *exc: object) -> None:
-        capture_hook.recorder = None
+        capture_hook.recorder = backend.recorder = None
 
 
 class _Paused:
     """No recording inside: what runs here is noted as one call by the recorder."""
 
     def __enter__(self) -> None:
-        self.recorder, capture_hook.recorder = capture_hook.recorder, None
+        self.recorder = capture_hook.recorder
+        capture_hook.recorder = backend.recorder = None
 
     def __exit__(self, *exc: object) -> None:
-        capture_hook.recorder = self.recorder
+        capture_hook.recorder = backend.recorder = self.recorder
 
 
 def user_line() -> str:
