@@ -680,6 +680,21 @@ def test_a_new_structure_aliasing_requires_grad_or_grad_mode_records_a_new_progr
     assert sum(map(len, jitted.recordings.values())) == 2
 
 
+def test_an_unhashable_argument_is_the_same_only_as_itself():
+    """A NumPy array passed to the step is part of the key as that object: a new array records
+    anew, even one made where a dead one was (its id, which the key held, was reused: a
+    replay then gave the length of the dead array, silently)."""
+    scale = sg.jit(lambda x, labels: x * len(labels), cache_size=16)
+    x = sg.ones(2)
+    for n in [1, 1, 1, 1, 2, 5]:
+        labels = np.zeros(n)
+        assert scale(x, labels).tolist() == [float(n)] * 2
+        del labels  # its memory, and so its id, goes to the next one
+    same = np.zeros(3)
+    assert [scale(x, same).tolist()[0] for _ in range(4)] == [3.0] * 4
+    assert sum(map(len, scale.recordings.values())) <= 1 + 5 + 1
+
+
 def test_recompile_limit_warns_and_runs_eagerly():
     double = sg.jit(lambda x: x * 2, cache_size=2)
     double(sg.ones(1))

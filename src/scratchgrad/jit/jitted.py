@@ -324,7 +324,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
         try:
             hash(node)
         except TypeError:
-            return (type(node), id(node))  # unhashable: the same object again
+            return (type(node), _SameObject(node))  # unhashable: the same object again
         return (type(node), node)
 
     key = ("tree", key_of(tree))
@@ -332,6 +332,23 @@ def _flatten(tree: Any) -> tuple[list, Any]:
     if len(set(ids)) != len(ids):  # the same array passed twice: part of the key
         key = (key, tuple(ids.index(i) for i in ids))
     return tensors, key
+
+
+class _SameObject:
+    """The part of a guard key for an unhashable argument (a NumPy array, a set): equal only
+    to the same object, which it keeps alive, so that its id cannot pass to a new object (of
+    another length, say) while the recording lives."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _SameObject and other.obj is self.obj
 
 
 def _tensor_key(t: Tensor) -> tuple:
