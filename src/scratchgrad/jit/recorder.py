@@ -111,9 +111,6 @@ class Recorder:
         self.optimizers: list[Optimizer] = []
         self._grads: dict[int, tuple[Tensor, Any]] = {}
         self._groups: list[tuple[dict, list]] = []
-        # the library's generators and the NumPy generator each had: a draw reads it at each
-        # replay, so reseeding inside the step (which a replay would not do) is refused
-        self._seeds = [(g, g._rng) for g in backend._default_generators.values() if g._rng]
 
     # ---- values and the code that names them ----------------------------------------------
 
@@ -282,7 +279,6 @@ class Recorder:
         update, a random draw, a mask) and note it. Kept even when nothing reads its result
         (it may change its arguments, or the state of a random generator), unless it is one
         of ``kernels.PURE_CALLS``."""
-        self._check_seeds()
         result = function(*args, **kwargs)
         positional = [self.expr(a) for a in args]
         code = ", ".join(positional + [f"{k}={self.expr(v)}" for k, v in kwargs.items()])
@@ -348,10 +344,8 @@ class Recorder:
         self._groups = [(g, _settings(g)) for opt in optimizers for g in opt.param_groups]
 
     def check_watched(self) -> None:
-        """No ``.grad`` or group setting watched was assigned since the last recorded call,
-        and no generator was reseeded."""
+        """No ``.grad`` or group setting watched was assigned since the last recorded call."""
         self._check_grads(self._grads.values())
-        self._check_seeds()
         for group, settings in self._groups:
             now = _settings(group)
             changed = [k for (k, a), (_, b) in zip(settings, now) if not (a is b or a == b)]
@@ -360,14 +354,6 @@ class Recorder:
                     f"a param group's {changed[0] if changed else 'settings'!r} set in Python "
                     f"(group[{changed[0] if changed else 'lr'!r}] = ...; an LR scheduler's "
                     "step() is replayed: use one, e.g. LambdaLR) before the call"
-                )
-
-    def _check_seeds(self) -> None:
-        for generator, rng in self._seeds:
-            if generator._rng is not rng:
-                self.refuse(
-                    "sg.manual_seed() (a generator reseeded) before this call: a replay would "
-                    "not reseed, and would draw on; seed before calling the jitted function"
                 )
 
     def _check_grads(self, watched: Any) -> None:
