@@ -193,6 +193,18 @@ def cross_entropy(cls, values, batched, kwargs):
     return total / max(picked.shape[-1], 1) if kwargs.get("reduction", "mean") == "mean" else total
 
 
+def layer_norm(cls, values, batched, kwargs):
+    """The members standardised over the last dims, which the batch dim in front leaves alone,
+    then each one's weight and bias as elementwise products and sums."""
+    x, weight, bias = values
+    out = cls.apply(x, None, None, **kwargs)
+    if weight is not None:
+        out = elementwise(binary.Mul, [out, weight], [batched[0], batched[1]], {})
+    if bias is not None:
+        out = elementwise(binary.Add, [out, bias], [batched[0] or batched[1], batched[2]], {})
+    return out
+
+
 def unfold(cls, values, batched, kwargs):
     """The members' images as one batch of B*N images, member fastest: the columns, batch last
     (R, L*N*B), are then each member's (R, L*N) side by side in the last dim."""
@@ -307,8 +319,8 @@ RULES: dict[type, Callable] = {
     fused.MSELoss: mse_loss,
     fused.CrossEntropy: cross_entropy,
     fused.CrossEntropyGrad: cross_entropy_grad,
+    fused.LayerNorm: layer_norm,
     # these reduce over dims counted from the end, which a batch dim in front leaves alone
-    fused.Standardize: elementwise,
     fused.StandardizeGrad: elementwise,
     reduce.SoftmaxGrad: elementwise,
     conv.Unfold: unfold,

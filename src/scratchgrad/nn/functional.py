@@ -1,7 +1,7 @@
 """``scratchgrad.nn.functional``: layers, activations and losses as functions, after
 ``torch.nn.functional``. Everything here is composed from Tensor operations, except for a few
 primitives of its own: ``Softplus`` (``ops/special.py``), for stability, and the speed fusions
-``Linear``, ``MSELoss``, ``CrossEntropy``, ``Gelu`` and ``Standardize`` (``ops/fused.py``, which
+``Linear``, ``MSELoss``, ``CrossEntropy``, ``Gelu`` and ``LayerNorm`` (``ops/fused.py``, which
 names each one's composed twin): one node each where the composition records several.
 
 >>> import scratchgrad as sg
@@ -26,7 +26,7 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.creation import rand
-from scratchgrad.ops.fused import CrossEntropy, Gelu, Linear, MSELoss, Standardize
+from scratchgrad.ops.fused import CrossEntropy, Gelu, LayerNorm, Linear, MSELoss
 from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import Tensor, names_bad_arguments, where
 
@@ -202,10 +202,7 @@ def layer_norm(
     """Normalise over the last dims (``normalized_shape``) to mean 0 and variance 1 (the biased
     variance, as PyTorch), then scale by ``weight`` and shift by ``bias``."""
     dims = _normalized_dims(input, normalized_shape)
-    out = Standardize.apply(input, dims=len(dims), eps=eps)  # (x - mean) / sqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    return out if bias is None else out + bias
+    return LayerNorm.apply(input, weight, bias, dims=len(dims), eps=eps)
 
 
 @_16_bit_input_in_float32

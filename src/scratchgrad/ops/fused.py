@@ -22,9 +22,10 @@ Each node, its composed twin, and what it saves (a W1 step went from 22 nodes to
 - ``Gelu``: ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (PyTorch's exact gelu), five nodes in one;
   it keeps the normal CDF it computed, so its backward needs no second erf.
 - ``GeluGrad``: its backward ``grad_out * (cdf + x * pdf)`` in one node.
-- ``Standardize``: ``(x - mean) / sqrt(var + eps)`` over the last dims, layer norm before its
-  weight and bias, seven nodes in one; it keeps ``1 / sqrt(var + eps)`` for the backward.
-- ``StandardizeGrad``: its backward ``rstd * (g - mean(g) - y * mean(g * y))`` in one node.
+- ``LayerNorm``: ``(x - mean) / sqrt(var + eps) * weight + bias`` over the last dims, nine
+  nodes in one; it keeps the standardised ``y`` and ``1 / sqrt(var + eps)`` for the backward.
+- ``StandardizeGrad``: the gradient through the standardisation,
+  ``rstd * (g - mean(g) - y * mean(g * y))``, in one node.
 
 In a ``*Grad`` node (an op's backward as one node, so that it has a backward of its own for
 second derivatives) ``grad_out`` is the gradient the op's backward received, an input like any
@@ -40,6 +41,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 import math
 
 from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import _sum, log_softmax
@@ -238,11 +240,14 @@ class GeluGrad(Function):
     def forward(ctx, grad_out, x, cdf):
         ctx.save_for_backward(grad_out, x)
         module = xp if type(x) is ndarray else namespace(x)
-        out = module.exp(x * x * -0.5)  # (out= needs arrays: NumPy gives 0-d inputs scalars)
-        out *= x
-        out *= 1 / math.sqrt(2 * math.pi)
-        out += cdf
-        return grad_out * out  # (vmap may hand a batch of gradients for one x: broadcast)
+        flat = x.reshape(-1)  # (out= needs arrays, and NumPy makes 0-d results scalars)
+        slope = flat * -0.5  # cdf + x * pdf in one buffer, pdf = exp(-x**2 / 2) / sqrt(2 pi)
+        slope *= flat
+        module.exp(slope, out=slope)
+        slope *= flat
+        slope *= 1 / math.sqrt(2 * math.pi)
+        slope += cdf.reshape(-1)
+        return grad_out * slope.reshape(x.shape)  # (vmap may give a batch of grad_out: broadcast)
 
     @staticmethod
     def backward(ctx, grad):
@@ -257,30 +262,43 @@ class GeluGrad(Function):
         )
 
 
-class Standardize(Function):
-    """``(x - mean) / sqrt(var + eps)`` over the last ``dims`` dims, with the biased variance
-    (PyTorch's layer_norm before its weight and bias), as one node instead of seven; it keeps
-    ``rstd = 1 / sqrt(var + eps)`` for the backward."""
+class LayerNorm(Function):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``dims`` dims, with the
+    biased variance (PyTorch's native_layer_norm; weight and bias may be None), as one node
+    instead of nine. It keeps the standardised ``y`` and ``rstd = 1 / sqrt(var + eps)``; the
+    gradient for ``x`` is StandardizeGrad's of ``grad * weight``, for the weight
+    ``sum(grad * y)`` and for the bias ``sum(grad)``, over the other dims."""
+
+    backward_name = "NativeLayerNormBackward0"
 
     @staticmethod
-    def forward(ctx, x, dims, eps):
+    def forward(ctx, x, weight, bias, dims, eps):
         axes = tuple(range(-dims, 0))
         count = math.prod(x.shape[x.ndim - dims :])
-        out = x - _sum(x, axes, True) / count
-        rstd = 1 / namespace(x).sqrt(_sum(out * out, axes, True) / count + eps)
-        out *= rstd
-        ctx.save_for_backward(x, out, rstd)
+        y = x - _sum(x, axes, True) / count
+        rstd = 1 / namespace(x).sqrt(_sum(y * y, axes, True) / count + eps)
+        y *= rstd
+        ctx.save_for_backward(x, weight, y, rstd)
         ctx.dims, ctx.eps = dims, eps
-        return out
+        out = y if weight is None else y * weight
+        return out if bias is None else out + bias
 
     @staticmethod
     def backward(ctx, grad):
-        x, out, rstd = ctx.saved_tensors
-        return StandardizeGrad.apply(grad, x, out, rstd, dims=ctx.dims, eps=ctx.eps)
+        x, weight, y, rstd = ctx.saved_tensors
+        d_x, d_weight, d_bias = ctx.needs_input_grad
+        if d_weight and is_grad_enabled():  # y as a function of x, for the next derivative
+            y = standardized(x, ctx.dims, ctx.eps)[0]
+        grad_y = grad if weight is None else grad * weight
+        return (
+            StandardizeGrad.apply(grad_y, x, y, rstd, dims=ctx.dims, eps=ctx.eps) if d_x else None,
+            (grad * y).sum_to_size(weight.shape) if d_weight else None,
+            grad.sum_to_size(x.shape[x.ndim - ctx.dims :]) if d_bias else None,
+        )
 
 
 def standardized(x, dims: int, eps: float):
-    """``Standardize`` composed of Tensor operations: the result ``y`` and ``rstd``."""
+    """LayerNorm's ``y`` and ``rstd`` (without weight and bias) from Tensor operations."""
     axes = tuple(range(-dims, 0))
     centered = x - x.mean(axes, keepdim=True)
     rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
@@ -288,9 +306,10 @@ def standardized(x, dims: int, eps: float):
 
 
 class StandardizeGrad(Function):
-    """``rstd * (g - mean(g) - y * mean(g * y))``, Standardize's backward (``g`` the incoming
-    gradient, ``y`` the result), as one node from the ``y`` and ``rstd`` the forward kept; they
-    are values of ``x``'s, so every derivative flows through ``x`` (None for them).
+    """``rstd * (g - mean(g) - y * mean(g * y))``, the gradient through LayerNorm's
+    standardisation (``g`` the incoming gradient, ``y`` the standardised ``x``), as one node
+    from the ``y`` and ``rstd`` the forward kept; they are values of ``x``'s, so every
+    derivative flows through ``x`` (None for them).
 
     Its own backward, for a gradient ``h``: the map from ``g`` is symmetric, so ``h`` goes back
     through it (``J h``); and with ``dx`` this node's result and sums over the normalised dims,
