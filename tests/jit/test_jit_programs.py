@@ -876,3 +876,57 @@ def test_a_gan_of_two_compiled_modules():
     compiled = program(sg.compile)
     assert_same(compiled[:2], eager[:2])
     assert compiled[2] == "CompiledFunctionBackward"
+
+
+class VAE(nn.Module):
+    """A variational autoencoder: the reparameterisation draws ``randn_like`` in forward,
+    which returns the reconstruction with the mean and log-variance it came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder, self.mu, self.logvar = nn.Linear(8, 16), nn.Linear(16, 2), nn.Linear(16, 2)
+        self.decoder = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 8))
+
+    def forward(self, x):
+        hidden = F.relu(self.encoder(x))
+        mu, logvar = self.mu(hidden), self.logvar(hidden)
+        std = sg.exp(0.5 * logvar)
+        return self.decoder(mu + sg.randn_like(std) * std), mu, logvar
+
+
+def train_vae(wrap: Callable, compile_: Callable) -> tuple:
+    """Six Adam steps of the VAE, its step wrapped by ``wrap``, the model by ``compile_``."""
+    model = VAE()
+    opt = sg.optim.Adam(model.parameters(), lr=1e-3)
+    forward = compile_(model)
+
+    @wrap
+    def step(x):
+        opt.zero_grad()
+        recon, mu, logvar = forward(x)
+        bce = F.binary_cross_entropy_with_logits(recon, x, reduction="sum")
+        kld = -0.5 * sg.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = (bce + kld) / x.shape[0]
+        loss.backward()
+        opt.step()
+        return loss, kld.detach()
+
+    data = [sg.rand(4, 8) for _ in range(2)]
+    out = [as_numpy(step(data[i % 2])) for i in range(STEPS)]
+    return out, snapshot([model], [opt]), forward(data[0])[0].grad_fn.name()
+
+
+def test_a_vae_jitted():
+    check_program(lambda wrap: train_vae(wrap, lambda model: model))
+
+
+def test_a_vae_compiled():
+    """The loss reads all three outputs of the compiled VAE, two of them ancestors of the
+    third: its gradients were wrong before the engine's fix (a loss of 23.164 against eager's
+    23.166 after six steps)."""
+    sg.manual_seed(0)
+    eager = train_vae(lambda fn: fn, lambda model: model)
+    sg.manual_seed(0)
+    compiled = train_vae(lambda fn: fn, sg.compile)
+    assert_same(compiled[:2], eager[:2])
+    assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward
