@@ -930,3 +930,41 @@ def test_a_vae_compiled():
     compiled = train_vae(lambda fn: fn, sg.compile)
     assert_same(compiled[:2], eager[:2])
     assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward
+
+
+class WithDetached(nn.Module):
+    """Returns its output and the same output detached (for logging), one array for both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = classifier()
+
+    def forward(self, x):
+        logits = self.body(x)
+        return logits, logits.detach()
+
+
+def test_a_compiled_model_returning_an_output_and_its_detached_twin():
+    """The detached twin shares the output's array: marking it non-differentiable marked the
+    output too, so from the second call the loss had no gradient (backward raised)."""
+
+    def program(compile_):
+        model = compile_(WithDetached())
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+        data, out = batches(2), []
+        for i in range(STEPS):
+            opt.zero_grad()
+            logits, logged = model(data[i % 2][0])
+            loss = F.cross_entropy(logits, data[i % 2][1])
+            loss.backward()
+            opt.step()
+            out.append(as_numpy([loss, logged, logged.requires_grad]))
+        plain = getattr(model, "_orig_mod", model)
+        return out, snapshot([plain], [opt]), logits.grad_fn.name()
+
+    sg.manual_seed(0)
+    eager = program(lambda model: model)
+    sg.manual_seed(0)
+    compiled = program(sg.compile)
+    assert_same(compiled[:2], eager[:2])
+    assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward

@@ -73,6 +73,12 @@ class CompiledFunctionBackward(Function):
         if len(outputs) == 1:
             return outputs[0]
         wanted = set(recording.differentiable)
+        # An output with a differentiable one's array (y.detach() returned beside y) is marked
+        # through a view of it: marking is by array, and would take y's gradient too.
+        shared = {id(outputs[i]) for i in wanted}
+        outputs = [
+            a.view() if i not in wanted and id(a) in shared else a for i, a in enumerate(outputs)
+        ]
         ctx.mark_non_differentiable(*(a for i, a in enumerate(outputs) if i not in wanted))
         return tuple(outputs)
 
