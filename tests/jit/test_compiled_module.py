@@ -464,6 +464,26 @@ def test_a_backward_through_a_recording_call_inside_a_jitted_step_raises():
     assert f"test_compiled_module.py:{_line_of('# BACKWARD inside')} " in str(info.value)
 
 
+def test_a_leaf_reached_by_name_given_a_new_array_records_anew():
+    """A tensor the forward reads by name (not an argument, not a parameter) enters the
+    programs as its array: given a new one (``.data = ...``) or made to require grad, the next
+    call records anew, equal to eager."""
+    scale = sg.full((2,), 2.0)
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return x * scale
+
+    compiled, x = sg.compile(Scaled()), sg.ones(3, 2)
+    for _ in range(4):
+        assert compiled(x).tolist() == [[2.0, 2.0]] * 3
+    scale.data = sg.full((2,), 5.0)
+    assert compiled(x).tolist() == [[5.0, 5.0]] * 3
+    scale.requires_grad_()
+    compiled(x).sum().backward()
+    assert scale.grad.tolist() == [3.0, 3.0]
+
+
 def _jitted_training(compiled):
     sg.manual_seed(0)
     model = _mlp()
