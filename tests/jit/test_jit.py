@@ -430,6 +430,19 @@ def test_random_draws_follow_a_reseed():
     np.testing.assert_array_equal(sg.randn(3).numpy(), first)
 
 
+def test_a_post_accumulate_grad_hook_registered_after_the_recording_raises():
+    """A post-accumulate-grad hook registered on a parameter between replays (replays skipped
+    it, silently): the next call records anew, which refuses the hook, naming the line."""
+    model = mlp()
+    step = sg.jit(train_step(model, sg.optim.SGD(model.parameters(), lr=0.1)))
+    batch = batches((6, 4), n=1)[0]
+    for _ in range(4):
+        step(*batch)
+    model[0].weight.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(10))
+    with pytest.raises(sg.JitError, match="a post-accumulate-grad hook at "):
+        step(*batch)
+
+
 def _manual_sgd(w, in_place):
     """micrograd's training step: the update by hand."""
 
@@ -1013,7 +1026,12 @@ def _assign_data(model):
     model[0].weight.data = model[0].weight.data * 0.5  # a new array for the same parameter
 
 
+def _hook_first_weight(model):
+    model[0].weight.register_hook(lambda grad: grad * 10)
+
+
 PARAMETER_CHANGES = {
+    "hooked": (_hook_first_weight, None),
     "frozen": (_freeze_first_weight, None),
     "unfrozen": (_unfreeze_first_weight, _freeze_first_weight),
     ".data assigned": (_assign_data, None),
@@ -1024,8 +1042,9 @@ PARAMETER_CHANGES = {
 @pytest.mark.parametrize("change", PARAMETER_CHANGES)
 def test_a_changed_parameter_records_a_new_program(change):
     """A parameter reached by name enters the program as its array: freezing or unfreezing it,
-    or giving it a new array (``.data = ``, ``model.double()``), between replays records anew
-    (a replay would still update the frozen weight, or the old array)."""
+    hooking its gradient, or giving it a new array (``.data = ``, ``model.double()``), between
+    replays records anew (a replay would still update the frozen weight, or the old array, or
+    skip the hook)."""
     make_change, before = PARAMETER_CHANGES[change]
     models = mlp(), mlp()
     if before is not None:

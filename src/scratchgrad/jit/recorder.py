@@ -100,9 +100,10 @@ class Recorder:
         # the tensor arguments that require grad and were made by a graph outside the step: a
         # backward would run into that graph, which a replay cannot rebuild for a new call
         self.outside_graphs: list[int] = []
-        # id(leaf) -> (leaf, its array, requires_grad) for each leaf the step reached by name
-        # (a parameter, a buffer, a tensor of an outer scope): the program holds its array and
-        # was recorded for its requires_grad, so a replay is valid only while both stay
+        # id(leaf) -> (leaf, its array, requires_grad, hooks) for each leaf the step reached by
+        # name (a parameter, a buffer, a tensor of an outer scope): the program holds its array
+        # and was recorded for its requires_grad and hooks, so a replay is valid only while
+        # they stay
         self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
         # the optimizers the step called (for the next recording's watch, with the leaves it
@@ -199,7 +200,7 @@ class Recorder:
         too."""
         for a in args:
             if isinstance(a, Tensor) and a._ctx is None and id(a.array) not in self.number:
-                self.reached.setdefault(id(a), (a, a.array, a.requires_grad))
+                self.reached.setdefault(id(a), (a, a.array, a.requires_grad, a._hooks))
         out = cls.forward(ctx, *arrays, **kwargs)
         positional = [self.expr(a) for a in arrays]
         args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
@@ -458,27 +459,40 @@ def _forget(table: dict, key: int, entry: int, _dead: Any = None) -> None:
 
 def refuse_rebound_leaves(recorder: Recorder) -> None:
     """Raise a JitError if the step just recorded gave a leaf it reached by name a new array
-    (``p.data = ...``) or another requires_grad: a Python assignment, which a replay would not
-    make. The error names the user's line that first used the leaf."""
-    for leaf, array, requires_grad in recorder.reached.values():
-        if leaf.array is not array or leaf.requires_grad != requires_grad:
-            place = recorder.places.get(recorder.constant_names.get(id(array), ""), "<unknown>")
-            raise JitError(
-                f"scratchgrad.jit: {recorder.name}() gives a tensor it uses (first at {place}) "
-                "a new array (`.data = ...`) or another requires_grad: a replay would not "
-                "repeat that Python assignment. Update it in place (`p.sub_(...)` under "
-                "no_grad()), use an optimizer, or call the function without jit."
-            )
+    (``p.data = ...``), another requires_grad or a hook: Python, which a replay would not run.
+    The error names the user's line that first used the leaf."""
+    changed = _first_changed(recorder.reached.values())
+    if changed is not None:
+        array = changed[1]
+        place = recorder.places.get(recorder.constant_names.get(id(array), ""), "<unknown>")
+        raise JitError(
+            f"scratchgrad.jit: {recorder.name}() gives a tensor it uses (first at {place}) "
+            "a new array (`.data = ...`), another requires_grad or a hook: a replay would "
+            "not repeat that Python. Update it in place (`p.sub_(...)` under no_grad()), "
+            "use an optimizer, register hooks before the call, or call the function "
+            "without jit."
+        )
 
 
 def unchanged(reached: list[tuple]) -> bool:
     """Whether each leaf a recording reached by name (see ``Recorder.reached``) still has the
-    array and the requires_grad it had: not frozen, unfrozen, given new ``.data`` or
-    converted (``model.double()``)."""
-    for leaf, array, requires_grad in reached:
+    array, the requires_grad and the hooks it had (not frozen, unfrozen, given new ``.data``,
+    converted by ``model.double()``, hooked), and none has a post-accumulate-grad hook."""
+    if _first_changed(reached) is not None:
+        return False
+    hooked = engine._post_accumulate_hooks  # empty unless someone registered one
+    return not hooked or not any(id(leaf) in hooked for leaf, *_ in reached)
+
+
+def _first_changed(reached: Any) -> tuple | None:
+    """The first entry of ``reached`` whose leaf's array, requires_grad or hooks changed."""
+    for entry in reached:
+        leaf, array, requires_grad, hooks = entry
         if leaf.array is not array or leaf.requires_grad != requires_grad:
-            return False
-    return True
+            return entry
+        if leaf._hooks is not hooks:
+            return entry
+    return None
 
 
 class Capturing:
