@@ -1,0 +1,56 @@
+"""The array-level fast paths of ``ops/`` against plain NumPy: row sums through a product with
+ones, the row max through argmax, an embedding's gradient through a sort and ``add.reduceat``,
+the in-order copy of a stack of transposed keys. Each gives what the plain NumPy call gives (to
+rounding), edge cases included: NaN and infinities, repeated and negative indices."""
+
+import numpy as np
+import pytest
+
+from scratchgrad.ops.matmul import _product
+from scratchgrad.ops.movement import _add_rows
+from scratchgrad.ops.reduce import _max, _sum
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "shape, dim",
+    [((3, 4, 5), (2,)), ((3, 4, 5), (1, 2)), ((2, 3, 4, 6), (-1,)), ((4, 600), (1,)), ((5, 1), 1)],
+    ids=["last", "last_two", "negative", "past_512", "one_entry"],
+)
+def test_row_sums_match_numpy(shape, dim, dtype):
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    for array in (x, np.asfortranarray(x)):  # the product takes C order; the other reduces
+        for keepdim in (True, False):
+            got = _sum(array, dim, keepdim)
+            expected = np.add.reduce(x.astype(np.float64), axis=dim, keepdims=keepdim)
+            assert got.shape == expected.shape and got.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_row_max_matches_numpy_with_nan_and_infinities():
+    x = np.random.default_rng(1).standard_normal((4, 3, 8)).astype(np.float32)
+    x[0, 0, 3] = np.nan  # NaN wins, as in max
+    x[1, 1] = -np.inf  # a row of -inf
+    x[2, 2, 5] = np.inf
+    for dim in ((2,), (1, 2)):
+        np.testing.assert_array_equal(_max(x, dim), x.max(axis=dim, keepdims=True))
+
+
+def test_embedding_gradient_matches_add_at():
+    rows = np.array([[3, 0, -1], [3, 3, 1]])  # 3 three times, and -1 is row 4
+    x = np.random.default_rng(2).standard_normal((2, 3, 6))
+    out, expected = np.zeros((5, 6)), np.zeros((5, 6))
+    _add_rows(out, rows, x)
+    np.add.at(expected, rows, x)
+    np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
+    _add_rows(out, np.zeros(0, np.int64), np.zeros((0, 6)))  # no rows: nothing added
+    np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
+
+
+def test_stack_of_transposed_keys_multiplies_as_numpy():
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    got = _product(q, k.swapaxes(-1, -2))
+    expected = np.matmul(q.astype(np.float64), k.swapaxes(-1, -2).astype(np.float64))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
