@@ -1,11 +1,13 @@
 """The array-level fast paths of ``ops/`` against plain NumPy: row sums through a product with
 ones, the row max through argmax, an embedding's gradient through a sort and ``add.reduceat``,
-the in-order copy of a stack of transposed keys. Each gives what the plain NumPy call gives (to
-rounding), edge cases included: NaN and infinities, repeated and negative indices."""
+the in-order copy of a stack of transposed keys, a bias's gradient as one product. Each gives
+what the plain NumPy call gives (to rounding), edge cases included: NaN and infinities,
+repeated and negative indices, empty and Fortran-ordered arrays."""
 
 import numpy as np
 import pytest
 
+import scratchgrad as sg
 from scratchgrad.ops.matmul import _product
 from scratchgrad.ops.movement import _add_rows
 from scratchgrad.ops.reduce import _max, _sum
@@ -54,3 +56,14 @@ def test_stack_of_transposed_keys_multiplies_as_numpy():
     got = _product(q, k.swapaxes(-1, -2))
     expected = np.matmul(q.astype(np.float64), k.swapaxes(-1, -2).astype(np.float64))
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 0), (0, 3, 4), (5, 4)])
+def test_bias_gradient_of_stacked_rows_matches_numpy(shape):
+    """A bias's gradient (the sum over every dim but the last) as a product with ones, for
+    C-ordered, Fortran-ordered and empty gradients."""
+    g = np.random.default_rng(4).standard_normal(shape)
+    for array in (g, np.asfortranarray(g)):
+        got = sg.tensor(array).sum_to_size(shape[-1:]).numpy()
+        expected = g.sum(axis=tuple(range(len(shape) - 1)))
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
