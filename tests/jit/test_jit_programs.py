@@ -968,3 +968,29 @@ def test_a_compiled_model_returning_an_output_and_its_detached_twin():
     compiled = program(sg.compile)
     assert_same(compiled[:2], eager[:2])
     assert compiled[2] == "_UnpackBackward0"  # an output of CompiledFunctionBackward
+
+
+class Counting(nn.Module):
+    """Returns its output and how many times it was called, a Python count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.calls = classifier(), 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.body(x), self.calls
+
+
+def test_a_compiled_model_returning_a_changing_python_value_raises():
+    """A replay of a compiled module returned the recorded count (3) forever: its two
+    recordings returned different values, so the second's backward raises, as ``jit``
+    does for a step."""
+    model = sg.compile(Counting())
+    x, y = batches(1)[0]
+    for _ in range(2):
+        F.cross_entropy(model(x)[0], y).backward()
+    logits, count = model(x)
+    with pytest.raises(sg.JitError, match=r"Counting\.forward\(\) returned a different Python "):
+        F.cross_entropy(logits, y).backward()
+    assert count == 3

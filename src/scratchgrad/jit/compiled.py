@@ -35,7 +35,9 @@ from scratchgrad.backend import xp
 from scratchgrad.jit import program
 from scratchgrad.jit.jitted import (
     _check_same,
+    _check_same_values,
     _flatten,
+    _python_values,
     _signature,
     _tensor_key,
     cache_full,
@@ -120,9 +122,15 @@ class Recording:
     backward checks, and how to rebuild the module's result."""
 
     def __init__(
-        self, recorder: Recorder, build: Callable, differentiable: list, arena: program.Arena
+        self,
+        recorder: Recorder,
+        build: Callable,
+        differentiable: list,
+        arena: program.Arena,
+        values: list,
     ) -> None:
         self.recorder = recorder  # until compiled
+        self.values = values  # the Python values returned, which every replay returns again
         self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
         self.reached = list(recorder.reached.values())
@@ -327,7 +335,7 @@ class CompiledForward:
             autocast.state.cache = casts
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
-        recording = Recording(recorder, build, differentiable, self.arena)
+        recording = Recording(recorder, build, differentiable, self.arena, _python_values(result))
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
@@ -358,7 +366,9 @@ class CompiledForward:
         for index, other in enumerate(recordings):
             if other.same_variant(recording):
                 if not other.checked:
-                    _check_same(other, recording, f"{self.name}.forward")
+                    name, forward = f"{self.name}.forward", type(self.module).forward
+                    _check_same(other, recording, name)
+                    _check_same_values(other.values, recording.values, name, forward)
                     recording.checked, recordings[index] = True, recording
                 return
         recordings.append(recording)
