@@ -661,13 +661,27 @@ STRUCTURE_CHANGES = {  # the step, and its arguments before and after the change
         lambda x, y: (x, y.requires_grad_()),
     ),
     "grad mode": (_by_grad_mode, lambda x, y: (x, y.requires_grad_()), None),
+    "a gradient hook on an argument": (
+        _gradient_of_the_first,
+        lambda x, y: (x.requires_grad_(), y),
+        lambda x, y: (_hooked(x.requires_grad_()), y),
+    ),
 }
+
+
+def _hooked(t):
+    t.register_hook(_times_ten)
+    return t
+
+
+def _times_ten(grad):
+    return grad * 10
 
 
 @pytest.mark.parametrize("change", STRUCTURE_CHANGES)
 def test_a_new_structure_aliasing_requires_grad_or_grad_mode_records_a_new_program(change):
     """The arguments' structure (containers, dict keys and their order, the same tensor
-    passed twice), each tensor's requires_grad and the grad mode are part of the guard key:
+    passed twice), each tensor's requires_grad and hooks and the grad mode are part of the key:
     a call that changes one records anew, equal to eager, and the old program replays after."""
     fn, before, after = STRUCTURE_CHANGES[change]
     jitted = sg.jit(fn)
