@@ -155,6 +155,10 @@ def test_backward_into_the_graph_of_a_non_leaf_argument_raises():
     assert f"test_jit_pitfalls.py:{_line_of('# OUTSIDE backward')} " in str(info.value)
     forward_only = sg.jit(lambda x: x * x)  # no backward: nothing reaches the outside graph
     assert [forward_only(w * 3.0).tolist() for _ in range(CALLS)] == [[9.0, 36.0]] * CALLS
+    for _ in range(CALLS):  # recorded and replayed for a leaf, then given a non-leaf: refused
+        step(1.0, sg.tensor([1.0, 2.0], requires_grad=True))  # (a replay left w.grad None)
+    with pytest.raises(sg.JitError, match="tensor argument #0 .*not a leaf"):
+        step(1.0, w * 3.0)
 
 
 def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals_eager():

@@ -355,13 +355,14 @@ def _tensor_key(t: Tensor) -> tuple:
     """A tensor's part of a guard key: its array's type (the device), shape, dtype and layout
     (C order, Fortran order, or else the strides: it decides which results are views, how
     BLAS reads a matrix, which a product's orientation was checked for, and the order in
-    memory of elementwise results, in which later reductions add), whether it requires grad,
-    and its gradient hooks (recorded into the program as the operations they made)."""
+    memory of elementwise results, in which later reductions add), whether it requires grad
+    and is a leaf (a backward into a graph outside the step is refused), and its gradient
+    hooks (recorded into the program as the operations they made)."""
     a = t.array
     flags = a.flags
     c_order, f_order = flags.c_contiguous, flags.f_contiguous
     layout = (c_order, f_order) if c_order or f_order else a.strides
-    return (type(a), a.shape, a.dtype, t.requires_grad, layout, t._hooks)
+    return (type(a), a.shape, a.dtype, t.requires_grad, t._ctx is None, layout, t._hooks)
 
 
 def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
