@@ -430,6 +430,26 @@ def test_random_draws_follow_a_reseed():
     np.testing.assert_array_equal(sg.randn(3).numpy(), first)
 
 
+def test_new_parameters_unfrozen_and_added_to_the_optimizer_record_anew():
+    """Progressive unfreezing: a frozen first layer, outside the optimizer, is unfrozen and
+    added as a new param group between replays; the step records anew and trains it as the
+    eager step does."""
+    models = mlp(), mlp()
+    optimizers = []
+    for model in models:
+        model[0].requires_grad_(False)
+        optimizers.append(sg.optim.Adam(model[2].parameters(), lr=0.01))
+    eager = train_step(models[0], optimizers[0])
+    jitted = sg.jit(train_step(models[1], optimizers[1]))
+    for i, (x, y) in enumerate(batches((6, 4), n=9)):
+        if i == 5:  # after two replays
+            for model, opt in zip(models, optimizers):
+                model[0].requires_grad_(True)
+                opt.add_param_group({"params": list(model[0].parameters()), "lr": 0.1})
+        assert eager(x, y).item() == jitted(x, y).item(), i
+    assert_same_state(models[0], optimizers[0], models[1], optimizers[1])
+
+
 def test_a_post_accumulate_grad_hook_registered_after_the_recording_raises():
     """A post-accumulate-grad hook registered on a parameter between replays (replays skipped
     it, silently): the next call records anew, which refuses the hook, naming the line."""
