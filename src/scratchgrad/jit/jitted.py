@@ -155,7 +155,8 @@ def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
         owner._warned = True
         warnings.warn(
             f"{name} has recorded {owner.cache_size} programs (cache_size): new shapes, "
-            "dtypes or modes now run eagerly",
+            "dtypes, modes, argument values or parameter changes (requires_grad, hooks, "
+            "new arrays) now run eagerly",
             stacklevel=stacklevel + 1,
         )
     return True
