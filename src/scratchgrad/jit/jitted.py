@@ -2,8 +2,10 @@
 replay the recording after.
 
 A recording is kept per *guard key*: the structure of the arguments, each tensor's shape,
-dtype, device and requires_grad, the other arguments' values, grad mode and autocast's dtype;
-and per variant, the train/eval mode of every module the step called. A call that matches no
+dtype, device, layout, requires_grad and hooks, the other arguments' values, grad mode and
+autocast's dtype; and per variant, the train/eval mode of every module the step called, the
+arrays, requires_grad and hooks of the leaves it reached by name, and the objects its globals
+and closure held (see ``Outer``). A call that matches no
 recording records a new one (up to ``cache_size`` per function; past it, a warning and eager
 calls).
 """
@@ -11,6 +13,7 @@ calls).
 from __future__ import annotations
 
 import functools
+import operator
 import types
 import warnings
 from collections.abc import Callable
@@ -27,6 +30,9 @@ from scratchgrad.jit.recorder import (
     refuse_rebound_leaves,
     unchanged,
 )
+from scratchgrad.nn.module import Module
+from scratchgrad.optim.lr_scheduler import LRScheduler
+from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -37,8 +43,9 @@ class Recording:
     assumed, and how to rebuild the returned structure from its output arrays. Made with
     no program: ``compile`` makes it once the recording is checked (see ``Jitted.__call__``)."""
 
-    def __init__(self, recorder: Recorder, build: Callable, values: list) -> None:
+    def __init__(self, recorder: Recorder, build: Callable, values: list, outer: Outer) -> None:
         self.replay: Callable | None = None
+        self.outer = outer  # the objects of the step's closure and globals it was recorded for
         self.source: str | None = None
         self.build = build
         self.values = values  # the Python values returned, which every replay returns again
@@ -62,7 +69,48 @@ class Recording:
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
         and every leaf it reached by name has the array and requires_grad it had."""
-        return [m.training for m in self.modules] == self.training and unchanged(self.reached)
+        return (
+            [m.training for m in self.modules] == self.training
+            and unchanged(self.reached)
+            and self.outer.unchanged()
+        )
+
+
+class Outer:
+    """The tensors, modules, optimizers and schedulers a function reads from its closure and
+    its globals, by the name it reads them under: a recording holds them, so a call after one
+    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew."""
+
+    HELD = (Tensor, Module, Optimizer, LRScheduler)
+
+    def __init__(self, fn: Callable) -> None:
+        fn = getattr(fn, "__func__", fn)  # a bound method: its function
+        self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
+        self.names: list[str] = []
+        self.values: list = []  # what each name held
+        self.globals: dict = getattr(fn, "__globals__", {})
+        code = getattr(fn, "__code__", None)
+        if code is None:  # a callable object (a Module): nothing read by name
+            return
+        for cell in fn.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # empty: bound later in the enclosing function
+                continue
+            if isinstance(value, self.HELD):
+                self.cells.append((cell, value))
+        for name in code.co_names:
+            value = self.globals.get(name)
+            if isinstance(value, self.HELD):
+                self.names.append(name)
+                self.values.append(value)
+
+    def unchanged(self) -> bool:
+        """Whether each cell and name still holds the object the recording was made for."""
+        for cell, value in self.cells:
+            if cell.cell_contents is not value:
+                return False
+        return all(map(operator.is_, map(self.globals.get, self.names), self.values))
 
 
 class Jitted:
@@ -140,7 +188,7 @@ class Jitted:
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         returned, build = _outputs(result, recorder)
-        recording = Recording(recorder, build, _python_values(result))
+        recording = Recording(recorder, build, _python_values(result), Outer(self.fn))
         compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
         return result, recording, compile
 
