@@ -952,6 +952,27 @@ def test_python_branches_on_tensor_data_raise_on_the_third_call():
     assert f"test_jit.py:{tanh}) " in str(info.value)
 
 
+TOTAL = sg.zeros(())
+
+
+@sg.jit
+def _summing(x):  # SUMMING defined
+    global TOTAL
+    TOTAL = TOTAL + x.sum()  # a new tensor each call, which a replay would not bind
+    return x * 2
+
+
+def test_a_step_binding_a_global_to_a_new_tensor_raises():
+    """``global total; total = total + loss`` inside the step: the recording refuses it,
+    naming the global and where the step is defined (replays would leave it alone)."""
+    _summing(sg.ones(2))  # eager
+    with pytest.raises(
+        sg.JitError, match=r"_summing\(\) \(defined at .*\) binds the global 'TOTAL'"
+    ) as info:
+        _summing(sg.ones(2))
+    assert f"test_jit.py:{line_of('# SUMMING defined') - 1})" in str(info.value)
+
+
 def test_a_changing_python_value_returned_names_the_step_and_its_definition():
     """The JitError of a Python value returned that changes between the two recordings names
     the step's definition (where the value is returned from)."""

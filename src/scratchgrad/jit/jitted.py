@@ -105,6 +105,20 @@ class Outer:
                 self.names.append(name)
                 self.values.append(value)
 
+    def refuse_rebound(self, fn: Callable, name: str) -> None:
+        """Raise a JitError if ``fn``, just recorded, bound one of its names to a new object
+        (``global total; total = total + loss``): Python, which a replay would not run. The
+        error names the name and where ``fn`` is defined."""
+        if self.unchanged():
+            return
+        names = [n for n, v in zip(self.names, self.values) if self.globals.get(n) is not v]
+        what = f"the global {names[0]!r}" if names else "a variable of its enclosing function"
+        raise JitError(
+            f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
+            "object: a replay would not repeat that Python assignment. Change the object in "
+            "place, return the new one, or call the function without jit."
+        )
+
     def unchanged(self) -> bool:
         """Whether each cell and name still holds the object the recording was made for."""
         for cell, value in self.cells:
@@ -183,12 +197,14 @@ class Jitted:
             if t.requires_grad and not t.is_leaf:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))
+        outer = Outer(self.fn)
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
+        outer.refuse_rebound(self.fn, self.__name__)
         returned, build = _outputs(result, recorder)
-        recording = Recording(recorder, build, _python_values(result), Outer(self.fn))
+        recording = Recording(recorder, build, _python_values(result), outer)
         compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
         return result, recording, compile
 
