@@ -150,7 +150,7 @@ class Recording:
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
-        and every leaf it reached by name has the array and requires_grad it had."""
+        and every leaf it reached by name has the array, requires_grad and hooks it had."""
         return [m.training for m in self.modules] == self.training and unchanged(self.reached)
 
     def same_variant(self, other: Recording) -> bool:

@@ -45,7 +45,6 @@ class Recording:
 
     def __init__(self, recorder: Recorder, build: Callable, values: list, outer: Outer) -> None:
         self.replay: Callable | None = None
-        self.outer = outer  # the objects of the step's closure and globals it was recorded for
         self.source: str | None = None
         self.build = build
         self.values = values  # the Python values returned, which every replay returns again
@@ -54,6 +53,7 @@ class Recording:
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
         self.reached = list(recorder.reached.values())
+        self.outer = outer  # the objects of the step's closure and globals it was recorded for
         # watched by the next recording (see Recorder.watch)
         self.watched = ([leaf for leaf, *_ in self.reached], recorder.optimizers)
 
@@ -68,7 +68,8 @@ class Recording:
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
-        and every leaf it reached by name has the array and requires_grad it had."""
+        every leaf it reached by name has the array, requires_grad and hooks it had, and the
+        names it read from its closure and globals hold the same objects."""
         return (
             [m.training for m in self.modules] == self.training
             and unchanged(self.reached)
@@ -265,7 +266,7 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
 def _defined_at(fn: Callable) -> str:
     """``file:line`` of the definition of ``fn`` (a function or method), else its name."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is None:  # a callable object (a Module): its class's __call__ or forward
+    if code is None:  # a callable object (a Module): the name of its class
         return type(fn).__qualname__
     return f"{code.co_filename}:{code.co_firstlineno}"
 
