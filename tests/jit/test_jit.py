@@ -219,6 +219,31 @@ def test_in_place_changes_of_the_arguments_reach_the_callers_tensors():
             np.testing.assert_array_equal(j.numpy(), e.numpy())
 
 
+def _fgsm(model):
+    def step(x, y):
+        x.requires_grad_()  # the argument itself, as many adversarial examples write it
+        nn.functional.cross_entropy(model(x), y).backward()
+        with sg.no_grad():
+            return x + 0.1 * x.grad.sign()
+
+    return step
+
+
+def test_an_argument_made_to_require_grad_inside_the_step_does_after_each_replay():
+    """``x.requires_grad_()`` on an argument inside the step is Python: each replay sets it
+    again, so the caller's tensor ends as eagerly (requiring grad, with its gradient)."""
+    model = mlp()
+    eager, jitted = _fgsm(model), sg.jit(_fgsm(model))
+    for x, y in batches((6, 4)):
+        x_e, x_j = x.clone(), x.clone()
+        model.zero_grad()
+        out_e = eager(x_e, y)
+        model.zero_grad()
+        np.testing.assert_array_equal(jitted(x_j, y).numpy(), out_e.numpy())
+        assert x_j.requires_grad and x_e.requires_grad
+        np.testing.assert_array_equal(x_j.grad.numpy(), x_e.grad.numpy())
+
+
 def test_views_of_parameters_returned_follow_the_parameters_as_eagerly():
     """A view of a parameter returned by the step (a row of the weight, its transpose) is a
     view of the parameter's array, as eagerly: it shows the later updates."""

@@ -43,8 +43,13 @@ class Recording:
     assumed, and how to rebuild the returned structure from its output arrays. Made with
     no program: ``compile`` makes it once the recording is checked (see ``Jitted.__call__``)."""
 
-    def __init__(self, recorder: Recorder, build: Callable, values: list, outer: Outer) -> None:
+    def __init__(
+        self, recorder: Recorder, build: Callable, values: list, outer: Outer, flipped: list
+    ) -> None:
         self.replay: Callable | None = None
+        # (index, flag) of the tensor arguments whose requires_grad the step set (an
+        # adversarial input's x.requires_grad_()): Python, which each replay makes again
+        self.requires_grad_set = flipped
         self.source: str | None = None
         self.build = build
         self.values = values  # the Python values returned, which every replay returns again
@@ -170,7 +175,10 @@ class Jitted:
             self.recordings.setdefault(key, []).append(recording)
             return result
         if recording.checked:
-            return recording.build(recording.replay([t.array for t in tensors], tensors))
+            result = recording.build(recording.replay([t.array for t in tensors], tensors))
+            for index, flag in recording.requires_grad_set:
+                tensors[index].requires_grad = flag
+            return result
         # Recorded once: record again and compare, so that a value computed in Python from
         # tensor data (frozen into a recording) is caught, not replayed.
         result, again, compile_again = self._record(tensors, args, kwargs, recording.watched)
@@ -199,13 +207,17 @@ class Jitted:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))
         outer = Outer(self.fn)
+        flags = [t.requires_grad for t in tensors]
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
         returned, build = _outputs(result, recorder)
-        recording = Recording(recorder, build, _python_values(result), outer)
+        flipped = [
+            (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
+        ]
+        recording = Recording(recorder, build, _python_values(result), outer, flipped)
         compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
         return result, recording, compile
 
