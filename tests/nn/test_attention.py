@@ -103,6 +103,27 @@ def test_scaled_dot_product_attention_gradcheck(mask):
     assert sg.autograd.gradgradcheck(attend, (q, k, v))
 
 
+def test_jitted_attention_reads_each_calls_bool_mask():
+    """A bool mask is made into its bias by a Tensor op, and the rows it empties are found at
+    every call: a jitted step given another mask (one that empties a row) equals eager, bit
+    for bit, output and gradients."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 4, 3)).astype(np.float32) for _ in range(3)]
+
+    def step(mask):
+        q, k, v = (sg.tensor(a, requires_grad=True) for a in arrays)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        out.square().sum().backward()
+        return out, q.grad, k.grad, v.grad
+
+    jitted = sg.jit(step)
+    tril = np.tril(np.ones((4, 4), bool))
+    for allowed in (tril, tril, _mask("bool_empty_row", rng, 4, 4), ~tril | np.eye(4, dtype=bool)):
+        expected, got = step(sg.tensor(allowed)), jitted(sg.tensor(allowed))
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
+
+
 def test_scaled_dot_product_attention_dropout_and_errors():
     q = sg.randn(2, 8, 4)
     sg.manual_seed(0)

@@ -289,13 +289,13 @@ def scaled_dot_product_attention(
     if scale is None:
         scale = 1 / math.sqrt(query.shape[-1])
     scores = (query * scale) @ key.mT
-    module, allowed = backend.namespace(scores.array), None
-    if is_causal:
+    if is_causal:  # a bias of 0 or -inf, as PyTorch's reference adds: a constant of the shapes
+        module = backend.namespace(scores.array)
         allowed = module.tri(length, source, dtype=bool)
-    elif attn_mask is not None and attn_mask.dtype == backend.bool_:
-        allowed = attn_mask.array
-    if allowed is not None:  # a bias of 0 or -inf, as PyTorch's reference: an add, no where
         attn_mask = Tensor._make(module.where(allowed, 0, -math.inf).astype(scores.array.dtype))
+    elif attn_mask is not None and attn_mask.dtype == backend.bool_:
+        # the same bias, made by a Tensor op so that a jitted step reads the mask of each call
+        attn_mask = where(attn_mask, scores.new_zeros(()), -math.inf)
     if attn_mask is not None:
         scores = scores + attn_mask
     # a causal mask leaves every query its first key: no row is all -inf
@@ -308,11 +308,17 @@ def scaled_dot_product_attention(
 def _safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, with 0 (not NaN) in rows where every score is -inf; the
     gradient stays finite because those rows are zeroed before the softmax sees them."""
-    empty = backend.namespace(scores.array).isneginf(scores.array).all(-1, keepdims=True)
-    if not empty.any():
+    empty = capture_hook.call(_all_neginf_rows, scores.array)
+    # a recorded step masks always (the same bits when no row is empty): the next mask given
+    # may empty a row
+    if capture_hook.recorder is None and not empty.any():
         return scores.softmax(-1)
     rows = Tensor._make(empty)
     return scores.masked_fill(rows, 0.0).softmax(-1).masked_fill(rows, 0.0)
+
+
+def _all_neginf_rows(scores):
+    return backend.namespace(scores).isneginf(scores).all(-1, keepdims=True)
 
 
 def _share_heads(x: Tensor, heads: int) -> Tensor:
