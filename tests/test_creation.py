@@ -236,6 +236,7 @@ def test_randperm_is_a_permutation():
         lambda m: m.bernoulli(m.ones(4), 0.0),
         lambda m: m.ones(3, dtype=m.int64).bernoulli(1.0),
         lambda m: m.tensor([[0.0, 1.0]], dtype=m.float16).bernoulli(),
+        lambda m: m.tensor(1.0).bernoulli(),
     ],
 )
 def test_bernoulli_forms_match_torch(call):
@@ -254,6 +255,27 @@ def test_bernoulli_draws_ones_with_the_probabilities_given():
     assert sg.bernoulli(sg.zeros(3), 0.5, generator=sg.Generator().manual_seed(3)).tolist() == (
         sg.bernoulli(sg.zeros(3), 0.5, generator=sg.Generator().manual_seed(3)).tolist()
     )
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda m: m.tensor(0.5).bernoulli(),
+        lambda m: m.bernoulli(m.tensor(0.5)),
+        lambda m: m.tensor(0.5).bernoulli(0.3),
+        lambda m: m.rand(()),
+        lambda m: m.randn(()),
+        lambda m: m.randint(0, 5, ()),
+        lambda m: m.rand_like(m.tensor(0.5)),
+    ],
+)
+def test_a_0d_random_draw_is_an_array_that_in_place_ops_change(draw):
+    """A 0-d draw holds a 0-d array (not a NumPy scalar, which in-place ops cannot change)."""
+    ours, theirs = draw(sg), draw(torch)
+    assert type(ours.numpy()) is type(theirs.numpy()) is np.ndarray
+    assert ours.fill_(3).tolist() == theirs.fill_(3).tolist() == 3
+    assert ours.add_(1).tolist() == theirs.add_(1).tolist() == 4
+    assert ours.zero_().tolist() == theirs.zero_().tolist() == 0
 
 
 @pytest.mark.parametrize(

@@ -2049,7 +2049,7 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
     if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too
         raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
     rng = (generator or backend.default_generator_for(backend.device_of(array))).rng
-    return (rng.random(array.shape) < probs).astype(array.dtype)
+    return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
 
 
 def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:
