@@ -10,7 +10,7 @@ import pytest
 import scratchgrad as sg
 from scratchgrad.ops.matmul import _product
 from scratchgrad.ops.movement import _add_rows
-from scratchgrad.ops.reduce import _max, _sum
+from scratchgrad.ops.reduce import _max, _ones, _sum
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -27,6 +27,16 @@ def test_row_sums_match_numpy(shape, dim, dtype):
             expected = np.add.reduce(x.astype(np.float64), axis=dim, keepdims=keepdim)
             assert got.shape == expected.shape and got.dtype == dtype
             np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_ones_stay_kept_for_every_row_length():
+    """Each length summed (2 to 512 entries a row) keeps its ones, all views of one read-only
+    vector: a cache of 16 whole vectors was refilled at nearly every call."""
+    dtype = np.dtype(np.float32)
+    first = {n: _ones(n, dtype) for n in range(2, 513)}
+    assert all(_ones(n, dtype) is ones for n, ones in first.items())
+    assert all(np.shares_memory(ones, first[512]) for ones in first.values())
+    assert not first[2].flags.writeable and first[300].tolist() == [1.0] * 300
 
 
 def test_row_max_matches_numpy_with_nan_and_infinities():
