@@ -164,7 +164,13 @@ def _add_rows(out: ndarray, rows: ndarray, x: ndarray) -> None:
     """``out[rows] += x`` where ``rows`` may repeat, as ``add.at`` but several times faster
     (0.14 ms against 0.88 ms for a (12, 64) batch of tokens into a (65, 128) embedding): the
     rows of ``x`` sorted by index (stably), each run of one index summed by ``add.reduceat``,
-    and the sums written once."""
+    and the sums written once.
+
+    NOTE: ``add.reduceat`` adds a run in its own order, not one entry after another as
+    ``add.at``: from three repeats of a row on, the bits differ from ``add.at``'s, usually
+    closer to the exact sum (float32, 40 repeats of 2,000 entries: errors up to 3.3e-6 against
+    5.0e-6). The other paths (vmapped, CuPy) scatter with ``add.at``'s order: the same gradient
+    can differ in its last bits between them."""
     rows = rows.reshape(-1) % max(len(out), 1)  # -1 and n - 1 are one row
     if not rows.size:
         return
