@@ -212,3 +212,43 @@ def test_module_functions_name_a_non_tensor_input_as_pytorch(name):
         getattr(torch, name)([1.0, 2.0])
     assert str(ours.value) == f"{name}(): argument 'input' (position 1) must be Tensor, not list"
     assert str(theirs.value).startswith(f"{name}()")  # PyTorch's TypeError names it too
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize(
+    "op, call",
+    [
+        ("softmax", lambda m, x: x.softmax(-1)),
+        ("softmax", lambda m, x: m.nn.functional.softmax(x, -1)),
+        ("log_softmax", lambda m, x: x.log_softmax(-1)),
+        ("gelu", lambda m, x: m.nn.functional.gelu(x)),
+        ("gelu", lambda m, x: m.nn.functional.gelu(x, approximate="tanh")),
+        ("layer_norm", lambda m, x: m.nn.functional.layer_norm(x, (2,))),
+    ],
+)
+def test_ops_without_integer_kernels_refuse_integers_as_torch(op, call, dtype):
+    def integers(m):
+        return m.tensor([[1, 0], [3, 4]]).to(getattr(m, dtype))
+
+    with pytest.raises(NotImplementedError):
+        call(torch, integers(torch))
+    with pytest.raises(NotImplementedError, match=f"{op}: not implemented for {dtype} tensors"):
+        call(sg, integers(sg))
+
+
+def test_softmax_of_integers_with_a_floating_dtype_given_is_torchs():
+    for name in ("softmax", "log_softmax"):
+        ours = getattr(sg.tensor([[1, 2], [3, 5]]), name)(-1, dtype=sg.float64)
+        theirs = getattr(torch.tensor([[1, 2], [3, 5]]), name)(-1, dtype=torch.float64)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-15)
+
+
+def test_layer_norm_over_an_empty_shape_gives_empty_results_without_warnings():
+    x, weight = sg.zeros(2, 0, requires_grad=True), sg.ones(0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 statistics warned
+        out = F.layer_norm(x, (0,), weight, weight)
+        (grad,) = sg.autograd.grad((out * out).sum(), [x], create_graph=True)
+        grad.sum().backward()
+    expected = torch.nn.functional.layer_norm(torch.zeros(2, 0), (0,))
+    assert out.shape == tuple(expected.shape) == x.grad.shape == (2, 0)

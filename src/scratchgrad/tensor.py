@@ -1125,12 +1125,22 @@ class Tensor:
         return (self.abs() ** p).sum(dim, keepdim) ** (1 / p)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        x = self._floating() if dtype is None else self.to(dtype)
+        x = self if dtype is None else self.to(dtype)
+        x._check_floating("softmax")
         return reduce.Softmax.apply(x, dim=_dims(dim, x.array.ndim))
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
+        x._check_floating("log_softmax")
         return reduce.LogSoftmax.apply(x, dim=_dims(dim, x.array.ndim))
+
+    def _check_floating(self, op: str) -> None:
+        """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...)."""
+        if not backend.is_floating(self.array.dtype):
+            raise NotImplementedError(
+                f"{op}: not implemented for {self.array.dtype} tensors; give a floating one "
+                "(x.float()), as PyTorch requires"
+            )
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> values_indices:
         """The entries sorted along ``dim`` and where each came from; always stable (ties keep

@@ -64,6 +64,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     >>> round(gelu(sg.tensor(1.0)).item(), 6)
     0.841345
     """
+    input._check_floating("gelu")
     if approximate == "none":
         return Gelu.apply(input)  # input * 0.5 * (1 + erf(input / sqrt(2))), one node
     if approximate == "tanh":
@@ -201,6 +202,7 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the last dims (``normalized_shape``) to mean 0 and variance 1 (the biased
     variance, as PyTorch), then scale by ``weight`` and shift by ``bias``."""
+    input._check_floating("layer_norm")
     dims = _normalized_dims(input, normalized_shape)
     return LayerNorm.apply(input, weight, bias, dims=len(dims), eps=eps)
 

@@ -273,8 +273,7 @@ class LayerNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps):
-        axes = tuple(range(-dims, 0))
-        count = math.prod(x.shape[x.ndim - dims :])
+        axes, count = tuple(range(-dims, 0)), _count(x.shape, dims)
         y = x - _sum(x, axes, True) / count
         rstd = 1 / namespace(x).sqrt(_sum(y * y, axes, True) / count + eps)
         y *= rstd
@@ -295,6 +294,12 @@ class LayerNorm(Function):
             (grad * y).sum_to_size(weight.shape) if d_weight else None,
             grad.sum_to_size(x.shape[x.ndim - ctx.dims :]) if d_bias else None,
         )
+
+
+def _count(shape: tuple, dims: int) -> int:
+    """How many entries the last ``dims`` dims hold, at least 1: an empty normalized shape has
+    no entries to divide, and 0 / 0 statistics would only warn (the results are empty)."""
+    return max(math.prod(shape[len(shape) - dims :]), 1)
 
 
 def standardized(x, dims: int, eps: float):
@@ -321,7 +326,7 @@ class StandardizeGrad(Function):
         ctx.save_for_backward(grad_out, x)
         ctx.dims, ctx.eps = dims, eps
         axes = tuple(range(-dims, 0))  # from the end: a batch of gradients may have more dims
-        count = math.prod(y.shape[y.ndim - dims :])
+        count = _count(y.shape, dims)
         out = grad_out - y * (_sum(grad_out * y, axes, True) / count)
         out -= _sum(grad_out, axes, True) / count
         out *= rstd
@@ -333,7 +338,7 @@ class StandardizeGrad(Function):
         d_g, d_x = ctx.needs_input_grad[:2]
         y, rstd = standardized(x, ctx.dims, ctx.eps)  # from x, for the derivatives after this one
         axes = tuple(range(-ctx.dims, 0))
-        count = math.prod(x.shape[x.ndim - ctx.dims :])
+        count = _count(x.shape, ctx.dims)
         j_h = StandardizeGrad.apply(grad, x, y, rstd, dims=ctx.dims, eps=ctx.eps)
         grad_x = None
         if d_x:
