@@ -627,6 +627,7 @@ class Tensor:
                 if capture_hook.recorder is None:
                     _elementwise(ufunc, self.array, other, out=self.array, casting="same_kind")
                 else:  # scratchgrad.jit: done again at every replay
+                    capture_hook.recorder.reach(self)
                     capture_hook.recorder.call(
                         _elementwise, ufunc, self.array, other, out=self.array, casting="same_kind"
                     )
@@ -723,6 +724,7 @@ class Tensor:
     def fill_(self, value: float) -> Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
+        _reached(self)
         _call(_fill, self.array, value)
         increment_version(self)
         return self
@@ -735,6 +737,7 @@ class Tensor:
             source = backend.to_device(src.array, backend.device_of(self.array))
         else:
             source = xp.asarray(src)
+        _reached(self)
         try:
             _call(_copy_into, self.array, source)
         except ValueError:
@@ -749,6 +752,7 @@ class Tensor:
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
             return
+        _reached(self)
         _call(_assign, self.array, index, value.array if isinstance(value, Tensor) else value)
         increment_version(self)
 
@@ -2106,6 +2110,14 @@ def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
 def _count_nonzero(array: Any, dims: Any) -> Any:
     count = namespace(array).count_nonzero(array, axis=dims)
     return backend.as_array(count).astype(backend.int64, copy=False)
+
+
+def _reached(tensor: Tensor) -> None:
+    """While ``scratchgrad.jit`` records, note ``tensor``, about to change in place: a leaf the
+    step reached by name is held by the program, which is valid only while it keeps its array
+    (``.data = ...`` between calls records anew)."""
+    if capture_hook.recorder is not None:
+        capture_hook.recorder.reach(tensor)
 
 
 def _assign(array: Any, index: Any, value: Any) -> None:

@@ -208,3 +208,35 @@ def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals
         run(jit=True, enabled=True)
     assert f"test_jit_pitfalls.py:{_line_of('# SCALER scale')} " in str(info.value)
     np.testing.assert_array_equal(run(jit=True, enabled=False), run(jit=False, enabled=False))
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda buf, x: buf.add_(x),
+        lambda buf, x: buf.mul_(0.5).add_(x),  # an exponential moving average
+        lambda buf, x: buf.copy_(x * 2),
+        lambda buf, x: buf.__setitem__(slice(1, None), x[1:]),
+        lambda buf, x: buf.fill_(3.0),
+    ],
+    ids=["add_", "ema", "copy_", "setitem", "fill_"],
+)
+def test_a_tensor_changed_only_in_place_records_anew_when_given_a_new_array(update):
+    """A tensor the step reaches by name and only changes in place (a running sum, EMA
+    weights under ``no_grad()``) is held by the program: given a new array (``.data = ...``)
+    between calls, the next call records anew and updates the new array, as an eager call
+    does (replays updated the old one, silently)."""
+    buffers = {"jit": sg.zeros(3), "eager": sg.zeros(3)}
+
+    def step(x, name):
+        with sg.no_grad():
+            update(buffers[name], x)
+        return x * 2
+
+    jitted, x = sg.jit(lambda x: step(x, "jit")), sg.arange(3.0)
+    for k in range(2 * CALLS):
+        if k == CALLS:
+            buffers["jit"].data, buffers["eager"].data = sg.zeros(3), sg.zeros(3)
+        jitted(x), step(x, "eager")
+        assert buffers["jit"].tolist() == buffers["eager"].tolist(), k
+

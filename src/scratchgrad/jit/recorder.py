@@ -199,8 +199,8 @@ class Recorder:
         leaves on ``ctx`` (saved intermediates a backward will use) become values of the step
         too."""
         for a in args:
-            if isinstance(a, Tensor) and a._ctx is None and id(a.array) not in self.number:
-                self.reached.setdefault(id(a), (a, a.array, a.requires_grad, a._hooks))
+            if isinstance(a, Tensor):
+                self.reach(a)
         out = cls.forward(ctx, *arrays, **kwargs)
         positional = [self.expr(a) for a in arrays]
         args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
@@ -253,6 +253,14 @@ class Recorder:
             lines = [line.replace(f"({ctx_name}, ", f"({make_ctx}, ", 1) for line in lines]
         self.note(lines, writes, effect=False)
         return out
+
+    def reach(self, tensor: Tensor) -> None:
+        """Note ``tensor``, used by the step, in ``reached`` if it is a leaf the step did not
+        make (a parameter, a buffer, a tensor of an outer scope): the program holds its array."""
+        if tensor._ctx is None and id(tensor.array) not in self.number:
+            self.reached.setdefault(
+                id(tensor), (tensor, tensor.array, tensor.requires_grad, tensor._hooks)
+            )
 
     def _kernel_out(
         self, code: str, out: Any, positional: list, arrays: list, overwrites: tuple
