@@ -240,3 +240,83 @@ def test_a_tensor_changed_only_in_place_records_anew_when_given_a_new_array(upda
         jitted(x), step(x, "eager")
         assert buffers["jit"].tolist() == buffers["eager"].tolist(), k
 
+
+# Globals read by helpers of the steps below (the names a jitted function reaches through the
+# plain functions it calls are guarded as its own).
+helper_model = None
+
+
+def _forward(x):
+    return helper_model(x)
+
+
+def _loss_of(x):
+    return _forward(x).sum()
+
+
+def test_a_global_rebound_that_a_helper_of_the_step_reads_records_anew():
+    """The step reads ``helper_model`` through two plain functions (``_loss_of`` calls
+    ``_forward``, which reads it): binding it to a new model, or a helper to a new function,
+    records anew (replays went on with the old model, silently)."""
+    global helper_model, _loss_of
+    step, x = sg.jit(lambda x: _loss_of(x)), sg.randn(2, 3)
+    original = _loss_of
+    try:
+        for model in (nn.Linear(3, 1), nn.Linear(3, 1)):
+            helper_model = model
+            for _ in range(CALLS):
+                assert step(x).tolist() == model(x).sum().tolist()
+        _loss_of = lambda x: _forward(x).mean()  # noqa: E731 (a helper rebound)
+        assert step(x).tolist() == helper_model(x).mean().tolist()
+    finally:
+        helper_model, _loss_of = None, original
+
+
+def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_records_anew():
+    """``compile(module)`` and ``jit(module)``: a global tensor the forward reads, bound to a
+    new tensor, records anew (replays used the old one)."""
+    global helper_model
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.fc(x * helper_model)
+
+    net, x = Scaled(), sg.randn(2, 3)
+    try:
+        for wrap in (sg.compile, sg.jit):
+            wrapped = wrap(net)
+            for scale in (1.0, 2.0):
+                helper_model = sg.full((3,), scale)
+                for _ in range(CALLS):
+                    out = wrapped(x)
+                    assert out.tolist() == net(x).tolist(), (wrap, scale)
+                    if out.requires_grad:
+                        out.sum().backward()
+    finally:
+        helper_model = None
+
+
+def test_a_returned_structure_that_grows_raises_naming_the_step():
+    """A step returning a structure whose length changes (``tuple(history)``, a growing list
+    of tensors) would return the recorded structure from every replay: the third call
+    raises, saying the call has run (a fallback to eager must not repeat it)."""
+    history = []
+
+    def step(x):
+        history.append(1)
+        return (x * 2).sum(), tuple(history)
+
+    def tensors(x):
+        history.append(x * 2)
+        return list(history)
+
+    for fn in (step, tensors):
+        jitted, x = sg.jit(fn), sg.ones(3)
+        jitted(x), jitted(x)
+        pattern = rf"{fn.__name__}\(\) returned a structure of another shape.*has run the step"
+        with pytest.raises(sg.JitError, match=pattern):
+            jitted(x)

@@ -34,6 +34,7 @@ from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import program
 from scratchgrad.jit.jitted import (
+    Outer,
     _check_same,
     _check_same_values,
     _flatten,
@@ -128,8 +129,10 @@ class Recording:
         differentiable: list,
         arena: program.Arena,
         values: list,
+        outer: Outer,
     ) -> None:
         self.recorder = recorder  # until compiled
+        self.outer = outer  # the objects of the globals the forward reads
         self.values = values  # the Python values returned, which every replay returns again
         self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
@@ -150,8 +153,13 @@ class Recording:
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
-        and every leaf it reached by name has the array, requires_grad and hooks it had."""
-        return [m.training for m in self.modules] == self.training and unchanged(self.reached)
+        and every leaf it reached by name has the array, requires_grad and hooks it had, and
+        every global name it reads holds the object it held."""
+        return (
+            [m.training for m in self.modules] == self.training
+            and unchanged(self.reached)
+            and self.outer.unchanged()
+        )
 
     def same_variant(self, other: Recording) -> bool:
         """Whether ``other`` assumed the same modules in the same train/eval modes."""
@@ -323,6 +331,7 @@ class CompiledForward:
         arguments = tensors[: key[1]]
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
         recorder = Recorder(f"{self.name}.forward")
+        outer = Outer(self.module)
         inputs = [recorder.input(t.array) for t in tensors]
         start = next(function._sequence)  # nodes made before it belong to an outside graph
         # autocast's casts of the weights, kept for a region's later ops, would enter the
@@ -335,7 +344,8 @@ class CompiledForward:
             autocast.state.cache = casts
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
-        recording = Recording(recorder, build, differentiable, self.arena, _python_values(result))
+        values = _python_values(result)
+        recording = Recording(recorder, build, differentiable, self.arena, values, outer)
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
@@ -365,7 +375,9 @@ class CompiledForward:
         recordings = self.recordings.setdefault(key, [])
         for index, other in enumerate(recordings):
             if other.same_variant(recording):
-                if not other.checked:
+                if not other.matches():  # made for a tensor or global since rebound: replaced
+                    recordings[index] = recording
+                elif not other.checked:
                     name, forward = f"{self.name}.forward", type(self.module).forward
                     _check_same(other, recording, name)
                     _check_same_values(other.values, recording.values, name, forward)

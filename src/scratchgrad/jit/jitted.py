@@ -24,11 +24,13 @@ from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels, program, updates
 from scratchgrad.jit.recorder import (
+    ALREADY_RUN,
     Capturing,
     JitError,
     Recorder,
     refuse_rebound_leaves,
     unchanged,
+    users_file,
 )
 from scratchgrad.nn.module import Module
 from scratchgrad.optim.lr_scheduler import LRScheduler
@@ -85,19 +87,29 @@ class Recording:
 class Outer:
     """The tensors, modules, optimizers and schedulers a function reads from its closure and
     its globals, by the name it reads them under: a recording holds them, so a call after one
-    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew."""
+    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew. Read
+    from the function's code (and the functions defined in it), and from the user's plain
+    functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading ``model``),
+    whose names are guarded too. Not followed: methods, functions reached as attributes
+    (``helpers.loss_of``), and libraries' functions."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
+    DEPTH = 2  # the levels of helper functions followed
 
     def __init__(self, fn: Callable) -> None:
         fn = getattr(fn, "__func__", fn)  # a bound method: its function
+        if not isinstance(fn, types.FunctionType):  # a callable object (a Module): its forward
+            fn = getattr(type(fn), "forward", None)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
-        self.names: list[str] = []
-        self.values: list = []  # what each name held
-        self.globals: dict = getattr(fn, "__globals__", {})
-        code = getattr(fn, "__code__", None)
-        if code is None:  # a callable object (a Module): nothing read by name
-            return
+        # per globals dict read: (its get, the names read, what each held)
+        self.reads: dict[int, tuple[Callable, list[str], list]] = {}
+        if isinstance(fn, types.FunctionType):
+            self._read(fn, self.DEPTH, set())
+
+    def _read(self, fn: types.FunctionType, depth: int, seen: set) -> None:
+        """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
+        functions it reads by name ``depth`` levels more."""
+        seen.add(fn)
         for cell in fn.__closure__ or ():
             try:
                 value = cell.cell_contents
@@ -105,11 +117,18 @@ class Outer:
                 continue
             if isinstance(value, self.HELD):
                 self.cells.append((cell, value))
-        for name in code.co_names:
-            value = self.globals.get(name)
-            if isinstance(value, self.HELD):
-                self.names.append(name)
-                self.values.append(value)
+        scope = fn.__globals__
+        get, names, values = self.reads.setdefault(id(scope), (scope.get, [], []))
+        for name in dict.fromkeys(_names(fn.__code__)):
+            value = get(name)
+            helper = isinstance(value, types.FunctionType) and users_file(
+                value.__code__.co_filename
+            )
+            if (helper or isinstance(value, self.HELD)) and name not in names:
+                names.append(name)
+                values.append(value)
+            if helper and depth and value not in seen:
+                self._read(value, depth - 1, seen)
 
     def refuse_rebound(self, fn: Callable, name: str) -> None:
         """Raise a JitError if ``fn``, just recorded, bound one of its names to a new object
@@ -117,12 +136,17 @@ class Outer:
         error names the name and where ``fn`` is defined."""
         if self.unchanged():
             return
-        names = [n for n, v in zip(self.names, self.values) if self.globals.get(n) is not v]
+        names = [
+            name
+            for get, held, values in self.reads.values()
+            for name, value in zip(held, values)
+            if get(name) is not value
+        ]
         what = f"the global {names[0]!r}" if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
-            "object: a replay would not repeat that Python assignment. Change the object in "
-            "place, return the new one, or call the function without jit."
+            f"object: a replay would not repeat that Python assignment. {ALREADY_RUN} Change "
+            "the object in place, return the new one, or call the function without jit."
         )
 
     def unchanged(self) -> bool:
@@ -130,7 +154,20 @@ class Outer:
         for cell, value in self.cells:
             if cell.cell_contents is not value:
                 return False
-        return all(map(operator.is_, map(self.globals.get, self.names), self.values))
+        return all(
+            all(map(operator.is_, map(get, names), values))
+            for get, names, values in self.reads.values()
+        )
+
+
+def _names(code: types.CodeType) -> list[str]:
+    """The global (and attribute) names ``code`` and the code nested in it (inner functions,
+    lambdas, comprehensions) read."""
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names += _names(constant)
+    return names
 
 
 class Jitted:
@@ -256,22 +293,30 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
         raise JitError(
             f"scratchgrad.jit: {name}() recorded {what} on its second and third calls: a "
             "Python branch or a value computed outside scratchgrad's ops depends on tensor "
-            "data, and a replay would freeze it. Compute it with tensor operations, or call "
-            "the function without jit."
+            f"data, and a replay would freeze it. {ALREADY_RUN} Compute it with tensor "
+            "operations, or call the function without jit."
         )
 
 
 def _check_same_values(first: list, second: list, name: str, fn: Callable) -> None:
-    """Raise a JitError if the two recordings returned different Python values (a learning
-    rate, a count kept in Python): a replay would return the recorded ones. The error names
-    where ``fn`` is defined."""
-    for a, b in zip(first, second):
+    """Raise a JitError if the two recordings returned structures of another shape or
+    different Python values (a learning rate, a count kept in Python): a replay would return
+    the recorded ones (see ``_python_values``). The error names where ``fn`` is defined."""
+    where = f"{name} is defined at {_defined_at(fn)}"
+    if first[0] != second[0]:
+        raise JitError(
+            f"scratchgrad.jit: {name}() returned a structure of another shape on its second "
+            f"and third calls (other lengths of its tuples or lists, other dict keys, tensors "
+            f"elsewhere; {where}): a replay returns the recorded structure without running "
+            f"Python. {ALREADY_RUN} Return the same structure at every call."
+        )
+    for a, b in zip(first[1:], second[1:]):
         if not _same(a, b):
             raise JitError(
                 f"scratchgrad.jit: {name}() returned a different Python value on its second "
-                f"and third calls ({a!r}, then {b!r}; {name} is defined at {_defined_at(fn)}): "
-                "a replay returns the recorded value without running Python. Return a "
-                "tensor, or read the value outside the jitted function."
+                f"and third calls ({a!r}, then {b!r}; {where}): a replay returns the recorded "
+                f"value without running Python. {ALREADY_RUN} Return a tensor, or read the "
+                "value outside the jitted function."
             )
 
 
@@ -283,14 +328,24 @@ def _defined_at(fn: Callable) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}"
 
 
-def _python_values(node: Any) -> list:
-    """The values other than tensors in a returned structure of tuples, lists and dicts."""
+def _python_values(result: Any) -> list:
+    """The shape of a returned structure of tuples, lists and dicts (their types, lengths
+    and keys, and where its tensors are), then the values in it other than tensors."""
+    values: list = []
+    return [_shape(result, values), *values]
+
+
+def _shape(node: Any, values: list) -> Any:
+    """The shape of ``node`` for ``_python_values``; its values other than tensors are added
+    to ``values``."""
     if isinstance(node, Tensor):
-        return []
+        return Tensor
+    if type(node) is dict:
+        return (dict, tuple((key, _shape(value, values)) for key, value in node.items()))
     if _is_container(node):
-        items = node.values() if type(node) is dict else node
-        return [value for item in items for value in _python_values(item)]
-    return [node]
+        return (type(node), tuple(_shape(item, values) for item in node))
+    values.append(node)
+    return None
 
 
 def _first_difference(a: list, b: list) -> int:

@@ -41,6 +41,11 @@ class JitError(RuntimeError):
     """
 
 
+# For the errors raised once the step has run in full (recorded): a caller falling back to an
+# eager call would apply its updates twice.
+ALREADY_RUN = "This call has run the step in full (its updates are made): do not repeat it eagerly."
+
+
 class Step:
     """One recorded call: its lines of code, the values it reads and writes, and whether it
     changes something outside its results (then it is never pruned)."""
@@ -476,9 +481,9 @@ def refuse_rebound_leaves(recorder: Recorder) -> None:
         raise JitError(
             f"scratchgrad.jit: {recorder.name}() gives a tensor it uses (first at {place}) "
             "a new array (`.data = ...`), another requires_grad or a hook: a replay would "
-            "not repeat that Python. Update it in place (`p.sub_(...)` under no_grad()), "
-            "use an optimizer, register hooks before the call, or call the function "
-            "without jit."
+            f"not repeat that Python. {ALREADY_RUN} Update it in place (`p.sub_(...)` "
+            "under no_grad()), use an optimizer, register hooks before the call, or call the "
+            "function without jit."
         )
 
 
@@ -535,8 +540,14 @@ def user_line() -> str:
     while frame is not None:  # from the innermost out, stopping at the user's frame
         name = frame.f_code.co_filename
         if not name.startswith(_PACKAGE):
-            if not name.startswith(_LIBRARIES) and "site-packages" not in name:
+            if users_file(name):
                 return f"{name}:{frame.f_lineno}"
             outside = outside or frame
         frame = frame.f_back
     return "<unknown>" if outside is None else f"{outside.f_code.co_filename}:{outside.f_lineno}"
+
+
+def users_file(name: str) -> bool:
+    """Whether the file ``name`` is the user's code: outside scratchgrad and the installed
+    libraries."""
+    return not name.startswith((_PACKAGE, *_LIBRARIES)) and "site-packages" not in name
