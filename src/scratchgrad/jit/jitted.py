@@ -101,8 +101,10 @@ class Outer:
         if not isinstance(fn, types.FunctionType):  # a callable object (a Module): its forward
             fn = getattr(type(fn), "forward", None)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
-        # per globals dict read: (its get, the names read, what each held)
-        self.reads: dict[int, tuple[Callable, list[str], list]] = {}
+        # each global name read, with the globals it is read from and what it held
+        self.scopes: list[dict] = []
+        self.names: list[str] = []
+        self.values: list = []
         if isinstance(fn, types.FunctionType):
             self._read(fn, self.DEPTH, set())
 
@@ -118,17 +120,21 @@ class Outer:
             if isinstance(value, self.HELD):
                 self.cells.append((cell, value))
         scope = fn.__globals__
-        get, names, values = self.reads.setdefault(id(scope), (scope.get, [], []))
         for name in dict.fromkeys(_names(fn.__code__)):
-            value = get(name)
+            value = scope.get(name)
             helper = isinstance(value, types.FunctionType) and users_file(
                 value.__code__.co_filename
             )
-            if (helper or isinstance(value, self.HELD)) and name not in names:
-                names.append(name)
-                values.append(value)
+            if (helper or isinstance(value, self.HELD)) and not self._reads(scope, name):
+                self.scopes.append(scope)
+                self.names.append(name)
+                self.values.append(value)
             if helper and depth and value not in seen:
                 self._read(value, depth - 1, seen)
+
+    def _reads(self, scope: dict, name: str) -> bool:
+        """Whether ``name`` of ``scope`` is noted already (read by two of the functions)."""
+        return any(s is scope and n == name for s, n in zip(self.scopes, self.names))
 
     def refuse_rebound(self, fn: Callable, name: str) -> None:
         """Raise a JitError if ``fn``, just recorded, bound one of its names to a new object
@@ -136,12 +142,8 @@ class Outer:
         error names the name and where ``fn`` is defined."""
         if self.unchanged():
             return
-        names = [
-            name
-            for get, held, values in self.reads.values()
-            for name, value in zip(held, values)
-            if get(name) is not value
-        ]
+        read = zip(self.scopes, self.names, self.values)
+        names = [n for scope, n, value in read if scope.get(n) is not value]
         what = f"the global {names[0]!r}" if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
@@ -154,10 +156,7 @@ class Outer:
         for cell, value in self.cells:
             if cell.cell_contents is not value:
                 return False
-        return all(
-            all(map(operator.is_, map(get, names), values))
-            for get, names, values in self.reads.values()
-        )
+        return all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values))
 
 
 def _names(code: types.CodeType) -> list[str]:
