@@ -514,6 +514,7 @@ def test_a_step_giving_a_parameter_a_new_array_raises_naming_its_first_use():
     with pytest.raises(sg.JitError, match=r"gives a tensor it uses \(first at .*\) a new") as info:
         jitted(x)
     assert f"test_jit.py:{line_of('# USES w')})" in str(info.value)
+    assert "has run the step in full" in str(info.value)  # an eager retry would step twice
     w_e, w_j = sg.ones(3, requires_grad=True), sg.ones(3, requires_grad=True)
     eager, jitted = _manual_sgd(w_e, in_place=True), sg.jit(_manual_sgd(w_j, in_place=True))
     for _ in range(N_STEPS):
@@ -996,6 +997,8 @@ def test_a_step_binding_a_global_to_a_new_tensor_raises():
     ) as info:
         _summing(sg.ones(2))
     assert f"test_jit.py:{line_of('# SUMMING defined') - 1})" in str(info.value)
+    # raised once the call had run (TOTAL is 2 + 2): the message says so
+    assert "has run the step in full" in str(info.value) and TOTAL.item() == 4.0
 
 
 def test_a_changing_python_value_returned_names_the_step_and_its_definition():
