@@ -144,6 +144,45 @@ def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     assert F.cross_entropy(x, target, reduction="sum").item() == 0
 
 
+JITTED_CLASS_LOSSES = [
+    ("class_weights", lambda x, t: F.cross_entropy(x, t, weight=sg.tensor([1.0, 2.0, 3.0]))),
+    ("ignore_index", lambda x, t: F.cross_entropy(x, t, ignore_index=1)),
+    ("nll_ignore_index", lambda x, t: F.nll_loss(x.log_softmax(1), t, ignore_index=1)),
+]
+
+
+@pytest.mark.parametrize(
+    "loss", [c[1] for c in JITTED_CLASS_LOSSES], ids=[c[0] for c in JITTED_CLASS_LOSSES]
+)
+def test_jitted_class_losses_follow_each_batchs_targets(loss):
+    """A jitted step's loss and gradient equal eager's, bit for bit, as the targets change the
+    total weight and which targets are ignored (the first batch ignores none, the last all):
+    the mean divided by the first batch's total, and a batch ignoring nothing took the fused
+    path that ignores nothing."""
+    logits = np.random.default_rng(6).standard_normal((4, 3)).astype(np.float32)
+
+    def step(target):
+        x = sg.tensor(logits, requires_grad=True)
+        out = loss(x, target)
+        out.backward()
+        return out, x.grad
+
+    jitted = sg.jit(step)
+    for targets in ([0, 2, 0, 2], [0, 2, 0, 2], [0, 0, 0, 0], [0, 1, 1, 2], [1, 1, 1, 1]):
+        expected, got = step(sg.tensor(targets)), jitted(sg.tensor(targets))
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
+
+
+def test_jitted_cross_entropy_checks_each_batchs_targets():
+    jitted, x = sg.jit(lambda x, t: F.cross_entropy(x, t)), sg.randn(3, 4)
+    for _ in range(3):
+        jitted(x, sg.tensor([0, 1, 2]))
+    for bad in (5, -1):  # -1 picked the last class
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            jitted(x, sg.tensor([0, bad, 2]))
+
+
 def test_cross_entropy_is_stable_for_huge_logits():
     x = sg.tensor([[1000.0, -1000.0, 0.0]], dtype=sg.float64, requires_grad=True)
     loss = F.cross_entropy(x, sg.tensor([1]))

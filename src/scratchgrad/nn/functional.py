@@ -26,7 +26,14 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
 from scratchgrad.creation import rand
-from scratchgrad.ops.fused import CrossEntropy, Gelu, LayerNorm, Linear, MSELoss
+from scratchgrad.ops.fused import (
+    CrossEntropy,
+    Gelu,
+    LayerNorm,
+    Linear,
+    MSELoss,
+    check_class_indices,
+)
 from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import Tensor, names_bad_arguments, where
 
@@ -162,7 +169,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     if padding_idx is None:
         return out
     padding = capture_hook.call(_is_padding, index, padding_idx % n)
-    return where(padding, out.detach(), out) if padding.any() else out
+    # a recorded step detaches always (the same values), as the next batch may hold the padding
+    if capture_hook.recorder is None and not padding.any():
+        return out
+    return where(padding, out.detach(), out)
 
 
 def _is_padding(index, padding_idx: int):
@@ -400,14 +410,15 @@ def smooth_l1_loss(
 
 def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
     """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
-    none ignored, no class weights or smoothing, and a reduced loss."""
+    an ``ignore_index`` that no class matches (the default, -100), no class weights or
+    smoothing, and a reduced loss. Which targets are ignored is not looked at: a jitted step
+    takes one path for every batch (CrossEntropy checks the indices again at each call)."""
     labels = target._checked_values()
     if not (input.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
         return False
-    if label_smoothing or reduction == "none" or labels.min() < 0:
+    if label_smoothing or reduction == "none" or 0 <= ignore_index < input.shape[1]:
         return False
-    in_range = 0 <= ignore_index < input.shape[1]  # the default, -100, can never match
-    return labels.max() < input.shape[1] and not (in_range and (labels == ignore_index).any())
+    return labels.min() >= 0 and labels.max() < input.shape[1]
 
 
 def _class_targets(
@@ -424,9 +435,7 @@ def _class_targets(
     xp = backend.namespace(labels)
     ignored = labels == ignore_index
     safe = xp.where(ignored, 0, labels)
-    bad = (safe < 0) | (safe >= n_classes)
-    if bad.any():
-        raise IndexError(f"Target {safe[bad].flat[0]} is out of bounds.")
+    check_class_indices(safe, n_classes)
     weights = xp.ones(safe.shape, dtype) if weight is None else weight.array.astype(dtype)[safe]
     return safe, xp.where(ignored, 0, weights).astype(dtype, copy=False), ignored
 
@@ -438,11 +447,11 @@ def _gather_index(target, n_classes, weight, ignore_index, dtype, class_dim) -> 
 
 
 def _mean_over_weights(loss: Tensor, weights) -> Tensor:
-    """PyTorch's weighted mean: divide by the total weight of the targets that count."""
-    total = float(weights.sum())
-    if total == 0:  # every target ignored: NaN as PyTorch (0/0), but with a zero gradient
-        return loss.sum() + math.nan
-    return loss.sum() / total
+    """PyTorch's weighted mean: divide by the total weight of the targets that count, in
+    Tensor ops, so that a jitted step divides by each batch's total."""
+    total = Tensor._make(weights).sum()
+    nothing = total == 0  # every target ignored: NaN as PyTorch (0/0), but with a zero gradient
+    return where(nothing, math.nan, loss.sum() / where(nothing, 1.0, total))
 
 
 def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:

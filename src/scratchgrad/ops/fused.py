@@ -163,6 +163,7 @@ class CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, logits, target, reduction="mean"):
+        check_class_indices(target, logits.shape[1])  # a jitted step's next batch, too
         log_probs = log_softmax(logits, 1)
         ctx.save_for_backward(logits, log_probs)
         ctx.target = target
@@ -177,6 +178,13 @@ class CrossEntropy(Function):
             grad, logits, log_probs=log_probs.array, target=ctx.target, scale=ctx.scale
         )
         return grad_logits, None
+
+
+def check_class_indices(target, n_classes: int) -> None:
+    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
+    bad = (target < 0) | (target >= n_classes)
+    if bad.any():
+        raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
 
 
 class CrossEntropyGrad(Function):
