@@ -234,6 +234,26 @@ def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_a
         assert np.isnan(out.detach().numpy()[1]).all() == need_weights
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_jitted_multihead_attention_reads_each_calls_masks(need_weights):
+    """Bool masks become their biases by Tensor ops: a jitted call given other masks equals
+    eager, bit for bit (replays kept the first call's masks)."""
+    mha = nn.MultiheadAttention(4, 2, batch_first=True)
+    x = sg.tensor(np.random.default_rng(7).standard_normal((2, 3, 4)).astype(np.float32))
+
+    def attend(padding, mask):
+        return mha(x, x, x, key_padding_mask=padding, attn_mask=mask, need_weights=need_weights)
+
+    jitted = sg.jit(attend)
+    first = np.array([[False, False, True], [False, False, False]])
+    tril = np.tril(np.ones((3, 3), bool))
+    for padding, allowed in ((first, tril), (first, tril), (~first, tril), (first, tril.T)):
+        masks = sg.tensor(padding), sg.tensor(~allowed)
+        for e, g in zip(attend(*masks), jitted(*masks)):
+            if e is not None:
+                np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
+
+
 LAYER_OPTIONS = [
     ("post_norm_relu", {}),
     ("pre_norm_gelu", {"norm_first": True, "activation": "gelu"}),

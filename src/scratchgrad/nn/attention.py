@@ -10,7 +10,7 @@ from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.linear import Linear
 from scratchgrad.nn.module import Module, _empty_parameter
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, where
 
 
 class MultiheadAttention(Module):
@@ -167,8 +167,8 @@ class MultiheadAttention(Module):
 
 
 def _as_bias(mask: Tensor, dtype) -> Tensor:
-    """A bool mask (True: masked out) as a float bias of 0 and -inf; a float mask as it is."""
+    """A bool mask (True: masked out) as a float bias of 0 and -inf, by a Tensor op so that a
+    jitted step reads each call's mask; a float mask as it is."""
     if mask.dtype == backend.bool_:
-        xp = backend.namespace(mask.array)
-        return Tensor._make(xp.where(mask.array, -math.inf, 0.0).astype(dtype))
+        return where(mask, -math.inf, mask.new_zeros((), dtype=dtype))
     return mask.to(dtype)
