@@ -75,6 +75,25 @@ def test_integer_division_by_zero_raises_as_torch(op, divisor):
     assert (sg.tensor(x) // 3).tolist() == [2, 2] and (sg.tensor(x) % 3).tolist() == [1, 2]
 
 
+@pytest.mark.parametrize(
+    "call, good, bad, message",
+    [
+        (lambda x, d: x // d, [1, 2], [1, 0], "floor_divide: ZeroDivisionError"),
+        (lambda x, d: x % d, [1, 2], [0, 2], "remainder: ZeroDivisionError"),
+        (lambda x, i: x.gather(0, i), [0, 1], [-1, 1], "gather: index -1 is out of bounds"),
+        (lambda x, i: x.gather(0, i), [0, 1], [0, 2], "gather: index 2 is out of bounds"),
+    ],
+)
+def test_a_jitted_call_checks_each_calls_values(call, good, bad, message):
+    """The checks of values run again at every replay (a replay divided by zero as NumPy does,
+    to 0, and a gather let -1 pick the last entry)."""
+    jitted, x = sg.jit(call), sg.tensor([7, 8])
+    for _ in range(3):
+        assert jitted(x, sg.tensor(good)).tolist() == call(x, sg.tensor(good)).tolist()
+    with pytest.raises(RuntimeError, match=message):
+        jitted(x, sg.tensor(bad))
+
+
 @pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "huber_loss"])
 def test_regression_losses_warn_when_the_target_broadcasts(loss):
     with pytest.warns(UserWarning, match=r"target size .* different to the input size") as ours:

@@ -377,7 +377,7 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
-            _check_divisor("floor_divide", y)
+            _call(_check_divisor, "floor_divide", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(
                 _call(_elementwise, "floor_divide", x.array, getattr(y, "array", y))
             )
@@ -387,7 +387,7 @@ class Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
-            _check_divisor("remainder", y)
+            _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
         return x - (x / y).floor() * y
 
@@ -1572,7 +1572,7 @@ class Tensor:
             raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
         dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0 and index.ndim <= 1:  # as PyTorch: a 0-d tensor acts as 1-d
-            _check_indices("gather", index.array, 1, 0)
+            _call(_check_indices, "gather", index.array, 1, 0)  # a replay checks too
             return self.expand(index.shape) if index.ndim else self.clone()
         if index.ndim != self.array.ndim:
             raise RuntimeError(
@@ -1580,7 +1580,7 @@ class Tensor:
             )
         if index.dtype != backend.int64:
             raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
-        _check_indices("gather", index.array, self.array.shape[dim], dim)
+        _call(_check_indices, "gather", index.array, self.array.shape[dim], dim)
         grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
         return self[tuple(grids)]
@@ -1986,9 +1986,9 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     return dim % size
 
 
-def _check_divisor(name: str, y: Any) -> None:
-    """Integer division by zero raises as PyTorch's does (NumPy would give 0 and a warning)."""
-    divisor = y.array if isinstance(y, Tensor) else y  # an integer array, or a Python int
+def _check_divisor(name: str, divisor: Any) -> None:
+    """Integer division by zero raises as PyTorch's does (NumPy would give 0 and a warning);
+    ``divisor`` is an integer array or a Python int."""
     if (divisor == 0).any() if backend.is_array(divisor) else divisor == 0:
         raise RuntimeError(f"{name}: ZeroDivisionError (an integer divided by zero)")
 
