@@ -82,15 +82,16 @@ def test_integer_division_by_zero_raises_as_torch(op, divisor):
         (lambda x, d: x % d, [1, 2], [0, 2], "remainder: ZeroDivisionError"),
         (lambda x, i: x.gather(0, i), [0, 1], [-1, 1], "gather: index -1 is out of bounds"),
         (lambda x, i: x.gather(0, i), [0, 1], [0, 2], "gather: index 2 is out of bounds"),
+        (lambda x, i: F.embedding(i, x[:, None]), [0, 1], [-1, 0], "embedding: index -1"),
     ],
 )
 def test_a_jitted_call_checks_each_calls_values(call, good, bad, message):
     """The checks of values run again at every replay (a replay divided by zero as NumPy does,
-    to 0, and a gather let -1 pick the last entry)."""
+    to 0, and a gather or an embedding let -1 pick the last entry)."""
     jitted, x = sg.jit(call), sg.tensor([7, 8])
     for _ in range(3):
         assert jitted(x, sg.tensor(good)).tolist() == call(x, sg.tensor(good)).tolist()
-    with pytest.raises(RuntimeError, match=message):
+    with pytest.raises((RuntimeError, IndexError), match=message):
         jitted(x, sg.tensor(bad))
 
 

@@ -159,12 +159,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
             f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype}"
         )
     n = weight.shape[0]
-    if index.size and (index.min() < 0 or index.max() >= n):
-        bad = index[(index < 0) | (index >= n)].flat[0]
-        raise IndexError(
-            f"embedding: index {bad} is out of range in self (num_embeddings={n}; indices must "
-            f"be in [0, {n - 1}])"
-        )
+    capture_hook.call(_check_embedding_indices, index, n)  # a jitted step's next batch, too
     out = weight[index]
     if padding_idx is None:
         return out
@@ -173,6 +168,15 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     if capture_hook.recorder is None and not padding.any():
         return out
     return where(padding, out.detach(), out)
+
+
+def _check_embedding_indices(index, n: int) -> None:
+    if index.size and (index.min() < 0 or index.max() >= n):
+        bad = index[(index < 0) | (index >= n)].flat[0]
+        raise IndexError(
+            f"embedding: index {bad} is out of range in self (num_embeddings={n}; indices must "
+            f"be in [0, {n - 1}])"
+        )
 
 
 def _is_padding(index, padding_idx: int):
