@@ -83,11 +83,13 @@ def test_integer_division_by_zero_raises_as_torch(op, divisor):
         (lambda x, i: x.gather(0, i), [0, 1], [-1, 1], "gather: index -1 is out of bounds"),
         (lambda x, i: x.gather(0, i), [0, 1], [0, 2], "gather: index 2 is out of bounds"),
         (lambda x, i: F.embedding(i, x[:, None]), [0, 1], [-1, 0], "embedding: index -1"),
+        (lambda x, p: F.binary_cross_entropy(p, p), [0.5, 1], [0.5, 2], "between 0 and 1, got 2"),
     ],
 )
 def test_a_jitted_call_checks_each_calls_values(call, good, bad, message):
     """The checks of values run again at every replay (a replay divided by zero as NumPy does,
-    to 0, and a gather or an embedding let -1 pick the last entry)."""
+    to 0, a gather or an embedding let -1 pick the last entry, binary cross-entropy took the
+    log of a negative number)."""
     jitted, x = sg.jit(call), sg.tensor([7, 8])
     for _ in range(3):
         assert jitted(x, sg.tensor(good)).tolist() == call(x, sg.tensor(good)).tolist()

@@ -610,14 +610,18 @@ def binary_cross_entropy(
     -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
     _check_reduction(reduction)
     _check_same_size(input, target)
-    inside = (input.array >= 0) & (input.array <= 1)  # NaN is outside too
+    capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
+    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def _check_probabilities(probabilities) -> None:
+    inside = (probabilities >= 0) & (probabilities <= 1)  # NaN is outside too
     if not inside.all():
         raise RuntimeError(
             "binary_cross_entropy: all elements of input should be between 0 and 1, got "
-            f"{input.array[~inside].flat[0]}; for logits use binary_cross_entropy_with_logits"
+            f"{probabilities[~inside].flat[0]}; for logits use binary_cross_entropy_with_logits"
         )
-    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
-    return _reduce(loss if weight is None else loss * weight, reduction)
 
 
 @autocast_policy("float32")
