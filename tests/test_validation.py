@@ -84,17 +84,26 @@ def test_integer_division_by_zero_raises_as_torch(op, divisor):
         (lambda x, i: x.gather(0, i), [0, 1], [0, 2], "gather: index 2 is out of bounds"),
         (lambda x, i: F.embedding(i, x[:, None]), [0, 1], [-1, 0], "embedding: index -1"),
         (lambda x, p: F.binary_cross_entropy(p, p), [0.5, 1], [0.5, 2], "between 0 and 1, got 2"),
+        (lambda x, i: F.one_hot(i, 2), [0, 1], [0, 2], "smaller than num_classes"),
+        (lambda x, i: F.one_hot(i, 2), [0, 1], [-1, 1], "must be non-negative"),
     ],
 )
 def test_a_jitted_call_checks_each_calls_values(call, good, bad, message):
     """The checks of values run again at every replay (a replay divided by zero as NumPy does,
     to 0, a gather or an embedding let -1 pick the last entry, binary cross-entropy took the
-    log of a negative number)."""
+    log of a negative number, one_hot gave rows of zeros)."""
     jitted, x = sg.jit(call), sg.tensor([7, 8])
     for _ in range(3):
         assert jitted(x, sg.tensor(good)).tolist() == call(x, sg.tensor(good)).tolist()
     with pytest.raises((RuntimeError, IndexError), match=message):
         jitted(x, sg.tensor(bad))
+
+
+def test_a_jitted_one_hot_refuses_to_read_its_class_count_from_the_values():
+    with pytest.raises(sg.jit.JitError, match=r"one_hot\(num_classes=-1\).* at .*test_valid"):
+        jitted = sg.jit(lambda i: F.one_hot(i))
+        for _ in range(3):  # the first call runs eagerly, the next records
+            jitted(sg.tensor([0, 2]))
 
 
 @pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "huber_loss"])

@@ -664,15 +664,18 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         if labels.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("one_hot(num_classes=-1), its shape read from the values")
         num_classes = int(labels.max()) + 1
-    if labels.size and labels.min() < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if labels.size and labels.max() >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
     return Tensor._make(capture_hook.call(_one_hot, labels, num_classes))
 
 
 def _one_hot(labels, num_classes: int):
+    """The one-hot rows, after the checks of the labels (a jitted step's next batch, too)."""
+    if labels.size and labels.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if labels.size and labels.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     classes = backend.namespace(labels).arange(num_classes)
     return (labels[..., None] == classes).astype(backend.int64)
 
