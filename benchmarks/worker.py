@@ -27,6 +27,9 @@ from collections.abc import Callable
 
 THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))  # run.py sets it for every worker
 MIN_SAMPLE_SECONDS = 100e-6  # shorter steps are timed in groups, so the clock's cost stays small
+# calls before the first round sizes its samples: a jitted step records at its second and third
+# call, each many times slower than a replay, and sized by those its rounds came out ~60x short
+SIZING_WARMUP_CALLS = 5
 
 
 def rss_mb() -> float:
@@ -114,6 +117,8 @@ class Timer:
     def round(self, seconds: float) -> dict:
         if not self.repeat:
             self.repeat = 1
+            for _ in range(SIZING_WARMUP_CALLS):
+                self.step()
             guess = statistics.median(self.sample() for _ in range(3))
             self.repeat = max(1, math.ceil(MIN_SAMPLE_SECONDS / guess))
             self.samples = max(3, min(2000, round(seconds / (guess * self.repeat))))
