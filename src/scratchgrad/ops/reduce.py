@@ -66,7 +66,7 @@ class SumToSize(Function):
             # less accurate (that reduction adds the rows one after another). The result owns
             # its memory, so a leaf can keep it as its .grad without a copy.
             wide, module = accumulation_dtype(dtype), xp if type(x) is ndarray else namespace(x)
-            rows = x.reshape(math.prod(x.shape[:lead]), shape[0])  # the leading dims as one
+            rows = x if lead == 1 else x.reshape(math.prod(x.shape[:lead]), shape[0])
             if wide is None:
                 return _ones(len(rows), dtype, module).dot(rows)
             return cast(_ones(len(rows), wide, module).dot(cast(rows, wide)), dtype)
