@@ -8,9 +8,27 @@ import numpy as np
 import pytest
 
 import scratchgrad as sg
+from scratchgrad.ops import reduce
 from scratchgrad.ops.matmul import _product
 from scratchgrad.ops.movement import _add_rows
 from scratchgrad.ops.reduce import _max, _ones, _sum
+
+
+@pytest.fixture(autouse=True)
+def small_arrays_take_the_fast_paths(monkeypatch):
+    """The row sums and row max start at ``reduce._FEW`` entries: these small arrays take
+    them too."""
+    monkeypatch.setattr(reduce, "_FEW", 0)
+
+
+def test_arrays_of_few_entries_reduce_as_numpy(monkeypatch):
+    """Below ``_FEW`` entries (a (64, 10) batch of logits) NumPy's reductions run: their bits."""
+    monkeypatch.setattr(reduce, "_FEW", 1024)
+    x = np.random.default_rng(4).standard_normal((64, 10)).astype(np.float32)
+    np.testing.assert_array_equal(_sum(x, (1,), True), np.add.reduce(x, axis=1, keepdims=True))
+    np.testing.assert_array_equal(_max(x, (1,)), x.max(axis=1, keepdims=True))
+    y = np.random.default_rng(5).standard_normal((3, 300, 7)).astype(np.float32)
+    assert reduce._row_count(y, (2,)) == 900 and reduce._row_count(x, (1,)) == 0
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -181,9 +181,15 @@ class CrossEntropy(Function):
 
 
 def check_class_indices(target, n_classes: int) -> None:
-    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
-    bad = (target < 0) | (target >= n_classes)
-    if bad.any():
+    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``): from
+    the smallest and largest index (on NumPy arrays without ndarray.min's Python wrapper)."""
+    if not target.size:
+        return
+    numpy = type(target) is ndarray
+    low = xp.minimum.reduce(target, None) if numpy else target.min()
+    high = xp.maximum.reduce(target, None) if numpy else target.max()
+    if low < 0 or high >= n_classes:
+        bad = (target < 0) | (target >= n_classes)
         raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
 
 

@@ -94,9 +94,16 @@ def _sum(x, dim, keepdim):
     return cast(module.add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
 
 
+# Below about this many entries NumPy's reductions are as fast as the product's calls (a
+# (64, 10) float32 sum 2.3 against 2.8 us, its max 4.0 against 4.2 us; from (128, 10) on the
+# product and argmax win), and cost fewer Python instructions (eager W3's cross-entropy).
+_FEW = 1024
+
+
 def _row_count(x, dim) -> int:
     """How many rows ``x`` has if summing over ``dim`` is summing the rows of a matrix: ``dim``
-    the last dims of a C-ordered float array, 2 to 512 entries each; else 0. Those sums are
+    the last dims of a C-ordered float array of at least ``_FEW`` entries, 2 to 512 in
+    each row; else 0. Those sums are
     then one BLAS product with ones, several times faster than NumPy's reduction along a short
     inner axis, which pays per row (0.08 ms against 0.017 ms on an attention's (12, 4, 64, 64)
     scores). The two add in different orders (NumPy's pairwise summation: eight interleaved
@@ -108,7 +115,7 @@ def _row_count(x, dim) -> int:
     row of softmax, log_softmax (cross-entropy) or layer norm, can differ in the last bit with
     the count of other rows in the batch. NumPy's reduction was invariant, and so are
     PyTorch's CPU sum, softmax and layer norm; its matmul is not (docs/nn.md)."""
-    if dim is None or not dim or x.dtype.kind != "f" or not x.flags.c_contiguous:
+    if x.size < _FEW or dim is None or not dim or x.dtype.kind != "f" or not x.flags.c_contiguous:
         return 0
     ndim = x.ndim
     if len(dim) >= ndim or sorted(d % ndim for d in dim) != list(range(ndim - len(dim), ndim)):
