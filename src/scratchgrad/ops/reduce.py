@@ -111,10 +111,11 @@ def _row_count(x, dim) -> int:
     the same size (2,000 float32 rows of 300 normal entries: at most 8.4e-6 against 6.6e-6).
 
     NOTE: these sums are not batch-invariant: OpenBLAS picks its kernel by the number of rows
-    (a dot for one row, a gemv for more, which blocks the rows), so a row's sum, and with it a
-    row of softmax, log_softmax (cross-entropy) or layer norm, can differ in the last bit with
-    the count of other rows in the batch. NumPy's reduction was invariant, and so are
-    PyTorch's CPU sum, softmax and layer norm; its matmul is not (docs/nn.md)."""
+    (a dot for one row, a gemv for more, which blocks the rows), and ``_FEW`` picks the path by
+    the array's size, so a row's sum, and with it a row of softmax, log_softmax (cross-entropy)
+    or layer norm, can differ in the last bit with the count of other rows in the batch.
+    NumPy's reduction alone was invariant, and so are PyTorch's CPU sum, softmax and layer
+    norm; its matmul is not (docs/nn.md)."""
     if x.size < _FEW or dim is None or not dim or x.dtype.kind != "f" or not x.flags.c_contiguous:
         return 0
     ndim = x.ndim
