@@ -27,14 +27,14 @@ from scratchgrad.ops.matmul import MatMul
 def sources(monkeypatch):
     """The source of every program compiled in the test, in order."""
     compiled = []
-    compile_program = program.compile
+    generate = program.generate
 
-    def compile_and_keep(*args, **kwargs):
-        replay, source = compile_program(*args, **kwargs)
+    def generate_and_keep(*args, **kwargs):
+        source, namespace = generate(*args, **kwargs)
         compiled.append(source)
-        return replay, source
+        return source, namespace
 
-    monkeypatch.setattr(program, "compile", compile_and_keep)
+    monkeypatch.setattr(program, "generate", generate_and_keep)
     return compiled
 
 

@@ -93,24 +93,27 @@ def test_constants_of_two_recordings_are_compared_bit_for_bit():
 
 
 def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatch):
-    """Python's compiler takes a few hundred KB while it runs (more than a small step's
-    arrays): the first recording, only compared with the second, is never compiled, and the
-    second is compiled (its program and its optimizer update) after its step has run and the
-    first recording is freed, not while the step's arrays and the recorder's tables are
-    alive."""
+    """Python's compiler takes 50-170 KB while it runs (more than a small step's arrays):
+    the first recording, only compared with the second, is never compiled, and the second is
+    compiled (its program and its optimizer updates) after its step has run, the first
+    recording is freed, and the recorder that the program's source was made from is freed
+    too, not while the step's arrays and the recorder's tables are alive."""
     compiled = []
     first = []
+    recorders = []
+    generate, define = program.generate, updates.define
 
-    def spy(compile_function):
-        def spied(*args, **kwargs):
-            alive = first[0]() is not None if first else None
-            compiled.append((compile_function.__name__, capture_hook.recorder is None, alive))
-            return compile_function(*args, **kwargs)
+    def generate_spied(recorder, *args, **kwargs):
+        recorders.append(weakref.ref(recorder))
+        return generate(recorder, *args, **kwargs)
 
-        return spied
+    def define_spied(source, namespace, name):
+        alive = [None if not refs else refs[-1]() is not None for refs in (first, recorders)]
+        compiled.append((name, capture_hook.recorder is None, *alive))
+        return define(source, namespace, name)
 
-    monkeypatch.setattr(program, "compile", spy(program.compile))
-    monkeypatch.setattr(updates.Update, "compile", spy(updates.Update.compile))
+    monkeypatch.setattr(program, "generate", generate_spied)
+    monkeypatch.setattr(updates, "define", define_spied)
     step = _jitted_step()
     x, y = sg.randn(5, 6), sg.randint(0, 3, (5,))
     step(x, y)
@@ -120,8 +123,8 @@ def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatc
     for _ in range(3):  # the second recording, compiled; two replays
         step(x, y)
     # the program, then the two updates it calls (zero_grad, step): outside the step, with
-    # the first recording freed
-    assert compiled == [("compile", True, False)] * 3
+    # the first recording and the recorder freed
+    assert compiled == [("replay", True, False, False)] + [("run", True, False, False)] * 2
 
 
 @pytest.mark.parametrize(

@@ -64,14 +64,16 @@ class Recording:
         # watched by the next recording (see Recorder.watch)
         self.watched = ([leaf for leaf, *_ in self.reached], recorder.optimizers)
 
-    def compile(self, recorder: Recorder, inputs: list, returned: list, arena: Any) -> None:
-        """Make the program (its buffers cut from ``arena``) and the optimizer updates it
-        calls; the recorded lines, only needed for the check, are let go."""
-        self.replay, self.source = program.compile(recorder, inputs, returned, arena)
+    def compile(self, source: str, namespace: dict) -> None:
+        """Make the program from its source and globals (``program.generate``) and the
+        optimizer updates it calls; what only the check needed (the recorded lines, where
+        each call and constant came from) is let go first."""
+        self.calls, self.call_places, self.places = [], [], {}
+        self.replay, self.source = updates.define(source, namespace, "replay"), source
         for constant in self.constants.values():
             if isinstance(constant, updates.Update):
                 constant.compile()
-        self.calls, self.call_places, self.checked, self.watched = [], [], True, ((), ())
+        self.checked, self.watched = True, ((), ())
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then,
@@ -217,21 +219,24 @@ class Jitted:
             return result
         # Recorded once: record again and compare, so that a value computed in Python from
         # tensor data (frozen into a recording) is caught, not replayed.
-        result, again, compile_again = self._record(tensors, args, kwargs, recording.watched)
+        result, again, generate = self._record(tensors, args, kwargs, recording.watched)
         _check_same(recording, again, self.__name__)
         _check_same_values(recording.values, again.values, self.__name__, self.fn)
-        # Compiled now, with the first recording freed and the step's arrays too: Python's
-        # compiler takes a few hundred KB while it runs.
+        # Compiled now, with the first recording freed, the step's arrays too, and the
+        # recorder once the source is made: Python's compiler takes 50-170 KB while it runs.
         recordings[recordings.index(recording)] = again
         del recording
-        compile_again()
+        source = generate()
+        del generate  # the last reference to the recorder
+        again.compile(*source)
         return result
 
     def _record(
         self, tensors: list, args: tuple, kwargs: dict, watched: tuple = ((), ())
     ) -> tuple[Any, Recording, Callable]:
         """Call the function under a recorder: its result, its recording (no program yet),
-        and the call compiling it (which keeps the recorder until it is called or dropped).
+        and the call making its program's source and globals (``program.generate``; it keeps
+        the recorder until it is dropped).
         ``watched``: leaves whose ``.grad`` and optimizers whose settings only recorded calls
         may change (see ``Recorder.watch``)."""
         recorder = Recorder(self.__name__)
@@ -254,8 +259,8 @@ class Jitted:
             (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
         ]
         recording = Recording(recorder, build, _python_values(result), outer, flipped)
-        compile = functools.partial(recording.compile, recorder, inputs, returned, self.arena)
-        return result, recording, compile
+        generate = functools.partial(program.generate, recorder, inputs, returned, self.arena)
+        return result, recording, generate
 
 
 def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:

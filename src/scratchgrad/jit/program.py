@@ -29,7 +29,7 @@ from scratchgrad.autograd import engine
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels
 from scratchgrad.jit.recorder import Recorder
-from scratchgrad.jit.updates import _aligned
+from scratchgrad.jit.updates import _aligned, define
 from scratchgrad.tensor import Tensor
 
 # Arrays at least this big are released right after their last use; smaller ones live until
@@ -89,6 +89,16 @@ def compile(
     its source code. The tensors are there for the gradients of tensor arguments, which go
     into the ``.grad`` of the tensors passed to each call (``tensors[i]``). The buffers are
     cut from ``arena`` (a new one if None)."""
+    source, namespace = generate(recorder, inputs, outputs, arena)
+    return define(source, namespace, "replay"), source
+
+
+def generate(
+    recorder: Recorder, inputs: list[int], outputs: list[int], arena: Arena | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The source of ``compile``'s replay function and the globals it runs in. A caller that
+    lets the recorder go before ``define`` runs them frees the recorder's tables (each
+    step's lines, the values' numbers) before Python's compiler takes its memory."""
     steps = _live_steps(recorder, outputs)
     last_use = {}
     for index, step in enumerate(steps):
@@ -127,8 +137,7 @@ def compile(
     namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": None}
     namespace["arena"] = Arena() if arena is None else arena
     namespace["place"] = functools.partial(_place, plan.size, plan.views, plan.scratch)
-    exec(source, namespace)  # noqa: S102  (the code is ours, built from the recorded calls)
-    return namespace.pop("replay"), source  # (the function keeps the namespace, not a cycle)
+    return source, namespace
 
 
 def _place(size: int, views: dict, scratch: list, namespace: dict) -> None:
