@@ -125,7 +125,7 @@ def generate(
         body += [line.replace(kernels.OUT, plan.outs.get(index, "")) for line in lines]
         done = [
             f"v{n}"
-            for n in sorted(step.reads | set(step.writes))
+            for n in sorted({*step.reads, *step.writes})
             if last_use.get(n, -1) <= index
             and recorder.sizes[n] >= _RELEASE_SIZE
             and memory[n] not in plan.block_of  # a buffer stays anyway
@@ -234,7 +234,7 @@ def _free_after(
     escaped = set(inputs)
     for step in steps:
         if step.effect:
-            escaped |= step.reads | set(step.writes)
+            escaped.update(step.reads, step.writes)
     last_by_memory: dict[int, int] = {}
     memory = recorder.memory
     for number, root in enumerate(memory):
@@ -251,6 +251,6 @@ def _live_steps(recorder: Recorder, outputs: list[int]) -> list:
     for step in reversed(recorder.steps):
         if step.effect or live.intersection(step.writes):
             kept.append(step)
-            live |= step.reads
+            live.update(step.reads)
     kept.reverse()
     return kept

@@ -62,13 +62,15 @@ class Step:
         "tried",
     )
 
-    def __init__(self, lines: list[str], reads: set, writes: list, effect: bool) -> None:
+    def __init__(self, lines: list[str], reads: tuple, writes: list, effect: bool) -> None:
+        # (reads: a tuple, not a set: a set takes 216 bytes however few it holds, and a
+        # recording keeps a step per call until it is compiled)
         self.lines, self.reads, self.writes, self.effect = lines, reads, writes, effect
         self.place = user_line()  # for the JitError of two recordings that differ
         # for a kernel whose code takes an out= (see kernels.OUT): the inputs its result could
         # overwrite, and the (shape, dtype) of a C-ordered buffer that could hold the result
         # as the call would lay it out (None: the program lets the call allocate it)
-        self.reusable: list[int] = []
+        self.reusable: tuple[int, ...] = ()
         self.layout: tuple | None = None
         # what asks for scratch memory while the step runs (an optimizer's generated update,
         # a swapped product: ``nbytes``, and ``place(memory)`` before its first run), lent by
@@ -194,8 +196,8 @@ class Recorder:
 
     def note(self, lines: list[str], writes: list, effect: bool) -> None:
         """Add a step of ``lines`` writing ``writes``, reading the values named since the last."""
-        self.steps.append(Step(lines, self._reads, writes, effect))
-        self._reads = set()
+        self.steps.append(Step(lines, tuple(self._reads), writes, effect))
+        self._reads.clear()
 
     # ---- the hooks (see capture_hook) ------------------------------------------------------
 
@@ -275,7 +277,7 @@ class Recorder:
         if kernels.OUT not in code:
             return
         step = self.steps[-1]
-        step.reusable = [
+        step.reusable = tuple(
             int(name[1:])
             for i, (name, a) in enumerate(zip(positional, arrays))
             if i in overwrites
@@ -284,7 +286,7 @@ class Recorder:
             # and laid out as the result: written over another layout, the result would be
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
-        ]
+        )
         if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
             step.layout = (out.shape, out.dtype)
 
@@ -534,17 +536,21 @@ class _Paused:
 
 def user_line() -> str:
     """``file:line`` of the innermost frame of the user's code: outside scratchgrad and the
-    installed libraries (one may wrap ``print``), else outside scratchgrad."""
+    installed libraries (one may wrap ``print``), else outside scratchgrad. Interned: a
+    recording notes one for each call and constant, most of them the same few lines (a
+    step's ``loss.backward()`` makes most of its calls), and keeps them until it is checked."""
     outside = None  # the innermost frame outside scratchgrad
     frame = sys._getframe(1)
     while frame is not None:  # from the innermost out, stopping at the user's frame
         name = frame.f_code.co_filename
         if not name.startswith(_PACKAGE):
             if users_file(name):
-                return f"{name}:{frame.f_lineno}"
+                return sys.intern(f"{name}:{frame.f_lineno}")
             outside = outside or frame
         frame = frame.f_back
-    return "<unknown>" if outside is None else f"{outside.f_code.co_filename}:{outside.f_lineno}"
+    if outside is None:
+        return "<unknown>"
+    return sys.intern(f"{outside.f_code.co_filename}:{outside.f_lineno}")
 
 
 def users_file(name: str) -> bool:
