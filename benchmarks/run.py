@@ -14,6 +14,7 @@ The table goes to stdout and, with the raw numbers, to ``benchmarks/results/late
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import importlib.util
 import json
@@ -35,6 +36,19 @@ QUIET = 0.05  # above this share of CPU time used by others, the table says the 
 FIRST_LOSS_RTOL = 1e-4  # float32 sums in a different order differ in the last digits only
 EPOCHS = 10  # W3's training run
 EPOCH_RUNS = 3  # its wall time is the median of this many runs (one is too noisy)
+ADDR_NO_RANDOMIZE = 0x0040000  # from Linux's <sys/personality.h>
+
+
+def same_layout() -> None:
+    """Run in each worker before it starts (Linux): turn off address space randomization, so
+    that every worker maps its libraries, heap and stack at the same addresses. A library's
+    code pages become resident in aligned windows around each page used (the kernel's fault
+    around), so with random addresses the same calls cost another number of resident pages in
+    each process: making W2's problem and step took 192 KB of NumPy's ``_generator`` module
+    in one process and 148 KB in three others, and a whole eager W2 worker grew 544 KB or
+    596 KB. Without randomization each grew the same in every run."""
+    libc = ctypes.CDLL(None)
+    libc.personality(libc.personality(0xFFFFFFFF) | ADDR_NO_RANDOMIZE)
 
 
 class Worker:
@@ -53,6 +67,7 @@ class Worker:
             stderr=self.log,
             text=True,
             env=env,
+            preexec_fn=same_layout if sys.platform == "linux" else None,
         )
         self.setup = self._read()
         self.medians: list[float] = []  # one per round
