@@ -32,7 +32,6 @@ from scratchgrad.ops.fused import (
     LayerNorm,
     Linear,
     MSELoss,
-    check_class_indices,
 )
 from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import Tensor, names_bad_arguments, where
@@ -416,13 +415,34 @@ def _plain_class_targets(input, target, weight, ignore_index, reduction, label_s
     """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
     an ``ignore_index`` that no class matches (the default, -100), no class weights or
     smoothing, and a reduced loss. Which targets are ignored is not looked at: a jitted step
-    takes one path for every batch (CrossEntropy checks the indices again at each call)."""
+    takes one path for every batch (and checks each batch's indices, ``cross_entropy``).
+    The smallest and largest label come without ndarray.min and max's Python wrappers (eager
+    W3's step paid ~4k instructions for them)."""
     labels = target._checked_values()
     if not (input.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
         return False
     if label_smoothing or reduction == "none" or 0 <= ignore_index < input.shape[1]:
         return False
-    return labels.min() >= 0 and labels.max() < input.shape[1]
+    low, high = _index_range(labels)
+    return low >= 0 and high < input.shape[1]
+
+
+def _index_range(index) -> tuple:
+    """The smallest and largest entry of a non-empty integer array (of NumPy's without
+    ndarray.min's Python wrapper)."""
+    if type(index) is backend.ndarray:
+        return xp.minimum.reduce(index, None), xp.maximum.reduce(index, None)
+    return index.min(), index.max()
+
+
+def check_class_indices(target, n_classes: int) -> None:
+    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
+    if not target.size:
+        return
+    low, high = _index_range(target)
+    if low < 0 or high >= n_classes:
+        bad = (target < 0) | (target >= n_classes)
+        raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
 
 
 def _class_targets(
@@ -546,6 +566,8 @@ def cross_entropy(
     else:
         _check_class_target_shape(input, target, class_dim)
         if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
+            if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
+                capture_hook.call(check_class_indices, target.array, n_classes)
             return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
     # cross entropy is the negative log-likelihood of the log-softmax (CrossEntropy in one node)
     logp = input.log_softmax(class_dim)

@@ -85,7 +85,7 @@ def _sum(x, dim, keepdim):
     wide, module = accumulation_dtype(x.dtype), xp if type(x) is ndarray else namespace(x)
     if wide is None:
         dim = (dim,) if type(dim) is int else dim
-        rows = _row_count(x, dim)
+        rows = _row_count(x, dim) if x.size >= _FEW else 0  # the test first: a call less
         if rows:
             sums = x.reshape(rows, -1).dot(_ones(x.size // rows, x.dtype, module))
             lead = x.shape[: x.ndim - len(dim)]
@@ -102,13 +102,14 @@ _FEW = 1024
 
 def _row_count(x, dim) -> int:
     """How many rows ``x`` has if summing over ``dim`` is summing the rows of a matrix: ``dim``
-    the last dims of a C-ordered float array of at least ``_FEW`` entries, 2 to 512 in
-    each row; else 0. Those sums are
-    then one BLAS product with ones, several times faster than NumPy's reduction along a short
-    inner axis, which pays per row (0.08 ms against 0.017 ms on an attention's (12, 4, 64, 64)
-    scores). The two add in different orders (NumPy's pairwise summation: eight interleaved
-    partial sums up to 128 entries, halves above; BLAS: its kernel's blocks), with errors of
-    the same size (2,000 float32 rows of 300 normal entries: at most 8.4e-6 against 6.6e-6).
+    the last dims of a C-ordered float array, 2 to 512 entries in each row; else 0. Asked only
+    for arrays of at least ``_FEW`` entries (the callers test that first, a call less on the
+    small ones). Those sums are then one BLAS product with ones, several times faster than
+    NumPy's reduction along a short inner axis, which pays per row (0.08 ms against 0.017 ms
+    on an attention's (12, 4, 64, 64) scores). The two add in different orders (NumPy's
+    pairwise summation: eight interleaved partial sums up to 128 entries, halves above; BLAS:
+    its kernel's blocks), with errors of the same size (2,000 float32 rows of 300 normal
+    entries: at most 8.4e-6 against 6.6e-6).
 
     NOTE: these sums are not batch-invariant: OpenBLAS picks its kernel by the number of rows
     (a dot for one row, a gemv for more, which blocks the rows), and ``_FEW`` picks the path by
@@ -116,7 +117,7 @@ def _row_count(x, dim) -> int:
     or layer norm, can differ in the last bit with the count of other rows in the batch.
     NumPy's reduction alone was invariant, and so are PyTorch's CPU sum, softmax and layer
     norm; its matmul is not (docs/nn.md)."""
-    if x.size < _FEW or dim is None or not dim or x.dtype.kind != "f" or not x.flags.c_contiguous:
+    if dim is None or not dim or x.dtype.kind != "f" or not x.flags.c_contiguous:
         return 0
     ndim = x.ndim
     if len(dim) >= ndim or sorted(d % ndim for d in dim) != list(range(ndim - len(dim), ndim)):
@@ -130,9 +131,13 @@ def _max(x, dim):
     ``_sum``'s product), as the entries ``argmax`` finds: NumPy's max along a short inner axis
     pays per row, argmax far less (0.07 ms against 0.18 ms on (12, 4, 64, 64) scores). NaN
     wins either way (argmax returns the first NaN)."""
-    rows = _row_count(x, dim)
+    rows = _row_count(x, dim) if x.size >= _FEW else 0  # the test first: a call less
+    if not rows and type(x) is ndarray:  # ndarray.max less its Python wrapper; with an
+        # ``initial`` NumPy need not copy each row's first entry in (W3's (64, 10) logits: ~4k
+        # instructions); the max is the same, NaN and -0.0 included
+        return xp.maximum.reduce(x, axis=dim, keepdims=True, initial=-xp.inf)
     if not rows:
-        return x.max(axis=dim, keepdims=True)
+        return x.max(axis=dim, keepdims=True)  # CuPy's max has no ``initial``
     module = xp if type(x) is ndarray else namespace(x)
     flat = x.reshape(rows, -1)
     at = flat.argmax(axis=1) + module.arange(0, x.size, flat.shape[1])
