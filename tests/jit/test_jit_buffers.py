@@ -154,6 +154,10 @@ def test_a_replay_allocates_no_array_but_what_it_returns(traced, swap, monkeypat
     layer, returned = 128 * 512 * 4, 128 * 4 * 4
     assert eager_peak > 2 * layer
     assert replay_peak < returned + 8192 * 4 + 4096
+    if swap and "the bits differ" in source_of(forward):  # refused, as it must be
+        pytest.skip(
+            "this BLAS gives the swapped product other bits: the swap's scratch is untested"
+        )
     if swap:
         assert "k_swapped" in source_of(forward)
 

@@ -173,6 +173,10 @@ def test_stacks_of_one_matrix_replay_as_eager(transpose_x, sources, monkeypatch)
     # the forward's (the gradients' inner size is short), swapped: with 6 x 256 @ 256 x 5
     # OpenBLAS's swapped way had other bits when x was not transposed
     (said,) = choices(sources[-1])
+    if said.endswith("the bits differ"):  # refused, as it must be (OpenBLAS's Haswell kernels)
+        pytest.skip(
+            "this BLAS gives the swapped product other bits: the swapped replay is untested"
+        )
     assert said.startswith("swapped:"), said
 
 
