@@ -536,6 +536,10 @@ RANDOM_OPS = {
     "dropout": lambda x: nn.functional.dropout(x, 0.5),
     "bernoulli": lambda x: (x / 6).bernoulli(),
     "bernoulli with p": lambda x: x.bernoulli(0.3, generator=GENERATOR),
+    "nn.init.normal_": lambda x: x + nn.init.normal_(sg.empty(x.shape), 1.0, 2.0),
+    "nn.init.uniform_ from a generator": lambda x: (
+        x * nn.init.uniform_(sg.empty(x.shape), -1.0, 3.0, generator=GENERATOR)
+    ),
 }
 GENERATOR = sg.Generator()
 
@@ -554,6 +558,50 @@ def test_random_ops_in_the_step_follow_a_seeded_eager_run(op):
     jitted = sg.jit(step)
     for call, (e, j) in enumerate(zip(run(step), run(jitted))):
         np.testing.assert_array_equal(j, e, err_msg=f"call {call}")
+    assert all(r.checked for rs in jitted.recordings.values() for r in rs)  # replayed
+
+
+def _random_features(init):
+    """A step drawing its first layer's weights anew with ``init`` (random features), then
+    training the head on them."""
+    sg.manual_seed(0)
+    features, head = nn.Linear(4, 16), nn.Linear(16, 3)
+    opt = sg.optim.SGD(head.parameters(), lr=0.1)
+
+    def step(x, y):
+        init(features.weight)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(head(features(x).relu()), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, head
+
+
+INITS = {
+    "normal_": lambda w: nn.init.normal_(w, 0.0, 0.5),
+    "xavier_uniform_": nn.init.xavier_uniform_,
+    "kaiming_normal_": lambda w: nn.init.kaiming_normal_(w, nonlinearity="relu"),
+}
+
+
+@pytest.mark.parametrize("init", INITS)
+def test_nn_init_inside_the_step_draws_again_at_each_replay(init):
+    """Re-initialising a parameter inside the step with ``nn.init`` (random features drawn for
+    each batch) is replayed: each call fills it with new draws from the generator, as the
+    eager step does, so the losses and the trained head equal eager's bit for bit."""
+    data = batches((6, 4), n=6)
+
+    def run(step):
+        sg.manual_seed(7)  # then each call draws on from the generator
+        return [step(x, y).item() for x, y in data]
+
+    (eager, head_e), (step, head_j) = _random_features(INITS[init]), _random_features(INITS[init])
+    jitted = sg.jit(step)
+    assert run(jitted) == run(eager)
+    for a, b in zip(head_e.parameters(), head_j.parameters()):
+        np.testing.assert_array_equal(b.detach().numpy(), a.detach().numpy())
     assert all(r.checked for rs in jitted.recordings.values() for r in rs)  # replayed
 
 

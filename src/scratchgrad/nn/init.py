@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import Generator
 from scratchgrad.tensor import Tensor
@@ -54,8 +55,21 @@ def _fill(tensor: Tensor, values) -> Tensor:
         return tensor.copy_(values)
 
 
-def _rng(generator: Generator | None, tensor: Tensor):
-    return (generator or backend.default_generator_for(tensor.device)).rng
+def _uniform(generator: Generator | None, device, a: float, b: float, shape: tuple):
+    """U(a, b) samples of ``shape``, made by ``capture_hook.call``: inside a step that
+    scratchgrad.jit records, each replay draws again, from the generator of that moment, as
+    the eager step does."""
+    return _rng(generator, device).uniform(a, b, shape)
+
+
+def _normal(generator: Generator | None, device, mean: float, std: float, shape: tuple):
+    """N(mean, std**2) samples of ``shape``, made as ``_uniform``'s."""
+    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
+    return _rng(generator, device).standard_normal(shape) * std + mean
+
+
+def _rng(generator: Generator | None, device):
+    return (generator or backend.default_generator_for(device)).rng
 
 
 def uniform_(
@@ -68,15 +82,15 @@ def uniform_(
     >>> bool((w >= -2).all() and (w < 2).all())
     True
     """
-    return _fill(tensor, _rng(generator, tensor).uniform(a, b, tensor.shape))
+    return _fill(tensor, capture_hook.call(_uniform, generator, tensor.device, a, b, tensor.shape))
 
 
 def normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples from N(mean, std**2)."""
-    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
-    return _fill(tensor, _rng(generator, tensor).standard_normal(tensor.shape) * std + mean)
+    draws = capture_hook.call(_normal, generator, tensor.device, mean, std, tensor.shape)
+    return _fill(tensor, draws)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
