@@ -21,7 +21,9 @@ def _counting(model):
     model.python_calls = 0
 
     def counted(*args):
-        model.python_calls += 1
+        # kept past Module.__setattr__, which would stamp the module as changed (the
+        # recordings hold it) and make it record anew
+        model.__dict__["python_calls"] += 1
         return forward(*args)
 
     model.forward = counted
@@ -134,7 +136,7 @@ def test_a_compiled_module_replays_inference_and_equals_eager():
             x = sg.from_numpy(rng.standard_normal((rows, 4))).float()
             found, calls_before = compiled(x), model.python_calls
             np.testing.assert_array_equal(found.numpy(), model(x).numpy())
-            model.python_calls = calls_before  # the check's own eager call does not count
+            model.__dict__["python_calls"] = calls_before  # the eager check's call
     assert model.python_calls == 5  # eager; two recordings per batch size
 
 

@@ -21,7 +21,9 @@ def _counting(model):
     model.python_calls = 0
 
     def counted(*args, **kwargs):
-        model.python_calls += 1
+        # kept past Module.__setattr__, which would stamp the module as changed (the
+        # recordings hold it) and make it record anew
+        model.__dict__["python_calls"] += 1
         return forward(*args, **kwargs)
 
     model.forward = counted
@@ -219,7 +221,7 @@ def test_no_grad_and_eval_mode_replay_the_forward_and_equal_eager():
             assert found.grad_fn is None and not found.requires_grad
             if mode == "eval":  # (train mode's dropout draws differ from call to call)
                 np.testing.assert_array_equal(found.numpy(), model(batches[0]).detach().numpy())
-                model.python_calls -= 1
+                model.__dict__["python_calls"] -= 1  # the eager check's call
     assert model.python_calls == 1 + 2 + 2  # eager; two recordings per mode
     # eval mode with gradients: the backward is recorded and replayed too
     x = batches[1]
@@ -293,7 +295,7 @@ def test_each_guard_records_a_new_program_that_equals_eager(change):
             x.grad = None
         with context:
             expected = model(x)
-            model.python_calls -= 1
+            model.__dict__["python_calls"] -= 1  # the eager call
             if expected.requires_grad:
                 expected.square().sum().backward()
             eager = [None if p.grad is None else p.grad.numpy() for p in model.parameters()]

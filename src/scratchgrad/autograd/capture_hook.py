@@ -9,6 +9,11 @@ attribute read.
 
 recorder = None
 
+# How many times a module that a recording holds had an attribute set or deleted: each such
+# change stamps the module with the new count (``Module._jit_stamp``), so that a replay checks
+# one number, and its modules' stamps only when that number moved (see ``jit.ModuleStamps``).
+changes = 0
+
 
 def call(function, *args, **kwargs):
     """``function(*args, **kwargs)``, an array call made outside ``Function.forward`` (an

@@ -17,8 +17,9 @@ accumulates them into ``.grad`` (or sends them further back) as for any other no
 under ``no_grad``, or with nothing requiring grad, records the forward program alone.
 
 Recordings are kept per guard key, as ``jit``'s: the arguments' structure, shapes, dtypes,
-layouts and ``requires_grad``, the same of every parameter, grad mode, and the train/eval mode
-of every module the forward called. As with ``jit``, the first call runs eagerly and the next
+layouts and ``requires_grad``, the same of every parameter, grad mode, the train/eval mode
+of every module the forward called, and no attribute set since on those modules (see
+``ModuleStamps``). As with ``jit``, the first call runs eagerly and the next
 two record (and must agree) before replays begin.
 """
 
@@ -42,9 +43,17 @@ from scratchgrad.jit.jitted import (
     _signature,
     _tensor_key,
     cache_full,
+    drop_stale,
     rebuild,
 )
-from scratchgrad.jit.recorder import Capturing, JitError, Recorder, unchanged, user_line
+from scratchgrad.jit.recorder import (
+    Capturing,
+    JitError,
+    ModuleStamps,
+    Recorder,
+    unchanged,
+    user_line,
+)
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -136,6 +145,7 @@ class Recording:
         self.values = values  # the Python values returned, which every replay returns again
         self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
+        self.stamps = ModuleStamps([*recorder.modules_held(), *outer.modules])
         self.reached = list(recorder.reached.values())
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
@@ -152,11 +162,14 @@ class Recording:
         self.saved_count = 0
 
     def matches(self) -> bool:
-        """Whether every module the recording called is in the train/eval mode it had then,
-        and every leaf it reached by name has the array, requires_grad and hooks it had, and
-        every global name it reads holds the object it held."""
+        """Whether every module the recording called is in the train/eval mode it had then
+        and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
+        has the array, requires_grad and hooks it had, and every global name it reads holds
+        the object it held."""
         return (
             [m.training for m in self.modules] == self.training
+            # (one comparison while no module a recording holds was changed: no call)
+            and (self.stamps.seen == capture_hook.changes or self.stamps.unchanged())
             and unchanged(self.reached)
             and self.outer.unchanged()
         )
@@ -299,6 +312,7 @@ class CompiledForward:
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
         if not all(isinstance(t.array, xp.ndarray) for t in tensors):
             return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
+        drop_stale(self)
         # stacklevel: past OptimizedModule.forward and Module.__call__, to the user's call
         if cache_full(self, f"scratchgrad.compile: {self.name}", stacklevel=4):
             return self.module(*args, **kwargs)
@@ -372,6 +386,7 @@ class CompiledForward:
         agree with the first (a Python branch on tensor data would be frozen otherwise)."""
         for training in (True, False):  # a backward ran: gradients are wanted again
             self.unfinished.pop((key, training), None)
+        drop_stale(self)
         recordings = self.recordings.setdefault(key, [])
         for index, other in enumerate(recordings):
             if other.same_variant(recording):

@@ -4,10 +4,10 @@ replay the recording after.
 A recording is kept per *guard key*: the structure of the arguments, each tensor's shape,
 dtype, device, layout, requires_grad and hooks, the other arguments' values, grad mode and
 autocast's dtype; and per variant, the train/eval mode of every module the step called, the
-arrays, requires_grad and hooks of the leaves it reached by name, and the objects its globals
-and closure held (see ``Outer``). A call that matches no
-recording records a new one (up to ``cache_size`` per function; past it, a warning and eager
-calls).
+arrays, requires_grad and hooks of the leaves it reached by name, the objects its globals
+and closure held (see ``Outer``), and no attribute set since on the modules it held (see
+``ModuleStamps``). A call that matches no recording records a new one (up to ``cache_size``
+per function; past it, a warning and eager calls).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from scratchgrad.jit.recorder import (
     ALREADY_RUN,
     Capturing,
     JitError,
+    ModuleStamps,
     Recorder,
     refuse_rebound_leaves,
     unchanged,
@@ -59,6 +60,7 @@ class Recording:
         self.calls, self.call_places = recorder.calls()  # what was seen, and where
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
+        self.stamps = ModuleStamps([*recorder.modules_held(), *outer.modules])
         self.reached = list(recorder.reached.values())
         self.outer = outer  # the objects of the step's closure and globals it was recorded for
         # watched by the next recording (see Recorder.watch)
@@ -76,11 +78,14 @@ class Recording:
         self.checked, self.watched = True, ((), ())
 
     def matches(self) -> bool:
-        """Whether every module the recording called is in the train/eval mode it had then,
-        every leaf it reached by name has the array, requires_grad and hooks it had, and the
-        names it read from its closure and globals hold the same objects."""
+        """Whether every module the recording called is in the train/eval mode it had then
+        and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
+        has the array, requires_grad and hooks it had, and the names it read from its closure
+        and globals hold the same objects."""
         return (
             [m.training for m in self.modules] == self.training
+            # (one comparison while no module a recording holds was changed: no call)
+            and (self.stamps.seen == capture_hook.changes or self.stamps.unchanged())
             and unchanged(self.reached)
             and self.outer.unchanged()
         )
@@ -93,12 +98,14 @@ class Outer:
     from the function's code (and the functions defined in it), and from the user's plain
     functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading ``model``),
     whose names are guarded too. Not followed: methods, functions reached as attributes
-    (``helpers.loss_of``), and libraries' functions."""
+    (``helpers.loss_of``), and libraries' functions. ``modules``: the modules among them, and
+    the module ``fn`` is (a Module given to jit) or is a method of."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     DEPTH = 2  # the levels of helper functions followed
 
     def __init__(self, fn: Callable) -> None:
+        owner = getattr(fn, "__self__", fn)
         fn = getattr(fn, "__func__", fn)  # a bound method: its function
         if not isinstance(fn, types.FunctionType):  # a callable object (a Module): its forward
             fn = getattr(type(fn), "forward", None)
@@ -109,6 +116,8 @@ class Outer:
         self.values: list = []
         if isinstance(fn, types.FunctionType):
             self._read(fn, self.DEPTH, set())
+        held = [owner, *self.values, *(value for _, value in self.cells)]
+        self.modules = [value for value in held if isinstance(value, Module)]
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
@@ -207,6 +216,7 @@ class Jitted:
             if recording.matches():
                 break
         else:  # a new signature or mode
+            drop_stale(self)
             if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
                 return self.fn(*args, **kwargs)
             result, recording, _ = self._record(tensors, args, kwargs)  # to compare, not run
@@ -261,6 +271,16 @@ class Jitted:
         recording = Recording(recorder, build, _python_values(result), outer, flipped)
         generate = functools.partial(program.generate, recorder, inputs, returned, self.arena)
         return result, recording, generate
+
+
+def drop_stale(owner: Jitted | Any) -> None:
+    """Drop the recordings of ``owner`` (a jitted function or a compiled module's forward)
+    made before a module they hold was changed: they cannot match again (stamps only grow),
+    and would fill its cache."""
+    for key, recordings in list(owner.recordings.items()):
+        recordings[:] = [recording for recording in recordings if recording.stamps.unchanged()]
+        if not recordings:
+            del owner.recordings[key]
 
 
 def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:

@@ -393,6 +393,10 @@ class Recorder:
             self.modes_before.setdefault(id(m), (m, m.training))
         return self.replayed(train, module, mode)
 
+    def modules_held(self) -> list:
+        """Every module the step called or set the mode of (its submodules included)."""
+        return [*self.modules, *(m for m, _ in self.modes_before.values())]
+
     def guarded_modes(self) -> tuple[list, list[bool]]:
         """The modules whose train/eval mode the recording depends on (each called before
         the step set its mode, if it did), and each one's mode when the step began."""
@@ -497,6 +501,34 @@ def unchanged(reached: list[tuple]) -> bool:
         return False
     hooked = engine._post_accumulate_hooks  # empty unless someone registered one
     return not hooked or not any(id(leaf) in hooked for leaf, *_ in reached)
+
+
+class ModuleStamps:
+    """The modules a recording depends on (those the step called, set the mode of, or read by
+    name, and their submodules) and ``seen``, the count of ``capture_hook.changes`` when they
+    were last found unchanged: a replay is valid only while none of them had an attribute set
+    or deleted since (a layer or parameter replaced, ``dropout.p = 0.2``, ``self.scale =
+    2.0``), which the program, holding the old objects and values, would not see. Made once
+    the step has run: what the recording call itself set (a forward caching ``self.last =
+    x``) is what its replays keep."""
+
+    def __init__(self, roots: list) -> None:
+        memo: set[int] = set()
+        self.modules = [m for root in roots for _, m in root.named_modules(memo)]
+        for module in self.modules:  # held from now: its changes are stamped
+            module.__dict__.setdefault("_jit_stamp", 0)
+        self.seen = capture_hook.changes
+
+    def unchanged(self) -> bool:
+        """Whether no module was changed since the recording: their stamps, read when a
+        module some recording holds was changed since the last look (``seen`` is not
+        ``capture_hook.changes``, which a replay compares first)."""
+        seen = self.seen
+        for module in self.modules:
+            if module._jit_stamp > seen:
+                return False
+        self.seen = capture_hook.changes
+        return True
 
 
 def _first_changed(reached: Any) -> tuple | None:

@@ -53,6 +53,11 @@ class Module:
     """
 
     training: bool
+    # scratchgrad.jit: None while no recording holds this module; then the count of
+    # ``capture_hook.changes`` at its last change (an attribute set or deleted: a layer
+    # replaced, ``dropout.p = 0.2``, ``self.scale = 2.0``), which a replay recorded before
+    # cannot have seen (see ``_changed``)
+    _jit_stamp: int | None = None
 
     def __init__(self) -> None:
         set_ = object.__setattr__
@@ -73,6 +78,8 @@ class Module:
     # ---- registration -----------------------------------------------------------------------
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name != "training":  # modes are part of scratchgrad.jit's guard already
+            _changed(self)
         stores = self.__dict__
         if isinstance(value, (Parameter, Module)):
             kind = "_parameters" if isinstance(value, Parameter) else "_modules"
@@ -114,6 +121,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
+        _changed(self)
         self._forget(name)
         if name in self.__dict__:
             object.__delattr__(self, name)
@@ -135,6 +143,7 @@ class Module:
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(scratchgrad.nn.Parameter or None required)"
             )
+        _changed(self)
         self._forget(name, keep="_parameters")
         self._parameters[name] = param
         object.__setattr__(self, name, param)
@@ -151,6 +160,7 @@ class Module:
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                 "(scratchgrad.Tensor or None required)"
             )
+        _changed(self)
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
         if persistent:
@@ -164,6 +174,7 @@ class Module:
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _changed(self)
         self._forget(name, keep="_modules")
         self._modules[name] = module
         object.__setattr__(self, name, module)
@@ -457,6 +468,17 @@ class Module:
         elif lines:
             body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{self._get_name()}({body})"
+
+
+def _changed(module: Module) -> None:
+    """Stamp ``module`` as changed if a recording of scratchgrad.jit holds it: its replays
+    would go on with the objects and values the recording read (see ``jit.ModuleStamps``).
+    Not while a recording runs: a forward that caches an attribute (``self.last = x``) would
+    otherwise make its own recording, or another step's that calls the module, stale at once;
+    what a recording sets is what its replays keep."""
+    if module._jit_stamp is not None and capture_hook.recorder is None:
+        capture_hook.changes += 1
+        module.__dict__["_jit_stamp"] = capture_hook.changes
 
 
 def _empty_parameter(shape: tuple[int, ...], device: Any, dtype) -> Parameter:
