@@ -15,6 +15,7 @@ import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.autograd import capture_hook
 from scratchgrad.jit import program, updates
+from scratchgrad.jit.recorder import Recorder
 
 
 @pytest.fixture
@@ -74,6 +75,32 @@ def test_recordings_leave_nothing_to_the_cycle_collector(make_step, without_cycl
     for _ in range(5):  # eager, record, record again and compare, replay twice
         step(x, y)
     assert gc.collect() == 0
+
+
+def test_the_recorder_forgets_the_arrays_that_die():
+    """The recorder does not keep a step's arrays alive: when one dies, its value number and
+    the memory it owns are forgotten (its id may come back on another array, which must not
+    be taken for it), by one weak reference per array (an array owning its memory needs no
+    second one), and a view's base is forgotten when the base dies."""
+    recorder = Recorder("step")
+    owner = np.ones(4)
+    view = owner[1:]
+    numbers = recorder.value(owner), recorder.value(view)
+    assert recorder.number == dict(zip((id(owner), id(view)), numbers))
+    assert list(recorder._owners) == [id(owner)] and len(recorder._watch) == 2
+    del view
+    assert list(recorder.number) == [id(owner)]
+    del owner
+    assert recorder.number == {} and recorder._owners == {}
+
+    base = np.ones(4)
+    part = base[:2]  # numbered, its base not: watched for its memory
+    recorder.value(part)
+    assert list(recorder._owners) == [id(base)]
+    del base  # alive as part.base
+    assert list(recorder._owners) != []
+    del part
+    assert recorder.number == {} and recorder._owners == {}
 
 
 def test_constants_of_two_recordings_are_compared_bit_for_bit():

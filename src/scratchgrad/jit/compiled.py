@@ -151,7 +151,7 @@ class Recording:
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result
         # the lines recorded, where, and the constants, for _check_same
-        self.calls: list[str] = []
+        self.calls = ""
         self.call_places: list[str] = []
         self.constants, self.places = recorder.constants, recorder.places
         self.forward = self.backward = None

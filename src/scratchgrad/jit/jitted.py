@@ -70,7 +70,7 @@ class Recording:
         """Make the program from its source and globals (``program.generate``) and the
         optimizer updates it calls; what only the check needed (the recorded lines, where
         each call and constant came from) is let go first."""
-        self.calls, self.call_places, self.places = [], [], {}
+        self.calls, self.call_places, self.places = "", [], {}
         self.replay, self.source = updates.define(source, namespace, "replay"), source
         for constant in self.constants.values():
             if isinstance(constant, updates.Update):
@@ -306,7 +306,7 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
     scratchgrad's ops from tensor data, e.g. NumPy on ``.array``)."""
     what = None
     if first.calls != second.calls:
-        i = _first_difference(first.calls, second.calls)
+        i = _first_difference(_lines(first), _lines(second))
         what = f"different calls ({_call_at(first, i)}, then {_call_at(second, i)})"
     else:
         for key, value in first.constants.items():
@@ -377,11 +377,17 @@ def _first_difference(a: list, b: list) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
+def _lines(recording: Recording) -> list[str]:
+    """The calls ``recording`` made, one line each (see ``Recorder.calls``)."""
+    return recording.calls.split("\n")[:-1]
+
+
 def _call_at(recording: Recording, i: int) -> str:
     """The ``i``-th call ``recording`` made and the user's line that made it, for an error."""
-    if i == len(recording.calls):
+    lines = _lines(recording)
+    if i == len(lines):
         return "nothing more"
-    return f"{recording.calls[i].replace(kernels.OUT, '')!r} at {recording.call_places[i]}"
+    return f"{lines[i].replace(kernels.OUT, '')!r} at {recording.call_places[i]}"
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -29,7 +29,7 @@ from scratchgrad.autograd import engine
 from scratchgrad.backend import xp
 from scratchgrad.jit import kernels
 from scratchgrad.jit.recorder import Recorder
-from scratchgrad.jit.updates import _aligned, define
+from scratchgrad.jit.updates import _aligned, define, function_source
 from scratchgrad.tensor import Tensor
 
 # Arrays at least this big are released right after their last use; smaller ones live until
@@ -133,7 +133,7 @@ def generate(
         if done:
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
-    source = "def replay(inputs, tensors):\n" + "".join(f"    {line}\n" for line in body)
+    source = function_source("def replay(inputs, tensors):", body)
     namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": None}
     namespace["arena"] = Arena() if arena is None else arena
     namespace["place"] = functools.partial(_place, plan.size, plan.views, plan.scratch)

@@ -11,7 +11,6 @@ so in-place updates of it are seen by later replays.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import sysconfig
@@ -93,6 +92,7 @@ class Recorder:
         self._owners: dict[int, int] = {}  # id(owning array) -> its memory number
         self._watch: list = []  # weak references that forget an id when its array dies
         self.number: dict[int, int] = {}  # id(array) -> its value number
+        self._tables = (self.number, self._owners)  # what they forget
         self.constants: dict[str, Any] = {}  # names the program's code uses -> objects
         self.constant_names: dict[int, str] = {}
         self.places: dict[str, str] = {}  # constant name -> the user's line that first used it
@@ -133,11 +133,28 @@ class Recorder:
         number, key = len(self.sizes), id(array)
         self.number[key] = number
         self.sizes.append(array.size)
-        self.memory.append(self._memory_of(array))
+        memory, owned = self._memory_of(array, key)
+        self.memory.append(memory)
         # Not kept alive (the step's memory stays eager's): once it dies, its id may name
-        # another array, which must not be taken for this value.
-        self._watch.append(_watch(array, functools.partial(_forget, self.number, key, number)))
+        # another array, which must not be taken for this value (nor for its memory, where
+        # it is the array's own: one weak reference forgets both).
+        self._watch.append(_watch(array, self._tables, key, number, memory if owned else -1))
         return number
+
+    def _memory_of(self, array: Any, key: int) -> tuple[int, bool]:
+        """The memory number of ``array`` (``key``: its id), and whether it is new and the
+        array's own (a view's base is watched here, for its memory)."""
+        owner = array
+        while isinstance(owner.base, xp.ndarray):
+            owner = owner.base
+        owner_key = key if owner is array else id(owner)
+        memory = self._owners.get(owner_key)
+        if memory is not None:
+            return memory, False
+        memory = self._owners[owner_key] = len(self._watch)  # any number not given before
+        if owner is not array:
+            self._watch.append(_watch(owner, self._tables, owner_key, -1, memory))
+        return memory, owner is array
 
     def input(self, array: Any) -> int:
         """The value number of ``array`` as an input of the program: a new one, or the one it
@@ -145,21 +162,13 @@ class Recorder:
         number = self.number.get(id(array))
         return self.value(array) if number is None else number
 
-    def _memory_of(self, array: Any) -> int:
-        while isinstance(array.base, xp.ndarray):
-            array = array.base
-        key = id(array)
-        memory = self._owners.get(key)
-        if memory is None:
-            memory = self._owners[key] = len(self._watch)  # any number not given before
-            self._watch.append(_watch(array, functools.partial(_forget, self._owners, key, memory)))
-        return memory
-
     def constant(self, obj: Any) -> str:
         """The name under which the program's code refers to ``obj`` itself."""
         name = self.constant_names.get(id(obj))
         if name is None:
-            name = f"c{len(self.constants)}"
+            # interned: the second recording's names are then the first's strings, and the
+            # program's code and globals share them (64 bytes each otherwise)
+            name = sys.intern(f"c{len(self.constants)}")
             self.constants[name] = obj
             self.constant_names[id(obj)] = name
             self.places[name] = user_line()
@@ -189,9 +198,12 @@ class Recorder:
             return repr(obj)
         return self.constant(obj)
 
-    def calls(self) -> tuple[list[str], list[str]]:
-        """The lines recorded, and the user's line (``file:line``) that made each."""
-        lines = [line for step in self.steps for line in step.lines]
+    def calls(self) -> tuple[str, list[str]]:
+        """The lines recorded, one string of them (each line ends with a newline), and the
+        user's line (``file:line``) that made each. One string, not a list: a recording keeps
+        them until the next is compared with it, and the recorder's own lines are freed, so
+        their small strings would hold pages of small objects while the next one records."""
+        lines = "".join(f"{line}\n" for step in self.steps for line in step.lines)
         return lines, [step.place for step in self.steps for _ in step.lines]
 
     def note(self, lines: list[str], writes: list, effect: bool) -> None:
@@ -458,22 +470,43 @@ def _as_saved_array(ctx: Any, out: Any) -> Any:
     return array
 
 
-def _watch(array: Any, callback: Callable) -> Any:
-    """A weak reference to ``array`` calling ``callback`` when it dies; a NumPy scalar (which
-    takes no weak references) is kept alive instead. The callback must not reference the
-    recorder (which holds the weak reference): in that cycle a dropped recording, its lines
-    and its generated updates would wait for the cycle collector, piling up in memory."""
+def _watch(array: Any, tables: tuple, key: int, number: int, memory: int) -> Any:
+    """A weak reference to ``array`` that forgets its value ``number`` and its ``memory``
+    (-1: none) in ``tables`` (see ``_Forget``) when the array dies; a NumPy scalar (which
+    takes no weak references) is kept alive instead."""
     try:
-        return weakref.ref(array, callback)
+        return _Forget(array, tables, key, number, memory)
     except TypeError:
         return array
 
 
-def _forget(table: dict, key: int, entry: int, _dead: Any = None) -> None:
-    """Drop ``table[key]`` if it is still ``entry`` (the array behind the id died; ``_dead``
-    is its weak reference)."""
-    if table.get(key) == entry:
-        del table[key]
+class _Forget(weakref.ref):
+    """A weak reference holding what its callback forgets: ``key`` (the array's id) in the
+    recorder's tables of value numbers and of memory owners, if they still hold ``number``
+    and ``memory``. One object of 112 bytes per array, where a ``functools.partial``
+    callback per table took 224 with its own and its arguments' (a recording watches each
+    array it numbers, and the peak of such small objects sets the pages a recording adds).
+    The callback must not reference the recorder (which holds the weak reference): in that
+    cycle a dropped recording, its lines and its generated updates would wait for the cycle
+    collector, piling up in memory."""
+
+    __slots__ = ("tables", "key", "number", "memory")
+
+    def __new__(cls, array: Any, tables: tuple, key: int, number: int, memory: int) -> _Forget:
+        self = super().__new__(cls, array, _forget)
+        self.tables, self.key, self.number, self.memory = tables, key, number, memory
+        return self
+
+    def __init__(self, array: Any, *_: Any) -> None:
+        super().__init__(array, _forget)
+
+
+def _forget(dead: _Forget) -> None:
+    """Drop the dead array's entries that are still its own (its id may name another array
+    by now)."""
+    for table, entry in zip(dead.tables, (dead.number, dead.memory)):
+        if entry >= 0 and table.get(dead.key) == entry:
+            del table[dead.key]
 
 
 def refuse_rebound_leaves(recorder: Recorder) -> None:

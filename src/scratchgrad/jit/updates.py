@@ -24,6 +24,7 @@ gets no replacement: the recorder replays the Python call itself.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import sys
@@ -83,6 +84,21 @@ def define(source: str, namespace: dict[str, Any], name: str) -> Callable:
         sys.intern(key)
     exec(source, namespace)  # noqa: S102  (the code is ours)
     return namespace.pop(name)
+
+
+def function_source(header: str, body: list[str]) -> str:
+    """The source of a function: ``header`` (``def f(x):``), then each line of ``body``
+    indented under it. Written line by line into one buffer: joining indented copies would
+    hold a small string per line at once, at the moment a recording's memory peaks (its
+    optimizer update is made last), and their blocks stay with Python's small-object
+    allocator afterwards."""
+    out = io.StringIO()
+    out.write(f"{header}\n")
+    for line in body:
+        out.write("    ")
+        out.write(line)
+        out.write("\n")
+    return out.getvalue()
 
 
 def recorded(function: Callable, args: tuple) -> tuple[Any, Update | None]:
@@ -156,14 +172,15 @@ class _Code:
         """The ``Update`` running ``run(signature)``: the reads, the guard (else
         ``return fallback``), then the lines."""
         conditions = "\n        and ".join(self.guard)
-        source = [
-            f"def run({signature}):",
-            *(f"    {line}" for line in self.reads),
-            f"    if not (\n        {conditions}\n    ):",
-            f"        return {fallback}",
-            *(f"    {line}" for line in self.lines),
+        body = [
+            *self.reads,
+            f"if not (\n        {conditions}\n    ):",
+            f"    return {fallback}",
+            *self.lines,
         ]
-        return Update(self.optimizer, "\n".join(source) + "\n", self.namespace)
+        return Update(
+            self.optimizer, function_source(f"def run({signature}):", body), self.namespace
+        )
 
 
 def _zero_grad(optimizer: Optimizer) -> Update:
