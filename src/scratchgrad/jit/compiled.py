@@ -145,7 +145,9 @@ class Recording:
         self.values = values  # the Python values returned, which every replay returns again
         self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
-        self.stamps = ModuleStamps([*recorder.modules_held(), *outer.modules])
+        self.stamps = ModuleStamps(
+            [*recorder.modules_held(), *outer.modules], self.modules, self.training
+        )
         self.reached = list(recorder.reached.values())
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
@@ -166,13 +168,7 @@ class Recording:
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
         has the array, requires_grad and hooks it had, and every global name it reads holds
         the object it held."""
-        return (
-            [m.training for m in self.modules] == self.training
-            # (one comparison while no module a recording holds was changed: no call)
-            and (self.stamps.seen == capture_hook.changes or self.stamps.unchanged())
-            and unchanged(self.reached)
-            and self.outer.unchanged()
-        )
+        return self.stamps.hold() and unchanged(self.reached) and self.outer.unchanged()
 
     def same_variant(self, other: Recording) -> bool:
         """Whether ``other`` assumed the same modules in the same train/eval modes."""

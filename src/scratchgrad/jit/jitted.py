@@ -60,7 +60,9 @@ class Recording:
         self.calls, self.call_places = recorder.calls()  # what was seen, and where
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
-        self.stamps = ModuleStamps([*recorder.modules_held(), *outer.modules])
+        self.stamps = ModuleStamps(
+            [*recorder.modules_held(), *outer.modules], self.modules, self.training
+        )
         self.reached = list(recorder.reached.values())
         self.outer = outer  # the objects of the step's closure and globals it was recorded for
         # watched by the next recording (see Recorder.watch)
@@ -82,13 +84,7 @@ class Recording:
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
         has the array, requires_grad and hooks it had, and the names it read from its closure
         and globals hold the same objects."""
-        return (
-            [m.training for m in self.modules] == self.training
-            # (one comparison while no module a recording holds was changed: no call)
-            and (self.stamps.seen == capture_hook.changes or self.stamps.unchanged())
-            and unchanged(self.reached)
-            and self.outer.unchanged()
-        )
+        return self.stamps.hold() and unchanged(self.reached) and self.outer.unchanged()
 
 
 class Outer:

@@ -538,29 +538,38 @@ def unchanged(reached: list[tuple]) -> bool:
 
 class ModuleStamps:
     """The modules a recording depends on (those the step called, set the mode of, or read by
-    name, and their submodules) and ``seen``, the count of ``capture_hook.changes`` when they
-    were last found unchanged: a replay is valid only while none of them had an attribute set
-    or deleted since (a layer or parameter replaced, ``dropout.p = 0.2``, ``self.scale =
-    2.0``), which the program, holding the old objects and values, would not see. Made once
-    the step has run: what the recording call itself set (a forward caching ``self.last =
-    x``) is what its replays keep."""
+    name, and their submodules), the train/eval mode of those whose mode it assumed, and
+    ``seen``, the count of ``capture_hook.changes`` when all were last found as recorded: a
+    replay is valid only while none of them had an attribute set or deleted since (a layer
+    or parameter replaced, ``dropout.p = 0.2``, ``self.scale = 2.0``), which the program,
+    holding the old objects and values, would not see, and each is in its recorded mode.
+    Made once the step has run: what the recording call itself set (a forward caching
+    ``self.last = x``) is what its replays keep."""
 
-    def __init__(self, roots: list) -> None:
+    def __init__(self, roots: list, moded: list, training: list[bool]) -> None:
         memo: set[int] = set()
         self.modules = [m for root in roots for _, m in root.named_modules(memo)]
         for module in self.modules:  # held from now: its changes are stamped
             module.__dict__.setdefault("_jit_stamp", 0)
+        self.moded, self.training = moded, training
         self.seen = capture_hook.changes
+        if [m.training for m in moded] != training:  # the step left other modes: checked next
+            capture_hook.changes += 1
 
     def unchanged(self) -> bool:
-        """Whether no module was changed since the recording: their stamps, read when a
-        module some recording holds was changed since the last look (``seen`` is not
-        ``capture_hook.changes``, which a replay compares first)."""
+        """Whether no module had an attribute set or deleted since the recording."""
         seen = self.seen
-        for module in self.modules:
-            if module._jit_stamp > seen:
-                return False
-        self.seen = capture_hook.changes
+        return all(module._jit_stamp <= seen for module in self.modules)
+
+    def hold(self) -> bool:
+        """Whether the modules are unchanged and in their recorded modes: one comparison
+        while no module was changed and no mode set anywhere since the last look."""
+        changes = capture_hook.changes
+        if self.seen == changes:
+            return True
+        if not self.unchanged() or [m.training for m in self.moded] != self.training:
+            return False
+        self.seen = changes
         return True
 
 

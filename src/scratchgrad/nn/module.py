@@ -80,6 +80,8 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if name != "training":  # modes are part of scratchgrad.jit's guard already
             _changed(self)
+        elif capture_hook.recorder is None:  # a mode set: replays check their modes again
+            capture_hook.changes += 1
         stores = self.__dict__
         if isinstance(value, (Parameter, Module)):
             kind = "_parameters" if isinstance(value, Parameter) else "_modules"
@@ -296,6 +298,7 @@ class Module:
             return capture_hook.recorder.set_mode(Module.train, self, mode)
         for module in self.modules():
             object.__setattr__(module, "training", mode)
+        capture_hook.changes += 1  # scratchgrad.jit's replays check their modes again
         return self
 
     def eval(self) -> Module:
