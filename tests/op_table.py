@@ -544,6 +544,22 @@ OPS = [
         lambda m, x: m.index_select(x, 0, m.tensor([x.shape[0] - 1, 0, 0])),
         shapes="nonempty1+",
     ),
+    Op(  # a repeated index: its two sources add up
+        "index_add",
+        lambda m, x, y: m.index_add(x, 0, m.tensor([x.shape[0] - 1, 0, 0]), y, alpha=1.5),
+        shapes="index_add",
+        check_shapes=((2, 3), (3, 3)),
+        dim=lambda m, x, d: _index_add_all(m, x, d),
+        index=lambda m, x, i: x.index_add(0, m.tensor([i]), x[:1]),
+        integer=True,
+    ),
+    Op(
+        "index_add_inplace_last_dim",
+        lambda m, x, y: (x * 1).index_add_(-1, m.tensor([0, x.shape[-1] - 1, 0]), y, alpha=-0.5),
+        shapes="index_add_last",
+        check_shapes=((2, 3), (2, 3)),
+        vmap=False,  # torch.func.vmap cannot write a batch into an unbatched tensor
+    ),
     Op("mm", lambda m, x, y: m.mm(x, y), shapes="matmul", check_shapes=((2, 3), (3, 4))),
     Op(
         "bmm",
@@ -799,3 +815,10 @@ def _pad(m, x):
     if m.__name__ == "torch":
         return m.nn.functional.pad(x, (1, 2), value=0.5)
     return x.pad([(0, 0)] * (x.ndim - 1) + [(1, 2)], value=0.5)
+
+
+def _index_add_all(m, x, d):
+    """``x`` added onto its own first entry along the dim ``d``: the index's length is that
+    dim's size, found by a dim that is always valid, so that ``index_add`` checks ``d``."""
+    size = x.shape[d % x.ndim] if x.ndim else 1
+    return x.index_add(d, m.zeros(size, dtype=m.int64), x)

@@ -161,6 +161,7 @@ else:
         Tensor.index_select,
     )
     movedim, select, unbind, t = Tensor.movedim, Tensor.select, Tensor.unbind, Tensor.t
+    index_add = Tensor.index_add
 
     def _calls_method(name: str):
         """A module function that calls its argument's own method ``name``, so a subclass's

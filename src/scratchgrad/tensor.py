@@ -652,10 +652,10 @@ class Tensor:
         if index is not None:
             steps = (*steps, (movement.GetItem, {"index": index}))
         if base.is_leaf and base.requires_grad:
-            what = "a leaf tensor" if base is self else "a view of a leaf tensor"
-            raise RuntimeError(
-                f"{name}: {what} that requires grad is used in an in-place operation; "
-                "wrap the update in scratchgrad.no_grad()"
+            what = "a leaf Variable" if base is self else "a view of a leaf Variable"
+            raise RuntimeError(  # PyTorch's words, then how to do it
+                f"{name}: {what} that requires grad is being used in an in-place operation. "
+                "Wrap the update in scratchgrad.no_grad()"
             )
         old_base = Tensor._make(_call(_copied, base.array), base._ctx)
         old_base.requires_grad = base.requires_grad
@@ -1497,6 +1497,75 @@ class Tensor:
             return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
         return self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
 
+    def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
+        """This tensor with ``alpha * source`` added at the positions ``index`` (a vector of
+        ints) along ``dim``, as ``torch.index_add``: a position repeated in ``index`` adds up.
+        Differentiable in this tensor and in ``source`` (whose gradient is the incoming one
+        at ``index``, times ``alpha``).
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(3).index_add(0, sg.tensor([0, 2, 0]), sg.tensor([1.0, 2.0, 3.0]))
+        tensor([4., 0., 2.])
+        """
+        position = self._index_add_position(dim, index, source)
+        if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
+            return self.reshape(1).index_add(0, index, source.reshape(1), alpha=alpha)[0]
+        added = movement.IndexAdd.apply(
+            source * alpha if alpha != 1 else source, index=position, shape=self.array.shape
+        )
+        return self + added
+
+    def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
+        """``index_add`` in place."""
+        if self._records(source):
+            return self._record_in_place(
+                "index_add_", lambda old, src: old.index_add(dim, index, src, alpha=alpha), source
+            )
+        return self.copy_(self.index_add(dim, index, source, alpha=alpha))
+
+    def _index_add_position(self, dim: int, index: Tensor, source: Tensor) -> tuple:
+        """The index that puts ``source`` at ``index`` along ``dim`` of this tensor, after
+        PyTorch's checks of the three (each error names index_add_(), as PyTorch's do)."""
+        for name, given in (("index", index), ("source", source)):
+            if not isinstance(given, Tensor):
+                raise TypeError(
+                    f"index_add_(): argument '{name}' must be Tensor, not {type(given).__name__}"
+                )
+        dim = wrap_dim(dim, self.array.ndim)
+        if index.ndim > 1:
+            raise IndexError(
+                f"index_add_(): Index is supposed to be a vector, but got dim: {index.ndim} "
+                f"with size: {list(index.shape)}"
+            )
+        if index.dtype not in (backend.int32, backend.int64):
+            raise RuntimeError(
+                f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype}"
+            )
+        if source.dtype != self.dtype:
+            raise RuntimeError(
+                f"index_add_(): self ({self.dtype}) and source ({source.dtype}) must have the "
+                "same scalar type"
+            )
+        shape, count = self.array.shape, index.numel()
+        if source.ndim == 0 or source.ndim > dim:  # as PyTorch, the count first
+            size = source.shape[dim] if source.ndim else 1
+            if count != size:
+                raise RuntimeError(
+                    f"index_add_(): Number of indices ({count}) should be equal to "
+                    f"source.size(dim): ({size}), for dim: {dim}"
+                )
+        if source.ndim != len(shape) or (
+            source.shape[:dim] + source.shape[dim + 1 :] != shape[:dim] + shape[dim + 1 :]
+        ):
+            raise RuntimeError(
+                "index_add_(): source tensor shape must match self tensor shape, excluding the "
+                f"specified dimension. Got self.shape = {list(shape)} source.shape = "
+                f"{list(source.shape)}"
+            )
+        size = shape[dim] if shape else 1
+        _call(_check_index_add, index.array, size, dim, len(shape) <= 1)  # a replay checks too
+        return _index((slice(None),) * dim + (index.reshape(-1),), self.array)
+
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
         negative, counted from the end."""
@@ -2001,6 +2070,17 @@ def _check_indices(name: str, index: Any, size: int, dim: int) -> None:
         raise RuntimeError(
             f"{name}: index {bad} is out of bounds for dimension {dim} with size {size}"
         )
+
+
+def _check_index_add(index: Any, size: int, dim: int, vector: bool) -> None:
+    """``_check_indices`` for ``index_add``, whose error for a vector (or 0-d tensor) is an
+    IndexError in PyTorch (its 1-D kernel's), a RuntimeError otherwise."""
+    try:
+        _check_indices("index_add_()", index, size, dim)
+    except RuntimeError as error:
+        if vector:
+            raise IndexError(str(error)) from None
+        raise
 
 
 def _index(index: Any, array: Any) -> tuple:
