@@ -730,8 +730,13 @@ class Tensor:
         return self
 
     def copy_(self, src: Any) -> Tensor:
+        return self._copy_from("copy_", src)
+
+    def _copy_from(self, name: str, src: Any) -> Tensor:
+        """``copy_``, named ``name`` in its errors: also the random fills' last step (in a
+        graph, no gradient flows to the old values, as PyTorch's fills)."""
         if self._records(src):
-            return self._record_in_place("copy_", _overwrite, src)
+            return self._record_in_place(name, _overwrite, src)
         xp = namespace(self.array)
         if isinstance(src, Tensor):  # from another device too, as PyTorch's copy_
             source = backend.to_device(src.array, backend.device_of(self.array))
@@ -742,7 +747,7 @@ class Tensor:
             _call(_copy_into, self.array, source)
         except ValueError:
             raise RuntimeError(
-                f"copy_: cannot copy shape {source.shape} into {self.array.shape}"
+                f"{name}: cannot copy shape {source.shape} into {self.array.shape}"
             ) from None
         increment_version(self)
         return self
@@ -1230,6 +1235,81 @@ class Tensor:
                 f"bernoulli: the probabilities must have a floating dtype, got {self.dtype}"
             )
         return Tensor._make(_call(_bernoulli, self.array, p, generator))
+
+    # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
+    # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
+    # The draws are float64 whatever the dtype: nn.init fills through these, and keeps the
+    # numbers it drew before they existed.
+
+    def uniform_(
+        self,
+        from_: float | None = None,
+        /,
+        to: float = 1.0,
+        *,
+        generator: Any = None,
+        **from_keyword: float,
+    ) -> Tensor:
+        """Fill with samples from U(from, to). PyTorch names the first argument ``from``, a
+        Python keyword: give it by position or as ``**{"from": a}``.
+
+        >>> import scratchgrad as sg
+        >>> w = sg.empty(1000).uniform_(-2, 2)
+        >>> bool((w >= -2).all() and (w < 2).all())
+        True
+        """
+        low = _from_argument(from_, from_keyword)
+        self._check_floating("uniform_")
+        if low > to:
+            raise RuntimeError(
+                f"uniform_ expects to return a [from, to) range, but found from={low} > to={to}"
+            )
+        draws = _call(_uniform, generator, self.device, low, to, self.array.shape)
+        return self._copy_from("uniform_", Tensor._make(draws))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fill with samples from N(mean, std**2).
+
+        >>> import scratchgrad as sg
+        >>> round(sg.empty(100_000).normal_(3.0, 0.5).std().item(), 2)
+        0.5
+        """
+        self._check_floating("normal_")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        draws = _call(_normal, generator, self.device, mean, std, self.array.shape)
+        return self._copy_from("normal_", Tensor._make(draws))
+
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fill with samples from the exponential distribution of rate ``lambd``.
+
+        >>> import scratchgrad as sg
+        >>> round(sg.empty(100_000).exponential_(4.0).mean().item(), 2)
+        0.25
+        """
+        if not backend.is_floating(self.array.dtype):  # a RuntimeError here in PyTorch
+            raise RuntimeError(
+                "exponential_: Exponential distribution is a continuous probability distribution."
+                f" dtype must be a floating point but you specified {self.dtype}"
+            )
+        if not lambd > 0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        draws = _call(_exponential, generator, self.device, lambd, self.array.shape)
+        return self._copy_from("exponential_", Tensor._make(draws))
+
+    def bernoulli_(self, p: float | Tensor = 0.5, *, generator: Any = None) -> Tensor:
+        """Fill with ones with probability ``p`` (a number, or a tensor of probabilities that
+        broadcasts to this one), zeros otherwise; any dtype.
+
+        >>> import scratchgrad as sg
+        >>> sg.empty(3, dtype=sg.int64).bernoulli_(sg.tensor([0.0, 1.0, 0.0])).tolist()
+        [0, 1, 0]
+        """
+        if not isinstance(p, Tensor) and not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = p.array if isinstance(p, Tensor) else p
+        draws = _call(_bernoulli, self.array, probs, generator)
+        return self._copy_from("bernoulli_", Tensor._make(draws))
 
     def multinomial(
         self, num_samples: int, replacement: bool = False, *, generator: Any = None
@@ -2142,8 +2222,38 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
     probs = array if p is None else namespace(array).asarray(p)
     if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too
         raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
-    rng = (generator or backend.default_generator_for(backend.device_of(array))).rng
+    rng = _rng(generator, backend.device_of(array))
     return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
+
+
+def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple) -> Any:
+    """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, in float64."""
+    return _rng(generator, device).uniform(low, high, shape)
+
+
+def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) -> Any:
+    """``Tensor.normal_``'s draw, in float64."""
+    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
+    return _rng(generator, device).standard_normal(shape) * std + mean
+
+
+def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any:
+    """``Tensor.exponential_``'s draw, in float64: Exp(1) samples over the rate."""
+    return _rng(generator, device).standard_exponential(shape) / lambd
+
+
+def _rng(generator: Any, device: Any) -> Any:
+    return (generator or backend.default_generator_for(device)).rng
+
+
+def _from_argument(given: float | None, keyword: dict) -> float:
+    """``uniform_``'s lower bound, given by position or as PyTorch's keyword ``from``."""
+    unknown = set(keyword) - {"from"}
+    if unknown:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{unknown.pop()}'")
+    if keyword and given is not None:
+        raise TypeError("uniform_() got multiple values for argument 'from'")
+    return keyword.get("from", 0.0 if given is None else given)
 
 
 def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:
@@ -2155,7 +2265,7 @@ def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any
         raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
     if (weights.sum(axis=1) == 0).any():
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
-    rng = (generator or backend.default_generator_for(backend.device_of(probs))).rng
+    rng = _rng(generator, backend.device_of(probs))
     rows, n = weights.shape
     if replacement:
         # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
@@ -2257,11 +2367,16 @@ def _check_bounds(items: list, shape: tuple) -> None:
 
 
 def _overwrite(old: Tensor, value: Any) -> Tensor:
-    """``value`` in ``old``'s dtype and shape: what copy_, fill_ and setitem write (``old``
-    gets no gradient, its entries are gone)."""
+    """``value`` in ``old``'s dtype and shape: what copy_, fill_, setitem and the random fills
+    write. ``old`` gets a zero gradient (its entries are gone), through a ``where`` that keeps
+    the result in its graph, as PyTorch's FillBackward: a constant written into a result that
+    requires grad leaves a result, not a new leaf."""
     if not isinstance(value, Tensor):
         value = Tensor(value, dtype=old.dtype)
-    return value.to(old.dtype).expand(old.shape)
+    value = value.to(old.dtype).expand(old.shape)
+    if not old.requires_grad:
+        return value
+    return binary.Where.apply(namespace(old.array).asarray(True), value, old)
 
 
 def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -500,6 +500,29 @@ def test_in_place_on_a_leaf_requiring_grad_raises_and_leaves_it_unchanged(op):
     assert x._version == 0 and x.is_leaf and x.grad_fn is None
 
 
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda m, y: y.fill_(5.0),
+        lambda m, y: y.copy_(m.ones(3, dtype=m.float64)),
+        lambda m, y: y.__setitem__(1, 7.0),
+    ],
+)
+def test_writing_constants_into_a_result_keeps_it_in_the_graph_as_torch(write):
+    """The old entries get a zero gradient and the result stays a result (PyTorch's
+    FillBackward): a later in-place op on it is recorded, not refused as on a leaf."""
+    grads = []
+    for m in (sg, torch):
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        y = x * x
+        write(m, y)
+        assert not y.is_leaf and y.grad_fn is not None
+        y.mul_(2)
+        y.sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]
+
+
 def test_modifying_a_saved_output_in_place_raises_instead_of_a_wrong_gradient():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     y = x.exp()  # Exp saves its output y

@@ -537,6 +537,12 @@ RANDOM_OPS = {
     "bernoulli": lambda x: (x / 6).bernoulli(),
     "bernoulli with p": lambda x: x.bernoulli(0.3, generator=GENERATOR),
     "nn.init.normal_": lambda x: x + nn.init.normal_(sg.empty(x.shape), 1.0, 2.0),
+    "Tensor.normal_": lambda x: x + sg.empty(x.shape).normal_(1.0, 2.0),
+    "Tensor.uniform_ from a generator": lambda x: (
+        x * x.clone().uniform_(-1, 3, generator=GENERATOR)
+    ),
+    "Tensor.exponential_ of a result": lambda x: (x * 2).exponential_(0.5),
+    "Tensor.bernoulli_ with a tensor p": lambda x: sg.empty(x.shape).bernoulli_(x / 6),
     "nn.init.uniform_ from a generator": lambda x: (
         x * nn.init.uniform_(sg.empty(x.shape), -1.0, 3.0, generator=GENERATOR)
     ),

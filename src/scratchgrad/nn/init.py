@@ -1,14 +1,12 @@
 """Initialisation schemes, after ``torch.nn.init``: each fills a tensor in place (outside the
 graph) and returns it. Random numbers come from the library's generator (``sg.manual_seed``)
-unless a ``generator`` is given.
+unless a ``generator`` is given, drawn by the Tensor's own fills (``Tensor.uniform_``, ...).
 """
 
 from __future__ import annotations
 
 import math
 
-from scratchgrad import backend
-from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import Generator
 from scratchgrad.tensor import Tensor
@@ -50,47 +48,26 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor: Tensor, values) -> Tensor:
-    with no_grad():
-        return tensor.copy_(values)
-
-
-def _uniform(generator: Generator | None, device, a: float, b: float, shape: tuple):
-    """U(a, b) samples of ``shape``, made by ``capture_hook.call``: inside a step that
-    scratchgrad.jit records, each replay draws again, from the generator of that moment, as
-    the eager step does."""
-    return _rng(generator, device).uniform(a, b, shape)
-
-
-def _normal(generator: Generator | None, device, mean: float, std: float, shape: tuple):
-    """N(mean, std**2) samples of ``shape``, made as ``_uniform``'s."""
-    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
-    return _rng(generator, device).standard_normal(shape) * std + mean
-
-
-def _rng(generator: Generator | None, device):
-    return (generator or backend.default_generator_for(device)).rng
-
-
 def uniform_(
     tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
-    """Fill with samples from U(a, b).
+    """Fill with samples from U(a, b) (``Tensor.uniform_``, outside the graph).
 
     >>> import scratchgrad as sg
     >>> w = uniform_(sg.empty(1000), -2.0, 2.0)
     >>> bool((w >= -2).all() and (w < 2).all())
     True
     """
-    return _fill(tensor, capture_hook.call(_uniform, generator, tensor.device, a, b, tensor.shape))
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None
 ) -> Tensor:
-    """Fill with samples from N(mean, std**2)."""
-    draws = capture_hook.call(_normal, generator, tensor.device, mean, std, tensor.shape)
-    return _fill(tensor, draws)
+    """Fill with samples from N(mean, std**2) (``Tensor.normal_``, outside the graph)."""
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

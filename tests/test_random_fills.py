@@ -1,0 +1,175 @@
+"""The in-place random fills ``uniform_``, ``normal_``, ``exponential_`` and ``bernoulli_``:
+their argument forms and errors against PyTorch's, their distributions, the seeding (the
+library's generator or one given), and how they meet autograd (a leaf that requires grad is
+refused, a result keeps its graph with a zero gradient, as PyTorch's). Replays under
+``scratchgrad.jit`` are in ``tests/jit/test_jit.py`` (``RANDOM_OPS``)."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+FILLS = {  # the same call in both libraries; ``options``: a generator
+    "uniform_": lambda t, **options: t.uniform_(-1.5, 2.0, **options),
+    "uniform_ from keyword": lambda t, **options: t.uniform_(**{"from": 2.0, "to": 3.0}, **options),
+    "normal_": lambda t, **options: t.normal_(1.0, 0.5, **options),
+    "exponential_": lambda t, **options: t.exponential_(3.0, **options),
+    "bernoulli_": lambda t, **options: t.bernoulli_(0.25, **options),
+    "bernoulli_ tensor p": lambda t, **options: t.bernoulli_(
+        t.new_tensor([0.0, 0.5, 1.0]), **options
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("fill", FILLS)
+def test_a_fill_returns_the_tensor_in_its_dtype_and_shape_and_counts_a_change(fill, dtype):
+    for m in (sg, torch):
+        t = m.zeros(4, 3, dtype=getattr(m, dtype))
+        version = t._version
+        assert FILLS[fill](t) is t
+        assert t.shape == (4, 3) and t.dtype == getattr(m, dtype)
+        assert t._version == version + 1
+
+
+@pytest.mark.parametrize(
+    "fill, check",
+    [
+        ("uniform_", lambda a: a.min() >= -1.5 and a.max() < 2.0 and abs(a.mean() - 0.25) < 0.02),
+        ("uniform_ from keyword", lambda a: a.min() >= 2 and a.max() < 3),
+        ("normal_", lambda a: abs(a.mean() - 1.0) < 0.01 and abs(a.std() - 0.5) < 0.01),
+        ("exponential_", lambda a: a.min() >= 0 and abs(a.mean() - 1 / 3) < 0.01),
+        ("bernoulli_", lambda a: set(np.unique(a)) == {0, 1} and abs(a.mean() - 0.25) < 0.01),
+    ],
+)
+def test_the_samples_follow_their_distribution(fill, check):
+    """Over 30,000 samples the bounds hold and the moments are within 4 standard errors."""
+    sg.manual_seed(0)
+    t = FILLS[fill](sg.empty(10_000, 3, dtype=sg.float64))
+    assert check(t.numpy())
+
+
+def test_bernoulli_with_a_tensor_of_probabilities_broadcasts_it_as_torch():
+    probs = [0.0, 0.3, 1.0]
+    draws = sg.zeros(20_000, 3, dtype=sg.int64).bernoulli_(sg.tensor(probs)).numpy()
+    np.testing.assert_allclose(draws.mean(axis=0), probs, atol=0.013)  # 4 standard errors
+    assert torch.zeros(2, 3, dtype=torch.int64).bernoulli_(torch.tensor(probs)).dtype == (
+        torch.int64
+    )
+
+
+@pytest.mark.parametrize("fill", FILLS)
+def test_manual_seed_and_generators_make_the_fills_reproducible(fill):
+    def drawn(**options):
+        return FILLS[fill](sg.empty(3, 3), **options).tolist()
+
+    sg.manual_seed(5)
+    first = drawn()
+    sg.manual_seed(5)
+    assert drawn() == first
+    sg.manual_seed(5)
+    assert drawn(generator=sg.Generator().manual_seed(5)) == first
+    assert drawn(generator=sg.Generator().manual_seed(6)) != first
+    assert drawn() == first  # the generators given did not move the library's
+
+
+def test_uniform_and_normal_draw_numpys_numbers_for_the_seed():
+    """The library's generator is NumPy's ``default_rng(seed)`` and the fills draw in float64
+    (then round to the tensor's dtype), so that a seeded model keeps the weights nn.init gave
+    it before these methods existed."""
+    sg.manual_seed(11)
+    u = sg.empty(2, 3).uniform_(-0.5, 0.5)
+    n = sg.empty(4, dtype=sg.float64).normal_(2.0, 3.0)
+    rng = np.random.default_rng(11)
+    np.testing.assert_array_equal(u.numpy(), rng.uniform(-0.5, 0.5, (2, 3)).astype(np.float32))
+    np.testing.assert_array_equal(n.numpy(), rng.standard_normal(4) * 3.0 + 2.0)
+
+
+def test_nn_init_fills_draw_what_the_tensor_methods_draw():
+    sg.manual_seed(3)
+    by_init = [nn.init.uniform_(sg.empty(5), -2.0, 1.0), nn.init.normal_(sg.empty(5), 1.0, 4.0)]
+    sg.manual_seed(3)
+    by_method = [sg.empty(5).uniform_(-2.0, 1.0), sg.empty(5).normal_(1.0, 4.0)]
+    for a, b in zip(by_init, by_method):
+        assert a.tolist() == b.tolist()
+
+
+BAD = {
+    "uniform_ from > to": (lambda t: t.uniform_(2.0, 1.0), RuntimeError, r"\[from, to\) range"),
+    "normal_ negative std": (lambda t: t.normal_(0.0, -1.0), RuntimeError, "std >= 0.0"),
+    "exponential_ zero rate": (lambda t: t.exponential_(0.0), RuntimeError, "lambda > 0.0"),
+    "bernoulli_ p above 1": (lambda t: t.bernoulli_(1.5), RuntimeError, r"p to be in \[0, 1\]"),
+    "bernoulli_ tensor p below 0": (
+        lambda t: t.bernoulli_(t.new_tensor([0.5, -0.1, 0.2])),
+        RuntimeError,
+        None,  # PyTorch's words are an internal check's
+    ),
+    "uniform_ on integers": (lambda t: t.long().uniform_(), NotImplementedError, "int64|Long"),
+    "normal_ on integers": (lambda t: t.long().normal_(), NotImplementedError, "int64|Long"),
+    "exponential_ on integers": (lambda t: t.long().exponential_(), RuntimeError, "floating"),
+    "uniform_ from_ keyword": (lambda t: t.uniform_(from_=1.0), TypeError, "from_"),
+    "uniform_ from twice": (lambda t: t.uniform_(1.0, **{"from": 1.0}), TypeError, "'from'"),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_arguments_raise_torchs_error_and_change_nothing(case):
+    call, error, words = BAD[case]
+    with pytest.raises(error, match=words):
+        call(torch.zeros(3))
+    t = sg.zeros(3)
+    with pytest.raises(error, match=words):
+        call(t)
+    assert t.tolist() == [0.0, 0.0, 0.0] and t._version == 0
+
+
+@pytest.mark.parametrize("fill", FILLS)
+def test_a_leaf_that_requires_grad_is_refused_outside_no_grad(fill):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
+        FILLS[fill](torch.zeros(3, requires_grad=True))
+    w = sg.zeros(3, requires_grad=True)
+    name = fill.split()[0]
+    with pytest.raises(
+        RuntimeError, match=f"{name}: a leaf Variable that requires grad is being used in an"
+    ):
+        FILLS[fill](w)
+    assert w.tolist() == [0.0, 0.0, 0.0] and w._version == 0
+    with sg.no_grad():
+        FILLS[fill](w)
+    assert w.is_leaf and w.requires_grad and w._version == 1
+
+
+@pytest.mark.parametrize("fill", FILLS)
+def test_a_filled_result_stays_in_the_graph_with_a_zero_gradient_as_torch(fill):
+    """The old values are gone: their gradient is zero, and the result is no new leaf (a
+    later in-place op on it is recorded, not refused)."""
+    grads = []
+    for m in (sg, torch):
+        x = m.ones(2, 3, requires_grad=True)
+        y = x * 2
+        FILLS[fill](y[1])  # through a view: the base's other row keeps its gradient
+        assert not y.is_leaf and y.grad_fn is not None
+        y.mul_(3)
+        y.sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1] == [[6.0] * 3, [0.0] * 3]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+    low=st.floats(-1e3, 1e3),
+    width=st.floats(0.0, 1e3),
+    dtype=st.sampled_from(["float32", "float64"]),
+)
+def test_uniform_stays_inside_its_bounds(shape, low, width, dtype):
+    """Within [from, to] for any bounds (rounding to float32 may reach ``to`` itself)."""
+    t = sg.empty(shape, dtype=getattr(sg, dtype)).uniform_(low, low + width)
+    a = t.numpy().astype(np.float64)
+    rounded = np.asarray([low, low + width]).astype(dtype).astype(np.float64)
+    assert t.shape == shape and ((a >= rounded[0]) & (a <= rounded[1])).all()
