@@ -783,6 +783,20 @@ OPS = [
         ),
         domain=(real, unit),
     ),
+    same_pair(  # the divergence per sample: a sum over all but dim 0, a mean over dim 0
+        "kl_div_batchmean",
+        lambda m, x, y: m.nn.functional.kl_div(x, y, reduction="batchmean"),
+        domain=(real, positive),
+    ),
+    same_pair(
+        "kl_div_none",
+        lambda m, x, y: m.nn.functional.kl_div(x, y, reduction="none"),
+        domain=(real, unit),
+    ),
+    same_pair(
+        "kl_div_log_target_sum",
+        lambda m, x, y: m.nn.functional.kl_div(x, y, reduction="sum", log_target=True),
+    ),
     same_pair(
         "huber_loss",
         lambda m, x, y: m.nn.functional.huber_loss(x, y, delta=0.7),

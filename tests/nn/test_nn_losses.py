@@ -3,12 +3,16 @@ way in both frameworks): the value and the gradients of the input and, where the
 floating point, of the target; float64 tight, float32 loose. Then gradcheck in float64 on the
 composed losses (BCE with logits and Huber: the op table's rows), and the errors."""
 
+import contextlib
 import itertools
+import warnings
 import zlib
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import assert_close, check_against_torch, leaves
 
 import scratchgrad as sg
@@ -245,6 +249,110 @@ def test_binary_cross_entropy_with_logits_is_stable():
     np.testing.assert_allclose(x.grad.array, [-1.0, 1.0, -0.5])
 
 
+# ---- Kullback-Leibler divergence -------------------------------------------------------------
+
+KL_CASES = list(
+    itertools.product([(5,), (3, 4), (2, 3, 4), ()], [*REDUCTIONS, "batchmean"], [False, True])
+)
+
+
+@contextlib.contextmanager
+def _warns_as_torch(reduction):
+    """Both libraries warn that "mean" is not the divergence (and nothing else warns)."""
+    if reduction == "mean":
+        with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+            yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("shape", "reduction", "log_target"), KL_CASES)
+def test_kl_div(shape, reduction, log_target, dtype):
+    """Value and the gradients of input and target (positive, where both libraries agree)."""
+    rng = _rng("kl", shape, reduction, log_target, dtype)
+    x = np.asarray(rng.standard_normal(shape), dtype)
+    target = rng.uniform(0.05, 1.0, shape)
+    y = np.asarray(np.log(target) if log_target else target, dtype)
+    with _warns_as_torch(reduction):
+        _check("KLDivLoss", {"reduction": reduction, "log_target": log_target}, [x, y], dtype)
+
+
+def test_kl_div_where_the_target_is_zero_is_zero_as_torch():
+    """xlogy's 0 * log(0) = 0: the value and the input's gradient are PyTorch's. The target's
+    gradient there is -input here (its x log x part taken as 0), NaN in PyTorch (see F.kl_div's
+    note)."""
+    x, y = [[0.3, -1.0, 2.0]], [[0.0, 0.6, 0.4]]
+    (ours, theirs), (ours_y, theirs_y) = leaves(np.array(x)), leaves(np.array(y))
+    loss = F.kl_div(ours, ours_y, reduction="batchmean")
+    expected = torch.nn.functional.kl_div(theirs, theirs_y, reduction="batchmean")
+    assert_close(loss, expected, what="kl_div with a zero target")
+    loss.backward()
+    expected.backward()
+    assert_close(ours.grad, theirs.grad, what="input gradient")
+    assert_close(ours_y.grad.array[0, 1:], theirs_y.grad[0, 1:], what="target gradient")
+    assert ours_y.grad.array[0, 0] == -0.3 and torch.isnan(theirs_y.grad[0, 0])
+
+
+def test_kl_div_mean_gives_torchs_warning_at_the_callers_line():
+    x, y = sg.tensor([[-1.0, -0.5]]), sg.tensor([[0.5, 0.5]])
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        F.kl_div(x, y)
+        nn.KLDivLoss()(x, y)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        torch.nn.functional.kl_div(torch.tensor([[-1.0, -0.5]]), torch.tensor([[0.5, 0.5]]))
+    assert [str(w.message) for w in ours] == [str(theirs[0].message)] * 2
+    assert ours[0].filename == __file__ and ours[0].category is UserWarning
+
+
+@pytest.mark.parametrize(
+    ("size_average", "reduce"), [(None, False), (False, None), (True, True), (False, True)]
+)
+@pytest.mark.parametrize("reduction", ["batchmean", "sum"])
+def test_kl_div_size_average_and_reduce_choose_the_reduction_as_torch(
+    size_average, reduce, reduction
+):
+    """The deprecated arguments override ``reduction`` with PyTorch's warning, except that
+    "batchmean" still divides by the batch size afterwards, as PyTorch's does."""
+    x, y = np.log([[0.2, 0.8], [0.5, 0.5], [0.9, 0.1]]), np.array([[0.4, 0.6]] * 3)
+    options = {"size_average": size_average, "reduce": reduce, "reduction": reduction}
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated") as w:
+        check_against_torch(
+            lambda a, b: F.kl_div(a, b, **options),
+            lambda a, b: torch.nn.functional.kl_div(a, b, **options),
+            [x, y],
+        )
+    assert len({str(m.message) for m in w}) == 1 and w[0].filename == __file__
+    with pytest.warns(UserWarning, match="size_average"):
+        ours = nn.KLDivLoss(size_average, reduce, reduction)
+        theirs = torch.nn.KLDivLoss(size_average, reduce, reduction)
+    assert ours.reduction == theirs.reduction
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(1, 4),
+    classes=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_batchmean_is_the_mean_divergence_of_the_rows(rows, classes, seed):
+    """KL(p || q) = sum p log(p / q) per row, averaged over the rows, in either form of the
+    target; never negative, and zero from a distribution to itself."""
+    rng = np.random.default_rng(seed)
+    p, q = rng.dirichlet(np.ones(classes), rows), rng.dirichlet(np.ones(classes), rows)
+    expected = (p * np.log(p / q)).sum(1).mean()
+    log_q = sg.tensor(np.log(q))
+    by_probs = F.kl_div(log_q, sg.tensor(p), reduction="batchmean").item()
+    by_logs = F.kl_div(log_q, sg.tensor(np.log(p)), reduction="batchmean", log_target=True)
+    np.testing.assert_allclose([by_probs, by_logs.item()], expected, rtol=1e-10, atol=1e-12)
+    assert by_probs >= -1e-12
+    assert abs(F.kl_div(log_q, sg.tensor(q), reduction="batchmean").item()) < 1e-12
+
+
 # ---- finite differences ---------------------------------------------------------------------
 
 
@@ -297,9 +405,13 @@ def test_gradcheck(name):
 
 
 def test_reduction_must_be_known():
-    for loss in [F.mse_loss, F.l1_loss, F.huber_loss, F.binary_cross_entropy]:
+    for loss in [F.mse_loss, F.l1_loss, F.huber_loss, F.binary_cross_entropy, F.kl_div]:
         with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
             loss(sg.rand(3), sg.rand(3), reduction="avg")
+    with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
+        torch.nn.functional.kl_div(torch.rand(3), torch.rand(3), reduction="avg")
+    with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
+        nn.KLDivLoss(reduction="avg")(sg.rand(3), sg.rand(3))
     with pytest.raises(ValueError, match="avg is not a valid value"):
         F.cross_entropy(sg.randn(2, 3), sg.tensor([0, 1]), reduction="avg")
 

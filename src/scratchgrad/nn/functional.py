@@ -666,6 +666,72 @@ def binary_cross_entropy_with_logits(
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
+@autocast_policy("float32")
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """The Kullback-Leibler divergence loss of log-probabilities ``input`` against
+    probabilities ``target`` (log-probabilities with ``log_target``): pointwise
+    ``target * (log(target) - input)``, 0 where the target is 0, as
+    ``torch.nn.functional.kl_div``. "batchmean" divides the sum by ``input.size(0)``, the
+    divergence per sample; "mean" divides by every element, and warns so as PyTorch does.
+    ``size_average`` and ``reduce`` are PyTorch's deprecated spellings of ``reduction``.
+
+    NOTE: where the target is 0 its gradient is ``-input`` here (the gradient of its x log x
+    part taken as 0); PyTorch's is NaN (the 0 / 0 of xlogy's backward). The input's gradient
+    is the same, ``-target``.
+
+    >>> import scratchgrad as sg
+    >>> log_q = sg.tensor([[0.25, 0.75]]).log()
+    >>> round(kl_div(log_q, sg.tensor([[0.5, 0.5]]), reduction="batchmean").item(), 4)
+    0.1438
+    """
+    if size_average is not None or reduce is not None:
+        used = _legacy_reduction(size_average, reduce, stacklevel=4)  # past kl_div's wrapper
+    else:
+        if reduction == "mean":
+            warnings.warn(_KL_DIV_MEAN, UserWarning, stacklevel=3)  # past kl_div's wrapper
+        used = "sum" if reduction == "batchmean" else reduction
+        _check_reduction(used)
+    pointwise = target.exp() * (target - input) if log_target else _xlogx(target) - target * input
+    loss = _reduce(pointwise, used)
+    # as PyTorch, also when size_average or reduce chose the reduction
+    return loss / input.shape[0] if reduction == "batchmean" and input.ndim else loss
+
+
+_KL_DIV_MEAN = (  # PyTorch's words, as they are
+    "reduction: 'mean' divides the total loss by both the batch size and the support size."
+    "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+    "'mean' will be changed to behave the same as 'batchmean' in the next major release."
+)
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None, stacklevel: int) -> str:
+    """The reduction that PyTorch's deprecated ``size_average`` and ``reduce`` name (each
+    True when None), with PyTorch's warning, ``stacklevel`` frames up (the user's line)."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use "
+        f"reduction='{reduction}' instead.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return reduction
+
+
+def _xlogx(x: Tensor) -> Tensor:
+    """x * log(x), 0 where x is 0 (PyTorch's xlogy(x, x)): the log is taken of 1 there, so
+    that neither the value nor the gradient is NaN."""
+    return x * where(x == 0, 1.0, x).log()
+
+
 # ---- tensor utilities -----------------------------------------------------------------------
 
 

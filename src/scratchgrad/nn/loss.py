@@ -122,3 +122,30 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(
             input, target, self.weight, self.reduction, self.pos_weight
         )
+
+
+class KLDivLoss(_Loss):
+    """The Kullback-Leibler divergence of log-probabilities from a target; see
+    ``F.kl_div``. ``reduction="batchmean"`` gives the divergence per sample.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> loss = nn.KLDivLoss(reduction="batchmean", log_target=True)
+    >>> loss(sg.tensor([[0.25, 0.75]]).log(), sg.tensor([[0.5, 0.5]]).log()).item() > 0
+    True
+    """
+
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        log_target: bool = False,
+    ) -> None:
+        if size_average is not None or reduce is not None:  # as PyTorch, chosen once, here
+            reduction = F._legacy_reduction(size_average, reduce, stacklevel=3)
+        super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
