@@ -650,43 +650,28 @@ def test_batchnorm_train_and_eval_are_separate_programs():
     assert len(recordings) == 2
 
 
-def test_modes_a_step_leaves_or_an_assignment_sets_are_guarded():
+@pytest.mark.parametrize("how", ["left by the step", "assigned after a replay"])
+def test_modes_are_guarded_however_they_are_set(how):
     """A step that ends in eval mode, so that its next call begins in it, and a mode set by
-    assigning ``training`` rather than by train()/eval(): each call runs the program of the
-    modes it begins in (dropout or not), as eager calls do."""
+    assigning ``training`` (not by train()/eval()) after a replay: each call runs the program
+    of the modes it begins in (dropout or not), as eager calls do."""
+    leaves_eval = how == "left by the step"
 
     def run(wrap):
         sg.manual_seed(0)
         model = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 3))
 
-        @wrap
         def step(x):
             out = model(x)  # drops only if the model began the call in train mode
-            model.eval()
+            if leaves_eval:
+                model.eval()
             return out
 
-        x, outputs = sg.randn(5, 4), []
+        step, x, outputs = wrap(step), sg.randn(5, 4), []
         for i in range(10):
-            if i in (0, 1, 3, 4, 6):  # else the call begins in the eval mode the last one left
+            if leaves_eval and i in (0, 1, 3, 4, 6):  # else it begins in the mode last left
                 model.train()
-            if i == 9:  # after two calls in eval mode: only the dropout trains
-                model[1].training = True
-            sg.manual_seed(i)
-            outputs.append(step(x).detach().numpy())
-        return outputs
-
-    for jitted, eager in zip(run(sg.jit), run(lambda step: step)):
-        np.testing.assert_array_equal(jitted, eager)
-
-
-def test_a_mode_set_by_assigning_training_between_replays_is_guarded():
-    def run(wrap):
-        sg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 3))
-        step = wrap(lambda x: model(x))
-        x, outputs = sg.randn(5, 4), []
-        for i in range(6):
-            if i == 4:  # after a replay
+            if not leaves_eval and i == 4:
                 model[1].training = False
             sg.manual_seed(i)
             outputs.append(step(x).detach().numpy())
