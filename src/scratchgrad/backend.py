@@ -429,6 +429,21 @@ def _float16_to_float32(x: Any) -> Any:
     return xp.copysign(out, bits.view(numpy.int16), out=out)
 
 
+def below(draws: Any, low: float, high: float) -> Any:
+    """Uniform ``draws`` from [low, high), rounded to their dtype from a wider one, kept in
+    [low, high) as PyTorch's are: one that rounded up to ``high`` becomes the dtype's largest
+    number below it (but not below ``low``). In place; returns ``draws``.
+
+    >>> below(numpy.asarray([0.5, 1.0], float16), 0.0, 1.0)
+    array([0.5   , 0.9995], dtype=float16)
+    """
+    xp, dtype = namespace(draws), draws.dtype
+    top = xp.asarray(high, dtype)
+    if top >= high:
+        top = xp.nextafter(top, xp.asarray(-numpy.inf, dtype))
+    return xp.minimum(draws, xp.maximum(top, xp.asarray(low, dtype)), out=draws)
+
+
 def keep_where(condition: Any, x: Any, out: Any = None) -> Any:
     """``numpy.where(condition, x, 0)`` bit for bit (a NaN or -0.0 where the condition fails
     becomes +0.0), computed by multiplying ``x``'s bits, seen as integers of its width, by 0 or

@@ -163,16 +163,17 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     if not backend.is_floating(dtype):
         raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
     drawn_dtype = backend.float64 if dtype == backend.float64 else backend.float32
-    # The generator's NumPy generator is looked up at each draw: a step that scratchgrad.jit
-    # recorded draws from the one a later manual_seed made.
-    return _drawn(
-        lambda shape: getattr(_rng(generator, device), name)(shape, dtype=drawn_dtype).astype(
-            dtype, copy=False
-        ),
-        as_shape(size),
-        requires_grad,
-        device,
-    )
+
+    def draw(shape: tuple) -> Any:
+        # The generator's NumPy generator is looked up at each draw: a step that
+        # scratchgrad.jit recorded draws from the one a later manual_seed made.
+        draws = getattr(_rng(generator, device), name)(shape, dtype=drawn_dtype)
+        if dtype == drawn_dtype:
+            return draws
+        draws = draws.astype(dtype)
+        return backend.below(draws, 0.0, 1.0) if name == "random" else draws  # [0, 1) still
+
+    return _drawn(draw, as_shape(size), requires_grad, device)
 
 
 def rand(

@@ -1239,7 +1239,7 @@ class Tensor:
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
     # The draws are float64 whatever the dtype: nn.init fills through these, and keeps the
-    # numbers it drew before they existed.
+    # numbers it drew before they existed; uniform_'s are kept below ``to`` once rounded.
 
     def uniform_(
         self,
@@ -1264,7 +1264,7 @@ class Tensor:
             raise RuntimeError(
                 f"uniform_ expects to return a [from, to) range, but found from={low} > to={to}"
             )
-        draws = _call(_uniform, generator, self.device, low, to, self.array.shape)
+        draws = _call(_uniform, generator, self.device, low, to, self.array.shape, self.array.dtype)
         return self._copy_from("uniform_", Tensor._make(draws))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
@@ -2226,9 +2226,11 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
     return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
 
 
-def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple) -> Any:
-    """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, in float64."""
-    return _rng(generator, device).uniform(low, high, shape)
+def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:
+    """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, drawn in float64 and
+    rounded to ``dtype``, still below ``high`` (see ``backend.below``)."""
+    draws = _rng(generator, device).uniform(low, high, shape)
+    return backend.below(backend.as_array(draws).astype(dtype), low, high)
 
 
 def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) -> Any:
