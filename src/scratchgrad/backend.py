@@ -437,11 +437,11 @@ def below(draws: Any, low: float, high: float) -> Any:
     >>> below(numpy.asarray([0.5, 1.0], float16), 0.0, 1.0)
     array([0.5   , 0.9995], dtype=float16)
     """
-    xp, dtype = namespace(draws), draws.dtype
-    top = xp.asarray(high, dtype)
+    top = numpy.asarray(high, draws.dtype)  # on the host: any device's dtype is NumPy's
     if top >= high:
-        top = xp.nextafter(top, xp.asarray(-numpy.inf, dtype))
-    return xp.minimum(draws, xp.maximum(top, xp.asarray(low, dtype)), out=draws)
+        top = numpy.nextafter(top, numpy.asarray(-numpy.inf, draws.dtype))
+    top = max(float(top), float(numpy.asarray(low, draws.dtype)))  # exact in the dtype
+    return namespace(draws).minimum(draws, top, out=draws)
 
 
 def keep_where(condition: Any, x: Any, out: Any = None) -> Any:
