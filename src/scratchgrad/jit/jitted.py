@@ -207,7 +207,7 @@ class Jitted:
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
         key = (key, _state.enabled, autocast.state.dtype)  # autocast: other casts
-        recordings = self.recordings.get(key, [])
+        recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches():
                 break
@@ -462,7 +462,12 @@ def _signature(args: tuple, kwargs: dict) -> tuple[list, Any]:
                 break
             key.append(_tensor_key(a))
         else:
-            if len({id(a.array) for a in args}) == len(args):
+            distinct = (
+                args[0].array is not args[1].array  # the usual (x, y), without a set
+                if len(args) == 2
+                else len({id(a.array) for a in args}) == len(args)
+            )
+            if distinct:
                 return list(args), tuple(key)
     return _flatten((args, kwargs))
 
