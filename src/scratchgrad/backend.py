@@ -555,6 +555,12 @@ def default_generator_for(where: device | str | None) -> Generator:
     return found
 
 
+def rng_for(generator: Generator | None, where: device | str | None = None) -> Any:
+    """The array module's random generator that ``generator`` draws with, else that of the
+    default generator of ``where`` (looked up at each draw: a ``manual_seed`` since counts)."""
+    return (generator or default_generator_for(where)).rng
+
+
 def manual_seed(seed: int) -> Generator:
     """Seed the generators the whole library uses (initialisation, dropout, shuffling), on
     every device, as ``torch.manual_seed``; returns the CPU's."""

@@ -137,10 +137,6 @@ def eye(
     return _finish(_make(_xp(device).eye, n, m, dtype=_dtype(dtype)), requires_grad)
 
 
-def _rng(generator: Generator | None, device: Any = None):
-    return (generator or backend.default_generator_for(device)).rng
-
-
 # While a vmap runs, scratchgrad.func sets this to a function that makes a random draw as
 # vmap's ``randomness`` says (refuse, draw once for all members, or once per member); None
 # otherwise.
@@ -167,7 +163,7 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     def draw(shape: tuple) -> Any:
         # The generator's NumPy generator is looked up at each draw: a step that
         # scratchgrad.jit recorded draws from the one a later manual_seed made.
-        draws = getattr(_rng(generator, device), name)(shape, dtype=drawn_dtype)
+        draws = getattr(backend.rng_for(generator, device), name)(shape, dtype=drawn_dtype)
         if dtype == drawn_dtype:
             return draws
         draws = draws.astype(dtype)
@@ -212,7 +208,7 @@ def randint(
         low, high, size = 0, low, size if high is None else high
     dtype = _dtype(dtype, backend.int64)
     return _drawn(
-        lambda shape: _rng(generator, device).integers(low, high, shape, dtype=dtype),
+        lambda shape: backend.rng_for(generator, device).integers(low, high, shape, dtype=dtype),
         as_shape((size,)),
         requires_grad,
         device,
@@ -236,7 +232,7 @@ def randperm(
 
 
 def _permutation(generator: Generator | None, n: int, dtype) -> Any:
-    return _rng(generator).permutation(n).astype(dtype)
+    return backend.rng_for(generator).permutation(n).astype(dtype)
 
 
 def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:

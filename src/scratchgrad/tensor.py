@@ -2222,30 +2222,26 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
     probs = array if p is None else namespace(array).asarray(p)
     if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too
         raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
-    rng = _rng(generator, backend.device_of(array))
+    rng = backend.rng_for(generator, backend.device_of(array))
     return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
 
 
 def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:
     """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, drawn in float64 and
     rounded to ``dtype``, still below ``high`` (see ``backend.below``)."""
-    draws = _rng(generator, device).uniform(low, high, shape)
+    draws = backend.rng_for(generator, device).uniform(low, high, shape)
     return backend.below(backend.as_array(draws).astype(dtype), low, high)
 
 
 def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) -> Any:
     """``Tensor.normal_``'s draw, in float64."""
     # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
-    return _rng(generator, device).standard_normal(shape) * std + mean
+    return backend.rng_for(generator, device).standard_normal(shape) * std + mean
 
 
 def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any:
     """``Tensor.exponential_``'s draw, in float64: Exp(1) samples over the rate."""
-    return _rng(generator, device).standard_exponential(shape) / lambd
-
-
-def _rng(generator: Any, device: Any) -> Any:
-    return (generator or backend.default_generator_for(device)).rng
+    return backend.rng_for(generator, device).standard_exponential(shape) / lambd
 
 
 def _from_argument(given: float | None, keyword: dict) -> float:
@@ -2267,7 +2263,7 @@ def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any
         raise RuntimeError("multinomial: probability tensor contains either inf, nan or < 0")
     if (weights.sum(axis=1) == 0).any():
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of probs <= 0)")
-    rng = _rng(generator, backend.device_of(probs))
+    rng = backend.rng_for(generator, backend.device_of(probs))
     rows, n = weights.shape
     if replacement:
         # inverse CDF, every row at once: row r's CDF (from 0 to 1) is shifted to [r, r + 1]
