@@ -29,3 +29,10 @@ def test_import_leaves_malloc_alone():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "2"]  # none on import; the opt-in sets both thresholds
+
+
+def test_the_examples_in_the_doc_strings_run():
+    # in a process of their own: keep_freed_memory's example changes malloc for the process
+    probe = "import doctest, sys; from scratchgrad import backend; print(doctest.testmod(backend))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "failed=0" in out.stdout and "attempted=0" not in out.stdout, out.stdout

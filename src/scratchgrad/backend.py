@@ -353,8 +353,9 @@ def in_float32(ufunc: Any, *arrays: Any, **kwargs: Any) -> Any:
 
     >>> import numpy, ml_dtypes
     >>> x = numpy.array([1.0, 3.0], ml_dtypes.bfloat16)
-    >>> in_float32(numpy.maximum, x, 2.0)
-    array([2, 3], dtype=bfloat16)
+    >>> y = in_float32(numpy.maximum, x, 2.0)
+    >>> y.tolist(), y.dtype == ml_dtypes.bfloat16
+    ([2.0, 3.0], True)
     """
     return cast(ufunc(*map(widened, arrays), **kwargs), arrays[0].dtype)
 
@@ -557,7 +558,11 @@ def default_generator_for(where: device | str | None) -> Generator:
 
 def rng_for(generator: Generator | None, where: device | str | None = None) -> Any:
     """The array module's random generator that ``generator`` draws with, else that of the
-    default generator of ``where`` (looked up at each draw: a ``manual_seed`` since counts)."""
+    default generator of ``where`` (looked up at each draw: a ``manual_seed`` since counts).
+
+    >>> rng_for(None) is default_generator.rng
+    True
+    """
     return (generator or default_generator_for(where)).rng
 
 
