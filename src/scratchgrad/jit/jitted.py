@@ -22,7 +22,7 @@ from typing import Any
 from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
-from scratchgrad.jit import kernels, program, updates
+from scratchgrad.jit import guards, kernels, program, updates
 from scratchgrad.jit.recorder import (
     ALREADY_RUN,
     Capturing,
@@ -50,6 +50,7 @@ class Recording:
         self, recorder: Recorder, build: Callable, values: list, outer: Outer, flipped: list
     ) -> None:
         self.replay: Callable | None = None
+        self.fast: Callable | None = None  # its guards and replay in one (see guards.py)
         # (index, flag) of the tensor arguments whose requires_grad the step set (an
         # adversarial input's x.requires_grad_()): Python, which each replay makes again
         self.requires_grad_set = flipped
@@ -189,6 +190,7 @@ class Jitted:
         self.arena = program.Arena()  # its programs' buffers: they never run at the same time
         self.calls = 0
         self._warned = False
+        self.fast: Callable | None = None  # the last recording replayed's (see guards.py)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """As a method decorator: one jitted function per instance (recordings differ)."""
@@ -205,7 +207,11 @@ class Jitted:
         if recorder is not None:
             recorder.refuse(f"calling the jitted function {self.__name__}() (nested jit)")
         self.calls += 1
-        if self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
+        if self.fast is not None:
+            result = self.fast(args, kwargs)
+            if result is not guards.MISS:
+                return result
+        elif self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
         key = (key, _state.enabled, autocast.state.dtype)  # autocast: other casts
@@ -214,6 +220,7 @@ class Jitted:
             if recording.matches():
                 break
         else:  # a new signature or mode
+            self.fast = None  # (it may be a stale recording's, which drop_stale lets go)
             drop_stale(self)
             if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
                 return self.fn(*args, **kwargs)
@@ -221,6 +228,9 @@ class Jitted:
             self.recordings.setdefault(key, []).append(recording)
             return result
         if recording.checked:
+            if recording.fast is None:  # made from a call that matched (the step changes args)
+                recording.fast = guards.fast_path(recording, args, kwargs)
+            self.fast = recording.fast
             result = recording.build(recording.replay([t.array for t in tensors], tensors))
             for index, flag in recording.requires_grad_set:
                 tensors[index].requires_grad = flag

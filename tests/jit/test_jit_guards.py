@@ -1,0 +1,243 @@
+"""The fast path of a jitted call (scratchgrad/jit/guards.py): its generated checks replay a
+recording only for calls the slow path (the guard key, then ``Recording.matches``) would
+replay it for.
+
+Each test records a step, then calls its fast path directly with another call or after a
+change: where the slow path's key differs, or the state it checks changed, the fast path
+must miss (return ``MISS``, so that the slow path decides); where the call is the recorded
+one, it must replay.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.autograd import autocast
+from scratchgrad.autograd.grad_mode import state as grad_state
+from scratchgrad.jit import guards, jitted
+
+SHAPE = (4, 3)
+OFFSET = sg.zeros(3)  # a global the step reads: a program holds it
+
+
+def fresh(shape=SHAPE, dtype=np.float32, seed=0):
+    return sg.tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+def recorded_step():
+    """A jitted step over a closure's model and optimizer and a global, called until its
+    fast path exists (eager, two recordings, a replay); with the model and optimizer."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 3)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) + OFFSET - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step)
+    for _ in range(4):
+        step(fresh(), fresh(seed=1))
+    assert step.fast is not None
+    return step, model, opt
+
+
+def slow_key(args, kwargs):
+    """The key the slow path looks the call's recordings up by."""
+    return (jitted._signature(args, kwargs)[1], grad_state.enabled, autocast.state.dtype)
+
+
+def hooked(t):
+    t.register_hook(lambda grad: grad * 2)
+    return t
+
+
+def strided(shape=SHAPE):
+    """A view of every other row of a larger array: the shape, but not the layout."""
+    rows = fresh((2 * shape[0], *shape[1:]))
+    return rows[::2]
+
+
+class Other(np.ndarray):
+    """An array type of its own, as a device's arrays are."""
+
+
+CALLS = {
+    "the recorded one": lambda: ((fresh(), fresh(seed=1)), {}),
+    "another shape": lambda: ((fresh((5, 3)), fresh((5, 3))), {}),
+    "another dtype": lambda: ((fresh(dtype=np.float64), fresh(seed=1)), {}),
+    "another dtype of its size": lambda: ((fresh(dtype=np.int32), fresh(seed=1)), {}),
+    "another array type": lambda: ((sg.Tensor._make(fresh().numpy().view(Other)), fresh()), {}),
+    "Fortran order": lambda: ((sg.tensor(np.asfortranarray(fresh().numpy())), fresh()), {}),
+    "a strided view": lambda: ((strided(), fresh()), {}),
+    "requiring grad": lambda: ((fresh().requires_grad_(), fresh()), {}),
+    "made by a graph": lambda: ((fresh().requires_grad_() * 1, fresh()), {}),
+    "with a hook": lambda: ((hooked(fresh().requires_grad_()), fresh()), {}),
+    "the same tensor twice": lambda: (2 * (fresh(),), {}),
+    "the same array twice": lambda: ((lambda x: (x, sg.Tensor._make(x.array)))(fresh()), {}),
+    "by keyword": lambda: ((fresh(),), {"y": fresh()}),
+    "one tensor fewer": lambda: ((fresh(),), {}),
+    "a Parameter": lambda: ((nn.Parameter(fresh()), fresh()), {}),
+    "a number": lambda: ((fresh(), 1.0), {}),
+}
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_the_fast_path_replays_only_calls_of_the_recorded_key(call):
+    step, *_ = recorded_step()
+    recorded = slow_key((fresh(), fresh()), {})
+    args, kwargs = CALLS[call]()
+    same = slow_key(args, kwargs) == recorded
+    assert (step.fast(args, kwargs) is not guards.MISS) == same
+    assert same == (call == "the recorded one")
+
+
+@pytest.mark.parametrize("call", ["a result of a graph", "a leaf with a hook"])
+def test_the_fast_path_misses_other_leaves_requiring_grad(call):
+    """Recorded for leaves that require grad, a call with a result requiring grad (whose
+    backward would run into a graph outside the step) or with a hooked leaf is another key."""
+    sg.manual_seed(0)
+    w = sg.randn(3, requires_grad=True)
+    step = sg.jit(lambda x: (x * w).sum().backward())
+    for _ in range(4):
+        step(fresh().requires_grad_())
+    x = fresh().requires_grad_()
+    x = x * 1 if call == "a result of a graph" else hooked(x)
+    assert slow_key((x,), {}) != slow_key((fresh().requires_grad_(),), {})
+    assert step.fast((x,), {}) is guards.MISS
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "autocast"])
+def test_the_fast_path_misses_in_another_grad_or_autocast_mode(mode):
+    step, *_ = recorded_step()
+    context = sg.no_grad() if mode == "no_grad" else sg.autocast("cpu", dtype=sg.bfloat16)
+    with context:
+        assert step.fast((fresh(), fresh()), {}) is guards.MISS
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.sampled_from([3, 4]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    layout=st.sampled_from(["C", "F", "strided"]),
+    requires_grad=st.booleans(),
+)
+def test_the_fast_path_never_replays_where_the_key_differs(rows, dtype, layout, requires_grad):
+    step, *_ = recorded_step()
+    recorded = slow_key((fresh(), fresh()), {})
+    x = fresh((rows, 3), dtype)
+    if layout == "F":
+        x = sg.tensor(np.asfortranarray(x.numpy()))
+    elif layout == "strided":
+        x = sg.tensor(np.repeat(x.numpy(), 2, axis=0))[::2]
+    x.requires_grad_(requires_grad)
+    args = (x, fresh())
+    if slow_key(args, {}) != recorded:
+        assert step.fast(args, {}) is guards.MISS
+    else:
+        assert step.fast(args, {}) is not guards.MISS
+
+
+def _eval(model, opt):
+    model.eval()
+
+
+def _freeze(model, opt):
+    model.weight.requires_grad_(False)
+
+
+def _new_array(model, opt):
+    model.weight.data = model.weight.data * 0.5
+
+
+def _hook(model, opt):
+    model.bias.register_hook(lambda grad: grad * 2)
+
+
+def _post_accumulate_hook(model, opt):
+    model.bias.register_post_accumulate_grad_hook(lambda p: None)
+
+
+def _attribute(model, opt):
+    model.scale = 2.0
+
+
+def _new_global(model, opt):
+    global OFFSET
+    OFFSET = sg.zeros(3)
+
+
+CHANGES = {
+    "model.eval()": _eval,
+    "a parameter frozen": _freeze,
+    "a parameter's .data assigned": _new_array,
+    "a hook on a parameter": _hook,
+    "a post-accumulate-grad hook": _post_accumulate_hook,
+    "an attribute set on the model": _attribute,
+    "a global bound to a new tensor": _new_global,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_the_fast_path_misses_after_a_change_the_slow_path_checks(change):
+    step, model, opt = recorded_step()
+    args = (fresh(), fresh())
+    assert step.fast(args, {}) is not guards.MISS
+    global OFFSET
+    offset = OFFSET
+    try:
+        CHANGES[change](model, opt)
+        assert step.fast(args, {}) is guards.MISS
+    finally:
+        OFFSET = offset
+
+
+def test_the_fast_path_misses_when_the_closure_holds_another_object():
+    step, model, opt = recorded_step()
+    (cell,) = [c for c in step.fn.__closure__ if c.cell_contents is opt]
+    cell.cell_contents = sg.optim.SGD(model.parameters(), lr=0.1)
+    assert step.fast((fresh(), fresh()), {}) is guards.MISS
+
+
+def trained(jit):
+    """A linear model after 12 steps on batches of 5 and 4 rows in turn."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step) if jit else step
+    for i in range(12):
+        step(fresh((4 if i % 2 else 5, 3), seed=i))
+    return model
+
+
+def test_calls_alternating_between_two_programs_equal_eager():
+    """Each miss falls to the slow path, whose replay makes its recording's fast path the one
+    tried next: the jitted and eager runs leave the same parameters."""
+    for eager, replayed in zip(trained(False).parameters(), trained(True).parameters()):
+        np.testing.assert_array_equal(replayed.detach().numpy(), eager.detach().numpy())
+
+
+def test_a_recording_of_an_array_passed_twice_is_not_replayed_for_two():
+    """The key of a call passing one tensor twice says where (the slow path's ``_flatten``):
+    its recording is not replayed for two tensors, whose program would alias them."""
+    step = sg.jit(lambda a, b: a.mul_(2) + b)
+    with sg.no_grad():
+        for _ in range(4):
+            x = fresh()
+            step(x, x)
+        args = (fresh(), fresh(seed=1))
+        assert step.fast is None or step.fast(args, {}) is guards.MISS
