@@ -16,13 +16,14 @@ from scratchgrad.ops.reduce import _max, _ones, _sum
 
 @pytest.fixture(autouse=True)
 def small_arrays_take_the_fast_paths(monkeypatch):
-    """The row sums and row max start at ``reduce._FEW`` entries: these small arrays take
-    them too."""
+    """The row sums start at ``reduce._FEW`` entries (the row max takes every array): these
+    small arrays take them too."""
     monkeypatch.setattr(reduce, "_FEW", 0)
 
 
 def test_arrays_of_few_entries_reduce_as_numpy(monkeypatch):
-    """Below ``_FEW`` entries (a (64, 10) batch of logits) NumPy's reductions run: their bits."""
+    """Below ``_FEW`` entries (a (64, 10) batch of logits) NumPy's sums run: their bits. The
+    row max goes through argmax there too: the entry it finds is NumPy's max."""
     monkeypatch.setattr(reduce, "_FEW", 1024)
     x = np.random.default_rng(4).standard_normal((64, 10)).astype(np.float32)
     np.testing.assert_array_equal(_sum(x, (1,), True), np.add.reduce(x, axis=1, keepdims=True))

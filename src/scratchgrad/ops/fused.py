@@ -169,8 +169,9 @@ class CrossEntropy(Function):
         ctx.save_for_backward(logits, log_probs)
         ctx.target = target
         ctx.scale = 1 / max(len(target), 1) if reduction == "mean" else 1
-        rows = (xp if type(logits) is ndarray else namespace(logits)).arange(len(target))
-        return -log_probs[rows, target].sum() * ctx.scale
+        module = xp if type(logits) is ndarray else namespace(logits)
+        picked = log_probs[module.arange(len(target)), target]
+        return -module.add.reduce(picked, None) * ctx.scale  # ndarray.sum less its wrapper
 
     @staticmethod
     def backward(ctx, grad):

@@ -94,22 +94,22 @@ def _sum(x, dim, keepdim):
     return cast(module.add.reduce(cast(x, wide), axis=dim, keepdims=keepdim), x.dtype)
 
 
-# Below about this many entries NumPy's reductions are as fast as the product's calls (a
-# (64, 10) float32 sum 2.3 against 2.8 us, its max 4.0 against 4.2 us; from (128, 10) on the
-# product and argmax win), and cost fewer Python instructions (eager W3's cross-entropy).
+# Below about this many entries NumPy's sums are as fast as the product's calls (a (64, 10)
+# float32 sum 2.3 against 2.8 us), and cost fewer Python instructions (eager W3's
+# cross-entropy).
 _FEW = 1024
 
 
 def _row_count(x, dim) -> int:
     """How many rows ``x`` has if summing over ``dim`` is summing the rows of a matrix: ``dim``
-    the last dims of a C-ordered float array, 2 to 512 entries in each row; else 0. Asked only
-    for arrays of at least ``_FEW`` entries (the callers test that first, a call less on the
-    small ones). Those sums are then one BLAS product with ones, several times faster than
-    NumPy's reduction along a short inner axis, which pays per row (0.08 ms against 0.017 ms
-    on an attention's (12, 4, 64, 64) scores). The two add in different orders (NumPy's
-    pairwise summation: eight interleaved partial sums up to 128 entries, halves above; BLAS:
-    its kernel's blocks), with errors of the same size (2,000 float32 rows of 300 normal
-    entries: at most 8.4e-6 against 6.6e-6).
+    the last dims of a C-ordered float array, 2 to 512 entries in each row; else 0. ``_sum``
+    asks only for arrays of at least ``_FEW`` entries (it tests that first, a call less on the
+    small ones); ``_max`` asks for every array. Those sums are then one BLAS product with
+    ones, several times faster than NumPy's reduction along a short inner axis, which pays
+    per row (0.08 ms against 0.017 ms on an attention's (12, 4, 64, 64) scores). The two add
+    in different orders (NumPy's pairwise summation: eight interleaved partial sums up to 128
+    entries, halves above; BLAS: its kernel's blocks), with errors of the same size (2,000
+    float32 rows of 300 normal entries: at most 8.4e-6 against 6.6e-6).
 
     NOTE: these sums are not batch-invariant: OpenBLAS picks its kernel by the number of rows
     (a dot for one row, a gemv for more, which blocks the rows), and ``_FEW`` picks the path by
@@ -133,19 +133,31 @@ def _row_count(x, dim) -> int:
 def _max(x, dim):
     """``x.max(axis=dim, keepdims=True)``; over the last dims of a C-ordered float array (as
     ``_sum``'s product), as the entries ``argmax`` finds: NumPy's max along a short inner axis
-    pays per row, argmax far less (0.07 ms against 0.18 ms on (12, 4, 64, 64) scores). NaN
-    wins either way (argmax returns the first NaN)."""
-    rows = _row_count(x, dim) if x.size >= _FEW else 0  # the test first: a call less
+    pays per row, argmax far less (0.07 ms against 0.18 ms on (12, 4, 64, 64) scores; 1.3
+    against 3.7 us on W3's (64, 10) logits). NaN wins either way (argmax returns the first
+    NaN)."""
+    rows = _row_count(x, dim)
     if not rows and type(x) is ndarray:  # ndarray.max less its Python wrapper; with an
-        # ``initial`` NumPy need not copy each row's first entry in (W3's (64, 10) logits: ~4k
-        # instructions); the max is the same, NaN and -0.0 included
+        # ``initial`` NumPy need not copy each row's first entry in; the max is the same
         return xp.maximum.reduce(x, axis=dim, keepdims=True, initial=-xp.inf)
     if not rows:
         return x.max(axis=dim, keepdims=True)  # CuPy's max has no ``initial``
     module = xp if type(x) is ndarray else namespace(x)
     flat = x.reshape(rows, -1)
-    at = flat.argmax(axis=1) + module.arange(0, x.size, flat.shape[1])
+    at = flat.argmax(axis=1)
+    at += _row_starts(rows, flat.shape[1], module)
     return flat.reshape(-1)[at].reshape(x.shape[: x.ndim - len(dim)] + (1,) * len(dim))
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_starts(rows: int, length: int, module=xp):
+    """Where each of ``rows`` rows of ``length`` entries starts in their flat array, kept
+    (read-only where the module can say so): made at each call, they took a third of
+    ``_max``'s time on small arrays."""
+    starts = module.arange(0, rows * length, length)
+    if hasattr(starts.flags, "writeable"):
+        starts.flags.writeable = False
+    return starts
 
 
 @functools.lru_cache(maxsize=1024)
