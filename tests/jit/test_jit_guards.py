@@ -241,3 +241,73 @@ def test_a_recording_of_an_array_passed_twice_is_not_replayed_for_two():
             step(x, x)
         args = (fresh(), fresh(seed=1))
         assert step.fast is None or step.fast(args, {}) is guards.MISS
+
+
+def compiled_model(shape=SHAPE):
+    """A compiled linear model whose fast path exists (eager, two recordings, a replay; each
+    with its backward) for inputs of ``shape``, with the model."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 3)
+    net = sg.compile(model)
+    for _ in range(4):
+        net(fresh(shape)).sum().backward()
+    assert net._compiled.fast is not None
+    return net._compiled, model
+
+
+def compiled_key(compiled, args):
+    return compiled._signature(args, {})[1]
+
+
+@pytest.mark.parametrize(
+    "call", ["the recorded one", "another shape", "Fortran order", "requiring grad", "by keyword"]
+)
+def test_a_compiled_modules_fast_path_replays_only_calls_of_the_recorded_key(call):
+    compiled, _ = compiled_model()
+    args, kwargs = CALLS[call]()
+    args = args[:1]  # the model takes one tensor
+    same = not kwargs and compiled_key(compiled, args) == compiled_key(compiled, (fresh(),))
+    assert (compiled.fast(args, kwargs) is not guards.MISS) == same
+    assert same == (call == "the recorded one")
+
+
+COMPILED_CHANGES = {
+    "model.eval()": _eval,
+    "a parameter frozen": _freeze,
+    "a parameter's .data assigned": _new_array,
+    "a hook on a parameter": _hook,
+}
+
+
+@pytest.mark.parametrize("change", COMPILED_CHANGES)
+def test_a_compiled_modules_fast_path_misses_after_a_change_its_guards_see(change):
+    compiled, model = compiled_model()
+    args = (fresh(),)
+    assert compiled.fast(args, {}) is not guards.MISS
+    COMPILED_CHANGES[change](model, None)
+    assert compiled.fast(args, {}) is guards.MISS
+
+
+def test_a_compiled_modules_fast_path_misses_a_parameters_array_as_the_argument():
+    compiled, model = compiled_model((3, 3))
+    args = (sg.Tensor._make(model.weight.array),)  # the weight's own (3, 3) array as x
+    assert compiled_key(compiled, args) != compiled_key(compiled, (fresh((3, 3)),))
+    assert compiled.fast(args, {}) is guards.MISS
+
+
+def test_a_compiled_module_with_its_fast_path_trains_as_eager():
+    """Five steps through the fast path, then one with a new batch size (a miss, recorded),
+    then the first size again: the same parameters as the eager module's."""
+    results = []
+    for compile_it in (False, True):
+        sg.manual_seed(0)
+        model = nn.Linear(3, 2)
+        net = sg.compile(model) if compile_it else model
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+        for i, rows in enumerate([4] * 8 + [5] * 4 + [4] * 2):
+            opt.zero_grad()
+            net(fresh((rows, 3), seed=i)).pow(2).mean().backward()
+            opt.step()
+        results.append([p.detach().numpy() for p in model.parameters()])
+    for eager, replayed in zip(*results):
+        np.testing.assert_array_equal(replayed, eager)

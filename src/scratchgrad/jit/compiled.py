@@ -33,7 +33,7 @@ from scratchgrad.autograd import autocast, capture_hook, engine, function
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
-from scratchgrad.jit import program
+from scratchgrad.jit import guards, program
 from scratchgrad.jit.jitted import (
     Outer,
     _check_same,
@@ -157,6 +157,7 @@ class Recording:
         self.call_places: list[str] = []
         self.constants, self.places = recorder.constants, recorder.places
         self.forward = self.backward = None
+        self.fast: Callable | None = None  # its guards and forward in one (see guards.py)
         self.forward_source = self.backward_source = ""  # the programs' code, to read
         self.parents: list = []  # per gradient: an argument's index, or a tensor reached by name
         self.versioned: list[int] = []  # arguments the backward reads
@@ -285,6 +286,7 @@ class CompiledForward:
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
         self._warned = False
+        self.fast: Callable | None = None  # the last recording replayed's (see guards.py)
         # (guard key, train mode) -> calls since a recording of it last got its backward
         self.unfinished: dict[Any, int] = {}
 
@@ -297,15 +299,24 @@ class CompiledForward:
         if capture_hook.recorder is not None or function._vmap_dispatch is not None:
             return self.module(*args, **kwargs)  # the jit or vmap around sees each operation
         self.calls += 1
-        if self.calls == 1:  # eagerly, so lazily made state exists
+        if self.fast is not None:
+            result = self.fast(args, kwargs)
+            if result is not guards.MISS:
+                return result
+        elif self.calls == 1:  # eagerly, so lazily made state exists
             return self.module(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches():
                 if recording.checked:
+                    if recording.fast is None:  # made from a call that matched
+                        parameters = tensors[key[1] :]  # (key[1]: the arguments' count)
+                        recording.fast = guards.fast_path(recording, args, kwargs, parameters)
+                    self.fast = recording.fast
                     return recording.run(tensors)
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
+        self.fast = None  # (it may be a stale recording's, which drop_stale lets go)
         if not all(isinstance(t.array, xp.ndarray) for t in tensors):
             return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
         drop_stale(self)

@@ -63,15 +63,23 @@ MISS = object()  # what a fast path returns when the call is not the one it was 
 _MOST_TENSORS = 4
 
 
-def fast_path(recording: Any, args: tuple, kwargs: dict) -> Callable | None:
+def fast_path(
+    recording: Any, args: tuple, kwargs: dict, parameters: list | None = None
+) -> Callable | None:
     """The fast path of ``recording`` (a checked ``jitted.Recording``) for calls like this
     one (``args``, ``kwargs``), whose signature it was recorded for: ``call(args, kwargs)``,
     returning what a replay returns, or ``MISS`` when any guard fails. None when the call
     is not a few tensors of distinct arrays passed by position (the slow path handles the
-    rest: an array passed twice is a key of its own, which this path's checks do not make)."""
+    rest: an array passed twice is a key of its own, which this path's checks do not make).
+
+    For a compiled module's recording (``compiled.Recording``), ``parameters`` are the
+    module's, which its programs take after the arguments: each must still hold the array
+    it holds now (stricter than the key's shape, dtype and layout), and an argument's array
+    must be none of theirs."""
+    every = [*args, *(parameters or ())]
     if kwargs or len(args) > _MOST_TENSORS or any(type(a) is not Tensor for a in args):
         return None
-    if len({id(a.array) for a in args}) != len(args):
+    if len({id(t.array) for t in every}) != len(every):
         return None
     code = _Code(recording)
     n = len(args)
@@ -85,16 +93,22 @@ def fast_path(recording: Any, args: tuple, kwargs: dict) -> Callable | None:
         ]
         body += [f"{a} = {t}.array" for t, a in zip(tensors, arrays)]
     checks = code.arguments(args) + code.state(recording)
+    if parameters is not None:
+        held = code.held(parameters)
+        checks += code.parameters(held, parameters, n)
     body += ["if not (", f"    {checks[0]}", *(f"    and {c}" for c in checks[1:]), "):"]
-    body += [
-        "    return MISS",
-        f"result = build(replay([{''.join(a + ', ' for a in arrays)}], args))",
-    ]
-    body += [
-        f"args[{i}].requires_grad = {code.name('flag', flag)}"
-        for i, flag in recording.requires_grad_set
-    ]
-    body.append("return result")
+    body.append("    return MISS")
+    if parameters is not None:  # the compiled module's forward, on the arguments, then them
+        listed = "".join(f"{t}, " for t in tensors + held)
+        body.append(f"return {code.name('run', recording.run)}([{listed}])")
+    else:
+        code.names.update(replay=recording.replay, build=recording.build)
+        body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], args))")
+        body += [
+            f"args[{i}].requires_grad = {code.name('flag', flag)}"
+            for i, flag in recording.requires_grad_set
+        ]
+        body.append("return result")
     return define(function_source("def call(args, kwargs):", body), code.names, "call")
 
 
@@ -110,8 +124,6 @@ class _Code:
             "capture_hook": capture_hook,
             "post_accumulate_hooks": engine._post_accumulate_hooks,
             "stamps": recording.stamps,
-            "replay": recording.replay,
-            "build": recording.build,
         }
 
     def name(self, prefix: str, value: Any) -> str:
@@ -143,6 +155,25 @@ class _Code:
                 f"t{i}.requires_grad is {self.name('flag', tensor.requires_grad)}",
                 f"t{i}._ctx is {'' if tensor._ctx is None else 'not '}None",
                 self.hooks(f"t{i}", tensor._hooks, "=="),
+            ]
+        return checks
+
+    def held(self, tensors: list) -> list[str]:
+        """The code naming each of ``tensors`` (held by the fast path)."""
+        return [self.name("parameter", t) for t in tensors]
+
+    def parameters(self, held: list[str], parameters: list, n: int) -> list[str]:
+        """The checks of a compiled module's ``parameters`` (named ``held``): each holds the
+        array it holds now, with its requires_grad and hooks, and none of the ``n``
+        arguments' arrays is one of theirs (the arrays are held, so their ids stay theirs)."""
+        ids = self.name("ids", frozenset(id(p.array) for p in parameters))
+        checks = [f"id(a{i}) not in {ids}" for i in range(n)]
+        for p, parameter in zip(held, parameters):
+            checks += [
+                f"{p}.array is {self.name('array', parameter.array)}",
+                f"{p}.requires_grad is {self.name('flag', parameter.requires_grad)}",
+                f"{p}._ctx is {'' if parameter._ctx is None else 'not '}None",
+                self.hooks(p, parameter._hooks, "=="),
             ]
         return checks
 
