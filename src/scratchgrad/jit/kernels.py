@@ -64,6 +64,9 @@ NAMES = {
     "k_unfold": conv.unfold,
     "k_fold": conv.fold,
     "k_spread": conv.spread,
+    "k_mse": fused.mse,
+    "k_mse_grad": fused.mse_grad,
+    "k_cross_entropy_grad": fused.cross_entropy_grad,
 }
 
 
@@ -163,6 +166,12 @@ def _where(args, arrays, kwargs, expr) -> str | None:
     return None
 
 
+def _cross_entropy_grad(args, arrays, kwargs, expr) -> str:
+    # (the logits, its second input, are for its own backward only)
+    values = ", ".join(expr(kwargs[k]) for k in ("log_probs", "target", "scale"))
+    return f"k_cross_entropy_grad({args[0]}, {values})"
+
+
 def _call_with_static(name: str) -> Callable:
     """A rule calling ``name`` with the array arguments and the static keyword arguments."""
     return lambda args, arrays, kwargs, expr: (
@@ -191,6 +200,10 @@ RULES: dict[type, Callable[..., str | None]] = {
     conv.Unfold: _call_with_static("k_unfold"),
     conv.Fold: _call_with_static("k_fold"),
     conv.Spread: _call_with_static("k_spread"),
+    # (a NumPy scalar and a small array: no out=)
+    fused.MSELoss: _call_with_static("k_mse"),
+    fused.MSELossGrad: _call_with_static("k_mse_grad"),
+    fused.CrossEntropyGrad: _cross_entropy_grad,
 }
 
 # The inputs (by position) a rule's result may overwrite; the others never (a product's

@@ -109,6 +109,21 @@ def _as_matrix(t):
     return t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
+def mse(x, y, reduction="mean"):
+    """``mean((x - y) ** 2)`` (or the sum) of two arrays of one shape: MSELoss's forward, which
+    a jitted step replays without the node (jit/kernels.py)."""
+    diff = x - y
+    add = (xp if type(diff) is ndarray else namespace(diff)).add
+    total = add.reduce(diff * diff, axis=None)
+    # what ndarray.mean does, without its Python-level wrapper (costly on small arrays)
+    return total / diff.size if reduction == "mean" else total
+
+
+def mse_grad(grad_out, x, y, scale):
+    """``(x - y) * (grad_out * scale)``: MSELossGrad's forward (see ``mse``)."""
+    return (x - y) * (grad_out * scale)
+
+
 class MSELoss(Function):
     """mean((x - y)**2), or the sum; ``x`` and ``y`` have the same shape."""
 
@@ -116,13 +131,9 @@ class MSELoss(Function):
 
     @staticmethod
     def forward(ctx, x, y, reduction="mean"):
-        diff = x - y
         ctx.save_for_backward(x, y)
-        ctx.scale = 2 / max(diff.size, 1) if reduction == "mean" else 2
-        add = (xp if type(diff) is ndarray else namespace(diff)).add
-        total = add.reduce(diff * diff, axis=None)
-        # what ndarray.mean does, without its Python-level wrapper (costly on small arrays)
-        return total / diff.size if reduction == "mean" else total
+        ctx.scale = 2 / max(x.size, 1) if reduction == "mean" else 2
+        return mse(x, y, reduction)
 
     @staticmethod
     def backward(ctx, grad):
@@ -141,7 +152,7 @@ class MSELossGrad(Function):
     def forward(ctx, grad_out, x, y, scale):
         ctx.save_for_backward(grad_out, x, y)
         ctx.scale = scale
-        return (x - y) * (grad_out * scale)
+        return mse_grad(grad_out, x, y, scale)
 
     @staticmethod
     def backward(ctx, grad):
@@ -193,11 +204,7 @@ class CrossEntropyGrad(Function):
     def forward(ctx, grad_out, logits, log_probs, target, scale):
         ctx.save_for_backward(grad_out, logits)
         ctx.target, ctx.scale = target, scale
-        module = xp if type(log_probs) is ndarray else namespace(log_probs)
-        out = module.exp(log_probs)
-        out.reshape(-1)[_target_entries(out, target, module)] -= 1
-        out *= grad_out * scale
-        return out
+        return cross_entropy_grad(grad_out, log_probs, target, scale)
 
     @staticmethod
     def backward(ctx, grad):
@@ -211,6 +218,16 @@ class CrossEntropyGrad(Function):
         if d_logits:
             grad_logits = p * (grad - (grad * p).sum(1, keepdim=True)) * (grad_out * ctx.scale)
         return grad * (p - one_hot) * ctx.scale if d_grad_out else None, grad_logits
+
+
+def cross_entropy_grad(grad_out, log_probs, target, scale):
+    """``(exp(log_probs) - one_hot(target)) * grad_out * scale``: CrossEntropyGrad's forward,
+    which a jitted step replays without the node (jit/kernels.py)."""
+    module = xp if type(log_probs) is ndarray else namespace(log_probs)
+    out = module.exp(log_probs)
+    out.reshape(-1)[_target_entries(out, target, module)] -= 1
+    out *= grad_out * scale
+    return out
 
 
 def _target_entries(rows, target, module):
