@@ -157,7 +157,7 @@ class Recording:
         self.call_places: list[str] = []
         self.constants, self.places = recorder.constants, recorder.places
         self.forward = self.backward = None
-        self.fast: Callable | None = None  # its guards and forward in one (see guards.py)
+        self.fast: Callable | None = None  # its guards in one function (see guards.py)
         self.forward_source = self.backward_source = ""  # the programs' code, to read
         self.parents: list = []  # per gradient: an argument's index, or a tensor reached by name
         self.versioned: list[int] = []  # arguments the backward reads
@@ -286,7 +286,8 @@ class CompiledForward:
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
         self._warned = False
-        self.fast: Callable | None = None  # the last recording replayed's (see guards.py)
+        # the last recording replayed and its fast path (see guards.py)
+        self.fast: tuple[Recording, Callable] | None = None
         # (guard key, train mode) -> calls since a recording of it last got its backward
         self.unfinished: dict[Any, int] = {}
 
@@ -300,9 +301,10 @@ class CompiledForward:
             return self.module(*args, **kwargs)  # the jit or vmap around sees each operation
         self.calls += 1
         if self.fast is not None:
-            result = self.fast(args, kwargs)
-            if result is not guards.MISS:
-                return result
+            recording, fast = self.fast
+            tensors = fast(args, kwargs)
+            if tensors is not guards.MISS:
+                return recording.run(tensors)
         elif self.calls == 1:  # eagerly, so lazily made state exists
             return self.module(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
@@ -313,7 +315,7 @@ class CompiledForward:
                     if recording.fast is None:  # made from a call that matched
                         parameters = tensors[key[1] :]  # (key[1]: the arguments' count)
                         recording.fast = guards.fast_path(recording, args, kwargs, parameters)
-                    self.fast = recording.fast
+                    self.fast = None if recording.fast is None else (recording, recording.fast)
                     return recording.run(tensors)
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
         self.fast = None  # (it may be a stale recording's, which drop_stale lets go)

@@ -75,7 +75,8 @@ def fast_path(
     For a compiled module's recording (``compiled.Recording``), ``parameters`` are the
     module's, which its programs take after the arguments: each must still hold the array
     it holds now (stricter than the key's shape, dtype and layout), and an argument's array
-    must be none of theirs."""
+    must be none of theirs. Its ``call`` returns the tensors to run the recording on (the
+    arguments, then the parameters) instead of running it."""
     every = [*args, *(parameters or ())]
     if kwargs or len(args) > _MOST_TENSORS or any(type(a) is not Tensor for a in args):
         return None
@@ -98,9 +99,9 @@ def fast_path(
         checks += code.parameters(held, parameters, n)
     body += ["if not (", f"    {checks[0]}", *(f"    and {c}" for c in checks[1:]), "):"]
     body.append("    return MISS")
-    if parameters is not None:  # the compiled module's forward, on the arguments, then them
-        listed = "".join(f"{t}, " for t in tensors + held)
-        body.append(f"return {code.name('run', recording.run)}([{listed}])")
+    if parameters is not None:  # what the compiled module's forward runs on (not run here:
+        # the function would hold the recording, which holds it, a cycle)
+        body.append(f"return [{''.join(f'{t}, ' for t in tensors + held)}]")
     else:
         code.names.update(replay=recording.replay, build=recording.build)
         body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], args))")
