@@ -43,7 +43,9 @@ for, and a call tries that first::
 
 Each check is the slow path's or stricter (the same strides, not only the same layout; the
 same dtype object), so the fast path can only miss where the slow path would match (and
-then the slow path runs), never replay where it would not.
+then the slow path runs), never replay where it would not. A compiled module's forward
+(``compiled.CompiledForward``) keeps one too, which also checks the module's parameters and
+returns the tensors its recording runs on.
 """
 
 from __future__ import annotations
