@@ -289,3 +289,16 @@ def test_a_compiled_modules_fast_path_misses_a_parameters_array_as_the_argument(
     args = (sg.Tensor._make(model.weight.array),)  # the weight's own (3, 3) array as x
     assert compiled_key(compiled, args) != compiled_key(compiled, (fresh((3, 3)),))
     assert fast_of(compiled)(args, {}) is guards.MISS
+
+
+def test_a_fast_path_is_made_once_per_recording_even_when_none_covers_the_call(monkeypatch):
+    """A call by keyword gets no fast path: the slow path replays it, and does not try to
+    make one again at every call."""
+    made = []
+    fast_path = guards.fast_path
+    monkeypatch.setattr(guards, "fast_path", lambda *a: made.append(fast_path(*a)) or made[-1])
+    w = sg.randn(3, requires_grad=True)
+    step = sg.jit(lambda x: (x * w).sum().backward())
+    for _ in range(8):
+        step(x=fresh())
+    assert made == [None] and step.fast is None

@@ -157,7 +157,8 @@ class Recording:
         self.call_places: list[str] = []
         self.constants, self.places = recorder.constants, recorder.places
         self.forward = self.backward = None
-        self.fast: Callable | None = None  # its guards in one function (see guards.py)
+        # its guards in one function, made at its first replay (see guards.py)
+        self.fast: Callable | None | object = guards.UNMADE
         self.forward_source = self.backward_source = ""  # the programs' code, to read
         self.parents: list = []  # per gradient: an argument's index, or a tensor reached by name
         self.versioned: list[int] = []  # arguments the backward reads
@@ -312,7 +313,7 @@ class CompiledForward:
         for recording in recordings:
             if recording.matches():
                 if recording.checked:
-                    if recording.fast is None:  # made from a call that matched
+                    if recording.fast is guards.UNMADE:  # from a call that matched
                         parameters = tensors[key[1] :]  # (key[1]: the arguments' count)
                         recording.fast = guards.fast_path(recording, args, kwargs, parameters)
                     self.fast = None if recording.fast is None else (recording, recording.fast)

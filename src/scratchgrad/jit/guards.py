@@ -59,6 +59,7 @@ from scratchgrad.jit.updates import define, function_source
 from scratchgrad.tensor import Tensor
 
 MISS = object()  # what a fast path returns when the call is not the one it was made for
+UNMADE = object()  # a recording's fast path before its first replay makes it (or None)
 
 # The most tensor arguments a fast path is made for: their arrays are checked to be distinct
 # pairwise (as the guard key's set of ids does), which grows with the square of their number.

@@ -50,7 +50,8 @@ class Recording:
         self, recorder: Recorder, build: Callable, values: list, outer: Outer, flipped: list
     ) -> None:
         self.replay: Callable | None = None
-        self.fast: Callable | None = None  # its guards and replay in one (see guards.py)
+        # its guards and replay in one, made at its first replay (see guards.py)
+        self.fast: Callable | None | object = guards.UNMADE
         # (index, flag) of the tensor arguments whose requires_grad the step set (an
         # adversarial input's x.requires_grad_()): Python, which each replay makes again
         self.requires_grad_set = flipped
@@ -228,7 +229,8 @@ class Jitted:
             self.recordings.setdefault(key, []).append(recording)
             return result
         if recording.checked:
-            if recording.fast is None:  # made from a call that matched (the step changes args)
+            if recording.fast is guards.UNMADE:  # from a call that matched (not the recorded
+                # one, whose step may have changed its arguments)
                 recording.fast = guards.fast_path(recording, args, kwargs)
             self.fast = recording.fast
             result = recording.build(recording.replay([t.array for t in tensors], tensors))
