@@ -302,3 +302,83 @@ def test_a_fast_path_is_made_once_per_recording_even_when_none_covers_the_call(m
     for _ in range(8):
         step(x=fresh())
     assert made == [None] and step.fast is None
+
+
+def scaled_step(recorded=1.0):
+    """A jitted step taking a plain value after its tensor (``step(x, scale)``, None for no
+    scaling), called with ``scale=recorded`` until its fast path exists; with its model."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 3)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, scale):
+        opt.zero_grad()
+        loss = (model(x) * (1 if scale is None else scale)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step)
+    for _ in range(4):
+        step(fresh(), recorded)
+    return step, model
+
+
+PLAIN_CALLS = {
+    "the recorded one": (1.0,),
+    "another value": (0.5,),
+    "an equal int": (1,),  # == 1.0, but the keys (int, 1) and (float, 1.0) differ
+    "an equal bool": (True,),
+    "None": (None,),
+    "a string": ("1.0",),
+    "a tensor": (fresh((1,)),),
+    "not a number": (float("nan"),),
+}
+
+
+@pytest.mark.parametrize("call", PLAIN_CALLS)
+def test_the_fast_path_checks_plain_arguments_as_the_key_does(call):
+    """A plain value (a number, a string, None, a bool) passed by position is part of the
+    key: the fast path replays only for one of the same type and an equal value."""
+    step, _ = scaled_step()
+    assert step.fast is not None
+    (value,) = PLAIN_CALLS[call]
+    x = fresh()
+    same = slow_key((x, value), {}) == slow_key((fresh(), 1.0), {})
+    assert (step.fast((x, value), {}) is not guards.MISS) == same
+    assert same == (call == "the recorded one")
+
+
+@pytest.mark.parametrize("value", [None, False, 0, "None"], ids=["None", "False", "0", "a string"])
+def test_the_fast_path_of_a_call_recorded_with_none_takes_only_none(value):
+    step, _ = scaled_step(recorded=None)
+    assert (step.fast((fresh(), value), {}) is not guards.MISS) == (value is None)
+
+
+def test_a_step_with_a_plain_argument_before_its_tensor_equals_eager():
+    """Plain values first, then a tensor the step makes require grad: the fast path replays
+    with the tensor's index among the tensors, so the caller's tensor ends as eagerly."""
+    results = {}
+    for how in ("eager", "jit"):
+        sg.manual_seed(0)
+        step = input_gradient_step(nn.Linear(3, 2))
+        step = sg.jit(step) if how == "jit" else step
+        xs = [fresh(seed=i) for i in range(6)]
+        grads = [step(0.5 if i % 3 else 2.0, x).numpy().copy() for i, x in enumerate(xs)]
+        results[how] = grads, [x.requires_grad for x in xs]
+        if how == "jit":
+            assert step.fast is not None
+    for eager, replayed in zip(*results.values()):
+        np.testing.assert_array_equal(np.asarray(replayed), np.asarray(eager))
+
+
+def input_gradient_step(model):
+    """``step(scale, x)``: the gradient of ``scale`` times the model's outputs' sum with
+    respect to ``x``, made to require grad in the step."""
+
+    def step(scale, x):
+        x.requires_grad_()
+        (model(x) * scale).sum().backward()
+        return x.grad
+
+    return step

@@ -41,9 +41,11 @@ for, and a call tries that first::
         result = build(replay([a0, a1, ], args))
         return result
 
-Each check is the slow path's or stricter (the same strides, not only the same layout; the
-same dtype object), so the fast path can only miss where the slow path would match (and
-then the slow path runs), never replay where it would not. A compiled module's forward
+A plain value passed by position (``step(x, y, 0.5)``) is checked as the key compares it:
+``type(p2) is type11 and p2 == value12``. Each check is the slow path's or stricter (the
+same strides, not only the same layout; the same dtype object), so the fast path can only
+miss where the slow path would match (and then the slow path runs), never replay where it
+would not. A compiled module's forward
 (``compiled.CompiledForward``) keeps one too, which also checks the module's parameters and
 returns the tensors its recording runs on.
 """
@@ -65,6 +67,10 @@ UNMADE = object()  # a recording's fast path before its first replay makes it (o
 # pairwise (as the guard key's set of ids does), which grows with the square of their number.
 _MOST_TENSORS = 4
 
+# The other arguments a jitted function's fast path takes (by position): values the guard key
+# holds as themselves, so that a check of the type and ``==`` is the key's own comparison.
+_PLAIN = (bool, int, float, str, type(None))
+
 
 def fast_path(
     recording: Any, args: tuple, kwargs: dict, parameters: list | None = None
@@ -72,34 +78,41 @@ def fast_path(
     """The fast path of ``recording`` (a checked ``jitted.Recording``) for calls like this
     one (``args``, ``kwargs``), whose signature it was recorded for: ``call(args, kwargs)``,
     returning what a replay returns, or ``MISS`` when any guard fails. None when the call
-    is not a few tensors of distinct arrays passed by position (the slow path handles the
-    rest: an array passed twice is a key of its own, which this path's checks do not make).
+    is not a few tensors of distinct arrays, and plain values (see ``_PLAIN``), passed by
+    position (the slow path handles the rest: an array passed twice is a key of its own,
+    which this path's checks do not make).
 
     For a compiled module's recording (``compiled.Recording``), ``parameters`` are the
-    module's, which its programs take after the arguments: each must still hold the array
-    it holds now (stricter than the key's shape, dtype and layout), and an argument's array
-    must be none of theirs. Its ``call`` returns the tensors to run the recording on (the
-    arguments, then the parameters) instead of running it."""
-    every = [*args, *(parameters or ())]
-    if kwargs or len(args) > _MOST_TENSORS or any(type(a) is not Tensor for a in args):
+    module's, which its programs take after the arguments (tensors only): each must still
+    hold the array it holds now (stricter than the key's shape, dtype and layout), and an
+    argument's array must be none of theirs. Its ``call`` returns the tensors to run the
+    recording on (the arguments, then the parameters) instead of running it."""
+    plain = _PLAIN if parameters is None else ()
+    given = [a for a in args if type(a) is Tensor]
+    if kwargs or len(given) > _MOST_TENSORS:
         return None
+    if any(type(a) is not Tensor and type(a) not in plain for a in args):
+        return None
+    every = [*given, *(parameters or ())]
     if len({id(t.array) for t in every}) != len(every):
         return None
     code = _Code(recording)
-    n = len(args)
-    tensors, arrays = [f"t{i}" for i in range(n)], [f"a{i}" for i in range(n)]
-    body = [f"if kwargs or len(args) != {n}:", "    return MISS"]
-    if n:
-        body.append(f"{''.join(t + ', ' for t in tensors)}= args")
+    names = [f"t{i}" if type(a) is Tensor else f"p{i}" for i, a in enumerate(args)]
+    tensors = [name for name in names if name[0] == "t"]
+    arrays = [f"a{t[1:]}" for t in tensors]
+    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
+    if args:
+        body.append(f"{''.join(name + ', ' for name in names)}= args")
+    if tensors:
         body += [
             f"if {' or '.join(f'type({t}) is not Tensor' for t in tensors)}:",
             "    return MISS",
         ]
         body += [f"{a} = {t}.array" for t, a in zip(tensors, arrays)]
-    checks = code.arguments(args) + code.state(recording)
+    checks = code.arguments(tensors, given) + code.values(names, args) + code.state(recording)
     if parameters is not None:
         held = code.held(parameters)
-        checks += code.parameters(held, parameters, n)
+        checks += code.parameters(held, parameters, arrays)
     body += ["if not (", f"    {checks[0]}", *(f"    and {c}" for c in checks[1:]), "):"]
     body.append("    return MISS")
     if parameters is not None:  # what the compiled module's forward runs on (not run here:
@@ -107,9 +120,11 @@ def fast_path(
         body.append(f"return [{''.join(f'{t}, ' for t in tensors + held)}]")
     else:
         code.names.update(replay=recording.replay, build=recording.build)
-        body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], args))")
+        # the tensors whose .grad a replay may set: the arguments, if all are tensors
+        passed = "args" if len(tensors) == len(args) else f"[{''.join(t + ', ' for t in tensors)}]"
+        body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], {passed}))")
         body += [
-            f"args[{i}].requires_grad = {code.name('flag', flag)}"
+            f"{tensors[i]}.requires_grad = {code.name('flag', flag)}"
             for i, flag in recording.requires_grad_set
         ]
         body.append("return result")
@@ -144,34 +159,49 @@ class _Code:
             return f"{code}._hooks == ()"
         return f"{code}._hooks {same} {self.name('hooks', hooks)}"
 
-    def arguments(self, args: tuple) -> list[str]:
-        """The checks of the arguments ``t0, t1, ...`` and their arrays ``a0, a1, ...``: the
-        guard key's (``jitted._tensor_key``), the strides for the layout."""
-        n = len(args)
-        checks = [f"a{i} is not a{j}" for i in range(n) for j in range(i + 1, n)]
-        for i, tensor in enumerate(args):
+    def arguments(self, tensors: list[str], given: list) -> list[str]:
+        """The checks of the tensor arguments ``given`` (named ``tensors``: ``t0, t2, ...``)
+        and their arrays (``a0, a2, ...``): the guard key's (``jitted._tensor_key``), the
+        strides for the layout."""
+        arrays = [f"a{t[1:]}" for t in tensors]
+        checks = [f"{a} is not {b}" for i, a in enumerate(arrays) for b in arrays[i + 1 :]]
+        for t, a, tensor in zip(tensors, arrays, given):
             array = tensor.array
             checks += [
-                f"type(a{i}) is {self.name('type', type(array))}",
-                f"a{i}.shape == {array.shape!r}",
-                f"a{i}.dtype is {self.name('dtype', array.dtype)}",
-                f"a{i}.strides == {array.strides!r}",
-                f"t{i}.requires_grad is {self.name('flag', tensor.requires_grad)}",
-                f"t{i}._ctx is {'' if tensor._ctx is None else 'not '}None",
-                self.hooks(f"t{i}", tensor._hooks, "=="),
+                f"type({a}) is {self.name('type', type(array))}",
+                f"{a}.shape == {array.shape!r}",
+                f"{a}.dtype is {self.name('dtype', array.dtype)}",
+                f"{a}.strides == {array.strides!r}",
+                f"{t}.requires_grad is {self.name('flag', tensor.requires_grad)}",
+                f"{t}._ctx is {'' if tensor._ctx is None else 'not '}None",
+                self.hooks(t, tensor._hooks, "=="),
             ]
+        return checks
+
+    def values(self, names: list[str], args: tuple) -> list[str]:
+        """The checks of the plain arguments (named ``p1, ...`` among ``names``): the guard
+        key's, the same type and an equal value (None is None)."""
+        checks = []
+        for name, value in zip(names, args):
+            if name[0] != "p":
+                continue
+            if value is None:
+                checks.append(f"{name} is None")
+            else:
+                kind, same = self.name("type", type(value)), self.name("value", value)
+                checks += [f"type({name}) is {kind}", f"{name} == {same}"]
         return checks
 
     def held(self, tensors: list) -> list[str]:
         """The code naming each of ``tensors`` (held by the fast path)."""
         return [self.name("parameter", t) for t in tensors]
 
-    def parameters(self, held: list[str], parameters: list, n: int) -> list[str]:
+    def parameters(self, held: list[str], parameters: list, arrays: list[str]) -> list[str]:
         """The checks of a compiled module's ``parameters`` (named ``held``): each holds the
-        array it holds now, with its requires_grad and hooks, and none of the ``n``
-        arguments' arrays is one of theirs (the arrays are held, so their ids stay theirs)."""
+        array it holds now, with its requires_grad and hooks, and none of the arguments'
+        ``arrays`` is one of theirs (the arrays are held, so their ids stay theirs)."""
         ids = self.name("ids", frozenset(id(p.array) for p in parameters))
-        checks = [f"id(a{i}) not in {ids}" for i in range(n)]
+        checks = [f"id({a}) not in {ids}" for a in arrays]
         for p, parameter in zip(held, parameters):
             checks += [
                 f"{p}.array is {self.name('array', parameter.array)}",
