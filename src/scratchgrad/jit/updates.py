@@ -314,10 +314,10 @@ def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict
 def _parameters(code: _Code, g: int, params: list, state: bool) -> None:
     """Name each parameter ``p0_1``, its array ``param0_1`` and (``state``) its state dict
     ``s0_1``, which the guard checks is still the optimizer's; count each in-place change
-    first, as ``Optimizer.step``."""
+    first, as ``Optimizer.step`` (one call for them all)."""
     for i, p in params:
         code.namespace[f"p{g}_{i}"] = p
-        code.lines.append(f"increment_version(p{g}_{i})")
+    code.lines.append(f"increment_version(({''.join(f'p{g}_{i}, ' for i, _ in params)}))")
     for i, p in params:
         code.lines.append(f"param{g}_{i} = p{g}_{i}.array")
         if state:
