@@ -45,9 +45,8 @@ A plain value passed by position (``step(x, y, 0.5)``) is checked as the key com
 ``type(p2) is type11 and p2 == value12``. Each check is the slow path's or stricter (the
 same strides, not only the same layout; the same dtype object), so the fast path can only
 miss where the slow path would match (and then the slow path runs), never replay where it
-would not. A compiled module's forward
-(``compiled.CompiledForward``) keeps one too, which also checks the module's parameters and
-returns the tensors its recording runs on.
+would not. A compiled module's forward (``compiled.CompiledForward``) keeps one too, which
+also checks the module's parameters and returns the tensors its recording runs on.
 """
 
 from __future__ import annotations
