@@ -417,6 +417,67 @@ def test_charlm_gpt_trained_jitted():
     check_program(program)
 
 
+class CharRNN(nn.Module):
+    """An embedding, a two-layer recurrent network (``cell``: LSTM, GRU or RNN) and a head;
+    each run of ``forward``'s Python is noted in ``runs``."""
+
+    def __init__(self, cell: str, runs: list, vocab: int = 11, hidden: int = 8) -> None:
+        super().__init__()
+        self.runs = runs
+        self.embed = nn.Embedding(vocab, 6)
+        self.rnn = getattr(nn, cell)(6, hidden, num_layers=2, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, idx, state=None):
+        self.runs.append(idx.shape)
+        out, state = self.rnn(self.embed(idx), state)
+        return self.head(out), state
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+@pytest.mark.parametrize("cell", ["LSTM", "GRU", "RNN"])
+def test_truncated_backpropagation_through_time_carries_the_state_between_calls(cell, how):
+    """The char-RNN tutorials' loop: each step starts from the state the last one returned,
+    detached (none at the first, a program of its own). Jitted: the state returned by a
+    replay goes into the next call; compiled: the model's forward is captured, the loss, its
+    backward, clipping and Adam run eagerly."""
+
+    runs = []
+
+    def program(wrap):
+        runs.clear()
+        model = CharRNN(cell, runs)
+        net = wrap(model) if how == "compile" else model
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(idx, targets, state):
+            opt.zero_grad()
+            logits, state = net(idx, state)
+            loss = F.cross_entropy(logits.reshape(-1, 11), targets.reshape(-1))
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            detached = tuple(s.detach() for s in state) if cell == "LSTM" else state.detach()
+            return loss, detached
+
+        step = wrap(step) if how == "jit" else step
+        data = [(sg.randint(0, 11, (2, 5)), sg.randint(0, 11, (2, 5))) for _ in range(2)]
+        state, out = None, []
+        for i in range(STEPS + 2):
+            loss, state = step(*data[i % 2], state)
+            out.append(as_numpy((loss, state)))
+        return out, snapshot([model], [opt])
+
+    if how == "jit":
+        check_program(program)
+        return
+    sg.manual_seed(0)
+    eager = program(lambda module: module)
+    sg.manual_seed(0)
+    assert_same(program(sg.compile), eager)
+    assert len(runs) <= STEPS + 2 - 3  # the forward replayed at least three times
+
+
 class ScaledTanh(sg.autograd.Function):
     """tanh(x) * scale with its own backward (a custom Function: forward on arrays, backward
     on tensors)."""
