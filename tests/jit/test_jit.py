@@ -6,7 +6,9 @@ gradients and optimizer state must equal N eager calls bit for bit, since a repl
 same NumPy calls on the same arrays.
 """
 
+import random
 import re
+from random import random as random_draw
 
 import numpy as np
 import pytest
@@ -1061,6 +1063,86 @@ def test_python_branches_on_tensor_data_raise_on_the_third_call():
     exp, tanh = line_of("# BRANCH exp"), line_of("# BRANCH tanh")
     assert f"test_jit.py:{exp}, then " in str(info.value)
     assert f"test_jit.py:{tanh}) " in str(info.value)
+
+
+RNG = np.random.default_rng(0)
+
+
+def _python_random(x):
+    return x * 2 if random.random() < 0.5 else x * 3
+
+
+def _numpy_random(x):
+    return x * np.random.rand()
+
+
+def _a_generator_of_the_module(x):
+    return x * RNG.random()
+
+
+def _calls_a_helper_drawing(x):
+    return _python_random(x) + 1
+
+
+def _draws_in_a_lambda(x):
+    draw = lambda: random_draw()  # noqa: E731
+    return x * draw()
+
+
+def _a_generator_in_the_closure():
+    rng = np.random.default_rng(1)
+    return lambda x: x * (rng.normal() > 0)
+
+
+DRAWING = {
+    "random.random()": (_python_random, "random"),
+    "np.random.rand()": (_numpy_random, "numpy.random"),
+    "a Generator global": (_a_generator_of_the_module, "RNG"),
+    "in a helper": (_calls_a_helper_drawing, "random"),
+    "from random import random": (_draws_in_a_lambda, "random_draw"),
+    "a Generator in the closure": (_a_generator_in_the_closure(), "rng"),
+}
+
+
+@pytest.mark.parametrize("case", DRAWING)
+def test_random_numbers_drawn_outside_scratchgrad_raise_before_recording(case):
+    """Python's or NumPy's random numbers in the step would be drawn once, when it records,
+    and reused by every replay (a branch on them taking the recorded way for good): the
+    first recording refuses, naming what draws, before the step runs."""
+    fn, name = DRAWING[case]
+    jitted = sg.jit(fn)
+    jitted(sg.ones(2))  # eager
+    with pytest.raises(sg.JitError, match=rf"draws random numbers outside scratchgrad \({name}"):
+        jitted(sg.ones(2))
+
+
+def test_a_compiled_module_drawing_python_random_numbers_raises():
+    class StochasticDepth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return x + self.layer(x) if random.random() < 0.8 else x
+
+    net = sg.compile(StochasticDepth())
+    net(sg.ones(1, 2))
+    with pytest.raises(sg.JitError, match=r"StochasticDepth\.forward\(\).*\(random\)"):
+        net(sg.ones(1, 2))
+
+
+def test_a_branch_on_python_state_that_changes_between_calls_raises_saying_so():
+    seen = []
+
+    @sg.jit
+    def alternating(x):
+        seen.append(1)
+        return x.exp() if len(seen) % 2 else x.tanh()
+
+    alternating(sg.ones(2))
+    alternating(sg.ones(2))
+    with pytest.raises(sg.JitError, match=r"Python state that changes between calls"):
+        alternating(sg.ones(2))
 
 
 TOTAL = sg.zeros(())

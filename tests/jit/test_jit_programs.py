@@ -478,6 +478,78 @@ def test_truncated_backpropagation_through_time_carries_the_state_between_calls(
     assert len(runs) <= STEPS + 2 - 3  # the forward replayed at least three times
 
 
+class Seq2Seq(nn.Module):
+    """The PyTorch seq2seq tutorial's shape: a GRU encoder, a GRUCell decoder fed its own
+    prediction or the target (teacher forcing), one step at a time."""
+
+    def __init__(self, vocab: int = 10) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 6)
+        self.encoder = nn.GRU(6, 8, batch_first=True)
+        self.decoder = nn.GRUCell(6, 8)
+        self.out = nn.Linear(8, vocab)
+
+    def loss(self, source, target, teacher_forcing: bool):
+        _, hidden = self.encoder(self.embed(source))
+        hidden, token, loss = hidden[0], target[:, 0], 0
+        for t in range(1, target.shape[1]):
+            hidden = self.decoder(self.embed(token), hidden)
+            logits = self.out(hidden)
+            loss = loss + F.cross_entropy(logits, target[:, t])
+            token = target[:, t] if teacher_forcing else logits.argmax(1).detach()
+        return loss
+
+
+def seq2seq_data(n: int) -> list:
+    return [(sg.randint(0, 10, (3, 4)), sg.randint(0, 10, (3, 4))) for _ in range(n)]
+
+
+def test_teacher_forcing_drawn_inside_the_step_raises_before_it_records():
+    """``random.random() < ratio`` inside the step: a replay would reuse the recording's draw
+    (teacher forcing on, or off, for good). The first recording refuses it, before the step
+    runs, and the error says what to do."""
+    import random
+
+    model = Seq2Seq()
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    @sg.jit
+    def step(source, target):
+        opt.zero_grad()
+        loss = model.loss(source, target, teacher_forcing=random.random() < 0.5)
+        loss.backward()
+        opt.step()
+        return loss
+
+    data = seq2seq_data(2)
+    step(*data[0])
+    before = as_numpy(model.state_dict())
+    with pytest.raises(sg.JitError, match=r"outside scratchgrad \(random\).*as arguments"):
+        step(*data[1])
+    assert_same(as_numpy(model.state_dict()), before)
+
+
+def test_teacher_forcing_passed_as_an_argument_replays_a_program_for_each_value():
+    def program(wrap):
+        model = Seq2Seq()
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+        @wrap
+        def step(source, target, teacher_forcing):
+            opt.zero_grad()
+            loss = model.loss(source, target, teacher_forcing)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = seq2seq_data(2)
+        forcing = [True, True, True, False, False, False] + [True, False] * 3
+        out = [as_numpy(step(*data[i % 2], f)) for i, f in enumerate(forcing)]
+        return out, snapshot([model], [opt])
+
+    check_program(program, replays=6)
+
+
 class ScaledTanh(sg.autograd.Function):
     """tanh(x) * scale with its own backward (a custom Function: forward on arrays, backward
     on tensors)."""

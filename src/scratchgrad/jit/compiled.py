@@ -356,6 +356,7 @@ class CompiledForward:
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
         recorder = Recorder(f"{self.name}.forward")
         outer = Outer(self.module)
+        outer.refuse_random(self.module, f"{self.name}.forward")
         inputs = [recorder.input(t.array) for t in tensors]
         start = next(function._sequence)  # nodes made before it belong to an outside graph
         # autocast's casts of the weights, kept for a region's later ops, would enter the

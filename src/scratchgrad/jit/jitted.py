@@ -12,8 +12,10 @@ per function; past it, a warning and eager calls).
 
 from __future__ import annotations
 
+import dis
 import functools
 import operator
+import random
 import types
 import warnings
 from collections.abc import Callable
@@ -101,6 +103,8 @@ class Outer:
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     DEPTH = 2  # the levels of helper functions followed
+    # generators of random numbers other than scratchgrad's, whose draws a replay would reuse
+    GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)
 
     def __init__(self, fn: Callable) -> None:
         owner = getattr(fn, "__self__", fn)
@@ -108,6 +112,7 @@ class Outer:
         if not isinstance(fn, types.FunctionType):  # a callable object (a Module): its forward
             fn = getattr(type(fn), "forward", None)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
+        self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
         # each global name read, with the globals it is read from and what it held
         self.scopes: list[dict] = []
         self.names: list[str] = []
@@ -121,14 +126,17 @@ class Outer:
         """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
         functions it reads by name ``depth`` levels more."""
         seen.add(fn)
-        for cell in fn.__closure__ or ():
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 value = cell.cell_contents
             except ValueError:  # empty: bound later in the enclosing function
                 continue
             if isinstance(value, self.HELD):
                 self.cells.append((cell, value))
+            if self._draws(value):
+                self.draws.append(name)
         scope = fn.__globals__
+        self.draws += _random_globals(fn.__code__, scope, self._draws)
         for name in dict.fromkeys(_names(fn.__code__)):
             value = scope.get(name)
             helper = isinstance(value, types.FunctionType) and users_file(
@@ -140,6 +148,27 @@ class Outer:
                 self.values.append(value)
             if helper and depth and value not in seen:
                 self._read(value, depth - 1, seen)
+
+    @classmethod
+    def _draws(cls, value: Any) -> bool:
+        """Whether ``value`` draws random numbers outside scratchgrad: Python's or NumPy's
+        random module, a generator of theirs or one of its methods (``random.random``)."""
+        owner = getattr(value, "__self__", value)
+        return value is random or value is xp.random or isinstance(owner, cls.GENERATORS)
+
+    def refuse_random(self, fn: Callable, name: str) -> None:
+        """Raise a JitError, before the step runs, if ``fn`` reads a generator of random
+        numbers other than scratchgrad's (``random.random() < ratio`` deciding teacher
+        forcing): a replay runs no Python, so it would reuse the recording's draws, and a
+        branch on them takes the recorded way every time."""
+        if self.draws:
+            raise JitError(
+                f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) draws random "
+                f"numbers outside scratchgrad ({', '.join(dict.fromkeys(self.draws))}): a "
+                "replay runs no Python and would reuse the recording's draws. Draw them with "
+                "scratchgrad (sg.rand, sg.randint, dropout: drawn again at each replay), or "
+                "draw them outside the function and pass them as arguments."
+            )
 
     def _reads(self, scope: dict, name: str) -> bool:
         """Whether ``name`` of ``scope`` is noted already (read by two of the functions)."""
@@ -168,6 +197,25 @@ class Outer:
         if not self.names:  # a step reading its model and optimizer from a closure
             return True
         return all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values))
+
+
+def _random_globals(code: types.CodeType, scope: dict, draws: Callable) -> list[str]:
+    """The globals ``code`` (and the code nested in it) loads that ``draws`` random numbers,
+    and ``numpy.random`` read as an attribute of a global holding NumPy."""
+    found, previous = [], None
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "LOAD_GLOBAL":
+            previous = scope.get(instruction.argval)
+            if draws(previous):
+                found.append(instruction.argval)
+        elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+            if previous is xp and instruction.argval == "random":
+                found.append("numpy.random")
+            previous = None
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            found += _random_globals(constant, scope, draws)
+    return found
 
 
 def _names(code: types.CodeType) -> list[str]:
@@ -268,6 +316,7 @@ class Jitted:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))
         outer = Outer(self.fn)
+        outer.refuse_random(self.fn, self.__name__)
         flags = [t.requires_grad for t in tensors]
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
@@ -312,8 +361,9 @@ def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
 
 def _check_same(first: Recording, second: Recording, name: str) -> None:
     """Raise a JitError if two recordings of one call signature differ: in their code (a
-    Python branch decided by tensor data) or in a constant (a value computed outside
-    scratchgrad's ops from tensor data, e.g. NumPy on ``.array``)."""
+    Python branch decided by tensor data, or by Python state that changes between calls) or
+    in a constant (a value computed outside scratchgrad's ops from tensor data, e.g. NumPy
+    on ``.array``)."""
     what = None
     if first.calls != second.calls:
         i = _first_difference(_lines(first), _lines(second))
@@ -327,8 +377,10 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
         raise JitError(
             f"scratchgrad.jit: {name}() recorded {what} on its second and third calls: a "
             "Python branch or a value computed outside scratchgrad's ops depends on tensor "
-            f"data, and a replay would freeze it. {ALREADY_RUN} Compute it with tensor "
-            "operations, or call the function without jit."
+            "data or on Python state that changes between calls (random.random(), a counter), "
+            f"and a replay would freeze it. {ALREADY_RUN} Compute it with tensor operations, "
+            "pass the Python value as an argument (each value records a program of its own), "
+            "or call the function without jit."
         )
 
 
