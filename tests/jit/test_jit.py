@@ -1096,8 +1096,8 @@ def _a_generator_in_the_closure():
 
 DRAWING = {
     "random.random()": (_python_random, "random"),
-    "np.random.rand()": (_numpy_random, "numpy.random"),
-    "a Generator global": (_a_generator_of_the_module, "RNG"),
+    "np.random.rand()": (_numpy_random, "np.random"),
+    "a Generator global": (_a_generator_of_the_module, "RNG.random"),
     "in a helper": (_calls_a_helper_drawing, "random"),
     "from random import random": (_draws_in_a_lambda, "random_draw"),
     "a Generator in the closure": (_a_generator_in_the_closure(), "rng"),
@@ -1127,7 +1127,7 @@ def test_a_compiled_module_drawing_python_random_numbers_raises():
 
     net = sg.compile(StochasticDepth())
     net(sg.ones(1, 2))
-    with pytest.raises(sg.JitError, match=r"StochasticDepth\.forward\(\).*\(random\)"):
+    with pytest.raises(sg.JitError, match=r"StochasticDepth\.forward\(\).*\(random\.random\)"):
         net(sg.ones(1, 2))
 
 

@@ -274,6 +274,71 @@ def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_record
         helper_model = None
 
 
+AUX_WEIGHT = 0.0  # a plain global the steps below read (and tests rebind)
+epoch = 0
+
+
+def test_a_plain_global_or_closure_value_rebound_records_anew():
+    """A number or flag the step reads from its globals or its enclosing function (``if
+    epoch > 1``, ``AUX_WEIGHT * aux``) is frozen into the recording: bound to another value
+    it records anew (replays went on with the old one, silently), and bound to an equal one
+    again it replays."""
+    global AUX_WEIGHT, epoch
+    model = nn.Linear(2, 1)
+    scale = 1.0
+
+    def step(x):
+        out = model(x).sum() * scale
+        if epoch > 1:
+            out = out + AUX_WEIGHT * x.sum()
+        return out
+
+    jitted, x = sg.jit(step), sg.ones(3, 2)
+    try:
+        for epoch, AUX_WEIGHT, scale in [(0, 0.0, 1.0), (2, 0.5, 1.0), (2, 1.0, 2.0)]:
+            for _ in range(CALLS):
+                assert jitted(x).tolist() == step(x).tolist(), (epoch, AUX_WEIGHT, scale)
+            AUX_WEIGHT = AUX_WEIGHT * 1  # an equal value bound again: no new recording
+            made = sum(len(r) for r in jitted.recordings.values())
+            jitted(x)
+            assert sum(len(r) for r in jitted.recordings.values()) == made
+        AUX_WEIGHT = 1  # equal to 1.0, but of another type: a new recording, as for an argument
+        jitted(x)
+        assert sum(len(r) for r in jitted.recordings.values()) == made + 1
+    finally:
+        AUX_WEIGHT, epoch = 0.0, 0
+
+
+def test_a_loop_variable_named_like_a_method_the_step_calls_is_not_guarded():
+    """``for step in range(n)`` at a script's top level, and ``opt.step()`` in the jitted
+    function: ``step`` is an attribute name there, not the global, so the changing loop
+    variable records nothing more."""
+    model = nn.Linear(2, 1)
+    scope = {"model": model, "opt": sg.optim.SGD(model.parameters(), lr=0.1)}
+    exec(  # noqa: S102  (a script's top level, as its own module globals)
+        "def train(x):\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n",
+        scope,
+    )
+    train, x = sg.jit(scope["train"]), sg.ones(3, 2)
+    for step in range(CALLS + 3):
+        scope["step"] = step
+        train(x)
+    assert sum(len(r) for r in train.recordings.values()) == 1
+
+
+def test_a_global_counter_the_step_increments_raises_naming_it():
+    """``global n; n += 1`` in the step: a replay would not count (it ran no Python)."""
+    scope = {}
+    exec(  # noqa: S102  (a counter at a script's top level)
+        "n = 0\ndef counted(x):\n    global n\n    n += 1\n    return x * 2\n",
+        scope,
+    )
+    counted, x = sg.jit(scope["counted"]), sg.ones(2)
+    counted(x)
+    with pytest.raises(sg.JitError, match="binds the global 'n' to a new object"):
+        counted(x)
+
+
 def test_a_returned_structure_that_grows_raises_naming_the_step():
     """A step returning a structure whose length changes (``tuple(history)``, a growing list
     of tensors) would return the recorded structure from every replay: the third call

@@ -94,7 +94,9 @@ class Recording:
 class Outer:
     """The tensors, modules, optimizers and schedulers a function reads from its closure and
     its globals, by the name it reads them under: a recording holds them, so a call after one
-    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew. Read
+    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew. So
+    must a call after a plain value read there (a number, a flag, a string: ``if epoch >
+    warmup``) changed, since the recording froze it. Read
     from the function's code (and the functions defined in it), and from the user's plain
     functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading ``model``),
     whose names are guarded too. Not followed: methods, functions reached as attributes
@@ -102,6 +104,7 @@ class Outer:
     the module ``fn`` is (a Module given to jit) or is a method of."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
+    PLAIN = (bool, int, float, str)  # held too, and compared by type and value (see _holds)
     DEPTH = 2  # the levels of helper functions followed
     # generators of random numbers other than scratchgrad's, whose draws a replay would reuse
     GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)
@@ -131,18 +134,24 @@ class Outer:
                 value = cell.cell_contents
             except ValueError:  # empty: bound later in the enclosing function
                 continue
-            if isinstance(value, self.HELD):
+            if isinstance(value, self.HELD) or type(value) in self.PLAIN:
                 self.cells.append((cell, value))
             if self._draws(value):
                 self.draws.append(name)
         scope = fn.__globals__
-        self.draws += _random_globals(fn.__code__, scope, self._draws)
+        loaded = _global_loads(fn.__code__)
+        for name, attribute in loaded:
+            value = scope.get(name)
+            if self._draws(value) or (value is xp and attribute == "random"):
+                self.draws.append(name if attribute is None else f"{name}.{attribute}")
+        plain = {name for name, _ in loaded if type(scope.get(name)) in self.PLAIN}
         for name in dict.fromkeys(_names(fn.__code__)):
             value = scope.get(name)
             helper = isinstance(value, types.FunctionType) and users_file(
                 value.__code__.co_filename
             )
-            if (helper or isinstance(value, self.HELD)) and not self._reads(scope, name):
+            held = helper or isinstance(value, self.HELD) or name in plain
+            if held and not self._reads(scope, name):
                 self.scopes.append(scope)
                 self.names.append(name)
                 self.values.append(value)
@@ -181,7 +190,7 @@ class Outer:
         if self.unchanged():
             return
         read = zip(self.scopes, self.names, self.values)
-        names = [n for scope, n, value in read if scope.get(n) is not value]
+        names = [n for scope, n, value in read if not _holds(scope.get(n), value)]
         what = f"the global {names[0]!r}" if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
@@ -192,30 +201,37 @@ class Outer:
     def unchanged(self) -> bool:
         """Whether each cell and name still holds the object the recording was made for."""
         for cell, value in self.cells:
-            if cell.cell_contents is not value:
+            if not _holds(cell.cell_contents, value):
                 return False
         if not self.names:  # a step reading its model and optimizer from a closure
             return True
-        return all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values))
+        if all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values)):
+            return True
+        return all(map(_holds, map(dict.get, self.scopes, self.names), self.values))
 
 
-def _random_globals(code: types.CodeType, scope: dict, draws: Callable) -> list[str]:
-    """The globals ``code`` (and the code nested in it) loads that ``draws`` random numbers,
-    and ``numpy.random`` read as an attribute of a global holding NumPy."""
-    found, previous = [], None
-    for instruction in dis.get_instructions(code):
+def _holds(current: Any, value: Any) -> bool:
+    """Whether a name still holds what a recording read: the same object, or for a plain
+    value (``Outer.PLAIN``) one of its type equal to it (``epoch = 3`` bound again)."""
+    return current is value or (
+        type(value) in Outer.PLAIN and type(current) is type(value) and current == value
+    )
+
+
+def _global_loads(code: types.CodeType) -> list[tuple[str, str | None]]:
+    """Each global name ``code`` (and the code nested in it) loads, with the attribute read
+    from it right after (``np.random``), if any. Not ``co_names``, which also holds the
+    names of attributes (``opt.step()`` names ``step``, which may be a loop's global)."""
+    loads = []
+    instructions = list(dis.get_instructions(code))
+    for instruction, after in zip(instructions, [*instructions[1:], None]):
         if instruction.opname == "LOAD_GLOBAL":
-            previous = scope.get(instruction.argval)
-            if draws(previous):
-                found.append(instruction.argval)
-        elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
-            if previous is xp and instruction.argval == "random":
-                found.append("numpy.random")
-            previous = None
+            attribute = after is not None and after.opname in ("LOAD_ATTR", "LOAD_METHOD")
+            loads.append((instruction.argval, after.argval if attribute else None))
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            found += _random_globals(constant, scope, draws)
-    return found
+            loads += _global_loads(constant)
+    return loads
 
 
 def _names(code: types.CodeType) -> list[str]:
@@ -352,8 +368,9 @@ def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
         owner._warned = True
         warnings.warn(
             f"{name} has recorded {owner.cache_size} programs (cache_size): new shapes, "
-            "dtypes, modes, argument values or parameter changes (requires_grad, hooks, "
-            "new arrays) now run eagerly",
+            "dtypes, modes, argument values, values of the globals it reads (a counter "
+            "changing at every call) or parameter changes (requires_grad, hooks, new arrays) "
+            "now run eagerly",
             stacklevel=stacklevel + 1,
         )
     return True
