@@ -1713,7 +1713,15 @@ class Tensor:
         return self[(slice(None),) * dim + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
-        return movement.GetItem.apply(self, index=_index(index, self.array))
+        index = _index(index, self.array)
+        if capture_hook.recorder is not None and any(_is_mask(item) for item in index):
+            # a replay would give the recorded count to what follows (a mean's divisor)
+            capture_hook.recorder.refuse(
+                "indexing by a boolean mask (its shape depends on the values)",
+                "Keep the shape: multiply by the mask or use sg.where(mask, x, 0), and divide "
+                "by mask.sum() for a mean",
+            )
+        return movement.GetItem.apply(self, index=index)
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
@@ -2161,6 +2169,11 @@ def _check_index_add(index: Any, size: int, dim: int, vector: bool) -> None:
         if vector:
             raise IndexError(str(error)) from None
         raise
+
+
+def _is_mask(item: Any) -> bool:
+    """Whether an index item (as ``_index`` makes them) is a boolean array, not a scalar."""
+    return backend.is_array(item) and item.dtype.kind == "b" and item.ndim > 0
 
 
 def _index(index: Any, array: Any) -> tuple:

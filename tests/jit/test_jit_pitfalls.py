@@ -274,6 +274,49 @@ def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_record
         helper_model = None
 
 
+def test_a_loss_over_a_boolean_mask_raises_and_its_where_form_replays():
+    """``mse_loss(pred[mask], y[mask])``: the mean's divisor is the count of the recording's
+    mask, which a replay would keep for every batch (silently, whenever the two recording
+    calls' masks counted alike). Refused while recording, naming the line; the same loss
+    with the shape kept (``where``, divided by the count) replays equal to eager."""
+    model = nn.Linear(3, 1)
+
+    def masked(x, y, mask):
+        pred = model(x).squeeze(1)
+        return sg.nn.functional.mse_loss(pred[mask], y[mask])  # MASKED
+
+    def kept(x, y, mask):
+        error = sg.where(mask, model(x).squeeze(1) - y, 0.0)
+        return (error * error).sum() / mask.sum()
+
+    rng = np.random.default_rng(0)
+    calls = [(sg.randn(6, 3), sg.randn(6), sg.tensor(rng.random(6) > 0.5)) for _ in range(CALLS)]
+    jitted = sg.jit(masked)
+    jitted(*calls[0])
+    with pytest.raises(
+        sg.JitError, match=f"boolean mask.*test_jit_pitfalls.py:{_line_of('# MASKED')}"
+    ):
+        jitted(*calls[1])
+    jitted = sg.jit(kept)
+    for args in calls:
+        assert jitted(*args).tolist() == kept(*args).tolist() == masked(*args).tolist()
+
+
+def test_writing_through_a_boolean_mask_replays():
+    """``y[mask] = 0`` keeps ``y``'s shape: replayed, on each call's own mask."""
+
+    def clipped(x):
+        y = x * 1
+        y[x > 0] = 0.0
+        return y.sum()
+
+    jitted, rng = sg.jit(clipped), np.random.default_rng(0)
+    for _ in range(CALLS + 1):
+        x = sg.tensor(rng.standard_normal(5))
+        assert jitted(x).tolist() == clipped(x).tolist()
+    assert sum(len(r) for r in jitted.recordings.values()) == 1
+
+
 AUX_WEIGHT = 0.0  # a plain global the steps below read (and tests rebind)
 epoch = 0
 

@@ -80,6 +80,10 @@ class Step:
         self.tried: gemm.Tried | None = None
 
 
+# What a refused read of values (``Recorder.refuse``) should do instead.
+_MOVE_OUT = "Move it out of the jitted function (return the tensor and read it after the call)"
+
+
 class Recorder:
     """What ``capture_hook.recorder`` is while a step records (see the module's doc string)."""
 
@@ -439,13 +443,13 @@ class Recorder:
         self.steps[-1].scratch = None if update is None else update.scratch
         return result
 
-    def refuse(self, what: str) -> None:
-        """Raise the JitError for ``what``, naming the user's line that did it."""
+    def refuse(self, what: str, instead: str = _MOVE_OUT) -> None:
+        """Raise the JitError for ``what``, naming the user's line that did it; ``instead``:
+        what to do (by default, move it out of the step)."""
         raise JitError(
             f"scratchgrad.jit: {what} at {user_line()} while recording {self.name}(): a "
             "recorded step is replayed without running Python, so the value would be frozen "
-            "into the program. Move it out of the jitted function (return the tensor and read "
-            "it after the call), or call the function without jit."
+            f"into the program. {instead}, or call the function without jit."
         )
 
 
