@@ -3,7 +3,9 @@ freezes (Python values, tensors reached by name, assignments), and the known pro
 ``xfail(strict=True)``: when one is fixed, its test passes, fails as XPASS, and the mark and the
 line of docs/jit.md that names it go."""
 
+import importlib
 import re
+import types
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +32,62 @@ def test_every_test_the_pitfalls_page_names_exists():
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
 
-def test_python_values_read_inside_the_step_are_frozen():
-    """A Python number the step reads from outside is baked into the recording: changing it
-    after the recordings changes nothing (pass it as an argument: other arguments are part of
-    the key). Changed between the two recordings, it raises (the third call checks)."""
-    settings = {"scale": 2.0}
-    scaled = sg.jit(lambda x: x * settings["scale"])
+def test_python_values_read_two_steps_into_objects_are_frozen():
+    """A Python number the step reads two steps into its closure's or globals' objects
+    (``cfg.loss.scale``, ``settings["loss"]["scale"]``) is baked into the recording:
+    changing it after the recordings changes nothing (pass it as an argument: other
+    arguments are part of the key)."""
+    settings = {"loss": {"scale": 2.0}}
+    scaled = sg.jit(lambda x: x * settings["loss"]["scale"])
     x = sg.ones(2)
     scaled(x), scaled(x), scaled(x)
-    settings["scale"] = 5.0
+    settings["loss"]["scale"] = 5.0
     assert scaled(x).tolist() == [2.0, 2.0]
+
+
+def test_plain_values_read_from_a_dict_or_an_object_record_anew():
+    """One step into a dict or an object the step reads by name (``settings["scale"]``,
+    ``cfg.aux_weight``, an argparse Namespace's ``args.lr``): another value records anew,
+    through the fast path too; a new one of the same type and value replays."""
+    settings = {"scale": 2.0}
+    cfg = types.SimpleNamespace(shift=1.0)
+    step = sg.jit(lambda x: x * settings["scale"] + cfg.shift)
+    x = sg.ones(2)
+    for scale, shift in [(2.0, 1.0), (5.0, 1.0), (5.0, -1.0)]:
+        settings["scale"], cfg.shift = scale, shift
+        for _ in range(CALLS):
+            assert step(x).tolist() == [scale + shift] * 2, (scale, shift)
+    settings["scale"] = settings["scale"] * 1  # an equal value: no new recording
+    made = sum(len(r) for r in step.recordings.values())
+    step(x)
+    assert sum(len(r) for r in step.recordings.values()) == made
+
+
+def test_a_value_of_the_users_config_module_records_anew(tmp_path, monkeypatch):
+    """``import config`` (a module of the user's code) and ``config.SCALE`` read by the
+    step: a module's attribute is guarded as an object's (a library's module is not)."""
+    (tmp_path / "jit_config_module.py").write_text("SCALE = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = importlib.import_module("jit_config_module")
+    step, x = sg.jit(lambda x: x * config.SCALE), sg.ones(2)
+    for scale in (2.0, 3.0):
+        config.SCALE = scale
+        for _ in range(CALLS):
+            assert step(x).tolist() == [scale, scale]
+
+
+def test_a_dict_entry_the_step_sets_raises_naming_it():
+    """``state["count"] += 1`` inside the step: a replay would not count."""
+    state = {"count": 0}
+
+    def counted(x):
+        state["count"] = state["count"] + 1
+        return x * 2
+
+    counted_jit, x = sg.jit(counted), sg.ones(2)
+    counted_jit(x)
+    with pytest.raises(sg.JitError, match=r"binds state\['count'\] to a new object"):
+        counted_jit(x)
 
 
 def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound():

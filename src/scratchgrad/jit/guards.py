@@ -230,6 +230,9 @@ class _Code:
         outer = recording.outer
         for cell, value in outer.cells:
             checks.append(f"{self.name('cell', cell)}.cell_contents is {self.name('held', value)}")
+        for container, access, key, value, _ in outer.entries:  # settings["scale"], cfg.weight
+            entries = self.name("container", container) + (".__dict__" if access == "attr" else "")
+            checks.append(f"{entries}.get({self.name('key', key)}) is {self.name('held', value)}")
         for scope, name, value in zip(outer.scopes, outer.names, outer.values):
             checks.append(
                 f"{self.name('scope', scope)}.get({name!r}) is {self.name('held', value)}"

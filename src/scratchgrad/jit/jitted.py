@@ -99,9 +99,11 @@ class Outer:
     warmup``) changed, since the recording froze it. Read
     from the function's code (and the functions defined in it), and from the user's plain
     functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading ``model``),
-    whose names are guarded too. Not followed: methods, functions reached as attributes
-    (``helpers.loss_of``), and libraries' functions. ``modules``: the modules among them, and
-    the module ``fn`` is (a Module given to jit) or is a method of."""
+    whose names are guarded too. So are plain values read one step into a dict or an object
+    held there (``settings["scale"]``, ``cfg.aux_weight``: see ``entries``). Not followed:
+    methods, functions reached as attributes (``helpers.loss_of``), and libraries'
+    functions. ``modules``: the modules among them, and the module ``fn`` is (a Module given
+    to jit) or is a method of."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     PLAIN = (bool, int, float, str)  # held too, and compared by type and value (see _holds)
@@ -116,6 +118,9 @@ class Outer:
             fn = getattr(type(fn), "forward", None)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
         self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
+        # (container, "item" or "attr", key, plain value, the code reading it) for each plain
+        # value read by a constant key from a dict, or from an object's own attributes
+        self.entries: list[tuple[Any, str, Any, Any, str]] = []
         # each global name read, with the globals it is read from and what it held
         self.scopes: list[dict] = []
         self.names: list[str] = []
@@ -129,9 +134,10 @@ class Outer:
         """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
         functions it reads by name ``depth`` levels more."""
         seen.add(fn)
+        cells = {}
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
-                value = cell.cell_contents
+                value = cells[name] = cell.cell_contents
             except ValueError:  # empty: bound later in the enclosing function
                 continue
             if isinstance(value, self.HELD) or type(value) in self.PLAIN:
@@ -139,12 +145,18 @@ class Outer:
             if self._draws(value):
                 self.draws.append(name)
         scope = fn.__globals__
-        loaded = _global_loads(fn.__code__)
-        for name, attribute in loaded:
-            value = scope.get(name)
-            if self._draws(value) or (value is xp and attribute == "random"):
-                self.draws.append(name if attribute is None else f"{name}.{attribute}")
-        plain = {name for name, _ in loaded if type(scope.get(name)) in self.PLAIN}
+        loaded = _loads(fn.__code__)
+        for free, name, access, key in loaded:
+            if free and name not in cells:  # a local of fn that a nested function reads
+                continue
+            value = cells[name] if free else scope.get(name)
+            if not free and (self._draws(value) or (value is xp and key == "random")):
+                self.draws.append(name if access is None else f"{name}.{key}")
+            if access is not None:
+                self._note_entry(
+                    value, access, key, f"{name}.{key}" if access == "attr" else f"{name}[{key!r}]"
+                )
+        plain = {n for free, n, *_ in loaded if not free and type(scope.get(n)) in self.PLAIN}
         for name in dict.fromkeys(_names(fn.__code__)):
             value = scope.get(name)
             helper = isinstance(value, types.FunctionType) and users_file(
@@ -157,6 +169,23 @@ class Outer:
                 self.values.append(value)
             if helper and depth and value not in seen:
                 self._read(value, depth - 1, seen)
+
+    def _note_entry(self, container: Any, access: str, key: Any, code: str) -> None:
+        """Guard the plain value that ``code`` reads from ``container``: a dict's item by a
+        constant key, or an attribute an object holds in its ``__dict__`` (not a property,
+        whose getter may do anything; not a module's, which ``ModuleStamps`` watch)."""
+        if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
+            return
+        if access == "item" and type(container) is dict:
+            value = container.get(key, _MISSING)
+        elif access == "attr" and (
+            not isinstance(container, _NOT_ENTRIES) or _users_module(container)
+        ):
+            value = getattr(container, "__dict__", {}).get(key, _MISSING)
+        else:
+            return
+        if type(value) in self.PLAIN:
+            self.entries.append((container, access, key, value, code))
 
     @classmethod
     def _draws(cls, value: Any) -> bool:
@@ -190,8 +219,9 @@ class Outer:
         if self.unchanged():
             return
         read = zip(self.scopes, self.names, self.values)
-        names = [n for scope, n, value in read if not _holds(scope.get(n), value)]
-        what = f"the global {names[0]!r}" if names else "a variable of its enclosing function"
+        names = [f"the global {n!r}" for scope, n, value in read if not _holds(scope.get(n), value)]
+        names += [code for *entry, value, code in self.entries if not _holds(_entry(*entry), value)]
+        what = names[0] if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
             f"object: a replay would not repeat that Python assignment. {ALREADY_RUN} Change "
@@ -203,11 +233,33 @@ class Outer:
         for cell, value in self.cells:
             if not _holds(cell.cell_contents, value):
                 return False
+        for container, access, key, value, _ in self.entries:
+            if not _holds(_entry(container, access, key), value):
+                return False
         if not self.names:  # a step reading its model and optimizer from a closure
             return True
         if all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values)):
             return True
         return all(map(_holds, map(dict.get, self.scopes, self.names), self.values))
+
+
+_MISSING = object()  # an entry's value where the dict or the object has none
+# objects whose attributes are not guarded as entries: Python modules (but the user's own: a
+# library's attributes are its state), classes, and what Outer.HELD watches otherwise
+_NOT_ENTRIES = (types.ModuleType, type, Tensor, Module, Optimizer, LRScheduler)
+
+
+def _users_module(value: Any) -> bool:
+    """Whether ``value`` is a Python module of the user's code (``import config``), whose
+    attributes are guarded like an object's; a library's are its own state."""
+    return isinstance(value, types.ModuleType) and users_file(getattr(value, "__file__", "") or "")
+
+
+def _entry(container: Any, access: str, key: Any) -> Any:
+    """The value an entry of ``Outer.entries`` reads now."""
+    if access == "item":
+        return container.get(key, _MISSING)
+    return getattr(container, "__dict__", {}).get(key, _MISSING)
 
 
 def _holds(current: Any, value: Any) -> bool:
@@ -218,19 +270,28 @@ def _holds(current: Any, value: Any) -> bool:
     )
 
 
-def _global_loads(code: types.CodeType) -> list[tuple[str, str | None]]:
-    """Each global name ``code`` (and the code nested in it) loads, with the attribute read
-    from it right after (``np.random``), if any. Not ``co_names``, which also holds the
-    names of attributes (``opt.step()`` names ``step``, which may be a loop's global)."""
+def _loads(code: types.CodeType) -> list[tuple[bool, str, str | None, Any]]:
+    """Each name ``code`` (and the code nested in it) loads from its globals or, ``free``,
+    from a closure, with what is read from it right after: an attribute (``"attr"`` and its
+    name: ``np.random``, ``cfg.aux_weight``), an item by a constant key (``"item"`` and the
+    key: ``settings["scale"]``), or nothing. Not ``co_names``, which also holds the names of
+    attributes (``opt.step()`` names ``step``, which may be a loop's global)."""
     loads = []
     instructions = list(dis.get_instructions(code))
-    for instruction, after in zip(instructions, [*instructions[1:], None]):
-        if instruction.opname == "LOAD_GLOBAL":
-            attribute = after is not None and after.opname in ("LOAD_ATTR", "LOAD_METHOD")
-            loads.append((instruction.argval, after.argval if attribute else None))
+    for i, instruction in enumerate(instructions):
+        free = instruction.opname == "LOAD_DEREF"
+        if instruction.opname != "LOAD_GLOBAL" and not free:
+            continue
+        following = [after.opname for after in instructions[i + 1 : i + 3]]
+        access = key = None
+        if following[:1] in (["LOAD_ATTR"], ["LOAD_METHOD"]):
+            access, key = "attr", instructions[i + 1].argval
+        elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
+            access, key = "item", instructions[i + 1].argval
+        loads.append((free, instruction.argval, access, key))
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            loads += _global_loads(constant)
+            loads += _loads(constant)
     return loads
 
 
