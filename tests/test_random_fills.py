@@ -172,8 +172,8 @@ def test_uniform_stays_inside_its_bounds(shape, low, width, dtype):
     dtype (then the dtype's largest number below it); ``from`` itself where the dtype has no
     number in between (``from`` rounded), as where ``from == to``."""
     t = sg.empty(shape, dtype=getattr(sg, dtype)).uniform_(low, low + width)
-    a = t.float().numpy().astype(np.float64)
-    rounded_low = float(sg.tensor(low, dtype=getattr(sg, dtype)).float().item())
+    a = t.double().numpy()  # (float32 would round a float64 draw, up to the bound)
+    rounded_low = sg.tensor(low, dtype=getattr(sg, dtype)).double().item()
     assert t.shape == shape and (a >= min(low, rounded_low)).all()
     assert ((a < low + width) | (a == rounded_low)).all()
 

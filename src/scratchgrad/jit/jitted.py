@@ -95,15 +95,14 @@ class Outer:
     """The tensors, modules, optimizers and schedulers a function reads from its closure and
     its globals, by the name it reads them under: a recording holds them, so a call after one
     is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew. So
-    must a call after a plain value read there (a number, a flag, a string: ``if epoch >
-    warmup``) changed, since the recording froze it. Read
-    from the function's code (and the functions defined in it), and from the user's plain
-    functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading ``model``),
-    whose names are guarded too. So are plain values read one step into a dict or an object
-    held there (``settings["scale"]``, ``cfg.aux_weight``: see ``entries``). Not followed:
-    methods, functions reached as attributes (``helpers.loss_of``), and libraries'
-    functions. ``modules``: the modules among them, and the module ``fn`` is (a Module given
-    to jit) or is a method of."""
+    must a call after a plain value read there changed (a number, a flag, a string: ``if
+    epoch > warmup``), or one read a step into a dict or an object held there
+    (``settings["scale"]``, ``cfg.aux_weight``: see ``entries``), since the recording froze
+    it. Read from the function's code (and the functions defined in it), and from the user's
+    plain functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading
+    ``model``), whose names are guarded too. Not followed: methods, functions reached as
+    attributes (``helpers.loss_of``), and libraries' functions. ``modules``: the modules
+    among them, and the module ``fn`` is (a Module given to jit) or is a method of."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     PLAIN = (bool, int, float, str)  # held too, and compared by type and value (see _holds)
@@ -134,16 +133,7 @@ class Outer:
         """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
         functions it reads by name ``depth`` levels more."""
         seen.add(fn)
-        cells = {}
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                value = cells[name] = cell.cell_contents
-            except ValueError:  # empty: bound later in the enclosing function
-                continue
-            if isinstance(value, self.HELD) or type(value) in self.PLAIN:
-                self.cells.append((cell, value))
-            if self._draws(value):
-                self.draws.append(name)
+        cells = self._read_closure(fn)
         scope = fn.__globals__
         loaded = _loads(fn.__code__)
         for free, name, access, key in loaded:
@@ -156,13 +146,12 @@ class Outer:
                 self._note_entry(
                     value, access, key, f"{name}.{key}" if access == "attr" else f"{name}[{key!r}]"
                 )
-        plain = {n for free, n, *_ in loaded if not free and type(scope.get(n)) in self.PLAIN}
-        for name in dict.fromkeys(_names(fn.__code__)):
+        for name in dict.fromkeys(name for free, name, *_ in loaded if not free):
             value = scope.get(name)
             helper = isinstance(value, types.FunctionType) and users_file(
                 value.__code__.co_filename
             )
-            held = helper or isinstance(value, self.HELD) or name in plain
+            held = helper or isinstance(value, self.HELD) or type(value) in self.PLAIN
             if held and not self._reads(scope, name):
                 self.scopes.append(scope)
                 self.names.append(name)
@@ -170,10 +159,24 @@ class Outer:
             if helper and depth and value not in seen:
                 self._read(value, depth - 1, seen)
 
+    def _read_closure(self, fn: types.FunctionType) -> dict[str, Any]:
+        """Note what ``fn``'s closure holds; the values of its cells by name."""
+        cells = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                value = cells[name] = cell.cell_contents
+            except ValueError:  # empty: bound later in the enclosing function
+                continue
+            if isinstance(value, self.HELD) or type(value) in self.PLAIN:
+                self.cells.append((cell, value))
+            if self._draws(value):
+                self.draws.append(name)
+        return cells
+
     def _note_entry(self, container: Any, access: str, key: Any, code: str) -> None:
         """Guard the plain value that ``code`` reads from ``container``: a dict's item by a
         constant key, or an attribute an object holds in its ``__dict__`` (not a property,
-        whose getter may do anything; not a module's, which ``ModuleStamps`` watch)."""
+        whose getter may do anything; not an ``nn.Module``'s, which ``ModuleStamps`` watch)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
             return
         if access == "item" and type(container) is dict:
@@ -246,7 +249,7 @@ class Outer:
 _MISSING = object()  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and what Outer.HELD watches otherwise
-_NOT_ENTRIES = (types.ModuleType, type, Tensor, Module, Optimizer, LRScheduler)
+_NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
 
 
 def _users_module(value: Any) -> bool:
@@ -293,16 +296,6 @@ def _loads(code: types.CodeType) -> list[tuple[bool, str, str | None, Any]]:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
     return loads
-
-
-def _names(code: types.CodeType) -> list[str]:
-    """The global (and attribute) names ``code`` and the code nested in it (inner functions,
-    lambdas, comprehensions) read."""
-    names = list(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names += _names(constant)
-    return names
 
 
 class Jitted:
