@@ -550,6 +550,32 @@ def test_teacher_forcing_passed_as_an_argument_replays_a_program_for_each_value(
     check_program(program, replays=6)
 
 
+def test_a_hand_written_update_of_a_polynomial_fit():
+    """PyTorch's "learning by examples" fit of sin by a cubic, the update written by hand
+    under ``no_grad()``, with ``p.grad.zero_()`` where the example writes ``p.grad = None``
+    (which a jitted step refuses: test_assigning_grad_inside_the_step_raises)."""
+
+    def program(wrap):
+        x = sg.linspace(-3.0, 3.0, 50)
+        coefficients = [sg.randn((), requires_grad=True) for _ in range(4)]
+
+        @wrap
+        def step(x, y):
+            a, b, c, d = coefficients
+            loss = (a + b * x + c * x**2 + d * x**3 - y).pow(2).sum()
+            loss.backward()
+            with sg.no_grad():
+                for p in coefficients:
+                    p -= 1e-4 * p.grad
+                    p.grad.zero_()
+            return loss
+
+        out = [as_numpy(step(x, sg.sin(x))) for _ in range(STEPS)]
+        return out, [as_numpy(p) for p in coefficients]
+
+    check_program(program)
+
+
 class ScaledTanh(sg.autograd.Function):
     """tanh(x) * scale with its own backward (a custom Function: forward on arrays, backward
     on tensors)."""

@@ -393,7 +393,8 @@ class Recorder:
             if leaf.grad is not grad:
                 self.refuse(
                     f"a .grad assigned in Python (p.grad = None, here of a tensor of shape "
-                    f"{tuple(leaf.shape)}; zero_grad() is replayed: use it) before the call"
+                    f"{tuple(leaf.shape)}; zero_grad() and, in a hand-written update, "
+                    "p.grad.zero_() are replayed: use one) before the call"
                 )
 
     def called(self, module: Any) -> None:
