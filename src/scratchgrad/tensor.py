@@ -704,6 +704,35 @@ class Tensor:
     def div_(self, other: Any) -> Tensor:
         return self.__itruediv__(other)
 
+    def _apply_(self, name: str, op: Callable[[Tensor], Tensor], *arguments: Any) -> Tensor:
+        """``self = op(self)`` in place: the in-place form (``name``) of an op. In a graph
+        (this tensor, or a tensor among ``arguments``, requires grad) the op is recorded on a
+        copy of the old value (``_record_in_place``: a backward that needed the old value
+        fails on its version); otherwise its result is copied into this tensor's memory, by
+        ``copy_`` (which a jitted step records). As PyTorch, the result must keep the shape
+        and cast to this tensor's dtype by kind (not float into int)."""
+
+        def checked(old: Tensor) -> Tensor:
+            out = op(old)
+            if not xp.can_cast(out.array.dtype, self.array.dtype, "same_kind"):
+                raise RuntimeError(
+                    f"{name}: result type {out.dtype} can't be cast to the desired output "
+                    f"type {self.dtype}"
+                )
+            if out.shape != self.shape:
+                raise RuntimeError(
+                    f"{name}: the result's shape {out.shape} does not match the tensor's "
+                    f"{self.shape}"
+                )
+            return out
+
+        graph = self.requires_grad or any(
+            isinstance(a, Tensor) and a.requires_grad for a in arguments
+        )
+        if _state.enabled and graph:
+            return self._record_in_place(name, lambda old, _: checked(old), None)
+        return self._copy_from(name, checked(self))
+
     def _take_view_again(self) -> None:
         """This view's history, taken again from its base's (which an in-place change moved)."""
         base, steps = self._view
@@ -1795,6 +1824,31 @@ class Tensor:
         # through capture_hook: a jitted step's replays make a new array, as eager calls do
         out = Tensor._make(capture_hook.call(make, as_shape(size), *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
+
+
+def _in_place_form(name: str) -> Callable:
+    """``Tensor.<name>_``, the in-place form of the method ``name`` (see ``Tensor._apply_``):
+    ``x.clamp_(0, 1)`` is ``x.clamp(0, 1)`` written into ``x``."""
+    op = getattr(Tensor, name)
+
+    def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return self._apply_(f"{name}_", lambda t: op(t, *args, **kwargs), *args, *kwargs.values())
+
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    in_place.__doc__ = (
+        f"``{name}`` in place: ``x.{name}_(...)`` writes ``x.{name}(...)`` into ``x``."
+    )
+    return in_place
+
+
+# PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
+# ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers)
+for _name in (
+    "abs", "addcdiv", "addcmul", "ceil", "clamp", "clip", "cos", "erf", "exp", "expm1",
+    "floor", "log", "log1p", "masked_fill", "neg", "pow", "reciprocal", "relu", "round",
+    "sigmoid", "sign", "sin", "sqrt", "square", "tanh", "trunc",
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
 
 class RemovableHandle:

@@ -1,0 +1,117 @@
+"""The in-place forms of elementwise methods (``clamp_``, ``masked_fill_``, ``relu_``,
+``addcmul_``, ...) against PyTorch's: the values written, the gradient through one in a graph,
+and the errors (a leaf that requires grad, a float result into an integer tensor, a result of
+another shape); and under ``scratchgrad.jit``, the WGAN critic's weight clipping."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4)).astype(np.float32)
+POSITIVE = np.abs(X) + 0.5
+MASK = RNG.random((3, 4)) > 0.5
+
+# name -> (the input, the arguments given as (lib -> args)); tensors are made by each library
+FORMS = {
+    "abs": (X, lambda lib: ()),
+    "ceil": (X, lambda lib: ()),
+    "clamp": (X, lambda lib: (-0.5, 0.5)),
+    "clip": (X, lambda lib: (None, 0.25)),
+    "cos": (X, lambda lib: ()),
+    "erf": (X, lambda lib: ()),
+    "exp": (X, lambda lib: ()),
+    "expm1": (X, lambda lib: ()),
+    "floor": (X, lambda lib: ()),
+    "log": (POSITIVE, lambda lib: ()),
+    "log1p": (POSITIVE, lambda lib: ()),
+    "masked_fill": (X, lambda lib: (lib.tensor(MASK), -1.5)),
+    "neg": (X, lambda lib: ()),
+    "pow": (POSITIVE, lambda lib: (1.5,)),
+    "reciprocal": (POSITIVE, lambda lib: ()),
+    "relu": (X, lambda lib: ()),
+    "round": (X * 3, lambda lib: ()),
+    "sigmoid": (X, lambda lib: ()),
+    "sign": (X, lambda lib: ()),
+    "sin": (X, lambda lib: ()),
+    "sqrt": (POSITIVE, lambda lib: ()),
+    "square": (X, lambda lib: ()),
+    "tanh": (X, lambda lib: ()),
+    "trunc": (X * 3, lambda lib: ()),
+    "addcmul": (X, lambda lib: (lib.tensor(POSITIVE), lib.tensor(X), {"value": 0.5})),
+    "addcdiv": (X, lambda lib: (lib.tensor(X), lib.tensor(POSITIVE), {"value": -2.0})),
+}
+
+
+def call(lib, x, name):
+    """``x.<name>_(...)`` with the form's arguments (a trailing dict: keyword arguments)."""
+    args = FORMS[name][1](lib)
+    kwargs = args[-1] if args and isinstance(args[-1], dict) else {}
+    args = args[:-1] if kwargs else args
+    return getattr(x, f"{name}_")(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_an_in_place_form_writes_what_pytorch_writes(name):
+    ours, theirs = sg.tensor(FORMS[name][0]), torch.tensor(FORMS[name][0])
+    assert call(sg, ours, name) is ours
+    call(torch, theirs, name)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_the_gradient_through_an_in_place_form_in_a_graph_is_pytorchs(name):
+    grads = []
+    for lib in (sg, torch):
+        leaf = lib.tensor(FORMS[name][0].astype(np.float64), requires_grad=True)
+        hidden = leaf * 1.5
+        call(lib, hidden, name)
+        (hidden * lib.tensor(X.astype(np.float64))).sum().backward()
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-9, atol=1e-12)
+
+
+def test_an_in_place_form_refuses_what_pytorch_refuses():
+    leaf = sg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="clamp_: a leaf Variable that requires grad"):
+        leaf.clamp_(0, 1)
+    integers = sg.tensor([1, 4])
+    with pytest.raises(RuntimeError, match="sqrt_: result type float32 can't be cast"):
+        integers.sqrt_()
+    assert integers.tolist() == [1, 4]  # unchanged
+    row = sg.zeros(3)
+    with pytest.raises(RuntimeError, match=r"masked_fill_: the result's shape \(2, 3\)"):
+        row.masked_fill_(sg.tensor([[True, False, True], [False, True, False]]), 1.0)
+    assert row.tolist() == [0.0, 0.0, 0.0]
+
+
+def critic_trained(jit: bool) -> tuple[list, object]:
+    """The WGAN critic's weights after six steps (RMSprop, then each weight clamped in place
+    through ``.data``), and the step, jitted or not."""
+    sg.manual_seed(0)
+    critic = sg.nn.Sequential(sg.nn.Linear(4, 8), sg.nn.ReLU(), sg.nn.Linear(8, 1))
+    opt = sg.optim.RMSprop(critic.parameters(), lr=5e-3)
+
+    def step(real, fake):
+        opt.zero_grad()
+        (critic(fake).mean() - critic(real).mean()).backward()
+        opt.step()
+        for p in critic.parameters():
+            p.data.clamp_(-0.05, 0.05)
+
+    step = sg.jit(step) if jit else step
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        step(*(sg.tensor(rng.standard_normal((5, 4)).astype(np.float32)) for _ in range(2)))
+    return [p.detach().numpy().copy() for p in critic.parameters()], step
+
+
+def test_weight_clipping_of_a_wgan_critic_jitted_equals_eager():
+    eager, _ = critic_trained(jit=False)
+    replayed, step = critic_trained(jit=True)
+    for found, expected in zip(replayed, eager):
+        np.testing.assert_array_equal(found, expected)
+    assert max(np.abs(w).max() for w in eager) <= 0.05
+    assert sum(map(len, step.recordings.values())) == 1  # recorded once, then replayed
