@@ -15,8 +15,23 @@ POSITIVE = np.abs(X) + 0.5
 MASK = RNG.random((3, 4)) > 0.5
 
 # name -> (the input, the arguments given as (lib -> args)); tensors are made by each library
+INSIDE_ONE = X * 0.3  # for asin and acos
+
 FORMS = {
     "abs": (X, lambda lib: ()),
+    "acos": (INSIDE_ONE, lambda lib: ()),
+    "asin": (INSIDE_ONE, lambda lib: ()),
+    "atan": (X, lambda lib: ()),
+    "atan2": (X, lambda lib: (lib.tensor(POSITIVE),)),
+    "cosh": (X, lambda lib: ()),
+    "exp2": (X, lambda lib: ()),
+    "frac": (X * 3, lambda lib: ()),
+    "hypot": (X, lambda lib: (lib.tensor(POSITIVE),)),
+    "log10": (POSITIVE, lambda lib: ()),
+    "log2": (POSITIVE, lambda lib: ()),
+    "rsqrt": (POSITIVE, lambda lib: ()),
+    "sinh": (X, lambda lib: ()),
+    "tan": (INSIDE_ONE, lambda lib: ()),
     "ceil": (X, lambda lib: ()),
     "clamp": (X, lambda lib: (-0.5, 0.5)),
     "clip": (X, lambda lib: (None, 0.25)),
@@ -46,10 +61,14 @@ FORMS = {
 
 
 def call(lib, x, name):
-    """``x.<name>_(...)`` with the form's arguments (a trailing dict: keyword arguments)."""
-    args = FORMS[name][1](lib)
-    kwargs = args[-1] if args and isinstance(args[-1], dict) else {}
-    args = args[:-1] if kwargs else args
+    """``x.<name>_(...)`` with the form's arguments (a trailing dict: keyword arguments), its
+    floating tensors in ``x``'s dtype (mixed dtypes round differently: PyTorch's atan2
+    backward squares a float32 argument in float32)."""
+    args = [
+        a.to(x.dtype) if isinstance(a, lib.Tensor) and a.is_floating_point() else a
+        for a in FORMS[name][1](lib)
+    ]
+    kwargs = args.pop() if args and isinstance(args[-1], dict) else {}
     return getattr(x, f"{name}_")(*args, **kwargs)
 
 

@@ -1844,9 +1844,10 @@ def _in_place_form(name: str) -> Callable:
 # PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
 # ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers)
 for _name in (
-    "abs", "addcdiv", "addcmul", "ceil", "clamp", "clip", "cos", "erf", "exp", "expm1",
-    "floor", "log", "log1p", "masked_fill", "neg", "pow", "reciprocal", "relu", "round",
-    "sigmoid", "sign", "sin", "sqrt", "square", "tanh", "trunc",
+    "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp", "clip",
+    "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor", "frac", "hypot", "log", "log10",
+    "log1p", "log2", "masked_fill", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
