@@ -16,6 +16,8 @@ MASK = RNG.random((3, 4)) > 0.5
 
 # name -> (the input, the arguments given as (lib -> args)); tensors are made by each library
 INSIDE_ONE = X * 0.3  # for asin and acos
+WITH_SPECIALS = X.copy()
+WITH_SPECIALS[0, :3] = [np.nan, np.inf, -np.inf]
 
 FORMS = {
     "abs": (X, lambda lib: ()),
@@ -23,6 +25,8 @@ FORMS = {
     "asin": (INSIDE_ONE, lambda lib: ()),
     "atan": (X, lambda lib: ()),
     "atan2": (X, lambda lib: (lib.tensor(POSITIVE),)),
+    "clamp_max": (X, lambda lib: (-0.2,)),
+    "clamp_min": (X, lambda lib: (0.1,)),
     "cosh": (X, lambda lib: ()),
     "exp2": (X, lambda lib: ()),
     "frac": (X * 3, lambda lib: ()),
@@ -43,10 +47,12 @@ FORMS = {
     "log": (POSITIVE, lambda lib: ()),
     "log1p": (POSITIVE, lambda lib: ()),
     "masked_fill": (X, lambda lib: (lib.tensor(MASK), -1.5)),
+    "nan_to_num": (WITH_SPECIALS, lambda lib: ({"posinf": 9.0},)),
     "neg": (X, lambda lib: ()),
     "pow": (POSITIVE, lambda lib: (1.5,)),
     "reciprocal": (POSITIVE, lambda lib: ()),
     "relu": (X, lambda lib: ()),
+    "remainder": (X * 4, lambda lib: (1.5,)),
     "round": (X * 3, lambda lib: ()),
     "sigmoid": (X, lambda lib: ()),
     "sign": (X, lambda lib: ()),
@@ -134,3 +140,60 @@ def test_weight_clipping_of_a_wgan_critic_jitted_equals_eager():
         np.testing.assert_array_equal(found, expected)
     assert max(np.abs(w).max() for w in eager) <= 0.05
     assert sum(map(len, step.recordings.values())) == 1  # recorded once, then replayed
+
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 1.5, -2.0, 0.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"nan": 2.0}, {"posinf": 7.0, "neginf": -7.0}], ids=["defaults", "nan", "infs"]
+)
+def test_nan_to_num_is_pytorchs_with_its_gradient(dtype, kwargs):
+    ours = sg.tensor(SPECIAL, dtype=getattr(sg, dtype), requires_grad=dtype != "float16")
+    theirs = torch.tensor(SPECIAL).to(getattr(torch, dtype)).requires_grad_(dtype != "float16")
+    found, expected = sg.nan_to_num(ours, **kwargs), torch.nan_to_num(theirs, **kwargs)
+    np.testing.assert_array_equal(found.detach().numpy(), expected.detach().numpy())
+    if dtype != "float16":
+        found.sum().backward()
+        expected.sum().backward()
+        np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    assert sg.tensor([3, 4]).nan_to_num().tolist() == [3, 4]
+
+
+def test_clamp_min_max_remainder_floor_divide_and_trace_are_pytorchs():
+    a, b = X * 4, POSITIVE
+    for name, args in [
+        ("clamp_min", (0.1,)),
+        ("clamp_max", (-0.2,)),
+        ("remainder", (1.5,)),
+        ("floor_divide", (0.7,)),
+    ]:
+        found = getattr(sg, name)(sg.tensor(a), *args)
+        expected = getattr(torch, name)(torch.tensor(a), *args)
+        np.testing.assert_allclose(found.numpy(), expected.numpy(), rtol=1e-6, err_msg=name)
+    halves = sg.tensor(a)
+    assert halves.floor_divide_(0.7) is halves  # not differentiable in PyTorch: values only
+    np.testing.assert_array_equal(halves.numpy(), torch.tensor(a).floor_divide_(0.7).numpy())
+    integers = RNG.integers(-9, 9, (4, 4))
+    assert sg.tensor(integers).trace().item() == torch.tensor(integers).trace().item()
+    assert sg.tensor(b[:3, :3]).trace().item() == pytest.approx(
+        torch.tensor(b[:3, :3]).trace().item()
+    )
+    with pytest.raises(RuntimeError, match="trace"):
+        sg.ones(3).trace()
+
+
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_isclose_allclose_and_equal_are_pytorchs(equal_nan):
+    a = np.array([1.0, np.nan, 2.0, 1e-9, np.inf], dtype=np.float32)
+    b = np.array([1.0 + 1e-6, np.nan, 2.1, 0.0, np.inf], dtype=np.float32)
+    found = sg.isclose(sg.tensor(a), sg.tensor(b), equal_nan=equal_nan)
+    expected = torch.isclose(torch.tensor(a), torch.tensor(b), equal_nan=equal_nan)
+    assert found.tolist() == expected.tolist()
+    for x, y in [(a, a), (a, b), (a[[0, 2]], b[[0, 2]])]:
+        assert sg.allclose(sg.tensor(x), sg.tensor(y), equal_nan=equal_nan) == torch.allclose(
+            torch.tensor(x), torch.tensor(y), equal_nan=equal_nan
+        )
+    for x, y in [([1, 2], [1, 2]), ([1, 2], [1.0, 2.0]), ([1, 2], [1, 3]), ([1, 2], [1, 2, 3])]:
+        assert sg.equal(sg.tensor(x), sg.tensor(y)) == torch.equal(torch.tensor(x), torch.tensor(y))

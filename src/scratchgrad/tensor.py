@@ -17,6 +17,8 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import ml_dtypes
+
 from scratchgrad import backend, printing
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
@@ -1006,6 +1008,61 @@ class Tensor:
 
     clip = clamp
 
+    def clamp_min(self, min: float) -> Tensor:
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: float) -> Tensor:
+        return self.clamp(max=max)
+
+    def floor_divide(self, other: Any) -> Tensor:
+        return self // other
+
+    def remainder(self, other: Any) -> Tensor:
+        return self % other
+
+    def nan_to_num(
+        self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+    ) -> Tensor:
+        """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+        dtype's largest and lowest numbers), as PyTorch's; the gradient passes where the
+        input was finite. Integers have none: a copy.
+
+        >>> Tensor([float("nan"), float("-inf"), 1.0]).nan_to_num(neginf=-9.0).tolist()
+        [0.0, -9.0, 1.0]
+        """
+        if not self.is_floating_point():
+            return self.clone()
+        info = ml_dtypes.finfo(self.array.dtype)
+        high = info.max if posinf is None else posinf
+        low = info.min if neginf is None else neginf
+        infinite = self.isinf()
+        out = where(self.isnan(), nan, self)
+        return where(infinite & (self > 0), high, where(infinite & (self < 0), low, out))
+
+    def isclose(
+        self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> Tensor:
+        """``|self - other| <= atol + rtol * |other|`` elementwise (NaNs equal with
+        ``equal_nan``), as PyTorch's; not differentiable."""
+        other = getattr(other, "array", other)
+        close = namespace(self.array).isclose
+        return Tensor._make(_call(close, self.array, other, rtol, atol, equal_nan))
+
+    def allclose(
+        self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> bool:
+        """Whether every entry ``isclose`` to ``other``'s."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all())
+
+    def equal(self, other: Tensor) -> bool:
+        """Whether ``other`` has this tensor's shape and values (PyTorch's ``torch.equal``)."""
+        return self.shape == other.shape and bool((self == other).all())
+
+    def trace(self) -> Tensor:
+        """The sum of a matrix's main diagonal."""
+        _check_ndim("trace", 2, self)
+        return self.diagonal().sum()
+
     def masked_fill(self, mask: Tensor, value: float) -> Tensor:
         """Entries where ``mask`` is True become ``value``."""
         return where(mask, value, self)
@@ -1844,9 +1901,10 @@ def _in_place_form(name: str) -> Callable:
 # PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
 # ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers)
 for _name in (
-    "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp", "clip",
-    "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor", "frac", "hypot", "log", "log10",
-    "log1p", "log2", "masked_fill", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
+    "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
+    "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
+    "floor_divide", "frac", "hypot", "log", "log10", "log1p", "log2", "masked_fill",
+    "nan_to_num", "neg", "pow", "reciprocal", "relu", "remainder", "round", "rsqrt",
     "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
