@@ -1828,6 +1828,64 @@ class Tensor:
         grids[dim] = index.array
         return self[tuple(grids)]
 
+    def scatter(self, dim: int, index: Tensor, src: Any) -> Tensor:
+        """This tensor with ``src`` written at ``index`` along ``dim`` (``out[index[i][j]][j]
+        = src[i][j]`` for dim 0), as ``torch.scatter``; ``src`` may be a number. Where
+        ``index`` repeats a position, the last write stays (PyTorch leaves it unspecified).
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3).scatter(1, sg.tensor([[2], [0]]), 1.0)  # one-hot rows
+        tensor([[0., 0., 1.],
+                [1., 0., 0.]])
+        """
+        positions, src = self._scatter_positions("scatter", dim, index, src)
+        out = self.clone()
+        out[positions] = src
+        return out
+
+    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """This tensor with ``src`` added at ``index`` along ``dim``, as
+        ``torch.scatter_add``: a repeated position adds up. Differentiable in both (``src``'s
+        gradient is the incoming one gathered at ``index``)."""
+        positions, src = self._scatter_positions("scatter_add", dim, index, src)
+        flat = namespace(self.array).ravel_multi_index(positions, self.array.shape)
+        total = self.reshape(-1).index_add(0, Tensor._make(flat.reshape(-1)), src.reshape(-1))
+        return total.reshape(self.shape)
+
+    def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:
+        """The positions ``index`` points at along ``dim`` (one index array per dim), and the
+        part of ``src`` written there (its leading ``index.shape``), after PyTorch's checks."""
+        dim = wrap_dim(dim, self.array.ndim)
+        if not isinstance(index, Tensor) or index.dtype != backend.int64:
+            raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        if isinstance(src, Tensor):
+            if not (index.ndim == self.array.ndim == src.ndim):
+                raise RuntimeError(
+                    f"{name}(): Index tensor must have the same number of dimensions as self "
+                    f"tensor and src tensor (index {index.ndim}, self {self.array.ndim}, src "
+                    f"{src.ndim})"
+                )
+            if any(i > s for i, s in zip(index.shape, src.shape)):
+                raise RuntimeError(
+                    f"{name}(): Expected index {list(index.shape)} to be smaller than src "
+                    f"{list(src.shape)} in every dimension"
+                )
+            src = src[tuple(slice(n) for n in index.shape)]
+        elif index.ndim != self.array.ndim:
+            raise RuntimeError(
+                f"{name}(): Index tensor must have the same number of dimensions as self tensor"
+            )
+        if any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
+            raise RuntimeError(
+                f"{name}(): Expected index {list(index.shape)} to be smaller than self "
+                f"{list(self.shape)} apart from dimension {dim}"
+            )
+        _call(_check_indices, name, index.array, self.array.shape[dim], dim)  # a replay too
+        grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
+        grids[dim] = index.array
+        broadcast = namespace(index.array).broadcast_arrays(*grids)
+        return tuple(broadcast), src
+
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
         """The diagonal of dims ``dim1`` and ``dim2`` as a new last dim, a view (writable).
 
@@ -1905,7 +1963,8 @@ for _name in (
     "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
     "floor_divide", "frac", "hypot", "log", "log10", "log1p", "log2", "masked_fill",
     "nan_to_num", "neg", "pow", "reciprocal", "relu", "remainder", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+    "scatter", "scatter_add", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
+    "tanh", "trunc",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
