@@ -66,6 +66,8 @@ def test_the_errors_are_pytorchs():
         base.scatter(0, sg.tensor([[0.0]]), 1.0)
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         base.scatter_add(0, sg.tensor([0]), sg.ones(1))
+    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+        base.scatter_add(0, sg.tensor([[0]]), sg.ones(1, 1, dtype=sg.float64))
     with pytest.raises(RuntimeError, match="smaller than src"):
         base.scatter_add(0, sg.tensor([[0, 1]]), sg.ones(1, 1))
     with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0"):
@@ -102,3 +104,27 @@ def test_a_one_hot_target_made_by_scatter_inside_a_jitted_step_equals_eager():
         results.append((losses, model.weight.detach().numpy().copy()))
     assert results[0][0] == results[1][0]
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_add"])
+def test_a_jitted_scatter_writes_at_each_calls_index(name):
+    """The positions come from each call's index (a replay that kept the recording's would
+    write the first call's places): along dim 1 of a (3, 4) tensor, a (2, 3) index."""
+
+    def scattered(base, index, src):
+        return getattr(base, name)(1, index, src)
+
+    jitted, rng = sg.jit(scattered), np.random.default_rng(2)
+    for _ in range(6):
+        index = (
+            distinct_index(1, (2, 3, 1))[:, :, 0]
+            if name == "scatter"
+            else rng.integers(0, 4, (2, 3))
+        )
+        args = (
+            sg.zeros(3, 4),
+            sg.tensor(index),
+            sg.tensor(rng.standard_normal((2, 3)), dtype=sg.float32),
+        )
+        assert jitted(*args).tolist() == scattered(*args).tolist()
+    assert sum(map(len, jitted.recordings.values())) == 1

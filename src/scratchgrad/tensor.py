@@ -1847,10 +1847,14 @@ class Tensor:
         """This tensor with ``src`` added at ``index`` along ``dim``, as
         ``torch.scatter_add``: a repeated position adds up. Differentiable in both (``src``'s
         gradient is the incoming one gathered at ``index``)."""
+        dim = wrap_dim(dim, self.array.ndim)
         positions, src = self._scatter_positions("scatter_add", dim, index, src)
-        flat = namespace(self.array).ravel_multi_index(positions, self.array.shape)
-        total = self.reshape(-1).index_add(0, Tensor._make(flat.reshape(-1)), src.reshape(-1))
-        return total.reshape(self.shape)
+        # each position's flat number: the index's part computed by ops (a jitted step reads
+        # each call's index), the other dims' parts a constant of the shapes
+        strides = [math.prod(self.array.shape[d + 1 :]) for d in range(self.array.ndim)]
+        others = sum(p * s for d, (p, s) in enumerate(zip(positions, strides)) if d != dim)
+        flat = (index * strides[dim] + Tensor._make(others)).reshape(-1)
+        return self.reshape(-1).index_add(0, flat, src.reshape(-1)).reshape(self.shape)
 
     def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:
         """The positions ``index`` points at along ``dim`` (one index array per dim), and the
@@ -1865,6 +1869,8 @@ class Tensor:
                     f"tensor and src tensor (index {index.ndim}, self {self.array.ndim}, src "
                     f"{src.ndim})"
                 )
+            if src.dtype != self.dtype:
+                raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
             if any(i > s for i, s in zip(index.shape, src.shape)):
                 raise RuntimeError(
                     f"{name}(): Expected index {list(index.shape)} to be smaller than src "
@@ -1882,9 +1888,8 @@ class Tensor:
             )
         _call(_check_indices, name, index.array, self.array.shape[dim], dim)  # a replay too
         grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
-        grids[dim] = index.array
-        broadcast = namespace(index.array).broadcast_arrays(*grids)
-        return tuple(broadcast), src
+        grids[dim] = index.array  # itself: a jitted step indexes by each call's
+        return tuple(grids), src
 
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
         """The diagonal of dims ``dim1`` and ``dim2`` as a new last dim, a view (writable).
