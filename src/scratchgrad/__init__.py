@@ -112,6 +112,7 @@ else:
     clamp_min, clamp_max, nan_to_num = Tensor.clamp_min, Tensor.clamp_max, Tensor.nan_to_num
     remainder, floor_divide = Tensor.remainder, Tensor.floor_divide
     scatter, scatter_add = Tensor.scatter, Tensor.scatter_add
+    repeat_interleave, diag = Tensor.repeat_interleave, Tensor.diag
     logical_not, logical_and = Tensor.logical_not, Tensor.logical_and
     logical_or, logical_xor = Tensor.logical_or, Tensor.logical_xor
     dot, mv, outer, lerp, hypot = Tensor.dot, Tensor.mv, Tensor.outer, Tensor.lerp, Tensor.hypot

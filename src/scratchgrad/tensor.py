@@ -1828,6 +1828,53 @@ class Tensor:
         grids[dim] = index.array
         return self[tuple(grids)]
 
+    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
+        """Each entry along ``dim`` (of the flattened tensor if None) repeated ``repeats``
+        times, in place of the next, as ``torch.repeat_interleave`` (``k.repeat_interleave(
+        n_rep, dim=1)`` in grouped-query attention). ``repeats`` may be a vector of counts, one
+        per entry, which a jitted step refuses: its shape would follow the values.
+
+        >>> Tensor([1.0, 2.0]).repeat_interleave(2).tolist()
+        [1.0, 1.0, 2.0, 2.0]
+        """
+        x, dim = (self.reshape(-1), 0) if dim is None else (self, wrap_dim(dim, self.ndim))
+        if isinstance(repeats, Tensor) and repeats.ndim > 0:
+            if capture_hook.recorder is not None:
+                capture_hook.recorder.refuse(
+                    "repeat_interleave() by a tensor of counts (its shape depends on the values)",
+                    "Repeat by a number, or pass the repeated index as an argument",
+                )
+            if repeats.shape != (x.shape[dim],):
+                raise RuntimeError(
+                    f"repeat_interleave(): repeats must have the same size as input along dim "
+                    f"({x.shape[dim]}), got {list(repeats.shape)}"
+                )
+            index = namespace(repeats.array).repeat(
+                namespace(repeats.array).arange(x.shape[dim]), repeats.array
+            )
+            return x.index_select(dim, Tensor._make(index))
+        count = int(repeats)
+        if count < 0:
+            raise RuntimeError("repeat_interleave(): repeats can not be negative")
+        shape = x.shape
+        spread = x.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
+        return spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        """A vector's square matrix with the vector on its ``diagonal``-th diagonal, or a
+        matrix's ``diagonal``-th diagonal as a vector (a copy), as ``torch.diag``."""
+        if self.ndim == 2:
+            return self.diagonal(diagonal).clone()
+        if self.ndim != 1:
+            raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+        n = self.shape[0]
+        size = n + abs(diagonal)
+        steps = namespace(self.array).arange(n)
+        rows, columns = steps + max(-diagonal, 0), steps + max(diagonal, 0)
+        out = self.new_zeros(size, size)
+        out[rows, columns] = self
+        return out
+
     def scatter(self, dim: int, index: Tensor, src: Any) -> Tensor:
         """This tensor with ``src`` written at ``index`` along ``dim`` (``out[index[i][j]][j]
         = src[i][j]`` for dim 0), as ``torch.scatter``; ``src`` may be a number. Where
