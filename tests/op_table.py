@@ -131,8 +131,27 @@ OPS = [
     Op("scalar_sub", lambda m, x: 1.5 - x),
     Op("scalar_div", lambda m, x: 3.0 / x, domain=away_from_zero),
     Op("clamp", lambda m, x: x.clamp(-0.5, 0.7), domain=away_from_zero),
-    Op("clamp_min", lambda m, x: x.clamp(min=0.1), domain=away_from_zero),
+    Op("clamp_min", lambda m, x: m.clamp_min(x, 0.1), domain=away_from_zero),
     Op("masked_fill", lambda m, x: x.masked_fill(x > 0.2, 3.0), domain=away_from_zero),
+    Op("clamp_max", lambda m, x: m.clamp_max(x, -0.1), domain=away_from_zero),
+    # vmap=False below: scratchgrad's vmap does not batch writes in place (the in-place forms,
+    # scatter's and diag's setitem) nor isinf (nan_to_num) yet, where torch.func's does
+    Op("clamp_inplace", lambda m, x: (x * 1).clamp_(-0.5, 0.7), domain=away_from_zero, vmap=False),
+    Op(
+        "masked_fill_inplace",
+        lambda m, x: (x * 1).masked_fill_(x > 0.2, 3.0),
+        domain=away_from_zero,
+        vmap=False,
+    ),
+    Op("tanh_inplace", lambda m, x: (x * 2).tanh_(), vmap=False),
+    # log's NaNs (negative x) to 0, its -inf to -5: the gradient passes where it was finite
+    Op(
+        "nan_to_num",
+        lambda m, x: m.nan_to_num(m.log(x), neginf=-5.0),
+        domain=away_from_zero,
+        vmap=False,
+    ),
+    Op("remainder", lambda m, x: m.remainder(x, 0.7), domain=away_from_zero),
     # ---- binary elementwise, broadcasting -------------------------------------------------------
     binary("add", lambda m, x, y: x + y),
     binary("sub", lambda m, x, y: x - y),
@@ -384,6 +403,39 @@ OPS = [
         shapes="nonempty1+",
         dim=lambda m, x, d: x.gather(d, m.zeros(*x.shape[:-1], 1, dtype=m.int64)),
         index=lambda m, x, i: x.gather(0, m.full((1, *x.shape[1:]), i, dtype=m.int64)),
+        integer=True,
+    ),
+    Op("trace", lambda m, x: m.trace(x), shapes="matrix"),
+    Op("diag_of_a_vector", lambda m, x: m.diag(x.reshape(-1), 1), vmap=False),
+    Op("diag_of_a_matrix", lambda m, x: x.diag(-1), shapes="matrix"),
+    Op(
+        "repeat_interleave",
+        lambda m, x: x.repeat_interleave(2, dim=-1),
+        shapes="rank1+",
+        dim=lambda m, x, d: x.repeat_interleave(2, dim=d),
+    ),
+    Op("repeat_interleave_flat", lambda m, x: m.repeat_interleave(x, 3)),
+    Op(  # counts of a tensor: eagerly only (a jitted step refuses a shape made by the values)
+        "repeat_interleave_counts",
+        lambda m, x: x.repeat_interleave(m.tensor(([2, 0, 1] * x.shape[0])[: x.shape[0]]), dim=0),
+        shapes="nonempty1+",
+        vmap=False,
+    ),
+    Op(
+        "scatter",
+        lambda m, x: x.scatter(0, m.zeros(1, *x.shape[1:], dtype=m.int64), x[-1:] * 2),
+        shapes="nonempty1+",
+        index=lambda m, x, i: x.scatter(0, m.full((1, *x.shape[1:]), i, dtype=m.int64), 0.5),
+        integer=True,
+        vmap=False,
+    ),
+    Op(  # the index repeats row 0: both sources add up there
+        "scatter_add",
+        lambda m, x: x.scatter_add(
+            0, m.zeros(2, *x.shape[1:], dtype=m.int64), m.cat([x[:1], 2 * x[:1]])
+        ),
+        shapes="nonempty1+",
+        index=lambda m, x, i: x.scatter_add(0, m.full((1, *x.shape[1:]), i, dtype=m.int64), x[:1]),
         integer=True,
     ),
     Op("tril", lambda m, x: x.tril(), shapes="rank2+"),

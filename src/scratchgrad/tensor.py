@@ -1009,15 +1009,20 @@ class Tensor:
     clip = clamp
 
     def clamp_min(self, min: float) -> Tensor:
+        """``clamp(min=min)``."""
         return self.clamp(min=min)
 
     def clamp_max(self, max: float) -> Tensor:
+        """``clamp(max=max)``."""
         return self.clamp(max=max)
 
     def floor_divide(self, other: Any) -> Tensor:
+        """``self // other``: the quotient rounded down, as PyTorch's (not differentiable
+        there; here its gradient is 0)."""
         return self // other
 
     def remainder(self, other: Any) -> Tensor:
+        """``self % other``: the remainder with the divisor's sign."""
         return self % other
 
     def nan_to_num(
@@ -1899,8 +1904,8 @@ class Tensor:
         # each position's flat number: the index's part computed by ops (a jitted step reads
         # each call's index), the other dims' parts a constant of the shapes
         strides = [math.prod(self.array.shape[d + 1 :]) for d in range(self.array.ndim)]
-        others = sum(p * s for d, (p, s) in enumerate(zip(positions, strides)) if d != dim)
-        flat = (index * strides[dim] + Tensor._make(others)).reshape(-1)
+        others = sum((p * s for d, (p, s) in enumerate(zip(positions, strides)) if d != dim), 0)
+        flat = (index * strides[dim] + index.new_tensor(others)).reshape(-1)
         return self.reshape(-1).index_add(0, flat, src.reshape(-1)).reshape(self.shape)
 
     def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:

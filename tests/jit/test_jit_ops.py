@@ -14,7 +14,11 @@ import scratchgrad as sg
 CALLS = 5  # eager, record, record again (checked against the first), replay, replay
 # ops whose output's shape depends on the input's values: refused while recording, since what
 # follows them would replay the recorded shape (a mean's divisor)
-REFUSED = {"getitem_mask": "boolean mask", "masked_select": "boolean mask"}
+REFUSED = {
+    "getitem_mask": "boolean mask",
+    "masked_select": "boolean mask",
+    "repeat_interleave_counts": "tensor of counts",
+}
 # Known problems of the jit core, each a strict xfail: a fix makes the test pass, fail as XPASS,
 # and its line here go.
 CORE_BUGS: dict[str, str] = {}

@@ -66,9 +66,10 @@ UNMADE = object()  # a recording's fast path before its first replay makes it (o
 # pairwise (as the guard key's set of ids does), which grows with the square of their number.
 _MOST_TENSORS = 4
 
-# The other arguments a jitted function's fast path takes (by position): values the guard key
-# holds as themselves, so that a check of the type and ``==`` is the key's own comparison.
-_PLAIN = (bool, int, float, str, type(None))
+# Plain values: what a guard compares by type and ``==`` (the guard key's own comparison for
+# an argument; Outer's for a global). A fast path takes them by position, and None too.
+PLAIN = (bool, int, float, str)
+_ARGUMENTS = (*PLAIN, type(None))
 
 
 def fast_path(
@@ -77,7 +78,7 @@ def fast_path(
     """The fast path of ``recording`` (a checked ``jitted.Recording``) for calls like this
     one (``args``, ``kwargs``), whose signature it was recorded for: ``call(args, kwargs)``,
     returning what a replay returns, or ``MISS`` when any guard fails. None when the call
-    is not a few tensors of distinct arrays, and plain values (see ``_PLAIN``), passed by
+    is not a few tensors of distinct arrays, and plain values or None (see ``PLAIN``), passed by
     position (the slow path handles the rest: an array passed twice is a key of its own,
     which this path's checks do not make).
 
@@ -86,7 +87,7 @@ def fast_path(
     hold the array it holds now (stricter than the key's shape, dtype and layout), and an
     argument's array must be none of theirs. Its ``call`` returns the tensors to run the
     recording on (the arguments, then the parameters) instead of running it."""
-    plain = _PLAIN if parameters is None else ()
+    plain = _ARGUMENTS if parameters is None else ()
     given = [a for a in args if type(a) is Tensor]
     if kwargs or len(given) > _MOST_TENSORS:
         return None

@@ -105,7 +105,7 @@ class Outer:
     among them, and the module ``fn`` is (a Module given to jit) or is a method of."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
-    PLAIN = (bool, int, float, str)  # held too, and compared by type and value (see _holds)
+    PLAIN = guards.PLAIN  # held too, and compared by type and value (see _holds)
     DEPTH = 2  # the levels of helper functions followed
     # generators of random numbers other than scratchgrad's, whose draws a replay would reuse
     GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)

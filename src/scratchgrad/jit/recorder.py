@@ -179,8 +179,8 @@ class Recorder:
         return name
 
     def expr(self, obj: Any) -> str:
-        """Code for ``obj`` as an argument: a value of the step, a constant, or a tuple or list
-        of those. Tensors made in the step are rebuilt from their value."""
+        """Code for ``obj`` as an argument: a value of the step, a constant, or a tuple, list or
+        dict (of string keys) of those. Tensors made in the step are rebuilt from their value."""
         if isinstance(obj, xp.ndarray):
             number = self.number.get(id(obj))
             if number is None:
@@ -198,6 +198,9 @@ class Recorder:
             if type(obj) is list:
                 return f"[{inner}]"
             return f"({inner},)" if len(obj) == 1 else f"({inner})"  # as repr: () and (x,)
+        if type(obj) is dict and all(type(key) is str for key in obj):  # an op's attributes
+            # (setitem's view steps: their index may hold an index array the step computed)
+            return f"{{{', '.join(f'{key!r}: {self.expr(v)}' for key, v in obj.items())}}}"
         if obj is None or type(obj) in (bool, int):
             return repr(obj)
         return self.constant(obj)
