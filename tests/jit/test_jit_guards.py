@@ -8,6 +8,8 @@ must miss (return ``MISS``, so that the slow path decides); where the call is th
 one, it must replay.
 """
 
+from collections import namedtuple
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -382,3 +384,140 @@ def input_gradient_step(model):
         return x.grad
 
     return step
+
+
+def recurrent_step():
+    """A jitted step taking its state as a tuple (``step(x, (h, c))``, as an LSTM's is
+    passed), called until its fast path exists."""
+    sg.manual_seed(0)
+    cell = nn.LSTMCell(3, 3)
+    opt = sg.optim.SGD(cell.parameters(), lr=0.1)
+
+    def step(x, state):
+        opt.zero_grad()
+        h, c = cell(x, state)
+        h.pow(2).mean().backward()
+        opt.step()
+        return h.detach(), c.detach()
+
+    step = sg.jit(step)
+    for _ in range(4):
+        step(fresh(), (fresh(seed=1), fresh(seed=2)))
+    assert step.fast is not None
+    return step
+
+
+State = namedtuple("State", "h c")
+
+NESTED_CALLS = {
+    "the recorded one": lambda: (fresh(), (fresh(seed=1), fresh(seed=2))),
+    "a list": lambda: (fresh(), [fresh(seed=1), fresh(seed=2)]),
+    "a namedtuple": lambda: (fresh(), State(fresh(seed=1), fresh(seed=2))),
+    "three states": lambda: (fresh(), (fresh(seed=1), fresh(seed=2), fresh(seed=3))),
+    "one state": lambda: (fresh(), (fresh(seed=1),)),
+    "a state of another shape": lambda: (fresh(), (fresh((5, 3)), fresh(seed=2))),
+    "a number as a state": lambda: (fresh(), (fresh(seed=1), 1.0)),
+    "a state nested deeper": lambda: (fresh(), ((fresh(seed=1),), fresh(seed=2))),
+    "flat": lambda: (fresh(), fresh(seed=1), fresh(seed=2)),
+    "the same tensor twice": lambda: (lambda h: (fresh(), (h, h)))(fresh(seed=1)),
+    "the input as a state": lambda: (lambda x: (x, (x, fresh(seed=2))))(fresh()),
+}
+
+
+@pytest.mark.parametrize("call", NESTED_CALLS)
+def test_the_fast_path_of_a_nested_call_replays_only_calls_of_its_key(call):
+    """Tensors in tuples and lists (an LSTM's ``(h, c)``) take the fast path too: it checks
+    each container's type and length, and each tensor in it as an argument's."""
+    step = recurrent_step()
+    args = NESTED_CALLS[call]()
+    same = slow_key(args, {}) == slow_key(NESTED_CALLS["the recorded one"](), {})
+    assert (step.fast(args, {}) is not guards.MISS) == same
+    assert same == (call == "the recorded one")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        (1.0, [None, ("a", 2)]),
+        ((), 1.0),
+        ([],),
+        ((1.0,), [2.0, 3.0]),
+    ],
+    ids=["numbers and strings in a list", "an empty tuple", "an empty list", "two lists"],
+)
+def test_the_fast_path_of_nested_plain_values_checks_each_as_the_key_does(call):
+    """Plain values inside tuples and lists are checked by type and value; an empty
+    container by its type."""
+    w = sg.randn(3, requires_grad=True)
+    step = sg.jit(lambda x, *rest: (x * w).sum().backward())
+    for _ in range(4):
+        step(fresh((3,)), *call)
+    assert step.fast is not None
+    assert step.fast((fresh((3,)), *call), {}) is not guards.MISS
+    other = [
+        (2.0, [None, ("a", 2)]),
+        (1.0, [None, ("b", 2)]),
+        (1.0, [None, ["a", 2]]),
+        (1.0, [None, ("a", 2.0)]),
+        ((0,), 1.0),
+        ((),),
+        ([], []),
+        ((1.0,), (2.0, 3.0)),
+    ]
+    for args in other:
+        if slow_key((fresh((3,)), *args), {}) != slow_key((fresh((3,)), *call), {}):
+            assert step.fast((fresh((3,)), *args), {}) is guards.MISS
+
+
+def pair_step(w):
+    def step(x, pair):
+        a, b = pair
+        (x * a * w + b).pow(2).sum().backward()
+
+    return step
+
+
+def test_gradients_of_tensors_passed_in_a_tuple_reach_each_calls_tensors():
+    """A replay through the fast path sets the ``.grad`` of the tensors inside each call's
+    tuple, as eager steps do."""
+    results = {}
+    for how in ("eager", "jit"):
+        sg.manual_seed(0)
+        step = pair_step(sg.randn(3))
+        step = sg.jit(step) if how == "jit" else step
+        grads = []
+        for i in range(6):
+            pair = (fresh((3,), seed=i).requires_grad_(), fresh((3,), seed=i + 9).requires_grad_())
+            step(fresh((3,), seed=20 + i), pair)
+            grads += [t.grad.numpy() for t in pair]
+        if how == "jit":
+            assert step.fast is not None
+        results[how] = grads
+    for eager, replayed in zip(*results.values()):
+        np.testing.assert_array_equal(replayed, eager)
+
+
+def lstm_trained(how):
+    """An LSTM's outputs and parameters after six steps, each with its own ``(h0, c0)``,
+    run eagerly or through the compiled module; with whether its fast path was made."""
+    sg.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    net = sg.compile(lstm) if how == "compile" else lstm
+    opt = sg.optim.SGD(lstm.parameters(), lr=0.1)
+    outputs = []
+    for i in range(6):
+        state = (fresh((1, 2, 4), seed=i), sg.zeros(1, 2, 4))
+        opt.zero_grad()
+        out, (h, _) = net(fresh((2, 5, 3), seed=10 + i), state)
+        (out.pow(2).mean() + h.sum()).backward()
+        opt.step()
+        outputs.append(out.detach().numpy())
+    fast = how == "compile" and net._compiled.fast is not None
+    return [*outputs, *(p.detach().numpy() for p in lstm.parameters())], fast
+
+
+def test_a_compiled_lstm_called_with_its_state_tuple_takes_the_fast_path_and_equals_eager():
+    (eager, _), (compiled, fast) = lstm_trained("eager"), lstm_trained("compile")
+    assert fast
+    for a, b in zip(eager, compiled):
+        np.testing.assert_array_equal(b, a)

@@ -42,7 +42,9 @@ for, and a call tries that first::
         return result
 
 A plain value passed by position (``step(x, y, 0.5)``) is checked as the key compares it:
-``type(p2) is type11 and p2 == value12``. Each check is the slow path's or stricter (the
+``type(p2) is type11 and p2 == value12``. Tuples and lists of them (an LSTM's ``(h, c)``) are
+unpacked, each checked for its type and length first (``type(s1) is not tuple or len(s1) !=
+2``: ``return MISS``; ``t1_0, t1_1, = s1``). Each check is the slow path's or stricter (the
 same strides, not only the same layout; the same dtype object), so the fast path can only
 miss where the slow path would match (and then the slow path runs), never replay where it
 would not. A compiled module's forward (``compiled.CompiledForward``) keeps one too, which
@@ -79,8 +81,8 @@ def fast_path(
     one (``args``, ``kwargs``), whose signature it was recorded for: ``call(args, kwargs)``,
     returning what a replay returns, or ``MISS`` when any guard fails. None when the call
     is not a few tensors of distinct arrays, and plain values or None (see ``PLAIN``), passed by
-    position (the slow path handles the rest: an array passed twice is a key of its own,
-    which this path's checks do not make).
+    position, alone or in tuples and lists (the slow path handles the rest: an array passed
+    twice is a key of its own, which this path's checks do not make).
 
     For a compiled module's recording (``compiled.Recording``), ``parameters`` are the
     module's, which its programs take after the arguments (tensors only): each must still
@@ -88,28 +90,31 @@ def fast_path(
     argument's array must be none of theirs. Its ``call`` returns the tensors to run the
     recording on (the arguments, then the parameters) instead of running it."""
     plain = _ARGUMENTS if parameters is None else ()
-    given = [a for a in args if type(a) is Tensor]
-    if kwargs or len(given) > _MOST_TENSORS:
+    leaves = _leaves(args)
+    if kwargs or leaves is None:
         return None
-    if any(type(a) is not Tensor and type(a) not in plain for a in args):
+    given = [a for _, a in leaves if type(a) is Tensor]
+    if len(given) > _MOST_TENSORS or any(
+        type(a) is not Tensor and type(a) not in plain for _, a in leaves
+    ):
         return None
     every = [*given, *(parameters or ())]
     if len({id(t.array) for t in every}) != len(every):
         return None
     code = _Code(recording)
-    names = [f"t{i}" if type(a) is Tensor else f"p{i}" for i, a in enumerate(args)]
+    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
+    _unpack("args", args, "", body)
+    names = [name for name, _ in leaves]
     tensors = [name for name in names if name[0] == "t"]
     arrays = [f"a{t[1:]}" for t in tensors]
-    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
-    if args:
-        body.append(f"{''.join(name + ', ' for name in names)}= args")
     if tensors:
         body += [
             f"if {' or '.join(f'type({t}) is not Tensor' for t in tensors)}:",
             "    return MISS",
         ]
         body += [f"{a} = {t}.array" for t, a in zip(tensors, arrays)]
-    checks = code.arguments(tensors, given) + code.values(names, args) + code.state(recording)
+    plains = [(name, value) for name, value in leaves if name[0] == "p"]
+    checks = code.arguments(tensors, given) + code.values(plains) + code.state(recording)
     if parameters is not None:
         held = code.held(parameters)
         checks += code.parameters(held, parameters, arrays)
@@ -121,7 +126,8 @@ def fast_path(
     else:
         code.names.update(replay=recording.replay, build=recording.build)
         # the tensors whose .grad a replay may set: the arguments, if all are tensors
-        passed = "args" if len(tensors) == len(args) else f"[{''.join(t + ', ' for t in tensors)}]"
+        flat = len(tensors) == len(args) == len(names)
+        passed = "args" if flat else f"[{''.join(t + ', ' for t in tensors)}]"
         body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], {passed}))")
         body += [
             f"{tensors[i]}.requires_grad = {code.name('flag', flag)}"
@@ -129,6 +135,47 @@ def fast_path(
         ]
         body.append("return result")
     return define(function_source("def call(args, kwargs):", body), code.names, "call")
+
+
+def _leaves(node: tuple | list, path: str = "") -> list[tuple[str, Any]] | None:
+    """The arguments in ``node`` and in the tuples and lists in it (an LSTM's ``(h, c)``),
+    each with the name the fast path's code gives it (see ``_name``), in the order
+    ``jitted._flatten`` meets their tensors. None where a container is of another kind (a
+    dict, a namedtuple: the slow path's)."""
+    leaves: list[tuple[str, Any]] = []
+    for i, item in enumerate(node):
+        if type(item) in (tuple, list):
+            inner = _leaves(item, f"{path}{i}_")
+            if inner is None:
+                return None
+            leaves += inner
+        elif isinstance(item, (tuple, list, dict)):
+            return None
+        else:
+            leaves.append((_name(item, f"{path}{i}"), item))
+    return leaves
+
+
+def _name(item: Any, place: str) -> str:
+    """The name of an argument at ``place`` (``1_0``: the first item of the second) in a fast
+    path's code: ``t`` a tensor, ``s`` a tuple or list, ``p`` any other value."""
+    kind = "t" if type(item) is Tensor else "s" if type(item) in (tuple, list) else "p"
+    return kind + place
+
+
+def _unpack(code: str, node: tuple | list, path: str, body: list[str]) -> None:
+    """Add to ``body`` the code unpacking ``node`` (named ``code``) into the names
+    ``_leaves`` gives, checking each tuple and list inside it for its type and length."""
+    names = [_name(item, f"{path}{i}") for i, item in enumerate(node)]
+    if names:
+        body.append(f"{''.join(name + ', ' for name in names)}= {code}")
+    for i, (name, item) in enumerate(zip(names, node)):
+        if name[0] == "s":
+            body += [
+                f"if type({name}) is not {type(item).__name__} or len({name}) != {len(item)}:",
+                "    return MISS",
+            ]
+            _unpack(name, item, f"{path}{i}_", body)
 
 
 class _Code:
@@ -178,13 +225,11 @@ class _Code:
             ]
         return checks
 
-    def values(self, names: list[str], args: tuple) -> list[str]:
-        """The checks of the plain arguments (named ``p1, ...`` among ``names``): the guard
-        key's, the same type and an equal value (None is None)."""
+    def values(self, plains: list[tuple[str, Any]]) -> list[str]:
+        """The checks of the plain arguments (``(name, value)``: ``p1``, ``p2_0``, ...): the
+        guard key's, the same type and an equal value (None is None)."""
         checks = []
-        for name, value in zip(names, args):
-            if name[0] != "p":
-                continue
+        for name, value in plains:
             if value is None:
                 checks.append(f"{name} is None")
             else:
