@@ -13,6 +13,10 @@ import scratchgrad as sg
 from scratchgrad import compiled as compiled_module
 from scratchgrad import nn
 
+# The models and functions here count their Python calls (a list, an attribute), which the jit
+# warns a replay will not do (the warning's own tests: tests/jit/test_jit_pitfalls.py).
+pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
+
 
 def _counting(model):
     """``model`` with a counter of the calls that ran its Python forward (eager or recording;

@@ -11,6 +11,10 @@ import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.jit.compiled import CompiledFunctionBackward
 
+# The models here count their Python calls in an attribute, which the jit warns a replay will
+# not do (the warning's own tests: tests/jit/test_jit_pitfalls.py).
+pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
+
 F = nn.functional
 
 

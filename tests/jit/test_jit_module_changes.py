@@ -10,6 +10,10 @@ import pytest
 import scratchgrad as sg
 from scratchgrad import nn
 
+# The models here count the runs of their Python forward in a list and keep what it computed,
+# which the jit warns a replay will not do (its own tests: tests/jit/test_jit_pitfalls.py).
+pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
+
 F = nn.functional
 CHANGE_AT = 5  # after the eager call, the two recordings and two replays
 

@@ -3,9 +3,11 @@ freezes (Python values, tensors reached by name, assignments), and the known pro
 ``xfail(strict=True)``: when one is fixed, its test passes, fails as XPASS, and the mark and the
 line of docs/jit.md that names it go."""
 
+import argparse
 import importlib
 import re
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,10 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
+
+# A step that counts its calls in a list changes Python state, which the jit warns a replay
+# will not change again (the warning's own tests: tests/jit/test_jit_pitfalls.py).
+COUNTING = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
 
 CALLS = 5  # eager, record, record again (checked against the first), replay, replay
 ROOT = Path(__file__).resolve().parents[2]
@@ -430,6 +436,7 @@ def test_a_global_counter_the_step_increments_raises_naming_it():
         counted(x)
 
 
+@COUNTING
 def test_a_returned_structure_that_grows_raises_naming_the_step():
     """A step returning a structure whose length changes (``tuple(history)``, a growing list
     of tensors) would return the recorded structure from every replay: the third call
@@ -450,3 +457,183 @@ def test_a_returned_structure_that_grows_raises_naming_the_step():
         pattern = rf"{fn.__name__}\(\) returned a structure of another shape.*has run the step"
         with pytest.raises(sg.JitError, match=pattern):
             jitted(x)
+
+
+# ---- Python state a step changes in place: a replay does not, so the recording warns ----
+
+MODEL = nn.Linear(3, 1)
+OPT = sg.optim.SGD(MODEL.parameters(), lr=0.1)
+LOSSES = []
+METRICS = {}
+HISTORY = {"loss": []}
+ARGS = argparse.Namespace(steps=0)
+
+
+class Trainer:
+    def __init__(self):
+        self.count, self.last = 0, None
+
+
+TRAINER = Trainer()
+
+
+def fit(x):
+    OPT.zero_grad()
+    loss = MODEL(x).pow(2).mean()
+    loss.backward()
+    OPT.step()
+    return loss
+
+
+def appending(x):
+    loss = fit(x)
+    LOSSES.append(loss.detach())
+    return loss
+
+
+def storing(x):
+    loss = fit(x)
+    METRICS["loss"] = loss.detach()
+    return loss
+
+
+def appending_inside_a_dict(x):
+    loss = fit(x)
+    HISTORY["loss"].append(loss.detach())
+    return loss
+
+
+def counting_in_an_attribute(x):
+    loss = fit(x)
+    TRAINER.count += 1
+    return loss
+
+
+def keeping_in_an_attribute(x):
+    loss = fit(x)
+    TRAINER.last = loss.detach()
+    return loss
+
+
+def counting_in_a_namespace(x):
+    loss = fit(x)
+    ARGS.steps += 1
+    return loss
+
+
+def log(loss):
+    LOSSES.append(loss.detach())
+
+
+def logging_through_a_helper(x):
+    loss = fit(x)
+    log(loss)
+    return loss
+
+
+CHANGING = {
+    appending: ("the global 'LOSSES' (list)", LOSSES, lambda: len(LOSSES)),
+    storing: ("the global 'METRICS' (dict)", METRICS, lambda: METRICS["loss"]),
+    appending_inside_a_dict: ("the global 'HISTORY' (dict)", None, lambda: len(HISTORY["loss"])),
+    counting_in_an_attribute: ("the global 'TRAINER' (Trainer)", None, lambda: TRAINER.count),
+    keeping_in_an_attribute: ("the global 'TRAINER' (Trainer)", None, lambda: TRAINER.last),
+    counting_in_a_namespace: ("the global 'ARGS' (Namespace)", None, lambda: ARGS.steps),
+    logging_through_a_helper: ("the global 'LOSSES' (list)", LOSSES, lambda: len(LOSSES)),
+}
+
+
+@pytest.mark.parametrize("step", CHANGING, ids=lambda step: step.__name__)
+def test_a_step_changing_python_state_it_reads_warns_naming_it(step):
+    """A list appended to, a dict stored into (or a list inside it), an attribute counted or
+    set on an object of the user's class or an argparse Namespace, in the step or in a helper
+    it calls by name: replays run no Python, so the two recordings warn, naming what changed
+    and where the step was called; the calls after them leave it as the last recording did."""
+    what, _, seen = CHANGING[step]
+    jitted, x = sg.jit(step), sg.ones(2, 3)
+    jitted(x)
+    with pytest.warns(UserWarning, match=re.escape(f"{step.__name__}() changed {what} while")) as w:
+        jitted(x), jitted(x)
+    assert {record.filename for record in w} == {__file__}
+    after_recordings = seen()
+    jitted(x), jitted(x)
+    assert seen() is after_recordings or seen() == after_recordings
+
+
+def test_a_step_storing_into_a_dict_it_is_passed_warns():
+    """A dict of metrics passed as an argument is Python state too."""
+    jitted, x, metrics = (
+        sg.jit(lambda x, metrics: metrics.update(loss=fit(x).detach())),
+        sg.ones(2, 3),
+        {},
+    )
+    jitted(x, metrics)
+    with pytest.warns(UserWarning, match=r"changed its argument 1 \(dict\) while it was recorded"):
+        jitted(x, metrics)
+
+
+class Attention(nn.Module):
+    """A forward that keeps its attention weights on the module, for a picture."""
+
+    def __init__(self):
+        super().__init__()
+        self.query = nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.weights = self.query(x).softmax(-1)
+        return self.weights * x
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_forward_keeping_what_it_computed_on_its_module_warns(how):
+    """An attribute a forward sets on its module (a submodule's, here) is set by the eager
+    call and the recordings only: the recording warns, under jit and compile alike."""
+    model = nn.Sequential(nn.Linear(3, 3), Attention())
+    net = sg.compile(model) if how == "compile" else model
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+
+    step = sg.jit(step) if how == "jit" else step
+    step(sg.ones(2, 3))
+    with pytest.warns(UserWarning, match=r"changed an attribute of its Attention module while"):
+        step(sg.ones(2, 3)), step(sg.ones(2, 3))
+
+
+GLOBAL_MEAN = sg.zeros(3)
+CLASSES = ["cat", "dog"]
+SETTINGS = {"clip": 1.0}
+
+
+def test_what_replays_itself_or_changes_nothing_in_python_does_not_warn():
+    """Reading Python containers, a list built in the step, modes set by train() and eval(),
+    an optimizer's and a scheduler's state, batch norm's statistics, a global tensor updated
+    in place and module attributes set before the recordings: nothing to warn about."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, len(CLASSES)), nn.BatchNorm1d(len(CLASSES)))
+    model.note = "set before"
+    opt = sg.optim.Adam(model.parameters(), lr=0.1)
+    scheduler = sg.optim.lr_scheduler.StepLR(opt, step_size=2)
+
+    def step(x, y):
+        opt.zero_grad()
+        parts = [sg.nn.functional.cross_entropy(model(x), y)]
+        parts.append(model[0].weight.pow(2).sum() * 0.0)
+        loss = sum(parts)
+        loss.backward()
+        sg.nn.utils.clip_grad_norm_(model.parameters(), SETTINGS["clip"])
+        opt.step()
+        scheduler.step()
+        with sg.no_grad():
+            GLOBAL_MEAN.mul_(0.9).add_(x.mean(0) * 0.1)
+        model.eval()
+        return loss
+
+    jitted = sg.jit(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(CALLS):
+            model.train()  # which the step leaves in eval mode
+            jitted(sg.randn(4, 3), sg.randint(0, len(CLASSES), (4,)))

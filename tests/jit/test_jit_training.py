@@ -21,6 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import tensor_api  # noqa: E402
 import workloads  # noqa: E402
 
+# each step counts its Python calls in a list, which the jit warns a replay will not do
+# (tests/jit/test_jit_pitfalls.py checks that warning)
+pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
+
 STEPS = 6  # eager, record, record again, then replays
 WORKLOAD_STEPS = 200  # issue 14's check: about 0.8 s for the five at these sizes
 

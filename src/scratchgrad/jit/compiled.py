@@ -41,10 +41,12 @@ from scratchgrad.jit.jitted import (
     _flatten,
     _python_values,
     _signature,
+    _snapshot,
     _tensor_key,
     cache_full,
     drop_stale,
     rebuild,
+    warn_changed,
 )
 from scratchgrad.jit.recorder import (
     Capturing,
@@ -357,6 +359,8 @@ class CompiledForward:
         recorder = Recorder(f"{self.name}.forward")
         outer = Outer(self.module)
         outer.refuse_random(self.module, f"{self.name}.forward")
+        state = outer.python_state(args, kwargs)
+        before = _snapshot(state)
         inputs = [recorder.input(t.array) for t in tensors]
         start = next(function._sequence)  # nodes made before it belong to an outside graph
         # autocast's casts of the weights, kept for a region's later ops, would enter the
@@ -367,6 +371,8 @@ class CompiledForward:
                 result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
         finally:
             autocast.state.cache = casts
+        # stacklevel: past this, __call__, OptimizedModule.forward and Module.__call__
+        warn_changed(state, before, f"{self.name}.forward", stacklevel=5)
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         values = _python_values(result)

@@ -12,10 +12,12 @@ per function; past it, a warning and eager calls).
 
 from __future__ import annotations
 
+import collections
 import dis
 import functools
 import operator
 import random
+import sys
 import types
 import warnings
 from collections.abc import Callable
@@ -102,7 +104,10 @@ class Outer:
     plain functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading
     ``model``), whose names are guarded too. Not followed: methods, functions reached as
     attributes (``helpers.loss_of``), and libraries' functions. ``modules``: the modules
-    among them, and the module ``fn`` is (a Module given to jit) or is a method of."""
+    among them, and the module ``fn`` is (a Module given to jit) or is a method of.
+    ``state``: the Python objects among them that a step may change in place and a replay
+    would not (a list it appends to, a dict, an object of the user's class: see
+    ``python_state`` and ``warn_changed``)."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     PLAIN = guards.PLAIN  # held too, and compared by type and value (see _holds)
@@ -124,10 +129,17 @@ class Outer:
         self.scopes: list[dict] = []
         self.names: list[str] = []
         self.values: list = []
+        self.state: list[tuple[str, Any, Any]] = []  # (see _note_state)
+        if owner is not fn:
+            self._note_state("its instance ({kind})", None, owner)
         if isinstance(fn, types.FunctionType):
             self._read(fn, self.DEPTH, set())
         held = [owner, *self.values, *(value for _, value in self.cells)]
         self.modules = [value for value in held if isinstance(value, Module)]
+        for module in self.modules:  # (their attributes: see _contents)
+            for inner in module.modules():
+                if all(value is not inner for *_, value in self.state):
+                    self.state.append(("an attribute of its {kind} module", None, inner))
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
@@ -148,6 +160,7 @@ class Outer:
                 )
         for name in dict.fromkeys(name for free, name, *_ in loaded if not free):
             value = scope.get(name)
+            self._note_state("the global {name!r} ({kind})", name, value)
             helper = isinstance(value, types.FunctionType) and users_file(
                 value.__code__.co_filename
             )
@@ -169,6 +182,7 @@ class Outer:
                 continue
             if isinstance(value, self.HELD) or type(value) in self.PLAIN:
                 self.cells.append((cell, value))
+            self._note_state("{name!r} of its enclosing function ({kind})", name, value)
             if self._draws(value):
                 self.draws.append(name)
         return cells
@@ -189,6 +203,21 @@ class Outer:
             return
         if type(value) in self.PLAIN:
             self.entries.append((container, access, key, value, code))
+
+    def _note_state(self, what: str, name: str | None, value: Any) -> None:
+        """Watch ``value`` if it is Python state (``_is_state``): ``what`` (a template of
+        ``name`` and its ``kind``) says how the step reaches it, in a warning."""
+        if _is_state(value) and all(held is not value for *_, held in self.state):
+            self.state.append((what, name, value))
+
+    def python_state(self, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:
+        """``state`` and the Python state among a call's arguments (a dict of metrics the step
+        stores into): what ``_snapshot`` and ``warn_changed`` compare around the recording of
+        that call. Given away: a recording keeps its Outer, which would hold them as long as
+        the program lives, for nothing."""
+        given = [*enumerate(args), *kwargs.items()]
+        state, self.state = self.state, []
+        return state + [("its argument {name!r} ({kind})", k, a) for k, a in given if _is_state(a)]
 
     @classmethod
     def _draws(cls, value: Any) -> bool:
@@ -250,6 +279,90 @@ _MISSING = object()  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and what Outer.HELD watches otherwise
 _NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
+
+
+# Python's containers, and its plain objects made to hold attributes (by module and name:
+# argparse is not imported for this), which a step may change
+_CONTAINERS = (list, dict, set, collections.deque)
+_BAGS = {("types", "SimpleNamespace"), ("argparse", "Namespace")}
+
+
+def _is_state(value: Any) -> bool:
+    """Whether ``value`` is Python state a step may change in place: a list, dict, set or
+    deque, an attribute bag (``SimpleNamespace``, ``argparse.Namespace``), the user's own
+    Python module, or an object of a class of the user's code (not a library's, whose
+    attributes are its own business; not a tensor, module, optimizer or scheduler, which
+    recordings watch otherwise)."""
+    kind = type(value)
+    if isinstance(value, _CONTAINERS) or (kind.__module__, kind.__qualname__) in _BAGS:
+        return True
+    if _users_module(value):
+        return True
+    if isinstance(value, _NOT_ENTRIES) or not hasattr(value, "__dict__"):
+        return False
+    defined_in = getattr(sys.modules.get(kind.__module__), "__file__", None)
+    return users_file(defined_in) if defined_in else kind.__module__ == "__main__"  # a notebook
+
+
+def _snapshot(state: list[tuple[str, Any, Any]]) -> list:
+    """What each object of ``state`` (``Outer.python_state``) holds now (see ``_contents``)."""
+    return [_contents(value) for *_, value in state]
+
+
+def warn_changed(
+    state: list[tuple[str, Any, Any]], before: list, name: str, stacklevel: int
+) -> None:
+    """Warn if an object of ``state`` holds other contents than ``before`` (its ``_snapshot``
+    before the step was recorded): the step changed it in place (appended a loss to a list,
+    counted in an attribute, stored a tensor in a dict), which a replay runs no Python to do
+    again. A warning, not an error: counting the recordings so is a way to see them."""
+    now = _snapshot(state)
+    changed = [entry for entry, a, b in zip(state, before, now) if not _same_contents(a, b)]
+    if changed:
+        what, key, value = changed[0]
+        warnings.warn(
+            f"scratchgrad.jit: {name}() changed {what.format(name=key, kind=type(value).__name__)}"
+            " while it was recorded: a replay runs none of its Python, so later calls leave it "
+            "as it is now. Return what you keep (a loss to log, a state to carry) and store it "
+            "after the call, or run it eagerly (without jit or compile).",
+            stacklevel=stacklevel + 1,
+        )
+
+
+def _contents(obj: Any, depth: int = 1) -> tuple[tuple, tuple]:
+    """What ``obj`` (Python state) holds: a dict's keys and values, the items of another
+    container, or an object's attributes and their values (a module's public ones, ``self.
+    attention = weights`` set by a forward); and ``depth`` levels down, the same of the
+    Python state among them (``history["loss"]``, a list in a dict). Holding them keeps each
+    alive, so that no id passes to a new object before the comparison. Tuples, and the empty
+    one shared: a recording's peak of small objects is what it adds to the process."""
+    if isinstance(obj, _CONTAINERS) and not isinstance(obj, dict):
+        items = tuple(obj)
+    else:
+        pairs = obj if isinstance(obj, dict) else vars(obj)
+        if isinstance(obj, Module):  # what the user set (its tables and mode are watched)
+            items = tuple(
+                part
+                for key, value in pairs.items()
+                if key[0] != "_" and key != "training"
+                for part in (key, value)
+            )
+        else:
+            items = (*pairs.keys(), *pairs.values())
+    inner = tuple(_contents(item, depth - 1) for item in items if _is_state(item)) if depth else ()
+    return items, inner
+
+
+def _same_contents(before: tuple[tuple, tuple], now: tuple[tuple, tuple]) -> bool:
+    """Whether two ``_contents`` of one object hold the same objects (or plain values of one
+    type and equal), with the same contents of the state among them."""
+    (items, inner), (items_now, inner_now) = before, now
+    return (
+        len(items) == len(items_now)
+        and all(map(_holds, items_now, items))
+        and len(inner) == len(inner_now)
+        and all(map(_same_contents, inner, inner_now))
+    )
 
 
 def _users_module(value: Any) -> bool:
@@ -388,11 +501,15 @@ class Jitted:
         outer = Outer(self.fn)
         outer.refuse_random(self.fn, self.__name__)
         flags = [t.requires_grad for t in tensors]
+        state = outer.python_state(args, kwargs)
+        before = _snapshot(state)
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
+        warn_changed(state, before, self.__name__, stacklevel=3)
+        del state, before  # (before the recording's tables are made)
         returned, build = _outputs(result, recorder)
         flipped = [
             (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
