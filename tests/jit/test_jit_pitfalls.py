@@ -40,15 +40,44 @@ def test_every_test_the_pitfalls_page_names_exists():
 
 def test_python_values_read_two_steps_into_objects_are_frozen():
     """A Python number the step reads two steps into its closure's or globals' objects
-    (``cfg.loss.scale``, ``settings["loss"]["scale"]``) is baked into the recording:
-    changing it after the recordings changes nothing (pass it as an argument: other
-    arguments are part of the key)."""
-    settings = {"loss": {"scale": 2.0}}
-    scaled = sg.jit(lambda x: x * settings["loss"]["scale"])
+    (``cfg.loss.scale``) is baked into the recording: changing it after the recordings
+    changes nothing (pass it as an argument: other arguments are part of the key)."""
+    cfg = types.SimpleNamespace(loss=types.SimpleNamespace(scale=2.0))
+    scaled = sg.jit(lambda x: x * cfg.loss.scale)
     x = sg.ones(2)
     scaled(x), scaled(x), scaled(x)
-    settings["loss"]["scale"] = 5.0
+    cfg.loss.scale = 5.0
     assert scaled(x).tolist() == [2.0, 2.0]
+
+
+def test_containers_the_step_reads_record_anew_when_their_contents_change():
+    """A list the step loops over, a dict it reads (and the dicts and lists inside them), of
+    its globals or its enclosing function: what they hold is part of what a recording was
+    made for, checked by the fast path too. Changed between calls, the next call records
+    anew; a new number equal to the old one, or nothing changed, replays."""
+    scales, settings = [1.0, 2.0], {"loss": {"scale": 2.0}}
+
+    def step(x):
+        for scale in scales:
+            x = x * scale
+        return x * settings["loss"]["scale"]
+
+    jitted, x = sg.jit(step), sg.ones(2)
+    changes = [
+        lambda: None,
+        lambda: scales.append(10.0),
+        lambda: settings["loss"].update(scale=0.5),
+        lambda: scales.__setitem__(0, float("1.0")),  # another object, equal: replays
+        lambda: settings.update(extra=1),
+    ]
+    recordings = []
+    for change in changes:
+        change()
+        for _ in range(4):
+            assert jitted(x).tolist() == step(x).tolist()
+        assert jitted.fast is not None
+        recordings.append(sum(map(len, jitted.recordings.values())))
+    assert recordings == [1, 2, 3, 3, 4]
 
 
 def test_plain_values_read_from_a_dict_or_an_object_record_anew():
@@ -96,18 +125,29 @@ def test_a_dict_entry_the_step_sets_raises_naming_it():
         counted_jit(x)
 
 
-def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound():
+@pytest.mark.parametrize("holder", ["a dict", "an object"])
+def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound(holder):
     """The recording holds the array of a tensor it reached by name: changing that tensor in
-    place is seen by replays; binding the name to a new tensor is not."""
+    place is seen by replays. A new tensor put into a dict the step reads records anew (its
+    contents are guarded); set as an attribute of an object that is not a module, it is not
+    seen."""
     state = {"bias": sg.zeros(2)}
-    shifted = sg.jit(lambda x: x + state["bias"])
+    if holder == "a dict":
+        shifted = sg.jit(lambda x: x + state["bias"])
+    else:
+        state = types.SimpleNamespace(**state)
+        shifted = sg.jit(lambda x: x + state.bias)
     x = sg.ones(2)
     shifted(x), shifted(x), shifted(x)
     with sg.no_grad():
-        state["bias"].add_(1.0)
+        (state["bias"] if holder == "a dict" else state.bias).add_(1.0)
     assert shifted(x).tolist() == [2.0, 2.0]
-    state["bias"] = sg.full((2,), 10.0)
-    assert shifted(x).tolist() == [2.0, 2.0]  # still the old tensor's array
+    if holder == "a dict":
+        state["bias"] = sg.full((2,), 10.0)
+        assert shifted(x).tolist() == [11.0, 11.0]
+    else:
+        state.bias = sg.full((2,), 10.0)
+        assert shifted(x).tolist() == [2.0, 2.0]  # still the old tensor's array
 
 
 def test_rebinding_the_model_or_optimizer_a_step_reads_records_anew():

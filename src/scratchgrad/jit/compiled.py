@@ -46,7 +46,6 @@ from scratchgrad.jit.jitted import (
     cache_full,
     drop_stale,
     rebuild,
-    warn_changed,
 )
 from scratchgrad.jit.recorder import (
     Capturing,
@@ -372,7 +371,7 @@ class CompiledForward:
         finally:
             autocast.state.cache = casts
         # stacklevel: past this, __call__, OptimizedModule.forward and Module.__call__
-        warn_changed(state, before, f"{self.name}.forward", stacklevel=5)
+        outer.check_state(state, before, f"{self.name}.forward", stacklevel=5)
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         values = _python_values(result)

@@ -274,6 +274,8 @@ class _Code:
         if recording.reached:
             checks.append("not post_accumulate_hooks")
         outer = recording.outer
+        if outer.contents:  # the containers it reads (a list of scales): their contents
+            checks.append(f"{self.name('outer', outer)}.contents_hold()")
         for cell, value in outer.cells:
             checks.append(f"{self.name('cell', cell)}.cell_contents is {self.name('held', value)}")
         for container, access, key, value, _ in outer.entries:  # settings["scale"], cfg.weight

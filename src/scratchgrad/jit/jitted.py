@@ -107,7 +107,7 @@ class Outer:
     among them, and the module ``fn`` is (a Module given to jit) or is a method of.
     ``state``: the Python objects among them that a step may change in place and a replay
     would not (a list it appends to, a dict, an object of the user's class: see
-    ``python_state`` and ``warn_changed``)."""
+    ``python_state`` and ``check_state``)."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)
     PLAIN = guards.PLAIN  # held too, and compared by type and value (see _holds)
@@ -130,6 +130,7 @@ class Outer:
         self.names: list[str] = []
         self.values: list = []
         self.state: list[tuple[str, Any, Any]] = []  # (see _note_state)
+        self.contents: list[tuple[Any, tuple]] = []  # (see check_state)
         if owner is not fn:
             self._note_state("its instance ({kind})", None, owner)
         if isinstance(fn, types.FunctionType):
@@ -212,12 +213,42 @@ class Outer:
 
     def python_state(self, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:
         """``state`` and the Python state among a call's arguments (a dict of metrics the step
-        stores into): what ``_snapshot`` and ``warn_changed`` compare around the recording of
+        stores into): what ``_snapshot`` and ``check_state`` compare around the recording of
         that call. Given away: a recording keeps its Outer, which would hold them as long as
         the program lives, for nothing."""
         given = [*enumerate(args), *kwargs.items()]
         state, self.state = self.state, []
-        return state + [("its argument {name!r} ({kind})", k, a) for k, a in given if _is_state(a)]
+        return state + [(_ARGUMENT, key, a) for key, a in given if _is_state(a)]
+
+    def check_state(self, state: list, before: list, name: str, stacklevel: int) -> None:
+        """After a recording: warn if an object of ``state`` (``python_state``) holds other
+        contents than ``before`` (its ``_snapshot`` before the step ran). The step changed it
+        in place (appended a loss to a list, counted in an attribute, stored a tensor in a
+        dict), which a replay runs no Python to do again. A warning, not an error: counting
+        the recordings so is a way to see them. The containers of its globals and closure
+        that it left as they were (a list of scales it loops over, a dict of weights) are
+        held with their contents: a call after one changed records anew (``unchanged``)."""
+        now = _snapshot(state)
+        same = list(map(_same_contents, before, now))
+        if not all(same):
+            what, key, value = state[same.index(False)]
+            warnings.warn(
+                f"scratchgrad.jit: {name}() changed "
+                f"{what.format(name=key, kind=type(value).__name__)} while it was recorded: a "
+                "replay runs none of its Python, so later calls leave it as it is now. Return "
+                "what you keep (a loss to log, a state to carry) and store it after the call, "
+                "or run it eagerly (without jit or compile).",
+                stacklevel=stacklevel + 1,
+            )
+        self.contents = [
+            (value, held)
+            for (what, _, value), held, unchanged in zip(state, now, same)
+            if unchanged and what is not _ARGUMENT and isinstance(value, _CONTAINERS)
+        ]
+
+    def contents_hold(self) -> bool:
+        """Whether each container of ``contents`` holds what it held when recorded."""
+        return all(_same_contents(held, _contents(value)) for value, held in self.contents)
 
     @classmethod
     def _draws(cls, value: Any) -> bool:
@@ -268,6 +299,8 @@ class Outer:
         for container, access, key, value, _ in self.entries:
             if not _holds(_entry(container, access, key), value):
                 return False
+        if self.contents and not self.contents_hold():
+            return False
         if not self.names:  # a step reading its model and optimizer from a closure
             return True
         if all(map(operator.is_, map(dict.get, self.scopes, self.names), self.values)):
@@ -284,6 +317,7 @@ _NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
 # Python's containers, and its plain objects made to hold attributes (by module and name:
 # argparse is not imported for this), which a step may change
 _CONTAINERS = (list, dict, set, collections.deque)
+_ARGUMENT = "its argument {name!r} ({kind})"  # (how a warning names an argument)
 _BAGS = {("types", "SimpleNamespace"), ("argparse", "Namespace")}
 
 
@@ -307,26 +341,6 @@ def _is_state(value: Any) -> bool:
 def _snapshot(state: list[tuple[str, Any, Any]]) -> list:
     """What each object of ``state`` (``Outer.python_state``) holds now (see ``_contents``)."""
     return [_contents(value) for *_, value in state]
-
-
-def warn_changed(
-    state: list[tuple[str, Any, Any]], before: list, name: str, stacklevel: int
-) -> None:
-    """Warn if an object of ``state`` holds other contents than ``before`` (its ``_snapshot``
-    before the step was recorded): the step changed it in place (appended a loss to a list,
-    counted in an attribute, stored a tensor in a dict), which a replay runs no Python to do
-    again. A warning, not an error: counting the recordings so is a way to see them."""
-    now = _snapshot(state)
-    changed = [entry for entry, a, b in zip(state, before, now) if not _same_contents(a, b)]
-    if changed:
-        what, key, value = changed[0]
-        warnings.warn(
-            f"scratchgrad.jit: {name}() changed {what.format(name=key, kind=type(value).__name__)}"
-            " while it was recorded: a replay runs none of its Python, so later calls leave it "
-            "as it is now. Return what you keep (a loss to log, a state to carry) and store it "
-            "after the call, or run it eagerly (without jit or compile).",
-            stacklevel=stacklevel + 1,
-        )
 
 
 def _contents(obj: Any, depth: int = 1) -> tuple[tuple, tuple]:
@@ -508,7 +522,7 @@ class Jitted:
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
-        warn_changed(state, before, self.__name__, stacklevel=3)
+        outer.check_state(state, before, self.__name__, stacklevel=3)
         del state, before  # (before the recording's tables are made)
         returned, build = _outputs(result, recorder)
         flipped = [
