@@ -4,6 +4,7 @@ freezes (Python values, tensors reached by name, assignments), and the known pro
 line of docs/jit.md that names it go."""
 
 import argparse
+import enum
 import importlib
 import re
 import types
@@ -148,6 +149,43 @@ def test_a_tensor_reached_by_name_is_read_in_place_but_not_rebound(holder):
     else:
         state.bias = sg.full((2,), 10.0)
         assert shifted(x).tolist() == [2.0, 2.0]  # still the old tensor's array
+
+
+class Reduction(enum.Enum):
+    SUM, MEAN = 1, 2
+
+
+SCALES, CLIP, REDUCTION, ACTIVATION = (1.0, 2.0), None, Reduction.SUM, sg.tanh
+
+
+def configured(x):
+    for scale in SCALES:
+        x = x * scale
+    if CLIP is not None:
+        x = x.clamp(max=CLIP)
+    x = ACTIVATION(x)
+    return x.sum() if REDUCTION is Reduction.SUM else x.mean()
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("SCALES", (1.0, 3.0)), ("CLIP", 0.5), ("REDUCTION", Reduction.MEAN), ("ACTIVATION", sg.relu)],
+    ids=["a tuple", "a number after None", "an enum member", "a function"],
+)
+def test_any_object_rebound_to_a_name_the_step_reads_records_anew(name, value):
+    """Not only tensors, modules, optimizers and plain values: whatever a global the step
+    reads is bound to (a tuple, None, an enum member, a function), a new object there
+    records anew, where replays ran the old one."""
+    jitted, x = sg.jit(configured), sg.full((3,), 0.8)
+    for _ in range(CALLS):
+        recorded = jitted(x).item()
+    old = globals()[name]
+    try:
+        globals()[name] = value
+        assert configured(x).item() != recorded
+        assert jitted(x).item() == configured(x).item()
+    finally:
+        globals()[name] = old
 
 
 def test_rebinding_the_model_or_optimizer_a_step_reads_records_anew():

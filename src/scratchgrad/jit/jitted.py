@@ -94,11 +94,12 @@ class Recording:
 
 
 class Outer:
-    """The tensors, modules, optimizers and schedulers a function reads from its closure and
-    its globals, by the name it reads them under: a recording holds them, so a call after one
-    is bound to a new object (``opt = SGD(...)``, ``model = Net()``) must record anew. So
-    must a call after a plain value read there changed (a number, a flag, a string: ``if
-    epoch > warmup``), or one read a step into a dict or an object held there
+    """The objects a function reads from its closure and its globals (but Python modules), by
+    the name it reads them under: a recording holds them, so a call after one is bound to a
+    new object (``opt = SGD(...)``, ``model = Net()``, ``scales = (1.0, 3.0)``, ``clip =
+    1.0`` after None, another enum member or function) must record anew. So must a call
+    after a plain value read there changed (a number, a flag, a string: ``if epoch >
+    warmup``; compared by value), or one read a step into a dict or an object held there
     (``settings["scale"]``, ``cfg.aux_weight``: see ``entries``), since the recording froze
     it. Read from the function's code (and the functions defined in it), and from the user's
     plain functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading
@@ -109,8 +110,8 @@ class Outer:
     would not (a list it appends to, a dict, an object of the user's class: see
     ``python_state`` and ``check_state``)."""
 
-    HELD = (Tensor, Module, Optimizer, LRScheduler)
-    PLAIN = guards.PLAIN  # held too, and compared by type and value (see _holds)
+    HELD = (Tensor, Module, Optimizer, LRScheduler)  # (the objects recordings watch besides)
+    PLAIN = guards.PLAIN  # compared by type and value (see _holds)
     DEPTH = 2  # the levels of helper functions followed
     # generators of random numbers other than scratchgrad's, whose draws a replay would reuse
     GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)
@@ -165,7 +166,7 @@ class Outer:
             helper = isinstance(value, types.FunctionType) and users_file(
                 value.__code__.co_filename
             )
-            held = helper or isinstance(value, self.HELD) or type(value) in self.PLAIN
+            held = name in scope and not isinstance(value, types.ModuleType)  # (not a builtin)
             if held and not self._reads(scope, name):
                 self.scopes.append(scope)
                 self.names.append(name)
@@ -181,7 +182,7 @@ class Outer:
                 value = cells[name] = cell.cell_contents
             except ValueError:  # empty: bound later in the enclosing function
                 continue
-            if isinstance(value, self.HELD) or type(value) in self.PLAIN:
+            if not isinstance(value, types.ModuleType):
                 self.cells.append((cell, value))
             self._note_state("{name!r} of its enclosing function ({kind})", name, value)
             if self._draws(value):
