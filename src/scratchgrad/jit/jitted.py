@@ -135,7 +135,7 @@ class Outer:
         if owner is not fn:
             self._note_state("its instance ({kind})", None, owner)
         if isinstance(fn, types.FunctionType):
-            self._read(fn, self.DEPTH, set())
+            self._read(fn, self.DEPTH, set(), None if owner is fn else owner)
         held = [owner, *self.values, *(value for _, value in self.cells)]
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
@@ -143,13 +143,18 @@ class Outer:
                 if all(value is not inner for *_, value in self.state):
                     self.state.append(("an attribute of its {kind} module", None, inner))
 
-    def _read(self, fn: types.FunctionType, depth: int, seen: set) -> None:
-        """Note what ``fn`` holds in its closure and reads from its globals; follow the user's
-        functions it reads by name ``depth`` levels more."""
+    def _read(self, fn: types.FunctionType, depth: int, seen: set, instance: Any = None) -> None:
+        """Note what ``fn`` holds in its closure and reads from its globals, and as a method of
+        ``instance`` from its first argument (``self.epsilon``, read one step in as from a
+        global); follow the user's functions it reads by name ``depth`` levels more."""
         seen.add(fn)
         cells = self._read_closure(fn)
         scope = fn.__globals__
-        loaded = _loads(fn.__code__)
+        arguments = ()
+        if instance is not None and fn.__code__.co_argcount:
+            arguments = (fn.__code__.co_varnames[0],)
+            cells[arguments[0]] = instance
+        loaded = _loads(fn.__code__, arguments)
         for free, name, access, key in loaded:
             if free and name not in cells:  # a local of fn that a nested function reads
                 continue
@@ -190,9 +195,11 @@ class Outer:
         return cells
 
     def _note_entry(self, container: Any, access: str, key: Any, code: str) -> None:
-        """Guard the plain value that ``code`` reads from ``container``: a dict's item by a
-        constant key, or an attribute an object holds in its ``__dict__`` (not a property,
-        whose getter may do anything; not an ``nn.Module``'s, which ``ModuleStamps`` watch)."""
+        """Guard the value that ``code`` reads from ``container`` (as a global's: the same
+        object, or a plain value of the same type and equal; and what a list or dict there
+        holds): a dict's item by a constant key, or an attribute an object holds in its
+        ``__dict__`` (not a property, whose getter may do anything; not an ``nn.Module``'s,
+        which ``ModuleStamps`` watch)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
             return
         if access == "item" and type(container) is dict:
@@ -203,8 +210,9 @@ class Outer:
             value = getattr(container, "__dict__", {}).get(key, _MISSING)
         else:
             return
-        if type(value) in self.PLAIN:
+        if value is not _MISSING:
             self.entries.append((container, access, key, value, code))
+            self._note_state("{name} ({kind})", code, value)
 
     def _note_state(self, what: str, name: str | None, value: Any) -> None:
         """Watch ``value`` if it is Python state (``_is_state``): ``what`` (a template of
@@ -401,16 +409,19 @@ def _holds(current: Any, value: Any) -> bool:
     )
 
 
-def _loads(code: types.CodeType) -> list[tuple[bool, str, str | None, Any]]:
+def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str, str | None, Any]]:
     """Each name ``code`` (and the code nested in it) loads from its globals or, ``free``,
-    from a closure, with what is read from it right after: an attribute (``"attr"`` and its
-    name: ``np.random``, ``cfg.aux_weight``), an item by a constant key (``"item"`` and the
-    key: ``settings["scale"]``), or nothing. Not ``co_names``, which also holds the names of
-    attributes (``opt.step()`` names ``step``, which may be a loop's global)."""
+    from a closure or as one of ``arguments`` (a method's ``self``), with what is read from
+    it right after: an attribute (``"attr"`` and its name: ``np.random``, ``cfg.aux_weight``),
+    an item by a constant key (``"item"`` and the key: ``settings["scale"]``), or nothing.
+    Not ``co_names``, which also holds the names of attributes (``opt.step()`` names
+    ``step``, which may be a loop's global)."""
     loads = []
     instructions = list(dis.get_instructions(code))
     for i, instruction in enumerate(instructions):
-        free = instruction.opname == "LOAD_DEREF"
+        free = instruction.opname == "LOAD_DEREF" or (
+            instruction.opname == "LOAD_FAST" and instruction.argval in arguments
+        )
         if instruction.opname != "LOAD_GLOBAL" and not free:
             continue
         following = [after.opname for after in instructions[i + 1 : i + 3]]
