@@ -129,6 +129,57 @@ def test_a_jitted_method_records_anew_when_an_attribute_it_reads_changes(change)
     np.testing.assert_array_equal(weight_jitted, weight_eager)
 
 
+class Config:
+    """A configuration as a class of class attributes (``CFG.lr`` style)."""
+
+    scale = 1.0
+
+
+class Learner:
+    """A jitted ``step`` whose loss comes from a method reading ``self.beta`` and a class
+    attribute."""
+
+    def __init__(self):
+        sg.manual_seed(0)
+        self.net = nn.Linear(3, 1)
+        self.opt = sg.optim.SGD(self.net.parameters(), lr=0.1)
+        self.beta = 1.0
+
+    def loss_of(self, x):
+        return self.net(x).pow(2).mean() * self.beta * Config.scale
+
+    @sg.jit
+    def step(self, x):
+        self.opt.zero_grad()
+        loss = self.loss_of(x)
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+@pytest.mark.parametrize(
+    "change",
+    [lambda learner: setattr(learner, "beta", 0.5), lambda learner: setattr(Config, "scale", 0.5)],
+    ids=["self.beta read by a method", "a class attribute"],
+)
+def test_a_method_the_step_calls_on_self_and_class_attributes_are_guarded(change):
+    """The methods a jitted method calls on ``self`` are read as its helpers are (two levels
+    deep), and class attributes of the user's classes as an object's: changed between
+    calls, the next call records anew."""
+    results = []
+    try:
+        for how in ("jit", "eager"):
+            Config.scale = 1.0
+            learner, x = Learner(), sg.ones(2, 3)
+            step = learner.step if how == "jit" else functools.partial(Learner.step.fn, learner)
+            losses = [step(x).item() for _ in range(CALLS)]
+            change(learner)
+            results.append(losses + [step(x).item() for _ in range(CALLS)])
+    finally:
+        Config.scale = 1.0
+    assert results[0] == results[1]
+
+
 def test_plain_values_read_from_a_dict_or_an_object_record_anew():
     """One step into a dict or an object the step reads by name (``settings["scale"]``,
     ``cfg.aux_weight``, an argparse Namespace's ``args.lr``): another value records anew,

@@ -15,6 +15,10 @@ import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.jit import updates
 
+# count_updates counts the eager update's calls in a list, which the jit warns a replay will
+# not do (the warning's own tests: tests/jit/test_jit_pitfalls.py).
+pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
+
 STEPS = 12  # eager, record, record again, then replays
 
 

@@ -100,11 +100,13 @@ class Outer:
     1.0`` after None, another enum member or function) must record anew. So must a call
     after a plain value read there changed (a number, a flag, a string: ``if epoch >
     warmup``; compared by value), or one read a step into a dict or an object held there
-    (``settings["scale"]``, ``cfg.aux_weight``: see ``entries``), since the recording froze
-    it. Read from the function's code (and the functions defined in it), and from the user's
-    plain functions it reads by name, two levels deep (a ``loss_of(x)`` helper reading
-    ``model``), whose names are guarded too. Not followed: methods, functions reached as
-    attributes (``helpers.loss_of``), and libraries' functions. ``modules``: the modules
+    (``settings["scale"]``, ``cfg.aux_weight``, a class's ``CFG.lr``; a jitted method's
+    ``self.epsilon``: see ``entries``), since the recording froze it. Read from the
+    function's code (and the functions defined in it), and from the user's plain functions
+    it reads by name and the methods it calls on ``self``, two levels deep (a ``loss_of(x)``
+    helper reading ``model``, a ``self.loss_of(x)`` reading ``self.beta``), whose names are
+    guarded too. Not followed: functions reached as attributes of other objects
+    (``helpers.loss_of``), and libraries' functions. ``modules``: the modules
     among them, and the module ``fn`` is (a Module given to jit) or is a method of.
     ``state``: the Python objects among them that a step may change in place and a replay
     would not (a list it appends to, a dict, an object of the user's class: see
@@ -165,12 +167,14 @@ class Outer:
                 self._note_entry(
                     value, access, key, f"{name}.{key}" if access == "attr" else f"{name}[{key!r}]"
                 )
+            if instance is not None and name in arguments and access == "attr" and depth:
+                method = getattr(type(instance), key, None)  # self.loss_of(x): followed too
+                if _users_function(method) and method not in seen:
+                    self._read(method, depth - 1, seen, instance)
         for name in dict.fromkeys(name for free, name, *_ in loaded if not free):
             value = scope.get(name)
             self._note_state("the global {name!r} ({kind})", name, value)
-            helper = isinstance(value, types.FunctionType) and users_file(
-                value.__code__.co_filename
-            )
+            helper = _users_function(value)
             held = name in scope and not isinstance(value, types.ModuleType)  # (not a builtin)
             if held and not self._reads(scope, name):
                 self.scopes.append(scope)
@@ -205,7 +209,9 @@ class Outer:
         if access == "item" and type(container) is dict:
             value = container.get(key, _MISSING)
         elif access == "attr" and (
-            not isinstance(container, _NOT_ENTRIES) or _users_module(container)
+            not isinstance(container, _NOT_ENTRIES)
+            or _users_module(container)
+            or (isinstance(container, type) and _users_class(container))  # class CFG: lr = ...
         ):
             value = getattr(container, "__dict__", {}).get(key, _MISSING)
         else:
@@ -343,8 +349,18 @@ def _is_state(value: Any) -> bool:
         return True
     if isinstance(value, _NOT_ENTRIES) or not hasattr(value, "__dict__"):
         return False
+    return _users_class(kind)
+
+
+def _users_class(kind: type) -> bool:
+    """Whether the class ``kind`` is defined in the user's code (a script's, a notebook's)."""
     defined_in = getattr(sys.modules.get(kind.__module__), "__file__", None)
-    return users_file(defined_in) if defined_in else kind.__module__ == "__main__"  # a notebook
+    return users_file(defined_in) if defined_in else kind.__module__ == "__main__"
+
+
+def _users_function(value: Any) -> bool:
+    """Whether ``value`` is a plain function of the user's code (a helper the step calls)."""
+    return isinstance(value, types.FunctionType) and users_file(value.__code__.co_filename)
 
 
 def _snapshot(state: list[tuple[str, Any, Any]]) -> list:
