@@ -50,8 +50,13 @@ def tensor(
     dtype('int64')
     """
     t = Tensor(data, dtype, requires_grad)
-    if capture_hook.recorder is not None:  # a new array at each replay (see _make)
-        t.array = capture_hook.recorder.call(xp.copy, t.array)
+    recorder = capture_hook.recorder
+    if recorder is not None:  # a new array at each replay (see _make)
+        source = data.array if isinstance(data, Tensor) else data
+        if isinstance(source, xp.ndarray):  # copied from it then: it may change in place
+            t.array = recorder.call(to_array, source, dtype)
+        else:
+            t.array = recorder.call(xp.copy, t.array)
     if device is not None:
         t.array = backend.to_device(t.array, device)
     return t

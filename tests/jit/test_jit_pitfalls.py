@@ -812,3 +812,22 @@ def test_what_replays_itself_or_changes_nothing_in_python_does_not_warn():
         for _ in range(CALLS):
             model.train()  # which the step leaves in eval mode
             jitted(sg.randn(4, 3), sg.randint(0, len(CLASSES), (4,)))
+
+
+def test_a_global_array_or_tensor_copied_into_a_tensor_is_copied_at_each_replay():
+    """``sg.tensor(MASK)`` of a NumPy array (or a tensor) the step reads by name copies it at
+    each replay, as eagerly, in its dtype: changed in place between calls, the replays see
+    it (they copied the recording's copy before). ``from_numpy`` shares it anyway."""
+    mask, weights = np.array([1.0, 0.0, 1.0], dtype=np.float32), sg.tensor([1.0, 2.0, 3.0])
+
+    def step(x):
+        copied = x * sg.tensor(mask) + x * sg.tensor(mask, dtype=sg.float64).float()
+        return (copied * sg.tensor(weights) + x * sg.from_numpy(mask)).sum()
+
+    jitted, x = sg.jit(step), sg.ones(3)
+    for _ in range(CALLS):
+        jitted(x)
+    mask[1] = 5.0
+    with sg.no_grad():
+        weights.mul_(3.0)
+    assert jitted(x).item() == step(x).item() == 1 * 2 * 3 + 10 * 6 + 2 * 9 + 7
