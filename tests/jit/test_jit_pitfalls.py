@@ -661,39 +661,29 @@ def fit(x):
 
 
 def appending(x):
-    loss = fit(x)
-    LOSSES.append(loss.detach())
-    return loss
+    LOSSES.append(fit(x).detach())
 
 
 def storing(x):
-    loss = fit(x)
-    METRICS["loss"] = loss.detach()
-    return loss
+    METRICS["loss"] = fit(x).detach()
 
 
 def appending_inside_a_dict(x):
-    loss = fit(x)
-    HISTORY["loss"].append(loss.detach())
-    return loss
+    HISTORY["loss"].append(fit(x).detach())
 
 
 def counting_in_an_attribute(x):
-    loss = fit(x)
+    fit(x)
     TRAINER.count += 1
-    return loss
 
 
 def keeping_in_an_attribute(x):
-    loss = fit(x)
-    TRAINER.last = loss.detach()
-    return loss
+    TRAINER.last = fit(x).detach()
 
 
 def counting_in_a_namespace(x):
-    loss = fit(x)
+    fit(x)
     ARGS.steps += 1
-    return loss
 
 
 def log(loss):
@@ -701,9 +691,7 @@ def log(loss):
 
 
 def logging_through_a_helper(x):
-    loss = fit(x)
-    log(loss)
-    return loss
+    log(fit(x))
 
 
 CHANGING = {
