@@ -64,6 +64,7 @@ else:
         zeros,
         zeros_like,
     )
+    from scratchgrad.dtypes import get_default_dtype, set_default_dtype
     from scratchgrad.tensor import Tensor, cat, einsum, stack, where
 
     from scratchgrad.serialization import load, save

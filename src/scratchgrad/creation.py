@@ -32,8 +32,11 @@ def _xp(device: Any):
     return xp if device is None else backend.array_module(device)
 
 
-def _dtype(dtype: Any, default=backend.default_float):
-    return default if dtype is None else backend.to_dtype(dtype)
+def _dtype(dtype: Any, default: Any = None) -> Any:
+    """``dtype`` as a NumPy dtype; None: ``default``, or the default floating dtype."""
+    if dtype is not None:
+        return backend.to_dtype(dtype)
+    return backend.default_float if default is None else default
 
 
 def tensor(

@@ -21,7 +21,6 @@ from scratchgrad import backend
 from scratchgrad.backend import (
     bfloat16,
     bool_,
-    default_float,
     float16,
     float32,
     int64,
@@ -53,7 +52,7 @@ def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
         return dtype
     if isinstance(value, int):
         return int64
-    return dtype if is_floating(dtype) else default_float
+    return dtype if is_floating(dtype) else backend.default_float
 
 
 def result_type(x: Any, y: Any) -> numpy.dtype:
@@ -86,12 +85,40 @@ def to_array(data: Any, dtype: Any):
             f"be a tensor): {error}"
         ) from None
     if array.dtype.kind == "f":
-        return array.astype(default_float)
+        return array.astype(backend.default_float)
     if array.dtype.kind in "iu":
         return array.astype(int64)
     if array.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
     return array
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Make ``dtype`` (a floating dtype; float32 at import) the default, as
+    ``torch.set_default_dtype``: Python floats become tensors of it, the creation functions
+    make it (``zeros``, ``rand``, ``arange`` of floats), new layers' parameters have it, and
+    integer tensors turn into it for true division, ``exp`` and the like.
+
+    >>> import scratchgrad as sg
+    >>> sg.set_default_dtype(sg.float64)
+    >>> sg.tensor([1.5]).dtype, sg.nn.Linear(2, 1).weight.dtype
+    (dtype('float64'), dtype('float64'))
+    >>> sg.set_default_dtype(sg.float32)
+    """
+    dtype = backend.to_dtype(dtype)
+    if not is_floating(dtype):
+        raise TypeError(f"set_default_dtype: only floating dtypes can be the default, got {dtype}")
+    backend.default_float = dtype
+
+
+def get_default_dtype() -> numpy.dtype:
+    """The default floating dtype (see ``set_default_dtype``), as ``torch.get_default_dtype``.
+
+    >>> import scratchgrad as sg
+    >>> sg.get_default_dtype()
+    dtype('float32')
+    """
+    return backend.default_float
 
 
 def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = None) -> tuple:

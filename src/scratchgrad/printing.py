@@ -31,7 +31,7 @@ def format_tensor(t: Tensor) -> str:
     extras = []
     if backend.device_of(t.array) is not backend.cpu:
         extras.append(f"device='{t.device}'")
-    if array.dtype not in (backend.float32, backend.int64, backend.bool_):
+    if array.dtype not in (backend.default_float, backend.int64, backend.bool_):
         extras.append(f"dtype=scratchgrad.{array.dtype}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")

@@ -394,8 +394,9 @@ class Tensor:
         return x - (x / y).floor() * y
 
     def _floating(self) -> Tensor:
-        """This tensor, or a float32 copy of an integer or bool one (true division, exp...)."""
-        return self if backend.is_floating(self.array.dtype) else self.float()
+        """This tensor, or a copy of an integer or bool one in the default floating dtype (true
+        division, exp...)."""
+        return self if backend.is_floating(self.array.dtype) else self.to(backend.default_float)
 
     def __pow__(self, other: Any) -> Tensor:
         return binary.Pow.apply(*self._operands(other))

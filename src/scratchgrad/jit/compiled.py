@@ -29,6 +29,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd import autocast, capture_hook, engine, function
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
@@ -346,7 +347,8 @@ class CompiledForward:
         if len({id(t.array) for t in every}) != len(every):
             # an array passed twice (a parameter as an argument): where it is, is in the key
             key = _flatten((args, kwargs, parameters))[1]
-        return every, (key, len(tensors), signature, _state.enabled, autocast.state.dtype)
+        modes = (_state.enabled, autocast.state.dtype, backend.default_float)
+        return every, (key, len(tensors), signature, *modes)
 
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
         """Run the module's forward under a recorder and return its result; when the result

@@ -28,6 +28,7 @@ for, and a call tries that first::
             ...                                      # the same of t1
             and grad_state.enabled is True
             and autocast_state.dtype is None
+            and backend.default_float is dtype11     # the default dtype
             and capture_hook.changes == stamps.seen  # no module changed, no mode set
             and leaf15.array is array16              # each parameter reached: its array,
             and leaf15.requires_grad is True         # requires_grad and hooks
@@ -56,6 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd import autocast, capture_hook, engine
 from scratchgrad.autograd.grad_mode import state as grad_state
 from scratchgrad.jit.updates import define, function_source
@@ -187,6 +189,7 @@ class _Code:
             "Tensor": Tensor,
             "grad_state": grad_state,
             "autocast_state": autocast.state,
+            "backend": backend,
             "capture_hook": capture_hook,
             "post_accumulate_hooks": engine._post_accumulate_hooks,
             "stamps": recording.stamps,
@@ -262,6 +265,7 @@ class _Code:
         checks = [
             f"grad_state.enabled is {self.name('flag', grad_state.enabled)}",
             f"autocast_state.dtype is {self.name('dtype', autocast.state.dtype)}",
+            f"backend.default_float is {self.name('dtype', backend.default_float)}",
             "capture_hook.changes == stamps.seen",  # else the slow path looks at each module
         ]
         for leaf, array, requires_grad, hooks in recording.reached:

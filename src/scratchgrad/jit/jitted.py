@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -488,7 +489,8 @@ class Jitted:
         elif self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
-        key = (key, _state.enabled, autocast.state.dtype)  # autocast: other casts
+        # autocast: other casts; the default dtype: other constants made in the step
+        key = (key, _state.enabled, autocast.state.dtype, backend.default_float)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches():

@@ -15,12 +15,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import (
-    default_float,
     device_of,
+    float32,
+    float64,
     is_floating,
     namespace,
     ndarray,
@@ -92,11 +94,12 @@ def square_average_(average: Any, grad: Any, decay: float, scratch: Any = None) 
 
 
 def scalar_state(value: float) -> Tensor:
-    """A 0-d tensor of the default dtype (float32) for a scalar kept in an optimizer's state
-    (NAdam's ``mu_product``, ASGD's ``eta``, ...). PyTorch keeps these in its default dtype and
-    rounds them to it at every step, whatever the parameters' dtype; ours do the same, or
-    float64 trajectories would drift apart from PyTorch's after a few steps."""
-    return from_numpy(xp.asarray(value, dtype=default_float))
+    """A 0-d tensor for a scalar kept in an optimizer's state (NAdam's ``mu_product``, ASGD's
+    ``eta``, ...): float64 if that is the default dtype, else float32, as PyTorch keeps them
+    (rounded at every step, whatever the parameters' dtype; ours do the same, or float64
+    trajectories would drift apart from PyTorch's after a few steps)."""
+    dtype = float64 if backend.default_float == float64 else float32
+    return from_numpy(xp.asarray(value, dtype=dtype))
 
 
 def counted_state(
