@@ -410,6 +410,7 @@ def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals
     with pytest.raises(sg.JitError, match="GradScaler inside scratchgrad.jit at ") as info:
         run(jit=True, enabled=True)
     assert f"test_jit_pitfalls.py:{_line_of('# SCALER scale')} " in str(info.value)
+    assert "bfloat16 autocast needs no scaler" in str(info.value)
     np.testing.assert_array_equal(run(jit=True, enabled=False), run(jit=False, enabled=False))
 
 

@@ -72,7 +72,12 @@ class GradScaler:
         if not self._enabled:
             return outputs
         if capture_hook.recorder is not None:  # the scale and skipped steps are Python's
-            capture_hook.recorder.refuse("GradScaler inside scratchgrad.jit")
+            capture_hook.recorder.refuse(
+                "GradScaler inside scratchgrad.jit",
+                "Its step skips the update when a gradient is not finite, and its scale "
+                "changes with that, Python a replay would not run: bfloat16 autocast needs no "
+                "scaler (its range is float32's), or scale the loss by a constant yourself",
+            )
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         return outputs * float(self._scale)
