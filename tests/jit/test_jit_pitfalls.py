@@ -82,6 +82,21 @@ def test_containers_the_step_reads_record_anew_when_their_contents_change():
     assert recordings == [1, 2, 3, 3, 4]
 
 
+def test_a_long_container_the_step_reads_is_held_by_its_length():
+    """A list of more than 256 items (a vocabulary, a data set's samples) is compared by its
+    length alone, so that a call does not compare each item: appending records anew,
+    replacing an item in place is not seen."""
+    vocabulary = [f"w{i}" for i in range(300)]
+    jitted, x = sg.jit(lambda x: x * len(vocabulary) + (vocabulary[0] == "w0")), sg.ones(2)
+    for _ in range(CALLS):
+        jitted(x)
+    vocabulary.append("new")
+    for _ in range(CALLS):  # records anew, twice, then replays
+        assert jitted(x).tolist() == [302.0, 302.0]
+    vocabulary[0] = "replaced"
+    assert jitted(x).tolist() == [302.0, 302.0]  # the recorded comparison, not 301
+
+
 class Agent:
     """A policy with its optimizer and Python settings, whose jitted ``step`` reads them as
     attributes of ``self`` (as reinforcement learning agents do: an exploration rate, a

@@ -334,6 +334,9 @@ _NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
 # argparse is not imported for this), which a step may change
 _CONTAINERS = (list, dict, set, collections.deque)
 _ARGUMENT = "its argument {name!r} ({kind})"  # (how a warning names an argument)
+# Longer containers are compared by their length alone: a step reading a list of a data set's
+# samples (or a vocabulary) would otherwise compare each item at every call.
+_MOST_ITEMS = 256
 _BAGS = {("types", "SimpleNamespace"), ("argparse", "Namespace")}
 
 
@@ -375,7 +378,10 @@ def _contents(obj: Any, depth: int = 1) -> tuple[tuple, tuple]:
     attention = weights`` set by a forward); and ``depth`` levels down, the same of the
     Python state among them (``history["loss"]``, a list in a dict). Holding them keeps each
     alive, so that no id passes to a new object before the comparison. Tuples, and the empty
-    one shared: a recording's peak of small objects is what it adds to the process."""
+    one shared: a recording's peak of small objects is what it adds to the process. A
+    container of more than ``_MOST_ITEMS`` is held by its length alone."""
+    if isinstance(obj, _CONTAINERS) and len(obj) > _MOST_ITEMS:
+        return (len(obj),), ()
     if isinstance(obj, _CONTAINERS) and not isinstance(obj, dict):
         items = tuple(obj)
     else:
