@@ -137,14 +137,18 @@ class Outer:
         self.contents: list[tuple[Any, tuple]] = []  # (see check_state)
         if owner is not fn:
             self._note_state("its instance ({kind})", None, owner)
+        seen: set = set()
         if isinstance(fn, types.FunctionType):
-            self._read(fn, self.DEPTH, set(), None if owner is fn else owner)
+            self._read(fn, self.DEPTH, seen, None if owner is fn else owner)
         held = [owner, *self.values, *(value for _, value in self.cells)]
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
             for inner in module.modules():
                 if all(value is not inner for *_, value in self.state):
                     self.state.append(("an attribute of its {kind} module", None, inner))
+                for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
+                    if _users_function(hook) and hook not in seen:  # read as a helper's
+                        self._read(hook, self.DEPTH - 1, seen)
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set, instance: Any = None) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals, and as a method of

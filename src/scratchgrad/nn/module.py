@@ -25,7 +25,7 @@ from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import requested_device_and_dtype
 from scratchgrad.nn.parameter import Parameter
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import RemovableHandle, Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _STORES = ("_parameters", "_buffers", "_modules")
@@ -58,6 +58,10 @@ class Module:
     # replaced, ``dropout.p = 0.2``, ``self.scale = 2.0``), which a replay recorded before
     # cannot have seen (see ``_changed``)
     _jit_stamp: int | None = None
+    # forward hooks (register_forward_pre_hook, register_forward_hook): (hook, with_kwargs)
+    # pairs, empty on the class, so that a call without hooks looks at two attributes
+    _forward_pre_hooks: tuple = ()
+    _forward_hooks: tuple = ()
 
     def __init__(self) -> None:
         set_ = object.__setattr__
@@ -73,7 +77,73 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is not None:  # scratchgrad.jit guards on its train/eval mode
             capture_hook.recorder.called(self)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_hooked(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
+        """``forward`` between its hooks, as PyTorch's: a pre-hook may return new inputs (a
+        tuple, or one value), a hook a new output; each sees what the ones before it left."""
+        for hook, with_kwargs in self._forward_pre_hooks:
+            if with_kwargs:
+                args, kwargs = hook(self, args, kwargs) or (args, kwargs)
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in self._forward_hooks:
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each ``forward`` (``hook(module, args, kwargs)``
+        with ``with_kwargs``); what it returns, if not None, replaces the inputs. ``prepend``:
+        before the hooks registered already. Returns a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> layer = sg.nn.Linear(2, 1)
+        >>> handle = layer.register_forward_pre_hook(lambda module, args: (args[0] * 0,))
+        >>> layer(sg.ones(1, 2)).tolist() == [layer.bias.tolist()]
+        True
+        >>> handle.remove()
+        """
+        return self._register_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(
+        self,
+        hook: Callable,
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after each ``forward`` (``hook(module, args,
+        kwargs, output)`` with ``with_kwargs``); what it returns, if not None, replaces the
+        output. ``prepend`` as for ``register_forward_pre_hook``; ``always_call`` (call it
+        after an exception too) is accepted and ignored. Returns a handle to ``remove()`` it.
+
+        >>> import scratchgrad as sg
+        >>> features = {}
+        >>> layer = sg.nn.Linear(2, 3)
+        >>> _ = layer.register_forward_hook(lambda m, args, out: features.update(fc=out.detach()))
+        >>> features["fc"].shape if layer(sg.ones(4, 2)) is not None else None
+        (4, 3)
+        """
+        return self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
+
+    def _register_hook(
+        self, kind: str, hook: Callable, prepend: bool, with_kwargs: bool
+    ) -> RemovableHandle:
+        """Add ``hook`` to the tuple ``kind``. Set as an attribute (so is its removal), which
+        stamps the module as changed: a jitted step recorded without the hook records anew."""
+        entry, hooks = (hook, with_kwargs), getattr(self, kind)
+        setattr(self, kind, (entry, *hooks) if prepend else (*hooks, entry))
+        return RemovableHandle(self, kind, entry)
 
     # ---- registration -----------------------------------------------------------------------
 
