@@ -195,6 +195,25 @@ def test_a_method_the_step_calls_on_self_and_class_attributes_are_guarded(change
     assert results[0] == results[1]
 
 
+class Summing:
+    """A jitted method that rebinds an attribute it reads: Python, which replays would skip."""
+
+    def __init__(self):
+        self.total = sg.zeros(())
+
+    @sg.jit
+    def step(self, x):
+        self.total = self.total + x.sum()  # TOTAL rebound
+        return x * 2
+
+
+def test_a_jitted_method_rebinding_an_attribute_it_reads_raises_naming_it():
+    summing = Summing()
+    summing.step(sg.ones(2))
+    with pytest.raises(sg.JitError, match=r"step\(\) \(defined at .*\) binds self\.total to a new"):
+        summing.step(sg.ones(2))
+
+
 def test_plain_values_read_from_a_dict_or_an_object_record_anew():
     """One step into a dict or an object the step reads by name (``settings["scale"]``,
     ``cfg.aux_weight``, an argparse Namespace's ``args.lr``): another value records anew,
