@@ -68,6 +68,9 @@ def test_an_optimizers_scalar_state_follows_the_default_as_pytorchs(default):
 
 
 def test_only_a_floating_dtype_can_be_the_default():
+    """An integer dtype raises a TypeError, as PyTorch's does, and changes nothing."""
+    with pytest.raises(TypeError, match=r"only floating-point types"):
+        torch.set_default_dtype(torch.int64)
     with pytest.raises(TypeError, match=r"set_default_dtype: only floating dtypes .* int64"):
         sg.set_default_dtype(sg.int64)
     assert sg.get_default_dtype() == sg.float32

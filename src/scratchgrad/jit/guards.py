@@ -92,7 +92,8 @@ def fast_path(
     argument's array must be none of theirs. Its ``call`` returns the tensors to run the
     recording on (the arguments, then the parameters) instead of running it."""
     plain = _ARGUMENTS if parameters is None else ()
-    leaves = _leaves(args)
+    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
+    leaves = _unpacked("args", args, "", body)
     if kwargs or leaves is None:
         return None
     given = [a for _, a in leaves if type(a) is Tensor]
@@ -104,8 +105,6 @@ def fast_path(
     if len({id(t.array) for t in every}) != len(every):
         return None
     code = _Code(recording)
-    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
-    _unpack("args", args, "", body)
     names = [name for name, _ in leaves]
     tensors = [name for name in names if name[0] == "t"]
     arrays = [f"a{t[1:]}" for t in tensors]
@@ -139,22 +138,30 @@ def fast_path(
     return define(function_source("def call(args, kwargs):", body), code.names, "call")
 
 
-def _leaves(node: tuple | list, path: str = "") -> list[tuple[str, Any]] | None:
-    """The arguments in ``node`` and in the tuples and lists in it (an LSTM's ``(h, c)``),
-    each with the name the fast path's code gives it (see ``_name``), in the order
-    ``jitted._flatten`` meets their tensors. None where a container is of another kind (a
-    dict, a namedtuple: the slow path's)."""
+def _unpacked(code: str, node: tuple | list, path: str, body: list[str]) -> list | None:
+    """The arguments in ``node`` (named ``code``) and in the tuples and lists in it (an
+    LSTM's ``(h, c)``), each with the name the fast path's code gives it (see ``_name``), in
+    the order ``jitted._flatten`` meets their tensors; the code unpacking them into those
+    names is added to ``body``, each tuple and list checked for its type and length first.
+    None where a container is of another kind (a dict, a namedtuple: the slow path's)."""
+    names = [_name(item, f"{path}{i}") for i, item in enumerate(node)]
+    if names:
+        body.append(f"{''.join(name + ', ' for name in names)}= {code}")
     leaves: list[tuple[str, Any]] = []
-    for i, item in enumerate(node):
-        if type(item) in (tuple, list):
-            inner = _leaves(item, f"{path}{i}_")
+    for i, (name, item) in enumerate(zip(names, node)):
+        if name[0] == "s":
+            body += [
+                f"if type({name}) is not {type(item).__name__} or len({name}) != {len(item)}:",
+                "    return MISS",
+            ]
+            inner = _unpacked(name, item, f"{path}{i}_", body)
             if inner is None:
                 return None
             leaves += inner
         elif isinstance(item, (tuple, list, dict)):
             return None
         else:
-            leaves.append((_name(item, f"{path}{i}"), item))
+            leaves.append((name, item))
     return leaves
 
 
@@ -163,21 +170,6 @@ def _name(item: Any, place: str) -> str:
     path's code: ``t`` a tensor, ``s`` a tuple or list, ``p`` any other value."""
     kind = "t" if type(item) is Tensor else "s" if type(item) in (tuple, list) else "p"
     return kind + place
-
-
-def _unpack(code: str, node: tuple | list, path: str, body: list[str]) -> None:
-    """Add to ``body`` the code unpacking ``node`` (named ``code``) into the names
-    ``_leaves`` gives, checking each tuple and list inside it for its type and length."""
-    names = [_name(item, f"{path}{i}") for i, item in enumerate(node)]
-    if names:
-        body.append(f"{''.join(name + ', ' for name in names)}= {code}")
-    for i, (name, item) in enumerate(zip(names, node)):
-        if name[0] == "s":
-            body += [
-                f"if type({name}) is not {type(item).__name__} or len({name}) != {len(item)}:",
-                "    return MISS",
-            ]
-            _unpack(name, item, f"{path}{i}_", body)
 
 
 class _Code:

@@ -126,8 +126,8 @@ class Outer:
             fn = getattr(type(fn), "forward", None)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
         self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
-        # (container, "item" or "attr", key, plain value, the code reading it) for each plain
-        # value read by a constant key from a dict, or from an object's own attributes
+        # (container, "item" or "attr", key, value, the code reading it) for each value read
+        # by a constant key from a dict, or from an object's own attributes (see _note_entry)
         self.entries: list[tuple[Any, str, Any, Any, str]] = []
         # each global name read, with the globals it is read from and what it held
         self.scopes: list[dict] = []
@@ -144,8 +144,7 @@ class Outer:
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
             for inner in module.modules():
-                if all(value is not inner for *_, value in self.state):
-                    self.state.append(("an attribute of its {kind} module", None, inner))
+                self._watch("an attribute of its {kind} module", None, inner)
                 for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
                     if _users_function(hook) and hook not in seen:  # read as a helper's
                         self._read(hook, self.DEPTH - 1, seen)
@@ -211,16 +210,15 @@ class Outer:
         which ``ModuleStamps`` watch)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
             return
-        if access == "item" and type(container) is dict:
-            value = container.get(key, _MISSING)
-        elif access == "attr" and (
+        if access == "item" and type(container) is not dict:
+            return
+        if access == "attr" and not (
             not isinstance(container, _NOT_ENTRIES)
             or _users_module(container)
             or (isinstance(container, type) and _users_class(container))  # class CFG: lr = ...
         ):
-            value = getattr(container, "__dict__", {}).get(key, _MISSING)
-        else:
             return
+        value = _entry(container, access, key)
         if value is not _MISSING:
             self.entries.append((container, access, key, value, code))
             self._note_state("{name} ({kind})", code, value)
@@ -228,7 +226,12 @@ class Outer:
     def _note_state(self, what: str, name: str | None, value: Any) -> None:
         """Watch ``value`` if it is Python state (``_is_state``): ``what`` (a template of
         ``name`` and its ``kind``) says how the step reaches it, in a warning."""
-        if _is_state(value) and all(held is not value for *_, held in self.state):
+        if _is_state(value):
+            self._watch(what, name, value)
+
+    def _watch(self, what: str, name: str | None, value: Any) -> None:
+        """Add ``value`` to ``state`` (once) for ``check_state`` (see ``_note_state``)."""
+        if all(held is not value for *_, held in self.state):
             self.state.append((what, name, value))
 
     def python_state(self, args: tuple, kwargs: dict) -> list[tuple[str, Any, Any]]:

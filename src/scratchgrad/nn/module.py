@@ -131,7 +131,8 @@ class Module:
         >>> features = {}
         >>> layer = sg.nn.Linear(2, 3)
         >>> _ = layer.register_forward_hook(lambda m, args, out: features.update(fc=out.detach()))
-        >>> features["fc"].shape if layer(sg.ones(4, 2)) is not None else None
+        >>> _ = layer(sg.ones(4, 2))
+        >>> features["fc"].shape
         (4, 3)
         """
         return self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
