@@ -1102,6 +1102,16 @@ def _a_generator_in_the_closure():
     return lambda x: x * (rng.normal() > 0)
 
 
+class _Explorer:
+    """An agent drawing its exploration with its own NumPy generator (``self.rng``)."""
+
+    def __init__(self):
+        self.rng = np.random.default_rng(2)
+
+    def act(self, x):
+        return x * (self.rng.random() < 0.1)
+
+
 DRAWING = {
     "random.random()": (_python_random, "random"),
     "np.random.rand()": (_numpy_random, "np.random"),
@@ -1109,6 +1119,7 @@ DRAWING = {
     "in a helper": (_calls_a_helper_drawing, "random"),
     "from random import random": (_draws_in_a_lambda, "random_draw"),
     "a Generator in the closure": (_a_generator_in_the_closure(), "rng"),
+    "a Generator of self": (_Explorer().act, "self.rng"),
 }
 
 

@@ -40,16 +40,86 @@ def test_every_test_the_pitfalls_page_names_exists():
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
 
-def test_python_values_read_two_steps_into_objects_are_frozen():
-    """A Python number the step reads two steps into its closure's or globals' objects
-    (``cfg.loss.scale``) is baked into the recording: changing it after the recordings
+def test_python_values_reached_through_a_local_variable_are_frozen():
+    """A Python number the step reads through a local variable (``loss_cfg = cfg.loss``,
+    then ``loss_cfg.scale``) is baked into the recording: changing it after the recordings
     changes nothing (pass it as an argument: other arguments are part of the key)."""
     cfg = types.SimpleNamespace(loss=types.SimpleNamespace(scale=2.0))
-    scaled = sg.jit(lambda x: x * cfg.loss.scale)
-    x = sg.ones(2)
-    scaled(x), scaled(x), scaled(x)
+
+    def scaled(x):
+        loss_cfg = cfg.loss
+        return x * loss_cfg.scale
+
+    jitted, x = sg.jit(scaled), sg.ones(2)
+    for _ in range(CALLS):
+        jitted(x)
     cfg.loss.scale = 5.0
-    assert scaled(x).tolist() == [2.0, 2.0]
+    assert jitted(x).tolist() == [2.0, 2.0]
+
+
+class Scaler:
+    """A helper object of the user's code: its method and its property read its attributes."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor, self._offset = factor, 0.0
+
+    def scale(self, x):
+        return x * self.factor
+
+    @property
+    def offset(self) -> float:
+        return self._offset
+
+
+DEEP_CHANGES = {
+    "cfg.loss.scale": lambda objects: setattr(objects["cfg"].loss, "scale", 0.5),
+    'settings["loss"].scale': lambda objects: setattr(objects["settings"]["loss"], "scale", 0.25),
+    "self.cfg.scale": lambda objects: setattr(objects["self"].cfg, "scale", 7.0),
+    "a method of another object": lambda objects: setattr(objects["scaler"], "factor", 9.0),
+    "a property": lambda objects: setattr(objects["scaler"], "_offset", 1.0),
+    "a function of the user's module": lambda objects: setattr(objects["helpers"], "WEIGHT", 3.0),
+    "a tensor two steps deep": lambda objects: setattr(objects["cfg"].buffers, "bias", sg.ones(2)),
+}
+
+
+@pytest.mark.parametrize("change", DEEP_CHANGES)
+def test_python_values_read_deep_into_objects_or_by_their_methods_record_anew(
+    change, tmp_path, monkeypatch
+):
+    """What the step reads any number of steps into its globals' and closure's objects
+    (``cfg.loss.scale``, ``self.cfg.scale``, ``settings["loss"].scale``), what a method of
+    another object or a property's getter reads from it (``scaler.scale(x)`` reading
+    ``self.factor``), and what a function of the user's module reads (``helpers.weighted``):
+    each is guarded, so a call after one changed records anew and equals eager."""
+    source = "WEIGHT = 1.0\n\ndef weighted(x):\n    return x * WEIGHT\n"
+    (tmp_path / f"jit_helpers_{len(change)}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    helpers = importlib.import_module(f"jit_helpers_{len(change)}")
+    cfg = types.SimpleNamespace(
+        loss=types.SimpleNamespace(scale=2.0), buffers=types.SimpleNamespace(bias=sg.zeros(2))
+    )
+    settings = {"loss": types.SimpleNamespace(scale=3.0)}
+    scaler = Scaler(4.0)
+
+    class Holder:
+        def __init__(self):
+            self.cfg = types.SimpleNamespace(scale=5.0)
+
+        def eager(self, x):
+            y = x * cfg.loss.scale * settings["loss"].scale * self.cfg.scale
+            return helpers.weighted(scaler.scale(y)) + scaler.offset + cfg.buffers.bias
+
+        step = sg.jit(eager)
+
+    holder, x = Holder(), sg.ones(2)
+    for _ in range(CALLS):
+        assert holder.step(x).tolist() == [120.0, 120.0]
+    objects = {"cfg": cfg, "settings": settings, "self": holder, "scaler": scaler}
+    DEEP_CHANGES[change]({**objects, "helpers": helpers})
+    expected = holder.eager(x).tolist()
+    assert expected != [120.0, 120.0]
+    for _ in range(CALLS):
+        assert holder.step(x).tolist() == expected
 
 
 def test_containers_the_step_reads_record_anew_when_their_contents_change():

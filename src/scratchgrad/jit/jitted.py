@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import dis
 import functools
+import inspect
 import operator
 import random
 import sys
@@ -146,14 +147,13 @@ class Outer:
             for inner in module.modules():
                 self._watch("an attribute of its {kind} module", None, inner)
                 for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
-                    if _users_function(hook) and hook not in seen:  # read as a helper's
-                        self._read(hook, self.DEPTH - 1, seen)
+                    self._follow(hook, self.DEPTH, seen)  # read as a helper's
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set, instance: Any = None) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals, and as a method of
-        ``instance`` from its first argument (``self.epsilon``, read one step in as from a
-        global); follow the user's functions it reads by name ``depth`` levels more."""
-        seen.add(fn)
+        ``instance`` from its first argument (``self.epsilon``, read as from a global); follow
+        the user's functions it reaches ``depth`` levels more (see ``_walk``)."""
+        seen.add((fn, id(instance)))
         cells = self._read_closure(fn)
         scope = fn.__globals__
         arguments = ()
@@ -161,31 +161,66 @@ class Outer:
             arguments = (fn.__code__.co_varnames[0],)
             cells[arguments[0]] = instance
         loaded = _loads(fn.__code__, arguments)
-        for free, name, access, key in loaded:
+        for free, name, path in loaded:
             if free and name not in cells:  # a local of fn that a nested function reads
                 continue
             value = cells[name] if free else scope.get(name)
-            if not free and (self._draws(value) or (value is xp and key == "random")):
-                self.draws.append(name if access is None else f"{name}.{key}")
-            if access is not None:
-                self._note_entry(
-                    value, access, key, f"{name}.{key}" if access == "attr" else f"{name}[{key!r}]"
-                )
-            if instance is not None and name in arguments and access == "attr" and depth:
-                method = getattr(type(instance), key, None)  # self.loss_of(x): followed too
-                if _users_function(method) and method not in seen:
-                    self._read(method, depth - 1, seen, instance)
-        for name in dict.fromkeys(name for free, name, *_ in loaded if not free):
+            if not free and self._draws(value):  # RNG.random(): named so
+                self.draws.append(f"{name}.{path[0][1]}" if path else name)
+            self._walk(value, name, path, depth, seen)
+        for name in dict.fromkeys(name for free, name, _ in loaded if not free):
             value = scope.get(name)
             self._note_state("the global {name!r} ({kind})", name, value)
-            helper = _users_function(value)
             held = name in scope and not isinstance(value, types.ModuleType)  # (not a builtin)
             if held and not self._reads(scope, name):
                 self.scopes.append(scope)
                 self.names.append(name)
                 self.values.append(value)
-            if helper and depth and value not in seen:
-                self._read(value, depth - 1, seen)
+            self._follow(value, depth, seen)
+
+    def _walk(self, value: Any, code: str, path: tuple, depth: int, seen: set) -> None:
+        """Guard each step of ``path`` read from ``value`` (``code`` names it): the attributes
+        and the items by constant keys read in a row (``cfg.loss.scale``, ``self.opt``,
+        ``settings["loss"]["scale"]``), each as an entry of the object it is read from (see
+        ``_note_entry``). A step that is no such entry stops the walk: a method there
+        (``agent.act(x)``, ``self.loss_of(x)``) or a property's getter is followed as the
+        user's function it is, reading its object's attributes as ``self``'s."""
+        for access, key in path:
+            code = f"{code}.{key}" if access == "attr" else f"{code}[{key!r}]"
+            found = _MISSING
+            if access == "attr":
+                found = _entry(value, access, key)
+                if found is _MISSING and isinstance(value, Module):  # self.encoder.cfg
+                    found = value._modules.get(key, _MISSING)
+            elif type(value) is dict:
+                found = _entry(value, access, key)
+            if found is _MISSING:
+                if access == "attr" and not isinstance(value, type):
+                    self._follow_method(value, key, depth, seen)
+                return
+            self._note_entry(value, access, key, found, code)
+            if self._draws(found) and not self._draws(value):  # self.rng, np.random
+                self.draws.append(code)
+            self._follow(found, depth, seen)  # a function of the user's module: losses.mse
+            value = found
+
+    def _follow(self, value: Any, depth: int, seen: set) -> None:
+        """Read ``value`` too if it is a plain function of the user's code (a helper the step
+        calls), ``depth`` levels down, once."""
+        if depth and _users_function(value) and (value, id(None)) not in seen:
+            self._read(value, depth - 1, seen)
+
+    def _follow_method(self, obj: Any, key: str, depth: int, seen: set) -> None:
+        """Read the method or the property's getter ``key`` of ``obj``'s class if it is the
+        user's code, as a method of ``obj``, ``depth`` levels down (once per object)."""
+        attribute = inspect.getattr_static(type(obj), key, None)
+        if isinstance(attribute, staticmethod):
+            self._follow(attribute.__func__, depth, seen)
+            return
+        if isinstance(attribute, property):
+            attribute = attribute.fget
+        if depth and _users_function(attribute) and (attribute, id(obj)) not in seen:
+            self._read(attribute, depth - 1, seen, obj)
 
     def _read_closure(self, fn: types.FunctionType) -> dict[str, Any]:
         """Note what ``fn``'s closure holds; the values of its cells by name."""
@@ -202,15 +237,13 @@ class Outer:
                 self.draws.append(name)
         return cells
 
-    def _note_entry(self, container: Any, access: str, key: Any, code: str) -> None:
-        """Guard the value that ``code`` reads from ``container`` (as a global's: the same
+    def _note_entry(self, container: Any, access: str, key: Any, value: Any, code: str) -> None:
+        """Guard ``value``, which ``code`` reads from ``container`` (as a global's: the same
         object, or a plain value of the same type and equal; and what a list or dict there
         holds): a dict's item by a constant key, or an attribute an object holds in its
         ``__dict__`` (not a property, whose getter may do anything; not an ``nn.Module``'s,
         which ``ModuleStamps`` watch)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
-            return
-        if access == "item" and type(container) is not dict:
             return
         if access == "attr" and not (
             not isinstance(container, _NOT_ENTRIES)
@@ -218,10 +251,8 @@ class Outer:
             or (isinstance(container, type) and _users_class(container))  # class CFG: lr = ...
         ):
             return
-        value = _entry(container, access, key)
-        if value is not _MISSING:
-            self.entries.append((container, access, key, value, code))
-            self._note_state("{name} ({kind})", code, value)
+        self.entries.append((container, access, key, value, code))
+        self._note_state("{name} ({kind})", code, value)
 
     def _note_state(self, what: str, name: str | None, value: Any) -> None:
         """Watch ``value`` if it is Python state (``_is_state``): ``what`` (a template of
@@ -439,13 +470,14 @@ def _holds(current: Any, value: Any) -> bool:
     )
 
 
-def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str, str | None, Any]]:
+def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str, tuple]]:
     """Each name ``code`` (and the code nested in it) loads from its globals or, ``free``,
-    from a closure or as one of ``arguments`` (a method's ``self``), with what is read from
-    it right after: an attribute (``"attr"`` and its name: ``np.random``, ``cfg.aux_weight``),
-    an item by a constant key (``"item"`` and the key: ``settings["scale"]``), or nothing.
-    Not ``co_names``, which also holds the names of attributes (``opt.step()`` names
-    ``step``, which may be a loop's global)."""
+    from a closure or as one of ``arguments`` (a method's ``self``), with the path read from
+    it right after: the attributes (``("attr", name)``) and items by constant keys
+    (``("item", key)``) read in a row, up to a method (``cfg.loss.scale``: ``(("attr",
+    "loss"), ("attr", "scale"))``; ``settings["scale"]``; ``agent.act``). Not
+    ``co_names``, which also holds the names of attributes (``opt.step()`` names ``step``,
+    which may be a loop's global)."""
     loads = []
     instructions = list(dis.get_instructions(code))
     for i, instruction in enumerate(instructions):
@@ -454,13 +486,20 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
         )
         if instruction.opname != "LOAD_GLOBAL" and not free:
             continue
-        following = [after.opname for after in instructions[i + 1 : i + 3]]
-        access = key = None
-        if following[:1] in (["LOAD_ATTR"], ["LOAD_METHOD"]):
-            access, key = "attr", instructions[i + 1].argval
-        elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
-            access, key = "item", instructions[i + 1].argval
-        loads.append((free, instruction.argval, access, key))
+        path, at = [], i + 1
+        while at < len(instructions):
+            following = [after.opname for after in instructions[at : at + 2]]
+            if following[0] in ("LOAD_ATTR", "LOAD_METHOD"):
+                path.append(("attr", instructions[at].argval))
+                at += 1
+                if following[0] == "LOAD_METHOD":  # called: nothing is read after it
+                    break
+            elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
+                path.append(("item", instructions[at].argval))
+                at += 2
+            else:
+                break
+        loads.append((free, instruction.argval, tuple(path)))
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
