@@ -40,17 +40,13 @@ def test_every_test_the_pitfalls_page_names_exists():
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
 
-def test_python_values_reached_through_a_local_variable_are_frozen():
-    """A Python number the step reads through a local variable (``loss_cfg = cfg.loss``,
-    then ``loss_cfg.scale``) is baked into the recording: changing it after the recordings
-    changes nothing (pass it as an argument: other arguments are part of the key)."""
+def test_python_values_read_by_a_computed_name_are_frozen():
+    """A Python number the step reads by a name it computes (``getattr(cfg.loss, name)``) is
+    baked into the recording: changing it after the recordings changes nothing (pass it as
+    an argument: other arguments are part of the key)."""
     cfg = types.SimpleNamespace(loss=types.SimpleNamespace(scale=2.0))
-
-    def scaled(x):
-        loss_cfg = cfg.loss
-        return x * loss_cfg.scale
-
-    jitted, x = sg.jit(scaled), sg.ones(2)
+    name = "scale"
+    jitted, x = sg.jit(lambda x: x * getattr(cfg.loss, name)), sg.ones(2)
     for _ in range(CALLS):
         jitted(x)
     cfg.loss.scale = 5.0
@@ -74,6 +70,7 @@ class Scaler:
 DEEP_CHANGES = {
     "cfg.loss.scale": lambda objects: setattr(objects["cfg"].loss, "scale", 0.5),
     'settings["loss"].scale': lambda objects: setattr(objects["settings"]["loss"], "scale", 0.25),
+    "aux.weight, aux = cfg.aux": lambda objects: setattr(objects["cfg"].aux, "weight", 6.0),
     "self.cfg.scale": lambda objects: setattr(objects["self"].cfg, "scale", 7.0),
     "a method of another object": lambda objects: setattr(objects["scaler"], "factor", 9.0),
     "a property": lambda objects: setattr(objects["scaler"], "_offset", 1.0),
@@ -87,7 +84,8 @@ def test_python_values_read_deep_into_objects_or_by_their_methods_record_anew(
     change, tmp_path, monkeypatch
 ):
     """What the step reads any number of steps into its globals' and closure's objects
-    (``cfg.loss.scale``, ``self.cfg.scale``, ``settings["loss"].scale``), what a method of
+    (``cfg.loss.scale``, ``self.cfg.scale``, ``settings["loss"].scale``, also through a
+    local variable: ``aux = cfg.aux`` then ``aux.weight``), what a method of
     another object or a property's getter reads from it (``scaler.scale(x)`` reading
     ``self.factor``), and what a function of the user's module reads (``helpers.weighted``):
     each is guarded, so a call after one changed records anew and equals eager."""
@@ -96,7 +94,9 @@ def test_python_values_read_deep_into_objects_or_by_their_methods_record_anew(
     monkeypatch.syspath_prepend(str(tmp_path))
     helpers = importlib.import_module(f"jit_helpers_{len(change)}")
     cfg = types.SimpleNamespace(
-        loss=types.SimpleNamespace(scale=2.0), buffers=types.SimpleNamespace(bias=sg.zeros(2))
+        loss=types.SimpleNamespace(scale=2.0),
+        aux=types.SimpleNamespace(weight=1.0),
+        buffers=types.SimpleNamespace(bias=sg.zeros(2)),
     )
     settings = {"loss": types.SimpleNamespace(scale=3.0)}
     scaler = Scaler(4.0)
@@ -106,7 +106,8 @@ def test_python_values_read_deep_into_objects_or_by_their_methods_record_anew(
             self.cfg = types.SimpleNamespace(scale=5.0)
 
         def eager(self, x):
-            y = x * cfg.loss.scale * settings["loss"].scale * self.cfg.scale
+            aux = cfg.aux  # (read through a local variable)
+            y = x * cfg.loss.scale * settings["loss"].scale * self.cfg.scale * aux.weight
             return helpers.weighted(scaler.scale(y)) + scaler.offset + cfg.buffers.bias
 
         step = sg.jit(eager)

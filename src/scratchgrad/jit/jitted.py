@@ -475,35 +475,63 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
     from a closure or as one of ``arguments`` (a method's ``self``), with the path read from
     it right after: the attributes (``("attr", name)``) and items by constant keys
     (``("item", key)``) read in a row, up to a method (``cfg.loss.scale``: ``(("attr",
-    "loss"), ("attr", "scale"))``; ``settings["scale"]``; ``agent.act``). Not
-    ``co_names``, which also holds the names of attributes (``opt.step()`` names ``step``,
-    which may be a loop's global)."""
+    "loss"), ("attr", "scale"))``; ``settings["scale"]``; ``agent.act``). A local variable
+    bound once to such a read (``loss_cfg = cfg.loss``) continues its path where it is read
+    after (``loss_cfg.scale``). Not ``co_names``, which also holds the names of attributes
+    (``opt.step()`` names ``step``, which may be a loop's global)."""
     loads = []
     instructions = list(dis.get_instructions(code))
+    stores = collections.Counter(i.argval for i in instructions if i.opname == "STORE_FAST")
+    aliases: dict[str, tuple[bool, str, tuple]] = {}  # local -> the read bound to it
     for i, instruction in enumerate(instructions):
-        free = instruction.opname == "LOAD_DEREF" or (
-            instruction.opname == "LOAD_FAST" and instruction.argval in arguments
-        )
-        if instruction.opname != "LOAD_GLOBAL" and not free:
+        name = instruction.argval
+        if instruction.opname == "LOAD_FAST" and name in aliases:
+            free, name, path = aliases[name]
+        elif instruction.opname in ("LOAD_GLOBAL", "LOAD_DEREF") or (
+            instruction.opname == "LOAD_FAST" and name in arguments
+        ):
+            free, path = instruction.opname != "LOAD_GLOBAL", ()
+        else:
             continue
-        path, at = [], i + 1
-        while at < len(instructions):
-            following = [after.opname for after in instructions[at : at + 2]]
-            if following[0] in ("LOAD_ATTR", "LOAD_METHOD"):
-                path.append(("attr", instructions[at].argval))
-                at += 1
-                if following[0] == "LOAD_METHOD":  # called: nothing is read after it
-                    break
-            elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
-                path.append(("item", instructions[at].argval))
-                at += 2
-            else:
-                break
-        loads.append((free, instruction.argval, tuple(path)))
+        read, at = _path(instructions, i + 1)
+        path += read
+        loads.append((free, name, path))
+        bound = instructions[at] if at < len(instructions) else instruction
+        if bound.opname == "STORE_FAST" and stores[bound.argval] == 1:  # loss_cfg = cfg.loss
+            parameters = code.co_varnames[: _parameters(code)]  # (bound by a call too)
+            if bound.argval not in parameters:
+                aliases[bound.argval] = (free, name, path)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
     return loads
+
+
+def _path(instructions: list, at: int) -> tuple[tuple, int]:
+    """The attributes and constant keys read in a row from ``instructions[at]`` on (see
+    ``_loads``), and the index of the instruction after them."""
+    path = []
+    while at < len(instructions):
+        following = [after.opname for after in instructions[at : at + 2]]
+        if following[0] in ("LOAD_ATTR", "LOAD_METHOD"):
+            path.append(("attr", instructions[at].argval))
+            at += 1
+            if following[0] == "LOAD_METHOD":  # called: nothing is read after it
+                break
+        elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
+            path.append(("item", instructions[at].argval))
+            at += 2
+        else:
+            break
+    return tuple(path), at
+
+
+def _parameters(code: types.CodeType) -> int:
+    """How many of ``code.co_varnames`` are its parameters (bound by the call)."""
+    starred = bool(code.co_flags & inspect.CO_VARARGS) + bool(
+        code.co_flags & inspect.CO_VARKEYWORDS
+    )
+    return code.co_argcount + code.co_kwonlyargcount + starred
 
 
 class Jitted:
