@@ -609,6 +609,46 @@ def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_record
         helper_model = None
 
 
+@pytest.mark.parametrize("wrap", ["compile(model)", "jit(step)", "a jitted method of an agent"])
+def test_a_config_a_submodules_forward_reads_records_anew(wrap):
+    """A model keeping a config object (``self.config = config``, as GPT implementations do),
+    whose submodule's forward reads it (``self.config.temperature``): the forwards of the
+    user's modules are read as helpers of the step, so changing the config records anew,
+    under ``compile(model)``, a jitted step calling the model, and a jitted method of an
+    object holding the model (``self.model``)."""
+    config = types.SimpleNamespace(temperature=1.0, scaled=True)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config, self.fc = config, nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return (y / 2 if self.config.scaled else y) / self.config.temperature
+
+    model, x = nn.Sequential(Block(), nn.Linear(3, 1)), sg.randn(2, 3)
+
+    class Agent:
+        def __init__(self):
+            self.model = model
+
+        @sg.jit
+        def act(self, x):
+            return self.model(x)
+
+    wrapped = {
+        "compile(model)": sg.compile(model),
+        "jit(step)": sg.jit(lambda x: model(x)),
+        "a jitted method of an agent": Agent().act,
+    }[wrap]
+    for change in ({}, {"temperature": 2.0}, {"scaled": False}):
+        vars(config).update(change)
+        for _ in range(CALLS):
+            with sg.no_grad():
+                assert wrapped(x).tolist() == model(x).tolist(), change
+
+
 def test_a_loss_over_a_boolean_mask_raises_and_its_where_form_replays():
     """``mse_loss(pred[mask], y[mask])``: the mean's divisor is the count of the recording's
     mask, which a replay would keep for every batch (silently, whenever the two recording

@@ -142,12 +142,16 @@ class Outer:
         if isinstance(fn, types.FunctionType):
             self._read(fn, self.DEPTH, seen, None if owner is fn else owner)
         held = [owner, *self.values, *(value for _, value in self.cells)]
+        held += [value for *_, value, _ in self.entries]  # self.q of an agent
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
             for inner in module.modules():
                 self._watch("an attribute of its {kind} module", None, inner)
+                # read as helpers: the forwards of the user's modules (self.config.dropout)
+                # and the hooks
+                self._follow_method(inner, "forward", self.DEPTH, seen)
                 for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
-                    self._follow(hook, self.DEPTH, seen)  # read as a helper's
+                    self._follow(hook, self.DEPTH, seen)
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set, instance: Any = None) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals, and as a method of
