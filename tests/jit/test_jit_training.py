@@ -158,3 +158,63 @@ def test_an_epoch_with_dropout_a_scheduler_clipping_and_a_short_last_batch():
         steps=8,
         sizes=(6, 6, 2),
     )
+
+
+class SignMomentum(sg.optim.Optimizer):
+    """An optimizer written as PyTorch's tutorials write one: its own ``step`` reads each
+    group's hyper-parameters in Python and keeps a momentum buffer in ``self.state``."""
+
+    def __init__(self, params, lr=0.01, beta=0.9):
+        super().__init__(params, {"lr": lr, "beta": beta})
+
+    @sg.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "buffer" not in state:
+                    state["buffer"] = sg.zeros_like(p)
+                state["buffer"].mul_(group["beta"]).add_(p.grad)
+                p.add_(state["buffer"].sign(), alpha=-group["lr"])
+
+
+@pytest.mark.parametrize("schedule", ["StepLR", "LambdaLR", "beta set between calls"])
+def test_an_optimizer_of_the_users_code_follows_its_schedule_under_jit(schedule):
+    """A user's ``Optimizer`` subclass with its own ``step`` is run again whole by each replay
+    (as ``Optimizer.step`` is), so the learning rate a scheduler sets, or a setting changed
+    between calls, is read at each call: jitted steps equal eager ones bit for bit. Recorded
+    as array calls, its ``group["lr"]`` would be frozen at the recording's value."""
+
+    def train(jit):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        opt = SignMomentum(model.parameters(), lr=0.1)
+        if schedule == "StepLR":
+            scheduler = sg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        else:
+            scheduler = sg.optim.lr_scheduler.LambdaLR(opt, lambda t: 1 / (1 + t))
+        x, y = sg.randn(5, 3), sg.randn(5, 1)
+
+        def step(x, y):
+            loss = F.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if schedule != "beta set between calls":
+                scheduler.step()
+            return loss.detach()
+
+        run, losses = sg.jit(step) if jit else step, []
+        for _ in range(STEPS + 3):
+            losses.append(run(x, y).item())
+            if schedule == "beta set between calls":
+                opt.param_groups[0]["beta"] *= 0.5
+        return losses, model.state_dict(), run
+
+    (eager, state, _), (jitted, jitted_state, run) = train(False), train(True)
+    assert jitted == eager
+    for key in state:
+        np.testing.assert_array_equal(jitted_state[key].numpy(), state[key].numpy())
+    assert run.calls == STEPS + 3 and run.fast is not None  # it replayed

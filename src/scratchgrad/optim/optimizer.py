@@ -9,6 +9,8 @@ no graph and allocates as little as it can.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import itertools
 import warnings
 from collections import defaultdict
@@ -125,6 +127,22 @@ def counted_state(
     return state["step"]
 
 
+def _replayed_by_jit(step: Callable) -> Callable:
+    """``step`` (a subclass's), noted as one call while a jitted step records (see
+    ``Optimizer.__init_subclass__``); called as it is otherwise."""
+
+    @functools.wraps(step)
+    def replayed_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if capture_hook.recorder is None:
+            return step(self, *args, **kwargs)
+        called = inspect.signature(step).bind(self, *args, **kwargs)
+        if called.kwargs:  # (a replay passes arguments by position)
+            capture_hook.recorder.refuse(f"{step.__qualname__}() with keyword-only arguments")
+        return capture_hook.recorder.replayed(step, *called.args)
+
+    return replayed_step
+
+
 class Optimizer:
     """Base class for optimizers: parameter groups, per-parameter state, state dicts.
 
@@ -137,6 +155,16 @@ class Optimizer:
     >>> [group["lr"] for group in opt.param_groups]
     [0.1, 0.5]
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own ``step`` (PyTorch's way to write an optimizer: a loop reading
+        ``group["lr"]``) is, like ``Optimizer.step``, run again whole by each replay of a
+        ``scratchgrad.jit`` step: recorded as array calls, the hyper-parameters it reads in
+        Python would be frozen (an LR scheduler's changes lost)."""
+        super().__init_subclass__(**kwargs)
+        step = vars(cls).get("step")
+        if step is not None and cls.__module__.split(".")[0] != "scratchgrad":  # (LBFGS refuses)
+            cls.step = _replayed_by_jit(step)
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
