@@ -609,6 +609,38 @@ def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_record
         helper_model = None
 
 
+def test_a_learning_rate_the_step_reads_from_its_optimizer_records_anew():
+    """``opt.param_groups[0]["lr"]`` read in the step's Python (noise scaled by the learning
+    rate, as Langevin dynamics does): read into the optimizer's list of groups, it is
+    guarded, so each learning rate a scheduler sets records anew and equals eager."""
+
+    def train(jit):
+        sg.manual_seed(0)
+        model = nn.Linear(3, 1)
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = sg.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+        x = sg.randn(4, 3)
+
+        def step(x):
+            loss = model(x).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with sg.no_grad():
+                for p in model.parameters():
+                    p.add_(sg.randn_like(p) * (2 * opt.param_groups[0]["lr"]) ** 0.5 * 1e-2)
+            return loss.detach()
+
+        run = sg.jit(step) if jit else step
+        losses = []
+        for _ in range(10):
+            losses.append(run(x).item())
+            scheduler.step()
+        return losses, model.weight.tolist()
+
+    assert train(True) == train(False)
+
+
 @pytest.mark.parametrize("wrap", ["compile(model)", "jit(step)", "a jitted method of an agent"])
 def test_a_config_a_submodules_forward_reads_records_anew(wrap):
     """A model keeping a config object (``self.config = config``, as GPT implementations do),

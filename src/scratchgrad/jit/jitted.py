@@ -186,18 +186,14 @@ class Outer:
         """Guard each step of ``path`` read from ``value`` (``code`` names it): the attributes
         and the items by constant keys read in a row (``cfg.loss.scale``, ``self.opt``,
         ``settings["loss"]["scale"]``), each as an entry of the object it is read from (see
-        ``_note_entry``). A step that is no such entry stops the walk: a method there
-        (``agent.act(x)``, ``self.loss_of(x)``) or a property's getter is followed as the
-        user's function it is, reading its object's attributes as ``self``'s."""
+        ``_note_entry``), or read on through it (a model's submodule, an optimizer's list of
+        groups: ``opt.param_groups[0]["lr"]``). A step not read so (``_read_on``) stops the
+        walk: a method there (``agent.act(x)``, ``self.loss_of(x)``) or a property's getter
+        is followed as the user's function it is, reading its object's attributes as
+        ``self``'s."""
         for access, key in path:
             code = f"{code}.{key}" if access == "attr" else f"{code}[{key!r}]"
-            found = _MISSING
-            if access == "attr":
-                found = _entry(value, access, key)
-                if found is _MISSING and isinstance(value, Module):  # self.encoder.cfg
-                    found = value._modules.get(key, _MISSING)
-            elif type(value) is dict:
-                found = _entry(value, access, key)
+            found = _read_on(value, access, key)
             if found is _MISSING:
                 if access == "attr" and not isinstance(value, type):
                     self._follow_method(value, key, depth, seen)
@@ -248,6 +244,8 @@ class Outer:
         ``__dict__`` (not a property, whose getter may do anything; not an ``nn.Module``'s,
         which ``ModuleStamps`` watch)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
+            return
+        if access == "item" and type(container) is not dict:  # a list's: its contents are held
             return
         if access == "attr" and not (
             not isinstance(container, _NOT_ENTRIES)
@@ -457,6 +455,22 @@ def _users_module(value: Any) -> bool:
     """Whether ``value`` is a Python module of the user's code (``import config``), whose
     attributes are guarded like an object's; a library's are its own state."""
     return isinstance(value, types.ModuleType) and users_file(getattr(value, "__file__", "") or "")
+
+
+def _read_on(value: Any, access: str, key: Any) -> Any:
+    """What ``value``'s attribute or item ``key`` holds, read without running code: an
+    attribute in its ``__dict__`` (or a module's submodule), a dict's item, a list's or
+    tuple's by index (``opt.param_groups[0]``); ``_MISSING`` where there is none so."""
+    if access == "attr":
+        found = _entry(value, access, key)
+        if found is _MISSING and isinstance(value, Module):  # self.encoder.config
+            return value._modules.get(key, _MISSING)
+        return found
+    if type(value) is dict:
+        return _entry(value, access, key)
+    if type(value) in (list, tuple) and type(key) is int and -len(value) <= key < len(value):
+        return value[key]
+    return _MISSING
 
 
 def _entry(container: Any, access: str, key: Any) -> Any:
