@@ -609,6 +609,46 @@ def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_record
         helper_model = None
 
 
+class ScaledStep:
+    """A training step written as a callable object: ``__call__`` reads ``self.scale``."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __call__(self, x):
+        return x * self.scale * PARTIAL_SCALE
+
+
+PARTIAL_SCALE = 1.0
+
+
+def _scaled(x, cfg, power):
+    return x**power * cfg.scale * PARTIAL_SCALE
+
+
+@pytest.mark.parametrize("form", ["functools.partial", "a callable object"])
+def test_a_partial_or_a_callable_object_is_read_as_its_function(form):
+    """``jit(functools.partial(step, cfg=cfg))`` and ``jit(trainer)`` (an object with
+    ``__call__``): the function they run is read as a step given by name, with what the
+    partial binds (``cfg``) or the object read as ``self``: a global, or a value read from
+    them, changed between calls records anew."""
+    global PARTIAL_SCALE
+    cfg, x = types.SimpleNamespace(scale=2.0), sg.full((2,), 3.0)
+    if form == "functools.partial":
+        fn = functools.partial(_scaled, cfg=cfg, power=2)
+    else:
+        fn = cfg = ScaledStep(2.0)
+    jitted = sg.jit(fn)
+    try:
+        for change in ({}, {"scale": 5.0}, {"global": 4.0}):
+            PARTIAL_SCALE = change.get("global", PARTIAL_SCALE)
+            cfg.scale = change.get("scale", cfg.scale)
+            for _ in range(CALLS):
+                assert jitted(x).tolist() == fn(x).tolist(), change
+    finally:
+        PARTIAL_SCALE = 1.0
+
+
 def test_a_learning_rate_the_step_reads_from_its_optimizer_records_anew():
     """``opt.param_groups[0]["lr"]`` read in the step's Python (noise scaled by the learning
     rate, as Langevin dynamics does): read into the optimizer's list of groups, it is

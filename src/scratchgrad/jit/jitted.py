@@ -121,10 +121,7 @@ class Outer:
     GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)
 
     def __init__(self, fn: Callable) -> None:
-        owner = getattr(fn, "__self__", fn)
-        fn = getattr(fn, "__func__", fn)  # a bound method: its function
-        if not isinstance(fn, types.FunctionType):  # a callable object (a Module): its forward
-            fn = getattr(type(fn), "forward", None)
+        fn, bound = _unwrap(fn)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
         self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
         # (container, "item" or "attr", key, value, the code reading it) for each value read
@@ -136,12 +133,12 @@ class Outer:
         self.values: list = []
         self.state: list[tuple[str, Any, Any]] = []  # (see _note_state)
         self.contents: list[tuple[Any, tuple]] = []  # (see check_state)
-        if owner is not fn:
-            self._note_state("its instance ({kind})", None, owner)
+        for name, value in bound.items():  # (self, or what a functools.partial binds)
+            self._note_state("{name!r}, bound to it ({kind})", name, value)
         seen: set = set()
-        if isinstance(fn, types.FunctionType):
-            self._read(fn, self.DEPTH, seen, None if owner is fn else owner)
-        held = [owner, *self.values, *(value for _, value in self.cells)]
+        if fn is not None:
+            self._read(fn, self.DEPTH, seen, bound)
+        held = [*bound.values(), *self.values, *(value for _, value in self.cells)]
         held += [value for *_, value, _ in self.entries]  # self.q of an agent
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
@@ -153,18 +150,15 @@ class Outer:
                 for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
                     self._follow(hook, self.DEPTH, seen)
 
-    def _read(self, fn: types.FunctionType, depth: int, seen: set, instance: Any = None) -> None:
-        """Note what ``fn`` holds in its closure and reads from its globals, and as a method of
-        ``instance`` from its first argument (``self.epsilon``, read as from a global); follow
-        the user's functions it reaches ``depth`` levels more (see ``_walk``)."""
-        seen.add((fn, id(instance)))
-        cells = self._read_closure(fn)
+    def _read(self, fn: types.FunctionType, depth: int, seen: set, bound: dict) -> None:
+        """Note what ``fn`` holds in its closure and reads from its globals, and from the
+        objects ``bound`` to its parameters by name (a method's instance: ``self.epsilon``,
+        read as from a global; what a ``functools.partial`` binds); follow the user's
+        functions it reaches ``depth`` levels more (see ``_walk``)."""
+        seen.add(_seen(fn, bound))
+        cells = {**self._read_closure(fn), **bound}
         scope = fn.__globals__
-        arguments = ()
-        if instance is not None and fn.__code__.co_argcount:
-            arguments = (fn.__code__.co_varnames[0],)
-            cells[arguments[0]] = instance
-        loaded = _loads(fn.__code__, arguments)
+        loaded = _loads(fn.__code__, tuple(bound))
         for free, name, path in loaded:
             if free and name not in cells:  # a local of fn that a nested function reads
                 continue
@@ -207,8 +201,8 @@ class Outer:
     def _follow(self, value: Any, depth: int, seen: set) -> None:
         """Read ``value`` too if it is a plain function of the user's code (a helper the step
         calls), ``depth`` levels down, once."""
-        if depth and _users_function(value) and (value, id(None)) not in seen:
-            self._read(value, depth - 1, seen)
+        if depth and _users_function(value) and _seen(value, {}) not in seen:
+            self._read(value, depth - 1, seen, {})
 
     def _follow_method(self, obj: Any, key: str, depth: int, seen: set) -> None:
         """Read the method or the property's getter ``key`` of ``obj``'s class if it is the
@@ -219,8 +213,11 @@ class Outer:
             return
         if isinstance(attribute, property):
             attribute = attribute.fget
-        if depth and _users_function(attribute) and (attribute, id(obj)) not in seen:
-            self._read(attribute, depth - 1, seen, obj)
+        if not (depth and _users_function(attribute) and attribute.__code__.co_argcount):
+            return
+        bound = {attribute.__code__.co_varnames[0]: obj}
+        if _seen(attribute, bound) not in seen:
+            self._read(attribute, depth - 1, seen, bound)
 
     def _read_closure(self, fn: types.FunctionType) -> dict[str, Any]:
         """Note what ``fn``'s closure holds; the values of its cells by name."""
@@ -455,6 +452,34 @@ def _users_module(value: Any) -> bool:
     """Whether ``value`` is a Python module of the user's code (``import config``), whose
     attributes are guarded like an object's; a library's are its own state."""
     return isinstance(value, types.ModuleType) and users_file(getattr(value, "__file__", "") or "")
+
+
+def _unwrap(fn: Callable) -> tuple[types.FunctionType | None, dict[str, Any]]:
+    """The Python function calling ``fn`` runs (None where there is none: a builtin), and
+    the objects bound to its parameters before the call, by name: a method's instance, a
+    callable object's (a Module's ``forward``, another's ``__call__``), and what
+    ``functools.partial`` binds (``partial(train_step, model=model, cfg=cfg)``)."""
+    args: list = []
+    kwargs: dict[str, Any] = {}
+    while isinstance(fn, functools.partial):
+        args[:0], kwargs, fn = fn.args, {**fn.keywords, **kwargs}, fn.func
+    if isinstance(fn, types.MethodType):
+        args.insert(0, fn.__self__)
+        fn = fn.__func__
+    elif not isinstance(fn, types.FunctionType):
+        args.insert(0, fn)
+        fn = getattr(type(fn), "forward" if isinstance(fn, Module) else "__call__", None)
+        if not isinstance(fn, types.FunctionType):
+            return None, {}
+    parameters = fn.__code__.co_varnames[: _parameters(fn.__code__)]
+    bound = dict(zip(parameters[: fn.__code__.co_argcount], args))
+    bound.update((name, value) for name, value in kwargs.items() if name in parameters)
+    return fn, bound
+
+
+def _seen(fn: types.FunctionType, bound: dict) -> tuple:
+    """How ``Outer._read`` knows a function read already: with the same objects bound."""
+    return fn, *map(id, bound.values())
 
 
 def _read_on(value: Any, access: str, key: Any) -> Any:
