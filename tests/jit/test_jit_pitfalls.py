@@ -4,6 +4,7 @@ freezes (Python values, tensors reached by name, assignments), and the known pro
 line of docs/jit.md that names it go."""
 
 import argparse
+import dataclasses
 import enum
 import functools
 import importlib
@@ -647,6 +648,42 @@ def test_a_partial_or_a_callable_object_is_read_as_its_function(form):
                 assert jitted(x).tolist() == fn(x).tolist(), change
     finally:
         PARTIAL_SCALE = 1.0
+
+
+@dataclasses.dataclass
+class StepConfig:
+    scale: float = 2.0
+
+
+class ConfigObject:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+
+CONFIGS = {
+    "a dataclass": StepConfig,
+    "an object": ConfigObject,
+    "a SimpleNamespace": lambda: types.SimpleNamespace(scale=2.0),
+    "an argparse Namespace": lambda: argparse.Namespace(scale=2.0),
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_config_object_passed_to_the_step_is_read_as_a_global(config):
+    """``train_step(x, args)``: an object passed (a config, argparse's ``args``) is part of the
+    guard key by identity, and what the step reads from it (``args.scale``) is guarded, so
+    changing it between calls records anew, while calls leaving it replay."""
+    cfg, x = CONFIGS[config](), sg.ones(2)
+
+    def step(x, cfg):
+        return x * cfg.scale
+
+    jitted = sg.jit(step)
+    for scale in (2.0, 5.0):
+        cfg.scale = scale
+        for _ in range(CALLS):
+            assert jitted(x, cfg).tolist() == [scale, scale]
+    assert sum(map(len, jitted.recordings.values())) == 2
 
 
 def test_a_learning_rate_the_step_reads_from_its_optimizer_records_anew():

@@ -120,8 +120,9 @@ class Outer:
     # generators of random numbers other than scratchgrad's, whose draws a replay would reuse
     GENERATORS = (random.Random, xp.random.Generator, xp.random.RandomState)
 
-    def __init__(self, fn: Callable) -> None:
-        fn, bound = _unwrap(fn)
+    def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None) -> None:
+        function, bound = _unwrap(fn)
+        passed = _passed(fn, args, kwargs or {})  # (their reads: cfg.scale)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
         self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
         # (container, "item" or "attr", key, value, the code reading it) for each value read
@@ -135,10 +136,13 @@ class Outer:
         self.contents: list[tuple[Any, tuple]] = []  # (see check_state)
         for name, value in bound.items():  # (self, or what a functools.partial binds)
             self._note_state("{name!r}, bound to it ({kind})", name, value)
+        for name, value in passed.items():
+            self._note_state(_ARGUMENT, name, value)
         seen: set = set()
-        if fn is not None:
-            self._read(fn, self.DEPTH, seen, bound)
-        held = [*bound.values(), *self.values, *(value for _, value in self.cells)]
+        if function is not None:
+            self._read(function, self.DEPTH, seen, {**bound, **passed})
+        held = [*bound.values(), *passed.values(), *self.values]
+        held += [value for _, value in self.cells]
         held += [value for *_, value, _ in self.entries]  # self.q of an agent
         self.modules = [value for value in held if isinstance(value, Module)]
         for module in self.modules:  # (their attributes: see _contents)
@@ -271,7 +275,10 @@ class Outer:
         the program lives, for nothing."""
         given = [*enumerate(args), *kwargs.items()]
         state, self.state = self.state, []
-        return state + [(_ARGUMENT, key, a) for key, a in given if _is_state(a)]
+        watched = {id(value) for *_, value in state}  # (an argument read by name already)
+        return state + [
+            (_ARGUMENT, key, a) for key, a in given if _is_state(a) and id(a) not in watched
+        ]
 
     def check_state(self, state: list, before: list, name: str, stacklevel: int) -> None:
         """After a recording: warn if an object of ``state`` (``python_state``) holds other
@@ -477,6 +484,26 @@ def _unwrap(fn: Callable) -> tuple[types.FunctionType | None, dict[str, Any]]:
     return fn, bound
 
 
+def _passed(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The objects a call passes to ``fn`` by the names of its parameters, but tensors,
+    plain values and containers (the guard key holds them and what they hold; a config
+    object is part of it by identity, so what the step reads from it is guarded as from a
+    global's)."""
+    try:
+        called = inspect.signature(fn.forward if isinstance(fn, Module) else fn)
+        arguments = called.bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):  # no signature (a builtin), or a call that will raise
+        return {}
+    return {
+        name: value
+        for name, value in arguments.items()
+        if not isinstance(value, Tensor)
+        and type(value) not in Outer.PLAIN
+        and type(value) is not dict
+        and not _is_container(value)  # (the key holds what they hold)
+    }
+
+
 def _seen(fn: types.FunctionType, bound: dict) -> tuple:
     """How ``Outer._read`` knows a function read already: with the same objects bound."""
     return fn, *map(id, bound.values())
@@ -665,7 +692,7 @@ class Jitted:
             if t.requires_grad and not t.is_leaf:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))
-        outer = Outer(self.fn)
+        outer = Outer(self.fn, args, kwargs)
         outer.refuse_random(self.fn, self.__name__)
         flags = [t.requires_grad for t in tensors]
         state = outer.python_state(args, kwargs)
