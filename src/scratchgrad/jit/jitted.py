@@ -550,27 +550,26 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
     after (``loss_cfg.scale``). Not ``co_names``, which also holds the names of attributes
     (``opt.step()`` names ``step``, which may be a loop's global)."""
     loads = []
-    instructions = list(dis.get_instructions(code))
-    stores = collections.Counter(i.argval for i in instructions if i.opname == "STORE_FAST")
+    # (name, argument) pairs, not dis's Instructions (each with its positions and a string
+    # of its argument): a recording's memory peaks while it is made
+    instructions = [(i.opname, i.argval) for i in dis.get_instructions(code)]
+    stores = collections.Counter(name for op, name in instructions if op == "STORE_FAST")
     aliases: dict[str, tuple[bool, str, tuple]] = {}  # local -> the read bound to it
-    for i, instruction in enumerate(instructions):
-        name = instruction.argval
-        if instruction.opname == "LOAD_FAST" and name in aliases:
+    for i, (op, name) in enumerate(instructions):
+        if op == "LOAD_FAST" and name in aliases:
             free, name, path = aliases[name]
-        elif instruction.opname in ("LOAD_GLOBAL", "LOAD_DEREF") or (
-            instruction.opname == "LOAD_FAST" and name in arguments
-        ):
-            free, path = instruction.opname != "LOAD_GLOBAL", ()
+        elif op in ("LOAD_GLOBAL", "LOAD_DEREF") or (op == "LOAD_FAST" and name in arguments):
+            free, path = op != "LOAD_GLOBAL", ()
         else:
             continue
         read, at = _path(instructions, i + 1)
         path += read
         loads.append((free, name, path))
-        bound = instructions[at] if at < len(instructions) else instruction
-        if bound.opname == "STORE_FAST" and stores[bound.argval] == 1:  # loss_cfg = cfg.loss
+        bound_op, bound = instructions[at] if at < len(instructions) else (op, name)
+        if bound_op == "STORE_FAST" and stores[bound] == 1:  # loss_cfg = cfg.loss
             parameters = code.co_varnames[: _parameters(code)]  # (bound by a call too)
-            if bound.argval not in parameters:
-                aliases[bound.argval] = (free, name, path)
+            if bound not in parameters:
+                aliases[bound] = (free, name, path)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
@@ -582,14 +581,14 @@ def _path(instructions: list, at: int) -> tuple[tuple, int]:
     ``_loads``), and the index of the instruction after them."""
     path = []
     while at < len(instructions):
-        following = [after.opname for after in instructions[at : at + 2]]
-        if following[0] in ("LOAD_ATTR", "LOAD_METHOD"):
-            path.append(("attr", instructions[at].argval))
+        op, argument = instructions[at]
+        if op in ("LOAD_ATTR", "LOAD_METHOD"):
+            path.append(("attr", argument))
             at += 1
-            if following[0] == "LOAD_METHOD":  # called: nothing is read after it
+            if op == "LOAD_METHOD":  # called: nothing is read after it
                 break
-        elif following == ["LOAD_CONST", "BINARY_SUBSCR"]:
-            path.append(("item", instructions[at].argval))
+        elif op == "LOAD_CONST" and instructions[at + 1 : at + 2] == [("BINARY_SUBSCR", None)]:
+            path.append(("item", argument))
             at += 2
         else:
             break
