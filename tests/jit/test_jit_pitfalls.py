@@ -223,8 +223,10 @@ class Config:
 
 
 class Learner:
-    """A jitted ``step`` whose loss comes from a method reading ``self.beta`` and a class
-    attribute."""
+    """A jitted ``step`` whose loss comes from a method reading ``self.beta``, a class
+    attribute of another class, and a default of its own class (``self.gamma``)."""
+
+    gamma = 1.0
 
     def __init__(self):
         sg.manual_seed(0)
@@ -233,7 +235,7 @@ class Learner:
         self.beta = 1.0
 
     def loss_of(self, x):
-        return self.net(x).pow(2).mean() * self.beta * Config.scale
+        return self.net(x).pow(2).mean() * self.beta * Config.scale * self.gamma
 
     @sg.jit
     def step(self, x):
@@ -246,24 +248,35 @@ class Learner:
 
 @pytest.mark.parametrize(
     "change",
-    [lambda learner: setattr(learner, "beta", 0.5), lambda learner: setattr(Config, "scale", 0.5)],
-    ids=["self.beta read by a method", "a class attribute"],
+    [
+        lambda learner: setattr(learner, "beta", 0.5),
+        lambda learner: setattr(Config, "scale", 0.5),
+        lambda learner: setattr(learner, "gamma", 0.5),
+        lambda learner: setattr(Learner, "gamma", 0.5),
+    ],
+    ids=[
+        "self.beta read by a method",
+        "a class attribute",
+        "a class default set on the instance",
+        "a class default changed on the class",
+    ],
 )
 def test_a_method_the_step_calls_on_self_and_class_attributes_are_guarded(change):
     """The methods a jitted method calls on ``self`` are read as its helpers are (two levels
-    deep), and class attributes of the user's classes as an object's: changed between
-    calls, the next call records anew."""
+    deep), and class attributes of the user's classes as an object's, also through an
+    instance (``self.gamma``, a default of its class, later set on the instance or on the
+    class): changed between calls, the next call records anew."""
     results = []
     try:
         for how in ("jit", "eager"):
-            Config.scale = 1.0
+            Config.scale = Learner.gamma = 1.0
             learner, x = Learner(), sg.ones(2, 3)
             step = learner.step if how == "jit" else functools.partial(Learner.step.fn, learner)
             losses = [step(x).item() for _ in range(CALLS)]
             change(learner)
             results.append(losses + [step(x).item() for _ in range(CALLS)])
     finally:
-        Config.scale = 1.0
+        Config.scale = Learner.gamma = 1.0
     assert results[0] == results[1]
 
 

@@ -65,6 +65,7 @@ from scratchgrad.tensor import Tensor
 
 MISS = object()  # what a fast path returns when the call is not the one it was made for
 UNMADE = object()  # a recording's fast path before its first replay makes it (or None)
+MISSING = object()  # the value of an entry that a dict or an object's __dict__ has not
 
 # The most tensor arguments a fast path is made for: their arrays are checked to be distinct
 # pairwise (as the guard key's set of ids does), which grows with the square of their number.
@@ -276,7 +277,11 @@ class _Code:
             checks.append(f"{self.name('cell', cell)}.cell_contents is {self.name('held', value)}")
         for container, access, key, value, _ in outer.entries:  # settings["scale"], cfg.weight
             entries = self.name("container", container) + (".__dict__" if access == "attr" else "")
-            checks.append(f"{entries}.get({self.name('key', key)}) is {self.name('held', value)}")
+            if value is MISSING:  # a class attribute, not set on the instance (see Outer)
+                checks.append(f"{self.name('key', key)} not in {entries}")
+            else:
+                held = self.name("held", value)
+                checks.append(f"{entries}.get({self.name('key', key)}) is {held}")
         for scope, name, value in zip(outer.scopes, outer.names, outer.values):
             checks.append(
                 f"{self.name('scope', scope)}.get({name!r}) is {self.name('held', value)}"

@@ -150,7 +150,7 @@ class Outer:
                 self._watch("an attribute of its {kind} module", None, inner)
                 # read as helpers: the forwards of the user's modules (self.config.dropout)
                 # and the hooks
-                self._follow_method(inner, "forward", self.DEPTH, seen)
+                self._from_class(inner, "forward", "forward", self.DEPTH, seen)
                 for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
                     self._follow(hook, self.DEPTH, seen)
 
@@ -192,9 +192,9 @@ class Outer:
         for access, key in path:
             code = f"{code}.{key}" if access == "attr" else f"{code}[{key!r}]"
             found = _read_on(value, access, key)
+            if found is _MISSING and access == "attr" and not isinstance(value, type):
+                found = self._from_class(value, key, code, depth, seen)
             if found is _MISSING:
-                if access == "attr" and not isinstance(value, type):
-                    self._follow_method(value, key, depth, seen)
                 return
             self._note_entry(value, access, key, found, code)
             if self._draws(found) and not self._draws(value):  # self.rng, np.random
@@ -208,20 +208,32 @@ class Outer:
         if depth and _users_function(value) and _seen(value, {}) not in seen:
             self._read(value, depth - 1, seen, {})
 
-    def _follow_method(self, obj: Any, key: str, depth: int, seen: set) -> None:
-        """Read the method or the property's getter ``key`` of ``obj``'s class if it is the
-        user's code, as a method of ``obj``, ``depth`` levels down (once per object)."""
-        attribute = inspect.getattr_static(type(obj), key, None)
+    def _from_class(self, obj: Any, key: str, code: str, depth: int, seen: set) -> Any:
+        """What ``obj.key`` (``code``) reads from ``obj``'s class, its own ``__dict__`` having
+        none. A method or a property's getter of the user's code is followed as a method of
+        ``obj``, ``depth`` levels down (``_MISSING``: nothing to read on). A plain class
+        attribute (``gamma = 0.99``, a default that an instance may later set for itself) is
+        guarded on its class, and so is its absence from ``obj``'s ``__dict__``, and
+        returned."""
+        owner = next((c for c in type(obj).__mro__ if key in vars(c)), None)
+        attribute = _MISSING if owner is None else vars(owner)[key]
         if isinstance(attribute, staticmethod):
             self._follow(attribute.__func__, depth, seen)
-            return
+            return _MISSING
         if isinstance(attribute, property):
             attribute = attribute.fget
-        if not (depth and _users_function(attribute) and attribute.__code__.co_argcount):
-            return
-        bound = {attribute.__code__.co_varnames[0]: obj}
-        if _seen(attribute, bound) not in seen:
-            self._read(attribute, depth - 1, seen, bound)
+        if isinstance(attribute, types.FunctionType):
+            if depth and _users_function(attribute) and attribute.__code__.co_argcount:
+                bound = {attribute.__code__.co_varnames[0]: obj}
+                if _seen(attribute, bound) not in seen:
+                    self._read(attribute, depth - 1, seen, bound)
+            return _MISSING
+        if attribute is _MISSING or hasattr(type(attribute), "__get__"):  # (a descriptor)
+            return _MISSING
+        if hasattr(obj, "__dict__"):
+            self._note_entry(obj, "attr", key, _MISSING, code)  # not set on obj since
+        self._note_entry(owner, "attr", key, attribute, code)
+        return attribute
 
     def _read_closure(self, fn: types.FunctionType) -> dict[str, Any]:
         """Note what ``fn``'s closure holds; the values of its cells by name."""
@@ -368,7 +380,7 @@ class Outer:
         return all(map(_holds, map(dict.get, self.scopes, self.names), self.values))
 
 
-_MISSING = object()  # an entry's value where the dict or the object has none
+_MISSING = guards.MISSING  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and what Outer.HELD watches otherwise
 _NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
