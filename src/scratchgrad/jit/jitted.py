@@ -101,18 +101,18 @@ class Outer:
     new object (``opt = SGD(...)``, ``model = Net()``, ``scales = (1.0, 3.0)``, ``clip =
     1.0`` after None, another enum member or function) must record anew. So must a call
     after a plain value read there changed (a number, a flag, a string: ``if epoch >
-    warmup``; compared by value), or one read a step into a dict or an object held there
-    (``settings["scale"]``, ``cfg.aux_weight``, a class's ``CFG.lr``; a jitted method's
-    ``self.epsilon``: see ``entries``), since the recording froze it. Read from the
-    function's code (and the functions defined in it), and from the user's plain functions
-    it reads by name and the methods it calls on ``self``, two levels deep (a ``loss_of(x)``
-    helper reading ``model``, a ``self.loss_of(x)`` reading ``self.beta``), whose names are
-    guarded too. Not followed: functions reached as attributes of other objects
-    (``helpers.loss_of``), and libraries' functions. ``modules``: the modules
-    among them, and the module ``fn`` is (a Module given to jit) or is a method of.
-    ``state``: the Python objects among them that a step may change in place and a replay
-    would not (a list it appends to, a dict, an object of the user's class: see
-    ``python_state`` and ``check_state``)."""
+    warmup``; compared by value), or one read into a dict or an object held there, however
+    deep (``settings["scale"]``, ``cfg.loss.scale``, a class's ``CFG.lr``, a jitted method's
+    ``self.epsilon``, a config passed as an argument: see ``_walk`` and ``entries``), since
+    the recording froze it. Read from the function's code (and the functions defined in
+    it), and, two levels deep, from the user's functions it reaches: helpers it reads by
+    name or from the user's modules, the methods and properties of the user's objects it
+    calls or reads (``self.loss_of(x)``, ``scaler.scale(x)``), and the forwards and hooks of
+    its modules. Not followed: libraries' functions. ``modules``: the modules among them,
+    and the module ``fn`` is (a Module given to jit) or is a method of. ``state``: the
+    Python objects among them that a step may change in place and a replay would not (a
+    list it appends to, a dict, an object of the user's class: see ``python_state`` and
+    ``check_state``)."""
 
     HELD = (Tensor, Module, Optimizer, LRScheduler)  # (the objects recordings watch besides)
     PLAIN = guards.PLAIN  # compared by type and value (see _holds)
