@@ -663,6 +663,42 @@ def test_a_partial_or_a_callable_object_is_read_as_its_function(form):
         PARTIAL_SCALE = 1.0
 
 
+LOSS_WEIGHT = 1.0
+
+
+def _weighted_loss(out, y):
+    return (out - y).square().mean() * LOSS_WEIGHT
+
+
+@pytest.mark.parametrize("kind", ["a function", "a bound method", "a functools.partial"])
+def test_a_loss_function_of_the_enclosing_function_is_read_as_a_helper(kind):
+    """``make_step(loss_fn)`` returning a jitted step that calls ``loss_fn``: the function
+    held in the closure (a plain function, a bound method, a partial) is read as a helper
+    of the step, so a global or an attribute it reads, changed between calls, records
+    anew."""
+    global LOSS_WEIGHT
+    scaler = Scaler(1.0)
+    loss_fn = {
+        "a function": _weighted_loss,
+        "a bound method": scaler.scale,
+        "a functools.partial": functools.partial(_weighted_loss),
+    }[kind]
+
+    def make_step(loss_fn):
+        if kind == "a bound method":
+            return lambda x, y: loss_fn(x - y)
+        return lambda x, y: loss_fn(x, y)
+
+    jitted, eager, x, y = sg.jit(make_step(loss_fn)), make_step(loss_fn), sg.ones(2), sg.zeros(2)
+    try:
+        for weight in (1.0, 3.0):
+            LOSS_WEIGHT = scaler.factor = weight
+            for _ in range(CALLS):
+                assert jitted(x, y).tolist() == eager(x, y).tolist()
+    finally:
+        LOSS_WEIGHT = 1.0
+
+
 @dataclasses.dataclass
 class StepConfig:
     scale: float = 2.0

@@ -170,6 +170,8 @@ class Outer:
             if not free and self._draws(value):  # RNG.random(): named so
                 self.draws.append(f"{name}.{path[0][1]}" if path else name)
             self._walk(value, name, path, depth, seen)
+            if free:  # a loss function of the enclosing function (globals': below)
+                self._follow(value, depth, seen)
         for name in dict.fromkeys(name for free, name, _ in loaded if not free):
             value = scope.get(name)
             self._note_state("the global {name!r} ({kind})", name, value)
@@ -203,10 +205,14 @@ class Outer:
             value = found
 
     def _follow(self, value: Any, depth: int, seen: set) -> None:
-        """Read ``value`` too if it is a plain function of the user's code (a helper the step
-        calls), ``depth`` levels down, once."""
-        if depth and _users_function(value) and _seen(value, {}) not in seen:
-            self._read(value, depth - 1, seen, {})
+        """Read ``value`` too if it is a function of the user's code (a helper the step
+        calls: a plain function, a bound method, a ``functools.partial`` of one), ``depth``
+        levels down, once."""
+        if not (depth and isinstance(value, _FUNCTIONS)):
+            return
+        function, bound = _unwrap(value)
+        if _users_function(function) and _seen(function, bound) not in seen:
+            self._read(function, depth - 1, seen, bound)
 
     def _from_class(self, obj: Any, key: str, code: str, depth: int, seen: set) -> Any:
         """What ``obj.key`` (``code``) reads from ``obj``'s class, its own ``__dict__`` having
@@ -380,6 +386,7 @@ class Outer:
         return all(map(_holds, map(dict.get, self.scopes, self.names), self.values))
 
 
+_FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)  # (see Outer._follow)
 _MISSING = guards.MISSING  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and what Outer.HELD watches otherwise
