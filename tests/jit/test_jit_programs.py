@@ -1158,3 +1158,65 @@ def test_a_compiled_model_returning_a_changing_python_value_raises():
     with pytest.raises(sg.JitError, match=r"Counting\.forward\(\) returned a different Python "):
         F.cross_entropy(logits, y).backward()
     assert count == 3
+
+
+class _AgentConfig:
+    """A DQN agent's settings, changed by the training loop between updates."""
+
+    def __init__(self):
+        self.gamma, self.tau, self.huber = 0.99, 0.01, True
+
+
+class _DQNAgent:
+    """A DQN agent as reinforcement learning code writes one: a jitted ``learn`` method, a
+    property reading the config, a target network softly updated inside the step."""
+
+    def __init__(self, config, jit):
+        sg.manual_seed(0)
+        self.config = config
+        self.q = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+        self.target = copy.deepcopy(self.q)
+        self.opt = sg.optim.Adam(self.q.parameters(), lr=1e-3)
+        self.learn = sg.jit(self._learn) if jit else self._learn
+
+    @property
+    def discount(self):
+        return self.config.gamma
+
+    def _learn(self, s, a, r, s2, done):
+        q = self.q(s).gather(1, a.unsqueeze(1)).squeeze(1)
+        with sg.no_grad():
+            y = r + self.discount * self.target(s2).max(dim=1).values * (1 - done)
+        loss = F.smooth_l1_loss(q, y) if self.config.huber else F.mse_loss(q, y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        with sg.no_grad():
+            for p, target in zip(self.q.parameters(), self.target.parameters()):
+                target.mul_(1 - self.config.tau).add_(p, alpha=self.config.tau)
+        return loss.detach()
+
+
+def test_a_dqn_agent_whose_loop_changes_its_config_equals_eager():
+    """The loop lowers the discount (read by a property), switches the loss and raises the
+    soft update's rate between jitted updates: each change records anew, and the losses and
+    both networks end as the eager agent's, bit for bit."""
+
+    def train(jit):
+        config = _AgentConfig()
+        agent, rng = _DQNAgent(config, jit), np.random.default_rng(1)
+        losses = []
+        for t in range(24):
+            s, s2 = (sg.tensor(rng.standard_normal((8, 4)), dtype=sg.float32) for _ in "ab")
+            a = sg.tensor(rng.integers(0, 2, 8))
+            r, done = (sg.tensor(rng.integers(0, 2, 8), dtype=sg.float32) for _ in "ab")
+            config.gamma = 0.9 if t >= 8 else config.gamma
+            config.huber = t < 14
+            config.tau = 0.1 if t >= 18 else config.tau
+            losses.append(agent.learn(s, a, r, s2, done).item())
+        return losses, snapshot([agent.q, agent.target], [agent.opt]), agent
+
+    (eager, eager_state, _), (jitted, jitted_state, agent) = train(False), train(True)
+    assert jitted == eager
+    np.testing.assert_equal(jitted_state, eager_state)
+    assert sum(map(len, agent.learn.recordings.values())) == 4  # one per setting
