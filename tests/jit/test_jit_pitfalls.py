@@ -699,6 +699,33 @@ def test_a_loss_function_of_the_enclosing_function_is_read_as_a_helper(kind):
         LOSS_WEIGHT = 1.0
 
 
+def _logged(fn):
+    """A decorator of the user's code, as ``functools.wraps`` writes one."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("decorator", ["sg.no_grad()", "a functools.wraps decorator"])
+def test_a_decorated_step_is_read_through_its_decorator(decorator):
+    """``@sg.jit`` over ``@sg.no_grad()`` or a decorator of the user's: the step the decorator
+    holds in its closure is read as a helper, so a global it reads changed between calls
+    records anew (read through the wrapper alone, it was frozen)."""
+    global LOSS_WEIGHT
+    wrap = {"sg.no_grad()": sg.no_grad(), "a functools.wraps decorator": _logged}[decorator]
+    jitted, x = sg.jit(wrap(lambda x: x * LOSS_WEIGHT)), sg.ones(2)
+    try:
+        for weight in (1.0, 3.0):
+            LOSS_WEIGHT = weight
+            for _ in range(CALLS):
+                assert jitted(x).tolist() == [weight, weight]
+    finally:
+        LOSS_WEIGHT = 1.0
+
+
 @dataclasses.dataclass
 class StepConfig:
     scale: float = 2.0
