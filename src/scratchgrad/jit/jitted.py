@@ -518,7 +518,6 @@ def _passed(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
         for name, value in arguments.items()
         if not isinstance(value, Tensor)
         and type(value) not in Outer.PLAIN
-        and type(value) is not dict
         and not _is_container(value)  # (the key holds what they hold)
     }
 
