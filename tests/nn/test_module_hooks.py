@@ -128,3 +128,163 @@ def test_a_hook_registered_or_removed_between_jitted_calls_records_anew():
         for _ in range(4):
             assert step(x).item() == model(x).sum().item()
     assert step.fast is not None
+
+
+# ---- backward hooks ----------------------------------------------------------------------------
+
+
+def scaling_backward_hook(module, grad_input, grad_output):
+    return tuple(None if g is None else g * 0.5 for g in grad_input)
+
+
+def doubling_backward_pre_hook(module, grad_output):
+    return (grad_output[0] * 2,)
+
+
+def observing_backward_hook(module, grad_input, grad_output):
+    return None
+
+
+BACKWARD_HOOKS = {  # the layer hooked (an index into mlp's model) -> what is registered
+    "a full hook replacing grad_input": (2, "full", scaling_backward_hook),
+    "a full hook on the activation": (1, "full", scaling_backward_hook),
+    "a pre-hook replacing grad_output": (0, "pre", doubling_backward_pre_hook),
+    "a full hook returning None": (2, "full", observing_backward_hook),
+}
+
+
+def _as_numpy(grads):
+    return [None if g is None else g.detach().numpy() for g in grads]
+
+
+@pytest.mark.parametrize("hook", BACKWARD_HOOKS)
+def test_backward_hooks_see_and_change_gradients_as_pytorchs(hook):
+    """What a full backward hook sees (``grad_input``, ``grad_output``) and a pre-hook sees,
+    and the gradients of the input and the parameters after what they return replaced."""
+    index, kind, function = BACKWARD_HOOKS[hook]
+    seen = {}
+    for model, lib in zip(module_pair(mlp), (sg, torch)):
+        layer = model[index]
+        if kind == "full":
+            layer.register_full_backward_hook(function)
+            layer.register_full_backward_hook(
+                lambda m, gi, go, lib=lib: seen.update({lib: (_as_numpy(gi), _as_numpy(go))})
+            )
+        else:
+            layer.register_full_backward_pre_hook(function)
+            layer.register_full_backward_pre_hook(
+                lambda m, go, lib=lib: seen.update({lib: (_as_numpy(go),)})
+            )
+        x = lib.tensor(X, requires_grad=True)
+        model(x).square().sum().backward()
+        seen[lib] += (x.grad.numpy(), [p.grad.numpy() for p in model.parameters()])
+    np.testing.assert_allclose(
+        np.concatenate([np.ravel(a) for part in seen[sg] for a in part]),
+        np.concatenate([np.ravel(a) for part in seen[torch] for a in part]),
+        rtol=1e-12,
+    )
+
+
+def test_a_full_hook_gets_one_gradient_per_positional_input_as_pytorch():
+    """A module of several inputs: ``grad_input`` holds the gradient of a tensor that needs
+    one, zeros for a tensor that does not, and None for a number; ``grad_output`` one per
+    tensor output. With no tensor input needing a gradient, the hook fires with the outputs'
+    gradients and None inputs, warning as PyTorch does."""
+
+    def run(lib):
+        class Mix(lib.nn.Module):
+            def forward(self, a, b, scale):
+                return a * b * scale, a - b
+
+        seen = {}
+        mix, first = Mix(), lib.nn.Linear(2, 1).double()
+        mix.register_full_backward_hook(lambda m, gi, go: seen.update(mix=(gi, go)))
+        first.register_full_backward_hook(lambda m, gi, go: seen.update(first=(gi, go)))
+        a = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        b = lib.tensor([3.0, -1.0], dtype=lib.float64)
+        p, q = mix(a, b, 2.0)
+        with pytest.warns(UserWarning, match="Full backward hook is firing when gradients"):
+            (first(b).sum() + p.sum() * 3 + q.square().sum()).backward()
+        return {k: (_as_numpy(gi), _as_numpy(go)) for k, (gi, go) in seen.items()}
+
+    ours, theirs = run(sg), run(torch)
+    assert ours.keys() == theirs.keys() == {"mix", "first"}
+    for key in ours:
+        for mine, their in zip(ours[key], theirs[key]):
+            assert [g is None for g in mine] == [g is None for g in their]
+            for g, h in zip(mine, their):
+                if g is not None:
+                    np.testing.assert_array_equal(g, h)
+
+
+def test_grad_cam_with_a_forward_and_a_backward_hook_equals_pytorchs():
+    """Grad-CAM, as its tutorials write it: a forward hook keeps the last convolution's
+    activations, a full backward hook their gradients; the map (gradient-weighted channels,
+    ReLU) equals PyTorch's, and removing the hooks leaves the model as it was."""
+
+    def cnn(nn):
+        return nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 6, 3), nn.ReLU(),
+            nn.Flatten(), nn.Linear(6 * 4 * 4, 3),
+        )  # fmt: skip
+
+    image = np.random.default_rng(1).standard_normal((1, 1, 6, 6))
+    maps = []
+    for model, lib in zip(module_pair(cnn), (sg, torch)):
+        kept = {}
+        handles = [
+            model[2].register_forward_hook(lambda m, args, out, kept=kept: kept.update(act=out)),
+            model[2].register_full_backward_hook(
+                lambda m, gi, go, kept=kept: kept.update(grad=go[0])
+            ),
+        ]
+        logits = model(lib.tensor(image))
+        logits[0, logits.argmax()].backward()
+        weights = kept["grad"].mean(dim=(2, 3), keepdim=True)
+        maps.append((weights * kept["act"]).sum(dim=1).relu().detach().numpy())
+        for handle in handles:
+            handle.remove()
+        assert not model[2]._backward_hooks
+    np.testing.assert_allclose(maps[0], maps[1], rtol=1e-10, atol=1e-12)
+
+
+def test_a_hook_returning_the_wrong_number_of_gradients_raises_as_pytorch():
+    layer = sg.nn.Linear(3, 2)
+    layer.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match=r"invalid number of values for grad_input"):
+        layer(sg.ones(1, 3, requires_grad=True)).sum().backward()
+
+
+def test_a_jitted_step_replays_backward_hooks_that_change_gradients_and_warns_on_kept_ones():
+    """A backward hook's tensor operations are recorded with the step, so a hook scaling
+    gradients replays equal to eager; one keeping gradients in a dict (Grad-CAM's) is read as
+    a helper of the step and warns, as a forward hook keeping features does."""
+    model = mlp(sg.nn)
+    model[2].register_full_backward_hook(scaling_backward_hook)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).square().sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    eager_model = mlp(sg.nn)
+    eager_model.load_state_dict(model.state_dict())
+    eager_model[2].register_full_backward_hook(scaling_backward_hook)
+    eager_opt = sg.optim.SGD(eager_model.parameters(), lr=0.1)
+    jitted, x = sg.jit(step), sg.tensor(X, requires_grad=True)
+    for _ in range(5):
+        jitted(x)
+        eager_opt.zero_grad()
+        eager_model(x).square().sum().backward()
+        eager_opt.step()
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+    grads = {}
+    model[1].register_full_backward_hook(lambda m, gi, go: grads.update(tanh=go[0]))
+    with pytest.warns(UserWarning, match=r"changed 'grads' of its enclosing function \(dict\)"):
+        for _ in range(3):
+            jitted(x)

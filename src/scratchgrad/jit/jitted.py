@@ -149,9 +149,10 @@ class Outer:
             for inner in module.modules():
                 self._watch("an attribute of its {kind} module", None, inner)
                 # read as helpers: the forwards of the user's modules (self.config.dropout)
-                # and the hooks
+                # and the hooks, forward and backward
                 self._from_class(inner, "forward", "forward", self.DEPTH, seen)
-                for hook, _ in (*inner._forward_pre_hooks, *inner._forward_hooks):
+                hooks = (*inner._forward_pre_hooks, *inner._forward_hooks)
+                for hook, _ in (*hooks, *inner._backward_pre_hooks, *inner._backward_hooks):
                     self._follow(hook, self.DEPTH, seen)
 
     def _read(self, fn: types.FunctionType, depth: int, seen: set, bound: dict) -> None:

@@ -14,13 +14,15 @@ put straight into the dicts, as PyTorch code sometimes does.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
-from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import requested_device_and_dtype
@@ -58,10 +60,14 @@ class Module:
     # replaced, ``dropout.p = 0.2``, ``self.scale = 2.0``), which a replay recorded before
     # cannot have seen (see ``_changed``)
     _jit_stamp: int | None = None
-    # forward hooks (register_forward_pre_hook, register_forward_hook): (hook, with_kwargs)
-    # pairs, empty on the class, so that a call without hooks looks at two attributes
+    # hooks (register_forward_pre_hook, register_forward_hook, register_full_backward_hook,
+    # register_full_backward_pre_hook): (hook, with_kwargs) pairs, empty on the class; and
+    # whether a hook was ever registered, so that a call without hooks looks at one attribute
     _forward_pre_hooks: tuple = ()
     _forward_hooks: tuple = ()
+    _backward_pre_hooks: tuple = ()
+    _backward_hooks: tuple = ()
+    _hooked = False
 
     def __init__(self) -> None:
         set_ = object.__setattr__
@@ -77,13 +83,15 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is not None:  # scratchgrad.jit guards on its train/eval mode
             capture_hook.recorder.called(self)
-        if self._forward_pre_hooks or self._forward_hooks:
+        if self._hooked:
             return self._call_hooked(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
         """``forward`` between its hooks, as PyTorch's: a pre-hook may return new inputs (a
-        tuple, or one value), a hook a new output; each sees what the ones before it left."""
+        tuple, or one value), a hook a new output; each sees what the ones before it left.
+        With backward hooks, the tensors going in and coming out pass through identity nodes
+        whose backward runs them (``_BackwardHooks``)."""
         for hook, with_kwargs in self._forward_pre_hooks:
             if with_kwargs:
                 args, kwargs = hook(self, args, kwargs) or (args, kwargs)
@@ -91,12 +99,16 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            backward = _BackwardHooks(self)
+            args = backward.inputs(args)
         output = self.forward(*args, **kwargs)
         for hook, with_kwargs in self._forward_hooks:
             result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
             if result is not None:
                 output = result
-        return output
+        return output if backward is None else backward.outputs(output)
 
     def register_forward_pre_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
@@ -137,6 +149,40 @@ class Module:
         """
         return self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
 
+    def register_full_backward_pre_hook(
+        self, hook: Callable, prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the module's outputs are
+        computed (``grad_output``: a tuple, one per tensor output), before they flow into its
+        ``forward``'s graph; what it returns, if not None, replaces them. Returns a handle
+        whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> layer = sg.nn.Linear(2, 1)
+        >>> _ = layer.register_full_backward_pre_hook(lambda module, grad: (grad[0] * 0,))
+        >>> layer(sg.ones(1, 2)).sum().backward()
+        >>> layer.weight.grad.tolist()
+        [[0.0, 0.0]]
+        """
+        return self._register_hook("_backward_pre_hooks", hook, prepend, False)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` once the gradients of the module's
+        tensor inputs are computed (``grad_input``: a tuple, one per positional tensor input,
+        None for one that needs none; ``grad_output``: one per tensor output), as Grad-CAM
+        does; what it returns, if not None, replaces ``grad_input``. With no input needing a
+        gradient, it is called when ``grad_output`` is. Returns a handle to ``remove()`` it.
+
+        >>> import scratchgrad as sg
+        >>> grads = {}
+        >>> layer = sg.nn.Linear(2, 3)
+        >>> _ = layer.register_full_backward_hook(lambda m, gi, go: grads.update(out=go[0]))
+        >>> layer(sg.ones(4, 2, requires_grad=True)).sum().backward()
+        >>> grads["out"].shape
+        (4, 3)
+        """
+        return self._register_hook("_backward_hooks", hook, prepend, False)
+
     def _register_hook(
         self, kind: str, hook: Callable, prepend: bool, with_kwargs: bool
     ) -> RemovableHandle:
@@ -144,6 +190,7 @@ class Module:
         stamps the module as changed: a jitted step recorded without the hook records anew."""
         entry, hooks = (hook, with_kwargs), getattr(self, kind)
         setattr(self, kind, (entry, *hooks) if prepend else (*hooks, entry))
+        self._hooked = True
         return RemovableHandle(self, kind, entry)
 
     # ---- registration -----------------------------------------------------------------------
@@ -577,3 +624,116 @@ def _move(tensor: Tensor, device: Any) -> None:
         increment_version(tensor)  # a graph that saved the old array must not use this one
     if tensor.grad is not None and not backend.is_on(tensor.grad.array, device):
         tensor.grad = Tensor._make(backend.to_device(tensor.grad.array, device))
+
+
+class _Identity(Function):
+    """The tensors given, copied (so no one aliases the caller's), whose backward hands the
+    gradients to ``hooks`` (the module's ``inputs``' node, or else its outputs') and passes
+    on what they return (see ``_BackwardHooks``)."""
+
+    @staticmethod
+    def forward(ctx: Any, *arrays: Any, hooks: _BackwardHooks, inputs: bool) -> Any:
+        ctx.module_hooks, ctx.inputs = hooks, inputs  # (a node's .hooks are its tensor's)
+        return arrays[0].copy() if len(arrays) == 1 else arrays  # (several: packed anew)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> Any:
+        hooks = ctx.module_hooks
+        return hooks.inputs_done(grads) if ctx.inputs else hooks.outputs_done(grads)
+
+
+class _BackwardHooks:
+    """One call's backward hooks, as PyTorch's ``BackwardHook``: the module's tensor inputs go
+    into ``forward`` through one identity node and its tensor outputs come out through
+    another. The outputs' node runs the backward pre-hooks on their gradients and keeps
+    them; the inputs' node, reached once every gradient into the module's inputs is summed,
+    runs the full backward hooks with both."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.at: list[int] = []  # where the tensors are among the positional inputs
+        self.needs: list[bool] = []  # whether each of those requires grad
+        self.count = 0  # how many positional inputs (one gradient each: None but tensors')
+        self.through = False  # whether the inputs went through their node
+        self.grad_output: tuple = ()
+
+    def __eq__(self, other: object) -> bool:
+        """Those of one module are equal: a jitted step records its calls twice, and compares
+        what the two recordings passed to their nodes."""
+        return type(other) is _BackwardHooks and other.module is self.module
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def inputs(self, args: tuple) -> tuple:
+        """``args`` with their tensors passed through the inputs' identity node."""
+        self.at, self.count = [i for i, a in enumerate(args) if isinstance(a, Tensor)], len(args)
+        self.needs = [args[i].requires_grad for i in self.at]
+        self.through = any(self.needs) and is_grad_enabled()
+        if not self.through:  # (the full hooks then run with the outputs' gradients)
+            return args
+        tensors = (args[i] for i in self.at)
+        return _replaced(args, self.at, _Identity.apply(*tensors, hooks=self, inputs=True))
+
+    def outputs(self, output: Any) -> Any:
+        """``output`` (a tensor, or a tuple holding some) through the outputs' identity node."""
+        items = (output,) if isinstance(output, Tensor) else output
+        tensors = type(items) is tuple
+        at = [i for i, o in enumerate(items) if isinstance(o, Tensor)] if tensors else []
+        if not any(items[i].requires_grad for i in at) or not is_grad_enabled():
+            return output
+        new = _replaced(
+            items, at, _Identity.apply(*(items[i] for i in at), hooks=self, inputs=False)
+        )
+        return new[0] if isinstance(output, Tensor) else new
+
+    def outputs_done(self, grads: tuple) -> tuple:
+        """The backward pre-hooks on the outputs' gradients; the gradients they leave."""
+        for hook, _ in self.module._backward_pre_hooks:
+            result = hook(self.module, grads)
+            if result is not None:
+                grads = _checked(result, len(grads), "backward pre-hook", "grad_output")
+        self.grad_output = grads
+        if not self.through and self.module._backward_hooks:
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to "
+                "module outputs since no inputs require gradients",
+                stacklevel=2,
+            )
+            self._call_hooks((None,) * self.count)
+        return grads
+
+    def inputs_done(self, grads: tuple) -> tuple:
+        """The full hooks on one gradient per positional input (a tensor not needing one:
+        zeros, as PyTorch; another input: None); the gradients of the tensors they leave."""
+        grad_input = [None] * self.count
+        for i, grad, needs in zip(self.at, grads, self.needs):
+            grad_input[i] = grad if needs else grad.new_zeros(grad.shape)
+        grad_input = self._call_hooks(tuple(grad_input))
+        return tuple(grad_input[i] for i in self.at)
+
+    def _call_hooks(self, grad_input: tuple) -> tuple:
+        for hook, _ in self.module._backward_hooks:
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                grad_input = _checked(result, len(grad_input), "backward hook", "grad_input")
+        return grad_input
+
+
+def _replaced(items: tuple, at: list[int], new: Any) -> tuple:
+    """``items`` with the ones at ``at`` replaced by ``new`` (one tensor, or a tuple)."""
+    new = new if isinstance(new, tuple) else (new,)
+    items = list(items)
+    for i, tensor in zip(at, new):
+        items[i] = tensor
+    return tuple(items)
+
+
+def _checked(result: Any, count: int, what: str, name: str) -> tuple:
+    """A hook's replacement gradients, as a tuple of ``count`` (PyTorch's error otherwise)."""
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) != count:
+        raise RuntimeError(
+            f"{what} returned an invalid number of values for {name} (got {len(result)}, "
+            f"but expected {count})"
+        )
+    return result
