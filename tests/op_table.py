@@ -696,6 +696,70 @@ OPS = [
     Op("prod_dtype", lambda m, x: x.prod(dtype=m.float64), shapes="small"),
     Op("softmax_dtype", lambda m, x: x.softmax(-1, dtype=m.float64), shapes="rank1+"),
     Op("log_softmax_dtype", lambda m, x: m.log_softmax(x, 0, dtype=m.float64), shapes="rank1+"),
+    # ---- composites of the primitives (tests/test_composites.py has their errors) --------------
+    same_pair("hstack", lambda m, x, y: m.hstack([x, x * y])),
+    same_pair("vstack", lambda m, x, y: m.vstack((x * y, y))),
+    same_pair("dstack", lambda m, x, y: m.dstack([x, y, x])),
+    binary(  # two vectors of unrelated lengths, swapped by "xy"
+        "meshgrid_xy",
+        lambda m, x, y: m.stack(m.meshgrid(x.reshape(-1), y.reshape(-1), indexing="xy")),
+    ),
+    Op(
+        "meshgrid_ij",
+        lambda m, x: m.stack(m.meshgrid(x.reshape(-1), x[..., :1].reshape(-1), indexing="ij")),
+        shapes="rank1+",
+    ),
+    binary("broadcast_tensors", lambda m, x, y: m.stack(m.broadcast_tensors(x * 2, y))),
+    Op(
+        "unflatten_inferred",
+        lambda m, x: m.unflatten(x, 0, (-1, 1)),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.unflatten(x, d, (1, -1, 1)),
+        integer=True,
+    ),
+    Op(
+        "diff",
+        lambda m, x: x.diff(),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.diff(x, dim=d),
+        integer=True,
+    ),
+    Op(  # past the dim's length the dim stays empty
+        "diff_prepend_append",
+        lambda m, x, y: m.diff(x, n=3, dim=0, prepend=y, append=x * y),
+        shapes="same_pair_rank1+",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "var_mean",
+        lambda m, x: m.stack(m.var_mean(x, 0, keepdim=True)),
+        shapes="two_rows",
+        dim=lambda m, x, d: m.var_mean(x, d),
+    ),
+    Op(
+        "std_mean",
+        lambda m, x: m.stack(m.std_mean(x, 0, correction=0)),
+        shapes="two_rows",  # two entries at least: the gradient of a std of 0 is NaN
+        domain=distinct,  # the std's gradient divides by it
+        dim=lambda m, x, d: m.std_mean(x, (0, d), unbiased=False),
+    ),
+    binary("logaddexp", lambda m, x, y: m.logaddexp(x, y * 3)),
+    binary("true_divide", lambda m, x, y: m.true_divide(x, y), domain=(real, away_from_zero)),
+    Op(
+        "tensor_split",
+        lambda m, x: x.tensor_split(2, -1)[0] * 2 + x.tensor_split([1, -1], -1)[1].sum(),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.tensor_split(x, 2, d),
+        integer=True,
+    ),
+    Op(
+        "cross",
+        lambda m, x: m.cross(x, x.flip(-1) + 1, dim=-1),
+        shapes="cross",
+        check_shapes=((2, 3),),
+        dim=lambda m, x, d: m.cross(x, x * 2 + 1, dim=d),
+        integer=True,
+    ),
     # ---- convolution and pooling (nn/conv_functional.py: composed of Unfold, Fold, MaxOver) ----
     Op(
         "conv1d",

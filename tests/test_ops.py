@@ -59,6 +59,7 @@ SHAPES = {
     ),
     "linear_vector": st.tuples(st.integers(1, 4), _sides).map(lambda t: ((t[0],), (t[1], t[0]))),
     "dot": _sides.map(lambda k: ((k,), (k,))),
+    "cross": _shapes(max_dims=3).map(lambda s: (*s, 3)).map(lambda s: (s,)),  # 3-vectors
     # index_add's input and a source of three slices along dim 0 (the last dim)
     "index_add": _shapes(min_dims=1, min_side=1).map(lambda s: (s, (3, *s[1:]))),
     "index_add_last": _shapes(min_dims=1, min_side=1).map(lambda s: (s, (*s[:-1], 3))),

@@ -50,6 +50,7 @@ else:
         full,
         full_like,
         linspace,
+        logspace,
         ones,
         ones_like,
         rand,
@@ -65,7 +66,20 @@ else:
         zeros_like,
     )
     from scratchgrad.dtypes import get_default_dtype, set_default_dtype
-    from scratchgrad.tensor import Tensor, cat, einsum, stack, where
+    from scratchgrad.tensor import (
+        Tensor,
+        broadcast_tensors,
+        cat,
+        dstack,
+        einsum,
+        hstack,
+        meshgrid,
+        stack,
+        std_mean,
+        var_mean,
+        vstack,
+        where,
+    )
 
     from scratchgrad.serialization import load, save
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
@@ -99,6 +113,7 @@ else:
     split, chunk, narrow = Tensor.split, Tensor.chunk, Tensor.narrow
     matmul, maximum, minimum, pow = Tensor.matmul, Tensor.maximum, Tensor.minimum, Tensor.pow
     add, sub, mul, div = Tensor.add, Tensor.sub, Tensor.mul, Tensor.div
+    true_divide = Tensor.true_divide
     sum, mean, var, std, prod = Tensor.sum, Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
     max, min, norm, logsumexp = Tensor.max, Tensor.min, Tensor.norm, Tensor.logsumexp
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
@@ -168,6 +183,8 @@ else:
     )
     movedim, select, unbind, t = Tensor.movedim, Tensor.select, Tensor.unbind, Tensor.t
     index_add = Tensor.index_add
+    unflatten, tensor_split, diff = Tensor.unflatten, Tensor.tensor_split, Tensor.diff
+    logaddexp, cross = Tensor.logaddexp, Tensor.cross
 
     def _calls_method(name: str):
         """A module function that calls its argument's own method ``name``, so a subclass's

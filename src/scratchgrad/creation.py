@@ -130,9 +130,39 @@ def linspace(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    _check_steps("linspace", steps)
     return _finish(
         _make(_xp(device).linspace, start, end, steps, dtype=_dtype(dtype)), requires_grad
     )
+
+
+def logspace(
+    start: float,
+    end: float,
+    steps: int,
+    base: float = 10.0,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``steps`` powers of ``base`` with exponents evenly spaced from ``start`` to ``end``, as
+    ``torch.logspace`` (a constant: no gradient flows to ``start`` or ``end``). For an integer
+    ``dtype`` the exponents' ends are truncated to ints first and the powers after, as PyTorch's.
+
+    >>> logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    _check_steps("logspace", steps)
+    dtype = _dtype(dtype)
+    if not backend.is_floating(dtype):
+        start, end = int(start), int(end)
+    array = _make(_xp(device).logspace, start, end, steps, base=base, dtype=dtype)
+    return _finish(array, requires_grad)
+
+
+def _check_steps(name: str, steps: int) -> None:
+    if steps < 0:
+        raise RuntimeError(f"{name}: number of steps must be non-negative, got {steps}")
 
 
 def eye(

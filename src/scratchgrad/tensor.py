@@ -12,6 +12,7 @@ import inspect
 import itertools
 import math
 import operator
+import warnings
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
@@ -507,6 +508,8 @@ class Tensor:
     def div(self, other: Any) -> Tensor:
         return self / other
 
+    true_divide = div
+
     def pow(self, exponent: Any) -> Tensor:
         return self**exponent
 
@@ -548,6 +551,46 @@ class Tensor:
         """The outer product of two vectors."""
         _check_ndim("outer", 1, self, vec2)
         return self.unsqueeze(1) * vec2
+
+    def cross(self, other: Tensor, dim: int | None = None) -> Tensor:
+        """The cross product of 3-vectors along ``dim``, the other dims broadcast, as
+        ``torch.cross``: without ``dim``, the first dim of size 3 and a warning (PyTorch's
+        deprecation; ``torch.linalg.cross``, which scratchgrad lacks, takes -1).
+
+        >>> import scratchgrad as sg
+        >>> sg.cross(sg.tensor([1.0, 0.0, 0.0]), sg.tensor([0.0, 1.0, 0.0]), dim=0)
+        tensor([0., 0., 1.])
+        """
+        if self.ndim != other.ndim:
+            raise RuntimeError(
+                f"cross: inputs must have the same number of dimensions, got shapes {self.shape} "
+                f"and {other.shape}"
+            )
+        if self.dtype != other.dtype:
+            raise RuntimeError(
+                f"cross: expected inputs of one dtype, got {self.dtype} and {other.dtype}"
+            )
+        if dim is None:
+            dim = next((d for d, n in enumerate(self.shape) if n == 3), None)
+            if dim is None:
+                raise RuntimeError(f"cross: no dimension of size 3 in input of shape {self.shape}")
+            warnings.warn(
+                "cross: calling it without dim is deprecated in PyTorch; pass the dim (here "
+                f"{dim}, the first of size 3)",
+                UserWarning,
+                stacklevel=2,
+            )
+        if self.ndim == 0:
+            raise IndexError(f"cross: Dimension specified as {dim} but tensor has no dimensions")
+        dim = wrap_dim(dim, self.ndim)
+        if self.shape[dim] != 3 or other.shape[dim] != 3:
+            raise RuntimeError(
+                f"cross: inputs dimension {dim} must have length 3, got shapes {self.shape} and "
+                f"{other.shape}"
+            )
+        x0, x1, x2 = self.unbind(dim)
+        y0, y1, y2 = other.unbind(dim)
+        return stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], dim)
 
     def lerp(self, end: Tensor, weight: float | Tensor) -> Tensor:
         """``self + weight * (end - self)``, as ``torch.lerp``: computed so where ``|weight| <
@@ -591,6 +634,27 @@ class Tensor:
 
     def hypot(self, other: Any) -> Tensor:
         return (self * self + other * other).sqrt()
+
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``: computed as
+        ``max + log1p(exp(-|self - other|))``. NOTE: at a tie the gradient is split in half (as
+        PyTorch's), but the second derivative there is 0, not 1/4 (|x| has none at 0).
+
+        >>> import scratchgrad as sg
+        >>> sg.logaddexp(sg.tensor([0.0, 100.0]), sg.tensor([0.0, 100.0]))  # exp(100) overflows
+        tensor([  0.6931, 100.6931])
+        """
+        if not isinstance(other, Tensor):
+            raise TypeError(
+                f"logaddexp(): argument 'other' (position 1) must be Tensor, not "
+                f"{type(other).__name__}"
+            )
+        x, y = self._operands(other)
+        x._check_floating("logaddexp")
+        top = x.maximum(y)
+        tie = x == y  # equal infinities too, whose difference would be NaN
+        gap = (x.masked_fill(tie, 0) - y.masked_fill(tie, 0)).abs()
+        return top + (-gap).exp().log1p()
 
     @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:
@@ -1285,6 +1349,44 @@ class Tensor:
         up_to = Tensor._make(namespace(x.array).tri(n, dtype=bool))  # j <= k
         return where(up_to, rows, 1).prod(-1).movedim(-1, dim)
 
+    def diff(
+        self,
+        n: int = 1,
+        dim: int = -1,
+        prepend: Tensor | None = None,
+        append: Tensor | None = None,
+    ) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, applied
+        ``n`` times), after joining ``prepend`` and ``append`` on, as ``torch.diff``; bool
+        tensors give ``x[i + 1] != x[i]``.
+
+        >>> import scratchgrad as sg
+        >>> sg.diff(sg.tensor([1, 4, 9, 16]), prepend=sg.tensor([0]))
+        tensor([1, 3, 5, 7])
+        """
+        if self.array.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        if n < 0:
+            raise RuntimeError(f"diff: order must be non-negative but got {n}")
+        dim = wrap_dim(dim, self.array.ndim)
+        for name, t in (("prepend", prepend), ("append", append)):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(t).__name__}")
+            if t is not None and (
+                t.ndim != self.ndim or _without(t.shape, dim) != _without(self.shape, dim)
+            ):
+                raise RuntimeError(
+                    f"diff: {name} of shape {t.shape} must match the input's shape {self.shape} "
+                    f"except along dim {dim}"
+                )
+        pieces = [t for t in (prepend, self, append) if t is not None]
+        out = cat(pieces, dim) if len(pieces) > 1 else self
+        for _ in range(builtins.min(n, out.shape[dim])):  # past that, the dim stays empty
+            length = out.shape[dim] - 1
+            later, earlier = out.narrow(dim, 1, length), out.narrow(dim, 0, length)
+            out = later.ne(earlier) if out.dtype == bool else later - earlier
+        return out
+
     def _scan_input(self, dtype: Any) -> Tensor:
         if dtype is not None:
             return self.to(dtype)
@@ -1522,9 +1624,28 @@ class Tensor:
         return self.reshape(*self.array.shape[:start], merged, *self.array.shape[end + 1 :])
 
     def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Dim ``dim`` split into dims of ``sizes``, one of which may be -1 (inferred), as
+        ``torch.unflatten``.
+
+        >>> import scratchgrad as sg
+        >>> sg.unflatten(sg.zeros(2, 6), 1, (3, -1)).shape
+        (2, 3, 2)
+        """
         dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0:
             raise RuntimeError("unflatten: cannot unflatten a 0-dim tensor")
+        sizes, size = tuple(sizes), self.array.shape[dim]
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        if sizes.count(-1) > 1:
+            raise RuntimeError(f"unflatten: only one dimension can be inferred, got {list(sizes)}")
+        known = math.prod(n for n in sizes if n != -1)
+        if (known == 0 or size % known) if -1 in sizes else known != size:
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+                f"{dim} ({size}) in the input tensor"
+            )
+        sizes = tuple(size // known if n == -1 else n for n in sizes)  # inferred from dim alone
         return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
 
     def unsqueeze(self, dim: int) -> Tensor:
@@ -1784,6 +1905,32 @@ class Tensor:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         size = self.array.shape[wrap_dim(dim, self.array.ndim)]
         return self.split(builtins.max(-(-size // chunks), 1), dim)
+
+    def tensor_split(
+        self, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0
+    ) -> tuple[Tensor, ...]:
+        """Views of ``dim`` cut into ``indices_or_sections`` parts of near-equal size (the first
+        ``size % sections`` one longer), or cut before each index of a list (indices clamped as
+        Python slices are, so parts may be empty), as ``torch.tensor_split``; an int64 tensor
+        counts as an int (0-d) or a list (1-D).
+
+        >>> import scratchgrad as sg
+        >>> [t.tolist() for t in sg.arange(7).tensor_split(3)]
+        [[0, 1, 2], [3, 4], [5, 6]]
+        >>> [t.tolist() for t in sg.tensor_split(sg.arange(7), [1, 5])]
+        [[0], [1, 2, 3, 4], [5, 6]]
+        """
+        if self.array.ndim == 0:
+            raise RuntimeError(
+                "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 "
+                "dims"
+            )
+        dim = wrap_dim(dim, self.array.ndim)
+        cuts = _split_points(indices_or_sections, self.array.shape[dim])
+        return tuple(
+            self[(slice(None),) * dim + (slice(start, end),)]
+            for start, end in zip([0, *cuts], [*cuts, None])
+        )
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         dim = wrap_dim(dim, self.array.ndim)
@@ -2299,7 +2446,211 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
+@names_bad_arguments
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Join tensors column-wise: along dim 0 if the first is 1-D (0-d ones count as 1-D), else
+    along dim 1, as ``torch.hstack``.
+
+    >>> import scratchgrad as sg
+    >>> sg.hstack([sg.tensor([1, 2]), sg.tensor(3)])
+    tensor([1, 2, 3])
+    """
+    tensors = [_at_least(t, 1) for t in _nonempty("hstack", tensors)]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+@names_bad_arguments
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Join tensors row-wise (along dim 0, a 1-D one as a row), as ``torch.vstack``.
+
+    >>> import scratchgrad as sg
+    >>> sg.vstack([sg.tensor([1, 2]), sg.tensor([[3, 4]])])
+    tensor([[1, 2],
+            [3, 4]])
+    """
+    return cat([_at_least(t, 2) for t in _nonempty("vstack", tensors)], 0)
+
+
+@names_bad_arguments
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Join tensors depth-wise (along dim 2, a 1-D one of size n as (1, n, 1), a 2-D one as
+    (m, n, 1)), as ``torch.dstack``.
+
+    >>> import scratchgrad as sg
+    >>> sg.dstack([sg.tensor([1, 2]), sg.tensor([3, 4])]).shape
+    (1, 2, 2)
+    """
+    return cat([_at_least(t, 3) for t in _nonempty("dstack", tensors)], 2)
+
+
+def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
+    """Coordinate grids of 0-d or 1-D tensors, as ``torch.meshgrid``: with ``indexing="ij"``
+    output ``i`` varies along dim ``i``; ``"xy"`` swaps the first two dims (NumPy's and
+    Matlab's Cartesian order). Without ``indexing``, "ij" and a warning, as PyTorch. The grids
+    are expanded views: their gradients sum back to the inputs.
+
+    >>> import scratchgrad as sg
+    >>> xs, ys = sg.meshgrid(sg.tensor([1, 2, 3]), sg.tensor([4, 5]), indexing="xy")
+    >>> xs
+    tensor([[1, 2, 3],
+            [1, 2, 3]])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    tensors = _nonempty("meshgrid", tensors)
+    if indexing is None:
+        warnings.warn(
+            "meshgrid: pass indexing='ij' or 'xy'; PyTorch will require it in an upcoming "
+            "release (the default is 'ij')",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid: expected 0-D or 1-D tensors, got shape {t.shape}")
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError(
+            f"meshgrid expects all tensors to have the same dtype, got {[t.dtype for t in tensors]}"
+        )
+    n = len(tensors)
+    order = [1, 0, *range(2, n)] if indexing == "xy" and n > 1 else list(range(n))  # own inverse
+    vectors = [tensors[i].reshape(-1) for i in order]
+    shape = tuple(v.shape[0] for v in vectors)
+    grids = [
+        v.reshape([-1 if j == i else 1 for j in range(n)]).expand(shape)
+        for i, v in enumerate(vectors)
+    ]
+    return tuple(grids[i] for i in order)
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape (views), as
+    ``torch.broadcast_tensors``.
+
+    >>> import scratchgrad as sg
+    >>> [t.shape for t in sg.broadcast_tensors(sg.zeros(2, 1), sg.zeros(3))]
+    [(2, 3), (2, 3)]
+    """
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"broadcast_tensors(): expected Tensor as element {i}, but got {type(t).__name__}"
+            )
+    shapes = [t.shape for t in tensors]
+    try:
+        shape = xp.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(
+            f"broadcast_tensors: shapes {shapes} cannot be broadcast together"
+        ) from None
+    return tuple(t.expand(shape) for t in tensors)
+
+
+@names_bad_arguments
+def var_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool = True,
+    keepdim: bool = False,
+    *,
+    correction: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(input.var(...), input.mean(...))`` over the same dims, as ``torch.var_mean``.
+
+    >>> import scratchgrad as sg
+    >>> sg.var_mean(sg.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    return _spread_and_mean("var_mean", Tensor.var, input, dim, unbiased, keepdim, correction)
+
+
+@names_bad_arguments
+def std_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool = True,
+    keepdim: bool = False,
+    *,
+    correction: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``(input.std(...), input.mean(...))`` over the same dims, as ``torch.std_mean``.
+
+    >>> import scratchgrad as sg
+    >>> sg.std_mean(sg.tensor([[1.0, 3.0], [5.0, 9.0]]), dim=1, correction=0)
+    (tensor([1., 2.]), tensor([2., 7.]))
+    """
+    return _spread_and_mean("std_mean", Tensor.std, input, dim, unbiased, keepdim, correction)
+
+
 # ---- helpers --------------------------------------------------------------------------------
+
+
+def _spread_and_mean(name: str, spread: Callable, x: Tensor, dim, unbiased, keepdim, correction):
+    """``spread`` (var or std) and the mean of ``x`` over ``dim``, for var_mean and std_mean."""
+    if not backend.is_floating(x.array.dtype):
+        raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
+    if isinstance(dim, bool):  # var_mean(x, False): the unbiased flag, as PyTorch reads it
+        dim, unbiased = None, dim
+    out = spread(x, dim, unbiased, keepdim, correction=correction)
+    return out, x.mean(dim, keepdim)
+
+
+def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
+    """PyTorch's checks of a list-of-tensors argument: a list or tuple of them, not empty."""
+    if not isinstance(tensors, (list, tuple)) or not builtins.all(
+        isinstance(t, Tensor) for t in tensors
+    ):
+        raise TypeError(
+            f"{name}(): argument 'tensors' (position 1) must be a sequence of Tensors, not "
+            f"{type(tensors).__name__}"
+        )
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+def _at_least(t: Tensor, ndim: int) -> Tensor:
+    """``torch.atleast_{1,2,3}d``: leading 1s up to 2 dims, then (for 3) a trailing 1."""
+    shape = (1,) * (builtins.min(ndim, 2) - t.ndim) + t.shape
+    return t.reshape(shape + (1,) * (ndim - len(shape)))
+
+
+def _without(shape: tuple, dim: int) -> tuple:
+    return shape[:dim] + shape[dim + 1 :]
+
+
+def _split_points(indices_or_sections: Any, size: int) -> list[int]:
+    """Where ``tensor_split`` cuts a dim of ``size``: the given indices, or the ends of all but
+    the last of ``sections`` near-equal parts."""
+    given = indices_or_sections
+    if isinstance(given, Tensor):
+        if given.dtype != backend.int64:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                f"{given.dtype}"
+            )
+        if given.ndim > 1:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                f"one-dimensional tensor, but got a tensor with {given.ndim} dims"
+            )
+        given = given.tolist()
+    if isinstance(given, (list, tuple)):
+        return [operator.index(i) for i in given]
+    if not isinstance(given, int):
+        raise TypeError(
+            "tensor_split(): indices_or_sections must be an int, a sequence of ints or an int64 "
+            f"tensor, not {type(given).__name__}"
+        )
+    if given <= 0:
+        raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {given}")
+    small, extra = divmod(size, given)
+    return list(itertools.accumulate(small + (i < extra) for i in range(given - 1)))
 
 
 def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
