@@ -5,14 +5,16 @@ called (once per epoch, after ``optimizer.step()``). The schedules are computed 
 computes them, mostly as a factor on the current learning rate ("chainable"), so sequences match
 PyTorch's to the last bit and several schedulers can act on one optimizer.
 
-Differences from PyTorch: ``step(epoch)`` (deprecated there) is not offered, and no warnings
-are given about calling ``scheduler.step()`` before ``optimizer.step()``.
+Differences from PyTorch: ``step(epoch)`` (deprecated there) is not offered, except by
+``CosineAnnealingWarmRestarts`` (whose own ``step`` documents it), and no warnings are given about
+calling ``scheduler.step()`` before ``optimizer.step()``.
 """
 
 from __future__ import annotations
 
 import math
 import types
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, SupportsFloat
@@ -46,13 +48,24 @@ class LRScheduler:
                     )
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
-        self._is_initial = True  # the first step only records the starting rates
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """Step to epoch 0; this first step only records the starting rates (SequentialLR
+        takes it again for the scheduler it starts with)."""
+        self._is_initial = True
         self.step()
         self._is_initial = False
 
     def get_lr(self) -> list[float]:
         """The learning rates for ``self.last_epoch``, one per parameter group."""
         raise NotImplementedError
+
+    def _closed_form_lr(self) -> list[float]:
+        """The rates at ``last_epoch`` computed from ``base_lrs`` alone, where the schedule has
+        such a formula (PyTorch's ``_get_closed_form_lr``: SequentialLR jumps to epoch 0 with
+        it); ``get_lr()`` where it has none."""
+        return self.get_lr()
 
     def get_last_lr(self) -> list[float]:
         """The learning rates the last ``step()`` set."""
@@ -63,9 +76,12 @@ class LRScheduler:
         if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
             return capture_hook.recorder.replayed(LRScheduler.step, self)
         self.last_epoch += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        self._set_lrs(self.get_lr())
+
+    def _set_lrs(self, lrs: list[float]) -> None:
+        for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = self._current_lrs()
 
     def _current_lrs(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -114,9 +130,7 @@ class LambdaLR(LRScheduler):
         """As the base class, but functions cannot be saved: each lambda is stored as None, or
         as its attributes when it is a callable object (PyTorch's rule)."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [
-            None if isinstance(fn, types.FunctionType) else dict(vars(fn)) for fn in self.lr_lambdas
-        ]
+        state["lr_lambdas"] = [_callable_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -124,8 +138,18 @@ class LambdaLR(LRScheduler):
         saved_lambdas = state.pop("lr_lambdas")
         self.__dict__.update(state)
         for fn, saved in zip(self.lr_lambdas, saved_lambdas):
-            if saved is not None:
-                vars(fn).update(saved)
+            _load_callable_state(fn, saved)
+
+
+def _callable_state(fn: Callable | None) -> dict | None:
+    """What a state dict keeps of a user's function (PyTorch's rule): nothing of a function or
+    lambda (it cannot be saved), the attributes of a callable object."""
+    return None if fn is None or isinstance(fn, types.FunctionType) else dict(vars(fn))
+
+
+def _load_callable_state(fn: Callable | None, saved: dict | None) -> None:
+    if saved is not None:
+        vars(fn).update(saved)
 
 
 class StepLR(LRScheduler):
@@ -153,6 +177,9 @@ class StepLR(LRScheduler):
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._current_lrs()
         return [lr * self.gamma for lr in self._current_lrs()]
+
+    def _closed_form_lr(self) -> list[float]:
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
 class MultiStepLR(LRScheduler):
@@ -187,6 +214,10 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [lr * factor for lr in self._current_lrs()]
 
+    def _closed_form_lr(self) -> list[float]:
+        passed = bisect_right(sorted(self.milestones.elements()), self.last_epoch)
+        return [base * self.gamma**passed for base in self.base_lrs]
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         super().load_state_dict(state_dict)
         self.milestones = Counter(self.milestones)  # a file gives back a plain dict
@@ -211,6 +242,9 @@ class ExponentialLR(LRScheduler):
         if self._is_initial:
             return self._current_lrs()
         return [lr * self.gamma for lr in self._current_lrs()]
+
+    def _closed_form_lr(self) -> list[float]:
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -251,8 +285,255 @@ class CosineAnnealingLR(LRScheduler):
         ratio = (1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
         return [ratio * (lr - eta_min) + eta_min for lr in self._current_lrs()]
 
+    def _closed_form_lr(self) -> list[float]:
+        return _cosine(self.base_lrs, self.eta_min, self.last_epoch, self.T_max)
 
-class OneCycleLR(LRScheduler):
+
+def _cosine(base_lrs: list[float], eta_min: float, t: float, T: float) -> list[float]:
+    """Epoch ``t`` of the cosine from each base rate (at 0) down to ``eta_min`` (at ``T``),
+    computed in PyTorch's order of operations."""
+    return [eta_min + (base - eta_min) * (1 + math.cos(math.pi * t / T)) / 2 for base in base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the learning rate by ``factor`` until epoch ``total_iters``, then restore it.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(3):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.5, 0.5, 1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._current_lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._current_lrs()
+        return [lr * (1.0 / self.factor) for lr in self._current_lrs()]
+
+    def _closed_form_lr(self) -> list[float]:
+        factor = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base * factor for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Multiply the learning rate by a factor going linearly from ``start_factor`` to
+    ``end_factor`` over ``total_iters`` epochs, then keep it. As PyTorch, each step scales the
+    current rate by the ratio of consecutive factors, so it chains with other schedulers.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(4):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and less or "
+                "equal to 1."
+            )
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in self._current_lrs()]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._current_lrs()
+        rise = self.end_factor - self.start_factor
+        ratio = 1.0 + rise / (self.total_iters * self.start_factor + (self.last_epoch - 1) * rise)
+        return [lr * ratio for lr in self._current_lrs()]
+
+    def _closed_form_lr(self) -> list[float]:
+        rise, T = self.end_factor - self.start_factor, self.total_iters
+        factor = self.start_factor + rise * min(T, self.last_epoch) / T
+        return [base * factor for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the learning rate to 0 in ``total_iters`` epochs along
+    ``base_lr * (1 - epoch / total_iters) ** power``, then keep it. Chainable, as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = PolynomialLR(opt, total_iters=4, power=2.0)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.5625, 0.25, 0.0625, 0.0, 0.0]
+    """
+
+    def __init__(
+        self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1
+    ) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._current_lrs()
+        t, T = self.last_epoch, self.total_iters
+        decay = ((1.0 - t / T) / (1.0 - (t - 1) / T)) ** self.power
+        return [lr * decay for lr in self._current_lrs()]
+
+    def _closed_form_lr(self) -> list[float]:
+        decay = (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+        return [base * decay for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    r"""SGDR (Loshchilov and Hutter, https://arxiv.org/abs/1608.03983): anneal the learning rate
+    along a cosine from its initial value towards ``eta_min`` over ``T_i`` epochs, then restart;
+    the first period is ``T_0`` epochs, each next one ``T_mult`` times longer:
+    :math:`\eta_t = \eta_{min} + \frac12(\eta_{max} - \eta_{min})(1 + \cos(\pi T_{cur}/T_i))`.
+
+    ``step(epoch)`` jumps to ``epoch``, which may be fractional to step after every batch
+    (``scheduler.step(epoch + i / iters)``), as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(6):
+    ...     sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    >>> lrs
+    [1.0, 0.5, 1.0, 0.8536, 0.5, 0.1464, 1.0]
+    >>> sched.step(2.5)
+    >>> round(sched.get_last_lr()[0], 4), sched.last_epoch
+    (0.9619, 2)
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        T_0: int,
+        T_mult: int = 1,
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
+            )
+        self.T_0 = T_0
+        self.T_i = T_0  # the length of the current period
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch  # epochs since the last restart
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        return _cosine(self.base_lrs, self.eta_min, self.T_cur, self.T_i)
+
+    def step(self, epoch: float | None = None) -> None:
+        """Advance one epoch, or go to ``epoch`` (a float steps within an epoch)."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(CosineAnnealingWarmRestarts.step, self, epoch)
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        elif epoch < self.T_0:
+            self.T_i = self.T_0
+            self.T_cur = epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:  # in period n, which starts at T_0 (T_mult**n - 1) / (T_mult - 1)
+            n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult**n
+        self.last_epoch = math.floor(epoch)
+        self._set_lrs(self.get_lr())
+
+
+class _CyclesMomentum(LRScheduler):
+    """OneCycleLR and CyclicLR: with ``cycle_momentum`` they move SGD's momentum (Adam's beta1)
+    against the learning rate."""
+
+    def _init_momentum(
+        self,
+        optimizer: Optimizer,
+        cycle_momentum: bool,
+        base_momentum: float | list[float],
+        max_momentum: float | list[float],
+        last_epoch: int,
+    ) -> tuple[list[float], list[float]]:
+        """Check that the optimizer has a momentum and, starting afresh, set it to each group's
+        ``max_momentum``; returns the groups' base and max momenta (none without cycling)."""
+        self.cycle_momentum = cycle_momentum
+        if not cycle_momentum:
+            return [], []
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError(
+                "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+            )
+        self.use_beta1 = "betas" in optimizer.defaults
+        groups = optimizer.param_groups
+        highs = _per_group("max_momentum", groups, max_momentum)
+        lows = _per_group("base_momentum", groups, base_momentum)
+        if last_epoch == -1:
+            for group, high, low in zip(groups, highs, lows):
+                self._set_momentum(group, high)
+                group["max_momentum"], group["base_momentum"] = high, low
+        return lows, highs
+
+    def _set_momentum(self, group: dict, momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+
+class OneCycleLR(_CyclesMomentum):
     """The 1cycle policy (Smith and Topin, https://arxiv.org/abs/1708.07120), stepped after
     every batch: the rate rises from ``max_lr / div_factor`` to ``max_lr`` over the first
     ``pct_start`` of ``total_steps`` (or ``epochs * steps_per_epoch``), then falls to
@@ -318,31 +599,13 @@ class OneCycleLR(LRScheduler):
                 group["initial_lr"] = lr / div_factor
                 group["max_lr"] = lr
                 group["min_lr"] = group["initial_lr"] / final_div_factor
-        self.cycle_momentum = cycle_momentum
-        if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in optimizer.defaults
-            highs = _per_group("max_momentum", groups, max_momentum)
-            lows = _per_group("base_momentum", groups, base_momentum)
-            if last_epoch == -1:
-                for group, high, low in zip(groups, highs, lows):
-                    self._set_momentum(group, high)
-                    group["max_momentum"], group["base_momentum"] = high, low
+        self._init_momentum(optimizer, cycle_momentum, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self.anneal_strategy == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
-
-    def _set_momentum(self, group: dict, momentum: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (momentum, *group["betas"][1:])
-        else:
-            group["momentum"] = momentum
 
     def get_lr(self) -> list[float]:
         """The rates of this step; sets the momenta too (as PyTorch's ``get_lr``)."""
@@ -365,6 +628,106 @@ class OneCycleLR(LRScheduler):
                     break
                 start = end
         return lrs
+
+
+class CyclicLR(_CyclesMomentum):
+    """The cyclical learning rate policy (Smith, https://arxiv.org/abs/1506.01186), stepped after
+    every batch: the rate climbs from ``base_lr`` to ``max_lr`` in ``step_size_up`` steps and
+    comes back down in ``step_size_down`` (default: as many), the height of each cycle scaled by
+    ``mode``: ``"triangular"`` (1), ``"triangular2"`` (halved every cycle), ``"exp_range"``
+    (``gamma**iteration``), or by ``scale_fn`` of the cycle number (``scale_mode="cycle"``) or of
+    the iteration (``"iterations"``). With ``cycle_momentum`` the momentum (Adam's beta1) moves
+    the other way, between ``max_momentum`` and ``base_momentum``. Not chainable.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    >>> sched = CyclicLR(opt, base_lr=0.1, max_lr=0.5, step_size_up=2, mode="triangular2")
+    >>> lrs = [round(sched.get_last_lr()[0], 4)]
+    >>> for _ in range(6):
+    ...     sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    >>> lrs, round(opt.param_groups[0]["momentum"], 4)
+    ([0.1, 0.3, 0.5, 0.3, 0.1, 0.2, 0.3], 0.85)
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.8,
+        max_momentum: float | list[float] = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        groups = optimizer.param_groups
+        base_lrs = _per_group("base_lr", groups, base_lr)
+        if last_epoch == -1:
+            for group, lr in zip(groups, base_lrs):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", groups, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        if scale_fn is None:  # the modes scale by the cycle's number, exp_range by the iteration
+            scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.scale_mode = scale_mode
+        self.base_momentums, self.max_momentums = self._init_momentum(
+            optimizer, cycle_momentum, base_momentum, max_momentum, last_epoch
+        )
+        super().__init__(optimizer, last_epoch)
+        # NOTE: set after the first step, which (as PyTorch's) starts from the groups' initial_lr
+        self.base_lrs = base_lrs
+
+    def scale_fn(self, x: float) -> float:
+        """The height of the cycle at ``x`` (the cycle number or the iteration), as a fraction."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def get_lr(self) -> list[float]:
+        """The rates of this step; sets the momenta too (as PyTorch's ``get_lr``)."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle  # how far into the cycle
+        up = self.step_ratio
+        rise = x / up if x <= up else (x - 1) / (up - 1)  # 0 at the cycle's ends, 1 at its top
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [low + (high - low) * rise * scale for low, high in zip(self.base_lrs, self.max_lrs)]
+        for group, low, high in zip(
+            self.optimizer.param_groups, self.base_momentums, self.max_momentums
+        ):
+            self._set_momentum(group, high - (high - low) * rise * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base class, with ``scale_fn`` kept as LambdaLR keeps its lambdas."""
+        state = super().state_dict()
+        state["_scale_fn_custom"] = _callable_state(self._scale_fn_custom)
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved_fn = state.pop("_scale_fn_custom")
+        super().load_state_dict(state)
+        _load_callable_state(self._scale_fn_custom, saved_fn)
 
 
 def _total_steps(total_steps: int | None, epochs: int | None, steps_per_epoch: int | None) -> int:
@@ -502,3 +865,98 @@ class ReduceLROnPlateau(LRScheduler):
         if self.threshold_mode == "rel":
             return a > best * (self.threshold + 1.0)
         return a > best + self.threshold
+
+
+class SequentialLR(LRScheduler):
+    """Run ``schedulers`` one after another, switching at each epoch of ``milestones``: the
+    scheduler taking over restarts at its epoch 0 from its formula on the initial rates (where
+    it has one, as PyTorch's ``_get_closed_form_lr``), e.g. a warmup followed by a decay.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> warmup = LinearLR(opt, start_factor=0.5, total_iters=2)
+    >>> decay = ExponentialLR(opt, gamma=0.5)
+    >>> sched = SequentialLR(opt, schedulers=[warmup, decay], milestones=[2])
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(4):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.5, 0.75, 1.0, 0.5, 0.25]
+    """
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        schedulers: list[LRScheduler],
+        milestones: list[int],
+        last_epoch: int = -1,
+    ) -> None:
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
+        for i, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                    "additional kwargs to be specified when calling `step`, but got one at "
+                    f"index {i} in the given schedulers sequence."
+                )
+            if optimizer != scheduler.optimizer:
+                raise ValueError(
+                    f"{name} expects all schedulers to belong to the same optimizer, but got "
+                    f"scheduler {type(scheduler).__name__} at index {i} has "
+                    f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}."
+                )
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more than "
+                f"the number of milestone points, but got number of schedulers {len(schedulers)} "
+                f"and the number of milestones to be equal to {len(milestones)}"
+            )
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo_initial_steps(self)  # made when the schedulers were created
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def _undo_initial_steps(self, scheduler: LRScheduler) -> None:
+        if hasattr(scheduler, "_schedulers"):  # a SequentialLR inside: each of its schedulers
+            for inner in scheduler._schedulers:
+                self._undo_initial_steps(inner)
+        elif hasattr(scheduler, "last_epoch"):
+            scheduler.last_epoch -= 1
+
+    def step(self) -> None:
+        """Advance one epoch: step the scheduler in charge, or restart the one taking over."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(SequentialLR.step, self)
+        self.last_epoch += 1
+        i = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[i]
+        if i > 0 and self._milestones[i - 1] == self.last_epoch:
+            scheduler.last_epoch = 0
+            scheduler._set_lrs(scheduler._closed_form_lr())
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base class, with each scheduler's own state dict."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved_schedulers = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, saved in zip(self._schedulers, saved_schedulers):
+            scheduler.load_state_dict(saved)

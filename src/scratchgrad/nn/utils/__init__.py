@@ -1,5 +1,5 @@
-"""``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``), and
-``rnn.pad_sequence`` for batches of sequences."""
+"""``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``),
+parameters as one vector and back, and ``rnn.pad_sequence`` for batches of sequences."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
+from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from scratchgrad.tensor import Tensor
 
 
