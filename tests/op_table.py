@@ -924,6 +924,96 @@ OPS = [
         "huber_loss_sum",
         lambda m, x, y: m.nn.functional.huber_loss(x, y, reduction="sum", delta=2.0),
     ),
+    # ---- more activations, distances, norms and losses (nn/functional.py) ----------------------
+    Op("elu", lambda m, x: m.nn.functional.elu(x), domain=away_from_zero),
+    Op("elu_alpha", lambda m, x: m.nn.functional.elu(x * 3, alpha=0.5), domain=away_from_zero),
+    Op("selu", lambda m, x: m.nn.functional.selu(x), domain=away_from_zero),
+    Op("mish", lambda m, x: m.nn.functional.mish(x)),
+    Op("hardtanh", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.7), domain=away_from_zero),
+    Op("relu6", lambda m, x: m.nn.functional.relu6(x * 4), domain=away_from_zero),
+    Op("logsigmoid", lambda m, x: m.nn.functional.logsigmoid(x * 10)),
+    Op(
+        "softmin",
+        lambda m, x: m.nn.functional.softmin(x, -1),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.nn.functional.softmin(x, d),
+    ),
+    Op(
+        "glu",
+        lambda m, x: m.nn.functional.glu(x),
+        shapes="even_last",
+        check_shapes=((2, 4),),
+        dim=lambda m, x, d: m.nn.functional.glu(x, d),
+    ),
+    Op(
+        "prelu",
+        lambda m, x, w: m.nn.functional.prelu(x, w),
+        shapes="prelu",
+        domain=(away_from_zero, real),
+        check_shapes=((2, 3, 2), (3,)),
+    ),
+    Op(
+        "normalize",
+        lambda m, x: m.nn.functional.normalize(x, dim=-1),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.nn.functional.normalize(x, dim=d),
+    ),
+    Op("normalize_p1", lambda m, x: m.nn.functional.normalize(x, p=1.0), shapes="rank2+"),
+    Op(
+        "cosine_similarity",
+        lambda m, x, y: m.nn.functional.cosine_similarity(x, y, dim=-1),
+        shapes="binary_vectors",
+        check_shapes=((2, 3), (3,)),
+        dim=lambda m, x, y, d: m.nn.functional.cosine_similarity(x, y, dim=d),
+    ),
+    binary("pairwise_distance", lambda m, x, y: m.nn.functional.pairwise_distance(x, y)),
+    binary(
+        "pairwise_distance_p3",
+        lambda m, x, y: m.nn.functional.pairwise_distance(x, y, p=3.0, keepdim=True),
+    ),
+    Op(
+        "cosine_embedding_loss",
+        lambda m, x, y: m.nn.functional.cosine_embedding_loss(x, y, _signs(m, x.sum(1)), 0.2),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    same_pair(
+        "margin_ranking_loss",
+        lambda m, x, y: m.nn.functional.margin_ranking_loss(x, y, _signs(m, x), margin=0.3),
+    ),
+    Op(
+        "triplet_margin_loss",
+        lambda m, a, p, n: m.nn.functional.triplet_margin_loss(a, p, n, margin=2.0),
+        shapes="same_triple",
+        check_shapes=((2, 3),) * 3,
+    ),
+    Op(
+        "triplet_margin_loss_swap",
+        lambda m, a, p, n: m.nn.functional.triplet_margin_loss(
+            a, p, n, margin=3.0, p=1.0, swap=True, reduction="none"
+        ),
+        shapes="same_triple",
+        check_shapes=((2, 3),) * 3,
+    ),
+    Op(
+        "group_norm",
+        lambda m, x, w: m.nn.functional.group_norm(x, 2, w[0], w[1]),
+        shapes="group_norm",
+        domain=(spread, real),
+        check_shapes=((2, 4, 3), (2, 4)),
+    ),
+    Op(
+        "rms_norm",
+        lambda m, x, w: m.nn.functional.rms_norm(x, x.shape[-1:], w),
+        shapes="rms_norm",
+        check_shapes=((2, 3), (3,)),
+    ),
+    Op(
+        "rms_norm_2d",
+        lambda m, x: m.nn.functional.rms_norm(x, x.shape[-2:], eps=0.1),
+        shapes="wide_last2+",
+        check_shapes=((2, 3, 2),),
+    ),
     # ---- rounding: piecewise constant, so gradient-free rows (the forward against PyTorch) -------
     Op("floor", lambda m, x: x.floor(), grad=False),
     Op("ceil", lambda m, x: m.ceil(x), grad=False),
@@ -936,6 +1026,11 @@ OPS = [
 def _labels(m, x):
     """Class indices for (N, C) logits: every class in turn."""
     return m.arange(x.shape[0]) % x.shape[1]
+
+
+def _signs(m, x):
+    """Targets 1, -1, 1, ... over the entries of x, in its shape and dtype."""
+    return (1 - m.arange(x.numel()) % 2 * 2).reshape(x.shape).to(x.dtype)
 
 
 def _ramp(m, x):

@@ -81,6 +81,22 @@ SHAPES = {
     "conv2d_groups": st.tuples(_small, _small, _side3, _side3, _small, _small, _small).map(
         lambda t: ((t[0], 2 * t[1], t[2], t[3]), (2 * t[4], t[1], t[5], t[6] + 1))
     ),
+    # broadcastable vectors of 3: along a dim of 1, a cosine is +-1 and its gradient round-off
+    "binary_vectors": mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3).map(
+        lambda s: tuple((*shape, 3) for shape in s.input_shapes)
+    ),
+    "even_last": _one(_shapes(min_dims=1).map(lambda s: (*s[:-1], 2 * s[-1]))),  # glu's halves
+    "prelu": st.tuples(_sides, _small, _sides).map(lambda t: ((t[0], t[1], t[2]), (t[1],))),
+    # (N, D) pairs with D >= 3: along fewer entries a cosine is nearly +-1, its gradient round-off
+    "same_matrices": _shapes(min_dims=2, max_dims=2).map(lambda s: ((s[0], s[1] + 2),) * 2),
+    "same_triple": _shapes(min_dims=1).map(lambda s: (s, s, s)),
+    # (N, 2 * C, L) and [weight; bias] for two groups of C * L >= 3 entries (see layer_norm)
+    "group_norm": st.tuples(_sides, _small, st.integers(3, 4)).map(
+        lambda t: ((t[0], 2 * t[1], t[2]), (2, 2 * t[1]))
+    ),
+    # x and weight, at least three entries normalised (see layer_norm)
+    "rms_norm": _shapes(min_dims=1, min_side=1).map(lambda s: ((*s[:-1], s[-1] + 2), (s[-1] + 2,))),
+    "wide_last2+": _one(_shapes(min_dims=2, min_side=1).map(lambda s: (*s[:-1], s[-1] + 2))),
     "image": _one(st.tuples(_small, _small, _side3, _side3)),  # (N, C, H, W) for pooling
     # fold's (N, C * 2 * 2, L) for a 2x2 kernel, stride (1, 2), padding 1 over a (3, 2k) output
     "fold": st.tuples(_small, _small, _small).map(lambda t: ((t[0], 4 * t[1], 4 * (t[2] + 1)),)),

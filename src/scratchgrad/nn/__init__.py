@@ -6,13 +6,20 @@ from scratchgrad.nn.parameter import Parameter  # noqa: I001  (the base classes 
 from scratchgrad.nn.module import Module
 from scratchgrad.nn import functional, init, parallel, utils
 from scratchgrad.nn.activation import (
+    ELU,
     GELU,
+    SELU,
+    Hardtanh,
     LeakyReLU,
     LogSoftmax,
+    Mish,
+    PReLU,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from scratchgrad.nn.attention import MultiheadAttention
@@ -21,19 +28,23 @@ from scratchgrad.nn.containers import ModuleDict, ModuleList, Sequential
 from scratchgrad.nn.conv import Conv1d, Conv2d
 from scratchgrad.nn.dropout import Dropout
 from scratchgrad.nn.embedding import Embedding
-from scratchgrad.nn.linear import Flatten, Identity, Linear
+from scratchgrad.nn.linear import Flatten, Identity, Linear, Unflatten
 from scratchgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
     HuberLoss,
     KLDivLoss,
+    MarginRankingLoss,
     SmoothL1Loss,
     L1Loss,
     MSELoss,
     NLLLoss,
+    TripletMarginLoss,
 )
-from scratchgrad.nn.normalization import LayerNorm
+from scratchgrad.nn.normalization import GroupNorm, LayerNorm, RMSNorm
+from scratchgrad.nn.padding import ConstantPad2d, ZeroPad2d
 from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from scratchgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from scratchgrad.nn.transformer import (
@@ -94,6 +105,21 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "ELU",
+    "SELU",
+    "Hardtanh",
+    "Mish",
+    "PReLU",
+    "ReLU6",
+    "Softplus",
+    "Unflatten",
+    "CosineEmbeddingLoss",
+    "MarginRankingLoss",
+    "TripletMarginLoss",
+    "GroupNorm",
+    "RMSNorm",
+    "ConstantPad2d",
+    "ZeroPad2d",
     "functional",
     "init",
     "parallel",

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 from scratchgrad.nn import functional as F
-from scratchgrad.nn.module import Module
+from scratchgrad.nn.init import constant_
+from scratchgrad.nn.module import Module, _empty_parameter
 from scratchgrad.tensor import Tensor
 
 
-class ReLU(Module):
-    """max(x, 0). ``inplace`` is accepted for compatibility; the result is always new."""
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``: accepted for compatibility, the result
+    is always new."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        return input.relu()
-
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_InplaceActivation):
+    """max(x, 0)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.relu()
 
 
 class LeakyReLU(Module):
@@ -49,18 +55,148 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """x * sigmoid(x)."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
         return F.silu(input)
 
+
+class ELU(Module):
+    """x for x > 0, else ``alpha * (exp(x) - 1)``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> [round(v, 4) for v in nn.ELU(alpha=0.5)(sg.tensor([-1.0, 2.0])).tolist()]
+    [-0.3161, 2.0]
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class SELU(_InplaceActivation):
+    """``scale * elu(x, alpha)`` with the self-normalising constants; see ``F.selu``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.SELU()(sg.tensor(1.0)).item(), 6)
+    1.050701
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input)
+
+
+class Mish(_InplaceActivation):
+    """x * tanh(softplus(x)).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.Mish()(sg.tensor(1.0)).item(), 6)
+    0.865098
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, and x where beta * x > ``threshold``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.Softplus(beta=2.0)(sg.tensor(0.0)).item(), 6)
+    0.346574
+    """
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """x clipped to [``min_val``, ``max_val``] (gradient 0 at the bounds, as PyTorch's).
+
+    PyTorch checks ``max_val > min_val`` with an ``assert``; here it is a ValueError with the
+    same words, which ``python -O`` does not remove.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Hardtanh(-0.5, 0.5)(sg.tensor([-2.0, 0.25, 3.0])).tolist()
+    [-0.5, 0.25, 0.5]
+    """
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        if not max_val > min_val:
+            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6): ``Hardtanh(0, 6)``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.ReLU6()(sg.tensor([-1.0, 3.0, 7.0])).tolist()
+    [0.0, 3.0, 6.0]
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class PReLU(Module):
+    """x for x > 0, else ``weight * x``, with a learnable slope: one shared
+    (``num_parameters=1``) or one for each channel (dim 1), starting at ``init``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> act = nn.PReLU(2)
+    >>> act.weight.tolist(), act(sg.tensor([[-2.0, -4.0]])).tolist()
+    ([0.25, 0.25], [[-0.5, -1.0]])
+    """
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None
+    ) -> None:
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = _empty_parameter((num_parameters,), device, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class Tanh(Module):

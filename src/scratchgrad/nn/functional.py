@@ -34,7 +34,13 @@ from scratchgrad.ops.fused import (
     MSELoss,
 )
 from scratchgrad.ops.special import Softplus
-from scratchgrad.tensor import Tensor, names_bad_arguments, where
+from scratchgrad.tensor import (
+    Tensor,
+    broadcast_tensors,
+    names_bad_arguments,
+    where,
+    wrap_dim,
+)
 
 # ---- linear and activations -----------------------------------------------------------------
 
@@ -99,6 +105,134 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return where(scaled > threshold, input, smooth / beta if beta != 1 else smooth)
 
 
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else ``alpha * (exp(x) - 1)``. ``inplace`` is accepted and ignored.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in elu(sg.tensor([-1.0, 2.0])).tolist()]
+    [-0.6321, 2.0]
+    """
+    input._check_floating("elu")
+    # expm1 of the negative part only: exp of a large x would overflow, and its infinite
+    # derivative times the zero gradient that where sends to the unused branch is NaN
+    return where(input > 0, input, alpha * input.clamp(max=0).expm1())
+
+
+# SELU's constants, from https://arxiv.org/abs/1706.02515 (as PyTorch's)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``scale * elu(x, alpha)`` with the self-normalising constants of Klambauer et al.
+    ``inplace`` is accepted and ignored.
+
+    >>> import scratchgrad as sg
+    >>> round(selu(sg.tensor(1.0)).item(), 6)
+    1.050701
+    """
+    input._check_floating("selu")
+    return _SELU_SCALE * elu(input, _SELU_ALPHA)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x)) (https://arxiv.org/abs/1908.08681). ``inplace`` is ignored.
+
+    >>> import scratchgrad as sg
+    >>> round(mish(sg.tensor(1.0)).item(), 6)
+    0.865098
+    """
+    input._check_floating("mish")
+    return input * Softplus.apply(input).tanh()
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
+    """x clipped to [``min_val``, ``max_val``]. As PyTorch's, the gradient is 0 at the bounds
+    too (``clamp``'s is 1 there). ``inplace`` is accepted and ignored.
+
+    >>> import scratchgrad as sg
+    >>> hardtanh(sg.tensor([-2.0, 0.5, 3.0])).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    inside = (input > min_val) & (input < max_val)
+    return where(inside, input, input.detach().clamp(min_val, max_val))
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``. ``inplace`` is accepted and ignored.
+
+    >>> import scratchgrad as sg
+    >>> relu6(sg.tensor([-1.0, 3.0, 7.0])).tolist()
+    [0.0, 3.0, 6.0]
+    """
+    return hardtanh(input, 0.0, 6.0)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably as -softplus(-x).
+
+    >>> import scratchgrad as sg
+    >>> round(logsigmoid(sg.tensor(0.0)).item(), 6)
+    -0.693147
+    """
+    input._check_floating("log_sigmoid")
+    return -Softplus.apply(-input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """The gated linear unit ``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``dim``.
+
+    >>> import scratchgrad as sg
+    >>> glu(sg.tensor([[1.0, 2.0, 0.0, 0.0]])).tolist()
+    [[0.5, 1.0]]
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    input._check_floating("glu")
+    size = input.shape[wrap_dim(dim, input.ndim)]
+    if size % 2:
+        raise RuntimeError(
+            f"glu: Halving dimension must be even, but dimension {dim} is size {size}"
+        )
+    return input.narrow(dim, 0, size // 2) * input.narrow(dim, size // 2, size // 2).sigmoid()
+
+
+@autocast_policy("lower")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else ``weight * x``: ``weight`` holds one slope, or one for each channel
+    (dim 1; a 1-D input has one channel).
+
+    >>> import scratchgrad as sg
+    >>> prelu(sg.tensor([[-2.0, 3.0]]), sg.tensor([0.25])).tolist()
+    [[-0.5, 3.0]]
+    """
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {input.dtype} and {weight.dtype}"
+        )
+    if weight.ndim > 1:
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
+        )
+    if weight.numel() != 1:
+        if input.ndim == 0:
+            raise RuntimeError("prelu: Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {weight.numel()} and channel size = {channels}."
+            )
+    shape = [1] * input.ndim  # the slopes along dim 1
+    if input.ndim > 1:
+        shape[1] = weight.numel()
+    return where(input > 0, input, weight.reshape(shape) * input)
+
+
 def _softmax_dim(name: str, ndim: int) -> int:
     """PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-d input, else 1."""
     warnings.warn(
@@ -121,6 +255,16 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     if dtype is not None:
         input = input.to(dtype)
     return input.log_softmax(_softmax_dim("log_softmax", input.ndim) if dim is None else dim)
+
+
+def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``: the smallest entries get the largest weights.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in softmin(sg.tensor([1.0, 2.0]), 0).tolist()]
+    [0.7311, 0.2689]
+    """
+    return softmax(-input, _softmax_dim("softmin", input.ndim) if dim is None else dim, dtype)
 
 
 # ---- dropout, embedding, normalisation ------------------------------------------------------
@@ -241,7 +385,6 @@ def batch_norm(
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.shape}")
     channels = input.shape[1]
     dims = (0, *range(2, input.ndim))
-    shape = (1, channels) + (1,) * (input.ndim - 2)
     if training:
         count = input.numel() // channels
         if count <= 1:
@@ -260,12 +403,90 @@ def batch_norm(
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
+        shape = (1, channels) + (1,) * (input.ndim - 2)
         centered = input - running_mean.reshape(shape)
         var = running_var.reshape(shape)
-    out = centered / (var + eps).sqrt()
+    return _per_channel_affine(centered / (var + eps).sqrt(), weight, bias)
+
+
+def _per_channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    """``out * weight + bias``, one weight and bias for each channel (dim 1) of ``out``."""
+    shape = (out.shape[1],) + (1,) * (out.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)
+
+
+@_16_bit_input_in_float32
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each sample's channels (dim 1), split into ``num_groups`` groups, over each
+    group's channels and spatial dims to mean 0 and variance 1 (biased, as layer norm), then
+    scale and shift each channel by ``weight`` and ``bias``.
+
+    >>> import scratchgrad as sg
+    >>> out = group_norm(sg.randn(2, 4, 3), 2)
+    >>> round(abs(out[0, :2].mean().item()), 4), round(out[0, :2].var(unbiased=False).item(), 3)
+    (0.0, 1.0)
+    """
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
+        )
+    input._check_floating("group_norm")
+    batch, channels = input.shape[:2]
+    if channels % num_groups:
+        raise RuntimeError(
+            "group_norm: Expected number of channels in input to be divisible by num_groups, "
+            f"but got input of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    if batch * channels // num_groups * math.prod(input.shape[2:]) == 1:  # PyTorch's check
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size "
+            f"{[batch * channels // num_groups, num_groups, *input.shape[2:]]}"
+        )
+    for name, vector in (("weight", weight), ("bias", bias)):
+        if vector is not None and vector.shape != (channels,):
+            raise RuntimeError(
+                f"group_norm: Expected {name} to be a vector of size equal to the number of "
+                f"channels in input, but got {name} of shape {list(vector.shape)} and input of "
+                f"shape {list(input.shape)}"
+            )
+    groups = input.reshape(batch, num_groups, math.prod(input.shape[1:]) // num_groups)
+    out = LayerNorm.apply(groups, None, None, dims=1, eps=eps).reshape(input.shape)
+    return _per_channel_affine(out, weight, bias)
+
+
+@_16_bit_input_in_float32
+def rms_norm(
+    input: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    """x / sqrt(mean(x**2) + eps) over the last dims (``normalized_shape``), times ``weight``;
+    ``eps`` defaults to the machine epsilon of the input's dtype, as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in rms_norm(sg.tensor([[3.0, 4.0]]), 2).tolist()[0]]
+    [0.8485, 1.1314]
+    """
+    input._check_floating("rms_norm")
+    dims = _normalized_dims(input, normalized_shape)
+    if weight is not None and weight.shape != input.shape[dims[0] :]:
+        raise RuntimeError(
+            "rms_norm: Expected weight to be of same shape as normalized_shape, but got weight "
+            f"of shape {list(weight.shape)} and normalized_shape = {list(input.shape[dims[0] :])}"
+        )
+    if eps is None:
+        eps = float(backend.namespace(input.array).finfo(input.array.dtype).eps)
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
 
 
 # ---- attention ------------------------------------------------------------------------------
@@ -347,6 +568,70 @@ def _share_heads(x: Tensor, heads: int) -> Tensor:
     lead, (s, e) = x.shape[:-3], x.shape[-2:]
     grouped = x.unsqueeze(-3).expand(*lead, kv_heads, heads // kv_heads, s, e)
     return grouped.reshape(*lead, heads, s, e)
+
+
+# ---- distances ------------------------------------------------------------------------------
+
+
+def _norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
+    """``x.norm(p, dim)``, with PyTorch's gradient of 0 where the norm is 0: there the root's
+    derivative is infinite, and the zero gradient times it would be NaN."""
+    if p in (1, math.inf):  # no root
+        return x.norm(p, dim, keepdim)
+    total = (x * x if p == 2 else x.abs() ** p).sum(dim, keepdim)
+    zero = total == 0
+    safe = where(zero, 1.0, total)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1 / p))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm over ``dim`` (a norm below ``eps`` counts as
+    ``eps``), so that each slice along ``dim`` has norm 1.
+
+    >>> import scratchgrad as sg
+    >>> normalize(sg.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    return input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between ``x1`` and ``x2`` (broadcast together) along ``dim``.
+
+    As PyTorch's, each is divided by its norm first (the result stays in [-1, 1]), and a norm
+    below ``eps`` counts as ``eps`` with the gradient of the norm itself (PyTorch clamps it in
+    place, out of the graph).
+
+    >>> import scratchgrad as sg
+    >>> round(cosine_similarity(sg.tensor([[1.0, 0.0]]), sg.tensor([[1.0, 1.0]])).item(), 4)
+    0.7071
+    """
+    if not (backend.is_floating(x1.dtype) or backend.is_floating(x2.dtype)):
+        raise RuntimeError(
+            "cosine_similarity: expected common dtype to be floating point, yet got "
+            f"{x1.dtype} and {x2.dtype}"
+        )
+    x1, x2 = broadcast_tensors(x1, x2)
+    unit1, unit2 = (x / _at_least_in_value(_norm(x, 2, dim, True), eps) for x in (x1, x2))
+    return (unit1 * unit2).sum(dim)
+
+
+def _at_least_in_value(x: Tensor, floor: float) -> Tensor:
+    """max(x, ``floor``) in value, with the gradient of ``x`` everywhere."""
+    return x + (floor - x.detach()).clamp(min=0)
+
+
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim (``eps`` keeps the gradient
+    finite where the two are equal), as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> round(pairwise_distance(sg.tensor([[0.0, 0.0]]), sg.tensor([[3.0, 4.0]])).item(), 4)
+    5.0
+    """
+    return _norm(x1 - x2 + eps, p, -1, keepdim)
 
 
 # ---- losses ---------------------------------------------------------------------------------
@@ -730,6 +1015,118 @@ def _xlogx(x: Tensor) -> Tensor:
     """x * log(x), 0 where x is 0 (PyTorch's xlogy(x, x)): the log is taken of 1 there, so
     that neither the value nor the gradient is NaN."""
     return x * where(x == 0, 1.0, x).log()
+
+
+def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction a loss with PyTorch's deprecated ``size_average`` and ``reduce`` uses:
+    theirs when either is given (with PyTorch's warning, at the user's line), else
+    ``reduction``, checked."""
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce, stacklevel=5)  # past the loss's wrapper
+    _check_reduction(reduction)
+    return reduction
+
+
+@autocast_policy("float32")
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """1 - cos(x1, x2) where ``target`` is 1, max(0, cos(x1, x2) - ``margin``) where it is -1
+    (and 0 for any other target, as PyTorch's), for (N, D) inputs and (N,) targets or (D,)
+    inputs and a 0-d target. The cosine is PyTorch's: 1e-12 added to each squared norm.
+
+    >>> import scratchgrad as sg
+    >>> x1, x2 = sg.tensor([[1.0, 0.0], [1.0, 0.0]]), sg.tensor([[0.0, 1.0], [1.0, 1.0]])
+    >>> [round(v, 4) for v in cosine_embedding_loss(x1, x2, sg.tensor([1, -1]),
+    ...                                             reduction="none").tolist()]
+    [1.0, 0.7071]
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError(
+            "cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported"
+        )
+    if not input1.ndim == input2.ndim == target.ndim + 1:
+        raise RuntimeError(
+            f"cosine_embedding_loss: {target.ndim}D target tensor expects {target.ndim + 1}D "
+            f"input tensors, but found inputs with sizes {list(input1.shape)} and "
+            f"{list(input2.shape)}."
+        )
+    dim = target.ndim
+    squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)
+    cos = (input1 * input2).sum(dim) / squares.sqrt()
+    similar = where(target == 1, 1 - cos, 0.0)
+    return _reduce(similar + where(target == -1, (cos - margin).clamp(min=0), 0.0), reduction)
+
+
+@autocast_policy("float32")
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """max(0, -target * (x1 - x2) + ``margin``): ``target`` 1 asks for x1 ranked above x2 (by
+    at least the margin), -1 for x2 above x1. The three broadcast together.
+
+    >>> import scratchgrad as sg
+    >>> margin_ranking_loss(sg.tensor([1.0, 1.0]), sg.tensor([2.0, 0.0]), sg.tensor([1, 1]))
+    tensor(0.5000)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} "
+        )
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+@autocast_policy("float32")
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2.0,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """max(0, d(anchor, positive) - d(anchor, negative) + ``margin``), d the
+    ``pairwise_distance`` (``p``, ``eps``) over the last dim. ``swap``: the negative's distance
+    is the smaller of its distances to the anchor and to the positive.
+
+    >>> import scratchgrad as sg
+    >>> a, pos, neg = sg.tensor([[0.0, 0.0]]), sg.tensor([[0.0, 1.0]]), sg.tensor([[0.0, 1.5]])
+    >>> round(triplet_margin_loss(a, pos, neg).item(), 4)
+    0.5
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(
+            "triplet_margin_loss: The anchor, positive, and negative tensors are expected to "
+            f"have the same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+            f"{positive.ndim}D, and negative {negative.ndim}D inputs"
+        )
+    to_positive = pairwise_distance(anchor, positive, p, eps)
+    to_negative = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        to_negative = to_negative.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + to_positive - to_negative).clamp(min=0), reduction)
 
 
 # ---- tensor utilities -----------------------------------------------------------------------

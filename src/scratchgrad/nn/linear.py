@@ -1,8 +1,9 @@
-"""``Identity``, ``Linear`` and ``Flatten``."""
+"""``Identity``, ``Linear``, ``Flatten`` and ``Unflatten``."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
@@ -72,3 +73,35 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into dims of ``unflattened_size`` (one of them may be -1): the
+    inverse of ``Flatten``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Unflatten(1, (2, 3))(sg.zeros(4, 6)).shape
+    (4, 2, 3)
+    """
+
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(
+                "unflattened_size must be a tuple of ints, but found type "
+                f"{type(unflattened_size).__name__}"
+            )
+        for position, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError(
+                    "unflattened_size must be tuple of ints, but found element of type "
+                    f"{type(size).__name__} at pos {position}"
+                )
+        self.dim, self.unflattened_size = dim, unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -12,8 +12,12 @@ from scratchgrad.tensor import Tensor
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(
+        self, reduction: str = "mean", size_average: bool | None = None, reduce: bool | None = None
+    ) -> None:
         super().__init__()
+        if size_average is not None or reduce is not None:  # as PyTorch, chosen once, here
+            reduction = F._legacy_reduction(size_average, reduce, stacklevel=4)  # the user's line
         self.reduction = reduction
 
 
@@ -142,10 +146,99 @@ class KLDivLoss(_Loss):
         reduction: str = "mean",
         log_target: bool = False,
     ) -> None:
-        if size_average is not None or reduce is not None:  # as PyTorch, chosen once, here
-            reduction = F._legacy_reduction(size_average, reduce, stacklevel=3)
-        super().__init__(reduction)
+        super().__init__(reduction, size_average, reduce)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) for pairs labelled 1, max(0, cos(x1, x2) - ``margin``) for pairs
+    labelled -1; see ``F.cosine_embedding_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> x1, x2 = sg.tensor([[1.0, 0.0]]), sg.tensor([[0.0, 1.0]])
+    >>> nn.CosineEmbeddingLoss()(x1, x2, sg.tensor([1])).item()
+    1.0
+    """
+
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.cosine_embedding_loss(
+            input1, input2, target, self.margin, reduction=self.reduction
+        )
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -target * (x1 - x2) + ``margin``): ranks x1 above x2 where ``target`` is 1.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.MarginRankingLoss(margin=0.5)(sg.tensor([1.0]), sg.tensor([0.75]), sg.tensor([1]))
+    tensor(0.2500)
+    """
+
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, d(anchor, positive) - d(anchor, negative) + ``margin``), d the ``p``-norm
+    distance; see ``F.triplet_margin_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> a, pos, neg = sg.tensor([[0.0, 0.0]]), sg.tensor([[0.0, 1.0]]), sg.tensor([[0.0, 3.0]])
+    >>> nn.TripletMarginLoss()(a, pos, neg).item()
+    0.0
+    """
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        p: float = 2.0,
+        eps: float = 1e-6,
+        swap: bool = False,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead"
+            )
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_loss(
+            anchor,
+            positive,
+            negative,
+            self.margin,
+            self.p,
+            self.eps,
+            self.swap,
+            reduction=self.reduction,
+        )

@@ -1,4 +1,4 @@
-"""``LayerNorm``."""
+"""``LayerNorm``, ``GroupNorm`` and ``RMSNorm``."""
 
 from __future__ import annotations
 
@@ -7,10 +7,28 @@ from collections.abc import Sequence
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.module import Module, _empty_parameter
+from scratchgrad.nn.parameter import Parameter
 from scratchgrad.tensor import Tensor
 
 
-class LayerNorm(Module):
+def _learnable(shape: tuple[int, ...], wanted: bool, device, dtype) -> Parameter | None:
+    """A parameter of ``shape`` for a layer's constructor, or None where it is not ``wanted``
+    (registered as None, as PyTorch, so that the attribute exists)."""
+    return _empty_parameter(shape, device, dtype) if wanted else None
+
+
+class _ScaleAndShift(Module):
+    """A normalisation whose learnable ``weight`` starts at 1 and ``bias`` at 0 (either may
+    be None; RMSNorm has no bias)."""
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if getattr(self, "bias", None) is not None:
+            init.zeros_(self.bias)
+
+
+class LayerNorm(_ScaleAndShift):
     """Normalise over the last dims (``normalized_shape``) of each sample, then scale and shift
     elementwise (weight starts at 1, bias at 0).
 
@@ -36,22 +54,10 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = _empty_parameter(self.normalized_shape, device, dtype)
-            if bias:
-                self.bias = _empty_parameter(self.normalized_shape, device, dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        shape, affine = self.normalized_shape, elementwise_affine
+        self.register_parameter("weight", _learnable(shape, affine, device, dtype))
+        self.register_parameter("bias", _learnable(shape, affine and bias, device, dtype))
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -60,4 +66,86 @@ class LayerNorm(Module):
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
+
+
+class GroupNorm(_ScaleAndShift):
+    """Normalise the channels (dim 1) of each sample in ``num_groups`` groups, each over its
+    channels and the spatial dims, then scale and shift each channel (weight starts at 1, bias
+    at 0); see ``F.group_norm``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> gn = nn.GroupNorm(2, 4)
+    >>> gn.weight.shape, gn(sg.randn(3, 4, 5, 5)).shape
+    ((4,), (3, 4, 5, 5))
+    """
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        shape = (num_channels,)
+        self.register_parameter("weight", _learnable(shape, affine, device, dtype))
+        self.register_parameter("bias", _learnable(shape, affine and bias, device, dtype))
+        self.reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class RMSNorm(_ScaleAndShift):
+    """Divide by the root mean square over the last dims (``normalized_shape``), then scale
+    elementwise (weight starts at 1; no bias). ``eps=None``: the dtype's machine epsilon.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.RMSNorm(4)(sg.randn(2, 4))
+    >>> [round(v, 3) for v in (out * out).mean(-1).tolist()]
+    [1.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        weight = _learnable(self.normalized_shape, elementwise_affine, device, dtype)
+        self.register_parameter("weight", weight)
+        self.reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
