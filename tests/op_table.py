@@ -32,6 +32,16 @@ def inside_unit(rng, shape):
     return rng.uniform(-0.9, 0.9, shape)
 
 
+def fmod_dividend(rng, shape):
+    """|x| in (2.1, 2.9), for divisors of ``fmod_divisor``: |x / y| in (1.1, 1.95), so the
+    quotient truncates to 1 and no finite difference steps over a jump of fmod."""
+    return rng.uniform(2.1, 2.9, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def fmod_divisor(rng, shape):
+    return rng.uniform(1.5, 1.9, shape) * rng.choice([-1.0, 1.0], shape)
+
+
 def above_one(rng, shape):
     return rng.uniform(1.2, 3.0, shape)
 
@@ -570,9 +580,11 @@ OPS = [
     Op("reciprocal", lambda m, x: m.reciprocal(x), domain=away_from_zero),
     Op("erf", lambda m, x: m.erf(x)),
     Op("erfc", lambda m, x: x.erfc()),
+    Op("erfinv", lambda m, x: m.erfinv(x), domain=inside_unit),
     Op("trunc", lambda m, x: m.trunc(x), domain=away_from_zero, gradgrad=False),
     Op("frac", lambda m, x: m.frac(x), domain=away_from_zero),
     binary("atan2", lambda m, x, y: m.atan2(x, y), domain=(away_from_zero, away_from_zero)),
+    binary("fmod", lambda m, x, y: m.fmod(x, y), domain=(fmod_dividend, fmod_divisor)),
     Op("sort", lambda m, x: m.sort(x)[0], shapes="rank1+", domain=distinct),
     Op(
         "sort_descending_dim0",

@@ -69,13 +69,16 @@ else:
     from scratchgrad.tensor import (
         Tensor,
         broadcast_tensors,
+        cartesian_prod,
         cat,
+        cdist,
         dstack,
         einsum,
         hstack,
         meshgrid,
         stack,
         std_mean,
+        tensordot,
         var_mean,
         vstack,
         where,
@@ -185,6 +188,14 @@ else:
     index_add = Tensor.index_add
     unflatten, tensor_split, diff = Tensor.unflatten, Tensor.tensor_split, Tensor.diff
     logaddexp, cross = Tensor.logaddexp, Tensor.cross
+    median, kthvalue, cummax, cummin = Tensor.median, Tensor.kthvalue, Tensor.cummax, Tensor.cummin
+    diagonal, diag_embed, rot90, take = (
+        Tensor.diagonal,
+        Tensor.diag_embed,
+        Tensor.rot90,
+        Tensor.take,
+    )
+    kron, dist, fmod, erfinv = Tensor.kron, Tensor.dist, Tensor.fmod, Tensor.erfinv
 
     def _calls_method(name: str):
         """A module function that calls its argument's own method ``name``, so a subclass's

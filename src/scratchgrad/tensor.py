@@ -1061,6 +1061,28 @@ class Tensor:
     def erf(self) -> Tensor:
         return special.Erf.apply(self._floating())
 
+    def erfinv(self) -> Tensor:
+        """The inverse of ``erf``, elementwise, as ``torch.erfinv``: +-inf at +-1, NaN outside.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 0.5]).erfinv()
+        tensor([0.0000, 0.4769])
+        """
+        return special.Erfinv.apply(self._floating())
+
+    def fmod(self, other: Any) -> Tensor:
+        """The remainder with the dividend's sign (C's fmod), as ``torch.fmod``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-3.0, 3.0]).fmod(2)
+        tensor([-1.,  1.])
+        """
+        x, y = self._operands(other)
+        if not backend.is_floating(x.array.dtype):
+            _call(_check_divisor, "fmod", getattr(y, "array", y))
+            return Tensor._make(_call(_elementwise, "fmod", x.array, getattr(y, "array", y)))
+        return binary.Fmod.apply(x, y)
+
     def erfc(self) -> Tensor:
         return 1 - self.erf()
 
@@ -1413,6 +1435,65 @@ class Tensor:
             return values_indices(self.clone(), Tensor._make(zero))
         index = Tensor._make(_call(_top_indices, self.array, k, dim, largest))
         return values_indices(self.gather(dim, index), index)
+
+    def median(self, dim: int | None = None, keepdim: bool = False):
+        """The lower median of all entries, or (values, indices) along ``dim``, as
+        ``torch.median``; NaN is the median of an entry that holds one. The gradient flows to
+        the chosen entries only (among ties, the first in sorted order; PyTorch's pick may
+        differ).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()
+        tensor(2.)
+        """
+        if dim is None:
+            if self.array.size == 0:
+                return self.new_full((), math.nan)
+            return self.reshape(-1).median(0).values
+        return self._order_statistic("median", None, dim, keepdim)
+
+    def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> values_indices:
+        """The ``k``-th smallest entry along ``dim`` (``k`` from 1) and its index, as
+        ``torch.kthvalue``; the gradient flows to that entry.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).kthvalue(3)
+        values_indices(values=tensor(3.), indices=tensor(0))
+        """
+        return self._order_statistic("kthvalue", k, dim, keepdim)
+
+    def _order_statistic(self, name: str, k: int | None, dim: int, keepdim: bool):
+        """The ``k``-th smallest entry along ``dim`` (the lower median's for ``k`` None)."""
+        dim = wrap_dim(dim, self.array.ndim)
+        size = self.array.shape[dim] if self.array.ndim else 1
+        if k is None and size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+        if k is not None and not 1 <= k <= size:
+            raise RuntimeError(f"{name}(): selected number k out of range for dimension {dim}")
+        x = self if self.array.ndim else self.reshape(1)
+        index = Tensor._make(_call(_order_statistic_index, x.array, k, dim))
+        return x._pick(index, dim, keepdim and self.array.ndim > 0)
+
+    def cummax(self, dim: int) -> values_indices:
+        """The running largest entry along ``dim`` and where it is (the last of equal ones),
+        as ``torch.cummax``; NaN, once met, stays. The gradient flows to those entries.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 3.0, 2.0, 5.0]).cummax(0)
+        values_indices(values=tensor([1., 3., 3., 5.]), indices=tensor([0, 1, 1, 3]))
+        """
+        return self._running("maximum", dim)
+
+    def cummin(self, dim: int) -> values_indices:
+        """As ``cummax``, for the running smallest entry."""
+        return self._running("minimum", dim)
+
+    def _running(self, name: str, dim: int) -> values_indices:
+        dim = wrap_dim(dim, self.array.ndim)
+        x = self if self.array.ndim else self.reshape(1)
+        index = Tensor._make(_call(_running_index, x.array, name, dim))
+        values = x.gather(dim, index)
+        return values_indices(values.reshape(self.shape), index.reshape(self.shape))
 
     def bernoulli(self, p: float | None = None, *, generator: Any = None) -> Tensor:
         """Ones with the probabilities in this tensor (or ``p`` for every entry), zeros
@@ -2106,6 +2187,94 @@ class Tensor:
             raise RuntimeError(f"diagonal: dim1 and dim2 cannot be equal, both are {dim1}")
         return movement.Diagonal.apply(self, offset=offset, dim1=dim1, dim2=dim2)
 
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices with the last dim of this tensor on their ``offset``-th diagonal, in the
+        new dims ``dim1`` and ``dim2``, as ``torch.diag_embed``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).diag_embed(1)
+        tensor([[0, 1, 0],
+                [0, 0, 2],
+                [0, 0, 0]])
+        """
+        ndim = self.array.ndim + 1
+        dim1, dim2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+        if dim1 == dim2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        x = self.reshape(1) if self.array.ndim == 0 else self
+        size = x.shape[-1] + abs(offset)
+        padded = x.pad([(0, 0)] * (x.ndim - 1) + [(0, abs(offset))])
+        # the row (column) of entry k is k (k + offset) when offset >= 0, else k - offset (k)
+        spread = padded.unsqueeze(-1 if offset >= 0 else -2)
+        on = Tensor._make(namespace(x.array).eye(size, k=offset, dtype=bool))
+        square = where(on, spread, 0)
+        rest = iter(range(ndim - 2))
+        return square.permute(
+            [ndim - 2 if d == dim1 else ndim - 1 if d == dim2 else next(rest) for d in range(ndim)]
+        )
+
+    def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+        """Rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first dim's
+        direction towards the second's, as ``torch.rot90``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1, 2], [3, 4]]).rot90()
+        tensor([[2, 4],
+                [1, 3]])
+        """
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.array.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.array.ndim}")
+        d0, d1 = (wrap_dim(d, self.array.ndim) for d in dims)
+        if d0 == d1:
+            raise RuntimeError(
+                f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
+            )
+        k %= 4
+        if k == 0:
+            return self.clone()
+        if k == 2:
+            return self.flip((d0, d1))
+        return self.flip(d1 if k == 1 else d0).transpose(d0, d1)
+
+    def take(self, index: Tensor) -> Tensor:
+        """The entries at ``index`` of this tensor read as a flat vector (negative indices
+        count from the end), in the index's shape, as ``torch.take``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1, 2], [3, 4]]).take(sg.tensor([3, -4]))
+        tensor([4, 1])
+        """
+        if not isinstance(index, Tensor) or index.dtype != backend.int64:
+            found = getattr(index, "dtype", type(index).__name__)
+            raise RuntimeError(f"take(): Expected a long tensor for index, but got {found}")
+        _call(_check_take, index.array, self.array.size)
+        return self.reshape(-1)[index]
+
+    def kron(self, other: Tensor) -> Tensor:
+        """The Kronecker product: every entry of this tensor times a block of ``other``, as
+        ``torch.kron``.
+
+        >>> import scratchgrad as sg
+        >>> sg.kron(sg.tensor([1, 10]), sg.tensor([1, 2]))
+        tensor([ 1,  2, 10, 20])
+        """
+        ndim = builtins.max(self.ndim, other.ndim)
+        xs, ys = ((1,) * (ndim - t.ndim) + t.shape for t in (self, other))
+        x = self.reshape([n for size in xs for n in (size, 1)])
+        y = other.reshape([n for size in ys for n in (1, size)])
+        return (x * y).reshape([a * b for a, b in zip(xs, ys)])
+
+    def dist(self, other: Tensor, p: float = 2) -> Tensor:
+        """The ``p``-norm of ``self - other`` over all entries, as ``torch.dist``.
+
+        >>> import scratchgrad as sg
+        >>> sg.dist(sg.tensor([3.0, 0.0]), sg.tensor([0.0, 4.0]))
+        tensor(5.)
+        """
+        return _p_norm(self - other, p, None)
+
     def pad(self, widths: Sequence[tuple[int, int]], value: float = 0.0) -> Tensor:
         return movement.Pad.apply(self, widths=tuple(map(tuple, widths)), value=value)
 
@@ -2552,6 +2721,80 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 
 @names_bad_arguments
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one entry of each 1-D tensor, one row each, as
+    ``torch.cartesian_prod``.
+
+    >>> import scratchgrad as sg
+    >>> sg.cartesian_prod(sg.tensor([1, 2]), sg.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> Tensor:
+    """Sums of products over the dims ``dims`` names (the last ``dims`` of ``a`` and first of
+    ``b``, or a pair of lists), as ``torch.tensordot``: one matrix product.
+
+    >>> import scratchgrad as sg
+    >>> sg.tensordot(sg.ones(2, 3), sg.ones(3, 4), dims=1).shape
+    (2, 4)
+    """
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        if len(dims_a) != len(dims_b):
+            raise RuntimeError("both dimension lists should have same length")
+    dims_a = [wrap_dim(d, a.ndim) for d in dims_a]
+    dims_b = [wrap_dim(d, b.ndim) for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
+                f"{da} and second has size {b.shape[db]} in dim {db}"
+            )
+    free_a = [d for d in range(a.ndim) if d not in dims_a]
+    free_b = [d for d in range(b.ndim) if d not in dims_b]
+    inner = math.prod(a.shape[d] for d in dims_a)
+    left = a.permute(free_a + dims_a).reshape(-1, inner)
+    right = b.permute(dims_b + free_b).reshape(inner, -1)
+    return (left @ right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each of ``x2``
+    (..., R, M), as ``torch.cdist``: (..., P, R). Computed from the differences in every case
+    (PyTorch's matrix-product shortcut for p = 2 on more than 25 rows rounds differently).
+
+    >>> import scratchgrad as sg
+    >>> sg.cdist(sg.tensor([[0.0, 0.0]]), sg.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[5., 1.]])
+    """
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(
+            f"cdist only supports at least 2D tensors, X{1 if x1.ndim < 2 else 2} got: "
+            f"{builtins.min(x1.ndim, x2.ndim)}D"
+        )
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    return _p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
 def var_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
@@ -2887,6 +3130,55 @@ def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
     xp = namespace(array)
     order = xp.argsort(-array if largest else array, axis=dim, kind="stable")
     return xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
+
+
+def _order_statistic_index(array: Any, k: int | None, dim: int) -> Any:
+    """The index along ``dim`` of the ``k``-th smallest entry (from 1), stably sorted; for
+    ``k`` None the lower median's, or the first NaN's where there is one (as PyTorch's)."""
+    xp = namespace(array)
+    order = xp.argsort(array, axis=dim, kind="stable")
+    position = (array.shape[dim] - 1) // 2 if k is None else k - 1
+    index = xp.take(order, [position], axis=dim)
+    if k is None and array.dtype.kind == "f":
+        nan = xp.isnan(array)
+        first_nan = xp.argmax(nan, axis=dim, keepdims=True)
+        index = xp.where(nan.any(axis=dim, keepdims=True), first_nan, index)
+    return index.astype(backend.int64)
+
+
+def _running_index(array: Any, name: str, dim: int) -> Any:
+    """Where the running maximum (minimum) along ``dim`` of ``array`` was found: the last of
+    equal entries, and a NaN from where one is met, as PyTorch's cummax and cummin."""
+    xp = namespace(array)
+    new = (array == getattr(xp, name).accumulate(array, axis=dim)) | xp.isnan(array)
+    steps = xp.arange(array.shape[dim]).reshape((-1,) + (1,) * (array.ndim - dim - 1))
+    return xp.maximum.accumulate(xp.where(new, steps, 0), axis=dim).astype(backend.int64)
+
+
+def _check_take(index: Any, size: int) -> None:
+    """Every entry of ``index`` is in ``[-size, size)``, as ``torch.take`` requires."""
+    bad = index[(index < -size) | (index >= size)]
+    if bad.size:
+        raise IndexError(
+            f"out of range: tried to access index {bad.flat[0]} on a tensor of {size} elements."
+        )
+
+
+def _p_norm(x: Tensor, p: float, dim: int | None) -> Tensor:
+    """The ``p``-norm of ``x`` over ``dim`` (all entries for None) as ``dist`` and ``cdist``
+    take it: a count of nonzeros for p = 0, and NOTE: a gradient of 0 where the norm is 0, as
+    PyTorch's (the root's derivative there is infinite, times 0)."""
+    if p == 0:
+        return (x != 0).sum(dim).to(x.dtype)
+    if p == math.inf:
+        return x.abs().amax(dim)
+    if p == -math.inf:
+        return x.abs().amin(dim)
+    if p == 1:
+        return x.abs().sum(dim)
+    powered = (x * x if p == 2 else x.abs() ** p).sum(dim)
+    zero = powered == 0
+    return where(zero, 0, where(zero, 1, powered) ** (1 / p))
 
 
 def _count_nonzero(array: Any, dims: Any) -> Any:

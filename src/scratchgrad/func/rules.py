@@ -281,7 +281,7 @@ def einsum(cls, values, batched, kwargs):
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, unary.Round, special.Erf, special.Softplus,
-    fused.Gelu,
+    fused.Gelu, special.Erfinv,
     movement.Copy, movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
@@ -289,7 +289,7 @@ UNARY = [
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
-    fused.GeluGrad,
+    fused.GeluGrad, binary.Fmod,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)

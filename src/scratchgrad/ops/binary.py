@@ -80,6 +80,21 @@ class Pow(Function):
         return grad_x, grad_y
 
 
+class Fmod(Function):
+    """The remainder with the dividend's sign (C's fmod): x - trunc(x / y) * y, computed exactly
+    by the array module; the gradient is 1 in x and -trunc(x / y) in y, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return namespace(x).fmod(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad, -grad * (x / y).trunc() if ctx.needs_input_grad[1] else None
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float))
 

@@ -1,0 +1,177 @@
+"""median, kthvalue, cummax, cummin, diagonal, diag_embed, rot90, take, kron, cartesian_prod,
+tensordot, dist, cdist, fmod and erfinv against PyTorch: values and gradients on a few shapes
+each, float64 tight and float32 loose; gradcheck and gradgradcheck in float64; and each one's
+errors where PyTorch raises."""
+
+import doctest
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close, check_against_torch
+
+import scratchgrad as sg
+
+# name -> (call(m, *xs) for both libraries, the input shapes of each case)
+CASES = {
+    "median": (
+        lambda m, x: (m.median(x), *x.median(-1), *m.median(x, 0, True)),
+        [((3, 4),), ((5,),)],
+    ),
+    "kthvalue": (
+        lambda m, x: (*m.kthvalue(x, 2), *x.kthvalue(1, 0, keepdim=True)),
+        [((3, 4),), ((2, 5, 3),)],
+    ),
+    "cummax": (lambda m, x: (*m.cummax(x, 0), *x.cummax(-1)), [((3, 4),), ((5,),)]),
+    "cummin": (lambda m, x: (*m.cummin(x, -1), *x.cummin(0)), [((3, 4),), ((2, 3, 2),)]),
+    "diagonal": (lambda m, x: m.diagonal(x, 1, 0, -1) + 0, [((3, 4),), ((2, 3, 3),)]),
+    "diag_embed": (
+        lambda m, x: (m.diag_embed(x), x.diag_embed(1, 1, 0), m.diag_embed(x, -2, 0, -1)),
+        [((3,),), ((2, 3),)],
+    ),
+    "rot90": (
+        lambda m, x: (m.rot90(x), x.rot90(2, (1, 0)), m.rot90(x, -1, (-1, 0)), x.rot90(4)),
+        [((3, 4),), ((2, 3, 2),)],
+    ),
+    "take": (lambda m, x: m.take(x, m.tensor([[0, -1], [2, 2]])), [((3, 4),), ((5,),)]),
+    "kron": (lambda m, x, y: m.kron(x, y), [((2, 3), (3, 2)), ((2,), (2, 3)), ((2, 1, 2), (3,))]),
+    "cartesian_prod": (
+        lambda m, x, y: (m.cartesian_prod(x, y, x), m.cartesian_prod(y)),
+        [((3,), (2,))],
+    ),
+    "tensordot": (
+        lambda m, x, y: m.tensordot(x, y, dims=([0, 2], [2, 0])),
+        [((2, 3, 4), (4, 5, 2))],
+    ),
+    "tensordot_two": (lambda m, x, y: m.tensordot(x, y), [((2, 3, 4), (3, 4, 5))]),
+    "tensordot_int": (lambda m, x, y: m.tensordot(x, y, 1), [((2, 3), (3, 4)), ((3,), (3,))]),
+    "dist": (
+        lambda m, x, y: (m.dist(x, y), x.dist(y, 1), m.dist(x, y, 3.5), m.dist(x, y, float("inf"))),
+        [((3, 4), (4,)), ((2,), (2,))],
+    ),
+    "cdist": (
+        lambda m, x, y: (m.cdist(x, y), m.cdist(x, y, p=1), m.cdist(x, y, 3.0)),
+        [((3, 4), (5, 4)), ((2, 3, 2), (2, 4, 2))],
+    ),
+    "fmod": (lambda m, x, y: (m.fmod(x * 5, y), x.fmod(-1.5)), [((3, 4), (4,)), ((5,), (5,))]),
+    "erfinv": (lambda m, x: m.erfinv(x.tanh() * 0.99), [((3, 4),), ((5,),)]),
+}
+ROWS = [
+    pytest.param(name, shapes, id=f"{name}-{i}")
+    for name, (_, cases) in CASES.items()
+    for i, shapes in enumerate(cases)
+]
+
+
+def _arrays(shapes):
+    """Distinct values (no ties for the order statistics), away from 0 (fmod's divisor)."""
+    rng = np.random.default_rng(0)
+    return [
+        rng.permutation(np.prod(s, dtype=int)).reshape(s) * 0.37 + 0.3 + rng.uniform(0, 0.01, s)
+        for s in shapes
+    ]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("name", "shapes"), ROWS)
+def test_forward_and_gradients_match_torch(name, shapes, dtype):
+    call = CASES[name][0]
+    arrays = [a / a.size - 0.45 for a in _arrays(shapes)] if name == "erfinv" else _arrays(shapes)
+    check_against_torch(
+        lambda *xs: call(sg, *xs), lambda *xs: call(torch, *xs), arrays, dtype, what=name
+    )
+
+
+@pytest.mark.parametrize("check", ["gradcheck", "gradgradcheck"])
+@pytest.mark.parametrize(("name", "shapes"), ROWS)
+def test_gradcheck_and_gradgradcheck(name, shapes, check):
+    call = CASES[name][0]
+    xs = [sg.tensor(a / a.size, requires_grad=True) for a in _arrays(shapes)]
+
+    def joined(*xs):  # every floating output, so that each one's derivative is checked
+        outs = call(sg, *xs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return sg.cat([o.reshape(-1) for o in outs if o.is_floating_point()])
+
+    assert getattr(sg.autograd, check)(joined, xs)
+
+
+def test_values_at_ties_nan_and_edges_as_torch():
+    data = [1.0, 3.0, 3.0, 2.0, 5.0, float("nan"), 1.0, 7.0, float("nan")]
+    for name in ("cummax", "cummin"):
+        ours, theirs = getattr(sg.tensor(data), name)(0), getattr(torch.tensor(data), name)(0)
+        assert ours.indices.tolist() == theirs.indices.tolist()
+    assert sg.tensor([1.0, float("nan"), 2.0]).median(0).indices.item() == 1
+    assert np.isnan(sg.median(sg.ones(0)).item())
+    edges = [-1.0, 1.0, 0.0, 2.0, 1 - 1e-15, -0.999999]
+    assert_close(
+        sg.erfinv(sg.tensor(edges, dtype=sg.float64)),
+        torch.erfinv(torch.tensor(edges, dtype=torch.float64)),
+    )
+    assert sg.fmod(sg.tensor([-7, 7]), 3).tolist() == torch.fmod(torch.tensor([-7, 7]), 3).tolist()
+    assert sg.erfinv(sg.tensor([0, 1])).dtype == sg.float32
+
+
+ERRORS = {
+    "median_empty_dim": (lambda m: m.median(m.ones(0, 3), 0), IndexError, "non-zero size"),
+    "kthvalue_k": (lambda m: m.kthvalue(m.ones(3), 4), RuntimeError, "k out of range"),
+    "cummax_dim": (lambda m: m.cummax(m.ones(3), 1), IndexError, "Dimension out of range"),
+    "diagonal_dims": (lambda m: m.diagonal(m.ones(3, 3), 0, 1, 1), RuntimeError, "cannot be"),
+    "diag_embed_dims": (lambda m: m.diag_embed(m.ones(2, 3), 0, 1, 1), RuntimeError, "identical"),
+    "rot90_1d": (lambda m: m.rot90(m.ones(3)), RuntimeError, "total dims >= 2"),
+    "rot90_same": (lambda m: m.rot90(m.ones(3, 3), 1, (0, 0)), RuntimeError, "different"),
+    "take_range": (
+        lambda m: m.take(m.ones(2, 3), m.tensor([6])),
+        IndexError,
+        "index 6 on a tensor of 6",
+    ),
+    "cartesian_prod_2d": (lambda m: m.cartesian_prod(m.ones(2, 3)), RuntimeError, r"\[2, 3\]"),
+    "tensordot_sizes": (
+        lambda m: m.tensordot(m.ones(2, 3), m.ones(4, 2), dims=([1], [0])),
+        RuntimeError,
+        "first has size 3 in dim 1 and second has size 4 in dim 0",
+    ),
+    "tensordot_negative": (
+        lambda m: m.tensordot(m.ones(2), m.ones(2), -1),
+        RuntimeError,
+        "dims >= 0",
+    ),
+    "cdist_columns": (lambda m: m.cdist(m.ones(2, 3), m.ones(4, 2)), RuntimeError, "X1: 3 X2: 2"),
+    "cdist_p": (lambda m: m.cdist(m.ones(2, 3), m.ones(4, 3), p=-1), RuntimeError, "non-negative"),
+    "fmod_zero": (lambda m: m.fmod(m.tensor([5]), 0), RuntimeError, "ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("name", ERRORS)
+def test_errors_as_torch(name):
+    call, kind, message = ERRORS[name]
+    with pytest.raises(kind):
+        call(torch)
+    with pytest.raises(kind, match=message):
+        call(sg)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        sg.Tensor.median,
+        sg.Tensor.kthvalue,
+        sg.Tensor.cummax,
+        sg.Tensor.diag_embed,
+        sg.Tensor.rot90,
+        sg.Tensor.take,
+        sg.Tensor.kron,
+        sg.Tensor.dist,
+        sg.Tensor.fmod,
+        sg.Tensor.erfinv,
+        sg.cartesian_prod,
+        sg.tensordot,
+        sg.cdist,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_doc_examples_run(function):
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(function, function.__name__, globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0
