@@ -11,7 +11,10 @@ weights) make the leaves with ``leaves``, run both libraries, and hand the resul
 ``check_outputs_and_gradients``.
 """
 
+import doctest
+
 import numpy as np
+import pytest
 import torch
 
 import scratchgrad as sg
@@ -153,3 +156,20 @@ def _backward_both(outs, expected_outs, rng):
     if terms:
         sum((o * sg.tensor(u, dtype=o.dtype)).sum() for o, _, u in terms).backward()
         sum((e * torch.tensor(u, dtype=e.dtype)).sum() for _, e, u in terms).backward()
+
+
+def assert_raises_as_torch(call, kind: type, message: str) -> None:
+    """``call(torch)`` raises ``kind``, and so does ``call(scratchgrad)``, its message matching
+    ``message`` (the error PyTorch raises, in our words)."""
+    with pytest.raises(kind):
+        call(torch)
+    with pytest.raises(kind, match=message):
+        call(sg)
+
+
+def assert_doc_examples_run(function, globs: dict | None = None) -> None:
+    """The examples in ``function``'s doc string run and print what they say."""
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(function, function.__name__, globs=globs or {}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0

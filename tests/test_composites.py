@@ -4,13 +4,17 @@ tensor_split, cross) against PyTorch: values and gradients on a few shapes each,
 float32 loose; gradcheck and gradgradcheck in float64; and each one's errors where PyTorch
 raises. Their op table rows (``tests/op_table.py``) add random shapes, every dim, jit and vmap."""
 
-import doctest
 import warnings
 
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close, check_against_torch
+from oracle import (
+    assert_close,
+    assert_doc_examples_run,
+    assert_raises_as_torch,
+    check_against_torch,
+)
 
 import scratchgrad as sg
 
@@ -358,11 +362,7 @@ ERRORS = {
 
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_as_torch(name):
-    call, kind, message = ERRORS[name]
-    with pytest.raises(kind):
-        call(torch)
-    with pytest.raises(kind, match=message):
-        call(sg)
+    assert_raises_as_torch(*ERRORS[name])
 
 
 @pytest.mark.parametrize(
@@ -385,8 +385,4 @@ def test_errors_as_torch(name):
     ids=lambda f: f.__name__,
 )
 def test_doc_examples_run(function):
-    runner = doctest.DocTestRunner()
-    for test in doctest.DocTestFinder().find(function, function.__name__, globs={}):
-        test.globs.setdefault("logspace", sg.logspace)
-        runner.run(test)
-    assert runner.failures == 0 and runner.tries > 0
+    assert_doc_examples_run(function, {"logspace": sg.logspace})

@@ -1,11 +1,10 @@
 """round(decimals=) and lerp against PyTorch bit for bit: halves, negative decimals, both of
 lerp's formulas, tensor and number weights, in place; gradients and errors as PyTorch's."""
 
-import doctest
-
 import numpy as np
 import pytest
 import torch
+from oracle import assert_doc_examples_run
 
 import scratchgrad as sg
 
@@ -165,8 +164,4 @@ def test_lerp_errors_as_torch(m):
 
 def test_doc_examples_run():
     for method in (sg.Tensor.round, sg.Tensor.lerp, sg.Tensor.lerp_):
-        finder = doctest.DocTestFinder()
-        runner = doctest.DocTestRunner()
-        for test in finder.find(method, method.__qualname__, globs={}):
-            runner.run(test)
-        assert runner.failures == 0 and runner.tries > 0
+        assert_doc_examples_run(method)
