@@ -2795,6 +2795,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     return _p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
+@names_bad_arguments
 def var_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
