@@ -352,6 +352,7 @@ ERRORS = {
         RuntimeError,
         "float32 and float64",
     ),
+    "var_mean_list": (lambda m: m.var_mean([1.0, 2.0]), TypeError, "must be Tensor, not list"),
     "cross_0d": (
         lambda m: m.cross(m.tensor(1.0), m.tensor(1.0), dim=0),
         IndexError,
