@@ -23,12 +23,18 @@ from scratchgrad.nn.activation import (
     Tanh,
 )
 from scratchgrad.nn.attention import MultiheadAttention
-from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
-from scratchgrad.nn.containers import ModuleDict, ModuleList, Sequential
-from scratchgrad.nn.conv import Conv1d, Conv2d
-from scratchgrad.nn.dropout import Dropout
-from scratchgrad.nn.embedding import Embedding
-from scratchgrad.nn.linear import Flatten, Identity, Linear, Unflatten
+from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm2d
+from scratchgrad.nn.containers import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from scratchgrad.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from scratchgrad.nn.dropout import Dropout, Dropout2d
+from scratchgrad.nn.embedding import Embedding, EmbeddingBag
+from scratchgrad.nn.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from scratchgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -46,7 +52,16 @@ from scratchgrad.nn.loss import (
 from scratchgrad.nn.normalization import GroupNorm, LayerNorm, RMSNorm
 from scratchgrad.nn.padding import ConstantPad2d, ZeroPad2d
 from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from scratchgrad.nn.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from scratchgrad.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from scratchgrad.nn.upsampling import PixelShuffle, PixelUnshuffle, Upsample
 from scratchgrad.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -70,7 +85,10 @@ __all__ = [
     "TransformerDecoder",
     "Transformer",
     "MultiheadAttention",
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
@@ -93,12 +111,15 @@ __all__ = [
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
     "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",
     "NLLLoss",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
     "ReLU",
     "Sequential",
     "SiLU",
@@ -120,6 +141,15 @@ __all__ = [
     "RMSNorm",
     "ConstantPad2d",
     "ZeroPad2d",
+    "Upsample",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "InstanceNorm2d",
+    "Dropout2d",
+    "Bilinear",
+    "EmbeddingBag",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
     "functional",
     "init",
     "parallel",

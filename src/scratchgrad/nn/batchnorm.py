@@ -1,6 +1,9 @@
-"""Batch normalisation with running statistics: ``BatchNorm1d`` and ``BatchNorm2d``."""
+"""Normalisation with running statistics: ``BatchNorm1d``, ``BatchNorm2d`` and
+``InstanceNorm2d``."""
 
 from __future__ import annotations
+
+import warnings
 
 from scratchgrad import backend
 from scratchgrad.autograd.grad_mode import no_grad
@@ -126,3 +129,59 @@ class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) input, per channel C."""
 
     expected_dims = (4,)
+
+
+class InstanceNorm2d(_BatchNorm):
+    """Normalise each channel of each sample of (N, C, H, W) or (C, H, W) over H and W
+    (``F.instance_norm``). As PyTorch's, it has no weights (``affine=False``) and no running
+    statistics (``track_running_stats=False``) unless asked; running statistics, when kept,
+    normalise in eval mode.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.InstanceNorm2d(3)
+    InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
+    >>> nn.InstanceNorm2d(3)(sg.randn(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
+        channels = input.shape[input.ndim - 3]
+        if channels != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={input.ndim - 3} to match num_features "
+                    f"({self.num_features}), but got: {channels}."
+                )
+            warnings.warn(
+                f"input's size at dim={input.ndim - 3} does not match num_features. You can "
+                "silence this warning by not passing in num_features, which is not used "
+                "because affine=False",
+                stacklevel=2,
+            )
+        x = input if input.ndim == 4 else input.unsqueeze(0)
+        out = F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            0.0 if self.momentum is None else self.momentum,
+            self.eps,
+        )
+        return out if input.ndim == 4 else out.squeeze(0)

@@ -1,4 +1,5 @@
-"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict``, after PyTorch's."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList`` and
+``ParameterDict``, after PyTorch's."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from scratchgrad.nn.module import Module, _indent
+from scratchgrad.nn.parameter import Parameter
+from scratchgrad.tensor import Tensor
 
 
 class Sequential(Module):
@@ -190,3 +193,197 @@ def _checked(index: int, length: int) -> int:
     if not -length <= index < length:
         raise IndexError(f"index {index} is out of range")
     return index % length
+
+
+class ParameterList(Module):
+    """A list of parameters, registered as "0", "1", ... so ``parameters()`` and ``state_dict``
+    find them; a plain Tensor put in becomes a ``Parameter``. It has no ``forward``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> params = nn.ParameterList([sg.ones(2, 3), nn.Parameter(sg.zeros(3))])
+    >>> list(params.state_dict())
+    ['0', '1']
+    >>> params
+    ParameterList(
+        (0): Parameter containing: [scratchgrad.float32 of size 2x3]
+        (1): Parameter containing: [scratchgrad.float32 of size 3]
+    )
+    """
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return ParameterList(self[i] for i in range(*index.indices(len(self))))
+        return getattr(self, str(_checked(index, len(self))))
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        setattr(self, str(_checked(index, len(self))), _as_parameter(value))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, values: Iterable[Any]) -> ParameterList:
+        return self.extend(values)
+
+    def append(self, value: Any) -> ParameterList:
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError(
+                "ParameterList.extend should be called with an iterable, but got "
+                + type(values).__name__
+            )
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({i}): {_describe(value)}" for i, value in enumerate(self))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters, registered under their keys; a plain Tensor put in
+    becomes a ``Parameter``. As PyTorch, ``update`` with a plain (unordered) dict adds its keys
+    in sorted order, and with an ordered dict, a ParameterDict or pairs in their own order.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> params = nn.ParameterDict({"scale": sg.ones(3), "bias": sg.zeros(3)})
+    >>> list(params.state_dict())
+    ['bias', 'scale']
+    """
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, _string_key(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._keys[_string_key(key)] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(self._keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        return ParameterDict(OrderedDict(self.items()))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for key in list(self._keys):
+            del self[key]
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[str, Any]:
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default  # noqa: SIM401  (this is self.get)
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        return ParameterDict((key, default) for key in keys)
+
+    def keys(self) -> Iterable[str]:
+        return self._keys.keys()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return ((key, self[key]) for key in self._keys)
+
+    def values(self) -> Iterable[Any]:
+        return (self[key] for key in self._keys)
+
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        if not isinstance(parameters, Iterable):
+            raise TypeError(
+                "ParametersDict.update should be called with an iterable of key/value pairs, "
+                f"but got {type(parameters).__name__}"
+            )
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = list(parameters)
+            for j, pair in enumerate(pairs):
+                if not isinstance(pair, Iterable) or len(pair) != 2:
+                    raise ValueError(
+                        f"ParameterDict update sequence element #{j} must be a (key, value) "
+                        f"pair, got {pair!r}"
+                    )
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"  ({key}): {_describe(value)}" for key, value in self.items())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterDict should not be called.")
+
+
+def _as_parameter(value: Any) -> Any:
+    """A plain Tensor as a Parameter (sharing its memory); anything else as it is."""
+    return (
+        Parameter(value)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter)
+        else value
+    )
+
+
+def _describe(value: Any) -> str:
+    """A ParameterList/ParameterDict entry as PyTorch prints it: kind, dtype and size only."""
+    if not isinstance(value, Tensor):
+        return f"Object of type: {type(value).__name__}"
+    kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    device = "" if value.device.type == "cpu" else f" ({value.device})"
+    size = "x".join(map(str, value.shape))
+    return f"{kind} containing: [scratchgrad.{value.dtype} of size {size}{device}]"
+
+
+def _string_key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(
+            "Index given to ParameterDict cannot be used as a key as it is not a string (type "
+            f"is '{type(key).__name__}')"
+        )
+    return key

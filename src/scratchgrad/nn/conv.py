@@ -1,8 +1,9 @@
-"""``Conv1d`` and ``Conv2d``: learned filters slid over a signal or an image.
+"""``Conv1d``, ``Conv2d``, ``ConvTranspose1d`` and ``ConvTranspose2d``: learned filters slid
+over a signal or an image.
 
 The arithmetic lives in ``nn.conv_functional``; these modules hold the weight ``(out_channels,
-in_channels // groups, *kernel_size)`` and the bias ``(out_channels,)``, initialised as PyTorch
-does.
+in_channels // groups, *kernel_size)`` (transposed: ``(in_channels, out_channels // groups,
+*kernel_size)``) and the bias ``(out_channels,)``, initialised as PyTorch does.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class _ConvNd(Module):
 
     dims = 0  # spatial dims, set by each subclass, with the function that convolves
     convolve = None
+    transposed = False
 
     def __init__(
         self,
@@ -62,7 +64,11 @@ class _ConvNd(Module):
         else:
             self.padding = self._tuple(padding)
         self.padding_mode = padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.output_padding = (0,) * self.dims
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = _empty_parameter(shape, device, dtype)
         if bias:
             self.bias = _empty_parameter((out_channels,), device, dtype)
@@ -110,6 +116,8 @@ class _ConvNd(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,) * self.dims:
             text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self.dims:
+            text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
@@ -147,3 +155,109 @@ class Conv2d(_ConvNd):
 
     dims = 2
     convolve = staticmethod(F.conv2d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """What ConvTranspose1d and ConvTranspose2d share: PyTorch's argument order (with
+    ``output_padding``), zero padding only, and ``output_size`` in ``forward``."""
+
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Size,
+        stride: Size = 1,
+        padding: Size = 0,
+        output_padding: Size = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Size = 1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be numbers, got {padding!r}")
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+        self.output_padding = self._tuple(output_padding)
+
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        return self.convolve(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple:
+        """``output_padding``, or what makes the output ``output_size`` (its last dims)."""
+        if output_size is None:
+            return self.output_padding
+        wanted = tuple(output_size)[-self.dims :]
+        extra = []
+        for i, size in enumerate(wanted):
+            n = input.shape[input.ndim - self.dims + i]
+            smallest = (
+                (n - 1) * self.stride[i]
+                - 2 * self.padding[i]
+                + self.dilation[i] * (self.kernel_size[i] - 1)
+                + 1
+            )
+            if not smallest <= size < smallest + self.stride[i]:
+                raise ValueError(
+                    f"requested an output size of {list(wanted)}, but valid sizes range from "
+                    f"{smallest} to {smallest + self.stride[i] - 1} (for an input of "
+                    f"{list(input.shape[2:])})"
+                )
+            extra.append(size - smallest)
+        return tuple(extra)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution over ``(N, C, L)`` or ``(C, L)``, as
+    ``torch.nn.ConvTranspose1d``: the gradient of ``Conv1d`` with respect to its input.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> up = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1)
+    >>> up.weight.shape, up(sg.ones(2, 4, 10)).shape
+    ((4, 6, 3), (2, 6, 20))
+    """
+
+    dims = 1
+    convolve = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-d transposed convolution over ``(N, C, H, W)`` or ``(C, H, W)``, as
+    ``torch.nn.ConvTranspose2d``: the gradient of ``Conv2d`` with respect to its input.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> up = nn.ConvTranspose2d(8, 1, 4, stride=2, padding=1)
+    >>> up.weight.shape, up(sg.ones(2, 8, 7, 7)).shape
+    ((8, 1, 4, 4), (2, 1, 14, 14))
+    """
+
+    dims = 2
+    convolve = staticmethod(F.conv_transpose2d)

@@ -26,11 +26,17 @@ from scratchgrad.tensor import Tensor, cat
 IntPair = int | Sequence[int]
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
     "conv1d",
     "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "fold",
+    "max_pool1d",
     "max_pool2d",
     "unfold",
 ]
@@ -69,9 +75,8 @@ def conv2d(
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     pads = _conv_padding(padding, kernel_size, dilation, stride)
     out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "conv2d")
-    if x.shape[0] == 0:  # an empty batch: an empty result, in the graph (zero gradients)
-        empty = (x.sum() + weight.sum()) * 0
-        return empty.expand(0, weight.shape[0], *out_size)
+    if x.shape[0] == 0:
+        return _empty_batch(x, weight, (weight.shape[0], *out_size))
     cols = Unfold.apply(
         x,
         kernel_size=kernel_size,
@@ -121,6 +126,110 @@ def conv1d(
         padding=padding,
         dilation=(1, dilation[0]),
         groups=groups,
+    ).squeeze(2)
+    return out if batched else out.squeeze(0)
+
+
+@autocast_policy("lower")
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    output_padding: IntPair = 0,
+    groups: int = 1,
+    dilation: IntPair = 1,
+) -> Tensor:
+    """2-d transposed convolution (the gradient of ``conv2d`` with respect to its input), with
+    a weight ``(C, O // groups, KH, KW)``: each input pixel adds its weighted kernel into the
+    output, ``stride`` apart. The output is ``(H - 1) * stride - 2 * padding + dilation *
+    (KH - 1) + output_padding + 1`` high (likewise wide).
+
+    It is one (batched, for groups) matrix product ``weight.T @ input`` giving a column per
+    input pixel, and ``Fold`` adding the columns into the image, cropping ``padding``.
+
+    >>> import scratchgrad as sg
+    >>> conv_transpose2d(sg.ones(1, 1, 2, 2), sg.ones(1, 1, 2, 2))[0, 0]
+    tensor([[1., 2., 1.],
+            [2., 4., 2.],
+            [1., 2., 1.]])
+    """
+    x, batched = _batched(input, 4, "conv_transpose2d")
+    _check_conv_transpose(x, weight, bias, groups, 4, "conv_transpose2d")
+    kernel_size = weight.shape[2:]
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    padding, output_padding = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    _check_geometry(kernel_size, stride, _symmetric(padding), dilation, "conv_transpose2d")
+    if any(o >= max(s, d) or o < 0 for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            f"conv_transpose2d: output padding {output_padding} must be smaller than either "
+            f"stride {stride} or dilation {dilation}"
+        )
+    # the extent every column reaches, then what is cropped before and after it; an
+    # output_padding past the cropping is zeros no column reaches, added at the end
+    reach = [
+        (n - 1) * s + d * (k - 1) + 1
+        for n, s, d, k in zip(x.shape[2:], stride, dilation, kernel_size)
+    ]
+    crops = tuple((p, max(p - o, 0)) for p, o in zip(padding, output_padding))
+    out_size = tuple(r - before - after for r, (before, after) in zip(reach, crops))
+    if min(out_size) < 1:
+        raise RuntimeError(
+            f"conv_transpose2d: input of size {tuple(x.shape[2:])} with padding {padding} gives "
+            f"an empty output {out_size}"
+        )
+    in_channels, out_channels = x.shape[1], weight.shape[1] * groups
+    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
+    if x.shape[0] == 0:
+        return _empty_batch(x, weight, (out_channels, *(o + e for o, e in zip(out_size, extra))))
+    cols = x.permute(1, 2, 3, 0).reshape(groups, in_channels // groups, -1)  # batch last
+    filters = weight.reshape(groups, in_channels // groups, -1).mT
+    cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*KH*KW, H*W*N)
+    out = Fold.apply(
+        cols,
+        output_size=out_size,
+        kernel_size=kernel_size,
+        dilation=dilation,
+        padding=crops,
+        stride=stride,
+    )
+    if any(extra):
+        out = out.pad(((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    if bias is not None:
+        out = out + bias.reshape(out_channels, 1, 1)
+    return out if batched else out.squeeze(0)
+
+
+@autocast_policy("lower")
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    output_padding: IntPair = 0,
+    groups: int = 1,
+    dilation: IntPair = 1,
+) -> Tensor:
+    """1-d transposed convolution of ``(N, C, L)`` or ``(C, L)`` with a weight
+    ``(C, O // groups, K)``, computed as a 2-d one over images of height 1.
+
+    >>> import scratchgrad as sg
+    >>> conv_transpose1d(sg.tensor([[[1.0, 2.0]]]), sg.tensor([[[1.0, -1.0]]]))
+    tensor([[[ 1.,  1., -2.]]])
+    """
+    x, batched = _batched(input, 3, "conv_transpose1d")
+    _check_conv_transpose(x, weight, bias, groups, 3, "conv_transpose1d")
+    out = conv_transpose2d(
+        x.unsqueeze(2),
+        weight.unsqueeze(2),
+        bias,
+        (1, *_single(stride, "stride")),
+        (0, *_single(padding, "padding")),
+        (0, *_single(output_padding, "output_padding")),
+        groups,
+        (1, *_single(dilation, "dilation")),
     ).squeeze(2)
     return out if batched else out.squeeze(0)
 
@@ -284,13 +393,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
     """
     x, batched = _batched(input, 4, "adaptive_avg_pool2d")
     size = x.shape[2:]
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    if len(output_size) != 2:
-        raise ValueError(f"adaptive_avg_pool2d: output_size must have 2 entries, got {output_size}")
-    out_size = tuple(n if o is None else int(o) for o, n in zip(output_size, size))
-    if min(out_size) < 1:
-        raise ValueError(f"adaptive_avg_pool2d: output_size must be positive, got {output_size}")
+    out_size = _adaptive_size(output_size, size, "adaptive_avg_pool2d")
     if all(n % o == 0 for n, o in zip(size, out_size)):
         tile = tuple(n // o for n, o in zip(size, out_size))
         out = avg_pool2d(x, tile)
@@ -298,6 +401,90 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
         rows, cols = (_averaging_matrix(o, n, x.dtype).to(x.device) for o, n in zip(out_size, size))
         # MatMul itself, not `@`: a pooling stays in its input's dtype under autocast, as PyTorch's
         out = MatMul.apply(MatMul.apply(rows, x), cols.mT)
+    return out if batched else out.squeeze(0)
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor:
+    """``max_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
+
+    >>> import scratchgrad as sg
+    >>> max_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[3., 2.]]])
+    """
+    if return_indices:
+        raise NotImplementedError("max_pool1d: return_indices=True is not supported")
+    x, batched = _batched(input, 3, "max_pool1d")
+    height_one = _height_one(kernel_size, stride, padding, dilation)
+    out = max_pool2d(x.unsqueeze(2), *height_one, ceil_mode).squeeze(2)
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """``avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
+
+    >>> import scratchgrad as sg
+    >>> avg_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[2., 1.]]])
+    """
+    x, batched = _batched(input, 3, "avg_pool1d")
+    kernel_size, stride, padding, _ = _height_one(kernel_size, stride, padding, 1)
+    out = avg_pool2d(
+        x.unsqueeze(2), kernel_size, stride, padding, ceil_mode, count_include_pad
+    ).squeeze(2)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
+    """``adaptive_avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
+
+    >>> import scratchgrad as sg
+    >>> adaptive_avg_pool1d(sg.arange(6.0).reshape(1, 1, 6), 4)
+    tensor([[[0.5000, 1.5000, 3.5000, 4.5000]]])
+    """
+    x, batched = _batched(input, 3, "adaptive_avg_pool1d")
+    (size,) = _single(output_size, "output_size")
+    out = adaptive_avg_pool2d(x.unsqueeze(2), (1, size)).squeeze(2)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_max_pool2d(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> Tensor:
+    """Max pooling to a given output size, for any input size: output cell ``i`` takes the
+    largest of input rows ``floor(i*H/OH)`` up to ``ceil((i+1)*H/OH)``, likewise columns.
+    ``None`` in ``output_size`` keeps that input size.
+
+    The windows are gathered as tiles ``(N, C, OH, KH, OW, KW)``, ``KH`` the longest window;
+    a shorter window repeats its last row (which changes no maximum), then ``MaxOver`` reduces
+    the tiles as ``max_pool2d`` does, with its gradient to the first maximum.
+
+    >>> import scratchgrad as sg
+    >>> adaptive_max_pool2d(sg.arange(9.0).reshape(1, 1, 3, 3), 2)
+    tensor([[[[4., 5.],
+              [7., 8.]]]])
+    """
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported")
+    x, batched = _batched(input, 4, "adaptive_max_pool2d")
+    out_size = _adaptive_size(output_size, x.shape[2:], "adaptive_max_pool2d")
+    rows, cols = (_adaptive_windows(o, n) for o, n in zip(out_size, x.shape[2:]))
+    tiles = x[:, :, rows][..., cols]  # (N, C, OH, KH, W) then (N, C, OH, KH, OW, KW)
+    out = MaxOver.apply(tiles, dims=(3, 5))
     return out if batched else out.squeeze(0)
 
 
@@ -329,6 +516,10 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndi
         raise RuntimeError(
             f"{name}: {out_channels} output channels do not divide into groups={groups}"
         )
+    _check_bias_and_dtypes(x, weight, bias, out_channels, name)
+
+
+def _check_bias_and_dtypes(x, weight, bias, out_channels: int, name: str) -> None:
     if bias is not None and bias.shape != (out_channels,):
         raise RuntimeError(
             f"{name}: bias of shape {bias.shape} does not match {out_channels} output channels"
@@ -339,6 +530,26 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndi
                 f"{name}: input ({x.dtype}) and weight/bias ({other.dtype}) must have the "
                 "same dtype"
             )
+
+
+def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) -> None:
+    """``_check_conv`` for a transposed weight (in_channels, out_channels // groups, ...)."""
+    if weight.ndim != ndim:
+        raise RuntimeError(f"{name}: expected a {ndim}-d weight, got shape {weight.shape}")
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+    if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
+        raise RuntimeError(
+            f"{name}: input of shape {x.shape} has {x.shape[1]} channels, but weight of shape "
+            f"{weight.shape} with groups={groups} expects {weight.shape[0]} (divisible by groups)"
+        )
+    _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name)
+
+
+def _empty_batch(x: Tensor, weight: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """The result ``(0, *shape)`` of a convolution of an empty batch, in the graph (zero
+    gradients)."""
+    return ((x.sum() + weight.sum()) * 0).expand(0, *shape)
 
 
 def _batch_first(x: Tensor) -> Tensor:
@@ -382,12 +593,7 @@ def _conv_padding(padding, kernel_size, dilation, stride) -> tuple[tuple[int, in
 
 def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, int]:
     """How many windows fit along each dim, after checking the arguments make sense."""
-    checks = (("kernel_size", kernel_size, 1), ("stride", stride, 1), ("dilation", dilation, 1))
-    for label, values, least in checks:
-        if min(values) < least:
-            raise ValueError(f"{name}: {label} must be positive, got {values}")
-    if min(p for pair in pads for p in pair) < 0:
-        raise ValueError(f"{name}: padding must be non-negative, got {pads}")
+    _check_geometry(kernel_size, stride, pads, dilation, name)
     out = tuple(
         (n + before + after - d * (k - 1) - 1) // s + 1
         for n, k, s, (before, after), d in zip(size, kernel_size, stride, pads, dilation)
@@ -398,6 +604,14 @@ def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, 
             f"{tuple(kernel_size)} with dilation {tuple(dilation)}"
         )
     return out
+
+
+def _check_geometry(kernel_size, stride, pads, dilation, name) -> None:
+    for label, values in (("kernel_size", kernel_size), ("stride", stride), ("dilation", dilation)):
+        if min(values) < 1:
+            raise ValueError(f"{name}: {label} must be positive, got {values}")
+    if min(p for pair in pads for p in pair) < 0:
+        raise ValueError(f"{name}: padding must be non-negative, got {pads}")
 
 
 def _pool_args(kernel_size, stride, padding, dilation):
@@ -466,3 +680,34 @@ def _averaging_matrix(out: int, size: int, dtype) -> Tensor:
     j = xp.arange(size)
     inside = (j >= start[:, None]) & (j < end[:, None])
     return Tensor(inside / (end - start)[:, None], dtype=dtype)
+
+
+def _height_one(kernel_size, stride, padding, dilation):
+    """1-d pooling arguments as those of a 2-d pooling over images of height 1."""
+    (k,), (p,), (d,) = (
+        _single(v, n)
+        for v, n in ((kernel_size, "kernel_size"), (padding, "padding"), (dilation, "dilation"))
+    )
+    s = k if stride is None or stride == () else _single(stride, "stride")[0]
+    return (1, k), (1, s), (0, p), (1, d)
+
+
+def _adaptive_size(output_size, size, name: str) -> tuple[int, int]:
+    """An adaptive pooling's output size, ``None`` entries taken from the input's ``size``."""
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    if len(output_size) != 2:
+        raise ValueError(f"{name}: output_size must have 2 entries, got {output_size}")
+    out_size = tuple(n if o is None else int(o) for o, n in zip(output_size, size))
+    if min(out_size) < 1:
+        raise ValueError(f"{name}: output_size must be positive, got {output_size}")
+    return out_size
+
+
+def _adaptive_windows(out: int, size: int):
+    """(out, longest window) indices of the adaptive windows along a dim of ``size``: window
+    ``i`` covers floor(i*size/out) up to ceil((i+1)*size/out); a shorter one repeats its last."""
+    i = xp.arange(out)
+    start, end = (i * size) // out, -(-(i + 1) * size // out)
+    offsets = xp.arange(int((end - start).max()))
+    return xp.minimum(start[:, None] + offsets, end[:, None] - 1)

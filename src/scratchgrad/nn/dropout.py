@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout`` and ``Dropout2d``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,20 @@ from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
+    """What the dropout layers share: ``p``, ``inplace`` (accepted and ignored) and the repr."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
     """In training, zero each entry with probability ``p`` and scale the rest by 1 / (1 - p);
     in eval mode, pass the input through.
 
@@ -18,14 +31,20 @@ class Dropout(Module):
     tensor([1., 1., 1.])
     """
 
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout(input, self.p, self.training)
 
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
+
+class Dropout2d(_DropoutNd):
+    """In training, zero whole channels of ``(N, C, H, W)`` with probability ``p`` and scale the
+    rest by 1 / (1 - p) (``F.dropout2d``); in eval mode, pass the input through.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.Dropout2d(0.5)(sg.ones(4, 8, 3, 3))
+    >>> sorted(set(out.flatten().tolist()))
+    [0.0, 2.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training)

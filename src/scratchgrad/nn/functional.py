@@ -33,6 +33,7 @@ from scratchgrad.ops.fused import (
     Linear,
     MSELoss,
 )
+from scratchgrad.ops.matmul import MatMul
 from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import (
     Tensor,
@@ -281,12 +282,47 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     >>> sorted(set(out.tolist()))
     [0.0, 2.0]
     """
+    return _drop(input, p, training, input.shape)
+
+
+def dropout2d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels (each ``(n, c)`` plane of ``(N, C, H, W)``) with probability ``p``
+    and scale the rest by 1 / (1 - p), in training; the mask is drawn as ``dropout``'s.
+
+    As PyTorch, a 3-D input is taken as ``(N, C, L)`` (1-d channels), with a warning.
+
+    >>> import scratchgrad as sg
+    >>> out = dropout2d(sg.ones(8, 16, 2, 2), 0.5)
+    >>> bool((out.amax((2, 3)) == out.amin((2, 3))).all())
+    True
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(
+            f"dropout2d: expected a 3-D or 4-D input (N, C, ...), got shape {input.shape}"
+        )
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _drop(input, p, training, (*input.shape[:2], *(1,) * (input.ndim - 2)))
+
+
+def _drop(input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...]) -> Tensor:
+    """``input`` times a mask of ``mask_shape`` (broadcast over the rest): 0 with probability
+    ``p``, else 1 / (1 - p)."""
     if not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
     # a draw per member inside vmap
-    keep = rand(input.shape, dtype=backend.float64, device=input.device) >= p
+    keep = rand(mask_shape, dtype=backend.float64, device=input.device) >= p
     scale = 1 / (1 - p) if p < 1 else 0.0
     return input * (keep.to(input.dtype) * scale)
 
@@ -311,6 +347,132 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     if capture_hook.recorder is None and not padding.any():
         return out
     return where(padding, out.detach(), out)
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
+    """The sum, mean or max of the ``weight`` rows in each bag of indices: the rows of a 2-D
+    ``input`` (B, L), or the runs of a 1-D ``input`` that start at ``offsets`` (B,). Entries at
+    ``padding_idx`` are left out of their bag; an empty bag gives zeros. ``per_sample_weights``
+    (``mode="sum"`` only) weighs each index.
+
+    Which bag each of the T indices falls in is a (B, T) grid; a sum or a mean is then one
+    matrix product of its weights with the T looked-up rows, and a max a reduction over the
+    (B, T, D) rows masked by it (memory B*T*D), which shares the gradient among equal maxima
+    (PyTorch gives it to one of them).
+
+    >>> import scratchgrad as sg
+    >>> weight = sg.arange(6.0).reshape(3, 2)
+    >>> embedding_bag(sg.tensor([0, 2, 1]), weight, sg.tensor([0, 2]), mode="sum")
+    tensor([[4., 6.],
+            [2., 3.]])
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported"
+        )
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(
+                "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                "on GitHub."
+            )
+        if per_sample_weights.shape != input.shape:
+            raise ValueError(
+                f"embedding_bag: per_sample_weights of shape {per_sample_weights.shape} must "
+                f"have the shape of input {input.shape}"
+            )
+    if input.array.dtype.kind not in "iu":
+        raise RuntimeError(
+            "embedding_bag: expected indices of an integer dtype (Long or Int), got "
+            f"{input.array.dtype}"
+        )
+    if input.ndim == 2 and offsets is not None:
+        raise ValueError(
+            "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+            "fixed length sequences."
+        )
+    if input.ndim not in (1, 2) or (input.ndim == 1 and (offsets is None or offsets.ndim != 1)):
+        raise ValueError(
+            f"embedding_bag: input has to be 1D or 2D Tensor, with 1D offsets for 1D input; got "
+            f"input of shape {input.shape} and offsets {None if offsets is None else offsets.shape}"
+        )
+    flat = input.reshape(-1)
+    n = weight.shape[0]
+    capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
+    rows = weight[flat.array]  # (T, D)
+    # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
+    members = capture_hook.call(
+        _bag_members,
+        flat.array,
+        None if offsets is None else offsets.array,
+        input.shape[1] if input.ndim == 2 else None,
+        include_last_offset,
+        None if padding_idx is None else padding_idx % n,
+    )
+    if mode == "max":
+        out = where(members[..., None], rows, -math.inf).amax(1)
+        return where(capture_hook.call(_any_member, members), out, 0.0)
+    scale = capture_hook.call(_bag_scale, members, mode == "mean", weight.array.dtype)
+    if per_sample_weights is not None:
+        scale = per_sample_weights.reshape(-1) * scale
+    # MatMul itself, not `@`: a lookup stays in the weight's dtype under autocast
+    return MatMul.apply(scale, rows)
+
+
+def _bag_members(index, offsets, length: int | None, include_last_offset: bool, padding_idx):
+    """(B, T) booleans: index t is in bag b. Bags are rows of ``length`` (a 2-D input) or runs
+    starting at ``offsets``; ``padding_idx`` belongs to no bag."""
+    positions = xp.arange(index.size)
+    if offsets is None:
+        bag, count = positions // length, index.size // max(length, 1)
+    else:
+        starts = offsets[:-1] if include_last_offset else offsets
+        if starts.size and (
+            starts[0] != 0 or (xp.diff(starts) < 0).any() or starts[-1] > index.size
+        ):
+            raise ValueError(
+                f"embedding_bag: offsets {offsets.tolist()} must start at 0, not decrease and "
+                f"stay within the input's {index.size} indices"
+            )
+        # as PyTorch, the last bag runs to the end of the input (whatever a last offset says)
+        bag, count = xp.searchsorted(starts, positions, side="right") - 1, starts.size
+    members = bag == xp.arange(count)[:, None]
+    return members if padding_idx is None else members & (index != padding_idx)
+
+
+def _check_bag_indices(index, n: int) -> None:
+    outside = (index < 0) | (index >= n)
+    if outside.any():
+        i = int(outside.argmax())
+        raise RuntimeError(
+            f"embedding_bag: Index {i} of input takes value {index[i]} which is not in the valid "
+            f"range [0, {n})"
+        )
+
+
+def _any_member(members):
+    return members.any(1, keepdims=True)
+
+
+def _bag_scale(members, mean: bool, dtype):
+    """(B, T) weights that sum (or average, ``mean``) each bag's rows; an empty bag gets 0."""
+    scale = members.astype(dtype)
+    return scale / xp.maximum(scale.sum(1, keepdims=True), 1) if mean else scale
 
 
 def _check_embedding_indices(index, n: int) -> None:
@@ -407,6 +569,82 @@ def batch_norm(
         centered = input - running_mean.reshape(shape)
         var = running_var.reshape(shape)
     return _per_channel_affine(centered / (var + eps).sqrt(), weight, bias)
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel of each sample (N, C, ...) over its spatial dims, then scale and
+    shift per channel. As PyTorch's, it is ``batch_norm`` of the input seen as one sample of
+    N*C channels: the running statistics (when given) move towards the mean over the batch of
+    each sample's statistics.
+
+    >>> import scratchgrad as sg
+    >>> out = instance_norm(sg.randn(2, 3, 4, 4))
+    >>> bool(out.mean((2, 3)).abs().max() < 1e-5)
+    True
+    """
+    if input.ndim < 3:
+        raise ValueError(
+            f"instance_norm: expected at least 3-D input (N, C, ...), got {input.shape}"
+        )
+    n, c = input.shape[:2]
+    if use_input_stats and math.prod(input.shape[2:]) <= 1:
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {input.shape}"
+        )
+    stats = [None if s is None else s.detach().repeat(n) for s in (running_mean, running_var)]
+    out = batch_norm(
+        input.reshape(1, n * c, *input.shape[2:]),
+        *stats,
+        training=use_input_stats,
+        momentum=momentum,
+        eps=eps,
+    )
+    if use_input_stats:
+        with no_grad():
+            for running, updated in zip((running_mean, running_var), stats):
+                if running is not None:
+                    running.copy_(updated.reshape(n, c).mean(0))
+    return _per_channel_affine(out.reshape(input.shape), weight, bias)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y[..., o] = x1 @ weight[o] @ x2 + bias[o]``, with ``weight`` of shape
+    (out_features, in1_features, in2_features): one matrix product with ``x1``, then a sum.
+
+    >>> import scratchgrad as sg
+    >>> bilinear(sg.ones(5, 2), sg.ones(5, 3), sg.ones(4, 2, 3)).shape
+    (5, 4)
+    """
+    if (
+        weight.ndim != 3
+        or input1.shape[-1] != weight.shape[1]
+        or input2.shape[-1] != weight.shape[2]
+    ):
+        raise RuntimeError(
+            f"bilinear: inputs of shapes {input1.shape} and {input2.shape} do not match a weight "
+            f"of shape {weight.shape} (out_features, in1_features, in2_features)"
+        )
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(
+            f"bilinear: input1 and input2 must have the same leading dims, got {input1.shape} and "
+            f"{input2.shape}"
+        )
+    out_features, in1, in2 = weight.shape
+    # (..., in1) @ (in1, out*in2) -> (..., out, in2), then the product with x2 summed over in2
+    mixed = (input1 @ weight.permute(1, 0, 2).reshape(in1, out_features * in2)).reshape(
+        *input1.shape[:-1], out_features, in2
+    )
+    out = (mixed * input2.unsqueeze(-2)).sum(-1)
+    return out if bias is None else out + bias
 
 
 def _per_channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -1240,13 +1478,198 @@ def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
     return xp.where(mirrored >= size, 2 * (size - 1) - mirrored, mirrored)
 
 
+# ---- resampling -----------------------------------------------------------------------------
+
+_INTERPOLATE_NDIM = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,)}
+
+
+def interpolate(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize the spatial dims (all but the first two) to ``size``, or scale them by
+    ``scale_factor``: ``"nearest"`` (3-, 4- or 5-D input), ``"linear"`` (3-D) or ``"bilinear"``
+    (4-D), with PyTorch's source positions (``align_corners`` maps the corner pixels' centres
+    onto each other; otherwise pixel areas line up).
+
+    Nearest picks entries by index (the gradient adds up at repeated ones); linear modes are a
+    product with a small interpolation matrix per dim, ``out = A_h @ x @ A_w.T``.
+
+    >>> import scratchgrad as sg
+    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), size=3, mode="linear", align_corners=True)
+    tensor([[[1.0000, 1.5000, 2.0000]]])
+    """
+    if mode not in _INTERPOLATE_NDIM:
+        raise NotImplementedError(
+            f"interpolate: mode must be 'nearest', 'linear' or 'bilinear', got {mode!r}"
+        )
+    if input.ndim not in _INTERPOLATE_NDIM[mode]:
+        if input.ndim not in (3, 4, 5):
+            raise NotImplementedError(
+                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
+                f"for the modes: nearest | linear | bilinear (got {mode})"
+            )
+        needed = _INTERPOLATE_NDIM[mode][0]
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D input")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | "
+            "bilinear | bicubic | trilinear"
+        )
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    in_size = input.shape[2:]
+    out_size, scales = _interpolate_size(in_size, size, scale_factor, recompute_scale_factor)
+    out = input
+    for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
+        if mode == "nearest":
+            out = out[(slice(None),) * dim + (_nearest_index(n, m, scale),)]
+        else:
+            weights = Tensor(_linear_weights(n, m, scale, bool(align_corners)), dtype=out.dtype)
+            weights = weights.to(out.device)
+            # MatMul itself, not `@`: a resize stays in its input's dtype under autocast
+            out = (
+                MatMul.apply(out, weights.mT)
+                if dim == input.ndim - 1
+                else MatMul.apply(weights, out)
+            )
+    return out
+
+
+def _interpolate_size(in_size, size, scale_factor, recompute_scale_factor) -> tuple:
+    """The output size, and the scale each dim's source positions use (None: in / out)."""
+    dims = len(in_size)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(
+            "only one of size or scale_factor should be defined"
+            if size is not None
+            else "either size or scale_factor should be defined"
+        )
+    if size is not None:
+        out_size = (size,) * dims if isinstance(size, int) else tuple(size)
+        if len(out_size) != dims:
+            raise ValueError(
+                f"Input and output must have the same number of spatial dimensions, but got "
+                f"input with spatial dimensions of {list(in_size)} and output size of {size}. "
+                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                "(o1, o2, ...,oK) format."
+            )
+        return out_size, (None,) * dims
+    scales = (scale_factor,) * dims if isinstance(scale_factor, (int, float)) else scale_factor
+    scales = tuple(float(s) for s in scales)
+    if len(scales) != dims:
+        raise ValueError(
+            f"Input and scale_factor must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(in_size)} and scale_factor of "
+            f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+            "and scale_factor in (s1, s2, ...,sK) format."
+        )
+    out_size = tuple(math.floor(n * s) for n, s in zip(in_size, scales))
+    return out_size, (None,) * dims if recompute_scale_factor else scales
+
+
+def _source_scale(n: int, m: int, scale: float | None):
+    """PyTorch's step between source positions: 1 / scale_factor if given, else n / m."""
+    return 1.0 / scale if scale is not None and scale > 0 else n / m
+
+
+def _nearest_index(n: int, m: int, scale: float | None):
+    """Which of ``n`` entries each of ``m`` outputs copies: floor(i * step), in float32 as
+    PyTorch computes it."""
+    step = xp.float32(_source_scale(n, m, scale))
+    return xp.minimum(xp.floor(xp.arange(m, dtype=xp.float32) * step).astype(xp.int64), n - 1)
+
+
+def _linear_weights(n: int, m: int, scale: float | None, align_corners: bool):
+    """``A`` of shape (m, n): row i mixes the two entries around output i's source position."""
+    if align_corners:
+        source = xp.arange(m) * ((n - 1) / (m - 1) if m > 1 else 0.0)
+    else:  # pixel centres line up; PyTorch clamps positions before the first centre to 0
+        source = xp.maximum((xp.arange(m) + 0.5) * _source_scale(n, m, scale) - 0.5, 0.0)
+    low = xp.minimum(xp.floor(source).astype(xp.int64), n - 1)
+    high = xp.minimum(low + 1, n - 1)
+    frac = source - low
+    weights = xp.zeros((m, n))
+    rows = xp.arange(m)
+    xp.add.at(weights, (rows, low), 1 - frac)
+    xp.add.at(weights, (rows, high), frac)
+    return weights
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r), r = ``upscale_factor``: each group of r*r channels
+    becomes an r-by-r block of pixels (Shi et al., 2016, https://arxiv.org/abs/1609.05158).
+
+    >>> import scratchgrad as sg
+    >>> pixel_shuffle(sg.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    r = upscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(
+            "pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.ndim} dimension(s)"
+        )
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+            f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    k = len(batch)
+    out = input.reshape(*batch, c // (r * r), r, r, h, w)
+    out = out.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return out.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), r = ``downscale_factor``: the inverse of
+    ``pixel_shuffle``.
+
+    >>> import scratchgrad as sg
+    >>> pixel_unshuffle(sg.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
+    tensor([0., 1., 2., 3.])
+    """
+    r = downscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(
+            "pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.ndim} dimension(s)"
+        )
+    *batch, c, h, w = input.shape
+    for name, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                f"input.size({dim})={size} is not divisible by {r}"
+            )
+    k = len(batch)
+    out = input.reshape(*batch, c, h // r, r, w // r, r)
+    out = out.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return out.reshape(*batch, c * r * r, h // r, w // r)
+
+
 # convolution and pooling live in their own file, next to the primitives they use
 from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
+    adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
     avg_pool2d,
     conv1d,
     conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     fold,
+    max_pool1d,
     max_pool2d,
     unfold,
 )

@@ -6,9 +6,10 @@ unless a ``generator`` is given, drawn by the Tensor's own fills (``Tensor.unifo
 from __future__ import annotations
 
 import math
+import warnings
 
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import Generator
+from scratchgrad.backend import Generator, namespace
 from scratchgrad.tensor import Tensor
 
 _GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
@@ -129,3 +130,57 @@ def kaiming_normal_(
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    """Fill with samples from N(mean, std**2) truncated to [a, b], as PyTorch draws them:
+    uniform between the CDF's values at ``a`` and ``b``, mapped back through the inverse CDF.
+
+    >>> import scratchgrad as sg
+    >>> w = trunc_normal_(sg.empty(1000), std=2.0, a=-1.0, b=3.0)
+    >>> bool((w >= -1).all() and (w <= 3).all())
+    True
+    """
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+            "values may be incorrect.",
+            stacklevel=2,
+        )
+    low, high = ((1 + math.erf((x - mean) / (std * math.sqrt(2.0)))) / 2 for x in (a, b))
+    with no_grad():
+        tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
+        return tensor.copy_((tensor.erfinv() * (std * math.sqrt(2.0)) + mean).clamp(a, b))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix, the Q of a QR decomposition of a normal sample
+    (Saxe et al., 2013, https://arxiv.org/abs/1312.6120), times ``gain``; dims past the first
+    are flattened. The signs of R's diagonal fix Q's, so it is uniformly distributed.
+
+    >>> import scratchgrad as sg
+    >>> w = orthogonal_(sg.empty(3, 5))
+    >>> bool(((w @ w.T) - sg.eye(3)).abs().max() < 1e-5)
+    True
+    """
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    with no_grad():
+        sample = tensor.new_zeros(rows, tensor.numel() // rows).normal_(generator=generator)
+        tall = rows >= sample.shape[1]
+        flat = sample.array if tall else sample.array.T
+        module = namespace(flat)
+        q, r = module.linalg.qr(flat)
+        q = q * module.sign(module.diagonal(r))  # Q's column signs, from R's
+        q = q if tall else q.T
+        return tensor.copy_(Tensor._make(q.reshape(tensor.shape)) * gain)

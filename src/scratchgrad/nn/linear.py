@@ -1,4 +1,4 @@
-"""``Identity``, ``Linear``, ``Flatten`` and ``Unflatten``."""
+"""``Identity``, ``Linear``, ``Bilinear``, ``Flatten`` and ``Unflatten``."""
 
 from __future__ import annotations
 
@@ -58,6 +58,53 @@ class Linear(Module):
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
+        )
+
+
+class Bilinear(Module):
+    """``y = x1 @ weight[o] @ x2 + bias[o]`` for each output ``o``, with PyTorch's default
+    initialisation: weight and bias uniform in +-1/sqrt(in1_features).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> layer = nn.Bilinear(2, 3, 4)
+    >>> layer.weight.shape, layer(sg.ones(5, 2), sg.ones(5, 3)).shape
+    ((4, 2, 3), (5, 4))
+    """
+
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        shape = (out_features, in1_features, in2_features)
+        self.weight = _empty_parameter(shape, device, dtype)
+        if bias:
+            self.bias = _empty_parameter((out_features,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
         )
 
 

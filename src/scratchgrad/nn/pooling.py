@@ -1,4 +1,5 @@
-"""Pooling layers: ``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d``, as in PyTorch.
+"""Pooling layers: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``, ``AvgPool2d``,
+``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d`` and ``AdaptiveMaxPool2d``, as in PyTorch.
 
 They hold no parameters; the arithmetic lives in ``nn.conv_functional``.
 """
@@ -14,18 +15,10 @@ from scratchgrad.tensor import Tensor
 Size = int | Sequence[int]
 
 
-class MaxPool2d(Module):
-    """The largest entry of each window of ``(N, C, H, W)`` or ``(C, H, W)``.
+class _MaxPoolNd(Module):
+    """What MaxPool1d and MaxPool2d share; each names the function that pools."""
 
-    ``stride`` defaults to ``kernel_size``; padding counts as -inf. The gradient of each window
-    goes to its first largest entry, as PyTorch's does.
-
-    >>> import scratchgrad as sg
-    >>> from scratchgrad import nn
-    >>> nn.MaxPool2d(2)(sg.arange(16.0).reshape(1, 1, 4, 4))
-    tensor([[[[ 5.,  7.],
-              [13., 15.]]]])
-    """
+    pool = None
 
     def __init__(
         self,
@@ -38,14 +31,14 @@ class MaxPool2d(Module):
     ) -> None:
         super().__init__()
         if return_indices:
-            raise NotImplementedError("MaxPool2d: return_indices=True is not supported")
+            raise NotImplementedError(f"{self._get_name()}: return_indices=True is not supported")
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.max_pool2d(
+        return self.pool(
             input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode
         )
 
@@ -54,6 +47,73 @@ class MaxPool2d(Module):
             f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
             f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
         )
+
+
+class MaxPool1d(_MaxPoolNd):
+    """The largest entry of each window of ``(N, C, L)`` or ``(C, L)``, as ``MaxPool2d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.MaxPool1d(2)(sg.tensor([[1.0, 3.0, 2.0, 0.0]]))
+    tensor([[3., 2.]])
+    """
+
+    pool = staticmethod(F.max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """The largest entry of each window of ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    ``stride`` defaults to ``kernel_size``; padding counts as -inf. The gradient of each window
+    goes to its first largest entry, as PyTorch's does.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.MaxPool2d(2)(sg.arange(16.0).reshape(1, 1, 4, 4))
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+
+    pool = staticmethod(F.max_pool2d)
+
+
+class AvgPool1d(Module):
+    """The mean of each window of ``(N, C, L)`` or ``(C, L)``, as ``AvgPool2d`` (with no
+    ``divisor_override``, as PyTorch's).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AvgPool1d(2)(sg.tensor([[1.0, 3.0, 2.0, 0.0]]))
+    tensor([[2., 1.]])
+    """
+
+    def __init__(
+        self,
+        kernel_size: Size,
+        stride: Size | None = None,
+        padding: Size = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__()
+        # as PyTorch, kept as 1-tuples (and shown so)
+        self.kernel_size = F._single(kernel_size, "kernel_size")
+        self.stride = self.kernel_size if stride is None else F._single(stride, "stride")
+        self.padding = F._single(padding, "padding")
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+        )
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):
@@ -99,7 +159,35 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptivePoolNd(Module):
+    """What the adaptive poolings share; each names the function that pools."""
+
+    pool = None
+
+    def __init__(self, output_size: int | Sequence[int | None]) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self.pool(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePoolNd):
+    """Mean pooling of ``(N, C, L)`` or ``(C, L)`` to a fixed length, whatever the input's.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AdaptiveAvgPool1d(2)(sg.ones(2, 3, 5)).shape
+    (2, 3, 2)
+    """
+
+    pool = staticmethod(F.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_AdaptivePoolNd):
     """Mean pooling to a fixed output size, whatever the input size (``None`` keeps a dim).
 
     >>> import scratchgrad as sg
@@ -108,12 +196,24 @@ class AdaptiveAvgPool2d(Module):
     (2, 3, 1, 1)
     """
 
-    def __init__(self, output_size: int | Sequence[int | None]) -> None:
-        super().__init__()
-        self.output_size = output_size
+    pool = staticmethod(F.adaptive_avg_pool2d)
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
 
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
+class AdaptiveMaxPool2d(_AdaptivePoolNd):
+    """Max pooling to a fixed output size, whatever the input size (``None`` keeps a dim).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AdaptiveMaxPool2d((2, None))(sg.ones(2, 3, 5, 7)).shape
+    (2, 3, 2, 7)
+    """
+
+    pool = staticmethod(F.adaptive_max_pool2d)
+
+    def __init__(
+        self, output_size: int | Sequence[int | None], return_indices: bool = False
+    ) -> None:
+        if return_indices:
+            raise NotImplementedError("AdaptiveMaxPool2d: return_indices=True is not supported")
+        super().__init__(output_size)
+        self.return_indices = return_indices
