@@ -86,6 +86,15 @@ def test_legendre_p3_passes_gradcheck_and_gradgradcheck():
     assert sg.autograd.gradgradcheck(LegendreP3.apply, x)
 
 
+def test_gradcheck_perturbs_a_strided_view_in_place():
+    """An input that is a strided view (a column of a batch): the finite differences perturb
+    its own entries, so the numerical Jacobian is the identity of ``v * 1``, not zeros (a
+    flattened copy of a view would take the perturbations instead)."""
+    x = sg.randn(1, 2, 3, 3, dtype=sg.float64, requires_grad=True)
+    assert sg.autograd.gradcheck(lambda v: v * 1, (x[:, :, 0],))
+    assert sg.autograd.gradcheck(lambda v: v.exp().sum(), (x[0, :, 1:, ::2],))
+
+
 def test_gradcheck_catches_a_wrong_backward():
     class WrongP3(LegendreP3):
         @staticmethod

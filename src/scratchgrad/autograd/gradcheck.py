@@ -24,14 +24,15 @@ def _numerical_jacobian(func: Callable, inputs: tuple, eps: float) -> list[list]
     outputs = _outputs(func, inputs)
     jac = [[xp.zeros((o.numel(), x.numel())) for x in inputs] for o in outputs]
     for i, x in enumerate(inputs):
-        flat = x.array.reshape(-1)  # a view: writes perturb the input in place
-        for k in range(flat.size):
-            original = flat[k].copy()  # on a GPU, flat[k] is a view that the writes change
-            flat[k] = original + eps
+        array = x.array  # perturbed in place by index: a view's reshape(-1) may be a copy
+        for k in range(array.size):
+            at = xp.unravel_index(k, array.shape)  # C order, as the Jacobians' columns
+            original = array[at].copy()  # on a GPU, array[at] is a view that the writes change
+            array[at] = original + eps
             plus = [_host(o.array) for o in _outputs(func, inputs)]
-            flat[k] = original - eps
+            array[at] = original - eps
             minus = [_host(o.array) for o in _outputs(func, inputs)]
-            flat[k] = original
+            array[at] = original
             for j in range(len(outputs)):
                 jac[j][i][:, k] = (plus[j] - minus[j]) / (2 * eps)
     return jac
