@@ -175,6 +175,30 @@ def test_a_primitive_without_a_rule_raises_an_error_naming_it():
         vmap(Cube.apply)(sg.ones(2, 3))
 
 
+@pytest.mark.parametrize(
+    ("write", "what"),
+    [
+        (lambda y: y.__setitem__(0, 0.0), r"x\[\.\.\.\] = v"),
+        (lambda y: y.add_(1), "add_"),
+        (lambda y: y.zero_(), "zero_"),
+        (lambda y: y.clamp_(0, 1), "clamp_"),
+        (lambda y: y.__iadd__(1), r"\+="),
+    ],
+    ids=["setitem", "add_", "zero_", "clamp_", "+="],
+)
+def test_an_in_place_write_into_a_batched_tensor_raises_naming_it(write, what):
+    """vmap does not batch writes into a batch: each in-place form raises, naming the op and
+    what to write instead (before, a confusing error about reading values, or a TypeError)."""
+
+    def f(row):
+        y = row * 2
+        write(y)
+        return y
+
+    with pytest.raises(RuntimeError, match=f"vmap: {what} writes into a batched tensor"):
+        vmap(f)(sg.ones(3, 2))
+
+
 def test_reading_values_directly_raises_a_clear_error():
     with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
         vmap(lambda x: x.item())(sg.ones(3))

@@ -166,6 +166,34 @@ _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
 }
 
 
+def _refuse_in_place(name: str) -> Callable:
+    """A batched tensor's in-place method ``name``: vmap does not batch writes into a batch
+    (its members' values live in one array vmap made), so it raises, naming the op."""
+    what = _OPERATORS.get(name, name)
+
+    def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            f"vmap: {what} writes into a batched tensor in place, which vmap does not batch; "
+            "compute the new tensor out of place instead (y = x + 1, sg.where(mask, v, x), "
+            "x.masked_fill(mask, v))"
+        )
+
+    in_place.__name__ = name
+    return in_place
+
+
+# Python's in-place operators, by their methods' names
+_OPERATORS = {
+    "__setitem__": "x[...] = v", "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
+    "__itruediv__": "/=",
+}  # fmt: skip
+# Tensor's in-place methods (x.add_(1), x[0] = v, x += 1), refused on a batch; not
+# requires_grad_, which sets a flag (scratchgrad.func.grad sets it on batched leaves)
+for _name in [*(n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")), *_OPERATORS]:
+    if _name != "requires_grad_":
+        setattr(BatchedTensor, _name, _refuse_in_place(_name))
+
+
 def wrap(value: Tensor, level: int) -> BatchedTensor:
     """A batched tensor of ``level`` over ``value`` (batch dim first)."""
     t = object.__new__(BatchedTensor)
