@@ -68,14 +68,18 @@ else:
     from scratchgrad.dtypes import get_default_dtype, set_default_dtype
     from scratchgrad.tensor import (
         Tensor,
+        bincount,
         broadcast_tensors,
+        bucketize,
         cartesian_prod,
         cat,
         cdist,
         dstack,
         einsum,
+        histc,
         hstack,
         meshgrid,
+        searchsorted,
         stack,
         std_mean,
         tensordot,
@@ -147,6 +151,7 @@ else:
     )
     fliplr, flipud, masked_select = Tensor.fliplr, Tensor.flipud, Tensor.masked_select
     nonzero, argwhere, count_nonzero = Tensor.nonzero, Tensor.argwhere, Tensor.count_nonzero
+    unique = Tensor.unique
 
     def is_tensor(obj) -> bool:
         """Whether ``obj`` is a scratchgrad Tensor."""

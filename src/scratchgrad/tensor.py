@@ -1836,6 +1836,38 @@ class Tensor:
 
     argwhere = nonzero
 
+    def unique(
+        self,
+        sorted: bool = True,
+        return_inverse: bool = False,
+        return_counts: bool = False,
+        dim: int | None = None,
+    ):
+        """The distinct entries as a sorted vector, as ``torch.unique``; with
+        ``return_inverse``, also where each entry went (in this tensor's shape), and with
+        ``return_counts``, how often each occurs. Always sorted (``sorted=False`` may leave
+        PyTorch's order unsorted); each NaN counts as distinct, as in PyTorch.
+
+        >>> import scratchgrad as sg
+        >>> sg.unique(sg.tensor([3, 1, 3]), return_inverse=True, return_counts=True)
+        (tensor([1, 3]), tensor([1, 0, 1]), tensor([1, 2]))
+        """
+        if dim is not None:
+            raise NotImplementedError(
+                f"unique: dim={dim} is not supported, only dim=None (the distinct entries)"
+            )
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("unique() (its shape depends on the values)")
+        xp = namespace(self.array)
+        values, inverse, counts = xp.unique(
+            self.array.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False
+        )
+        out = Tensor._make(values)
+        inverse = Tensor._make(inverse.reshape(self.array.shape).astype(backend.int64))
+        counts = Tensor._make(counts.astype(backend.int64))
+        extras = (inverse,) * return_inverse + (counts,) * return_counts
+        return (out, *extras) if extras else out
+
     def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
         dims = _dims(dim, self.array.ndim, unique=True)
         return Tensor._make(_call(_count_nonzero, self.array, dims))
@@ -2831,6 +2863,136 @@ def std_mean(
     return _spread_and_mean("std_mean", Tensor.std, input, dim, unbiased, keepdim, correction)
 
 
+@names_bad_arguments
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Tensor | float,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    """Where each entry of ``input`` would go in the innermost dim of ``sorted_sequence`` to
+    keep it sorted, as ``torch.searchsorted``: the first such place, or the last with
+    ``right=True`` (``side="right"``). ``sorted_sequence`` is 1-D, or N-D with its first N-1
+    dims those of ``input``; ``sorter`` gives the order that sorts it, if it is not sorted.
+
+    >>> import scratchgrad as sg
+    >>> sg.searchsorted(sg.tensor([1, 3, 3, 5]), sg.tensor([3, 6]))
+    tensor([1, 4])
+    >>> sg.searchsorted(sg.tensor([1, 3, 3, 5]), 3, right=True)
+    tensor(3)
+    """
+    right = _searches_right(right, side)
+    boundaries = sorted_sequence.array
+    if boundaries.ndim == 0:
+        raise RuntimeError(
+            "searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    values = input.array if isinstance(input, Tensor) else namespace(boundaries).asarray(input)
+    if not isinstance(input, Tensor) and boundaries.ndim != 1:
+        raise RuntimeError(
+            "searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+            f"is 1, but got boundaries of shape {tuple(boundaries.shape)}"
+        )
+    if boundaries.ndim > 1 and (
+        values.ndim != boundaries.ndim or values.shape[:-1] != boundaries.shape[:-1]
+    ):
+        raise RuntimeError(
+            "searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+            f"of boundaries and input must match, but got boundaries of shape "
+            f"{tuple(boundaries.shape)} and input of shape {tuple(values.shape)}"
+        )
+    order = None if sorter is None else _checked_sorter(sorter, boundaries.shape)
+    out = _call(_search, boundaries, values, right, order)
+    return Tensor._make(out.astype(backend.int32 if out_int32 else backend.int64))
+
+
+@names_bad_arguments
+def bucketize(
+    input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
+) -> Tensor:
+    """The bucket of each entry of ``input`` among the 1-D, increasing ``boundaries``, as
+    ``torch.bucketize``: ``i`` with ``boundaries[i - 1] < x <= boundaries[i]``, or
+    ``boundaries[i - 1] <= x < boundaries[i]`` with ``right=True``.
+
+    >>> import scratchgrad as sg
+    >>> sg.bucketize(sg.tensor([1, 3, 6]), sg.tensor([1, 3, 5]))
+    tensor([0, 1, 3])
+    >>> sg.bucketize(sg.tensor([1, 3, 6]), sg.tensor([1, 3, 5]), right=True)
+    tensor([1, 2, 3])
+    """
+    if boundaries.ndim != 1:
+        raise RuntimeError(
+            f"bucketize: boundaries tensor must be 1 dimension, but got shape {boundaries.shape}"
+        )
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@names_bad_arguments
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How many times each value ``0, 1, ...`` occurs in the 1-D, non-negative integer
+    ``input`` (at least ``minlength`` counts), as ``torch.bincount``; with ``weights``, the sum
+    of the weights of each value's entries (float32 weights give float32, others float64).
+
+    >>> import scratchgrad as sg
+    >>> sg.bincount(sg.tensor([0, 2, 2, 3]))
+    tensor([1, 0, 2, 1])
+    >>> sg.bincount(sg.tensor([0, 2, 2]), weights=sg.tensor([0.5, 1.0, 2.0]), minlength=4)
+    tensor([0.5000, 0.0000, 3.0000, 0.0000])
+    """
+    x = input.array
+    if x.dtype.kind not in "iu":
+        raise NotImplementedError(
+            f"bincount: not implemented for {x.dtype} tensors; give an integer one, as PyTorch "
+            "requires"
+        )
+    if minlength < 0:
+        raise RuntimeError(f"bincount: minlength should be >= 0, but got {minlength}")
+    if x.ndim != 1 or (x.size and int(x.min()) < 0):
+        raise RuntimeError(
+            f"bincount only supports 1-d non-negative integral inputs, got shape {input.shape}"
+            + ("" if x.ndim != 1 else f" with minimum {int(x.min())}")
+        )
+    if weights is not None and weights.shape != input.shape:
+        raise RuntimeError(
+            "bincount: weights should be 1-d and have the same length as input, but got shapes "
+            f"{weights.shape} and {input.shape}"
+        )
+    if capture_hook.recorder is not None:
+        capture_hook.recorder.refuse("bincount() (its shape depends on the values)")
+    xp = namespace(x)
+    if weights is None:
+        return Tensor._make(xp.bincount(x, minlength=minlength).astype(backend.int64))
+    w = weights.array
+    dtype = backend.float32 if w.dtype == backend.float32 else backend.float64
+    out = xp.bincount(x, weights=w.astype(backend.float64), minlength=minlength)
+    return Tensor._make(out.astype(dtype))
+
+
+@names_bad_arguments
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """A histogram of the entries of ``input`` in ``bins`` equal bins from ``min`` to ``max``,
+    as ``torch.histc``; entries outside are left out, and ``min == max`` means the entries'
+    own range. Floating inputs only; the counts have ``input``'s dtype.
+
+    >>> import scratchgrad as sg
+    >>> sg.histc(sg.tensor([1.0, 2.0, 1.0, 4.0]), bins=4)
+    tensor([2., 1., 0., 1.])
+    >>> sg.histc(sg.tensor([1.0, 2.0, 1.0, 4.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    if not backend.is_floating(input.array.dtype):
+        raise NotImplementedError(
+            f"histc: not implemented for {input.array.dtype} tensors; give a floating one "
+            "(x.float()), as PyTorch requires"
+        )
+    if bins <= 0:
+        raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
+    return Tensor._make(_call(_histogram, input.array, bins, min, max))
+
+
 # ---- helpers --------------------------------------------------------------------------------
 
 
@@ -2922,6 +3084,76 @@ def _sort_order(array, dim: int, descending: bool):
     n = array.shape[dim]
     order = xp.argsort(xp.flip(array, dim), axis=dim, kind="stable")
     return xp.flip(n - 1 - order, dim)
+
+
+def _searches_right(right: bool, side: str | None) -> bool:
+    """searchsorted's ``right`` and ``side`` as one flag; opposite settings raise."""
+    if side is None:
+        return right
+    if side not in ("left", "right"):
+        raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got {side!r}")
+    if right and side == "left":
+        raise RuntimeError(
+            "searchsorted(): side and right can't be set to opposites, got side of left while "
+            "right was True"
+        )
+    return side == "right"
+
+
+def _checked_sorter(sorter: Tensor, shape: tuple) -> Any:
+    """``sorter``'s array, once it is an int64 permutation index of ``shape``'s innermost dim."""
+    order = sorter.array
+    if order.dtype != backend.int64:
+        raise RuntimeError(f"searchsorted(): sorter must be an int64 tensor, but got {order.dtype}")
+    if order.shape != shape:
+        raise RuntimeError(
+            f"searchsorted(): boundary and sorter must have the same size, but got boundaries of "
+            f"shape {tuple(shape)} and sorter of shape {tuple(order.shape)}"
+        )
+    if order.size and (int(order.min()) < 0 or int(order.max()) >= shape[-1]):
+        raise RuntimeError(f"searchsorted(): sorter index out of range for size {shape[-1]}")
+    return order
+
+
+def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
+    """searchsorted on arrays: each row of ``boundaries`` (sorted through ``order``) searched
+    for the matching row of ``values``. NaN sorts last, as in PyTorch."""
+    xp, side = namespace(boundaries), "right" if right else "left"
+    if order is not None:
+        boundaries = xp.take_along_axis(boundaries, order, axis=-1)
+    if {boundaries.dtype, values.dtype} & {backend.float16, backend.bfloat16}:
+        boundaries, values = boundaries.astype(xp.float32), values.astype(xp.float32)
+    if boundaries.ndim == 1:
+        return xp.searchsorted(boundaries, values, side=side)
+    rows = boundaries.reshape(-1, boundaries.shape[-1])
+    queries = values.reshape(rows.shape[0], values.shape[-1])
+    out = xp.empty(queries.shape, dtype=backend.int64)
+    for i in range(rows.shape[0]):
+        out[i] = xp.searchsorted(rows[i], queries[i], side=side)
+    return out.reshape(values.shape)
+
+
+def _histogram(array: Any, bins: int, low: float, high: float) -> Any:
+    """histc on an array: ``array``'s range where ``low == high`` (widened by one each way
+    where that is a point too), bins found as PyTorch does, ``(x - low) * bins / (high - low)``
+    rounded down, with ``high`` itself in the last bin."""
+    xp = namespace(array)
+    x = array.reshape(-1)
+    if x.dtype.itemsize < 4:  # float16 and bfloat16 count in float32
+        x = x.astype(xp.float32)
+    low, high = x.dtype.type(low), x.dtype.type(high)
+    if low == high and x.size:
+        low, high = x.min(), x.max()
+    if low == high:
+        low, high = low - 1, high + 1
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(f"histc: range of [{low}, {high}] is not finite")
+    if low > high:
+        raise RuntimeError(f"histc: max must be larger than min, but got min {low}, max {high}")
+    x = x[(x >= low) & (x <= high)]
+    position = ((x - low) * bins / (high - low)).astype(backend.int64)
+    counts = xp.bincount(xp.minimum(position, bins - 1), minlength=bins)
+    return counts.astype(array.dtype)
 
 
 def as_shape(args: tuple) -> tuple[int, ...]:
