@@ -772,6 +772,71 @@ OPS = [
         dim=lambda m, x, d: m.cross(x, x * 2 + 1, dim=d),
         integer=True,
     ),
+    # ---- selections and products of b028b9c (tests/test_torch_more.py has their errors) --------
+    # (median, kthvalue, cummax, cummin sort their values directly: vmap raises naming argsort)
+    Op("median_all", lambda m, x: x.median(), shapes="nonempty", domain=distinct, vmap=False),
+    Op(
+        "median_dim",
+        lambda m, x: m.median(x, 0).values,
+        shapes="nonempty1+",
+        domain=distinct,
+        vmap=False,
+        dim=lambda m, x, d: m.median(x, d, keepdim=True).values,
+    ),
+    Op(
+        "kthvalue",
+        lambda m, x: m.kthvalue(x, 1, 0).values,
+        shapes="nonempty1+",
+        domain=distinct,
+        vmap=False,
+        dim=lambda m, x, d: x.kthvalue(1, d).values,
+    ),
+    Op(
+        "cummax",
+        lambda m, x: m.cummax(x, 0).values,
+        shapes="rank1+",
+        domain=distinct,
+        vmap=False,
+        dim=lambda m, x, d: x.cummax(d).values,
+    ),
+    Op(
+        "cummin",
+        lambda m, x: m.cummin(x, -1).values,
+        shapes="rank1+",
+        domain=distinct,
+        vmap=False,
+        dim=lambda m, x, d: x.cummin(d).values,
+    ),
+    Op(
+        "diag_embed",
+        lambda m, x: m.diag_embed(x, 1),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.diag_embed(x, 0, d, -1 if d not in (-1, x.ndim) else 0),
+    ),
+    Op(
+        "rot90",
+        lambda m, x: m.rot90(x, 1, (0, 1)) * 2,
+        shapes="rank2+",
+        dim=lambda m, x, d: x.rot90(3, (d, 0 if d not in (0, -x.ndim) else 1)),
+        integer=True,
+    ),
+    Op("take", lambda m, x: m.take(x, m.tensor([0, -1, 0])), shapes="nonempty"),
+    binary("kron", lambda m, x, y: m.kron(x, y)),
+    binary("cartesian_prod", lambda m, x, y: m.cartesian_prod(x.reshape(-1), y.reshape(-1))),
+    Op(
+        "tensordot",
+        lambda m, x, y: m.tensordot(x, y, dims=1),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+    ),  # fmt: skip
+    binary("dist", lambda m, x, y: m.dist(x, y * 2 + 1), domain=(real, away_from_zero)),
+    binary("dist_p3", lambda m, x, y: m.dist(x, y * 2 + 1, p=3), domain=(real, away_from_zero)),
+    Op(
+        "cdist",
+        lambda m, x, y: m.cdist(x, y * 2 + 3),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
     # ---- convolution and pooling (nn/conv_functional.py: composed of Unfold, Fold, MaxOver) ----
     Op(
         "conv1d",

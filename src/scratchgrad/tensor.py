@@ -2798,10 +2798,12 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> 
             )
     free_a = [d for d in range(a.ndim) if d not in dims_a]
     free_b = [d for d in range(b.ndim) if d not in dims_b]
+    kept_a, kept_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
     inner = math.prod(a.shape[d] for d in dims_a)
-    left = a.permute(free_a + dims_a).reshape(-1, inner)
-    right = b.permute(dims_b + free_b).reshape(inner, -1)
-    return (left @ right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+    # sizes, not -1: a size of 0 leaves -1 undecided
+    left = a.permute(free_a + dims_a).reshape(math.prod(kept_a), inner)
+    right = b.permute(dims_b + free_b).reshape(inner, math.prod(kept_b))
+    return (left @ right).reshape(kept_a + kept_b)
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
