@@ -1032,7 +1032,7 @@ OPS = [
     Op(
         "normalize",
         lambda m, x: m.nn.functional.normalize(x, dim=-1),
-        shapes="rank1+",
+        shapes="wide_last1+",
         dim=lambda m, x, d: m.nn.functional.normalize(x, dim=d),
     ),
     Op("normalize_p1", lambda m, x: m.nn.functional.normalize(x, p=1.0), shapes="rank2+"),

@@ -97,6 +97,8 @@ SHAPES = {
     # x and weight, at least three entries normalised (see layer_norm)
     "rms_norm": _shapes(min_dims=1, min_side=1).map(lambda s: ((*s[:-1], s[-1] + 2), (s[-1] + 2,))),
     "wide_last2+": _one(_shapes(min_dims=2, min_side=1).map(lambda s: (*s[:-1], s[-1] + 2))),
+    # a last dim of 2 or more: normalizing one entry, PyTorch's float32 gradient is round-off
+    "wide_last1+": _one(_shapes(min_dims=1).map(lambda s: (*s[:-1], s[-1] + 2))),
     "image": _one(st.tuples(_small, _small, _side3, _side3)),  # (N, C, H, W) for pooling
     # fold's (N, C * 2 * 2, L) for a 2x2 kernel, stride (1, 2), padding 1 over a (3, 2k) output
     "fold": st.tuples(_small, _small, _small).map(lambda t: ((t[0], 4 * t[1], 4 * (t[2] + 1)),)),
