@@ -124,6 +124,69 @@ def test_python_values_read_deep_into_objects_or_by_their_methods_record_anew(
         assert holder.step(x).tolist() == expected
 
 
+def _trainer(read):
+    """A training step whose loss is scaled by what ``read`` names, read from the scheduler
+    or the grad scaler of its enclosing function; the step, the scheduler, the scaler and a
+    list the step counts its runs in."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+    sched = sg.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    scaler = sg.amp.GradScaler("cpu", init_scale=4.0)
+    runs = []
+
+    def loss_of(x):
+        runs.append(None)
+        opt.zero_grad()
+        return model(x).pow(2).mean()
+
+    def by_rate(x):
+        loss = loss_of(x) * sched.get_last_lr()[0]
+        loss.backward()
+        opt.step()
+        return loss
+
+    def by_epoch(x):
+        loss = loss_of(x) * (2.0 if sched.last_epoch >= 3 else 1.0)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def by_scale(x):
+        loss = loss_of(x) * scaler.get_scale()
+        loss.backward()
+        opt.step()
+        return loss
+
+    steps = {"sched.get_last_lr()[0]": by_rate, "sched.last_epoch": by_epoch}
+    return {**steps, "scaler.get_scale()": by_scale}[read], sched, scaler, runs
+
+
+# the Python runs of 9 calls: the eager call and two recordings for each of 3 rates or
+# scales; the epoch is a new number at every call, so every call records
+PYTHON_RUNS = {"sched.get_last_lr()[0]": 7, "sched.last_epoch": 9, "scaler.get_scale()": 7}
+
+
+@pytest.mark.parametrize("read", PYTHON_RUNS)
+def test_what_a_step_reads_from_a_scheduler_or_a_scaler_records_anew(read):
+    """A step reading a scheduler's rate (``sched.get_last_lr()[0]``) or epoch, or a grad
+    scaler's scale, which the loop moves on between calls (``sched.step()``,
+    ``scaler.update(...)``): each is guarded, so every call equals eager's, across the
+    decays. A scheduler stepped without changing the rate makes a new list of the same rates,
+    and a scaler's update a new NumPy number of the same scale: those replay."""
+    x = sg.randn(8, 3)
+    eager, jitted = _trainer(read), _trainer(read)
+    step = sg.jit(jitted[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the step counts its runs; the cache fills)
+        for k in range(9):
+            assert eager[0](x).item() == step(x).item(), k
+            for _, sched, scaler, _ in (eager, jitted):
+                sched.step()
+                scaler.update(4.0 * 2 ** (k // 3))
+    assert len(jitted[3]) == PYTHON_RUNS[read]
+
+
 def test_containers_the_step_reads_record_anew_when_their_contents_change():
     """A list the step loops over, a dict it reads (and the dicts and lists inside them), of
     its globals or its enclosing function: what they hold is part of what a recording was

@@ -716,24 +716,34 @@ def test_train_and_eval_called_inside_the_steps_replay_without_recording_again()
 def test_a_python_value_returned_from_the_step_that_changes_raises():
     """A learning rate returned from the step would be the recorded one on every replay: the
     two recording calls returned different values, so the third call raises, naming them.
-    A Python value that stays the same (a batch size, from a guarded shape) is fine."""
+    (Read by ``sched.get_last_lr()``, the rate is guarded, and a step changing it raises
+    at its first recording.) A Python value that stays the same (a batch size, from a
+    guarded shape) is fine."""
     model = nn.Linear(3, 2)
     opt = sg.optim.SGD(model.parameters(), lr=0.1)
     sched = sg.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
 
-    @sg.jit
-    def step(x):
+    def train(x):
         opt.zero_grad()
         loss = model(x).sum()
         loss.backward()
         opt.step()
         sched.step()
-        return loss, x.shape[0], sched.get_last_lr()[0]
+        return loss, x.shape[0], sched.state_dict()["_last_lr"][0]
+
+    def guarded(x):
+        train(x)
+        return sched.get_last_lr()[0]
 
     x = sg.randn(4, 3)
+    step = sg.jit(train)
     step(x), step(x)
-    with pytest.raises(sg.JitError, match=r"step\(\) returned a different Python value .*0\.025"):
+    with pytest.raises(sg.JitError, match=r"train\(\) returned a different Python value .*0\.025"):
         step(x)
+    guarded = sg.jit(guarded)
+    guarded(x)
+    with pytest.raises(sg.JitError, match=r"binds sched\._last_lr to a new object while it reads"):
+        guarded(x)
 
     @sg.jit
     def count(x):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
+from scratchgrad.amp.grad_scaler import GradScaler
 from scratchgrad.autograd import autocast, capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -155,11 +156,14 @@ class Outer:
                 for hook, _ in (*hooks, *inner._backward_pre_hooks, *inner._backward_hooks):
                     self._follow(hook, self.DEPTH, seen)
 
-    def _read(self, fn: types.FunctionType, depth: int, seen: set, bound: dict) -> None:
+    def _read(
+        self, fn: types.FunctionType, depth: int, seen: set, bound: dict, shown: str = ""
+    ) -> None:
         """Note what ``fn`` holds in its closure and reads from its globals, and from the
         objects ``bound`` to its parameters by name (a method's instance: ``self.epsilon``,
         read as from a global; what a ``functools.partial`` binds); follow the user's
-        functions it reaches ``depth`` levels more (see ``_walk``)."""
+        functions it reaches ``depth`` levels more (see ``_walk``). ``shown``: how the step
+        names the instance of a method followed (``sched`` for ``self``, in errors)."""
         seen.add(_seen(fn, bound))
         cells = {**self._read_closure(fn), **bound}
         scope = fn.__globals__
@@ -170,7 +174,7 @@ class Outer:
             value = cells[name] if free else scope.get(name)
             if not free and self._draws(value):  # RNG.random(): named so
                 self.draws.append(f"{name}.{path[0][1]}" if path else name)
-            self._walk(value, name, path, depth, seen)
+            self._walk(value, shown if shown and name in bound else name, path, depth, seen)
             if free:  # a loss function of the enclosing function (globals': below)
                 self._follow(value, depth, seen)
         for name in dict.fromkeys(name for free, name, _ in loaded if not free):
@@ -230,10 +234,11 @@ class Outer:
         if isinstance(attribute, property):
             attribute = attribute.fget
         if isinstance(attribute, types.FunctionType):
-            if depth and _users_function(attribute) and attribute.__code__.co_argcount:
+            followed = _users_function(attribute) or attribute in _GETTERS
+            if depth and followed and attribute.__code__.co_argcount:
                 bound = {attribute.__code__.co_varnames[0]: obj}
                 if _seen(attribute, bound) not in seen:
-                    self._read(attribute, depth - 1, seen, bound)
+                    self._read(attribute, depth - 1, seen, bound, code.rpartition(".")[0])
             return _MISSING
         if attribute is _MISSING or hasattr(type(attribute), "__get__"):  # (a descriptor)
             return _MISSING
@@ -366,8 +371,10 @@ class Outer:
         what = names[0] if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
-            f"object: a replay would not repeat that Python assignment. {ALREADY_RUN} Change "
-            "the object in place, return the new one, or call the function without jit."
+            "object while it reads it: a replay runs no Python assignment and reads no Python "
+            f"value again. {ALREADY_RUN} Change the object in place, return the new one, read "
+            "the value outside the function (and pass it as an argument), or call the function "
+            "without jit."
         )
 
     def unchanged(self) -> bool:
@@ -390,8 +397,23 @@ class Outer:
 _FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)  # (see Outer._follow)
 _MISSING = guards.MISSING  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
-# library's attributes are its state), classes, and what Outer.HELD watches otherwise
-_NOT_ENTRIES = (types.ModuleType, type, *Outer.HELD)
+# library's attributes are its state), classes, and the tensors, modules and optimizers that
+# recordings watch otherwise. A scheduler's are: a step reading ``sched.last_epoch`` or
+# ``sched.get_last_lr()`` (below) while ``sched.step()`` runs between calls.
+_NOT_ENTRIES = (types.ModuleType, type, Tensor, Module, Optimizer)
+# scratchgrad's methods that return what their object holds, read as the user's methods are
+# (see Outer._from_class), so a step reading ``sched.get_last_lr()[0]`` or
+# ``scaler.get_scale()`` records anew when the scheduler or the scaler moves on
+_GETTERS = frozenset(
+    {
+        LRScheduler.get_last_lr,
+        GradScaler.get_scale,
+        GradScaler.get_growth_factor,
+        GradScaler.get_backoff_factor,
+        GradScaler.get_growth_interval,
+        GradScaler.is_enabled,
+    }
+)
 
 
 # Python's containers, and its plain objects made to hold attributes (by module and name:
@@ -415,7 +437,7 @@ def _is_state(value: Any) -> bool:
         return True
     if _users_module(value):
         return True
-    if isinstance(value, _NOT_ENTRIES) or not hasattr(value, "__dict__"):
+    if isinstance(value, (*_NOT_ENTRIES, *Outer.HELD)) or not hasattr(value, "__dict__"):
         return False
     return _users_class(kind)
 
@@ -553,10 +575,19 @@ def _entry(container: Any, access: str, key: Any) -> Any:
 
 def _holds(current: Any, value: Any) -> bool:
     """Whether a name still holds what a recording read: the same object, or for a plain
-    value (``Outer.PLAIN``) one of its type equal to it (``epoch = 3`` bound again)."""
-    return current is value or (
-        type(value) in Outer.PLAIN and type(current) is type(value) and current == value
-    )
+    value (``Outer.PLAIN``, a NumPy number) one of its type equal to it (``epoch = 3``
+    bound again, a grad scaler's new scale of the same value), and for a list or tuple one
+    of its type holding the same (a scheduler's new list of the same rates at each
+    ``step()``)."""
+    if current is value:
+        return True
+    kind = type(value)
+    if type(current) is not kind:
+        return False
+    if kind in Outer.PLAIN or isinstance(value, xp.generic):
+        return bool(current == value)
+    sequence = kind in (list, tuple) and len(current) == len(value)
+    return sequence and all(map(_holds, current, value))
 
 
 def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str, tuple]]:
