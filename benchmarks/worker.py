@@ -9,6 +9,9 @@ requests, one JSON object per line on stdin, each answered by one JSON line on s
 - ``{"cmd": "epochs", "epochs": N}``: W3 only; train N epochs from the initial weights, answer
   the wall time and test accuracy.
 - ``{"cmd": "peak"}``: answer the peak RSS of this process so far.
+- ``{"cmd": "reset_peak"}``: start the peak RSS anew from the present RSS (Linux), so a later
+  ``peak`` is the steps' own: the rounds after the first, whose steps replay what the first
+  round's calls recorded and compiled. Answers whether it could.
 
 A fresh worker per workload keeps each peak RSS about that workload alone.
 """
@@ -111,6 +114,17 @@ def thread_pools() -> list[dict]:
     return [{k: pool.get(k) for k in keys} for pool in threadpool_info()]
 
 
+def reset_peak() -> bool:
+    """Set ``VmHWM`` to the present RSS (Linux's ``clear_refs``); False where that cannot be
+    done (not Linux, or not allowed)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+    except OSError:
+        return False
+    return True
+
+
 class Timer:
     """Times a step in samples of ``repeat`` calls; the sizes are fixed by the first round."""
 
@@ -170,6 +184,8 @@ def serve(framework: str, workload_id: str, reply: Callable[[dict], None]) -> No
             reply({"seconds": time.perf_counter() - start, "accuracy": accuracy})
         elif request["cmd"] == "peak":
             reply({"peak_rss_mb": rss_mb()})
+        elif request["cmd"] == "reset_peak":
+            reply({"reset": reset_peak()})
 
 
 def main() -> None:
