@@ -773,14 +773,12 @@ OPS = [
         integer=True,
     ),
     # ---- selections and products of b028b9c (tests/test_torch_more.py has their errors) --------
-    # (median, kthvalue, cummax, cummin sort their values directly: vmap raises naming argsort)
-    Op("median_all", lambda m, x: x.median(), shapes="nonempty", domain=distinct, vmap=False),
+    Op("median_all", lambda m, x: x.median(), shapes="nonempty", domain=distinct),
     Op(
         "median_dim",
         lambda m, x: m.median(x, 0).values,
         shapes="nonempty1+",
         domain=distinct,
-        vmap=False,
         dim=lambda m, x, d: m.median(x, d, keepdim=True).values,
     ),
     Op(
@@ -788,7 +786,6 @@ OPS = [
         lambda m, x: m.kthvalue(x, 1, 0).values,
         shapes="nonempty1+",
         domain=distinct,
-        vmap=False,
         dim=lambda m, x, d: x.kthvalue(1, d).values,
     ),
     Op(
@@ -796,7 +793,6 @@ OPS = [
         lambda m, x: m.cummax(x, 0).values,
         shapes="rank1+",
         domain=distinct,
-        vmap=False,
         dim=lambda m, x, d: x.cummax(d).values,
     ),
     Op(
@@ -804,7 +800,6 @@ OPS = [
         lambda m, x: m.cummin(x, -1).values,
         shapes="rank1+",
         domain=distinct,
-        vmap=False,
         dim=lambda m, x, d: x.cummin(d).values,
     ),
     Op(

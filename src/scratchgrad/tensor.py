@@ -1346,7 +1346,13 @@ class Tensor:
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(namespace(self.array).zeros((), backend.int64))
-        return Tensor._make(_call(_sort_order, self.array, dim, descending))
+        return self._indices_along(_sort_order, dim, descending)
+
+    def _indices_along(self, compute: Callable, dim: int, *args: Any) -> Tensor:
+        """The indices ``compute(array, dim, *args)`` finds from the values along ``dim`` (a
+        sort's order, a running maximum's positions), which no gradient flows through. vmap's
+        batched tensor runs the same on its whole batch, ``dim`` moved past the batch dim."""
+        return Tensor._make(_call(compute, self.array, dim, *args))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
         """Running sums along ``dim``; integer and bool inputs give int64, as in PyTorch."""
@@ -1433,14 +1439,14 @@ class Tensor:
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
             zero = namespace(self.array).zeros((), backend.int64)
             return values_indices(self.clone(), Tensor._make(zero))
-        index = Tensor._make(_call(_top_indices, self.array, k, dim, largest))
+        index = self._indices_along(_top_indices, dim, k, largest)
         return values_indices(self.gather(dim, index), index)
 
     def median(self, dim: int | None = None, keepdim: bool = False):
         """The lower median of all entries, or (values, indices) along ``dim``, as
         ``torch.median``; NaN is the median of an entry that holds one. The gradient flows to
-        the chosen entries only (among ties, the first in sorted order; PyTorch's pick may
-        differ).
+        the chosen entries only (among ties, the one at the median's place in a stable sort;
+        PyTorch's pick may differ).
 
         >>> import scratchgrad as sg
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()
@@ -1453,8 +1459,9 @@ class Tensor:
         return self._order_statistic("median", None, dim, keepdim)
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> values_indices:
-        """The ``k``-th smallest entry along ``dim`` (``k`` from 1) and its index, as
-        ``torch.kthvalue``; the gradient flows to that entry.
+        """The ``k``-th smallest entry along ``dim`` (``k`` from 1, NaN the largest) and its
+        index, as ``torch.kthvalue``; the gradient flows to that entry (among ties, the one at
+        the ``k``-th place in a stable sort; PyTorch's pick may differ).
 
         >>> import scratchgrad as sg
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).kthvalue(3)
@@ -1471,7 +1478,7 @@ class Tensor:
         if k is not None and not 1 <= k <= size:
             raise RuntimeError(f"{name}(): selected number k out of range for dimension {dim}")
         x = self if self.array.ndim else self.reshape(1)
-        index = Tensor._make(_call(_order_statistic_index, x.array, k, dim))
+        index = x._indices_along(_order_statistic_index, dim, k)
         return x._pick(index, dim, keepdim and self.array.ndim > 0)
 
     def cummax(self, dim: int) -> values_indices:
@@ -1491,7 +1498,7 @@ class Tensor:
     def _running(self, name: str, dim: int) -> values_indices:
         dim = wrap_dim(dim, self.array.ndim)
         x = self if self.array.ndim else self.reshape(1)
-        index = Tensor._make(_call(_running_index, x.array, name, dim))
+        index = x._indices_along(_running_index, dim, name)
         values = x.gather(dim, index)
         return values_indices(values.reshape(self.shape), index.reshape(self.shape))
 
@@ -3359,7 +3366,7 @@ def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any
     return out if probs.ndim == 2 else out[0]
 
 
-def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
+def _top_indices(array: Any, dim: int, k: int, largest: bool) -> Any:
     """The indices of the ``k`` largest (smallest) entries along ``dim``, in order; a stable
     sort, so that ties keep their order."""
     xp = namespace(array)
@@ -3367,7 +3374,7 @@ def _top_indices(array: Any, k: int, dim: int, largest: bool) -> Any:
     return xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
 
 
-def _order_statistic_index(array: Any, k: int | None, dim: int) -> Any:
+def _order_statistic_index(array: Any, dim: int, k: int | None) -> Any:
     """The index along ``dim`` of the ``k``-th smallest entry (from 1), stably sorted; for
     ``k`` None the lower median's, or the first NaN's where there is one (as PyTorch's)."""
     xp = namespace(array)
@@ -3381,7 +3388,7 @@ def _order_statistic_index(array: Any, k: int | None, dim: int) -> Any:
     return index.astype(backend.int64)
 
 
-def _running_index(array: Any, name: str, dim: int) -> Any:
+def _running_index(array: Any, dim: int, name: str) -> Any:
     """Where the running maximum (minimum) along ``dim`` of ``array`` was found: the last of
     equal entries, and a NaN from where one is met, as PyTorch's cummax and cummin."""
     xp = namespace(array)

@@ -23,7 +23,7 @@ from typing import Any
 from scratchgrad import creation
 from scratchgrad.autograd import function
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.tensor import Tensor, cat, values_indices, wrap_dim
+from scratchgrad.tensor import Tensor, cat, wrap_dim
 
 # The running vmaps, outermost first: (level, batch size, randomness).
 _active: list[tuple[int, int, str]] = []
@@ -139,16 +139,13 @@ class BatchedTensor(Tensor):
             )
         return wrap(getattr(value, name)(dim % max(self.ndim, 1) + 1, keepdim), self.level)
 
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-        if self.ndim == 0:  # index 0, without reading a value
-            return super().argsort(dim, descending, stable)
-        return wrap(self.value.argsort(wrap_dim(dim, self.ndim) + 1, descending), self.level)
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
-        if self.ndim == 0:  # its own top 1, without reading a value
-            return super().topk(k, dim, largest, sorted)
-        values, indices = self.value.topk(k, wrap_dim(dim, self.ndim) + 1, largest, sorted)
-        return values_indices(wrap(values, self.level), wrap(indices, self.level))
+    def _indices_along(self, compute: Callable, dim: int, *args: Any) -> Tensor:
+        """Sorts, top k, order statistics (median, kthvalue) and running extremes (cummax,
+        cummin) find their indices here: on the whole batch, ``dim`` moved past the batch dim
+        (a 0-d member never gets here: those ops answer it without reading a value)."""
+        return wrap(
+            self.value._indices_along(compute, wrap_dim(dim, self.ndim) + 1, *args), self.level
+        )
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
         level = level_of((self, index))
