@@ -41,17 +41,75 @@ def test_every_test_the_pitfalls_page_names_exists():
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
 
 
-def test_python_values_read_by_a_computed_name_are_frozen():
-    """A Python number the step reads by a name it computes (``getattr(cfg.loss, name)``) is
-    baked into the recording: changing it after the recordings changes nothing (pass it as
-    an argument: other arguments are part of the key)."""
-    cfg = types.SimpleNamespace(loss=types.SimpleNamespace(scale=2.0))
+def test_python_values_read_with_getattr_record_anew():
+    """``getattr`` with a name it computes (``getattr(cfg.loss, name)``) holds all the object
+    holds: a value there changed records anew. With a constant name it reads on as an
+    attribute does (``getattr(cfg, "aux").weight``), and with a default, the attribute's
+    absence is guarded too (``getattr(cfg, "bias", 0.0)``, then ``cfg.bias = 1.0``). A
+    computed name on a module (``getattr(self, f"fc{i}")``) reads its submodules, watched
+    as modules are. A part not read by the step, changed, replays."""
+    cfg = types.SimpleNamespace(
+        loss=types.SimpleNamespace(scale=2.0, shift=0.0), aux=types.SimpleNamespace(weight=1.0)
+    )
     name = "scale"
-    jitted, x = sg.jit(lambda x: x * getattr(cfg.loss, name)), sg.ones(2)
+
+    def eager(x):
+        y = x * getattr(cfg.loss, name) * getattr(cfg, "aux").weight
+        return y + getattr(cfg, "bias", 0.0)
+
+    jitted, x, runs = sg.jit(eager), sg.ones(2), []
+    changes = [
+        lambda: setattr(cfg.loss, "scale", 5.0),
+        lambda: setattr(cfg.aux, "weight", 3.0),
+        lambda: setattr(cfg, "bias", 1.0),
+        lambda: setattr(cfg.loss, "shift", 4.0),
+    ]
+    for change in [lambda: None, *changes]:
+        change()
+        runs.append([jitted(x).tolist() for _ in range(CALLS)])
+        assert runs[-1] == [eager(x).tolist()] * CALLS
+    assert [run[0] for run in runs] == [[2.0] * 2, [5.0] * 2, [15.0] * 2, [16.0] * 2, [16.0] * 2]
+    name = "shift"
+    assert jitted(x).tolist() == eager(x).tolist() == [13.0, 13.0]
+
+
+class Stack(nn.Module):
+    """Layers reached by a computed name, as many PyTorch models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc0, self.fc1 = nn.Linear(2, 2), nn.Linear(2, 2)
+
+    def forward(self, x):
+        for i in range(2):
+            x = getattr(self, f"fc{i}")(x)
+        return x
+
+
+def test_a_module_reading_its_layers_with_getattr_replays_and_follows_a_replaced_layer():
+    """``getattr(self, f"fc{i}")`` in a forward holds nothing more: a layer replaced records
+    anew, as any change to a module does."""
+    model, x = Stack(), sg.ones(3, 2)
+    jitted = sg.jit(lambda x: model(x).sum())
     for _ in range(CALLS):
-        jitted(x)
-    cfg.loss.scale = 5.0
-    assert jitted(x).tolist() == [2.0, 2.0]
+        assert jitted(x).item() == model(x).sum().item()
+    model.fc1 = nn.Linear(2, 2)
+    assert jitted(x).item() == model(x).sum().item()
+
+
+def test_a_step_changing_an_object_it_reads_with_getattr_raises_naming_it():
+    cfg, name = types.SimpleNamespace(scale=2.0, calls=0), "scale"
+
+    def step(x):
+        cfg.calls += 1
+        return x * getattr(cfg, name)
+
+    jitted = sg.jit(step)
+    jitted(sg.ones(2))
+    with pytest.raises(
+        sg.JitError, match="an attribute of the SimpleNamespace it reads with getattr"
+    ):
+        jitted(sg.ones(2))
 
 
 class Scaler:

@@ -134,7 +134,9 @@ class Outer:
         self.names: list[str] = []
         self.values: list = []
         self.state: list[tuple[str, Any, Any]] = []  # (see _note_state)
-        self.contents: list[tuple[Any, tuple]] = []  # (see check_state)
+        # (object, what it held): what getattr reads by a computed name from (see _walk), and
+        # after the recording, the containers it reads (see check_state)
+        self.contents: list[tuple[Any, tuple]] = []
         for name, value in bound.items():  # (self, or what a functools.partial binds)
             self._note_state("{name!r}, bound to it ({kind})", name, value)
         for name, value in passed.items():
@@ -197,11 +199,19 @@ class Outer:
         is followed as the user's function it is, reading its object's attributes as
         ``self``'s."""
         for access, key in path:
+            if access == "contents":  # getattr(cfg, name): all it holds
+                if _is_state(value) and not isinstance(value, Module):
+                    self.contents.append((value, _contents(value)))
+                return
+            absent = access == "attr?"  # getattr(cfg, "scale", 1.0): its absence too
+            access = "attr" if absent else access
             code = f"{code}.{key}" if access == "attr" else f"{code}[{key!r}]"
             found = _read_on(value, access, key)
             if found is _MISSING and access == "attr" and not isinstance(value, type):
                 found = self._from_class(value, key, code, depth, seen)
             if found is _MISSING:
+                if absent and hasattr(value, "__dict__"):
+                    self._note_entry(value, access, key, found, code)
                 return
             self._note_entry(value, access, key, found, code)
             if self._draws(found) and not self._draws(value):  # self.rng, np.random
@@ -324,7 +334,7 @@ class Outer:
                 "or run it eagerly (without jit or compile).",
                 stacklevel=stacklevel + 1,
             )
-        self.contents = [
+        self.contents += [
             (value, held)
             for (what, _, value), held, unchanged in zip(state, now, same)
             if unchanged and what is not _ARGUMENT and isinstance(value, _CONTAINERS)
@@ -368,6 +378,11 @@ class Outer:
         read = zip(self.scopes, self.names, self.values)
         names = [f"the global {n!r}" for scope, n, value in read if not _holds(scope.get(n), value)]
         names += [code for *entry, value, code in self.entries if not _holds(_entry(*entry), value)]
+        names += [
+            f"an attribute of the {type(value).__name__} it reads with getattr"
+            for value, held in self.contents
+            if not _same_contents(held, _contents(value))
+        ]
         what = names[0] if names else "a variable of its enclosing function"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
@@ -395,6 +410,7 @@ class Outer:
 
 
 _FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)  # (see Outer._follow)
+_GETATTR = ("LOAD_GLOBAL", "getattr")  # (see _path)
 _MISSING = guards.MISSING  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and the tensors, modules and optimizers that
@@ -612,7 +628,7 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
             free, path = op != "LOAD_GLOBAL", ()
         else:
             continue
-        read, at = _path(instructions, i + 1)
+        read, at = _path(instructions, i + 1, instructions[i - 1] == _GETATTR)
         path += read
         loads.append((free, name, path))
         bound_op, bound = instructions[at] if at < len(instructions) else (op, name)
@@ -626,9 +642,13 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
     return loads
 
 
-def _path(instructions: list, at: int) -> tuple[tuple, int]:
+def _path(instructions: list, at: int, in_getattr: bool = False) -> tuple[tuple, int]:
     """The attributes and constant keys read in a row from ``instructions[at]`` on (see
-    ``_loads``), and the index of the instruction after them."""
+    ``_loads``), and the index of the instruction after them. ``in_getattr``: they are the
+    first argument of ``getattr``. Its name, a constant, reads on (``getattr(cfg,
+    "loss").scale``; with a constant default, ``("attr?", name)``: its absence is guarded
+    too); computed (``getattr(cfg.loss, name)``), it ends the path with ``("contents",
+    None)``: all the object holds is guarded."""
     path = []
     while at < len(instructions):
         op, argument = instructions[at]
@@ -640,9 +660,26 @@ def _path(instructions: list, at: int) -> tuple[tuple, int]:
         elif op == "LOAD_CONST" and instructions[at + 1 : at + 2] == [("BINARY_SUBSCR", None)]:
             path.append(("item", argument))
             at += 2
+        elif in_getattr:
+            return _getattr_path(instructions, at, path)
         else:
             break
     return tuple(path), at
+
+
+def _getattr_path(instructions: list, at: int, path: list) -> tuple[tuple, int]:
+    """``_path`` on from ``getattr``'s second argument, at ``at``."""
+    arguments = []  # the constants before the call, up to its name and default
+    while at < len(instructions) and instructions[at][0] == "LOAD_CONST" and len(arguments) < 2:
+        arguments.append(instructions[at][1])
+        at += 1
+    at += instructions[at : at + 1] == [("PRECALL", len(arguments) + 1)]  # (Python 3.11)
+    called = instructions[at : at + 1] == [("CALL", len(arguments) + 1)]
+    if not (called and arguments and isinstance(arguments[0], str)):
+        return (*path, ("contents", None)), at
+    access = "attr" if len(arguments) == 1 else "attr?"
+    more, at = _path(instructions, at + 1) if access == "attr" else ((), at + 1)
+    return (*path, (access, arguments[0]), *more), at
 
 
 def _parameters(code: types.CodeType) -> int:
