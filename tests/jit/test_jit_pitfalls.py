@@ -54,7 +54,7 @@ def test_python_values_read_with_getattr_record_anew():
     name = "scale"
 
     def eager(x):
-        y = x * getattr(cfg.loss, name) * getattr(cfg, "aux").weight
+        y = x * getattr(cfg.loss, name) * getattr(cfg, "aux").weight  # noqa: B009 (the form tested)
         return y + getattr(cfg, "bias", 0.0)
 
     jitted, x, runs = sg.jit(eager), sg.ones(2), []
