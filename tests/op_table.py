@@ -899,6 +899,62 @@ OPS = [
         check_shapes=((1, 2, 5, 5),),
     ),
     Op(
+        "conv3d",
+        lambda m, x, w: m.nn.functional.conv3d(
+            x, w, w[:, 0, 0, 0, 0], stride=(1, 2, 1), padding=1, dilation=(1, 1, 2)
+        ),
+        shapes="conv3d",
+        check_shapes=((1, 2, 3, 4, 3), (2, 2, 2, 2, 2)),
+    ),
+    Op(
+        "conv3d_groups_same",
+        lambda m, x, w: m.nn.functional.conv3d(x, w, w[:, 0, 0, 0, 0], padding="same", groups=2),
+        shapes="conv3d_groups",
+        check_shapes=((1, 4, 3, 3, 2), (2, 2, 2, 2, 1)),
+    ),
+    Op(
+        "max_pool3d",
+        lambda m, x: m.nn.functional.max_pool3d(x, 2),
+        shapes="volume",
+        domain=distinct,
+        check_shapes=((1, 2, 4, 3, 4),),
+    ),
+    Op(
+        "max_pool3d_windows",
+        lambda m, x: m.nn.functional.max_pool3d(
+            x, (2, 3, 2), stride=(1, 2, 1), padding=1, dilation=(1, 1, 2), ceil_mode=True
+        ),
+        shapes="volume",
+        domain=distinct,
+        check_shapes=((1, 2, 3, 3, 4),),
+    ),
+    Op(
+        "avg_pool3d",
+        lambda m, x: m.nn.functional.avg_pool3d(
+            x, 2, stride=(1, 2, 1), padding=1, ceil_mode=True, count_include_pad=False
+        ),
+        shapes="volume",
+        check_shapes=((1, 2, 3, 3, 4),),
+    ),
+    # max pooling's indices into max unpooling: the entries back where they were, zeros
+    # elsewhere. Windows that do not overlap: where two windows pick the same entry, PyTorch's
+    # gradient counts it twice though it is written once (not the derivative, gradcheck fails).
+    # vmap=False: the indices are computed from the input's array outside a Function, which our
+    # vmap refuses with a clear error (torch.func's vmap batches max_pool2d_with_indices)
+    Op(
+        "max_unpool2d",
+        lambda m, x: m.nn.functional.max_unpool2d(
+            *m.nn.functional.max_pool2d(x, (2, 3), padding=1, return_indices=True),
+            (2, 3),
+            padding=1,
+            output_size=x.shape[-2:],
+        ),
+        shapes="image",
+        domain=distinct,
+        check_shapes=((1, 2, 5, 4),),
+        vmap=False,
+    ),
+    Op(
         "unfold",
         lambda m, x: m.nn.functional.unfold(x, 2, padding=1, stride=(1, 2)),
         shapes="image",

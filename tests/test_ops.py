@@ -102,6 +102,15 @@ SHAPES = {
     "image": _one(st.tuples(_small, _small, _side3, _side3)),  # (N, C, H, W) for pooling
     # fold's (N, C * 2 * 2, L) for a 2x2 kernel, stride (1, 2), padding 1 over a (3, 2k) output
     "fold": st.tuples(_small, _small, _small).map(lambda t: ((t[0], 4 * t[1], 4 * (t[2] + 1)),)),
+    # (N, C, D, H, W) and (out channels, C, kernel): sides of 2-4, kernels of 1-2; with
+    # groups=2, the input has twice the weight's channels
+    "conv3d": st.tuples(_small, _small, *(st.integers(2, 4),) * 3, _small, *(_small,) * 3).map(
+        lambda t: ((t[0], t[1], *t[2:5]), (t[5], t[1], *t[6:9]))
+    ),
+    "conv3d_groups": st.tuples(_small, _small, *(st.integers(2, 4),) * 3, _small, _small).map(
+        lambda t: ((t[0], 2 * t[1], *t[2:5]), (2 * t[5], t[1], t[6], 2, 1))
+    ),
+    "volume": _one(st.tuples(_small, _small, *(st.integers(2, 4),) * 3)),  # for pooling
 }
 
 

@@ -185,17 +185,6 @@ def test_pool_errors_where_torch_raises(call, shape, args):
         getattr(F, call)(sg.ones(shape), **args)
 
 
-def test_pool_return_indices_is_refused():
-    for make in (
-        lambda: nn.MaxPool1d(2, return_indices=True),
-        lambda: nn.AdaptiveMaxPool2d(2, return_indices=True),
-        lambda: F.max_pool1d(sg.ones(1, 1, 4), 2, return_indices=True),
-        lambda: F.adaptive_max_pool2d(sg.ones(1, 1, 4, 4), 2, return_indices=True),
-    ):
-        with pytest.raises(NotImplementedError, match="return_indices"):
-            make()
-
-
 # ---- interpolate, Upsample, pixel shuffle ---------------------------------------------------
 
 INTERPOLATE = [

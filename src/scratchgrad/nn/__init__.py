@@ -31,7 +31,7 @@ from scratchgrad.nn.containers import (
     ParameterList,
     Sequential,
 )
-from scratchgrad.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from scratchgrad.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from scratchgrad.nn.dropout import Dropout, Dropout2d
 from scratchgrad.nn.embedding import Embedding, EmbeddingBag
 from scratchgrad.nn.linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -58,8 +58,13 @@ from scratchgrad.nn.pooling import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from scratchgrad.nn.upsampling import PixelShuffle, PixelUnshuffle, Upsample
 from scratchgrad.nn.transformer import (
@@ -90,12 +95,14 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
@@ -113,6 +120,10 @@ __all__ = [
     "MSELoss",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "Module",
     "ModuleDict",
     "ModuleList",

@@ -1,5 +1,5 @@
-"""``Conv1d``, ``Conv2d``, ``ConvTranspose1d`` and ``ConvTranspose2d``: learned filters slid
-over a signal or an image.
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d`` and ``ConvTranspose2d``: learned
+filters slid over a signal, an image or a volume.
 
 The arithmetic lives in ``nn.conv_functional``; these modules hold the weight ``(out_channels,
 in_channels // groups, *kernel_size)`` (transposed: ``(in_channels, out_channels // groups,
@@ -21,7 +21,7 @@ Size = int | Sequence[int]
 
 
 class _ConvNd(Module):
-    """What Conv1d and Conv2d share: arguments, checks, parameters, initialisation, repr."""
+    """What the convolutions share: arguments, checks, parameters, initialisation, repr."""
 
     dims = 0  # spatial dims, set by each subclass, with the function that convolves
     convolve = None
@@ -155,6 +155,20 @@ class Conv2d(_ConvNd):
 
     dims = 2
     convolve = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over ``(N, C, D, H, W)`` or ``(C, D, H, W)``, as ``torch.nn.Conv3d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> conv = nn.Conv3d(2, 4, (3, 3, 1), padding=(1, 1, 0), padding_mode="replicate")
+    >>> conv.weight.shape, conv(sg.ones(2, 2, 5, 6, 7)).shape
+    ((4, 2, 3, 3, 1), (2, 4, 5, 6, 7))
+    """
+
+    dims = 3
+    convolve = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -5,25 +5,32 @@ windows into columns, a convolution is then one (batched, for groups) matrix pro
 weight, and a pooling layer one reduction over the window dim (``MaxOver`` for the maximum).
 Pooling with non-overlapping windows (kernel == stride, no padding, the common ``MaxPool2d(2)``)
 skips ``Unfold``: the image is reshaped into tiles ``(N, C, OH, KH, OW, KW)``, a view, and reduced
-over the two tile dims. Results are ``(N, C, H, W)`` views of arrays stored batch last, the layout
-the primitives work in; the next layer's windows are then cheap to gather.
+over the tile dims. Results are ``(N, C, *S)`` views of arrays stored batch last, the layout the
+primitives work in; the next layer's windows are then cheap to gather.
 
-Inputs are batched ``(N, C, H, W)`` (``(N, C, L)`` for 1-d) or unbatched ``(C, H, W)``, as in
-PyTorch. Only zero padding; pooling supports ``ceil_mode`` but not ``return_indices``.
+The 1-d, 2-d and 3-d versions of a function are one function of the number of spatial dims
+(``_convolution``, ``_max_pool``, ``_avg_pool``, ``_max_unpool``). The transposed convolution is
+2-d only here (``conv_transpose1d`` is one over images of height 1; no ``conv_transpose3d`` yet);
+``unfold`` and ``fold`` are 2-d only, as PyTorch's. Inputs are batched
+``(N, C, *S)`` or unbatched ``(C, *S)``, as in PyTorch. Only zero padding (the layers pad
+otherwise themselves).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
+from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
-from scratchgrad.backend import xp
-from scratchgrad.ops.conv import Fold, MaxOver, Unfold, window_offsets
+from scratchgrad.autograd.capture_hook import call as _call
+from scratchgrad.backend import namespace, xp
+from scratchgrad.ops.conv import Fold, MaxOver, Unfold, max_indices, window_argmax, window_offsets
 from scratchgrad.ops.matmul import MatMul
 from scratchgrad.tensor import Tensor, cat
 
-IntPair = int | Sequence[int]
+IntPair = int | Sequence[int]  # one int for every spatial dim, or one per dim
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -31,18 +38,84 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
     "fold",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "unfold",
 ]
 
 
 # ---- convolution ----------------------------------------------------------------------------
+
+
+def _convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: IntPair,
+    padding: IntPair | str,
+    dilation: IntPair,
+    groups: int,
+    dims: int,
+    name: str,
+) -> Tensor:
+    """The convolution over ``dims`` spatial dims that ``conv1d``, ``conv2d`` and ``conv3d``
+    are, named ``name`` in its errors."""
+    x, batched = _batched(input, dims + 2, name)
+    _check_conv(x, weight, bias, groups, dims + 2, name)
+    kernel_size = weight.shape[2:]
+    stride = _ntuple(stride, dims, f"{name}: stride")
+    dilation = _ntuple(dilation, dims, f"{name}: dilation")
+    pads = _conv_padding(padding, kernel_size, dilation, stride, name)
+    out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, name)
+    if x.shape[0] == 0:
+        return _empty_batch((x, weight, bias), (weight.shape[0], *out_size))
+    cols = Unfold.apply(
+        x,
+        kernel_size=kernel_size,
+        dilation=dilation,
+        padding=pads,
+        stride=stride,
+        ones_rows=0 if bias is None else groups,
+    )  # (C*prod(K), prod(O)*N), plus a row of ones per group to multiply the bias
+    out_channels = weight.shape[0]
+    filters = weight.reshape(groups, out_channels // groups, -1)
+    if bias is not None:
+        filters = cat([filters, bias.reshape(groups, out_channels // groups, 1)], dim=2)
+    # Group g's rows of the columns meet group g's filters: a batch of G matrix products.
+    out = filters @ cols.reshape(groups, -1, cols.shape[1])
+    out = _batch_first(out.reshape(out_channels, *out_size, x.shape[0]))
+    return out if batched else out.squeeze(0)
+
+
+@autocast_policy("lower")
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntPair = 1,
+    padding: IntPair | str = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+) -> Tensor:
+    """1-d convolution of ``(N, C, L)`` or ``(C, L)`` with a weight ``(O, C // groups, K)``;
+    the arguments as ``conv2d``'s, one number each.
+
+    >>> import scratchgrad as sg
+    >>> conv1d(sg.tensor([[[1.0, 2.0, 3.0, 4.0]]]), sg.tensor([[[1.0, -1.0]]]))
+    tensor([[[-1., -1., -1.]]])
+    """
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 @autocast_policy("lower")
@@ -69,34 +142,11 @@ def conv2d(
             [2., 4., 4., 2.],
             [1., 2., 2., 1.]])
     """
-    x, batched = _batched(input, 4, "conv2d")
-    _check_conv(x, weight, bias, groups, 4, "conv2d")
-    kernel_size = weight.shape[2:]
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    pads = _conv_padding(padding, kernel_size, dilation, stride)
-    out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "conv2d")
-    if x.shape[0] == 0:
-        return _empty_batch(x, weight, (weight.shape[0], *out_size))
-    cols = Unfold.apply(
-        x,
-        kernel_size=kernel_size,
-        dilation=dilation,
-        padding=pads,
-        stride=stride,
-        ones_rows=0 if bias is None else groups,
-    )  # (C*KH*KW, OH*OW*N), plus a row of ones per group to multiply the bias
-    out_channels = weight.shape[0]
-    filters = weight.reshape(groups, out_channels // groups, -1)
-    if bias is not None:
-        filters = cat([filters, bias.reshape(groups, out_channels // groups, 1)], dim=2)
-    # Group g's rows of the columns meet group g's filters: a batch of G matrix products.
-    out = filters @ cols.reshape(groups, -1, cols.shape[1])
-    out = _batch_first(out.reshape(out_channels, *out_size, x.shape[0]))
-    return out if batched else out.squeeze(0)
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
 @autocast_policy("lower")
-def conv1d(
+def conv3d(
     input: Tensor,
     weight: Tensor,
     bias: Tensor | None = None,
@@ -105,29 +155,16 @@ def conv1d(
     dilation: IntPair = 1,
     groups: int = 1,
 ) -> Tensor:
-    """1-d convolution of ``(N, C, L)`` or ``(C, L)`` with a weight ``(O, C // groups, K)``.
-
-    Computed as a 2-d convolution over images of height 1.
+    """3-d convolution of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with a weight
+    ``(O, C // groups, KD, KH, KW)``; the arguments as ``conv2d``'s, three numbers each.
 
     >>> import scratchgrad as sg
-    >>> conv1d(sg.tensor([[[1.0, 2.0, 3.0, 4.0]]]), sg.tensor([[[1.0, -1.0]]]))
-    tensor([[[-1., -1., -1.]]])
+    >>> conv3d(sg.ones(1, 1, 3, 3, 3), sg.ones(1, 1, 2, 2, 2), padding="same")[0, 0, 2]
+    tensor([[4., 4., 2.],
+            [4., 4., 2.],
+            [2., 2., 1.]])
     """
-    x, batched = _batched(input, 3, "conv1d")
-    _check_conv(x, weight, bias, groups, 3, "conv1d")
-    stride, dilation = _single(stride, "stride"), _single(dilation, "dilation")
-    if not isinstance(padding, str):
-        padding = (0, _single(padding, "padding")[0])
-    out = conv2d(
-        x.unsqueeze(2),
-        weight.unsqueeze(2),
-        bias,
-        stride=(1, stride[0]),
-        padding=padding,
-        dilation=(1, dilation[0]),
-        groups=groups,
-    ).squeeze(2)
-    return out if batched else out.squeeze(0)
+    return _convolution(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 @autocast_policy("lower")
@@ -158,8 +195,15 @@ def conv_transpose2d(
     x, batched = _batched(input, 4, "conv_transpose2d")
     _check_conv_transpose(x, weight, bias, groups, 4, "conv_transpose2d")
     kernel_size = weight.shape[2:]
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    padding, output_padding = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    stride, dilation, padding, output_padding = (
+        _ntuple(value, 2, f"conv_transpose2d: {label}")
+        for value, label in (
+            (stride, "stride"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (output_padding, "output_padding"),
+        )
+    )
     _check_geometry(kernel_size, stride, _symmetric(padding), dilation, "conv_transpose2d")
     if any(o >= max(s, d) or o < 0 for o, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError(
@@ -182,7 +226,8 @@ def conv_transpose2d(
     in_channels, out_channels = x.shape[1], weight.shape[1] * groups
     extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
     if x.shape[0] == 0:
-        return _empty_batch(x, weight, (out_channels, *(o + e for o, e in zip(out_size, extra))))
+        extended = (o + e for o, e in zip(out_size, extra))
+        return _empty_batch((x, weight, bias), (out_channels, *extended))
     cols = x.permute(1, 2, 3, 0).reshape(groups, in_channels // groups, -1)  # batch last
     filters = weight.reshape(groups, in_channels // groups, -1).mT
     cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*KH*KW, H*W*N)
@@ -225,11 +270,11 @@ def conv_transpose1d(
         x.unsqueeze(2),
         weight.unsqueeze(2),
         bias,
-        (1, *_single(stride, "stride")),
-        (0, *_single(padding, "padding")),
-        (0, *_single(output_padding, "output_padding")),
+        (1, *_ntuple(stride, 1, "conv_transpose1d: stride")),
+        (0, *_ntuple(padding, 1, "conv_transpose1d: padding")),
+        (0, *_ntuple(output_padding, 1, "conv_transpose1d: output_padding")),
         groups,
-        (1, *_single(dilation, "dilation")),
+        (1, *_ntuple(dilation, 1, "conv_transpose1d: dilation")),
     ).squeeze(2)
     return out if batched else out.squeeze(0)
 
@@ -248,8 +293,16 @@ def unfold(
     (1, 1, 4)
     """
     x, _ = _batched(input, 4, "unfold", allow_unbatched=False)
-    kernel_size, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
-    stride, pads = _pair(stride, "stride"), _symmetric(_pair(padding, "padding"))
+    kernel_size, dilation, stride, padding = (
+        _ntuple(value, 2, f"unfold: {label}")
+        for value, label in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (stride, "stride"),
+            (padding, "padding"),
+        )
+    )
+    pads = _symmetric(padding)
     _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
     cols = Unfold.apply(x, kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride)
     return cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)._as_base()
@@ -274,9 +327,17 @@ def fold(
     """
     if input.ndim != 3:
         raise RuntimeError(f"fold: expected a 3-d input (N, C*KH*KW, L), got shape {input.shape}")
-    output_size, kernel_size = _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size")
-    dilation, stride = _pair(dilation, "dilation"), _pair(stride, "stride")
-    pads = _symmetric(_pair(padding, "padding"))
+    output_size, kernel_size, dilation, stride, padding = (
+        _ntuple(value, 2, f"fold: {label}")
+        for value, label in (
+            (output_size, "output_size"),
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (stride, "stride"),
+            (padding, "padding"),
+        )
+    )
+    pads = _symmetric(padding)
     _output_size(output_size, kernel_size, stride, pads, dilation, "fold")
     return Fold.apply(
         input.permute(1, 2, 0).reshape(input.shape[1], -1),  # batch last
@@ -291,30 +352,26 @@ def fold(
 # ---- pooling --------------------------------------------------------------------------------
 
 
-def max_pool2d(
+def _max_pool(
     input: Tensor,
     kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    dilation: IntPair = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor:
-    """The largest entry of each window. The gradient goes to one entry per window, the first
-    largest (PyTorch's choice among ties); padding counts as -inf.
-
-    >>> import scratchgrad as sg
-    >>> max_pool2d(sg.arange(16.0).reshape(1, 1, 4, 4), 2)
-    tensor([[[[ 5.,  7.],
-              [13., 15.]]]])
-    """
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
-    x, batched = _batched(input, 4, "max_pool2d")
-    kernel_size, stride, pads, dilation = _pool_args(kernel_size, stride, padding, dilation)
-    out_size, pads = _pool_geometry(x.shape[2:], kernel_size, stride, pads, dilation, ceil_mode)
+    stride: IntPair | None,
+    padding: IntPair,
+    dilation: IntPair,
+    ceil_mode: bool,
+    return_indices: bool,
+    dims: int,
+    name: str,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """The max pooling over ``dims`` spatial dims that ``max_pool1d``, ``max_pool2d`` and
+    ``max_pool3d`` are, named ``name`` in its errors."""
+    x, batched = _batched(input, dims + 2, name)
+    geometry = _pool_args(kernel_size, stride, padding, dilation, dims, name)
+    kernel_size, stride, _, dilation = geometry
+    out_size, pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
     if _tiles_fit(kernel_size, stride, pads, dilation):
-        out = MaxOver.apply(_tiles(x, kernel_size, out_size), dims=(3, 5))
+        tile_dims = tuple(range(3, 3 + 2 * dims, 2))
+        out = MaxOver.apply(_tiles(x, kernel_size, out_size), dims=tile_dims)
     else:
         cols = Unfold.apply(
             x,
@@ -325,8 +382,149 @@ def max_pool2d(
             value=-math.inf,
         )
         n, c = x.shape[:2]
-        out = _batch_first(MaxOver.apply(cols.reshape(c, -1, *out_size, n), dims=(1,)))
+        out = _batch_first(
+            MaxOver.apply(cols.reshape(c, math.prod(kernel_size), *out_size, n), dims=(1,))
+        )
+    if not return_indices:
+        return out if batched else out.squeeze(0)
+    # a pass of its own (not MaxOver's winners): the same winners, wherever the windows came from
+    indices = Tensor._make(_call(max_indices, x.array, kernel_size, dilation, pads, stride))
+    return (out, indices) if batched else (out.squeeze(0), indices.squeeze(0))
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """``max_pool2d`` of ``(N, C, L)`` or ``(C, L)``.
+
+    >>> import scratchgrad as sg
+    >>> max_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2, return_indices=True)
+    (tensor([[[3., 2.]]]), tensor([[[1, 2]]]))
+    """
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d"
+    )
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """The largest entry of each window. The gradient goes to one entry per window, the first
+    largest (PyTorch's choice among ties; the last NaN if any); padding counts as -inf.
+
+    With ``return_indices`` it also returns where each window's largest entry is (the one its
+    gradient goes to), as PyTorch: an index into the flattened ``(H, W)`` plane, int64, which
+    ``max_unpool2d`` takes.
+
+    NOTE: a window whose entries are all -inf gives its index to its first entry inside the
+    input, as PyTorch, but its gradient to its first entry, which may be padding (then it is
+    lost; PyTorch's goes to the index).
+
+    >>> import scratchgrad as sg
+    >>> max_pool2d(sg.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d"
+    )
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """``max_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``; the indices are into the
+    flattened ``(D, H, W)`` volume.
+
+    >>> import scratchgrad as sg
+    >>> max_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), 2, return_indices=True)
+    (tensor([[[[7.]]]]), tensor([[[[7]]]]))
+    """
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d"
+    )
+
+
+def _avg_pool(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None,
+    padding: IntPair,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None,
+    dims: int,
+    name: str,
+) -> Tensor:
+    """The mean pooling over ``dims`` spatial dims that ``avg_pool1d``, ``avg_pool2d`` and
+    ``avg_pool3d`` are, named ``name`` in its errors."""
+    x, batched = _batched(input, dims + 2, name)
+    if divisor_override == 0:
+        raise RuntimeError(f"{name}: divisor_override must not be zero")
+    geometry = _pool_args(kernel_size, stride, padding, 1, dims, name)
+    kernel_size, stride, padding, ones = geometry
+    out_size, full_pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
+    if _tiles_fit(kernel_size, stride, full_pads, ones):
+        tiles = _tiles(x, kernel_size, out_size)
+        # a sum of views, one per offset: NumPy reduces short strided dims slowly
+        tile_dims = tuple(range(3, 3 + 2 * dims, 2))
+        first, *rest = (tiles[index] for index in window_offsets(tiles.shape, tile_dims))
+        sums = sum(rest, first)
+    else:
+        cols = Unfold.apply(
+            x, kernel_size=kernel_size, dilation=ones, padding=full_pads, stride=stride
+        )
+        n, c = x.shape[:2]
+        sums = _batch_first(cols.reshape(c, math.prod(kernel_size), *out_size, n).sum(1))
+    if divisor_override is not None:
+        divisor = divisor_override
+    elif ceil_mode or not count_include_pad:
+        divisor = Tensor(
+            _window_counts(x.shape[2:], kernel_size, stride, padding, out_size, count_include_pad),
+            dtype=x.dtype,
+        ).to(x.device)
+    else:
+        divisor = math.prod(kernel_size)
+    out = sums / divisor
     return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """``avg_pool2d`` of ``(N, C, L)`` or ``(C, L)`` (with no ``divisor_override``, as
+    PyTorch's).
+
+    >>> import scratchgrad as sg
+    >>> avg_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    tensor([[[2., 1.]]])
+    """
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d"
+    )
 
 
 def avg_pool2d(
@@ -346,35 +544,138 @@ def avg_pool2d(
     tensor([[[[ 2.5000,  4.5000],
               [10.5000, 12.5000]]]])
     """
-    x, batched = _batched(input, 4, "avg_pool2d")
-    kernel_size, stride, pads, _ = _pool_args(kernel_size, stride, padding, 1)
-    out_size, full_pads = _pool_geometry(x.shape[2:], kernel_size, stride, pads, (1, 1), ceil_mode)
-    if _tiles_fit(kernel_size, stride, full_pads, (1, 1)):
-        tiles = _tiles(x, kernel_size, out_size)
-        # a sum of views, one per offset: NumPy reduces two short strided dims slowly
-        first, *rest = (tiles[index] for index in window_offsets(tiles.shape, (3, 5)))
-        sums = sum(rest, first)
-    else:
-        cols = Unfold.apply(
-            x,
-            kernel_size=kernel_size,
-            dilation=(1, 1),
-            padding=full_pads,
-            stride=stride,
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        2,
+        "avg_pool2d",
+    )
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """``avg_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    >>> import scratchgrad as sg
+    >>> avg_pool3d(sg.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
+    tensor([[[[[3.5000]]]]])
+    """
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        3,
+        "avg_pool3d",
+    )
+
+
+def _max_unpool(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None,
+    padding: IntPair,
+    output_size: Sequence[int] | None,
+    dims: int,
+    name: str,
+) -> Tensor:
+    """The inverse of max pooling over ``dims`` spatial dims that ``max_unpool1d``,
+    ``max_unpool2d`` and ``max_unpool3d`` are, named ``name`` in its errors."""
+    x, batched = _batched(input, dims + 2, name)
+    kernel_size = _ntuple(kernel_size, dims, f"{name}: kernel_size")
+    stride = kernel_size if stride is None else _ntuple(stride, dims, f"{name}: stride")
+    padding = _ntuple(padding, dims, f"{name}: padding")
+    size = _unpool_size(x.shape[2:], kernel_size, stride, padding, output_size, name)
+    if not isinstance(indices, Tensor) or indices.dtype != backend.int64:
+        raise RuntimeError(f"{name}: indices must be an int64 tensor, got {indices!r:.40}")
+    if indices.shape != input.shape:
+        raise RuntimeError(
+            f"{name}: indices of shape {indices.shape} do not match the input's {input.shape}"
         )
-        n, c = x.shape[:2]
-        sums = _batch_first(cols.reshape(c, -1, *out_size, n).sum(1))
-    if divisor_override is not None:
-        divisor = divisor_override
-    elif ceil_mode or not count_include_pad:
-        divisor = Tensor(
-            _window_counts(x.shape[2:], kernel_size, stride, pads, out_size, count_include_pad),
-            dtype=x.dtype,
-        ).to(x.device)
-    else:
-        divisor = kernel_size[0] * kernel_size[1]
-    out = sums / divisor
+    n, c, plane, entries = *x.shape[:2], math.prod(size), math.prod(x.shape[2:])
+    flat = indices.reshape(n, c, entries)  # (sizes, not -1: the batch may be empty)
+    _call(_check_unpool_indices, flat.array, plane, size, name)  # a jitted step's too
+    # NOTE: where indices repeat, the last write stays (PyTorch leaves it unspecified)
+    out = x.new_zeros((n, c, plane)).scatter(2, flat, x.reshape(n, c, entries))
+    out = out.reshape(n, c, *size)
     return out if batched else out.squeeze(0)
+
+
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    """``max_unpool2d`` of ``(N, C, L)`` or ``(C, L)``.
+
+    >>> import scratchgrad as sg
+    >>> out, indices = max_pool1d(sg.tensor([[1.0, 3.0, 2.0, 0.0]]), 2, return_indices=True)
+    >>> max_unpool1d(out, indices, 2)
+    tensor([[0., 3., 2., 0.]])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    """A partial inverse of ``max_pool2d``: zeros of the pooled input's size, with each entry of
+    ``input`` put back where ``indices`` (``max_pool2d``'s, with ``return_indices``) say it came
+    from. ``output_size`` picks among the input sizes that pool to ``input``'s (the smallest by
+    default); the gradient takes each entry's back from there.
+
+    >>> import scratchgrad as sg
+    >>> out, indices = max_pool2d(sg.arange(16.0).reshape(1, 4, 4), 2, return_indices=True)
+    >>> max_unpool2d(out, indices, 2)
+    tensor([[[ 0.,  0.,  0.,  0.],
+             [ 0.,  5.,  0.,  7.],
+             [ 0.,  0.,  0.,  0.],
+             [ 0., 13.,  0., 15.]]])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    """``max_unpool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    >>> import scratchgrad as sg
+    >>> out, indices = max_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), 2, return_indices=True)
+    >>> max_unpool3d(out, indices, 2)[0, 1]
+    tensor([[0., 0.],
+            [0., 7.]])
+    """
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
@@ -404,51 +705,6 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
     return out if batched else out.squeeze(0)
 
 
-def max_pool1d(
-    input: Tensor,
-    kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    dilation: IntPair = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor:
-    """``max_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
-
-    >>> import scratchgrad as sg
-    >>> max_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
-    tensor([[[3., 2.]]])
-    """
-    if return_indices:
-        raise NotImplementedError("max_pool1d: return_indices=True is not supported")
-    x, batched = _batched(input, 3, "max_pool1d")
-    height_one = _height_one(kernel_size, stride, padding, dilation)
-    out = max_pool2d(x.unsqueeze(2), *height_one, ceil_mode).squeeze(2)
-    return out if batched else out.squeeze(0)
-
-
-def avg_pool1d(
-    input: Tensor,
-    kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    ceil_mode: bool = False,
-    count_include_pad: bool = True,
-) -> Tensor:
-    """``avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
-
-    >>> import scratchgrad as sg
-    >>> avg_pool1d(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
-    tensor([[[2., 1.]]])
-    """
-    x, batched = _batched(input, 3, "avg_pool1d")
-    kernel_size, stride, padding, _ = _height_one(kernel_size, stride, padding, 1)
-    out = avg_pool2d(
-        x.unsqueeze(2), kernel_size, stride, padding, ceil_mode, count_include_pad
-    ).squeeze(2)
-    return out if batched else out.squeeze(0)
-
-
 def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
     """``adaptive_avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
 
@@ -457,17 +713,18 @@ def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tens
     tensor([[[0.5000, 1.5000, 3.5000, 4.5000]]])
     """
     x, batched = _batched(input, 3, "adaptive_avg_pool1d")
-    (size,) = _single(output_size, "output_size")
+    (size,) = _ntuple(output_size, 1, "adaptive_avg_pool1d: output_size")
     out = adaptive_avg_pool2d(x.unsqueeze(2), (1, size)).squeeze(2)
     return out if batched else out.squeeze(0)
 
 
 def adaptive_max_pool2d(
     input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
-) -> Tensor:
+) -> Tensor | tuple[Tensor, Tensor]:
     """Max pooling to a given output size, for any input size: output cell ``i`` takes the
     largest of input rows ``floor(i*H/OH)`` up to ``ceil((i+1)*H/OH)``, likewise columns.
-    ``None`` in ``output_size`` keeps that input size.
+    ``None`` in ``output_size`` keeps that input size. ``return_indices`` also returns where
+    each largest entry is, as ``max_pool2d``'s.
 
     The windows are gathered as tiles ``(N, C, OH, KH, OW, KW)``, ``KH`` the longest window;
     a shorter window repeats its last row (which changes no maximum), then ``MaxOver`` reduces
@@ -478,14 +735,15 @@ def adaptive_max_pool2d(
     tensor([[[[4., 5.],
               [7., 8.]]]])
     """
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported")
     x, batched = _batched(input, 4, "adaptive_max_pool2d")
     out_size = _adaptive_size(output_size, x.shape[2:], "adaptive_max_pool2d")
     rows, cols = (_adaptive_windows(o, n) for o, n in zip(out_size, x.shape[2:]))
     tiles = x[:, :, rows][..., cols]  # (N, C, OH, KH, W) then (N, C, OH, KH, OW, KW)
     out = MaxOver.apply(tiles, dims=(3, 5))
-    return out if batched else out.squeeze(0)
+    if not return_indices:
+        return out if batched else out.squeeze(0)
+    indices = Tensor._make(_call(_adaptive_indices, tiles.array, rows, cols, x.shape[3]))
+    return (out, indices) if batched else (out.squeeze(0), indices.squeeze(0))
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -504,8 +762,7 @@ def _batched(x: Tensor, ndim: int, name: str, allow_unbatched: bool = True) -> t
 def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndim: int, name):
     if weight.ndim != ndim:
         raise RuntimeError(f"{name}: expected a {ndim}-d weight, got shape {weight.shape}")
-    if not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+    _check_groups(groups, name)
     out_channels, in_per_group = weight.shape[:2]
     if x.shape[1] != in_per_group * groups:
         raise RuntimeError(
@@ -517,6 +774,11 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, groups: int, ndi
             f"{name}: {out_channels} output channels do not divide into groups={groups}"
         )
     _check_bias_and_dtypes(x, weight, bias, out_channels, name)
+
+
+def _check_groups(groups: int, name: str) -> None:
+    if not isinstance(groups, int) or groups < 1:
+        raise RuntimeError(f"{name}: groups must be a positive integer, got {groups}")
 
 
 def _check_bias_and_dtypes(x, weight, bias, out_channels: int, name: str) -> None:
@@ -536,8 +798,7 @@ def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) ->
     """``_check_conv`` for a transposed weight (in_channels, out_channels // groups, ...)."""
     if weight.ndim != ndim:
         raise RuntimeError(f"{name}: expected a {ndim}-d weight, got shape {weight.shape}")
-    if not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+    _check_groups(groups, name)
     if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
         raise RuntimeError(
             f"{name}: input of shape {x.shape} has {x.shape[1]} channels, but weight of shape "
@@ -546,52 +807,46 @@ def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) ->
     _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name)
 
 
-def _empty_batch(x: Tensor, weight: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """The result ``(0, *shape)`` of a convolution of an empty batch, in the graph (zero
-    gradients)."""
-    return ((x.sum() + weight.sum()) * 0).expand(0, *shape)
+def _empty_batch(inputs: tuple, shape: tuple[int, ...]) -> Tensor:
+    """The result ``(0, *shape)`` of a convolution of an empty batch, in the graph of its
+    ``inputs`` (input, weight and bias, if any): zero gradients, as PyTorch's."""
+    return (sum(t.sum() for t in inputs if t is not None) * 0).expand(0, *shape)
 
 
 def _batch_first(x: Tensor) -> Tensor:
-    """(C, H, W, N) -> (N, C, H, W); a view, so the memory stays batch last (but for
+    """(C, *S, N) -> (N, C, *S); a view, so the memory stays batch last (but for
     is_contiguous and in-place changes the result is a tensor of its own, as in PyTorch)."""
-    return x.permute(3, 0, 1, 2)._as_base()
+    return x.permute(x.ndim - 1, *range(x.ndim - 1))._as_base()
 
 
-def _pair(value: IntPair, name: str) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) for v in pair):
-        raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
-    return pair
+def _ntuple(value: IntPair, n: int, what: str) -> tuple[int, ...]:
+    """``value``, an int or ``n`` ints, as ``n`` ints; ``what`` names it in the error."""
+    values = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(values) != n or not all(isinstance(v, int) for v in values):
+        raise RuntimeError(f"{what} must be an int or {n} ints, got {value!r}")
+    return values
 
 
-def _single(value: IntPair, name: str) -> tuple[int]:
-    single = (value,) if isinstance(value, int) else tuple(value)
-    if len(single) != 1 or not isinstance(single[0], int):
-        raise ValueError(f"{name} must be an int or a 1-tuple, got {value!r}")
-    return single
-
-
-def _symmetric(padding: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+def _symmetric(padding: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     return tuple((p, p) for p in padding)
 
 
-def _conv_padding(padding, kernel_size, dilation, stride) -> tuple[tuple[int, int], ...]:
-    """(before, after) per spatial dim, from a number, a pair, "valid" or "same"."""
+def _conv_padding(padding, kernel_size, dilation, stride, name) -> tuple[tuple[int, int], ...]:
+    """(before, after) per spatial dim, from a number, one per dim, "valid" or "same"."""
     if padding == "valid":
-        return ((0, 0), (0, 0))
+        return ((0, 0),) * len(kernel_size)
     if padding == "same":
         if any(s != 1 for s in stride):
-            raise ValueError("padding='same' is not supported for strided convolutions")
+            raise RuntimeError(f"{name}: padding='same' is not supported for strided convolutions")
         # NOTE: as PyTorch, an odd total padding puts the extra row/column after the input.
         totals = [d * (k - 1) for k, d in zip(kernel_size, dilation)]
         return tuple((t // 2, t - t // 2) for t in totals)
     if isinstance(padding, str):
-        raise ValueError(f"padding must be 'valid', 'same' or numbers, got {padding!r}")
-    return _symmetric(_pair(padding, "padding"))
+        raise RuntimeError(f"{name}: padding must be 'valid', 'same' or numbers, got {padding!r}")
+    return _symmetric(_ntuple(padding, len(kernel_size), f"{name}: padding"))
 
 
-def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, int]:
+def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, ...]:
     """How many windows fit along each dim, after checking the arguments make sense."""
     _check_geometry(kernel_size, stride, pads, dilation, name)
     out = tuple(
@@ -609,30 +864,36 @@ def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, 
 def _check_geometry(kernel_size, stride, pads, dilation, name) -> None:
     for label, values in (("kernel_size", kernel_size), ("stride", stride), ("dilation", dilation)):
         if min(values) < 1:
-            raise ValueError(f"{name}: {label} must be positive, got {values}")
+            raise RuntimeError(f"{name}: {label} must be positive, got {values}")
     if min(p for pair in pads for p in pair) < 0:
-        raise ValueError(f"{name}: padding must be non-negative, got {pads}")
+        raise RuntimeError(f"{name}: padding must be non-negative, got {pads}")
 
 
-def _pool_args(kernel_size, stride, padding, dilation):
-    kernel_size = _pair(kernel_size, "kernel_size")
-    stride = kernel_size if stride is None or stride == () else _pair(stride, "stride")
-    padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
+def _pool_args(kernel_size, stride, padding, dilation, dims: int, name: str):
+    """A pooling's kernel size, stride (the kernel size by default), padding and dilation, one
+    number per spatial dim each."""
+    kernel_size = _ntuple(kernel_size, dims, f"{name}: kernel_size")
+    if stride is None or stride == ():
+        stride = kernel_size
+    else:
+        stride = _ntuple(stride, dims, f"{name}: stride")
+    padding = _ntuple(padding, dims, f"{name}: padding")
+    dilation = _ntuple(dilation, dims, f"{name}: dilation")
     if any(p > k // 2 for p, k in zip(padding, kernel_size)):
         raise RuntimeError(
-            f"pooling: padding {padding} should be at most half of kernel size {kernel_size}"
+            f"{name}: padding {padding} should be at most half of kernel size {kernel_size}"
         )
     return kernel_size, stride, padding, dilation
 
 
-def _pool_geometry(size, kernel_size, stride, padding, dilation, ceil_mode):
+def _pool_geometry(size, kernel_size, stride, padding, dilation, ceil_mode, name):
     """Output size and (before, after) padding of a pooling layer.
 
     With ``ceil_mode`` a last, partial window is kept when it starts inside the input or the
     left padding (PyTorch's rule); the extra padding after the input makes room for it.
     """
     pads = _symmetric(padding)
-    out = list(_output_size(size, kernel_size, stride, pads, dilation, "pooling"))
+    out = list(_output_size(size, kernel_size, stride, pads, dilation, name))
     if ceil_mode:
         for i, (n, k, s, p, d) in enumerate(zip(size, kernel_size, stride, padding, dilation)):
             span = n + 2 * p - d * (k - 1) - 1
@@ -648,19 +909,21 @@ def _pool_geometry(size, kernel_size, stride, padding, dilation, ceil_mode):
 
 def _tiles_fit(kernel_size, stride, pads, dilation) -> bool:
     """True when the windows are the tiles of a grid: a reshape gives them, no copy needed."""
-    return kernel_size == stride and dilation == (1, 1) and all(p == (0, 0) for p in pads)
+    return (
+        kernel_size == stride and all(d == 1 for d in dilation) and all(p == (0, 0) for p in pads)
+    )
 
 
 def _tiles(x: Tensor, kernel_size, out_size) -> Tensor:
-    """``x`` as ``(N, C, OH, KH, OW, KW)`` tiles, dropping rows/columns no window reaches."""
-    (kh, kw), (oh, ow) = kernel_size, out_size
-    if x.shape[2:] != (oh * kh, ow * kw):
-        x = x[:, :, : oh * kh, : ow * kw]
-    return x.reshape(*x.shape[:2], oh, kh, ow, kw)
+    """``x`` as tiles ``(N, C, O1, K1, O2, K2, ...)``, dropping what no window reaches."""
+    reached = tuple(o * k for o, k in zip(out_size, kernel_size))
+    if x.shape[2:] != reached:
+        x = x[(slice(None), slice(None), *(slice(r) for r in reached))]
+    return x.reshape(*x.shape[:2], *(n for pair in zip(out_size, kernel_size) for n in pair))
 
 
 def _window_counts(size, kernel_size, stride, padding, out_size, include_pad):
-    """Divisors of ``avg_pool2d``: how many cells each window covers in the input, with the
+    """Divisors of an average pooling: how many cells each window covers in the input, with the
     padding too if ``include_pad``, but never past the padding (PyTorch's rule in ceil mode)."""
     counts = []
     for n, k, s, p, o in zip(size, kernel_size, stride, padding, out_size):
@@ -669,7 +932,42 @@ def _window_counts(size, kernel_size, stride, padding, out_size, include_pad):
         if not include_pad:
             start, end = xp.maximum(start, 0), xp.minimum(end, n)
         counts.append(end - start)
-    return xp.multiply.outer(*counts)
+    return functools.reduce(xp.multiply.outer, counts)
+
+
+def _unpool_size(size, kernel_size, stride, padding, output_size, name) -> tuple[int, ...]:
+    """The output size of a max unpooling: ``output_size`` (its last dims), checked against the
+    input sizes that pool to ``size``, or the smallest of them."""
+    default = tuple(
+        (n - 1) * s + k - 2 * p for n, k, s, p in zip(size, kernel_size, stride, padding)
+    )
+    if output_size is None:
+        return default
+    dims = len(kernel_size)
+    wanted = tuple(output_size)
+    if len(wanted) == dims + 2:
+        wanted = wanted[2:]
+    if len(wanted) != dims:
+        raise ValueError(
+            f"{name}: output_size should have {dims} or {dims + 2} entries, got {output_size}"
+        )
+    for d, (o, smallest, s) in enumerate(zip(wanted, default, stride)):
+        if not smallest - s < o < smallest + s:
+            raise ValueError(
+                f"{name}: invalid output_size {output_size} (dim {d} must be between "
+                f"{smallest - s} and {smallest + s})"
+            )
+    return wanted
+
+
+def _check_unpool_indices(indices, plane: int, size, name: str) -> None:
+    """That every index points into the output plane (of ``plane`` entries, sizes ``size``)."""
+    bad = (indices < 0) | (indices >= plane)
+    if bad.any():
+        raise RuntimeError(
+            f"{name}: found an invalid max index {int(indices[bad][0])} (output volumes are of "
+            f"size {'x'.join(map(str, size))})"
+        )
 
 
 def _averaging_matrix(out: int, size: int, dtype) -> Tensor:
@@ -680,16 +978,6 @@ def _averaging_matrix(out: int, size: int, dtype) -> Tensor:
     j = xp.arange(size)
     inside = (j >= start[:, None]) & (j < end[:, None])
     return Tensor(inside / (end - start)[:, None], dtype=dtype)
-
-
-def _height_one(kernel_size, stride, padding, dilation):
-    """1-d pooling arguments as those of a 2-d pooling over images of height 1."""
-    (k,), (p,), (d,) = (
-        _single(v, n)
-        for v, n in ((kernel_size, "kernel_size"), (padding, "padding"), (dilation, "dilation"))
-    )
-    s = k if stride is None or stride == () else _single(stride, "stride")[0]
-    return (1, k), (1, s), (0, p), (1, d)
 
 
 def _adaptive_size(output_size, size, name: str) -> tuple[int, int]:
@@ -711,3 +999,14 @@ def _adaptive_windows(out: int, size: int):
     start, end = (i * size) // out, -(-(i + 1) * size // out)
     offsets = xp.arange(int((end - start).max()))
     return xp.minimum(start[:, None] + offsets, end[:, None] - 1)
+
+
+def _adaptive_indices(tiles, rows, cols, width: int):
+    """``adaptive_max_pool2d``'s indices: where in each plane of ``width`` columns the winner of
+    each tile of ``tiles`` (N, C, OH, KH, OW, KW) lies, the tiles' rows and columns being
+    ``rows`` (OH, KH) and ``cols`` (OW, KW) of the input."""
+    module = namespace(tiles)
+    rows, cols = module.asarray(rows), module.asarray(cols)
+    row, col = module.unravel_index(window_argmax(tiles, (3, 5)), (rows.shape[1], cols.shape[1]))
+    out_rows, out_cols = module.arange(len(rows))[:, None], module.arange(len(cols))
+    return rows[out_rows, row] * width + cols[out_cols, col]

@@ -1,5 +1,6 @@
-"""Pooling layers: ``MaxPool1d``, ``MaxPool2d``, ``AvgPool1d``, ``AvgPool2d``,
-``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d`` and ``AdaptiveMaxPool2d``, as in PyTorch.
+"""Pooling layers: ``MaxPool1d``, ``MaxPool2d``, ``MaxPool3d``, ``AvgPool1d``, ``AvgPool2d``,
+``AvgPool3d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``, and max
+pooling's partial inverses ``MaxUnpool1d``, ``MaxUnpool2d`` and ``MaxUnpool3d``, as in PyTorch.
 
 They hold no parameters; the arithmetic lives in ``nn.conv_functional``.
 """
@@ -16,7 +17,8 @@ Size = int | Sequence[int]
 
 
 class _MaxPoolNd(Module):
-    """What MaxPool1d and MaxPool2d share; each names the function that pools."""
+    """What MaxPool1d, MaxPool2d and MaxPool3d share; each names the function that pools.
+    With ``return_indices`` the result is ``(out, indices)``, as PyTorch's."""
 
     pool = None
 
@@ -30,16 +32,20 @@ class _MaxPoolNd(Module):
         ceil_mode: bool = False,
     ) -> None:
         super().__init__()
-        if return_indices:
-            raise NotImplementedError(f"{self._get_name()}: return_indices=True is not supported")
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return self.pool(
-            input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+            self.return_indices,
         )
 
     def extra_repr(self) -> str:
@@ -77,6 +83,19 @@ class MaxPool2d(_MaxPoolNd):
     pool = staticmethod(F.max_pool2d)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """The largest entry of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``, as
+    ``MaxPool2d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.MaxPool3d(2, return_indices=True)(sg.arange(8.0).reshape(1, 2, 2, 2))
+    (tensor([[[[7.]]]]), tensor([[[[7]]]]))
+    """
+
+    pool = staticmethod(F.max_pool3d)
+
+
 class AvgPool1d(Module):
     """The mean of each window of ``(N, C, L)`` or ``(C, L)``, as ``AvgPool2d`` (with no
     ``divisor_override``, as PyTorch's).
@@ -97,9 +116,9 @@ class AvgPool1d(Module):
     ) -> None:
         super().__init__()
         # as PyTorch, kept as 1-tuples (and shown so)
-        self.kernel_size = F._single(kernel_size, "kernel_size")
-        self.stride = self.kernel_size if stride is None else F._single(stride, "stride")
-        self.padding = F._single(padding, "padding")
+        self.kernel_size = F._ntuple(kernel_size, 1, "kernel_size")
+        self.stride = self.kernel_size if stride is None else F._ntuple(stride, 1, "stride")
+        self.padding = F._ntuple(padding, 1, "padding")
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:
@@ -116,18 +135,10 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """The mean of each window of ``(N, C, H, W)`` or ``(C, H, W)``.
+class _AvgPoolNd(Module):
+    """What AvgPool2d and AvgPool3d share; each names the function that pools."""
 
-    ``stride`` defaults to ``kernel_size``. With ``count_include_pad`` (the default) the zero
-    padding counts in the divisor; ``divisor_override`` replaces the divisor.
-
-    >>> import scratchgrad as sg
-    >>> from scratchgrad import nn
-    >>> nn.AvgPool2d(2)(sg.arange(16.0).reshape(1, 1, 4, 4))
-    tensor([[[[ 2.5000,  4.5000],
-              [10.5000, 12.5000]]]])
-    """
+    pool = None
 
     def __init__(
         self,
@@ -145,7 +156,7 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(
+        return self.pool(
             input,
             self.kernel_size,
             self.stride,
@@ -157,6 +168,104 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """The mean of each window of ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    ``stride`` defaults to ``kernel_size``. With ``count_include_pad`` (the default) the zero
+    padding counts in the divisor; ``divisor_override`` replaces the divisor.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AvgPool2d(2)(sg.arange(16.0).reshape(1, 1, 4, 4))
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
+
+    pool = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """The mean of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``, as ``AvgPool2d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AvgPool3d(2)(sg.arange(8.0).reshape(1, 2, 2, 2))
+    tensor([[[[3.5000]]]])
+    """
+
+    pool = staticmethod(F.avg_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    """What MaxUnpool1d, MaxUnpool2d and MaxUnpool3d share; each names its function and how
+    many spatial dims it has."""
+
+    unpool = None
+    dims = 0
+
+    def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0) -> None:
+        super().__init__()
+        # as PyTorch, kept as tuples (and shown so)
+        self.kernel_size = F._ntuple(kernel_size, self.dims, "kernel_size")
+        stride = kernel_size if stride is None else stride
+        self.stride = F._ntuple(stride, self.dims, "stride")
+        self.padding = F._ntuple(padding, self.dims, "padding")
+
+    def forward(
+        self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None
+    ) -> Tensor:
+        return self.unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """A partial inverse of ``MaxPool1d``: see ``MaxUnpool2d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out, indices = nn.MaxPool1d(2, return_indices=True)(sg.tensor([[1.0, 3.0, 2.0, 0.0]]))
+    >>> nn.MaxUnpool1d(2)(out, indices)
+    tensor([[0., 3., 2., 0.]])
+    """
+
+    unpool = staticmethod(F.max_unpool1d)
+    dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """A partial inverse of ``MaxPool2d``: each entry put back where the indices (those of
+    ``MaxPool2d(return_indices=True)``) say it was, zeros elsewhere. ``output_size`` in
+    ``forward`` picks among the input sizes that pool to the same size.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+    >>> unpool(*pool(sg.arange(9.0).reshape(1, 1, 3, 3)), output_size=(3, 3))
+    tensor([[[[0., 0., 0.],
+              [0., 4., 0.],
+              [0., 0., 0.]]]])
+    """
+
+    unpool = staticmethod(F.max_unpool2d)
+    dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """A partial inverse of ``MaxPool3d``: see ``MaxUnpool2d``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out, indices = nn.MaxPool3d(2, return_indices=True)(sg.ones(1, 1, 2, 2, 2))
+    >>> nn.MaxUnpool3d(2)(out, indices).sum()
+    tensor(1.)
+    """
+
+    unpool = staticmethod(F.max_unpool3d)
+    dims = 3
 
 
 class _AdaptivePoolNd(Module):
@@ -213,7 +322,8 @@ class AdaptiveMaxPool2d(_AdaptivePoolNd):
     def __init__(
         self, output_size: int | Sequence[int | None], return_indices: bool = False
     ) -> None:
-        if return_indices:
-            raise NotImplementedError("AdaptiveMaxPool2d: return_indices=True is not supported")
         super().__init__(output_size)
         self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return self.pool(input, self.output_size, self.return_indices)

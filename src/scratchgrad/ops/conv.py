@@ -1,20 +1,22 @@
-"""Sliding-window primitives behind convolution and pooling.
+"""Sliding-window primitives behind convolution and pooling, for any number of spatial dims.
 
 ``Unfold`` (im2col) copies every sliding window of a padded batch of images into one column;
 ``Fold`` (col2im) adds columns back onto the images. Each is the other's adjoint, hence the
 other's gradient, so derivatives of any order come for free. ``MaxOver`` is a maximum whose
 gradient goes to one winner per window, as max pooling's does in PyTorch; ``Spread`` is its
-gradient.
+gradient; ``max_indices`` says where those winners lie (max pooling's ``return_indices``).
 
-Images come and go as PyTorch's ``(N, C, H, W)``, but the work happens with the batch last,
-``(C, H, W, N)`` (cuda-convnet's layout): a window offset then picks whole runs of ``OW*N``
-contiguous numbers, so copying windows, adding them back and pooling run over long contiguous
-stretches instead of rows of a few pixels. The columns are ``(C*KH*KW, OH*OW*N)``, so a
-convolution is ONE matrix product ``weight (O, C*KH*KW) @ columns`` whose result is again batch
-last: ``nn.conv_functional`` only permutes it (a view) to ``(N, O, OH, OW)``.
+Images come and go as PyTorch's ``(N, C, *S)`` (``S`` one to three spatial sizes: ``(L,)``,
+``(H, W)``, ``(D, H, W)``), but the work happens with the batch last, ``(C, *S, N)``
+(cuda-convnet's layout): a window offset then picks whole runs of ``OW*N`` contiguous numbers, so
+copying windows, adding them back and pooling run over long contiguous stretches instead of rows
+of a few pixels. The columns are ``(C*prod(K), prod(O)*N)`` (``K`` the kernel's sizes, ``O`` the
+output's), so a convolution is ONE matrix product ``weight (O, C*prod(K)) @ columns`` whose
+result is again batch last: ``nn.conv_functional`` only permutes it (a view) to ``(N, O, *O)``.
 
 Geometry arguments are already normalised by ``nn.conv_functional``: ``kernel_size``,
-``dilation`` and ``stride`` are ``(h, w)`` pairs, ``padding`` is ``((top, bottom), (left, right))``.
+``dilation`` and ``stride`` hold one number per spatial dim, ``padding`` one ``(before, after)``
+pair per spatial dim.
 """
 
 import functools
@@ -36,17 +38,19 @@ from scratchgrad.ops.binary import Where
 
 
 def _windows(x, kernel_size, dilation, stride):
-    """A read-only view of every window of ``x`` (C, H, W, N) as (C, KH, KW, OH, OW, N);
-    nothing copied.
+    """A read-only view of every window of ``x`` (C, *S, N) as (C, *K, *O, N); nothing copied.
 
-    Entry ``[c, i, j, oh, ow, n]`` is ``x[c, oh*sh + i*dh, ow*sw + j*dw, n]``: each kernel offset
-    ``(i, j)`` is a strided slice of ``x``.
+    Entry ``[c, *k, *o, n]`` is ``x[c, *(o * stride + k * dilation), n]``: each kernel offset
+    ``k`` is a strided slice of ``x``.
     """
-    c, h, w, n = x.shape
-    (kh, kw), (dh, dw), (sh, sw) = kernel_size, dilation, stride
-    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    s_c, s_h, s_w, s_n = x.strides
-    shape, strides = (c, kh, kw, oh, ow, n), (s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w, s_n)
+    (c, *size, n), (s_c, *s_size, s_n) = x.shape, x.strides
+    # (list comprehensions, not generators: this runs for every convolution and pooling)
+    out = [
+        (m - d * (k - 1) - 1) // s + 1 for m, k, d, s in zip(size, kernel_size, dilation, stride)
+    ]
+    shape = (c, *kernel_size, *out, n)
+    steps = [d * step for d, step in zip(dilation, s_size)]
+    strides = (s_c, *steps, *[s * step for s, step in zip(stride, s_size)], s_n)
     module = namespace(x)
     if module is not xp:  # CuPy's as_strided has no writeable flag
         return module.lib.stride_tricks.as_strided(x, shape, strides)
@@ -69,8 +73,13 @@ def _padded_shape(size, padding):
     return tuple(n + before + after for n, (before, after) in zip(size, padding))
 
 
+def _interior(size, padding) -> tuple:
+    """The slices of a padded image that hold the image itself."""
+    return tuple([slice(before, before + n) for n, (before, _) in zip(size, padding)])
+
+
 class Unfold(Function):
-    """Sliding windows as columns: images (N, C, H, W) -> (C*KH*KW, OH*OW*N), batch last.
+    """Sliding windows as columns: images (N, C, *S) -> (C*prod(K), prod(O)*N), batch last.
 
     ``value`` fills the padding: 0 for convolution, -inf for max pooling. The padding never
     receives a gradient, whatever its value.
@@ -113,32 +122,31 @@ class Unfold(Function):
 def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
     """``Unfold``'s forward, without its checks (the jit's kernel)."""
     xp = namespace(x)
-    n, c, h, w = x.shape
-    padded_size = _padded_shape((h, w), padding)
-    x = x.transpose(1, 2, 3, 0)  # batch last: a view, contiguous if x came from here
-    if padded_size != (h, w):
-        (top, _), (left, _) = padding
+    n, c, *size = x.shape
+    padded_size = _padded_shape(size, padding)
+    x = x.transpose(1, *range(2, x.ndim), 0)  # batch last: a view, contiguous if x came from here
+    if padded_size != tuple(size):
         padded = xp.full((c, *padded_size, n), value, x.dtype)
-        padded[:, top : top + h, left : left + w] = x  # pads and, if needed, moves N last
+        padded[(slice(None), *_interior(size, padding))] = x  # pads and, if needed, moves N last
         x = padded
     elif not x.flags.c_contiguous:
         x = xp.ascontiguousarray(x)
     windows = _windows(x, kernel_size, dilation, stride)
-    _, kh, kw, oh, ow, _ = windows.shape
+    kernel, columns = math.prod(kernel_size), math.prod(windows.shape[1 + len(size) :])
     if not ones_rows:
-        return windows.reshape(c * kh * kw, oh * ow * n)  # the one copy (a view for 1x1)
-    out = xp.empty((ones_rows, c // ones_rows * kh * kw + 1, oh * ow * n), x.dtype)
+        return windows.reshape(c * kernel, columns)  # the one copy (a view for 1x1)
+    out = xp.empty((ones_rows, c // ones_rows * kernel + 1, columns), x.dtype)
     out[:, -1] = 1
-    grouped = (ones_rows, c // ones_rows, kh, kw, oh, ow, n)
+    grouped = (ones_rows, c // ones_rows, *windows.shape[1:])
     out[:, :-1].reshape(grouped)[...] = windows.reshape(grouped)  # both views: one copy
-    return out.reshape(-1, oh * ow * n)
+    return out.reshape(-1, columns)
 
 
 class Fold(Function):
-    """Add columns (C*KH*KW, OH*OW*N) back onto images (N, C, H, W), the adjoint of ``Unfold``.
+    """Add columns (C*prod(K), prod(O)*N) back onto images (N, C, *S), the adjoint of ``Unfold``.
 
     Where windows overlap their entries add up; entries in the padding are dropped. The loop runs
-    over the KH*KW kernel offsets, never over pixels: each offset is one vectorised add into a
+    over the prod(K) kernel offsets, never over pixels: each offset is one vectorised add into a
     strided slice of the image (the part its windows reach). The result is a view of an array
     stored batch last.
 
@@ -151,13 +159,12 @@ class Fold(Function):
 
     @staticmethod
     def forward(ctx, cols, output_size, kernel_size, dilation, padding, stride):
-        kh, kw = kernel_size
-        windows = _fold_plan(output_size, kernel_size, dilation, padding, stride).windows
+        windows = math.prod(_fold_plan(output_size, kernel_size, dilation, padding, stride).windows)
         rows, count = cols.shape
-        if rows % (kh * kw) or count % (windows[0] * windows[1]):
+        if rows % math.prod(kernel_size) or count % windows:
             raise ValueError(
-                f"fold: columns of shape {cols.shape} do not match {kh}x{kw} windows over an "
-                f"output of size {output_size} ({windows[0] * windows[1]} windows per image)"
+                f"fold: columns of shape {cols.shape} do not match windows of {kernel_size} over "
+                f"an output of size {output_size} ({windows} windows per image)"
             )
         ctx.geometry = dict(
             kernel_size=kernel_size, dilation=dilation, padding=padding, stride=stride
@@ -171,27 +178,28 @@ class Fold(Function):
 
 def fold(cols, output_size, kernel_size, dilation, padding, stride):
     """``Fold``'s forward, without its checks (the jit's kernel)."""
-    (h, w), (kh, kw) = output_size, kernel_size
     windows, first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
-    n = cols.shape[1] // (windows[0] * windows[1])
+    n = cols.shape[1] // math.prod(windows)
     dtype, xp = cols.dtype, namespace(cols)
     wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
-    cols = widened(cols).reshape(-1, kh, kw, *windows, n)
-    image = (xp.zeros if first is None else xp.empty)((cols.shape[0], h, w, n), wide or dtype)
+    channels = cols.shape[0] // math.prod(kernel_size)  # (not -1: the batch may be empty)
+    cols = widened(cols).reshape(channels, *kernel_size, *windows, n)
+    image = (xp.zeros if first is None else xp.empty)(
+        (cols.shape[0], *output_size, n), wide or dtype
+    )
     if first is not None:  # an offset whose windows reach every pixel starts the sum
-        offset, (from_rows, from_columns) = first
         # 0.0 + x, not a copy: -0.0 becomes +0.0 as in a sum from zeros (1 us more in 274, W5)
-        xp.add(cols[:, offset[0], offset[1], from_rows, from_columns], 0.0, out=image)
-    for (i, j), (rows_in, columns_in), (from_rows, from_columns) in adds:
-        target = image[:, rows_in, columns_in]
+        xp.add(cols[first], 0.0, out=image)
+    for reached, source in adds:
+        target = image[reached]
         # add(out=), not +=: ``target += ...`` would also copy the sum onto itself
-        xp.add(target, cols[:, i, j, from_rows, from_columns], out=target)
+        xp.add(target, cols[source], out=target)
     if wide is not None:
         image = cast(image, dtype)
-    return image.transpose(3, 0, 1, 2)
+    return image.transpose(image.ndim - 1, *range(image.ndim - 1))
 
 
-def _window_count(size, kernel_size, dilation, padding, stride) -> tuple[int, int]:
+def _window_count(size, kernel_size, dilation, padding, stride) -> tuple[int, ...]:
     """How many windows fit along each dim of the padded image."""
     return tuple(
         (p - d * (k - 1) - 1) // s + 1
@@ -200,36 +208,37 @@ def _window_count(size, kernel_size, dilation, padding, stride) -> tuple[int, in
 
 
 class _FoldPlan(NamedTuple):
-    windows: tuple[int, int]  # how many windows fit along each dim
-    first: tuple | None  # (offset, its windows' rows and columns): reaches every pixel
-    adds: tuple  # (offset, the image rows and columns its windows reach, those windows')
+    windows: tuple[int, ...]  # how many windows fit along each dim
+    first: tuple | None  # the columns' index of an offset whose windows reach every pixel
+    adds: tuple  # (the image's index its windows reach, the columns' index) per other offset
 
 
 @functools.lru_cache(maxsize=64)
 def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> _FoldPlan:
     """Where ``fold`` puts each kernel offset's entries (worked out once per geometry: the
-    Python here costs more than the adds of a small batch). ``first`` is the first offset in
-    row-major order whose windows reach every pixel (the centre of a "same" convolution), if
-    any: its entries start the sum (no zeros to write, one add less), which changes the order
-    of the adds from PyTorch's (see ``Fold``). ``adds`` are the other offsets, in row-major
-    order."""
+    Python here costs more than the adds of a small batch), as indices into the columns
+    ``(C, *K, *O, N)`` and the image ``(C, *S, N)``. ``first`` is the first offset in row-major
+    order whose windows reach every pixel (the centre of a "same" convolution), if any: its
+    entries start the sum (no zeros to write, one add less), which changes the order of the adds
+    from PyTorch's (see ``Fold``). ``adds`` are the other offsets, in row-major order."""
     windows = _window_count(output_size, kernel_size, dilation, padding, stride)
-    (top, _), (left, _) = padding
+    whole_image = tuple(slice(0, n, 1) for n in output_size)
     first, adds = None, []
-    for i, j in itertools.product(*(range(k) for k in kernel_size)):
-        (rows_in, from_rows), (columns_in, from_columns) = (
+    for offset in itertools.product(*(range(k) for k in kernel_size)):
+        reach = [
             _inside(size, before, k * d, s, count)
-            for size, before, k, d, s, count in zip(
-                output_size, (top, left), (i, j), dilation, stride, windows
+            for size, (before, _), k, d, s, count in zip(
+                output_size, padding, offset, dilation, stride, windows
             )
-        )
-        if rows_in is None or columns_in is None:
+        ]
+        if any(reached is None for reached, _ in reach):
             continue  # all its windows' entries are padding
-        whole = (rows_in, columns_in) == tuple(slice(0, n, 1) for n in output_size)
-        if whole and first is None:
-            first = ((i, j), (from_rows, from_columns))
+        reached, source = zip(*reach)
+        source = (slice(None), *offset, *source)
+        if reached == whole_image and first is None:
+            first = source
         else:
-            adds.append(((i, j), (rows_in, columns_in), (from_rows, from_columns)))
+            adds.append(((slice(None), *reached), source))
     return _FoldPlan(windows, first, tuple(adds))
 
 
@@ -249,32 +258,8 @@ class MaxOver(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        xp = namespace(x)
         ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
-        rest = [d for d in range(x.ndim) if d not in dims]
-        order = [rest.index(d) for d in memory_order(x.strides) if d in rest]
-        rest_shape = [x.shape[d] for d in rest]
-        wide = accumulation_dtype(x.dtype)  # 16 bits: exact in float32, and several times faster
-        if wide or _run_length(x, rest) < _SHORT_RUN:
-            rows = _stacked(
-                xp, math.prod(x.shape[d] for d in dims), rest_shape, order, wide or x.dtype
-            )
-            xp.copyto(
-                rows.reshape(*(x.shape[d] for d in dims), *rest_shape), x.transpose(*dims, *rest)
-            )
-        else:
-            rows = [x[index] for index in window_offsets(x.shape, dims)]
-        out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
-        for row in rows[2:]:
-            xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
-        marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
-        _mark_first(rows, out, marks)
-        nan = xp.isnan(out)
-        if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
-            nan_marks = [xp.isnan(row) & nan for row in reversed(rows)]
-            _keep_first(nan_marks)
-            for mark, nan_mark in zip(marks, reversed(nan_marks)):
-                xp.copyto(mark, nan_mark, where=nan)  # (no row equals a NaN)
+        out, marks = _first_maxima(x, dims)
         ctx.save_for_backward(marks)
         return out if out.dtype == x.dtype else cast(out, x.dtype)
 
@@ -284,6 +269,70 @@ class MaxOver(Function):
         return Spread.apply(
             grad, winners, dims=ctx.dims, shape=ctx.in_shape, strides=ctx.in_strides
         )
+
+
+def _first_maxima(x, dims):
+    """``MaxOver``'s forward: the maximum over ``dims`` (in float32 for a 16-bit ``x``), and the
+    winners, one bool array ``(K, *other dims)``: ``winners[k]`` marks where window offset ``k``
+    (row-major over ``dims``) holds its window's winner."""
+    xp = namespace(x)
+    rest = [d for d in range(x.ndim) if d not in dims]
+    order = [rest.index(d) for d in memory_order(x.strides) if d in rest]
+    rest_shape = [x.shape[d] for d in rest]
+    wide = accumulation_dtype(x.dtype)  # 16 bits: exact in float32, and several times faster
+    if wide or _run_length(x, rest) < _SHORT_RUN:
+        rows = _stacked(xp, math.prod(x.shape[d] for d in dims), rest_shape, order, wide or x.dtype)
+        xp.copyto(rows.reshape(*(x.shape[d] for d in dims), *rest_shape), x.transpose(*dims, *rest))
+    else:
+        rows = [x[index] for index in window_offsets(x.shape, dims)]
+    out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
+    for row in rows[2:]:
+        xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
+    marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
+    _mark_first(rows, out, marks)
+    nan = xp.isnan(out)
+    if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
+        nan_marks = [xp.isnan(row) & nan for row in reversed(rows)]
+        _keep_first(nan_marks)
+        for mark, nan_mark in zip(marks, reversed(nan_marks)):
+            xp.copyto(mark, nan_mark, where=nan)  # (no row equals a NaN)
+    return out, marks
+
+
+def max_indices(x, kernel_size, dilation, padding, stride):
+    """Where max pooling's winners lie (``return_indices``): for each window of ``x``
+    ``(N, C, *S)`` padded by ``padding`` (of -inf), the index into its flattened plane ``S`` of
+    the entry ``MaxOver`` gives the gradient, as int64 ``(N, C, *O)``.
+
+    PyTorch's loop starts each window at its first entry inside the image, so where a window's
+    maximum is -inf and the padding comes first, that entry is the index, not the padding.
+    """
+    xp = namespace(x)
+    n, c, *size = x.shape
+    planes = xp.full((n, c, *_padded_shape(size, padding)), -math.inf, x.dtype)
+    planes[(slice(None), slice(None), *_interior(size, padding))] = x
+    windows = _windows(planes.reshape(n * c, *planes.shape[2:], 1), kernel_size, dilation, stride)
+    dims = len(size)
+    offsets = window_argmax(windows, tuple(range(1, dims + 1)))  # (N*C, *O, 1)
+    # per dim, from the last (whose entries are one apart): the winner's position, whether it
+    # is inside the image, and the window's first position inside (its start moved on by
+    # dilation steps past the padding), each summed into a flat index
+    index, first, inside, step = 0, 0, True, 1
+    for i in reversed(range(dims)):
+        (before, _), k, d, s = padding[i], kernel_size[i], dilation[i], stride[i]
+        start = xp.arange(windows.shape[1 + dims + i]) * s - before
+        start = start.reshape(-1, *(1,) * (dims - i))  # along output dim i of the offsets
+        along = start + (offsets // math.prod(kernel_size[i + 1 :]) % k) * d
+        inside = inside & (along >= 0) & (along < size[i])
+        first = first + (start + (xp.maximum(-start, 0) + d - 1) // d * d) * step
+        index, step = index + along * step, step * size[i]
+    return xp.where(inside, index, first).reshape(n, c, *windows.shape[1 + dims : -1])
+
+
+def window_argmax(x, dims):
+    """The window offset (row-major over ``dims``) that ``MaxOver`` gives each window's
+    gradient, int64 with ``x``'s other dims."""
+    return _first_maxima(x, dims)[1].argmax(0).astype("int64", copy=False)
 
 
 class Spread(Function):
