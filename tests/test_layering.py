@@ -33,6 +33,7 @@ ALLOWED = {
     ("autograd.engine", "tensor"): "the engine walks Tensors and fills .grad",
     ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
+    ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("export.command", "train"): "`scratchgrad export` rebuilds models `scratchgrad train` made",
     ("export.command", "scratchgrad"): "the export command is a tool, like cli and train",
 }

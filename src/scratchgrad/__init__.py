@@ -12,6 +12,11 @@ except ImportError:  # only the scalar engine (scratchgrad.scalar) works without
     pass
 else:
     from scratchgrad import autograd  # noqa: I001  (before tensor: Function comes first)
+    from scratchgrad.autograd.anomaly import (
+        is_anomaly_check_nan_enabled,
+        is_anomaly_enabled,
+        set_anomaly_enabled,
+    )
     from scratchgrad.autograd.grad_mode import (
         enable_grad,
         inference_mode,
@@ -25,15 +30,23 @@ else:
         bool_ as bool,
         default_generator,
         device,
+        dtype,
         float16,
         float32,
         float64,
+        get_rng_state,
+        initial_seed,
+        int8,
+        int16,
         int32,
         int64,
         manual_seed,
+        seed,
+        set_rng_state,
+        uint8,
     )
     from scratchgrad.backend import float16 as half, float32 as float, float64 as double
-    from scratchgrad.backend import int32 as int, int64 as long
+    from scratchgrad.backend import int16 as short, int32 as int, int64 as long
     from scratchgrad.creation import (
         BoolTensor,
         DoubleTensor,
@@ -51,11 +64,13 @@ else:
         full_like,
         linspace,
         logspace,
+        normal,
         ones,
         ones_like,
         rand,
         rand_like,
         randint,
+        randint_like,
         randn,
         randn_like,
         randperm,
@@ -65,8 +80,17 @@ else:
         zeros,
         zeros_like,
     )
-    from scratchgrad.dtypes import get_default_dtype, set_default_dtype
+    from scratchgrad.dtypes import (
+        finfo,
+        get_default_dtype,
+        iinfo,
+        promote_types,
+        result_type,
+        set_default_dtype,
+    )
+    from scratchgrad.printing import set_printoptions
     from scratchgrad.tensor import (
+        Size,
         Tensor,
         bincount,
         broadcast_tensors,
@@ -156,6 +180,17 @@ else:
     def is_tensor(obj) -> bool:
         """Whether ``obj`` is a scratchgrad Tensor."""
         return isinstance(obj, Tensor)
+
+    def dropout(input: Tensor, p: float, train: bool) -> Tensor:
+        """``torch.dropout``: ``nn.functional.dropout`` with ``train`` given, and PyTorch's
+        RuntimeError (not F.dropout's ValueError) for ``p`` outside [0, 1].
+
+        >>> dropout(ones(3), 0.5, False).tolist()
+        [1.0, 1.0, 1.0]
+        """
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return nn.functional.dropout(input, p, train)
 
     log1p, expm1, log2, log10, exp2 = (
         Tensor.log1p,

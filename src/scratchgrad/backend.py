@@ -12,6 +12,7 @@ data read from files, index bookkeeping.
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,9 +55,14 @@ float16 = numpy.dtype(numpy.float16)
 bfloat16 = numpy.dtype(ml_dtypes.bfloat16)
 float32 = numpy.dtype(numpy.float32)
 float64 = numpy.dtype(numpy.float64)
+int8 = numpy.dtype(numpy.int8)
+uint8 = numpy.dtype(numpy.uint8)
+int16 = numpy.dtype(numpy.int16)
 int32 = numpy.dtype(numpy.int32)
 int64 = numpy.dtype(numpy.int64)
 bool_ = numpy.dtype(numpy.bool_)
+# the class of every dtype above, as ``torch.dtype``: ``isinstance(x.dtype, dtype)``
+dtype = numpy.dtype
 
 default_float = float32
 
@@ -506,10 +512,13 @@ recorder = None
 
 class Generator:
     """A seeded source of random numbers, as ``torch.Generator``; it draws on its device.
+    Unseeded, it starts from PyTorch's default seed, 67280421310721.
 
     >>> g = Generator().manual_seed(0)
     >>> int(g.rng.integers(10)) == int(Generator().manual_seed(0).rng.integers(10))
     True
+    >>> Generator().initial_seed()
+    67280421310721
     """
 
     def __init__(self, seed: int | None = None, device: _Device | str = "cpu") -> None:
@@ -517,16 +526,102 @@ class Generator:
             seed, device = None, seed
         self._random = array_module(device).random
         self.device = _Device(device)
-        self.manual_seed(seed)
+        self.manual_seed(_DEFAULT_SEED if seed is None else seed)
 
-    def manual_seed(self, seed: int | None) -> Generator:
+    def manual_seed(self, seed: int) -> Generator:
+        """Seed it with an int from -2**63 to 2**64 - 1 (a negative one counts modulo 2**64,
+        as PyTorch's); returns it."""
         if recorder is not None:  # scratchgrad.jit: seeded again at every replay
             return recorder.replayed(Generator.manual_seed, self, seed)
+        seed = _as_seed(seed)
         # The generator is made at the first draw, as PyTorch seeds CUDA lazily: a DataLoader
         # worker forked from a process that used the GPU seeds every device's generator, and
         # must not touch the GPU (CUDA cannot start in a forked child).
         self._seed, self._rng = seed, None
         return self
+
+    def seed(self) -> int:
+        """Seed it with a fresh random 64-bit number from the operating system, and return it.
+
+        >>> g = Generator()
+        >>> g.seed() == g.initial_seed()
+        True
+        """
+        if recorder is not None:  # scratchgrad.jit: a new seed at every replay
+            return recorder.replayed(Generator.seed, self)
+        new = _fresh_seed()
+        self.manual_seed(new)
+        return new
+
+    def initial_seed(self) -> int:
+        """The seed it was last seeded with (by ``manual_seed``, ``seed`` or ``set_state``)."""
+        return self._seed
+
+    def get_state(self) -> Any:
+        """Its state, as ``torch.Generator.get_state``: a 1-D uint8 tensor that ``set_state``
+        takes back to draw the same numbers again. It holds the seed and NumPy's PCG64 state
+        (the words of ``_STATE_FIELDS``), not PyTorch's Mersenne Twister state: states do
+        not cross between the two libraries.
+
+        >>> g = Generator().manual_seed(3)
+        >>> state = g.get_state()
+        >>> first = g.rng.random()
+        >>> g.set_state(state).rng.random() == first
+        True
+        """
+        if recorder is not None:  # scratchgrad.jit: read again at every replay
+            return recorder.replayed(Generator.get_state, self)
+        from scratchgrad.tensor import Tensor  # the state is a tensor (see test_layering)
+
+        bit_state = self._numpy_rng("get_state").bit_generator.state
+        if bit_state["bit_generator"] != "PCG64":  # a generator set through ``rng``
+            raise RuntimeError(
+                f"get_state: only a PCG64 generator's state can be saved, this one draws with "
+                f"{bit_state['bit_generator']}"
+            )
+        words = (
+            self._seed,
+            bit_state["state"]["state"],
+            bit_state["state"]["inc"],
+            bit_state["has_uint32"],
+            bit_state["uinteger"],
+        )
+        packed = _STATE_TAG + b"".join(
+            word.to_bytes(size, "little") for word, (_, size) in zip(words, _STATE_FIELDS)
+        )
+        return Tensor._make(numpy.frombuffer(packed, numpy.uint8).copy())
+
+    def set_state(self, new_state: Any) -> Generator:
+        """Go back to a state ``get_state`` gave (of any CPU generator); returns it. A tensor
+        that ``get_state`` did not make is refused.
+
+        >>> a, b = Generator().manual_seed(1), Generator().manual_seed(2)
+        >>> b.set_state(a.get_state()).initial_seed()
+        1
+        """
+        if recorder is not None:  # scratchgrad.jit: set again at every replay
+            return recorder.replayed(Generator.set_state, self, new_state)
+        words = _unpack_state(new_state)
+        rng = self._numpy_rng("set_state")
+        # in place: whoever holds ``rng`` (a sampler's iterator) draws on from the new state
+        rng.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": words["state"], "inc": words["inc"]},
+            "has_uint32": words["has_uint32"],
+            "uinteger": words["uinteger"],
+        }
+        self._seed = words["seed"]
+        return self
+
+    def _numpy_rng(self, op: str) -> Any:
+        """Its NumPy generator; another array module's (CuPy's) keeps a state it cannot
+        hand out, so ``op`` is refused there."""
+        if self._random is not numpy.random:
+            raise RuntimeError(
+                f"{op}: the state of a {self.device.type} generator cannot be read or set; "
+                "only a CPU generator's can (seed this one with manual_seed instead)"
+            )
+        return self.rng
 
     @property
     def rng(self) -> Any:
@@ -538,6 +633,52 @@ class Generator:
     @rng.setter
     def rng(self, rng: Any) -> None:
         self._rng = rng
+
+
+_DEFAULT_SEED = 67280421310721  # PyTorch's seed of a new Generator
+
+# A saved state (``Generator.get_state``): a tag, then these little-endian words: the seed and
+# NumPy's PCG64 state (its 128-bit state and increment, and the spare 32-bit half of a 64-bit
+# draw that the next 32-bit draw uses, with the flag saying whether there is one).
+_STATE_TAG = b"scratchgrad PCG64 state 1\0"
+_STATE_FIELDS = (("seed", 8), ("state", 16), ("inc", 16), ("has_uint32", 1), ("uinteger", 4))
+_STATE_SIZE = len(_STATE_TAG) + sum(size for _, size in _STATE_FIELDS)
+
+
+def _unpack_state(state: Any) -> dict[str, int]:
+    """The words of a state that ``get_state`` made; anything else raises."""
+    array = getattr(state, "array", None)  # a Tensor (a bottom layer cannot name the class)
+    if array is None or array.dtype != numpy.uint8:
+        raise TypeError(
+            "set_state: the state must be a uint8 tensor made by get_state, got "
+            + (f"a {array.dtype} tensor" if array is not None else _type_name(state))
+        )
+    packed = to_host(array).tobytes()
+    if len(packed) != _STATE_SIZE or not packed.startswith(_STATE_TAG):
+        raise RuntimeError(
+            f"set_state: not a state made by get_state (expected {_STATE_SIZE} bytes starting "
+            f"with {_STATE_TAG!r}, got {len(packed)} bytes); PyTorch's states are not read"
+        )
+    words, at = {}, len(_STATE_TAG)
+    for name, size in _STATE_FIELDS:
+        words[name] = int.from_bytes(packed[at : at + size], "little")
+        at += size
+    return words
+
+
+def _as_seed(seed: Any) -> int:
+    """``seed`` as the unsigned 64-bit seed PyTorch takes it for: an int in [-2**63, 2**64),
+    a negative one modulo 2**64."""
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise RuntimeError(f"manual_seed expected a long, but got {_type_name(seed)}")
+    seed = int(seed)
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError(f"manual_seed: the seed {seed} is outside [-2**63, 2**64)")
+    return seed % 2**64
+
+
+def _fresh_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little")
 
 
 default_generator = Generator(0)
@@ -568,11 +709,51 @@ def rng_for(generator: Generator | None, where: device | str | None = None) -> A
 
 def manual_seed(seed: int) -> Generator:
     """Seed the generators the whole library uses (initialisation, dropout, shuffling), on
-    every device, as ``torch.manual_seed``; returns the CPU's."""
+    every device, as ``torch.manual_seed`` (``int(seed)`` first: 2.7 seeds with 2); returns
+    the CPU's."""
     if recorder is not None:  # scratchgrad.jit: seeded again at every replay
         return recorder.replayed(manual_seed, seed)
     global _last_seed
-    _last_seed = seed
+    _last_seed = _as_seed(int(seed))
     for generator in _default_generators.values():
-        generator.manual_seed(seed)
+        generator.manual_seed(_last_seed)
     return default_generator
+
+
+def seed() -> int:
+    """Seed every device's generator with a fresh random 64-bit number, and return it, as
+    ``torch.seed``.
+
+    >>> new = seed()
+    >>> initial_seed() == new
+    True
+    """
+    if recorder is not None:  # scratchgrad.jit: a new seed at every replay
+        return recorder.replayed(seed)
+    new = _fresh_seed()
+    manual_seed(new)
+    return new
+
+
+def initial_seed() -> int:
+    """The seed of the CPU's default generator, as ``torch.initial_seed``."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Any:
+    """The CPU's default generator's state, a uint8 tensor, as ``torch.get_rng_state`` (see
+    ``Generator.get_state``).
+
+    >>> state = get_rng_state()
+    >>> first = rng_for(None).random()
+    >>> set_rng_state(state)
+    >>> rng_for(None).random() == first
+    True
+    """
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Set the CPU's default generator's state to one ``get_rng_state`` gave, as
+    ``torch.set_rng_state``."""
+    default_generator.set_state(new_state)

@@ -7,13 +7,16 @@ without a backend raises.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
+
 from scratchgrad import backend
-from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
-from scratchgrad.dtypes import to_array
+from scratchgrad.dtypes import to_array, written_number
 from scratchgrad.tensor import Tensor, as_shape
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
@@ -101,6 +104,7 @@ def full(
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
     value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
     dtype = _dtype(dtype, to_array(value, None).dtype)
+    fill_value = written_number(fill_value, dtype)  # -1 is 255 in uint8; 300 raises
     return _finish(_make(_xp(device).full, as_shape((size,)), fill_value, dtype), requires_grad)
 
 
@@ -241,16 +245,178 @@ def randint(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch."""
+    """Integers in ``[low, high)``; ``randint(high, size)`` starts at 0, as PyTorch. Any
+    dtype: a floating one holds the integers drawn (and may require grad); ``[low, high)``
+    must fit in it, as PyTorch checks.
+
+    >>> randint(3, 4, (2,)).tolist(), randint(2, (1,), dtype="float64").dtype
+    ([3, 3], dtype('float64'))
+    """
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
+    low, high = _bound("low", low), _bound("high", high)
     dtype = _dtype(dtype, backend.int64)
-    return _drawn(
-        lambda shape: backend.rng_for(generator, device).integers(low, high, shape, dtype=dtype),
-        as_shape((size,)),
-        requires_grad,
-        device,
+    _check_integer_range(low, high, dtype)
+    # floats are drawn as int64 and rounded (NumPy draws integer dtypes only)
+    drawn = dtype if dtype.kind in "biu" else backend.int64
+
+    def draw(shape: tuple) -> Any:
+        draws = backend.rng_for(generator, device).integers(low, high, shape, dtype=drawn)
+        return draws if drawn is dtype else draws.astype(dtype)
+
+    return _drawn(draw, as_shape((size,)), requires_grad, device)
+
+
+def randint_like(
+    input: Tensor,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers in ``[low, high)`` in ``input``'s shape, dtype and device (unless others are
+    given), as ``torch.randint_like``: ``randint_like(x, high)`` or ``randint_like(x, low,
+    high)``; a bound may be a 0-d tensor.
+
+    >>> randint_like(zeros(2), 5, 6)
+    tensor([5., 5.])
+    """
+    if high is None:
+        low, high = 0, low
+    return randint(
+        low,
+        high,
+        input.shape,
+        generator=generator,
+        dtype=input.dtype if dtype is None else dtype,
+        device=input.device if device is None else device,
+        requires_grad=requires_grad,
     )
+
+
+def _bound(name: str, value: Any) -> int:
+    """A bound of ``randint``: an int, or a 0-d tensor's value, as PyTorch takes them."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"randint: {name} must be a scalar tensor, got shape {value.shape}")
+        value = int(value.item())
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"randint: {name} must be an int, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not -(2**63) <= value < 2**63:  # PyTorch's bounds are C int64s
+        raise ValueError(f"randint: {name}={value} overflows a 64-bit integer")
+    return value
+
+
+def _check_integer_range(low: int, high: int, dtype) -> None:
+    """PyTorch's checks of ``[low, high)`` for ``dtype`` (its ``random_``'s): not empty,
+    ``low`` and ``high - 1`` in the dtype's range; a floating dtype warns past the integers it
+    holds exactly (2**24 for float32)."""
+    if low >= high:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    digits = None  # a floating dtype's: its integers are exact up to 2**digits
+    if dtype.kind == "b":
+        lowest, largest = 0, 1
+    elif dtype.kind in "iu":
+        lowest, largest = int(xp.iinfo(dtype).min), int(xp.iinfo(dtype).max)
+    else:
+        info = ml_dtypes.finfo(dtype)  # NumPy's finfo, and bfloat16's
+        lowest, largest, digits = float(info.min), float(info.max), info.nmant + 1
+    for name, value in (("from", low), ("to - 1", high - 1)):
+        if not lowest <= value <= largest:
+            raise RuntimeError(f"randint: {name} is out of bounds for {dtype}")
+        if digits is not None and abs(value) > 2**digits:
+            warnings.warn(
+                f"randint: {name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                f"precision limitations {dtype} can support discrete uniform distribution only "
+                "within this range",
+                stacklevel=3,
+            )
+
+
+def normal(
+    mean: Tensor | float,
+    std: Tensor | float = 1.0,
+    size: Any = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Samples from N(mean, std**2), as ``torch.normal``: ``mean`` or ``std`` (or both) a
+    tensor, broadcast together, the result in mean's dtype (std's when mean is a number); or
+    both numbers and a ``size`` (a tuple), then with ``dtype``, ``device`` and
+    ``requires_grad``. Drawn from the library's seeded generator (or ``generator``), again at
+    each replay of a jitted step. No gradient flows to mean and std: it is zero, as PyTorch's
+    (for one, write ``mean + std * randn_like(std)``).
+
+    >>> normal(tensor([0.0, 10.0]), 0.0).tolist(), normal(2.0, 0.0, (2,)).tolist()
+    ([0.0, 10.0], [2.0, 2.0])
+    """
+    for name, value in (("mean", mean), ("std", std)):
+        if not isinstance(value, (Tensor, int, float)):
+            raise TypeError(f"normal(): {name} must be a Tensor or a number, got {value!r}")
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    if tensors:
+        if size is not None or dtype is not None or device is not None or requires_grad:
+            raise TypeError(
+                "normal(): size, dtype, device and requires_grad are taken only with a number "
+                "mean and std; with a tensor, the result takes its shape, dtype and device"
+            )
+        dtype, device = tensors[0].dtype, tensors[0].device
+    elif not isinstance(size, (tuple, list)):
+        raise TypeError(f"normal(): with a number mean and std, give size as a tuple, got {size!r}")
+    else:
+        dtype = _dtype(dtype)
+    if not isinstance(std, Tensor) and not std >= 0:  # NaN fails too
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    shapes = [t.shape for t in tensors]
+    try:
+        shape = xp.broadcast_shapes(*shapes) if tensors else as_shape((size,))
+    except ValueError:
+        raise RuntimeError(
+            f"normal: the shapes of mean and std {shapes} cannot be broadcast together"
+        ) from None
+    if not backend.is_floating(dtype):
+        raise NotImplementedError(f"normal: not implemented for {dtype}; give a floating dtype")
+    noise = randn(shape, generator=generator, dtype=backend.float64, device=device)
+    out = Normal.apply(mean, std, noise, dtype=dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+class Normal(Function):
+    """``noise * std + mean`` in float64, rounded once to ``dtype``: ``normal``'s node, its
+    N(0, 1) noise drawn before and passed in. NOTE: PyTorch's gradient of mean and std is
+    zero (the draw is not reparametrised), whatever the incoming gradient; so is this one.
+
+    A tensor std's values are checked here, where every caller sees them (each replay of a
+    jitted step; vmap, whose batched std cannot be read before): after the noise is drawn, so
+    the generator has moved when it raises, where PyTorch's has not."""
+
+    @staticmethod
+    def forward(ctx, mean, std, noise, dtype):
+        if backend.is_array(std) and not (std >= 0).all():  # NaN fails too
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        # the tensors' shapes and dtypes (None for a number), for their zero gradients
+        ctx.inputs = [(x.shape, x.dtype) if backend.is_array(x) else None for x in (mean, std)]
+        # PyTorch's names: NormalBackward1 (a tensor mean), 2 (a tensor std), 3 (both)
+        overload = backend.is_array(mean) + 2 * backend.is_array(std)
+        ctx.backward_name = f"NormalBackward{overload}"
+        return (noise * std + mean).astype(dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        zero = [
+            zeros(meta[0], dtype=meta[1], device=grad.device) if needed else None
+            for meta, needed in zip(ctx.inputs, ctx.needs_input_grad)
+        ]
+        return (*zero, None)
 
 
 def randperm(

@@ -3,8 +3,11 @@
 From Python data (``to_array``: floats become float32, ints int64), from two operands
 (``result_type``, ``promote_types``: a floating dtype beats an integer one whatever the sizes,
 a 0-d tensor does not widen), from an operand and a Python number (``scalar_type``), and from
-the arguments of ``.to(...)`` (``requested_device_and_dtype``). The dtypes themselves, and
-which of them are floating, are the backend's.
+the arguments of ``.to(...)`` (``requested_device_and_dtype``). How Python numbers meet integer
+dtypes, where NumPy raises and PyTorch does not: wrapped modulo 2**bits in arithmetic and
+comparisons (``wrapped_int``), checked when written into a tensor (``written_number``, and
+``to_array`` for ``tensor(data, dtype=...)``). What a dtype holds: ``finfo`` and ``iinfo``.
+The dtypes themselves, and which of them are floating, are the backend's.
 
 >>> from scratchgrad import backend
 >>> promote_types(backend.int64, backend.float16), promote_types(backend.bfloat16, backend.float16)
@@ -13,8 +16,10 @@ which of them are floating, are the backend's.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import ml_dtypes
 import numpy
 
 from scratchgrad import backend
@@ -32,7 +37,12 @@ from scratchgrad.backend import (
 def promote_types(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
     """PyTorch's promotion of two dtypes, as ``torch.promote_types``: a floating dtype beats an
     integer or bool one whatever their sizes; within a kind, the wider wins (bfloat16 with
-    float16 gives float32)."""
+    float16 gives float32, uint8 with int8 int16).
+
+    >>> import scratchgrad as sg
+    >>> sg.promote_types(sg.uint8, sg.int8), sg.promote_types(sg.int64, sg.float16)
+    (dtype('int16'), dtype('float16'))
+    """
     if x == y:
         return x
     if is_floating(x) != is_floating(y):
@@ -58,7 +68,18 @@ def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
 def result_type(x: Any, y: Any) -> numpy.dtype:
     """The dtype of an op on tensors (or arrays) ``x`` and ``y``, as ``torch.result_type``:
     ``promote_types`` of their dtypes, except that a 0-d tensor does not widen a tensor with
-    dims of the same kind."""
+    dims of the same kind, and a Python number only by its kind (see ``scalar_type``).
+
+    >>> import scratchgrad as sg
+    >>> sg.result_type(sg.tensor([1], dtype=sg.uint8), sg.tensor(1000))
+    dtype('uint8')
+    >>> sg.result_type(2, sg.ones(1)), sg.result_type(sg.tensor([1, 2]), 2.5)
+    (dtype('float32'), dtype('float32'))
+    """
+    if not hasattr(y, "dtype"):
+        return scalar_type(x.dtype, y)
+    if not hasattr(x, "dtype"):
+        return scalar_type(y.dtype, x)
     kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}
     kx, ky = kind[x.dtype.kind], kind[y.dtype.kind]
     if (x.ndim == 0) != (y.ndim == 0) and kx == ky:
@@ -73,17 +94,12 @@ def to_array(data: Any, dtype: Any):
     if backend.is_array(data) and type(data) is not xp.ndarray:
         dtype = None if dtype is None else backend.to_dtype(dtype)
         return backend.namespace(data).array(data, dtype=dtype)
-    if dtype is not None:
-        return xp.array(data, dtype=backend.to_dtype(dtype))
     if isinstance(data, (xp.ndarray, xp.generic)):
-        return xp.array(data)
-    try:
-        array = xp.array(data)
-    except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
-        raise ValueError(
-            f"tensor: the nested sequences must all have the same length (a ragged list cannot "
-            f"be a tensor): {error}"
-        ) from None
+        return xp.array(data, dtype=None if dtype is None else backend.to_dtype(dtype))
+    if dtype is not None:
+        dtype = backend.to_dtype(dtype)
+        return _checked(_from_python(data), dtype) if dtype.kind in "iu" else xp.array(data, dtype)
+    array = _from_python(data)
     if array.dtype.kind == "f":
         return array.astype(backend.default_float)
     if array.dtype.kind in "iu":
@@ -91,6 +107,74 @@ def to_array(data: Any, dtype: Any):
     if array.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
     return array
+
+
+def _from_python(data: Any) -> Any:
+    """NumPy's array of Python data, with PyTorch's errors for a ragged list and for ints past
+    int64's range (NumPy would make uint64 or Python objects of them)."""
+    try:
+        array = xp.array(data)
+    except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
+        raise ValueError(
+            f"tensor: the nested sequences must all have the same length (a ragged list cannot "
+            f"be a tensor): {error}"
+        ) from None
+    if array.dtype == xp.uint64 or (array.dtype.kind == "O" and int in map(type, array.flat)):
+        raise ValueError("tensor: Overflow when unpacking long long (an int past 64 bits)")
+    return array
+
+
+def _checked(array: Any, dtype: numpy.dtype) -> Any:
+    """Python numbers (read into ``array``) as integers of ``dtype``, refused as PyTorch refuses
+    them when out of its range: floats (NaN and inf too) and ints alike, except that negative
+    ints down to ``-max`` wrap into an unsigned dtype (-1 is 255 in uint8)."""
+    if array.dtype.kind in "iuf" and array.size:
+        low, high = _int_range(dtype)
+        if dtype.kind == "u" and array.dtype.kind != "f":
+            low = -high
+        if not (low <= array.min() and array.max() <= high):  # False for a NaN
+            raise RuntimeError(f"value cannot be converted to type {dtype} without overflow")
+    return array.astype(dtype)
+
+
+@functools.cache
+def _int_range(dtype: numpy.dtype) -> tuple[int, int]:
+    """An integer dtype's lowest and highest values, as Python ints (looked up once)."""
+    info = numpy.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def written_number(value: Any, dtype: numpy.dtype) -> Any:
+    """A Python number written into a tensor of ``dtype`` (``fill_``, ``x[i] = v``, the value
+    of ``where`` or ``masked_fill``), as PyTorch converts it: for an integer dtype, checked as
+    ``tensor`` checks it (-1 is 255 in uint8, 300 raises), then returned as a Python int.
+
+    >>> import scratchgrad as sg
+    >>> written_number(-1, sg.uint8), written_number(2.7, sg.int8), written_number(2.7, sg.float32)
+    (255, 2, 2.7)
+    """
+    if dtype.kind not in "iu" or type(value) not in (int, float):
+        return value
+    if type(value) is int and 0 <= value < 128:  # in every integer dtype: the common case
+        return value
+    return _checked(xp.array(value), dtype).item()
+
+
+def wrapped_int(value: int, dtype: numpy.dtype) -> int:
+    """A Python int next to an integer tensor of ``dtype`` (``x + 300``, ``x < 300``), as
+    PyTorch reads it: modulo 2**bits into the dtype's range (300 is 44 for uint8, -129 is 127
+    for int8), where NumPy would raise. Beyond 64 bits it raises PyTorch's OverflowError.
+
+    >>> import scratchgrad as sg
+    >>> wrapped_int(300, sg.uint8), wrapped_int(-129, sg.int8), wrapped_int(5, sg.int8)
+    (44, 127, 5)
+    """
+    low, high = _int_range(dtype)
+    if low <= value <= high:
+        return value
+    if not -(2**63) <= value < 2**64:
+        raise OverflowError(f"int too big to convert: {value} does not fit in 64 bits")
+    return (value - low) % (high - low + 1) + low
 
 
 def set_default_dtype(dtype: Any) -> None:
@@ -137,3 +221,108 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
         None if device is None else backend.device(device),
         None if dtype is None else backend.to_dtype(dtype),
     )
+
+
+class _Info:
+    """The read-only fields of ``finfo`` and ``iinfo``, printed as PyTorch prints them."""
+
+    __slots__ = ()
+    _shown: tuple[str, ...] = ()  # the fields in the repr, in PyTorch's order
+
+    def _set(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(
+            f"attribute '{name}' of '{type(self).__name__}' objects is not writable"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, name) == getattr(other, name) for name in self.__slots__
+        )
+
+    __hash__ = None  # unhashable, as PyTorch's
+
+    def __repr__(self) -> str:
+        shown = (f"{name}={float(getattr(self, name)):g}" for name in self._shown)
+        return f"{type(self).__name__}({', '.join(shown)}, dtype={self.dtype})"
+
+
+def _info_dtype(name: str, type: Any) -> numpy.dtype:
+    """The dtype that ``finfo(type)`` or ``iinfo(type)`` asks about: a dtype or a Python type,
+    not a name (PyTorch refuses strings)."""
+    if isinstance(type, str) or type is None:
+        raise TypeError(
+            f"{name}(): argument 'type' (position 1) must be scratchgrad.dtype, not "
+            f"{_type_name(type)}"
+        )
+    return backend.to_dtype(type)
+
+
+def _type_name(value: Any) -> str:
+    return value.__class__.__name__
+
+
+class finfo(_Info):
+    """The numerical properties of a floating dtype (the default one when none is given), as
+    ``torch.finfo``: ``bits``, ``eps`` (the gap from 1 to the next number), ``max``, ``min``,
+    ``tiny`` and ``smallest_normal`` (the smallest positive normal number), ``resolution``
+    (10 to the minus the decimal digits it holds), and ``dtype`` (its name).
+
+    >>> import scratchgrad as sg
+    >>> sg.finfo(sg.float16)  # doctest: +NORMALIZE_WHITESPACE
+    finfo(resolution=0.001, min=-65504, max=65504, eps=0.000976562,
+          smallest_normal=6.10352e-05, tiny=6.10352e-05, dtype=float16)
+    >>> sg.finfo().eps == 2.0**-23, sg.finfo(sg.bfloat16).bits
+    (True, 16)
+    """
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+    _shown = ("resolution", "min", "max", "eps", "smallest_normal", "tiny")
+
+    def __init__(self, type: Any = None) -> None:
+        dtype = backend.default_float if type is None else _info_dtype("finfo", type)
+        if not is_floating(dtype):
+            raise TypeError(
+                "finfo() requires a floating point input type. Use scratchgrad.iinfo to handle "
+                f"'{dtype}'"
+            )
+        info = ml_dtypes.finfo(dtype)  # NumPy's finfo, and bfloat16's
+        self._set(
+            bits=int(info.bits),
+            eps=float(info.eps),
+            max=float(info.max),
+            min=float(info.min),
+            tiny=float(info.smallest_normal),
+            smallest_normal=float(info.smallest_normal),
+            resolution=float(f"1e-{info.precision}"),  # exactly, where ml_dtypes rounds it
+            dtype=str(dtype),
+        )
+
+
+class iinfo(_Info):
+    """The range of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max`` (Python
+    ints) and ``dtype`` (its name). Bool is not an integer dtype here.
+
+    >>> import scratchgrad as sg
+    >>> sg.iinfo(sg.uint8)
+    iinfo(min=0, max=255, dtype=uint8)
+    >>> sg.iinfo(sg.int64).max == 2**63 - 1
+    True
+    """
+
+    __slots__ = ("bits", "max", "min", "dtype")
+    _shown = ("min", "max")
+
+    def __init__(self, type: Any) -> None:
+        dtype = _info_dtype("iinfo", type)
+        if dtype == bool_:
+            raise TypeError("scratchgrad.bool is not supported by scratchgrad.iinfo")
+        if dtype.kind not in "iu":
+            raise TypeError(
+                f"iinfo() requires an integer input type. Use scratchgrad.finfo to handle '{dtype}'"
+            )
+        info = numpy.iinfo(dtype)
+        self._set(bits=int(info.bits), min=int(info.min), max=int(info.max), dtype=str(dtype))

@@ -11,6 +11,7 @@ import functools
 import inspect
 import itertools
 import math
+import numbers
 import operator
 import warnings
 import weakref
@@ -25,6 +26,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
+from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
@@ -34,6 +36,8 @@ from scratchgrad.dtypes import (
     result_type,
     scalar_type,
     to_array,
+    wrapped_int,
+    written_number,
 )
 from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 
@@ -153,8 +157,10 @@ class Tensor:
         return movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2))
 
     def size(self, dim: int | None = None):
+        """The shape as a ``scratchgrad.Size`` (``.shape`` stays a plain tuple, the cheaper),
+        or the size of ``dim``."""
         if dim is None:
-            return self.array.shape
+            return _size(self.array.shape)
         if self.array.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return self.array.shape[wrap_dim(dim, self.array.ndim)]
@@ -172,6 +178,31 @@ class Tensor:
         """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
         strides = tuple(s // self.array.itemsize for s in self.array.strides)
         return strides if dim is None else strides[wrap_dim(dim, self.array.ndim)]
+
+    def storage_offset(self) -> int:
+        """Where a view starts in the memory of the tensor it views, in entries (0 for a
+        tensor that is no view), as ``torch.Tensor.storage_offset``.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.arange(10.0)
+        >>> x.storage_offset(), x[3:].storage_offset(), x.view(2, 5)[:, 2].storage_offset()
+        (0, 3, 2)
+        """
+        if not hasattr(self, "_view"):
+            return 0
+        base = self._view[0].array
+        return (_address(self.array) - _address(base)) // self.array.itemsize
+
+    def data_ptr(self) -> int:
+        """The address of the first entry in memory (0 for an empty tensor), as
+        ``torch.Tensor.data_ptr``.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.arange(10.0)
+        >>> x[3:].data_ptr() - x.data_ptr(), sg.zeros(0).data_ptr()
+        (12, 0)
+        """
+        return _address(self.array) if self.array.size else 0
 
     def dim(self) -> int:
         return self.array.ndim
@@ -271,9 +302,26 @@ class Tensor:
         t._counter = self._shared_counter()
         return t
 
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place: it becomes a leaf that does not require
+        grad, as ``torch.Tensor.detach_``. A view cannot be (its base's graph needs it).
+
+        >>> import scratchgrad as sg
+        >>> y = sg.ones(2, requires_grad=True) * 2
+        >>> y.detach_() is y, y.requires_grad, y.grad_fn
+        (True, False, None)
+        """
+        if hasattr(self, "_view"):
+            raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
+        self._ctx, self.requires_grad = None, False
+        return self
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if requires_grad and not backend.is_floating(self.array.dtype):
-            raise RuntimeError(f"requires_grad_: dtype {self.array.dtype} cannot require gradients")
+            raise RuntimeError(
+                f"requires_grad_: dtype {self.array.dtype} cannot require gradients (only "
+                f"tensors of floating point dtype can)"
+            )
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
         self.requires_grad = requires_grad
@@ -346,6 +394,8 @@ class Tensor:
             dtype = scalar_type(self.array.dtype, other)
             if dtype == backend.bfloat16:  # NumPy would widen bfloat16 with a Python float
                 other = namespace(self.array).asarray(other, dtype)
+            elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
+                other = wrapped_int(other, dtype)  # uint8 + 300 adds 44 (NumPy would raise)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
         return self._operands(Tensor(other))
 
@@ -423,9 +473,17 @@ class Tensor:
 
     def _compare(self, name: str, other: Any) -> Tensor:
         """Comparisons are not differentiable: the result is a plain bool tensor (``name`` is
-        the ufunc's, taken from the array's module)."""
-        other = other.array if isinstance(other, Tensor) else other
-        return Tensor._make(_call(_compare, name, self.array, other))
+        the ufunc's, taken from the array's module). The operands are promoted as for
+        arithmetic first: PyTorch compares uint8 with 300 as with 44, int64 with float32 in
+        float32, a tensor with a 0-d one of the same kind in the tensor's dtype."""
+        x, dtype = self, self.array.dtype
+        if isinstance(other, Tensor):
+            if other.array.dtype is not dtype and other.array.dtype != dtype:
+                x, other = self._operands(other)
+            other = other.array
+        elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
+            other = wrapped_int(other, dtype)
+        return Tensor._make(_call(_compare, name, x.array, other))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
         return self._compare("equal", other)
@@ -821,7 +879,33 @@ class Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
         _reached(self)
-        _call(_fill, self.array, value)
+        _call(_fill, self.array, written_number(value, self.array.dtype))
+        increment_version(self)
+        return self
+
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
+        """Replace each entry ``v`` with ``callable(v)`` (a Python number in, a real number out,
+        converted to the tensor's dtype as ``tensor`` converts), as ``torch.Tensor.apply_``:
+        slow, on the CPU only, and not on a tensor that requires grad.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
+        tensor([10., 20.])
+        """
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse(".apply_()")
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call apply_() on Variable that requires grad. Use var.detach().apply_() "
+                "instead."
+            )
+        if not self.is_cpu:
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        results = [callable(value) for value in self.array.reshape(-1).tolist()]
+        for result in results:
+            if not isinstance(result, numbers.Real):
+                raise TypeError(f"apply_: must be real number, not {type(result).__name__}")
+        self.array[...] = to_array(results, self.array.dtype).reshape(self.array.shape)
         increment_version(self)
         return self
 
@@ -854,7 +938,9 @@ class Tensor:
             self._record_in_place("setitem", _overwrite, value, index)
             return
         _reached(self)
-        _call(_assign, self.array, index, value.array if isinstance(value, Tensor) else value)
+        if not isinstance(value, Tensor):
+            value = written_number(value, self.array.dtype)
+        _call(_assign, self.array, index, getattr(value, "array", value))
         increment_version(self)
 
     # ---- dtype ------------------------------------------------------------------------------
@@ -882,6 +968,9 @@ class Tensor:
                 moved = movement.ToDevice.apply(self, device=device)
         if dtype is None or dtype == self.array.dtype:
             return self.clone() if copy and moved is self else moved
+        if moved.requires_grad and not backend.is_floating(dtype):
+            with no_grad():  # an integer or bool result leaves the graph, as in PyTorch
+                return movement.Copy.apply(moved, dtype=dtype)
         return movement.Copy.apply(moved, dtype=dtype)
 
     def cpu(self) -> Tensor:
@@ -892,6 +981,17 @@ class Tensor:
         """This tensor on a CUDA device (``scratchgrad[cuda]``: CuPy and a GPU); raises an
         error naming the device when there is none."""
         return self.to(backend.cuda_device(device))
+
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """The tensor itself: its memory is the array module's own, with no page-locked copy
+        to make (PyTorch's CUDA builds return a pinned copy, its CPU builds raise).
+
+        >>> import scratchgrad as sg
+        >>> x = sg.ones(2)
+        >>> x.pin_memory() is x
+        True
+        """
+        return self
 
     def type(self, dtype: Any) -> Tensor:
         return self.to(dtype)
@@ -916,6 +1016,15 @@ class Tensor:
 
     def bool(self) -> Tensor:
         return self.to(backend.bool_)
+
+    def byte(self) -> Tensor:
+        return self.to(backend.uint8)
+
+    def char(self) -> Tensor:
+        return self.to(backend.int8)
+
+    def short(self) -> Tensor:
+        return self.to(backend.int16)
 
     def clone(self) -> Tensor:
         return movement.Copy.apply(self, dtype=self.array.dtype)
@@ -970,7 +1079,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.tensor([-0.5, 0.5, 1.5, 2.5]).round()
-        tensor([-0.,  0.,  2.,  2.])
+        tensor([-0., 0., 2., 2.])
         >>> sg.round(sg.tensor([0.125, 1234.5]), decimals=2)
         tensor([1.2000e-01, 1.2345e+03])
         >>> sg.round(sg.tensor([1234.5, 1250.0]), decimals=-2)
@@ -1090,6 +1199,9 @@ class Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        min, max = (
+            written_number(b, self.array.dtype) if type(b) is int else b for b in (min, max)
+        )
         inside, clipped = _call(_clamp, self.array, min, max)
         return binary.Where.apply(inside, self, Tensor._make(clipped))
 
@@ -1188,8 +1300,8 @@ class Tensor:
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
     ) -> Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
-        if dtype is not None:
-            return self.to(dtype).sum(dim, keepdim)
+        if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
+            return self.to(dtype).sum(dim, keepdim).to(dtype)
         dims = None if dim is None else _dims(dim, self.array.ndim, unique=True)  # None: all
         if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
@@ -1285,8 +1397,10 @@ class Tensor:
     @autocast_policy("float32")
     def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product over one dim (all entries by default); ``dtype`` converts first."""
-        if dtype is not None:
-            return self.to(dtype).prod(dim, keepdim)
+        if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
+            return self.to(dtype).prod(dim, keepdim).to(dtype)
+        if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
+            return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
         dims = _dims(dim, self.array.ndim)
@@ -1557,7 +1671,7 @@ class Tensor:
         0.5
         """
         self._check_floating("normal_")
-        if std < 0:
+        if not std >= 0:  # NaN fails too
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         draws = _call(_normal, generator, self.device, mean, std, self.array.shape)
         return self._copy_from("normal_", Tensor._make(draws))
@@ -1621,12 +1735,16 @@ class Tensor:
         return Tensor._make(_call(_multinomial, self.array, num_samples, replacement, generator))
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        axis = _dims(dim, self.array.ndim)
-        return Tensor._make(_call(_arg_reduce, self.array, "any", axis, keepdim))
+        return self._truth_reduce("any", dim, keepdim)
 
     def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return self._truth_reduce("all", dim, keepdim)
+
+    def _truth_reduce(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
+        """``any`` or ``all``: a bool tensor, but uint8 for uint8 (PyTorch keeps that legacy)."""
         axis = _dims(dim, self.array.ndim)
-        return Tensor._make(_call(_arg_reduce, self.array, "all", axis, keepdim))
+        out = Tensor._make(_call(_arg_reduce, self.array, name, axis, keepdim))
+        return out.to(backend.uint8) if self.array.dtype == backend.uint8 else out
 
     # ---- movement ---------------------------------------------------------------------------
 
@@ -2547,10 +2665,10 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
         cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
     if cond.dtype != bool:
         raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
-    if isinstance(x, Tensor):
-        x, y = x._operands(y)
+    if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
+        x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
     elif isinstance(y, Tensor):
-        y, x = y._operands(x)
+        y, x = y._operands(written_number(x, y.dtype) if type(x) is int else x)
     else:
         x = Tensor(x).to(cond.device)
     return binary.Where.apply(cond, x, y)
@@ -3165,6 +3283,59 @@ def _histogram(array: Any, bins: int, low: float, high: float) -> Any:
     return counts.astype(array.dtype)
 
 
+class Size(tuple):
+    """A shape, as ``torch.Size``: a tuple of ints that prints as ``scratchgrad.Size([2, 3])``
+    and counts its entries with ``numel()``; its slices, sums and repeats are Sizes too.
+    ``Tensor.size()`` returns one.
+
+    >>> import scratchgrad as sg
+    >>> sg.zeros(2, 3).size()
+    scratchgrad.Size([2, 3])
+    >>> sg.Size([2, 3]).numel(), sg.Size([2, 3])[1:], sg.Size([2]) + (4,)
+    (6, scratchgrad.Size([3]), scratchgrad.Size([2, 4]))
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, sizes: Sequence[int] = ()) -> Size:
+        sizes = tuple(sizes)
+        for i, size in enumerate(sizes):
+            if not hasattr(type(size), "__index__"):
+                raise TypeError(
+                    f"scratchgrad.Size() takes an iterable of 'int' (item {i} is "
+                    f"'{type(size).__name__}')"
+                )
+        return super().__new__(cls, map(operator.index, sizes))
+
+    def numel(self) -> int:
+        """The number of entries a tensor of this shape holds."""
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"scratchgrad.Size({list(self)})"
+
+    def __getitem__(self, index: Any) -> Any:
+        item = tuple.__getitem__(self, index)
+        return _size(item) if isinstance(index, slice) else item
+
+    def __add__(self, other: tuple) -> Size:
+        return _size(tuple.__add__(self, other))
+
+    def __radd__(self, other: tuple) -> Size:
+        return _size(other + tuple(self))
+
+    def __mul__(self, times: int) -> Size:
+        return _size(tuple.__mul__(self, times))
+
+    __rmul__ = __mul__
+
+    def __reduce__(self) -> tuple:
+        return Size, (tuple(self),)
+
+
+_size = functools.partial(tuple.__new__, Size)  # a Size of ints, unchecked: Tensor.size()
+
+
 def as_shape(args: tuple) -> tuple[int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])``."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
@@ -3255,9 +3426,17 @@ def _index(index: Any, array: Any) -> tuple:
         elif isinstance(item, list):
             item = xp.asarray(item)
         if backend.is_array(item):
-            if item.dtype.kind not in "biu":
+            if item.dtype == backend.uint8:  # PyTorch's legacy: a byte tensor is a mask
+                warnings.warn(
+                    "indexing with dtype scratchgrad.uint8 is now deprecated, please use a dtype "
+                    "scratchgrad.bool instead.",
+                    stacklevel=3,
+                )
+                item = item.astype(bool)
+            elif item.dtype not in (backend.int64, backend.int32, backend.bool_):
                 raise IndexError(
-                    f"index: tensors used as indices must be integer or bool, got {item.dtype}"
+                    "index: tensors used as indices must be long, int, byte or bool tensors, "
+                    f"got {item.dtype}"
                 )
             if type(item) is not type(array):
                 item = _index_on_device(item, array)
@@ -3426,6 +3605,12 @@ def _p_norm(x: Tensor, p: float, dim: int | None) -> Tensor:
 def _count_nonzero(array: Any, dims: Any) -> Any:
     count = namespace(array).count_nonzero(array, axis=dims)
     return backend.as_array(count).astype(backend.int64, copy=False)
+
+
+def _address(array: Any) -> int:
+    """Where ``array``'s first entry lies in memory (NumPy's ``ctypes.data``, CuPy's
+    ``data.ptr``)."""
+    return array.ctypes.data if type(array) is ndarray else array.data.ptr
 
 
 def _reached(tensor: Tensor) -> None:

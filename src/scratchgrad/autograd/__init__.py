@@ -2,7 +2,7 @@
 
 from scratchgrad.autograd.function import Function  # noqa: I001  (first: Tensor needs it)
 from scratchgrad.autograd import functional, graph
-from scratchgrad.autograd.anomaly import detect_anomaly
+from scratchgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
 from scratchgrad.autograd.engine import backward, grad
 from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
 from scratchgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
@@ -18,5 +18,6 @@ __all__ = [
     "gradgradcheck",
     "graph",
     "no_grad",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]

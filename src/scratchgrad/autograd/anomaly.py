@@ -1,24 +1,64 @@
-"""Anomaly detection: name the operation whose backward first produced NaN or Inf."""
+"""Anomaly detection: name the operation whose backward first produced NaN or Inf.
+
+The mode is one global switch, as PyTorch's: ``detect_anomaly`` turns it on for a block,
+``set_detect_anomaly`` on or off at once (or for a block), ``is_anomaly_enabled`` reads it.
+"""
 
 from __future__ import annotations
 
-from scratchgrad.autograd.grad_mode import _GradMode
+import warnings
+
 from scratchgrad.backend import namespace
 
 enabled = False  # read by the engine on every gradient
+checks_nan = True  # whether a NaN (or Inf) then raises; PyTorch's mode only records without it
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on, as ``torch.is_anomaly_enabled``.
+
+    >>> is_anomaly_enabled()
+    False
+    """
+    return enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection, when on, raises for NaN, as
+    ``torch.is_anomaly_check_nan_enabled`` (True unless a mode set it off).
+
+    >>> is_anomaly_check_nan_enabled()
+    True
+    """
+    return checks_nan
+
+
+def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off, as ``torch.set_anomaly_enabled``.
+
+    >>> set_anomaly_enabled(True, check_nan=False)
+    >>> is_anomaly_enabled(), is_anomaly_check_nan_enabled()
+    (True, False)
+    >>> set_anomaly_enabled(False)
+    """
+    global enabled, checks_nan
+    enabled, checks_nan = bool(mode), bool(check_nan)
 
 
 def check(node, grad) -> None:
-    """Raise if ``grad``, computed by ``node``'s backward, holds NaN or Inf."""
-    if not namespace(grad.array).isfinite(grad.array).all():
+    """Raise if ``grad``, computed by ``node``'s backward, holds NaN or Inf (and the mode checks
+    for them)."""
+    if checks_nan and not namespace(grad.array).isfinite(grad.array).all():
         raise RuntimeError(
             f"{type(node).__name__}.backward returned NaN or Inf in a gradient of shape "
             f"{grad.shape}"
         )
 
 
-class detect_anomaly(_GradMode):
-    """Check every gradient the engine computes and name the op that made a NaN or Inf.
+class detect_anomaly:
+    """Check every gradient the engine computes in the block and name the op that made a NaN
+    or Inf, as ``torch.autograd.detect_anomaly`` (which warns that it is slow, as this does).
+    ``check_nan=False``: check nothing (PyTorch then only records forward tracebacks).
 
     Slow; use it to find where a NaN comes from, then turn it off.
 
@@ -30,10 +70,40 @@ class detect_anomaly(_GradMode):
     RuntimeError: Sqrt.backward returned NaN or Inf in a gradient of shape (1,)
     """
 
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should "
+            "only be enabled for debugging.",
+            stacklevel=2,
+        )
+
     def __enter__(self) -> None:
-        global enabled
-        self._prev, enabled = enabled, True
+        self._prev = enabled, checks_nan
+        set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *exc: object) -> None:
-        global enabled
-        enabled = self._prev
+        set_anomaly_enabled(*self._prev)
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off at once, as ``torch.autograd.set_detect_anomaly``; used
+    as a context manager, the mode before comes back at the end of the block.
+
+    >>> import scratchgrad as sg
+    >>> with sg.autograd.set_detect_anomaly(True):
+    ...     sg.autograd.anomaly.is_anomaly_enabled()
+    True
+    >>> sg.autograd.anomaly.is_anomaly_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._prev = enabled, checks_nan
+        set_anomaly_enabled(mode, check_nan)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        set_anomaly_enabled(*self._prev)

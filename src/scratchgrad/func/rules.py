@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from scratchgrad import backend
 from scratchgrad.backend import xp
+from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
@@ -296,6 +297,7 @@ BINARY = [
 # uses its parent's rule.
 RULES: dict[type, Callable] = {
     **{op: elementwise for op in UNARY + BINARY},
+    Normal: elementwise,  # normal's noise * std + mean
     reduce.Sum: reduction,
     reduce.Amax: reduction,
     reduce.Prod: reduction,

@@ -1,0 +1,329 @@
+"""The small integer dtypes (uint8, int8, int16) beside the others, against PyTorch: the whole
+promotion table (``promote_types``, ``result_type`` with 0-d tensors and Python numbers, and
+the dtype each arithmetic and comparison op gives), how Python numbers and out-of-range values
+are read (wrapped in arithmetic, refused at creation), casts, reductions, indexing by a byte
+tensor, printing, the safetensors round trip, and that these tensors cannot require grad."""
+
+import doctest
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_raises_as_torch
+
+import scratchgrad as sg
+
+ALL = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
+ALL += ["float64"]
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+SMALL = ["uint8", "int8", "int16"]
+
+
+def name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def pair(array):
+    """The same tensor in both libraries (NumPy's dtype kept; bfloat16 through float32)."""
+    array = np.asarray(array)
+    if array.dtype == sg.bfloat16:
+        return sg.tensor(array), torch.tensor(array.astype(np.float32)).bfloat16()
+    return sg.tensor(array), torch.tensor(array)
+
+
+def values(dtype: str, shape=(5,), seed=0):
+    """Random entries of ``dtype`` (as a NumPy array), spread over the small dtypes' ranges;
+    floats are whole numbers, exact in every floating dtype, so that a cast rounds nothing."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype in INTS:
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -300), min(info.max, 300) + 1, shape).astype(dtype)
+    return rng.integers(-60, 61, shape).astype(getattr(sg, dtype))
+
+
+def assert_same(ours, theirs, what=""):
+    """Same dtype, shape and values: integers and bools exactly, floats within 1 in 10**6
+    (NumPy's float32 exp may differ from PyTorch's in the last bit); 16-bit floats compared as
+    float32."""
+    assert name(ours.dtype) == name(theirs.dtype), f"{what}: {ours.dtype} != {theirs.dtype}"
+    expected = theirs.float() if theirs.dtype == torch.bfloat16 else theirs
+    actual = ours.numpy().astype(np.float32) if ours.dtype == sg.bfloat16 else ours.numpy()
+    np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-6, atol=0, err_msg=what)
+
+
+def test_the_new_dtypes_and_their_aliases_are_pytorchs():
+    for dtype in SMALL:
+        assert name(getattr(sg, dtype)) == name(getattr(torch, dtype))
+    assert sg.short == sg.int16 and name(torch.short) == "int16"
+    for dtype in ALL:
+        assert isinstance(getattr(sg, dtype), sg.dtype)
+        assert sg.tensor([1]).to(getattr(sg, dtype)).dtype == getattr(sg, dtype)
+
+
+@pytest.mark.parametrize("x, y", list(itertools.product(ALL, ALL)))
+def test_promote_types_is_pytorchs_for_every_pair(x, y):
+    assert name(sg.promote_types(getattr(sg, x), getattr(sg, y))) == name(
+        torch.promote_types(getattr(torch, x), getattr(torch, y))
+    )
+
+
+@pytest.mark.parametrize("x, y", list(itertools.product(ALL, ALL)))
+def test_result_type_and_the_ops_dtypes_are_pytorchs_for_dims_and_0d(x, y):
+    """Each pair as tensors with dims and as 0-d tensors on either side: ``result_type``, and
+    the dtype and values of +, *, comparisons and maximum (values wrap as PyTorch's do)."""
+    shapes = [((4,), (4,)), ((4,), ()), ((), (4,)), ((), ())]
+    for sx, sy in shapes:
+        (a, at), (b, bt) = pair(values(x, sx, 1)), pair(values(y, sy, 2))
+        what = f"{x}{list(sx)} with {y}{list(sy)}"
+        assert name(sg.result_type(a, b)) == name(torch.result_type(at, bt)), what
+        ops = {"==": lambda p, q: p == q, "<": lambda p, q: p < q, "max": torch.maximum}
+        if "bool" not in (x, y) or x == y:  # PyTorch refuses bool - bool
+            ops.update({"+": lambda p, q: p + q, "*": lambda p, q: p * q})
+        for op, f in ops.items():
+            ours = a.maximum(b) if op == "max" else f(a, b)
+            assert_same(ours, f(at, bt), f"{what}: {op}")
+
+
+NUMBERS = [True, 3, -3, 127, 128, 255, 256, 300, -129, -300, 2**40, 2**63, -(2**63), 2.5]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_a_python_number_promotes_and_wraps_as_in_pytorch(dtype):
+    """A Python int keeps an integer tensor's dtype and is read modulo 2**bits (uint8 + 300 adds
+    44; uint8 < 300 compares with 44), a float makes the default float dtype."""
+    a, at = pair(values(dtype, (6,), 3))
+    for number in NUMBERS:
+        if dtype in ("bool", "float16", "bfloat16") and abs(number) > 2**31:
+            continue  # PyTorch refuses bool with uint64; a 16-bit float makes inf
+        assert name(sg.result_type(a, number)) == name(torch.result_type(at, number)), number
+        ops = {"<": lambda p, q: p < q, "==": lambda p, q: p == q, "r*": lambda p, q: q * p}
+        if dtype != "bool":
+            ops["+"] = lambda p, q: p + q
+        if dtype != "bool" and not isinstance(number, bool):  # PyTorch refuses bool subtraction
+            ops["-"] = lambda p, q: p - q
+        for op, f in ops.items():
+            assert_same(f(a, number), f(at, number), f"{dtype} {op} {number!r}")
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_a_python_int_beyond_64_bits_raises_overflow_error_as_in_pytorch(dtype):
+    assert_raises_as_torch(
+        lambda m: m.tensor([1], dtype=getattr(m, dtype)) + 2**64, OverflowError, "too big"
+    )
+
+
+@pytest.mark.parametrize("dtype", SMALL + ["int32", "int64"])
+def test_tensor_from_python_numbers_wraps_or_refuses_as_pytorch(dtype):
+    """Negative ints wrap into an unsigned dtype down to -max; floats are truncated; values
+    beyond the range (and NaN, inf, negative floats for uint8) raise PyTorch's RuntimeError."""
+    info = np.iinfo(dtype)
+    accepted = [[info.min, info.max], [True, 2], [1.9, -1.9] if info.min else [1.9, 0.5], 0]
+    if not info.min:
+        accepted += [[-1, -255, -128], -1]
+    for data in accepted:
+        ours, theirs = (m.tensor(data, dtype=getattr(m, dtype)) for m in (sg, torch))
+        assert_same(ours, theirs, f"{dtype} from {data}")
+    refused = [[info.max + 1], [info.min - 1] if info.min else [-256], [float("nan")]]
+    refused += [[float("inf")]] + ([] if info.min else [[-0.5]])
+    if info.bits < 64:  # (a float64 cannot hold int64's max + 0.5)
+        refused.append([info.max + 0.5])
+    if dtype == "int64":  # Python ints past 64 bits are refused before any dtype is read
+        past, refused = refused[:2], refused[2:]
+        for data in past:
+            assert_raises_as_torch(lambda m, data=data: m.tensor(data), ValueError, "Overflow")
+    for data in refused:
+        assert_raises_as_torch(
+            lambda m, data=data: m.tensor(data, dtype=getattr(m, dtype)),
+            RuntimeError,
+            f"value cannot be converted to type {dtype} without overflow",
+        )
+
+
+def test_tensor_from_a_numpy_array_wraps_without_a_check_as_pytorch():
+    data = np.array([300, -1, 255])
+    assert_same(sg.tensor(data, dtype=sg.uint8), torch.tensor(data, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("method", ["byte", "char", "short", "int", "long"])
+def test_casts_from_floats_truncate_and_wrap_as_pytorch(method):
+    """Floats in float32 (as ``.to`` reads them): truncated toward zero, then wrapped into the
+    dtype as PyTorch's CPU casts do (through int32 for the small dtypes)."""
+    data = np.array([-1.5, -0.5, 0.5, 255.9, 300.0, -300.7, 1e5, 7.0], np.float32)
+    (a, at), what = pair(data), f".{method}()"
+    assert_same(getattr(a, method)(), getattr(at, method)(), what)
+    for dtype in SMALL:
+        assert_same(a.to(getattr(sg, dtype)), at.to(getattr(torch, dtype)), f"to {dtype}")
+
+
+OPS = {
+    "neg": lambda m, x: -x,
+    "abs": lambda m, x: x.abs(),
+    "sum": lambda m, x: x.sum(),
+    "sum(dim)": lambda m, x: x.sum(0),
+    "prod": lambda m, x: x.prod(),
+    "prod(dim)": lambda m, x: x.prod(0),
+    "cumsum": lambda m, x: x.cumsum(0),
+    "cumprod": lambda m, x: x.cumprod(0),
+    "max": lambda m, x: x.max(),
+    "amin": lambda m, x: x.amin(0),
+    "argmax": lambda m, x: x.argmax(),
+    "any": lambda m, x: x.any(),
+    "all(dim)": lambda m, x: x.all(0),
+    "//": lambda m, x: x // 3,
+    "%": lambda m, x: x % -7,
+    "/": lambda m, x: x / 2,
+    "**": lambda m, x: x**2,
+    "* 1.5": lambda m, x: x * 1.5,
+    "exp": lambda m, x: (x % 20).exp(),
+    "&": lambda m, x: x & 5,
+    "|": lambda m, x: x | 5,
+    "^": lambda m, x: x ^ 5,
+    "~": lambda m, x: ~x,
+    "sign": lambda m, x: x.sign(),
+    "clamp": lambda m, x: x.clamp(0, 50),
+    "where": lambda m, x: m.where(x > 0, x, 0),
+    "masked_fill": lambda m, x: x.masked_fill(x > 0, 7),
+    "sort": lambda m, x: x.sort().values,
+    "topk": lambda m, x: x.topk(2).values,
+    "cat": lambda m, x: m.cat([x, x]),
+    "index": lambda m, x: x[m.tensor([0, 2])],
+    "matmul": lambda m, x: x.reshape(2, 3) @ x.reshape(3, 2),
+    "add_": lambda m, x: x.clone().add_(1),
+    "mul_": lambda m, x: x.clone().mul_(3),
+    "fill_": lambda m, x: x.clone().fill_(3),
+    "float": lambda m, x: x.float(),
+    "bool": lambda m, x: x.bool(),
+}
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", SMALL)
+def test_ops_on_small_integer_tensors_match_pytorch(dtype, op):
+    """Values and dtypes (sums and products in int64, any/all of uint8 in uint8, as PyTorch)."""
+    a, at = pair(values(dtype, (6,), 4))
+    assert_same(OPS[op](sg, a), OPS[op](torch, at), f"{op} of {dtype}")
+
+
+def _set_first(m, x, value):
+    x[0] = value
+    return x
+
+
+WRITES = {
+    "fill_": lambda m, x, v: x.fill_(v),
+    "x[0] = v": _set_first,
+    "full": lambda m, x, v: m.full((2,), v, dtype=x.dtype),
+    "masked_fill": lambda m, x, v: x.masked_fill(m.tensor([True, False, True]), v),
+    "where": lambda m, x, v: m.where(m.tensor([True, False, True]), v, x),
+    "clamp(min)": lambda m, x, v: x.clamp(min=v),
+    "clamp(max)": lambda m, x, v: x.clamp(max=v),
+}
+
+
+@pytest.mark.parametrize("write", WRITES)
+@pytest.mark.parametrize("dtype", SMALL)
+def test_a_number_written_into_the_tensor_is_checked_as_pytorch_checks_it(dtype, write):
+    """Unlike arithmetic, a written number must fit (an unsigned dtype takes negative ints
+    down to -max, as two's complement): ``fill_``, item assignment, ``full``, ``where``'s
+    and ``masked_fill``'s values, ``clamp``'s bounds; a float written into an integer tensor is
+    truncated."""
+    info = np.iinfo(dtype)
+    fitting = [5, info.max, info.min] + ([-1, -255] if not info.min else [-1])
+    if write in ("fill_", "x[0] = v", "full"):
+        fitting.append(2.7)
+    for value in fitting:
+        ours = WRITES[write](sg, sg.tensor([1, 2, 3], dtype=getattr(sg, dtype)), value)
+        theirs = WRITES[write](torch, torch.tensor([1, 2, 3], dtype=getattr(torch, dtype)), value)
+        assert_same(ours, theirs, f"{write} {value} into {dtype}")
+    for value in (info.max + 1, info.min - 1 if info.min else -256):
+        assert_raises_as_torch(
+            lambda m, value=value: WRITES[write](
+                m, m.tensor([1, 2, 3], dtype=getattr(m, dtype)), value
+            ),
+            RuntimeError,
+            f"value cannot be converted to type {dtype}",
+        )
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", SMALL + ["int32"])
+def test_a_reduction_given_an_integer_dtype_keeps_it_and_wraps_as_pytorch(dtype, reduction):
+    a, at = pair(np.array([100, 100, 3], np.int64))
+    ours = getattr(a, reduction)(dtype=getattr(sg, dtype))
+    assert_same(ours, getattr(at, reduction)(dtype=getattr(torch, dtype)), reduction)
+
+
+@pytest.mark.parametrize("dtype", SMALL)
+def test_mean_of_an_integer_tensor_raises_as_in_pytorch(dtype):
+    assert_raises_as_torch(
+        lambda m: m.ones(2, dtype=getattr(m, dtype)).mean(), RuntimeError, "mean"
+    )
+
+
+@pytest.mark.parametrize("dtype", SMALL)
+def test_integer_tensors_cannot_require_grad_as_in_pytorch(dtype):
+    for make in (
+        lambda m: m.tensor([1, 2], dtype=getattr(m, dtype), requires_grad=True),
+        lambda m: m.zeros(2, dtype=getattr(m, dtype), requires_grad=True),
+        lambda m: m.ones(2, dtype=getattr(m, dtype)).requires_grad_(),
+        lambda m: m.ones(2, requires_grad=True).to(getattr(m, dtype)).requires_grad_(),
+    ):
+        assert_raises_as_torch(make, RuntimeError, "floating point")
+    for m in (sg, torch):  # a cast to it leaves the graph
+        cast = (m.ones(2, requires_grad=True) * 2).to(getattr(m, dtype))
+        assert not cast.requires_grad and cast.grad_fn is None
+
+
+def test_a_byte_tensor_indexes_as_a_mask_with_pytorchs_warning():
+    """PyTorch's legacy: uint8 indices are a boolean mask (deprecated, with a warning); int8
+    and int16 indices raise an IndexError."""
+    for m in (sg, torch):
+        x, mask = m.arange(4), m.tensor([1, 0, 1, 1], dtype=m.uint8)
+        with pytest.warns(UserWarning, match="indexing with dtype .*uint8 is now deprecated"):
+            picked = x[mask]
+        assert picked.tolist() == [0, 2, 3]
+    for dtype in ("int8", "int16"):
+        assert_raises_as_torch(
+            lambda m, dtype=dtype: m.arange(3)[m.tensor([1, 0], dtype=getattr(m, dtype))],
+            IndexError,
+            "tensors used as indices must be long, int, byte or bool tensors",
+        )
+
+
+@pytest.mark.parametrize("dtype", SMALL)
+@pytest.mark.parametrize("shape", [(), (3,), (2, 4), (2000,)])
+def test_printing_matches_pytorch(dtype, shape):
+    a, at = pair(values(dtype, shape, 5))
+    assert repr(a) == repr(at).replace("torch.", "scratchgrad.")
+
+
+def test_a_state_dict_of_small_integers_round_trips_through_safetensors(tmp_path):
+    """Saved and loaded by scratchgrad, and read by safetensors' PyTorch loader the same."""
+    from safetensors.torch import load_file
+
+    state = {dtype: sg.tensor(values(dtype, (3, 2), 6)) for dtype in SMALL}
+    sg.save(state, tmp_path / "small.safetensors")
+    back = sg.load(tmp_path / "small.safetensors")
+    theirs = load_file(tmp_path / "small.safetensors")
+    for key, tensor in state.items():
+        assert back[key].dtype == tensor.dtype and back[key].tolist() == tensor.tolist()
+        assert_same(back[key], theirs[key], key)
+
+
+def test_a_byte_tensor_of_rng_state_size_is_cheap_and_exact():
+    """What a generator's state will be held in: a uint8 vector from raw bytes, printed and
+    compared as PyTorch's ``get_rng_state()`` is."""
+    raw = np.random.default_rng(7).integers(0, 256, 5056).astype(np.uint8)
+    state, theirs = sg.from_numpy(raw.copy()), torch.from_numpy(raw.copy())
+    assert state.dtype == sg.uint8 and state.shape == (5056,)
+    assert repr(state) == repr(theirs).replace("torch.", "scratchgrad.")
+    assert bytes(state.numpy()) == bytes(raw) and sg.equal(state, sg.tensor(raw))
+
+
+def test_the_dtype_modules_doc_examples_run():
+    import scratchgrad.dtypes
+
+    assert doctest.testmod(scratchgrad.dtypes).failed == 0
