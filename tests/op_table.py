@@ -968,6 +968,57 @@ OPS = [
         shapes="fold",
         check_shapes=((1, 8, 12),),
     ),
+    # ---- resizing (nn/upsampling.py: a weight matrix per dim, or indexing for nearest) -------
+    Op(
+        "interpolate_bicubic",
+        lambda m, x: m.nn.functional.interpolate(x, size=(4, 7), mode="bicubic"),
+        shapes="image",
+        check_shapes=((1, 2, 3, 5),),
+    ),
+    Op(
+        "interpolate_bicubic_corners",
+        lambda m, x: m.nn.functional.interpolate(
+            x, scale_factor=(0.5, 1.5), mode="bicubic", align_corners=True
+        ),
+        shapes="image",
+        check_shapes=((1, 2, 4, 3),),
+    ),
+    Op(  # (N, C, 1, H, W): depth 1 -> 2, height up or down, width down
+        "interpolate_trilinear",
+        lambda m, x: m.nn.functional.interpolate(x.unsqueeze(2), size=(2, 4, 2), mode="trilinear"),
+        shapes="image",
+        check_shapes=((1, 2, 3, 3),),
+    ),
+    Op(
+        "interpolate_area",
+        lambda m, x: m.nn.functional.interpolate(x, size=(2, 4), mode="area"),
+        shapes="image",
+        check_shapes=((1, 2, 5, 3),),
+    ),
+    Op(
+        "interpolate_nearest_exact",
+        lambda m, x: m.nn.functional.interpolate(x, size=(5, 2), mode="nearest-exact"),
+        shapes="image",
+        check_shapes=((1, 2, 3, 4),),
+    ),
+    Op(
+        "interpolate_nearest_3d",
+        lambda m, x: m.nn.functional.interpolate(x.unsqueeze(2), size=(2, 5, 2), mode="nearest"),
+        shapes="image",
+        check_shapes=((1, 2, 3, 4),),
+    ),
+    Op(
+        "interpolate_bilinear_antialias",
+        lambda m, x: m.nn.functional.interpolate(x, size=(2, 2), mode="bilinear", antialias=True),
+        shapes="image",
+        check_shapes=((1, 2, 5, 4),),
+    ),
+    Op(
+        "interpolate_bicubic_antialias",
+        lambda m, x: m.nn.functional.interpolate(x, size=(2, 3), mode="bicubic", antialias=True),
+        shapes="image",
+        check_shapes=((1, 2, 5, 4),),
+    ),
     # ---- activations and losses composed in nn/functional.py ---------------------------------
     Op("gelu", lambda m, x: m.nn.functional.gelu(x), twin="gelu_composed"),
     Op("gelu_composed", lambda m, x: x * 0.5 * (1 + (x * 0.5**0.5).erf())),

@@ -189,11 +189,6 @@ def test_errors_as_torch(call, kind, message):
     assert_raises_as_torch(call, kind, message)
 
 
-def test_unique_along_a_dim_says_it_is_not_supported():
-    with pytest.raises(NotImplementedError, match="unique: dim=0"):
-        sg.tensor([[1, 2], [1, 2]]).unique(dim=0)
-
-
 @pytest.mark.parametrize(
     "function", [sg.searchsorted, sg.bucketize, sg.bincount, sg.histc, sg.Tensor.unique]
 )

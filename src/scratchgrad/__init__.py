@@ -175,7 +175,7 @@ else:
     )
     fliplr, flipud, masked_select = Tensor.fliplr, Tensor.flipud, Tensor.masked_select
     nonzero, argwhere, count_nonzero = Tensor.nonzero, Tensor.argwhere, Tensor.count_nonzero
-    unique = Tensor.unique
+    unique, unique_consecutive = Tensor.unique, Tensor.unique_consecutive
 
     def is_tensor(obj) -> bool:
         """Whether ``obj`` is a scratchgrad Tensor."""

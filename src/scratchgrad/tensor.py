@@ -1968,30 +1968,52 @@ class Tensor:
         return_counts: bool = False,
         dim: int | None = None,
     ):
-        """The distinct entries as a sorted vector, as ``torch.unique``; with
-        ``return_inverse``, also where each entry went (in this tensor's shape), and with
-        ``return_counts``, how often each occurs. Always sorted (``sorted=False`` may leave
-        PyTorch's order unsorted); each NaN counts as distinct, as in PyTorch.
+        """The distinct entries as a sorted vector, as ``torch.unique``, or with ``dim`` the
+        distinct slices along ``dim``, sorted lexicographically; with ``return_inverse``, also
+        where each entry went (in this tensor's shape; with ``dim``, one index per slice), and
+        with ``return_counts``, how often each occurs. Always sorted (``sorted=False`` may leave
+        PyTorch's order unsorted). NaN equals nothing, as in PyTorch: each NaN, and each slice
+        holding one, is distinct (such slices sort as if NaN were the largest value, stably;
+        PyTorch leaves their order to its sort).
 
         >>> import scratchgrad as sg
         >>> sg.unique(sg.tensor([3, 1, 3]), return_inverse=True, return_counts=True)
         (tensor([1, 3]), tensor([1, 0, 1]), tensor([1, 2]))
+        >>> sg.tensor([[2, 1], [0, 5], [2, 1]]).unique(dim=0, return_inverse=True)
+        (tensor([[0, 5],
+                [2, 1]]), tensor([1, 0, 1]))
         """
-        if dim is not None:
-            raise NotImplementedError(
-                f"unique: dim={dim} is not supported, only dim=None (the distinct entries)"
-            )
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique() (its shape depends on the values)")
+        if dim is not None:
+            found = _unique_slices(self.array, dim, consecutive=False)
+            return _unique_results(*found, return_inverse, return_counts)
         xp = namespace(self.array)
         values, inverse, counts = xp.unique(
             self.array.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False
         )
-        out = Tensor._make(values)
-        inverse = Tensor._make(inverse.reshape(self.array.shape).astype(backend.int64))
-        counts = Tensor._make(counts.astype(backend.int64))
-        extras = (inverse,) * return_inverse + (counts,) * return_counts
-        return (out, *extras) if extras else out
+        inverse = inverse.reshape(self.array.shape)
+        return _unique_results(values, inverse, counts, return_inverse, return_counts)
+
+    def unique_consecutive(
+        self, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+    ):
+        """Each run of equal neighbouring entries (slices along ``dim``) collapsed to one, in
+        order, as ``torch.unique_consecutive``; ``return_inverse`` and ``return_counts`` as
+        ``unique``'s. NaN equals nothing, so NaNs in a row stay apart, as in PyTorch.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 1, 2, 2, 3, 1]).unique_consecutive(return_counts=True)
+        (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 1]))
+        """
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse("unique_consecutive() (its shape depends on the values)")
+        if dim is not None:
+            found = _unique_slices(self.array, dim, consecutive=True)
+            return _unique_results(*found, return_inverse, return_counts)
+        values, inverse, counts = _unique_slices(self.array.reshape(-1), 0, consecutive=True)
+        inverse = inverse.reshape(self.array.shape)
+        return _unique_results(values, inverse, counts, return_inverse, return_counts)
 
     def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
         dims = _dims(dim, self.array.ndim, unique=True)
@@ -3500,6 +3522,48 @@ def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) 
 def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any:
     """``Tensor.exponential_``'s draw, in float64: Exp(1) samples over the rate."""
     return backend.rng_for(generator, device).standard_exponential(shape) / lambd
+
+
+def _unique_slices(array: Any, dim: int, consecutive: bool) -> tuple[Any, Any, Any]:
+    """The distinct slices of ``array`` along ``dim``, sorted lexicographically (or, when
+    ``consecutive``, each run of equal neighbours collapsed, in order); which of them each slice
+    is; and how many slices each stands for. As PyTorch, an empty dim other than ``dim`` (or a
+    second empty dim) is refused."""
+    if array.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    dim = wrap_dim(dim, array.ndim)
+    xp = namespace(array)
+    if array.size == 0:
+        if array.shape[dim] != 0:
+            raise RuntimeError(
+                "There are 0 sized dimensions, and they aren't selected, so unique cannot be "
+                "applied"
+            )
+        if array.shape.count(0) > 1:
+            raise RuntimeError(
+                "Number of zero sized dimensions is more than one, so unique cannot be applied"
+            )
+        nothing = xp.zeros(0, dtype=backend.int64)
+        return array.copy(), nothing, nothing
+    slices = xp.moveaxis(array, dim, 0)
+    rows = slices.reshape(len(slices), -1)
+    # lexsort's last key sorts first: the columns reversed compare rows from their first entry
+    order = xp.arange(len(rows)) if consecutive else xp.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    starts = xp.ones(len(rows), dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(1)  # NaN != NaN: a NaN starts a new group
+    inverse = xp.empty(len(rows), dtype=backend.int64)
+    inverse[order] = xp.cumsum(starts) - 1
+    first = xp.flatnonzero(starts)
+    counts = xp.diff(xp.append(first, len(rows))).astype(backend.int64)
+    return xp.moveaxis(slices[order[first]], 0, dim), inverse, counts
+
+
+def _unique_results(values, inverse, counts, return_inverse: bool, return_counts: bool):
+    """``unique``'s result: the values, then the inverse and the counts if asked for."""
+    extras = (inverse,) * return_inverse + (counts,) * return_counts
+    out = tuple(Tensor._make(a.astype(backend.int64)) for a in extras)
+    return (Tensor._make(values), *out) if extras else Tensor._make(values)
 
 
 def _from_argument(given: float | None, keyword: dict) -> float:

@@ -25,7 +25,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
-from scratchgrad.creation import rand
+from scratchgrad.creation import empty_like, rand, zeros_like
 from scratchgrad.ops.fused import (
     CrossEntropy,
     Gelu,
@@ -266,6 +266,36 @@ def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     [0.7311, 0.2689]
     """
     return softmax(-input, _softmax_dim("softmin", input.ndim) if dim is None else dim, dtype)
+
+
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """A sample of the Gumbel-softmax distribution (Jang et al., https://arxiv.org/abs/1611.01144;
+    Maddison et al., https://arxiv.org/abs/1611.00712): ``softmax((logits + g) / tau)`` along
+    ``dim``, ``g = -log(e)`` of Exponential(1) draws ``e`` (Gumbel(0, 1) noise) from the
+    library's generator, as ``torch.nn.functional.gumbel_softmax``. A lower ``tau`` gives
+    samples closer to one-hot.
+
+    ``hard``: the one-hot vector of each sample's largest entry, with the soft sample's
+    gradient (straight through: ``y_hard - y_soft.detach() + y_soft``). ``eps`` is unused, as in
+    PyTorch, which warns when it is given.
+
+    >>> import scratchgrad as sg
+    >>> _ = sg.manual_seed(0)
+    >>> y = gumbel_softmax(sg.zeros(2, 3), hard=True)
+    >>> y.sum(-1).tolist(), sorted(set(y.flatten().tolist()))
+    ([1.0, 1.0], [0.0, 1.0])
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=3)
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ---- dropout, embedding, normalisation ------------------------------------------------------
@@ -1478,185 +1508,6 @@ def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
     return xp.where(mirrored >= size, 2 * (size - 1) - mirrored, mirrored)
 
 
-# ---- resampling -----------------------------------------------------------------------------
-
-_INTERPOLATE_NDIM = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,)}
-
-
-def interpolate(
-    input: Tensor,
-    size: int | Sequence[int] | None = None,
-    scale_factor: float | Sequence[float] | None = None,
-    mode: str = "nearest",
-    align_corners: bool | None = None,
-    recompute_scale_factor: bool | None = None,
-    antialias: bool = False,
-) -> Tensor:
-    """Resize the spatial dims (all but the first two) to ``size``, or scale them by
-    ``scale_factor``: ``"nearest"`` (3-, 4- or 5-D input), ``"linear"`` (3-D) or ``"bilinear"``
-    (4-D), with PyTorch's source positions (``align_corners`` maps the corner pixels' centres
-    onto each other; otherwise pixel areas line up).
-
-    Nearest picks entries by index (the gradient adds up at repeated ones); linear modes are a
-    product with a small interpolation matrix per dim, ``out = A_h @ x @ A_w.T``.
-
-    >>> import scratchgrad as sg
-    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), scale_factor=2)
-    tensor([[[1., 1., 2., 2.]]])
-    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), size=3, mode="linear", align_corners=True)
-    tensor([[[1.0000, 1.5000, 2.0000]]])
-    """
-    if mode not in _INTERPOLATE_NDIM:
-        raise NotImplementedError(
-            f"interpolate: mode must be 'nearest', 'linear' or 'bilinear', got {mode!r}"
-        )
-    if input.ndim not in _INTERPOLATE_NDIM[mode]:
-        if input.ndim not in (3, 4, 5):
-            raise NotImplementedError(
-                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-                f"for the modes: nearest | linear | bilinear (got {mode})"
-            )
-        needed = _INTERPOLATE_NDIM[mode][0]
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D input")
-    if mode == "nearest" and align_corners is not None:
-        raise ValueError(
-            "align_corners option can only be set with the interpolating modes: linear | "
-            "bilinear | bicubic | trilinear"
-        )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
-    in_size = input.shape[2:]
-    out_size, scales = _interpolate_size(in_size, size, scale_factor, recompute_scale_factor)
-    out = input
-    for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
-        if mode == "nearest":
-            out = out[(slice(None),) * dim + (_nearest_index(n, m, scale),)]
-        else:
-            weights = Tensor(_linear_weights(n, m, scale, bool(align_corners)), dtype=out.dtype)
-            weights = weights.to(out.device)
-            # MatMul itself, not `@`: a resize stays in its input's dtype under autocast
-            out = (
-                MatMul.apply(out, weights.mT)
-                if dim == input.ndim - 1
-                else MatMul.apply(weights, out)
-            )
-    return out
-
-
-def _interpolate_size(in_size, size, scale_factor, recompute_scale_factor) -> tuple:
-    """The output size, and the scale each dim's source positions use (None: in / out)."""
-    dims = len(in_size)
-    if (size is None) == (scale_factor is None):
-        raise ValueError(
-            "only one of size or scale_factor should be defined"
-            if size is not None
-            else "either size or scale_factor should be defined"
-        )
-    if size is not None:
-        out_size = (size,) * dims if isinstance(size, int) else tuple(size)
-        if len(out_size) != dims:
-            raise ValueError(
-                f"Input and output must have the same number of spatial dimensions, but got "
-                f"input with spatial dimensions of {list(in_size)} and output size of {size}. "
-                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
-                "(o1, o2, ...,oK) format."
-            )
-        return out_size, (None,) * dims
-    scales = (scale_factor,) * dims if isinstance(scale_factor, (int, float)) else scale_factor
-    scales = tuple(float(s) for s in scales)
-    if len(scales) != dims:
-        raise ValueError(
-            f"Input and scale_factor must have the same number of spatial dimensions, but got "
-            f"input with spatial dimensions of {list(in_size)} and scale_factor of "
-            f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
-            "and scale_factor in (s1, s2, ...,sK) format."
-        )
-    out_size = tuple(math.floor(n * s) for n, s in zip(in_size, scales))
-    return out_size, (None,) * dims if recompute_scale_factor else scales
-
-
-def _source_scale(n: int, m: int, scale: float | None):
-    """PyTorch's step between source positions: 1 / scale_factor if given, else n / m."""
-    return 1.0 / scale if scale is not None and scale > 0 else n / m
-
-
-def _nearest_index(n: int, m: int, scale: float | None):
-    """Which of ``n`` entries each of ``m`` outputs copies: floor(i * step), in float32 as
-    PyTorch computes it."""
-    step = xp.float32(_source_scale(n, m, scale))
-    return xp.minimum(xp.floor(xp.arange(m, dtype=xp.float32) * step).astype(xp.int64), n - 1)
-
-
-def _linear_weights(n: int, m: int, scale: float | None, align_corners: bool):
-    """``A`` of shape (m, n): row i mixes the two entries around output i's source position."""
-    if align_corners:
-        source = xp.arange(m) * ((n - 1) / (m - 1) if m > 1 else 0.0)
-    else:  # pixel centres line up; PyTorch clamps positions before the first centre to 0
-        source = xp.maximum((xp.arange(m) + 0.5) * _source_scale(n, m, scale) - 0.5, 0.0)
-    low = xp.minimum(xp.floor(source).astype(xp.int64), n - 1)
-    high = xp.minimum(low + 1, n - 1)
-    frac = source - low
-    weights = xp.zeros((m, n))
-    rows = xp.arange(m)
-    xp.add.at(weights, (rows, low), 1 - frac)
-    xp.add.at(weights, (rows, high), frac)
-    return weights
-
-
-def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
-    """(*, C*r*r, H, W) -> (*, C, H*r, W*r), r = ``upscale_factor``: each group of r*r channels
-    becomes an r-by-r block of pixels (Shi et al., 2016, https://arxiv.org/abs/1609.05158).
-
-    >>> import scratchgrad as sg
-    >>> pixel_shuffle(sg.arange(4.0).reshape(1, 4, 1, 1), 2)
-    tensor([[[[0., 1.],
-              [2., 3.]]]])
-    """
-    r = upscale_factor
-    if input.ndim < 3:
-        raise RuntimeError(
-            "pixel_shuffle expects input to have at least 3 dimensions, but got input with "
-            f"{input.ndim} dimension(s)"
-        )
-    *batch, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError(
-            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
-            f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
-        )
-    k = len(batch)
-    out = input.reshape(*batch, c // (r * r), r, r, h, w)
-    out = out.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return out.reshape(*batch, c // (r * r), h * r, w * r)
-
-
-def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), r = ``downscale_factor``: the inverse of
-    ``pixel_shuffle``.
-
-    >>> import scratchgrad as sg
-    >>> pixel_unshuffle(sg.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
-    tensor([0., 1., 2., 3.])
-    """
-    r = downscale_factor
-    if input.ndim < 3:
-        raise RuntimeError(
-            "pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-            f"{input.ndim} dimension(s)"
-        )
-    *batch, c, h, w = input.shape
-    for name, size, dim in (("height", h, -2), ("width", w, -1)):
-        if size % r:
-            raise RuntimeError(
-                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
-                f"input.size({dim})={size} is not divisible by {r}"
-            )
-    k = len(batch)
-    out = input.reshape(*batch, c, h // r, r, w // r, r)
-    out = out.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return out.reshape(*batch, c * r * r, h // r, w // r)
-
-
 # convolution and pooling live in their own file, next to the primitives they use
 from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     adaptive_avg_pool1d,
@@ -1680,9 +1531,16 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     unfold,
 )
 
+# resizing lives in the file of its layers, nn/upsampling.py
+from scratchgrad.nn.upsampling import (  # noqa: E402, F401  (re-exported)
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
+
 # Every public function here: a non-Tensor where a Tensor is expected is PyTorch's TypeError
 # naming the function and the argument, not "'list' object has no attribute 'array'".
-_HERE = (__name__, "scratchgrad.nn.conv_functional")
+_HERE = (__name__, "scratchgrad.nn.conv_functional", "scratchgrad.nn.upsampling")
 for _name, _function in list(globals().items()):
     if (
         not _name.startswith("_")

@@ -1,21 +1,429 @@
-"""Resizing layers: ``Upsample``, ``PixelShuffle`` and ``PixelUnshuffle``, as in PyTorch.
+"""Resizing, as in PyTorch: ``interpolate`` (re-exported by ``nn.functional``) with every mode
+of ``torch.nn.functional.interpolate``, ``pixel_shuffle`` and ``pixel_unshuffle``, and the
+layers ``Upsample``, ``PixelShuffle`` and ``PixelUnshuffle``, which hold no parameters.
 
-They hold no parameters; the arithmetic lives in ``nn.functional`` (``interpolate``,
-``pixel_shuffle``, ``pixel_unshuffle``).
+Every mode but the nearest ones is separable and linear in the input: along each spatial dim,
+output entry ``i`` is a weighted sum of input entries, so the resize is one product with a small
+(out, in) weight matrix per dim, built from the sizes alone (a constant of the graph), and the
+gradient is the product with its transpose. The modes differ only in their weights: linear
+(two taps), cubic (four, Keys' kernel with PyTorch's A = -0.75, out-of-range taps clamped to the
+edge), area (adaptive average pooling windows) and the antialiased filters (a tent or a cubic
+stretched over the input entries each output covers, as PIL). Nearest modes pick entries by
+index; their gradient adds up at repeated ones.
+
+Source positions follow PyTorch's arithmetic to the rounding (see ``_step`` and
+``_nearest_index``), so float64 results match PyTorch's to round-off.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 
-from scratchgrad.nn import functional as F
+from scratchgrad import backend
+from scratchgrad.backend import xp
+from scratchgrad.nn.conv_functional import _averaging_matrix
 from scratchgrad.nn.module import Module
+from scratchgrad.ops.matmul import MatMul
 from scratchgrad.tensor import Tensor
+
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+# the modes bound to one input rank; the others take 3-, 4- and 5-D inputs
+_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "lanczos": 4, "trilinear": 5}
+_UNALIGNED = ("nearest", "area", "nearest-exact")  # the modes that refuse align_corners
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution constant; PIL's antialiased -0.5
+
+
+def interpolate(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize the spatial dims (all but the first two) of a 3-, 4- or 5-D input to ``size``, or
+    scale them by ``scale_factor``, as ``torch.nn.functional.interpolate``.
+
+    ``mode``: ``"nearest"`` (PyTorch's floor of ``i * in / out``), ``"nearest-exact"`` (the
+    nearest pixel centre, as PIL and scikit-image), ``"linear"`` (3-D), ``"bilinear"`` and
+    ``"bicubic"`` (4-D), ``"trilinear"`` (5-D), ``"area"`` (adaptive average pooling).
+    ``align_corners`` maps the corner pixels' centres onto each other (the interpolating modes
+    only); otherwise pixel areas line up. A given ``scale_factor`` sets the source positions
+    unless ``recompute_scale_factor`` asks for the ratio of the sizes. ``antialias`` (bilinear
+    and bicubic, 4-D) widens the filter when shrinking, as PIL; ``"lanczos"`` is refused.
+
+    NOTE: the gradient is the derivative of the forward. PyTorch 2.13's backward is not, and
+    its gradient differs from ours, where a scale factor moves the positions of a dim that
+    keeps its size: nearest on 3-D and 5-D inputs, in such a dim or one resized to twice its
+    size (its backward copies, or halves, the gradient there), and bicubic when every dim
+    keeps its size (its backward copies the gradient). The forwards agree.
+
+    >>> import scratchgrad as sg
+    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    >>> interpolate(sg.tensor([[[1.0, 2.0]]]), size=3, mode="linear", align_corners=True)
+    tensor([[[1.0000, 1.5000, 2.0000]]])
+    >>> interpolate(sg.tensor([[[[0.0, 1.0, 2.0, 3.0]]]]), size=(1, 2), mode="bicubic")
+    tensor([[[[0.4062, 2.5938]]]])
+    >>> interpolate(sg.tensor([[[1.0, 2.0, 3.0, 5.0]]]), size=2, mode="area")
+    tensor([[[1.5000, 4.0000]]])
+    """
+    if mode in _UNALIGNED and align_corners is not None:
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | "
+            "bilinear | bicubic | trilinear"
+        )
+    align_corners = bool(align_corners)
+    in_size = input.shape[2:]
+    # area always resizes to a size (adaptive pooling): the scale's positions play no part
+    recompute = recompute_scale_factor or (mode == "area" and size is None)
+    out_size, scales = _output_size(in_size, size, scale_factor, recompute)
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
+    _check_mode(input, mode, align_corners, antialias)
+    _check_sizes(input, out_size, mode)
+    _check_dtype(input, mode, antialias)
+    out = input
+    for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
+        if mode in ("nearest", "nearest-exact"):
+            index = _nearest_index(n, m, scale, mode, input.dtype, input.ndim == 4)
+            out = out[(slice(None),) * dim + (index,)]
+        else:
+            weights = _weights(mode, n, m, scale, align_corners, antialias)
+            out = _resample(out, dim, Tensor(weights, dtype=out.dtype).to(out.device))
+    return out
+
+
+def _output_size(in_size: tuple, size, scale_factor, recompute) -> tuple[tuple, tuple]:
+    """The output size, and the scale factor each dim's source positions use (None: the ratio
+    of the sizes, as after ``recompute``), with PyTorch's checks of ``size``, ``scale_factor``
+    and ``recompute`` in its order."""
+    dims = len(in_size)
+    if (size is None) == (scale_factor is None):
+        raise ValueError(
+            "only one of size or scale_factor should be defined"
+            if size is not None
+            else "either size or scale_factor should be defined"
+        )
+    if size is not None:
+        if not isinstance(size, (list, tuple)):
+            size = [size] * dims
+        elif len(size) != dims:
+            raise ValueError(
+                "Input and output must have the same number of spatial dimensions, but got "
+                f"input with spatial dimensions of {list(in_size)} and output size of {size}. "
+                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                "(o1, o2, ...,oK) format."
+            )
+        if not all(isinstance(n, int) for n in size):
+            raise TypeError(
+                "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                f"Tuple[int, int, int], but got size with types {[type(n) for n in size]}"
+            )
+        if recompute:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        return tuple(size), (None,) * dims
+    scales = scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor] * dims
+    if len(scales) != dims:
+        raise ValueError(
+            f"Input and scale_factor must have the same number of spatial dimensions, but got "
+            f"input with spatial dimensions of {list(in_size)} and scale_factor of "
+            f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+            "and scale_factor in (s1, s2, ...,sK) format."
+        )
+    if not all(isinstance(s, numbers.Real) for s in scales):
+        raise TypeError(
+            f"interpolate: scale_factor must be a float or a tuple of floats, got {scale_factor!r}"
+        )
+    if not all(math.isfinite(n * s) for n, s in zip(in_size, scales)):
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    out_size = tuple(int(n * s) for n, s in zip(in_size, scales))  # truncated, as PyTorch's
+    return out_size, (None,) * dims if recompute else tuple(float(s) for s in scales)
+
+
+def _check_mode(input: Tensor, mode: str, align_corners: bool, antialias: bool) -> None:
+    """PyTorch's errors for a mode that does not fit the input's rank, and ours for the mode
+    not built here."""
+    ndim, needed = input.ndim, _RANK.get(mode, input.ndim)
+    if ndim in (3, 4, 5) and ndim != needed and mode in ("linear", "bilinear", "trilinear"):
+        raise NotImplementedError(f"Got {ndim}D input, but {mode} mode needs {needed}D input")
+    if ndim not in (3, 4, 5) or ndim != needed or mode not in _MODES.split(" | "):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the "
+            f"modes: {_MODES} (got {mode})"
+        )
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        raise NotImplementedError(
+            "interpolate: mode 'lanczos' (antialiased Lanczos-3) is not supported; use "
+            "'bicubic' with antialias=True"
+        )
+
+
+def _check_sizes(input: Tensor, out_size: tuple, mode: str) -> None:
+    """PyTorch's checks of the sizes: positive ones, and channels, for the resizing modes;
+    those of adaptive average pooling for ``area``."""
+    shape, k = list(input.shape), input.ndim - 2
+    if mode == "area":
+        _check_pooling_sizes(shape, out_size)
+        return
+    if min(*shape[2:], *out_size) <= 0:
+        names = "DHW"[3 - k :]
+        given = ", ".join(f"{d}: {n}" for d, n in zip(names, shape[2:]))
+        wanted = ", ".join(f"{d}: {n}" for d, n in zip(names, out_size))
+        joint = ") and output (" if k == 1 else ") output ("
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({given}{joint}"
+            f"{wanted})"
+        )
+    if shape[1] == 0:  # an empty batch is fine, empty channels are not
+        raise RuntimeError(
+            f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes {shape}"
+        )
+
+
+def _check_pooling_sizes(shape: list, out_size: tuple) -> None:
+    """The checks of the adaptive average pooling PyTorch's area mode calls: a 3-D input pools
+    as (N, C, 1, L) in 2-d, whose channels may be empty; in 3-d they may not."""
+    if len(shape) == 3:
+        shape, out_size = [*shape[:2], 1, shape[2]], (1, *out_size)
+    name, first = ("adaptive_avg_pool3d", 1) if len(shape) == 5 else ("adaptive_avg_pool2d", 2)
+    if min(out_size) < 0:
+        received = ", ".join(map(str, out_size))
+        if len(out_size) == 3:  # PyTorch's own spacing
+            received = f"{out_size[0]}, {out_size[1]},{out_size[2]}"
+        raise RuntimeError(
+            f"{name}: elements of output_size must be greater than or equal to 0 but received "
+            f"{{{received}}}"
+        )
+    for dim in range(first, len(shape)):
+        if shape[dim] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {shape} with dimension {dim} being empty"
+            )
+
+
+def _check_dtype(input: Tensor, mode: str, antialias: bool) -> None:
+    """Floating inputs for every mode (float32 and float64 when antialiased), and uint8 images
+    for the nearest ones, as PyTorch (whose uint8 bilinear and bicubic round fixed-point
+    weights: not built here)."""
+    dtype = input.dtype
+    if antialias and dtype not in (backend.float32, backend.float64):
+        raise NotImplementedError(
+            f"interpolate: antialias=True is not implemented for {dtype} inputs, as in PyTorch; "
+            "give a float32 or float64 one"
+        )
+    if backend.is_floating(dtype) or (dtype == backend.uint8 and mode.startswith("nearest")):
+        return
+    fixed_point = dtype == backend.uint8 and mode in ("bilinear", "bicubic")
+    hint = " (PyTorch's fixed-point uint8 path is not built here)" if fixed_point else ""
+    raise NotImplementedError(
+        f"interpolate: mode {mode!r} is not implemented for {dtype} inputs{hint}; give a "
+        "floating one (x.float())"
+    )
+
+
+def _resample(x: Tensor, dim: int, weights: Tensor) -> Tensor:
+    """``x`` with its dim ``dim`` mixed by ``weights`` (out, in): a matrix product.
+
+    MatMul itself, not ``@``: a resize stays in its input's dtype under autocast, as PyTorch's.
+    """
+    if dim == x.ndim - 1:
+        return MatMul.apply(x, weights.mT)
+    shape = x.shape  # the dims after ``dim`` flattened, so that ``dim`` is the product's rows
+    flat = x.reshape(*shape[: dim + 1], math.prod(shape[dim + 1 :]))
+    return MatMul.apply(weights, flat).reshape(*shape[:dim], weights.shape[0], *shape[dim + 1 :])
+
+
+def _step(n: int, m: int, scale: float | None, align_corners: bool = False) -> float:
+    """The distance in the input between neighbouring outputs' positions, as PyTorch's
+    ``area_pixel_compute_scale``: (n - 1) / (m - 1) when corners align, else 1 / scale_factor
+    if given, else n / m."""
+    if align_corners:
+        return (n - 1) / (m - 1) if m > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n / m
+
+
+def _nearest_index(n: int, m: int, scale: float | None, mode: str, dtype, image: bool):
+    """Which of ``n`` entries each of ``m`` outputs copies, with PyTorch's rounding: positions
+    in float64 for float64 inputs, else float32, then rounded to float32 before the floor
+    (PyTorch's ``floorf``). Nearest takes ``floor(i * step)``; nearest-exact the pixel centre
+    ``floor((i + 0.5) * step)``, as ``max((i + 0.5) * step - 0.5, 0) + 0.5``.
+
+    NOTE: PyTorch's nearest on 4-D inputs (``image``) copies a dim resized to its own size and
+    takes ``i // 2`` for one resized to twice its size, whatever the scale factor given."""
+    if image and mode == "nearest" and m in (n, 2 * n):
+        return xp.arange(m) // (m // n)
+    real = xp.float64 if dtype == backend.float64 else xp.float32
+    step = real(_step(n, m, scale))
+    if mode == "nearest-exact":
+        source = xp.maximum((xp.float64(step) * (xp.arange(m) + 0.5) - 0.5).astype(real), 0)
+        source = source.astype(xp.float64) + 0.5
+    else:
+        source = xp.arange(m).astype(real) * step
+    return xp.minimum(xp.floor(source.astype(xp.float32)).astype(xp.int64), n - 1)
+
+
+def _weights(mode: str, n: int, m: int, scale: float | None, align_corners: bool, antialias: bool):
+    """The (m, n) matrix that resizes a dim of ``n`` entries to ``m`` in ``mode``, in float64."""
+    if mode == "area":
+        return _averaging_matrix(m, n, backend.float64).array
+    if antialias:
+        return _antialias_weights(n, m, scale, align_corners, cubic=mode == "bicubic")
+    if mode == "bicubic":
+        return _cubic_weights(n, m, scale, align_corners)
+    return _linear_weights(n, m, scale, align_corners)
+
+
+def _source_positions(n: int, m: int, scale: float | None, align_corners: bool, cubic: bool):
+    """Where in the input each output's value is read, as PyTorch's
+    ``area_pixel_compute_source_index``; for the linear modes, positions before the first
+    pixel centre are clamped to it (the cubic ones read beyond it, clamping the taps)."""
+    step = _step(n, m, scale, align_corners)
+    if align_corners:
+        return xp.arange(m) * step
+    source = (xp.arange(m) + 0.5) * step - 0.5
+    return source if cubic else xp.maximum(source, 0.0)
+
+
+def _split(source, n: int):
+    """The entry at or before each position, and the fraction past it in [0, 1]; the floor is
+    taken of the position rounded to float32, as PyTorch's ``floorf``."""
+    low = xp.minimum(xp.floor(source.astype(xp.float32)).astype(xp.int64), n - 1)
+    return low, xp.clip(source - low, 0.0, 1.0)
+
+
+def _taps_matrix(n: int, m: int, first, coefficients) -> object:
+    """(m, n) weights: row i gives ``coefficients[k][i]`` to entry ``first[i] + k``, clamped into
+    the input (a tap beyond an edge weighs on the edge entry)."""
+    weights = xp.zeros((m, n))
+    rows = xp.arange(m)
+    for k, coefficient in enumerate(coefficients):
+        xp.add.at(weights, (rows, xp.clip(first + k, 0, n - 1)), coefficient)
+    return weights
+
+
+def _linear_weights(n: int, m: int, scale: float | None, align_corners: bool):
+    """Two taps per output; NOTE: as PyTorch, a dim resized to its own size is copied, even
+    when a scale factor would move the positions."""
+    if n == m:
+        return xp.eye(n)
+    low, frac = _split(_source_positions(n, m, scale, align_corners, cubic=False), n)
+    return _taps_matrix(n, m, low, (1 - frac, frac))
+
+
+def _cubic_weights(n: int, m: int, scale: float | None, align_corners: bool):
+    """Four taps per output, at the entries around its position, weighted by Keys' cubic
+    convolution kernel (https://en.wikipedia.org/wiki/Bicubic_interpolation) at the distances
+    1 + t, t, 1 - t and 2 - t."""
+    low, t = _split(_source_positions(n, m, scale, align_corners, cubic=True), n)
+    taps = [_cubic_kernel(d, _CUBIC_A) for d in (1 + t, t, 1 - t, 2 - t)]
+    return _taps_matrix(n, m, low - 1, taps)
+
+
+def _cubic_kernel(d, a: float):
+    """Keys' cubic convolution kernel at distances ``d`` >= 0 (zero from 2 on)."""
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return xp.where(d < 1, near, xp.where(d < 2, far, 0.0))
+
+
+def _antialias_weights(n: int, m: int, scale: float | None, align_corners: bool, cubic: bool):
+    """PIL's resampling filter, as PyTorch's antialiased modes: when shrinking, the tent
+    (bilinear) or Keys' cubic with a = -0.5 (bicubic) is stretched by the scale, so that each
+    output averages every input entry it covers; the taps that fall inside the input are
+    normalised to sum to 1. As PyTorch, a dim resized to its own size is copied.
+
+    NOTE: PyTorch 2.13's CPU kernel gives every output row the first one's values when it
+    resizes the height of an image whose output width is 1 (``(3, 1) -> (5, 1)``: five equal
+    rows); we resize each dim as for any other width, as PyTorch itself does on the transposed
+    image."""
+    if n == m:
+        return xp.eye(n)
+    step = _step(n, m, scale, align_corners)
+    stretch = max(step, 1.0)
+    support = (2.0 if cubic else 1.0) * stretch
+    centre = step * (xp.arange(m) + 0.5)
+    # NOTE: truncation toward zero, as the C cast PyTorch and PIL use
+    start = xp.maximum(xp.trunc(centre - support + 0.5), 0).astype(xp.int64)
+    stop = xp.minimum(xp.trunc(centre + support + 0.5).astype(xp.int64), n)
+    stop = xp.minimum(stop, start + 2 * math.ceil(support) + 1)  # PyTorch's most taps
+    j = xp.arange(n)
+    distance = xp.abs((j - centre[:, None] + 0.5) / stretch)
+    kernel = _cubic_kernel(distance, -0.5) if cubic else xp.maximum(1 - distance, 0.0)
+    weights = xp.where((j >= start[:, None]) & (j < stop[:, None]), kernel, 0.0)
+    total = weights.sum(1, keepdims=True)
+    return weights / xp.where(total == 0, 1.0, total)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r), r = ``upscale_factor``: each group of r*r channels
+    becomes an r-by-r block of pixels (Shi et al., 2016, https://arxiv.org/abs/1609.05158).
+
+    >>> import scratchgrad as sg
+    >>> pixel_shuffle(sg.arange(4.0).reshape(1, 4, 1, 1), 2)
+    tensor([[[[0., 1.],
+              [2., 3.]]]])
+    """
+    r = upscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(
+            "pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.ndim} dimension(s)"
+        )
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+            f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    k = len(batch)
+    out = input.reshape(*batch, c // (r * r), r, r, h, w)
+    out = out.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return out.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), r = ``downscale_factor``: the inverse of
+    ``pixel_shuffle``.
+
+    >>> import scratchgrad as sg
+    >>> pixel_unshuffle(sg.arange(4.0).reshape(1, 1, 2, 2), 2).flatten()
+    tensor([0., 1., 2., 3.])
+    """
+    r = downscale_factor
+    if input.ndim < 3:
+        raise RuntimeError(
+            "pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+            f"{input.ndim} dimension(s)"
+        )
+    *batch, c, h, w = input.shape
+    for name, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                f"input.size({dim})={size} is not divisible by {r}"
+            )
+    k = len(batch)
+    out = input.reshape(*batch, c, h // r, r, w // r, r)
+    out = out.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return out.reshape(*batch, c * r * r, h // r, w // r)
 
 
 class Upsample(Module):
     """Resize the spatial dims to ``size`` or by ``scale_factor`` (``F.interpolate``), with
-    ``mode`` "nearest", "linear" (3-D input) or "bilinear" (4-D input).
+    ``mode`` "nearest", "nearest-exact", "linear" (3-D input), "bilinear" or "bicubic" (4-D),
+    "trilinear" (5-D) or "area".
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -44,7 +452,7 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(
+        return interpolate(
             input,
             self.size,
             self.scale_factor,
@@ -73,7 +481,7 @@ class PixelShuffle(Module):
         self.upscale_factor = upscale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_shuffle(input, self.upscale_factor)
+        return pixel_shuffle(input, self.upscale_factor)
 
     def extra_repr(self) -> str:
         return f"upscale_factor={self.upscale_factor}"
@@ -94,7 +502,7 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.pixel_unshuffle(input, self.downscale_factor)
+        return pixel_unshuffle(input, self.downscale_factor)
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
