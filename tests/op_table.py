@@ -144,8 +144,7 @@ OPS = [
     Op("clamp_min", lambda m, x: m.clamp_min(x, 0.1), domain=away_from_zero),
     Op("masked_fill", lambda m, x: x.masked_fill(x > 0.2, 3.0), domain=away_from_zero),
     Op("clamp_max", lambda m, x: m.clamp_max(x, -0.1), domain=away_from_zero),
-    # vmap=False below: scratchgrad's vmap does not batch writes in place (the in-place forms,
-    # scatter's and diag's setitem) nor isinf (nan_to_num) yet, where torch.func's does
+    # vmap=False below: scratchgrad's vmap does not batch writes in place, where torch.func's does
     Op("clamp_inplace", lambda m, x: (x * 1).clamp_(-0.5, 0.7), domain=away_from_zero, vmap=False),
     Op(
         "masked_fill_inplace",
@@ -159,7 +158,6 @@ OPS = [
         "nan_to_num",
         lambda m, x: m.nan_to_num(m.log(x), neginf=-5.0),
         domain=away_from_zero,
-        vmap=False,
     ),
     Op("remainder", lambda m, x: m.remainder(x, 0.7), domain=away_from_zero),
     # ---- binary elementwise, broadcasting -------------------------------------------------------
@@ -416,7 +414,7 @@ OPS = [
         integer=True,
     ),
     Op("trace", lambda m, x: m.trace(x), shapes="matrix"),
-    Op("diag_of_a_vector", lambda m, x: m.diag(x.reshape(-1), 1), vmap=False),
+    Op("diag_of_a_vector", lambda m, x: m.diag(x.reshape(-1), 1)),
     Op("diag_of_a_matrix", lambda m, x: x.diag(-1), shapes="matrix"),
     Op(
         "repeat_interleave",
@@ -437,7 +435,6 @@ OPS = [
         shapes="nonempty1+",
         index=lambda m, x, i: x.scatter(0, m.full((1, *x.shape[1:]), i, dtype=m.int64), 0.5),
         integer=True,
-        vmap=False,
     ),
     Op(  # the index repeats row 0: both sources add up there
         "scatter_add",

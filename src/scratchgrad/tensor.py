@@ -23,6 +23,7 @@ import ml_dtypes
 
 from scratchgrad import backend, printing
 from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd import function as _function
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
@@ -513,7 +514,12 @@ class Tensor:
         return self._compare("bitwise_xor", other)
 
     def __invert__(self) -> Tensor:
-        return Tensor._make(_call(_elementwise, "invert", self.array))
+        return self._elementwise_values("invert")
+
+    def _elementwise_values(self, name: str) -> Tensor:
+        """The array function ``name`` on the values, entry by entry (``isnan``, ``invert``),
+        which no gradient flows through. vmap's batched tensor runs it on its whole batch."""
+        return Tensor._make(_call(_elementwise, name, self.array))
 
     def eq(self, other: Any) -> Tensor:
         return self == other
@@ -534,16 +540,16 @@ class Tensor:
         return self >= other
 
     def isnan(self) -> Tensor:
-        return Tensor._make(_call(_elementwise, "isnan", self.array))
+        return self._elementwise_values("isnan")
 
     def isinf(self) -> Tensor:
-        return Tensor._make(_call(_elementwise, "isinf", self.array))
+        return self._elementwise_values("isinf")
 
     def isfinite(self) -> Tensor:
-        return Tensor._make(_call(_elementwise, "isfinite", self.array))
+        return self._elementwise_values("isfinite")
 
     def logical_not(self) -> Tensor:
-        return Tensor._make(_call(_elementwise, "logical_not", self.array))
+        return self._elementwise_values("logical_not")
 
     def logical_and(self, other: Any) -> Tensor:
         return self._compare("logical_and", other)
@@ -2280,6 +2286,12 @@ class Tensor:
             return self.diagonal(diagonal).clone()
         if self.ndim != 1:
             raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+        return self._on_diagonal(diagonal)
+
+    def _on_diagonal(self, diagonal: int) -> Tensor:
+        """A vector's square matrix with the vector on its ``diagonal``-th diagonal: written
+        into zeros, the fastest way; vmap's batched tensor, which refuses writes, embeds its
+        whole batch instead."""
         n = self.shape[0]
         size = n + abs(diagonal)
         steps = namespace(self.array).arange(n)
@@ -2298,6 +2310,9 @@ class Tensor:
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
         """
+        batched = _vmapped("_scatter", self, index, src)
+        if batched is not None:
+            return batched(self, dim, index, src)
         positions, src = self._scatter_positions("scatter", dim, index, src)
         out = self.clone()
         out[positions] = src
@@ -3053,6 +3068,9 @@ def searchsorted(
             f"of boundaries and input must match, but got boundaries of shape "
             f"{tuple(boundaries.shape)} and input of shape {tuple(values.shape)}"
         )
+    batched = _vmapped("_searchsorted", sorted_sequence, input, sorter)
+    if batched is not None:  # the checks above saw one member's shapes
+        return batched(sorted_sequence, input, sorter, out_int32=out_int32, right=right)
     order = None if sorter is None else _checked_sorter(sorter, boundaries.shape)
     out = _call(_search, boundaries, values, right, order)
     return Tensor._make(out.astype(backend.int32 if out_int32 else backend.int64))
@@ -3752,6 +3770,22 @@ def _overwrite(old: Tensor, value: Any) -> Tensor:
     if not old.requires_grad:
         return value
     return binary.Where.apply(namespace(old.array).asarray(True), value, old)
+
+
+def _vmapped(name: str, *operands: Any) -> Callable | None:
+    """vmap's version of the op ``name`` where one of ``operands`` is batched, else None.
+
+    An op that reads several operands' arrays directly, not through Functions, is not batched
+    by vmap's rules; vmap's batched tensor (func/batching.py) has a static method ``name``
+    that runs it on the whole batch, whichever operand is batched. Plain tensors have none.
+    """
+    if _function._vmap_dispatch is None:  # no vmap is running: one look-up
+        return None
+    for t in operands:
+        batched = getattr(type(t), name, None)
+        if batched is not None:
+            return batched
+    return None
 
 
 def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -22,8 +22,9 @@ from typing import Any
 
 from scratchgrad import creation
 from scratchgrad.autograd import function
+from scratchgrad.backend import xp
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.tensor import Tensor, cat, wrap_dim
+from scratchgrad.tensor import Tensor, cat, searchsorted, wrap_dim
 
 # The running vmaps, outermost first: (level, batch size, randomness).
 _active: list[tuple[int, int, str]] = []
@@ -110,8 +111,8 @@ class BatchedTensor(Tensor):
             return wrap(y._compare(_MIRRORED.get(ufunc, ufunc), x), level)
         return wrap(x._compare(ufunc, y), level)
 
-    def __invert__(self) -> Tensor:
-        return wrap(~self.value, self.level)
+    def _elementwise_values(self, name: str) -> Tensor:
+        return wrap(self.value._elementwise_values(name), self.level)
 
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
         return wrap(self.value.clamp(min, max), self.level)
@@ -148,11 +149,36 @@ class BatchedTensor(Tensor):
         )
 
     def gather(self, dim: int, index: Tensor) -> Tensor:
-        level = level_of((self, index))
-        (x, i), batched = unwrap((self, index), level)
-        size = batch_size((x, i), batched)
-        x, i = (v if b else at_front(v, size) for v, b in zip((x, i), batched))
+        level, (x, i) = all_batched((self, index))
         return wrap(x.gather(dim % max(self.ndim, 1) + 1, i), level)
+
+    def _on_diagonal(self, diagonal: int) -> Tensor:
+        return wrap(self.value.diag_embed(diagonal), self.level)
+
+    # Ops that read several operands' arrays: Tensor's code hands them here (tensor._vmapped)
+    # when any operand is batched, which need not be the first
+
+    @staticmethod
+    def _scatter(x: Tensor, dim: int, index: Tensor, src: Any) -> Tensor:
+        dim = wrap_dim(dim, x.ndim)  # one member's dim, checked as unbatched
+        level, (x, index, src) = all_batched((x, index, src))
+        return wrap(x.scatter(dim + 1, index, src), level)
+
+    @staticmethod
+    def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:
+        """1-D boundaries that every member shares search the whole batch of values in one
+        call; otherwise every operand is batched, and a member's 1-D boundaries search its
+        values flattened into one row (N-D boundaries line their rows up with the values')."""
+        level = level_of((boundaries, input, sorter))
+        if boundaries.ndim == 1 and level_of((boundaries, sorter)) < level:
+            return wrap(searchsorted(boundaries, input.value, sorter=sorter, **options), level)
+        if not isinstance(input, Tensor):  # a number, as searchsorted reads it: one 0-d member
+            input = Tensor._make(xp.asarray(input))
+        level, (b, values, sorter) = all_batched((boundaries, input, sorter))
+        if boundaries.ndim > 1:
+            return wrap(searchsorted(b, values, sorter=sorter, **options), level)
+        rows = values.reshape(values.shape[0], -1)
+        return wrap(searchsorted(b, rows, sorter=sorter, **options).reshape(values.shape), level)
 
 
 _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
@@ -222,6 +248,17 @@ def unwrap(args: Any, level: int) -> tuple[list, list[bool]]:
 
 def batch_size(values: Any, batched: Any) -> int:
     return next(v.shape[0] for v, b in zip(values, batched) if b)
+
+
+def all_batched(args: Any) -> tuple[int, list]:
+    """The newest vmap level among ``args``, and each argument's batch there: an unbatched
+    tensor repeated for every member (a view), anything else (a number, None) as it is."""
+    level = level_of(args)
+    values, batched = unwrap(args, level)
+    size = batch_size(values, batched)
+    return level, [
+        at_front(v, size) if isinstance(v, Tensor) and not b else v for v, b in zip(values, batched)
+    ]
 
 
 def at_front(t: Tensor, size: int) -> Tensor:
