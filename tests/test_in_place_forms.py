@@ -184,6 +184,23 @@ def test_clamp_min_max_remainder_floor_divide_and_trace_are_pytorchs():
         sg.ones(3).trace()
 
 
+@pytest.mark.parametrize(
+    "values, bounds",
+    [
+        ([1, 2, 3], {"max": 1.5}),
+        ([1, 2, 3], {"min": 1.5, "max": 2}),
+        ([1, 2, 3], {"min": 1, "max": 2}),
+        ([1.0, 2.0, 3.0], {"min": 1, "max": 2}),
+        ([True, False], {"max": 0.5}),
+    ],
+)
+def test_clamp_by_a_number_promotes_as_pytorchs(values, bounds):
+    """An integer tensor clamped by a float gives floats (the default dtype), as PyTorch's;
+    before, the bound was cut to an int silently."""
+    found, expected = sg.tensor(values).clamp(**bounds), torch.tensor(values).clamp(**bounds)
+    assert (found.tolist(), str(found.dtype)) == (expected.tolist(), str(expected.dtype)[6:])
+
+
 @pytest.mark.parametrize("equal_nan", [False, True])
 def test_isclose_allclose_and_equal_are_pytorchs(equal_nan):
     a = np.array([1.0, np.nan, 2.0, 1e-9, np.inf], dtype=np.float32)

@@ -1205,6 +1205,12 @@ class Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        dtype = self.array.dtype
+        for bound in (min, max):
+            if isinstance(bound, (int, float)):
+                dtype = scalar_type(dtype, bound)
+        if dtype != self.array.dtype:  # an integer tensor and a float bound: as PyTorch, floats
+            return self.to(dtype).clamp(min, max)
         min, max = (
             written_number(b, self.array.dtype) if type(b) is int else b for b in (min, max)
         )

@@ -18,6 +18,7 @@ CHANGES = {
     "slice": lambda a, w: a[:2].mul_(3),
     "strided_slice": lambda a, w: a[:, ::2].add_(w[:, 1:3]),
     "int_index": lambda a, w: a[1].mul_(w[0]),
+    "element": lambda a, w: a[1, 2].mul_(w[0, 1]),  # a 0-d view (NumPy would give a number)
     "reshape": lambda a, w: a.reshape(4, 3)[1:].mul_(w.reshape(4, 3)[1:]),
     "view": lambda a, w: a.view(12).mul_(w.view(12)),
     "transpose": lambda a, w: a.t()[1].div_(w[:, 0] + 5),

@@ -123,7 +123,10 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
-        return x[index]
+        out = x[index]
+        # NumPy answers an int for every dim with a number (a copy): a 0-d view, as PyTorch's,
+        # so that x[5].add_(1) reaches x
+        return out if backend.is_array(out) else x[(*index, ...)]
 
     def name(self) -> str:
         """PyTorch's: IndexBackward0 for integer arrays or masks, else SelectBackward0 when an
