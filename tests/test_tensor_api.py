@@ -648,3 +648,30 @@ def test_half_precision_linear_matches_torch(dtype):
 def test_bfloat16_matmul_stays_bfloat16():
     x = sg.ones(2, 2, dtype=sg.bfloat16)
     assert (x @ x).dtype == sg.bfloat16
+
+
+REFLECTED = {
+    "int // ints": lambda lib: 7 // lib.tensor([2, -3]),
+    "int % ints": lambda lib: 7 % lib.tensor([2, -3]),
+    "float // floats": lambda lib: 7.5 // lib.tensor([2.0, -3.0]),
+    "float % ints": lambda lib: 7.5 % lib.tensor([2, 3]),
+    "int // floats": lambda lib: 7 // lib.tensor([2.0, -3.0]),
+}
+
+
+@pytest.mark.parametrize("call", REFLECTED.values(), ids=REFLECTED)
+def test_a_number_floor_divided_or_taken_modulo_by_a_tensor_is_pytorchs(call):
+    """``7 // x`` and ``7 % x``, with PyTorch's dtypes and signs (they raised a TypeError)."""
+    found, expected = call(sg), call(torch)
+    assert found.tolist() == expected.tolist() and same_dtype(found, expected)
+
+
+def test_searchsorted_rounds_a_number_to_the_boundaries_dtype_and_norm_refuses_integers():
+    """A number searched in float32 boundaries is rounded to float32 first, as PyTorch's (1 +
+    1e-10 is 1.0 there, which goes left of 1.0); ``norm`` of an integer tensor raises as
+    PyTorch's, where it returned a float."""
+    for lib in (sg, torch):
+        assert lib.searchsorted(lib.tensor([1.0, 2.0]), 1.0000000001).item() == 0
+    oracle.assert_raises_as_torch(
+        lambda lib: lib.tensor([3, 4]).norm(), RuntimeError, "norm: expected a floating point"
+    )

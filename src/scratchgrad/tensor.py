@@ -428,6 +428,18 @@ class Tensor:
         x, y = self._floating()._operands(other)
         return binary.Div.apply(y, x)
 
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return self._reflected(other) // self
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return self._reflected(other) % self
+
+    def _reflected(self, number: Any) -> Tensor:
+        """``number`` (the left operand of ``7 // x``) as a 0-d tensor of the dtype the two
+        promote to."""
+        x, y = self._operands(number)
+        return Tensor._make(namespace(x.array).asarray(y, x.array.dtype))
+
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
@@ -1429,6 +1441,11 @@ class Tensor:
 
     def norm(self, p: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False):
         """The p-norm over ``dim`` (all entries by default)."""
+        if not backend.is_floating(self.array.dtype):
+            raise RuntimeError(
+                f"norm: expected a floating point tensor, got {self.array.dtype} (as PyTorch's "
+                "linalg.vector_norm; x.float() first)"
+            )
         if p == 2:
             return (self * self).sum(dim, keepdim).sqrt()
         if p == 1:
@@ -3060,7 +3077,11 @@ def searchsorted(
         raise RuntimeError(
             "searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
         )
-    values = input.array if isinstance(input, Tensor) else namespace(boundaries).asarray(input)
+    values = (  # a number is rounded to the boundaries' dtype first, as PyTorch's
+        input.array
+        if isinstance(input, Tensor)
+        else namespace(boundaries).asarray(input, boundaries.dtype)
+    )
     if not isinstance(input, Tensor) and boundaries.ndim != 1:
         raise RuntimeError(
             "searchsorted(): input value can be a scalar only when boundaries tensor dimension "

@@ -199,3 +199,19 @@ GRADCHECKS = {
 def test_gradcheck(name):
     func, make_inputs = GRADCHECKS[name]
     assert sg.autograd.gradcheck(func, make_inputs())
+
+
+def test_dropout_of_an_integer_tensor_is_pytorchs():
+    """p 0 and 1 pass an integer input through and zero it (in its dtype, drawing nothing);
+    another p raises, as PyTorch's (it returned floats)."""
+    ints = [1, 2]
+    for p in (0.0, 1.0):
+        found, expected = F.dropout(sg.tensor(ints), p), TF.dropout(torch.tensor(ints), p)
+        assert (found.tolist(), str(found.dtype)) == (expected.tolist(), "int64")
+    with pytest.raises(RuntimeError):
+        TF.dropout(torch.tensor(ints), 0.5)
+    with pytest.raises(RuntimeError, match="dropout: an int64 input can only be dropped"):
+        F.dropout(sg.tensor(ints), 0.5)
+    state = sg.get_rng_state()
+    F.dropout(sg.ones(3), 1.0)
+    assert (sg.get_rng_state() == state).all()

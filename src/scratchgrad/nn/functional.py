@@ -351,6 +351,13 @@ def _drop(input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...]) 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
+    if p == 1:  # all dropped, without a draw (an integer input too), as PyTorch's
+        return input * 0
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"dropout: an {input.dtype} input can only be dropped with p 0 or 1 (PyTorch: "
+            f"result type Float can't be cast to the desired output type)"
+        )
     # a draw per member inside vmap
     keep = rand(mask_shape, dtype=backend.float64, device=input.device) >= p
     scale = 1 / (1 - p) if p < 1 else 0.0
