@@ -95,10 +95,15 @@ def to_array(data: Any, dtype: Any):
         dtype = None if dtype is None else backend.to_dtype(dtype)
         return backend.namespace(data).array(data, dtype=dtype)
     if isinstance(data, (xp.ndarray, xp.generic)):
-        return xp.array(data, dtype=None if dtype is None else backend.to_dtype(dtype))
+        return (
+            xp.array(data)
+            if dtype is None
+            else backend.cast(xp.asarray(data), backend.to_dtype(dtype))
+        )
     if dtype is not None:
         dtype = backend.to_dtype(dtype)
-        return _checked(_from_python(data), dtype) if dtype.kind in "iu" else xp.array(data, dtype)
+        array = _from_python(data)  # (Python floats are float64: cast rounds as PyTorch's)
+        return _checked(array, dtype) if dtype.kind in "iu" else backend.cast(array, dtype)
     array = _from_python(data)
     if array.dtype.kind == "f":
         return array.astype(backend.default_float)
