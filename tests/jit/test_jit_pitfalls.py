@@ -73,6 +73,63 @@ def test_python_values_read_with_getattr_record_anew():
     assert jitted(x).tolist() == eager(x).tolist() == [13.0, 13.0]
 
 
+def test_python_values_read_through_loop_variables_and_rebound_locals_record_anew():
+    """What a loop variable reads from each item of a list the step reads (``for group in
+    cfg.groups: group.scale``), and what a local bound a second time reads (``part =
+    cfg.first`` ... ``part = cfg.second``, then ``part.weight``), is guarded: a change there
+    records anew."""
+    groups = [types.SimpleNamespace(scale=2.0), types.SimpleNamespace(scale=3.0)]
+    cfg = types.SimpleNamespace(
+        groups=groups,
+        first=types.SimpleNamespace(weight=1.0),
+        second=types.SimpleNamespace(weight=5.0),
+    )
+
+    def eager(x):
+        for group in cfg.groups:
+            x = x * group.scale
+        part = cfg.first
+        y = x * part.weight
+        part = cfg.second
+        return y * part.weight
+
+    jitted, x = sg.jit(eager), sg.ones(2)
+    changes = [
+        lambda: setattr(groups[1], "scale", 10.0),
+        lambda: setattr(cfg.second, "weight", 7.0),
+        lambda: setattr(cfg.first, "weight", 0.5),
+    ]
+    seen = []
+    for change in [lambda: None, *changes]:
+        change()
+        calls = [jitted(x).tolist() for _ in range(CALLS)]
+        assert calls == [eager(x).tolist()] * CALLS
+        seen.append(calls[0][0])
+    assert seen == [30.0, 100.0, 140.0, 70.0]
+
+
+def test_a_step_halving_the_learning_rate_in_a_loop_over_the_groups_raises_naming_it():
+    """``for group in opt.param_groups: group["lr"] = group["lr"] * 0.5`` in the step: a
+    replay would neither halve it again nor read it; the first recording raises, naming it
+    and what to use instead."""
+    model = nn.Linear(3, 1)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        for group in opt.param_groups:
+            group["lr"] = group["lr"] * 0.5
+
+    jitted = sg.jit(step)
+    jitted(sg.ones(2, 3))
+    with pytest.raises(
+        sg.JitError, match=r"binds opt\.param_groups\[\.\.\.\]\['lr'\] .*LR scheduler"
+    ):
+        jitted(sg.ones(2, 3))
+
+
 class Stack(nn.Module):
     """Layers reached by a computed name, as many PyTorch models do."""
 

@@ -198,7 +198,12 @@ class Outer:
         walk: a method there (``agent.act(x)``, ``self.loss_of(x)``) or a property's getter
         is followed as the user's function it is, reading its object's attributes as
         ``self``'s."""
-        for access, key in path:
+        for at, (access, key) in enumerate(path):
+            if access == "each":  # for group in cfg.groups: what each item is read for
+                if type(value) in (list, tuple) and len(value) <= _MOST_ITEMS:
+                    for item in value:
+                        self._walk(item, f"{code}[...]", path[at + 1 :], depth, seen)
+                return
             if access == "contents":  # getattr(cfg, name): all it holds
                 if _is_state(value) and not isinstance(value, Module):
                     self.contents.append((value, _contents(value)))
@@ -384,6 +389,8 @@ class Outer:
             if not _same_contents(held, _contents(value))
         ]
         what = names[0] if names else "a variable of its enclosing function"
+        if "param_groups" in what:  # g["lr"] = g["lr"] * 0.5 in the step
+            what += " (set a learning rate with an LR scheduler: its step() is replayed)"
         raise JitError(
             f"scratchgrad.jit: {name}() (defined at {_defined_at(fn)}) binds {what} to a new "
             "object while it reads it: a replay runs no Python assignment and reads no Python "
@@ -614,14 +621,20 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
     "loss"), ("attr", "scale"))``; ``settings["scale"]``; ``agent.act``). A local variable
     bound once to such a read (``loss_cfg = cfg.loss``) continues its path where it is read
     after (``loss_cfg.scale``). Not ``co_names``, which also holds the names of attributes
-    (``opt.step()`` names ``step``, which may be a loop's global)."""
+    (``opt.step()`` names ``step``, which may be a loop's global). So does a loop variable
+    over such a read (``for group in cfg.groups:`` then ``group.scale``: ``("each", None)``,
+    each item). A local is read as the last such binding before it in the code, which a
+    branch or a loop may not take: what is guarded then is more than is read, never less."""
     loads = []
     # (name, argument) pairs, not dis's Instructions (each with its positions and a string
     # of its argument): a recording's memory peaks while it is made
     instructions = [(i.opname, i.argval) for i in dis.get_instructions(code)]
-    stores = collections.Counter(name for op, name in instructions if op == "STORE_FAST")
+    parameters = code.co_varnames[: _parameters(code)]  # (bound by a call too)
     aliases: dict[str, tuple[bool, str, tuple]] = {}  # local -> the read bound to it
+    binds = set()  # the stores that bind an alias
     for i, (op, name) in enumerate(instructions):
+        if op == "STORE_FAST" and i not in binds:  # bound to something else
+            aliases.pop(name, None)
         if op == "LOAD_FAST" and name in aliases:
             free, name, path = aliases[name]
         elif op in ("LOAD_GLOBAL", "LOAD_DEREF") or (op == "LOAD_FAST" and name in arguments):
@@ -631,11 +644,12 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
         read, at = _path(instructions, i + 1, instructions[i - 1] == _GETATTR)
         path += read
         loads.append((free, name, path))
+        if [op for op, _ in instructions[at : at + 2]] == ["GET_ITER", "FOR_ITER"]:
+            at, path = at + 2, (*path, ("each", None))  # for group in cfg.groups
         bound_op, bound = instructions[at] if at < len(instructions) else (op, name)
-        if bound_op == "STORE_FAST" and stores[bound] == 1:  # loss_cfg = cfg.loss
-            parameters = code.co_varnames[: _parameters(code)]  # (bound by a call too)
-            if bound not in parameters:
-                aliases[bound] = (free, name, path)
+        if bound_op == "STORE_FAST" and bound not in parameters:  # loss_cfg = cfg.loss
+            aliases[bound] = (free, name, path)
+            binds.add(at)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
