@@ -89,9 +89,10 @@ def test_python_values_read_through_loop_variables_and_rebound_locals_record_ane
         for group in cfg.groups:
             x = x * group.scale
         part = cfg.first
-        y = x * part.weight
-        part = cfg.second
-        return y * part.weight
+        for _ in range(2):  # part.weight reads cfg.second.weight in the second round
+            x = x * part.weight
+            part = cfg.second
+        return x * part.weight
 
     jitted, x = sg.jit(eager), sg.ones(2)
     changes = [
@@ -105,7 +106,7 @@ def test_python_values_read_through_loop_variables_and_rebound_locals_record_ane
         calls = [jitted(x).tolist() for _ in range(CALLS)]
         assert calls == [eager(x).tolist()] * CALLS
         seen.append(calls[0][0])
-    assert seen == [30.0, 100.0, 140.0, 70.0]
+    assert seen == [150.0, 500.0, 980.0, 490.0]
 
 
 def test_a_step_halving_the_learning_rate_in_a_loop_over_the_groups_raises_naming_it():

@@ -418,6 +418,7 @@ class Outer:
 
 _FUNCTIONS = (types.FunctionType, types.MethodType, functools.partial)  # (see Outer._follow)
 _GETATTR = ("LOAD_GLOBAL", "getattr")  # (see _path)
+_PASSES = 3  # over a function's code, at most, to find its locals' bindings (see _loads)
 _MISSING = guards.MISSING  # an entry's value where the dict or the object has none
 # objects whose attributes are not guarded as entries: Python modules (but the user's own: a
 # library's attributes are its state), classes, and the tensors, modules and optimizers that
@@ -619,37 +620,36 @@ def _loads(code: types.CodeType, arguments: tuple = ()) -> list[tuple[bool, str,
     it right after: the attributes (``("attr", name)``) and items by constant keys
     (``("item", key)``) read in a row, up to a method (``cfg.loss.scale``: ``(("attr",
     "loss"), ("attr", "scale"))``; ``settings["scale"]``; ``agent.act``). A local variable
-    bound once to such a read (``loss_cfg = cfg.loss``) continues its path where it is read
-    after (``loss_cfg.scale``). Not ``co_names``, which also holds the names of attributes
-    (``opt.step()`` names ``step``, which may be a loop's global). So does a loop variable
-    over such a read (``for group in cfg.groups:`` then ``group.scale``: ``("each", None)``,
-    each item). A local is read as the last such binding before it in the code, which a
-    branch or a loop may not take: what is guarded then is more than is read, never less."""
-    loads = []
+    bound to such a read (``loss_cfg = cfg.loss``) continues its path where it is read
+    (``loss_cfg.scale``), and so does a loop variable over one (``for group in cfg.groups:``
+    then ``group.scale``: ``("each", None)``, each item). A local bound several times is read
+    as each of its bindings (a loop may read a later one): what is guarded may be more than
+    is read. Not ``co_names``, which also holds the names of attributes (``opt.step()``
+    names ``step``, which may be a loop's global)."""
     # (name, argument) pairs, not dis's Instructions (each with its positions and a string
     # of its argument): a recording's memory peaks while it is made
     instructions = [(i.opname, i.argval) for i in dis.get_instructions(code)]
     parameters = code.co_varnames[: _parameters(code)]  # (bound by a call too)
-    aliases: dict[str, tuple[bool, str, tuple]] = {}  # local -> the read bound to it
-    binds = set()  # the stores that bind an alias
-    for i, (op, name) in enumerate(instructions):
-        if op == "STORE_FAST" and i not in binds:  # bound to something else
-            aliases.pop(name, None)
-        if op == "LOAD_FAST" and name in aliases:
-            free, name, path = aliases[name]
-        elif op in ("LOAD_GLOBAL", "LOAD_DEREF") or (op == "LOAD_FAST" and name in arguments):
-            free, path = op != "LOAD_GLOBAL", ()
-        else:
-            continue
-        read, at = _path(instructions, i + 1, instructions[i - 1] == _GETATTR)
-        path += read
-        loads.append((free, name, path))
-        if [op for op, _ in instructions[at : at + 2]] == ["GET_ITER", "FOR_ITER"]:
-            at, path = at + 2, (*path, ("each", None))  # for group in cfg.groups
-        bound_op, bound = instructions[at] if at < len(instructions) else (op, name)
-        if bound_op == "STORE_FAST" and bound not in parameters:  # loss_cfg = cfg.loss
-            aliases[bound] = (free, name, path)
-            binds.add(at)
+    aliases: dict[str, set] = collections.defaultdict(set)  # local -> the reads bound to it
+    for _ in range(_PASSES):  # later passes know the bindings after a read (in a loop)
+        loads, known = [], sum(map(len, aliases.values()))
+        for i, (op, name) in enumerate(instructions):
+            if op == "LOAD_FAST" and name in aliases:
+                starts = aliases[name]
+            elif op in ("LOAD_GLOBAL", "LOAD_DEREF") or (op == "LOAD_FAST" and name in arguments):
+                starts = {(op != "LOAD_GLOBAL", name, ())}
+            else:
+                continue
+            read, at = _path(instructions, i + 1, instructions[i - 1] == _GETATTR)
+            each = [op for op, _ in instructions[at : at + 2]] == ["GET_ITER", "FOR_ITER"]
+            at += 2 * each  # for group in cfg.groups
+            bound_op, bound = instructions[at] if at < len(instructions) else (op, name)
+            for free, base, path in list(starts):
+                loads.append((free, base, path + read))
+                if bound_op == "STORE_FAST" and bound not in parameters:  # loss_cfg = cfg.loss
+                    aliases[bound].add((free, base, path + read + (("each", None),) * each))
+        if sum(map(len, aliases.values())) == known:
+            break
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             loads += _loads(constant)
