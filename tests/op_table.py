@@ -933,6 +933,75 @@ OPS = [
         shapes="volume",
         check_shapes=((1, 2, 3, 3, 4),),
     ),
+    # transposed convolutions (one N-d function): the conv rows' weights (O, C, *K) transposed
+    # to (C, O, *K), or regrouped to (C, O // 2, *K) for two groups; output padding only along
+    # a strided (or dilated) dim, as PyTorch requires
+    Op(
+        "conv_transpose1d",
+        lambda m, x, w: m.nn.functional.conv_transpose1d(
+            x, w.transpose(0, 1), w[:, 0, 0], stride=2, padding=1, output_padding=1
+        ),
+        shapes="conv1d",
+        check_shapes=((2, 2, 4), (3, 2, 3)),
+    ),
+    Op(
+        "conv_transpose2d",
+        lambda m, x, w: m.nn.functional.conv_transpose2d(
+            x, w.transpose(0, 1), w[:, 0, 0, 0], stride=(2, 1), padding=(1, 0), dilation=(1, 2)
+        ),
+        shapes="conv2d",
+        check_shapes=((1, 2, 3, 4), (3, 2, 2, 2)),
+    ),
+    Op(
+        "conv_transpose3d",
+        lambda m, x, w: m.nn.functional.conv_transpose3d(
+            x,
+            w.transpose(0, 1),
+            w[:, 0, 0, 0, 0],
+            stride=(1, 2, 1),
+            padding=(0, 1, 0),
+            output_padding=(0, 1, 1),
+            dilation=(1, 1, 2),
+        ),
+        shapes="conv3d",
+        check_shapes=((1, 2, 3, 2, 3), (2, 2, 2, 2, 2)),
+    ),
+    Op(
+        "conv_transpose3d_groups",
+        lambda m, x, w: m.nn.functional.conv_transpose3d(
+            x, w.reshape(x.shape[1], -1, *w.shape[2:]), stride=2, padding=1, groups=2
+        ),
+        shapes="conv3d_groups",
+        check_shapes=((1, 4, 2, 3, 2), (2, 2, 2, 2, 1)),
+    ),
+    # adaptive pooling (one N-d function per kind): windows that overlap, repeat entries (an
+    # output larger than the input) or are the input's (None)
+    Op(
+        "adaptive_avg_pool1d",
+        lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 5),
+        shapes="signal",
+        check_shapes=((2, 2, 4),),
+    ),
+    Op(
+        "adaptive_avg_pool3d",
+        lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (3, None, 2)),
+        shapes="volume",
+        check_shapes=((1, 2, 4, 3, 3),),
+    ),
+    Op(
+        "adaptive_max_pool1d",
+        lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3),
+        shapes="signal",
+        domain=distinct,
+        check_shapes=((2, 2, 4),),
+    ),
+    Op(
+        "adaptive_max_pool3d",
+        lambda m, x: m.nn.functional.adaptive_max_pool3d(x, (2, 3, None)),
+        shapes="volume",
+        domain=distinct,
+        check_shapes=((1, 2, 3, 2, 4),),
+    ),
     # max pooling's indices into max unpooling: the entries back where they were, zeros
     # elsewhere. Windows that do not overlap: where two windows pick the same entry, PyTorch's
     # gradient counts it twice though it is written once (not the derivative, gradcheck fails).

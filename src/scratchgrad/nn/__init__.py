@@ -31,7 +31,14 @@ from scratchgrad.nn.containers import (
     ParameterList,
     Sequential,
 )
-from scratchgrad.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from scratchgrad.nn.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from scratchgrad.nn.dropout import Dropout, Dropout2d
 from scratchgrad.nn.embedding import Embedding, EmbeddingBag
 from scratchgrad.nn.linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -55,7 +62,10 @@ from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCe
 from scratchgrad.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
@@ -92,7 +102,10 @@ __all__ = [
     "MultiheadAttention",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
@@ -161,6 +174,7 @@ __all__ = [
     "EmbeddingBag",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "functional",
     "init",
     "parallel",

@@ -1,5 +1,5 @@
-"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d`` and ``ConvTranspose2d``: learned
-filters slid over a signal, an image or a volume.
+"""``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d`` and
+``ConvTranspose3d``: learned filters slid over a signal, an image or a volume.
 
 The arithmetic lives in ``nn.conv_functional``; these modules hold the weight ``(out_channels,
 in_channels // groups, *kernel_size)`` (transposed: ``(in_channels, out_channels // groups,
@@ -172,8 +172,8 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
-    """What ConvTranspose1d and ConvTranspose2d share: PyTorch's argument order (with
-    ``output_padding``), zero padding only, and ``output_size`` in ``forward``."""
+    """What ConvTranspose1d, ConvTranspose2d and ConvTranspose3d share: PyTorch's argument order
+    (with ``output_padding``), zero padding only, and ``output_size`` in ``forward``."""
 
     transposed = True
 
@@ -224,10 +224,19 @@ class _ConvTransposeNd(_ConvNd):
         )
 
     def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple:
-        """``output_padding``, or what makes the output ``output_size`` (its last dims)."""
+        """``output_padding``, or what makes the output ``output_size``: a size per spatial
+        dim, or the whole shape (batch and channels too, as PyTorch)."""
         if output_size is None:
             return self.output_padding
-        wanted = tuple(output_size)[-self.dims :]
+        wanted = tuple(output_size)
+        leading = 2 if input.ndim == self.dims + 2 else 1  # the batch and channel dims
+        if len(wanted) == leading + self.dims:
+            wanted = wanted[leading:]
+        if len(wanted) != self.dims:
+            raise ValueError(
+                f"{type(self).__name__}: for a {input.ndim}-d input, output_size must have "
+                f"{self.dims} or {leading + self.dims} entries, got {len(wanted)}"
+            )
         extra = []
         for i, size in enumerate(wanted):
             n = input.shape[input.ndim - self.dims + i]
@@ -275,3 +284,18 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     dims = 2
     convolve = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution over ``(N, C, D, H, W)`` or ``(C, D, H, W)``, as
+    ``torch.nn.ConvTranspose3d``: the gradient of ``Conv3d`` with respect to its input.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> up = nn.ConvTranspose3d(4, 2, (3, 3, 1), stride=2, padding=(1, 1, 0))
+    >>> up.weight.shape, up(sg.ones(2, 4, 3, 4, 5), output_size=(6, 8, 9)).shape
+    ((4, 2, 3, 3, 1), (2, 2, 6, 8, 9))
+    """
+
+    dims = 3
+    convolve = staticmethod(F.conv_transpose3d)

@@ -9,17 +9,17 @@ over the tile dims. Results are ``(N, C, *S)`` views of arrays stored batch last
 primitives work in; the next layer's windows are then cheap to gather.
 
 The 1-d, 2-d and 3-d versions of a function are one function of the number of spatial dims
-(``_convolution``, ``_max_pool``, ``_avg_pool``, ``_max_unpool``). The transposed convolution is
-2-d only here (``conv_transpose1d`` is one over images of height 1; no ``conv_transpose3d`` yet);
-``unfold`` and ``fold`` are 2-d only, as PyTorch's. Inputs are batched
-``(N, C, *S)`` or unbatched ``(C, *S)``, as in PyTorch. Only zero padding (the layers pad
-otherwise themselves).
+(``_convolution``, ``_conv_transpose``, ``_max_pool``, ``_avg_pool``, ``_max_unpool``,
+``_adaptive_avg_pool``, ``_adaptive_max_pool``); ``unfold`` and ``fold`` are 2-d only, as
+PyTorch's. Inputs are batched ``(N, C, *S)`` or unbatched ``(C, *S)``, as in PyTorch. Only zero
+padding (the layers pad otherwise themselves).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Sequence
 
 from scratchgrad import backend
@@ -35,7 +35,10 @@ IntPair = int | Sequence[int]  # one int for every spatial dim, or one per dim
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
@@ -44,6 +47,7 @@ __all__ = [
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "fold",
     "max_pool1d",
     "max_pool2d",
@@ -167,6 +171,110 @@ def conv3d(
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
+def _conv_transpose(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: IntPair,
+    padding: IntPair,
+    output_padding: IntPair,
+    groups: int,
+    dilation: IntPair,
+    dims: int,
+    name: str,
+) -> Tensor:
+    """The transposed convolution over ``dims`` spatial dims that ``conv_transpose1d``,
+    ``conv_transpose2d`` and ``conv_transpose3d`` are, named ``name`` in its errors.
+
+    It is one (batched, for groups) matrix product ``weight.T @ input`` giving a column per
+    input pixel, and ``Fold`` adding the columns into the image, cropping ``padding``.
+    """
+    x, batched = _batched(input, dims + 2, name)
+    _check_conv_transpose(x, weight, bias, groups, dims + 2, name)
+    kernel_size = weight.shape[2:]
+    stride, dilation, padding, output_padding = (
+        _ntuple(value, dims, f"{name}: {label}")
+        for value, label in (
+            (stride, "stride"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (output_padding, "output_padding"),
+        )
+    )
+    _check_geometry(kernel_size, stride, _symmetric(padding), dilation, name)
+    if any(o >= max(s, d) or o < 0 for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            f"{name}: output padding {output_padding} must be smaller than either "
+            f"stride {stride} or dilation {dilation}"
+        )
+    # the extent every column reaches, then what is cropped before and after it; an
+    # output_padding past the cropping is zeros no column reaches, added at the end
+    reach = [
+        (n - 1) * s + d * (k - 1) + 1
+        for n, s, d, k in zip(x.shape[2:], stride, dilation, kernel_size)
+    ]
+    crops = tuple((p, max(p - o, 0)) for p, o in zip(padding, output_padding))
+    out_size = tuple(r - before - after for r, (before, after) in zip(reach, crops))
+    if min(out_size) < 1:
+        raise RuntimeError(
+            f"{name}: input of size {tuple(x.shape[2:])} with padding {padding} gives "
+            f"an empty output {out_size}"
+        )
+    in_channels, out_channels = x.shape[1], weight.shape[1] * groups
+    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
+    if x.shape[0] == 0:
+        extended = (o + e for o, e in zip(out_size, extra))
+        return _empty_batch((x, weight, bias), (out_channels, *extended))
+    cols = x.permute(1, *range(2, dims + 2), 0).reshape(groups, in_channels // groups, -1)
+    filters = weight.reshape(groups, in_channels // groups, -1).mT
+    cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*prod(K), ...)
+    out = Fold.apply(
+        cols,
+        output_size=out_size,
+        kernel_size=kernel_size,
+        dilation=dilation,
+        padding=crops,
+        stride=stride,
+    )
+    if any(extra):
+        out = out.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
+    if bias is not None:
+        out = out + bias.reshape(out_channels, *(1,) * dims)
+    return out if batched else out.squeeze(0)
+
+
+@autocast_policy("lower")
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntPair = 1,
+    padding: IntPair = 0,
+    output_padding: IntPair = 0,
+    groups: int = 1,
+    dilation: IntPair = 1,
+) -> Tensor:
+    """1-d transposed convolution of ``(N, C, L)`` or ``(C, L)`` with a weight
+    ``(C, O // groups, K)``; the arguments as ``conv_transpose2d``'s, one number each.
+
+    >>> import scratchgrad as sg
+    >>> conv_transpose1d(sg.tensor([[[1.0, 2.0]]]), sg.tensor([[[1.0, -1.0]]]))
+    tensor([[[ 1.,  1., -2.]]])
+    """
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        1,
+        "conv_transpose1d",
+    )
+
+
 @autocast_policy("lower")
 def conv_transpose2d(
     input: Tensor,
@@ -183,71 +291,28 @@ def conv_transpose2d(
     output, ``stride`` apart. The output is ``(H - 1) * stride - 2 * padding + dilation *
     (KH - 1) + output_padding + 1`` high (likewise wide).
 
-    It is one (batched, for groups) matrix product ``weight.T @ input`` giving a column per
-    input pixel, and ``Fold`` adding the columns into the image, cropping ``padding``.
-
     >>> import scratchgrad as sg
     >>> conv_transpose2d(sg.ones(1, 1, 2, 2), sg.ones(1, 1, 2, 2))[0, 0]
     tensor([[1., 2., 1.],
             [2., 4., 2.],
             [1., 2., 1.]])
     """
-    x, batched = _batched(input, 4, "conv_transpose2d")
-    _check_conv_transpose(x, weight, bias, groups, 4, "conv_transpose2d")
-    kernel_size = weight.shape[2:]
-    stride, dilation, padding, output_padding = (
-        _ntuple(value, 2, f"conv_transpose2d: {label}")
-        for value, label in (
-            (stride, "stride"),
-            (dilation, "dilation"),
-            (padding, "padding"),
-            (output_padding, "output_padding"),
-        )
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
     )
-    _check_geometry(kernel_size, stride, _symmetric(padding), dilation, "conv_transpose2d")
-    if any(o >= max(s, d) or o < 0 for o, s, d in zip(output_padding, stride, dilation)):
-        raise RuntimeError(
-            f"conv_transpose2d: output padding {output_padding} must be smaller than either "
-            f"stride {stride} or dilation {dilation}"
-        )
-    # the extent every column reaches, then what is cropped before and after it; an
-    # output_padding past the cropping is zeros no column reaches, added at the end
-    reach = [
-        (n - 1) * s + d * (k - 1) + 1
-        for n, s, d, k in zip(x.shape[2:], stride, dilation, kernel_size)
-    ]
-    crops = tuple((p, max(p - o, 0)) for p, o in zip(padding, output_padding))
-    out_size = tuple(r - before - after for r, (before, after) in zip(reach, crops))
-    if min(out_size) < 1:
-        raise RuntimeError(
-            f"conv_transpose2d: input of size {tuple(x.shape[2:])} with padding {padding} gives "
-            f"an empty output {out_size}"
-        )
-    in_channels, out_channels = x.shape[1], weight.shape[1] * groups
-    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
-    if x.shape[0] == 0:
-        extended = (o + e for o, e in zip(out_size, extra))
-        return _empty_batch((x, weight, bias), (out_channels, *extended))
-    cols = x.permute(1, 2, 3, 0).reshape(groups, in_channels // groups, -1)  # batch last
-    filters = weight.reshape(groups, in_channels // groups, -1).mT
-    cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*KH*KW, H*W*N)
-    out = Fold.apply(
-        cols,
-        output_size=out_size,
-        kernel_size=kernel_size,
-        dilation=dilation,
-        padding=crops,
-        stride=stride,
-    )
-    if any(extra):
-        out = out.pad(((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
-    if bias is not None:
-        out = out + bias.reshape(out_channels, 1, 1)
-    return out if batched else out.squeeze(0)
 
 
 @autocast_policy("lower")
-def conv_transpose1d(
+def conv_transpose3d(
     input: Tensor,
     weight: Tensor,
     bias: Tensor | None = None,
@@ -257,26 +322,26 @@ def conv_transpose1d(
     groups: int = 1,
     dilation: IntPair = 1,
 ) -> Tensor:
-    """1-d transposed convolution of ``(N, C, L)`` or ``(C, L)`` with a weight
-    ``(C, O // groups, K)``, computed as a 2-d one over images of height 1.
+    """3-d transposed convolution of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with a weight
+    ``(C, O // groups, KD, KH, KW)``; the arguments as ``conv_transpose2d``'s, three numbers
+    each.
 
     >>> import scratchgrad as sg
-    >>> conv_transpose1d(sg.tensor([[[1.0, 2.0]]]), sg.tensor([[[1.0, -1.0]]]))
-    tensor([[[ 1.,  1., -2.]]])
+    >>> conv_transpose3d(sg.ones(1, 1, 2, 2, 2), sg.ones(1, 1, 2, 2, 2), stride=2).shape
+    (1, 1, 4, 4, 4)
     """
-    x, batched = _batched(input, 3, "conv_transpose1d")
-    _check_conv_transpose(x, weight, bias, groups, 3, "conv_transpose1d")
-    out = conv_transpose2d(
-        x.unsqueeze(2),
-        weight.unsqueeze(2),
+    return _conv_transpose(
+        input,
+        weight,
         bias,
-        (1, *_ntuple(stride, 1, "conv_transpose1d: stride")),
-        (0, *_ntuple(padding, 1, "conv_transpose1d: padding")),
-        (0, *_ntuple(output_padding, 1, "conv_transpose1d: output_padding")),
+        stride,
+        padding,
+        output_padding,
         groups,
-        (1, *_ntuple(dilation, 1, "conv_transpose1d: dilation")),
-    ).squeeze(2)
-    return out if batched else out.squeeze(0)
+        dilation,
+        3,
+        "conv_transpose3d",
+    )
 
 
 def unfold(
@@ -678,44 +743,114 @@ def max_unpool3d(
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
 
 
+def _adaptive_avg_pool(input: Tensor, output_size, dims: int, name: str) -> Tensor:
+    """The adaptive mean pooling over ``dims`` spatial dims that ``adaptive_avg_pool1d``,
+    ``adaptive_avg_pool2d`` and ``adaptive_avg_pool3d`` are, named ``name`` in its errors.
+
+    Windows that tile the input exactly are an average pooling. Otherwise the pooling is still
+    separable, one dim after the other, so it is a matrix product per dim with a small averaging
+    matrix ``A`` (in 2-d, ``out = A_h @ x @ A_w.T``).
+    """
+    x, batched = _batched(input, dims + 2, name)
+    size = x.shape[2:]
+    out_size = _adaptive_size(output_size, size, name)
+    # as PyTorch's: the 1-d and 2-d poolings take an input without channels, the 3-d one not
+    _check_adaptive_input(input, input.ndim - dims if dims < 3 else 1, name)
+    if all(o and n % o == 0 for n, o in zip(size, out_size)):
+        tile = tuple(n // o for n, o in zip(size, out_size))
+        out = _avg_pool(x, tile, None, 0, False, True, None, dims, name)
+    else:
+        out = x
+        for i, (o, n) in enumerate(zip(out_size, size)):
+            if o == n:
+                continue  # windows of one entry each: the input as it is
+            a = _averaging_matrix(o, n, x.dtype).to(x.device)
+            # MatMul itself, not `@`: a pooling stays in its dtype under autocast, as PyTorch's
+            if i == dims - 1:
+                out = MatMul.apply(out, a.mT)
+            else:  # A @ (..., n, the dims after i flattened)
+                before, after = out.shape[: 2 + i], out.shape[3 + i :]
+                flat = out.reshape(*before, n, math.prod(after))
+                out = MatMul.apply(a, flat).reshape(*before, o, *after)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
+    """``adaptive_avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``.
+
+    >>> import scratchgrad as sg
+    >>> adaptive_avg_pool1d(sg.arange(6.0).reshape(1, 1, 6), 4)
+    tensor([[[0.5000, 1.5000, 3.5000, 4.5000]]])
+    """
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
 def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
     """Mean pooling to a given output size, for any input size: output cell ``i`` averages input
     rows ``floor(i*H/OH)`` up to ``ceil((i+1)*H/OH)`` (windows may overlap), likewise columns.
     ``None`` in ``output_size`` keeps that input size.
 
-    Windows that tile the input exactly are an ``avg_pool2d``. Otherwise the pooling is still
-    separable, rows then columns, so it is two matrix products with small averaging matrices:
-    ``out = A_h @ x @ A_w.T``.
+    NOTE: where the windows do not tile the input, each output is a row of averaging weights
+    times every entry along a dim (a matrix product per dim, zeros included), so an infinity in
+    the input makes NaNs (0 * inf) in windows that do not hold it, where PyTorch's stay finite.
+    Summing each window's own entries (gathered) was 2 to 12 times slower, forward and backward.
 
     >>> import scratchgrad as sg
     >>> adaptive_avg_pool2d(sg.arange(9.0).reshape(1, 1, 3, 3), 2)
     tensor([[[[2., 3.],
               [5., 6.]]]])
     """
-    x, batched = _batched(input, 4, "adaptive_avg_pool2d")
-    size = x.shape[2:]
-    out_size = _adaptive_size(output_size, size, "adaptive_avg_pool2d")
-    if all(n % o == 0 for n, o in zip(size, out_size)):
-        tile = tuple(n // o for n, o in zip(size, out_size))
-        out = avg_pool2d(x, tile)
-    else:
-        rows, cols = (_averaging_matrix(o, n, x.dtype).to(x.device) for o, n in zip(out_size, size))
-        # MatMul itself, not `@`: a pooling stays in its input's dtype under autocast, as PyTorch's
-        out = MatMul.apply(MatMul.apply(rows, x), cols.mT)
-    return out if batched else out.squeeze(0)
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
 
 
-def adaptive_avg_pool1d(input: Tensor, output_size: int | Sequence[int]) -> Tensor:
-    """``adaptive_avg_pool2d`` of ``(N, C, L)`` or ``(C, L)``, as images of height 1.
+@autocast_policy("float32")
+def adaptive_avg_pool3d(input: Tensor, output_size: int | Sequence[int | None]) -> Tensor:
+    """``adaptive_avg_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` (in float32 under
+    autocast, as PyTorch's).
 
     >>> import scratchgrad as sg
-    >>> adaptive_avg_pool1d(sg.arange(6.0).reshape(1, 1, 6), 4)
-    tensor([[[0.5000, 1.5000, 3.5000, 4.5000]]])
+    >>> adaptive_avg_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), (1, None, 1))
+    tensor([[[[2.5000],
+              [4.5000]]]])
     """
-    x, batched = _batched(input, 3, "adaptive_avg_pool1d")
-    (size,) = _ntuple(output_size, 1, "adaptive_avg_pool1d: output_size")
-    out = adaptive_avg_pool2d(x.unsqueeze(2), (1, size)).squeeze(2)
-    return out if batched else out.squeeze(0)
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")
+
+
+def _adaptive_max_pool(
+    input: Tensor, output_size, return_indices: bool, dims: int, name: str
+) -> Tensor | tuple[Tensor, Tensor]:
+    """The adaptive max pooling over ``dims`` spatial dims that ``adaptive_max_pool1d``,
+    ``adaptive_max_pool2d`` and ``adaptive_max_pool3d`` are, named ``name`` in its errors.
+
+    The windows are gathered as tiles ``(N, C, O1, K1, O2, K2, ...)``, ``Ki`` the longest window
+    along dim ``i``; a shorter window repeats its last entry (which changes no maximum), then
+    ``MaxOver`` reduces the tiles as max pooling does, with its gradient to the first maximum.
+    """
+    x, batched = _batched(input, dims + 2, name)
+    size = x.shape[2:]
+    out_size = _adaptive_size(output_size, size, name)
+    _check_adaptive_input(input, 1, name)
+    windows = tuple(_adaptive_windows(o, n) for o, n in zip(out_size, size))
+    tiles = x
+    for i, along in enumerate(windows):  # spatial dim i becomes (Oi, Ki)
+        tiles = tiles[(slice(None),) * (2 + 2 * i) + (along,)]
+    out = MaxOver.apply(tiles, dims=tuple(range(3, 3 + 2 * dims, 2)))
+    if not return_indices:
+        return out if batched else out.squeeze(0)
+    indices = Tensor._make(_call(_adaptive_indices, tiles.array, windows, size))
+    return (out, indices) if batched else (out.squeeze(0), indices.squeeze(0))
+
+
+def adaptive_max_pool1d(
+    input: Tensor, output_size: int | Sequence[int], return_indices: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
+    """``adaptive_max_pool2d`` of ``(N, C, L)`` or ``(C, L)``.
+
+    >>> import scratchgrad as sg
+    >>> adaptive_max_pool1d(sg.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2, return_indices=True)
+    (tensor([[3., 5.]]), tensor([[1, 4]]))
+    """
+    return _adaptive_max_pool(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 
 def adaptive_max_pool2d(
@@ -726,24 +861,28 @@ def adaptive_max_pool2d(
     ``None`` in ``output_size`` keeps that input size. ``return_indices`` also returns where
     each largest entry is, as ``max_pool2d``'s.
 
-    The windows are gathered as tiles ``(N, C, OH, KH, OW, KW)``, ``KH`` the longest window;
-    a shorter window repeats its last row (which changes no maximum), then ``MaxOver`` reduces
-    the tiles as ``max_pool2d`` does, with its gradient to the first maximum.
-
     >>> import scratchgrad as sg
     >>> adaptive_max_pool2d(sg.arange(9.0).reshape(1, 1, 3, 3), 2)
     tensor([[[[4., 5.],
               [7., 8.]]]])
     """
-    x, batched = _batched(input, 4, "adaptive_max_pool2d")
-    out_size = _adaptive_size(output_size, x.shape[2:], "adaptive_max_pool2d")
-    rows, cols = (_adaptive_windows(o, n) for o, n in zip(out_size, x.shape[2:]))
-    tiles = x[:, :, rows][..., cols]  # (N, C, OH, KH, W) then (N, C, OH, KH, OW, KW)
-    out = MaxOver.apply(tiles, dims=(3, 5))
-    if not return_indices:
-        return out if batched else out.squeeze(0)
-    indices = Tensor._make(_call(_adaptive_indices, tiles.array, rows, cols, x.shape[3]))
-    return (out, indices) if batched else (out.squeeze(0), indices.squeeze(0))
+    return _adaptive_max_pool(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+@autocast_policy("float32")
+def adaptive_max_pool3d(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> Tensor | tuple[Tensor, Tensor]:
+    """``adaptive_max_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``; the indices are into
+    the flattened ``(D, H, W)`` volume (in float32 under autocast, as PyTorch's).
+
+    >>> import scratchgrad as sg
+    >>> adaptive_max_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), (1, 2, 1), return_indices=True)
+    (tensor([[[[5.],
+              [7.]]]]), tensor([[[[5],
+              [7]]]]))
+    """
+    return _adaptive_max_pool(input, output_size, return_indices, 3, "adaptive_max_pool3d")
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -804,6 +943,11 @@ def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) ->
             f"{name}: input of shape {x.shape} has {x.shape[1]} channels, but weight of shape "
             f"{weight.shape} with groups={groups} expects {weight.shape[0]} (divisible by groups)"
         )
+    if 0 in weight.shape[:1] + x.shape[2:]:  # as PyTorch: only the batch may be empty
+        raise RuntimeError(
+            f"{name}: only the batch may be empty, got input of shape {x.shape} and weight of "
+            f"shape {weight.shape}"
+        )
     _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name)
 
 
@@ -820,11 +964,15 @@ def _batch_first(x: Tensor) -> Tensor:
 
 
 def _ntuple(value: IntPair, n: int, what: str) -> tuple[int, ...]:
-    """``value``, an int or ``n`` ints, as ``n`` ints; ``what`` names it in the error."""
-    values = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(values) != n or not all(isinstance(v, int) for v in values):
+    """``value``, an int or ``n`` ints, as ``n`` ints; ``what`` names it in the error, which is
+    PyTorch's: a TypeError for what is no int (a float, a string), a RuntimeError for a count."""
+    if isinstance(value, int):
+        return (value,) * n
+    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) for v in value):
+        raise TypeError(f"{what} must be an int or {n} ints, got {value!r}")
+    if len(value) != n:
         raise RuntimeError(f"{what} must be an int or {n} ints, got {value!r}")
-    return values
+    return tuple(value)
 
 
 def _symmetric(padding: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -973,40 +1121,76 @@ def _check_unpool_indices(indices, plane: int, size, name: str) -> None:
 def _averaging_matrix(out: int, size: int, dtype) -> Tensor:
     """``A`` of shape (out, size) with row i averaging entries floor(i*size/out) up to
     ceil((i+1)*size/out) of a vector: adaptive pooling along one dim is ``A @ v``."""
-    i = xp.arange(out)
-    start, end = (i * size) // out, -(-(i + 1) * size // out)
+    start, end = _adaptive_bounds(out, size)
     j = xp.arange(size)
     inside = (j >= start[:, None]) & (j < end[:, None])
     return Tensor(inside / (end - start)[:, None], dtype=dtype)
 
 
-def _adaptive_size(output_size, size, name: str) -> tuple[int, int]:
-    """An adaptive pooling's output size, ``None`` entries taken from the input's ``size``."""
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    if len(output_size) != 2:
-        raise ValueError(f"{name}: output_size must have 2 entries, got {output_size}")
-    out_size = tuple(n if o is None else int(o) for o, n in zip(output_size, size))
-    if min(out_size) < 1:
-        raise ValueError(f"{name}: output_size must be positive, got {output_size}")
-    return out_size
+def _adaptive_size(output_size, size, name: str) -> tuple[int, ...]:
+    """An adaptive pooling's output size, one int per spatial dim of ``size``: ``output_size``
+    is an int or one entry per dim, ``None`` entries (not in 1-d, as PyTorch) taken from
+    ``size``. Errors as PyTorch's: TypeError for what is no int, RuntimeError otherwise."""
+    dims = len(size)
+    if _is_int(output_size):
+        output_size = (output_size,) * dims
+    if not isinstance(output_size, Sequence):
+        raise TypeError(f"{name}: output_size must be an int or {dims} ints, got {output_size!r}")
+    if len(output_size) != dims:
+        raise RuntimeError(f"{name}: output_size must have {dims} entries, got {output_size}")
+    out_size = []
+    for o, n in zip(output_size, size):
+        if not (_is_int(o) or (o is None and dims > 1)):
+            raise TypeError(f"{name}: output_size must hold ints, got {output_size!r}")
+        out_size.append(n if o is None else operator.index(o))
+    if min(out_size) < 0:
+        raise RuntimeError(f"{name}: output_size must not be negative, got {output_size}")
+    return tuple(out_size)
+
+
+def _is_int(value) -> bool:
+    """An int, NumPy's ints included, but not a bool (PyTorch refuses those as sizes)."""
+    return isinstance(value, (int, xp.integer)) and not isinstance(value, bool)
+
+
+def _check_adaptive_input(x: Tensor, first: int, name: str) -> None:
+    """PyTorch's checks of an adaptive pooling's input: floating point, and no empty dim from
+    ``first`` on (the spatial dims, for some poolings the channels too)."""
+    if not x.is_floating_point():
+        raise NotImplementedError(f"{name}: not implemented for {x.dtype} input")
+    empty = [d for d in range(first, x.ndim) if x.shape[d] == 0]
+    if empty:
+        raise RuntimeError(
+            f"{name}: expected an input of shape {x.shape} to have no empty dim from dim "
+            f"{first} on (dim {empty[0]} is empty)"
+        )
+
+
+def _adaptive_bounds(out: int, size: int):
+    """Where the ``out`` adaptive windows along a dim of ``size`` start and end (arrays): window
+    ``i`` covers floor(i*size/out) up to ceil((i+1)*size/out), as PyTorch's."""
+    i = xp.arange(out)
+    return (i * size) // out, -(-(i + 1) * size // out)
 
 
 def _adaptive_windows(out: int, size: int):
     """(out, longest window) indices of the adaptive windows along a dim of ``size``: window
-    ``i`` covers floor(i*size/out) up to ceil((i+1)*size/out); a shorter one repeats its last."""
-    i = xp.arange(out)
-    start, end = (i * size) // out, -(-(i + 1) * size // out)
-    offsets = xp.arange(int((end - start).max()))
+    ``i`` covers floor(i*size/out) up to ceil((i+1)*size/out); a shorter one repeats its last.
+    No windows (``out`` 0) are (0, 1), which keeps the tiles' window dims non-empty."""
+    start, end = _adaptive_bounds(out, size)
+    offsets = xp.arange(int((end - start).max()) if out else 1)
     return xp.minimum(start[:, None] + offsets, end[:, None] - 1)
 
 
-def _adaptive_indices(tiles, rows, cols, width: int):
-    """``adaptive_max_pool2d``'s indices: where in each plane of ``width`` columns the winner of
-    each tile of ``tiles`` (N, C, OH, KH, OW, KW) lies, the tiles' rows and columns being
-    ``rows`` (OH, KH) and ``cols`` (OW, KW) of the input."""
-    module = namespace(tiles)
-    rows, cols = module.asarray(rows), module.asarray(cols)
-    row, col = module.unravel_index(window_argmax(tiles, (3, 5)), (rows.shape[1], cols.shape[1]))
-    out_rows, out_cols = module.arange(len(rows))[:, None], module.arange(len(cols))
-    return rows[out_rows, row] * width + cols[out_cols, col]
+def _adaptive_indices(tiles, windows, size):
+    """An adaptive max pooling's indices: where in its flattened plane ``size`` the winner of
+    each tile of ``tiles`` (N, C, O1, K1, O2, K2, ...) lies, the tiles' entries along spatial
+    dim ``i`` being input positions ``windows[i]`` (Oi, Ki)."""
+    module, dims = namespace(tiles), len(windows)
+    offsets = window_argmax(tiles, tuple(range(3, 3 + 2 * dims, 2)))  # (N, C, O1, O2, ...)
+    along = module.unravel_index(offsets, tuple(w.shape[1] for w in windows))
+    index = 0
+    for i, (positions, k) in enumerate(zip(windows, along)):
+        out = module.arange(len(positions)).reshape(-1, *(1,) * (dims - 1 - i))  # along dim i
+        index = index * size[i] + module.asarray(positions)[out, k]
+    return index

@@ -1519,7 +1519,10 @@ def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
 from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -1528,6 +1531,7 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     fold,
     max_pool1d,
     max_pool2d,

@@ -13,7 +13,14 @@ from scratchgrad.backend import Generator, namespace
 from scratchgrad.tensor import Tensor
 
 _GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
-_LINEAR_LIKE = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d")
+_LINEAR_LIKE = (
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+)
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:

@@ -1,6 +1,7 @@
 """Pooling layers: ``MaxPool1d``, ``MaxPool2d``, ``MaxPool3d``, ``AvgPool1d``, ``AvgPool2d``,
-``AvgPool3d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveMaxPool2d``, and max
-pooling's partial inverses ``MaxUnpool1d``, ``MaxUnpool2d`` and ``MaxUnpool3d``, as in PyTorch.
+``AvgPool3d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveAvgPool3d``,
+``AdaptiveMaxPool1d``, ``AdaptiveMaxPool2d``, ``AdaptiveMaxPool3d``, and max pooling's partial
+inverses ``MaxUnpool1d``, ``MaxUnpool2d`` and ``MaxUnpool3d``, as in PyTorch.
 
 They hold no parameters; the arithmetic lives in ``nn.conv_functional``.
 """
@@ -308,7 +309,46 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
     pool = staticmethod(F.adaptive_avg_pool2d)
 
 
-class AdaptiveMaxPool2d(_AdaptivePoolNd):
+class AdaptiveAvgPool3d(_AdaptivePoolNd):
+    """Mean pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed output size, whatever
+    the input size (``None`` keeps a dim).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AdaptiveAvgPool3d((1, None, 2))(sg.ones(2, 3, 4, 5, 7)).shape
+    (2, 3, 1, 5, 2)
+    """
+
+    pool = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    """What the adaptive max poolings share: with ``return_indices`` the result is
+    ``(out, indices)``, as PyTorch's."""
+
+    def __init__(
+        self, output_size: int | Sequence[int | None], return_indices: bool = False
+    ) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return self.pool(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling of ``(N, C, L)`` or ``(C, L)`` to a fixed length, whatever the input's.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AdaptiveMaxPool1d(2, return_indices=True)(sg.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]))
+    (tensor([[3., 5.]]), tensor([[1, 4]]))
+    """
+
+    pool = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed output size, whatever the input size (``None`` keeps a dim).
 
     >>> import scratchgrad as sg
@@ -319,11 +359,15 @@ class AdaptiveMaxPool2d(_AdaptivePoolNd):
 
     pool = staticmethod(F.adaptive_max_pool2d)
 
-    def __init__(
-        self, output_size: int | Sequence[int | None], return_indices: bool = False
-    ) -> None:
-        super().__init__(output_size)
-        self.return_indices = return_indices
 
-    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return self.pool(input, self.output_size, self.return_indices)
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed output size, whatever
+    the input size (``None`` keeps a dim).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.AdaptiveMaxPool3d((2, None, 1))(sg.ones(2, 3, 4, 5, 7)).shape
+    (2, 3, 2, 5, 1)
+    """
+
+    pool = staticmethod(F.adaptive_max_pool3d)
