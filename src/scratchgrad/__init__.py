@@ -48,12 +48,16 @@ else:
     from scratchgrad.backend import float16 as half, float32 as float, float64 as double
     from scratchgrad.backend import int16 as short, int32 as int, int64 as long
     from scratchgrad.creation import (
+        BFloat16Tensor,
         BoolTensor,
+        ByteTensor,
+        CharTensor,
         DoubleTensor,
         FloatTensor,
         HalfTensor,
         IntTensor,
         LongTensor,
+        ShortTensor,
         arange,
         as_tensor,
         empty,

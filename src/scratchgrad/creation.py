@@ -7,6 +7,8 @@ without a backend raises.
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +19,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import to_array, written_number
-from scratchgrad.tensor import Tensor, as_shape
+from scratchgrad.tensor import Size, Tensor, new_shape
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
 # step, each replay then makes a new array, as eager steps do (a step may change it in place:
@@ -83,15 +85,15 @@ def from_numpy(array) -> Tensor:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_make(_xp(device).zeros, as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).zeros, new_shape("zeros", size), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_make(_xp(device).ones, as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).ones, new_shape("ones", size), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _finish(_make(_xp(device).empty, as_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(_make(_xp(device).empty, new_shape("empty", size), _dtype(dtype)), requires_grad)
 
 
 def full(
@@ -105,7 +107,9 @@ def full(
     value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
     dtype = _dtype(dtype, to_array(value, None).dtype)
     fill_value = written_number(fill_value, dtype)  # -1 is 255 in uint8; 300 raises
-    return _finish(_make(_xp(device).full, as_shape((size,)), fill_value, dtype), requires_grad)
+    return _finish(
+        _make(_xp(device).full, new_shape("full", (size,)), fill_value, dtype), requires_grad
+    )
 
 
 def arange(
@@ -116,14 +120,32 @@ def arange(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """``[start, end)`` in steps; int64 when all arguments are ints, else float32."""
+    """``[start, end)`` in steps; int64 when all arguments are ints (or integer 0-d tensors),
+    else float32.
+
+    >>> arange(1, 2, 0.25)
+    tensor([1.0000, 1.2500, 1.5000, 1.7500])
+    """
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    _check_range(start, end, step)
     whole = all(isinstance(v, int) for v in (start, end, step))
     dtype = _dtype(dtype, backend.int64 if whole else backend.default_float)
     return _finish(_make(_xp(device).arange, start, end, step, dtype), requires_grad)
+
+
+def _check_range(start: float, end: float, step: float) -> None:
+    """arange's bounds, checked as PyTorch checks them (NumPy gives an empty range)."""
+    if not (step > 0 or step < 0):  # NaN too, with PyTorch's words
+        raise RuntimeError(f"arange: step must be nonzero, got {step}")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"arange: upper bound and lower bound inconsistent with step sign: {start} -> {end} "
+            f"by {step}"
+        )
 
 
 def linspace(
@@ -176,6 +198,15 @@ def eye(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    """The ``n`` x ``m`` (``n`` x ``n``) identity matrix.
+
+    >>> eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    for name, size in (("n", n), ("m", m)):
+        if size is not None and size < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {size}")
     return _finish(_make(_xp(device).eye, n, m, dtype=_dtype(dtype)), requires_grad)
 
 
@@ -194,24 +225,35 @@ def _drawn(draw: Callable[[tuple], Any], shape: tuple, requires_grad: bool, devi
     return _finish(draw(shape), requires_grad, device)
 
 
+# the generator's method that draws each factory's floats
+_FLOAT_DRAWS = {"rand": "random", "randn": "standard_normal"}
+
+
 def _random_floats(name: str, size: tuple, generator, dtype, device, requires_grad: bool) -> Tensor:
-    """Samples from ``generator``'s method ``name`` ("random", "standard_normal"), drawn in
-    float32 or float64 (what NumPy's generators make) and cast to ``dtype``."""
-    dtype = _dtype(dtype)
+    """Samples of the factory ``name`` ("rand", "randn"), drawn by the generator in float32 or
+    float64 (what NumPy's generators make) and cast to ``dtype``."""
+    dtype, shape = _dtype(dtype), new_shape(name, size)
     if not backend.is_floating(dtype):
-        raise RuntimeError(f"random floats need a floating dtype, got {dtype}")
+        # as PyTorch's: rand checks the dtype first, randn's kernel (which refuses integers)
+        # never runs on an empty tensor
+        if name == "randn" and not math.prod(shape):
+            return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+        raise NotImplementedError(
+            f"{name}: not implemented for {dtype}: random floats need a floating dtype"
+        )
     drawn_dtype = backend.float64 if dtype == backend.float64 else backend.float32
+    method = _FLOAT_DRAWS[name]
 
     def draw(shape: tuple) -> Any:
         # The generator's NumPy generator is looked up at each draw: a step that
         # scratchgrad.jit recorded draws from the one a later manual_seed made.
-        draws = getattr(backend.rng_for(generator, device), name)(shape, dtype=drawn_dtype)
+        draws = getattr(backend.rng_for(generator, device), method)(shape, dtype=drawn_dtype)
         if dtype == drawn_dtype:
             return draws
         draws = draws.astype(dtype)
-        return backend.below(draws, 0.0, 1.0) if name == "random" else draws  # [0, 1) still
+        return backend.below(draws, 0.0, 1.0) if name == "rand" else draws  # [0, 1) still
 
-    return _drawn(draw, as_shape(size), requires_grad, device)
+    return _drawn(draw, shape, requires_grad, device)
 
 
 def rand(
@@ -222,7 +264,7 @@ def rand(
     requires_grad: bool = False,
 ) -> Tensor:
     """Uniform on [0, 1), from the library's seeded generator (see ``manual_seed``)."""
-    return _random_floats("random", size, generator, dtype, device, requires_grad)
+    return _random_floats("rand", size, generator, dtype, device, requires_grad)
 
 
 def randn(
@@ -233,7 +275,7 @@ def randn(
     requires_grad: bool = False,
 ) -> Tensor:
     """Standard normal samples; ``randn(())`` gives a 0-d tensor."""
-    return _random_floats("standard_normal", size, generator, dtype, device, requires_grad)
+    return _random_floats("randn", size, generator, dtype, device, requires_grad)
 
 
 def randint(
@@ -264,7 +306,7 @@ def randint(
         draws = backend.rng_for(generator, device).integers(low, high, shape, dtype=drawn)
         return draws if drawn is dtype else draws.astype(dtype)
 
-    return _drawn(draw, as_shape((size,)), requires_grad, device)
+    return _drawn(draw, new_shape("randint", (size,)), requires_grad, device)
 
 
 def randint_like(
@@ -378,7 +420,7 @@ def normal(
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     shapes = [t.shape for t in tensors]
     try:
-        shape = xp.broadcast_shapes(*shapes) if tensors else as_shape((size,))
+        shape = xp.broadcast_shapes(*shapes) if tensors else new_shape("normal", (size,))
     except ValueError:
         raise RuntimeError(
             f"normal: the shapes of mean and std {shapes} cannot be broadcast together"
@@ -426,6 +468,7 @@ def randperm(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    (n,) = new_shape("randperm", (n,))
     dtype = _dtype(dtype, backend.int64)
     # drawn on the host and copied (CuPy's generators cannot permute)
     if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
@@ -513,14 +556,28 @@ class _LegacyTensorType(type):
 
 class _LegacyTensor(metaclass=_LegacyTensorType):
     """PyTorch's typed constructors: ``FloatTensor([1, 2])`` copies data (a list or tuple is
-    data); ``FloatTensor(2, 3)`` (ints) is an uninitialised tensor of that shape."""
+    data), sharing the memory of a tensor or NumPy array of its dtype; ``FloatTensor(2, 3)``
+    (ints, or a ``Size``) is an uninitialised tensor of that shape, ``FloatTensor()`` an empty
+    vector.
+
+    >>> import scratchgrad as sg
+    >>> sg.LongTensor([1, 2]), sg.FloatTensor(sg.Size([2, 0]))
+    (tensor([1, 2]), tensor([], size=(2, 0)))
+    """
 
     dtype = backend.float32
 
     def __new__(cls, *args: Any) -> Tensor:
-        if len(args) == 1 and not isinstance(args[0], int):
-            return Tensor(args[0], cls.dtype)
-        return Tensor._make(xp.empty(args, cls.dtype))
+        data = args[0] if len(args) == 1 else None
+        if data is None or isinstance(data, (Size, numbers.Integral)) and type(data) is not bool:
+            return empty(new_shape(cls.__name__, args or (0,)), dtype=cls.dtype)
+        if isinstance(data, numbers.Number):  # a float, or a bool, is no size
+            raise TypeError(f"{cls.__name__}: data must be a sequence (got {type(data).__name__})")
+        if isinstance(data, Tensor):
+            if data.dtype != cls.dtype:
+                raise TypeError(f"{cls.__name__}: expected a {cls.dtype} tensor, got {data.dtype}")
+            return data.view(data.shape)  # an alias, as PyTorch's: same memory, in the graph
+        return as_tensor(data, cls.dtype)
 
 
 class FloatTensor(_LegacyTensor):
@@ -545,3 +602,19 @@ class IntTensor(_LegacyTensor):
 
 class BoolTensor(_LegacyTensor):
     dtype = backend.bool_
+
+
+class ByteTensor(_LegacyTensor):
+    dtype = backend.uint8
+
+
+class CharTensor(_LegacyTensor):
+    dtype = backend.int8
+
+
+class ShortTensor(_LegacyTensor):
+    dtype = backend.int16
+
+
+class BFloat16Tensor(_LegacyTensor):
+    dtype = backend.bfloat16

@@ -408,9 +408,11 @@ class Tensor:
         return binary.Add.apply(y, x)
 
     def __sub__(self, other: Any) -> Tensor:
+        _refuse_bool_subtraction(self, other)
         return binary.Sub.apply(*self._operands(other))
 
     def __rsub__(self, other: Any) -> Tensor:
+        _refuse_bool_subtraction(self, other)
         x, y = self._operands(other)
         return binary.Sub.apply(y, x)
 
@@ -476,6 +478,11 @@ class Tensor:
         return Tensor(other, dtype=self.array.dtype).matmul(self)
 
     def __neg__(self) -> Tensor:
+        if self.array.dtype.kind == "b":
+            raise RuntimeError(
+                "neg: negation, the `-` operator, on a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
         return unary.Neg.apply(self)
 
     def __pos__(self) -> Tensor:
@@ -576,6 +583,7 @@ class Tensor:
         return self + (other * alpha if alpha != 1 else other)
 
     def sub(self, other: Any, alpha: float = 1) -> Tensor:
+        _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         return self - (other * alpha if alpha != 1 else other)
 
     def mul(self, other: Any) -> Tensor:
@@ -827,6 +835,7 @@ class Tensor:
         return self._inplace("add_", Tensor.__add__, "add", other)
 
     def __isub__(self, other: Any) -> Tensor:
+        _refuse_bool_subtraction(self, other)
         return self._inplace("sub_", Tensor.__sub__, "subtract", other)
 
     def __imul__(self, other: Any) -> Tensor:
@@ -839,6 +848,7 @@ class Tensor:
         return self.__iadd__(other * alpha if alpha != 1 else other)
 
     def sub_(self, other: Any, alpha: float = 1) -> Tensor:
+        _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         return self.__isub__(other * alpha if alpha != 1 else other)
 
     def mul_(self, other: Any) -> Tensor:
@@ -2073,6 +2083,10 @@ class Tensor:
 
     def index_select(self, dim: int, index: Tensor) -> Tensor:
         """The entries at ``index`` (a vector of ints) along ``dim``."""
+        if index.dtype not in (backend.int32, backend.int64):  # a uint8 one is no mask here
+            raise RuntimeError(
+                f"index_select(): Expected dtype int32 or int64 for index, got {index.dtype}"
+            )
         if index.ndim > 1:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
         if self.array.ndim == 0:
@@ -2255,16 +2269,16 @@ class Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
         if not isinstance(index, Tensor):
             raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
+        out = self._by_another_route("gather", dim, index)
+        if out is not None:
+            return out
         dim = wrap_dim(dim, self.array.ndim)
-        if self.array.ndim == 0 and index.ndim <= 1:  # as PyTorch: a 0-d tensor acts as 1-d
-            _call(_check_indices, "gather", index.array, 1, 0)  # a replay checks too
-            return self.expand(index.shape) if index.ndim else self.clone()
         if index.ndim != self.array.ndim:
             raise RuntimeError(
                 f"gather: index has {index.ndim} dims, the tensor has {self.array.ndim}"
             )
-        if index.dtype != backend.int64:
-            raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
+        if index.dtype not in (backend.int32, backend.int64):
+            raise RuntimeError(f"gather(): Expected dtype int32/int64 for index, got {index.dtype}")
         _call(_check_indices, "gather", index.array, self.array.shape[dim], dim)
         grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index.array
@@ -2333,9 +2347,9 @@ class Tensor:
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
         """
-        batched = _vmapped("_scatter", self, index, src)
-        if batched is not None:
-            return batched(self, dim, index, src)
+        out = self._by_another_route("scatter", dim, index, src)
+        if out is not None:
+            return out
         positions, src = self._scatter_positions("scatter", dim, index, src)
         out = self.clone()
         out[positions] = src
@@ -2345,6 +2359,9 @@ class Tensor:
         """This tensor with ``src`` added at ``index`` along ``dim``, as
         ``torch.scatter_add``: a repeated position adds up. Differentiable in both (``src``'s
         gradient is the incoming one gathered at ``index``)."""
+        out = self._by_another_route("scatter_add", dim, index, src)
+        if out is not None:
+            return out
         dim = wrap_dim(dim, self.array.ndim)
         positions, src = self._scatter_positions("scatter_add", dim, index, src)
         # each position's flat number: the index's part computed by ops (a jitted step reads
@@ -2354,12 +2371,25 @@ class Tensor:
         flat = (index * strides[dim] + index.new_tensor(others)).reshape(-1)
         return self.reshape(-1).index_add(0, flat, src.reshape(-1)).reshape(self.shape)
 
+    def _by_another_route(self, name: str, dim: int, index: Any, *src: Any) -> Tensor | None:
+        """The method ``name`` (gather, scatter, scatter_add) where it becomes another call,
+        else None: with a 0-d operand among operands of at most 1 dim, it runs on them read as
+        1-d, as PyTorch's does; under vmap with a batched operand (whichever), it is vmap's
+        version (``_vmapped``)."""
+        dim = wrap_dim(dim, self.array.ndim)
+        if _reads_0d_as_1d(self, index, *src):
+            out = getattr(_as_1d(self), name)(dim, _as_1d(index), *map(_as_1d, src))
+            return out.reshape(index.shape if name == "gather" else self.shape)
+        batched = _vmapped(f"_{name}", self, index, *src)
+        return None if batched is None else batched(self, dim, index, *src)
+
     def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:
         """The positions ``index`` points at along ``dim`` (one index array per dim), and the
         part of ``src`` written there (its leading ``index.shape``), after PyTorch's checks."""
         dim = wrap_dim(dim, self.array.ndim)
-        if not isinstance(index, Tensor) or index.dtype != backend.int64:
-            raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        dtype = getattr(index, "dtype", None)
+        if not isinstance(index, Tensor) or dtype not in (backend.int32, backend.int64):
+            raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index, got {dtype}")
         if isinstance(src, Tensor):
             if not (index.ndim == self.array.ndim == src.ndim):
                 raise RuntimeError(
@@ -2528,7 +2558,8 @@ class Tensor:
         dtype = self.array.dtype if dtype is None else backend.to_dtype(dtype)
         make = getattr(backend.array_module(device or self.device), name)
         # through capture_hook: a jitted step's replays make a new array, as eager calls do
-        out = Tensor._make(capture_hook.call(make, as_shape(size), *fill, dtype=dtype))
+        shape = new_shape(f"new_{name}", size)
+        out = Tensor._make(capture_hook.call(make, shape, *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
 
 
@@ -3310,21 +3341,34 @@ def _checked_sorter(sorter: Tensor, shape: tuple) -> Any:
 
 
 def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
-    """searchsorted on arrays: each row of ``boundaries`` (sorted through ``order``) searched
-    for the matching row of ``values``. NaN sorts last, as in PyTorch."""
-    xp, side = namespace(boundaries), "right" if right else "left"
+    """searchsorted on arrays: each row of ``boundaries`` (in the order ``order`` gives)
+    searched for the matching row of ``values`` (every value, for 1-D boundaries).
+
+    PyTorch's binary search, run on all values at once, one halving per step: it moves right
+    where ``not (boundary >= value)`` (``>`` for ``right``), so a NaN boundary or value sends
+    it right, and boundaries with NaN anywhere, or out of order, give PyTorch's answers.
+    (NumPy's searchsorted sorts NaN last, and narrows each search by the previous value's
+    answer, so it answers otherwise there.)
+    """
+    xp, n = namespace(boundaries), boundaries.shape[-1]
     if order is not None:
         boundaries = xp.take_along_axis(boundaries, order, axis=-1)
     if {boundaries.dtype, values.dtype} & {backend.float16, backend.bfloat16}:
         boundaries, values = boundaries.astype(xp.float32), values.astype(xp.float32)
-    if boundaries.ndim == 1:
-        return xp.searchsorted(boundaries, values, side=side)
-    rows = boundaries.reshape(-1, boundaries.shape[-1])
-    queries = values.reshape(rows.shape[0], values.shape[-1])
-    out = xp.empty(queries.shape, dtype=backend.int64)
-    for i in range(rows.shape[0]):
-        out[i] = xp.searchsorted(rows[i], queries[i], side=side)
-    return out.reshape(values.shape)
+    rows = boundaries.reshape(math.prod(boundaries.shape[:-1]), n)
+    # every value searches the one row of 1-D boundaries; else each row its own values
+    queries = values.reshape(len(rows), -1 if boundaries.ndim == 1 else values.shape[-1])
+    low = xp.zeros(queries.shape, dtype=backend.int64)
+    high = xp.full(queries.shape, n, dtype=backend.int64)
+    for _ in range(n.bit_length()):  # each step leaves at most half of every range
+        middle = low + ((high - low) >> 1)
+        at = xp.take_along_axis(rows, xp.minimum(middle, n - 1), axis=1)  # a done search: n
+        goes_right = ~(at > queries) if right else ~(at >= queries)
+        low, high = (
+            xp.where(goes_right, xp.minimum(middle + 1, high), low),
+            xp.where(goes_right, high, middle),
+        )
+    return low.reshape(values.shape)
 
 
 def _histogram(array: Any, bins: int, low: float, high: float) -> Any:
@@ -3408,6 +3452,22 @@ def as_shape(args: tuple) -> tuple[int, ...]:
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     return args if type(args) is tuple else tuple(args)
+
+
+def new_shape(name: str, size: tuple) -> tuple[int, ...]:
+    """``as_shape(size)``, the shape of a new tensor made by the factory ``name``: a negative
+    size raises PyTorch's RuntimeError (NumPy's is a ValueError).
+
+    >>> new_shape("zeros", ((2, 3),))
+    (2, 3)
+    """
+    shape = as_shape(size)
+    negative = next((n for n in shape if n < 0), None)
+    if negative is not None:
+        raise RuntimeError(
+            f"{name}: trying to create a tensor with negative dimension {negative}: {list(shape)}"
+        )
+    return shape
 
 
 def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
@@ -3813,6 +3873,37 @@ def _vmapped(name: str, *operands: Any) -> Callable | None:
         if batched is not None:
             return batched
     return None
+
+
+def _reads_0d_as_1d(*operands: Any) -> bool:
+    """The tensors among gather's or scatter's ``operands`` have at most 1 dim, and one has
+    none: PyTorch reads a 0-d one as 1-d then (and refuses it beside more dims)."""
+    ndims = [t.ndim for t in operands if isinstance(t, Tensor)]
+    return 0 in ndims and max(ndims) <= 1
+
+
+def _as_1d(t: Any) -> Any:
+    """A 0-d tensor as one of shape (1,) (gather and scatter read it so); anything else as it
+    is."""
+    return t.reshape(1) if isinstance(t, Tensor) and t.ndim == 0 else t
+
+
+def _refuse_bool_subtraction(x: Tensor, other: Any) -> None:
+    """PyTorch refuses ``-`` where an operand is bool (a tensor, or a Python bool): raise its
+    error, which says what to use instead."""
+    count = (x.array.dtype.kind == "b") + (
+        isinstance(other, bool) or isinstance(other, Tensor) and other.array.dtype.kind == "b"
+    )
+    if count == 2:
+        raise RuntimeError(
+            "sub: subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    if count:
+        raise RuntimeError(
+            "sub: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
 
 
 def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -79,6 +79,19 @@ def _direct_read(what: str) -> RuntimeError:
     )
 
 
+def _along_batch(name: str) -> staticmethod:
+    """vmap's version of the Tensor method ``name`` (gather, scatter, scatter_add): it reads
+    its index's values, so every operand is batched (an unbatched one repeated for each
+    member) and ``dim``, a member's dim with at least 1 dim (0-d ones came as 1-d), moves past
+    the batch dim."""
+
+    def batched(x: Tensor, dim: int, *operands: Any) -> Tensor:
+        level, (x, *operands) = all_batched((x, *operands))
+        return wrap(getattr(x, name)(dim + 1, *operands), level)
+
+    return staticmethod(batched)
+
+
 class BatchedTensor(Tensor):
     """One vmap level's view of a batch: looks like a single member (``shape``, ``dtype``),
     holds all of them in ``value``. Made by ``vmap``; users meet it only inside the function."""
@@ -148,21 +161,15 @@ class BatchedTensor(Tensor):
             self.value._indices_along(compute, wrap_dim(dim, self.ndim) + 1, *args), self.level
         )
 
-    def gather(self, dim: int, index: Tensor) -> Tensor:
-        level, (x, i) = all_batched((self, index))
-        return wrap(x.gather(dim % max(self.ndim, 1) + 1, i), level)
-
     def _on_diagonal(self, diagonal: int) -> Tensor:
         return wrap(self.value.diag_embed(diagonal), self.level)
 
     # Ops that read several operands' arrays: Tensor's code hands them here (tensor._vmapped)
     # when any operand is batched, which need not be the first
 
-    @staticmethod
-    def _scatter(x: Tensor, dim: int, index: Tensor, src: Any) -> Tensor:
-        dim = wrap_dim(dim, x.ndim)  # one member's dim, checked as unbatched
-        level, (x, index, src) = all_batched((x, index, src))
-        return wrap(x.scatter(dim + 1, index, src), level)
+    _gather = _along_batch("gather")
+    _scatter = _along_batch("scatter")
+    _scatter_add = _along_batch("scatter_add")
 
     @staticmethod
     def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:

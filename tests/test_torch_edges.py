@@ -1,0 +1,465 @@
+"""Edges where scratchgrad differed from PyTorch, each against PyTorch: factories given a
+negative size (and arange's and eye's bounds), subtraction and negation of bool tensors, random
+floats asked for in an integer dtype, gather and scatter with a 0-d operand (values and
+gradients), searchsorted and bucketize on boundaries holding NaN or out of order, and the
+legacy typed constructors (``LongTensor``, ``FloatTensor(2, 3)``, ``isinstance``)."""
+
+import re
+import sys
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_doc_examples_run, check_against_torch, same_dtype
+
+import scratchgrad as sg
+from scratchgrad.creation import _LegacyTensor
+from scratchgrad.tensor import new_shape
+
+
+def _error(call, lib) -> Exception:
+    with pytest.raises(Exception) as info:
+        call(lib)
+    return info.value
+
+
+def assert_same_error(call, message: str) -> None:
+    """``call(torch)`` and ``call(scratchgrad)`` raise exceptions of the same class (not only
+    related ones: NotImplementedError is a RuntimeError), ours matching ``message``."""
+    theirs, ours = _error(call, torch), _error(call, sg)
+    assert type(ours) is type(theirs), f"{type(ours).__name__}: {ours}; PyTorch's {theirs!r}"
+    assert re.search(message, str(ours)), str(ours)
+
+
+def assert_same_tensor(ours, theirs) -> None:
+    """The same dtype, shape and values (bfloat16 read as float32, exactly)."""
+    assert same_dtype(ours, theirs), (ours.dtype, theirs.dtype)
+    if theirs.dtype == torch.bfloat16:
+        ours, theirs = ours.float(), theirs.float()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# ---- a negative size ------------------------------------------------------------------------
+
+NEGATIVE_SIZES = {
+    "zeros": lambda m: m.zeros(-1),
+    "ones": lambda m: m.ones(2, -3),
+    "empty": lambda m: m.empty((2, -3)),
+    "full": lambda m: m.full((2, -1), 1.0),
+    "rand": lambda m: m.rand(-1),
+    "randn": lambda m: m.randn([3, -2]),
+    "randint": lambda m: m.randint(0, 5, (-1,)),
+    "randint(high, size)": lambda m: m.randint(5, (2, -1)),
+    "randperm": lambda m: m.randperm(-1),
+    "normal": lambda m: m.normal(0.0, 1.0, size=(-1,)),
+    "new_zeros": lambda m: m.zeros(2).new_zeros(-1),
+    "new_ones": lambda m: m.zeros(2).new_ones((2, -1)),
+    "new_empty": lambda m: m.zeros(2).new_empty((-1,)),
+    "new_full": lambda m: m.zeros(2).new_full((-1,), 1.0),
+    "FloatTensor": lambda m: m.FloatTensor(2, -1),
+    "randn, an integer dtype": lambda m: m.randn(-1, dtype=m.int64),  # the size comes first
+}
+
+
+@pytest.mark.parametrize("case", NEGATIVE_SIZES)
+def test_a_negative_size_raises_pytorchs_error_naming_the_op_and_the_size(case):
+    name = case.split(",")[0].split("(")[0]
+    assert_same_error(NEGATIVE_SIZES[case], rf"^{name}: .*negative dimension -\d: \[.*\]")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda m: m.zeros(0, 2), lambda m: m.randn(0), lambda m: m.randperm(0), lambda m: m.eye(2, 0)],
+)
+def test_a_zero_size_is_an_empty_tensor_as_pytorchs(call):
+    assert_same_tensor(call(sg), call(torch))
+
+
+BAD_RANGES = {
+    "eye n": (lambda m: m.eye(-1), r"eye: n must be greater or equal to 0, got -1"),
+    "eye m": (lambda m: m.eye(2, -1), r"eye: m must be greater or equal to 0, got -1"),
+    "arange end": (lambda m: m.arange(-1), r"arange: upper bound and lower bound inconsistent"),
+    "arange start, end": (lambda m: m.arange(0.5, 0.2), "inconsistent with step sign"),
+    "arange step": (lambda m: m.arange(0, 5, -1), "inconsistent with step sign"),
+    "arange NaN": (lambda m: m.arange(float("nan")), r"arange: unsupported range: 0 -> nan"),
+    "arange inf": (lambda m: m.arange(0, float("inf")), "unsupported range"),
+    "arange NaN step": (lambda m: m.arange(0, 1, float("nan")), "step must be nonzero"),
+    "arange zero step": (lambda m: m.arange(0, 1, 0), "step must be nonzero"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_RANGES)
+def test_bad_bounds_of_eye_and_arange_raise_as_pytorchs(case):
+    call, message = BAD_RANGES[case]
+    assert_same_error(call, message)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.arange(5, 5, -1),
+        lambda m: m.arange(0, -3, -1),
+        lambda m: m.arange(0.5, 0.5),
+        lambda m: m.arange(m.tensor(3)),  # an integer 0-d tensor counts as an int
+        lambda m: m.arange(m.tensor(1.5), 3),
+    ],
+)
+def test_arange_ranges_pytorch_takes_are_pytorchs(call):
+    assert_same_tensor(call(sg), call(torch))
+
+
+# ---- bool subtraction and negation ----------------------------------------------------------
+
+OPERANDS = {
+    "bool": lambda m: m.tensor([True, False]),
+    "bool 0-d": lambda m: m.tensor(True),
+    "int": lambda m: m.tensor([3, 4]),
+    "float": lambda m: m.tensor([1.5, 2.5]),
+    "True": lambda m: True,
+    "1": lambda m: 1,
+    "1.5": lambda m: 1.5,
+}
+SUBTRACTIONS = {
+    "x - y": lambda x, y: x - y,
+    "x.sub(y)": lambda x, y: x.sub(y),
+    "x.sub(y, alpha=2)": lambda x, y: x.sub(y, alpha=2),
+    "x.sub_(y)": lambda x, y: x.clone().sub_(y),
+    "x -= y": lambda x, y: x.clone().__isub__(y),
+}
+
+
+@pytest.mark.parametrize("form", SUBTRACTIONS)
+@pytest.mark.parametrize("left", ["bool", "bool 0-d", "int", "float"])
+@pytest.mark.parametrize("right", OPERANDS)
+def test_subtraction_with_a_bool_operand_raises_as_pytorchs(form, left, right):
+    """PyTorch refuses ``-`` where either operand is bool (a Python bool too), whatever the
+    other; without a bool the result is PyTorch's (or both refuse: int -= float)."""
+
+    def call(m):
+        return SUBTRACTIONS[form](OPERANDS[left](m), OPERANDS[right](m))
+
+    bools = (left.startswith("bool")) + (right.startswith("bool") or right == "True")
+    if bools == 2:
+        assert_same_error(call, r"^sub: .* with two bool tensors .* `\^` or `logical_xor\(\)`")
+    elif bools:
+        assert_same_error(call, r"^sub: .* with a bool tensor .* `~` or `logical_not\(\)`")
+    else:
+        try:
+            expected = call(torch)
+        except RuntimeError:  # int -= float: both refuse the cast
+            assert_same_error(call, "")
+        else:
+            assert_same_tensor(call(sg), expected)
+
+
+@pytest.mark.parametrize("reflected", [lambda x: 1 - x, lambda x: 1.5 - x, lambda x: True - x])
+def test_a_number_minus_a_bool_tensor_raises_as_pytorchs(reflected):
+    assert_same_error(lambda m: reflected(m.tensor([True, False])), r"^sub: subtraction")
+
+
+NEGATIONS = {
+    "-x": lambda m, x: -x,
+    "x.neg()": lambda m, x: x.neg(),
+    "neg(x)": lambda m, x: m.neg(x),
+    "x.neg_()": lambda m, x: x.neg_(),
+}
+
+
+@pytest.mark.parametrize("form", NEGATIONS)
+def test_negating_a_bool_tensor_raises_as_pytorchs(form):
+    assert_same_error(
+        lambda m: NEGATIONS[form](m, m.tensor([True, False])),
+        r"^neg: negation, the `-` operator, on a bool tensor .* `~` or `logical_not\(\)`",
+    )
+
+
+@pytest.mark.parametrize("form", NEGATIONS)
+def test_negating_other_tensors_is_pytorchs(form):
+    for data in ([1, -2], [1.5, -0.0]):
+        assert_same_tensor(
+            NEGATIONS[form](sg, sg.tensor(data)), NEGATIONS[form](torch, torch.tensor(data))
+        )
+
+
+def test_masks_turned_to_numbers_still_subtract():
+    mask = [True, False, True]
+    assert_same_tensor(sg.tensor(mask).float() - 1, torch.tensor(mask).float() - 1)
+    assert_same_tensor(1 - sg.tensor(mask).long(), 1 - torch.tensor(mask).long())
+    assert_same_tensor(~sg.tensor(mask), ~torch.tensor(mask))
+
+
+# ---- random floats in an integer dtype ------------------------------------------------------
+
+RANDOM_FLOATS = {
+    "rand": lambda m, dtype: m.rand(3, dtype=dtype),
+    "randn": lambda m, dtype: m.randn(2, 2, dtype=dtype),
+    "rand_like": lambda m, dtype: m.rand_like(m.zeros(3, dtype=dtype)),
+    "randn_like": lambda m, dtype: m.randn_like(m.zeros(3, dtype=dtype)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8", "bool"])
+@pytest.mark.parametrize("case", RANDOM_FLOATS)
+def test_random_floats_in_an_integer_dtype_raise_not_implemented_as_pytorchs(case, dtype):
+    name = case.removesuffix("_like")
+    assert_same_error(
+        lambda m: RANDOM_FLOATS[case](m, getattr(m, dtype)),
+        rf"^{name}: not implemented for {dtype}",
+    )
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool"])
+@pytest.mark.parametrize("size", [(0,), (2, 0)])
+def test_an_empty_draw_in_an_integer_dtype_is_pytorchs(size, dtype):
+    """rand checks the dtype first; randn's kernel, which refuses integers, never runs on an
+    empty tensor, so PyTorch answers one."""
+    assert_same_error(lambda m: m.rand(*size, dtype=getattr(m, dtype)), "^rand: not implemented")
+    assert_same_tensor(
+        sg.randn(*size, dtype=getattr(sg, dtype)), torch.randn(*size, dtype=getattr(torch, dtype))
+    )
+    assert_same_tensor(
+        sg.randn_like(sg.zeros(size, dtype=getattr(sg, dtype))),
+        torch.randn_like(torch.zeros(size, dtype=getattr(torch, dtype))),
+    )
+
+
+# ---- gather and scatter with a 0-d operand --------------------------------------------------
+
+GATHERS = {  # (self, index): PyTorch reads a 0-d tensor as one of shape (1,)
+    "0-d, 0-d": (np.array(3.0), np.array(0)),
+    "0-d, (1,)": (np.array(3.0), np.array([0])),
+    "0-d, (3,)": (np.array(3.0), np.array([0, 0, 0])),
+    "(3,), 0-d": (np.array([1.0, 2.0, 3.0]), np.array(2)),
+}
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("case", GATHERS)
+def test_gather_with_a_0d_operand_is_pytorchs_with_gradients(case, dim):
+    check_against_torch(lambda x, i: x.gather(dim, i), lambda x, i: x.gather(dim, i), GATHERS[case])
+    check_against_torch(
+        lambda x, i: sg.gather(x, dim, i), lambda x, i: torch.gather(x, dim, i), GATHERS[case]
+    )
+
+
+SCATTERS = {  # (self, index, src)
+    "all 0-d": (np.array(3.0), np.array(0), np.array(5.0)),
+    "0-d, (1,), (1,)": (np.array(3.0), np.array([0]), np.array([5.0])),
+    "0-d, 0-d, (2,)": (np.array(3.0), np.array(0), np.array([5.0, 6.0])),  # values only
+    "0-d, (1,), 0-d": (np.array(3.0), np.array([0]), np.array(5.0)),
+    "(3,), 0-d, 0-d": (np.array([1.0, 2.0, 3.0]), np.array(1), np.array(5.0)),
+    "(3,), (1,), 0-d": (np.array([1.0, 2.0, 3.0]), np.array([2]), np.array(5.0)),
+}
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_add"])
+@pytest.mark.parametrize("case", SCATTERS)
+def test_scatter_with_a_0d_operand_is_pytorchs_with_gradients(case, name):
+    self, index, src = SCATTERS[case]
+    if name == "scatter" and index.size > 1:
+        index = np.arange(index.size)  # no repeated position: PyTorch leaves it unspecified
+    check_against_torch(
+        lambda x, i, s: getattr(x, name)(-1, i, s),
+        lambda x, i, s: getattr(x, name)(-1, i, s),
+        [self, index, src],
+        grad=src.ndim <= index.ndim,  # PyTorch's backward fails on a source larger than index
+    )
+
+
+@pytest.mark.parametrize("name", ["scatter_", "scatter_add_"])
+def test_in_place_scatter_into_a_0d_tensor_is_pytorchs(name):
+    out = [getattr(m.tensor(3.0), name)(0, m.tensor(0), m.tensor(5.0)) for m in (sg, torch)]
+    assert_same_tensor(*out)
+
+
+def test_scatter_of_a_number_into_a_0d_tensor_is_pytorchs():
+    assert_same_tensor(
+        sg.tensor(3.0).scatter(0, sg.tensor(0), 7.0),
+        torch.tensor(3.0).scatter(0, torch.tensor(0), 7.0),
+    )
+
+
+ZERO_D_ERRORS = {
+    "gather, 0-d self, 2-d index": lambda m: m.tensor(3.0).gather(0, m.tensor([[0]])),
+    "gather, 2-d self, 0-d index": lambda m: m.ones(2, 2).gather(0, m.tensor(0)),
+    "gather, index out of range": lambda m: m.tensor(3.0).gather(0, m.tensor(1)),
+    "gather, dim out of range": lambda m: m.tensor(3.0).gather(1, m.tensor(0)),
+    "scatter, index out of range": lambda m: m.tensor(3.0).scatter(0, m.tensor(1), 1.0),
+    "scatter, 2-d self": lambda m: m.ones(2, 2).scatter(0, m.tensor(0), m.tensor(1.0)),
+    "scatter_add, index larger than a 0-d src": lambda m: m.ones(3).scatter_add(
+        0, m.tensor([0, 1]), m.tensor(1.0)
+    ),
+    "scatter_add, int16 index": lambda m: m.tensor(3.0).scatter_add(
+        0, m.tensor(0, dtype=m.int16), m.tensor(1.0)
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ZERO_D_ERRORS)
+def test_gather_and_scatter_refuse_what_pytorch_refuses_beside_a_0d_tensor(case):
+    assert_same_error(ZERO_D_ERRORS[case], r"gather|scatter|Dimension out of range")
+
+
+INDEXED = {  # one call of each op that takes an index, for both libraries
+    "gather": lambda x, i, s: x.gather(1, i),
+    "scatter": lambda x, i, s: x.scatter(1, i, s),
+    "scatter_add": lambda x, i, s: x.scatter_add(1, i, s),
+    "index_select": lambda x, i, s: x.index_select(1, i[0]),
+}
+
+
+@pytest.mark.parametrize("name", INDEXED)
+def test_an_int32_index_is_taken_as_pytorchs_with_gradients(name):
+    x, s = np.arange(6.0).reshape(2, 3), -np.arange(4.0).reshape(2, 2)
+    index = np.array([[2, 0], [1, 2]], np.int32)
+    check_against_torch(INDEXED[name], INDEXED[name], [x, index, s])
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("name", INDEXED)
+def test_an_index_of_another_dtype_is_refused_as_pytorchs(name, dtype):
+    """Not read as a mask either (index_select took a uint8 index as one)."""
+    assert_same_error(
+        lambda m: INDEXED[name](
+            m.ones(2, 3), m.tensor([[1, 0], [0, 1]], dtype=getattr(m, dtype)), m.ones(2, 2)
+        ),
+        rf"^{name}\(\): Expected dtype int32(/| or )int64 for index",
+    )
+
+
+# ---- searchsorted and bucketize on NaN or unsorted boundaries -------------------------------
+
+
+def _boundaries(rng, shape) -> np.ndarray:
+    """Small integers (ties, values equal to queries) in one of four layouts: sorted, sorted
+    with NaN sprinkled in, sorted with NaN last (as a sort leaves it), or in no order with
+    NaN; NaN in a random share of the entries."""
+    b = rng.integers(-3, 4, shape).astype(np.float64)
+    layout = rng.integers(4)
+    if layout < 3:
+        b = np.sort(b, axis=-1)
+    if layout > 0:
+        b[rng.random(shape) < rng.random()] = np.nan
+    return np.sort(b, axis=-1) if layout == 2 else b
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_searchsorted_with_nan_or_unsorted_boundaries_is_pytorchs(batched, dtype):
+    """PyTorch's binary search reads ``not (boundary >= value)`` as "go right", so a NaN
+    boundary (or value) sends it right; NumPy's sorts NaN last. 400 random cases per setting,
+    each searched both ways, every answer PyTorch's."""
+    rng = np.random.default_rng(batched + 2 * len(dtype))
+    for _ in range(400):
+        n, rows = rng.integers(0, 12), rng.integers(1, 4)
+        boundaries = _boundaries(rng, (rows, n) if batched else (n,)).astype(dtype)
+        values = rng.integers(-4, 5, (rows, rng.integers(0, 6)) if batched else (7,))
+        values = values.astype(dtype)
+        values[rng.random(values.shape) < 0.2] = np.nan
+        for right in (False, True):
+            assert_same_tensor(
+                sg.searchsorted(sg.tensor(boundaries), sg.tensor(values), right=right),
+                torch.searchsorted(torch.tensor(boundaries), torch.tensor(values), right=right),
+            )
+
+
+def test_searchsorted_with_a_sorter_over_nan_boundaries_is_pytorchs():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        boundaries = _boundaries(rng, (2, rng.integers(1, 9)))
+        sorter = np.argsort(rng.random(boundaries.shape), axis=-1)
+        values = rng.integers(-4, 5, (2, 3)).astype(np.float64)
+        for side in ("left", "right"):
+            assert_same_tensor(
+                sg.searchsorted(
+                    sg.tensor(boundaries), sg.tensor(values), side=side, sorter=sg.tensor(sorter)
+                ),
+                torch.searchsorted(
+                    torch.tensor(boundaries),
+                    torch.tensor(values),
+                    side=side,
+                    sorter=torch.tensor(sorter),
+                ),
+            )
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_and_a_number_search_nan_boundaries_as_pytorch(right):
+    boundaries = [1.0, *[float("nan")] * 5]  # PyTorch answers 6 for 5.0 (NumPy would say 1)
+    values = [5.0, 0.0, 1.0, float("nan")]
+    assert_same_tensor(
+        sg.bucketize(sg.tensor(values), sg.tensor(boundaries), right=right),
+        torch.bucketize(torch.tensor(values), torch.tensor(boundaries), right=right),
+    )
+    assert_same_tensor(
+        sg.searchsorted(sg.tensor(boundaries), 5.0, right=right),
+        torch.searchsorted(torch.tensor(boundaries), 5.0, right=right),
+    )
+    assert sg.searchsorted(sg.tensor(boundaries), 5.0).item() == 6
+
+
+# ---- legacy typed constructors --------------------------------------------------------------
+
+LEGACY = [
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_constructors_make_pytorchs_tensors(name):
+    ours, theirs = getattr(sg, name), getattr(torch, name)
+    for data in ([1, 2], [[0, -1], [3, 4]], [1.7, 0.0], [], ()):
+        assert_same_tensor(ours(data), theirs(data))
+    for sizes in [(2, 3), (3,), (0,), ()]:
+        made = (ours(*sizes), theirs(*sizes))  # uninitialised: the shapes and dtypes only
+        assert made[0].shape == tuple(made[1].shape) and same_dtype(*made)
+    sized = (ours(sg.Size([2, 0])), theirs(torch.Size([2, 0])))  # a Size is a shape, a tuple data
+    assert sized[0].shape == tuple(sized[1].shape) == (2, 0) and same_dtype(*sized)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_isinstance_of_a_legacy_type_asks_for_its_dtype_as_pytorchs(name):
+    ours, theirs = getattr(sg, name), getattr(torch, name)
+    for dtype in ["float32", "float64", "int64", "int8", "uint8", "bool", "bfloat16"]:
+        x, t = sg.zeros(2, dtype=getattr(sg, dtype)), torch.zeros(2, dtype=getattr(torch, dtype))
+        assert isinstance(x, ours) == isinstance(t, theirs), (name, dtype)
+    assert not isinstance(3, ours) and not issubclass(ours, sg.Tensor)
+
+
+def test_legacy_constructors_alias_a_tensor_or_array_of_their_dtype_as_pytorchs():
+    """The same memory, and in the graph (PyTorch's AliasBackward)."""
+    for m in (sg, torch):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        alias = m.FloatTensor(x)
+        (alias * 3).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+        with m.no_grad():
+            alias[0] = 5.0
+        assert x.tolist() == [5.0, 2.0]
+        array = np.array([1.0, 2.0], np.float32)
+        m.FloatTensor(array)[1] = 7.0
+        assert array.tolist() == [1.0, 7.0]
+        copied = np.array([1, 2])  # int64: converted, so a copy
+        m.FloatTensor(copied)[1] = 7
+        assert copied.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.FloatTensor(m.tensor([1, 2])),  # a tensor of another dtype
+        lambda m: m.FloatTensor(2.5),
+        lambda m: m.LongTensor(True),
+        lambda m: m.FloatTensor(None),
+    ],
+)
+def test_legacy_constructors_refuse_what_pytorchs_refuse(call):
+    assert_same_error(call, "")
+
+
+def test_doc_examples_run():
+    """In their modules' names, as the modules' doctests run."""
+    for function in (sg.arange, sg.eye, _LegacyTensor, new_shape):
+        assert_doc_examples_run(function, vars(sys.modules[function.__module__]))
