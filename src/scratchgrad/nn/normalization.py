@@ -7,19 +7,20 @@ from collections.abc import Sequence
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.module import Module, _empty_parameter
-from scratchgrad.nn.parameter import Parameter
 from scratchgrad.tensor import Tensor
-
-
-def _learnable(shape: tuple[int, ...], wanted: bool, device, dtype) -> Parameter | None:
-    """A parameter of ``shape`` for a layer's constructor, or None where it is not ``wanted``
-    (registered as None, as PyTorch, so that the attribute exists)."""
-    return _empty_parameter(shape, device, dtype) if wanted else None
 
 
 class _ScaleAndShift(Module):
     """A normalisation whose learnable ``weight`` starts at 1 and ``bias`` at 0 (either may
     be None; RMSNorm has no bias)."""
+
+    def _learn(self, shape: tuple[int, ...], wanted: dict[str, bool], device, dtype) -> None:
+        """Register each parameter named in ``wanted`` with ``shape``, or None where it is not
+        wanted (as PyTorch, so that the attribute exists), and set them to their start."""
+        for name, learned in wanted.items():
+            parameter = _empty_parameter(shape, device, dtype) if learned else None
+            self.register_parameter(name, parameter)
+        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         if self.weight is not None:
@@ -54,10 +55,10 @@ class LayerNorm(_ScaleAndShift):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        shape, affine = self.normalized_shape, elementwise_affine
-        self.register_parameter("weight", _learnable(shape, affine, device, dtype))
-        self.register_parameter("bias", _learnable(shape, affine and bias, device, dtype))
-        self.reset_parameters()
+        affine = elementwise_affine
+        self._learn(
+            self.normalized_shape, {"weight": affine, "bias": affine and bias}, device, dtype
+        )
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -99,10 +100,7 @@ class GroupNorm(_ScaleAndShift):
             )
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
-        shape = (num_channels,)
-        self.register_parameter("weight", _learnable(shape, affine, device, dtype))
-        self.register_parameter("bias", _learnable(shape, affine and bias, device, dtype))
-        self.reset_parameters()
+        self._learn((num_channels,), {"weight": affine, "bias": affine and bias}, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -138,9 +136,7 @@ class RMSNorm(_ScaleAndShift):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        weight = _learnable(self.normalized_shape, elementwise_affine, device, dtype)
-        self.register_parameter("weight", weight)
-        self.reset_parameters()
+        self._learn(self.normalized_shape, {"weight": elementwise_affine}, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
