@@ -115,8 +115,13 @@ def recorded(function: Callable, args: tuple) -> tuple[Any, Update | None]:
             update = replacement(function, args)  # None where the state is not made yet
             scratch = update and update.scratch
             if scratch is not None and scratch.nbytes < max(p.array.nbytes for p in params):
-                scratch.place(xp.empty(scratch.nbytes, xp.uint8))  # till the program places it
-                return update.run(*args), update
+                # Lent for this call only: a recording that is recorded again never replays,
+                # and would hold it while the next one records and borrows its own.
+                scratch.place(xp.empty(scratch.nbytes, xp.uint8))
+                try:
+                    return update.run(*args), update
+                finally:
+                    scratch.release()
     result = function(*args)
     return result, replacement(function, args)
 
@@ -278,6 +283,13 @@ class _Scratch:
                 size = math.prod(part_shape)
                 self.namespace[part] = array[offset : offset + size].reshape(part_shape)
                 offset += size
+
+    def release(self) -> None:
+        """Drop the scratch arrays (``place`` makes them again)."""
+        for name, _, _, _, parts in self.requests:
+            self.namespace[name] = None
+            for part, _ in parts:
+                self.namespace[part] = None
 
 
 def _aligned(offset: int) -> int:
