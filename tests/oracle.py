@@ -117,6 +117,21 @@ def check_against_torch(
     return out, expected
 
 
+def check_second_derivative(call, arrays) -> None:
+    """Second derivatives through an op's double backward: ``call(functional, x, *rest)`` (the
+    op of ``torch.nn.functional`` or ours) run on float64 leaves made from ``arrays``, and
+    every leaf's gradient of ``|d loss/dx|^2`` (loss: ``(out * out).sum()``) compared."""
+    results = []
+    for lib in (sg, torch):
+        x, *rest = (lib.tensor(a, requires_grad=True) for a in arrays)
+        out = call(lib.nn.functional, x, *rest)
+        (gx,) = lib.autograd.grad((out * out).sum(), x, create_graph=True)
+        (gx * gx).sum().backward()
+        results.append([t.grad for t in (x, *rest)])
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)
+
+
 def check_outputs_and_gradients(
     out, expected, inputs, dtype="float64", what="", params=(), seed=1, grad=True, tolerance=None
 ):

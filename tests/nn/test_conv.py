@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close, check_against_torch, leaves, module_pair
+from oracle import assert_close, check_against_torch, check_second_derivative, leaves, module_pair
 
 import scratchgrad as sg
 from scratchgrad.nn import conv, conv_functional
@@ -233,17 +233,11 @@ def test_fold_of_minus_zeros_is_plus_zero_as_torch(dtype):
 
 
 def test_second_derivative_matches_torch():
-    """d/dw of |d loss/dx|^2, through the double backward of Unfold, Fold and the matmul."""
-    x, w, b = _conv2d_arrays(2, in_channels=4, out_channels=4)
-    results = []
-    for lib, F_ in ((sg, F), (torch, TF)):
-        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
-        out = F_.conv2d(xt, wt, bt, stride=2, padding=1, groups=2)
-        (gx,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
-        (gx * gx).sum().backward()
-        results.append((wt.grad, bt.grad))
-    for ours, theirs in zip(*results):
-        assert_close(ours, theirs)
+    """Through the double backward of Unfold, Fold and the matmul."""
+    arrays = _conv2d_arrays(2, in_channels=4, out_channels=4)
+    check_second_derivative(
+        lambda F_, x, w, b: F_.conv2d(x, w, b, stride=2, padding=1, groups=2), arrays
+    )
 
 
 # ---- the layers ---------------------------------------------------------------------------

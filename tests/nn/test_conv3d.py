@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from oracle import (
-    assert_close,
     assert_doc_examples_run,
     assert_raises_as_torch,
     check_against_torch,
+    check_second_derivative,
     module_pair,
 )
 
@@ -105,17 +105,10 @@ def test_conv3d_of_a_strided_input():
 
 
 def test_conv3d_second_derivative_matches_torch():
-    """d/dw of |d loss/dx|^2, through the double backward of Unfold, Fold and the matmul."""
-    x, w, b = _conv3d_arrays(2)
-    results = []
-    for lib, functional in ((sg, F), (torch, TF)):
-        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
-        out = functional.conv3d(xt, wt, bt, stride=2, padding=1, groups=2)
-        (gx,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
-        (gx * gx).sum().backward()
-        results.append((wt.grad, bt.grad))
-    for ours, theirs in zip(*results):
-        assert_close(ours, theirs)
+    """Through the double backward of Unfold, Fold and the matmul."""
+    check_second_derivative(
+        lambda F_, x, w, b: F_.conv3d(x, w, b, stride=2, padding=1, groups=2), _conv3d_arrays(2)
+    )
 
 
 # ---- the layer -----------------------------------------------------------------------------

@@ -16,11 +16,11 @@ import pytest
 import torch
 import torch.nn.functional as TF
 from oracle import (
-    assert_close,
     assert_doc_examples_run,
     assert_raises_as_torch,
     check_against_torch,
     check_outputs_and_gradients,
+    check_second_derivative,
     leaves,
     module_pair,
     parameter_pairs,
@@ -119,17 +119,11 @@ def test_conv_transpose3d_of_a_strided_input():
 
 
 def test_conv_transpose3d_second_derivative_matches_torch():
-    """d/dw of |d loss/dx|^2, through the double backward of Fold, Unfold and the matmul."""
-    x, w, b = _arrays(2)
-    results = []
-    for lib, functional in ((sg, F), (torch, TF)):
-        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
-        out = functional.conv_transpose3d(xt, wt, bt, stride=2, padding=1, groups=2)
-        (gx,) = lib.autograd.grad((out * out).sum(), xt, create_graph=True)
-        (gx * gx).sum().backward()
-        results.append((wt.grad, bt.grad))
-    for ours, theirs in zip(*results):
-        assert_close(ours, theirs)
+    """Through the double backward of Fold, Unfold and the matmul."""
+    check_second_derivative(
+        lambda F_, x, w, b: F_.conv_transpose3d(x, w, b, stride=2, padding=1, groups=2),
+        _arrays(2),
+    )
 
 
 # ---- conv_transpose1d and conv_transpose2d: the same function -------------------------------
