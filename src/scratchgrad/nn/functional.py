@@ -1542,6 +1542,9 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     unfold,
 )
 
+# sampling at arbitrary points (the spatial transformer's), nn/sampling.py
+from scratchgrad.nn.sampling import affine_grid, grid_sample  # noqa: E402, F401  (re-exported)
+
 # resizing lives in the file of its layers, nn/upsampling.py
 from scratchgrad.nn.upsampling import (  # noqa: E402, F401  (re-exported)
     interpolate,
@@ -1551,7 +1554,12 @@ from scratchgrad.nn.upsampling import (  # noqa: E402, F401  (re-exported)
 
 # Every public function here: a non-Tensor where a Tensor is expected is PyTorch's TypeError
 # naming the function and the argument, not "'list' object has no attribute 'array'".
-_HERE = (__name__, "scratchgrad.nn.conv_functional", "scratchgrad.nn.upsampling")
+_HERE = (
+    __name__,
+    "scratchgrad.nn.conv_functional",
+    "scratchgrad.nn.upsampling",
+    "scratchgrad.nn.sampling",
+)
 for _name, _function in list(globals().items()):
     if (
         not _name.startswith("_")
