@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 
-from scratchgrad.creation import zeros
+from scratchgrad.creation import tensor, zeros
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.module import Module, _empty_parameter
-from scratchgrad.tensor import Tensor, cat, stack
+from scratchgrad.nn.utils import rnn as rnn_utils
+from scratchgrad.nn.utils.rnn import PackedSequence
+from scratchgrad.tensor import Tensor, cat, stack, where
 
 # ---- one time step of each kind; ``x_part`` is the input's share of the gates, done already ---
 
@@ -47,6 +49,27 @@ def _gru_step(x_part: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> T
 
 _STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _where(condition: Tensor, new, old):
+    """``new`` where ``condition`` holds, else ``old``: a state, or LSTM's (h, c) pair."""
+    if isinstance(new, tuple):
+        return tuple(where(condition, n, o) for n, o in zip(new, old))
+    return where(condition, new, old)
+
+
+def _stacked(finals: list):
+    """The final states of every layer and direction as one h (or LSTM's (h, c))."""
+    if isinstance(finals[0], tuple):
+        return tuple(stack(parts) for parts in zip(*finals))
+    return stack(finals)
+
+
+def _reordered(state, order: Tensor):
+    """``state`` (h, or LSTM's (h, c)) with its batch (dim 1) taken in ``order``."""
+    if isinstance(state, tuple):
+        return tuple(t.index_select(1, order) for t in state)
+    return state.index_select(1, order)
 
 
 def _uniform_init(module: Module, hidden_size: int) -> None:
@@ -113,41 +136,75 @@ class RNNBase(Module):
             for name in ("weight_ih", "bias_ih", "weight_hh", "bias_hh", "weight_hr")
         )
 
-    def forward(self, input: Tensor, hx=None):
-        """``(output, h_n)``, or ``(output, (h_n, c_n))`` for LSTM, as PyTorch's shapes."""
+    def forward(self, input: Tensor | PackedSequence, hx=None):
+        """``(output, h_n)``, or ``(output, (h_n, c_n))`` for LSTM, as PyTorch's shapes. A
+        ``PackedSequence`` input runs each sequence for its own length (h_n is each one's
+        state after its last step; the reverse direction starts at that step) and gives a
+        packed output."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise ValueError(f"{self._get_name()}: expected 2-D or 3-D input, got {input.shape}")
+        self._check_input_size(input)
+        x = input if not batched else input.transpose(0, 1) if self.batch_first else input
+        if not batched:
+            x = x.unsqueeze(1)
+        x, finals = self._layers(x, self._initial_states(hx, x, batched))
+        return self._finish(x, finals, batched)
+
+    def _forward_packed(self, packed: PackedSequence, hx):
+        """``forward`` of a packed batch: run padded in its sorted order, each step's state
+        kept where a sequence has no such step; ``hx`` and h_n in the batch's own order."""
+        x, lengths = rnn_utils.sorted_padded(packed)
+        self._check_input_size(x)
+        if hx is not None and packed.sorted_indices is not None:
+            hx = _reordered(hx, packed.sorted_indices)
+        lengths = tensor(lengths, device=x.device).unsqueeze(1)
+        within = [lengths > t for t in range(x.shape[0])]
+        x, finals = self._layers(x, self._initial_states(hx, x, True), within)
+        final = _stacked(finals)
+        if packed.unsorted_indices is not None:
+            final = _reordered(final, packed.unsorted_indices)
+        return rnn_utils.repacked(x, packed), final
+
+    def _check_input_size(self, input: Tensor) -> None:
         if input.shape[-1] != self.input_size:
             raise RuntimeError(
                 f"{self._get_name()}: input.size(-1) must be equal to input_size. "
                 f"Expected {self.input_size}, got {input.shape[-1]}"
             )
-        x = input if not batched else input.transpose(0, 1) if self.batch_first else input
-        if not batched:
-            x = x.unsqueeze(1)
-        states = self._initial_states(hx, x, batched)
+
+    def _layers(self, x: Tensor, states: list, within: list | None = None) -> tuple:
+        """Every layer and direction over ``(T, B, *)``: the last layer's outputs and each
+        layer and direction's final state. ``within[t]``: which sequences have a step ``t``
+        (``(B, 1)`` bools; None: all)."""
         finals = []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(2 if self.bidirectional else 1):
                 index = layer * (2 if self.bidirectional else 1) + direction
-                out, final = self._run(x, states[index], self._weights(layer, direction), direction)
+                weights = self._weights(layer, direction)
+                out, final = self._run(x, states[index], weights, direction, within)
                 outputs.append(out)
                 finals.append(final)
             x = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout)
-        return self._finish(x, finals, batched)
+        return x, finals
 
-    def _run(self, x: Tensor, state, weights: tuple, reverse: int):
-        """One layer in one direction over all time steps: (outputs, final state)."""
+    def _run(self, x: Tensor, state, weights: tuple, reverse: int, within: list | None = None):
+        """One layer in one direction over all time steps: (outputs, final state). Where
+        ``within[t]`` is false the state passes step ``t`` unchanged."""
         w_ih, b_ih, w_hh, b_hh, w_hr = weights
         x_parts = F.linear(x, w_ih, b_ih)  # the input's share of the gates, every step at once
         step, extra = _STEPS[self.mode], (w_hr,) if self.proj_size else ()
         outputs = [None] * x.shape[0]
         for t in reversed(range(x.shape[0])) if reverse else range(x.shape[0]):
-            state = step(x_parts[t], state, w_hh, b_hh, *extra)
+            new = step(x_parts[t], state, w_hh, b_hh, *extra)
+            if within is not None:
+                new = _where(within[t], new, state)
+            state = new
             outputs[t] = state[0] if self.mode == "LSTM" else state
         return stack(outputs), state
 
@@ -176,15 +233,13 @@ class RNNBase(Module):
         return list(zip(*given)) if self.mode == "LSTM" else list(given[0])
 
     def _finish(self, output: Tensor, finals: list, batched: bool):
-        if self.mode == "LSTM":
-            final = (stack([h for h, _ in finals]), stack([c for _, c in finals]))
-        else:
-            final = (stack(finals),)
+        final = _stacked(finals)
         if not batched:
-            output, final = output.squeeze(1), tuple(t.squeeze(1) for t in final)
+            output = output.squeeze(1)
+            final = tuple(t.squeeze(1) for t in final) if self.mode == "LSTM" else final.squeeze(1)
         elif self.batch_first:
             output = output.transpose(0, 1)
-        return output, final if self.mode == "LSTM" else final[0]
+        return output, final
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
