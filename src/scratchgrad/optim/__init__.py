@@ -13,7 +13,7 @@
 0.9844
 """
 
-from scratchgrad.optim import lr_scheduler
+from scratchgrad.optim import lr_scheduler, swa_utils
 from scratchgrad.optim.adadelta import Adadelta
 from scratchgrad.optim.adagrad import Adagrad
 from scratchgrad.optim.adam import Adam, AdamW
