@@ -445,6 +445,54 @@ OPS = [
         index=lambda m, x, i: x.scatter_add(0, m.full((1, *x.shape[1:]), i, dtype=m.int64), x[:1]),
         integer=True,
     ),
+    *(
+        Op(  # rows 0 and 1 reduced into row 0 (with or without it), row 1 into the last row
+            f"scatter_reduce_{reduce}" + ("" if include_self else "_without_self"),
+            lambda m, x, reduce=reduce, include_self=include_self: x.scatter_reduce(
+                0,
+                m.tensor([0, 0, x.shape[0] - 1])
+                .reshape(3, *(1,) * (x.ndim - 1))
+                .expand(3, *x.shape[1:]),
+                m.cat([x[:1] * 2, x[-1:], x[-1:] - 1]),
+                reduce,
+                include_self=include_self,
+            ),
+            shapes="nonempty1+",
+            domain=distinct,
+            vmap=False,  # no batching rule yet (func/rules.py)
+        )
+        for reduce in ("sum", "prod", "mean", "amax", "amin")
+        for include_self in (True, False)
+    ),
+    Op(
+        "take_along_dim",
+        lambda m, x: m.take_along_dim(x, x.argsort(-1).flip(-1)[..., :2], -1),
+        shapes="nonempty1+",
+        domain=distinct,
+        dim=lambda m, x, d: x.take_along_dim(m.zeros_like(x, dtype=m.int64), d),
+        vmap=False,  # its argsort reads values
+    ),
+    Op(
+        "take_along_dim_flat",
+        lambda m, x: x.take_along_dim(m.tensor([0, 0, -1]) % x.numel()),
+        shapes="nonempty",
+    ),
+    Op(  # a repeated index: the value's gradient counts the position once
+        "index_fill",
+        lambda m, x, v: m.index_fill(x, -1, m.tensor([0, x.shape[-1] - 1, 0]), v.sum()),
+        shapes="index_add_last",
+        check_shapes=((2, 3), (2, 3)),
+        dim=lambda m, x, d: x.index_fill(d, m.tensor([0]), 1.5),
+        index=lambda m, x, i: x.index_fill(0, m.tensor([i]), 1.5),
+        integer=True,
+        vmap=False,  # no batching rule for an index's mask (func/rules.py)
+    ),
+    Op(  # distinct positions: a repeated one gets PyTorch's gradient, which is no derivative
+        "index_copy",
+        lambda m, x: m.index_copy(x * 1, -1, m.tensor([x.shape[-1] - 1, 0]), x[..., :2] ** 2),
+        shapes="wide_last1+",
+        vmap=False,  # torch.func.vmap cannot write a batch into an unbatched tensor
+    ),
     Op("tril", lambda m, x: x.tril(), shapes="rank2+"),
     Op("tril_offset", lambda m, x: m.tril(x, -1), shapes="rank2+"),
     Op("triu", lambda m, x: x.triu(), shapes="rank2+"),

@@ -138,6 +138,7 @@ else:
         Tensor.tanh,
     )
     sigmoid, relu, sign, neg = Tensor.sigmoid, Tensor.relu, Tensor.sign, Tensor.neg
+    negative, subtract = Tensor.negative, Tensor.subtract
     flatten, reshape, permute, transpose = (
         Tensor.flatten,
         Tensor.reshape,
@@ -162,7 +163,12 @@ else:
     isclose, allclose, equal, trace = Tensor.isclose, Tensor.allclose, Tensor.equal, Tensor.trace
     clamp_min, clamp_max, nan_to_num = Tensor.clamp_min, Tensor.clamp_max, Tensor.nan_to_num
     remainder, floor_divide = Tensor.remainder, Tensor.floor_divide
-    scatter, scatter_add = Tensor.scatter, Tensor.scatter_add
+    scatter, scatter_add, scatter_reduce = Tensor.scatter, Tensor.scatter_add, Tensor.scatter_reduce
+    take_along_dim, index_fill, index_copy = (
+        Tensor.take_along_dim,
+        Tensor.index_fill,
+        Tensor.index_copy,
+    )
     repeat_interleave, diag = Tensor.repeat_interleave, Tensor.diag
     logical_not, logical_and = Tensor.logical_not, Tensor.logical_and
     logical_or, logical_xor = Tensor.logical_or, Tensor.logical_xor

@@ -580,11 +580,21 @@ class Tensor:
         return self._compare("logical_xor", other)
 
     def add(self, other: Any, alpha: float = 1) -> Tensor:
-        return self + (other * alpha if alpha != 1 else other)
+        """``self + alpha * other``, as ``torch.add``: ``alpha`` must not be a float for an
+        integer or bool result, nor a bool for a result of another dtype.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).add(sg.tensor([1, 1]), alpha=3)
+        tensor([4, 5])
+        """
+        return self + _scaled(self, other, alpha)
 
     def sub(self, other: Any, alpha: float = 1) -> Tensor:
+        """``self - alpha * other``, as ``torch.sub`` (``alpha`` as ``add`` takes it)."""
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
-        return self - (other * alpha if alpha != 1 else other)
+        return self - _scaled(self, other, alpha)
+
+    subtract = sub
 
     def mul(self, other: Any) -> Tensor:
         return self * other
@@ -845,11 +855,13 @@ class Tensor:
         return self._inplace("div_", Tensor.__truediv__, "true_divide", other)
 
     def add_(self, other: Any, alpha: float = 1) -> Tensor:
-        return self.__iadd__(other * alpha if alpha != 1 else other)
+        return self.__iadd__(_scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> Tensor:
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
-        return self.__isub__(other * alpha if alpha != 1 else other)
+        return self.__isub__(_scaled(self, other, alpha))
+
+    subtract_ = sub_
 
     def mul_(self, other: Any) -> Tensor:
         return self.__imul__(other)
@@ -1021,8 +1033,30 @@ class Tensor:
         """
         return self
 
-    def type(self, dtype: Any) -> Tensor:
-        return self.to(dtype)
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> str | Tensor:
+        """Without ``dtype``, PyTorch's name of this tensor's type ("torch.FloatTensor",
+        "torch.cuda.LongTensor"); else this tensor cast to ``dtype``: a dtype, a legacy type
+        (``sg.DoubleTensor``) or its PyTorch name (itself when nothing changes).
+
+        >>> import scratchgrad as sg
+        >>> sg.ones(2).type(), sg.ones(2).type("torch.DoubleTensor").dtype
+        ('torch.FloatTensor', dtype('float64'))
+        """
+        from scratchgrad import creation  # (its legacy types are Tensors of this module)
+
+        legacy = creation._LegacyTensor.__subclasses__()
+        if dtype is None:
+            name = next(cls.__name__ for cls in legacy if cls.dtype == self.array.dtype)
+            return f"torch.{'cuda.' if self.is_cuda else ''}{name}"
+        if isinstance(dtype, str):
+            device, _, name = dtype.rpartition(".")
+            found = [cls for cls in legacy if cls.__name__ == name]
+            if device not in ("torch", "torch.cuda") or not found:
+                raise ValueError(f"invalid type: {dtype!r}")
+            return self.to("cuda" if device == "torch.cuda" else self.device, found[0].dtype)
+        if not isinstance(dtype, (xp.dtype, creation._LegacyTensorType)):
+            raise TypeError("dtype must be a type, str, or dtype object")
+        return self.to(dtype.dtype if isinstance(dtype, type) else dtype)
 
     def float(self) -> Tensor:
         return self.to(backend.float32)
@@ -1125,6 +1159,8 @@ class Tensor:
 
     def neg(self) -> Tensor:
         return -self
+
+    negative = neg
 
     def square(self) -> Tensor:
         return self * self
@@ -2337,16 +2373,26 @@ class Tensor:
         out[rows, columns] = self
         return out
 
-    def scatter(self, dim: int, index: Tensor, src: Any) -> Tensor:
+    def scatter(self, dim: int, index: Tensor, src: Any, *, reduce: str | None = None) -> Tensor:
         """This tensor with ``src`` written at ``index`` along ``dim`` (``out[index[i][j]][j]
         = src[i][j]`` for dim 0), as ``torch.scatter``; ``src`` may be a number. Where
         ``index`` repeats a position, the last write stays (PyTorch leaves it unspecified).
+        PyTorch's legacy ``reduce="add"`` or ``"multiply"`` adds or multiplies ``src`` in
+        instead (a number cast to this tensor's dtype first), with no gradient, as PyTorch's;
+        ``scatter_reduce`` is the differentiable form.
 
         >>> import scratchgrad as sg
         >>> sg.zeros(2, 3).scatter(1, sg.tensor([[2], [0]]), 1.0)  # one-hot rows
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
+        >>> sg.ones(3).scatter(0, sg.tensor([0, 0]), 2.0, reduce="multiply")
+        tensor([4., 1., 1.])
         """
+        if reduce is not None:
+            if reduce not in ("add", "multiply"):
+                raise RuntimeError("reduce argument must be either add or multiply.")
+            reduce = "sum" if reduce == "add" else "prod"
+            return self._scatter_reduced("scatter", dim, index, src, reduce, True)
         out = self._by_another_route("scatter", dim, index, src)
         if out is not None:
             return out
@@ -2370,6 +2416,178 @@ class Tensor:
         others = sum((p * s for d, (p, s) in enumerate(zip(positions, strides)) if d != dim), 0)
         flat = (index * strides[dim] + index.new_tensor(others)).reshape(-1)
         return self.reshape(-1).index_add(0, flat, src.reshape(-1)).reshape(self.shape)
+
+    def scatter_reduce(
+        self, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+    ) -> Tensor:
+        """This tensor with each entry of ``src`` reduced into the entry ``index`` points at
+        along ``dim`` (as ``scatter_add`` adds), as ``torch.scatter_reduce``: ``reduce`` is
+        "sum", "prod", "mean", "amax" or "amin"; without ``include_self`` this tensor's
+        entries that ``src`` reaches take no part. An integer mean is floored, as PyTorch's.
+        Differentiable in this tensor and ``src`` as PyTorch's: amax and amin split the
+        gradient evenly among the entries equal to the result.
+
+        >>> import scratchgrad as sg
+        >>> index = sg.tensor([0, 1, 0, 1, 2])
+        >>> sg.zeros(3).scatter_reduce(0, index, sg.tensor([1.0, 2, 3, 4, 5]), "amax")
+        tensor([3., 4., 5.])
+        >>> sg.ones(3).scatter_reduce(0, index, sg.tensor([1.0, 2, 3, 4, 5]), "mean",
+        ...                           include_self=False)
+        tensor([2., 3., 5.])
+        """
+        if not isinstance(src, Tensor):
+            raise TypeError(
+                "scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
+                f"{type(src).__name__}"
+            )
+        if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
+            raise RuntimeError(
+                f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+            )
+        if reduce == "mean" and self.array.dtype.kind == "b":
+            raise NotImplementedError(
+                "scatter_reduce(): reduce='mean' is not implemented for bool tensors, as in PyTorch"
+            )
+        return self._scatter_reduced("scatter_reduce", dim, index, src, reduce, include_self)
+
+    def _scatter_reduced(
+        self, name: str, dim: int, index: Tensor, src: Any, reduce: str, include_self: bool
+    ) -> Tensor:
+        """``scatter_reduce`` (or the legacy ``scatter`` with ``reduce``: ``name``), after
+        scatter's checks; a 0-d operand among 1-d ones read as 1-d, as PyTorch reads it."""
+        dim = wrap_dim(dim, self.array.ndim)
+        if _reads_0d_as_1d(self, index, src):
+            out = _as_1d(self)._scatter_reduced(
+                name, dim, _as_1d(index), _as_1d(src), reduce, include_self
+            )
+            return out.reshape(self.shape)
+        positions, src = self._scatter_positions(name, dim, index, src)
+        if not isinstance(src, Tensor):  # the legacy form's number
+            src = self.new_full(index.shape, written_number(src, self.array.dtype))
+        op = movement.ScatterReduce if name == "scatter_reduce" else movement.ScatterLegacyReduce
+        return op.apply(self, src, positions=positions, reduce=reduce, include_self=include_self)
+
+    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+        """The entries at ``indices`` along ``dim``, the two broadcast against each other in
+        every other dim, as ``torch.take_along_dim`` (``x.take_along_dim(x.argsort(1), 1)``
+        sorts rows). Without ``dim``, both are read flattened. As PyTorch's, an index along
+        ``dim`` counts around the dim's size (-1 is the last, ``size`` the first).
+
+        >>> import scratchgrad as sg
+        >>> x = sg.tensor([[10, 30, 20], [60, 40, 50]])
+        >>> x.take_along_dim(x.argsort(1), 1)
+        tensor([[10, 20, 30],
+                [40, 50, 60]])
+        >>> sg.take_along_dim(x, x.argmax())
+        tensor([60])
+        """
+        if not isinstance(indices, Tensor):
+            raise TypeError(
+                "take_along_dim(): argument 'indices' (position 2) must be Tensor, not "
+                f"{type(indices).__name__}"
+            )
+        if indices.dtype != backend.int64:
+            raise RuntimeError(
+                f"torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype}"
+            )
+        if dim is None:
+            return self.reshape(-1).gather(0, indices.reshape(-1))
+        if indices.ndim != self.array.ndim:
+            raise RuntimeError(
+                "torch.take_along_dim(): input and indices should have the same number of "
+                f"dimensions, but got {self.array.ndim} dimensions for input, and "
+                f"{indices.ndim} dimensions for indices"
+            )
+        if self.array.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = wrap_dim(dim, self.array.ndim)
+        size = self.array.shape[dim]
+        if size == 0 and indices.numel():
+            raise RuntimeError(
+                f"take_along_dim(): indices {list(indices.shape)} into dim {dim} of size 0"
+            )
+        shape = list(self.array.shape)
+        shape[dim] = indices.shape[dim]
+        try:
+            shape = list(xp.broadcast_shapes(tuple(shape), indices.shape))
+        except ValueError:
+            raise RuntimeError(
+                f"take_along_dim(): shapes {list(self.shape)} and {list(indices.shape)} do not "
+                f"broadcast apart from dimension {dim}"
+            ) from None
+        indices = indices.expand(*shape)
+        shape[dim] = size
+        return self.expand(*shape).gather(dim, indices % max(size, 1))
+
+    def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """This tensor with ``value`` (a number, or a 0-d tensor) written at the positions
+        ``index`` (int64, at most 1 dim, negative counted from the end) along ``dim``, as
+        ``torch.index_fill``. Differentiable in this tensor and in a tensor ``value``.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3).index_fill(1, sg.tensor([0, -1]), 5.0)
+        tensor([[5., 0., 5.],
+                [5., 0., 5.]])
+        """
+        if isinstance(value, Tensor) and value.ndim:
+            raise RuntimeError(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
+        if not isinstance(index, Tensor) or index.dtype != backend.int64:
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        if index.ndim > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
+        if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
+            wrap_dim(dim, 0)
+            return self.reshape(1).index_fill(0, index, value).reshape(())
+        dim = wrap_dim(dim, self.array.ndim)
+        # a mask, not a write at each index: a repeated index takes value's gradient once
+        mask = _call(_index_mask, index.array, self.array.shape, dim)  # a replay too
+        if isinstance(value, Tensor):
+            value = value.to(self.array.dtype)
+        else:
+            value = written_number(value, self.array.dtype)
+        return binary.Where.apply(mask, value, self)
+
+    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """This tensor with the slices of ``source`` along ``dim`` written at the positions
+        ``index`` (int64, at most 1 dim), as ``torch.index_copy``. Where ``index`` repeats a
+        position, the last slice stays (PyTorch leaves it unspecified), and each repeat's
+        slice of ``source`` gets the gradient there, as PyTorch's. Differentiable in both.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(3).index_copy(0, sg.tensor([2, 0]), sg.tensor([1.0, 2.0]))
+        tensor([2., 0., 1.])
+        """
+        if not isinstance(source, Tensor):
+            raise TypeError(
+                "index_copy(): argument 'source' (position 3) must be Tensor, not "
+                f"{type(source).__name__}"
+            )
+        if not isinstance(index, Tensor) or index.dtype != backend.int64:
+            raise RuntimeError(
+                "index_copy_(): Expected a long tensor for index, but got "
+                f"{getattr(index, 'dtype', type(index).__name__)}"
+            )
+        if index.ndim > 1:
+            raise IndexError(
+                f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})"
+            )
+        if source.dtype != self.dtype:
+            raise RuntimeError(
+                "index_copy_(): self and source expected to have the same dtype, but got "
+                f"(self) {self.dtype} and (source) {source.dtype}"
+            )
+        dim = wrap_dim(dim, self.array.ndim)
+        _check_index_copy(self.shape, dim, index.numel(), source.shape)
+        size = self.shape[dim] if self.ndim else 1
+        _call(_check_index_copied, index.array, size, dim)  # a replay checks too
+        if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
+            return self.reshape(1).index_copy(0, index, source.reshape(-1)).reshape(())
+        out = self.clone()
+        out[(slice(None),) * dim + (index.reshape(-1),)] = source
+        return out
 
     def _by_another_route(self, name: str, dim: int, index: Any, *src: Any) -> Tensor | None:
         """The method ``name`` (gather, scatter, scatter_add) where it becomes another call,
@@ -2583,10 +2801,10 @@ def _in_place_form(name: str) -> Callable:
 for _name in (
     "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
     "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
-    "floor_divide", "frac", "hypot", "log", "log10", "log1p", "log2", "masked_fill",
-    "nan_to_num", "neg", "pow", "reciprocal", "relu", "remainder", "round", "rsqrt",
-    "scatter", "scatter_add", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
-    "tanh", "trunc",
+    "floor_divide", "frac", "hypot", "index_copy", "index_fill", "log", "log10", "log1p",
+    "log2", "masked_fill", "nan_to_num", "neg", "negative", "pow", "reciprocal", "relu",
+    "remainder", "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "sigmoid",
+    "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
@@ -3535,6 +3753,53 @@ def _check_index_add(index: Any, size: int, dim: int, vector: bool) -> None:
         raise
 
 
+def _check_index_copy(shape: tuple, dim: int, count: int, source: tuple) -> None:
+    """PyTorch's checks of ``index_copy``'s shapes: ``source`` has ``shape``'s dims (or one
+    of them has none), the same sizes apart from ``dim``, and ``count`` slices along it."""
+    if not source and count != 1:
+        raise IndexError(
+            f"index_copy_(): When source is scalar, index should have one element (got {count})"
+        )
+    if shape and source and len(source) != len(shape):
+        raise IndexError(
+            "index_copy_(): When source and destination are not scalars, their dimensionality "
+            f"must match. Source dimensionality ({len(source)}), destination dimensionality "
+            f"({len(shape)})"
+        )
+    slices = [list(_without(s, dim)) if s else [] for s in (shape, source)]
+    if slices[0] != slices[1]:
+        raise RuntimeError(
+            "index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+            f"slice shape: {slices[0]} at dimension {dim} and source slice shape: {slices[1]} "
+            "at dimension 0."
+        )
+    if source and count != source[dim]:
+        raise IndexError(
+            f"index_copy_(): Number of indices ({count}) should be equal to source.size(dim) "
+            f"({source[dim]})"
+        )
+
+
+def _index_mask(index: Any, shape: tuple, dim: int) -> Any:
+    """A bool array True at ``index`` (negative counted from the end) along ``dim`` of
+    ``shape``, of size 1 in the other dims; PyTorch's IndexError for an index out of range."""
+    size = shape[dim]
+    if index.size and (index.min() < -size or index.max() >= size):
+        bad = index[(index < -size) | (index >= size)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    mask = namespace(index).zeros(size, bool)
+    mask[index] = True
+    return mask.reshape([size if d == dim else 1 for d in range(len(shape))])
+
+
+def _check_index_copied(index: Any, size: int, dim: int) -> None:
+    """``_check_indices`` for ``index_copy``, whose error is an IndexError in PyTorch."""
+    try:
+        _check_indices("index_copy_()", index, size, dim)
+    except RuntimeError as error:
+        raise IndexError(str(error)) from None
+
+
 def _is_mask(item: Any) -> bool:
     """Whether an index item (as ``_index`` makes them) is a boolean array, not a scalar."""
     return backend.is_array(item) and item.dtype.kind == "b" and item.ndim > 0
@@ -3886,6 +4151,26 @@ def _as_1d(t: Any) -> Any:
     """A 0-d tensor as one of shape (1,) (gather and scatter read it so); anything else as it
     is."""
     return t.reshape(1) if isinstance(t, Tensor) and t.ndim == 0 else t
+
+
+def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` for ``x + alpha * other`` (add, sub and their in-place forms), after
+    PyTorch's checks of ``alpha`` against the dtype of the result; for a bool result ``alpha``
+    is read as a bool, as PyTorch reads it (``other * 2`` would widen a bool ``other``)."""
+    dtype = result_type(x, other)
+    if isinstance(alpha, bool) and dtype != backend.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, (float, complex)) and not backend.is_floating(dtype):
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number."
+        )
+    if isinstance(alpha, complex):
+        raise RuntimeError(
+            "For non-complex input tensors, argument alpha must not be a complex number."
+        )
+    if dtype == backend.bool_:
+        alpha = bool(alpha)
+    return other if alpha == 1 else other * alpha
 
 
 def _refuse_bool_subtraction(x: Tensor, other: Any) -> None:

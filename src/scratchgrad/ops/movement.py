@@ -4,8 +4,9 @@ import math
 
 from scratchgrad import backend
 from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import cast, namespace, ndarray, xp
-from scratchgrad.ops.binary import Where
+from scratchgrad.ops.binary import Div, Where
 
 
 class Reshape(Function):
@@ -274,3 +275,169 @@ def replay_on_array(x, steps: tuple):
     for cls, attributes in steps:
         x = cls.forward(cls(), x, **attributes)
     return x
+
+
+class ScatterReduce(Function):
+    """``x`` with each entry of ``src`` reduced into it at ``positions`` (one index array per
+    dim, as ``x[positions]`` reads them) by ``reduce``: "sum", "prod", "mean", "amax", "amin"
+    (or "max", "min", which PyTorch takes forward only), as ``torch.scatter_reduce``. Without
+    ``include_self``, a position that ``src`` reaches starts from the reduction's identity
+    instead of ``x``'s entry. The gradients are PyTorch's (its ``scatter_reduce_backward``).
+
+    NOTE: amax and amin split the gradient evenly among the entries equal to the result, and
+    count ``x``'s entry among them even without ``include_self`` (PyTorch's formula): ``x``'s
+    share is then dropped, so ``src``'s shares sum to less than the gradient there.
+    """
+
+    @staticmethod
+    def forward(ctx, x, src, positions, reduce, include_self):
+        ctx.positions, ctx.reduce, ctx.include_self = positions, reduce, include_self
+        xp = namespace(x)
+        ctx.reached = xp.zeros(x.shape, bool)
+        ctx.reached[positions] = True
+        out = x.copy()
+        if not include_self:
+            out[ctx.reached] = _identity(reduce, x.dtype)
+        if _UFUNCS[reduce] == "add":
+            backend.scatter_add(out, positions, src)
+        else:
+            getattr(xp, _UFUNCS[reduce]).at(out, positions, src)
+        if reduce == "mean":
+            ctx.count = xp.full(x.shape, int(include_self), x.dtype)
+            backend.scatter_add(ctx.count, positions, xp.ones(src.shape, x.dtype))
+            ctx.count[ctx.count == 0] = 1
+            divide = xp.true_divide if out.dtype.kind == "f" else xp.floor_divide
+            divide(out, ctx.count, out=out)  # PyTorch floors an integer mean
+        ctx.save_for_backward(x, src, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.reduce not in _GRADIENTS:
+            raise RuntimeError(
+                "Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got "
+                f"{ctx.reduce}."
+            )
+        grad_x, grad_src = _GRADIENTS[ctx.reduce](ctx, grad, *ctx.saved_tensors)
+        if not ctx.include_self:  # x's entries there took no part
+            grad_x = Where.apply(ctx.reached, 0.0, grad_x)
+        return grad_x, grad_src
+
+
+class ScatterLegacyReduce(ScatterReduce):
+    """``scatter(..., reduce="add" | "multiply")``, PyTorch's legacy form, which has no
+    derivative: backward raises PyTorch's error."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("derivative for aten::scatter is not implemented")
+
+
+_UFUNCS = {
+    "sum": "add",
+    "mean": "add",
+    "prod": "multiply",
+    "amax": "maximum",
+    "max": "maximum",
+    "amin": "minimum",
+    "min": "minimum",
+}
+
+
+def _identity(reduce: str, dtype):
+    """What a reduction starts from: 0 for sums, 1 for products, the dtype's lowest value for
+    maxima and its highest for minima (False and True for bool)."""
+    if _UFUNCS[reduce] == "add":
+        return 0
+    if reduce == "prod":
+        return 1
+    lowest = _UFUNCS[reduce] == "maximum"
+    if dtype.kind == "b":
+        return not lowest
+    if dtype.kind in "iu":
+        info = xp.iinfo(dtype)
+        return info.min if lowest else info.max
+    return -math.inf if lowest else math.inf
+
+
+def _gather(ctx, t):
+    """``t`` read at the scattered positions (``t.gather(dim, index)``)."""
+    return GetItem.apply(t, index=ctx.positions)
+
+
+def _scatter_sum(ctx, t, shape):
+    """Zeros of ``shape`` with ``t`` added at the scattered positions."""
+    return IndexAdd.apply(t, index=ctx.positions, shape=shape)
+
+
+def _sum_gradients(ctx, grad, x, src, out):
+    return grad, _gather(ctx, grad)
+
+
+def _mean_gradients(ctx, grad, x, src, out):
+    grad_x = Div.apply(grad, ctx.count)
+    return grad_x, _gather(ctx, grad_x)
+
+
+def _extreme_gradients(ctx, grad, x, src, out):
+    """The gradient split evenly among the entries (of ``x`` and ``src``) equal to the
+    result."""
+    x_is = (x == out).to(x.dtype)
+    src_is = (src == _gather(ctx, out)).to(x.dtype)
+    share = grad / (x_is + _scatter_sum(ctx, src_is, x.shape))
+    return x_is * share, src_is * _gather(ctx, share)
+
+
+def _prod_gradients(ctx, grad, x, src, out):
+    """The product of the other entries, found without dividing by a zero: ``x``'s zeros are
+    read as ones, and a zero of ``src`` alone at its position is replaced by one."""
+    x_nonzero = Where.apply(x == 0, 1.0, x)
+    grad_x = grad * _product(ctx, x_nonzero, src) / x_nonzero
+    src_zero = src == 0
+    zeros_there = _gather(ctx, _scatter_sum(ctx, src_zero.to(x.dtype), x.shape))
+    single_zero = src_zero & (zeros_there == 1)
+    without_it = _product(ctx, x, Where.apply(single_zero, 1.0, src))
+    grad_src = Where.apply(
+        single_zero,
+        _gather(ctx, grad * without_it),
+        _gather(ctx, grad * out) / Where.apply(src_zero, 1.0, src),
+    )
+    if _state.enabled:  # create_graph: the formula's own gradient is wrong at repeated zeros
+        grad_src = _FirstOrderOnly.apply(grad_src, zeros_there > 1)
+    return grad_x, grad_src
+
+
+def _product(ctx, x, src):
+    """``x`` with ``src`` multiplied in at the scattered positions, as the forward did."""
+    return ScatterReduce.apply(
+        x, src, positions=ctx.positions, reduce="prod", include_self=ctx.include_self
+    )
+
+
+class _FirstOrderOnly(Function):
+    """A gradient of ``scatter_reduce(..., "prod")``, right as it is but not differentiable
+    where ``repeated`` (two zeros of ``src`` or more at one position): its gradient raises
+    there, as PyTorch's DelayedError."""
+
+    @staticmethod
+    def forward(ctx, g, repeated):
+        ctx.repeated = repeated
+        return g
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.repeated.any():
+            raise RuntimeError(
+                "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                "are scattered to the same position in self"
+            )
+        return grad, None
+
+
+_GRADIENTS = {
+    "sum": _sum_gradients,
+    "mean": _mean_gradients,
+    "amax": _extreme_gradients,
+    "amin": _extreme_gradients,
+    "prod": _prod_gradients,
+}

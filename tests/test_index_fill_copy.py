@@ -1,0 +1,151 @@
+"""``index_fill``, ``index_copy`` (their in-place and function forms) and ``take_along_dim``
+against PyTorch: values and gradients for random shapes, dims and indices (hypothesis), repeated
+indices, 0-d tensors, and the errors, raised before anything changes. The op table's rows
+(``tests/op_table.py``) add gradcheck, gradgradcheck, jit and every dim and index."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+from oracle import check_against_torch
+
+import scratchgrad as sg
+
+
+@st.composite
+def _cases(draw):
+    """A shape, a dim of it, indices into that dim (repeats possible) and a seed."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    dim = draw(st.integers(-len(shape), len(shape) - 1))
+    index = draw(st.lists(st.integers(0, shape[dim] - 1), max_size=5))
+    return shape, dim, index, draw(st.integers(0, 2**32 - 1))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@settings(max_examples=25, deadline=None)
+@given(case=_cases())
+def test_index_fill_matches_torch_with_gradients(case, dtype):
+    """A repeated position takes the value's gradient once."""
+    shape, dim, index, seed = case
+    arrays = [np.random.default_rng(seed).standard_normal(shape), np.array(1.5)]
+
+    def call(m):
+        return lambda x, v: m.index_fill(x, dim, m.tensor(index, dtype=m.int64), v)
+
+    check_against_torch(call(sg), call(torch), arrays, dtype, what="index_fill", seed=seed)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@settings(max_examples=25, deadline=None)
+@given(case=_cases())
+def test_index_copy_matches_torch_with_gradients(case, dtype):
+    """Repeated positions too: the last slice stays, and every repeat's slice gets the
+    gradient there, as PyTorch's."""
+    shape, dim, index, seed = case
+    source_shape = list(shape)
+    source_shape[dim] = len(index)
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(shape), rng.standard_normal(source_shape)]
+
+    def call(m):
+        return lambda x, y: m.index_copy(x, dim, m.tensor(index, dtype=m.int64), y)
+
+    check_against_torch(call(sg), call(torch), arrays, dtype, what="index_copy", seed=seed)
+
+
+@st.composite
+def _take_cases(draw):
+    """Broadcastable shapes of the same rank, apart from the dim, and indices of any value
+    (PyTorch counts them around the dim's size)."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    dim = draw(st.integers(-len(shape), len(shape) - 1))
+    index_shape = [draw(st.sampled_from([1, n])) for n in shape]
+    index_shape[dim] = draw(st.integers(0, 4))
+    if draw(st.booleans()):  # the tensor broadcast against the indices too
+        shape = [
+            1 if i > 1 and d != dim % len(shape) else n
+            for d, (n, i) in enumerate(zip(shape, index_shape))
+        ]
+    return tuple(shape), dim, tuple(index_shape), draw(st.integers(0, 2**32 - 1))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@settings(max_examples=25, deadline=None)
+@given(case=_take_cases(), flat=st.booleans())
+def test_take_along_dim_matches_torch_with_gradients(case, dtype, flat):
+    shape, dim, index_shape, seed = case
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape)) if flat else shape[dim]
+    index = rng.integers(0 if flat else -2 * size, size if flat else 2 * size, index_shape)
+    arrays = [rng.standard_normal(shape)]
+
+    def call(m):
+        return lambda x: m.take_along_dim(x, m.tensor(index), None if flat else dim)
+
+    check_against_torch(call(sg), call(torch), arrays, dtype, what="take_along_dim", seed=seed)
+
+
+def test_the_in_place_forms_match_torch_and_a_0d_tensor_acts_as_a_vector():
+    results = []
+    for m in (sg, torch):
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64, requires_grad=True)
+        y = x * 1
+        assert y.index_fill_(1, m.tensor([1]), -1.0) is y
+        assert y.index_copy_(0, m.tensor([0]), m.tensor([[7.0, 8.0]], dtype=m.float64)) is y
+        (y * m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64)).sum().backward()
+        scalar = m.tensor(3.0)
+        results.append(
+            (
+                y.detach().numpy(),
+                x.grad.numpy(),
+                scalar.index_fill(0, m.tensor([-1]), 5.0).numpy(),
+                scalar.index_copy(0, m.tensor(0), m.tensor([6.0])).numpy(),
+                m.tensor([1, 2]).index_fill(0, m.tensor(1), 2.7).numpy(),  # cast to int64
+            )
+        )
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+        assert ours.shape == theirs.shape
+
+
+def _raised(call):
+    try:
+        call()
+    except (RuntimeError, IndexError, TypeError) as error:
+        return type(error)
+    return None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: x.index_fill(1, m.tensor([4]), 1.0),
+        lambda m, x: x.index_fill(1, m.tensor([-5]), 1.0),
+        lambda m, x: x.index_fill(1, m.tensor([[1]]), 1.0),
+        lambda m, x: x.index_fill(1, m.tensor([1], dtype=m.int32), 1.0),
+        lambda m, x: x.index_fill(1, m.tensor([1]), m.tensor([1.0])),
+        lambda m, x: x.index_fill(2, m.tensor([1]), 1.0),
+        lambda m, x: x.index_copy(1, m.tensor([0, 4]), m.ones(3, 2)),
+        lambda m, x: x.index_copy(1, m.tensor([0, -1]), m.ones(3, 2)),
+        lambda m, x: x.index_copy(1, m.tensor([0, 1]), m.ones(3, 3)),
+        lambda m, x: x.index_copy(1, m.tensor([0, 1]), m.ones(2, 2)),
+        lambda m, x: x.index_copy(1, m.tensor([0, 1]), m.ones(2)),
+        lambda m, x: x.index_copy(1, m.tensor([0, 1], dtype=m.int32), m.ones(3, 2)),
+        lambda m, x: x.index_copy(1, m.tensor([[0, 1]]), m.ones(3, 2)),
+        lambda m, x: x.index_copy(1, m.tensor([0, 1]), m.ones(3, 2, dtype=m.float64)),
+        lambda m, x: m.take_along_dim(x, m.tensor([[1]], dtype=m.int32), 1),
+        lambda m, x: m.take_along_dim(x, m.tensor([1]), 1),
+        lambda m, x: m.take_along_dim(x, m.tensor([[1], [0]]), 1),
+        lambda m, x: m.take_along_dim(x, m.tensor([[1]]), 2),
+        lambda m, x: m.take_along_dim(x, m.tensor([12])),
+        lambda m, x: m.take_along_dim(x, m.tensor([-1])),
+    ],
+)
+def test_bad_arguments_raise_torchs_errors(call):
+    ours = sg.zeros(3, 4)
+    raised = _raised(lambda: call(sg, ours))
+    assert raised is not None and raised is _raised(lambda: call(torch, torch.zeros(3, 4)))
+    raised = _raised(lambda: call(sg, ours) if False else ours.index_fill_)
+    assert ours.tolist() == [[0.0] * 4] * 3
