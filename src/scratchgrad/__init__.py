@@ -60,6 +60,8 @@ else:
         ShortTensor,
         arange,
         as_tensor,
+        block_diag,
+        combinations,
         empty,
         empty_like,
         eye,

@@ -19,7 +19,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import to_array, written_number
-from scratchgrad.tensor import Size, Tensor, new_shape
+from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
 # step, each replay then makes a new array, as eager steps do (a step may change it in place:
@@ -545,6 +545,61 @@ def triu_indices(
 def _triangle_indices(rows_and_cols: tuple, dtype: Any, device: Any) -> Tensor:
     stacked = xp.stack(rows_and_cols).reshape(2, -1)  # (2, 0) when the triangle is empty
     return _finish(stacked.astype(_dtype(dtype, backend.int64)), False, device)
+
+
+@names_bad_arguments
+def block_diag(*tensors: Tensor) -> Tensor:
+    """A block diagonal matrix of the tensors (a 0-d one as 1 x 1, a 1-D one as a row), zeros
+    elsewhere, in their promoted dtype, as ``torch.block_diag``; the gradient flows back to
+    each block.
+
+    >>> import scratchgrad as sg
+    >>> block_diag(sg.tensor(1), sg.tensor([[2, 3]]))
+    tensor([[1, 0, 0],
+            [0, 2, 3]])
+    """
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(
+                "block_diag: Input tensors must have 2 or fewer dimensions. Input "
+                f"{i} has {t.ndim} dimensions"
+            )
+    if not tensors:
+        return zeros(1, 0)
+    blocks = [t if t.ndim == 2 else t.reshape(1, -1) for t in tensors]
+    width = sum(block.shape[1] for block in blocks)
+    rows, left = [], 0
+    for block in blocks:  # each block padded with zeros to its place in the full width
+        right = width - left - block.shape[1]
+        rows.append(block.pad(((0, 0), (left, right)), 0))
+        left += block.shape[1]
+    return cat(rows, 0)
+
+
+@names_bad_arguments
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """Every choice of ``r`` entries of a 1-D tensor in increasing position (with repeats when
+    ``with_replacement``), one row each in lexicographic order, as ``torch.combinations``
+    (``itertools.combinations`` as a tensor). Made, as PyTorch's, from the grid of all
+    ``n ** r`` tuples of positions; the gradient flows back to the entries picked.
+
+    >>> import scratchgrad as sg
+    >>> combinations(sg.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty(0)
+    module = backend.namespace(input.array)
+    grid = module.indices((input.shape[0],) * r).reshape(r, -1)
+    steps = module.diff(grid, axis=0)
+    increasing = (steps >= 0 if with_replacement else steps > 0).all(0)
+    return input[grid[:, increasing].T]
 
 
 class _LegacyTensorType(type):

@@ -2738,7 +2738,7 @@ class Tensor:
         >>> sg.dist(sg.tensor([3.0, 0.0]), sg.tensor([0.0, 4.0]))
         tensor(5.)
         """
-        return _p_norm(self - other, p, None)
+        return p_norm(self - other, p, None)
 
     def pad(self, widths: Sequence[tuple[int, int]], value: float = 0.0) -> Tensor:
         return movement.Pad.apply(self, widths=tuple(map(tuple, widths)), value=value)
@@ -3260,7 +3260,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    return _p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+    return p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
 @names_bad_arguments
@@ -4019,10 +4019,14 @@ def _check_take(index: Any, size: int) -> None:
         )
 
 
-def _p_norm(x: Tensor, p: float, dim: int | None) -> Tensor:
-    """The ``p``-norm of ``x`` over ``dim`` (all entries for None) as ``dist`` and ``cdist``
-    take it: a count of nonzeros for p = 0, and NOTE: a gradient of 0 where the norm is 0, as
-    PyTorch's (the root's derivative there is infinite, times 0)."""
+def p_norm(x: Tensor, p: float, dim: int | None) -> Tensor:
+    """The ``p``-norm of ``x`` over ``dim`` (all entries for None) as ``dist``, ``cdist`` and
+    ``nn.functional.pdist`` take it: a count of nonzeros for p = 0, and NOTE: a gradient of 0
+    where the norm is 0, as PyTorch's (the root's derivative there is infinite, times 0).
+
+    >>> p_norm(Tensor([[3.0, 4.0], [0.0, 0.0]]), 2, -1)
+    tensor([5., 0.])
+    """
     if p == 0:
         return (x != 0).sum(dim).to(x.dtype)
     if p == math.inf:

@@ -8,7 +8,10 @@ from scratchgrad.nn import functional, init, parallel, utils
 from scratchgrad.nn.activation import (
     ELU,
     GELU,
+    GLU,
     SELU,
+    ChannelShuffle,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSoftmax,
@@ -19,6 +22,7 @@ from scratchgrad.nn.activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Softplus,
     Tanh,
 )
@@ -47,16 +51,19 @@ from scratchgrad.nn.loss import (
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
     HuberLoss,
     KLDivLoss,
     MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
     L1Loss,
     MSELoss,
     NLLLoss,
     TripletMarginLoss,
 )
-from scratchgrad.nn.normalization import GroupNorm, LayerNorm, RMSNorm
+from scratchgrad.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from scratchgrad.nn.padding import ConstantPad2d, ZeroPad2d
 from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from scratchgrad.nn.pooling import (
@@ -175,6 +182,14 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "GLU",
+    "Hardswish",
+    "Softmin",
+    "ChannelShuffle",
+    "LocalResponseNorm",
+    "PoissonNLLLoss",
+    "GaussianNLLLoss",
+    "MultiLabelSoftMarginLoss",
     "functional",
     "init",
     "parallel",

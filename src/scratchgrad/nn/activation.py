@@ -1,4 +1,5 @@
-"""Activation layers: thin modules over ``nn.functional``."""
+"""Activation layers (and ``ChannelShuffle``, parameter-free too): thin modules over
+``nn.functional``."""
 
 from __future__ import annotations
 
@@ -209,30 +210,99 @@ class Sigmoid(Module):
         return input.sigmoid()
 
 
-class Softmax(Module):
-    """Softmax along ``dim`` (give it: without one PyTorch's legacy choice applies, with a
-    warning)."""
+class _AlongDim(Module):
+    """A normalisation along one ``dim`` (give it: without one PyTorch's legacy choice
+    applies, with a warning)."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
+    """exp(x) / sum(exp(x)) along ``dim``."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim)
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
-
-class LogSoftmax(Module):
+class LogSoftmax(_AlongDim):
     """log(softmax(x)) along ``dim``, computed stably in one step."""
-
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
 
+
+class Softmin(_AlongDim):
+    """softmax(-x) along ``dim``: the smallest entries get the largest weights.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> [round(v, 4) for v in nn.Softmin(dim=0)(sg.tensor([1.0, 2.0])).tolist()]
+    [0.7311, 0.2689]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
+
+
+class GLU(Module):
+    """The gated linear unit ``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``dim``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.GLU()(sg.tensor([[1.0, 2.0, 0.0, 0.0]])).tolist()
+    [[0.5, 1.0]]
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Hardswish(Module):
+    """x * relu6(x + 3) / 6; ``inplace`` writes the result into the input, as PyTorch's (whose
+    repr does not show it).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Hardswish()(sg.tensor([-4.0, 0.0, 4.0])).tolist()
+    [0.0, 0.0, 4.0]
+    """
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input, self.inplace)
+
+
+class ChannelShuffle(Module):
+    """The channels (dim 1), split into ``groups`` groups, interleaved; see
+    ``F.channel_shuffle``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.ChannelShuffle(3)(sg.arange(6).reshape(1, 6, 1)).flatten().tolist()
+    [0, 2, 4, 1, 3, 5]
+    """
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -39,6 +39,7 @@ from scratchgrad.tensor import (
     Tensor,
     broadcast_tensors,
     names_bad_arguments,
+    p_norm,
     where,
     wrap_dim,
 )
@@ -171,6 +172,27 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     [0.0, 3.0, 6.0]
     """
     return hardtanh(input, 0.0, 6.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6 (MobileNetV3, https://arxiv.org/abs/1905.02244): 0 up to -3, x
+    from 3 on. ``inplace``: the result is written into ``input`` and returned, as PyTorch's
+    ``hardswish_`` (not on a leaf that requires grad).
+
+    NOTE: the gradient at -3 and 3 is the outer pieces' (0 and 1), as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in hardswish(sg.tensor([-4.0, 1.0, 4.0])).tolist()]
+    [0.0, 0.6667, 4.0]
+    """
+    input._check_floating("hardswish")
+    if inplace:
+        return input._apply_("hardswish_", _hardswish)
+    return _hardswish(input)
+
+
+def _hardswish(x: Tensor) -> Tensor:
+    return where(x <= -3, 0.0, where(x < 3, x * (x + 3) / 6, x))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -764,6 +786,36 @@ def rms_norm(
     return out if weight is None else out * weight
 
 
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """Each entry divided by ``(k + alpha * mean of the squares of its ``size`` neighbouring
+    channels) ** beta`` (AlexNet's normalisation, https://papers.nips.cc/paper/4824), for
+    (N, C, ...) input of 3 or more dims. As PyTorch's, the window runs from ``size // 2``
+    channels before to ``(size - 1) // 2`` after, zeros past the edges counted in the mean.
+
+    >>> import scratchgrad as sg
+    >>> out = local_response_norm(sg.ones(1, 3, 1), 2, alpha=1.0, beta=1.0)
+    >>> [round(v, 4) for v in out.flatten().tolist()]
+    [0.6667, 0.5, 0.5]
+    """
+    if input.ndim < 3:
+        raise ValueError(
+            f"local_response_norm: expected 3D or higher dimensionality input (N, C, ...), got "
+            f"{input.ndim} dimensions"
+        )
+    if size <= 0:
+        raise RuntimeError(f"local_response_norm: size should be greater than zero, got {size}")
+    if input.numel() == 0:
+        return input
+    n, c = input.shape[:2]
+    # the squares as one (N, 1, C, rest) image, averaged over windows of (size, 1)
+    squares = (input * input).reshape(n, 1, c, -1)
+    squares = squares.pad(((0, 0), (0, 0), (size // 2, (size - 1) // 2), (0, 0)), 0.0)
+    div = avg_pool2d(squares, (size, 1), stride=1).reshape(input.shape)
+    return input / (div * alpha + k) ** beta
+
+
 # ---- attention ------------------------------------------------------------------------------
 
 
@@ -907,6 +959,44 @@ def pairwise_distance(
     5.0
     """
     return _norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+@autocast_policy("float32")
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The ``p``-norm distance between each pair of rows of an (N, M) ``input``: the N (N - 1)
+    / 2 entries above the diagonal of ``cdist(input, input)``, row by row, as PyTorch's. p = 0
+    counts the entries that differ; the gradient where two rows are equal is 0.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in pdist(sg.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])).tolist()]
+    [5.0, 1.0, 4.2426]
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.is_floating_point():
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got {input.dtype}")
+    if p < 0:
+        raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
+    first, second = backend.namespace(input.array).triu_indices(input.shape[0], 1)
+    return _pdist_norm(input[first] - input[second], p)
+
+
+def _pdist_norm(diff: Tensor, p: float) -> Tensor:
+    """The ``p``-norm of each row of ``diff`` with PyTorch's pdist gradient: 0 for p = 0 (but
+    requiring grad), 0 where a difference is 0 for p < 1 (not NaN), and for p = inf all of it
+    to each of the tied largest entries (``amax`` would share it among them)."""
+    if p == 0:
+        return diff.sign().abs().sum(-1)  # the count of nonzeros; sign's gradient is 0
+    size = diff.abs()
+    if p == math.inf:
+        top = size.detach().amax(-1, keepdim=True)
+        ties = size.detach() == top
+        # the sum over the ties is top * count in value: take the extra copies off
+        return (size * ties).sum(-1) - (ties.sum(-1) - 1) * top.squeeze(-1)
+    if p < 1:  # |d| ** p has an infinite slope at d = 0
+        zero = size == 0
+        return where(zero, 0.0, where(zero, 1.0, size) ** p).sum(-1) ** (1 / p)
+    return p_norm(diff, p, -1)
 
 
 # ---- losses ---------------------------------------------------------------------------------
@@ -1404,6 +1494,134 @@ def triplet_margin_loss(
     return _reduce((margin + to_positive - to_negative).clamp(min=0), reduction)
 
 
+@autocast_policy("float32")
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: bool | None = None,
+    eps: float = 1e-8,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The negative log likelihood of counts ``target`` under Poisson distributions of rate
+    ``input``, without the constant log(target!): ``exp(input) - target * input`` for a log
+    rate (``log_input``), else ``input - target * log(input + eps)``. ``full`` adds Stirling's
+    approximation of log(target!), where the target is above 1. The two broadcast together.
+
+    NOTE: where ``full`` and the target is 0, the target's gradient is 0 here; PyTorch's is NaN
+    (0 * log 0 in the Stirling term, which it masks only in value).
+
+    >>> import scratchgrad as sg
+    >>> poisson_nll_loss(sg.tensor([0.0, 1.0]), sg.tensor([1.0, 2.0]), reduction="none")
+    tensor([1.0000, 0.7183])
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    rate = input.exp() if log_input else input
+    loss = rate - target * (input if log_input else (input + eps).log())
+    if full:
+        counted = target > 1
+        safe = where(counted, target, 2.0)  # no log of 0 (or below), not even in a gradient
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + where(counted, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | float,
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
+    """The negative log likelihood of ``target`` under Gaussians of mean ``input`` and variance
+    ``var``, without the constant 0.5 log(2 pi) unless ``full``: ``0.5 * (log(var) + (input -
+    target) ** 2 / var)``, each variance taken as at least ``eps`` (in value only: its gradient
+    is that of ``var`` itself, as PyTorch's, which clamps it out of the graph).
+
+    ``var`` is a float, or a tensor of the input's shape, or of that shape with the last dim
+    left out or one dim of size 1 (one variance shared along it), as PyTorch's rules.
+
+    >>> import scratchgrad as sg
+    >>> gaussian_nll_loss(sg.tensor([0.0, 1.0]), sg.tensor([1.0, 1.0]), 1.0, reduction="none")
+    tensor([0.5000, 0.0000])
+    """
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(input.shape, var)
+    elif not isinstance(var, Tensor):
+        raise TypeError(
+            f"gaussian_nll_loss: var must be a Tensor or a float, got {type(var).__name__}"
+        )
+    else:
+        capture_hook.call(_check_variances, var.array)  # a jitted step's next batch, too
+    var = _shared_variance(input, var)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not valid")
+    if not var.is_floating_point():
+        raise RuntimeError(
+            f"gaussian_nll_loss: var must be floating point (PyTorch clamps it to eps in place), "
+            f"got {var.dtype}"
+        )
+    var = _at_least_in_value(var, eps)
+    diff = input - target
+    loss = 0.5 * (var.log() + diff * diff / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def _check_variances(var) -> None:
+    if (var < 0).any():
+        raise ValueError("var has negative entry/entries")
+
+
+def _shared_variance(input: Tensor, var: Tensor) -> Tensor:
+    """``var`` shaped to broadcast against ``input`` by PyTorch's rules: the input's shape;
+    that shape without its last dim (unsqueezed here); or the input's number of dims, differing
+    in one dim where ``var`` has size 1."""
+    if var.shape == input.shape:
+        return var
+    if var.shape == input.shape[:-1]:
+        return var.unsqueeze(-1)
+    # PyTorch's test: the sizes of var where the two differ add up to 1
+    if var.ndim == input.ndim and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1:
+        return var
+    raise ValueError(
+        f"var is of incorrect size: {var.shape} does not fit an input of shape {input.shape}"
+    )
+
+
+@autocast_policy("float32")
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Binary cross entropy of the logits ``input`` against 0/1 labels ``target`` for each
+    class (the last dim), weighted by ``weight`` and averaged over the classes: one loss per
+    sample, which ``reduction`` reduces.
+
+    >>> import scratchgrad as sg
+    >>> round(multilabel_soft_margin_loss(sg.tensor([[0.0, 2.0]]), sg.tensor([[0, 1]])).item(), 4)
+    0.41
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if input.ndim == 0:  # PyTorch's words: it reads the number of classes as input.size(-1)
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    # as PyTorch's: the sum is over the input's last dim, also where the target broadcast more
+    return _reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
 # ---- tensor utilities -----------------------------------------------------------------------
 
 
@@ -1435,6 +1653,32 @@ def _one_hot(labels, num_classes: int):
         raise RuntimeError("Class values must be smaller than num_classes.")
     classes = backend.namespace(labels).arange(num_classes)
     return (labels[..., None] == classes).astype(backend.int64)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """The channels (dim 1) of an (N, C, ...) input, split into ``groups`` groups, interleaved
+    (ShuffleNet's, https://arxiv.org/abs/1707.01083): channel ``g * C // groups + i`` moves to
+    ``i * groups + g``.
+
+    >>> import scratchgrad as sg
+    >>> channel_shuffle(sg.arange(6).reshape(1, 6, 1), 2).flatten().tolist()
+    [0, 3, 1, 4, 2, 5]
+    """
+    if input.ndim <= 2:
+        raise RuntimeError(
+            "channel_shuffle expects input with > 2 dims, but got input with sizes "
+            f"{list(input.shape)}"
+        )
+    if groups <= 0:
+        raise RuntimeError(
+            f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(input.shape)
 
 
 def pad(

@@ -242,3 +242,74 @@ class TripletMarginLoss(_Loss):
             self.swap,
             reduction=self.reduction,
         )
+
+
+class PoissonNLLLoss(_Loss):
+    """The negative log likelihood of counts under Poisson distributions whose (log, with
+    ``log_input``) rates are the input; see ``F.poisson_nll_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.PoissonNLLLoss()(sg.tensor([0.0, 1.0]), sg.tensor([1.0, 2.0]))
+    tensor(0.8591)
+    """
+
+    def __init__(
+        self,
+        log_input: bool = True,
+        full: bool = False,
+        size_average: bool | None = None,
+        eps: float = 1e-8,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        return F.poisson_nll_loss(
+            log_input, target, self.log_input, self.full, eps=self.eps, reduction=self.reduction
+        )
+
+
+class GaussianNLLLoss(_Loss):
+    """The negative log likelihood of a target under Gaussians of mean ``input`` and variance
+    ``var``; see ``F.gaussian_nll_loss`` for the shapes ``var`` may have.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.GaussianNLLLoss()(sg.tensor([0.0, 1.0]), sg.tensor([1.0, 1.0]), sg.ones(2))
+    tensor(0.2500)
+    """
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """Binary cross entropy of logits for each class (the last dim), averaged over the classes;
+    ``weight`` (a buffer) weighs each class. See ``F.multilabel_soft_margin_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> loss = nn.MultiLabelSoftMarginLoss(weight=sg.tensor([1.0, 0.0]))
+    >>> round(loss(sg.tensor([[0.0, 2.0]]), sg.tensor([[0, 1]])).item(), 4)
+    0.3466
+    """
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)

@@ -1,4 +1,4 @@
-"""``LayerNorm``, ``GroupNorm`` and ``RMSNorm``."""
+"""``LayerNorm``, ``GroupNorm``, ``RMSNorm`` and ``LocalResponseNorm``."""
 
 from __future__ import annotations
 
@@ -145,3 +145,24 @@ class RMSNorm(_ScaleAndShift):
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
+
+
+class LocalResponseNorm(Module):
+    """Divide each entry by ``(k + alpha * mean of the squares of its size neighbouring
+    channels) ** beta``, AlexNet's normalisation; see ``F.local_response_norm``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.LocalResponseNorm(2)(sg.randn(2, 5, 3, 3)).shape
+    (2, 5, 3, 3)
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,6 @@
 """``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``),
-parameters as one vector and back, and ``rnn.pad_sequence`` for batches of sequences."""
+parameters as one vector and back, ``rnn.pad_sequence`` for batches of sequences, and weight
+and spectral normalisation (``weight_norm``, ``spectral_norm`` and their removal)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from scratchgrad.nn.utils.reparametrize import (
+    remove_spectral_norm,
+    remove_weight_norm,
+    spectral_norm,
+    weight_norm,
+)
 from scratchgrad.tensor import Tensor
 
 
