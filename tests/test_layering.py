@@ -16,10 +16,11 @@ LAYERS = [
     {"backend", "dtypes", "cuda", "accelerator", "backends"},  # arrays, dtypes, devices
     {"autograd"},
     {"ops"},
-    {"tensor", "creation", "printing"},
+    {"tensor", "creation", "printing", "linalg"},
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them
-    {"nn", "optim", "distributed"},
+    # (distributions: on nn.functional and linalg, as PyTorch's)
+    {"nn", "optim", "distributed", "distributions"},
     {"utils", "datasets", "serialization"},
     {"func", "jit", "compiled", "amp", "cpu"},  # transforms
     {"evo", "export", "onnx"},  # applications

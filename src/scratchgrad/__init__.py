@@ -119,13 +119,21 @@ else:
     )
 
     from scratchgrad.serialization import load, save
+    from scratchgrad import linalg
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
+    from scratchgrad import distributions  # (on nn.functional and linalg)
     from scratchgrad import accelerator, backends, cuda
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
     from scratchgrad.amp import autocast
     from scratchgrad.compiled import compile
     from scratchgrad import jit  # the package, callable as the function jit.jit
     from scratchgrad.jit import JitError
+    from scratchgrad import func  # torch.func, and torch.vmap as its vmap
+    from scratchgrad.func import vmap
+
+    # torch's names for linear algebra outside torch.linalg
+    det, slogdet, inverse = linalg.det, linalg.slogdet, linalg.inv
+    matrix_power = linalg.matrix_power
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs

@@ -1,0 +1,91 @@
+"""Helpers the distributions share, with the names of ``torch.distributions.utils``."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.creation import tensor
+from scratchgrad.dtypes import finfo, get_default_dtype
+from scratchgrad.tensor import Tensor, broadcast_tensors
+
+
+def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
+    """The values broadcast together as tensors: a number becomes a tensor of the first
+    tensor's dtype and device (of the default dtype when all are numbers), as PyTorch's.
+
+    >>> [tuple(t.shape) for t in broadcast_all(tensor([1.0, 2.0]), 0.5)]
+    [(2,), (2,)]
+    """
+    if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of Number or scratchgrad.Tensor.")
+    first = next((v for v in values if isinstance(v, Tensor)), None)
+    dtype, device = (get_default_dtype(), None) if first is None else (first.dtype, first.device)
+    as_tensors = [
+        v if isinstance(v, Tensor) else tensor(v, dtype=dtype, device=device) for v in values
+    ]
+    return broadcast_tensors(*as_tensors)
+
+
+def sum_rightmost(value: Tensor, dim: int) -> Tensor:
+    """``value`` summed over its ``dim`` rightmost dimensions."""
+    return value if dim == 0 else value.reshape(*value.shape[:-dim], -1).sum(-1)
+
+
+def clamp_probs(probs: Tensor) -> Tensor:
+    """Probabilities clamped to [eps, 1 - eps] (eps: the dtype's machine epsilon).
+
+    >>> clamp_probs(tensor([0.0, 0.5, 1.0], dtype="float64")).tolist()
+    [2.220446049250313e-16, 0.5, 0.9999999999999998]
+    """
+    eps = finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
+    """Log-odds (``is_binary``) or log-probabilities of clamped probabilities.
+
+    >>> round(probs_to_logits(tensor(0.5), is_binary=True).item(), 6)
+    0.0
+    """
+    clamped = clamp_probs(probs)
+    return clamped.log() - (-clamped).log1p() if is_binary else clamped.log()
+
+
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
+    """Sigmoid of log-odds (``is_binary``), else the softmax over the last dimension.
+
+    >>> logits_to_probs(tensor([0.0, 0.0])).tolist()
+    [0.5, 0.5]
+    """
+    return logits.sigmoid() if is_binary else logits.softmax(-1)
+
+
+class lazy_property:  # noqa: N801  (PyTorch's name)
+    """A property computed on first use and then kept in the instance's ``__dict__``: a
+    distribution made from ``probs`` computes ``logits`` only when asked, and the parameter
+    given is the one found in ``__dict__`` (validation checks only that one). Computed with
+    gradients enabled, as PyTorch's: a ``probs`` first asked for inside ``sample`` (under
+    ``no_grad``) still leads back to ``logits`` when ``log_prob`` uses it later.
+
+    >>> class A:
+    ...     @lazy_property
+    ...     def x(self):
+    ...         return 3
+    >>> a = A(); (a.x, "x" in a.__dict__)
+    (3, True)
+    """
+
+    def __init__(self, method: Callable[[Any], Any]) -> None:
+        self.method = method
+        self.__doc__ = method.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        with enable_grad():
+            value = self.method(instance)
+        instance.__dict__[self.method.__name__] = value
+        return value

@@ -1,0 +1,142 @@
+"""The errors of ``scratchgrad.linalg`` and the checks its functions share: PyTorch's messages,
+raised before anything is computed, and LAPACK's failures turned into ``LinAlgError`` naming the
+batch element that failed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scratchgrad import backend
+from scratchgrad.backend import xp
+from scratchgrad.tensor import Tensor
+
+# PyTorch's names of the dtypes in its messages
+_TORCH_NAMES = {
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+}
+
+
+class LinAlgError(RuntimeError):
+    """A matrix on which a linear algebra function cannot work (singular, not positive-definite),
+    as ``torch.linalg.LinAlgError``: a ``RuntimeError``, its message naming the function and,
+    in a batch, the first matrix that failed.
+
+    >>> import scratchgrad as sg
+    >>> try:
+    ...     sg.linalg.inv(sg.zeros(2, 2))
+    ... except sg.linalg.LinAlgError as error:
+    ...     print(str(error)[:42])
+    linalg.inv: The diagonal element 1 is zero
+    """
+
+
+def torch_name(dtype: Any) -> str:
+    """A dtype as PyTorch's messages spell it (``Float``, ``Long``)."""
+    return _TORCH_NAMES.get(str(dtype), str(dtype))
+
+
+def check_input(op: str, A: Tensor, name: str = "A", square: bool = False) -> None:
+    """PyTorch's checks of a linalg function's matrix argument: a Tensor of at least 2 dims, of
+    float32 or float64, square where ``square``."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    check_floating(op, A)
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"{op}: {name} must be batches of square matrices, but they are "
+            f"{A.shape[-2]} by {A.shape[-1]} matrices"
+        )
+
+
+def check_floating(op: str, x: Tensor) -> None:
+    """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK)."""
+    if not backend.is_floating(x.dtype):
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
+        )
+    if x.dtype.itemsize < 4:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
+
+
+def check_same_dtype(op: str, A: Tensor, B: Tensor, names: str = "AB") -> None:
+    if A.dtype != B.dtype:
+        a, b = names
+        raise RuntimeError(
+            f"{op}: Expected {a} and {b} to have the same dtype, but found {a} of type "
+            f"{torch_name(A.dtype)} and {b} of type {torch_name(B.dtype)} instead"
+        )
+
+
+def lapack(op: str, explain: Callable[[Any], str], compute: Callable, *arrays: Any) -> Any:
+    """``compute(*arrays)``; where LAPACK fails on a matrix, a ``LinAlgError`` naming ``op``,
+    the first batch element that failed and ``explain(matrix)``'s reason. The arrays share
+    their batch dims (the caller broadcasts them first)."""
+    try:
+        return compute(*arrays)
+    except xp.linalg.LinAlgError:
+        pass
+    batch = arrays[0].shape[:-2]
+    matrices = [a.reshape(-1, *a.shape[-2:]) for a in arrays]
+    for i in range(len(matrices[0])):  # the failure path only: find which matrix failed
+        try:
+            compute(*(m[i] for m in matrices))
+        except xp.linalg.LinAlgError:
+            where = f"(Batch element {i}): " if batch else ""
+            raise LinAlgError(f"{op}: {where}{explain(matrices[0][i])}") from None
+    raise LinAlgError(f"{op}: the factorization failed")  # a batch fails where no matrix does
+
+
+def zero_pivot(matrix: Any) -> int:
+    """The (1-based) index of the first zero on the diagonal of U in ``matrix = P L U`` with
+    partial pivoting, as LAPACK's getrf reports it (Gaussian elimination, once per column)."""
+    u = matrix.copy()
+    n = u.shape[-1]
+    for k in range(n):  # only to word an error: the matrix is known to be singular
+        pivot = k + int(xp.argmax(xp.abs(u[k:, k])))
+        if u[pivot, k] == 0:
+            return k + 1
+        u[[k, pivot]] = u[[pivot, k]]
+        u[k + 1 :] -= xp.outer(u[k + 1 :, k] / u[k, k], u[k])
+    return n
+
+
+def singular(action: str) -> Callable[[Any], str]:
+    """Explains an inversion's failure as PyTorch does."""
+
+    def explain(matrix: Any) -> str:
+        return (
+            f"The diagonal element {zero_pivot(matrix)} is zero, the {action} could not be "
+            "completed because the input matrix is singular."
+        )
+
+    return explain
+
+
+def not_positive_definite(matrix: Any) -> str:
+    """Explains a Cholesky factorization's failure as PyTorch does: the order of the first
+    leading minor that is not positive-definite."""
+    order = next(k for k in range(1, len(matrix) + 1) if not _is_positive_definite(matrix[:k, :k]))
+    return (
+        "The factorization could not be completed because the input is not positive-definite "
+        f"(the leading minor of order {order} is not positive-definite)."
+    )
+
+
+def _is_positive_definite(matrix: Any) -> bool:
+    try:
+        xp.linalg.cholesky(matrix)
+    except xp.linalg.LinAlgError:
+        return False
+    return True

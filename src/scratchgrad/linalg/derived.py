@@ -1,0 +1,277 @@
+"""Functions of a matrix built on the solvers and factorizations: ``det``, ``slogdet``,
+``pinv``, ``lstsq``, ``matrix_rank``, ``matrix_power``."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.backend import int64, namespace, xp
+from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
+from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
+from scratchgrad.linalg.systems import Solve, inv
+from scratchgrad.tensor import Tensor, cat, where
+
+linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+class Det(Function):
+    """``det(A)``; its gradient ``grad`` times the cofactor matrix (``det(A) A^-T``)."""
+
+    backward_name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        module = namespace(a)
+        out = module.asarray(module.linalg.det(a))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, d = ctx.saved_tensors
+        return _det_backward(grad, d, a)
+
+
+def _det_backward(grad: Tensor, d: Tensor, a: Tensor) -> Tensor:
+    """PyTorch's ``linalg_det_backward``: ``grad det(A) A^-T`` by a solve where A is
+    invertible, and where it is (nearly) singular, through its SVD: ``det(U) det(Vh) U
+    diag(prod of the other singular values) Vh``, which needs no inverse."""
+    if a.numel() == 0:
+        return a.new_zeros(a.shape)
+    singular = (d.abs() < 100 * xp.finfo(a.dtype).eps).array
+    if not singular.any():
+        return _cofactor_by_solve(a, grad * d)
+    if singular.all():
+        return _cofactor_by_svd(a, grad)
+    # a batch of both: each path gets a harmless stand-in for the matrices it does not own
+    mask = Tensor._make(singular[..., None, None])
+    n = a.shape[-1]
+    eye = a.new_ones(n).diag_embed()
+    distinct = a.new_ones(n).cumsum(-1).diag_embed()  # distinct singular values
+    by_svd = _cofactor_by_svd(where(mask, a, distinct), grad)
+    by_solve = _cofactor_by_solve(where(mask, eye, a), grad * d)
+    return where(mask, by_svd, by_solve)
+
+
+def _cofactor_by_solve(a: Tensor, scale: Tensor) -> Tensor:
+    """``scale A^-T``: A^T X = scale I."""
+    eye = a.new_ones(a.shape[-1]).diag_embed()
+    return Solve.apply(a.mT, scale.unsqueeze(-1).unsqueeze(-1) * eye)
+
+
+def _cofactor_by_svd(a: Tensor, grad: Tensor) -> Tensor:
+    u, s, vh = SVD.apply(a, full_matrices=True)
+    alpha = Det.apply(u) * Det.apply(vh) * grad
+    return (u * (alpha.unsqueeze(-1) * _products_of_the_others(s)).unsqueeze(-2)) @ vh
+
+
+def _products_of_the_others(s: Tensor) -> Tensor:
+    """Entry i: the product of all entries of the last dim but the i-th, without dividing
+    (some may be 0): the running products from the left and from the right."""
+    n = s.shape[-1]
+    one = s.new_ones(*s.shape[:-1], 1)
+    before = cat([one, s.narrow(-1, 0, n - 1)], -1).cumprod(-1)
+    after = cat([s.narrow(-1, 1, n - 1), one], -1).flip(-1).cumprod(-1).flip(-1)
+    return before * after
+
+
+def det(A: Tensor) -> Tensor:
+    """The determinant of a square matrix (or of each in a batch), as ``torch.linalg.det``;
+    differentiable also at singular matrices, through the SVD: the cofactor matrix, as
+    PyTorch's recorded backward (``create_graph=True``) gives it. (PyTorch's first-order
+    backward gives 0 at an exactly singular matrix, which is wrong for rank n - 1.)
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.det(sg.tensor([[2.0, 1.0], [1.0, 3.0]]))
+    tensor(5.)
+    """
+    check_input("linalg.det", A, square=True)
+    return Det.apply(A)
+
+
+class Slogdet(Function):
+    """``(sign, log|det A|)``; the gradient of the log: ``grad A^-T``. The sign is piecewise
+    constant: its gradient is zero."""
+
+    backward_name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        module = namespace(a)
+        sign, logabsdet = module.linalg.slogdet(a)
+        ctx.save_for_backward(a)
+        return module.asarray(sign), module.asarray(logabsdet)
+
+    @staticmethod
+    def backward(ctx, grad_sign, grad_logabsdet):
+        (a,) = ctx.saved_tensors
+        try:
+            return _cofactor_by_solve(a, grad_logabsdet)
+        except LinAlgError as error:  # PyTorch returns inf and nan there
+            raise LinAlgError(
+                "linalg.slogdet: the gradient of logabsdet at a singular matrix is infinite "
+                f"({error})"
+            ) from None
+
+
+def slogdet(A: Tensor) -> linalg_slogdet:
+    """The sign and the natural log of the absolute value of the determinant, as
+    ``torch.linalg.slogdet``; for a singular matrix (0, -inf), where the gradient of logabsdet
+    raises ``LinAlgError`` (PyTorch's is inf and nan).
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.slogdet(sg.tensor([[-2.0, 0.0], [0.0, 1.0]]))
+    linalg_slogdet(sign=tensor(-1.), logabsdet=tensor(0.6931))
+    """
+    check_input("linalg.slogdet", A, square=True)
+    return linalg_slogdet(*Slogdet.apply(A))
+
+
+def _tolerance(s: Any, shape: tuple, atol: float | None, rtol: float | None) -> Any:
+    """PyTorch's cut-off for the singular values ``s`` (descending) of matrices of ``shape``:
+    ``max(atol, rtol * largest)``, where rtol is eps * max(m, n) if neither is given, and 0 if
+    only a positive atol is."""
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else xp.finfo(s.dtype).eps * max(shape[-2:])
+    largest = s[..., :1] if s.shape[-1] else s
+    return namespace(s).maximum(0.0 if atol is None else atol, rtol * largest)
+
+
+class Pinv(Function):
+    """The pseudo-inverse from the SVD, singular values at or below the tolerance taken as 0;
+    PyTorch's ``pinv_backward``."""
+
+    backward_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, a, atol, rtol):
+        module = namespace(a)
+        u, s, vh = module.linalg.svd(a, full_matrices=False)
+        kept = s > _tolerance(s, a.shape, atol, rtol)
+        inverted = module.where(kept, 1 / module.where(kept, s, 1), 0).astype(a.dtype)
+        out = (vh.swapaxes(-1, -2) * inverted[..., None, :]) @ u.swapaxes(-1, -2)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, p = ctx.saved_tensors
+        m, n = a.shape[-2:]
+        grad_t = grad.mT
+        if m <= n:
+            k = grad_t @ p
+            kp = k @ p.mT
+            return -(p @ k).mT + kp - (a @ p) @ kp + (p.mT @ p) @ (grad_t - k @ a)
+        k = p @ grad_t
+        pk = p.mT @ k
+        return -(k @ p).mT + ((grad_t - a @ k) @ p) @ p.mT + pk - (pk @ p) @ a
+
+
+def pinv(
+    A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
+) -> Tensor:
+    """The Moore-Penrose pseudo-inverse of a matrix (or batch), as ``torch.linalg.pinv``:
+    singular values at or below ``max(atol, rtol * largest)`` count as zero (rtol defaults to
+    eps * max(m, n), or to 0 where only a positive atol is given). ``hermitian=True`` (an
+    eigendecomposition reading one triangle) is not supported.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.pinv(sg.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    check_input("linalg.pinv", A)
+    if hermitian:
+        raise NotImplementedError(
+            "linalg.pinv: hermitian=True is not supported (PyTorch reads only the lower "
+            "triangle there); pass the full symmetric matrix with hermitian=False"
+        )
+    return Pinv.apply(A, atol=atol, rtol=rtol)
+
+
+def lstsq(
+    A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
+) -> linalg_lstsq:
+    """The least-squares solution of ``A X = B``, as ``torch.linalg.lstsq`` with its CPU
+    driver 'gelsy': ``(solution, residuals, rank, singular_values)`` with residuals and
+    singular values empty. The solution is the minimum-norm one, ``pinv(A) B`` (singular values
+    below ``rcond`` times the largest count as zero; rcond defaults to eps * max(m, n)), and
+    its gradient PyTorch's. ``B`` is ``(*, m, k)`` or a (batch of) vector(s) ``(*, m)``.
+
+    >>> import scratchgrad as sg
+    >>> A = sg.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    >>> sg.linalg.lstsq(A, sg.tensor([1.0, 2.0, 3.0])).solution
+    tensor([1., 2.])
+    """
+    check_input("linalg.lstsq", A)
+    check_same_dtype("linalg.lstsq", A, B, "AB")
+    if driver not in (None, "gelsy"):
+        raise NotImplementedError(
+            f"linalg.lstsq: driver '{driver}' is not supported; the solution is gelsy's "
+            "(driver=None), without residuals or singular values"
+        )
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise RuntimeError(
+            "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+            f"(input.dim() - other.dim()) <= 1 (got shapes {A.shape} and {B.shape})"
+        )
+    vector = B.ndim == A.ndim - 1
+    b = B.unsqueeze(-1) if vector else B
+    if b.shape[-2] != A.shape[-2]:
+        raise RuntimeError(
+            "torch.linalg.lstsq: input.size(-2) should match other.size(-2) (got shapes "
+            f"{A.shape} and {B.shape})"
+        )
+    x = Pinv.apply(A, atol=None, rtol=rcond) @ b
+    empty = A.new_zeros(0)
+    rank = matrix_rank(A, rtol=rcond)
+    return linalg_lstsq(x.squeeze(-1) if vector else x, empty, rank, empty)
+
+
+def matrix_rank(
+    A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
+) -> Tensor:
+    """The number of singular values above ``max(atol, rtol * largest)`` (defaults as
+    ``pinv``), as ``torch.linalg.matrix_rank``: int64, not differentiable. With
+    ``hermitian``, the absolute eigenvalues of the lower triangle's symmetric matrix.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.matrix_rank(sg.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    check_input("linalg.matrix_rank", A)
+    with no_grad():
+        s = eigvalsh(A).abs().flip(-1) if hermitian else svdvals(A)
+    count = (s.array > _tolerance(s.array, A.shape, atol, rtol)).sum(-1)
+    return Tensor._make(namespace(count).asarray(count, dtype=int64))
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (by repeated squaring), as
+    ``torch.linalg.matrix_power``; ``n = 0`` gives the identity, a negative ``n`` the power
+    of the inverse.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.matrix_power(sg.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    check_input("linalg.matrix_power", A, square=True)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
+    if n == 0:
+        # the identity, tied to A with a zero gradient (as PyTorch's copy into A's shape)
+        return where(A.new_ones(1).bool(), A.new_ones(A.shape[-1]).diag_embed(), A)
+    base, out = inv(A) if n < 0 else A, None
+    n = abs(n)
+    while n:
+        if n & 1:
+            out = base if out is None else out @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return out

@@ -1,0 +1,206 @@
+"""Linear systems: ``inv``, ``solve`` and ``solve_triangular``, each a Function whose backward
+solves the transposed system with the same Function (so second derivatives work)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import namespace, xp
+from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype, lapack, singular
+from scratchgrad.tensor import Tensor
+
+
+class Inv(Function):
+    """``A^-1``; its gradient ``-A^-T grad A^-T``."""
+
+    backward_name = "LinalgInvExBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        out = lapack("linalg.inv", singular("inversion"), namespace(a).linalg.inv, a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return -(out.mT @ grad @ out.mT)
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of a square matrix (or of each in a batch), as ``torch.linalg.inv``.
+
+    Raises ``LinAlgError`` for a singular matrix.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.inv(sg.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    check_input("linalg.inv", A, square=True)
+    return Inv.apply(A)
+
+
+class Solve(Function):
+    """``X`` with ``A X = B``, B a batch of matrices, the batch dims broadcast. Its gradients:
+    ``gB`` solves ``A^T gB = grad``, and ``gA = -gB X^T``."""
+
+    backward_name = "LinalgSolveExBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        solver = namespace(a).linalg.solve
+        x = lapack("torch.linalg.solve", _solver_failed, solver, *broadcast_batch(a, b))
+        ctx.save_for_backward(a, x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, x = ctx.saved_tensors
+        grad_b = Solve.apply(a.mT, grad)
+        return -(grad_b @ x.mT) if ctx.needs_input_grad[0] else None, grad_b
+
+
+def _solver_failed(matrix: Any) -> str:
+    return "The solver failed because the input matrix is singular."
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` if not ``left``), as
+    ``torch.linalg.solve``: ``A`` of shape ``(*, n, n)``, ``B`` of shape ``(*, n, k)`` or a
+    (batch of) vector(s) ``(*, n)``; the batch dims broadcast.
+
+    Raises ``LinAlgError`` for a singular ``A``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.solve(sg.tensor([[2.0, 0.0], [1.0, 1.0]]), sg.tensor([2.0, 3.0]))
+    tensor([1., 2.])
+    """
+    check_input("linalg.solve", A, square=True)
+    if not isinstance(B, Tensor) or B.ndim == 0:
+        raise RuntimeError("linalg.solve: B must be a tensor of at least 1 dimension")
+    check_same_dtype("linalg.solve", A, B)
+    vector = is_vector_rhs(A, B)
+    if not left:  # X A = B is A^T X^T = B^T
+        return solve(A.mT, B) if vector else solve(A.mT, B.mT).mT
+    b = B.unsqueeze(-1) if vector else B
+    check_system("linalg.solve", A, b, left=True)
+    x = Solve.apply(A, b)
+    return x.squeeze(-1) if vector else x
+
+
+class SolveTriangular(Function):
+    """``X`` with ``A X = B`` (``X A = B`` if not ``left``), of ``A`` only its triangle read
+    (and ones taken for its diagonal if ``unitriangular``). The gradient of ``A`` stays in
+    that triangle."""
+
+    backward_name = "LinalgSolveTriangularBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, upper, left, unitriangular):
+        ctx.upper, ctx.left, ctx.unitriangular = upper, left, unitriangular
+        t, b = broadcast_batch(_triangle(a, upper, unitriangular), b)
+        module = namespace(t)
+        _check_diagonal(module.diagonal(t, axis1=-2, axis2=-1))
+        if left:
+            x = module.linalg.solve(t, b)
+        else:  # X A = B is A^T X^T = B^T
+            x = module.linalg.solve(t.swapaxes(-1, -2), b.swapaxes(-1, -2)).swapaxes(-1, -2)
+        ctx.save_for_backward(a, x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, x = ctx.saved_tensors
+        upper, left, unit = ctx.upper, ctx.left, ctx.unitriangular
+        grad_b = SolveTriangular.apply(a.mT, grad, upper=not upper, left=left, unitriangular=unit)
+        if not ctx.needs_input_grad[0]:
+            return None, grad_b
+        grad_a = -(grad_b @ x.mT) if left else -(x.mT @ grad_b)
+        grad_a = grad_a.triu(int(unit)) if upper else grad_a.tril(-int(unit))
+        return grad_a, grad_b
+
+
+def _triangle(a: Any, upper: bool, unitriangular: bool) -> Any:
+    """The triangle of ``a`` that a triangular solve reads, with ones on the diagonal if
+    ``unitriangular``. (NumPy has no batched triangular solve: the general one on this matrix
+    gives the same solution.)"""
+    module = namespace(a)
+    if not unitriangular:
+        return module.triu(a) if upper else module.tril(a)
+    strict = module.triu(a, 1) if upper else module.tril(a, -1)
+    return strict + module.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _check_diagonal(diagonal: Any) -> None:
+    """A triangular system with a zero on the diagonal has no unique solution: PyTorch returns
+    inf and nan there, which we refuse to give silently."""
+    zero = diagonal == 0
+    if not zero.any():
+        return
+    flat = zero.reshape(-1, zero.shape[-1])
+    element = int(flat.any(axis=-1).argmax())
+    where = f"(Batch element {element}): " if zero.ndim > 1 else ""
+    raise LinAlgError(
+        f"linalg.solve_triangular: {where}The diagonal element {int(flat[element].argmax()) + 1}"
+        " is zero, so the triangular system has no unique solution (PyTorch returns inf and "
+        "nan there)"
+    )
+
+
+def solve_triangular(
+    A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False
+) -> Tensor:
+    """The solution ``X`` of the triangular system ``A X = B`` (``X A = B`` if not ``left``),
+    as ``torch.linalg.solve_triangular``: only the upper (``upper=True``) or lower triangle of
+    ``A`` is read, its diagonal taken to be ones if ``unitriangular``; ``B`` is a (batch of)
+    matrices, the batch dims broadcast.
+
+    Unlike PyTorch, which returns inf and nan, a zero on the diagonal raises ``LinAlgError``.
+
+    >>> import scratchgrad as sg
+    >>> L = sg.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> sg.linalg.solve_triangular(L, sg.tensor([[2.0], [3.0]]), upper=False)
+    tensor([[1.],
+            [2.]])
+    """
+    op = "linalg.solve_triangular"
+    check_input(op, A, square=True)
+    check_input(op, B, "B")
+    check_same_dtype(op, A, B)
+    check_system(op, A, B, left)
+    return SolveTriangular.apply(A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def is_vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's rule for a right-hand side that is a (batch of) vector(s): 1-D, or A's shape
+    without its last dim."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+
+
+def check_system(op: str, A: Tensor, B: Tensor, left: bool) -> None:
+    """The matrices of ``A X = B`` (``X A = B``) fit, and their batch dims broadcast."""
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation {equation} "
+            f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})"
+        )
+    try:
+        xp.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    except ValueError:
+        raise RuntimeError(
+            f"{op}: the batch dims of A {A.shape} and B {B.shape} cannot be broadcast together"
+        ) from None
+
+
+def broadcast_batch(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` with their batch dims (all but the last two) broadcast together."""
+    batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    module = namespace(a)
+    return (
+        module.broadcast_to(a, batch + a.shape[-2:]),
+        module.broadcast_to(b, batch + b.shape[-2:]),
+    )
