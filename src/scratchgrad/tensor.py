@@ -1485,20 +1485,24 @@ class Tensor:
         out = (self - top).exp().sum(dim, keepdim=True).log() + top
         return out if keepdim else out.squeeze(_dims(dim, self.array.ndim))
 
-    def norm(self, p: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False):
-        """The p-norm over ``dim`` (all entries by default)."""
+    def norm(
+        self, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
+    ):
+        """The p-norm over ``dim`` (all entries by default; ``"fro"``: 2), with PyTorch's
+        gradients where it has an infinite slope (0 at the zero vector; see ``p_norm``).
+
+        >>> import scratchgrad as sg
+        >>> x = sg.zeros(2, requires_grad=True)
+        >>> x.norm().backward()
+        >>> x.grad
+        tensor([0., 0.])
+        """
         if not backend.is_floating(self.array.dtype):
             raise RuntimeError(
                 f"norm: expected a floating point tensor, got {self.array.dtype} (as PyTorch's "
                 "linalg.vector_norm; x.float() first)"
             )
-        if p == 2:
-            return (self * self).sum(dim, keepdim).sqrt()
-        if p == 1:
-            return self.abs().sum(dim, keepdim)
-        if p == math.inf:
-            return self.abs().amax(dim, keepdim)
-        return (self.abs() ** p).sum(dim, keepdim) ** (1 / p)
+        return p_norm(self, 2 if p == "fro" else p, dim, keepdim)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
@@ -3260,7 +3264,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    return p_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+    return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
 
 
 @names_bad_arguments
@@ -4019,25 +4023,54 @@ def _check_take(index: Any, size: int) -> None:
         )
 
 
-def p_norm(x: Tensor, p: float, dim: int | None) -> Tensor:
-    """The ``p``-norm of ``x`` over ``dim`` (all entries for None) as ``dist``, ``cdist`` and
-    ``nn.functional.pdist`` take it: a count of nonzeros for p = 0, and NOTE: a gradient of 0
-    where the norm is 0, as PyTorch's (the root's derivative there is infinite, times 0).
+def p_norm(x: Tensor, p: float, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x`` over ``dim`` (all entries for None), as
+    ``torch.linalg.vector_norm``, ``Tensor.norm``, ``dist`` and ``cdist`` take it: a count of
+    nonzeros for p = 0 (with a zero gradient), the largest or smallest ``|x|`` for p = inf or
+    -inf, and PyTorch's gradients where a root or power has an infinite slope: 0 where the
+    norm is 0, 0 at the zero entries for 0 < p < 1, and 0 for a slice holding a zero for
+    p < 0 (whose norm is 0).
 
     >>> p_norm(Tensor([[3.0, 4.0], [0.0, 0.0]]), 2, -1)
     tensor([5., 0.])
     """
     if p == 0:
-        return (x != 0).sum(dim).to(x.dtype)
+        return x.sign().abs().sum(dim, keepdim)  # (sign's gradient is 0)
     if p == math.inf:
-        return x.abs().amax(dim)
+        return x.abs().amax(dim, keepdim)
     if p == -math.inf:
-        return x.abs().amin(dim)
+        return x.abs().amin(dim, keepdim)
     if p == 1:
-        return x.abs().sum(dim)
-    powered = (x * x if p == 2 else x.abs() ** p).sum(dim)
+        return x.abs().sum(dim, keepdim)
+    if p == 2:
+        powered = (x * x).sum(dim, keepdim)
+    else:
+        size = x.abs()
+        zero_entry = size == 0
+        safe_size = where(zero_entry, 1.0, size)  # (no infinite slope or value reaches below)
+        if p < 0:  # a zero entry makes the sum infinite and the norm 0
+            has_zero = zero_entry.any(dim, keepdim)
+            return where(has_zero, 0.0, (safe_size**p).sum(dim, keepdim) ** (1 / p))
+        powered = where(zero_entry, 0.0, safe_size**p).sum(dim, keepdim)
     zero = powered == 0
-    return where(zero, 0, where(zero, 1, powered) ** (1 / p))
+    safe = where(zero, 1.0, powered)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1 / p))
+
+
+def distance_norm(diff: Tensor, p: float) -> Tensor:
+    """``p_norm`` over the last dim as ``cdist`` and ``nn.functional.pdist`` take it: for
+    p = inf each tied largest entry gets the whole gradient (``amax`` shares it among them).
+
+    >>> distance_norm(Tensor([[3.0, -3.0, 1.0]]), math.inf)
+    tensor([3.])
+    """
+    if p != math.inf:
+        return p_norm(diff, p, -1)
+    size = diff.abs()
+    top = size.detach().amax(-1, keepdim=True)
+    ties = size.detach() == top
+    # the sum over the ties is top * count in value: take the extra copies off
+    return (size * ties).sum(-1) - (ties.sum(-1) - 1) * top.squeeze(-1)
 
 
 def _count_nonzero(array: Any, dims: Any) -> Any:

@@ -38,6 +38,7 @@ from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import (
     Tensor,
     broadcast_tensors,
+    distance_norm,
     names_bad_arguments,
     p_norm,
     where,
@@ -900,17 +901,6 @@ def _share_heads(x: Tensor, heads: int) -> Tensor:
 # ---- distances ------------------------------------------------------------------------------
 
 
-def _norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
-    """``x.norm(p, dim)``, with PyTorch's gradient of 0 where the norm is 0: there the root's
-    derivative is infinite, and the zero gradient times it would be NaN."""
-    if p in (1, math.inf):  # no root
-        return x.norm(p, dim, keepdim)
-    total = (x * x if p == 2 else x.abs() ** p).sum(dim, keepdim)
-    zero = total == 0
-    safe = where(zero, 1.0, total)
-    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1 / p))
-
-
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """``input`` divided by its ``p``-norm over ``dim`` (a norm below ``eps`` counts as
     ``eps``), so that each slice along ``dim`` has norm 1.
@@ -919,7 +909,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     >>> normalize(sg.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
-    return input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return input / p_norm(input, p, dim, keepdim=True).clamp(min=eps)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
@@ -939,7 +929,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
             f"{x1.dtype} and {x2.dtype}"
         )
     x1, x2 = broadcast_tensors(x1, x2)
-    unit1, unit2 = (x / _at_least_in_value(_norm(x, 2, dim, True), eps) for x in (x1, x2))
+    unit1, unit2 = (x / _at_least_in_value(p_norm(x, 2, dim, True), eps) for x in (x1, x2))
     return (unit1 * unit2).sum(dim)
 
 
@@ -958,7 +948,7 @@ def pairwise_distance(
     >>> round(pairwise_distance(sg.tensor([[0.0, 0.0]]), sg.tensor([[3.0, 4.0]])).item(), 4)
     5.0
     """
-    return _norm(x1 - x2 + eps, p, -1, keepdim)
+    return p_norm(x1 - x2 + eps, p, -1, keepdim)
 
 
 @autocast_policy("float32")
@@ -978,28 +968,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     first, second = backend.namespace(input.array).triu_indices(input.shape[0], 1)
-    return _pdist_norm(input[first] - input[second], p)
-
-
-def _pdist_norm(diff: Tensor, p: float) -> Tensor:
-    """The ``p``-norm of each row of ``diff`` with PyTorch's pdist gradient: 0 for p = 0 (but
-    requiring grad), 0 where a difference is 0 for p < 1 (not NaN), and for p = inf all of it
-    to each of the tied largest entries (``amax`` would share it among them)."""
-    if p == 0:
-        return diff.sign().abs().sum(-1)  # the count of nonzeros; sign's gradient is 0
-    size = diff.abs()
-    if p == math.inf:
-        top = size.detach().amax(-1, keepdim=True)
-        ties = size.detach() == top
-        # the sum over the ties is top * count in value: take the extra copies off
-        return (size * ties).sum(-1) - (ties.sum(-1) - 1) * top.squeeze(-1)
-    if p < 1:  # |d| ** p has an infinite slope at d = 0
-        zero = size == 0
-        return where(zero, 0.0, where(zero, 1.0, size) ** p).sum(-1) ** (1 / p)
-    return p_norm(diff, p, -1)
-
-
-# ---- losses ---------------------------------------------------------------------------------
+    return distance_norm(input[first] - input[second], p)
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
