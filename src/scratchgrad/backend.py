@@ -329,6 +329,21 @@ def scatter_add(target: Any, index: Any, values: Any) -> None:
     _backend_of(target).scatter_add(target, index, values)
 
 
+def scatter_reduce(target: Any, index: Any, values: Any, ufunc: str) -> None:
+    """``target[index] = ufunc(target[index], values)`` where a repeated index reduces its
+    values one after another (NumPy's ``ufunc.at``) for ``ufunc`` "add", "multiply",
+    "maximum" or "minimum". Off the CPU, all but "add" go through the host: CuPy has no
+    scatter product, and its scatter max and min may treat NaN otherwise than NumPy."""
+    if ufunc == "add":
+        return scatter_add(target, index, values)
+    if type(target) is numpy.ndarray:
+        return getattr(numpy, ufunc).at(target, index, values)
+    host = to_host(target)
+    index = tuple(map(to_host, index)) if isinstance(index, tuple) else to_host(index)
+    getattr(numpy, ufunc).at(host, index, to_host(values))
+    target[...] = to_device(host, device_of(target))
+
+
 def same_device_error(op: str, arrays: tuple) -> RuntimeError | None:
     """PyTorch's error for an op given arrays on two devices (None when they share one)."""
     devices = []

@@ -2637,7 +2637,11 @@ class Tensor:
                 f"{list(self.shape)} apart from dimension {dim}"
             )
         _call(_check_indices, name, index.array, self.array.shape[dim], dim)  # a replay too
-        grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
+        xp, ndim = namespace(index.array), index.ndim
+        grids = [  # each dim's positions, on the index's device (``ogrid`` makes host arrays)
+            xp.arange(n).reshape([n if d == k else 1 for d in range(ndim)])
+            for k, n in enumerate(index.shape)
+        ]
         grids[dim] = index.array  # itself: a jitted step indexes by each call's
         return tuple(grids), src
 

@@ -298,10 +298,7 @@ class ScatterReduce(Function):
         out = x.copy()
         if not include_self:
             out[ctx.reached] = _identity(reduce, x.dtype)
-        if _UFUNCS[reduce] == "add":
-            backend.scatter_add(out, positions, src)
-        else:
-            getattr(xp, _UFUNCS[reduce]).at(out, positions, src)
+        backend.scatter_reduce(out, positions, src, _UFUNCS[reduce])
         if reduce == "mean":
             ctx.count = xp.full(x.shape, int(include_self), x.dtype)
             backend.scatter_add(ctx.count, positions, xp.ones(src.shape, x.dtype))
