@@ -1250,6 +1250,9 @@ class Tensor:
         >>> sg.tensor([-3.0, 3.0]).fmod(2)
         tensor([-1.,  1.])
         """
+        batched = _vmapped("_fmod", self, other)  # (integers are divided on the arrays)
+        if batched is not None:
+            return batched(self, other)
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
             _call(_check_divisor, "fmod", getattr(y, "array", y))

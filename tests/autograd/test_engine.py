@@ -622,13 +622,13 @@ def test_in_place_with_a_grad_tensor_turns_a_plain_leaf_into_a_graph_node():
 # ---- anomaly detection ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, f", [("sqrt", lambda x: x.sqrt()), ("log", lambda x: x.log())])
-def test_detect_anomaly_names_the_op_whose_backward_made_inf_or_nan(name, f):
-    x = sg.tensor([0.0, 1.0], requires_grad=True)
+@pytest.mark.parametrize("name, f", [("Sqrt", lambda x: x.sqrt()), ("Asin", lambda x: x.asin())])
+def test_detect_anomaly_names_the_op_whose_backward_made_nan(name, f):
+    x = sg.tensor([-2.0, 0.5], requires_grad=True)  # sqrt(-2), asin(-2): NaN, and NaN slopes
     with (
-        np.errstate(divide="ignore"),
+        np.errstate(invalid="ignore"),
         sg.autograd.detect_anomaly(),
-        pytest.raises(RuntimeError, match=f"(?i){name}"),
+        pytest.raises(RuntimeError, match=f"^Function '{name}Backward0' returned nan values"),
     ):
         f(x).sum().backward()
     assert x.grad is None
@@ -643,12 +643,12 @@ def test_without_anomaly_detection_inf_flows_as_in_torch():
 
 
 def test_detect_anomaly_is_off_again_after_the_block():
-    x = sg.tensor([0.0], requires_grad=True)
-    with pytest.raises(RuntimeError), sg.autograd.detect_anomaly(), np.errstate(divide="ignore"):
+    x = sg.tensor([-1.0], requires_grad=True)
+    with pytest.raises(RuntimeError), sg.autograd.detect_anomaly(), np.errstate(invalid="ignore"):
         x.sqrt().sum().backward()
-    with np.errstate(divide="ignore"):
-        x.sqrt().sum().backward()  # no error now: the gradient is simply inf
-    assert np.isinf(x.grad.array).all()
+    with np.errstate(invalid="ignore"):
+        x.sqrt().sum().backward()  # no error now: the gradient is simply NaN
+    assert np.isnan(x.grad.array).all()
 
 
 # ---- a leaf's first gradient is adopted without a copy only when no one else refers to it ----

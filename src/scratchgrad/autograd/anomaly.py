@@ -1,7 +1,9 @@
-"""Anomaly detection: name the operation whose backward first produced NaN or Inf.
+"""Anomaly detection: name the operation whose backward first produced NaN.
 
 The mode is one global switch, as PyTorch's: ``detect_anomaly`` turns it on for a block,
 ``set_detect_anomaly`` on or off at once (or for a block), ``is_anomaly_enabled`` reads it.
+As PyTorch's, it checks the gradients backward computes for NaN only: an infinite gradient
+(the derivative of sqrt at 0) passes, and so does a NaN in a forward result.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import warnings
 from scratchgrad.backend import namespace
 
 enabled = False  # read by the engine on every gradient
-checks_nan = True  # whether a NaN (or Inf) then raises; PyTorch's mode only records without it
+checks_nan = True  # whether a NaN then raises; PyTorch's mode only records without it
 
 
 def is_anomaly_enabled() -> bool:
@@ -45,29 +47,27 @@ def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
     enabled, checks_nan = bool(mode), bool(check_nan)
 
 
-def check(node, grad) -> None:
-    """Raise if ``grad``, computed by ``node``'s backward, holds NaN or Inf (and the mode checks
-    for them)."""
-    if checks_nan and not namespace(grad.array).isfinite(grad.array).all():
-        raise RuntimeError(
-            f"{type(node).__name__}.backward returned NaN or Inf in a gradient of shape "
-            f"{grad.shape}"
-        )
+def check(node, grad, index: int) -> None:
+    """Raise PyTorch's error if ``grad``, output ``index`` of ``node``'s backward (the gradient
+    for its input ``index``), holds a NaN (and the mode checks for them)."""
+    if checks_nan and namespace(grad.array).isnan(grad.array).any():
+        raise RuntimeError(f"Function '{node.name()}' returned nan values in its {index}th output.")
 
 
 class detect_anomaly:
-    """Check every gradient the engine computes in the block and name the op that made a NaN
-    or Inf, as ``torch.autograd.detect_anomaly`` (which warns that it is slow, as this does).
-    ``check_nan=False``: check nothing (PyTorch then only records forward tracebacks).
+    """Check every gradient the engine computes in the block and name the op that made a NaN,
+    as ``torch.autograd.detect_anomaly`` (which warns that it is slow, as this does); infinite
+    gradients pass, as in PyTorch. ``check_nan=False``: check nothing (PyTorch then only
+    records forward tracebacks, which this does not).
 
     Slow; use it to find where a NaN comes from, then turn it off.
 
     >>> import scratchgrad as sg
-    >>> x = sg.tensor([0.0], requires_grad=True)
+    >>> x = sg.tensor([-1.0], requires_grad=True)
     >>> with sg.autograd.detect_anomaly():
     ...     sg.sqrt(x).sum().backward()
     Traceback (most recent call last):
-    RuntimeError: Sqrt.backward returned NaN or Inf in a gradient of shape (1,)
+    RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.
     """
 
     def __init__(self, check_nan: bool = True) -> None:

@@ -247,8 +247,8 @@ def _propagate(
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
                     f"for an input of shape {shape}"
                 )
-        if anomaly.enabled:
-            anomaly.check(node, g_in)
+        if anomaly.enabled:  # (the output's number found here: the loop is the hot path)
+            anomaly.check(node, g_in, next(i for i, g in enumerate(input_grads) if g is g_in))
         previous = grads.get(parent)
         if previous is not None:
             grads[parent] = total = previous + g_in

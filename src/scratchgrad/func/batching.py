@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -164,6 +165,27 @@ class BatchedTensor(Tensor):
     def _on_diagonal(self, diagonal: int) -> Tensor:
         return wrap(self.value.diag_embed(diagonal), self.level)
 
+    # Integer division (``%``, ``//``, ``fmod``) calls NumPy's exact integer functions on the
+    # arrays, not a Function: a batch runs the operator on its whole batch. The reflected
+    # operators also get a plain tensor on the left: Python asks a subclass on the right first.
+
+    def __mod__(self, other: Any) -> Tensor:
+        return _divided(operator.mod, self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return _divided(operator.mod, _left_operand(self, other), self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return _divided(operator.floordiv, self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return _divided(operator.floordiv, _left_operand(self, other), self)
+
+    @staticmethod
+    def _fmod(x: Tensor, y: Any) -> Tensor:
+        """``x.fmod(y)`` where either is batched (for ``tensor._vmapped``)."""
+        return _divided(lambda a, b: a.fmod(b), x, y)
+
     # Ops that read several operands' arrays: Tensor's code hands them here (tensor._vmapped)
     # when any operand is batched, which need not be the first
 
@@ -186,6 +208,22 @@ class BatchedTensor(Tensor):
             return wrap(searchsorted(b, values, sorter=sorter, **options), level)
         rows = values.reshape(values.shape[0], -1)
         return wrap(searchsorted(b, rows, sorter=sorter, **options).reshape(values.shape), level)
+
+
+def _divided(op: Callable, x: Tensor, y: Any) -> Tensor:
+    """``op(x, y)`` with a batched operand: promoted as one member's operands are (a batched
+    0-d member promotes as a 0-d tensor, not as its 1-d batch), then run on the batches,
+    their members lined up as broadcasting lines up the members' shapes."""
+    x, y = x._operands(y)
+    level = level_of((x, y))
+    values, batched = unwrap((x, y), level)
+    return wrap(op(*pad_to_rank(values, batched)), level)
+
+
+def _left_operand(right: BatchedTensor, left: Any) -> Tensor:
+    """The left operand of a reflected operator: a tensor as it is, a number (``7 % x``) as a
+    0-d tensor of the dtype the two promote to."""
+    return left if isinstance(left, Tensor) else right._reflected(left)
 
 
 _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes

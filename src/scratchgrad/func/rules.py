@@ -43,6 +43,12 @@ def _shifted(dim, rank: int):
     return dim + 1 if isinstance(dim, int) else tuple(d + 1 for d in dim)
 
 
+def dim_shifted(cls, values, batched, kwargs):
+    """Mix: its ``dim`` shifted past the batch dim."""
+    kwargs["dim"] += 1
+    return cls.apply(*values, **kwargs)
+
+
 def dims_shifted(cls, values, batched, kwargs):
     """Flip and MaxOver: ``dims`` shifted past the batch dim."""
     kwargs["dims"] = _shifted(kwargs["dims"], values[0].ndim - 1)
@@ -329,5 +335,6 @@ RULES: dict[type, Callable] = {
     conv.Fold: fold,
     conv.MaxOver: dims_shifted,
     conv.Spread: spread,
+    conv.Mix: dim_shifted,
     movement.CopySlices: copy_slices,
 }

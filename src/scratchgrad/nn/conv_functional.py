@@ -26,8 +26,15 @@ from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.capture_hook import call as _call
 from scratchgrad.backend import namespace, xp
-from scratchgrad.ops.conv import Fold, MaxOver, Unfold, max_indices, window_argmax, window_offsets
-from scratchgrad.ops.matmul import MatMul
+from scratchgrad.ops.conv import (
+    Fold,
+    MaxOver,
+    Mix,
+    Unfold,
+    max_indices,
+    window_argmax,
+    window_offsets,
+)
 from scratchgrad.tensor import Tensor, cat
 
 IntPair = int | Sequence[int]  # one int for every spatial dim, or one per dim
@@ -517,14 +524,26 @@ def max_pool3d(
     return_indices: bool = False,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """``max_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``; the indices are into the
-    flattened ``(D, H, W)`` volume.
+    flattened ``(D, H, W)`` volume. Under autocast, in float32 without ``return_indices`` and in
+    the input's dtype with it, as PyTorch's (two ops there: only the first is on its float32
+    list).
 
     >>> import scratchgrad as sg
     >>> max_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), 2, return_indices=True)
     (tensor([[[[7.]]]]), tensor([[[[7]]]]))
     """
+    if not return_indices:
+        return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
     return _max_pool(
-        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d"
+        input, kernel_size, stride, padding, dilation, ceil_mode, True, 3, "max_pool3d"
+    )
+
+
+@autocast_policy("float32")
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode) -> Tensor:
+    """``max_pool3d`` without indices: PyTorch's ``max_pool3d`` op, on its float32 list."""
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, False, 3, "max_pool3d"
     )
 
 
@@ -622,6 +641,7 @@ def avg_pool2d(
     )
 
 
+@autocast_policy("float32")
 def avg_pool3d(
     input: Tensor,
     kernel_size: IntPair,
@@ -631,7 +651,8 @@ def avg_pool3d(
     count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Tensor:
-    """``avg_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+    """``avg_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` (in float32 under autocast,
+    as PyTorch's).
 
     >>> import scratchgrad as sg
     >>> avg_pool3d(sg.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
@@ -682,6 +703,7 @@ def _max_unpool(
     return out if batched else out.squeeze(0)
 
 
+@autocast_policy("float32")
 def max_unpool1d(
     input: Tensor,
     indices: Tensor,
@@ -690,7 +712,8 @@ def max_unpool1d(
     padding: IntPair = 0,
     output_size: Sequence[int] | None = None,
 ) -> Tensor:
-    """``max_unpool2d`` of ``(N, C, L)`` or ``(C, L)``.
+    """``max_unpool2d`` of ``(N, C, L)`` or ``(C, L)`` (in float32 under autocast, as
+    PyTorch's, whose 1-d unpooling is its 2-d one).
 
     >>> import scratchgrad as sg
     >>> out, indices = max_pool1d(sg.tensor([[1.0, 3.0, 2.0, 0.0]]), 2, return_indices=True)
@@ -700,6 +723,7 @@ def max_unpool1d(
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
 
 
+@autocast_policy("float32")
 def max_unpool2d(
     input: Tensor,
     indices: Tensor,
@@ -711,7 +735,8 @@ def max_unpool2d(
     """A partial inverse of ``max_pool2d``: zeros of the pooled input's size, with each entry of
     ``input`` put back where ``indices`` (``max_pool2d``'s, with ``return_indices``) say it came
     from. ``output_size`` picks among the input sizes that pool to ``input``'s (the smallest by
-    default); the gradient takes each entry's back from there.
+    default); the gradient takes each entry's back from there. In float32 under autocast, as
+    PyTorch's.
 
     >>> import scratchgrad as sg
     >>> out, indices = max_pool2d(sg.arange(16.0).reshape(1, 4, 4), 2, return_indices=True)
@@ -724,6 +749,7 @@ def max_unpool2d(
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
 
 
+@autocast_policy("float32")
 def max_unpool3d(
     input: Tensor,
     indices: Tensor,
@@ -732,7 +758,8 @@ def max_unpool3d(
     padding: IntPair = 0,
     output_size: Sequence[int] | None = None,
 ) -> Tensor:
-    """``max_unpool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+    """``max_unpool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` (in float32 under autocast,
+    as PyTorch's).
 
     >>> import scratchgrad as sg
     >>> out, indices = max_pool3d(sg.arange(8.0).reshape(1, 2, 2, 2), 2, return_indices=True)
@@ -748,30 +775,27 @@ def _adaptive_avg_pool(input: Tensor, output_size, dims: int, name: str) -> Tens
     ``adaptive_avg_pool2d`` and ``adaptive_avg_pool3d`` are, named ``name`` in its errors.
 
     Windows that tile the input exactly are an average pooling. Otherwise the pooling is still
-    separable, one dim after the other, so it is a matrix product per dim with a small averaging
-    matrix ``A`` (in 2-d, ``out = A_h @ x @ A_w.T``).
+    separable, one dim after the other, so it is a product per dim with a small averaging
+    matrix ``A`` (in 2-d, ``out = A_h @ x @ A_w.T``), ``Mix``, which leaves an infinity to the
+    windows that hold it, as PyTorch's sums do. (``Mix`` itself, not ``@``: a pooling stays in
+    its dtype under autocast, as PyTorch's.)
     """
     x, batched = _batched(input, dims + 2, name)
     size = x.shape[2:]
     out_size = _adaptive_size(output_size, size, name)
     # as PyTorch's: the 1-d and 2-d poolings take an input without channels, the 3-d one not
     _check_adaptive_input(input, input.ndim - dims if dims < 3 else 1, name)
+    wide = backend.accumulation_dtype(x.dtype)
+    if wide is not None:  # 16 bits: each window's mean in float32, rounded once, as PyTorch's
+        return _adaptive_avg_pool(input.to(wide), output_size, dims, name).to(input.dtype)
     if all(o and n % o == 0 for n, o in zip(size, out_size)):
         tile = tuple(n // o for n, o in zip(size, out_size))
         out = _avg_pool(x, tile, None, 0, False, True, None, dims, name)
     else:
         out = x
         for i, (o, n) in enumerate(zip(out_size, size)):
-            if o == n:
-                continue  # windows of one entry each: the input as it is
-            a = _averaging_matrix(o, n, x.dtype).to(x.device)
-            # MatMul itself, not `@`: a pooling stays in its dtype under autocast, as PyTorch's
-            if i == dims - 1:
-                out = MatMul.apply(out, a.mT)
-            else:  # A @ (..., n, the dims after i flattened)
-                before, after = out.shape[: 2 + i], out.shape[3 + i :]
-                flat = out.reshape(*before, n, math.prod(after))
-                out = MatMul.apply(a, flat).reshape(*before, o, *after)
+            if o != n:  # (windows of one entry each leave the input as it is)
+                out = Mix.apply(out, weights=_averaging_matrix(o, n), dim=2 + i)
     return out if batched else out.squeeze(0)
 
 
@@ -790,10 +814,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: int | Sequence[int | None]) 
     rows ``floor(i*H/OH)`` up to ``ceil((i+1)*H/OH)`` (windows may overlap), likewise columns.
     ``None`` in ``output_size`` keeps that input size.
 
-    NOTE: where the windows do not tile the input, each output is a row of averaging weights
-    times every entry along a dim (a matrix product per dim, zeros included), so an infinity in
-    the input makes NaNs (0 * inf) in windows that do not hold it, where PyTorch's stay finite.
-    Summing each window's own entries (gathered) was 2 to 12 times slower, forward and backward.
+    An infinity in the input makes the windows holding it infinite (NaN: both infinities, or
+    a NaN), the others stay finite, as PyTorch's; so does the gradient.
 
     >>> import scratchgrad as sg
     >>> adaptive_avg_pool2d(sg.arange(9.0).reshape(1, 1, 3, 3), 2)
@@ -1118,13 +1140,14 @@ def _check_unpool_indices(indices, plane: int, size, name: str) -> None:
         )
 
 
-def _averaging_matrix(out: int, size: int, dtype) -> Tensor:
-    """``A`` of shape (out, size) with row i averaging entries floor(i*size/out) up to
-    ceil((i+1)*size/out) of a vector: adaptive pooling along one dim is ``A @ v``."""
+def _averaging_matrix(out: int, size: int):
+    """``A`` (a float64 NumPy array) of shape (out, size) with row i averaging entries
+    floor(i*size/out) up to ceil((i+1)*size/out) of a vector: adaptive pooling along one dim is
+    ``A @ v``."""
     start, end = _adaptive_bounds(out, size)
     j = xp.arange(size)
     inside = (j >= start[:, None]) & (j < end[:, None])
-    return Tensor(inside / (end - start)[:, None], dtype=dtype)
+    return inside / (end - start)[:, None]
 
 
 def _adaptive_size(output_size, size, name: str) -> tuple[int, ...]:

@@ -2,14 +2,15 @@
 of ``torch.nn.functional.interpolate``, ``pixel_shuffle`` and ``pixel_unshuffle``, and the
 layers ``Upsample``, ``PixelShuffle`` and ``PixelUnshuffle``, which hold no parameters.
 
-Every mode but the nearest ones is separable and linear in the input: along each spatial dim,
+Every interpolating mode is separable and linear in the input: along each spatial dim,
 output entry ``i`` is a weighted sum of input entries, so the resize is one product with a small
 (out, in) weight matrix per dim, built from the sizes alone (a constant of the graph), and the
 gradient is the product with its transpose. The modes differ only in their weights: linear
 (two taps), cubic (four, Keys' kernel with PyTorch's A = -0.75, out-of-range taps clamped to the
-edge), area (adaptive average pooling windows) and the antialiased filters (a tent or a cubic
-stretched over the input entries each output covers, as PIL). Nearest modes pick entries by
-index; their gradient adds up at repeated ones.
+edge) and the antialiased filters (a tent or a cubic stretched over the input entries each
+output covers, as PIL). Area is adaptive average pooling, as PyTorch's (whose infinities stay
+in the windows that hold them, and whose 5-D inputs run in float32 under autocast). Nearest
+modes pick entries by index; their gradient adds up at repeated ones.
 
 Source positions follow PyTorch's arithmetic to the rounding (see ``_step`` and
 ``_nearest_index``), so float64 results match PyTorch's to round-off.
@@ -23,7 +24,11 @@ from collections.abc import Sequence
 
 from scratchgrad import backend
 from scratchgrad.backend import xp
-from scratchgrad.nn.conv_functional import _averaging_matrix
+from scratchgrad.nn.conv_functional import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+)
 from scratchgrad.nn.module import Module
 from scratchgrad.ops.matmul import MatMul
 from scratchgrad.tensor import Tensor
@@ -33,6 +38,8 @@ _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | n
 _RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "lanczos": 4, "trilinear": 5}
 _UNALIGNED = ("nearest", "area", "nearest-exact")  # the modes that refuse align_corners
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution constant; PIL's antialiased -0.5
+# area mode by input rank: PyTorch's interpolate calls these
+_AREA = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}
 
 
 def interpolate(
@@ -89,6 +96,8 @@ def interpolate(
     _check_mode(input, mode, align_corners, antialias)
     _check_sizes(input, out_size, mode)
     _check_dtype(input, mode, antialias)
+    if mode == "area":
+        return _AREA[input.ndim](input, out_size)
     out = input
     for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
         if mode in ("nearest", "nearest-exact"):
@@ -276,8 +285,6 @@ def _nearest_index(n: int, m: int, scale: float | None, mode: str, dtype, image:
 
 def _weights(mode: str, n: int, m: int, scale: float | None, align_corners: bool, antialias: bool):
     """The (m, n) matrix that resizes a dim of ``n`` entries to ``m`` in ``mode``, in float64."""
-    if mode == "area":
-        return _averaging_matrix(m, n, backend.float64).array
     if antialias:
         return _antialias_weights(n, m, scale, align_corners, cubic=mode == "bicubic")
     if mode == "bicubic":

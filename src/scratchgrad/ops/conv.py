@@ -5,6 +5,8 @@
 other's gradient, so derivatives of any order come for free. ``MaxOver`` is a maximum whose
 gradient goes to one winner per window, as max pooling's does in PyTorch; ``Spread`` is its
 gradient; ``max_indices`` says where those winners lie (max pooling's ``return_indices``).
+``Mix`` is a matrix product along one dim that keeps infinities in the windows holding them
+(adaptive average pooling's windows, which overlap).
 
 Images come and go as PyTorch's ``(N, C, *S)`` (``S`` one to three spatial sizes: ``(L,)``,
 ``(H, W)``, ``(D, H, W)``), but the work happens with the batch last, ``(C, *S, N)``
@@ -28,6 +30,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.backend import (
     accumulation_dtype,
     cast,
+    errstate,
     keep_where,
     memory_order,
     namespace,
@@ -35,6 +38,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.ops.binary import Where
+from scratchgrad.ops.matmul import _product
 
 
 def _windows(x, kernel_size, dilation, stride):
@@ -371,6 +375,62 @@ def spread(x, winners, dims, shape, strides):
     rest = [d for d in range(len(shape)) if d not in dims]
     # the offsets cover every entry once: out is written whole
     keep_where(winners.reshape(*window, *x.shape), x, out=out.transpose(*dims, *rest))
+    return out
+
+
+class Mix(Function):
+    """``x`` with its dim ``dim`` mixed by ``weights`` (out, in), a constant NumPy array of
+    non-negative weights: ``out[i] = sum of weights[i, j] * x[j]`` over the ``j`` with a
+    non-zero weight. Adaptive average pooling is this along each pooled dim (row ``i`` averages
+    window ``i``); the gradient is the same with the weights transposed.
+
+    A matrix product computes it, and is exact while ``x`` is finite. An infinity or a NaN
+    would reach every output through the zero weights too (0 * inf is NaN), where PyTorch's
+    sums over the windows leave those without it finite; so when the product is not finite,
+    the non-finite entries are counted per window instead, and a window holding one is what
+    its sum is: NaN for a NaN or for both infinities, else that infinity.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weights, dim):
+        ctx.weights, ctx.dim = weights, dim
+        module = namespace(x)
+        wide = accumulation_dtype(x.dtype)  # 16 bits: summed in float32, rounded once
+        weights = module.asarray(weights, dtype=wide or x.dtype)
+        with errstate(invalid="ignore"):  # 0 * inf: replaced below
+            out = _mix(x, weights, dim)
+        if not module.isfinite(out).all():  # an infinity or a NaN of x reached it
+            out = _non_finite_windows(x, weights, dim)
+        return out if wide is None else cast(out, x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Mix.apply(grad, weights=ctx.weights.T, dim=ctx.dim)
+
+
+def _mix(x, weights, dim):
+    """``Mix``'s matrix product: ``weights @ x`` along ``dim`` (in ``weights``' dtype)."""
+    wide = weights.dtype if weights.dtype != x.dtype else None
+    if dim == x.ndim - 1:
+        return _product(x, weights.T, wide)
+    shape = x.shape  # the dims after ``dim`` flattened, so that ``dim`` is the product's rows
+    flat = x.reshape(*shape[: dim + 1], math.prod(shape[dim + 1 :]))
+    out = _product(weights, flat, wide)
+    return out.reshape(*shape[:dim], weights.shape[0], *shape[dim + 1 :])
+
+
+def _non_finite_windows(x, weights, dim):
+    """``Mix`` of an ``x`` holding infinities or NaNs: the product of its finite entries, and
+    in each window holding others, the value of their sum."""
+    module = namespace(x)
+    finite = module.isfinite(x)
+    out = _mix(module.where(finite, x, 0), weights, dim)
+    flags = module.stack([module.isnan(x), x == math.inf, x == -math.inf])
+    present = (weights != 0).astype(weights.dtype)
+    nan, pos, neg = _mix(flags.astype(weights.dtype), present, dim + 1) > 0  # counts per window
+    out[pos] = math.inf
+    out[neg] = -math.inf
+    out[nan | (pos & neg)] = math.nan
     return out
 
 
