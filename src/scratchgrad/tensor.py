@@ -449,7 +449,7 @@ class Tensor:
             return Tensor._make(
                 _call(_elementwise, "floor_divide", x.array, getattr(y, "array", y))
             )
-        return (x / y).floor()
+        return binary.FloorDivide.apply(x, y)
 
     def __mod__(self, other: Any) -> Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
@@ -457,7 +457,7 @@ class Tensor:
         if not backend.is_floating(x.array.dtype):
             _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
-        return x - (x / y).floor() * y
+        return binary.Remainder.apply(x, y)
 
     def _floating(self) -> Tensor:
         """This tensor, or a copy of an integer or bool one in the default floating dtype (true

@@ -296,7 +296,7 @@ UNARY = [
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
-    fused.GeluGrad, binary.Fmod,
+    fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)

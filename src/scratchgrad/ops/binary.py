@@ -95,6 +95,39 @@ class Fmod(Function):
         return grad, -grad * (x / y).trunc() if ctx.needs_input_grad[1] else None
 
 
+class Remainder(Function):
+    """The remainder with the divisor's sign (Python's and PyTorch's ``%``) of floats,
+    computed exactly from fmod (``1.0 % 0.1`` is 0.0999..., where
+    ``x - floor(x / y) * y`` gives 0: ``x / y`` rounds up to 10); the gradient is 1 in x and
+    ``-(x // y)`` in y, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        xp = namespace(x)
+        mod = xp.fmod(x, y)  # PyTorch's steps: a zero keeps the dividend's sign (NumPy's not)
+        return xp.where((mod != 0) & ((y < 0) != (mod < 0)), mod + y, mod)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        return grad, -grad * FloorDivide.apply(x, y) if ctx.needs_input_grad[1] else None
+
+
+class FloorDivide(Function):
+    """The quotient of floats rounded down, exactly (``1.0 // 0.1`` is 9.0, where
+    ``floor(x / y)`` gives 10). PyTorch has no derivative for it; here the gradient is 0, the
+    derivative of a step almost everywhere."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return namespace(x).floor_divide(x, y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0, grad * 0
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float))
 
