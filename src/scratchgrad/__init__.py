@@ -99,6 +99,7 @@ else:
         Size,
         Tensor,
         bincount,
+        broadcast_shapes,
         broadcast_tensors,
         bucketize,
         cartesian_prod,

@@ -599,10 +599,33 @@ class Tensor:
     def mul(self, other: Any) -> Tensor:
         return self * other
 
-    def div(self, other: Any) -> Tensor:
-        return self / other
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """``self / other``; ``rounding_mode="trunc"`` rounds the quotient toward zero and
+        ``"floor"`` down (``self // other``), as ``torch.div`` (their gradient is 0).
 
-    true_divide = div
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-7, 7]).div(2, rounding_mode="trunc")
+        tensor([-3,  3])
+        """
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode == "floor":
+            return self // other
+        if rounding_mode != "trunc":
+            raise RuntimeError(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                f"{rounding_mode!r}"
+            )
+        x, y = self._operands(other)
+        if backend.is_floating(x.array.dtype):
+            return (x / y).trunc()
+        divisor = getattr(y, "array", y)
+        _call(_check_divisor, "div", divisor)  # a replay checks too
+        remainder = _call(_elementwise, "fmod", x.array, divisor)  # C's: the dividend's sign
+        return Tensor._make(_call(_elementwise, "floor_divide", x.array - remainder, divisor))
+
+    def true_divide(self, other: Any) -> Tensor:
+        return self / other
 
     def pow(self, exponent: Any) -> Tensor:
         return self**exponent
@@ -2101,7 +2124,16 @@ class Tensor:
         dims = _dims(dim, self.array.ndim, unique=True)
         return Tensor._make(_call(_count_nonzero, self.array, dims))
 
-    def flip(self, dims: int | Sequence[int]) -> Tensor:
+    def flip(self, *args: Any, dims: Any = None) -> Tensor:
+        """The entries in reverse order along ``dims``, given as ``flip(0, 1)``,
+        ``flip((0, 1))`` or ``flip(dims=(0, 1))``, as PyTorch's.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1, 2], [3, 4]]).flip(0, 1).tolist()
+        [[4, 3], [2, 1]]
+        """
+        if dims is None:
+            dims = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
@@ -3172,6 +3204,22 @@ def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...
         for i, v in enumerate(vectors)
     ]
     return tuple(grids[i] for i in order)
+
+
+def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
+    """The shape tensors of ``shapes`` broadcast to, as ``torch.broadcast_shapes``.
+
+    >>> import scratchgrad as sg
+    >>> sg.broadcast_shapes((2, 1), (3,))
+    scratchgrad.Size([2, 3])
+    """
+    shapes = [(shape,) if isinstance(shape, int) else tuple(shape) for shape in shapes]
+    try:
+        return Size(xp.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError(
+            f"broadcast_shapes: shapes {shapes} cannot be broadcast together"
+        ) from None
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:

@@ -1,0 +1,80 @@
+"""PyTorch's call forms that scratchgrad lacked: ``div(..., rounding_mode=)``, ``flip`` with
+its dims as separate arguments or a keyword, and ``broadcast_shapes``."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_raises_as_torch
+
+import scratchgrad as sg
+
+
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float64", "float32"])
+def test_div_rounding_modes_match_torch(mode, dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.integers(-50, 50, 300) * (1.3 if dtype.startswith("float") else 1)).astype(dtype)
+    y = rng.integers(1, 8, 300) * rng.choice([-1, 1], 300)
+    y = (y * (0.7 if dtype.startswith("float") else 1)).astype(dtype)
+    for call in (
+        lambda m, a, b: a.div(b, rounding_mode=mode),
+        lambda m, a, b: m.div(a, b, rounding_mode=mode),
+        lambda m, a, b: m.div(a, 3, rounding_mode=mode),
+    ):
+        ours = call(sg, sg.tensor(x), sg.tensor(y)).numpy()
+        theirs = call(torch, torch.tensor(x), torch.tensor(y)).numpy()
+        assert ours.dtype == theirs.dtype and ours.tobytes() == theirs.tobytes()
+
+
+def test_rounded_division_has_a_zero_gradient():
+    x = sg.tensor([7.5, -7.5], requires_grad=True)
+    (x.div(2, rounding_mode="trunc") + x.div(2, rounding_mode="floor")).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "call, kind, message",
+    [
+        (
+            lambda lib: lib.ones(2).div(2, rounding_mode="round"),
+            RuntimeError,
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
+        ),
+        (
+            lambda lib: lib.tensor([1]).div(0, rounding_mode="trunc"),
+            RuntimeError,
+            "ZeroDivisionError",
+        ),
+        (
+            lambda lib: lib.broadcast_shapes((2,), (3,)),
+            RuntimeError,
+            r"broadcast_shapes: shapes \[\(2,\), \(3,\)\] cannot be broadcast together",
+        ),
+    ],
+    ids=["mode", "zero", "shapes"],
+)
+def test_errors_as_torch(call, kind, message):
+    assert_raises_as_torch(call, kind, message)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: x.flip(0, 2),
+        lambda m, x: x.flip((0, 2)),
+        lambda m, x: x.flip([-1]),
+        lambda m, x: x.flip(1),
+        lambda m, x: x.flip(dims=(1,)),
+        lambda m, x: m.flip(x, [0, 1]),
+        lambda m, x: m.flip(x, dims=[2]),
+    ],
+)
+def test_flip_call_forms_match_torch(call):
+    x = np.arange(24).reshape(2, 3, 4)
+    assert call(sg, sg.tensor(x)).tolist() == call(torch, torch.tensor(x)).tolist()
+
+
+@pytest.mark.parametrize("shapes", [((2, 1), (3,)), (2, (3, 1)), ((), (4, 1), (1, 5)), ([1],)])
+def test_broadcast_shapes_matches_torch(shapes):
+    ours = sg.broadcast_shapes(*shapes)
+    assert isinstance(ours, sg.Size) and ours == tuple(torch.broadcast_shapes(*shapes))
