@@ -223,3 +223,25 @@ def _shown(value: Tensor) -> Any:
     """A tensor as PyTorch's messages show it (a 0-d one as its number), or, inside vmap,
     where no single member's values exist, as the batch's repr."""
     return value if backend.is_array(value.array) else repr(value)
+
+
+class LocationScale(Distribution):
+    """A distribution of a real value given by a location (its mean and mode) and a positive
+    scale, broadcast together: what ``Normal`` and ``Laplace`` share."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(
+        self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None
+    ) -> None:
+        self._init_params(validate_args, loc=loc, scale=scale)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from scratchgrad.creation import rand
-from scratchgrad.distributions import constraints
-from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.distribution import LocationScale
 from scratchgrad.dtypes import finfo
 from scratchgrad.tensor import Size, Tensor
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """The Laplace (double exponential) distribution of location ``loc`` and scale ``scale``.
 
     >>> from scratchgrad.creation import tensor
@@ -17,23 +16,6 @@ class Laplace(Distribution):
     >>> d.variance.tolist(), d.cdf(tensor([0.0])).tolist()
     ([2.0], [0.5])
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(
-        self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None
-    ) -> None:
-        self._init_params(validate_args, loc=loc, scale=scale)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

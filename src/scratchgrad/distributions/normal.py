@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 from scratchgrad.creation import randn
-from scratchgrad.distributions import constraints
-from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.distribution import LocationScale
 from scratchgrad.tensor import Size, Tensor
 
 
-class Normal(Distribution):
+class Normal(LocationScale):
     """The normal (Gaussian) distribution of mean ``loc`` and standard deviation ``scale``
     (numbers or tensors, broadcast together).
 
@@ -19,23 +18,6 @@ class Normal(Distribution):
     >>> [round(x, 4) for x in d.log_prob(tensor([0.0, 1.0])).tolist()]
     [-0.9189, -1.6121]
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(
-        self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None
-    ) -> None:
-        self._init_params(validate_args, loc=loc, scale=scale)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:
