@@ -671,6 +671,60 @@ def avg_pool3d(
     )
 
 
+def lp_pool1d(
+    input: Tensor, norm_type: float, kernel_size: int, stride: int | None = None, ceil_mode=False
+) -> Tensor:
+    """``lp_pool2d`` of ``(N, C, L)`` or ``(C, L)``.
+
+    >>> import scratchgrad as sg
+    >>> lp_pool1d(sg.tensor([[[3.0, 4.0, 1.0, 0.0]]]), 2, 2)
+    tensor([[[5., 1.]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, avg_pool1d)
+
+
+def lp_pool2d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """The ``norm_type``-norm of each window, ``(sum of x ** p) ** (1 / p)``, computed as
+    PyTorch's: average pooling of ``x ** p``, times the window's size, to the power ``1 / p``
+    (with PyTorch's gradients, NaN where a window's sum is 0 and ``p > 1``).
+
+    >>> import scratchgrad as sg
+    >>> lp_pool2d(sg.tensor([[[[3.0, 0.0], [0.0, 4.0]]]]), 2, 2)
+    tensor([[[[5.]]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, avg_pool2d)
+
+
+def lp_pool3d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """``lp_pool2d`` of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    >>> import scratchgrad as sg
+    >>> lp_pool3d(sg.ones(1, 2, 2, 2), 1, 2)
+    tensor([[[[8.]]]])
+    """
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, avg_pool3d)
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, dims: int, average) -> Tensor:
+    """lp_pool1d/2d/3d: PyTorch's steps, so its values and gradients come out."""
+    size = math.prod(_ntuple(kernel_size, dims, f"lp_pool{dims}d: kernel_size"))
+    stride = kernel_size if stride is None else stride
+    out = average(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(size).pow(1.0 / norm_type)
+
+
 def _max_unpool(
     input: Tensor,
     indices: Tensor,

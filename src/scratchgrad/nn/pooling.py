@@ -199,6 +199,70 @@ class AvgPool3d(_AvgPoolNd):
     pool = staticmethod(F.avg_pool3d)
 
 
+class _LPPoolNd(Module):
+    """What LPPool1d, LPPool2d and LPPool3d share; each names the function that pools."""
+
+    pool = None
+
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: Size,
+        stride: Size | None = None,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride = norm_type, kernel_size, stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self.pool(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of ``(N, C, L)`` or ``(C, L)`` (see
+    ``F.lp_pool2d``).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.LPPool1d(2, 2)(sg.tensor([[[3.0, 4.0]]]))
+    tensor([[[5.]]])
+    """
+
+    pool = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of ``(N, C, H, W)`` or ``(C, H, W)``: p = 1 sums,
+    large p approaches max pooling (see ``F.lp_pool2d``).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.LPPool2d(1, 2)(sg.ones(1, 1, 2, 2))
+    tensor([[[[4.]]]])
+    """
+
+    pool = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.LPPool3d(1, 2)(sg.ones(1, 2, 2, 2))
+    tensor([[[[8.]]]])
+    """
+
+    pool = staticmethod(F.lp_pool3d)
+
+
 class _MaxUnpoolNd(Module):
     """What MaxUnpool1d, MaxUnpool2d and MaxUnpool3d share; each names its function and how
     many spatial dims it has."""
