@@ -459,7 +459,9 @@ OPS = [
             ),
             shapes="nonempty1+",
             domain=distinct,
-            vmap=False,  # no batching rule yet (func/rules.py)
+            # torch.func.vmap(grad) fails on prod's backward (it reads values):
+            # tests/func/test_vmap_scatter_reduce.py checks prod against a loop
+            vmap=reduce != "prod",
         )
         for reduce in ("sum", "prod", "mean", "amax", "amin")
         for include_self in (True, False)
@@ -470,7 +472,6 @@ OPS = [
         shapes="nonempty1+",
         domain=distinct,
         dim=lambda m, x, d: x.take_along_dim(m.zeros_like(x, dtype=m.int64), d),
-        vmap=False,  # its argsort reads values
     ),
     Op(
         "take_along_dim_flat",
@@ -485,13 +486,15 @@ OPS = [
         dim=lambda m, x, d: x.index_fill(d, m.tensor([0]), 1.5),
         index=lambda m, x, i: x.index_fill(0, m.tensor([i]), 1.5),
         integer=True,
-        vmap=False,  # no batching rule for an index's mask (func/rules.py)
+        # torch.func.vmap fills every member with the last member's batched value:
+        # tests/func/test_vmap_scatter_reduce.py checks index_fill against a loop
+        vmap=False,
     ),
     Op(  # distinct positions: a repeated one gets PyTorch's gradient, which is no derivative
         "index_copy",
         lambda m, x: m.index_copy(x * 1, -1, m.tensor([x.shape[-1] - 1, 0]), x[..., :2] ** 2),
         shapes="wide_last1+",
-        vmap=False,  # torch.func.vmap cannot write a batch into an unbatched tensor
+        vmap=False,  # it writes into a clone, which vmap refuses on a batch (func.md, Limits)
     ),
     Op("tril", lambda m, x: x.tril(), shapes="rank2+"),
     Op("tril_offset", lambda m, x: m.tril(x, -1), shapes="rank2+"),

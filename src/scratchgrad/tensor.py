@@ -2493,13 +2493,17 @@ class Tensor:
         self, name: str, dim: int, index: Tensor, src: Any, reduce: str, include_self: bool
     ) -> Tensor:
         """``scatter_reduce`` (or the legacy ``scatter`` with ``reduce``: ``name``), after
-        scatter's checks; a 0-d operand among 1-d ones read as 1-d, as PyTorch reads it."""
+        scatter's checks; a 0-d operand among 1-d ones read as 1-d, as PyTorch reads it, and a
+        batched operand under vmap handed to vmap's version, both by ``_by_another_route``."""
+        options = (
+            {"reduce": reduce, "include_self": include_self}
+            if name == "scatter_reduce"
+            else {"reduce": "add" if reduce == "sum" else "multiply"}  # the legacy form's names
+        )
+        out = self._by_another_route(name, dim, index, src, **options)
+        if out is not None:
+            return out
         dim = wrap_dim(dim, self.array.ndim)
-        if _reads_0d_as_1d(self, index, src):
-            out = _as_1d(self)._scatter_reduced(
-                name, dim, _as_1d(index), _as_1d(src), reduce, include_self
-            )
-            return out.reshape(self.shape)
         positions, src = self._scatter_positions(name, dim, index, src)
         if not isinstance(src, Tensor):  # the legacy form's number
             src = self.new_full(index.shape, written_number(src, self.array.dtype))
@@ -2628,17 +2632,19 @@ class Tensor:
         out[(slice(None),) * dim + (index.reshape(-1),)] = source
         return out
 
-    def _by_another_route(self, name: str, dim: int, index: Any, *src: Any) -> Tensor | None:
-        """The method ``name`` (gather, scatter, scatter_add) where it becomes another call,
-        else None: with a 0-d operand among operands of at most 1 dim, it runs on them read as
-        1-d, as PyTorch's does; under vmap with a batched operand (whichever), it is vmap's
-        version (``_vmapped``)."""
+    def _by_another_route(
+        self, name: str, dim: int, index: Any, *src: Any, **options: Any
+    ) -> Tensor | None:
+        """The method ``name`` (gather, scatter, scatter_add, scatter_reduce; ``options`` its
+        keyword arguments) where it becomes another call, else None: with a 0-d operand among
+        operands of at most 1 dim, it runs on them read as 1-d, as PyTorch's does; under vmap
+        with a batched operand (whichever), it is vmap's version (``_vmapped``)."""
         dim = wrap_dim(dim, self.array.ndim)
         if _reads_0d_as_1d(self, index, *src):
-            out = getattr(_as_1d(self), name)(dim, _as_1d(index), *map(_as_1d, src))
+            out = getattr(_as_1d(self), name)(dim, _as_1d(index), *map(_as_1d, src), **options)
             return out.reshape(index.shape if name == "gather" else self.shape)
         batched = _vmapped(f"_{name}", self, index, *src)
-        return None if batched is None else batched(self, dim, index, *src)
+        return None if batched is None else batched(self, dim, index, *src, **options)
 
     def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:
         """The positions ``index`` points at along ``dim`` (one index array per dim), and the

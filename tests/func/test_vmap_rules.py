@@ -27,7 +27,9 @@ VMAPPED = [op for op in OPS if op.vmap]
 
 
 def _arity(op):
-    return op.call.__code__.co_argcount - 1
+    """The inputs ``call`` takes after ``m``: not its parameters with defaults (a row made in a
+    loop binds its options so, as scatter_reduce's rows bind ``reduce``)."""
+    return op.call.__code__.co_argcount - 1 - len(op.call.__defaults__ or ())
 
 
 def _inputs(op, batched_shape):
@@ -148,9 +150,12 @@ def _primitives():
     return found
 
 
-# primitives vmap cannot batch yet (vmap raises naming them): scatter_reduce's, the legacy
-# scatter(reduce=)'s, and the guard of scatter_reduce's product that has no second derivative
-WITHOUT_RULES = {"ScatterReduce", "ScatterLegacyReduce", "_FirstOrderOnly"}
+# primitives without a rule (vmap raises naming them). scatter_reduce's and the legacy
+# scatter(reduce=)'s need none: their positions are read from the index's values, so
+# Tensor._scatter_reduced hands a batched call to BatchedTensor._scatter_reduce (or _scatter),
+# which runs them on whole batches, and their backward formulas call them on saved unbatched
+# tensors only (tests/func/test_vmap_scatter_reduce.py)
+WITHOUT_RULES = {"ScatterReduce", "ScatterLegacyReduce"}
 
 
 def test_every_primitive_has_a_rule_or_is_listed_without_one():

@@ -81,14 +81,15 @@ def _direct_read(what: str) -> RuntimeError:
 
 
 def _along_batch(name: str) -> staticmethod:
-    """vmap's version of the Tensor method ``name`` (gather, scatter, scatter_add): it reads
-    its index's values, so every operand is batched (an unbatched one repeated for each
-    member) and ``dim``, a member's dim with at least 1 dim (0-d ones came as 1-d), moves past
-    the batch dim."""
+    """vmap's version of the Tensor method ``name`` (gather, scatter, scatter_add,
+    scatter_reduce): it reads its index's values, so every operand is batched (an unbatched
+    one repeated for each member) and ``dim``, a member's dim with at least 1 dim (0-d ones
+    came as 1-d), moves past the batch dim; keyword arguments (``reduce``, ``include_self``)
+    are passed on."""
 
-    def batched(x: Tensor, dim: int, *operands: Any) -> Tensor:
+    def batched(x: Tensor, dim: int, *operands: Any, **options: Any) -> Tensor:
         level, (x, *operands) = all_batched((x, *operands))
-        return wrap(getattr(x, name)(dim + 1, *operands), level)
+        return wrap(getattr(x, name)(dim + 1, *operands, **options), level)
 
     return staticmethod(batched)
 
@@ -127,6 +128,11 @@ class BatchedTensor(Tensor):
 
     def _elementwise_values(self, name: str) -> Tensor:
         return wrap(self.value._elementwise_values(name), self.level)
+
+    def isclose(
+        self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> Tensor:
+        return _divided(lambda x, y: x.isclose(y, rtol, atol, equal_nan), self, other)
 
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
         return wrap(self.value.clamp(min, max), self.level)
@@ -192,6 +198,7 @@ class BatchedTensor(Tensor):
     _gather = _along_batch("gather")
     _scatter = _along_batch("scatter")
     _scatter_add = _along_batch("scatter_add")
+    _scatter_reduce = _along_batch("scatter_reduce")
 
     @staticmethod
     def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:
@@ -323,7 +330,7 @@ def pad_to_rank(values: Any, batched: Any) -> list:
     ]
 
 
-def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | None:
+def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | tuple | None:
     """Run ``cls`` on batched arguments through its batching rule; None if none is batched.
 
     Arguments batched at older levels only are passed on as they are: the rule's own calls
@@ -340,7 +347,9 @@ def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | None:
             "one to scratchgrad.func.rules.RULES, or call the function on one example at a time"
         )
     values, batched = unwrap(args, level)
-    return wrap(rule(cls, values, batched, dict(kwargs)), level)
+    out = rule(cls, values, batched, dict(kwargs))
+    # a Function with several results (qr's Q and R) gives a tuple: each one batched
+    return tuple(wrap(o, level) for o in out) if isinstance(out, tuple) else wrap(out, level)
 
 
 def draw(sample: Callable[[tuple], Any], shape: tuple) -> Tensor:

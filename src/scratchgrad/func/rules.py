@@ -1,4 +1,5 @@
-"""The batching rules: for each primitive of ``ops/``, how to run it on batches.
+"""The batching rules: for each primitive of ``ops/`` (and Function of ``linalg``), how to run
+it on batches.
 
 A rule gets the primitive, its arguments (a batched one as its whole batch, batch dim first;
 the others as they are), which ones are batched, and the static keyword arguments; it returns
@@ -21,6 +22,7 @@ from scratchgrad import backend
 from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
+from scratchgrad.linalg import decompositions, derived, norms, systems
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
 
@@ -277,6 +279,13 @@ def cross_entropy_grad(cls, values, batched, kwargs):
     return grad.reshape(grad.shape[0], 1, 1) * unit
 
 
+def first_order_only(cls, values, batched, kwargs):
+    """The guard on scatter_reduce's product gradient passes the batch of gradients on; its
+    backward raises if any position (of any member) is not differentiable."""
+    g, repeated = values
+    return cls.apply(g if batched[0] else at_front(g, repeated.shape[0]), repeated)
+
+
 def einsum(cls, values, batched, kwargs):
     """A letter the equation does not use, in front of the batched operands and the output."""
     used = set("".join(kwargs["inputs"]) + kwargs["output"])
@@ -293,6 +302,13 @@ UNARY = [
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
 ]  # fmt: skip
+# linalg's Functions take batches of matrices (*, m, n), the batch dims of two operands (solve's
+# A and B) broadcast as elementwise operands do: the batch dim in front is one more of them
+LINALG = [
+    systems.Inv, systems.Solve, systems.SolveTriangular, decompositions.Cholesky,
+    decompositions.QR, decompositions.Eigh, decompositions.SVD, derived.Det, derived.Slogdet,
+    derived.Pinv,
+]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
@@ -302,7 +318,7 @@ BINARY = [
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
 # uses its parent's rule.
 RULES: dict[type, Callable] = {
-    **{op: elementwise for op in UNARY + BINARY},
+    **{op: elementwise for op in UNARY + BINARY + LINALG},
     Normal: elementwise,  # normal's noise * std + mean
     reduce.Sum: reduction,
     reduce.Amax: reduction,
@@ -337,4 +353,6 @@ RULES: dict[type, Callable] = {
     conv.Spread: spread,
     conv.Mix: dim_shifted,
     movement.CopySlices: copy_slices,
+    movement._FirstOrderOnly: first_order_only,
+    norms.VectorNorm: reduction,
 }
