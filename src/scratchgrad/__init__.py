@@ -133,8 +133,19 @@ else:
     from scratchgrad.func import vmap
 
     # torch's names for linear algebra outside torch.linalg
-    det, slogdet, inverse = linalg.det, linalg.slogdet, linalg.inv
-    matrix_power = linalg.matrix_power
+    det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power
+    matrix_exp = linalg.matrix_exp
+    from scratchgrad.linalg.legacy import (
+        cholesky,
+        cholesky_inverse,
+        cholesky_solve,
+        logdet,
+        pinverse,
+        qr,
+        slogdet,
+        svd,
+        triangular_solve,
+    )
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().
     abs = Tensor.abs

@@ -799,6 +799,111 @@ class Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
+    # ---- linear algebra: PyTorch's methods, thin calls into scratchgrad.linalg ---------------
+    # Each imports linalg when called: linalg's modules import this one.
+
+    def inverse(self) -> Tensor:
+        """The inverse of a square matrix (or of each in a batch), as ``linalg.inv``."""
+        from scratchgrad import linalg  # (linalg imports this module)
+
+        return linalg.inv(self)
+
+    def det(self) -> Tensor:
+        """The determinant, as ``linalg.det``."""
+        from scratchgrad import linalg  # (linalg imports this module)
+
+        return linalg.det(self)
+
+    def logdet(self) -> Tensor:
+        """The log of the determinant, nan where it is negative, as ``torch.logdet``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[2.0, 0.0], [0.0, 1.5]]).logdet()
+        tensor(1.0986)
+        """
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.logdet(self)
+
+    def slogdet(self) -> Any:
+        """The sign and the log of the absolute value of the determinant, as ``torch.slogdet``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.slogdet(self)
+
+    def pinverse(self, rcond: float = 1e-15) -> Tensor:
+        """The pseudo-inverse, singular values at or below ``rcond`` times the largest taken as
+        0, as ``torch.pinverse``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.pinverse(self, rcond)
+
+    def matrix_power(self, n: int) -> Tensor:
+        """The ``n``-th power of a square matrix, as ``linalg.matrix_power``."""
+        from scratchgrad import linalg  # (linalg imports this module)
+
+        return linalg.matrix_power(self, n)
+
+    def matrix_exp(self) -> Tensor:
+        """The matrix exponential, as ``linalg.matrix_exp``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[0.0, 2.0], [0.0, 0.0]]).matrix_exp()
+        tensor([[1., 2.],
+                [0., 1.]])
+        """
+        from scratchgrad import linalg  # (linalg imports this module)
+
+        return linalg.matrix_exp(self)
+
+    def cholesky(self, upper: bool = False) -> Tensor:
+        """The Cholesky factor, as the deprecated ``torch.cholesky``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.cholesky(self, upper)
+
+    def cholesky_solve(self, input2: Tensor, upper: bool = False) -> Tensor:
+        """The solution of ``A X = self`` given the Cholesky factor ``input2`` of ``A``, as
+        ``torch.cholesky_solve``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper: bool = False) -> Tensor:
+        """The inverse of ``A`` given its Cholesky factor (this tensor), as
+        ``torch.cholesky_inverse``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.cholesky_inverse(self, upper)
+
+    def qr(self, some: bool = True) -> Any:
+        """The QR factorization (Q, R), as the deprecated ``torch.qr``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.qr(self, some)
+
+    def svd(self, some: bool = True, compute_uv: bool = True) -> Any:
+        """The singular value decomposition (U, S, V), as ``torch.svd`` (V, not Vh).
+
+        >>> import scratchgrad as sg
+        >>> U, S, V = sg.tensor([[0.0, 2.0], [1.0, 0.0]]).svd()
+        >>> S, (U * S) @ V.mT
+        (tensor([2., 1.]), tensor([[0., 2.],
+                [1., 0.]]))
+        """
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.svd(self, some, compute_uv)
+
+    def triangular_solve(
+        self, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False
+    ) -> Any:
+        """The solution of the triangular system ``A X = self`` and a copy of ``A``, as the
+        deprecated ``torch.triangular_solve``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.triangular_solve(self, A, upper, transpose, unitriangular)
+
     # ---- in place ---------------------------------------------------------------------------
 
     def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:

@@ -24,7 +24,8 @@ def _run(lib, case, arrays, weights):
     """The case's outputs and the gradients of sum(output * weight) for each input."""
     xs = [lib.tensor(a, requires_grad=True) for a in arrays]
     outs = _outputs(case.call(lib, *xs))
-    loss = sum((o * lib.tensor(w.astype(a.dtype))).sum() for o, w, a in zip(outs, weights, arrays))
+    dtype = arrays[0].dtype  # (every output weighed: one input may give several outputs)
+    loss = sum((o * lib.tensor(w.astype(dtype))).sum() for o, w in zip(outs, weights))
     grads = lib.autograd.grad(loss, xs, allow_unused=True)
     return [o.detach().numpy() for o in outs], [
         np.zeros(a.shape) if g is None else g.numpy() for g, a in zip(grads, arrays)

@@ -5,7 +5,10 @@ and returns PyTorch's named tuples (``slogdet`` -> (sign, logabsdet), ``qr`` -> 
 ``eigh`` -> (eigenvalues, eigenvectors), ``svd`` -> (U, S, Vh)). The gradients are PyTorch's
 formulas written in Tensor operations, so gradients of gradients work. A singular matrix (in
 ``inv``, ``solve``, ``solve_triangular``) or one that is not positive-definite (``cholesky``)
-raises ``LinAlgError``, naming the function and the batch element.
+raises ``LinAlgError``, naming the function and the batch element; ``inv_ex`` and
+``cholesky_ex`` report it in ``info`` instead. ``legacy`` holds PyTorch's names outside
+``torch.linalg`` (``torch.logdet``, ``torch.svd``, ...), which the package root exports.
+``eig`` and ``eigvals`` (complex results) are not there.
 
 >>> import scratchgrad as sg
 >>> A = sg.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
@@ -18,21 +21,38 @@ tensor([[ 0.3750, -0.2500],
 from scratchgrad.linalg.checks import LinAlgError
 from scratchgrad.linalg.decompositions import cholesky, eigh, eigvalsh, qr, svd, svdvals
 from scratchgrad.linalg.derived import det, lstsq, matrix_power, matrix_rank, pinv, slogdet
+from scratchgrad.linalg.extras import (
+    cholesky_ex,
+    diagonal,
+    inv_ex,
+    matmul,
+    multi_dot,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
+from scratchgrad.linalg.matrix_exp import matrix_exp
 from scratchgrad.linalg.norms import cross, matrix_norm, norm, vecdot, vector_norm
 from scratchgrad.linalg.systems import inv, solve, solve_triangular
 
 __all__ = [
     "LinAlgError",
     "cholesky",
+    "cholesky_ex",
     "cross",
     "det",
+    "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "inv_ex",
     "lstsq",
+    "matmul",
+    "matrix_exp",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
+    "multi_dot",
     "norm",
     "pinv",
     "qr",
@@ -41,6 +61,9 @@ __all__ = [
     "solve_triangular",
     "svd",
     "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
     "vecdot",
     "vector_norm",
 ]

@@ -127,11 +127,30 @@ def singular(action: str) -> Callable[[Any], str]:
 def not_positive_definite(matrix: Any) -> str:
     """Explains a Cholesky factorization's failure as PyTorch does: the order of the first
     leading minor that is not positive-definite."""
-    order = next(k for k in range(1, len(matrix) + 1) if not _is_positive_definite(matrix[:k, :k]))
     return (
         "The factorization could not be completed because the input is not positive-definite "
-        f"(the leading minor of order {order} is not positive-definite)."
+        f"(the leading minor of order {leading_minor(matrix)} is not positive-definite)."
     )
+
+
+def leading_minor(matrix: Any) -> int:
+    """The order of the first leading minor of ``matrix`` (its lower triangle read) that is not
+    positive-definite, as LAPACK's potrf reports it; 0 if there is none."""
+    orders = range(1, len(matrix) + 1)
+    return next((k for k in orders if not _is_positive_definite(matrix[:k, :k])), 0)
+
+
+def check_diagonal(op: str, diagonal: Any, explain: Callable[[int], str]) -> None:
+    """A ``LinAlgError`` where a triangular factor has a zero on its ``diagonal`` (*, n): it
+    names ``op``, the first batch element that has one, and ``explain(i)``, i the (1-based)
+    index of its first zero."""
+    zero = diagonal == 0
+    if not zero.any():
+        return
+    flat = zero.reshape(-1, zero.shape[-1])
+    element = int(flat.any(axis=-1).argmax())
+    where = f"(Batch element {element}): " if zero.ndim > 1 else ""
+    raise LinAlgError(f"{op}: {where}{explain(int(flat[element].argmax()) + 1)}")
 
 
 def _is_positive_definite(matrix: Any) -> bool:

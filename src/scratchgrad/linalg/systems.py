@@ -7,7 +7,13 @@ from typing import Any
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace, xp
-from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype, lapack, singular
+from scratchgrad.linalg.checks import (
+    check_diagonal,
+    check_input,
+    check_same_dtype,
+    lapack,
+    singular,
+)
 from scratchgrad.tensor import Tensor
 
 
@@ -102,7 +108,8 @@ class SolveTriangular(Function):
         ctx.upper, ctx.left, ctx.unitriangular = upper, left, unitriangular
         t, b = broadcast_batch(_triangle(a, upper, unitriangular), b)
         module = namespace(t)
-        _check_diagonal(module.diagonal(t, axis1=-2, axis2=-1))
+        diagonal = module.diagonal(t, axis1=-2, axis2=-1)
+        check_diagonal("linalg.solve_triangular", diagonal, _no_unique_solution)
         if left:
             x = module.linalg.solve(t, b)
         else:  # X A = B is A^T X^T = B^T
@@ -133,19 +140,12 @@ def _triangle(a: Any, upper: bool, unitriangular: bool) -> Any:
     return strict + module.eye(a.shape[-1], dtype=a.dtype)
 
 
-def _check_diagonal(diagonal: Any) -> None:
+def _no_unique_solution(index: int) -> str:
     """A triangular system with a zero on the diagonal has no unique solution: PyTorch returns
     inf and nan there, which we refuse to give silently."""
-    zero = diagonal == 0
-    if not zero.any():
-        return
-    flat = zero.reshape(-1, zero.shape[-1])
-    element = int(flat.any(axis=-1).argmax())
-    where = f"(Batch element {element}): " if zero.ndim > 1 else ""
-    raise LinAlgError(
-        f"linalg.solve_triangular: {where}The diagonal element {int(flat[element].argmax()) + 1}"
-        " is zero, so the triangular system has no unique solution (PyTorch returns inf and "
-        "nan there)"
+    return (
+        f"The diagonal element {index} is zero, so the triangular system has no unique solution "
+        "(PyTorch returns inf and nan there)"
     )
 
 

@@ -1,0 +1,251 @@
+"""The rest of ``torch.linalg``'s real functions: ``inv_ex`` and ``cholesky_ex`` (which report
+failures instead of raising), ``multi_dot``, ``tensorinv``, ``tensorsolve``, ``vander`` and the
+aliases ``diagonal`` and ``matmul``, built on the others."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scratchgrad.backend import int32, namespace, xp
+from scratchgrad.linalg.checks import (
+    LinAlgError,
+    check_input,
+    leading_minor,
+    torch_name,
+    zero_pivot,
+)
+from scratchgrad.linalg.decompositions import cholesky
+from scratchgrad.linalg.legacy import renamed
+from scratchgrad.linalg.systems import inv, solve
+from scratchgrad.tensor import Tensor, cat, where
+
+linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
+linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+def _ex(
+    op: str, compute: Callable[[Tensor], Tensor], A: Tensor, info: Callable, check_errors: bool
+) -> tuple[Tensor, Tensor]:
+    """``compute(A)`` and LAPACK's ``info`` for each matrix (int32, 0 where it worked). Where
+    it failed the result is nan (PyTorch's is whatever LAPACK left there), computed for a
+    stand-in identity so that the others keep their values and gradients."""
+    none_failed = Tensor._make(namespace(A.array).zeros(A.shape[:-2], dtype=int32))
+    if check_errors:
+        with renamed(op):
+            return compute(A), none_failed
+    try:
+        return compute(A), none_failed
+    except LinAlgError:
+        pass  # find which failed
+    arrays = A.array.reshape(-1, *A.shape[-2:])
+    codes = xp.asarray([info(a) for a in arrays], dtype=int32)  # the failure path only
+    failed = Tensor._make(namespace(A.array).asarray(codes.reshape(A.shape[:-2])))
+    mask = (failed != 0).unsqueeze(-1).unsqueeze(-1)
+    eye = A.new_ones(A.shape[-1]).diag_embed()
+    return where(mask, math.nan, compute(where(mask, eye, A))), failed
+
+
+def _inversion_info(matrix: Any) -> int:
+    try:
+        xp.linalg.inv(matrix)
+    except xp.linalg.LinAlgError:
+        return zero_pivot(matrix)
+    return 0
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
+    """The inverse and, for each matrix, LAPACK's ``info`` (int32), as ``torch.linalg.inv_ex``:
+    0 where it is invertible, else the (1-based) index of the first zero pivot of its LU
+    factorization, and its inverse nan (unlike PyTorch's, which is whatever LAPACK computed).
+    With ``check_errors``, a singular matrix raises ``LinAlgError`` as ``linalg.inv``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.inv_ex(sg.stack([sg.eye(2), sg.zeros(2, 2)])).info
+    tensor([0, 1], dtype=scratchgrad.int32)
+    """
+    check_input("linalg.inv", A, square=True)
+    return linalg_inv_ex(*_ex("linalg.inv_ex", inv, A, _inversion_info, check_errors))
+
+
+def cholesky_ex(
+    A: Tensor, *, upper: bool = False, check_errors: bool = False
+) -> linalg_cholesky_ex:
+    """The Cholesky factor and, for each matrix, LAPACK's ``info`` (int32), as
+    ``torch.linalg.cholesky_ex``: 0 where it is positive-definite, else the order of its first
+    leading minor that is not, and its factor nan (unlike PyTorch's, which is the partial
+    factorization LAPACK left). With ``check_errors``, such a matrix raises ``LinAlgError`` as
+    ``linalg.cholesky``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.cholesky_ex(sg.tensor([[1.0, 2.0], [2.0, 1.0]])).info
+    tensor(2, dtype=scratchgrad.int32)
+    """
+    check_input("linalg.cholesky", A, square=True)
+
+    def factor(a: Tensor) -> Tensor:
+        return cholesky(a, upper=upper)
+
+    def info(matrix: Any) -> int:  # the lower triangle read, or the upper one
+        return leading_minor(matrix.T if upper else matrix)
+
+    return linalg_cholesky_ex(*_ex("linalg.cholesky_ex", factor, A, info, check_errors))
+
+
+_MULTI_DOT_NAMES = {"float32": "float", "float64": "double"}
+
+
+def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
+    """The product of two or more matrices, multiplied in the order that costs the fewest
+    operations, as ``torch.linalg.multi_dot``: all 2-D, but the first may be a (row) vector
+    and the last a (column) vector, which the result then lacks.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.multi_dot([sg.ones(3), sg.ones(3, 2), sg.ones(2)])
+    tensor(6.)
+    """
+    _check_multi_dot(tensors)
+    first, *_, last = tensors
+    matrices = [
+        first.unsqueeze(0) if first.ndim == 1 else first,
+        *tensors[1:-1],
+        last.unsqueeze(-1) if last.ndim == 1 else last,
+    ]
+    for i, (x, y) in enumerate(zip(matrices, matrices[1:])):
+        if x.shape[1] != y.shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                f"{list(tensors[i + 1].shape)} cannot be multiplied"
+            )
+    sizes = [m.shape[0] for m in matrices] + [matrices[-1].shape[1]]
+    out = _chain(matrices, _cheapest_splits(sizes), 0, len(matrices) - 1)
+    out = out.squeeze(0) if first.ndim == 1 else out
+    return out.squeeze(-1) if last.ndim == 1 else out
+
+
+def _check_multi_dot(tensors: Sequence[Tensor]) -> None:
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, x in enumerate(tensors):
+        end = "the first tensor" if i == 0 else "the last tensor" if i == len(tensors) - 1 else ""
+        if x.ndim not in ((1, 2) if end else (2,)):
+            where_ = end + " must be 1D or 2D" if end else f"tensor {i} must be 2D"
+            raise RuntimeError(f"multi_dot(): {where_} but got {x.ndim}D")
+        if x.dtype != tensors[0].dtype:
+            names = [_MULTI_DOT_NAMES.get(str(t.dtype), str(t.dtype)) for t in (tensors[0], x)]
+            raise RuntimeError(
+                "multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                f"{names[0]} and tensor {i} {names[1]}"
+            )
+
+
+def _cheapest_splits(sizes: list[int]) -> dict:
+    """For each run i..j of the matrices (matrix k of shape sizes[k] x sizes[k + 1]), where
+    to split its product so that the whole costs the fewest multiplications (the classic
+    dynamic programme, over a handful of matrices)."""
+    n = len(sizes) - 1
+    cost = {(i, i): 0 for i in range(n)}
+    split = {}
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i, j], split[i, j] = min(
+                (cost[i, k] + cost[k + 1, j] + sizes[i] * sizes[k + 1] * sizes[j + 1], k)
+                for k in range(i, j)
+            )
+    return split
+
+
+def _chain(matrices: list[Tensor], split: dict, i: int, j: int) -> Tensor:
+    if i == j:
+        return matrices[i]
+    k = split[i, j]
+    return _chain(matrices, split, i, k).mm(_chain(matrices, split, k + 1, j))
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of ``A`` with respect to ``tensordot`` over its first ``ind`` dims, as
+    ``torch.linalg.tensorinv``: of shape ``A.shape[ind:] + A.shape[:ind]``, the two products
+    of sizes being equal.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.tensorinv(sg.eye(6).reshape(6, 2, 3), ind=1).shape
+    (2, 3, 6)
+    """
+    if not isinstance(ind, int) or isinstance(ind, bool):
+        raise TypeError(f"linalg_tensorinv(): argument 'ind' must be int, not {type(ind).__name__}")
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(
+            "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+            f"prod(self.shape[:ind]), but got {cols} != {rows}"
+        )
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
+    """``X`` with ``tensordot(A, X, X.ndim) = B``, as ``torch.linalg.tensorsolve``: ``X`` of
+    shape ``A.shape[B.ndim:]``, after the ``dims`` of ``A`` are moved to its end.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.tensorsolve(2 * sg.eye(6).reshape(2, 3, 6), sg.ones(2, 3))
+    tensor([0.5000, 0.5000, 0.5000, 0.5000, 0.5000, 0.5000])
+    """
+    if dims is not None:
+        moved = [d % A.ndim for d in dims]
+        A = A.permute(*(d for d in range(A.ndim) if d not in moved), *moved)
+    shape = A.shape[B.ndim :]
+    size, rhs = math.prod(shape), B.numel()
+    if size != rhs:
+        raise RuntimeError(
+            "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {size} != {rhs}"
+        )
+    return solve(A.reshape(rhs, size), B.reshape(rhs)).reshape(shape)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """``A.diagonal`` over the last two dims by default, as ``torch.linalg.diagonal``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.diagonal(sg.arange(9.0).reshape(3, 3), offset=1)
+    tensor([1., 5.])
+    """
+    return A.diagonal(offset, dim1, dim2)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``input @ other``, as ``torch.linalg.matmul``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.matmul(sg.ones(2, 3), sg.ones(3))
+    tensor([3., 3.])
+    """
+    return input.matmul(other)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """The Vandermonde matrix of ``x`` (*, n): ``out[..., i, j] = x[..., i] ** j`` for j < N
+    (default n), as ``torch.linalg.vander``; integers give int64, as PyTorch's cumprod.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.vander(sg.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 1., 1.],
+            [1., 2., 4.],
+            [1., 3., 9.]])
+    """
+    if x.dtype.kind == "b":
+        raise RuntimeError(
+            "linalg.vander supports floating point, complex, and integer tensors, but got "
+            f"{torch_name(x.dtype)}"
+        )
+    x = x.reshape(1) if x.ndim == 0 else x
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1)
+    return cat([x.new_ones(*x.shape, 1), powers], -1).cumprod(-1)

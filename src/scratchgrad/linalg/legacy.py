@@ -1,0 +1,291 @@
+"""PyTorch's linear algebra outside ``torch.linalg``: ``logdet``, ``cholesky_solve``,
+``cholesky_inverse`` and the older APIs ``slogdet``, ``pinverse``, ``cholesky``, ``qr``,
+``svd`` (U, S, V) and ``triangular_solve`` (b first), with their defaults, result types,
+messages and deprecation warnings, built on ``scratchgrad.linalg``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import namedtuple
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import namespace
+from scratchgrad.creation import zeros
+from scratchgrad.linalg.checks import (
+    LinAlgError,
+    check_diagonal,
+    check_floating,
+    check_input,
+    torch_name,
+)
+from scratchgrad.linalg.decompositions import cholesky as linalg_cholesky
+from scratchgrad.linalg.decompositions import qr as linalg_qr
+from scratchgrad.linalg.decompositions import svd as linalg_svd
+from scratchgrad.linalg.decompositions import svdvals
+from scratchgrad.linalg.derived import pinv
+from scratchgrad.linalg.derived import slogdet as linalg_slogdet
+from scratchgrad.linalg.systems import broadcast_batch, solve_triangular
+from scratchgrad.tensor import Tensor, broadcast_shapes, where
+
+# torch.return_types' names
+slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+qr_result = namedtuple("qr", ["Q", "R"])
+svd_result = namedtuple("svd", ["U", "S", "V"])
+triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+@contextmanager
+def renamed(op: str) -> Iterator[None]:
+    """A ``LinAlgError`` raised inside, named after ``op``, the function the user called (as
+    PyTorch names it), instead of the ``scratchgrad.linalg`` function that raised it."""
+    try:
+        yield
+    except LinAlgError as error:
+        raise LinAlgError(f"{op}:{str(error).partition(':')[2]}") from None
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"torch.{old} is deprecated in favor of torch.linalg.{new} and will be removed in a "
+        "future PyTorch release.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def slogdet(A: Tensor) -> slogdet_result:
+    """``linalg.slogdet`` as ``torch.slogdet``, whose result type is ``slogdet``.
+
+    >>> import scratchgrad as sg
+    >>> sg.slogdet(sg.tensor([[-2.0, 0.0], [0.0, 1.0]])).sign
+    tensor(-1.)
+    """
+    return slogdet_result(*linalg_slogdet(A))
+
+
+def logdet(A: Tensor) -> Tensor:
+    """The natural log of the determinant, as ``torch.logdet``: nan where it is negative and
+    -inf where it is 0 (there the gradient raises ``LinAlgError``, as ``slogdet``'s).
+
+    >>> import scratchgrad as sg
+    >>> sg.logdet(sg.tensor([[[2.0, 0.0], [0.0, 1.0]], [[-2.0, 0.0], [0.0, 1.0]]]))
+    tensor([0.6931,    nan])
+    """
+    check_input("logdet", A, square=True)
+    sign, logabsdet = linalg_slogdet(A)
+    return where(sign == -1, math.nan, logabsdet)
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """The pseudo-inverse, as ``torch.pinverse``: ``linalg.pinv`` with singular values at or
+    below ``rcond`` times the largest taken as 0.
+
+    >>> import scratchgrad as sg
+    >>> sg.pinverse(sg.tensor([[2.0, 0.0], [0.0, 1e-20]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    if input.ndim < 2 or input.dtype.kind != "f" or input.dtype.itemsize < 4:
+        raise RuntimeError(
+            f"linalg.pinv({torch_name(input.dtype)}{{{list(input.shape)}}}): expected a tensor "
+            "with 2 or more dimensions of float, double, cfloat or cdouble types"
+        )
+    return pinv(input, rtol=rcond)
+
+
+def cholesky(input: Tensor, upper: bool = False) -> Tensor:
+    """The Cholesky factor, as the deprecated ``torch.cholesky``: ``linalg.cholesky`` (which
+    reads only the lower triangle, or the upper one with ``upper``) under its own name.
+
+    >>> import scratchgrad as sg
+    >>> sg.cholesky(sg.tensor([[4.0, 2.0], [2.0, 5.0]]), upper=True)
+    tensor([[2., 1.],
+            [0., 2.]])
+    """
+    _deprecated("cholesky", "cholesky")
+    check_input("cholesky", input, square=True)
+    with renamed("cholesky"):
+        return linalg_cholesky(input, upper=upper)
+
+
+class CholeskySolve(Function):
+    """``X`` with ``L L^T X = B``, of ``L`` only the lower triangle read, the batch dims
+    broadcast. Its gradients are PyTorch's: ``gB`` solves the same system for ``grad``, and
+    ``gL = -(M + M^T) L`` with ``M = gB X^T``, not kept to the triangle (the gradient with
+    respect to every entry of ``L`` in ``(L L^T)^-1 B``)."""
+
+    backward_name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx, b, factor):
+        module = namespace(factor)
+        lower, b = broadcast_batch(module.tril(factor), b)
+        x = module.linalg.solve(lower.swapaxes(-1, -2), module.linalg.solve(lower, b))
+        ctx.save_for_backward(factor, x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        factor, x = ctx.saved_tensors
+        grad_b = CholeskySolve.apply(grad, factor)
+        if not ctx.needs_input_grad[1]:
+            return grad_b, None
+        m = grad_b @ x.mT
+        return grad_b, -((m + m.mT) @ factor)
+
+
+def _check_factor(op: str, factor: Tensor, explain) -> None:
+    check_diagonal(op, factor.array.diagonal(0, -2, -1), explain)
+
+
+def _singular(index: int) -> str:
+    return (
+        f"The diagonal element {index} is zero, the inversion could not be completed because "
+        "the input matrix is singular."
+    )
+
+
+def _no_unique_solution(index: int) -> str:
+    return (
+        f"The diagonal element {index} of the Cholesky factor is zero, so the system has no "
+        "unique solution (PyTorch returns nan there)"
+    )
+
+
+def _check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
+    """PyTorch's checks of ``b`` and ``A`` in the old solvers, after their number of dims."""
+    if b.dtype != A.dtype:
+        raise RuntimeError(
+            f"Expected b and A to have the same dtype, but found b of type {torch_name(b.dtype)} "
+            f"and A of type {torch_name(A.dtype)} instead."
+        )
+    check_floating(op, A)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+            f"{A.shape[-1]} matrices"
+        )
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for {op}: each A matrix is {A.shape[-2]} by "
+            f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}"
+        )
+    broadcast_shapes(b.shape[:-2], A.shape[:-2])
+
+
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """The solution ``X`` of ``A X = B`` given the Cholesky factor of ``A``, as
+    ``torch.cholesky_solve(B, L)``: ``A = L L^T`` (lower triangle of ``input2`` read), or with
+    ``upper``, ``A = U^T U`` (upper triangle read); the batch dims broadcast. The factor's
+    gradient is PyTorch's, not kept to its triangle.
+
+    Unlike PyTorch, which returns nan, a zero on the factor's diagonal raises ``LinAlgError``.
+
+    >>> import scratchgrad as sg
+    >>> L = sg.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> sg.cholesky_solve(L @ L.mT @ sg.tensor([[1.0], [2.0]]), L)
+    tensor([[1.],
+            [2.]])
+    """
+    for name, x in (("b", input), ("u", input2)):
+        if x.ndim < 2:
+            raise RuntimeError(
+                f"{name} should have at least 2 dimensions, but has {x.ndim} dimensions instead"
+            )
+    _check_b_and_A("cholesky_solve", input, input2)
+    _check_factor("cholesky_solve", input2, _no_unique_solution)
+    return CholeskySolve.apply(input, input2.mT if upper else input2)
+
+
+def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A`` given its Cholesky factor, as ``torch.cholesky_inverse``:
+    ``(L L^T)^-1`` (lower triangle read), or with ``upper``, ``(U^T U)^-1`` (upper triangle
+    read). The factor's gradient is PyTorch's, not kept to its triangle.
+
+    >>> import scratchgrad as sg
+    >>> sg.cholesky_inverse(sg.tensor([[2.0, 0.0], [0.0, 1.0]]))
+    tensor([[0.2500, 0.0000],
+            [0.0000, 1.0000]])
+    """
+    check_input("cholesky_inverse", input, square=True)
+    _check_factor("cholesky_inverse", input, _singular)
+    eye = input.new_ones(input.shape[-1]).diag_embed()
+    return CholeskySolve.apply(eye, input.mT if upper else input)
+
+
+def qr(input: Tensor, some: bool = True) -> qr_result:
+    """The QR factorization, as the deprecated ``torch.qr``: ``linalg.qr`` in mode 'reduced',
+    or 'complete' if not ``some``.
+
+    >>> import scratchgrad as sg
+    >>> sg.qr(sg.eye(2)).R
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    _deprecated("qr", "qr")
+    return qr_result(*linalg_qr(input, "reduced" if some else "complete"))
+
+
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result:
+    """The singular value decomposition ``A = U diag(S) V^T``, as ``torch.svd`` (V, not
+    ``linalg.svd``'s Vh): U and V of k = min(m, n) columns, or square if not ``some``. Without
+    ``compute_uv``, only S, U and V being zeros of shapes (*, m, m) and (*, n, n).
+
+    >>> import scratchgrad as sg
+    >>> sg.svd(sg.tensor([[3.0, 0.0], [0.0, -4.0]])).S
+    tensor([4., 3.])
+    """
+    if input.ndim < 2:
+        raise RuntimeError(
+            "linalg.svd: input should have at least 2 dimensions, but has "
+            f"{input.ndim} dimensions instead"
+        )
+    if compute_uv:
+        U, S, Vh = linalg_svd(input, full_matrices=not some)
+        return svd_result(U, S, Vh.mT)
+    S = svdvals(input)
+    *batch, m, n = input.shape
+    return svd_result(
+        zeros(*batch, m, m, dtype=input.dtype), S, zeros(*batch, n, n, dtype=input.dtype)
+    )
+
+
+def triangular_solve(
+    input: Tensor,
+    A: Tensor,
+    upper: bool = True,
+    transpose: bool = False,
+    unitriangular: bool = False,
+) -> triangular_solve_result:
+    """The solution of the triangular system ``A X = b`` (``A^T X = b`` with ``transpose``),
+    as the deprecated ``torch.triangular_solve(b, A)``: ``linalg.solve_triangular`` with the
+    arguments the other way round, upper triangular by default, and a copy of ``A``.
+
+    Unlike PyTorch, which returns inf and nan, a zero on the diagonal raises ``LinAlgError``.
+
+    >>> import scratchgrad as sg
+    >>> U = sg.tensor([[2.0, 1.0], [0.0, 1.0]])
+    >>> sg.triangular_solve(sg.tensor([[3.0], [1.0]]), U).solution
+    tensor([[1.],
+            [1.]])
+    """
+    _deprecated("triangular_solve", "solve_triangular")
+    for name, x in (("b", input), ("A", A)):
+        if x.ndim < 2:
+            raise RuntimeError(
+                f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it "
+                f"has {x.ndim} dimensions instead"
+            )
+    _check_b_and_A("triangular_solve", input, A)
+    batch = broadcast_shapes(input.shape[:-2], A.shape[:-2])
+    with renamed("triangular_solve"):
+        solution = solve_triangular(
+            A.mT if transpose else A,
+            input,
+            upper=upper != transpose,
+            unitriangular=unitriangular,
+        )
+    return triangular_solve_result(solution, A.expand(*batch, *A.shape[-2:]).clone())
