@@ -1,6 +1,8 @@
 """``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``),
-parameters as one vector and back, ``rnn.pad_sequence`` for batches of sequences, and weight
-and spectral normalisation (``weight_norm``, ``spectral_norm`` and their removal)."""
+parameters as one vector and back, ``rnn.pad_sequence`` for batches of sequences, weight
+and spectral normalisation (``weight_norm``, ``spectral_norm`` and their removal), and the
+modules ``parametrize`` (``register_parametrization``) and ``parametrizations``
+(``weight_norm``, ``spectral_norm`` and ``orthogonal`` as parametrizations)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Iterable
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.nn.utils import rnn  # nn.utils.rnn.pad_sequence
+from scratchgrad.nn.utils import parametrizations, parametrize, rnn
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from scratchgrad.nn.utils.reparametrize import (
     remove_spectral_norm,
