@@ -122,7 +122,7 @@ class ModuleList(Module):
     def __repr__(self) -> str:
         """As PyTorch: runs of identical entries are shown once, as "(0-2): 3 x Linear(...)"."""
         if not self._modules:
-            return "ModuleList()"
+            return f"{self._get_name()}()"
         lines, start = [], 0
         reprs = [repr(m) for m in self._modules.values()]
         for i in range(1, len(reprs) + 1):
@@ -132,7 +132,7 @@ class ModuleList(Module):
             sep = ": " if i - start == 1 else " "
             lines.append(f"{label}{sep}{_indent(reprs[start], 2)}")
             start = i
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

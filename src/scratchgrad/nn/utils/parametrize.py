@@ -217,11 +217,6 @@ class ParametrizationList(ModuleList):
             x = module(x)
         return x
 
-    def __repr__(self) -> str:
-        # NOTE: ModuleList's repr names "ModuleList" whatever the class; PyTorch's names ours
-        return type(self).__name__ + super().__repr__().removeprefix("ModuleList")
-
-
 def _check_same_kind(out: Any, shape: tuple, dtype: Any) -> None:
     """A registered parametrization must give a tensor of the original's shape and dtype."""
     if not isinstance(out, Tensor):
