@@ -26,6 +26,7 @@ else:
     )
     from scratchgrad.backend import (
         Generator,
+        are_deterministic_algorithms_enabled,
         bfloat16,
         bool_ as bool,
         default_generator,
@@ -34,16 +35,20 @@ else:
         float16,
         float32,
         float64,
+        get_num_threads,
         get_rng_state,
         initial_seed,
         int8,
         int16,
         int32,
         int64,
+        is_deterministic_algorithms_warn_only_enabled,
         manual_seed,
         seed,
+        set_num_threads,
         set_rng_state,
         uint8,
+        use_deterministic_algorithms,
     )
     from scratchgrad.backend import float16 as half, float32 as float, float64 as double
     from scratchgrad.backend import int16 as short, int32 as int, int64 as long
@@ -87,6 +92,7 @@ else:
         zeros_like,
     )
     from scratchgrad.dtypes import (
+        can_cast,
         finfo,
         get_default_dtype,
         iinfo,

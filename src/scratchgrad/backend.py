@@ -48,6 +48,58 @@ def keep_freed_memory() -> bool:
     )
 
 
+_threads: int | None = None  # set_num_threads's, where threadpoolctl is not installed
+
+
+def set_num_threads(count: int) -> None:
+    """Let BLAS use ``count`` threads, as ``torch.set_num_threads`` (through threadpoolctl,
+    the bench extra's; without it the count is only kept, for ``get_num_threads``).
+
+    >>> import scratchgrad as sg
+    >>> threads = sg.get_num_threads()
+    >>> sg.set_num_threads(threads)  # (a script sets 1 before it starts, to time one core)
+    """
+    global _threads
+    if not isinstance(count, int) or count < 1:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        _threads = count
+        return
+    threadpool_limits(count, user_api="blas")
+    _threads = None
+
+
+def get_num_threads() -> int:
+    """The threads BLAS uses (``set_num_threads``'s count without threadpoolctl)."""
+    if _threads is not None:
+        return _threads
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return os.cpu_count() or 1
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    return max(blas, default=1)
+
+
+_deterministic = {"mode": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Accepted as ``torch.use_deterministic_algorithms``: NumPy's and CuPy's kernels here are
+    deterministic already, so this only records the setting its getters read."""
+    _deterministic.update(mode=bool(mode), warn_only=bool(warn_only))
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _deterministic["warn_only"]
+
+
 # NumPy's switch for floating-point warnings (a host setting: CuPy's kernels never warn)
 errstate = numpy.errstate
 

@@ -53,6 +53,21 @@ def promote_types(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
     return numpy.promote_types(x, y)
 
 
+def can_cast(from_: numpy.dtype, to: numpy.dtype) -> bool:
+    """Whether PyTorch's casting rules allow ``from_`` into ``to``, as ``torch.can_cast``: never
+    to a lower category (bool < integer < floating), whatever the sizes.
+
+    >>> import scratchgrad as sg
+    >>> sg.can_cast(sg.float64, sg.float16), sg.can_cast(sg.float32, sg.int32)
+    (True, False)
+    """
+    return _category(from_) <= _category(to)
+
+
+def _category(dtype: numpy.dtype) -> int:
+    return 0 if dtype == bool_ else 2 if is_floating(dtype) else 1
+
+
 def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
     """The dtype of ``tensor op python_scalar``: the tensor's, unless the scalar's kind is wider.
 
