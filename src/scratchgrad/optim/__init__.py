@@ -23,6 +23,7 @@ from scratchgrad.optim.lbfgs import LBFGS
 from scratchgrad.optim.nadam import NAdam, RAdam
 from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.optim.rmsprop import RMSprop
+from scratchgrad.optim.rprop import Rprop
 from scratchgrad.optim.sgd import SGD
 
 __all__ = [
@@ -38,5 +39,6 @@ __all__ = [
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "lr_scheduler",
 ]

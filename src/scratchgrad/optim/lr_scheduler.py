@@ -16,7 +16,7 @@ import math
 import types
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, SupportsFloat
 
 from scratchgrad.autograd import capture_hook
@@ -95,17 +95,10 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
-class LambdaLR(LRScheduler):
-    """The initial learning rate times ``lr_lambda(epoch)`` (one function, or one per group).
+class _Lambdas(LRScheduler):
+    """LambdaLR and MultiplicativeLR: a user's function of the epoch per parameter group."""
 
-    >>> import scratchgrad as sg
-    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
-    >>> sched = LambdaLR(opt, lambda epoch: 0.5**epoch)
-    >>> for _ in range(3):
-    ...     sched.step()
-    >>> sched.get_last_lr()
-    [0.125]
-    """
+    requires_callable = False  # MultiplicativeLR checks its functions when made; LambdaLR not
 
     def __init__(
         self,
@@ -121,10 +114,10 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        for fn in self.lr_lambdas if self.requires_callable else ():
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
     def state_dict(self) -> dict[str, Any]:
         """As the base class, but functions cannot be saved: each lambda is stored as None, or
@@ -139,6 +132,47 @@ class LambdaLR(LRScheduler):
         self.__dict__.update(state)
         for fn, saved in zip(self.lr_lambdas, saved_lambdas):
             _load_callable_state(fn, saved)
+
+
+class LambdaLR(_Lambdas):
+    """The initial learning rate times ``lr_lambda(epoch)`` (one function, or one per group).
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = LambdaLR(opt, lambda epoch: 0.5**epoch)
+    >>> for _ in range(3):
+    ...     sched.step()
+    >>> sched.get_last_lr()
+    [0.125]
+    """
+
+    def get_lr(self) -> list[float]:
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_Lambdas):
+    """Multiply the current learning rate by ``lr_lambda(epoch)`` at each step after the first
+    (one function, or one per group), as ``torch.optim.lr_scheduler.MultiplicativeLR``: a
+    factor on ``group["lr"]``, so it chains with other schedulers. Its state dict is
+    LambdaLR's (a function is saved as None, a callable object as its attributes).
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> sched = MultiplicativeLR(opt, lambda epoch: 0.5 if epoch % 2 else 1.0)
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(4):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [1.0, 0.5, 0.5, 0.25, 0.25]
+    """
+
+    requires_callable = True
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return self._current_lrs()
+        return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._current_lrs())]
 
 
 def _callable_state(fn: Callable | None) -> dict | None:
@@ -867,7 +901,45 @@ class ReduceLROnPlateau(LRScheduler):
         return a > best + self.threshold
 
 
-class SequentialLR(LRScheduler):
+class _OfSchedulers(LRScheduler):
+    """SequentialLR and ChainedScheduler: schedulers of one optimizer, driven together."""
+
+    _schedulers: list[LRScheduler]
+
+    def _check_schedulers(self, optimizer: Optimizer, schedulers: list[LRScheduler]) -> None:
+        """PyTorch's checks: each has an optimizer, ``optimizer``, and no plateau to be told."""
+        name = type(self).__name__
+        for i, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                    "additional kwargs to be specified when calling `step`, but got one at "
+                    f"index {i} in the given schedulers sequence."
+                )
+            if optimizer != scheduler.optimizer:
+                raise ValueError(
+                    f"{name} expects all schedulers to belong to the same optimizer, but got "
+                    f"scheduler {type(scheduler).__name__} at index {i} has "
+                    f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}."
+                )
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base class, with each scheduler's own state dict."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved_schedulers = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, saved in zip(self._schedulers, saved_schedulers):
+            scheduler.load_state_dict(saved)
+
+
+class SequentialLR(_OfSchedulers):
     """Run ``schedulers`` one after another, switching at each epoch of ``milestones``: the
     scheduler taking over restarts at its epoch 0 from its formula on the initial rates (where
     it has one, as PyTorch's ``_get_closed_form_lr``), e.g. a warmup followed by a decay.
@@ -892,24 +964,11 @@ class SequentialLR(LRScheduler):
         milestones: list[int],
         last_epoch: int = -1,
     ) -> None:
-        name = type(self).__name__
         if len(schedulers) < 1:
-            raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
-        for i, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
-                    "additional kwargs to be specified when calling `step`, but got one at "
-                    f"index {i} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but got "
-                    f"scheduler {type(scheduler).__name__} at index {i} has "
-                    f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}."
-                )
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler, but got no scheduler."
+            )
+        self._check_schedulers(optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more than "
@@ -948,15 +1007,43 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        """As the base class, with each scheduler's own state dict."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
-        return state
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        saved_schedulers = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, saved in zip(self._schedulers, saved_schedulers):
-            scheduler.load_state_dict(saved)
+class ChainedScheduler(_OfSchedulers):
+    """Step all ``schedulers`` (of one optimizer) at each ``step()``, one after the other, as
+    ``torch.optim.lr_scheduler.ChainedScheduler``: each chainable one scales what those before
+    it left in ``group["lr"]``. ``optimizer`` defaults to the first scheduler's.
+
+    >>> import scratchgrad as sg
+    >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+    >>> warmup = ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> decay = ExponentialLR(opt, gamma=0.5)
+    >>> sched = ChainedScheduler([warmup, decay])
+    >>> lrs = [sched.get_last_lr()[0]]
+    >>> for _ in range(3):
+    ...     sched.step()
+    ...     lrs.append(sched.get_last_lr()[0])
+    >>> lrs
+    [0.5, 0.25, 0.25, 0.125]
+    """
+
+    def __init__(
+        self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
+    ) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler to be chained, but got "
+                "no scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        self._check_schedulers(optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = self._current_lrs()
+
+    def step(self) -> None:
+        """Step each scheduler, in order."""
+        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+            return capture_hook.recorder.replayed(ChainedScheduler.step, self)
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = self._current_lrs()

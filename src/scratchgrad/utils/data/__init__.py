@@ -9,6 +9,7 @@
 
 from scratchgrad.utils.data.dataloader import DataLoader, default_collate, default_convert
 from scratchgrad.utils.data.dataset import (
+    ChainDataset,
     ConcatDataset,
     Dataset,
     IterableDataset,
@@ -29,6 +30,7 @@ from scratchgrad.utils.data.worker import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler",
+    "ChainDataset",
     "ConcatDataset",
     "DataLoader",
     "Dataset",

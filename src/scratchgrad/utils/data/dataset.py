@@ -1,4 +1,5 @@
-"""Map-style datasets: anything with ``__getitem__`` and ``__len__``, as in ``torch.utils.data``."""
+"""Datasets, as in ``torch.utils.data``: map-style ones (anything with ``__getitem__`` and
+``__len__``) and iterable ones (streams, ``__iter__``)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,50 @@ class IterableDataset(Dataset):
     def __len__(self) -> int:
         # Python's own message for an object without a length, which is what PyTorch gives.
         raise TypeError(f"object of type '{type(self).__name__}' has no len()")
+
+    def __add__(self, other: Dataset) -> ChainDataset:
+        """``a + b`` is ``ChainDataset([a, b])``, as in PyTorch."""
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """The samples of several iterable datasets one after the other, as ``torch``'s: chained
+    while iterating, so each stream is read only when the ones before it are used up. As
+    PyTorch's, a dataset that is not an ``IterableDataset`` raises an AssertionError when
+    iteration (or ``len``) reaches it; ``len`` is the sum of the datasets' lengths.
+
+    >>> class Letters(IterableDataset):
+    ...     def __init__(self, text):
+    ...         self.text = text
+    ...     def __iter__(self):
+    ...         return iter(self.text)
+    ...     def __len__(self):
+    ...         return len(self.text)
+    >>> chain = ChainDataset([Letters("ab"), Letters("cde")])
+    >>> list(chain), len(chain), list(Letters("x") + Letters("yz"))
+    (['a', 'b', 'c', 'd', 'e'], 5, ['x', 'y', 'z'])
+    """
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = datasets
+
+    def __iter__(self) -> Iterator[Any]:
+        for dataset in self.datasets:
+            _check_iterable(dataset)
+            yield from dataset
+
+    def __len__(self) -> int:
+        total = 0
+        for dataset in self.datasets:
+            _check_iterable(dataset)
+            total += len(dataset)
+        return total
+
+
+def _check_iterable(dataset: Any) -> None:
+    """PyTorch's error for a map-style dataset in a ChainDataset."""
+    if not isinstance(dataset, IterableDataset):
+        raise AssertionError("ChainDataset only supports IterableDataset")
 
 
 class ConcatDataset(Dataset):
