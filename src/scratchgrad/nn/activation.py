@@ -200,6 +200,165 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
+class Hardsigmoid(_InplaceActivation):
+    """relu6(x + 3) / 6; see ``F.hardsigmoid``. As PyTorch's, the repr does not show
+    ``inplace``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Hardsigmoid()(sg.tensor([-4.0, 0.0, 4.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); see ``F.celu``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> [round(v, 4) for v in nn.CELU(2.0)(sg.tensor([-1.0, 2.0])).tolist()]
+    [-0.7869, 2.0]
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Threshold(Module):
+    """x where x > ``threshold``, else ``value``; see ``F.threshold``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Threshold(0.1, 20.0)(sg.tensor([0.0, 0.5])).tolist()
+    [20.0, 0.5]
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace}"
+
+
+class _Shrink(Module):
+    """A shrinkage towards 0 by ``lambd``, whose repr is the amount."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """x where |x| > ``lambd``, else 0.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Hardshrink()(sg.tensor([-1.0, 0.5, 0.75])).tolist()
+    [-1.0, 0.0, 0.75]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
+    """x moved ``lambd`` towards 0, 0 where |x| <= ``lambd``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Softshrink()(sg.tensor([-1.0, 0.25, 0.75])).tolist()
+    [-0.5, 0.0, 0.25]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.Tanhshrink()(sg.tensor(1.0)).item(), 6)
+    0.238406
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class Softsign(Module):
+    """x / (1 + |x|).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Softsign()(sg.tensor([-3.0, 1.0])).tolist()
+    [-0.75, 0.5]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.LogSigmoid()(sg.tensor(0.0)).item(), 6)
+    -0.693147
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class RReLU(Module):
+    """The randomized leaky ReLU: in training, each negative entry gets its own slope drawn
+    from U(``lower``, ``upper``); in eval mode the slope is ``(lower + upper) / 2``. See
+    ``F.rrelu``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.RReLU(0.25, 0.75).eval()(sg.tensor([-2.0, 3.0])).tolist()
+    [-1.0, 3.0]
+    """
+
+    def __init__(
+        self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+    ) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace}"
+
+
 class Tanh(Module):
     def forward(self, input: Tensor) -> Tensor:
         return input.tanh()
@@ -247,6 +406,22 @@ class Softmin(_AlongDim):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W): at each location, the
+    channels' values sum to 1.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Softmax2d()(sg.zeros(2, 4, 3, 3)).sum(1).tolist() == [[[1.0] * 3] * 3] * 2
+    True
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
 
 
 class GLU(Module):

@@ -1,5 +1,6 @@
-"""Normalisation with running statistics: ``BatchNorm1d``, ``BatchNorm2d`` and
-``InstanceNorm2d``."""
+"""Normalisation with running statistics: ``BatchNorm1d/2d/3d`` and ``InstanceNorm1d/2d/3d``,
+on one base that holds the weights, the running statistics and the repr, as PyTorch's
+``_NormBase``."""
 
 from __future__ import annotations
 
@@ -13,16 +14,9 @@ from scratchgrad.nn.module import Module, _empty_parameter
 from scratchgrad.tensor import Tensor
 
 
-class _BatchNorm(Module):
-    """Normalise each channel by batch statistics in training and by running statistics in
-    eval mode, as PyTorch's ``_BatchNorm``.
-
-    ``momentum`` weighs the newest batch in the running averages; ``momentum=None`` gives a
-    plain cumulative average. With ``track_running_stats=False`` there are no running
-    statistics and batch statistics are used in eval mode too.
-    """
-
-    expected_dims: tuple[int, ...] = ()
+class _NormBase(Module):
+    """What batch and instance norms share: ``num_features`` weights and biases (``affine``),
+    the running statistics (``track_running_stats``), their reset and the repr."""
 
     def __init__(
         self,
@@ -74,6 +68,25 @@ class _BatchNorm(Module):
         if self.bias is not None:
             init.zeros_(self.bias)
 
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class _BatchNorm(_NormBase):
+    """Normalise each channel by batch statistics in training and by running statistics in
+    eval mode, as PyTorch's ``_BatchNorm``.
+
+    ``momentum`` weighs the newest batch in the running averages; ``momentum=None`` gives a
+    plain cumulative average. With ``track_running_stats=False`` there are no running
+    statistics and batch statistics are used in eval mode too.
+    """
+
+    expected_dims: tuple[int, ...] = ()
+
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self.expected_dims:
             dims = " or ".join(f"{d}D" for d in self.expected_dims)
@@ -103,13 +116,6 @@ class _BatchNorm(Module):
             self.eps,
         )
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, bias={self.bias is not None}, "
-            f"track_running_stats={self.track_running_stats}"
-        )
-
 
 class BatchNorm1d(_BatchNorm):
     """Batch norm over (N, C) or (N, C, L) input, per channel C.
@@ -131,19 +137,27 @@ class BatchNorm2d(_BatchNorm):
     expected_dims = (4,)
 
 
-class InstanceNorm2d(_BatchNorm):
-    """Normalise each channel of each sample of (N, C, H, W) or (C, H, W) over H and W
-    (``F.instance_norm``). As PyTorch's, it has no weights (``affine=False``) and no running
-    statistics (``track_running_stats=False``) unless asked; running statistics, when kept,
-    normalise in eval mode.
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) input, per channel C.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
-    >>> nn.InstanceNorm2d(3)
-    InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
-    >>> nn.InstanceNorm2d(3)(sg.randn(2, 3, 4, 4)).shape
-    (2, 3, 4, 4)
+    >>> nn.BatchNorm3d(2)(sg.randn(2, 2, 3, 3, 3)).shape
+    (2, 2, 3, 3, 3)
     """
+
+    expected_dims = (5,)
+
+
+class _InstanceNorm(_NormBase):
+    """Normalise each channel of each sample of (N, C, *spatial) or (C, *spatial) over its
+    spatial dims (``F.instance_norm``). As PyTorch's, it has no weights (``affine=False``) and
+    no running statistics (``track_running_stats=False``) unless asked; running statistics,
+    when kept, normalise in eval mode. ``momentum=None`` leaves them as they are (PyTorch
+    passes 0 for it here, not a cumulative average as the batch norms' None).
+    """
+
+    spatial_dims = 0
 
     def __init__(
         self,
@@ -154,26 +168,34 @@ class InstanceNorm2d(_BatchNorm):
         track_running_stats: bool = False,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim not in (3, 4):
-            raise ValueError(f"expected 3D or 4D input (got {input.ndim}D input)")
-        channels = input.shape[input.ndim - 3]
+        unbatched = self.spatial_dims + 1
+        if input.ndim not in (unbatched, unbatched + 1):
+            raise ValueError(
+                f"expected {unbatched}D or {unbatched + 1}D input (got {input.ndim}D input)"
+            )
+        feature_dim = input.ndim - unbatched
+        channels = input.shape[feature_dim]
         if channels != self.num_features:
             if self.affine:
                 raise ValueError(
-                    f"expected input's size at dim={input.ndim - 3} to match num_features "
+                    f"expected input's size at dim={feature_dim} to match num_features "
                     f"({self.num_features}), but got: {channels}."
                 )
             warnings.warn(
-                f"input's size at dim={input.ndim - 3} does not match num_features. You can "
+                f"input's size at dim={feature_dim} does not match num_features. You can "
                 "silence this warning by not passing in num_features, which is not used "
                 "because affine=False",
                 stacklevel=2,
             )
-        x = input if input.ndim == 4 else input.unsqueeze(0)
+        x = input if feature_dim else input.unsqueeze(0)
         out = F.instance_norm(
             x,
             self.running_mean,
@@ -184,4 +206,43 @@ class InstanceNorm2d(_BatchNorm):
             0.0 if self.momentum is None else self.momentum,
             self.eps,
         )
-        return out if input.ndim == 4 else out.squeeze(0)
+        return out if feature_dim else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of (N, C, L) or (C, L) input, over L.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.InstanceNorm1d(3)(sg.randn(2, 3, 5))
+    >>> bool(out.mean(2).abs().max() < 1e-5)
+    True
+    """
+
+    spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of (N, C, H, W) or (C, H, W) input, over H and W.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.InstanceNorm2d(3)
+    InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
+    >>> nn.InstanceNorm2d(3)(sg.randn(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm of (N, C, D, H, W) or (C, D, H, W) input, over D, H and W.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.InstanceNorm3d(2, affine=True)(sg.randn(2, 2, 3, 3, 3)).shape
+    (2, 2, 3, 3, 3)
+    """
+
+    spatial_dims = 3

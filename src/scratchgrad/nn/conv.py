@@ -1,5 +1,6 @@
 """``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d`` and
-``ConvTranspose3d``: learned filters slid over a signal, an image or a volume.
+``ConvTranspose3d``: learned filters slid over a signal, an image or a volume; and
+``Unfold`` and ``Fold``, the sliding windows as columns and back.
 
 The arithmetic lives in ``nn.conv_functional``; these modules hold the weight ``(out_channels,
 in_channels // groups, *kernel_size)`` (transposed: ``(in_channels, out_channels // groups,
@@ -299,3 +300,64 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     dims = 3
     convolve = staticmethod(F.conv_transpose3d)
+
+
+class _SlidingWindows(Module):
+    """What ``Unfold`` and ``Fold`` share: the windows' geometry, as given, and its repr."""
+
+    def __init__(
+        self, kernel_size: Size, dilation: Size = 1, padding: Size = 0, stride: Size = 1
+    ) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )
+
+
+class Unfold(_SlidingWindows):
+    """Every sliding window of ``(N, C, H, W)`` as a column, ``(N, C*KH*KW, L)``: a module
+    over ``F.unfold``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Unfold(2, padding=1)(sg.ones(1, 3, 4, 4)).shape
+    (1, 12, 25)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(_SlidingWindows):
+    """Columns ``(N, C*KH*KW, L)`` added back into an image ``(N, C, *output_size)``, the
+    adjoint of ``Unfold``: a module over ``F.fold``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Fold((3, 3), 2)(sg.ones(1, 4, 4))[0, 0].tolist()
+    [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]
+    """
+
+    def __init__(
+        self,
+        output_size: Size,
+        kernel_size: Size,
+        dilation: Size = 1,
+        padding: Size = 0,
+        stride: Size = 1,
+    ) -> None:
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, {super().extra_repr()}"

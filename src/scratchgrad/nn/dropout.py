@@ -1,4 +1,5 @@
-"""``Dropout`` and ``Dropout2d``."""
+"""``Dropout``, the channel dropouts ``Dropout1d/2d/3d``, and ``AlphaDropout`` and
+``FeatureAlphaDropout`` (for SELU networks)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ class Dropout(_DropoutNd):
         return F.dropout(input, self.p, self.training)
 
 
+class Dropout1d(_DropoutNd):
+    """In training, zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p``
+    and scale the rest by 1 / (1 - p) (``F.dropout1d``); in eval mode, pass the input through.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.Dropout1d(0.5)(sg.ones(4, 8, 3))
+    >>> sorted(set(out.flatten().tolist()))
+    [0.0, 2.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training)
+
+
 class Dropout2d(_DropoutNd):
     """In training, zero whole channels of ``(N, C, H, W)`` with probability ``p`` and scale the
     rest by 1 / (1 - p) (``F.dropout2d``); in eval mode, pass the input through.
@@ -48,3 +64,48 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout2d(input, self.p, self.training)
+
+
+class Dropout3d(_DropoutNd):
+    """In training, zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
+    probability ``p`` and scale the rest by 1 / (1 - p) (``F.dropout3d``); in eval mode, pass
+    the input through.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.Dropout3d(0.5).eval()(sg.ones(1, 2, 1, 1, 1)).flatten().tolist()
+    [1.0, 1.0]
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training)
+
+
+class AlphaDropout(_DropoutNd):
+    """In training, dropout that keeps SELU's mean 0 and variance 1 (``F.alpha_dropout``); in
+    eval mode, pass the input through.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.AlphaDropout(0.2)(sg.randn(100000))
+    >>> abs(out.mean().item()) < 0.02, round(out.std().item(), 1)
+    (True, 1.0)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """``AlphaDropout`` of whole channels (dim 1 of ``(N, C, ...)``), in training
+    (``F.feature_alpha_dropout``); in eval mode, pass the input through.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> out = nn.FeatureAlphaDropout(0.5)(sg.zeros(4, 8, 3))
+    >>> bool((out.amax(2) == out.amin(2)).all())
+    True
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -25,7 +25,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
-from scratchgrad.creation import empty_like, rand, zeros_like
+from scratchgrad.creation import arange, empty_like, rand, zeros_like
 from scratchgrad.ops.fused import (
     CrossEntropy,
     Gelu,
@@ -37,6 +37,7 @@ from scratchgrad.ops.matmul import MatMul
 from scratchgrad.ops.special import Softplus
 from scratchgrad.tensor import (
     Tensor,
+    broadcast_shapes,
     broadcast_tensors,
     distance_norm,
     names_bad_arguments,
@@ -187,13 +188,131 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     [0.0, 0.6667, 4.0]
     """
     input._check_floating("hardswish")
-    if inplace:
-        return input._apply_("hardswish_", _hardswish)
-    return _hardswish(input)
+    return _in_place_or_new(input, inplace, "hardswish", _hardswish)
 
 
 def _hardswish(x: Tensor) -> Tensor:
     return where(x <= -3, 0.0, where(x < 3, x * (x + 3) / 6, x))
+
+
+def _in_place_or_new(input: Tensor, inplace: bool, name: str, op) -> Tensor:
+    """``op(input)``, written into ``input`` and returned when ``inplace`` (PyTorch's
+    ``<name>_``; not on a leaf that requires grad)."""
+    return input._apply_(f"{name}_", op) if inplace else op(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6: 0 up to -3, 1 from 3 on, linear between. As PyTorch's, the gradient
+    at -3 and 3 is 0. ``inplace``: the result is written into ``input``.
+
+    >>> import scratchgrad as sg
+    >>> hardsigmoid(sg.tensor([-4.0, 0.0, 1.5, 4.0])).tolist()
+    [0.0, 0.5, 0.75, 1.0]
+    """
+    input._check_floating("hardsigmoid")
+    return _in_place_or_new(input, inplace, "hardsigmoid", lambda x: relu6(x + 3) / 6)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (https://arxiv.org/abs/1704.07483):
+    ``alpha * elu(x / alpha)``. ``inplace``: the result is written into ``input``.
+
+    >>> import scratchgrad as sg
+    >>> [round(v, 4) for v in celu(sg.tensor([-1.0, 2.0]), 2.0).tolist()]
+    [-0.7869, 2.0]
+    """
+    input._check_floating("celu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _in_place_or_new(input, inplace, "celu", lambda x: alpha * elu(x / alpha))
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > ``threshold``, else ``value`` (the gradient is 0 there, at the threshold
+    too). An integer input stays integer, its threshold and value truncated to it, as
+    PyTorch's. ``inplace``: the result is written into ``input``.
+
+    >>> import scratchgrad as sg
+    >>> threshold(sg.tensor([0.5, 1.0, 2.0]), 1.0, -1.0).tolist()
+    [-1.0, -1.0, 2.0]
+    """
+    if not input.is_floating_point():  # PyTorch casts both to the input's dtype
+        threshold, value = math.trunc(threshold), math.trunc(value)
+    return _in_place_or_new(input, inplace, "threshold", lambda x: where(x > threshold, x, value))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > ``lambd``, else 0 (the gradient is 0 at +-``lambd``).
+
+    >>> import scratchgrad as sg
+    >>> hardshrink(sg.tensor([-1.0, 0.5, 0.75])).tolist()
+    [-1.0, 0.0, 0.75]
+    """
+    input._check_floating("hardshrink")
+    return where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x moved ``lambd`` towards 0, and 0 where |x| <= ``lambd`` (the gradient is 0 at
+    +-``lambd``).
+
+    >>> import scratchgrad as sg
+    >>> softshrink(sg.tensor([-1.0, 0.25, 0.75])).tolist()
+    [-0.5, 0.0, 0.25]
+    """
+    input._check_floating("softshrink")
+    if not lambd >= 0:
+        raise RuntimeError(f"softshrink: lambda must be in range [0, inf), but found {lambd}")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x).
+
+    >>> import scratchgrad as sg
+    >>> round(tanhshrink(sg.tensor(1.0)).item(), 6)
+    0.238406
+    """
+    return input - input.tanh()
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|).
+
+    >>> import scratchgrad as sg
+    >>> softsign(sg.tensor([-3.0, 1.0])).tolist()
+    [-0.75, 0.5]
+    """
+    return input / (input.abs() + 1)
+
+
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """The randomized leaky ReLU (https://arxiv.org/abs/1505.00853): x for x > 0, else
+    ``a * x``, with a slope ``a`` drawn from U(``lower``, ``upper``) for each entry in
+    training (from the library's generator; the gradient is that slope), and the fixed
+    ``(lower + upper) / 2`` otherwise. ``inplace``: the result is written into ``input``.
+
+    >>> import scratchgrad as sg
+    >>> rrelu(sg.tensor([-2.0, 3.0]), 0.25, 0.75).tolist()
+    [-1.0, 3.0]
+    """
+    input._check_floating("rrelu")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+
+    def leaky(x: Tensor) -> Tensor:
+        if not training:
+            return where(x > 0, x, x * ((lower + upper) / 2))
+        slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        return where(x > 0, x, x * slope)
+
+    return _in_place_or_new(input, inplace, "rrelu", leaky)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -364,15 +483,118 @@ def dropout2d(
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2,
         )
-    return _drop(input, p, training, (*input.shape[:2], *(1,) * (input.ndim - 2)))
+    return _drop(input, p, training, _channels(input))
 
 
-def _drop(input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...]) -> Tensor:
-    """``input`` times a mask of ``mask_shape`` (broadcast over the rest): 0 with probability
-    ``p``, else 1 / (1 - p)."""
+def dropout1d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels (each length-L row of ``(N, C, L)`` or ``(C, L)``) with probability
+    ``p`` and scale the rest by 1 / (1 - p), in training; the mask is drawn as ``dropout``'s.
+
+    >>> import scratchgrad as sg
+    >>> out = dropout1d(sg.ones(8, 16, 3), 0.5)
+    >>> bool((out.amax(2) == out.amin(2)).all())
+    True
+    """
+    _check_probability(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs)."
+        )
+    return _drop_channels(input, p, training, batched=input.ndim == 3)
+
+
+def dropout3d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
+    """Zero whole channels (each ``(D, H, W)`` volume of ``(N, C, D, H, W)`` or
+    ``(C, D, H, W)``) with probability ``p`` and scale the rest by 1 / (1 - p), in training.
+    As PyTorch, another number of dims warns, and the first dim is taken as the channels.
+
+    >>> import scratchgrad as sg
+    >>> out = dropout3d(sg.ones(4, 8, 2, 2, 2), 0.5)
+    >>> bool((out.amax((2, 3, 4)) == out.amin((2, 3, 4))).all())
+    True
+    """
+    _check_probability(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and "
+            "will result in an error in a future release. To retain the behavior and silence "
+            "this warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).",
+            stacklevel=3,  # past the wrapper that names bad arguments
+        )
+    return _drop_channels(input, p, training, batched=input.ndim == 5)
+
+
+def alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
+    """Dropout that keeps SELU's mean 0 and variance 1 (Klambauer et al.,
+    https://arxiv.org/abs/1706.02515), in training: each entry is set with probability ``p``
+    to SELU's negative saturation value, then all are scaled and shifted back, as PyTorch's.
+    Note ``training`` is False by default, as in PyTorch.
+
+    >>> import scratchgrad as sg
+    >>> out = alpha_dropout(sg.randn(100000), 0.2, training=True)
+    >>> abs(out.mean().item()) < 0.02, round(out.std().item(), 1)
+    (True, 1.0)
+    """
+    return _drop(input, p, training, input.shape, alpha=True)
+
+
+def feature_alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
+    """``alpha_dropout`` of whole channels (dim 1 of ``(N, C, ...)``), in training.
+
+    >>> import scratchgrad as sg
+    >>> out = feature_alpha_dropout(sg.zeros(4, 8, 3), 0.5, training=True)
+    >>> bool((out.amax(2) == out.amin(2)).all())
+    True
+    """
+    return _drop(input, p, training, _channels(input), alpha=True)
+
+
+def _check_probability(p: float) -> None:
     if not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
+
+
+def _channels(input: Tensor) -> tuple[int, ...]:
+    """The mask shape that drops whole channels of (N, C, ...): (N, C, 1, ...)."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"Feature dropout requires at least 2 dimensions in the input, got shape {input.shape}"
+        )
+    return (*input.shape[:2], *(1,) * (input.ndim - 2))
+
+
+def _drop_channels(input: Tensor, p: float, training: bool, batched: bool) -> Tensor:
+    """Channel dropout of (N, C, ...), or of (C, ...) seen as one sample."""
+    x = input if batched else input.unsqueeze(0)
+    out = _drop(x, p, training, _channels(x))
+    return out if batched else out.squeeze(0)
+
+
+# SELU's value for very negative inputs is -_SELU_ALPHA_PRIME (PyTorch's constant)
+_SELU_ALPHA_PRIME = 1.7580993408473766
+
+
+def _drop(
+    input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...], alpha: bool = False
+) -> Tensor:
+    """``input`` times a mask of ``mask_shape`` (broadcast over the rest): 0 with probability
+    ``p``, else 1 / (1 - p). ``alpha``: dropped entries become SELU's saturation value, and
+    the result is scaled and shifted to keep mean 0 and variance 1, as PyTorch's."""
+    _check_probability(p)
+    if not training or p == 0 or input.numel() == 0:
         return input
     if p == 1:  # all dropped, without a draw (an integer input too), as PyTorch's
         return input * 0
@@ -382,9 +604,12 @@ def _drop(input: Tensor, p: float, training: bool, mask_shape: tuple[int, ...]) 
             f"result type Float can't be cast to the desired output type)"
         )
     # a draw per member inside vmap
-    keep = rand(mask_shape, dtype=backend.float64, device=input.device) >= p
-    scale = 1 / (1 - p) if p < 1 else 0.0
-    return input * (keep.to(input.dtype) * scale)
+    keep = (rand(mask_shape, dtype=backend.float64, device=input.device) >= p).to(input.dtype)
+    if not alpha:
+        return input * (keep * (1 / (1 - p)))
+    a = 1 / math.sqrt((_SELU_ALPHA_PRIME**2 * p + 1) * (1 - p))
+    shift = (keep - 1) * (_SELU_ALPHA_PRIME * a) + _SELU_ALPHA_PRIME * a * p
+    return input * (keep * a) + shift
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
@@ -1589,6 +1814,125 @@ def multilabel_soft_margin_loss(
         loss = loss * weight
     # as PyTorch's: the sum is over the input's last dim, also where the target broadcast more
     return _reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
+@autocast_policy("float32")
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The two-class logistic loss log(1 + exp(-target * input)), targets 1 or -1; the target
+    broadcasts to the input's shape.
+
+    NOTE: computed as softplus(-target * input), finite where PyTorch's log1p(exp(...)) is
+    infinite (a margin below about -89 in float32, -710 in float64).
+
+    >>> import scratchgrad as sg
+    >>> round(soft_margin_loss(sg.tensor([2.0, -1.0]), sg.tensor([1.0, 1.0])).item(), 4)
+    0.7201
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    shape = broadcast_shapes(input.shape, target.shape)
+    if shape != input.shape:
+        raise RuntimeError(
+            f"soft_margin_loss: output with shape {input.shape} doesn't match the broadcast "
+            f"shape {shape} of the input and the target {target.shape}"
+        )
+    return _reduce(Softplus.apply(-target * input), reduction)
+
+
+@autocast_policy("float32")
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The multi-class hinge loss of scores ``input`` (N, C) or (C,) for class indices
+    ``target`` (N,) or 0-d: for each sample, the sum over the classes i other than the target
+    y of ``weight[y] * max(0, margin - x[y] + x[i]) ** p``, over C (p 1 or 2).
+
+    NOTE: an empty batch's mean is NaN and its sum 0, as other losses'; PyTorch's returns its
+    output uninitialised there.
+
+    >>> import scratchgrad as sg
+    >>> round(multi_margin_loss(sg.tensor([[0.1, 0.2, 0.4, 0.8]]), sg.tensor([3])).item(), 4)
+    0.325
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = _margin_scores(input, target, weight)
+    labels = target.reshape(-1, 1)
+    capture_hook.call(_check_targets, labels.array, x.shape[1])
+    hinge = (margin - x.gather(1, labels) + x).relu()  # relu: no gradient at the kink
+    hinge = hinge * hinge if p == 2 else hinge
+    if weight is not None:
+        hinge = hinge * weight[labels]
+    others = labels != arange(x.shape[1], device=labels.device)  # the classes i != y
+    loss = where(others, hinge, 0.0).sum(1) / x.shape[1]
+    return _reduce(loss.reshape(target.shape), reduction)
+
+
+def _margin_scores(input: Tensor, target: Tensor, weight: Tensor | None) -> Tensor:
+    """``multi_margin_loss``'s input as (N, C), after PyTorch's checks of the shapes."""
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{list(input.shape)}"
+        )
+    x = input.reshape(-1 if input.ndim == 2 else 1, input.shape[-1] if input.ndim else 1)
+    if target.ndim > 1 or target.numel() != x.shape[0]:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{x.shape[0]}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}."
+        )
+    if target.array.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if weight is not None and weight.numel() != x.shape[1]:
+        raise RuntimeError(
+            f"inconsistent weight size, expected {x.shape[1]} but got {list(weight.shape)}"
+        )
+    return x
+
+
+def _check_targets(labels, n_classes: int) -> None:
+    """PyTorch's error for a class index outside [0, ``n_classes``) (a jitted step's next
+    batch, too)."""
+    if labels.size and not _all_below(labels, n_classes):
+        raise RuntimeError(f"target out of range: some class index is not in [0, {n_classes})")
+
+
+@autocast_policy("float32")
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """x where ``target`` is 1, max(0, ``margin`` - x) where it is -1 (``input`` holds
+    distances, ``target`` says similar or not); for any other target both terms, as PyTorch's.
+    The two broadcast together.
+
+    >>> import scratchgrad as sg
+    >>> hinge_embedding_loss(sg.tensor([0.25, 0.25]), sg.tensor([1, -1]), reduction="none")
+    tensor([0.2500, 0.7500])
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    dissimilar = where(target != 1, (margin - input).clamp(min=0), 0.0)
+    return _reduce(dissimilar + where(target != -1, input, 0.0), reduction)
 
 
 # ---- tensor utilities -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ import warnings
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import Generator, namespace
+from scratchgrad.creation import eye, rand
 from scratchgrad.tensor import Tensor
 
 _GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
@@ -191,3 +192,66 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         q = q * module.sign(module.diagonal(r))  # Q's column signs, from R's
         q = q if tall else q.T
         return tensor.copy_(Tensor._make(q.reshape(tensor.shape)) * gain)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-d tensor with the identity matrix (ones on the diagonal, rectangular too),
+    which keeps a linear layer's inputs as they are.
+
+    >>> import scratchgrad as sg
+    >>> eye_(sg.empty(2, 3)).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-d convolution weight (out, in, *kernel) with the Dirac delta: output
+    channel d of each of ``groups`` groups is input channel d, read at the kernel's centre, so
+    the convolution keeps as many input channels as it can (zeros elsewhere).
+
+    >>> import scratchgrad as sg
+    >>> dirac_(sg.empty(2, 1, 3))[:, 0].tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = tensor.shape[0] // groups
+    xp = namespace(tensor.array)
+    channels = xp.arange(min(per_group, tensor.shape[1]))
+    outputs = (xp.arange(groups)[:, None] * per_group + channels).reshape(-1)
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    with no_grad():
+        tensor.zero_()
+        tensor[(outputs, xp.tile(channels, groups), *centre)] = 1
+    return tensor
+
+
+def sparse_(
+    tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None
+) -> Tensor:
+    """Fill a 2-d tensor with samples from N(0, std**2), then zero ``ceil(sparsity * rows)``
+    entries of each column, at rows drawn at random (Martens, 2010, "Deep learning via
+    Hessian-free optimization"). The rows are each column's first in a random order (the
+    argsort of uniform draws), from the library's generator unless a ``generator`` is given.
+
+    >>> import scratchgrad as sg
+    >>> w = sparse_(sg.empty(10, 4), 0.3)
+    >>> (w == 0).sum(0).tolist()
+    [3, 3, 3, 3]
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        order = rand(rows, cols, generator=generator, device=tensor.device).argsort(0)
+        xp = namespace(tensor.array)
+        tensor[(order.array[:zeros], xp.arange(cols))] = 0
+    return tensor

@@ -313,3 +313,84 @@ class MultiLabelSoftMarginLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """The two-class logistic loss log(1 + exp(-target * input)) for targets 1 or -1; see
+    ``F.soft_margin_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.SoftMarginLoss()(sg.tensor([2.0, -1.0]), sg.tensor([1.0, 1.0])).item(), 4)
+    0.7201
+    """
+
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss: for each sample, ``weight[y] * max(0, margin - x[y] +
+    x[i]) ** p`` summed over the classes i other than the target y, over the number of
+    classes. ``weight`` (a buffer) weighs each class. See ``F.multi_margin_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> round(nn.MultiMarginLoss()(sg.tensor([[0.1, 0.2, 0.4, 0.8]]), sg.tensor([3])).item(), 4)
+    0.325
+    """
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError(
+                f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.ndim}D "
+                "instead"
+            )
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multi_margin_loss(
+            input, target, self.p, self.margin, self.weight, reduction=self.reduction
+        )
+
+
+class HingeEmbeddingLoss(_Loss):
+    """x where ``target`` is 1, max(0, ``margin`` - x) where it is -1: ``input`` holds
+    distances of pairs, ``target`` says whether each pair is similar. See
+    ``F.hinge_embedding_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.HingeEmbeddingLoss()(sg.tensor([0.25, 0.25]), sg.tensor([1, -1]))
+    tensor(0.5000)
+    """
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)

@@ -17,7 +17,7 @@ from typing import Any
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.creation import tensor
-from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from scratchgrad.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from scratchgrad.nn.module import Module
 from scratchgrad.optim.lr_scheduler import LRScheduler, _per_group
 from scratchgrad.optim.optimizer import Optimizer
@@ -178,9 +178,7 @@ def update_bn(loader: Iterable, model: Module, device: Any = None) -> None:
     """
     momenta = {}
     for module in model.modules():
-        # (not InstanceNorm2d, which PyTorch does not count as a batch norm: here it shares
-        # the batch norms' base class)
-        if isinstance(module, (BatchNorm1d, BatchNorm2d)):
+        if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d)):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:

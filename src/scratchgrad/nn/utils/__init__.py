@@ -7,6 +7,7 @@ modules ``parametrize`` (``register_parametrization``) and ``parametrizations``
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 
 from scratchgrad import backend
@@ -70,6 +71,33 @@ def clip_grad_norm_(
         for g in grads:
             g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
     return Tensor._make(total)
+
+
+def clip_grad_norm(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """``clip_grad_norm_``, under its deprecated name, with PyTorch's FutureWarning
+    (``foreach`` is accepted and ignored, as in ``clip_grad_norm_``'s callers).
+
+    >>> import warnings
+    >>> import scratchgrad as sg
+    >>> w = sg.zeros(2, requires_grad=True)
+    >>> (w * sg.tensor([3.0, 4.0])).sum().backward()
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     clip_grad_norm([w], 1.0)
+    tensor(5.)
+    """
+    warnings.warn(
+        "`nn.utils.clip_grad_norm` is now deprecated in favor of `nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
 
 
 def _silent_non_finite():
