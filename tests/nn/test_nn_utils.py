@@ -74,3 +74,14 @@ def test_clip_grad_value_matches_torch():
     torch.nn.utils.clip_grad_value_(theirs, 1.5)
     for p, q in zip(ours[:3], theirs[:3]):
         np.testing.assert_array_equal(p.grad.array, q.grad.numpy())
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 2.0, 3.0, math.inf])
+def test_clip_grad_norm_returns_a_0d_tensor_numpy_reads(norm_type):
+    """The total norm was a tensor around a NumPy scalar, which ``np.asarray`` refuses."""
+    results = []
+    for lib in (sg, torch):
+        w = lib.zeros(2, requires_grad=True)
+        w.grad = lib.tensor([3.0, -4.0])
+        results.append(np.asarray(lib.nn.utils.clip_grad_norm_([w], 10.0, norm_type)))
+    assert results[0].shape == () and results[0] == results[1]

@@ -58,7 +58,7 @@ def clip_grad_norm_(
     xp = backend.namespace(grads[0].array)
     with _silent_non_finite():
         norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
-        total = xp.linalg.norm(norms, norm_type).astype(grads[0].dtype)
+        total = xp.asarray(xp.linalg.norm(norms, norm_type), grads[0].dtype)  # 0-d, not a scalar
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
