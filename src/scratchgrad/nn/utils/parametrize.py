@@ -217,6 +217,7 @@ class ParametrizationList(ModuleList):
             x = module(x)
         return x
 
+
 def _check_same_kind(out: Any, shape: tuple, dtype: Any) -> None:
     """A registered parametrization must give a tensor of the original's shape and dtype."""
     if not isinstance(out, Tensor):
