@@ -136,6 +136,7 @@ else:
     from scratchgrad import jit  # the package, callable as the function jit.jit
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
+    from scratchgrad import special  # torch.special
     from scratchgrad.func import vmap
 
     # torch's names for linear algebra outside torch.linalg

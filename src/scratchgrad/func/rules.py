@@ -301,6 +301,8 @@ UNARY = [
     movement.Copy, movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
+    special.Erfc, special.Erfcx, special.Ndtri, special.LogNdtr, special.Lgamma,
+    special.Polygamma, special.ModifiedBessel, special.Entr, special.Logit, special.Exp2,
 ]  # fmt: skip
 # linalg's Functions take batches of matrices (*, m, n), the batch dims of two operands (solve's
 # A and B) broadcast as elementwise operands do: the batch dim in front is one more of them
@@ -312,7 +314,8 @@ LINALG = [
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
-    fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide,
+    fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
+    special.Zeta,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
