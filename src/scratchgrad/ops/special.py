@@ -1,7 +1,12 @@
 """Special functions that cannot be composed from the other primitives without losing accuracy
 or stability: ``Erf`` and ``Erfinv`` (NumPy has neither vectorised) and ``Softplus``
 (log(1 + exp(x)) composed from exp and log overflows for large x, and a max/abs composition
-gets the wrong gradient at 0).
+gets the wrong gradient at 0); and those of ``scratchgrad.special`` (torch.special): the error
+function's family (``Erfc``, ``Erfcx``, ``Ndtri``, ``LogNdtr``), the gamma function's
+(``Lgamma``, ``Polygamma``, ``Zeta``), ``ModifiedBessel`` (i0, i1, i0e, i1e), and ``Entr``,
+``Logit``, ``Xlogy``, ``Exp2``, whose edges (0 log 0, the clamp, 2**n) a composition gets wrong.
+NumPy has none of them and SciPy is no dependency: each is written here from its series,
+expansions or rational functions, in float64, each forward next to its (PyTorch's) derivative.
 """
 
 from __future__ import annotations
@@ -401,9 +406,11 @@ class LogNdtr(Function):
 # ---- the gamma function's family ---------------------------------------------------------------
 # Each from its textbook series (Abramowitz & Stegun, ch. 6 and 23): an asymptotic series for
 # large arguments, reached by the recurrences Gamma(x + 1) = x Gamma(x) and psi(x + 1) = psi(x)
-# + 1 / x, and a reflection formula for negative ones. Measured against mpmath (50 digits) on
-# 10**5 points from 1e-300 to 1e300 and their negatives, away from the zeros: relative errors
-# below 1e-14 (lgamma, digamma, polygamma), see tests/test_special.py.
+# + 1 / x, and a reflection formula for negative ones. Measured against mpmath (120 digits) on
+# 4,500 points from 1e-300 to 1e300 and 3,000 negatives: relative errors at most 1.2e-15
+# (lgamma, taken against max(|lgamma|, 1)) and 1e-15 (polygamma, n = 1 to 7); digamma 4e-14
+# next to its zero at 1.46 and 7e-12 next to those of the negatives, as PyTorch's (the
+# recurrence's terms cancel there), 1e-15 elsewhere.
 
 
 def _bernoulli(count: int) -> list[Fraction]:
@@ -662,8 +669,8 @@ class Zeta(Function):
 # ---- modified Bessel functions of the first kind ----------------------------------------------
 # I_v(x) = (x/2)**v sum_k (x**2/4)**k / (k! (k + v)!), all terms positive, up to |x| = 20; above,
 # Hankel's expansion exp(x) / sqrt(2 pi x) sum_k (-1)**k a_k(v) / x**k (A&S 9.7.1), whose
-# smallest term, near k = 2x, is below 1e-17 there. Measured against mpmath on 10**5 points
-# over [-700, 700]: relative errors below 1e-15, see tests/test_special.py.
+# smallest term, near k = 2x, is below 1e-17 there. Measured against mpmath on 4,500 points of
+# [-700, 700] (the scaled ones up to 1e300 too): relative errors at most 1.3e-15.
 _BESSEL_SPLIT = 20.0
 
 
