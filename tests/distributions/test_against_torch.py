@@ -33,6 +33,10 @@ def unit(shape):
     return RNG.uniform(0.05, 0.95, shape)
 
 
+def above_two(shape):
+    return RNG.uniform(2.5, 4.0, shape)
+
+
 def vector(domain):
     """A domain of K-vectors: the shape given is the batch shape."""
     return lambda shape: domain((*shape, K))
@@ -45,6 +49,7 @@ class Case:
     value: Callable  # (shape, the parameter arrays broadcast to it) -> an array in the support
     methods: tuple  # compared with their gradients
     constant: tuple = ()  # compared without gradients (mode, NaN means)
+    vector: bool = False  # the last dimension of the parameters is the event's
 
 
 def anywhere(shape, params):
@@ -58,6 +63,31 @@ def above_zero(shape, params):
 def within(shape, params):
     low, high = params
     return low + RNG.uniform(0.1, 0.9, shape) * (high - low)
+
+
+def above_scale(shape, params):
+    return params[0] + positive(shape)
+
+
+def in_unit(shape, params):
+    return unit(shape)
+
+
+def in_open_interval(shape, params):
+    return RNG.uniform(-0.95, 0.95, shape)
+
+
+def counts(upper):
+    return lambda shape, params: RNG.integers(0, upper + 1, shape).astype(np.float64)
+
+
+def simplex(shape, params):
+    """Points of the simplex of the last dimension's size."""
+    return RNG.dirichlet(np.ones(shape[-1]), shape[:-1])
+
+
+def multinomial_counts(shape, params):
+    return RNG.multinomial(5, np.ones(K) / K, shape[:-1]).astype(np.float64)
 
 
 def bits(shape, params):
@@ -74,6 +104,7 @@ def one_hots(shape, params):
 
 MOMENTS = ("entropy", "mean", "variance", "stddev")
 CONTINUOUS = ("log_prob", "cdf", "icdf", *MOMENTS)
+NO_CDF = ("log_prob", *MOMENTS)
 
 CASES = {
     "Normal": Case(
@@ -134,12 +165,124 @@ CASES = {
         ("log_prob", "entropy", "mean", "variance"),
         ("mode",),
     ),
+    # ---- the second batch: transformed distributions and the gamma family ----
+    "LogNormal": Case(
+        lambda m, a, b: m.LogNormal(a, b), (real, positive), above_zero, CONTINUOUS, ("mode",)
+    ),
+    "Gumbel": Case(
+        lambda m, a, b: m.Gumbel(a, b), (real, positive), anywhere, CONTINUOUS, ("mode",)
+    ),
+    "HalfNormal": Case(
+        lambda m, s: m.HalfNormal(s), (positive,), above_zero, CONTINUOUS, ("mode",)
+    ),
+    "HalfCauchy": Case(
+        lambda m, s: m.HalfCauchy(s),
+        (positive,),
+        above_zero,
+        ("log_prob", "cdf", "icdf", "entropy"),
+        ("mode", "mean", "variance"),  # inf
+    ),
+    "Cauchy": Case(
+        lambda m, a, b: m.Cauchy(a, b),
+        (real, positive),
+        anywhere,
+        ("log_prob", "cdf", "icdf", "entropy", "mode"),
+        ("mean", "variance"),  # NaN, inf
+    ),
+    "Weibull": Case(
+        lambda m, s, k: m.Weibull(s, k), (positive, positive), above_zero, CONTINUOUS, ("mode",)
+    ),
+    "Pareto": Case(
+        lambda m, s, a: m.Pareto(s, a), (positive, above_two), above_scale, CONTINUOUS, ("mode",)
+    ),
+    "Gamma": Case(
+        lambda m, c, r: m.Gamma(c, r), (positive, positive), above_zero, NO_CDF, ("mode",)
+    ),
+    "Chi2": Case(lambda m, df: m.Chi2(df), (above_two,), above_zero, NO_CDF, ("mode",)),
+    "Beta": Case(lambda m, a, b: m.Beta(a, b), (above_two, positive), in_unit, NO_CDF, ("mode",)),
+    "Dirichlet": Case(
+        lambda m, c: m.Dirichlet(c), (vector(positive),), simplex, NO_CDF, ("mode",), vector=True
+    ),
+    "StudentT": Case(
+        lambda m, df, a, b: m.StudentT(df, a, b),
+        (above_two, real, positive),
+        anywhere,
+        NO_CDF,
+        ("mode",),
+    ),
+    "VonMises": Case(
+        lambda m, a, k: m.VonMises(a, k),
+        (real, positive),
+        anywhere,
+        ("log_prob", "mean", "variance"),
+        ("mode",),
+    ),
+    "Poisson": Case(
+        lambda m, r: m.Poisson(r),
+        (positive,),
+        counts(6),
+        ("log_prob", "mean", "variance"),
+        ("mode",),
+    ),
+    "Geometric(probs)": Case(
+        lambda m, p: m.Geometric(probs=p), (unit,), counts(6), ("log_prob", *MOMENTS), ("mode",)
+    ),
+    "Geometric(logits)": Case(
+        lambda m, x: m.Geometric(logits=x), (real,), counts(6), ("log_prob", *MOMENTS), ("mode",)
+    ),
+    "Binomial(probs)": Case(
+        lambda m, p: m.Binomial(5, probs=p), (unit,), counts(5), ("log_prob", *MOMENTS), ("mode",)
+    ),
+    "Binomial(logits)": Case(
+        lambda m, x: m.Binomial(5, logits=x), (real,), counts(5), ("log_prob", *MOMENTS), ("mode",)
+    ),
+    "Multinomial": Case(
+        lambda m, x: m.Multinomial(5, logits=x),
+        (vector(real),),
+        multinomial_counts,
+        ("log_prob", *MOMENTS, "probs", "logits"),
+        vector=True,
+    ),
+    "Tanh(Normal)": Case(
+        lambda m, a, b: m.TransformedDistribution(m.Normal(a, b), [m.TanhTransform()]),
+        (real, positive),
+        in_open_interval,
+        ("log_prob", "cdf", "icdf"),
+    ),
+    "Affine(Exp(Normal))": Case(
+        lambda m, a, b: m.TransformedDistribution(
+            m.Normal(a, b), [m.ExpTransform(), m.AffineTransform(1.0, -2.0)]
+        ),
+        (real, positive),
+        lambda shape, params: 1.0 - positive(shape),
+        ("log_prob", "cdf", "icdf"),  # a decreasing map: the CDF flipped
+    ),
+    "Sigmoid(Normal)": Case(
+        lambda m, a, b: m.TransformedDistribution(m.Normal(a, b), m.SigmoidTransform()),
+        (real, positive),
+        in_unit,
+        ("log_prob", "cdf", "icdf"),
+    ),
+    "Power(Exponential)": Case(
+        lambda m, r, k: m.TransformedDistribution(m.Exponential(r), m.PowerTransform(k)),
+        (positive, positive),
+        above_zero,
+        ("log_prob", "cdf", "icdf"),
+    ),
+    "LogisticNormal": Case(
+        lambda m, a, b: m.LogisticNormal(a, b),
+        (vector(real), vector(positive)),
+        simplex,
+        ("log_prob",),
+        vector=True,
+    ),
 }
 
 # the parameters' shapes (broadcast together), one tuple per shape family
 SHAPES = {
     1: [(), (3,), (2, 3)],
     2: [((), ()), ((3,), (1,)), ((2, 1), (3,)), ((4,), ())],
+    3: [((), (), ()), ((3,), (1,), ()), ((2, 1), (3,), (1,))],
 }
 
 
@@ -171,6 +314,8 @@ def _case_inputs(name: str, shapes: tuple, dtype: str):
     arrays = [domain(shape) for domain, shape in zip(case.domains, shapes)]
     batch = np.broadcast_shapes(*(a.shape for a in arrays))
     batch = batch[:-1] if "Categorical" in name else batch  # without the categories
+    if case.vector:  # one more value dimension beside the parameters' last
+        batch = (*batch[:-1], batch[-1] + 1) if name == "LogisticNormal" else batch
     value = case.value((2, *batch), arrays)
     q = RNG.uniform(0.05, 0.95, (2, *batch))
     return [leaves(a, dtype) for a in arrays], leaves(value, dtype), leaves(q, dtype)
@@ -201,7 +346,11 @@ def test_gradcheck(name):
     case = CASES[name]
     params, value, q = _case_inputs(name, shape_families(name)[-1], "float64")
     params = [x for x, _ in params]
-    value = value[0].requires_grad_(not case.build(D, *params).support.is_discrete)
+    support = case.build(D, *params).support
+    # values perturbed off the simplex would leave the support
+    value = value[0].requires_grad_(
+        not support.is_discrete and support is not D.constraints.simplex
+    )
 
     def outputs(*xs):
         *ps, v, probabilities = xs

@@ -8,18 +8,27 @@ import pytest
 MODULES = [
     "",
     ".bernoulli",
+    ".binomial",
     ".categorical",
+    ".cauchy",
     ".constraints",
     ".distribution",
     ".exponential",
+    ".gamma",
+    ".geometric",
     ".independent",
     ".kl",
     ".laplace",
     ".multivariate_normal",
     ".normal",
     ".one_hot_categorical",
+    ".poisson",
+    ".student_t",
+    ".transformed_distribution",
+    ".transforms",
     ".uniform",
     ".utils",
+    ".von_mises",
 ]
 
 

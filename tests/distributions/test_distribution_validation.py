@@ -42,6 +42,42 @@ BAD_PARAMETERS = {
         lambda m, lib: m.OneHotCategorical(lib.tensor([-0.5, 1.0])),
         r"parameter probs .* Simplex",
     ),
+    # ---- the second batch ----
+    "Gamma": (lambda m, lib: m.Gamma(lib.tensor([1.0, 0.0]), 1.0), r"parameter concentration"),
+    "Gamma rate": (lambda m, lib: m.Gamma(1.0, -1.0), r"parameter rate .*GreaterThan"),
+    "Chi2": (lambda m, lib: m.Chi2(lib.tensor([-1.0])), r"parameter df \(Tensor of shape \(1,\)"),
+    "Beta": (
+        lambda m, lib: m.Beta(lib.tensor([1.0, -1.0]), 1.0),
+        r"parameter concentration .* Dirichlet.* IndependentConstraint\(GreaterThan",
+    ),
+    "Dirichlet": (
+        lambda m, lib: m.Dirichlet(lib.tensor([1.0, -1.0])),
+        r"concentration .*Dirichlet",
+    ),
+    "StudentT": (lambda m, lib: m.StudentT(lib.tensor(0.0)), r"parameter df .*Chi2\(\)"),
+    "Poisson": (lambda m, lib: m.Poisson(lib.tensor([-0.5])), r"rate .*GreaterThanEq"),
+    "Cauchy": (lambda m, lib: m.Cauchy(0.0, -1.0), r"parameter scale .*Cauchy"),
+    "HalfNormal": (
+        lambda m, lib: m.HalfNormal(lib.tensor([-1.0])),
+        r"parameter scale .*HalfNormal",
+    ),
+    "LogNormal": (lambda m, lib: m.LogNormal(0.0, 0.0), r"parameter scale .*Normal"),
+    "Gumbel": (lambda m, lib: m.Gumbel(0.0, -2.0), r"parameter scale .*Gumbel\(loc: 0.0"),
+    "Weibull": (lambda m, lib: m.Weibull(1.0, lib.tensor([-1.0])), r"parameter concentration"),
+    "Pareto": (lambda m, lib: m.Pareto(-1.0, 1.0), r"parameter scale .*Pareto"),
+    "VonMises": (lambda m, lib: m.VonMises(0.0, 0.0), r"parameter concentration .*VonMises"),
+    "Geometric": (lambda m, lib: m.Geometric(lib.tensor([1.5])), r"parameter probs .*Interval"),
+    "Geometric zero": (
+        lambda m, lib: m.Geometric(lib.tensor([0.0, 0.5])),
+        r"Expected parameter probs \(Tensor of shape \(2,\)\) of distribution Geometric\(probs: "
+        r"\S+Size\(\[2\]\)\) to be positive but found invalid values",
+    ),
+    "Binomial count": (
+        lambda m, lib: m.Binomial(lib.tensor([2.5]), lib.tensor([0.5])),
+        r"parameter total_count .* IntegerGreaterThan\(lower_bound=0\)",
+    ),
+    "Binomial probs": (lambda m, lib: m.Binomial(3, lib.tensor([1.5])), r"parameter probs"),
+    "Multinomial": (lambda m, lib: m.Multinomial(3, lib.tensor([-1.0, 2.0])), r"probs .*Simplex"),
 }
 
 
@@ -77,6 +113,26 @@ OUTSIDE = {
         lambda m, lib: m.Independent(m.Bernoulli(lib.full((2, 2), 0.5)), 1),
         lambda lib: lib.tensor([[0.0, 1.0], [0.5, 1.0]]),
     ),
+    "Gamma": (lambda m, lib: m.Gamma(1.0, 1.0), lambda lib: lib.tensor([-1.0])),
+    "Beta": (lambda m, lib: m.Beta(1.0, 1.0), lambda lib: lib.tensor([1.5])),
+    "Dirichlet": (
+        lambda m, lib: m.Dirichlet(lib.ones(3)),
+        lambda lib: lib.tensor([0.5, 0.6, 0.0]),
+    ),
+    "Poisson": (lambda m, lib: m.Poisson(1.0), lambda lib: lib.tensor([1.5])),
+    "Geometric": (lambda m, lib: m.Geometric(0.5), lambda lib: lib.tensor([-1.0])),
+    "Binomial": (lambda m, lib: m.Binomial(3, lib.tensor(0.5)), lambda lib: lib.tensor(4.0)),
+    "Multinomial": (
+        lambda m, lib: m.Multinomial(3, lib.ones(2)),
+        lambda lib: lib.tensor([3.0, 1.0]),
+    ),
+    "LogNormal": (lambda m, lib: m.LogNormal(0.0, 1.0), lambda lib: lib.tensor(0.0)),
+    "HalfCauchy": (lambda m, lib: m.HalfCauchy(1.0), lambda lib: lib.tensor(-1.0)),
+    "Pareto": (lambda m, lib: m.Pareto(2.0, 1.0), lambda lib: lib.tensor(1.0)),
+    "Tanh(Normal)": (
+        lambda m, lib: m.TransformedDistribution(m.Normal(0.0, 1.0), m.TanhTransform()),
+        lambda lib: lib.tensor(1.5),
+    ),
 }
 
 
@@ -106,6 +162,9 @@ def test_a_value_outside_the_support_raises_as_pytorch(name):
             "Either `probs` or `logits` must be specified",
         ),
         (lambda m, lib: m.Categorical(lib.tensor(1.0)), "`probs` parameter must be at least"),
+        (lambda m, lib: m.Dirichlet(lib.tensor(1.0)), "`concentration` parameter must be at least"),
+        (lambda m, lib: m.Geometric(), "Either `probs` or `logits` must be specified"),
+        (lambda m, lib: m.Binomial(3), "Either `probs` or `logits` must be specified"),
         (
             lambda m, lib: m.Independent(m.Normal(lib.zeros(2), 1.0), 2),
             r"reinterpreted_batch_ndims <= len\(base_distribution.batch_shape\), actual 2 vs 1",

@@ -68,6 +68,35 @@ PAIRS = {
         [real(3), np.linalg.cholesky(spd(2))],
         [real(4, 1, 3), np.linalg.cholesky(spd())],
     ),
+    # ---- the second batch ----
+    "Gamma": (
+        lambda m, c, r: m.Gamma(c, r),
+        [positive(2, 3), positive(3)],
+        [positive(3), positive(2, 1)],
+    ),
+    "Beta": (
+        lambda m, a, b: m.Beta(a, b),
+        [positive(2, 3), positive(3)],
+        [positive(3), positive(3)],
+    ),
+    "Dirichlet": (lambda m, c: m.Dirichlet(c), [positive(2, K)], [positive(K)]),
+    "Poisson": (lambda m, r: m.Poisson(r), [positive(2, 3)], [positive(3)]),
+    "Geometric": (lambda m, p: m.Geometric(probs=p), [unit(4)], [unit(4)]),
+    "Geometric(logits)": (lambda m, x: m.Geometric(logits=x), [real(2, 3)], [real(3)]),
+    "Binomial": (lambda m, p: m.Binomial(4, probs=p), [unit(2, 3)], [unit(3)]),
+    "Gumbel": (lambda m, a, b: m.Gumbel(a, b), [real(2, 3), positive(3)], [real(3), positive(3)]),
+    "HalfNormal": (lambda m, s: m.HalfNormal(s), [positive(2, 3)], [positive(3)]),
+    "Pareto": (
+        lambda m, s, a: m.Pareto(s, a),
+        [positive(4) + 2, positive(4)],
+        [positive(4), positive(4)],
+    ),
+    "Cauchy": (lambda m, a, b: m.Cauchy(a, b), [real(2, 3), positive(3)], [real(3), positive(3)]),
+    "LogNormal": (
+        lambda m, a, b: m.LogNormal(a, b),
+        [real(3), positive(3)],
+        [real(2, 3), positive(3)],
+    ),
 }
 
 # the edges: probabilities of 0 and 1, a Uniform not inside the other
@@ -86,6 +115,17 @@ EDGES = {
         lambda m, low, high: m.Uniform(low, high),
         [np.array([0.0, 0.0, -1.0]), np.array([1.0, 1.0, 2.0])],
         [np.array([0.5, -1.0, -1.0]), np.array([2.0, 0.5, 2.0])],
+    ),
+    # p's support not inside q's: infinite
+    "Pareto": (
+        lambda m, s, a: m.Pareto(s, a),
+        [np.array([1.0, 2.0]), np.array([2.0, 2.0])],
+        [np.array([1.5, 1.0]), np.array([1.0, 3.0])],
+    ),
+    "Binomial": (
+        lambda m, n, p: m.Binomial(n, p),
+        [np.array([5.0, 4.0]), np.array([0.3, 0.6])],
+        [np.array([4.0, 4.0]), np.array([0.5, 0.5])],
     ),
 }
 
@@ -125,7 +165,19 @@ def test_kl_infinities_and_zeros_at_the_edges_are_pytorchs(name):
     _compare(build, p_arrays, q_arrays, "float64", name)
 
 
-@pytest.mark.parametrize("name", ["Normal", "Laplace", "Bernoulli(logits)", "Categorical"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Normal",
+        "Laplace",
+        "Bernoulli(logits)",
+        "Categorical",
+        "Gamma",
+        "Beta",
+        "Dirichlet",
+        "Gumbel",
+    ],
+)
 def test_gradcheck(name):
     build, p_arrays, q_arrays = PAIRS[name]
     params = [sg.tensor(a, requires_grad=True) for a in (*p_arrays, *q_arrays)]
@@ -169,3 +221,14 @@ def test_register_kl_picks_the_most_specific_pair():
     assert D.kl_divergence(D.Normal(x, 1.0), D.Normal(0.0, 1.0)).tolist() == [0.125]
     with pytest.raises(TypeError, match="Distribution subclass"):
         D.register_kl(int, D.Normal)
+
+
+def test_kl_pairs_pytorch_refuses_raise_as_pytorch():
+    for m, lib in ((D, sg), (TD, torch)):
+        n = lib.tensor([3.0, 5.0])
+        with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
+            m.kl_divergence(m.Binomial(n, lib.tensor(0.5)), m.Binomial(5, lib.tensor(0.5)))
+        normal = m.Normal(lib.zeros(2), 1.0)
+        tanh = m.TransformedDistribution(normal, m.TanhTransform())
+        with pytest.raises(NotImplementedError):  # transforms not equal
+            m.kl_divergence(tanh, m.TransformedDistribution(normal, m.ExpTransform()))

@@ -19,27 +19,23 @@ from scratchgrad.nn.functional import binary_cross_entropy_with_logits
 from scratchgrad.tensor import Size, Tensor
 
 
-class Bernoulli(Distribution):
-    """Ones with probability ``probs`` (or ``sigmoid(logits)``), zeros otherwise.
-
-    >>> from scratchgrad.creation import tensor
-    >>> d = Bernoulli(probs=tensor([0.25]))
-    >>> [round(x, 4) for x in d.log_prob(tensor([1.0])).tolist()], d.variance.tolist()
-    ([-1.3863], [0.1875])
-    """
+class BinaryProbs(Distribution):
+    """A distribution given by the probability ``probs`` of a success or its log-odds
+    ``logits`` (exactly one; the other is computed when first asked, and never checked): what
+    Bernoulli, Geometric and Binomial share."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
 
-    def __init__(
+    def _init_probs_or_logits(
         self,
-        probs: Tensor | float | None = None,
-        logits: Tensor | float | None = None,
-        validate_args: bool | None = None,
+        probs: Tensor | float | None,
+        logits: Tensor | float | None,
+        validate_args: bool | None,
+        **others: Tensor | float,
     ) -> None:
+        """Set ``others`` (broadcast with the parameter given, before it) and the parameter."""
         self._param_name, param = probs_or_logits(probs, logits)
-        self._init_params(validate_args, **{self._param_name: param})
+        self._init_params(validate_args, **others, **{self._param_name: param})
 
     @property
     def _param(self) -> Tensor:
@@ -51,13 +47,34 @@ class Bernoulli(Distribution):
 
     @lazy_property
     def logits(self) -> Tensor:
-        """The log-odds of a one."""
+        """The log-odds of a success."""
         return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
     def probs(self) -> Tensor:
-        """The probability of a one."""
+        """The probability of a success."""
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(BinaryProbs):
+    """Ones with probability ``probs`` (or ``sigmoid(logits)``), zeros otherwise.
+
+    >>> from scratchgrad.creation import tensor
+    >>> d = Bernoulli(probs=tensor([0.25]))
+    >>> [round(x, 4) for x in d.log_prob(tensor([1.0])).tolist()], d.variance.tolist()
+    ([-1.3863], [0.1875])
+    """
+
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(
+        self,
+        probs: Tensor | float | None = None,
+        logits: Tensor | float | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
+        self._init_probs_or_logits(probs, logits, validate_args)
 
     @property
     def mean(self) -> Tensor:

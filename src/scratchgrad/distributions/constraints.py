@@ -25,10 +25,13 @@ __all__ = [
     "interval",
     "less_than",
     "lower_cholesky",
+    "multinomial",
+    "nonnegative_integer",
     "nonnegative",
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_integer",
     "real",
     "real_vector",
     "simplex",
@@ -102,6 +105,13 @@ class _IntegerInterval(_Interval):
         return (value % 1 == 0) & super().check(value)
 
 
+class _IntegerGreaterThan(_GreaterThan):
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+
 class _Boolean(Constraint):
     is_discrete = True
 
@@ -121,6 +131,18 @@ class _Simplex(Constraint):
 
     def check(self, value: Tensor) -> Tensor:
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _Multinomial(Constraint):
+    """Vectors of non-negative integer counts summing to at most ``upper_bound``."""
+
+    is_discrete, event_dim = True, 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
 
 
 class _LowerCholesky(Constraint):
@@ -174,8 +196,10 @@ class _IndependentConstraint(Constraint):
 # PyTorch's public names: instances for the fixed sets, classes for the parameterized ones
 greater_than, greater_than_eq, less_than = _GreaterThan, _GreaterThanEq, _LessThan
 interval, integer_interval, independent = _Interval, _IntegerInterval, _IndependentConstraint
+multinomial = _Multinomial
 real, boolean, one_hot, simplex = _Real(), _Boolean(), _OneHot(), _Simplex()
 real_vector = independent(real, 1)
 positive, nonnegative = greater_than(0.0), greater_than_eq(0.0)
+nonnegative_integer, positive_integer = _IntegerGreaterThan(0), _IntegerGreaterThan(1)
 unit_interval = interval(0.0, 1.0)
 lower_cholesky, positive_definite = _LowerCholesky(), _PositiveDefinite()

@@ -11,9 +11,13 @@ from collections.abc import Callable
 
 from scratchgrad import linalg
 from scratchgrad.distributions.bernoulli import Bernoulli
+from scratchgrad.distributions.binomial import Binomial
 from scratchgrad.distributions.categorical import Categorical
+from scratchgrad.distributions.cauchy import Cauchy
 from scratchgrad.distributions.distribution import Distribution
 from scratchgrad.distributions.exponential import Exponential
+from scratchgrad.distributions.gamma import Beta, Dirichlet, Gamma
+from scratchgrad.distributions.geometric import Geometric
 from scratchgrad.distributions.independent import Independent
 from scratchgrad.distributions.laplace import Laplace
 from scratchgrad.distributions.multivariate_normal import (
@@ -23,9 +27,18 @@ from scratchgrad.distributions.multivariate_normal import (
 )
 from scratchgrad.distributions.normal import Normal
 from scratchgrad.distributions.one_hot_categorical import OneHotCategorical
+from scratchgrad.distributions.poisson import Poisson
+from scratchgrad.distributions.transformed_distribution import (
+    EULER,
+    Gumbel,
+    HalfNormal,
+    Pareto,
+    TransformedDistribution,
+)
 from scratchgrad.distributions.uniform import Uniform
 from scratchgrad.distributions.utils import sum_rightmost
 from scratchgrad.nn.functional import softplus
+from scratchgrad.special import digamma, gammaln
 from scratchgrad.tensor import Tensor, where
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -194,3 +207,84 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
         raise NotImplementedError
     result = kl_divergence(p.base_dist, q.base_dist)
     return sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Tensor:
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    return _kl_dirichlet_dirichlet(p._dirichlet, q._dirichlet)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    # from http://bariskurt.com/kullback-leibler-divergence-between-two-dirichlet-and-beta-distributions/
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t1 = gammaln(sum_p) - gammaln(sum_q)
+    t2 = (gammaln(p.concentration) - gammaln(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = gammaln(q.concentration) - gammaln(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    # from https://math.stackexchange.com/questions/2214993/
+    if (p.total_count < q.total_count).any():
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    t = p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p()
+    return where(p.total_count > q.total_count, math.inf, p.total_count * t)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
+    ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t3 = (ct2 + gammaln(1 + ct1) - ct3).exp()
+    return t1 + ct1 * EULER + t3 - (1 + EULER)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    # from http://www.mast.queensu.ca/~communications/Papers/gil-msc11.pdf
+    scale_ratio, alpha_ratio = p.scale / q.scale, q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return where(p.scale < q.scale, math.inf, result)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
+    # from https://arxiv.org/abs/1905.10965
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    return t1 - (4 * p.scale * q.scale).log()

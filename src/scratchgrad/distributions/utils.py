@@ -6,6 +6,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad import backend, creation
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.creation import tensor
 from scratchgrad.dtypes import finfo, get_default_dtype
@@ -61,6 +63,36 @@ def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     [0.5, 0.5]
     """
     return logits.sigmoid() if is_binary else logits.softmax(-1)
+
+
+def numpy_draw(method: str, shape: tuple, *params: Tensor) -> Tensor:
+    """Samples of ``shape`` from NumPy's ``Generator.<method>`` (``standard_gamma``,
+    ``poisson``, ``binomial``, ``vonmises``) of the library's seeded generator, the parameters
+    broadcast to ``shape``, in the first parameter's dtype; no gradient. As ``Tensor.multinomial``
+    draws: a replay under ``scratchgrad.jit`` draws again; inside vmap it raises.
+
+    >>> import scratchgrad as sg
+    >>> _ = sg.manual_seed(0)
+    >>> numpy_draw("poisson", (3,), tensor(0.0)).tolist()
+    [0.0, 0.0, 0.0]
+    """
+    first = params[0]
+    if creation._vmap_draw is not None:
+        raise RuntimeError(
+            f"vmap: drawing by NumPy's {method} is not supported inside vmap; draw the "
+            "samples outside it (or use a distribution whose sample draws by rand or randn)"
+        )
+    arrays = [p.detach().expand(shape).array for p in params]
+    return Tensor._make(capture_hook.call(_draw, method, first.dtype, *arrays))
+
+
+def _draw(method: str, dtype: Any, *arrays: Any) -> Any:
+    rng = backend.rng_for(None, backend.device_of(arrays[0]))
+    args = [a.astype(backend.float64) for a in arrays]
+    if method == "binomial":  # NumPy takes the number of trials as integers
+        args[0] = arrays[0].astype(backend.int64)
+    draws = getattr(rng, method)(*args)
+    return backend.as_array(draws).astype(dtype)
 
 
 class lazy_property:  # noqa: N801  (PyTorch's name)
