@@ -1316,6 +1316,381 @@ OPS = [
     Op("round", lambda m, x: x.round(), grad=False),
     Op("round_decimals", lambda m, x: m.round(x, decimals=2), grad=False),
     Op("round_negative_decimals", lambda m, x: (x * 1000).round(decimals=-2), grad=False),
+    # ---- rows: elementwise math and special functions ----
+    # ---- rows: tensor API additions ----
+    # ---- rows: grid sampling, linalg, pooling, nn composites ----
+    # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
+    # both gradients; its points reach a little past [-1, 1], into the padding
+    Op(
+        "grid_sample",
+        lambda m, x: m.nn.functional.grid_sample(x, _grid(m, x), align_corners=False),
+        shapes="image",
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    Op(
+        "grid_sample_nearest_border",
+        lambda m, x: m.nn.functional.grid_sample(
+            x, _grid(m, x), "nearest", "border", align_corners=True
+        ),
+        shapes="image",
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    Op(
+        "grid_sample_bicubic_reflection",
+        lambda m, x: m.nn.functional.grid_sample(
+            x, _grid(m, x), "bicubic", "reflection", align_corners=False
+        ),
+        shapes="image",
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    Op(
+        "grid_sample_3d",
+        lambda m, x: m.nn.functional.grid_sample(x, _grid(m, x), align_corners=True),
+        shapes="volume",
+        check_shapes=((2, 2, 2, 3, 2),),
+    ),
+    Op(
+        "affine_grid",
+        lambda m, x: m.nn.functional.affine_grid(
+            x[:, 0, :2, :3], [x.shape[0], 1, 3, 4], align_corners=False
+        ),
+        shapes="image",
+        check_shapes=((2, 1, 3, 3),),
+    ),
+    Op(
+        "affine_grid_3d",
+        lambda m, x: m.nn.functional.affine_grid(
+            m.cat([x[:, 0, :3, :3], x[:, -1, :3, :1]], -1),
+            [x.shape[0], 1, 2, 3, 2],
+            align_corners=True,
+        ),
+        shapes="image",
+        check_shapes=((2, 2, 3, 3),),
+    ),
+    Op(  # the spatial transformer: an affine grid from the image, the image read there
+        "affine_grid_sample",
+        lambda m, x: m.nn.functional.grid_sample(
+            x,
+            m.nn.functional.affine_grid(x[:, 0, :2, :3], list(x.shape), align_corners=False),
+            padding_mode="border",
+            align_corners=False,
+        ),
+        shapes="image",
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    # linalg: matrices made well-conditioned from a random x (see _square and _spd below)
+    Op("linalg_inv", lambda m, x: m.linalg.inv(_square(m, x)), shapes="nonempty2+"),
+    Op(
+        "linalg_solve",
+        lambda m, x, y: m.linalg.solve(_square(m, x), y),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "linalg_solve_left_false",
+        lambda m, x: m.linalg.solve(_square(m, x), x.mT.sin(), left=False),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_solve_triangular",
+        lambda m, x, y: m.linalg.solve_triangular(_square(m, x).triu(), y, upper=True),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "linalg_solve_triangular_right_unit",
+        lambda m, x: m.linalg.solve_triangular(
+            _square(m, x).tril(), x.mT, upper=False, left=False, unitriangular=True
+        ),
+        shapes="nonempty2+",
+    ),
+    Op("linalg_cholesky", lambda m, x: m.linalg.cholesky(_spd(m, x)), shapes="nonempty2+"),
+    Op(
+        "linalg_cholesky_upper",
+        lambda m, x: m.linalg.cholesky(_spd(m, x), upper=True),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "cholesky_solve",
+        lambda m, x, y: m.cholesky_solve(y, _square(m, x).tril()),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "cholesky_solve_upper",
+        lambda m, x: m.cholesky_solve(x.cos(), _square(m, x).triu(), upper=True),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "cholesky_inverse",
+        lambda m, x: m.cholesky_inverse(_square(m, x).tril()),
+        shapes="nonempty2+",
+    ),
+    Op(  # Q and R of a tall matrix side by side
+        "linalg_qr",
+        lambda m, x: m.cat([t.flatten(-2) for t in m.linalg.qr(_tall(m, x))], -1),
+        shapes="nonempty2+",
+    ),
+    Op(  # eigenvectors up to sign: their absolute values (and theirs gradients)
+        "linalg_eigh",
+        lambda m, x: (lambda w, v: m.cat([w.unsqueeze(-2), v.abs()], -2))(
+            *m.linalg.eigh(_spd(m, x))
+        ),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_eigvalsh_upper",
+        lambda m, x: m.linalg.eigvalsh(_spd(m, x), UPLO="U"),
+        shapes="nonempty2+",
+    ),
+    Op(  # singular vectors up to sign, as eigh's
+        "linalg_svd",
+        lambda m, x: _svd_parts(m, _tall(m, x)),
+        shapes="nonempty2+",
+    ),
+    Op("linalg_svdvals", lambda m, x: m.linalg.svdvals(_tall(m, x).mT), shapes="nonempty2+"),
+    Op("linalg_det", lambda m, x: m.linalg.det(_square(m, x).flip(-1)), shapes="nonempty2+"),
+    Op(  # rows reversed: the sign changes with the parity of the reversal
+        "linalg_slogdet",
+        lambda m, x: (lambda s: s.sign * s.logabsdet)(m.linalg.slogdet(_square(m, x).flip(-2))),
+        shapes="nonempty2+",
+    ),
+    Op("logdet", lambda m, x: m.logdet(_spd(m, x)), shapes="nonempty2+"),
+    Op("linalg_pinv", lambda m, x: m.linalg.pinv(_tall(m, x)), shapes="nonempty2+"),
+    Op("linalg_pinv_wide", lambda m, x: m.linalg.pinv(_tall(m, x).mT), shapes="nonempty2+"),
+    Op(
+        "linalg_lstsq",
+        lambda m, x, y: m.linalg.lstsq(_tall(m, x), _tall(m, y)).solution,
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(  # x x^T of rank min(n, k)
+        "linalg_matrix_rank",
+        lambda m, x: m.linalg.matrix_rank(x @ x.mT),
+        shapes="nonempty2+",
+        grad=False,
+    ),
+    Op(
+        "linalg_matrix_rank_hermitian_atol",
+        lambda m, x: m.linalg.matrix_rank(x @ x.mT, atol=0.5, hermitian=True),
+        shapes="nonempty2+",
+        grad=False,
+    ),
+    Op(
+        "linalg_matrix_exp",
+        lambda m, x: m.linalg.matrix_exp(x @ x.flip(-2).mT),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_matrix_power",
+        lambda m, x: m.linalg.matrix_power(x @ x.flip(-2).mT, 3),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_matrix_power_negative",
+        lambda m, x: m.linalg.matrix_power(_square(m, x), -2),
+        shapes="nonempty2+",
+    ),
+    Op("linalg_matrix_norm", lambda m, x: m.linalg.matrix_norm(x), shapes="nonempty2+"),
+    Op(
+        "linalg_matrix_norm_nuc",
+        lambda m, x: m.linalg.matrix_norm(_tall(m, x), "nuc"),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_matrix_norm_2",
+        lambda m, x: m.linalg.matrix_norm(_tall(m, x), 2, keepdim=True),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_vector_norm",
+        lambda m, x: m.linalg.vector_norm(x, 3, dim=-1),
+        shapes="nonempty1+",
+        domain=away_from_zero,
+        dim=lambda m, x, d: m.linalg.vector_norm(x, 3, dim=d),
+    ),
+    Op(
+        "linalg_multi_dot",
+        lambda m, x: m.linalg.multi_dot([x, x.mT.exp(), x.sin()]),
+        shapes="nonempty_matrix",
+    ),
+    Op("linalg_inv_ex", lambda m, x: m.linalg.inv_ex(_square(m, x)).inverse, shapes="nonempty2+"),
+    Op(
+        "linalg_cholesky_ex",
+        lambda m, x: m.linalg.cholesky_ex(_spd(m, x)).L,
+        shapes="nonempty2+",
+    ),
+    Op(
+        "triangular_solve",
+        lambda m, x: m.triangular_solve(x.sin(), _square(m, x).triu()).solution,
+        shapes="nonempty2+",
+    ),
+    # special functions (special.py, ops/special.py), in domains away from their poles
+    Op("special_gammaln", lambda m, x: m.special.gammaln(x * 4)),
+    Op("special_digamma", lambda m, x: m.special.digamma(x * 3), domain=positive),
+    Op("special_polygamma_1", lambda m, x: m.special.polygamma(1, x * 3), domain=positive),
+    Op("special_polygamma_3", lambda m, x: m.special.polygamma(3, x), domain=positive),
+    # PyTorch has no gradient for zeta's x: a number there, the row differentiates q
+    Op("special_zeta", lambda m, q: m.special.zeta(3.5, q), domain=positive),
+    Op("special_erfcx", lambda m, x: m.special.erfcx(x * 3)),
+    Op(
+        "special_ndtri",
+        lambda m, p: m.special.ndtri(p),
+        domain=lambda rng, s: rng.uniform(0.02, 0.98, s),
+    ),
+    Op("special_log_ndtr", lambda m, x: m.special.log_ndtr(x * 4)),
+    Op("special_i0", lambda m, x: m.special.i0(x * 3)),
+    Op("special_i0e", lambda m, x: m.special.i0e(x * 3)),
+    Op("special_i1", lambda m, x: m.special.i1(x * 3)),
+    Op("special_i1e", lambda m, x: m.special.i1e(x * 3)),
+    Op("special_entr", lambda m, x: m.special.entr(x), domain=positive),
+    Op(
+        "special_logit",
+        lambda m, x: m.special.logit(x),
+        domain=lambda rng, s: rng.uniform(0.05, 0.95, s),
+    ),
+    Op("special_logit_eps", lambda m, x: m.special.logit(x, eps=0.2), domain=unit),
+    binary("special_xlogy", lambda m, x, y: m.special.xlogy(x, y), domain=(real, positive)),
+    binary("special_xlog1py", lambda m, x, y: m.special.xlog1py(x, y), domain=(real, positive)),
+    # power-average pooling (nn/conv_functional.py)
+    Op("lp_pool1d", lambda m, x: m.nn.functional.lp_pool1d(x, 2, 2), shapes="signal"),
+    Op(
+        "lp_pool2d",
+        lambda m, x: m.nn.functional.lp_pool2d(x, 3, (2, 3), stride=1),
+        shapes="image",
+        domain=positive,
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    Op(
+        "lp_pool3d",
+        lambda m, x: m.nn.functional.lp_pool3d(x, 1.5, 2, ceil_mode=True),
+        shapes="volume",
+        domain=positive,
+        check_shapes=((1, 2, 3, 2, 3),),
+    ),
+    # nn composites (nn/functional.py, nn/upsampling.py)
+    Op("hardswish", lambda m, x: m.nn.functional.hardswish(x * 4), domain=away_from_zero),
+    Op("hardsigmoid", lambda m, x: m.nn.functional.hardsigmoid(x * 4), domain=away_from_zero),
+    Op("celu", lambda m, x: m.nn.functional.celu(x, alpha=0.5), domain=away_from_zero),
+    Op("softsign", lambda m, x: m.nn.functional.softsign(x)),
+    Op("tanhshrink", lambda m, x: m.nn.functional.tanhshrink(x)),
+    Op("leaky_relu", lambda m, x: m.nn.functional.leaky_relu(x, 0.1), domain=away_from_zero),
+    # |x| in (0.03, 0.15) or (0.3, 1.5): none near the thresholds of 0.2
+    Op(
+        "hardshrink",
+        lambda m, x: m.nn.functional.hardshrink(x, 0.2),
+        domain=lambda rng, s: _two_scales(rng, s),
+    ),
+    Op(
+        "softshrink",
+        lambda m, x: m.nn.functional.softshrink(x, 0.2),
+        domain=lambda rng, s: _two_scales(rng, s),
+    ),
+    Op(
+        "threshold",
+        lambda m, x: m.nn.functional.threshold(x, 0.2, -1.0),
+        domain=lambda rng, s: _two_scales(rng, s),
+    ),
+    Op(
+        "local_response_norm",
+        lambda m, x: m.nn.functional.local_response_norm(x, 3, alpha=0.5, k=2.0),
+        shapes="volume",
+        check_shapes=((2, 3, 2, 2, 3),),
+    ),
+    Op(
+        "local_response_norm_2d",
+        lambda m, x: m.nn.functional.local_response_norm(x, 2),
+        shapes="image",
+        check_shapes=((2, 3, 3, 3),),
+    ),
+    Op(
+        "channel_shuffle",
+        lambda m, x: m.nn.functional.channel_shuffle(m.cat([x, x * 2, x * 3], 1), 3),
+        shapes="image",
+        check_shapes=((2, 2, 3, 3),),
+    ),
+    Op(
+        "pixel_shuffle",
+        lambda m, x: m.nn.functional.pixel_shuffle(m.cat([x, x * 2, -x, x.exp()], -3), 2),
+        shapes="image",
+        check_shapes=((2, 2, 3, 3),),
+    ),
+    Op(
+        "pixel_unshuffle",
+        lambda m, x: m.nn.functional.pixel_unshuffle(x[..., :2, :2], 2),
+        shapes="image",
+        check_shapes=((2, 2, 3, 3),),
+    ),
+    Op("pdist", lambda m, x: m.nn.functional.pdist(x), shapes="nonempty_matrix"),
+    Op("pdist_p1", lambda m, x: m.nn.functional.pdist(x, p=1.0), shapes="nonempty_matrix"),
+    Op(
+        "instance_norm",
+        lambda m, x: m.nn.functional.instance_norm(x),
+        shapes="image",
+        domain=spread,
+        check_shapes=((2, 2, 3, 4),),
+    ),
+    Op(
+        "pad_reflect_2d",
+        lambda m, x: m.nn.functional.pad(x, (1, 2, 2, 0), "reflect"),
+        shapes="image",
+        check_shapes=((2, 1, 3, 4),),
+    ),
+    Op(
+        "pad_replicate_3d",
+        lambda m, x: m.nn.functional.pad(x, (1, 0, 2, 1, 0, 1), "replicate"),
+        shapes="volume",
+        check_shapes=((1, 2, 2, 3, 2),),
+    ),
+    Op(
+        "pad_circular_2d",
+        lambda m, x: m.nn.functional.pad(x, (2, 1, 0, 3), "circular"),
+        shapes="image",
+        check_shapes=((2, 1, 3, 4),),
+    ),
+    Op(  # negative widths crop
+        "pad_constant_crop",
+        lambda m, x: m.nn.functional.pad(x, (-1, 2, 1, -2), value=0.5),
+        shapes="image",
+        check_shapes=((2, 1, 3, 4),),
+    ),
+    same_pair("l1_loss", lambda m, x, y: m.nn.functional.l1_loss(x, y * 3)),
+    same_pair(
+        "soft_margin_loss",
+        lambda m, x, y: m.nn.functional.soft_margin_loss(x, _signs(m, y)),
+    ),
+    same_pair(
+        "poisson_nll_loss",
+        lambda m, x, y: m.nn.functional.poisson_nll_loss(x, y, reduction="sum"),
+        domain=(real, positive),
+    ),
+    same_pair(
+        "poisson_nll_loss_full",
+        lambda m, x, y: m.nn.functional.poisson_nll_loss(x, y * 2, log_input=False, full=True),
+        domain=(positive, positive),
+    ),
+    # var a number: vmap cannot batch a tensor var yet (nn/functional.py's check reads its array)
+    same_pair(
+        "gaussian_nll_loss",
+        lambda m, x, y: m.nn.functional.gaussian_nll_loss(x, y, 0.7, full=True),
+    ),
+    same_pair(
+        "hinge_embedding_loss",
+        lambda m, x, y: m.nn.functional.hinge_embedding_loss(x, _signs(m, y), margin=0.2),
+        domain=(lambda rng, s: _two_scales(rng, s), real),
+    ),
+    Op(
+        "multilabel_soft_margin_loss",
+        lambda m, x, y: m.nn.functional.multilabel_soft_margin_loss(x, y),
+        shapes="same_matrices",
+        domain=(real, unit),
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "multi_margin_loss",
+        lambda m, x: m.nn.functional.multi_margin_loss(x * 3, _labels(m, x), margin=0.5),
+        shapes="nonempty_matrix",
+    ),
 ]
 
 
@@ -1346,3 +1721,50 @@ def _index_add_all(m, x, d):
     dim's size, found by a dim that is always valid, so that ``index_add`` checks ``d``."""
     size = x.shape[d % x.ndim] if x.ndim else 1
     return x.index_add(d, m.zeros(size, dtype=m.int64), x)
+
+
+# ---- helpers of the rows: grid sampling, linalg, pooling, nn composites ----
+
+
+def _grid(m, x):
+    """A sampling grid for the image (or volume) x: (N, *spatial, 2 or 3) points made from x's
+    first and last channels, reaching a little past [-1, 1] (into the padding)."""
+    planes = [x[:, 0].tanh(), x[:, -1].sin(), (x[:, 0] * x[:, -1]).tanh()]
+    return m.stack(planes[: x.ndim - 2], -1) * 1.1
+
+
+def _ramp_diagonal(m, x):
+    """3c * diag(1, 2, ..., n) for x (*, n, k), where c = 1 + |x|^2 bounds |x y^T| for the
+    x-like y below: added to such a product, it keeps the eigen- and singular values in
+    [3ic - c, 3ic + c], well apart (the gradients of eigh and svd divide by their gaps) and
+    at least 2c (inverses and solves are well-conditioned)."""
+    c = 1 + (x * x).sum((-2, -1), keepdim=True)
+    return 3 * c * m.arange(1, x.shape[-2] + 1, dtype=x.dtype).diag_embed()
+
+
+def _square(m, x):
+    """A non-symmetric, well-conditioned n x n matrix from x (*, n, k) (see _ramp_diagonal)."""
+    return x @ x.flip(-2).mT + _ramp_diagonal(m, x)
+
+
+def _spd(m, x):
+    """A symmetric positive-definite n x n matrix from x (*, n, k) (see _ramp_diagonal)."""
+    return x @ x.mT + _ramp_diagonal(m, x)
+
+
+def _tall(m, x):
+    """A well-conditioned (n + k) x n matrix: rows added to _square only raise its singular
+    values."""
+    return m.cat([_square(m, x), x.mT], -2)
+
+
+def _svd_parts(m, a):
+    """The reduced SVD of ``a`` as one tensor: |U|, S and |Vh| (the singular vectors are
+    defined up to sign) flattened side by side."""
+    u, s, vh = m.linalg.svd(a, full_matrices=False)
+    return m.cat([u.abs().flatten(-2), s, vh.abs().flatten(-2)], -1)
+
+
+def _two_scales(rng, shape):
+    """|x| in (0.03, 0.15) or (0.3, 1.5), either sign: none near thresholds of 0.2."""
+    return away_from_zero(rng, shape) * rng.choice([0.1, 1.0], shape)

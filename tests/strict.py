@@ -79,6 +79,8 @@ def _wrap(value, inputs=()):
         return StrictArray(numpy.asarray(value))
     if type(value) is tuple or type(value) is list:
         return type(value)(_wrap(v, inputs) for v in value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # NumPy 2's QRResult, ...
+        return type(value)(*(_wrap(v, inputs) for v in value))
     return value
 
 

@@ -2691,7 +2691,7 @@ class Tensor:
             return self.reshape(1).index_fill(0, index, value).reshape(())
         dim = wrap_dim(dim, self.array.ndim)
         # a mask, not a write at each index: a repeated index takes value's gradient once
-        mask = _call(_index_mask, index.array, self.array.shape, dim)  # a replay too
+        mask = _call(index_mask, index.array, self.array.shape, dim)  # a replay too
         if isinstance(value, Tensor):
             value = value.to(self.array.dtype)
         else:
@@ -2730,7 +2730,7 @@ class Tensor:
         dim = wrap_dim(dim, self.array.ndim)
         _check_index_copy(self.shape, dim, index.numel(), source.shape)
         size = self.shape[dim] if self.ndim else 1
-        _call(_check_index_copied, index.array, size, dim)  # a replay checks too
+        _call(check_index_copied, index.array, size, dim)  # a replay checks too
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
             return self.reshape(1).index_copy(0, index, source.reshape(-1)).reshape(())
         out = self.clone()
@@ -3950,7 +3950,7 @@ def _check_index_copy(shape: tuple, dim: int, count: int, source: tuple) -> None
         )
 
 
-def _index_mask(index: Any, shape: tuple, dim: int) -> Any:
+def index_mask(index: Any, shape: tuple, dim: int) -> Any:
     """A bool array True at ``index`` (negative counted from the end) along ``dim`` of
     ``shape``, of size 1 in the other dims; PyTorch's IndexError for an index out of range."""
     size = shape[dim]
@@ -3962,7 +3962,7 @@ def _index_mask(index: Any, shape: tuple, dim: int) -> Any:
     return mask.reshape([size if d == dim else 1 for d in range(len(shape))])
 
 
-def _check_index_copied(index: Any, size: int, dim: int) -> None:
+def check_index_copied(index: Any, size: int, dim: int) -> None:
     """``_check_indices`` for ``index_copy``, whose error is an IndexError in PyTorch."""
     try:
         _check_indices("index_copy_()", index, size, dim)

@@ -271,14 +271,3 @@ def test_lstsq_of_one_matrix_and_batched_right_hand_sides():
     assert_close(ours, theirs, "float64", "lstsq vs torch.func.vmap")
     loop = [sg.linalg.lstsq(sg.tensor(a), sg.tensor(member)).solution for member in b]
     assert_close(ours, sg.stack(loop), "float64", "lstsq vs a loop")
-
-
-def test_matrix_rank_of_a_batched_matrix_raises_vmaps_error():
-    """A limit: matrix_rank (and so lstsq of a batched A, and vmap(grad) through lstsq, which
-    batches A) counts the singular values on their arrays, which vmap cannot batch: it raises
-    vmap's error rather than give a wrong result."""
-    a = sg.tensor(wide((BATCH, 4, 3)))
-    with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
-        vmap(sg.linalg.matrix_rank)(a)
-    with pytest.raises(RuntimeError, match="vmap: .*batched tensor was used directly"):
-        vmap(lambda a: sg.linalg.lstsq(a, a[:, :1]).solution)(a)

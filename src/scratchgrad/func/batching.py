@@ -22,10 +22,19 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import creation
-from scratchgrad.autograd import function
+from scratchgrad.autograd import capture_hook, function
 from scratchgrad.backend import xp
+from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.tensor import Tensor, cat, searchsorted, wrap_dim
+from scratchgrad.ops import binary
+from scratchgrad.tensor import (
+    Tensor,
+    check_index_copied,
+    index_mask,
+    cat,
+    searchsorted,
+    wrap_dim,
+)
 
 # The running vmaps, outermost first: (level, batch size, randomness).
 _active: list[tuple[int, int, str]] = []
@@ -200,6 +209,44 @@ class BatchedTensor(Tensor):
     _scatter_add = _along_batch("scatter_add")
     _scatter_reduce = _along_batch("scatter_reduce")
 
+    # index_fill and index_copy read their index's values outside a Function (index_copy also
+    # writes into a copy in place): a batched one runs here, composed of ops vmap batches. Their
+    # checks of shapes and dtypes are Tensor's own, run on zeros of one member's shapes first.
+
+    def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
+        """``Tensor.index_fill`` with the positions each member's index selects: a mask made
+        by comparing the index, wrapped to [0, size), with every position along ``dim``."""
+        if type(index) is not BatchedTensor:  # one mask for every member: Tensor's own
+            return super().index_fill(dim, index, value)
+        Tensor.index_fill(*map(_stand_in, (self, dim, index, value)))
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
+            return self.reshape(1).index_fill(0, index, value).reshape(())
+        dim = wrap_dim(dim, self.ndim)
+        size = self.shape[dim]
+        capture_hook.call(index_mask, index._checked_values().reshape(-1), self.shape, dim)
+        positions = creation.arange(size, device=self.device)
+        hit = (index.reshape(-1, 1) % max(size, 1) == positions).any(0)
+        mask = hit.reshape([size if d == dim else 1 for d in range(self.ndim)])
+        if isinstance(value, Tensor):
+            value = value.to(self.dtype)
+        else:
+            value = written_number(value, self.dtype)
+        return binary.Where.apply(mask, value, self)
+
+    def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """``Tensor.index_copy`` as a scatter of ``source`` along ``dim`` (its slices at the
+        index's positions): as index_copy, the last of repeated positions stays, and each
+        repeat's slice of ``source`` gets the gradient there."""
+        Tensor.index_copy(*map(_stand_in, (self, dim, index, source)))
+        if self.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
+            return self.reshape(1).index_copy(0, index, source.reshape(-1)).reshape(())
+        dim = wrap_dim(dim, self.ndim)
+        size = self.shape[dim]
+        capture_hook.call(check_index_copied, index._checked_values(), size, dim)
+        source = source.reshape(1) if source.ndim == 0 else source
+        along = [-1 if d == dim else 1 for d in range(source.ndim)]
+        return self.scatter(dim, index.reshape(along).expand(*source.shape), source)
+
     @staticmethod
     def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:
         """1-D boundaries that every member shares search the whole batch of values in one
@@ -215,6 +262,14 @@ class BatchedTensor(Tensor):
             return wrap(searchsorted(b, values, sorter=sorter, **options), level)
         rows = values.reshape(values.shape[0], -1)
         return wrap(searchsorted(b, rows, sorter=sorter, **options).reshape(values.shape), level)
+
+
+def _stand_in(x: Any) -> Any:
+    """Zeros of a tensor's (one member's) shape and dtype, on its device; anything else as it
+    is: for running an op's checks of shapes and dtypes without reading values."""
+    if not isinstance(x, Tensor):
+        return x
+    return creation.zeros(x.shape, dtype=x.dtype, device=x.device)
 
 
 def _divided(op: Callable, x: Tensor, y: Any) -> Tensor:

@@ -23,6 +23,8 @@ from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.linalg import decompositions, derived, norms, systems
+from scratchgrad.linalg.legacy import CholeskySolve
+from scratchgrad.linalg.matrix_exp import MatrixExp
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
 
@@ -309,7 +311,7 @@ UNARY = [
 LINALG = [
     systems.Inv, systems.Solve, systems.SolveTriangular, decompositions.Cholesky,
     decompositions.QR, decompositions.Eigh, decompositions.SVD, derived.Det, derived.Slogdet,
-    derived.Pinv,
+    derived.Pinv, MatrixExp, CholeskySolve,
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,

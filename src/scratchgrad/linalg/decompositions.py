@@ -42,8 +42,8 @@ def _factors(ctx: Function, cls: type, **static: Any) -> tuple:
 def _given(grad: Tensor) -> Tensor | None:
     """None for an output's gradient that is all zeros: PyTorch's undefined gradient of an
     output the loss did not use, whose terms (divisions by gaps between eigenvalues or by
-    singular values) must not turn 0 into nan."""
-    return grad if grad.array.any() else None
+    singular values) must not turn 0 into nan. Inside vmap, all zeros in every member."""
+    return grad if grad._checked_values().any() else None
 
 
 def _eye(like: Tensor, n: int) -> Tensor:

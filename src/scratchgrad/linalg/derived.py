@@ -8,7 +8,7 @@ from typing import Any
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import int64, namespace, xp
+from scratchgrad.backend import namespace, xp
 from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
 from scratchgrad.linalg.systems import Solve, inv
@@ -132,13 +132,14 @@ def slogdet(A: Tensor) -> linalg_slogdet:
 
 
 def _tolerance(s: Any, shape: tuple, atol: float | None, rtol: float | None) -> Any:
-    """PyTorch's cut-off for the singular values ``s`` (descending) of matrices of ``shape``:
-    ``max(atol, rtol * largest)``, where rtol is eps * max(m, n) if neither is given, and 0 if
-    only a positive atol is."""
-    if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else xp.finfo(s.dtype).eps * max(shape[-2:])
+    """PyTorch's cut-off for the singular values ``s`` (descending; an array or a tensor) of
+    matrices of ``shape``: ``max(atol, rtol * largest)``, where rtol is eps * max(m, n) if
+    neither is given, and 0 if only a positive atol is."""
+    if rtol is None:  # a Python float: a NumPy scalar times a device array would go to NumPy
+        eps = float(xp.finfo(s.dtype).eps)
+        rtol = 0.0 if atol is not None and atol > 0 else eps * max(shape[-2:])
     largest = s[..., :1] if s.shape[-1] else s
-    return namespace(s).maximum(0.0 if atol is None else atol, rtol * largest)
+    return (rtol * largest).clip(min=0.0 if atol is None else atol)
 
 
 class Pinv(Function):
@@ -244,10 +245,9 @@ def matrix_rank(
     tensor(1)
     """
     check_input("linalg.matrix_rank", A)
-    with no_grad():
+    with no_grad():  # counted in tensor operations, which vmap batches and jit records
         s = eigvalsh(A).abs().flip(-1) if hermitian else svdvals(A)
-    count = (s.array > _tolerance(s.array, A.shape, atol, rtol)).sum(-1)
-    return Tensor._make(namespace(count).asarray(count, dtype=int64))
+        return (s > _tolerance(s, A.shape, atol, rtol)).sum(-1)
 
 
 def matrix_power(A: Tensor, n: int) -> Tensor:

@@ -10,7 +10,9 @@ import warnings
 from collections import namedtuple
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros
@@ -138,7 +140,12 @@ class CholeskySolve(Function):
 
 
 def _check_factor(op: str, factor: Tensor, explain) -> None:
-    check_diagonal(op, factor.array.diagonal(0, -2, -1), explain)
+    # every member's factor inside vmap; a jitted step checks on each call
+    capture_hook.call(_check_factor_diagonal, op, factor._checked_values(), explain)
+
+
+def _check_factor_diagonal(op: str, factor: Any, explain) -> None:
+    check_diagonal(op, factor.diagonal(0, -2, -1), explain)
 
 
 def _singular(index: int) -> str:

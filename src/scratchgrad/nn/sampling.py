@@ -116,7 +116,8 @@ def grid_sample(
     """
     aligned = _aligned(align_corners)
     _check(input, grid, mode, padding_mode)
-    capture_hook.call(_refuse_non_finite, grid.array, padding_mode)  # (a jitted step: each call)
+    # every member's grid inside vmap; a jitted step checks on each call
+    capture_hook.call(_refuse_non_finite, grid._checked_values(), padding_mode)
     n, c, *spatial = input.shape
     out_spatial = grid.shape[1:-1]
     flat = input.reshape(n, c, -1)

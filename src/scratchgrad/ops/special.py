@@ -469,7 +469,7 @@ def _zeta_positive(s, q):
     xp = namespace(q)
     n = xp.maximum(xp.ceil(xp.clip(s + 15, 15, 70) - q), 0)
     out = xp.zeros_like(q)
-    for k in range(int(n.max(initial=0))):
+    for k in range(int(n.max()) if n.size else 0):  # (CuPy's max takes no initial)
         out += xp.where(k < n, (q + k) ** -s, 0)
     a = q + n
     power = a**-s
