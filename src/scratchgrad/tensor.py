@@ -2677,6 +2677,9 @@ class Tensor:
         tensor([[5., 0., 5.],
                 [5., 0., 5.]])
         """
+        batched = _vmapped("_index_fill", index)  # (its values are read on the array)
+        if batched is not None:
+            return batched(self, dim, index, value)
         if isinstance(value, Tensor) and value.ndim:
             raise RuntimeError(
                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -2708,6 +2711,9 @@ class Tensor:
         >>> sg.zeros(3).index_copy(0, sg.tensor([2, 0]), sg.tensor([1.0, 2.0]))
         tensor([2., 0., 1.])
         """
+        batched = _vmapped("_index_copy", index, source)  # (written into a copy in place)
+        if batched is not None:
+            return batched(self, dim, index, source)
         if not isinstance(source, Tensor):
             raise TypeError(
                 "index_copy(): argument 'source' (position 3) must be Tensor, not "

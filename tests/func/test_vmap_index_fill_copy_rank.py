@@ -112,17 +112,22 @@ def test_a_0d_member_acts_as_a_vector_of_one(call):
     assert_close(ours, theirs, what="0-d members")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an unbatched tensor runs Tensor.index_fill/index_copy, which read a batched "
-    "index's values: tensor.py must hand them to BatchedTensor (as gather does, _vmapped)",
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, i, s: m.tensor(X[0]).index_fill(1, i, 0.0),
+        lambda m, i, s: m.tensor(X[0]).index_copy(1, i, m.tensor(X[0])[:, :2]),
+        lambda m, i, s: m.tensor(X[0]).index_copy(1, m.tensor([3, 0]), s),
+    ],
+    ids=["index_fill_batched_index", "index_copy_batched_index", "index_copy_batched_source"],
 )
-def test_an_unbatched_tensor_with_a_batched_index():
-    ours = vmap(lambda i: sg.tensor(X[0]).index_fill(1, i, 0.0))(sg.tensor(INDEX))
-    theirs = torch.func.vmap(lambda i: torch.tensor(X[0]).index_fill(1, i, 0.0))(
-        torch.tensor(INDEX)
+def test_an_unbatched_tensor_with_a_batched_index_or_source(call):
+    index, source = INDEX[:, :2] % X.shape[2], X[:, :, :2]
+    ours = vmap(lambda *xs: call(sg, *xs))(sg.tensor(index), sg.tensor(source))
+    theirs = torch.func.vmap(lambda *xs: call(torch, *xs))(
+        torch.tensor(index), torch.tensor(source)
     )
-    assert_close(ours, theirs, what="index_fill of an unbatched tensor")
+    assert_close(ours, theirs, what="an unbatched tensor")
 
 
 def _rank_deficient():

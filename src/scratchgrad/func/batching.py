@@ -29,9 +29,9 @@ from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.ops import binary
 from scratchgrad.tensor import (
     Tensor,
+    cat,
     check_index_copied,
     index_mask,
-    cat,
     searchsorted,
     wrap_dim,
 )
@@ -246,6 +246,10 @@ class BatchedTensor(Tensor):
         source = source.reshape(1) if source.ndim == 0 else source
         along = [-1 if d == dim else 1 for d in range(source.ndim)]
         return self.scatter(dim, index.reshape(along).expand(*source.shape), source)
+
+    # a plain tensor's index_fill with a batched index, and index_copy with a batched index
+    # or source, come here (Tensor's hand them over: see tensor._vmapped)
+    _index_fill, _index_copy = index_fill, index_copy
 
     @staticmethod
     def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:
