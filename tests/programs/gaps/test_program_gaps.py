@@ -1,0 +1,36 @@
+"""PyTorch programs that do not yet run the same under scratchgrad, each kept here unchanged with
+the gap it hits, checked exactly as ``tests/test_programs.py`` checks the programs that do: the
+strict xfail turns into a failure the day the gap is closed, and the program then moves up to
+``tests/programs/``."""
+
+from pathlib import Path
+
+import pytest
+from test_programs import test_program_gives_torchs_losses as check_program
+
+GAPS = {
+    "channels_last_cnn": "no scratchgrad.channels_last (nor Tensor/Module.to(memory_format=...))",
+    "fused_adamw": "optimizers refuse PyTorch's fused= / foreach= / capturable= / differentiable=",
+    "legacy_amp": "no scratchgrad.cuda.amp (GradScaler, autocast): only the torch.amp spellings",
+    "matmul_precision_mlp": "no scratchgrad.set_float32_matmul_precision",
+    "pretrained_embedding_classifier": "no nn.Embedding.from_pretrained",
+    "siamese_cosine": "no nn.CosineSimilarity module (F.cosine_similarity exists)",
+    "transformer_mean_pool": (
+        "TransformerEncoder in eval under no_grad with a src_key_padding_mask does not give "
+        "PyTorch's fast-path output (zeros at the padded positions)"
+    ),
+}
+PROGRAMS = sorted(p for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("test_"))
+
+
+def test_every_gap_program_names_its_gap():
+    assert sorted(p.stem for p in PROGRAMS) == sorted(GAPS)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=GAPS[p.stem])) for p in PROGRAMS],
+    ids=lambda p: p.stem,
+)
+def test_gap_program_gives_torchs_losses(path, capsys):
+    check_program(path, capsys)
