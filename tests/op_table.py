@@ -1691,6 +1691,7 @@ OPS = [
         lambda m, x: m.nn.functional.multi_margin_loss(x * 3, _labels(m, x), margin=0.5),
         shapes="nonempty_matrix",
     ),
+    # ---- rows: nn additions ----
 ]
 
 

@@ -22,6 +22,11 @@ def _inputs(op):
     return [d(rng, s) for d, s in zip(domains, op.check_shapes[:count])]
 
 
+# The rows where we depart from PyTorch under autocast on purpose (docs/amp.md lists them)
+REFUSED = {"linalg_matrix_exp"}  # a 16-bit matrix_exp raises: PyTorch's CPU result overflows
+KEPT_FLOAT32 = {"linalg_pinv", "linalg_pinv_wide"}  # PyTorch's composite rounds its last product
+
+
 @pytest.mark.parametrize("low", LOW)
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
 def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
@@ -29,8 +34,15 @@ def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
     ours = [sg.tensor(a, dtype=sg.float32, requires_grad=op.grad) for a in arrays]
     theirs = [torch.tensor(a, dtype=torch.float32, requires_grad=op.grad) for a in arrays]
     with sg.autocast("cpu", dtype=DTYPES[low][0]):
+        if op.name in REFUSED:
+            with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
+                op.call(sg, *ours)
+            return
         out = op.call(sg, *ours)
-    with torch.autocast("cpu", dtype=DTYPES[low][1]):
+    # a row kept in float32 is PyTorch's float32 result (its backward of the mixed composite
+    # raises under autocast: "expected m1 and m2 to have the same dtype")
+    kept = op.name in KEPT_FLOAT32
+    with torch.autocast("cpu", dtype=DTYPES[low][1], enabled=not kept):
         expected = op.call(torch, *theirs)
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch."), op.name
     assert_close(out, expected, low, f"{op.name} under autocast")
@@ -38,6 +50,9 @@ def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
         out.float().sum().backward()
         expected.float().sum().backward()
         for x, t in zip(ours, theirs):
+            if t.grad is None:  # an input read only for its shape (the loss targets' signs)
+                assert x.grad is None, op.name
+                continue
             assert x.grad.dtype == sg.float32  # parameters keep float32 gradients
             assert_close(x.grad, t.grad, low, f"{op.name} gradient under autocast")
 

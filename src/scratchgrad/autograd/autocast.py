@@ -60,11 +60,19 @@ def autocast_policy(policy: str) -> Callable:
 
 def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> Any:
     """``fn`` on its arguments, the floating-point tensors among them cast as ``policy`` says
-    (called while an autocast region is on)."""
+    (called while an autocast region is on). A float32 op runs with the region paused, as
+    PyTorch's single float32 kernel: the matrix products inside a composite one (``lstsq``'s)
+    stay in float32."""
     dtype = state.dtype if policy == "lower" else float32
     args = tuple(_cast(a, dtype) for a in args)
     kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
-    return fn(*args, **kwargs)
+    if policy == "lower":
+        return fn(*args, **kwargs)
+    low, state.dtype = state.dtype, None
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        state.dtype = low
 
 
 def _cast(value: Any, dtype) -> Any:

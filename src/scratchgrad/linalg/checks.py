@@ -45,14 +45,17 @@ def torch_name(dtype: Any) -> str:
     return _TORCH_NAMES.get(str(dtype), str(dtype))
 
 
-def check_input(op: str, A: Tensor, name: str = "A", square: bool = False) -> None:
+def check_input(
+    op: str, A: Tensor, name: str = "A", square: bool = False, low_precision: bool = False
+) -> None:
     """PyTorch's checks of a linalg function's matrix argument: a Tensor of at least 2 dims, of
-    float32 or float64, square where ``square``."""
+    float32 or float64 (or 16-bit where ``low_precision``: functions made of matrix products),
+    square where ``square``."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    check_floating(op, A)
+    check_floating(op, A, low_precision)
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{op}: {name} must be batches of square matrices, but they are "
@@ -60,13 +63,14 @@ def check_input(op: str, A: Tensor, name: str = "A", square: bool = False) -> No
         )
 
 
-def check_floating(op: str, x: Tensor) -> None:
-    """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK)."""
+def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
+    """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
+    floating dtype where ``low_precision``."""
     if not backend.is_floating(x.dtype):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
         )
-    if x.dtype.itemsize < 4:
+    if x.dtype.itemsize < 4 and not low_precision:
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace, xp
@@ -194,6 +195,7 @@ def pinv(
     return Pinv.apply(A, atol=atol, rtol=rtol)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def lstsq(
     A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
 ) -> linalg_lstsq:
@@ -233,6 +235,7 @@ def lstsq(
     return linalg_lstsq(x.squeeze(-1) if vector else x, empty, rank, empty)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def matrix_rank(
     A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
 ) -> Tensor:
@@ -253,16 +256,17 @@ def matrix_rank(
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (by repeated squaring), as
     ``torch.linalg.matrix_power``; ``n = 0`` gives the identity, a negative ``n`` the power
-    of the inverse.
+    of the inverse. As PyTorch's, a non-negative power accepts 16-bit matrices (it is only
+    matrix products); a negative one needs ``inv``, which does not.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.matrix_power(sg.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
     tensor([[1., 3.],
             [0., 1.]])
     """
-    check_input("linalg.matrix_power", A, square=True)
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
+    check_input("linalg.matrix_power", A, square=True, low_precision=n >= 0)
     if n == 0:
         # the identity, tied to A with a zero gradient (as PyTorch's copy into A's shape)
         return where(A.new_ones(1).bool(), A.new_ones(A.shape[-1]).diag_embed(), A)

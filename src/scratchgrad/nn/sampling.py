@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.creation import linspace, ones, tensor
 from scratchgrad.tensor import Tensor, stack, where
 
@@ -94,6 +95,7 @@ def _positions(steps: int, aligned: bool, like: Tensor) -> Tensor:
     return positions if aligned else positions * ((steps - 1) / steps)
 
 
+@autocast_policy("float32")  # PyTorch's CPU autocast list has grid_sampler
 def grid_sample(
     input: Tensor,
     grid: Tensor,
