@@ -93,9 +93,14 @@ else:
     )
     from scratchgrad.dtypes import (
         can_cast,
+        channels_last,
+        channels_last_3d,
+        contiguous_format,
         finfo,
         get_default_dtype,
         iinfo,
+        memory_format,
+        preserve_format,
         promote_types,
         result_type,
         set_default_dtype,
@@ -130,6 +135,7 @@ else:
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
     from scratchgrad import distributions  # (on nn.functional and linalg)
     from scratchgrad import accelerator, backends, cuda
+    from scratchgrad.backends import get_float32_matmul_precision, set_float32_matmul_precision
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
     from scratchgrad.amp import autocast
     from scratchgrad.compiled import compile

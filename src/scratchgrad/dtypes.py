@@ -243,6 +243,37 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     )
 
 
+class memory_format:  # noqa: N801  (PyTorch's name)
+    """How a tensor's entries would lie in memory, as ``torch.memory_format``. scratchgrad keeps
+    the layouts NumPy gives, so a format is accepted and checked (``channels_last`` needs 4
+    dims, ``channels_last_3d`` 5) and changes no value: scripts that convert their model and
+    batches with ``.to(memory_format=torch.channels_last)`` run and compute the same numbers."""
+
+    def __init__(self, name: str, ndim: int | None = None) -> None:
+        self.name, self.ndim = name, ndim
+
+    def __repr__(self) -> str:
+        return f"scratchgrad.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last", 4)
+channels_last_3d = memory_format("channels_last_3d", 5)
+
+
+def check_memory_format(format: Any, ndim: int | None, op: str = "to") -> None:
+    """PyTorch's errors for a ``memory_format`` argument given to a tensor of ``ndim`` dims
+    (None: a module's ``to``, which lays out only the parameters that have the rank)."""
+    if not isinstance(format, memory_format):
+        raise TypeError(
+            f"{op}(): argument 'memory_format' must be torch.memory_format, not "
+            f"{type(format).__name__}"
+        )
+    if ndim is not None and format.ndim not in (None, ndim):
+        raise RuntimeError(f"required rank {format.ndim} tensor to use {format.name} format")
+
+
 class _Info:
     """The read-only fields of ``finfo`` and ``iinfo``, printed as PyTorch prints them."""
 

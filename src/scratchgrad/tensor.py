@@ -32,6 +32,8 @@ from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.dtypes import (
+    check_memory_format,
+    contiguous_format,
     promote_types,
     requested_device_and_dtype,
     result_type,
@@ -1120,14 +1122,20 @@ class Tensor:
         device: Any = None,
         non_blocking: bool = False,
         copy: bool = False,
+        memory_format: Any = None,
     ) -> Tensor:
         """Convert to a dtype (``x.to(sg.float64)``), a device (``x.to("cpu")``), both, or like
         another tensor (``x.to(y)``); the tensor itself when nothing changes, unless ``copy``.
+        A ``memory_format`` is checked and keeps the values (``dtypes.memory_format``);
+        ``channels_last`` gives a copy, as PyTorch's new layout does.
 
         >>> import scratchgrad as sg
         >>> sg.ones(2).to("cpu", sg.float64).dtype
         dtype('float64')
         """
+        if memory_format is not None:
+            check_memory_format(memory_format, self.ndim)
+            copy = copy or memory_format.ndim is not None
         device, dtype = requested_device_and_dtype(args, device, dtype)
         moved = self
         if device is not None:
@@ -2009,13 +2017,24 @@ class Tensor:
             del self._view
         return self
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
         """Whether the entries lie in memory in row-major order, as PyTorch would lay them out:
-        False for transposes, strided slices and expanded views."""
+        False for transposes, strided slices and expanded views. scratchgrad keeps no
+        channels-last layouts, so asking about one raises rather than answer wrongly."""
+        check_memory_format(memory_format, self.ndim, "is_contiguous")
+        if memory_format.ndim is not None:
+            raise NotImplementedError(
+                f"is_contiguous(memory_format={memory_format}): scratchgrad keeps NumPy's "
+                "layouts and does not track channels-last ones"
+            )
         return not hasattr(self, "_view") or self._layout().flags.c_contiguous
 
-    def contiguous(self) -> Tensor:
-        """This tensor if it is contiguous, else a row-major copy (differentiable)."""
+    def contiguous(self, memory_format: Any = contiguous_format) -> Tensor:
+        """This tensor if it is contiguous, else a row-major copy (differentiable); a copy for
+        ``channels_last`` (the values kept, see ``to``)."""
+        check_memory_format(memory_format, self.ndim, "contiguous")
+        if memory_format.ndim is not None:
+            return self.clone()
         if self.is_contiguous():
             return self
         return movement.Copy.apply(self, dtype=self.array.dtype, order="C")

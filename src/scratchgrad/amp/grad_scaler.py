@@ -7,6 +7,7 @@ inf or NaN and halve the scale; double it after ``growth_interval`` clean steps 
 
 from __future__ import annotations
 
+import warnings
 from enum import Enum
 from typing import Any
 
@@ -58,6 +59,11 @@ class GradScaler:
             raise ValueError(
                 f"GradScaler: growth_interval must be a positive int, got {growth_interval}"
             )
+        if enabled and device == "cuda" and not backend.is_available("cuda"):
+            warnings.warn(
+                "GradScaler is enabled, but CUDA is not available. Disabling.", stacklevel=2
+            )
+            enabled = False
         self._enabled = enabled
         # The scale is a float32 number, as PyTorch keeps it, so trajectories agree bit for bit.
         self._scale = numpy.float32(init_scale)

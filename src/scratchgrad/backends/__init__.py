@@ -10,6 +10,39 @@ without cuDNN or MPS. ``cuda.is_built()`` says whether the CuPy device is there.
 False
 """
 
+import warnings
+
 from scratchgrad.backends import cuda, cudnn, mps
 
-__all__ = ["cuda", "cudnn", "mps"]
+__all__ = ["cuda", "cudnn", "get_float32_matmul_precision", "mps", "set_float32_matmul_precision"]
+
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Keep ``precision`` ("highest", "high" or "medium"), as ``torch.set_float32_matmul_precision``
+    does, so the first line of many training scripts runs; float32 products stay float32 whatever
+    it says (NumPy has no TF32 or bfloat16 shortcut for them). "high" and "medium" set
+    ``backends.cuda.matmul.allow_tf32``, as in PyTorch; any other value warns and changes nothing.
+
+    >>> import scratchgrad as sg
+    >>> sg.set_float32_matmul_precision("high")
+    >>> sg.get_float32_matmul_precision()
+    'high'
+    >>> sg.set_float32_matmul_precision("highest")
+    """
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(
+            f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+            "set_float32_matmul_precision call has no effect.",
+            stacklevel=2,
+        )
+        return
+    _matmul_precision = precision
+    cuda.matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """The precision last set by ``set_float32_matmul_precision`` ("highest" at first)."""
+    return _matmul_precision

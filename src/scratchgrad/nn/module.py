@@ -25,7 +25,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
-from scratchgrad.dtypes import requested_device_and_dtype
+from scratchgrad.dtypes import check_memory_format, requested_device_and_dtype
 from scratchgrad.nn.parameter import Parameter
 from scratchgrad.tensor import RemovableHandle, Tensor
 
@@ -443,7 +443,12 @@ class Module:
     # ---- dtype ------------------------------------------------------------------------------
 
     def to(
-        self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False
+        self,
+        *args: Any,
+        dtype: Any = None,
+        device: Any = None,
+        non_blocking: bool = False,
+        memory_format: Any = None,
     ) -> Module:
         """Move parameters and buffers to a device and convert the floating point ones to
         ``dtype``, in place (``model.to(device)``, ``model.to(sg.float64)``, or both).
@@ -459,6 +464,8 @@ class Module:
         >>> lin.weight.dtype
         dtype('float64')
         """
+        if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
+            check_memory_format(memory_format, None)
         device, dtype = requested_device_and_dtype(args, device, dtype)
         if dtype is not None and not backend.is_floating(dtype):
             raise TypeError(f"Module.to only accepts floating point dtypes, but got {dtype}")

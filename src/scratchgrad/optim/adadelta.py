@@ -9,9 +9,11 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
+    check_switches,
     counted_state,
     square_average_,
     update_direction,
@@ -45,7 +47,9 @@ class Adadelta(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         check_non_negative(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")

@@ -9,7 +9,14 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.creation import full_like
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.optim.optimizer import (
+    FUSED,
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    check_switches,
+    update_direction,
+)
 from scratchgrad.tensor import Tensor
 
 
@@ -42,7 +49,9 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, FUSED)
         check_non_negative(
             lr=lr,
             lr_decay=lr_decay,

@@ -11,9 +11,11 @@ from typing import Any
 
 from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
+    check_switches,
     counted_state,
     lerp_,
     square_average_,
@@ -78,7 +80,9 @@ class Adam(Optimizer):
         *,
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, (*CAPTURABLE, "fused"))
         defaults = adam_defaults(
             lr,
             betas,
@@ -155,6 +159,7 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
         super().__init__(
             params,
@@ -165,4 +170,5 @@ class AdamW(Adam):
             amsgrad,
             maximize=maximize,
             decoupled_weight_decay=True,
+            **switches,
         )

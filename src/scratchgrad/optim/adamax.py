@@ -9,7 +9,15 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.optim.adam import adam_defaults
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, counted_state, lerp_, update_direction
+from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
+    Optimizer,
+    ParamsT,
+    check_switches,
+    counted_state,
+    lerp_,
+    update_direction,
+)
 from scratchgrad.tensor import Tensor
 
 
@@ -38,7 +46,9 @@ class Adamax(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:

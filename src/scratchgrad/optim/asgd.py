@@ -9,9 +9,11 @@ from typing import Any
 
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
+    check_switches,
     scalar_state,
     update_direction,
 )
@@ -50,7 +52,9 @@ class ASGD(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         check_non_negative(lr=lr, weight_decay=weight_decay)
         defaults = {
             "lr": lr,

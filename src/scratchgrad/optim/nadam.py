@@ -12,9 +12,11 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.optim.adam import adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
+    check_switches,
     counted_state,
     lerp_,
     scalar_state,
@@ -72,7 +74,9 @@ class NAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         defaults = adam_defaults(
             lr,
             betas,
@@ -135,7 +139,9 @@ class RAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         defaults = adam_defaults(
             lr,
             betas,

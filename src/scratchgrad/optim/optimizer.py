@@ -37,6 +37,27 @@ from scratchgrad.tensor import Tensor
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
+FUSED = ("foreach", "differentiable", "fused")  # PyTorch's switches of SGD and Adagrad
+CAPTURABLE = ("foreach", "capturable", "differentiable")  # of the others (Adam adds fused)
+
+
+def check_switches(optimizer: str, switches: dict[str, Any], accepted: tuple[str, ...]) -> None:
+    """PyTorch's implementation switches (``foreach``, ``fused``, ``capturable``): accepted
+    and without effect, since one NumPy update serves them all, so scripts that pass
+    ``fused=torch.cuda.is_available()`` run. ``differentiable=True`` (autograd through the
+    step) is not supported; an unknown keyword is Python's TypeError."""
+    for name in switches:
+        if name not in accepted:
+            raise TypeError(f"{optimizer}.__init__() got an unexpected keyword argument '{name}'")
+    if switches.get("fused") and switches.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if switches.get("differentiable"):
+        raise NotImplementedError(
+            f"{optimizer}: differentiable=True (differentiating through the optimizer's step) "
+            "is not supported"
+        )
+
+
 def check_non_negative(**hyperparameters: float) -> None:
     """Raise PyTorch's ValueError for the first hyper-parameter below zero (or NaN)."""
     for name, value in hyperparameters.items():

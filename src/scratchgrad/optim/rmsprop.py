@@ -10,9 +10,11 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.optim.optimizer import (
+    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
+    check_switches,
     counted_state,
     lerp_,
     square_average_,
@@ -50,7 +52,9 @@ class RMSprop(Optimizer):
         centered: bool = False,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, CAPTURABLE)
         check_non_negative(
             lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha
         )

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.creation import from_numpy
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, update_direction
+from scratchgrad.optim.optimizer import (
+    FUSED,
+    Optimizer,
+    ParamsT,
+    check_non_negative,
+    check_switches,
+    update_direction,
+)
 from scratchgrad.tensor import Tensor
 
 
@@ -38,7 +45,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        **switches: Any,
     ) -> None:
+        check_switches(type(self).__name__, switches, FUSED)
         check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")

@@ -9,10 +9,6 @@ import pytest
 from test_programs import test_program_gives_torchs_losses as check_program
 
 GAPS = {
-    "channels_last_cnn": "no scratchgrad.channels_last (nor Tensor/Module.to(memory_format=...))",
-    "fused_adamw": "optimizers refuse PyTorch's fused= / foreach= / capturable= / differentiable=",
-    "legacy_amp": "no scratchgrad.cuda.amp (GradScaler, autocast): only the torch.amp spellings",
-    "matmul_precision_mlp": "no scratchgrad.set_float32_matmul_precision",
     "pretrained_embedding_classifier": "no nn.Embedding.from_pretrained",
     "siamese_cosine": "no nn.CosineSimilarity module (F.cosine_similarity exists)",
     "transformer_mean_pool": (

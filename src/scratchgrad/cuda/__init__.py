@@ -81,3 +81,13 @@ def memory_allocated(device: int | str | backend.device | None = None) -> int:
 def max_memory_allocated(device: int | str | backend.device | None = None) -> int:
     """Bytes of GPU memory CuPy's pool holds, a bound on the peak (0 without a GPU)."""
     return _cupy().get_default_memory_pool().total_bytes() if is_available() else 0
+
+
+def __getattr__(name: str):
+    # ``torch.cuda.amp``'s spellings live a layer up (they build on scratchgrad.amp): imported
+    # when first asked for, since this package loads before it
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module("scratchgrad.cuda.amp")
+    raise AttributeError(f"module 'scratchgrad.cuda' has no attribute '{name}'")
