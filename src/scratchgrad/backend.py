@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,17 @@ import ml_dtypes
 import numpy
 
 xp = numpy
+
+# NumPy warns when a float op meets a zero divisor, an invalid value or an overflow; PyTorch
+# returns the same inf or NaN without a word. The warnings raised by scratchgrad's own array
+# calls (its modules and its jitted replays) are therefore silenced, with no cost per op; a
+# user's own NumPy calls still warn.
+warnings.filterwarnings(
+    "ignore",
+    r"(divide by zero|invalid value|overflow|underflow) encountered",
+    RuntimeWarning,
+    r"scratchgrad\.",
+)
 
 
 def keep_freed_memory() -> bool:

@@ -82,6 +82,7 @@ def define(source: str, namespace: dict[str, Any], name: str) -> Callable:
     object uses, and without this it holds a copy of each (about 50 bytes apiece)."""
     for key in namespace:
         sys.intern(key)
+    namespace["__name__"] = "scratchgrad.jit.replay"  # whose NumPy warnings backend silences
     exec(source, namespace)  # noqa: S102  (the code is ours)
     return namespace.pop(name)
 
