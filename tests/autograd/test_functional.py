@@ -205,3 +205,44 @@ def test_vjp_and_jvp_outputs_are_detached_without_create_graph():
     assert not out.requires_grad
     out, _ = F.jvp(lambda t: t.exp(), x, sg.ones(2, dtype=sg.float64))
     assert not out.requires_grad
+
+
+def _hessian_case(lib):
+    return lambda x, y: ((x**3).sin() * y).sum() + (x * x).sum() * y.sum()
+
+
+@pytest.mark.parametrize("name", ["hvp", "vhp"])
+def test_hessian_vector_products_are_torchs(name):
+    rng = np.random.default_rng(0)
+    x, y, u, w = (rng.standard_normal(3) for _ in range(4))
+    ours = getattr(sg.autograd.functional, name)(
+        _hessian_case(sg), (sg.tensor(x), sg.tensor(y)), (sg.tensor(u), sg.tensor(w))
+    )
+    theirs = getattr(torch.autograd.functional, name)(
+        _hessian_case(torch),
+        (torch.tensor(x), torch.tensor(y)),
+        (torch.tensor(u), torch.tensor(w)),
+    )
+    np.testing.assert_allclose(ours[0].numpy(), theirs[0].numpy(), rtol=1e-12)
+    for a, b in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_hessian_vector_products_errors_as_torchs():
+    F = sg.autograd.functional
+    with pytest.raises(RuntimeError, match="given to hvp should contain a single element"):
+        F.hvp(lambda x: x**2, sg.ones(2), sg.ones(2))
+    with pytest.raises(RuntimeError, match="independent of the input"):
+        F.vhp(lambda x: x.sum(), sg.ones(2), sg.ones(2), strict=True)
+    out, hv = F.hvp(lambda x: x.sum(), sg.ones(2), sg.ones(2))  # linear: a zero Hessian
+    assert hv.tolist() == [0.0, 0.0] and out.item() == 2.0
+    with pytest.raises(RuntimeError, match="v can only be None"):
+        F.vhp(lambda x: x.sum(), sg.ones(2))
+    with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
+        F.jacobian(lambda x: x, sg.ones(2), strategy="forward-mode")
+    np.testing.assert_array_equal(
+        F.jacobian(lambda x: x * 2, sg.ones(2), vectorize=True, strategy="forward-mode").numpy(),
+        2 * np.eye(2),
+    )
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independ"):
+        F.jacobian(lambda x, y: x * 2, (sg.ones(2), sg.ones(2)), strict=True)

@@ -1,7 +1,8 @@
 """``scratchgrad.func``: composable function transforms, after ``torch.func``.
 
 ``vmap`` maps a function over a batch dim in one pass of batched operations; ``grad``,
-``grad_and_value``, ``vjp``, ``jacrev`` and ``hessian`` differentiate functions; and
+``grad_and_value``, ``vjp``, ``jacrev``, ``hessian`` and the forward-mode ``jvp``,
+``linearize`` and ``jacfwd`` differentiate functions; and
 ``functional_call`` with ``stack_module_state`` runs a module as a pure function of its
 parameters, so a population of networks is one vmapped call.
 
@@ -15,14 +16,26 @@ tensor([[2., 4.],
 
 from scratchgrad.func.batching import vmap
 from scratchgrad.func.module_state import functional_call, stack_module_state
-from scratchgrad.func.transforms import grad, grad_and_value, hessian, jacrev, vjp
+from scratchgrad.func.transforms import (
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    vjp,
+)
 
 __all__ = [
     "functional_call",
     "grad",
     "grad_and_value",
     "hessian",
+    "jacfwd",
     "jacrev",
+    "jvp",
+    "linearize",
     "stack_module_state",
     "vjp",
     "vmap",

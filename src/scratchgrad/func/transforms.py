@@ -1,5 +1,6 @@
-"""``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` and ``hessian``: derivatives as functions,
-after ``torch.func``, built on ``autograd.grad``.
+"""``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``hessian``, and the forward-mode
+``jvp``, ``linearize`` and ``jacfwd``: derivatives as functions, after ``torch.func``, built on
+``autograd.grad``.
 
 Each call differentiates with respect to fresh copies of its inputs, so transforms nest: an
 input that already takes part in a graph (an outer ``grad``) is passed on through an identity
@@ -7,6 +8,10 @@ op and the derivatives are built with ``create_graph``, so the outer transform d
 them in turn. Inside ``vmap`` the graph is that of the whole batch, so each input is first made
 batched at every running vmap level (an unbatched one is repeated, a broadcast view): each
 member then gets its own gradient, as in per-sample gradients ``vmap(grad(loss))``.
+
+Forward mode is reverse mode twice (the double-vjp trick): ``vjp_fn(u) = J^T u`` is linear in
+``u``, so its own vjp along a tangent ``t`` is ``J t``, exactly. It costs two backward passes
+per product instead of one forward pass, and needs no second set of derivative formulas.
 """
 
 from __future__ import annotations
@@ -158,15 +163,7 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
 
     @functools.wraps(func)
     def jacobian(*args: Any, **kwargs: Any) -> Any:
-        nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-        chosen = [args[n] for n in nums]
-
-        def of_chosen(*xs: Any) -> Any:
-            full = list(args)
-            for n, x in zip(nums, xs):
-                full[n] = x
-            return func(*full, **kwargs)
-
+        chosen, of_chosen = _chosen(func, argnums, args, kwargs)
         out, vjp_fn, *aux = vjp(of_chosen, *chosen, has_aux=has_aux)
         if not isinstance(out, Tensor):
             raise RuntimeError(f"jacrev: expected func to return a tensor, got {type(out)}")
@@ -183,12 +180,132 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
                 ],
                 tree_flatten(chosen[i])[1],
             )
-            for i in range(len(nums))
+            for i in range(len(chosen))
         )
         jac = jac[0] if isinstance(argnums, int) else jac
         return (jac, aux[0]) if has_aux else jac
 
     return jacobian
+
+
+def _chosen(func: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple[list, Callable]:
+    """The arguments ``argnums`` picks, and ``func`` as a function of those alone."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def of_chosen(*xs: Any) -> Any:
+        full = list(args)
+        for n, x in zip(nums, xs):
+            full[n] = x
+        return func(*full, **kwargs)
+
+    return [args[n] for n in nums], of_chosen
+
+
+def jvp(
+    func: Callable, primals: tuple, tangents: tuple, *, strict: bool = False, has_aux: bool = False
+) -> tuple:
+    """``(func(*primals), J @ tangents)``: the Jacobian-vector product, as ``torch.func.jvp``
+    (one tangent per primal, of its shape; ``(output, jvp_out, aux)`` with ``has_aux``).
+
+    >>> import scratchgrad as sg
+    >>> jvp(lambda x: x**2, (sg.tensor([1.0, 3.0]),), (sg.tensor([1.0, 0.5]),))
+    (tensor([1., 9.]), tensor([2., 3.]))
+    """
+    out, push, *aux = linearize(func, *_tuple(primals, "primals"), has_aux=has_aux)
+    return (out, push(*_tuple(tangents, "tangents")), *aux)
+
+
+def linearize(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(func(*primals), jvp_fn)``, where ``jvp_fn(*tangents)`` is the Jacobian-vector
+    product at ``primals``, as ``torch.func.linearize``: the function is run once, and each
+    call of ``jvp_fn`` is two backward passes through what it recorded.
+
+    >>> import scratchgrad as sg
+    >>> out, jvp_fn = linearize(lambda x: x.sin(), sg.tensor([0.0, 1.0]))
+    >>> jvp_fn(sg.tensor([2.0, 0.0]))
+    tensor([2., 0.])
+    """
+    out, vjp_fn, *aux = vjp(func, *primals, has_aux=has_aux)
+    _, transposed = vjp(
+        vjp_fn, tree_unflatten([zeros_like(o) for o in tree_flatten(out)[0]], tree_flatten(out)[1])
+    )
+
+    def jvp_fn(*tangents: Any) -> Any:
+        given = [tree_flatten(t)[0] for t in tangents]
+        expected = [tree_flatten(p)[0] for p in primals]
+        if len(given) != len(expected) or any(
+            len(g) != len(e) or any(tuple(a.shape) != tuple(b.shape) for a, b in zip(g, e))
+            for g, e in zip(given, expected)
+        ):
+            raise RuntimeError(
+                "jvp: the tangents must have the structure and shapes of the primals, "
+                f"{[[tuple(p.shape) for p in e] for e in expected]}; got "
+                f"{[[tuple(t.shape) for t in g] for g in given]}"
+            )
+        (pushed,) = transposed(tuple(tangents))
+        return pushed
+
+    return (out, jvp_fn, *aux)
+
+
+def _tuple(values: Any, name: str) -> tuple:
+    if not isinstance(values, tuple):
+        raise RuntimeError(
+            f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
+            "to call f(*primals)."
+        )
+    return values
+
+
+def jacfwd(
+    func: Callable,
+    argnums: int | tuple[int, ...] = 0,
+    has_aux: bool = False,
+    *,
+    randomness: str = "error",
+) -> Callable:
+    """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by forward mode, one
+    Jacobian-vector product per input entry: shape ``output.shape + input.shape``, as
+    ``torch.func.jacfwd`` (``jacfwd(jacrev(f))`` is the usual Hessian).
+
+    >>> import scratchgrad as sg
+    >>> jacfwd(lambda x: x**2)(sg.tensor([1.0, 3.0]))
+    tensor([[2., 0.],
+            [0., 6.]])
+    """
+
+    @functools.wraps(func)
+    def jacobian(*args: Any, **kwargs: Any) -> Any:
+        chosen, of_chosen = _chosen(func, argnums, args, kwargs)
+        out, push, *aux = linearize(of_chosen, *chosen, has_aux=has_aux)
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"jacfwd: expected func to return a tensor, got {type(out)}")
+        trees = [tree_flatten(x) for x in chosen]
+        jac = tuple(
+            tree_unflatten(
+                [_columns(push, trees, i, j, out) for j in range(len(trees[i][0]))], trees[i][1]
+            )
+            for i in range(len(chosen))
+        )
+        jac = jac[0] if isinstance(argnums, int) else jac
+        return (jac, aux[0]) if has_aux else jac
+
+    return jacobian
+
+
+def _columns(push: Callable, trees: list, i: int, j: int, out: Tensor) -> Tensor:
+    """d out / d (leaf j of argument i), one pushed basis tangent per entry of the leaf."""
+    x = trees[i][0][j]
+    columns = []
+    for k in range(x.numel()):
+        leaves = [[zeros_like(leaf) for leaf in tree[0]] for tree in trees]
+        basis = backend.namespace(x.array).zeros(x.numel(), x.dtype)
+        basis[k] = 1
+        leaves[i][j] = Tensor._make(basis.reshape(x.shape))
+        columns.append(push(*(tree_unflatten(ls, t[1]) for ls, t in zip(leaves, trees))))
+    if not columns:
+        return Tensor._make(backend.namespace(x.array).zeros((*out.shape, *x.shape), x.dtype))
+    return stack(columns, -1).reshape(*out.shape, *x.shape)
 
 
 def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
@@ -273,7 +390,8 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
             leaves,
             [c for _, c in pairs],
             retain_graph=True,
-            create_graph=nested,
+            # a cotangent that requires grad is being differentiated (jvp's double vjp)
+            create_graph=nested or any(c.requires_grad for _, c in pairs),
             allow_unused=True,
         )
     return [g if g is not None else zeros_like(leaf) for g, leaf in zip(found, leaves)]
