@@ -36,6 +36,7 @@ ALLOWED = {
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("cuda.amp", "amp"): "torch.cuda.amp's old spellings of scratchgrad.amp, loaded on demand",
+    ("nn.utils.stateless", "func"): "the deprecated functional_call calls torch.func's",
     ("export.command", "train"): "`scratchgrad export` rebuilds models `scratchgrad train` made",
     ("export.command", "scratchgrad"): "the export command is a tool, like cli and train",
 }

@@ -1,4 +1,6 @@
-"""``torch.nn.utils``'s counterparts: gradient clipping (both work in place on ``.grad``),
+"""``torch.nn.utils``'s counterparts: gradient clipping (in place on ``.grad``; also in two
+halves, ``get_total_norm`` and ``clip_grads_with_norm_``), batch norm folding (``fusion``),
+``skip_init``, the deprecated ``stateless.functional_call``,
 parameters as one vector and back, ``rnn.pad_sequence`` for batches of sequences, weight
 and spectral normalisation (``weight_norm``, ``spectral_norm`` and their removal), and the
 modules ``parametrize`` (``register_parametrization``) and ``parametrizations``
@@ -6,6 +8,7 @@ modules ``parametrize`` (``register_parametrization``) and ``parametrizations``
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Iterable
@@ -13,8 +16,18 @@ from collections.abc import Iterable
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.nn.utils import parametrizations, parametrize, rnn
+from scratchgrad.nn.utils import parametrizations, parametrize, rnn, stateless
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from scratchgrad.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from scratchgrad.nn.utils.memory_format import (
+    convert_conv2d_weight_memory_format,
+    convert_conv3d_weight_memory_format,
+)
 from scratchgrad.nn.utils.reparametrize import (
     remove_spectral_norm,
     remove_weight_norm,
@@ -30,14 +43,76 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return [p.grad for p in parameters if p.grad is not None]
 
 
+def get_total_norm(
+    tensors: Tensor | Iterable[Tensor],
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """The ``norm_type``-norm of all ``tensors`` taken as one vector (the norm of their norms),
+    as ``torch.nn.utils.get_total_norm``; ``foreach`` is accepted and changes nothing.
+
+    >>> import scratchgrad as sg
+    >>> get_total_norm([sg.tensor([3.0, 4.0]), sg.tensor([12.0])])
+    tensor(13.)
+    """
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        return capture_hook.recorder.replayed(
+            get_total_norm, tensors, norm_type, error_if_nonfinite
+        )
+    if not tensors:
+        return Tensor(0.0)
+    norm_type = float(norm_type)
+    xp = backend.namespace(tensors[0].array)
+    with _silent_non_finite():
+        norms = xp.stack([xp.linalg.norm(t.array.reshape(-1), norm_type) for t in tensors])
+        total = xp.asarray(xp.linalg.norm(norms, norm_type), tensors[0].dtype)  # 0-d
+    if error_if_nonfinite and not math.isfinite(float(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+            "so it cannot be clipped. To disable this error and scale the gradients by the "
+            "non-finite norm anyway, set `error_if_nonfinite=False`"
+        )
+    return Tensor._make(total)
+
+
+def clip_grads_with_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    total_norm: Tensor,
+    foreach: bool | None = None,
+) -> None:
+    """Scale the gradients by ``min(max_norm / (total_norm + 1e-6), 1)``, in place, as
+    ``torch.nn.utils.clip_grads_with_norm_`` (the second half of ``clip_grad_norm_``, for a
+    norm computed elsewhere: ``get_total_norm``)."""
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        return capture_hook.recorder.replayed(
+            clip_grads_with_norm_, parameters, max_norm, total_norm
+        )
+    grads = _grads(parameters)
+    if not grads:
+        return None
+    # In the norm's dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
+    xp = backend.namespace(total_norm.array)
+    scale = float(xp.minimum(float(max_norm) / (total_norm.array + 1e-6), 1.0))
+    with no_grad(), _silent_non_finite():
+        for g in grads:
+            g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
+    return None
+
+
 def clip_grad_norm_(
     parameters: Tensor | Iterable[Tensor],
     max_norm: float,
     norm_type: float = 2.0,
     error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
 ) -> Tensor:
     """Scale all gradients together so that their joint ``norm_type``-norm is at most
-    ``max_norm``; returns the norm before clipping, as PyTorch.
+    ``max_norm``; returns the norm before clipping, as PyTorch: ``get_total_norm`` of the
+    gradients, then ``clip_grads_with_norm_``.
 
     >>> import scratchgrad as sg
     >>> w = sg.zeros(2, requires_grad=True)
@@ -47,30 +122,13 @@ def clip_grad_norm_(
     >>> [round(g, 4) for g in w.grad.tolist()]
     [0.6, 0.8]
     """
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
-        parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
         args = (parameters, max_norm, norm_type, error_if_nonfinite)
         return capture_hook.recorder.replayed(clip_grad_norm_, *args)
-    grads = _grads(parameters)
-    if not grads:
-        return Tensor(0.0)
-    norm_type = float(norm_type)
-    xp = backend.namespace(grads[0].array)
-    with _silent_non_finite():
-        norms = xp.stack([xp.linalg.norm(g.array.reshape(-1), norm_type) for g in grads])
-        total = xp.asarray(xp.linalg.norm(norms, norm_type), grads[0].dtype)  # 0-d, not a scalar
-    if error_if_nonfinite and not math.isfinite(float(total)):
-        raise RuntimeError(
-            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
-            "so it cannot be clipped. To disable this error and scale the gradients by the "
-            "non-finite norm anyway, set `error_if_nonfinite=False`"
-        )
-    # In the gradients' dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
-    scale = float(xp.minimum(max_norm / (total + 1e-6), 1.0))
-    with no_grad(), _silent_non_finite():
-        for g in grads:
-            g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
-    return Tensor._make(total)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
 
 
 def clip_grad_norm(
@@ -97,7 +155,7 @@ def clip_grad_norm(
         FutureWarning,
         stacklevel=2,
     )
-    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def _silent_non_finite():
@@ -106,8 +164,11 @@ def _silent_non_finite():
     return backend.errstate(over="ignore", invalid="ignore")
 
 
-def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
-    """Clamp every gradient entry into ``[-clip_value, clip_value]``, in place."""
+def clip_grad_value_(
+    parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None
+) -> None:
+    """Clamp every gradient entry into ``[-clip_value, clip_value]``, in place (``foreach``
+    is accepted and changes nothing)."""
     if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
         parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
         return capture_hook.recorder.replayed(clip_grad_value_, parameters, clip_value)
@@ -115,3 +176,18 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -
     with no_grad():
         for g in _grads(parameters):
             g.copy_(g.clamp(-clip_value, clip_value))
+
+
+def skip_init(module_cls: type, *args, **kwargs):
+    """``module_cls(*args, **kwargs)`` for a module whose parameters will be overwritten (a
+    checkpoint loaded next), as ``torch.nn.utils.skip_init``. PyTorch leaves them as
+    uninitialized memory; here they are whatever the module's own initialization drew, which
+    is as good a placeholder. PyTorch's requirement is kept: the class takes a ``device``.
+
+    >>> import scratchgrad as sg
+    >>> skip_init(sg.nn.Linear, 3, 2).weight.shape
+    (2, 3)
+    """
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    return module_cls(*args, **kwargs)

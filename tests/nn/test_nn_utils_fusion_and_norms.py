@@ -1,0 +1,136 @@
+"""nn.utils' batch norm folding, total norms and the small helpers scripts call, against
+torch.nn.utils."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad.nn import utils
+
+
+def _copy_state(ours, theirs):
+    ours.load_state_dict({k: sg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+
+
+def _trained_bn(lib, bn, features, rng):
+    """A batch norm with running statistics and affine parameters away from their defaults."""
+    bn.train()
+    for _ in range(3):
+        bn(lib.tensor(rng.standard_normal(features) * 3 + 1, dtype=lib.float32))
+    with torch.no_grad() if lib is torch else sg.no_grad():
+        bn.weight.mul_(1.5)
+        bn.bias.add_(0.25)
+    return bn.eval()
+
+
+@pytest.mark.parametrize(
+    "make, shape, transpose",
+    [
+        (lambda nn: (nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3)), (4, 2, 6, 6), False),
+        (lambda nn: (nn.Conv1d(2, 3, 3, bias=False), nn.BatchNorm1d(3)), (4, 2, 7), False),
+        (lambda nn: (nn.ConvTranspose2d(2, 3, 3), nn.BatchNorm2d(3)), (4, 2, 5, 5), True),
+    ],
+)
+def test_fuse_conv_bn_eval_is_torchs_and_computes_bn_of_conv(make, shape, transpose):
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    t_conv, t_bn = make(torch.nn)
+    conv, bn = make(sg.nn)
+    stats_shape = (8, t_bn.num_features) + shape[2:]
+    t_bn = _trained_bn(torch, t_bn, stats_shape, rng)
+    _copy_state(conv, t_conv)
+    _copy_state(bn, t_bn)
+    t_conv.eval(), conv.eval(), bn.eval()
+    fused = utils.fuse_conv_bn_eval(conv, bn, transpose)
+    t_fused = torch.nn.utils.fuse_conv_bn_eval(t_conv, t_bn, transpose)
+    assert fused is not conv and fused.weight is not conv.weight
+    np.testing.assert_allclose(fused.weight.detach(), t_fused.weight.detach(), rtol=1e-6)
+    np.testing.assert_allclose(fused.bias.detach(), t_fused.bias.detach(), rtol=1e-6, atol=1e-7)
+    assert fused.weight.requires_grad and isinstance(fused.weight, sg.nn.Parameter)
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(
+        fused(sg.tensor(x)).detach(), bn(conv(sg.tensor(x))).detach(), rtol=1e-4, atol=1e-5
+    )
+
+
+def test_fuse_linear_bn_eval_is_torchs_and_refuses_training_mode():
+    rng = np.random.default_rng(1)
+    torch.manual_seed(0)
+    t_lin, t_bn = torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)
+    t_bn = _trained_bn(torch, t_bn, (8, 3), rng)
+    lin, bn = sg.nn.Linear(4, 3), sg.nn.BatchNorm1d(3)
+    _copy_state(lin, t_lin)
+    _copy_state(bn, t_bn)
+    lin.eval(), bn.eval(), t_lin.eval()
+    fused = utils.fuse_linear_bn_eval(lin, bn)
+    t_fused = torch.nn.utils.fuse_linear_bn_eval(t_lin, t_bn)
+    np.testing.assert_allclose(fused.weight.detach(), t_fused.weight.detach(), rtol=1e-6)
+    np.testing.assert_allclose(fused.bias.detach(), t_fused.bias.detach(), rtol=1e-6, atol=1e-7)
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        utils.fuse_linear_bn_eval(lin.train(), bn)
+    with pytest.raises(AssertionError, match="out_features must equal bn.num_features"):
+        utils.fuse_linear_bn_eval(lin.eval(), sg.nn.BatchNorm1d(2).eval())
+
+
+def test_get_total_norm_and_clip_grads_with_norm_are_clip_grad_norm_in_two_halves():
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s) for s in [(3,), (2, 2)]]
+    for norm_type in [2.0, 1.0, float("inf")]:
+        ours = [sg.tensor(a, requires_grad=True) for a in arrays]
+        theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        for xs in (ours, theirs):
+            for x in xs:
+                (x * x * 7).sum().backward()
+        total = utils.get_total_norm([x.grad for x in ours], norm_type, foreach=True)
+        t_total = torch.nn.utils.get_total_norm([t.grad for t in theirs], norm_type)
+        np.testing.assert_allclose(total.numpy(), t_total.numpy(), rtol=1e-12)
+        utils.clip_grads_with_norm_(ours, 1.0, total, foreach=False)
+        torch.nn.utils.clip_grads_with_norm_(theirs, 1.0, t_total)
+        for x, t in zip(ours, theirs):
+            np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    assert utils.get_total_norm([]).item() == 0.0
+
+
+def test_jitted_clipping_in_two_halves_reads_each_steps_gradients():
+    model = sg.nn.Linear(3, 1)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        grads = [p.grad for p in model.parameters()]
+        utils.clip_grads_with_norm_(model.parameters(), 0.5, utils.get_total_norm(grads))
+        opt.step()
+
+    twin = sg.nn.Linear(3, 1)
+    twin.load_state_dict(model.state_dict())
+    twin_opt = sg.optim.SGD(twin.parameters(), lr=0.1)
+    jitted = sg.jit(step)
+    for i in range(4):
+        x = sg.tensor(np.full((2, 3), i + 1.0, np.float32))
+        jitted(x)
+        twin_opt.zero_grad()
+        twin(x).pow(2).sum().backward()
+        utils.clip_grad_norm_(twin.parameters(), 0.5)
+        twin_opt.step()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(a.detach(), b.detach(), rtol=1e-6)
+
+
+def test_skip_init_stateless_and_memory_format_helpers():
+    layer = utils.skip_init(sg.nn.Linear, 3, 2, bias=False)
+    assert layer.weight.shape == (2, 3) and layer.bias is None
+    with pytest.raises(RuntimeError, match="must support a 'device' arg"):
+        utils.skip_init(sg.nn.ReLU)
+    params = {"weight": sg.ones(2, 3)}
+    with pytest.warns(FutureWarning, match="torch.func.functional_call"):
+        out = utils.stateless.functional_call(layer, params, (sg.ones(1, 3),))
+    assert out.tolist() == [[3.0, 3.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert utils.convert_conv2d_weight_memory_format(layer, sg.channels_last) is layer
+    with pytest.raises(TypeError, match="memory_format"):
+        utils.convert_conv3d_weight_memory_format(layer, "channels_last_3d")
