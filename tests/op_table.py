@@ -1515,6 +1515,40 @@ OPS = [
         shapes="nonempty_matrix",
     ),
     Op("linalg_inv_ex", lambda m, x: m.linalg.inv_ex(_square(m, x)).inverse, shapes="nonempty2+"),
+    Op("linalg_lu_factor", lambda m, x: m.linalg.lu_factor(_square(m, x)).LU, shapes="nonempty2+"),
+    Op(  # wide: the extra columns of U solved through the square part
+        "linalg_lu_factor_wide",
+        lambda m, x: m.linalg.lu_factor_ex(_tall(m, x).mT).LU,
+        shapes="nonempty2+",
+    ),
+    Op("linalg_lu_tall_L", lambda m, x: m.linalg.lu(_tall(m, x)).L, shapes="nonempty2+"),
+    Op("linalg_lu_U", lambda m, x: m.linalg.lu(_square(m, x)).U, shapes="nonempty2+"),
+    Op(
+        "linalg_lu_solve",
+        lambda m, x, y: m.linalg.lu_solve(*m.linalg.lu_factor(_square(m, x)), y),
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op(
+        "linalg_lu_solve_adjoint_right",
+        lambda m, x: m.linalg.lu_solve(
+            *m.linalg.lu_factor(_square(m, x)), x.mT, left=False, adjoint=True
+        ),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_solve_ex",
+        lambda m, x, y: m.linalg.solve_ex(_square(m, x), y).result,
+        shapes="same_matrices",
+        check_shapes=((2, 3), (2, 3)),
+    ),
+    Op("linalg_cond", lambda m, x: m.linalg.cond(_tall(m, x)), shapes="nonempty2+"),
+    Op(  # no gradient in PyTorch: its masked_fill_ of inv_ex's output makes backward raise
+        "linalg_cond_fro",
+        lambda m, x: m.linalg.cond(_square(m, x), "fro"),
+        shapes="nonempty2+",
+        grad=False,
+    ),
     Op(
         "linalg_cholesky_ex",
         lambda m, x: m.linalg.cholesky_ex(_spd(m, x)).L,

@@ -24,6 +24,7 @@ from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.linalg import decompositions, derived, norms, systems
 from scratchgrad.linalg.legacy import CholeskySolve
+from scratchgrad.linalg.lu import LUFactor, Permutation
 from scratchgrad.linalg.matrix_exp import MatrixExp
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.tensor import Tensor
@@ -311,7 +312,7 @@ UNARY = [
 LINALG = [
     systems.Inv, systems.Solve, systems.SolveTriangular, decompositions.Cholesky,
     decompositions.QR, decompositions.Eigh, decompositions.SVD, derived.Det, derived.Slogdet,
-    derived.Pinv, MatrixExp, CholeskySolve,
+    derived.Pinv, MatrixExp, CholeskySolve, LUFactor, Permutation,
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,

@@ -4,11 +4,11 @@ Every function works on a matrix or a batch of matrices ``(*, m, n)`` of float32
 and returns PyTorch's named tuples (``slogdet`` -> (sign, logabsdet), ``qr`` -> (Q, R),
 ``eigh`` -> (eigenvalues, eigenvectors), ``svd`` -> (U, S, Vh)). The gradients are PyTorch's
 formulas written in Tensor operations, so gradients of gradients work. A singular matrix (in
-``inv``, ``solve``, ``solve_triangular``) or one that is not positive-definite (``cholesky``)
-raises ``LinAlgError``, naming the function and the batch element; ``inv_ex`` and
-``cholesky_ex`` report it in ``info`` instead. ``legacy`` holds PyTorch's names outside
-``torch.linalg`` (``torch.logdet``, ``torch.svd``, ...), which the package root exports.
-``eig`` and ``eigvals`` (complex results) are not there.
+``inv``, ``solve``, ``solve_triangular``, ``lu_factor``) or one that is not positive-definite
+(``cholesky``) raises ``LinAlgError``, naming the function and the batch element; ``inv_ex``,
+``solve_ex``, ``cholesky_ex`` and ``lu_factor_ex`` report it in ``info`` instead. ``legacy``
+holds PyTorch's names outside ``torch.linalg`` (``torch.logdet``, ``torch.svd``, ...), which
+the package root exports. ``eig`` and ``eigvals`` (complex results) are not there.
 
 >>> import scratchgrad as sg
 >>> A = sg.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
@@ -23,14 +23,17 @@ from scratchgrad.linalg.decompositions import cholesky, eigh, eigvalsh, qr, svd,
 from scratchgrad.linalg.derived import det, lstsq, matrix_power, matrix_rank, pinv, slogdet
 from scratchgrad.linalg.extras import (
     cholesky_ex,
+    cond,
     diagonal,
     inv_ex,
     matmul,
     multi_dot,
+    solve_ex,
     tensorinv,
     tensorsolve,
     vander,
 )
+from scratchgrad.linalg.lu import lu, lu_factor, lu_factor_ex, lu_solve
 from scratchgrad.linalg.matrix_exp import matrix_exp
 from scratchgrad.linalg.norms import cross, matrix_norm, norm, vecdot, vector_norm
 from scratchgrad.linalg.systems import inv, solve, solve_triangular
@@ -39,6 +42,7 @@ __all__ = [
     "LinAlgError",
     "cholesky",
     "cholesky_ex",
+    "cond",
     "cross",
     "det",
     "diagonal",
@@ -47,6 +51,10 @@ __all__ = [
     "inv",
     "inv_ex",
     "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matmul",
     "matrix_exp",
     "matrix_norm",
@@ -58,6 +66,7 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_ex",
     "solve_triangular",
     "svd",
     "svdvals",

@@ -1,6 +1,6 @@
-"""The rest of ``torch.linalg``'s real functions: ``inv_ex`` and ``cholesky_ex`` (which report
-failures instead of raising), ``multi_dot``, ``tensorinv``, ``tensorsolve``, ``vander`` and the
-aliases ``diagonal`` and ``matmul``, built on the others."""
+"""The rest of ``torch.linalg``'s real functions: ``inv_ex``, ``cholesky_ex`` and ``solve_ex``
+(which report failures instead of raising), ``cond``, ``multi_dot``, ``tensorinv``,
+``tensorsolve``, ``vander`` and the aliases ``diagonal`` and ``matmul``, built on the others."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import int32, namespace, xp
 from scratchgrad.linalg.checks import (
     LinAlgError,
@@ -17,21 +18,29 @@ from scratchgrad.linalg.checks import (
     torch_name,
     zero_pivot,
 )
-from scratchgrad.linalg.decompositions import cholesky
+from scratchgrad.linalg.decompositions import cholesky, svdvals
 from scratchgrad.linalg.legacy import renamed
-from scratchgrad.linalg.systems import inv, solve
+from scratchgrad.linalg.norms import matrix_norm
+from scratchgrad.linalg.systems import inv, is_vector_rhs, solve
 from scratchgrad.tensor import Tensor, cat, where
 
 linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
 
 
 def _ex(
-    op: str, compute: Callable[[Tensor], Tensor], A: Tensor, info: Callable, check_errors: bool
+    op: str,
+    compute: Callable[[Tensor], Tensor],
+    A: Tensor,
+    info: Callable,
+    check_errors: bool,
+    core_dims: int = 2,
 ) -> tuple[Tensor, Tensor]:
     """``compute(A)`` and LAPACK's ``info`` for each matrix (int32, 0 where it worked). Where
-    it failed the result is nan (PyTorch's is whatever LAPACK left there), computed for a
-    stand-in identity so that the others keep their values and gradients."""
+    it failed the result (whose last ``core_dims`` dims belong to one matrix) is nan
+    (PyTorch's is whatever LAPACK left there), computed for a stand-in identity so that the
+    others keep their values and gradients."""
     none_failed = Tensor._make(namespace(A.array).zeros(A.shape[:-2], dtype=int32))
     if check_errors:
         with renamed(op):
@@ -43,9 +52,9 @@ def _ex(
     arrays = A.array.reshape(-1, *A.shape[-2:])
     codes = xp.asarray([info(a) for a in arrays], dtype=int32)  # the failure path only
     failed = Tensor._make(namespace(A.array).asarray(codes.reshape(A.shape[:-2])))
-    mask = (failed != 0).unsqueeze(-1).unsqueeze(-1)
-    eye = A.new_ones(A.shape[-1]).diag_embed()
-    return where(mask, math.nan, compute(where(mask, eye, A))), failed
+    mask = (failed != 0).reshape(*failed.shape, 1, 1)
+    result = compute(where(mask, A.new_ones(A.shape[-1]).diag_embed(), A))
+    return where(mask.reshape(*failed.shape, *[1] * core_dims), math.nan, result), failed
 
 
 def _inversion_info(matrix: Any) -> int:
@@ -68,6 +77,62 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
     """
     check_input("linalg.inv", A, square=True)
     return linalg_inv_ex(*_ex("linalg.inv_ex", inv, A, _inversion_info, check_errors))
+
+
+def solve_ex(
+    A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
+) -> linalg_solve_ex:
+    """The solution of ``A X = B`` (``X A = B`` if not ``left``) and, for each matrix, LAPACK's
+    ``info`` (int32), as ``torch.linalg.solve_ex``: 0 where ``A`` is invertible, else the
+    (1-based) index of the first zero pivot of its LU factorization, and its solution nan
+    (unlike PyTorch's, which is whatever LAPACK computed). With ``check_errors``, a singular
+    matrix raises ``LinAlgError`` as ``linalg.solve``.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.solve_ex(sg.zeros(2, 2), sg.ones(2)).info
+    tensor(1, dtype=scratchgrad.int32)
+    """
+    check_input("linalg.solve", A, square=True)
+    core_dims = 1 if isinstance(B, Tensor) and is_vector_rhs(A, B) else 2
+
+    def solved(a: Tensor) -> Tensor:
+        return solve(a, B, left=left)
+
+    return linalg_solve_ex(
+        *_ex("linalg.solve_ex", solved, A, _inversion_info, check_errors, core_dims)
+    )
+
+
+_COND_ORDERS = (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)
+
+
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """The condition number of ``A`` in the matrix norm ``p``, as ``torch.linalg.cond``: the
+    ratio of its extreme singular values for ``p`` None, 2 or -2 (any shape), else
+    ``norm(A) * norm(inv(A))`` (square matrices; inf where ``A`` is singular).
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.cond(sg.tensor([[1.0, 0.0], [0.0, 4.0]]))
+    tensor(4.)
+    """
+    check_input("linalg.cond", A)
+    if p not in _COND_ORDERS:
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+            f"{A.shape[-2]} by {A.shape[-1]} matrices"
+        )
+    inverse, info = inv_ex(A)
+    value = matrix_norm(A, p) * matrix_norm(
+        where(info.reshape(*info.shape, 1, 1) != 0, 0, inverse), p
+    )
+    return where(info != 0, math.inf, value)
 
 
 def cholesky_ex(
