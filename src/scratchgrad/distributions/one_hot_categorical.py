@@ -86,3 +86,24 @@ class OneHotCategorical(Distribution):
         values = eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape(n, *(1,) * len(self.batch_shape), n)
         return values.expand(n, *self.batch_shape, n) if expand else values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """``OneHotCategorical`` whose ``rsample`` is the straight-through estimator
+    (https://arxiv.org/abs/1308.3432): the one-hot sample forward, the gradient of ``probs``
+    backward.
+
+    >>> from scratchgrad.creation import tensor
+    >>> p = tensor([0.0, 1.0], requires_grad=True)
+    >>> d = OneHotCategoricalStraightThrough(probs=p)
+    >>> (d.rsample() * tensor([1.0, 2.0])).sum().backward()
+    >>> d.rsample().tolist(), p.grad is not None
+    ([0.0, 1.0], True)
+    """
+
+    has_rsample = True
+
+    def rsample(self, sample_shape: tuple = Size()) -> Tensor:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

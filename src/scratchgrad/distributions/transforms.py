@@ -20,22 +20,37 @@ import numbers
 import weakref
 from typing import Any
 
+from scratchgrad import linalg
 from scratchgrad.backend import xp
-from scratchgrad.creation import full_like, zeros_like
+from scratchgrad.creation import eye, full_like, zeros_like
 from scratchgrad.distributions import constraints
-from scratchgrad.distributions.utils import broadcast_all, sum_rightmost
+from scratchgrad.distributions.utils import (
+    broadcast_all,
+    sum_rightmost,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 from scratchgrad.dtypes import finfo
 from scratchgrad.nn.functional import logsigmoid, pad, softplus
-from scratchgrad.tensor import Size, Tensor
+from scratchgrad.tensor import Size, Tensor, cat, stack
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
+    "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",
@@ -596,3 +611,429 @@ class StickBreakingTransform(Transform):
     def inverse_shape(self, shape: tuple) -> tuple:
         _at_least_1d(shape)
         return Size((*shape[:-1], shape[-1] - 1))
+
+
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))``, onto the positive numbers.
+
+    >>> from scratchgrad.creation import tensor
+    >>> round(SoftplusTransform().inv(tensor(2.0)).item(), 4)
+    1.8546
+    """
+
+    domain, codomain = constraints.real, constraints.positive
+    bijective, sign = True, 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    def __hash__(self) -> int:
+        return hash(SoftplusTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return softplus(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        # log(exp(y) - 1) = log(-expm1(-y)) + y, which cannot overflow
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -softplus(-x)
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices to lower triangular ones with a positive diagonal: the strict lower
+    triangle kept, the diagonal exponentiated; no Jacobian (as PyTorch's).
+
+    >>> from scratchgrad.creation import zeros
+    >>> LowerCholeskyTransform()(zeros(2, 2)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+
+    domain, codomain = constraints.independent(constraints.real, 2), constraints.lower_cholesky
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    def __hash__(self) -> int:
+        return hash(LowerCholeskyTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices to positive definite ones: ``L @ L.mT`` for ``L`` the
+    ``LowerCholeskyTransform`` of the input; the inverse goes through the Cholesky factor."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self) -> int:
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return LowerCholeskyTransform().inv(linalg.cholesky(y))
+
+
+class CorrCholeskyTransform(Transform):
+    """Vectors of D(D - 1)/2 reals to the lower Cholesky factors of D x D correlation
+    matrices (unit rows): ``tanh`` into (-1, 1), then stick breaking on the squares, row by
+    row (Stan's construction, as PyTorch's). The log-determinant is that of the map onto the
+    strictly lower triangle.
+
+    >>> from scratchgrad.creation import zeros
+    >>> CorrCholeskyTransform()(zeros(1)).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+
+    domain, codomain = constraints.real_vector, constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    def __hash__(self) -> int:
+        return hash(CorrCholeskyTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        eps = finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # y = sign(r) sqrt(z prod(1 - z before)) with z = r^2: r times the stick left
+        z1m_cumprod_sqrt = (1 - r**2).sqrt().cumprod(-1)
+        r = r + eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        # https://mc-stan.org/docs/2_18/reference-manual/cholesky-factors-of-correlation-matrices-1.html
+        y_cumsum = 1 - (y * y).cumsum(-1)
+        y_cumsum_shifted = pad(y_cumsum[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(y_cumsum_shifted, diag=-1).sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2  # atanh
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        # diag=-2 picks the cumulative sums already shifted by one column
+        y1m_cumsum = tril_matrix_to_vec(1 - (y * y).cumsum(-1), diag=-2)
+        stick_breaking_logdet = 0.5 * y1m_cumsum.log().sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        _at_least_1d(shape)
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size((*shape[:-1], d, d))
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return Size((*shape[:-2], d * (d - 1) // 2))
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` over events of ``reinterpreted_batch_ndims`` more dimensions: its
+    log-determinants summed over them.
+
+    >>> from scratchgrad.creation import zeros
+    >>> tuple(IndependentTransform(ExpTransform(), 1).log_abs_det_jacobian(zeros(2, 3), None).shape)
+    (2,)
+    """
+
+    def __init__(
+        self, base_transform: Transform, reinterpreted_batch_ndims: int, cache_size: int = 0
+    ) -> None:
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        codomain = self.base_transform.codomain
+        return constraints.independent(codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self) -> int | Tensor:
+        return self.base_transform.sign
+
+    def _call(self, x: Tensor) -> Tensor:
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        result = self.base_transform.log_abs_det_jacobian(x, y)
+        return sum_rightmost(result, self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+class ReshapeTransform(Transform):
+    """The rightmost dimensions of shape ``in_shape`` reshaped to ``out_shape`` (of as many
+    entries); its log-determinant is zero.
+
+    >>> from scratchgrad.creation import zeros
+    >>> tuple(ReshapeTransform((2, 3), (6,))(zeros(4, 2, 3)).shape)
+    (4, 6)
+    """
+
+    bijective = True
+
+    def __init__(self, in_shape: tuple, out_shape: tuple, cache_size: int = 0) -> None:
+        self.in_shape, self.out_shape = Size(in_shape), Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.reshape(*x.shape[: x.dim() - len(self.in_shape)], *self.out_shape)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.reshape(*y.shape[: y.dim() - len(self.out_shape)], *self.in_shape)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return x.new_zeros(*x.shape[: x.dim() - len(self.in_shape)])
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return _reshaped(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return _reshaped(shape, self.out_shape, self.in_shape)
+
+
+def _reshaped(shape: tuple, source: Size, target: Size) -> Size:
+    if len(shape) < len(source):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(source)
+    if tuple(shape[cut:]) != tuple(source):
+        raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got {source}")
+    return Size(shape[:cut]) + target
+
+
+def _check_slices(dim: int, length: int, x: Tensor, name: str, what: str) -> None:
+    """PyTorch's checks of the input of CatTransform and StackTransform."""
+    if not -x.dim() <= dim < x.dim():
+        raise AssertionError(f"dim {dim} out of range for {name} with {x.dim()} dimensions")
+    if x.shape[dim] != length:
+        raise AssertionError(f"{x.shape[dim]} entries along dim {dim}: must equal {what} {length}")
+
+
+class CatTransform(Transform):
+    """The transforms of ``tseq`` applied to consecutive slices of ``lengths`` (default: 1
+    each) along ``dim``, as ``cat`` joins them.
+
+    >>> from scratchgrad.creation import tensor
+    >>> t = CatTransform([ExpTransform(), AffineTransform(1.0, 2.0)], dim=0, lengths=[1, 2])
+    >>> t(tensor([0.0, 1.0, 2.0])).tolist()
+    [1.0, 3.0, 5.0]
+    """
+
+    def __init__(
+        self,
+        tseq: list[Transform],
+        dim: int = 0,
+        lengths: list[int] | None = None,
+        cache_size: int = 0,
+    ) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(
+                f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})"
+            )
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _slices(self, x: Tensor, name: str) -> list[Tensor]:
+        _check_slices(self.dim, self.length, x, name, "length")
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return [x.narrow(self.dim, s, n) for s, n in zip(starts, self.lengths)]
+
+    def _call(self, x: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(x, "x"))
+        return cat([t(x_i) for t, x_i in parts], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(y, "y"))
+        return cat([t.inv(y_i) for t, y_i in parts], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        terms = []
+        for t, x_i, y_i in zip(self.transforms, self._slices(x, "x"), self._slices(y, "y")):
+            terms.append(
+                sum_rightmost(t.log_abs_det_jacobian(x_i, y_i), self.event_dim - t.event_dim)
+            )
+        # the slices' dimension is a batch one (concatenate their terms) or part of the
+        # event (add them up)
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        return cat(terms, dim) if dim < 0 else sum(terms[1:], terms[0])
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms of ``tseq`` applied to the slices along ``dim``, one each, as
+    ``stack`` joins them.
+
+    >>> from scratchgrad.creation import tensor
+    >>> t = StackTransform([ExpTransform(), AffineTransform(1.0, 2.0)], dim=0)
+    >>> t(tensor([0.0, 1.0])).tolist()
+    [1.0, 3.0]
+    """
+
+    def __init__(self, tseq: list[Transform], dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms, self.dim = list(tseq), dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, x: Tensor, name: str) -> list[Tensor]:
+        _check_slices(self.dim, len(self.transforms), x, name, "len(transforms)")
+        return [x.select(self.dim, i) for i in range(x.shape[self.dim])]
+
+    def _call(self, x: Tensor) -> Tensor:
+        return stack([t(x_i) for t, x_i in zip(self.transforms, self._slices(x, "x"))], self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(y, "y"))
+        return stack([t.inv(y_i) for t, y_i in parts], self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        parts = zip(self.transforms, self._slices(x, "x"), self._slices(y, "y"))
+        return stack([t.log_abs_det_jacobian(x_i, y_i) for t, x_i, y_i in parts], self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """``y = distribution.cdf(x)``: a univariate distribution's support onto [0, 1] (its
+    inverse the ``icdf``, its log-determinant the ``log_prob``).
+
+    >>> from scratchgrad.creation import tensor
+    >>> from scratchgrad.distributions import Normal
+    >>> CumulativeDistributionTransform(Normal(0.0, 1.0))(tensor(0.0)).item()
+    0.5
+    """
+
+    bijective, sign = True, 1
+    codomain = constraints.unit_interval
+
+    def __init__(self, distribution: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.distribution.support
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)

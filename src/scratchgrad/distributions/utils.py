@@ -121,3 +121,47 @@ class lazy_property:  # noqa: N801  (PyTorch's name)
             value = self.method(instance)
         instance.__dict__[self.method.__name__] = value
         return value
+
+
+def _tril_positions(n: int, diag: int) -> list[int]:
+    """The flat positions, row by row, of an n x n matrix's entries on or below diagonal
+    ``diag``."""
+    return [i * n + j for i in range(n) for j in range(n) if j < i + diag + 1]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The lower triangular matrix (on and below diagonal ``diag``) whose entries, row by row,
+    are the last dimension of ``vec``; zeros elsewhere. Differentiable (a gather).
+
+    >>> vec_to_tril_matrix(tensor([1.0, 2.0, 3.0])).tolist()
+    [[1.0, 0.0], [2.0, 3.0]]
+    """
+    # the positive root of D**2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 len(vec) = 0
+    b = 1 + 2 * diag
+    n = (-b + (b**2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > finfo(vec.dtype).eps:
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+            "the lower triangular part of a square D x D matrix."
+        )
+    n = round(n)
+    # each entry gathers from vec, or from one zero appended to it
+    source = [vec.shape[-1]] * (n * n)
+    for k, position in enumerate(_tril_positions(n, diag)):
+        source[position] = k
+    padded = creation.cat([vec, vec.new_zeros(*vec.shape[:-1], 1)], -1)
+    index = tensor(source, dtype="int64", device=vec.device)
+    return padded[..., index].reshape(*vec.shape[:-1], n, n)
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries on and below diagonal ``diag`` of the last two dimensions, row by row.
+
+    >>> tril_matrix_to_vec(tensor([[1.0, 9.0], [2.0, 3.0]])).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = tensor(_tril_positions(n, diag), dtype="int64", device=mat.device)
+    return mat.flatten(-2)[..., index]
