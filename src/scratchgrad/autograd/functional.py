@@ -147,12 +147,7 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     >>> vh
     tensor([6., 6.])
     """
-    single = isinstance(inputs, Tensor)
-    xs = _prepare(inputs)
-    out = _scalar(func(*xs), "vhp")
-    grads = _first_grads(out, xs, strict)
-    products = _grad_along(grads, xs, _vectors(v, xs), create_graph)
-    return (out if create_graph else out.detach()), products[0] if single else products
+    return _hessian_product("vhp", func, inputs, v, create_graph, strict)
 
 
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -165,13 +160,22 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     >>> hv
     tensor([6., 6.])
     """
+    return _hessian_product("hvp", func, inputs, v, create_graph, strict)
+
+
+def _hessian_product(name: str, func: Callable, inputs, v, create_graph: bool, strict: bool):
+    """``vhp``'s ``v^T H`` (the gradient's vjp along v) or ``hvp``'s ``H v`` (the vjp of
+    ``u -> H^T u``, which is linear in u, along v)."""
     single = isinstance(inputs, Tensor)
     xs = _prepare(inputs)
-    out = _scalar(func(*xs), "hvp")
+    out = _scalar(func(*xs), name)
     grads = _first_grads(out, xs, strict)
-    u = tuple(_zeros_like(x).requires_grad_() for x in xs)
-    back = _grad_along(grads, xs, u, create_graph=True)  # H^T u, linear in u
-    products = _grad_along(back, u, _vectors(v, xs), create_graph)
+    if name == "vhp":
+        products = _grad_along(grads, xs, _vectors(v, xs), create_graph)
+    else:
+        u = tuple(_zeros_like(x).requires_grad_() for x in xs)
+        back = _grad_along(grads, xs, u, create_graph=True)
+        products = _grad_along(back, u, _vectors(v, xs), create_graph)
     return (out if create_graph else out.detach()), products[0] if single else products
 
 
