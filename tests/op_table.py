@@ -1317,6 +1317,40 @@ OPS = [
     Op("round_decimals", lambda m, x: m.round(x, decimals=2), grad=False),
     Op("round_negative_decimals", lambda m, x: (x * 1000).round(decimals=-2), grad=False),
     # ---- rows: elementwise math and special functions ----
+    # PyTorch's other elementwise names (tensor.py), in domains away from poles and jumps
+    Op("lgamma", lambda m, x: m.lgamma(x * 4)),
+    Op("digamma", lambda m, x: x.digamma(), domain=positive),
+    Op("polygamma", lambda m, x: m.polygamma(2, x), domain=positive),
+    Op("polygamma_method", lambda m, x: x.polygamma(1), domain=positive),
+    Op("mvlgamma", lambda m, x: m.mvlgamma(x + 1, 3), domain=positive),
+    Op("i0", lambda m, x: m.i0(x * 3)),
+    Op("sinc", lambda m, x: m.sinc(x * 2)),
+    Op("logit", lambda m, x: x.logit(), domain=lambda rng, s: rng.uniform(0.05, 0.95, s)),
+    Op("logit_eps", lambda m, x: m.logit(x, eps=0.2), domain=unit),
+    binary("xlogy", lambda m, x, y: m.xlogy(x, y), domain=(real, positive)),
+    binary("copysign", lambda m, x, y: m.copysign(x, y), domain=(away_from_zero, real)),
+    binary("fmax", lambda m, x, y: m.fmax(x, y)),
+    binary("fmin", lambda m, x, y: x.fmin(y)),
+    binary("float_power", lambda m, x, y: m.float_power(x, y), domain=(positive, real)),
+    Op("float_power_scalar", lambda m, x: x.float_power(3)),
+    binary("ldexp", lambda m, x, y: m.ldexp(x, y)),
+    binary("logaddexp2", lambda m, x, y: m.logaddexp2(x, y * 3)),
+    Op(
+        "logcumsumexp",
+        lambda m, x: m.logcumsumexp(x * 3, -1),
+        shapes="rank1+",
+        dim=lambda m, x, d: x.logcumsumexp(d),
+    ),
+    Op("igamma", lambda m, x: m.igamma(m.ones_like(x) * 2.5, x * 2), domain=positive),
+    Op("igammac", lambda m, x: m.igammac(m.ones_like(x) * 0.7, x), domain=positive),
+    Op("deg2rad", lambda m, x: m.deg2rad(x * 90)),
+    Op("rad2deg", lambda m, x: x.rad2deg()),
+    Op("frexp_mantissa", lambda m, x: m.frexp(x * 3).mantissa, domain=away_from_zero),
+    Op("nextafter", lambda m, x: m.nextafter(x, m.zeros_like(x))),
+    Op("sgn", lambda m, x: m.sgn(x), grad=False),  # (PyTorch's gradient: a ZeroTensor)
+    Op("absolute", lambda m, x: m.absolute(x), domain=away_from_zero),
+    binary("multiply", lambda m, x, y: m.multiply(x, y)),
+    binary("divide", lambda m, x, y: x.divide(y), domain=(real, away_from_zero)),
     # ---- rows: tensor API additions ----
     # ---- rows: grid sampling, linalg, pooling, nn composites ----
     # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
@@ -1726,7 +1760,46 @@ OPS = [
         shapes="nonempty_matrix",
     ),
     # ---- rows: nn additions ----
+    # log_softmax first: PyTorch's CTC gradient is right only through it (see nn/ctc.py)
+    Op(  # vmap=False: torch.func.vmap of PyTorch's ctc_loss fails ("doesn't have storage")
+        "ctc_loss",
+        lambda m, x: _ctc(m, x),
+        shapes="signal",
+        check_shapes=((4, 2, 3),),
+        vmap=False,
+    ),
+    Op(
+        "ctc_loss_sum_blank_last",
+        lambda m, x: _ctc(m, x, reduction="sum", blank=-1),
+        shapes="signal",
+        check_shapes=((4, 3),),
+    ),
+    Op(
+        "ctc_loss_none_zero_infinity",
+        lambda m, x: _ctc(m, x, reduction="none", zero_infinity=True, too_long=True),
+        shapes="signal",
+        check_shapes=((3, 2, 4),),
+    ),
 ]
+
+
+def _ctc(m, x, blank=0, too_long=False, **kw):
+    """``ctc_loss`` of log_softmax(x), x (T, N, C) or (T, C), T and C at least 3: targets of
+    up to 2 labels (other than ``blank``), lengths varying over the batch; ``too_long``: a
+    first sequence of T + 1 labels, which no alignment fits (an infinite loss)."""
+    steps, classes = x.shape[0], x.shape[-1]
+    batch = x.shape[1] if x.ndim == 3 else 1
+    blank %= classes
+    width = steps + 1 if too_long else 2
+    labels = (m.arange(batch * width) % (classes - 1) + (blank + 1)) % classes
+    target_lengths = [width if too_long and n == 0 else 2 - n % 3 for n in range(batch)]
+    input_lengths = [steps - n % 2 for n in range(batch)]
+    if x.ndim == 2:
+        labels, input_lengths, target_lengths = labels, m.tensor(steps), m.tensor(width)
+    else:
+        labels = labels.reshape(batch, width)
+    log_probs = m.nn.functional.log_softmax(x, -1)
+    return m.nn.functional.ctc_loss(log_probs, labels, input_lengths, target_lengths, blank, **kw)
 
 
 def _labels(m, x):

@@ -5,6 +5,7 @@ tensor engine over NumPy, with PyTorch's names.
 """
 
 import functools as _functools
+import numbers as _numbers
 
 try:
     import numpy  # noqa: F401
@@ -133,6 +134,59 @@ else:
     from scratchgrad.serialization import load, save
     from scratchgrad import linalg
     from scratchgrad import datasets, distributed, nn, optim, utils  # noqa: I001  (on Tensor)
+    from scratchgrad.nn.root_functions import (  # torch.conv2d, torch.layer_norm, ...
+        adaptive_avg_pool1d,
+        adaptive_max_pool1d,
+        affine_grid_generator,
+        alpha_dropout,
+        alpha_dropout_,
+        avg_pool1d,
+        batch_norm,
+        bilinear,
+        binary_cross_entropy_with_logits,
+        celu,
+        celu_,
+        channel_shuffle,
+        conv1d,
+        conv2d,
+        conv3d,
+        conv_transpose1d,
+        conv_transpose2d,
+        conv_transpose3d,
+        cosine_embedding_loss,
+        cosine_similarity,
+        embedding,
+        feature_alpha_dropout,
+        feature_dropout,
+        grid_sampler,
+        group_norm,
+        hardshrink,
+        hinge_embedding_loss,
+        instance_norm,
+        kl_div,
+        layer_norm,
+        margin_ranking_loss,
+        max_pool1d,
+        max_pool1d_with_indices,
+        max_pool2d,
+        max_pool3d,
+        native_channel_shuffle,
+        pairwise_distance,
+        pdist,
+        pixel_shuffle,
+        pixel_unshuffle,
+        poisson_nll_loss,
+        prelu,
+        relu_,
+        rms_norm,
+        rrelu,
+        rrelu_,
+        selu,
+        selu_,
+        threshold,
+        threshold_,
+        triplet_margin_loss,
+    )
     from scratchgrad import distributions  # (on nn.functional and linalg)
     from scratchgrad import accelerator, backends, cuda
     from scratchgrad.backends import get_float32_matmul_precision, set_float32_matmul_precision
@@ -281,6 +335,93 @@ else:
         Tensor.take,
     )
     kron, dist, fmod, erfinv = Tensor.kron, Tensor.dist, Tensor.fmod, Tensor.erfinv
+
+    # PyTorch's other elementwise names (tensor.py's methods of the same names)
+    lgamma, digamma, mvlgamma, i0, sinc, logit = (
+        Tensor.lgamma,
+        Tensor.digamma,
+        Tensor.mvlgamma,
+        Tensor.i0,
+        Tensor.sinc,
+        Tensor.logit,
+    )
+    copysign, fmax, fmin, heaviside, ldexp, frexp = (
+        Tensor.copysign,
+        Tensor.fmax,
+        Tensor.fmin,
+        Tensor.heaviside,
+        Tensor.ldexp,
+        Tensor.frexp,
+    )
+    nextafter, gcd, lcm, logaddexp2, logcumsumexp = (
+        Tensor.nextafter,
+        Tensor.gcd,
+        Tensor.lcm,
+        Tensor.logaddexp2,
+        Tensor.logcumsumexp,
+    )
+    signbit, isposinf, isneginf, isreal = (
+        Tensor.signbit,
+        Tensor.isposinf,
+        Tensor.isneginf,
+        Tensor.isreal,
+    )
+    deg2rad, rad2deg, sgn, positive, absolute = (
+        Tensor.deg2rad,
+        Tensor.rad2deg,
+        Tensor.sgn,
+        Tensor.positive,
+        Tensor.absolute,
+    )
+    bitwise_not, igamma, igammac = Tensor.bitwise_not, Tensor.igamma, Tensor.igammac
+    greater, greater_equal, less, less_equal, not_equal = (
+        Tensor.greater,
+        Tensor.greater_equal,
+        Tensor.less,
+        Tensor.less_equal,
+        Tensor.not_equal,
+    )
+    multiply, divide = Tensor.multiply, Tensor.divide
+
+    def polygamma(n: int, input: Tensor) -> Tensor:
+        """``torch.polygamma(n, input)``: ``input.polygamma(n)``, the n-th derivative of
+        digamma.
+
+        >>> polygamma(1, tensor([1.0]))  # pi**2 / 6
+        tensor([1.6449])
+        """
+        if not isinstance(input, Tensor):
+            raise TypeError(
+                f"polygamma(): argument 'input' (position 2) must be Tensor, not "
+                f"{type(input).__name__}"
+            )
+        return input.polygamma(n)
+
+    def _number_first(method):
+        """The module function of a binary method whose first operand may also be a Python
+        number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``."""
+
+        @_functools.wraps(method)
+        def function(input, other):
+            if isinstance(other, Tensor) and isinstance(input, _numbers.Real):
+                input = tensor(input).to(other.device)  # 0-d: other's dtype where it can
+            if not isinstance(input, Tensor):
+                raise TypeError(
+                    f"{method.__name__}(): argument 'input' (position 1) must be Tensor, not "
+                    f"{type(input).__name__}"
+                )
+            return method(input, other)
+
+        function.__qualname__ = method.__name__  # (not rewrapped by _takes_a_tensor below)
+        return function
+
+    xlogy, float_power = _number_first(Tensor.xlogy), _number_first(Tensor.float_power)
+    bitwise_and, bitwise_or, bitwise_xor = map(
+        _number_first, (Tensor.bitwise_and, Tensor.bitwise_or, Tensor.bitwise_xor)
+    )
+    bitwise_left_shift, bitwise_right_shift = map(
+        _number_first, (Tensor.bitwise_left_shift, Tensor.bitwise_right_shift)
+    )
 
     def _calls_method(name: str):
         """A module function that calls its argument's own method ``name``, so a subclass's

@@ -6,7 +6,7 @@ values at the edges (poles, inf, NaN) and its gradients.
 Integer and bool inputs are computed in the default floating dtype, as PyTorch's. The values are
 computed in float64 (``ops/special.py`` says how, and how accurately) and rounded to the input's
 dtype. Not here: ``zeta``'s gradient in its first argument (PyTorch has none either), the Bessel
-functions J, Y and K, the orthogonal polynomials, ``gammainc``/``gammaincc``, ``airy_ai``.
+functions J, Y and K, the orthogonal polynomials, ``airy_ai``.
 
 >>> import scratchgrad as sg
 >>> import scratchgrad.special
@@ -24,13 +24,13 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.dtypes import result_type
 from scratchgrad.ops import special as ops
-from scratchgrad.tensor import Tensor, where
+from scratchgrad.tensor import Tensor
 
 __all__ = [
-    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
-    "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
-    "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py",
-    "xlogy", "zeta",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
+    "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
+    "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
+    "xlog1py", "xlogy", "zeta",
 ]  # fmt: skip
 
 
@@ -151,6 +151,33 @@ def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
     """
     s, q = _pair("zeta", input, other)
     return ops.Zeta.apply(_wide("zeta", s), q)
+
+
+def gammainc(input: Tensor, other: Tensor) -> Tensor:
+    """The regularized lower incomplete gamma function P(input, other), as
+    ``torch.special.gammainc`` (``torch.igamma``); differentiable in ``other`` only, as
+    PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> sg.special.gammainc(sg.tensor([1.0, 2.0]), sg.tensor([1.0, 2.0]))
+    tensor([0.6321, 0.5940])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"special.gammainc(): input must be a Tensor, not {type(input).__name__}")
+    return input.igamma(other)
+
+
+def gammaincc(input: Tensor, other: Tensor) -> Tensor:
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P, as
+    ``torch.special.gammaincc`` (``torch.igammac``).
+
+    >>> import scratchgrad as sg
+    >>> sg.special.gammaincc(sg.tensor([1.0]), sg.tensor([30.0]))  # exp(-30)
+    tensor([9.3576e-14])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"special.gammaincc(): input must be a Tensor, not {type(input).__name__}")
+    return input.igammac(other)
 
 
 # ---- the error function and the normal distribution ----------------------------------------
@@ -345,12 +372,7 @@ def sinc(input: Tensor) -> Tensor:
     >>> sg.special.sinc(sg.tensor([0.0, 0.5, 1.5]))
     tensor([ 1.0000,  0.6366, -0.2122])
     """
-    x = _floating("sinc", input)
-    wide = x.float() if x.dtype in (backend.float16, backend.bfloat16) else x
-    zero = wide == 0
-    product = where(zero, 1.0, wide) * math.pi  # 1 where x is 0: no 0 / 0 in the gradient
-    with backend.errstate(invalid="ignore"):  # sin(inf): NaN, as PyTorch's
-        return where(zero, 1.0, product.sin() / product).to(x.dtype)
+    return _floating("sinc", input).sinc()
 
 
 def exp2(input: Tensor) -> Tensor:

@@ -752,7 +752,14 @@ class Tensor:
         return self + value * tensor1 / tensor2
 
     def hypot(self, other: Any) -> Tensor:
-        return (self * self + other * other).sqrt()
+        """sqrt(self**2 + other**2) without overflow or underflow of the squares, as
+        ``torch.hypot``.
+
+        >>> import scratchgrad as sg
+        >>> sg.hypot(sg.tensor([3.0, 3e30]), sg.tensor([4.0, 4e30]))
+        tensor([5.0000e+00, 5.0000e+30])
+        """
+        return binary.Hypot.apply(*self._floating()._operands(other))
 
     def logaddexp(self, other: Tensor) -> Tensor:
         """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``: computed as
@@ -1347,13 +1354,20 @@ class Tensor:
     arctan2 = atan2
 
     def log2(self) -> Tensor:
-        return self.log() * (1 / math.log(2))
+        return unary.Log2.apply(self._floating())
 
     def log10(self) -> Tensor:
-        return self.log() * (1 / math.log(10))
+        return unary.Log10.apply(self._floating())
 
     def exp2(self) -> Tensor:
-        return (self._floating() * math.log(2)).exp()
+        """2**x, exact at the integers, inf past the range (not exp(x log 2), which is
+        neither), as ``torch.exp2``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([3.0, -1.0, 1024.0], dtype=sg.float64).exp2().tolist()
+        [8.0, 0.5, inf]
+        """
+        return special.Exp2.apply(self._floating())
 
     def reciprocal(self) -> Tensor:
         return 1 / self._floating()
@@ -1396,7 +1410,386 @@ class Tensor:
         return binary.Fmod.apply(x, y)
 
     def erfc(self) -> Tensor:
-        return 1 - self.erf()
+        """1 - erf(x) without the cancellation of that difference for large x, as
+        ``torch.erfc``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 8.0], dtype=sg.float64).erfc().tolist()
+        [1.0, 1.1224297172982926e-29]
+        """
+        return special.Erfc.apply(self._floating())
+
+    # ---- PyTorch's other elementwise names --------------------------------------------------
+
+    def lgamma(self) -> Tensor:
+        """The log of the absolute value of the gamma function, as ``torch.lgamma``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.5, 3.0]).lgamma()
+        tensor([0.5724, 0.6931])
+        """
+        return special.Lgamma.apply(self._floating())
+
+    def digamma(self) -> Tensor:
+        """psi(x) = Gamma'(x) / Gamma(x), as ``torch.digamma``: -inf at 0, NaN at -1, -2, ...
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 0.5]).digamma()
+        tensor([-0.5772, -1.9635])
+        """
+        return special.Polygamma.apply(self._floating(), n=0)
+
+    def polygamma(self, n: int) -> Tensor:
+        """The ``n``-th derivative of ``digamma``, as ``Tensor.polygamma`` (``torch.polygamma``
+        takes ``n`` first).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0]).polygamma(1)  # pi**2 / 6
+        tensor([1.6449])
+        """
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+        if n < 0:
+            raise RuntimeError(f"polygamma(n, x) does not support negative n, got n={n}")
+        return special.Polygamma.apply(self._floating(), n=int(n))
+
+    def mvlgamma(self, p: int) -> Tensor:
+        """The log of the multivariate gamma function of dimension ``p``: the sum of
+        ``lgamma(x - i / 2)`` for i < p, plus p (p - 1) / 4 log(pi), as ``torch.mvlgamma``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([2.0, 3.0]).mvlgamma(3)
+        tensor([1.5963, 2.6949])
+        """
+        if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+            raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
+        if p < 1:
+            raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
+        if self.array.dtype == backend.bool_:
+            raise RuntimeError("mvlgamma: the input tensor may not be a boolean tensor")
+        x = self._floating()
+        halves = x.new_tensor([i / 2 for i in range(p)])
+        terms = special.Lgamma.apply(x.unsqueeze(-1) - halves)
+        return terms.sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind of order 0, as ``torch.i0``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 1.0]).i0()
+        tensor([1.0000, 1.2661])
+        """
+        return special.ModifiedBessel.apply(self._floating(), order=0, scaled=False)
+
+    def sinc(self) -> Tensor:
+        """The normalized sinc function sin(pi x) / (pi x), 1 at 0, as ``torch.sinc``: computed
+        as PyTorch computes it (pi x rounded first; 16-bit floats in float32), with its
+        gradient 0 at 0.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 0.5, 1.5]).sinc()
+        tensor([ 1.0000,  0.6366, -0.2122])
+        """
+        x = self._floating()
+        wide = x.float() if x.dtype in (backend.float16, backend.bfloat16) else x
+        zero = wide == 0
+        product = where(zero, 1.0, wide) * math.pi  # 1 where x is 0: no 0 / 0 in the gradient
+        with backend.errstate(invalid="ignore"):  # sin(inf): NaN, as PyTorch's
+            return where(zero, 1.0, product.sin() / product).to(x.dtype)
+
+    def logit(self, eps: float | None = None) -> Tensor:
+        """log(x / (1 - x)), as ``torch.logit``: with ``eps``, x is first clamped to
+        [eps, 1 - eps] (its gradient 0 outside); without, NaN outside [0, 1].
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.5, 0.0]).logit(eps=1e-6)
+        tensor([  0.0000, -13.8155])
+        """
+        if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))):
+            raise TypeError(f"logit(): eps must be a number or None, not {type(eps).__name__}")
+        eps = None if eps is None else float(eps)
+        return special.Logit.apply(self._floating(), eps=eps)
+
+    def xlogy(self, other: Any) -> Tensor:
+        """self * log(other), and 0 where self is 0 (unless other is NaN), as ``torch.xlogy``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 2.0]).xlogy(sg.tensor([0.0, 3.0]))
+        tensor([0.0000, 2.1972])
+        """
+        return special.Xlogy.apply(*_float_pair(self, other), log1p=False)
+
+    def copysign(self, other: Any) -> Tensor:
+        """|self| with the sign (bit) of ``other``, as ``torch.copysign``: always floating; the
+        gradient reaches ``self`` only (0 where self is 0).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).copysign(sg.tensor([-0.0, 1.0]))
+        tensor([-1.,  2.])
+        """
+        return special.Copysign.apply(*_float_pair(self, other))
+
+    def fmax(self, other: Tensor) -> Tensor:
+        """The larger of the two, elementwise, a NaN losing to a number, as ``torch.fmax``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, float("nan")]).fmax(sg.tensor([2.0, 0.0]))
+        tensor([2., 0.])
+        """
+        return special.Fmax.apply(*self._operands(_tensor_other("fmax", other)), largest=True)
+
+    def fmin(self, other: Tensor) -> Tensor:
+        """The smaller of the two, elementwise, a NaN losing to a number, as ``torch.fmin``."""
+        return special.Fmax.apply(*self._operands(_tensor_other("fmin", other)), largest=False)
+
+    def heaviside(self, values: Tensor) -> Tensor:
+        """0 where self < 0, 1 where self > 0, ``values`` where self is 0, as
+        ``torch.heaviside`` (the same dtype for both; no derivative: backward raises).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-1.0, 0.0, 2.0]).heaviside(sg.tensor([0.5]))
+        tensor([0.0000, 0.5000, 1.0000])
+        """
+        values = _tensor_other("heaviside", values, "values")
+        if values.dtype != self.dtype:
+            raise RuntimeError(
+                "heaviside is not yet implemented for tensors with different dtypes."
+            )
+        return special.Heaviside.apply(self, values)
+
+    def float_power(self, exponent: Any) -> Tensor:
+        """``self ** exponent`` computed in float64, as ``torch.float_power``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([2, 3]).float_power(2)
+        tensor([4., 9.], dtype=scratchgrad.float64)
+        """
+        if isinstance(exponent, Tensor):
+            exponent = exponent.to(backend.float64)
+        return self.to(backend.float64) ** exponent
+
+    def ldexp(self, other: Tensor) -> Tensor:
+        """self * 2**other, as ``torch.ldexp``: in the floating dtype of the two (2**other
+        computed in it, exactly for integers).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 3.0]).ldexp(sg.tensor([3, -1]))
+        tensor([8.0000, 1.5000])
+        """
+        other = _tensor_other("ldexp", other)
+        x, y = _float_pair(self, other)
+        return x * y.exp2()
+
+    def frexp(self) -> Any:
+        """The mantissa (magnitude in [0.5, 1)) and the int32 exponent with self = mantissa *
+        2**exponent, as ``torch.frexp``; the mantissa's gradient is 2**-exponent.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([8.0, -5.0]).frexp()
+        torch.return_types.frexp(
+        mantissa=tensor([ 0.5000, -0.6250]),
+        exponent=tensor([4, 3], dtype=scratchgrad.int32))
+        """
+        if not backend.is_floating(self.array.dtype):
+            raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+        mantissa = special.Frexp.apply(self)
+        with no_grad():  # x / (2 mantissa) is 2**(exponent - 1) exactly, and never overflows
+            x, twice = self.double(), mantissa.double() * 2
+            exponent = where(x.isfinite() & (x != 0), (x / twice).log2() + 1, 0.0).int()
+        return mantissa_exponent(mantissa, exponent)
+
+    def nextafter(self, other: Tensor) -> Tensor:
+        """The next float after self toward ``other``, as ``torch.nextafter`` (floats only).
+
+        >>> import scratchgrad as sg
+        >>> (sg.tensor([1.0]).nextafter(sg.tensor([2.0])) - 1).item() == 2**-23
+        True
+        """
+        x, y = self._operands(_tensor_other("nextafter", other))
+        x._check_floating("nextafter")
+        return special.Nextafter.apply(x, y)
+
+    def gcd(self, other: Tensor) -> Tensor:
+        """The greatest common divisor, elementwise (integers only), as ``torch.gcd``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([4, -6, 0]).gcd(sg.tensor([6, 4, 5]))
+        tensor([2, 2, 5])
+        """
+        return self._integer_op("gcd", _tensor_other("gcd", other), "gcd")
+
+    def lcm(self, other: Tensor) -> Tensor:
+        """The least common multiple, elementwise (integers only), as ``torch.lcm``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([4, -4]).lcm(sg.tensor([6, 6]))
+        tensor([12, 12])
+        """
+        return self._integer_op("lcm", _tensor_other("lcm", other), "lcm")
+
+    def _integer_op(self, name: str, other: Any, ufunc: str, bools: bool = False) -> Tensor:
+        """The array module's ``ufunc`` on integer operands (and bools if ``bools``), promoted as
+        PyTorch promotes; PyTorch's NotImplementedError for the others."""
+        for t in (self, other):
+            dtype = getattr(t, "dtype", None)
+            if dtype is not None and (
+                backend.is_floating(dtype) or (dtype == backend.bool_ and not bools)
+            ):
+                kind = _kind_name(dtype)
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{kind}'")
+        if isinstance(other, float):
+            raise NotImplementedError(f"{name}: an integer tensor and a float number")
+        return self._compare(ufunc, other)
+
+    def signbit(self) -> Tensor:
+        """Whether the sign bit is set (True at -0.0 and at a negative NaN), as
+        ``torch.signbit``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-0.0, 0.0, -1.0]).signbit()
+        tensor([ True, False,  True])
+        """
+        return self._elementwise_values("signbit")
+
+    def isposinf(self) -> Tensor:
+        """Where self is +inf, as ``torch.isposinf``."""
+        return self._elementwise_values("isposinf")
+
+    def isneginf(self) -> Tensor:
+        """Where self is -inf, as ``torch.isneginf``."""
+        return self._elementwise_values("isneginf")
+
+    def isreal(self) -> Tensor:
+        """Whether each entry is real: True everywhere (no complex dtypes here), as
+        ``torch.isreal``."""
+        return self._elementwise_values("isreal")
+
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """log2(2**self + 2**other) without overflow, as ``torch.logaddexp2``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 2000.0]).logaddexp2(sg.tensor([1.0, 2000.0])).tolist()
+        [2.0, 2001.0]
+        """
+        x, y = self._operands(_tensor_other("logaddexp2", other))
+        x._check_floating("logaddexp2")
+        return special.Logaddexp2.apply(x, y)
+
+    def logcumsumexp(self, dim: int) -> Tensor:
+        """log(cumsum(exp(self))) along ``dim``, as a running logaddexp (no overflow, and small
+        entries before large ones keep their values), as ``torch.logcumsumexp``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-1000.0, 0.0, 1000.0]).logcumsumexp(0)
+        tensor([-1000.,     0.,  1000.])
+        """
+        self._check_floating("logcumsumexp")
+        dim = wrap_dim(dim, self.array.ndim)
+        if self.array.ndim == 0:
+            return special.Logcumsumexp.apply(self.unsqueeze(0), dim=0).squeeze(0)
+        return special.Logcumsumexp.apply(self, dim=dim)
+
+    def deg2rad(self) -> Tensor:
+        """Degrees to radians, self * pi / 180, as ``torch.deg2rad``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([180, -90]).deg2rad()
+        tensor([ 3.1416, -1.5708])
+        """
+        return self._scaled_by(math.pi / 180)
+
+    def rad2deg(self) -> Tensor:
+        """Radians to degrees, self * 180 / pi, as ``torch.rad2deg``."""
+        return self._scaled_by(180 / math.pi)
+
+    def _scaled_by(self, factor: float) -> Tensor:
+        """self * factor, 16-bit floats in float32 and rounded once, as PyTorch's (a 16-bit
+        product with the factor rounded to 16 bits first is 1 ulp off, deg2rad(180) 3.1426)."""
+        x = self._floating()
+        if x.dtype in (backend.float16, backend.bfloat16):
+            return (x.float() * factor).to(x.dtype)
+        return x * factor
+
+    def sgn(self) -> Tensor:
+        """``sign`` for real tensors (bools: a copy), as ``torch.sgn``."""
+        return self.clone() if self.array.dtype == backend.bool_ else self.sign()
+
+    absolute = abs
+
+    def positive(self) -> Tensor:
+        """This tensor itself, as ``torch.positive`` (which refuses bool tensors)."""
+        if self.array.dtype == backend.bool_:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        return self
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        """Bitwise AND of integers (logical of bools), as ``torch.bitwise_and``."""
+        return self._integer_op("bitwise_and", other, "bitwise_and", bools=True)
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        """Bitwise OR of integers (logical of bools), as ``torch.bitwise_or``."""
+        return self._integer_op("bitwise_or", other, "bitwise_or", bools=True)
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        """Bitwise XOR of integers (logical of bools), as ``torch.bitwise_xor``."""
+        return self._integer_op("bitwise_xor", other, "bitwise_xor", bools=True)
+
+    def bitwise_not(self) -> Tensor:
+        """Bitwise NOT of integers (logical of bools), as ``torch.bitwise_not``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0, 5]).bitwise_not()
+        tensor([-1, -6])
+        """
+        if backend.is_floating(self.array.dtype):
+            kind = _kind_name(self.array.dtype)
+            raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{kind}'")
+        return ~self
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        """self * 2**other on integers, as ``torch.bitwise_left_shift``: 0 once the shift
+        reaches the width (or is negative), as PyTorch's.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 3]).bitwise_left_shift(sg.tensor([4, 64]))
+        tensor([16,  0])
+        """
+        out = self._integer_op("lshift", other, "left_shift")
+        return out.where(_shift_in_range(other, out.dtype), 0)  # (NumPy's wraps the count)
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        """self // 2**other on integers, as ``torch.bitwise_right_shift``: the sign fills it
+        once the shift reaches the width (or is negative), as PyTorch's."""
+        out = self._integer_op("rshift", other, "right_shift")
+        return out.where(_shift_in_range(other, out.dtype), -(self < 0).to(out.dtype))
+
+    greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+    multiply, divide = mul, div
+
+    def igamma(self, other: Tensor) -> Tensor:
+        """The regularized lower incomplete gamma function P(self, other), as
+        ``torch.igamma`` (``torch.special.gammainc``); differentiable in ``other`` only.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 2.0]).igamma(sg.tensor([1.0, 2.0]))
+        tensor([0.6321, 0.5940])
+        """
+        return self._incomplete_gamma("igamma", other, upper=False)
+
+    def igammac(self, other: Tensor) -> Tensor:
+        """The regularized upper incomplete gamma function Q(self, other) = 1 - P, as
+        ``torch.igammac`` (``torch.special.gammaincc``), without the cancellation of 1 - P.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0]).igammac(sg.tensor([30.0]))  # exp(-30)
+        tensor([9.3576e-14])
+        """
+        return self._incomplete_gamma("igammac", other, upper=True)
+
+    def _incomplete_gamma(self, name: str, other: Any, upper: bool) -> Tensor:
+        a, x = self._operands(_tensor_other(name, other))
+        a._check_floating(name)
+        return special.Igamma.apply(a, x, upper=upper)
 
     def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
         """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
@@ -2987,6 +3380,57 @@ for _name in (
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
+# ... and of the other elementwise names (the comparisons' in-place forms are below)
+for _name in (
+    "absolute", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not",
+    "bitwise_or", "bitwise_right_shift", "bitwise_xor", "copysign", "deg2rad", "digamma",
+    "divide", "erfc", "erfinv", "fix", "fmod", "gcd", "heaviside", "i0", "igamma", "igammac",
+    "lcm", "ldexp", "lgamma", "logit", "multiply", "mvlgamma", "nextafter", "polygamma",
+    "rad2deg", "sgn", "sinc", "true_divide", "xlogy",
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", _in_place_form(_name))
+
+
+def _compared_in_place(name: str) -> Callable:
+    """``Tensor.<name>_`` of a comparison: 1 where it holds and 0 elsewhere, in this tensor's
+    dtype. In a graph the result is tied to the old value by a node of zero gradient, as
+    PyTorch's EqBackward0 (else the tensor would turn into a leaf)."""
+    op = getattr(Tensor, name)
+
+    def compared(old: Tensor, other: Any) -> Tensor:
+        out = op(old, other).to(old.dtype)
+        if not old.requires_grad:
+            return out
+        return binary.Where.apply(out.array == out.array, out, old)  # out everywhere
+
+    def in_place(self: Tensor, other: Any) -> Tensor:
+        return self._apply_(f"{name}_", lambda t: compared(t, other), other)
+
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    in_place.__doc__ = f"``{name}`` in place: 1 where it holds, 0 elsewhere, in this dtype."
+    return in_place
+
+
+for _name in (
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "greater", "greater_equal", "less", "less_equal", "not_equal",
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", _compared_in_place(_name))
+
+
+def _float_power_(self: Tensor, exponent: Any) -> Tensor:
+    """``float_power`` in place, on a float64 tensor only, as PyTorch's."""
+    if self.array.dtype != backend.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {_kind_name(self.array.dtype)} but the "
+            "operation's result requires dtype Double"
+        )
+    return self._apply_("float_power_", lambda t: t.float_power(exponent), exponent)
+
+
+Tensor.float_power_ = _float_power_
+
 
 class RemovableHandle:
     """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again."""
@@ -4440,6 +4884,50 @@ def _check_on_cpu(t: Tensor) -> None:
             f"can't convert {where} device type tensor to numpy. Use Tensor.cpu() to copy the "
             "tensor to host memory first."
         )
+
+
+mantissa_exponent = namedtuple("frexp", ["mantissa", "exponent"])
+mantissa_exponent.__repr__ = lambda self: (  # PyTorch's
+    f"torch.return_types.frexp(\nmantissa={self.mantissa!r},\nexponent={self.exponent!r})"
+)
+
+_KIND_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+               "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+               "int64": "Long"}  # fmt: skip
+
+
+def _kind_name(dtype: Any) -> str:
+    """PyTorch's name of a dtype in its "not implemented for 'Float'" errors."""
+    return _KIND_NAMES.get(str(dtype), str(dtype))
+
+
+def _tensor_other(name: str, other: Any, what: str = "other") -> Tensor:
+    """``other``, which must be a Tensor: PyTorch's TypeError for the ops that take no number."""
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            f"{name}(): argument '{what}' (position 2) must be Tensor, not {type(other).__name__}"
+        )
+    return other
+
+
+def _float_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
+    """``x`` and ``y`` (one may be a Python number) as tensors of their promoted dtype, the
+    default floating one for integers and bools, as PyTorch's xlogy, copysign and ldexp."""
+    first = x if isinstance(x, Tensor) else y
+    dtype = result_type(x, y)
+    dtype = dtype if backend.is_floating(dtype) else backend.default_float
+    return tuple(
+        t.to(dtype) if isinstance(t, Tensor) else first.new_tensor(t, dtype=dtype) for t in (x, y)
+    )
+
+
+def _shift_in_range(shift: Any, dtype: Any) -> Any:
+    """Where a shift count is in [0, the width of ``dtype``): elsewhere PyTorch's shifts give
+    0 (or the sign), where NumPy's take the count modulo the width."""
+    bits = 8 * backend.to_dtype(dtype).itemsize
+    if isinstance(shift, Tensor):
+        return (shift >= 0) & (shift < bits)
+    return Tensor._make(xp.asarray(0 <= shift < bits))
 
 
 from scratchgrad.autograd import engine as _engine  # noqa: E402  (the engine walks Tensors)

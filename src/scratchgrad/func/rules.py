@@ -303,9 +303,10 @@ UNARY = [
     fused.Gelu, special.Erfinv,
     movement.Copy, movement.ToDevice,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
-    unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh,
+    unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh, unary.Log2, unary.Log10,
     special.Erfc, special.Erfcx, special.Ndtri, special.LogNdtr, special.Lgamma,
     special.Polygamma, special.ModifiedBessel, special.Entr, special.Logit, special.Exp2,
+    special.Frexp,
 ]  # fmt: skip
 # linalg's Functions take batches of matrices (*, m, n), the batch dims of two operands (solve's
 # A and B) broadcast as elementwise operands do: the batch dim in front is one more of them
@@ -318,7 +319,8 @@ BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
     fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
-    special.Zeta,
+    special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
+    special.Heaviside, special.Logaddexp2, special.Igamma,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)
@@ -332,6 +334,7 @@ RULES: dict[type, Callable] = {
     reduce.Softmax: reduction,
     reduce.LogSoftmax: reduction,
     reduce.Cumsum: reduction,
+    special.Logcumsumexp: reduction,
     reduce.SumToSize: sum_to_size,
     movement.Reshape: shape_prefixed,
     movement.Expand: shape_prefixed,

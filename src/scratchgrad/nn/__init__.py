@@ -70,12 +70,14 @@ from scratchgrad.nn.dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
+from scratchgrad.nn.distance import CosineSimilarity, PairwiseDistance
 from scratchgrad.nn.embedding import Embedding, EmbeddingBag
 from scratchgrad.nn.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from scratchgrad.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
+    CTCLoss,
     CrossEntropyLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
@@ -276,6 +278,9 @@ __all__ = [
     "SoftMarginLoss",
     "MultiMarginLoss",
     "HingeEmbeddingLoss",
+    "CosineSimilarity",
+    "CTCLoss",
+    "PairwiseDistance",
     "functional",
     "init",
     "parallel",

@@ -13,7 +13,9 @@ from scratchgrad.tensor import Tensor
 class Embedding(Module):
     """Row ``i`` of ``weight`` for each index ``i`` of the input; weights start N(0, 1).
 
-    The row at ``padding_idx`` starts at zero and receives no gradient.
+    The row at ``padding_idx`` starts at zero and receives no gradient. With ``max_norm``, the
+    rows looked up are first rescaled in place to at most that norm (``F.embedding``).
+    ``scale_grad_by_freq`` and ``sparse`` are not supported.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -27,18 +29,71 @@ class Embedding(Module):
         num_embeddings: int,
         embedding_dim: int,
         padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
         device=None,
         dtype=None,
     ) -> None:
         super().__init__()
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.padding_idx = padding_idx
-        self.weight = _empty_parameter((num_embeddings, embedding_dim), device, dtype)
-        self.reset_parameters()
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = _empty_parameter((num_embeddings, embedding_dim), device, dtype)
+            self.weight.requires_grad = not _freeze
+            self.reset_parameters()
+        else:
+            # as PyTorch, the given weights are kept as they are: the padding row too
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise AssertionError(
+                    "Shape of weight does not match num_embeddings and embedding_dim"
+                )
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> Embedding:
+        """An ``Embedding`` whose weight is ``embeddings`` (its memory shared, its padding row
+        left as it is), trained only if not ``freeze``.
+
+        >>> import scratchgrad as sg
+        >>> from scratchgrad import nn
+        >>> emb = nn.Embedding.from_pretrained(sg.tensor([[1.0, 2.3, 3.0], [4.0, 5.1, 6.3]]))
+        >>> emb(sg.tensor([1]))
+        tensor([[4.0000, 5.1000, 6.3000]])
+        >>> emb.weight.requires_grad
+        False
+        """
+        rows, cols = _pretrained_shape(embeddings)
+        return cls(
+            rows,
+            cols,
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -48,13 +103,25 @@ class Embedding(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         try:
-            return F.embedding(input, self.weight, self.padding_idx)
+            return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
         except IndexError as error:  # name the layer: a model may have several tables
             raise IndexError(f"{self!r}: {error}") from None
 
     def extra_repr(self) -> str:
-        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        return text
+
+
+def _pretrained_shape(embeddings: Tensor) -> tuple[int, int]:
+    if embeddings.ndim != 2:
+        raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+    return embeddings.shape
 
 
 class EmbeddingBag(Module):
@@ -62,7 +129,8 @@ class EmbeddingBag(Module):
     (``F.embedding_bag``): the rows of a 2-D input, or the runs of a 1-D input that start at
     ``offsets``. Weights start N(0, 1), the row at ``padding_idx`` at zero.
 
-    ``max_norm``, ``scale_grad_by_freq`` and ``sparse`` are not supported.
+    ``max_norm`` rescales the rows looked up in place first (``F.embedding_bag``);
+    ``scale_grad_by_freq`` and ``sparse`` are not supported.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -87,9 +155,9 @@ class EmbeddingBag(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq or sparse:
+        if scale_grad_by_freq or sparse:
             raise NotImplementedError(
-                "EmbeddingBag: max_norm, scale_grad_by_freq and sparse are not supported"
+                "EmbeddingBag: scale_grad_by_freq and sparse are not supported"
             )
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
@@ -109,6 +177,44 @@ class EmbeddingBag(Module):
                 )
             self.weight = Parameter(_weight)
 
+    @classmethod
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ) -> EmbeddingBag:
+        """An ``EmbeddingBag`` whose weight is ``embeddings`` (its memory shared), trained only
+        if not ``freeze``.
+
+        >>> import scratchgrad as sg
+        >>> from scratchgrad import nn
+        >>> bag = nn.EmbeddingBag.from_pretrained(sg.tensor([[1.0, 2.3, 3.0], [4.0, 5.1, 6.3]]))
+        >>> bag(sg.tensor([[1, 0]]))
+        tensor([[2.5000, 3.7000, 4.6500]])
+        """
+        rows, cols = _pretrained_shape(embeddings)
+        bag = cls(
+            rows,
+            cols,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            embeddings,
+            include_last_offset,
+            padding_idx,
+        )
+        bag.weight.requires_grad = not freeze
+        return bag
+
     def reset_parameters(self) -> None:
         Embedding.reset_parameters(self)
 
@@ -122,6 +228,8 @@ class EmbeddingBag(Module):
             input,
             self.weight,
             offsets,
+            self.max_norm,
+            self.norm_type,
             mode=self.mode,
             per_sample_weights=per_sample_weights,
             include_last_offset=self.include_last_offset,
@@ -130,6 +238,8 @@ class EmbeddingBag(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             text += f", norm_type={self.norm_type}"
         text += f", mode={self.mode!r}"

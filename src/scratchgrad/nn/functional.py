@@ -63,14 +63,16 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """max(x, 0); the gradient at 0 is 0, as PyTorch. ``inplace`` is accepted and ignored
-    (the result is always a new tensor)."""
-    return input.relu()
+    """max(x, 0); the gradient at 0 is 0, as PyTorch. ``inplace``: the result is written into
+    ``input`` and returned (``relu_``)."""
+    return _in_place_or_new(input, inplace, "relu", Tensor.relu)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """x for x > 0, else ``negative_slope * x``."""
-    return where(input > 0, input, input * negative_slope)
+    """x for x > 0, else ``negative_slope * x``; ``inplace``: written into ``input``."""
+    return _in_place_or_new(
+        input, inplace, "leaky_relu", lambda x: where(x > 0, x, x * negative_slope)
+    )
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -110,7 +112,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x for x > 0, else ``alpha * (exp(x) - 1)``. ``inplace`` is accepted and ignored.
+    """x for x > 0, else ``alpha * (exp(x) - 1)``. ``inplace``: written into ``input``.
 
     >>> import scratchgrad as sg
     >>> [round(v, 4) for v in elu(sg.tensor([-1.0, 2.0])).tolist()]
@@ -119,7 +121,9 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     input._check_floating("elu")
     # expm1 of the negative part only: exp of a large x would overflow, and its infinite
     # derivative times the zero gradient that where sends to the unused branch is NaN
-    return where(input > 0, input, alpha * input.clamp(max=0).expm1())
+    return _in_place_or_new(
+        input, inplace, "elu", lambda x: where(x > 0, x, alpha * x.clamp(max=0).expm1())
+    )
 
 
 # SELU's constants, from https://arxiv.org/abs/1706.02515 (as PyTorch's)
@@ -129,32 +133,33 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalising constants of Klambauer et al.
-    ``inplace`` is accepted and ignored.
+    ``inplace``: the result is written into ``input``.
 
     >>> import scratchgrad as sg
     >>> round(selu(sg.tensor(1.0)).item(), 6)
     1.050701
     """
     input._check_floating("selu")
-    return _SELU_SCALE * elu(input, _SELU_ALPHA)
+    return _in_place_or_new(input, inplace, "selu", lambda x: _SELU_SCALE * elu(x, _SELU_ALPHA))
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * tanh(softplus(x)) (https://arxiv.org/abs/1908.08681). ``inplace`` is ignored.
+    """x * tanh(softplus(x)) (https://arxiv.org/abs/1908.08681). ``inplace``: written into
+    ``input``.
 
     >>> import scratchgrad as sg
     >>> round(mish(sg.tensor(1.0)).item(), 6)
     0.865098
     """
     input._check_floating("mish")
-    return input * Softplus.apply(input).tanh()
+    return _in_place_or_new(input, inplace, "mish", lambda x: x * Softplus.apply(x).tanh())
 
 
 def hardtanh(
     input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
 ) -> Tensor:
     """x clipped to [``min_val``, ``max_val``]. As PyTorch's, the gradient is 0 at the bounds
-    too (``clamp``'s is 1 there). ``inplace`` is accepted and ignored.
+    too (``clamp``'s is 1 there). ``inplace``: the result is written into ``input``.
 
     >>> import scratchgrad as sg
     >>> hardtanh(sg.tensor([-2.0, 0.5, 3.0])).tolist()
@@ -162,18 +167,24 @@ def hardtanh(
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    return where(inside, input, input.detach().clamp(min_val, max_val))
+    return _in_place_or_new(
+        input, inplace, "hardtanh", lambda x: _hardtanh(x, float(min_val), float(max_val))
+    )
+
+
+def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
+    inside = (x > min_val) & (x < max_val)
+    return where(inside, x, x.detach().clamp(min_val, max_val))
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``. ``inplace`` is accepted and ignored.
+    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``. ``inplace``: written into ``input``.
 
     >>> import scratchgrad as sg
     >>> relu6(sg.tensor([-1.0, 3.0, 7.0])).tolist()
     [0.0, 3.0, 6.0]
     """
-    return hardtanh(input, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -447,14 +458,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     """Zero each entry with probability ``p`` and scale the rest by 1 / (1 - p), in training.
 
     The mask is drawn here, from the library's generator, and enters the graph as a constant,
-    so the multiplication stays a pure function of its inputs. ``inplace`` is ignored.
+    so the multiplication stays a pure function of its inputs. ``inplace``: the result is
+    written into ``input`` (``dropout_``).
 
     >>> import scratchgrad as sg
     >>> out = dropout(sg.ones(1000), 0.5)
     >>> sorted(set(out.tolist()))
     [0.0, 2.0]
     """
-    return _drop(input, p, training, input.shape)
+    return _in_place_or_new(input, inplace, "dropout", lambda x: _drop(x, p, training, x.shape))
 
 
 def dropout2d(
@@ -483,7 +495,9 @@ def dropout2d(
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2,
         )
-    return _drop(input, p, training, _channels(input))
+    return _in_place_or_new(
+        input, inplace, "dropout2d", lambda x: _drop(x, p, training, _channels(x))
+    )
 
 
 def dropout1d(
@@ -505,7 +519,10 @@ def dropout1d(
             "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
             "inputs)."
         )
-    return _drop_channels(input, p, training, batched=input.ndim == 3)
+    batched = input.ndim == 3
+    return _in_place_or_new(
+        input, inplace, "dropout1d", lambda x: _drop_channels(x, p, training, batched)
+    )
 
 
 def dropout3d(
@@ -530,7 +547,10 @@ def dropout3d(
             "an optional batch dimension (i.e. 4D or 5D inputs).",
             stacklevel=3,  # past the wrapper that names bad arguments
         )
-    return _drop_channels(input, p, training, batched=input.ndim == 5)
+    batched = input.ndim == 5
+    return _in_place_or_new(
+        input, inplace, "dropout3d", lambda x: _drop_channels(x, p, training, batched)
+    )
 
 
 def alpha_dropout(
@@ -546,7 +566,9 @@ def alpha_dropout(
     >>> abs(out.mean().item()) < 0.02, round(out.std().item(), 1)
     (True, 1.0)
     """
-    return _drop(input, p, training, input.shape, alpha=True)
+    return _in_place_or_new(
+        input, inplace, "alpha_dropout", lambda x: _drop(x, p, training, x.shape, alpha=True)
+    )
 
 
 def feature_alpha_dropout(
@@ -559,7 +581,12 @@ def feature_alpha_dropout(
     >>> bool((out.amax(2) == out.amin(2)).all())
     True
     """
-    return _drop(input, p, training, _channels(input), alpha=True)
+    return _in_place_or_new(
+        input,
+        inplace,
+        "feature_alpha_dropout",
+        lambda x: _drop(x, p, training, _channels(x), alpha=True),
+    )
 
 
 def _check_probability(p: float) -> None:
@@ -612,18 +639,40 @@ def _drop(
     return input * (keep * a) + shift
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of ``weight`` picked by the integer ``input``: shape ``input.shape + (dim,)``.
 
-    Rows looked up at ``padding_idx`` get no gradient, as in PyTorch.
+    Rows looked up at ``padding_idx`` get no gradient, as in PyTorch. With ``max_norm``, each
+    looked-up row whose ``norm_type``-norm exceeds it is first rescaled in place (under no_grad)
+    to norm ``max_norm``, as PyTorch's ``embedding_renorm_``. ``scale_grad_by_freq`` and
+    ``sparse`` are not supported.
+
+    >>> import scratchgrad as sg
+    >>> weight = sg.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> embedding(sg.tensor([0]), weight, max_norm=1.0)
+    tensor([[0.6000, 0.8000]])
     """
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
     index = input.array
     if index.dtype.kind not in "iu":
         raise RuntimeError(
             f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype}"
         )
     n = weight.shape[0]
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise AssertionError("Padding_idx must be within num_embeddings")
     capture_hook.call(_check_embedding_indices, index, n)  # a jitted step's next batch, too
+    if max_norm is not None:
+        _embedding_renorm_(weight, index, max_norm, norm_type)
     out = weight[index]
     if padding_idx is None:
         return out
@@ -650,7 +699,8 @@ def embedding_bag(
     """The sum, mean or max of the ``weight`` rows in each bag of indices: the rows of a 2-D
     ``input`` (B, L), or the runs of a 1-D ``input`` that start at ``offsets`` (B,). Entries at
     ``padding_idx`` are left out of their bag; an empty bag gives zeros. ``per_sample_weights``
-    (``mode="sum"`` only) weighs each index.
+    (``mode="sum"`` only) weighs each index. ``max_norm`` first rescales the rows looked up in
+    place, as ``embedding``.
 
     Which bag each of the T indices falls in is a (B, T) grid; a sum or a mean is then one
     matrix product of its weights with the T looked-up rows, and a max a reduction over the
@@ -665,10 +715,8 @@ def embedding_bag(
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError(
-            "embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported"
-        )
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(
@@ -699,6 +747,8 @@ def embedding_bag(
     flat = input.reshape(-1)
     n = weight.shape[0]
     capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat.array, max_norm, norm_type)
     rows = weight[flat.array]  # (T, D)
     # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
     members = capture_hook.call(
@@ -758,6 +808,16 @@ def _bag_scale(members, mean: bool, dtype):
     """(B, T) weights that sum (or average, ``mean``) each bag's rows; an empty bag gets 0."""
     scale = members.astype(dtype)
     return scale / xp.maximum(scale.sum(1, keepdims=True), 1) if mean else scale
+
+
+def _embedding_renorm_(weight: Tensor, index, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of ``weight`` at ``index`` whose norm exceeds ``max_norm`` down to it
+    (PyTorch divides by ``norm + 1e-7``), in place and outside autograd, as PyTorch does."""
+    rows = capture_hook.call(xp.unique, index)  # each row once, for a jitted step's batch too
+    with no_grad():
+        picked = weight[rows]
+        norm = picked.norm(norm_type, dim=1, keepdim=True)
+        weight[rows] = picked * where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
 
 
 def _check_embedding_indices(index, n: int) -> None:
@@ -2102,6 +2162,9 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     unfold,
 )
 
+# the CTC loss, composed in its own file, nn/ctc.py
+from scratchgrad.nn.ctc import ctc_loss  # noqa: E402, F401  (re-exported)
+
 # sampling at arbitrary points (the spatial transformer's), nn/sampling.py
 from scratchgrad.nn.sampling import affine_grid, grid_sample  # noqa: E402, F401  (re-exported)
 
@@ -2119,6 +2182,7 @@ _HERE = (
     "scratchgrad.nn.conv_functional",
     "scratchgrad.nn.upsampling",
     "scratchgrad.nn.sampling",
+    "scratchgrad.nn.ctc",
 )
 for _name, _function in list(globals().items()):
     if (

@@ -394,3 +394,33 @@ class HingeEmbeddingLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss of ``F.ctc_loss``: log-probabilities
+    (T, N, C) against unaligned target sequences, ``blank`` the class between labels.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> log_probs = sg.randn(5, 2, 4).log_softmax(2)
+    >>> loss = nn.CTCLoss(blank=3)(log_probs, sg.tensor([[0, 1], [2, 2]]), [5, 4], [2, 2])
+    >>> loss.shape
+    ()
+    """
+
+    def __init__(
+        self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False
+    ) -> None:
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable
 
 from scratchgrad import backend
+from scratchgrad.autograd.grad_mode import is_grad_enabled
+from scratchgrad.creation import arange
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
+from scratchgrad.nn.activation import GELU, ReLU
 from scratchgrad.nn.attention import MultiheadAttention
 from scratchgrad.nn.containers import ModuleList
 from scratchgrad.nn.dropout import Dropout
 from scratchgrad.nn.linear import Linear
 from scratchgrad.nn.module import Module
 from scratchgrad.nn.normalization import LayerNorm
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, where
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -66,6 +70,8 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
         self.activation = _activation(activation)
+        # PyTorch's flag (1 relu, 2 gelu, 0 other), which its encoder's fast path requires
+        self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
 
     def forward(
         self,
@@ -89,6 +95,12 @@ class TransformerEncoderLayer(Module):
 
     def _ff_block(self, x: Tensor) -> Tensor:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+def _relu_or_gelu(activation: Callable) -> int:
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    return 2 if activation is F.gelu or isinstance(activation, GELU) else 0
 
 
 class TransformerDecoderLayer(Module):
@@ -177,10 +189,27 @@ class TransformerDecoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (each with its own weights), then ``norm``.
 
+    PyTorch's fast path is reproduced where it changes the result: with
+    ``enable_nested_tensor`` (and a ``TransformerEncoderLayer`` that is ``batch_first``, not
+    ``norm_first``, with even ``nhead``, biases, relu or gelu and equal LayerNorm eps's; else a
+    warning at construction, as PyTorch's), a forward in eval mode on a 3-D ``src`` with a
+    ``src_key_padding_mask``, no ``mask`` and no gradient to record (grad mode
+    off, or neither ``src`` nor the first layer's weights requiring grad) runs each sequence
+    as a nested tensor of its unpadded tokens: the output is zero at the padded positions
+    (before ``norm``). PyTorch takes only a mask whose kept tokens come first (a
+    left-aligned one) unless ``mask_check`` is False; it then keeps as many leading tokens as
+    the mask keeps, wherever they are, and so does this. (PyTorch's check for autocast looks at
+    CUDA's only, so CPU autocast keeps the fast path here too; PyTorch's fused layer then fails
+    on the bfloat16 activations.)
+
     >>> import scratchgrad as sg
-    >>> encoder = TransformerEncoder(TransformerEncoderLayer(8, 2, 16), num_layers=2)
-    >>> encoder(sg.randn(5, 3, 8)).shape
-    (5, 3, 8)
+    >>> layer = TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    >>> encoder = TransformerEncoder(layer, num_layers=2).eval()
+    >>> padding = sg.tensor([[False, False, True]])
+    >>> with sg.no_grad():
+    ...     out = encoder(sg.randn(1, 3, 8), src_key_padding_mask=padding)
+    >>> out[0, 2].abs().sum().item()
+    0.0
     """
 
     def __init__(
@@ -194,6 +223,15 @@ class TransformerEncoder(Module):
         super().__init__()
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers, self.norm = num_layers, norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(
+                "enable_nested_tensor is True, but self.use_nested_tensor is False because "
+                f"{why_not}",
+                stacklevel=2,
+            )
+        self.use_nested_tensor = enable_nested_tensor and not why_not
 
     def forward(
         self,
@@ -202,9 +240,74 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
+        nested = self._nested_tokens(src, mask, src_key_padding_mask)
+        if nested is not None:  # every layer sees each sequence's kept tokens only
+            src_key_padding_mask, keep = nested
         for layer in self.layers:
             src = layer(src, mask, src_key_padding_mask, bool(is_causal))
+        if nested is not None:  # the nested tensor padded back with zeros
+            src = where(keep.unsqueeze(-1), src, src.new_zeros(()))
         return src if self.norm is None else self.norm(src)
+
+    def _nested_tokens(self, src, mask, padding) -> tuple[Tensor, Tensor] | None:
+        """Where PyTorch makes a nested tensor: the padding mask its layers then see, and the
+        (N, S) tokens the output keeps (the others zero). Its check that the kept tokens come
+        first is a tensor here, not a Python branch, so that a jitted step replays it."""
+        first = self.layers[0] if len(self.layers) else None
+        if (
+            not getattr(self, "use_nested_tensor", False)
+            or first is None
+            or first.training
+            or src.ndim != 3
+            or padding is None
+            or tuple(padding.shape) != tuple(src.shape[:2])
+            or mask is not None
+            or (is_grad_enabled() and any(t.requires_grad for t in _fast_path_tensors(src, first)))
+        ):
+            return None
+        kept = padding.logical_not()  # a float mask keeps its zeros
+        length = kept.sum(1, keepdim=True)
+        leading = arange(src.shape[1], device=src.device) < length
+        dropped = leading.logical_not()
+        if backend.is_floating(padding.dtype):
+            dropped = where(dropped, -math.inf, 0.0).to(padding.dtype)
+        if not self.mask_check:
+            return dropped, leading
+        # PyTorch's "src and src_key_padding_mask was not left aligned": no nested tensor
+        aligned = (leading == kept).all()
+        return where(aligned, dropped, padding), leading | aligned.logical_not()
+
+
+def _why_not_nested(layer: Module) -> str:
+    """Why PyTorch's encoder will not make nested tensors for copies of ``layer`` ('' if it
+    will), in PyTorch's words."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attention = layer.self_attn
+    reasons = [
+        (layer.norm_first, f"{name}.norm_first was True"),
+        (
+            not attention.batch_first,
+            f"{name}.self_attn.batch_first was not True"
+            "(use batch_first for better inference performance)",
+        ),
+        (not attention._qkv_same_embed_dim, f"{name}.self_attn._qkv_same_embed_dim was not True"),
+        (attention.in_proj_bias is None, f"{name}.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu, f"{name}.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps, f"{name}.norm1.eps was not equal to {name}.norm2.eps"),
+        (attention.num_heads % 2 == 1, f"{name}.self_attn.num_heads is odd"),
+    ]
+    return next((reason for failed, reason in reasons if failed), "")
+
+
+def _fast_path_tensors(src: Tensor, layer: TransformerEncoderLayer) -> list[Tensor]:
+    """The tensors whose requires_grad PyTorch checks before it takes its fast path."""
+    attention = layer.self_attn
+    tensors = [src, attention.in_proj_weight, attention.in_proj_bias]
+    for module in (attention.out_proj, layer.norm1, layer.norm2, layer.linear1, layer.linear2):
+        tensors += [module.weight, module.bias]
+    return [t for t in tensors if t is not None]
 
 
 class TransformerDecoder(Module):

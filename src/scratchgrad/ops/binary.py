@@ -185,6 +185,23 @@ class Atan2(Function):
         return scale * x, -scale * y if ctx.needs_input_grad[1] else None
 
 
+class Hypot(Function):
+    """sqrt(x**2 + y**2) without overflow or underflow of the squares (one ufunc); PyTorch's
+    partials x / out and y / out (NaN at the origin, 0 / 0)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        out = namespace(x).hypot(x, y)
+        ctx.save_for_backward(x, y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, out = ctx.saved_tensors
+        dx, dy = ctx.needs_input_grad
+        return grad * x / out if dx else None, grad * y / out if dy else None
+
+
 class Where(Function):
     @staticmethod
     def forward(ctx, condition, x, y):
