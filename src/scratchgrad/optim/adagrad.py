@@ -90,7 +90,7 @@ class Adagrad(Optimizer):
             state["step"] = step = state["step"] + 1
 
             total = state["sum"].array
-            scratch = xp.multiply(grad, grad)
+            scratch = xp.multiply(grad, grad, out=xp.empty_like(param))  # (0-d: an array)
             total += scratch
             denom = xp.sqrt(total, out=scratch)
             denom += eps

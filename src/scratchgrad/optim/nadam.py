@@ -102,7 +102,9 @@ class NAdam(Optimizer):
             mu_product *= mu  # rounded to float32 at every step, as PyTorch's
             mu_product_next = float(mu_product) * mu_next
 
-            denom = state["exp_avg_sq"].array / (1 - beta2**step)
+            denom = xp.divide(
+                state["exp_avg_sq"].array, 1 - beta2**step, out=xp.empty_like(p.array)
+            )
             xp.sqrt(denom, out=denom)
             denom += eps
             update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))

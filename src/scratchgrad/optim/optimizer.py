@@ -93,7 +93,9 @@ def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     on (so neither form subtracts nearly equal numbers); PyTorch fuses the multiply and the add
     (an FMA), which NumPy cannot, so a result can differ from its by an ulp."""
     module = xp if type(average) is ndarray else namespace(average)
-    scratch = module.subtract(target, average, out=scratch)
+    if scratch is None:  # (a new array, not NumPy's scalar result for a 0-d parameter)
+        scratch = module.empty_like(average)
+    module.subtract(target, average, out=scratch)
     if abs(weight) < 0.5:
         scratch *= weight
         average += scratch
@@ -109,8 +111,10 @@ def square_average_(average: Any, grad: Any, decay: float, scratch: Any = None) 
     PyTorch's order (``average.mul_(decay).addcmul_(grad, grad, value=1 - decay)``), so that
     only its fused multiply-add can make a result differ by an ulp."""
     average *= decay
-    multiply = (xp if type(average) is ndarray else namespace(average)).multiply
-    scratch = multiply(grad, 1 - decay, out=scratch)
+    module = xp if type(average) is ndarray else namespace(average)
+    if scratch is None:  # (a new array, not NumPy's scalar result for a 0-d parameter)
+        scratch = module.empty_like(average)
+    module.multiply(grad, 1 - decay, out=scratch)
     scratch *= grad
     average += scratch
     return scratch

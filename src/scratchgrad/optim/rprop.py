@@ -73,7 +73,7 @@ class Rprop(Optimizer):
 
             # The sign of g * prev picks the factor: etaplus where the sign held, etaminus
             # where it flipped, 1 where either is 0 or NaN (PyTorch's sign of NaN is 0).
-            factor = xp.multiply(grad, prev)
+            factor = xp.multiply(grad, prev, out=xp.empty_like(prev))  # (0-d: an array)
             held, flipped = factor > 0, factor < 0
             factor.fill(1)
             factor[held] = etaplus

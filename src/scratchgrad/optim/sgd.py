@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scratchgrad.backend import namespace
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import (
     FUSED,
@@ -71,7 +72,7 @@ class SGD(Optimizer):
             else:
                 state = self.state[p]
                 if "momentum_buffer" not in state:  # the buffer starts at the first gradient
-                    buf = grad.copy()
+                    buf = namespace(p.array).array(grad)  # a copy (an array also when 0-d)
                     state["momentum_buffer"] = from_numpy(buf)
                 else:
                     buf = state["momentum_buffer"].array
