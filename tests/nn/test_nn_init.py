@@ -138,3 +138,31 @@ def test_normalisation_default_init(layer):
     for name, expected in [("running_mean", 0), ("running_var", 1), ("num_batches_tracked", 0)]:
         if hasattr(layer, name):
             assert (getattr(layer, name).array == expected).all()
+
+
+@pytest.mark.parametrize(
+    "old, args",
+    [
+        ("uniform", (-0.5, 0.5)),
+        ("normal", (0.0, 0.1)),
+        ("constant", (0.3,)),
+        ("xavier_uniform", ()),
+        ("xavier_normal", ()),
+        ("kaiming_uniform", ()),
+        ("kaiming_normal", ()),
+        ("orthogonal", ()),
+        ("sparse", (0.5,)),
+        ("dirac", ()),
+    ],
+)
+def test_deprecated_names_warn_as_torchs_and_fill_as_the_underscored_ones(old, args):
+    shape = (4, 4, 3) if old == "dirac" else (4, 4)
+    with pytest.warns(FutureWarning) as ours:
+        sg.manual_seed(0)
+        filled = getattr(sg.nn.init, old)(sg.empty(*shape), *args)
+    with pytest.warns(FutureWarning) as theirs:
+        getattr(torch.nn.init, old)(torch.empty(*shape), *args)
+    assert str(ours[0].message) == str(theirs[0].message)
+    sg.manual_seed(0)
+    expected = getattr(sg.nn.init, old + "_")(sg.empty(*shape), *args)
+    np.testing.assert_array_equal(filled.numpy(), expected.numpy())

@@ -122,3 +122,21 @@ def test_random_split_reproducible():
     sg.manual_seed(3)
     assert split() == first
     assert split() != first  # the library generator moved on
+
+
+def test_stack_dataset_is_torchs_and_batches_through_a_loader():
+    from scratchgrad.utils.data import DataLoader, StackDataset
+
+    images, labels = [[float(i), -float(i)] for i in range(5)], list(range(5))
+    for args, kwargs in [((images, labels), {}), ((), {"image": images, "label": labels})]:
+        ours, theirs = StackDataset(*args, **kwargs), torch.utils.data.StackDataset(*args, **kwargs)
+        assert len(ours) == len(theirs) == 5
+        assert [ours[i] for i in range(5)] == [theirs[i] for i in range(5)]
+    batch = next(iter(DataLoader(StackDataset(image=images, label=labels), batch_size=2)))
+    assert batch["image"][0].tolist() == [0.0, 1.0] and batch["label"].tolist() == [0, 1]
+    for args, kwargs in [((images, labels[:3]), {}), ((images,), {"x": images}), ((), {})]:
+        with pytest.raises(ValueError) as theirs:
+            torch.utils.data.StackDataset(*args, **kwargs)
+        with pytest.raises(ValueError) as ours:
+            StackDataset(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value)

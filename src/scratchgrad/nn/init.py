@@ -255,3 +255,27 @@ def sparse_(
         xp = namespace(tensor.array)
         tensor[(order.array[:zeros], xp.arange(cols))] = 0
     return tensor
+
+
+def _deprecated(method):
+    """``method`` under its old name without the underscore, with PyTorch's FutureWarning."""
+    old = method.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{method.__name__}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old
+    deprecated_init.__doc__ = f"``{method.__name__}`` under its deprecated name."
+    return deprecated_init
+
+
+# PyTorch's deprecated names (``nn.init.normal(w)``), still in older scripts
+uniform, normal, constant = _deprecated(uniform_), _deprecated(normal_), _deprecated(constant_)
+xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
+orthogonal, sparse, dirac = _deprecated(orthogonal_), _deprecated(sparse_), _deprecated(dirac_)

@@ -159,6 +159,38 @@ class ConcatDataset(Dataset):
         return self.datasets[which][index - start]
 
 
+class StackDataset(Dataset):
+    """Several map-style datasets of one length side by side, as ``torch``'s: item ``i`` is the
+    tuple of their items (datasets given positionally) or the dict of them (by keyword).
+
+    >>> ds = StackDataset(image=["a", "b"], label=[0, 1])
+    >>> len(ds), ds[1]
+    (2, {'image': 'b', 'label': 1})
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given."
+            )
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        lengths = {len(d) for d in (args or kwargs.values())}
+        if len(lengths) > 1:
+            raise ValueError("Size mismatch between datasets")
+        (self._length,) = lengths
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+
 class TensorDataset(Dataset):
     """Samples are the rows of tensors that share their first dimension, as ``torch``'s.
 
