@@ -1353,6 +1353,13 @@ OPS = [
     binary("multiply", lambda m, x, y: m.multiply(x, y)),
     binary("divide", lambda m, x, y: x.divide(y), domain=(real, away_from_zero)),
     # ---- rows: tensor API additions ----
+    Op("unfold", lambda m, x: x.unfold(-1, min(2, x.shape[-1]), 1) * 2, shapes="nonempty2+"),
+    Op(  # overlapping windows of a middle dim, every other entry: the gradient sums shares
+        "unfold_step",
+        lambda m, x: x.unfold(1, min(2, x.shape[1]), 2).sin(),
+        shapes="image",
+        check_shapes=((2, 5, 3, 4),),
+    ),
     # ---- rows: grid sampling, linalg, pooling, nn composites ----
     # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
     # both gradients; its points reach a little past [-1, 1], into the padding

@@ -2754,6 +2754,29 @@ class Tensor:
         _call(_check_index_add, index.array, size, dim, len(shape) <= 1)  # a replay checks too
         return _index((slice(None),) * dim + (index.reshape(-1),), self.array)
 
+    def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+        """The windows of ``size`` entries every ``step`` along ``dimension``, as a new last
+        dim (a view: windows may overlap), as ``Tensor.unfold``: patches, frames, im2col.
+
+        >>> import scratchgrad as sg
+        >>> sg.arange(5).unfold(0, 2, 2)
+        tensor([[0, 1],
+                [2, 3]])
+        """
+        dim = wrap_dim(dimension, max(self.array.ndim, 1))
+        length = self.array.shape[dim] if self.array.ndim else 1
+        if size > length:
+            raise RuntimeError(
+                f"maximum size for tensor at dimension {dim} is {length} but size is {size}"
+            )
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        if self.array.ndim == 0:  # one entry: its windows, without a dim to count them along
+            return self.reshape(1).unfold(0, size, step)[0]
+        return movement.Unfold.apply(self, dim=dim, size=size, step=step)
+
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
         negative, counted from the end."""

@@ -340,6 +340,7 @@ RULES: dict[type, Callable] = {
     movement.Expand: shape_prefixed,
     movement.Permute: permute,
     movement.Flip: dims_shifted,
+    movement.Unfold: dim_shifted,
     movement.Roll: dims_shifted,
     movement.GetItem: index,
     movement.IndexAdd: index,

@@ -210,6 +210,34 @@ class Diagonal(Function):
         return CopySlices.apply(zeros, grad, steps=((Diagonal, ctx.attributes),))
 
 
+class Unfold(Function):
+    """Windows of ``size`` entries every ``step`` along ``dim``, as a new last dim: a view
+    (``as_strided``, windows may overlap), as ``Tensor.unfold``. Its gradient sums each
+    entry's share over the windows that hold it."""
+
+    is_view = True
+    backward_name = "UnfoldBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, size, step):
+        ctx.in_shape, ctx.attributes = x.shape, {"dim": dim, "size": size, "step": step}
+        shape = (*x.shape[:dim], (x.shape[dim] - size) // step + 1, *x.shape[dim + 1 :], size)
+        strides = (*x.strides[:dim], x.strides[dim] * step, *x.strides[dim + 1 :], x.strides[dim])
+        out = namespace(x).lib.stride_tricks.as_strided(x, shape, strides)
+        if not getattr(x.flags, "writeable", True):  # an expanded view stays read-only
+            out.flags.writeable = False
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        # which input entry each output entry is (an array: a constant, not a graph input)
+        count = math.prod(ctx.in_shape)
+        positions = namespace(grad.array).arange(count).reshape(ctx.in_shape)
+        positions = Unfold.forward(Unfold(), positions, **ctx.attributes).reshape(-1)
+        summed = IndexAdd.apply(grad.reshape(-1), index=(positions,), shape=(count,))
+        return summed.reshape(ctx.in_shape)
+
+
 class Pad(Function):
     """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
 
