@@ -1353,6 +1353,20 @@ OPS = [
     binary("multiply", lambda m, x, y: m.multiply(x, y)),
     binary("divide", lambda m, x, y: x.divide(y), domain=(real, away_from_zero)),
     # ---- rows: tensor API additions ----
+    Op("nansum", lambda m, x: m.where(x > 1, m.nan, x).nansum(-1)),
+    Op("nanmean", lambda m, x: m.nanmean(m.where(x > 1, m.nan, x)), domain=inside_unit),
+    Op("aminmax_max", lambda m, x: m.aminmax(x * 1, dim=0).max, shapes="nonempty"),
+    Op("msort", lambda m, x: x.msort(), shapes="nonempty"),
+    Op("inner", lambda m, x: m.inner(x, x.sin()), shapes="nonempty"),
+    Op("vdot", lambda m, x: m.vdot(x.reshape(-1), x.reshape(-1).cos())),
+    Op("diagflat", lambda m, x: m.diagflat(x, 1)),
+    Op("hsplit", lambda m, x: m.hsplit(x, [1])[-1] * 2, shapes="nonempty2+"),
+    Op(  # vmap=False: torch.func.vmap has no batching rule for moveaxis
+        "ravel_moveaxis",
+        lambda m, x: m.moveaxis(x, 0, -1).ravel(),
+        shapes="nonempty",
+        vmap=False,
+    ),
     Op("unfold", lambda m, x: x.unfold(-1, min(2, x.shape[-1]), 1) * 2, shapes="nonempty2+"),
     Op(  # overlapping windows of a middle dim, every other entry: the gradient sums shares
         "unfold_step",

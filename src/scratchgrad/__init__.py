@@ -336,6 +336,52 @@ else:
     )
     kron, dist, fmod, erfinv = Tensor.kron, Tensor.dist, Tensor.fmod, Tensor.erfinv
 
+    # shape, reduction and real-number names (tensor.py's methods of the same names)
+    adjoint, conj, conj_physical, resolve_conj, resolve_neg, angle = (
+        Tensor.adjoint,
+        Tensor.conj,
+        Tensor.conj_physical,
+        Tensor.resolve_conj,
+        Tensor.resolve_neg,
+        Tensor.angle,
+    )
+    is_complex, is_conj, is_neg, is_signed, is_nonzero, is_same_size = (
+        Tensor.is_complex,
+        Tensor.is_conj,
+        Tensor.is_neg,
+        Tensor.is_signed,
+        Tensor.is_nonzero,
+        Tensor.is_same_size,
+    )
+    hsplit, vsplit, dsplit, split_with_sizes, moveaxis, ravel, diagflat = (
+        Tensor.hsplit,
+        Tensor.vsplit,
+        Tensor.dsplit,
+        Tensor.split_with_sizes,
+        Tensor.moveaxis,
+        Tensor.ravel,
+        Tensor.diagflat,
+    )
+    ger, inner, vdot, nansum, nanmean, msort, aminmax = (
+        Tensor.ger,
+        Tensor.inner,
+        Tensor.vdot,
+        Tensor.nansum,
+        Tensor.nanmean,
+        Tensor.msort,
+        Tensor.aminmax,
+    )
+
+    from math import e, inf, nan, pi  # torch.e, torch.inf, torch.nan, torch.pi
+
+    newaxis = None
+
+    def real(input: Tensor) -> Tensor:
+        return input.real
+
+    def imag(input: Tensor) -> Tensor:
+        return input.imag
+
     # PyTorch's other elementwise names (tensor.py's methods of the same names)
     lgamma, digamma, mvlgamma, i0, sinc, logit = (
         Tensor.lgamma,

@@ -45,6 +45,7 @@ from scratchgrad.dtypes import (
 from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
+min_max = namedtuple("aminmax", ["min", "max"])
 _new = object.__new__
 
 
@@ -152,6 +153,60 @@ class Tensor:
         return self.permute(*reversed(range(self.array.ndim)))
 
     @property
+    def H(self) -> Tensor:
+        """The (conjugate) transpose of a matrix; for real entries ``T`` of a 0-d or 2-d tensor."""
+        if self.array.ndim not in (0, 2):
+            raise RuntimeError(
+                "tensor.H is only supported on matrices (2-D tensors). Got "
+                f"{self.array.ndim}-D tensor."
+                + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else "")
+            )
+        return self.T
+
+    @property
+    def mH(self) -> Tensor:
+        """The last two dims swapped (and conjugated: nothing to do for real entries)."""
+        if self.array.ndim < 2:
+            raise RuntimeError(
+                "tensor.mH is only supported on matrices or batches of matrices. Got "
+                f"{self.array.ndim}-D tensor."
+            )
+        return self.mT
+
+    def adjoint(self) -> Tensor:
+        return self.mH
+
+    # Real entries are their own conjugates: PyTorch's complex-number methods, as it answers
+    # them for real tensors (scratchgrad has no complex dtypes).
+    real = property(lambda self: self)
+
+    @property
+    def imag(self) -> Tensor:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def conj(self) -> Tensor:
+        return self
+
+    conj_physical = resolve_conj = resolve_neg = conj
+
+    def is_complex(self) -> bool:
+        return False
+
+    is_conj = is_neg = is_complex
+
+    def angle(self) -> Tensor:
+        """The argument of a real number: pi for negative entries, 0 otherwise (NaN stays),
+        as ``torch.angle``; a constant (PyTorch's gradient of it is 0 everywhere).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-2.0, 3.0]).angle()
+        tensor([3.1416, 0.0000])
+        """
+        x = self._floating().detach()
+        zero = x.new_zeros(())
+        return where(x.isnan(), x, where(x < 0, zero + math.pi, zero))
+
+    @property
     def mT(self) -> Tensor:
         """The last two dims swapped (batched matrix transpose)."""
         n = self.array.ndim
@@ -176,6 +231,26 @@ class Tensor:
     def element_size(self) -> int:
         """Bytes per entry."""
         return self.array.itemsize
+
+    itemsize = property(element_size)
+    nbytes = property(lambda self: self.array.nbytes)
+
+    def ndimension(self) -> int:
+        return self.array.ndim
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative numbers (not uint8 or bool)."""
+        return backend.is_floating(self.array.dtype) or self.array.dtype.kind == "i"
+
+    def is_same_size(self, other: Tensor) -> bool:
+        return self.shape == other.shape
+
+    def is_nonzero(self) -> bool:
+        """The truth of a one-entry tensor, as ``torch.is_nonzero`` (its errors for others)."""
+        if self.array.size != 1:
+            how = "no values" if self.array.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {how} is ambiguous")
+        return bool(self.item())
 
     def stride(self, dim: int | None = None):
         """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
@@ -362,8 +437,9 @@ class Tensor:
         return _engine.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self) -> None:
-        """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
-        if self.is_leaf:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (once, however
+        often it is called)."""
+        if self.is_leaf or self.retains_grad:
             return
         ref = weakref.ref(self)
 
@@ -372,7 +448,14 @@ class Tensor:
             if t is not None:
                 t.grad = grad if t.grad is None else t.grad + grad
 
+        keep.retains_grad = True  # what ``retains_grad`` looks for
         self.register_hook(keep)
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad`` was called on this non-leaf tensor."""
+        hooks = () if self._ctx is None else getattr(self._ctx, "hooks", ())
+        return any(getattr(hook, "retains_grad", False) for hook in hooks)
 
     # ---- arithmetic -------------------------------------------------------------------------
 
@@ -1949,6 +2032,34 @@ class Tensor:
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
 
+    def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
+        """``(min, max)`` over ``dim`` (or all entries), as ``torch.aminmax``."""
+        return min_max(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+    def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The sum with NaNs taken as 0 (their gradient 0), as ``torch.nansum``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, float("nan"), 3.0]).nansum()
+        tensor(4.)
+        """
+        kept = where(self.isnan(), 0, self) if backend.is_floating(self.dtype) else self
+        return kept.sum(dim, keepdim, dtype=dtype)
+
+    def nanmean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The mean of the entries that are not NaN, as ``torch.nanmean``."""
+        if not backend.is_floating(self.dtype):
+            raise RuntimeError(
+                "nanmean(): expected input to have floating point or complex dtype but got "
+                f"{_kind_name(self.dtype)}"
+            )
+        count = self.isnan().logical_not().sum(dim, keepdim)
+        return self.nansum(dim, keepdim, dtype=dtype) / count
+
+    def msort(self) -> Tensor:
+        """The entries sorted along dim 0, as ``torch.msort``."""
+        return self.sort(0).values
+
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
         is the elementwise maximum."""
@@ -2849,6 +2960,66 @@ class Tensor:
             self[(slice(None),) * dim + (slice(start, end),)]
             for start, end in zip([0, *cuts], [*cuts, None])
         )
+
+    def hsplit(self, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor), into equal parts or at
+        indices, as ``torch.hsplit``."""
+        return self._directional_split("hsplit", sections, 1 if self.array.ndim > 1 else 0, 1)
+
+    def vsplit(self, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        return self._directional_split("vsplit", sections, 0, 2)
+
+    def dsplit(self, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        return self._directional_split("dsplit", sections, 2, 3)
+
+    def _directional_split(self, name, sections, dim: int, min_dims: int) -> tuple[Tensor, ...]:
+        if self.array.ndim < min_dims:
+            raise RuntimeError(
+                f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a "
+                f"tensor with {self.array.ndim} dimensions!"
+            )
+        if isinstance(sections, int) and self.array.shape[dim] % sections:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                f"dimension {self.array.shape[dim]} is not divisible by the split_size "
+                f"{sections}!"
+            )
+        return self.tensor_split(sections, dim)
+
+    def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        return self.split(list(split_sizes), dim)
+
+    def moveaxis(self, source: int, destination: int) -> Tensor:
+        return self.movedim(source, destination)
+
+    def ravel(self) -> Tensor:
+        return self.reshape(-1)
+
+    def diagflat(self, offset: int = 0) -> Tensor:
+        """The entries, flattened, on diagonal ``offset`` of a square matrix.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).diagflat(1).tolist()
+        [[0, 1, 0], [0, 0, 2], [0, 0, 0]]
+        """
+        return self.reshape(-1).diag(offset)
+
+    def ger(self, vec2: Tensor) -> Tensor:
+        return self.outer(vec2)
+
+    def inner(self, other: Tensor) -> Tensor:
+        """Sums of products over the last dims, as ``torch.inner`` (a product with a 0-d)."""
+        if self.array.ndim == 0 or other.ndim == 0:
+            return self * other
+        return tensordot(self, other, dims=([-1], [-1]))
+
+    def vdot(self, other: Tensor) -> Tensor:
+        """The dot product of two 1-D tensors (their conjugate: nothing for real entries)."""
+        if self.array.ndim != 1 or other.ndim != 1:
+            raise RuntimeError(
+                f"1D tensors expected, but got {self.array.ndim}D and {other.ndim}D tensors"
+            )
+        return self.dot(other)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         dim = wrap_dim(dim, self.array.ndim)

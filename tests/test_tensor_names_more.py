@@ -1,0 +1,109 @@
+"""More of PyTorch's Tensor names: the real-number answers to its complex-number methods, sizes
+and predicates, directional splits, nan-reductions; values and errors against torch."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+A = np.array([[1.0, -2.0, 0.0], [float("nan"), 3.0, float("inf")]])
+
+
+def test_real_tensors_answer_the_complex_methods_as_torch():
+    ours, theirs = sg.tensor(A), torch.tensor(A)
+    for name in ["conj", "conj_physical", "resolve_conj", "resolve_neg"]:
+        assert getattr(ours, name)() is ours and getattr(theirs, name)() is theirs
+    assert ours.real is ours and sg.real(ours) is ours
+    for name in ["is_complex", "is_conj", "is_neg"]:
+        assert getattr(ours, name)() is getattr(theirs, name)() is False
+    np.testing.assert_array_equal(ours.angle().numpy(), theirs.angle().numpy())
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-comp"):
+        _ = ours.imag
+    assert ours.H.shape == tuple(theirs.H.shape) and ours.mH.shape == tuple(theirs.mH.shape)
+    assert sg.zeros(2, 3, 4).adjoint().shape == (2, 4, 3)
+    for bad, what in [(sg.zeros(2, 2, 2), "H"), (sg.zeros(3), "mH")]:
+        with pytest.raises(RuntimeError) as ours_error:
+            getattr(bad, what)
+        with pytest.raises(RuntimeError) as theirs_error:
+            getattr(torch.zeros(bad.shape), what)
+        assert str(ours_error.value) == str(theirs_error.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8", "bool", "bfloat16"])
+def test_sizes_and_predicates_are_torchs(dtype):
+    ours, theirs = sg.zeros(2, 3, dtype=getattr(sg, dtype)), torch.zeros(2, 3)
+    theirs = theirs.to(getattr(torch, dtype))
+    assert (ours.nbytes, ours.itemsize, ours.ndimension()) == (
+        theirs.nbytes,
+        theirs.itemsize,
+        theirs.ndimension(),
+    )
+    assert ours.is_signed() == theirs.is_signed()
+    assert ours.is_same_size(sg.ones(2, 3)) and not ours.is_same_size(sg.ones(3, 2))
+
+
+def test_is_nonzero_and_retains_grad_are_torchs():
+    assert sg.tensor([2]).is_nonzero() and not sg.tensor([0.0]).is_nonzero()
+    for values in ([1, 2], []):
+        with pytest.raises(RuntimeError) as theirs:
+            torch.tensor(values).is_nonzero()
+        with pytest.raises(RuntimeError) as ours:
+            sg.tensor(values).is_nonzero()
+        assert str(ours.value) == str(theirs.value)
+    w = sg.ones(3, requires_grad=True)
+    z = w * 2
+    assert not z.retains_grad and not w.retains_grad
+    z.retain_grad()
+    z.retain_grad()  # once is enough: the gradient is not added twice
+    assert z.retains_grad
+    (z * 3).sum().backward()
+    assert z.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "name, shape, sections",
+    [
+        ("hsplit", (6,), 3),
+        ("hsplit", (2, 6), [1, 4]),
+        ("vsplit", (4, 3), [1, 3]),
+        ("dsplit", (2, 2, 4), 2),
+        ("hsplit", (6,), 4),
+        ("vsplit", (6,), 2),
+        ("dsplit", (2, 3), 1),
+    ],
+)
+def test_directional_splits_are_torchs(name, shape, sections):
+    a = np.arange(math.prod(shape)).reshape(shape)
+    try:
+        theirs = getattr(torch, name)(torch.tensor(a), sections)
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError) as ours:
+            getattr(sg, name)(sg.tensor(a), sections)
+        assert str(ours.value) == str(error)
+        return
+    ours = getattr(sg, name)(sg.tensor(a), sections)
+    assert [t.tolist() for t in ours] == [t.tolist() for t in theirs]
+
+
+def test_nan_reductions_and_small_helpers_are_torchs():
+    ours, theirs = sg.tensor(A), torch.tensor(A)
+    for dim in (None, 0, 1):
+        np.testing.assert_array_equal(ours.nansum(dim).numpy(), theirs.nansum(dim).numpy())
+        np.testing.assert_array_equal(ours.nanmean(dim).numpy(), theirs.nanmean(dim).numpy())
+    assert sg.tensor([1, 2]).nansum().item() == 3
+    with pytest.raises(RuntimeError, match="expected input to have floating point or complex"):
+        sg.tensor([1, 2]).nanmean()
+    ints = [[3, 1], [2, 5]]
+    ours_mm, theirs_mm = sg.tensor(ints).aminmax(dim=0), torch.tensor(ints).aminmax(dim=0)
+    assert ours_mm.min.tolist() == theirs_mm.min.tolist() and ours_mm.max.tolist() == [3, 5]
+    assert sg.tensor(ints).msort().tolist() == torch.tensor(ints).msort().tolist()
+    assert (
+        sg.diagflat(sg.tensor(ints), -1).tolist() == torch.diagflat(torch.tensor(ints), -1).tolist()
+    )
+    assert sg.split_with_sizes(sg.arange(5), [2, 3])[1].tolist() == [2, 3, 4]
+    with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 2D tensors"):
+        sg.vdot(sg.ones(1, 1), sg.ones(1, 1))
+    assert (sg.pi, sg.e, sg.inf, sg.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
