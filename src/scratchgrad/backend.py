@@ -471,6 +471,62 @@ def cast(array: Any, dtype: numpy.dtype) -> Any:
     return array.astype(dtype)
 
 
+class SixteenBitNumber(float):
+    """A Python number beside a 16-bit float array (``x * 0.1``, ``x + 2`` on a float16 or
+    bfloat16 tensor), computed as PyTorch's CPU kernels compute it. NumPy hands every ufunc call
+    with it to ``__array_ufunc__`` (a float subclass is not one of its own scalars), which
+    multiplies, divides and floor-divides by it in float32, the number in float32, rounding the
+    result once: PyTorch's "opmath" path for a scalar right operand, where NumPy would round
+    the number to 16 bits first (about a third of the products one bit off). Every other ufunc
+    gets the number rounded to the array's dtype, as PyTorch's add, sub, comparisons... see it.
+    ``number / x`` is PyTorch's ``x.reciprocal() * number``, each step rounded to 16 bits, and
+    bfloat16's ``x ** 3`` and ``x ** -2`` its products rounded one by one. Python arithmetic
+    on it gives plain floats; only the 16-bit branch of ``Tensor._operands`` makes one.
+
+    >>> x = numpy.array([1.5], float16)
+    >>> (x * SixteenBitNumber(0.1)).item(), (x * numpy.float16(0.1)).item()
+    (0.1500244140625, 0.14990234375)
+    """
+
+    __slots__ = ()
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        array = inputs[1] if inputs[0] is self else inputs[0]
+        if method == "__call__" and len(inputs) == 2 and hasattr(array, "dtype"):
+            out = _sixteen_bit(ufunc.__name__, array, float(self), inputs[1] is self)
+            if out is not None:
+                if "out" not in kwargs:
+                    return out
+                kwargs["out"][0][...] = out
+                return kwargs["out"][0]
+        number = namespace(array).asarray(float(self), array.dtype)
+        return getattr(ufunc, method)(*(number if a is self else a for a in inputs), **kwargs)
+
+
+def _sixteen_bit(name: str, x: Any, number: float, right: bool) -> Any:
+    """``x (name) number`` (``number (name) x`` unless ``right``) as PyTorch's CPU kernels
+    compute it for a 16-bit float array ``x``, or None where that is the ufunc on the number
+    rounded to ``x``'s dtype."""
+    dtype, xp_ = x.dtype, namespace(x)
+    if name in _OPMATH and (right or name == "multiply"):
+        return cast(getattr(xp_, name)(widened(x), xp_.float32(number)), dtype)
+    if name in ("divide", "true_divide") and not right:  # Tensor.__rdiv__
+        return cast(widened(cast(xp_.reciprocal(widened(x)), dtype)) * xp_.float32(number), dtype)
+    if name == "power" and right and dtype == bfloat16 and number in (3, -2):
+        square = widened(cast(widened(x) * widened(x), dtype))
+        if number == 3:
+            return cast(square * widened(x), dtype)
+        return cast(xp_.reciprocal(square), dtype)
+    return None
+
+
+# the ufuncs whose PyTorch kernels take a scalar right operand in float32 (BinaryOpsKernel.cpp)
+_OPMATH = frozenset({"multiply", "divide", "true_divide", "floor_divide"})
+
+# the 16-bit float dtypes, as a set: ``dtype in SIXTEEN_BIT`` is one hash lookup
+SIXTEEN_BIT = frozenset({float16, bfloat16})
+
+
 _BITWISE_FROM = 64  # values; for fewer, NumPy's one call costs less than the dozen bit operations
 
 

@@ -47,6 +47,7 @@ from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 values_indices = namedtuple("values_indices", ["values", "indices"])
 min_max = namedtuple("aminmax", ["min", "max"])
 _new = object.__new__
+_NUMBERS = (int, float)  # the Python numbers an in-place op may take as they are
 
 
 class Tensor:
@@ -478,8 +479,8 @@ class Tensor:
             return self.to(dtype), other.to(dtype)
         if isinstance(other, (int, float)):
             dtype = scalar_type(self.array.dtype, other)
-            if dtype == backend.bfloat16:  # NumPy would widen bfloat16 with a Python float
-                other = namespace(self.array).asarray(other, dtype)
+            if dtype in backend.SIXTEEN_BIT:  # computed as PyTorch's CPU kernels (see its doc)
+                other = backend.SixteenBitNumber(other)
             elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
                 other = wrapped_int(other, dtype)  # uint8 + 300 adds 44 (NumPy would raise)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
@@ -672,11 +673,15 @@ class Tensor:
         >>> sg.tensor([1, 2]).add(sg.tensor([1, 1]), alpha=3)
         tensor([4, 5])
         """
+        if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
+            return _sixteen_bit_sum(self, other, alpha)
         return self + _scaled(self, other, alpha)
 
     def sub(self, other: Any, alpha: float = 1) -> Tensor:
         """``self - alpha * other``, as ``torch.sub`` (``alpha`` as ``add`` takes it)."""
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
+        if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
+            return _sixteen_bit_sum(self, other, -alpha)
         return self - _scaled(self, other, alpha)
 
     subtract = sub
@@ -703,6 +708,8 @@ class Tensor:
             )
         x, y = self._operands(other)
         if backend.is_floating(x.array.dtype):
+            if type(y) is backend.SixteenBitNumber:  # PyTorch truncates the float32 quotient
+                return (x.to(backend.float32) / float(y)).trunc().to(x.dtype)
             return (x / y).trunc()
         divisor = getattr(y, "array", y)
         _call(_check_divisor, "div", divisor)  # a replay checks too
@@ -1004,6 +1011,8 @@ class Tensor:
         other_grad = isinstance(other, Tensor) and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
             other = getattr(other, "array", other)
+            if type(other) in _NUMBERS and self.array.dtype in backend.SIXTEEN_BIT:
+                other = backend.SixteenBitNumber(other)  # x.mul_(0.1) as x * 0.1
             try:
                 if capture_hook.recorder is None:
                     _elementwise(ufunc, self.array, other, out=self.array, casting="same_kind")
@@ -3793,8 +3802,10 @@ def where(condition: Tensor, x: Any, y: Any) -> Tensor:
         raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
     if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
         x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
+        y = _rounded(y, x)
     elif isinstance(y, Tensor):
         y, x = y._operands(written_number(x, y.dtype) if type(x) is int else x)
+        x = _rounded(x, y)
     else:
         x = Tensor(x).to(cond.device)
     return binary.Where.apply(cond, x, y)
@@ -5037,6 +5048,29 @@ def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
     if dtype == backend.bool_:
         alpha = bool(alpha)
     return other if alpha == 1 else other * alpha
+
+
+def _rounded(value: Any, like: Tensor) -> Any:
+    """A number beside a 16-bit tensor (a ``SixteenBitNumber``) rounded to its dtype, as
+    PyTorch writes it (``where``: NumPy would widen to float64); anything else as it is."""
+    if type(value) is backend.SixteenBitNumber:
+        return namespace(like.array).asarray(float(value), like.array.dtype)
+    return value
+
+
+def _sixteen_bit_sum(x: Tensor, other: Any, alpha: Any) -> Tensor:
+    """``x + alpha * other`` for a 16-bit float ``x``, as PyTorch's vectorized CPU kernel: one
+    fused multiply-add in float32 of ``alpha`` rounded to the dtype, rounded once (the product
+    of two 16-bit numbers is exact in float32, so widening and adding gives the FMA's bits).
+    NOTE: PyTorch's scalar loop, which takes the last elements of a size not a multiple of its
+    vector length, rounds the product to 16 bits first: those few entries can differ by a bit."""
+    dtype = result_type(x, other)
+    if dtype not in backend.SIXTEEN_BIT or not isinstance(other, Tensor):
+        return x + _scaled(x, other, alpha)
+    _scaled(x, other, alpha)  # PyTorch's checks of alpha
+    alpha = float(xp.asarray(alpha, dtype))  # as PyTorch's alpha_scalar.to<scalar_t>()
+    wide = backend.float32
+    return (x.to(wide) + other.to(dtype).to(wide) * alpha).to(dtype)
 
 
 def _refuse_bool_subtraction(x: Tensor, other: Any) -> None:

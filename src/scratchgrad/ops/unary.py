@@ -12,6 +12,8 @@ from scratchgrad.backend import (
     errstate,
     float64,
     in_float32,
+    is_floating,
+    keep_where,
     namespace,
     ndarray,
     widened,
@@ -219,7 +221,11 @@ class Step(Function):
     @staticmethod
     def forward(ctx, x, ufunc):
         ctx.ufunc = ufunc  # NumPy's, named: the operand's module computes
-        return getattr(namespace(x), ufunc.__name__)(x)
+        out = getattr(namespace(x), ufunc.__name__)(x)
+        if ufunc.__name__ == "sign" and is_floating(x.dtype):
+            # PyTorch's sign of NaN and of -0.0 is +0.0 (NumPy's NaN, and bfloat16's -0.0)
+            return keep_where(out * out == 1, out)
+        return out
 
     def name(self) -> str:
         return self.ufunc.__name__.capitalize() + "Backward0"  # SignBackward0, FloorBackward0
