@@ -1802,6 +1802,40 @@ OPS = [
         shapes="signal",
         check_shapes=((3, 2, 4),),
     ),
+    Op(
+        "multilabel_margin_loss",
+        lambda m, x: m.nn.functional.multilabel_margin_loss(x * 2, _multilabels(m, x)),
+        shapes="nonempty_matrix",
+        check_shapes=((3, 4),),
+    ),
+    Op(
+        "multilabel_margin_loss_none",
+        lambda m, x: m.nn.functional.multilabel_margin_loss(
+            x * 2, _multilabels(m, x), reduction="none"
+        ),
+        shapes="nonempty_matrix",
+        check_shapes=((4, 3),),
+    ),
+    Op(
+        "triplet_margin_with_distance_loss",
+        lambda m, a, p, n: m.nn.functional.triplet_margin_with_distance_loss(a, p, n, margin=2.0),
+        shapes="same_triple",
+        check_shapes=((2, 3),) * 3,
+    ),
+    Op(  # a distance of the caller's: the squared Euclidean one
+        "triplet_margin_with_distance_loss_swap",
+        lambda m, a, p, n: m.nn.functional.triplet_margin_with_distance_loss(
+            a,
+            p,
+            n,
+            distance_function=lambda x, y: ((x - y) * (x - y)).sum(-1),
+            margin=3.0,
+            swap=True,
+            reduction="sum",
+        ),
+        shapes="same_triple",
+        check_shapes=((2, 3),) * 3,
+    ),
 ]
 
 
@@ -1822,6 +1856,14 @@ def _ctc(m, x, blank=0, too_long=False, **kw):
         labels = labels.reshape(batch, width)
     log_probs = m.nn.functional.log_softmax(x, -1)
     return m.nn.functional.ctc_loss(log_probs, labels, input_lengths, target_lengths, blank, **kw)
+
+
+def _multilabels(m, x):
+    """Targets for (N, C) scores: sample n lists 1 + n % 2 classes ((n + 2k) % C, a class twice
+    where C is 2), then -1, then more classes, which are not read."""
+    k = m.arange(x.shape[1])
+    n = m.arange(x.shape[0]).reshape(-1, 1)
+    return m.where(k == 1 + n % 2, -1, (n + 2 * k) % x.shape[1])
 
 
 def _labels(m, x):

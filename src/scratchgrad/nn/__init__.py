@@ -2,7 +2,7 @@
 PyTorch's names, signatures and defaults (including its default initialisation).
 """
 
-from scratchgrad.nn.parameter import Parameter  # noqa: I001  (the base classes come first)
+from scratchgrad.nn.parameter import Buffer, Parameter  # noqa: I001  (the base classes come first)
 from scratchgrad.nn.module import Module
 from scratchgrad.nn import functional, init, parallel, utils
 from scratchgrad.nn.activation import (
@@ -84,6 +84,7 @@ from scratchgrad.nn.loss import (
     HuberLoss,
     KLDivLoss,
     MarginRankingLoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     PoissonNLLLoss,
@@ -93,6 +94,7 @@ from scratchgrad.nn.loss import (
     MSELoss,
     NLLLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from scratchgrad.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from scratchgrad.nn.padding import (
@@ -133,7 +135,13 @@ from scratchgrad.nn.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
-from scratchgrad.nn.upsampling import PixelShuffle, PixelUnshuffle, Upsample
+from scratchgrad.nn.upsampling import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from scratchgrad.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -202,6 +210,7 @@ __all__ = [
     "ModuleList",
     "NLLLoss",
     "Parameter",
+    "Buffer",
     "ParameterDict",
     "ParameterList",
     "ReLU",
@@ -281,6 +290,10 @@ __all__ = [
     "CosineSimilarity",
     "CTCLoss",
     "PairwiseDistance",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
+    "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss",
     "functional",
     "init",
     "parallel",

@@ -63,6 +63,12 @@ __all__ = [
     "max_unpool2d",
     "max_unpool3d",
     "unfold",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
 ]
 
 
@@ -959,6 +965,80 @@ def adaptive_max_pool3d(
               [7]]]]))
     """
     return _adaptive_max_pool(input, output_size, return_indices, 3, "adaptive_max_pool3d")
+
+
+# ---- the *_with_indices aliases: PyTorch's names for the pools that return (values, indices),
+# whatever ``return_indices`` says (PyTorch's take the argument and ignore it too)
+
+
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool1d`` with ``return_indices=True``.
+
+    >>> import scratchgrad as sg
+    >>> max_pool1d_with_indices(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
+    (tensor([[[3., 2.]]]), tensor([[[1, 2]]]))
+    """
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool2d`` with ``return_indices=True``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: IntPair,
+    stride: IntPair | None = None,
+    padding: IntPair = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``max_pool3d`` with ``return_indices=True``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(
+    input: Tensor, output_size: int | Sequence[int], return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool1d`` with ``return_indices=True``.
+
+    >>> import scratchgrad as sg
+    >>> adaptive_max_pool1d_with_indices(sg.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2)
+    (tensor([[3., 5.]]), tensor([[1, 4]]))
+    """
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool2d`` with ``return_indices=True``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """``adaptive_max_pool3d`` with ``return_indices=True``."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 # ---- helpers --------------------------------------------------------------------------------

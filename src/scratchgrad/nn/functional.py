@@ -18,7 +18,7 @@ import functools
 import inspect
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
@@ -324,6 +324,62 @@ def rrelu(
         return where(x > 0, x, x * slope)
 
     return _in_place_or_new(input, inplace, "rrelu", leaky)
+
+
+# ---- the in-place forms: PyTorch's ``F.<name>_``, each the activation with ``inplace=True``
+
+
+def relu_(input: Tensor) -> Tensor:
+    """``relu`` written into ``input`` (not a leaf that requires grad), which it returns.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([-1.0, 2.0])
+    >>> relu_(x) is x, x.tolist()
+    (True, [0.0, 2.0])
+    """
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``elu`` written into ``input``, which it returns."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``leaky_relu`` written into ``input``, which it returns."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``hardtanh`` written into ``input``, which it returns. As PyTorch's, it does not check
+    that ``min_val <= max_val``: where it is not, every entry becomes ``max_val``."""
+    lo, hi = float(min_val), float(max_val)
+    return _in_place_or_new(input, True, "hardtanh", lambda x: _hardtanh(x, lo, hi))
+
+
+_threshold = threshold  # threshold_'s argument, named as PyTorch's, hides the function
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``threshold`` written into ``input``, which it returns."""
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``celu`` written into ``input``, which it returns."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """``selu`` written into ``input``, which it returns."""
+    return selu(input, inplace=True)
+
+
+def rrelu_(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+) -> Tensor:
+    """``rrelu`` written into ``input``, which it returns."""
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -1995,6 +2051,109 @@ def hinge_embedding_loss(
     return _reduce(dissimilar + where(target != -1, input, 0.0), reduction)
 
 
+@autocast_policy("float32")
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The multi-label hinge loss of scores ``input`` (N, C), (C,) or 0-d: ``target`` (of the
+    input's shape, int64) lists each sample's classes, ended by the first -1 (what follows is
+    not read, but must be in [-1, C) too, as PyTorch's). For each sample, the sum over its
+    listed classes j and the classes i it does not list of ``max(0, 1 - x[j] + x[i])``, over
+    C; a class listed twice counts twice, as PyTorch's.
+
+    NOTE: an empty batch's mean is NaN and its sum 0, as other losses'; PyTorch's returns its
+    output uninitialised there.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(multilabel_margin_loss(x, sg.tensor([[3, 0, -1, 1]])).item(), 4)
+    0.85
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    x = _multilabel_scores(input, target)
+    labels = target.reshape(x.shape)
+    capture_hook.call(_check_multilabel_targets, labels.array, x.shape[1])
+    listed = (labels == -1).cumsum(1) == 0  # the entries before the first -1
+    classes = arange(x.shape[1], device=labels.device)
+    is_target = ((labels.unsqueeze(2) == classes) & listed.unsqueeze(2)).any(1)  # (N, C)
+    picked = x.gather(1, where(listed, labels, 0)).unsqueeze(2)  # x[j] of each listed j
+    hinge = (1 - picked + x.unsqueeze(1)).relu()  # (N, j, i); relu: no gradient at the kink
+    counted = listed.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = where(counted, hinge, 0.0).sum((1, 2)) / x.shape[1]
+    return _reduce(loss.reshape(input.shape[:1] if input.ndim == 2 else ()), reduction)
+
+
+def _multilabel_scores(input: Tensor, target: Tensor) -> Tensor:
+    """``multilabel_margin_loss``'s input as (N, C), after PyTorch's checks of the shapes."""
+    if input.ndim > 2 or (input.ndim >= 1 and input.shape[-1] == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{list(input.shape)}"
+        )
+    x = input.reshape(-1 if input.ndim == 2 else 1, input.shape[-1] if input.ndim else 1)
+    if input.ndim == 2:
+        fits = target.shape == input.shape
+    else:
+        fits = target.ndim <= 1 and target.numel() == x.shape[1]
+    if not fits:
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
+        )
+    if target.array.dtype != backend.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    return x
+
+
+def _check_multilabel_targets(labels, n_classes: int) -> None:
+    """PyTorch's error for a target outside [-1, ``n_classes``), read or not (a jitted step's
+    next batch, too)."""
+    if labels.size and not _all_below(labels + 1, n_classes + 1):
+        raise RuntimeError("argument #2 'target' is out of range")
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    """max(0, d(anchor, positive) - d(anchor, negative) + ``margin``), d the
+    ``distance_function`` (``pairwise_distance`` by default): any callable of two tensors
+    returning a tensor of distances. ``swap``: the negative's distance is the smaller of its
+    distances to the anchor and to the positive.
+
+    >>> import scratchgrad as sg
+    >>> a, pos, neg = sg.tensor([[0.0, 0.0]]), sg.tensor([[0.0, 1.0]]), sg.tensor([[0.0, 1.5]])
+    >>> l1 = lambda x, y: (x - y).abs().sum(-1)
+    >>> triplet_margin_with_distance_loss(a, pos, neg, distance_function=l1).item()
+    0.5
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and "
+            f"negative {negative.ndim}D inputs"
+        )
+    distance = pairwise_distance if distance_function is None else distance_function
+    to_positive = distance(anchor, positive)
+    to_negative = distance(anchor, negative)
+    if swap:
+        to_negative = to_negative.minimum(distance(positive, negative))
+    return _reduce((margin + to_positive - to_negative).clamp(min=0), reduction)
+
+
 # ---- tensor utilities -----------------------------------------------------------------------
 
 
@@ -2138,8 +2297,11 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
     adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
     adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -2154,8 +2316,11 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
     lp_pool2d,
     lp_pool3d,
     max_pool1d,
+    max_pool1d_with_indices,
     max_pool2d,
+    max_pool2d_with_indices,
     max_pool3d,
+    max_pool3d_with_indices,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,
@@ -2173,6 +2338,9 @@ from scratchgrad.nn.upsampling import (  # noqa: E402, F401  (re-exported)
     interpolate,
     pixel_shuffle,
     pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )
 
 # Every public function here: a non-Tensor where a Tensor is expected is PyTorch's TypeError

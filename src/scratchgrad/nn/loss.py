@@ -6,7 +6,10 @@ As in PyTorch, class weights (and BCEWithLogitsLoss's ``pos_weight``) are buffer
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scratchgrad.nn import functional as F
+from scratchgrad.nn.distance import PairwiseDistance
 from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
@@ -394,6 +397,75 @@ class HingeEmbeddingLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss: ``target`` lists each sample's classes, ended by the first
+    -1; each listed class j and each class i not listed add ``max(0, 1 - x[j] + x[i])``, over
+    the number of classes. See ``F.multilabel_margin_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> loss = nn.MultiLabelMarginLoss()
+    >>> round(loss(sg.tensor([[0.1, 0.2, 0.4, 0.8]]), sg.tensor([[3, 0, -1, 1]])).item(), 4)
+    0.85
+    """
+
+    def __init__(
+        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
+    ) -> None:
+        super().__init__(reduction, size_average, reduce)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``TripletMarginLoss`` with any ``distance_function`` of two tensors (by default a
+    ``PairwiseDistance`` module, a child of this one, as PyTorch's). See
+    ``F.triplet_margin_with_distance_loss``.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> loss = nn.TripletMarginWithDistanceLoss(margin=0.5)
+    >>> a, pos, neg = sg.tensor([[0.0, 0.0]]), sg.tensor([[0.0, 1.0]]), sg.tensor([[0.0, 1.0]])
+    >>> round(loss(a, pos, neg).item(), 4)
+    0.5
+    >>> loss
+    TripletMarginWithDistanceLoss(
+      (distance_function): PairwiseDistance()
+    )
+    """
+
+    def __init__(
+        self,
+        *,
+        distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(
+                "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead"
+            )
+        self.distance_function = (
+            distance_function if distance_function is not None else PairwiseDistance()
+        )
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
 
 
 class CTCLoss(_Loss):

@@ -26,7 +26,7 @@ from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import check_memory_format, requested_device_and_dtype
-from scratchgrad.nn.parameter import Parameter
+from scratchgrad.nn.parameter import Buffer, Parameter
 from scratchgrad.tensor import RemovableHandle, Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -223,6 +223,9 @@ class Module:
                     "(scratchgrad.nn.Module or None expected)"
                 )
             stores["_modules"][name] = None
+        elif isinstance(value, Buffer):  # registered, its persistence with it (as PyTorch's)
+            self.register_buffer(name, value, value.persistent)
+            return
         elif name in stores.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(

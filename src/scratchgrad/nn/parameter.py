@@ -1,4 +1,5 @@
-"""``Parameter``: a tensor that a ``Module`` registers as something to train."""
+"""``Parameter``: a tensor that a ``Module`` registers as something to train; ``Buffer``: one
+that it registers as state (``register_buffer``) when assigned as an attribute."""
 
 from __future__ import annotations
 
@@ -38,3 +39,37 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor that a ``Module`` registers as a buffer when assigned as its attribute (as
+    ``register_buffer(name, tensor, persistent)`` does), as ``torch.nn.Buffer``. It shares the
+    memory and ``requires_grad`` of the tensor it is made from, without its history.
+
+    NOTE: PyTorch's returns the tensor itself, marked; this is a ``Tensor`` subclass (as
+    ``Parameter``), so ``type(buffer)`` is ``Buffer`` here.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> class Scaled(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.scale = nn.Buffer(sg.tensor(2.0))
+    ...         self.cache = nn.Buffer(sg.zeros(1), persistent=False)
+    >>> m = Scaled()
+    >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
+    (['scale', 'cache'], ['scale'])
+    """
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = Tensor._make(xp.empty(0, backend.default_float))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        self.array, self.grad, self.requires_grad = data.array, None, False
+        self._ctx, self._counter, self._hooks = None, data._shared_counter(), ()
+        self.persistent = persistent
+        if data.requires_grad:
+            self.requires_grad_()

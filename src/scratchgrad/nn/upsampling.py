@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Sequence
 
 from scratchgrad import backend
@@ -107,6 +108,61 @@ def interpolate(
             weights = _weights(mode, n, m, scale, align_corners, antialias)
             out = _resample(out, dim, Tensor(weights, dtype=out.dtype).to(out.device))
     return out
+
+
+# ---- PyTorch's deprecated aliases of interpolate, with its warnings. stacklevel 3: the user's
+# line, past nn.functional's argument-naming wrapper (the way these are reached)
+
+
+def upsample(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+) -> Tensor:
+    """``interpolate`` under its old name, with PyTorch's deprecation warning.
+
+    >>> import warnings
+    >>> import scratchgrad as sg
+    >>> from scratchgrad.nn import functional as F
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     F.upsample(sg.tensor([[[1.0, 2.0]]]), scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    """
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=3,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+) -> Tensor:
+    """``interpolate(..., mode="nearest")``, deprecated (with PyTorch's warning)."""
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=3,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+) -> Tensor:
+    """``interpolate(..., mode="bilinear", align_corners=True)``, deprecated (with PyTorch's
+    warning)."""
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=3,
+    )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _output_size(in_size: tuple, size, scale_factor, recompute) -> tuple[tuple, tuple]:
@@ -472,6 +528,43 @@ class Upsample(Module):
         if self.scale_factor is not None:
             return f"scale_factor={self.scale_factor!r}, mode={self.mode!r}"
         return f"size={self.size!r}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample`` in mode "nearest", for (N, C, H, W) inputs (deprecated in PyTorch, without
+    a warning).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.UpsamplingNearest2d(scale_factor=2)(sg.tensor([[[[1.0, 2.0]]]]))
+    tensor([[[[1., 1., 2., 2.],
+              [1., 1., 2., 2.]]]])
+    """
+
+    def __init__(
+        self,
+        size: int | Sequence[int] | None = None,
+        scale_factor: float | Sequence[float] | None = None,
+    ) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample`` in mode "bilinear" with ``align_corners=True``, for (N, C, H, W) inputs
+    (deprecated in PyTorch, without a warning).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.UpsamplingBilinear2d(size=(1, 3))(sg.tensor([[[[1.0, 2.0]]]]))
+    tensor([[[[1.0000, 1.5000, 2.0000]]]])
+    """
+
+    def __init__(
+        self,
+        size: int | Sequence[int] | None = None,
+        scale_factor: float | Sequence[float] | None = None,
+    ) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class PixelShuffle(Module):
