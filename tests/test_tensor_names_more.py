@@ -107,3 +107,16 @@ def test_nan_reductions_and_small_helpers_are_torchs():
     with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 2D tensors"):
         sg.vdot(sg.ones(1, 1), sg.ones(1, 1))
     assert (sg.pi, sg.e, sg.inf, sg.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [(n, ()) for n in ["abs_", "exp_", "sigmoid_", "tanh_", "sqrt_", "floor_", "neg_", "zero_"]]
+    + [("clamp_", (0.2, 0.6)), ("clamp_min_", (0.3,)), ("fill_", (2.0,)), ("xlogy_", (2.0,))],
+)
+def test_in_place_forms_at_the_root_are_torchs(name, args):
+    values = np.array([0.25, 0.5, 0.9])
+    ours, theirs = sg.tensor(values), torch.tensor(values)
+    assert getattr(sg, name)(ours, *args) is ours
+    getattr(torch, name)(theirs, *args)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
