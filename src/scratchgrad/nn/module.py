@@ -560,9 +560,12 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
+            lazy = hasattr(type(target), "materialize")  # an UninitializedParameter (nn.lazy)
+            if lazy and hasattr(type(value), "materialize"):
+                continue  # uninitialized into uninitialized: nothing to load (as PyTorch)
             value = value.array if isinstance(value, Tensor) else xp.asarray(value)
             value = backend.to_device(value, backend.device_of(target.array))  # map to the model
-            if value.shape != target.shape:
+            if not lazy and value.shape != target.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
                     f"checkpoint, the shape in current model is {target.shape}."
@@ -574,6 +577,8 @@ class Module:
             )
         with no_grad():
             for key, value in values.items():
+                if hasattr(type(own[key]), "materialize"):  # takes the loaded shape first
+                    own[key].materialize(value.shape)
                 own[key].copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
