@@ -1367,6 +1367,19 @@ OPS = [
         shapes="nonempty",
         vmap=False,
     ),
+    Op(
+        "addmv",
+        lambda m, x: m.addmv(x[0], x.mT, x[:, 0].sin(), beta=0.5, alpha=2.0),
+        shapes="nonempty_matrix",
+    ),
+    Op("addr", lambda m, x: m.addr(x, x[:, 0], x[0].cos(), alpha=0.5), shapes="nonempty_matrix"),
+    Op(
+        "addbmm",
+        lambda m, x: m.addbmm(x[0, 0, :, :1], x[0], x[0].mT.sin(), beta=0.3),
+        shapes="image",
+        check_shapes=((2, 3, 2, 4),),
+    ),
+    Op("renorm", lambda m, x: m.renorm(x * 3, 2, 0, 1.0), shapes="nonempty2+"),
     Op("unfold", lambda m, x: x.unfold(-1, min(2, x.shape[-1]), 1) * 2, shapes="nonempty2+"),
     Op(  # overlapping windows of a middle dim, every other entry: the gradient sums shares
         "unfold_step",

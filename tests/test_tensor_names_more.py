@@ -120,3 +120,46 @@ def test_in_place_forms_at_the_root_are_torchs(name, args):
     assert getattr(sg, name)(ours, *args) is ours
     getattr(torch, name)(theirs, *args)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "shape, wrap",
+    [((3, 3), False), ((7, 3), True), ((7, 3), False), ((3, 5), True), ((2, 2, 2), False)],
+)
+def test_fill_diagonal_is_torchs(shape, wrap):
+    ours, theirs = sg.zeros(*shape), torch.zeros(*shape)
+    assert ours.fill_diagonal_(5.0, wrap=wrap) is ours
+    theirs.fill_diagonal_(5.0, wrap=wrap)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for bad in [(3,), (2, 3, 3)]:
+        with pytest.raises(RuntimeError) as t_error:
+            torch.zeros(*bad).fill_diagonal_(1.0)
+        with pytest.raises(RuntimeError) as error:
+            sg.zeros(*bad).fill_diagonal_(1.0)
+        assert str(error.value) == str(t_error.value)
+
+
+@pytest.mark.parametrize(
+    "name, args, kwargs",
+    [
+        ("addmm_", ((3, 4), (4, 3)), {"beta": 0.5}),
+        ("addmv_", ((3, 4), (4,)), {"alpha": 2.0}),
+        ("addr_", ((3,), (3,)), {}),
+        ("addbmm_", ((2, 3, 4), (2, 4, 3)), {}),
+        ("baddbmm_", ((1, 3, 4), (1, 4, 3)), {}),
+        ("tril_", (), {}),
+        ("triu_", (), {"diagonal": 1}),
+        ("cumsum_", (), {"dim": 1}),
+        ("cumprod_", (), {"dim": 0}),
+        ("renorm_", (), {"p": 2, "dim": 0, "maxnorm": 1.0}),
+    ],
+)
+def test_in_place_products_and_triangles_are_torchs(name, args, kwargs):
+    rng = np.random.default_rng(0)
+    shape = (1, 3, 3) if name == "baddbmm_" else (3,) if name == "addmv_" else (3, 3)
+    base = rng.standard_normal(shape)
+    arrays = [rng.standard_normal(s) for s in args]
+    ours, theirs = sg.tensor(base), torch.tensor(base)
+    assert getattr(ours, name)(*map(sg.tensor, arrays), **kwargs) is ours
+    getattr(theirs, name)(*map(torch.tensor, arrays), **kwargs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)

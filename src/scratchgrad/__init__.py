@@ -362,6 +362,7 @@ else:
         Tensor.ravel,
         Tensor.diagflat,
     )
+    addmv, addr, addbmm, renorm = Tensor.addmv, Tensor.addr, Tensor.addbmm, Tensor.renorm
     ger, inner, vdot, nansum, nanmean, msort, aminmax = (
         Tensor.ger,
         Tensor.inner,

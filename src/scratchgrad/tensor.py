@@ -898,6 +898,62 @@ class Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * (mat @ vec)``; beta=0 ignores ``self``."""
+        return _scaled_sum(self, mat.mv(vec), beta, alpha)
+
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+        """``beta * self + alpha * outer(vec1, vec2)``; beta=0 ignores ``self``."""
+        return _scaled_sum(self, vec1.outer(vec2), beta, alpha)
+
+    @autocast_policy("lower")
+    def addbmm(
+        self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
+    ) -> Tensor:
+        """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``; beta=0 ignores ``self``."""
+        return _scaled_sum(self, batch1.bmm(batch2).sum(0), beta, alpha)
+
+    def renorm(self, p: float, dim: int, maxnorm: float) -> Tensor:
+        """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it (by
+        ``maxnorm / (norm + 1e-7)``, as PyTorch), the others unchanged.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[3.0, 4.0], [0.3, 0.4]]).renorm(2, 0, 1.0)
+        tensor([[0.6000, 0.8000],
+                [0.3000, 0.4000]])
+        """
+        if p <= 0:
+            raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
+        if maxnorm < 0:
+            raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        dim = wrap_dim(dim, self.array.ndim)
+        others = tuple(d for d in range(self.array.ndim) if d != dim)
+        norm = self.norm(p, dim=others, keepdim=True) if others else self.abs()
+        return self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
+
+    def fill_diagonal_(self, fill_value: float, wrap: bool = False) -> Tensor:
+        """Write ``fill_value`` on the main diagonal, in place, as ``Tensor.fill_diagonal_``:
+        all dims of one length (or a tall matrix, whose diagonal with ``wrap`` starts again
+        every ``columns + 1`` rows).
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3).fill_diagonal_(7.0).tolist()
+        [[7.0, 0.0, 0.0], [0.0, 7.0, 0.0]]
+        """
+        shape = self.array.shape
+        if len(shape) < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if len(shape) > 2 and len(set(shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        if len(shape) > 2:
+            index = (xp.arange(shape[0]),) * len(shape)
+        else:  # every (columns + 1)-th entry of the flat matrix
+            rows, columns = shape
+            flat = xp.arange(0, (rows if wrap else min(rows, columns)) * columns, columns + 1)
+            index = (flat // columns, flat % columns)
+        self[index] = fill_value
+        return self
+
     # ---- linear algebra: PyTorch's methods, thin calls into scratchgrad.linalg ---------------
     # Each imports linalg when called: linalg's modules import this one.
 
@@ -3580,6 +3636,12 @@ for _name in (
     "log2", "masked_fill", "nan_to_num", "neg", "negative", "pow", "reciprocal", "relu",
     "remainder", "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "sigmoid",
     "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", _in_place_form(_name))
+
+# ... of the products and triangles (``addmm_`` in hand-written layers)
+for _name in (
+    "addbmm", "addmm", "addmv", "addr", "baddbmm", "cumprod", "cumsum", "renorm", "tril", "triu",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
