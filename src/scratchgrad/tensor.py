@@ -1457,6 +1457,9 @@ class Tensor:
         return self * self
 
     def rsqrt(self) -> Tensor:
+        """1 / sqrt(x); a 16-bit tensor's computed in float32 and rounded once, as PyTorch's."""
+        if self.array.dtype in backend.SIXTEEN_BIT:
+            return (1 / self.float().sqrt()).to(self.array.dtype)
         return 1 / self.sqrt()
 
     def log1p(self) -> Tensor:

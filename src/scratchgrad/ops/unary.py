@@ -99,9 +99,11 @@ class Sigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         xp = namespace(x)
-        # exp of a non-positive number only, so neither tail overflows
-        e = xp.exp(-xp.abs(x))
-        out = xp.where(x >= 0, 1, e) / (1 + e)
+        wide = widened(x)  # 16-bit: in float32, rounded once, as PyTorch's kernel
+        # PyTorch's formula (its rounding): exp(-x) overflows to inf for x < -88, giving 0
+        with errstate(over="ignore"):
+            out = 1 / (1 + xp.exp(-wide))
+        out = out if wide is x else cast(out, x.dtype)
         ctx.save_for_backward(out)
         return out
 
