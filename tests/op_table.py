@@ -107,6 +107,12 @@ def _gelu_derivative(x):
     return cdf + x * (x * x * -0.5).exp() / (2 * np.pi) ** 0.5
 
 
+def _nan_padded(m, x):
+    """``x`` with a NaN before and after its entries along the last dim."""
+    nan = m.full_like(x[..., :1], m.nan)
+    return m.cat([nan, x, nan], -1)
+
+
 OPS = [
     # ---- unary elementwise --------------------------------------------------------------------
     Op("neg", lambda m, x: -x),
@@ -1353,6 +1359,151 @@ OPS = [
     binary("multiply", lambda m, x, y: m.multiply(x, y)),
     binary("divide", lambda m, x, y: x.divide(y), domain=(real, away_from_zero)),
     # ---- rows: tensor API additions ----
+    # statistics.py: quantiles read one or two sorted entries (distinct: no ties), NaNs padded
+    # around the entries (full_like: no gradient) for the nan- forms; cov and corrcoef over
+    # observations made from x (three for corrcoef: two would correlate exactly +-1, clipped)
+    Op("quantile", lambda m, x: m.quantile(x, 0.3), shapes="nonempty", domain=distinct),
+    Op(
+        "quantile_dim_q_tensor",
+        lambda m, x: x.quantile(m.tensor([0.25, 0.9], dtype=x.dtype), dim=-1, keepdim=True),
+        shapes="nonempty1+",
+        domain=distinct,
+    ),
+    Op(
+        "quantile_midpoint",
+        lambda m, x: x.quantile(0.6, 0, interpolation="midpoint"),
+        shapes="nonempty1+",
+        domain=distinct,
+    ),
+    Op(
+        "nanquantile",
+        lambda m, x: m.nanquantile(_nan_padded(m, x), 0.7, dim=-1, interpolation="nearest"),
+        shapes="nonempty1+",
+        domain=distinct,
+    ),
+    Op("nanmedian", lambda m, x: m.nanmedian(x), shapes="nonempty", domain=distinct),
+    Op(
+        "nanmedian_dim",
+        lambda m, x: _nan_padded(m, x).nanmedian(-1).values,
+        shapes="nonempty1+",
+        domain=distinct,
+    ),
+    Op("cov", lambda m, x: m.cov(x, correction=0), shapes="nonempty_matrix"),
+    Op(  # the weights read their values for PyTorch's checks: no vmap, as torch.func's
+        "cov_weighted",
+        lambda m, x: m.cov(
+            m.cat([x, x.sin()], -1),
+            fweights=m.arange(2 * x.shape[1]) % 3 + 1,
+            aweights=m.cat([x[0], x[0].cos()]).sigmoid(),
+        ),
+        shapes="nonempty_matrix",
+        vmap=False,
+    ),
+    Op(
+        "corrcoef",
+        lambda m, x: m.corrcoef(m.cat([x, x.sin(), x.cos()], -1)),
+        shapes="nonempty_matrix",
+    ),
+    # indexed writes (src/scratchgrad/indexed_writes.py; tests/test_indexed_writes.py): the
+    # ones writing into a clone are vmap=False, as index_copy (func.md, Limits)
+    Op(  # distinct rows written: a repeated one's value is unspecified in PyTorch
+        "index_put",
+        lambda m, x: x.index_put((m.tensor([x.shape[0] - 1, 0]),), x[:2].sin()),
+        shapes="two_rows",
+        index=lambda m, x, i: x.index_put((m.tensor([i]),), x[:1] * 2),
+        integer=True,
+        vmap=False,
+    ),
+    Op(  # a repeated row adds up, and each repeat's values get the gradient there
+        "index_put_accumulate",
+        lambda m, x, y: x.index_put((m.tensor([x.shape[0] - 1, 0, 0]),), y, accumulate=True),
+        shapes="index_add",
+        check_shapes=((2, 3), (3, 3)),
+        index=lambda m, x, i: x.index_put((m.tensor([i]),), x[:1], accumulate=True),
+        integer=True,
+        vmap=False,
+    ),
+    Op(  # two index tensors and a value broadcast to the entries they pick
+        "index_put_accumulate_pairs",
+        lambda m, x: x.index_put(
+            (m.tensor([0, -1, 0]), m.tensor([-1, 0, -1])), x[0, :1].exp(), accumulate=True
+        ),
+        shapes="nonempty2+",
+        vmap=False,
+    ),
+    Op(  # a mask: the value's gradient sums over the entries it reaches
+        "index_put_mask",
+        lambda m, x: x.index_put((x > 0,), (x * x).sum().reshape(1)),
+        shapes="rank1+",
+        domain=away_from_zero,
+        vmap=False,  # (a data-dependent shape)
+    ),
+    Op(  # source's entries, in order, where the mask holds; the leftover ones get 0
+        "masked_scatter",
+        lambda m, x: x.masked_scatter(x > 0, x.reshape(-1).flip(0).cos() * 3),
+        domain=away_from_zero,
+        vmap=False,
+    ),
+    Op(
+        "put",
+        lambda m, x: x.put(m.tensor([-1, 0]), x.reshape(-1)[:2].sin()),
+        shapes="two+",
+        vmap=False,
+    ),
+    Op(
+        "put_accumulate",
+        lambda m, x: x.put(
+            m.tensor([[0, -1], [0, 0]]), x.reshape(-1)[m.tensor([[0, -1], [-1, 0]])].exp(), True
+        ),
+        shapes="nonempty",
+        vmap=False,
+    ),
+    *(
+        Op(  # slices 0 and 1 of the source reduced into row 0, slice 2 into the last row
+            f"index_reduce_{reduce}" + ("" if include_self else "_without_self"),
+            lambda m, x, y, reduce=reduce, include_self=include_self: x.index_reduce(
+                0, m.tensor([0, 0, x.shape[0] - 1]), y, reduce, include_self=include_self
+            ),
+            shapes="index_add",
+            check_shapes=((2, 3), (3, 3)),
+            domain=distinct,
+            vmap=False,
+        )
+        for reduce in ("prod", "mean", "amax", "amin")
+        for include_self in (True, False)
+    ),
+    Op(
+        "select_scatter",
+        lambda m, x: m.select_scatter(x, x.select(0, -1).sin(), 0, 0),
+        shapes="nonempty1+",
+        dim=lambda m, x, d: m.select_scatter(x, x.select(d, 0) * 2, d, 0),
+        index=lambda m, x, i: m.select_scatter(x, x[0] * 2, 0, i),
+        integer=True,
+        vmap=False,
+    ),
+    Op(
+        "slice_scatter",
+        lambda m, x: m.slice_scatter(x, x[1::2].cos(), 0, 1, None, 2),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.slice_scatter(x, x * 2, d),
+        integer=True,
+        vmap=False,
+    ),
+    Op(
+        "diagonal_scatter",
+        lambda m, x: m.diagonal_scatter(x, x.diagonal(1, 0, -1).exp(), 1, 0, -1),
+        shapes="rank2+",
+        dim=lambda m, x, d: m.diagonal_scatter(x, x.diagonal(0, d, -1) * 2, 0, d, -1),
+        integer=True,
+        vmap=False,
+    ),
+    Op(
+        "narrow_copy",
+        lambda m, x: x.narrow_copy(-1, 1, x.shape[-1] - 1) * 2,
+        shapes="nonempty1+",
+        dim=lambda m, x, d: x.narrow_copy(d, 0, 1),
+        integer=True,
+    ),
     Op("nansum", lambda m, x: m.where(x > 1, m.nan, x).nansum(-1)),
     Op("nanmean", lambda m, x: m.nanmean(m.where(x > 1, m.nan, x)), domain=inside_unit),
     Op("aminmax_max", lambda m, x: m.aminmax(x * 1, dim=0).max, shapes="nonempty"),

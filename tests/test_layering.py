@@ -16,7 +16,7 @@ LAYERS = [
     {"backend", "dtypes", "cuda", "accelerator", "backends"},  # arrays, dtypes, devices
     {"autograd"},
     {"ops"},
-    {"tensor", "creation", "printing", "linalg", "special"},
+    {"tensor", "creation", "printing", "linalg", "special", "indexed_writes", "statistics"},
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them
     # (distributions: on nn.functional and linalg, as PyTorch's)

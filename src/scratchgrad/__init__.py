@@ -130,6 +130,17 @@ else:
         vstack,
         where,
     )
+    from scratchgrad.indexed_writes import (  # (also sets the methods on Tensor)
+        diagonal_scatter,
+        index_put,
+        index_put_,
+        index_reduce,
+        masked_scatter,
+        narrow_copy,
+        put,
+        select_scatter,
+        slice_scatter,
+    )
 
     from scratchgrad.serialization import load, save
     from scratchgrad import linalg
@@ -197,6 +208,8 @@ else:
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
+    from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)
+    from scratchgrad.statistics import corrcoef, cov, mode, nanmedian, nanquantile, quantile
     from scratchgrad.func import vmap
 
     # torch's names for linear algebra outside torch.linalg

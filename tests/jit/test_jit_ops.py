@@ -17,6 +17,8 @@ CALLS = 5  # eager, record, record again (checked against the first), replay, re
 REFUSED = {
     "getitem_mask": "boolean mask",
     "masked_select": "boolean mask",
+    "index_put_mask": "boolean mask",
+    "masked_scatter": "depends on the mask",
     "repeat_interleave_counts": "tensor of counts",
 }
 # Known problems of the jit core, each a strict xfail: a fix makes the test pass, fail as XPASS,
