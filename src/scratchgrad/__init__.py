@@ -395,6 +395,7 @@ else:
         "abs_",
         "acos_",
         "acosh_",
+        "addmv_",
         "arccos_",
         "arccosh_",
         "arcsin_",

@@ -2661,7 +2661,7 @@ class Tensor:
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
-        dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim)
+        dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim, True)
         return self.reshape(
             *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
         )
@@ -3647,6 +3647,88 @@ for _name in (
     "addbmm", "addmm", "addmv", "addr", "baddbmm", "cumprod", "cumsum", "renorm", "tril", "triu",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
+
+
+def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Tensor:
+    """Make this tensor ``view(self)`` over the same memory: the in-place view ops (``t_``,
+    ``squeeze_``, ...), as PyTorch's. In a graph the view is recorded on the old node and this
+    tensor takes over the new one. A tensor that owned its memory becomes a view of an alias
+    of its old self (which takes over its views), so ``is_contiguous`` and later in-place
+    writes through it see the new layout."""
+    if capture_hook.recorder is not None:  # a replay would not rebind this tensor's array
+        capture_hook.recorder.refuse(
+            f".{name}() (it changes the tensor's shape in place)",
+            f"Use the out-of-place view (y = x.{name[:-1]}(...))",
+        )
+    base = getattr(self, "_view", (self,))[0]
+    if _state.enabled and base.is_leaf and base.requires_grad:
+        what = "a leaf Variable" if base is self else "a view of a leaf Variable"
+        raise RuntimeError(f"{what} that requires grad is being used in an in-place operation.")
+    if not _state.enabled and self._ctx is not None:  # NOTE: PyTorch keeps the old node, whose
+        raise RuntimeError(  # gradient then has the old shape (wrong for a square transpose)
+            f"{name}: this tensor is part of a graph, which an unrecorded change of its shape "
+            "would break; call it outside no_grad, or on a detached tensor"
+        )
+    old = Tensor._make(self.array, self._ctx)
+    old.requires_grad, old._counter = self.requires_grad, self._shared_counter()
+    if hasattr(self, "_view"):
+        old._view = self._view
+    out = view(old)
+    if out is not old:
+        if not hasattr(self, "_view") and hasattr(self, "_views"):
+            old._views = self._views  # they were taken from the memory that old now owns
+            for other in old._views:
+                other._view = (old, other._view[1])
+            del self._views
+        self.array, self._ctx = out.array, out._ctx  # (a leaf under no_grad keeps requires_grad)
+        if hasattr(out, "_view"):
+            self._view = out._view
+            views = getattr(out._view[0], "_views", None)  # (out, a temporary, leaves it)
+            if views is not None and not builtins.any(v is self for v in views):
+                views.add(self)  # (no `in`: a WeakSet compares with ==, elementwise here)
+    increment_version(self)
+    return self
+
+
+def _in_place_view_form(name: str) -> Callable:
+    """``Tensor.<name>_`` of a view op (see ``_restride_``): ``x.transpose_(0, 1)`` makes
+    ``x`` itself ``x.transpose(0, 1)``, sharing its memory."""
+    op = getattr(Tensor, name)
+
+    def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return _restride_(self, f"{name}_", lambda t: op(t, *args, **kwargs))
+
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    in_place.__doc__ = (
+        f"``{name}`` in place: ``x.{name}_(...)`` makes ``x`` the view ``x.{name}(...)``."
+    )
+    return in_place
+
+
+for _name in ("squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims"):
+    setattr(Tensor, f"{_name}_", _in_place_view_form(_name))
+
+
+def _t_(self: Tensor) -> Tensor:
+    """``t`` in place: a matrix becomes its transpose, sharing its memory, as ``Tensor.t_``.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.tensor([[1.0, 2.0]])
+    >>> x.t_().shape
+    (2, 1)
+    """
+
+    def t(x: Tensor) -> Tensor:  # (checked after the leaf, as PyTorch)
+        if x.array.ndim > 2:
+            raise RuntimeError(
+                f"t_() expects a tensor with <= 2 dimensions, but self is {x.array.ndim}D"
+            )
+        return x.t()
+
+    return _restride_(self, "t_", t)
+
+
+Tensor.t_ = _t_
 
 # ... and of the other elementwise names (the comparisons' in-place forms are below)
 for _name in (

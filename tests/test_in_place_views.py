@@ -1,0 +1,191 @@
+"""The in-place view ops (``t_``, ``transpose_``, ``swapaxes_``, ``swapdims_``, ``squeeze_``,
+``unsqueeze_``) against PyTorch's: the shape and memory they leave, the version counter, the
+gradient through one in a graph (of a tensor, of a view, of a base whose view is written
+later), and the errors (bad dims, a leaf that requires grad, a saved tensor changed, jit);
+and the root ``addmv_``."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+CASES = [
+    ((2, 3), "t_", ()),
+    ((3,), "t_", ()),
+    ((), "t_", ()),
+    ((2, 3, 4), "transpose_", (0, -1)),
+    ((), "transpose_", (0, -1)),
+    ((2, 3, 4), "swapaxes_", (1, 2)),
+    ((2, 3, 4), "swapdims_", (-3, 1)),
+    ((2, 1, 3, 1), "squeeze_", ()),
+    ((2, 1, 3, 1), "squeeze_", (-1,)),
+    ((2, 1, 3, 1), "squeeze_", ((1, 3),)),
+    ((2, 3), "squeeze_", (0,)),
+    ((), "squeeze_", ()),
+    ((2, 3), "unsqueeze_", (2,)),
+    ((2, 3), "unsqueeze_", (-1,)),
+    ((), "unsqueeze_", (0,)),
+    ((0, 1, 3), "squeeze_", (1,)),
+    ((0, 3), "t_", ()),
+]
+
+
+@pytest.mark.parametrize("shape, name, args", CASES)
+def test_shape_memory_and_version_are_torchs(shape, name, args):
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    ours, theirs = sg.tensor(a), torch.tensor(a)
+    assert getattr(ours, name)(*args) is ours
+    getattr(theirs, name)(*args)
+    assert ours.shape == tuple(theirs.shape)
+    assert ours._version == theirs._version == 1
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    ours.fill_(7.0)  # the same memory: a write through the new shape reaches every entry
+    assert ours.sum().item() == 7.0 * a.size
+
+
+@pytest.mark.parametrize(
+    "shape, name, args",
+    [
+        ((2, 1, 3), "t_", ()),
+        ((2, 3), "unsqueeze_", (3,)),
+        ((2, 3), "squeeze_", (-3,)),
+        ((2, 1, 3), "squeeze_", ((1, 1),)),
+        ((2, 3), "transpose_", (0, 2)),
+        ((2, 3), "swapaxes_", (-3, 0)),
+        ((2, 3), "swapdims_", (0, 5)),
+        ((), "unsqueeze_", (2,)),
+    ],
+)
+def test_errors_are_torchs_and_change_nothing(shape, name, args):
+    with pytest.raises((RuntimeError, IndexError)) as theirs:
+        getattr(torch.zeros(shape), name)(*args)
+    x = sg.zeros(shape)
+    with pytest.raises(type(theirs.value)) as ours:
+        getattr(x, name)(*args)
+    assert str(ours.value) == str(theirs.value)
+    assert x.shape == shape and x._version == 0
+
+
+@pytest.mark.parametrize("name, args", [("t_", ()), ("unsqueeze_", (0,)), ("swapdims_", (0, 1))])
+def test_a_leaf_or_its_view_that_requires_grad_is_refused_but_not_under_no_grad(name, args):
+    for lib in (torch, sg):
+        leaf = lib.zeros(2, 3, requires_grad=True)
+        for target, what in ((leaf, "a leaf"), (leaf[0:1], "a view of a leaf")):
+            with pytest.raises(RuntimeError, match=f"^{what} Variable that requires grad"):
+                getattr(target, name)(*args)
+        assert leaf.shape == (2, 3)
+        with lib.no_grad():
+            getattr(leaf, name)(*args)
+        assert leaf.is_leaf and leaf.requires_grad and leaf.shape != (2, 3)
+
+
+def grads(lib, program):
+    """The gradient of ``program(x)`` at x of shape (2, 3), by ``lib``."""
+    x = lib.tensor(np.arange(6.0).reshape(2, 3) - 2.5, requires_grad=True)
+    program(lib, x).backward()
+    return x.grad.numpy()
+
+
+def transposed(lib, x):
+    y = x.sin()
+    y.t_()
+    return (y * lib.tensor(np.arange(6.0).reshape(3, 2))).sum()
+
+
+def view_unsqueezed_then_written(lib, x):
+    y = x * 1
+    row = y[1]
+    row.unsqueeze_(0)
+    row.mul_(row.detach() + 2)
+    return (y * y).sum()
+
+
+def base_transposed_then_view_written(lib, x):
+    y = x * 1
+    row = y[0]
+    y.transpose_(0, 1)
+    row.mul_(3)
+    return (y * lib.tensor(np.arange(6.0).reshape(3, 2))).sum()
+
+
+def squeezed_twice(lib, x):
+    y = x.unsqueeze(1) * 2  # (exp would save its result, which the squeezes change)
+    y.squeeze_(1)
+    y.unsqueeze_(0)
+    y.squeeze_()
+    return (y * y.cos()).sum()
+
+
+@pytest.mark.parametrize(
+    "program",
+    [transposed, view_unsqueezed_then_written, base_transposed_then_view_written, squeezed_twice],
+)
+def test_gradient_through_it_is_torchs(program):
+    np.testing.assert_allclose(grads(sg, program), grads(torch, program), rtol=1e-12)
+
+
+def test_the_gradients_gradient_goes_through_it():
+    def f(x):
+        y = x * x
+        y.t_()
+        return y.sum(0)
+
+    x = sg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    assert sg.autograd.gradgradcheck(f, (x,))
+
+
+def test_a_tensor_saved_for_the_gradient_then_changed_is_refused():
+    x = sg.ones(2, 3, requires_grad=True)
+    y = x * 1
+    z = y * y  # saves y
+    y.unsqueeze_(0)
+    with pytest.raises(RuntimeError, match="modified"):
+        z.sum().backward()
+
+
+def test_the_new_layout_is_a_view_of_the_same_memory_for_is_contiguous_and_view():
+    ours, theirs = sg.zeros(2, 3), torch.zeros(2, 3)
+    ours.t_()
+    theirs.t_()
+    for x in (ours, theirs):
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            x.view(6)
+    assert ours.contiguous().view(6).shape == (6,)
+
+
+def test_refused_while_jit_records():
+    @sg.jit
+    def step(x):
+        y = x * 2
+        y.t_()
+        return y + 1
+
+    step(sg.ones(2, 3))  # the first call runs eagerly
+    with pytest.raises(sg.jit.JitError, match=r"\.t_\(\)"):
+        step(sg.ones(2, 3))
+
+
+def test_refused_under_vmap():
+    with pytest.raises(RuntimeError, match="vmap: unsqueeze_"):
+        sg.func.vmap(lambda x: x.unsqueeze_(0) * 1)(sg.ones(3, 2))
+
+
+def test_a_tensor_in_a_graph_under_no_grad_is_refused_rather_than_left_with_a_stale_node():
+    # NOTE: PyTorch keeps the old node: a square transpose's gradient would come back untransposed
+    y = sg.ones(2, 2, requires_grad=True) * 2
+    with sg.no_grad(), pytest.raises(RuntimeError, match="t_: this tensor is part of a graph"):
+        y.t_()
+    assert y._version == 0
+
+
+def test_root_addmv_is_torchs():
+    a, mat, vec = np.ones(2), np.arange(6.0).reshape(2, 3), np.arange(3.0) - 1
+    for lib in (sg, torch):
+        x = lib.tensor(a)
+        assert lib.addmv_(x, lib.tensor(mat), lib.tensor(vec), beta=0.5, alpha=2) is x
+    np.testing.assert_array_equal(
+        sg.addmv_(sg.tensor(a), sg.tensor(mat), sg.tensor(vec), beta=0.5, alpha=2).numpy(),
+        torch.addmv_(torch.tensor(a), torch.tensor(mat), torch.tensor(vec), beta=0.5, alpha=2),
+    )
