@@ -14,7 +14,7 @@ from scratchgrad.distributions.distribution import Distribution
 from scratchgrad.distributions.utils import broadcast_all, numpy_draw
 from scratchgrad.dtypes import finfo
 from scratchgrad.nn.functional import one_hot
-from scratchgrad.special import digamma, gammaln, xlogy
+from scratchgrad.special import digamma, gammainc, gammaln, xlogy
 from scratchgrad.tensor import Size, Tensor, stack, where
 
 # PyTorch's single-precision constants (0.8f, 0.9f, 1.1f), widened as its C++ widens them
@@ -161,6 +161,13 @@ class Gamma(Distribution):
             self._validate_sample(value)
         c, rate = self.concentration, self.rate
         return xlogy(c, rate) + xlogy(c - 1, value) - rate * value - gammaln(c)
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """The regularized lower incomplete gamma function at ``rate * value``, as PyTorch's
+        (differentiable in ``value`` and ``rate``; not in ``concentration``, as PyTorch's)."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self) -> Tensor:
         c = self.concentration
