@@ -405,8 +405,6 @@ def test_every_new_name_is_exported_as_in_torch():
     "function",
     [
         F.relu_,
-        F.max_pool1d_with_indices,
-        F.adaptive_max_pool1d_with_indices,
         F.upsample,
         F.multilabel_margin_loss,
         F.triplet_margin_with_distance_loss,

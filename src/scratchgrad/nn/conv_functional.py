@@ -18,9 +18,11 @@ padding (the layers pad otherwise themselves).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
@@ -971,74 +973,33 @@ def adaptive_max_pool3d(
 # whatever ``return_indices`` says (PyTorch's take the argument and ignore it too)
 
 
-def max_pool1d_with_indices(
-    input: Tensor,
-    kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    dilation: IntPair = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """``max_pool1d`` with ``return_indices=True``.
+def _with_indices(pool: Callable) -> Callable:
+    """``pool`` with ``return_indices=True``, under PyTorch's name ``<pool>_with_indices``.
 
     >>> import scratchgrad as sg
     >>> max_pool1d_with_indices(sg.tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2)
     (tensor([[[3., 2.]]]), tensor([[[1, 2]]]))
     """
-    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    signature = inspect.signature(pool)
+
+    def with_indices(*args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments["return_indices"] = True
+        return pool(*bound.args, **bound.kwargs)  # (pool applies its own autocast policy)
+
+    # pool's parameters (for the checks of nn.functional's wrapper), not its other attributes
+    with_indices.__signature__ = signature
+    with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
+    with_indices.__doc__ = f"``{pool.__name__}`` with ``return_indices=True``."
+    return with_indices
 
 
-def max_pool2d_with_indices(
-    input: Tensor,
-    kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    dilation: IntPair = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """``max_pool2d`` with ``return_indices=True``."""
-    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def max_pool3d_with_indices(
-    input: Tensor,
-    kernel_size: IntPair,
-    stride: IntPair | None = None,
-    padding: IntPair = 0,
-    dilation: IntPair = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """``max_pool3d`` with ``return_indices=True``."""
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def adaptive_max_pool1d_with_indices(
-    input: Tensor, output_size: int | Sequence[int], return_indices: bool = False
-) -> tuple[Tensor, Tensor]:
-    """``adaptive_max_pool1d`` with ``return_indices=True``.
-
-    >>> import scratchgrad as sg
-    >>> adaptive_max_pool1d_with_indices(sg.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2)
-    (tensor([[3., 5.]]), tensor([[1, 4]]))
-    """
-    return adaptive_max_pool1d(input, output_size, True)
-
-
-def adaptive_max_pool2d_with_indices(
-    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
-) -> tuple[Tensor, Tensor]:
-    """``adaptive_max_pool2d`` with ``return_indices=True``."""
-    return adaptive_max_pool2d(input, output_size, True)
-
-
-def adaptive_max_pool3d_with_indices(
-    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
-) -> tuple[Tensor, Tensor]:
-    """``adaptive_max_pool3d`` with ``return_indices=True``."""
-    return adaptive_max_pool3d(input, output_size, True)
+max_pool1d_with_indices = _with_indices(max_pool1d)
+max_pool2d_with_indices = _with_indices(max_pool2d)
+max_pool3d_with_indices = _with_indices(max_pool3d)
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)
 
 
 # ---- helpers --------------------------------------------------------------------------------

@@ -273,12 +273,12 @@ def max_pool1d_with_indices(
     input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False
 ) -> tuple[Tensor, Tensor]:
     stride = _stride(stride)
-    return F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return F.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: int) -> tuple[Tensor, Tensor]:
     """``torch.adaptive_max_pool1d``: the values and their indices (always both)."""
-    return F.adaptive_max_pool1d(input, output_size, return_indices=True)
+    return F.adaptive_max_pool1d_with_indices(input, output_size)
 
 
 _SAMPLING_MODES = ("bilinear", "nearest", "bicubic")
