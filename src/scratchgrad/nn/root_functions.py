@@ -49,24 +49,29 @@ def _reduction(op: str, reduction: int) -> str:
 
 
 def selu_(input: Tensor) -> Tensor:
+    """``torch.selu_``: ``nn.functional.selu`` written into ``input``."""
     return F.selu(input, inplace=True)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``torch.celu_``: ``nn.functional.celu`` written into ``input``."""
     return F.celu(input, alpha, inplace=True)
 
 
 def rrelu_(
     input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
 ) -> Tensor:
+    """``torch.rrelu_``: ``nn.functional.rrelu`` written into ``input``."""
     return F.rrelu(input, lower, upper, training, inplace=True)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """``torch.threshold_``: ``nn.functional.threshold`` written into ``input``."""
     return F.threshold(input, threshold, value, inplace=True)
 
 
 def relu_(input: Tensor) -> Tensor:
+    """``torch.relu_``: ``nn.functional.relu`` written into ``input``."""
     return input.relu_()
 
 
@@ -93,6 +98,7 @@ def layer_norm(
     eps: float = 1e-5,
     cudnn_enable: bool = True,
 ) -> Tensor:
+    """``torch.layer_norm``: ``nn.functional``'s, with the root's arguments."""
     return F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
@@ -104,6 +110,7 @@ def group_norm(
     eps: float = 1e-5,
     cudnn_enabled: bool = True,
 ) -> Tensor:
+    """``torch.group_norm``: ``nn.functional``'s, with the root's arguments."""
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -113,6 +120,7 @@ def rms_norm(
     weight: Tensor | None = None,
     eps: float | None = None,
 ) -> Tensor:
+    """``torch.rms_norm``: ``nn.functional``'s, with the root's arguments."""
     return F.rms_norm(input, normalized_shape, weight, eps)
 
 
@@ -142,20 +150,24 @@ def instance_norm(
     eps: float,
     cudnn_enabled: bool,
 ) -> Tensor:
+    """``torch.instance_norm``: ``nn.functional``'s, with the root's arguments."""
     return F.instance_norm(
         input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
     )
 
 
 def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.alpha_dropout``: ``nn.functional``'s, with the root's arguments."""
     return F.alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.alpha_dropout_``: ``nn.functional.alpha_dropout`` written into ``input``."""
     return F.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.feature_alpha_dropout``: ``nn.functional``'s, with the root's arguments."""
     return F.feature_alpha_dropout(input, p, train)
 
 
@@ -174,12 +186,14 @@ def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
 def kl_div(
     input: Tensor, target: Tensor, reduction: int = 0, *, log_target: bool = False
 ) -> Tensor:
+    """``torch.kl_div``: ``nn.functional``'s, with the root's arguments."""
     return F.kl_div(input, target, reduction=_reduction("kl_div", reduction), log_target=log_target)
 
 
 def margin_ranking_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
 ) -> Tensor:
+    """``torch.margin_ranking_loss``: ``nn.functional``'s, with the root's arguments."""
     return F.margin_ranking_loss(
         input1, input2, target, margin, reduction=_reduction("margin_ranking_loss", reduction)
     )
@@ -188,6 +202,7 @@ def margin_ranking_loss(
 def poisson_nll_loss(
     input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int
 ) -> Tensor:
+    """``torch.poisson_nll_loss``: ``nn.functional``'s, with the root's arguments."""
     return F.poisson_nll_loss(
         input,
         target,
@@ -208,6 +223,7 @@ def triplet_margin_loss(
     swap: bool = False,
     reduction: int = 0,
 ) -> Tensor:
+    """``torch.triplet_margin_loss``: ``nn.functional``'s, with the root's arguments."""
     return F.triplet_margin_loss(
         anchor,
         positive,
@@ -223,6 +239,7 @@ def triplet_margin_loss(
 def hinge_embedding_loss(
     input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 0
 ) -> Tensor:
+    """``torch.hinge_embedding_loss``: ``nn.functional``'s, with the root's arguments."""
     return F.hinge_embedding_loss(
         input, target, margin, reduction=_reduction("hinge_embedding_loss", reduction)
     )
@@ -231,6 +248,7 @@ def hinge_embedding_loss(
 def cosine_embedding_loss(
     input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
 ) -> Tensor:
+    """``torch.cosine_embedding_loss``: ``nn.functional``'s, with the root's arguments."""
     return F.cosine_embedding_loss(
         input1, input2, target, margin, reduction=_reduction("cosine_embedding_loss", reduction)
     )
@@ -243,6 +261,7 @@ def binary_cross_entropy_with_logits(
     pos_weight: Tensor | None = None,
     reduction: int = 0,
 ) -> Tensor:
+    """``torch.binary_cross_entropy_with_logits``: ``nn.functional``'s, an int reduction."""
     return F.binary_cross_entropy_with_logits(
         input,
         target,
@@ -258,20 +277,24 @@ def _stride(stride: Any) -> Any:
 
 
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False) -> Tensor:
+    """``torch.max_pool1d``: ``nn.functional``'s, with the root's arguments."""
     return F.max_pool1d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False) -> Tensor:
+    """``torch.max_pool2d``: ``nn.functional``'s, with the root's arguments."""
     return F.max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False) -> Tensor:
+    """``torch.max_pool3d``: ``nn.functional``'s, with the root's arguments."""
     return F.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool1d_with_indices(
     input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False
 ) -> tuple[Tensor, Tensor]:
+    """``torch.max_pool1d_with_indices``: ``nn.functional``'s, with the root's arguments."""
     stride = _stride(stride)
     return F.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -305,4 +328,5 @@ def grid_sampler(
 
 
 def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    """``torch.affine_grid_generator``: ``nn.functional``'s, with the root's arguments."""
     return F.affine_grid(theta, size, align_corners)
