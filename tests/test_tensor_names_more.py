@@ -163,3 +163,20 @@ def test_in_place_products_and_triangles_are_torchs(name, args, kwargs):
     assert getattr(ours, name)(*map(sg.tensor, arrays), **kwargs) is ours
     getattr(theirs, name)(*map(torch.tensor, arrays), **kwargs)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda m: m.ones(2, 3).renorm(0, 0, 1.0), "renorm: non-positive-norm not supported"),
+        (lambda m: m.ones(2, 3).renorm(2, 0, -1.0), "renorm: expected maxnorm to be >= 0"),
+        (lambda m: m.ones(2, 3).renorm(2, 5, 1.0), "Dimension out of range"),
+        (lambda m: m.addmv(m.ones(2), m.ones(2, 3), m.ones(4)), ""),
+        (lambda m: m.addr(m.ones(2, 2), m.ones(2, 2), m.ones(2)), ""),
+    ],
+)
+def test_bad_arguments_raise_torchs_exception_types(call, match):
+    with pytest.raises((RuntimeError, IndexError)) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value), match=match):
+        call(sg)
