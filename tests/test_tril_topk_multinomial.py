@@ -25,6 +25,16 @@ def test_tril_triu_keep_integer_dtype_and_need_a_matrix():
         sg.ones(3).tril()
 
 
+def test_tril_triu_of_a_bool_mask_stay_bool():
+    """The causal masks programs build as ``torch.ones(L, L, dtype=torch.bool).triu(1)``."""
+    mask = np.ones((2, 3, 4), dtype=bool)
+    for name, diagonal in (("triu", 1), ("tril", 0), ("tril", -1)):
+        ours = getattr(sg.tensor(mask), name)(diagonal)
+        theirs = getattr(torch.tensor(mask), name)(diagonal)
+        assert ours.dtype == sg.bool, name
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=name)
+
+
 def test_topk_indices_match_torch_and_k_is_checked():
     x = np.random.default_rng(0).permutation(24).reshape(2, 3, 4).astype(np.float64)
     for kwargs in ({"k": 2}, {"k": 3, "dim": 1, "largest": False}, {"k": 0, "dim": 0}):

@@ -2045,7 +2045,8 @@ class Tensor:
         below = namespace(self.array).tri(
             rows, cols, diagonal if lower else diagonal - 1, dtype=bool
         )
-        return where(Tensor._make(below if lower else ~below), self, 0)
+        # a zero of this dtype: a Python 0 would turn a bool mask into int64
+        return where(Tensor._make(below if lower else ~below), self, self.new_zeros(()))
 
     # ---- reductions -------------------------------------------------------------------------
 

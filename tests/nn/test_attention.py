@@ -132,6 +132,8 @@ def test_scaled_dot_product_attention_dropout_and_errors():
     assert kept != {1.0} and len(kept) > 1  # rows of the weights lost entries (and rescaled)
     with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal"):
         F.scaled_dot_product_attention(q, q, q, sg.ones(8, 8).bool(), is_causal=True)
+    with pytest.raises(RuntimeError, match="attn_mask dtype to be bool or float .* int64"):
+        F.scaled_dot_product_attention(q, q, q, sg.zeros(8, 8, dtype=sg.int64))
 
 
 # ---- modules: the same weights in both libraries --------------------------------------------
@@ -221,6 +223,13 @@ def test_multihead_attention_init_and_errors():
         mha(x, x, x, is_causal=True)
     with pytest.raises(RuntimeError, match="key_padding_mask of shape"):
         mha(x, x, x, key_padding_mask=sg.zeros(2, 2).bool())
+    # PyTorch's AssertionError for an integer mask (read as a float bias it would add 0 or 1),
+    # the padding mask checked first
+    with pytest.raises(AssertionError, match="only bool and floating types of attn_mask"):
+        mha(x, x, x, attn_mask=sg.zeros(2, 2, dtype=sg.int64))
+    for need_weights in (True, False):
+        with pytest.raises(AssertionError, match="types of key_padding_mask .* got int32"):
+            mha(x, x, x, sg.zeros(1, 2, dtype=sg.int32), need_weights, sg.zeros(2, 2).long())
 
 
 def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_as_torch():

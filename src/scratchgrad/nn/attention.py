@@ -101,6 +101,12 @@ class MultiheadAttention(Module):
             raise RuntimeError(
                 "MultiheadAttention: need attn_mask if specifying the is_causal hint"
             )
+        for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+            if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
+                raise AssertionError(  # PyTorch's type: an integer mask is neither kind
+                    f"MultiheadAttention: only bool and floating types of {name} are "
+                    f"supported, got {mask.dtype}"
+                )
         batched = query.ndim == 3
         if not batched:  # one sequence: a batch of one
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

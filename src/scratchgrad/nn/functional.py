@@ -1188,6 +1188,12 @@ def scaled_dot_product_attention(
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
         )
+    mask_dtype = None if attn_mask is None else attn_mask.dtype
+    if mask_dtype not in (None, backend.bool_, query.dtype) and not attn_mask.is_floating_point():
+        raise RuntimeError(
+            "scaled_dot_product_attention: expected attn_mask dtype to be bool or float "
+            f"or to match query dtype, got {mask_dtype} and {query.dtype}"
+        )
     if enable_gqa:
         key, value = _share_heads(key, query.shape[-3]), _share_heads(value, query.shape[-3])
     length, source = query.shape[-2], key.shape[-2]
