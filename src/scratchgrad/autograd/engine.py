@@ -15,7 +15,7 @@ from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import namespace, ndarray, xp
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, stack
 
 # Hooks to call once a leaf's .grad holds this backward's gradient, by id(leaf) (an entry goes
 # when its leaf does); see Tensor.register_post_accumulate_grad_hook.
@@ -24,15 +24,21 @@ _post_accumulate_hooks: dict[int, tuple[Callable[[Tensor], None], ...]] = {}
 
 def grad(
     outputs: Tensor | Sequence[Tensor],
-    inputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor] | dict[str, Tensor],
     grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
-) -> tuple[Tensor | None, ...]:
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...] | dict[str, Tensor | None]:
     """Gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``.
 
-    With ``create_graph=True`` the gradients are themselves differentiable.
+    With ``create_graph=True`` the gradients are themselves differentiable. A dict of inputs
+    gives a dict of gradients under the same keys; ``materialize_grads=True`` gives zeros
+    instead of None for inputs the outputs do not use (and implies ``allow_unused``).
+    ``is_grads_batched=True`` reads the first dimension of each of ``grad_outputs`` as a batch
+    of vectors and gives one gradient per vector, stacked (rows of a Jacobian).
 
     >>> import scratchgrad as sg
     >>> x = sg.tensor(3.0, requires_grad=True)
@@ -40,22 +46,70 @@ def grad(
     >>> (d2y,) = sg.autograd.grad(dy, x)
     >>> dy.item(), d2y.item()
     (27.0, 18.0)
+    >>> sg.autograd.grad(x * 2, {"x": x, "unused": sg.ones(2, requires_grad=True)},
+    ...                  materialize_grads=True)
+    {'x': tensor(2.), 'unused': tensor([0., 0.])}
+    >>> sg.autograd.grad(x * sg.ones(2), x, sg.eye(2), is_grads_batched=True)
+    (tensor([1., 1.]),)
     """
-    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "grad: expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    keys = list(inputs) if isinstance(inputs, dict) else None
+    outputs = _as_tuple(outputs)
+    inputs = tuple(inputs.values()) if keys is not None else _as_tuple(inputs)
     targets = {}
     for i, t in enumerate(inputs):
         if not t.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
         targets[_node_of(t)] = i
-    found = _run(outputs, grad_outputs, retain_graph, create_graph, targets)
-    grads = tuple(found.get(_node_of(t)) for t in inputs)
-    for i, g in enumerate(grads):
-        if g is None and not allow_unused:
+    if is_grads_batched:
+        found = _run_batched(outputs, grad_outputs, retain_graph, create_graph, targets)
+    else:
+        found = _run(outputs, grad_outputs, retain_graph, create_graph, targets)
+    grads = []
+    for i, t in enumerate(inputs):
+        g = found.get(_node_of(t))
+        if g is None and materialize_grads:  # unbatched zeros even when batched, as PyTorch
+            g = t.new_zeros(t.shape, requires_grad=create_graph)
+        elif g is None and not allow_unused:
             raise RuntimeError(
-                f"grad: input {i} (shape {inputs[i].shape}) was not used to compute the "
+                f"grad: input {i} (shape {t.shape}) was not used to compute the "
                 "outputs; pass allow_unused=True if that is expected"
             )
-    return grads
+        grads.append(g)
+    return tuple(grads) if keys is None else dict(zip(keys, grads))
+
+
+def _run_batched(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
+    """The walk once per vector of the batched ``grad_outputs``, the gradients stacked per target
+    (PyTorch vmaps one walk instead; the sums are the same)."""
+    given = (None,) * len(outputs) if grad_outputs is None else _as_tuple(grad_outputs)
+    if len(given) != len(outputs):
+        raise RuntimeError(f"grad: {len(outputs)} outputs but {len(given)} grad_outputs")
+    for i, (g, out) in enumerate(zip(given, outputs)):
+        if g is None:  # PyTorch's types: a 0-d output fails in its vmap, others in its seeding
+            error = ValueError if out.ndim == 0 else RuntimeError
+            raise error(f"grad: is_grads_batched=True needs a grad_output for output {i}")
+        if g.ndim == 0 or tuple(g.shape[1:]) != tuple(out.shape):
+            raise RuntimeError(
+                "grad: with is_grads_batched=True, the first dimension of each grad_output is the "
+                f"batch and the rest must match its output's shape: grad_output[{i}] has shape "
+                f"{tuple(g.shape)} and output[{i}] has shape {tuple(out.shape)}"
+            )
+    sizes = sorted({g.shape[0] for g in given})
+    if len(sizes) > 1:
+        raise ValueError(f"grad: grad_outputs have different batch sizes {sizes}")
+    if sizes[0] == 0:
+        raise IndexError("grad: is_grads_batched=True with grad_outputs of batch size 0")
+    walks = []
+    for b in range(sizes[0]):
+        last = b == sizes[0] - 1
+        keep = retain_graph if last else True  # the graph must survive every walk but the last
+        walks.append(_run(outputs, [g[b] for g in given], keep, create_graph, targets))
+    return {node: stack([walk[node] for walk in walks]) for node in walks[0]}
 
 
 def backward(

@@ -72,6 +72,8 @@ class Function:
         for a built-in op, ``<Class>Backward`` for a user's Function."""
         super().__init_subclass__(**kwargs)
         cls.builtin = cls.__module__.startswith("scratchgrad.")
+        if "forward" in cls.__dict__ and cls.setup_context is not Function.setup_context:
+            cls.forward = staticmethod(_with_setup_context(cls.forward))
         if "backward_name" not in cls.__dict__:
             cls.backward_name = cls.__name__ + ("Backward0" if cls.builtin else "Backward")
 
@@ -98,6 +100,32 @@ class Function:
     @staticmethod
     def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:
         """Compute the result from arrays (and plain Python values)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def setup_context(ctx: Function, inputs: tuple, output: Any) -> None:
+        """PyTorch's newer style: a ``forward`` without ``ctx`` and this to fill ``ctx`` from the
+        inputs (arrays and plain values, as ``forward`` got them) and the output.
+
+        >>> import scratchgrad as sg
+        >>> class Cube(sg.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(x):
+        ...         return x**3
+        ...
+        ...     @staticmethod
+        ...     def setup_context(ctx, inputs, output):
+        ...         ctx.save_for_backward(inputs[0])
+        ...
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return grad * 3 * x**2
+        >>> x = sg.tensor(2.0, requires_grad=True)
+        >>> Cube.apply(x).backward()
+        >>> x.grad
+        tensor(12.)
+        """
         raise NotImplementedError
 
     @staticmethod
@@ -273,6 +301,20 @@ class _Unpack(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.reshape(-1).pad([(ctx.at[0], ctx.size - ctx.at[1])])
+
+
+def _with_setup_context(forward: Callable) -> Callable:
+    """A ``forward`` of the newer style, without ``ctx``, made one the engine (and graph capture)
+    calls as every other, ``forward(ctx, *args)``: it runs, then the Function's own
+    ``setup_context`` (looked up on ``ctx``'s class, so a subclass may replace it) fills ctx."""
+
+    @functools.wraps(forward)
+    def forward_then_setup(ctx: Function, *args: Any, **kwargs: Any) -> Any:
+        out = forward(*args, **kwargs)
+        type(ctx).setup_context(ctx, args, out)
+        return out
+
+    return forward_then_setup
 
 
 def once_differentiable(backward: Callable) -> Callable:
