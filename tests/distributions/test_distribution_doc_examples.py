@@ -19,6 +19,7 @@ MODULES = [
     ".independent",
     ".kl",
     ".laplace",
+    ".lkj_cholesky",
     ".multivariate_normal",
     ".normal",
     ".one_hot_categorical",
@@ -29,6 +30,7 @@ MODULES = [
     ".uniform",
     ".utils",
     ".von_mises",
+    ".wishart",
 ]
 
 

@@ -31,6 +31,7 @@ from scratchgrad.distributions.inverse_gamma import InverseGamma
 from scratchgrad.distributions.kl import kl_divergence, register_kl
 from scratchgrad.distributions.kumaraswamy import Kumaraswamy
 from scratchgrad.distributions.laplace import Laplace
+from scratchgrad.distributions.lkj_cholesky import LKJCholesky
 from scratchgrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from scratchgrad.distributions.mixture_same_family import MixtureSameFamily
 from scratchgrad.distributions.multivariate_normal import MultivariateNormal
@@ -78,6 +79,7 @@ from scratchgrad.distributions.transforms import (
 )
 from scratchgrad.distributions.uniform import Uniform
 from scratchgrad.distributions.von_mises import VonMises
+from scratchgrad.distributions.wishart import Wishart
 
 # PyTorch's module names that hold no code of their own here (``torch.distributions.beta``...)
 from scratchgrad.distributions import (  # noqa: E402, F401
@@ -125,6 +127,7 @@ __all__ = [
     "IndependentTransform",
     "InverseGamma",
     "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
@@ -156,6 +159,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "identity_transform",

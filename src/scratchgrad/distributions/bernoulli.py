@@ -9,13 +9,14 @@ from scratchgrad.creation import arange, rand
 from scratchgrad.distributions import constraints
 from scratchgrad.distributions.categorical import probs_or_logits
 from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.distributions.utils import (
     broadcast_all,
     lazy_property,
     logits_to_probs,
     probs_to_logits,
 )
-from scratchgrad.nn.functional import binary_cross_entropy_with_logits
+from scratchgrad.nn.functional import binary_cross_entropy_with_logits, softplus
 from scratchgrad.tensor import Size, Tensor
 
 
@@ -56,7 +57,7 @@ class BinaryProbs(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
 
-class Bernoulli(BinaryProbs):
+class Bernoulli(BinaryProbs, ExponentialFamily):
     """Ones with probability ``probs`` (or ``sigmoid(logits)``), zeros otherwise.
 
     >>> from scratchgrad.creation import tensor
@@ -67,6 +68,7 @@ class Bernoulli(BinaryProbs):
 
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(
         self,
@@ -104,6 +106,14 @@ class Bernoulli(BinaryProbs):
 
     def entropy(self) -> Tensor:
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = x
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return softplus(x)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         """The values 0 and 1 along dimension 0, in the parameters' dtype.

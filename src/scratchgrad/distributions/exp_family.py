@@ -35,13 +35,17 @@ class ExponentialFamily(Distribution):
     def _mean_carrier_measure(self) -> float:
         raise NotImplementedError
 
-    def entropy(self) -> Tensor:
-        """The entropy by the Bregman divergence of the log-normalizer (differentiable: the
-        gradient of F is taken with ``create_graph=True``)."""
-        result: Any = -self._mean_carrier_measure
+    def _log_normalizer_and_gradients(self) -> tuple[list[Tensor], Tensor, tuple[Tensor, ...]]:
+        """theta (detached from the parameters, as PyTorch's), F(theta) and grad F(theta)
+        (taken with ``create_graph=True``, so differentiable in turn)."""
         params = [p.detach().requires_grad_() for p in self._natural_params]
         log_normalizer = self._log_normalizer(*params)
-        gradients = grad(log_normalizer.sum(), params, create_graph=True)
+        return params, log_normalizer, grad(log_normalizer.sum(), params, create_graph=True)
+
+    def entropy(self) -> Tensor:
+        """The entropy by the Bregman divergence of the log-normalizer."""
+        result: Any = -self._mean_carrier_measure
+        params, log_normalizer, gradients = self._log_normalizer_and_gradients()
         result = result + log_normalizer
         for param, g in zip(params, gradients):
             result = result - (param * g).reshape(*self._batch_shape, -1).sum(-1)

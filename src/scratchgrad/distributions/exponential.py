@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from scratchgrad.creation import rand, zeros_like
 from scratchgrad.distributions import constraints
-from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.tensor import Size, Tensor
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution of rate ``rate`` (mean ``1 / rate``).
 
     >>> from scratchgrad.creation import tensor
@@ -20,6 +20,7 @@ class Exponential(Distribution):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, rate: Tensor | float, validate_args: bool | None = None) -> None:
         self._init_params(validate_args, rate=rate)
@@ -61,3 +62,11 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = x
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return -(-x).log()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from scratchgrad import backend
 from scratchgrad.autograd.function import Function, once_differentiable
 from scratchgrad.distributions import constraints
-from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.distributions.utils import broadcast_all, numpy_draw
 from scratchgrad.dtypes import finfo
 from scratchgrad.nn.functional import one_hot
@@ -118,7 +118,7 @@ def standard_gamma(alpha: Tensor) -> Tensor:
     return _StandardGamma.apply(alpha, x)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution of shape ``concentration`` and inverse scale ``rate``.
 
     >>> from scratchgrad.creation import tensor
@@ -130,6 +130,7 @@ class Gamma(Distribution):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(
         self,
@@ -173,6 +174,14 @@ class Gamma(Distribution):
         c = self.concentration
         return c - self.rate.log() + gammaln(c) + (1.0 - c) * digamma(c)
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = (log x, x)
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return gammaln(x + 1) - (x + 1) * (-y).log()
+
 
 class Chi2(Gamma):
     """The chi-squared distribution of ``df`` degrees of freedom: ``Gamma(df / 2, 1 / 2)``.
@@ -193,7 +202,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over the simplex of the last dimension of ``concentration``.
 
     >>> from scratchgrad.creation import tensor
@@ -251,8 +260,16 @@ class Dirichlet(Distribution):
             - ((c - 1.0) * digamma(c)).sum(-1)
         )
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = log x (theta shifted by 1: h(x) = 1 / prod(x))
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return gammaln(x).sum(-1) - gammaln(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1] of concentrations ``concentration1`` (alpha) and
     ``concentration0`` (beta): the first entry of a two-entry Dirichlet.
 
@@ -311,3 +328,11 @@ class Beta(Distribution):
 
     def entropy(self) -> Tensor:
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = (log x, log(1 - x)), shifted by 1 as Dirichlet's
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return gammaln(x) + gammaln(y) - gammaln(x + y)

@@ -35,7 +35,75 @@ def _precision_to_scale_tril(P: Tensor) -> Tensor:
     return linalg.solve_triangular(L_inv, identity, upper=False)
 
 
-class MultivariateNormal(Distribution):
+def one_matrix(
+    error: type[Exception],
+    covariance_matrix: Tensor | None,
+    precision_matrix: Tensor | None,
+    scale_tril: Tensor | None,
+) -> tuple[str, Tensor]:
+    """The name and value of the one matrix given; ``error`` unless exactly one is."""
+    matrices = {
+        "covariance_matrix": covariance_matrix,
+        "precision_matrix": precision_matrix,
+        "scale_tril": scale_tril,
+    }
+    given = [(name, m) for name, m in matrices.items() if m is not None]
+    if len(given) != 1:
+        raise error(
+            "Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified."
+        )
+    return given[0]
+
+
+class CholeskyParametrized(Distribution):
+    """The base of the distributions of a positive-definite matrix parameter (a normal's
+    covariance, a Wishart's scale) given as one of ``covariance_matrix``, ``precision_matrix``
+    or ``scale_tril``, every computation going through its lower Cholesky factor, unbroadcast
+    (``_unbroadcasted_scale_tril``: its own batch shape); the others are made when asked."""
+
+    def _init_matrix(
+        self,
+        name: str,
+        matrix: Tensor,
+        batch_shape: tuple,
+        event_shape: tuple,
+        validate_args: bool | None,
+    ) -> None:
+        """Set the matrix given, validate the parameters, then factor the matrix (so that a
+        bad one raises the validation's error, not the factorization's)."""
+        self.__dict__[name] = matrix.expand(*batch_shape, -1, -1)
+        Distribution.__init__(self, batch_shape, event_shape, validate_args=validate_args)
+        if name == "scale_tril":
+            self._unbroadcasted_scale_tril = matrix
+        elif name == "covariance_matrix":
+            self._unbroadcasted_scale_tril = linalg.cholesky(matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
+
+    def _matrix_shape(self) -> Size:
+        raise NotImplementedError
+
+    @lazy_property
+    def scale_tril(self) -> Tensor:
+        """The lower Cholesky factor of the covariance."""
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self) -> Tensor:
+        """``scale_tril @ scale_tril.mT``."""
+        L = self._unbroadcasted_scale_tril
+        return (L @ L.mT).expand(self._matrix_shape())
+
+    @lazy_property
+    def precision_matrix(self) -> Tensor:
+        """The inverse of the covariance."""
+        # NOTE: inv(L L^T), not L^-T L^-1 by triangular solves: PyTorch's cholesky_inverse
+        # gives gradients to all of L (the upper triangle too), as this does
+        L = self._unbroadcasted_scale_tril
+        return linalg.inv(L @ L.mT).expand(self._matrix_shape())
+
+
+class MultivariateNormal(CholeskyParametrized):
     """The multivariate normal distribution of mean ``loc`` (the event is its last
     dimension) and exactly one of ``covariance_matrix``, ``precision_matrix`` (both positive
     definite) or ``scale_tril`` (lower triangular with a positive diagonal: the covariance is
@@ -66,18 +134,7 @@ class MultivariateNormal(Distribution):
     ) -> None:
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        matrices = {
-            "covariance_matrix": covariance_matrix,
-            "precision_matrix": precision_matrix,
-            "scale_tril": scale_tril,
-        }
-        given = [(name, m) for name, m in matrices.items() if m is not None]
-        if len(given) != 1:
-            raise ValueError(
-                "Exactly one of covariance_matrix or precision_matrix or scale_tril may be "
-                "specified."
-            )
-        ((name, matrix),) = given
+        name, matrix = one_matrix(ValueError, covariance_matrix, precision_matrix, scale_tril)
         if matrix.dim() < 2:
             raise ValueError(
                 f"{name} must be at least two-dimensional, with optional leading batch dimensions"
@@ -86,37 +143,11 @@ class MultivariateNormal(Distribution):
                 "leading batch dimensions"
             )
         batch_shape = _batch_shape(matrix, loc)
-        self.__dict__[name] = matrix.expand(*batch_shape, -1, -1)
         self.loc = loc.expand(*batch_shape, -1)
-        super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if name == "scale_tril":
-            self._unbroadcasted_scale_tril = matrix
-        elif name == "covariance_matrix":
-            self._unbroadcasted_scale_tril = linalg.cholesky(matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
+        self._init_matrix(name, matrix, batch_shape, self.loc.shape[-1:], validate_args)
 
     def _matrix_shape(self) -> Size:
         return self._batch_shape + self._event_shape + self._event_shape
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        """The lower Cholesky factor of the covariance."""
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        """``scale_tril @ scale_tril.mT``."""
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.mT).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self) -> Tensor:
-        """The inverse of the covariance."""
-        # NOTE: inv(L L^T), not L^-T L^-1 by triangular solves: PyTorch's cholesky_inverse
-        # gives gradients to all of L (the upper triangle too), as this does
-        L = self._unbroadcasted_scale_tril
-        return linalg.inv(L @ L.mT).expand(self._matrix_shape())
 
     @property
     def mean(self) -> Tensor:

@@ -6,10 +6,11 @@ import math
 
 from scratchgrad.creation import randn
 from scratchgrad.distributions.distribution import LocationScale
+from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.tensor import Size, Tensor
 
 
-class Normal(LocationScale):
+class Normal(LocationScale, ExponentialFamily):
     """The normal (Gaussian) distribution of mean ``loc`` and standard deviation ``scale``
     (numbers or tensors, broadcast together).
 
@@ -18,6 +19,8 @@ class Normal(LocationScale):
     >>> [round(x, 4) for x in d.log_prob(tensor([0.0, 1.0])).tolist()]
     [-0.9189, -1.6121]
     """
+
+    _mean_carrier_measure = 0
 
     @property
     def stddev(self) -> Tensor:
@@ -52,3 +55,12 @@ class Normal(LocationScale):
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = (x, x^2)
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(-2)
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        # loc^2 / (2 scale^2) + log(sqrt(2 pi) scale)
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

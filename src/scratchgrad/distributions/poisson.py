@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.distributions import constraints
-from scratchgrad.distributions.distribution import Distribution
+from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.distributions.utils import broadcast_all, numpy_draw
 from scratchgrad.special import gammaln, xlogy
 from scratchgrad.tensor import Size, Tensor
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts 0, 1, 2, ... of mean ``rate``; no entropy (as PyTorch's).
 
     >>> from scratchgrad.creation import tensor
@@ -46,3 +46,11 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return xlogy(value, rate) - rate - gammaln(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        # t(x) = x, h(x) = 1 / x!
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp()
