@@ -108,6 +108,39 @@ def test_a_python_number_promotes_and_wraps_as_in_pytorch(dtype):
             assert_same(f(a, number), f(at, number), f"{dtype} {op} {number!r}")
 
 
+NUMPY_SCALARS = [np.float64(2.5), np.float32(-1.5), np.int64(3), np.int8(-3), np.uint8(200)]
+NUMPY_SCALARS += [np.True_]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_a_numpy_scalar_promotes_as_a_python_number_as_in_pytorch(dtype):
+    """``x / np.sqrt(d)`` keeps a float32 ``x`` float32 (NumPy alone would give float64), on
+    either side of the operator, in ``torch.add`` and in ``result_type``; PyTorch reads a
+    ``bool_`` as a float."""
+    a, at = pair(values(dtype, (6,), 4))
+    for number in NUMPY_SCALARS:
+        assert name(sg.result_type(a, number)) == name(torch.result_type(at, number)), number
+        ops = {"*": lambda p, q: p * q, "r+": lambda p, q: q + p, "<": lambda p, q: p < q}
+        ops["add"] = lambda p, q: (sg if isinstance(p, sg.Tensor) else torch).add(p, q)
+        for op, f in ops.items():
+            if dtype == "bool" and op in ("*", "r+", "add") and not isinstance(number, np.bool_):
+                continue  # bool arithmetic with a number: covered by the Python-number test
+            assert_same(f(a, number), f(at, number), f"{dtype} {op} {number!r}")
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_where_reads_numpy_scalars_as_python_numbers_as_pytorch(dtype):
+    """``torch.where(y == 1, pos_weight, neg_weight)`` with weights NumPy computed; two Python
+    numbers promote as a 0-d tensor and a number (``where(c, 3, 0.5)`` is float32)."""
+    a, at = pair(values(dtype, (6,), 5))
+    cond, cond_t = pair(values("bool", (6,), 6))
+    numbers = NUMPY_SCALARS + [3, True, 2.5]
+    for first, second in itertools.product(numbers, [np.float64(0.5), np.int64(-2), 0.5, 7]):
+        what = f"{dtype} {first!r} {second!r}"
+        assert_same(sg.where(cond, first, second), torch.where(cond_t, first, second), what)
+        assert_same(sg.where(cond, a, second), torch.where(cond_t, at, second), what)
+
+
 @pytest.mark.parametrize("dtype", INTS)
 def test_a_python_int_beyond_64_bits_raises_overflow_error_as_in_pytorch(dtype):
     assert_raises_as_torch(

@@ -34,6 +34,7 @@ ALLOWED = {
     ("autograd.engine", "tensor"): "the engine walks Tensors and fills .grad",
     ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
+    ("autograd.variable", "tensor"): "the legacy Variable(x) returns a detached Tensor",
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("cuda.amp", "amp"): "torch.cuda.amp's old spellings of scratchgrad.amp, loaded on demand",
     ("nn.utils.stateless", "func"): "the deprecated functional_call calls torch.func's",

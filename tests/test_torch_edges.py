@@ -459,7 +459,91 @@ def test_legacy_constructors_refuse_what_pytorchs_refuse(call):
     assert_same_error(call, "")
 
 
+def test_the_tensor_class_is_pytorchs_legacy_constructor_too():
+    """``nn.Parameter(torch.Tensor(out_features, in_features))`` in old custom layers: sizes,
+    or data in the default float dtype (``Tensor([1, 0])`` is float), under
+    ``set_default_dtype`` too."""
+    for data in ([1, 2], [[0, -1], [3, 4]], [1.7, 0.0], [], (), (2, 3), np.arange(3)):
+        assert_same_tensor(sg.Tensor(data), torch.Tensor(data))
+    for sizes in [(2, 3), (3,), (5,), (0,), ()]:
+        made = (sg.Tensor(*sizes), torch.Tensor(*sizes))
+        assert made[0].shape == tuple(made[1].shape) and same_dtype(*made)
+    assert sg.Tensor(sg.Size([2, 0])).shape == (2, 0) and sg.Tensor(3, device="cpu").shape == (3,)
+    sg.set_default_dtype(sg.float64)
+    try:
+        assert sg.Tensor([1, 2]).dtype == sg.float64 and sg.Tensor(2).dtype == sg.float64
+    finally:
+        sg.set_default_dtype(sg.float32)
+    weight = sg.nn.Parameter(sg.Tensor(3, 2))
+    assert weight.requires_grad and weight.shape == (3, 2) and weight.dtype == sg.float32
+
+
+def test_the_tensor_class_aliases_a_tensor_of_any_dtype_as_pytorchs():
+    for m in (sg, torch):
+        ints = m.tensor([1, 2])
+        alias = m.Tensor(ints)
+        alias[0] = 7
+        assert alias.dtype == ints.dtype and ints.tolist() == [7, 2]
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        (m.Tensor(x) * 3).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.Tensor(2.5),
+        lambda m: m.Tensor(True),
+        lambda m: m.Tensor([1.0], dtype=m.float64),
+        lambda m: m.Tensor(2, -1),
+    ],
+)
+def test_the_tensor_class_refuses_what_pytorchs_refuses(call):
+    assert_same_error(call, "")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float64"])
+def test_legacy_new_makes_a_tensor_of_this_dtype_as_pytorchs(dtype):
+    """``x.new(...)``, as ``x.data.new(size).zero_()`` and ``x.new(list)`` in old code."""
+    ours, theirs = sg.ones(2, dtype=getattr(sg, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
+    for data in ([1, 2], [[1.5, -1.0]], [], np.arange(3)):
+        assert_same_tensor(ours.new(data), theirs.new(data))
+    for sizes in [(2, 3), (0,), ()]:
+        made = (ours.new(*sizes), theirs.new(*sizes))
+        assert made[0].shape == tuple(made[1].shape) and same_dtype(*made)
+    assert_same_tensor(ours.new(3).zero_(), theirs.new(3).zero_())
+    alias = ours.new(ours)
+    alias[0] = 5
+    assert ours.tolist() == [5, 1]
+
+
+@pytest.mark.parametrize(
+    "call", [lambda m: m.ones(2).new(m.tensor([1, 2])), lambda m: m.ones(2).new(2.5)]
+)
+def test_legacy_new_refuses_what_pytorchs_refuses(call):
+    assert_same_error(call, "")
+
+
+def test_where_with_the_condition_alone_gives_its_indices_as_pytorchs():
+    mask = np.array([[0, 2, 0], [1, 0, 3]])
+    ours, theirs = sg.where(sg.tensor(mask)), torch.where(torch.tensor(mask))
+    assert len(ours) == len(theirs) == 2
+    for o, t in zip(ours, theirs):
+        assert_same_tensor(o, t)
+    assert_same_error(lambda m: m.where(m.tensor([True]), m.ones(1)), "give both")
+
+
+def test_comparing_a_tensor_with_none_answers_as_pytorchs():
+    """``if mask == None:`` in old code: a Python bool, not a tensor of them; ``<`` refuses."""
+    for m in (sg, torch):
+        x = m.ones(2)
+        assert (x == None) is False and (x != None) is True  # noqa: E711
+        assert (None == x) is False and x not in [None]  # noqa: E711, SIM300
+    assert_same_error(lambda m: m.ones(2) < None, "not supported")
+
+
 def test_doc_examples_run():
     """In their modules' names, as the modules' doctests run."""
-    for function in (sg.arange, sg.eye, _LegacyTensor, new_shape):
+    legacy = (sg.Tensor.__new__, sg.Tensor.new, sg.where)
+    for function in (sg.arange, sg.eye, _LegacyTensor, new_shape, *legacy):
         assert_doc_examples_run(function, vars(sys.modules[function.__module__]))

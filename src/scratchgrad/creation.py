@@ -57,7 +57,7 @@ def tensor(
     >>> tensor([[1, 2], [3, 4]]).dtype
     dtype('int64')
     """
-    t = Tensor(data, dtype, requires_grad)
+    t = Tensor._from_data(data, dtype, requires_grad)
     recorder = capture_hook.recorder
     if recorder is not None:  # a new array at each replay (see _make)
         source = data.array if isinstance(data, Tensor) else data
@@ -623,16 +623,22 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
     dtype = backend.float32
 
     def __new__(cls, *args: Any) -> Tensor:
-        data = args[0] if len(args) == 1 else None
-        if data is None or isinstance(data, (Size, numbers.Integral)) and type(data) is not bool:
-            return empty(new_shape(cls.__name__, args or (0,)), dtype=cls.dtype)
-        if isinstance(data, numbers.Number):  # a float, or a bool, is no size
-            raise TypeError(f"{cls.__name__}: data must be a sequence (got {type(data).__name__})")
-        if isinstance(data, Tensor):
-            if data.dtype != cls.dtype:
-                raise TypeError(f"{cls.__name__}: expected a {cls.dtype} tensor, got {data.dtype}")
-            return data.view(data.shape)  # an alias, as PyTorch's: same memory, in the graph
-        return as_tensor(data, cls.dtype)
+        return legacy_new(cls.__name__, cls.dtype, args)
+
+
+def legacy_new(name: str, dtype: Any, args: tuple) -> Tensor:
+    """What the legacy constructor ``name`` (``FloatTensor``, ..., or ``Tensor`` in the default
+    float dtype) makes of ``args``; ``Tensor(t)`` aliases a tensor of any dtype."""
+    data = args[0] if len(args) == 1 else None
+    if data is None or isinstance(data, (Size, numbers.Integral)) and type(data) is not bool:
+        return empty(new_shape(name, args or (0,)), dtype=dtype)
+    if isinstance(data, numbers.Number):  # a float, or a bool, is no size
+        raise TypeError(f"{name}: data must be a sequence (got {type(data).__name__})")
+    if isinstance(data, Tensor):
+        if name != "Tensor" and data.dtype != dtype:
+            raise TypeError(f"{name}: expected a {dtype} tensor, got {data.dtype}")
+        return data.view(data.shape)  # an alias, as PyTorch's: same memory, in the graph
+    return as_tensor(data, dtype)
 
 
 class FloatTensor(_LegacyTensor):

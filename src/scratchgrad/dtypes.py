@@ -80,6 +80,19 @@ def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
     return dtype if is_floating(dtype) else backend.default_float
 
 
+def python_number(value: Any) -> Any:
+    """A NumPy scalar as the Python number PyTorch reads it as, so that it promotes by its kind
+    only (``float32 tensor * float64(2)`` stays float32, where NumPy would widen); PyTorch reads
+    a ``bool_`` as a float. Anything else is returned as it is.
+
+    >>> python_number(numpy.float64(2.5)), python_number(numpy.True_), python_number("a")
+    (2.5, 1.0, 'a')
+    """
+    if isinstance(value, numpy.generic):
+        return float(value) if isinstance(value, numpy.bool_) else value.item()
+    return value
+
+
 def result_type(x: Any, y: Any) -> numpy.dtype:
     """The dtype of an op on tensors (or arrays) ``x`` and ``y``, as ``torch.result_type``:
     ``promote_types`` of their dtypes, except that a 0-d tensor does not widen a tensor with
@@ -91,6 +104,7 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
     >>> sg.result_type(2, sg.ones(1)), sg.result_type(sg.tensor([1, 2]), 2.5)
     (dtype('float32'), dtype('float32'))
     """
+    x, y = python_number(x), python_number(y)
     if not hasattr(y, "dtype"):
         return scalar_type(x.dtype, y)
     if not hasattr(x, "dtype"):

@@ -35,6 +35,7 @@ from scratchgrad.dtypes import (
     check_memory_format,
     contiguous_format,
     promote_types,
+    python_number,
     requested_device_and_dtype,
     result_type,
     scalar_type,
@@ -71,14 +72,38 @@ class Tensor:
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
-    def __init__(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> None:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
+        """``torch.Tensor(...)``, PyTorch's legacy constructor (``tensor`` and ``empty`` are
+        the ones to use): ``Tensor(2, 3)`` (ints, or a ``Size``) is an uninitialised tensor of
+        that shape in the default float dtype, ``Tensor()`` an empty one, ``Tensor(data)`` a
+        list's or array's values in that dtype, ``Tensor(t)`` an alias of the tensor ``t``.
+
+        >>> import scratchgrad as sg
+        >>> sg.Tensor([1, 2]), sg.Tensor(2, 0).shape
+        (tensor([1., 2.]), (2, 0))
+        """
+        if cls is not Tensor:  # a Parameter, a Buffer, ...: filled in by their own __init__
+            return _new(cls)
+        from scratchgrad import creation  # (creation builds on this module)
+
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
+        out = creation.legacy_new("Tensor", backend.default_float, args)
+        return out if device is None else out.to(device)
+
+    @staticmethod
+    def _from_data(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+        """A new leaf holding a copy of ``data`` (Python data, an array or a tensor), in
+        ``dtype`` or the dtype ``to_array`` gives it: what ``tensor(data)`` makes."""
         array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
         if requires_grad and not backend.is_floating(array.dtype):
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
             )
-        self.array, self.grad, self.requires_grad = array, None, requires_grad
-        self._ctx, self._counter, self._hooks = None, None, ()
+        t = Tensor._make(array)
+        t.requires_grad = requires_grad
+        return t
 
     @staticmethod
     def _make(array: Any, ctx: Any = None) -> Tensor:
@@ -477,6 +502,8 @@ class Tensor:
                     else (self.to(dtype), other.to(dtype))
                 )
             return self.to(dtype), other.to(dtype)
+        if isinstance(other, xp.generic):  # NumPy would widen float32 * float64(2)
+            other = python_number(other)
         if isinstance(other, (int, float)):
             dtype = scalar_type(self.array.dtype, other)
             if dtype in backend.SIXTEEN_BIT:  # computed as PyTorch's CPU kernels (see its doc)
@@ -484,7 +511,7 @@ class Tensor:
             elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
                 other = wrapped_int(other, dtype)  # uint8 + 300 adds 44 (NumPy would raise)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
-        return self._operands(Tensor(other))
+        return self._operands(Tensor._from_data(other))
 
     def __add__(self, other: Any) -> Tensor:
         return binary.Add.apply(*self._operands(other))
@@ -561,7 +588,7 @@ class Tensor:
         return self.matmul(other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return Tensor(other, dtype=self.array.dtype).matmul(self)
+        return Tensor._from_data(other, self.array.dtype).matmul(self)
 
     def __neg__(self) -> Tensor:
         if self.array.dtype.kind == "b":
@@ -587,14 +614,20 @@ class Tensor:
             if other.array.dtype is not dtype and other.array.dtype != dtype:
                 x, other = self._operands(other)
             other = other.array
+        elif isinstance(other, xp.generic):  # compared as a Python number (see _operands)
+            return self._compare(name, python_number(other))
         elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
             other = wrapped_int(other, dtype)
         return Tensor._make(_call(_compare, name, x.array, other))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:  # `x == None` is False, as PyTorch's (NumPy: a tensor of False)
+            return NotImplemented
         return self._compare("equal", other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
+        if other is None:
+            return NotImplemented
         return self._compare("not_equal", other)
 
     def __lt__(self, other: Any) -> Tensor:
@@ -3603,9 +3636,24 @@ class Tensor:
 
     def new_tensor(self, data: Any, *, dtype=None, device=None, requires_grad=False) -> Tensor:
         """A copy of ``data`` in this tensor's dtype (unless ``dtype`` is given)."""
-        out = Tensor(data, self.array.dtype if dtype is None else dtype)
+        out = Tensor._from_data(data, self.array.dtype if dtype is None else dtype)
         out.array = backend.to_device(out.array, device or self.device)
         return out.requires_grad_() if requires_grad else out
+
+    def new(self, *args: Any) -> Tensor:
+        """PyTorch's legacy ``x.new(...)`` (``new_empty``, ``new_tensor`` are the ones to use),
+        in this tensor's dtype and on its device: ``x.new(2, 3)`` (ints, or a ``Size``) is
+        uninitialised, ``x.new()`` empty, ``x.new(data)`` a list's or array's values, and
+        ``x.new(t)`` an alias of a tensor ``t`` of this dtype.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.ones(2, dtype=sg.int64)
+        >>> x.new([1.5, 2]), x.new(2, 0).shape, x.new().shape
+        (tensor([1, 2]), (2, 0), (0,))
+        """
+        from scratchgrad import creation  # (creation builds on this module)
+
+        return creation.legacy_new("new", self.array.dtype, args).to(self.device)
 
     def _new(self, name: str, size, fill: tuple, dtype, device, requires_grad: bool) -> Tensor:
         dtype = self.array.dtype if dtype is None else backend.to_dtype(dtype)
@@ -3936,26 +3984,34 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
 
 
 @names_bad_arguments
-def where(condition: Tensor, x: Any, y: Any) -> Tensor:
-    """``x`` where ``condition`` holds, else ``y``; either may be a Python number.
+def where(condition: Tensor, x: Any = None, y: Any = None) -> Tensor | tuple[Tensor, ...]:
+    """``x`` where ``condition`` holds, else ``y``; either may be a Python number. Without
+    ``x`` and ``y``: the indices where it holds, ``nonzero(condition, as_tuple=True)``.
 
     >>> import scratchgrad as sg
     >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
     tensor([1., 0.])
+    >>> sg.where(sg.tensor([[True, False], [False, True]]))
+    (tensor([0, 1]), tensor([0, 1]))
     """
+    if x is None and y is None:
+        return condition.nonzero(as_tuple=True)
+    if x is None or y is None:
+        raise TypeError("where(): give both x and y, or neither (the indices of condition)")
     cond = condition
     if not isinstance(condition, Tensor):  # an array (of any device), or a list
         cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
     if cond.dtype != bool:
         raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
+    x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
     if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
         x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
         y = _rounded(y, x)
     elif isinstance(y, Tensor):
         y, x = y._operands(written_number(x, y.dtype) if type(x) is int else x)
         x = _rounded(x, y)
-    else:
-        x = Tensor(x).to(cond.device)
+    else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
+        x, y = Tensor._from_data(x).to(cond.device)._operands(y)
     return binary.Where.apply(cond, x, y)
 
 
@@ -5142,7 +5198,7 @@ def _overwrite(old: Tensor, value: Any) -> Tensor:
     the result in its graph, as PyTorch's FillBackward: a constant written into a result that
     requires grad leaves a result, not a new leaf."""
     if not isinstance(value, Tensor):
-        value = Tensor(value, dtype=old.dtype)
+        value = Tensor._from_data(value, old.dtype)
     value = value.to(old.dtype).expand(old.shape)
     if not old.requires_grad:
         return value

@@ -205,6 +205,23 @@ def test_to_dtype_keeps_the_parameter_objects():
         bn.to(sg.int64)
 
 
+@pytest.mark.parametrize("dst_type", ["DoubleTensor", "torch.DoubleTensor", "float16"])
+def test_type_casts_every_parameter_buffer_and_gradient_as_torch(dst_type):
+    """``model.type(torch.DoubleTensor)`` in old code: unlike ``to``, integer buffers too."""
+    results = []
+    for lib in (sg, torch):
+        bn = lib.nn.BatchNorm1d(3)
+        bn.weight.grad = lib.ones(3)
+        weight = bn.weight
+        cast = dst_type if "." in dst_type else getattr(lib, dst_type)
+        assert bn.type(cast) is bn and bn.weight is weight
+        dtypes = [bn.weight.dtype, bn.weight.grad.dtype, bn.running_var.dtype]
+        results.append(
+            [str(d).removeprefix("torch.") for d in [*dtypes, bn.num_batches_tracked.dtype]]
+        )
+    assert results[0] == results[1]
+
+
 def test_setattr_registers_and_guards():
     m = nn.Module()
     m.w = nn.Parameter(sg.zeros(2))

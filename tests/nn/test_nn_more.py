@@ -217,6 +217,58 @@ def test_losses_take_the_deprecated_size_average_and_reduce(name):
     assert w[0].filename == __file__
 
 
+P = np.array([[0.2, 0.9], [0.6, 0.1]])
+CLASSES = np.array([1, 0])
+# (loss, inputs, the target as a constant): the losses of 2017-2019 code, which spelled the
+# reduction with size_average and reduce (positional too: F.mse_loss(x, y, False))
+COMMON_LOSSES = [
+    ("mse_loss", [X[:, :2]], P),
+    ("l1_loss", [X[:, :2]], P),
+    ("smooth_l1_loss", [X[:, :2]], P),
+    ("nll_loss", [np.log(P)], CLASSES),
+    ("cross_entropy", [X[:, :2]], CLASSES),
+    ("binary_cross_entropy", [P], P[::-1].copy()),
+    ("binary_cross_entropy_with_logits", [X[:, :2]], P),
+]
+MODULES = {
+    "mse_loss": "MSELoss",
+    "l1_loss": "L1Loss",
+    "smooth_l1_loss": "SmoothL1Loss",
+    "nll_loss": "NLLLoss",
+    "cross_entropy": "CrossEntropyLoss",
+    "binary_cross_entropy": "BCELoss",
+    "binary_cross_entropy_with_logits": "BCEWithLogitsLoss",
+}
+
+
+@pytest.mark.parametrize("options", [{"size_average": False}, {"reduce": False}])
+@pytest.mark.parametrize(("name", "arrays", "target"), COMMON_LOSSES, ids=lambda c: str(c)[:20])
+def test_common_losses_take_the_deprecated_size_average_and_reduce(name, arrays, target, options):
+    """Values and gradients as PyTorch's, from the function and from the module, each warned
+    at the caller's line, in PyTorch's words."""
+    ours_t, theirs_t = sg.tensor(target), torch.tensor(target)
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated") as w:
+        check_against_torch(
+            lambda x: getattr(F, name)(x, ours_t, **options),
+            lambda x: getattr(TF, name)(x, theirs_t, **options),
+            arrays,
+        )
+        module = getattr(sg.nn, MODULES[name])(**options)
+    assert len(w) == 3 and len({str(m.message) for m in w}) == 1  # ours twice, PyTorch's once
+    assert w[0].filename == w[2].filename == __file__  # (PyTorch's own points into torch)
+    theirs = getattr(torch.nn, MODULES[name])(**options)
+    assert module.reduction == theirs.reduction
+    assert_close(module(sg.tensor(arrays[0]), ours_t), theirs(torch.tensor(arrays[0]), theirs_t))
+
+
+def test_the_legacy_positional_size_average_is_read_as_pytorch_reads_it():
+    x, y = sg.tensor([1.0, 2.0]), sg.tensor([0.0, 0.0])
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        assert F.mse_loss(x, y, False).item() == 5.0
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        assert sg.nn.MSELoss(False)(x, y).item() == 5.0
+
+
 def _functional(name):
     return {
         "CosineEmbeddingLoss": "cosine_embedding_loss",

@@ -6,9 +6,11 @@ from scratchgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
 from scratchgrad.autograd.engine import backward, grad
 from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
 from scratchgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+from scratchgrad.autograd.variable import Variable
 
 __all__ = [
     "Function",
+    "Variable",
     "backward",
     "detect_anomaly",
     "enable_grad",

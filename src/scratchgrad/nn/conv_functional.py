@@ -589,9 +589,9 @@ def _avg_pool(
     if divisor_override is not None:
         divisor = divisor_override
     elif ceil_mode or not count_include_pad:
-        divisor = Tensor(
+        divisor = Tensor._from_data(
             _window_counts(x.shape[2:], kernel_size, stride, padding, out_size, count_include_pad),
-            dtype=x.dtype,
+            x.dtype,
         ).to(x.device)
     else:
         divisor = math.prod(kernel_size)

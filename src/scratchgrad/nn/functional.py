@@ -1334,9 +1334,16 @@ def _check_reduction(reduction: str) -> None:
 
 
 @autocast_policy("float32")
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Mean squared error."""
-    _check_reduction(reduction)
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Mean squared error (``size_average`` and ``reduce``: PyTorch's deprecated spellings of
+    ``reduction``, as in every loss that has them)."""
+    reduction = _reduction(size_average, reduce, reduction)
     if reduction != "none" and input.shape == target.shape and input.dtype == target.dtype:
         return MSELoss.apply(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)
@@ -1345,8 +1352,15 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 
 @autocast_policy("float32")
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Mean absolute error; the gradient at a zero difference is 0."""
+    reduction = _reduction(size_average, reduce, reduction)
     _warn_if_broadcast(input, target)
     return _reduce((input - target).abs(), reduction)
 
@@ -1364,14 +1378,20 @@ def huber_loss(
 
 @autocast_policy("float32")
 def smooth_l1_loss(
-    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
 ) -> Tensor:
     """Squared error (halved, over ``beta``) for differences below ``beta``, linear beyond:
     ``huber_loss`` divided by ``beta``, and ``l1_loss`` for ``beta=0``."""
+    reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     if beta == 0:
-        return l1_loss(input, target, reduction)
+        return l1_loss(input, target, reduction=reduction)
     diff = input - target
     size = diff.abs()
     return _reduce(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
@@ -1459,13 +1479,15 @@ def nll_loss(
     input: Tensor,
     target: Tensor,
     weight: Tensor | None = None,
+    size_average: bool | None = None,
     ignore_index: int = -100,
+    reduce: bool | None = None,
     reduction: str = "mean",
 ) -> Tensor:
     """Negative log likelihood of class indices, given log-probabilities ``input`` of shape
     (C,), (N, C) or (N, C, d1, ...). ``weight`` rescales each class; targets equal to
     ``ignore_index`` contribute nothing; the mean divides by the total weight of the rest."""
-    _check_reduction(reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     class_dim = 0 if input.ndim == 1 else 1
     _check_class_target_shape(input, target, class_dim)
     loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
@@ -1494,7 +1516,9 @@ def cross_entropy(
     input: Tensor,
     target: Tensor,
     weight: Tensor | None = None,
+    size_average: bool | None = None,
     ignore_index: int = -100,
+    reduce: bool | None = None,
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
@@ -1509,7 +1533,7 @@ def cross_entropy(
     >>> round(cross_entropy(x, sg.tensor([2, -100])).item(), 4)
     0.4076
     """
-    _check_reduction(reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
@@ -1589,11 +1613,16 @@ def _log_clamped(x: Tensor) -> Tensor:
 
 @autocast_policy("float32")
 def binary_cross_entropy(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """-(y log p + (1 - y) log(1 - p)) for probabilities ``input``; each log is clamped at
     -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
-    _check_reduction(reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
     capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
@@ -1614,13 +1643,15 @@ def binary_cross_entropy_with_logits(
     input: Tensor,
     target: Tensor,
     weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
     reduction: str = "mean",
     pos_weight: Tensor | None = None,
 ) -> Tensor:
     """Binary cross entropy of sigmoid(``input``), computed stably from the logits:
     (1 - y) x + softplus(-x), with softplus(-x) = -log sigmoid(x) a fused primitive (exact
     gradient sigmoid(x) - y everywhere, also at x = 0). ``pos_weight`` weighs positives."""
-    _check_reduction(reduction)
+    reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"

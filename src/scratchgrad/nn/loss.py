@@ -6,6 +6,7 @@ As in PyTorch, class weights (and BCEWithLogitsLoss's ``pos_weight``) are buffer
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from scratchgrad.nn import functional as F
@@ -16,17 +17,27 @@ from scratchgrad.tensor import Tensor
 
 class _Loss(Module):
     def __init__(
-        self, reduction: str = "mean", size_average: bool | None = None, reduce: bool | None = None
+        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
     ) -> None:
         super().__init__()
         if size_average is not None or reduce is not None:  # as PyTorch, chosen once, here
-            reduction = F._legacy_reduction(size_average, reduce, stacklevel=4)  # the user's line
+            # warned at the user's line: past this file's __init__s, however many there are
+            frame, stacklevel = sys._getframe(1), 3
+            while frame.f_code.co_filename == __file__:
+                frame, stacklevel = frame.f_back, stacklevel + 1
+            reduction = F._legacy_reduction(size_average, reduce, stacklevel)
         self.reduction = reduction
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
@@ -34,21 +45,21 @@ class MSELoss(_Loss):
     """Mean squared error: ``reduction`` is "mean" (default), "sum" or "none"."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
     """Mean absolute error."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.l1_loss(input, target, self.reduction)
+        return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class HuberLoss(_Loss):
     """Squared error below ``delta``, linear beyond."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -58,12 +69,18 @@ class HuberLoss(_Loss):
 class SmoothL1Loss(_Loss):
     """Squared error (over ``beta``) below ``beta``, linear beyond; see ``F.smooth_l1_loss``."""
 
-    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
-        super().__init__(reduction)
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -79,16 +96,23 @@ class CrossEntropyLoss(_WeightedLoss):
     def __init__(
         self,
         weight: Tensor | None = None,
+        size_average: bool | None = None,
         ignore_index: int = -100,
+        reduce: bool | None = None,
         reduction: str = "mean",
         label_smoothing: float = 0.0,
     ) -> None:
-        super().__init__(weight, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(
-            input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing
+            input,
+            target,
+            self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
         )
 
 
@@ -96,20 +120,27 @@ class NLLLoss(_WeightedLoss):
     """Negative log likelihood of class indices, given log-probabilities."""
 
     def __init__(
-        self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean"
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
     ) -> None:
-        super().__init__(weight, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+        return F.nll_loss(
+            input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction
+        )
 
 
 class BCELoss(_WeightedLoss):
     """Binary cross entropy of probabilities."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -118,16 +149,18 @@ class BCEWithLogitsLoss(_Loss):
     def __init__(
         self,
         weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
         reduction: str = "mean",
         pos_weight: Tensor | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(
-            input, target, self.weight, self.reduction, self.pos_weight
+            input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
         )
 
 
@@ -149,7 +182,7 @@ class KLDivLoss(_Loss):
         reduction: str = "mean",
         log_target: bool = False,
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -174,7 +207,7 @@ class CosineEmbeddingLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
@@ -199,7 +232,7 @@ class MarginRankingLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
@@ -227,7 +260,7 @@ class TripletMarginLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         if margin <= 0:
             raise ValueError(
                 f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead"
@@ -266,7 +299,7 @@ class PoissonNLLLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
@@ -286,7 +319,7 @@ class GaussianNLLLoss(_Loss):
     """
 
     def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
@@ -311,7 +344,7 @@ class MultiLabelSoftMarginLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -331,7 +364,7 @@ class SoftMarginLoss(_Loss):
     def __init__(
         self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
@@ -357,7 +390,7 @@ class MultiMarginLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         if weight is not None and weight.ndim != 1:
@@ -392,7 +425,7 @@ class HingeEmbeddingLoss(_Loss):
         reduce: bool | None = None,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -414,7 +447,7 @@ class MultiLabelMarginLoss(_Loss):
     def __init__(
         self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
     ) -> None:
-        super().__init__(reduction, size_average, reduce)
+        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
@@ -445,7 +478,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         swap: bool = False,
         reduction: str = "mean",
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         if margin <= 0:
             raise ValueError(
                 "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
@@ -483,7 +516,7 @@ class CTCLoss(_Loss):
     def __init__(
         self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.blank, self.zero_infinity = blank, zero_infinity
 
     def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:

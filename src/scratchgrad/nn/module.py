@@ -498,6 +498,25 @@ class Module:
     def bfloat16(self) -> Module:
         return self.to(backend.bfloat16)
 
+    def type(self, dst_type: Any) -> Module:
+        """Cast every parameter and buffer (and gradient) to ``dst_type``, as
+        ``torch.nn.Module.type``: a dtype, a legacy type or its name. Unlike ``to``, integer
+        buffers are cast too (as PyTorch's).
+
+        >>> from scratchgrad import nn
+        >>> import scratchgrad as sg
+        >>> nn.Linear(2, 1).type(sg.DoubleTensor).weight.dtype
+        dtype('float64')
+        """
+        for tensor in (*self.parameters(), *self.buffers()):
+            cast = tensor.type(dst_type)
+            if cast is not tensor:
+                tensor.array = cast.array
+                increment_version(tensor)  # a graph that saved the old array must not use it
+            if tensor.grad is not None:
+                tensor.grad = tensor.grad.type(dst_type)
+        return self
+
     def cpu(self) -> Module:
         return self.to(backend.cpu)
 

@@ -106,7 +106,7 @@ def interpolate(
             out = out[(slice(None),) * dim + (index,)]
         else:
             weights = _weights(mode, n, m, scale, align_corners, antialias)
-            out = _resample(out, dim, Tensor(weights, dtype=out.dtype).to(out.device))
+            out = _resample(out, dim, Tensor._from_data(weights, out.dtype).to(out.device))
     return out
 
 

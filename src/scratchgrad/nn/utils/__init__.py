@@ -62,7 +62,7 @@ def get_total_norm(
             get_total_norm, tensors, norm_type, error_if_nonfinite
         )
     if not tensors:
-        return Tensor(0.0)
+        return Tensor._from_data(0.0)
     norm_type = float(norm_type)
     xp = backend.namespace(tensors[0].array)
     with _silent_non_finite():
