@@ -352,3 +352,25 @@ def test_float64_values_round_to_16_bits_through_float32_as_pytorchs(name):
     ]
     for found, expected in made:
         np.testing.assert_array_equal(found.float().numpy(), expected.float().numpy())
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [np.float64(1.5), np.float16(2), np.bool_(True), np.int8(3), True, 2, 2.5],
+    ids=repr,
+)
+def test_full_reads_its_fill_value_as_a_python_number(fill):
+    """The dtype follows the fill's kind as PyTorch reads it: a float64 NumPy scalar fills
+    float32 (the default), a NumPy bool counts as a float, a NumPy int as int64."""
+    ours, theirs = sg.full((2,), fill), torch.full((2,), fill)
+    assert same_dtype(ours, theirs)
+    assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bool", "int8"])
+def test_full_with_a_zero_dim_tensor_fill_takes_its_kind(dtype):
+    value = {"float64": 1.25, "bool": True, "int8": 3}[dtype]
+    ours = sg.full((2,), sg.tensor(value, dtype=getattr(sg, dtype)))
+    theirs = torch.full((2,), torch.tensor(value, dtype=getattr(torch, dtype)))
+    assert same_dtype(ours, theirs)
+    assert ours.tolist() == theirs.tolist()

@@ -18,7 +18,7 @@ import ml_dtypes
 from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
-from scratchgrad.dtypes import to_array, written_number
+from scratchgrad.dtypes import python_number, to_array, written_number
 from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
@@ -103,9 +103,15 @@ def full(
     device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind."""
-    value = fill_value.array if isinstance(fill_value, Tensor) else fill_value
-    dtype = _dtype(dtype, to_array(value, None).dtype)
+    """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value's kind, read
+    as a Python number as PyTorch reads it (a float64 0-d tensor or NumPy scalar fills
+    float32).
+
+    >>> full((2,), 1.5), full((1,), True).dtype
+    (tensor([1.5000, 1.5000]), dtype('bool'))
+    """
+    value = fill_value.array.item() if isinstance(fill_value, Tensor) else fill_value
+    dtype = _dtype(dtype, to_array(python_number(value), None).dtype)
     fill_value = written_number(fill_value, dtype)  # -1 is 255 in uint8; 300 raises
     return _finish(
         _make(_xp(device).full, new_shape("full", (size,)), fill_value, dtype), requires_grad
