@@ -1538,6 +1538,12 @@ OPS = [
         shapes="image",
         check_shapes=((2, 5, 3, 4),),
     ),
+    # clamp with tensor bounds: the gradient to x inside, to a bound where it clips; crossed
+    # bounds (min > max) give max everywhere, its gradient all to max
+    binary("clamp_tensor_min", lambda m, x, y: x.clamp(min=y)),
+    binary("clamp_tensor_both", lambda m, x, y: m.clamp(x, y - 0.5, y + 0.5)),
+    binary("clamp_tensor_crossed", lambda m, x, y: x.clamp(y + 0.5, y - 0.5)),
+    binary("clamp_tensor_and_0d", lambda m, x, y: x.clamp(min=y, max=m.tensor(0.7, dtype=x.dtype))),
     # ---- rows: grid sampling, linalg, pooling, nn composites ----
     # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
     # both gradients; its points reach a little past [-1, 1], into the padding

@@ -1975,10 +1975,18 @@ class Tensor:
         a._check_floating(name)
         return special.Igamma.apply(a, x, upper=upper)
 
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
-        """Clip to ``[min, max]``; the gradient is 1 inside (bounds included) and 0 outside."""
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        """Clip to ``[min, max]`` (numbers, or tensors broadcast with this one); the gradient is
+        1 inside (bounds included) and 0 outside, and a tensor bound gets it where it clips.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([-2.0, 0.5, 3.0]).clamp(min=sg.tensor([-1.0, 1.0, 0.0]), max=2.0)
+        tensor([-1.,  1.,  2.])
+        """
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            return _clamp_by_tensors(self, min, max)
         dtype = self.array.dtype
         for bound in (min, max):
             if isinstance(bound, (int, float)):
@@ -4895,6 +4903,39 @@ def _compare(name: str, x: Any, y: Any) -> Any:
             y = namespace(x).asarray(y, x.dtype)
         x, y = backend.widened(x), backend.widened(y)
     return _elementwise(name, x, y)
+
+
+def _clamp_by_tensors(x: Tensor, low: Any, high: Any) -> Tensor:
+    """``clamp`` with a tensor bound, as PyTorch's: ``min(max(x, low), high)`` (so ``high``
+    where ``low > high``, NaN where any is NaN) in the three's broadcast shape and promoted
+    dtype. The gradient goes to ``x`` inside ``[low, high]``, to ``low`` where ``x < low <
+    high``, to ``high`` where ``x > high`` or ``high < low``; where none holds (``x`` below
+    ``low == high``, a NaN) no input gets one, as in PyTorch. Where a bound is NaN no input
+    gets one either (PyTorch's may still pass one to ``high`` there, under a NaN result)."""
+    given = [b for b in (low, high) if b is not None]
+    shapes = [x.shape] + [b.shape for b in given if isinstance(b, Tensor)]
+    try:
+        xp.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(f"clamp: shapes {shapes} cannot be broadcast together") from None
+    dtype = functools.reduce(promote_types, (result_type(x, b) for b in given))
+    x, low, high = (
+        b if b is None else b.to(dtype) if isinstance(b, Tensor) else Tensor._from_data(b, dtype)
+        for b in (x, low, high)
+    )
+    with no_grad():  # the value; where no input gets the gradient, none flows from it
+        clipped = x if low is None else x.maximum(low)
+        clipped = clipped if high is None else clipped.minimum(high)
+    # nested where, not & and |: each mask a comparison, which vmap batches
+    out = x if high is None else where(x <= high, x, clipped)
+    if low is not None:
+        out = where(x >= low, out, clipped)
+        below = where(x < low, low, out)
+        out = below if high is None else where(low < high, below, out)
+    if high is not None:
+        above = where(x > high, high, out)
+        out = above if low is None else where(high < low, high, above)
+    return where(clipped != clipped, clipped, out)  # a NaN bound: NaN, whatever was chosen
 
 
 def _clamp(array: Any, min: Any, max: Any) -> tuple:

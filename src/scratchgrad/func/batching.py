@@ -143,7 +143,9 @@ class BatchedTensor(Tensor):
     ) -> Tensor:
         return _divided(lambda x, y: x.isclose(y, rtol, atol, equal_nan), self, other)
 
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        if isinstance(min, Tensor) or isinstance(max, Tensor):  # composed of batched ops
+            return Tensor.clamp(self, min, max)
         return wrap(self.value.clamp(min, max), self.level)
 
     clip = clamp
