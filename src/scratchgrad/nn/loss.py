@@ -326,7 +326,7 @@ class GaussianNLLLoss(_Loss):
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Binary cross entropy of logits for each class (the last dim), averaged over the classes;
     ``weight`` (a buffer) weighs each class. See ``F.multilabel_soft_margin_loss``.
 
@@ -336,16 +336,6 @@ class MultiLabelSoftMarginLoss(_Loss):
     >>> round(loss(sg.tensor([[0.0, 2.0]]), sg.tensor([[0, 1]])).item(), 4)
     0.3466
     """
-
-    def __init__(
-        self,
-        weight: Tensor | None = None,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
