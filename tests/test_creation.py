@@ -374,3 +374,29 @@ def test_full_with_a_zero_dim_tensor_fill_takes_its_kind(dtype):
     theirs = torch.full((2,), torch.tensor(value, dtype=getattr(torch, dtype)))
     assert same_dtype(ours, theirs)
     assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [np.float64(1)],
+        [np.float64(1), 2.0],
+        [np.int32(1), 2],
+        [np.int32(1), np.int32(2)],
+        [np.int32(1), 2.0],
+        [[np.float32(1), 2], [3, 4]],
+        (np.int16(1), np.int16(2)),
+        [np.float64(1), True],
+        [np.float16(1)],
+        [np.array([1, 2], np.int32)],
+        [np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0])],
+        [[1.0, 2.0], [3.0, 4.0]],
+    ],
+    ids=repr,
+)
+def test_a_list_of_numpy_scalars_keeps_their_dtypes(data):
+    """Each NumPy leaf counts with its own dtype, promoted with the Python numbers beside it
+    (read as the default float, int64, bool), as PyTorch's ``tensor`` reads them."""
+    ours, theirs = sg.tensor(data), torch.tensor(data)
+    assert same_dtype(ours, theirs)
+    assert ours.tolist() == theirs.tolist()

@@ -134,6 +134,9 @@ def to_array(data: Any, dtype: Any):
         array = _from_python(data)  # (Python floats are float64: cast rounds as PyTorch's)
         return _checked(array, dtype) if dtype.kind in "iu" else backend.cast(array, dtype)
     array = _from_python(data)
+    read = _numpy_leaves_dtype(data) if isinstance(data, (list, tuple)) else None
+    if read is not None:  # NumPy scalars or arrays in the list: their dtypes count
+        return array.astype(read)
     if array.dtype.kind == "f":
         return array.astype(backend.default_float)
     if array.dtype.kind in "iu":
@@ -141,6 +144,35 @@ def to_array(data: Any, dtype: Any):
     if array.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
     return array
+
+
+def _numpy_leaves_dtype(data: list | tuple) -> numpy.dtype | None:
+    """The dtype PyTorch gives a nested list holding NumPy scalars or arrays: each leaf's own
+    dtype (a Python float's the default float, an int's int64, a bool's bool) promoted with
+    the others', so ``[float64(1), 2.0]`` is float64 and ``[int32(1), int32(2)]`` int32. None
+    when no leaf is NumPy's, or a leaf is neither a number nor NumPy's."""
+    dtypes, pending, numpy_leaf = set(), [data], False
+    while pending:
+        items = pending.pop()
+        kinds = set(map(type, items))
+        if kinds <= {float, int, bool}:  # a list of Python numbers: read at C speed
+            dtypes |= kinds
+            continue
+        for leaf in items:
+            kind = type(leaf)
+            if kind in (list, tuple):
+                pending.append(leaf)
+            elif kind in (float, int, bool):
+                dtypes.add(kind)
+            elif isinstance(leaf, (xp.generic, xp.ndarray)):
+                dtypes.add(leaf.dtype)
+                numpy_leaf = True
+            else:
+                return None
+    if not numpy_leaf:
+        return None
+    python = {float: backend.default_float, int: int64, bool: xp.dtype(bool)}
+    return functools.reduce(promote_types, (python.get(d, d) for d in dtypes))
 
 
 def _from_python(data: Any) -> Any:
