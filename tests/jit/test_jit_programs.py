@@ -581,12 +581,11 @@ def test_a_hand_written_update_of_a_polynomial_fit():
 
 
 class ScaledTanh(sg.autograd.Function):
-    """tanh(x) * scale with its own backward (a custom Function: forward on arrays, backward
-    on tensors)."""
+    """tanh(x) * scale with its own backward (a custom Function, written as in PyTorch)."""
 
     @staticmethod
     def forward(ctx, x, scale):
-        out = np.tanh(x) * scale
+        out = sg.tanh(x) * scale
         ctx.save_for_backward(out)
         ctx.scale = scale
         return out

@@ -3,8 +3,7 @@ straight-through rounding quantizer (``save_for_backward``, ``needs_input_grad``
 returned as a second output marked non-differentiable, a ``once_differentiable`` backward) inside
 a small MLP, and a smooth soft-clamp (softsign-shaped, in the newer style: ``forward`` without
 ``ctx`` and a ``setup_context`` saving the output) with its own exact backward checked by
-``gradcheck`` and ``gradgradcheck`` on float64 inputs (data drawn with NumPy). The forwards use
-operators and the methods NumPy arrays share with tensors (``abs()``, ``clip``, ``round``)."""
+``gradcheck`` and ``gradgradcheck`` on float64 inputs (data drawn with NumPy)."""
 
 import numpy as np
 import torch

@@ -111,7 +111,7 @@ def custom_fwd(
         if cast_inputs is None or state.dtype is None:
             return fwd(ctx, *args, **kwargs)
         dtype = backend.to_dtype(cast_inputs)
-        args = tuple(_cast_array(a, dtype) for a in args)
+        args = tuple(_cast(a, dtype) for a in args)
         with autocast(device_type, enabled=False):
             return fwd(ctx, *args, **kwargs)
 
@@ -132,8 +132,8 @@ def custom_bwd(bwd: Callable | None = None, *, device_type: str = "cpu") -> Call
     return backward
 
 
-def _cast_array(value: Any, dtype) -> Any:
-    """Forward receives arrays: cast the 16- and 32-bit floating ones."""
+def _cast(value: Any, dtype) -> Any:
+    """A user's forward receives Tensors: cast the 16- and 32-bit floating ones."""
     kind = getattr(value, "dtype", None)
     castable = (backend.float32, backend.float16, backend.bfloat16)
-    return value.astype(dtype) if kind in castable and kind != dtype else value
+    return value.to(dtype) if kind in castable and kind != dtype else value

@@ -1,9 +1,10 @@
 """``Function``: one differentiable operation, and the node it leaves in the graph.
 
-A subclass gives ``forward`` (on arrays) and ``backward`` (on Tensors). ``apply`` runs forward
-and, when a gradient is needed, keeps the instance as the graph node: it remembers its parents
-(the nodes of its inputs) and what ``forward`` saved, never the tensor it made, so no reference
-cycle keeps a graph alive.
+A subclass gives ``forward`` and ``backward``, both on Tensors, as PyTorch's (the library's own
+ops, classes defined in the package, keep their ``forward`` on arrays, for speed: a user's is
+wrapped by ``_on_tensors``). ``apply`` runs forward and, when a gradient is needed, keeps the
+instance as the graph node: it remembers its parents (the nodes of its inputs) and what
+``forward`` saved, never the tensor it made, so no reference cycle keeps a graph alive.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class Function:
         cls.builtin = cls.__module__.startswith("scratchgrad.")
         if "forward" in cls.__dict__ and cls.setup_context is not Function.setup_context:
             cls.forward = staticmethod(_with_setup_context(cls.forward))
+        if "forward" in cls.__dict__ and not cls.builtin:  # a user's: on Tensors, as PyTorch's
+            cls.forward = staticmethod(_on_tensors(cls.forward))
         if "backward_name" not in cls.__dict__:
             cls.backward_name = cls.__name__ + ("Backward0" if cls.builtin else "Backward")
 
@@ -99,13 +102,13 @@ class Function:
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:
-        """Compute the result from arrays (and plain Python values)."""
+        """Compute the result from Tensors (and plain Python values); a primitive's, from arrays."""
         raise NotImplementedError
 
     @staticmethod
     def setup_context(ctx: Function, inputs: tuple, output: Any) -> None:
         """PyTorch's newer style: a ``forward`` without ``ctx`` and this to fill ``ctx`` from the
-        inputs (arrays and plain values, as ``forward`` got them) and the output.
+        inputs (Tensors and plain values, as ``forward`` got them) and the output.
 
         >>> import scratchgrad as sg
         >>> class Cube(sg.autograd.Function):
@@ -136,12 +139,12 @@ class Function:
         """
         raise NotImplementedError
 
-    def save_for_backward(self, *arrays: Any) -> None:
-        """Keep arrays for ``backward``: inputs and the result keep their place in the graph."""
-        self._to_save = arrays
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep tensors for ``backward``: inputs and the result keep their place in the graph."""
+        self._to_save = tensors
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
-        """Of a forward that returns several arrays, these get no gradient (indices, masks):
+        """Of a forward that returns several tensors, these get no gradient (indices, masks):
         their Tensors do not require grad, and ``backward`` receives zeros for them."""
         self._non_differentiable = outputs
 
@@ -315,6 +318,39 @@ def _with_setup_context(forward: Callable) -> Callable:
         return out
 
     return forward_then_setup
+
+
+def _on_tensors(forward: Callable) -> Callable:
+    """A user's ``forward``, which PyTorch hands Tensors, made one the engine calls as its own
+    ops' (on arrays): each array argument comes in as a Tensor sharing it, and the Tensors that
+    come out (the results, and what ``ctx`` was given to save or mark) go back as their arrays,
+    so ``apply`` matches them with its inputs and outputs by identity as before.
+
+    It runs without recording a graph, and graph capture notes it as one call (its ops are not
+    noted one by one): a replay calls it again, on the new arrays.
+    """
+
+    @functools.wraps(forward)
+    def forward_on_tensors(ctx: Function, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(Tensor._make(a) if type(a) in _ARRAY_CLASSES else a for a in args)
+        recorder, capture_hook.recorder = capture_hook.recorder, None
+        recording, _state.enabled = _state.enabled, False
+        try:
+            out = forward(ctx, *args, **kwargs)
+        finally:
+            capture_hook.recorder, _state.enabled = recorder, recording
+        if ctx._to_save:
+            ctx._to_save = tuple(map(_array_of, ctx._to_save))
+        if ctx._non_differentiable:
+            ctx._non_differentiable = tuple(map(_array_of, ctx._non_differentiable))
+        return tuple(map(_array_of, out)) if isinstance(out, tuple) else _array_of(out)
+
+    return forward_on_tensors
+
+
+def _array_of(value: Any) -> Any:
+    """A Tensor's array; anything else as it is."""
+    return value.array if isinstance(value, Tensor) else value
 
 
 def once_differentiable(backward: Callable) -> Callable:

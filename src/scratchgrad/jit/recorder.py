@@ -250,15 +250,18 @@ class Recorder:
         for name, saved in vars(ctx).items():  # arrays a backward may read from ctx
             items = saved if type(saved) is tuple else (saved,)
             for i, item in enumerate(items):
+                # a user's forward works on Tensors: what it leaves on ctx is their arrays
+                array = item.array if isinstance(item, Tensor) else item
                 if (
-                    isinstance(item, xp.ndarray)
+                    isinstance(array, xp.ndarray)
                     # numbered: an earlier value, or this call's (its results, an item seen)
-                    and id(item) not in self.number
-                    and not any(item is a for a in arrays)  # an input: named already
+                    and id(array) not in self.number
+                    and not any(array is a for a in arrays)  # an input: named already
                 ):
-                    writes.append(self.value(item))
+                    writes.append(self.value(array))
                     at = f"[{i}]" if type(saved) is tuple else ""
-                    extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}")
+                    of = ".array" if array is not item else ""
+                    extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}{of}")
         rule = kernels.RULES.get(cls)
         if rule is not None and not extra and not isinstance(out, tuple):
             code = rule(positional, arrays, kwargs, self.expr)

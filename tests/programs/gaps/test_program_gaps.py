@@ -9,8 +9,6 @@ import pytest
 from test_programs import test_program_gives_torchs_losses as check_program
 
 GAPS: dict[str, str] = {
-    "dann_gradient_reversal": "a custom autograd.Function's forward receives arrays, not Tensors "
-    "(README, Known differences): x.view_as(x) raises AttributeError",
     "func_model_ensemble": "no 'meta' device: Module.to('meta') for functional_call's stateless "
     "template raises DeviceUnavailableError (runs the same with a plain copy on cpu)",
 }
