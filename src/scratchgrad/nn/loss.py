@@ -351,11 +351,6 @@ class SoftMarginLoss(_Loss):
     0.7201
     """
 
-    def __init__(
-        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
@@ -433,11 +428,6 @@ class MultiLabelMarginLoss(_Loss):
     >>> round(loss(sg.tensor([[0.1, 0.2, 0.4, 0.8]]), sg.tensor([[3, 0, -1, 1]])).item(), 4)
     0.85
     """
-
-    def __init__(
-        self, size_average: bool | None = None, reduce: bool | None = None, reduction: str = "mean"
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
