@@ -540,6 +540,11 @@ def test_comparing_a_tensor_with_none_answers_as_pytorchs():
         assert (x == None) is False and (x != None) is True  # noqa: E711
         assert (None == x) is False and x not in [None]  # noqa: E711, SIM300
     assert_same_error(lambda m: m.ones(2) < None, "not supported")
+    # but the methods take only tensors and numbers: x.eq(None) is no silent False
+    for call in (lambda m: m.ones(2).eq(None), lambda m: m.ne(m.ones(2), "a")):
+        for m in (sg, torch):
+            with pytest.raises(TypeError, match=r"^(eq|ne)\(\)"):
+                call(m)
 
 
 def test_doc_examples_run():

@@ -660,10 +660,10 @@ class Tensor:
         return Tensor._make(_call(_elementwise, name, self.array))
 
     def eq(self, other: Any) -> Tensor:
-        return self == other
+        return self._compare("equal", _comparable("eq", other))
 
     def ne(self, other: Any) -> Tensor:
-        return self != other
+        return self._compare("not_equal", _comparable("ne", other))
 
     def lt(self, other: Any) -> Tensor:
         return self < other
@@ -4726,6 +4726,14 @@ def as_shape(args: tuple) -> tuple[int, ...]:
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     return args if type(args) is tuple else tuple(args)
+
+
+def _comparable(name: str, other: Any) -> Any:
+    """``other`` for ``x.eq(other)``: unlike ``x == None`` (False, as Python compares objects),
+    PyTorch's methods take only a tensor or a number."""
+    if other is None or isinstance(other, str):
+        raise TypeError(f"{name}(): expected a tensor or a number, got {type(other).__name__}")
+    return other
 
 
 def new_shape(name: str, size: tuple) -> tuple[int, ...]:

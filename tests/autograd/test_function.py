@@ -355,6 +355,34 @@ def _sincos(lib):
     return SinCos
 
 
+def test_set_materialize_grads_false_runs_a_backward_written_for_none():
+    """``ctx.set_materialize_grads(False)``: PyTorch passes None for an unused output, we pass
+    its zeros; a backward that skips a None gets the same gradient either way."""
+    grads = []
+    for lib in (sg, torch):
+
+        class Split(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(False)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, grad_twice, grad_thrice):
+                grad = 0
+                if grad_twice is not None:
+                    grad = grad + grad_twice * 2
+                if grad_thrice is not None:
+                    grad = grad + grad_thrice * 3
+                return grad
+
+        x = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        twice, _ = Split.apply(x)
+        (twice * twice).sum().backward()
+        grads.append(x.grad)
+    assert_close(*grads)
+
+
 @pytest.mark.parametrize(
     "loss",
     [

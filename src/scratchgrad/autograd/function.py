@@ -148,6 +148,12 @@ class Function:
         their Tensors do not require grad, and ``backward`` receives zeros for them."""
         self._non_differentiable = outputs
 
+    def set_materialize_grads(self, value: bool) -> None:
+        """Accepted as PyTorch's. PyTorch then passes ``None`` for an output no gradient
+        reached; here ``backward`` receives zeros for it either way (the outputs' gradients
+        arrive packed together), which a backward written for ``None`` treats the same."""
+        self.materialize_grads = bool(value)
+
     @property
     def saved_tensors(self) -> tuple:
         """What ``forward`` saved, as Tensors (plain Python numbers stay numbers)."""
