@@ -6,6 +6,7 @@ legacy typed constructors (``LongTensor``, ``FloatTensor(2, 3)``, ``isinstance``
 
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -552,3 +553,36 @@ def test_doc_examples_run():
     legacy = (sg.Tensor.__new__, sg.Tensor.new, sg.where)
     for function in (sg.arange, sg.eye, _LegacyTensor, new_shape, *legacy):
         assert_doc_examples_run(function, vars(sys.modules[function.__module__]))
+
+
+# ---- the deprecated overloads taking the scale first ----------------------------------------
+
+
+def _old_adam_step(x, p, grad, exp_avg, exp_avg_sq):
+    """One Adam step as optimizers written for PyTorch 0.4 made it."""
+    exp_avg.mul_(0.9).add_(1 - 0.9, grad)
+    exp_avg_sq.mul_(0.999).addcmul_(1 - 0.999, grad, grad)
+    denom = exp_avg_sq.sqrt().add_(1e-8)
+    p.data.addcdiv_(-0.01, exp_avg, denom)
+    p.data.add_(-0.001, p.data)  # weight decay
+    return x.add(2, p).sub(0.5, grad).addcmul(3, grad, p).addcdiv(1, p, grad)
+
+
+def test_the_scale_first_overloads_of_old_optimizers_warn_and_compute_as_pytorchs():
+    """``p.data.add_(-lr, grad)``, ``addcmul_(value, t1, t2)``: deprecated in PyTorch, which
+    still runs them with a warning; so do we (they failed, or read a tensor as alpha)."""
+    results = []
+    for m in (sg, torch):
+        grad = m.tensor([0.5, -1.5, 2.0])
+        p, exp_avg, exp_avg_sq = m.tensor([1.0, 2.0, -3.0]), m.zeros(3), m.zeros(3)
+        with (
+            pytest.warns(UserWarning, match="deprecated") if m is sg else warnings.catch_warnings()
+        ):
+            results.append((_old_adam_step(m.ones(3), p, grad, exp_avg, exp_avg_sq), p, exp_avg_sq))
+    for ours, theirs in zip(*results):  # (addcmul rounds as self + value * t1 * t2)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    for call in (
+        lambda m: m.ones(2).add(m.ones(2), m.ones(2)),
+        lambda m: m.ones(1).addcmul_(1, m.ones(1), m.ones(1), m.ones(1)),
+    ):
+        assert_same_error(call, "invalid combination of arguments")

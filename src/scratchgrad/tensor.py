@@ -706,12 +706,16 @@ class Tensor:
         >>> sg.tensor([1, 2]).add(sg.tensor([1, 1]), alpha=3)
         tensor([4, 5])
         """
+        if isinstance(alpha, Tensor):  # the deprecated add(alpha, other) of old code
+            other, alpha = _scale_first("add", "alpha", other, alpha)
         if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
             return _sixteen_bit_sum(self, other, alpha)
         return self + _scaled(self, other, alpha)
 
     def sub(self, other: Any, alpha: float = 1) -> Tensor:
         """``self - alpha * other``, as ``torch.sub`` (``alpha`` as ``add`` takes it)."""
+        if isinstance(alpha, Tensor):
+            other, alpha = _scale_first("sub", "alpha", other, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
             return _sixteen_bit_sum(self, other, -alpha)
@@ -868,10 +872,18 @@ class Tensor:
             )
         return self.copy_(out)
 
-    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    def addcmul(
+        self, tensor1: Tensor, tensor2: Tensor, *legacy: Tensor, value: float = 1
+    ) -> Tensor:
+        if legacy:  # the deprecated addcmul(value, tensor1, tensor2)
+            tensor1, tensor2, value = _scale_first("addcmul", "value", tensor1, tensor2, *legacy)
         return self + value * tensor1 * tensor2
 
-    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    def addcdiv(
+        self, tensor1: Tensor, tensor2: Tensor, *legacy: Tensor, value: float = 1
+    ) -> Tensor:
+        if legacy:
+            tensor1, tensor2, value = _scale_first("addcdiv", "value", tensor1, tensor2, *legacy)
         return self + value * tensor1 / tensor2
 
     def hypot(self, other: Any) -> Tensor:
@@ -1173,9 +1185,13 @@ class Tensor:
         return self._inplace("div_", Tensor.__truediv__, "true_divide", other)
 
     def add_(self, other: Any, alpha: float = 1) -> Tensor:
+        if isinstance(alpha, Tensor):  # p.data.add_(-lr, grad) of old optimizers
+            other, alpha = _scale_first("add_", "alpha", other, alpha)
         return self.__iadd__(_scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> Tensor:
+        if isinstance(alpha, Tensor):
+            other, alpha = _scale_first("sub_", "alpha", other, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         return self.__isub__(_scaled(self, other, alpha))
 
@@ -5281,6 +5297,26 @@ def _as_1d(t: Any) -> Any:
     """A 0-d tensor as one of shape (1,) (gather and scatter read it so); anything else as it
     is."""
     return t.reshape(1) if isinstance(t, Tensor) and t.ndim == 0 else t
+
+
+def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
+    """The operands, then the scale, of PyTorch's deprecated overloads that take the scale
+    first, as old optimizers call them (``p.data.add_(-lr, grad)``, ``v.addcmul_(1 - beta2,
+    g, g)``), with PyTorch's warning; the scale must be a number.
+
+    >>> _scale_first("add", "alpha", 2, "other")
+    ('other', 2)
+    """
+    if not isinstance(scale, numbers.Number) or len(operands) != (2 if keyword == "value" else 1):
+        given = ", ".join(type(a).__name__ for a in (scale, *operands))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({given})")
+    warnings.warn(
+        f"This overload of {name} is deprecated: {name}(Number {keyword}, Tensor ...); pass "
+        f"{keyword} as a keyword, {name}(..., {keyword}={keyword})",
+        UserWarning,
+        stacklevel=3,
+    )
+    return (*operands, scale)
 
 
 def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
