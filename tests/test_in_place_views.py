@@ -189,3 +189,81 @@ def test_root_addmv_is_torchs():
         sg.addmv_(sg.tensor(a), sg.tensor(mat), sg.tensor(vec), beta=0.5, alpha=2).numpy(),
         torch.addmv_(torch.tensor(a), torch.tensor(mat), torch.tensor(vec), beta=0.5, alpha=2),
     )
+
+
+# ---- resize_ and resize_as_, of older code -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, size",
+    [((6,), (2, 2)), ((2, 3), (6,)), ((2, 3), (3, 2)), ((4,), ((2, 2),)), ((2, 2), (2, 2))],
+)
+def test_resize_keeps_the_first_numbers_in_torchs_order(shape, size):
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    ours, theirs = sg.tensor(a), torch.tensor(a)
+    assert ours.resize_(*size) is ours
+    theirs.resize_(*size)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_resize_of_a_view_shrinking_shares_memory_and_growing_fills_zeros():
+    """A view of a base (``x[1:]``) made smaller still writes into the base, as PyTorch's;
+    grown, the numbers kept come first (PyTorch's new ones are uninitialized memory)."""
+    for lib in (sg, torch):
+        base = lib.arange(6.0)
+        view = base[1:]
+        view.resize_(2, 2)
+        view[0, 0] = 9.0
+        assert base.tolist() == [0.0, 9.0, 2.0, 3.0, 4.0, 5.0]
+    grown = sg.arange(3.0).resize_(2, 3)
+    assert grown.tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
+
+
+def test_the_old_dcgan_buffer_idiom_resize_as_then_copy():
+    """``input.resize_as_(real).copy_(real)``: a preallocated buffer takes each batch's shape."""
+    buffer = sg.FloatTensor(4, 3)
+    for rows in (4, 2, 5):
+        batch = sg.randn(rows, 3)
+        buffer.resize_as_(batch).copy_(batch)
+        assert buffer.shape == (rows, 3) and buffer.dtype == sg.float32
+        assert sg.equal(buffer, batch)
+
+
+@pytest.mark.parametrize(
+    "make, size, error",
+    [
+        (lambda m: m.ones(3, requires_grad=True), (2,), "cannot resize variables that require"),
+        (lambda m: m.ones(2), (-1,), "negative dimension|overflow"),
+        # PyTorch keeps a transpose's numbers in memory order; refused rather than differ
+        (lambda m: m.arange(4.0).reshape(2, 2).t(), (4,), None),
+    ],
+)
+def test_resize_errors_change_nothing(make, size, error):
+    if error is not None:
+        with pytest.raises(RuntimeError):
+            make(torch).resize_(*size)
+    x = make(sg)
+    before = x.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match=error or "not contiguous"):
+        x.resize_(*size)
+    np.testing.assert_array_equal(x.detach().numpy(), before)
+
+
+def test_a_view_of_the_same_shape_is_a_new_tensor_as_pytorchs():
+    """``x.view(x.shape)``, ``reshape``, ``squeeze`` of nothing: new tensors, as PyTorch's (they
+    were ``x`` itself): a hook on the view sees only the gradient through it, and a change of
+    the view's shape leaves ``x`` alone. ``flatten`` of nothing stays ``x``, as PyTorch's."""
+    grads = []
+    for lib in (sg, torch):
+        x = lib.ones(3, requires_grad=True)
+        view = x.view(3)
+        assert view is not x and x.reshape(3) is not x and x.squeeze() is not x
+        assert x.flatten() is x
+        view.register_hook(lambda g: g * 0)
+        ((view * 2).sum() + (x * 3).sum()).backward()
+        grads.append(x.grad.tolist())
+        y = lib.ones(3).view(3)
+        y.resize_(2)
+        assert y.shape == (2,)
+    assert grads[0] == grads[1] == [3.0, 3.0, 3.0]

@@ -2598,7 +2598,7 @@ class Tensor:
 
     def reshape(self, *shape: Any) -> Tensor:
         shape = as_shape(shape)
-        return self if shape == self.array.shape else movement.Reshape.apply(self, shape=shape)
+        return movement.Reshape.apply(self, shape=shape)  # a new tensor, as PyTorch's
 
     def view(self, *shape: Any) -> Tensor:
         """The same memory in another shape, as ``torch.Tensor.view``: where the strides of a
@@ -2685,6 +2685,8 @@ class Tensor:
                 "flatten() has invalid args: start_dim cannot come after end_dim "
                 f"({start_dim} > {end_dim} for {self.array.ndim} dims)"
             )
+        if start == end:  # nothing to merge: the tensor itself, as PyTorch's
+            return self
         merged = math.prod(self.array.shape[start : end + 1])
         return self.reshape(*self.array.shape[:start], merged, *self.array.shape[end + 1 :])
 
@@ -3802,6 +3804,46 @@ def _t_(self: Tensor) -> Tensor:
 
 
 Tensor.t_ = _t_
+
+
+def _resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
+    """PyTorch's ``resize_`` of older code (``buffer.resize_(n, m)``, then ``copy_``): the
+    tensor takes the shape ``size`` and keeps its first numbers in order; where it grows it
+    gets new memory, the new numbers zeros (PyTorch's are whatever the memory held).
+
+    >>> import scratchgrad as sg
+    >>> x = sg.arange(6.0)
+    >>> x.resize_(2, 2)
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    shape = new_shape("resize_", size)
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if shape == self.shape:
+        return self
+    if not self.is_contiguous():  # PyTorch keeps the numbers in their order in memory
+        raise RuntimeError(
+            f"resize_: the tensor of shape {self.shape} is not contiguous, and PyTorch would "
+            "keep its numbers in their order in memory; call .contiguous() first"
+        )
+    size = math.prod(shape)
+
+    def resized(x: Tensor) -> Tensor:
+        flat = x.reshape(-1)
+        if size <= flat.shape[0]:
+            return flat[:size].view(shape)
+        return cat([flat, x.new_zeros(size - flat.shape[0])]).view(shape)
+
+    return _restride_(self, "resize_", resized)
+
+
+def _resize_as_(self: Tensor, other: Tensor, memory_format: Any = None) -> Tensor:
+    """``x.resize_(*other.shape)``, keeping ``x``'s dtype."""
+    return self.resize_(other.shape)
+
+
+Tensor.resize_, Tensor.resize_as_ = _resize_, _resize_as_
 
 # ... and of the other elementwise names (the comparisons' in-place forms are below)
 for _name in (
