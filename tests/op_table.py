@@ -1544,6 +1544,39 @@ OPS = [
     binary("clamp_tensor_both", lambda m, x, y: m.clamp(x, y - 0.5, y + 0.5)),
     binary("clamp_tensor_crossed", lambda m, x, y: x.clamp(y + 0.5, y - 0.5)),
     binary("clamp_tensor_and_0d", lambda m, x, y: x.clamp(min=y, max=m.tensor(0.7, dtype=x.dtype))),
+    # trapezoid and cumulative_trapezoid (tensor.py): spaced dx apart, over 1-D sample points
+    # along the dim, and over sample points of y's shape (the gradient reaches x too)
+    Op(
+        "trapezoid_dx",
+        lambda m, x: m.trapezoid(x, dx=0.5),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.trapezoid(x, dim=d),
+        integer=True,
+    ),
+    Op(
+        "trapezoid_1d_x",
+        lambda m, x: m.trapz(x, m.linspace(0, 1, x.shape[0], dtype=x.dtype) ** 2, dim=0),
+        shapes="rank1+",
+    ),
+    Op(
+        "trapezoid_x",
+        lambda m, x, y: m.trapezoid(x, y.cumsum(0), dim=0),
+        shapes="same_pair_rank1+",
+        check_shapes=((3, 2), (3, 2)),
+    ),
+    Op(
+        "cumulative_trapezoid",
+        lambda m, x: m.cumulative_trapezoid(x),
+        shapes="rank1+",
+        dim=lambda m, x, d: m.cumulative_trapezoid(x, dx=2, dim=d),
+        integer=True,
+    ),
+    Op(
+        "cumulative_trapezoid_x",
+        lambda m, x, y: m.cumulative_trapezoid(x, y.exp(), dim=0),
+        shapes="same_pair_rank1+",
+        check_shapes=((3, 2), (3, 2)),
+    ),
     # ---- rows: grid sampling, linalg, pooling, nn composites ----
     # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
     # both gradients; its points reach a little past [-1, 1], into the padding

@@ -4378,6 +4378,85 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
 
 
 @names_bad_arguments
+def trapezoid(
+    y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1
+) -> Tensor:
+    """The integral of ``y`` along ``dim`` by the trapezoidal rule, as ``torch.trapezoid``:
+    over sample points ``x`` (1-D along ``dim``, or broadcasting with ``y``) or spaced ``dx``
+    apart (1 when neither is given). Integer inputs give floats.
+
+    >>> import scratchgrad as sg
+    >>> sg.trapezoid(sg.tensor([1.0, 2.0, 3.0]), dx=0.5)
+    tensor(2.)
+    >>> sg.trapezoid(sg.tensor([1.0, 2.0, 3.0]), sg.tensor([0.0, 1.0, 3.0]))
+    tensor(6.5000)
+    """
+    spacing, dim = _trapezoid_spacing("trapezoid", y, x, dx, dim)
+    if y.shape[dim] == 0:
+        return y.new_zeros(_without(y.shape, dim))
+    if isinstance(spacing, Tensor):
+        return (spacing * _pair_sums(y, dim)).sum(dim) / 2.0
+    # PyTorch's formula for even spacing, kept so that the results round as its do
+    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * spacing
+
+
+trapz = trapezoid
+
+
+@names_bad_arguments
+def cumulative_trapezoid(
+    y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1
+) -> Tensor:
+    """The running integrals of ``y`` along ``dim`` by the trapezoidal rule, one entry fewer
+    than ``y`` along ``dim``, as ``torch.cumulative_trapezoid`` (``x`` and ``dx`` as in
+    ``trapezoid``).
+
+    >>> import scratchgrad as sg
+    >>> sg.cumulative_trapezoid(sg.tensor([1.0, 2.0, 3.0]))
+    tensor([1.5000, 4.0000])
+    """
+    spacing, dim = _trapezoid_spacing("cumulative_trapezoid", y, x, dx, dim)
+    if isinstance(spacing, Tensor):
+        return (spacing * _pair_sums(y, dim) / 2.0).cumsum(dim)
+    return (spacing / 2.0 * _pair_sums(y, dim)).cumsum(dim)
+
+
+def _pair_sums(y: Tensor, dim: int) -> Tensor:
+    """``y[i] + y[i + 1]`` along ``dim``: the trapezoids' parallel sides."""
+    length = builtins.max(y.shape[dim] - 1, 0)
+    return y.narrow(dim, y.shape[dim] - length, length) + y.narrow(dim, 0, length)
+
+
+def _trapezoid_spacing(
+    name: str, y: Tensor, x: Tensor | None, dx: float | None, dim: int
+) -> tuple[Tensor | float, int]:
+    """The widths of the trapezoids (a tensor from ``x``, or the number ``dx``) and ``dim``
+    wrapped, after PyTorch's checks of the arguments."""
+    if x is not None and dx is not None:
+        raise TypeError(f"{name}(): pass either the sample points x or the spacing dx, not both")
+    if y.ndim == 0:
+        raise IndexError(f"{name}: Dimension specified as {dim} but tensor has no dimensions")
+    dim = wrap_dim(dim, y.ndim)
+    if y.dtype == bool or (x is not None and x.dtype == bool):
+        which = "`y`" if x is None else "`x` or `y`"
+        raise RuntimeError(f"{name}: received a bool input for {which}, but bool is not supported")
+    if x is None:
+        if isinstance(dx, bool) or not isinstance(dx, (numbers.Real, type(None))):
+            raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+        return (1 if dx is None else dx), dim
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(
+                f"{name}: There must be one `x` value for each sample point: x has "
+                f"{x.shape[0]}, y has {y.shape[dim]} along dim {dim}"
+            )
+        x = x.reshape([x.shape[0] if d == dim else 1 for d in range(y.ndim)])
+    elif x.ndim < y.ndim:
+        x = x.reshape((1,) * (y.ndim - x.ndim) + tuple(x.shape))
+    return x.diff(dim=dim), dim
+
+
+@names_bad_arguments
 def var_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
