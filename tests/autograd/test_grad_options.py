@@ -132,3 +132,12 @@ def test_batched_grad_outputs_of_the_wrong_shape_raise_torchs_errors(grad_output
         sg.autograd.grad(outputs, x, ours, is_grads_batched=True)
     with pytest.raises(error):
         torch.autograd.grad(outputs_t, xt, theirs, is_grads_batched=True)
+
+
+@pytest.mark.parametrize("inputs", [[], (), {}])
+def test_no_inputs_raise_torchs_error(inputs):
+    x, xt = leaves([0.5, -1.0])
+    with pytest.raises(RuntimeError, match="`inputs` argument to `grad\\(\\)` cannot be empty"):
+        torch.autograd.grad(xt.sum(), inputs)
+    with pytest.raises(RuntimeError, match="`inputs` argument to `grad\\(\\)` cannot be empty"):
+        sg.autograd.grad(x.sum(), inputs)

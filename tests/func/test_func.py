@@ -414,3 +414,57 @@ def test_the_xor_population_example_trains_many_networks_at_once():
         out = model(example.X)
         assert bool(((out > 0) == (example.Y > 0)).all()) == bool(claimed[i])
     assert 30 < int(claimed.sum()) <= 60  # most learn it in 300 steps; the slowest rates do not
+
+
+# A function closing over a tensor that requires grad (a network's parameters): its derivatives
+# and values carry the gradient back to that tensor, as a Jacobian penalty trained by backward
+# needs; with nothing of the user's requiring grad they stay detached (also under no_grad).
+CLOSED_OVER = {
+    "grad": lambda f, w, x: f.grad(lambda x: (w * x**2).sum())(x),
+    "grad_and_value": lambda f, w, x: f.grad_and_value(lambda x: (w * x**3).sum())(x)[1],
+    "vjp_out": lambda f, w, x: f.vjp(lambda x: w * x.sin(), x)[0],
+    "vjp_fn": lambda f, w, x: f.vjp(lambda x: w * x.sin(), x)[1](x.cos())[0],
+    "jacrev": lambda f, w, x: f.jacrev(lambda x: w * x**2)(x),
+    "jacfwd": lambda f, w, x: f.jacfwd(lambda x: w.exp() * x**2)(x),
+    "hessian": lambda f, w, x: f.hessian(lambda x: (w * x**3).sum())(x),
+    "vmap_jacrev_grad": lambda f, w, x: f.vmap(f.jacrev(f.grad(lambda x: (w * x**3).sum())))(
+        x.expand(3, 2)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CLOSED_OVER)
+def test_gradients_reach_the_tensors_a_function_closes_over(name):
+    grads = []
+    for m in (torch, sg):
+        w = m.tensor([1.5, -2.0], dtype=m.float64, requires_grad=True)
+        x = m.tensor([0.5, 2.0], dtype=m.float64)
+        out = CLOSED_OVER[name](m.func, w, x)
+        assert out.requires_grad
+        (out**2).sum().backward()
+        grads.append(w.grad)
+        with m.no_grad():
+            assert not CLOSED_OVER[name](m.func, w, x).requires_grad
+        assert not CLOSED_OVER[name](m.func, w.detach(), x).requires_grad
+    assert_close(grads[1], grads[0])
+
+
+def test_aux_is_detached_unless_it_depends_on_a_tensor_requiring_grad():
+    w = sg.tensor([1.0, 2.0], requires_grad=True)
+    x = sg.tensor([0.5, 2.0])
+    _, aux = jacrev(lambda x: (x**2, {"sin": x.sin(), "w": w * x, "n": 3}), has_aux=True)(x)
+    assert not aux["sin"].requires_grad and aux["w"].requires_grad and aux["n"] == 3
+    _, (_, aux) = grad_and_value(lambda x: ((x**2).sum(), x.cos()), has_aux=True)(x)
+    assert not aux.requires_grad
+
+
+def test_jacrev_chunk_size_is_checked_and_keyword_only():
+    x = sg.tensor([0.5, 2.0])
+    assert_close(
+        jacrev(sg.sin, chunk_size=1)(x), torch.func.jacrev(torch.sin)(torch.tensor([0.5, 2.0]))
+    )
+    for m in (torch, sg):
+        with pytest.raises(ValueError, match="chunk_size"):
+            m.func.jacrev(m.sin, chunk_size=0)
+        with pytest.raises(TypeError):
+            m.func.jacrev(m.sin, 0, True)

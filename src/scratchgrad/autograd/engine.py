@@ -60,6 +60,8 @@ def grad(
     keys = list(inputs) if isinstance(inputs, dict) else None
     outputs = _as_tuple(outputs)
     inputs = tuple(inputs.values()) if keys is not None else _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("grad: `inputs` argument to `grad()` cannot be empty.")
     targets = {}
     for i, t in enumerate(inputs):
         if not t.requires_grad:

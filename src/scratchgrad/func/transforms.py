@@ -9,6 +9,11 @@ them in turn. Inside ``vmap`` the graph is that of the whole batch, so each inpu
 batched at every running vmap level (an unbatched one is repeated, a broadcast view): each
 member then gets its own gradient, as in per-sample gradients ``vmap(grad(loss))``.
 
+When ``func`` closes over tensors of the user's that require grad (a network's parameters)
+and grad mode is on, the derivatives are built with ``create_graph`` too, so that gradients
+flow from them (and from the values) back to those tensors, as in PyTorch; otherwise they are
+detached. The leaves the transforms make are remembered, so that theirs do not count.
+
 Forward mode is reverse mode twice (the double-vjp trick): ``vjp_fn(u) = J^T u`` is linear in
 ``u``, so its own vjp along a tangent ``t`` is ``J t``, exactly. It costs two backward passes
 per product instead of one forward pass, and needs no second set of derivative formulas.
@@ -17,12 +22,13 @@ per product instead of one forward pass, and needs no second set of derivative f
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.engine import grad as autograd_grad
-from scratchgrad.autograd.grad_mode import enable_grad
+from scratchgrad.autograd.grad_mode import enable_grad, is_grad_enabled
 from scratchgrad.creation import ones_like, zeros_like
 from scratchgrad.func import batching
 from scratchgrad.func.batching import BatchedTensor, at_front, wrap
@@ -95,7 +101,7 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs, name) -> tuple:
         )
     physical, levels = _peel(out)
     leaves = [leaf for entries in inputs for leaf in entries.leaves]
-    nested = any(entries.nested for entries in inputs)
+    nested = _with_graph([physical], inputs)
     found = _gradients(physical, leaves, None, nested)
     grads, start = [], 0
     for entries in inputs:
@@ -103,6 +109,7 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs, name) -> tuple:
         grads.append(entries.rebuild(found[start : start + count]))
         start += count
     value = out if nested else _rewrap(physical.detach(), levels)
+    aux = tuple(_unwrapped(a, inputs) for a in aux)
     return (grads[0] if isinstance(argnums, int) else tuple(grads)), (value, *aux)
 
 
@@ -125,7 +132,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         result = func(*args)
     out, aux = _split_aux(result, has_aux, "vjp")
     out_leaves, out_spec = tree_flatten(out)
-    nested = any(entries.nested for entries in inputs)
+    nested = _with_graph([_peel(o)[0] for o in out_leaves if isinstance(o, Tensor)], inputs)
     leaves = [leaf for entries in inputs for leaf in entries.leaves]
 
     def vjp_fn(cotangents: Any) -> tuple:
@@ -147,19 +154,30 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         return tuple(grads)
 
     shown = out if nested else tree_unflatten([o.detach() for o in out_leaves], out_spec)
-    return (shown, vjp_fn, *aux)
+    return (shown, vjp_fn, *(_unwrapped(a, inputs) for a in aux))
 
 
-def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False) -> Callable:
+def jacrev(
+    func: Callable,
+    argnums: int | tuple[int, ...] = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+) -> Callable:
     """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by reverse mode, one
     vector-Jacobian product per output entry: shape ``output.shape + input.shape``, as
-    ``torch.func.jacrev``. Jacobians nest (``hessian``) and vmap.
+    ``torch.func.jacrev``. Jacobians nest (``hessian``) and vmap. ``chunk_size`` (PyTorch's
+    bound on the products computed at once) is checked and changes nothing: they are computed
+    one at a time here.
 
     >>> import scratchgrad as sg
     >>> jacrev(lambda x: x**2)(sg.tensor([1.0, 3.0]))
     tensor([[2., 0.],
             [0., 6.]])
     """
+
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
     @functools.wraps(func)
     def jacobian(*args: Any, **kwargs: Any) -> Any:
@@ -329,6 +347,10 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
 # ---- inputs and outputs --------------------------------------------------------------------
 
 
+# the leaves ``_fresh`` made that are still alive, by id (a weak dict: gone with the leaf)
+_fresh_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 class _Inputs:
     """One differentiated argument: its leaves (batch-wide, requiring grad) and how to turn
     their gradients back into the argument's structure."""
@@ -360,10 +382,60 @@ def _fresh(arg: Any, name: str) -> tuple[Any, _Inputs]:
             leaf, nested = Reshape.apply(physical, shape=physical.shape), True
         else:
             leaf = physical.detach().requires_grad_()
+            _fresh_leaves[id(leaf)] = leaf
         fresh.append(_rewrap(leaf, t_levels))
         leaves.append(leaf)
         levels.append(t_levels)
     return tree_unflatten(fresh, spec), _Inputs(spec, leaves, levels, nested)
+
+
+def _with_graph(outputs: list[Tensor], inputs: list[_Inputs]) -> bool:
+    """Whether the derivatives are built with a graph of their own (``create_graph``): when an
+    input takes part in an outer graph (an outer transform differentiates them), or when grad
+    mode is on and the outputs depend on a tensor requiring grad other than the inputs (a
+    parameter ``func`` closes over), so that its gradient flows through the derivatives and
+    the value, as in PyTorch (a Jacobian penalty on a network, trained by ``backward``)."""
+    if any(entries.nested for entries in inputs):
+        return True
+    if not is_grad_enabled():
+        return False
+    nodes, seen = [], set()
+    for out in outputs:
+        if out.requires_grad and out.grad_fn is None and not _is_fresh(out):
+            return True
+        nodes.append(out.grad_fn)
+    while nodes:  # iterative: graphs may be deep
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for parent in node.parents:
+            if isinstance(parent, Tensor):
+                if not _is_fresh(parent):
+                    return True
+            else:
+                nodes.append(parent)
+    return False
+
+
+def _is_fresh(leaf: Tensor) -> bool:
+    """Whether ``leaf`` is one a transform made to differentiate with respect to (this call's
+    or an enclosing one's, as the primals of jvp's inner vjp): not a tensor of the user's."""
+    return _fresh_leaves.get(id(leaf)) is leaf
+
+
+def _unwrapped(aux: Any, inputs: list[_Inputs]) -> Any:
+    """``aux`` with each tensor that depends on no tensor of the user's requiring grad
+    detached from the transform's own graph, as PyTorch returns it."""
+    tensors, spec = tree_flatten(aux)
+    kept = []
+    for t in tensors:
+        if isinstance(t, Tensor):
+            physical, levels = _peel(t)
+            if not _with_graph([physical], inputs):
+                t = _rewrap(physical.detach(), levels)
+        kept.append(t)
+    return tree_unflatten(kept, spec)
 
 
 def _split_aux(result: Any, has_aux: bool, name: str) -> tuple[Any, tuple]:
@@ -384,7 +456,7 @@ def _gradients(outputs: Any, leaves: list, cotangents: Any, nested: bool) -> lis
         cotangents = [ones_like(o) for o in outputs]
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     found = [None] * len(leaves)
-    if pairs:
+    if pairs and leaves:
         found = autograd_grad(
             [o for o, _ in pairs],
             leaves,
