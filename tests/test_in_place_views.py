@@ -267,3 +267,54 @@ def test_a_view_of_the_same_shape_is_a_new_tensor_as_pytorchs():
         y.resize_(2)
         assert y.shape == (2,)
     assert grads[0] == grads[1] == [3.0, 3.0, 3.0]
+
+
+def test_an_expanded_tensor_is_a_view_that_sees_later_changes_of_its_base():
+    """``x.expand`` shares ``x``'s memory at every size (small ones were copies, which an
+    in-place change of ``x`` left stale), and is a new tensor at ``x``'s own shape."""
+    for lib in (sg, torch):
+        x, big = lib.zeros(3), lib.zeros(1, 1 << 17)
+        small, large = x.expand(2, 3), big.expand(2, -1)
+        x.add_(1)
+        big.add_(1)
+        assert small.tolist() == [[1.0, 1.0, 1.0]] * 2 and large.sum().item() == 1 << 18
+        assert x.expand(3) is not x and x.expand_as(x) is not x and x.broadcast_to(3) is not x
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda e, m: e.mul_(2),
+        lambda e, m: e.add_(m.ones(3, requires_grad=True)),
+        lambda e, m: e.copy_(m.ones(2, 3)),
+        lambda e, m: e.relu_(),
+        lambda e, m: e.clamp_(0, 1),
+    ],
+)
+def test_writing_into_an_expanded_tensor_raises_pytorchs_error_and_changes_nothing(write):
+    message = "more than one element of the written-to tensor refers to a single memory location"
+    for lib in (torch, sg):
+        x = lib.full((3,), -1.0)
+        with pytest.raises(RuntimeError, match=message):
+            write(x.expand(2, 3), lib)
+        assert x.tolist() == [-1.0, -1.0, -1.0]
+
+
+def test_filling_an_expanded_tensor_raises_where_pytorch_writes_the_value():
+    """PyTorch fills the shared memory; refused here (NumPy's broadcast views are read-only)
+    rather than silently leaving ``x`` alone as the copies did."""
+    x = sg.zeros(3)
+    for fill in (lambda e: e.fill_(1.0), lambda e: e.zero_(), lambda e: e.__setitem__(0, 1.0)):
+        with pytest.raises(RuntimeError, match="refers to a single memory location"):
+            fill(x.expand(2, 3))
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_repeat_and_tile_copy_even_where_nothing_is_tiled():
+    """``x.repeat(1)`` and ``x.tile((1,))`` are copies, as PyTorch's: writing into them leaves
+    ``x`` alone (``repeat(1)`` was a view of ``x``)."""
+    for lib in (sg, torch):
+        for make in (lambda x: x.repeat(1), lambda x: x.tile((1,)), lambda x: x[:1].repeat(3)):
+            x = lib.ones(3)
+            make(x).add_(1)
+            assert x.tolist() == [1.0, 1.0, 1.0]

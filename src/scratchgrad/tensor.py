@@ -1123,7 +1123,7 @@ class Tensor:
                         _elementwise, ufunc, self.array, other, out=self.array, casting="same_kind"
                     )
             except (ValueError, TypeError) as error:
-                raise RuntimeError(f"{name}: {error}") from None
+                raise _write_error(name, self.array, error) from None
             increment_version(self)
             return self
         return self._record_in_place(name, out_of_place, other)
@@ -1163,7 +1163,7 @@ class Tensor:
         try:
             _call(_assign, self.array, ... if index is None else index, out.array)
         except ValueError as error:  # a broadcast (expanded) view is read-only
-            raise RuntimeError(f"{name}: {error}") from None
+            raise _write_error(name, self.array, error) from None
         base._ctx, base.requires_grad = new_base._ctx, True
         for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
             if view is not base:
@@ -1253,7 +1253,10 @@ class Tensor:
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
         _reached(self)
-        _call(_fill, self.array, written_number(value, self.array.dtype))
+        try:
+            _call(_fill, self.array, written_number(value, self.array.dtype))
+        except ValueError as error:
+            raise _write_error("fill_", self.array, error) from None
         increment_version(self)
         return self
 
@@ -1300,9 +1303,8 @@ class Tensor:
         try:
             _call(_copy_into, self.array, source)
         except ValueError:
-            raise RuntimeError(
-                f"{name}: cannot copy shape {source.shape} into {self.array.shape}"
-            ) from None
+            shapes = f"cannot copy shape {source.shape} into {self.array.shape}"
+            raise _write_error(name, self.array, shapes) from None
         increment_version(self)
         return self
 
@@ -1314,7 +1316,12 @@ class Tensor:
         _reached(self)
         if not isinstance(value, Tensor):
             value = written_number(value, self.array.dtype)
-        _call(_assign, self.array, index, getattr(value, "array", value))
+        try:
+            _call(_assign, self.array, index, getattr(value, "array", value))
+        except ValueError as error:
+            if _writes_overlap(self.array):
+                raise _write_error("setitem", self.array, error) from None
+            raise
         increment_version(self)
 
     # ---- dtype ------------------------------------------------------------------------------
@@ -2766,7 +2773,7 @@ class Tensor:
         if -1 in shape:
             lead = len(shape) - self.array.ndim
             shape = tuple(self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
-        return self if shape == self.array.shape else movement.Expand.apply(self, shape=shape)
+        return movement.Expand.apply(self, shape=shape)  # a new view even of the same shape
 
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(other.shape)
@@ -2784,8 +2791,9 @@ class Tensor:
         shape = (1,) * (len(repeats) - self.array.ndim) + self.array.shape
         spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
         tiled = [n for pair in zip(repeats, shape) for n in pair]
-        out = self.reshape(spread).expand(tiled)
-        return out.reshape(*(r * n for r, n in zip(repeats, shape)))
+        out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
+        # a copy, as PyTorch's: the reshape is still a view where nothing was tiled
+        return out.clone() if namespace(out.array).may_share_memory(out.array, self.array) else out
 
     def fliplr(self) -> Tensor:
         return self.flip(1)
@@ -5320,6 +5328,25 @@ def _reached(tensor: Tensor) -> None:
     (``.data = ...`` between calls records anew)."""
     if capture_hook.recorder is not None:
         capture_hook.recorder.reach(tensor)
+
+
+def _writes_overlap(array: Any) -> bool:
+    """Whether entries of ``array`` share memory (an expanded view: a stride of 0 over a
+    dim of two or more), so that NumPy refuses to write into it."""
+    return not getattr(array.flags, "writeable", True) and builtins.any(
+        stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape)
+    )
+
+
+def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:
+    """The error of a write into ``array`` that the array module refused: PyTorch's where
+    entries share memory (NumPy's own message says only "read-only")."""
+    if _writes_overlap(array):
+        error = (
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+    return RuntimeError(f"{name}: {error}")
 
 
 def _assign(array: Any, index: Any, value: Any) -> None:
