@@ -1577,6 +1577,43 @@ OPS = [
         shapes="same_pair_rank1+",
         check_shapes=((3, 2), (3, 2)),
     ),
+    # gradient (tensor.py), a tensor per dim (stacked into one): samples spaced 1, or a number
+    # per dim, apart; at coordinates (a second input, which gets gradients too); second-order
+    # ends over a dim list
+    Op(
+        "gradient",
+        lambda m, x: m.stack(m.gradient(x)),
+        shapes="signal",
+        dim=lambda m, x, d: m.gradient(x, dim=d)[0],
+        integer=True,
+        check_shapes=((3, 4),),
+    ),
+    Op(
+        "gradient_spacing_per_dim",
+        lambda m, x: m.stack(m.gradient(x, spacing=[0.5 * (d + 1) for d in range(x.ndim)])),
+        shapes="signal",
+        check_shapes=((3, 4),),
+    ),
+    Op(
+        "gradient_dims_edge_order_2",
+        lambda m, x: m.stack(m.gradient(x, spacing=0.5, dim=[-1, 2], edge_order=2)),
+        shapes="image",
+        check_shapes=((1, 2, 3, 4),),
+    ),
+    Op(
+        "gradient_coordinates",
+        lambda m, x, y: m.gradient(x, spacing=[y.cumsum(0)], dim=-1)[0],
+        shapes="rms_norm",
+        domain=(real, positive),
+        check_shapes=((2, 4), (4,)),
+    ),
+    Op(
+        "gradient_coordinates_edge_order_2",
+        lambda m, x, y: m.gradient(x, spacing=(y.cumsum(0),), dim=[-1], edge_order=2)[0],
+        shapes="rms_norm",
+        domain=(real, positive),
+        check_shapes=((2, 4), (4,)),
+    ),
     # ---- rows: grid sampling, linalg, pooling, nn composites ----
     # grid sampling (nn/sampling.py): the grid made from the input, so that one tensor drives
     # both gradients; its points reach a little past [-1, 1], into the padding

@@ -120,6 +120,7 @@ else:
         cumulative_trapezoid,
         dstack,
         einsum,
+        gradient,
         histc,
         hstack,
         meshgrid,

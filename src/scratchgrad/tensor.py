@@ -4465,6 +4465,170 @@ def _trapezoid_spacing(
 
 
 @names_bad_arguments
+def gradient(
+    input: Tensor,
+    *,
+    spacing: Any = 1,
+    dim: int | Sequence[int] | None = None,
+    edge_order: int = 1,
+) -> tuple[Tensor, ...]:
+    """The derivatives of ``input`` along each of ``dim`` (every dim when None) estimated from
+    its samples, as ``torch.gradient``: central differences inside, one-sided differences of
+    ``edge_order`` 1 or 2 at the ends. The samples lie ``spacing`` apart (a number, or a list
+    of one number per dim), or at the coordinates in a list of 1-D tensors, one per dim
+    (uneven spacing). Integer inputs give floats. Composed from slices, so differentiable
+    twice, in the coordinates too. Unlike PyTorch, which then returns a tensor of the wrong
+    size, coordinates of another length than ``input`` along their dim raise.
+
+    >>> import scratchgrad as sg
+    >>> sg.gradient(sg.tensor([1.0, 4.0, 9.0, 16.0]), spacing=2.0)
+    (tensor([1.5000, 2.0000, 3.0000, 3.5000]),)
+    >>> x = sg.tensor([0.0, 1.0, 3.0])
+    >>> sg.gradient(x**2, spacing=[x], edge_order=2)  # exact for a parabola
+    (tensor([0., 2., 6.]),)
+    """
+    dims, spacings = _gradient_arguments(input, spacing, dim, edge_order)
+    return tuple(
+        (_uneven_gradient if isinstance(h, Tensor) else _even_gradient)(input, d, h, edge_order)
+        for d, h in zip(dims, spacings)
+    )
+
+
+def _gradient_arguments(
+    input: Tensor, spacing: Any, dim: Any, edge_order: int
+) -> tuple[tuple[int, ...], list]:
+    """The dims of ``gradient`` wrapped and one spacing per dim (a number or a tensor of
+    coordinates), after PyTorch's checks in its order: the types, then the sizes."""
+    if isinstance(edge_order, bool) or not isinstance(edge_order, int):
+        raise TypeError(f"gradient(): edge_order must be an int, not {type(edge_order).__name__}")
+    given = None if dim is None else list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    count = input.ndim if given is None else len(given)
+    spacings = _spacing_list(spacing, count)
+    if input.dtype == backend.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if len(spacings) != count and given is None:
+        raise RuntimeError(
+            "torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+            f"equal to 'self.dim() = {input.ndim}', since dim argument was not given, but got "
+            f"a list of length {len(spacings)}"
+        )
+    if len(spacings) != count:
+        raise RuntimeError(
+            "torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+            f"arguments to have the same length, but got a spacing argument of length "
+            f"{len(spacings)} and a dim argument of length {count}."
+        )
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if input.ndim == 0 and given:
+        raise IndexError(f"Dimension specified as {given[0]} but tensor has no dimensions")
+    dims = tuple(range(input.ndim)) if given is None else _dims(given, input.ndim, unique=True)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError(
+                "torch.gradient expected each dimension size to be at least edge_order+1, "
+                f"but dim {d} of a tensor of shape {tuple(input.shape)} has size "
+                f"{input.shape[d]} (edge_order={edge_order})"
+            )
+    for d, h in zip(dims, spacings):
+        if isinstance(h, Tensor):
+            _check_coordinates(h, d, input.shape[d])
+    return dims, spacings
+
+
+def _spacing_list(spacing: Any, count: int) -> list:
+    """``spacing`` as a list: a number (1 for None) repeated ``count`` times, or the list
+    given, of numbers or of tensors (not both, as PyTorch's overloads)."""
+    if isinstance(spacing, Tensor) and spacing.ndim == 0:  # PyTorch reads it as a number
+        spacing = spacing.item()
+    if spacing is None or isinstance(spacing, numbers.Number):
+        return [1 if spacing is None else spacing] * count
+    if not isinstance(spacing, (list, tuple)):
+        raise TypeError(
+            "gradient(): spacing must be a number or a list of numbers or of 1-D tensors, "
+            f"not {type(spacing).__name__}"
+        )
+    kind = Tensor if any(isinstance(h, Tensor) for h in spacing) else numbers.Number
+    for i, h in enumerate(spacing):
+        if not isinstance(h, kind):
+            raise TypeError(
+                f"gradient(): expected {'Tensor' if kind is Tensor else 'a number'} as element "
+                f"{i} in spacing, but got {type(h).__name__}"
+            )
+    return list(spacing)
+
+
+def _check_coordinates(coordinates: Tensor, dim: int, size: int) -> None:
+    """The coordinates of the samples along ``dim`` are 1-D, one per sample."""
+    if coordinates.ndim != 1:
+        raise RuntimeError(
+            "torch.gradient expected each element of spacing to have one dimension, but got an "
+            f"element with {coordinates.ndim} dimensions!"
+        )
+    if coordinates.shape[0] != size:
+        raise RuntimeError(
+            f"torch.gradient expected the coordinates along dim {dim} to have {size} entries, "
+            f"as the input, but got {coordinates.shape[0]}"
+        )
+
+
+def _sample(x: Tensor, dim: int, i: int) -> Tensor:
+    """The ``i``-th slice of ``x`` along ``dim`` (counted from the end when negative), the dim
+    kept (of size 1)."""
+    return x.narrow(dim, i % x.shape[dim], 1)
+
+
+def _even_gradient(input: Tensor, dim: int, h: float, edge_order: int) -> Tensor:
+    """``gradient`` along ``dim`` of samples ``h`` apart, by PyTorch's formulas (kept so that
+    the results round as its do)."""
+    s = functools.partial(_sample, input, dim)
+    inside = input.narrow(dim, 2, input.shape[dim] - 2) - input.narrow(dim, 0, input.shape[dim] - 2)
+    if edge_order == 1:
+        first, last = (s(1) - s(0)) / h, (s(-1) - s(-2)) / h
+    else:  # the slope at the end of the parabola through the three samples nearest it
+        first = (s(0) * -1.5 + s(1) * 2 - s(2) * 0.5) / h
+        last = (s(-3) * 0.5 + s(-2) * -2 + s(-1) * 1.5) / h
+    return cat([first, inside / h / 2, last], dim)
+
+
+def _uneven_gradient(input: Tensor, dim: int, coordinates: Tensor, edge_order: int) -> Tensor:
+    """``gradient`` along ``dim`` of samples at ``coordinates``: the slope at each sample of
+    the parabola through it and its two neighbours (at the ends, of the line through the two
+    end samples or of the parabola through three), by PyTorch's formulas."""
+    n, dx = input.shape[dim], coordinates.diff()
+    shape = [-1 if d == dim else 1 for d in range(input.ndim)]
+    dx1, dx2 = dx[:-1], dx[1:]
+    before = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+    middle = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+    after = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+    inside = (
+        before * input.narrow(dim, 0, n - 2)
+        + middle * input.narrow(dim, 1, n - 2)
+        + after * input.narrow(dim, 2, n - 2)
+    )
+    s = functools.partial(_sample, input, dim)
+    if edge_order == 1:
+        first, last = (s(1) - s(0)) / dx[0], (s(-1) - s(-2)) / dx[-1]
+    else:  # the weights of the end samples, nearest first; the first end's are negated
+        near, mid, far = _end_weights(dx[0], dx[1])
+        first = -near * s(0) + -mid * s(1) + -far * s(2)
+        near, mid, far = _end_weights(dx[-1], dx[-2])
+        last = far * s(-3) + mid * s(-2) + near * s(-1)
+    return cat([first, inside, last], dim)
+
+
+def _end_weights(h1: Tensor, h2: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The weights of the end sample and the next two in the slope, at the end, of the
+    parabola through them: ``h1`` the distance from the end sample to the next, ``h2`` from
+    that one to the third (the slope at the last sample; at the first, negated)."""
+    return (
+        (2 * h1 + h2) / (h1 * (h1 + h2)),
+        -(h1 + h2) / (h1 * h2),
+        h1 / (h2 * (h1 + h2)),
+    )
+
+
+@names_bad_arguments
 def var_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
