@@ -82,6 +82,8 @@ def test_result_type_and_the_ops_dtypes_are_pytorchs_for_dims_and_0d(x, y):
         ops = {"==": lambda p, q: p == q, "<": lambda p, q: p < q, "max": torch.maximum}
         if "bool" not in (x, y) or x == y:  # PyTorch refuses bool - bool
             ops.update({"+": lambda p, q: p + q, "*": lambda p, q: p * q})
+        if y != "bool":  # true division: floating, but float64 where a 0-d float64 divides
+            ops["/"] = lambda p, q: p / q
         for op, f in ops.items():
             ours = a.maximum(b) if op == "max" else f(a, b)
             assert_same(ours, f(at, bt), f"{what}: {op}")

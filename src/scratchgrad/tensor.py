@@ -537,11 +537,28 @@ class Tensor:
         return binary.Mul.apply(y, x)
 
     def __truediv__(self, other: Any) -> Tensor:
-        return binary.Div.apply(*self._floating()._operands(other))
+        return binary.Div.apply(*self._floating_operands(other))
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        x, y = self._floating()._operands(other)
+        x, y = self._floating_operands(other)
         return binary.Div.apply(y, x)
+
+    def _floating_operands(self, other: Any) -> tuple[Tensor, Any]:
+        """``_operands`` of an op whose result is floating (true division): the dtype the two
+        promote to (an integer tensor over a float64 0-d one: float64), or the default float
+        where that is an integer; integer operands are converted straight to it, as PyTorch's
+        (an int8 tensor over a uint8 200 divides by 200, not by its int8 -56)."""
+        x, y = self._operands(other)
+        if backend.is_floating(x.array.dtype) and (
+            not isinstance(y, Tensor) or backend.is_floating(y.array.dtype)
+        ):
+            return x, y
+        dtype = result_type(self, other if isinstance(other, Tensor) else y)
+        if not backend.is_floating(dtype):
+            dtype = backend.default_float
+        if isinstance(other, Tensor):
+            return self.to(dtype), other.to(dtype)
+        return self.to(dtype), (y.to(dtype) if isinstance(y, Tensor) else y)
 
     def __rfloordiv__(self, other: Any) -> Tensor:
         return self._reflected(other) // self
@@ -894,7 +911,7 @@ class Tensor:
         >>> sg.hypot(sg.tensor([3.0, 3e30]), sg.tensor([4.0, 4e30]))
         tensor([5.0000e+00, 5.0000e+30])
         """
-        return binary.Hypot.apply(*self._floating()._operands(other))
+        return binary.Hypot.apply(*self._floating_operands(other))
 
     def logaddexp(self, other: Tensor) -> Tensor:
         """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``: computed as
@@ -2149,15 +2166,30 @@ class Tensor:
         correction: int | None = None,
     ) -> Tensor:
         """Variance, by default with Bessel's correction (divide by n - 1)."""
+        return self._variance("var", dim, unbiased, keepdim, correction)
+
+    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
+        return self._variance("std", dim, unbiased, keepdim, correction).sqrt()
+
+    def _variance(
+        self, name: str, dim, unbiased: bool, keepdim: bool, correction, stacklevel: int = 3
+    ) -> Tensor:
+        """var for ``name`` (var, std, var_mean, std_mean), which PyTorch's warning names when
+        no degree of freedom is left (one sample with the correction: the result is NaN);
+        ``stacklevel`` points the warning at the caller's line."""
         if correction is None:
             correction = 1 if unbiased else 0
         dims = _dims(dim, self.array.ndim)
         count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
+        if count - correction <= 0:
+            warnings.warn(
+                f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
+                "the reduction factor (input numel divided by output numel).",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
         centered = self - self.mean(dim, keepdim=True)
         return (centered * centered).sum(dim, keepdim) / builtins.max(count - correction, 0)
-
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
@@ -4643,7 +4675,7 @@ def var_mean(
     >>> sg.var_mean(sg.tensor([1.0, 2.0, 3.0]))
     (tensor(1.), tensor(2.))
     """
-    return _spread_and_mean("var_mean", Tensor.var, input, dim, unbiased, keepdim, correction)
+    return _spread_and_mean("var_mean", input, dim, unbiased, keepdim, correction)
 
 
 @names_bad_arguments
@@ -4661,7 +4693,7 @@ def std_mean(
     >>> sg.std_mean(sg.tensor([[1.0, 3.0], [5.0, 9.0]]), dim=1, correction=0)
     (tensor([1., 2.]), tensor([2., 7.]))
     """
-    return _spread_and_mean("std_mean", Tensor.std, input, dim, unbiased, keepdim, correction)
+    return _spread_and_mean("std_mean", input, dim, unbiased, keepdim, correction)
 
 
 @names_bad_arguments
@@ -4804,14 +4836,16 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
 # ---- helpers --------------------------------------------------------------------------------
 
 
-def _spread_and_mean(name: str, spread: Callable, x: Tensor, dim, unbiased, keepdim, correction):
-    """``spread`` (var or std) and the mean of ``x`` over ``dim``, for var_mean and std_mean."""
+def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
+    """The variance (var_mean) or standard deviation (std_mean) and the mean of ``x`` over
+    ``dim``."""
     if not backend.is_floating(x.array.dtype):
         raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
     if isinstance(dim, bool):  # var_mean(x, False): the unbiased flag, as PyTorch reads it
         dim, unbiased = None, dim
-    out = spread(x, dim, unbiased, keepdim, correction=correction)
-    return out, x.mean(dim, keepdim)
+    # the warning's stack: past this function, var_mean (or std_mean) and its wrapper
+    out = x._variance(name, dim, unbiased, keepdim, correction, stacklevel=5)
+    return out.sqrt() if name == "std_mean" else out, x.mean(dim, keepdim)
 
 
 def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
