@@ -2824,8 +2824,9 @@ class Tensor:
         spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
         tiled = [n for pair in zip(repeats, shape) for n in pair]
         out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
-        # a copy, as PyTorch's: the reshape is still a view where nothing was tiled
-        return out.clone() if namespace(out.array).may_share_memory(out.array, self.array) else out
+        # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
+        # tiled (each merged pair has a count or a size of 1)
+        return out.clone() if builtins.all(1 in pair for pair in zip(repeats, shape)) else out
 
     def fliplr(self) -> Tensor:
         return self.flip(1)
