@@ -168,6 +168,33 @@ def test_meshgrid_without_indexing_warns_and_gives_ij():
     assert [o.tolist() for o in ours] == [t.tolist() for t in theirs]
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.tensor([1.5]).std(),  # an RL batch of one: its advantages' std is NaN
+        lambda m: m.tensor([[1.0, 2.0]]).var(0),
+        lambda m: m.tensor([1.0, 2.0]).std(correction=3),
+        lambda m: m.zeros(0).var(unbiased=False),
+        lambda m: m.var_mean(m.tensor([2.0])),
+        lambda m: m.std_mean(m.tensor([[2.0], [3.0]]), 1),
+    ],
+)
+def test_var_and_std_without_degrees_of_freedom_warn_as_torch(call):
+    results, messages = [], []
+    for m in (sg, torch):
+        with pytest.warns(UserWarning, match="degrees of freedom is <= 0") as caught:
+            results.append(call(m))
+        messages.append(str(caught[0].message).split(" (Triggered")[0])
+        assert caught[0].filename == __file__  # the warning points at the caller's line
+    assert messages[0] == messages[1]
+    ours, theirs = ((r,) if isinstance(r, sg.Tensor | torch.Tensor) else r for r in results)
+    for o, t in zip(ours, theirs, strict=True):
+        assert_close(o, t)  # NaN where PyTorch's is
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sg.tensor([1.0, 2.0]).std(), sg.var_mean(sg.tensor([[1.0, 2.0]]), 1, correction=0)
+
+
 def test_cross_without_dim_takes_the_first_of_size_3_and_warns():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 3))

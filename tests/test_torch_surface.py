@@ -66,6 +66,26 @@ def test_inference_mode_is_a_context_manager_and_a_decorator():
     assert sg.is_grad_enabled()
 
 
+def test_inference_mode_nests_with_grad_modes_as_torch():
+    """(is_inference_mode_enabled, is_grad_enabled) at each depth; inference_mode(False) turns
+    grad mode on even inside no_grad (it left it off)."""
+
+    def modes(m):
+        seen = [(m.is_inference_mode_enabled(), m.is_grad_enabled())]
+        with m.inference_mode():
+            seen.append((m.is_inference_mode_enabled(), m.is_grad_enabled()))
+            for inner in (m.inference_mode(False), m.enable_grad(), m.no_grad()):
+                with inner:
+                    seen.append((m.is_inference_mode_enabled(), m.is_grad_enabled()))
+        with m.no_grad(), m.inference_mode(False):
+            seen.append((m.is_inference_mode_enabled(), m.is_grad_enabled()))
+        seen.append(m.inference_mode(m.is_inference_mode_enabled)())
+        seen.append(m.inference_mode()(m.is_inference_mode_enabled)())
+        return seen + [(m.is_inference_mode_enabled(), m.is_grad_enabled())]
+
+    assert modes(sg) == modes(torch)
+
+
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_is_stable_and_puts_nan_where_torch_does(descending):
     values = [2.0, float("nan"), 1.0, 2.0, -1.0, 1.0, float("nan")]

@@ -106,7 +106,7 @@ def test_a_jitted_one_hot_refuses_to_read_its_class_count_from_the_values():
             jitted(sg.tensor([0, 2]))
 
 
-@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "huber_loss"])
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss"])
 def test_regression_losses_warn_when_the_target_broadcasts(loss):
     with pytest.warns(UserWarning, match=r"target size .* different to the input size") as ours:
         getattr(F, loss)(sg.ones(3, 1), sg.ones(3))
@@ -133,6 +133,10 @@ def test_regression_losses_warn_when_the_target_broadcasts(loss):
                 m.zeros(2, 3), m.tensor([0, 1]), weight=m.ones(4)
             ),
             "weight",
+        ),
+        (
+            lambda m: m.nn.functional.smooth_l1_loss(m.zeros(2), m.ones(2), beta=-1.0),
+            r"smooth_l1_loss does not support negative values for beta \(-1.0\)",
         ),
     ],
 )

@@ -22,6 +22,7 @@ else:
         enable_grad,
         inference_mode,
         is_grad_enabled,
+        is_inference_mode_enabled,
         no_grad,
         set_grad_enabled,
     )

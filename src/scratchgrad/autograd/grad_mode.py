@@ -10,6 +10,7 @@ from typing import Any
 
 class _State(threading.local):
     enabled = True
+    inference = False
 
 
 # The mode itself: the ops read ``state.enabled`` where a call of is_grad_enabled would cost
@@ -20,6 +21,19 @@ state = _State()
 def is_grad_enabled() -> bool:
     """True when operations on tensors that require gradients record a graph."""
     return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` (``no_grad`` and ``enable_grad`` in it keep it on;
+    an ``inference_mode(False)`` turns it off), as ``torch.is_inference_mode_enabled``.
+
+    >>> with inference_mode():
+    ...     is_inference_mode_enabled()
+    True
+    >>> is_inference_mode_enabled()
+    False
+    """
+    return state.inference
 
 
 class _GradMode:
@@ -65,7 +79,8 @@ class no_grad(_GradMode):
 class inference_mode(_GradMode):
     """Run without recording a graph, as ``no_grad`` (PyTorch's inference mode also skips its
     bookkeeping for speed; scratchgrad's ``no_grad`` is already that cheap).
-    ``inference_mode(False)`` changes nothing. A context manager and a decorator.
+    ``inference_mode(False)`` turns grad mode on, inside ``no_grad`` too, as PyTorch's.
+    A context manager and a decorator.
 
     >>> import scratchgrad as sg
     >>> with sg.inference_mode():
@@ -74,15 +89,20 @@ class inference_mode(_GradMode):
     False
     """
 
-    enabled = True  # the default when used bare, as ``@inference_mode``
+    enabled, mode = True, False  # the defaults when used bare, as ``@inference_mode``
 
     def __init__(self, mode: bool = True) -> None:
         self.enabled = bool(mode)
+        self.mode = not self.enabled  # grad mode
 
     def __enter__(self) -> None:
-        self._prev = state.enabled
-        if self.enabled:
-            state.enabled = False
+        super().__enter__()
+        self._prev_inference = state.inference
+        state.inference = self.enabled
+
+    def __exit__(self, *exc: object) -> None:
+        state.inference = self._prev_inference
+        super().__exit__(*exc)
 
     def __call__(self, fn: Callable) -> Callable:
         enabled = self.enabled

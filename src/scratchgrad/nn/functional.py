@@ -1389,9 +1389,10 @@ def smooth_l1_loss(
     ``huber_loss`` divided by ``beta``, and ``l1_loss`` for ``beta=0``."""
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
-        raise RuntimeError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+        raise RuntimeError(f"smooth_l1_loss does not support negative values for beta ({beta}).")
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
+    _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
     return _reduce(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
