@@ -267,7 +267,7 @@ def test_a_number_written_into_the_tensor_is_checked_as_pytorch_checks_it(dtype,
     truncated."""
     info = np.iinfo(dtype)
     fitting = [5, info.max, info.min] + ([-1, -255] if not info.min else [-1])
-    if write in ("fill_", "x[0] = v", "full"):
+    if write in ("fill_", "x[0] = v", "full", "masked_fill"):  # the tensor's dtype kept
         fitting.append(2.7)
     for value in fitting:
         ours = WRITES[write](sg, sg.tensor([1, 2, 3], dtype=getattr(sg, dtype)), value)
@@ -362,3 +362,20 @@ def test_the_dtype_modules_doc_examples_run():
     import scratchgrad.dtypes
 
     assert doctest.testmod(scratchgrad.dtypes).failed == 0
+
+
+def test_masked_fill_keeps_the_tensors_dtype_and_takes_only_boolean_masks():
+    """A float (or a float 0-d tensor) filled into an integer tensor is truncated and the dtype
+    kept (it was promoted to float32), as PyTorch's; a float mask raises its error."""
+    for value in (2.7, -2.7):
+        for make in (lambda m, v: v, lambda m, v: m.tensor(v, dtype=m.float64)):
+            ours, theirs = (
+                m.tensor([1, 2]).masked_fill(m.tensor([True, False]), make(m, value))
+                for m in (sg, torch)
+            )
+            assert_same(ours, theirs, f"masked_fill {value}")
+    assert_raises_as_torch(
+        lambda m: m.zeros(2).masked_fill(m.tensor([1.0, 0.0]), 1.0),
+        RuntimeError,
+        "masked_fill_ only supports boolean masks",
+    )

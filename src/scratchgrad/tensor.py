@@ -2102,8 +2102,14 @@ class Tensor:
         return self.diagonal().sum()
 
     def masked_fill(self, mask: Tensor, value: float) -> Tensor:
-        """Entries where ``mask`` is True become ``value``."""
-        return where(mask, value, self)
+        """Entries where ``mask`` is True become ``value``, in this tensor's dtype (an integer
+        tensor filled with 2.7 holds 2), as PyTorch's."""
+        if isinstance(mask, Tensor) and mask.array.dtype != backend.bool_:
+            raise RuntimeError(
+                f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+            )
+        out = where(mask, value, self)
+        return out if out.array.dtype == self.array.dtype else out.to(self.array.dtype)
 
     def tril(self, diagonal: int = 0) -> Tensor:
         """The lower triangle of the last two dims (entries on and below ``diagonal``); the
