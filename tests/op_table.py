@@ -719,6 +719,19 @@ OPS = [
         check_shapes=((3,), (3,)),
     ),
     Op("einsum_ellipsis", lambda m, x: m.einsum("...i->...", x), shapes="rank1+"),
+    # a letter repeated within an operand: its diagonal (square matrices made from two vectors)
+    Op(
+        "einsum_diagonal",
+        lambda m, x, y: m.einsum("ii->i", m.outer(x, y).sin()),
+        shapes="dot",
+        check_shapes=((3,), (3,)),
+    ),
+    Op(
+        "einsum_diagonal_and_product",
+        lambda m, x, y: m.einsum("ij,jj->i", m.outer(x, y), m.outer(y, x.exp())),
+        shapes="dot",
+        check_shapes=((3,), (3,)),
+    ),
     Op(
         "einsum_batched",
         lambda m, x, y: m.einsum("bij,bjk->bik", m.stack([x, x]), m.stack([y, 3 * y])),

@@ -4131,16 +4131,19 @@ def where(condition: Tensor, x: Any = None, y: Any = None) -> Tensor | tuple[Ten
 def einsum(equation: str, *operands: Tensor) -> Tensor:
     """Sums of products over the letters of ``equation``, as ``torch.einsum``: explicit
     (``"ij,jk->ik"``) or implicit (``"ij,jk"``: the letters used once, alphabetically)
-    output, ``...`` for broadcast dims. A letter repeated within one operand (a diagonal)
-    is not supported.
+    output, ``...`` for broadcast dims. A letter repeated within one operand takes the
+    diagonal of its dims (``"ii->"``: the trace).
 
     >>> import scratchgrad as sg
     >>> sg.einsum("ij,j->i", sg.ones(2, 3), sg.tensor([1.0, 2.0, 3.0]))
     tensor([6., 6.])
+    >>> sg.einsum("ii", sg.eye(3) * 2)
+    tensor(6.)
     """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     inputs, output = _einsum_letters(equation.replace(" ", ""), operands)
+    operands, inputs = zip(*(_diagonals(t, s, i) for i, (t, s) in enumerate(zip(operands, inputs))))
     if _contracts(inputs, output):  # PyTorch computes those with bmm, which autocast lowers
         return _contraction(*operands, inputs=inputs, output=output)
     return _einsum(*operands, inputs=inputs, output=output)
@@ -4164,6 +4167,23 @@ def _contracts(inputs: tuple, output: str) -> bool:
     )
 
 
+def _diagonals(t: Tensor, letters: str, index: int) -> tuple[Tensor, str]:
+    """Operand ``index`` of einsum and its ``letters`` with each letter repeated within them
+    kept once, over the diagonal of its dims (a view, moved last as ``diagonal`` moves it)."""
+    for letter in dict.fromkeys(letters):
+        while letters.count(letter) > 1:
+            first = letters.index(letter)
+            second = letters.index(letter, first + 1)
+            if t.shape[first] != t.shape[second]:
+                raise RuntimeError(
+                    f"einsum(): subscript {letter} is repeated for operand {index} but the sizes "
+                    f"don't match, {t.shape[second]} != {t.shape[first]}"
+                )
+            t = t.diagonal(0, first, second)
+            letters = letters[:first] + letters[first + 1 : second] + letters[second + 1 :] + letter
+    return t, letters
+
+
 def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[str, ...], str]:
     """The equation's subscripts with ``...`` spelled out in unused letters (right-aligned, as
     broadcasting is) and the output made explicit, checked against the operands."""
@@ -4183,8 +4203,6 @@ def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[st
             )
         if "..." in letters:
             widest = builtins.max(widest, t.ndim - named)
-        if len(set(letters.replace("...", ""))) != named:
-            raise RuntimeError(f"einsum: a letter repeated within {letters!r} is not supported")
     ellipsis = "".join(spare[:widest])
     inputs = tuple(
         s.replace("...", ellipsis[widest - (t.ndim - len(s) + 3) :] if "..." in s else "")
