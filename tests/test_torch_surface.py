@@ -142,3 +142,43 @@ def test_index_queries_and_layout_as_torch():
     assert ours.stride() == theirs.stride() and ours.T.stride() == theirs.T.stride()
     assert ours.element_size() == theirs.element_size() and ours.nelement() == 6
     assert sg.is_tensor(ours) and not sg.is_tensor(data)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.isin(m.tensor([[1, 2], [3, 4]]), m.tensor([4, 1])),
+        lambda m: m.isin(m.tensor([[1, 2], [3, 4]]), m.tensor([4, 1]), invert=True),
+        lambda m: m.isin(m.tensor([1.0, 2.5]), 2.5),
+        lambda m: m.isin(3, m.tensor([1, 3])),
+        lambda m: m.isin(m.tensor([1, 2]), m.tensor([2.0])),
+        lambda m: m.isin(m.tensor([1, 2]), m.tensor([], dtype=m.int64)),
+        lambda m: m.tensor([1, 8, -9]) << 2,
+        lambda m: m.tensor([16, -8, 7]) >> m.tensor([2, 1, 0]),
+        lambda m: 2 << m.tensor([1, 2]),
+        lambda m: 64 >> m.tensor([1, 2]),
+        lambda m: m.arange(24).reshape(2, 3, 4).movedim((0, 1), (2, 0)),
+        lambda m: m.arange(24).reshape(2, 3, 4).moveaxis([-1, 0], [0, -1]),
+        lambda m: m.movedim(m.arange(6).reshape(2, 3), 0, 1),
+        lambda m: m.norm(m.tensor([[1.0, -3.0], [2.0, 0.0]]), p="nuc"),
+        lambda m: m.arange(24.0).reshape(2, 3, 4).norm(p="nuc", dim=(0, 2), keepdim=True),
+    ],
+)
+def test_isin_shifts_movedim_of_several_dims_and_the_nuclear_norm_as_torch(call):
+    ours, theirs = call(sg), call(torch)
+    assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda m: m.zeros(2, 3).movedim((0, 1), (1,)), RuntimeError, "same number of dims"),
+        (lambda m: m.norm(m.ones(2, 3, 4), p="nuc"), RuntimeError, "dim must be a 2-tuple"),
+        (lambda m: m.isin(1, 2), TypeError, "isin"),
+    ],
+)
+def test_their_bad_arguments_raise_as_torch(call, error, message):
+    for m in (torch, sg):
+        with pytest.raises(error, match=message):
+            call(m)

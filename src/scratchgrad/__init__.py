@@ -123,6 +123,7 @@ else:
         einsum,
         gradient,
         histc,
+        isin,
         hstack,
         meshgrid,
         searchsorted,

@@ -671,6 +671,18 @@ class Tensor:
     def __invert__(self) -> Tensor:
         return self._elementwise_values("invert")
 
+    def __lshift__(self, other: Any) -> Tensor:
+        return self.bitwise_left_shift(other)
+
+    def __rshift__(self, other: Any) -> Tensor:
+        return self.bitwise_right_shift(other)
+
+    def __rlshift__(self, other: Any) -> Tensor:
+        return self._reflected(other).bitwise_left_shift(self)
+
+    def __rrshift__(self, other: Any) -> Tensor:
+        return self._reflected(other).bitwise_right_shift(self)
+
     def _elementwise_values(self, name: str) -> Tensor:
         """The array function ``name`` on the values, entry by entry (``isnan``, ``invert``),
         which no gradient flows through. vmap's batched tensor runs it on its whole batch."""
@@ -2302,8 +2314,9 @@ class Tensor:
     def norm(
         self, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
     ):
-        """The p-norm over ``dim`` (all entries by default; ``"fro"``: 2), with PyTorch's
-        gradients where it has an infinite slope (0 at the zero vector; see ``p_norm``).
+        """The p-norm over ``dim`` (all entries by default; ``"fro"``: 2; ``"nuc"``: the
+        nuclear norm of the matrices over two dims), with PyTorch's gradients where it has an
+        infinite slope (0 at the zero vector; see ``p_norm``).
 
         >>> import scratchgrad as sg
         >>> x = sg.zeros(2, requires_grad=True)
@@ -2316,6 +2329,11 @@ class Tensor:
                 f"norm: expected a floating point tensor, got {self.array.dtype} (as PyTorch's "
                 "linalg.vector_norm; x.float() first)"
             )
+        if p == "nuc":
+            from scratchgrad.linalg import matrix_norm  # (linalg imports this module)
+
+            every = tuple(range(self.array.ndim))
+            return matrix_norm(self, "nuc", every if dim is None else dim, keepdim)
         return p_norm(self, 2 if p == "fro" else p, dim, keepdim)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
@@ -2796,14 +2814,28 @@ class Tensor:
             )
         return self.transpose(0, 1) if self.array.ndim == 2 else self
 
-    def movedim(self, source: int, destination: int) -> Tensor:
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        """The dims ``source`` (an int or a sequence) moved to ``destination``, the others
+        kept in order, as ``torch.movedim``.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3, 4).movedim((0, 1), (2, 0)).shape
+        scratchgrad.Size([3, 4, 2])
+        """
         ndim = self.array.ndim
-        source, destination = wrap_dim(source, ndim), wrap_dim(destination, ndim)
+        sources = _dims(source, ndim, unique=True)
+        destinations = _dims(destination, ndim, unique=True)
+        if len(sources) != len(destinations):
+            raise RuntimeError(
+                f"movedim: Invalid source or destination dims: source ({source} dims) should "
+                f"contain the same number of dims as destination ({destination} dims)"
+            )
         if ndim == 0:
             return self
-        dims = list(range(ndim))
-        dims.insert(destination, dims.pop(source))
-        return self.permute(*dims)
+        order = [d for d in range(ndim) if d not in sources]
+        for to, source in sorted(zip(destinations, sources)):
+            order.insert(to, source)
+        return self.permute(*order)
 
     def expand(self, *sizes: Any) -> Tensor:
         """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
@@ -3164,7 +3196,7 @@ class Tensor:
     def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         return self.split(list(split_sizes), dim)
 
-    def moveaxis(self, source: int, destination: int) -> Tensor:
+    def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         return self.movedim(source, destination)
 
     def ravel(self) -> Tensor:
@@ -4793,6 +4825,32 @@ def bucketize(
             f"bucketize: boundaries tensor must be 1 dimension, but got shape {boundaries.shape}"
         )
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@names_bad_arguments
+def isin(
+    elements: Tensor | float,
+    test_elements: Tensor | float,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor:
+    """Whether each entry of ``elements`` is one of ``test_elements`` (not, with ``invert``),
+    as ``torch.isin``; either may be a number. Each entry is compared with every test entry
+    (``assume_unique`` changes nothing), so vmap and jit see plain comparisons.
+
+    >>> import scratchgrad as sg
+    >>> sg.isin(sg.tensor([1, 2, 3]), sg.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): expected elements or test_elements to be a Tensor, got numbers")
+    if not isinstance(elements, Tensor):
+        elements = Tensor._from_data(elements)
+    if not isinstance(test_elements, Tensor):
+        test_elements = Tensor._from_data(test_elements)
+    found = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
+    return ~found if invert else found
 
 
 @names_bad_arguments
