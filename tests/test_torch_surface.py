@@ -182,3 +182,15 @@ def test_their_bad_arguments_raise_as_torch(call, error, message):
     for m in (torch, sg):
         with pytest.raises(error, match=message):
             call(m)
+
+
+@pytest.mark.parametrize("index", [slice(None, None, -1), slice(4, 0, -2), slice(None, None, 0)])
+def test_a_slice_of_step_below_one_raises_as_torch_for_reads_and_writes(index):
+    """NumPy would flip the tensor; a program that ran so would fail under PyTorch."""
+    for m in (torch, sg):
+        x = m.arange(5.0)
+        with pytest.raises(ValueError, match="step must be greater than zero"):
+            x[index]
+        with pytest.raises(ValueError, match="step must be greater than zero"):
+            x[index] = 1.0
+        assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -5307,6 +5307,8 @@ def _index(index: Any, array: Any) -> tuple:
             item = item.array
         elif isinstance(item, list):
             item = xp.asarray(item)
+        elif type(item) is slice and item.step is not None and item.step <= 0:
+            raise ValueError("step must be greater than zero")  # PyTorch's; NumPy would flip
         if backend.is_array(item):
             if item.dtype == backend.uint8:  # PyTorch's legacy: a byte tensor is a mask
                 warnings.warn(
