@@ -3790,7 +3790,8 @@ for _name in (
     "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
     "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
     "floor_divide", "frac", "hypot", "index_copy", "index_fill", "log", "log10", "log1p",
-    "log2", "masked_fill", "nan_to_num", "neg", "negative", "pow", "reciprocal", "relu",
+    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill",
+    "nan_to_num", "neg", "negative", "pow", "reciprocal", "relu",
     "remainder", "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "sigmoid",
     "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
 ):  # fmt: skip
