@@ -5309,7 +5309,10 @@ def _index(index: Any, array: Any) -> tuple:
         elif isinstance(item, list):
             item = xp.asarray(item)
         elif type(item) is slice and item.step is not None and item.step <= 0:
-            raise ValueError("step must be greater than zero")  # PyTorch's; NumPy would flip
+            # PyTorch's errors; NumPy would flip the tensor
+            raise ValueError(
+                "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
+            )
         if backend.is_array(item):
             if item.dtype == backend.uint8:  # PyTorch's legacy: a byte tensor is a mask
                 warnings.warn(
