@@ -372,3 +372,39 @@ def test_module_dict():
     assert list(heads.values())[0] is heads["a"]
     with pytest.raises(KeyError):
         del heads["zzz"]
+
+
+def _stack(m):
+    return m.nn.Sequential(m.nn.Linear(2, 3), m.nn.BatchNorm1d(3))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda net, m: net.get_parameter("0.weight").shape,
+        lambda net, m: net.get_buffer("1.running_mean").shape,
+        lambda net, m: net.get_parameter("1.running_mean"),
+        lambda net, m: net.get_buffer("1.weight"),
+        lambda net, m: net.get_parameter("0.nope"),
+        lambda net, m: net.set_submodule("", m.nn.ReLU()),
+        lambda net, m: net.set_submodule("0", 3),
+        lambda net, m: net.set_submodule("1.x", m.nn.ReLU(), strict=True),
+        lambda net, m: net.set_submodule("1.weight", m.nn.ReLU()),
+    ],
+)
+def test_get_parameter_get_buffer_and_set_submodule_answer_and_refuse_as_torch(call):
+    results = []
+    for m in (torch, sg):
+        try:
+            results.append(tuple(call(_stack(m), m)))
+        except (AttributeError, ValueError) as error:
+            results.append((type(error), str(error)))
+    assert results[0] == results[1]
+
+
+def test_set_submodule_replaces_a_layer_its_parameters_follow():
+    net = _stack(sg)
+    net.set_submodule("0", sg.nn.Linear(2, 3, bias=False))
+    assert net[0].bias is None and "0.bias" not in net.state_dict()
+    net.set_submodule("0.extra", sg.nn.ReLU())  # a new attribute, strict=False
+    assert isinstance(net.get_submodule("0.extra"), sg.nn.ReLU)

@@ -324,6 +324,50 @@ class Module:
             module = child
         return module
 
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path such as ``"encoder.0.weight"``, as PyTorch's.
+
+        >>> from scratchgrad import nn
+        >>> net = nn.Sequential(nn.Linear(2, 3))
+        >>> net.get_parameter("0.bias").shape
+        scratchgrad.Size([3])
+        """
+        owner, name = self._owner_of(target)
+        if not isinstance(getattr(owner, name), Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return getattr(owner, name)
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path such as ``"norm.running_mean"``, as PyTorch's."""
+        owner, name = self._owner_of(target)
+        if name not in owner._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(owner, name)
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at a dotted path such as ``"encoder.0"`` (replacing a layer, as in
+        quantization or LoRA scripts), as PyTorch's: its parent must exist; with ``strict``,
+        so must the attribute."""
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
+
+    def _owner_of(self, target: str) -> tuple[Module, str]:
+        """The module holding the attribute at the dotted path ``target``, and its name."""
+        path, _, name = target.rpartition(".")
+        owner = self.get_submodule(path)
+        if not hasattr(owner, name):
+            raise AttributeError(f"{owner._get_name()} has no attribute `{name}`")
+        return owner, name
+
     # ---- walking the tree -------------------------------------------------------------------
 
     def named_modules(
