@@ -779,6 +779,10 @@ OPS = [
     same_pair("hstack", lambda m, x, y: m.hstack([x, x * y])),
     same_pair("vstack", lambda m, x, y: m.vstack((x * y, y))),
     same_pair("dstack", lambda m, x, y: m.dstack([x, y, x])),
+    # vmap=False: torch.func.vmap has no batching rule for column_stack (ours goes through cat)
+    same_pair("column_stack", lambda m, x, y: m.column_stack([x, x * y]), vmap=False),
+    same_pair("atleast_3d", lambda m, x, y: m.stack(m.atleast_3d(x, x * y))),
+    same_pair("rsub", lambda m, x, y: m.rsub(x, y, alpha=0.5)),
     binary(  # two vectors of unrelated lengths, swapped by "xy"
         "meshgrid_xy",
         lambda m, x, y: m.stack(m.meshgrid(x.reshape(-1), y.reshape(-1), indexing="xy")),

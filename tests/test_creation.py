@@ -400,3 +400,53 @@ def test_a_list_of_numpy_scalars_keeps_their_dtypes(data):
     ours, theirs = sg.tensor(data), torch.tensor(data)
     assert same_dtype(ours, theirs)
     assert ours.tolist() == theirs.tolist()
+
+
+WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window"]
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 64])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows_are_pytorchs(name, length, periodic):
+    for dtype in ("float32", "float64"):
+        ours = getattr(sg, name)(length, periodic, dtype=getattr(sg, dtype))
+        theirs = getattr(torch, name)(length, periodic, dtype=getattr(torch, dtype))
+        assert str(ours.dtype) == dtype and ours.shape == tuple(theirs.shape)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-6)
+
+
+def test_hamming_window_takes_its_coefficients_and_windows_check_as_pytorch():
+    np.testing.assert_allclose(
+        sg.hamming_window(6, False, 0.5, 0.5).numpy(),
+        torch.hann_window(6, False).numpy(),
+        atol=1e-6,
+    )
+    for m in (torch, sg):
+        with pytest.raises(RuntimeError, match="non-negative window_length"):
+            m.hann_window(-1)
+        with pytest.raises(RuntimeError, match="expects floating point dtypes"):
+            m.blackman_window(3, dtype=m.int64)
+
+
+def test_asarray_shares_what_it_can_and_copies_when_told():
+    array = np.zeros(3)
+    t = sg.tensor([1.0, 2.0])
+    for lib in (sg, torch):
+        shared = lib.asarray(array)
+        array[0] = 5.0
+        assert shared[0].item() == 5.0 and str(shared.dtype).endswith("float64")
+        assert lib.asarray([1, 2]).dtype == lib.int64 and lib.asarray(3.0).dtype == lib.float32
+        with pytest.raises(ValueError, match="alias"):
+            lib.asarray(lib.ones(2), dtype=lib.float64, copy=False)
+        array[0] = 0.0
+    assert sg.asarray(t) is t and sg.asarray(t, copy=True) is not t
+    assert sg.asarray(t, dtype=sg.float64).dtype == sg.float64
+    assert sg.asarray(np.ones(2), requires_grad=True).requires_grad
+
+
+def test_scalar_tensor_is_a_0d_tensor_of_the_default_dtype():
+    for lib in (sg, torch):
+        x = lib.scalar_tensor(3)
+        assert x.shape == () and x.dtype == lib.float32 and x.item() == 3.0
+        assert lib.scalar_tensor(1, dtype=lib.int64).dtype == lib.int64

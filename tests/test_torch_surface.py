@@ -201,3 +201,30 @@ def test_a_slice_of_step_below_one_raises_as_torch_for_reads_and_writes(index, m
         with pytest.raises(ValueError, match=message):
             x[index] = 1.0
         assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.unravel_index(m.tensor([4, 7, 8, -1]), (2, 4)),
+        lambda m: m.unravel_index(m.tensor([[5, 0]]), 6),
+        lambda m: m.unravel_index(m.tensor(3), (2, 2)),
+        lambda m: m.atleast_1d(m.tensor(1.0), m.ones(2)),
+        lambda m: m.atleast_2d([m.tensor(1.0), m.ones(3)]),
+        lambda m: (m.atleast_3d(m.ones(3)),),
+        lambda m: (m.column_stack([m.tensor(1), m.tensor(2)]),),
+        lambda m: (m.row_stack([m.ones(2), m.zeros(2)]),),
+    ],
+)
+def test_unravel_index_atleast_and_the_stacks_as_torch(call):
+    ours, theirs = call(sg), call(torch)
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        assert o.dtype == getattr(sg, str(t.dtype)[6:])
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def test_unravel_index_takes_only_integer_indices():
+    for m in (torch, sg):
+        with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
+            m.unravel_index(m.tensor([1.0]), (2,))

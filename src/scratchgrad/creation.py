@@ -79,6 +79,138 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return tensor(data, dtype, device)
 
 
+def asarray(
+    obj: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    copy: bool | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``obj`` as a tensor, as ``torch.asarray``: a tensor or a NumPy array is shared (the
+    tensor itself when nothing changes) unless ``copy=True`` or a dtype or device asks for a
+    copy, which ``copy=False`` refuses; anything else is read as ``tensor`` reads it.
+
+    >>> import numpy as np
+    >>> a = np.zeros(2)
+    >>> t = asarray(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 0.], dtype=scratchgrad.float64)
+    """
+    if isinstance(obj, Tensor) or backend.is_array(obj):
+        source = obj if isinstance(obj, Tensor) else Tensor._make(obj)
+        out = source.to(device, dtype)
+        if out is source and copy:
+            out = source.clone()
+        elif out is not source and copy is False:
+            raise ValueError(
+                f"asarray: can't alias a tensor of dtype {source.dtype} on {source.device} "
+                f"into dtype {out.dtype} on {out.device} (copy=False)"
+            )
+    else:
+        out = tensor(obj, dtype, device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def scalar_tensor(
+    s: float, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """A 0-d tensor holding ``s``, of the default floating dtype unless told, as
+    ``torch.scalar_tensor``."""
+    return tensor(s, _dtype(dtype), device, requires_grad)
+
+
+def hann_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """The Hann window ``0.5 - 0.5 cos(2 pi n / N)``, ``N`` the length when ``periodic`` (for
+    a spectrogram's frames) or one less, as ``torch.hann_window``.
+
+    >>> hann_window(4)
+    tensor([0.0000, 0.5000, 1.0000, 0.5000])
+    """
+    return _cosine_window(
+        "hann_window", (0.5, 0.5), window_length, periodic, dtype, device, requires_grad
+    )
+
+
+def hamming_window(
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """The Hamming window ``alpha - beta cos(2 pi n / N)``, as ``torch.hamming_window``."""
+    weights = (alpha, beta)
+    return _cosine_window(
+        "hamming_window", weights, window_length, periodic, dtype, device, requires_grad
+    )
+
+
+def blackman_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """The Blackman window ``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)``, as
+    ``torch.blackman_window``."""
+    weights = (0.42, 0.5, 0.08)
+    return _cosine_window(
+        "blackman_window", weights, window_length, periodic, dtype, device, requires_grad
+    )
+
+
+def bartlett_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """The triangular window ``1 - |2 n / N - 1|``, as ``torch.bartlett_window``."""
+    n, span = _window_points("bartlett_window", window_length, periodic, dtype)
+    return _window(1 - xp.abs(2 * n / span - 1), window_length, dtype, device, requires_grad)
+
+
+def _cosine_window(name, weights, length, periodic, dtype, device, requires_grad) -> Tensor:
+    """``sum_k (-1)^k weights[k] cos(2 pi k n / N)``: the Hann, Hamming and Blackman windows."""
+    n, span = _window_points(name, length, periodic, dtype)
+    angle = 2 * math.pi * n / span
+    values = sum((-1) ** k * w * xp.cos(k * angle) for k, w in enumerate(weights))
+    return _window(values, length, dtype, device, requires_grad)
+
+
+def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[Any, int]:
+    """The sample numbers ``n`` of a window and its span ``N``, after PyTorch's checks."""
+    if length < 0:
+        raise RuntimeError(
+            f"{name} requires non-negative window_length, got window_length={length}"
+        )
+    if not backend.is_floating(_dtype(dtype)):
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {_dtype(dtype)}")
+    return xp.arange(length, dtype=xp.float64), max(length if periodic else length - 1, 1)
+
+
+def _window(values: Any, length: int, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """A window's values as a tensor (a window of one sample is 1, as PyTorch's)."""
+    values = xp.ones(1) if length == 1 else values
+    return _finish(values.astype(_dtype(dtype)), requires_grad, device)
+
+
 def from_numpy(array) -> Tensor:
     """A tensor sharing ``array``'s memory and dtype."""
     return Tensor._make(array)

@@ -4302,6 +4302,77 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([_at_least(t, 2) for t in _nonempty("vstack", tensors)], 0)
 
 
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Join tensors as columns (a 0-d or 1-D one as one column), as ``torch.column_stack``.
+
+    >>> import scratchgrad as sg
+    >>> sg.column_stack([sg.tensor([1, 2]), sg.tensor([[3], [4]])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    tensors = _nonempty("column_stack", tensors)
+    return cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1)
+
+
+row_stack = vstack
+
+
+def atleast_1d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least one dim (a 0-d one as one entry), as ``torch.atleast_1d``:
+    one tensor back for one given, else a tuple (also for a list of tensors)."""
+    return _each_at_least(1, tensors)
+
+
+def atleast_2d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least two dims (leading 1s added), as ``torch.atleast_2d``."""
+    return _each_at_least(2, tensors)
+
+
+def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least three dims, as ``torch.atleast_3d``: (n,) as (1, n, 1) and
+    (m, n) as (m, n, 1).
+
+    >>> import scratchgrad as sg
+    >>> sg.atleast_3d(sg.ones(2, 3)).shape
+    scratchgrad.Size([2, 3, 1])
+    """
+    return _each_at_least(3, tensors)
+
+
+def _each_at_least(ndim: int, tensors: tuple) -> Tensor | tuple[Tensor, ...]:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_at_least(t, ndim) for t in tensors[0])
+    out = tuple(_at_least(t, ndim) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+def rsub(input: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
+    """``other - alpha * input``, as ``torch.rsub``."""
+    return -(input if alpha == 1 else input * alpha) + other
+
+
+def unravel_index(indices: Tensor | int, shape: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """The coordinates in a tensor of ``shape`` of each flat index (taken modulo its size, so
+    -1 is the last entry, as PyTorch's), one int64 tensor per dim, as
+    ``torch.unravel_index``.
+
+    >>> import scratchgrad as sg
+    >>> sg.unravel_index(sg.tensor([4, 7]), (2, 4))
+    (tensor([1, 1]), tensor([0, 3]))
+    """
+    flat = indices if isinstance(indices, Tensor) else Tensor._from_data(indices)
+    if backend.is_floating(flat.array.dtype) or flat.array.dtype == backend.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {flat.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if builtins.any(n < 0 for n in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    coordinates, rest = [], flat % builtins.max(math.prod(shape), 1)
+    for n in reversed(shape):
+        coordinates.append(rest % n if n else rest * 0)
+        rest = rest // n if n else rest
+    return tuple(c.to(backend.int64) for c in reversed(coordinates))
+
+
 @names_bad_arguments
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join tensors depth-wise (along dim 2, a 1-D one of size n as (1, n, 1), a 2-D one as
