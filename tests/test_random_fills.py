@@ -19,6 +19,9 @@ FILLS = {  # the same call in both libraries; ``options``: a generator
     "uniform_ from keyword": lambda t, **options: t.uniform_(**{"from": 2.0, "to": 3.0}, **options),
     "normal_": lambda t, **options: t.normal_(1.0, 0.5, **options),
     "exponential_": lambda t, **options: t.exponential_(3.0, **options),
+    "log_normal_": lambda t, **options: t.log_normal_(0.5, 0.25, **options),
+    "cauchy_": lambda t, **options: t.cauchy_(2.0, 0.5, **options),
+    "geometric_": lambda t, **options: t.geometric_(0.25, **options),
     "bernoulli_": lambda t, **options: t.bernoulli_(0.25, **options),
     "bernoulli_ tensor p": lambda t, **options: t.bernoulli_(
         t.new_tensor([0.0, 0.5, 1.0]), **options
@@ -44,6 +47,16 @@ def test_a_fill_returns_the_tensor_in_its_dtype_and_shape_and_counts_a_change(fi
         ("uniform_ from keyword", lambda a: a.min() >= 2 and a.max() < 3),
         ("normal_", lambda a: abs(a.mean() - 1.0) < 0.01 and abs(a.std() - 0.5) < 0.01),
         ("exponential_", lambda a: a.min() >= 0 and abs(a.mean() - 1 / 3) < 0.01),
+        # log-normal: its log's moments; Cauchy: median and quartiles (it has no mean)
+        ("log_normal_", lambda a: abs(np.log(a).mean() - 0.5) < 0.006),
+        (
+            "cauchy_",
+            lambda a: abs(np.median(a) - 2) < 0.02 and abs(np.percentile(a, 75) - 2.5) < 0.03,
+        ),
+        (
+            "geometric_",
+            lambda a: a.min() == 1 and np.all(a == a.round()) and abs(a.mean() - 4) < 0.1,
+        ),
         ("bernoulli_", lambda a: set(np.unique(a)) == {0, 1} and abs(a.mean() - 0.25) < 0.01),
     ],
 )
@@ -112,6 +125,11 @@ BAD = {
     "uniform_ on integers": (lambda t: t.long().uniform_(), NotImplementedError, "int64|Long"),
     "normal_ on integers": (lambda t: t.long().normal_(), NotImplementedError, "int64|Long"),
     "exponential_ on integers": (lambda t: t.long().exponential_(), RuntimeError, "floating"),
+    "log_normal_ zero std": (lambda t: t.log_normal_(std=0.0), RuntimeError, "std > 0.0"),
+    "log_normal_ on integers": (lambda t: t.long().log_normal_(), NotImplementedError, "Long"),
+    "cauchy_ negative sigma": (lambda t: t.cauchy_(sigma=-1.0), RuntimeError, "sigma > 0.0"),
+    "cauchy_ on integers": (lambda t: t.long().cauchy_(), RuntimeError, "floating point"),
+    "geometric_ p of 1": (lambda t: t.geometric_(1.0), RuntimeError, r"p to be in \(0, 1\)"),
     "uniform_ from_ keyword": (lambda t: t.uniform_(from_=1.0), TypeError, "from_"),
     "uniform_ from twice": (lambda t: t.uniform_(1.0, **{"from": 1.0}), TypeError, "'from'"),
 }

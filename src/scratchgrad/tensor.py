@@ -2604,6 +2604,47 @@ class Tensor:
         draws = _call(_exponential, generator, self.device, lambd, self.array.shape)
         return self._copy_from("exponential_", Tensor._make(draws))
 
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Tensor:
+        """Fill with samples whose log is normal of ``mean`` and ``std``, as PyTorch's."""
+        if not backend.is_floating(self.array.dtype):
+            kind = _kind_name(self.array.dtype)
+            raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{kind}'")
+        if not std > 0:
+            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        return self._filled("log_normal_", generator, "lognormal", mean, std)
+
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Fill with samples of the Cauchy distribution at ``median`` of scale ``sigma``."""
+        if not backend.is_floating(self.array.dtype):
+            raise RuntimeError(
+                "Cauchy distribution is a continuous probability distribution. dtype must be a "
+                f"floating point but you specified {self.dtype}"
+            )
+        if not sigma > 0:
+            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        return self._filled("cauchy_", generator, "standard_cauchy", scale=sigma, shift=median)
+
+    def geometric_(self, p: float, *, generator: Any = None) -> Tensor:
+        """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...);
+        any dtype, as PyTorch's.
+
+        >>> import scratchgrad as sg
+        >>> bool((sg.empty(1000, dtype=sg.int64).geometric_(0.5) >= 1).all())
+        True
+        """
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        return self._filled("geometric_", generator, "geometric", p)
+
+    def _filled(
+        self, name: str, generator: Any, draw: str, *parameters: float, scale=1.0, shift=0.0
+    ) -> Tensor:
+        """This tensor filled in place with the generator's ``draw`` of ``parameters``, times
+        ``scale`` plus ``shift`` (in float64, rounded once)."""
+        shape = self.array.shape
+        draws = _call(_drawn, generator, self.device, draw, parameters, shape, scale, shift)
+        return self._copy_from(name, Tensor._make(draws))
+
     def bernoulli_(self, p: float | Tensor = 0.5, *, generator: Any = None) -> Tensor:
         """Fill with ones with probability ``p`` (a number, or a tensor of probabilities that
         broadcasts to this one), zeros otherwise; any dtype.
@@ -5492,6 +5533,15 @@ def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) 
 def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any:
     """``Tensor.exponential_``'s draw, in float64: Exp(1) samples over the rate."""
     return backend.rng_for(generator, device).standard_exponential(shape) / lambd
+
+
+def _drawn(
+    generator: Any, device: Any, draw: str, parameters: tuple, shape: tuple, scale, shift
+) -> Any:
+    """The random fills' draw (``lognormal``, ``geometric``...) of the generator's stream,
+    times ``scale`` plus ``shift``."""
+    values = getattr(backend.rng_for(generator, device), draw)(*parameters, shape)
+    return values if scale == 1 and shift == 0 else values * scale + shift
 
 
 def _unique_slices(array: Any, dim: int, consecutive: bool) -> tuple[Any, Any, Any]:
