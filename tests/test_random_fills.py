@@ -22,6 +22,7 @@ FILLS = {  # the same call in both libraries; ``options``: a generator
     "log_normal_": lambda t, **options: t.log_normal_(0.5, 0.25, **options),
     "cauchy_": lambda t, **options: t.cauchy_(2.0, 0.5, **options),
     "geometric_": lambda t, **options: t.geometric_(0.25, **options),
+    "random_": lambda t, **options: t.random_(-3, 5, **options),
     "bernoulli_": lambda t, **options: t.bernoulli_(0.25, **options),
     "bernoulli_ tensor p": lambda t, **options: t.bernoulli_(
         t.new_tensor([0.0, 0.5, 1.0]), **options
@@ -58,6 +59,7 @@ def test_a_fill_returns_the_tensor_in_its_dtype_and_shape_and_counts_a_change(fi
             lambda a: a.min() == 1 and np.all(a == a.round()) and abs(a.mean() - 4) < 0.1,
         ),
         ("bernoulli_", lambda a: set(np.unique(a)) == {0, 1} and abs(a.mean() - 0.25) < 0.01),
+        ("random_", lambda a: set(np.unique(a)) == set(range(-3, 5))),
     ],
 )
 def test_the_samples_follow_their_distribution(fill, check):
@@ -129,6 +131,10 @@ BAD = {
     "log_normal_ on integers": (lambda t: t.long().log_normal_(), NotImplementedError, "Long"),
     "cauchy_ negative sigma": (lambda t: t.cauchy_(sigma=-1.0), RuntimeError, "sigma > 0.0"),
     "cauchy_ on integers": (lambda t: t.long().cauchy_(), RuntimeError, "floating point"),
+    "random_ from not below to": (lambda t: t.random_(5, 5), RuntimeError, "less than 'to'"),
+    "random_ to of 0": (lambda t: t.random_(0), RuntimeError, "less than 'to'"),
+    "random_ a float bound": (lambda t: t.random_(2.5), TypeError, "random_"),
+    "random_ out of uint8": (lambda t: t.byte().random_(0, 300), RuntimeError, "out of bounds"),
     "geometric_ p of 1": (lambda t: t.geometric_(1.0), RuntimeError, r"p to be in \(0, 1\)"),
     "uniform_ from_ keyword": (lambda t: t.uniform_(from_=1.0), TypeError, "from_"),
     "uniform_ from twice": (lambda t: t.uniform_(1.0, **{"from": 1.0}), TypeError, "'from'"),
@@ -206,3 +212,18 @@ def test_rand_and_uniform_in_a_narrow_dtype_never_reach_the_upper_bound(dtype):
     for t in (sg.rand(200_000, dtype=dtype), sg.empty(200_000, dtype=dtype).uniform_()):
         a = t.float().numpy()
         assert a.max() == np.float32(largest) and (a >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "dtype, top",
+    [("float32", 2**24), ("float64", 2**53), ("float16", 2**11), ("bfloat16", 2**8),
+     ("int64", 2**63 - 1), ("uint8", 255), ("int8", 127), ("bool", 1)],
+)  # fmt: skip
+def test_random_without_bounds_draws_up_to_the_dtypes_largest_exact_integer(dtype, top):
+    """As PyTorch's (its own draws checked against the same top): every integer up to it is
+    exact in the dtype."""
+    for m in (torch, sg):
+        drawn = m.empty(4000, dtype=getattr(m, dtype)).random_().double()
+        assert drawn.min().item() >= 0 and drawn.max().item() <= top
+        assert drawn.max().item() > top * 0.99 and (drawn == drawn.round()).all()
+        assert m.empty(1000, dtype=getattr(m, dtype)).random_(2).max().item() == 1

@@ -51,6 +51,9 @@ _new = object.__new__
 _NUMBERS = (int, float)  # the Python numbers an in-place op may take as they are
 
 
+_NOT_GIVEN = object()  # random_'s ``to`` when not given (None: the dtype's top)
+
+
 class Tensor:
     """An n-dimensional array with automatic differentiation, after ``torch.Tensor``.
 
@@ -2603,6 +2606,43 @@ class Tensor:
             raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
         draws = _call(_exponential, generator, self.device, lambd, self.array.shape)
         return self._copy_from("exponential_", Tensor._make(draws))
+
+    def random_(
+        self,
+        from_: int | None = None,
+        /,
+        to: Any = _NOT_GIVEN,
+        *,
+        generator: Any = None,
+        **from_keyword: int,
+    ) -> Tensor:
+        """Fill with integers drawn uniformly from ``[from, to - 1]``, as PyTorch's:
+        ``random_(n)`` is ``[0, n - 1]``, and without ``to`` the top is the largest integer
+        the dtype holds exactly (2**24 for float32, 2**53 for float64, the integer types' max).
+
+        >>> import scratchgrad as sg
+        >>> bool((sg.empty(1000).random_(3) < 3).all())
+        True
+        """
+        low = _from_argument(from_, from_keyword, "random_", None)
+        if to is _NOT_GIVEN:  # random_(), random_(to) or random_(**{"from": low})
+            low, to = (0, low) if low is not None and not from_keyword else (low, None)
+        low = 0 if low is None else low
+        for bound in (low, to):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise TypeError(f"random_(): from and to must be ints, got {bound!r}")
+        high = _random_top(self.array.dtype) + 1 if to is None else to
+        if not low < high:
+            raise RuntimeError(
+                f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+            )
+        if self.array.dtype.kind in "iu":
+            info = xp.iinfo(self.array.dtype)
+            if not info.min <= low <= info.max or not info.min <= high - 1 <= info.max:
+                raise RuntimeError(
+                    f"random_: [{low}, {high - 1}] is out of bounds for {self.dtype}"
+                )
+        return self._filled("random_", generator, "integers", low, high)
 
     def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Tensor:
         """Fill with samples whose log is normal of ``mean`` and ``std``, as PyTorch's."""
@@ -5535,6 +5575,16 @@ def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any
     return backend.rng_for(generator, device).standard_exponential(shape) / lambd
 
 
+def _random_top(dtype: Any) -> int:
+    """The largest integer ``random_`` draws by default into ``dtype``: every integer up to
+    it is exact there."""
+    if dtype == backend.bool_:
+        return 1
+    if dtype.kind in "iu":
+        return int(xp.iinfo(dtype).max)
+    return 2 ** int(xp.finfo(dtype).nmant + 1)
+
+
 def _drawn(
     generator: Any, device: Any, draw: str, parameters: tuple, shape: tuple, scale, shift
 ) -> Any:
@@ -5586,14 +5636,15 @@ def _unique_results(values, inverse, counts, return_inverse: bool, return_counts
     return (Tensor._make(values), *out) if extras else Tensor._make(values)
 
 
-def _from_argument(given: float | None, keyword: dict) -> float:
-    """``uniform_``'s lower bound, given by position or as PyTorch's keyword ``from``."""
+def _from_argument(given: Any, keyword: dict, name: str = "uniform_", default: Any = 0.0) -> Any:
+    """``uniform_``'s (or ``random_``'s) lower bound, given by position or as PyTorch's
+    keyword ``from``."""
     unknown = set(keyword) - {"from"}
     if unknown:
-        raise TypeError(f"uniform_() got an unexpected keyword argument '{unknown.pop()}'")
+        raise TypeError(f"{name}() got an unexpected keyword argument '{unknown.pop()}'")
     if keyword and given is not None:
-        raise TypeError("uniform_() got multiple values for argument 'from'")
-    return keyword.get("from", 0.0 if given is None else given)
+        raise TypeError(f"{name}() got multiple values for argument 'from'")
+    return keyword.get("from", default if given is None else given)
 
 
 def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:
