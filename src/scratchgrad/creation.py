@@ -121,23 +121,15 @@ def scalar_tensor(
     return tensor(s, _dtype(dtype), device, requires_grad)
 
 
-def hann_window(
-    window_length: int,
-    periodic: bool = True,
-    *,
-    dtype: Any = None,
-    device: Any = None,
-    requires_grad: bool = False,
-) -> Tensor:
+def hann_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The Hann window ``0.5 - 0.5 cos(2 pi n / N)``, ``N`` the length when ``periodic`` (for
-    a spectrogram's frames) or one less, as ``torch.hann_window``.
+    a spectrogram's frames) or one less, as ``torch.hann_window``; ``options``: ``dtype``,
+    ``device``, ``requires_grad``, as for every window here.
 
     >>> hann_window(4)
     tensor([0.0000, 0.5000, 1.0000, 0.5000])
     """
-    return _cosine_window(
-        "hann_window", (0.5, 0.5), window_length, periodic, dtype, device, requires_grad
-    )
+    return _cosine_window("hann_window", (0.5, 0.5), window_length, periodic, **options)
 
 
 def hamming_window(
@@ -145,53 +137,31 @@ def hamming_window(
     periodic: bool = True,
     alpha: float = 0.54,
     beta: float = 0.46,
-    *,
-    dtype: Any = None,
-    device: Any = None,
-    requires_grad: bool = False,
+    **options: Any,
 ) -> Tensor:
     """The Hamming window ``alpha - beta cos(2 pi n / N)``, as ``torch.hamming_window``."""
-    weights = (alpha, beta)
-    return _cosine_window(
-        "hamming_window", weights, window_length, periodic, dtype, device, requires_grad
-    )
+    return _cosine_window("hamming_window", (alpha, beta), window_length, periodic, **options)
 
 
-def blackman_window(
-    window_length: int,
-    periodic: bool = True,
-    *,
-    dtype: Any = None,
-    device: Any = None,
-    requires_grad: bool = False,
-) -> Tensor:
+def blackman_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The Blackman window ``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)``, as
     ``torch.blackman_window``."""
     weights = (0.42, 0.5, 0.08)
-    return _cosine_window(
-        "blackman_window", weights, window_length, periodic, dtype, device, requires_grad
-    )
+    return _cosine_window("blackman_window", weights, window_length, periodic, **options)
 
 
-def bartlett_window(
-    window_length: int,
-    periodic: bool = True,
-    *,
-    dtype: Any = None,
-    device: Any = None,
-    requires_grad: bool = False,
-) -> Tensor:
+def bartlett_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The triangular window ``1 - |2 n / N - 1|``, as ``torch.bartlett_window``."""
-    n, span = _window_points("bartlett_window", window_length, periodic, dtype)
-    return _window(1 - xp.abs(2 * n / span - 1), window_length, dtype, device, requires_grad)
+    n, span = _window_points("bartlett_window", window_length, periodic, options.get("dtype"))
+    return _window(1 - xp.abs(2 * n / span - 1), window_length, **options)
 
 
-def _cosine_window(name, weights, length, periodic, dtype, device, requires_grad) -> Tensor:
+def _cosine_window(name: str, weights: tuple, length: int, periodic: bool, **options) -> Tensor:
     """``sum_k (-1)^k weights[k] cos(2 pi k n / N)``: the Hann, Hamming and Blackman windows."""
-    n, span = _window_points(name, length, periodic, dtype)
+    n, span = _window_points(name, length, periodic, options.get("dtype"))
     angle = 2 * math.pi * n / span
     values = sum((-1) ** k * w * xp.cos(k * angle) for k, w in enumerate(weights))
-    return _window(values, length, dtype, device, requires_grad)
+    return _window(values, length, **options)
 
 
 def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[Any, int]:
@@ -205,7 +175,9 @@ def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[
     return xp.arange(length, dtype=xp.float64), max(length if periodic else length - 1, 1)
 
 
-def _window(values: Any, length: int, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+def _window(
+    values: Any, length: int, *, dtype: Any = None, device: Any = None, requires_grad=False
+) -> Tensor:
     """A window's values as a tensor (a window of one sample is 1, as PyTorch's)."""
     values = xp.ones(1) if length == 1 else values
     return _finish(values.astype(_dtype(dtype)), requires_grad, device)
