@@ -102,6 +102,7 @@ def test_a_python_number_promotes_and_wraps_as_in_pytorch(dtype):
             continue  # PyTorch refuses bool with uint64; a 16-bit float makes inf
         assert name(sg.result_type(a, number)) == name(torch.result_type(at, number)), number
         ops = {"<": lambda p, q: p < q, "==": lambda p, q: p == q, "r*": lambda p, q: q * p}
+        ops.update({"/": lambda p, q: p / q, "r/": lambda p, q: q / p})  # not read wrapped
         if dtype != "bool":
             ops["+"] = lambda p, q: p + q
         if dtype != "bool" and not isinstance(number, bool):  # PyTorch refuses bool subtraction

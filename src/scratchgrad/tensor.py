@@ -547,21 +547,19 @@ class Tensor:
         return binary.Div.apply(y, x)
 
     def _floating_operands(self, other: Any) -> tuple[Tensor, Any]:
-        """``_operands`` of an op whose result is floating (true division): the dtype the two
-        promote to (an integer tensor over a float64 0-d one: float64), or the default float
-        where that is an integer; integer operands are converted straight to it, as PyTorch's
-        (an int8 tensor over a uint8 200 divides by 200, not by its int8 -56)."""
-        x, y = self._operands(other)
-        if backend.is_floating(x.array.dtype) and (
-            not isinstance(y, Tensor) or backend.is_floating(y.array.dtype)
-        ):
-            return x, y
-        dtype = result_type(self, other if isinstance(other, Tensor) else y)
+        """``_operands`` of an op whose result is floating (true division). A number meets
+        this tensor made floating first (uint8 / 300 divides by 300, not by a wrapped 44); two
+        tensors go straight to the dtype they promote to, the default float where that is an
+        integer, as PyTorch's (int8 over a uint8 200 divides by 200, not by its int8 -56; an
+        integer tensor over a float64 0-d one is float64)."""
+        if not isinstance(other, Tensor):
+            return self._floating()._operands(other)
+        if other.array.dtype == self.array.dtype and backend.is_floating(self.array.dtype):
+            return self, other
+        dtype = result_type(self, other)
         if not backend.is_floating(dtype):
             dtype = backend.default_float
-        if isinstance(other, Tensor):
-            return self.to(dtype), other.to(dtype)
-        return self.to(dtype), (y.to(dtype) if isinstance(y, Tensor) else y)
+        return self.to(dtype), other.to(dtype)
 
     def __rfloordiv__(self, other: Any) -> Tensor:
         return self._reflected(other) // self
@@ -2604,8 +2602,7 @@ class Tensor:
             )
         if not lambd > 0:
             raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-        draws = _call(_exponential, generator, self.device, lambd, self.array.shape)
-        return self._copy_from("exponential_", Tensor._make(draws))
+        return self._filled("exponential_", generator, "standard_exponential", scale=1 / lambd)
 
     def random_(
         self,
@@ -2914,8 +2911,8 @@ class Tensor:
         if ndim == 0:
             return self
         order = [d for d in range(ndim) if d not in sources]
-        for to, source in sorted(zip(destinations, sources)):
-            order.insert(to, source)
+        for to, moved in sorted(zip(destinations, sources)):
+            order.insert(to, moved)
         return self.permute(*order)
 
     def expand(self, *sizes: Any) -> Tensor:
@@ -5568,11 +5565,6 @@ def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) 
     """``Tensor.normal_``'s draw, in float64."""
     # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
     return backend.rng_for(generator, device).standard_normal(shape) * std + mean
-
-
-def _exponential(generator: Any, device: Any, lambd: float, shape: tuple) -> Any:
-    """``Tensor.exponential_``'s draw, in float64: Exp(1) samples over the rate."""
-    return backend.rng_for(generator, device).standard_exponential(shape) / lambd
 
 
 def _random_top(dtype: Any) -> int:
