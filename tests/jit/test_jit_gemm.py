@@ -1,13 +1,14 @@
-"""The orientation of the matrix products in a replayed step (``jit/gemm.py``): a product
-computed as ``(b.T @ a.T).T`` is kept only where it has the forward's own call's bits (the
-step's own arrays replaced by random ones of their layouts) and wins two timings, and the
-generated source says which way each big product runs and why.
+"""The way the matrix products in a replayed step run (``jit/gemm.py``): a product computed
+as ``(b.T @ a.T).T``, or split into pieces along its longest size, is kept only where it has
+the forward's own call's bits (the step's own arrays replaced by random ones of their
+layouts) and wins two timings, and the generated source says how each big product runs and why.
 
 The oracles: the eager step (a program with every product swapped that may be ends with
 eager's losses and states, bit for bit) and a product made to differ by one unit in the last
 place, which must be refused. Besides W4 and W5 at full size once (the choice as it is made
-there), sizes are tiny: ``gemm.BIG`` is lowered so that their products are tried, and
-``gemm.MARGIN`` decides the timing's verdict (inf: the swap always wins; 0: it never does).
+there), sizes are tiny: ``gemm.BIG`` is lowered so that their products are tried (and
+``gemm.PIECE`` so that they split), and ``gemm.MARGIN`` decides the timing's verdict (inf: the
+other way always wins; 0: it never does).
 """
 
 import math
@@ -43,6 +44,13 @@ def try_every_product(monkeypatch, margin: float) -> None:
     monkeypatch.setattr(gemm, "MARGIN", margin)
 
 
+def split_every_product(monkeypatch) -> None:
+    """Products whose longest size is M or N split into pieces wherever their bits allow."""
+    try_every_product(monkeypatch, margin=math.inf)
+    monkeypatch.setattr(gemm, "PIECE", 1 << 12)
+    monkeypatch.setattr(gemm, "SHORTEST_PIECE", 1)
+
+
 def train(problem, mode: str, steps: int = 6):
     """The losses and the final state after ``steps`` steps: ``mode`` eager, jit (the whole
     step) or compile (the model)."""
@@ -66,7 +74,7 @@ def train(problem, mode: str, steps: int = 6):
 
 def choices(source: str) -> list[str]:
     """The comments of the products whose orientation was chosen."""
-    return re.findall(r"# ((?:swapped|direct): .*)", source)
+    return re.findall(r"# ((?:swapped|split|direct): .*)", source)
 
 
 @pytest.mark.parametrize("mode", ["jit", "compile"])
@@ -102,40 +110,104 @@ def test_workloads_at_full_size_with_the_products_as_chosen_equal_eager(workload
     assert losses == eager_losses
     assert_same_state(jitted_state, eager_state)
     said = choices(sources[-1])
-    assert len(said) == {"W4": 3, "W5": 2}[workload_id], said  # see docs/jit.md's table
+    assert len(said) == {"W4": 3, "W5": 3}[workload_id], said  # see docs/jit.md's table
 
 
-def test_a_swap_with_other_bits_is_refused(sources, monkeypatch):
-    """A swapped product one unit in the last place away from eager's is never replayed."""
-    try_every_product(monkeypatch, margin=math.inf)
-    swapped = gemm.swapped
-
-    def one_ulp_off(*args, **kwargs):
-        result = swapped(*args, **kwargs)
-        first = result.reshape(-1)[:1]
-        first[...] = np.nextafter(first, np.inf)
-        return result
-
-    monkeypatch.setattr(gemm, "swapped", one_ulp_off)
-    problem = tiny("W4")
+@pytest.mark.parametrize("workload_id", ["W4", "W5"])
+def test_programs_with_split_products_equal_eager(workload_id, sources, monkeypatch):
+    """W4's and W5's steps (tiny sizes) with every product whose longest size is M or N
+    split into pieces of at most 4096 multiply-adds wherever its bits allow (the others
+    swapped): jitted training is eager's bit for bit."""
+    split_every_product(monkeypatch)
+    problem = tiny(workload_id)
     eager_losses, eager_state = train(problem, "eager")
     losses, jitted_state = train(problem, "jit")
     assert losses == eager_losses
     assert_same_state(jitted_state, eager_state)
     said = choices(sources[-1])
-    assert said and all(c == "direct: swapped, the bits differ" for c in said), said
-    assert "k_swapped" not in sources[-1]
+    assert any(c.startswith("split:") for c in said), said
+    assert "k_split(" in sources[-1]
 
 
-@pytest.mark.parametrize("margin, way", [(math.inf, "swapped"), (0.0, "direct")])
+def test_a_linear_layer_split_by_rows_equals_eager(sources, monkeypatch):
+    """A linear layer over a long batch (512 x 6 @ 6 x 8, plus its bias) split into blocks
+    of rows, trained jitted: eager's bits."""
+    split_every_product(monkeypatch)
+    rng = np.random.default_rng(3)
+    x0, target = (rng.standard_normal((512, n)).astype(np.float32) for n in (6, 8))
+    runs = []
+    for jitted in (False, True):
+        sg.manual_seed(0)
+        layer = sg.nn.Linear(6, 8)
+        opt = sg.optim.SGD(layer.parameters(), lr=0.1)
+
+        def step(x, y, layer=layer, opt=opt):
+            opt.zero_grad()
+            loss = F.mse_loss(layer(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = sg.jit(step) if jitted else step
+        losses = [run(sg.from_numpy(x0), sg.from_numpy(target)).item() for _ in range(4)]
+        runs.append((losses, *(p.detach().numpy().copy() for p in layer.parameters())))
+    for eager, jitted in zip(*runs):
+        np.testing.assert_array_equal(np.asarray(jitted), np.asarray(eager))
+    assert re.search(r"k_split\(v\d+, c\d+\.T, c\d+, \(512, 8\), True, ", sources[-1]), sources[-1]
+
+
+@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_split_computes_the_product(rows, with_bias):
+    """Integers in floats sum exactly in any order: the pieces must give the whole product,
+    into ``out`` when given."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(-4, 5, (37, 5)).astype(np.float64)
+    b = rng.integers(-4, 5, (5, 23)).astype(np.float64)
+    bias = rng.integers(-4, 5, 23).astype(np.float64) if with_bias else None
+    expected = a @ b + (0 if bias is None else bias)
+    np.testing.assert_array_equal(gemm.split(a, b, bias, (37, 23), rows, 4), expected)
+    out = np.empty((1, 37, 23))
+    assert gemm.split(a, b, bias, (1, 37, 23), rows, 6, out=out) is out
+    np.testing.assert_array_equal(out[0], expected)
+
+
+@pytest.mark.parametrize("way", ["swapped", "split"])
+def test_another_way_with_other_bits_is_refused(way, sources, monkeypatch):
+    """A product computed another way one unit in the last place away from eager's is
+    never replayed."""
+    split_every_product(monkeypatch)
+    other_way = getattr(gemm, way)
+
+    def one_ulp_off(*args, **kwargs):
+        result = other_way(*args, **kwargs)
+        first = result.reshape(-1)[:1]
+        first[...] = np.nextafter(first, np.inf)
+        return result
+
+    monkeypatch.setattr(gemm, way, one_ulp_off)
+    problem = tiny("W4")
+    eager_losses, eager_state = train(problem, "eager")
+    losses, jitted_state = train(problem, "jit")
+    assert losses == eager_losses
+    assert_same_state(jitted_state, eager_state)
+    refused = [c for c in choices(sources[-1]) if c == f"direct: {way}, the bits differ"]
+    assert refused, choices(sources[-1])
+    assert f"k_{way}(" not in sources[-1]
+
+
+@pytest.mark.parametrize("margin, way", [(math.inf, "swapped|split"), (0.0, "direct")])
 def test_the_source_names_the_choice_and_its_timings(margin, way, sources, monkeypatch):
-    try_every_product(monkeypatch, margin)
+    split_every_product(monkeypatch)
+    monkeypatch.setattr(gemm, "MARGIN", margin)
     train(tiny("W4"), "jit", steps=3)
     said = choices(sources[-1])
     timed = [c for c in said if not c.endswith("the bits differ")]
-    assert timed, said
+    assert {c.split()[-1] for c in timed} == {"swapped", "split"}, said
     for comment in timed:
-        assert re.fullmatch(rf"{way}: \d+ us direct, \d+ us swapped", comment), comment
+        other = comment.split()[-1]
+        assert re.fullmatch(rf"({way}): \d+ us direct, \d+ us {other}", comment), comment
+        assert way == "direct" or comment.startswith(other)
 
 
 def test_small_products_and_short_inner_sizes_are_not_tried(sources):

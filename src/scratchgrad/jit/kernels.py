@@ -7,7 +7,7 @@ other object, a literal or a constant of the program), it returns the code of on
 computes exactly what ``forward`` computed (the same NumPy calls in the same order, so the same
 bits), or None where the rule does not cover the case (then the forward itself is replayed).
 A matrix product's rule returns a ``gemm.Product`` instead: that code with the two matrices,
-so the recorder may choose to replay it the other way round (see gemm.py).
+so the recorder may choose to replay it another way: swapped or split (see gemm.py).
 A rule may only be given for a forward whose backward reads nothing but its inputs and its
 result from ``ctx``. The code ends with ``OUT`` before its closing parenthesis, where the
 program may write ``, out=...``: a buffer kept across replays, or an input that nothing reads
@@ -58,6 +58,7 @@ NAMES = {
     "np_matmul": xp.matmul,
     "k_linear": linear,
     "k_swapped": gemm.swapped,
+    "k_split": gemm.split,
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
     "k_relu": unary.relu,
@@ -89,8 +90,8 @@ def _same_matrices(arrays: list) -> bool:
 
 # NOTE: the matrix products below are ``numpy.dot``, as the forwards' ``x.dot(y)``: with out=
 # it runs the same BLAS call writing into the buffer, so the same bits (a test checks it).
-# They are given to the recorder as ``gemm.Product``s, which it may replay the other way
-# round (see gemm.py).
+# They are given to the recorder as ``gemm.Product``s, which it may replay another way,
+# swapped or split (see gemm.py).
 
 
 def _linear(args, arrays, kwargs, expr) -> gemm.Product | None:
