@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scratchgrad"
 
 # Bottom to top; a module may import its own layer and the ones before it.
 LAYERS = [
-    {"backend", "dtypes", "cuda", "accelerator", "backends"},  # arrays, dtypes, devices
+    {"backend", "dtypes", "cuda", "accelerator", "backends", "meta"},  # arrays, dtypes, devices
     {"autograd"},
     {"ops"},
     {"tensor", "creation", "printing", "linalg", "special", "indexed_writes", "statistics"},

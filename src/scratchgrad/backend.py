@@ -271,7 +271,22 @@ def _load_cupy() -> ArrayBackend | None:
     )
 
 
+def _load_meta() -> ArrayBackend:
+    """The "meta" device's backend: arrays with a shape and a dtype, and no data (meta.py)."""
+    from scratchgrad import meta
+
+    return ArrayBackend(
+        "meta",
+        meta.xp,
+        meta.MetaArray,
+        to_host=meta.to_host,
+        from_host=meta.from_host,
+        scatter_add=meta.scatter_add,
+    )
+
+
 _LOADERS["cuda"] = _load_cupy
+_LOADERS["meta"] = _load_meta
 
 
 def register_backend(array_backend: ArrayBackend) -> None:

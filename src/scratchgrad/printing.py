@@ -87,13 +87,20 @@ def get_printoptions() -> dict[str, Any]:
 
 def format_tensor(t: Tensor) -> str:
     """``tensor(<values>, <what differs from the defaults>)``: device, size (of an empty
-    tensor), dtype, ``grad_fn`` or ``requires_grad``, as PyTorch lists them."""
-    array = backend.to_host(t.array)  # waits for the device, as printing does in PyTorch
+    tensor), dtype, ``grad_fn`` or ``requires_grad``, as PyTorch lists them. A meta tensor
+    has no values to show: ``tensor(..., device='meta', size=(2, 3))``."""
+    meta = t.is_meta
+    array = t.array if meta else backend.to_host(t.array)  # waits for the device, as PyTorch
     dtype = array.dtype
     suffixes = []
     if backend.device_of(t.array) is not backend.cpu:
         suffixes.append(f"device='{t.device}'")
-    if array.size == 0:
+    if meta:
+        body = "..."
+        suffixes.append(f"size={tuple(array.shape)}")
+        if dtype != backend.default_float:
+            suffixes.append(f"dtype=scratchgrad.{dtype}")
+    elif array.size == 0:
         body = "[]"
         if array.ndim != 1:
             suffixes.append(f"size={tuple(array.shape)}")

@@ -154,6 +154,11 @@ class Tensor:
     def is_cpu(self) -> bool:
         return self.device.type == "cpu"
 
+    @property
+    def is_meta(self) -> bool:
+        """Whether this is a meta tensor: a shape and a dtype, no data (see ``meta.py``)."""
+        return self.device.type == "meta"
+
     def get_device(self) -> int:
         """The device index, -1 on the CPU (as PyTorch)."""
         where = self.device

@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest
 from test_programs import test_program_gives_torchs_losses as check_program
 
-GAPS: dict[str, str] = {
-    "func_model_ensemble": "no 'meta' device: Module.to('meta') for functional_call's stateless "
-    "template raises DeviceUnavailableError (runs the same with a plain copy on cpu)",
-}
+GAPS: dict[str, str] = {}
 PROGRAMS = sorted(p for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("test_"))
 
 

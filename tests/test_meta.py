@@ -1,0 +1,97 @@
+"""The "meta" device (``scratchgrad/meta.py``) against PyTorch's: tensors with a shape and a dtype
+and no data, made there or moved there, printed, deep-copied, and used as the stateless template
+of ``functional_call``; reading their values and computing on them raise."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad.func import functional_call
+
+
+def _made(lib, how: str):
+    return {
+        "empty": lambda: lib.empty(2, 3, device="meta"),
+        "zeros": lambda: lib.zeros((4,), dtype=lib.float64, device="meta"),
+        "ones": lambda: lib.ones((), device="meta"),
+        "full": lambda: lib.full((2, 2), 7, device="meta"),
+        "tensor": lambda: lib.tensor([1.0, 2.0], device="meta"),
+        "to": lambda: lib.ones(3, 1, dtype=lib.int64).to("meta"),
+        "empty_like": lambda: lib.empty_like(lib.ones(5), device="meta"),
+    }[how]()
+
+
+@pytest.mark.parametrize("how", ["empty", "zeros", "ones", "full", "tensor", "to", "empty_like"])
+def test_meta_tensors_have_torchs_shape_dtype_device_and_repr(how):
+    ours, theirs = _made(sg, how), _made(torch, how)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    assert str(ours.device) == str(theirs.device) == "meta"
+    assert ours.is_meta and theirs.is_meta
+    assert repr(ours) == repr(theirs).replace("torch.", "scratchgrad.")
+
+
+def test_a_module_moved_to_meta_keeps_its_parameters_shapes_and_flags():
+    model = sg.nn.Sequential(sg.nn.Linear(3, 4), sg.nn.BatchNorm1d(4))
+    before = model[0].weight
+    model.to("meta")
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).to("meta")
+    assert model[0].weight is before  # moved in place, as every .to
+    assert list(model.state_dict()) == list(reference.state_dict())
+    for (name, ours), theirs in zip(model.state_dict().items(), reference.state_dict().values()):
+        assert ours.is_meta and tuple(ours.shape) == tuple(theirs.shape), name
+    assert all(p.requires_grad and isinstance(p, sg.nn.Parameter) for p in model.parameters())
+    assert repr(model[0].weight) == repr(reference[0].weight)
+    twin = copy.deepcopy(model)
+    assert twin[0].weight is not model[0].weight and twin[0].weight.is_meta
+
+
+def test_reading_values_raises_as_in_pytorch():
+    for lib in (sg, torch):
+        x = lib.empty(2, 3, device="meta")
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor; no data!"):
+            x.cpu()
+        with pytest.raises(TypeError, match="can't convert meta device type tensor to numpy"):
+            x.numpy()
+
+
+@pytest.mark.parametrize(
+    "compute",
+    [
+        lambda x: x + 1,
+        lambda x: x.sum(),
+        lambda x: x.exp(),
+        lambda x: x @ x.mT,
+        lambda x: x.uniform_(),
+        lambda x: x[0],
+        lambda x: sg.nn.Linear(3, 2)(x.cpu()),
+    ],
+    ids=["add", "sum", "exp", "matmul", "uniform_", "index", "to cpu"],
+)
+def test_computing_on_meta_tensors_raises_naming_the_device(compute):
+    """PyTorch gives a meta result of the right shape; scratchgrad refuses rather than make up
+    numbers, and says why."""
+    x = sg.empty(2, 3, device="meta")
+    with pytest.raises(NotImplementedError, match="meta"):
+        compute(x)
+
+
+def test_a_layer_on_meta_refuses_inputs():
+    layer = sg.nn.Linear(3, 2).to("meta")
+    with pytest.raises(NotImplementedError, match="meta device"):
+        layer(sg.ones(4, 3))
+
+
+def test_functional_call_runs_a_meta_template_with_real_parameters():
+    """PyTorch's model-ensembling recipe: a copy on "meta" as the stateless template."""
+    sg.manual_seed(0)
+    model = sg.nn.Sequential(sg.nn.Linear(3, 5), sg.nn.Tanh(), sg.nn.Linear(5, 2))
+    template = copy.deepcopy(model).to("meta")
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    x = sg.randn(4, 3)
+    out = functional_call(template, params, (x,))
+    np.testing.assert_array_equal(out.numpy(), model(x).detach().numpy())
+    assert template[0].weight.is_meta  # the template keeps no data
