@@ -38,6 +38,7 @@ ALLOWED = {
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("cuda.amp", "amp"): "torch.cuda.amp's old spellings of scratchgrad.amp, loaded on demand",
     ("nn.utils.stateless", "func"): "the deprecated functional_call calls torch.func's",
+    ("nn.module", "compiled"): "Module.compile() captures the module in place, when called",
     ("export.command", "train"): "`scratchgrad export` rebuilds models `scratchgrad train` made",
     ("export.command", "scratchgrad"): "the export command is a tool, like cli and train",
 }

@@ -119,11 +119,7 @@ def compile(
     >>> [scaled(sg.tensor([1.0, 2.0])).tolist() for _ in range(4)]  # eager, record twice, replay
     [[3.0, 5.0], [3.0, 5.0], [3.0, 5.0], [3.0, 5.0]]
     """
-    if mode is not None and options is not None:
-        raise RuntimeError(
-            "compile: either mode or options can be specified, but both can't be specified at "
-            "the same time"
-        )
+    _check_options(mode, options)
     if model is None:  # @compile(...) : the options now, the function next
         return functools.partial(
             compile,
@@ -142,3 +138,26 @@ def compile(
     if isinstance(model, Module):
         return OptimizedModule(model)
     return jit(model)
+
+
+def compile_in_place(
+    module: Module,
+    *,
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+    disable: bool = False,
+    **ignored: Any,
+) -> None:
+    """``Module.compile``: the module's own calls captured from now on, as ``compile(module)``
+    captures the wrapper's, with its options (``disable=True`` leaves the module as it is)."""
+    _check_options(mode, options)
+    if not disable:
+        object.__setattr__(module, "_compiled_call_impl", CompiledForward(module, wrappers=1))
+
+
+def _check_options(mode: str | None, options: dict[str, Any] | None) -> None:
+    if mode is not None and options is not None:
+        raise RuntimeError(
+            "compile: either mode or options can be specified, but both can't be specified at "
+            "the same time"
+        )

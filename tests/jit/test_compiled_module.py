@@ -58,11 +58,13 @@ def _batches(shape, count=2, seed=5):
 
 
 def _train(make, compiled, batches, labels, loss_fn=F.cross_entropy, steps=6, optimizer=None):
-    """Train a fresh seeded model ``steps`` steps, compiled or not: the losses, the model's
-    and the optimizer's state, and the model."""
+    """Train a fresh seeded model ``steps`` steps, compiled (True), compiled in place ("in
+    place") or not: the losses, the model's and the optimizer's state, and the model."""
     sg.manual_seed(0)
     model = _counting(make())
-    net = sg.compile(model) if compiled else model
+    net = sg.compile(model) if compiled is True else model
+    if compiled == "in place":
+        assert model.compile() is None  # Module.compile: the model itself is captured
     opt = (optimizer or (lambda p: sg.optim.Adam(p, lr=0.01)))(net.parameters())
     losses = []
     for step in range(steps):
@@ -103,16 +105,35 @@ def _assert_same(found, expected, where=""):
     ],
     ids=["mlp-adam", "cnn-sgd-momentum"],
 )
-def test_trained_compiled_equals_eager_bit_for_bit(make, shape, optimizer):
+@pytest.mark.parametrize("how", [True, "in place"], ids=["compile(model)", "model.compile()"])
+def test_trained_compiled_equals_eager_bit_for_bit(make, shape, optimizer, how):
     """Train-mode batch norm and seeded dropout included: losses, state dicts and the
     optimizer's state equal, and the Python forward ran three times (eager, two recordings)."""
     batches, labels = _batches(shape)
     eager = _train(make, False, batches, labels, optimizer=optimizer)
-    compiled = _train(make, True, batches, labels, optimizer=optimizer)
+    compiled = _train(make, how, batches, labels, optimizer=optimizer)
     assert compiled[0] == eager[0]
     _assert_same(compiled[1], eager[1])
     _assert_same(compiled[2], eager[2])
     assert compiled[3].python_calls == 3
+    if how == "in place":  # no wrapper: the state dict's keys are the module's own
+        assert list(compiled[3].state_dict()) == list(make().state_dict())
+
+
+def test_compile_in_place_takes_compiles_options():
+    """``disable=True`` leaves the module eager; ``mode`` with ``options`` raises as
+    ``compile`` does; other options are accepted."""
+    model = _counting(nn.Linear(2, 2))
+    model.compile(disable=True)
+    for _ in range(4):
+        model(sg.ones(1, 2)).sum().backward()
+    assert model.python_calls == 4
+    with pytest.raises(RuntimeError, match="either mode or options"):
+        model.compile(mode="max-autotune", options={})
+    model.compile(mode="reduce-overhead", fullgraph=True, dynamic=False)
+    for _ in range(4):
+        model(sg.ones(1, 2)).sum().backward()
+    assert model.python_calls == 4 + 3
 
 
 LOSSES = {
@@ -320,9 +341,12 @@ def test_each_guard_records_a_new_program_that_equals_eager(change):
     assert model.python_calls == 5  # two more recordings, then a replay
 
 
-def test_the_cache_limit_warns_once_then_runs_eagerly():
+@pytest.mark.parametrize("in_place", [False, True])
+def test_the_cache_limit_warns_once_then_runs_eagerly(in_place):
     model = _counting(nn.Linear(2, 2))
-    compiled = sg.compile(model)
+    compiled = model if in_place else sg.compile(model)
+    if in_place:
+        model.compile()
     compiled(sg.randn(1, 2))  # eager
     for rows in range(1, 9):  # eight batch sizes, one recording each
         compiled(sg.randn(rows, 2)).sum().backward()
@@ -364,6 +388,9 @@ def test_reading_a_value_in_forward_raises_jit_error_naming_the_line():
 
 def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
     model = _Reads("branch")
+    with sg.no_grad():  # the branch's sign is the input's (not the random weights')
+        model.linear.weight.fill_(1.0)
+        model.linear.bias.zero_()
     compiled = sg.compile(model)
     positive = sg.ones(3, 2) * 100
     compiled(positive).sum().backward()  # eager

@@ -280,8 +280,11 @@ class CompiledForward:
     tensor([[12., 12.]])
     """
 
-    def __init__(self, module: Any, cache_size: int = 8) -> None:
-        self.module, self.cache_size = module, cache_size
+    def __init__(self, module: Any, cache_size: int = 8, wrappers: int = 2) -> None:
+        """``wrappers``: the frames between the user's call and this one's (an
+        ``OptimizedModule``'s: its ``Module.__call__`` and ``forward``; a module compiled in
+        place: its ``Module.__call__``), for the stack level of warnings."""
+        self.module, self.cache_size, self.wrappers = module, cache_size, wrappers
         # One arena for the buffers of all its programs: they never run at the same time (a
         # forward program returns what the backward needs; nothing stays in the arena).
         self.arena = program.Arena()
@@ -297,11 +300,12 @@ class CompiledForward:
     def __deepcopy__(self, memo: dict) -> CompiledForward:
         """A copy of the module (``copy.deepcopy`` of a compiled model, as for an EMA) starts
         without recordings: the programs name the original's buffers and parameters."""
-        return CompiledForward(copy.deepcopy(self.module, memo), self.cache_size)
+        return CompiledForward(copy.deepcopy(self.module, memo), self.cache_size, self.wrappers)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        eager = self.module._call_impl  # (not __call__: a module compiled in place)
         if capture_hook.recorder is not None or function._vmap_dispatch is not None:
-            return self.module(*args, **kwargs)  # the jit or vmap around sees each operation
+            return eager(*args, **kwargs)  # the jit or vmap around sees each operation
         self.calls += 1
         if self.fast is not None:
             recording, fast = self.fast
@@ -309,7 +313,7 @@ class CompiledForward:
             if tensors is not guards.MISS:
                 return recording.run(tensors)
         elif self.calls == 1:  # eagerly, so lazily made state exists
-            return self.module(*args, **kwargs)
+            return eager(*args, **kwargs)
         tensors, key = self._signature(args, kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
@@ -323,18 +327,18 @@ class CompiledForward:
                 return self._record(key, tensors, args, kwargs)  # and check (see _finished)
         self.fast = None  # (it may be a stale recording's, which drop_stale lets go)
         if not all(isinstance(t.array, xp.ndarray) for t in tensors):
-            return self.module(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
+            return eager(*args, **kwargs)  # a GPU's arrays: the programs are NumPy calls
         drop_stale(self)
-        # stacklevel: past OptimizedModule.forward and Module.__call__, to the user's call
-        if cache_full(self, f"scratchgrad.compile: {self.name}", stacklevel=4):
-            return self.module(*args, **kwargs)
+        # stacklevel: past the wrappers, to the user's call
+        if cache_full(self, f"scratchgrad.compile: {self.name}", stacklevel=2 + self.wrappers):
+            return eager(*args, **kwargs)
         # A recording is complete once its backward ran. Past two calls without one
         # (validation without no_grad), run eagerly, which is several times faster than
         # recording every call, and record again every 16th call, for when backward is back.
         waiting = (key, self.module.training)
         calls = self.unfinished[waiting] = self.unfinished.get(waiting, 0) + 1
         if calls > 2 and calls % 16:
-            return self.module(*args, **kwargs)
+            return eager(*args, **kwargs)
         return self._record(key, tensors, args, kwargs)
 
     def _signature(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
@@ -369,11 +373,12 @@ class CompiledForward:
         casts, autocast.state.cache = autocast.state.cache, None
         try:
             with Capturing(recorder):
-                result = self.module(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+                call = self.module._call_impl  # (not __call__: a module compiled in place)
+                result = call(*_replaced(args, leaves), **_replaced(kwargs, leaves))
         finally:
             autocast.state.cache = casts
-        # stacklevel: past this, __call__, OptimizedModule.forward and Module.__call__
-        outer.check_state(state, before, f"{self.name}.forward", stacklevel=5)
+        # stacklevel: past this, __call__ and the wrappers
+        outer.check_state(state, before, f"{self.name}.forward", stacklevel=3 + self.wrappers)
         made, build = _outputs(result, recorder, tensors, leaves)
         differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         values = _python_values(result)

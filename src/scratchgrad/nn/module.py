@@ -68,6 +68,8 @@ class Module:
     _backward_pre_hooks: tuple = ()
     _backward_hooks: tuple = ()
     _hooked = False
+    # Module.compile's capture of this module's calls (None: not compiled in place)
+    _compiled_call_impl: Any = None
 
     def __init__(self) -> None:
         set_ = object.__setattr__
@@ -83,15 +85,36 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is not None:  # scratchgrad.jit guards on its train/eval mode
             capture_hook.recorder.called(self)
-        if self._hooked:
-            return self._call_hooked(args, kwargs)
+        if self._hooked:  # hooks registered, or compiled in place: the slower way
+            compiled = self._compiled_call_impl
+            if compiled is not None:
+                return compiled(*args, **kwargs)
+            return self._call_impl(*args, **kwargs)
         return self.forward(*args, **kwargs)
 
-    def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
-        """``forward`` between its hooks, as PyTorch's: a pre-hook may return new inputs (a
-        tuple, or one value), a hook a new output; each sees what the ones before it left.
-        With backward hooks, the tensors going in and coming out pass through identity nodes
-        whose backward runs them (``_BackwardHooks``)."""
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Capture this module's calls in place, as ``torch.nn.Module.compile``, with
+        ``scratchgrad.compile``'s options: its forward and the backward it records are recorded
+        per input signature and replayed, as ``compile(module)``'s wrapper's are, while the
+        module stays itself (its ``state_dict`` keys unchanged).
+
+        >>> import scratchgrad as sg
+        >>> from scratchgrad import nn
+        >>> model = nn.Linear(2, 1)
+        >>> model.compile(mode="reduce-overhead")
+        >>> [model(sg.ones(3, 2)).sum().backward() for _ in range(4)] and model.weight.grad
+        tensor([[12., 12.]])
+        """
+        from scratchgrad.compiled import compile_in_place  # (the jit layer, above nn)
+
+        compile_in_place(self, *args, **kwargs)
+        self._hooked = True  # (__call__'s slower way looks for the capture)
+
+    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        """``forward`` between its hooks, as PyTorch's (and ``compile``'s capture's way in): a
+        pre-hook may return new inputs (a tuple, or one value), a hook a new output; each sees
+        what the ones before it left. With backward hooks, the tensors going in and coming out
+        pass through identity nodes whose backward runs them (``_BackwardHooks``)."""
         for hook, with_kwargs in self._forward_pre_hooks:
             if with_kwargs:
                 args, kwargs = hook(self, args, kwargs) or (args, kwargs)
