@@ -4,7 +4,8 @@ halves, ``get_total_norm`` and ``clip_grads_with_norm_``), batch norm folding (`
 parameters as one vector and back, ``rnn.pad_sequence`` for batches of sequences, weight
 and spectral normalisation (``weight_norm``, ``spectral_norm`` and their removal), and the
 modules ``parametrize`` (``register_parametrization``) and ``parametrizations``
-(``weight_norm``, ``spectral_norm`` and ``orthogonal`` as parametrizations)."""
+(``weight_norm``, ``spectral_norm`` and ``orthogonal`` as parametrizations), and ``prune``
+(masks on parameters: ``l1_unstructured``, ``global_unstructured``, ``remove``, ...)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.nn.utils import parametrizations, parametrize, rnn, stateless
+from scratchgrad.nn.utils import parametrizations, parametrize, prune, rnn, stateless
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from scratchgrad.nn.utils.fusion import (
     fuse_conv_bn_eval,
