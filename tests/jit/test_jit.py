@@ -97,6 +97,7 @@ OPTIMIZERS = {
     "adam": lambda ps: sg.optim.Adam(ps, lr=0.01),
     "adamw-amsgrad": lambda ps: sg.optim.AdamW(ps, lr=0.01, amsgrad=True),
     "rmsprop": lambda ps: sg.optim.RMSprop(ps, lr=0.01, momentum=0.5),
+    "adafactor": lambda ps: sg.optim.Adafactor(ps, lr=0.05, weight_decay=0.1, d=1.5),
 }
 
 

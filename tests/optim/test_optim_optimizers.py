@@ -69,6 +69,9 @@ CASES = [
     ("ASGD", {"lr": 0.05}),
     ("ASGD", {"lr": 0.05, "lambd": 0.1, "alpha": 0.5, "t0": 5, "weight_decay": 0.1}),
     ("ASGD", {"lr": 0.01, "t0": 0, "maximize": True}),
+    ("Adafactor", {}),
+    ("Adafactor", {"lr": 0.05, "weight_decay": 0.1, "d": 1.5}),
+    ("Adafactor", {"eps": (1e-30, 1e-2), "beta2_decay": -0.5, "maximize": True}),
 ]
 SCALAR_STATE = {"mu_product", "eta", "mu"}  # 0-d float32 tensors in both libraries
 
@@ -145,7 +148,7 @@ def test_trajectory_matches_torch_with_two_groups(name, kwargs):
 
 
 NAMES = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
-NAMES += ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD"]
+NAMES += ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Adafactor"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -219,7 +222,7 @@ def test_step_leaves_the_gradient_alone(name, kwargs):
     np.testing.assert_array_equal(ours[0].grad.numpy(), gradients(W0, B0)[0])
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "Adafactor"])
 def test_parameters_without_gradient_are_skipped(name):
     used, unused = sg.zeros(2, requires_grad=True), sg.ones(2, requires_grad=True)
     opt = (

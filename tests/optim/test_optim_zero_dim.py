@@ -22,6 +22,7 @@ OPTIONS = {
     "Adamax": [{}],
     "ASGD": [{}],
     "Rprop": [{}],
+    "Adafactor": [{}, {"d": 1.5, "eps": (1e-30, 1e-2)}],
 }
 CASES = [
     (name, {**options, "maximize": maximize, **({} if name == "Rprop" else {"weight_decay": wd})})

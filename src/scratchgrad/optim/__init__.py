@@ -15,6 +15,7 @@
 
 from scratchgrad.optim import lr_scheduler, swa_utils
 from scratchgrad.optim.adadelta import Adadelta
+from scratchgrad.optim.adafactor import Adafactor
 from scratchgrad.optim.adagrad import Adagrad
 from scratchgrad.optim.adam import Adam, AdamW
 from scratchgrad.optim.adamax import Adamax
@@ -31,6 +32,7 @@ __all__ = [
     "LBFGS",
     "SGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
