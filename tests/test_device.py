@@ -147,3 +147,46 @@ def test_a_generator_is_made_at_its_first_draw_not_when_seeded():
     assert sg.backend.to_host(g.rng.integers(1000, size=4)).tolist() == (
         sg.backend.to_host(expected).tolist()
     )
+
+
+@pytest.fixture
+def default_device_restored():
+    yield
+    sg.set_default_device(None)
+    torch.set_default_device(None)
+
+
+def _factories(lib):
+    return [lib.zeros(1), lib.tensor([1.0]), lib.randn(2), lib.arange(3), lib.eye(2),
+            lib.full((2,), 3.0), lib.empty(1), lib.linspace(0, 1, 3), lib.randperm(3)]  # fmt: skip
+
+
+def test_set_default_device_moves_the_factories_as_pytorchs(default_device_restored):
+    assert str(sg.get_default_device()) == str(torch.get_default_device()) == "cpu"
+    for lib in (sg, torch):
+        lib.set_default_device("meta")
+    assert str(sg.get_default_device()) == str(torch.get_default_device()) == "meta"
+    assert [str(t.device) for t in _factories(sg)] == [str(t.device) for t in _factories(torch)]
+    assert all(t.is_meta for t in _factories(sg))
+    assert sg.zeros(1, device="cpu").device == sg.device("cpu")  # an explicit device wins
+    for lib in (sg, torch):
+        lib.set_default_device(None)
+    assert str(sg.get_default_device()) == "cpu" and not sg.zeros(1).is_meta
+
+
+def test_a_device_as_a_context_manager_nests_and_restores(default_device_restored):
+    seen = []
+    for lib in (sg, torch):
+        with lib.device("meta"):
+            with lib.device("cpu"):
+                inner = lib.zeros(1).device
+            outer = [lib.zeros(1).device, lib.zeros(1, device="cpu").device]
+        seen.append([str(d) for d in (inner, *outer, lib.zeros(1).device)])
+    assert seen[0] == seen[1] == ["cpu", "meta", "cpu", "cpu"]
+
+
+@NO_GPU
+def test_a_default_device_without_a_backend_raises(default_device_restored):
+    with pytest.raises(RuntimeError, match="'cuda' is not available"):  # an AssertionError too
+        sg.set_default_device("cuda")
+    assert sg.get_default_device() == sg.device("cpu")  # unchanged

@@ -65,11 +65,10 @@ def test_reading_values_raises_as_in_pytorch():
         lambda x: x.sum(),
         lambda x: x.exp(),
         lambda x: x @ x.mT,
-        lambda x: x.uniform_(),
         lambda x: x[0],
         lambda x: sg.nn.Linear(3, 2)(x.cpu()),
     ],
-    ids=["add", "sum", "exp", "matmul", "uniform_", "index", "to cpu"],
+    ids=["add", "sum", "exp", "matmul", "index", "to cpu"],
 )
 def test_computing_on_meta_tensors_raises_naming_the_device(compute):
     """PyTorch gives a meta result of the right shape; scratchgrad refuses rather than make up
@@ -95,3 +94,32 @@ def test_functional_call_runs_a_meta_template_with_real_parameters():
     out = functional_call(template, params, (x,))
     np.testing.assert_array_equal(out.numpy(), model(x).detach().numpy())
     assert template[0].weight.is_meta  # the template keeps no data
+
+
+def test_fills_of_meta_tensors_do_nothing_as_in_pytorch():
+    x = sg.empty(2, 3, device="meta")
+    for fill in (lambda: x.uniform_(), lambda: x.normal_(), lambda: x.fill_(1.0), x.zero_,
+                 lambda: x.bernoulli_(0.5), lambda: x.exponential_()):  # fmt: skip
+        assert fill() is x and x.is_meta
+
+
+def _modules(nn):
+    return nn.Sequential(
+        nn.Linear(4, 3), nn.BatchNorm1d(3), nn.LayerNorm(3), nn.Embedding(5, 3),
+        nn.Conv2d(1, 2, 3), nn.MultiheadAttention(4, 2), nn.GRU(3, 4),
+    )  # fmt: skip
+
+
+def test_modules_built_on_the_meta_device_have_torchs_state():
+    """``with device("meta"):`` (PyTorch's way to describe a big model without its memory):
+    the layers' initialisations do nothing there, and the state is PyTorch's in names,
+    shapes and dtypes, on the meta device."""
+    with sg.device("meta"):
+        ours = _modules(sg.nn)
+    with torch.device("meta"):
+        theirs = _modules(torch.nn)
+    assert [(k, tuple(v.shape), v.dtype.name) for k, v in ours.state_dict().items()] == [
+        (k, tuple(v.shape), str(v.dtype).split(".")[-1]) for k, v in theirs.state_dict().items()
+    ]
+    assert all(t.is_meta for t in ours.state_dict().values())
+    assert not sg.zeros(1).is_meta  # the block is over

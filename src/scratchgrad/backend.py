@@ -200,6 +200,16 @@ class device:
     def __reduce__(self):
         return device, (self.type, self.index)
 
+    def __enter__(self) -> device:
+        """``with device("meta"):``, as PyTorch's: the default device (``set_default_device``)
+        inside the block, the one before after it."""
+        _entered.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exception: Any) -> None:
+        set_default_device(_entered.pop())
+
 
 def _type_name(value) -> str:
     return type(value).__name__
@@ -207,6 +217,36 @@ def _type_name(value) -> str:
 
 _Device = device  # for the signatures whose parameter is called ``device``
 cpu = device("cpu")
+# Where the factories make tensors when not told (set_default_device), and the ones that
+# ``with device(...)`` blocks replaced, innermost last.
+default_device = cpu
+_entered: list[device] = []
+
+
+def set_default_device(where: device | str | None) -> None:
+    """Make ``where`` the device of tensors made without ``device=`` (the factories, new
+    layers' parameters), as ``torch.set_default_device``; None or "cpu": the CPU again. A
+    device without a backend raises.
+
+    >>> import scratchgrad as sg
+    >>> sg.set_default_device("meta")
+    >>> sg.zeros(2).device, sg.nn.Linear(3, 2).weight.is_meta
+    (device(type='meta'), True)
+    >>> sg.set_default_device(None)
+    """
+    global default_device
+    where = cpu if where is None else device(where)
+    array_backend(where)  # raises for a device without a backend
+    default_device = cpu if where == cpu else where
+
+
+def get_default_device() -> device:
+    """The device of tensors made without ``device=`` (see ``set_default_device``).
+
+    >>> get_default_device()
+    device(type='cpu')
+    """
+    return default_device
 
 
 @dataclass(frozen=True)
@@ -339,9 +379,12 @@ def is_available(device_type: str) -> bool:
 
 
 def array_backend(where: device | str | None = None) -> ArrayBackend:
-    """The backend of ``where`` (None: the CPU); raises for a device that cannot hold tensors,
+    """The backend of ``where`` (None: the default device, the CPU unless
+    ``set_default_device`` said otherwise); raises for a device that cannot hold tensors,
     naming it."""
-    if where is None or where is cpu or where == "cpu":
+    if where is None:
+        where = default_device
+    if where is cpu or where == "cpu":
         return CPU_BACKEND
     where = device(where)
     found = _backend(where.type)
@@ -359,7 +402,8 @@ def array_backend(where: device | str | None = None) -> ArrayBackend:
 
 
 def array_module(where: device | str | None = None):
-    """The array module that computes on ``where`` (None: the CPU); raises as ``array_backend``."""
+    """The array module that computes on ``where`` (None: the default device); raises as
+    ``array_backend``."""
     return array_backend(where).xp
 
 
@@ -388,7 +432,9 @@ def is_on(array: Any, where: device | str | None) -> bool:
 
 
 def to_device(array: Any, where: device | str | None):
-    """``array`` on ``where``: the same array when it is there already, else a copy."""
+    """``array`` on ``where`` (None: the CPU): the same array when it is there already, else a
+    copy."""
+    where = cpu if where is None else where
     target = array_backend(where)  # raises for a device without a backend
     if is_on(array, where):
         return array

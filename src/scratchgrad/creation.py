@@ -28,13 +28,24 @@ _make = capture_hook.call
 
 
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
+    """A tensor of ``array``, moved to ``device`` if given (see ``_on``)."""
     t = Tensor._make(array if device is None else backend.to_device(array, device))
     return t.requires_grad_() if requires_grad else t
 
 
+def _on(device: Any) -> Any:
+    """Where a tensor made on the CPU (data, random draws) goes: ``device``, or the default
+    device (None where that is the CPU: nothing to move)."""
+    if device is None and backend.default_device is not backend.cpu:
+        return backend.default_device
+    return device
+
+
 def _xp(device: Any):
-    """The array module that makes constants on ``device``."""
-    return xp if device is None else backend.array_module(device)
+    """The array module that makes constants on ``device`` (None: the default device)."""
+    if device is None:
+        device = backend.default_device
+    return xp if device is backend.cpu else backend.array_module(device)
 
 
 def _dtype(dtype: Any, default: Any = None) -> Any:
@@ -65,6 +76,7 @@ def tensor(
             t.array = recorder.call(to_array, source, dtype)
         else:
             t.array = recorder.call(xp.copy, t.array)
+    device = _on(device)
     if device is not None:
         t.array = backend.to_device(t.array, device)
     return t
@@ -75,7 +87,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device, dtype)
     if backend.is_array(data) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
-        return _finish(data, False, device)
+        return _finish(data, False, _on(device))
     return tensor(data, dtype, device)
 
 
@@ -180,7 +192,7 @@ def _window(
 ) -> Tensor:
     """A window's values as a tensor (a window of one sample is 1, as PyTorch's)."""
     values = xp.ones(1) if length == 1 else values
-    return _finish(values.astype(_dtype(dtype)), requires_grad, device)
+    return _finish(values.astype(_dtype(dtype)), requires_grad, _on(device))
 
 
 def from_numpy(array) -> Tensor:
@@ -331,8 +343,8 @@ def _drawn(draw: Callable[[tuple], Any], shape: tuple, requires_grad: bool, devi
     if _vmap_draw is not None:
         return _vmap_draw(draw, shape)
     if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
-        return _finish(capture_hook.recorder.call(draw, shape), requires_grad, device)
-    return _finish(draw(shape), requires_grad, device)
+        return _finish(capture_hook.recorder.call(draw, shape), requires_grad, _on(device))
+    return _finish(draw(shape), requires_grad, _on(device))
 
 
 # the generator's method that draws each factory's floats
@@ -585,7 +597,7 @@ def randperm(
         order = capture_hook.recorder.call(_permutation, generator, n, dtype)
     else:
         order = _permutation(generator, n, dtype)
-    return _finish(order, requires_grad, device)
+    return _finish(order, requires_grad, _on(device))
 
 
 def _permutation(generator: Generator | None, n: int, dtype) -> Any:
@@ -654,7 +666,7 @@ def triu_indices(
 
 def _triangle_indices(rows_and_cols: tuple, dtype: Any, device: Any) -> Tensor:
     stacked = xp.stack(rows_and_cols).reshape(2, -1)  # (2, 0) when the triangle is empty
-    return _finish(stacked.astype(_dtype(dtype, backend.int64)), False, device)
+    return _finish(stacked.astype(_dtype(dtype, backend.int64)), False, _on(device))
 
 
 @names_bad_arguments

@@ -109,10 +109,19 @@ def _made_like(array: Any, dtype: Any = None, *args: Any, shape: Any = None, **k
     return MetaArray(array.shape if shape is None else shape, dtype or array.dtype)
 
 
+def _shaped_as(name: str) -> Any:
+    """NumPy's ``name`` (``arange``...) as a maker of meta arrays: its result's shape and dtype."""
+    make = getattr(numpy, name)
+    return staticmethod(lambda *args, **kwargs: from_host(make(*args, **kwargs), "meta"))
+
+
 class _Namespace:
     """The meta device's array module: what makes arrays, and nothing that computes."""
 
     empty = zeros = ones = staticmethod(_made)
+    arange, linspace, logspace, eye = (
+        _shaped_as(name) for name in ("arange", "linspace", "logspace", "eye")
+    )
     empty_like = zeros_like = ones_like = staticmethod(_made_like)
     ndarray = MetaArray
     dtype = numpy.dtype

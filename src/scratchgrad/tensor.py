@@ -31,6 +31,7 @@ from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
+from scratchgrad.meta import MetaArray
 from scratchgrad.dtypes import (
     check_memory_format,
     contiguous_format,
@@ -4058,6 +4059,23 @@ def _float_power_(self: Tensor, exponent: Any) -> Tensor:
 
 
 Tensor.float_power_ = _float_power_
+
+
+def _no_fill_without_data(fill: Callable) -> Callable:
+    """``fill`` (an in-place fill) doing nothing to a meta tensor, as PyTorch's: it has no
+    data, and a module built on the meta device initialises its parameters with these."""
+
+    @functools.wraps(fill)
+    def filled(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if type(self.array) is MetaArray:
+            return self
+        return fill(self, *args, **kwargs)
+
+    return filled
+
+
+for _name in ("fill_", "uniform_", "normal_", "_filled", "bernoulli_"):
+    setattr(Tensor, _name, _no_fill_without_data(getattr(Tensor, _name)))
 
 
 class RemovableHandle:
