@@ -14,7 +14,7 @@ only the shape), as in PyTorch ("Cannot copy out of meta tensor; no data!").
 >>> import scratchgrad as sg
 >>> x = sg.empty(2, 3, device="meta")
 >>> x.shape, x.device, x.is_meta
-(scratchgrad.Size([2, 3]), device(type='meta'), True)
+((2, 3), device(type='meta'), True)
 """
 
 from __future__ import annotations

@@ -2904,7 +2904,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.zeros(2, 3, 4).movedim((0, 1), (2, 0)).shape
-        scratchgrad.Size([3, 4, 2])
+        (3, 4, 2)
         """
         ndim = self.array.ndim
         sources = _dims(source, ndim, unique=True)
@@ -4435,7 +4435,7 @@ def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
 
     >>> import scratchgrad as sg
     >>> sg.atleast_3d(sg.ones(2, 3)).shape
-    scratchgrad.Size([2, 3, 1])
+    (2, 3, 1)
     """
     return _each_at_least(3, tensors)
 
