@@ -18,6 +18,8 @@ class _NormBase(Module):
     """What batch and instance norms share: ``num_features`` weights and biases (``affine``),
     the running statistics (``track_running_stats``), their reset and the repr."""
 
+    _version = 2  # what state dicts record, as PyTorch's (its 2 added num_batches_tracked)
+
     def __init__(
         self,
         num_features: int,

@@ -68,6 +68,16 @@ class Module:
     _backward_pre_hooks: tuple = ()
     _backward_hooks: tuple = ()
     _hooked = False
+    # state-dict hooks (register_state_dict_pre_hook, register_state_dict_post_hook,
+    # register_load_state_dict_pre_hook, register_load_state_dict_post_hook): as above, (hook,
+    # False) pairs, empty on the class; they leave ``_hooked`` alone, since calls never see them
+    _state_dict_pre_hooks: tuple = ()
+    _state_dict_hooks: tuple = ()
+    _load_state_dict_pre_hooks: tuple = ()
+    _load_state_dict_post_hooks: tuple = ()
+    # the version a state dict's ``_metadata`` records for the module, as PyTorch's (a layer
+    # whose checkpoints changed form counts up: batch norm is at 2)
+    _version: int = 1
     # Module.compile's capture of this module's calls (None: not compiled in place)
     _compiled_call_impl: Any = None
 
@@ -206,14 +216,80 @@ class Module:
         """
         return self._register_hook("_backward_hooks", hook, prepend, False)
 
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, prefix, keep_vars)`` in ``state_dict``, before the module's
+        entries are collected (in each module of the tree where it is registered). Returns a
+        handle whose ``remove()`` takes it off.
+
+        >>> from scratchgrad import nn
+        >>> seen = []
+        >>> net = nn.Sequential(nn.Linear(2, 1))
+        >>> _ = net[0].register_state_dict_pre_hook(lambda m, prefix, k: seen.append(prefix))
+        >>> _ = net.state_dict()
+        >>> seen
+        ['0.']
+        """
+        return self._register_hook("_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, state_dict, prefix, local_metadata)`` in ``state_dict`` once the
+        module's entries and its children's are in; it may change ``state_dict`` in place and
+        must return None (else a RuntimeError, as PyTorch's). Returns a handle to ``remove()``.
+
+        >>> from scratchgrad import nn
+        >>> def drop_bias(module, state_dict, prefix, local_metadata):
+        ...     del state_dict[prefix + "bias"]
+        >>> layer = nn.Linear(2, 1)
+        >>> _ = layer.register_state_dict_post_hook(drop_bias)
+        >>> list(layer.state_dict())
+        ['weight']
+        """
+        return self._register_hook("_state_dict_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` in ``load_state_dict`` before the module's keys are
+        matched: ``state_dict`` is a copy holding the keys under ``prefix``, which the hook may
+        rename or convert (to load an old checkpoint), ``local_metadata`` what the checkpoint's
+        ``_metadata`` holds for the module (else ``{}``), ``strict`` True (as PyTorch passes
+        it), the three lists what was found so far. Returns a handle to ``remove()`` it.
+
+        >>> import scratchgrad as sg
+        >>> def rename(module, state_dict, prefix, *rest):
+        ...     if prefix + "w" in state_dict:  # the old name
+        ...         state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+        >>> layer = sg.nn.Linear(2, 1)
+        >>> _ = layer.register_load_state_dict_pre_hook(rename)
+        >>> layer.load_state_dict({"w": sg.ones(1, 2), "bias": sg.zeros(1)})
+        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        """
+        return self._register_hook("_load_state_dict_pre_hooks", hook)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, incompatible_keys)`` in ``load_state_dict`` once the values are
+        copied (``incompatible_keys.missing_keys``, ``.unexpected_keys``: the keys left over
+        so far). A hook may clear or add to those lists in place, which a strict load then
+        checks; it must return None (else an AssertionError, as PyTorch's). Returns a handle
+        whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> layer = sg.nn.Linear(2, 1)
+        >>> _ = layer.register_load_state_dict_post_hook(lambda m, keys: keys.missing_keys.clear())
+        >>> layer.load_state_dict({"weight": sg.ones(1, 2)})  # no bias, and strict
+        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        """
+        return self._register_hook("_load_state_dict_post_hooks", hook)
+
     def _register_hook(
-        self, kind: str, hook: Callable, prepend: bool, with_kwargs: bool
+        self, kind: str, hook: Callable, prepend: bool = False, with_kwargs: bool = False
     ) -> RemovableHandle:
         """Add ``hook`` to the tuple ``kind``. Set as an attribute (so is its removal), which
-        stamps the module as changed: a jitted step recorded without the hook records anew."""
+        stamps the module as changed: a jitted step recorded without the hook records anew.
+        A hook on calls (not on state dicts) sends ``__call__`` the slower way."""
         entry, hooks = (hook, with_kwargs), getattr(self, kind)
         setattr(self, kind, (entry, *hooks) if prepend else (*hooks, entry))
-        self._hooked = True
+        if "state_dict" not in kind:
+            self._hooked = True
         return RemovableHandle(self, kind, entry)
 
     # ---- registration -----------------------------------------------------------------------
@@ -353,7 +429,7 @@ class Module:
         >>> from scratchgrad import nn
         >>> net = nn.Sequential(nn.Linear(2, 3))
         >>> net.get_parameter("0.bias").shape
-        scratchgrad.Size([3])
+        (3,)
         """
         owner, name = self._owner_of(target)
         if not isinstance(getattr(owner, name), Parameter):
@@ -597,7 +673,10 @@ class Module:
         self, *, destination: OrderedDict | None = None, prefix: str = "", keep_vars: bool = False
     ) -> OrderedDict[str, Tensor]:
         """Parameters and persistent buffers by dotted name, as detached tensors that share
-        memory with the module (PyTorch's key names and order).
+        memory with the module (PyTorch's key names and order). As PyTorch's, the dict's
+        ``_metadata`` holds each module's ``{"version": ...}`` by module name, and each module's
+        state-dict pre-hooks run before its entries are collected, its post-hooks after its
+        children's.
 
         >>> from scratchgrad import nn
         >>> list(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).state_dict())
@@ -606,18 +685,33 @@ class Module:
         """
         if destination is None:
             destination = OrderedDict()
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buffer in self._buffers.items():
-            if buffer is not None and name not in self._non_persistent_buffers:
-                destination[prefix + name] = buffer if keep_vars else buffer.detach()
+            destination._metadata = OrderedDict()  # what load_state_dict passes its hooks
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook, _ in self._state_dict_pre_hooks:
+            hook(self, prefix, keep_vars)
+        for name, tensor in self._local_state().items():
+            destination[prefix + name] = tensor if keep_vars else tensor.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
                     destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars
                 )
+        for hook, _ in self._state_dict_hooks:
+            if hook(self, destination, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
+
+    def _local_state(self) -> dict[str, Tensor]:
+        """The module's own parameters and persistent buffers (those not None), in order."""
+        persistent = [
+            (name, buffer)
+            for name, buffer in self._buffers.items()
+            if name not in self._non_persistent_buffers
+        ]
+        entries = (*self._parameters.items(), *persistent)
+        return {name: tensor for name, tensor in entries if tensor is not None}
 
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True
@@ -628,45 +722,30 @@ class Module:
         and so, with ``strict=True``, are missing and unexpected keys. Returns the missing and
         unexpected keys.
 
+        Hooks as PyTorch's: each module's load pre-hooks may change the keys (in a copy of
+        ``state_dict``: the part under the module's prefix) before they are matched; its
+        post-hooks, run after its children's, get the keys left over so far and may clear them
+        in place so that a strict load passes. With a post-hook anywhere in the tree, each
+        module's values are copied as soon as its keys are matched (the post-hooks see them
+        loaded) and the errors raised at the end, as PyTorch does.
+
         >>> from scratchgrad import nn
         >>> a, b = nn.Linear(3, 2), nn.Linear(3, 2)
         >>> b.load_state_dict(a.state_dict())
         IncompatibleKeys(missing_keys=[], unexpected_keys=[])
         """
-        own = self.state_dict(keep_vars=True)
-        missing = [key for key in own if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in own]
-        errors = []
-        if strict and missing:
-            errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}. ")
-        if strict and unexpected:
-            errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}. ")
-        values = {}
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            lazy = hasattr(type(target), "materialize")  # an UninitializedParameter (nn.lazy)
-            if lazy and hasattr(type(value), "materialize"):
-                continue  # uninitialized into uninitialized: nothing to load (as PyTorch)
-            value = value.array if isinstance(value, Tensor) else xp.asarray(value)
-            value = backend.to_device(value, backend.device_of(target.array))  # map to the model
-            if not lazy and value.shape != target.shape:
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                    f"checkpoint, the shape in current model is {target.shape}."
-                )
-            values[key] = value
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors)
-            )
-        with no_grad():
-            for key, value in values.items():
-                if hasattr(type(own[key]), "materialize"):  # takes the loaded shape first
-                    own[key].materialize(value.shape)
-                own[key].copy_(value)
-        return IncompatibleKeys(missing, unexpected)
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # a copy: the pre-hooks may change it
+        if metadata is not None:
+            state_dict._metadata = metadata
+        post_hooked = any(module._load_state_dict_post_hooks for module in self.modules())
+        load = _Load(metadata, copy_as_matched=post_hooked)
+        load.match(self, state_dict, "")
+        load.raise_errors(self, strict)
+        load.copy()  # (what was not copied as matched)
+        return load.keys
 
     # ---- printing ---------------------------------------------------------------------------
 
@@ -716,6 +795,88 @@ def _indent(text: str, spaces: int) -> str:
 
 def _quoted(keys: list[str]) -> str:
     return ", ".join(f'"{key}"' for key in keys)
+
+
+class _Load:
+    """One ``load_state_dict``: its walk down the modules (PyTorch's ``_load_from_state_dict``
+    in each, then its load post-hooks), what it found, the values it has yet to copy."""
+
+    def __init__(self, metadata: Mapping | None, copy_as_matched: bool) -> None:
+        self.metadata, self.copy_as_matched = metadata, copy_as_matched
+        self.keys = IncompatibleKeys([], [])
+        self.errors: list[str] = []
+        self.values: list[tuple[Tensor, Any]] = []
+
+    def match(self, module: Module, state_dict: dict, prefix: str) -> None:
+        """Run ``module``'s pre-hooks on ``state_dict`` (the keys under ``prefix``), match its
+        own entries, then its children's, then run its post-hooks."""
+        metadata = {} if self.metadata is None else self.metadata.get(prefix[:-1], {})
+        missing, unexpected = self.keys
+        for hook, _ in module._load_state_dict_pre_hooks:
+            hook(module, state_dict, prefix, metadata, True, missing, unexpected, self.errors)
+        own = module._local_state()
+        for name, target in own.items():
+            if prefix + name in state_dict:
+                self.take(prefix + name, target, state_dict[prefix + name])
+            else:
+                missing.append(prefix + name)
+        if self.copy_as_matched:
+            self.copy()
+        for key in state_dict:
+            if key.startswith(prefix):  # (a pre-hook may have put others in)
+                first, *rest = key[len(prefix) :].split(".", 1)
+                if first not in (module._modules if rest else own):  # "a.b": a child's
+                    unexpected.append(key)
+        for name, child in module._modules.items():
+            if child is not None:
+                inner = f"{prefix}{name}."
+                part = {key: v for key, v in state_dict.items() if key.startswith(inner)}
+                self.match(child, part, inner)
+        for hook, _ in module._load_state_dict_post_hooks:
+            if hook(module, self.keys) is not None:
+                raise AssertionError(
+                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                    "expected to return new values, if incompatible_keys need to be modified, "
+                    "it should be done inplace."
+                )
+
+    def take(self, key: str, target: Tensor, value: Any) -> None:
+        """Keep ``value`` for ``target`` as an array on its device, or note its wrong shape."""
+        lazy = hasattr(type(target), "materialize")  # an UninitializedParameter (nn.lazy)
+        if lazy and hasattr(type(value), "materialize"):
+            return  # uninitialized into uninitialized: nothing to load (as PyTorch)
+        value = value.array if isinstance(value, Tensor) else xp.asarray(value)
+        value = backend.to_device(value, backend.device_of(target.array))  # map to the model
+        if not lazy and value.shape != target.shape:
+            self.errors.append(
+                f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                f"checkpoint, the shape in current model is {target.shape}."
+            )
+        else:
+            self.values.append((target, value))
+
+    def copy(self) -> None:
+        with no_grad():
+            for target, value in self.values:
+                if hasattr(type(target), "materialize"):  # takes the loaded shape first
+                    target.materialize(value.shape)
+                target.copy_(value)
+        self.values.clear()
+
+    def raise_errors(self, module: Module, strict: bool) -> None:
+        """Raise PyTorch's error naming every problem found, if any."""
+        missing, unexpected = self.keys
+        errors = []
+        if strict and missing:
+            errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}. ")
+        if strict and unexpected:
+            errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}. ")
+        errors += self.errors
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {module._get_name()}:\n\t"
+                + "\n\t".join(errors)
+            )
 
 
 def _move(tensor: Tensor, device: Any) -> None:
