@@ -123,3 +123,50 @@ def test_modules_built_on_the_meta_device_have_torchs_state():
     ]
     assert all(t.is_meta for t in ours.state_dict().values())
     assert not sg.zeros(1).is_meta  # the block is over
+
+
+def _net(nn):
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+
+
+@pytest.mark.parametrize("how", ["to_empty then load", "load with assign"])
+def test_a_meta_model_gets_its_values_as_in_pytorch(how):
+    """Built on "meta", then given a checkpoint's values: the outputs are the source model's,
+    and each tensor's dtype, device, identity and memory are what PyTorch's are."""
+    sg.manual_seed(0)
+    source = _net(sg.nn).double()
+    state = source.state_dict()
+    x = sg.randn(5, 3, dtype=sg.float64)
+    reference = torch.nn.Sequential(*_net(torch.nn)).double()
+    reference.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in state.items()})
+    results = []
+    for lib, net, values in ((sg, None, state), (torch, None, reference.state_dict())):
+        with lib.device("meta"):
+            net = _net(lib.nn)
+        weight = net[0].weight
+        if how == "to_empty then load":  # copied into the model's tensors: float64 first
+            assert net.double().to_empty(device="cpu") is net
+            net.load_state_dict(values)
+        else:  # the checkpoint's tensors, float64, taken as they are
+            net.load_state_dict(values, assign=True)
+        net.eval()
+        x_lib = x if lib is sg else torch.from_numpy(x.numpy())
+        results.append(
+            (
+                net(x_lib).detach().numpy(),
+                [
+                    (str(p.dtype).split(".")[-1], str(p.device), p.requires_grad)
+                    for p in net.parameters()
+                ],
+                net[0].weight is weight,
+            )
+        )
+        if how == "load with assign" and lib is sg:  # the checkpoint's own memory
+            assert np.shares_memory(net[0].weight.array, values["0.weight"].array)
+    (ours, our_params, our_same), (theirs, their_params, their_same) = results
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    np.testing.assert_allclose(ours, source.eval()(x).detach().numpy(), rtol=1e-12)
+    assert our_params == their_params
+    # the parameter objects stay (PyTorch makes new ones off the meta device): an optimizer
+    # made before still holds them
+    assert our_same and not their_same

@@ -629,6 +629,25 @@ class Module:
                     tensor.grad = Tensor._make(tensor.grad.array.astype(dtype))
         return self
 
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Give every parameter and buffer new, uninitialised memory on ``device`` (their
+        shapes and dtypes kept), as ``torch.nn.Module.to_empty``: the way off the meta device,
+        before loading a state dict or initialising. The tensor objects stay the same.
+
+        >>> import scratchgrad as sg
+        >>> with sg.device("meta"):
+        ...     layer = sg.nn.Linear(2, 3)
+        >>> layer.to_empty(device="cpu").weight.shape, layer.weight.device
+        ((3, 2), device(type='cpu'))
+        """
+        module = backend.array_module(device)  # raises for a device without a backend
+        for tensor in (*self.parameters(recurse), *self.buffers(recurse)):
+            tensor.array = module.empty(tensor.shape, tensor.dtype)
+            increment_version(tensor)  # a graph that saved the old array must not use this one
+            if tensor.grad is not None:
+                tensor.grad = Tensor._make(module.empty(tensor.grad.shape, tensor.grad.dtype))
+        return self
+
     def float(self) -> Module:
         return self.to(backend.float32)
 
@@ -714,13 +733,15 @@ class Module:
         return {name: tensor for name, tensor in entries if tensor is not None}
 
     def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> IncompatibleKeys:
         """Copy values into the parameters and buffers in place (their dtypes are kept).
 
         Everything is checked before anything is copied: a wrongly shaped value is an error,
         and so, with ``strict=True``, are missing and unexpected keys. Returns the missing and
-        unexpected keys.
+        unexpected keys. With ``assign=True`` each tensor takes the state dict's array itself
+        (its dtype and device, sharing its memory) instead of a copy into its own: how a model
+        built on the meta device gets its values, as in PyTorch.
 
         Hooks as PyTorch's: each module's load pre-hooks may change the keys (in a copy of
         ``state_dict``: the part under the module's prefix) before they are matched; its
@@ -741,7 +762,7 @@ class Module:
         if metadata is not None:
             state_dict._metadata = metadata
         post_hooked = any(module._load_state_dict_post_hooks for module in self.modules())
-        load = _Load(metadata, copy_as_matched=post_hooked)
+        load = _Load(metadata, copy_as_matched=post_hooked, assign=assign)
         load.match(self, state_dict, "")
         load.raise_errors(self, strict)
         load.copy()  # (what was not copied as matched)
@@ -801,8 +822,8 @@ class _Load:
     """One ``load_state_dict``: its walk down the modules (PyTorch's ``_load_from_state_dict``
     in each, then its load post-hooks), what it found, the values it has yet to copy."""
 
-    def __init__(self, metadata: Mapping | None, copy_as_matched: bool) -> None:
-        self.metadata, self.copy_as_matched = metadata, copy_as_matched
+    def __init__(self, metadata: Mapping | None, copy_as_matched: bool, assign: bool) -> None:
+        self.metadata, self.copy_as_matched, self.assign = metadata, copy_as_matched, assign
         self.keys = IncompatibleKeys([], [])
         self.errors: list[str] = []
         self.values: list[tuple[Tensor, Any]] = []
@@ -846,7 +867,8 @@ class _Load:
         if lazy and hasattr(type(value), "materialize"):
             return  # uninitialized into uninitialized: nothing to load (as PyTorch)
         value = value.array if isinstance(value, Tensor) else xp.asarray(value)
-        value = backend.to_device(value, backend.device_of(target.array))  # map to the model
+        if not self.assign:  # copied into the model's tensor: map it to the model's device
+            value = backend.to_device(value, backend.device_of(target.array))
         if not lazy and value.shape != target.shape:
             self.errors.append(
                 f"size mismatch for {key}: copying a param with shape {value.shape} from "
@@ -860,7 +882,11 @@ class _Load:
             for target, value in self.values:
                 if hasattr(type(target), "materialize"):  # takes the loaded shape first
                     target.materialize(value.shape)
-                target.copy_(value)
+                if self.assign:
+                    target.array = value
+                    increment_version(target)  # a graph that saved the old array must not
+                else:
+                    target.copy_(value)
         self.values.clear()
 
     def raise_errors(self, module: Module, strict: bool) -> None:
