@@ -159,6 +159,15 @@ def test_load_state_dict_not_strict_returns_the_keys():
     )
 
 
+def test_load_state_dict_result_prints_as_pytorchs():
+    for lib in (sg, torch):
+        net = lib.nn.Linear(2, 2)
+        matched = net.load_state_dict(net.state_dict())
+        partial = net.load_state_dict({"weight": net.weight.detach()}, strict=False)
+        assert repr(matched) == str(matched) == "<All keys matched successfully>"
+        assert repr(partial) == "_IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])"
+
+
 def test_train_eval_recurse():
     net = build(nn)
     assert all(m.training for m in net.modules())

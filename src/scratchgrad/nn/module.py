@@ -29,7 +29,23 @@ from scratchgrad.dtypes import check_memory_format, requested_device_and_dtype
 from scratchgrad.nn.parameter import Buffer, Parameter
 from scratchgrad.tensor import RemovableHandle, Tensor
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys missing from the state dict and those it had
+    that the module has not; printed as PyTorch's (whose class this is named after).
+
+    >>> _IncompatibleKeys([], []), _IncompatibleKeys(["bias"], [])
+    (<All keys matched successfully>, _IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[]))
+    """
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
 _STORES = ("_parameters", "_buffers", "_modules")
 
 
@@ -261,7 +277,7 @@ class Module:
         >>> layer = sg.nn.Linear(2, 1)
         >>> _ = layer.register_load_state_dict_pre_hook(rename)
         >>> layer.load_state_dict({"w": sg.ones(1, 2), "bias": sg.zeros(1)})
-        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        <All keys matched successfully>
         """
         return self._register_hook("_load_state_dict_pre_hooks", hook)
 
@@ -276,7 +292,7 @@ class Module:
         >>> layer = sg.nn.Linear(2, 1)
         >>> _ = layer.register_load_state_dict_post_hook(lambda m, keys: keys.missing_keys.clear())
         >>> layer.load_state_dict({"weight": sg.ones(1, 2)})  # no bias, and strict
-        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        <All keys matched successfully>
         """
         return self._register_hook("_load_state_dict_post_hooks", hook)
 
@@ -734,7 +750,7 @@ class Module:
 
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
-    ) -> IncompatibleKeys:
+    ) -> _IncompatibleKeys:
         """Copy values into the parameters and buffers in place (their dtypes are kept).
 
         Everything is checked before anything is copied: a wrongly shaped value is an error,
@@ -753,7 +769,7 @@ class Module:
         >>> from scratchgrad import nn
         >>> a, b = nn.Linear(3, 2), nn.Linear(3, 2)
         >>> b.load_state_dict(a.state_dict())
-        IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+        <All keys matched successfully>
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
@@ -824,7 +840,7 @@ class _Load:
 
     def __init__(self, metadata: Mapping | None, copy_as_matched: bool, assign: bool) -> None:
         self.metadata, self.copy_as_matched, self.assign = metadata, copy_as_matched, assign
-        self.keys = IncompatibleKeys([], [])
+        self.keys = _IncompatibleKeys([], [])
         self.errors: list[str] = []
         self.values: list[tuple[Tensor, Any]] = []
 
