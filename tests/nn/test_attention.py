@@ -359,3 +359,84 @@ def test_doctests():
     assert doctest.testmod(attention).failed == 0
     assert doctest.testmod(transformer).failed == 0
     assert doctest.testmod(F, extraglobs={"sg": sg}).failed == 0
+
+
+# ---- the choice of kernels (torch.nn.attention.sdpa_kernel, torch.backends.cuda) ----------
+
+
+def test_sdp_backends_are_pytorchs():
+    from torch.nn.attention import SDPBackend as TorchBackend
+
+    from scratchgrad.nn.attention import SDPBackend
+
+    names = [n for n in dir(TorchBackend) if n.isupper()]
+    assert sorted(b.name for b in SDPBackend) == sorted(names)
+    assert all(int(SDPBackend[n]) == int(getattr(TorchBackend, n)) for n in names)
+    assert str(SDPBackend.MATH) == str(TorchBackend.MATH) and repr(SDPBackend.MATH) == repr(
+        TorchBackend.MATH
+    )
+
+
+SWITCHES = ("flash", "mem_efficient", "math", "cudnn")
+
+
+def _switches(lib):
+    return [getattr(lib.backends.cuda, f"{name}_sdp_enabled")() for name in SWITCHES]
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["MATH"],
+        ["FLASH_ATTENTION"],
+        ["EFFICIENT_ATTENTION"],
+        ["CUDNN_ATTENTION"],
+        [],
+        ["EFFICIENT_ATTENTION", "MATH"],
+        "MATH",
+    ],  # fmt: skip
+)
+def test_sdpa_kernel_allows_and_refuses_as_pytorch_on_the_cpu(names):
+    """Inside the block: the same switches, the same result or the same error; after it, all on."""
+    from torch.nn import attention as torch_attention
+
+    from scratchgrad.nn import attention
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 4, 8)) for _ in range(3))
+    outcomes = []
+    for lib, module in ((sg, attention), (torch, torch_attention)):
+        chosen = (
+            getattr(module.SDPBackend, names)
+            if isinstance(names, str)
+            else [getattr(module.SDPBackend, n) for n in names]
+        )
+        with module.sdpa_kernel(chosen):
+            switches = _switches(lib)
+            try:
+                out = lib.nn.functional.scaled_dot_product_attention(
+                    *(lib.tensor(a) for a in (q, k, v)), is_causal=True
+                )
+                outcomes.append((switches, out.numpy()))
+            except RuntimeError as error:
+                outcomes.append((switches, str(error)))
+        assert _switches(lib) == [True] * 4
+    (ours, our_result), (theirs, their_result) = outcomes
+    assert ours == theirs
+    if isinstance(their_result, str):
+        assert our_result == their_result
+    else:
+        np.testing.assert_allclose(our_result, their_result, rtol=1e-12)
+
+
+def test_the_deprecated_sdp_kernel_and_the_switches():
+    for lib in (sg, torch):
+        with (
+            pytest.warns(FutureWarning, match="sdp_kernel\\(\\)` is deprecated"),
+            lib.backends.cuda.sdp_kernel(enable_flash=False, enable_math=False),
+        ):
+            assert _switches(lib) == [False, True, False, True]
+        lib.backends.cuda.enable_math_sdp(False)
+        assert _switches(lib) == [True, True, False, True]
+        lib.backends.cuda.enable_math_sdp(True)
+        assert _switches(lib) == [True] * 4

@@ -1,16 +1,57 @@
 """``MultiheadAttention``, after ``torch.nn.MultiheadAttention``: the same parameters, masks,
-shapes and numbers."""
+shapes and numbers; and ``torch.nn.attention``'s choice of kernels (``sdpa_kernel``)."""
 
 from __future__ import annotations
 
+import enum
 import math
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 
 from scratchgrad import backend
+from scratchgrad.backends import cuda as _switches
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.linear import Linear
 from scratchgrad.nn.module import Module, _empty_parameter
 from scratchgrad.tensor import Tensor, where
+
+
+class SDPBackend(enum.IntEnum):
+    """The kernels ``scaled_dot_product_attention`` may run on, as PyTorch's (its numbers)."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+    def __str__(self) -> str:
+        return f"SDPBackend.{self.name}"
+
+
+def sdpa_kernel(
+    backends: SDPBackend | Iterable[SDPBackend], set_priority: bool = False
+) -> AbstractContextManager:
+    """Let attention use only ``backends`` inside the block, as ``torch.nn.attention.sdpa_kernel``.
+    scratchgrad computes attention one way, what PyTorch's math and CPU flash kernels compute,
+    so the choice changes no number; a block that allows neither raises as PyTorch's does on
+    the CPU.
+
+    >>> import scratchgrad as sg
+    >>> q = sg.randn(1, 2, 4, 8)
+    >>> with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+    ...     sg.nn.functional.scaled_dot_product_attention(q, q, q).shape
+    (1, 2, 4, 8)
+    """
+    chosen = {backends} if isinstance(backends, SDPBackend) else set(backends)
+    return _switches.allowed_sdp_kernels(
+        flash=SDPBackend.FLASH_ATTENTION in chosen,
+        math=SDPBackend.MATH in chosen,
+        mem_efficient=SDPBackend.EFFICIENT_ATTENTION in chosen,
+        cudnn=SDPBackend.CUDNN_ATTENTION in chosen,
+    )
 
 
 class MultiheadAttention(Module):

@@ -25,6 +25,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import xp
+from scratchgrad.backends import cuda as _switches
 from scratchgrad.creation import arange, empty_like, rand, zeros_like
 from scratchgrad.ops.fused import (
     CrossEntropy,
@@ -1184,6 +1185,7 @@ def scaled_dot_product_attention(
     >>> scaled_dot_product_attention(q, k, v, is_causal=True).shape
     (2, 4, 5, 8)
     """
+    _switches.check_sdp_kernel()  # (nn.attention.sdpa_kernel may have turned them all off)
     if is_causal and attn_mask is not None:
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
