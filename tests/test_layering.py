@@ -22,7 +22,7 @@ LAYERS = [
     # (distributions: on nn.functional and linalg, as PyTorch's)
     {"nn", "optim", "distributed", "distributions"},
     {"utils", "datasets", "serialization"},
-    {"func", "jit", "compiled", "amp", "cpu"},  # transforms
+    {"func", "jit", "compiled", "compiler", "amp", "cpu"},  # transforms
     {"evo", "export", "onnx"},  # applications
     {"viz", "cli", "train", "charlm", "evolve", "argtypes", "__main__"},  # tools
 ]

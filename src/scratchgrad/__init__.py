@@ -225,6 +225,7 @@ else:
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
     from scratchgrad.amp import autocast
     from scratchgrad.compiled import compile
+    from scratchgrad import compiler  # torch.compiler
     from scratchgrad import jit  # the package, callable as the function jit.jit
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
