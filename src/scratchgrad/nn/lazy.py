@@ -11,7 +11,6 @@ Each lazy module is the eager one made with size 0 (so no random draws are spent
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -225,17 +224,6 @@ class LazyModuleMixin:
         del module._initialize_hook
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
-
-    def state_dict(
-        self, *, destination: OrderedDict | None = None, prefix: str = "", keep_vars: bool = False
-    ) -> OrderedDict[str, Tensor]:
-        # an uninitialized tensor goes in as itself: it has no data to detach (as PyTorch)
-        destination = super().state_dict(destination=destination, prefix=prefix, keep_vars=True)
-        if not keep_vars:
-            for name, tensor in (*self._parameters.items(), *self._buffers.items()):
-                if prefix + name in destination and not is_lazy(tensor):
-                    destination[prefix + name] = tensor.detach()
-        return destination
 
 
 class LazyLinear(LazyModuleMixin, Linear):

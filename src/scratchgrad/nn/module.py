@@ -727,7 +727,9 @@ class Module:
         for hook, _ in self._state_dict_pre_hooks:
             hook(self, prefix, keep_vars)
         for name, tensor in self._local_state().items():
-            destination[prefix + name] = tensor if keep_vars else tensor.detach()
+            # (an uninitialized tensor of nn.lazy goes in as itself: it has no data to detach)
+            kept = keep_vars or hasattr(type(tensor), "materialize")
+            destination[prefix + name] = tensor if kept else tensor.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
