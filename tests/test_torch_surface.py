@@ -64,6 +64,8 @@ def test_inference_mode_is_a_context_manager_and_a_decorator():
 
     assert not predict(x).requires_grad and not predict_bare(x).requires_grad
     assert sg.is_grad_enabled()
+    assert sg.autograd.inference_mode is sg.inference_mode  # torch.autograd's spelling too
+    assert torch.autograd.inference_mode is torch.inference_mode
 
 
 def test_inference_mode_nests_with_grad_modes_as_torch():

@@ -5,7 +5,7 @@ from scratchgrad.autograd import functional, graph
 from scratchgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
 from scratchgrad.autograd.engine import backward, grad
 from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
-from scratchgrad.autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+from scratchgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from scratchgrad.autograd.variable import Variable
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "graph",
+    "inference_mode",
     "no_grad",
     "set_detect_anomaly",
     "set_grad_enabled",
