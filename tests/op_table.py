@@ -1555,6 +1555,40 @@ OPS = [
         shapes="image",
         check_shapes=((2, 5, 3, 4),),
     ),
+    # as_strided (tensor.py): overlapping windows of the flat storage, whose gradient adds the
+    # windows' shares; a view's storage, at an offset of its own; an input that overlaps itself
+    # (expanded), whose gradient each place shares among the input's entries there
+    Op(
+        "as_strided_windows",
+        lambda m, x: x.reshape(-1).as_strided((max(x.numel() - 1, 0), min(x.numel(), 2)), (1, 1)),
+        vmap=False,  # (no batching rule: the strides count entries of each member's storage)
+    ),
+    Op(
+        "as_strided_view_offset",
+        lambda m, x: x.flatten()[2:].as_strided((3, 2), (1, 3), 3).sin(),
+        shapes="image",
+        check_shapes=((1, 1, 3, 3),),
+        vmap=False,
+    ),
+    Op(
+        "as_strided_expanded",
+        lambda m, x: x.expand(2, *x.shape).as_strided((2, *x.shape), (0, *x.stride())) * 2,
+        vmap=False,
+    ),
+    # as_strided_scatter (indexed_writes.py) of x into every other place of zeros of twice its
+    # size (PyTorch 2.13's gradient for the input fails its own gradcheck: that one is checked
+    # by gradcheck in tests/test_as_strided.py)
+    Op(
+        "as_strided_scatter_src",
+        lambda m, x: m.as_strided_scatter(
+            m.zeros(2 * x.numel() + 1, dtype=x.dtype),
+            x.sin(),
+            x.shape,
+            [2 * n for n in m.zeros(x.shape).stride()],
+            1,
+        ),
+        vmap=False,
+    ),
     # clamp with tensor bounds: the gradient to x inside, to a bound where it clips; crossed
     # bounds (min > max) give max everywhere, its gradient all to max
     binary("clamp_tensor_min", lambda m, x, y: x.clamp(min=y)),

@@ -1,7 +1,8 @@
 """The indexed writes of ``scratchgrad/indexed_writes.py`` against PyTorch: ``index_put``,
 ``masked_scatter``, ``put``, ``index_reduce`` (and their in-place forms), ``select_scatter``,
-``slice_scatter``, ``diagonal_scatter`` and ``narrow_copy``: values and gradients for random
-cases, the in-place forms' version counters and leaf refusals, the dtype rules and the errors.
+``slice_scatter``, ``diagonal_scatter``, ``as_strided_scatter`` and ``narrow_copy``: values and
+gradients for random cases, the in-place forms' version counters and leaf refusals, the dtype
+rules and the errors.
 The op table's rows (``tests/op_table.py``) add gradcheck, gradgradcheck, jit and dims."""
 
 import numpy as np
@@ -268,7 +269,78 @@ def test_root_names_are_torchs():
         "select_scatter",
         "slice_scatter",
         "diagonal_scatter",
+        "as_strided_scatter",
         "narrow_copy",
     ):
         assert hasattr(torch, name)
         assert getattr(sg, name) is getattr(sg.Tensor, name)
+
+
+# ---- as_strided_scatter ---------------------------------------------------------------------
+
+AS_STRIDED_SCATTERS = {
+    "every_other": (lambda m: m.zeros(6), (2, 2), (1, 2), None),
+    "a_view_at_its_offset": (lambda m: m.zeros(6)[1:], (2, 2), (1, 2), None),
+    "a_view_offset_given": (lambda m: m.zeros(6)[1:], (2, 2), (1, 2), 0),
+    "a_transpose": (lambda m: m.zeros(2, 3).t(), (2,), (1,), 0),
+    "a_diagonal": (lambda m: m.zeros(2, 3), (2,), (4,), None),
+    "empty": (lambda m: m.zeros(6), (0, 2), (1, 3), None),
+}
+
+
+@pytest.mark.parametrize("name", AS_STRIDED_SCATTERS)
+def test_as_strided_scatter_matches_torch(name):
+    make, size, stride, offset = AS_STRIDED_SCATTERS[name]
+    outs = []
+    for m in (sg, torch):
+        src = m.arange(float(np.prod(size))).reshape(size) + 1
+        outs.append(make(m).as_strided_scatter(src, size, stride, offset))
+    assert outs[0].tolist() == outs[1].tolist() and outs[0].shape == tuple(outs[1].shape)
+
+
+def test_as_strided_scatter_gradient_to_src_matches_torch():
+    grads = []
+    for m in (sg, torch):
+        src = m.ones(2, 2, dtype=m.float64, requires_grad=True)
+        out = m.as_strided_scatter(m.zeros(6, dtype=m.float64), src * 3, (2, 2), (1, 3), 1)
+        (out * m.arange(6.0, dtype=m.float64)).sum().backward()
+        grads.append(src.grad.tolist())
+    assert grads[0] == grads[1]
+
+
+def test_as_strided_scatter_gradient_to_the_input_passes_gradcheck():
+    """PyTorch 2.13's own gradient to the input fails this check (it keeps the written places'
+    gradient and drops the others'), so finite differences are the reference here."""
+    x = sg.tensor(np.random.default_rng(0).standard_normal(6), requires_grad=True)
+    src = sg.ones(2, 2, dtype=sg.float64, requires_grad=True)
+    for offset in (0, 1):
+
+        def call(x, s, offset=offset):
+            return sg.as_strided_scatter(x * 1, s, (2, 2), (1, 3), offset)
+
+        assert sg.autograd.gradcheck(call, (x, src))
+        assert sg.autograd.gradgradcheck(call, (x, src))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: m.as_strided_scatter(m.zeros(6), m.ones(2, 3), (2, 2), (1, 2)),
+         r"expected src to have a size equal to the slice of self. src size = \[2, 3\], "
+         r"slice size = \[2, 2\]"),
+        (lambda m: m.as_strided_scatter(m.zeros(6), m.ones(2, 2), (2, 2), (0, 1)),
+         "more than one element of the written-to tensor refers to a single memory location"),
+        (lambda m: m.as_strided_scatter(m.zeros(6), m.ones(2, 2), (2, 2), (1, 3), 9),
+         "out of bounds for storage of size 24"),
+    ],
+)  # fmt: skip
+def test_as_strided_scatter_errors_match_torch(call, message):
+    for m in (sg, torch):
+        with pytest.raises(RuntimeError, match=message):
+            call(m)
+
+
+def test_as_strided_scatter_into_overlapping_windows_is_refused():
+    """PyTorch writes each window in its loop order; scratchgrad refuses rather than guess."""
+    with pytest.raises(RuntimeError, match="as_strided_scatter: unsupported operation"):
+        sg.as_strided_scatter(sg.zeros(6), sg.ones(2, 2), (2, 2), (1, 1))

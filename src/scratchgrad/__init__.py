@@ -109,11 +109,13 @@ else:
         finfo,
         get_default_dtype,
         iinfo,
+        layout,
         memory_format,
         preserve_format,
         promote_types,
         result_type,
         set_default_dtype,
+        strided,
     )
     from scratchgrad.printing import set_printoptions
     from scratchgrad.tensor import (
@@ -152,6 +154,7 @@ else:
         where,
     )
     from scratchgrad.indexed_writes import (  # (also sets the methods on Tensor)
+        as_strided_scatter,
         diagonal_scatter,
         index_put,
         index_put_,
@@ -231,7 +234,15 @@ else:
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
     from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)
-    from scratchgrad.statistics import corrcoef, cov, mode, nanmedian, nanquantile, quantile
+    from scratchgrad.statistics import (
+        corrcoef,
+        cov,
+        histogram,
+        mode,
+        nanmedian,
+        nanquantile,
+        quantile,
+    )
     from scratchgrad.func import vmap
 
     # torch's names for linear algebra outside torch.linalg
@@ -271,6 +282,9 @@ else:
     )
     squeeze, unsqueeze, flip, gather = Tensor.squeeze, Tensor.unsqueeze, Tensor.flip, Tensor.gather
     split, chunk, narrow = Tensor.split, Tensor.chunk, Tensor.narrow
+    as_strided, as_strided_ = Tensor.as_strided, Tensor.as_strided_
+    unsafe_split, unsafe_chunk = Tensor.unsafe_split, Tensor.unsafe_chunk
+    unsafe_split_with_sizes, nonzero_static = Tensor.unsafe_split_with_sizes, Tensor.nonzero_static
     matmul, maximum, minimum, pow = Tensor.matmul, Tensor.maximum, Tensor.minimum, Tensor.pow
     add, sub, mul, div = Tensor.add, Tensor.sub, Tensor.mul, Tensor.div
     true_divide = Tensor.true_divide

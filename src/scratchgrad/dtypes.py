@@ -308,6 +308,25 @@ channels_last = memory_format("channels_last", 4)
 channels_last_3d = memory_format("channels_last_3d", 5)
 
 
+class layout:  # noqa: N801  (PyTorch's name)
+    """How a tensor's entries are stored, as ``torch.layout``: scratchgrad's tensors are all
+    dense arrays, ``strided`` (no sparse or mkldnn layouts).
+
+    >>> import scratchgrad as sg
+    >>> sg.ones(2).layout
+    scratchgrad.strided
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"scratchgrad.{self.name}"
+
+
+strided = layout("strided")
+
+
 def check_memory_format(format: Any, ndim: int | None, op: str = "to") -> None:
     """PyTorch's errors for a ``memory_format`` argument given to a tensor of ``ndim`` dims
     (None: a module's ``to``, which lays out only the parameters that have the rank)."""

@@ -1,12 +1,13 @@
 """PyTorch's indexed writes: ``index_put``, ``masked_scatter``, ``put``, ``index_reduce``, the
-functional views ``select_scatter``, ``slice_scatter``, ``diagonal_scatter`` and
-``narrow_copy``, with their in-place forms where PyTorch has them.
+functional views ``select_scatter``, ``slice_scatter``, ``diagonal_scatter``,
+``as_strided_scatter`` and ``narrow_copy``, with their in-place forms where PyTorch has them.
 
 Each is a composite of ops that have their own backward: a clone written through setitem (the
 gradient of what was overwritten is 0, of what was written the incoming one there), ``index_add``
 for the accumulating forms (a repeated position adds up, and each repeat's source gets the
 gradient there) and ``scatter_reduce`` for ``index_reduce`` (whose derivatives are PyTorch's
-``index_reduce_backward``, the same formulas). The methods are set on ``Tensor`` at the bottom.
+``index_reduce_backward``, the same formulas); ``as_strided_scatter`` gathers each entry from
+``src`` where it writes, else from the input. The methods are set on ``Tensor`` at the bottom.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.capture_hook import call
+from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace
-from scratchgrad.tensor import Tensor, broadcast_shapes, wrap_dim
+from scratchgrad.ops import movement
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, wrap_dim
 
 # PyTorch's names of dtypes in the errors these ops share with it ("but got Float")
 _TORCH_NAMES = {
@@ -429,6 +432,53 @@ def diagonal_scatter(
     return out
 
 
+def as_strided_scatter(
+    input: Tensor,
+    src: Tensor,
+    size: Sequence[int],
+    stride: Sequence[int],
+    storage_offset: int | None = None,
+) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input.as_strided(size, stride,
+    storage_offset)``, as ``torch.as_strided_scatter``: the places of the storage that the
+    view and ``input`` share take ``src``'s entries. Differentiable in both.
+
+    >>> import scratchgrad as sg
+    >>> sg.as_strided_scatter(sg.zeros(2, 3), sg.ones(2), (2,), (4,))
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    _require_tensor("as_strided_scatter", "src", 2, src)
+    with no_grad():  # (a view kept out of the graph; detach would lose input's storage)
+        view = input.as_strided(size, stride, storage_offset)  # (and its errors)
+    if src.shape != view.shape:
+        raise RuntimeError(
+            "expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(view.shape)}"
+        )
+    size, stride = view.shape, view.stride()
+    if movement.overlaps_itself(size, stride):  # which entry would win is PyTorch's loop order
+        raise RuntimeError(
+            "as_strided_scatter: unsupported operation: more than one element of the "
+            "written-to tensor refers to a single memory location. Please clone() the tensor "
+            "before performing the operation."
+        )
+    own = input._offset_in_storage()
+    offset = own if storage_offset is None else storage_offset
+    xp = namespace(input.array)
+    length = max(
+        movement.span(input.shape, input.stride(), own), movement.span(size, stride, offset)
+    )
+    # for each place of the storage, which entry of src is written there (-1: none)
+    written = xp.full(length, -1, dtype=backend.int64)
+    written[movement.places(xp, size, stride, offset).reshape(-1)] = xp.arange(src.numel())
+    taken = written[movement.places(xp, input.shape, input.stride(), own)]
+    # each entry from src where written, else its own: one gather from src and input side by side
+    own_entries = src.numel() + xp.arange(input.numel()).reshape(input.shape)
+    index = xp.where(taken >= 0, taken, own_entries)
+    return cat([src.reshape(-1).to(input.dtype), input.reshape(-1)])[Tensor._make(index)]
+
+
 def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     """``narrow``'s entries as a new tensor (not a view), as ``torch.narrow_copy``.
 
@@ -461,4 +511,5 @@ Tensor.index_reduce_ = index_reduce_
 Tensor.select_scatter = select_scatter
 Tensor.slice_scatter = slice_scatter
 Tensor.diagonal_scatter = diagonal_scatter
+Tensor.as_strided_scatter = as_strided_scatter
 Tensor.narrow_copy = narrow_copy

@@ -11,10 +11,14 @@ tensor(3.)
 
 from __future__ import annotations
 
+import math
+import operator
 import warnings
+from collections import namedtuple
+from collections.abc import Sequence
 from typing import Any
 
-from scratchgrad import backend
+from scratchgrad import backend, creation
 from scratchgrad.autograd import capture_hook
 from scratchgrad.tensor import (
     Tensor,
@@ -27,7 +31,7 @@ from scratchgrad.tensor import (
     wrap_dim,
 )
 
-__all__ = ["corrcoef", "cov", "mode", "nanmedian", "nanquantile", "quantile"]
+__all__ = ["corrcoef", "cov", "histogram", "mode", "nanmedian", "nanquantile", "quantile"]
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -354,7 +358,114 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clip(-1, 1)
 
 
+# ---- histogram --------------------------------------------------------------------------------
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(
+    input: Tensor,
+    bins: int | Tensor = 100,
+    *,
+    range: Sequence[float] | None = None,
+    weight: Tensor | None = None,
+    density: bool = False,
+) -> histogram_result:
+    """The histogram of ``input``'s entries, as ``torch.histogram``: ``bins`` equal bins over
+    ``range`` (the entries' own range when not given), or the bins between the sorted edges of
+    a 1-D tensor ``bins``; each bin holds its left edge, the last one its right edge too, and
+    entries outside the edges are left out. ``weight`` (``input``'s shape) weighs each entry;
+    ``density`` divides each bin by the total and by its width. Floating inputs only; not
+    differentiable.
+
+    >>> import scratchgrad as sg
+    >>> sg.histogram(sg.tensor([1.0, 2.0, 1.0, 4.0]), 3)
+    histogram(hist=tensor([2., 1., 1.]), bin_edges=tensor([1., 2., 3., 4.]))
+    """
+    dtype = input.array.dtype
+    if not backend.is_floating(dtype) or dtype.itemsize < 4:
+        raise NotImplementedError(f'"histogramdd" not implemented for {input.dtype}')
+    if weight is not None:
+        _check_histogram_weight(input, weight)
+    edges = _bin_edges(input, bins, range)
+    values = input.detach().reshape(-1).array
+    at = backend.namespace(values).searchsorted(edges.array, values, side="right") - 1
+    number = edges.shape[0] - 1
+    at[values == edges.array[-1]] = number - 1  # the last bin holds its right edge
+    inside = (values >= edges.array[0]) & (values <= edges.array[-1])  # (False for NaN)
+    weights = None if weight is None else weight.detach().reshape(-1).array[inside]
+    hist = backend.namespace(values).bincount(at[inside], weights, minlength=number)
+    hist = Tensor._make(hist.astype(dtype))
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return histogram_result(hist, edges)
+
+
+def _check_histogram_weight(input: Tensor, weight: Tensor) -> None:
+    if weight.shape != input.shape:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+            "input tensor excluding its innermost dimension, but got input with shape "
+            f"{[input.numel(), 1]} and weight with shape {list(weight.shape)}"
+        )
+    if weight.dtype != input.dtype:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+            f"should have the same dtype, but got input({input.dtype}), and "
+            f"weight({weight.dtype})"
+        )
+
+
+def _bin_edges(input: Tensor, bins: int | Tensor, range: Sequence[float] | None) -> Tensor:
+    """``bins`` checked if a tensor of edges, else ``bins + 1`` edges spread evenly over
+    ``range`` or the entries' own (0 to 1 with no entries; half a unit each way of a point)."""
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1:
+            raise RuntimeError(
+                "torch.histogramdd: bins tensor should have one dimension, but got "
+                f"{bins.ndim} dimensions in the bins tensor for dimension 0"
+            )
+        _check_bins(bins.shape[0] - 1)
+        if bins.dtype != input.dtype:
+            raise RuntimeError(
+                "torch.histogramdd: input tensor and bins tensors should have the same dtype, "
+                f"but got input with dtype {input.dtype} and bins for dimension 0 with dtype "
+                f"{bins.dtype}"
+            )
+        return bins.detach().clone()
+    if isinstance(bins, (bool, float)) or not hasattr(bins, "__index__"):
+        raise TypeError(
+            f"histogram(): argument 'bins' must be an int or a Tensor, not {type(bins).__name__}"
+        )
+    _check_bins(bins)
+    if range is not None:
+        low, high = (float(end) for end in range)
+    elif input.numel():
+        low, high = input.min().item(), input.max().item()
+    else:
+        low, high = 0.0, 1.0
+    if low > high:
+        raise RuntimeError(
+            f"torch.histogramdd: min should not exceed max, but got min {low:g} max {high:g} "
+            "for dimension 0"
+        )
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise RuntimeError(
+            f"torch.histogramdd: dimension 0's range [{low:g}, {high:g}] is not finite"
+        )
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return creation.linspace(low, high, operator.index(bins) + 1, dtype=input.dtype)
+
+
+def _check_bins(bins: int) -> None:
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+
+
 # The methods of the same names (x.quantile(0.5) is quantile(x, 0.5)), attached here so that
 # tensor.py need not import this module.
-for _function in (corrcoef, cov, mode, nanmedian, nanquantile, quantile, histc, bincount):
+for _function in (
+    corrcoef, cov, mode, nanmedian, nanquantile, quantile, histc, bincount, histogram
+):  # fmt: skip
     setattr(Tensor, _function.__name__, _function)

@@ -31,19 +31,21 @@ from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
-from scratchgrad.meta import MetaArray
 from scratchgrad.dtypes import (
     check_memory_format,
     contiguous_format,
+    layout,
     promote_types,
     python_number,
     requested_device_and_dtype,
     result_type,
     scalar_type,
+    strided,
     to_array,
     wrapped_int,
     written_number,
 )
+from scratchgrad.meta import MetaArray
 from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -159,6 +161,24 @@ class Tensor:
     def is_meta(self) -> bool:
         """Whether this is a meta tensor: a shape and a dtype, no data (see ``meta.py``)."""
         return self.device.type == "meta"
+
+    # PyTorch's layout and backend predicates: scratchgrad's tensors are dense arrays, so all
+    # of these are False, as on PyTorch's ordinary CPU tensors
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = property(lambda self: False)
+    is_mps = is_xpu = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = is_sparse
+
+    @property
+    def layout(self) -> layout:
+        """How the entries are stored: ``scratchgrad.strided``, as PyTorch's dense tensors."""
+        return strided
+
+    def is_pinned(self) -> bool:
+        """False: there is no page-locked memory here (see ``pin_memory``)."""
+        return False
+
+    def is_shared(self) -> bool:
+        """False: no tensor's memory is moved to shared memory for other processes."""
+        return False
 
     def get_device(self) -> int:
         """The device index, -1 on the CPU (as PyTorch)."""
@@ -291,6 +311,29 @@ class Tensor:
         """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
         strides = tuple(s // self.array.itemsize for s in self.array.strides)
         return strides if dim is None else strides[wrap_dim(dim, self.array.ndim)]
+
+    def dim_order(self) -> tuple[int, ...]:
+        """The dims from outermost to innermost in memory (largest stride first; a stride of
+        0 or a tie leaves dims in order), as ``torch.Tensor.dim_order``.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3, 4).transpose(0, 2).dim_order()
+        (2, 1, 0)
+        """
+        stride, shape = self.stride(), self.shape
+        if self.is_contiguous() and not (self.ndim == 4 and _channels_last_dense(stride, shape)):
+            return tuple(range(self.ndim))  # (PyTorch's shortcut, which settles ties so)
+        order = list(reversed(range(self.ndim)))  # sorted innermost first, as PyTorch sorts
+        for i in range(1, len(order)):  # an insertion sort, whose ties keep their places
+            j = i
+            for k in reversed(range(i)):
+                comparison = _stride_order(stride, shape, order[k], order[j])
+                if comparison > 0:
+                    order[k], order[j] = order[j], order[k]
+                    j = k
+                elif comparison < 0:
+                    break
+        return tuple(reversed(order))
 
     def storage_offset(self) -> int:
         """Where a view starts in the memory of the tensor it views, in entries (0 for a
@@ -1305,19 +1348,52 @@ class Tensor:
         >>> sg.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
         tensor([10., 20.])
         """
+        return self._map_each("apply_", callable)
+
+    def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:
+        """Replace each entry ``v`` with ``callable(v, w)``, ``w`` the entry of ``tensor``
+        (broadcast to this tensor's shape) at the same place, as ``torch.Tensor.map_``: slow,
+        on the CPU only, and not on tensors that require grad.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 2.0]).map_(sg.tensor(10.0), lambda v, w: v + w)
+        tensor([11., 12.])
+        """
+        return self._map_each("map_", callable, tensor)
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
+        """``map_`` with two tensors: each entry ``v`` becomes ``callable(v, a, b)``, as
+        ``torch.Tensor.map2_``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1.0, 2.0]).map2_(sg.tensor(2.0), sg.tensor(3.0), lambda v, a, b: v * a + b)
+        tensor([5., 7.])
+        """
+        return self._map_each("map2_", callable, x, y)
+
+    def _map_each(self, name: str, callable: Callable, *others: Tensor) -> Tensor:
+        """Each entry ``v`` set to ``callable(v, *the others' entries there)`` (see apply_)."""
         if capture_hook.recorder is not None:
-            capture_hook.recorder.refuse(".apply_()")
-        if self.requires_grad:
+            capture_hook.recorder.refuse(f".{name}()")
+        if self.requires_grad or builtins.any(other.requires_grad for other in others):
             raise RuntimeError(
-                "Can't call apply_() on Variable that requires grad. Use var.detach().apply_() "
+                f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() "
                 "instead."
             )
         if not self.is_cpu:
-            raise TypeError("apply_ is only implemented on CPU tensors")
-        results = [callable(value) for value in self.array.reshape(-1).tolist()]
+            raise TypeError(f"{name} is only implemented on CPU tensors")
+        for other in others:
+            if other.dtype != self.dtype:
+                raise TypeError(
+                    f"{name}: expected a tensor of dtype {self.dtype} for 'other' (got "
+                    f"{other.dtype})"
+                )
+        columns = [self.array.reshape(-1).tolist()]
+        columns += [other.expand(self.shape).reshape(-1).array.tolist() for other in others]
+        results = [callable(*values) for values in zip(*columns)]
         for result in results:
             if not isinstance(result, numbers.Real):
-                raise TypeError(f"apply_: must be real number, not {type(result).__name__}")
+                raise TypeError(f"{name}: must be real number, not {type(result).__name__}")
         self.array[...] = to_array(results, self.array.dtype).reshape(self.array.shape)
         increment_version(self)
         return self
@@ -2985,6 +3061,23 @@ class Tensor:
 
     argwhere = nonzero
 
+    def nonzero_static(self, *, size: int, fill_value: int = -1) -> Tensor:
+        """``nonzero()`` with exactly ``size`` rows: the first ``size`` indices, then rows of
+        ``fill_value``, as ``torch.nonzero_static`` (a shape known before the values).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0, 3, 5]).nonzero_static(size=3)
+        tensor([[ 1],
+                [ 2],
+                [-1]])
+        """
+        if size < 0:
+            raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+        found = namespace(self.array).argwhere(self.array)[:size].astype(backend.int64)
+        out = namespace(found).full((size, self.array.ndim), fill_value, dtype=backend.int64)
+        out[: len(found)] = found
+        return Tensor._make(out)
+
     def unique(
         self,
         sorted: bool = True,
@@ -3179,6 +3272,72 @@ class Tensor:
             return self.reshape(1).unfold(0, size, step)[0]
         return movement.Unfold.apply(self, dim=dim, size=size, step=step)
 
+    def as_strided(
+        self, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None
+    ) -> Tensor:
+        """A view of this tensor's storage with entry ``i`` at ``storage_offset + sum(i_k *
+        stride_k)``, strides and offset counted in entries of the storage (the offset
+        defaults to this tensor's), as ``torch.as_strided``. Entries may overlap (sliding
+        windows); such a view is read-only here: PyTorch refuses to write into a stride of 0
+        and writes other overlaps in its own loop order, which scratchgrad does not copy.
+
+        >>> import scratchgrad as sg
+        >>> sg.arange(4.0).as_strided((3, 2), (1, 1))
+        tensor([[0., 1.],
+                [1., 2.],
+                [2., 3.]])
+        """
+        size = _int_tuple("as_strided", "size", size)
+        stride = _int_tuple("as_strided", "stride", stride)
+        if len(size) != len(stride):
+            raise RuntimeError("mismatch in length of strides and shape")
+        if builtins.any(s < 0 for s in stride):
+            raise RuntimeError(
+                "as_strided: Negative strides are not supported at the moment, got strides: "
+                f"{list(stride)}"
+            )
+        if builtins.any(n < 0 for n in size):
+            raise RuntimeError(
+                f"Storage size calculation overflowed with sizes={list(size)} and "
+                f"strides={list(stride)}"
+            )
+        own = self._offset_in_storage()
+        offset = own if storage_offset is None else operator.index(storage_offset)
+        if offset < 0:
+            raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+        storage = self._storage("as_strided")
+        needed = movement.span(size, stride, offset)  # entries of storage it reads
+        if needed > storage.size:
+            item = self.array.itemsize
+            raise RuntimeError(
+                f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                f"{offset}, and itemsize {item} requiring a storage size of {needed * item} are "
+                f"out of bounds for storage of size {storage.size * item}"
+            )
+        return movement.AsStrided.apply(self, size=size, stride=stride, offset=offset - own)
+
+    def _offset_in_storage(self) -> int:
+        """``storage_offset()``, on a device too: there (no addresses to compare) the place of
+        the first entry, found by taking the view steps on the storage's positions."""
+        if type(self.array) is ndarray or not hasattr(self, "_view") or not self.array.size:
+            return self.storage_offset()
+        base, steps = self._view
+        positions = namespace(base.array).arange(base.array.size).reshape(base.shape)
+        return int(movement.replay_on_array(positions, steps).reshape(-1)[0])
+
+    def _storage(self, name: str) -> Any:
+        """The array PyTorch's storage of this tensor stands for: its base's (itself if no
+        view), where that lies in row-major order as PyTorch's would; else ``name`` raises."""
+        base = getattr(self, "_view", (self,))[0]
+        if isinstance(base.array, MetaArray) or not base.array.flags.c_contiguous:
+            raise RuntimeError(
+                f"{name}: scratchgrad cannot tell this tensor's storage: it (or the tensor it "
+                f"views, of shape {base.shape}) is kept in another memory order than PyTorch's "
+                "(a convolution's result) or on the meta device; a row-major copy such as "
+                "x.reshape(-1).view(x.shape) has PyTorch's storage"
+            )
+        return base.array
+
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
         negative, counted from the end."""
@@ -3279,6 +3438,10 @@ class Tensor:
 
     def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         return self.split(list(split_sizes), dim)
+
+    # PyTorch's unsafe forms skip its autograd checks of writes into the pieces; here they are
+    # the same views as the safe forms'
+    unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes
 
     def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         return self.movedim(source, destination)
@@ -3818,6 +3981,24 @@ class Tensor:
     def new_empty(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
         return self._new("empty", size, (), dtype, device, requires_grad)
 
+    def new_empty_strided(
+        self, size: Sequence[int], stride: Sequence[int], *, dtype=None, device=None,
+        requires_grad=False,
+    ) -> Tensor:  # fmt: skip
+        """An uninitialised tensor of ``size`` whose entries lie ``stride`` apart in memory
+        just large enough for them, as ``Tensor.new_empty_strided``.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(1).new_empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+        """
+        size = _int_tuple("new_empty_strided", "size", size)
+        stride = _int_tuple("new_empty_strided", "stride", stride)
+        memory = self.new_empty(movement.span(size, stride, 0), dtype=dtype, device=device)
+        with no_grad():
+            out = memory.as_strided(size, stride)
+        return out.requires_grad_() if requires_grad else out
+
     def new_full(
         self, size: Any, fill_value: Any, *, dtype=None, device=None, requires_grad=False
     ) -> Tensor:
@@ -3944,7 +4125,7 @@ def _in_place_view_form(name: str) -> Callable:
     return in_place
 
 
-for _name in ("squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims"):
+for _name in ("squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
     setattr(Tensor, f"{_name}_", _in_place_view_form(_name))
 
 
@@ -5327,6 +5508,44 @@ def as_shape(args: tuple) -> tuple[int, ...]:
     return args if type(args) is tuple else tuple(args)
 
 
+def _stride_order(stride: tuple, shape: tuple, a: int, b: int) -> int:
+    """1 where dim ``a`` lies outside dim ``b`` in memory, -1 inside, 0 if that is unknown (a
+    stride of 0), as PyTorch's ``dim_order`` compares: equal strides put the larger dim out."""
+    if stride[a] == 0 or stride[b] == 0:
+        return 0
+    if stride[a] == stride[b]:
+        return 0 if _no_less(shape[b], shape[a]) else 1
+    return -1 if _no_less(stride[b], stride[a]) else 1
+
+
+def _channels_last_dense(stride: tuple, shape: tuple) -> bool:
+    """Whether a 4-D tensor lies in memory as channels-last (N, H, W, C) without gaps."""
+    expected = 1
+    for dim in (1, 3, 2, 0):
+        if shape[dim] != 1:
+            if stride[dim] != expected:
+                return False
+            expected *= shape[dim]
+    return True
+
+
+def _no_less(a: int, b: int) -> bool:
+    """PyTorch's ``ge`` of dim_order: 0 is below everything, a multiple is not less."""
+    return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+
+def _int_tuple(name: str, argument: str, values: Any) -> tuple[int, ...]:
+    """``values`` (a sequence of ints) as a tuple, or PyTorch's TypeError naming the op."""
+    values = tuple(values)
+    for position, value in enumerate(values):
+        if isinstance(value, (bool, float)) or not hasattr(value, "__index__"):
+            raise TypeError(
+                f"{name}(): argument '{argument}' must be tuple of ints, but found element of "
+                f"type {type(value).__name__} at pos {position}"
+            )
+    return tuple(operator.index(value) for value in values)
+
+
 def _comparable(name: str, other: Any) -> Any:
     """``other`` for ``x.eq(other)``: unlike ``x == None`` (False, as Python compares objects),
     PyTorch's methods take only a tensor or a number."""
@@ -5805,10 +6024,14 @@ def _reached(tensor: Tensor) -> None:
 
 
 def _writes_overlap(array: Any) -> bool:
-    """Whether entries of ``array`` share memory (an expanded view: a stride of 0 over a
-    dim of two or more), so that NumPy refuses to write into it."""
-    return not getattr(array.flags, "writeable", True) and builtins.any(
-        stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape)
+    """Whether entries of the read-only ``array`` share memory (an expanded view: a stride of
+    0 over a dim of two or more; an ``as_strided`` view whose windows overlap, where PyTorch
+    writes in its own loop order, which scratchgrad does not copy), so that writes are refused."""
+    if getattr(array.flags, "writeable", True):
+        return False
+    strides = [stride // array.itemsize for stride in array.strides]
+    return builtins.all(stride >= 0 for stride in strides) and movement.overlaps_itself(
+        array.shape, strides
     )
 
 

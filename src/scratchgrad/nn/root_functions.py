@@ -34,6 +34,7 @@ pixel_shuffle, pixel_unshuffle, channel_shuffle = (
 native_channel_shuffle = channel_shuffle
 cosine_similarity, pairwise_distance, pdist = F.cosine_similarity, F.pairwise_distance, F.pdist
 prelu, hardshrink, bilinear = F.prelu, F.hardshrink, F.bilinear
+Tensor.prelu, Tensor.hardshrink = prelu, hardshrink  # methods too, as PyTorch's
 selu, celu, rrelu, threshold = F.selu, F.celu, F.rrelu, F.threshold
 avg_pool1d, adaptive_avg_pool1d = F.avg_pool1d, F.adaptive_avg_pool1d
 

@@ -252,6 +252,92 @@ class Unfold(Function):
         return summed.reshape(ctx.in_shape)
 
 
+class AsStrided(Function):
+    """The entries at ``offset + sum(i_k * stride_k)`` of the memory, counted in entries from
+    the input's first (``offset`` < 0 reaches the storage before a view), as ``as_strided``: a
+    view, read-only where its entries overlap (``Tensor.as_strided`` says why). Its gradient is
+    PyTorch's AsStridedBackward: scatter-added into a buffer standing for the memory, then read
+    where the input lies, divided by how often the input itself holds each place."""
+
+    is_view = True
+    backward_name = "AsStridedBackward0"
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset):
+        ctx.in_shape = x.shape
+        ctx.in_stride = tuple(s // x.itemsize for s in x.strides)
+        ctx.attributes = {"size": size, "stride": stride, "offset": offset}
+        out = _strided(x, size, stride, offset)
+        if not getattr(x.flags, "writeable", True) or overlaps_itself(size, stride):
+            out.flags.writeable = False
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        size, stride, offset = ctx.attributes.values()
+        xp = namespace(grad.array)
+        start = min(0, offset)  # the first place either the input or the result reaches
+        x_at = places(xp, ctx.in_shape, ctx.in_stride, -start).reshape(-1)
+        out_at = places(xp, size, stride, offset - start).reshape(-1)
+        length = max(span(ctx.in_shape, ctx.in_stride, -start), span(size, stride, offset - start))
+        memory = IndexAdd.apply(grad.reshape(-1), index=(out_at,), shape=(length,))
+        if overlaps_itself(ctx.in_shape, ctx.in_stride):  # its entries share each place's grad
+            counts = xp.bincount(x_at, minlength=length)
+            memory = Div.apply(memory, xp.maximum(counts, 1).astype(grad.dtype))
+        return GetItem.apply(memory, index=(x_at,)).reshape(ctx.in_shape)
+
+
+def _strided(x, size, stride, offset):
+    """The array of ``size`` and ``stride`` (in entries) over ``x``'s memory, starting
+    ``offset`` entries from ``x``'s first; only within the allocation ``x`` is part of."""
+    byte_strides = tuple(s * x.itemsize for s in stride)
+    if type(x) is not ndarray:  # CuPy's: strided from x's first entry on
+        if offset < 0:
+            raise NotImplementedError(
+                "as_strided: a view of the storage before the tensor's first entry is made "
+                "on the CPU only"
+            )
+        tricks = namespace(x).lib.stride_tricks
+        start = tricks.as_strided(x, (offset + 1,), (x.itemsize,))[offset:]
+        return tricks.as_strided(start, size, byte_strides)
+    root = x
+    while isinstance(root.base, ndarray):
+        root = root.base
+    start = x.ctypes.data - root.ctypes.data + offset * x.itemsize
+    if 0 in size:  # no entries to read: an offset past the storage is as good as its end
+        start = min(start, root.nbytes)
+    # ndarray checks that the entries lie inside root's memory, so no replay can read past it
+    return ndarray(size, x.dtype, root, start, byte_strides)
+
+
+def span(shape, stride, offset) -> int:
+    """How many places of memory the geometry spans from place 0 (none if it is empty)."""
+    return 0 if 0 in shape else offset + 1 + sum((n - 1) * step for n, step in zip(shape, stride))
+
+
+def places(xp, shape, stride, offset):
+    """Where each entry of the geometry lies in memory, in entries."""
+    at = xp.full(shape, offset, dtype=xp.int64)
+    for dim, (n, step) in enumerate(zip(shape, stride)):
+        at += (xp.arange(n) * step).reshape(n, *(1,) * (len(shape) - dim - 1))
+    return at
+
+
+def overlaps_itself(shape, stride) -> bool:
+    """Whether two entries of the geometry (strides in entries, >= 0) share a place in
+    memory: no when each stride, smallest first, steps past all the smaller dims reach,
+    else counted exactly."""
+    if 0 in shape:
+        return False
+    reach = 0
+    for step, n in sorted((step, n) for n, step in zip(shape, stride) if n > 1):
+        if step <= reach:
+            at = places(xp, shape, stride, 0).reshape(-1)
+            return len(xp.unique(at)) < at.size
+        reach += (n - 1) * step
+    return False
+
+
 class Pad(Function):
     """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
 

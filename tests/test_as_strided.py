@@ -1,0 +1,221 @@
+"""``as_strided`` (tensor.py, ops/movement.py's AsStrided) against PyTorch's: views of a
+tensor's storage and of a view's (whose default offset is its own), their values, strides,
+offsets and shared memory; the gradient (overlapping windows add up, storage outside the input
+gets none, an input that overlaps itself shares each place's gradient); ``as_strided_``; writes
+(through a view that does not overlap itself as PyTorch's, refused where it does); and the
+errors. The op table rows ``as_strided_*`` add random shapes, gradcheck, gradgradcheck and jit."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close
+
+import scratchgrad as sg
+
+LIBS = {"scratchgrad": sg, "torch": torch}
+
+# (how the input is made from a flat arange of 12, the as_strided arguments)
+VIEWS = {
+    "windows": (lambda t: t, ((10, 3), (1, 1))),
+    "matrix_rows_twice": (lambda t: t.view(3, 4), ((2, 4), (0, 1))),
+    "of_a_slice": (lambda t: t[2:], ((3, 2), (2, 1))),
+    "of_a_slice_offset_given": (lambda t: t[2:], ((3, 2), (2, 1), 0)),
+    "of_a_transpose": (lambda t: t.view(3, 4).t(), ((4, 3), (1, 4), 0)),
+    "of_a_column": (lambda t: t.view(3, 4)[:, 1], ((2, 2), (4, 1))),
+    "of_an_expand": (lambda t: t[:4].expand(2, 4), ((3,), (2,), 1)),
+    "zero_dims": (lambda t: t, ((), (), 11)),
+    "empty": (lambda t: t, ((0, 5), (1, 1), 12)),
+    "keyword_offset": (lambda t: t.view(2, 6), ((2, 2), (6, 1))),
+}
+
+
+def _made(m, name, dtype):
+    make, args = VIEWS[name]
+    base = m.arange(12, dtype=getattr(m, dtype))
+    return base, make(base), args
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", VIEWS)
+def test_values_strides_and_offset_match_torch(name, dtype):
+    outs = {}
+    for lib, m in LIBS.items():
+        _, x, args = _made(m, name, dtype)
+        outs[lib] = x.as_strided(*args)
+        assert m.as_strided(x, *args).tolist() == outs[lib].tolist()
+    ours, theirs = outs["scratchgrad"], outs["torch"]
+    assert_close(ours, theirs, dtype, name)
+    assert ours.stride() == theirs.stride(), name
+    if ours.numel():  # (an empty result shares no memory: scratchgrad makes it no view)
+        assert ours.storage_offset() == theirs.storage_offset(), name
+    assert ours.is_contiguous() == theirs.is_contiguous(), name
+
+
+def test_storage_offset_as_a_keyword_and_the_view_shares_memory():
+    for m in (sg, torch):
+        base = m.zeros(6)
+        view = base.as_strided((2, 2), (1, 2), storage_offset=1)
+        view[1, 0] = 5.0  # no overlap: a write reaches the storage, as PyTorch's
+        base[4] = 7.0
+        assert base.tolist() == [0, 0, 5, 0, 7, 0], m.__name__
+        assert view.tolist() == [[0, 0], [5, 7]], m.__name__
+
+
+def _weights(shape):
+    return np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", [n for n in VIEWS if n != "of_an_expand"])
+def test_gradient_matches_torch(name, dtype):
+    """Through ``x * 1`` (a tensor in the graph, not a leaf) and the view the row makes."""
+    grads = {}
+    for lib, m in LIBS.items():
+        leaf = m.arange(12, dtype=getattr(m, dtype)).requires_grad_()
+        make, args = VIEWS[name]
+        out = make(leaf * 1).as_strided(*args)
+        (out * m.tensor(_weights(out.shape), dtype=out.dtype)).sum().backward()
+        grads[lib] = leaf.grad
+    assert_close(grads["scratchgrad"], grads["torch"], dtype, name)
+
+
+def test_gradient_of_a_view_leaves_storage_outside_the_input_at_zero():
+    """x[2:] read from place 0 of the storage: PyTorch's gradient reaches only x[2:]'s places."""
+    grads = []
+    for m in (sg, torch):
+        leaf = m.arange(6.0, requires_grad=True)
+        (leaf * 1)[2:].as_strided((3,), (2,), 0).sum().backward()
+        grads.append(leaf.grad.tolist())
+    assert grads[0] == grads[1] == [0, 0, 1, 0, 1, 0]
+
+
+def test_gradient_of_an_input_that_overlaps_itself_matches_torch():
+    """An expanded input holds each place twice: the place's gradient is shared between them."""
+    grads = []
+    for m in (sg, torch):
+        leaf = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = leaf.expand(2, 3).as_strided((2, 2), (1, 1), 0)
+        (out * m.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        grads.append(leaf.grad.tolist())
+    assert grads[0] == grads[1] == [1.0, 5.0, 4.0]
+
+
+def test_gradient_of_a_tensor_that_is_a_view_reaches_it():
+    """autograd.grad asks for the view itself, so the gradient must flow through it."""
+    grads = []
+    for m in (sg, torch):
+        view = (m.arange(6.0, requires_grad=True) * 2)[1:]
+        out = view.as_strided((2, 3), (1, 1)).sum()
+        grads.append(m.autograd.grad(out, view)[0].tolist())
+    assert grads[0] == grads[1]
+
+
+def test_grad_fn_name():
+    out = sg.arange(4.0, requires_grad=True).as_strided((2,), (2,))
+    assert out.grad_fn.name() == "AsStridedBackward0"
+
+
+def test_as_strided_in_place_matches_torch():
+    for m in (sg, torch):
+        x = m.arange(6.0)
+        assert x.as_strided_((2, 2), (1, 2), 1) is x
+        assert x.tolist() == [[1, 3], [2, 4]], m.__name__
+        assert (x.stride(), x.storage_offset()) == ((1, 2), 1), m.__name__
+
+
+def test_as_strided_in_place_in_a_graph_gives_torch_gradient():
+    grads = []
+    for m in (sg, torch):
+        leaf = m.arange(6.0, requires_grad=True)
+        y = leaf * 1
+        y.as_strided_((2, 2), (1, 2), 1)
+        (y * m.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        grads.append(leaf.grad.tolist())
+    assert grads[0] == grads[1]
+
+
+OVERLAP_ERROR = "more than one element of the written-to tensor refers to a single memory"
+
+
+@pytest.mark.parametrize("write", ["add_", "copy_"])
+def test_writing_into_a_stride_of_zero_raises_as_torch(write):
+    for m in (sg, torch):
+        view = m.arange(6.0).as_strided((3, 2), (0, 1))
+        with pytest.raises(RuntimeError, match=OVERLAP_ERROR):
+            view.add_(1) if write == "add_" else view.copy_(m.ones(3, 2))
+
+
+@pytest.mark.parametrize("write", ["add_", "setitem", "in_graph"])
+def test_writing_into_overlapping_windows_is_refused(write):
+    """PyTorch writes sliding windows in its loop order (``add_`` adds twice where windows
+    overlap, a result NumPy would not give): scratchgrad refuses rather than differ."""
+    x = sg.arange(6.0, requires_grad=write == "in_graph")
+    view = (x * 1 if write == "in_graph" else x).as_strided((5, 2), (1, 1))
+    with pytest.raises(RuntimeError, match=OVERLAP_ERROR):
+        if write == "setitem":
+            view[0] = 1.0
+        else:
+            view.add_(1)
+
+
+def test_reading_overlapping_windows_after_the_storage_changes():
+    x = sg.arange(4.0)
+    windows = x.as_strided((3, 2), (1, 1))
+    x.mul_(10)
+    assert windows.tolist() == [[0, 10], [10, 20], [20, 30]]
+
+
+@pytest.mark.parametrize(
+    "args, kind, message",
+    [
+        (((3, 3), (1, 1), 9), RuntimeError, r"setStorage: sizes \[3, 3\], strides \[1, 1\], "
+         r"storage offset 9, and itemsize 8 requiring a storage size of 112 are out of bounds "
+         r"for storage of size 96"),
+        (((2,), (-1,)), RuntimeError, "Negative strides are not supported at the moment, got "
+         r"strides: \[-1\]"),
+        (((2,), (1,), -1), RuntimeError, "invalid storage offset -1"),
+        (((2, 3), (1,)), RuntimeError, "mismatch in length of strides and shape"),
+        (((-1,), (1,)), RuntimeError, "Storage size calculation overflowed"),
+        (((2.0,), (1,)), TypeError, "argument 'size' .*must be tuple of ints, but found element "
+         "of type float at pos 0"),
+    ],
+)  # fmt: skip
+def test_errors_match_torch(args, kind, message):
+    for m in (sg, torch):
+        with pytest.raises(kind, match=message):
+            m.arange(12, dtype=m.float64).as_strided(*args)
+
+
+def test_an_empty_result_needs_no_storage():
+    for m in (sg, torch):
+        assert m.arange(6.0).as_strided((0,), (1,), 7).shape == (0,)
+
+
+def test_a_tensor_kept_in_another_memory_order_raises_naming_it():
+    """A convolution's result keeps its batch last in memory, unlike PyTorch's."""
+    x = sg.nn.functional.conv2d(sg.ones(2, 1, 3, 3), sg.ones(1, 1, 2, 2))
+    if x.array.flags.c_contiguous:
+        pytest.skip("this convolution's result is row-major here")
+    with pytest.raises(RuntimeError, match="as_strided: scratchgrad cannot tell this tensor's"):
+        x.as_strided((2,), (1,))
+    assert x.reshape(-1).view(x.shape).as_strided((2,), (1,)).tolist() == [4.0, 4.0]
+
+
+def test_writing_through_a_view_in_a_graph_gives_torch_values_and_gradients():
+    results = []
+    for m in (sg, torch):
+        leaf = m.arange(6.0, requires_grad=True)
+        w = m.tensor([1.0, 2.0], requires_grad=True)
+        y = leaf * 1
+        y.as_strided((2,), (2,), 1).mul_(w)
+        (y * m.arange(6.0)).sum().backward()
+        results.append((y.tolist(), leaf.grad.tolist(), w.grad.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bfloat16", "bool"])
+def test_other_dtypes_match_torch(dtype):
+    outs = [
+        m.arange(6).to(getattr(m, dtype)).as_strided((2, 2), (1, 2)).tolist() for m in (sg, torch)
+    ]
+    assert outs[0] == outs[1]

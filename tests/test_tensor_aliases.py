@@ -1,0 +1,175 @@
+"""Tensor methods that alias or wrap others (tensor.py; ``prelu`` and ``hardshrink`` attached
+in nn/root_functions.py) and the layout predicates, against PyTorch's: ``prelu``,
+``hardshrink``, the ``unsafe_`` splits, ``new_empty_strided``, ``map_`` and ``map2_``,
+``nonzero_static``, ``dim_order``; ``is_sparse`` and the other predicates, ``is_pinned``,
+``is_shared`` and ``layout``."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close
+
+import scratchgrad as sg
+
+LIBS = {"scratchgrad": sg, "torch": torch}
+X = np.array([[-1.5, 0.25, 2.0], [0.75, -0.4, 3.0]])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: x.prelu(m.tensor([0.1], dtype=x.dtype)),
+        lambda m, x: x.hardshrink(),
+        lambda m, x: x.hardshrink(lambd=0.6),
+        lambda m, x: m.stack(x.unsafe_chunk(3, 1)),
+        lambda m, x: m.cat(m.unsafe_split(x, 1, 0)),
+        lambda m, x: m.cat(x.unsafe_split(2, 1), 1),
+        lambda m, x: m.cat(m.unsafe_split_with_sizes(x, [1, 2], 1), 1),
+        lambda m, x: m.unsafe_chunk(x, 2)[1],
+    ],
+    ids=["prelu", "hardshrink", "hardshrink_lambd", "unsafe_chunk", "unsafe_split_root",
+         "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk_root"],
+)  # fmt: skip
+def test_aliases_match_torch_with_gradient(call, dtype):
+    results = {}
+    for lib, m in LIBS.items():
+        x = m.tensor(X, dtype=getattr(m, dtype), requires_grad=True)
+        out = call(m, x)
+        (out * m.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
+        results[lib] = out, x.grad
+    (out, grad), (expected, expected_grad) = results.values()
+    assert_close(out, expected, dtype, "forward")
+    assert_close(grad, expected_grad, dtype, "gradient")
+
+
+@pytest.mark.parametrize(
+    "size, stride", [((2, 3), (1, 2)), ((2, 3), (3, 1)), ((4,), (2,)), ((0, 3), (1, 1)), ((), ())]
+)
+def test_new_empty_strided_matches_torch(size, stride):
+    made = [
+        m.ones(1).new_empty_strided(size, stride, dtype=m.float64, requires_grad=True)
+        for m in (sg, torch)
+    ]
+    ours, theirs = made
+    assert ours.shape == theirs.shape and ours.stride() == theirs.stride()
+    assert ours.dtype == sg.float64 and ours.requires_grad
+    assert ours.is_contiguous() == theirs.is_contiguous()
+
+
+def test_new_empty_strided_takes_the_tensors_dtype():
+    assert sg.ones(1, dtype=sg.int32).new_empty_strided((2,), (1,)).dtype == sg.int32
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("map_", lambda m, x, y: x.map_(y, lambda a, b: a * 10 + b)),
+        ("map_ of a scalar", lambda m, x, y: x.map_(m.tensor(2.0, dtype=x.dtype), max)),
+        (
+            "map2_",
+            lambda m, x, y: x.map2_(
+                y, m.tensor([0.5, -1.0, 2.0], dtype=x.dtype), lambda a, b, c: a * b - c
+            ),
+        ),
+    ],
+)
+def test_map_matches_torch(name, call):
+    outs = []
+    for m in (sg, torch):
+        x = m.tensor(X)
+        out = call(m, x, m.tensor([1.0, 2.0, 3.0], dtype=x.dtype))
+        assert out is x
+        outs.append(x.tolist())
+    assert outs[0] == outs[1], name
+
+
+@pytest.mark.parametrize(
+    "call, kind, message",
+    [
+        (lambda m, x: x.map_(m.ones(3, dtype=m.int64), max), TypeError, "map_: expected"),
+        (lambda m, x: x.map_(m.ones(3), lambda a, b: "s"), TypeError, "must be real number"),
+        (lambda m, x: x.requires_grad_().map_(m.ones(3), max), RuntimeError,
+         r"Can't call map_\(\) on Variable that requires grad"),
+        (lambda m, x: x.map_(m.ones(3, requires_grad=True), max), RuntimeError,
+         r"Can't call map_\(\) on Variable that requires grad"),
+        (lambda m, x: x.map_(m.ones(4), max), RuntimeError, ""),
+        (lambda m, x: x.map2_(m.ones(3), m.ones(3, requires_grad=True), max), RuntimeError,
+         r"Can't call map2_\(\)"),
+    ],
+)  # fmt: skip
+def test_map_errors_match_torch(call, kind, message):
+    for m in (sg, torch):
+        with pytest.raises(kind, match=message):
+            call(m, m.tensor(X, dtype=m.float32))
+
+
+@pytest.mark.parametrize(
+    "values, size, fill",
+    [
+        ([[0, 1], [2, 0]], 4, -1),
+        ([[0, 1], [2, 0]], 1, -1),
+        ([[0, 1], [2, 0]], 3, 9),
+        ([0.0, 0.0], 2, -1),
+        (3.0, 2, -1),
+        ([[True, False]], 0, -1),
+    ],
+)
+def test_nonzero_static_matches_torch(values, size, fill):
+    outs = [m.nonzero_static(m.tensor(values), size=size, fill_value=fill) for m in (sg, torch)]
+    assert outs[0].shape == tuple(outs[1].shape) and outs[0].dtype == sg.int64
+    assert outs[0].tolist() == outs[1].tolist()
+    assert sg.tensor(values).nonzero_static(size=size, fill_value=fill).tolist() == outs[1].tolist()
+
+
+def test_nonzero_static_with_a_negative_size_raises_as_torch():
+    for m in (sg, torch):
+        with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
+            m.tensor([1, 0]).nonzero_static(size=-1)
+
+
+@pytest.mark.parametrize(
+    "shape, view",
+    [
+        ((2, 3, 4), lambda t: t),
+        ((2, 3, 4), lambda t: t.transpose(0, 2)),
+        ((2, 1, 3), lambda t: t.permute(2, 1, 0)),
+        ((2, 3, 1, 1), lambda t: t),
+        ((1, 3, 4), lambda t: t.expand(5, 3, 4)),
+        ((2, 3, 4, 5), lambda t: t.permute(0, 2, 3, 1)),
+        ((3, 4), lambda t: t[:, ::2]),
+        ((3,), lambda t: t),
+        ((), lambda t: t),
+        ((4, 1, 5), lambda t: t.transpose(1, 2)),
+        ((2, 2), lambda t: t.t()),
+        ((1, 2, 1, 3), lambda t: t.permute(3, 2, 1, 0)),
+        ((2, 3, 4, 1), lambda t: t.permute(0, 3, 1, 2)),
+        ((4, 6), lambda t: t.as_strided((3, 2), (1, 3))),
+    ],
+)
+def test_dim_order_matches_torch(shape, view):
+    ours, theirs = (view(m.zeros(shape)) for m in (sg, torch))
+    assert ours.stride() == theirs.stride()
+    assert ours.dim_order() == theirs.dim_order()
+
+
+PREDICATES = [
+    "is_sparse", "is_sparse_csr", "is_quantized", "is_nested", "is_mkldnn", "is_mps", "is_xpu",
+    "is_xla", "is_ipu", "is_mtia", "is_maia", "is_vulkan",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PREDICATES)
+def test_predicates_are_false_as_on_torch_cpu_tensors(name):
+    assert getattr(sg.ones(2), name) is getattr(torch.ones(2), name) is False
+    with pytest.raises(AttributeError):  # read-only, as PyTorch's
+        setattr(sg.ones(2), name, True)
+
+
+def test_is_pinned_is_shared_and_layout_match_torch():
+    for x, t in ((sg.ones(2), torch.ones(2)), (sg.ones(2).pin_memory(), torch.ones(2))):
+        assert x.is_pinned() is t.is_pinned() is False
+        assert x.is_shared() is t.is_shared() is False
+    assert sg.ones(2).layout is sg.strided
+    assert repr(sg.strided) == "scratchgrad.strided" and str(torch.strided) == "torch.strided"
+    assert isinstance(sg.strided, sg.layout)
