@@ -35,6 +35,24 @@ def test_it_is_a_view_writes_go_through():
     assert ours.tolist() == theirs.tolist()
 
 
+@pytest.mark.parametrize("write", ["add_", "fill_", "setitem"])
+def test_overlapping_windows_refuse_writes(write):
+    """PyTorch writes an entry that two windows hold twice (``add_`` adds 2), NumPy once: rather
+    than differ silently, overlapping windows are read-only, with PyTorch's error for writes
+    into shared memory. Their values and gradient are unaffected."""
+    x = sg.arange(5.0, requires_grad=True)
+    windows = x.detach().unfold(0, 2, 1)
+    do = {"add_": lambda: windows.add_(1), "fill_": lambda: windows.fill_(7),
+          "setitem": lambda: windows.__setitem__((0, 0), 9)}[write]  # fmt: skip
+    with pytest.raises(RuntimeError, match="refers to a single memory location"):
+        do()
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    (x.unfold(0, 2, 1) ** 2).sum().backward()
+    reference = torch.arange(5.0, requires_grad=True)
+    (reference.unfold(0, 2, 1) ** 2).sum().backward()
+    assert x.grad.tolist() == reference.grad.tolist()
+
+
 @pytest.mark.parametrize("args", [(0, 11, 1), (0, 3, 0), (0, 3, -1), (1, 2, 1)])
 def test_errors_are_torchs(args):
     with pytest.raises((RuntimeError, IndexError)) as theirs:

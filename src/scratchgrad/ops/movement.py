@@ -238,7 +238,11 @@ class Unfold(Function):
         shape = (*x.shape[:dim], (x.shape[dim] - size) // step + 1, *x.shape[dim + 1 :], size)
         strides = (*x.strides[:dim], x.strides[dim] * step, *x.strides[dim + 1 :], x.strides[dim])
         out = namespace(x).lib.stride_tricks.as_strided(x, shape, strides)
-        if not getattr(x.flags, "writeable", True):  # an expanded view stays read-only
+        # Read-only where windows overlap, or over an expanded view: PyTorch writes overlapping
+        # entries once per window holding them (add_ adds twice), NumPy once per place.
+        overlapping = step < size and shape[dim] > 1
+        read_only = overlapping or not getattr(x.flags, "writeable", True)
+        if read_only and hasattr(out.flags, "writeable"):  # (CuPy's are always writable)
             out.flags.writeable = False
         return out
 
