@@ -134,6 +134,26 @@ def test_parameters_get_gradients_when_no_input_requires_grad():
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
 
 
+def step_of(model, x, extra):
+    """A function given its module and a list holding a parameter as arguments, as an ODE
+    solver's step is given its vector field."""
+    return model(x).tanh() * extra[0]
+
+
+@pytest.mark.parametrize("use_reentrant, input_grad", [(False, False), (False, True), (True, True)])
+def test_a_module_passed_as_an_argument_gets_gradients(use_reentrant, input_grad):
+    results = []
+    for lib, module in ((sg, cp), (torch, tcp)):
+        model = mlp(lib)
+        scale = lib.tensor([1.5], dtype=lib.float64, requires_grad=True)
+        x = lib.tensor(X, requires_grad=input_grad)
+        y = module.checkpoint(step_of, model, x, [scale], use_reentrant=use_reentrant)
+        (y**2).sum().backward()
+        results.append([y.detach().numpy(), scale.grad.numpy(), *grads(model.parameters())])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
 def caught(call):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -25,7 +25,8 @@ uses (also through ``autograd.grad``, as PyTorch's ``use_reentrant=False``). Wha
 PyTorch's: without ``use_reentrant`` it warns and takes ``True``; with ``True``, keyword
 arguments are refused, and when no tensor argument requires grad it warns and the result has
 no gradient. Parameters are found among the function's references (a module, a bound method
-of one, what its closure and globals name); a tensor that requires grad and is found
+of one, what its closure and globals name) and its arguments that are not tensors (a module
+or a list of parameters passed in); a tensor that requires grad and is found
 elsewhere raises during backward (pass it as an argument), as does a backward with
 ``create_graph=True`` (a gradient to differentiate again), which PyTorch's non-reentrant
 variant allows.
@@ -164,7 +165,9 @@ class _Run:
         preserve_rng_state: bool,
     ) -> None:
         self.function, self.args, self.kwargs, self.tensors = function, args, kwargs, tensors
-        self.leaves = _parameters_of(function)
+        # a module may come in as an argument (``checkpoint(step, model, x)``), not a reference
+        others = [a for a in (*args, *kwargs.values()) if not isinstance(a, Tensor)]
+        self.leaves = _parameters_of([*_references(function), *others])
         self.rng_state = _rng_state(tensors) if preserve_rng_state else None
         self.autocast_dtype = autocast_state.dtype
         self.made = 0  # the sequence number of the result's node: older nodes are outside
@@ -236,12 +239,12 @@ class _Checkpoint(Function):
         return tuple(found.get(id(t)) for t in targets)
 
 
-def _parameters_of(function: Any) -> list[Tensor]:
-    """The leaf tensors that require grad among what ``function`` refers to (see
-    ``_references``), directly or in a list, tuple or dict: themselves, or a module's
-    parameters."""
+def _parameters_of(values: list[Any]) -> list[Tensor]:
+    """The leaf tensors that require grad among ``values`` (what the function refers to, see
+    ``_references``, and its arguments that are not tensors), directly or in a list, tuple or
+    dict: themselves, or a module's parameters."""
     found: dict[int, Tensor] = {}
-    for value in _references(function):
+    for value in values:
         if isinstance(value, dict):
             value = list(value.values())
         for item in value if isinstance(value, (list, tuple)) else (value,):
