@@ -16,7 +16,17 @@ LAYERS = [
     {"backend", "dtypes", "cuda", "accelerator", "backends", "meta"},  # arrays, dtypes, devices
     {"autograd"},
     {"ops"},
-    {"tensor", "creation", "printing", "linalg", "special", "indexed_writes", "statistics"},
+    # (testing: torch.testing, built on Tensor and its factories)
+    {
+        "tensor",
+        "creation",
+        "printing",
+        "linalg",
+        "special",
+        "indexed_writes",
+        "statistics",
+        "testing",
+    },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them
     # (distributions: on nn.functional and linalg, as PyTorch's)

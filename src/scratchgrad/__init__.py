@@ -233,6 +233,7 @@ else:
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
+    from scratchgrad import testing  # torch.testing
     from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)
     from scratchgrad.statistics import (
         corrcoef,
