@@ -173,3 +173,10 @@ def test_is_pinned_is_shared_and_layout_match_torch():
     assert sg.ones(2).layout is sg.strided
     assert repr(sg.strided) == "scratchgrad.strided" and str(torch.strided) == "torch.strided"
     assert isinstance(sg.strided, sg.layout)
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 4), (3, 0, 2), (2, 3, 0), (0, 0)])
+def test_strides_of_tensors_without_entries_are_torchs(shape):
+    """NumPy zeroes an empty array's strides; PyTorch gives row-major ones."""
+    assert sg.zeros(*shape).stride() == torch.zeros(*shape).stride()
+    assert sg.zeros(*shape).stride(-1) == torch.zeros(*shape).stride(-1)

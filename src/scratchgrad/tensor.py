@@ -308,8 +308,19 @@ class Tensor:
         return bool(self.item())
 
     def stride(self, dim: int | None = None):
-        """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's."""
-        strides = tuple(s // self.array.itemsize for s in self.array.strides)
+        """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's (for a
+        new tensor without entries, whose strides NumPy zeroes, the row-major ones PyTorch
+        gives).
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2, 3).stride(), sg.zeros(3, 0, 2).stride()
+        ((3, 1), (2, 2, 1))
+        """
+        if self.array.size or any(self.array.strides):
+            strides = tuple(s // self.array.itemsize for s in self.array.strides)
+        else:
+            strides = tuple(math.prod(max(n, 1) for n in self.array.shape[d + 1 :])
+                            for d in range(self.array.ndim))  # fmt: skip
         return strides if dim is None else strides[wrap_dim(dim, self.array.ndim)]
 
     def dim_order(self) -> tuple[int, ...]:
