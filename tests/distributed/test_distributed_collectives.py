@@ -103,7 +103,9 @@ def test_a_rank_that_raises_ends_every_rank():
 
 def test_a_rank_that_exits_early_with_an_error_status_ends_every_rank():
     done = run_mpi(2, "raising_program.py", "exit", timeout=60)
-    assert done.returncode == 3
+    # mpiexec reports the early exit's status (3) or, when it stops the other rank at the same
+    # moment, that rank's kill (9, seen once in a full CI run): either way, not a success
+    assert done.returncode in (3, 9), done.returncode
     assert "never reached" not in done.stdout
 
 
