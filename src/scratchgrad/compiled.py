@@ -149,10 +149,13 @@ def compile_in_place(
     **ignored: Any,
 ) -> None:
     """``Module.compile``: the module's own calls captured from now on, as ``compile(module)``
-    captures the wrapper's, with its options (``disable=True`` leaves the module as it is)."""
+    captures the wrapper's, with its options (``disable=True`` leaves the module as it is).
+    The capture hangs off ``Module.__call__``'s slower way (``_hooked``), so that uncompiled
+    modules pay nothing for it."""
     _check_options(mode, options)
     if not disable:
-        object.__setattr__(module, "_compiled_call_impl", CompiledForward(module, wrappers=1))
+        module._compiled_call_impl = CompiledForward(module, wrappers=1)
+        module._hooked = True
 
 
 def _check_options(mode: str | None, options: dict[str, Any] | None) -> None:

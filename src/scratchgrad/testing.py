@@ -165,14 +165,6 @@ def _scalar_mismatch(actual: Any, expected: Any, rtol: float, atol: float) -> st
     return _mismatch("Scalars", extra, rtol, atol, (diff, None), (relative, None))
 
 
-def _unravel(flat: int, shape: tuple) -> tuple:
-    index = []
-    for size in reversed(shape):
-        flat, i = divmod(flat, size)
-        index.append(i)
-    return tuple(reversed(index))
-
-
 def _tensor_mismatch(actual: Tensor, expected: Tensor, matches: Tensor, rtol, atol) -> str:
     total = matches.numel()
     wrong = total - int(matches.sum())
@@ -188,7 +180,8 @@ def _tensor_mismatch(actual: Tensor, expected: Tensor, matches: Tensor, rtol, at
     greatest = []
     for diff in (abs_diff, rel_diff):
         value, index = diff.max(0)
-        greatest.append((value.item(), _unravel(int(index), shape)))
+        at = numpy.unravel_index(int(index), shape)
+        greatest.append((value.item(), tuple(int(i) for i in at)))
     return _mismatch("Tensor-likes", extra, rtol, atol, *greatest)
 
 

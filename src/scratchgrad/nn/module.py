@@ -134,7 +134,6 @@ class Module:
         from scratchgrad.compiled import compile_in_place  # (the jit layer, above nn)
 
         compile_in_place(self, *args, **kwargs)
-        self._hooked = True  # (__call__'s slower way looks for the capture)
 
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         """``forward`` between its hooks, as PyTorch's (and ``compile``'s capture's way in): a

@@ -272,7 +272,8 @@ class AsStrided(Function):
         ctx.in_stride = tuple(s // x.itemsize for s in x.strides)
         ctx.attributes = {"size": size, "stride": stride, "offset": offset}
         out = _strided(x, size, stride, offset)
-        if not getattr(x.flags, "writeable", True) or overlaps_itself(size, stride):
+        read_only = overlaps_itself(size, stride) or not getattr(x.flags, "writeable", True)
+        if read_only and hasattr(out.flags, "writeable"):  # (CuPy's are always writable)
             out.flags.writeable = False
         return out
 
