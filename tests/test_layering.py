@@ -43,6 +43,7 @@ ALLOWED = {
     ("autograd.function", "tensor"): "a Function's result is a Tensor (imported last, E402)",
     ("autograd.engine", "tensor"): "the engine walks Tensors and fills .grad",
     ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
+    ("autograd.forward_ad", "tensor"): "dual tensors are Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
     ("autograd.variable", "tensor"): "the legacy Variable(x) returns a detached Tensor",
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",

@@ -1,7 +1,7 @@
 """The graph core: ``Function``, the backward engine, grad mode, gradient checks."""
 
 from scratchgrad.autograd.function import Function  # noqa: I001  (first: Tensor needs it)
-from scratchgrad.autograd import functional, graph
+from scratchgrad.autograd import forward_ad, functional, graph
 from scratchgrad.autograd.anomaly import detect_anomaly, set_detect_anomaly
 from scratchgrad.autograd.engine import backward, grad
 from scratchgrad.autograd.gradcheck import gradcheck, gradgradcheck
@@ -14,6 +14,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "forward_ad",
     "functional",
     "grad",
     "gradcheck",
