@@ -5,6 +5,7 @@ found: a recording dropped by reference counting leaves it none) and eager calls
 """
 
 import gc
+import sys
 import weakref
 
 import numpy as np
@@ -14,7 +15,7 @@ from test_jit import train_step
 import scratchgrad as sg
 from scratchgrad import nn
 from scratchgrad.autograd import capture_hook
-from scratchgrad.jit import program, updates
+from scratchgrad.jit import jitted, program, updates
 from scratchgrad.jit.recorder import Recorder
 
 
@@ -156,6 +157,49 @@ def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatc
     # the program, then the two updates it calls (zero_grad, step): outside the step, with
     # the first recording and the recorder freed
     assert compiled == [("replay", True, False, False)] + [("run", True, False, False)] * 2
+
+
+def test_free_memory_is_handed_back_before_each_recording_and_before_compiling(monkeypatch):
+    """The recordings run the step eagerly and leave its arrays' memory free in the heap:
+    it is handed back to the system before each recording and before the program is made,
+    not while a recorder is active, and not on replays."""
+    events = []
+    generate = program.generate
+
+    def generate_spied(*args, **kwargs):
+        events.append("generate")
+        return generate(*args, **kwargs)
+
+    def trim_spied():
+        events.append(("trim", capture_hook.recorder is None))
+
+    monkeypatch.setattr(program, "generate", generate_spied)
+    monkeypatch.setattr(jitted, "hand_back_free_memory", trim_spied)
+    step = _jitted_step()
+    x, y = sg.randn(5, 6), sg.randint(0, 3, (5,))
+    for _ in range(5):  # eager, two recordings, two replays
+        step(x, y)
+    # the first recording's generate is never called: only the checked one is compiled
+    assert events == [("trim", True), ("trim", True), ("trim", True), "generate"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_handing_back_free_memory_lowers_the_resident_memory():
+    """Freed blocks below glibc's mmap threshold stay resident in the heap until
+    ``malloc_trim`` hands them back (where there is no glibc, the call does nothing)."""
+    if jitted._malloc_trim() is None:
+        pytest.skip("no glibc malloc_trim")
+
+    def resident_kb():
+        with open("/proc/self/status") as status:
+            line = next(line for line in status if line.startswith("RssAnon:"))
+        return int(line.split()[1])
+
+    blocks = [np.ones(8192) for _ in range(2000)]  # 64 KB each, 128 MB
+    del blocks[:-1]  # the last one keeps the heap's top in use (so no trim of the top alone)
+    held = resident_kb()
+    jitted.hand_back_free_memory()
+    assert held - resident_kb() > 64 * 1024  # of 128 MB freed, more than 64 MB handed back
 
 
 @pytest.mark.parametrize(
