@@ -70,6 +70,17 @@ class _NormBase(Module):
         if self.bias is not None:
             init.zeros_(self.bias)
 
+    def _upgrade_state_dict(
+        self, state_dict: dict, prefix: str, version: int | None, errors: list[str]
+    ) -> None:
+        """A checkpoint from before version 2 has no ``num_batches_tracked``: as PyTorch's,
+        the module keeps its own count (0 on the meta device) instead of missing the key."""
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            tracked = self.num_batches_tracked
+            meta = tracked is None or tracked.is_meta
+            state_dict[key] = Tensor._from_data(0, backend.int64) if meta else tracked
+
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -176,6 +187,29 @@ class _InstanceNorm(_NormBase):
         super().__init__(
             num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
         )
+
+    def _upgrade_state_dict(
+        self, state_dict: dict, prefix: str, version: int | None, errors: list[str]
+    ) -> None:
+        """A checkpoint without a version (PyTorch before 0.4) may hold running statistics
+        that a module without ``track_running_stats`` lacks: an error, as PyTorch's, that
+        names them (and drops them, so they are not reported again as unexpected)."""
+        found = [prefix + name for name in ("running_mean", "running_var")]
+        found = [key for key in found if key in state_dict]
+        if version is None and not self.track_running_stats and found:
+            klass, names = type(self).__name__, " and ".join(f'"{key}"' for key in found)
+            errors.append(
+                f"Unexpected running stats buffer(s) {names} "
+                f"for {klass} with track_running_stats=False. If state_dict is a checkpoint "
+                f"saved before 0.4.0, this may be expected because {klass} does not track "
+                "running stats by default since 0.4.0. Please remove these keys from "
+                "state_dict. If the running stats are actually needed, instead set "
+                f"track_running_stats=True in {klass} to enable them. See the documentation "
+                f"of {klass} for details."
+            )
+            for key in found:
+                del state_dict[key]
+        super()._upgrade_state_dict(state_dict, prefix, version, errors)
 
     def forward(self, input: Tensor) -> Tensor:
         unbatched = self.spatial_dims + 1

@@ -739,6 +739,14 @@ class Module:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 
+    def _upgrade_state_dict(
+        self, state_dict: dict, prefix: str, version: int | None, errors: list[str]
+    ) -> None:
+        """Bring the entries under ``prefix`` of a checkpoint saved at an older ``version`` of
+        this module (None: the checkpoint has no ``_metadata`` for it) to the current form, in
+        place, before they are matched (what PyTorch's ``_load_from_state_dict`` overrides do
+        first); ``errors`` takes what cannot be loaded. Layers whose form changed override it."""
+
     def _local_state(self) -> dict[str, Tensor]:
         """The module's own parameters and persistent buffers (those not None), in order."""
         persistent = [
@@ -850,6 +858,7 @@ class _Load:
         own entries, then its children's, then run its post-hooks."""
         metadata = {} if self.metadata is None else self.metadata.get(prefix[:-1], {})
         missing, unexpected = self.keys
+        module._upgrade_state_dict(state_dict, prefix, metadata.get("version"), self.errors)
         for hook, _ in module._load_state_dict_pre_hooks:
             hook(module, state_dict, prefix, metadata, True, missing, unexpected, self.errors)
         own = module._local_state()
