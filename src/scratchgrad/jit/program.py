@@ -27,7 +27,7 @@ from typing import Any
 
 from scratchgrad.autograd import engine
 from scratchgrad.backend import xp
-from scratchgrad.jit import kernels
+from scratchgrad.jit import kernels, rewrite
 from scratchgrad.jit.recorder import Recorder
 from scratchgrad.jit.updates import _aligned, define, function_source
 from scratchgrad.tensor import Tensor
@@ -99,7 +99,7 @@ def generate(
     """The source of ``compile``'s replay function and the globals it runs in. A caller that
     lets the recorder go before ``define`` runs them frees the recorder's tables (each
     step's lines, the values' numbers) before Python's compiler takes its memory."""
-    steps = _live_steps(recorder, outputs)
+    steps = rewrite.mask_before_spreading(recorder, _live_steps(recorder, outputs), outputs)
     last_use = {}
     for index, step in enumerate(steps):
         for number in step.reads:

@@ -59,6 +59,7 @@ class Step:
         "layout",
         "scratch",
         "tried",
+        "like",
     )
 
     def __init__(self, lines: list[str], reads: tuple, writes: list, effect: bool) -> None:
@@ -78,6 +79,9 @@ class Step:
         # a big matrix product that the program may compute the other way round, decided
         # when the program is compiled (see gemm.py)
         self.tried: gemm.Tried | None = None
+        # for a kernel: the positions of its array arguments laid out as its result (shape
+        # and strides), which a rewrite may put in its place (see rewrite.py)
+        self.like: tuple[int, ...] = ()
 
 
 # What a refused read of values (``Recorder.refuse``) should do instead.
@@ -144,6 +148,13 @@ class Recorder:
         # it is the array's own: one weak reference forgets both).
         self._watch.append(_watch(array, self._tables, key, number, memory if owned else -1))
         return number
+
+    def new_value(self, size: int) -> int:
+        """A number for a value that a rewrite adds: an array of ``size`` entries, in memory of
+        its own (see rewrite.py)."""
+        self.sizes.append(size)
+        self.memory.append(max(self.memory, default=-1) + 1)
+        return len(self.sizes) - 1
 
     def _memory_of(self, array: Any, key: int) -> tuple[int, bool]:
         """The memory number of ``array`` (``key``: its id), and whether it is new and the
@@ -296,9 +307,14 @@ class Recorder:
     ) -> None:
         """Note where the result of the kernel just noted (``code``) may be written: over
         which of its inputs, or into a buffer of which layout (see ``Step``)."""
+        step = self.steps[-1]
+        step.like = tuple(
+            i
+            for i, a in enumerate(arrays)
+            if isinstance(a, xp.ndarray) and (a.shape, a.strides) == (out.shape, out.strides)
+        )
         if kernels.OUT not in code:
             return
-        step = self.steps[-1]
         step.reusable = tuple(
             int(name[1:])
             for i, (name, a) in enumerate(zip(positional, arrays))
