@@ -34,7 +34,7 @@ LAYERS = [
     {"utils", "datasets", "serialization"},
     {"func", "jit", "compiled", "compiler", "amp", "cpu"},  # transforms
     {"evo", "export", "onnx"},  # applications
-    {"viz", "cli", "train", "charlm", "evolve", "argtypes", "__main__"},  # tools
+    {"viz", "cli", "train", "charlm", "evolve", "argtypes", "__main__", "profiler"},  # tools
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
@@ -46,6 +46,7 @@ ALLOWED = {
     ("autograd.forward_ad", "tensor"): "dual tensors are Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
     ("autograd.variable", "tensor"): "the legacy Variable(x) returns a detached Tensor",
+    ("autograd.profiler", "tensor"): "the profiler notes the shapes and bytes of Tensors",
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("cuda.amp", "amp"): "torch.cuda.amp's old spellings of scratchgrad.amp, loaded on demand",
     ("nn.utils.stateless", "func"): "the deprecated functional_call calls torch.func's",

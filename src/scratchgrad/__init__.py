@@ -229,6 +229,7 @@ else:
     from scratchgrad.amp import autocast
     from scratchgrad.compiled import compile
     from scratchgrad import compiler  # torch.compiler
+    from scratchgrad import profiler  # torch.profiler (and torch.autograd.profiler)
     from scratchgrad import jit  # the package, callable as the function jit.jit
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
