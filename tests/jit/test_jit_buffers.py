@@ -244,3 +244,41 @@ def test_a_0d_comparison_is_replayed_not_frozen():
     for value in [1.0, 2.0, -1.0, 3.0, -2.0, 0.5]:
         x = sg.tensor(value, requires_grad=True)
         assert jitted(x).item() == gradient(x).item() == (3.0 if value > 0 else 0.0)
+
+
+def test_an_elementwise_result_goes_over_a_dead_view_of_the_steps_own_array():
+    """A ReLU of a transposed intermediate that nothing reads afterwards is written over it
+    (W5's ReLU after the convolution's permute), with eager's bits."""
+    model = mlp()
+
+    def forward(x):
+        return (model[0](x).t().relu() * 2).sum()
+
+    jitted = sg.jit(forward)
+    for x in [sg.randn(5, 6) for _ in range(4)]:
+        assert jitted(x).item() == forward(x).item()
+    relu = next(line for line in source_of(jitted).splitlines() if "maximum(" in line)
+    target, call = relu.strip().split(" = ", 1)
+    assert call.startswith("np_maximum(v") and ", out=v" in call  # over its input, a view
+
+
+@pytest.mark.parametrize("of", ["parameter", "input"])
+def test_a_view_of_a_parameter_or_an_input_is_never_written_over(of):
+    """Their memory is not the step's: a ReLU of ``w.t()`` or ``x.t()`` makes a new array,
+    and neither the parameter nor the caller's tensor changes."""
+    model = mlp()
+    weight = model[0].weight
+
+    def forward(x):
+        viewed = weight.t() if of == "parameter" else x.t()
+        return viewed.relu().sum()
+
+    jitted = sg.jit(forward)
+    before = weight.detach().numpy().copy()
+    for x in [sg.randn(6, 6) for _ in range(4)]:
+        given = x.numpy().copy()
+        assert jitted(x).item() == forward(x).item()
+        np.testing.assert_array_equal(x.numpy(), given)
+    np.testing.assert_array_equal(weight.detach().numpy(), before)
+    relu = next(line for line in source_of(jitted).splitlines() if "maximum(" in line)
+    assert "out=" not in relu

@@ -320,13 +320,25 @@ class Recorder:
             for i, (name, a) in enumerate(zip(positional, arrays))
             if i in overwrites
             and name.startswith("v")
-            and a.base is None  # owns its memory: not a view of another array
+            # its own memory, or a view of the step's (W5's ReLU over a permuted product:
+            # 2% of its step), not a parameter's
+            and (a.base is None or self._made_here(a))
+            and a.flags.writeable
             # and laid out as the result: written over another layout, the result would be
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
         )
         if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
             step.layout = (out.shape, out.dtype)
+
+    def _made_here(self, view: Any) -> bool:
+        """Whether the memory ``view`` shares is an array the step made or was given (a
+        value), whose readers the program knows: not a parameter's, which it must not
+        overwrite. (A given array is never overwritten either: ``program._free_after``.)"""
+        owner = view
+        while isinstance(owner.base, xp.ndarray):
+            owner = owner.base
+        return id(owner) in self.number
 
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` (an array call made outside ``Function.forward``: an in-place
