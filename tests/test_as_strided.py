@@ -51,6 +51,17 @@ def test_values_strides_and_offset_match_torch(name, dtype):
     assert ours.is_contiguous() == theirs.is_contiguous(), name
 
 
+def test_a_detached_view_counts_from_its_bases_storage():
+    """``detach`` and ``.data`` of a view keep its offset, so as_strided reads the base's
+    memory from there (or from a given offset), as PyTorch's."""
+    for detached in (lambda t: t[2:].detach(), lambda t: t.view(3, 4)[1].data):
+        outs = [detached(m.arange(12.0)) for m in (sg, torch)]
+        for args in [((3, 2), (2, 1)), ((2, 2), (1, 3), 0)]:
+            ours, theirs = (x.as_strided(*args) for x in outs)
+            assert ours.tolist() == theirs.tolist()
+            assert ours.storage_offset() == theirs.storage_offset()
+
+
 def test_storage_offset_as_a_keyword_and_the_view_shares_memory():
     for m in (sg, torch):
         base = m.zeros(6)

@@ -47,6 +47,7 @@ ALLOWED = {
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
     ("autograd.variable", "tensor"): "the legacy Variable(x) returns a detached Tensor",
     ("autograd.profiler", "tensor"): "the profiler notes the shapes and bytes of Tensors",
+    ("autograd.grad_mode", "tensor"): "inference_mode makes Tensor._make mark what it makes",
     ("backend", "tensor"): "Generator.get_state returns a uint8 Tensor, as PyTorch's",
     ("cuda.amp", "amp"): "torch.cuda.amp's old spellings of scratchgrad.amp, loaded on demand",
     ("nn.utils.stateless", "func"): "the deprecated functional_call calls torch.func's",

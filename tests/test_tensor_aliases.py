@@ -84,6 +84,42 @@ def test_map_matches_torch(name, call):
     assert outs[0] == outs[1], name
 
 
+def mixed(v, a, b):
+    """A map2_ callable whose result tells which entries it read."""
+    return v * 10 + a + b * 100
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a, u: a.map2_(a, u, mixed),  # x is self
+        lambda a, u: a.map2_(u, a, mixed),  # y is self
+        lambda a, u: a.map2_(a, a, mixed),
+        lambda a, u: a[1:].map2_(a[:-1], u[1:], mixed),  # reads the entry just written
+        lambda a, u: a[:-1].map2_(a[1:], u[1:], mixed),  # reads one not yet written
+        lambda a, u: a[:-1].map2_(u[1:], a[1:], mixed),
+        lambda a, u: a[:4].map2_(a[5:], a[4:8], mixed),  # one memory, apart: as without
+        lambda a, u: a.map2_(a[0], u[0], mixed),  # one entry, expanded
+        lambda a, u: a.view(3, 3).map2_(a.view(3, 3).t(), a.view(3, 3), mixed),
+        lambda a, u: a.view(3, 3).t().map2_(a.view(3, 3), u.view(3, 3), mixed),  # row-major
+        lambda a, u: a.view(3, 3)[1:].map2_(a.view(3, 3)[:2], a.view(3, 3)[0], mixed),
+        lambda a, u: a[2::3].map2_(a[::3], a[1::3], mixed),  # interleaved, apart
+        lambda a, u: a[1:].map_(a[:-1], lambda v, w: v * 10 + w),
+        lambda a, u: a.view(3, 3)[1:].map_(a.view(3, 3)[1], lambda v, w: v - w),  # row 1 read twice
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_map_with_inputs_sharing_memory_matches_torch(call, dtype):
+    """PyTorch reads the other tensors' entries as it writes (row-major): an input that shares
+    memory with the tensor written sees the entries already written."""
+    outs = []
+    for m in (sg, torch):
+        a = m.arange(9, dtype=getattr(m, dtype))
+        call(a, m.ones(9, dtype=a.dtype))
+        outs.append(a.tolist())
+    assert outs[0] == outs[1]
+
+
 @pytest.mark.parametrize(
     "call, kind, message",
     [

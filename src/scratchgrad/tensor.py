@@ -27,7 +27,7 @@ from scratchgrad.autograd import function as _function
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
-from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.autograd.grad_mode import NO_VERSION_COUNTER, no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
@@ -69,12 +69,15 @@ class Tensor:
 
     # _counter: the version counter, a one-item list shared by views of the same memory; made
     # on first need (an in-place change, a save for backward, a view), None until then
+    # (grad_mode.NO_VERSION_COUNTER on an inference tensor, see is_inference)
     # _view: on a view only (unset otherwise, read with getattr), its base and the view steps
     # from it, (base, ((Function, attributes), ...)); _views: on a base only, a WeakSet of its
     # views made in a graph, taken again when it changes in place; both set by Function.apply
+    # _base_array: on a detached view only (detach, .data; unset otherwise), its base's array,
+    # which storage_offset counts from
     __slots__ = (
         "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
-        "__weakref__",
+        "_base_array", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -122,7 +125,23 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place changes the memory behind this tensor (and its views) has seen."""
+        if self._counter is NO_VERSION_COUNTER:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if self._counter is None else self._counter[0]
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: one made inside ``inference_mode`` (or a view
+        or ``detach`` of one), as ``torch.Tensor.is_inference``. Outside inference mode, saving
+        one for backward, changing one in place and ``requires_grad_()`` raise PyTorch's errors
+        (see ``inference_mode`` for what is not caught).
+
+        >>> import scratchgrad as sg
+        >>> with sg.inference_mode():
+        ...     x = sg.ones(2)
+        >>> x.is_inference(), x[1:].is_inference(), x.clone().is_inference()
+        (True, True, False)
+        """
+        return self._counter is NO_VERSION_COUNTER
 
     def _shared_counter(self) -> list[int]:
         if self._counter is None:
@@ -197,7 +216,20 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """A detached tensor sharing this one's memory (writes to it bypass autograd)."""
-        return Tensor._make(self.array)
+        t = self._alias()
+        if self._counter is NO_VERSION_COUNTER:  # (no other counter is shared)
+            t._counter = NO_VERSION_COUNTER
+        return t
+
+    def _alias(self) -> Tensor:
+        """A new tensor of this one's memory, out of any graph (``detach``, ``.data``): of a
+        view, it keeps where the view starts in its base's memory (``storage_offset``), though
+        it is no view (an in-place change of it is not recorded on the base), as PyTorch's."""
+        t = Tensor._make(self.array)
+        storage = _storage_array(self)
+        if storage is not self.array:
+            t._base_array = storage
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -308,20 +340,25 @@ class Tensor:
         return bool(self.item())
 
     def stride(self, dim: int | None = None):
-        """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's (for a
-        new tensor without entries, whose strides NumPy zeroes, the row-major ones PyTorch
-        gives).
+        """Steps in entries (not bytes) between neighbours along each dim, as PyTorch's: those
+        of the layout that ``is_contiguous`` and ``view`` read (see ``_layout``), so a
+        convolution's result, which scratchgrad keeps with the batch last in memory
+        (``.array.strides``), has PyTorch's row-major strides. For a new tensor without
+        entries, whose strides NumPy zeroes, the row-major ones PyTorch gives.
 
         >>> import scratchgrad as sg
-        >>> sg.zeros(2, 3).stride(), sg.zeros(3, 0, 2).stride()
-        ((3, 1), (2, 2, 1))
+        >>> sg.zeros(2, 3).stride(), sg.zeros(3, 0, 2).stride(), sg.zeros(2, 3).t().stride()
+        ((3, 1), (2, 2, 1), (1, 3))
         """
-        if self.array.size or any(self.array.strides):
-            strides = tuple(s // self.array.itemsize for s in self.array.strides)
-        else:
-            strides = tuple(math.prod(max(n, 1) for n in self.array.shape[d + 1 :])
-                            for d in range(self.array.ndim))  # fmt: skip
-        return strides if dim is None else strides[wrap_dim(dim, self.array.ndim)]
+        array = self.array
+        if array.size and hasattr(self, "_view"):
+            strides = self._layout().strides  # (of bools: its steps in bytes are in entries)
+        elif array.size or not any(array.strides):  # a base: row-major to PyTorch
+            strides = tuple(math.prod(max(n, 1) for n in array.shape[d + 1 :])
+                            for d in range(array.ndim))  # fmt: skip
+        else:  # empty, so contiguous whatever its strides: those it was made with
+            strides = tuple(s // array.itemsize for s in array.strides)
+        return strides if dim is None else strides[wrap_dim(dim, array.ndim)]
 
     def dim_order(self) -> tuple[int, ...]:
         """The dims from outermost to innermost in memory (largest stride first; a stride of
@@ -355,10 +392,10 @@ class Tensor:
         >>> x.storage_offset(), x[3:].storage_offset(), x.view(2, 5)[:, 2].storage_offset()
         (0, 3, 2)
         """
-        if not hasattr(self, "_view"):
+        storage = _storage_array(self)
+        if storage is self.array:
             return 0
-        base = self._view[0].array
-        return (_address(self.array) - _address(base)) // self.array.itemsize
+        return (_address(self.array) - _address(storage)) // self.array.itemsize
 
     def data_ptr(self) -> int:
         """The address of the first entry in memory (0 for an empty tensor), as
@@ -465,7 +502,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same data, cut from the graph (in-place changes to either are tracked)."""
-        t = Tensor._make(self.array)
+        t = self._alias()
         t._counter = self._shared_counter()
         return t
 
@@ -491,6 +528,11 @@ class Tensor:
             )
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
+        if requires_grad and self._counter is NO_VERSION_COUNTER and not _state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
         self.requires_grad = requires_grad
         return self
 
@@ -1374,7 +1416,9 @@ class Tensor:
 
     def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
         """``map_`` with two tensors: each entry ``v`` becomes ``callable(v, a, b)``, as
-        ``torch.Tensor.map2_``.
+        ``torch.Tensor.map2_``. As PyTorch's loop, it reads ``a`` and ``b`` entry by entry as it
+        writes (row-major): one that shares this tensor's memory (``x.map2_(x[0], ...)``)
+        shows the entries already written.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([1.0, 2.0]).map2_(sg.tensor(2.0), sg.tensor(3.0), lambda v, a, b: v * a + b)
@@ -1399,13 +1443,18 @@ class Tensor:
                     f"{name}: expected a tensor of dtype {self.dtype} for 'other' (got "
                     f"{other.dtype})"
                 )
-        columns = [self.array.reshape(-1).tolist()]
-        columns += [other.expand(self.shape).reshape(-1).array.tolist() for other in others]
-        results = [callable(*values) for values in zip(*columns)]
-        for result in results:
-            if not isinstance(result, numbers.Real):
-                raise TypeError(f"{name}: must be real number, not {type(result).__name__}")
-        self.array[...] = to_array(results, self.array.dtype).reshape(self.array.shape)
+        arrays = [other.expand(self.shape).array for other in others]
+        if builtins.any(xp.may_share_memory(self.array, array) for array in arrays):
+            # NOTE: PyTorch's loop reads each entry of the others as it writes this tensor's
+            # (row-major), so one sharing its memory shows the entries already written (a
+            # shifted view of it gives a running result): done entry by entry here too
+            for index in xp.ndindex(self.shape):
+                values = (array[index].item() for array in (self.array, *arrays))
+                self.array[index] = _mapped(name, [callable(*values)], self.array.dtype)[0]
+        else:  # one call per entry, then one write
+            columns = [array.reshape(-1).tolist() for array in (self.array, *arrays)]
+            results = [callable(*values) for values in zip(*columns)]
+            self.array[...] = _mapped(name, results, self.array.dtype).reshape(self.shape)
         increment_version(self)
         return self
 
@@ -2855,9 +2904,17 @@ class Tensor:
     def _layout(self):
         """An empty array laid out as PyTorch lays out this tensor: the base contiguous, and
         this tensor's view steps taken from it (scratchgrad's own layouts can differ, e.g.
-        convolutions keep the batch last in memory)."""
+        convolutions keep the batch last in memory). ``stride``, ``is_contiguous`` and
+        ``view`` all read this one layout, so they never contradict each other."""
         base, steps = getattr(self, "_view", (self, ()))
-        return movement.replay_on_array(xp.empty(base.array.shape, bool), steps)
+        layout = xp.empty(base.array.shape, bool)
+        at = [i for i, (cls, _) in enumerate(steps) if cls is movement.AsStrided]
+        if at:  # its strides are its own, from a memory that may reach past its base's entries
+            size, stride = steps[at[-1]][1]["size"], steps[at[-1]][1]["stride"]
+            memory = xp.empty(movement.span(size, stride, 0), bool)
+            layout = xp.lib.stride_tricks.as_strided(memory, size, stride, writeable=False)
+            steps = steps[at[-1] + 1 :]
+        return movement.replay_on_array(layout, steps)
 
     def _strides_allow(self, shape: tuple) -> bool:
         if not hasattr(self, "_view"):
@@ -3337,17 +3394,18 @@ class Tensor:
         return int(movement.replay_on_array(positions, steps).reshape(-1)[0])
 
     def _storage(self, name: str) -> Any:
-        """The array PyTorch's storage of this tensor stands for: its base's (itself if no
-        view), where that lies in row-major order as PyTorch's would; else ``name`` raises."""
-        base = getattr(self, "_view", (self,))[0]
-        if isinstance(base.array, MetaArray) or not base.array.flags.c_contiguous:
+        """The array PyTorch's storage of this tensor stands for (``_storage_array``: its
+        base's, itself if no view), where that lies in row-major order as PyTorch's would;
+        else ``name`` raises."""
+        storage = _storage_array(self)
+        if isinstance(storage, MetaArray) or not storage.flags.c_contiguous:
             raise RuntimeError(
                 f"{name}: scratchgrad cannot tell this tensor's storage: it (or the tensor it "
-                f"views, of shape {base.shape}) is kept in another memory order than PyTorch's "
-                "(a convolution's result) or on the meta device; a row-major copy such as "
-                "x.reshape(-1).view(x.shape) has PyTorch's storage"
+                f"views, of shape {storage.shape}) is kept in another memory order than "
+                "PyTorch's (a convolution's result) or on the meta device; a row-major copy "
+                "such as x.reshape(-1).view(x.shape) has PyTorch's storage"
             )
-        return base.array
+        return storage
 
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """Entries ``start`` to ``start + length`` of ``dim`` (a view); ``start`` may be
@@ -4043,6 +4101,9 @@ class Tensor:
         shape = new_shape(f"new_{name}", size)
         out = Tensor._make(capture_hook.call(make, shape, *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
+
+
+_make = Tensor._make  # the plain one (see mark_inference_tensors)
 
 
 def _in_place_form(name: str) -> Callable:
@@ -6020,10 +6081,43 @@ def _count_nonzero(array: Any, dims: Any) -> Any:
     return backend.as_array(count).astype(backend.int64, copy=False)
 
 
+def _storage_array(t: Tensor) -> Any:
+    """The array whose memory ``t`` lies in, where its ``storage_offset`` counts from: its
+    base's for a view or a detached view, its own otherwise."""
+    view = getattr(t, "_view", None)  # (a base is never a view, but may be a detached one)
+    owner = t if view is None else view[0]
+    return getattr(owner, "_base_array", owner.array)
+
+
+def _make_in_inference_mode(array: Any, ctx: Any = None) -> Tensor:
+    """``Tensor._make`` while an ``inference_mode`` block is open in some thread: a tensor
+    made in a thread that is in inference mode is an inference tensor (``is_inference``)."""
+    t = _make(array, ctx)
+    if _state.inference:
+        t._counter = NO_VERSION_COUNTER
+    return t
+
+
+def mark_inference_tensors(on: bool) -> None:
+    """Make ``Tensor._make`` mark inference tensors (``on``), or not: swapped in while any
+    ``inference_mode`` block is open, so the eager engine's hottest function pays nothing
+    for the mark outside one (see ``grad_mode._count_open_block``)."""
+    Tensor._make = staticmethod(_make_in_inference_mode if on else _make)
+
+
 def _address(array: Any) -> int:
     """Where ``array``'s first entry lies in memory (NumPy's ``ctypes.data``, CuPy's
     ``data.ptr``)."""
     return array.ctypes.data if type(array) is ndarray else array.data.ptr
+
+
+def _mapped(name: str, results: list, dtype: Any) -> Any:
+    """The results of ``apply_``/``map_``/``map2_``'s callable as an array of ``dtype``: each
+    must be a real number (PyTorch's TypeError otherwise)."""
+    for result in results:
+        if not isinstance(result, numbers.Real):
+            raise TypeError(f"{name}: must be real number, not {type(result).__name__}")
+    return to_array(results, dtype)
 
 
 def _reached(tensor: Tensor) -> None:

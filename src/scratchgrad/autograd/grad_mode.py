@@ -17,6 +17,56 @@ class _State(threading.local):
 # a frame on every op.
 state = _State()
 
+# PyTorch's words for misusing an inference tensor outside inference mode
+SAVED_INFERENCE_TENSOR = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
+INPLACE_INFERENCE_TENSOR = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
+class _NoVersionCounter:
+    """The version counter of every inference tensor (a tensor made inside
+    ``inference_mode``), which has none, as PyTorch's: ``Tensor.is_inference`` tests for it.
+
+    Views and ``detach`` share their source's counter, so they are inference tensors too, as
+    PyTorch's. ``Function.apply`` reads the count when it saves a tensor for backward, and
+    ``increment_version`` when a tensor changes in place: outside inference mode the read
+    raises PyTorch's error (``increment_version`` words it as its own), so the checks cost
+    other tensors nothing.
+    """
+
+    def __getitem__(self, index: int) -> int:
+        if state.inference:  # an in-place change, or enable_grad's graph, inside the mode
+            return 0
+        raise RuntimeError(SAVED_INFERENCE_TENSOR)
+
+    def __setitem__(self, index: int, count: int) -> None:
+        """An in-place change inside inference mode: there is no count to move."""
+
+
+NO_VERSION_COUNTER = _NoVersionCounter()
+_open_blocks = 0  # inference_mode blocks open in all threads
+_open_blocks_lock = threading.Lock()
+
+
+def _count_open_block(change: int) -> None:
+    """Count an ``inference_mode`` block opening (+1) or closing (-1) in any thread. While
+    one is open, ``Tensor._make`` is the one that marks the tensors a thread in inference mode
+    makes; otherwise it is the plain one, so the eager engine pays nothing for the mark."""
+    global _open_blocks
+    from scratchgrad.tensor import mark_inference_tensors  # (tensor builds on this module)
+
+    with _open_blocks_lock:
+        _open_blocks += change
+        mark_inference_tensors(_open_blocks > 0)
+
 
 def is_grad_enabled() -> bool:
     """True when operations on tensors that require gradients record a graph."""
@@ -82,11 +132,22 @@ class inference_mode(_GradMode):
     ``inference_mode(False)`` turns grad mode on, inside ``no_grad`` too, as PyTorch's.
     A context manager and a decorator.
 
+    Tensors made inside are inference tensors (``Tensor.is_inference``), and so are their
+    views and ``detach``/``.data``. Outside inference mode these raise PyTorch's errors: an op
+    that records a graph and saves one for backward (``x * w``, ``x @ w``, a loss), an in-place
+    change of one (``add_``, ``copy_``, ``x[i] = v``, an optimizer step; a Tensor method
+    raises once the values changed, as some of PyTorch's do), ``requires_grad_()`` (and
+    ``nn.Parameter(x)``), and ``x._version``. Not caught, unlike PyTorch: ``x.requires_grad =
+    True`` (a plain attribute here), and tensors made by a ``scratchgrad.jit`` replay are not
+    marked. Where scratchgrad's op saves an input that PyTorch's does not (``mul`` saves both
+    operands), an inference tensor that requires grad may raise where PyTorch's does not.
+    ``enable_grad`` inside inference mode records a graph here (PyTorch's records none).
+
     >>> import scratchgrad as sg
     >>> with sg.inference_mode():
     ...     y = sg.ones(2, requires_grad=True) * 2
-    >>> y.requires_grad
-    False
+    >>> y.requires_grad, y.is_inference()
+    (False, True)
     """
 
     enabled, mode = True, False  # the defaults when used bare, as ``@inference_mode``
@@ -99,8 +160,12 @@ class inference_mode(_GradMode):
         super().__enter__()
         self._prev_inference = state.inference
         state.inference = self.enabled
+        if self.enabled:
+            _count_open_block(+1)
 
     def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            _count_open_block(-1)
         state.inference = self._prev_inference
         super().__exit__(*exc)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scratchgrad.autograd.grad_mode import INPLACE_INFERENCE_TENSOR
+
 
 def increment_version(tensor: Any) -> None:
     """Count an in-place change of ``tensor``'s memory (a tensor, or an iterable of tensors),
@@ -26,4 +28,7 @@ def increment_version(tensor: Any) -> None:
         if counter is None:
             t._counter = [1]
         else:
-            counter[0] += 1
+            try:  # (free in Python 3.11+ when nothing is raised: no test on the hot path)
+                counter[0] += 1
+            except RuntimeError:  # an inference tensor's, outside inference mode
+                raise RuntimeError(INPLACE_INFERENCE_TENSOR) from None

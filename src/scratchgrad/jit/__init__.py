@@ -5,6 +5,9 @@ as a flat list of NumPy calls (see ``jitted.jit``).
 ``@sg.jit`` and ``@sg.jit(cache_size=...)`` work, and so do ``import scratchgrad.jit.recorder``
 and ``from scratchgrad.jit import recorder`` (a function standing in for the package would hide
 its submodules).
+
+PyTorch's TorchScript names (``script``, ``trace``, ``ignore``, ...) are here too, as
+pass-throughs that compile nothing (see ``torchscript``).
 """
 
 import inspect
@@ -14,8 +17,42 @@ from typing import Any
 
 from scratchgrad.jit.jitted import Jitted, jit
 from scratchgrad.jit.recorder import JitError
+from scratchgrad.jit.torchscript import (
+    Final,
+    Future,
+    annotate,
+    export,
+    fork,
+    ignore,
+    is_scripting,
+    is_tracing,
+    load,
+    save,
+    script,
+    trace,
+    unused,
+    wait,
+)
 
-__all__ = ["JitError", "Jitted", "jit"]
+__all__ = [
+    "Final",
+    "Future",
+    "JitError",
+    "Jitted",
+    "annotate",
+    "export",
+    "fork",
+    "ignore",
+    "is_scripting",
+    "is_tracing",
+    "jit",
+    "load",
+    "save",
+    "script",
+    "trace",
+    "unused",
+    "wait",
+]
 
 
 class _CallablePackage(types.ModuleType):

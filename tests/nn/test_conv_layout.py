@@ -1,0 +1,121 @@
+"""The layout a convolution's result reports, against PyTorch's: scratchgrad keeps the batch
+last in memory, PyTorch's result is row-major. ``stride()``, ``is_contiguous()``,
+``contiguous()`` and ``view`` of the results and of views of them all answer as PyTorch's, and
+never contradict each other; as do those of ``as_strided`` views reaching outside their base."""
+
+import math
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+IMAGES = {1: RNG.standard_normal((4, 3, 9)), 2: RNG.standard_normal((4, 3, 6, 6))}
+IMAGES[3] = RNG.standard_normal((2, 3, 4, 4, 4))
+WEIGHTS = {n: RNG.standard_normal((5, 3, *(3,) * n)) for n in (1, 2, 3)}
+
+RESULTS = {
+    "conv1d": lambda m, F: F.conv1d(image(m, 1), weight(m, 1)),
+    "conv2d": lambda m, F: F.conv2d(image(m, 2), weight(m, 2), padding=1),
+    "conv2d strided": lambda m, F: F.conv2d(image(m, 2), weight(m, 2), stride=2),
+    "conv3d": lambda m, F: F.conv3d(image(m, 3), weight(m, 3)),
+    "conv_transpose2d": lambda m, F: F.conv_transpose2d(image(m, 2), weight(m, 2).transpose(0, 1)),
+    "max_pool2d": lambda m, F: F.max_pool2d(image(m, 2), 2),
+    "avg_pool2d": lambda m, F: F.avg_pool2d(image(m, 2), 2),
+    "relu of conv": lambda m, F: F.conv2d(image(m, 2), weight(m, 2)).relu(),
+    "conv + 1": lambda m, F: F.conv2d(image(m, 2), weight(m, 2)) + 1,
+    "batch norm of conv": lambda m, F: F.batch_norm(
+        F.conv2d(image(m, 2), weight(m, 2)), None, None, training=True
+    ),
+    "sum of conv": lambda m, F: F.conv2d(image(m, 2), weight(m, 2)).sum(1),
+}
+VIEWS = {
+    "itself": lambda t: t,
+    "one channel": lambda t: t[:, 1],
+    "one sample": lambda t: t[1],
+    "channels sliced": lambda t: t[:, 1:3],
+    "every other row": lambda t: t[..., ::2, :] if t.ndim > 3 else t[..., ::2],
+    "transpose": lambda t: t.transpose(1, 2),
+    "batch last": lambda t: t.movedim(0, -1),
+    "flattened": lambda t: t.view(t.shape[0], -1),
+    "unsqueezed": lambda t: t.unsqueeze(2),
+}
+
+
+def image(m, n):
+    return m.tensor(IMAGES[n])
+
+
+def weight(m, n):
+    return m.tensor(WEIGHTS[n])
+
+
+def view_shapes(shape):
+    """Shapes a view may ask for: all flat, batch apart, channels merged with the batch,
+    the last dim split."""
+    shapes = [(-1,), (shape[0], -1)]
+    if len(shape) > 1:
+        shapes.append((shape[0] * shape[1], -1))
+    if shape[-1] % 2 == 0:
+        shapes.append((*shape[:-1], 2, shape[-1] // 2))
+    return shapes
+
+
+def row_major(shape):
+    return tuple(math.prod(shape[d + 1 :]) for d in range(len(shape)))
+
+
+def check_layout(ours, theirs):
+    """Strides, contiguity, views and contiguous() of ``ours`` as PyTorch's ``theirs``."""
+    assert ours.shape == tuple(theirs.shape)
+    assert ours.stride() == theirs.stride()
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    sizes = [(n, s) for n, s in zip(ours.shape, ours.stride()) if n != 1]  # (any stride there)
+    assert ours.is_contiguous() == (
+        sizes == [(n, s) for n, s in zip(ours.shape, row_major(ours.shape)) if n != 1]
+    )
+    for shape in view_shapes(ours.shape):
+        try:
+            expected = theirs.view(shape)
+        except RuntimeError:
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                ours.view(shape)
+        else:
+            np.testing.assert_allclose(ours.view(shape).numpy(), expected.numpy(), rtol=1e-12)
+    made = ours.contiguous()
+    assert (made is ours) == theirs.is_contiguous()
+    assert made.is_contiguous() and made.stride() == theirs.contiguous().stride()
+    np.testing.assert_allclose(made.numpy(), theirs.contiguous().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("result", RESULTS)
+def test_strides_contiguity_and_views_of_convolution_results_match_torch(result, view):
+    ours = VIEWS[view](RESULTS[result](sg, sg.nn.functional))
+    theirs = VIEWS[view](RESULTS[result](torch, torch.nn.functional))
+    check_layout(ours, theirs)
+
+
+def test_a_convolutions_memory_is_kept_batch_last():
+    """What the layout answers stand for: the result's memory itself is not copied to
+    PyTorch's order (``.array`` tells it)."""
+    out = sg.nn.functional.conv2d(image(sg, 2), weight(sg, 2))
+    assert out.array.strides[0] == out.array.itemsize  # the batch innermost
+    assert out.stride() == torch.nn.functional.conv2d(image(torch, 2), weight(torch, 2)).stride()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.as_strided((2, 2), (1, 2), 1),  # reaches before the slice
+        lambda t: t.as_strided((3,), (1,), 5),
+        lambda t: t.as_strided((2, 2), (1, 2), 1).t(),
+        lambda t: t.as_strided((2, 3), (3, 1), 0)[:, 1:],
+    ],
+)
+def test_as_strided_of_a_detached_slice_matches_torch(call):
+    made = [call(m.arange(10.0, dtype=m.float64)[4:].detach()) for m in (sg, torch)]
+    check_layout(*made)
