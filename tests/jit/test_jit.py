@@ -128,10 +128,10 @@ def w5_like_cnn(seed=0):
     )
 
 
-def test_conv_kernels_replay_as_eager():
-    """Convolution's windows (Unfold, Fold), max pooling's gradient (Spread) and the ReLU of
-    a batch-last image (16x16, batch 8: 16,384 entries, as many as take ReLU's rows) replay
-    as kernels (jit/kernels.py) and end where eager steps end, bit for bit."""
+def w5_like_training_source() -> str:
+    """Trains ``w5_like_cnn`` with SGD eagerly and jitted on 16x16 images, batch 8 (16,384
+    entries, as many as take ReLU's rows), asserting equal losses and states bit for bit;
+    the jitted step's program source."""
     model_e, model_j = w5_like_cnn(), w5_like_cnn()
     opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
     opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
@@ -140,8 +140,15 @@ def test_conv_kernels_replay_as_eager():
         assert jitted(x, y).item() == eager(x, y).item()
     assert_same_state(model_e, opt_e, model_j, opt_j)
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    return recording.source
+
+
+def test_conv_kernels_replay_as_eager():
+    """Convolution's windows (Unfold, Fold), max pooling's gradient (Spread) and the ReLU of
+    a batch-last image replay as kernels (jit/kernels.py) and end where eager steps end."""
+    source = w5_like_training_source()
     for kernel in ("k_unfold", "k_fold", "k_spread", "k_relu"):
-        assert f"= {kernel}(" in recording.source, kernel
+        assert f"= {kernel}(" in source, kernel
 
 
 @pytest.mark.parametrize("size", [4, 1 << 14], ids=["small", "rows"])

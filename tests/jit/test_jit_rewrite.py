@@ -91,18 +91,11 @@ def test_no_rewrite_where_the_mask_does_not_only_meet_a_spread(fn, monkeypatch):
 def test_w5s_network_trains_as_eager_with_both_masks_moved():
     """Both of W5's ReLU-then-pool layers are rewritten, and six steps of SGD end where the
     eager steps end, bit for bit."""
-    from test_jit import assert_same_state, batches, train_step, w5_like_cnn
+    from test_jit import w5_like_training_source
 
-    model_e, model_j = w5_like_cnn(), w5_like_cnn()
-    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
-    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
-    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
-    for x, y in batches((8, 1, 16, 16)):
-        assert jitted(x, y).item() == eager(x, y).item()
-    assert_same_state(model_e, opt_e, model_j, opt_j)
-    (recording,) = [r for rs in jitted.recordings.values() for r in rs]
-    spreads = [line for line in recording.source.splitlines() if "k_spread(" in line]
+    source = w5_like_training_source()
+    spreads = [line for line in source.splitlines() if "k_spread(" in line]
     masked = {line.split("k_spread(")[1].split(",")[0] for line in spreads}
-    lines = [line.strip() for line in recording.source.splitlines()]
+    lines = [line.strip() for line in source.splitlines()]
     assert len(spreads) == 2
     assert all(any(line.startswith(f"{v} = k_keep_where(") for line in lines) for v in masked)

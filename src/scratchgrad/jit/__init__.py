@@ -15,6 +15,7 @@ import sys
 import types
 from typing import Any
 
+from scratchgrad.jit import torchscript
 from scratchgrad.jit.jitted import Jitted, jit
 from scratchgrad.jit.recorder import JitError
 from scratchgrad.jit.torchscript import (
@@ -34,25 +35,7 @@ from scratchgrad.jit.torchscript import (
     wait,
 )
 
-__all__ = [
-    "Final",
-    "Future",
-    "JitError",
-    "Jitted",
-    "annotate",
-    "export",
-    "fork",
-    "ignore",
-    "is_scripting",
-    "is_tracing",
-    "jit",
-    "load",
-    "save",
-    "script",
-    "trace",
-    "unused",
-    "wait",
-]
+__all__ = ["JitError", "Jitted", "jit", *torchscript.__all__]
 
 
 class _CallablePackage(types.ModuleType):
