@@ -256,3 +256,45 @@ def test_custom_functions_pass_tangents_through_backward_and_need_one():
         assert_close(fwAD.unpack_dual(_Cube.apply(d)).tangent, np.array([3.0, 6.0]))
         with pytest.raises(RuntimeError, match="_JvpOnly has no backward.*jvp is not used"):
             fwAD.unpack_dual(_JvpOnly.apply(d))
+
+
+def _sine(lib):
+    """A Function written for both modes, as PyTorch's docs write one: ``save_for_forward``
+    in ``forward``, a ``backward`` and a ``jvp``."""
+
+    class Sine(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x.cos()
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            (x,) = ctx.saved_tensors
+            return tangent * x.cos()
+
+    return Sine
+
+
+@pytest.mark.parametrize("mode", ["forward", "backward"])
+def test_a_function_saving_for_forward_runs_as_torchs(mode):
+    """scratchgrad's tangent goes through ``backward`` (the ``jvp`` is not called), so both
+    modes give torch's numbers."""
+    values, direction = np.array([0.5, 1.0, 2.0]), np.array([1.0, -2.0, 0.5])
+    found = []
+    for lib, ad in ((torch, tfwAD), (sg, fwAD)):
+        x = lib.tensor(values, dtype=lib.float64, requires_grad=mode == "backward")
+        if mode == "backward":
+            _sine(lib).apply(x).sum().backward()
+            found.append(x.grad.detach().numpy())
+            continue
+        with ad.dual_level():
+            dual = ad.make_dual(x, lib.tensor(direction, dtype=lib.float64))
+            found.append(ad.unpack_dual(_sine(lib).apply(dual)).tangent.detach().numpy())
+    np.testing.assert_allclose(found[1], found[0], rtol=1e-12)

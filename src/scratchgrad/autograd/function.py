@@ -143,6 +143,12 @@ class Function:
         """Keep tensors for ``backward``: inputs and the result keep their place in the graph."""
         self._to_save = tensors
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Accepted as PyTorch's: the tensors a ``jvp`` staticmethod would read. scratchgrad
+        calls no ``jvp`` (``autograd.forward_ad`` finds tangents through ``backward``), so they
+        are only kept (``saved_for_forward``), and a Function written for both modes runs."""
+        self.saved_for_forward = tensors
+
     def mark_non_differentiable(self, *outputs: Any) -> None:
         """Of a forward that returns several tensors, these get no gradient (indices, masks):
         their Tensors do not require grad, and ``backward`` receives zeros for them."""
