@@ -1474,9 +1474,10 @@ class Tensor:
         _reached(self)
         try:
             _call(_copy_into, self.array, source)
-        except ValueError:
+        except ValueError as error:
             shapes = f"cannot copy shape {source.shape} into {self.array.shape}"
-            raise _write_error(name, self.array, shapes) from None
+            writable = getattr(self.array.flags, "writeable", True)
+            raise _write_error(name, self.array, shapes if writable else error) from None
         increment_version(self)
         return self
 
@@ -1491,7 +1492,7 @@ class Tensor:
         try:
             _call(_assign, self.array, index, getattr(value, "array", value))
         except ValueError as error:
-            if _writes_overlap(self.array):
+            if not getattr(self.array.flags, "writeable", True):
                 raise _write_error("setitem", self.array, error) from None
             raise
         increment_version(self)
@@ -2899,7 +2900,15 @@ class Tensor:
                 f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
                 f"(view: shape {self.array.shape} to {shape})"
             )
-        return self.reshape(shape)
+        out = self.reshape(shape)
+        array = out.array
+        # PyTorch's layout allows the view where scratchgrad's memory may not (a convolution's
+        # result keeps the batch last): then it is a copy, which writes must not silently miss
+        # (CuPy's arrays have no read-only flag)
+        copied = array.size and not namespace(array).may_share_memory(array, self.array)
+        if copied and hasattr(array.flags, "writeable"):
+            array.flags.writeable = False
+        return out
 
     def _layout(self):
         """An empty array laid out as PyTorch lays out this tensor: the base contiguous, and
@@ -6147,6 +6156,13 @@ def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:
         error = (
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation."
+        )
+    else:
+        error = (
+            f"{error}: the tensor is read-only here (a view() that scratchgrad had to copy, "
+            "since a convolution's result keeps the batch last in memory, so a write would not "
+            "reach the tensor it views; or a view of read-only memory). Write into the "
+            "original tensor, or clone() this one"
         )
     return RuntimeError(f"{name}: {error}")
 

@@ -119,3 +119,29 @@ def test_a_convolutions_memory_is_kept_batch_last():
 def test_as_strided_of_a_detached_slice_matches_torch(call):
     made = [call(m.arange(10.0, dtype=m.float64)[4:].detach()) for m in (sg, torch)]
     check_layout(*made)
+
+
+def test_writes_through_a_copied_view_raise_and_change_nothing():
+    """``view`` of a convolution's result that scratchgrad's memory cannot give as a view is a
+    copy: an in-place op on it raises, naming the op, where PyTorch's would reach the result,
+    and neither tensor changes. A view that shares the memory still writes through, as
+    PyTorch's does."""
+    ours = sg.nn.functional.conv2d(image(sg, 2), weight(sg, 2))
+    theirs = torch.nn.functional.conv2d(image(torch, 2), weight(torch, 2))
+    flat, before = ours.view(-1), ours.numpy().copy()
+    writes = {
+        "add_": lambda t: t.add_(1),
+        "fill_": lambda t: t.fill_(0),
+        "copy_": lambda t: t.copy_(sg.zeros(t.shape, dtype=t.dtype)),
+        "relu_": lambda t: t.relu_(),
+        "setitem": lambda t: t.__setitem__(0, 1.0),
+    }
+    for name, write in writes.items():
+        with pytest.raises(RuntimeError, match=f"{name}: .*read-only.*view\\(\\).*clone"):
+            write(flat)
+        np.testing.assert_array_equal(ours.numpy(), before)
+        np.testing.assert_array_equal(flat.numpy(), before.reshape(-1))
+    shared = ours.view(4, 5, -1)  # the batch and channels kept: NumPy's view of the memory
+    shared.add_(1)
+    theirs.view(4, 5, -1).add_(1)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
