@@ -6151,13 +6151,14 @@ def _writes_overlap(array: Any) -> bool:
 
 def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:
     """The error of a write into ``array`` that the array module refused: PyTorch's where
-    entries share memory (NumPy's own message says only "read-only")."""
+    entries share memory, and why a read-only one is (NumPy's own message says only
+    "read-only"); ``error`` as it is otherwise (shapes that do not match)."""
     if _writes_overlap(array):
         error = (
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation."
         )
-    else:
+    elif not getattr(array.flags, "writeable", True):
         error = (
             f"{error}: the tensor is read-only here (a view() that scratchgrad had to copy, "
             "since a convolution's result keeps the batch last in memory, so a write would not "

@@ -145,3 +145,8 @@ def test_writes_through_a_copied_view_raise_and_change_nothing():
     shared.add_(1)
     theirs.view(4, 5, -1).add_(1)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_a_shape_error_of_a_writable_tensor_does_not_say_read_only():
+    with pytest.raises(RuntimeError, match=r"^copy_: cannot copy shape \(4,\) into \(3,\)$"):
+        sg.zeros(3).copy_(sg.zeros(4))

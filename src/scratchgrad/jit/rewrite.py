@@ -71,7 +71,8 @@ def _find(recorder: Recorder, steps: list[Step], outputs: list[int]) -> tuple | 
         result, mask, kept = keep
         if step.like != (1,) or result in outputs or not _only_read_by(readers, k, mask, kept):
             continue  # (the result must be laid out as the gradient it replaces)
-        not_zero = _match(_NOT_ZERO, steps[writer.get(mask, k)])
+        mask_at = writer.get(mask)
+        not_zero = None if mask_at is None else _match(_NOT_ZERO, steps[mask_at])
         if not_zero is None or constants[not_zero[1]] is not xp.not_equal:
             continue
         masked = int(not_zero[2])  # the ReLU's output, or any array: its entries are compared
@@ -89,7 +90,7 @@ def _find(recorder: Recorder, steps: list[Step], outputs: list[int]) -> tuple | 
         pooled, pooled_input = steps[max_at].writes[0], int(pool[3])
         if _reshaped_from(steps, writer, constants, pooled_input) != masked:
             continue
-        return writer[mask], spread_at, k, mask, kept, result, pooled, pooled_grad
+        return mask_at, spread_at, k, mask, kept, result, pooled, pooled_grad
     return None
 
 
@@ -107,7 +108,7 @@ def _rewritten(
 ) -> list[Step]:
     """The steps with the match's mask and keep_where dropped, the pooled gradient masked
     before the spread, and the keep_where's result read as the gradient it kept."""
-    not_equal = _NOT_ZERO.fullmatch(steps[mask_at].lines[0])[2]
+    not_equal = _match(_NOT_ZERO, steps[mask_at])[1]  # the comparison's constant
     small = recorder.sizes[pooled]
     new_mask, new_grad = recorder.new_value(small), recorder.new_value(small)
     masking = [
