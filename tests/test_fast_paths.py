@@ -1,6 +1,7 @@
 """The array-level fast paths of ``ops/`` against plain NumPy: row sums through a product with
 ones, the row max through argmax, an embedding's gradient through a sort and ``add.reduceat``,
-the in-order copy of a stack of transposed keys, a bias's gradient as one product. Each gives
+the in-order copy of a stack of transposed keys, a bias's gradient as one product, a product
+with a long inner size summed in pieces of it. Each gives
 what the plain NumPy call (or a float64 one) gives, to rounding, edge cases included: NaN and
 infinities, repeated and negative indices, empty and Fortran-ordered arrays."""
 
@@ -9,7 +10,7 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad.ops import reduce
-from scratchgrad.ops.matmul import _product
+from scratchgrad.ops.matmul import _product, piece_length
 from scratchgrad.ops.movement import _add_rows
 from scratchgrad.ops.reduce import _max, _ones, _sum
 
@@ -103,3 +104,41 @@ def test_bias_gradient_of_stacked_rows_matches_numpy(shape):
         got = sg.tensor(array).sum_to_size(shape[-1:]).numpy()
         expected = g.sum(axis=tuple(range(len(shape) - 1)))
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "x_shape, y_shape",
+    [
+        ((8, 50176), (50176, 10)),  # W5's conv1 weight gradient: 49 pieces of 1024
+        ((8, 50177), (50177, 10)),  # one entry of K left over, multiplied on its own
+        ((1, 16, 12544), (1, 12544, 73)),  # a stack of one matrix (conv2d's products)
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_inner_products_summed_in_pieces_match_numpy(x_shape, y_shape, dtype):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    y = rng.standard_normal(y_shape).astype(dtype)
+    y = np.ascontiguousarray(y.swapaxes(-1, -2)).swapaxes(-1, -2)  # as a weight gradient's
+    assert piece_length(x, y) is not None
+    got = _product(x, y)
+    expected = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    assert got.shape == expected.shape and got.dtype == dtype
+    scale = np.sqrt(x_shape[-1])  # the sums' typical size
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    assert (np.abs(got - expected) <= tol * scale).all()
+
+
+@pytest.mark.parametrize(
+    "x_shape, y_shape, dtype",
+    [
+        ((8, 1024), (1024, 10), np.float32),  # under BLAS's limit for small matrices
+        ((128, 50176), (50176, 10), np.float32),  # too wide a result for pieces that pay
+        ((1, 2000000), (2000000, 1), np.float32),  # a dot product (BLAS's gemv)
+        ((8, 50176), (50176, 10), np.int64),  # not BLAS
+        ((2, 8, 50176), (2, 50176, 10), np.float32),  # a stack of two: NumPy's own loop
+    ],
+)
+def test_other_products_are_computed_whole(x_shape, y_shape, dtype):
+    x, y = np.ones(x_shape, dtype), np.ones(y_shape, dtype)
+    assert piece_length(x, y) is None

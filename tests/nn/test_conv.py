@@ -89,6 +89,32 @@ def test_conv2d_shapes(x_shape, w_shape, options, dtype):
     )
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape", [((64, 1, 28, 28), (8, 1, 3, 3)), ((64, 8, 14, 14), (16, 8, 3, 3))]
+)
+def test_conv2d_weight_gradients_summed_in_pieces(x_shape, w_shape):
+    """W5's layers at its batch of 64, whose weight gradients (``K`` = 50176 and 12544 terms)
+    are summed in pieces of ``K`` (ops/matmul.py): as PyTorch's in float64, and in float32 at
+    least as close to the float64 result as PyTorch's float32 is (float32 sums of this many
+    terms cancel: an entry of -1.69 came out 5e-4 away from PyTorch's)."""
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(x_shape), rng.standard_normal(w_shape)]
+    check_against_torch(
+        lambda x, w: F.conv2d(x, w, padding=1), lambda x, w: TF.conv2d(x, w, padding=1), arrays
+    )
+    g = rng.standard_normal((x_shape[0], w_shape[0], *x_shape[2:]))
+
+    def weight_gradient(lib, dtype):
+        x, w = (lib.tensor(a.astype(dtype)) for a in arrays)
+        w.requires_grad_()
+        lib.nn.functional.conv2d(x, w, padding=1).backward(lib.tensor(g.astype(dtype)))
+        return w.grad.numpy().astype(np.float64)
+
+    exact = weight_gradient(torch, np.float64)
+    ours, theirs = (np.abs(weight_gradient(lib, np.float32) - exact).max() for lib in (sg, torch))
+    assert ours <= theirs
+
+
 def test_conv2d_non_contiguous_input_and_untouched_arguments():
     rng = np.random.default_rng(3)
     x_array = rng.standard_normal((5, 6, 3, 2)).transpose(3, 2, 1, 0)  # (2, 3, 6, 5), strided

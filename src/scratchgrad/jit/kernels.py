@@ -59,6 +59,7 @@ NAMES = {
     "k_linear": linear,
     "k_swapped": gemm.swapped,
     "k_split": gemm.split,
+    "k_pieces": matmul.summed_in_pieces,
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
     "k_relu": unary.relu,
@@ -98,6 +99,8 @@ def _linear(args, arrays, kwargs, expr) -> gemm.Product | None:
     (x, w), bias = arrays[:2], arrays[2] if len(arrays) == 3 else None
     if not _same_matrices([x, w]) or (bias is not None and bias.dtype != x.dtype):
         return None
+    if matmul.piece_length(x, w.T):
+        return None  # (summed in pieces: the forward replays as it is)
     code = f"k_linear({', '.join(args)}{OUT})"
     bias = None if bias is None else (args[2], bias)
     return gemm.Product(code, _linear_of, (args[0], x), (f"{args[1]}.T", w.T), bias)
@@ -120,6 +123,9 @@ def _matmul(args, arrays, kwargs, expr) -> gemm.Product | None:
     if kwargs.get("transpose_x"):  # the forward's view
         x_code += ".T" if x.ndim == 2 else ".swapaxes(-1, -2)"
         x = x.swapaxes(-1, -2)
+    length = matmul.piece_length(x, y)
+    if length:  # as the forward sums it, and never swapped or split (other bits)
+        return f"k_pieces({x_code}, {y_code}, {length})"
     if _same_matrices([x, y]):
         code, a, b = f"np_dot({x_code}, {y_code}{OUT})", (x_code, x), (y_code, y)
         return gemm.Product(code, _dot, a, b)
