@@ -100,6 +100,7 @@ def generate(
     lets the recorder go before ``define`` runs them frees the recorder's tables (each
     step's lines, the values' numbers) before Python's compiler takes its memory."""
     steps = rewrite.mask_before_spreading(recorder, _live_steps(recorder, outputs), outputs)
+    steps = rewrite.relu_after_pooling(recorder, steps, outputs)
     last_use = {}
     for index, step in enumerate(steps):
         for number in step.reads:
