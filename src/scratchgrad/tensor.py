@@ -2906,8 +2906,8 @@ class Tensor:
         # result keeps the batch last): then it is a copy, which writes must not silently miss
         # (CuPy's arrays have no read-only flag)
         copied = array.size and not namespace(array).may_share_memory(array, self.array)
-        if copied and hasattr(array.flags, "writeable"):
-            array.flags.writeable = False
+        if copied:
+            _ViewCopy.keep_up(out, self, shape)
         return out
 
     def _layout(self):
@@ -6147,6 +6147,55 @@ def _writes_overlap(array: Any) -> bool:
     return builtins.all(stride >= 0 for stride in strides) and movement.overlaps_itself(
         array.shape, strides
     )
+
+
+class _ViewCopy:
+    """A ``view()`` that scratchgrad had to copy (PyTorch's layout allows the view where
+    scratchgrad's memory does not: a convolution's result keeps the batch last), kept equal
+    to the memory it copies, as a view would be. It is read-only (a write into it could not
+    reach that memory), and it shares its source's version counter, which calls this after
+    every in-place change of that memory (``autograd.graph.increment_version``); in a graph,
+    it is taken again from its base's new history after a recorded change, as a view is.
+
+    >>> import scratchgrad as sg
+    >>> y = sg.nn.functional.conv2d(sg.ones(2, 1, 3, 3), sg.ones(1, 1, 1, 1))
+    >>> flat = y.view(2, 9)
+    >>> _ = y.mul_(2)
+    >>> flat[0, 0]
+    tensor(2.)
+    """
+
+    __slots__ = ("copy", "source")
+
+    def __init__(self, copy: Tensor, source: Any) -> None:
+        self.copy, self.source = weakref.ref(copy), source
+
+    @staticmethod
+    def keep_up(copy: Tensor, source: Tensor, shape: tuple) -> None:
+        """Make ``copy``, ``source.reshape(shape)``, follow ``source``'s memory."""
+        if hasattr(copy.array.flags, "writeable"):  # (CuPy's arrays have no read-only flag)
+            copy.array.flags.writeable = False
+        record = copy._ctx is not None
+        _function.note_view(copy, source, movement.Reshape, {"shape": shape}, record)
+        if copy._counter is not NO_VERSION_COUNTER:  # (an inference tensor counts no changes)
+            copy._counter.append(_ViewCopy(copy, source.array))
+
+    def __call__(self) -> bool:
+        """Copy the source's memory into the copy again; whether the copy still lives."""
+        copy = self.copy()
+        if copy is None:
+            return False
+        recorder = capture_hook.recorder
+        if recorder is not None:
+            recorder.refuse("an in-place change of a tensor that a view() copied (Tensor.view)")
+        array = copy.array
+        writeable = getattr(array.flags, "writeable", None)
+        if writeable is not None:
+            array.flags.writeable = True
+        namespace(array).copyto(array, self.source.reshape(array.shape))
+        if writeable is not None:
+            array.flags.writeable = writeable
+        return True
 
 
 def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:

@@ -147,6 +147,58 @@ def test_writes_through_a_copied_view_raise_and_change_nothing():
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
 
 
+def test_a_copied_view_follows_in_place_changes_of_the_result_as_torchs_view_does():
+    """The copy is brought up to date after each in-place change of the memory it copies:
+    through the result, through another view of it, and recorded in a graph."""
+    flats = []
+    for m in (sg, torch):
+        w = weight(m, 2).requires_grad_()
+        result = m.nn.functional.conv2d(image(m, 2), w)
+        flat = result.view(-1)  # a copy here (the batch is last in memory), a view in torch
+        result.mul_(2)
+        result[1].zero_()  # a view of the result
+        result.relu_()  # recorded: the result requires grad
+        flat.sum().backward()
+        flats.append((flat, w.grad))
+    for ours, theirs in zip(*flats):
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+
+
+def test_a_copied_view_saved_for_backward_is_refused_after_a_change_as_torchs():
+    for m in (sg, torch):
+        result = m.nn.functional.conv2d(image(m, 2), weight(m, 2).requires_grad_())
+        flat = result.view(-1)
+        loss = (flat * flat).sum()  # saves the view
+        result.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an in-?place operation"):
+            loss.backward()
+
+
+def test_copied_views_that_are_gone_are_no_longer_brought_up_to_date():
+    result = sg.nn.functional.conv2d(image(sg, 2), weight(sg, 2))
+    for _ in range(10):
+        result.view(-1)
+    kept = result.view(-1)
+    result.add_(1)
+    assert len(result._counter) == 2  # the count, and the one copy alive
+    np.testing.assert_array_equal(kept.numpy(), result.numpy().reshape(-1))
+
+
+def test_an_in_place_change_of_a_copied_views_result_is_refused_by_jit():
+    conv = sg.nn.Conv2d(3, 5, 3).double()
+
+    def step(x):
+        result = conv(x)
+        flat = result.view(-1)
+        result.relu_()
+        return flat.sum()
+
+    jitted = sg.jit(step)
+    jitted(image(sg, 2))  # the eager call
+    with pytest.raises(sg.JitError, match=r"in-place change of a tensor that a view\(\) copied"):
+        jitted(image(sg, 2))
+
+
 def test_a_shape_error_of_a_writable_tensor_does_not_say_read_only():
     with pytest.raises(RuntimeError, match=r"^copy_: cannot copy shape \(4,\) into \(3,\)$"):
         sg.zeros(3).copy_(sg.zeros(4))

@@ -463,20 +463,27 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
 
 
 def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: bool) -> None:
-    """A view shares its source's version counter: an in-place change through either is seen
-    by every graph that saved the other. It also remembers its base (the tensor that owns the
-    memory) and the view steps that lead from it, so that an in-place change through the view
-    can be recorded on the base (``Tensor._record_in_place``)."""
+    """``note_view`` for the result of a view op that shares its source's memory."""
     array = result.array
     if array.base is not None and backend.namespace(array).may_share_memory(array, source.array):
-        result._counter = source._shared_counter()
-        base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
-        result._view = (base, (*steps, (cls, kwargs)))
-        if record:  # a view in a graph is taken again if its base changes in place
-            views = getattr(base, "_views", None)  # unset until the base has such a view
-            if views is None:
-                base._views = views = weakref.WeakSet()
-            views.add(result)
+        note_view(result, source, cls, kwargs, record)
+
+
+def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: bool) -> None:
+    """Make ``result``, made by the view op ``cls`` of ``source`` (with ``kwargs``), a view
+    of it: it shares its source's version counter, so an in-place change through either is
+    seen by every graph that saved the other. It also remembers its base (the tensor that owns
+    the memory) and the view steps that lead from it, so that an in-place change through the
+    view can be recorded on the base (``Tensor._record_in_place``), and, if ``record`` (it is
+    in a graph), the base's in-place changes take it again from the base."""
+    result._counter = source._shared_counter()
+    base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
+    result._view = (base, (*steps, (cls, kwargs)))
+    if record:  # a view in a graph is taken again if its base changes in place
+        views = getattr(base, "_views", None)  # unset until the base has such a view
+        if views is None:
+            base._views = views = weakref.WeakSet()
+        views.add(result)
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

@@ -50,6 +50,9 @@ class _NoVersionCounter:
     def __setitem__(self, index: int, count: int) -> None:
         """An in-place change inside inference mode: there is no count to move."""
 
+    def __len__(self) -> int:
+        return 1  # a count, and no copies to bring up to date (``increment_version``)
+
 
 NO_VERSION_COUNTER = _NoVersionCounter()
 _open_blocks = 0  # inference_mode blocks open in all threads

@@ -32,3 +32,5 @@ def increment_version(tensor: Any) -> None:
                 counter[0] += 1
             except RuntimeError:  # an inference tensor's, outside inference mode
                 raise RuntimeError(INPLACE_INFERENCE_TENSOR) from None
+            if len(counter) > 1:  # copies made by view() to bring up to date (Tensor.view)
+                counter[1:] = [copy for copy in counter[1:] if copy()]
