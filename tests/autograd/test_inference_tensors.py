@@ -107,6 +107,28 @@ def test_mode_inside_mode():
         assert not plain.is_inference()
 
 
+def test_enable_grad_inside_inference_mode_records_nothing_as_torch():
+    """Grad mode turns on (``is_grad_enabled``), but inference mode keeps ops from recording;
+    ``inference_mode(False)`` inside records again, and each block restores both."""
+    seen = []
+    for lib in (sg, torch):
+        w = lib.ones(2, requires_grad=True)
+        with lib.inference_mode():
+            modes = [lib.is_grad_enabled()]
+            with lib.enable_grad():
+                y = w * 2
+                modes.append(lib.is_grad_enabled())
+                with lib.inference_mode(False):
+                    z = w * 2
+                    modes.append(lib.is_grad_enabled())
+            with lib.set_grad_enabled(True):
+                v = w * 2
+            modes.append(lib.is_grad_enabled())
+        modes.append(lib.is_grad_enabled())
+        seen.append((modes, y.requires_grad, y.is_inference(), z.requires_grad, v.requires_grad))
+    assert seen[0] == seen[1]
+
+
 def test_other_threads_make_normal_tensors():
     """The mode is per thread: while one thread is in inference mode, the tensors another
     makes are normal ones."""

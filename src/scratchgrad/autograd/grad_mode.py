@@ -9,13 +9,23 @@ from typing import Any
 
 
 class _State(threading.local):
-    enabled = True
+    enabled = True  # whether ops record a graph
     inference = False
+    grad_mode = True  # grad mode as set: inference mode keeps ops from recording all the same
 
 
 # The mode itself: the ops read ``state.enabled`` where a call of is_grad_enabled would cost
 # a frame on every op.
 state = _State()
+
+
+def _set_grad_mode(mode: bool) -> tuple[bool, bool]:
+    """Set grad mode: ops record a graph if it is on, outside inference mode (as PyTorch's:
+    ``enable_grad`` inside ``inference_mode`` records nothing). The state before it."""
+    before = state.enabled, state.grad_mode
+    state.enabled, state.grad_mode = mode and not state.inference, mode
+    return before
+
 
 # PyTorch's words for misusing an inference tensor outside inference mode
 SAVED_INFERENCE_TENSOR = (
@@ -72,8 +82,9 @@ def _count_open_block(change: int) -> None:
 
 
 def is_grad_enabled() -> bool:
-    """True when operations on tensors that require gradients record a graph."""
-    return state.enabled
+    """True when grad mode is on: operations on tensors that require gradients then record a
+    graph, except inside inference mode."""
+    return state.grad_mode if state.inference else state.enabled
 
 
 def is_inference_mode_enabled() -> bool:
@@ -100,11 +111,10 @@ class _GradMode:
         return instance(fn) if callable(fn) else instance
 
     def __enter__(self) -> None:
-        self._prev = state.enabled
-        state.enabled = self.mode
+        self._prev = _set_grad_mode(self.mode)
 
     def __exit__(self, *exc: object) -> None:
-        state.enabled = self._prev
+        state.enabled, state.grad_mode = self._prev
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -144,7 +154,8 @@ class inference_mode(_GradMode):
     True`` (a plain attribute here), and tensors made by a ``scratchgrad.jit`` replay are not
     marked. Where scratchgrad's op saves an input that PyTorch's does not (``mul`` saves both
     operands), an inference tensor that requires grad may raise where PyTorch's does not.
-    ``enable_grad`` inside inference mode records a graph here (PyTorch's records none).
+    ``enable_grad`` inside inference mode turns grad mode on (``is_grad_enabled``) but records
+    no graph, as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> with sg.inference_mode():
@@ -160,9 +171,9 @@ class inference_mode(_GradMode):
         self.mode = not self.enabled  # grad mode
 
     def __enter__(self) -> None:
-        super().__enter__()
         self._prev_inference = state.inference
         state.inference = self.enabled
+        super().__enter__()
         if self.enabled:
             _count_open_block(+1)
 
@@ -199,15 +210,15 @@ class set_grad_enabled(_GradMode):
     """
 
     def __init__(self, mode: bool) -> None:
-        self._prev = state.enabled
         self.mode = bool(mode)
-        state.enabled = self.mode
+        self._prev = _set_grad_mode(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __call__(self, fn: Callable) -> Callable:
-        state.enabled = self._prev  # used as a decorator: restore, and set the mode per call
+        # used as a decorator: restore, and set the mode per call
+        state.enabled, state.grad_mode = self._prev
         mode = self.mode
 
         @functools.wraps(fn)
