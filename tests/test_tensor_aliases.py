@@ -181,6 +181,13 @@ def test_nonzero_static_with_a_negative_size_raises_as_torch():
         ((1, 2, 1, 3), lambda t: t.permute(3, 2, 1, 0)),
         ((2, 3, 4, 1), lambda t: t.permute(0, 3, 1, 2)),
         ((4, 6), lambda t: t.as_strided((3, 2), (1, 3))),
+        ((5,), lambda t: t[None]),  # new dims of size 1: NumPy's stride 0, PyTorch's not
+        ((2, 3), lambda t: t[:, None]),
+        ((2, 3), lambda t: t[..., None]),
+        ((2, 3), lambda t: t[None][:, None]),
+        ((5,), lambda t: t.expand(1, 5)),
+        ((5,), lambda t: t.expand(3, 5)),  # a broadcast dim keeps its 0
+        ((5,), lambda t: t.as_strided((1, 5), (0, 1))),  # as asked
     ],
 )
 def test_dim_order_matches_torch(shape, view):

@@ -349,10 +349,14 @@ class Tensor:
         >>> import scratchgrad as sg
         >>> sg.zeros(2, 3).stride(), sg.zeros(3, 0, 2).stride(), sg.zeros(2, 3).t().stride()
         ((3, 1), (2, 2, 1), (1, 3))
+        >>> sg.zeros(2, 3)[:, None].stride()
+        (3, 3, 1)
         """
         array = self.array
         if array.size and hasattr(self, "_view"):
             strides = self._layout().strides  # (of bools: its steps in bytes are in entries)
+            if not any(cls is movement.AsStrided for cls, _ in self._view[1]):
+                strides = _new_dims_strides(array.shape, strides)
         elif array.size or not any(array.strides):  # a base: row-major to PyTorch
             strides = tuple(math.prod(max(n, 1) for n in array.shape[d + 1 :])
                             for d in range(array.ndim))  # fmt: skip
@@ -6147,6 +6151,17 @@ def _writes_overlap(array: Any) -> bool:
     return builtins.all(stride >= 0 for stride in strides) and movement.overlaps_itself(
         array.shape, strides
     )
+
+
+def _new_dims_strides(shape: tuple, strides: tuple) -> tuple:
+    """``strides`` with PyTorch's stride for each new dim of size 1 (``x[None]``, an
+    ``expand``), which NumPy gives a stride of 0: that of the dim after it times its size
+    (1 for the last dim), as ``unsqueeze``'s."""
+    strides = list(strides)
+    for d in reversed(range(len(shape))):
+        if shape[d] == 1 and strides[d] == 0:
+            strides[d] = strides[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
+    return tuple(strides)
 
 
 class _ViewCopy:
