@@ -1206,10 +1206,8 @@ def logging_through_a_helper(x):
 
 CHANGING = {
     appending: ("the global 'LOSSES' (list)", LOSSES, lambda: len(LOSSES)),
-    storing: ("the global 'METRICS' (dict)", METRICS, lambda: METRICS["loss"]),
     appending_inside_a_dict: ("HISTORY['loss'] (list)", None, lambda: len(HISTORY["loss"])),
     counting_in_an_attribute: ("the global 'TRAINER' (Trainer)", None, lambda: TRAINER.count),
-    keeping_in_an_attribute: ("the global 'TRAINER' (Trainer)", None, lambda: TRAINER.last),
     counting_in_a_namespace: ("the global 'ARGS' (Namespace)", None, lambda: ARGS.steps),
     logging_through_a_helper: ("the global 'LOSSES' (list)", LOSSES, lambda: len(LOSSES)),
 }
@@ -1230,6 +1228,42 @@ def test_a_step_changing_python_state_it_reads_warns_naming_it(step):
     after_recordings = seen()
     jitted(x), jitted(x)
     assert seen() is after_recordings or seen() == after_recordings
+
+
+@pytest.mark.parametrize(
+    "step, stored",
+    [(storing, lambda: METRICS["loss"]), (keeping_in_an_attribute, lambda: TRAINER.last)],
+    ids=["storing", "keeping_in_an_attribute"],
+)
+def test_a_tensor_the_step_made_stored_in_python_state_is_stored_by_each_replay(step, stored):
+    """A tensor the step made, stored into a global dict or an attribute of an object of the
+    user's class: each replay stores its own (the loss before that call's update, as the
+    eager step stores it), and nothing warns."""
+    jitted, x = sg.jit(step), sg.ones(2, 3)
+    kept = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):  # the eager call, two recordings, two replays
+            with sg.no_grad():
+                expected = MODEL(x).pow(2).mean()
+            jitted(x)
+            kept.append(stored())
+            assert kept[-1].item() == expected.item()
+    assert len({id(t) for t in kept}) == len(kept)  # a new tensor each call, safe to keep
+
+
+KEYS = iter(range(100))
+CACHE = {}
+
+
+def test_a_step_storing_into_other_places_on_its_recordings_raises():
+    def step(x):
+        CACHE[next(KEYS)] = fit(x).detach()  # (a key the recordings cannot see coming)
+
+    jitted, x = sg.jit(step), sg.ones(2, 3)
+    jitted(x), jitted(x)
+    with pytest.raises(sg.JitError, match=r"stored the tensors it made into other attributes"):
+        jitted(x)
 
 
 def test_a_step_storing_into_a_dict_it_is_passed_warns():
@@ -1256,10 +1290,10 @@ class Attention(nn.Module):
         return self.weights * x
 
 
-@pytest.mark.parametrize("how", ["jit", "compile"])
-def test_a_forward_keeping_what_it_computed_on_its_module_warns(how):
-    """An attribute a forward sets on its module (a submodule's, here) is set by the eager
-    call and the recordings only: the recording warns, under jit and compile alike."""
+def attention_training(how):
+    """A step training a model whose Attention keeps its weights, run as ``how`` says
+    (eager, jit, or compile of the model); the model and the step."""
+    sg.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 3), Attention())
     net = sg.compile(model) if how == "compile" else model
     opt = sg.optim.SGD(model.parameters(), lr=0.1)
@@ -1269,10 +1303,53 @@ def test_a_forward_keeping_what_it_computed_on_its_module_warns(how):
         net(x).sum().backward()
         opt.step()
 
-    step = sg.jit(step) if how == "jit" else step
+    return model, sg.jit(step) if how == "jit" else step
+
+
+def test_a_forward_keeping_what_it_computed_on_its_module_under_compile_warns():
+    """An attribute a forward sets on its module (a submodule's, here) is set by the eager
+    call and the recordings of a compiled module only: the recording warns."""
+    _, step = attention_training("compile")
     step(sg.ones(2, 3))
     with pytest.warns(UserWarning, match=r"changed an attribute of its Attention module while"):
         step(sg.ones(2, 3)), step(sg.ones(2, 3))
+
+
+def test_a_forward_keeping_what_it_computed_on_its_module_under_jit_keeps_each_replays():
+    """Under jit (the whole step) each replay sets the attribute to its own tensor: what the
+    eager steps set, bit for bit."""
+    (eager, eager_step), (model, step) = attention_training("eager"), attention_training("jit")
+    x = sg.randn(2, 3)
+    for _ in range(5):
+        eager_step(x), step(x)
+        ours, theirs = (m[1].weights.detach().numpy() for m in (model, eager))
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_pruned_modules_weight_after_jitted_steps_is_the_eager_steps():
+    """``nn.utils.prune`` sets ``module.weight`` (the kept original times the mask) in a
+    forward pre-hook: after jitted steps it is the last replay's, as after eager steps."""
+
+    def pruned_layer_trained(jitted):
+        sg.manual_seed(0)
+        layer = nn.Linear(4, 3)
+        nn.utils.prune.l1_unstructured(layer, "weight", amount=0.5)
+        opt = sg.optim.SGD(layer.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            layer(x).pow(2).sum().backward()
+            opt.step()
+
+        step = sg.jit(step) if jitted else step
+        x = sg.randn(8, 4)
+        for _ in range(5):
+            step(x)
+        return layer.weight.detach().numpy()
+
+    weights = [pruned_layer_trained(jitted) for jitted in (False, True)]
+    np.testing.assert_array_equal(*weights)
+    assert (weights[0] == 0).sum() == 6  # the mask holds
 
 
 GLOBAL_MEAN = sg.zeros(3)

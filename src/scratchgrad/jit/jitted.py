@@ -56,7 +56,13 @@ class Recording:
     no program: ``compile`` makes it once the recording is checked (see ``Jitted.__call__``)."""
 
     def __init__(
-        self, recorder: Recorder, build: Callable, values: list, outer: Outer, flipped: list
+        self,
+        recorder: Recorder,
+        build: Callable,
+        values: list,
+        outer: Outer,
+        flipped: list,
+        stored: list[tuple[int, Any]],
     ) -> None:
         self.replay: Callable | None = None
         # its guards and replay in one, made at its first replay (see guards.py)
@@ -66,6 +72,8 @@ class Recording:
         self.requires_grad_set = flipped
         self.source: str | None = None
         self.build = build
+        # where the step stored tensors it made (see Outer.check_state), to compare
+        self.stored = stored
         self.values = values  # the Python values returned, which every replay returns again
         self.constants, self.places = recorder.constants, recorder.places
         self.calls, self.call_places = recorder.calls()  # what was seen, and where
@@ -321,17 +329,33 @@ class Outer:
             (_ARGUMENT, key, a) for key, a in given if _is_state(a) and id(a) not in watched
         ]
 
-    def check_state(self, state: list, before: list, name: str, stacklevel: int) -> None:
+    def check_state(
+        self, state: list, before: list, name: str, stacklevel: int, made: Callable | None = None
+    ) -> list[tuple[Any, Any, Tensor]]:
         """After a recording: warn if an object of ``state`` (``python_state``) holds other
         contents than ``before`` (its ``_snapshot`` before the step ran). The step changed it
-        in place (appended a loss to a list, counted in an attribute, stored a tensor in a
-        dict), which a replay runs no Python to do again. A warning, not an error: counting
-        the recordings so is a way to see them. The containers of its globals and closure
-        that it left as they were (a list of scales it loops over, a dict of weights) are
-        held with their contents: a call after one changed records anew (``unchanged``)."""
+        in place (appended a loss to a list, counted in an attribute), which a replay runs no
+        Python to do again. A warning, not an error: counting the recordings so is a way to see
+        them. The containers of its globals and closure that it left as they were (a list of
+        scales it loops over, a dict of weights) are held with their contents: a call after
+        one changed records anew (``unchanged``).
+
+        Where ``made`` says which tensors the step made, an object that changed only by
+        having such tensors stored into its attributes or items (``nn.utils.prune``'s hook
+        setting ``module.weight``, a forward keeping ``self.attention = weights``, a global
+        dict of the last activations) is not warned of: those stores are returned, (object,
+        key, tensor), for each replay to store its own tensors there (``_storing``). Not an
+        argument's: the next call's may be another object."""
         now = _snapshot(state)
         same = list(map(_same_contents, before, now))
-        if not all(same):
+        stores = []
+        if made is not None:
+            for i, ((what, _, value), old, new) in enumerate(zip(state, before, now)):
+                found = None if same[i] or what is _ARGUMENT else _stores(value, old, new, made)
+                if found:
+                    stores += found
+                    same[i] = None  # (neither changed, nor held with its contents)
+        if False in same:
             what, key, value = state[same.index(False)]
             warnings.warn(
                 f"scratchgrad.jit: {name}() changed "
@@ -346,6 +370,7 @@ class Outer:
             for (what, _, value), held, unchanged in zip(state, now, same)
             if unchanged and what is not _ARGUMENT and isinstance(value, _CONTAINERS)
         ]
+        return stores
 
     def contents_hold(self) -> bool:
         """Whether each container of ``contents`` holds what it held when recorded."""
@@ -509,6 +534,54 @@ def _contents(obj: Any, depth: int = 1) -> tuple[tuple, tuple]:
             items = (*pairs.keys(), *pairs.values())
     inner = tuple(_contents(item, depth - 1) for item in items if _is_state(item)) if depth else ()
     return items, inner
+
+
+def _stores(obj: Any, before: tuple, now: tuple, made: Callable) -> list | None:
+    """The stores of tensors that the step made (``made(tensor)``) into attributes of ``obj``
+    (or items of a dict) that explain all its change from ``before`` to ``now`` (its
+    ``_contents``), as (obj, key, tensor); None if anything else changed (an item removed, a
+    value that is no such tensor, a list appended to)."""
+    old, new = _pairs(obj, before[0]), _pairs(obj, now[0])
+    if old is None or new is None or not old.keys() <= new.keys():
+        return None
+    changed = [(key, value) for key, value in new.items() if old.get(key, _MISSING) is not value]
+    if not all(isinstance(value, Tensor) and made(value) for _, value in changed):
+        return None
+    (_, inner), (_, inner_now) = before, now
+    if len(inner) != len(inner_now) or not all(map(_same_contents, inner, inner_now)):
+        return None
+    return [(obj, key, value) for key, value in changed]
+
+
+_MISSING = object()
+
+
+def _pairs(obj: Any, items: tuple) -> dict | None:
+    """The keys and values of ``items``, what ``_contents`` found in ``obj``: its attributes
+    or a dict's items (None for another container, or one held by its length)."""
+    if isinstance(obj, _CONTAINERS) and (not isinstance(obj, dict) or len(obj) > _MOST_ITEMS):
+        return None
+    if isinstance(obj, Module):
+        return dict(zip(items[0::2], items[1::2]))
+    half = len(items) // 2
+    return dict(zip(items[:half], items[half:]))
+
+
+def _storing(build: Callable, places: list[tuple[Any, Any]]) -> Callable:
+    """``build`` of a replay's ``(result, tensors)``, which stores the tensors where the
+    recorded step stored its own (``places``: (object, key); see ``Outer.check_state``), then
+    gives the result."""
+
+    def build_and_store(*outputs: Any) -> Any:
+        result, tensors = build(*outputs)
+        for (obj, key), tensor in zip(places, tensors):
+            if isinstance(obj, dict):
+                obj[key] = tensor
+            else:  # not setattr: a module would count it a change (ModuleStamps)
+                vars(obj)[key] = tensor
+        return result
+
+    return build_and_store
 
 
 def _same_contents(before: tuple[tuple, tuple], now: tuple[tuple, tuple]) -> bool:
@@ -768,6 +841,7 @@ class Jitted:
         # tensor data (frozen into a recording) is caught, not replayed.
         result, again, generate = self._record(tensors, args, kwargs, recording.watched)
         _check_same(recording, again, self.__name__)
+        _check_same_stores(recording, again, self.__name__)
         _check_same_values(recording.values, again.values, self.__name__, self.fn)
         # Compiled now, with the first recording freed, the step's arrays too, and the
         # recorder once the source is made: Python's compiler takes 50-170 KB while it runs.
@@ -806,13 +880,15 @@ class Jitted:
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
-        outer.check_state(state, before, self.__name__, stacklevel=3)
+        made = lambda tensor: id(tensor.array) in recorder.number  # noqa: E731
+        stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=made)
         del state, before  # (before the recording's tables are made)
-        returned, build = _outputs(result, recorder)
+        returned, build = _outputs(result, recorder, stores)
         flipped = [
             (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
         ]
-        recording = Recording(recorder, build, _python_values(result), outer, flipped)
+        stored = [(id(obj), key) for obj, key, _ in stores]
+        recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
         generate = functools.partial(program.generate, recorder, inputs, returned, self.arena)
         return result, recording, generate
 
@@ -887,6 +963,19 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
             f"and a replay would freeze it. {ALREADY_RUN} Compute it with tensor operations, "
             "pass the Python value as an argument (each value records a program of its own), "
             "or call the function without jit."
+        )
+
+
+def _check_same_stores(first: Recording, second: Recording, name: str) -> None:
+    """Raise a JitError if two recordings stored the tensors they made in other places (see
+    ``Outer.check_state``): a replay stores where the kept recording did."""
+    if first.stored != second.stored:
+        keys = [key for _, key in first.stored], [key for _, key in second.stored]
+        raise JitError(
+            f"scratchgrad.jit: {name}() stored the tensors it made into other attributes or "
+            f"items on its second and third calls ({keys[0]}, then {keys[1]}): a replay stores "
+            f"them where the recorded step did, without running Python. {ALREADY_RUN} Store "
+            "them in the same places at every call, or after the call."
         )
 
 
@@ -1101,10 +1190,11 @@ def _tensor_key(t: Tensor) -> tuple:
     return (type(a), a.shape, a.dtype, t.requires_grad, t._ctx is None, layout, t._hooks)
 
 
-def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
+def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[int], Callable]:
     """The values the program returns, and a function rebuilding ``result``'s structure
     from them: tensors made in the step come back as new tensors (detached), anything else
-    as it was."""
+    as it was. The tensors of ``stores`` (see ``Outer.check_state``) come back too, and the
+    function stores them as the recorded step did."""
     returned: list[int] = []
     number = recorder.number  # id(array) -> the value made in the step
 
@@ -1116,7 +1206,10 @@ def _outputs(result: Any, recorder: Recorder) -> tuple[list[int], Callable]:
         returned.append(value)
         return lambda outputs: _make(outputs[index])
 
-    return returned, rebuild(result, leaf)
+    if not stores:
+        return returned, rebuild(result, leaf)
+    build = rebuild((result, [tensor for *_, tensor in stores]), leaf)
+    return returned, _storing(build, [(obj, key) for obj, key, _ in stores])
 
 
 def rebuild(node: Any, leaf: Callable[[Tensor], Callable]) -> Callable:
