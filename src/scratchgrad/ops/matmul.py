@@ -63,18 +63,26 @@ def _product(x, y, wide=None):
     """
     if wide is not None:
         x, y = cast(x, wide), cast(y, wide)
-    length = piece_length(x, y)
-    if length is not None:
-        return summed_in_pieces(x, y, length)
     if y.ndim == 2:
-        if x.ndim == 2:
-            return x.dot(y)
+        if x.ndim == 2:  # (the long inner size tested first here: small layers pay the test)
+            return x.dot(y) if x.shape[1] < LONG_INNER else _whole_or_in_pieces(x, y)
         if x.ndim > 2:
             rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
             return rows.dot(y).reshape(*x.shape[:-1], y.shape[-1])
     if y.ndim > 2 and y.strides[-2] == y.itemsize < y.strides[-1] and math.prod(y.shape[:-2]) > 1:
         y = namespace(y).ascontiguousarray(y)
+    if x.ndim == 3 and x.shape[2] >= LONG_INNER:
+        return _whole_or_in_pieces(x, y)
     return x @ y
+
+
+def _whole_or_in_pieces(x, y):
+    """``x @ y`` of two matrices (or stacks of one) whose inner size is long: summed in
+    pieces of it if ``piece_length`` says so."""
+    length = piece_length(x, y)
+    if length is not None:
+        return summed_in_pieces(x, y, length)
+    return x.dot(y) if x.ndim == 2 else x @ y
 
 
 # The most multiply-adds of one piece of a product summed in pieces: under OpenBLAS's limit
@@ -85,6 +93,7 @@ PIECE = 7 << 17
 # 299 us whole, 312 us in pieces of 256), where 64 x 10 took 1464 us whole, 873 us in pieces
 # of 1024.
 LONGEST_PIECE, SHORTEST_PIECE = 1024, 768
+LONG_INNER = 2 * SHORTEST_PIECE  # the shortest inner size summed in pieces
 
 
 def piece_length(x, y) -> int | None:
@@ -102,8 +111,8 @@ def piece_length(x, y) -> int | None:
     >>> piece_length(numpy.ones((8, 50176), "f4"), numpy.ones((50176, 10), "f4"))
     1024
     """
-    if x.shape[-1] < 2 * SHORTEST_PIECE:
-        return None  # (first: the small products of every step pay for this test)
+    if x.shape[-1] < LONG_INNER:
+        return None
     if type(x) is not numpy.ndarray or type(y) is not numpy.ndarray:
         return None  # (another backend's BLAS has other limits)
     if x.ndim != y.ndim or x.ndim not in (2, 3) or x.ndim == 3 and len(x) * len(y) != 1:
