@@ -26,6 +26,7 @@ LAYERS = [
         "indexed_writes",
         "statistics",
         "testing",
+        "foreach",
     },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them

@@ -246,6 +246,22 @@ else:
         quantile,
     )
     from scratchgrad.func import vmap
+    from scratchgrad import foreach  # torch._foreach_*, as EMA and optimizer code calls them
+
+    _foreach_add, _foreach_add_, _foreach_sub, _foreach_sub_ = (
+        foreach.add,
+        foreach.add_,
+        foreach.sub,
+        foreach.sub_,
+    )
+    _foreach_mul, _foreach_mul_, _foreach_div, _foreach_div_ = (
+        foreach.mul,
+        foreach.mul_,
+        foreach.div,
+        foreach.div_,
+    )
+    _foreach_lerp, _foreach_lerp_ = foreach.lerp, foreach.lerp_
+    _foreach_copy_, _foreach_zero_, _foreach_norm = foreach.copy_, foreach.zero_, foreach.norm
 
     # torch's names for linear algebra outside torch.linalg
     det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power
