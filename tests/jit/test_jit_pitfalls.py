@@ -1306,24 +1306,35 @@ def attention_training(how):
     return model, sg.jit(step) if how == "jit" else step
 
 
-def test_a_forward_keeping_what_it_computed_on_its_module_under_compile_warns():
-    """An attribute a forward sets on its module (a submodule's, here) is set by the eager
-    call and the recordings of a compiled module only: the recording warns."""
-    _, step = attention_training("compile")
-    step(sg.ones(2, 3))
-    with pytest.warns(UserWarning, match=r"changed an attribute of its Attention module while"):
-        step(sg.ones(2, 3)), step(sg.ones(2, 3))
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_forward_keeping_what_it_computed_on_its_module_keeps_each_replays(how):
+    """An attribute a forward sets on its module (a submodule's, here) to a tensor it made:
+    under jit (the whole step) and compile (the model) each replay sets it to its own tensor,
+    what the eager steps set, bit for bit, and nothing warns."""
+    (eager, eager_step), (model, step) = attention_training("eager"), attention_training(how)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seed in range(6):
+            x = sg.tensor(np.random.default_rng(seed).standard_normal((2, 3)).astype("f4"))
+            eager_step(x), step(x)
+            ours, theirs = (m[1].weights.detach().numpy() for m in (model, eager))
+            np.testing.assert_array_equal(ours, theirs)
+    for mine, theirs in zip(model.parameters(), eager.parameters()):
+        np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
 
 
-def test_a_forward_keeping_what_it_computed_on_its_module_under_jit_keeps_each_replays():
-    """Under jit (the whole step) each replay sets the attribute to its own tensor: what the
-    eager steps set, bit for bit."""
-    (eager, eager_step), (model, step) = attention_training("eager"), attention_training("jit")
-    x = sg.randn(2, 3)
-    for _ in range(5):
-        eager_step(x), step(x)
-        ours, theirs = (m[1].weights.detach().numpy() for m in (model, eager))
-        np.testing.assert_array_equal(ours, theirs)
+def test_a_compiled_forward_keeping_a_python_value_on_its_module_warns():
+    """What is not a tensor the forward made (a count) is set by the recordings only."""
+
+    class Counting(nn.Linear):
+        def forward(self, x):
+            self.calls = getattr(self, "calls", 0) + 1
+            return super().forward(x)
+
+    net = sg.compile(Counting(3, 2))
+    net(sg.ones(2, 3))
+    with pytest.warns(UserWarning, match=r"changed an attribute of its Counting module while"):
+        net(sg.ones(2, 3)), net(sg.ones(2, 3))
 
 
 def test_a_pruned_modules_weight_after_jitted_steps_is_the_eager_steps():

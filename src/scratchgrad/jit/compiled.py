@@ -38,11 +38,13 @@ from scratchgrad.jit import guards, program
 from scratchgrad.jit.jitted import (
     Outer,
     _check_same,
+    _check_same_stores,
     _check_same_values,
     _flatten,
     _python_values,
     _signature,
     _snapshot,
+    _storing,
     _tensor_key,
     cache_full,
     drop_stale,
@@ -141,8 +143,10 @@ class Recording:
         arena: program.Arena,
         values: list,
         outer: Outer,
+        stored: list[tuple[int, Any]],
     ) -> None:
         self.recorder = recorder  # until compiled
+        self.stored = stored  # where the forward stored tensors it made, to compare
         self.outer = outer  # the objects of the globals the forward reads
         self.values = values  # the Python values returned, which every replay returns again
         self.arena = arena  # the buffers of its programs are cut from it
@@ -378,11 +382,19 @@ class CompiledForward:
         finally:
             autocast.state.cache = casts
         # stacklevel: past this, __call__ and the wrappers
-        outer.check_state(state, before, f"{self.name}.forward", stacklevel=3 + self.wrappers)
-        made, build = _outputs(result, recorder, tensors, leaves)
-        differentiable = [i for i, t in enumerate(made) if t.requires_grad]
+        stores = outer.check_state(
+            state,
+            before,
+            f"{self.name}.forward",
+            stacklevel=3 + self.wrappers,
+            made=lambda tensor: id(tensor.array) in recorder.number,
+        )
+        made, build, returned = _outputs(result, recorder, tensors, leaves, stores)
+        # (a tensor stored comes back detached, as under jit)
+        differentiable = [i for i, t in enumerate(made[:returned]) if t.requires_grad]
         values = _python_values(result)
-        recording = Recording(recorder, build, differentiable, self.arena, values, outer)
+        stored = [(id(obj), key) for obj, key, _ in stores]
+        recording = Recording(recorder, build, differentiable, self.arena, values, outer, stored)
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
@@ -418,6 +430,7 @@ class CompiledForward:
                 elif not other.checked:
                     name, forward = f"{self.name}.forward", type(self.module).forward
                     _check_same(other, recording, name)
+                    _check_same_stores(other, recording, name)
                     _check_same_values(other.values, recording.values, name, forward)
                     recording.checked, recordings[index] = True, recording
                 return
@@ -458,11 +471,15 @@ def _replaced(tree: Any, leaves: dict) -> Any:
     return tree
 
 
-def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tuple[list, Any]:
+def _outputs(
+    result: Any, recorder: Recorder, tensors: list, leaves: dict, stores: list
+) -> tuple[list, Any, int]:
     """The tensors of ``result`` made by the forward, and ``build(made, tensors)`` rebuilding
     ``result``'s structure from new such tensors and a call's tensors: an argument returned
     as it is comes back as that call's; a tensor not made in the forward (a parameter) as
-    itself."""
+    itself. The tensors of ``stores`` (see ``Outer.check_state``) follow those of ``result``
+    among the made ones, and ``build`` stores them as the recorded forward did; the count of
+    ``result``'s comes third."""
     made: list[Tensor] = []
     argument = {id(t): i for i, t in enumerate(tensors)}
     argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
@@ -478,7 +495,12 @@ def _outputs(result: Any, recorder: Recorder, tensors: list, leaves: dict) -> tu
         made.append(t)
         return lambda new, call: new[position]
 
-    return made, rebuild(result, leaf)
+    build, returned = rebuild(result, leaf), len(made)
+    if not stores:
+        return made, build, returned
+    stored = rebuild([tensor for *_, tensor in stores], leaf)
+    both = lambda new, call: (build(new, call), stored(new, call))  # noqa: E731
+    return made, _storing(both, [(obj, key) for obj, key, _ in stores]), returned
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:
