@@ -41,6 +41,15 @@ def test_the_switches_pytorch_takes_are_accepted_and_change_nothing(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_the_switches_are_in_the_signature_as_in_pytorchs(name):
+    # nanoGPT passes fused=True only if "fused" in inspect.signature(torch.optim.AdamW).parameters
+    theirs = inspect.signature(getattr(torch.optim, name)).parameters
+    ours = inspect.signature(getattr(sg.optim, name)).parameters
+    defaults = {s: ours[s].default for s in SWITCHES if s in ours}
+    assert defaults == {s: theirs[s].default for s in SWITCHES if s in theirs}
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_a_switch_pytorch_lacks_is_pythons_type_error(name):
     for switch in sorted(set(SWITCHES) - set(_torch_switches(name))) + ["fusedd"]:
         message = f"{name}.__init__() got an unexpected keyword argument '{switch}'"

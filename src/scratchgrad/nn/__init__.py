@@ -5,6 +5,7 @@ PyTorch's names, signatures and defaults (including its default initialisation).
 from scratchgrad.nn.parameter import Buffer, Parameter  # noqa: I001  (the base classes come first)
 from scratchgrad.nn.module import Module
 from scratchgrad.nn import functional, init, parallel, utils
+from scratchgrad.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from scratchgrad.nn.activation import (
     CELU,
     ELU,
@@ -182,6 +183,7 @@ __all__ = [
     "TransformerDecoder",
     "Transformer",
     "MultiheadAttention",
+    "AdaptiveLogSoftmaxWithLoss",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",

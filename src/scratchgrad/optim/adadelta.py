@@ -9,7 +9,6 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -47,9 +46,11 @@ class Adadelta(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")

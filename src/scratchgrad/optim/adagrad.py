@@ -10,7 +10,6 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.creation import full_like
 from scratchgrad.optim.optimizer import (
-    FUSED,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -49,9 +48,11 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, switches, FUSED)
+        check_switches(type(self).__name__, foreach, fused, differentiable)
         check_non_negative(
             lr=lr,
             lr_decay=lr_decay,

@@ -11,7 +11,6 @@ from typing import Any
 
 from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -80,9 +79,12 @@ class Adam(Optimizer):
         *,
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, switches, (*CAPTURABLE, "fused"))
+        check_switches(type(self).__name__, foreach, fused, differentiable)
         defaults = adam_defaults(
             lr,
             betas,
@@ -159,7 +161,10 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             params,
@@ -170,5 +175,8 @@ class AdamW(Adam):
             amsgrad,
             maximize=maximize,
             decoupled_weight_decay=True,
-            **switches,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
         )

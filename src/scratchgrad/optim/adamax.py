@@ -10,7 +10,6 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.optim.adam import adam_defaults
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_switches,
@@ -46,9 +45,11 @@ class Adamax(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from scratchgrad.creation import zeros_like
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -52,9 +51,11 @@ class ASGD(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(lr=lr, weight_decay=weight_decay)
         defaults = {
             "lr": lr,

@@ -12,7 +12,6 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.optim.adam import adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -74,9 +73,11 @@ class NAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         defaults = adam_defaults(
             lr,
             betas,
@@ -141,9 +142,11 @@ class RAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         defaults = adam_defaults(
             lr,
             betas,

@@ -37,21 +37,18 @@ from scratchgrad.tensor import Tensor
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
-FUSED = ("foreach", "differentiable", "fused")  # PyTorch's switches of SGD and Adagrad
-CAPTURABLE = ("foreach", "capturable", "differentiable")  # of the others (Adam adds fused)
-
-
-def check_switches(optimizer: str, switches: dict[str, Any], accepted: tuple[str, ...]) -> None:
-    """PyTorch's implementation switches (``foreach``, ``fused``, ``capturable``): accepted
-    and without effect, since one NumPy update serves them all, so scripts that pass
+def check_switches(
+    optimizer: str, foreach: bool | None, fused: bool | None, differentiable: bool
+) -> None:
+    """PyTorch's implementation switches (``foreach``, ``fused``, ``capturable``): keyword
+    arguments of the optimizers that take them in PyTorch, named in their signatures as there
+    (nanoGPT checks ``"fused" in inspect.signature(AdamW).parameters``), and without effect,
+    since one NumPy update serves them all, so scripts that pass
     ``fused=torch.cuda.is_available()`` run. ``differentiable=True`` (autograd through the
-    step) is not supported; an unknown keyword is Python's TypeError."""
-    for name in switches:
-        if name not in accepted:
-            raise TypeError(f"{optimizer}.__init__() got an unexpected keyword argument '{name}'")
-    if switches.get("fused") and switches.get("foreach"):
+    step) is not supported."""
+    if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-    if switches.get("differentiable"):
+    if differentiable:
         raise NotImplementedError(
             f"{optimizer}: differentiable=True (differentiating through the optimizer's step) "
             "is not supported"

@@ -10,7 +10,6 @@ from typing import Any
 
 from scratchgrad.backend import namespace
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -52,9 +51,11 @@ class RMSprop(Optimizer):
         centered: bool = False,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(
             lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha
         )

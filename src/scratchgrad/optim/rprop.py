@@ -10,7 +10,6 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.creation import full_like, zeros_like
 from scratchgrad.optim.optimizer import (
-    CAPTURABLE,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -50,9 +49,11 @@ class Rprop(Optimizer):
         step_sizes: tuple[float, float] = (1e-6, 50),
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, switches, CAPTURABLE)
+        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")

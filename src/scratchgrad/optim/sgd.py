@@ -7,7 +7,6 @@ from typing import Any
 from scratchgrad.backend import namespace
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import (
-    FUSED,
     Optimizer,
     ParamsT,
     check_non_negative,
@@ -46,9 +45,11 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
-        **switches: Any,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, switches, FUSED)
+        check_switches(type(self).__name__, foreach, fused, differentiable)
         check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
