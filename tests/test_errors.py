@@ -48,6 +48,37 @@ def test_matmul_shape_error_message():
         sg.ones(3) @ sg.tensor(2.0)
 
 
+@pytest.mark.parametrize(
+    "name, f, shapes",
+    [
+        ("matmul", lambda lib, x, y: x @ y, [(2, 3), (3, 2)]),
+        ("matmul", lambda lib, x, y: x @ y, [(4, 2, 3), (3, 2)]),
+        ("mm", lambda lib, x, y: x.mm(y), [(2, 3), (3, 2)]),
+        ("bmm", lambda lib, x, y: lib.bmm(x, y), [(4, 2, 3), (4, 3, 2)]),
+        ("mv", lambda lib, x, y: x.mv(y), [(2, 3), (3,)]),
+        ("dot", lambda lib, x, y: x.dot(y), [(3,), (3,)]),
+        ("linear", lambda lib, x, y: lib.nn.functional.linear(x, y), [(4, 3), (2, 3)]),
+    ],
+)
+@pytest.mark.parametrize(
+    "dtypes", [("float32", "float64"), ("float64", "float32"), ("float32", "int64")]
+)
+def test_matrix_products_of_two_dtypes_raise_as_pytorch(name, f, shapes, dtypes):
+    """PyTorch's matrix products take one dtype: a float64 batch into a float32 model is an
+    error there, not a float64 result."""
+    for lib in (torch, sg):
+        x, y = (lib.ones(s, dtype=getattr(lib, d)) for s, d in zip(shapes, dtypes))
+        message = rf"^{name}: .*same dtype.*{dtypes[0]}.*{dtypes[1]}" if lib is sg else None
+        with pytest.raises(RuntimeError, match=message):
+            f(lib, x, y)
+
+
+def test_linear_bias_of_another_dtype_raises_as_pytorch():
+    for lib in (torch, sg):
+        with pytest.raises(RuntimeError, match=None if lib is torch else "^linear: .*same dtype"):
+            lib.nn.functional.linear(lib.ones(4, 3), lib.ones(2, 3), lib.ones(2, dtype=lib.float64))
+
+
 @settings(max_examples=25, deadline=None)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3))
 def test_shapes_that_do_not_broadcast_fail_as_in_torch(shapes):

@@ -904,6 +904,7 @@ class Tensor:
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
+        _check_same_dtype("matmul", self, other)
         x, y = self._operands(other)
         if x.array.ndim > 1 and y.array.ndim > 1:
             return matmul.MatMul.apply(x, y)
@@ -921,12 +922,14 @@ class Tensor:
     def dot(self, other: Tensor) -> Tensor:
         """The inner product of two vectors."""
         _check_ndim("dot", 1, self, other)
+        _check_same_dtype("dot", self, other)
         return Tensor.matmul.__wrapped__(self, other)  # not lowered by autocast, as PyTorch's
 
     def mv(self, vec: Tensor) -> Tensor:
         """A matrix times a vector."""
         _check_ndim("mv", 2, self)
         _check_ndim("mv", 1, vec)
+        _check_same_dtype("mv", self, vec)
         return Tensor.matmul.__wrapped__(self, vec)  # not lowered by autocast, as PyTorch's
 
     def outer(self, vec2: Tensor) -> Tensor:
@@ -1057,12 +1060,14 @@ class Tensor:
     def mm(self, mat2: Tensor) -> Tensor:
         """The product of two matrices (2-D only; ``matmul`` broadcasts)."""
         _check_ndim("mm", 2, self, mat2)
+        _check_same_dtype("mm", self, mat2)
         return self.matmul(mat2)
 
     @autocast_policy("lower")
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched matrix product of (B, N, K) and (B, K, M) tensors (no broadcasting)."""
         _check_ndim("bmm", 3, self, mat2)
+        _check_same_dtype("bmm", self, mat2)
         if self.shape[0] != mat2.shape[0]:
             raise RuntimeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
         return self.matmul(mat2)
@@ -5427,6 +5432,15 @@ def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
     for t in tensors:
         if t.ndim != ndim:
             raise RuntimeError(f"{name}: expected {ndim}-D tensors, got shape {t.shape}")
+
+
+def _check_same_dtype(name: str, x: Tensor, y: Any) -> None:
+    """Matrix products take operands of one dtype, as PyTorch's kernels: a float64 operand
+    is an error, not promoted (nor is an integer one cast to float)."""
+    if isinstance(y, Tensor) and x.array.dtype is not y.array.dtype and x.dtype != y.dtype:
+        raise RuntimeError(
+            f"{name}: expected m1 and m2 to have the same dtype, but got: {x.dtype} != {y.dtype}"
+        )
 
 
 def _scaled_sum(x: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:

@@ -110,7 +110,7 @@ def test_a_hook_keeping_features_of_each_call_in_a_jitted_step_gets_each_replays
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for seed in range(5):  # the eager call, two recordings, two replays
-            x = sg.tensor(np.random.default_rng(seed).standard_normal((2, 3)))
+            x = sg.tensor(np.random.default_rng(seed).standard_normal((2, 3)), dtype=sg.float32)
             step(x)
             kept.append(features["tanh"])
             np.testing.assert_array_equal(kept[-1].numpy(), model[1](model[0](x)).detach().numpy())
@@ -280,7 +280,7 @@ def test_a_jitted_step_replays_backward_hooks_that_change_or_keep_gradients():
     eager_model.load_state_dict(model.state_dict())
     eager_model[2].register_full_backward_hook(scaling_backward_hook)
     eager_opt = sg.optim.SGD(eager_model.parameters(), lr=0.1)
-    jitted, x = sg.jit(step), sg.tensor(X, requires_grad=True)
+    jitted, x = sg.jit(step), sg.tensor(X, dtype=sg.float32, requires_grad=True)
     for _ in range(5):
         jitted(x)
         eager_opt.zero_grad()

@@ -142,12 +142,12 @@ def test_spectral_norm_power_iteration_in_training_only():
     u = layer.parametrizations.weight[0]._u
     before = u.numpy().copy()
     layer.eval()
-    layer(sg.ones(1, 3))
+    layer(sg.ones(1, 3, dtype=sg.float64))
     np.testing.assert_array_equal(u.numpy(), before)
     with sg.no_grad():
         layer.parametrizations.weight.original.mul_(-1.0)  # flips the singular vectors
     layer.train()
-    layer(sg.ones(1, 3))
+    layer(sg.ones(1, 3, dtype=sg.float64))
     assert layer.parametrizations.weight[0]._u is u  # in place
     np.testing.assert_allclose(u.numpy(), -before, atol=1e-12)
 

@@ -56,10 +56,17 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.array.ndim != 2 or input.array.ndim == 0:
         out = input.matmul(weight.mT if weight.ndim > 1 else weight)
         return out if bias is None else out + bias
-    if input.array.dtype is not weight.array.dtype:  # promote as a product would
-        input, weight = input._operands(weight)
-    if bias is not None and bias.array.dtype is not weight.array.dtype:
-        bias = bias.to(weight.array.dtype)
+    dtype = weight.array.dtype
+    if input.array.dtype is not dtype and input.array.dtype != dtype:  # one, as PyTorch's
+        raise RuntimeError(
+            f"linear: mat1 and mat2 must have the same dtype, but got {input.dtype} and "
+            f"{weight.dtype}"
+        )
+    if bias is not None and bias.array.dtype is not dtype and bias.array.dtype != dtype:
+        raise RuntimeError(
+            f"linear: self and mat2 must have the same dtype, but got {bias.dtype} and "
+            f"{weight.dtype}"
+        )
     return Linear.apply(input, weight, bias)
 
 
