@@ -458,6 +458,38 @@ def test_multivariate_normal_gradcheck(given):
     assert sg.autograd.gradcheck(outputs, [loc, matrix, value])
 
 
+COVARIANCE = [[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]]
+FLOAT32_DISTRIBUTIONS = {  # the distribution, its parameters, the values' shape
+    "Normal": (lambda m, loc: m.Normal(loc, 1.0), [[0.3, -0.5]], (4, 2)),
+    "Gamma": (lambda m, c: m.Gamma(c, 3.0), [[0.7, 1.8]], (4, 2)),
+    "Chi2": (lambda m, df: m.Chi2(df), [[0.9, 2.5]], (4, 2)),
+    "HalfNormal": (lambda m, scale: m.HalfNormal(scale), [[0.9, 2.5]], (4, 2)),
+    "HalfCauchy": (lambda m, scale: m.HalfCauchy(scale), [[0.9, 2.5]], (4, 2)),
+    "MultivariateNormal": (
+        lambda m, loc, cov: m.MultivariateNormal(loc, cov),
+        [[0.1, -0.2, 0.3], COVARIANCE],
+        (4, 3),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FLOAT32_DISTRIBUTIONS)
+def test_float32_log_prob_of_float64_values_has_pytorchs_dtype(name):
+    # values straight from NumPy are float64: PyTorch's Normal and HalfNormal promote, its
+    # Gamma, HalfCauchy and MultivariateNormal keep their own float32
+    build, params, shape = FLOAT32_DISTRIBUTIONS[name]
+    value = np.random.default_rng(1).uniform(0.1, 2.0, shape)
+    ours = build(D, *(sg.tensor(p, dtype=sg.float32) for p in params))
+    theirs = build(TD, *(torch.tensor(p, dtype=torch.float32) for p in params))
+    ours, theirs = ours.log_prob(sg.tensor(value)), theirs.log_prob(torch.tensor(value))
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs, "float32")
+
+
+def test_gamma_log_prob_takes_a_number_as_pytorch():
+    assert_close(D.Gamma(2.0, 3.0).log_prob(0.5), TD.Gamma(2.0, 3.0).log_prob(0.5), "float32")
+
+
 def test_multivariate_normal_misuse_raises_as_pytorch():
     for m, lib in ((TD, torch), (D, sg)):
         eye = lib.eye(2, dtype=lib.float64)

@@ -135,6 +135,16 @@ def test_shapes_dtypes_and_no_gradient_are_pytorchs(name):
         assert float32.rsample((2,)).requires_grad and not float32.sample((2,)).requires_grad
 
 
+def test_sample_n_is_sample_with_pytorchs_future_warning():
+    ours, theirs = BUILDS["Normal"](D, sg.tensor), BUILDS["Normal"](TD, torch.tensor)
+    with pytest.warns(FutureWarning) as our_warning:
+        x = ours.sample_n(4)
+    with pytest.warns(FutureWarning) as their_warning:
+        t = theirs.sample_n(4)
+    assert str(our_warning[0].message) == str(their_warning[0].message)
+    assert x.shape == tuple(t.shape) == (4, 3) and not x.requires_grad
+
+
 @pytest.mark.parametrize("name", BUILDS)
 def test_manual_seed_reproduces_the_samples(name):
     d = BUILDS[name](D, sg.tensor)

@@ -61,6 +61,7 @@ def test_values_inverses_and_jacobians_are_pytorchs(name):
     check_outputs_and_gradients(outs, expected, [x], what=name)
     assert_close(outs[1], x[1])  # the inverse undoes it
     assert ours.bijective == theirs.bijective
+    assert repr(ours) == repr(theirs), name
     assert repr(ours.domain) == repr(theirs.domain), name
     assert repr(ours.codomain) == repr(theirs.codomain), name
     assert ours.forward_shape((3, 2)) == tuple(theirs.forward_shape((3, 2)))

@@ -103,6 +103,29 @@ def test_a_zero_on_a_triangular_diagonal_raises_where_pytorch_gives_inf():
     assert x.shape == (2, 3, 1) and np.isfinite(x.numpy()).all()
 
 
+@pytest.mark.parametrize(
+    "a_dtype, b_dtype", [("float32", "float64"), ("float64", "float32"), ("float32", "int64")]
+)
+def test_solve_triangular_casts_b_to_as_dtype_as_pytorch(a_dtype, b_dtype):
+    # a MultivariateNormal of float32 gives the log_prob of float64 values this way
+    L, B = np.array([[2.0, 0.0], [1.0, 4.0]]), np.array([[3.0], [-2.0]])
+    results = []
+    for lib in (torch, sg):
+        A = lib.tensor(L, dtype=getattr(lib, a_dtype), requires_grad=True)
+        b = lib.tensor(B, dtype=getattr(lib, b_dtype))
+        b.requires_grad_(b_dtype != "int64")
+        x = lib.linalg.solve_triangular(A, b, upper=False)
+        x.sum().backward()
+        results.append((x, A.grad, b.grad))
+    (x, dA, db), (ours, our_dA, our_db) = results
+    assert str(ours.dtype) == a_dtype == str(x.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(ours.detach().numpy(), x.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(our_dA.numpy(), dA.numpy(), rtol=1e-6)
+    if db is not None:  # B's gradient keeps B's dtype
+        assert str(our_db.dtype) == b_dtype
+        np.testing.assert_allclose(our_db.numpy(), db.numpy(), rtol=1e-6)
+
+
 def test_differentiating_what_pytorch_cannot_raises_its_errors():
     A = sg.randn(3, 2, dtype=sg.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="not computed when mode='r'"):

@@ -147,6 +147,23 @@ class Distribution:
         with no_grad():
             return self.rsample(sample_shape)
 
+    def sample_n(self, n: int) -> Tensor:
+        """``sample((n,))`` under PyTorch's deprecated name, with its FutureWarning.
+
+        >>> import warnings
+        >>> from scratchgrad.distributions import Normal
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     Normal(0.0, 1.0).sample_n(3).shape
+        (3,)
+        """
+        warnings.warn(
+            "`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.sample((n,))
+
     def rsample(self, sample_shape: tuple = Size()) -> Tensor:
         """Reparameterized samples, as ``sample``'s: gradients flow back to the parameters."""
         raise NotImplementedError

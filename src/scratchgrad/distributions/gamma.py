@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scratchgrad import backend
 from scratchgrad.autograd.function import Function, once_differentiable
+from scratchgrad.creation import as_tensor
 from scratchgrad.distributions import constraints
 from scratchgrad.distributions.exp_family import ExponentialFamily
 from scratchgrad.distributions.utils import broadcast_all, numpy_draw
@@ -157,7 +158,9 @@ class Gamma(ExponentialFamily):
         value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         return value.clamp(min=finfo(value.dtype).tiny)
 
-    def log_prob(self, value: Tensor) -> Tensor:
+    def log_prob(self, value: Tensor | float) -> Tensor:
+        # PyTorch's Gamma alone casts the value to its own dtype (and takes plain numbers)
+        value = as_tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
         c, rate = self.concentration, self.rate

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.creation import full_like, ones_like, zeros_like
+from scratchgrad.creation import as_tensor, full_like, ones_like, zeros_like
 from scratchgrad.distributions import constraints
 from scratchgrad.distributions.cauchy import Cauchy
 from scratchgrad.distributions.distribution import Distribution
@@ -348,6 +348,12 @@ class HalfCauchy(_Folded):
     """
 
     base = Cauchy
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        # PyTorch's HalfCauchy, unlike its HalfNormal, casts the value to the scale's dtype
+        if self._validate_args:
+            self._validate_sample(value)  # before the cast: a number is refused, as PyTorch does
+        return super().log_prob(as_tensor(value, dtype=self.scale.dtype))
 
     @property
     def mean(self) -> Tensor:

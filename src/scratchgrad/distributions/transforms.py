@@ -202,7 +202,7 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
     def __repr__(self) -> str:
-        return f"{self._inv!r}.inv"
+        return f"{type(self).__name__}({self._inv!r})"
 
 
 class ComposeTransform(Transform):

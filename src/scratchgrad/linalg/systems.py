@@ -155,7 +155,7 @@ def solve_triangular(
     """The solution ``X`` of the triangular system ``A X = B`` (``X A = B`` if not ``left``),
     as ``torch.linalg.solve_triangular``: only the upper (``upper=True``) or lower triangle of
     ``A`` is read, its diagonal taken to be ones if ``unitriangular``; ``B`` is a (batch of)
-    matrices, the batch dims broadcast.
+    matrices, the batch dims broadcast, cast to ``A``'s dtype as PyTorch casts it.
 
     Unlike PyTorch, which returns inf and nan, a zero on the diagonal raises ``LinAlgError``.
 
@@ -167,8 +167,9 @@ def solve_triangular(
     """
     op = "linalg.solve_triangular"
     check_input(op, A, square=True)
+    if isinstance(B, Tensor):  # PyTorch writes the solution in A's dtype, casting B to it
+        B = B.to(A.dtype)
     check_input(op, B, "B")
-    check_same_dtype(op, A, B)
     check_system(op, A, B, left)
     return SolveTriangular.apply(A, B, upper=upper, left=left, unitriangular=unitriangular)
 
