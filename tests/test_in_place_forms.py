@@ -220,3 +220,30 @@ def test_isclose_allclose_and_equal_are_pytorchs(equal_nan):
         )
     for x, y in [([1, 2], [1, 2]), ([1, 2], [1.0, 2.0]), ([1, 2], [1, 3]), ([1, 2], [1, 2, 3])]:
         assert sg.equal(sg.tensor(x), sg.tensor(y)) == torch.equal(torch.tensor(x), torch.tensor(y))
+
+
+AUGMENTED = {
+    "&=": ("__iand__", [[True, True, False], [True, False, True]], [True, False, True]),
+    "|=": ("__ior__", [[True, False, False], [False, False, True]], [False, True, False]),
+    "^=": ("__ixor__", [[1, 2, 5], [7, 0, 3]], [3, 3, 1]),
+    "<<=": ("__ilshift__", [[1, 2, 5], [7, 0, 3]], 2),
+    ">>=": ("__irshift__", [[8, 2, 5], [7, 0, 3]], [1, 0, 2]),
+    "%=": ("__imod__", [[3.25, -2.0, 5.0], [1.0, 2.5, -0.5]], 1.5),
+    "//=": ("__ifloordiv__", [[-3, 4, 5], [7, -8, 9]], 2),
+    "**=": ("__ipow__", [[1.5, -2.0, 0.5], [1.0, 3.0, -1.0]], 2),
+}
+
+
+@pytest.mark.parametrize("operator", AUGMENTED)
+def test_an_augmented_assignment_writes_in_place_as_pytorchs(operator):
+    """``row &= other`` on a row of a buffer writes into the buffer, as PyTorch's (Python
+    alone would rebind ``row`` to a new tensor and leave the buffer as it was)."""
+    dunder, values, other = AUGMENTED[operator]
+    written = []
+    for lib in (sg, torch):
+        buffer = lib.tensor(values)
+        row = buffer[0]
+        returned = getattr(row, dunder)(lib.tensor(other) if isinstance(other, list) else other)
+        assert returned is row
+        written.append(buffer.tolist())
+    assert written[0] == written[1] and written[0] != values

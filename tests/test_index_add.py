@@ -101,6 +101,25 @@ def test_index_add_on_integers_and_int32_indices_match_torch():
         assert ours.tolist() == theirs.tolist() and str(ours.dtype) == "int64"
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_sixteen_bit_index_add_and_scatter_add_sum_in_float32_as_torch(dtype):
+    """A 16-bit index_add (dim 0 or last, alpha 1: a mixture of experts adding each expert's
+    tokens back) and scatter_add add up in float32 and round once, as PyTorch's CPU kernels:
+    bit for bit, where adding in 16 bits one entry after another differs in the last bits."""
+    rng = np.random.default_rng(5)
+    x, source = rng.standard_normal((3, 4)) * 3, rng.standard_normal((64, 4))
+    index = rng.integers(0, 3, 64)
+    results = []
+    for m in (sg, torch):
+        x_, source_ = (m.tensor(a).to(getattr(m, dtype)) for a in (x, source))
+        rows = x_.index_add(0, m.tensor(index), source_)
+        columns = x_.T.index_add(1, m.tensor(index), source_.T)
+        scattered = x_.scatter_add(0, m.tensor(index)[:, None].expand(64, 4), source_)
+        results.append([t.float().numpy() for t in (rows, columns, scattered)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_index_add_on_a_leaf_that_requires_grad_is_refused_as_torch():
     x = sg.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad is being used"):

@@ -76,6 +76,23 @@ def test_integer_and_bool_values_are_pytorchs(reduce, dtype):
             np.testing.assert_array_equal(*outcomes)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+def test_sixteen_bit_values_are_pytorchs_bit_for_bit(reduce, dtype):
+    """Reduced in float32 and rounded once (a mean: its sum rounded, then divided), as
+    PyTorch's; a bfloat16 mean was once floored as an integer's."""
+    rng = np.random.default_rng(5)
+    x, src = rng.standard_normal((3, 4)) * 3, rng.standard_normal((64, 4))
+    index = rng.integers(0, 3, (64, 4))
+    for include_self in (True, False):
+        results = []
+        for m in (sg, torch):
+            x_, src_ = (m.tensor(a).to(getattr(m, dtype)) for a in (x, src))
+            out = x_.scatter_reduce(0, m.tensor(index), src_, reduce, include_self=include_self)
+            results.append(out.float().numpy())
+        np.testing.assert_array_equal(*results)
+
+
 def test_a_product_with_zeros_has_pytorchs_gradients_and_refuses_a_second_order_as_torch():
     """One zero at a position: the product of the others; two: zero, and no second order."""
     x = np.array([2.0, 0.0, 3.0, 5.0])

@@ -904,7 +904,7 @@ class Tensor:
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
-        _check_same_dtype("matmul", self, other)
+        check_same_dtype("matmul", self, other)
         x, y = self._operands(other)
         if x.array.ndim > 1 and y.array.ndim > 1:
             return matmul.MatMul.apply(x, y)
@@ -922,14 +922,14 @@ class Tensor:
     def dot(self, other: Tensor) -> Tensor:
         """The inner product of two vectors."""
         _check_ndim("dot", 1, self, other)
-        _check_same_dtype("dot", self, other)
+        check_same_dtype("dot", self, other)
         return Tensor.matmul.__wrapped__(self, other)  # not lowered by autocast, as PyTorch's
 
     def mv(self, vec: Tensor) -> Tensor:
         """A matrix times a vector."""
         _check_ndim("mv", 2, self)
         _check_ndim("mv", 1, vec)
-        _check_same_dtype("mv", self, vec)
+        check_same_dtype("mv", self, vec)
         return Tensor.matmul.__wrapped__(self, vec)  # not lowered by autocast, as PyTorch's
 
     def outer(self, vec2: Tensor) -> Tensor:
@@ -1060,14 +1060,14 @@ class Tensor:
     def mm(self, mat2: Tensor) -> Tensor:
         """The product of two matrices (2-D only; ``matmul`` broadcasts)."""
         _check_ndim("mm", 2, self, mat2)
-        _check_same_dtype("mm", self, mat2)
+        check_same_dtype("mm", self, mat2)
         return self.matmul(mat2)
 
     @autocast_policy("lower")
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched matrix product of (B, N, K) and (B, K, M) tensors (no broadcasting)."""
         _check_ndim("bmm", 3, self, mat2)
-        _check_same_dtype("bmm", self, mat2)
+        check_same_dtype("bmm", self, mat2)
         if self.shape[0] != mat2.shape[0]:
             raise RuntimeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
         return self.matmul(mat2)
@@ -1075,6 +1075,7 @@ class Tensor:
     @autocast_policy("lower")
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``."""
+        check_same_dtype("addmm", self, mat1, mat2)
         return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
 
     @autocast_policy("lower")
@@ -1082,10 +1083,12 @@ class Tensor:
         self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
     ) -> Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
+        check_same_dtype("baddbmm", self, batch1, batch2)
         return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
 
     def addmv(self, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat @ vec)``; beta=0 ignores ``self``."""
+        check_same_dtype("addmv", self, mat, vec)
         return _scaled_sum(self, mat.mv(vec), beta, alpha)
 
     def addr(self, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
@@ -1097,6 +1100,7 @@ class Tensor:
         self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
     ) -> Tensor:
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``; beta=0 ignores ``self``."""
+        check_same_dtype("addbmm", self, batch1, batch2)
         return _scaled_sum(self, batch1.bmm(batch2).sum(0), beta, alpha)
 
     def renorm(self, p: float, dim: int, maxnorm: float) -> Tensor:
@@ -3277,6 +3281,9 @@ class Tensor:
         tensor([4., 0., 2.])
         """
         position = self._index_add_position(dim, index, source)
+        if self.array.dtype in backend.SIXTEEN_BIT:  # as PyTorch: summed in float32, rounded once
+            wide = self.float().index_add(dim, index, source.float(), alpha=alpha)
+            return wide.to(self.array.dtype)
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
             return self.reshape(1).index_add(0, index, source.reshape(1), alpha=alpha)[0]
         added = movement.IndexAdd.apply(
@@ -4291,6 +4298,15 @@ for _name in (
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
+# the augmented assignments PyTorch computes in place (``done &= alive`` writes into ``done``,
+# and so into the buffer it may be a view of), where Python would rebind to a new tensor
+for _dunder, _name in (
+    ("__iand__", "bitwise_and_"), ("__ior__", "bitwise_or_"), ("__ixor__", "bitwise_xor_"),
+    ("__ilshift__", "bitwise_left_shift_"), ("__irshift__", "bitwise_right_shift_"),
+    ("__imod__", "remainder_"), ("__ifloordiv__", "floor_divide_"), ("__ipow__", "pow_"),
+):  # fmt: skip
+    setattr(Tensor, _dunder, getattr(Tensor, _name))
+
 
 def _compared_in_place(name: str) -> Callable:
     """``Tensor.<name>_`` of a comparison: 1 where it holds and 0 elsewhere, in this tensor's
@@ -4561,7 +4577,11 @@ def _einsum(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
     return matmul.Einsum.apply(*(t.to(dtype) for t in operands), inputs=inputs, output=output)
 
 
-_contraction = autocast_policy("lower")(_einsum)
+@autocast_policy("lower")
+def _contraction(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
+    """A contracting einsum: PyTorch's bmm, so of one dtype (the check after autocast's casts)."""
+    check_same_dtype("einsum", *operands)
+    return _einsum(*operands, inputs=inputs, output=output)
 
 
 def _contracts(inputs: tuple, output: str) -> bool:
@@ -4869,6 +4889,7 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> 
     >>> sg.tensordot(sg.ones(2, 3), sg.ones(3, 4), dims=1).shape
     (2, 4)
     """
+    check_same_dtype("tensordot", a, b)
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -4895,6 +4916,7 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> 
     return (left @ right).reshape(kept_a + kept_b)
 
 
+@autocast_policy("float32")  # in PyTorch's CPU autocast list: a bfloat16 x1 meets float32 x2
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
     """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each of ``x2``
     (..., R, M), as ``torch.cdist``: (..., P, R). Computed from the differences in every case
@@ -4915,6 +4937,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         )
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    check_same_dtype("cdist", x1, x2)
     return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
 
 
@@ -5434,13 +5457,23 @@ def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
             raise RuntimeError(f"{name}: expected {ndim}-D tensors, got shape {t.shape}")
 
 
-def _check_same_dtype(name: str, x: Tensor, y: Any) -> None:
-    """Matrix products take operands of one dtype, as PyTorch's kernels: a float64 operand
-    is an error, not promoted (nor is an integer one cast to float)."""
-    if isinstance(y, Tensor) and x.array.dtype is not y.array.dtype and x.dtype != y.dtype:
-        raise RuntimeError(
-            f"{name}: expected m1 and m2 to have the same dtype, but got: {x.dtype} != {y.dtype}"
-        )
+def check_same_dtype(name: str, x: Tensor, *others: Any) -> None:
+    """Matrix products (and the ops built on PyTorch's kernels for them: einsum, cdist,
+    bilinear, addmm, a loss's class weights) take tensors of one dtype: a float64 operand is
+    an error, not promoted (nor is an integer one cast to float). ``None`` (no bias) passes.
+
+    >>> import scratchgrad as sg
+    >>> check_same_dtype("mm", sg.ones(2), sg.ones(2, dtype=sg.float64))
+    Traceback (most recent call last):
+    RuntimeError: mm: expected tensors of the same dtype, but got: float32 != float64
+    """
+    dtype = x.array.dtype
+    for y in others:
+        # `is not` first: the common case (one dtype) costs one identity test per operand
+        if isinstance(y, Tensor) and y.array.dtype is not dtype and y.array.dtype != dtype:
+            raise RuntimeError(
+                f"{name}: expected tensors of the same dtype, but got: {x.dtype} != {y.dtype}"
+            )
 
 
 def _scaled_sum(x: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:

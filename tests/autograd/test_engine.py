@@ -536,16 +536,39 @@ def test_modifying_a_saved_output_in_place_raises_instead_of_a_wrong_gradient():
 def test_modifying_a_saved_input_in_place_raises():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     y = x.exp()
-    z = y * 2  # Mul saves y
+    z = y * x  # Mul saves y for x's gradient (and Exp its output y)
     y *= 3
     with pytest.raises(RuntimeError, match="modified by an in-place"):
         z.sum().backward()
     xt = torch.tensor([1.0, 2.0], requires_grad=True)
     yt = xt.exp()
-    zt = yt * 2
+    zt = yt * xt
     yt *= 3
     with pytest.raises(RuntimeError, match="modified by an inplace"):
         zt.sum().backward()
+
+
+STEPS = ["0.9 * x", "x * mask", "x / 2.0", "x / mask", "x @ c", "c @ x", "F.linear(x, c)"]
+
+
+@pytest.mark.parametrize("step", [*STEPS, "m.einsum('i,ij->j', x, c)"])
+def test_a_factor_saved_for_no_gradient_may_change_as_in_torch(step):
+    """PyTorch saves a factor of a product (a dividend) only for the other operand's gradient:
+    returns computed backwards into one buffer, each step reading the row after it
+    (``returns[t] = rewards[t] + 0.9 * returns[t + 1]``), are no in-place error, and their
+    gradient is PyTorch's."""
+    grads = []
+    for m in (sg, torch):
+        rewards = m.tensor(np.linspace(-1.0, 1.0, 12).reshape(4, 3), requires_grad=True)
+        returns, mask = m.zeros(4, 3, dtype=m.float64), m.tensor([1.0, 0.0, 2.0])
+        c = m.tensor(np.linspace(-0.5, 0.7, 9).reshape(3, 3))
+        returns[3] = rewards[3]
+        for t in reversed(range(3)):
+            names = {"x": returns[t + 1], "mask": mask, "c": c, "m": m, "F": m.nn.functional}
+            returns[t] = rewards[t] + eval(step, names)
+        (returns * m.arange(12.0).reshape(4, 3)).sum().backward()
+        grads.append(rewards.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-12)
 
 
 def test_increment_version_makes_a_graph_refuse_memory_changed_behind_its_back():

@@ -164,6 +164,18 @@ MHA_CASES = [
     ("no_weights_masks", {}, {"need_weights": False, "attn_mask": "bool"}),
     ("causal_hint", {}, {"attn_mask": "causal", "is_causal": True, "need_weights": False}),
     ("unbatched", {}, {"unbatched": True, "key_padding_mask": "bool"}),
+    ("bias_kv", {"add_bias_kv": True}, {"attn_mask": "bool", "key_padding_mask": "bool"}),
+    ("zero_attn", {"add_zero_attn": True, "batch_first": True}, {"key_padding_mask": "float"}),
+    (
+        "bias_kv_zero_attn_per_head",
+        {"add_bias_kv": True, "add_zero_attn": True},
+        {"attn_mask": "float3d", "need_weights": False},
+    ),
+    (
+        "bias_kv_zero_attn_unbatched",
+        {"add_bias_kv": True, "add_zero_attn": True},
+        {"unbatched": True, "key_padding_mask": "bool", "average_attn_weights": False},
+    ),
 ]
 
 
@@ -230,6 +242,20 @@ def test_multihead_attention_init_and_errors():
     for need_weights in (True, False):
         with pytest.raises(AssertionError, match="types of key_padding_mask .* got int32"):
             mha(x, x, x, sg.zeros(1, 2, dtype=sg.int32), need_weights, sg.zeros(2, 2).long())
+
+
+def test_multihead_attention_bias_kv_parameters_as_torch():
+    """The learned key and value are parameters named and shaped as PyTorch's, Xavier-normal
+    (std sqrt(2 / (E + E)) for the (1, 1, E) shape); without ``add_bias_kv`` they are None."""
+    ours, theirs = (
+        nn.MultiheadAttention(64, 4, add_bias_kv=True),
+        torch.nn.MultiheadAttention(64, 4, add_bias_kv=True),
+    )
+    shapes = [(name, tuple(p.shape)) for name, p in ours.named_parameters()]
+    assert shapes == [(name, tuple(p.shape)) for name, p in theirs.named_parameters()]
+    spread = np.concatenate([ours.bias_k.detach().numpy(), ours.bias_v.detach().numpy()]).std()
+    assert 0.08 < spread < 0.17  # 0.125 expected
+    assert nn.MultiheadAttention(4, 2).bias_k is None
 
 
 def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_as_torch():

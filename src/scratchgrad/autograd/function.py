@@ -160,9 +160,10 @@ class Function:
         arrive packed together), which a backward written for ``None`` treats the same."""
         self.materialize_grads = bool(value)
 
-    @property
-    def saved_tensors(self) -> tuple:
-        """What ``forward`` saved, as Tensors (plain Python numbers stay numbers)."""
+    def _saved_tensors(self, needed: tuple[bool, ...] | None = None) -> tuple:
+        """``saved_tensors``, with None in place of each entry not ``needed`` (and its version
+        unchecked): PyTorch saves a factor of a product only for the other factor's gradient,
+        so ``0.9 * x[t + 1]`` followed by a write to ``x[t]`` is no error there either."""
         if self.saved is None:
             raise RuntimeError(
                 f"{type(self).__name__}: trying to backward through the graph a second time, or to "
@@ -170,7 +171,10 @@ class Function:
                 "backward() or autograd.grad() if you need to"
             )
         tensors = []
-        for value, counter, version in self.saved:
+        for i, (value, counter, version) in enumerate(self.saved):
+            if needed is not None and not needed[i]:
+                tensors.append(None)
+                continue
             if counter is None:  # a number, or a Tensor made of another array (see _entries)
                 tensors.append(value)
                 continue
@@ -183,6 +187,10 @@ class Function:
             # an input's Tensor, or the result's bare array (the node holds no Tensor of it)
             tensors.append(value if isinstance(value, Tensor) else Tensor._make(value, self))
         return tuple(tensors)
+
+    # What ``forward`` saved, as Tensors (plain Python numbers stay numbers). (The property
+    # calls the method itself: a property calling it would cost every backward one more call.)
+    saved_tensors = property(_saved_tensors)
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:

@@ -14,7 +14,7 @@ from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.linear import Linear
 from scratchgrad.nn.module import Module, _empty_parameter
-from scratchgrad.tensor import Tensor, where
+from scratchgrad.tensor import Tensor, cat, where
 
 
 class SDPBackend(enum.IntEnum):
@@ -90,8 +90,6 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                 f"({num_heads}), both > 0"
             )
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
         self.head_dim, self.batch_first = embed_dim // num_heads, batch_first
@@ -110,11 +108,17 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias, device, dtype)
+        if add_bias_kv:  # one learned key and value appended to every sequence's
+            self.bias_k = _empty_parameter((1, 1, embed_dim), device, dtype)
+            self.bias_v = _empty_parameter((1, 1, embed_dim), device, dtype)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
         """As PyTorch: Xavier-uniform projections in, zero biases; out_proj's weight keeps
-        Linear's initialisation."""
+        Linear's initialisation; Xavier-normal ``bias_k`` and ``bias_v``."""
         for weight in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight):
             if weight is not None:
                 init.xavier_uniform_(weight)
@@ -123,6 +127,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(
         self,
@@ -166,9 +173,10 @@ class MultiheadAttention(Module):
         """The attention on (L, N, E) inputs: (L, N, E) output and (N, heads, L, S) weights."""
         length, batch, _ = query.shape
         q, k, v = self._project(query, key, value)
+        mask = self._merged_mask(attn_mask, key_padding_mask, batch, length, k.shape[0], q.dtype)
+        k, v, mask = self._extra_keys(k, v, mask)
         heads = [t.reshape(t.shape[0], batch, self.num_heads, self.head_dim) for t in (q, k, v)]
         q, k, v = (t.permute(1, 2, 0, 3) for t in heads)  # (N, heads, L or S, head_dim)
-        mask = self._merged_mask(attn_mask, key_padding_mask, batch, length, k.shape[2], q.dtype)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
             scores = (q * (1 / math.sqrt(self.head_dim))) @ k.mT
@@ -189,6 +197,22 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             b_q, b_k, b_v = self.in_proj_bias.chunk(3)
         return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def _extra_keys(self, k, v, mask):
+        """(S, N, E) keys and values with ``bias_k``/``bias_v`` and then a zero key and value
+        appended (for ``add_bias_kv``/``add_zero_attn``), every query free to attend to them:
+        the mask gains a zero column for each."""
+        extra = []
+        if self.bias_k is not None:
+            extra.append((self.bias_k, self.bias_v))
+        if self.add_zero_attn:
+            extra.append((k.new_zeros((1, 1, k.shape[2])),) * 2)
+        for bias_k, bias_v in extra:
+            k = cat([k, bias_k.expand(1, k.shape[1], -1)])
+            v = cat([v, bias_v.expand(1, v.shape[1], -1)])
+        if mask is not None and extra:
+            mask = F.pad(mask, (0, len(extra)))
+        return k, v, mask
 
     def _merged_mask(self, attn_mask, key_padding_mask, batch, length, source, dtype):
         """Both masks as one float bias of shape (N or 1, heads or 1, L or 1, S), or None."""

@@ -40,6 +40,7 @@ from scratchgrad.tensor import (
     Tensor,
     broadcast_shapes,
     broadcast_tensors,
+    check_same_dtype,
     distance_norm,
     names_bad_arguments,
     p_norm,
@@ -907,17 +908,35 @@ def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tu
     return tuple(range(input.ndim - len(shape), input.ndim))
 
 
-def _16_bit_input_in_float32(norm):
+def _16_bit_input_in_float32(norm, one_dtype: bool = True):
     """PyTorch's normalisations take a 16-bit input with float32 statistics and weights (as
-    under autocast): they compute in float32 and return the input's dtype."""
+    under autocast): they compute in float32 and return the input's dtype. With ``one_dtype``,
+    statistics and weights of another dtype than the input's are an error, as PyTorch's
+    kernels make them."""
 
     @functools.wraps(norm)
     def run(input: Tensor, *args, **kwargs) -> Tensor:
+        if one_dtype:
+            _check_norm_dtypes(norm.__name__, input, *args, *kwargs.values())
         if input.array.dtype not in (backend.float16, backend.bfloat16):
             return norm(input, *args, **kwargs)
         return norm(input.float(), *args, **kwargs).to(input.array.dtype)
 
     return run
+
+
+def _check_norm_dtypes(name: str, input: Tensor, *args) -> None:
+    """PyTorch's CPU normalisation kernels take the statistics and weights (the tensors among
+    ``args``) in the input's dtype, or in float32 for a 16-bit input ("mixed dtype")."""
+    dtype = input.array.dtype
+    for t in args:
+        if not isinstance(t, Tensor) or t.array.dtype is dtype or t.array.dtype == dtype:
+            continue
+        if t.array.dtype != backend.float32 or dtype not in backend.SIXTEEN_BIT:
+            raise RuntimeError(
+                f"{name}: mixed dtype: the input ({input.dtype}) and its weights or statistics "
+                f"({t.dtype}) must share one dtype (float32 ones may go with a 16-bit input)"
+            )
 
 
 @_16_bit_input_in_float32
@@ -1009,7 +1028,12 @@ def instance_norm(
         raise ValueError(
             f"Expected more than 1 spatial element when training, got input size {input.shape}"
         )
-    stats = [None if s is None else s.detach().repeat(n) for s in (running_mean, running_var)]
+    _check_norm_dtypes("instance_norm", input, weight, bias)
+    # PyTorch's instance_norm reads (and writes back) running statistics of any dtype
+    dtype = backend.float32 if input.array.dtype in backend.SIXTEEN_BIT else input.array.dtype
+    stats = [
+        None if s is None else s.detach().repeat(n).to(dtype) for s in (running_mean, running_var)
+    ]
     out = batch_norm(
         input.reshape(1, n * c, *input.shape[2:]),
         *stats,
@@ -1047,6 +1071,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
             f"bilinear: input1 and input2 must have the same leading dims, got {input1.shape} and "
             f"{input2.shape}"
         )
+    check_same_dtype("bilinear", input1, input2, weight, bias)
     out_features, in1, in2 = weight.shape
     # (..., in1) @ (in1, out*in2) -> (..., out, in2), then the product with x2 summed over in2
     mixed = (input1 @ weight.permute(1, 0, 2).reshape(in1, out_features * in2)).reshape(
@@ -1109,7 +1134,7 @@ def group_norm(
     return _per_channel_affine(out, weight, bias)
 
 
-@_16_bit_input_in_float32
+@functools.partial(_16_bit_input_in_float32, one_dtype=False)  # PyTorch's rms_norm promotes
 def rms_norm(
     input: Tensor,
     normalized_shape: int | Sequence[int],
@@ -1197,11 +1222,13 @@ def scaled_dot_product_attention(
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
         )
-    mask_dtype = None if attn_mask is None else attn_mask.dtype
-    if mask_dtype not in (None, backend.bool_, query.dtype) and not attn_mask.is_floating_point():
+    check_same_dtype("scaled_dot_product_attention", query, key, value)
+    masks = (backend.bool_, backend.float32, query.dtype)  # the mask dtypes PyTorch's takes
+    # `is not None` apart: NumPy's float64 dtype equals None, so `in (None, ...)` would pass it
+    if attn_mask is not None and attn_mask.dtype not in masks:
         raise RuntimeError(
             "scaled_dot_product_attention: expected attn_mask dtype to be bool or float "
-            f"or to match query dtype, got {mask_dtype} and {query.dtype}"
+            f"or to match query dtype, got {attn_mask.dtype} and {query.dtype}"
         )
     if enable_gqa:
         key, value = _share_heads(key, query.shape[-3]), _share_heads(value, query.shape[-3])
@@ -1500,6 +1527,7 @@ def nll_loss(
     reduction = _reduction(size_average, reduce, reduction)
     class_dim = 0 if input.ndim == 1 else 1
     _check_class_target_shape(input, target, class_dim)
+    check_same_dtype("nll_loss", input, weight)
     loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
     return _weighted_reduce(loss, weights, reduction)
 
@@ -1560,8 +1588,9 @@ def cross_entropy(
     probabilities = backend.is_floating(target.dtype)
     if probabilities:
         _check_probability_target(input, target, ignore_index)
-    else:
+    else:  # class weights of another dtype: an error there, as PyTorch's (probabilities promote)
         _check_class_target_shape(input, target, class_dim)
+        check_same_dtype("cross_entropy", input, weight)
         if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
             if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
                 capture_hook.call(check_class_indices, target.array, n_classes)
@@ -1634,6 +1663,7 @@ def binary_cross_entropy(
     -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
+    check_same_dtype("binary_cross_entropy", input, target)  # the weight promotes, as PyTorch's
     capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
     return _reduce(loss if weight is None else loss * weight, reduction)
@@ -2034,6 +2064,7 @@ def multi_margin_loss(
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
+    check_same_dtype("multi_margin_loss", input, weight)
     x = _margin_scores(input, target, weight)
     labels = target.reshape(-1, 1)
     capture_hook.call(_check_targets, labels.array, x.shape[1])

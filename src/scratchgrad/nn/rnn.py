@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from scratchgrad.autograd import autocast
 from scratchgrad.creation import tensor, zeros
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
@@ -146,7 +147,7 @@ class RNNBase(Module):
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise ValueError(f"{self._get_name()}: expected 2-D or 3-D input, got {input.shape}")
-        self._check_input_size(input)
+        self._check_input(input)
         x = input if not batched else input.transpose(0, 1) if self.batch_first else input
         if not batched:
             x = x.unsqueeze(1)
@@ -157,7 +158,7 @@ class RNNBase(Module):
         """``forward`` of a packed batch: run padded in its sorted order, each step's state
         kept where a sequence has no such step; ``hx`` and h_n in the batch's own order."""
         x, lengths = rnn_utils.sorted_padded(packed)
-        self._check_input_size(x)
+        self._check_input(x)
         if hx is not None and packed.sorted_indices is not None:
             hx = _reordered(hx, packed.sorted_indices)
         lengths = tensor(lengths, device=x.device).unsqueeze(1)
@@ -168,7 +169,14 @@ class RNNBase(Module):
             final = _reordered(final, packed.unsorted_indices)
         return rnn_utils.repacked(x, packed), final
 
-    def _check_input_size(self, input: Tensor) -> None:
+    def _check_input(self, input: Tensor) -> None:
+        weight = self.weight_ih_l0
+        if input.dtype != weight.dtype and autocast.state.dtype is None:  # autocast casts
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). "
+                f"Convert input: input.to({weight.dtype}), or convert model: "
+                f"model.to({input.dtype})"
+            )
         if input.shape[-1] != self.input_size:
             raise RuntimeError(
                 f"{self._get_name()}: input.size(-1) must be equal to input_size. "

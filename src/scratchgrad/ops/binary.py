@@ -37,8 +37,8 @@ class Mul(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, y = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
+        x, y = ctx._saved_tensors((dy, dx))  # each factor only for the other's gradient
         # Mul.apply, not ``*``: the operands were promoted on the way in (the hottest backward)
         return Mul.apply(grad, y) if dx else None, Mul.apply(grad, x) if dy else None
 
@@ -51,9 +51,10 @@ class Div(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, y = ctx.saved_tensors
+        dy = ctx.needs_input_grad[1]
+        x, y = ctx._saved_tensors((dy, True))  # the dividend only for the divisor's gradient
         grad_x = grad / y
-        return grad_x, -grad_x * x / y if ctx.needs_input_grad[1] else None
+        return grad_x, -grad_x * x / y if dy else None
 
 
 class Pow(Function):

@@ -92,8 +92,8 @@ class Linear(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, w = ctx.saved_tensors
         dx, dw, db = ctx.needs_input_grad
+        x, w = ctx._saved_tensors((dw, dx))  # the input for the weight's gradient, and back
         grad_w = None
         if dw:  # batch dims of any number (or none) are summed by one matrix product
             rows, inputs = (grad, x) if x.array.ndim == 2 else (_as_matrix(grad), _as_matrix(x))

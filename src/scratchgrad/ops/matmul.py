@@ -31,8 +31,8 @@ class MatMul(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, y = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
+        x, y = ctx._saved_tensors((dy, dx))  # each factor only for the other's gradient
         if ctx.transpose_x:  # out = x.mT @ y
             return y @ grad.mT if dx else None, x @ grad if dy else None
         return grad @ y.mT if dx else None, x.mT @ grad if dy else None
@@ -162,7 +162,7 @@ class Einsum(Function):
     @staticmethod
     def forward(ctx, *xs, inputs, output):
         ctx.save_for_backward(*xs)
-        ctx.inputs, ctx.output = inputs, output
+        ctx.inputs, ctx.output, ctx.shapes = inputs, output, [x.shape for x in xs]
         wide = accumulation_dtype(xs[0].dtype)  # 16-bit floats: computed in float32, rounded once
         operands = xs if wide is None else [cast(x, wide) for x in xs]
         out = namespace(xs[0]).einsum(
@@ -172,7 +172,8 @@ class Einsum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        xs = ctx.saved_tensors
+        needs = ctx.needs_input_grad  # an operand is read only for the others' gradients
+        xs = ctx._saved_tensors(tuple(sum(needs) - n > 0 for n in needs))
         grads = []
         for i, (needed, letters) in enumerate(zip(ctx.needs_input_grad, ctx.inputs)):
             if not needed:
@@ -186,7 +187,7 @@ class Einsum(Function):
             if kept != letters:  # put the summed-away dims back, as size 1, and broadcast
                 sizes = iter(g.shape)
                 shape = [next(sizes) if c in known else 1 for c in letters]
-                full = [m if c in known else n for c, m, n in zip(letters, shape, xs[i].shape)]
+                full = [m if c in known else n for c, m, n in zip(letters, shape, ctx.shapes[i])]
                 g = g.reshape(shape).expand(full)
             grads.append(g)
         return tuple(grads)

@@ -428,15 +428,17 @@ class ScatterReduce(Function):
         xp = namespace(x)
         ctx.reached = xp.zeros(x.shape, bool)
         ctx.reached[positions] = True
-        out = x.copy()
+        # 16-bit floats reduced in float32 and rounded once, as PyTorch's
+        out = x.astype(backend.accumulation_dtype(x.dtype) or x.dtype)
         if not include_self:
-            out[ctx.reached] = _identity(reduce, x.dtype)
-        backend.scatter_reduce(out, positions, src, _UFUNCS[reduce])
-        if reduce == "mean":
+            out[ctx.reached] = _identity(reduce, out.dtype)
+        backend.scatter_reduce(out, positions, backend.widened(src), _UFUNCS[reduce])
+        out = cast(out, x.dtype) if out.dtype != x.dtype else out
+        if reduce == "mean":  # the sum rounded, then divided (PyTorch's order)
             ctx.count = xp.full(x.shape, int(include_self), x.dtype)
             backend.scatter_add(ctx.count, positions, xp.ones(src.shape, x.dtype))
             ctx.count[ctx.count == 0] = 1
-            divide = xp.true_divide if out.dtype.kind == "f" else xp.floor_divide
+            divide = xp.true_divide if backend.is_floating(out.dtype) else xp.floor_divide
             divide(out, ctx.count, out=out)  # PyTorch floors an integer mean
         ctx.save_for_backward(x, src, out)
         return out
