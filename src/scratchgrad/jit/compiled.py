@@ -387,7 +387,7 @@ class CompiledForward:
             before,
             f"{self.name}.forward",
             stacklevel=3 + self.wrappers,
-            made=lambda tensor: id(tensor.array) in recorder.number,
+            made=recorder.made,
         )
         made, build, returned = _outputs(result, recorder, tensors, leaves, stores)
         # (a tensor stored comes back detached, as under jit)

@@ -880,8 +880,7 @@ class Jitted:
             recorder.check_watched()
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
-        made = lambda tensor: id(tensor.array) in recorder.number  # noqa: E731
-        stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=made)
+        stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=recorder.made)
         del state, before  # (before the recording's tables are made)
         returned, build = _outputs(result, recorder, stores)
         flipped = [

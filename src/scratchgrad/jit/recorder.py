@@ -149,6 +149,10 @@ class Recorder:
         self._watch.append(_watch(array, self._tables, key, number, memory if owned else -1))
         return number
 
+    def made(self, tensor: Any) -> bool:
+        """Whether the step made ``tensor`` (its array is a value of the recording)."""
+        return id(tensor.array) in self.number
+
     def new_value(self, size: int) -> int:
         """A number for a value that a rewrite adds: an array of ``size`` entries, in memory of
         its own (see rewrite.py)."""

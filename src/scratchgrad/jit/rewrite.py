@@ -72,11 +72,7 @@ def _find(recorder: Recorder, steps: list[Step], outputs: list[int]) -> tuple | 
     """The first match: the indices of the mask's, the spread's and the keep_where's steps,
     and the values: the mask, the gradient kept (the spread's or its reshape), the result,
     the pooled values and the pooled gradient."""
-    writer = {n: i for i, step in enumerate(steps) for n in step.writes}
-    readers: dict[int, list[int]] = {}
-    for i, step in enumerate(steps):
-        for n in step.reads:
-            readers.setdefault(n, []).append(i)
+    writer, readers = _links(steps)
     constants = recorder.constants
     for k, step in enumerate(steps):
         keep = _match(_KEEP_WHERE, step)
@@ -153,6 +149,16 @@ def _rewritten(
     return out
 
 
+def _links(steps: list[Step]) -> tuple[dict, dict]:
+    """Which step writes each value, and which steps read it (in order)."""
+    writer = {n: i for i, step in enumerate(steps) for n in step.writes}
+    readers: dict[int, list[int]] = {}
+    for i, step in enumerate(steps):
+        for n in step.reads:
+            readers.setdefault(n, []).append(i)
+    return writer, readers
+
+
 def _match(pattern: re.Pattern, step: Step, line: int = 0) -> list[Any] | None:
     """The groups of ``pattern`` matched at the start of the step's line (value numbers as
     ints), or None."""
@@ -198,11 +204,7 @@ def relu_after_pooling(recorder: Recorder, steps: list[Step], outputs: list[int]
     """``steps`` with each ReLU whose output only max pooling reads (its winners' gradient
     masked as ``mask_before_spreading`` masks it) run on the pooled values instead (see the
     module's doc); the recorder gets the new values."""
-    writer = {n: i for i, step in enumerate(steps) for n in step.writes}
-    readers: dict[int, list[int]] = {}
-    for i, step in enumerate(steps):
-        for n in step.reads:
-            readers.setdefault(n, []).append(i)
+    writer, readers = _links(steps)
     moved: dict[int, int] = {}  # the pooling's step -> the ReLU's step, run after it
     for relu_at, step in enumerate(steps):
         relu = _match(_RELU, step)
