@@ -11,14 +11,17 @@ jitted loop holds stays flat over hundreds of replays).
 
 import gc
 import math
+import sys
+import threading
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
 
 import scratchgrad as sg
 from scratchgrad import nn
-from scratchgrad.jit import gemm, kernels
+from scratchgrad.jit import gemm, kernels, program
 
 # The products of an MLP step of W4's sizes (784-512-512-10, batch 128) and of small ones:
 # (rows of x, inner size, columns), each as the kernels compute it.
@@ -204,32 +207,144 @@ def test_the_optimizer_update_takes_the_memory_of_dead_intermediates():
     (recording,) = [r for recordings in step.recordings.values() for r in recordings]
     (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
     assert update.scratch.nbytes >= 256 * 256 * 4
-    assert step.arena.array.nbytes == update.scratch.nbytes
+    size = recording.replay.__globals__["place"].args[0]  # the bytes it cuts from the arena
+    assert size == update.scratch.nbytes
     assert recording.source.count("out=b") >= 4  # the layers' results are in it
 
 
-def test_the_programs_of_one_jitted_function_share_its_arena():
-    """Two batch sizes, two programs, replayed in turn: each cuts its buffers from the
-    function's one arena (as large as the larger program needs), and neither sees the
-    other's intermediates: every call returns and leaves what eager calls do."""
-    model_e, model_j = mlp(), mlp()
-    opt_e = sg.optim.SGD(model_e.parameters(), lr=0.1, momentum=0.9)
-    opt_j = sg.optim.SGD(model_j.parameters(), lr=0.1, momentum=0.9)
-    eager = training_step(model_e, opt_e, "hidden")
-    jitted = sg.jit(training_step(model_j, opt_j, "hidden"))
+def eager_and_jitted_steps(seed, models=None):
+    """The same MLP twice, with SGD: its eager training step and its jitted one (the models
+    appended to ``models``)."""
+    steps = []
+    for jit in (False, True):
+        model = mlp(seed)
+        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        step = training_step(model, opt, "hidden")
+        steps.append(sg.jit(step) if jit else step)
+        if models is not None:
+            models.append(model)
+    return steps
+
+
+def batch(rng, rows):
+    x = sg.tensor(rng.standard_normal((rows, 6)), dtype=sg.float32)
+    return x, sg.tensor(rng.integers(0, 3, rows))
+
+
+def test_the_programs_of_a_thread_share_its_arena():
+    """Two jitted functions, the first with two batch sizes: three programs replayed in
+    turn. Each cuts its buffers from the thread's one arena (as large as the largest program
+    needs), and none sees another's intermediates: every call returns and leaves what eager
+    calls do."""
+    models = []
+    eager_a, jitted_a = eager_and_jitted_steps(0, models)
+    eager_b, jitted_b = eager_and_jitted_steps(1, models)
     rng = np.random.default_rng(1)
-    for call in range(12):
-        rows = (5, 9)[call % 2]
-        x = sg.tensor(rng.standard_normal((rows, 6)), dtype=sg.float32)
-        y = sg.tensor(rng.integers(0, 3, rows))
+    for call in range(18):
+        eager, jitted = [(eager_a, jitted_a), (eager_b, jitted_b)][call % 3 == 2]
+        x, y = batch(rng, (5, 9, 7)[call % 3])
         np.testing.assert_array_equal(
             jitted(x, y).detach().numpy(), eager(x, y).detach().numpy(), err_msg=str(call)
         )
-    for p_e, p_j in zip(model_e.parameters(), model_j.parameters()):
-        np.testing.assert_array_equal(p_j.detach().numpy(), p_e.detach().numpy())
-    programs = [r.replay for recordings in jitted.recordings.values() for r in recordings]
-    assert len(programs) == 2
-    assert all(p.__globals__["placed"] is jitted.arena.array for p in programs)
+    for eager, jitted in (models[:2], models[2:]):
+        for p_e, p_j in zip(eager.parameters(), jitted.parameters(), strict=True):
+            np.testing.assert_array_equal(p_j.detach().numpy(), p_e.detach().numpy())
+    programs = [r.replay for f in (jitted_a, jitted_b) for rs in f.recordings.values() for r in rs]
+    assert len(programs) == 3
+    assert all(p.__globals__["placed"] is program.ARENA.array() for p in programs)
+
+
+def in_a_new_thread(work):
+    """``work()``'s result, run in a thread of its own (a fresh arena)."""
+    results = []
+    thread = threading.Thread(target=lambda: results.append(work()))
+    thread.start()
+    thread.join()
+    return results[0]
+
+
+def test_the_arena_lives_while_a_program_cut_from_it_does():
+    def work():
+        _, jitted = eager_and_jitted_steps(0)
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            jitted(*batch(rng, 5))
+        memory = weakref.ref(program.ARENA.array())
+        held = memory() is not None
+        del jitted
+        return held, memory() is None, program.ARENA.array() is None
+
+    assert in_a_new_thread(work) == (True, True, True)
+
+
+def test_threads_replaying_their_own_jitted_steps_do_not_meet():
+    """Two threads, each training its own model jitted (recorded first, one at a time: a
+    step records in one thread at a time), switching as often as Python lets them: each
+    thread's programs cut their buffers from that thread's arena, so the trainings end
+    where eager ones do."""
+    steps = [eager_and_jitted_steps(seed) for seed in (0, 1)]
+    data = [[batch(np.random.default_rng(seed), 9) for _ in range(40)] for seed in (0, 1)]
+    expected = [[eager(x, y).detach().numpy() for x, y in d] for (eager, _), d in zip(steps, data)]
+    got = [[jitted(x, y).detach().numpy() for x, y in d[:4]] for (_, jitted), d in zip(steps, data)]
+
+    def train(i):
+        jitted = steps[i][1]
+        got[i] += [jitted(x, y).detach().numpy() for x, y in data[i][4:]]
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=train, args=(i,)) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+    for i in (0, 1):
+        for call, (g, e) in enumerate(zip(got[i], expected[i], strict=True)):
+            np.testing.assert_array_equal(g, e, err_msg=f"thread {i}, call {call}")
+
+
+@pytest.mark.parametrize("inner", ["jitted", "compiled"])
+def test_a_jitted_function_or_compiled_module_inside_a_replayed_call_raises(inner):
+    """A scheduler's step runs again at each replay, inside the program: a jitted function
+    or compiled module it calls would run its own program there, over the same buffers."""
+    inner = sg.jit(lambda x: x + 1) if inner == "jitted" else sg.compile(nn.Linear(1, 1))
+    model = mlp()
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = sg.optim.lr_scheduler.LambdaLR(opt, lambda _: float(inner(sg.ones(1))[0]))
+    train = training_step(model, opt, "loss")
+
+    def step(x, y):
+        loss = train(x, y)
+        scheduler.step()
+        return loss
+
+    jitted = sg.jit(step)
+    x, y = batch(np.random.default_rng(0), 5)
+    jitted(x, y)
+    with pytest.raises(sg.JitError, match=r"(nested jit|compiled Linear).* while recording"):
+        jitted(x, y)
+
+
+def test_a_program_made_from_a_living_programs_source_reuses_its_code():
+    """A model built anew and jitted makes the same program and updates: they run the first
+    ones' compiled code (Python's compiler is not run again)."""
+    functions = []
+    for _ in range(2):
+        model = mlp()
+        opt = sg.optim.Adam(model.parameters(), lr=0.01)
+        jitted = sg.jit(training_step(model, opt, "loss"))
+        x, y = batch(np.random.default_rng(0), 5)
+        for _ in range(4):
+            jitted(x, y)
+        (recording,) = [r for rs in jitted.recordings.values() for r in rs]
+        update = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+        functions.append([recording.replay] + [u.run for u in update])
+    first, second = functions
+    assert len(first) == 2
+    assert all(a.__code__ is b.__code__ and a is not b for a, b in zip(first, second))
 
 
 def test_a_0d_comparison_is_replayed_not_frozen():

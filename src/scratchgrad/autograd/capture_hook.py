@@ -9,6 +9,11 @@ attribute read.
 
 recorder = None
 
+# The recorder while a call it notes as one runs unrecorded (an optimizer's step, a gradient
+# hook): a replay runs that call again, so no jitted function or compiled module may run
+# inside it (their programs share their thread's buffers, jit/program.py's ``Arena``).
+paused = None
+
 # How many times a module that a recording holds had an attribute set or deleted, or any
 # module's train/eval mode was set: an attribute's change stamps the module with the new count
 # (``Module._jit_stamp``), so that a replay checks one number, and its modules' stamps and

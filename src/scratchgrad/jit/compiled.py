@@ -140,7 +140,6 @@ class Recording:
         recorder: Recorder,
         build: Callable,
         differentiable: list,
-        arena: program.Arena,
         values: list,
         outer: Outer,
         stored: list[tuple[int, Any]],
@@ -149,7 +148,6 @@ class Recording:
         self.stored = stored  # where the forward stored tensors it made, to compare
         self.outer = outer  # the objects of the globals the forward reads
         self.values = values  # the Python values returned, which every replay returns again
-        self.arena = arena  # the buffers of its programs are cut from it
         self.modules, self.training = recorder.guarded_modes()
         self.stamps = ModuleStamps(
             [*recorder.modules_held(), *outer.modules], self.modules, self.training
@@ -197,13 +195,13 @@ class Recording:
             made = {n for step in recorder.steps[:split] for n in step.writes}
             saved = sorted(needed & (made | set(inputs)))
             self.backward, self.backward_source = program.compile(
-                _part(recorder, steps), saved + upstream, grads, self.arena
+                _part(recorder, steps), saved + upstream, grads
             )
             read = set(saved)
             self.versioned = [i for i, n in enumerate(inputs) if n in read]
             self.saved_count = len(saved)
         self.forward, self.forward_source = program.compile(
-            _part(recorder, recorder.steps[:split]), inputs, outputs + saved, self.arena
+            _part(recorder, recorder.steps[:split]), inputs, outputs + saved
         )
 
     def run(self, tensors: list) -> Any:
@@ -289,9 +287,6 @@ class CompiledForward:
         ``OptimizedModule``'s: its ``Module.__call__`` and ``forward``; a module compiled in
         place: its ``Module.__call__``), for the stack level of warnings."""
         self.module, self.cache_size, self.wrappers = module, cache_size, wrappers
-        # One arena for the buffers of all its programs: they never run at the same time (a
-        # forward program returns what the backward needs; nothing stays in the arena).
-        self.arena = program.Arena()
         self.name = type(module).__name__
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
@@ -308,6 +303,8 @@ class CompiledForward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         eager = self.module._call_impl  # (not __call__: a module compiled in place)
+        if capture_hook.paused is not None:
+            capture_hook.paused.refuse(f"calling the compiled {self.name} inside a call it replays")
         if capture_hook.recorder is not None or function._vmap_dispatch is not None:
             return eager(*args, **kwargs)  # the jit or vmap around sees each operation
         self.calls += 1
@@ -394,7 +391,7 @@ class CompiledForward:
         differentiable = [i for i, t in enumerate(made[:returned]) if t.requires_grad]
         values = _python_values(result)
         stored = [(id(obj), key) for obj, key, _ in stores]
-        recording = Recording(recorder, build, differentiable, self.arena, values, outer, stored)
+        recording = Recording(recorder, build, differentiable, values, outer, stored)
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:

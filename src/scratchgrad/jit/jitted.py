@@ -787,7 +787,6 @@ class Jitted:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)  # a Module has none
         self.fn, self.cache_size = fn, cache_size
         self.recordings: dict[Any, list[Recording]] = {}
-        self.arena = program.Arena()  # its programs' buffers: they never run at the same time
         self.calls = 0
         self._warned = False
         self.fast: Callable | None = None  # the last recording replayed's (see guards.py)
@@ -803,8 +802,8 @@ class Jitted:
         return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        recorder = capture_hook.recorder
-        if recorder is not None:
+        if capture_hook.recorder is not None or capture_hook.paused is not None:
+            recorder = capture_hook.recorder or capture_hook.paused
             recorder.refuse(f"calling the jitted function {self.__name__}() (nested jit)")
         self.calls += 1
         if self.fast is not None:
@@ -888,7 +887,7 @@ class Jitted:
         ]
         stored = [(id(obj), key) for obj, key, _ in stores]
         recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
-        generate = functools.partial(program.generate, recorder, inputs, returned, self.arena)
+        generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
 
 

@@ -7,7 +7,7 @@ eager's).
 The generated code reads like the step written by hand with NumPy::
 
     def replay(inputs, tensors):
-        if placed is not arena.array:              # the first replay cuts the buffers
+        if placed is not arena.array():            # the first replay cuts the buffers
             place(globals())
         v0, v1, = inputs
         v2 = k_linear(v0, c2, c3, out=b0)          # Linear.forward(ctx, x, weight, bias)
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -66,35 +68,46 @@ _HELPERS = {
 }
 
 
-class Arena:
-    """The memory the programs' buffers are cut from (see ``_Plan``). Programs that never run
-    at the same time (those of one jitted function) may share one: each cuts its buffers
-    from it at its first replay, and again after another program made it larger. Between
-    replays it holds nothing anyone reads."""
+class Arena(threading.local):
+    """The memory the programs' buffers are cut from (see ``_Plan``): one per thread
+    (``ARENA``), shared by every program the thread replays, of jitted functions and compiled
+    modules alike. Programs never run inside one another (a jitted function or compiled
+    module called inside a step is recorded into it, or refused), and between replays the
+    arena holds nothing anyone reads: each program cuts its buffers from it at its first
+    replay in a thread, and again after another program made it larger. A process then
+    holds the largest step's buffers, not one set per jitted function (a model built again,
+    a training and an evaluation step). The programs keep the memory, the arena only a
+    weak reference to it: once the last program cut from it is gone, so is the memory."""
 
     def __init__(self) -> None:
-        self.array = xp.empty(0, xp.uint8)
+        self.array = _NONE  # called: the array, or None
 
     def reserve(self, size: int) -> Any:
         """The arena's array, made larger first if it has fewer than ``size`` bytes."""
-        if self.array.size < size:
-            self.array = xp.empty(size, xp.uint8)
-        return self.array
+        array = self.array()
+        if array is None or array.size < size:
+            array = xp.empty(size, xp.uint8)
+            self.array = weakref.ref(array)
+        return array
 
 
-def compile(
-    recorder: Recorder, inputs: list[int], outputs: list[int], arena: Arena | None = None
-) -> tuple[Callable, str]:
+def _NONE() -> None:
+    """No array yet (what a dead weak reference returns)."""
+
+
+ARENA = Arena()
+
+
+def compile(recorder: Recorder, inputs: list[int], outputs: list[int]) -> tuple[Callable, str]:
     """The replay function (the call's input arrays and tensors in, output arrays out) and
     its source code. The tensors are there for the gradients of tensor arguments, which go
-    into the ``.grad`` of the tensors passed to each call (``tensors[i]``). The buffers are
-    cut from ``arena`` (a new one if None)."""
-    source, namespace = generate(recorder, inputs, outputs, arena)
+    into the ``.grad`` of the tensors passed to each call (``tensors[i]``)."""
+    source, namespace = generate(recorder, inputs, outputs)
     return define(source, namespace, "replay"), source
 
 
 def generate(
-    recorder: Recorder, inputs: list[int], outputs: list[int], arena: Arena | None = None
+    recorder: Recorder, inputs: list[int], outputs: list[int]
 ) -> tuple[str, dict[str, Any]]:
     """The source of ``compile``'s replay function and the globals it runs in. A caller that
     lets the recorder go before ``define`` runs them frees the recorder's tables (each
@@ -114,7 +127,7 @@ def generate(
             chosen[index], step.scratch = step.tried.decide(step.lines[0])
     plan = _Plan(recorder, steps, free_after)
     body = [
-        "if placed is not arena.array:  # the first replay, or the arena was made larger",
+        "if placed is not arena.array():  # the first replay, or the arena was made larger",
         "    place(globals())",
     ]
     body = body if plan.blocks else []
@@ -135,8 +148,8 @@ def generate(
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
     source = function_source("def replay(inputs, tensors):", body)
-    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": None}
-    namespace["arena"] = Arena() if arena is None else arena
+    namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": False}
+    namespace["arena"] = ARENA
     namespace["place"] = functools.partial(_place, plan.size, plan.views, plan.scratch)
     return source, namespace
 

@@ -644,11 +644,12 @@ class _Paused:
     """No recording inside: what runs here is noted as one call by the recorder."""
 
     def __enter__(self) -> None:
-        self.recorder = capture_hook.recorder
+        self.recorder = capture_hook.paused = capture_hook.recorder
         capture_hook.recorder = backend.recorder = None
 
     def __exit__(self, *exc: object) -> None:
         capture_hook.recorder = backend.recorder = self.recorder
+        capture_hook.paused = None
 
 
 def user_line() -> str:
