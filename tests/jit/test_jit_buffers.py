@@ -277,19 +277,24 @@ def test_the_arena_lives_while_a_program_cut_from_it_does():
     assert in_a_new_thread(work) == (True, True, True)
 
 
-def test_threads_replaying_their_own_jitted_steps_do_not_meet():
-    """Two threads, each training its own model jitted (recorded first, one at a time: a
-    step records in one thread at a time), switching as often as Python lets them: each
-    thread's programs cut their buffers from that thread's arena, so the trainings end
-    where eager ones do."""
+@pytest.mark.parametrize("recorded_first", [True, False])
+def test_threads_training_their_own_jitted_steps_do_not_meet(recorded_first):
+    """Two threads, each training its own model jitted, switching as often as Python lets
+    them: each thread's programs cut their buffers from that thread's arena, one step records
+    at a time, and a thread's work while the other records runs eagerly, outside that
+    recording; so both trainings end where eager ones do. ``recorded_first``: the steps
+    recorded in this thread before, so the threads only replay."""
     steps = [eager_and_jitted_steps(seed) for seed in (0, 1)]
     data = [[batch(np.random.default_rng(seed), 9) for _ in range(40)] for seed in (0, 1)]
     expected = [[eager(x, y).detach().numpy() for x, y in d] for (eager, _), d in zip(steps, data)]
-    got = [[jitted(x, y).detach().numpy() for x, y in d[:4]] for (_, jitted), d in zip(steps, data)]
+    first = 4 if recorded_first else 0
+    got = [
+        [jitted(x, y).detach().numpy() for x, y in d[:first]] for (_, jitted), d in zip(steps, data)
+    ]
 
     def train(i):
         jitted = steps[i][1]
-        got[i] += [jitted(x, y).detach().numpy() for x, y in data[i][4:]]
+        got[i] += [jitted(x, y).detach().numpy() for x, y in data[i][first:]]
 
     switching = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -304,6 +309,39 @@ def test_threads_replaying_their_own_jitted_steps_do_not_meet():
     for i in (0, 1):
         for call, (g, e) in enumerate(zip(got[i], expected[i], strict=True)):
             np.testing.assert_array_equal(g, e, err_msg=f"thread {i}, call {call}")
+
+
+def test_another_threads_work_while_a_step_records_runs_eagerly_outside_it():
+    """While the main thread records a step, another thread keeps computing (operations,
+    in-place updates, a backward, .item()): its results are eager ones, and the recorded
+    program holds none of its calls (it replays as the eager step)."""
+    eager, jitted = eager_and_jitted_steps(0)
+    rng = np.random.default_rng(2)
+    calls = [batch(rng, 7) for _ in range(6)]
+    stop = threading.Event()
+    seen = []
+
+    def other():
+        w = sg.ones(3, requires_grad=True)
+        while not stop.is_set():
+            loss = (w * sg.arange(3.0)).sum()
+            loss.backward()
+            seen.append((loss.item(), w.grad.tolist()))
+            w.grad = None
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        got = [jitted(x, y).detach().numpy() for x, y in calls]
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(switching)
+    for call, (x, y) in enumerate(calls):
+        np.testing.assert_array_equal(got[call], eager(x, y).detach().numpy(), err_msg=str(call))
+    assert seen and all(s == (3.0, [0.0, 1.0, 2.0]) for s in seen)
 
 
 @pytest.mark.parametrize("inner", ["jitted", "compiled"])

@@ -328,6 +328,11 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
         capture_hook.recorder.accumulate(leaf, g, create_graph, owned)
         return
+    accumulate_now(leaf, g, create_graph, owned)
+
+
+def accumulate_now(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
+    """``_accumulate`` without the jit's hook."""
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
         owned = {g: leaf}  # a new array

@@ -11,9 +11,11 @@ so in-place updates of it are seen by later replays.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -88,11 +90,42 @@ class Step:
 _MOVE_OUT = "Move it out of the jitted function (return the tensor and read it after the call)"
 
 
+def _call(function: Callable, *args: Any, **kwargs: Any) -> Any:
+    return function(*args, **kwargs)
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+def _forward(cls: type, ctx: Any, args: tuple, arrays: list, kwargs: dict) -> Any:
+    return cls.forward(ctx, *arrays, **kwargs)
+
+
+def _other_threads(eager: Callable) -> Callable:
+    """For a method the library's hooks call while a step records (``capture_hook.recorder``
+    is the process's): called from another thread than the recording one, it does what eager
+    code does (``eager``), so that the thread's work runs as usual and stays out of the
+    program."""
+
+    def decorate(method: Callable) -> Callable:
+        @functools.wraps(method)
+        def hook(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != self.thread:
+                return eager(*args, **kwargs)
+            return method(self, *args, **kwargs)
+
+        return hook
+
+    return decorate
+
+
 class Recorder:
     """What ``capture_hook.recorder`` is while a step records (see the module's doc string)."""
 
     def __init__(self, name: str) -> None:
         self.name = name  # the jitted function's, for error messages
+        self.thread = threading.get_ident()  # the recording one (see _other_threads)
         # value number -> its size, and which memory it lives in (a number per owning array:
         # a view's base and the view share theirs)
         self.sizes: list[int] = []
@@ -235,6 +268,7 @@ class Recorder:
 
     # ---- the hooks (see capture_hook) ------------------------------------------------------
 
+    @_other_threads(_forward)
     def forward(self, cls: type, ctx: Any, args: tuple, arrays: list, kwargs: dict) -> Any:
         """Run ``cls.forward`` on ``arrays`` (those of ``args``) and note it; the arrays it
         leaves on ``ctx`` (saved intermediates a backward will use) become values of the step
@@ -298,6 +332,7 @@ class Recorder:
         self.note(lines, writes, effect=False)
         return out
 
+    @_other_threads(_nothing)
     def reach(self, tensor: Tensor) -> None:
         """Note ``tensor``, used by the step, in ``reached`` if it is a leaf the step did not
         make (a parameter, a buffer, a tensor of an outer scope): the program holds its array."""
@@ -344,6 +379,7 @@ class Recorder:
             owner = owner.base
         return id(owner) in self.number
 
+    @_other_threads(_call)
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` (an array call made outside ``Function.forward``: an in-place
         update, a random draw, a mask) and note it. Kept even when nothing reads its result
@@ -373,6 +409,7 @@ class Recorder:
             self.note([call], [], effect=True)
         return result
 
+    @_other_threads(engine.accumulate_now)
     def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
         """Add ``g`` into ``leaf.grad`` now, and note it: a replay does it again, deciding then
         (as eager code does) whether ``.grad`` is created or added to."""
@@ -398,7 +435,7 @@ class Recorder:
         if watched is not None:
             self._check_grads([watched])
         with _Paused():
-            engine._accumulate(leaf, g, False, owned)
+            engine.accumulate_now(leaf, g, False, owned)
         if watched is not None:
             self._grads[id(leaf)] = (leaf, leaf.grad)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
@@ -435,11 +472,13 @@ class Recorder:
                     "p.grad.zero_() are replayed: use one) before the call"
                 )
 
+    @_other_threads(_nothing)
     def called(self, module: Any) -> None:
         """``module`` is called: guard on its train/eval mode, unless the step set it."""
         if id(module) not in self.modes_before:
             self.modules.append(module)
 
+    @_other_threads(_call)
     def set_mode(self, train: Callable, module: Any, mode: bool) -> Any:
         """``train(module, mode)`` (``Module.train``) inside the step: note the modes it
         changes had before, and note the call itself, which a replay makes again (the modes
@@ -458,6 +497,7 @@ class Recorder:
         modules = list({id(m): m for m in self.modules}.values())
         return modules, [self.modes_before.get(id(m), (m, m.training))[1] for m in modules]
 
+    @_other_threads(_call)
     def replayed(self, function: Callable, *args: Any) -> Any:
         """Run ``function(*args)`` now without recording its inside, and note the call: a
         replay calls it again, so it reads what it reads (learning rates, step counts,
@@ -482,6 +522,7 @@ class Recorder:
         self.steps[-1].scratch = None if update is None else update.scratch
         return result
 
+    @_other_threads(_nothing)
     def refuse(self, what: str, instead: str = _MOVE_OUT) -> None:
         """Raise the JitError for ``what``, naming the user's line that did it; ``instead``:
         what to do (by default, move it out of the step)."""
@@ -628,16 +669,23 @@ def _first_changed(reached: Any) -> tuple | None:
 
 
 class Capturing:
-    """Record into ``recorder`` inside: ``capture_hook.recorder`` is it, then None again."""
+    """Record into ``recorder`` inside: ``capture_hook.recorder`` is it, then None again.
+    One step records at a time in a process: another thread's recording waits for this one
+    to end (the hooks have one recorder to call)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
 
     def __enter__(self) -> None:
+        _RECORDING.acquire()
         capture_hook.recorder = backend.recorder = self.recorder
 
     def __exit__(self, *exc: object) -> None:
         capture_hook.recorder = backend.recorder = None
+        _RECORDING.release()
+
+
+_RECORDING = threading.Lock()
 
 
 class _Paused:

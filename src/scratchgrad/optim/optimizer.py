@@ -160,7 +160,8 @@ def _replayed_by_jit(step: Callable) -> Callable:
         called = inspect.signature(step).bind(self, *args, **kwargs)
         if called.kwargs:  # (a replay passes arguments by position)
             capture_hook.recorder.refuse(f"{step.__qualname__}() with keyword-only arguments")
-        return capture_hook.recorder.replayed(step, *called.args)
+        # (keywords only from another thread than the recording one: run as they are)
+        return capture_hook.recorder.replayed(step, *called.args, **called.kwargs)
 
     return replayed_step
 
