@@ -27,7 +27,7 @@ from scratchgrad.autograd import function as _function
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
-from scratchgrad.autograd.grad_mode import NO_VERSION_COUNTER, no_grad
+from scratchgrad.autograd.grad_mode import InferenceCounter, no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
@@ -69,7 +69,7 @@ class Tensor:
 
     # _counter: the version counter, a one-item list shared by views of the same memory; made
     # on first need (an in-place change, a save for backward, a view), None until then
-    # (grad_mode.NO_VERSION_COUNTER on an inference tensor, see is_inference)
+    # (a grad_mode.InferenceCounter on an inference tensor, see is_inference)
     # _view: on a view only (unset otherwise, read with getattr), its base and the view steps
     # from it, (base, ((Function, attributes), ...)); _views: on a base only, a WeakSet of its
     # views made in a graph, taken again when it changes in place; both set by Function.apply
@@ -125,7 +125,7 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place changes the memory behind this tensor (and its views) has seen."""
-        if self._counter is NO_VERSION_COUNTER:
+        if type(self._counter) is InferenceCounter:
             raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if self._counter is None else self._counter[0]
 
@@ -141,7 +141,7 @@ class Tensor:
         >>> x.is_inference(), x[1:].is_inference(), x.clone().is_inference()
         (True, True, False)
         """
-        return self._counter is NO_VERSION_COUNTER
+        return type(self._counter) is InferenceCounter
 
     def _shared_counter(self) -> list[int]:
         if self._counter is None:
@@ -217,8 +217,8 @@ class Tensor:
     def data(self) -> Tensor:
         """A detached tensor sharing this one's memory (writes to it bypass autograd)."""
         t = self._alias()
-        if self._counter is NO_VERSION_COUNTER:  # (no other counter is shared)
-            t._counter = NO_VERSION_COUNTER
+        if type(self._counter) is InferenceCounter:  # (no other counter is shared)
+            t._counter = self._counter
         return t
 
     def _alias(self) -> Tensor:
@@ -532,7 +532,7 @@ class Tensor:
             )
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
-        if requires_grad and self._counter is NO_VERSION_COUNTER and not _state.inference:
+        if requires_grad and type(self._counter) is InferenceCounter and not _state.inference:
             raise RuntimeError(
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not "
                 "allowed."
@@ -6154,7 +6154,7 @@ def _make_in_inference_mode(array: Any, ctx: Any = None) -> Tensor:
     made in a thread that is in inference mode is an inference tensor (``is_inference``)."""
     t = _make(array, ctx)
     if _state.inference:
-        t._counter = NO_VERSION_COUNTER
+        t._counter = InferenceCounter()
     return t
 
 
@@ -6239,8 +6239,7 @@ class _ViewCopy:
             copy.array.flags.writeable = False
         record = copy._ctx is not None
         _function.note_view(copy, source, movement.Reshape, {"shape": shape}, record)
-        if copy._counter is not NO_VERSION_COUNTER:  # (an inference tensor counts no changes)
-            copy._counter.append(_ViewCopy(copy, source.array))
+        copy._counter.append(_ViewCopy(copy, source.array))
 
     def __call__(self) -> bool:
         """Copy the source's memory into the copy again; whether the copy still lives."""

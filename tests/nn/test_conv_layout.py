@@ -164,6 +164,23 @@ def test_a_copied_view_follows_in_place_changes_of_the_result_as_torchs_view_doe
         np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
 
 
+def test_a_copied_view_of_an_inference_tensor_follows_in_place_changes_as_torchs_view_does():
+    """Inference tensors count no versions, as PyTorch's, but their memory still keeps its
+    view() copies: through the result, a view of it, its ``.data`` and its ``detach()``."""
+    flats = []
+    for m in (sg, torch):
+        with m.inference_mode():
+            result = m.nn.functional.conv2d(image(m, 2), weight(m, 2))
+            flat = result.view(-1)  # a copy here (the batch is last in memory), a view in torch
+            result.mul_(2)
+            result[1].zero_()
+            result.data.add_(1)
+            result.detach().relu_()
+        assert flat.is_inference()
+        flats.append(flat.clone())
+    np.testing.assert_allclose(flats[0].numpy(), flats[1].numpy(), rtol=1e-12)
+
+
 def test_a_copied_view_saved_for_backward_is_refused_after_a_change_as_torchs():
     for m in (sg, torch):
         result = m.nn.functional.conv2d(image(m, 2), weight(m, 2).requires_grad_())

@@ -41,30 +41,35 @@ INPLACE_INFERENCE_TENSOR = (
 )
 
 
-class _NoVersionCounter:
-    """The version counter of every inference tensor (a tensor made inside
-    ``inference_mode``), which has none, as PyTorch's: ``Tensor.is_inference`` tests for it.
+class InferenceCounter(list):
+    """The version counter of an inference tensor's memory (made inside ``inference_mode``;
+    its views and ``detach`` share it, so they are inference tensors too, as PyTorch's): it
+    counts nothing, as PyTorch's has no count. ``Tensor.is_inference`` tests for it.
 
-    Views and ``detach`` share their source's counter, so they are inference tensors too, as
-    PyTorch's. ``Function.apply`` reads the count when it saves a tensor for backward, and
+    ``Function.apply`` reads the count when it saves a tensor for backward, and
     ``increment_version`` when a tensor changes in place: outside inference mode the read
     raises PyTorch's error (``increment_version`` words it as its own), so the checks cost
-    other tensors nothing.
-    """
+    other tensors nothing. After the count's place it holds, as every counter does, the
+    ``view()`` copies of that memory to bring up to date after an in-place change
+    (``Tensor.view``)."""
 
-    def __getitem__(self, index: int) -> int:
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__((0,))
+
+    def __getitem__(self, index: Any) -> Any:
+        if index != 0:  # (a slice: the copies)
+            return super().__getitem__(index)
         if state.inference:  # an in-place change, or enable_grad's graph, inside the mode
             return 0
         raise RuntimeError(SAVED_INFERENCE_TENSOR)
 
-    def __setitem__(self, index: int, count: int) -> None:
-        """An in-place change inside inference mode: there is no count to move."""
-
-    def __len__(self) -> int:
-        return 1  # a count, and no copies to bring up to date (``increment_version``)
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if index != 0:  # an in-place change inside inference mode: there is no count to move
+            super().__setitem__(index, value)
 
 
-NO_VERSION_COUNTER = _NoVersionCounter()
 _open_blocks = 0  # inference_mode blocks open in all threads
 _open_blocks_lock = threading.Lock()
 
