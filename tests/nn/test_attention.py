@@ -269,6 +269,95 @@ def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_a
         assert np.isnan(out.detach().numpy()[1]).all() == need_weights
 
 
+# The functional's options: (name, its keyword arguments and switches).
+MHA_FORWARD_CASES = [
+    ("packed", {}),
+    ("unbatched", {"unbatched": True}),
+    ("separate_weights", {"separate": True}),
+    ("no_bias", {"no_bias": True}),
+    ("bias_kv_zero_attn", {"bias_kv": True, "add_zero_attn": True}),
+    ("masks", {"attn_mask": "bool", "key_padding_mask": True}),
+    ("float_mask_3d", {"attn_mask": "float3d", "average_attn_weights": False}),
+    ("no_weights_masks", {"need_weights": False, "attn_mask": "bool", "key_padding_mask": True}),
+    ("static_kv_zero_attn", {"static": True, "add_zero_attn": True}),
+    ("eval_dropout", {"dropout_p": 0.5, "training": False}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("options", [c[1] for c in MHA_FORWARD_CASES],
+                         ids=[c[0] for c in MHA_FORWARD_CASES])  # fmt: skip
+def test_multi_head_attention_forward_matches_torch(options, dtype):
+    """The functional with the same weights and inputs in both libraries: outputs (the
+    attention and its weights) and the gradients of every input and weight."""
+    options = dict(options)
+    rng = np.random.default_rng(3)
+    length, source, batch, embed, heads = 4, 5, 2, 6, 3
+    shape = (length, embed) if options.pop("unbatched", False) else (length, batch, embed)
+    kv_shape = (source, *shape[1:])
+    arrays = {
+        "query": rng.standard_normal(shape),
+        "key": rng.standard_normal(kv_shape),
+        "value": rng.standard_normal(kv_shape),
+        "out_proj_weight": rng.standard_normal((embed, embed)) / 3,
+        "out_proj_bias": rng.standard_normal(embed),
+    }
+    if options.pop("separate", False):
+        for name in ("q", "k", "v"):
+            arrays[f"{name}_proj_weight"] = rng.standard_normal((embed, embed)) / 3
+        options["use_separate_proj_weight"] = True
+    else:
+        arrays["in_proj_weight"] = rng.standard_normal((3 * embed, embed)) / 3
+    if not options.pop("no_bias", False):
+        arrays["in_proj_bias"] = rng.standard_normal(3 * embed)
+    if options.pop("bias_kv", False):
+        arrays["bias_k"], arrays["bias_v"] = rng.standard_normal((2, 1, 1, embed))
+    if options.pop("static", False):
+        arrays["static_k"], arrays["static_v"] = rng.standard_normal((2, batch * heads, source, 2))
+    masks = {}
+    kind = options.pop("attn_mask", None)
+    if kind == "bool":
+        masks["attn_mask"] = ~_mask("bool", rng, length, source)
+    elif kind == "float3d":
+        masks["attn_mask"] = rng.standard_normal((batch * heads, length, source))
+    if options.pop("key_padding_mask", False):
+        masks["key_padding_mask"] = np.zeros((batch, source), bool)
+        masks["key_padding_mask"][0, 1:3] = True
+    results, pairs = [], []
+    for m in (sg, torch):
+        tensors = {k: m.tensor(a.astype(dtype), requires_grad=True) for k, a in arrays.items()}
+        given = {k: m.tensor(a.astype(dtype) if a.dtype != bool else a) for k, a in masks.items()}
+        fixed = {k: tensors.get(k) for k in ("in_proj_weight", "in_proj_bias", "bias_k", "bias_v")}
+        results.append(
+            m.nn.functional.multi_head_attention_forward(
+                tensors["query"], tensors["key"], tensors["value"], embed, heads,
+                fixed["in_proj_weight"], fixed["in_proj_bias"], fixed["bias_k"], fixed["bias_v"],
+                options.get("add_zero_attn", False), options.get("dropout_p", 0.0),
+                tensors["out_proj_weight"], tensors["out_proj_bias"],
+                **{k: v for k, v in options.items() if k not in ("add_zero_attn", "dropout_p")},
+                **{k: tensors[k] for k in tensors if k.endswith("proj_weight") and k[0] in "qkv"},
+                **{k: tensors[k] for k in ("static_k", "static_v") if k in tensors},
+                **given,
+            )
+        )  # fmt: skip
+        pairs.append(tensors)
+    params = [(name, pairs[0][name], pairs[1][name]) for name in arrays]
+    check_outputs_and_gradients(results[0], results[1], [], dtype, str(options), params)
+
+
+def test_multi_head_attention_forward_errors():
+    x, w = sg.randn(4, 2, 6), sg.randn(18, 6)
+    args = (None, None, False, 0.0, sg.eye(6), None)
+    with pytest.raises(AssertionError, match="expecting embedding dimension of 8, but got 6"):
+        F.multi_head_attention_forward(x, x, x, 8, 3, w, None, *args)
+    with pytest.raises(AssertionError, match="embed_dim 6 not divisible by num_heads 4"):
+        F.multi_head_attention_forward(x, x, x, 6, 4, w, None, *args)
+    with pytest.raises(RuntimeError, match=r"attn_mask of shape \(3, 3\) should be \(4, 4\)"):
+        F.multi_head_attention_forward(x, x, x, 6, 3, w, None, *args, attn_mask=sg.ones(3, 3))
+    with pytest.raises(RuntimeError, match="need attn_mask if specifying the is_causal hint"):
+        F.multi_head_attention_forward(x, x, x, 6, 3, w, None, *args, is_causal=True)
+
+
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_jitted_multihead_attention_reads_each_calls_masks(need_weights):
     """Bool masks become their biases by Tensor ops: a jitted call given other masks equals

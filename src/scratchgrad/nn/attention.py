@@ -4,17 +4,15 @@ shapes and numbers; and ``torch.nn.attention``'s choice of kernels (``sdpa_kerne
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
-from scratchgrad import backend
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
 from scratchgrad.nn.linear import Linear
 from scratchgrad.nn.module import Module, _empty_parameter
-from scratchgrad.tensor import Tensor, cat, where
+from scratchgrad.tensor import Tensor
 
 
 class SDPBackend(enum.IntEnum):
@@ -144,102 +142,35 @@ class MultiheadAttention(Module):
     ) -> tuple[Tensor, Tensor | None]:
         """``(output, weights)``: output as ``query``; weights (N, L, S) averaged over the
         heads (or (N, heads, L, S)), None unless ``need_weights``. ``is_causal`` is only a
-        hint that ``attn_mask`` is causal, as in PyTorch; the mask is what counts."""
-        if is_causal and attn_mask is None:
-            raise RuntimeError(
-                "MultiheadAttention: need attn_mask if specifying the is_causal hint"
-            )
-        for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
-            if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
-                raise AssertionError(  # PyTorch's type: an integer mask is neither kind
-                    f"MultiheadAttention: only bool and floating types of {name} are "
-                    f"supported, got {mask.dtype}"
-                )
-        batched = query.ndim == 3
-        if not batched:  # one sequence: a batch of one
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
+        hint that ``attn_mask`` is causal, as in PyTorch; the mask is what counts. The work is
+        ``F.multi_head_attention_forward``'s, on this module's weights."""
+        if self.batch_first and query.ndim == 3:  # the functional takes the sequence first
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        out, weights = self._attend(query, key, value, key_padding_mask, need_weights, attn_mask)
-        if weights is not None and average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            return out.squeeze(1), None if weights is None else weights.squeeze(0)
-        return (out.transpose(0, 1) if self.batch_first else out), weights
-
-    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask):
-        """The attention on (L, N, E) inputs: (L, N, E) output and (N, heads, L, S) weights."""
-        length, batch, _ = query.shape
-        q, k, v = self._project(query, key, value)
-        mask = self._merged_mask(attn_mask, key_padding_mask, batch, length, k.shape[0], q.dtype)
-        k, v, mask = self._extra_keys(k, v, mask)
-        heads = [t.reshape(t.shape[0], batch, self.num_heads, self.head_dim) for t in (q, k, v)]
-        q, k, v = (t.permute(1, 2, 0, 3) for t in heads)  # (N, heads, L or S, head_dim)
-        dropout = self.dropout if self.training else 0.0
-        if need_weights:
-            scores = (q * (1 / math.sqrt(self.head_dim))) @ k.mT
-            weights = (scores if mask is None else scores + mask).softmax(-1)
-            out = F.dropout(weights, dropout) @ v
-        else:
-            weights = None
-            out = F.scaled_dot_product_attention(q, k, v, mask, dropout)
-        out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
-        return self.out_proj(out), weights
-
-    def _project(self, query, key, value):
-        if self._qkv_same_embed_dim:
-            w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        else:
-            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        b_q = b_k = b_v = None
-        if self.in_proj_bias is not None:
-            b_q, b_k, b_v = self.in_proj_bias.chunk(3)
-        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
-
-    def _extra_keys(self, k, v, mask):
-        """(S, N, E) keys and values with ``bias_k``/``bias_v`` and then a zero key and value
-        appended (for ``add_bias_kv``/``add_zero_attn``), every query free to attend to them:
-        the mask gains a zero column for each."""
-        extra = []
-        if self.bias_k is not None:
-            extra.append((self.bias_k, self.bias_v))
-        if self.add_zero_attn:
-            extra.append((k.new_zeros((1, 1, k.shape[2])),) * 2)
-        for bias_k, bias_v in extra:
-            k = cat([k, bias_k.expand(1, k.shape[1], -1)])
-            v = cat([v, bias_v.expand(1, v.shape[1], -1)])
-        if mask is not None and extra:
-            mask = F.pad(mask, (0, len(extra)))
-        return k, v, mask
-
-    def _merged_mask(self, attn_mask, key_padding_mask, batch, length, source, dtype):
-        """Both masks as one float bias of shape (N or 1, heads or 1, L or 1, S), or None."""
-        mask = None
-        if attn_mask is not None:
-            mask = _as_bias(attn_mask, dtype)
-            if mask.ndim == 3:
-                mask = mask.reshape(batch, self.num_heads, length, source)
-            elif mask.shape != (length, source):
-                raise RuntimeError(
-                    f"MultiheadAttention: attn_mask of shape {attn_mask.shape} should be "
-                    f"{(length, source)} or {(batch * self.num_heads, length, source)}"
-                )
-        if key_padding_mask is not None:
-            if key_padding_mask.shape != (batch, source):
-                raise RuntimeError(
-                    f"MultiheadAttention: key_padding_mask of shape {key_padding_mask.shape} "
-                    f"should be {(batch, source)}"
-                )
-            padding = _as_bias(key_padding_mask, dtype).reshape(batch, 1, 1, source)
-            mask = padding if mask is None else mask + padding
-        return mask
-
-
-def _as_bias(mask: Tensor, dtype) -> Tensor:
-    """A bool mask (True: masked out) as a float bias of 0 and -inf, by a Tensor op so that a
-    jitted step reads each call's mask; a float mask as it is."""
-    if mask.dtype == backend.bool_:
-        return where(mask, -math.inf, mask.new_zeros((), dtype=dtype))
-    return mask.to(dtype)
+        out, weights = F.multi_head_attention_forward(
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
+        )
+        if self.batch_first and query.ndim == 3:
+            out = out.transpose(0, 1)
+        return out, weights

@@ -40,6 +40,7 @@ from scratchgrad.tensor import (
     Tensor,
     broadcast_shapes,
     broadcast_tensors,
+    cat,
     check_same_dtype,
     distance_norm,
     names_bad_arguments,
@@ -1279,6 +1280,154 @@ def _share_heads(x: Tensor, heads: int) -> Tensor:
     lead, (s, e) = x.shape[:-3], x.shape[-2:]
     grouped = x.unsqueeze(-3).expand(*lead, kv_heads, heads // kv_heads, s, e)
     return grouped.reshape(*lead, heads, s, e)
+
+
+def multi_head_attention_forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """``nn.MultiheadAttention``'s computation on its weights, as PyTorch's: ``query`` (L, N,
+    E) or one sequence (L, E), ``key`` and ``value`` (S, N, E_k) and (S, N, E_v). Returns the
+    output as ``query`` and the weights (N, L, S) averaged over the heads (or (N, heads, L,
+    S)), None unless ``need_weights``. Masks as the module's: True in a bool ``attn_mask`` (L,
+    S) or (N * heads, L, S) or ``key_padding_mask`` (N, S) means "may not attend", a float
+    mask is added to the scores. ``bias_k``/``bias_v`` (1, 1, E) and ``add_zero_attn`` append
+    a key and value every query may attend to; ``static_k``/``static_v`` (N * heads, S, E /
+    heads) replace the projected keys and values.
+
+    >>> import scratchgrad as sg
+    >>> x, w = sg.randn(5, 2, 4), sg.randn(12, 4)
+    >>> out, weights = multi_head_attention_forward(
+    ...     x, x, x, 4, 2, w, None, None, None, False, 0.0, sg.eye(4), None)
+    >>> out.shape, weights.shape
+    ((5, 2, 4), (2, 5, 5))
+    """
+    for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+        if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
+            raise AssertionError(  # PyTorch's type: an integer mask is neither kind
+                f"multi_head_attention_forward: only bool and floating types of {name} are "
+                f"supported, got {mask.dtype}"
+            )
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "multi_head_attention_forward: need attn_mask if specifying the is_causal hint "
+            "(nn.Transformer.generate_square_subsequent_mask makes one)"
+        )
+    batched = query.ndim == 3
+    if not batched:  # one sequence: a batch of one
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    length, batch, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            f"multi_head_attention_forward: was expecting embedding dimension of "
+            f"{embed_dim_to_check}, but got {embed_dim}"
+        )
+    if embed_dim % num_heads:
+        raise AssertionError(
+            f"multi_head_attention_forward: embed_dim {embed_dim} not divisible by num_heads "
+            f"{num_heads}"
+        )
+    if use_separate_proj_weight:
+        weights = (q_proj_weight, k_proj_weight, v_proj_weight)
+    else:
+        weights = in_proj_weight.chunk(3)
+    biases = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
+    q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+    mask = _merged_mask(attn_mask, key_padding_mask, batch, num_heads, length, k.shape[0], q.dtype)
+    extra = 0
+    if bias_k is not None:  # one learned key and value appended to every sequence's
+        k = cat([k, bias_k.expand(1, batch, -1)])
+        v = cat([v, bias_v.expand(1, batch, -1)])
+        extra += 1
+    q, k, v = (_split_heads(t, num_heads) for t in (q, k, v))  # (N, heads, L or S, E / heads)
+    if static_k is not None:
+        k = static_k.reshape(batch, num_heads, *static_k.shape[1:])
+    if static_v is not None:
+        v = static_v.reshape(batch, num_heads, *static_v.shape[1:])
+    if add_zero_attn:  # and a zero key and value
+        k, v = (cat([t, t.new_zeros((*t.shape[:2], 1, t.shape[3]))], 2) for t in (k, v))
+        extra += 1
+    if mask is not None and extra:  # every query may attend to them
+        mask = pad(mask, (0, extra))
+    dropout_p = dropout_p if training else 0.0
+    if need_weights:
+        scores = (q * (1 / math.sqrt(q.shape[-1]))) @ k.mT
+        weights = (scores if mask is None else scores + mask).softmax(-1)
+        out = dropout(weights, dropout_p) @ v
+        if average_attn_weights:
+            weights = weights.mean(1)
+    else:
+        weights = None
+        out = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+    out = linear(
+        out.permute(2, 0, 1, 3).reshape(length, batch, embed_dim), out_proj_weight, out_proj_bias
+    )
+    if not batched:
+        return out.squeeze(1), None if weights is None else weights.squeeze(0)
+    return out, weights
+
+
+def _split_heads(t: Tensor, heads: int) -> Tensor:
+    """(S, N, E) -> (N, heads, S, E / heads)."""
+    length, batch, embed_dim = t.shape
+    return t.reshape(length, batch, heads, embed_dim // heads).permute(1, 2, 0, 3)
+
+
+def _merged_mask(attn_mask, key_padding_mask, batch, heads, length, source, dtype):
+    """Both masks of ``multi_head_attention_forward`` as one float bias of shape (N or 1,
+    heads or 1, L or 1, S), or None."""
+    mask = None
+    if attn_mask is not None:
+        mask = _as_bias(attn_mask, dtype)
+        if attn_mask.shape == (batch * heads, length, source):
+            mask = mask.reshape(batch, heads, length, source)
+        elif attn_mask.shape != (length, source):
+            raise RuntimeError(
+                f"multi_head_attention_forward: attn_mask of shape {attn_mask.shape} should be "
+                f"{(length, source)} or {(batch * heads, length, source)}"
+            )
+    if key_padding_mask is not None:
+        if key_padding_mask.shape != (batch, source):
+            raise RuntimeError(
+                f"multi_head_attention_forward: key_padding_mask of shape "
+                f"{key_padding_mask.shape} should be {(batch, source)}"
+            )
+        padding = _as_bias(key_padding_mask, dtype).reshape(batch, 1, 1, source)
+        mask = padding if mask is None else mask + padding
+    return mask
+
+
+def _as_bias(mask: Tensor, dtype) -> Tensor:
+    """A bool mask (True: masked out) as a float bias of 0 and -inf, by a Tensor op so that a
+    jitted step reads each call's mask; a float mask as it is."""
+    if mask.dtype == backend.bool_:
+        return where(mask, -math.inf, mask.new_zeros((), dtype=dtype))
+    return mask.to(dtype)
 
 
 # ---- distances ------------------------------------------------------------------------------
