@@ -325,14 +325,9 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
     A first gradient is kept as it is when ``owned`` gives it to this leaf (see ``_propagate``),
     else copied."""
-    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
-        capture_hook.recorder.accumulate(leaf, g, create_graph, owned)
-        return
-    accumulate_now(leaf, g, create_graph, owned)
-
-
-def accumulate_now(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
-    """``_accumulate`` without the jit's hook."""
+    recorder = capture_hook.recorder
+    if recorder is not None and recorder.accumulate(leaf, g, create_graph, owned):
+        return  # scratchgrad.jit noted it (a call from another thread is left to this code)
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
         owned = {g: leaf}  # a new array

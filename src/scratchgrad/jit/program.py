@@ -46,7 +46,7 @@ def accumulate(leaf: Tensor, array: Any, owned: bool) -> Any:
         leaf.grad = Tensor._make(array)  # the engine's case after zero_grad(), without its call
         return array
     g = Tensor._make(array)
-    engine.accumulate_now(leaf, g, False, {g: leaf} if owned else {})
+    engine._accumulate(leaf, g, False, {g: leaf} if owned else {})
     return leaf.grad.array
 
 

@@ -98,6 +98,10 @@ def _nothing(*args: Any) -> None:
     return None
 
 
+def _declined(*args: Any) -> bool:
+    return False
+
+
 def _forward(cls: type, ctx: Any, args: tuple, arrays: list, kwargs: dict) -> Any:
     return cls.forward(ctx, *arrays, **kwargs)
 
@@ -409,10 +413,11 @@ class Recorder:
             self.note([call], [], effect=True)
         return result
 
-    @_other_threads(engine.accumulate_now)
-    def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
+    @_other_threads(_declined)
+    def accumulate(self, leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> bool:
         """Add ``g`` into ``leaf.grad`` now, and note it: a replay does it again, deciding then
-        (as eager code does) whether ``.grad`` is created or added to."""
+        (as eager code does) whether ``.grad`` is created or added to. True: done (False from
+        another thread: ``engine._accumulate`` does it)."""
         if create_graph:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
@@ -435,11 +440,12 @@ class Recorder:
         if watched is not None:
             self._check_grads([watched])
         with _Paused():
-            engine.accumulate_now(leaf, g, False, owned)
+            engine._accumulate(leaf, g, False, owned)
         if watched is not None:
             self._grads[id(leaf)] = (leaf, leaf.grad)
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
         self.note([f"v{writes[0]} = {code}"], writes, effect=True)
+        return True
 
     def watch(self, leaves: list[Tensor], optimizers: list[Optimizer]) -> None:
         """Check that the ``.grad`` of ``leaves`` and the param groups' settings of
