@@ -1778,6 +1778,11 @@ OPS = [
         lambda m, x: m.cat([t.flatten(-2) for t in m.linalg.qr(_tall(m, x))], -1),
         shapes="nonempty2+",
     ),
+    Op(  # reflectors below the diagonal of a tall matrix, their scales from the rows of x
+        "linalg_householder_product",
+        lambda m, x: m.linalg.householder_product(_tall(m, x), x.sum(-1).tanh()),
+        shapes="nonempty2+",
+    ),
     Op(  # eigenvectors up to sign: their absolute values (and theirs gradients)
         "linalg_eigh",
         lambda m, x: (lambda w, v: m.cat([w.unsqueeze(-2), v.abs()], -2))(

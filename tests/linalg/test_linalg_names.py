@@ -1,7 +1,8 @@
 """PyTorch's linear algebra outside ``torch.linalg`` (``sg.logdet``, ``sg.cholesky_solve``,
 the old ``sg.svd``, ``sg.qr``, ``sg.cholesky``, ``sg.triangular_solve``, ...), the Tensor
 methods of the same names, and ``linalg``'s extras (``inv_ex``, ``cholesky_ex``,
-``multi_dot``, ``tensorinv``, ``tensorsolve``, ``diagonal``, ``matmul``, ``vander``): values
+``multi_dot``, ``tensorinv``, ``tensorsolve``, ``diagonal``, ``matmul``, ``vander``,
+``householder_product``): values
 and gradients against PyTorch over batch shapes (float64 tight, float32 loose), finite
 differences, PyTorch's errors and result types."""
 
@@ -161,6 +162,16 @@ CASES = [
     ),
     Case("vander", lambda m, x: m.linalg.vander(x), (vectors(3),)),
     Case("vander_N", lambda m, x: m.linalg.vander(x, N=5), (vectors(4),)),
+    Case(
+        "householder_product",
+        lambda m, A, tau: m.linalg.householder_product(A, tau),
+        (matrix(5, 3), vectors(2)),
+    ),
+    Case(
+        "householder_product_square",
+        lambda m, A, tau: m.linalg.householder_product(A, tau),
+        (matrix(3, 3), vectors(3)),
+    ),
 ]
 IDS = [case.name for case in CASES]
 
@@ -341,6 +352,14 @@ ERRORS = {
     "vander_N": lambda m: m.linalg.vander(m.ones(3), N=1),
     "vander_one": lambda m: m.linalg.vander(m.ones(1)),
     "vander_bool": lambda m: m.linalg.vander(m.tensor([True, False])),
+    "householder_vector": lambda m: m.linalg.householder_product(m.ones(3), m.ones(1)),
+    "householder_wide": lambda m: m.linalg.householder_product(m.ones(2, 3), m.ones(1)),
+    "householder_tau": lambda m: m.linalg.householder_product(m.ones(4, 2), m.ones(3)),
+    "householder_batch": lambda m: m.linalg.householder_product(m.ones(2, 4, 2), m.ones(3, 2)),
+    "householder_ndim": lambda m: m.linalg.householder_product(m.ones(2, 4, 3), m.ones(2)),
+    "householder_dtypes": lambda m: m.linalg.householder_product(
+        m.ones(4, 3), m.ones(2, dtype=m.float64)
+    ),
 }
 
 
@@ -360,6 +379,9 @@ def test_bad_input_raises_pytorchs_error(name):
         lambda m: m.cholesky_solve(m.ones(2, 1, dtype=m.int64), m.eye(2, dtype=m.int64)),
         lambda m: m.triangular_solve(m.ones(2, 1, dtype=m.int64), m.eye(2, dtype=m.int64)),
         lambda m: m.linalg.tensorinv(m.eye(4), ind=1.0),
+        lambda m: m.linalg.householder_product(
+            m.ones(3, 2, dtype=m.int32), m.ones(1, dtype=m.int32)
+        ),
     ],
 )
 def test_bad_input_raises_an_error_of_pytorchs_type(call):

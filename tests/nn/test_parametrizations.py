@@ -236,7 +236,8 @@ SQUARE = {
 }
 
 
-MAPS = ["matrix_exp", "cayley"]
+MAPS = ["matrix_exp", "cayley", "householder"]
+SKEW_MAPS = ["matrix_exp", "cayley"]  # those that work without the trivialization
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -292,7 +293,7 @@ def test_orthogonal_batch_trains_as_torch(orthogonal_map):
     assert_orthogonal(ours.weight)
 
 
-@pytest.mark.parametrize("orthogonal_map", MAPS)
+@pytest.mark.parametrize("orthogonal_map", SKEW_MAPS)
 @pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
 def test_orthogonal_without_trivialization_matches_torch(shape, orthogonal_map):
     """No base: the original is the weight given, and the map alone makes it orthogonal."""
@@ -356,20 +357,20 @@ def test_orthogonal_errors_as_torch(call, kind, message):
     assert_raises_as_torch(call, kind, message)
 
 
-@pytest.mark.parametrize(
-    ("shape", "orthogonal_map"),
-    [
-        ((3, 3), "householder"),
-        ((3, 2), "householder"),
-        ((3, 2), None),  # PyTorch's default for a matrix that is not square
-        ((2, 3), None),
-    ],
-)
-def test_orthogonal_householder_raises_first(shape, orthogonal_map):
-    layer = sg.nn.Linear(shape[1], shape[0])
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
+def test_orthogonal_default_map_of_a_matrix_not_square_is_householder(shape):
+    layer = parametrizations.orthogonal(sg.nn.Linear(shape[1], shape[0]))
+    assert layer.parametrizations.weight[0].orthogonal_map.name == "householder"
+    assert_orthogonal(layer.weight)
+
+
+@pytest.mark.parametrize("orthogonal_map", ["householder", None])
+def test_orthogonal_householder_without_trivialization_raises_first(orthogonal_map):
+    """It would need geqrf to make the weight into reflectors."""
+    layer = sg.nn.Linear(2, 3)
     weight = layer.weight
-    with pytest.raises(NotImplementedError, match="householder.* needs linalg.householder_product"):
-        parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map)
+    with pytest.raises(NotImplementedError, match="householder.* needs geqrf"):
+        parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map, use_trivialization=False)
     assert type(layer) is sg.nn.Linear and layer.weight is weight
 
 

@@ -1,6 +1,7 @@
 """The rest of ``torch.linalg``'s real functions: ``inv_ex``, ``cholesky_ex`` and ``solve_ex``
 (which report failures instead of raising), ``cond``, ``multi_dot``, ``tensorinv``,
-``tensorsolve``, ``vander`` and the aliases ``diagonal`` and ``matmul``, built on the others."""
+``tensorsolve``, ``vander``, ``householder_product`` and the aliases ``diagonal`` and
+``matmul``, built on the others."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import int32, namespace, xp
+from scratchgrad.creation import eye
 from scratchgrad.linalg.checks import (
     LinAlgError,
+    check_floating,
     check_input,
     leading_minor,
     torch_name,
@@ -314,3 +317,56 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
         raise RuntimeError("N must be greater than 1.")
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1)
     return cat([x.new_ones(*x.shape, 1), powers], -1).cumprod(-1)
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first ``n`` columns of the product ``H_1 H_2 ... H_k`` of Householder reflections
+    ``H_i = I - tau_i v_i v_i^T``, as ``torch.linalg.householder_product`` (LAPACK's orgqr):
+    ``A`` (*, m, n) with m >= n holds the reflectors below its diagonal (``v_i`` is column i
+    of ``A`` with zeros above row i and a 1 on it), ``tau`` (*, k) with k <= n their scales.
+    Composed of matrix products, one per reflection, so its gradients are those of the
+    composition.
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.householder_product(sg.tensor([[1.0], [1.0]]), sg.tensor([1.0]))
+    tensor([[ 0.],
+            [-1.]])
+    """
+    op = "torch.linalg.householder_product"
+    _check_householder(op, A, tau)
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    reflectors = A[..., :k].tril(-1) + eye(m, k, dtype=A.dtype, device=A.device)
+    out = eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape).clone()
+    for i in reversed(range(k)):  # H_k acts first
+        v = reflectors[..., i : i + 1]
+        out = out - (tau[..., i, None, None] * v) @ (v.mT @ out)
+    return out
+
+
+def _check_householder(op: str, A: Tensor, tau: Tensor) -> None:
+    """PyTorch's checks of householder_product's arguments, in its order."""
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(
+            f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(
+            f"{op}: Expected tau to have one dimension less than input, but got tau.ndim equal "
+            f"to {tau.ndim} and input.ndim is equal to {A.ndim}"
+        )
+    if tau.shape[:-1] != A.shape[:-2]:
+        raise RuntimeError(
+            f"{op}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(tau.shape[:-1])}"
+        )
+    if tau.dtype != A.dtype:
+        raise RuntimeError(
+            f"{op}: tau dtype {torch_name(tau.dtype)} does not match input dtype "
+            f"{torch_name(A.dtype)}"
+        )
+    check_floating(op, A)

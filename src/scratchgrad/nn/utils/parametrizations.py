@@ -2,10 +2,10 @@
 orthogonal matrices as parametrizations (``nn.utils.parametrize``), with PyTorch's names,
 ``state_dict`` keys (``parametrizations.weight.original0``, ...) and arithmetic.
 
-Of the maps ``orthogonal`` offers, scratchgrad has ``"matrix_exp"`` and ``"cayley"``;
-``"householder"`` (PyTorch's default for a matrix that is not square) needs
-``linalg.householder_product``, which scratchgrad does not have yet: asking for it raises
-NotImplementedError before the module changes.
+``orthogonal``'s ``"householder"`` map (PyTorch's default for a matrix that is not square)
+without the trivialization would need ``geqrf`` to turn the initial weight into reflectors,
+which scratchgrad does not have: asking for it raises NotImplementedError before the module
+changes.
 """
 
 from __future__ import annotations
@@ -54,16 +54,18 @@ class _OrthMaps(Enum):
 class _Orthogonal(Module):
     """``orthogonal``'s parametrization: a matrix (or batch) with orthonormal columns (rows, if
     wide) from the lower triangle of the original, through the exponential or the Cayley map of
-    a skew-symmetric matrix, times ``base`` with the dynamic trivialization."""
+    a skew-symmetric matrix or a product of Householder reflections, times ``base`` with the
+    dynamic trivialization."""
 
     def __init__(
         self, weight: Tensor, orthogonal_map: _OrthMaps, *, use_trivialization: bool = True
     ) -> None:
         super().__init__()
-        if orthogonal_map is _OrthMaps.householder:
+        if orthogonal_map is _OrthMaps.householder and not use_trivialization:
             raise NotImplementedError(
-                'orthogonal: orthogonal_map="householder" needs linalg.householder_product, '
-                'which scratchgrad does not have yet; pass orthogonal_map="matrix_exp" or "cayley"'
+                'orthogonal: orthogonal_map="householder" with use_trivialization=False needs '
+                "geqrf, which scratchgrad does not have yet; keep use_trivialization=True or "
+                'pass orthogonal_map="matrix_exp" or "cayley"'
             )
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
@@ -71,22 +73,13 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X: Tensor) -> Tensor:
-        n, k = X.shape[-2:]
-        transposed = n < k
+        transposed = X.shape[-2] < X.shape[-1]
         if transposed:  # work on a tall matrix
             X = X.mT
-            n, k = k, n
-        X = X.tril()  # the n k - k (k - 1) / 2 numbers a tall orthogonal matrix needs
-        if n != k:  # embedded in a square matrix
-            X = cat([X, X.new_zeros((n, n - k)).expand(*X.shape[:-2], -1, -1)], dim=-1)
-        A = X - X.mT  # skew-symmetric: both maps give an orthogonal matrix
-        if self.orthogonal_map is _OrthMaps.matrix_exp:
-            Q = linalg.matrix_exp(A)
-        else:  # the Cayley map (I - A/2)^-1 (I + A/2)
-            Id = eye(n, dtype=A.dtype, device=A.device)
-            Q = linalg.solve(Id - 0.5 * A, Id + 0.5 * A)
-        if n != k:
-            Q = Q[..., :k]
+        if self.orthogonal_map is _OrthMaps.householder:
+            Q = _householder(X)
+        else:
+            Q = _exp_or_cayley(X, self.orthogonal_map)
         if hasattr(self, "base"):
             Q = self.base @ Q
         return Q.mT if transposed else Q
@@ -113,6 +106,32 @@ class _Orthogonal(Module):
         return neg_Id
 
 
+def _exp_or_cayley(X: Tensor, orthogonal_map: _OrthMaps) -> Tensor:
+    """The first columns of the exponential or the Cayley map of the skew-symmetric matrix made
+    from the lower triangle of (tall) ``X``."""
+    n, k = X.shape[-2:]
+    X = X.tril()  # the n k - k (k - 1) / 2 numbers a tall orthogonal matrix needs
+    if n != k:  # embedded in a square matrix
+        X = cat([X, X.new_zeros((n, n - k)).expand(*X.shape[:-2], -1, -1)], dim=-1)
+    A = X - X.mT  # skew-symmetric: both maps give an orthogonal matrix
+    if orthogonal_map is _OrthMaps.matrix_exp:
+        Q = linalg.matrix_exp(A)
+    else:  # the Cayley map (I - A/2)^-1 (I + A/2)
+        Id = eye(n, dtype=A.dtype, device=A.device)
+        Q = linalg.solve(Id - 0.5 * A, Id + 0.5 * A)
+    return Q[..., :k] if n != k else Q
+
+
+def _householder(X: Tensor) -> Tensor:
+    """The product of the reflections stored below the diagonal of (tall) ``X``, each with the
+    scale that makes it orthogonal, its columns' signs those of the diagonal of ``X`` (1s and
+    -1s, which the gradient does not change: PyTorch takes them through an int cast)."""
+    A = X.tril(-1)
+    tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+    Q = linalg.householder_product(A, tau)
+    return Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+
+
 def _orthogonal_base(Q: Tensor) -> Tensor:
     """A square orthogonal matrix whose first columns are (tall) ``Q`` made orthogonal."""
     n, k = Q.shape[-2:]
@@ -133,13 +152,14 @@ def orthogonal(
     rows if it is wide: ``Q.mT @ Q`` (``Q @ Q.mT``) is the identity. It is computed from the
     lower triangle of the original, as a skew-symmetric matrix ``A``, by ``orthogonal_map``:
     ``"matrix_exp"`` (``exp(A)``, the default for a square matrix) or ``"cayley"``
-    (``(I - A/2)^-1 (I + A/2)``); with ``use_trivialization`` (the default), times the matrix
+    (``(I - A/2)^-1 (I + A/2)``), or from the reflectors below its diagonal by
+    ``"householder"`` (``linalg.householder_product``, the default for a matrix that is not
+    square); with ``use_trivialization`` (the default), times the matrix
     ``module.parametrizations.<name>[0].base``, which the initial value (made orthogonal by a
     QR decomposition if it is not) and each assigned value become. Returns the module.
 
-    PyTorch's third map, ``"householder"``, its default for a matrix that is not square,
-    needs ``linalg.householder_product``, which scratchgrad does not have yet: it raises
-    NotImplementedError, so pass ``orthogonal_map="matrix_exp"`` or ``"cayley"`` for those.
+    ``"householder"`` with ``use_trivialization=False`` needs ``geqrf`` (the initial value
+    made into reflectors), which scratchgrad does not have yet: it raises NotImplementedError.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
