@@ -80,7 +80,7 @@ class Arena(threading.local):
     weak reference to it: once the last program cut from it is gone, so is the memory."""
 
     def __init__(self) -> None:
-        self.array = _NONE  # called: the array, or None
+        self.array = _no_array  # called: the array, or None
 
     def reserve(self, size: int) -> Any:
         """The arena's array, made larger first if it has fewer than ``size`` bytes."""
@@ -91,7 +91,7 @@ class Arena(threading.local):
         return array
 
 
-def _NONE() -> None:
+def _no_array() -> None:
     """No array yet (what a dead weak reference returns)."""
 
 
@@ -148,6 +148,7 @@ def generate(
             body.append(f"del {', '.join(done)}")
     body.append(f"return ({''.join(f'v{n}, ' for n in outputs)})")
     source = function_source("def replay(inputs, tensors):", body)
+    # ("placed": never the arena's array, nor None, what an arena without one gives)
     namespace = {**_HELPERS, **kernels.NAMES, **recorder.constants, "placed": False}
     namespace["arena"] = ARENA
     namespace["place"] = functools.partial(_place, plan.size, plan.views, plan.scratch)
