@@ -730,7 +730,8 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         """Seed it with an int from -2**63 to 2**64 - 1 (a negative one counts modulo 2**64,
         as PyTorch's); returns it."""
-        if recorder is not None:  # scratchgrad.jit: seeded again at every replay
+        # scratchgrad.jit: seeded again at every replay
+        if recorder is not None and recorder.here():
             return recorder.replayed(Generator.manual_seed, self, seed)
         seed = _as_seed(seed)
         # The generator is made at the first draw, as PyTorch seeds CUDA lazily: a DataLoader
@@ -746,7 +747,7 @@ class Generator:
         >>> g.seed() == g.initial_seed()
         True
         """
-        if recorder is not None:  # scratchgrad.jit: a new seed at every replay
+        if recorder is not None and recorder.here():  # scratchgrad.jit: a new seed at every replay
             return recorder.replayed(Generator.seed, self)
         new = _fresh_seed()
         self.manual_seed(new)
@@ -768,7 +769,7 @@ class Generator:
         >>> g.set_state(state).rng.random() == first
         True
         """
-        if recorder is not None:  # scratchgrad.jit: read again at every replay
+        if recorder is not None and recorder.here():  # scratchgrad.jit: read again at every replay
             return recorder.replayed(Generator.get_state, self)
         from scratchgrad.tensor import Tensor  # the state is a tensor (see test_layering)
 
@@ -798,7 +799,7 @@ class Generator:
         >>> b.set_state(a.get_state()).initial_seed()
         1
         """
-        if recorder is not None:  # scratchgrad.jit: set again at every replay
+        if recorder is not None and recorder.here():  # scratchgrad.jit: set again at every replay
             return recorder.replayed(Generator.set_state, self, new_state)
         words = _unpack_state(new_state)
         rng = self._numpy_rng("set_state")
@@ -910,7 +911,7 @@ def manual_seed(seed: int) -> Generator:
     """Seed the generators the whole library uses (initialisation, dropout, shuffling), on
     every device, as ``torch.manual_seed`` (``int(seed)`` first: 2.7 seeds with 2); returns
     the CPU's."""
-    if recorder is not None:  # scratchgrad.jit: seeded again at every replay
+    if recorder is not None and recorder.here():  # scratchgrad.jit: seeded again at every replay
         return recorder.replayed(manual_seed, seed)
     global _last_seed
     _last_seed = _as_seed(int(seed))
@@ -927,7 +928,7 @@ def seed() -> int:
     >>> initial_seed() == new
     True
     """
-    if recorder is not None:  # scratchgrad.jit: a new seed at every replay
+    if recorder is not None and recorder.here():  # scratchgrad.jit: a new seed at every replay
         return recorder.replayed(seed)
     new = _fresh_seed()
     manual_seed(new)

@@ -292,9 +292,14 @@ def test_threads_training_their_own_jitted_steps_do_not_meet(recorded_first):
         [jitted(x, y).detach().numpy() for x, y in d[:first]] for (_, jitted), d in zip(steps, data)
     ]
 
+    errors = []
+
     def train(i):
         jitted = steps[i][1]
-        got[i] += [jitted(x, y).detach().numpy() for x, y in data[i][first:]]
+        try:
+            got[i] += [jitted(x, y).detach().numpy() for x, y in data[i][first:]]
+        except Exception as error:  # (raised again below, in the test's thread)
+            errors.append(error)
 
     switching = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -306,28 +311,38 @@ def test_threads_training_their_own_jitted_steps_do_not_meet(recorded_first):
             thread.join()
     finally:
         sys.setswitchinterval(switching)
+    if errors:
+        raise errors[0]
     for i in (0, 1):
         for call, (g, e) in enumerate(zip(got[i], expected[i], strict=True)):
             np.testing.assert_array_equal(g, e, err_msg=f"thread {i}, call {call}")
 
 
 def test_another_threads_work_while_a_step_records_runs_eagerly_outside_it():
-    """While the main thread records a step, another thread keeps computing (operations,
-    in-place updates, a backward, .item()): its results are eager ones, and the recorded
-    program holds none of its calls (it replays as the eager step)."""
+    """While the main thread records a step, another thread keeps computing (operations, a
+    backward, .item(), an optimizer's zero_grad and step, a seeding): its results are eager
+    ones, and the recorded program holds none of its calls (it replays as the eager step)."""
     eager, jitted = eager_and_jitted_steps(0)
     rng = np.random.default_rng(2)
     calls = [batch(rng, 7) for _ in range(6)]
     stop = threading.Event()
     seen = []
 
-    def other():
+    errors = []
+
+    def other():  # what a replay would make again too: an optimizer's calls, a seeding
         w = sg.ones(3, requires_grad=True)
-        while not stop.is_set():
-            loss = (w * sg.arange(3.0)).sum()
-            loss.backward()
-            seen.append((loss.item(), w.grad.tolist()))
-            w.grad = None
+        opt = sg.optim.SGD([w], lr=0.0)
+        try:
+            while not stop.is_set():
+                opt.zero_grad()
+                loss = (w * sg.arange(3.0)).sum()
+                loss.backward()
+                opt.step()
+                sg.manual_seed(0)
+                seen.append((loss.item(), w.grad.tolist()))
+        except Exception as error:  # (raised again below, in the test's thread)
+            errors.append(error)
 
     switching = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -339,6 +354,8 @@ def test_another_threads_work_while_a_step_records_runs_eagerly_outside_it():
         stop.set()
         thread.join()
         sys.setswitchinterval(switching)
+    if errors:
+        raise errors[0]
     for call, (x, y) in enumerate(calls):
         np.testing.assert_array_equal(got[call], eager(x, y).detach().numpy(), err_msg=str(call))
     assert seen and all(s == (3.0, [0.0, 1.0, 2.0]) for s in seen)

@@ -165,6 +165,13 @@ class Recorder:
         self._grads: dict[int, tuple[Tensor, Any]] = {}
         self._groups: list[tuple[dict, list]] = []
 
+    def here(self) -> bool:
+        """Whether the step records in this thread. The hooks whose call a replay makes again
+        (an optimizer's step, a scheduler's, ``zero_grad``, seeding) ask first: another
+        thread's call runs as it is (it would run into its own hook again from
+        ``_other_threads``)."""
+        return threading.get_ident() == self.thread
+
     # ---- values and the code that names them ----------------------------------------------
 
     def value(self, array: Any) -> int:
@@ -484,7 +491,6 @@ class Recorder:
         if id(module) not in self.modes_before:
             self.modules.append(module)
 
-    @_other_threads(_call)
     def set_mode(self, train: Callable, module: Any, mode: bool) -> Any:
         """``train(module, mode)`` (``Module.train``) inside the step: note the modes it
         changes had before, and note the call itself, which a replay makes again (the modes
@@ -503,7 +509,6 @@ class Recorder:
         modules = list({id(m): m for m in self.modules}.values())
         return modules, [self.modes_before.get(id(m), (m, m.training))[1] for m in modules]
 
-    @_other_threads(_call)
     def replayed(self, function: Callable, *args: Any) -> Any:
         """Run ``function(*args)`` now without recording its inside, and note the call: a
         replay calls it again, so it reads what it reads (learning rates, step counts,

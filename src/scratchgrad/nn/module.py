@@ -573,7 +573,8 @@ class Module:
         """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.set_mode(Module.train, self, mode)
         for module in self.modules():
             object.__setattr__(module, "training", mode)
@@ -591,7 +592,8 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zeros."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(Module.zero_grad, self, set_to_none)
         for param in self.parameters():
             if param.grad is None:

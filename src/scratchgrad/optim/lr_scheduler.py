@@ -73,7 +73,8 @@ class LRScheduler:
 
     def step(self) -> None:
         """Advance one epoch and set each group's learning rate."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(LRScheduler.step, self)
         self.last_epoch += 1
         self._set_lrs(self.get_lr())
@@ -504,7 +505,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or go to ``epoch`` (a float steps within an epoch)."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(CosineAnnealingWarmRestarts.step, self, epoch)
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -853,7 +855,8 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics: SupportsFloat) -> None:  # type: ignore[override]
         """Record one epoch's metric and reduce the rates if it has plateaued."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(ReduceLROnPlateau.step, self, metrics)
         current = float(metrics)  # a 0-d tensor works too
         self.last_epoch += 1
@@ -995,7 +998,8 @@ class SequentialLR(_OfSchedulers):
 
     def step(self) -> None:
         """Advance one epoch: step the scheduler in charge, or restart the one taking over."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(SequentialLR.step, self)
         self.last_epoch += 1
         i = bisect_right(self._milestones, self.last_epoch)
@@ -1042,7 +1046,8 @@ class ChainedScheduler(_OfSchedulers):
 
     def step(self) -> None:
         """Step each scheduler, in order."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(ChainedScheduler.step, self)
         for scheduler in self._schedulers:
             scheduler.step()

@@ -155,13 +155,12 @@ def _replayed_by_jit(step: Callable) -> Callable:
 
     @functools.wraps(step)
     def replayed_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if capture_hook.recorder is None:
+        if capture_hook.recorder is None or not capture_hook.recorder.here():
             return step(self, *args, **kwargs)
         called = inspect.signature(step).bind(self, *args, **kwargs)
         if called.kwargs:  # (a replay passes arguments by position)
             capture_hook.recorder.refuse(f"{step.__qualname__}() with keyword-only arguments")
-        # (keywords only from another thread than the recording one: run as they are)
-        return capture_hook.recorder.replayed(step, *called.args, **called.kwargs)
+        return capture_hook.recorder.replayed(step, *called.args)
 
     return replayed_step
 
@@ -252,7 +251,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zeros."""
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(Optimizer.zero_grad, self, set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
@@ -274,7 +274,8 @@ class Optimizer:
         then moves each parameter and starts its state lazily, as PyTorch does), each counted
         as changed in place.
         """
-        if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+        # scratchgrad.jit: done again at every replay
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(Optimizer.step, self, closure)
         loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:

@@ -58,7 +58,8 @@ def get_total_norm(
     tensor(13.)
     """
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
-    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+    # scratchgrad.jit: done again at every replay
+    if capture_hook.recorder is not None and capture_hook.recorder.here():
         return capture_hook.recorder.replayed(
             get_total_norm, tensors, norm_type, error_if_nonfinite
         )
@@ -88,7 +89,8 @@ def clip_grads_with_norm_(
     ``torch.nn.utils.clip_grads_with_norm_`` (the second half of ``clip_grad_norm_``, for a
     norm computed elsewhere: ``get_total_norm``)."""
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+    # scratchgrad.jit: done again at every replay
+    if capture_hook.recorder is not None and capture_hook.recorder.here():
         return capture_hook.recorder.replayed(
             clip_grads_with_norm_, parameters, max_norm, total_norm
         )
@@ -124,7 +126,8 @@ def clip_grad_norm_(
     [0.6, 0.8]
     """
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+    # scratchgrad.jit: done again at every replay
+    if capture_hook.recorder is not None and capture_hook.recorder.here():
         args = (parameters, max_norm, norm_type, error_if_nonfinite)
         return capture_hook.recorder.replayed(clip_grad_norm_, *args)
     total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
@@ -170,7 +173,8 @@ def clip_grad_value_(
 ) -> None:
     """Clamp every gradient entry into ``[-clip_value, clip_value]``, in place (``foreach``
     is accepted and changes nothing)."""
-    if capture_hook.recorder is not None:  # scratchgrad.jit: done again at every replay
+    # scratchgrad.jit: done again at every replay
+    if capture_hook.recorder is not None and capture_hook.recorder.here():
         parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
         return capture_hook.recorder.replayed(clip_grad_value_, parameters, clip_value)
     clip_value = float(clip_value)
