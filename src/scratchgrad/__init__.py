@@ -637,3 +637,13 @@ else:
             globals()[_name] = _takes_a_tensor(_value)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # torch.onnx without `import torch.onnx`: loaded when first asked for, so that importing
+    # scratchgrad loads neither the exporter nor the onnx package
+    if name == "onnx":
+        import importlib
+
+        return importlib.import_module("scratchgrad.onnx")
+    raise AttributeError(f"module 'scratchgrad' has no attribute '{name}'")

@@ -1,4 +1,5 @@
-"""``scratchgrad.onnx.export``: a trained model as an ONNX file, for onnxruntime and the others.
+"""``scratchgrad.onnx.export``: a trained model as an ONNX file, for onnxruntime and the others,
+with ``torch.onnx.export``'s arguments (``torch.onnx`` after ``import scratchgrad as torch``).
 
 Like ``scratchgrad.export.to_c`` it traces the model on an example batch into a straight list of
 layers (BatchNorm folded into the Conv/Linear before it), then a table maps each module type to
@@ -9,9 +10,13 @@ Install the extra: ``pip install 'scratchgrad[onnx]'``.
 
 from __future__ import annotations
 
+import enum
+import inspect
 import math
 import os
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import IO, Any
 
 import numpy as np
 
@@ -283,28 +288,78 @@ EMITTERS: dict[type, Callable[[_Graph, Step, str, str], str]] = {
 }
 
 
+DEFAULT_OPSET = 17  # opset_version=None: the first with LayerNormalization, which emitters use
+
+
+class TrainingMode(enum.IntEnum):
+    """``torch.onnx.TrainingMode``: the mode the model is exported in. scratchgrad exports eval
+    mode only: ``EVAL`` (the default), or ``PRESERVE`` of a model already in eval mode."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """``torch.onnx.OperatorExportTypes``: only ``ONNX`` (standard operators) is written."""
+
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
 def export(
     model: nn.Module,
-    example_input: Tensor,
-    path: str | os.PathLike,
-    opset_version: int = 17,
-    dynamic_batch: bool = True,
-    input_names: Sequence[str] = ("input",),
-    output_names: Sequence[str] = ("output",),
+    args: Tensor | tuple[Tensor, ...] = (),
+    f: str | os.PathLike | IO[bytes] | None = None,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    verbose: bool | None = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = None,
+    dynamo: bool = True,
+    external_data: bool = True,
+    dynamic_shapes: Any = None,
+    custom_translation_table: dict | None = None,
+    report: bool = False,
+    optimize: bool = True,
+    verify: bool = False,
+    profile: bool = False,
+    dump_exported_program: bool = False,
+    artifacts_dir: str | os.PathLike = ".",
+    export_params: bool = True,
+    keep_initializers_as_inputs: bool | None = False,
+    dynamic_axes: Mapping[str, Mapping[int, str] | Sequence[int]] | None = None,
+    training: TrainingMode = TrainingMode.EVAL,
+    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX,
+    do_constant_folding: bool = True,
+    custom_opsets: Mapping[str, int] | None = None,
+    export_modules_as_functions: bool | Collection[type] = False,
+    autograd_inlining: bool = True,
 ) -> None:
-    """Write ``model`` as an ONNX file, after ``torch.onnx.export``.
+    """Write ``model`` as an ONNX file at ``f`` (a path or a binary file), as
+    ``torch.onnx.export(model, args, f, ...)`` does, with the same arguments.
 
-    ``example_input`` is a batch: the model runs on it once, in eval mode, to find its layers
-    and shapes. With ``dynamic_batch`` the file's first dim is a symbol (``"batch"``), so any
-    batch size runs; otherwise it is fixed to the example's.
+    ``args`` is one example batch (a tensor, or a tuple of one tensor): the model runs on it once,
+    in eval mode, to find its layers and shapes. As PyTorch's, the file has the example's shapes;
+    ``dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}`` (or PyTorch's list form,
+    ``{"input": [0]}``) makes the batch dim a symbol, so any batch size runs; it is the only dim
+    that can be dynamic. ``input_names`` defaults to the name of ``forward``'s argument (as
+    PyTorch's default exporter), ``output_names`` to ``["output"]``; ``opset_version=None`` is 17.
+    The options that change nothing for a model in eval mode (``verbose``, ``dynamo``,
+    ``external_data``, ``optimize``, ``artifacts_dir``, ``do_constant_folding``,
+    ``autograd_inlining``) are accepted; the others raise ``NotImplementedError`` unless left
+    at their defaults. Unlike ``dynamo=True``'s, it returns None: ``f`` is required.
 
-    >>> import os, tempfile
+    >>> import io
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
-    >>> path = os.path.join(tempfile.mkdtemp(), "net.onnx")
-    >>> export(nn.Sequential(nn.Linear(2, 4), nn.ReLU()), sg.zeros(1, 2), path)
+    >>> f = io.BytesIO()
+    >>> export(nn.Sequential(nn.Linear(2, 4), nn.ReLU()), (sg.zeros(1, 2),), f)
     >>> import onnx
-    >>> [node.op_type for node in onnx.load(path).graph.node]
+    >>> [node.op_type for node in onnx.load_from_string(f.getvalue()).graph.node]
     ['MatMul', 'Add', 'Relu', 'Identity']
     """
     try:
@@ -314,16 +369,43 @@ def export(
         raise ImportError(
             "onnx.export needs the onnx package: pip install 'scratchgrad[onnx]'"
         ) from None
-    if len(input_names) != 1 or len(output_names) != 1:
-        raise ValueError("onnx.export: the model has one input and one output: give one name each")
+    if f is None:
+        raise TypeError(
+            "onnx.export: scratchgrad writes the file and returns None (no ONNXProgram): give f, "
+            "a path or a binary file"
+        )
+    _check_unsupported(
+        kwargs=bool(kwargs),
+        dynamic_shapes=dynamic_shapes is not None,
+        custom_translation_table=bool(custom_translation_table),
+        report=report,
+        verify=verify,
+        profile=profile,
+        dump_exported_program=dump_exported_program,
+        export_params=not export_params,
+        keep_initializers_as_inputs=bool(keep_initializers_as_inputs),
+        operator_export_type=operator_export_type != OperatorExportTypes.ONNX,
+        custom_opsets=bool(custom_opsets),
+        export_modules_as_functions=bool(export_modules_as_functions),
+    )
+    if training == TrainingMode.TRAINING or (
+        training == TrainingMode.PRESERVE and any(m.training for m in model.modules())
+    ):
+        raise NotImplementedError(
+            f"onnx.export: training={TrainingMode(training)!r} exports the model in training "
+            "mode; scratchgrad exports eval mode only (leave training=TrainingMode.EVAL)"
+        )
+    example_input = _example_input(args)
+    input_name, output_name = _names(model, input_names, output_names)
+    in_batch, out_batch = _batch_dims(dynamic_axes, input_name, output_name, example_input)
+
     steps = trace(model, example_input, tuple(EMITTERS), "onnx.export")
     g = _Graph(onnx)
-    value = input_names[0]
+    value = input_name
     for i, step in enumerate(steps):
         value = EMITTERS[type(step.module)](g, step, value, step.name or f"layer{i}")
-    g.nodes.append(onnx.helper.make_node("Identity", [value], [output_names[0]]))
+    g.nodes.append(onnx.helper.make_node("Identity", [value], [output_name]))
 
-    batch = "batch" if dynamic_batch else example_input.shape[0]
     out_shape = steps[-1].out_shape if steps else example_input.shape[1:]
     is_float = example_input.is_floating_point()
     elem = onnx.TensorProto.FLOAT if is_float else onnx.TensorProto.INT64
@@ -331,14 +413,96 @@ def export(
     graph = onnx.helper.make_graph(
         g.nodes,
         type(model).__name__,
-        [make_value(input_names[0], elem, [batch, *example_input.shape[1:]])],
-        [make_value(output_names[0], onnx.TensorProto.FLOAT, [batch, *out_shape])],
+        [make_value(input_name, elem, [in_batch, *example_input.shape[1:]])],
+        [make_value(output_name, onnx.TensorProto.FLOAT, [out_batch, *out_shape])],
         g.initializers,
     )
+    opset = DEFAULT_OPSET if opset_version is None else opset_version
     proto = onnx.helper.make_model(
         graph,
-        opset_imports=[onnx.helper.make_opsetid("", opset_version)],
+        opset_imports=[onnx.helper.make_opsetid("", opset)],
         producer_name="scratchgrad",
     )
     onnx.checker.check_model(proto, full_check=True)
-    onnx.save(proto, os.fspath(path))
+    onnx.save(proto, f)
+
+
+# why each of torch.onnx.export's other options cannot be honoured here
+_UNSUPPORTED = {
+    "kwargs": "the model takes one tensor, given in args",
+    "dynamic_shapes": "give dynamic_axes={name: {0: 'batch'}} for a dynamic batch",
+    "custom_translation_table": "it is an option of torch.export, which scratchgrad lacks",
+    "report": "it is an option of torch.export, which scratchgrad lacks",
+    "verify": "it is an option of torch.export, which scratchgrad lacks",
+    "profile": "it is an option of torch.export, which scratchgrad lacks",
+    "dump_exported_program": "it is an option of torch.export, which scratchgrad lacks",
+    "export_params": "the weights are always written into the file",
+    "keep_initializers_as_inputs": "the weights are never graph inputs",
+    "operator_export_type": "only standard ONNX operators are written",
+    "custom_opsets": "no custom operators are written",
+    "export_modules_as_functions": "layers are written as plain nodes, not ONNX functions",
+}
+
+
+def _check_unsupported(**changed: bool) -> None:
+    """Raise for the first option given a value other than its default (``changed``)."""
+    for option, is_changed in changed.items():
+        if is_changed:
+            raise NotImplementedError(
+                f"onnx.export: scratchgrad does not support {option} (leave it at its default): "
+                f"{_UNSUPPORTED[option]}"
+            )
+
+
+def _example_input(args) -> Tensor:
+    """The one example batch in ``args``: a tensor, or a tuple (or list) of one tensor."""
+    inputs = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    if len(inputs) != 1:
+        raise NotImplementedError(
+            f"onnx.export: args holds {len(inputs)} inputs; scratchgrad exports models of one "
+            "tensor input: give args as a tensor or a tuple of one tensor"
+        )
+    if not isinstance(inputs[0], Tensor):
+        raise TypeError(f"onnx.export: args must be a Tensor, not {type(inputs[0]).__name__}")
+    return inputs[0]
+
+
+def _names(model: nn.Module, input_names, output_names) -> tuple[str, str]:
+    """The graph's input and output names: the given ones, else forward's argument's name and
+    "output"; more names than the one input and one output is PyTorch's RuntimeError."""
+    for kind, names in (("input", input_names), ("output", output_names)):
+        if names and len(names) > 1:
+            raise RuntimeError(
+                f"number of {kind} names provided ({len(names)}) exceeded number of {kind}s (1)"
+            )
+    first = next(iter(inspect.signature(model.forward).parameters.values()), None)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    argument = first.name if first is not None and first.kind in positional else "input"
+    return (input_names or [argument])[0], (output_names or ["output"])[0]
+
+
+def _batch_dims(dynamic_axes, input_name: str, output_name: str, example: Tensor):
+    """The first dims of the input and of the output: the example's batch size, or the symbol
+    that ``dynamic_axes`` gives (the output's follows the input's unless named itself)."""
+    symbols = {}
+    for key, axes in (dynamic_axes or {}).items():
+        if key not in (input_name, output_name):
+            warnings.warn(
+                f"Provided key {key} for dynamic axes is not a valid input/output name",
+                stacklevel=3,
+            )
+            continue
+        if not isinstance(axes, Mapping):  # PyTorch's list form: it names the axes itself
+            axes = {axis: f"{key}_dynamic_axes_{i + 1}" for i, axis in enumerate(axes)}
+        for axis, symbol in axes.items():
+            if not isinstance(axis, int):
+                raise ValueError("The type of axis index is expected to be an integer")
+            if axis != 0:
+                raise NotImplementedError(
+                    f"onnx.export: dynamic_axes makes axis {axis} of '{key}' dynamic; scratchgrad "
+                    "traces the model at the example's shapes and can leave only the batch "
+                    "(axis 0) dynamic"
+                )
+            symbols[key] = symbol
+    in_batch = symbols.get(input_name, example.shape[0])
+    return in_batch, symbols.get(output_name, in_batch)

@@ -48,7 +48,15 @@ def main(args: argparse.Namespace) -> int:
 
         args.out.mkdir(parents=True, exist_ok=True)
         files = [args.out / f"{name}.onnx"]
-        export(model, test_x[:1], files[0], input_names=["image"], output_names=["logits"])
+        batch = {"image": {0: "batch"}, "logits": {0: "batch"}}  # any number of images
+        export(
+            model,
+            test_x[:1],
+            files[0],
+            input_names=["image"],
+            output_names=["logits"],
+            dynamic_axes=batch,
+        )
         check = _check_onnx(files[0], test_x.numpy(), logits)
     else:
         calibration = train_x[:256] if args.format == "c-int8" else None
