@@ -45,16 +45,45 @@ ROUND_OFF = (1e-10, 1e-12)
 def assert_close(actual, expected, dtype="float64", what="", tolerance=None):
     """``actual`` (a scratchgrad tensor or an array) equals ``expected`` (a torch tensor or an
     array) in shape, and in value within ``dtype``'s tolerance, or within ``tolerance``
-    (rtol, atol) where a test holds another bound. 16-bit values are compared as float32."""
-    rtol, atol = tolerance or TOLERANCE[dtype]
+    (rtol, atol) where a test holds another bound (or a function of ``expected`` giving them,
+    such as ``normwise``'s). 16-bit values are compared as float32."""
     if isinstance(expected, torch.Tensor):
         expected = expected.detach()
         expected = (expected.float() if expected.dtype in _16_BIT else expected).numpy()
     actual, expected = np.asarray(actual), np.asarray(expected)
+    if callable(tolerance):
+        tolerance = tolerance(expected)
+    rtol, atol = tolerance or TOLERANCE[dtype]
     if actual.dtype in (sg.bfloat16, sg.float16):
         actual = actual.astype(np.float32)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if np.ndim(atol):  # an atol per entry, which assert_allclose cannot print
+        close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+        far = ~close
+        assert close.all(), (
+            f"{what}: not within rtol={rtol} and the atol per entry at {np.argwhere(far)[:5]}: "
+            f"{actual[far][:5]} (actual), {expected[far][:5]} (desired), atol "
+            f"{np.broadcast_to(atol, far.shape)[far][:5]}"
+        )
+        return
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def normwise(dtype="float64"):
+    """A ``tolerance`` for results made by cancellation within each matrix (a determinant's
+    gradient, the adjugate: its small entries are differences of large products), whose error
+    is bounded relative to the matrix's largest entry, not to each entry's own size: each
+    entry is held within ``dtype``'s rtol of the largest magnitude among the last two dims
+    (per entry below two dims)."""
+    rtol, atol = TOLERANCE[dtype]
+
+    def tolerance(expected):
+        if expected.ndim < 2 or not expected.size:
+            return rtol, atol
+        scale = np.abs(expected).max(axis=(-2, -1), keepdims=True)
+        return rtol, np.maximum(atol, rtol * scale)
+
+    return tolerance
 
 
 def same_dtype(ours, theirs) -> bool:
@@ -102,18 +131,30 @@ def parameter_pairs(ours, theirs):
 
 
 def check_against_torch(
-    ours, theirs, arrays, dtype="float64", *, what="", seed=1, grad=True, tolerance=None
+    ours,
+    theirs,
+    arrays,
+    dtype="float64",
+    *,
+    what="",
+    seed=1,
+    grad=True,
+    tolerance=None,
+    grad_tolerance=None,
 ):
     """Run ``ours`` on scratchgrad leaves and ``theirs`` on PyTorch leaves made from the same
     ``arrays`` (see ``leaves``); compare the outputs, then backpropagate the same random gradient
     through both and compare the gradient of every input that requires one, and of every
     parameter when ``ours`` and ``theirs`` are modules. ``grad=False``: the outputs only.
-    ``tolerance``: see ``assert_close``. Returns both outputs."""
+    ``tolerance``: see ``assert_close``; ``grad_tolerance``: the gradients', if another.
+    Returns both outputs."""
     inputs = [leaves(a, dtype, None if grad else False) for a in arrays]
     out = ours(*(x for x, _ in inputs))
     expected = theirs(*(t for _, t in inputs))
     params = parameter_pairs(ours, theirs) if isinstance(ours, sg.nn.Module) else ()
-    check_outputs_and_gradients(out, expected, inputs, dtype, what, params, seed, grad, tolerance)
+    check_outputs_and_gradients(
+        out, expected, inputs, dtype, what, params, seed, grad, tolerance, grad_tolerance
+    )
     return out, expected
 
 
@@ -133,13 +174,23 @@ def check_second_derivative(call, arrays) -> None:
 
 
 def check_outputs_and_gradients(
-    out, expected, inputs, dtype="float64", what="", params=(), seed=1, grad=True, tolerance=None
+    out,
+    expected,
+    inputs,
+    dtype="float64",
+    what="",
+    params=(),
+    seed=1,
+    grad=True,
+    tolerance=None,
+    grad_tolerance=None,
 ):
     """Compare the outputs (a tensor, or a tuple or list of tensors and ``None``s) in dtype,
     requires_grad and value; then (``grad``) backpropagate the same random gradient of every
     output that requires one through both libraries and compare the gradients of the ``inputs``
     [(ours, theirs)] and the ``params`` [(name, ours, theirs)]. Where PyTorch has no gradient
-    (the outputs do not depend on that input), ours must be missing or zero."""
+    (the outputs do not depend on that input), ours must be missing or zero. The gradients
+    are compared within ``grad_tolerance`` where given, else ``tolerance``."""
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     expected_outs = tuple(expected) if isinstance(expected, (tuple, list)) else (expected,)
     assert len(outs) == len(expected_outs), f"{what}: {len(outs)} outputs, not {len(expected_outs)}"
@@ -157,7 +208,8 @@ def check_outputs_and_gradients(
                 assert x.grad is None or not x.grad.numpy().any(), f"{what}: {name} gets none"
             else:
                 assert same_dtype(x.grad, t.grad), f"{what}: gradient of {name}: {x.grad.dtype}"
-                assert_close(x.grad, t.grad, dtype, f"{what}: gradient of {name}", tolerance)
+                where = f"{what}: gradient of {name}"
+                assert_close(x.grad, t.grad, dtype, where, grad_tolerance or tolerance)
 
 
 def _backward_both(outs, expected_outs, rng):

@@ -223,6 +223,46 @@ def test_ops_that_pytorch_lets_promote_still_promote(f, dtypes):
     np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5)
 
 
+# einsum of operands of several dtypes: PyTorch takes them pairwise, left to right, summing a
+# letter held by both of a pair with bmm (one dtype; none for bool) and multiplying the others
+# with mul (which promotes); a lone operand's sum gives int64 for integers
+EINSUM_DTYPES = [
+    ("i,i,i->", ["float32", "float64", "float64"], [(2,)] * 3),  # mul promotes, then bmm
+    ("i,i,i->", ["float32", "float32", "float64"], [(2,)] * 3),  # bmm of float32 and float64
+    ("i,i,i->", ["float16", "float32", "float32"], [(2,)] * 3),
+    ("i,i,i->", ["float32", "float64", "float32"], [(1,)] * 3),  # dims of 1 broadcast: mul
+    ("ij,jk,kl->il", ["float32", "float64", "float32"], [(2, 2)] * 3),
+    ("ij,j,j->i", ["float64", "float32", "float32"], [(2, 3), (3,), (3,)]),
+    ("bij,bjk,bk->bi", ["float64", "float64", "float32"], [(2, 2, 3), (2, 3, 2), (2, 2)]),
+    ("i,j,k->ijk", ["float32", "float64", "float32"], [(2,), (3,), (2,)]),  # no sum: mul only
+    ("ij,jk,k->i", ["int32", "int32", "int64"], [(2, 3), (3, 2), (2,)]),
+    ("ij,k->", ["int32", "int32"], [(2, 3), (2,)]),  # each summed alone first: int64
+    ("i,i,i->", ["bool"] * 3, [(2,)] * 3),  # bmm has no bool kernel
+    ("i->", ["int32"], [(3,)]),
+    ("ij->i", ["bool"], [(2, 3)]),
+    ("ii->i", ["int32"], [(2, 2)]),  # a diagonal, no sum
+]
+
+
+@pytest.mark.parametrize("equation, dtypes, shapes", EINSUM_DTYPES, ids=str)
+def test_einsum_of_several_dtypes_promotes_or_raises_as_pytorch(equation, dtypes, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(0, 3, s) for s in shapes]
+    results = []
+    for lib in (torch, sg):
+        operands = [lib.tensor(a).to(getattr(lib, d)) for a, d in zip(arrays, dtypes)]
+        try:
+            results.append(lib.einsum(equation, *operands))
+        except (RuntimeError, NotImplementedError) as error:
+            results.append(error)
+    theirs, ours = results
+    if isinstance(theirs, Exception):
+        assert type(ours) is type(theirs) and str(ours).startswith("einsum: ")
+    else:
+        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3)
+
+
 def test_under_autocast_the_one_dtype_checks_come_after_the_casts():
     """bfloat16 activations meet float32 weights in a norm, cdist, a loss and a GRU as in
     PyTorch's autocast; a float64 operand (not cast) is still refused by einsum and addmm."""

@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scratchgrad"
 
 # Bottom to top; a module may import its own layer and the ones before it.
 LAYERS = [
-    {"backend", "dtypes", "cuda", "accelerator", "backends", "meta"},  # arrays, dtypes, devices
+    # (cpu_order: the orders of ties in PyTorch's CPU sorts, on NumPy rows)
+    {"backend", "dtypes", "cuda", "accelerator", "backends", "meta", "cpu_order"},
     {"autograd"},
     {"ops"},
     # (testing: torch.testing, built on Tensor and its factories)

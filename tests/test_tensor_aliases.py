@@ -196,6 +196,47 @@ def test_dim_order_matches_torch(shape, view):
     assert ours.dim_order() == theirs.dim_order()
 
 
+SIZE_ONE_VIEWS = {
+    "none_then_slice": lambda t: t[None, 1:],  # the None is an unsqueeze before the slice
+    "slice_then_none": lambda t: t[1:, None],
+    "none_between": lambda t: t[:, None, 1:],
+    "nones_around": lambda t: t[None, 1:, None],
+    "two_nones": lambda t: t[None, None, 1:],
+    "none_then_pick": lambda t: t[None, 0],
+    "none_then_step": lambda t: t[None, ::2],
+    "none_then_one_row": lambda t: t[None, :1],
+    "unsqueeze_then_slice": lambda t: t.unsqueeze(0)[:, 1:],
+    "unsqueeze_last": lambda t: t[:, 1:].unsqueeze(2),  # 1, where a view gives another
+    "unsqueeze_before_a_stepped_row": lambda t: t[1:2:2].unsqueeze(0),
+    "unsqueeze_of_none_then_slice": lambda t: t[None, 1:].unsqueeze(1),
+    "none_then_slice_then_transpose": lambda t: t[None, 1:].transpose(0, 1),
+    "none_then_slice_then_view": lambda t: t[None, 1:].view(1, 1, -1, t.shape[1]),
+    "expand_then_slice": lambda t: t.expand(1, *t.shape)[:, 1:],
+    "expand_keeps_a_size_one_dim": lambda t: t[:, :1].expand(2, -1, 1),
+    "sliced_broadcast_keeps_zero": lambda t: t[:1].expand(3, -1)[:1],
+}
+
+
+@pytest.mark.parametrize("base", ["3x3", "3x3_t", "4x5", "4x5_t"])
+@pytest.mark.parametrize("name", SIZE_ONE_VIEWS)
+def test_strides_of_size_one_dims_match_torch(name, base):
+    """A dim of size 1 has PyTorch's stride from the op that made it, taken from that op's
+    input (x[None, 1:] of a 3x3 x: 9, as unsqueeze(0) of x), whatever comes after."""
+    rows, cols = (int(n) for n in base[:3].split("x"))
+    outs = []
+    for m in (sg, torch):
+        x = m.arange(float(rows * cols)).reshape(rows, cols)
+        outs.append(SIZE_ONE_VIEWS[name](x.t() if base.endswith("_t") else x))
+    ours, theirs = outs
+    assert ours.shape == theirs.shape and ours.stride() == theirs.stride()
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_expanding_a_zero_dim_tensor_gives_torchs_zero_strides():
+    assert sg.tensor(1.0).expand(1, 1).stride() == torch.tensor(1.0).expand(1, 1).stride()
+
+
 PREDICATES = [
     "is_sparse", "is_sparse_csr", "is_quantized", "is_nested", "is_mkldnn", "is_mps", "is_xpu",
     "is_xla", "is_ipu", "is_mtia", "is_maia", "is_vulkan",

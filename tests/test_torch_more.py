@@ -145,6 +145,18 @@ ERRORS = {
 }
 
 
+@pytest.mark.parametrize("high, n", [(2, 9), (3, 40), (5, 300)])
+def test_kthvalue_picks_torchs_index_among_ties(high, n):
+    """PyTorch's quickselect decides which of equal entries is the k-th."""
+    data = np.random.default_rng(n).integers(0, high, (3, n)).astype(np.float64)
+    data[0, :2] = np.nan
+    for k in range(1, n + 1, max(1, n // 12)):
+        for dim, x in ((1, data), (0, data.T.copy())):
+            ours, theirs = sg.tensor(x).kthvalue(k, dim), torch.tensor(x).kthvalue(k, dim)
+            assert ours.indices.tolist() == theirs.indices.tolist(), (k, dim)
+            np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+
+
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_as_torch(name):
     assert_raises_as_torch(*ERRORS[name])

@@ -90,16 +90,40 @@ def test_inference_mode_nests_with_grad_modes_as_torch():
 
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_is_stable_and_puts_nan_where_torch_does(descending):
-    values = [2.0, float("nan"), 1.0, 2.0, -1.0, 1.0, float("nan")]
-    ours = sg.tensor(values).sort(descending=descending)
+    values = [2.0, float("nan"), 1.0, 2.0, -1.0, 1.0, float("nan")] * 4
+    ours = sg.tensor(values).sort(descending=descending, stable=True)
     theirs = torch.tensor(values).sort(descending=descending, stable=True)
     assert ours.indices.tolist() == theirs.indices.tolist()
     np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
-    ints = [3, 1, 3, 0, 1]
+    ints = [3, 1, 3, 0, 1] * 5
     assert (
-        sg.argsort(sg.tensor(ints), descending=descending).tolist()
+        sg.argsort(sg.tensor(ints), descending=descending, stable=True).tolist()
         == torch.argsort(torch.tensor(ints), descending=descending, stable=True).tolist()
     )
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize(
+    "shape, high, dtype",
+    [
+        ((40,), 3, "float32"),  # past 16 entries std::sort partitions: not stable
+        ((3, 50), 4, "int64"),
+        ((33, 2), 2, "float64"),  # along dim 0 too
+        ((40000,), 5, "int64"),  # a long 1-d integer tensor: PyTorch's radix sort, stable up
+        ((2000,), 7, "float16"),
+    ],
+)
+def test_unstable_sort_orders_ties_as_torch(shape, high, dtype, descending):
+    data = np.random.default_rng(0).integers(0, high, shape)
+    for dim in range(len(shape)):
+        ours, theirs = (
+            m.tensor(data).to(getattr(m, dtype)).sort(dim=dim, descending=descending, stable=False)
+            for m in (sg, torch)
+        )
+        assert ours.indices.tolist() == theirs.indices.tolist()
+        assert sg.tensor(data).argsort(dim, descending).tolist() == (
+            torch.tensor(data).argsort(dim, descending=descending).tolist()
+        )
 
 
 def test_integer_cumsum_gives_int64_as_torch():

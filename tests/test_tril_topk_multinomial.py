@@ -45,6 +45,38 @@ def test_topk_indices_match_torch_and_k_is_checked():
         sg.tensor(x).topk(5)
 
 
+# rows with ties: few values, so that PyTorch's CPU kernel (nth_element, then sorting the
+# first k - 1; partial_sort where 64 k fit in the row) decides which of the equal ones it picks
+TIED_ROWS = {
+    "five": [1.0, 3.0, 3.0, 2.0, 3.0],
+    "all_equal": [3.0] * 6,
+    "twenty_of_three": [float(v) for v in np.random.default_rng(1).integers(0, 3, 20)],
+    "with_nans": [0.0, float("nan"), 5.0, 5.0, float("nan"), 0.0, 5.0, -0.0],
+    "hundred_of_two": [float(v) for v in np.random.default_rng(2).integers(0, 2, 130)],
+}
+
+
+@pytest.mark.parametrize("sorted_", [True, False])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+@pytest.mark.parametrize("name", TIED_ROWS)
+def test_topk_picks_torchs_indices_among_ties(name, k, largest, sorted_):
+    row = TIED_ROWS[name]
+    x = np.array([row, row[::-1], row[1:] + row[:1]])
+    for dim, data in ((-1, x), (0, x.T.copy())):
+        ours = sg.tensor(data).topk(k, dim, largest, sorted_)
+        theirs = torch.tensor(data).topk(k, dim, largest, sorted_)
+        assert ours.indices.tolist() == theirs.indices.tolist(), dim
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+
+
+def test_topk_unsorted_keeps_torchs_order_without_ties():
+    """sorted=False leaves the first k - 1 as nth_element left them: not in order."""
+    x = [5.0, 1.0, 4.0, 2.0, 3.0, 9.0, 0.0, 7.0]
+    for m in (sg, torch):
+        assert m.tensor(x).topk(3, largest=False, sorted=False).indices.tolist() == [1, 6, 3]
+
+
 def _frequencies(samples: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(samples.ravel(), minlength=n) / samples.size
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import ml_dtypes
 
-from scratchgrad import backend, printing
+from scratchgrad import backend, cpu_order, printing
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd import function as _function
 from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
@@ -349,14 +349,12 @@ class Tensor:
         >>> import scratchgrad as sg
         >>> sg.zeros(2, 3).stride(), sg.zeros(3, 0, 2).stride(), sg.zeros(2, 3).t().stride()
         ((3, 1), (2, 2, 1), (1, 3))
-        >>> sg.zeros(2, 3)[:, None].stride()
-        (3, 3, 1)
+        >>> sg.zeros(2, 3)[:, None].stride(), sg.zeros(3, 3)[None, 1:].stride()
+        ((3, 3, 1), (9, 3, 1))
         """
         array = self.array
         if array.size and hasattr(self, "_view"):
             strides = self._layout().strides  # (of bools: its steps in bytes are in entries)
-            if not any(cls is movement.AsStrided for cls, _ in self._view[1]):
-                strides = _new_dims_strides(array.shape, strides)
         elif array.size or not any(array.strides):  # a base: row-major to PyTorch
             strides = tuple(math.prod(max(n, 1) for n in array.shape[d + 1 :])
                             for d in range(array.ndim))  # fmt: skip
@@ -2398,7 +2396,7 @@ class Tensor:
 
     def msort(self) -> Tensor:
         """The entries sorted along dim 0, as ``torch.msort``."""
-        return self.sort(0).values
+        return self.sort(0, stable=True).values  # (the values only: the faster sort)
 
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
@@ -2512,23 +2510,25 @@ class Tensor:
             )
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> values_indices:
-        """The entries sorted along ``dim`` and where each came from; always stable (ties keep
-        their order, in both directions), so ``stable`` changes nothing. NaN sorts as the
-        largest, as in PyTorch. The gradient flows back to where each entry came from.
+        """The entries sorted along ``dim`` and where each came from. ``stable``: ties keep
+        their order (in both directions); else equal entries come in the order PyTorch's CPU
+        sort (``std::sort``) leaves them, taken step by step in Python on the rows that hold
+        ties (see ``cpu_order``), so ``stable=True`` is the faster one there. NaN sorts as
+        the largest, as in PyTorch. The gradient flows back to where each entry came from.
 
         >>> import scratchgrad as sg
-        >>> sg.tensor([2.0, 1.0, 2.0]).sort(descending=True)
+        >>> sg.tensor([2.0, 1.0, 2.0]).sort(descending=True, stable=True)
         values_indices(values=tensor([2., 2., 1.]), indices=tensor([0, 2, 1]))
         """
-        index = self.argsort(dim, descending)
+        index = self.argsort(dim, descending, stable)
         return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
 
     def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-        """The indices that sort the entries along ``dim`` (stably, as ``sort``)."""
+        """The indices that sort the entries along ``dim`` (ties ordered as ``sort``'s)."""
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(namespace(self.array).zeros((), backend.int64))
-        return self._indices_along(_sort_order, dim, descending)
+        return self._indices_along(_sort_order, dim, descending, stable)
 
     def _indices_along(self, compute: Callable, dim: int, *args: Any) -> Tensor:
         """The indices ``compute(array, dim, *args)`` finds from the values along ``dim`` (a
@@ -2608,7 +2608,9 @@ class Tensor:
         self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     ) -> values_indices:
         """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest
-        first; the gradient flows to the chosen entries only.
+        first (``sorted=False``: in the order PyTorch's CPU kernel leaves them); among equal
+        entries, those PyTorch's CPU kernel picks (see ``cpu_order``). The gradient flows to
+        the chosen entries only.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([1.0, 5.0, 3.0]).topk(2)
@@ -2621,7 +2623,7 @@ class Tensor:
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
             zero = namespace(self.array).zeros((), backend.int64)
             return values_indices(self.clone(), Tensor._make(zero))
-        index = self._indices_along(_top_indices, dim, k, largest)
+        index = self._indices_along(_top_indices, dim, k, largest, sorted)
         return values_indices(self.gather(dim, index), index)
 
     def median(self, dim: int | None = None, keepdim: bool = False):
@@ -2642,8 +2644,8 @@ class Tensor:
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> values_indices:
         """The ``k``-th smallest entry along ``dim`` (``k`` from 1, NaN the largest) and its
-        index, as ``torch.kthvalue``; the gradient flows to that entry (among ties, the one at
-        the ``k``-th place in a stable sort; PyTorch's pick may differ).
+        index, as ``torch.kthvalue`` (among ties, the one PyTorch's CPU quickselect picks, see
+        ``cpu_order``); the gradient flows to that entry.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).kthvalue(3)
@@ -2926,8 +2928,9 @@ class Tensor:
     def _layout(self):
         """An empty array laid out as PyTorch lays out this tensor: the base contiguous, and
         this tensor's view steps taken from it (scratchgrad's own layouts can differ, e.g.
-        convolutions keep the batch last in memory). ``stride``, ``is_contiguous`` and
-        ``view`` all read this one layout, so they never contradict each other."""
+        convolutions keep the batch last in memory), each step giving PyTorch's strides (see
+        ``_torch_strides``). ``stride``, ``is_contiguous`` and ``view`` all read this one
+        layout, so they never contradict each other."""
         base, steps = getattr(self, "_view", (self, ()))
         layout = xp.empty(base.array.shape, bool)
         at = [i for i, (cls, _) in enumerate(steps) if cls is movement.AsStrided]
@@ -2936,7 +2939,10 @@ class Tensor:
             memory = xp.empty(movement.span(size, stride, 0), bool)
             layout = xp.lib.stride_tricks.as_strided(memory, size, stride, writeable=False)
             steps = steps[at[-1] + 1 :]
-        return movement.replay_on_array(layout, steps)
+        for cls, attributes in steps:
+            out = cls.forward(cls(), layout, **attributes)
+            layout = _torch_strides(out, layout, cls, attributes)
+        return layout
 
     def _strides_allow(self, shape: tuple) -> bool:
         if not hasattr(self, "_view"):
@@ -3030,7 +3036,8 @@ class Tensor:
 
     def unsqueeze(self, dim: int) -> Tensor:
         (dim,) = _dims(dim, self.array.ndim + 1)
-        return self.reshape(*self.array.shape[:dim], 1, *self.array.shape[dim:])
+        shape = (*self.array.shape[:dim], 1, *self.array.shape[dim:])
+        return movement.Unsqueeze.apply(self, shape=shape, dim=dim)
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
@@ -4571,17 +4578,76 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
 
 
 def _einsum(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
-    dtype = operands[0].dtype
-    for t in operands[1:]:
-        dtype = promote_types(dtype, t.dtype)
+    dtype = _einsum_dtype(operands, inputs, output)
     return matmul.Einsum.apply(*(t.to(dtype) for t in operands), inputs=inputs, output=output)
 
 
 @autocast_policy("lower")
 def _contraction(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
-    """A contracting einsum: PyTorch's bmm, so of one dtype (the check after autocast's casts)."""
-    check_same_dtype("einsum", *operands)
+    """A contracting einsum: PyTorch's bmm, which autocast lowers (the dtype checks come after
+    autocast's casts)."""
     return _einsum(*operands, inputs=inputs, output=output)
+
+
+def _einsum_dtype(operands: tuple, inputs: tuple, output: str) -> Any:
+    """The dtype of ``einsum``'s result, or its error, as PyTorch's einsum gives them: it
+    takes the operands pairwise, left to right (its order without opt_einsum's path), each
+    pair's letters summed over there by ``bmm``, which takes one dtype only, and the others
+    multiplied by ``mul``, which promotes; a letter that only one operand of a pair still
+    holds is summed out of it first (``sum``: integers give int64), as is a lone operand's.
+    Dims of size 1 broadcast, so they are never contracted."""
+    sizes = [dict(zip(letters, t.shape)) for letters, t in zip(inputs, operands)]
+    letters = set("".join(inputs))
+    summed = letters - set(output)
+    if len(operands) == 1:
+        return _sum_dtype(operands[0].dtype) if summed else operands[0].dtype
+    held = {c: builtins.sum(s.get(c, 1) != 1 for s in sizes) for c in summed}
+    (a, a_sizes), *rest = zip((t.dtype for t in operands), sizes)
+    for b, b_sizes in rest:
+        gone = set()  # the letters summed over at this pair
+        for c in summed:
+            in_a, in_b = a_sizes.get(c, 1) != 1, b_sizes.get(c, 1) != 1
+            if in_a and in_b:
+                held[c] -= 1
+            if held[c] == 1 and (in_a or in_b):
+                gone.add(c)
+                held[c] = 0
+                if not in_b:  # only a holds it: summed out of a alone, as from b below
+                    a = _sum_dtype(a)
+                elif not in_a:
+                    b = _sum_dtype(b)
+        if builtins.any(a_sizes.get(c, 1) != 1 and b_sizes.get(c, 1) != 1 for c in gone):
+            swap = _bmm_swaps(a_sizes, b_sizes, letters, gone, output)
+            _check_bmm_dtypes(*((b, a) if swap else (a, b)))
+        else:
+            a = promote_types(a, b)
+        a_sizes = {c: 1 if c in gone else builtins.max(a_sizes.get(c, 1), b_sizes.get(c, 1))
+                   for c in {*a_sizes, *b_sizes}}  # fmt: skip
+    return a
+
+
+def _bmm_swaps(a_sizes: dict, b_sizes: dict, letters: set, gone: set, output: str) -> bool:
+    """Whether PyTorch's einsum multiplies the pair as bmm(b, a): where the first of the
+    equation's ``letters`` kept that a holds without b is after one that a lacks (in the
+    order of the output, then the others alphabetically, capitals first)."""
+    kept = sorted(letters - gone, key=lambda c: (c not in output, output.find(c), c))
+    a_only = [a_sizes.get(c, 1) != 1 and b_sizes.get(c, 1) == 1 for c in kept]
+    if not builtins.any(a_only) or builtins.all(a_only):
+        return False
+    return not a_only[0]
+
+
+def _sum_dtype(dtype: Any) -> Any:
+    return backend.int64 if dtype.kind in "biu" else dtype
+
+
+def _check_bmm_dtypes(a: Any, b: Any) -> None:
+    """PyTorch's bmm in einsum: not for bool (its kernel, chosen by the left operand's dtype,
+    says so before any dtype check), and of one dtype."""
+    if a.kind == "b":
+        raise NotImplementedError(f"einsum: \"bmm\" not implemented for '{_kind_name(a)}'")
+    if a != b:
+        raise RuntimeError(f"einsum: expected tensors of the same dtype, but got: {a} != {b}")
 
 
 def _contracts(inputs: tuple, output: str) -> bool:
@@ -5485,16 +5551,49 @@ def _scaled_sum(x: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor
     return product + (x if beta == 1 else x * beta)
 
 
-def _sort_order(array, dim: int, descending: bool):
-    """Indices that sort ``array`` along ``dim`` stably, in both directions: for a descending
+def _sort_order(array, dim: int, descending: bool, stable: bool = True):
+    """Indices that sort ``array`` along ``dim``. Stably, in both directions: for a descending
     order the reversed array is sorted ascending and the result reversed, which keeps ties in
-    their original order (NaN, sorted last ascending, comes first descending, as in PyTorch)."""
+    their original order (NaN, sorted last ascending, comes first descending, as in PyTorch).
+    Not ``stable``: ties in PyTorch's CPU order (``cpu_order.sorted_indices``)."""
     xp = namespace(array)
     if not descending:
-        return xp.argsort(array, axis=dim, kind="stable")
-    n = array.shape[dim]
-    order = xp.argsort(xp.flip(array, dim), axis=dim, kind="stable")
-    return xp.flip(n - 1 - order, dim)
+        order = xp.argsort(array, axis=dim, kind="stable")
+    else:
+        n = array.shape[dim]
+        order = xp.flip(n - 1 - xp.argsort(xp.flip(array, dim), axis=dim, kind="stable"), dim)
+    # PyTorch sorts a long 1-d integer tensor ascending by radix sort, which is stable
+    radix = array.ndim == 1 and array.dtype.kind in "iu" and array.size >= 32768
+    if stable or (radix and not descending):
+        return order
+    return _ties_as_torch(array, dim, order, lambda row: cpu_order.sorted_indices(row, descending))
+
+
+def _ties_as_torch(array: Any, dim: int, indices: Any, pick: Callable, every_row=False) -> Any:
+    """``indices`` (along ``dim`` of ``array``, from a stable sort) with the rows that hold
+    ties (or all, ``every_row``) picked as PyTorch's CPU kernels pick: ``pick`` takes a row's
+    (value, index) pairs to its indices (see ``cpu_order.redo_rows``). Only for a NumPy
+    array of at most ``_TIES_REPLAYED`` entries: the kernels' steps run as Python loops (a
+    sort of 1M float32 normals, whose ties are many, took 3.3 s instead of 0.09 s), and
+    PyTorch promises no order among ties (nor do its CUDA kernels share the CPU's)."""
+    xp = namespace(array)
+    if not array.size or not indices.size:
+        return indices
+    if type(array) is not ndarray or array.size > _TIES_REPLAYED:
+        return indices
+    values = backend.to_host(xp.moveaxis(array, dim, -1))
+    moved = backend.to_host(xp.moveaxis(indices, dim, -1))
+    rows = values.reshape(-1, values.shape[-1])
+    redone = cpu_order.redo_rows(rows, moved.reshape(len(rows), -1), pick, every_row)
+    if redone is None:
+        return indices
+    redone = backend.to_device(redone.reshape(moved.shape), backend.device_of(array))
+    return namespace(redone).moveaxis(redone, -1, dim)
+
+
+# The most entries whose ties ``_ties_as_torch`` orders as PyTorch's CPU kernels do (at most
+# about 40 ms of Python); larger tensors keep a stable sort's order among ties.
+_TIES_REPLAYED = 1 << 16
 
 
 def _searches_right(right: bool, side: str | None) -> bool:
@@ -6046,21 +6145,29 @@ def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any
     return out if probs.ndim == 2 else out[0]
 
 
-def _top_indices(array: Any, dim: int, k: int, largest: bool) -> Any:
-    """The indices of the ``k`` largest (smallest) entries along ``dim``, in order; a stable
-    sort, so that ties keep their order."""
+def _top_indices(array: Any, dim: int, k: int, largest: bool, sorted: bool = True) -> Any:
+    """The indices of the ``k`` largest (smallest) entries along ``dim``, in order: a stable
+    sort's, then PyTorch's CPU picks in the rows where ties decide them, and in every row
+    where ``sorted=False`` leaves the first ``k - 1`` in its selection's order (k > 2, and
+    too large for its partial sort: ``cpu_order.top_indices``)."""
     xp = namespace(array)
-    order = xp.argsort(-array if largest else array, axis=dim, kind="stable")
-    return xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
+    order = _sort_order(array, dim, largest)
+    top = xp.take(order, xp.arange(k), axis=dim).astype(backend.int64)
+    unsorted = not sorted and k > 2 and k * 64 > array.shape[dim]
+    pick = functools.partial(cpu_order.top_indices, k=k, largest=largest, sorted=sorted)
+    return _ties_as_torch(array, dim, top, pick, every_row=unsorted)
 
 
 def _order_statistic_index(array: Any, dim: int, k: int | None) -> Any:
-    """The index along ``dim`` of the ``k``-th smallest entry (from 1), stably sorted; for
-    ``k`` None the lower median's, or the first NaN's where there is one (as PyTorch's)."""
+    """The index along ``dim`` of the ``k``-th smallest entry (from 1), among ties the one
+    PyTorch's CPU quickselect picks; for ``k`` None the lower median's in a stable sort, or
+    the first NaN's where there is one (as PyTorch's)."""
     xp = namespace(array)
     order = xp.argsort(array, axis=dim, kind="stable")
     position = (array.shape[dim] - 1) // 2 if k is None else k - 1
     index = xp.take(order, [position], axis=dim)
+    if k is not None:
+        index = _ties_as_torch(array, dim, index, functools.partial(cpu_order.kth_index, k=k))
     if k is None and array.dtype.kind == "f":
         nan = xp.isnan(array)
         first_nan = xp.argmax(nan, axis=dim, keepdims=True)
@@ -6200,15 +6307,85 @@ def _writes_overlap(array: Any) -> bool:
     )
 
 
-def _new_dims_strides(shape: tuple, strides: tuple) -> tuple:
-    """``strides`` with PyTorch's stride for each new dim of size 1 (``x[None]``, an
-    ``expand``), which NumPy gives a stride of 0: that of the dim after it times its size
-    (1 for the last dim), as ``unsqueeze``'s."""
-    strides = list(strides)
-    for d in reversed(range(len(shape))):
-        if shape[d] == 1 and strides[d] == 0:
-            strides[d] = strides[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
-    return tuple(strides)
+def _torch_strides(out: Any, x: Any, cls: type, attributes: dict) -> Any:
+    """The layout ``out``, the view step ``cls`` taken from the layout ``x`` by NumPy, with
+    PyTorch's strides where a dim of size 1 lets the two differ (NumPy gives a new dim the
+    stride 0, and leaves dims of size 1 out when it reshapes). Each step is PyTorch's own
+    rule, taken from its input, so a later step keeps it: ``x[None, 1:]`` of a 3x3 ``x`` has
+    strides (9, 3, 1), as its None is an ``unsqueeze`` of ``x`` before the slice."""
+    if not out.size:  # (strides of tensors without entries are read elsewhere)
+        return out
+    strides = [s // out.itemsize for s in out.strides]
+    if cls is movement.GetItem:
+        for d, stride in _unsqueezed_strides(x, attributes["index"]).items():
+            strides[d] = stride
+    elif cls is movement.Expand:  # PyTorch's inferExpandGeometry
+        lead = out.ndim - x.ndim
+        for d in reversed(range(out.ndim)):
+            if d >= lead and x.shape[d - lead] == out.shape[d]:  # (NumPy zeroes it if 1)
+                strides[d] = x.strides[d - lead] // x.itemsize
+            elif d < lead and out.shape[d] == 1:  # a new dim: the one after it, times its size
+                strides[d] = strides[d + 1] * out.shape[d + 1] if d + 1 < out.ndim else 0
+    elif cls is movement.Unsqueeze:  # the size times the stride of the dim it goes before
+        dim, kept = attributes["dim"], [s // x.itemsize for s in x.strides]
+        new = x.shape[dim] * kept[dim] if dim < x.ndim else 1
+        strides = [*kept[:dim], new, *kept[dim:]]
+    elif cls is movement.Reshape:
+        strides = _view_strides(x, out.shape) or strides
+    if tuple(strides) == tuple(s // out.itemsize for s in out.strides):
+        return out
+    stride_tricks = namespace(out).lib.stride_tricks  # (dims of size 1 reach no new memory)
+    return stride_tricks.as_strided(out, out.shape, [s * out.itemsize for s in strides])
+
+
+def _unsqueezed_strides(x: Any, index: tuple) -> dict:
+    """{dim of ``x[index]``: its stride} for each None of a basic ``index``: PyTorch takes the
+    items in order, each None an ``unsqueeze`` at the dim it stands at, whose stride is the
+    size times the stride of ``x``'s dim not yet indexed there (1 past the last)."""
+    if not builtins.all(
+        item is None or item is Ellipsis or type(item) is slice or _is_int_item(item)
+        for item in index
+    ):
+        return {}  # integer arrays or masks: a copy, whose strides NumPy gives
+    taking = sum(1 for item in index if item is not None and item is not Ellipsis)
+    new, dim, out_dim = {}, 0, 0
+    for item in index:
+        if item is None:
+            new[out_dim] = x.shape[dim] * x.strides[dim] // x.itemsize if dim < x.ndim else 1
+            out_dim += 1
+        elif item is Ellipsis:
+            dim, out_dim = dim + x.ndim - taking, out_dim + x.ndim - taking
+        else:
+            dim, out_dim = dim + 1, out_dim + (type(item) is slice)
+    return new
+
+
+def _is_int_item(item: Any) -> bool:
+    return isinstance(item, numbers.Integral) and not isinstance(item, bool)
+
+
+def _view_strides(x: Any, shape: tuple) -> list | None:
+    """The strides, in entries, of ``x.view(shape)`` as PyTorch computes them (its
+    ``computeStride``, which gives each dim of size 1 the stride of the chunk it joins), or
+    None where the view needs a copy."""
+    if not x.ndim:
+        return [1] * len(shape)
+    old = [s // x.itemsize for s in x.strides]
+    strides = [0] * len(shape)
+    view_dim, base, x_count, view_count = len(shape) - 1, old[-1], 1, 1
+    for dim in reversed(range(x.ndim)):
+        x_count *= x.shape[dim]
+        if dim and (x.shape[dim - 1] == 1 or old[dim - 1] == x_count * base):
+            continue  # the chunk of dims that run on in memory goes on
+        while view_dim >= 0 and (view_count < x_count or shape[view_dim] == 1):
+            strides[view_dim] = view_count * base
+            view_count *= shape[view_dim]
+            view_dim -= 1
+        if view_count != x_count:
+            return None
+        if dim:
+            base, x_count, view_count = old[dim - 1], 1, 1
+    return strides if view_dim == -1 else None
 
 
 class _ViewCopy:

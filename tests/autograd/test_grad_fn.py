@@ -32,6 +32,7 @@ EXPRESSIONS = {
     "view": lambda m, x, w: x.reshape(-1),
     "flatten": lambda m, x, w: x.flatten(),
     "permute": lambda m, x, w: x.permute(1, 0),
+    "unsqueeze": lambda m, x, w: x.unsqueeze(1),
     "expand": lambda m, x, w: x.expand(4, 2, 3),
     "select": lambda m, x, w: x[0],
     "select_column": lambda m, x, w: x[:, -1],

@@ -667,6 +667,66 @@ def test_conv_transpose_errors_where_torch_raises(call):
         call(sg)
 
 
+@pytest.mark.parametrize(
+    "dtype, bias_dtype, batch",
+    [
+        ("float32", "float64", (1,)),
+        ("float32", "float64", ()),
+        ("float32", "float16", (1,)),
+        ("float32", "int64", (1,)),
+        ("float64", "float32", (3,)),
+    ],
+)
+@pytest.mark.parametrize("dims", [1, 2])
+def test_conv_transpose_takes_a_bias_of_another_dtype_as_torch(dims, dtype, bias_dtype, batch):
+    """PyTorch's conv_transpose1d/2d add such a bias in the wider dtype and round the sum to
+    the input's (1 + (2**-24 + 2**-50) rounds up in float32; with the bias rounded first it
+    would tie to 1); the bias's gradient keeps its own dtype. (Its oneDNN path, which it takes
+    for most float32 batches of two or more, refuses such a bias; scratchgrad takes it.)"""
+    results = []
+    for m, functional in ((sg, F), (torch, TF)):
+        conv = getattr(functional, f"conv_transpose{dims}d")
+        x = m.ones(batch + (1,) + (2,) * dims, dtype=getattr(m, dtype), requires_grad=True)
+        w = m.ones((1, 2) + (1,) * dims, dtype=getattr(m, dtype), requires_grad=True)
+        value = 2**-24 + 2**-50 if bias_dtype == "float64" else 3
+        b = m.full((2,), value, dtype=getattr(m, bias_dtype))
+        b.requires_grad_(bias_dtype != "int64")
+        out = conv(x, w, b)
+        (out * m.arange(out.numel()).reshape(out.shape)).sum().backward()
+        results.append((out, x.grad, w.grad, b.grad))
+    for ours, theirs in zip(*results):
+        if theirs is None:
+            assert ours is None
+            continue
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        assert ours.tolist() == theirs.tolist()
+
+
+def test_conv_transpose_layer_with_a_bias_of_another_dtype_matches_torch():
+    ours, theirs = module_pair(lambda nn: nn.ConvTranspose2d(2, 3, 3, stride=2), "float64")
+    ours.bias.data, theirs.bias.data = ours.bias.data.float(), theirs.bias.data.float()
+    check_against_torch(ours, theirs, [_normal(2, 2, 4, 4)], "float64")
+    assert ours.bias.grad.dtype == sg.float32
+
+
+@pytest.mark.parametrize(
+    "call",
+    [  # PyTorch's conv_transpose3d refuses a bias of another dtype, and all a weight of one
+        lambda m: m.nn.functional.conv_transpose3d(
+            m.ones(1, 2, 2, 2, 2), m.ones(2, 3, 1, 1, 1), m.ones(3, dtype=m.float64)
+        ),
+        lambda m: m.nn.functional.conv_transpose2d(
+            m.ones(1, 2, 2, 2), m.ones(2, 3, 1, 1, dtype=m.float64), m.ones(3)
+        ),
+    ],
+)
+def test_conv_transpose_dtype_errors_as_torch(call):
+    with pytest.raises(RuntimeError, match="Float but found Double"):
+        call(torch)
+    with pytest.raises(RuntimeError, match="must have the same dtype"):
+        call(sg)
+
+
 # ---- init.orthogonal_ and init.trunc_normal_ ------------------------------------------------
 
 

@@ -304,16 +304,19 @@ def test_doc_examples_run():
     assert result.failed == 0 and result.attempted > 10
 
 
-def test_ties_go_by_index():
-    """Our documented choice among equal scores (PyTorch leaves it to its topk)."""
-    layer = sg.nn.Linear(4, 2, bias=False)
-    layer.weight.data = sg.tensor([[1.0, -1.0, 1.0, 1.0], [-1.0, 2.0, 2.0, 2.0]])
-    prune.l1_unstructured(layer, "weight", 2)
-    assert layer.weight_mask.tolist() == [[0, 0, 1, 1], [1, 1, 1, 1]]
-    layer = sg.nn.Linear(2, 3, bias=False)
-    layer.weight.data = sg.tensor([[1.0, 1.0], [-1.0, 1.0], [3.0, 3.0]])
-    prune.ln_structured(layer, "weight", 1, 2, dim=0)
-    assert layer.weight_mask.sum(1).tolist() == [2, 0, 2]
+def test_ties_go_as_torchs():
+    """Among equal scores, topk picks as PyTorch's, so the masks are PyTorch's."""
+    masks = []
+    for library, p in ((torch, torch_prune), (sg, prune)):
+        layer = library.nn.Linear(4, 2, bias=False)
+        layer.weight.data = library.tensor([[1.0, -1.0, 1.0, 1.0], [-1.0, 2.0, 2.0, 2.0]])
+        p.l1_unstructured(layer, "weight", 2)
+        rows = library.nn.Linear(2, 3, bias=False)
+        rows.weight.data = library.tensor([[1.0, 1.0], [-1.0, 1.0], [3.0, 3.0]])
+        p.ln_structured(rows, "weight", 1, 2, dim=0)
+        masks.append((layer.weight_mask.tolist(), rows.weight_mask.tolist()))
+    assert masks[0] == masks[1]
+    assert masks[1][0] == [[1, 0, 1, 1], [0, 1, 1, 1]]  # not the lowest indices first
 
 
 def test_pruning_a_buffer_raises_and_changes_nothing():

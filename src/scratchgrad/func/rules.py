@@ -60,6 +60,12 @@ def dims_shifted(cls, values, batched, kwargs):
     return cls.apply(*values, **kwargs)
 
 
+def unsqueeze(cls, values, batched, kwargs):
+    """The batch dim prefixed to the target shape, the new dim shifted past it."""
+    (x,) = values
+    return cls.apply(x, shape=(x.shape[0], *kwargs["shape"]), dim=kwargs["dim"] + 1)
+
+
 def permute(cls, values, batched, kwargs):
     return cls.apply(values[0], dims=(0, *(d + 1 for d in kwargs["dims"])))
 
@@ -337,6 +343,7 @@ RULES: dict[type, Callable] = {
     special.Logcumsumexp: reduction,
     reduce.SumToSize: sum_to_size,
     movement.Reshape: shape_prefixed,
+    movement.Unsqueeze: unsqueeze,
     movement.Expand: shape_prefixed,
     movement.Permute: permute,
     movement.Flip: dims_shifted,

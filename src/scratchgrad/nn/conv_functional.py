@@ -253,8 +253,8 @@ def _conv_transpose(
     )
     if any(extra):
         out = out.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
-    if bias is not None:
-        out = out + bias.reshape(out_channels, *(1,) * dims)
+    if bias is not None:  # added in the wider dtype, rounded to the input's, as PyTorch's
+        out = (out + bias.reshape(out_channels, *(1,) * dims)).to(out.dtype)
     return out if batched else out.squeeze(0)
 
 
@@ -1037,12 +1037,14 @@ def _check_groups(groups: int, name: str) -> None:
         raise RuntimeError(f"{name}: groups must be a positive integer, got {groups}")
 
 
-def _check_bias_and_dtypes(x, weight, bias, out_channels: int, name: str) -> None:
+def _check_bias_and_dtypes(
+    x, weight, bias, out_channels: int, name: str, bias_of_any_dtype: bool = False
+) -> None:
     if bias is not None and bias.shape != (out_channels,):
         raise RuntimeError(
             f"{name}: bias of shape {bias.shape} does not match {out_channels} output channels"
         )
-    for other in (weight, bias):
+    for other in (weight, None if bias_of_any_dtype else bias):
         if other is not None and other.dtype != x.dtype:
             raise RuntimeError(
                 f"{name}: input ({x.dtype}) and weight/bias ({other.dtype}) must have the "
@@ -1065,13 +1067,17 @@ def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) ->
             f"{name}: only the batch may be empty, got input of shape {x.shape} and weight of "
             f"shape {weight.shape}"
         )
-    _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name)
+    # PyTorch's conv_transpose1d and 2d take a bias of any dtype (see _conv_transpose); its
+    # conv_transpose3d refuses one
+    _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name, ndim < 5)
 
 
 def _empty_batch(inputs: tuple, shape: tuple[int, ...]) -> Tensor:
     """The result ``(0, *shape)`` of a convolution of an empty batch, in the graph of its
-    ``inputs`` (input, weight and bias, if any): zero gradients, as PyTorch's."""
-    return (sum(t.sum() for t in inputs if t is not None) * 0).expand(0, *shape)
+    ``inputs`` (input, weight and bias, if any): zero gradients, as PyTorch's, in the
+    input's dtype (a transposed convolution's bias may have another)."""
+    zero = sum(t.sum() for t in inputs if t is not None) * 0
+    return zero.to(inputs[0].dtype).expand(0, *shape)
 
 
 def _batch_first(x: Tensor) -> Tensor:

@@ -23,6 +23,17 @@ class Reshape(Function):
         return grad.reshape(ctx.in_shape)
 
 
+class Unsqueeze(Reshape):
+    """A reshape that inserts a dim of size 1 at ``dim``; its own class so that the layout
+    model gives that dim ``unsqueeze``'s stride, which ``view``'s can differ from."""
+
+    backward_name = "UnsqueezeBackward0"
+
+    @staticmethod
+    def forward(ctx, x, shape, dim):
+        return Reshape.forward(ctx, x, shape)
+
+
 class Permute(Function):
     is_view = True
 

@@ -8,10 +8,8 @@ for unstructured methods, the channels not yet all zero for structured ones), as
 
 Differences from PyTorch: the module's hook is the latest method applied, not a
 ``PruningContainer`` holding all of them (``remove`` and ``is_pruned`` treat both alike); the
-random methods draw different (equally distributed) masks; among entries or channels of equal
-score, ``topk``'s stable order decides (``l1_unstructured`` prunes the tied entries of lowest
-index first, ``ln_structured`` keeps the tied channels of lowest index first), where PyTorch's
-``topk`` may pick others.
+random methods draw different (equally distributed) masks. Among entries or channels of equal
+score, ``topk`` picks as PyTorch's does.
 """
 
 from __future__ import annotations
