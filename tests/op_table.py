@@ -685,6 +685,13 @@ OPS = [
         vmap=False,  # torch.func.vmap cannot write a batch into an unbatched tensor
     ),
     Op("mm", lambda m, x, y: m.mm(x, y), shapes="matmul", check_shapes=((2, 3), (3, 4))),
+    Op(  # a sparse COO matrix (the nonzeros of x, a gather) times a dense one
+        "sparse_mm",
+        lambda m, x, y: m.sparse.mm(x.to_sparse(), y),
+        shapes="matmul",
+        check_shapes=((2, 3), (3, 4)),
+        vmap=False,  # torch.func.vmap has no batching rule for sparse tensors
+    ),
     Op(
         "bmm",
         lambda m, x, y: m.bmm(m.stack([x, 2 * x]), m.stack([y, y])),

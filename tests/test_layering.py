@@ -28,6 +28,7 @@ LAYERS = [
         "statistics",
         "testing",
         "foreach",
+        "sparse",  # COO tensors: a Tensor subclass with its own product (a Function)
     },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them

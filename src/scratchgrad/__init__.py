@@ -115,6 +115,7 @@ else:
         promote_types,
         result_type,
         set_default_dtype,
+        sparse_coo,
         strided,
     )
     from scratchgrad.printing import set_printoptions
@@ -441,6 +442,11 @@ else:
     )
 
     from math import e, inf, nan, pi  # torch.e, torch.inf, torch.nan, torch.pi
+
+    # torch.sparse (COO tensors, sparse.mm, sparse.sum): last, as its sparse tensors refuse
+    # every Tensor method they lack, attached ones included
+    from scratchgrad import sparse
+    from scratchgrad.sparse import sparse_coo_tensor, spmm
 
     newaxis = None
 

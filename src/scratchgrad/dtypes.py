@@ -309,8 +309,8 @@ channels_last_3d = memory_format("channels_last_3d", 5)
 
 
 class layout:  # noqa: N801  (PyTorch's name)
-    """How a tensor's entries are stored, as ``torch.layout``: scratchgrad's tensors are all
-    dense arrays, ``strided`` (no sparse or mkldnn layouts).
+    """How a tensor's entries are stored, as ``torch.layout``: ``strided`` for dense arrays,
+    ``sparse_coo`` for the indices and values of ``scratchgrad.sparse`` (no CSR or mkldnn).
 
     >>> import scratchgrad as sg
     >>> sg.ones(2).layout
@@ -325,6 +325,7 @@ class layout:  # noqa: N801  (PyTorch's name)
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 
 
 def check_memory_format(format: Any, ndim: int | None, op: str = "to") -> None:

@@ -191,6 +191,22 @@ class Tensor:
         """How the entries are stored: ``scratchgrad.strided``, as PyTorch's dense tensors."""
         return strided
 
+    def to_sparse(self, sparse_dim: int | None = None) -> Tensor:
+        """This tensor in the sparse COO layout (see ``scratchgrad.sparse``): its nonzero
+        entries, coalesced (differentiable).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([0.0, 5.0]).to_sparse().values()
+        tensor([5.])
+        """
+        from scratchgrad import sparse  # (sparse tensors build on this module)
+
+        return sparse.to_sparse(self, sparse_dim)
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
+        """A dense tensor is its own dense form (``dtype`` casts it), as in PyTorch."""
+        return self if dtype is None else self.to(dtype)
+
     def is_pinned(self) -> bool:
         """False: there is no page-locked memory here (see ``pin_memory``)."""
         return False
@@ -902,6 +918,8 @@ class Tensor:
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
+        if type(self) is not Tensor and self.is_sparse:  # torch.matmul(sparse, x): its own
+            return type(self).matmul(self, other)
         check_same_dtype("matmul", self, other)
         x, y = self._operands(other)
         if x.array.ndim > 1 and y.array.ndim > 1:

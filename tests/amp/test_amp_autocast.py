@@ -25,6 +25,9 @@ def _inputs(op):
 # The rows where we depart from PyTorch under autocast on purpose (docs/amp.md lists them)
 REFUSED = {"linalg_matrix_exp"}  # a 16-bit matrix_exp raises: PyTorch's CPU result overflows
 KEPT_FLOAT32 = {"linalg_pinv", "linalg_pinv_wide"}  # PyTorch's composite rounds its last product
+# PyTorch's backward of a sparse mm raises under autocast ("expected m1 and m2 to have the same
+# dtype"): the forward is compared, the gradients are not
+NO_TORCH_BACKWARD = {"sparse_mm"}
 
 
 @pytest.mark.parametrize("low", LOW)
@@ -46,7 +49,7 @@ def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
         expected = op.call(torch, *theirs)
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch."), op.name
     assert_close(out, expected, low, f"{op.name} under autocast")
-    if op.grad and expected.dtype.is_floating_point:
+    if op.grad and expected.dtype.is_floating_point and op.name not in NO_TORCH_BACKWARD:
         out.float().sum().backward()
         expected.float().sum().backward()
         for x, t in zip(ours, theirs):

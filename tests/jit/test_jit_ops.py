@@ -20,6 +20,7 @@ REFUSED = {
     "index_put_mask": "boolean mask",
     "masked_scatter": "depends on the mask",
     "repeat_interleave_counts": "tensor of counts",
+    "sparse_mm": "sparse tensors' indices",
 }
 # Known problems of the jit core, each a strict xfail: a fix makes the test pass, fail as XPASS,
 # and its line here go.
