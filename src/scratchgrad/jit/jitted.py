@@ -1181,6 +1181,11 @@ def _tensor_key(t: Tensor) -> tuple:
     memory of elementwise results, in which later reductions add), whether it requires grad
     and is a leaf (a backward into a graph outside the step is refused), and its gradient
     hooks (recorded into the program as the operations they made)."""
+    if t.is_sparse:  # (only indices and values: no array to guard or replay on)
+        raise TypeError(
+            "scratchgrad.jit: a sparse tensor argument: a jitted step takes dense ones (pass "
+            ".to_dense()), or call the function without jit"
+        )
     a = t.array
     flags = a.flags
     c_order, f_order = flags.c_contiguous, flags.f_contiguous
