@@ -2,6 +2,7 @@
 with which words, each case run on scratchgrad and on PyTorch and compared.
 """
 
+import copy
 import sys
 import threading
 
@@ -176,3 +177,13 @@ def test_training_after_evaluation():
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+
+def test_a_deep_copy_of_an_inference_tensor_is_a_normal_one_as_torchs():
+    for m in (sg, torch):
+        with m.inference_mode():
+            x = m.ones(3)
+        copied = copy.deepcopy(x)
+        assert x.is_inference() and not copied.is_inference(), m.__name__
+        copied.add_(1)  # outside the mode: allowed on a normal tensor
+        assert x.tolist() == [1.0] * 3 and copied.tolist() == [2.0] * 3

@@ -69,6 +69,11 @@ class InferenceCounter(list):
         if index != 0:  # an in-place change inside inference mode: there is no count to move
             super().__setitem__(index, value)
 
+    def __deepcopy__(self, memo: dict) -> None:
+        """A deep copy's memory is new, and a normal tensor's, as PyTorch's deep copy of an
+        inference tensor is: no counter yet (nor the copies of this memory)."""
+        return None
+
 
 _open_blocks = 0  # inference_mode blocks open in all threads
 _open_blocks_lock = threading.Lock()
