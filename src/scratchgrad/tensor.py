@@ -4391,7 +4391,17 @@ for _name in ("fill_", "uniform_", "normal_", "_filled", "bernoulli_"):
 
 
 class RemovableHandle:
-    """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again."""
+    """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again, and so
+    does leaving a ``with`` block the handle opened, as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> x = sg.ones(2, requires_grad=True)
+    >>> with x.register_hook(lambda grad: grad * 10):
+    ...     (2 * x).sum().backward()
+    >>> (2 * x).sum().backward()
+    >>> x.grad
+    tensor([22., 22.])
+    """
 
     def __init__(self, owner: Any, attr: str, hook: Callable) -> None:
         self._owner, self._attr, self._hook = owner, attr, hook
@@ -4399,6 +4409,12 @@ class RemovableHandle:
     def remove(self) -> None:
         hooks = getattr(self._owner, self._attr)
         setattr(self._owner, self._attr, tuple(h for h in hooks if h is not self._hook))
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
 
 
 def names_bad_arguments(function: Callable) -> Callable:

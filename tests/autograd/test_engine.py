@@ -415,6 +415,17 @@ def test_register_hook_returns_a_removable_handle():
     np.testing.assert_array_equal(x.grad.array, [1.0, 1.0])
 
 
+def test_a_hook_handle_as_a_context_manager_removes_the_hook_on_exit_as_in_torch():
+    grads = []
+    for lib in (sg, torch):
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        with x.register_hook(lambda g: g * 100):
+            (x * 2).sum().backward()
+        (x * 3).sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1] == [203.0, 203.0]
+
+
 def test_retain_grad_keeps_a_non_leaf_gradient():
     x, xt = leaves([1.0, -2.0])
     y, yt = x.sin(), xt.sin()

@@ -99,6 +99,17 @@ def test_a_hook_sees_the_inputs_a_pre_hook_left_and_removed_hooks_are_gone():
         assert lib not in seen
 
 
+def test_a_hook_registered_in_a_with_statement_is_removed_at_its_end_as_in_torch():
+    shapes = []
+    for lib in (sg, torch):
+        model = mlp(lib.nn)
+        with model[0].register_forward_hook(lambda m, a, out: shapes.append(out.shape)) as handle:
+            model(lib.ones(2, 3))
+        model(lib.ones(4, 3))
+        handle.remove()  # a second removal does nothing
+    assert shapes == [(2, 5), (2, 5)]
+
+
 def test_a_hook_keeping_features_of_each_call_in_a_jitted_step_gets_each_replays():
     """A hook's Python runs only when the step records, but the features it keeps in a dict
     of its enclosing function (a tensor the step made) are stored again by each replay: the

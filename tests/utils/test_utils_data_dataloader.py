@@ -112,6 +112,30 @@ def test_subclass_getitem_is_respected():
     np.testing.assert_array_equal(xb.numpy(), 2 * x)
 
 
+def test_a_dataset_with_getitems_is_fetched_a_batch_at_a_time_as_in_torch():
+    calls = []
+
+    def batched(lib):
+        class Squares(lib.utils.data.Dataset):
+            def __len__(self):
+                return 7
+
+            def __getitem__(self, index):
+                raise AssertionError("the loader must use __getitems__")
+
+            def __getitems__(self, indices):
+                calls.append(list(indices))
+                return [(i, i * i) for i in indices]
+
+        loader = lib.utils.data.DataLoader(Squares(), batch_size=3)
+        whole = lib.utils.data.Subset(Squares(), [6, 5, 4, 3, 2, 1, 0])
+        subset_loader = lib.utils.data.DataLoader(whole, batch_size=4)
+        return [as_numpy(batch) for batch in [*loader, *subset_loader]]
+
+    assert_same(batched(sg), batched(torch))
+    assert calls == 2 * [[0, 1, 2], [3, 4, 5], [6], [6, 5, 4, 3], [2, 1, 0]]
+
+
 def test_collate_fn_is_used():
     loader = DataLoader(list(range(7)), batch_size=3, collate_fn=sum)
     assert list(loader) == [3, 12, 6]

@@ -63,6 +63,30 @@ def test_subset():
     assert [nested[0], nested[1]] == ["d", "f"]
 
 
+def test_subset_takes_a_list_of_indices_and_getitems_as_torch():
+    base = list("abcdef")
+    for lib in (sg, torch):
+        sub = lib.utils.data.Subset(base, [5, 0, 3])
+        with pytest.raises(TypeError, match="list indices"):
+            sub[[0, 2]]  # passed on to the list in one call: a list cannot take it
+        assert sub.__getitems__([2, 0]) == ["d", "f"]
+    for lib in (sg, torch):
+        rows = lib.utils.data.TensorDataset(lib.arange(6) * 10)
+        (picked,) = lib.utils.data.Subset(rows, [5, 0, 3])[[0, 2]]
+        assert picked.tolist() == [50, 30]
+
+
+def test_subset_subclass_overriding_only_getitem_raises_as_torch():
+    for lib in (sg, torch):
+
+        class Shifted(lib.utils.data.Subset):
+            def __getitem__(self, index):
+                return super().__getitem__(index) + 1
+
+        with pytest.raises(NotImplementedError, match="overrides __getitem__ but not __getitems__"):
+            Shifted([1, 2, 3], [0, 1])
+
+
 SPLITS = [
     (10, [3, 7]),
     (10, [0, 10]),

@@ -129,7 +129,9 @@ class MapFetcher:
             index = index if rows is None else rows[index]
             return [t[index] for t in tensors]
         if self.auto_collation:
-            return self.collate_fn([self.dataset[i] for i in indices])
+            getitems = getattr(self.dataset, "__getitems__", None)  # a batch in one call
+            samples = getitems(indices) if getitems else [self.dataset[i] for i in indices]
+            return self.collate_fn(samples)
         return self.collate_fn(self.dataset[indices])
 
 

@@ -227,19 +227,39 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``, in that order, as ``torch``'s.
+    """The samples of ``dataset`` at ``indices``, in that order, as ``torch``'s. A list of
+    indices is passed on to ``dataset`` in one call, and ``__getitems__`` (what a
+    ``DataLoader`` fetches a batch with) uses the dataset's own ``__getitems__`` if it has one;
+    a subclass overriding ``__getitem__`` must override ``__getitems__`` too, as in PyTorch.
 
     >>> sub = Subset(["a", "b", "c", "d"], [3, 0])
-    >>> len(sub), sub[0], sub[1]
-    (2, 'd', 'a')
+    >>> len(sub), sub[0], sub[1], sub.__getitems__([1, 0])
+    (2, 'd', 'a', ['a', 'd'])
     """
 
     def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
+        # NOTE: the DataLoader would call __getitems__ and pass the override by, unseen
+        if type(self).__getitem__ is not Subset.__getitem__ and (
+            type(self).__getitems__ is Subset.__getitems__
+        ):
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When "
+                "subclassing Subset and overriding __getitem__, you must also override "
+                "__getitems__ to ensure DataLoader works correctly with your custom logic."
+            )
         self.dataset = dataset
         self.indices = indices
 
-    def __getitem__(self, index: int) -> Any:
+    def __getitem__(self, index: int | list[int]) -> Any:
+        if isinstance(index, list):
+            return self.dataset[[self.indices[i] for i in index]]
         return self.dataset[self.indices[index]]
+
+    def __getitems__(self, indices: list[int]) -> list[Any]:
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return getitems([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
 
     def __len__(self) -> int:
         return len(self.indices)
