@@ -6452,6 +6452,14 @@ class _ViewCopy:
         _function.note_view(copy, source, movement.Reshape, {"shape": shape}, record)
         copy._counter.append(_ViewCopy(copy, source.array))
 
+    def __deepcopy__(self, memo: dict) -> _ViewCopy:
+        """In a deep copy of the memory's counter: a watcher that is gone (dropped at the first
+        in-place change), since the copied memory is new and the copy it kept up to date was
+        this memory's (an in-place change of a deep copy refreshed the original's copy)."""
+        gone = object.__new__(_ViewCopy)
+        gone.copy, gone.source = _gone, None
+        return gone
+
     def __call__(self) -> bool:
         """Copy the source's memory into the copy again; whether the copy still lives."""
         copy = self.copy()
@@ -6468,6 +6476,10 @@ class _ViewCopy:
         if writeable is not None:
             array.flags.writeable = writeable
         return True
+
+
+def _gone() -> None:
+    """A dead weak reference's answer (see ``_ViewCopy.__deepcopy__``)."""
 
 
 def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:

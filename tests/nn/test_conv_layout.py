@@ -3,6 +3,7 @@ last in memory, PyTorch's result is row-major. ``stride()``, ``is_contiguous()``
 ``contiguous()`` and ``view`` of the results and of views of them all answer as PyTorch's, and
 never contradict each other; as do those of ``as_strided`` views reaching outside their base."""
 
+import copy
 import math
 
 import numpy as np
@@ -179,6 +180,18 @@ def test_a_copied_view_of_an_inference_tensor_follows_in_place_changes_as_torchs
         assert flat.is_inference()
         flats.append(flat.clone())
     np.testing.assert_allclose(flats[0].numpy(), flats[1].numpy(), rtol=1e-12)
+
+
+def test_a_deep_copy_of_the_result_leaves_the_copied_view_alone():
+    """The deep copy is new memory: its in-place changes are not the view's (the copied
+    counter once refreshed the original's view from the deep copy)."""
+    result = sg.nn.functional.conv2d(image(sg, 2), weight(sg, 2))
+    flat = result.view(-1)
+    copied = copy.deepcopy(result)
+    copied.add_(5)
+    np.testing.assert_array_equal(flat.numpy(), result.numpy().reshape(-1))
+    result.mul_(2)  # the view still follows its own result
+    np.testing.assert_array_equal(flat.numpy(), result.numpy().reshape(-1))
 
 
 def test_a_copied_view_saved_for_backward_is_refused_after_a_change_as_torchs():
