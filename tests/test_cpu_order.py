@@ -1,6 +1,7 @@
 """cpu_order's algorithms against PyTorch's CPU kernels: on random rows with many ties (and
-NaNs, and -0.0 beside 0.0), the indices each gives equal those topk, sort(stable=False) and
-kthvalue return, whatever the row's length (insertion sort, introsort, heaps)."""
+NaNs, and -0.0 beside 0.0), the indices each gives equal those topk, sort(stable=False),
+kthvalue and nanmedian (of NaNs) return, whatever the row's length (insertion sort, introsort,
+heaps)."""
 
 import numpy as np
 import pytest
@@ -39,6 +40,12 @@ def test_each_algorithm_picks_the_indices_torch_picks(seed):
                 assert cpu_order.top_indices(_pairs(row), k, largest, sorted_) == expected
         k = int(rng.integers(1, n + 1))
         assert cpu_order.kth_index(_pairs(row), k) == [x.kthvalue(k).indices.item()]
+
+
+def test_a_row_of_nans_gets_the_nanmedian_index_torch_gives():
+    for n in (*range(1, 40), 100, 1000, 4097):
+        expected = torch.full((n,), float("nan")).nanmedian(0).indices.item()
+        assert cpu_order.nan_row_median_index(n) == expected
 
 
 def test_rows_without_ties_are_left_to_the_stable_sort():

@@ -99,6 +99,25 @@ def test_gradcheck_and_gradgradcheck(name, shapes, check):
     assert getattr(sg.autograd, check)(joined, xs)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_median_along_a_dim_picks_torchs_index_among_ties_and_nans(dtype):
+    """PyTorch's CPU median breaks ties by index in its nth_element (a stable sort's pick,
+    whatever the row's length) and returns a slice's first NaN; nanmedian of a slice of NaNs
+    gives where its nth_element leaves one."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 16, 17, 40, 300):
+        array = rng.choice([-0.0, 0.0, 1.0, 2.0], (4, n))
+        if dtype != "int64":
+            array[1, rng.integers(0, n, 2)] = np.nan
+            array[2] = np.nan
+        x = sg.tensor(array, dtype=getattr(sg, dtype))
+        tx = torch.tensor(array, dtype=getattr(torch, dtype))
+        for name in ("median", "nanmedian"):
+            for dim in (0, 1):
+                ours, theirs = getattr(x, name)(dim), getattr(tx, name)(dim)
+                assert ours.indices.tolist() == theirs.indices.tolist(), (name, n, dim)
+
+
 def test_values_at_ties_nan_and_edges_as_torch():
     data = [1.0, 3.0, 3.0, 2.0, 5.0, float("nan"), 1.0, 7.0, float("nan")]
     for name in ("cummax", "cummin"):

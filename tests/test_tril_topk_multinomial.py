@@ -45,6 +45,16 @@ def test_topk_indices_match_torch_and_k_is_checked():
         sg.tensor(x).topk(5)
 
 
+@pytest.mark.parametrize("shape", [(4,), (), (2, 0)])
+def test_topk_of_a_bool_tensor_raises_as_torch(shape):
+    for m in (torch, sg):
+        mask = m.zeros(shape, dtype=m.bool)
+        with pytest.raises(RuntimeError, match="topk does not support bool dtypes on CPU"):
+            m.topk(mask, 0 if 0 in shape else 1)
+        with pytest.raises(RuntimeError, match="topk does not support bool"):
+            mask.topk(0 if 0 in shape else 1, largest=False)
+
+
 # rows with ties: few values, so that PyTorch's CPU kernel (nth_element, then sorting the
 # first k - 1; partial_sort where 64 k fit in the row) decides which of the equal ones it picks
 TIED_ROWS = {

@@ -1,5 +1,6 @@
 """The orders PyTorch's CPU kernels leave equal entries in, for ``topk``, ``sort`` (not
-stable) and ``kthvalue``: their algorithms (libstdc++'s ``std::sort``, ``std::nth_element`` and
+stable), ``kthvalue`` and
+``nanmedian`` of NaNs: their algorithms (libstdc++'s ``std::sort``, ``std::nth_element`` and
 ``std::partial_sort``, and ATen's own quickselect for ``kthvalue``) taken step by step on one
 row, so that among ties scratchgrad picks the indices PyTorch picks.
 
@@ -72,6 +73,20 @@ def kth_index(row: list, k: int) -> list:
     """``kthvalue``'s index in one row (``k`` from 1): ATen's quickselect."""
     quick_select(row, k - 1, less)
     return [row[k - 1][1]]
+
+
+def nan_row_median_index(n: int) -> int:
+    """``nanmedian``'s index in a row of ``n`` NaNs. ATen asks ``std::nth_element`` for the
+    entry at ``(0 - 1) / 2`` (0: C++ division truncates) under a comparison that puts no NaN
+    before another, so the pick depends on ``n`` alone. Among numbers that comparison breaks
+    ties by index, which is a stable sort's order and needs no replay.
+
+    >>> nan_row_median_index(5)  # torch.full((5,), float("nan")).nanmedian(0).indices
+    2
+    """
+    row = [(float("nan"), i) for i in range(n)]
+    nth_element(row, 0, less)
+    return row[0][1]
 
 
 def greater(x: float, y: float) -> bool:

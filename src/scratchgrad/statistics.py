@@ -18,9 +18,10 @@ from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
-from scratchgrad import backend, creation
+from scratchgrad import backend, cpu_order, creation
 from scratchgrad.autograd import capture_hook
 from scratchgrad.tensor import (
+    _TIES_REPLAYED,
     Tensor,
     bincount,
     cat,
@@ -161,9 +162,10 @@ def _along_last(input: Tensor, dim: int) -> Tensor:
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median of the entries that are not NaN, of all entries or as (values,
     indices) along ``dim``, as ``torch.nanmedian``; NaN where a slice holds nothing else.
-    Among equal entries the index is the one at the median's place in a stable sort, which is
-    PyTorch's pick wherever we have compared them, except for slices of only NaNs (PyTorch's
-    index there falls out of its partial sort). The gradient flows to the entry picked.
+    Among equal entries the index is the one at the median's place in a stable sort, as
+    PyTorch's CPU kernel picks (its comparison breaks ties by index); in a slice of only NaNs
+    it is where that kernel's ``std::nth_element`` leaves one (``cpu_order``), for a CPU
+    tensor of at most 65,536 entries. The gradient flows to the entry picked.
 
     >>> import scratchgrad as sg
     >>> x = sg.tensor([[1.0, float("nan"), 3.0, 2.0], [4.0, 4.0, 1.0, float("nan")]])
@@ -183,7 +185,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     order = x.argsort(d, stable=True)  # NaN last
     if backend.is_floating(x.dtype):
         count = x.isnan().logical_not().sum(d, keepdim=True)
-        index = order.gather(d, (count - 1).clamp_min(0) // 2)
+        index = _nan_slices_as_torch(x, d, count, order.gather(d, (count - 1).clamp_min(0) // 2))
     else:
         index = order.narrow(d, (x.shape[d] - 1) // 2, 1)
     return _picked(x, index, d, keepdim and input.ndim > 0)
@@ -214,6 +216,15 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     run_end = (position - run_start).argmax(-1, keepdim=True)  # the first longest run's end
     index = order.gather(-1, run_end).movedim(-1, d)
     return _picked(x, index, d, keepdim and input.ndim > 0)
+
+
+def _nan_slices_as_torch(x: Tensor, dim: int, count: Tensor, index: Tensor) -> Tensor:
+    """``index`` with the slices that hold no number (``count`` 0) at PyTorch's CPU pick,
+    within the limits ``_ties_as_torch`` keeps to (its CUDA kernel picks otherwise)."""
+    empty = count == 0
+    if type(x.array) is not backend.ndarray or x.numel() > _TIES_REPLAYED or not empty.any():
+        return index
+    return index.masked_fill(empty, cpu_order.nan_row_median_index(x.shape[dim]))
 
 
 def _picked(x: Tensor, index: Tensor, dim: int, keepdim: bool) -> values_indices:

@@ -2638,6 +2638,8 @@ class Tensor:
         size = self.array.shape[dim] if self.array.ndim else 1
         if not 0 <= k <= size:
             raise RuntimeError(f"topk: k ({k}) is out of range for dim {dim} of size {size}")
+        if self.array.dtype == backend.bool_:
+            raise RuntimeError("topk does not support bool dtypes on CPU")
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor is its own top 1
             zero = namespace(self.array).zeros((), backend.int64)
             return values_indices(self.clone(), Tensor._make(zero))
@@ -2647,8 +2649,8 @@ class Tensor:
     def median(self, dim: int | None = None, keepdim: bool = False):
         """The lower median of all entries, or (values, indices) along ``dim``, as
         ``torch.median``; NaN is the median of an entry that holds one. The gradient flows to
-        the chosen entries only (among ties, the one at the median's place in a stable sort;
-        PyTorch's pick may differ).
+        the chosen entries only (among ties, the one at the median's place in a stable sort,
+        which PyTorch's CPU kernel picks too: its comparison breaks ties by index).
 
         >>> import scratchgrad as sg
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()

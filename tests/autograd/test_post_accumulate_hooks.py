@@ -53,3 +53,19 @@ def test_not_called_by_autograd_grad_and_not_on_non_leaves():
         (w * 2).register_post_accumulate_grad_hook(calls.append)
     with pytest.raises(RuntimeError, match="does not require grad"):
         sg.ones(2).register_post_accumulate_grad_hook(calls.append)
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_handle_removes_the_hook_at_the_end_of_a_with_block(lib):
+    """As PyTorch's handle: ``with`` gives the handle itself and takes the hook off on leaving,
+    also when the block raises."""
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    with w.register_post_accumulate_grad_hook(record_grads(lib, seen)) as handle:
+        (w * 3).sum().backward()
+    assert hasattr(handle, "remove")
+    with pytest.raises(ValueError), w.register_post_accumulate_grad_hook(seen.append):
+        raise ValueError
+    (w * 3).sum().backward()
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0], [3.0, 3.0])

@@ -15,7 +15,7 @@ from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import namespace, ndarray, xp
-from scratchgrad.tensor import Tensor, stack
+from scratchgrad.tensor import RemovableHandle, Tensor, stack
 
 # Hooks to call once a leaf's .grad holds this backward's gradient, by id(leaf) (an entry goes
 # when its leaf does); see Tensor.register_post_accumulate_grad_hook.
@@ -209,8 +209,11 @@ def register_post_accumulate_grad_hook(leaf: Tensor, hook: Callable[[Tensor], No
     return _PostAccumulateHandle(key, hook)
 
 
-class _PostAccumulateHandle:
-    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` takes the hook off."""
+class _PostAccumulateHandle(RemovableHandle):
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()``, or leaving a ``with``
+    block the handle opened, takes the hook off. The hooks live in a dict keyed by the leaf's
+    id, not on an attribute, so only ``remove`` differs from ``RemovableHandle``'s.
+    """
 
     def __init__(self, key: int, hook: Callable) -> None:
         self._key, self._hook = key, hook
