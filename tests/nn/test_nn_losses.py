@@ -195,6 +195,18 @@ def test_cross_entropy_is_stable_for_huge_logits():
     np.testing.assert_allclose(x.grad.array, [[1.0, -1.0, 0.0]], atol=1e-12)
 
 
+def test_cross_entropy_of_transposed_logits_has_torchs_gradient():
+    # CLIP's loss on logits_per_image.t(): the fused gradient once lost its -1 at the targets
+    logits = _rng("transposed").standard_normal((4, 5))
+    target = np.array([0, 3, 1, 2, 3])
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor(logits, requires_grad=True)
+        lib.nn.functional.cross_entropy(x.t(), lib.tensor(target)).backward()
+        grads.append(np.asarray(x.grad.detach().numpy()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-14)
+
+
 # ---- binary losses --------------------------------------------------------------------------
 
 BINARY_CASES = list(itertools.product([(6,), (3, 4), (2, 3, 2)], [False, True], REDUCTIONS))

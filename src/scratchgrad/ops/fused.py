@@ -224,7 +224,8 @@ def cross_entropy_grad(grad_out, log_probs, target, scale):
     """``(exp(log_probs) - one_hot(target)) * grad_out * scale``: CrossEntropyGrad's forward,
     which a jitted step replays without the node (jit/kernels.py)."""
     module = xp if type(log_probs) is ndarray else namespace(log_probs)
-    out = module.exp(log_probs)
+    # C-ordered, so that the flat view below writes into it (exp keeps a transposed layout)
+    out = module.ascontiguousarray(module.exp(log_probs))
     out.reshape(-1)[_target_entries(out, target, module)] -= 1
     out *= grad_out * scale
     return out
