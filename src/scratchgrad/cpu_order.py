@@ -22,6 +22,9 @@ import numpy
 
 Less = Callable[[float, float], bool]
 _THRESHOLD = 16  # libstdc++'s _S_threshold: shorter runs are left to insertion sort
+# The most entries of a tensor whose ties are replayed (at most about 40 ms of Python); larger
+# tensors keep a stable sort's order among ties, which PyTorch does not promise either.
+MOST_ENTRIES = 1 << 16
 
 
 def redo_rows(values: numpy.ndarray, indices: numpy.ndarray, pick: Callable, every_row: bool):

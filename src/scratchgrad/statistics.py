@@ -21,7 +21,6 @@ from typing import Any
 from scratchgrad import backend, cpu_order, creation
 from scratchgrad.autograd import capture_hook
 from scratchgrad.tensor import (
-    _TIES_REPLAYED,
     Tensor,
     bincount,
     cat,
@@ -221,10 +220,10 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
 def _nan_slices_as_torch(x: Tensor, dim: int, count: Tensor, index: Tensor) -> Tensor:
     """``index`` with the slices that hold no number (``count`` 0) at PyTorch's CPU pick,
     within the limits ``_ties_as_torch`` keeps to (its CUDA kernel picks otherwise)."""
-    empty = count == 0
-    if type(x.array) is not backend.ndarray or x.numel() > _TIES_REPLAYED or not empty.any():
+    if type(x.array) is not backend.ndarray or x.numel() > cpu_order.MOST_ENTRIES:
         return index
-    return index.masked_fill(empty, cpu_order.nan_row_median_index(x.shape[dim]))
+    # (a tensor op, not a branch on the values: a jitted step replays it on each call's)
+    return index.masked_fill(count == 0, cpu_order.nan_row_median_index(x.shape[dim]))
 
 
 def _picked(x: Tensor, index: Tensor, dim: int, keepdim: bool) -> values_indices:

@@ -5609,13 +5609,13 @@ def _ties_as_torch(array: Any, dim: int, indices: Any, pick: Callable, every_row
     """``indices`` (along ``dim`` of ``array``, from a stable sort) with the rows that hold
     ties (or all, ``every_row``) picked as PyTorch's CPU kernels pick: ``pick`` takes a row's
     (value, index) pairs to its indices (see ``cpu_order.redo_rows``). Only for a NumPy
-    array of at most ``_TIES_REPLAYED`` entries: the kernels' steps run as Python loops (a
+    array of at most ``cpu_order.MOST_ENTRIES`` entries: the kernels' steps run as Python loops (a
     sort of 1M float32 normals, whose ties are many, took 3.3 s instead of 0.09 s), and
     PyTorch promises no order among ties (nor do its CUDA kernels share the CPU's)."""
     xp = namespace(array)
     if not array.size or not indices.size:
         return indices
-    if type(array) is not ndarray or array.size > _TIES_REPLAYED:
+    if type(array) is not ndarray or array.size > cpu_order.MOST_ENTRIES:
         return indices
     values = backend.to_host(xp.moveaxis(array, dim, -1))
     moved = backend.to_host(xp.moveaxis(indices, dim, -1))
@@ -5625,11 +5625,6 @@ def _ties_as_torch(array: Any, dim: int, indices: Any, pick: Callable, every_row
         return indices
     redone = backend.to_device(redone.reshape(moved.shape), backend.device_of(array))
     return namespace(redone).moveaxis(redone, -1, dim)
-
-
-# The most entries whose ties ``_ties_as_torch`` orders as PyTorch's CPU kernels do (at most
-# about 40 ms of Python); larger tensors keep a stable sort's order among ties.
-_TIES_REPLAYED = 1 << 16
 
 
 def _searches_right(right: bool, side: str | None) -> bool:
