@@ -5609,22 +5609,17 @@ def _ties_as_torch(array: Any, dim: int, indices: Any, pick: Callable, every_row
     """``indices`` (along ``dim`` of ``array``, from a stable sort) with the rows that hold
     ties (or all, ``every_row``) picked as PyTorch's CPU kernels pick: ``pick`` takes a row's
     (value, index) pairs to its indices (see ``cpu_order.redo_rows``). Only for a NumPy
-    array of at most ``cpu_order.MOST_ENTRIES`` entries: the kernels' steps run as Python loops (a
-    sort of 1M float32 normals, whose ties are many, took 3.3 s instead of 0.09 s), and
-    PyTorch promises no order among ties (nor do its CUDA kernels share the CPU's)."""
-    xp = namespace(array)
-    if not array.size or not indices.size:
+    array of at most ``cpu_order.MOST_ENTRIES`` entries: the kernels' steps run as Python
+    loops (a sort of 1M float32 normals, whose ties are many, took 3.3 s instead of 0.09 s),
+    and PyTorch promises no order among ties (nor do its CUDA kernels share the CPU's)."""
+    if type(array) is not ndarray or not 0 < array.size <= cpu_order.MOST_ENTRIES:
         return indices
-    if type(array) is not ndarray or array.size > cpu_order.MOST_ENTRIES:
+    if not indices.size:  # (topk's k = 0)
         return indices
-    values = backend.to_host(xp.moveaxis(array, dim, -1))
-    moved = backend.to_host(xp.moveaxis(indices, dim, -1))
+    values, moved = xp.moveaxis(array, dim, -1), xp.moveaxis(indices, dim, -1)
     rows = values.reshape(-1, values.shape[-1])
     redone = cpu_order.redo_rows(rows, moved.reshape(len(rows), -1), pick, every_row)
-    if redone is None:
-        return indices
-    redone = backend.to_device(redone.reshape(moved.shape), backend.device_of(array))
-    return namespace(redone).moveaxis(redone, -1, dim)
+    return indices if redone is None else xp.moveaxis(redone.reshape(moved.shape), -1, dim)
 
 
 def _searches_right(right: bool, side: str | None) -> bool:
