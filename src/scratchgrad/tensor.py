@@ -918,35 +918,20 @@ class Tensor:
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
-        if type(self) is not Tensor and self.is_sparse:  # torch.matmul(sparse, x): its own
-            return type(self).matmul(self, other)
-        check_same_dtype("matmul", self, other)
-        x, y = self._operands(other)
-        if x.array.ndim > 1 and y.array.ndim > 1:
-            return matmul.MatMul.apply(x, y)
-        if x.ndim == 0 or y.ndim == 0:
-            raise RuntimeError(
-                f"matmul: both arguments need at least 1 dim, got {x.shape}, {y.shape}"
-            )
-        out = matmul.MatMul.apply(
-            x.unsqueeze(0) if x.ndim == 1 else x, y.unsqueeze(-1) if y.ndim == 1 else y
-        )
-        if y.ndim == 1:
-            out = out.squeeze(-1)
-        return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
+        if type(self) is Tensor or not self.is_sparse:  # (a sparse matrix checks its own)
+            check_same_dtype("matmul", self, other)
+        return _product(self, other)
 
     def dot(self, other: Tensor) -> Tensor:
         """The inner product of two vectors."""
         _check_ndim("dot", 1, self, other)
         check_same_dtype("dot", self, other)
-        return Tensor.matmul.__wrapped__(self, other)  # not lowered by autocast, as PyTorch's
+        return _product(self, other)  # not lowered by autocast, as PyTorch's
 
     def mv(self, vec: Tensor) -> Tensor:
         """A matrix times a vector."""
-        _check_ndim("mv", 2, self)
-        _check_ndim("mv", 1, vec)
         check_same_dtype("mv", self, vec)
-        return Tensor.matmul.__wrapped__(self, vec)  # not lowered by autocast, as PyTorch's
+        return _mv(self, vec)  # not lowered by autocast, as PyTorch's
 
     def outer(self, vec2: Tensor) -> Tensor:
         """The outer product of two vectors."""
@@ -1075,24 +1060,20 @@ class Tensor:
     @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:
         """The product of two matrices (2-D only; ``matmul`` broadcasts)."""
-        _check_ndim("mm", 2, self, mat2)
         check_same_dtype("mm", self, mat2)
-        return self.matmul(mat2)
+        return _mm(self, mat2)
 
     @autocast_policy("lower")
     def bmm(self, mat2: Tensor) -> Tensor:
         """Batched matrix product of (B, N, K) and (B, K, M) tensors (no broadcasting)."""
-        _check_ndim("bmm", 3, self, mat2)
         check_same_dtype("bmm", self, mat2)
-        if self.shape[0] != mat2.shape[0]:
-            raise RuntimeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
-        return self.matmul(mat2)
+        return _bmm(self, mat2)
 
     @autocast_policy("lower")
     def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``."""
         check_same_dtype("addmm", self, mat1, mat2)
-        return _scaled_sum(self, mat1.mm(mat2), beta, alpha)
+        return _scaled_sum(self, _mm(mat1, mat2), beta, alpha)
 
     @autocast_policy("lower")
     def baddbmm(
@@ -1100,12 +1081,12 @@ class Tensor:
     ) -> Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
         check_same_dtype("baddbmm", self, batch1, batch2)
-        return _scaled_sum(self, batch1.bmm(batch2), beta, alpha)
+        return _scaled_sum(self, _bmm(batch1, batch2), beta, alpha)
 
     def addmv(self, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * (mat @ vec)``; beta=0 ignores ``self``."""
         check_same_dtype("addmv", self, mat, vec)
-        return _scaled_sum(self, mat.mv(vec), beta, alpha)
+        return _scaled_sum(self, _mv(mat, vec), beta, alpha)
 
     def addr(self, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
         """``beta * self + alpha * outer(vec1, vec2)``; beta=0 ignores ``self``."""
@@ -1117,7 +1098,7 @@ class Tensor:
     ) -> Tensor:
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``; beta=0 ignores ``self``."""
         check_same_dtype("addbmm", self, batch1, batch2)
-        return _scaled_sum(self, batch1.bmm(batch2).sum(0), beta, alpha)
+        return _scaled_sum(self, _bmm(batch1, batch2).sum(0), beta, alpha)
 
     def renorm(self, p: float, dim: int, maxnorm: float) -> Tensor:
         """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it (by
@@ -5551,6 +5532,42 @@ def _split_points(indices_or_sections: Any, size: int) -> list[int]:
         raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {given}")
     small, extra = divmod(size, given)
     return list(itertools.accumulate(small + (i < extra) for i in range(given - 1)))
+
+
+def _product(x: Tensor, y: Tensor) -> Tensor:
+    """``matmul`` once its operands are checked (the ops built on it check under their own
+    names, once, and call this)."""
+    if type(x) is not Tensor and x.is_sparse:  # torch.mm(sparse, x): its own
+        return type(x).matmul(x, y)
+    x, y = x._operands(y)
+    if x.array.ndim > 1 and y.array.ndim > 1:
+        return matmul.MatMul.apply(x, y)
+    if x.ndim == 0 or y.ndim == 0:
+        raise RuntimeError(f"matmul: both arguments need at least 1 dim, got {x.shape}, {y.shape}")
+    out = matmul.MatMul.apply(
+        x.unsqueeze(0) if x.ndim == 1 else x, y.unsqueeze(-1) if y.ndim == 1 else y
+    )
+    if y.ndim == 1:
+        out = out.squeeze(-1)
+    return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
+
+
+def _mm(x: Tensor, y: Tensor) -> Tensor:
+    _check_ndim("mm", 2, x, y)
+    return _product(x, y)
+
+
+def _bmm(x: Tensor, y: Tensor) -> Tensor:
+    _check_ndim("bmm", 3, x, y)
+    if x.shape[0] != y.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes differ: shapes {x.shape} and {y.shape}")
+    return _product(x, y)
+
+
+def _mv(x: Tensor, y: Tensor) -> Tensor:
+    _check_ndim("mv", 2, x)
+    _check_ndim("mv", 1, y)
+    return _product(x, y)
 
 
 def _check_ndim(name: str, ndim: int, *tensors: Tensor) -> None:
