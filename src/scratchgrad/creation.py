@@ -368,8 +368,9 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
 
     def draw(shape: tuple) -> Any:
         # The generator's NumPy generator is looked up at each draw: a step that
-        # scratchgrad.jit recorded draws from the one a later manual_seed made.
-        draws = getattr(backend.rng_for(generator, device), method)(shape, dtype=drawn_dtype)
+        # scratchgrad.jit recorded draws from the one a later manual_seed made. Without a
+        # device, the default device's draws (under ``with device("meta")``, none of the CPU's).
+        draws = getattr(backend.rng_for(generator, _on(device)), method)(shape, dtype=drawn_dtype)
         if dtype == drawn_dtype:
             return draws
         draws = draws.astype(dtype)
@@ -425,7 +426,7 @@ def randint(
     drawn = dtype if dtype.kind in "biu" else backend.int64
 
     def draw(shape: tuple) -> Any:
-        draws = backend.rng_for(generator, device).integers(low, high, shape, dtype=drawn)
+        draws = backend.rng_for(generator, _on(device)).integers(low, high, shape, dtype=drawn)
         return draws if drawn is dtype else draws.astype(dtype)
 
     return _drawn(draw, new_shape("randint", (size,)), requires_grad, device)
@@ -592,12 +593,15 @@ def randperm(
 ) -> Tensor:
     (n,) = new_shape("randperm", (n,))
     dtype = _dtype(dtype, backend.int64)
+    where = _on(device)
+    if where is not None and backend.device(where).type == "meta":  # nothing drawn, as PyTorch
+        return empty(n, dtype=dtype, device=where, requires_grad=requires_grad)
     # drawn on the host and copied (CuPy's generators cannot permute)
     if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
         order = capture_hook.recorder.call(_permutation, generator, n, dtype)
     else:
         order = _permutation(generator, n, dtype)
-    return _finish(order, requires_grad, _on(device))
+    return _finish(order, requires_grad, where)
 
 
 def _permutation(generator: Generator | None, n: int, dtype) -> Any:

@@ -27,6 +27,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.dtypes import finfo
+from scratchgrad.meta import MetaArray
 from scratchgrad.ops.binary import Where
 
 # W. J. Cody, "Rational Chebyshev approximations for the error function", Math. Comp. 23 (1969)
@@ -71,6 +72,8 @@ def _by_region(arrays: tuple, *pieces):
     times faster than through a boolean mask."""
     xp = namespace(arrays[0])
     out = xp.full_like(arrays[0], xp.nan)
+    if type(out) is MetaArray:  # its regions are unknown; its shape and dtype are out's
+        return out
     for mask, f in pieces:
         where = xp.flatnonzero(mask)
         if where.size:
