@@ -402,7 +402,7 @@ def test_a_list_of_numpy_scalars_keeps_their_dtypes(data):
     assert ours.tolist() == theirs.tolist()
 
 
-WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window"]
+WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
 
 
 @pytest.mark.parametrize("name", WINDOWS)
@@ -427,6 +427,18 @@ def test_hamming_window_takes_its_coefficients_and_windows_check_as_pytorch():
             m.hann_window(-1)
         with pytest.raises(RuntimeError, match="expects floating point dtypes"):
             m.blackman_window(3, dtype=m.int64)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 8.6])
+def test_kaiser_window_takes_its_beta(beta):
+    for periodic in (True, False):
+        np.testing.assert_allclose(
+            sg.kaiser_window(9, periodic, beta, dtype=sg.float64).numpy(),
+            torch.kaiser_window(9, periodic, beta, dtype=torch.float64).numpy(),
+            rtol=1e-12,
+        )
+    with pytest.raises(RuntimeError, match="kaiser_window expects floating point dtypes"):
+        sg.kaiser_window(3, dtype=sg.int64)
 
 
 def test_asarray_shares_what_it_can_and_copies_when_told():

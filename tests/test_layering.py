@@ -29,6 +29,7 @@ LAYERS = [
         "testing",
         "foreach",
         "sparse",  # COO tensors: a Tensor subclass with its own product (a Function)
+        "signal",  # torch.signal.windows, on creation's windows
     },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them

@@ -496,6 +496,62 @@ def test_ndtri_inverts_ndtr_far_into_the_tails():
     assert ops.ndtri(np.array([5e-324]))[0] == pytest.approx(-38.46740561714435, rel=1e-15)
 
 
+POLYNOMIALS = [
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_orthogonal_polynomials_are_torchs(name, dtype):
+    """Degrees -2 to 12 (past the Chebyshev kinds' switch to the closed form) broadcast against
+    points inside, on and outside [-1, 1], and [0, 1] for the shifted forms."""
+    x = np.concatenate([RNG.uniform(-1.3, 1.3, 30), [-1, 1, 0, 0.5, -0.5, 2, -3]]).astype(dtype)
+    n = np.arange(-2, 13)
+    ours = getattr(sg.special, name)(sg.tensor(x)[:, None], sg.tensor(n))
+    theirs = getattr(torch.special, name)(torch.tensor(x)[:, None], torch.tensor(n))
+    assert same_dtype(ours, theirs) and ours.shape == tuple(theirs.shape)
+    scale = np.maximum(1, np.abs(theirs.numpy()))  # the values reach 1e8: compare relatively
+    tolerance = 1e-13 if dtype == "float64" else 1e-4  # PyTorch's float32 recurrence rounds
+    np.testing.assert_array_less(np.abs(ours.numpy() - theirs.numpy()) / scale, tolerance)
+
+
+def test_orthogonal_polynomials_read_n_and_promote_as_torch():
+    """n truncated toward 0 (2.7 is 2), 0 for NaN, inf and n past int64; a number on either side;
+    integer inputs in the default float; no gradient, as PyTorch's."""
+    cases = [
+        (lambda m: m.tensor([0.5, 1, -0.2], requires_grad=True), lambda m: m.tensor([[2.7], [-1]])),
+        (lambda m: m.tensor([0.5, 1.0]), lambda m: m.tensor([[math.nan], [INF], [-INF], [1e20]])),
+        (lambda m: 0.5, lambda m: m.tensor([3, 4])),
+        (lambda m: m.tensor([1, 2]), lambda m: 3),
+        (lambda m: m.tensor([0.5]), lambda m: m.tensor([3.0], dtype=m.float64)),
+    ]  # fmt: skip
+    for name in ("chebyshev_polynomial_t", "legendre_polynomial_p", "hermite_polynomial_he"):
+        for x, n in cases:
+            ours = getattr(sg.special, name)(x(sg), n(sg))
+            theirs = getattr(torch.special, name)(x(torch), n(torch))
+            assert same_dtype(ours, theirs) and not ours.requires_grad
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "name", ["modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_newer_bessel_functions_are_torchs_without_a_gradient(name, dtype):
+    x = [0.0, -0.0, 1e-30, 1e-5, 0.3, -0.49, 0.5, 1.0, -3.0, 30.0, 700.0, 1e5, INF, -INF, NAN]
+    ours = getattr(sg.special, name)(sg.tensor(x, dtype=getattr(sg, dtype), requires_grad=True))
+    theirs = getattr(torch.special, name)(torch.tensor(x, dtype=getattr(torch, dtype)))
+    assert same_dtype(ours, theirs) and not ours.requires_grad
+    rtol = 1e-15 if dtype == "float64" else 3e-7
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=rtol, atol=1e-30)
+    integers = getattr(sg.special, name)(sg.tensor([1, 2]))
+    assert same_dtype(integers, getattr(torch.special, name)(torch.tensor([1, 2])))
+
+
 def test_doc_examples_run():
     assert doctest.testmod(scratchgrad.special).failed == 0
     assert doctest.testmod(ops).failed == 0

@@ -82,6 +82,7 @@ else:
         full_like,
         hamming_window,
         hann_window,
+        kaiser_window,
         linspace,
         logspace,
         normal,
@@ -235,6 +236,7 @@ else:
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
+    from scratchgrad import signal  # torch.signal (its windows)
     from scratchgrad import testing  # torch.testing
     from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)
     from scratchgrad.statistics import (
@@ -277,6 +279,7 @@ else:
         slogdet,
         svd,
         triangular_solve,
+        vander,
     )
 
     # Module functions with the methods' names: scratchgrad.exp(x) is x.exp().

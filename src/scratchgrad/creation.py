@@ -141,7 +141,7 @@ def hann_window(window_length: int, periodic: bool = True, **options: Any) -> Te
     >>> hann_window(4)
     tensor([0.0000, 0.5000, 1.0000, 0.5000])
     """
-    return _cosine_window("hann_window", (0.5, 0.5), window_length, periodic, **options)
+    return cosine_window("hann_window", (0.5, 0.5), window_length, periodic, **options)
 
 
 def hamming_window(
@@ -152,28 +152,44 @@ def hamming_window(
     **options: Any,
 ) -> Tensor:
     """The Hamming window ``alpha - beta cos(2 pi n / N)``, as ``torch.hamming_window``."""
-    return _cosine_window("hamming_window", (alpha, beta), window_length, periodic, **options)
+    return cosine_window("hamming_window", (alpha, beta), window_length, periodic, **options)
 
 
 def blackman_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The Blackman window ``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)``, as
     ``torch.blackman_window``."""
     weights = (0.42, 0.5, 0.08)
-    return _cosine_window("blackman_window", weights, window_length, periodic, **options)
+    return cosine_window("blackman_window", weights, window_length, periodic, **options)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The triangular window ``1 - |2 n / N - 1|``, as ``torch.bartlett_window``."""
     n, span = _window_points("bartlett_window", window_length, periodic, options.get("dtype"))
-    return _window(1 - xp.abs(2 * n / span - 1), window_length, **options)
+    return window_tensor(1 - xp.abs(2 * n / span - 1), window_length, **options)
 
 
-def _cosine_window(name: str, weights: tuple, length: int, periodic: bool, **options) -> Tensor:
-    """``sum_k (-1)^k weights[k] cos(2 pi k n / N)``: the Hann, Hamming and Blackman windows."""
+def kaiser_window(
+    window_length: int, periodic: bool = True, beta: float = 12.0, **options: Any
+) -> Tensor:
+    """The Kaiser window ``I0(beta sqrt(1 - (2 n / N - 1)^2)) / I0(beta)`` (``I0`` the modified
+    Bessel function of order 0), as ``torch.kaiser_window``: ``beta`` trades the main lobe's
+    width for the side lobes' height, as in windowed-sinc filter design.
+
+    >>> kaiser_window(5, periodic=False, beta=0.0)
+    tensor([1., 1., 1., 1., 1.])
+    """
+    n, span = _window_points("kaiser_window", window_length, periodic, options.get("dtype"))
+    radius = xp.sqrt(xp.maximum(1 - (2 * n / span - 1) ** 2, 0))  # rounding can dip below 0
+    return window_tensor(xp.i0(beta * radius) / xp.i0(beta), window_length, **options)
+
+
+def cosine_window(name: str, weights: tuple, length: int, periodic: bool, **options) -> Tensor:
+    """``sum_k (-1)^k weights[k] cos(2 pi k n / N)``: the Hann, Hamming and Blackman windows
+    (and ``signal.windows``' cosine sums); ``name`` is the one PyTorch's errors give."""
     n, span = _window_points(name, length, periodic, options.get("dtype"))
     angle = 2 * math.pi * n / span
     values = sum((-1) ** k * w * xp.cos(k * angle) for k, w in enumerate(weights))
-    return _window(values, length, **options)
+    return window_tensor(values, length, **options)
 
 
 def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[Any, int]:
@@ -187,10 +203,11 @@ def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[
     return xp.arange(length, dtype=xp.float64), max(length if periodic else length - 1, 1)
 
 
-def _window(
+def window_tensor(
     values: Any, length: int, *, dtype: Any = None, device: Any = None, requires_grad=False
 ) -> Tensor:
-    """A window's values as a tensor (a window of one sample is 1, as PyTorch's)."""
+    """A window's values as a tensor (a window of one sample is 1, as PyTorch's); the
+    windows here and in ``signal.windows`` end in it."""
     values = xp.ones(1) if length == 1 else values
     return _finish(values.astype(_dtype(dtype)), requires_grad, _on(device))
 

@@ -5,8 +5,10 @@ values at the edges (poles, inf, NaN) and its gradients.
 
 Integer and bool inputs are computed in the default floating dtype, as PyTorch's. The values are
 computed in float64 (``ops/special.py`` says how, and how accurately) and rounded to the input's
-dtype. Not here: ``zeta``'s gradient in its first argument (PyTorch has none either), the Bessel
-functions J, Y and K, the orthogonal polynomials, ``airy_ai``.
+dtype. The orthogonal polynomials (Chebyshev, Hermite, Laguerre, Legendre) are computed by their
+recurrences and, as PyTorch's, have no gradient. Not here: ``zeta``'s gradient in its first
+argument (PyTorch has none either), the Bessel functions J, Y and K (but ``spherical_bessel_j0``),
+``airy_ai``.
 
 >>> import scratchgrad as sg
 >>> import scratchgrad.special
@@ -24,13 +26,18 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.dtypes import result_type
 from scratchgrad.ops import special as ops
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, broadcast_tensors
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
     "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit",
     "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
     "xlog1py", "xlogy", "zeta",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+    "modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0",
 ]  # fmt: skip
 
 
@@ -301,6 +308,175 @@ def i1e(input: Tensor) -> Tensor:
     tensor([ 0.2079, -0.0126])
     """
     return ops.ModifiedBessel.apply(_floating("i1e", input), order=1, scaled=True)
+
+
+def modified_bessel_i0(input: Tensor) -> Tensor:
+    """``i0`` without a gradient, as ``torch.special.modified_bessel_i0`` (PyTorch's newer
+    Bessel family has no derivatives).
+
+    >>> import scratchgrad as sg
+    >>> sg.special.modified_bessel_i0(sg.tensor([1.0], requires_grad=True))
+    tensor([1.2661])
+    """
+    return i0(_floating("modified_bessel_i0", input).detach())
+
+
+def modified_bessel_i1(input: Tensor) -> Tensor:
+    """``i1`` without a gradient, as ``torch.special.modified_bessel_i1``."""
+    return i1(_floating("modified_bessel_i1", input).detach())
+
+
+def spherical_bessel_j0(input: Tensor) -> Tensor:
+    """The spherical Bessel function of the first kind of order 0, sin(x) / x (1 at 0, 0 at
+    +-inf), as ``torch.special.spherical_bessel_j0``, without a gradient as PyTorch's: radial
+    basis functions of interatomic potentials (DimeNet's) are built from it.
+
+    >>> import scratchgrad as sg
+    >>> sg.special.spherical_bessel_j0(sg.tensor([0.0, 1.0, float("inf")]))
+    tensor([1.0000, 0.8415, 0.0000])
+    """
+    x = _floating("spherical_bessel_j0", input)
+    wide = x.detach().double()
+    safe = wide.where(wide != 0, 1.0)  # sin(x) / x in float64 loses nothing near 0 but at 0
+    out = (safe.sin() / safe).where(wide != 0, 1.0).where(~wide.isinf(), 0.0)
+    return out.to(x.dtype)
+
+
+# ---- orthogonal polynomials ---------------------------------------------------------------------
+# Each is p_n(x) by its three-term recurrence p_{k+1} = step(k, x, p_{k-1}, p_k) from p_0 = 1 and
+# p_1 = first(x), in float64, with n truncated to an integer and 0 for n < 0 (one step a degree,
+# as PyTorch loops: a degree of millions takes seconds); the Chebyshev kinds switch to their
+# trigonometric closed form in (-1, 1) above the degree where PyTorch does (6 or 8). As in
+# PyTorch, they have no gradient: the result never requires grad.
+
+
+def _orthogonal(name: str, x: Any, n: Any, first, step, closed=None) -> Tensor:
+    """p_n(x) for the recurrence (``first``, ``step``); ``closed``: (degree, f(theta, n)), the
+    Chebyshev kinds' closed form in theta = acos(x), used above that degree where |x| < 1."""
+    x, n = _pair(name, x, n)
+    dtype = x.dtype
+    x, degree = (t.detach().double() for t in broadcast_tensors(x, n))
+    # n as PyTorch's cast to int64 reads it: NaN, inf and |n| >= 2^63 become -2^63, so 0
+    degree = degree.trunc().where(degree.isfinite() & (degree.abs() < 2.0**63), -1.0)
+    out = degree.new_zeros(degree.shape).where(degree < 0, 1.0)
+    previous, current = out.new_ones(out.shape), first(x)
+    top = int(degree.max().item()) if degree.numel() else 0
+    for k in range(1, top + 1):
+        out = current.where(degree == k, out)
+        previous, current = current, step(k, x, previous, current)
+    if closed is not None:
+        above, form = closed
+        trig = form(x.clamp(-1, 1).acos(), degree)
+        out = trig.where((degree > above) & (x.abs() < 1), out)
+    return out.to(dtype)
+
+
+def _chebyshev(name: str, x: Any, n: Any, first, closed) -> Tensor:
+    return _orthogonal(name, x, n, first, lambda k, x, p, q: 2 * x * q - p, closed)
+
+
+def chebyshev_polynomial_t(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Chebyshev polynomial of the first kind T_n(x) = cos(n acos x), as
+    ``torch.special.chebyshev_polynomial_t``; like the other orthogonal polynomials here it
+    broadcasts ``input`` with ``n`` (one of them may be a number) and has no gradient.
+
+    >>> import scratchgrad as sg
+    >>> sg.special.chebyshev_polynomial_t(sg.tensor([0.5, 2.0]), 3)
+    tensor([-1., 26.])
+    """
+    closed = (6, lambda theta, n: (n * theta).cos())
+    return _chebyshev("chebyshev_polynomial_t", input, n, lambda x: x, closed)
+
+
+def chebyshev_polynomial_u(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Chebyshev polynomial of the second kind U_n(x) = sin((n + 1) theta) / sin(theta),
+    x = cos(theta), as ``torch.special.chebyshev_polynomial_u``."""
+    closed = (8, lambda theta, n: ((n + 1) * theta).sin() / theta.sin())
+    return _chebyshev("chebyshev_polynomial_u", input, n, lambda x: 2 * x, closed)
+
+
+def chebyshev_polynomial_v(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Chebyshev polynomial of the third kind V_n(x) = cos((n + 1/2) theta) / cos(theta / 2),
+    as ``torch.special.chebyshev_polynomial_v``."""
+    closed = (8, lambda theta, n: ((n + 0.5) * theta).cos() / (theta / 2).cos())
+    return _chebyshev("chebyshev_polynomial_v", input, n, lambda x: 2 * x - 1, closed)
+
+
+def chebyshev_polynomial_w(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Chebyshev polynomial of the fourth kind W_n(x) = sin((n + 1/2) theta) / sin(theta / 2),
+    as ``torch.special.chebyshev_polynomial_w``."""
+    closed = (8, lambda theta, n: ((n + 0.5) * theta).sin() / (theta / 2).sin())
+    return _chebyshev("chebyshev_polynomial_w", input, n, lambda x: 2 * x + 1, closed)
+
+
+def _shifted(polynomial):
+    """The polynomial on [0, 1] instead of [-1, 1]: p(2x - 1), as PyTorch's ``shifted_`` forms."""
+
+    def shifted(input: Tensor | float, n: Tensor | float) -> Tensor:
+        x, n = _pair(f"shifted_{polynomial.__name__}", input, n)
+        return polynomial(2 * x - 1, n)
+
+    shifted.__name__ = f"shifted_{polynomial.__name__}"
+    shifted.__doc__ = (
+        f"``{polynomial.__name__}(2 x - 1, n)``, as ``torch.special.{shifted.__name__}``."
+    )
+    return shifted
+
+
+shifted_chebyshev_polynomial_t = _shifted(chebyshev_polynomial_t)
+shifted_chebyshev_polynomial_u = _shifted(chebyshev_polynomial_u)
+shifted_chebyshev_polynomial_v = _shifted(chebyshev_polynomial_v)
+shifted_chebyshev_polynomial_w = _shifted(chebyshev_polynomial_w)
+
+
+def hermite_polynomial_h(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The physicists' Hermite polynomial H_n (H_{k+1} = 2x H_k - 2k H_{k-1}), orthogonal under
+    exp(-x^2), as ``torch.special.hermite_polynomial_h``.
+
+    >>> import scratchgrad as sg
+    >>> sg.special.hermite_polynomial_h(sg.tensor([1.0]), sg.tensor([0, 1, 2, 3]))
+    tensor([ 1.,  2.,  2., -4.])
+    """
+    return _orthogonal(
+        "hermite_polynomial_h", input, n, lambda x: 2 * x, lambda k, x, p, q: 2 * x * q - 2 * k * p
+    )
+
+
+def hermite_polynomial_he(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The probabilists' Hermite polynomial He_n (He_{k+1} = x He_k - k He_{k-1}), orthogonal
+    under the standard normal density, as ``torch.special.hermite_polynomial_he``."""
+    return _orthogonal(
+        "hermite_polynomial_he", input, n, lambda x: x, lambda k, x, p, q: x * q - k * p
+    )
+
+
+def laguerre_polynomial_l(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Laguerre polynomial L_n ((k + 1) L_{k+1} = (2k + 1 - x) L_k - k L_{k-1}), orthogonal
+    under exp(-x) on [0, inf), as ``torch.special.laguerre_polynomial_l``."""
+    return _orthogonal(
+        "laguerre_polynomial_l",
+        input,
+        n,
+        lambda x: 1 - x,
+        lambda k, x, p, q: ((2 * k + 1 - x) * q - k * p) / (k + 1),
+    )
+
+
+def legendre_polynomial_p(input: Tensor | float, n: Tensor | float) -> Tensor:
+    """The Legendre polynomial P_n ((k + 1) P_{k+1} = (2k + 1) x P_k - k P_{k-1}), orthogonal
+    on [-1, 1], as ``torch.special.legendre_polynomial_p``.
+
+    >>> import scratchgrad as sg
+    >>> sg.special.legendre_polynomial_p(sg.tensor([0.5]), 2)
+    tensor([-0.1250])
+    """
+    return _orthogonal(
+        "legendre_polynomial_p",
+        input,
+        n,
+        lambda x: x,
+        lambda k, x, p, q: ((2 * k + 1) * x * q - k * p) / (k + 1),
+    )
 
 
 # ---- elementwise functions ----------------------------------------------------------------------

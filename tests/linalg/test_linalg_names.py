@@ -2,7 +2,7 @@
 the old ``sg.svd``, ``sg.qr``, ``sg.cholesky``, ``sg.triangular_solve``, ...), the Tensor
 methods of the same names, and ``linalg``'s extras (``inv_ex``, ``cholesky_ex``,
 ``multi_dot``, ``tensorinv``, ``tensorsolve``, ``diagonal``, ``matmul``, ``vander``,
-``householder_product``): values
+``householder_product``) and the root's ``vander``: values
 and gradients against PyTorch over batch shapes (float64 tight, float32 loose), finite
 differences, PyTorch's errors and result types."""
 
@@ -454,6 +454,38 @@ def test_vander_of_integers_and_a_0d_tensor_as_pytorch():
         ours, theirs = call(sg), call(torch)
         assert ours.dtype == getattr(sg, str(theirs.dtype).rpartition(".")[2])
         assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("N", [None, 0, 1, 2, 5])
+@pytest.mark.parametrize("increasing", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+def test_vander_is_torchs(N, increasing, dtype):
+    x = np.array([1.5, -2, 0, 3]).astype(dtype)
+    ours = sg.vander(sg.tensor(x), N=N, increasing=increasing)
+    theirs = torch.vander(torch.tensor(x), N=N, increasing=increasing)
+    assert ours.dtype == getattr(sg, str(theirs.dtype).rpartition(".")[2])
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def test_vanders_gradient_and_errors():
+    """torch.vander's own backward raises in PyTorch 2.13 (it writes into a saved tensor), so the
+    gradient is compared with that of ``linalg.vander`` flipped, the same matrix."""
+    x = np.array([1.5, -2.0, 0.0, 0.5])
+    weights = np.random.default_rng(3).standard_normal((4, 5))
+    ours = sg.tensor(x, requires_grad=True)
+    (sg.vander(ours, N=5) * sg.tensor(weights)).sum().backward()
+    theirs = torch.tensor(x, requires_grad=True)
+    (torch.linalg.vander(theirs, N=5).flip(-1) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12)
+    assert sg.autograd.gradcheck(lambda t: sg.vander(t, 3, True), sg.tensor(x, requires_grad=True))
+    for bad, message in (
+        (lambda m: m.vander(m.ones(2, 2)), "one-dimensional"),
+        (lambda m: m.vander(m.tensor(2.0)), "one-dimensional"),
+        (lambda m: m.vander(m.ones(2), N=-1), "N must be non-negative"),
+    ):
+        for m in (sg, torch):
+            with pytest.raises(RuntimeError, match=message):
+                bad(m)
 
 
 def test_the_module_functions_are_the_methods():

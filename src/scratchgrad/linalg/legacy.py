@@ -1,7 +1,8 @@
 """PyTorch's linear algebra outside ``torch.linalg``: ``logdet``, ``cholesky_solve``,
 ``cholesky_inverse`` and the older APIs ``slogdet``, ``pinverse``, ``cholesky``, ``qr``,
-``svd`` (U, S, V) and ``triangular_solve`` (b first), with their defaults, result types,
-messages and deprecation warnings, built on ``scratchgrad.linalg``."""
+``svd`` (U, S, V), ``triangular_solve`` (b first) and ``vander`` (decreasing powers), with
+their defaults, result types, messages and deprecation warnings, built on
+``scratchgrad.linalg``."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.linalg.derived import pinv
 from scratchgrad.linalg.derived import slogdet as linalg_slogdet
 from scratchgrad.linalg.systems import broadcast_batch, solve_triangular
-from scratchgrad.tensor import Tensor, broadcast_shapes, where
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, where
 
 # torch.return_types' names
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
@@ -258,6 +259,28 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result
     return svd_result(
         zeros(*batch, m, m, dtype=input.dtype), S, zeros(*batch, n, n, dtype=input.dtype)
     )
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the vector ``x``, its columns the powers ``x ** (N - 1)`` down
+    to ``x ** 0`` (up, if ``increasing``), N columns (default ``len(x)``), as ``torch.vander``
+    (NumPy's order, where ``torch.linalg.vander``'s is always increasing); integers and bools
+    give int64. Polynomial features: ``vander(x, 4) @ coefficients`` evaluates a cubic.
+
+    >>> import scratchgrad as sg
+    >>> sg.vander(sg.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 1., 1.],
+            [4., 2., 1.],
+            [9., 3., 1.]])
+    """
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    columns = len(x) if N is None else N
+    if columns < 0:
+        raise RuntimeError("N must be non-negative.")
+    powers = x.unsqueeze(1).expand(len(x), max(columns - 1, 0))
+    out = cat([x.new_ones(len(x), 1), powers], 1).cumprod(1)[:, :columns]
+    return out if increasing else out.flip(1)
 
 
 def triangular_solve(
