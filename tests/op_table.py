@@ -2148,6 +2148,21 @@ OPS = [
         shapes="same_triple",
         check_shapes=((2, 3),) * 3,
     ),
+    # ---- complex numbers: real in and out, complex between (tests/test_complex.py for more) ----
+    binary("polar", lambda m, x, y: m.view_as_real(m.polar(x, y)), (away_from_zero, real)),
+    binary("complex", lambda m, x, y: m.view_as_real(m.complex(x, y))),
+    binary(
+        "complex_mul_div",
+        lambda m, x, y: m.view_as_real(m.complex(x, y) * m.complex(y, x * x) / m.complex(x, -y)),
+        (away_from_zero, away_from_zero),
+    ),
+    binary("complex_angle", lambda m, x, y: m.complex(x, y).angle(), (positive, real)),
+    binary("complex_abs", lambda m, x, y: m.complex(x, y).abs(), (away_from_zero, real)),
+    Op(
+        "view_as_complex",
+        lambda m, x: (m.view_as_complex(m.stack([x, x.sin()], -1)) * (1 - 2j)).imag,
+        vmap=False,  # its checks read the strides, which a batched tensor has not
+    ),
 ]
 
 

@@ -50,7 +50,16 @@ def test_the_report_claims_no_name_that_is_missing():
     assert not not_reported, f"missing but reported as covered: {sorted(not_reported)}"
 
 
-@pytest.mark.parametrize("name", ["torch.device", "torch.Tensor.new_zeros", "torch.einsum"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "torch.device",
+        "torch.Tensor.new_zeros",
+        "torch.einsum",
+        *("torch.polar", "torch.complex", "torch.view_as_complex", "torch.view_as_real"),
+        *("torch.complex64", "torch.cfloat", "torch.cdouble", "torch.Tensor.imag"),
+    ],
+)
 def test_names_this_work_added_are_found(name):
     assert _has(sg, name)
 

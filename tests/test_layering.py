@@ -30,6 +30,7 @@ LAYERS = [
         "foreach",
         "sparse",  # COO tensors: a Tensor subclass with its own product (a Function)
         "signal",  # torch.signal.windows, on creation's windows
+        "complex_numbers",  # polar, view_as_complex...: on Tensor and ops/complex
     },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them

@@ -31,6 +31,8 @@ else:
         are_deterministic_algorithms_enabled,
         bfloat16,
         bool_ as bool,
+        complex64,
+        complex128,
         default_generator,
         device,
         dtype,
@@ -56,6 +58,7 @@ else:
     )
     from scratchgrad.backend import float16 as half, float32 as float, float64 as double
     from scratchgrad.backend import int16 as short, int32 as int, int64 as long
+    from scratchgrad.backend import complex64 as cfloat, complex128 as cdouble
     from scratchgrad.creation import (
         BFloat16Tensor,
         BoolTensor,
@@ -236,6 +239,7 @@ else:
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
+    from scratchgrad.complex_numbers import complex, polar, view_as_complex, view_as_real
     from scratchgrad import signal  # torch.signal (its windows)
     from scratchgrad import testing  # torch.testing
     from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)

@@ -125,6 +125,10 @@ int16 = numpy.dtype(numpy.int16)
 int32 = numpy.dtype(numpy.int32)
 int64 = numpy.dtype(numpy.int64)
 bool_ = numpy.dtype(numpy.bool_)
+complex64 = numpy.dtype(numpy.complex64)
+complex128 = numpy.dtype(numpy.complex128)
+# their classes (NumPy's DType classes): ``type(dtype) in COMPLEX_DTYPES`` is the cheapest test
+COMPLEX_DTYPES = frozenset({type(complex64), type(complex128)})
 # the class of every dtype above, as ``torch.dtype``: ``isinstance(x.dtype, dtype)``
 dtype = numpy.dtype
 
@@ -694,6 +698,22 @@ def block_order(array: Any) -> tuple | None:
 def is_floating(dtype: numpy.dtype) -> bool:
     """True for the floating dtypes, the only ones that can require gradients."""
     return dtype.kind == "f" or dtype == bfloat16
+
+
+def can_require_grad(dtype: numpy.dtype) -> bool:
+    """True for the dtypes a gradient can flow through: the floating ones and the complex."""
+    return dtype.kind in "fc" or dtype == bfloat16
+
+
+def to_complex(dtype: numpy.dtype) -> numpy.dtype:
+    """The complex dtype whose parts are ``dtype`` (complex64 for float32 and narrower floats),
+    as PyTorch's ``toComplexType``; a complex dtype is its own."""
+    return complex128 if dtype in (float64, complex128) else complex64
+
+
+def to_real(dtype: numpy.dtype) -> numpy.dtype:
+    """The dtype of a complex dtype's parts (float32 for complex64); any other dtype is its own."""
+    return float64 if dtype == complex128 else float32 if dtype == complex64 else dtype
 
 
 def to_dtype(dtype) -> numpy.dtype:

@@ -45,6 +45,8 @@ def promote_types(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
     """
     if x == y:
         return x
+    if "c" in (x.kind, y.kind):  # complex beats every kind; its parts promote as floats do
+        return backend.to_complex(promote_types(backend.to_real(x), backend.to_real(y)))
     if is_floating(x) != is_floating(y):
         return x if is_floating(x) else y
     if bfloat16 in (x, y):
@@ -65,7 +67,7 @@ def can_cast(from_: numpy.dtype, to: numpy.dtype) -> bool:
 
 
 def _category(dtype: numpy.dtype) -> int:
-    return 0 if dtype == bool_ else 2 if is_floating(dtype) else 1
+    return 0 if dtype == bool_ else 2 if is_floating(dtype) else 3 if dtype.kind == "c" else 1
 
 
 def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
@@ -77,7 +79,9 @@ def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
         return dtype
     if isinstance(value, int):
         return int64
-    return dtype if is_floating(dtype) else backend.default_float
+    if isinstance(value, complex):
+        return backend.to_complex(dtype if is_floating(dtype) else backend.default_float)
+    return dtype if is_floating(dtype) or dtype.kind == "c" else backend.default_float
 
 
 def python_number(value: Any) -> Any:
@@ -109,7 +113,7 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
         return scalar_type(x.dtype, y)
     if not hasattr(x, "dtype"):
         return scalar_type(y.dtype, x)
-    kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}
+    kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}
     kx, ky = kind[x.dtype.kind], kind[y.dtype.kind]
     if (x.ndim == 0) != (y.ndim == 0) and kx == ky:
         return y.dtype if x.ndim == 0 else x.dtype
@@ -141,6 +145,8 @@ def to_array(data: Any, dtype: Any):
         return array.astype(backend.default_float)
     if array.dtype.kind in "iu":
         return array.astype(int64)
+    if array.dtype.kind == "c":
+        return array.astype(backend.to_complex(backend.default_float))
     if array.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
     return array

@@ -108,11 +108,12 @@ def format_tensor(t: Tensor) -> str:
             suffixes.append(f"dtype=scratchgrad.{dtype}")
     else:
         summarize = array.size > options.threshold
-        formatter = _Formatter(_summarized(array) if summarize else array)
+        shown = _summarized(array) if summarize else array
+        formatter = _ComplexFormatter(shown) if dtype.kind == "c" else _Formatter(shown)
         body = _nested(array, len(_PREFIX), summarize, formatter)
         if not options.edgeitems:
             suffixes.append(f"size={tuple(array.shape)}")
-        if dtype not in (backend.default_float, backend.int64, backend.bool_):
+        if dtype not in (backend.default_float, backend.int64, backend.bool_, _default_complex()):
             suffixes.append(f"dtype=scratchgrad.{dtype}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
@@ -162,6 +163,25 @@ class _Formatter:
             if self.int_mode and not self.sci_mode and math.isfinite(value):
                 text += "."  # a whole float still shows that it is one
         return text.rjust(self.width)
+
+
+class _ComplexFormatter:
+    """Writes complex entries as PyTorch does: the real parts at one width, in the notation
+    their own ``_Formatter`` chooses, then the imaginary parts (chosen apart) with their sign
+    and a ``j``: ``1.0000+2.j``."""
+
+    def __init__(self, shown: Any) -> None:
+        self.real, self.imag = _Formatter(shown.real), _Formatter(shown.imag)
+        self.width = self.real.width + self.imag.width + 1  # (the j)
+
+    def format(self, value: complex) -> str:
+        imag = self.imag.format(value.imag).lstrip() + "j"
+        return self.real.format(value.real) + ("" if imag[0] in "+-" else "+") + imag
+
+
+def _default_complex() -> Any:
+    """The complex dtype a repr does not name: complex64 while the default float is float32."""
+    return backend.to_complex(backend.default_float)
 
 
 def _summarized(array: Any) -> Any:

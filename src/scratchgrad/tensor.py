@@ -47,6 +47,7 @@ from scratchgrad.dtypes import (
 )
 from scratchgrad.meta import MetaArray
 from scratchgrad.ops import binary, matmul, movement, reduce, special, unary
+from scratchgrad.ops import complex as complex_ops
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 min_max = namedtuple("aminmax", ["min", "max"])
@@ -106,7 +107,7 @@ class Tensor:
         """A new leaf holding a copy of ``data`` (Python data, an array or a tensor), in
         ``dtype`` or the dtype ``to_array`` gives it: what ``tensor(data)`` makes."""
         array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
-        if requires_grad and not backend.is_floating(array.dtype):
+        if requires_grad and not backend.can_require_grad(array.dtype):
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
             )
@@ -279,32 +280,57 @@ class Tensor:
     def adjoint(self) -> Tensor:
         return self.mH
 
-    # Real entries are their own conjugates: PyTorch's complex-number methods, as it answers
-    # them for real tensors (scratchgrad has no complex dtypes).
-    real = property(lambda self: self)
+    # ---- complex numbers (more in complex_numbers.py) ----------------------------------------
+
+    @property
+    def real(self) -> Tensor:
+        """The real parts of a complex tensor (a view), as PyTorch's; a real tensor itself.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1 + 2j]).real, sg.tensor([1 + 2j]).imag
+        (tensor([1.]), tensor([2.]))
+        """
+        return complex_ops.Real.apply(self) if self.array.dtype.kind == "c" else self
 
     @property
     def imag(self) -> Tensor:
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        """The imaginary parts of a complex tensor (a view), as PyTorch's."""
+        if self.array.dtype.kind != "c":
+            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        return complex_ops.Imag.apply(self)
 
     def conj(self) -> Tensor:
+        """The complex conjugate (a copy here, where PyTorch's is a lazy view); a real tensor
+        itself."""
+        return complex_ops.Conj.apply(self) if self.array.dtype.kind == "c" else self
+
+    conj_physical = conj
+
+    def resolve_conj(self) -> Tensor:  # conj() copies at once: there is nothing to resolve
         return self
 
-    conj_physical = resolve_conj = resolve_neg = conj
+    resolve_neg = resolve_conj
 
     def is_complex(self) -> bool:
+        """Whether the dtype is complex (complex64 or complex128), as ``torch.is_complex``."""
+        return self.array.dtype.kind == "c"
+
+    def is_conj(self) -> bool:  # conj() copies here: no tensor is a lazy conjugate
         return False
 
-    is_conj = is_neg = is_complex
+    is_neg = is_conj
 
     def angle(self) -> Tensor:
-        """The argument of a real number: pi for negative entries, 0 otherwise (NaN stays),
-        as ``torch.angle``; a constant (PyTorch's gradient of it is 0 everywhere).
+        """The argument of a complex number (``atan2(imag, real)``); of a real number, pi for
+        negative entries, 0 otherwise (NaN stays), as ``torch.angle``: then a constant
+        (PyTorch's gradient of it is 0 everywhere).
 
         >>> import scratchgrad as sg
         >>> sg.tensor([-2.0, 3.0]).angle()
         tensor([3.1416, 0.0000])
         """
+        if self.array.dtype.kind == "c":  # composed of complex-correct ops: so is its gradient
+            return self.imag.atan2(self.real)
         x = self._floating().detach()
         zero = x.new_zeros(())
         return where(x.isnan(), x, where(x < 0, zero + math.pi, zero))
@@ -539,7 +565,7 @@ class Tensor:
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if requires_grad and not backend.is_floating(self.array.dtype):
+        if requires_grad and not backend.can_require_grad(self.array.dtype):
             raise RuntimeError(
                 f"requires_grad_: dtype {self.array.dtype} cannot require gradients (only "
                 f"tensors of floating point dtype can)"
@@ -674,10 +700,10 @@ class Tensor:
         integer tensor over a float64 0-d one is float64)."""
         if not isinstance(other, Tensor):
             return self._floating()._operands(other)
-        if other.array.dtype == self.array.dtype and backend.is_floating(self.array.dtype):
+        if other.array.dtype == self.array.dtype and backend.can_require_grad(self.array.dtype):
             return self, other
         dtype = result_type(self, other)
-        if not backend.is_floating(dtype):
+        if not backend.can_require_grad(dtype):  # (floating or complex)
             dtype = backend.default_float
         return self.to(dtype), other.to(dtype)
 
@@ -713,7 +739,9 @@ class Tensor:
     def _floating(self) -> Tensor:
         """This tensor, or a copy of an integer or bool one in the default floating dtype (true
         division, exp...)."""
-        return self if backend.is_floating(self.array.dtype) else self.to(backend.default_float)
+        if backend.can_require_grad(self.array.dtype):  # complex stays complex
+            return self
+        return self.to(backend.default_float)
 
     def __pow__(self, other: Any) -> Tensor:
         return binary.Pow.apply(*self._operands(other))
@@ -910,10 +938,14 @@ class Tensor:
         return self**exponent
 
     def maximum(self, other: Tensor) -> Tensor:
-        return binary.Maximum.apply(*self._operands(other))
+        x, y = self._operands(other)
+        _refuse_complex(x, "maximum")  # (promoted: either operand complex makes both so)
+        return binary.Maximum.apply(x, y)
 
     def minimum(self, other: Tensor) -> Tensor:
-        return binary.Minimum.apply(*self._operands(other))
+        x, y = self._operands(other)
+        _refuse_complex(x, "minimum")  # (promoted: either operand complex makes both so)
+        return binary.Minimum.apply(x, y)
 
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
@@ -1538,7 +1570,7 @@ class Tensor:
                 moved = movement.ToDevice.apply(self, device=device)
         if dtype is None or dtype == self.array.dtype:
             return self.clone() if copy and moved is self else moved
-        if moved.requires_grad and not backend.is_floating(dtype):
+        if moved.requires_grad and not backend.can_require_grad(dtype):
             with no_grad():  # an integer or bool result leaves the graph, as in PyTorch
                 return movement.Copy.apply(moved, dtype=dtype)
         return movement.Copy.apply(moved, dtype=dtype)
@@ -1645,21 +1677,27 @@ class Tensor:
         return unary.Sigmoid.apply(self._floating())
 
     def relu(self) -> Tensor:
+        _refuse_complex(self, "relu")
         return unary.Relu.apply(self)
 
     def sqrt(self) -> Tensor:
         return unary.Sqrt.apply(self._floating())
 
     def abs(self) -> Tensor:
+        if self.array.dtype.kind == "c":  # |z|, with its own gradient
+            return complex_ops.Abs.apply(self)
         return unary.Abs.apply(self)
 
     def sign(self) -> Tensor:
+        _refuse_complex(self, "sign")
         return unary.Step.apply(self, ufunc=xp.sign)
 
     def floor(self) -> Tensor:
+        _refuse_complex(self, "floor")
         return unary.Step.apply(self, ufunc=xp.floor)
 
     def ceil(self) -> Tensor:
+        _refuse_complex(self, "ceil")
         return unary.Step.apply(self, ufunc=xp.ceil)
 
     def round(self, *, decimals: int = 0) -> Tensor:
@@ -2191,6 +2229,7 @@ class Tensor:
         """
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        _refuse_complex(self, "clamp")
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             return _clamp_by_tensors(self, min, max)
         dtype = self.array.dtype
@@ -2310,7 +2349,7 @@ class Tensor:
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
             return self.to(dtype).sum(dim, keepdim).to(dtype)
         dims = None if dim is None else _dims(dim, self.array.ndim, unique=True)  # None: all
-        if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
+        if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
 
@@ -2324,7 +2363,7 @@ class Tensor:
         """The mean over ``dim`` (all entries by default); ``dtype`` converts first."""
         if dtype is not None:
             return self.to(dtype).mean(dim, keepdim)
-        if not backend.is_floating(self.array.dtype):
+        if not backend.can_require_grad(self.array.dtype):
             raise RuntimeError(f"mean: needs a floating point tensor, got {self.array.dtype}")
         dims = _dims(dim, self.array.ndim, unique=True)
         return reduce.Mean.apply(self, dim=dims, keepdim=keepdim)
@@ -2361,12 +2400,18 @@ class Tensor:
                 stacklevel=stacklevel,
             )
         centered = self - self.mean(dim, keepdim=True)
-        return (centered * centered).sum(dim, keepdim) / builtins.max(count - correction, 0)
+        if centered.is_complex():  # |x - mean|**2: a real variance, as PyTorch's
+            squares = (centered * centered.conj()).real
+        else:
+            squares = centered * centered
+        return squares.sum(dim, keepdim) / builtins.max(count - correction, 0)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        _refuse_complex(self, "amax")
         return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        _refuse_complex(self, "amin")
         return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -2429,6 +2474,7 @@ class Tensor:
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """The index of the largest (smallest) entry over ``dim``, or of all entries."""
+        _refuse_complex(self, name)
         if dim is None:
             if self.array.size == 0:
                 raise IndexError(
@@ -2449,7 +2495,7 @@ class Tensor:
         """The product over one dim (all entries by default); ``dtype`` converts first."""
         if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
             return self.to(dtype).prod(dim, keepdim).to(dtype)
-        if not backend.is_floating(self.array.dtype) and self.array.dtype != backend.int64:
+        if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
@@ -2533,6 +2579,7 @@ class Tensor:
         """The indices ``compute(array, dim, *args)`` finds from the values along ``dim`` (a
         sort's order, a running maximum's positions), which no gradient flows through. vmap's
         batched tensor runs the same on its whole batch, ``dim`` moved past the batch dim."""
+        _refuse_complex(self, _ORDERING_OPS.get(compute.__name__, "sort"))
         return Tensor._make(_call(compute, self.array, dim, *args))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
@@ -2599,8 +2646,8 @@ class Tensor:
     def _scan_input(self, dtype: Any) -> Tensor:
         if dtype is not None:
             return self.to(dtype)
-        if backend.is_floating(self.array.dtype) or self.array.dtype == backend.int64:
-            return self
+        if backend.can_require_grad(self.array.dtype) or self.array.dtype == backend.int64:
+            return self  # (floating or complex)
         return self.long()
 
     def topk(
@@ -6005,13 +6052,31 @@ def _index(index: Any, array: Any) -> tuple:
 
 def _compare(name: str, x: Any, y: Any) -> Any:
     """The comparison ufunc ``name`` of ``x``'s array module. 16-bit floats are compared in
-    float32: the same answer, without NumPy's slow 16-bit loops."""
+    float32: the same answer, without NumPy's slow 16-bit loops. Complex numbers have no order
+    (NumPy's would be lexicographic): PyTorch refuses them but for == and !=."""
+    if x.dtype.kind == "c" and name not in ("equal", "not_equal"):
+        raise NotImplementedError(f"{name}: not implemented for complex tensors ({x.dtype})")
     wide = backend.accumulation_dtype
     if wide(x.dtype) or wide(getattr(y, "dtype", None)):
         if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
             y = namespace(x).asarray(y, x.dtype)
         x, y = backend.widened(x), backend.widened(y)
     return _elementwise(name, x, y)
+
+
+# the ops named in the errors for complex input to ``_indices_along``, by what it computes
+_ORDERING_OPS = {
+    "_top_indices": "topk",
+    "_order_statistic_index": "kthvalue",
+    "_running_index": "cummax",
+}
+
+
+def _refuse_complex(x: Tensor, op: str) -> None:
+    """PyTorch's refusal of complex numbers by an op that orders values (max, sort, clamp...):
+    they have no order, where NumPy's would be lexicographic."""
+    if x.array.dtype.kind == "c":
+        raise NotImplementedError(f"{op}: does not support complex input ({x.array.dtype})")
 
 
 def _clamp_by_tensors(x: Tensor, low: Any, high: Any) -> Tensor:

@@ -375,6 +375,8 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
                 f"output has shape {out.shape}; pass gradient= of that shape"
             )
         array = out.array
+        if array.dtype.kind == "c":
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs")
         module = xp if type(array) is ndarray else namespace(array)
         return Tensor._make(module.array(1, array.dtype, ndmin=array.ndim))  # dims all 1
     if not isinstance(g, Tensor):

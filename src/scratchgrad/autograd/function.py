@@ -18,7 +18,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
-from scratchgrad.backend import ndarray, xp
+from scratchgrad.backend import COMPLEX_DTYPES, ndarray, xp
 
 _ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
@@ -67,6 +67,14 @@ class Function:
     # PyTorch's name for this node ("MulBackward0"); a subclass sets it where its class name
     # differs from PyTorch's op name, else __init_subclass__ derives it
     backward_name: str = ""
+    # The safety gate for complex numbers: a backward written for real numbers gives a wrong
+    # gradient for complex ones. A recorded op with a complex result is refused, or its node
+    # becomes the op's ``complex_twin`` (a subclass whose backward is correct for complex),
+    # unless the op is ``complex_safe``: correct for complex as written (movement, sums, +, -).
+    # (A real result of complex input comes only from ops/complex.py's ops, which are correct,
+    # and from Copy, whose backward casts back: correct too.)
+    complex_safe = False
+    complex_twin: type | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Mark scratchgrad's own ops, and name each node as PyTorch does: ``<Op>Backward0``
@@ -79,6 +87,8 @@ class Function:
             cls.forward = staticmethod(_on_tensors(cls.forward))
         if "backward_name" not in cls.__dict__:
             cls.backward_name = cls.__name__ + ("Backward0" if cls.builtin else "Backward")
+        if not cls.builtin and "complex_safe" not in cls.__dict__:
+            cls.complex_safe = True  # a user's backward is the user's to get right, as PyTorch's
 
     def name(self) -> str:
         """The node's name, as PyTorch's ``grad_fn.name()``.
@@ -249,12 +259,47 @@ class Function:
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs, record)
         if record:
+            dtype = array.dtype
+            # (the dtype's class, a set lookup: the cheapest test, on the hottest path)
+            if type(dtype) in COMPLEX_DTYPES and not cls.complex_safe:
+                _check_complex(ctx, [array, *arrays])
             ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
-            ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
+            ctx.out_shape, ctx.out_dtype = array.shape, dtype
             if ctx._to_save:
                 ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
         return result
+
+
+def _check_complex(ctx: Function, values: list) -> None:
+    """For a recorded op that is not ``complex_safe`` (a complex result, or an op with several
+    results): nothing if none of its operands and results (``values``) is complex; else the
+    node becomes its op's ``complex_twin``, or, without one, the op is refused (its backward,
+    written for real numbers, would give a wrong gradient)."""
+    if all(getattr(v, "dtype", backend.bool_).kind != "c" for v in values):
+        return
+    cls = type(ctx)
+    if cls.complex_twin is None:
+        raise RuntimeError(
+            f"{cls.__name__.lower()}: complex tensors are not supported by scratchgrad yet "
+            "(when a gradient is recorded)"
+        )
+    ctx.__class__ = cls.complex_twin
+
+
+class ConjugateSaved:
+    """Mixed into an op's ``complex_twin``: its backward reads the conjugates of the saved
+    tensors. For a holomorphic op whose backward is grad * f'(saved), with real coefficients,
+    that makes it grad * conj(f'(saved)), PyTorch's complex gradient (a * b gives a's
+    gradient grad * conj(b))."""
+
+    complex_safe = True
+
+    def _saved_tensors(self, needed: tuple[bool, ...] | None = None) -> tuple:
+        saved = Function._saved_tensors(self, needed)
+        return tuple(t.conj() if isinstance(t, Tensor) else t for t in saved)
+
+    saved_tensors = property(_saved_tensors)
 
 
 def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | None) -> tuple:
@@ -265,10 +310,12 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     node's as for any other node; the node then hands ``backward`` one gradient per output.
     """
     arrays = [backend.as_array(out) for out in outs]
+    if parents is not None and not ctx.complex_safe:
+        _check_complex(ctx, [*arrays, *(a.array for a in args if isinstance(a, Tensor))])
     marked = {id(out) for out in ctx._non_differentiable}
     packed_at, size = [], 0  # per output: its (start, stop) in the packed array, or None
     for out, array in zip(outs, arrays):
-        if parents is not None and backend.is_floating(array.dtype) and id(out) not in marked:
+        if parents is not None and backend.can_require_grad(array.dtype) and id(out) not in marked:
             packed_at.append((size, size + array.size))
             size += array.size
         else:

@@ -27,6 +27,7 @@ from scratchgrad.linalg.legacy import CholeskySolve
 from scratchgrad.linalg.lu import LUFactor, Permutation
 from scratchgrad.linalg.matrix_exp import MatrixExp
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
+from scratchgrad.ops import complex as complex_ops
 from scratchgrad.tensor import Tensor
 
 
@@ -313,6 +314,9 @@ UNARY = [
     special.Erfc, special.Erfcx, special.Ndtri, special.LogNdtr, special.Lgamma,
     special.Polygamma, special.ModifiedBessel, special.Entr, special.Logit, special.Exp2,
     special.Frexp,
+    # (view_as_complex and view_as_real read the last dim, which the batch dim is never)
+    complex_ops.Real, complex_ops.Imag, complex_ops.Conj, complex_ops.Abs,
+    complex_ops.ViewAsComplex, complex_ops.ViewAsReal,
 ]  # fmt: skip
 # linalg's Functions take batches of matrices (*, m, n), the batch dims of two operands (solve's
 # A and B) broadcast as elementwise operands do: the batch dim in front is one more of them
@@ -327,6 +331,7 @@ BINARY = [
     fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
     special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
     special.Heaviside, special.Logaddexp2, special.Igamma,
+    complex_ops.Complex, complex_ops.Polar,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)

@@ -5,11 +5,13 @@ each back to its input's shape. An operand may be a plain Python number (no grad
 import math
 
 from scratchgrad import backend
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import ConjugateSaved, Function
 from scratchgrad.backend import cast, is_floating, keep_where, namespace, widened
 
 
 class Add(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, x, y):
         return x + y
@@ -20,6 +22,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, x, y):
         return x - y
@@ -43,6 +47,15 @@ class Mul(Function):
         return Mul.apply(grad, y) if dx else None, Mul.apply(grad, x) if dy else None
 
 
+class ComplexMul(ConjugateSaved, Mul):
+    """Mul's node when complex numbers meet: each factor's gradient is grad * conj(other)."""
+
+    backward_name = "MulBackward0"
+
+
+Mul.complex_twin = ComplexMul
+
+
 class Div(Function):
     @staticmethod
     def forward(ctx, x, y):
@@ -55,6 +68,15 @@ class Div(Function):
         x, y = ctx._saved_tensors((dy, True))  # the dividend only for the divisor's gradient
         grad_x = grad / y
         return grad_x, -grad_x * x / y if dy else None
+
+
+class ComplexDiv(ConjugateSaved, Div):
+    """Div's node when complex numbers meet: grad / conj(y) and -grad * conj(x / y**2)."""
+
+    backward_name = "DivBackward0"
+
+
+Div.complex_twin = ComplexDiv
 
 
 class Pow(Function):
@@ -204,6 +226,8 @@ class Hypot(Function):
 
 
 class Where(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, condition, x, y):
         ctx.save_for_backward(condition)

@@ -10,6 +10,7 @@ from scratchgrad.ops.binary import Div, Where
 
 
 class Reshape(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
     backward_name = "ViewBackward0"
 
@@ -35,6 +36,7 @@ class Unsqueeze(Reshape):
 
 
 class Permute(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
 
     @staticmethod
@@ -54,6 +56,7 @@ class Expand(Function):
     """Broadcast to a larger shape; the gradient is summed back to the input's shape by the
     engine."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
 
     @staticmethod
@@ -88,6 +91,8 @@ def _broadcast_view(x, shape):
 
 
 class Flip(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -100,6 +105,8 @@ class Flip(Function):
 
 class Roll(Function):
     """Shift entries along ``dims`` by ``shifts``, wrapping around; rolling back undoes it."""
+
+    complex_safe = True  # its backward is right for complex numbers as written
 
     @staticmethod
     def forward(ctx, x, shifts, dims):
@@ -126,9 +133,24 @@ class Copy(Function):
         return Copy.apply(grad, dtype=ctx.in_dtype)
 
 
+class ComplexCopy(Copy):
+    """Copy's node when it makes complex numbers: a real input gets the real part back."""
+
+    complex_safe = True
+    backward_name = "ToCopyBackward0"
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Copy.apply(grad if ctx.in_dtype.kind == "c" else grad.real, dtype=ctx.in_dtype)
+
+
+Copy.complex_twin = ComplexCopy
+
+
 class ToDevice(Function):
     """A copy on another device; the gradient goes back to the input's device."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     backward_name = "ToCopyBackward0"
 
     @staticmethod
@@ -144,6 +166,7 @@ class ToDevice(Function):
 class GetItem(Function):
     """Indexing with ints, slices, None, Ellipsis, integer arrays and boolean masks."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
 
     @staticmethod
@@ -171,6 +194,8 @@ class GetItem(Function):
 class IndexAdd(Function):
     """Zeros of ``shape`` with ``x`` added at ``index``: the scatter behind indexing's gradient.
     NOTE: an index repeated in an integer array accumulates, so it needs ``add.at``."""
+
+    complex_safe = True  # its backward is right for complex numbers as written
 
     @staticmethod
     def forward(ctx, x, index, shape):
@@ -357,6 +382,7 @@ def overlaps_itself(shape, stride) -> bool:
 class Pad(Function):
     """Constant padding; ``widths`` holds a (before, after) pair per dim, both >= 0."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     backward_name = "ConstantPadNdBackward0"
 
     @staticmethod
@@ -370,6 +396,8 @@ class Pad(Function):
 
 
 class Cat(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, *xs, dim=0):
         ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]

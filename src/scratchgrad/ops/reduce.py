@@ -19,6 +19,8 @@ def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
 
 
 class Sum(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
         ctx.in_shape, ctx.dim = x.shape, dim
@@ -55,6 +57,8 @@ class Mean(Sum):
 
 class SumToSize(Function):
     """Sum a broadcast result back to ``shape``: the engine's one rule for broadcasting."""
+
+    complex_safe = True  # its backward is right for complex numbers as written
 
     @staticmethod
     def forward(ctx, x, shape):

@@ -24,6 +24,8 @@ from scratchgrad.ops.fused import TanhGrad
 
 
 class Neg(Function):
+    complex_safe = True  # its backward is right for complex numbers as written
+
     @staticmethod
     def forward(ctx, x):
         return namespace(x).negative(x)

@@ -236,6 +236,11 @@ class Optimizer:
                 )
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
+            if p.is_complex():  # the updates are written for real numbers (|g|**2 as g * g)
+                raise NotImplementedError(
+                    f"{type(self).__name__}: complex parameters are not supported by scratchgrad "
+                    "yet: keep a real parameter and view_as_complex it in the model"
+                )
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
         if len({id(p) for p in params}) != len(params):

@@ -1,0 +1,336 @@
+"""Complex tensors against PyTorch: dtypes and promotion, polar / complex / view_as_complex /
+view_as_real (values, shared memory, errors), repr, gradients through complex intermediates
+(PyTorch's conjugate-Wirtinger convention), and the safety gate: ops whose gradient is not yet
+right for complex numbers refuse them, and ops that order values refuse them always."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+def ours_and_theirs(array: np.ndarray, requires_grad: bool = False) -> tuple:
+    return (
+        sg.tensor(array, requires_grad=requires_grad),
+        torch.tensor(array, requires_grad=requires_grad),
+    )
+
+
+def assert_same(ours: sg.Tensor, theirs: torch.Tensor, **tol) -> None:
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), **tol)
+
+
+# ---- dtypes ------------------------------------------------------------------------------------
+
+
+def test_dtype_names_and_aliases():
+    assert sg.cfloat is sg.complex64 and sg.cdouble is sg.complex128
+    assert sg.tensor([1 + 2j]).dtype == sg.complex64  # as torch: the default float's complex
+    assert sg.tensor([1.0], dtype=sg.cdouble).dtype == sg.complex128
+    assert sg.ones(2, dtype=sg.cfloat).tolist() == [1 + 0j, 1 + 0j]
+    assert sg.zeros(2, dtype=sg.complex128).dtype == sg.complex128
+
+
+def test_is_complex():
+    z = sg.tensor([1j])
+    assert z.is_complex() and sg.is_complex(z) and not sg.is_complex(sg.ones(1))
+    assert not z.is_floating_point() and not z.is_conj()
+
+
+@pytest.mark.parametrize(
+    "left, right",
+    [
+        ("float32", "complex64"),
+        ("float64", "complex64"),
+        ("int64", "complex64"),
+        ("bool", "complex128"),
+        ("complex64", "complex128"),
+        ("bfloat16", "complex64"),
+    ],
+)
+def test_promotion_as_torch(left, right):
+    assert str(sg.promote_types(getattr(sg, left), getattr(sg, right))) == str(
+        torch.promote_types(getattr(torch, left), getattr(torch, right))
+    ).removeprefix("torch.")
+
+
+def test_python_numbers_promote_as_torch():
+    x, tx = ours_and_theirs(np.array([1.0, 2.0], np.float32))
+    z, tz = ours_and_theirs(np.array([1 + 2j], np.complex128))
+    assert_same(x * 1j, tx * 1j)
+    assert_same(z * 2.5, tz * 2.5)
+    assert_same(sg.tensor([1, 2]) + 1j, torch.tensor([1, 2]) + 1j)
+
+
+def test_repr_as_torch():
+    for values, dtype in [
+        ([1 + 2j, 3.5 - 1j], "complex64"),
+        ([[1e-5 + 2j, 300 - 1j]], "complex128"),
+        ([-0.0 - 0.0j, float("nan") + 1j, float("inf") - 2.5j], "complex64"),
+        ([1 + 2j] * 30, "complex64"),
+        (2j, "complex64"),
+    ]:
+        ours = repr(sg.tensor(values, dtype=getattr(sg, dtype)))
+        assert ours.replace("scratchgrad.", "torch.") == repr(
+            torch.tensor(values, dtype=getattr(torch, dtype))
+        )
+
+
+# ---- making and taking apart -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_polar_and_complex_values(dtype):
+    rng = np.random.default_rng(0)
+    r, tr = ours_and_theirs(rng.random((3, 1)).astype(dtype))
+    a, ta = ours_and_theirs(rng.normal(size=4).astype(dtype) * 3)
+    assert_same(sg.polar(r, a), torch.polar(tr, ta), **TOL[dtype])
+    assert_same(sg.complex(r, a), torch.complex(tr, ta), **TOL[dtype])
+    z, tz = sg.polar(r, a), torch.polar(tr, ta)
+    for ours, theirs in [(z.real, tz.real), (z.imag, tz.imag), (z.conj(), tz.conj())]:
+        assert_same(ours, theirs.resolve_conj(), **TOL[dtype])
+    assert_same(z.angle(), tz.angle(), **TOL[dtype])
+
+
+def test_complex_keeps_infinite_parts():
+    z = sg.complex(sg.tensor([float("inf")]), sg.tensor([1.0]))
+    assert z.tolist() == torch.complex(torch.tensor([float("inf")]), torch.ones(1)).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_view_as_complex_shares_memory(dtype):
+    x, tx = ours_and_theirs(np.arange(12.0, dtype=dtype).reshape(3, 2, 2))
+    z, tz = sg.view_as_complex(x), torch.view_as_complex(tx)
+    assert_same(z, tz)
+    x.add_(1)
+    tx.add_(1)
+    assert_same(z, tz)
+    back = sg.view_as_real(z)
+    back[0, 0, 1] = -5.0  # writing through the real view reaches x
+    assert x[0, 0, 1].item() == -5.0 and z[0, 0].item() == 1 - 5j
+    assert_same(sg.view_as_complex(x[:, 1]), torch.view_as_complex(tx[:, 1]))  # strides (4, 1)
+
+
+def test_view_as_real_values_and_memory():
+    z, tz = ours_and_theirs(np.array([[1 + 2j, -3j], [4, 5 - 6j]], np.complex64))
+    assert_same(sg.view_as_real(z), torch.view_as_real(tz))
+    assert_same(sg.view_as_real(z.t()), torch.view_as_real(tz.t()))
+    assert_same(sg.view_as_real(z[0, 1]), torch.view_as_real(tz[0, 1]))  # 0-d gives (2,)
+    sg.view_as_real(z)[1, 0, 1] = 7.0
+    assert z[1, 0].item() == 4 + 7j
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.ones(3, 2, dtype=m.int64),
+        lambda m: m.ones(()),
+        lambda m: m.ones(3, 3),
+        lambda m: m.ones(2, 3).t(),
+        lambda m: m.ones(3, 3)[:, :2],
+        lambda m: m.ones(7)[1:].view(3, 2),
+    ],
+    ids=["int", "0-d", "last-not-2", "last-stride", "odd-stride", "odd-offset"],
+)
+def test_view_as_complex_errors_as_torch(make):
+    with pytest.raises(RuntimeError) as theirs:
+        torch.view_as_complex(make(torch))
+    with pytest.raises(RuntimeError) as ours:
+        sg.view_as_complex(make(sg))
+    # (the same text, but that PyTorch also takes float16 tensors: scratchgrad has no complex32)
+    assert str(ours.value).split(" for ")[0] == str(theirs.value).split(" for ")[0]
+
+
+def test_errors_for_real_parts_as_torch():
+    with pytest.raises(RuntimeError, match="only supported for complex tensors"):
+        sg.view_as_real(sg.ones(3))
+    with pytest.raises(RuntimeError, match="Expected object of scalar type"):
+        sg.polar(sg.ones(2), sg.ones(2, dtype=sg.float64))
+    with pytest.raises(RuntimeError, match="Half, Float or Double"):
+        sg.complex(sg.ones(2, dtype=sg.int64), sg.ones(2, dtype=sg.int64))
+    with pytest.raises(RuntimeError, match="not implemented for tensors with non-complex"):
+        _ = sg.ones(2).imag
+
+
+# ---- gradients ---------------------------------------------------------------------------------
+
+
+def _rope(m, x, r, angle, w):
+    """Real in, real out through complex intermediates: Llama's rotary embedding and more."""
+    z = m.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+    table = m.polar(r, angle)
+    rotated = m.view_as_real(z * table / (table.conj() + 2.0)).flatten(-2)
+    y = m.complex(rotated, w)
+    return (
+        (y * y.conj() * y.real - y.imag * 1j).real.sum() + (y - 1j).angle().mean() + y.abs().mean()
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", range(4))
+def test_gradients_through_complex_as_torch(dtype, seed):
+    rng = np.random.default_rng(seed)
+    lead = tuple(rng.integers(1, 4, size=rng.integers(0, 3)))
+    half = int(rng.integers(1, 4))
+    shapes = {  # the table broadcasts against the pairs; size-1 dims chosen at random
+        "x": (*lead, 2 * half),
+        "r": tuple(1 if rng.random() < 0.5 else n for n in (*lead, half)),
+        "w": (*lead, 2 * half),
+    }
+    arrays = {k: rng.normal(size=s).astype(dtype) for k, s in shapes.items()}
+    arrays["r"] = np.abs(arrays["r"]) + 0.5
+    arrays["angle"] = rng.normal(size=shapes["r"][-1:]).astype(dtype) * 3
+    pairs = {k: ours_and_theirs(v, requires_grad=True) for k, v in arrays.items()}
+    names = ["x", "r", "angle", "w"]
+    ours = _rope(sg, *(pairs[k][0] for k in names))
+    theirs = _rope(torch, *(pairs[k][1] for k in names))
+    assert_same(ours, theirs, **TOL[dtype])
+    ours_grads = sg.autograd.grad(ours, [pairs[k][0] for k in names])
+    theirs_grads = torch.autograd.grad(theirs, [pairs[k][1] for k in names])
+    for g, tg in zip(ours_grads, theirs_grads):
+        assert_same(g, tg, **TOL[dtype])
+
+
+def test_gradcheck_through_complex():
+    rng = np.random.default_rng(1)
+    x = sg.tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    r = sg.tensor(rng.random((3, 2)) + 0.5, requires_grad=True)
+    angle = sg.tensor(rng.normal(size=2), requires_grad=True)
+    w = sg.tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    assert sg.autograd.gradcheck(lambda *a: _rope(sg, *a), (x, r, angle, w))
+
+
+def test_gradient_of_complex_leaf_as_torch():
+    """A complex leaf gets PyTorch's conjugate Wirtinger gradient, through * and / with a
+    broadcast complex operand (the real formula, grad * b, would give its conjugate)."""
+    rng = np.random.default_rng(2)
+    a, ta = ours_and_theirs(rng.normal(size=3) + 1j * rng.normal(size=3), requires_grad=True)
+    b, tb = ours_and_theirs(rng.normal(size=(2, 1)) + 1j * rng.normal(size=(2, 1)))
+    for m, x, y in [(sg, a, b), (torch, ta, tb)]:
+        out = x * y
+        m.view_as_real(out / (y + 3)).pow(2).sum().backward()
+    assert_same(a.grad, ta.grad, **TOL["float64"])
+
+
+def test_polar_gradient_at_zero_abs_as_torch():
+    r, tr = ours_and_theirs(np.array([0.0, -1.5, 2.0]), requires_grad=True)
+    a, ta = ours_and_theirs(np.array([0.3, 1.0, -2.0]), requires_grad=True)
+    for m, x, y in [(sg, r, a), (torch, tr, ta)]:
+        m.view_as_real(m.polar(x, y)).sum().backward()
+    assert_same(r.grad, tr.grad, **TOL["float64"])
+    assert_same(a.grad, ta.grad, **TOL["float64"])
+
+
+def test_complex_output_needs_a_gradient_given():
+    z = sg.tensor(1 + 1j, requires_grad=True)
+    with pytest.raises(RuntimeError, match="real scalar outputs"):
+        (z * 2).backward()
+
+
+def test_users_function_may_take_complex():
+    class Twice(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, z):
+            return z * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    z = sg.tensor([1 + 1j], requires_grad=True)
+    sg.view_as_real(Twice.apply(z)).sum().backward()
+    assert z.grad.tolist() == [2 + 2j]
+
+
+# ---- the safety gate ---------------------------------------------------------------------------
+
+NOT_YET = {  # ops whose backward is real-only: with a gradient recorded, refused
+    "exp": lambda z: z.exp(),
+    "sqrt": lambda z: z.sqrt(),
+    "pow": lambda z: z**2,
+    "sigmoid": lambda z: z.sigmoid(),
+    "matmul": lambda z: z @ z,
+    "linear": lambda z: sg.nn.functional.linear(z, z.reshape(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", NOT_YET)
+def test_ops_not_yet_complex_refuse_when_recording(name):
+    z = sg.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"^{name}: complex tensors are not supported"):
+        NOT_YET[name](z)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "pow", "sigmoid", "matmul"])
+def test_ops_not_yet_complex_compute_without_grad_as_torch(name):
+    z, tz = ours_and_theirs(np.array([1 + 2j, 3 - 1j], np.complex64))
+    with sg.no_grad():
+        ours = NOT_YET[name](z)
+    assert_same(ours, NOT_YET[name](tz), **TOL["float32"])
+
+
+ORDERED = {
+    "lt": lambda m, z: z < 0,
+    "ge": lambda m, z: z >= z,
+    "max": lambda m, z: z.max(),
+    "max_dim": lambda m, z: z.max(0),
+    "min": lambda m, z: z.min(),
+    "amax": lambda m, z: z.amax(),
+    "maximum": lambda m, z: m.maximum(z, z),
+    "minimum_of_real_and_complex": lambda m, z: m.minimum(m.ones(2), z),
+    "gt_of_real_and_complex": lambda m, z: m.ones(2) > z,
+    "clamp": lambda m, z: z.clamp(0, 1),
+    "relu": lambda m, z: m.relu(z),
+    "sort": lambda m, z: z.sort(),
+    "topk": lambda m, z: z.topk(1),
+    "argmax": lambda m, z: z.argmax(),
+    "sign": lambda m, z: z.sign(),
+}
+
+
+@pytest.mark.parametrize("name", ORDERED)
+def test_ordering_ops_refuse_complex_as_torch(name):
+    with pytest.raises(RuntimeError):
+        ORDERED[name](torch, torch.tensor([1 + 2j, 3 - 1j]))
+    with pytest.raises(RuntimeError, match="complex"):
+        ORDERED[name](sg, sg.tensor([1 + 2j, 3 - 1j]))
+
+
+def test_equality_of_complex_as_torch():
+    z, tz = ours_and_theirs(np.array([1 + 2j, 3 - 1j], np.complex64))
+    assert (z == z.conj()).tolist() == (tz == tz.conj()).tolist()
+    assert (z != 3 - 1j).tolist() == (tz != 3 - 1j).tolist()
+
+
+def test_optimizers_refuse_complex_parameters():
+    with pytest.raises(NotImplementedError, match="Adam: complex parameters are not supported"):
+        sg.optim.Adam([sg.zeros(2, dtype=sg.cfloat, requires_grad=True)])
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "cumsum", "var", "std"])
+def test_reductions_of_complex_as_torch(name):
+    rng = np.random.default_rng(3)
+    z, tz = ours_and_theirs(rng.normal(size=(3, 4)) + 1j * rng.normal(size=(3, 4)))
+    call = (lambda t: getattr(t, name)(1)) if name != "cumsum" else (lambda t: t.cumsum(0))
+    with sg.no_grad():
+        assert_same(call(z), call(tz), **TOL["float64"])
+
+
+def test_variance_gradient_of_complex_as_torch():
+    rng = np.random.default_rng(4)
+    z, tz = ours_and_theirs(rng.normal(size=5) + 1j * rng.normal(size=5), requires_grad=True)
+    z.var().backward()
+    tz.var().backward()
+    assert_same(z.grad, tz.grad, **TOL["float64"])
+
+
+def test_abs_of_complex_and_its_gradient_at_zero_as_torch():
+    z, tz = ours_and_theirs(np.array([3 + 4j, 0j, -1j]), requires_grad=True)
+    assert_same(z.abs(), tz.abs())
+    (z.abs() * sg.tensor([1.0, 2.0, 3.0], dtype=sg.float64)).sum().backward()
+    (tz.abs() * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+    assert_same(z.grad, tz.grad, **TOL["float64"])
