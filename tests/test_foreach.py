@@ -110,6 +110,82 @@ def test_ema_update_under_no_grad_leaves_no_graph():
     np.testing.assert_allclose(ema[0].numpy(), [0.1, 0.1])
 
 
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+@pytest.mark.parametrize("value", ["default", "number", "numbers", "tensor"])
+def test_pointwise_forms_match_torch(name, value):
+    ours, theirs = _lists()
+    ones, their_ones = _lists()
+    twos, their_twos = _lists()
+    if name == "addcdiv":  # away from zero
+        for o, t in zip(twos, their_twos):
+            o.add_(4.0)
+            t.add_(4.0)
+    # a number goes by keyword, a list or tensor of them by position (PyTorch's "scalars")
+    args, their_args = {
+        "default": ((), ()),
+        "number": ((-0.5,), (-0.5,)),
+        "numbers": (([0.5, -1.0, 2.0],), ([0.5, -1.0, 2.0],)),
+        "tensor": ((sg.tensor([0.5, -1.0, 2.0]),), (torch.tensor([0.5, -1.0, 2.0]),)),
+    }[value]
+    out = getattr(sg, f"_foreach_{name}")(ours, ones, twos, *args)
+    expected = getattr(torch, f"_foreach_{name}")(theirs, their_ones, their_twos, *their_args)
+    assert isinstance(out, tuple)
+    for o, e in zip(out, expected):
+        assert_close(o, e)
+    assert getattr(sg, f"_foreach_{name}_")(ours, ones, twos, *args) is ours
+    getattr(torch, f"_foreach_{name}_")(theirs, their_ones, their_twos, *their_args)
+    for o, e in zip(ours, theirs):
+        assert_close(o, e)
+
+
+@pytest.mark.parametrize("name", ["sqrt", "neg", "sign", "abs", "exp", "reciprocal"])
+def test_unary_forms_match_torch(name):
+    ours, theirs = _lists()
+    if name == "sqrt":
+        ours, theirs = sg._foreach_abs(ours), torch._foreach_abs(theirs)
+    for o, e in zip(
+        getattr(sg, f"_foreach_{name}")(ours), getattr(torch, f"_foreach_{name}")(theirs)
+    ):
+        assert_close(o, e)
+    assert getattr(sg, f"_foreach_{name}_")(list(ours)) == list(ours)
+    getattr(torch, f"_foreach_{name}_")(list(theirs))
+    for o, e in zip(ours, theirs):
+        assert_close(o, e)
+
+
+@pytest.mark.parametrize("operand", range(3))
+def test_maximum_matches_torch(operand):
+    other, their_other = _operands()[operand]
+    ours, theirs = _lists()
+    for o, e in zip(sg._foreach_maximum(ours, other), torch._foreach_maximum(theirs, their_other)):
+        assert_close(o, e)
+    assert sg._foreach_maximum_(ours, other) is ours
+    torch._foreach_maximum_(theirs, their_other)
+    for o, e in zip(ours, theirs):
+        assert_close(o, e)
+
+
+def test_adam_written_with_foreach_ops_matches_torchs():
+    """An Adam step as optimizer code writes it with the foreach ops, in both libraries."""
+
+    def adam_step(m, params, grads, exp_avgs, exp_avg_sqs, step, lr=0.1, b1=0.9, b2=0.99):
+        m._foreach_lerp_(exp_avgs, grads, 1 - b1)
+        m._foreach_mul_(exp_avg_sqs, b2)
+        m._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - b2)
+        denom = m._foreach_add(m._foreach_sqrt(exp_avg_sqs), 1e-8)
+        m._foreach_addcdiv_(params, exp_avgs, list(denom), -lr / (1 - b1**step))
+
+    ours, theirs = _lists()
+    grads, their_grads = _lists()
+    state = [sg.zeros_like(t) for t in ours], [sg.zeros_like(t) for t in ours]
+    their_state = [torch.zeros_like(t) for t in theirs], [torch.zeros_like(t) for t in theirs]
+    for step in (1, 2, 3):
+        adam_step(sg, ours, grads, *state, step)
+        adam_step(torch, theirs, their_grads, *their_state, step)
+    for o, e in zip(ours, theirs):
+        assert_close(o, e)
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -117,8 +193,11 @@ def test_ema_update_under_no_grad_leaves_no_graph():
         lambda m, xs: m._foreach_lerp_(xs, xs[:1], 0.1),
         lambda m, xs: m._foreach_mul_([], 2.0),
         lambda m, xs: m._foreach_add_(xs, [m.ones(2), m.ones(4)]),
+        lambda m, xs: m._foreach_addcmul_(xs, xs[:1], xs, 0.5),
+        lambda m, xs: m._foreach_addcdiv_(xs, xs, xs, [1.0]),
+        lambda m, xs: m._foreach_sqrt([]),
     ],
-    ids=["numbers", "tensors", "empty", "shapes"],
+    ids=["numbers", "tensors", "empty", "shapes", "addcmul", "addcdiv values", "unary empty"],
 )
 def test_errors_are_torchs(call):
     ours, theirs = [sg.ones(2), sg.ones(3)], [torch.ones(2), torch.ones(3)]
@@ -145,6 +224,24 @@ NAMES = [
     "copy_",
     "zero_",
     "norm",
+    "addcmul",
+    "addcmul_",
+    "addcdiv",
+    "addcdiv_",
+    "maximum",
+    "maximum_",
+    "sqrt",
+    "sqrt_",
+    "neg",
+    "neg_",
+    "sign",
+    "sign_",
+    "abs",
+    "abs_",
+    "exp",
+    "exp_",
+    "reciprocal",
+    "reciprocal_",
 ]
 
 

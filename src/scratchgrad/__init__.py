@@ -269,6 +269,23 @@ else:
     )
     _foreach_lerp, _foreach_lerp_ = foreach.lerp, foreach.lerp_
     _foreach_copy_, _foreach_zero_, _foreach_norm = foreach.copy_, foreach.zero_, foreach.norm
+    _foreach_addcmul, _foreach_addcmul_ = foreach.addcmul, foreach.addcmul_
+    _foreach_addcdiv, _foreach_addcdiv_ = foreach.addcdiv, foreach.addcdiv_
+    _foreach_maximum, _foreach_maximum_ = foreach.maximum, foreach.maximum_
+    _foreach_sqrt, _foreach_sqrt_, _foreach_neg, _foreach_neg_ = (
+        foreach.sqrt,
+        foreach.sqrt_,
+        foreach.neg,
+        foreach.neg_,
+    )
+    _foreach_sign, _foreach_sign_, _foreach_abs, _foreach_abs_ = (
+        foreach.sign,
+        foreach.sign_,
+        foreach.abs,
+        foreach.abs_,
+    )
+    _foreach_exp, _foreach_exp_ = foreach.exp, foreach.exp_
+    _foreach_reciprocal, _foreach_reciprocal_ = foreach.reciprocal, foreach.reciprocal_
 
     # torch's names for linear algebra outside torch.linalg
     det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power

@@ -181,3 +181,133 @@ def norm(self: list[Tensor], ord: float = 2) -> tuple[Tensor, ...]:
     (tensor(5.), tensor(2.))
     """
     return tuple(_each("norm", self, ord))
+
+
+def maximum(self: list[Tensor], other: Any) -> tuple[Tensor, ...]:
+    """The elementwise larger of ``self[i]`` and ``other[i]`` (a list, or one number or tensor
+    for all), as Adam's amsgrad keeps its running maximum.
+
+    >>> import scratchgrad as sg
+    >>> sg._foreach_maximum([sg.tensor([1.0, 3.0])], 2.0)
+    (tensor([2., 3.]),)
+    """
+    return tuple(_each("maximum", self, _as_tensors(self, other)))
+
+
+def maximum_(self: list[Tensor], other: Any) -> list[Tensor]:
+    """``_foreach_maximum`` in place.
+
+    >>> import scratchgrad as sg
+    >>> sg._foreach_maximum_([sg.tensor([1.0, 3.0])], [sg.tensor([2.0, 2.0])])
+    [tensor([2., 3.])]
+    """
+    for t, larger in zip(self, maximum(self, other)):
+        t.copy_(larger)
+    return self
+
+
+def _as_tensors(tensors: list[Tensor], other: Any) -> list[Any]:
+    """``other`` spread over ``tensors``, its numbers made tensors of their tensor's dtype
+    (``Tensor.maximum`` takes tensors only)."""
+    others = _per_tensor("_foreach_maximum", tensors, other)
+    return [o if isinstance(o, Tensor) else t.new_tensor(o) for t, o in zip(tensors, others)]
+
+
+def _pointwise(name: str, self: list[Tensor], tensor1: Any, tensor2: Any, value: Any) -> list:
+    """``self[i].<name>(tensor1[i], tensor2[i], value=value[i])`` for each i; as PyTorch's, a
+    1-D tensor ``value`` holds one number per tensor."""
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    firsts = _per_tensor(f"_foreach_{name}", self, list(tensor1))
+    seconds = _per_tensor(f"_foreach_{name}", self, list(tensor2))
+    values = _per_tensor(f"_foreach_{name}", self, value)
+    return [getattr(t, name)(a, b, value=v) for t, a, b, v in zip(self, firsts, seconds, values)]
+
+
+def addcmul(
+    self: list[Tensor], tensor1: list[Tensor], tensor2: list[Tensor], value: Any = 1
+) -> tuple[Tensor, ...]:
+    """``self[i] + value[i] * tensor1[i] * tensor2[i]`` (``value`` a list, a 1-D tensor or one
+    number).
+
+    >>> import scratchgrad as sg
+    >>> sg._foreach_addcmul([sg.ones(2)], [sg.tensor([1.0, 2.0])], [sg.tensor([3.0, 4.0])], 0.5)
+    (tensor([2.5000, 5.0000]),)
+    """
+    return tuple(_pointwise("addcmul", self, tensor1, tensor2, value))
+
+
+def addcmul_(
+    self: list[Tensor], tensor1: list[Tensor], tensor2: list[Tensor], value: Any = 1
+) -> list[Tensor]:
+    """``_foreach_addcmul`` in place: Adam's second moment, ``v.addcmul_(g, g, 1 - beta2)``.
+
+    >>> import scratchgrad as sg
+    >>> g = [sg.tensor([2.0])]
+    >>> sg._foreach_addcmul_([sg.ones(1)], g, g, value=0.25)
+    [tensor([2.])]
+    """
+    _pointwise("addcmul_", self, tensor1, tensor2, value)
+    return self
+
+
+def addcdiv(
+    self: list[Tensor], tensor1: list[Tensor], tensor2: list[Tensor], value: Any = 1
+) -> tuple[Tensor, ...]:
+    """``self[i] + value[i] * tensor1[i] / tensor2[i]`` (``value`` a list, a 1-D tensor or one
+    number).
+
+    >>> import scratchgrad as sg
+    >>> sg._foreach_addcdiv([sg.ones(2)], [sg.tensor([1.0, 2.0])], [sg.tensor([4.0, 4.0])], -1)
+    (tensor([0.7500, 0.5000]),)
+    """
+    return tuple(_pointwise("addcdiv", self, tensor1, tensor2, value))
+
+
+def addcdiv_(
+    self: list[Tensor], tensor1: list[Tensor], tensor2: list[Tensor], value: Any = 1
+) -> list[Tensor]:
+    """``_foreach_addcdiv`` in place: Adam's update, ``p.addcdiv_(m, v.sqrt() + eps, -lr)``.
+
+    >>> import scratchgrad as sg
+    >>> sg._foreach_addcdiv_([sg.ones(1)], [sg.tensor([1.0])], [sg.tensor([2.0])], value=-0.5)
+    [tensor([0.7500])]
+    """
+    _pointwise("addcdiv_", self, tensor1, tensor2, value)
+    return self
+
+
+def _unary(name: str) -> tuple[Any, Any]:
+    """``_foreach_<name>`` and ``_foreach_<name>_``: the Tensor method ``name`` on each tensor,
+    out of place (a tuple) and in place (the list back)."""
+
+    def out_of_place(self: list[Tensor]) -> tuple[Tensor, ...]:
+        _per_tensor(f"_foreach_{name}", self, None)
+        return tuple(getattr(t, name)() for t in self)
+
+    def in_place(self: list[Tensor]) -> list[Tensor]:
+        _per_tensor(f"_foreach_{name}_", self, None)
+        for t in self:
+            getattr(t, f"{name}_")()
+        return self
+
+    out_of_place.__name__ = out_of_place.__qualname__ = name
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    out_of_place.__doc__ = (
+        f"``self[i].{name}()`` for each tensor.\n\n    >>> import scratchgrad as sg\n"
+        f"    >>> len(sg._foreach_{name}([sg.ones(2), sg.ones(3)]))\n    2\n    "
+    )
+    in_place.__doc__ = (
+        f"``_foreach_{name}`` in place.\n\n    >>> import scratchgrad as sg\n"
+        f"    >>> len(sg._foreach_{name}_([sg.ones(2), sg.ones(3)]))\n    2\n    "
+    )
+    return out_of_place, in_place
+
+
+# the unary forms optimizers written with foreach ops call (Adam's sqrt, Lion's sign)
+sqrt, sqrt_ = _unary("sqrt")
+neg, neg_ = _unary("neg")
+sign, sign_ = _unary("sign")
+abs, abs_ = _unary("abs")  # noqa: A001 (torch's name)
+exp, exp_ = _unary("exp")
+reciprocal, reciprocal_ = _unary("reciprocal")

@@ -135,3 +135,40 @@ def test_pairwise_distance_module_matches_torch(kwargs, shapes, dtype):
     ours, theirs = nn.PairwiseDistance(**kwargs), torch.nn.PairwiseDistance(**kwargs)
     assert repr(ours) == repr(theirs)
     check_against_torch(ours, theirs, arrays, dtype)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_embedding_scale_grad_by_freq_divides_each_rows_gradient_as_torch(padding_idx, dtype):
+    vectors = np.random.default_rng(4).standard_normal((6, 3))
+    index = np.array([[0, 2, 2, 5], [5, 5, 1, 2]])
+    upstream = np.random.default_rng(5).standard_normal((2, 4, 3))
+    ours = nn.Embedding(6, 3, padding_idx=padding_idx, scale_grad_by_freq=True)
+    theirs = torch.nn.Embedding(6, 3, padding_idx=padding_idx, scale_grad_by_freq=True)
+    ours, theirs = ours.to(getattr(sg, dtype)), theirs.to(getattr(torch, dtype))
+    ours.load_state_dict({"weight": sg.tensor(vectors).to(getattr(sg, dtype))})
+    theirs.load_state_dict({"weight": torch.tensor(vectors).to(getattr(torch, dtype))})
+    assert repr(ours) == repr(theirs)
+    out, expected = ours(sg.tensor(index)), theirs(torch.tensor(index))
+    assert_close(out, expected.detach(), dtype)
+    (out * sg.tensor(upstream).to(out.dtype)).sum().backward()
+    (expected * torch.tensor(upstream).to(expected.dtype)).sum().backward()
+    assert_close(ours.weight.grad, theirs.weight.grad, dtype)
+
+
+def test_functional_embedding_scale_grad_by_freq_with_max_norm_as_torch():
+    vectors = np.random.default_rng(6).standard_normal((4, 2)) * 2
+    grads = []
+    for m in (sg, torch):
+        weight = m.tensor(vectors, requires_grad=True)
+        index = m.tensor([[3, 0, 3], [3, 1, 0]])
+        out = m.nn.functional.embedding(index, weight, max_norm=1.0, scale_grad_by_freq=True)
+        out.pow(3).sum().backward()
+        grads.append((out.detach(), weight.grad))
+    for ours, theirs in zip(*grads):
+        assert_close(ours, theirs)
+
+
+def test_embedding_sparse_gradients_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="Embedding: sparse gradients"):
+        nn.Embedding(4, 2, sparse=True)

@@ -158,3 +158,21 @@ def test_doctests():
     from scratchgrad.nn import rnn
 
     assert doctest.testmod(rnn).failed == 0
+
+
+@pytest.mark.parametrize(
+    "kind, options",
+    [
+        ("RNN", {}),
+        ("GRU", {"num_layers": 2, "bidirectional": True}),
+        ("LSTM", {"bias": False, "num_layers": 2}),
+        ("LSTM", {"proj_size": 2, "bidirectional": True}),
+    ],
+)
+def test_all_weights_lists_each_layer_and_directions_parameters_as_torch(kind, options):
+    ours, theirs = getattr(nn, kind)(3, 4, **options), getattr(torch.nn, kind)(3, 4, **options)
+    names = {id(p): name for name, p in ours.named_parameters()}
+    their_names = {id(p): name for name, p in theirs.named_parameters()}
+    assert [[names[id(w)] for w in ws] for ws in ours.all_weights] == [
+        [their_names[id(w)] for w in ws] for ws in theirs.all_weights
+    ]

@@ -14,8 +14,9 @@ class Embedding(Module):
     """Row ``i`` of ``weight`` for each index ``i`` of the input; weights start N(0, 1).
 
     The row at ``padding_idx`` starts at zero and receives no gradient. With ``max_norm``, the
-    rows looked up are first rescaled in place to at most that norm (``F.embedding``).
-    ``scale_grad_by_freq`` and ``sparse`` are not supported.
+    rows looked up are first rescaled in place to at most that norm (``F.embedding``). With
+    ``scale_grad_by_freq``, a row's gradient is divided by how often the batch looks it up.
+    ``sparse`` is not supported.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -39,8 +40,8 @@ class Embedding(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are not supported")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse gradients (sparse=True) are not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -103,7 +104,14 @@ class Embedding(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         try:
-            return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+            return F.embedding(
+                input,
+                self.weight,
+                self.padding_idx,
+                self.max_norm,
+                self.norm_type,
+                self.scale_grad_by_freq,
+            )
         except IndexError as error:  # name the layer: a model may have several tables
             raise IndexError(f"{self!r}: {error}") from None
 
@@ -115,6 +123,8 @@ class Embedding(Module):
             text += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += ", scale_grad_by_freq=True"
         return text
 
 

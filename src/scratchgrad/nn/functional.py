@@ -719,16 +719,22 @@ def embedding(
 
     Rows looked up at ``padding_idx`` get no gradient, as in PyTorch. With ``max_norm``, each
     looked-up row whose ``norm_type``-norm exceeds it is first rescaled in place (under no_grad)
-    to norm ``max_norm``, as PyTorch's ``embedding_renorm_``. ``scale_grad_by_freq`` and
-    ``sparse`` are not supported.
+    to norm ``max_norm``, as PyTorch's ``embedding_renorm_``. With ``scale_grad_by_freq``,
+    each row's gradient is divided by the number of times ``input`` holds its index. ``sparse``
+    (a sparse gradient) is not supported.
 
     >>> import scratchgrad as sg
     >>> weight = sg.tensor([[3.0, 4.0], [0.3, 0.4]])
     >>> embedding(sg.tensor([0]), weight, max_norm=1.0)
     tensor([[0.6000, 0.8000]])
+    >>> weight = sg.ones(2, 2, requires_grad=True)
+    >>> embedding(sg.tensor([0, 0, 1]), weight, scale_grad_by_freq=True).sum().backward()
+    >>> weight.grad
+    tensor([[1., 1.],
+            [1., 1.]])
     """
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients (sparse=True) are not supported")
     index = input.array
     if index.dtype.kind not in "iu":
         raise RuntimeError(
@@ -741,6 +747,10 @@ def embedding(
     if max_norm is not None:
         _embedding_renorm_(weight, index, max_norm, norm_type)
     out = weight[index]
+    if scale_grad_by_freq:
+        # the same values, and a gradient divided by each index's count: (out - out) is zero
+        scale = capture_hook.call(_inverse_counts, index, n).astype(out.dtype, copy=False)
+        out = out.detach() + (out - out.detach()) * Tensor(scale)
     if padding_idx is None:
         return out
     padding = capture_hook.call(_is_padding, index, padding_idx % n)
@@ -900,6 +910,13 @@ def _check_embedding_indices(index, n: int) -> None:
 
 def _is_padding(index, padding_idx: int):
     return index[..., None] == padding_idx
+
+
+def _inverse_counts(index, n: int):
+    """1 / (how many times ``index`` holds each of its entries), shaped ``index.shape + (1,)``."""
+    flat = index.reshape(-1)
+    counts = backend.namespace(index).bincount(flat, minlength=n)[flat]
+    return (1.0 / counts).reshape(index.shape + (1,))
 
 
 def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:

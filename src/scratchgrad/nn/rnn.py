@@ -129,6 +129,26 @@ class RNNBase(Module):
     def flatten_parameters(self) -> None:
         """Accepted for scripts written for cuDNN; nothing to do here."""
 
+    @property
+    def all_weights(self) -> list[list[Tensor]]:
+        """Each layer and direction's parameters, as PyTorch's: ``[weight_ih, weight_hh,
+        bias_ih, bias_hh, weight_hr]`` (those it has), layer by layer, forward then reverse.
+
+        >>> from scratchgrad import nn
+        >>> [[tuple(w.shape) for w in ws] for ws in nn.GRU(2, 3, bias=False).all_weights]
+        [[(9, 2), (9, 3)]]
+        """
+        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+        return [
+            [
+                getattr(self, f"{name}_l{layer}{suffix}")
+                for name in names
+                if hasattr(self, f"{name}_l{layer}{suffix}")
+            ]
+            for layer in range(self.num_layers)
+            for suffix in ("", "_reverse")[: 2 if self.bidirectional else 1]
+        ]
+
     def _weights(self, layer: int, direction: int) -> tuple:
         """(w_ih, b_ih, w_hh, b_hh, w_hr) of one layer and direction (None where absent)."""
         suffix = f"_l{layer}" + ("_reverse" if direction else "")

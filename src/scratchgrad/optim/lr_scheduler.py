@@ -5,15 +5,17 @@ called (once per epoch, after ``optimizer.step()``). The schedules are computed 
 computes them, mostly as a factor on the current learning rate ("chainable"), so sequences match
 PyTorch's to the last bit and several schedulers can act on one optimizer.
 
-Differences from PyTorch: ``step(epoch)`` (deprecated there) is not offered, except by
-``CosineAnnealingWarmRestarts`` (whose own ``step`` documents it), and no warnings are given about
-calling ``scheduler.step()`` before ``optimizer.step()``.
+``step(epoch)``, deprecated in PyTorch, is PyTorch's: a jump to that epoch with the schedule's
+closed form where it has one (``get_lr()`` where not), with PyTorch's deprecation warning.
+Differences from PyTorch: no warnings are given about calling ``scheduler.step()`` before
+``optimizer.step()``.
 """
 
 from __future__ import annotations
 
 import math
 import types
+import warnings
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +23,14 @@ from typing import Any, SupportsFloat
 
 from scratchgrad.autograd import capture_hook
 from scratchgrad.optim.optimizer import Optimizer
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available. Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
 
 
 class LRScheduler:
@@ -71,13 +81,29 @@ class LRScheduler:
         """The learning rates the last ``step()`` set."""
         return self._last_lr
 
-    def step(self) -> None:
-        """Advance one epoch and set each group's learning rate."""
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch and set each group's learning rate; or, given ``epoch`` (the old
+        form, deprecated in PyTorch), jump to that epoch.
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=1.0)
+        >>> scheduler = sg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True):  # PyTorch's deprecation warning
+        ...     scheduler.step(4)
+        >>> scheduler.get_last_lr()
+        [0.010000000000000002]
+        """
         # scratchgrad.jit: done again at every replay
         if capture_hook.recorder is not None and capture_hook.recorder.here():
-            return capture_hook.recorder.replayed(LRScheduler.step, self)
-        self.last_epoch += 1
-        self._set_lrs(self.get_lr())
+            return capture_hook.recorder.replayed(LRScheduler.step, self, epoch)
+        if epoch is None:
+            self.last_epoch += 1
+            self._set_lrs(self.get_lr())
+            return
+        warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        self._set_lrs(self._closed_form_lr())
 
     def _set_lrs(self, lrs: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs):
@@ -94,6 +120,10 @@ class LRScheduler:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the attributes saved by ``state_dict()``."""
         self.__dict__.update(state_dict)
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name for ``LRScheduler``, which older schedulers still subclass."""
 
 
 class _Lambdas(LRScheduler):

@@ -32,7 +32,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.creation import from_numpy, zeros_like
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import RemovableHandle, Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -165,6 +165,47 @@ def _replayed_by_jit(step: Callable) -> Callable:
     return replayed_step
 
 
+def _read_as_numbers(group: dict[str, Any]) -> dict[str, Any]:
+    """``group`` with its 0-d tensor hyper-parameters (PyTorch takes ``lr=torch.tensor(0.01)``)
+    read as numbers, for the updates, which compute on arrays; ``group`` itself if it has none.
+    """
+    tensors = [k for k, v in group.items() if k != "params" and isinstance(v, Tensor)]
+    if not tensors:
+        return group
+    return {**group, **{k: group[k].item() for k in tensors}}
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """``step``, run between the optimizer's step pre-hooks and post-hooks when it has any (see
+    ``Optimizer.register_step_pre_hook``). Only the outermost step runs them: a subclass's step
+    calling ``super().step()`` runs them once."""
+
+    @functools.wraps(step)
+    def hooked_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if self._in_hooked_step or not (self._step_pre_hooks or self._step_post_hooks):
+            return step(self, *args, **kwargs)
+        self._in_hooked_step = True
+        args = (self, *args)  # as PyTorch's, the hooks see the optimizer first in ``args``
+        try:
+            for hook in self._step_pre_hooks:
+                changed = hook(self, args, kwargs)
+                if changed is not None:
+                    if not (isinstance(changed, tuple) and len(changed) == 2):
+                        raise RuntimeError(
+                            f"{type(self).__name__}.step's pre-hook {hook} must return None or "
+                            f"a tuple of (new_args, new_kwargs), but got {changed}."
+                        )
+                    args, kwargs = changed
+            out = step(*args, **kwargs)
+            for hook in self._step_post_hooks:
+                hook(self, args, kwargs)
+        finally:
+            self._in_hooked_step = False
+        return out
+
+    return hooked_step
+
+
 class Optimizer:
     """Base class for optimizers: parameter groups, per-parameter state, state dicts.
 
@@ -178,15 +219,24 @@ class Optimizer:
     [0.1, 0.5]
     """
 
+    # hooks run around every step (register_step_pre_hook); class-level, so that a subclass
+    # that skips Optimizer.__init__ still steps
+    _step_pre_hooks: tuple[Callable, ...] = ()
+    _step_post_hooks: tuple[Callable, ...] = ()
+    _in_hooked_step = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``step`` (PyTorch's way to write an optimizer: a loop reading
         ``group["lr"]``) is, like ``Optimizer.step``, run again whole by each replay of a
         ``scratchgrad.jit`` step: recorded as array calls, the hyper-parameters it reads in
-        Python would be frozen (an LR scheduler's changes lost)."""
+        Python would be frozen (an LR scheduler's changes lost). Every subclass's ``step`` runs
+        the step hooks."""
         super().__init_subclass__(**kwargs)
         step = vars(cls).get("step")
         if step is not None and cls.__module__.split(".")[0] != "scratchgrad":  # (LBFGS refuses)
-            cls.step = _replayed_by_jit(step)
+            step = _replayed_by_jit(step)
+        if step is not None:
+            cls.step = _with_step_hooks(step)
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
@@ -271,6 +321,41 @@ class Optimizer:
                     p.grad.requires_grad = False
                     p.grad.array.fill(0)
 
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step`` (``args`` the step's
+        positional arguments, the optimizer first, as PyTorch's); it returns None, or a pair
+        ``(new_args, new_kwargs)`` that the step is called with instead. Returns a handle whose
+        ``remove()`` takes the hook off.
+
+        >>> import scratchgrad as sg
+        >>> w = sg.ones(1, requires_grad=True)
+        >>> opt = sg.optim.SGD([w], lr=0.5)
+        >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: print("stepping"))
+        >>> w.sum().backward()
+        >>> opt.step()
+        stepping
+        >>> handle.remove()
+        >>> opt.step()
+        """
+        self._step_pre_hooks = (*self._step_pre_hooks, hook)
+        return RemovableHandle(self, "_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step`` (an EMA of the weights
+        updated there, a step counter). Returns a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> w = sg.ones(1, requires_grad=True)
+        >>> opt = sg.optim.SGD([w], lr=0.5)
+        >>> _ = opt.register_step_post_hook(lambda o, args, kwargs: print(w.item()))
+        >>> w.sum().backward()
+        >>> opt.step()
+        0.5
+        """
+        self._step_post_hooks = (*self._step_post_hooks, hook)
+        return RemovableHandle(self, "_step_post_hooks", hook)
+
+    @_with_step_hooks
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; return ``closure()``'s loss if given.
 
@@ -286,7 +371,7 @@ class Optimizer:
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             increment_version(params)  # first: an update that fails half-way is still seen
-            self._update(group, params)
+            self._update(_read_as_numbers(group), params)
         return loss
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
