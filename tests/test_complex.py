@@ -334,3 +334,13 @@ def test_abs_of_complex_and_its_gradient_at_zero_as_torch():
     (z.abs() * sg.tensor([1.0, 2.0, 3.0], dtype=sg.float64)).sum().backward()
     (tz.abs() * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
     assert_same(z.grad, tz.grad, **TOL["float64"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int64", "bool"])
+def test_a_python_complex_number_promotes_as_torchs_and_stays_a_number(dtype):
+    ours, theirs = sg.ones(2, dtype=getattr(sg, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
+    for op in (lambda t: t * (1 - 2j), lambda t: (1 - 2j) * t, lambda t: t + 2j, lambda t: t / 1j):
+        assert str(op(ours).dtype) == str(op(theirs).dtype).replace("torch.", "")
+        np.testing.assert_allclose(op(ours).numpy(), op(theirs).numpy(), rtol=1e-6)
+    # a number on every device: not a CPU tensor (the strict device, tests/test_strict.py)
+    assert sg.ones(2, device="meta").mul(1j).is_meta

@@ -239,12 +239,14 @@ def _rope(lib, dim=8, length=16, theta=10000.0):
 
 @pytest.fixture
 def meta_by_default():
-    """Both libraries make tensors on "meta" unless told otherwise, for the test's length."""
+    """Both libraries make tensors on "meta" unless told otherwise, for the test's length (then
+    no default again: PyTorch's "cpu" would leave a device mode on, which turns off its
+    Transformer fast path in the tests after this one)."""
     for lib in (sg, torch):
         lib.set_default_device("meta")
     yield
     for lib in (sg, torch):
-        lib.set_default_device("cpu")
+        lib.set_default_device(None)
 
 
 def test_arange_expressions_as_torchs_meta(meta_by_default):

@@ -80,7 +80,8 @@ def scalar_type(dtype: numpy.dtype, value) -> numpy.dtype:
     if isinstance(value, int):
         return int64
     if isinstance(value, complex):
-        return backend.to_complex(dtype if is_floating(dtype) else backend.default_float)
+        real = dtype if backend.can_require_grad(dtype) else backend.default_float
+        return backend.to_complex(real)  # (a complex dtype is its own)
     return dtype if is_floating(dtype) or dtype.kind == "c" else backend.default_float
 
 

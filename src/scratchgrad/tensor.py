@@ -653,7 +653,7 @@ class Tensor:
             return self.to(dtype), other.to(dtype)
         if isinstance(other, xp.generic):  # NumPy would widen float32 * float64(2)
             other = python_number(other)
-        if isinstance(other, (int, float)):
+        if isinstance(other, (int, float, complex)):  # (a number on every device)
             dtype = scalar_type(self.array.dtype, other)
             if dtype in backend.SIXTEEN_BIT:  # computed as PyTorch's CPU kernels (see its doc)
                 other = backend.SixteenBitNumber(other)

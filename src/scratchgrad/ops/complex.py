@@ -145,5 +145,5 @@ def _from_parts(real, imag):
     NaN of an infinite part: 1j * inf is nan + inf j)."""
     xp = namespace(real)
     out = xp.empty(xp.broadcast_shapes(real.shape, imag.shape), to_complex(real.dtype))
-    out.real, out.imag = real, imag
+    out.real[...], out.imag[...] = real, imag  # (views' items: CuPy's arrays take them too)
     return out
