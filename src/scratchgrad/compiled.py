@@ -3,9 +3,11 @@
 A script written for PyTorch calls ``torch.compile(model)`` and goes on using the result as the
 model; here the same call returns an ``OptimizedModule`` whose forward and backward are recorded
 per input signature and training mode, then replayed (``jit/compiled.py``), and a function comes
-back as ``scratchgrad.jit(fn)``. TorchDynamo's tuning knobs (``backend``,
-``mode``, ``options``, ``dynamic``, ``fullgraph``...) have nothing to tune here: they are accepted
-so such scripts run, and ignored. ``disable=True`` returns the input itself, as in PyTorch.
+back as a ``CompiledFunction``: ``scratchgrad.jit(fn)`` for a step, captured as a compiled
+module's forward (its backward too) when it returns a result for the caller to backpropagate.
+TorchDynamo's tuning knobs (``backend``, ``mode``, ``options``, ``dynamic``, ``fullgraph``...)
+have nothing to tune here: they are accepted so such scripts run, and ignored.
+``disable=True`` returns the input itself, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.jit.compiled import CompiledForward
 from scratchgrad.jit.jitted import jit
 from scratchgrad.nn.module import Module
@@ -89,6 +92,63 @@ class OptimizedModule(Module):
         return len(self._orig_mod)
 
 
+class CompiledFunction:
+    """What ``compile(fn)`` returns for a function. PyTorch compiles both a whole training step
+    (its ``backward()`` and ``optimizer.step()`` inside) and a loss whose result the caller
+    backpropagates (``@torch.compile def loss_fn(logits, y, t)``, then ``loss.backward()``). The
+    first is ``scratchgrad.jit(fn)``'s work, whose replays return detached tensors; the second
+    needs its backward captured with it. ``fn`` starts as ``jit(fn)``; once a recording of it
+    returns tensors with a graph and ran no backward, it is captured as a module's forward
+    (``jit.compiled.CompiledForward``) from then on, whose replays hang their result from one
+    graph node, ``CompiledFunctionBackward``, as a compiled module's. Called while a jitted
+    step or a compiled module records, it runs as the plain function, whose operations that
+    recording sees (TorchDynamo inlines a compiled function called by a compiled one).
+
+    >>> import scratchgrad as sg
+    >>> w = sg.ones(3, requires_grad=True)
+    >>> @sg.compile
+    ... def loss_fn(x, scale):
+    ...     return (x * w).sum() * scale
+    >>> for _ in range(4):  # eager, record (as jit: a forward), then record twice as one
+    ...     loss_fn(sg.ones(3), 2.0).backward()
+    >>> loss_fn(sg.ones(3), 2.0).grad_fn.name(), w.grad  # a replay
+    ('CompiledFunctionBackward', tensor([8., 8., 8.]))
+    """
+
+    def __init__(self, fn: Callable) -> None:
+        functools.update_wrapper(self, fn)
+        self._jitted = jit(fn)
+        self._forward: CompiledForward | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if capture_hook.recorder is not None:  # a jitted step's or a compiled module's
+            # recording sees its operations, as TorchDynamo inlines a compiled function
+            return self._jitted.fn(*args, **kwargs)
+        if self._forward is not None:
+            return self._forward(*args, **kwargs)
+        result = self._jitted(*args, **kwargs)
+        if self._jitted.graph_results:  # this call recorded it: its result has eager's graph
+            self._forward = CompiledForward(self._jitted.fn, self._jitted.cache_size, wrappers=1)
+            self._forward.calls = 1  # its eager first call is this one: record from the next
+        return result
+
+    @property
+    def calls(self) -> int:
+        """How many times it was called (as ``Jitted.calls``)."""
+        # (the forward's count starts at the call that made it, counted by the jit)
+        return self._jitted.calls + (self._forward.calls - 1 if self._forward else 0)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        """As a method decorator: one compiled function per instance (recordings differ)."""
+        if instance is None:
+            return self
+        bound = instance.__dict__.get(self.__name__)
+        if not isinstance(bound, CompiledFunction):
+            bound = CompiledFunction(self._jitted.fn.__get__(instance, owner))
+            instance.__dict__[self.__name__] = bound
+        return bound
+
+
 def compile(
     model: Callable | None = None,
     *,
@@ -105,8 +165,10 @@ def compile(
 
     A ``Module`` comes back as an ``OptimizedModule`` that shares its parameters and whose
     forward (and the backward through it) is recorded per input signature and replayed; a
-    function comes back as ``scratchgrad.jit(model)``. Without ``model`` it is a decorator:
-    ``@compile`` and ``@compile(...)`` both work. ``disable=True`` returns ``model`` unchanged.
+    function as a ``CompiledFunction`` (``scratchgrad.jit(model)``, or a compiled forward and
+    backward for a function whose result is backpropagated outside it). Without ``model`` it
+    is a decorator: ``@compile`` and ``@compile(...)`` both work. ``disable=True`` returns
+    ``model`` unchanged.
     ``fullgraph``, ``dynamic``, ``backend``, ``mode``, ``options`` and the other keywords of
     newer PyTorch releases (``name``, ``recompile_limit``, ...) are accepted and ignored; as in
     PyTorch, ``mode`` and ``options`` may not both be given. See docs/jit.md for what is
@@ -137,7 +199,7 @@ def compile(
         return model
     if isinstance(model, Module):
         return OptimizedModule(model)
-    return jit(model)
+    return CompiledFunction(model)
 
 
 def compile_in_place(

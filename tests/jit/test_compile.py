@@ -174,3 +174,123 @@ def test_a_compiled_module_trains_like_the_eager_one():
 
 def test_doc_string_examples_run():
     assert doctest.testmod(compiled_module).failed == 0
+
+
+def _loss_setup(lib):
+    """A linear layer with the same weights in both libraries, a batch, and its labels."""
+    rng = np.random.default_rng(3)
+    layer = lib.nn.Linear(4, 3)
+    with lib.no_grad():
+        layer.weight.copy_(lib.tensor(rng.standard_normal((3, 4)).astype(np.float32)))
+        layer.bias.copy_(lib.tensor(rng.standard_normal(3).astype(np.float32)))
+    x = lib.tensor(rng.standard_normal((6, 4)).astype(np.float32))
+    return layer, x, lib.tensor(rng.integers(0, 3, 6))
+
+
+def _train_with_a_compiled_loss(lib, wrap):
+    """Six SGD steps whose loss, of several tensors and a Python float, is ``wrap(loss_fn)``,
+    backpropagated outside it: the losses, the trained weight and the last loss's node."""
+    layer, x, y = _loss_setup(lib)
+    weights = lib.tensor([1.0, 0.5, 2.0, 1.0, 1.0, 0.5])
+
+    @wrap
+    def loss_fn(logits, labels, weights, temperature):
+        per_sample = lib.nn.functional.cross_entropy(logits / temperature, labels, reduction="none")
+        return (per_sample * weights).sum() / weights.sum() * temperature**2
+
+    opt = lib.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(6):
+        loss = loss_fn(layer(x), y, weights, 2.0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, layer.weight.detach().numpy(), loss.grad_fn.name()
+
+
+def test_a_compiled_loss_backpropagated_by_the_caller_gives_eager_gradients_when_replayed():
+    """``@torch.compile`` on a loss of several tensors and a Python float, ``backward()``
+    outside: a replay's result hangs from a node whose backward is the loss's, so every step
+    is PyTorch's (replays of ``jit(fn)`` would return a detached loss)."""
+    theirs, their_weight, _ = _train_with_a_compiled_loss(torch, lambda fn: fn)  # the oracle
+    ours, our_weight, node = _train_with_a_compiled_loss(sg, sg.compile)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_allclose(our_weight, their_weight, rtol=1e-5, atol=1e-6)
+    assert node == "CompiledFunctionBackward"  # the last steps replayed
+
+
+def _gradients_with_a_compiled_penalty(lib, wrap):
+    layer, x, _ = _loss_setup(lib)
+
+    @wrap
+    def penalty(scale):
+        return scale * layer.weight.square().sum()
+
+    grads = []
+    for _ in range(5):
+        layer.zero_grad()
+        (layer(x).mean() + penalty(lib.tensor(0.5))).backward()
+        grads.append(layer.weight.grad.numpy().copy())
+    return grads
+
+
+def test_a_compiled_penalty_added_to_an_eager_loss_keeps_its_gradient():
+    """A compiled term reading a parameter by name, added to an eager loss: its gradient
+    reaches the parameter at every call (replayed by ``jit(fn)``, it silently did not)."""
+    theirs = _gradients_with_a_compiled_penalty(torch, lambda fn: fn)
+    ours = _gradients_with_a_compiled_penalty(sg, sg.compile)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+def _train_with_a_step(wrap, wrap_loss):
+    """Five SGD steps of ``wrap(step)``, whose loss is ``wrap_loss(cross_entropy)``: the
+    losses, the trained weight, and the last step's result."""
+    layer, x, y = _loss_setup(sg)
+    opt = sg.optim.SGD(layer.parameters(), lr=0.1)
+    loss_fn = wrap_loss(lambda logits, y: sg.nn.functional.cross_entropy(logits, y))
+
+    @wrap
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(layer(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    results = [step(x, y) for _ in range(5)]
+    return [r.item() for r in results], layer.weight.detach().numpy(), results[-1]
+
+
+def test_a_compiled_training_step_stays_a_jitted_step():
+    """A function running its own ``backward()`` and optimizer step, returning the loss (with
+    its graph, backpropagated already), replays as ``jit``: detached results, eager's weights."""
+    eager_losses, eager_weight, _ = _train_with_a_step(lambda fn: fn, lambda fn: fn)
+    losses, weight, last = _train_with_a_step(sg.compile, lambda fn: fn)
+    assert losses == eager_losses
+    np.testing.assert_array_equal(weight, eager_weight)
+    assert last.grad_fn is None  # a replay of the jitted step
+
+
+def test_a_compiled_loss_inside_a_compiled_step_is_recorded_by_the_step():
+    """As TorchDynamo inlines a compiled function called by a compiled one, the step's
+    recording sees the loss's operations (a nested ``jit`` would raise)."""
+    eager_losses, eager_weight, _ = _train_with_a_step(lambda fn: fn, lambda fn: fn)
+    losses, weight, last = _train_with_a_step(sg.compile, sg.compile)
+    assert losses == eager_losses
+    np.testing.assert_array_equal(weight, eager_weight)
+    assert last.grad_fn is None
+
+
+@pytest.mark.parametrize("make", [sg.compile, sg.jit], ids=["compile", "jit"])
+def test_replays_under_inference_mode_return_inference_tensors(make):
+    """As PyTorch's results made under ``inference_mode`` (compiled or not), a replay's are
+    inference tensors; under ``no_grad`` they are not."""
+    with torch.inference_mode():
+        expected = torch.nn.Linear(2, 2)(torch.ones(3, 2)).is_inference()
+    compiled = make(nn.Linear(2, 2))
+    found = []
+    for mode in [sg.inference_mode] * 5 + [sg.no_grad]:
+        with mode():
+            found.append(compiled(sg.randn(3, 2)).is_inference())
+    assert found == [expected] * 5 + [False]

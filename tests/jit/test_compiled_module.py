@@ -438,6 +438,65 @@ def test_changing_a_saved_input_in_place_before_backward_raises():
         out.sum().backward()
 
 
+@pytest.mark.parametrize("part", [lambda out: out, lambda out: out[:, :1]], ids=["all", "view"])
+def test_changing_a_saved_output_in_place_before_backward_raises_as_eagerly(part):
+    """A sigmoid's backward reads its output: changed in place by the caller (or through a
+    view of it), backward() raises, on a recording call and on a replay, as eagerly (and as
+    torch.compile's modules do), instead of differentiating the new values."""
+    compiled = sg.compile(nn.Sequential(nn.Linear(2, 2), nn.Sigmoid()))
+    for call in range(5):
+        replay = any(r.checked for rs in compiled._compiled.recordings.values() for r in rs)
+        out = compiled(sg.randn(3, 2))
+        if call in (1, 4):  # a recording, whose backward runs the eager graph; a replay
+            part(out).mul_(2)
+            with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+                out.sum().backward()
+        else:
+            out.sum().backward()
+    assert replay  # the last call replayed
+
+
+def test_an_output_the_backward_does_not_read_may_be_changed_in_place():
+    """Masking logits in place after the last linear layer (which saves its input, not its
+    output) leaves the replayed backward as eager's."""
+    grads = []
+    for wrap in (lambda m: m, sg.compile):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 3))
+        net = wrap(model)
+        for _ in range(5):
+            model.zero_grad()
+            logits = net(sg.ones(4, 2))
+            logits[:, 0] = -1e9
+            F.cross_entropy(logits, sg.tensor([1, 2, 1, 2])).backward()
+        grads.append(model[0].weight.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("backwards", [1, 2])
+def test_a_parameters_gradient_hook_runs_once_as_eagerly(backwards):
+    """A hook on a parameter (registered before the first call, or between replays) changes
+    the gradient the engine accumulates once per backward, as eagerly; run by the recorded
+    backward too, it halved the gradient twice."""
+    grads = []
+    for wrap in (lambda m: m, sg.compile):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        model[2].weight.register_hook(lambda g: g * 0.5)
+        net = wrap(model)
+        for call in range(7):
+            if call == 5:
+                model[0].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
+            model.zero_grad()
+            out = net(sg.randn(4, 3))
+            for _ in range(backwards):
+                out.square().sum().backward(retain_graph=True)
+            grads.append([p.grad.numpy().copy() for p in model.parameters()])
+    for eager, compiled in zip(grads[:7], grads[7:]):
+        for e, c in zip(eager, compiled):
+            np.testing.assert_array_equal(c, e)
+
+
 def test_a_tensor_with_an_outside_graph_reached_by_name_raises():
     model = nn.Linear(2, 2)
     scale = sg.ones(2, requires_grad=True) * 3  # not a leaf, not an argument

@@ -58,6 +58,7 @@ from scratchgrad.jit.recorder import (
     unchanged,
     user_line,
 )
+from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
@@ -168,6 +169,7 @@ class Recording:
         self.versioned: list[int] = []  # arguments the backward reads
         self.layouts: list[tuple] = []  # the strides of the gradients the backward was given
         self.saved_count = 0
+        self.saved_outputs: list[int] = []  # the outputs whose memory the backward reads
 
     def matches(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
@@ -200,6 +202,8 @@ class Recording:
             read = set(saved)
             self.versioned = [i for i, n in enumerate(inputs) if n in read]
             self.saved_count = len(saved)
+            memory = {recorder.memory[n] for n in saved}  # (a view and its base share one)
+            self.saved_outputs = [i for i, n in enumerate(outputs) if recorder.memory[n] in memory]
         self.forward, self.forward_source = program.compile(
             _part(recorder, recorder.steps[:split]), inputs, outputs + saved
         )
@@ -215,15 +219,26 @@ class Recording:
         """The module's result built from the output arrays, the differentiable ones attached
         to one ``CompiledFunctionBackward`` node that keeps ``saved``."""
         if not self.differentiable:
-            return self.build([_make(a) for a in outputs], tensors)
+            # (Tensor._make, not _make: under inference_mode, inference tensors as eagerly)
+            return self.build([Tensor._make(a) for a in outputs], tensors)
+        versions = [(tensors[i], tensors[i]._version) for i in self.versioned]
         made = CompiledFunctionBackward.apply(
             *[tensors[p] if type(p) is int else p for p in self.parents],
             recording=self,
             outputs=outputs,
             saved=tuple(saved),
-            versions=[(tensors[i], tensors[i]._version) for i in self.versioned],
+            versions=versions,
         )
-        return self.build([made] if len(outputs) == 1 else list(made), tensors)
+        made = [made] if len(outputs) == 1 else list(made)
+        # An output changed in place before backward() (out.mul_(2) after a sigmoid) must
+        # raise as eagerly when the backward reads its memory, not differentiate new values.
+        if self.pending is not None:  # a recording call: the graph inside saved the heads
+            for i, head in zip(self.differentiable, self.pending.heads):
+                if head._counter is None:
+                    head._counter = [0]
+                made[i]._counter = head._counter  # their in-place changes count as the head's
+        versions += [(made[i], made[i]._version) for i in self.saved_outputs]
+        return self.build(made, tensors)
 
 
 class _PendingBackward:
@@ -254,13 +269,13 @@ class _PendingBackward:
         recording = self.recording
         grads_of = [_make(a) for a in upstream]
         if recording.pending is not self:  # recorded already: a second backward runs eagerly
-            return engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
+            return self._grad(grads_of)
         recorder = recording.recorder
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("a backward through a compiled module's recording call")
         numbers = [recorder.value(array) for array in upstream]
         with Capturing(recorder):
-            grads = engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
+            grads = self._grad(grads_of)
         kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
         grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
         recording.layouts = [array.strides for array in upstream]
@@ -269,6 +284,19 @@ class _PendingBackward:
         recording.compile(self.inputs, self.outputs, self.split, backward)
         self.done(recording)
         return grads
+
+    def _grad(self, grads_of: list) -> tuple:
+        """The gradients of the targets from the heads, without the hooks of the targets
+        (``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what the node
+        returns, as eagerly; run here too, they would apply twice (and enter the program)."""
+        hooked = [(t, t._hooks) for t in self.targets if t._hooks]
+        for t, _ in hooked:
+            t._hooks = ()
+        try:
+            return engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
+        finally:
+            for t, hooks in hooked:
+                t._hooks = hooks
 
 
 class CompiledForward:
@@ -283,11 +311,16 @@ class CompiledForward:
     """
 
     def __init__(self, module: Any, cache_size: int = 8, wrappers: int = 2) -> None:
-        """``wrappers``: the frames between the user's call and this one's (an
-        ``OptimizedModule``'s: its ``Module.__call__`` and ``forward``; a module compiled in
-        place: its ``Module.__call__``), for the stack level of warnings."""
+        """``module``: a ``Module``, or a function (a loss ``scratchgrad.compile`` was given,
+        whose result the caller backpropagates), which is called as a module without
+        parameters would be. ``wrappers``: the frames between the user's call and this one's
+        (an ``OptimizedModule``'s: its ``Module.__call__`` and ``forward``; a module compiled
+        in place: its ``Module.__call__``), for the stack level of warnings."""
         self.module, self.cache_size, self.wrappers = module, cache_size, wrappers
-        self.name = type(module).__name__
+        self.is_module = isinstance(module, Module)
+        # (not __call__: a module compiled in place)
+        self.eager = module._call_impl if self.is_module else module
+        self.name = type(module).__name__ if self.is_module else module.__name__
         self.recordings: dict[Any, list[Recording]] = {}
         self.calls = 0
         self._warned = False
@@ -302,7 +335,7 @@ class CompiledForward:
         return CompiledForward(copy.deepcopy(self.module, memo), self.cache_size, self.wrappers)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        eager = self.module._call_impl  # (not __call__: a module compiled in place)
+        eager = self.eager
         if capture_hook.paused is not None:
             capture_hook.paused.refuse(f"calling the compiled {self.name} inside a call it replays")
         if capture_hook.recorder is not None or function._vmap_dispatch is not None:
@@ -336,7 +369,7 @@ class CompiledForward:
         # A recording is complete once its backward ran. Past two calls without one
         # (validation without no_grad), run eagerly, which is several times faster than
         # recording every call, and record again every 16th call, for when backward is back.
-        waiting = (key, self.module.training)
+        waiting = (key, self.is_module and self.module.training)
         calls = self.unfinished[waiting] = self.unfinished.get(waiting, 0) + 1
         if calls > 2 and calls % 16:
             return eager(*args, **kwargs)
@@ -374,8 +407,7 @@ class CompiledForward:
         casts, autocast.state.cache = autocast.state.cache, None
         try:
             with Capturing(recorder):
-                call = self.module._call_impl  # (not __call__: a module compiled in place)
-                result = call(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+                result = self.eager(*_replaced(args, leaves), **_replaced(kwargs, leaves))
         finally:
             autocast.state.cache = casts
         # stacklevel: past this, __call__ and the wrappers
@@ -425,7 +457,8 @@ class CompiledForward:
                 if not other.matches():  # made for a tensor or global since rebound: replaced
                     recordings[index] = recording
                 elif not other.checked:
-                    name, forward = f"{self.name}.forward", type(self.module).forward
+                    name = f"{self.name}.forward"
+                    forward = type(self.module).forward if self.is_module else self.module
                     _check_same(other, recording, name)
                     _check_same_stores(other, recording, name)
                     _check_same_values(other.values, recording.values, name, forward)
@@ -438,7 +471,7 @@ def _parameters(module: Any) -> list:
     """``list(module.parameters())`` in another order (each module's own, then its
     children's), without the generators and the names: it runs on every call."""
     found: dict[int, Tensor] = {}
-    modules = [module]
+    modules = [module] if isinstance(module, Module) else []  # (a function has none)
     for m in modules:  # (the list grows while it is walked)
         if m is not None:  # a child set to None
             for p in m._parameters.values():

@@ -47,8 +47,6 @@ from scratchgrad.optim.lr_scheduler import LRScheduler
 from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.tensor import Tensor
 
-_make = Tensor._make
-
 
 class Recording:
     """One program and what it needs to be replayed: the modules whose train/eval mode it
@@ -790,6 +788,10 @@ class Jitted:
         self.calls = 0
         self._warned = False
         self.fast: Callable | None = None  # the last recording replayed's (see guards.py)
+        # whether a recording returned tensors with a graph and ran no backward: a forward
+        # whose result the caller backpropagates, which replays (detached) cannot serve;
+        # ``scratchgrad.compile`` then captures the function as a compiled module's forward
+        self.graph_results = False
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """As a method decorator: one jitted function per instance (recordings differ)."""
@@ -877,6 +879,8 @@ class Jitted:
         with Capturing(recorder):
             result = self.fn(*args, **kwargs)
             recorder.check_watched()
+        if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
+            self.graph_results = True
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
         stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=recorder.made)
@@ -1207,7 +1211,9 @@ def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[i
             return lambda outputs: t
         index = len(returned)
         returned.append(value)
-        return lambda outputs: _make(outputs[index])
+        # (Tensor._make looked up at each call: inference_mode swaps in one that marks
+        # inference tensors)
+        return lambda outputs: Tensor._make(outputs[index])
 
     if not stores:
         return returned, rebuild(result, leaf)

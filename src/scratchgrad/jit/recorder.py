@@ -158,6 +158,9 @@ class Recorder:
         # they stay
         self.reached: dict[int, tuple] = {}
         self._reads: set = set()  # the values read by the step being noted
+        # whether a backward added into a .grad: a step, not a forward whose result is
+        # backpropagated by the caller (see ``Jitted.graph_results``)
+        self.accumulated = False
         # the optimizers the step called (for the next recording's watch, with the leaves it
         # reached), and what is watched: id(leaf) -> (leaf, the .grad recorded calls left), and
         # each param group with the settings recorded calls left
@@ -425,6 +428,7 @@ class Recorder:
         """Add ``g`` into ``leaf.grad`` now, and note it: a replay does it again, deciding then
         (as eager code does) whether ``.grad`` is created or added to. True: done (False from
         another thread: ``engine._accumulate`` does it)."""
+        self.accumulated = True
         if create_graph:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
