@@ -336,7 +336,10 @@ def test_abs_of_complex_and_its_gradient_at_zero_as_torch():
     assert_same(z.grad, tz.grad, **TOL["float64"])
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int64", "bool"])
+DTYPES = ["float32", "float64", "complex64", "complex128", "int64", "bool"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_a_python_complex_number_promotes_as_torchs_and_stays_a_number(dtype):
     ours, theirs = sg.ones(2, dtype=getattr(sg, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
     for op in (lambda t: t * (1 - 2j), lambda t: (1 - 2j) * t, lambda t: t + 2j, lambda t: t / 1j):
