@@ -255,37 +255,7 @@ else:
     from scratchgrad.func import vmap
     from scratchgrad import foreach  # torch._foreach_*, as EMA and optimizer code calls them
 
-    _foreach_add, _foreach_add_, _foreach_sub, _foreach_sub_ = (
-        foreach.add,
-        foreach.add_,
-        foreach.sub,
-        foreach.sub_,
-    )
-    _foreach_mul, _foreach_mul_, _foreach_div, _foreach_div_ = (
-        foreach.mul,
-        foreach.mul_,
-        foreach.div,
-        foreach.div_,
-    )
-    _foreach_lerp, _foreach_lerp_ = foreach.lerp, foreach.lerp_
-    _foreach_copy_, _foreach_zero_, _foreach_norm = foreach.copy_, foreach.zero_, foreach.norm
-    _foreach_addcmul, _foreach_addcmul_ = foreach.addcmul, foreach.addcmul_
-    _foreach_addcdiv, _foreach_addcdiv_ = foreach.addcdiv, foreach.addcdiv_
-    _foreach_maximum, _foreach_maximum_ = foreach.maximum, foreach.maximum_
-    _foreach_sqrt, _foreach_sqrt_, _foreach_neg, _foreach_neg_ = (
-        foreach.sqrt,
-        foreach.sqrt_,
-        foreach.neg,
-        foreach.neg_,
-    )
-    _foreach_sign, _foreach_sign_, _foreach_abs, _foreach_abs_ = (
-        foreach.sign,
-        foreach.sign_,
-        foreach.abs,
-        foreach.abs_,
-    )
-    _foreach_exp, _foreach_exp_ = foreach.exp, foreach.exp_
-    _foreach_reciprocal, _foreach_reciprocal_ = foreach.reciprocal, foreach.reciprocal_
+    globals().update({f"_foreach_{name}": getattr(foreach, name) for name in foreach.__all__})
 
     # torch's names for linear algebra outside torch.linalg
     det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power

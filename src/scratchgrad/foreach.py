@@ -10,6 +10,14 @@ from typing import Any
 
 from scratchgrad.tensor import Tensor
 
+# (the root names each ``_foreach_<name>``)
+__all__ = [
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "lerp", "lerp_", "copy_",
+    "zero_", "norm", "maximum", "maximum_", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+    "sqrt", "sqrt_", "neg", "neg_", "sign", "sign_", "abs", "abs_", "exp", "exp_",
+    "reciprocal", "reciprocal_",
+]  # fmt: skip
+
 
 def _per_tensor(name: str, tensors: list[Tensor], other: Any) -> list[Any]:
     """``other`` spread over ``tensors``: a list gives one item per tensor, a number or a single
