@@ -1927,6 +1927,22 @@ OPS = [
         lambda m, x: m.triangular_solve(x.sin(), _square(m, x).triu()).solution,
         shapes="nonempty2+",
     ),
+    # torch.fft (fft.py, ops/fft.py) between real tensors: the complex spectra in between
+    Op(
+        "fft_rfft_irfft",
+        lambda m, x: m.fft.irfft(m.fft.rfft(x) * m.fft.rfft(x.cos(), norm="ortho"), n=x.shape[-1]),
+        shapes="nonempty1+",
+    ),
+    Op(
+        "fft_fft_ifft",
+        lambda m, x: m.fft.ifft(m.fft.fft(x, n=x.shape[-1] + 1) * x.sum(), norm="forward").imag,
+        shapes="nonempty1+",
+    ),
+    Op(
+        "fft_rfftn_irfftn",
+        lambda m, x: m.fft.irfftn(m.fft.rfftn(x.sin()) * 2, s=x.shape, norm="forward"),
+        shapes="nonempty1+",
+    ),
     # special functions (special.py, ops/special.py), in domains away from their poles
     Op("special_gammaln", lambda m, x: m.special.gammaln(x * 4)),
     Op("special_digamma", lambda m, x: m.special.digamma(x * 3), domain=positive),

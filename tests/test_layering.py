@@ -30,6 +30,7 @@ LAYERS = [
         "foreach",
         "sparse",  # COO tensors: a Tensor subclass with its own product (a Function)
         "signal",  # torch.signal.windows, on creation's windows
+        "fft",  # torch.fft: its transforms are ops (ops/fft.py), on Tensor
         "complex_numbers",  # polar, view_as_complex...: on Tensor and ops/complex
     },
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and

@@ -239,6 +239,7 @@ else:
     from scratchgrad.jit import JitError
     from scratchgrad import func  # torch.func, and torch.vmap as its vmap
     from scratchgrad import special  # torch.special
+    from scratchgrad import fft  # torch.fft
     from scratchgrad.complex_numbers import complex, polar, view_as_complex, view_as_real
     from scratchgrad import signal  # torch.signal (its windows)
     from scratchgrad import testing  # torch.testing

@@ -370,9 +370,10 @@ _FLOAT_DRAWS = {"rand": "random", "randn": "standard_normal"}
 
 def _random_floats(name: str, size: tuple, generator, dtype, device, requires_grad: bool) -> Tensor:
     """Samples of the factory ``name`` ("rand", "randn"), drawn by the generator in float32 or
-    float64 (what NumPy's generators make) and cast to ``dtype``."""
+    float64 (what NumPy's generators make) and cast to ``dtype``. A complex dtype's parts are
+    drawn as its parts' float, as PyTorch's (randn's each with variance 1/2)."""
     dtype, shape = _dtype(dtype), new_shape(name, size)
-    if not backend.is_floating(dtype):
+    if not backend.is_floating(dtype) and dtype.kind != "c":
         # as PyTorch's: rand checks the dtype first, randn's kernel (which refuses integers)
         # never runs on an empty tensor
         if name == "randn" and not math.prod(shape):
@@ -380,14 +381,18 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
         raise NotImplementedError(
             f"{name}: not implemented for {dtype}: random floats need a floating dtype"
         )
-    drawn_dtype = backend.float64 if dtype == backend.float64 else backend.float32
+    drawn_dtype = backend.float64 if backend.to_real(dtype) == backend.float64 else backend.float32
     method = _FLOAT_DRAWS[name]
 
     def draw(shape: tuple) -> Any:
         # The generator's NumPy generator is looked up at each draw: a step that
         # scratchgrad.jit recorded draws from the one a later manual_seed made. Without a
         # device, the default device's draws (under ``with device("meta")``, none of the CPU's).
-        draws = getattr(backend.rng_for(generator, _on(device)), method)(shape, dtype=drawn_dtype)
+        rng = backend.rng_for(generator, _on(device))
+        if dtype.kind == "c":
+            z = getattr(rng, method)((*shape, 2), dtype=drawn_dtype).view(dtype)[..., 0]
+            return z * drawn_dtype.type(math.sqrt(0.5)) if name == "randn" else z
+        draws = getattr(rng, method)(shape, dtype=drawn_dtype)
         if dtype == drawn_dtype:
             return draws
         draws = draws.astype(dtype)

@@ -71,8 +71,8 @@ class Function:
     # gradient for complex ones. A recorded op with a complex result is refused, or its node
     # becomes the op's ``complex_twin`` (a subclass whose backward is correct for complex),
     # unless the op is ``complex_safe``: correct for complex as written (movement, sums, +, -).
-    # (A real result of complex input comes only from ops/complex.py's ops, which are correct,
-    # and from Copy, whose backward casts back: correct too.)
+    # (A real result of complex input comes only from ops/complex.py's ops and ops/fft.py's
+    # IRFFT, which are correct, and from Copy, whose backward casts back: correct too.)
     complex_safe = False
     complex_twin: type | None = None
 
@@ -297,7 +297,14 @@ class ConjugateSaved:
 
     def _saved_tensors(self, needed: tuple[bool, ...] | None = None) -> tuple:
         saved = Function._saved_tensors(self, needed)
-        return tuple(t.conj() if isinstance(t, Tensor) else t for t in saved)
+        return tuple(
+            t.conj()
+            if isinstance(t, Tensor)
+            else t.conjugate()
+            if isinstance(t, complex | xp.complexfloating)  # a number operand (z * 1j)
+            else t
+            for t in saved
+        )
 
     saved_tensors = property(_saved_tensors)
 

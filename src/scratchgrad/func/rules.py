@@ -28,6 +28,7 @@ from scratchgrad.linalg.lu import LUFactor, Permutation
 from scratchgrad.linalg.matrix_exp import MatrixExp
 from scratchgrad.ops import binary, conv, fused, matmul, movement, reduce, special, unary
 from scratchgrad.ops import complex as complex_ops
+from scratchgrad.ops import fft as fft_ops
 from scratchgrad.tensor import Tensor
 
 
@@ -56,7 +57,7 @@ def dim_shifted(cls, values, batched, kwargs):
 
 
 def dims_shifted(cls, values, batched, kwargs):
-    """Flip and MaxOver: ``dims`` shifted past the batch dim."""
+    """Flip, Roll, MaxOver and the Fourier transforms: ``dims`` shifted past the batch dim."""
     kwargs["dims"] = _shifted(kwargs["dims"], values[0].ndim - 1)
     return cls.apply(*values, **kwargs)
 
@@ -354,6 +355,9 @@ RULES: dict[type, Callable] = {
     movement.Flip: dims_shifted,
     movement.Unfold: dim_shifted,
     movement.Roll: dims_shifted,
+    fft_ops.FFT: dims_shifted,
+    fft_ops.RFFT: dims_shifted,
+    fft_ops.IRFFT: dims_shifted,
     movement.GetItem: index,
     movement.IndexAdd: index,
     movement.Diagonal: diagonal,

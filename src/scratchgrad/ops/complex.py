@@ -5,7 +5,8 @@ See https://pytorch.org/docs/stable/notes/autograd.html#complex-autograd-doc.
 
 Every op here is complex-correct (``complex_safe``); the others refuse complex tensors when
 they record a gradient (``Function.apply``), or take a ``complex_twin`` that is correct. Only
-these make a real result of complex input (``Tensor.abs`` calls this ``Abs`` for complex).
+these (and ``ops/fft.py``'s IRFFT) make a real result of complex input (``Tensor.abs`` calls
+this ``Abs`` for complex).
 """
 
 from scratchgrad.autograd.function import Function

@@ -4,7 +4,7 @@ import math
 
 import numpy
 
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import ConjugateSaved, Function
 from scratchgrad.backend import accumulation_dtype, cast, namespace
 
 
@@ -36,6 +36,15 @@ class MatMul(Function):
         if ctx.transpose_x:  # out = x.mT @ y
             return y @ grad.mT if dx else None, x @ grad if dy else None
         return grad @ y.mT if dx else None, x.mT @ grad if dy else None
+
+
+class ComplexMatMul(ConjugateSaved, MatMul):
+    """MatMul's node when complex numbers meet: grad @ y^H and x^H @ grad, PyTorch's."""
+
+    backward_name = MatMul.backward_name
+
+
+MatMul.complex_twin = ComplexMatMul
 
 
 def _product(x, y, wide=None):
@@ -191,3 +200,13 @@ class Einsum(Function):
                 g = g.reshape(shape).expand(full)
             grads.append(g)
         return tuple(grads)
+
+
+class ComplexEinsum(ConjugateSaved, Einsum):
+    """Einsum's node when complex numbers meet: each operand's gradient is the einsum of the
+    output's gradient with the conjugates of the others (it is linear in each operand)."""
+
+    backward_name = Einsum.backward_name
+
+
+Einsum.complex_twin = ComplexEinsum

@@ -17,6 +17,7 @@ from scratchgrad.optim.optimizer import (
     check_switches,
     counted_state,
     lerp_,
+    real_pairs,
     square_average_,
     update_direction,
 )
@@ -68,6 +69,8 @@ class Adam(Optimizer):
     tensor([ 0.9000, -1.9000], requires_grad=True)
     """
 
+    complex_params = True
+
     def __init__(
         self,
         params: ParamsT,
@@ -115,10 +118,13 @@ class Adam(Optimizer):
 
             # One scratch array serves every intermediate below but the last.
             exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
+            if param.dtype.kind == "c":  # as PyTorch's: updated as view_as_real pairs
+                param, grad = real_pairs(param), real_pairs(grad)
+                exp_avg, exp_avg_sq = real_pairs(exp_avg), real_pairs(exp_avg_sq)
             scratch = lerp_(exp_avg, grad, 1 - beta1)
             square_average_(exp_avg_sq, grad, beta2, scratch)
             if amsgrad:
-                second = state["max_exp_avg_sq"].array
+                second = real_pairs(state["max_exp_avg_sq"].array)
                 module.maximum(second, exp_avg_sq, out=second)
             else:
                 second = exp_avg_sq

@@ -82,6 +82,20 @@ def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
     return grad
 
 
+def real_pairs(array: Any) -> Any:
+    """A complex array's memory as its (real, imaginary) pairs in a last dim of 2, as
+    ``view_as_real`` (what PyTorch's optimizers update for a complex parameter, so that a
+    square is taken of each part); any other array as it is.
+
+    >>> import numpy
+    >>> real_pairs(numpy.array([1 + 2j])).tolist()
+    [[1.0, 2.0]]
+    """
+    if array.dtype.kind != "c":
+        return array
+    return array[..., None].view(backend.to_real(array.dtype))
+
+
 def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     """Move a running average toward ``target`` by ``weight``, in place, with ``scratch`` (an
     array of the same shape, or None for a new one) for the difference, which it returns for
@@ -219,6 +233,9 @@ class Optimizer:
     [0.1, 0.5]
     """
 
+    # Whether the update is right for complex parameters: PyTorch's updates take a complex
+    # parameter (and its gradient and state) as its view_as_real pairs (see ``real_pairs``)
+    complex_params = False
     # hooks run around every step (register_step_pre_hook); class-level, so that a subclass
     # that skips Optimizer.__init__ still steps
     _step_pre_hooks: tuple[Callable, ...] = ()
@@ -286,10 +303,11 @@ class Optimizer:
                 )
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-            if p.is_complex():  # the updates are written for real numbers (|g|**2 as g * g)
+            if p.is_complex() and not self.complex_params:  # (written for real: |g|**2 as g * g)
                 raise NotImplementedError(
                     f"{type(self).__name__}: complex parameters are not supported by scratchgrad "
-                    "yet: keep a real parameter and view_as_complex it in the model"
+                    "yet (SGD, Adam and AdamW take them): keep a real parameter and "
+                    "view_as_complex it in the model"
                 )
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)

@@ -9,7 +9,6 @@ import pytest
 from test_programs import test_program_gives_torchs_losses as check_program
 
 GAPS: dict[str, str] = {
-    "fourier_neural_operator_1d": "no torch.fft and no complex parameters (torch.cfloat weights)",
     "skipgram_sparse_adam": "no sparse gradients: nn.Embedding(sparse=True), optim.SparseAdam",
 }
 PROGRAMS = sorted(p for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("test_"))

@@ -1,0 +1,324 @@
+"""Discrete Fourier transforms, as ``torch.fft``: ``fft``/``ifft`` (and their 2-D and n-D
+forms), ``rfft``/``irfft`` for real signals (the half-spectrum of n // 2 + 1 entries), the
+sample frequencies and the shifts that center them. ``n`` (``s``) trims or zero-pads the
+signal first, ``norm`` scales the forward transform by 1 ("backward", the default), 1/sqrt(n)
+("ortho") or 1/n ("forward"). float32 gives complex64, float64 complex128, integers the default
+float's; the gradients are PyTorch's (``ops/fft.py``).
+
+>>> import scratchgrad as sg
+>>> sg.fft.rfft(sg.tensor([1.0, 0.0, -1.0, 0.0]))
+tensor([0.+0.j, 2.+0.j, 0.+0.j])
+>>> sg.fft.irfft(sg.fft.rfft(sg.tensor([1.0, 2.0, 3.0])), n=3)
+tensor([1., 2., 3.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy
+
+from scratchgrad import backend
+from scratchgrad.creation import tensor
+from scratchgrad.dtypes import get_default_dtype
+from scratchgrad.ops import fft as fft_ops
+from scratchgrad.ops.movement import Pad
+from scratchgrad.tensor import Tensor
+
+Sizes = Sequence[int] | None
+Dims = int | Sequence[int] | None
+
+
+def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The 1-D discrete Fourier transform along ``dim``, as ``torch.fft.fft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.fft(sg.tensor([1.0, 1.0, 1.0, 1.0]))
+    tensor([4.+0.j, 0.+0.j, 0.+0.j, 0.+0.j])
+    """
+    return _c2c("fft", input, (n,), (dim,), norm, inverse=False)
+
+
+def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The 1-D inverse discrete Fourier transform along ``dim``, as ``torch.fft.ifft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ifft(sg.tensor([4.0, 0.0, 0.0, 0.0]))
+    tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+    """
+    return _c2c("ifft", input, (n,), (dim,), norm, inverse=True)
+
+
+def fft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The 2-D discrete Fourier transform over ``dim``, as ``torch.fft.fft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.fft2(sg.ones(2, 2)).real
+    tensor([[4., 0.],
+            [0., 0.]])
+    """
+    return fftn(input, s, dim, norm)
+
+
+def ifft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The 2-D inverse discrete Fourier transform over ``dim``, as ``torch.fft.ifft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ifft2(sg.tensor([[4.0, 0.0], [0.0, 0.0]])).real
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    return ifftn(input, s, dim, norm)
+
+
+def fftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The n-D discrete Fourier transform over ``dim`` (all dims, or the last ``len(s)``, by
+    default), as ``torch.fft.fftn``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.fftn(sg.ones(2, 2), norm="forward").real
+    tensor([[1., 0.],
+            [0., 0.]])
+    """
+    sizes, dims = _sizes_and_dims("fftn", input, s, dim)
+    return _c2c("fftn", input, sizes, dims, norm, inverse=False)
+
+
+def ifftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The n-D inverse discrete Fourier transform over ``dim``, as ``torch.fft.ifftn``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ifftn(sg.tensor([[4.0, 0.0], [0.0, 0.0]])).real
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    sizes, dims = _sizes_and_dims("ifftn", input, s, dim)
+    return _c2c("ifftn", input, sizes, dims, norm, inverse=True)
+
+
+def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The 1-D transform of a real signal along ``dim``: its n // 2 + 1 non-negative
+    frequencies, as ``torch.fft.rfft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.rfft(sg.tensor([1.0, 2.0, 1.0, 2.0]))
+    tensor([ 6.+0.j,  0.+0.j, -2.+0.j])
+    """
+    return _r2c("rfft", input, (n,), (dim,), norm)
+
+
+def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The real signal of ``n`` entries (2 * (size - 1) by default) whose half-spectrum is
+    ``input`` along ``dim``, as ``torch.fft.irfft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.irfft(sg.tensor([6.0, 0.0, -2.0]))
+    tensor([1., 2., 1., 2.])
+    """
+    return _c2r("irfft", input, (n,), (dim,), norm)
+
+
+def rfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The 2-D transform of a real signal (half-spectrum in the last dim), as
+    ``torch.fft.rfft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.rfft2(sg.ones(2, 4)).shape
+    (2, 3)
+    """
+    return rfftn(input, s, dim, norm)
+
+
+def irfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The inverse of ``rfft2``, as ``torch.fft.irfft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.irfft2(sg.fft.rfft2(sg.ones(2, 4))).shape
+    (2, 4)
+    """
+    return irfftn(input, s, dim, norm)
+
+
+def rfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The n-D transform of a real signal (half-spectrum in the last of ``dim``), as
+    ``torch.fft.rfftn``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.rfftn(sg.ones(2, 3, 4)).shape
+    (2, 3, 3)
+    """
+    sizes, dims = _sizes_and_dims("rfftn", input, s, dim)
+    return _r2c("rfftn", input, sizes, dims, norm)
+
+
+def irfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The inverse of ``rfftn``, as ``torch.fft.irfftn``: the last of ``dim`` gets
+    ``s[-1]`` entries (2 * (size - 1) by default).
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.irfftn(sg.fft.rfftn(sg.ones(2, 3, 4))).shape
+    (2, 3, 4)
+    """
+    sizes, dims = _sizes_and_dims("irfftn", input, s, dim)
+    return _c2r("irfftn", input, sizes, dims, norm)
+
+
+def fftfreq(
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """The sample frequencies of an ``n``-point ``fft`` with sample spacing ``d``:
+    ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d * n)``, as ``torch.fft.fftfreq``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.fftfreq(4)
+    tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
+    """
+    return _frequencies(numpy.fft.fftfreq(n, d), dtype, device, requires_grad)
+
+
+def rfftfreq(
+    n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``,
+    as ``torch.fft.rfftfreq``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.rfftfreq(4)
+    tensor([0.0000, 0.2500, 0.5000])
+    """
+    return _frequencies(numpy.fft.rfftfreq(n, d), dtype, device, requires_grad)
+
+
+def fftshift(input: Tensor, dim: Dims = None) -> Tensor:
+    """The zero frequency moved to the middle of each of ``dim`` (all by default): a roll by
+    size // 2, as ``torch.fft.fftshift``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.fftshift(sg.fft.fftfreq(4))
+    tensor([-0.5000, -0.2500,  0.0000,  0.2500])
+    """
+    dims = _shift_dims(input, dim)
+    return input.roll([input.shape[d] // 2 for d in dims], dims)
+
+
+def ifftshift(input: Tensor, dim: Dims = None) -> Tensor:
+    """The inverse of ``fftshift``: a roll by -(size // 2), as ``torch.fft.ifftshift``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ifftshift(sg.fft.fftshift(sg.arange(5)))
+    tensor([0, 1, 2, 3, 4])
+    """
+    dims = _shift_dims(input, dim)
+    return input.roll([-(input.shape[d] // 2) for d in dims], dims)
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _sizes_and_dims(name: str, input: Tensor, s: Sizes, dim: Dims) -> tuple[tuple, tuple]:
+    """PyTorch's defaults: all dims, or the last ``len(s)`` when only ``s`` is given; an ``s``
+    entry of -1 keeps that dim's size."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None:
+        dim = range(input.ndim) if s is None else range(input.ndim - len(s), input.ndim)
+    dims = tuple(dim)
+    if s is None:
+        return (None,) * len(dims), dims
+    if len(s) != len(dims):
+        raise RuntimeError(
+            f"{name}: When given, dim and shape arguments must have the same length, got "
+            f"s={tuple(s)} and dim={dims}"
+        )
+    return tuple(None if n == -1 else n for n in s), dims
+
+
+def _normalized(name: str, input: Tensor, dims: tuple) -> tuple:
+    """``dims`` made non-negative, checked to be distinct dims of ``input``."""
+    ndim = input.ndim
+    for d in dims:
+        if ndim == 0:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+        if not -ndim <= d < ndim:
+            raise IndexError(
+                f"{name}: Dimension out of range (expected to be in range of [{-ndim}, "
+                f"{ndim - 1}], but got {d})"
+            )
+    dims = tuple(d % ndim for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{name}: FFT dims must be unique, got {dims}")
+    return dims
+
+
+def _norm(norm: str | None) -> str:
+    if norm is None:
+        return "backward"
+    if norm not in fft_ops.DUAL:
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+    return norm
+
+
+def _resized(name: str, x: Tensor, sizes: tuple, dims: tuple) -> Tensor:
+    """``x`` trimmed or zero-padded to ``sizes`` (None: as it is) along ``dims``."""
+    widths = [(0, 0)] * x.ndim
+    for n, d in zip(sizes, dims):
+        if n is None:
+            n = x.shape[d]
+        if n < 1:
+            raise RuntimeError(f"{name}: Invalid number of data points ({n}) specified")
+        if n < x.shape[d]:
+            x = x.narrow(d, 0, n)
+        widths[d] = (0, n - x.shape[d])
+    if any(after for _, after in widths):
+        x = Pad.apply(x, widths=tuple(widths))
+    return x
+
+
+def _floating(x: Tensor) -> Tensor:
+    """Integers and bools as the default float, as PyTorch's transforms take them."""
+    if x.is_floating_point() or x.is_complex():
+        return x
+    return x.to(get_default_dtype())
+
+
+def _c2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm, inverse: bool) -> Tensor:
+    dims = _normalized(name, input, dims)
+    x = _floating(input)
+    x = x.to(backend.to_complex(x.dtype))
+    x = _resized(name, x, sizes, dims)
+    return fft_ops.FFT.apply(x, dims=dims, norm=_norm(norm), inverse=inverse)
+
+
+def _r2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
+    if input.is_complex():
+        raise RuntimeError(f"{name} expects a real input tensor, but got {input.dtype}")
+    if not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
+    dims = _normalized(name, input, dims)
+    x = _resized(name, _floating(input), sizes, dims)
+    return fft_ops.RFFT.apply(x, dims=dims, norm=_norm(norm))
+
+
+def _c2r(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
+    if not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
+    dims = _normalized(name, input, dims)
+    n = sizes[-1] if sizes[-1] is not None else 2 * (input.shape[dims[-1]] - 1)
+    if n < 1:
+        raise RuntimeError(f"{name}: Invalid number of data points ({n}) specified")
+    z = _floating(input)
+    z = z.to(backend.to_complex(z.dtype))
+    z = _resized(name, z, (*sizes[:-1], n // 2 + 1), dims)
+    return fft_ops.IRFFT.apply(z, dims=dims, norm=_norm(norm), n=n)
+
+
+def _frequencies(values, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    dtype = get_default_dtype() if dtype is None else dtype
+    return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _shift_dims(input: Tensor, dim: Dims) -> list[int]:
+    if dim is None:
+        return list(range(input.ndim))
+    return [dim] if isinstance(dim, int) else list(dim)
