@@ -24,7 +24,7 @@ from scratchgrad.creation import tensor
 from scratchgrad.dtypes import get_default_dtype
 from scratchgrad.ops import fft as fft_ops
 from scratchgrad.ops.movement import Pad
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, wrap_dim
 
 Sizes = Sequence[int] | None
 Dims = int | Sequence[int] | None
@@ -235,17 +235,11 @@ def _sizes_and_dims(name: str, input: Tensor, s: Sizes, dim: Dims) -> tuple[tupl
 
 
 def _normalized(name: str, input: Tensor, dims: tuple) -> tuple:
-    """``dims`` made non-negative, checked to be distinct dims of ``input``."""
-    ndim = input.ndim
-    for d in dims:
-        if ndim == 0:
-            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
-        if not -ndim <= d < ndim:
-            raise IndexError(
-                f"{name}: Dimension out of range (expected to be in range of [{-ndim}, "
-                f"{ndim - 1}], but got {d})"
-            )
-    dims = tuple(d % ndim for d in dims)
+    """``dims`` made non-negative, checked to be distinct dims of ``input`` (a 0-d input has
+    none to transform, as PyTorch's transforms say)."""
+    if input.ndim == 0 and dims:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    dims = tuple(wrap_dim(d, input.ndim) for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"{name}: FFT dims must be unique, got {dims}")
     return dims

@@ -262,7 +262,7 @@ class Function:
             dtype = array.dtype
             # (the dtype's class, a set lookup: the cheapest test, on the hottest path)
             if type(dtype) in COMPLEX_DTYPES and not cls.complex_safe:
-                _check_complex(ctx, [array, *arrays])
+                _complex_twin_or_refuse(ctx)
             ctx.parents, ctx.sequence_nr = tuple(parents), next(_sequence)
             ctx.out_shape, ctx.out_dtype = array.shape, dtype
             if ctx._to_save:
@@ -271,13 +271,10 @@ class Function:
         return result
 
 
-def _check_complex(ctx: Function, values: list) -> None:
-    """For a recorded op that is not ``complex_safe`` (a complex result, or an op with several
-    results): nothing if none of its operands and results (``values``) is complex; else the
-    node becomes its op's ``complex_twin``, or, without one, the op is refused (its backward,
-    written for real numbers, would give a wrong gradient)."""
-    if all(getattr(v, "dtype", backend.bool_).kind != "c" for v in values):
-        return
+def _complex_twin_or_refuse(ctx: Function) -> None:
+    """A recorded op that is not ``complex_safe`` gave a complex result: its node becomes its
+    op's ``complex_twin``, or, without one, the op is refused (its backward, written for real
+    numbers, would give a wrong gradient)."""
     cls = type(ctx)
     if cls.complex_twin is None:
         raise RuntimeError(
@@ -317,8 +314,12 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     node's as for any other node; the node then hands ``backward`` one gradient per output.
     """
     arrays = [backend.as_array(out) for out in outs]
-    if parents is not None and not ctx.complex_safe:
-        _check_complex(ctx, [*arrays, *(a.array for a in args if isinstance(a, Tensor))])
+    if (  # the gate of a single result's, above
+        parents is not None
+        and not ctx.complex_safe
+        and any(type(array.dtype) in COMPLEX_DTYPES for array in arrays)
+    ):
+        _complex_twin_or_refuse(ctx)
     marked = {id(out) for out in ctx._non_differentiable}
     packed_at, size = [], 0  # per output: its (start, stop) in the packed array, or None
     for out, array in zip(outs, arrays):
