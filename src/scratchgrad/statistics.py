@@ -20,6 +20,7 @@ from typing import Any
 
 from scratchgrad import backend, cpu_order, creation
 from scratchgrad.autograd import capture_hook
+from scratchgrad.ops import reduce
 from scratchgrad.tensor import (
     Tensor,
     bincount,
@@ -164,7 +165,8 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     Among equal entries the index is the one at the median's place in a stable sort, as
     PyTorch's CPU kernel picks (its comparison breaks ties by index); in a slice of only NaNs
     it is where that kernel's ``std::nth_element`` leaves one (``cpu_order``), for a CPU
-    tensor of at most 65,536 entries. The gradient flows to the entry picked.
+    tensor of at most 65,536 entries. The gradient flows to the entry picked (of all entries,
+    the entries equal to the median share it evenly, as PyTorch's).
 
     >>> import scratchgrad as sg
     >>> x = sg.tensor([[1.0, float("nan"), 3.0, 2.0], [4.0, 4.0, 1.0, float("nan")]])
@@ -176,7 +178,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     if dim is None:
         if input.numel() == 0:
             return input.new_full((), float("nan"))
-        return nanmedian(input.reshape(-1), 0).values
+        return reduce.NanMedianOfAll.apply(input, dim=tuple(range(input.ndim)))
     d = wrap_dim(dim, input.ndim)
     x = input if input.ndim else input.reshape(1)
     if x.shape[d] == 0:

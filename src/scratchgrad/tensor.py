@@ -2448,7 +2448,7 @@ class Tensor:
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         if dim is None:
-            return self.amax()
+            return self._of_all("max", reduce.MaxOfAll)
         return self._pick(self.argmax(dim, keepdim=True), dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False):
@@ -2456,8 +2456,20 @@ class Tensor:
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         if dim is None:
-            return self.amin()
+            return self._of_all("min", reduce.MinOfAll)
         return self._pick(self.argmin(dim, keepdim=True), dim, keepdim)
+
+    def _of_all(self, name: str, statistic: type) -> Tensor:
+        """``statistic`` (an ``ops.reduce.MaxOfAll``) of all entries: one of them, whose
+        gradient the entries equal to it share evenly, as PyTorch's ``max()`` and ``median()``
+        without a dim."""
+        _refuse_complex(self, name)
+        if self.array.size == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
+        return statistic.apply(self, dim=tuple(range(self.array.ndim)))
 
     def _pick(self, index: Tensor, dim: int, keepdim: bool) -> values_indices:
         """The entries at ``index`` along ``dim``: the gradient goes to those entries only."""
@@ -2676,9 +2688,11 @@ class Tensor:
 
     def median(self, dim: int | None = None, keepdim: bool = False):
         """The lower median of all entries, or (values, indices) along ``dim``, as
-        ``torch.median``; NaN is the median of an entry that holds one. The gradient flows to
-        the chosen entries only (among ties, the one at the median's place in a stable sort,
-        which PyTorch's CPU kernel picks too: its comparison breaks ties by index).
+        ``torch.median``; NaN is the median of an entry that holds one. Along ``dim`` the
+        gradient flows to the chosen entries only (among ties, the one at the median's place in
+        a stable sort, which PyTorch's CPU kernel picks too: its comparison breaks ties by
+        index); of all entries, the entries equal to the median share it evenly (the NaNs, if
+        it is NaN), as PyTorch's.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()
@@ -2687,7 +2701,7 @@ class Tensor:
         if dim is None:
             if self.array.size == 0:
                 return self.new_full((), math.nan)
-            return self.reshape(-1).median(0).values
+            return self._of_all("median", reduce.MedianOfAll)
         return self._order_statistic("median", None, dim, keepdim)
 
     def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> values_indices:

@@ -91,9 +91,12 @@ class Pow(Function):
         x, y, out = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
         grad_x = grad_y = None
-        if dx:
+        if dx and _is_number(y):
             # NOTE: d/dx x**0 is 0 everywhere, also at x = 0 where x**-1 is infinite
-            grad_x = grad * 0 if _is_number(y) and y == 0 else grad * y * x ** (y - 1)
+            grad_x = grad * 0 if y == 0 else grad * y * x ** (y - 1)
+        elif dx:
+            with backend.errstate(divide="ignore", invalid="ignore"):
+                grad_x = (grad * y * x ** (y - 1)).masked_fill(y == 0, 0)  # (as PyTorch's)
         if dy and _is_number(x):
             grad_y = grad * out * math.log(x)
         elif dy:
@@ -194,7 +197,9 @@ def _split_by(x_wins, tie, grad):
 
 
 class Atan2(Function):
-    """atan2(y, x): the angle of the point (x, y); both partials share 1 / (x**2 + y**2)."""
+    """atan2(y, x): the angle of the point (x, y); both partials share 1 / (x**2 + y**2),
+    taken as 0 where x**2 + y**2 is 0 (the origin, or squares too small for the dtype), as
+    PyTorch's: the gradient there is 0, not NaN."""
 
     @staticmethod
     def forward(ctx, y, x):
@@ -204,8 +209,10 @@ class Atan2(Function):
     @staticmethod
     def backward(ctx, grad):
         y, x = ctx.saved_tensors
-        scale = grad / (x * x + y * y)
-        return scale * x, -scale * y if ctx.needs_input_grad[1] else None
+        squares = x * x + y * y
+        with backend.errstate(divide="ignore"):
+            recip = squares.reciprocal().masked_fill(squares == 0, 0)
+        return grad * x * recip, grad * -y * recip if ctx.needs_input_grad[1] else None
 
 
 class Hypot(Function):

@@ -183,15 +183,23 @@ def _read_only(kept):
 
 
 class Amax(Function):
-    """The largest entry over ``dim``. NOTE: ties share the gradient equally, as in PyTorch."""
+    """The largest entry over ``dim``. NOTE: ties share the gradient equally, as in PyTorch
+    (and where the largest is NaN no entry equals it: the gradient is NaN, as PyTorch's)."""
 
-    reduce = "max"  # the array method
+    @staticmethod
+    def statistic(x, dim):
+        return x.max(axis=dim, keepdims=True)
+
+    @staticmethod
+    def chosen(x, kept):
+        """Where the entries equal to the statistic are: those that share its gradient."""
+        return x == kept
 
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
-        kept = getattr(x, type(ctx).reduce)(axis=dim, keepdims=True)
-        is_extreme = x == kept
-        ctx.save_for_backward(is_extreme / is_extreme.sum(axis=dim, keepdims=True, dtype=x.dtype))
+        kept = type(ctx).statistic(x, dim)
+        chosen = type(ctx).chosen(x, kept)
+        ctx.save_for_backward(chosen / chosen.sum(axis=dim, keepdims=True, dtype=x.dtype))
         ctx.kept_shape = kept.shape
         return kept if keepdim else kept.reshape(_drop(x.shape, dim))
 
@@ -202,7 +210,55 @@ class Amax(Function):
 
 
 class Amin(Amax):
-    reduce = "min"
+    @staticmethod
+    def statistic(x, dim):
+        return x.min(axis=dim, keepdims=True)
+
+
+class MaxOfAll(Amax):
+    """The largest of all entries (over ``dim``: all dims but vmap's), as ``max()`` without a
+    dim: its gradient is shared evenly among the entries equal to it, or among the NaNs where
+    it is NaN (PyTorch's ``evenly_distribute_backward``; ``amax`` leaves that NaN)."""
+
+    @staticmethod
+    def chosen(x, kept):
+        xp = namespace(x)
+        return xp.where(xp.isnan(kept), xp.isnan(x), x == kept)
+
+
+class MinOfAll(MaxOfAll):
+    statistic = Amin.statistic
+
+
+class MedianOfAll(MaxOfAll):
+    """The lower median of all entries (NaN if one is), as ``median()`` without a dim."""
+
+    @staticmethod
+    def statistic(x, dim):
+        return _lower_median(x, dim, skip_nan=False)
+
+
+class NanMedianOfAll(MaxOfAll):
+    """The lower median of the entries that are not NaN, as ``nanmedian()`` without a dim."""
+
+    @staticmethod
+    def statistic(x, dim):
+        return _lower_median(x, dim, skip_nan=True)
+
+
+def _lower_median(x, dim: tuple, skip_nan: bool):
+    """The lower median over the dims ``dim``, kept as dims of size 1 (NaN sorts last)."""
+    xp = namespace(x)
+    kept = tuple(d for d in range(x.ndim) if d not in dim)
+    rows = x.transpose(*kept, *dim).reshape(*(x.shape[d] for d in kept), -1)
+    ordered = xp.sort(rows, axis=-1)
+    if skip_nan:
+        count = (~xp.isnan(ordered)).sum(-1, keepdims=True)
+        median = xp.take_along_axis(ordered, xp.maximum(count - 1, 0) // 2, -1)
+    else:  # a NaN in the row makes its median NaN
+        last = ordered[..., -1:]
+        median = xp.where(xp.isnan(last), last, ordered[..., (rows.shape[-1] - 1) // 2, None])
+    return median.reshape(tuple(1 if d in dim else n for d, n in enumerate(x.shape)))
 
 
 def _drop(shape: tuple, dim: tuple | None) -> tuple:

@@ -1,0 +1,84 @@
+"""Gradients where the derivative is a convention, not a limit: ties, NaNs and the points where
+a formula divides zero by zero. PyTorch picks a value at each; a library that picks another
+gives a silently different training run, so each is compared with PyTorch's."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import check_against_torch
+
+import scratchgrad as sg
+
+NAN = float("nan")
+
+# max(), min(), median() and nanmedian() of all entries share the gradient evenly among the
+# entries equal to the result, or among the NaNs where it is NaN; along a dim, one entry takes
+# it (the index returned). amax leaves a NaN maximum's gradient NaN, as PyTorch's.
+TIES = [[1.0, 2.0, 2.0, 3.0], [2.0, 2.0, 1.0], [3.0, 3.0, 3.0]]
+NANS = [[1.0, NAN, 2.0, NAN], [1.0, 2.0, 2.0, NAN], [NAN, NAN, 1.0], [NAN]]
+OF_ALL = {
+    "max": lambda x: x.max(),
+    "min": lambda x: x.min(),
+    "median": lambda x: x.median(),
+    "nanmedian": lambda x: x.nanmedian(),
+    "amax": lambda x: x.amax(),
+    "median_dim": lambda x: x.median(0).values,
+    "nanmedian_dim": lambda x: x.nanmedian(0).values,
+}
+
+
+@pytest.mark.parametrize("name", OF_ALL)
+@pytest.mark.parametrize("values", TIES + NANS, ids=str)
+def test_a_statistic_of_all_entries_shares_its_gradient_as_pytorch(name, values):
+    check_against_torch(OF_ALL[name], OF_ALL[name], [np.array(values)])
+
+
+@pytest.mark.parametrize("name", ["max", "min", "median", "nanmedian"])
+def test_statistics_of_all_entries_of_a_matrix_and_under_vmap(name):
+    """Entries equal across rows share the gradient wherever they are. Under vmap each
+    member's gradient is what the statistic of that member alone gives (torch.vmap gives
+    one entry all of it, unlike PyTorch's own statistic of the member: not followed)."""
+    rows = np.array([[1.0, 4.0, 4.0], [4.0, 0.0, NAN], [2.0, 2.0, 2.0]])
+    check_against_torch(OF_ALL[name], OF_ALL[name], [rows])
+    x = sg.tensor(rows, requires_grad=True)
+    sg.vmap(OF_ALL[name])(x).sum().backward()
+    for row, grad in zip(rows, x.grad.numpy()):
+        alone = sg.tensor(row, requires_grad=True)
+        OF_ALL[name](alone).backward()
+        np.testing.assert_array_equal(grad, alone.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_of_no_entries_raises_as_pytorch(name):
+    for lib in (sg, torch):
+        with pytest.raises(RuntimeError, match=rf"^{name}\(\): Expected reduction dim to be"):
+            getattr(lib.zeros(0, 3), name)()
+
+
+def test_pow_with_a_zero_exponent_tensor_has_gradient_zero_at_zero():
+    """d/dx x**0 is 0, also at x = 0 where x**-1 is infinite (a number exponent was already
+    right); the exponent's gradient at 0**y, y >= 0, is 0."""
+    base, exponent = np.array([0.0, 0.0, 2.0, -1.5]), np.array([0.0, -1.0, 0.0, 0.0])
+    check_against_torch(lambda b, e: b**e, lambda b, e: b**e, [base, exponent])
+    check_against_torch(lambda b, e: b**e, lambda b, e: b**e, [base, np.zeros(())])
+
+
+def test_atan2_at_the_origin_and_where_the_squares_underflow_has_gradient_zero():
+    """Both partials share 1 / (x**2 + y**2), which PyTorch takes as 0 where that sum is 0:
+    at the origin (either zero's sign) and where the squares underflow; a sum that is
+    subnormal but not 0 still gives NaN and infinity, as PyTorch's."""
+    y = np.array([0.0, -0.0, 0.0, 1e-200, 1e-160, np.inf])
+    x = np.array([0.0, 0.0, -0.0, 0.0, 0.0, 1.0])
+    check_against_torch(sg.atan2, torch.atan2, [y, x])
+
+
+def test_atan2_second_derivative_at_the_origin_is_pytorchs():
+    """The mask is a differentiable op, so a double backward sees the same convention."""
+    grads = []
+    for lib in (sg, torch):
+        y = lib.tensor([0.0, 1.0], dtype=lib.float64, requires_grad=True)
+        x = lib.tensor([0.0, 2.0], dtype=lib.float64, requires_grad=True)
+        (gy,) = lib.autograd.grad(lib.atan2(y, x).sum(), y, create_graph=True)
+        (gyx,) = lib.autograd.grad(gy.sum(), x)
+        grads.append(gyx.detach().numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-12)  # NaN where NaN
