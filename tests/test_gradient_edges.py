@@ -82,3 +82,23 @@ def test_atan2_second_derivative_at_the_origin_is_pytorchs():
         (gyx,) = lib.autograd.grad(gy.sum(), x)
         grads.append(gyx.detach().numpy())
     np.testing.assert_allclose(*grads, rtol=1e-12)  # NaN where NaN
+
+
+SPREADS = {
+    "std": lambda x: x.std(),
+    "std_dim": lambda x: x.std(1, correction=0),
+    "std_mean": lambda x: sum(sg_or_torch(x).std_mean(x, 1)),
+    "var": lambda x: x.var(1),
+}
+
+
+def sg_or_torch(x):
+    return sg if isinstance(x, sg.Tensor) else torch
+
+
+@pytest.mark.parametrize("name", SPREADS)
+@pytest.mark.parametrize("rows", [[[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], [[2.0, 2.0, 2.0]]], ids=str)
+def test_the_deviation_of_equal_entries_has_gradient_zero(name, rows):
+    """std is sqrt of the variance, whose gradient PyTorch takes as 0 where the deviation is
+    0 (a row of equal entries), not sqrt's infinity times the variance's zero gradient."""
+    check_against_torch(SPREADS[name], SPREADS[name], [np.array(rows)])

@@ -2380,7 +2380,7 @@ class Tensor:
         return self._variance("var", dim, unbiased, keepdim, correction)
 
     def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
-        return self._variance("std", dim, unbiased, keepdim, correction).sqrt()
+        return unary.SqrtOfVariance.apply(self._variance("std", dim, unbiased, keepdim, correction))
 
     def _variance(
         self, name: str, dim, unbiased: bool, keepdim: bool, correction, stacklevel: int = 3
@@ -5539,7 +5539,7 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         dim, unbiased = None, dim
     # the warning's stack: past this function, var_mean (or std_mean) and its wrapper
     out = x._variance(name, dim, unbiased, keepdim, correction, stacklevel=5)
-    return out.sqrt() if name == "std_mean" else out, x.mean(dim, keepdim)
+    return unary.SqrtOfVariance.apply(out) if name == "std_mean" else out, x.mean(dim, keepdim)
 
 
 def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
