@@ -537,12 +537,22 @@ class Tensor:
         gradient: Tensor | None = None,
         retain_graph: bool | None = None,
         create_graph: bool = False,
+        inputs: Tensor | Sequence[Tensor] | dict[str, Tensor] | None = None,
     ) -> None:
         """Accumulate this tensor's gradient into ``.grad`` of every leaf it depends on.
 
-        Gradients add up across calls, as in PyTorch; zero them between steps.
+        Gradients add up across calls, as in PyTorch; zero them between steps. ``inputs`` (a
+        tensor, a sequence or a dict of them) limits the accumulation to those tensors, leaves
+        or not (a non-leaf input is made to ``retain_grad()``), as in PyTorch: the other leaves'
+        ``.grad`` and hooks are left alone, and the graph is run only as far as they need.
+
+        >>> import scratchgrad as sg
+        >>> w, b = sg.tensor(2.0, requires_grad=True), sg.tensor(1.0, requires_grad=True)
+        >>> (w * b + b).backward(inputs=[w])
+        >>> w.grad, b.grad
+        (tensor(1.), None)
         """
-        _engine.backward(self, gradient, retain_graph, create_graph)
+        _engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """The same data, cut from the graph (in-place changes to either are tracked)."""

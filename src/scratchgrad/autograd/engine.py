@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
@@ -119,20 +119,62 @@ def backward(
     grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    inputs: Tensor | Sequence[Tensor] | dict[str, Tensor] | None = None,
 ) -> None:
     """Accumulate the gradients of ``tensors`` into ``.grad`` of every leaf that requires grad.
 
-    Gradients add up across calls, as in PyTorch: zero them between steps.
+    Gradients add up across calls, as in PyTorch: zero them between steps. With ``inputs`` (a
+    tensor, a sequence or a dict of them) only those get gradients, leaves or not: the rest of
+    the graph is not run, and a non-leaf input is made to ``retain_grad()``, as in PyTorch.
+
+    >>> import scratchgrad as sg
+    >>> a, b = sg.tensor(2.0, requires_grad=True), sg.tensor(3.0, requires_grad=True)
+    >>> h = a * b
+    >>> sg.autograd.backward(h * h, inputs=[a, h])
+    >>> a.grad, b.grad, h.grad
+    (tensor(36.), None, tensor(12.))
     """
-    _run(_as_tuple(tensors), grad_tensors, retain_graph, create_graph, None)
+    if inputs is None:  # (the training step's path: no more work than before inputs existed)
+        _run(_as_tuple(tensors), grad_tensors, retain_graph, create_graph, None)
+    else:
+        targets = _backward_inputs(inputs)
+        _run(_as_tuple(tensors), grad_tensors, retain_graph, create_graph, targets, True)
 
 
-def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
+def _backward_inputs(inputs: Tensor | Sequence[Tensor] | dict[str, Tensor]) -> dict:
+    """The nodes of ``backward``'s ``inputs``, each with its tensor, checked as PyTorch does."""
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    elif type(inputs) is dict:
+        inputs = tuple(inputs.values())
+    elif isinstance(inputs, Mapping):
+        raise TypeError(
+            f"`inputs` argument to `backward()` must be a dict, not {type(inputs).__name__}. "
+            "Other Mapping types are not supported."
+        )
+    else:
+        inputs = tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors, but got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"can't retain_grad on Tensor that has requires_grad=False (a backward input "
+                f"of shape {t.shape})"
+            )
+    return {_node_of(t): t for t in inputs}
+
+
+def _run(outputs, grad_outputs, retain_graph, create_graph, targets, into_grad=False) -> dict:
     """The walk: each node runs once every gradient flowing into it has arrived.
 
     A node is created after every node it uses, so taking the newest node first (largest
     ``sequence_nr``, from a heap) is a reverse topological order found while walking, without a
-    separate sort. With ``targets`` (autograd.grad) only the nodes with a path to one are run.
+    separate sort. With ``targets`` (autograd.grad) only the nodes with a path to one are run;
+    ``into_grad`` (backward's ``inputs``) accumulates into the ``.grad`` of those targets
+    instead of returning their gradients.
     """
     if retain_graph is None:
         retain_graph = create_graph
@@ -150,13 +192,17 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
             )
         g = _seed(out, g)
         grads[node] = grads[node] + g if node in grads else g
+    if into_grad:  # a non-leaf input's .grad is filled by its retain_grad hook, as PyTorch's
+        for t in targets.values():
+            t.retain_grad()
     ready = [(-node.sequence_nr, node) for node in grads if isinstance(node, Function)]
     heapq.heapify(ready)
     wanted = None if targets is None else _leading_to([node for _, node in ready], targets)
     # A leaf with post-accumulate hooks is finished as soon as its last use has run, not at the
     # end: DistributedDataParallel then starts its all-reduces during the rest of the walk.
+    # (With backward's inputs, only the inputs get gradients, so only they are finished.)
     uses = None
-    if _post_accumulate_hooks and targets is None:
+    if _post_accumulate_hooks and (targets is None or into_grad):
         uses = _uses_of_hooked_leaves([node for _, node in ready])
     found = {}
     previous_mode, _state.enabled = _state.enabled, create_graph
@@ -182,7 +228,11 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets) -> dict:
                     _finish_leaf(leaf, g, create_graph, owned)
                 else:  # the common case, without _finish_leaf's frame
                     _accumulate(leaf, g, create_graph, owned)
-            elif leaf in targets:
+            elif leaf not in targets:
+                continue
+            elif into_grad:
+                _finish_leaf(leaf, g, create_graph, owned)
+            else:
                 found[leaf] = _run_hooks(leaf._hooks, g, leaf) if leaf._hooks else g
     finally:
         _state.enabled = previous_mode

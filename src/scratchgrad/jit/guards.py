@@ -128,7 +128,7 @@ def fast_path(
     else:
         code.names.update(replay=recording.replay, build=recording.build)
         # the tensors whose .grad a replay may set: the arguments, if all are tensors
-        flat = len(tensors) == len(args) == len(names)
+        flat = all(type(a) is Tensor for a in args)
         passed = "args" if flat else f"[{''.join(t + ', ' for t in tensors)}]"
         body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], {passed}))")
         body += [
