@@ -310,7 +310,7 @@ UNSUPPORTED = {
     "dense @ sparse": lambda: DENSE @ SPARSE,
     "dense and a sparse": lambda: sg.sparse.mm(DENSE, SPARSE),
     "__array__": lambda: np.asarray(SPARSE),
-    "add": lambda: DENSE.add(SPARSE),
+    "__sub__": lambda: SPARSE - DENSE,
     "mul by a tensor": lambda: SPARSE * DENSE,
     "keepdim": lambda: SPARSE.sum(0, keepdim=True),
     "item": lambda: SPARSE.item(),

@@ -2,7 +2,9 @@
 stored entries, a (sparse_dim, nnz) int64 tensor, and their ``values``, a (nnz, ...) tensor; no
 dense copy is ever kept. What a graph network needs is here: ``sparse_coo_tensor``,
 ``Tensor.to_sparse``, ``coalesce``, ``to_dense``, a sparse matrix times a dense one (``mm``,
-``spmm``, ``matmul``, ``@``, differentiable in both operands), ``sum`` and scaling by a number.
+``spmm``, ``matmul``, ``@``, differentiable in both operands), ``sum`` and scaling by a number;
+and what sparse gradients need: ``embedding(..., sparse=True)``'s gradient (``Embedding``, one
+row per index looked up) and sums of them (``+``, which concatenates, as PyTorch accumulates).
 Every other op on a sparse tensor raises an error naming the op and the sparse layout, as
 PyTorch does for the ops its sparse kernels lack, rather than compute on a dense stand-in.
 """
@@ -19,7 +21,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.dtypes import sparse_coo
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, cat
 
 __all__ = ["DoubleTensor", "FloatTensor", "SparseTensor", "mm", "sparse_coo_tensor", "spmm", "sum"]
 
@@ -37,6 +39,7 @@ class _NoDenseArray:
     accident (``torch.add(sparse, x)``) raises instead of broadcasting a stand-in."""
 
     __slots__ = ("shape", "dtype", "ndim")
+    base = None  # (the engine asks whether a gradient is a view before adopting it as .grad)
 
     def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
         self.shape, self.dtype, self.ndim = shape, dtype, len(shape)
@@ -86,11 +89,15 @@ class SparseTensor(Tensor):
 
     @staticmethod
     def _build(index: Tensor, value: Tensor, size: tuple, coalesced: bool) -> SparseTensor:
+        global made_any
         _refuse_recording("making a sparse tensor")
+        made_any = True
         t = object.__new__(SparseTensor)
         t.array = _NoDenseArray(tuple(size), value.dtype)
         t._ctx, t._counter, t._hooks = None, None, ()
-        t._index, t._value, t._coalesced, t._leaf = index, value, coalesced, False
+        # (at most one entry is coalesced, as PyTorch marks it)
+        t._index, t._value, t._leaf = index, value, False
+        t._coalesced = coalesced or index.shape[1] <= 1
         return t
 
     def _with_values(self, value: Tensor) -> SparseTensor:
@@ -154,6 +161,12 @@ class SparseTensor(Tensor):
 
     def numel(self) -> int:
         return math.prod(self.shape)
+
+    def is_complex(self) -> bool:
+        return self._value.is_complex()
+
+    def is_floating_point(self) -> bool:
+        return self._value.is_floating_point()
 
     def sparse_dim(self) -> int:
         return self._index.shape[0]
@@ -232,6 +245,13 @@ class SparseTensor(Tensor):
     def clone(self) -> SparseTensor:
         return self._with_values(self._value.clone())
 
+    def zero_(self) -> SparseTensor:
+        """In place: no entries left (nnz 0), as PyTorch's (``zero_grad(set_to_none=False)``
+        on a sparse gradient)."""
+        self._index, self._value = self._index[:, :0], self._value.detach()[:0]
+        self._coalesced = True
+        return self
+
     # ---- arithmetic -----------------------------------------------------------------------
 
     def mm(self, mat2: Tensor) -> Tensor:
@@ -266,6 +286,31 @@ class SparseTensor(Tensor):
     def neg(self) -> SparseTensor:
         return self._with_values(-self._value)
 
+    def add(self, other: Tensor) -> Tensor:
+        """Sparse plus sparse: the entries of both, concatenated (uncoalesced), as PyTorch sums
+        two sparse gradients (its ``+`` merges two coalesced tensors instead: the same sum).
+        Sparse plus dense, in either order: dense (PyTorch takes only dense + sparse).
+
+        >>> import scratchgrad as sg
+        >>> s = sg.sparse_coo_tensor([[1]], [2.0], (3,))
+        >>> (s + s)._indices(), (s + sg.ones(3))
+        (tensor([[1, 1]]), tensor([1., 3., 1.]))
+        """
+        if not isinstance(other, Tensor):
+            raise RuntimeError(_unsupported(f"__add__ with a {type(other).__name__}"))
+        if tuple(other.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"add: a sparse tensor of shape {tuple(self.shape)} and a tensor of shape "
+                f"{tuple(other.shape)}: the shapes must be equal"
+            )
+        if not other.is_sparse:
+            return other + self.to_dense()
+        xp = backend.namespace(self._index.array)
+        index = Tensor._make(xp.concatenate([self._index.array, other._index.array], axis=1))
+        value = cat([self._value, other._value])
+        return SparseTensor._build(index, value, self.shape, False)
+
+    __add__ = __radd__ = add
     __mul__ = __rmul__ = multiply = mul
     __truediv__ = true_divide = divide = div
     __neg__ = negative = neg
@@ -292,6 +337,11 @@ class SparseTensor(Tensor):
         )
 
     __str__ = __repr__
+
+
+# Whether any sparse tensor was made in this process: the optimizers look for sparse gradients
+# only then, so that dense training pays one test per parameter group
+made_any = False
 
 
 def _refuse_recording(what: str) -> None:
@@ -485,6 +535,32 @@ class SparseMM(Function):
             if d_dense
             else None,
         )
+
+
+class Embedding(Function):
+    """``weight[index]``, the rows of ``weight`` looked up, whose gradient for ``weight`` is a
+    sparse tensor, as PyTorch's ``embedding(..., sparse=True)``: one row of values per index
+    (the incoming gradient's rows, in order, repeated indices not summed), the rows looked up at
+    ``padding_idx`` left out. ``scale_grad_by_freq`` fails in backward, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, weight, index, padding_idx, scale_grad_by_freq):
+        ctx.index, ctx.padding_idx, ctx.weight_shape = index, padding_idx, weight.shape
+        ctx.scale_grad_by_freq = scale_grad_by_freq
+        return weight[index]
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.scale_grad_by_freq:
+            raise RuntimeError(
+                "embedding_backward: scale_grad_by_freq not supported with sparse gradients"
+            )
+        rows = ctx.index.reshape(-1).astype(backend.int64)
+        values = grad.reshape((rows.size, *ctx.weight_shape[1:]))
+        if ctx.padding_idx is not None:
+            kept = rows != ctx.padding_idx
+            rows, values = rows[kept], values[Tensor._make(kept)]
+        return SparseTensor._build(Tensor._make(rows[None]), values, ctx.weight_shape, False)
 
 
 @autocast_policy("lower")

@@ -167,8 +167,3 @@ def test_functional_embedding_scale_grad_by_freq_with_max_norm_as_torch():
         grads.append((out.detach(), weight.grad))
     for ours, theirs in zip(*grads):
         assert_close(ours, theirs)
-
-
-def test_embedding_sparse_gradients_are_refused_by_name():
-    with pytest.raises(NotImplementedError, match="Embedding: sparse gradients"):
-        nn.Embedding(4, 2, sparse=True)

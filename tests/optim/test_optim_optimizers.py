@@ -370,17 +370,7 @@ def test_state_dict_has_torchs_layout(name, kwargs):
     for index, tstate in tsd["state"].items():
         assert sd["state"][index].keys() == tstate.keys()
     for group, tgroup in zip(sd["param_groups"], tsd["param_groups"]):
-        assert group["params"] == tgroup["params"]
-        for key, value in group.items():
-            assert tgroup[key] == value, key
-        # PyTorch's extra keys are implementation switches (foreach, fused, capturable, ...).
-        assert set(tgroup) - set(group) <= {
-            "foreach",
-            "fused",
-            "capturable",
-            "differentiable",
-            "decoupled_weight_decay",
-        }
+        assert list(group.items()) == list(tgroup.items())  # the same keys in the same order
 
 
 @pytest.mark.parametrize("name, kwargs", CASES[::2])

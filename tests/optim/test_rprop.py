@@ -82,9 +82,7 @@ def test_a_nan_gradient_is_torch_s_sign_zero():
 
 def test_defaults_and_state_dict_layout_are_torch_s():
     ours, opt, theirs, topt = make_pair("Rprop", {"lr": 0.05}, groups=True)
-    assert opt.defaults == {
-        key: value for key, value in topt.defaults.items() if key in opt.defaults
-    }
+    assert list(opt.defaults.items()) == list(topt.defaults.items())
     for _ in range(3):
         take_step(ours, opt, theirs, topt)
     sd, tsd = opt.state_dict(), topt.state_dict()
@@ -92,9 +90,7 @@ def test_defaults_and_state_dict_layout_are_torch_s():
     for index, tstate in tsd["state"].items():
         assert list(sd["state"][index]) == list(tstate)
     for group, tgroup in zip(sd["param_groups"], tsd["param_groups"]):
-        assert {key: tgroup[key] for key in group} == group
-        # PyTorch's extra keys are implementation switches
-        assert set(tgroup) - set(group) == {"foreach", "capturable", "differentiable"}
+        assert list(group.items()) == list(tgroup.items())  # switches included, in its order
 
 
 def test_resumes_identically_from_a_saved_state_dict():

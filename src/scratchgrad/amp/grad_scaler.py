@@ -109,9 +109,12 @@ class GradScaler:
                         continue
                     if p.grad.dtype == float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    finite = backend.namespace(p.grad.array).isfinite(p.grad.array)
+                    grad = p.grad.array
+                    if p.grad.is_sparse:  # (embedding(sparse=True)'s: its values, as PyTorch)
+                        grad = p.grad._values().array
+                    finite = backend.namespace(grad).isfinite(grad)
                     found_inf |= not bool(finite.all())
-                    p.grad.array *= inv_scale.astype(p.grad.array.dtype)
+                    grad *= inv_scale.astype(grad.dtype)
         state["found_inf"], state["stage"] = found_inf, _Stage.UNSCALED
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:

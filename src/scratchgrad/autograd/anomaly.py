@@ -50,7 +50,10 @@ def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
 def check(node, grad, index: int) -> None:
     """Raise PyTorch's error if ``grad``, output ``index`` of ``node``'s backward (the gradient
     for its input ``index``), holds a NaN (and the mode checks for them)."""
-    if checks_nan and namespace(grad.array).isnan(grad.array).any():
+    if not checks_nan:
+        return
+    array = grad._values().array if grad.is_sparse else grad.array  # (a sparse one's values)
+    if namespace(array).isnan(array).any():
         raise RuntimeError(f"Function '{node.name()}' returned nan values in its {index}th output.")
 
 

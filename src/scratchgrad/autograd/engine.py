@@ -377,10 +377,14 @@ def _propagate(
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
     A first gradient is kept as it is when ``owned`` gives it to this leaf (see ``_propagate``),
-    else copied."""
+    else copied. A sparse gradient (``embedding(..., sparse=True)``'s) is kept as it is, and
+    added out of place: to a sparse ``.grad`` by concatenation, to a dense one densely."""
     recorder = capture_hook.recorder
     if recorder is not None and recorder.accumulate(leaf, g, create_graph, owned):
         return  # scratchgrad.jit noted it (a call from another thread is left to this code)
+    if type(g) is not Tensor and g.is_sparse:  # (a type test: is_sparse is a property)
+        leaf.grad = g if leaf.grad is None else leaf.grad + g
+        return
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
         owned = {g: leaf}  # a new array
@@ -389,7 +393,12 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:
-        leaf.grad.array += g.array
+        try:
+            leaf.grad.array += g.array
+        except TypeError:  # a sparse .grad refuses in-place arithmetic: a dense sum, as PyTorch
+            if not leaf.grad.is_sparse:
+                raise
+            leaf.grad = leaf.grad + g
 
 
 def _leading_to(roots: list[Function], targets: dict) -> set:

@@ -16,13 +16,18 @@ class Embedding(Module):
     The row at ``padding_idx`` starts at zero and receives no gradient. With ``max_norm``, the
     rows looked up are first rescaled in place to at most that norm (``F.embedding``). With
     ``scale_grad_by_freq``, a row's gradient is divided by how often the batch looks it up.
-    ``sparse`` is not supported.
+    With ``sparse``, ``weight.grad`` is a sparse COO tensor holding only the rows looked up
+    (for ``optim.SparseAdam``, ``SGD`` or ``Adagrad``), as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> emb = nn.Embedding(10, 3, padding_idx=0)
     >>> emb(sg.tensor([[0, 4], [4, 9]])).shape
     (2, 2, 3)
+    >>> emb = nn.Embedding(10, 3, sparse=True)
+    >>> emb(sg.tensor([4, 9, 4])).sum().backward()
+    >>> emb.weight.grad._indices()
+    tensor([[4, 9, 4]])
     """
 
     def __init__(
@@ -40,8 +45,6 @@ class Embedding(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if sparse:
-            raise NotImplementedError("Embedding: sparse gradients (sparse=True) are not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -111,6 +114,7 @@ class Embedding(Module):
                 self.max_norm,
                 self.norm_type,
                 self.scale_grad_by_freq,
+                self.sparse,
             )
         except IndexError as error:  # name the layer: a model may have several tables
             raise IndexError(f"{self!r}: {error}") from None
@@ -125,6 +129,8 @@ class Embedding(Module):
             text += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq:
             text += ", scale_grad_by_freq=True"
+        if self.sparse:
+            text += ", sparse=True"
         return text
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
-from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.backend import xp
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.creation import arange, empty_like, rand, zeros_like
@@ -37,6 +37,7 @@ from scratchgrad.ops.fused import (
 )
 from scratchgrad.ops.matmul import MatMul
 from scratchgrad.ops.special import Softplus
+from scratchgrad.sparse import Embedding as SparseGradEmbedding
 from scratchgrad.tensor import (
     Tensor,
     broadcast_shapes,
@@ -720,8 +721,10 @@ def embedding(
     Rows looked up at ``padding_idx`` get no gradient, as in PyTorch. With ``max_norm``, each
     looked-up row whose ``norm_type``-norm exceeds it is first rescaled in place (under no_grad)
     to norm ``max_norm``, as PyTorch's ``embedding_renorm_``. With ``scale_grad_by_freq``,
-    each row's gradient is divided by the number of times ``input`` holds its index. ``sparse``
-    (a sparse gradient) is not supported.
+    each row's gradient is divided by the number of times ``input`` holds its index. With
+    ``sparse``, ``weight.grad`` is a sparse COO tensor (``scratchgrad.sparse``) of one row per
+    index looked up, as PyTorch's (for ``optim.SparseAdam``, ``SGD``, ``Adagrad``); a weight
+    computed in the graph (not a leaf) gets the ordinary dense gradient here.
 
     >>> import scratchgrad as sg
     >>> weight = sg.tensor([[3.0, 4.0], [0.3, 0.4]])
@@ -732,9 +735,11 @@ def embedding(
     >>> weight.grad
     tensor([[1., 1.],
             [1., 1.]])
+    >>> weight = sg.ones(3, 2, requires_grad=True)
+    >>> embedding(sg.tensor([2, 0, 2]), weight, sparse=True).sum().backward()
+    >>> weight.grad._indices(), weight.grad.is_sparse
+    (tensor([[2, 0, 2]]), True)
     """
-    if sparse:
-        raise NotImplementedError("embedding: sparse gradients (sparse=True) are not supported")
     index = input.array
     if index.dtype.kind not in "iu":
         raise RuntimeError(
@@ -746,6 +751,8 @@ def embedding(
     capture_hook.call(_check_embedding_indices, index, n)  # a jitted step's next batch, too
     if max_norm is not None:
         _embedding_renorm_(weight, index, max_norm, norm_type)
+    if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
+        return _embedding_sparse_grad(weight, index, padding_idx, scale_grad_by_freq)
     out = weight[index]
     if scale_grad_by_freq:
         # the same values, and a gradient divided by each index's count: (out - out) is zero
@@ -758,6 +765,21 @@ def embedding(
     if capture_hook.recorder is None and not padding.any():
         return out
     return where(padding, out.detach(), out)
+
+
+def _embedding_sparse_grad(
+    weight: Tensor, index, padding_idx: int | None, scale_grad_by_freq: bool
+) -> Tensor:
+    """``weight[index]`` with a sparse gradient (``scratchgrad.sparse.Embedding``)."""
+    if capture_hook.recorder is not None:  # (the indices are kept in the node, not replayed)
+        capture_hook.recorder.refuse(
+            "embedding(sparse=True) (sparse gradients)", "Use sparse=False inside the step"
+        )
+    n = weight.shape[0]
+    padding_idx = None if padding_idx is None else padding_idx % n
+    return SparseGradEmbedding.apply(
+        weight, index=index, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq
+    )
 
 
 def embedding_bag(

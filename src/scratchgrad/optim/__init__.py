@@ -26,6 +26,7 @@ from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.optim.rmsprop import RMSprop
 from scratchgrad.optim.rprop import Rprop
 from scratchgrad.optim.sgd import SGD
+from scratchgrad.optim.sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD",
@@ -42,5 +43,6 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "Rprop",
+    "SparseAdam",
     "lr_scheduler",
 ]

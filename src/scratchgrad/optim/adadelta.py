@@ -12,7 +12,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     counted_state,
     square_average_,
     update_direction,
@@ -50,7 +49,6 @@ class Adadelta(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
@@ -61,6 +59,9 @@ class Adadelta(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "capturable": capturable,
+            "foreach": foreach,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

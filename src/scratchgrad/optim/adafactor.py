@@ -90,6 +90,7 @@ class Adafactor(Optimizer):
             "eps": eps,
             "d": d,
             "weight_decay": weight_decay,
+            "foreach": foreach,
             "maximize": maximize,
         }
         super().__init__(params, defaults)

@@ -13,7 +13,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     update_direction,
 )
 from scratchgrad.tensor import Tensor
@@ -52,7 +51,6 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, foreach, fused, differentiable)
         check_non_negative(
             lr=lr,
             lr_decay=lr_decay,
@@ -66,7 +64,10 @@ class Adagrad(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
 
@@ -98,3 +99,26 @@ class Adagrad(Optimizer):
             update = xp.divide(grad, denom, out=scratch)
             update *= lr / (1 + (step - 1) * lr_decay)
             param -= update
+
+    def _update_sparse(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        """As PyTorch's Adagrad with sparse gradients: each gradient coalesced (the update is
+        not linear in it), then only its rows' sums and parameters change. Weight decay is
+        refused, as in PyTorch."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+        for p in params:
+            if not p.grad.is_sparse:
+                self._update(group, [p])
+                continue
+            state = self.state[p]
+            state["step"] = step = state["step"] + 1
+            grad = p.grad.coalesce()
+            rows, values = tuple(grad._indices().array), grad._values().array
+            if group["maximize"]:
+                values = -values
+            total = state["sum"].array
+            total[rows] += values * values
+            std = namespace(total).sqrt(total[rows])
+            std += eps
+            p.array[rows] -= values / std * (lr / (1 + (step - 1) * lr_decay))

@@ -14,7 +14,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     counted_state,
     lerp_,
     real_pairs,
@@ -87,7 +86,6 @@ class Adam(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, foreach, fused, differentiable)
         defaults = adam_defaults(
             lr,
             betas,
@@ -95,9 +93,18 @@ class Adam(Optimizer):
             weight_decay,
             amsgrad=amsgrad,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
             decoupled_weight_decay=decoupled_weight_decay,
         )
         super().__init__(params, defaults)
+
+    def _update_sparse(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        raise RuntimeError(
+            "Adam does not support sparse gradients, please consider SparseAdam instead"
+        )
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

@@ -12,7 +12,6 @@ from scratchgrad.optim.adam import adam_defaults
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
-    check_switches,
     counted_state,
     lerp_,
     update_direction,
@@ -49,8 +48,17 @@ class Adamax(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
-        super().__init__(params, adam_defaults(lr, betas, eps, weight_decay, maximize=maximize))
+        defaults = adam_defaults(
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            capturable=capturable,
+        )
+        super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

@@ -12,7 +12,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     scalar_state,
     update_direction,
 )
@@ -55,7 +54,6 @@ class ASGD(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(lr=lr, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
@@ -63,7 +61,10 @@ class ASGD(Optimizer):
             "alpha": alpha,
             "t0": t0,
             "weight_decay": weight_decay,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
+            "capturable": capturable,
         }
         super().__init__(params, defaults)
 

@@ -79,9 +79,11 @@ class LBFGS(Optimizer):
 
     def _flat_grad(self) -> Any:
         xp = namespace(self._params[0].array)
-        return xp.concatenate(
+        return xp.concatenate(  # (a sparse gradient densified, as PyTorch's)
             [
-                xp.zeros(p.numel(), p.dtype) if p.grad is None else p.grad.array.reshape(-1)
+                xp.zeros(p.numel(), p.dtype)
+                if p.grad is None
+                else p.grad.to_dense().array.reshape(-1)
                 for p in self._params
             ]
         )
@@ -134,10 +136,11 @@ class LBFGS(Optimizer):
             return orig_loss
 
         # The curvature memory from the previous step(), if any.
-        d, t = _array(state.get("d")), state.get("t")
+        # (``t``, ``ro`` and ``H_diag`` are floats here, and 0-d tensors in PyTorch's state)
+        d, t = _array(state.get("d")), _number(state.get("t"))
         old_dirs = [_array(y) for y in state.get("old_dirs", [])]
         old_stps = [_array(s) for s in state.get("old_stps", [])]
-        ro, H_diag = list(state.get("ro", [])), state.get("H_diag")
+        ro, H_diag = [float(r) for r in state.get("ro", [])], _number(state.get("H_diag"))
         prev_flat_grad, prev_loss = _array(state.get("prev_flat_grad")), state.get("prev_loss")
 
         n_iter = 0
@@ -218,6 +221,10 @@ class LBFGS(Optimizer):
 
 def _array(value: Tensor | None) -> Any:
     return None if value is None else value.array
+
+
+def _number(value: Tensor | float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _tensor(array: Any) -> Tensor | None:

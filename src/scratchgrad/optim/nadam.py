@@ -15,7 +15,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     counted_state,
     lerp_,
     scalar_state,
@@ -77,17 +76,20 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
         defaults = adam_defaults(
             lr,
             betas,
             eps,
             weight_decay,
+            momentum_decay=momentum_decay,
             decoupled_weight_decay=decoupled_weight_decay,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
         )
         check_non_negative(momentum_decay=momentum_decay)
-        super().__init__(params, {**defaults, "momentum_decay": momentum_decay})
+        super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
@@ -146,14 +148,16 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
         defaults = adam_defaults(
             lr,
             betas,
             eps,
             weight_decay,
-            decoupled_weight_decay=decoupled_weight_decay,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            decoupled_weight_decay=decoupled_weight_decay,
+            differentiable=differentiable,
         )
         super().__init__(params, defaults)
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from scratchgrad import backend
+from scratchgrad import backend, sparse
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.graph import increment_version
@@ -37,18 +37,24 @@ from scratchgrad.tensor import RemovableHandle, Tensor
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
-def check_switches(
-    optimizer: str, foreach: bool | None, fused: bool | None, differentiable: bool
-) -> None:
-    """PyTorch's implementation switches (``foreach``, ``fused``, ``capturable``): keyword
-    arguments of the optimizers that take them in PyTorch, named in their signatures as there
-    (nanoGPT checks ``"fused" in inspect.signature(AdamW).parameters``), and without effect,
-    since one NumPy update serves them all, so scripts that pass
-    ``fused=torch.cuda.is_available()`` run. ``differentiable=True`` (autograd through the
-    step) is not supported."""
-    if fused and foreach:
+def _check_switches(optimizer: str, group: dict[str, Any]) -> None:
+    """Refuse a group's implementation switches (PyTorch's ``foreach``, ``fused``,
+    ``capturable``, ``differentiable``: constructor arguments, so group keys) where they ask for
+    what scratchgrad does not do. ``foreach`` and ``fused`` choose only how PyTorch computes the
+    same update (its CPU runs ``fused=True`` for SGD, Adam, AdamW and Adagrad), so they are kept
+    and change nothing: one NumPy update serves them all (scripts pass
+    ``fused=torch.cuda.is_available()``). ``capturable=True`` keeps the step count on the
+    device for CUDA graphs (PyTorch refuses it for CPU parameters) and ``differentiable=True``
+    differentiates through the step: both are refused."""
+    if group.get("fused") and group.get("foreach"):
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-    if differentiable:
+    if group.get("capturable"):
+        raise NotImplementedError(
+            f"{optimizer}: capturable=True (the step count kept on a CUDA device, for CUDA "
+            "graphs) is not supported; PyTorch refuses it for CPU parameters too, and "
+            "scratchgrad.jit records any optimizer's step without it"
+        )
+    if group.get("differentiable"):
         raise NotImplementedError(
             f"{optimizer}: differentiable=True (differentiating through the optimizer's step) "
             "is not supported"
@@ -181,10 +187,8 @@ def _replayed_by_jit(step: Callable) -> Callable:
 
 def _read_as_numbers(group: dict[str, Any]) -> dict[str, Any]:
     """``group`` with its 0-d tensor hyper-parameters (PyTorch takes ``lr=torch.tensor(0.01)``)
-    read as numbers, for the updates, which compute on arrays; ``group`` itself if it has none.
-    """
-    if _PLAIN.issuperset(map(type, group.values())):  # no tensor: one set test, in C (each
-        return group  # step pays it; an isinstance per value cost W1 1.2% of its step)
+    read as numbers, for the updates, which compute on arrays. ``Optimizer.step`` calls it only
+    for a group with a value outside ``_PLAIN``'s types."""
     return {k: v.item() if isinstance(v, Tensor) else v for k, v in group.items()}
 
 
@@ -249,6 +253,11 @@ class Optimizer:
     _step_pre_hooks: tuple[Callable, ...] = ()
     _step_post_hooks: tuple[Callable, ...] = ()
     _in_hooked_step = False
+    # hooks run around state_dict and load_state_dict (register_state_dict_pre_hook, ...)
+    _state_dict_pre_hooks: tuple[Callable, ...] = ()
+    _state_dict_post_hooks: tuple[Callable, ...] = ()
+    _load_state_dict_pre_hooks: tuple[Callable, ...] = ()
+    _load_state_dict_post_hooks: tuple[Callable, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``step`` (PyTorch's way to write an optimizer: a loop reading
@@ -319,6 +328,7 @@ class Optimizer:
                 )
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
+        _check_switches(type(self).__name__, param_group)
         if len({id(p) for p in params}) != len(params):
             warnings.warn(
                 "optimizer contains a parameter group with duplicate parameters; "
@@ -341,6 +351,8 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
+                elif type(p.grad) is not Tensor and p.grad.is_sparse:
+                    p.grad.zero_()  # no entries left, as PyTorch's
                 else:
                     if p.grad.grad_fn is not None:  # a gradient made with create_graph=True
                         p.grad = p.grad.detach()
@@ -363,8 +375,7 @@ class Optimizer:
         >>> handle.remove()
         >>> opt.step()
         """
-        self._step_pre_hooks = (*self._step_pre_hooks, hook)
-        return RemovableHandle(self, "_step_pre_hooks", hook)
+        return self._add_hook("_step_pre_hooks", hook)
 
     def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(optimizer, args, kwargs)`` after each ``step`` (an EMA of the weights
@@ -378,8 +389,94 @@ class Optimizer:
         >>> opt.step()
         0.5
         """
-        self._step_post_hooks = (*self._step_post_hooks, hook)
-        return RemovableHandle(self, "_step_post_hooks", hook)
+        return self._add_hook("_step_post_hooks", hook)
+
+    def _add_hook(self, hooks: str, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Put ``hook`` last (first if ``prepend``) in the tuple ``self.<hooks>``; return the
+        handle that takes it off. (Tuples on the instance, over the class's empty ones: a
+        subclass that skips ``Optimizer.__init__`` still has them.)"""
+        registered = getattr(self, hooks)
+        setattr(self, hooks, (hook, *registered) if prepend else (*registered, hook))
+        return RemovableHandle(self, hooks, hook)
+
+    def register_state_dict_pre_hook(
+        self, hook: Callable[[Optimizer], None], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer)`` at the start of each ``state_dict()``, after the hooks
+        already registered (before them if ``prepend``). Returns a handle whose ``remove()``
+        takes it off.
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1)
+        >>> _ = opt.register_state_dict_pre_hook(lambda o: print("saving"))
+        >>> _ = opt.register_state_dict_pre_hook(lambda o: print("first"), prepend=True)
+        >>> sd = opt.state_dict()
+        first
+        saving
+        """
+        return self._add_hook("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(
+        self,
+        hook: Callable[[Optimizer, dict[str, Any]], dict[str, Any] | None],
+        prepend: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` at the end of each ``state_dict()``: it may
+        change the dict in place, or return a new one, which ``state_dict()`` then returns (and
+        the next hook sees). ``prepend`` runs it before the hooks already registered. Returns
+        a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1)
+        >>> handle = opt.register_state_dict_post_hook(lambda o, sd: {**sd, "epoch": 3})
+        >>> opt.state_dict()["epoch"]
+        3
+        >>> handle.remove()
+        >>> "epoch" in opt.state_dict()
+        False
+        """
+        return self._add_hook("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(
+        self,
+        hook: Callable[[Optimizer, dict[str, Any]], dict[str, Any] | None],
+        prepend: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` at the start of each ``load_state_dict``,
+        with a shallow copy of the dict given (so it may change its top level in place); a dict
+        it returns is loaded instead (and seen by the next hook): an old checkpoint converted,
+        say. ``prepend`` runs it before the hooks already registered. Returns a handle whose
+        ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1)
+        >>> sd = opt.state_dict()
+        >>> def faster(optimizer, state_dict):
+        ...     groups = [{**group, "lr": 0.5} for group in state_dict["param_groups"]]
+        ...     return {**state_dict, "param_groups": groups}
+        >>> _ = opt.register_load_state_dict_pre_hook(faster)
+        >>> opt.load_state_dict(sd)
+        >>> opt.param_groups[0]["lr"], sd["param_groups"][0]["lr"]
+        (0.5, 0.1)
+        """
+        return self._add_hook("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(
+        self, hook: Callable[[Optimizer], None], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer)`` at the end of each ``load_state_dict``, once the state and
+        the groups are loaded. ``prepend`` runs it before the hooks already registered. Returns
+        a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD([sg.zeros(1, requires_grad=True)], lr=0.1)
+        >>> sd = opt.state_dict()
+        >>> _ = opt.register_load_state_dict_post_hook(lambda o: print(o.param_groups[0]["lr"]))
+        >>> sd["param_groups"][0]["lr"] = 0.01
+        >>> opt.load_state_dict(sd)
+        0.01
+        """
+        return self._add_hook("_load_state_dict_post_hooks", hook, prepend)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; return ``closure()``'s loss if given.
@@ -387,7 +484,7 @@ class Optimizer:
         The loop every optimizer shares: each group's parameters that have a gradient go to
         the subclass's ``_update`` in one call (which reads the group's hyper-parameters once,
         then moves each parameter and starts its state lazily, as PyTorch does), each counted
-        as changed in place.
+        as changed in place; a group with sparse gradients goes to ``_update_sparse``.
         """
         # the step hooks (as _with_step_hooks, inline: this is every built-in optimizer's step;
         # the hooks see a closure among the positional arguments, however it was passed)
@@ -400,13 +497,27 @@ class Optimizer:
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             increment_version(params)  # first: an update that fails half-way is still seen
-            self._update(_read_as_numbers(group), params)
+            # a tensor among the values (lr=torch.tensor(0.01))? One set test in C, here and
+            # not in a call: each step pays it (an isinstance per value cost W1 1.2% of its
+            # step, a call 0.5% of its optimizer's)
+            if not _PLAIN.issuperset(map(type, group.values())):
+                group = _read_as_numbers(group)
+            if sparse.made_any and any(p.grad.is_sparse for p in params):
+                self._update_sparse(group, params)
+            else:
+                self._update(group, params)
         return loss
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         """Move each of ``params`` (the group's parameters that have a gradient) in place, given
         its gradient, the group's hyper-parameters and its state, ``self.state[p]``."""
         raise NotImplementedError
+
+    def _update_sparse(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        """``_update`` for a group where some gradients are sparse (``embedding(...,
+        sparse=True)``'s). Here PyTorch's error, before anything changes: only the optimizers
+        that override this (``SGD``, ``Adagrad``, ``SparseAdam``) take sparse gradients."""
+        raise RuntimeError(f"{type(self).__name__} does not support sparse gradients")
 
     @staticmethod
     def _evaluate(closure: Callable[[], Any] | None) -> Any:
@@ -433,7 +544,12 @@ class Optimizer:
         >>> sd = opt.state_dict()
         >>> sorted(sd["state"][0]), sd["param_groups"][0]["params"]
         (['momentum_buffer'], [0])
+
+        Its hooks (``register_state_dict_pre_hook``, ``register_state_dict_post_hook``) run
+        first and last.
         """
+        for hook in self._state_dict_pre_hooks:
+            hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -444,7 +560,12 @@ class Optimizer:
             (index[id(key)] if isinstance(key, Tensor) else key): value
             for key, value in self.state.items()
         }
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in self._state_dict_post_hooks:
+            changed = hook(self, state_dict)
+            if changed is not None:
+                state_dict = changed
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the state saved by ``state_dict()`` (possibly through save/load).
@@ -452,7 +573,16 @@ class Optimizer:
         The saved groups must list as many parameters as this optimizer's, in the same order.
         Buffers are copied, in the dtype of their parameter; unlike PyTorch they never alias
         the tensors of ``state_dict``, so two optimizers loaded from one dict stay independent.
+        A saved group without a key of ``defaults`` (a checkpoint from before the key existed)
+        takes its default, as PyTorch's optimizers fill theirs. Its hooks
+        (``register_load_state_dict_pre_hook``, ``register_load_state_dict_post_hook``) run
+        first and last.
         """
+        state_dict = state_dict.copy()  # (shallow, as PyTorch's: what the pre-hooks see)
+        for hook in self._load_state_dict_pre_hooks:
+            changed = hook(self, state_dict)
+            if changed is not None:
+                state_dict = changed
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -463,6 +593,9 @@ class Optimizer:
                     "loaded state dict contains a parameter group that doesn't match the size "
                     f"of optimizer's group: {len(saved['params'])} != {len(group['params'])}"
                 )
+            for name, default in self.defaults.items():
+                saved.setdefault(name, default)
+            _check_switches(type(self).__name__, saved)
         id_map = dict(
             zip(
                 itertools.chain.from_iterable(g["params"] for g in saved_groups),
@@ -480,6 +613,8 @@ class Optimizer:
             saved["params"] = group["params"]
         self.state = state
         self.param_groups = saved_groups
+        for hook in self._load_state_dict_post_hooks:
+            hook(self)
 
 
 def _cast(param: Tensor, name: str, value: Any) -> Any:

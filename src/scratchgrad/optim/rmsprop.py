@@ -13,7 +13,6 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     counted_state,
     lerp_,
     square_average_,
@@ -55,7 +54,6 @@ class RMSprop(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_switches(type(self).__name__, foreach, None, differentiable)
         check_non_negative(
             lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha
         )
@@ -66,7 +64,10 @@ class RMSprop(Optimizer):
             "eps": eps,
             "centered": centered,
             "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

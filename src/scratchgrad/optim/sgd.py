@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.backend import namespace
 from scratchgrad.creation import from_numpy
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
-    check_switches,
     update_direction,
 )
 from scratchgrad.tensor import Tensor
@@ -52,7 +52,6 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        check_switches(type(self).__name__, foreach, fused, differentiable)
         check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
@@ -63,6 +62,9 @@ class SGD(Optimizer):
             "weight_decay": weight_decay,
             "nesterov": nesterov,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
 
@@ -89,3 +91,28 @@ class SGD(Optimizer):
                 else:
                     update = buf * lr
             p.array -= update
+
+    def _update_sparse(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        """As PyTorch's SGD with sparse gradients: without momentum, each entry's ``lr * value``
+        is added to its row in turn (repeated rows too, PyTorch's ``index_add_``), the other
+        rows untouched; with momentum the step is the dense one, from a dense buffer (PyTorch's
+        buffer is sparse, with the same numbers). Weight decay is refused, as in PyTorch."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError(
+                "SGD: weight_decay is not supported with sparse gradients (PyTorch: "
+                "add(sparse, dense) is not supported. Use add(dense, sparse) instead.)"
+            )
+        lr = group["lr"]
+        for p in params:
+            grad = p.grad
+            if not grad.is_sparse:
+                self._update(group, [p])
+            elif group["momentum"] == 0:
+                step = grad._values().array * (lr if group["maximize"] else -lr)
+                backend.scatter_add(p.array, tuple(grad._indices().array), step)
+            else:  # the dense update, on the dense gradient for the time of the step
+                p.grad = grad.to_dense()
+                try:
+                    self._update(group, [p])
+                finally:
+                    p.grad = grad

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 from test_programs import test_program_gives_torchs_losses as check_program
 
-GAPS: dict[str, str] = {
-    "skipgram_sparse_adam": "no sparse gradients: nn.Embedding(sparse=True), optim.SparseAdam",
-}
+GAPS: dict[str, str] = {}
 PROGRAMS = sorted(p for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("test_"))
 
 

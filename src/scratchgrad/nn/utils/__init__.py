@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterable
 
 from scratchgrad import backend
+from scratchgrad import sparse as sparse_tensors
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.nn.utils import parametrizations, parametrize, prune, rnn, stateless
@@ -38,10 +39,18 @@ from scratchgrad.nn.utils.reparametrize import (
 from scratchgrad.tensor import Tensor
 
 
-def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+def _grads(parameters: Tensor | Iterable[Tensor], op: str) -> list[Tensor]:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    return [p.grad for p in parameters if p.grad is not None]
+    return _dense_only([p.grad for p in parameters if p.grad is not None], op)
+
+
+def _dense_only(tensors: list[Tensor], op: str) -> list[Tensor]:
+    """``tensors``, unless one is sparse (``embedding(..., sparse=True)``'s gradient): PyTorch
+    has no sparse kernel for a norm or a clamp either."""
+    if sparse_tensors.made_any and any(t.is_sparse for t in tensors):
+        raise NotImplementedError(f"{op}: sparse gradients (layout sparse_coo) are not supported")
+    return tensors
 
 
 def get_total_norm(
@@ -63,7 +72,7 @@ def get_total_norm(
         return capture_hook.recorder.replayed(
             get_total_norm, tensors, norm_type, error_if_nonfinite
         )
-    if not tensors:
+    if not _dense_only(tensors, "get_total_norm"):
         return Tensor._from_data(0.0)
     norm_type = float(norm_type)
     xp = backend.namespace(tensors[0].array)
@@ -94,7 +103,7 @@ def clip_grads_with_norm_(
         return capture_hook.recorder.replayed(
             clip_grads_with_norm_, parameters, max_norm, total_norm
         )
-    grads = _grads(parameters)
+    grads = _grads(parameters, "clip_grads_with_norm_")
     if not grads:
         return None
     # In the norm's dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
@@ -130,7 +139,8 @@ def clip_grad_norm_(
     if capture_hook.recorder is not None and capture_hook.recorder.here():
         args = (parameters, max_norm, norm_type, error_if_nonfinite)
         return capture_hook.recorder.replayed(clip_grad_norm_, *args)
-    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite)
+    grads = _grads(parameters, "clip_grad_norm_")
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total
 
@@ -179,7 +189,7 @@ def clip_grad_value_(
         return capture_hook.recorder.replayed(clip_grad_value_, parameters, clip_value)
     clip_value = float(clip_value)
     with no_grad():
-        for g in _grads(parameters):
+        for g in _grads(parameters, "clip_grad_value_"):
             g.copy_(g.clamp(-clip_value, clip_value))
 
 
