@@ -55,6 +55,7 @@ from scratchgrad.jit.recorder import (
     JitError,
     ModuleStamps,
     Recorder,
+    RecordingElsewhere,
     unchanged,
     user_line,
 )
@@ -274,8 +275,15 @@ class _PendingBackward:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("a backward through a compiled module's recording call")
         numbers = [recorder.value(array) for array in upstream]
-        with Capturing(recorder):
-            grads = self._grad(grads_of)
+        try:
+            with Capturing(recorder):
+                grads = self._grad(grads_of)
+        except RecordingElsewhere:
+            # another thread records (see Capturing): eagerly, through the graph the recording
+            # forward made, as a second backward; the recording is dropped (a later call
+            # records again)
+            recording.pending = None
+            return self._grad(grads_of)
         kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
         grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
         recording.layouts = [array.strides for array in upstream]
@@ -402,12 +410,15 @@ class CompiledForward:
         before = _snapshot(state)
         inputs = [recorder.input(t.array) for t in tensors]
         start = next(function._sequence)  # nodes made before it belong to an outside graph
-        # autocast's casts of the weights, kept for a region's later ops, would enter the
-        # program as constants made by an earlier call: the recording makes its own
-        casts, autocast.state.cache = autocast.state.cache, None
+        casts = autocast.state.cache
         try:
             with Capturing(recorder):
+                # autocast's casts of the weights, kept for a region's later ops, would enter
+                # the program as constants made by an earlier call: the recording makes its own
+                autocast.state.cache = None
                 result = self.eager(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+        except RecordingElsewhere:  # eagerly, with an eager backward (see Capturing)
+            return self.eager(*args, **kwargs)
         finally:
             autocast.state.cache = casts
         # stacklevel: past this, __call__ and the wrappers

@@ -38,6 +38,7 @@ from scratchgrad.jit.recorder import (
     JitError,
     ModuleStamps,
     Recorder,
+    RecordingElsewhere,
     refuse_rebound_leaves,
     unchanged,
     users_file,
@@ -827,7 +828,8 @@ class Jitted:
             if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
                 return self.fn(*args, **kwargs)
             result, recording, _ = self._record(tensors, args, kwargs)  # to compare, not run
-            self.recordings.setdefault(key, []).append(recording)
+            if recording is not None:
+                self.recordings.setdefault(key, []).append(recording)
             return result
         if recording.checked:
             if recording.fast is guards.UNMADE:  # from a call that matched (not the recorded
@@ -841,6 +843,8 @@ class Jitted:
         # Recorded once: record again and compare, so that a value computed in Python from
         # tensor data (frozen into a recording) is caught, not replayed.
         result, again, generate = self._record(tensors, args, kwargs, recording.watched)
+        if again is None:
+            return result
         _check_same(recording, again, self.__name__)
         _check_same_stores(recording, again, self.__name__)
         _check_same_values(recording.values, again.values, self.__name__, self.fn)
@@ -856,10 +860,11 @@ class Jitted:
 
     def _record(
         self, tensors: list, args: tuple, kwargs: dict, watched: tuple = ((), ())
-    ) -> tuple[Any, Recording, Callable]:
+    ) -> tuple[Any, Recording | None, Callable | None]:
         """Call the function under a recorder: its result, its recording (no program yet),
         and the call making its program's source and globals (``program.generate``; it keeps
-        the recorder until it is dropped).
+        the recorder until it is dropped). While another thread records, the function runs
+        eagerly instead, without a recording (None, None): see ``Capturing``.
         ``watched``: leaves whose ``.grad`` and optimizers whose settings only recorded calls
         may change (see ``Recorder.watch``)."""
         hand_back_free_memory()
@@ -876,9 +881,12 @@ class Jitted:
         flags = [t.requires_grad for t in tensors]
         state = outer.python_state(args, kwargs)
         before = _snapshot(state)
-        with Capturing(recorder):
-            result = self.fn(*args, **kwargs)
-            recorder.check_watched()
+        try:
+            with Capturing(recorder):
+                result = self.fn(*args, **kwargs)
+                recorder.check_watched()
+        except RecordingElsewhere:
+            return self.fn(*args, **kwargs), None, None
         if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
             self.graph_results = True
         refuse_rebound_leaves(recorder)

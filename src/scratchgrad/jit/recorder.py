@@ -683,20 +683,35 @@ def _first_changed(reached: Any) -> tuple | None:
     return None
 
 
+class RecordingElsewhere(Exception):
+    """Raised on entering ``Capturing`` while another thread records: the caller runs its
+    call eagerly instead, and records on a later call."""
+
+
 class Capturing:
     """Record into ``recorder`` inside: ``capture_hook.recorder`` is it, then None again.
-    One step records at a time in a process: another thread's recording waits for this one
-    to end (the hooks have one recorder to call)."""
+    One step records at a time in a process (the hooks have one recorder to call). Entered
+    while another thread records, it raises ``RecordingElsewhere`` rather than wait: that
+    step may be waiting for this thread (a queue, an event, a join), which would never end;
+    entered again by the recording thread (a jitted call inside a custom Function's forward,
+    where the hooks are off), a nested jit ``JitError``."""
+
+    holder: Recorder | None = None  # the recorder inside, while one records
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
 
     def __enter__(self) -> None:
-        _RECORDING.acquire()
+        if not _RECORDING.acquire(blocking=False):
+            holder = Capturing.holder  # (read once: another thread may be setting it)
+            if holder is not None and holder.here():  # (only this thread sets it to its own)
+                holder.refuse(f"recording {self.recorder.name}() too (nested jit)")
+            raise RecordingElsewhere
+        Capturing.holder = self.recorder
         capture_hook.recorder = backend.recorder = self.recorder
 
     def __exit__(self, *exc: object) -> None:
-        capture_hook.recorder = backend.recorder = None
+        capture_hook.recorder = backend.recorder = Capturing.holder = None
         _RECORDING.release()
 
 
