@@ -521,3 +521,65 @@ def test_a_compiled_lstm_called_with_its_state_tuple_takes_the_fast_path_and_equ
     assert fast
     for a, b in zip(eager, compiled):
         np.testing.assert_array_equal(b, a)
+
+
+SCALE = sg.tensor([1.0, -2.0, 0.5], requires_grad=True)  # a global a step reads by name
+
+
+def eager_and_jitted_runs(step, passed):
+    """Each call's result, then SCALE's and the passed tensors' .grad, eager and jitted, for
+    the calls ``step(x_i, passed[i])``."""
+    runs = []
+    for fn in (step, sg.jit(step)):
+        for t in (SCALE, *passed):
+            t.grad = None
+        out = [fn(sg.tensor(np.arange(3.0) + i), p).numpy() for i, p in enumerate(passed)]
+        runs.append((out, [None if t.grad is None else t.grad.numpy() for t in (SCALE, *passed)]))
+    return runs
+
+
+@pytest.mark.parametrize("order", ["global first", "other first"])
+def test_a_tensor_argument_the_step_also_reads_by_name_is_guarded_by_identity(order):
+    """A step reading the global SCALE, called with SCALE as its argument: the recording
+    reads both through the argument, so a call passing another tensor (of the same shape
+    and dtype) must record anew, not replay SCALE's reads from that tensor. (It did: values
+    and gradients silently wrong.) Recorded the other way round it is right as it stands."""
+    other = sg.tensor([0.3, 0.1, 2.0], requires_grad=True)
+
+    def step(x, p):
+        loss = ((x * SCALE).tanh() * p).sum() ** 2
+        loss.backward()
+        return loss.detach()
+
+    first, second = (SCALE, other) if order == "global first" else (other, SCALE)
+    (eager, eager_grads), (jitted_out, jitted_grads) = eager_and_jitted_runs(
+        step, [first] * 4 + [second] * 4
+    )
+    for e, j in zip(eager, jitted_out):
+        np.testing.assert_array_equal(j, e)
+    for e, j in zip(eager_grads, jitted_grads):
+        np.testing.assert_array_equal(j, e)
+
+
+def test_a_models_parameter_passed_as_the_argument_is_guarded_by_identity():
+    """The same through a module: a parameter of the model the step calls, passed as its
+    argument, then another tensor."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 1)
+    other = nn.Parameter(sg.randn(1, 3))  # (a Parameter too: the same guard key)
+
+    def step(x, w):
+        out = (model(x) + x @ w.t()).sum()
+        out.backward()
+        return out.detach()
+
+    results = []
+    for fn in (step, sg.jit(step)):
+        model.weight.grad = other.grad = None
+        calls = [model.weight] * 4 + [other] * 3
+        outs = [fn(sg.ones(2, 3) * i, w).numpy() for i, w in enumerate(calls)]
+        results.append((outs, model.weight.grad.numpy(), other.grad.numpy()))
+    for e, j in zip(*[r[0] for r in results]):
+        np.testing.assert_array_equal(j, e)
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    np.testing.assert_array_equal(results[1][2], results[0][2])

@@ -85,6 +85,9 @@ class Recording:
         self.outer = outer  # the objects of the step's closure and globals it was recorded for
         # watched by the next recording (see Recorder.watch)
         self.watched = ([leaf for leaf, *_ in self.reached], recorder.optimizers)
+        # (index, tensor) of the tensor arguments the step also reaches by name (see
+        # _named_arguments): valid only for calls that pass those same tensors there
+        self.named_arguments: list[tuple[int, Tensor]] = []
 
     def compile(self, source: str, namespace: dict) -> None:
         """Make the program from its source and globals (``program.generate``) and the
@@ -97,12 +100,18 @@ class Recording:
                 constant.compile()
         self.checked, self.watched = True, ((), ())
 
-    def matches(self) -> bool:
+    def matches(self, tensors: list) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
-        has the array, requires_grad and hooks it had, and the names it read from its closure
-        and globals hold the same objects."""
-        return self.stamps.hold() and unchanged(self.reached) and self.outer.unchanged()
+        has the array, requires_grad and hooks it had, the names it read from its closure
+        and globals hold the same objects, and the call's ``tensors`` are the ones it passed
+        where it also reached them by name."""
+        return (
+            self.stamps.hold()
+            and unchanged(self.reached)
+            and self.outer.unchanged()
+            and all(tensors[i] is t for i, t in self.named_arguments)
+        )
 
 
 class Outer:
@@ -424,6 +433,13 @@ class Outer:
             "the value outside the function (and pass it as an argument), or call the function "
             "without jit."
         )
+
+    def tensors(self) -> list[Tensor]:
+        """The tensors read by name: held by the closure or the globals, or read from an entry
+        of a dict or an object they hold."""
+        held = [*self.values, *(value for _, value in self.cells)]
+        held += [value for *_, value, _ in self.entries]
+        return [value for value in held if isinstance(value, Tensor)]
 
     def unchanged(self) -> bool:
         """Whether each cell and name still holds the object the recording was made for."""
@@ -820,7 +836,7 @@ class Jitted:
         key = (key, _state.enabled, autocast.state.dtype, backend.default_float)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
-            if recording.matches():
+            if recording.matches(tensors):
                 break
         else:  # a new signature or mode
             self.fast = None  # (it may be a stale recording's, which drop_stale lets go)
@@ -899,8 +915,23 @@ class Jitted:
         ]
         stored = [(id(obj), key) for obj, key, _ in stores]
         recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
+        recording.named_arguments = _named_arguments(tensors, outer, recorder)
         generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
+
+
+def _named_arguments(tensors: list, outer: Outer, recorder: Recorder) -> list[tuple[int, Tensor]]:
+    """The tensor arguments (index, tensor) that the step also reaches by name: a tensor its
+    closure or globals hold, a parameter or buffer of a module it calls or holds, a parameter
+    of an optimizer it steps. The recording reads such a tensor through the argument both
+    ways, so a call passing another there must record anew: replayed, the reads by name
+    would take the other tensor's values (and its gradient, theirs)."""
+    named = {id(t) for t in outer.tensors()}
+    for module in (*recorder.modules, *outer.modules):
+        named.update(id(t) for t in (*module.parameters(), *module.buffers()))
+    for optimizer in recorder.optimizers:
+        named.update(id(p) for group in optimizer.param_groups for p in group["params"])
+    return [(i, t) for i, t in enumerate(tensors) if id(t) in named]
 
 
 def hand_back_free_memory() -> None:
