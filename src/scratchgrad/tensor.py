@@ -4459,10 +4459,19 @@ class RemovableHandle:
 
     def __init__(self, owner: Any, attr: str, hook: Callable) -> None:
         self._owner, self._attr, self._hook = owner, attr, hook
+        self._removed = False
 
     def remove(self) -> None:
+        """Take off this registration of the hook, once: a function registered twice stays
+        on once after one of its handles is removed, as PyTorch's."""
+        if self._removed:
+            return
+        self._removed = True
         hooks = getattr(self._owner, self._attr)
-        setattr(self._owner, self._attr, tuple(h for h in hooks if h is not self._hook))
+        for i in range(len(hooks) - 1, -1, -1):
+            if hooks[i] is self._hook:
+                setattr(self._owner, self._attr, hooks[:i] + hooks[i + 1 :])
+                return
 
     def __enter__(self) -> RemovableHandle:
         return self

@@ -415,6 +415,31 @@ def test_register_hook_returns_a_removable_handle():
     np.testing.assert_array_equal(x.grad.array, [1.0, 1.0])
 
 
+@pytest.mark.parametrize("on", ["leaf", "non-leaf", "optimizer step"])
+def test_a_handle_removes_its_own_registration_of_a_hook_registered_twice(on):
+    """The same function registered twice: one handle's remove() (twice, even) leaves the
+    other registration on, as PyTorch's (it took both off)."""
+    seen = []
+    for lib in (sg, torch):
+        calls = []
+
+        def hook(*args, calls=calls):
+            calls.append(1)
+            return None if on == "optimizer step" else args[0] * 2
+
+        x = lib.ones(2, requires_grad=True)
+        target = x * 1 if on == "non-leaf" else x
+        opt = lib.optim.SGD([x], lr=0.1)
+        register = opt.register_step_post_hook if on == "optimizer step" else target.register_hook
+        first, _ = register(hook), register(hook)
+        first.remove()
+        first.remove()
+        (target * 3).sum().backward()
+        opt.step()
+        seen.append((x.grad.numpy().tolist(), x.detach().numpy().tolist(), len(calls)))
+    assert seen[0] == seen[1]
+
+
 def test_a_hook_handle_as_a_context_manager_removes_the_hook_on_exit_as_in_torch():
     grads = []
     for lib in (sg, torch):
