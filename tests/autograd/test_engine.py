@@ -766,3 +766,24 @@ def test_a_fresh_gradient_of_a_built_in_op_is_adopted_and_accumulates_correctly(
     (x * x).sum().backward()  # two uses of x: the engine sums them into a new array
     (x * 3).sum().backward()
     assert x.grad.tolist() == [5.0, 7.0]
+
+
+@pytest.mark.parametrize("given", ["float32", "int64", "bool"])
+def test_a_gradient_of_another_real_dtype_is_cast_to_the_outputs_as_pytorchs(given):
+    """``y.backward(torch.ones(n))`` for a float64 ``y``: PyTorch's engine casts the given
+    gradient to the output's dtype (this raised)."""
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        (x * x).backward(lib.tensor([1, 0, 2], dtype=getattr(lib, given)))
+        grads.append((x.grad.dtype == lib.float64, x.grad.numpy().tolist()))
+    assert grads[0] == grads[1]
+
+
+def test_a_gradient_of_the_wrong_shape_or_a_complex_mismatch_raises_as_pytorchs():
+    for lib in (sg, torch):
+        y = lib.ones(3, dtype=lib.float64, requires_grad=True) * 2
+        with pytest.raises(RuntimeError, match="shape"):
+            y.backward(lib.ones(2, dtype=lib.float64), retain_graph=True)
+        with pytest.raises(RuntimeError, match="both grad_output and output are required"):
+            y.backward(lib.ones(3, dtype=lib.complex128))

@@ -440,11 +440,19 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
         return Tensor._make(module.array(1, array.dtype, ndmin=array.ndim))  # dims all 1
     if not isinstance(g, Tensor):
         raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
-    if g.shape != out.shape or g.dtype != out.dtype:
+    if g.shape != out.shape:
         raise RuntimeError(
-            f"backward: gradient of shape {g.shape} and dtype {g.dtype} does not match the "
-            f"output's shape {out.shape} and dtype {out.dtype}"
+            f"backward: gradient of shape {g.shape} does not match the output's shape "
+            f"{out.shape} (dtype {out.dtype})"
         )
+    if g.dtype != out.dtype:  # cast to the output's, as PyTorch's engine (torch.ones(n) for a
+        if (g.dtype.kind == "c") != (out.dtype.kind == "c"):  # float64 loss), but complex
+            raise RuntimeError(
+                "For complex Tensors, both grad_output and output are required to have the "
+                f"same dtype. Mismatch in dtype: the gradient has dtype {g.dtype} and the "
+                f"output {out.dtype}"
+            )
+        return g.to(out.dtype)
     return g
 
 
