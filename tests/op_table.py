@@ -336,6 +336,8 @@ OPS = [
         index=lambda m, x, i: x[m.tensor([0, i])],
         integer=True,
     ),
+    # PyTorch picks with the int first: the index's dims stay in place, not in front (NumPy's)
+    Op("getitem_int_apart", lambda m, x: x[0, ..., m.tensor([0, 0, -1])], shapes="nonempty2+"),
     Op("getitem_mask", lambda m, x: x[x > 0], vmap=False),
     Op("getitem_tensor_index", lambda m, x: x[m.tensor([1, 0, 1])], shapes="two_rows"),
     Op(
@@ -779,6 +781,11 @@ OPS = [
     Op("tile", lambda m, x: m.tile(x, (2, 1)), shapes="rank1+"),
     Op("fliplr", lambda m, x: m.fliplr(x), shapes="rank2+"),
     Op("masked_select", lambda m, x: m.masked_select(x, x > 0), vmap=False),
+    Op(  # the tensor grows to the mask's shape, as the mask to the tensor's
+        "masked_select_broadcast",
+        lambda m, x: m.masked_select(x, m.stack([x > 0, x < 0.5])),
+        vmap=False,
+    ),
     Op("broadcast_to", lambda m, x: m.broadcast_to(x, (2, *x.shape))),
     Op("sum_dtype", lambda m, x: x.sum(0, dtype=m.float64), shapes="rank1+"),
     Op("mean_dtype", lambda m, x: m.mean(x, dtype=m.float64), shapes="nonempty"),

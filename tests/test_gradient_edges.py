@@ -102,3 +102,66 @@ def test_the_deviation_of_equal_entries_has_gradient_zero(name, rows):
     """std is sqrt of the variance, whose gradient PyTorch takes as 0 where the deviation is
     0 (a row of equal entries), not sqrt's infinity times the variance's zero gradient."""
     check_against_torch(SPREADS[name], SPREADS[name], [np.array(rows)])
+
+
+def _overwritten(m, x, i):
+    y = x * 1
+    y[i] = 5.0
+    return y
+
+
+INDEXED = {
+    "getitem": lambda m, x, i: x[i],
+    "getitem_apart": lambda m, x, i: x.reshape(2, 1, 2)[0, :, i[:2]],
+    "setitem": _overwritten,
+    "gather": lambda m, x, i: x.gather(0, i),
+    "index_select": lambda m, x, i: x.index_select(0, i),
+    "index_add": lambda m, x, i: m.zeros(4, dtype=m.float64).index_add(0, i, x[:3]),
+    "take": lambda m, x, i: x.take(i),
+    "embedding": lambda m, x, i: m.nn.functional.embedding(i, x.reshape(4, 1)),
+    "embedding_bag": lambda m, x, i: m.nn.functional.embedding_bag(i[None], x.reshape(4, 1)),
+}
+
+
+@pytest.mark.parametrize("name", INDEXED)
+def test_an_index_written_after_the_forward_leaves_the_gradient_as_computed(name):
+    """An index tensor changed in place after the forward: PyTorch raises at backward (it saved
+    the tensor); scratchgrad's graph keeps a copy, so the gradient is still the one of what was
+    computed, PyTorch's with the index left alone. (It used the new index silently.)"""
+    grads = []
+    for m in (torch, sg):
+        x = m.tensor([0.5, -1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        i = m.tensor([0, 0, 2])
+        y = INDEXED[name](m, x, i)
+        if m is sg:
+            i[0] = 1
+        y.backward(m.arange(1.0, y.numel() + 1, dtype=m.float64).reshape(y.shape))
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+ELEMENTWISE_EXTREMES = {
+    "maximum": lambda m, x, y: m.maximum(x, y),
+    "minimum": lambda m, x, y: m.minimum(x, y),
+    "max of two": lambda m, x, y: m.max(x, y),
+    "min of two": lambda m, x, y: x.min(y),
+}
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE_EXTREMES)
+def test_maximum_and_minimum_give_both_operands_the_gradient_where_either_is_nan(name):
+    """No winner and no tie where an operand is NaN: PyTorch sends all of the gradient to
+    each (scratchgrad sent it to the second operand alone); ties still split it in half."""
+    call = ELEMENTWISE_EXTREMES[name]
+    x = np.array([NAN, 1.0, 1.0, NAN, 3.0, -1.0])
+    y = np.array([2.0, NAN, 1.0, NAN, 0.0, 0.0])
+    check_against_torch(lambda a, b: call(sg, a, b), lambda a, b: call(torch, a, b), [x, y])
+
+
+@pytest.mark.parametrize("base", [0.0, -2.0, 2.0])
+def test_a_number_to_a_tensor_power_has_pytorchs_gradient_in_the_exponent(base):
+    """``0.0 ** y`` and ``(-2.0) ** y`` raised at backward (math.log of the base); PyTorch's
+    gradient is 0 for 0**y at y >= 0, -inf times the gradient below, and NaN for a negative
+    base."""
+    y = np.array([0.0, 2.0, -1.0, 0.5])
+    check_against_torch(lambda t: base**t, lambda t: base**t, [y])

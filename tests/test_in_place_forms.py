@@ -247,3 +247,50 @@ def test_an_augmented_assignment_writes_in_place_as_pytorchs(operator):
         assert returned is row
         written.append(buffer.tolist())
     assert written[0] == written[1] and written[0] != values
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda v: v.mul_(2.0),  # a binary in-place op
+        lambda v: v.exp_(),  # a unary one
+        lambda v: v.fill_(1.0),
+        lambda v: v.__setitem__(0, 3.0),
+        lambda v: v.copy_(v.detach() + 1),
+    ],
+)
+def test_a_view_taken_under_no_grad_written_with_grad_on_is_refused_as_pytorchs(write):
+    """The view is out of the graph, so its change would be missing from the base's gradient
+    (scratchgrad gave that gradient silently). Both inside no_grad, or a detached tensor's
+    view, is allowed, as in PyTorch."""
+    for m in (torch, sg):
+        y = m.ones(2, 3, dtype=m.float64, requires_grad=True) * 1
+        with m.no_grad():
+            view = y[1]
+        with pytest.raises(RuntimeError, match="created in no_grad mode"):
+            write(view)
+        with m.no_grad():
+            write(y[0])
+        write(y.detach()[0])
+
+
+def test_a_view_taken_before_its_base_entered_a_graph_may_be_written():
+    for m in (torch, sg):
+        buf = m.zeros(3, dtype=m.float64)
+        early = buf[:1]
+        x = m.ones(2, dtype=m.float64, requires_grad=True)
+        buf[1:] = x * 2
+        early[0] = 4.0
+        (buf * m.arange(3.0, dtype=m.float64)).sum().backward()
+        assert buf.tolist() == [4.0, 2.0, 2.0] and x.grad.tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("name", ["masked_fill", "masked_fill_"])
+def test_masked_fill_refuses_a_value_tensor_with_dims_as_pytorchs(name):
+    """Broadcast, it would fill each column with its own value (it did)."""
+    for m in (torch, sg):
+        x = m.zeros(3, 4)
+        with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+            getattr(x, name)(m.ones(3, 4, dtype=m.bool), m.arange(4.0))
+        assert x.tolist() == [[0.0] * 4] * 3
+        getattr(x, name)(m.ones(3, 4, dtype=m.bool), m.tensor(2.0))  # a 0-d one is taken

@@ -380,3 +380,70 @@ def test_masked_fill_keeps_the_tensors_dtype_and_takes_only_boolean_masks():
         RuntimeError,
         "masked_fill_ only supports boolean masks",
     )
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integers_to_negative_powers_in_a_tensor_truncate_as_pytorchs(dtype):
+    """NumPy refuses them; PyTorch gives 1 / x**-y truncated (1, -1 or 0). A negative Python
+    number as the exponent is still refused, by both."""
+    base = np.array([0, 1, -1, 2, -2, 3, -1, 1]) % (256 if dtype == "uint8" else 1 << 62)
+    exponent = np.array([-1, -3, -3, -2, -1, 0, -2, 2])
+    for make_base in (lambda m: m.tensor(base, dtype=getattr(m, dtype)), lambda m: 2):
+        ours = make_base(sg) ** sg.tensor(exponent)
+        theirs = make_base(torch) ** torch.tensor(exponent)
+        assert_same(ours, theirs, dtype)
+    assert_raises_as_torch(
+        lambda m: m.tensor([2, 3], dtype=getattr(m, dtype)) ** -1,
+        RuntimeError,
+        "Integers to negative integer powers are not allowed",
+    )
+
+
+@pytest.mark.parametrize("op", ["sign", "sgn", "square"])
+def test_sign_and_square_of_bools_are_pytorchs(op):
+    a, at = pair(np.array([True, False, True]))
+    assert_same(getattr(a, op)(), getattr(at, op)(), op)
+    assert_same(getattr(sg, op)(a), getattr(torch, op)(at), op)
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+@pytest.mark.parametrize("dtype", ["bool", "int16", "int64"])
+def test_integers_compare_with_a_python_float_in_the_default_float_dtype_as_pytorch(dtype, op):
+    """PyTorch compares in float32: int16 7 equals 7.0000001, int64 2**24 + 1 equals 2.0**24
+    (NumPy compared in float64)."""
+    x = np.array([7, 2**24 + 1, 0, 1]) if dtype != "bool" else np.array([True, False])
+    a, at = pair(x.astype(dtype) if dtype != "int16" else np.array([7, -7], np.int16))
+    for number in (7.0000001, 16777216.0, 1e300, 0.5, 1.0):
+        assert_same(getattr(a, op)(number), getattr(at, op)(number), f"{op} {number}")
+
+
+@pytest.mark.parametrize("number", [5, -5, 5.5, True])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_remainder_takes_a_python_number_first_as_pytorch(dtype, number):
+    a, at = pair(np.array([3, -3, 2]).astype(dtype))
+    assert_same(sg.remainder(number, a), torch.remainder(number, at), f"{number} % {dtype}")
+
+
+@pytest.mark.parametrize("value", [-1.5, 0.0, 2, True])
+def test_a_number_filled_into_a_bool_tensor_stays_bool_as_pytorch(value):
+    """index_fill of a bool tensor with -1.5 gave float64."""
+    a, at = pair(np.array([True, False, False]))
+    index = [0, 1]
+    assert_same(
+        a.index_fill(0, sg.tensor(index), value), at.index_fill(0, torch.tensor(index), value)
+    )
+    assert_same(sg.where(a, value, a), torch.where(at, value, at))
+
+
+@pytest.mark.parametrize("other", ["int64", "int32", "int8", "uint8"])
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_"])
+def test_integer_tensors_update_a_uint8_tensor_in_place_wrapping_as_pytorch(op, other):
+    """NumPy's same_kind casting refused int64 into uint8; PyTorch wraps."""
+    a, at = pair(np.array([250, 2, 0, 7], np.uint8))
+    b, bt = pair(np.array([10, -3, 3, 100]).astype(other) if other != "uint8" else [10, 3, 3, 100])
+    assert_same(getattr(a, op)(b), getattr(at, op)(bt), f"{op} {other}")
+    assert_raises_as_torch(
+        lambda m: m.zeros(2, dtype=m.uint8).div_(m.ones(2, dtype=m.int64)),
+        RuntimeError,
+        "cast",
+    )

@@ -1,8 +1,10 @@
 """Edges where scratchgrad differed from PyTorch, each against PyTorch: factories given a
 negative size (and arange's and eye's bounds), subtraction and negation of bool tensors, random
 floats asked for in an integer dtype, gather and scatter with a 0-d operand (values and
-gradients), searchsorted and bucketize on boundaries holding NaN or out of order, and the
-legacy typed constructors (``LongTensor``, ``FloatTensor(2, 3)``, ``isinstance``)."""
+gradients), searchsorted and bucketize on boundaries holding NaN or out of order, the
+legacy typed constructors (``LongTensor``, ``FloatTensor(2, 3)``, ``isinstance``), and
+reductions and norms: an empty list of dims, empty and integer inputs, 16-bit accumulation,
+NaN in the 0-norm, complex vector norms, ``var(x, False)``."""
 
 import re
 import sys
@@ -11,7 +13,12 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from oracle import assert_doc_examples_run, check_against_torch, same_dtype
+from oracle import (
+    assert_doc_examples_run,
+    assert_raises_as_torch,
+    check_against_torch,
+    same_dtype,
+)
 
 import scratchgrad as sg
 from scratchgrad.creation import _LegacyTensor
@@ -586,3 +593,172 @@ def test_the_scale_first_overloads_of_old_optimizers_warn_and_compute_as_pytorch
         lambda m: m.ones(1).addcmul_(1, m.ones(1), m.ones(1), m.ones(1)),
     ):
         assert_same_error(call, "invalid combination of arguments")
+
+
+# ---- reductions: empty dim lists, empty and integer inputs, 16-bit accumulation --------------
+
+REDUCTIONS_OVER_DIMS = {  # PyTorch reads an empty list of dims as all of them
+    "sum": lambda x, d, k: x.sum(d, keepdim=k),
+    "mean": lambda x, d, k: x.mean(d, keepdim=k),
+    "nansum": lambda x, d, k: x.nansum(d, keepdim=k),
+    "nanmean": lambda x, d, k: x.nanmean(d, keepdim=k),
+    "amax": lambda x, d, k: x.amax(d, keepdim=k),
+    "amin": lambda x, d, k: x.amin(d, keepdim=k),
+    "norm": lambda x, d, k: x.norm(dim=d, keepdim=k),
+    "norm p=inf": lambda x, d, k: x.norm(float("inf"), dim=d, keepdim=k),
+    "var": lambda x, d, k: x.var(d, keepdim=k),
+}
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [(), []])
+@pytest.mark.parametrize("name", REDUCTIONS_OVER_DIMS)
+def test_a_reduction_over_an_empty_list_of_dims_reduces_all_as_pytorchs(name, dim, keepdim):
+    call = REDUCTIONS_OVER_DIMS[name]
+    x = np.random.default_rng(0).standard_normal((3, 4, 2))
+    # (var's gradient is left out: PyTorch's backward reads () as no dim and gives inf)
+    grad = name != "var"
+    check_against_torch(
+        lambda t: call(t, dim, keepdim), lambda t: call(t, dim, keepdim), [x], grad=grad
+    )
+
+
+def test_count_nonzero_and_logsumexp_over_an_empty_list_of_dims_are_pytorchs():
+    x = np.array([[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]])
+    for m in (sg, torch):
+        assert m.tensor(x).count_nonzero(()).item() == 4
+    f = lambda t: t.logsumexp((), keepdim=True)  # noqa: E731 (PyTorch refuses keepdim=False)
+    check_against_torch(f, f, [x])
+
+
+def test_logsumexp_over_an_empty_dim_is_minus_inf_as_pytorchs():
+    f = lambda t: t.logsumexp(0)  # noqa: E731
+    out, _ = check_against_torch(f, f, [np.zeros((0, 3))])
+    assert out.tolist() == [-np.inf] * 3
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "bool", "int32"])
+def test_logsumexp_of_integers_and_bools_is_pytorchs(dtype):
+    """uint8 entries used to wrap around when the max was taken out (giving inf); bools
+    raised."""
+    x = np.array([[200, 100, 3], [0, 1, 255]]) % (2 if dtype == "bool" else 256)
+    ours = sg.tensor(x).to(getattr(sg, dtype)).logsumexp(1)
+    theirs = torch.tensor(x).to(getattr(torch, dtype)).logsumexp(1)
+    assert same_dtype(ours, theirs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def test_norm_with_p_0_counts_nan_entries_as_pytorchs():
+    x = np.array([[1.0, np.nan, 0.0], [np.nan, np.nan, 0.0]])
+    for call in (
+        lambda m, t: t.norm(0, dim=1),
+        lambda m, t: m.linalg.vector_norm(t, 0),
+        lambda m, t: m.dist(t, m.zeros_like(t), 0),
+    ):
+        check_against_torch(
+            lambda t, call=call: call(sg, t), lambda t, call=call: call(torch, t), [x]
+        )
+
+
+@pytest.mark.parametrize("source", ["int32", "uint8", "bool", "float32"])
+def test_cumprod_given_an_integer_dtype_keeps_it_and_wraps_as_pytorchs(source):
+    x = np.array([[100, 100, 3, 7], [2, 0, 5, 255]])
+    ours = sg.tensor(x).to(getattr(sg, source)).cumprod(1, dtype=sg.int32)
+    theirs = torch.tensor(x).to(getattr(torch, source)).cumprod(1, dtype=torch.int32)
+    assert same_dtype(ours, theirs) and ours.tolist() == theirs.tolist()
+
+
+SIXTEEN_BIT_SPREADS = {  # each squares entries past float16's largest number, 65504
+    "std": lambda m, t: t.std(1),
+    "std_mean": lambda m, t: m.std_mean(t, 1)[0],
+    "var of x / 10": lambda m, t: (t / 10).var(1),
+    "norm": lambda m, t: t.norm(dim=1),
+    "norm of all": lambda m, t: t.norm(),
+    "vector_norm 3": lambda m, t: m.linalg.vector_norm(t, 3, dim=1),
+    "cumsum": lambda m, t: t.cumsum(1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", SIXTEEN_BIT_SPREADS)
+def test_16_bit_spreads_and_running_sums_accumulate_in_float32_as_pytorchs(name, dtype):
+    """float16 std of entries near 300 was inf (the squares overflowed), cumsum lost digits
+    adding in 16 bits, and linalg.vector_norm refused 16-bit floats."""
+    call = SIXTEEN_BIT_SPREADS[name]
+    x = np.random.default_rng(0).standard_normal((4, 50)) * 300
+    ours = call(sg, sg.tensor(x).to(getattr(sg, dtype)))
+    theirs = call(torch, torch.tensor(x).to(getattr(torch, dtype)))
+    assert same_dtype(ours, theirs)
+    assert np.isfinite(theirs.float().numpy()).all()
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=1e-2)
+
+
+def test_norm_takes_pytorchs_dtype_argument():
+    x = np.array([[3.0, 4.0], [1.0, -2.0]], np.float32)
+    for call in (
+        lambda m, t: m.norm(t, dtype=m.float64),
+        lambda m, t: t.norm(1, 1, True, m.float64),
+    ):
+        ours, theirs = call(sg, sg.tensor(x)), call(torch, torch.tensor(x))
+        assert same_dtype(ours, theirs)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 3, float("inf")])
+def test_dist_of_complex_tensors_is_the_real_norm_of_the_moduli_as_pytorchs(p):
+    """It was the complex sum of squares' root (x * x, not |x|**2)."""
+    z = np.array([1 + 1j, -2 + 0.5j, 0j])
+    ours = sg.dist(sg.tensor(z), sg.zeros(3, dtype=sg.complex128), p)
+    theirs = torch.dist(torch.tensor(z), torch.zeros(3, dtype=torch.complex128), p)
+    assert same_dtype(ours, theirs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+
+
+def test_dist_and_cdist_of_integer_tensors_raise_as_pytorchs():
+    for call, message in (
+        (lambda m: m.dist(m.ones(2, dtype=m.int64), m.zeros(2, dtype=m.int64)), "norm()"),
+        (lambda m: m.cdist(m.ones(2, 2, dtype=m.int32), m.ones(2, 2, dtype=m.int32)), "cdist"),
+    ):
+        assert_raises_as_torch(call, RuntimeError, re.escape(message))
+
+
+COMPLEX_NORMS = {
+    "norm": lambda m, z: z.norm(),
+    "norm p=1 dim": lambda m, z: z.norm(p=1, dim=1),
+    "vector_norm 3": lambda m, z: m.linalg.vector_norm(z, 3, dim=0),
+    "vector_norm inf": lambda m, z: m.linalg.vector_norm(z, float("inf")),
+    "linalg.norm dim": lambda m, z: m.linalg.norm(z, dim=1),
+}
+
+
+@pytest.mark.parametrize("name", COMPLEX_NORMS)
+def test_vector_norms_of_complex_tensors_are_pytorchs_with_gradients(name):
+    """They raised (Tensor.norm, linalg.vector_norm) where PyTorch takes the moduli."""
+    call = COMPLEX_NORMS[name]
+    z = np.array([[1 + 1j, -2 + 0.5j, 0j], [0.5j, 3 + 0j, -1 - 1j]])
+    results = []
+    for m in (sg, torch):
+        leaf = m.tensor(z, requires_grad=True)
+        out = call(m, leaf)
+        out.sum().backward()
+        results.append((out, leaf.grad))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert same_dtype(ours, theirs)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy())
+    np.testing.assert_allclose(our_grad.numpy(), their_grad.numpy(), atol=1e-12)
+
+
+SPREAD_WITH_AN_UNBIASED_FLAG = {  # PyTorch's overload var(input, unbiased): a bool is no dim
+    "var(x, False)": lambda m, t: m.var(t, False),
+    "x.var(True)": lambda m, t: t.var(True),
+    "x.std(False)": lambda m, t: t.std(False),
+    "std(x, True)": lambda m, t: m.std(t, True),
+}
+
+
+@pytest.mark.parametrize("name", SPREAD_WITH_AN_UNBIASED_FLAG)
+def test_a_bool_first_argument_of_var_and_std_is_the_unbiased_flag_as_pytorchs(name):
+    """It was read as dim 0 or 1."""
+    call = SPREAD_WITH_AN_UNBIASED_FLAG[name]
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    check_against_torch(lambda t: call(sg, t), lambda t: call(torch, t), [x])

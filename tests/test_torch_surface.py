@@ -5,6 +5,7 @@ errors, SmoothL1Loss."""
 import numpy as np
 import pytest
 import torch
+from oracle import check_against_torch
 
 import scratchgrad as sg
 
@@ -254,3 +255,31 @@ def test_unravel_index_takes_only_integer_indices():
     for m in (torch, sg):
         with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
             m.unravel_index(m.tensor([1.0]), (2,))
+
+
+ARRAY_4_5_6 = np.random.default_rng(0).standard_normal((4, 5, 6))
+INDICES = [
+    lambda m: (1, slice(None), m.tensor([2, 2, 0])),  # an int apart from the tensor index
+    lambda m: (m.tensor(1), slice(1, 3), [0, -1]),  # a 0-d tensor picks as an int
+    lambda m: (0, ..., m.tensor([[1], [0]]), None),
+    lambda m: (-1, None, m.tensor([True, False, True, True, False]), 1),
+    lambda m: (m.tensor([0, 1]), slice(None), 1),  # apart in both: the dims go in front
+    lambda m: [[0, 1], [2, 3]],  # a list of lists is a tuple, as PyTorch's
+    lambda m: [m.tensor([1, 1]), slice(1, None)],
+    lambda m: [],  # an empty list picks nothing (an int64 index)
+]
+
+
+@pytest.mark.parametrize("index", INDICES)
+def test_ints_and_lists_among_tensor_indices_place_dims_as_torch(index):
+    """PyTorch picks with the ints before it indexes with tensors, so an int does not keep the
+    tensor indices apart: ``x[1, :, t]`` is ``x[1][:, t]``, where NumPy puts the indexed dims
+    in front. Reads, gradients and writes (of a value of the read's shape) are compared."""
+    check_against_torch(lambda x: x[index(sg)], lambda x: x[index(torch)], [ARRAY_4_5_6])
+    out = {}
+    for m in (torch, sg):
+        x = m.tensor(ARRAY_4_5_6)
+        read = x[index(m)]
+        x[index(m)] = m.arange(read.numel(), dtype=m.float64).reshape(read.shape)
+        out[m] = x.numpy()
+    np.testing.assert_array_equal(out[sg], out[torch])

@@ -314,7 +314,7 @@ else:
     isnan, isinf, isfinite = Tensor.isnan, Tensor.isinf, Tensor.isfinite
     isclose, allclose, equal, trace = Tensor.isclose, Tensor.allclose, Tensor.equal, Tensor.trace
     clamp_min, clamp_max, nan_to_num = Tensor.clamp_min, Tensor.clamp_max, Tensor.nan_to_num
-    remainder, floor_divide = Tensor.remainder, Tensor.floor_divide
+    floor_divide = Tensor.floor_divide
     scatter, scatter_add, scatter_reduce = Tensor.scatter, Tensor.scatter_add, Tensor.scatter_reduce
     take_along_dim, index_fill, index_copy = (
         Tensor.take_along_dim,
@@ -578,7 +578,8 @@ else:
 
     def _number_first(method):
         """The module function of a binary method whose first operand may also be a Python
-        number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``."""
+        number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``,
+        ``remainder(5, t)``."""
 
         @_functools.wraps(method)
         def function(input, other):
@@ -595,6 +596,7 @@ else:
         return function
 
     xlogy, float_power = _number_first(Tensor.xlogy), _number_first(Tensor.float_power)
+    remainder = _number_first(Tensor.remainder)
     bitwise_and, bitwise_or, bitwise_xor = map(
         _number_first, (Tensor.bitwise_and, Tensor.bitwise_or, Tensor.bitwise_xor)
     )

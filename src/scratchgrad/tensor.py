@@ -32,6 +32,7 @@ from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.dtypes import (
+    can_cast,
     check_memory_format,
     contiguous_format,
     layout,
@@ -76,9 +77,11 @@ class Tensor:
     # views made in a graph, taken again when it changes in place; both set by Function.apply
     # _base_array: on a detached view only (detach, .data; unset otherwise), its base's array,
     # which storage_offset counts from
+    # _no_grad_view: True on a view taken under no_grad of a tensor that requires grad (unset
+    # otherwise): writing it with grad mode on raises (note_view)
     __slots__ = (
         "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
-        "_base_array", "__weakref__",
+        "_base_array", "_no_grad_view", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -754,6 +757,9 @@ class Tensor:
         return self.to(backend.default_float)
 
     def __pow__(self, other: Any) -> Tensor:
+        if type(other) is int and other < 0 and self.array.dtype == backend.uint8:
+            # (caught here: the number would wrap to a positive uint8 first)
+            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
         return binary.Pow.apply(*self._operands(other))
 
     def __rpow__(self, other: Any) -> Tensor:
@@ -794,6 +800,8 @@ class Tensor:
             return self._compare(name, python_number(other))
         elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
             other = wrapped_int(other, dtype)
+        elif type(other) is float and dtype.kind in "iub":  # in the default float dtype, as
+            x = self._floating()  # PyTorch's: int16 7 == 7.0000001 in float32
         return Tensor._make(_call(_compare, name, x.array, other))
 
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
@@ -1295,16 +1303,23 @@ class Tensor:
         inside one, it is recorded (``_record_in_place``)."""
         other_grad = isinstance(other, Tensor) and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
+            if _state.enabled:
+                _refuse_view_from_no_grad(self, name)
             other = getattr(other, "array", other)
             if type(other) in _NUMBERS and self.array.dtype in backend.SIXTEEN_BIT:
                 other = backend.SixteenBitNumber(other)  # x.mul_(0.1) as x * 0.1
+            # as PyTorch, integer arrays wrap into an unsigned tensor (NumPy's same_kind refuses)
+            unsigned = self.array.dtype.kind == "u" and ufunc != "true_divide"
+            casting = "same_kind"
+            if unsigned and getattr(other, "dtype", backend.float64).kind in "iu":
+                casting = "unsafe"
             try:
                 if capture_hook.recorder is None:
-                    _elementwise(ufunc, self.array, other, out=self.array, casting="same_kind")
+                    _elementwise(ufunc, self.array, other, out=self.array, casting=casting)
                 else:  # scratchgrad.jit: done again at every replay
                     capture_hook.recorder.reach(self)
                     capture_hook.recorder.call(
-                        _elementwise, ufunc, self.array, other, out=self.array, casting="same_kind"
+                        _elementwise, ufunc, self.array, other, out=self.array, casting=casting
                     )
             except (ValueError, TypeError) as error:
                 raise _write_error(name, self.array, error) from None
@@ -1397,7 +1412,7 @@ class Tensor:
 
         def checked(old: Tensor) -> Tensor:
             out = op(old)
-            if not xp.can_cast(out.array.dtype, self.array.dtype, "same_kind"):
+            if not can_cast(out.array.dtype, self.array.dtype):  # (int64 into uint8 too)
                 raise RuntimeError(
                     f"{name}: result type {out.dtype} can't be cast to the desired output "
                     f"type {self.dtype}"
@@ -1414,6 +1429,8 @@ class Tensor:
         )
         if _state.enabled and graph:
             return self._record_in_place(name, lambda old, _: checked(old), None)
+        if _state.enabled:
+            _refuse_view_from_no_grad(self, name)
         return self._copy_from(name, checked(self))
 
     def _take_view_again(self) -> None:
@@ -1426,9 +1443,12 @@ class Tensor:
 
     def _records(self, value: Any) -> bool:
         """Whether overwriting this tensor with ``value`` must be recorded in the graph."""
-        return _state.enabled and (
-            self.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
-        )
+        if not _state.enabled:
+            return False
+        if self.requires_grad or (isinstance(value, Tensor) and value.requires_grad):
+            return True
+        _refuse_view_from_no_grad(self, "an in-place operation")
+        return False
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
@@ -1534,7 +1554,7 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        index = _index(index, self.array)
+        index = _index(index, self.array, (self, value))
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
             return
@@ -1700,6 +1720,8 @@ class Tensor:
 
     def sign(self) -> Tensor:
         _refuse_complex(self, "sign")
+        if self.array.dtype == backend.bool_:  # as PyTorch's (NumPy has no bool sign)
+            return self.clone()
         return unary.Step.apply(self, ufunc=xp.sign)
 
     def floor(self) -> Tensor:
@@ -1741,6 +1763,8 @@ class Tensor:
     negative = neg
 
     def square(self) -> Tensor:
+        if self.array.dtype == backend.bool_:  # as PyTorch's pow(x, 2): bools give int64
+            return self.long()
         return self * self
 
     def rsqrt(self) -> Tensor:
@@ -2150,7 +2174,7 @@ class Tensor:
 
     def sgn(self) -> Tensor:
         """``sign`` for real tensors (bools: a copy), as ``torch.sgn``."""
-        return self.clone() if self.array.dtype == backend.bool_ else self.sign()
+        return self.sign()
 
     absolute = abs
 
@@ -2323,6 +2347,11 @@ class Tensor:
             raise RuntimeError(
                 f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}"
             )
+        if isinstance(value, Tensor) and value.ndim:  # (where() would broadcast it)
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
         out = where(mask, value, self)
         return out if out.array.dtype == self.array.dtype else out.to(self.array.dtype)
 
@@ -2358,7 +2387,7 @@ class Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
             return self.to(dtype).sum(dim, keepdim).to(dtype)
-        dims = None if dim is None else _dims(dim, self.array.ndim, unique=True)  # None: all
+        dims = _reduced_dims(dim, self.array.ndim)  # None: all
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
@@ -2375,7 +2404,7 @@ class Tensor:
             return self.to(dtype).mean(dim, keepdim)
         if not backend.can_require_grad(self.array.dtype):
             raise RuntimeError(f"mean: needs a floating point tensor, got {self.array.dtype}")
-        dims = _dims(dim, self.array.ndim, unique=True)
+        dims = _reduced_dims(dim, self.array.ndim)
         return reduce.Mean.apply(self, dim=dims, keepdim=keepdim)
 
     def var(
@@ -2390,17 +2419,19 @@ class Tensor:
         return self._variance("var", dim, unbiased, keepdim, correction)
 
     def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
-        return unary.SqrtOfVariance.apply(self._variance("std", dim, unbiased, keepdim, correction))
+        return self._variance("std", dim, unbiased, keepdim, correction)
 
     def _variance(
         self, name: str, dim, unbiased: bool, keepdim: bool, correction, stacklevel: int = 3
     ) -> Tensor:
-        """var for ``name`` (var, std, var_mean, std_mean), which PyTorch's warning names when
-        no degree of freedom is left (one sample with the correction: the result is NaN);
-        ``stacklevel`` points the warning at the caller's line."""
+        """The variance (``name`` var or var_mean) or the standard deviation (std, std_mean),
+        the name PyTorch's warning gives when no degree of freedom is left (one sample with the
+        correction: the result is NaN); ``stacklevel`` points the warning at the caller's line."""
+        if isinstance(dim, bool):  # var(x, False): the unbiased flag, as PyTorch reads it
+            dim, unbiased = None, dim
         if correction is None:
             correction = 1 if unbiased else 0
-        dims = _dims(dim, self.array.ndim)
+        dims = _reduced_dims(dim, self.array.ndim)
         count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         if count - correction <= 0:
             warnings.warn(
@@ -2409,20 +2440,25 @@ class Tensor:
                 UserWarning,
                 stacklevel=stacklevel,
             )
-        centered = self - self.mean(dim, keepdim=True)
+        wide = backend.accumulation_dtype(self.array.dtype)  # as PyTorch: 16-bit floats in
+        x = self if wide is None else self.to(wide)  # float32 (300**2 overflows float16)
+        centered = x - x.mean(dim, keepdim=True)
         if centered.is_complex():  # |x - mean|**2: a real variance, as PyTorch's
             squares = (centered * centered.conj()).real
         else:
             squares = centered * centered
-        return squares.sum(dim, keepdim) / builtins.max(count - correction, 0)
+        out = squares.sum(dim, keepdim) / builtins.max(count - correction, 0)
+        if name.startswith("std"):
+            out = unary.SqrtOfVariance.apply(out)
+        return out if wide is None else out.to(self.dtype)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         _refuse_complex(self, "amax")
-        return reduce.Amax.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
+        return reduce.Amax.apply(self, dim=_reduced_dims(dim, self.array.ndim), keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         _refuse_complex(self, "amin")
-        return reduce.Amin.apply(self, dim=_dims(dim, self.array.ndim, True), keepdim=keepdim)
+        return reduce.Amin.apply(self, dim=_reduced_dims(dim, self.array.ndim), keepdim=keepdim)
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
         """``(min, max)`` over ``dim`` (or all entries), as ``torch.aminmax``."""
@@ -2528,13 +2564,20 @@ class Tensor:
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
-        top = self.detach().amax(dim, keepdim=True)
+        x = self._floating()  # integers and bools: as PyTorch, in the default float dtype
+        if x.array.size == 0:  # log(0) = -inf, as PyTorch's (amax has no identity)
+            return x.exp().sum(dim, keepdim).log()
+        top = x.detach().amax(dim, keepdim=True)
         top = top.masked_fill(top.abs() == math.inf, 0)  # all -inf: nothing to take out
-        out = (self - top).exp().sum(dim, keepdim=True).log() + top
-        return out if keepdim else out.squeeze(_dims(dim, self.array.ndim))
+        out = (x - top).exp().sum(dim, keepdim=True).log() + top
+        return out if keepdim else out.squeeze(_reduced_dims(dim, x.array.ndim))
 
     def norm(
-        self, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
+        self,
+        p: float | str = 2,
+        dim: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        dtype: Any = None,
     ):
         """The p-norm over ``dim`` (all entries by default; ``"fro"``: 2; ``"nuc"``: the
         nuclear norm of the matrices over two dims), with PyTorch's gradients where it has an
@@ -2546,11 +2589,13 @@ class Tensor:
         >>> x.grad
         tensor([0., 0.])
         """
-        if not backend.is_floating(self.array.dtype):
+        if not backend.can_require_grad(self.array.dtype):  # (floating or complex)
             raise RuntimeError(
                 f"norm: expected a floating point tensor, got {self.array.dtype} (as PyTorch's "
                 "linalg.vector_norm; x.float() first)"
             )
+        if dtype is not None:  # computed in ``dtype``, as PyTorch's
+            return self.to(dtype).norm(p, dim, keepdim)
         if p == "nuc":
             from scratchgrad.linalg import matrix_norm  # (linalg imports this module)
 
@@ -2625,7 +2670,8 @@ class Tensor:
         n = last.shape[-1]
         rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
         up_to = Tensor._make(namespace(x.array).tri(n, dtype=bool))  # j <= k
-        return where(up_to, rows, 1).prod(-1).movedim(-1, dim)
+        # (prod's dtype: an int32 product stays int32, not prod's int64)
+        return where(up_to, rows, 1).prod(-1, dtype=x.dtype).movedim(-1, dim)
 
     def diff(
         self,
@@ -3215,8 +3261,16 @@ class Tensor:
         return self.repeat((1,) * (self.array.ndim - len(dims)) + dims)
 
     def masked_select(self, mask: Tensor) -> Tensor:
-        """The entries where ``mask`` (broadcast to this tensor's shape) is True, as a vector."""
-        return self[mask.expand(self.shape) if mask.shape != self.shape else mask]
+        """The entries where ``mask`` is True, as a vector; the two broadcast together (either
+        may grow), as ``torch.masked_select``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1.0], [2.0]]).masked_select(sg.tensor([True, False, True])).tolist()
+        [1.0, 1.0, 2.0, 2.0]
+        """
+        shape = broadcast_shapes(self.shape, mask.shape)
+        x = self if self.shape == shape else self.expand(shape)
+        return x[mask if mask.shape == shape else mask.expand(shape)]
 
     def nonzero(self, *, as_tuple: bool = False):
         """The indices of the nonzero entries: a (count, ndim) int64 tensor, or one vector per
@@ -3302,7 +3356,7 @@ class Tensor:
         return _unique_results(values, inverse, counts, return_inverse, return_counts)
 
     def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
-        dims = _dims(dim, self.array.ndim, unique=True)
+        dims = _reduced_dims(dim, self.array.ndim)
         return Tensor._make(_call(_count_nonzero, self.array, dims))
 
     def flip(self, *args: Any, dims: Any = None) -> Tensor:
@@ -3419,7 +3473,7 @@ class Tensor:
             )
         size = shape[dim] if shape else 1
         _call(_check_index_add, index.array, size, dim, len(shape) <= 1)  # a replay checks too
-        return _index((slice(None),) * dim + (index.reshape(-1),), self.array)
+        return _index((slice(None),) * dim + (index.reshape(-1),), self.array, (source,))
 
     def unfold(self, dimension: int, size: int, step: int) -> Tensor:
         """The windows of ``size`` entries every ``step`` along ``dimension``, as a new last
@@ -3668,7 +3722,7 @@ class Tensor:
         return self[(slice(None),) * dim + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
-        index = _index(index, self.array)
+        index = _index(index, self.array, (self,))
         if capture_hook.recorder is not None and any(_is_mask(item) for item in index):
             # a replay would give the recorded count to what follows (a mean's divisor)
             capture_hook.recorder.refuse(
@@ -3694,7 +3748,7 @@ class Tensor:
             raise RuntimeError(f"gather(): Expected dtype int32/int64 for index, got {index.dtype}")
         _call(_check_indices, "gather", index.array, self.array.shape[dim], dim)
         grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
-        grids[dim] = index.array
+        grids[dim] = index  # a Tensor: copied if a graph keeps it (see graph_keeps)
         return self[tuple(grids)]
 
     def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
@@ -3930,8 +3984,8 @@ class Tensor:
         mask = _call(index_mask, index.array, self.array.shape, dim)  # a replay too
         if isinstance(value, Tensor):
             value = value.to(self.array.dtype)
-        else:
-            value = written_number(value, self.array.dtype)
+        else:  # (a 0-d tensor of this dtype: a number would promote a bool tensor)
+            value = self.new_full((), written_number(value, self.array.dtype))
         return binary.Where.apply(mask, value, self)
 
     def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -4131,7 +4185,13 @@ class Tensor:
         >>> sg.dist(sg.tensor([3.0, 0.0]), sg.tensor([0.0, 4.0]))
         tensor(5.)
         """
-        return p_norm(self - other, p, None)
+        diff = self - other
+        if not backend.can_require_grad(diff.dtype):  # (floating or complex)
+            raise RuntimeError(
+                "norm(): input dtype should be either floating point or complex. Got "
+                f"{_kind_name(diff.dtype)} instead."
+            )
+        return p_norm(diff, p, None)
 
     def pad(self, widths: Sequence[tuple[int, int]], value: float = 0.0) -> Tensor:
         return movement.Pad.apply(self, widths=tuple(map(tuple, widths)), value=value)
@@ -5101,6 +5161,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     check_same_dtype("cdist", x1, x2)
+    if not backend.is_floating(x1.dtype):
+        raise RuntimeError(
+            f"cdist only supports floating-point dtypes, X1 got: {_kind_name(x1.dtype)}"
+        )
     return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
 
 
@@ -5558,7 +5622,7 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         dim, unbiased = None, dim
     # the warning's stack: past this function, var_mean (or std_mean) and its wrapper
     out = x._variance(name, dim, unbiased, keepdim, correction, stacklevel=5)
-    return unary.SqrtOfVariance.apply(out) if name == "std_mean" else out, x.mean(dim, keepdim)
+    return out, x.mean(dim, keepdim)
 
 
 def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
@@ -5944,6 +6008,16 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
     return () if ndim == 0 else dims
 
 
+def _reduced_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """``_dims`` for a reduction (repeats refused), where PyTorch reads an empty list of dims
+    as all of them: ``x.sum(())`` is ``x.sum()``.
+
+    >>> _reduced_dims((), 2), _reduced_dims([-1], 2)
+    (None, (1,))
+    """
+    return _dims(dim, ndim, unique=True) or None
+
+
 def wrap_dim(dim: Any, ndim: int) -> int:
     """One dim, normalised to ``[0, ndim)`` and range-checked as PyTorch does (a 0-d tensor
     takes 0 and -1, both normalised to 0)."""
@@ -6045,18 +6119,33 @@ def _is_mask(item: Any) -> bool:
     return backend.is_array(item) and item.dtype.kind == "b" and item.ndim > 0
 
 
-def _index(index: Any, array: Any) -> tuple:
+def graph_keeps(*operands: Any) -> bool:
+    """Whether a graph will keep the index of an op on ``operands`` for its backward: then
+    the index tensors' arrays are copied, so that a later write into one cannot change the
+    gradient (PyTorch raises at backward instead). Not while jit records: it reads each
+    call's index through its array."""
+    return (
+        _state.enabled
+        and capture_hook.recorder is None
+        and any(isinstance(t, Tensor) and t.requires_grad for t in operands)
+    )
+
+
+def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     """An index into ``array`` as a tuple its array module understands; tensors and lists
     become integer or bool arrays, on ``array``'s device (as PyTorch takes CPU indices for a
-    GPU tensor)."""
+    GPU tensor); a tensor's array is copied where a graph keeps the index of an op on
+    ``operands`` (see ``graph_keeps``)."""
     if not isinstance(index, tuple):
-        index = (index,)
+        index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = []
+    arrays = False
     for item in index:
-        if isinstance(item, Tensor):
+        shared = isinstance(item, Tensor)  # then its array is the index tensor's memory
+        if shared:
             item = item.array
         elif isinstance(item, list):
-            item = xp.asarray(item)
+            item = xp.asarray(item) if item else xp.zeros(0, backend.int64)
         elif type(item) is slice and item.step is not None and item.step <= 0:
             # PyTorch's errors; NumPy would flip the tensor
             raise ValueError(
@@ -6077,10 +6166,118 @@ def _index(index: Any, array: Any) -> tuple:
                 )
             if type(item) is not type(array):
                 item = _index_on_device(item, array)
+            elif shared and graph_keeps(*operands):
+                item = item.copy()
+            arrays = True
         items.append(item)
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
         _check_bounds(items, array.shape)
+    if arrays and _picks_apart(items):
+        return _as_grids(items, array)
     return tuple(items)
+
+
+def _sequence_as_tuple(index: Any) -> bool:
+    """PyTorch's (and old NumPy's) reading of a list index: one holding a tensor, a sequence,
+    a slice, None or Ellipsis (and under 32 items) is a tuple, so ``x[[[0, 1], [2, 3]]]`` is
+    ``x[[0, 1], [2, 3]]``.
+
+    >>> _sequence_as_tuple([[0, 1], [2, 3]]), _sequence_as_tuple([0, 1])
+    (True, False)
+    """
+    return (
+        type(index) is list
+        and len(index) < 32
+        and any(
+            isinstance(item, (Tensor, list, tuple, slice)) or item is None or item is Ellipsis
+            for item in index
+        )
+    )
+
+
+def _is_pick(item: Any) -> bool:
+    """An int (or 0-d integer array) index item: PyTorch selects with it before it indexes."""
+    if backend.is_array(item):
+        return item.ndim == 0 and item.dtype.kind in "iu"
+    return isinstance(item, int) and not isinstance(item, bool)
+
+
+def _picks_apart(items: list) -> bool:
+    """Whether NumPy and PyTorch place an advanced index's dims differently: NumPy counts ints
+    among the advanced indices (so ``x[0, :, [1, 2]]`` moves the indexed dims to the front,
+    shape ``(2, n)``), PyTorch selects with the ints first (``x[0][:, [1, 2]]``, ``(n, 2)``).
+    They differ only where ints alone keep the arrays apart. A bool scalar (an advanced index
+    to NumPy, a new dim to PyTorch) is left to NumPy."""
+    advanced = [backend.is_array(item) and item.ndim > 0 for item in items]
+    picks = [_is_pick(item) for item in items]
+    bool_scalar = any(
+        isinstance(item, bool) or (backend.is_array(item) and item.dtype.kind == "b" and not a)
+        for item, a in zip(items, advanced)
+    )
+    if bool_scalar or not any(picks) or not any(advanced):
+        return False
+    kept = [a for a, p in zip(advanced, picks) if not p]
+    return _adjacent(kept) and not _adjacent([a or p for a, p in zip(advanced, picks)])
+
+
+def _adjacent(flags: list) -> bool:
+    """Whether the True entries of ``flags`` (at least one) are next to each other."""
+    first, last = flags.index(True), len(flags) - flags[::-1].index(True)
+    return all(flags[first:last])
+
+
+def _as_grids(items: list, array: Any) -> tuple:
+    """``items`` (where ``_picks_apart``) as one NumPy index giving PyTorch's layout: every
+    item an integer array (a slice its range) shaped to broadcast to the result, the advanced
+    indices' dims where the first of them stands."""
+    shape = array.shape
+    consumed = sum(_dims_taken(item) for item in items)
+    flat = []  # Ellipsis spelled out, each mask as its nonzero() arrays
+    for item in items:
+        if item is Ellipsis:
+            flat += [slice(None)] * (len(shape) - consumed)
+        elif backend.is_array(item) and item.dtype.kind == "b":
+            flat += list(item.nonzero())
+        else:
+            flat.append(item)
+    shapes = [item.shape for item in flat if backend.is_array(item) and item.ndim]
+    try:
+        block = xp.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(
+            f"shape mismatch: indexing tensors could not be broadcast together with shapes "
+            f"{', '.join(str(list(s)) for s in shapes)}"
+        ) from None
+    ndim = sum(type(item) is slice or item is None for item in flat) + len(block)
+    grids, position, dim, start = [], 0, 0, None
+    for item in flat:
+        if item is None:  # a dim of size 1 in every grid
+            position += 1
+            continue
+        if type(item) is slice:
+            steps = namespace(array).arange(*item.indices(shape[dim]))
+            grids.append(steps.reshape(_placed(ndim, position, (-1,))))
+            position += 1
+        elif backend.is_array(item) and item.ndim:
+            if start is None:
+                start, position = position, position + len(block)
+            grids.append(item.reshape(_placed(ndim, start + len(block) - item.ndim, item.shape)))
+        else:
+            grids.append(item)
+        dim += 1
+    return tuple(grids)
+
+
+def _dims_taken(item: Any) -> int:
+    """How many dims of the indexed array an index item consumes."""
+    if item is None or item is Ellipsis:
+        return 0
+    return item.ndim if backend.is_array(item) and item.dtype.kind == "b" else 1
+
+
+def _placed(ndim: int, at: int, sizes: tuple) -> tuple:
+    """A shape of ``ndim`` ones with ``sizes`` from dim ``at``."""
+    return (1,) * at + tuple(sizes) + (1,) * (ndim - at - len(sizes))
 
 
 def _compare(name: str, x: Any, y: Any) -> Any:
@@ -6349,12 +6546,18 @@ def p_norm(x: Tensor, p: float, dim: Any = None, keepdim: bool = False) -> Tenso
     >>> p_norm(Tensor([[3.0, 4.0], [0.0, 0.0]]), 2, -1)
     tensor([5., 0.])
     """
+    if x.array.dtype.kind == "c":  # the norm of the moduli: real, as PyTorch's
+        return p_norm(x.abs(), p, dim, keepdim)
     if p == 0:
-        return x.sign().abs().sum(dim, keepdim)  # (sign's gradient is 0)
+        # NaN counts as nonzero, as in PyTorch, though sign(NaN) is 0 (sign's gradient is 0)
+        return x.sign().abs().masked_fill(x.isnan(), 1).sum(dim, keepdim)
     if p == math.inf:
         return x.abs().amax(dim, keepdim)
     if p == -math.inf:
         return x.abs().amin(dim, keepdim)
+    wide = backend.accumulation_dtype(x.array.dtype)
+    if wide is not None:  # as PyTorch: 16-bit floats in float32 (300**2 overflows float16)
+        return p_norm(x.to(wide), p, dim, keepdim).to(x.dtype)
     if p == 1:
         return x.abs().sum(dim, keepdim)
     if p == 2:
@@ -6430,6 +6633,18 @@ def _mapped(name: str, results: list, dtype: Any) -> Any:
         if not isinstance(result, numbers.Real):
             raise TypeError(f"{name}: must be real number, not {type(result).__name__}")
     return to_array(results, dtype)
+
+
+def _refuse_view_from_no_grad(tensor: Tensor, name: str) -> None:
+    """PyTorch's error for an in-place change, with grad mode on, of a view taken under
+    ``no_grad`` of a tensor that requires grad (``note_view`` marks it): the view is out of the
+    graph, so the change would be missing from its base's gradient (it was, silently)."""
+    if getattr(tensor, "_no_grad_view", False):  # unset on all other tensors
+        raise RuntimeError(
+            f"{name}: a view was created in no_grad mode and is being modified inplace with "
+            "grad mode enabled. Take the view and change it both inside the no_grad block (the "
+            "change is not tracked) or both outside (it is)"
+        )
 
 
 def _reached(tensor: Tensor) -> None:

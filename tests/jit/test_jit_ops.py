@@ -17,6 +17,7 @@ CALLS = 5  # eager, record, record again (checked against the first), replay, re
 REFUSED = {
     "getitem_mask": "boolean mask",
     "masked_select": "boolean mask",
+    "masked_select_broadcast": "boolean mask",
     "index_put_mask": "boolean mask",
     "masked_scatter": "depends on the mask",
     "repeat_interleave_counts": "tensor of counts",

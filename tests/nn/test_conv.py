@@ -223,6 +223,23 @@ def test_unfold_and_fold_match_torch(options):
     )
 
 
+def test_unbatched_unfold_and_fold_match_torch():
+    """(C, H, W) unfolds to (C*KH*KW, L), and (C*KH*KW, L) folds back to (C, H, W)."""
+    options = dict(kernel_size=(2, 3), dilation=2, padding=1, stride=(2, 1))
+    rng = np.random.default_rng(8)
+    check_against_torch(
+        lambda t: F.fold(F.unfold(t, **options), (7, 8), **options),
+        lambda t: TF.fold(TF.unfold(t, **options), (7, 8), **options),
+        [rng.standard_normal((3, 7, 8))],
+    )
+    cols = rng.standard_normal(TF.unfold(torch.zeros(3, 7, 8), **options).shape)
+    check_against_torch(
+        lambda t: F.fold(t, (7, 8), **options), lambda t: TF.fold(t, (7, 8), **options), [cols]
+    )
+    with pytest.raises(RuntimeError, match="unfold: expected a 3-d or 4-d input"):
+        F.unfold(sg.zeros(7, 8), 2)
+
+
 @pytest.mark.parametrize(
     "size, options",
     [

@@ -34,6 +34,18 @@ def test_lp_pool_matches_torch(dims, p, window, dtype):
     )
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("p", [float("inf"), -float("inf")])
+def test_infinite_norms_are_max_pools_of_the_absolute_values_as_torch(dims, p):
+    name = f"lp_pool{dims}d"
+    x = np.random.default_rng(dims).standard_normal((2, 3, *(7, 6, 5)[:dims]))
+    check_against_torch(
+        lambda x: getattr(F, name)(x, p, 3, 2, True),
+        lambda x: getattr(TF, name)(x, p, 3, 2, True),
+        [x],
+    )
+
+
 def test_gradcheck_and_gradgradcheck():
     x = sg.tensor(np.random.default_rng(0).uniform(0.5, 2.0, (1, 2, 4, 4)), requires_grad=True)
     assert sg.autograd.gradcheck(lambda x: F.lp_pool2d(x, 3, 2), (x,))

@@ -169,6 +169,45 @@ def test_pad_errors():
         F.pad(sg.ones(1, 1, 2, 2), (1, 1), mode="reflect")
 
 
+@pytest.mark.parametrize(
+    ("mode", "widths"),
+    [
+        ("constant", (2, -6)),  # Python's slice would wrap -1 around instead
+        ("constant", (-6, 2)),
+        ("constant", (-3, -3)),
+        ("circular", (0, -6)),
+        ("reflect", (-2, -3)),  # reflect and replicate refuse an empty result too
+        ("replicate", (-5, 0)),
+    ],
+)
+def test_pad_refuses_to_crop_more_than_the_dim_as_torch(mode, widths):
+    with pytest.raises(RuntimeError):
+        TF.pad(torch.ones(1, 2, 5), widths, mode=mode)
+    with pytest.raises(RuntimeError, match="pad: .*5"):
+        F.pad(sg.ones(1, 2, 5), widths, mode=mode)
+
+
+@pytest.mark.parametrize(
+    ("mode", "widths"),
+    [
+        ("constant", (-2, -3)),  # empty
+        ("constant", (-5, 2)),
+        ("circular", (-4, -1)),
+        ("reflect", (3, -7)),  # reflect/replicate pad about the uncropped edge
+        ("reflect", (-6, 2)),
+        ("replicate", (2, -6)),
+    ],
+)
+def test_pad_crops_to_what_torch_allows(mode, widths):
+    """The edge cases of cropping that PyTorch accepts."""
+    expected = TF.pad(torch.ones(1, 2, 5), widths, mode=mode)
+    data = np.random.default_rng(1).standard_normal((1, 2, 5))
+    check_against_torch(
+        lambda x: F.pad(x, widths, mode=mode), lambda x: TF.pad(x, widths, mode=mode), [data]
+    )
+    assert tuple(expected.shape) == tuple(F.pad(sg.ones(1, 2, 5), widths, mode=mode).shape)
+
+
 # ---- finite differences on the composed layers --------------------------------------------------
 
 

@@ -442,6 +442,59 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, sg.tensor([0, 1, 2]), label_smoothing=1.2)
 
 
+@pytest.mark.parametrize("delta", [0.0, -1.0])
+def test_huber_delta_must_be_positive_as_torch(delta):
+    """PyTorch refuses delta <= 0 (smooth_l1_loss takes beta=0: its L1 limit)."""
+    with pytest.raises(RuntimeError, match="non-positive values for delta"):
+        torch.nn.functional.huber_loss(torch.rand(3), torch.rand(3), delta=delta)
+    with pytest.raises(RuntimeError, match="non-positive values for delta"):
+        F.huber_loss(sg.rand(3), sg.rand(3), delta=delta)
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("binary_cross_entropy", "weight"),
+        ("binary_cross_entropy_with_logits", "weight"),
+        ("binary_cross_entropy_with_logits", "pos_weight"),
+    ],
+)
+@pytest.mark.parametrize("dtype, weight_dtype", [("float32", "float64"), ("float64", "float32")])
+def test_binary_cross_entropy_weights_take_the_input_dtype_as_torch(
+    name, option, dtype, weight_dtype
+):
+    """PyTorch's kernels cast these weights to the loss's dtype: a float64 weight (from NumPy,
+    say) leaves a float32 loss float32, where the other losses' weights promote."""
+    x, target, weight = np.random.default_rng(10).uniform(0.1, 0.9, (3, 3, 4))
+    theirs = getattr(torch.nn.functional, name)(
+        torch.tensor(x, dtype=getattr(torch, dtype)),
+        torch.tensor(target, dtype=getattr(torch, dtype)),
+        **{option: torch.tensor(weight[0], dtype=getattr(torch, weight_dtype))},
+    )
+    ours = getattr(F, name)(
+        sg.tensor(x, dtype=getattr(sg, dtype)),
+        sg.tensor(target, dtype=getattr(sg, dtype)),
+        **{option: sg.tensor(weight[0], dtype=getattr(sg, weight_dtype))},
+    )
+    assert str(ours.dtype) == dtype == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs, dtype)
+
+
+@pytest.mark.parametrize("dtype, target_dtype", [("float32", "float64"), ("float64", "int64")])
+def test_soft_margin_loss_takes_the_input_dtype_as_torch(dtype, target_dtype):
+    x = np.random.default_rng(11).standard_normal((3, 4))
+    target = np.sign(np.random.default_rng(12).standard_normal((3, 4)))
+    theirs = torch.nn.functional.soft_margin_loss(
+        torch.tensor(x, dtype=getattr(torch, dtype)),
+        torch.tensor(target, dtype=getattr(torch, target_dtype)),
+    )
+    ours = F.soft_margin_loss(
+        sg.tensor(x, dtype=getattr(sg, dtype)), sg.tensor(target, dtype=getattr(sg, target_dtype))
+    )
+    assert str(ours.dtype) == dtype == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs, dtype)
+
+
 def test_binary_losses_need_matching_shapes():
     with pytest.raises(ValueError, match="different to the input size"):
         F.binary_cross_entropy(sg.rand(3), sg.rand(3, 1))

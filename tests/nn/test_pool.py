@@ -167,6 +167,30 @@ def test_avg_pool2d_divisor_override(options):
     )
 
 
+@pytest.mark.parametrize(
+    "pool, options",
+    [
+        ("avg_pool1d", dict(kernel_size=2)),
+        ("avg_pool2d", dict(kernel_size=2)),
+        ("avg_pool2d", dict(kernel_size=(1, 3), padding=(0, 1), ceil_mode=True)),
+        ("avg_pool2d", dict(kernel_size=3, padding=1, count_include_pad=False)),
+        ("avg_pool2d", dict(kernel_size=2, divisor_override=3)),
+        ("avg_pool3d", dict(kernel_size=(1, 2, 2))),
+    ],
+    ids=str,
+)
+def test_avg_pool_of_int64_truncates_as_torch(pool, options):
+    """int64 pools to int64, each mean truncated toward zero; other integer dtypes raise."""
+    shape = {"avg_pool1d": (2, 3, 5), "avg_pool2d": (2, 3, 4, 5), "avg_pool3d": (1, 2, 3, 4, 5)}
+    x = np.random.default_rng(9).integers(-9, 10, shape[pool])
+    ours = getattr(F, pool)(sg.tensor(x), **options)
+    theirs = getattr(TF, pool)(torch.tensor(x), **options)
+    assert ours.dtype == sg.int64
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(NotImplementedError, match="not implemented for int32"):
+        getattr(F, pool)(sg.tensor(x, dtype=sg.int32), **options)
+
+
 # ---- adaptive_avg_pool2d ------------------------------------------------------------------
 
 

@@ -538,7 +538,9 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: b
     seen by every graph that saved the other. It also remembers its base (the tensor that owns
     the memory) and the view steps that lead from it, so that an in-place change through the
     view can be recorded on the base (``Tensor._record_in_place``), and, if ``record`` (it is
-    in a graph), the base's in-place changes take it again from the base."""
+    in a graph), the base's in-place changes take it again from the base; if not, and
+    ``source`` requires grad (grad mode is off), it is marked ``_no_grad_view``, as its views
+    are: PyTorch refuses to change it in place with grad mode on."""
     result._counter = source._shared_counter()
     base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
     result._view = (base, (*steps, (cls, kwargs)))
@@ -547,6 +549,8 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: b
         if views is None:
             base._views = views = weakref.WeakSet()
         views.add(result)
+    elif source.requires_grad or getattr(source, "_no_grad_view", False):
+        result._no_grad_view = True
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

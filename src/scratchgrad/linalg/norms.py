@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scratchgrad.autograd.function import Function
-from scratchgrad.backend import namespace
+from scratchgrad.backend import accumulation_dtype, namespace
 from scratchgrad.linalg.checks import check_floating, check_same_dtype
 from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.tensor import Tensor, broadcast_tensors, where, wrap_dim
@@ -98,7 +98,12 @@ def vector_norm(
     """
     if dtype is not None:
         x = x.to(dtype)
-    check_floating("linalg.vector_norm", x)
+    if x.is_complex():  # the norm of the moduli: real, as PyTorch's
+        return vector_norm(x.abs(), ord, dim, keepdim)
+    check_floating("linalg.vector_norm", x, low_precision=True)
+    wide = accumulation_dtype(x.dtype)
+    if wide is not None:  # as PyTorch: 16-bit floats in float32 (300**2 overflows float16)
+        return vector_norm(x.to(wide), ord, dim, keepdim).to(x.dtype)
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     dims = _wrapped("linalg.vector_norm", dim, x.ndim)

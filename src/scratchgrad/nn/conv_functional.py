@@ -366,13 +366,14 @@ def unfold(
     padding: IntPair = 0,
     stride: IntPair = 1,
 ) -> Tensor:
-    """Every sliding window of ``(N, C, H, W)`` as a column: ``(N, C*KH*KW, OH*OW)``.
+    """Every sliding window of ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) as a column:
+    ``(N, C*KH*KW, OH*OW)``.
 
     >>> import scratchgrad as sg
     >>> unfold(sg.arange(4.0).reshape(1, 1, 2, 2), 1).shape
     (1, 1, 4)
     """
-    x, _ = _batched(input, 4, "unfold", allow_unbatched=False)
+    x, batched = _batched(input, 4, "unfold")
     kernel_size, dilation, stride, padding = (
         _ntuple(value, 2, f"unfold: {label}")
         for value, label in (
@@ -385,7 +386,8 @@ def unfold(
     pads = _symmetric(padding)
     _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
     cols = Unfold.apply(x, kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride)
-    return cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)._as_base()
+    out = cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)._as_base()
+    return out if batched else out.squeeze(0)
 
 
 def fold(
@@ -396,8 +398,8 @@ def fold(
     padding: IntPair = 0,
     stride: IntPair = 1,
 ) -> Tensor:
-    """Add columns ``(N, C*KH*KW, L)`` back into an image ``(N, C, *output_size)``: the adjoint
-    of ``unfold`` (overlapping windows add up).
+    """Add columns ``(N, C*KH*KW, L)`` (or unbatched ``(C*KH*KW, L)``) back into an image
+    ``(N, C, *output_size)``: the adjoint of ``unfold`` (overlapping windows add up).
 
     >>> import scratchgrad as sg
     >>> fold(sg.ones(1, 4, 4), (3, 3), 2)[0, 0]
@@ -405,8 +407,7 @@ def fold(
             [2., 4., 2.],
             [1., 2., 1.]])
     """
-    if input.ndim != 3:
-        raise RuntimeError(f"fold: expected a 3-d input (N, C*KH*KW, L), got shape {input.shape}")
+    x, batched = _batched(input, 3, "fold")
     output_size, kernel_size, dilation, stride, padding = (
         _ntuple(value, 2, f"fold: {label}")
         for value, label in (
@@ -419,14 +420,15 @@ def fold(
     )
     pads = _symmetric(padding)
     _output_size(output_size, kernel_size, stride, pads, dilation, "fold")
-    return Fold.apply(
-        input.permute(1, 2, 0).reshape(input.shape[1], -1),  # batch last
+    out = Fold.apply(
+        x.permute(1, 2, 0).reshape(x.shape[1], -1),  # batch last
         output_size=output_size,
         kernel_size=kernel_size,
         dilation=dilation,
         padding=pads,
         stride=stride,
     )
+    return out if batched else out.squeeze(0)
 
 
 # ---- pooling --------------------------------------------------------------------------------
@@ -569,6 +571,8 @@ def _avg_pool(
     """The mean pooling over ``dims`` spatial dims that ``avg_pool1d``, ``avg_pool2d`` and
     ``avg_pool3d`` are, named ``name`` in its errors."""
     x, batched = _batched(input, dims + 2, name)
+    if not (x.is_floating_point() or x.dtype == backend.int64):
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
     if divisor_override == 0:
         raise RuntimeError(f"{name}: divisor_override must not be zero")
     geometry = _pool_args(kernel_size, stride, padding, 1, dims, name)
@@ -595,7 +599,8 @@ def _avg_pool(
         ).to(x.device)
     else:
         divisor = math.prod(kernel_size)
-    out = sums / divisor
+    # NOTE: integer inputs pool to integers, each mean truncated toward zero (PyTorch's kernel)
+    out = sums / divisor if x.is_floating_point() else sums.div(divisor, rounding_mode="trunc")
     return out if batched else out.squeeze(0)
 
 
@@ -688,7 +693,7 @@ def lp_pool1d(
     >>> lp_pool1d(sg.tensor([[[3.0, 4.0, 1.0, 0.0]]]), 2, 2)
     tensor([[[5., 1.]]])
     """
-    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, avg_pool1d)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, avg_pool1d, max_pool1d)
 
 
 def lp_pool2d(
@@ -706,7 +711,7 @@ def lp_pool2d(
     >>> lp_pool2d(sg.tensor([[[[3.0, 0.0], [0.0, 4.0]]]]), 2, 2)
     tensor([[[[5.]]]])
     """
-    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, avg_pool2d)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, avg_pool2d, max_pool2d)
 
 
 def lp_pool3d(
@@ -722,11 +727,18 @@ def lp_pool3d(
     >>> lp_pool3d(sg.ones(1, 2, 2, 2), 1, 2)
     tensor([[[[8.]]]])
     """
-    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, avg_pool3d)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, avg_pool3d, max_pool3d)
 
 
-def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, dims: int, average) -> Tensor:
-    """lp_pool1d/2d/3d: PyTorch's steps, so its values and gradients come out."""
+def _lp_pool(
+    input, norm_type, kernel_size, stride, ceil_mode, dims: int, average, maximum
+) -> Tensor:
+    """lp_pool1d/2d/3d: PyTorch's steps, so its values and gradients come out. The infinity
+    norms are the limits, each window's largest (or, for -inf, smallest) absolute value."""
+    if norm_type == math.inf:
+        return maximum(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -maximum(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     size = math.prod(_ntuple(kernel_size, dims, f"lp_pool{dims}d: kernel_size"))
     stride = kernel_size if stride is None else stride
     out = average(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)

@@ -45,6 +45,7 @@ from scratchgrad.tensor import (
     cat,
     check_same_dtype,
     distance_norm,
+    graph_keeps,
     names_bad_arguments,
     p_norm,
     where,
@@ -753,7 +754,7 @@ def embedding(
         _embedding_renorm_(weight, index, max_norm, norm_type)
     if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
         return _embedding_sparse_grad(weight, index, padding_idx, scale_grad_by_freq)
-    out = weight[index]
+    out = weight[index.copy() if graph_keeps(weight) else index]
     if scale_grad_by_freq:
         # the same values, and a gradient divided by each index's count: (out - out) is zero
         scale = capture_hook.call(_inverse_counts, index, n).astype(out.dtype, copy=False)
@@ -848,7 +849,7 @@ def embedding_bag(
     capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
     if max_norm is not None:
         _embedding_renorm_(weight, flat.array, max_norm, norm_type)
-    rows = weight[flat.array]  # (T, D)
+    rows = weight[flat.array.copy() if graph_keeps(weight) else flat.array]  # (T, D)
     # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
     members = capture_hook.call(
         _bag_members,
@@ -1597,6 +1598,8 @@ def huber_loss(
     input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
 ) -> Tensor:
     """Squared error (halved) for differences below ``delta``, linear beyond."""
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta ({delta}).")
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
@@ -1854,10 +1857,11 @@ def binary_cross_entropy(
     -100, as PyTorch, so a probability of exactly 0 or 1 gives a finite loss."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
-    check_same_dtype("binary_cross_entropy", input, target)  # the weight promotes, as PyTorch's
+    check_same_dtype("binary_cross_entropy", input, target)
     capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    # NOTE: the weight takes the loss's dtype, not promoting it (PyTorch's kernel)
+    return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
 
 
 def _check_probabilities(probabilities) -> None:
@@ -1888,10 +1892,12 @@ def binary_cross_entropy_with_logits(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"
         )
     minus_log_sigmoid = Softplus.apply(-input)
+    # NOTE: both weights take the loss's dtype, not promoting it (PyTorch's kernel)
     if pos_weight is not None:
+        pos_weight = pos_weight.to(minus_log_sigmoid.dtype)
         minus_log_sigmoid = (1 + (pos_weight - 1) * target) * minus_log_sigmoid
     loss = (1 - target) * input + minus_log_sigmoid
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
 
 
 @autocast_policy("float32")
@@ -2225,7 +2231,8 @@ def soft_margin_loss(
             f"soft_margin_loss: output with shape {input.shape} doesn't match the broadcast "
             f"shape {shape} of the input and the target {target.shape}"
         )
-    return _reduce(Softplus.apply(-target * input), reduction)
+    # NOTE: the target takes the input's dtype, as PyTorch's result does
+    return _reduce(Softplus.apply(-target.to(input.dtype) * input), reduction)
 
 
 @autocast_policy("float32")
@@ -2511,6 +2518,12 @@ def pad(
         return _pad_by_index(input, widths, mode, len(pad) // 2)
     out = input
     if any(w < 0 for pair in widths for w in pair):
+        for dim, ((before, after), size) in enumerate(zip(widths, input.shape)):
+            if size + min(before, 0) + min(after, 0) < 0:  # PyTorch's narrow refuses it too
+                raise RuntimeError(
+                    f"pad: padding ({before}, {after}) of dim {dim} crops more than its {size} "
+                    "entries"
+                )
         crop = tuple(slice(max(-b, 0), n - max(-a, 0)) for (b, a), n in zip(widths, input.shape))
         out = out[crop]
     widths = [(max(b, 0), max(a, 0)) for b, a in widths]
@@ -2541,6 +2554,11 @@ def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> T
 
 def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
     """Which entry of a dim of ``size`` each padded position reads."""
+    if size + before + after < 1:  # reached by reflect and replicate only, which PyTorch's
+        raise RuntimeError(  # kernels refuse to crop to nothing
+            f"pad: input (size {size} of dim {dim}) is too small for {mode} padding "
+            f"({before}, {after}): calculated output size {size + before + after}"
+        )
     positions = xp.arange(-before, size + after)  # a negative amount crops
     if mode == "replicate":
         return xp.clip(positions, 0, size - 1)

@@ -82,7 +82,12 @@ Div.complex_twin = ComplexDiv
 class Pow(Function):
     @staticmethod
     def forward(ctx, x, y):
-        out = x**y
+        try:
+            out = x**y
+        except ValueError:  # NumPy refuses integers to negative integer powers
+            if _is_number(y):
+                raise  # (PyTorch too, for a number)
+            out = _integer_power(x, y)
         ctx.save_for_backward(x, y, out)
         return out
 
@@ -97,8 +102,12 @@ class Pow(Function):
         elif dx:
             with backend.errstate(divide="ignore", invalid="ignore"):
                 grad_x = (grad * y * x ** (y - 1)).masked_fill(y == 0, 0)  # (as PyTorch's)
-        if dy and _is_number(x):
-            grad_y = grad * out * math.log(x)
+        if dy and _is_number(x):  # (log of a base 0 is -inf, of a negative one NaN, as PyTorch)
+            log_x = math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+            with backend.errstate(invalid="ignore"):
+                grad_y = grad * out * log_x
+            if x == 0:  # as below: 0**y has gradient 0 in y for y >= 0
+                grad_y = grad_y.masked_fill(y >= 0, 0)
         elif dy:
             with backend.errstate(divide="ignore", invalid="ignore"):
                 # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
@@ -154,6 +163,16 @@ class FloorDivide(Function):
         return grad * 0, grad * 0
 
 
+def _integer_power(x, y):
+    """``x**y`` for integers where some exponents in the array ``y`` are negative, as PyTorch
+    computes it: ``1 / x**-y`` truncated, so 1 for base 1, 1 or -1 for base -1, else 0."""
+    module = namespace(y)
+    negative = y < 0
+    out = x ** module.where(negative, 0, y).astype(y.dtype)
+    one_over = module.where(x == 1, 1, module.where(x == -1, 1 - 2 * (y % 2), 0))
+    return module.where(negative, one_over, out).astype(out.dtype)
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float))
 
@@ -175,7 +194,7 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        return _split_by(x > y, x == y, grad)
+        return _split_by(x > y, x < y, x == y, grad)
 
 
 class Minimum(Function):
@@ -187,13 +206,15 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        return _split_by(x < y, x == y, grad)
+        return _split_by(x < y, x > y, x == y, grad)
 
 
-def _split_by(x_wins, tie, grad):
-    """Route ``grad`` to the winning operand; NOTE: ties split it half and half, as PyTorch."""
-    share = x_wins.to(grad.dtype) + tie.to(grad.dtype) * 0.5
-    return grad * share, grad * (1 - share)
+def _split_by(x_wins, y_wins, tie, grad):
+    """Route ``grad`` to the winning operand; NOTE: ties split it half and half, and where
+    either is NaN (no winner, no tie) each gets all of it, as PyTorch."""
+    half_tie = tie.to(grad.dtype) * 0.5
+    x_share = 1 - y_wins.to(grad.dtype) - half_tie
+    return grad * x_share, grad * (1 - x_wins.to(grad.dtype) - half_tie)
 
 
 class Atan2(Function):

@@ -295,7 +295,10 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        return namespace(x).cumsum(x, axis=dim, dtype=x.dtype)
+        wide = accumulation_dtype(x.dtype)
+        if wide is None:
+            return namespace(x).cumsum(x, axis=dim, dtype=x.dtype)
+        return cast(namespace(x).cumsum(cast(x, wide), axis=dim), x.dtype)  # as PyTorch's
 
     @staticmethod
     def backward(ctx, grad):
