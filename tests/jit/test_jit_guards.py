@@ -583,3 +583,34 @@ def test_a_models_parameter_passed_as_the_argument_is_guarded_by_identity():
         np.testing.assert_array_equal(j, e)
     np.testing.assert_array_equal(results[1][1], results[0][1])
     np.testing.assert_array_equal(results[1][2], results[0][2])
+
+
+class ScaledByGlobal(nn.Module):
+    """A module whose forward reads the global SCALE besides its argument."""
+
+    def forward(self, x, p):
+        return ((x * SCALE).tanh() * p).sum() ** 2
+
+
+@pytest.mark.parametrize("order", ["global first", "other first"])
+def test_a_compiled_modules_argument_its_forward_also_reads_by_name_is_guarded(order):
+    """As for jit: a compiled module called with the global its forward reads, then with
+    another tensor, then the global again. (The other tensor's calls replayed SCALE's reads
+    from it: values and gradients silently wrong.)"""
+    other = sg.tensor([0.3, 0.1, 2.0], requires_grad=True)
+    first, second = (SCALE, other) if order == "global first" else (other, SCALE)
+    passed = [first] * 4 + [second] * 4 + [first] * 2 + [second] * 2
+    runs = []
+    for module in (ScaledByGlobal(), sg.compile(ScaledByGlobal())):
+        SCALE.grad = other.grad = None
+        outs = []
+        for i, p in enumerate(passed):
+            loss = module(sg.tensor(np.arange(3.0) + i), p)
+            loss.backward()
+            outs.append(loss.detach().numpy())
+        runs.append((outs, SCALE.grad.numpy(), other.grad.numpy()))
+    (eager, *eager_grads), (compiled, *compiled_grads) = runs
+    for e, c in zip(eager, compiled):
+        np.testing.assert_array_equal(c, e)
+    for e, c in zip(eager_grads, compiled_grads):
+        np.testing.assert_array_equal(c, e)

@@ -41,6 +41,7 @@ from scratchgrad.jit.jitted import (
     _check_same_stores,
     _check_same_values,
     _flatten,
+    _named_arguments,
     _python_values,
     _signature,
     _snapshot,
@@ -145,6 +146,7 @@ class Recording:
         values: list,
         outer: Outer,
         stored: list[tuple[int, Any]],
+        arguments: list,
     ) -> None:
         self.recorder = recorder  # until compiled
         self.stored = stored  # where the forward stored tensors it made, to compare
@@ -155,6 +157,9 @@ class Recording:
             [*recorder.modules_held(), *outer.modules], self.modules, self.training
         )
         self.reached = list(recorder.reached.values())
+        # (index, tensor) of the arguments the forward also reaches by name: valid only for
+        # calls that pass those same tensors there (see jitted._named_arguments)
+        self.named_arguments = _named_arguments(arguments, outer, recorder)
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result
@@ -172,16 +177,26 @@ class Recording:
         self.saved_count = 0
         self.saved_outputs: list[int] = []  # the outputs whose memory the backward reads
 
-    def matches(self) -> bool:
+    def holds(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
         has the array, requires_grad and hooks it had, and every global name it reads holds
         the object it held."""
         return self.stamps.hold() and unchanged(self.reached) and self.outer.unchanged()
 
+    def matches(self, tensors: list) -> bool:
+        """Whether the recording ``holds`` and the call's ``tensors`` are the ones it passed
+        where the forward also reached them by name (see ``jitted._named_arguments``)."""
+        return self.holds() and all(tensors[i] is t for i, t in self.named_arguments)
+
     def same_variant(self, other: Recording) -> bool:
-        """Whether ``other`` assumed the same modules in the same train/eval modes."""
-        return self.modules == other.modules and self.training == other.training
+        """Whether ``other`` assumed the same modules in the same train/eval modes, and the
+        same tensors passed where the forward also reads them by name."""
+        return (
+            self.modules == other.modules
+            and self.training == other.training
+            and _identities(self.named_arguments) == _identities(other.named_arguments)
+        )
 
     def compile(self, inputs: list, outputs: list, split: int, backward: tuple = ()) -> None:
         """Build the programs from the recorder's steps (the backward's begin at ``split``):
@@ -359,7 +374,7 @@ class CompiledForward:
         tensors, key = self._signature(args, kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
-            if recording.matches():
+            if recording.matches(tensors):
                 if recording.checked:
                     if recording.fast is guards.UNMADE:  # from a call that matched
                         parameters = tensors[key[1] :]  # (key[1]: the arguments' count)
@@ -434,7 +449,7 @@ class CompiledForward:
         differentiable = [i for i, t in enumerate(made[:returned]) if t.requires_grad]
         values = _python_values(result)
         stored = [(id(obj), key) for obj, key, _ in stores]
-        recording = Recording(recorder, build, differentiable, values, outer, stored)
+        recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
@@ -465,7 +480,7 @@ class CompiledForward:
         recordings = self.recordings.setdefault(key, [])
         for index, other in enumerate(recordings):
             if other.same_variant(recording):
-                if not other.matches():  # made for a tensor or global since rebound: replaced
+                if not other.holds():  # made for a tensor or global since rebound: replaced
                     recordings[index] = recording
                 elif not other.checked:
                     name = f"{self.name}.forward"
@@ -490,6 +505,11 @@ def _parameters(module: Any) -> list:
                     found[id(p)] = p
             modules += m._modules.values()
     return list(found.values())
+
+
+def _identities(pairs: list[tuple[int, Tensor]]) -> list[tuple[int, int]]:
+    """``(index, tensor)`` pairs with each tensor's id, to compare."""
+    return [(i, id(t)) for i, t in pairs]
 
 
 def _part(recorder: Recorder, steps: list) -> Recorder:

@@ -120,8 +120,8 @@ def fast_path(
     if parameters is not None:
         held = code.held(parameters)
         checks += code.parameters(held, parameters, arrays)
-    else:  # the arguments it also reaches by name: the same tensors (Recording.matches)
-        checks += [f"{tensors[i]} is {code.name('named', t)}" for i, t in recording.named_arguments]
+    # the arguments it also reaches by name: the same tensors (Recording.matches)
+    checks += [f"{tensors[i]} is {code.name('named', t)}" for i, t in recording.named_arguments]
     body += ["if not (", f"    {checks[0]}", *(f"    and {c}" for c in checks[1:]), "):"]
     body.append("    return MISS")
     if parameters is not None:  # what the compiled module's forward runs on (not run here:
