@@ -13,6 +13,7 @@ from scratchgrad.optim.optimizer import (
     ParamsT,
     check_non_negative,
     counted_state,
+    real_pairs,
     square_average_,
     update_direction,
 )
@@ -71,10 +72,12 @@ class Adadelta(Optimizer):
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = update_direction(p, maximize, weight_decay)
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, maximize, weight_decay))
             counted_state(state, p, ("square_avg", "acc_delta"))
 
-            square_avg, acc_delta = state["square_avg"].array, state["acc_delta"].array
+            square_avg = real_pairs(state["square_avg"].array)
+            acc_delta = real_pairs(state["acc_delta"].array)
             scratch = square_average_(square_avg, grad, rho)
             std = xp.sqrt(square_avg + eps)
             delta = xp.sqrt(acc_delta + eps)
@@ -82,4 +85,4 @@ class Adadelta(Optimizer):
             delta *= grad
             square_average_(acc_delta, delta, rho, scratch)
             delta *= lr
-            p.array -= delta
+            param -= delta

@@ -71,6 +71,9 @@ class Adafactor(Optimizer):
     tensor([ 2.6464, -3.6464], requires_grad=True)
     """
 
+    # the factored moments have no complex form (PyTorch refuses complex parameters too)
+    complex_params = False
+
     def __init__(
         self,
         params: ParamsT,

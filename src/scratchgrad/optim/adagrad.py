@@ -13,6 +13,8 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    each_part,
+    real_pairs,
     update_direction,
 )
 from scratchgrad.tensor import Tensor
@@ -25,8 +27,10 @@ class Adagrad(Optimizer):
     :math:`\theta \leftarrow \theta - \frac{\text{lr}}{1 + (t-1)\,\text{lr\_decay}} \cdot
     \frac{g}{\sqrt{s} + \epsilon}`.
 
-    As in PyTorch the state of every parameter exists from the start (step 0 and the
-    accumulator), not only after its first step.
+    As in PyTorch the state of every parameter given to the constructor exists from the start
+    (step 0 and the accumulator), not only after its first step; a group added later gets its
+    state at its first step. Every accumulator starts at the constructor's
+    ``initial_accumulator_value``: as PyTorch's, a group's own value is not read.
 
     >>> import scratchgrad as sg
     >>> w = sg.tensor([1.0, -2.0], requires_grad=True)
@@ -70,28 +74,30 @@ class Adagrad(Optimizer):
             "fused": fused,
         }
         super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._state(p)
 
-    def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add a group, and start its parameters' accumulators (PyTorch starts them only for
-        the groups given to the constructor, so a group added later fails at its first step)."""
-        super().add_param_group(param_group)
-        for p in param_group["params"]:
-            self.state[p] = {
-                "step": 0,
-                "sum": full_like(p, param_group["initial_accumulator_value"]),
-            }
+    def _state(self, p: Tensor) -> dict[str, Any]:
+        """``p``'s state, started if it has none yet (step 0, the accumulator at
+        ``defaults["initial_accumulator_value"]``, PyTorch's choice whatever the group says)."""
+        state = self.state[p]
+        if not state:
+            initial = each_part(p, self.defaults["initial_accumulator_value"])
+            state.update(step=0, sum=full_like(p, initial))
+        return state
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
         maximize, weight_decay = group["maximize"], group["weight_decay"]
         for p in params:
             xp = namespace(p.array)
-            state = self.state[p]
-            param = p.array
-            grad = update_direction(p, maximize, weight_decay)
+            state = self._state(p)
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, maximize, weight_decay))
             state["step"] = step = state["step"] + 1
 
-            total = state["sum"].array
+            total = real_pairs(state["sum"].array)
             scratch = xp.multiply(grad, grad, out=xp.empty_like(param))  # (0-d: an array)
             total += scratch
             denom = xp.sqrt(total, out=scratch)
@@ -111,7 +117,7 @@ class Adagrad(Optimizer):
             if not p.grad.is_sparse:
                 self._update(group, [p])
                 continue
-            state = self.state[p]
+            state = self._state(p)
             state["step"] = step = state["step"] + 1
             grad = p.grad.coalesce()
             rows, values = tuple(grad._indices().array), grad._values().array

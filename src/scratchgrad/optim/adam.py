@@ -36,6 +36,13 @@ def adam_defaults(
     return {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, **options}
 
 
+def adam_betas(group: dict[str, Any]) -> tuple[float, float]:
+    """The group's ``betas`` as numbers: PyTorch takes 0-d tensors too (``betas=(torch.tensor(0.9),
+    torch.tensor(0.999))``), and the updates compute on arrays."""
+    beta1, beta2 = group["betas"]
+    return float(beta1), float(beta2)
+
+
 def adam_direction(p: Tensor, group: dict[str, Any]) -> Any:
     """The gradient an Adam-family update follows (see ``update_direction``). With
     ``decoupled_weight_decay`` (AdamW's) the decay does not enter the gradient: it shrinks
@@ -67,8 +74,6 @@ class Adam(Optimizer):
     >>> w  # the first step moves each entry by lr against the sign of its gradient
     tensor([ 0.9000, -1.9000], requires_grad=True)
     """
-
-    complex_params = True
 
     def __init__(
         self,
@@ -107,7 +112,7 @@ class Adam(Optimizer):
         )
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = group["lr"], adam_betas(group), group["eps"]
         amsgrad = group["amsgrad"]
         moments = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")[: 3 if amsgrad else 2]
         # the gradient itself, without adam_direction's two calls a parameter (a small

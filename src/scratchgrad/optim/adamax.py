@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.optim.adam import adam_defaults
+from scratchgrad.optim.adam import adam_betas, adam_defaults
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     counted_state,
     lerp_,
+    real_pairs,
     update_direction,
 )
 from scratchgrad.tensor import Tensor
@@ -61,15 +62,17 @@ class Adamax(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = group["lr"], adam_betas(group), group["eps"]
         maximize, weight_decay = group["maximize"], group["weight_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = update_direction(p, maximize, weight_decay)
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, maximize, weight_decay))
             step = counted_state(state, p, ("exp_avg", "exp_inf"))
 
-            exp_avg, exp_inf = state["exp_avg"].array, state["exp_inf"].array
+            exp_avg = real_pairs(state["exp_avg"].array)
+            exp_inf = real_pairs(state["exp_inf"].array)
             scratch = lerp_(exp_avg, grad, 1 - beta1)
             exp_inf *= beta2
             xp.abs(grad, out=scratch)
@@ -77,4 +80,4 @@ class Adamax(Optimizer):
             xp.maximum(exp_inf, scratch, out=exp_inf)
             update = xp.divide(exp_avg, exp_inf, out=scratch)
             update *= lr / (1 - beta1**step)
-            p.array -= update
+            param -= update

@@ -12,6 +12,7 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    real_pairs,
     scalar_state,
     update_direction,
 )
@@ -72,8 +73,8 @@ class ASGD(Optimizer):
         lr, lambd = group["lr"], group["lambd"]
         for p in params:
             state = self.state[p]
-            param = p.array
-            grad = update_direction(p, group["maximize"], group["weight_decay"])
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, group["maximize"], group["weight_decay"]))
             if not state:  # lazy initialisation, as PyTorch: state appears at the first step
                 state["step"] = 0
                 state["eta"] = scalar_state(lr)
@@ -84,10 +85,13 @@ class ASGD(Optimizer):
             eta, mu = float(state["eta"].array), float(state["mu"].array)
             param *= 1 - lambd * eta  # decay, then the gradient step
             param -= grad * eta
-            average = state["ax"].array
+            average = real_pairs(state["ax"].array)
             if mu != 1:
                 average += (param - average) * mu
             else:
                 average[...] = param
-            state["eta"].array[...] = lr / (1 + lambd * lr * step) ** group["alpha"]
-            state["mu"].array[...] = 1 / max(1, step - group["t0"])
+            # rounded to the default dtype first (PyTorch's torch.as_tensor of a number) even
+            # where the state is float64 (a loaded state dict's, see Optimizer.load_state_dict)
+            eta = lr / (1 + lambd * lr * step) ** group["alpha"]
+            state["eta"].array[...] = scalar_state(eta).array
+            state["mu"].array[...] = scalar_state(1 / max(1, step - group["t0"])).array

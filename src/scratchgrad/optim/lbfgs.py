@@ -14,7 +14,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace
 from scratchgrad.creation import from_numpy
-from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative
+from scratchgrad.optim.optimizer import Optimizer, ParamsT, check_non_negative, real_pairs
 from scratchgrad.tensor import Tensor
 
 # The objective along the search direction: (step size) -> (loss, flat gradient).
@@ -81,9 +81,9 @@ class LBFGS(Optimizer):
         xp = namespace(self._params[0].array)
         return xp.concatenate(  # (a sparse gradient densified, as PyTorch's)
             [
-                xp.zeros(p.numel(), p.dtype)
+                xp.zeros_like(real_pairs(p.array)).reshape(-1)
                 if p.grad is None
-                else p.grad.to_dense().array.reshape(-1)
+                else real_pairs(p.grad.to_dense().array).reshape(-1)
                 for p in self._params
             ]
         )
@@ -91,10 +91,10 @@ class LBFGS(Optimizer):
     def _add_to_params(self, step_size: float, direction: Any) -> None:
         offset = 0
         for p in self._params:
-            size = p.numel()
-            p.array += step_size * direction[offset : offset + size].reshape(p.shape)
+            param = real_pairs(p.array)  # (a complex parameter: its parts, as PyTorch's)
+            param += step_size * direction[offset : offset + param.size].reshape(param.shape)
             increment_version(p)
-            offset += size
+            offset += param.size
 
     def _set_params(self, arrays: list[Any]) -> None:
         for p, array in zip(self._params, arrays):
@@ -136,7 +136,9 @@ class LBFGS(Optimizer):
             return orig_loss
 
         # The curvature memory from the previous step(), if any.
-        # (``t``, ``ro`` and ``H_diag`` are floats here, and 0-d tensors in PyTorch's state)
+        # (``t``, ``ro`` and ``H_diag`` are floats in the state, 0-d tensors in PyTorch's; in
+        # the step they are NumPy scalars of the parameters' dtype, as PyTorch computes them:
+        # float32 parameters' L-BFGS would drift apart from PyTorch's in float64)
         d, t = _array(state.get("d")), _number(state.get("t"))
         old_dirs = [_array(y) for y in state.get("old_dirs", [])]
         old_stps = [_array(s) for s in state.get("old_stps", [])]
@@ -153,7 +155,7 @@ class LBFGS(Optimizer):
             else:
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = float(y @ s)
+                ys = y @ s
                 if ys > 1e-10:  # keep the pair only where the curvature is positive
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -162,15 +164,15 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    H_diag = ys / float(y @ y)
+                    H_diag = ys / (y @ y)
                 d = _two_loop_direction(flat_grad, old_dirs, old_stps, ro, H_diag)
 
             prev_flat_grad = flat_grad.copy()
             prev_loss = loss
             t = lr
             if state["n_iter"] == 1:  # scaled down so that the first step cannot be too long
-                t *= min(1.0, 1.0 / float(xp.abs(flat_grad).sum()))
-            gtd = float(flat_grad @ d)  # the directional derivative
+                t *= min(1.0, 1.0 / xp.abs(flat_grad).sum())
+            gtd = flat_grad @ d  # the directional derivative
             if gtd > -tolerance_change:  # not a descent direction any more
                 break
 
@@ -208,11 +210,11 @@ class LBFGS(Optimizer):
 
         state.update(
             d=_tensor(d),
-            t=t,
+            t=float(t),
             old_dirs=[_tensor(y) for y in old_dirs],
             old_stps=[_tensor(s) for s in old_stps],
-            ro=ro,
-            H_diag=H_diag,
+            ro=[float(r) for r in ro],
+            H_diag=float(H_diag),
             prev_flat_grad=_tensor(prev_flat_grad),
             prev_loss=prev_loss,
         )
@@ -236,11 +238,11 @@ def _two_loop_direction(grad, old_dirs, old_stps, ro, H_diag) -> Any:
     q = -grad
     alphas = [0.0] * len(old_dirs)
     for i in reversed(range(len(old_dirs))):
-        alphas[i] = float(old_stps[i] @ q) * ro[i]
+        alphas[i] = (old_stps[i] @ q) * ro[i]
         q -= alphas[i] * old_dirs[i]
     r = q * H_diag
     for i in range(len(old_dirs)):
-        beta = float(old_dirs[i] @ r) * ro[i]
+        beta = (old_dirs[i] @ r) * ro[i]
         r += (alphas[i] - beta) * old_stps[i]
     return r
 
@@ -276,10 +278,10 @@ def _strong_wolfe(
     """A step length satisfying the strong Wolfe conditions along ``d`` (Nocedal and Wright,
     alg. 3.5 and 3.6): first bracket an acceptable step, then zoom into the bracket by cubic
     interpolation. Returns the loss, flat gradient and step found, and the evaluations used."""
-    d_norm = float(abs(d).max())
+    d_norm = abs(d).max()
     f_new, g_new = along(t)
     ls_func_evals = 1
-    gtd_new = float(g_new @ d)
+    gtd_new = g_new @ d
 
     # Bracketing: grow the step until it is acceptable or an interval holds a good one.
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
@@ -309,7 +311,7 @@ def _strong_wolfe(
         f_prev, g_prev, gtd_prev = f_new, g_new, gtd_new
         f_new, g_new = along(t)
         ls_func_evals += 1
-        gtd_new = float(g_new @ d)
+        gtd_new = g_new @ d
         ls_iter += 1
     if ls_iter == max_ls:  # out of evaluations: bracket between the start and the last step
         bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
@@ -338,7 +340,7 @@ def _strong_wolfe(
             insuf_progress = False
         f_new, g_new = along(t)
         ls_func_evals += 1
-        gtd_new = float(g_new @ d)
+        gtd_new = g_new @ d
         ls_iter += 1
 
         if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:

@@ -23,6 +23,7 @@ from typing import Any, SupportsFloat
 
 from scratchgrad.autograd import capture_hook
 from scratchgrad.optim.optimizer import Optimizer
+from scratchgrad.tensor import Tensor
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -48,7 +49,7 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -107,11 +108,11 @@ class LRScheduler:
 
     def _set_lrs(self, lrs: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs):
-            group["lr"] = lr
+            _set_lr(group, lr)
         self._last_lr = self._current_lrs()
 
     def _current_lrs(self) -> list[float]:
-        return [group["lr"] for group in self.optimizer.param_groups]
+        return [_copy(group["lr"]) for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict[str, Any]:
         """Every attribute except the optimizer (plain values: ``scratchgrad.save`` writes it)."""
@@ -120,6 +121,21 @@ class LRScheduler:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the attributes saved by ``state_dict()``."""
         self.__dict__.update(state_dict)
+
+
+def _copy(lr: Any) -> Any:
+    """A learning rate to keep: a tensor's copy (PyTorch's, so that it does not change with the
+    group's), a number as it is."""
+    return lr.clone() if isinstance(lr, Tensor) else lr
+
+
+def _set_lr(group: dict[str, Any], lr: Any) -> None:
+    """Set ``group["lr"]``. A tensor rate (``lr=torch.tensor(0.01)``) is filled in place, as
+    PyTorch's: it stays a tensor, rounded to its dtype, and whoever holds it sees the change."""
+    if isinstance(group["lr"], Tensor):
+        group["lr"].fill_(lr.item() if isinstance(lr, Tensor) else lr)
+    else:
+        group["lr"] = lr
 
 
 class _LRScheduler(LRScheduler):
@@ -738,7 +754,7 @@ class CyclicLR(_CyclesMomentum):
         base_lrs = _per_group("base_lr", groups, base_lr)
         if last_epoch == -1:
             for group, lr in zip(groups, base_lrs):
-                group["lr"] = lr
+                _set_lr(group, lr)
         self.max_lrs = _per_group("max_lr", groups, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -922,7 +938,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, min_lr)
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_lr(group, new_lr)
 
     def _is_better(self, a: float, best: float) -> bool:
         if self.mode == "min":
@@ -1013,7 +1029,7 @@ class SequentialLR(_OfSchedulers):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_lr(group, group["initial_lr"])
         self._undo_initial_steps(self)  # made when the schedulers were created
         first = self._schedulers[bisect_right(self._milestones, 0)]
         first._initial_step()

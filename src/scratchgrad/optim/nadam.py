@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad.backend import namespace
-from scratchgrad.optim.adam import adam_defaults, adam_direction
+from scratchgrad.optim.adam import adam_betas, adam_defaults, adam_direction
 from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
     counted_state,
     lerp_,
+    real_pairs,
     scalar_state,
     square_average_,
 )
@@ -25,15 +26,18 @@ from scratchgrad.tensor import Tensor
 
 def _moments(
     p: Tensor, group: dict[str, Any], state: dict[str, Any], **initial: Callable[[], Any]
-) -> Any:
+) -> tuple[Any, Any, Any, Any]:
     """Start the state if needed (``initial`` as ``counted_state``'s), count the step, and
-    update Adam's two running moments; return the gradient followed (weight decay applied)."""
-    beta1, beta2 = group["betas"]
-    grad = adam_direction(p, group)
+    update Adam's two running moments. Returns the arrays of the parameter, the gradient
+    followed (weight decay applied) and the two moments, a complex parameter's as their real
+    pairs."""
+    beta1, beta2 = adam_betas(group)
+    grad = real_pairs(adam_direction(p, group))
     counted_state(state, p, ("exp_avg", "exp_avg_sq"), **initial)
-    scratch = lerp_(state["exp_avg"].array, grad, 1 - beta1)
-    square_average_(state["exp_avg_sq"].array, grad, beta2, scratch)
-    return grad
+    exp_avg, exp_avg_sq = real_pairs(state["exp_avg"].array), real_pairs(state["exp_avg_sq"].array)
+    scratch = lerp_(exp_avg, grad, 1 - beta1)
+    square_average_(exp_avg_sq, grad, beta2, scratch)
+    return real_pairs(p.array), grad, exp_avg, exp_avg_sq
 
 
 def _first_mu_product() -> Tensor:
@@ -92,12 +96,14 @@ class NAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = group["lr"], adam_betas(group), group["eps"]
         momentum_decay = group["momentum_decay"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = _moments(p, group, state, mu_product=_first_mu_product)
+            param, grad, exp_avg, exp_avg_sq = _moments(
+                p, group, state, mu_product=_first_mu_product
+            )
             step = state["step"]
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
@@ -105,15 +111,13 @@ class NAdam(Optimizer):
             mu_product *= mu  # rounded to float32 at every step, as PyTorch's
             mu_product_next = float(mu_product) * mu_next
 
-            denom = xp.divide(
-                state["exp_avg_sq"].array, 1 - beta2**step, out=xp.empty_like(p.array)
-            )
+            denom = xp.divide(exp_avg_sq, 1 - beta2**step, out=xp.empty_like(param))
             xp.sqrt(denom, out=denom)
             denom += eps
             update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
-            update += state["exp_avg"].array * (lr * mu_next / (1.0 - mu_product_next))
+            update += exp_avg * (lr * mu_next / (1.0 - mu_product_next))
             update /= denom
-            p.array -= update
+            param -= update
 
 
 class RAdam(Optimizer):
@@ -162,24 +166,24 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = group["lr"], adam_betas(group), group["eps"]
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            _moments(p, group, state)
+            param, _, exp_avg, exp_avg_sq = _moments(p, group, state)
             step = state["step"]
             bias_correction1 = 1 - beta1**step
             bias_correction2 = 1 - beta2**step
             rho_inf = 2 / (1 - beta2) - 1
             rho_t = rho_inf - 2 * step * beta2**step / bias_correction2
 
-            update = state["exp_avg"].array * (lr / bias_correction1)
+            update = exp_avg * (lr / bias_correction1)
             if rho_t > 5.0:
                 rect = (
                     (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
                 ) ** 0.5
-                denom = xp.sqrt(state["exp_avg_sq"].array)
+                denom = xp.sqrt(exp_avg_sq)
                 denom += eps
                 update *= bias_correction2**0.5 * rect
                 update /= denom
-            p.array -= update
+            param -= update

@@ -102,6 +102,18 @@ def real_pairs(array: Any) -> Any:
     return array[..., None].view(backend.to_real(array.dtype))
 
 
+def each_part(p: Tensor, value: float) -> float | complex:
+    """``value`` for each part of ``p``'s entries: ``complex(value, value)`` where ``p`` is
+    complex (PyTorch's start of Adagrad's and Rprop's state, whose real pairs are updated),
+    else ``value``.
+
+    >>> import scratchgrad as sg
+    >>> each_part(sg.zeros(1, dtype=sg.cfloat), 0.5), each_part(sg.zeros(1), 0.5)
+    ((0.5+0.5j), 0.5)
+    """
+    return complex(value, value) if p.is_complex() else value
+
+
 def lerp_(average: Any, target: Any, weight: float, scratch: Any = None) -> Any:
     """Move a running average toward ``target`` by ``weight``, in place, with ``scratch`` (an
     array of the same shape, or None for a new one) for the difference, which it returns for
@@ -245,9 +257,10 @@ class Optimizer:
     [0.1, 0.5]
     """
 
-    # Whether the update is right for complex parameters: PyTorch's updates take a complex
-    # parameter (and its gradient and state) as its view_as_real pairs (see ``real_pairs``)
-    complex_params = False
+    # Whether the optimizer takes complex parameters: PyTorch's updates take a complex
+    # parameter (and its gradient and state) as its view_as_real pairs (see ``real_pairs``); an
+    # update with no such form (Adafactor's factored moments) sets this False
+    complex_params = True
     # hooks run around every step (register_step_pre_hook); class-level, so that a subclass
     # that skips Optimizer.__init__ still steps
     _step_pre_hooks: tuple[Callable, ...] = ()
@@ -300,6 +313,13 @@ class Optimizer:
         """Add a group of parameters with its own hyper-parameters (the defaults fill the rest).
 
         Useful when fine-tuning: unfreeze a layer and hand it to the optimizer mid-training.
+        The parameters may come with their names (``model.named_parameters()``), as in PyTorch:
+        the names are kept in ``param_group["param_names"]`` (and so in the state dict).
+
+        >>> import scratchgrad as sg
+        >>> opt = sg.optim.SGD(sg.nn.Linear(2, 1).named_parameters(), lr=0.1)
+        >>> opt.param_groups[0]["param_names"]
+        ['weight', 'bias']
         """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
@@ -311,7 +331,7 @@ class Optimizer:
                 "optimizer parameters need to be organized in ordered collections, but the "
                 "ordering of tensors in sets will change between runs. Please use a list instead."
             )
-        param_group["params"] = params = list(params)
+        param_group["params"] = params = _take_names(param_group, list(params))
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(
@@ -320,11 +340,10 @@ class Optimizer:
                 )
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-            if p.is_complex() and not self.complex_params:  # (written for real: |g|**2 as g * g)
+            if p.is_complex() and not self.complex_params:
                 raise NotImplementedError(
-                    f"{type(self).__name__}: complex parameters are not supported by scratchgrad "
-                    "yet (SGD, Adam and AdamW take them): keep a real parameter and "
-                    "view_as_complex it in the model"
+                    f"{type(self).__name__}: complex parameters are not supported (as in "
+                    "PyTorch): keep a real parameter and view_as_complex it in the model"
                 )
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
@@ -334,6 +353,14 @@ class Optimizer:
                 "optimizer contains a parameter group with duplicate parameters; "
                 "each will be updated once per occurrence",
                 stacklevel=3,
+            )
+        if any(
+            ("param_names" in group) != ("param_names" in param_group)
+            for group in self.param_groups
+        ):
+            raise ValueError(
+                "all optimizer param groups should be with/without names. cannot add param group "
+                f"{'with' if 'param_names' in param_group else 'without'} names to the optimizer"
             )
         taken = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in taken for p in params):
@@ -611,22 +638,38 @@ class Optimizer:
                 state[key] = value
         for group, saved in zip(groups, saved_groups):
             saved["params"] = group["params"]
+            if "param_names" in group:  # the saved names win, as in PyTorch
+                saved.setdefault("param_names", group["param_names"])
         self.state = state
         self.param_groups = saved_groups
         for hook in self._load_state_dict_post_hooks:
             hook(self)
 
 
+def _take_names(param_group: dict[str, Any], params: list[Any]) -> list[Any]:
+    """``params`` with the names taken out of ``(name, tensor)`` pairs, as PyTorch takes
+    ``named_parameters()``; the names go to ``param_group["param_names"]``."""
+    names = [p[0] for p in params if isinstance(p, tuple)]
+    if not names:
+        return params
+    if len(names) != len(params):
+        raise ValueError(
+            "all optimizer params should be with/without names. Some param names are missing"
+        )
+    param_group["param_names"] = names
+    return [p[1] for p in params]
+
+
 def _cast(param: Tensor, name: str, value: Any) -> Any:
-    """A copy of a saved state entry ready for ``param``: floating buffers shaped like it take
-    its dtype; other tensors (scalar state such as NAdam's ``mu_product``, which PyTorch keeps
-    in float32 whatever the parameter's dtype) keep theirs."""
+    """A copy of a saved state entry ready for ``param``, as PyTorch's ``load_state_dict``:
+    every tensor but the step count goes onto the parameter's device and, for a floating
+    parameter, takes its dtype. Scalar state too (NAdam's ``mu_product``, ASGD's ``eta``, made
+    in float32 by a step): a float64 parameter's continues in float64 after loading."""
     if not isinstance(value, Tensor):
         return value
     if name == "step":  # PyTorch keeps the step count in a 0-d tensor; here it is an int
         return int(value.item())
     array = value.array
-    if array.shape == param.shape and is_floating(param.dtype) and is_floating(array.dtype):
-        array = array.astype(param.dtype)  # astype copies, even for equal dtypes
-        return Tensor._make(to_device(array, device_of(param.array)))  # onto the param's device
-    return Tensor._make(array.copy())
+    # astype copies, even for equal dtypes
+    array = array.astype(param.dtype) if is_floating(param.dtype) else array.copy()
+    return Tensor._make(to_device(array, device_of(param.array)))

@@ -15,6 +15,7 @@ from scratchgrad.optim.optimizer import (
     check_non_negative,
     counted_state,
     lerp_,
+    real_pairs,
     square_average_,
     update_direction,
 )
@@ -80,15 +81,16 @@ class RMSprop(Optimizer):
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            param = p.array
-            grad = update_direction(p, maximize, weight_decay)
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, maximize, weight_decay))
             counted_state(state, p, buffers)
 
             # One scratch array serves every intermediate below.
-            square_avg = state["square_avg"].array
+            square_avg = real_pairs(state["square_avg"].array)
             scratch = square_average_(square_avg, grad, alpha)
             if centered:
-                grad_avg = state["grad_avg"].array  # moves toward g, as square_avg toward g^2
+                # moves toward g, as square_avg toward g^2
+                grad_avg = real_pairs(state["grad_avg"].array)
                 lerp_(grad_avg, grad, 1 - alpha, scratch)
                 xp.multiply(grad_avg, grad_avg, out=scratch)
                 xp.subtract(square_avg, scratch, out=scratch)  # the variance estimate
@@ -98,7 +100,7 @@ class RMSprop(Optimizer):
             denom += eps
 
             if momentum > 0:
-                buf = state["momentum_buffer"].array
+                buf = real_pairs(state["momentum_buffer"].array)
                 buf *= momentum
                 buf += xp.divide(grad, denom, out=scratch)
                 xp.multiply(buf, lr, out=scratch)

@@ -13,6 +13,8 @@ from scratchgrad.optim.optimizer import (
     Optimizer,
     ParamsT,
     check_non_negative,
+    each_part,
+    real_pairs,
     update_direction,
 )
 from scratchgrad.tensor import Tensor
@@ -72,11 +74,13 @@ class Rprop(Optimizer):
         for p in params:
             xp = namespace(p.array)
             state = self.state[p]
-            grad = update_direction(p, group["maximize"], 0)
+            param = real_pairs(p.array)
+            grad = real_pairs(update_direction(p, group["maximize"], 0))
             if not state:  # made at the first step, as PyTorch's
-                state.update(step=0, prev=zeros_like(p), step_size=full_like(p, group["lr"]))
+                step_size = full_like(p, each_part(p, group["lr"]))
+                state.update(step=0, prev=zeros_like(p), step_size=step_size)
             state["step"] += 1
-            prev, step_size = state["prev"].array, state["step_size"].array
+            prev, step_size = real_pairs(state["prev"].array), real_pairs(state["step_size"].array)
 
             # The sign of g * prev picks the factor: etaplus where the sign held, etaminus
             # where it flipped, 1 where either is 0 or NaN (PyTorch's sign of NaN is 0).
@@ -92,4 +96,4 @@ class Rprop(Optimizer):
             prev[...] = grad
             prev[flipped] = 0
             direction = xp.nan_to_num(xp.sign(prev, out=factor), copy=False)
-            p.array -= xp.multiply(direction, step_size, out=factor)
+            param -= xp.multiply(direction, step_size, out=factor)

@@ -35,9 +35,6 @@ class SGD(Optimizer):
     tensor([ 0.4600, -0.9200], requires_grad=True)
     """
 
-    # linear in the gradient: the same numbers on complex parameters as on their real pairs
-    complex_params = True
-
     def __init__(
         self,
         params: ParamsT,

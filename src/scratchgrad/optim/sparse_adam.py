@@ -31,9 +31,6 @@ class SparseAdam(Optimizer):
     tensor([False,  True, False,  True])
     """
 
-    # complex parameters pass the base class, to be refused in __init__ with PyTorch's error
-    complex_params = True
-
     def __init__(
         self,
         params: ParamsT,
