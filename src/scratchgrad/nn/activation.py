@@ -10,8 +10,8 @@ from scratchgrad.tensor import Tensor
 
 
 class _InplaceActivation(Module):
-    """An activation whose only option is ``inplace``: accepted for compatibility, the result
-    is always new."""
+    """An activation whose only option is ``inplace``: the result is written into the input
+    and returned, as PyTorch's."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
@@ -25,7 +25,7 @@ class ReLU(_InplaceActivation):
     """max(x, 0)."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return input.relu()
+        return F.relu(input, self.inplace)
 
 
 class LeakyReLU(Module):
@@ -36,7 +36,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -60,7 +60,7 @@ class SiLU(_InplaceActivation):
     """x * sigmoid(x)."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
+        return F.silu(input, self.inplace)
 
 
 class ELU(Module):
@@ -77,7 +77,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -93,7 +93,7 @@ class SELU(_InplaceActivation):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.selu(input)
+        return F.selu(input, self.inplace)
 
 
 class Mish(_InplaceActivation):
@@ -106,7 +106,7 @@ class Mish(_InplaceActivation):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.mish(input)
+        return F.mish(input, self.inplace)
 
 
 class Softplus(Module):
@@ -148,7 +148,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         inplace = ", inplace=True" if self.inplace else ""

@@ -9,7 +9,8 @@ from scratchgrad.tensor import Tensor
 
 
 class _DropoutNd(Module):
-    """What the dropout layers share: ``p``, ``inplace`` (accepted and ignored) and the repr."""
+    """What the dropout layers share: ``p``, ``inplace`` (the result is written into the input,
+    as PyTorch's; the alpha dropouts ignore it, as PyTorch's) and the repr."""
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
@@ -33,7 +34,7 @@ class Dropout(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
 
 class Dropout1d(_DropoutNd):
@@ -48,7 +49,7 @@ class Dropout1d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout1d(input, self.p, self.training)
+        return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
@@ -63,7 +64,7 @@ class Dropout2d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout2d(input, self.p, self.training)
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
@@ -78,7 +79,7 @@ class Dropout3d(_DropoutNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout3d(input, self.p, self.training)
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):

@@ -83,6 +83,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, else ``negative_slope * x``; ``inplace``: written into ``input``."""
+    input._check_floating("leaky_relu")
     return _in_place_or_new(
         input, inplace, "leaky_relu", lambda x: where(x > 0, x, x * negative_slope)
     )
@@ -105,8 +106,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x) (also called swish)."""
-    return input * input.sigmoid()
+    """x * sigmoid(x) (also called swish). ``inplace``: written into ``input``."""
+    input._check_floating("silu")
+    return _in_place_or_new(input, inplace, "silu", lambda x: x * x.sigmoid())
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -119,6 +121,7 @@ def sigmoid(input: Tensor) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (as PyTorch)."""
+    input._check_floating("softplus")
     scaled = input * beta if beta != 1 else input
     smooth = Softplus.apply(scaled)
     return where(scaled > threshold, input, smooth / beta if beta != 1 else smooth)
@@ -180,6 +183,13 @@ def hardtanh(
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype == bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not input.is_floating_point():  # an integer input stays integer, its bounds truncated
+        bounds = math.trunc(min_val), math.trunc(max_val)
+        if input.dtype.kind == "u" and bounds[0] < 0:
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        return _in_place_or_new(input, inplace, "hardtanh", lambda x: x.clamp(*bounds))
     return _in_place_or_new(
         input, inplace, "hardtanh", lambda x: _hardtanh(x, float(min_val), float(max_val))
     )
@@ -523,6 +533,18 @@ def gumbel_softmax(
 # ---- dropout, embedding, normalisation ------------------------------------------------------
 
 
+def _dropout_in_place_or_new(
+    input: Tensor, inplace: bool, name: str, p: float, training: bool, op
+) -> Tensor:
+    """``_in_place_or_new`` for a dropout. As PyTorch's, an in-place one that changes nothing
+    (not training, ``p`` 0 or no entries) returns ``input`` untouched: its version stays, so a
+    backward that saved it (sigmoid's output) still runs."""
+    _check_probability(p)
+    if inplace and (not training or p == 0 or input.numel() == 0):
+        return input
+    return _in_place_or_new(input, inplace, name, op)
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each entry with probability ``p`` and scale the rest by 1 / (1 - p), in training.
 
@@ -535,7 +557,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     >>> sorted(set(out.tolist()))
     [0.0, 2.0]
     """
-    return _in_place_or_new(input, inplace, "dropout", lambda x: _drop(x, p, training, x.shape))
+    return _dropout_in_place_or_new(
+        input, inplace, "dropout", p, training, lambda x: _drop(x, p, training, x.shape)
+    )
 
 
 def dropout2d(
@@ -564,8 +588,8 @@ def dropout2d(
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2,
         )
-    return _in_place_or_new(
-        input, inplace, "dropout2d", lambda x: _drop(x, p, training, _channels(x))
+    return _dropout_in_place_or_new(
+        input, inplace, "dropout2d", p, training, lambda x: _drop(x, p, training, _channels(x))
     )
 
 
@@ -589,8 +613,8 @@ def dropout1d(
             "inputs)."
         )
     batched = input.ndim == 3
-    return _in_place_or_new(
-        input, inplace, "dropout1d", lambda x: _drop_channels(x, p, training, batched)
+    return _dropout_in_place_or_new(
+        input, inplace, "dropout1d", p, training, lambda x: _drop_channels(x, p, training, batched)
     )
 
 
@@ -617,8 +641,8 @@ def dropout3d(
             stacklevel=3,  # past the wrapper that names bad arguments
         )
     batched = input.ndim == 5
-    return _in_place_or_new(
-        input, inplace, "dropout3d", lambda x: _drop_channels(x, p, training, batched)
+    return _dropout_in_place_or_new(
+        input, inplace, "dropout3d", p, training, lambda x: _drop_channels(x, p, training, batched)
     )
 
 
@@ -635,8 +659,13 @@ def alpha_dropout(
     >>> abs(out.mean().item()) < 0.02, round(out.std().item(), 1)
     (True, 1.0)
     """
-    return _in_place_or_new(
-        input, inplace, "alpha_dropout", lambda x: _drop(x, p, training, x.shape, alpha=True)
+    return _dropout_in_place_or_new(
+        input,
+        inplace,
+        "alpha_dropout",
+        p,
+        training,
+        lambda x: _drop(x, p, training, x.shape, alpha=True),
     )
 
 
@@ -650,10 +679,12 @@ def feature_alpha_dropout(
     >>> bool((out.amax(2) == out.amin(2)).all())
     True
     """
-    return _in_place_or_new(
+    return _dropout_in_place_or_new(
         input,
         inplace,
         "feature_alpha_dropout",
+        p,
+        training,
         lambda x: _drop(x, p, training, _channels(x), alpha=True),
     )
 
@@ -758,7 +789,7 @@ def embedding(
     if scale_grad_by_freq:
         # the same values, and a gradient divided by each index's count: (out - out) is zero
         scale = capture_hook.call(_inverse_counts, index, n).astype(out.dtype, copy=False)
-        out = out.detach() + (out - out.detach()) * Tensor(scale)
+        out = out.detach() + (out - out.detach()) * Tensor._make(scale)
     if padding_idx is None:
         return out
     padding = capture_hook.call(_is_padding, index, padding_idx % n)
@@ -880,7 +911,7 @@ def _bag_members(index, offsets, length: int | None, include_last_offset: bool, 
         if starts.size and (
             starts[0] != 0 or (xp.diff(starts) < 0).any() or starts[-1] > index.size
         ):
-            raise ValueError(
+            raise RuntimeError(
                 f"embedding_bag: offsets {offsets.tolist()} must start at 0, not decrease and "
                 f"stay within the input's {index.size} indices"
             )
@@ -1021,7 +1052,7 @@ def batch_norm(
     dims = (0, *range(2, input.ndim))
     if training:
         count = input.numel() // channels
-        if count <= 1:
+        if count == 1:  # (an empty batch passes and leaves the running statistics, as PyTorch's)
             raise ValueError(
                 "Expected more than 1 value per channel when training, got input size "
                 f"{input.shape}"
@@ -1029,7 +1060,7 @@ def batch_norm(
         mean = input.mean(dims, keepdim=True)
         centered = input - mean
         var = (centered * centered).mean(dims, keepdim=True)
-        if running_mean is not None and running_var is not None:
+        if running_mean is not None and running_var is not None and count:
             with no_grad():
                 running_mean.mul_(1 - momentum).add_(mean.reshape(channels) * momentum)
                 unbiased = var.reshape(channels) * (count / (count - 1))
@@ -1202,7 +1233,8 @@ def rms_norm(
     if eps is None:
         eps = float(backend.namespace(input.array).finfo(input.array.dtype).eps)
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+    # the input's dtype, as PyTorch's, where the weight's differs
+    return out if weight is None else (out * weight).to(input.dtype)
 
 
 def local_response_norm(
@@ -2564,13 +2596,13 @@ def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
         return xp.clip(positions, 0, size - 1)
     if mode == "circular":
         if max(before, after) > size:
-            raise ValueError(
+            raise RuntimeError(
                 f"pad: circular padding ({before}, {after}) of dim {dim} wraps around more than "
                 f"once (size {size})"
             )
         return positions % size
     if max(before, after) >= size:
-        raise ValueError(
+        raise RuntimeError(
             f"pad: reflect padding ({before}, {after}) of dim {dim} should be less than the "
             f"dim's size {size}"
         )

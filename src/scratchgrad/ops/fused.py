@@ -307,6 +307,8 @@ class LayerNorm(Function):
         y *= rstd
         ctx.save_for_backward(x, weight, y, rstd)
         ctx.dims, ctx.eps = dims, eps
+        if weight is None and bias is None:  # a copy: an in-place op on out (relu_) keeps y
+            return y.copy()
         out = y if weight is None else y * weight
         return out if bias is None else out + bias
 
