@@ -599,7 +599,12 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("register_hook: the tensor does not require grad")
         owner, attr = (self._ctx, "hooks") if self._ctx is not None else (self, "_hooks")
-        setattr(owner, attr, (*getattr(owner, attr), hook))
+        hooks = getattr(owner, attr)
+        # retain_grad's hook runs after every other, whenever they came, as PyTorch's: .grad
+        # holds the gradient the hooks leave
+        kept = tuple(h for h in hooks if getattr(h, "retains_grad", False))
+        others = tuple(h for h in hooks if not getattr(h, "retains_grad", False))
+        setattr(owner, attr, (*others, hook, *kept))
         return RemovableHandle(owner, attr, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> Any:

@@ -385,6 +385,21 @@ def test_hooks_on_leaf_and_non_leaf_replace_the_gradient_as_in_torch():
     np.testing.assert_allclose(seen[0], seen_t[0])
 
 
+def test_retain_grad_keeps_the_gradient_hooks_registered_after_it_leave():
+    """PyTorch runs the retain_grad hook last, whenever the other hooks came."""
+    x, xt = leaves([1.0, -2.0, 3.0])
+    kept = []
+    for t in (x, xt):
+        y = t.sin()
+        y.retain_grad()
+        y.register_hook(lambda g: g * 7)
+        y.register_hook(lambda g: g + 1)
+        (y * y).sum().backward()
+        kept.append(y.grad)
+    assert_close(*kept)
+    assert_close(x.grad, xt.grad)
+
+
 def test_a_hook_returning_none_keeps_the_gradient():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     calls = []

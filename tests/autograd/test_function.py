@@ -315,6 +315,25 @@ def test_backward_with_the_wrong_number_of_gradients_names_the_function():
         TooMany.apply(sg.ones(2, requires_grad=True)).sum().backward()
 
 
+def test_backward_may_return_extra_gradients_that_are_none_as_in_torch():
+    grads = []
+    for lib in (sg, torch):
+
+        class ExtraNones(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 2, None, None
+
+        x = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        (ExtraNones.apply(x) ** 2).sum().backward()
+        grads.append(x.grad)
+    assert_close(*grads)
+
+
 def test_backward_with_a_gradient_of_the_wrong_shape_names_the_function():
     class WrongShape(sg.autograd.Function):
         @staticmethod
@@ -355,32 +374,46 @@ def _sincos(lib):
     return SinCos
 
 
-def test_set_materialize_grads_false_runs_a_backward_written_for_none():
-    """``ctx.set_materialize_grads(False)``: PyTorch passes None for an unused output, we pass
-    its zeros; a backward that skips a None gets the same gradient either way."""
-    grads = []
+def _split(lib, seen):
+    """x * 2, x * 3 and argmax x (not differentiable), without materialized gradients: its
+    backward notes which gradients were None."""
+
+    class Split(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            index = x.argmax()
+            ctx.mark_non_differentiable(index)
+            return x * 2, x * 3, index
+
+        @staticmethod
+        def backward(ctx, grad_twice, grad_thrice, grad_index):
+            seen.append((grad_twice is None, grad_thrice is None, grad_index is None))
+            grad = 0
+            if grad_twice is not None:
+                grad = grad + grad_twice * 2
+            if grad_thrice is not None:
+                grad = grad + grad_thrice * 3
+            return grad
+
+    return Split
+
+
+def test_set_materialize_grads_false_passes_none_for_an_output_no_gradient_reached():
+    """``ctx.set_materialize_grads(False)``: None for an unused output (and a
+    non-differentiable one), in each walk of a retained graph, as PyTorch passes."""
+    results = []
     for lib in (sg, torch):
-
-        class Split(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.set_materialize_grads(False)
-                return x * 2, x * 3
-
-            @staticmethod
-            def backward(ctx, grad_twice, grad_thrice):
-                grad = 0
-                if grad_twice is not None:
-                    grad = grad + grad_twice * 2
-                if grad_thrice is not None:
-                    grad = grad + grad_thrice * 3
-                return grad
-
+        seen = []
         x = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
-        twice, _ = Split.apply(x)
-        (twice * twice).sum().backward()
-        grads.append(x.grad)
-    assert_close(*grads)
+        twice, thrice, _ = _split(lib, seen).apply(x)
+        loss = (twice * twice).sum()
+        loss.backward(retain_graph=True)
+        (thrice.sum() + loss).backward()
+        results.append((seen, x.grad))
+    (seen, grad), (seen_t, grad_t) = results
+    assert seen == seen_t == [(False, True, True), (False, False, True)]
+    assert_close(grad, grad_t)
 
 
 @pytest.mark.parametrize(
@@ -404,6 +437,33 @@ def test_a_function_with_several_outputs_returns_tensors_with_torchs_gradients(l
     assert_close(c, ct)
     assert index.item() == index_t.item() == 2 and index.dtype == sg.int64
     assert s.requires_grad and c.requires_grad and not index.requires_grad
+    assert_close(grad, grad_t)
+
+
+def test_plain_values_among_the_outputs_come_back_as_they_are_as_in_torch():
+    """A count or None returned beside tensors stays a Python value (backward gets None)."""
+    results = []
+    for lib in (sg, torch):
+
+        class WithCount(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.exp(), 7, None
+
+            @staticmethod
+            def backward(ctx, grad, grad_count, grad_none):
+                assert grad_count is None and grad_none is None
+                return grad * 3
+
+        x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+        y, count, nothing = WithCount.apply(x)
+        y.sum().backward()
+        with lib.no_grad():
+            plain = WithCount.apply(x)[1:]
+        results.append((y, count, nothing, x.grad, plain))
+    (y, count, nothing, grad, plain), (yt, count_t, nothing_t, grad_t, plain_t) = results
+    assert (count, nothing, plain) == (count_t, nothing_t, plain_t) == (7, None, (7, None))
+    assert_close(y, yt)
     assert_close(grad, grad_t)
 
 

@@ -3,6 +3,7 @@
 """
 
 import functools
+import re
 
 import numpy as np
 import oracle
@@ -136,6 +137,16 @@ def test_jacobian_with_create_graph_is_differentiable():
     assert_close(jac, jac_t)
 
 
+@pytest.mark.parametrize(
+    "f", [lambda v: 3 * v.mean(), lambda v: v.max(), lambda v: v[0] * 2], ids=["mean", "max", "one"]
+)
+def test_a_hessian_of_a_function_whose_gradient_is_constant_is_zeros(f):
+    """Its gradient needs no gradient of its own: rows of zeros, as PyTorch (not an error)."""
+    x, xt = leaves(POINTS[:4], requires_grad=False)
+    assert_close(F.hessian(f, x), TF.hessian(f, xt))
+    assert_close(F.jacobian(lambda v: v.detach() * 2, x), TF.jacobian(lambda v: v.detach() * 2, xt))
+
+
 def test_hessian_matches_torch():
     x, xt = leaves(POINTS[:4], requires_grad=False)
     f = lambda v: (v.tanh() * v).sum() + (v[0] * v[1] * v[2] ** 2)  # noqa: E731
@@ -246,3 +257,143 @@ def test_hessian_vector_products_errors_as_torchs():
     )
     with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independ"):
         F.jacobian(lambda x, y: x * 2, (sg.ones(2), sg.ones(2)), strict=True)
+
+
+# ---- tuples of outputs and inputs, create_graph through the caller's tensors ---------------
+
+FUNCTIONAL_CASES = {
+    # name: (call(autograd.functional, inputs, create_graph), input shapes)
+    "jacobian_two_outputs": (
+        lambda f, x, cg: f.jacobian(lambda a: (a.sin(), a.prod()), x[0], create_graph=cg),
+        [3],
+    ),
+    "jacobian_tuples": (
+        lambda f, x, cg: f.jacobian(
+            lambda a, b: (a.outer(b).tanh(), a.sum() * b), (x[0], x[1]), create_graph=cg
+        ),
+        [3, 2],
+    ),
+    "jacobian_one_of_a_tuple": (
+        lambda f, x, cg: f.jacobian(lambda a: a.exp(), (x[0],), create_graph=cg),
+        [2],
+    ),
+    "hessian_tuple": (
+        lambda f, x, cg: f.hessian(
+            lambda a, b: a.sin().sum() * b.exp().sum(), (x[0], x[1]), create_graph=cg
+        ),
+        [3, 2],
+    ),
+    "hessian_one_of_a_tuple": (
+        lambda f, x, cg: f.hessian(lambda a: a.sin().prod(), (x[0],), create_graph=cg),
+        [3],
+    ),
+    "vjp_two_outputs": (
+        lambda f, x, cg: f.vjp(
+            lambda a: (a.exp(), a.sum()), x[0], (x[1], x[2].sum()), create_graph=cg
+        ),
+        [3, 3, 1],
+    ),
+    "jvp_two_outputs": (
+        lambda f, x, cg: f.jvp(lambda a: (a.exp(), a.sum()), x[0], x[1], create_graph=cg),
+        [3, 3],
+    ),
+    "jvp_without_v": (lambda f, x, cg: f.jvp(lambda a: a.exp() * 2, x[0], create_graph=cg), [1]),
+    "jvp_of_a_constant": (
+        lambda f, x, cg: f.jvp(lambda a: a.detach().exp(), x[0], x[1], create_graph=cg),
+        [2, 2],
+    ),
+    "hvp_partly_linear": (
+        lambda f, x, cg: f.hvp(
+            lambda a, b: (a * 2).sum() + (b**3).sum(), (x[0], x[1]), (x[2], x[3]), create_graph=cg
+        ),
+        [3, 2, 3, 2],
+    ),
+    "vhp_tuple": (
+        lambda f, x, cg: f.vhp(
+            lambda a, b: (a.exp() * b).sum(), (x[0], x[1]), (x[2], x[3]), create_graph=cg
+        ),
+        [3, 3, 3, 3],
+    ),
+}
+
+
+def _flat(results):
+    """The tensors of nested tuples, with the nesting written as a string."""
+    if isinstance(results, tuple):
+        inner = [_flat(r) for r in results]
+        return [t for ts, _ in inner for t in ts], "(" + ",".join(n for _, n in inner) + ")"
+    return [results], "T"
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL_CASES)
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_tuples_of_outputs_and_inputs_match_torch(name, create_graph):
+    """The results' nesting and values, and with ``create_graph`` the gradients that reach the
+    caller's tensors through them (PyTorch differentiates through views of those)."""
+    call, shapes = FUNCTIONAL_CASES[name]
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    results, grads = [], []
+    for m in (sg, torch):
+        xs = [m.tensor(a, requires_grad=create_graph) for a in arrays]
+        tensors, nesting = _flat(call(m.autograd.functional, xs, create_graph))
+        results.append((tensors, nesting))
+        differentiable = [t for t in tensors if t.requires_grad]
+        if differentiable:
+            total = sum((t**2).sum() for t in differentiable)
+            grads.append(m.autograd.grad(total, xs, allow_unused=True))
+    (ours, nesting), (theirs, nesting_t) = results
+    assert nesting == nesting_t
+    for a, b in zip(ours, theirs):
+        assert_close(a, b)
+        assert a.requires_grad == b.requires_grad
+    for a, b in zip(*grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert_close(a, b)
+
+
+STRICT_ERRORS = {
+    "vjp_output_needs_no_grad": (
+        lambda f, x: f.vjp(lambda a: a.detach() * 2, x, x, strict=True),
+        "Output 0 of the user-provided function does not require gradients",
+    ),
+    "jvp_independent_input": (
+        lambda f, x: f.jvp(lambda a, b: a * 2, (x, x), (x, x), strict=True),
+        "independent of input 1",
+    ),
+    "hessian_independent_jacobian": (
+        lambda f, x: f.hessian(lambda a, b: (a**3).sum() + b.sum(), (x, x), strict=True),
+        "jacobian of the user-provided function with respect to input 1 is independent",
+    ),
+    "jacobian_strict_and_vectorize": (
+        lambda f, x: f.jacobian(lambda a: a * 2, x, strict=True, vectorize=True),
+        "`strict=True` and `vectorized=True` are not supported together",
+    ),
+    "jvp_v_count": (
+        lambda f, x: f.jvp(lambda a, b: a * b, (x, x), x),
+        "v is a tuple of invalid length: should be 2 but got 1",
+    ),
+    "jvp_v_none_for_several_entries": (
+        lambda f, x: f.jvp(lambda a: a * 2, x),
+        "v can only be None if the input to the user-provided function is a single Tensor",
+    ),
+    "hessian_of_a_tuple": (
+        lambda f, x: f.hessian(lambda a: (a.sum(),), x),
+        "The function given to hessian should return a single Tensor",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", STRICT_ERRORS)
+def test_strict_and_misuse_raise_torchs_errors(name):
+    call, message = STRICT_ERRORS[name]
+    for m in (torch, sg):
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            call(m.autograd.functional, m.tensor([0.5, -1.0, 2.0], dtype=m.float64))
+
+
+def test_inputs_must_be_a_tensor_or_a_tuple_as_torch():
+    for m in (torch, sg):
+        with pytest.raises(TypeError, match="must be either a Tensor or a tuple of Tensors"):
+            m.autograd.functional.jacobian(lambda a, b: a * b, [m.ones(2), m.ones(2)])

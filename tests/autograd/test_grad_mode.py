@@ -164,3 +164,39 @@ def test_a_new_thread_starts_with_grad_enabled_even_under_no_grad():
         thread.start()
         thread.join()
     assert seen["enabled"] is True  # as torch: grad mode is per thread, default on
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        lambda m: m.no_grad(),
+        lambda m: m.no_grad,
+        lambda m: m.set_grad_enabled(False),
+        lambda m: m.inference_mode(),
+    ],
+)
+def test_a_decorated_generator_runs_its_body_in_the_mode_and_yields_in_the_callers(mode):
+    def steps(m):
+        @mode(m)
+        def generate(t):
+            for i in range(2):
+                received = yield (t * i).requires_grad, m.is_grad_enabled()
+                yield received
+            return "done"
+
+        t = m.ones(2, requires_grad=True)
+        gen = generate(t)
+        seen = [next(gen), m.is_grad_enabled(), gen.send("sent"), next(gen), next(gen)]
+        with pytest.raises(StopIteration) as stop:
+            next(gen)
+        return seen, stop.value.value
+
+    assert steps(sg) == steps(torch)
+    assert steps(sg) == ([(False, False), True, "sent", (False, False), None], "done")
+
+
+def test_set_grad_enabled_takes_only_a_bool():
+    for m in (torch, sg):
+        with pytest.raises(TypeError, match="must be bool, not int"):
+            m.set_grad_enabled(1)
+        assert m.is_grad_enabled()

@@ -109,3 +109,32 @@ def test_a_setup_context_function_replays_under_jit():
         w_eager.grad = w_jit.grad = None
         x = sg.full((2,), value)
         np.testing.assert_array_equal(eager(x).numpy(), jitted(x).numpy())
+
+
+def test_setup_context_gets_defaults_and_keywords_bound_as_in_torch():
+    """PyTorch binds ``apply``'s arguments to ``forward``'s signature: ``inputs`` holds the
+    defaults and the keywords in their places, and backward returns a gradient for each."""
+    results = []
+    for lib in (sg, torch):
+
+        class Scaled(lib.autograd.Function):
+            @staticmethod
+            def forward(x, k=2.0, shift=0.0):
+                return x.sin() * k + shift
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, ctx.k, _ = inputs
+                ctx.save_for_backward(x)
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x.cos() * ctx.k, None, None
+
+        x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+        outs = [Scaled.apply(x), Scaled.apply(x, shift=1.0), Scaled.apply(x, 3.0)]
+        sum(out.sum() for out in outs).backward()
+        results.append((*outs, x.grad))
+    for ours, theirs in zip(*results):
+        oracle.assert_close(ours, theirs, tolerance=oracle.ROUND_OFF)

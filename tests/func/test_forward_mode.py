@@ -76,3 +76,29 @@ def test_bad_primals_and_tangents_raise():
         jvp(lambda a: a, x, (x,))
     with pytest.raises(RuntimeError, match="the tangents must have the structure and shapes"):
         jvp(lambda a: a, (x,), (sg.ones(3),))
+    for m in (torch, sg):
+        with pytest.raises(RuntimeError, match="Expected primals to only contain Tensors"):
+            m.func.jvp(lambda a: a * 2, (3.0,), (1.0,))
+
+
+INTEGER_OUTPUTS = {
+    "jvp": lambda f, x: f.jvp(lambda a: (a.exp(), a.argmax(0)), (x,), (x.cos(),)),
+    "jacfwd_max": lambda f, x: tuple(f.jacfwd(lambda a: a.max(0))(x)),
+    "vmap_jvp": lambda f, x: f.vmap(lambda a: f.jvp(lambda z: (z.sin(), z.argsort()), (a,), (a,)))(
+        x
+    ),
+}
+
+
+@pytest.mark.parametrize("name", INTEGER_OUTPUTS)
+def test_an_integer_output_has_zero_tangents_of_its_dtype_as_torch(name):
+    array = np.random.default_rng(5).standard_normal((3, 2))
+    theirs = INTEGER_OUTPUTS[name](torch.func, torch.tensor(array))
+    ours = INTEGER_OUTPUTS[name](sg.func, sg.tensor(array))
+    theirs, _ = torch.utils._pytree.tree_flatten(theirs)
+    ours, _ = torch.utils._pytree.tree_flatten(ours)
+    assert [str(t.dtype).split(".")[-1] for t in ours] == [
+        str(t.dtype).split(".")[-1] for t in theirs
+    ]
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)

@@ -206,6 +206,11 @@ def test_grad_errors():
         grad(lambda x: x.sum(), argnums=2)(sg.ones(3))
     with pytest.raises(RuntimeError, match="must return a pair"):
         grad(lambda x: x.sum(), has_aux=True)(sg.ones(3))
+    for m in (torch, sg):  # a number to differentiate with respect to: PyTorch's ValueError
+        with pytest.raises(ValueError, match="Thing passed to transform API must be Tensor"):
+            m.func.grad(lambda x, n: (x**n).sum(), argnums=1)(m.ones(3), 2.0)
+        with pytest.raises(ValueError, match="Thing passed to transform API must be Tensor"):
+            m.func.vjp(lambda x: x * 2, 3.0)
 
 
 def test_grad_of_an_unused_input_is_zero():
@@ -351,6 +356,21 @@ def test_vmap_in_dims_out_dims_trees_and_chunks():
     assert ours[1].shape == (2, 3) and ours[0].shape == (3, 5)
 
 
+def test_vmap_out_dims_none_returns_an_unbatched_output_once_as_torch():
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    results = []
+    for m in (torch, sg):
+        f = m.func.vmap(
+            lambda a, w: (a.view(-1, 1) * 2, w.exp()), in_dims=(0, None), out_dims=(1, None)
+        )
+        results.append(f(m.tensor(x), m.tensor(y)))
+        with pytest.raises(ValueError, match="out_dim is None|out_dims is None"):
+            m.func.vmap(lambda a: a * 2, out_dims=None)(m.tensor(x))
+    for ours, theirs in zip(results[1], results[0]):
+        assert_close(ours, theirs)
+
+
 def test_vmap_errors():
     with pytest.raises(ValueError, match="different sizes along their in_dims: \\[2, 3\\]"):
         vmap(lambda x, y: x + y)(sg.ones(2), sg.ones(3))
@@ -364,8 +384,9 @@ def test_vmap_errors():
         vmap(lambda x, y: x, in_dims=(0,))(sg.ones(2), sg.ones(2))
     with pytest.raises(ValueError, match="must return tensors"):
         vmap(lambda x: 3)(sg.ones(2))
-    with pytest.raises(ValueError, match="randomness must be"):
-        vmap(lambda x: x, randomness="maybe")
+    for m in (torch, sg):  # a RuntimeError, as PyTorch's
+        with pytest.raises(RuntimeError, match="randomness"):
+            m.func.vmap(lambda x: x, randomness="maybe")
     with pytest.raises(RuntimeError, match="backward\\(\\) on a batched tensor"):
         vmap(lambda x: x.sum().backward())(sg.ones(2, requires_grad=True))
 
@@ -468,3 +489,64 @@ def test_jacrev_chunk_size_is_checked_and_keyword_only():
             m.func.jacrev(m.sin, chunk_size=0)
         with pytest.raises(TypeError):
             m.func.jacrev(m.sin, 0, True)
+
+
+NESTED_CLOSURES = {
+    # the inner grad closes over the outer input: the outer differentiates through it
+    "grad_of_grad": lambda f, x, y: f.grad(
+        lambda a: (f.grad(lambda b: (a * b).sin().sum())(y) * a).sum()
+    )(x),
+    "jacrev_of_jacfwd": lambda f, x, y: f.jacrev(f.jacfwd(lambda a: a.sin() * a.prod()))(x),
+    "jacfwd_of_vjp": lambda f, x, y: f.jacfwd(lambda a: f.vjp(lambda b: (a * b).exp(), y)[1](a)[0])(
+        x
+    ),
+    "hessian_of_grad_value": lambda f, x, y: f.hessian(
+        lambda a: f.grad_and_value(lambda b: (a * b**2).sum())(y)[1] * a.sum()
+    )(x),
+}
+
+
+@pytest.mark.parametrize("name", NESTED_CLOSURES)
+def test_an_outer_transform_differentiates_an_inner_one_closing_over_its_input(name):
+    results = []
+    for m in (torch, sg):
+        x = m.tensor([0.5, -1.2, 2.0], dtype=m.float64)
+        y = m.tensor([1.5, 0.3, -0.7], dtype=m.float64)
+        results.append(NESTED_CLOSURES[name](m.func, x, y))
+    assert_close(results[1], results[0], tolerance=(1e-10, 1e-12))
+
+
+SEVERAL_OUTPUTS = {
+    "jacrev_dict_out_argnums": lambda f, x, y: f.jacrev(
+        lambda a, b: {"outer": a.outer(b).sin(), "pair": (a.sum() * b, a.prod())}, argnums=(0, 1)
+    )(x, y),
+    "jacfwd_dict_out_argnums": lambda f, x, y: f.jacfwd(
+        lambda a, b: {"outer": a.outer(b).sin(), "pair": (a.sum() * b, a.prod())}, argnums=(0, 1)
+    )(x, y),
+    "jacrev_list_out_with_aux": lambda f, x, y: f.jacrev(
+        lambda a: ([a.exp(), a[0]], a.cos()), has_aux=True
+    )(x),
+    "jacfwd_dict_in_tuple_out": lambda f, x, y: f.jacfwd(
+        lambda p: ((p["w"] * y[0] + p["b"]).tanh(), p["b"].sum())
+    )({"w": x, "b": x.cos()}),
+    "hessian_argnums": lambda f, x, y: f.hessian(
+        lambda a, b: (a.sin().sum() * b.exp()).sum(), argnums=(0, 1)
+    )(x, y),
+    "vmap_jacrev_tuple_out": lambda f, x, y: f.vmap(f.jacrev(lambda a: (a.sin(), a * y[0])))(
+        x.outer(y)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SEVERAL_OUTPUTS)
+def test_jacobians_of_several_outputs_come_in_their_structure_as_torch(name):
+    results = []
+    for m in (torch, sg):
+        x = m.tensor([0.5, -1.2, 2.0], dtype=m.float64)
+        y = m.tensor([1.5, 0.3], dtype=m.float64)
+        results.append(SEVERAL_OUTPUTS[name](m.func, x, y))
+    theirs, theirs_spec = torch.utils._pytree.tree_flatten(results[0])
+    ours, ours_spec = torch.utils._pytree.tree_flatten(results[1])
+    assert str(ours_spec) == str(theirs_spec)
+    for a, b in zip(ours, theirs):
+        assert_close(a, b, tolerance=(1e-10, 1e-12))

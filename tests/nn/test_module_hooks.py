@@ -234,6 +234,33 @@ def test_a_full_hook_gets_one_gradient_per_positional_input_as_pytorch():
                     np.testing.assert_array_equal(g, h)
 
 
+def test_an_output_the_loss_does_not_use_has_none_in_grad_output_as_pytorch():
+    def run(lib):
+        class Three(lib.nn.Module):
+            def forward(self, a):
+                return a.sin(), a.cos(), a * 3
+
+        seen, three = [], Three()
+        three.register_full_backward_pre_hook(lambda m, go: seen.append(go))
+        three.register_full_backward_hook(lambda m, gi, go: seen.append((*gi, *go)))
+        a = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        x, _, z = three(a)
+        (x * 2 + z).sum().backward()
+        return [[None if g is None else g.numpy() for g in grads] for grads in seen], a.grad
+
+    (ours, grad), (theirs, grad_t) = run(sg), run(torch)
+    assert [[g is None for g in gs] for gs in ours] == [[g is None for g in gs] for gs in theirs]
+    assert [[g is None for g in gs] for gs in ours] == [
+        [False, True, False],
+        [False] * 2 + [True, False],
+    ]
+    for mine, their in zip(ours, theirs):
+        for g, h in zip(mine, their):
+            if g is not None:
+                np.testing.assert_allclose(g, h, rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), grad_t.numpy(), rtol=1e-12)
+
+
 def test_grad_cam_with_a_forward_and_a_backward_hook_equals_pytorchs():
     """Grad-CAM, as its tutorials write it: a forward hook keeps the last convolution's
     activations, a full backward hook their gradients; the map (gradient-weighted channels,

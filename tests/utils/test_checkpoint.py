@@ -195,11 +195,28 @@ def errors(make):
     [
         lambda lib, m: m.checkpoint(mlp(lib), lib.tensor(X), use_reentrant=True, other=1, k=2),
         lambda lib, m: m.checkpoint_sequential(mlp(lib), 2, lib.tensor(X), False, other=1),
+        lambda lib, m: m.checkpoint(
+            mlp(lib), lib.tensor(X), use_reentrant=False, determinism_check="shapes"
+        ),
+        lambda lib, m: m.checkpoint(mlp(lib), lib.tensor(X), use_reentrant=True, debug=True),
     ],
 )
 def test_errors_are_torch_s(make):
     ours, theirs = errors(make)
     assert ours == theirs
+
+
+def test_torch_s_options_for_its_checks_are_taken_not_passed_to_the_function():
+    results = []
+    for lib, module in ((sg, cp), (torch, tcp)):
+        model = mlp(lib)
+        x = lib.tensor(X, requires_grad=True)
+        options = {"determinism_check": "none", "debug": False, "early_stop": False}
+        y = module.checkpoint(model, x, use_reentrant=False, **options)
+        (y**2).sum().backward()
+        results.append([y.detach().numpy(), x.grad.numpy(), *grads(model.parameters())])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("segments", [1, 2, 3, 4])

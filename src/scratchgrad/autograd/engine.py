@@ -339,7 +339,12 @@ def _propagate(
     input_grads = type(node).backward(node, g)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
-    if len(input_grads) != len(node.parents):
+    count = len(node.parents)
+    # extra gradients are allowed when all None (for defaults bound into a newer-style
+    # Function's inputs, say), as PyTorch drops them
+    if len(input_grads) != count and (
+        len(input_grads) < count or any(g is not None for g in input_grads[count:])
+    ):
         raise RuntimeError(
             f"{type(node).__name__}.backward returned {len(input_grads)} gradients for "
             f"{len(node.parents)} inputs"

@@ -10,6 +10,7 @@ instance as the graph node: it remembers its parents (the nodes of its inputs) a
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import weakref
 from collections.abc import Callable
@@ -60,6 +61,7 @@ class Function:
     is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
     _non_differentiable: tuple = ()  # outputs marked by mark_non_differentiable
+    materialize_grads = True  # see set_materialize_grads
     # One of scratchgrad's own ops (set for every class defined in the package): its backward
     # keeps no reference to the gradients it returns, so the engine may hand them to .grad
     # without a copy. User-defined Functions are not trusted with that.
@@ -165,9 +167,8 @@ class Function:
         self._non_differentiable = outputs
 
     def set_materialize_grads(self, value: bool) -> None:
-        """Accepted as PyTorch's. PyTorch then passes ``None`` for an output no gradient
-        reached; here ``backward`` receives zeros for it either way (the outputs' gradients
-        arrive packed together), which a backward written for ``None`` treats the same."""
+        """With False, ``backward`` receives ``None`` (not zeros) for an output of several that
+        no gradient reached, or that is not differentiable, as PyTorch's."""
         self.materialize_grads = bool(value)
 
     def _saved_tensors(self, needed: tuple[bool, ...] | None = None) -> tuple:
@@ -313,6 +314,9 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     output is a slice of it (``_Unpack``), so the engine sums each output's gradient into the
     node's as for any other node; the node then hands ``backward`` one gradient per output.
     """
+    # a user's forward may return plain values too (a count, None): they come back as they
+    # are, and backward gets None for them, as PyTorch's
+    plain = [not ctx.builtin and type(out) not in _ARRAY_CLASSES for out in outs]
     arrays = [backend.as_array(out) for out in outs]
     if (  # the gate of a single result's, above
         parents is not None
@@ -322,14 +326,19 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
         _complex_twin_or_refuse(ctx)
     marked = {id(out) for out in ctx._non_differentiable}
     packed_at, size = [], 0  # per output: its (start, stop) in the packed array, or None
-    for out, array in zip(outs, arrays):
-        if parents is not None and backend.can_require_grad(array.dtype) and id(out) not in marked:
+    for out, array, is_plain in zip(outs, arrays, plain):
+        if (
+            parents is not None
+            and not is_plain
+            and backend.can_require_grad(array.dtype)
+            and id(out) not in marked
+        ):
             packed_at.append((size, size + array.size))
             size += array.size
         else:
             packed_at.append(None)
     if all(at is None for at in packed_at):
-        return tuple(Tensor._make(array) for array in arrays)
+        return tuple(o if p else Tensor._make(a) for o, a, p in zip(outs, arrays, plain))
     differentiable = [a for a, at in zip(arrays, packed_at) if at is not None]
     packed_dtype = xp.result_type(*(a.dtype for a in differentiable))
     if capture_hook.recorder is None:
@@ -337,15 +346,20 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     else:
         packed = capture_hook.recorder.call(_pack, differentiable, packed_dtype)
     node = _SeveralOutputs()
-    node.ctx, node.outputs = ctx, [(a.shape, a.dtype, at) for a, at in zip(arrays, packed_at)]
+    node.ctx, node.reached = ctx, set()
+    node.outputs = [(a.shape, a.dtype, at, p) for a, at, p in zip(arrays, packed_at, plain)]
     node.parents = ctx.parents = parents
     node.sequence_nr, node.out_shape, node.out_dtype = next(_sequence), packed.shape, packed_dtype
     if ctx._to_save:
         ctx.saved, ctx._to_save = _entries(ctx._to_save, args, object(), None), ()  # copies
     whole = Tensor._make(packed, node)
     return tuple(
-        Tensor._make(array) if at is None else _Unpack.apply(whole, at=at, shape=array.shape)
-        for array, at in zip(arrays, packed_at)
+        out
+        if is_plain
+        else Tensor._make(array)
+        if at is None
+        else _Unpack.apply(whole, at=at, shape=array.shape)
+        for out, array, at, is_plain in zip(outs, arrays, packed_at, plain)
     )
 
 
@@ -359,9 +373,15 @@ class _SeveralOutputs(Function):
 
     @staticmethod
     def backward(node, grad):
+        # the outputs whose gradient reached the node in this walk (each _Unpack notes its
+        # own): the others get None where the Function does not materialize gradients
+        reached, node.reached = node.reached, set()
+        materialize = node.ctx.materialize_grads
         grads = []
-        for shape, dtype, at in node.outputs:
-            if at is None:  # not differentiable: zeros, as PyTorch passes
+        for shape, dtype, at, is_plain in node.outputs:
+            if is_plain or not (materialize or at in reached):
+                grads.append(None)
+            elif at is None:  # not differentiable: zeros, as PyTorch passes
                 grads.append(grad.new_zeros(shape, dtype=dtype))
             else:
                 grads.append(grad[at[0] : at[1]].reshape(shape).to(dtype))
@@ -378,6 +398,7 @@ class _Unpack(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        ctx.parents[0].reached.add(ctx.at)
         return grad.reshape(-1).pad([(ctx.at[0], ctx.size - ctx.at[1])])
 
 
@@ -386,8 +407,15 @@ def _with_setup_context(forward: Callable) -> Callable:
     calls as every other, ``forward(ctx, *args)``: it runs, then the Function's own
     ``setup_context`` (looked up on ``ctx``'s class, so a subclass may replace it) fills ctx."""
 
+    signature = inspect.signature(forward)
+    defaults = any(p.default is not p.empty for p in signature.parameters.values())
+
     @functools.wraps(forward)
     def forward_then_setup(ctx: Function, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or defaults:  # setup_context's inputs hold them too, as PyTorch binds them
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         out = forward(*args, **kwargs)
         type(ctx).setup_context(ctx, args, out)
         return out

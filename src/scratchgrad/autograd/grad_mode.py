@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -127,12 +128,33 @@ class _GradMode:
         state.enabled, state.grad_mode = self._prev
 
     def __call__(self, fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with type(self)():
-                return fn(*args, **kwargs)
+        return _decorated(fn, type(self))
 
-        return wrapper
+
+def _decorated(fn: Callable, mode: Callable[[], Any]) -> Callable:
+    """``fn`` run inside a fresh ``mode()`` block per call. A generator function's body runs
+    inside it at each step, and the caller's mode is back at each ``yield``, as PyTorch's."""
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def generator(*args: Any, **kwargs: Any) -> Any:
+            steps, sent = fn(*args, **kwargs), None
+            while True:
+                try:
+                    with mode():
+                        value = steps.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+                sent = yield value
+
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with mode():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 class no_grad(_GradMode):
@@ -195,13 +217,7 @@ class inference_mode(_GradMode):
 
     def __call__(self, fn: Callable) -> Callable:
         enabled = self.enabled
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with inference_mode(enabled):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorated(fn, lambda: inference_mode(enabled))
 
 
 class enable_grad(_GradMode):
@@ -220,7 +236,12 @@ class set_grad_enabled(_GradMode):
     """
 
     def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
+        if not isinstance(mode, bool):  # PyTorch's check: a truthy tensor or number is refused
+            raise TypeError(
+                "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                f"{type(mode).__name__}"
+            )
+        self.mode = mode
         self._prev = _set_grad_mode(self.mode)
 
     def __enter__(self) -> None:
@@ -230,10 +251,4 @@ class set_grad_enabled(_GradMode):
         # used as a decorator: restore, and set the mode per call
         state.enabled, state.grad_mode = self._prev
         mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorated(fn, lambda: set_grad_enabled(mode))

@@ -124,6 +124,11 @@ class BatchedTensor(Tensor):
     def detach(self) -> Tensor:
         return wrap(self.value.detach(), self.level)
 
+    def view(self, *shape: Any) -> Tensor:
+        # a member's view is its reshape here: writes into a batched tensor are refused, so
+        # whether it shares memory cannot show
+        return self.reshape(*shape)
+
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
 
@@ -460,7 +465,7 @@ def vmap(
             [30.,  4.]])
     """
     if randomness not in ("error", "different", "same"):
-        raise ValueError(
+        raise RuntimeError(  # (PyTorch's type)
             f"vmap: randomness must be 'error', 'different' or 'same', got {randomness!r}"
         )
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
@@ -502,15 +507,24 @@ def _call(func, leaves, dims, spec, kwargs, size, out_dims, randomness) -> Any:
     return tree_unflatten([_unbatched(t, level, size, d) for t, d in zip(outs, dims)], out_spec)
 
 
-def _unbatched(t: Any, level: int, size: int, dim: int) -> Tensor:
+def _unbatched(t: Any, level: int, size: int, dim: int | None) -> Tensor:
     """An output of ``func`` as a plain batch, its batch dim at ``dim``; an output that does
-    not depend on the batch is repeated for every member, as torch.func does."""
+    not depend on the batch is repeated for every member, as torch.func does, or returned
+    once where ``dim`` is None."""
     if not isinstance(t, Tensor):
         raise ValueError(
             f"vmap: the function must return tensors (or tuples, lists, dicts of them), "
             f"got {type(t).__name__}"
         )
-    value = t.value if type(t) is BatchedTensor and t.level == level else at_front(t, size)
+    batched = type(t) is BatchedTensor and t.level == level
+    if dim is None:
+        if batched:
+            raise ValueError(
+                "vmap: the function can not return a batched tensor (one that depends on the "
+                "batch) where out_dims is None"
+            )
+        return t
+    value = t.value if batched else at_front(t, size)
     return value if dim % value.ndim == 0 else value.movedim(0, dim)
 
 
@@ -522,7 +536,9 @@ def _join(outs: list, out_dims: Any) -> Any:
     dims = _leaf_dims(
         out_dims, first if isinstance(first, tuple) else (first,), len(flats[0][0]), "out_dims"
     )
-    return tree_unflatten([cat(list(col), d) for col, d in zip(columns, dims)], spec)
+    return tree_unflatten(
+        [col[0] if d is None else cat(list(col), d) for col, d in zip(columns, dims)], spec
+    )
 
 
 def _leaf_dims(dims: Any, args: tuple, count: int, name: str = "in_dims") -> list:

@@ -21,9 +21,10 @@ per product instead of one forward pass, and needs no second set of derivative f
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from scratchgrad import backend
@@ -90,7 +91,7 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs, name) -> tuple:
     for n in nums:
         args[n], entries = _fresh(args[n], name)
         inputs.append(entries)
-    with enable_grad():
+    with enable_grad(), _running(inputs):
         result = func(*args, **kwargs)
     out, aux = _split_aux(result, has_aux, name)
     if not isinstance(out, Tensor) or out.numel() != 1:
@@ -128,10 +129,16 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         arg, entries = _fresh(primal, "vjp")
         args.append(arg)
         inputs.append(entries)
-    with enable_grad():
+    with enable_grad(), _running(inputs):
         result = func(*args)
     out, aux = _split_aux(result, has_aux, "vjp")
     out_leaves, out_spec = tree_flatten(out)
+    for o in out_leaves:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(
+                "vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
+                f"type {type(o)}"
+            )
     nested = _with_graph([_peel(o)[0] for o in out_leaves if isinstance(o, Tensor)], inputs)
     leaves = [leaf for entries in inputs for leaf in entries.leaves]
 
@@ -166,7 +173,8 @@ def jacrev(
 ) -> Callable:
     """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by reverse mode, one
     vector-Jacobian product per output entry: shape ``output.shape + input.shape``, as
-    ``torch.func.jacrev``. Jacobians nest (``hessian``) and vmap. ``chunk_size`` (PyTorch's
+    ``torch.func.jacrev``. For a tuple, list or dict of outputs, the Jacobians come in that
+    structure, one per output. Jacobians nest (``hessian``) and vmap. ``chunk_size`` (PyTorch's
     bound on the products computed at once) is checked and changes nothing: they are computed
     one at a time here.
 
@@ -183,27 +191,44 @@ def jacrev(
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         chosen, of_chosen = _chosen(func, argnums, args, kwargs)
         out, vjp_fn, *aux = vjp(of_chosen, *chosen, has_aux=has_aux)
-        if not isinstance(out, Tensor):
-            raise RuntimeError(f"jacrev: expected func to return a tensor, got {type(out)}")
-        rows = []
-        for r in range(out.numel()):
-            basis = backend.namespace(out.array).zeros(out.numel(), out.dtype)
-            basis[r] = 1
-            rows.append(vjp_fn(Tensor._make(basis.reshape(out.shape))))
-        jac = tuple(
-            tree_unflatten(
-                [
-                    _stacked([tree_flatten(row[i])[0][j] for row in rows], out.shape, x)
-                    for j, x in enumerate(tree_flatten(chosen[i])[0])
-                ],
-                tree_flatten(chosen[i])[1],
-            )
-            for i in range(len(chosen))
+        outs, spec = tree_flatten(out)
+        jac = tree_unflatten(
+            [_jacobian_rows(vjp_fn, outs, spec, k, chosen, argnums) for k in range(len(outs))],
+            spec,
         )
-        jac = jac[0] if isinstance(argnums, int) else jac
         return (jac, aux[0]) if has_aux else jac
 
     return jacobian
+
+
+def _jacobian_rows(vjp_fn, outs: list, spec: Any, k: int, chosen: list, argnums: Any) -> Any:
+    """d outs[k] / d the chosen arguments: one vjp per entry of output k (a basis cotangent
+    there, zeros on the other outputs), shaped ``outs[k].shape + argument leaf's shape``."""
+    out = outs[k]
+    rows = [
+        vjp_fn(tree_unflatten([_basis(o, r if i == k else None) for i, o in enumerate(outs)], spec))
+        for r in range(out.numel())
+    ]
+    jac = tuple(
+        tree_unflatten(
+            [
+                _stacked([tree_flatten(row[i])[0][j] for row in rows], out.shape, x)
+                for j, x in enumerate(tree_flatten(chosen[i])[0])
+            ],
+            tree_flatten(chosen[i])[1],
+        )
+        for i in range(len(chosen))
+    )
+    return jac[0] if isinstance(argnums, int) else jac
+
+
+def _basis(like: Tensor, index: int | None) -> Tensor:
+    """Zeros of ``like``'s shape (one batch member's) and dtype, with a one at flat ``index``
+    (none for None)."""
+    basis = backend.namespace(like.array).zeros(like.numel(), like.dtype)
+    if index is not None:
+        basis[index] = 1
+    return Tensor._make(basis.reshape(like.shape))
 
 
 def _chosen(func: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple[list, Callable]:
@@ -244,8 +269,20 @@ def linearize(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     tensor([2., 0.])
     """
     out, vjp_fn, *aux = vjp(func, *primals, has_aux=has_aux)
+    outs, spec = tree_flatten(out)
+    # the tangent of an integer output (an index) is zeros of its dtype, as PyTorch's: only
+    # the floating outputs' cotangents are differentiated with respect to
+    floating = [backend.is_floating(o.dtype) for o in outs]
+
+    def with_zeros(values: Any) -> Any:
+        given = iter(values)
+        return tree_unflatten(
+            [next(given) if f else zeros_like(o) for o, f in zip(outs, floating)], spec
+        )
+
     _, transposed = vjp(
-        vjp_fn, tree_unflatten([zeros_like(o) for o in tree_flatten(out)[0]], tree_flatten(out)[1])
+        lambda *cotangents: vjp_fn(with_zeros(cotangents)),
+        *(zeros_like(o) for o, f in zip(outs, floating) if f),
     )
 
     def jvp_fn(*tangents: Any) -> Any:
@@ -260,8 +297,7 @@ def linearize(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
                 f"{[[tuple(p.shape) for p in e] for e in expected]}; got "
                 f"{[[tuple(t.shape) for t in g] for g in given]}"
             )
-        (pushed,) = transposed(tuple(tangents))
-        return pushed
+        return with_zeros(transposed(tuple(tangents)))
 
     return (out, jvp_fn, *aux)
 
@@ -272,6 +308,12 @@ def _tuple(values: Any, name: str) -> tuple:
             f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
             "to call f(*primals)."
         )
+    for value in tree_flatten(values)[0]:
+        if not isinstance(value, Tensor):
+            raise RuntimeError(
+                f"jvp(f, primals, tangents): Expected {name} to only contain Tensors, got "
+                f"{type(value)}"
+            )
     return values
 
 
@@ -283,8 +325,9 @@ def jacfwd(
     randomness: str = "error",
 ) -> Callable:
     """The Jacobian of ``func`` with respect to argument(s) ``argnums`` by forward mode, one
-    Jacobian-vector product per input entry: shape ``output.shape + input.shape``, as
-    ``torch.func.jacfwd`` (``jacfwd(jacrev(f))`` is the usual Hessian).
+    Jacobian-vector product per input entry: shape ``output.shape + input.shape`` (in the
+    structure of the outputs, as ``jacrev``), as ``torch.func.jacfwd`` (``jacfwd(jacrev(f))``
+    is the usual Hessian).
 
     >>> import scratchgrad as sg
     >>> jacfwd(lambda x: x**2)(sg.tensor([1.0, 3.0]))
@@ -296,34 +339,45 @@ def jacfwd(
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         chosen, of_chosen = _chosen(func, argnums, args, kwargs)
         out, push, *aux = linearize(of_chosen, *chosen, has_aux=has_aux)
-        if not isinstance(out, Tensor):
-            raise RuntimeError(f"jacfwd: expected func to return a tensor, got {type(out)}")
+        outs, spec = tree_flatten(out)
         trees = [tree_flatten(x) for x in chosen]
-        jac = tuple(
-            tree_unflatten(
-                [_columns(push, trees, i, j, out) for j in range(len(trees[i][0]))], trees[i][1]
+        # columns[i][j][k]: d outs[k] / d (leaf j of argument i)
+        columns = [
+            [_columns(push, trees, i, j, outs) for j in range(len(t[0]))]
+            for i, t in enumerate(trees)
+        ]
+        per_output = []
+        for k in range(len(outs)):
+            jac = tuple(
+                tree_unflatten([column[k] for column in columns[i]], trees[i][1])
+                for i in range(len(chosen))
             )
-            for i in range(len(chosen))
-        )
-        jac = jac[0] if isinstance(argnums, int) else jac
+            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+        jac = tree_unflatten(per_output, spec)
         return (jac, aux[0]) if has_aux else jac
 
     return jacobian
 
 
-def _columns(push: Callable, trees: list, i: int, j: int, out: Tensor) -> Tensor:
-    """d out / d (leaf j of argument i), one pushed basis tangent per entry of the leaf."""
+def _columns(push: Callable, trees: list, i: int, j: int, outs: list) -> list[Tensor]:
+    """d outs / d (leaf j of argument i), one per output: one pushed basis tangent per entry
+    of the leaf."""
     x = trees[i][0][j]
-    columns = []
-    for k in range(x.numel()):
-        leaves = [[zeros_like(leaf) for leaf in tree[0]] for tree in trees]
-        basis = backend.namespace(x.array).zeros(x.numel(), x.dtype)
-        basis[k] = 1
-        leaves[i][j] = Tensor._make(basis.reshape(x.shape))
-        columns.append(push(*(tree_unflatten(ls, t[1]) for ls, t in zip(leaves, trees))))
-    if not columns:
-        return Tensor._make(backend.namespace(x.array).zeros((*out.shape, *x.shape), x.dtype))
-    return stack(columns, -1).reshape(*out.shape, *x.shape)
+    pushed = []
+    for e in range(x.numel()):
+        tangents = [
+            [_basis(leaf, e if (a, b) == (i, j) else None) for b, leaf in enumerate(tree[0])]
+            for a, tree in enumerate(trees)
+        ]
+        pushed.append(
+            tree_flatten(push(*(tree_unflatten(ts, t[1]) for ts, t in zip(tangents, trees))))[0]
+        )
+    return [
+        stack([p[k] for p in pushed], -1).reshape(*out.shape, *x.shape)
+        if pushed
+        else Tensor._make(backend.namespace(x.array).zeros((*out.shape, *x.shape), x.dtype))
+        for k, out in enumerate(outs)
+    ]
 
 
 def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
@@ -334,7 +388,8 @@ def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
     """The Hessian of a scalar ``func``: the Jacobian of its gradient, shape
-    ``input.shape + input.shape``, as ``torch.func.hessian`` (here reverse over reverse).
+    ``input.shape + input.shape`` (for a tuple ``argnums``, a tuple of tuples), as
+    ``torch.func.hessian`` (here reverse over reverse).
 
     >>> import scratchgrad as sg
     >>> hessian(lambda x: (x**3).sum())(sg.tensor([1.0, 2.0]))
@@ -349,6 +404,8 @@ def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
 
 # the leaves ``_fresh`` made that are still alive, by id (a weak dict: gone with the leaf)
 _fresh_leaves: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# the inputs of the transforms whose function is running now, outermost first
+_running_inputs: list[list[_Inputs]] = []
 
 
 class _Inputs:
@@ -369,10 +426,12 @@ def _fresh(arg: Any, name: str) -> tuple[Any, _Inputs]:
     tensors, spec = tree_flatten(arg)
     fresh, leaves, levels, nested = [], [], [], False
     for t in tensors:
-        if not isinstance(t, Tensor) or not backend.is_floating(t.dtype):
+        if not isinstance(t, Tensor):  # (PyTorch's type and words)
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(t)}")
+        if not backend.is_floating(t.dtype):
             raise RuntimeError(
                 f"{name}: can only differentiate with respect to floating point tensors, got "
-                f"{t.dtype if isinstance(t, Tensor) else type(t).__name__}"
+                f"{t.dtype}"
             )
         for level, size, _ in batching._active:
             if not _batched_at(t, level):
@@ -420,8 +479,25 @@ def _with_graph(outputs: list[Tensor], inputs: list[_Inputs]) -> bool:
 
 def _is_fresh(leaf: Tensor) -> bool:
     """Whether ``leaf`` is one a transform made to differentiate with respect to (this call's
-    or an enclosing one's, as the primals of jvp's inner vjp): not a tensor of the user's."""
-    return _fresh_leaves.get(id(leaf)) is leaf
+    or a finished one's, as the primals of jvp's inner vjp): not a tensor of the user's. The
+    leaves of an enclosing transform whose function is still running count as the user's:
+    that transform differentiates what an inner one returns (``grad`` of a function calling
+    ``grad`` of a function closing over the outer input)."""
+    if _fresh_leaves.get(id(leaf)) is not leaf:
+        return False
+    return not any(
+        leaf is own for inputs in _running_inputs for entries in inputs for own in entries.leaves
+    )
+
+
+@contextlib.contextmanager
+def _running(inputs: list[_Inputs]) -> Iterator[None]:
+    """Marks ``inputs`` as those of a transform whose function is running."""
+    _running_inputs.append(inputs)
+    try:
+        yield
+    finally:
+        _running_inputs.pop()
 
 
 def _unwrapped(aux: Any, inputs: list[_Inputs]) -> Any:

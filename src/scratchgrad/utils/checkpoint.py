@@ -57,11 +57,16 @@ def checkpoint(
     *args: Any,
     use_reentrant: bool | None = None,
     preserve_rng_state: bool = True,
+    determinism_check: str = "default",
+    debug: bool = False,
+    early_stop: bool = True,
     **kwargs: Any,
 ) -> Any:
     """``function(*args, **kwargs)``, without keeping its intermediate results for backward:
     they are computed again when the gradient reaches the result (see the module's doc string).
-    ``function`` returns a tensor or a tuple of tensors.
+    ``function`` returns a tensor or a tuple of tensors. ``determinism_check``, ``debug`` and
+    ``early_stop`` are PyTorch's options for its checks of the recomputation and when to stop
+    it: checked as PyTorch's, and the same result.
 
     >>> import scratchgrad as sg
     >>> layer = sg.nn.Linear(3, 3)
@@ -84,6 +89,14 @@ def checkpoint(
         use_reentrant = True
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if use_reentrant and debug:
+        raise ValueError(
+            "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
+        )
+    if not use_reentrant and determinism_check not in ("default", "none"):
+        raise ValueError(
+            f"determinism_check should be one of ['default', 'none'], but got {determinism_check}"
+        )
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     if use_reentrant and not any(t.requires_grad for t in tensors):
         warnings.warn(
