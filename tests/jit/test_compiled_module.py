@@ -206,6 +206,39 @@ def test_gradients_of_inputs_reach_leaves_and_the_graph_they_came_from():
             np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
 
 
+class _InputHooks(nn.Module):
+    """A forward that hooks its input's gradient, or makes its input require grad."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.fc, self.how = nn.Linear(3, 2), how
+
+    def forward(self, x):
+        if self.how == "hook" and x.requires_grad:
+            x.register_hook(lambda grad: grad * 3)
+        elif self.how == "requires_grad_":
+            x.requires_grad_()
+        return self.fc(x).tanh()
+
+
+@pytest.mark.parametrize("how", ["hook", "requires_grad_"])
+def test_what_forward_does_to_its_input_tensors_gradient_replays(how):
+    """``x.register_hook`` in forward hooks the gradient the caller's ``x`` gets (it went to
+    the argument's leaf, which the recorded backward stripped of its hooks), and
+    ``x.requires_grad_()`` makes it require grad and get its gradient at each replay too, as
+    eagerly (before, both were lost silently)."""
+    found = []
+    for compiled in (False, True):
+        sg.manual_seed(0)
+        model = _InputHooks(how)
+        net, found = sg.compile(model) if compiled else model, [*found, []]
+        for _ in range(6):
+            x = sg.randn(4, 3, requires_grad=how == "hook")
+            net(x).square().sum().backward()
+            found[-1].append([x.requires_grad, x.grad.numpy(), model.fc.weight.grad.numpy().copy()])
+    _assert_same(found[1], found[0])
+
+
 class _Pair(nn.Module):
     """Several outputs: two differentiable, one integer."""
 
@@ -262,6 +295,42 @@ def test_no_grad_and_eval_mode_replay_the_forward_and_equal_eager():
         for p, e in zip(model.parameters(), expected):
             np.testing.assert_array_equal(p.grad.numpy(), e)
     assert isinstance(out.grad_fn, CompiledFunctionBackward)
+
+
+class _GradInside(nn.Module):
+    """A forward that records a graph even when called under ``no_grad``."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        with sg.enable_grad():
+            return self.fc(x).tanh()
+
+
+def test_a_forward_enabling_grad_inside_no_grad_keeps_its_gradient():
+    """Under ``no_grad``, a forward's ``with enable_grad():`` makes outputs that need a
+    gradient, as eagerly: the recordings and replays hang them from their node too (before,
+    they came back without a graph, and ``backward()`` raised). Under ``inference_mode`` it
+    records none, so the programs recorded there are not replayed under ``no_grad``."""
+    sg.manual_seed(0)
+    model, eager = _counting(_GradInside()), _GradInside()
+    eager.load_state_dict(model.state_dict())
+    compiled = sg.compile(model)
+    for step, mode in enumerate([sg.inference_mode] * 4 + [sg.no_grad] * 6):
+        x = sg.randn(4, 3)
+        with mode():
+            found, expected = compiled(x), eager(x)
+        assert found.requires_grad == expected.requires_grad == (mode is sg.no_grad), step
+        np.testing.assert_array_equal(found.detach().numpy(), expected.detach().numpy())
+        if mode is sg.no_grad:
+            found.square().sum().backward()
+            expected.square().sum().backward()
+            for p, e in zip(model.parameters(), eager.parameters()):
+                np.testing.assert_array_equal(p.grad.numpy(), e.grad.numpy())
+    assert isinstance(found.grad_fn, CompiledFunctionBackward)
+    assert model.python_calls == 5  # eager, two recordings per mode: then replays
 
 
 def test_outputs_without_backward_run_eagerly_after_two_recordings():
@@ -412,11 +481,16 @@ def test_create_graph_through_a_compiled_module_raises():
 
 
 def test_a_second_backward_needs_retain_graph_as_eagerly():
+    """On every call: the eager one, the two recordings (before, their second backward ran
+    eagerly through the graph they made and added to the gradients again) and replays."""
     model = nn.Linear(2, 2)
     compiled = sg.compile(model)
     x = sg.randn(3, 2)
-    for _ in range(3):
-        compiled(x).sum().backward()
+    for _ in range(4):
+        loss = compiled(x).sum()  # (a sum saves nothing: its second backward reaches the node)
+        loss.backward()
+        with pytest.raises(RuntimeError, match="a second time"):
+            loss.backward()
     model.zero_grad()
     loss = compiled(x).square().sum()
     loss.backward(retain_graph=True)
@@ -495,6 +569,36 @@ def test_a_parameters_gradient_hook_runs_once_as_eagerly(backwards):
     for eager, compiled in zip(grads[:7], grads[7:]):
         for e, c in zip(eager, compiled):
             np.testing.assert_array_equal(c, e)
+
+
+def _keeping_gradients(model, kept, where):
+    """Hooks on ``model`` (a Sequential) keeping its last layer's input and its first
+    layer's output gradient in the dict ``kept``, or the gradient as an attribute of it."""
+    model[2].register_forward_hook(lambda module, args, out: kept.__setitem__("x", args[0]))
+
+    def keep(module, grad_input, grad_output):
+        if where == "dict":
+            kept["grad"] = grad_output[0]
+        else:
+            module.last_grad = grad_output[0]
+
+    model[0].register_full_backward_hook(keep)
+
+
+@pytest.mark.parametrize("where", ["dict", "module attribute"])
+def test_a_backward_hook_keeping_gradients_warns_that_replays_do_not_run_it(where):
+    """The backward a compiled module records runs its backward hooks' Python once, while
+    recording: what they keep (Grad-CAM's gradients) is not kept again by replays, which
+    must warn (before, replays left the recording's gradient there silently)."""
+    sg.manual_seed(0)
+    model, kept = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)), {}
+    _keeping_gradients(model, kept, where)
+    compiled = sg.compile(model)
+    x = sg.randn(5, 3, requires_grad=True)
+    compiled(x).sum().backward()  # eager
+    what = "'kept' of its enclosing function" if where == "dict" else "an attribute of its Linear"
+    with pytest.warns(UserWarning, match=f"the backward of Sequential.forward.. changed {what}"):
+        compiled(x).sum().backward()
 
 
 def test_a_tensor_with_an_outside_graph_reached_by_name_raises():

@@ -9,6 +9,7 @@ one, it must replay.
 """
 
 from collections import namedtuple
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -351,6 +352,27 @@ def test_the_fast_path_checks_plain_arguments_as_the_key_does(call):
     assert same == (call == "the recorded one")
 
 
+@pytest.mark.parametrize("where", ["argument", "config"])
+def test_a_zero_of_the_other_sign_records_anew(where):
+    """0.0 == -0.0 (and they hash alike), but a step dividing by one gets +inf where the
+    other gives -inf: -0.0 passed, or read from a config, after recordings with 0.0 records
+    anew, past the fast path too. (It replayed +inf, silently.)"""
+    cfg = SimpleNamespace(s=0.0)
+
+    def step(x, s):
+        return x / (s if where == "argument" else cfg.s)
+
+    results = []
+    for fn in (step, sg.jit(step)):
+        outs = []
+        for s in [0.0] * 4 + [-0.0] * 2 + [0.0]:
+            cfg.s = s
+            outs.append(fn(sg.tensor([1.0, -2.0]), s).numpy())
+        results.append(outs)
+    for e, j in zip(*results):
+        np.testing.assert_array_equal(j, e)
+
+
 @pytest.mark.parametrize("value", [None, False, 0, "None"], ids=["None", "False", "0", "a string"])
 def test_the_fast_path_of_a_call_recorded_with_none_takes_only_none(value):
     step, _ = scaled_step(recorded=None)
@@ -583,6 +605,29 @@ def test_a_models_parameter_passed_as_the_argument_is_guarded_by_identity():
         np.testing.assert_array_equal(j, e)
     np.testing.assert_array_equal(results[1][1], results[0][1])
     np.testing.assert_array_equal(results[1][2], results[0][2])
+
+
+@pytest.mark.parametrize("alias", [lambda p: p.detach(), lambda p: p.data], ids=["detach", "data"])
+def test_an_argument_holding_a_parameters_array_raises(alias):
+    """A step given ``model.weight.detach()`` (or ``.data``): another tensor holding the
+    weight's array. The recording took that array for the argument, so replays read the
+    weight through the argument and added its gradient to a leaf of their own: no
+    ``.grad``, no update, silently. Refused once the recording call has run."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 3)
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step)
+    step(alias(model.weight))
+    with pytest.raises(sg.JitError, match=r"argument #0 of step\(\) holds the array of"):
+        step(alias(model.weight))
 
 
 class ScaledByGlobal(nn.Module):

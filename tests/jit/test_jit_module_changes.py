@@ -130,6 +130,51 @@ def test_a_parameter_of_a_module_the_step_reads_by_name_replaced_records_anew():
     assert project(x).tolist() == [[4.0, 4.0, 4.0]] * 4
 
 
+class _Holder(nn.Module):
+    """A module whose forward calls ``call`` (a jitted function or compiled module running
+    ``model``), for ``functional_call`` to swap ``model``'s tensors around that call."""
+
+    def __init__(self, model, call):
+        super().__init__()
+        self.model, self.call = model, call
+
+    def forward(self, x):
+        return self.call(x)
+
+
+def _calls_with_swapped_tensors(how):
+    """Per call of a model, plain, then under ``functional_call`` with a new weight and running
+    mean each time: the output and (where it has a graph) the gradients."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).eval()
+    calls = {"eager": model, "compile": sg.compile(model), "jit": sg.jit(lambda x: model(x))}
+    holder, found = _Holder(model, calls[how]), []
+    for i in range(CHANGE_AT + 4):
+        x, weight = sg.randn(5, 3), sg.randn(4, 3, requires_grad=True)
+        given = {"model.0.weight": weight, "model.1.running_mean": sg.randn(4)}
+        out = sg.func.functional_call(holder, given, (x,)) if i >= CHANGE_AT else holder(x)
+        found.append([out.detach().numpy()])
+        if how != "jit":  # (jit's results are detached)
+            out.square().sum().backward()
+            grads = [weight.grad, *(p.grad for p in model.parameters())]
+            found[-1] += [None if g is None else g.numpy().copy() for g in grads]
+    return found
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_tensors_swapped_by_functional_call_are_the_ones_replays_read(how):
+    """``functional_call`` puts its tensors into the module's stores without ``setattr``, so
+    it stamps the modules as changed itself: a recording made with the module's own tensors
+    (which it held) records anew instead of silently replaying them."""
+    found, expected = _calls_with_swapped_tensors(how), _calls_with_swapped_tensors("eager")
+    for call, (a, b) in enumerate(zip(found, expected)):
+        for i, (x, y) in enumerate(zip(a, b)):  # (jit's: the outputs alone)
+            if y is None:
+                assert x is None, (call, i)
+            else:
+                np.testing.assert_array_equal(x, y, err_msg=f"call {call}, {i}")
+
+
 class Caching(nn.Module):
     """A forward that keeps what it computed on the module (attention maps, for a picture)."""
 
@@ -181,3 +226,47 @@ def test_what_leaves_the_modules_alone_records_nothing_more(how):
     # jit: eager, two recordings, for each step; compile: one eager call, then two recordings
     # per mode (the evaluation's forward alone)
     assert len(model.runs) == (6 if how == "jit" else 5)
+
+
+class ScaledByList(nn.Module):
+    """A layer whose forward reads an item of a list it holds."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.scales = [1.0, 2.0]
+
+    def forward(self, x):
+        return self.fc(x) * self.scales[0]
+
+
+def _scaled_by_list_run(mode):
+    """The losses of 8 steps of a ``ScaledByList`` run ``mode`` (eager, jit or compile), its
+    first scale set to 0.5 before the step ``CHANGE_AT``, and its weight's gradient."""
+    sg.manual_seed(0)
+    model = ScaledByList()
+    net = sg.compile(model) if mode == "compile" else model
+
+    def step(x):
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        return loss.detach()
+
+    step = sg.jit(step) if mode == "jit" else step
+    losses = []
+    for i in range(8):
+        if i == CHANGE_AT:
+            model.scales[0] = 0.5
+        losses.append(step(sg.ones(2, 4) * i).numpy())
+    return losses, model.fc.weight.grad.numpy()
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_list_a_forward_reads_changed_in_place_records_anew(how):
+    """``model.scales[0] = 0.5`` between calls sets no attribute of the module, so its stamp
+    stays; the list's contents are held as a global list's are, and the call records anew.
+    (Replays kept the recorded scale, silently.)"""
+    (eager, eager_grad), (replayed, grad) = map(_scaled_by_list_run, ("eager", how))
+    for e, r in zip(eager, replayed):
+        np.testing.assert_array_equal(r, e)
+    np.testing.assert_array_equal(grad, eager_grad)

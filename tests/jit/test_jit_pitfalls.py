@@ -644,6 +644,33 @@ def test_assigning_grad_inside_the_step_raises():
     assert [jitted(x).tolist() for _ in range(CALLS)] == [[1.0, 1.0]] * CALLS
 
 
+def test_assigning_an_arguments_grad_inside_the_step_raises():
+    """The same for a tensor argument passed again (a learned input): ``x.grad = None`` in
+    the step. (It was not watched: replays added to the last call's gradient, silently.)
+    ``x.grad.zero_()`` is replayed, and equals eager."""
+    w = sg.tensor([1.0, 2.0])
+
+    def clear(x):
+        x.grad = None
+        (w * x).sum().backward()
+        return x.grad.clone()
+
+    def zero(x):
+        if x.grad is not None:
+            x.grad.zero_()
+        (w * x).sum().backward()
+        return x.grad.clone()
+
+    x = sg.ones(2, requires_grad=True)
+    jitted = sg.jit(clear)
+    jitted(x), jitted(x)
+    with pytest.raises(sg.JitError, match=r"\.grad assigned in Python .* shape \(2,\)"):
+        jitted(x)
+    x.grad = None
+    jitted = sg.jit(zero)
+    assert [jitted(x).tolist() for _ in range(CALLS)] == [[1.0, 2.0]] * CALLS
+
+
 def test_backward_reaches_the_tensor_arguments_of_each_call():
     """The gradient of an argument goes into the ``.grad`` of the tensor passed to that call,
     on replays too (not into the tensor of the call that recorded)."""
@@ -772,6 +799,140 @@ def test_a_global_rebound_that_a_helper_of_the_step_reads_records_anew():
         assert step(x).tolist() == helper_model(x).mean().tolist()
     finally:
         helper_model, _loss_of = None, original
+
+
+def _scaled_loss(trainer, x):
+    """A helper reading what the step passes it: ``trainer.scale``."""
+    return trainer.model(x).pow(2).mean() * trainer.scale
+
+
+class ScaledTrainer:
+    """A model and a scale its loss is multiplied by."""
+
+    def __init__(self):
+        sg.manual_seed(0)
+        self.model, self.scale = nn.Linear(3, 2), 1.0
+
+    def loss(self, x):
+        return self.model(x).pow(2).mean() * self.scale
+
+
+class ThroughAHelper(ScaledTrainer):
+    def loss(self, x):
+        return _scaled_loss(self, x)
+
+
+class ThroughSuper(ScaledTrainer):
+    def loss(self, x):
+        return super().loss(x)
+
+
+class ThroughTheBaseClass(ScaledTrainer):
+    def loss(self, x):
+        return ScaledTrainer.loss(self, x)
+
+
+def _scaled_trainer_run(trainer, jitted):
+    """The losses of 8 steps calling ``trainer().loss(x)``, jitted or not, its scale set to
+    3.0 before the sixth, and the weight's gradient after them."""
+    t = trainer()
+
+    def step(x):
+        loss = t.loss(x)
+        loss.backward()
+        return loss.detach()
+
+    step = sg.jit(step) if jitted else step
+    losses = []
+    for i in range(8):
+        t.scale = 3.0 if i >= 5 else 1.0
+        losses.append(step(sg.ones(2, 3) * i).numpy())
+    return losses, t.model.weight.grad.numpy()
+
+
+@pytest.mark.parametrize("trainer", [ThroughAHelper, ThroughSuper, ThroughTheBaseClass])
+def test_what_a_helper_reads_from_the_objects_the_step_passes_it_records_anew(trainer):
+    """A jitted step calling ``t.loss(x)``, which passes ``self`` on to a helper (also
+    through ``super()`` or the base class) reading ``trainer.scale``: a new scale records
+    anew. (Replays kept the recorded scale, silently: a helper's parameters were not known.)"""
+    (eager, eager_grad), (replayed, grad) = (
+        _scaled_trainer_run(trainer, jitted) for jitted in (False, True)
+    )
+    for e, r in zip(eager, replayed):
+        np.testing.assert_array_equal(r, e)
+    np.testing.assert_array_equal(grad, eager_grad)
+
+
+def _default_argument_run(jitted):
+    """``_scaled_trainer_run``'s losses for a step given its trainer as a default argument
+    (``def step(x, t=t)``, as in a loop making steps)."""
+    t = ScaledTrainer()
+
+    def step(x, t=t):
+        return t.loss(x).detach()
+
+    step = sg.jit(step) if jitted else step
+    losses = []
+    for i in range(8):
+        t.scale = 3.0 if i >= 5 else 1.0
+        losses.append(step(sg.ones(2, 3) * i).numpy())
+    return losses
+
+
+def test_what_a_step_reads_from_a_default_argument_records_anew():
+    """An object a default argument holds is read as a passed one's: a new scale records
+    anew. (Replays kept the recorded scale, silently.)"""
+    for e, r in zip(_default_argument_run(False), _default_argument_run(True)):
+        np.testing.assert_array_equal(r, e)
+
+
+class ScaledBackward(sg.autograd.Function):
+    """The identity, whose backward scales the gradient by ``hook_config.scale``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * hook_config.scale
+
+
+hook_config = types.SimpleNamespace(scale=1.0)  # what the hook and the Function read
+
+
+def _grads_with_a_config_change(how, jitted):
+    """The weight's gradient after each of 8 calls of a step whose gradient passes through a
+    parameter's hook (``how="hook"``) or a custom Function's backward (``"function"``), both
+    reading ``hook_config.scale``, set to 3.0 before the sixth call."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    if how == "hook":
+        model.weight.register_hook(lambda grad: grad * hook_config.scale)
+
+    def step(x):
+        model.zero_grad()
+        out = model(x)
+        if how == "function":
+            out = ScaledBackward.apply(out)
+        out.pow(2).sum().backward()
+
+    step = sg.jit(step) if jitted else step
+    grads = []
+    for i in range(8):
+        hook_config.scale = 3.0 if i >= 5 else 1.0
+        step(sg.ones(2, 3) * i)
+        grads.append(model.weight.grad.numpy())
+    return grads
+
+
+@pytest.mark.parametrize("how", ["hook", "function"])
+def test_a_config_a_gradient_hook_or_a_custom_backward_reads_records_anew(how):
+    """A parameter's gradient hook and a custom ``autograd.Function``'s backward are read as
+    helpers of the step: a value they read changed between calls records anew. (Replays
+    kept the recorded scale, silently.)"""
+    for e, j in zip(*(_grads_with_a_config_change(how, jitted) for jitted in (False, True))):
+        np.testing.assert_array_equal(j, e)
 
 
 def test_a_global_rebound_that_a_compiled_or_jitted_modules_forward_reads_records_anew():

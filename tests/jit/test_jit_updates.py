@@ -267,3 +267,31 @@ def test_a_numpy_learning_rate_when_recording_keeps_the_python_step(monkeypatch)
         assert eager(x, y).item() == jitted(x, y).item()
         assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
     assert len(calls) == 2 * 6
+
+
+class Mixed(nn.Module):
+    """A float32 layer, then a float64 one: one param group of both dtypes."""
+
+    def __init__(self):
+        super().__init__()
+        sg.manual_seed(0)
+        self.body, self.head = nn.Linear(4, 8), nn.Linear(8, 3).double()
+
+    def forward(self, x):
+        return self.head(self.body(x).tanh().double())
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum", "adam"])
+def test_a_group_of_float32_and_float64_parameters_keeps_each_dtype(name, monkeypatch):
+    """A bucket takes parameters of one dtype: the float64 ones' state stays float64 and
+    both dtypes get generated code, equal to eager. (They shared the float32 parameters'
+    bucket: their momentum buffers or moments became views of a float32 array, losing bits,
+    and the next recording, finding other dtypes, raised a JitError.)"""
+    model_e, model_j = Mixed(), Mixed()
+    opt_e, opt_j = OPTIONS[name](model_e.parameters()), OPTIONS[name](model_j.parameters())
+    calls = count_updates(monkeypatch, type(opt_e))
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    for x, y in data():
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+    assert len(calls) == STEPS + 3  # eager steps; the jitted step's eager call and recordings

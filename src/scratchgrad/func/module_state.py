@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from scratchgrad.nn.module import Module
+from scratchgrad.nn.module import Module, mark_changed
 from scratchgrad.tensor import Tensor, stack
 
 
@@ -148,7 +148,10 @@ _ABSENT = object()
 
 def _swap(module: Module, name: str, value: Any) -> tuple[str | None, Any]:
     """Set ``name`` to ``value`` in the store that holds it (and as the attribute, which the
-    module reads first); return where it was and what it held."""
+    module reads first); return where it was and what it held. The module is stamped as
+    changed, as by a ``setattr``: a jitted step or compiled module recorded with the old
+    tensors would replay them."""
+    mark_changed(module)
     for store in ("_parameters", "_buffers"):
         entries = module.__dict__[store]
         if name in entries:
@@ -163,6 +166,7 @@ def _swap(module: Module, name: str, value: Any) -> tuple[str | None, Any]:
 
 def _restore(previous: list) -> None:
     for module, name, (store, old) in reversed(previous):
+        mark_changed(module)  # (see _swap)
         if store is not None:
             module.__dict__[store][name] = old
         if old is _ABSENT:

@@ -26,12 +26,15 @@ two record (and must agree) before replays begin.
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import autocast, capture_hook, engine, function
 from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import guards, program
@@ -40,9 +43,11 @@ from scratchgrad.jit.jitted import (
     _check_same,
     _check_same_stores,
     _check_same_values,
+    _contents,
     _flatten,
     _named_arguments,
     _python_values,
+    _same_contents,
     _signature,
     _snapshot,
     _storing,
@@ -87,8 +92,10 @@ class CompiledFunctionBackward(Function):
     def forward(ctx, *parents, recording, outputs, saved, versions):
         """The outputs a program computed (the parents' arrays are not read): ``apply`` makes
         this the node of the differentiable ones."""
-        ctx.recording, ctx.saved, ctx.versions = recording, saved, versions
-        ctx.pending = recording.pending
+        ctx.recording, ctx.versions, ctx.pending = recording, versions, recording.pending
+        # A recording call's node saves its pending backward: the engine frees it after a
+        # backward without retain_graph, as eager nodes' saved tensors, and a second one raises
+        ctx.saved = saved if ctx.pending is None else (ctx.pending,)
         if len(outputs) == 1:
             return outputs[0]
         wanted = set(recording.differentiable)
@@ -111,13 +118,13 @@ class CompiledFunctionBackward(Function):
             )
         recording = node.recording
         upstream = [grads[i].array for i in recording.differentiable]
-        if node.pending is not None:  # a recording call: its backward is recorded now
-            return node.pending.finish(upstream)
         if node.saved is None:  # the engine freed them after a first backward
             raise RuntimeError(
                 "CompiledFunctionBackward: trying to backward through the graph a second time; "
                 "pass retain_graph=True to the first backward() if you need to"
             )
+        if node.pending is not None:  # a recording call: its backward is recorded now
+            return node.pending.finish(upstream)
         for tensor, version in node.versions:  # as saved_tensors checks eager saved inputs
             if tensor._version != version:
                 raise RuntimeError(
@@ -176,6 +183,9 @@ class Recording:
         self.layouts: list[tuple] = []  # the strides of the gradients the backward was given
         self.saved_count = 0
         self.saved_outputs: list[int] = []  # the outputs whose memory the backward reads
+        # (index, flag) of the arguments whose requires_grad the forward set (an input made
+        # to require grad, x.requires_grad_()): Python, which each replay sets again
+        self.requires_grad_set: list[tuple[int, bool]] = []
 
     def holds(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
@@ -228,6 +238,8 @@ class Recording:
         """Replay the forward on this call's tensors (the arguments', then the parameters):
         the module's result, hanging from a new node when it needs a gradient."""
         arrays = self.forward([t.array for t in tensors], tensors)
+        for i, flag in self.requires_grad_set:  # (before the node: it is then a parent)
+            tensors[i].requires_grad = flag
         count = len(arrays) - self.saved_count
         return self.attach(arrays[:count], arrays[count:], tensors)
 
@@ -238,13 +250,16 @@ class Recording:
             # (Tensor._make, not _make: under inference_mode, inference tensors as eagerly)
             return self.build([Tensor._make(a) for a in outputs], tensors)
         versions = [(tensors[i], tensors[i]._version) for i in self.versioned]
-        made = CompiledFunctionBackward.apply(
-            *[tensors[p] if type(p) is int else p for p in self.parents],
-            recording=self,
-            outputs=outputs,
-            saved=tuple(saved),
-            versions=versions,
-        )
+        # Under no_grad, outputs need a gradient only where the forward enabled grad itself
+        # (`with enable_grad():` inside): the node must be made then too, as eagerly.
+        with nullcontext() if _state.enabled else enable_grad():
+            made = CompiledFunctionBackward.apply(
+                *[tensors[p] if type(p) is int else p for p in self.parents],
+                recording=self,
+                outputs=outputs,
+                saved=tuple(saved),
+                versions=versions,
+            )
         made = [made] if len(outputs) == 1 else list(made)
         # An output changed in place before backward() (out.mul_(2) after a sigmoid) must
         # raise as eagerly when the backward reads its memory, not differentiate new values.
@@ -260,23 +275,28 @@ class Recording:
 class _PendingBackward:
     """A recording whose forward ran and whose backward will be recorded when a ``backward()``
     first reaches its output (see ``finish``): the outputs to differentiate (``heads``), the
+    caller's tensors among the leaves (``outside``: not an argument's leaf, see ``_grad``), the
     leaves to differentiate them for (``targets``, with the node's ``parents``), the forward's
-    input and output numbers and where its steps end (``split``), and ``done``, which hands the
-    compiled recording to its ``CompiledForward``."""
+    input and output numbers and where its steps end (``split``), ``done``, which hands the
+    compiled recording to its ``CompiledForward``, and the Python ``state`` the forward reads
+    (``Outer.python_state``), which the backward's Python (hooks) must leave alone."""
 
     def __init__(
         self,
         recording: Recording,
         heads: list,
+        outside: list,
         targets: list,
         parents: list,
         inputs: list,
         outputs: list,
         split: int,
         done: Callable[[Recording], None],
+        state: list,
     ) -> None:
         self.recording, self.heads, self.targets, self.parents = recording, heads, targets, parents
         self.inputs, self.outputs, self.split, self.done = inputs, outputs, split, done
+        self.state, self.outside = state, outside
 
     def finish(self, upstream: list) -> tuple:
         """Run the backward from the recorded outputs with the gradients that arrived, under
@@ -290,6 +310,7 @@ class _PendingBackward:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("a backward through a compiled module's recording call")
         numbers = [recorder.value(array) for array in upstream]
+        before = _snapshot(self.state)
         try:
             with Capturing(recorder):
                 grads = self._grad(grads_of)
@@ -299,6 +320,7 @@ class _PendingBackward:
             # records again)
             recording.pending = None
             return self._grad(grads_of)
+        self._check_state(before, recorder.name)
         kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
         grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
         recording.layouts = [array.strides for array in upstream]
@@ -308,11 +330,30 @@ class _PendingBackward:
         self.done(recording)
         return grads
 
+    def _check_state(self, before: list, name: str) -> None:
+        """Warn if the recorded backward changed Python state (a backward hook keeping the
+        gradients it sees, ``grads["fc"] = grad_output[0]``, or setting ``module.last``): a
+        replay runs no Python, so later calls would leave it as it is now, as a jitted step's
+        changes (``Outer.check_state``), whose stores replays repeat, but not these."""
+        for (what, key, value), old in zip(self.state, before):
+            if not _same_contents(old, _contents(value)):
+                warnings.warn(
+                    f"scratchgrad.compile: the backward of {name}() changed "
+                    f"{what.format(name=key, kind=type(value).__name__)} while it was recorded "
+                    f"(at {user_line()}): a replay runs none of its Python (hooks), so later "
+                    "calls leave it as it is now. Return what you keep from forward, or run "
+                    "the module without compile.",
+                    stacklevel=2,
+                )
+                return
+
     def _grad(self, grads_of: list) -> tuple:
-        """The gradients of the targets from the heads, without the hooks of the targets
-        (``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what the node
-        returns, as eagerly; run here too, they would apply twice (and enter the program)."""
-        hooked = [(t, t._hooks) for t in self.targets if t._hooks]
+        """The gradients of the targets from the heads, without the hooks of the caller's
+        tensors (``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what
+        the node returns, as eagerly; run here too, they would apply twice (and enter the
+        program). Those the forward registered on an argument's leaf (``x.register_hook``,
+        which the engine never sees) run here, and enter the program."""
+        hooked = [(t, t._hooks) for t in self.outside if t._hooks]
         for t, _ in hooked:
             t._hooks = ()
         try:
@@ -400,7 +441,8 @@ class CompiledForward:
 
     def _signature(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
         """The call's tensors (the arguments', then the parameters) and its guard key: the
-        arguments' as ``jit``'s, their number, the parameters', grad mode and autocast's dtype."""
+        arguments' as ``jit``'s, their number, the parameters', grad and inference mode,
+        autocast's dtype and the default dtype."""
         parameters = _parameters(self.module)
         tensors, key = _signature(args, kwargs)
         every = tensors + parameters
@@ -408,7 +450,8 @@ class CompiledForward:
         if len({id(t.array) for t in every}) != len(every):
             # an array passed twice (a parameter as an argument): where it is, is in the key
             key = _flatten((args, kwargs, parameters))[1]
-        modes = (_state.enabled, autocast.state.dtype, backend.default_float)
+        # (inference mode too: there, a forward's `with enable_grad():` records no graph)
+        modes = (_state.enabled, _state.inference, autocast.state.dtype, backend.default_float)
         return every, (key, len(tensors), signature, *modes)
 
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
@@ -418,6 +461,7 @@ class CompiledForward:
         # there, and the node hands the argument's gradient on to the graph it came from.
         arguments = tensors[: key[1]]
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
+        flags = [t.requires_grad for t in arguments]
         recorder = Recorder(f"{self.name}.forward")
         outer = Outer(self.module)
         outer.refuse_random(self.module, f"{self.name}.forward")
@@ -450,6 +494,9 @@ class CompiledForward:
         values = _python_values(result)
         stored = [(id(obj), key) for obj, key, _ in stores]
         recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
+        recording.requires_grad_set = [
+            (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
+        ]
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
         if not differentiable:
@@ -458,15 +505,18 @@ class CompiledForward:
             return recording.attach(arrays, (), tensors)
         heads = [made[i] for i in differentiable]
         targets, parents = _targets(heads, start, tensors, leaves, self.name)
+        copies = {id(leaf) for leaf in leaves.values()}
         recording.pending = _PendingBackward(
             recording,
             heads,
+            [t for t in targets if id(t) not in copies],
             targets,
             parents,
             inputs,
             outputs,
             split,
             lambda finished: self._finished(key, finished),
+            state,
         )
         recording.parents = parents
         return recording.attach(arrays, (), tensors)

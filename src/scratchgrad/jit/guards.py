@@ -27,6 +27,7 @@ for, and a call tries that first::
             and t0._hooks == ()
             ...                                      # the same of t1
             and grad_state.enabled is True
+            and grad_state.inference is False
             and autocast_state.dtype is None
             and backend.default_float is dtype11     # the default dtype
             and capture_hook.changes == stamps.seen  # no module changed, no mode set
@@ -54,6 +55,7 @@ also checks the module's parameters and returns the tensors its recording runs o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -75,6 +77,17 @@ _MOST_TENSORS = 4
 # an argument; Outer's for a global). A fast path takes them by position, and None too.
 PLAIN = (bool, int, float, str)
 _ARGUMENTS = (*PLAIN, type(None))
+
+
+def negative_zero(value: Any) -> bool:
+    """Whether ``value`` is a float -0.0. It is ``==`` 0.0 (and hashes alike), but a step
+    computing ``x / s`` gets -inf for +inf from it, so a guard comparing plain values by
+    ``==`` also compares this."""
+    return (
+        isinstance(value, (float, backend.xp.floating))
+        and value == 0
+        and math.copysign(1.0, value) < 0
+    )
 
 
 def fast_path(
@@ -233,6 +246,9 @@ class _Code:
             else:
                 kind, same = self.name("type", type(value)), self.name("value", value)
                 checks += [f"type({name}) is {kind}", f"{name} == {same}"]
+                if value == 0 and type(value) is float:  # and the zero's sign
+                    zero = self.name("negative_zero", negative_zero)
+                    checks.append(f"{zero}({name}) is {negative_zero(value)}")
         return checks
 
     def held(self, tensors: list) -> list[str]:
@@ -259,6 +275,7 @@ class _Code:
         ``Recording.matches`` checks: its modules, its leaves, its closure and globals."""
         checks = [
             f"grad_state.enabled is {self.name('flag', grad_state.enabled)}",
+            f"grad_state.inference is {self.name('flag', grad_state.inference)}",
             f"autocast_state.dtype is {self.name('dtype', autocast.state.dtype)}",
             f"backend.default_float is {self.name('dtype', backend.default_float)}",
             "capture_hook.changes == stamps.seen",  # else the slow path looks at each module

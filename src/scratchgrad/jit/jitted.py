@@ -29,6 +29,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.amp.grad_scaler import GradScaler
 from scratchgrad.autograd import autocast, capture_hook
+from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import guards, kernels, program, updates
@@ -126,8 +127,10 @@ class Outer:
     the recording froze it. Read from the function's code (and the functions defined in
     it), and, two levels deep, from the user's functions it reaches: helpers it reads by
     name or from the user's modules, the methods and properties of the user's objects it
-    calls or reads (``self.loss_of(x)``, ``scaler.scale(x)``), and the forwards and hooks of
-    its modules. Not followed: libraries' functions. ``modules``: the modules among them,
+    calls or reads (``self.loss_of(x)``, ``scaler.scale(x)``), the forwards and hooks of
+    its modules, and the gradient hooks of their parameters and of the tensors it reads;
+    what such a function reads from its parameters is read from each object held (see
+    ``_read``). Not followed: libraries' functions. ``modules``: the modules among them,
     and the module ``fn`` is (a Module given to jit) or is a method of. ``state``: the
     Python objects among them that a step may change in place and a replay would not (a
     list it appends to, a dict, an object of the user's class: see ``python_state`` and
@@ -159,13 +162,22 @@ class Outer:
             self._note_state("{name!r}, bound to it ({kind})", name, value)
         for name, value in passed.items():
             self._note_state(_ARGUMENT, name, value)
+        # (parameter, path, depth): what helpers read from their parameters (see _read)
+        self._passed_reads: list[tuple[str, tuple, int]] = []
         seen: set = set()
         if function is not None:
             self._read(function, self.DEPTH, seen, {**bound, **passed})
         held = [*bound.values(), *passed.values(), *self.values]
         held += [value for _, value in self.cells]
         held += [value for *_, value, _ in self.entries]  # self.q of an agent
+        # A helper's parameter may be any object the step holds: read each one so (more may be
+        # guarded than is read). Its reads may follow more helpers, whose reads come after.
+        objects = [value for value in held if _is_state(value)]
+        for name, path, depth in self._passed_reads:
+            for value in objects:
+                self._walk(value, name, path, depth, seen)
         self.modules = [value for value in held if isinstance(value, Module)]
+        tensors = [value for value in held if isinstance(value, Tensor)]
         for module in self.modules:  # (their attributes: see _contents)
             for inner in module.modules():
                 self._watch("an attribute of its {kind} module", None, inner)
@@ -175,6 +187,10 @@ class Outer:
                 hooks = (*inner._forward_pre_hooks, *inner._forward_hooks)
                 for hook, _ in (*hooks, *inner._backward_pre_hooks, *inner._backward_hooks):
                     self._follow(hook, self.DEPTH, seen)
+            tensors += module.parameters()
+        for tensor in tensors:  # and their gradient hooks (p.register_hook(clip_to(cfg)))
+            for hook in tensor._hooks:
+                self._follow(hook, self.DEPTH, seen)
 
     def _read(
         self, fn: types.FunctionType, depth: int, seen: set, bound: dict, shown: str = ""
@@ -187,8 +203,16 @@ class Outer:
         seen.add(_seen(fn, bound))
         cells = {**self._read_closure(fn), **bound}
         scope = fn.__globals__
-        loaded = _loads(fn.__code__, tuple(bound))
+        parameters = fn.__code__.co_varnames[: _parameters(fn.__code__)]
+        # a helper's parameters the step passes objects to (helper(self, x), loss_of(cfg, y)):
+        # what it reads from them is read from each object the step holds (see __init__)
+        unbound = () if depth == self.DEPTH else tuple(p for p in parameters if p not in bound)
+        loaded = _loads(fn.__code__, (*bound, *unbound))
         for free, name, path in loaded:
+            if free and name in unbound and name not in cells:
+                if path:
+                    self._passed_reads.append((name, path, depth))
+                continue
             if free and name not in cells:  # a local of fn that a nested function reads
                 continue
             value = cells[name] if free else scope.get(name)
@@ -206,6 +230,24 @@ class Outer:
                 self.names.append(name)
                 self.values.append(value)
             self._follow(value, depth, seen)
+        if "super" in fn.__code__.co_names and parameters and parameters[0] in bound:
+            self._read_super(fn, cells.get("__class__"), bound[parameters[0]], depth, seen)
+
+    def _read_super(
+        self, fn: types.FunctionType, owner: Any, obj: Any, depth: int, seen: set
+    ) -> None:
+        """Follow the methods of ``obj``'s classes after ``owner`` (the class defining ``fn``)
+        that ``fn`` may call through ``super()`` (each name it loads), as methods of ``obj``."""
+        mro = type(obj).__mro__
+        if not (depth and owner in mro):
+            return
+        later = mro[mro.index(owner) + 1 :]
+        for name in fn.__code__.co_names:
+            method = next((vars(c)[name] for c in later if name in vars(c)), None)
+            if isinstance(method, types.FunctionType) and _users_function(method):
+                bound = {method.__code__.co_varnames[0]: obj}
+                if method.__code__.co_argcount and _seen(method, bound) not in seen:
+                    self._read(method, depth - 1, seen, bound)
 
     def _walk(self, value: Any, code: str, path: tuple, depth: int, seen: set) -> None:
         """Guard each step of ``path`` read from ``value`` (``code`` names it): the attributes
@@ -215,7 +257,8 @@ class Outer:
         groups: ``opt.param_groups[0]["lr"]``). A step not read so (``_read_on``) stops the
         walk: a method there (``agent.act(x)``, ``self.loss_of(x)``) or a property's getter
         is followed as the user's function it is, reading its object's attributes as
-        ``self``'s."""
+        ``self``'s; so are a custom ``autograd.Function``'s forward and backward
+        (``Scale.apply(x)``)."""
         for at, (access, key) in enumerate(path):
             if access == "each":  # for group in cfg.groups: what each item is read for
                 if type(value) in (list, tuple) and len(value) <= _MOST_ITEMS:
@@ -232,6 +275,9 @@ class Outer:
             found = _read_on(value, access, key)
             if found is _MISSING and access == "attr" and not isinstance(value, type):
                 found = self._from_class(value, key, code, depth, seen)
+            if isinstance(value, type) and issubclass(value, Function):  # Scale.apply(x)
+                for name in ("forward", "setup_context", "backward"):  # (staticmethods)
+                    self._follow(getattr(value, name), depth, seen)
             if found is _MISSING:
                 if absent and hasattr(value, "__dict__"):
                     self._note_entry(value, access, key, found, code)
@@ -300,7 +346,7 @@ class Outer:
         object, or a plain value of the same type and equal; and what a list or dict there
         holds): a dict's item by a constant key, or an attribute an object holds in its
         ``__dict__`` (not a property, whose getter may do anything; not an ``nn.Module``'s,
-        which ``ModuleStamps`` watch)."""
+        which ``ModuleStamps`` watch, but for the contents of a container there)."""
         if any(c is container and a == access and k == key for c, a, k, *_ in self.entries):
             return
         if access == "item" and type(container) is not dict:  # a list's: its contents are held
@@ -310,6 +356,9 @@ class Outer:
             or _users_module(container)
             or (isinstance(container, type) and _users_class(container))  # class CFG: lr = ...
         ):
+            if isinstance(container, Module):  # a list or dict it holds: what that holds
+                # (self.scales[0], changed in place where ModuleStamps see no assignment)
+                self._note_state("{name} ({kind})", code, value)
             return
         self.entries.append((container, access, key, value, code))
         self._note_state("{name} ({kind})", code, value)
@@ -641,15 +690,17 @@ def _unwrap(fn: Callable) -> tuple[types.FunctionType | None, dict[str, Any]]:
 
 
 def _passed(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The objects a call passes to ``fn`` by the names of its parameters, but tensors,
-    plain values and containers (the guard key holds them and what they hold; a config
-    object is part of it by identity, so what the step reads from it is guarded as from a
-    global's)."""
+    """The objects a call passes to ``fn`` (or its defaults give it) by the names of its
+    parameters, but tensors, plain values and containers (the guard key holds them and what
+    they hold; a config object is part of it by identity, so what the step reads from it is
+    guarded as from a global's)."""
     try:
         called = inspect.signature(fn.forward if isinstance(fn, Module) else fn)
-        arguments = called.bind(*args, **kwargs).arguments
+        bound = called.bind(*args, **kwargs)
     except (TypeError, ValueError):  # no signature (a builtin), or a call that will raise
         return {}
+    bound.apply_defaults()  # def step(x, trainer=trainer): its reads, trainer.scale
+    arguments = bound.arguments
     return {
         name: value
         for name, value in arguments.items()
@@ -690,16 +741,17 @@ def _entry(container: Any, access: str, key: Any) -> Any:
 def _holds(current: Any, value: Any) -> bool:
     """Whether a name still holds what a recording read: the same object, or for a plain
     value (``Outer.PLAIN``, a NumPy number) one of its type equal to it (``epoch = 3``
-    bound again, a grad scaler's new scale of the same value), and for a list or tuple one
-    of its type holding the same (a scheduler's new list of the same rates at each
-    ``step()``)."""
+    bound again, a grad scaler's new scale of the same value; a zero of the same sign, see
+    ``guards.negative_zero``), and for a list or tuple one of its type holding the same (a
+    scheduler's new list of the same rates at each ``step()``)."""
     if current is value:
         return True
     kind = type(value)
     if type(current) is not kind:
         return False
     if kind in Outer.PLAIN or isinstance(value, xp.generic):
-        return bool(current == value)
+        same_sign = guards.negative_zero(current) == guards.negative_zero(value)
+        return bool(current == value) and same_sign
     sequence = kind in (list, tuple) and len(current) == len(value)
     return sequence and all(map(_holds, current, value))
 
@@ -857,8 +909,11 @@ class Jitted:
                 tensors[index].requires_grad = flag
             return result
         # Recorded once: record again and compare, so that a value computed in Python from
-        # tensor data (frozen into a recording) is caught, not replayed.
-        result, again, generate = self._record(tensors, args, kwargs, recording.watched)
+        # tensor data (frozen into a recording) is caught, not replayed. The .grad of the
+        # call's tensors is watched too (x.grad = None on an argument is Python as well).
+        leaves, optimizers = recording.watched
+        watched = ([*leaves, *tensors], optimizers)
+        result, again, generate = self._record(tensors, args, kwargs, watched)
         if again is None:
             return result
         _check_same(recording, again, self.__name__)
@@ -915,23 +970,49 @@ class Jitted:
         ]
         stored = [(id(obj), key) for obj, key, _ in stores]
         recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
+        _refuse_shared_arrays(tensors, outer, recorder)
         recording.named_arguments = _named_arguments(tensors, outer, recorder)
         generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
 
 
-def _named_arguments(tensors: list, outer: Outer, recorder: Recorder) -> list[tuple[int, Tensor]]:
-    """The tensor arguments (index, tensor) that the step also reaches by name: a tensor its
-    closure or globals hold, a parameter or buffer of a module it calls or holds, a parameter
-    of an optimizer it steps. The recording reads such a tensor through the argument both
-    ways, so a call passing another there must record anew: replayed, the reads by name
-    would take the other tensor's values (and its gradient, theirs)."""
-    named = {id(t) for t in outer.tensors()}
+def _named(outer: Outer, recorder: Recorder) -> dict[int, Tensor]:
+    """The tensors the step reaches by name (by id): a tensor its closure or globals hold, a
+    parameter or buffer of a module it calls or holds, a parameter of an optimizer it steps."""
+    named = {id(t): t for t in outer.tensors()}
     for module in (*recorder.modules, *outer.modules):
-        named.update(id(t) for t in (*module.parameters(), *module.buffers()))
+        named.update((id(t), t) for t in (*module.parameters(), *module.buffers()))
     for optimizer in recorder.optimizers:
-        named.update(id(p) for group in optimizer.param_groups for p in group["params"])
+        named.update((id(p), p) for group in optimizer.param_groups for p in group["params"])
+    return named
+
+
+def _named_arguments(tensors: list, outer: Outer, recorder: Recorder) -> list[tuple[int, Tensor]]:
+    """The tensor arguments (index, tensor) that the step also reaches by name (see
+    ``_named``). The recording reads such a tensor through the argument both ways, so a call
+    passing another there must record anew: replayed, the reads by name would take the other
+    tensor's values (and its gradient, theirs)."""
+    named = _named(outer, recorder)
     return [(i, t) for i, t in enumerate(tensors) if id(t) in named]
+
+
+def _refuse_shared_arrays(tensors: list, outer: Outer, recorder: Recorder) -> None:
+    """Raise a JitError if a tensor argument is not a tensor the step reaches by name but holds
+    the array of one (``step(model.weight.detach())``, ``.data``): the recording takes that
+    array for the argument, so a replay would read the next call's argument in the
+    parameter's place and add the parameter's gradient to a tensor of its own, not to its
+    ``.grad`` (silently: no update)."""
+    named = _named(outer, recorder)
+    arrays = {id(t.array): t for t in named.values()}
+    for i, t in enumerate(tensors):
+        if id(t) not in named and id(t.array) in arrays:
+            raise JitError(
+                f"scratchgrad.jit: tensor argument #{i} of {recorder.name}() holds the array "
+                "of a tensor the step also reaches by name (a parameter's `.detach()` or "
+                "`.data`): a replay would take the next call's argument for it. "
+                f"{ALREADY_RUN} Pass the tensor itself or a copy (`.clone()`), or call the "
+                "function without jit."
+            )
 
 
 def hand_back_free_memory() -> None:
@@ -1090,8 +1171,8 @@ def _call_at(recording: Recording, i: int) -> str:
 
 def _same(a: Any, b: Any) -> bool:
     """Whether two constants of two recordings stand for the same thing: the same object, or
-    arrays of the same bits, equal numbers, containers, or functions with the same code and
-    closure."""
+    arrays of the same bits, equal numbers (a zero of the same sign), containers, or
+    functions with the same code and closure."""
     if a is b:
         return True
     if type(a) is not type(b):
@@ -1113,7 +1194,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and a != a:
         return b != b  # NaN
     try:
-        return bool(a == b)
+        return bool(a == b) and guards.negative_zero(a) == guards.negative_zero(b)
     except Exception:  # objects without a usable equality: only themselves
         return False
 
@@ -1191,7 +1272,7 @@ def _flatten(tree: Any) -> tuple[list, Any]:
             hash(node)
         except TypeError:
             return (type(node), _SameObject(node))  # unhashable: the same object again
-        return (type(node), node)
+        return (type(node), node, guards.negative_zero(node))
 
     key = ("tree", key_of(tree))
     ids = [id(t.array) for t in tensors]

@@ -461,13 +461,15 @@ _BUCKET_SIZE = 1 << 16
 
 
 def _buckets(params: list) -> list[list]:
-    """``params`` split into runs of at most ``_BUCKET_SIZE`` numbers (or one parameter)."""
+    """``params`` split into runs of one dtype (a bucket's flat arrays have one: a float64
+    parameter's moments made views of a float32 array would lose their bits) and at most
+    ``_BUCKET_SIZE`` numbers (or one parameter)."""
     buckets: list[list] = []
-    size = _BUCKET_SIZE
+    size, dtype = _BUCKET_SIZE, None
     for i, p in params:
-        if size + p.array.size > _BUCKET_SIZE:
+        if size + p.array.size > _BUCKET_SIZE or p.array.dtype != dtype:
             buckets.append([])
-            size = 0
+            size, dtype = 0, p.array.dtype
         buckets[-1].append((i, p))
         size += p.array.size
     return buckets

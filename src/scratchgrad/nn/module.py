@@ -74,7 +74,7 @@ class Module:
     # scratchgrad.jit: None while no recording holds this module; then the count of
     # ``capture_hook.changes`` at its last change (an attribute set or deleted: a layer
     # replaced, ``dropout.p = 0.2``, ``self.scale = 2.0``), which a replay recorded before
-    # cannot have seen (see ``_changed``)
+    # cannot have seen (see ``mark_changed``)
     _jit_stamp: int | None = None
     # hooks (register_forward_pre_hook, register_forward_hook, register_full_backward_hook,
     # register_full_backward_pre_hook): (hook, with_kwargs) pairs, empty on the class; and
@@ -311,7 +311,7 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name != "training":  # modes are part of scratchgrad.jit's guard already
-            _changed(self)
+            mark_changed(self)
         elif capture_hook.recorder is None:  # a mode set: replays check their modes again
             capture_hook.changes += 1
         stores = self.__dict__
@@ -358,7 +358,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
-        _changed(self)
+        mark_changed(self)
         self._forget(name)
         if name in self.__dict__:
             object.__delattr__(self, name)
@@ -380,7 +380,7 @@ class Module:
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(scratchgrad.nn.Parameter or None required)"
             )
-        _changed(self)
+        mark_changed(self)
         self._forget(name, keep="_parameters")
         self._parameters[name] = param
         object.__setattr__(self, name, param)
@@ -397,7 +397,7 @@ class Module:
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                 "(scratchgrad.Tensor or None required)"
             )
-        _changed(self)
+        mark_changed(self)
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
         if persistent:
@@ -411,7 +411,7 @@ class Module:
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        _changed(self)
+        mark_changed(self)
         self._forget(name, keep="_modules")
         self._modules[name] = module
         object.__setattr__(self, name, module)
@@ -819,7 +819,7 @@ class Module:
         return f"{self._get_name()}({body})"
 
 
-def _changed(module: Module) -> None:
+def mark_changed(module: Module) -> None:
     """Stamp ``module`` as changed if a recording of scratchgrad.jit holds it: its replays
     would go on with the objects and values the recording read (see ``jit.ModuleStamps``).
     Not while a recording runs: a forward that caches an attribute (``self.last = x``) would
