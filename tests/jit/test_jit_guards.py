@@ -659,3 +659,24 @@ def test_a_compiled_modules_argument_its_forward_also_reads_by_name_is_guarded(o
         np.testing.assert_array_equal(c, e)
     for e, c in zip(eager_grads, compiled_grads):
         np.testing.assert_array_equal(c, e)
+
+
+def test_inference_mode_is_in_the_guard_key():
+    """A step enabling grad inside (``with enable_grad():``) records a graph under ``no_grad``
+    but none under ``inference_mode``: the two modes need their own programs. (Calls under
+    inference mode replayed the no_grad program: outputs requiring grad that eagerly do not.)"""
+    w = sg.randn(3, requires_grad=True)
+
+    def step(x):
+        with sg.enable_grad():
+            return (x * w).sum().requires_grad  # (a Python value each program returns)
+
+    runs = []
+    for fn in (step, sg.jit(step)):
+        flags = []
+        for i in range(8):
+            with sg.inference_mode() if i >= 4 else sg.no_grad():
+                flags.append(fn(sg.ones(3)))
+        runs.append(flags)
+    assert runs[0] == [True] * 4 + [False] * 4
+    assert runs[1] == runs[0]

@@ -884,8 +884,10 @@ class Jitted:
         elif self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
-        # autocast: other casts; the default dtype: other constants made in the step
-        key = (key, _state.enabled, autocast.state.dtype, backend.default_float)
+        # autocast: other casts; the default dtype: other constants made in the step;
+        # inference mode: there a step's `with enable_grad():` records no graph
+        modes = (_state.enabled, _state.inference, autocast.state.dtype, backend.default_float)
+        key = (key, *modes)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches(tensors):
