@@ -1484,6 +1484,167 @@ def test_a_forward_keeping_what_it_computed_on_its_module_keeps_each_replays(how
         np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
 
 
+class KeepsLast(nn.Module):
+    """A forward returning, beside its output, the output the previous call kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 2)
+        self.last = sg.zeros(2, 2)
+
+    def forward(self, x):
+        prev = self.last
+        y = self.a(x)
+        self.last = y.detach()
+        return y, prev
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_returned_tensor_the_step_stores_over_is_each_calls(how):
+    """A tensor the step reads from its module and returns after storing a new one there
+    (the previous call's output): each replay returns what the previous call stored, as the
+    eager calls do, bit for bit; not the recording's tensor ever after."""
+    sg.manual_seed(0)
+    eager = KeepsLast()
+    sg.manual_seed(0)
+    model = KeepsLast()
+    net = sg.jit(lambda x: model(x)) if how == "jit" else sg.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seed in range(8):
+            x = sg.tensor(np.random.default_rng(seed).standard_normal((2, 3)).astype("f4"))
+            (y, prev), (eager_y, eager_prev) = net(x), eager(x)
+            if how == "compile":  # (a compiled forward records until a backward ran)
+                y.sum().backward(), eager_y.sum().backward()
+            np.testing.assert_array_equal(prev.numpy(), eager_prev.numpy())
+            np.testing.assert_array_equal(y.detach().numpy(), eager_y.detach().numpy())
+            np.testing.assert_array_equal(model.last.numpy(), eager.last.numpy())
+
+
+class Smoothing(nn.Module):
+    """A forward keeping an average of its inputs' means, as an EMA: in place
+    (``inplace``), or rebinding the attribute to a new tensor each call."""
+
+    def __init__(self, inplace):
+        super().__init__()
+        self.a = nn.Linear(3, 2)
+        self.mean = sg.zeros(3)
+        self.inplace = inplace
+
+    def forward(self, x):
+        if self.inplace:
+            with sg.no_grad():
+                self.mean.mul_(0.5).add_(0.5 * x.mean(0))
+        else:
+            self.mean = 0.5 * self.mean + 0.5 * x.detach().mean(0)
+        return self.a(x - self.mean)
+
+
+def smoothing_calls(how, inplace):
+    """A Smoothing model (as ``inplace`` says), an eager twin, and ``how`` (jit or compile)
+    calling the model."""
+    sg.manual_seed(0)
+    eager = Smoothing(inplace)
+    sg.manual_seed(0)
+    model = Smoothing(inplace)
+    return model, eager, sg.jit(lambda x: model(x)) if how == "jit" else sg.compile(model)
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_tensor_the_step_computes_with_and_then_stores_over_raises_naming_it(how):
+    """``self.mean = 0.5 * self.mean + ...``: the program would hold the recording's tensor
+    and compute with it at every replay. The recording raises a JitError naming the attribute
+    and the in-place update, which replays as the eager calls run, bit for bit."""
+    xs = [
+        sg.tensor(np.random.default_rng(seed).standard_normal((4, 3)).astype("f4"))
+        for seed in range(6)
+    ]
+    _, _, net = smoothing_calls(how, inplace=False)
+    net(xs[0])  # eager
+    with pytest.raises(sg.jit.JitError, match=r"tensor in Smoothing\.mean .*mul_"):
+        net(xs[1])  # the first recording
+    model, eager, net = smoothing_calls(how, inplace=True)
+    for x in xs:
+        ours, theirs = net(x), eager(x)
+        if how == "compile":  # (a compiled forward records until a backward ran)
+            ours.sum().backward(), theirs.sum().backward()
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+        np.testing.assert_array_equal(model.mean.numpy(), eager.mean.numpy())
+
+
+class RetainsInput(nn.Linear):
+    """A forward keeping its input's gradient (``x.retain_grad()``)."""
+
+    def forward(self, x):
+        x.retain_grad()
+        return super().forward(x)
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the recording's forward sees a leaf copy of the argument, on which "
+                "retain_grad does nothing, and replays run no Python",
+            ),
+        ),
+        False,
+    ],
+)
+def test_a_non_leaf_arguments_retained_gradient_equals_eager(inside):
+    """``x.retain_grad()`` on a non-leaf argument of a compiled module: called by the caller
+    before the call, ``x.grad`` is eager's at every call, bit for bit; called inside the
+    forward, a known problem: ``x.grad`` stays None after the eager first call."""
+    sg.manual_seed(0)
+    model = RetainsInput(3, 2)
+    net, w = sg.compile(model), sg.randn(4, 3, requires_grad=True)
+    for _ in range(5):
+        x, eager_x = w * 2, w * 2
+        if not inside:
+            x.retain_grad(), eager_x.retain_grad()
+        net(x).square().sum().backward()
+        model(eager_x).square().sum().backward()
+        assert x.grad is not None
+        np.testing.assert_array_equal(x.grad.numpy(), eager_x.grad.numpy())
+
+
+def cumulative_batch_norm_training(how):
+    """A step training a Linear and a BatchNorm1d keeping cumulative averages
+    (``momentum=None``), run as ``how`` says (eager, jit of the step, compile of the model)."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=None))
+    net = sg.compile(model) if how == "compile" else model
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, sg.jit(step) if how == "jit" else step
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_a_batch_norm_keeping_cumulative_averages_replays_its_one_over_n(how):
+    """BatchNorm's ``momentum=None`` weighs the n-th batch by 1/n, a tensor op on its count
+    (no ``.item()``), which each replay computes anew: the running statistics, the losses and
+    the parameters equal the eager steps', bit for bit."""
+    eager, eager_step = cumulative_batch_norm_training("eager")
+    model, step = cumulative_batch_norm_training(how)
+    for seed in range(7):
+        x = sg.tensor(np.random.default_rng(seed).standard_normal((5, 3)).astype("f4"))
+        ours, theirs = step(x), eager_step(x)
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    for mine, theirs in zip(model.state_dict().values(), eager.state_dict().values()):
+        np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
+    assert int(model[1].num_batches_tracked) == 7
+
+
 def test_a_compiled_forward_keeping_a_python_value_on_its_module_warns():
     """What is not a tensor the forward made (a count) is set by the recordings only."""
 

@@ -50,11 +50,13 @@ from scratchgrad.jit.jitted import (
     _same_contents,
     _signature,
     _snapshot,
+    _stored_over,
     _storing,
     _tensor_key,
     cache_full,
     drop_stale,
     rebuild,
+    refuse_reading_stored_over,
 )
 from scratchgrad.jit.recorder import (
     Capturing,
@@ -488,11 +490,12 @@ class CompiledForward:
             stacklevel=3 + self.wrappers,
             made=recorder.made,
         )
+        refuse_reading_stored_over(recorder, stores)
         made, build, returned = _outputs(result, recorder, tensors, leaves, stores)
         # (a tensor stored comes back detached, as under jit)
         differentiable = [i for i, t in enumerate(made[:returned]) if t.requires_grad]
         values = _python_values(result)
-        stored = [(id(obj), key) for obj, key, _ in stores]
+        stored = [(id(obj), key) for obj, key, *_ in stores]
         recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
         recording.requires_grad_set = [
             (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
@@ -502,6 +505,7 @@ class CompiledForward:
         if not differentiable:
             recording.compile(inputs, outputs, split)
             self._finished(key, recording)
+            _put_back(stores)  # (not before a JitError: the forward's stores stay)
             return recording.attach(arrays, (), tensors)
         heads = [made[i] for i in differentiable]
         targets, parents = _targets(heads, start, tensors, leaves, self.name)
@@ -519,6 +523,7 @@ class CompiledForward:
             state,
         )
         recording.parents = parents
+        _put_back(stores)
         return recording.attach(arrays, (), tensors)
 
     def _finished(self, key: Any, recording: Recording) -> None:
@@ -541,6 +546,14 @@ class CompiledForward:
                     recording.checked, recordings[index] = True, recording
                 return
         recordings.append(recording)
+
+
+def _put_back(stores: list) -> None:
+    """Put back the tensors that the recorded forward's stores replaced: ``build`` makes this
+    call's result too, reading them (``_stored_over``) before it stores the new ones again."""
+    for obj, key, _, old in stores:
+        if isinstance(old, Tensor):
+            (obj if isinstance(obj, dict) else vars(obj))[key] = old
 
 
 def _parameters(module: Any) -> list:
@@ -595,13 +608,14 @@ def _outputs(
     argument = {id(t): i for i, t in enumerate(tensors)}
     argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
     number = recorder.number
+    replaced = _stored_over(stores)
 
     def leaf(t: Tensor) -> Callable:
         index = argument.get(id(t))
         if index is not None:
             return lambda new, call: call[index]
-        if id(t.array) not in number:
-            return lambda new, call: t
+        if id(t.array) not in number:  # a parameter: itself (one stored over: _stored_over)
+            return replaced.get(id(t), lambda new, call: t)
         position = len(made)
         made.append(t)
         return lambda new, call: new[position]
@@ -609,9 +623,9 @@ def _outputs(
     build, returned = rebuild(result, leaf), len(made)
     if not stores:
         return made, build, returned
-    stored = rebuild([tensor for *_, tensor in stores], leaf)
+    stored = rebuild([tensor for _, _, tensor, _ in stores], leaf)
     both = lambda new, call: (build(new, call), stored(new, call))  # noqa: E731
-    return made, _storing(both, [(obj, key) for obj, key, _ in stores]), returned
+    return made, _storing(both, [(obj, key) for obj, key, *_ in stores]), returned
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:

@@ -401,8 +401,8 @@ class Outer:
         having such tensors stored into its attributes or items (``nn.utils.prune``'s hook
         setting ``module.weight``, a forward keeping ``self.attention = weights``, a global
         dict of the last activations) is not warned of: those stores are returned, (object,
-        key, tensor), for each replay to store its own tensors there (``_storing``). Not an
-        argument's: the next call's may be another object."""
+        key, tensor, the value it replaced), for each replay to store its own tensors there
+        (``_storing``). Not an argument's: the next call's may be another object."""
         now = _snapshot(state)
         same = list(map(_same_contents, before, now))
         stores = []
@@ -603,8 +603,8 @@ def _contents(obj: Any, depth: int = 1) -> tuple[tuple, tuple]:
 def _stores(obj: Any, before: tuple, now: tuple, made: Callable) -> list | None:
     """The stores of tensors that the step made (``made(tensor)``) into attributes of ``obj``
     (or items of a dict) that explain all its change from ``before`` to ``now`` (its
-    ``_contents``), as (obj, key, tensor); None if anything else changed (an item removed, a
-    value that is no such tensor, a list appended to)."""
+    ``_contents``), as (obj, key, tensor, the value replaced); None if anything else changed
+    (an item removed, a value that is no such tensor, a list appended to)."""
     old, new = _pairs(obj, before[0]), _pairs(obj, now[0])
     if old is None or new is None or not old.keys() <= new.keys():
         return None
@@ -614,7 +614,7 @@ def _stores(obj: Any, before: tuple, now: tuple, made: Callable) -> list | None:
     (_, inner), (_, inner_now) = before, now
     if len(inner) != len(inner_now) or not all(map(_same_contents, inner, inner_now)):
         return None
-    return [(obj, key, value) for key, value in changed]
+    return [(obj, key, value, old.get(key)) for key, value in changed]
 
 
 _MISSING = object()
@@ -646,6 +646,40 @@ def _storing(build: Callable, places: list[tuple[Any, Any]]) -> Callable:
         return result
 
     return build_and_store
+
+
+def _stored_over(stores: list) -> dict[int, Callable]:
+    """For each tensor that a store of ``stores`` replaced (``prev = self.last`` before
+    ``self.last = y.detach()``), by id, a function reading its place at a replay: a result
+    returning it must give what the previous call stored there, not the recording's tensor.
+    ``build`` reads it before ``_storing`` stores the replay's own."""
+    return {id(old): _reader(obj, key) for obj, key, _, old in stores if isinstance(old, Tensor)}
+
+
+def refuse_reading_stored_over(recorder: Recorder, stores: list) -> None:
+    """Raise a JitError if the step computed with a tensor that one of its ``stores``
+    replaced (``y = self.a(x) + self.last; self.last = y.detach()``, an EMA written
+    ``self.mean = 0.5 * self.mean + ...``): the program holds it as a constant, and a replay
+    would read the recording's tensor forever, not the previous call's."""
+    names = recorder.constant_names  # (an op takes a tensor's array, a Function the tensor)
+    for obj, key, _, old in stores:
+        name = isinstance(old, Tensor) and (names.get(id(old.array)) or names.get(id(old)))
+        if name:
+            where = f"[{key!r}]" if isinstance(obj, dict) else f".{key}"
+            place = recorder.places[name]
+            raise JitError(
+                f"scratchgrad.jit: {recorder.name}() computes with the tensor in "
+                f"{type(obj).__name__}{where} (at {place}) and then stores a new one there: a "
+                f"replay would compute with the recording's tensor at every call. {ALREADY_RUN} "
+                f"Update it in place instead (`...{where}.mul_(0.5).add_(...)` or "
+                f"`...{where}.copy_(...)`, under no_grad()), pass it as an argument and return "
+                "the new one, or call the function without jit."
+            )
+
+
+def _reader(obj: Any, key: Any) -> Callable:
+    """A function of a replay's results giving what ``obj`` holds at ``key`` (see ``_storing``)."""
+    return lambda *_: (obj if isinstance(obj, dict) else vars(obj))[key]
 
 
 def _same_contents(before: tuple[tuple, tuple], now: tuple[tuple, tuple]) -> bool:
@@ -965,12 +999,13 @@ class Jitted:
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
         stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=recorder.made)
+        refuse_reading_stored_over(recorder, stores)
         del state, before  # (before the recording's tables are made)
         returned, build = _outputs(result, recorder, stores)
         flipped = [
             (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
         ]
-        stored = [(id(obj), key) for obj, key, _ in stores]
+        stored = [(id(obj), key) for obj, key, *_ in stores]
         recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
         _refuse_shared_arrays(tensors, outer, recorder)
         recording.named_arguments = _named_arguments(tensors, outer, recorder)
@@ -1326,11 +1361,12 @@ def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[i
     function stores them as the recorded step did."""
     returned: list[int] = []
     number = recorder.number  # id(array) -> the value made in the step
+    replaced = _stored_over(stores)
 
     def leaf(t: Tensor) -> Callable:
         value = number.get(id(t.array))
         if value is None:  # not made in the step (a parameter): itself
-            return lambda outputs: t
+            return replaced.get(id(t), lambda outputs: t)
         index = len(returned)
         returned.append(value)
         # (Tensor._make looked up at each call: inference_mode swaps in one that marks
@@ -1339,8 +1375,8 @@ def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[i
 
     if not stores:
         return returned, rebuild(result, leaf)
-    build = rebuild((result, [tensor for *_, tensor in stores]), leaf)
-    return returned, _storing(build, [(obj, key) for obj, key, _ in stores])
+    build = rebuild((result, [tensor for _, _, tensor, _ in stores]), leaf)
+    return returned, _storing(build, [(obj, key) for obj, key, *_ in stores])
 
 
 def rebuild(node: Any, leaf: Callable[[Tensor], Callable]) -> Callable:

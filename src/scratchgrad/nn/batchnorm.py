@@ -115,7 +115,8 @@ class _BatchNorm(_NormBase):
             with no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:  # a cumulative average: the n-th batch weighs 1/n
-                momentum = 1.0 / self.num_batches_tracked.item()
+                # (a tensor, not .item(): a jit or compile replay computes it from the count)
+                momentum = 1.0 / self.num_batches_tracked.double()
         use_batch_stats = self.training or self.running_mean is None
         keep = tracking or not self.training  # pass the buffers only when they are used
         return F.batch_norm(

@@ -1007,6 +1007,8 @@ def _check_norm_dtypes(name: str, input: Tensor, *args) -> None:
     for t in args:
         if not isinstance(t, Tensor) or t.array.dtype is dtype or t.array.dtype == dtype:
             continue
+        if t.ndim == 0:  # batch_norm's momentum, BatchNorm's float64 1/n (not a weight)
+            continue
         if t.array.dtype != backend.float32 or dtype not in backend.SIXTEEN_BIT:
             raise RuntimeError(
                 f"{name}: mixed dtype: the input ({input.dtype}) and its weights or statistics "
@@ -1037,13 +1039,14 @@ def batch_norm(
     weight: Tensor | None = None,
     bias: Tensor | None = None,
     training: bool = False,
-    momentum: float = 0.1,
+    momentum: float | Tensor = 0.1,
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise each channel (dim 1) over the batch and spatial dims.
 
     In training, the batch's mean and biased variance normalise, and the running statistics
-    (when given) move towards the batch's mean and *unbiased* variance by ``momentum``, in place.
+    (when given) move towards the batch's mean and *unbiased* variance by ``momentum``, in place
+    (a float, or a float64 scalar tensor, as BatchNorm's cumulative ``1 / n``, which jit replays).
     Otherwise the running statistics normalise.
     """
     if input.ndim < 2:
@@ -1062,9 +1065,12 @@ def batch_norm(
         var = (centered * centered).mean(dims, keepdim=True)
         if running_mean is not None and running_var is not None and count:
             with no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.reshape(channels) * momentum)
+                keep = 1 - momentum
+                if isinstance(momentum, Tensor):  # BatchNorm's 1/n: rounded as a Python float's
+                    keep, momentum = keep.to(running_mean.dtype), momentum.to(running_mean.dtype)
+                running_mean.mul_(keep).add_(mean.reshape(channels) * momentum)
                 unbiased = var.reshape(channels) * (count / (count - 1))
-                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+                running_var.mul_(keep).add_(unbiased * momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
