@@ -51,7 +51,7 @@ class Binomial(BinaryProbs):
 
     @property
     def mode(self) -> Tensor:
-        return ((self.total_count + 1) * self.probs).floor().minimum(self.total_count)
+        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
 
     @property
     def variance(self) -> Tensor:
@@ -88,7 +88,9 @@ class Binomial(BinaryProbs):
         """
         n = int(self.total_count.max())
         if not self.total_count.min() == n:
-            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+            raise NotImplementedError(
+                "Inhomogeneous total count not supported by `enumerate_support`."
+            )
         values = arange(1 + n, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape(-1, *(1,) * len(self._batch_shape))
         return values.expand(-1, *self._batch_shape) if expand else values

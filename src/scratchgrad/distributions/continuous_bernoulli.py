@@ -42,6 +42,11 @@ class ContinuousBernoulli(BinaryProbs, ExponentialFamily):
         validate_args: bool | None = None,
     ) -> None:
         self._lims = lims
+        # PyTorch checks probs before clamping them whenever validate_args is given (even
+        # False), with its own message
+        given = probs is not None and validate_args is not None
+        if given and not constraints.unit_interval.check(broadcast_all(probs)[0]).all():
+            raise ValueError("The parameter probs has invalid values")
         self._init_probs_or_logits(probs, logits, validate_args)
         if probs is not None:
             # clamped away from 0 and 1 for stability, once validated as given

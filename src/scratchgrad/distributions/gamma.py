@@ -204,6 +204,13 @@ class Chi2(Gamma):
     def df(self) -> Tensor:
         return self.concentration * 2
 
+    def expand(self, batch_shape: tuple, _instance: Chi2 | None = None) -> Chi2:
+        # the parameters held are Gamma's (df is made of them), not those named by arg_constraints
+        new = super().expand(batch_shape, _instance)
+        new.concentration = self.concentration.expand(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        return new
+
 
 class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution over the simplex of the last dimension of ``concentration``.

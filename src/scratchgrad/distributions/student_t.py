@@ -54,7 +54,9 @@ class StudentT(Distribution):
     @property
     def variance(self) -> Tensor:
         df = self.df
-        finite = self.scale.pow(2) * df / (df - 2)
+        # df - 2 kept away from 0 where unused, so no NaN flows back through where (PyTorch's
+        # formula only touches df > 2)
+        finite = self.scale.pow(2) * df / where(df > 2, df - 2, 1.0)
         return where(df > 2, finite, where(df > 1, math.inf, math.nan))
 
     def rsample(self, sample_shape: tuple = Size()) -> Tensor:

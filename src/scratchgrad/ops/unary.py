@@ -248,7 +248,8 @@ class Step(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 0
+        # zeros, not grad * 0: an infinite or NaN incoming gradient gives 0 too, as PyTorch's
+        return grad.new_zeros(()).expand(grad.shape)
 
 
 class Round(Function):
