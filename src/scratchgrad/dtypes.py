@@ -101,7 +101,8 @@ def python_number(value: Any) -> Any:
 def result_type(x: Any, y: Any) -> numpy.dtype:
     """The dtype of an op on tensors (or arrays) ``x`` and ``y``, as ``torch.result_type``:
     ``promote_types`` of their dtypes, except that a 0-d tensor does not widen a tensor with
-    dims of the same kind, and a Python number only by its kind (see ``scalar_type``).
+    dims of the same or a higher kind (a complex one makes a float one complex, keeping its
+    width), and a Python number only by its kind (see ``scalar_type``).
 
     >>> import scratchgrad as sg
     >>> sg.result_type(sg.tensor([1], dtype=sg.uint8), sg.tensor(1000))
@@ -115,9 +116,13 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
     if not hasattr(x, "dtype"):
         return scalar_type(y.dtype, x)
     kind = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}
-    kx, ky = kind[x.dtype.kind], kind[y.dtype.kind]
-    if (x.ndim == 0) != (y.ndim == 0) and kx == ky:
-        return y.dtype if x.ndim == 0 else x.dtype
+    if (x.ndim == 0) != (y.ndim == 0):
+        dims, zero = (y, x) if x.ndim == 0 else (x, y)
+        kd, kz = kind[dims.dtype.kind], kind[zero.dtype.kind]
+        if kd >= kz:  # float32 [2] + complex128 () is complex64, as PyTorch's combine_categories
+            return dims.dtype
+        if kd == 2 and kz == 3:
+            return backend.to_complex(dims.dtype)
     return promote_types(x.dtype, y.dtype)
 
 

@@ -36,6 +36,7 @@ from scratchgrad.dtypes import (
     check_memory_format,
     contiguous_format,
     layout,
+    preserve_format,
     promote_types,
     python_number,
     requested_device_and_dtype,
@@ -839,6 +840,9 @@ class Tensor:
 
     def __xor__(self, other: Any) -> Tensor:
         return self._compare("bitwise_xor", other)
+
+    # `True & mask`: the bitwise ops commute, so the reflected forms are the same ops
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def __invert__(self) -> Tensor:
         return self._elementwise_values("invert")
@@ -1685,7 +1689,10 @@ class Tensor:
     def short(self) -> Tensor:
         return self.to(backend.int16)
 
-    def clone(self) -> Tensor:
+    def clone(self, *, memory_format: Any = preserve_format) -> Tensor:
+        """A differentiable copy; a ``memory_format`` is checked and keeps the values (see
+        ``to``)."""
+        check_memory_format(memory_format, self.ndim, "clone")
         return movement.Copy.apply(self, dtype=self.array.dtype)
 
     def is_floating_point(self) -> bool:
@@ -2538,6 +2545,8 @@ class Tensor:
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """The index of the largest (smallest) entry over ``dim``, or of all entries."""
         _refuse_complex(self, name)
+        if self.array.dtype == backend.bool_:  # as PyTorch's (max(dim=) takes bools)
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if self.array.size == 0:
                 raise IndexError(
@@ -3737,8 +3746,9 @@ class Tensor:
             )
         return movement.GetItem.apply(self, index=index)
 
-    def gather(self, dim: int, index: Tensor) -> Tensor:
-        """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``."""
+    def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+        """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``.
+        ``sparse_grad`` is accepted for PyTorch's signature; the gradient is dense either way."""
         if not isinstance(index, Tensor):
             raise TypeError(f"gather(): index must be a Tensor, got {type(index).__name__}")
         out = self._by_another_route("gather", dim, index)
@@ -3756,36 +3766,61 @@ class Tensor:
         grids[dim] = index  # a Tensor: copied if a graph keeps it (see graph_keeps)
         return self[tuple(grids)]
 
-    def repeat_interleave(self, repeats: int | Tensor, dim: int | None = None) -> Tensor:
+    def repeat_interleave(
+        self,
+        repeats: int | Tensor | None = None,
+        dim: int | None = None,
+        *,
+        output_size: int | None = None,
+    ) -> Tensor:
         """Each entry along ``dim`` (of the flattened tensor if None) repeated ``repeats``
         times, in place of the next, as ``torch.repeat_interleave`` (``k.repeat_interleave(
         n_rep, dim=1)`` in grouped-query attention). ``repeats`` may be a vector of counts, one
-        per entry, which a jitted step refuses: its shape would follow the values.
+        per entry (or one for all), which a jitted step refuses: its shape would follow the
+        values. ``output_size``, the length it gives, is checked. Without ``repeats``, this
+        tensor is the counts, and each position ``i`` is repeated ``self[i]`` times.
 
         >>> Tensor([1.0, 2.0]).repeat_interleave(2).tolist()
         [1.0, 1.0, 2.0, 2.0]
+        >>> Tensor([2, 0, 1]).long().repeat_interleave().tolist()
+        [0, 0, 2]
         """
+        if repeats is None:
+            positions = Tensor._make(namespace(self.array).arange(self.numel()))
+            return positions.repeat_interleave(self, output_size=output_size)
         x, dim = (self.reshape(-1), 0) if dim is None else (self, wrap_dim(dim, self.ndim))
+        if isinstance(repeats, Tensor) and repeats.shape == (1,):
+            repeats = repeats.reshape(())
+        out = x._repeated(repeats, dim)
+        if output_size is not None and out.shape[dim] != output_size:
+            raise RuntimeError(
+                f"repeat_interleave(): output_size is {output_size}, the output has "
+                f"{out.shape[dim]} entries along dim {dim}"
+            )
+        return out
+
+    def _repeated(self, repeats: int | Tensor, dim: int) -> Tensor:
+        """``repeat_interleave`` along a wrapped ``dim``, ``repeats`` a number or a vector."""
         if isinstance(repeats, Tensor) and repeats.ndim > 0:
             if capture_hook.recorder is not None:
                 capture_hook.recorder.refuse(
                     "repeat_interleave() by a tensor of counts (its shape depends on the values)",
                     "Repeat by a number, or pass the repeated index as an argument",
                 )
-            if repeats.shape != (x.shape[dim],):
+            if repeats.shape != (self.shape[dim],):
                 raise RuntimeError(
                     f"repeat_interleave(): repeats must have the same size as input along dim "
-                    f"({x.shape[dim]}), got {list(repeats.shape)}"
+                    f"({self.shape[dim]}), got {list(repeats.shape)}"
                 )
             index = namespace(repeats.array).repeat(
-                namespace(repeats.array).arange(x.shape[dim]), repeats.array
+                namespace(repeats.array).arange(self.shape[dim]), repeats.array
             )
-            return x.index_select(dim, Tensor._make(index))
+            return self.index_select(dim, Tensor._make(index))
         count = int(repeats)
         if count < 0:
             raise RuntimeError("repeat_interleave(): repeats can not be negative")
-        shape = x.shape
-        spread = x.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
+        shape = self.shape
+        spread = self.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
         return spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
 
     def diag(self, diagonal: int = 0) -> Tensor:
@@ -4868,13 +4903,25 @@ def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[st
 
 
 @names_bad_arguments
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along an existing dim."""
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Join tensors along an existing dim (``axis`` is NumPy's name for it). As PyTorch's, a
+    1-d empty tensor joins tensors of any shape, adding nothing but its dtype.
+
+    >>> import scratchgrad as sg
+    >>> sg.cat([sg.ones(1, 2), sg.tensor([])]).tolist()
+    [[1.0, 1.0]]
+    """
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of tensors")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = promote_types(dtype, t.dtype)
+    like = next((t for t in tensors if t.shape != (0,)), tensors[0])
+    dim = dim if axis is None else axis
+    if like.ndim > 0:  # an empty [0] becomes an empty block of the others' shape
+        d = wrap_dim(dim, like.ndim)
+        empty = (*like.shape[:d], 0, *like.shape[d + 1 :])
+        tensors = [t.reshape(empty) if t.shape == (0,) else t for t in tensors]
     tensors = [t.to(dtype) for t in tensors]
     ndim = tensors[0].ndim
     if builtins.any(t.ndim != ndim for t in tensors):
