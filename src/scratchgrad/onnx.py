@@ -253,6 +253,12 @@ def _self_attention(g: _Graph, x: str, mha: nn.MultiheadAttention, prefix: str) 
 
 
 def emit_embedding(g: _Graph, step: Step, x: str, prefix: str) -> str:
+    # max_norm rescales the rows each forward looks up; a Gather of fixed weights would not
+    if step.module.max_norm is not None:
+        raise NotImplementedError(
+            f"onnx.export: {step.describe()} has max_norm, which renormalizes its weights in "
+            "forward; ONNX's Gather looks up fixed weights"
+        )
     return g.node("Gather", [g.constant(f"{prefix}.weight", step.weight), x], axis=0)
 
 

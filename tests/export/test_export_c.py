@@ -127,3 +127,20 @@ def test_doc_examples_run():
     from scratchgrad.export import c
 
     assert doctest.testmod(c).failed == 0
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_padding_mode_other_than_zeros_is_an_error(tmp_path, mode, quantize):
+    # the C pads with zeros: exporting another mode used to give silently wrong outputs
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode=mode))
+    x = sg.rand(4, 2, 5, 5)
+    with pytest.raises(NotImplementedError, match=f"Conv2d '0' has padding_mode='{mode}'"):
+        to_c(model, x[:1], tmp_path, "bad", quantize=quantize, calibration=x)
+    assert not list(tmp_path.iterdir())
+
+
+def test_max_pool_returning_indices_is_an_error(tmp_path):
+    model = nn.Sequential(nn.MaxPool2d(2, return_indices=True))
+    with pytest.raises(NotImplementedError, match="MaxPool2d '0' has return_indices=True"):
+        to_c(model, sg.zeros(1, 2, 4, 4), tmp_path, "bad")

@@ -92,6 +92,14 @@ def test_embedding_takes_integer_indices(tmp_path):
         np.testing.assert_allclose(run_onnx(path, x), forward(model, x), rtol=0, atol=1e-6)
 
 
+def test_embedding_with_max_norm_is_an_error(tmp_path):
+    # max_norm rescales the looked-up rows in forward: a plain Gather used to differ silently
+    model = nn.Sequential(nn.Embedding(10, 4, max_norm=0.5))
+    with pytest.raises(NotImplementedError, match="Embedding '0' has max_norm"):
+        export(model, sg.zeros(2, 3, dtype=sg.int64), tmp_path / "bad.onnx")
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
 def test_trained_digits_models(digits_models, tmp_path, name):
     models, test_x, _ = digits_models
@@ -367,3 +375,12 @@ def test_torch_onnx_is_there_after_import_without_loading_onnx():
         "assert 'onnx' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_padding_mode_other_than_zeros_is_an_error(tmp_path, mode):
+    # ONNX's Conv pads with zeros: exporting another mode used to give silently wrong outputs
+    model = nn.Sequential(nn.Conv1d(2, 3, 3, padding=1, padding_mode=mode))
+    with pytest.raises(NotImplementedError, match=f"Conv1d '0' has padding_mode='{mode}'"):
+        export(model, sg.zeros(1, 2, 7), tmp_path / "bad.onnx")
+    assert not list(tmp_path.iterdir())

@@ -85,12 +85,28 @@ def trace(
                 f"{who}: {type(module).__name__} '{name}' is not supported; supported are "
                 + ", ".join(sorted(t.__name__ for t in supported))
             )
+        _check_options(module, name, who)
     _check_straight_line(model, example_input, output, calls, who)
     steps = [
         Step(n, m, x.shape[1:], y.shape[1:], *_parameters(m), out_absmax=_absmax(y))
         for n, m, x, y in calls
     ]
     return fold_batch_norms(steps, who)
+
+
+def _check_options(module: Module, name: str, who: str) -> None:
+    """Reject the options of a supported layer that the exporters do not write (they would
+    otherwise be exported as the default: silently wrong outputs)."""
+    layer = f"{type(module).__name__} '{name}'"
+    if getattr(module, "padding_mode", "zeros") != "zeros":
+        raise NotImplementedError(
+            f"{who}: {layer} has padding_mode='{module.padding_mode}'; only "
+            "padding_mode='zeros' can be exported"
+        )
+    if getattr(module, "return_indices", False):
+        raise NotImplementedError(
+            f"{who}: {layer} has return_indices=True; an exported layer returns one tensor"
+        )
 
 
 def _layers(module: Module, name: str, supported: tuple[type, ...]) -> list[tuple[str, Module]]:
