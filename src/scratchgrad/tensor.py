@@ -2507,7 +2507,7 @@ class Tensor:
             return self.maximum(dim)
         if dim is None:
             return self._of_all("max", reduce.MaxOfAll)
-        return self._pick(self.argmax(dim, keepdim=True), dim, keepdim)
+        return self._pick(self._arg("argmax", dim, True), dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False):
         """As ``max``, for the smallest."""
@@ -2515,7 +2515,7 @@ class Tensor:
             return self.minimum(dim)
         if dim is None:
             return self._of_all("min", reduce.MinOfAll)
-        return self._pick(self.argmin(dim, keepdim=True), dim, keepdim)
+        return self._pick(self._arg("argmin", dim, True), dim, keepdim)
 
     def _of_all(self, name: str, statistic: type) -> Tensor:
         """``statistic`` (an ``ops.reduce.MaxOfAll``) of all entries: one of them, whose
@@ -2537,16 +2537,17 @@ class Tensor:
         return values_indices(values, index)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        _refuse_bool(self, "argmax")
         return self._arg("argmax", dim, keepdim)
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        _refuse_bool(self, "argmin")
         return self._arg("argmin", dim, keepdim)
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
-        """The index of the largest (smallest) entry over ``dim``, or of all entries."""
+        """The index of the largest (smallest) entry over ``dim``, or of all entries (of bools
+        too: ``max(dim=)`` takes them, PyTorch's ``argmax`` does not)."""
         _refuse_complex(self, name)
-        if self.array.dtype == backend.bool_:  # as PyTorch's (max(dim=) takes bools)
-            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if self.array.size == 0:
                 raise IndexError(
@@ -6359,6 +6360,12 @@ def _refuse_complex(x: Tensor, op: str) -> None:
     they have no order, where NumPy's would be lexicographic."""
     if x.array.dtype.kind == "c":
         raise NotImplementedError(f"{op}: does not support complex input ({x.array.dtype})")
+
+
+def _refuse_bool(x: Tensor, op: str) -> None:
+    """PyTorch's refusal of bools by ``argmax`` and ``argmin`` (``max(dim=)`` takes them)."""
+    if x.array.dtype == backend.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
 
 
 def _clamp_by_tensors(x: Tensor, low: Any, high: Any) -> Tensor:
