@@ -2507,7 +2507,7 @@ class Tensor:
             return self.maximum(dim)
         if dim is None:
             return self._of_all("max", reduce.MaxOfAll)
-        return self._pick(self._arg("argmax", dim, True), dim, keepdim)
+        return self._pick(self._ranked().argmax(dim, keepdim=True), dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False):
         """As ``max``, for the smallest."""
@@ -2515,7 +2515,7 @@ class Tensor:
             return self.minimum(dim)
         if dim is None:
             return self._of_all("min", reduce.MinOfAll)
-        return self._pick(self._arg("argmin", dim, True), dim, keepdim)
+        return self._pick(self._ranked().argmin(dim, keepdim=True), dim, keepdim)
 
     def _of_all(self, name: str, statistic: type) -> Tensor:
         """``statistic`` (an ``ops.reduce.MaxOfAll``) of all entries: one of them, whose
@@ -2536,6 +2536,10 @@ class Tensor:
             values, index = values.squeeze(dim), index.squeeze(dim)
         return values_indices(values, index)
 
+    def _ranked(self) -> Tensor:
+        """This tensor, bools as uint8: ``max(dim=)`` takes bools, ``argmax`` refuses them."""
+        return self.to(backend.uint8) if self.array.dtype == backend.bool_ else self
+
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         _refuse_bool(self, "argmax")
         return self._arg("argmax", dim, keepdim)
@@ -2545,8 +2549,7 @@ class Tensor:
         return self._arg("argmin", dim, keepdim)
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
-        """The index of the largest (smallest) entry over ``dim``, or of all entries (of bools
-        too: ``max(dim=)`` takes them, PyTorch's ``argmax`` does not)."""
+        """The index of the largest (smallest) entry over ``dim``, or of all entries."""
         _refuse_complex(self, name)
         if dim is None:
             if self.array.size == 0:
