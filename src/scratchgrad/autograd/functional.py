@@ -29,8 +29,7 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     tensor([2., 4.])
     """
     with enable_grad():
-        inputs_tuple, xs = _as_tuple(inputs, "inputs", "vjp")
-        xs = _preprocess(xs, create_graph, need_graph=True)
+        inputs_tuple, xs = _inputs(inputs, create_graph, "vjp")
         outputs_tuple, outs = _as_tuple(func(*xs), "outputs of the user-provided function", "vjp")
         _check_requires_grad(outs, "outputs", strict)
         if v is None:
@@ -40,7 +39,7 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
                     "Tensor with a single element."
                 )
         else:
-            v = _preprocess(_as_tuple(v, "v", "vjp")[1], create_graph, need_graph=False)
+            v = _vector(v, create_graph, "vjp")
             _validate_v(v, outs, outputs_tuple)
     with set_grad_enabled(create_graph or is_grad_enabled()):
         found = _grads(outs, xs, v, create_graph)
@@ -62,12 +61,11 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     tensor([2., 4.])
     """
     with enable_grad():
-        inputs_tuple, xs = _as_tuple(inputs, "inputs", "jvp")
-        xs = _preprocess(xs, create_graph, need_graph=True)
+        inputs_tuple, xs = _inputs(inputs, create_graph, "jvp")
         if v is None:
             _check_v_none(xs)
         else:
-            v = _preprocess(_as_tuple(v, "v", "jvp")[1], create_graph, need_graph=False)
+            v = _vector(v, create_graph, "jvp")
             _validate_v(v, xs, inputs_tuple)
         outputs_tuple, outs = _as_tuple(func(*xs), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outs, "outputs", strict)
@@ -122,8 +120,7 @@ def jacobian(
             "supported together. Please either set `strict=False` or `vectorize=False`."
         )
     with enable_grad():
-        inputs_tuple, xs = _as_tuple(inputs, "inputs", "jacobian")
-        xs = _preprocess(xs, create_graph, need_graph=True)
+        inputs_tuple, xs = _inputs(inputs, create_graph, "jacobian")
         outs_tuple, outs = _as_tuple(func(*xs), "outputs of the user-provided function", "jacobian")
         _check_requires_grad(outs, "outputs", strict)
         jac = tuple(_jacobian_of(i, out, xs, create_graph, strict) for i, out in enumerate(outs))
@@ -217,12 +214,11 @@ def _hessian_product(name: str, func: Callable, inputs, v, create_graph: bool, s
     """``vhp``'s ``v^T H`` (the gradient's vjp along v) or ``hvp``'s ``H v`` (the vjp of
     ``u -> H^T u``, which is linear in u, along v)."""
     with enable_grad():
-        inputs_tuple, xs = _as_tuple(inputs, "inputs", name)
-        xs = _preprocess(xs, create_graph, need_graph=True)
+        inputs_tuple, xs = _inputs(inputs, create_graph, name)
         if v is None:
             _check_v_none(xs)
         else:
-            v = _preprocess(_as_tuple(v, "v", name)[1], create_graph, need_graph=False)
+            v = _vector(v, create_graph, name)
             _validate_v(v, xs, inputs_tuple)
         out = _single_output(func(*xs), name, strict)
         jac = _grads((out,), xs, None, create_graph=True)
@@ -261,6 +257,17 @@ def _as_tuple(values: Any, what: str, name: str) -> tuple[bool, tuple]:
                 f"{given} type {type(value)}."
             )
     return is_tuple, values
+
+
+def _inputs(inputs: Any, create_graph: bool, name: str) -> tuple[bool, tuple]:
+    """Whether ``inputs`` is a tuple, and the tensors to differentiate with respect to."""
+    is_tuple, xs = _as_tuple(inputs, "inputs", name)
+    return is_tuple, _preprocess(xs, create_graph, need_graph=True)
+
+
+def _vector(v: Any, create_graph: bool, name: str) -> tuple:
+    """The tensors of a product's vector ``v`` (made differentiable with ``create_graph``)."""
+    return _preprocess(_as_tuple(v, "v", name)[1], create_graph, need_graph=False)
 
 
 def _preprocess(xs: tuple, create_graph: bool, need_graph: bool) -> tuple:
