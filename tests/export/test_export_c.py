@@ -47,6 +47,13 @@ def test_batch_norm_leaves_no_code(tmp_path):
     assert "mean" not in source and "var" not in source
 
 
+def test_each_module_keeps_its_own_mode(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.ReLU(), nn.Linear(4, 2))
+    model[1].eval()  # frozen dropout inside a model that trains
+    to_c(model, sg.zeros(1, 3), tmp_path, "modes")
+    assert [m.training for m in model.modules()] == [True, True, False, True, True]
+
+
 def test_weights_are_exact_hex_floats(tmp_path):
     model = nn.Linear(3, 2)
     source = to_c(model, sg.zeros(1, 3), tmp_path, "exact")[1].read_text()

@@ -68,7 +68,7 @@ def trace(
         raise TypeError(f"{who}: example_input must be a batch tensor (first dim is the batch)")
     calls: list[tuple[str, Module, Tensor, Tensor]] = []
     layers = _layers(model, "", supported)
-    was_training = model.training
+    modes = [(module, module.training) for module in model.modules()]  # each its own
     model.eval()
     try:
         for name, module in layers:
@@ -78,7 +78,8 @@ def trace(
     finally:
         for _, module in layers:
             module.__dict__.pop("forward", None)
-        model.train(was_training)
+        for module, training in modes:  # parents first: each child then sets its own
+            module.train(training)
     for name, module, _, _ in calls:
         if not isinstance(module, supported):
             raise NotImplementedError(
