@@ -634,6 +634,8 @@ class Tensor:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward (once, however
         often it is called)."""
         if self.is_leaf or self.retains_grad:
+            if capture_hook.recorder is not None:  # perhaps a compiled module's argument
+                capture_hook.recorder.retained.append(self)
             return
         ref = weakref.ref(self)
 

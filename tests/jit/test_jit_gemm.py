@@ -127,7 +127,11 @@ def test_programs_with_split_products_equal_eager(workload_id, sources, monkeypa
     assert losses == eager_losses
     assert_same_state(jitted_state, eager_state)
     said = choices(sources[-1])
-    assert any(c.startswith("split:") for c in said), said
+    if not any(c.startswith("split:") for c in said):  # refused, as it must be where the
+        # BLAS sums the pieces another way (OpenBLAS's Haswell kernels on an AMD EPYC)
+        assert "direct: split, the bits differ" in said, said
+        assert "k_split(" not in sources[-1]
+        pytest.skip("this BLAS gives these products split other bits: their replay is untested")
     assert "k_split(" in sources[-1]
 
 
@@ -205,7 +209,9 @@ def test_the_source_names_the_choice_and_its_timings(margin, way, sources, monke
     train(tiny("W4"), "jit", steps=3)
     said = choices(sources[-1])
     timed = [c for c in said if not c.endswith("the bits differ")]
-    assert {c.split()[-1] for c in timed} == {"swapped", "split"}, said
+    refused = {m for c in said for m in re.findall(r"direct: (\w+), the bits differ", c)}
+    # every way was timed, or refused for its bits (split, on some BLAS: see above)
+    assert timed and {c.split()[-1] for c in timed} | refused == {"swapped", "split"}, said
     for comment in timed:
         other = comment.split()[-1]
         assert re.fullmatch(rf"({way}): \d+ us direct, \d+ us {other}", comment), comment

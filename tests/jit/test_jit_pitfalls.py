@@ -1580,24 +1580,11 @@ class RetainsInput(nn.Linear):
         return super().forward(x)
 
 
-@pytest.mark.parametrize(
-    "inside",
-    [
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the recording's forward sees a leaf copy of the argument, on which "
-                "retain_grad does nothing, and replays run no Python",
-            ),
-        ),
-        False,
-    ],
-)
+@pytest.mark.parametrize("inside", [True, False])
 def test_a_non_leaf_arguments_retained_gradient_equals_eager(inside):
-    """``x.retain_grad()`` on a non-leaf argument of a compiled module: called by the caller
-    before the call, ``x.grad`` is eager's at every call, bit for bit; called inside the
-    forward, a known problem: ``x.grad`` stays None after the eager first call."""
+    """``x.retain_grad()`` on a non-leaf argument of a compiled module, called by the caller
+    before the call or inside the forward (which sees a leaf copy, and notes the call for
+    every replay): ``x.grad`` is eager's at every call, bit for bit."""
     sg.manual_seed(0)
     model = RetainsInput(3, 2)
     net, w = sg.compile(model), sg.randn(4, 3, requires_grad=True)

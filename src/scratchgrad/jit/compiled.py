@@ -188,6 +188,9 @@ class Recording:
         # (index, flag) of the arguments whose requires_grad the forward set (an input made
         # to require grad, x.requires_grad_()): Python, which each replay sets again
         self.requires_grad_set: list[tuple[int, bool]] = []
+        # the arguments the forward called retain_grad() on (it saw their leaf copies, on
+        # which it does nothing): each call calls it on the caller's tensors, as eagerly
+        self.retained: list[int] = []
 
     def holds(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
@@ -252,6 +255,8 @@ class Recording:
             # (Tensor._make, not _make: under inference_mode, inference tensors as eagerly)
             return self.build([Tensor._make(a) for a in outputs], tensors)
         versions = [(tensors[i], tensors[i]._version) for i in self.versioned]
+        for i in self.retained:
+            tensors[i].retain_grad()
         # Under no_grad, outputs need a gradient only where the forward enabled grad itself
         # (`with enable_grad():` inside): the node must be made then too, as eagerly.
         with nullcontext() if _state.enabled else enable_grad():
@@ -499,6 +504,10 @@ class CompiledForward:
         recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
         recording.requires_grad_set = [
             (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
+        ]
+        retained = {id(t) for t in recorder.retained}
+        recording.retained = [
+            i for i, t in enumerate(arguments) if id(leaves.get(id(t))) in retained
         ]
         outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
         arrays = tuple(t.array for t in made)
