@@ -620,18 +620,22 @@ else:
         ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
 
+    from scratchgrad.tensor import write_out as _write_out
+
     def _takes_a_tensor(function):
         """PyTorch's TypeError when a module function gets something else than a tensor first
-        (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor, not list")."""
+        (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor, not list"),
+        and its ``out=`` (see ``tensor.write_out``)."""
 
         @_functools.wraps(function)
-        def checked(input, *args, **kwargs):
+        def checked(input, *args, out=None, **kwargs):
             if not isinstance(input, Tensor):
                 raise TypeError(
                     f"{function.__name__}(): argument 'input' (position 1) must be Tensor, "
                     f"not {type(input).__name__}"
                 )
-            return function(input, *args, **kwargs)
+            result = function(input, *args, **kwargs)
+            return result if out is None else _write_out(function.__name__, result, out)
 
         return checked
 

@@ -7,6 +7,7 @@ without a backend raises.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -19,12 +20,33 @@ from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
 from scratchgrad.dtypes import python_number, to_array, written_number
-from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape
+from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape, write_out
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
 # step, each replay then makes a new array, as eager steps do (a step may change it in place:
 # ``total = sg.zeros(()); total += loss`` must start from zero at every call).
 _make = capture_hook.call
+
+
+def _takes_out(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``factory`` with PyTorch's ``out=``: the tensor is made in ``out``'s dtype and on its
+    device (unless given) and written into it (``tensor.write_out``), which is resized
+    without a warning, as PyTorch's factories do."""
+
+    @functools.wraps(factory)
+    def made(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if out is None:
+            return factory(*args, **kwargs)
+        if isinstance(out, Tensor):
+            for key in ("dtype", "device"):
+                if kwargs.get(key) is None:
+                    kwargs[key] = getattr(out, key)
+        result = factory(*args, **kwargs)
+        if isinstance(out, Tensor) and out.shape != result.shape:
+            out.resize_(result.shape)
+        return write_out(factory.__name__, result, out)
+
+    return made
 
 
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
@@ -217,18 +239,22 @@ def from_numpy(array) -> Tensor:
     return Tensor._make(array)
 
 
+@_takes_out
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     return _finish(_make(_xp(device).zeros, new_shape("zeros", size), _dtype(dtype)), requires_grad)
 
 
+@_takes_out
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     return _finish(_make(_xp(device).ones, new_shape("ones", size), _dtype(dtype)), requires_grad)
 
 
+@_takes_out
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     return _finish(_make(_xp(device).empty, new_shape("empty", size), _dtype(dtype)), requires_grad)
 
 
+@_takes_out
 def full(
     size: Any,
     fill_value: Any,
@@ -251,6 +277,7 @@ def full(
     )
 
 
+@_takes_out
 def arange(
     start: float,
     end: float | None = None,
@@ -287,6 +314,7 @@ def _check_range(start: float, end: float, step: float) -> None:
         )
 
 
+@_takes_out
 def linspace(
     start: float,
     end: float,
@@ -301,6 +329,7 @@ def linspace(
     )
 
 
+@_takes_out
 def logspace(
     start: float,
     end: float,
@@ -330,6 +359,7 @@ def _check_steps(name: str, steps: int) -> None:
         raise RuntimeError(f"{name}: number of steps must be non-negative, got {steps}")
 
 
+@_takes_out
 def eye(
     n: int,
     m: int | None = None,
@@ -401,6 +431,7 @@ def _random_floats(name: str, size: tuple, generator, dtype, device, requires_gr
     return _drawn(draw, shape, requires_grad, device)
 
 
+@_takes_out
 def rand(
     *size: Any,
     generator: Generator | None = None,
@@ -412,6 +443,7 @@ def rand(
     return _random_floats("rand", size, generator, dtype, device, requires_grad)
 
 
+@_takes_out
 def randn(
     *size: Any,
     generator: Generator | None = None,
@@ -423,6 +455,7 @@ def randn(
     return _random_floats("randn", size, generator, dtype, device, requires_grad)
 
 
+@_takes_out
 def randint(
     low: int,
     high: int | None = None,
@@ -606,6 +639,7 @@ class Normal(Function):
         return (*zero, None)
 
 
+@_takes_out
 def randperm(
     n: int,
     generator: Generator | None = None,

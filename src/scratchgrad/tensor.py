@@ -13,6 +13,8 @@ import itertools
 import math
 import numbers
 import operator
+import os
+import sys
 import warnings
 import weakref
 from collections import namedtuple
@@ -4728,9 +4730,12 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
 
 
 @names_bad_arguments
-def where(condition: Tensor, x: Any = None, y: Any = None) -> Tensor | tuple[Tensor, ...]:
+def where(
+    condition: Tensor, x: Any = None, y: Any = None, *, out: Any = None
+) -> Tensor | tuple[Tensor, ...]:
     """``x`` where ``condition`` holds, else ``y``; either may be a Python number. Without
     ``x`` and ``y``: the indices where it holds, ``nonzero(condition, as_tuple=True)``.
+    ``out`` as ``write_out`` says.
 
     >>> import scratchgrad as sg
     >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
@@ -4756,7 +4761,8 @@ def where(condition: Tensor, x: Any = None, y: Any = None) -> Tensor | tuple[Ten
         x = _rounded(x, y)
     else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
         x, y = Tensor._from_data(x).to(cond.device)._operands(y)
-    return binary.Where.apply(cond, x, y)
+    result = binary.Where.apply(cond, x, y)
+    return result if out is None else write_out("where", result, out)
 
 
 def einsum(equation: str, *operands: Tensor) -> Tensor:
@@ -4908,10 +4914,67 @@ def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[st
     return inputs, output.replace("...", ellipsis)
 
 
+def write_out(name: str, result: Any, out: Any) -> Any:
+    """What PyTorch's ``out=`` arguments do: ``result`` (a tensor, or a tuple of them) written
+    into ``out`` (a tensor, or as many), which is returned. ``out`` is resized to the result's
+    shape (with PyTorch's warning when it held other elements) and the result cast into its
+    dtype, never to a lower kind (no float into int). As PyTorch, no graph goes through
+    ``out``: a result or an ``out`` that requires grad is refused while grad mode is on.
+
+    >>> import scratchgrad as sg
+    >>> buffer = sg.zeros(2)
+    >>> sg.add(sg.ones(2), 1, out=buffer) is buffer, buffer
+    (True, tensor([2., 2.]))
+    """
+    if isinstance(result, tuple):
+        if not isinstance(out, tuple | list) or len(out) != len(result):
+            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+        written = [write_out(name, r, o) for r, o in zip(result, out)]
+        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _state.enabled and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+    if not can_cast(result.array.dtype, out.array.dtype):
+        raise RuntimeError(
+            f"{name}: result type {result.dtype} can't be cast to the desired output type "
+            f"{out.dtype}"
+        )
+    if out.shape != result.shape:
+        if out.numel():
+            warnings.warn(
+                f"{name}: an output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}",
+                UserWarning,
+                stacklevel=_stacklevel_outside(),
+            )
+        out.resize_(result.shape)
+    return out.copy_(result)
+
+
+def _stacklevel_outside() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called here that names the first caller
+    outside scratchgrad (past the wrappers between, however many)."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+_PACKAGE = os.path.dirname(__file__)
+
+
 @names_bad_arguments
-def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+def cat(
+    tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None, out: Any = None
+) -> Tensor:
     """Join tensors along an existing dim (``axis`` is NumPy's name for it). As PyTorch's, a
-    1-d empty tensor joins tensors of any shape, adding nothing but its dtype.
+    1-d empty tensor joins tensors of any shape, adding nothing but its dtype; ``out`` as
+    ``write_out`` says.
 
     >>> import scratchgrad as sg
     >>> sg.cat([sg.ones(1, 2), sg.tensor([])]).tolist()
@@ -4936,18 +4999,20 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> 
         )
     if ndim == 0:
         raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
-    return movement.Cat.apply(*tensors, dim=wrap_dim(dim, ndim))
+    result = movement.Cat.apply(*tensors, dim=wrap_dim(dim, ndim))
+    return result if out is None else write_out("cat", result, out)
 
 
 @names_bad_arguments
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along a new dim."""
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor:
+    """Join tensors along a new dim (``out`` as ``write_out`` says)."""
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise RuntimeError(
             f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
         )
-    return cat([t.unsqueeze(dim) for t in tensors], dim)
+    result = cat([t.unsqueeze(dim) for t in tensors], dim)
+    return result if out is None else write_out("stack", result, out)
 
 
 @names_bad_arguments

@@ -19,6 +19,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import state as _state
+from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import COMPLEX_DTYPES, ndarray, xp
 
 _ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
@@ -61,6 +62,7 @@ class Function:
     is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
     _non_differentiable: tuple = ()  # outputs marked by mark_non_differentiable
+    _dirty: tuple = ()  # inputs marked by mark_dirty
     materialize_grads = True  # see set_materialize_grads
     # One of scratchgrad's own ops (set for every class defined in the package): its backward
     # keeps no reference to the gradients it returns, so the engine may hand them to .grad
@@ -166,6 +168,28 @@ class Function:
         their Tensors do not require grad, and ``backward`` receives zeros for them."""
         self._non_differentiable = outputs
 
+    def mark_dirty(self, *tensors: Any) -> None:
+        """These inputs were changed in place by ``forward``, which must return them: each
+        comes back as the input's own Tensor, whose history continues from this node, as
+        PyTorch's (its version counts the change; a leaf that requires grad is refused).
+
+        >>> import scratchgrad as sg
+        >>> class AddOne(sg.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.mark_dirty(x.add_(1))
+        ...         return x
+        ...
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return grad
+        >>> w = sg.ones(2, requires_grad=True)
+        >>> y = w * 2
+        >>> AddOne.apply(y) is y, y
+        (True, tensor([3., 3.], grad_fn=<AddOneBackward>))
+        """
+        self._dirty = tensors
+
     def set_materialize_grads(self, value: bool) -> None:
         """With False, ``backward`` receives ``None`` (not zeros) for an output of several that
         no gradient reached, or that is not differentiable, as PyTorch's."""
@@ -250,10 +274,13 @@ class Function:
             if mixed is None:
                 raise
             raise mixed from None
+        dirty = None
         if type(out) is ndarray or type(out) in _ARRAY_CLASSES:  # NumPy's first: the fast test
             array = out
         elif isinstance(out, tuple):
             return _several_outputs(ctx, out, args, tuple(parents) if record else None)
+        elif type(out) is Dirty:  # (a test here, off the fast path: see _on_tensors)
+            array = dirty = out.array
         else:  # what NumPy's reductions give: a scalar (made 0-d)
             array = xp.asarray(out)
         result = Tensor._make(array, ctx if record else None)
@@ -269,6 +296,8 @@ class Function:
             if ctx._to_save:
                 ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
+        if dirty is not None:
+            return _take_over_dirty(ctx, args, (array,), (result,))[0]
         return result
 
 
@@ -353,7 +382,7 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
     if ctx._to_save:
         ctx.saved, ctx._to_save = _entries(ctx._to_save, args, object(), None), ()  # copies
     whole = Tensor._make(packed, node)
-    return tuple(
+    results = tuple(
         out
         if is_plain
         else Tensor._make(array)
@@ -361,6 +390,33 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
         else _Unpack.apply(whole, at=at, shape=array.shape)
         for out, array, at, is_plain in zip(outs, arrays, packed_at, plain)
     )
+    return _take_over_dirty(ctx, args, arrays, results) if ctx._dirty else results
+
+
+def _take_over_dirty(ctx: Function, args: tuple, arrays: tuple, results: tuple) -> tuple:
+    """The results, each output that is an input marked dirty (its array) replaced by the
+    input's own Tensor, changed in place: in a graph it takes over the output's node (through
+    the base it views, as any in-place change), else only its version counts the change."""
+    returned = {id(a) for a in arrays}
+    if not all(id(a) in returned for a in ctx._dirty):
+        raise RuntimeError(
+            f"{type(ctx).__name__}: some tensors marked dirty (mark_dirty) were not returned; "
+            "the inputs that forward changed in place must all be outputs of the Function"
+        )
+    dirty = {id(a) for a in ctx._dirty}
+    inputs = {id(a.array): a for a in args if isinstance(a, Tensor) and id(a.array) in dirty}
+    taken = []
+    for array, result in zip(arrays, results):
+        tensor = inputs.get(id(array))
+        if tensor is None:
+            taken.append(result)
+        elif result.requires_grad:
+            changed = lambda old, _, result=result: result  # noqa: E731  (forward computed it)
+            taken.append(tensor._record_in_place(type(ctx).__name__, changed, None))
+        else:
+            increment_version(tensor)
+            taken.append(tensor)
+    return tuple(taken)
 
 
 def _pack(arrays: list, dtype) -> Any:
@@ -446,9 +502,22 @@ def _on_tensors(forward: Callable) -> Callable:
             ctx._to_save = tuple(map(_array_of, ctx._to_save))
         if ctx._non_differentiable:
             ctx._non_differentiable = tuple(map(_array_of, ctx._non_differentiable))
-        return tuple(map(_array_of, out)) if isinstance(out, tuple) else _array_of(out)
+        if ctx._dirty:
+            ctx._dirty = tuple(map(_array_of, ctx._dirty))
+        if isinstance(out, tuple):
+            return tuple(map(_array_of, out))
+        if ctx._dirty:  # a single output: marked for apply, whose fast path tests no ctx
+            return Dirty(_array_of(out))
+        return _array_of(out)
 
     return forward_on_tensors
+
+
+class Dirty:
+    """The single output of a user's forward that marked inputs dirty (see ``mark_dirty``)."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
 
 
 def _array_of(value: Any) -> Any:

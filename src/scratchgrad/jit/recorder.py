@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
-from scratchgrad.autograd import capture_hook, engine
+from scratchgrad.autograd import capture_hook, engine, function
 from scratchgrad.backend import device_of, xp
 from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.optim.optimizer import Optimizer
@@ -298,6 +298,11 @@ class Recorder:
         args = positional + [f"{key}={self.expr(value)}" for key, value in kwargs.items()]
         ctx_name = f"x{len(self.steps)}"
         call = f"{self.constant(cls.forward)}({ctx_name}, {', '.join(args)})"
+        # a user's forward that changed an input in place (mark_dirty): the program takes its
+        # array, and apply the mark (a user's Function has no kernel rule, returning below)
+        marked = type(out) is function.Dirty
+        if marked:
+            out, call = out.array, f"{call}.array"
         lines, writes = [], []
         if isinstance(out, tuple):
             out = tuple(_as_saved_array(ctx, o) for o in out)
@@ -347,7 +352,7 @@ class Recorder:
         else:
             lines = [line.replace(f"({ctx_name}, ", f"({make_ctx}, ", 1) for line in lines]
         self.note(lines, writes, effect=False)
-        return out
+        return function.Dirty(out) if marked else out
 
     @_other_threads(_nothing)
     def reach(self, tensor: Tensor) -> None:

@@ -1,0 +1,138 @@
+"""``out=``: module functions, ``cat``/``stack``/``where`` and the factories write their result
+into ``out`` and return it, as PyTorch's (resized with a warning, cast never to a lower kind, no
+graph through it), compared with PyTorch call by call."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+
+torch = pytest.importorskip("torch")
+
+A = [[0.5, -1.5, 2.0], [1.0, 3.0, -0.25]]
+B = [1.0, -2.0, 0.5]
+
+
+def calls(lib, out):
+    """name -> a call of ``lib`` writing into ``out(shape, dtype)``, returning (result, outs)."""
+    a, b = lib.tensor(A), lib.tensor(B)
+    ints = lib.tensor([[1, 2], [3, 4]])
+
+    def single(make, shape, dtype=lib.float32):
+        o = out(shape, dtype)
+        return make(o), (o,)
+
+    def pair(make, shapes, dtypes):
+        os = tuple(out(s, d) for s, d in zip(shapes, dtypes))
+        return make(os), os
+
+    return {
+        "add": lambda: single(lambda o: lib.add(a, b, out=o), (2, 3)),
+        "mul int into float": lambda: single(lambda o: lib.mul(ints, 3, out=o), (2, 2)),
+        "exp": lambda: single(lambda o: lib.exp(a, out=o), (2, 3)),
+        "matmul": lambda: single(lambda o: lib.matmul(a, b, out=o), (2,)),
+        "sum dim": lambda: single(lambda o: lib.sum(a, 1, out=o), (2,)),
+        "clamp": lambda: single(lambda o: lib.clamp(a, -1, 1, out=o), (2, 3)),
+        "eq into float": lambda: single(lambda o: lib.eq(a, 1.0, out=o), (2, 3)),
+        "where": lambda: single(lambda o: lib.where(a > 0, a, lib.zeros(3), out=o), (2, 3)),
+        "cat": lambda: single(lambda o: lib.cat([a, a], 1, out=o), (2, 6)),
+        "stack": lambda: single(lambda o: lib.stack([b, b], out=o), (2, 3)),
+        "arange into float": lambda: single(lambda o: lib.arange(4, out=o), (4,)),
+        "zeros into float64": lambda: single(lambda o: lib.zeros(2, 2, out=o), (2, 2), lib.float64),
+        "full": lambda: single(lambda o: lib.full((3,), 7, out=o), (3,)),
+        "linspace": lambda: single(lambda o: lib.linspace(0, 1, 5, out=o), (5,)),
+        "eye": lambda: single(lambda o: lib.eye(3, out=o), (3, 3)),
+        "max dim": lambda: pair(
+            lambda os: lib.max(a, 1, out=os), [(2,), (2,)], [lib.float32, lib.int64]
+        ),
+        "sort": lambda: pair(
+            lambda os: lib.sort(a, 1, out=os), [(2, 3), (2, 3)], [lib.float32, lib.int64]
+        ),
+    }
+
+
+CASES = list(calls(sg, None))
+FACTORIES = {"arange into float", "zeros into float64", "full", "linspace", "eye"}
+
+
+def empty_out(lib):
+    return lambda shape, dtype: lib.empty(shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("given", ["right shape", "empty", "other shape"])
+def test_the_result_is_written_into_out_as_torch(case, given):
+    def out(lib):
+        def make(shape, dtype):
+            shape = {"right shape": shape, "empty": (0,), "other shape": (7,)}[given]
+            return lib.full(shape, -9, dtype=dtype)
+
+        return make
+
+    with warnings.catch_warnings(record=True) as ours_warned:
+        warnings.simplefilter("always")
+        ours, our_outs = calls(sg, out(sg))[case]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs, their_outs = calls(torch, out(torch))[case]()
+    results = ours if isinstance(ours, tuple) else (ours,)
+    assert all(r is o for r, o in zip(results, our_outs))  # out itself comes back
+    for o, t in zip(our_outs, their_outs):
+        assert o.shape == tuple(t.shape)
+        assert str(o.dtype) == str(t.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6)
+    # PyTorch warns when an out with elements is resized, but not from its factories (save
+    # arange, and twice for some ops): scratchgrad warns once per out, not from factories
+    resized = [w for w in ours_warned if "resized" in str(w.message)]
+    warned = given == "other shape" and case not in FACTORIES
+    assert len(resized) == (len(our_outs) if warned else 0)
+    assert all(w.filename == __file__ for w in resized)  # the warning names the user's line
+
+
+def test_a_random_factory_draws_in_outs_dtype_from_the_same_stream():
+    out = sg.zeros(3, dtype=sg.float64)
+    sg.manual_seed(0)
+    sg.randn(3, out=out)
+    sg.manual_seed(0)
+    np.testing.assert_array_equal(out.numpy(), sg.randn(3, dtype=sg.float64).numpy())
+    ints = sg.zeros(5, dtype=sg.int64)
+    assert sg.randint(0, 3, (5,), out=ints) is ints and ints.dtype == sg.int64
+
+
+def test_out_may_be_an_input_or_a_view_and_its_version_counts_the_write():
+    a = sg.tensor([1.0, 2.0])
+    version = a._version
+    assert sg.add(a, a, out=a) is a and a.tolist() == [2.0, 4.0] and a._version > version
+    base = sg.zeros(6)
+    sg.add(sg.ones(3), 1, out=base[::2])
+    assert base.tolist() == [2.0, 0.0, 2.0, 0.0, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_a_graph_through_out_is_refused_as_torch(lib):
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+        lib.add(lib.ones(2, requires_grad=True), 1, out=lib.zeros(2))
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+        lib.add(lib.ones(2), 1, out=lib.zeros(2, requires_grad=True))
+    with lib.no_grad():  # outside grad mode it is an ordinary write
+        out = lib.zeros(2, requires_grad=True)
+        lib.add(lib.ones(2, requires_grad=True), 1, out=out)
+    assert out.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_a_cast_to_a_lower_kind_is_refused_and_out_is_unchanged(lib):
+    out = lib.full((2,), 5, dtype=lib.int64)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        lib.add(lib.ones(2), 0.5, out=out)
+    assert out.tolist() == [5, 5]
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        lib.exp(lib.ones(2), out=lib.zeros(2, dtype=lib.bool))
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_out_must_be_a_tensor(lib):
+    with pytest.raises(TypeError, match="argument 'out' must be"):
+        lib.add(lib.ones(2), 1, out=[0.0, 0.0])
