@@ -161,8 +161,10 @@ def _convert(value, to, key=None):
 
 
 def _assert_same(ours, theirs):
+    # (rtol 1e-10: LBFGS's steps come from dot products that NumPy's and PyTorch's BLAS sum in
+    # their own orders; on an AMD EPYC its parameters, grown to ~400, were 1.4e-11 apart)
     for p, t in zip(ours, theirs):
-        np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", DENSE_NAMES)
