@@ -177,6 +177,8 @@ def test_meshgrid_without_indexing_warns_and_gives_ij():
         lambda m: m.zeros(0).var(unbiased=False),
         lambda m: m.var_mean(m.tensor([2.0])),
         lambda m: m.std_mean(m.tensor([[2.0], [3.0]]), 1),
+        lambda m: m.var(m.tensor([2.0])),  # the module functions too (through their wrapper)
+        lambda m: m.std(m.tensor([[2.0], [3.0]]), 1),
     ],
 )
 def test_var_and_std_without_degrees_of_freedom_warn_as_torch(call):

@@ -270,9 +270,13 @@ def test_cov_warns_where_degrees_of_freedom_run_out():
     f, tf = both(np.array([1, 0, 0]))
     with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
         theirs = tx.cov(fweights=tf)
-    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0") as caught:
         ours = x.cov(fweights=f)
     assert_same(ours, theirs)
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0") as more:
+        sg.cov(x[:, :1]), sg.corrcoef(x[:, :1])
+    warned = [w for w in [*caught, *more] if "degrees of freedom" in str(w.message)]
+    assert len(warned) == 3 and {w.filename for w in warned} == {__file__}  # the caller's line
 
 
 COV_ERRORS = {

@@ -27,6 +27,7 @@ from scratchgrad.tensor import (
     cat,
     histc,
     names_bad_arguments,
+    stacklevel_outside,
     values_indices,
     where,
     wrap_dim,
@@ -347,7 +348,7 @@ def _warn_dof() -> None:
         "cov(): degrees of freedom is <= 0. Correction should be strictly less than the number "
         "of observations.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=stacklevel_outside(),
     )
 
 

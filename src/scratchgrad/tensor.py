@@ -2437,12 +2437,10 @@ class Tensor:
     def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
         return self._variance("std", dim, unbiased, keepdim, correction)
 
-    def _variance(
-        self, name: str, dim, unbiased: bool, keepdim: bool, correction, stacklevel: int = 3
-    ) -> Tensor:
+    def _variance(self, name: str, dim, unbiased: bool, keepdim: bool, correction) -> Tensor:
         """The variance (``name`` var or var_mean) or the standard deviation (std, std_mean),
         the name PyTorch's warning gives when no degree of freedom is left (one sample with the
-        correction: the result is NaN); ``stacklevel`` points the warning at the caller's line."""
+        correction: the result is NaN)."""
         if isinstance(dim, bool):  # var(x, False): the unbiased flag, as PyTorch reads it
             dim, unbiased = None, dim
         if correction is None:
@@ -2454,7 +2452,7 @@ class Tensor:
                 f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
                 "the reduction factor (input numel divided by output numel).",
                 UserWarning,
-                stacklevel=stacklevel,
+                stacklevel=stacklevel_outside(),
             )
         wide = backend.accumulation_dtype(self.array.dtype)  # as PyTorch: 16-bit floats in
         x = self if wide is None else self.to(wide)  # float32 (300**2 overflows float16)
@@ -4950,15 +4948,16 @@ def write_out(name: str, result: Any, out: Any) -> Any:
                 f"{list(out.shape)}, which does not match the required output shape "
                 f"{list(result.shape)}",
                 UserWarning,
-                stacklevel=_stacklevel_outside(),
+                stacklevel=stacklevel_outside(),
             )
         out.resize_(result.shape)
     return out.copy_(result)
 
 
-def _stacklevel_outside() -> int:
-    """The ``stacklevel`` for ``warnings.warn`` called here that names the first caller
-    outside scratchgrad (past the wrappers between, however many)."""
+def stacklevel_outside() -> int:
+    """The ``stacklevel`` that points a warning at the first line outside scratchgrad, past
+    however many of its functions and wrappers are between: ``warnings.warn(...,
+    stacklevel=stacklevel_outside())`` in the function that warns."""
     level, frame = 2, sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         level, frame = level + 1, frame.f_back
@@ -5743,8 +5742,7 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
         raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
     if isinstance(dim, bool):  # var_mean(x, False): the unbiased flag, as PyTorch reads it
         dim, unbiased = None, dim
-    # the warning's stack: past this function, var_mean (or std_mean) and its wrapper
-    out = x._variance(name, dim, unbiased, keepdim, correction, stacklevel=5)
+    out = x._variance(name, dim, unbiased, keepdim, correction)
     return out, x.mean(dim, keepdim)
 
 
