@@ -12,7 +12,7 @@ from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace, xp
 from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
-from scratchgrad.linalg.systems import Solve, inv
+from scratchgrad.linalg.systems import Solve, inv, is_vector_rhs
 from scratchgrad.tensor import Tensor, cat, where
 
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -203,7 +203,8 @@ def lstsq(
     driver 'gelsy': ``(solution, residuals, rank, singular_values)`` with residuals and
     singular values empty. The solution is the minimum-norm one, ``pinv(A) B`` (singular values
     below ``rcond`` times the largest count as zero; rcond defaults to eps * max(m, n)), and
-    its gradient PyTorch's. ``B`` is ``(*, m, k)`` or a (batch of) vector(s) ``(*, m)``.
+    its gradient PyTorch's. ``B`` is ``(*, m, k)`` (the batch dims broadcast) or a (batch of)
+    vector(s) of ``A``'s shape without its last dim.
 
     >>> import scratchgrad as sg
     >>> A = sg.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
@@ -222,7 +223,7 @@ def lstsq(
             "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
             f"(input.dim() - other.dim()) <= 1 (got shapes {A.shape} and {B.shape})"
         )
-    vector = B.ndim == A.ndim - 1
+    vector = is_vector_rhs(A, B)  # else a matrix, its batch dims broadcast
     b = B.unsqueeze(-1) if vector else B
     if b.shape[-2] != A.shape[-2]:
         raise RuntimeError(

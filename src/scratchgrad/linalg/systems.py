@@ -88,10 +88,15 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         raise RuntimeError("linalg.solve: B must be a tensor of at least 1 dimension")
     check_same_dtype("linalg.solve", A, B)
     vector = is_vector_rhs(A, B)
+    b = B.unsqueeze(-1) if vector else B  # a column also where not left: PyTorch checks that
+    check_system("linalg.solve", A, b, left)
     if not left:  # X A = B is A^T X^T = B^T
-        return solve(A.mT, B) if vector else solve(A.mT, B.mT).mT
-    b = B.unsqueeze(-1) if vector else B
-    check_system("linalg.solve", A, b, left=True)
+        if vector:
+            raise RuntimeError(
+                "linalg.solve: Vector broadcasting of the left hand side is not supported for "
+                "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)"
+            )
+        return Solve.apply(A.mT, B.mT).mT
     x = Solve.apply(A, b)
     return x.squeeze(-1) if vector else x
 

@@ -1,0 +1,89 @@
+"""``scratchgrad.linalg`` and PyTorch's linear algebra outside it, against PyTorch 2.13 where a
+sweep found them apart: keyword arguments, right-hand sides that are vectors or matrices,
+empty matrices, dtypes, and the errors for input PyTorch refuses. Each row is one call
+``call(m, *tensors)`` run in both libraries on the same arrays."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+import scratchgrad.linalg  # noqa: F401  (sg.linalg)
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+BATCH = RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+
+
+def _flat(out) -> list:
+    return [x for o in out for x in _flat(o)] if isinstance(out, tuple) else [out]
+
+
+def _run(m, call, arrays):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecated names warn in both
+        return call(m, *(m.tensor(a) for a in arrays))
+
+
+def assert_same(call, *arrays):
+    """The same results in both libraries: type name, shapes, dtypes and values."""
+    ours, theirs = _run(sg, call, arrays), _run(torch, call, arrays)
+    assert type(ours).__name__ == type(theirs).__name__
+    for x, y in zip(_flat(ours), _flat(theirs), strict=True):
+        assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1]
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def assert_same_error(call, *arrays, error=RuntimeError):
+    """Both libraries raise ``error``."""
+    for m in (sg, torch):
+        with pytest.raises(error):
+            _run(m, call, arrays)
+
+
+SAME = {
+    "solve_left_false_batch": (
+        lambda m, A, B: m.linalg.solve(A, B, left=False),
+        BATCH,
+        RNG.standard_normal((4, 3)),
+    ),
+    "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
+}
+
+
+@pytest.mark.parametrize("name", SAME)
+def test_as_pytorch(name):
+    assert_same(*SAME[name])
+
+
+ERRORS = {
+    # a vector right-hand side is a column also where not left: PyTorch refuses it there
+    "solve_left_false_vector": (lambda m, A, b: m.linalg.solve(A, b, left=False), A, A[0]),
+    "solve_left_false_1x1_vector": (
+        lambda m, A, b: m.linalg.solve(A, b, left=False),
+        A[:1, :1],
+        A[0, :1],
+    ),
+    "solve_left_false_batch_vector": (
+        lambda m, A, b: m.linalg.solve(A, b, left=False),
+        BATCH,
+        BATCH[..., 0],
+    ),
+    "solve_left_false_batch_of_3x2": (
+        lambda m, A, B: m.linalg.solve(A, B, left=False),
+        BATCH,
+        A[:, :2],
+    ),
+    "solve_ex_left_false_vector": (lambda m, A, b: m.linalg.solve_ex(A, b, left=False), A, A[0]),
+    # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors
+    "lstsq_one_row": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, A[:1]),
+}
+
+
+@pytest.mark.parametrize("name", ERRORS)
+def test_errors_as_pytorch(name):
+    assert_same_error(*ERRORS[name])
