@@ -16,6 +16,7 @@ import scratchgrad.linalg  # noqa: F401  (sg.linalg)
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+Z = RNG.standard_normal((2, 3)) + 1j * RNG.standard_normal((2, 3))
 BATCH = RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
 
 
@@ -51,6 +52,8 @@ SAME = {
         BATCH,
         RNG.standard_normal((4, 3)),
     ),
+    "vecdot_complex": (lambda m, x, y: m.linalg.vecdot(x, y), Z, Z[::-1].copy()),
+    "vecdot_complex_dim0": (lambda m, x, y: m.linalg.vecdot(x, y, dim=0), Z, Z[::-1].copy()),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
 
@@ -79,6 +82,8 @@ ERRORS = {
         A[:, :2],
     ),
     "solve_ex_left_false_vector": (lambda m, A, b: m.linalg.solve_ex(A, b, left=False), A, A[0]),
+    "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
+    "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors
     "lstsq_one_row": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, A[:1]),
 }
@@ -87,3 +92,13 @@ ERRORS = {
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_as_pytorch(name):
     assert_same_error(*ERRORS[name])
+
+
+def test_vecdot_of_complex_vectors_conjugates_the_first_and_its_gradient_as_pytorch():
+    grads = []
+    for m in (sg, torch):
+        x, y = m.tensor(Z, requires_grad=True), m.tensor(Z[::-1].copy(), requires_grad=True)
+        m.linalg.vecdot(x, y).abs().sum().backward()
+        grads.append((x.grad.resolve_conj().numpy(), y.grad.resolve_conj().numpy()))
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)

@@ -230,11 +230,13 @@ def cross(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of vectors along ``dim``, the other dims broadcast, as
-    ``torch.linalg.vecdot``.
+    ``torch.linalg.vecdot``: ``sum(x.conj() * y)``, of floating or complex vectors.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.vecdot(sg.tensor([[1.0, 2.0], [3.0, 4.0]]), sg.tensor([1.0, 1.0]))
     tensor([3., 7.])
     """
+    if not x.is_complex():
+        check_floating("linalg.vecdot", x, low_precision=True)
     check_same_dtype("linalg.vecdot", x, y, "xy")
-    return (x * y).sum(dim)
+    return (x.conj() * y).sum(dim)
