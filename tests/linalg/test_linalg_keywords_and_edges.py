@@ -5,6 +5,7 @@ empty matrices, dtypes, and the errors for input PyTorch refuses. Each row is on
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -36,7 +37,8 @@ def assert_same(call, *arrays):
     assert type(ours).__name__ == type(theirs).__name__
     for x, y in zip(_flat(ours), _flat(theirs), strict=True):
         assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1]
-        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-9, atol=1e-12)
+        tolerance = 1e-3 if x.dtype == sg.float16 else 1e-9
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=tolerance, atol=1e-12)
 
 
 def assert_same_error(call, *arrays, error=RuntimeError):
@@ -56,6 +58,23 @@ SAME = {
     "vecdot_complex_dim0": (lambda m, x, y: m.linalg.vecdot(x, y, dim=0), Z, Z[::-1].copy()),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
+
+
+EMPTY = [np.zeros((0, 0)), np.zeros((3, 0, 0)), np.zeros((0, 2)), np.zeros((2, 0))]
+for _i, _a in enumerate(EMPTY):
+    for _ord in (2, 1, math.inf, "nuc", "fro"):
+        SAME[f"matrix_norm_{_ord}_empty_{_i}"] = (
+            lambda m, A, o=_ord: m.linalg.matrix_norm(A, o, keepdim=True),
+            _a,
+        )
+    for _p in (None, 2, -2, 1, -1, math.inf, -math.inf) + (("fro", "nuc") if _i < 2 else ()):
+        SAME[f"cond_{_p}_empty_{_i}"] = (lambda m, A, p=_p: m.linalg.cond(A, p), _a)
+SAME["matrix_norm_-1_of_0x2"] = (lambda m, A: m.linalg.matrix_norm(A, -1), EMPTY[2])
+for _ord in ("fro", 1, -1, math.inf, -math.inf):
+    SAME[f"matrix_norm_{_ord}_float16"] = (
+        lambda m, A, o=_ord: m.linalg.matrix_norm(A, o),
+        BATCH.astype(np.float16),
+    )
 
 
 @pytest.mark.parametrize("name", SAME)
@@ -82,6 +101,9 @@ ERRORS = {
         A[:, :2],
     ),
     "solve_ex_left_false_vector": (lambda m, A, b: m.linalg.solve_ex(A, b, left=False), A, A[0]),
+    "matrix_norm_nuc_float16": (lambda m, A: m.linalg.matrix_norm(A, "nuc"), A.astype(np.float16)),
+    "matrix_norm_2_float16": (lambda m, A: m.linalg.matrix_norm(A, 2), A.astype(np.float16)),
+    "cond_fro_empty_0x2": (lambda m, A: m.linalg.cond(A, "fro"), EMPTY[2]),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors

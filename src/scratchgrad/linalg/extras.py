@@ -113,7 +113,8 @@ _COND_ORDERS = (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)
 def cond(A: Tensor, p: Any = None) -> Tensor:
     """The condition number of ``A`` in the matrix norm ``p``, as ``torch.linalg.cond``: the
     ratio of its extreme singular values for ``p`` None, 2 or -2 (any shape), else
-    ``norm(A) * norm(inv(A))`` (square matrices; inf where ``A`` is singular).
+    ``norm(A) * norm(inv(A))`` (square matrices; inf where ``A`` is singular); 0 for empty
+    matrices.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.cond(sg.tensor([[1.0, 0.0], [0.0, 4.0]]))
@@ -122,20 +123,28 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     check_input("linalg.cond", A)
     if p not in _COND_ORDERS:
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if isinstance(p, str):  # as PyTorch, which checks these orders' shapes before all else
+        _check_square(A, p)
+    if A.numel() == 0:  # NOTE: 0, as PyTorch's (NumPy defines none for a 0x0 matrix)
+        return A.new_zeros(A.shape[:-2])
     if p in (None, 2, -2):
         s = svdvals(A)
         big, small = s[..., 0], s[..., -1]
         return big / small if p != -2 else small / big
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(
-            f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
-            f"{A.shape[-2]} by {A.shape[-1]} matrices"
-        )
+    _check_square(A, p)
     inverse, info = inv_ex(A)
     value = matrix_norm(A, p) * matrix_norm(
         where(info.reshape(*info.shape, 1, 1) != 0, 0, inverse), p
     )
     return where(info != 0, math.inf, value)
+
+
+def _check_square(A: Tensor, p: Any) -> None:
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+            f"{A.shape[-2]} by {A.shape[-1]} matrices"
+        )
 
 
 def cholesky_ex(

@@ -139,19 +139,22 @@ def matrix_norm(
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    check_floating(op, A)
+    by_singular_values = ord in ("nuc", 2, -2)
+    check_floating(op, A, low_precision=not by_singular_values)  # as PyTorch: 16-bit sums
     dims = _wrapped(op, dim, A.ndim)
     if dims is None or len(dims) != 2:
         raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
+    if A.numel() == 0 and ord in (2, 1, math.inf):  # NOTE: the largest of no values: 0, as PyTorch
+        return A.new_zeros(_reduced_shape(A.shape, dims, keepdim))
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim)
-    if ord in ("nuc", 2, -2):
+    if by_singular_values:
         return _by_singular_values(A, ord, dims, keepdim)
     if ord in (1, -1, math.inf, -math.inf):
         summed, extreme = dims if abs(ord) == 1 else dims[::-1]
         sums = A.abs().sum(summed, keepdim=True)
         out = sums.amax(extreme, keepdim=True) if ord > 0 else sums.amin(extreme, keepdim=True)
-        return out if keepdim else out.reshape(_without(A.shape, dims))
+        return out if keepdim else out.reshape(_reduced_shape(A.shape, dims, False))
     raise RuntimeError(f"{op}: Order {ord} not supported.")
 
 
@@ -160,12 +163,13 @@ def _by_singular_values(A: Tensor, ord: str | int, dims: tuple, keepdim: bool) -
     others = [d for d in range(A.ndim) if d not in dims]
     s = svdvals(A.permute(*others, *dims))
     out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+    return out.reshape(_reduced_shape(A.shape, dims, keepdim)) if keepdim else out
+
+
+def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> list[int]:
+    """``shape`` reduced over ``dims``: those of size 1 if ``keepdim``, else without them."""
     if keepdim:
-        out = out.reshape([1 if d in dims else n for d, n in enumerate(A.shape)])
-    return out
-
-
-def _without(shape: tuple, dims: tuple) -> list[int]:
+        return [1 if d in dims else n for d, n in enumerate(shape)]
     return [n for d, n in enumerate(shape) if d not in dims]
 
 
