@@ -56,6 +56,15 @@ SAME = {
     ),
     "vecdot_complex": (lambda m, x, y: m.linalg.vecdot(x, y), Z, Z[::-1].copy()),
     "vecdot_complex_dim0": (lambda m, x, y: m.linalg.vecdot(x, y, dim=0), Z, Z[::-1].copy()),
+    "vector_norm_widening_dtype": (lambda m, x: m.linalg.vector_norm(x, dtype=m.float64), A[0]),
+    "vector_norm_complex_widening": (
+        lambda m, x: m.linalg.vector_norm(x.to(m.complex64), 3, dtype=m.complex128),
+        Z,
+    ),
+    "matrix_norm_widening_dtype": (
+        lambda m, x: m.linalg.matrix_norm(x.float(), "nuc", dtype=m.float64),
+        A,
+    ),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
 
@@ -104,6 +113,17 @@ ERRORS = {
     "matrix_norm_nuc_float16": (lambda m, A: m.linalg.matrix_norm(A, "nuc"), A.astype(np.float16)),
     "matrix_norm_2_float16": (lambda m, A: m.linalg.matrix_norm(A, 2), A.astype(np.float16)),
     "cond_fro_empty_0x2": (lambda m, A: m.linalg.cond(A, "fro"), EMPTY[2]),
+    "vector_norm_narrowing_dtype": (lambda m, x: m.linalg.vector_norm(x, dtype=m.float32), A),
+    "vector_norm_to_float16": (lambda m, x: m.linalg.vector_norm(x.float(), dtype=m.float16), A),
+    "vector_norm_int_with_dtype": (lambda m, x: m.linalg.vector_norm(x, dtype=m.float64), A[0] > 0),
+    "vector_norm_complex_to_real": (lambda m, x: m.linalg.vector_norm(x, dtype=m.float64), Z),
+    "vector_norm_real_to_complex": (lambda m, x: m.linalg.vector_norm(x, dtype=m.complex128), A),
+    "matrix_norm_narrowing_dtype": (lambda m, x: m.linalg.matrix_norm(x, dtype=m.float32), A),
+    "matrix_norm_int_with_dtype": (
+        lambda m, x: m.linalg.matrix_norm(x.long(), dtype=m.float64),
+        A,
+    ),
+    "norm_narrowing_dtype": (lambda m, x: m.linalg.norm(x, dtype=m.float32), A),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors
@@ -114,6 +134,10 @@ ERRORS = {
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_as_pytorch(name):
     assert_same_error(*ERRORS[name])
+
+
+def test_vector_norm_of_a_string_order_is_a_type_error_as_pytorchs():
+    assert_same_error(lambda m, x: m.linalg.vector_norm(x, "fro"), A, error=TypeError)
 
 
 def test_vecdot_of_complex_vectors_conjugates_the_first_and_its_gradient_as_pytorch():

@@ -10,7 +10,8 @@ from typing import Any
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, namespace
-from scratchgrad.linalg.checks import check_floating, check_same_dtype
+from scratchgrad.dtypes import promote_types
+from scratchgrad.linalg.checks import check_floating, check_same_dtype, torch_name
 from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.tensor import Tensor, broadcast_tensors, where, wrap_dim
 
@@ -69,6 +70,24 @@ class VectorNorm(Function):
         return scaled * where(zero, 0.0, grad / safe_norm ** (p - 1))
 
 
+def _in_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
+    """``x`` cast to ``dtype`` (if given) with PyTorch's checks: a floating or complex input,
+    and a ``dtype`` of its kind that does not narrow it."""
+    if not x.is_complex():
+        check_floating(op, x, low_precision=True)
+    if dtype is None:
+        return x
+    if x.is_complex() != (dtype.kind == "c"):
+        kind = "complex for complex" if x.is_complex() else "real for real"
+        raise RuntimeError(f"{op}: dtype should be {kind} inputs, but got {torch_name(dtype)}")
+    if promote_types(x.dtype, dtype) != dtype:
+        raise RuntimeError(
+            f"{op}: the dtype of the input ({torch_name(x.dtype)}) should be convertible "
+            f"without narrowing to the specified dtype ({torch_name(dtype)})"
+        )
+    return x.to(dtype)
+
+
 def _wrapped(op: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
     """``dim`` (an int, a sequence or None) as a tuple of dims in range, or None for all."""
     dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
@@ -96,16 +115,14 @@ def vector_norm(
     >>> sg.linalg.vector_norm(sg.tensor([[3.0, 4.0], [0.0, 1.0]]), dim=1)
     tensor([5., 1.])
     """
-    if dtype is not None:
-        x = x.to(dtype)
+    x = _in_dtype("linalg.vector_norm", x, dtype)
     if x.is_complex():  # the norm of the moduli: real, as PyTorch's
         return vector_norm(x.abs(), ord, dim, keepdim)
-    check_floating("linalg.vector_norm", x, low_precision=True)
     wide = accumulation_dtype(x.dtype)
     if wide is not None:  # as PyTorch: 16-bit floats in float32 (300**2 overflows float16)
         return vector_norm(x.to(wide), ord, dim, keepdim).to(x.dtype)
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
-        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+        raise TypeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     dims = _wrapped("linalg.vector_norm", dim, x.ndim)
     if ord < 0 or math.isinf(ord):
         reduced = x.shape if dims is None else [x.shape[d] for d in dims]
@@ -137,8 +154,7 @@ def matrix_norm(
     op = "linalg.matrix_norm"
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if dtype is not None:
-        A = A.to(dtype)
+    A = _in_dtype(op, A, dtype)
     by_singular_values = ord in ("nuc", 2, -2)
     check_floating(op, A, low_precision=not by_singular_values)  # as PyTorch: 16-bit sums
     dims = _wrapped(op, dim, A.ndim)
