@@ -17,6 +17,7 @@ import scratchgrad.linalg  # noqa: F401  (sg.linalg)
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+DIAGONAL = np.diag([3.0, 0.5, 0.2])
 Z = RNG.standard_normal((2, 3)) + 1j * RNG.standard_normal((2, 3))
 BATCH = RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
 
@@ -65,6 +66,22 @@ SAME = {
         lambda m, x: m.linalg.matrix_norm(x.float(), "nuc", dtype=m.float64),
         A,
     ),
+    "eigh_lower_case_u": (lambda m, A: m.linalg.eigh(A + A.mT, UPLO="u").eigenvalues, A),
+    "eigh_lower_case_l": (lambda m, A: m.linalg.eigh(A + A.mT, "l").eigenvalues, A),
+    "eigvalsh_lower_case_u": (lambda m, A: m.linalg.eigvalsh(A, UPLO="u"), A),
+    "svd_driver_none": (lambda m, A: m.linalg.svd(A, False, driver=None).S, BATCH),
+    "svdvals_driver_none": (lambda m, A: m.linalg.svdvals(A, driver=None), BATCH),
+    "pinv_rcond": (lambda m, A: m.linalg.pinv(A, 0.3), DIAGONAL),
+    "pinv_rcond_keyword": (lambda m, A: m.linalg.pinv(A, rcond=0.1), DIAGONAL),
+    "matrix_rank_tol": (lambda m, A: m.linalg.matrix_rank(A, 0.4), DIAGONAL),
+    "matrix_rank_tol_keyword": (lambda m, A: m.linalg.matrix_rank(A, tol=0.1), DIAGONAL),
+    "matrix_rank_tol_tensor": (
+        lambda m, A: m.linalg.matrix_rank(A, m.tensor(0.4, dtype=A.dtype)),
+        DIAGONAL,
+    ),
+    "matrix_rank_tol_hermitian": (lambda m, A: m.linalg.matrix_rank(A, 0.4, True), DIAGONAL),
+    # tol=0 counts every nonzero singular value (rtol 0, not eps * n)
+    "matrix_rank_tol_0": (lambda m, A: m.linalg.matrix_rank(A, tol=0.0), DIAGONAL * [1, 1e-17, 0]),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
 
@@ -124,6 +141,9 @@ ERRORS = {
         A,
     ),
     "norm_narrowing_dtype": (lambda m, x: m.linalg.norm(x, dtype=m.float32), A),
+    "svd_driver": (lambda m, A: m.linalg.svd(A, driver="gesvd"), A),
+    "svdvals_driver": (lambda m, A: m.linalg.svdvals(A, driver="gesvdj"), A),
+    "eigh_uplo_lower": (lambda m, A: m.linalg.eigh(A, UPLO="lower"), A),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors
@@ -134,6 +154,19 @@ ERRORS = {
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_as_pytorch(name):
     assert_same_error(*ERRORS[name])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, A: m.linalg.pinv(A, 0.1, atol=0.1),
+        lambda m, A: m.linalg.pinv(A, rcond=0.1, rtol=0.1),
+        lambda m, A: m.linalg.matrix_rank(A, 0.1, atol=0.1),
+        lambda m, A: m.linalg.matrix_rank(A, tol=0.1, rtol=0.1),
+    ],
+)
+def test_the_older_tolerance_is_not_taken_with_atol_or_rtol_as_in_pytorch(call):
+    assert_same_error(call, A, error=TypeError)
 
 
 def test_vector_norm_of_a_string_order_is_a_type_error_as_pytorchs():

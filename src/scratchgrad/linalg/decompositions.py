@@ -191,7 +191,7 @@ def _no_convergence(matrix: Any) -> str:
 def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix
     (or batch), as ``torch.linalg.eigh``, reading only its lower (``UPLO='L'``) or upper
-    triangle.
+    (``'U'``; either case) triangle.
 
     The gradient is symmetric. It is well-defined only for losses that do not depend on the
     eigenvectors' signs, and for distinct eigenvalues where the loss uses the eigenvectors
@@ -202,9 +202,10 @@ def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     tensor([1., 2.])
     """
     check_input("linalg.eigh", A, square=True)
-    if UPLO not in ("L", "U"):
+    uplo = UPLO.upper()  # as PyTorch, either case
+    if uplo not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    return linalg_eigh(*Eigh.apply(A, uplo=UPLO))
+    return linalg_eigh(*Eigh.apply(A, uplo=uplo))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
@@ -277,10 +278,11 @@ def _skew(x: Tensor) -> Tensor:
     return x - x.mT
 
 
-def svd(A: Tensor, full_matrices: bool = True) -> linalg_svd:
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
     """The singular value decomposition ``A = U diag(S) Vh`` of a matrix (or batch), as
     ``torch.linalg.svd``: S descending; with ``full_matrices`` U and Vh square, else of k =
-    min(m, n) columns (rows).
+    min(m, n) columns (rows). ``driver`` chooses a cuSOLVER algorithm: None on the CPU, as
+    PyTorch's.
 
     Its gradient is well-defined only for losses that do not depend on the singular vectors'
     signs, and for distinct singular values where the loss uses the vectors (as PyTorch
@@ -291,10 +293,15 @@ def svd(A: Tensor, full_matrices: bool = True) -> linalg_svd:
     tensor([4., 3.])
     """
     check_input("linalg.svd", A)
+    if driver is not None:
+        raise RuntimeError(
+            "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+            "cuSOLVER backend."
+        )
     return linalg_svd(*SVD.apply(A, full_matrices=full_matrices))
 
 
-def svdvals(A: Tensor) -> Tensor:
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """The singular values of a matrix (or batch), descending, as ``torch.linalg.svdvals``;
     their gradient is ``U diag(grad) Vh``.
 
@@ -302,4 +309,4 @@ def svdvals(A: Tensor) -> Tensor:
     >>> sg.linalg.svdvals(sg.tensor([[3.0, 0.0], [0.0, -4.0]]))
     tensor([4., 3.])
     """
-    return svd(A, full_matrices=False).S
+    return svd(A, full_matrices=False, driver=driver).S

@@ -143,6 +143,12 @@ def _tolerance(s: Any, shape: tuple, atol: float | None, rtol: float | None) -> 
     return (rtol * largest).clip(min=0.0 if atol is None else atol)
 
 
+def _one_kind_of_tolerance(op: str, name: str, atol: Any, rtol: Any) -> None:
+    """PyTorch's overloads take the older single tolerance ``name`` or atol and rtol."""
+    if atol is not None or rtol is not None:
+        raise TypeError(f"{op}: {name} cannot be given with atol or rtol")
+
+
 class Pinv(Function):
     """The pseudo-inverse from the SVD, singular values at or below the tolerance taken as 0;
     PyTorch's ``pinv_backward``."""
@@ -174,12 +180,18 @@ class Pinv(Function):
 
 
 def pinv(
-    A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
+    A: Tensor,
+    rcond: float | None = None,
+    hermitian: bool = False,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> Tensor:
     """The Moore-Penrose pseudo-inverse of a matrix (or batch), as ``torch.linalg.pinv``:
     singular values at or below ``max(atol, rtol * largest)`` count as zero (rtol defaults to
-    eps * max(m, n), or to 0 where only a positive atol is given). ``hermitian=True`` (an
-    eigendecomposition reading one triangle) is not supported.
+    eps * max(m, n), or to 0 where only a positive atol is given); ``rcond``, NumPy's name, is
+    ``rtol`` without ``atol``. ``hermitian=True`` (an eigendecomposition reading one triangle)
+    is not supported.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.pinv(sg.tensor([[2.0, 0.0], [0.0, 0.0]]))
@@ -187,6 +199,9 @@ def pinv(
             [0.0000, 0.0000]])
     """
     check_input("linalg.pinv", A)
+    if rcond is not None:  # NumPy's relative tolerance
+        _one_kind_of_tolerance("linalg.pinv", "rcond", atol, rtol)
+        rtol = rcond
     if hermitian:
         raise NotImplementedError(
             "linalg.pinv: hermitian=True is not supported (PyTorch reads only the lower "
@@ -238,17 +253,26 @@ def lstsq(
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def matrix_rank(
-    A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False
+    A: Tensor,
+    tol: float | None = None,
+    hermitian: bool = False,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
 ) -> Tensor:
     """The number of singular values above ``max(atol, rtol * largest)`` (defaults as
-    ``pinv``), as ``torch.linalg.matrix_rank``: int64, not differentiable. With
-    ``hermitian``, the absolute eigenvalues of the lower triangle's symmetric matrix.
+    ``pinv``), as ``torch.linalg.matrix_rank``: int64, not differentiable; ``tol``, the older
+    name, is ``atol`` with ``rtol`` 0. With ``hermitian``, the absolute eigenvalues of the
+    lower triangle's symmetric matrix.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.matrix_rank(sg.tensor([[1.0, 2.0], [2.0, 4.0]]))
     tensor(1)
     """
     check_input("linalg.matrix_rank", A)
+    if tol is not None:  # the older absolute tolerance
+        _one_kind_of_tolerance("linalg.matrix_rank", "tol", atol, rtol)
+        atol, rtol = tol, 0.0
     with no_grad():  # counted in tensor operations, which vmap batches and jit records
         s = eigvalsh(A).abs().flip(-1) if hermitian else svdvals(A)
         return (s > _tolerance(s, A.shape, atol, rtol)).sum(-1)
