@@ -202,3 +202,11 @@ def test_errors_as_torch(name):
 )
 def test_doc_examples_run(function):
     assert_doc_examples_run(function)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32"])
+def test_diag_embed_keeps_integer_and_bool_dtypes_as_pytorch(dtype):
+    x = np.array([[1, 0, 2], [0, 3, 1]]).astype(dtype)
+    ours, theirs = sg.tensor(x).diag_embed(1, 0, 2), torch.tensor(x).diag_embed(1, 0, 2)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -4165,7 +4165,7 @@ class Tensor:
         # the row (column) of entry k is k (k + offset) when offset >= 0, else k - offset (k)
         spread = padded.unsqueeze(-1 if offset >= 0 else -2)
         on = Tensor._make(namespace(x.array).eye(size, k=offset, dtype=bool))
-        square = where(on, spread, 0)
+        square = where(on, spread, spread.new_zeros(()))  # a tensor: bools stay bools
         rest = iter(range(ndim - 2))
         return square.permute(
             [ndim - 2 if d == dim1 else ndim - 1 if d == dim2 else next(rest) for d in range(ndim)]

@@ -102,6 +102,19 @@ for _ord in ("fro", 1, -1, math.inf, -math.inf):
         BATCH.astype(np.float16),
     )
 
+INTEGERS = np.array([[[1, 2], [3, 4]], [[0, 1], [1, 1]]])
+for _dtype in ("int64", "int32", "int8", "uint8"):
+    for _n in (0, 1, 2, 5):
+        SAME[f"matrix_power_{_dtype}_{_n}"] = (
+            lambda m, A, n=_n: m.linalg.matrix_power(A, n),
+            INTEGERS.astype(_dtype),
+        )
+SAME["matrix_power_bool_0"] = (lambda m, A: m.linalg.matrix_power(A, 0), INTEGERS > 1)
+SAME["torch_matrix_power_int_empty_batch"] = (
+    lambda m, A: m.matrix_power(A, 3),
+    np.zeros((0, 2, 2), np.int64),
+)
+
 
 @pytest.mark.parametrize("name", SAME)
 def test_as_pytorch(name):
@@ -144,6 +157,7 @@ ERRORS = {
     "svd_driver": (lambda m, A: m.linalg.svd(A, driver="gesvd"), A),
     "svdvals_driver": (lambda m, A: m.linalg.svdvals(A, driver="gesvdj"), A),
     "eigh_uplo_lower": (lambda m, A: m.linalg.eigh(A, UPLO="lower"), A),
+    "matrix_power_int_negative": (lambda m, A: m.linalg.matrix_power(A, -1), INTEGERS),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors

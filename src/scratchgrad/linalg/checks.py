@@ -48,16 +48,17 @@ def torch_name(dtype: Any) -> str:
 
 
 def check_input(
-    op: str, A: Tensor, name: str = "A", square: bool = False, low_precision: bool = False
+    op: str, A: Tensor, name: str = "A", square: bool = False, any_dtype: bool = False
 ) -> None:
     """PyTorch's checks of a linalg function's matrix argument: a Tensor of at least 2 dims, of
-    float32 or float64 (or 16-bit where ``low_precision``: functions made of matrix products),
+    float32 or float64 (any dtype where ``any_dtype``: functions made of matrix products),
     square where ``square``."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    check_floating(op, A, low_precision)
+    if not any_dtype:
+        check_floating(op, A)
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{op}: {name} must be batches of square matrices, but they are "

@@ -281,8 +281,8 @@ def matrix_rank(
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (by repeated squaring), as
     ``torch.linalg.matrix_power``; ``n = 0`` gives the identity, a negative ``n`` the power
-    of the inverse. As PyTorch's, a non-negative power accepts 16-bit matrices (it is only
-    matrix products); a negative one needs ``inv``, which does not.
+    of the inverse. As PyTorch's, a non-negative power accepts 16-bit and integer matrices (it
+    is only matrix products); a negative one needs ``inv``, which does not.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.matrix_power(sg.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
@@ -291,7 +291,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     """
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
-    check_input("linalg.matrix_power", A, square=True, low_precision=n >= 0)
+    check_input("linalg.matrix_power", A, square=True, any_dtype=n >= 0)
     if n == 0:
         # the identity, tied to A with a zero gradient (as PyTorch's copy into A's shape)
         return where(A.new_ones(1).bool(), A.new_ones(A.shape[-1]).diag_embed(), A)
