@@ -261,11 +261,15 @@ else:
     # torch's names for linear algebra outside torch.linalg
     det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power
     matrix_exp = linalg.matrix_exp
+    from scratchgrad.linalg.extras import chain_matmul
     from scratchgrad.linalg.legacy import (
         cholesky,
         cholesky_inverse,
         cholesky_solve,
         logdet,
+        lu,
+        lu_solve,
+        lu_unpack,
         pinverse,
         qr,
         slogdet,

@@ -1281,6 +1281,20 @@ class Tensor:
 
         return legacy.cholesky_inverse(self, upper)
 
+    def lu(self, pivot: bool = True, get_infos: bool = False) -> Any:
+        """``(LU, pivots)``, and ``info`` with ``get_infos``, as the deprecated ``torch.lu`` (a
+        plain tuple, as PyTorch's method)."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return tuple(legacy.lu(self, pivot, get_infos))
+
+    def lu_solve(self, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+        """The solution of ``A X = self`` from ``lu_factor``'s ``(LU, pivots)`` of ``A``, as the
+        deprecated ``torch.lu_solve``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.lu_solve(self, LU_data, LU_pivots)
+
     def qr(self, some: bool = True) -> Any:
         """The QR factorization (Q, R), as the deprecated ``torch.qr``."""
         from scratchgrad.linalg import legacy  # (linalg imports this module)

@@ -115,6 +115,26 @@ SAME["torch_matrix_power_int_empty_batch"] = (
     np.zeros((0, 2, 2), np.int64),
 )
 
+WIDE, TALL = RNG.standard_normal((2, 2, 3)), RNG.standard_normal((3, 2))
+for _i, _a in enumerate((A, BATCH, WIDE, TALL, np.zeros((0, 3, 3)), np.zeros((0, 0)))):
+    SAME[f"lu_unpack_{_i}"] = (lambda m, A: m.lu_unpack(*m.linalg.lu_factor_ex(A)[:2]), _a)
+    SAME[f"lu_unpack_no_data_{_i}"] = (
+        lambda m, A: m.lu_unpack(*m.linalg.lu_factor_ex(A)[:2], unpack_data=False),
+        _a,
+    )
+    SAME[f"lu_unpack_no_pivots_{_i}"] = (
+        lambda m, A: m.lu_unpack(*m.linalg.lu_factor_ex(A)[:2], False, False),
+        _a,
+    )
+    SAME[f"torch_lu_{_i}"] = (lambda m, A: m.lu(A), _a)
+    SAME[f"torch_lu_get_infos_{_i}"] = (lambda m, A: A.lu(get_infos=True), _a)
+SAME["torch_lu_singular"] = (lambda m, A: m.lu(A, get_infos=True), np.ones((2, 3, 3)))
+SAME["torch_lu_solve"] = (lambda m, A, B: m.lu_solve(B, *m.linalg.lu_factor(A)), BATCH, A)
+SAME["tensor_lu_solve"] = (lambda m, A, B: B.lu_solve(*m.linalg.lu_factor(A)), A, A[:, :2])
+SAME["chain_matmul"] = (lambda m, x, y: m.chain_matmul(x, y, x.mT, y), A, A[:, :2] @ A[:2])
+SAME["chain_matmul_one"] = (lambda m, x: m.chain_matmul(x), TALL)
+SAME["chain_matmul_int"] = (lambda m, x: m.chain_matmul(x, x, x), INTEGERS[0])
+
 
 @pytest.mark.parametrize("name", SAME)
 def test_as_pytorch(name):
@@ -158,6 +178,11 @@ ERRORS = {
     "svdvals_driver": (lambda m, A: m.linalg.svdvals(A, driver="gesvdj"), A),
     "eigh_uplo_lower": (lambda m, A: m.linalg.eigh(A, UPLO="lower"), A),
     "matrix_power_int_negative": (lambda m, A: m.linalg.matrix_power(A, -1), INTEGERS),
+    "chain_matmul_none": (lambda m: m.chain_matmul(),),
+    "chain_matmul_vector": (lambda m, x: m.chain_matmul(x[0], x), A),
+    "chain_matmul_batch": (lambda m, x: m.chain_matmul(x, x), BATCH),
+    "lu_unpack_vector": (lambda m, x: m.lu_unpack(x[0, 0], m.ones(3, dtype=m.int32)), A),
+    "lu_unpack_long_pivots": (lambda m, x: m.lu_unpack(x, m.ones(3, dtype=m.int64)), A),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors
@@ -195,3 +220,27 @@ def test_vecdot_of_complex_vectors_conjugates_the_first_and_its_gradient_as_pyto
         grads.append((x.grad.resolve_conj().numpy(), y.grad.resolve_conj().numpy()))
     for ours, theirs in zip(*grads):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+
+def test_lu_unpack_differentiates_as_pytorch():
+    grads = []
+    for m in (sg, torch):
+        x = m.tensor(WIDE, requires_grad=True)
+        P, L, U = m.lu_unpack(*m.linalg.lu_factor(x))
+        (L.sum() + (U * U).sum()).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.lu(m.eye(2)),
+        lambda m: m.lu_solve(m.ones(2, 1), *m.linalg.lu_factor(m.eye(2))),
+        lambda m: m.chain_matmul(m.eye(2), m.eye(2)),
+    ],
+)
+def test_the_deprecated_names_warn_as_pytorchs(call):
+    # (PyTorch's warn once per process: checked by hand, not here)
+    with pytest.warns(UserWarning, match="deprecated"):
+        call(sg)

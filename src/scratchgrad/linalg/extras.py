@@ -1,11 +1,12 @@
 """The rest of ``torch.linalg``'s real functions: ``inv_ex``, ``cholesky_ex`` and ``solve_ex``
 (which report failures instead of raising), ``cond``, ``multi_dot``, ``tensorinv``,
 ``tensorsolve``, ``vander``, ``householder_product`` and the aliases ``diagonal`` and
-``matmul``, built on the others."""
+``matmul``, built on the others; and ``multi_dot``'s older form ``torch.chain_matmul``."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -200,6 +201,30 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     out = _chain(matrices, _cheapest_splits(sizes), 0, len(matrices) - 1)
     out = out.squeeze(0) if first.ndim == 1 else out
     return out.squeeze(-1) if last.ndim == 1 else out
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """The product of one or more matrices, as the deprecated ``torch.chain_matmul``:
+    ``multi_dot`` of 2-D tensors only, one matrix giving a copy of it.
+
+    >>> import scratchgrad as sg
+    >>> sg.chain_matmul(sg.ones(2, 3), sg.ones(3, 4), sg.ones(4, 1))
+    tensor([[12.],
+            [12.]])
+    """
+    warnings.warn(
+        "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+        "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
+        "than multiple parameters.",
+        UserWarning,
+        stacklevel=2,
+    )
+    for x in matrices:
+        if x.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {x.ndim}, expected 2 instead.")
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    return matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices)
 
 
 def _check_multi_dot(tensors: Sequence[Tensor]) -> None:

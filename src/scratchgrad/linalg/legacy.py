@@ -1,6 +1,7 @@
 """PyTorch's linear algebra outside ``torch.linalg``: ``logdet``, ``cholesky_solve``,
-``cholesky_inverse`` and the older APIs ``slogdet``, ``pinverse``, ``cholesky``, ``qr``,
-``svd`` (U, S, V), ``triangular_solve`` (b first) and ``vander`` (decreasing powers), with
+``cholesky_inverse``, ``lu_unpack`` and the older APIs ``slogdet``, ``pinverse``, ``cholesky``,
+``qr``, ``svd`` (U, S, V), ``triangular_solve`` (b first), ``lu``, ``lu_solve`` (b first) and
+``vander`` (decreasing powers), with
 their defaults, result types, messages and deprecation warnings, built on
 ``scratchgrad.linalg``."""
 
@@ -30,6 +31,8 @@ from scratchgrad.linalg.decompositions import svd as linalg_svd
 from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.linalg.derived import pinv
 from scratchgrad.linalg.derived import slogdet as linalg_slogdet
+from scratchgrad.linalg.lu import Permutation, lu_factor_ex, unpack
+from scratchgrad.linalg.lu import lu_solve as linalg_lu_solve
 from scratchgrad.linalg.systems import broadcast_batch, solve_triangular
 from scratchgrad.tensor import Tensor, broadcast_shapes, cat, where
 
@@ -38,6 +41,8 @@ slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 qr_result = namedtuple("qr", ["Q", "R"])
 svd_result = namedtuple("svd", ["U", "S", "V"])
 triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+lu_with_info_result = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
 
 
 @contextmanager
@@ -319,3 +324,64 @@ def triangular_solve(
             unitriangular=unitriangular,
         )
     return triangular_solve_result(solution, A.expand(*batch, *A.shape[-2:]).clone())
+
+
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
+    """``(LU, pivots)`` of ``A = P L U``, as the deprecated ``torch.lu``: ``linalg.lu_factor_ex``
+    without raising for a singular matrix, and with ``get_infos`` its ``info`` too.
+
+    >>> import scratchgrad as sg
+    >>> sg.lu(sg.tensor([[1.0, 2.0], [2.0, 4.0]]), get_infos=True).info
+    tensor(2, dtype=scratchgrad.int32)
+    """
+    _deprecated("lu", "lu_factor / torch.linalg.lu_factor_ex")
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return lu_with_info_result(LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """The solution of ``A X = b`` from ``lu_factor``'s ``(LU, pivots)`` of ``A``, as the
+    deprecated ``torch.lu_solve``: ``linalg.lu_solve`` with ``b`` first.
+
+    >>> import scratchgrad as sg
+    >>> LU, pivots = sg.linalg.lu_factor(sg.tensor([[2.0, 0.0], [1.0, 1.0]]))
+    >>> sg.lu_solve(sg.tensor([[2.0], [3.0]]), LU, pivots)
+    tensor([[1.],
+            [2.]])
+    """
+    _deprecated("lu_solve", "lu_solve")
+    return linalg_lu_solve(LU_data, LU_pivots, b)
+
+
+def lu_unpack(
+    LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True
+) -> lu_unpack_result:
+    """``(P, L, U)`` from ``lu_factor``'s packed factors and pivots, as ``torch.lu_unpack``:
+    ``P`` the permutation matrix ``(*, m, m)``, ``L`` ``(*, m, k)`` with ones on its diagonal,
+    ``U`` ``(*, k, n)``, k = min(m, n); differentiable in ``LU_data``. Without ``unpack_data``
+    L and U are empty, without ``unpack_pivots`` P is.
+
+    >>> import scratchgrad as sg
+    >>> P, L, U = sg.lu_unpack(*sg.linalg.lu_factor(sg.tensor([[1.0, 2.0], [3.0, 4.0]])))
+    >>> P
+    tensor([[0., 1.],
+            [1., 0.]])
+    """
+    op = "torch.lu_unpack"
+    if LU_data.ndim < 2:
+        raise RuntimeError(
+            f"{op}: Expected tensor with 2 or more dimensions. Got size: {list(LU_data.shape)} "
+            "instead"
+        )
+    m, n = LU_data.shape[-2:]
+    shape = (*LU_data.shape[:-2], min(m, n))
+    if str(LU_pivots.dtype) != "int32" or tuple(LU_pivots.shape) != shape:
+        raise RuntimeError(
+            f"{op}: LU_pivots is expected to be an int32 tensor of shape {list(shape)}, got "
+            f"{LU_pivots.dtype} of shape {list(LU_pivots.shape)}. Note: this function is "
+            "intended to be used with the output produced by torch.linalg.lu_factor"
+        )
+    empty = LU_data.new_zeros(0)
+    L, U = unpack(LU_data) if unpack_data else (empty, empty)
+    P = Permutation.apply(LU_pivots, m=m, dtype=LU_data.dtype) if unpack_pivots else empty
+    return lu_unpack_result(P, L, U)
