@@ -244,3 +244,15 @@ def test_the_deprecated_names_warn_as_pytorchs(call):
     # (PyTorch's warn once per process: checked by hand, not here)
     with pytest.warns(UserWarning, match="deprecated"):
         call(sg)
+
+
+@pytest.mark.parametrize(
+    "ord, shape", [(1, (0, 2)), (math.inf, (2, 0)), (-1, (0, 2)), (2, (0, 2, 3)), ("nuc", (2, 0))]
+)
+def test_norms_of_empty_matrices_differentiate_where_pytorchs_do(ord, shape):
+    grads = []
+    for m in (sg, torch):
+        x = m.zeros(shape, dtype=m.float64, requires_grad=True)
+        out = m.linalg.matrix_norm(x, ord)
+        grads.append(out.requires_grad and m.autograd.grad(out.sum(), x)[0].shape)
+    assert grads[0] == grads[1]

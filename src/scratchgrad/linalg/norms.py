@@ -160,14 +160,14 @@ def matrix_norm(
     dims = _wrapped(op, dim, A.ndim)
     if dims is None or len(dims) != 2:
         raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
-    if A.numel() == 0 and ord in (2, 1, math.inf):  # NOTE: the largest of no values: 0, as PyTorch
-        return A.new_zeros(_reduced_shape(A.shape, dims, keepdim))
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim)
     if by_singular_values:
         return _by_singular_values(A, ord, dims, keepdim)
     if ord in (1, -1, math.inf, -math.inf):
         summed, extreme = dims if abs(ord) == 1 else dims[::-1]
+        if ord > 0 and A.shape[extreme] == 0:
+            return _largest_of_none(A, dims, keepdim)
         sums = A.abs().sum(summed, keepdim=True)
         out = sums.amax(extreme, keepdim=True) if ord > 0 else sums.amin(extreme, keepdim=True)
         return out if keepdim else out.reshape(_reduced_shape(A.shape, dims, False))
@@ -176,10 +176,18 @@ def matrix_norm(
 
 def _by_singular_values(A: Tensor, ord: str | int, dims: tuple, keepdim: bool) -> Tensor:
     """The nuclear norm or the largest / smallest singular value over ``dims``."""
+    if ord == 2 and min(A.shape[d] for d in dims) == 0:
+        return _largest_of_none(A, dims, keepdim)
     others = [d for d in range(A.ndim) if d not in dims]
     s = svdvals(A.permute(*others, *dims))
     out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
     return out.reshape(_reduced_shape(A.shape, dims, keepdim)) if keepdim else out
+
+
+def _largest_of_none(A: Tensor, dims: tuple, keepdim: bool) -> Tensor:
+    """NOTE: a norm that is the largest of no values (sums or singular values) is 0, as
+    PyTorch's, a constant."""
+    return A.new_zeros(_reduced_shape(A.shape, dims, keepdim))
 
 
 def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> list[int]:
