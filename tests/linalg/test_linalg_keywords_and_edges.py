@@ -183,6 +183,9 @@ ERRORS = {
     "chain_matmul_batch": (lambda m, x: m.chain_matmul(x, x), BATCH),
     "lu_unpack_vector": (lambda m, x: m.lu_unpack(x[0, 0], m.ones(3, dtype=m.int32)), A),
     "lu_unpack_long_pivots": (lambda m, x: m.lu_unpack(x, m.ones(3, dtype=m.int64)), A),
+    # a string order is a matrix norm whatever the dims, as PyTorch's
+    "norm_nuc_of_a_vector": (lambda m, x: m.linalg.norm(x, "nuc"), A[0]),
+    "norm_fro_over_one_dim": (lambda m, x: m.linalg.norm(x, "fro", dim=0), A),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors

@@ -207,31 +207,28 @@ def norm(
 ) -> Tensor:
     """A vector or matrix norm, as ``torch.linalg.norm``: over one dim (an int or a 1-tuple)
     ``vector_norm``, over two ``matrix_norm``; without ``dim``, the 2-norm of all entries if
-    ``ord`` is None, else the norm of the 1-D or 2-D input.
+    ``ord`` is None, else the norm of the 1-D or 2-D input. A string ``ord`` ('fro', 'nuc')
+    is a matrix norm whatever the dims, as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.norm(sg.tensor([[3.0, 0.0], [0.0, 4.0]]), "nuc")
     tensor(7.)
     """
-    if dim is not None:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        if len(dims) == 1:
-            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
-        if len(dims) == 2:
-            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+    dims = None if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if dims is not None and len(dims) not in (1, 2):
         raise RuntimeError(
             f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}"
         )
-    if ord is None:
+    if dims is None and ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
-    if A.ndim not in (1, 2):
+    if dims is None and A.ndim not in (1, 2):
         raise RuntimeError(
             "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
             f"Got {A.ndim}D."
         )
-    if A.ndim == 1:
-        return vector_norm(A, ord, None, keepdim, dtype=dtype)
-    return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if isinstance(ord, str) or (dims and len(dims) == 2) or (dims is None and A.ndim == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, dims or (-2, -1), keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
 
 
 def cross(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
