@@ -18,6 +18,7 @@ import scratchgrad.linalg  # noqa: F401  (sg.linalg)
 
 SINGULAR = np.stack([np.eye(3), [[1.0, 2, 3], [2, 4, 6], [1, 1, 1]]])
 INDEFINITE = np.stack([np.eye(3), np.diag([1.0, -1, 1])])
+WITH_NAN = np.stack([np.eye(2), [[1.0, 0.0], [np.nan, 1.0]]])
 
 
 def _message(lib, call) -> tuple[type, str]:
@@ -35,6 +36,9 @@ ERRORS = {
     "cholesky_batch": lambda m: m.linalg.cholesky(m.tensor(INDEFINITE)),
     "cholesky": lambda m: m.linalg.cholesky(-m.eye(3)),
     "cholesky_upper": lambda m: m.linalg.cholesky(m.tensor(INDEFINITE), upper=True),
+    # LAPACK refuses a NaN pivot (NumPy's batched cholesky returned NaN)
+    "cholesky_nan": lambda m: m.linalg.cholesky(m.tensor(WITH_NAN)),
+    "cholesky_ex_nan": lambda m: m.linalg.cholesky_ex(m.tensor(WITH_NAN), check_errors=True),
 }
 
 

@@ -259,3 +259,12 @@ def test_norms_of_empty_matrices_differentiate_where_pytorchs_do(ord, shape):
         out = m.linalg.matrix_norm(x, ord)
         grads.append(out.requires_grad and m.autograd.grad(out.sum(), x)[0].shape)
     assert grads[0] == grads[1]
+
+
+def test_cholesky_ex_reports_a_nan_pivot_in_info_as_pytorch():
+    nan = np.array([[[np.nan, 1.0], [1.0, 2.0]], [[1.0, 0.0], [np.nan, 1.0]], [[2.0, 0], [0, 1]]])
+    ours, theirs = (
+        sg.linalg.cholesky_ex(sg.tensor(nan)),
+        torch.linalg.cholesky_ex(torch.tensor(nan)),
+    )
+    np.testing.assert_array_equal(ours.info.numpy(), theirs.info.numpy())

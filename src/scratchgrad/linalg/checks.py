@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import backend
-from scratchgrad.backend import xp
+from scratchgrad.backend import namespace, xp
 from scratchgrad.tensor import Tensor
 
 # PyTorch's names of the dtypes in its messages
@@ -162,7 +162,18 @@ def check_diagonal(op: str, diagonal: Any, explain: Callable[[int], str]) -> Non
 
 def _is_positive_definite(matrix: Any) -> bool:
     try:
-        xp.linalg.cholesky(matrix)
+        factor_cholesky(matrix)
     except xp.linalg.LinAlgError:
         return False
     return True
+
+
+def factor_cholesky(a: Any) -> Any:
+    """The Cholesky factors of ``a`` (*, n, n); ``LinAlgError`` where one is not
+    positive-definite, NaN included: LAPACK's potrf refuses a NaN pivot, but NumPy's batched
+    wrapper lets it through."""
+    module = namespace(a)
+    out = module.linalg.cholesky(a)
+    if module.isnan(module.diagonal(out, axis1=-2, axis2=-1)).any():
+        raise xp.linalg.LinAlgError("not positive-definite")
+    return out

@@ -21,7 +21,12 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros
-from scratchgrad.linalg.checks import check_input, lapack, not_positive_definite
+from scratchgrad.linalg.checks import (
+    check_input,
+    factor_cholesky,
+    lapack,
+    not_positive_definite,
+)
 from scratchgrad.linalg.systems import SolveTriangular
 from scratchgrad.tensor import Tensor, cat
 
@@ -58,7 +63,7 @@ class Cholesky(Function):
 
     @staticmethod
     def forward(ctx, a):
-        out = lapack("linalg.cholesky", not_positive_definite, namespace(a).linalg.cholesky, a)
+        out = lapack("linalg.cholesky", not_positive_definite, factor_cholesky, a)
         ctx.save_for_backward(out)
         return out
 
