@@ -268,3 +268,18 @@ def test_cholesky_ex_reports_a_nan_pivot_in_info_as_pytorch():
         torch.linalg.cholesky_ex(torch.tensor(nan)),
     )
     np.testing.assert_array_equal(ours.info.numpy(), theirs.info.numpy())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, A, tol: m.linalg.matrix_rank(A, atol=tol),
+        lambda m, A, tol: m.linalg.matrix_rank(A, tol),
+        lambda m, A, tol: m.linalg.pinv(A, rtol=tol),
+    ],
+)
+def test_a_tolerance_per_matrix_raises_rather_than_a_bare_truth_value_error(call):
+    torch_rank = call(torch, torch.tensor(BATCH), torch.tensor([0.1, 5.0]))  # PyTorch takes it
+    assert torch_rank.shape[0] == 2
+    with pytest.raises(NotImplementedError, match="a tolerance per matrix"):
+        call(sg, sg.tensor(BATCH), sg.tensor([0.1, 5.0]))

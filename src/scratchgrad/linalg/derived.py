@@ -149,6 +149,17 @@ def _one_kind_of_tolerance(op: str, name: str, atol: Any, rtol: Any) -> None:
         raise TypeError(f"{op}: {name} cannot be given with atol or rtol")
 
 
+def _check_one_value(op: str, **tolerances: Any) -> None:
+    """Tolerances are numbers or one-value tensors here (PyTorch's may also be a tensor of one
+    value per matrix of the batch)."""
+    for name, x in tolerances.items():
+        if isinstance(x, Tensor) and x.numel() != 1:
+            raise NotImplementedError(
+                f"{op}: {name} of shape {tuple(x.shape)}: a tolerance per matrix is not "
+                "supported; pass a number or a tensor of one value"
+            )
+
+
 class Pinv(Function):
     """The pseudo-inverse from the SVD, singular values at or below the tolerance taken as 0;
     PyTorch's ``pinv_backward``."""
@@ -202,6 +213,7 @@ def pinv(
     if rcond is not None:  # NumPy's relative tolerance
         _one_kind_of_tolerance("linalg.pinv", "rcond", atol, rtol)
         rtol = rcond
+    _check_one_value("linalg.pinv", atol=atol, rtol=rtol)
     if hermitian:
         raise NotImplementedError(
             "linalg.pinv: hermitian=True is not supported (PyTorch reads only the lower "
@@ -273,6 +285,7 @@ def matrix_rank(
     if tol is not None:  # the older absolute tolerance
         _one_kind_of_tolerance("linalg.matrix_rank", "tol", atol, rtol)
         atol, rtol = tol, 0.0
+    _check_one_value("linalg.matrix_rank", atol=atol, rtol=rtol)
     with no_grad():  # counted in tensor operations, which vmap batches and jit records
         s = eigvalsh(A).abs().flip(-1) if hermitian else svdvals(A)
         return (s > _tolerance(s, A.shape, atol, rtol)).sum(-1)
