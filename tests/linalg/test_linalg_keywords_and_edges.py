@@ -82,6 +82,8 @@ SAME = {
     "matrix_rank_tol_hermitian": (lambda m, A: m.linalg.matrix_rank(A, 0.4, True), DIAGONAL),
     # tol=0 counts every nonzero singular value (rtol 0, not eps * n)
     "matrix_rank_tol_0": (lambda m, A: m.linalg.matrix_rank(A, tol=0.0), DIAGONAL * [1, 1e-17, 0]),
+    # PyTorch factors nothing for an empty B: its rank is 0
+    "lstsq_no_columns": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., :0]),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
 

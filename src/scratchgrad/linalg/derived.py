@@ -9,7 +9,7 @@ from typing import Any
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import namespace, xp
+from scratchgrad.backend import int64, namespace, xp
 from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
 from scratchgrad.linalg.systems import Solve, inv, is_vector_rhs
@@ -259,7 +259,8 @@ def lstsq(
         )
     x = Pinv.apply(A, atol=None, rtol=rcond) @ b
     empty = A.new_zeros(0)
-    rank = matrix_rank(A, rtol=rcond)
+    # NOTE: rank 0 where B is empty, as PyTorch's, which then factors nothing
+    rank = matrix_rank(A, rtol=rcond) if b.numel() else A.new_zeros(A.shape[:-2], dtype=int64)
     return linalg_lstsq(x.squeeze(-1) if vector else x, empty, rank, empty)
 
 
