@@ -136,6 +136,14 @@ def test_values_at_ties_nan_and_edges_as_torch():
 
 ERRORS = {
     "median_empty_dim": (lambda m: m.median(m.ones(0, 3), 0), IndexError, "non-zero size"),
+    "amax_empty_dim": (lambda m: m.ones(2, 0).amax((0, 1)), IndexError, "dim 1 to have non-zero"),
+    "amin_empty_dim": (lambda m: m.amin(m.ones(0, 3), 0), IndexError, "dim 0 to have non-zero"),
+    "amax_empty_all": (lambda m: m.ones(0, 3).amax(), RuntimeError, "dim to be specified"),
+    "matrix_norm_smallest_of_none": (
+        lambda m: m.linalg.matrix_norm(m.ones(3, 0, 0), -2),
+        IndexError,
+        "non-zero size",
+    ),
     "kthvalue_k": (lambda m: m.kthvalue(m.ones(3), 4), RuntimeError, "k out of range"),
     "cummax_dim": (lambda m: m.cummax(m.ones(3), 1), IndexError, "Dimension out of range"),
     "diagonal_dims": (lambda m: m.diagonal(m.ones(3, 3), 0, 1, 1), RuntimeError, "cannot be"),

@@ -2482,11 +2482,17 @@ class Tensor:
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         _refuse_complex(self, "amax")
-        return reduce.Amax.apply(self, dim=_reduced_dims(dim, self.array.ndim), keepdim=keepdim)
+        dims = _reduced_dims(dim, self.array.ndim)
+        if self.array.size == 0:
+            _refuse_empty_extreme("amax", self.array.shape, dims)
+        return reduce.Amax.apply(self, dim=dims, keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         _refuse_complex(self, "amin")
-        return reduce.Amin.apply(self, dim=_reduced_dims(dim, self.array.ndim), keepdim=keepdim)
+        dims = _reduced_dims(dim, self.array.ndim)
+        if self.array.size == 0:
+            _refuse_empty_extreme("amin", self.array.shape, dims)
+        return reduce.Amin.apply(self, dim=dims, keepdim=keepdim)
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
         """``(min, max)`` over ``dim`` (or all entries), as ``torch.aminmax``."""
@@ -6141,6 +6147,19 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return () if ndim == 0 else dims
+
+
+def _refuse_empty_extreme(name: str, shape: tuple, dims: tuple[int, ...] | None) -> None:
+    """PyTorch's errors for the largest (smallest) of no values: over all entries of an empty
+    tensor, or over a dim of size 0."""
+    if dims is None:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            "the reduction dim with the 'dim' argument."
+        )
+    empty = [d for d in dims if shape[d] == 0]
+    if empty:
+        raise IndexError(f"{name}(): Expected reduction dim {empty[0]} to have non-zero size.")
 
 
 def _reduced_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
