@@ -84,6 +84,7 @@ SAME = {
     "matrix_rank_tol_0": (lambda m, A: m.linalg.matrix_rank(A, tol=0.0), DIAGONAL * [1, 1e-17, 0]),
     # PyTorch factors nothing for an empty B: its rank is 0
     "lstsq_no_columns": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., :0]),
+    "tensorinv_1x1": (lambda m, x: m.linalg.tensorinv(x[:1, :1]), A),
     "lstsq_vector_rhs": (lambda m, A, B: m.linalg.lstsq(A, B), BATCH, BATCH[..., 0]),
 }
 
@@ -188,6 +189,9 @@ ERRORS = {
     # a string order is a matrix norm whatever the dims, as PyTorch's
     "norm_nuc_of_a_vector": (lambda m, x: m.linalg.norm(x, "nuc"), A[0]),
     "norm_fro_over_one_dim": (lambda m, x: m.linalg.norm(x, "fro", dim=0), A),
+    # ind beyond A's dims: PyTorch refuses it (a 0-d or size-1 A passed as a 1x1 matrix)
+    "tensorinv_0d": (lambda m, x: m.linalg.tensorinv(x[0, 0]), A),
+    "tensorinv_size_1": (lambda m, x: m.linalg.tensorinv(x[0, :1]), A),
     "vecdot_int": (lambda m, x: m.linalg.vecdot(x, x), np.arange(3)),
     "vecdot_bool": (lambda m, x: m.linalg.vecdot(x, x), np.ones(3, bool)),
     # (2, 3, 3) and (1, 3): a matrix of one row, not a batch of vectors

@@ -280,6 +280,8 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
         raise TypeError(f"linalg_tensorinv(): argument 'ind' must be int, not {type(ind).__name__}")
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    if ind > A.ndim:  # as PyTorch's; a Python slice of the shape would quietly be short
+        raise RuntimeError(f"linalg.tensorinv: ind={ind} is more than A's {A.ndim} dims")
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
     if rows != cols:
         raise RuntimeError(
