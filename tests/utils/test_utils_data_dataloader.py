@@ -1,6 +1,8 @@
 """DataLoader and default_collate, against torch.utils.data."""
 
-from collections import namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -8,7 +10,13 @@ import torch
 import torch.utils.data as tud
 
 import scratchgrad as sg
-from scratchgrad.utils.data import DataLoader, Subset, TensorDataset, default_collate
+from scratchgrad.utils.data import (
+    DataLoader,
+    Subset,
+    TensorDataset,
+    default_collate,
+    default_convert,
+)
 
 Pair = namedtuple("Pair", ["left", "right"])
 
@@ -182,8 +190,9 @@ def test_collate_numbers_dtypes_as_torch():
         ([object(), object()], TypeError),
         ([None, None], TypeError),
         ([np.array(["a"]), np.array(["b"])], TypeError),
+        ([np.zeros(2), np.zeros(3)], RuntimeError),
     ],
-    ids=["unequal-lengths", "object", "none", "string-array"],
+    ids=["unequal-lengths", "object", "none", "string-array", "array-shapes"],
 )
 def test_collate_errors_as_torch(batch, error):
     with pytest.raises(error):
@@ -242,3 +251,52 @@ def test_attributes_as_torch():
     data = list(range(5))
     loader = DataLoader(data, 2, True, drop_last=True)
     assert (loader.dataset, loader.batch_size, loader.drop_last) == (data, 2, True)
+
+
+class Tagged(list):
+    """A list subclass with state of its own, which collation must keep."""
+
+    tag = "kept"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda i: OrderedDict(b=i, a=float(i)),
+        lambda i: defaultdict(list, {"x": i}),
+        lambda i: MappingProxyType({"x": i}),
+        lambda i: Tagged([i, float(i)]),
+        lambda i: (i, float(i)),
+        lambda i: Pair(i, [i]),
+    ],
+    ids=["OrderedDict", "defaultdict", "mappingproxy", "list-subclass", "tuple", "namedtuple"],
+)
+def test_collate_and_convert_keep_container_types_as_torch(make):
+    samples = [make(i) for i in range(3)]
+    for ours, theirs in [
+        (default_collate(samples), tud.default_collate(samples)),
+        (default_convert(samples[0]), tud.default_convert(samples[0])),
+    ]:
+        assert type(ours) is type(theirs)
+        assert getattr(ours, "default_factory", None) is getattr(theirs, "default_factory", None)
+        assert_same(
+            as_numpy(dict(ours) if isinstance(ours, Mapping) else list(ours)),
+            as_numpy(dict(theirs) if isinstance(theirs, Mapping) else list(theirs)),
+        )
+
+
+def test_convert_numpy_scalars_and_ranges_as_torch():
+    for value in (np.float32(1.5), np.int64(2), np.bool_(True), np.float64(0.25), np.array(3)):
+        ours, theirs = default_convert(value), tud.default_convert(value)
+        assert isinstance(ours, sg.Tensor) and ours.shape == () and ours.item() == theirs.item()
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    assert default_convert(range(3)) == tud.default_convert(range(3)) == [0, 1, 2]
+    assert default_convert(np.str_("a")) == "a"
+
+
+def test_an_epoch_iterator_has_the_loaders_length_as_torch():
+    for kwargs in ({"batch_size": 3}, {"batch_size": 3, "drop_last": True}, {"batch_size": None}):
+        ours = iter(DataLoader(list(range(10)), **kwargs))
+        theirs = iter(tud.DataLoader(list(range(10)), **kwargs))
+        assert len(ours) == len(theirs)
+        assert len(list(ours)) == len(list(theirs))

@@ -462,6 +462,21 @@ def test_weighted_random_sampler_draws_in_proportion():
         WeightedRandomSampler(weights, 0)
 
 
+def test_weighted_random_sampler_keeps_its_weights_as_a_float64_tensor_as_torch():
+    for weights in ([1, 2, 3], np.array([0.5, 1.0], np.float32), sg.tensor([1.0, 2.0])):
+        ours = WeightedRandomSampler(weights, 2).weights
+        theirs = tud.WeightedRandomSampler(torch.as_tensor(np.asarray(weights)), 2).weights
+        assert isinstance(ours, sg.Tensor) and ours.dtype == sg.float64
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_random_sampler_with_replacement_on_no_data_raises_a_runtime_error_as_torch():
+    with pytest.raises(RuntimeError):
+        list(tud.RandomSampler([], replacement=True, num_samples=3))
+    with pytest.raises(RuntimeError, match="empty data source"):
+        list(RandomSampler([], replacement=True, num_samples=3))
+
+
 # ---- datasets ----------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ that order, so they are exactly those of ``num_workers=0``. See ``worker.py`` fo
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import itertools
 import multiprocessing
@@ -18,7 +19,15 @@ import queue
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    MutableSequence,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -54,7 +63,8 @@ def default_collate(batch: Sequence[Any]) -> Any:
     tensors; Python floats a float64 tensor, ints an int64 tensor, bools a bool tensor; strings
     are left as they come (the list or tuple of them). Dicts, tuples and lists are collated field
     by field, so a batch of ``(image, label)`` tuples becomes ``[images, labels]``: a list, as
-    PyTorch returns (a named tuple keeps its type).
+    PyTorch returns (a named tuple, a dict's and a list's own types, ``OrderedDict`` say, are
+    kept, as ``_rebuild`` says).
 
     >>> import scratchgrad as sg
     >>> images, labels = default_collate([(sg.zeros(2), 0), (sg.ones(2), 1)])
@@ -71,22 +81,26 @@ def default_collate(batch: Sequence[Any]) -> Any:
             raise TypeError(
                 f"default_collate: NumPy arrays of dtype {elem.dtype} cannot be tensors"
             )
+        if len({np.shape(sample) for sample in batch}) > 1:  # NumPy's error is a ValueError
+            raise RuntimeError(
+                "default_collate: stack expects arrays of equal shape, got "
+                f"{[np.shape(sample) for sample in batch]}"
+            )
         return from_numpy(np.stack(batch))
     if isinstance(elem, float):
         return tensor(batch, dtype=float64)
     if isinstance(elem, int):  # bool included: PyTorch infers the dtype, bool or int64
         return tensor(batch)
     if isinstance(elem, Mapping):
-        return {key: default_collate([sample[key] for sample in batch]) for key in elem}
+        return _rebuild(
+            elem, {key: default_collate([sample[key] for sample in batch]) for key in elem}
+        )
     if isinstance(elem, Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError(
                 "default_collate: each element in list of batch should be of equal size"
             )
-        fields = [default_collate(samples) for samples in zip(*batch, strict=True)]
-        if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a named tuple
-            return type(elem)(*fields)
-        return fields
+        return _rebuild(elem, [default_collate(samples) for samples in zip(*batch, strict=True)])
     raise TypeError(
         "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
         f"found {type(elem)}"
@@ -95,22 +109,45 @@ def default_collate(batch: Sequence[Any]) -> Any:
 
 def default_convert(data: Any) -> Any:
     """What a batch becomes without automatic batching (``batch_size=None``), as PyTorch's
-    ``default_convert``: NumPy arrays become tensors, inside dicts, tuples and lists too; the
-    rest is left as it is.
+    ``default_convert``: NumPy arrays and scalars become tensors, inside dicts, tuples and lists
+    too; the rest is left as it is.
 
     >>> import numpy as np
     >>> default_convert({"x": np.zeros(2), "name": "a"})
     {'x': tensor([0., 0.], dtype=scratchgrad.float64), 'name': 'a'}
     """
-    if isinstance(data, np.ndarray) and data.dtype.kind not in "OSUV":
-        return from_numpy(data)
+    if isinstance(data, Tensor):
+        return data
+    if isinstance(data, np.ndarray | np.generic) and data.dtype.kind not in "OSUV":
+        return from_numpy(np.asarray(data))
     if isinstance(data, Mapping):
-        return {key: default_convert(value) for key, value in data.items()}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a named tuple
-        return type(data)(*(default_convert(field) for field in data))
-    if isinstance(data, list | tuple):
-        return [default_convert(field) for field in data]
+        return _rebuild(data, {key: default_convert(value) for key, value in data.items()})
+    if isinstance(data, Sequence) and not isinstance(data, str | bytes):
+        return _rebuild(data, [default_convert(field) for field in data])
     return data
+
+
+def _rebuild(like: Any, fields: dict[Any, Any] | list[Any]) -> Any:
+    """``fields`` (a collated or converted mapping's or sequence's) in the container type of
+    ``like``, as PyTorch rebuilds it: a named tuple keeps its type and any other tuple becomes
+    a list; a mutable mapping or sequence is copied and its items replaced, so a subclass keeps
+    its extra state (a ``defaultdict``'s factory); other types are called with the dict or
+    list; a type that refuses either gives a plain dict or list."""
+    if isinstance(like, tuple):
+        return type(like)(*fields) if hasattr(like, "_fields") else fields
+    try:
+        if isinstance(like, MutableMapping):
+            clone = copy.copy(like)
+            clone.update(fields)
+            return clone
+        if isinstance(like, MutableSequence):
+            clone = copy.copy(like)
+            for i, field in enumerate(fields):
+                clone[i] = field
+            return clone
+        return type(like)(fields)
+    except TypeError:
+        return fields
 
 
 class MapFetcher:
@@ -303,7 +340,7 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         if self.num_workers == 0:
             _, tasks = self._start_epoch()
-            return self._single_process(tasks)
+            return _SingleProcessIter(self, self._single_process(tasks))
         if not self.persistent_workers:
             return _MultiProcessIter(self)
         if self._iterator is None or not self._iterator.alive:
@@ -319,6 +356,23 @@ class DataLoader:
                 yield fetcher.fetch(task)
             except Exhausted:
                 return
+
+
+class _SingleProcessIter:
+    """An epoch of a ``DataLoader`` without workers: its batches, and ``len`` as the loader's
+    (PyTorch's iterators have one)."""
+
+    def __init__(self, loader: DataLoader, batches: Iterator[Any]) -> None:
+        self.loader, self.batches = loader, batches
+
+    def __iter__(self) -> _SingleProcessIter:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.loader)
 
 
 _END = object()  # marks the end of an epoch's tasks

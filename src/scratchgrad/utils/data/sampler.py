@@ -18,6 +18,7 @@ import numpy as np
 
 from scratchgrad import backend
 from scratchgrad.backend import Generator
+from scratchgrad.creation import from_numpy
 
 
 def check_generator(generator: Any, owner: str) -> None:
@@ -117,6 +118,10 @@ class RandomSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         # Drawn now, not at the first next(): each iter() is one epoch's draw.
         n, rng = len(self.data_source), random_source(self.generator)
+        if n == 0:
+            raise RuntimeError(
+                f"RandomSampler: cannot draw {self.num_samples} samples from an empty data source"
+            )
         if self.replacement:
             order = rng.integers(0, n, size=self.num_samples)
         else:
@@ -191,14 +196,15 @@ class WeightedRandomSampler(Sampler):
                 f"WeightedRandomSampler: cannot draw {num_samples} samples without replacement "
                 f"from {np.count_nonzero(weights)} with a non-zero weight"
             )
-        self.weights = weights
+        self.weights = from_numpy(weights)  # a float64 tensor, as PyTorch's
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
         rng = random_source(self.generator)
-        probabilities = self.weights / self.weights.sum()
+        weights = self.weights.numpy()
+        probabilities = weights / weights.sum()
         draws = rng.choice(len(probabilities), self.num_samples, self.replacement, probabilities)
         return iter(draws.tolist())
 
