@@ -300,3 +300,35 @@ def test_an_epoch_iterator_has_the_loaders_length_as_torch():
         theirs = iter(tud.DataLoader(list(range(10)), **kwargs))
         assert len(ours) == len(theirs)
         assert len(list(ours)) == len(list(theirs))
+
+
+@pytest.mark.parametrize(
+    "name", ["batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"]
+)
+def test_setting_what_the_batches_were_built_from_raises_as_torch(name):
+    for loader in (DataLoader([1, 2, 3]), tud.DataLoader([1, 2, 3])):
+        with pytest.raises(ValueError, match=f"{name} attribute should not be set"):
+            setattr(loader, name, getattr(loader, name))
+
+
+def test_a_collate_fn_set_after_init_is_used_as_torch():
+    ours, theirs = DataLoader([1, 2, 3], batch_size=2), tud.DataLoader([1, 2, 3], batch_size=2)
+    ours.collate_fn = theirs.collate_fn = sum
+    assert list(ours) == list(theirs) == [3, 3]
+
+
+@pytest.mark.parametrize(
+    ("num_workers", "context", "error"),
+    [(0, "spawn", ValueError), (1, "no-such-method", ValueError), (1, 5, TypeError)],
+    ids=["without-workers", "unknown-method", "not-a-context"],
+)
+def test_bad_multiprocessing_context_raises_as_torch(num_workers, context, error):
+    for make in (DataLoader, tud.DataLoader):
+        with pytest.raises(error, match="multiprocessing_context"):
+            make([1], num_workers=num_workers, multiprocessing_context=context)
+
+
+def test_a_timeout_without_workers_raises_at_iteration_as_torch():
+    for loader in (DataLoader([1], timeout=5), tud.DataLoader([1], timeout=5)):
+        with pytest.raises(AssertionError, match="timeout == 0"):
+            iter(loader)

@@ -256,7 +256,9 @@ class DataLoader:
         pin_memory_device: str = "",
         in_order: bool = True,
     ) -> None:
-        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
+        _check_worker_options(
+            num_workers, timeout, prefetch_factor, persistent_workers, multiprocessing_context
+        )
         check_generator(generator, "DataLoader")
         iterable = isinstance(dataset, IterableDataset)
         if iterable:
@@ -314,8 +316,25 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.in_order = in_order
         self._iterator: _MultiProcessIter | None = None  # kept with persistent workers
-        self._make_fetcher = functools.partial(
-            make_fetcher, iterable, auto_collation, self.collate_fn, drop_last
+        self._auto_collation = auto_collation
+        self._initialized = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # What the order and the batches were built from is fixed, as in PyTorch, whose message
+        # this is; the rest (collate_fn, num_workers, ...) may change between epochs.
+        if name in _FIXED_OPTIONS and getattr(self, "_initialized", False):
+            raise ValueError(
+                f"{name} attribute should not be set after {type(self).__name__} is initialized"
+            )
+        super().__setattr__(name, value)
+
+    def _fetcher_maker(self) -> Callable[[Any], MapFetcher | IterableFetcher]:
+        """``make_fetcher`` with this loader's options as they are now (``collate_fn`` may have
+        been set since ``__init__``); a partial of a module function, so that spawned workers
+        can unpickle it without the loader."""
+        iterable = isinstance(self.dataset, IterableDataset)
+        return functools.partial(
+            make_fetcher, iterable, self._auto_collation, self.collate_fn, self.drop_last
         )
 
     def __len__(self) -> int:
@@ -339,6 +358,8 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         if self.num_workers == 0:
+            if self.timeout != 0:  # PyTorch's error: nothing would bound the wait
+                raise AssertionError("DataLoader without workers requires timeout == 0")
             _, tasks = self._start_epoch()
             return _SingleProcessIter(self, self._single_process(tasks))
         if not self.persistent_workers:
@@ -350,7 +371,7 @@ class DataLoader:
         return self._iterator
 
     def _single_process(self, tasks: Iterator[Any]) -> Iterator[Any]:
-        fetcher = self._make_fetcher(self.dataset)
+        fetcher = self._fetcher_maker()(self.dataset)
         for task in tasks:
             try:
                 yield fetcher.fetch(task)
@@ -378,8 +399,22 @@ class _SingleProcessIter:
 _END = object()  # marks the end of an epoch's tasks
 
 
+_FIXED_OPTIONS = (
+    "batch_size",
+    "batch_sampler",
+    "sampler",
+    "drop_last",
+    "dataset",
+    "persistent_workers",
+)
+
+
 def _check_worker_options(
-    num_workers: int, timeout: float, prefetch_factor: int | None, persistent_workers: bool
+    num_workers: int,
+    timeout: float,
+    prefetch_factor: int | None,
+    persistent_workers: bool,
+    context: Any,
 ) -> None:
     """PyTorch's checks of the multiprocessing options, with its messages."""
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
@@ -402,6 +437,24 @@ def _check_worker_options(
         )
     if persistent_workers and num_workers == 0:
         raise ValueError("persistent_workers option needs num_workers > 0")
+    if context is None:
+        return
+    if num_workers == 0:
+        raise ValueError(
+            "multiprocessing_context can only be used with multi-process loading "
+            f"(num_workers > 0), but got num_workers={num_workers}"
+        )
+    methods = multiprocessing.get_all_start_methods()
+    if isinstance(context, str) and context not in methods:
+        raise ValueError(
+            f"multiprocessing_context option should specify a valid start method in {methods!r}, "
+            f"but got multiprocessing_context={context!r}"
+        )
+    if not isinstance(context, str | multiprocessing.context.BaseContext):
+        raise TypeError(
+            "multiprocessing_context option should be a valid context object or a string "
+            f"specifying the start method, but got multiprocessing_context={context}"
+        )
 
 
 def _context(choice: Any) -> Any:
@@ -436,7 +489,7 @@ class _MultiProcessIter:
             worker = context.Process(
                 target=worker_loop,
                 args=(
-                    loader._make_fetcher,
+                    loader._fetcher_maker(),
                     loader.dataset,
                     index_queue,
                     self.result_queue,
