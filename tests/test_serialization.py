@@ -215,7 +215,18 @@ def test_save_accepts_only_plain_values(tmp_path):
         save({"hooks": [lambda: None]}, tmp_path / "bad")
     with pytest.raises(TypeError, match="cannot save a NumPy array of dtype object .*'w'"):
         save({"w": np.array([None])}, tmp_path / "bad")
+    with pytest.raises(TypeError, match="cannot save a tensor of dtype complex128 .*'z.0'"):
+        save({"z": [sg.zeros(2, dtype=sg.complex128)]}, tmp_path / "bad")
     assert not os.listdir(tmp_path)  # nothing was written
+
+
+def test_complex64_tensors_round_trip_and_torch_reads_them():
+    z = sg.tensor([1 + 2j, -3.5j], dtype=sg.complex64)
+    buffer = io.BytesIO()
+    save({"z": z}, buffer)
+    assert_same(load(io.BytesIO(buffer.getvalue())), {"z": z})
+    theirs = safetensors.torch.load(buffer.getvalue())["z"]
+    assert theirs.dtype == torch.complex64 and theirs.tolist() == z.tolist()
 
 
 # ---- broken and foreign files ------------------------------------------------------------------

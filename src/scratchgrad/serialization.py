@@ -20,10 +20,12 @@ The same structure always saves to the same bytes (``_sorted_metadata``).
 
 ``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
 were saved). What comes back equals what went in, with these exceptions: tensors do not require
-grad; an array that appeared twice comes back as two; dict subclasses (``OrderedDict``,
-``Counter``) come back as plain dicts and NumPy scalars as Python numbers. Ints stay ints (dict
-keys included), floats floats (``inf`` and ``nan`` too), tuples tuples. Structures nested more
-than ``MAX_DEPTH`` levels deep are refused by both with a ValueError (so are cycles).
+grad; an array that appeared twice (or a view of another) comes back as two, each contiguous;
+dict subclasses (``OrderedDict``, ``Counter``) come back as plain dicts and NumPy scalars as
+Python numbers. Ints stay ints (dict keys included), floats floats (``inf`` and ``nan`` too),
+tuples tuples. Tensors of every dtype but complex128, which safetensors cannot hold (``save``
+refuses it), keep their dtype. Structures nested more than ``MAX_DEPTH`` levels deep are
+refused by both with a ValueError (so are cycles).
 
 ``load`` reads a file in three steps and checks each before the next: the 8-byte header length
 (against the file's size, and at most ``MAX_HEADER_BYTES``), the JSON header, then exactly the
@@ -75,6 +77,7 @@ _DTYPES = {
     "U16": np.dtype(np.uint16),
     "U8": np.dtype(np.uint8),
     "BOOL": backend.bool_,
+    "C64": backend.complex64,  # (safetensors has no complex128)
 }
 
 
@@ -232,13 +235,9 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
             f"itself), at {_shorten(path)!r}"
         )
     if isinstance(value, Tensor):
-        return {"__tensor__": _add_array(value.array, path, tensors)}
+        return {"__tensor__": _add_array(value.array, path, tensors, "tensor")}
     if isinstance(value, np.ndarray):
-        if value.dtype not in _DTYPES.values():
-            raise TypeError(
-                f"save: cannot save a NumPy array of dtype {value.dtype} (at {_shorten(path)!r})"
-            )
-        return {"__ndarray__": _add_array(value, path, tensors)}
+        return {"__ndarray__": _add_array(value, path, tensors, "NumPy array")}
     if isinstance(value, dict):
         items = [
             (key, _encode(v, _join(path, key), tensors, depth + 1)) for key, v in value.items()
@@ -269,8 +268,14 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
     )
 
 
-def _add_array(array: np.ndarray, path: str, tensors: dict[str, np.ndarray]) -> str:
-    """Put ``array`` into the table under a free name derived from its path; return the name."""
+def _add_array(array: np.ndarray, path: str, tensors: dict[str, np.ndarray], kind: str) -> str:
+    """Put ``array`` (of a ``kind``: tensor or NumPy array) into the table under a free name
+    derived from its path; return the name."""
+    if array.dtype not in _DTYPES.values():  # checked here: safetensors' error names no path
+        raise TypeError(
+            f"save: cannot save a {kind} of dtype {array.dtype} (at {_shorten(path)!r}); "
+            f"safetensors files hold {', '.join(str(dtype) for dtype in _DTYPES.values())}"
+        )
     name = base = path or "tensor"
     suffix = 0
     while name in tensors or name == "__metadata__":  # {"a.b": x, "a": {"b": y}} collide

@@ -417,3 +417,25 @@ def test_set_submodule_replaces_a_layer_its_parameters_follow():
     assert net[0].bias is None and "0.bias" not in net.state_dict()
     net.set_submodule("0.extra", sg.nn.ReLU())  # a new attribute, strict=False
     assert isinstance(net.get_submodule("0.extra"), sg.nn.ReLU)
+
+
+def test_a_one_element_checkpoint_value_loads_into_a_0d_parameter_as_torch():
+    # PyTorch 0.3 saved 0-d tensors as shape (1,); PyTorch reads them, any longer shape is an error
+    for lib in (sg, torch):
+        module = lib.nn.Module()
+        module.scale = lib.nn.Parameter(lib.tensor(1.0))
+        assert tuple(module.load_state_dict({"scale": lib.tensor([4.0])})) == ([], [])
+        assert module.scale.shape == () and module.scale.item() == 4.0
+        with pytest.raises(RuntimeError, match="size mismatch for scale"):
+            module.load_state_dict({"scale": lib.tensor([4.0, 5.0])})
+
+
+def test_assigning_an_integer_tensor_to_a_parameter_that_requires_grad_raises_as_torch():
+    for lib in (sg, torch):
+        fc = lib.nn.Linear(2, 2)
+        state = {"weight": lib.ones(2, 2), "bias": lib.tensor([1, 2])}
+        with pytest.raises(RuntimeError, match='parameter named "bias".*floating point'):
+            fc.load_state_dict(state, assign=True)
+        fc.bias.requires_grad_(False)  # a frozen one takes it, as in PyTorch
+        fc.load_state_dict(state, assign=True)
+        assert fc.bias.dtype == lib.int64 and fc.bias.tolist() == [1, 2]

@@ -897,10 +897,17 @@ class _Load:
         value = value.array if isinstance(value, Tensor) else xp.asarray(value)
         if not self.assign:  # copied into the model's tensor: map it to the model's device
             value = backend.to_device(value, backend.device_of(target.array))
+        if not lazy and target.shape == () and value.shape == (1,):
+            value = value.reshape(())  # PyTorch 0.3 saved 0-d tensors as (1,); PyTorch reads them
         if not lazy and value.shape != target.shape:
             self.errors.append(
                 f"size mismatch for {key}: copying a param with shape {value.shape} from "
                 f"checkpoint, the shape in current model is {target.shape}."
+            )
+        elif self.assign and target.requires_grad and not backend.can_require_grad(value.dtype):
+            self.errors.append(
+                f'While copying the parameter named "{key}", a {value.dtype} tensor cannot '
+                "replace it: only tensors of floating point and complex dtype can require gradients"
             )
         else:
             self.values.append((target, value))
