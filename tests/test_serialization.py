@@ -462,6 +462,17 @@ def test_map_location_and_weights_only_are_accepted_as_by_torch(tmp_path, map_lo
         assert plain(ours) == plain(theirs)
 
 
+def test_mmap_is_accepted_with_a_path_and_refused_with_a_file_object_as_by_torch(tmp_path):
+    save({"w": sg.ones(2)}, tmp_path / "ours")
+    torch.save({"w": torch.ones(2)}, tmp_path / "theirs")
+    for mmap in (True, False, None):
+        theirs = torch.load(tmp_path / "theirs", mmap=mmap, weights_only=True)
+        assert plain(load(tmp_path / "ours", mmap=mmap)) == plain(theirs)
+    for lib, name in ((sg, "ours"), (torch, "theirs")):
+        with open(tmp_path / name, "rb") as file, pytest.raises(ValueError, match="file path"):
+            lib.load(file, mmap=True)
+
+
 def sg_to_torch_location(map_location):
     if isinstance(map_location, sg.device):
         return torch.device(str(map_location))
