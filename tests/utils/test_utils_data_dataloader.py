@@ -332,3 +332,19 @@ def test_a_timeout_without_workers_raises_at_iteration_as_torch():
     for loader in (DataLoader([1], timeout=5), tud.DataLoader([1], timeout=5)):
         with pytest.raises(AssertionError, match="timeout == 0"):
             iter(loader)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sampler": [1.5], "batch_size": 1},
+        {"sampler": [1.0, 2.0], "batch_size": 2},
+        {"batch_sampler": [[]]},
+    ],
+    ids=["float-index", "float-indices", "empty-batch"],
+)
+def test_a_tensor_dataset_refuses_what_sample_indexing_refuses_as_torch(kwargs):
+    # (the fast path once truncated float indices and returned empty batches)
+    for lib, data in ((sg, sg.utils.data), (torch, tud)):
+        with pytest.raises(IndexError):
+            list(data.DataLoader(data.TensorDataset(lib.arange(3)), **kwargs))

@@ -160,9 +160,11 @@ class MapFetcher:
         self.tensor_rows = _tensor_rows(dataset) if fast else None
 
     def fetch(self, indices: Any) -> Any:
-        if self.tensor_rows is not None:  # one indexing call per tensor for the whole batch
-            tensors, rows = self.tensor_rows
-            index = np.asarray(indices, dtype=np.int64)
+        index = None if self.tensor_rows is None else np.asarray(indices)
+        # Integer indices only: others (floats, bools, an empty batch) go sample by sample, and
+        # fail or not as each sample's indexing does, as in PyTorch.
+        if index is not None and index.dtype.kind in "iu":
+            tensors, rows = self.tensor_rows  # one indexing call per tensor for the whole batch
             index = index if rows is None else rows[index]
             return [t[index] for t in tensors]
         if self.auto_collation:
