@@ -348,3 +348,10 @@ def test_a_tensor_dataset_refuses_what_sample_indexing_refuses_as_torch(kwargs):
     for lib, data in ((sg, sg.utils.data), (torch, tud)):
         with pytest.raises(IndexError):
             list(data.DataLoader(data.TensorDataset(lib.arange(3)), **kwargs))
+
+
+def test_a_subset_of_a_tensor_dataset_with_float_indices_raises_as_torch():
+    for lib, data in ((sg, sg.utils.data), (torch, tud)):
+        subset = data.Subset(data.TensorDataset(lib.arange(3)), [1.5])
+        with pytest.raises(IndexError):
+            list(data.DataLoader(subset, batch_size=2))

@@ -651,7 +651,9 @@ def _tensor_rows(dataset: Any) -> tuple[tuple[Tensor, ...], np.ndarray | None] |
     """
     rows = None
     while type(dataset) is Subset:
-        indices = np.asarray(dataset.indices, dtype=np.int64)
+        indices = np.asarray(dataset.indices)
+        if indices.dtype.kind not in "iu":  # floats, say: sample by sample, as in fetch
+            return None
         rows = indices if rows is None else indices[rows]
         dataset = dataset.dataset
     if type(dataset) is not TensorDataset:
