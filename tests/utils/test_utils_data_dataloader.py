@@ -191,8 +191,10 @@ def test_collate_numbers_dtypes_as_torch():
         ([None, None], TypeError),
         ([np.array(["a"]), np.array(["b"])], TypeError),
         ([np.zeros(2), np.zeros(3)], RuntimeError),
+        ([np.datetime64("2020-01-01"), np.datetime64("2020-01-02")], TypeError),
+        ([np.array(["2020-01-01"], dtype="datetime64[D]")] * 2, TypeError),
     ],
-    ids=["unequal-lengths", "object", "none", "string-array", "array-shapes"],
+    ids=["unequal-lengths", "object", "none", "string-array", "array-shapes", "date", "dates"],
 )
 def test_collate_errors_as_torch(batch, error):
     with pytest.raises(error):
@@ -355,3 +357,17 @@ def test_a_subset_of_a_tensor_dataset_with_float_indices_raises_as_torch():
         subset = data.Subset(data.TensorDataset(lib.arange(3)), [1.5])
         with pytest.raises(IndexError):
             list(data.DataLoader(subset, batch_size=2))
+
+
+def test_collating_arrays_of_several_dtypes_promotes_as_torch():
+    for dtypes in ((np.int32, np.float32), (np.uint8, np.int8), (np.float16, np.int64)):
+        batch = [np.ones(2, dtype) for dtype in dtypes]
+        ours, theirs = default_collate(batch), tud.default_collate(batch)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+
+
+def test_converting_dates_raises_as_torch():
+    for value in (np.datetime64("2020-01-01"), np.array([1, 2], dtype="timedelta64[s]")):
+        for convert in (default_convert, tud.default_convert):
+            with pytest.raises(TypeError):
+                convert(value)

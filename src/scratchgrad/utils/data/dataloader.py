@@ -77,15 +77,14 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, str | bytes):  # before NumPy: numpy.str_ is a str
         return batch
     if isinstance(elem, np.ndarray | np.generic):
-        if elem.dtype.kind in "OSUV":
-            raise TypeError(
-                f"default_collate: NumPy arrays of dtype {elem.dtype} cannot be tensors"
-            )
+        _check_numeric(elem, "default_collate")
         if len({np.shape(sample) for sample in batch}) > 1:  # NumPy's error is a ValueError
             raise RuntimeError(
                 "default_collate: stack expects arrays of equal shape, got "
                 f"{[np.shape(sample) for sample in batch]}"
             )
+        if len({np.asarray(sample).dtype for sample in batch}) > 1:  # PyTorch's promotion
+            return stack([from_numpy(np.asarray(sample)) for sample in batch])
         return from_numpy(np.stack(batch))
     if isinstance(elem, float):
         return tensor(batch, dtype=float64)
@@ -118,13 +117,20 @@ def default_convert(data: Any) -> Any:
     """
     if isinstance(data, Tensor):
         return data
-    if isinstance(data, np.ndarray | np.generic) and data.dtype.kind not in "OSUV":
+    if isinstance(data, np.ndarray | np.generic) and data.dtype.kind not in "OSU":
+        _check_numeric(data, "default_convert")  # (PyTorch passes strings and objects by)
         return from_numpy(np.asarray(data))
     if isinstance(data, Mapping):
         return _rebuild(data, {key: default_convert(value) for key, value in data.items()})
     if isinstance(data, Sequence) and not isinstance(data, str | bytes):
         return _rebuild(data, [default_convert(field) for field in data])
     return data
+
+
+def _check_numeric(array: np.ndarray | np.generic, owner: str) -> None:
+    """Raise PyTorch's TypeError for NumPy data no tensor can hold: strings, objects, dates."""
+    if array.dtype.kind not in "biufc":
+        raise TypeError(f"{owner}: NumPy arrays of dtype {array.dtype} cannot be tensors")
 
 
 def _rebuild(like: Any, fields: dict[Any, Any] | list[Any]) -> Any:
