@@ -447,3 +447,16 @@ def test_integer_tensors_update_a_uint8_tensor_in_place_wrapping_as_pytorch(op, 
         RuntimeError,
         "cast",
     )
+
+
+def test_ints_past_int64_beside_others_are_refused_unless_the_dtype_is_floating_as_torch():
+    # NumPy makes float64 of [2**63, 1] (uint64 with int64), which once passed as floats
+    for data in ([2**63, 1], [[1, 2**63], [2, 3]], [-1, 2**64 - 1]):
+        assert_raises_as_torch(lambda m, data=data: m.tensor(data), ValueError, "Overflow")
+        assert_raises_as_torch(
+            lambda m, data=data: m.tensor(data, dtype=m.int64), ValueError, "Overflow"
+        )
+    for data, dtype in (([2**63, 1], "float64"), ([2**70], "float32"), ([2**63], "complex64")):
+        ours, theirs = (m.tensor(data, dtype=getattr(m, dtype)) for m in (sg, torch))
+        assert_same(ours, theirs, f"{dtype} from {data}")
+    assert_same(sg.tensor([2**63, 1.5]), torch.tensor([2**63, 1.5]), "with a float")

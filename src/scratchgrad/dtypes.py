@@ -141,7 +141,7 @@ def to_array(data: Any, dtype: Any):
         )
     if dtype is not None:
         dtype = backend.to_dtype(dtype)
-        array = _from_python(data)  # (Python floats are float64: cast rounds as PyTorch's)
+        array = _from_python(data, dtype)  # (Python floats are float64: cast rounds as PyTorch's)
         return _checked(array, dtype) if dtype.kind in "iu" else backend.cast(array, dtype)
     array = _from_python(data)
     read = _numpy_leaves_dtype(data) if isinstance(data, (list, tuple)) else None
@@ -187,9 +187,10 @@ def _numpy_leaves_dtype(data: list | tuple) -> numpy.dtype | None:
     return functools.reduce(promote_types, (python.get(d, d) for d in dtypes))
 
 
-def _from_python(data: Any) -> Any:
+def _from_python(data: Any, dtype: numpy.dtype | None = None) -> Any:
     """NumPy's array of Python data, with PyTorch's errors for a ragged list and for ints past
-    int64's range (NumPy would make uint64 or Python objects of them)."""
+    int64's range (NumPy would make uint64 or Python objects of them) unless ``dtype`` is a
+    floating or complex one, which holds them."""
     try:
         array = xp.array(data)
     except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
@@ -197,9 +198,29 @@ def _from_python(data: Any) -> Any:
             f"tensor: the nested sequences must all have the same length (a ragged list cannot "
             f"be a tensor): {error}"
         ) from None
-    if array.dtype == xp.uint64 or (array.dtype.kind == "O" and int in map(type, array.flat)):
+    if dtype is not None and backend.can_require_grad(dtype):
+        return array
+    if (
+        array.dtype == xp.uint64
+        or (array.dtype.kind == "O" and int in map(type, array.flat))
+        or _ints_made_floats(data, array)
+    ):
         raise ValueError("tensor: Overflow when unpacking long long (an int past 64 bits)")
     return array
+
+
+def _ints_made_floats(data: Any, array: Any) -> bool:
+    """Whether NumPy made floats of ints only, as it does when one is past int64's range and
+    another is not (``[2**63, 1]``: uint64 with int64 promotes to float64). Looked at only
+    when a list gives floats that large; the largest is found in Python for a short list
+    (NumPy's call costs more there) and by NumPy for a long one."""
+    if type(data) not in (list, tuple) or array.dtype.kind != "f" or not array.size:
+        return False
+    largest = max(array.ravel().tolist()) if array.size <= 32 else array.max()
+    if not largest >= 2**63:  # (negative ints past int64 give objects, checked apart)
+        return False
+    leaves = xp.array(data, dtype=object).ravel()
+    return all(isinstance(leaf, int | xp.integer) for leaf in leaves)
 
 
 def _checked(array: Any, dtype: numpy.dtype) -> Any:
