@@ -439,3 +439,17 @@ def test_assigning_an_integer_tensor_to_a_parameter_that_requires_grad_raises_as
         fc.bias.requires_grad_(False)  # a frozen one takes it, as in PyTorch
         fc.load_state_dict(state, assign=True)
         assert fc.bias.dtype == lib.int64 and fc.bias.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "value", [[1.0, 2.0], 3.0, None, "w"], ids=["list", "float", "none", "str"]
+)
+def test_load_state_dict_refuses_values_that_are_not_tensors_as_torch(value):
+    for lib in (sg, torch):
+        fc = lib.nn.Linear(2, 2)
+        before = fc.weight.tolist()
+        for strict in (True, False):
+            with pytest.raises(RuntimeError, match='named "bias", expected torch.Tensor'):
+                fc.load_state_dict({"weight": lib.ones(2, 2), "bias": value}, strict=strict)
+        if lib is sg:  # checked before anything is copied (PyTorch copies the weight)
+            assert fc.weight.tolist() == before

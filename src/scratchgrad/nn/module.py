@@ -894,6 +894,13 @@ class _Load:
         lazy = hasattr(type(target), "materialize")  # an UninitializedParameter (nn.lazy)
         if lazy and hasattr(type(value), "materialize"):
             return  # uninitialized into uninitialized: nothing to load (as PyTorch)
+        if not isinstance(value, Tensor) and not hasattr(value, "__array__"):
+            # (arrays, NumPy's and others', load as tensors would: scratchgrad's own extension)
+            self.errors.append(
+                f'While copying the parameter named "{key}", expected torch.Tensor or '
+                f"Tensor-like object from checkpoint but received {type(value)}"
+            )
+            return
         value = value.array if isinstance(value, Tensor) else xp.asarray(value)
         if not self.assign:  # copied into the model's tensor: map it to the model's device
             value = backend.to_device(value, backend.device_of(target.array))
