@@ -129,7 +129,13 @@ def _sorted_metadata(data: bytes) -> bytes:
     return len(text).to_bytes(8, "little") + text + data[8 + size :]
 
 
-def load(f: FileLike, map_location: Any = None, *, weights_only: bool | None = None) -> Any:
+def load(
+    f: FileLike,
+    map_location: Any = None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+) -> Any:
     """Read what ``save`` wrote (or any safetensors file) from a path or a binary file object.
 
     ``map_location`` is accepted as in ``torch.load``: a device or its name, a dict from saved
@@ -138,12 +144,16 @@ def load(f: FileLike, map_location: Any = None, *, weights_only: bool | None = N
     on the CPU unless ``map_location`` says otherwise, and asking for a device scratchgrad
     cannot use raises. ``weights_only``
     is accepted and changes nothing: nothing in the file is ever executed, whatever its value.
+    ``mmap`` is accepted as well (with a file object, ``mmap=True`` raises, as in PyTorch); the
+    tensors are read into memory whatever its value.
 
     Raises FileNotFoundError if the path does not exist, and ValueError naming the file if it
     is not a regular file or not a complete safetensors file (truncated, garbage, a zip or
     pickle from ``torch.save``).
     """
     if hasattr(f, "read"):
+        if mmap:
+            raise ValueError("load: f must be a file path in order to use the mmap argument")
         where = str(getattr(f, "name", None) or type(f).__name__)
         data, header = _read_checked(f, where, size=_remaining_size(f, where))
     else:
