@@ -9,6 +9,7 @@ import pickle
 import stat
 import time
 import zipfile
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -60,7 +61,8 @@ def test_model_state_dict_round_trip_and_pytorch_reads_it(tmp_path):
     save(model.state_dict(), path)
 
     loaded = load(path)
-    assert_same(loaded, dict(model.state_dict()))
+    assert_same(loaded, model.state_dict())  # an OrderedDict, as torch.load gives
+    assert loaded._metadata == model.state_dict()._metadata  # the modules' versions
 
     # PyTorch reads the file with safetensors alone: the same keys, dtypes and values ...
     tensors = safetensors.torch.load_file(path)
@@ -291,7 +293,7 @@ def test_damaged_metadata_and_unknown_dtypes(tmp_path):
     with pytest.raises(ValueError, match="metadata of .*lost is damaged .*KeyError"):
         load(write("lost", w, '{"version": 1, "tree": {"__tensor__": "elsewhere"}}'))
     with pytest.raises(
-        ValueError, match="format version 99; this scratchgrad reads versions 1 and 2"
+        ValueError, match="format version 99; this scratchgrad reads versions 1 to 3"
     ):
         load(write("newer", w, '{"version": 99, "tree": null}'))
     safetensors.torch.save_file(
@@ -351,7 +353,7 @@ def test_no_pickle_is_used(tmp_path, monkeypatch):
     opt.step()
     checkpoint = {"model": model.state_dict(), "optimizer": opt.state_dict()}
     save(checkpoint, tmp_path / "ckpt")
-    assert_same(load(tmp_path / "ckpt"), {**checkpoint, "model": dict(checkpoint["model"])})
+    assert_same(load(tmp_path / "ckpt"), checkpoint)
     # The safetensors library itself reads every tensor of the file.
     arrays = safetensors.numpy.load((tmp_path / "ckpt").read_bytes())
     assert len(arrays) == len(checkpoint["model"]) + 2 * len(opt.state)
@@ -614,3 +616,19 @@ def test_a_failed_save_leaves_no_temporary_file_and_stale_ones_are_ignored(tmp_p
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path)) == [stale.name, path.name]
     assert load(path)["w"].tolist() == [1.0, 1.0]
+
+
+def test_a_state_dict_keeps_its_module_versions_so_loading_it_is_as_after_torch_save(tmp_path):
+    # Without the versions, load_state_dict takes the checkpoint for one from PyTorch before
+    # 0.4: running statistics given to a BatchNorm that tracks none are then an error even
+    # with strict=False, instead of unexpected keys.
+    results = []
+    for lib, save_, load_ in ((sg, save, load), (torch, torch.save, torch.load)):
+        state = lib.nn.BatchNorm1d(3).state_dict()
+        save_(state, tmp_path / "bn")
+        loaded = load_(tmp_path / "bn")
+        assert type(loaded) is OrderedDict and dict(loaded._metadata) == dict(state._metadata)
+        untracked = lib.nn.BatchNorm1d(3, track_running_stats=False)
+        results.append(tuple(untracked.load_state_dict(loaded, strict=False)))
+    assert results[0] == results[1]
+    assert results[0][1] == ["running_mean", "running_var", "num_batches_tracked"]

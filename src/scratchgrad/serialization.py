@@ -12,20 +12,22 @@ is usually nested (an optimizer's state dict is ``{"state": {0: {"exp_avg": tens
 - everything else (the nesting, numbers, strings, flags) goes into the metadata entry
   ``"scratchgrad"`` as JSON, with ``{"__tensor__": name}`` (or ``{"__ndarray__": name}``) where
   each array was, ``{"__tuple__": [...]}`` for tuples and ``{"__dict__": [[key, value], ...]}``
-  for dicts whose keys are not all strings. A one-key dict whose key looks like a marker
-  (``"__x__"``) is written in the ``__dict__`` form, so markers are never ambiguous and ``load``
-  rejects any it does not know.
+  for dicts whose keys are not all strings, ``{"__state_dict__": [items, metadata]}`` for a
+  Module's state dict (an ``OrderedDict`` whose ``_metadata`` holds its modules' versions,
+  which ``load_state_dict`` reads; it comes back as one). A one-key dict whose key looks like
+  a marker (``"__x__"``) is written in the ``__dict__`` form, so markers are never ambiguous
+  and ``load`` rejects any it does not know.
 
 The same structure always saves to the same bytes (``_sorted_metadata``).
 
 ``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
 were saved). What comes back equals what went in, with these exceptions: tensors do not require
 grad; an array that appeared twice (or a view of another) comes back as two, each contiguous;
-dict subclasses (``OrderedDict``, ``Counter``) come back as plain dicts and NumPy scalars as
-Python numbers. Ints stay ints (dict keys included), floats floats (``inf`` and ``nan`` too),
-tuples tuples. Tensors of every dtype but complex128, which safetensors cannot hold (``save``
-refuses it), keep their dtype. Structures nested more than ``MAX_DEPTH`` levels deep are
-refused by both with a ValueError (so are cycles).
+dict subclasses (``OrderedDict``, ``Counter``) but state dicts come back as plain dicts and
+NumPy scalars as Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
+and ``nan`` too), tuples tuples. Tensors of every dtype but complex128, which safetensors
+cannot hold (``save`` refuses it), keep their dtype. Structures nested more than
+``MAX_DEPTH`` levels deep are refused by both with a ValueError (so are cycles).
 
 ``load`` reads a file in three steps and checks each before the next: the 8-byte header length
 (against the file's size, and at most ``MAX_HEADER_BYTES``), the JSON header, then exactly the
@@ -44,6 +46,7 @@ import json
 import os
 import secrets
 import stat
+from collections import OrderedDict
 from typing import IO, Any
 
 import numpy as np
@@ -56,8 +59,10 @@ from scratchgrad.tensor import Tensor
 
 FileLike = str | os.PathLike | IO[bytes]
 
-_VERSION = 2  # 2 added NumPy arrays ("__ndarray__"); files of version 1 still load
-_MARKERS = ("__tensor__", "__ndarray__", "__tuple__", "__dict__")
+# 2 added NumPy arrays ("__ndarray__"), 3 state dicts' metadata ("__state_dict__"); files of
+# the earlier versions still load
+_VERSION = 3
+_MARKERS = ("__tensor__", "__ndarray__", "__tuple__", "__dict__", "__state_dict__")
 
 MAX_DEPTH = 100  # levels of nesting save and load accept; state dicts use about 5
 MAX_HEADER_BYTES = 100_000_000  # the largest header safetensors itself accepts
@@ -181,10 +186,10 @@ def load(
         version, tree = document["version"], document["tree"]
     except (ValueError, KeyError, TypeError) as error:
         raise _damaged(where, error) from None
-    if version not in (1, _VERSION):
+    if version not in range(1, _VERSION + 1):
         raise ValueError(
             f"load: {where} is in checkpoint format version {version}; this scratchgrad reads "
-            f"versions 1 and {_VERSION} (was it written by a newer one?)"
+            f"versions 1 to {_VERSION} (was it written by a newer one?)"
         )
     try:
         return _decode(tree, tensors, 0)
@@ -248,6 +253,12 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
         return {"__tensor__": _add_array(value.array, path, tensors, "tensor")}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": _add_array(value, path, tensors, "NumPy array")}
+    if isinstance(value, dict) and isinstance(getattr(value, "_metadata", None), dict):
+        # A Module's state dict: its modules' versions, which load_state_dict reads (a
+        # checkpoint without them is taken for one from an old PyTorch), as torch.save keeps them
+        items = _encode(dict(value), path, tensors, depth + 1)
+        metadata = _encode(dict(value._metadata), _join(path, "_metadata"), tensors, depth + 1)
+        return {"__state_dict__": [items, metadata]}
     if isinstance(value, dict):
         items = [
             (key, _encode(v, _join(path, key), tensors, depth + 1)) for key, v in value.items()
@@ -332,6 +343,11 @@ def _decode(node: Any, tensors: dict[str, Tensor], depth: int) -> Any:
             return {
                 _decode(k, tensors, depth + 1): _decode(v, tensors, depth + 1) for k, v in value
             }
+        if key == "__state_dict__":
+            items, metadata = (_decode(v, tensors, depth + 1) for v in value)
+            state = OrderedDict(items)
+            state._metadata = OrderedDict(metadata)
+            return state
         if _is_marker(key):
             raise ValueError(f"unknown marker {key!r} (known: {', '.join(_MARKERS)})")
     return {key: _decode(value, tensors, depth + 1) for key, value in node.items()}
