@@ -11,12 +11,13 @@ is usually nested (an optimizer's state dict is ``{"state": {0: {"exp_avg": tens
   as they are (``"fc.weight"``), an optimizer's become e.g. ``"state.0.exp_avg"``;
 - everything else (the nesting, numbers, strings, flags) goes into the metadata entry
   ``"scratchgrad"`` as JSON, with ``{"__tensor__": name}`` (or ``{"__ndarray__": name}``) where
-  each array was, ``{"__tuple__": [...]}`` for tuples and ``{"__dict__": [[key, value], ...]}``
-  for dicts whose keys are not all strings, ``{"__state_dict__": [items, metadata]}`` for a
-  Module's state dict (an ``OrderedDict`` whose ``_metadata`` holds its modules' versions,
-  which ``load_state_dict`` reads; it comes back as one). A one-key dict whose key looks like
-  a marker (``"__x__"``) is written in the ``__dict__`` form, so markers are never ambiguous
-  and ``load`` rejects any it does not know.
+  each array was (``{"__complex128__": name}`` for a complex128 tensor, whose entry holds
+  ``view_as_real``'s float64 pairs), ``{"__tuple__": [...]}`` for tuples,
+  ``{"__dict__": [[key, value], ...]}`` for dicts whose keys are not all strings, and
+  ``{"__state_dict__": [items, metadata]}`` for a Module's state dict (an ``OrderedDict`` whose
+  ``_metadata`` holds its modules' versions, which ``load_state_dict`` reads; it comes back as
+  one). A one-key dict whose key looks like a marker (``"__x__"``) is written in the
+  ``__dict__`` form, so markers are never ambiguous and ``load`` rejects any it does not know.
 
 The same structure always saves to the same bytes (``_sorted_metadata``).
 
@@ -25,9 +26,10 @@ were saved). What comes back equals what went in, with these exceptions: tensors
 grad; an array that appeared twice (or a view of another) comes back as two, each contiguous;
 dict subclasses (``OrderedDict``, ``Counter``) but state dicts come back as plain dicts and
 NumPy scalars as Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
-and ``nan`` too), tuples tuples. Tensors of every dtype but complex128, which safetensors
-cannot hold (``save`` refuses it), keep their dtype. Structures nested more than
-``MAX_DEPTH`` levels deep are refused by both with a ValueError (so are cycles).
+and ``nan`` too), tuples tuples. Tensors keep their dtype (complex128 ones, which safetensors
+cannot hold, are written as ``view_as_real``'s float64 pairs; NumPy arrays of it are
+refused). Structures nested more than ``MAX_DEPTH`` levels deep are refused by both with a
+ValueError (so are cycles).
 
 ``load`` reads a file in three steps and checks each before the next: the 8-byte header length
 (against the file's size, and at most ``MAX_HEADER_BYTES``), the JSON header, then exactly the
@@ -54,15 +56,24 @@ import safetensors
 import safetensors.numpy
 
 from scratchgrad import backend
+from scratchgrad.complex_numbers import view_as_complex, view_as_real
 from scratchgrad.creation import from_numpy
 from scratchgrad.tensor import Tensor
 
 FileLike = str | os.PathLike | IO[bytes]
 
-# 2 added NumPy arrays ("__ndarray__"), 3 state dicts' metadata ("__state_dict__"); files of
+# 2 added NumPy arrays ("__ndarray__"), 3 state dicts' metadata ("__state_dict__") and
+# complex128 tensors ("__complex128__"); files of
 # the earlier versions still load
 _VERSION = 3
-_MARKERS = ("__tensor__", "__ndarray__", "__tuple__", "__dict__", "__state_dict__")
+_MARKERS = (
+    "__tensor__",
+    "__complex128__",
+    "__ndarray__",
+    "__tuple__",
+    "__dict__",
+    "__state_dict__",
+)
 
 MAX_DEPTH = 100  # levels of nesting save and load accept; state dicts use about 5
 MAX_HEADER_BYTES = 100_000_000  # the largest header safetensors itself accepts
@@ -249,6 +260,10 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
             f"save: the structure is nested more than {MAX_DEPTH} levels deep (or contains "
             f"itself), at {_shorten(path)!r}"
         )
+    if isinstance(value, Tensor) and value.dtype == backend.complex128:
+        # safetensors has no complex128: the (..., 2) float64 pairs of view_as_real
+        pairs = view_as_real(value.detach()).array
+        return {"__complex128__": _add_array(pairs, path, tensors, "tensor")}
     if isinstance(value, Tensor):
         return {"__tensor__": _add_array(value.array, path, tensors, "tensor")}
     if isinstance(value, np.ndarray):
@@ -335,6 +350,8 @@ def _decode(node: Any, tensors: dict[str, Tensor], depth: int) -> Any:
         ((key, value),) = node.items()
         if key == "__tensor__":
             return tensors[value]
+        if key == "__complex128__":
+            return view_as_complex(tensors[value])
         if key == "__ndarray__":
             return tensors[value].array
         if key == "__tuple__":
