@@ -12,6 +12,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The gradient norms after BatchNorm on the last batch of 8, under AdamW at lr 1e-2, carry the
+# float32 rounding of the steps before: 2.2e-4 apart from PyTorch's on an AMD EPYC (the same
+# compiled or eager), so the comparison allows 5e-4 (the suite's float32 default is 2e-4)
+FLOAT32_RTOL = 5e-4
+
 
 class Net(nn.Module):
     def __init__(self, features=6, hidden=32, classes=3):
