@@ -429,6 +429,13 @@ def test_hamming_window_takes_its_coefficients_and_windows_check_as_pytorch():
             m.blackman_window(3, dtype=m.int64)
 
 
+@pytest.mark.parametrize("name", WINDOWS)
+def test_a_float_window_length_is_a_type_error(name):
+    for m in (torch, sg):
+        with pytest.raises(TypeError, match="window_length"):
+            getattr(m, name)(6.0)
+
+
 @pytest.mark.parametrize("beta", [0.0, 0.5, 8.6])
 def test_kaiser_window_takes_its_beta(beta):
     for periodic in (True, False):

@@ -187,7 +187,7 @@ def blackman_window(window_length: int, periodic: bool = True, **options: Any) -
 def bartlett_window(window_length: int, periodic: bool = True, **options: Any) -> Tensor:
     """The triangular window ``1 - |2 n / N - 1|``, as ``torch.bartlett_window``."""
     n, span = _window_points("bartlett_window", window_length, periodic, options.get("dtype"))
-    return window_tensor(1 - xp.abs(2 * n / span - 1), window_length, **options)
+    return _window(1 - xp.abs(2 * n / span - 1), window_length, **options)
 
 
 def kaiser_window(
@@ -202,7 +202,7 @@ def kaiser_window(
     """
     n, span = _window_points("kaiser_window", window_length, periodic, options.get("dtype"))
     radius = xp.sqrt(xp.maximum(1 - (2 * n / span - 1) ** 2, 0))  # rounding can dip below 0
-    return window_tensor(xp.i0(beta * radius) / xp.i0(beta), window_length, **options)
+    return _window(xp.i0(beta * radius) / xp.i0(beta), window_length, **options)
 
 
 def cosine_window(name: str, weights: tuple, length: int, periodic: bool, **options) -> Tensor:
@@ -211,11 +211,15 @@ def cosine_window(name: str, weights: tuple, length: int, periodic: bool, **opti
     n, span = _window_points(name, length, periodic, options.get("dtype"))
     angle = 2 * math.pi * n / span
     values = sum((-1) ** k * w * xp.cos(k * angle) for k, w in enumerate(weights))
-    return window_tensor(values, length, **options)
+    return _window(values, length, **options)
 
 
 def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[Any, int]:
     """The sample numbers ``n`` of a window and its span ``N``, after PyTorch's checks."""
+    if not isinstance(length, numbers.Integral):
+        raise TypeError(
+            f"{name}(): argument 'window_length' must be int, not {type(length).__name__}"
+        )
     if length < 0:
         raise RuntimeError(
             f"{name} requires non-negative window_length, got window_length={length}"
@@ -225,12 +229,16 @@ def _window_points(name: str, length: int, periodic: bool, dtype: Any) -> tuple[
     return xp.arange(length, dtype=xp.float64), max(length if periodic else length - 1, 1)
 
 
+def _window(values: Any, length: int, **options: Any) -> Tensor:
+    """The windows here as tensors: a window of one sample is 1, as PyTorch's (not
+    ``signal.windows.exponential``'s, whose one sample may be off its centre)."""
+    return window_tensor(xp.ones(1) if length == 1 else values, **options)
+
+
 def window_tensor(
-    values: Any, length: int, *, dtype: Any = None, device: Any = None, requires_grad=False
+    values: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
-    """A window's values as a tensor (a window of one sample is 1, as PyTorch's); the
-    windows here and in ``signal.windows`` end in it."""
-    values = xp.ones(1) if length == 1 else values
+    """A window's values as a tensor; the windows here and in ``signal.windows`` end in it."""
     return _finish(values.astype(_dtype(dtype)), requires_grad, _on(device))
 
 

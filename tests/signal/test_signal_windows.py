@@ -89,5 +89,37 @@ def _with_torch_dtype(window):
     return call
 
 
+def test_a_periodic_exponential_window_of_one_sample_off_its_centre_is_torchs():
+    """PyTorch's exponential window has no special case for one sample: exp(-|0 - center| /
+    tau), not 1 as the other windows of one sample."""
+    for center, tau in ((1.0, 1.0), (-2.0, 0.5), (0.0, 3.0)):
+        ours = sg.signal.windows.exponential(1, center=center, tau=tau, sym=False)
+        theirs = torch.signal.windows.exponential(1, center=center, tau=tau, sym=False)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("a", [[], 0.5, [0.3, 0.7]])
+@pytest.mark.parametrize("M", [0, 1])
+def test_general_cosine_of_no_or_one_sample_looks_at_no_coefficients(M, a):
+    for sym in (True, False):
+        ours = sg.signal.windows.general_cosine(M, a=a, sym=sym)
+        theirs = torch.signal.windows.general_cosine(M, a=a, sym=sym)
+        assert ours.tolist() == theirs.tolist()
+
+
+def test_general_cosine_takes_any_iterable_of_coefficients():
+    ours = sg.signal.windows.general_cosine(5, a=(w for w in (0.5, 0.5)))
+    theirs = torch.signal.windows.general_cosine(5, a=(w for w in (0.5, 0.5)))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-7)
+
+
+@pytest.mark.parametrize("name", WINDOWS)
+def test_a_float_length_is_a_type_error(name):
+    kwargs = WINDOWS[name][0]
+    for windows in (sg.signal.windows, torch.signal.windows):
+        with pytest.raises(TypeError):
+            getattr(windows, name)(4.0, **kwargs)
+
+
 def test_doc_examples_run():
     assert doctest.testmod(scratchgrad.signal.windows).failed == 0

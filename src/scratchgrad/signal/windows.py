@@ -15,7 +15,8 @@ tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from scratchgrad import backend
@@ -31,6 +32,8 @@ __all__ = [
 
 def _checked(name: str, M: int, options: dict) -> None:
     """PyTorch's checks common to every window: the length and the dtype."""
+    if not isinstance(M, numbers.Integral):
+        raise TypeError(f"{name}: the window length M must be int, not {type(M).__name__}")
     if M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
     dtype = options.get("dtype")
@@ -53,11 +56,14 @@ def general_cosine(M: int, *, a: Sequence[float], sym: bool = True, **options: A
     tensor([0., 1., 0.])
     """
     _checked("general_cosine", M, options)
-    if not isinstance(a, (list, tuple)):
+    if M <= 1:  # PyTorch returns these (empty, or 1) before it looks at the coefficients
+        return cosine_window("general_cosine", (1.0,), M, not sym, **options)
+    if not isinstance(a, Iterable):
         raise TypeError("Coefficients must be a list/tuple")
+    a = tuple(a)
     if not a:
         raise ValueError("Coefficients cannot be empty")
-    return cosine_window("general_cosine", tuple(a), M, not sym, **options)
+    return cosine_window("general_cosine", a, M, not sym, **options)
 
 
 def general_hamming(M: int, *, alpha: float = 0.54, sym: bool = True, **options: Any) -> Tensor:
@@ -110,7 +116,7 @@ def cosine(M: int, *, sym: bool = True, **options: Any) -> Tensor:
     """
     _checked("cosine", M, options)
     n, span = _offsets(M, sym)
-    return window_tensor(xp.sin(math.pi * (n + 0.5) / (span + 1)), M, **options)
+    return window_tensor(xp.sin(math.pi * (n + 0.5) / (span + 1)), **options)
 
 
 def exponential(
@@ -125,7 +131,7 @@ def exponential(
         raise ValueError("Center must be None for symmetric windows")
     n, span = _offsets(M, sym)
     centre = span / 2 if center is None else center
-    return window_tensor(xp.exp(-xp.abs(n - centre) / tau), M, **options)
+    return window_tensor(xp.exp(-xp.abs(n - centre) / tau), **options)
 
 
 def gaussian(M: int, *, std: float = 1.0, sym: bool = True, **options: Any) -> Tensor:
@@ -139,4 +145,4 @@ def gaussian(M: int, *, std: float = 1.0, sym: bool = True, **options: Any) -> T
     if std <= 0:
         raise ValueError(f"Standard deviation must be positive, got: {std} instead.")
     n, span = _offsets(M, sym)
-    return window_tensor(xp.exp(-((n - span / 2) ** 2) / (2 * std**2)), M, **options)
+    return window_tensor(xp.exp(-((n - span / 2) ** 2) / (2 * std**2)), **options)
