@@ -59,6 +59,7 @@ def test_the_report_claims_no_name_that_is_missing():
         *("torch.polar", "torch.complex", "torch.view_as_complex", "torch.view_as_real"),
         *("torch.complex64", "torch.cfloat", "torch.cdouble", "torch.Tensor.imag"),
         *("torch.fft.rfft", "torch.fft.irfft", "torch.fft.fftn", "torch.fft.fftshift"),
+        *("torch.fft.hfft", "torch.fft.ihfft", "torch.fft.hfftn", "torch.fft.ihfft2"),
     ],
 )
 def test_names_this_work_added_are_found(name):

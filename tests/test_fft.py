@@ -51,6 +51,17 @@ CASES = [  # (function, input shape, complex input?, keyword arguments)
     ("irfft2", (2, 4, 3), True, {"norm": "ortho"}),
     ("irfftn", (2, 4, 3), True, {"s": (5, 7)}),
     ("irfftn", (2, 4, 4), True, {"dim": (0, 2), "norm": "forward"}),
+    ("hfft", (3, 5), True, {}),
+    ("hfft", (3, 5), True, {"n": 7, "norm": "ortho"}),
+    ("hfft", (3, 5), False, {"n": 4, "dim": 0, "norm": "forward"}),
+    ("ihfft", (3, 8), False, {}),
+    ("ihfft", (3, 7), False, {"n": 5, "norm": "ortho"}),
+    ("ihfft", (5, 4), False, {"n": 9, "dim": 0, "norm": "forward"}),
+    ("hfft2", (2, 4, 3), True, {"norm": "ortho"}),
+    ("ihfft2", (2, 4, 6), False, {"s": (3, 5)}),
+    ("hfftn", (2, 4, 3), True, {"s": (5, 7)}),
+    ("hfftn", (2, 4, 4), True, {"dim": (0, 2), "norm": "forward"}),
+    ("ihfftn", (2, 4, 5), False, {"s": (-1, 6), "dim": (-1, 0), "norm": "ortho"}),
 ]
 
 
@@ -109,6 +120,37 @@ def test_frequencies(name, n):
     )
 
 
+@pytest.mark.parametrize("n, d", [(0, 1.0), (1, 0.0), (5, 0.0), (4, -0.0), (0, 0.0)])
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_of_no_samples_or_no_spacing_are_nan_and_inf(name, n, d):
+    """PyTorch multiplies by 1 / (n * d), inf for a span of 0: 0 becomes nan, the rest inf."""
+    assert_same(getattr(sg.fft, name)(n, d), getattr(torch.fft, name)(n, d))
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_refuse_what_torch_refuses(name):
+    for dtype, kind in (("int64", RuntimeError), ("bool", RuntimeError),
+                        ("complex64", NotImplementedError)):  # fmt: skip
+        for m in (torch, sg):
+            with pytest.raises(kind):
+                getattr(m.fft, name)(4, dtype=getattr(m, dtype))
+    for m in (torch, sg):
+        with pytest.raises(TypeError):
+            getattr(m.fft, name)(4.0)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        torch.fft.fftfreq(-1)
+    with pytest.raises(RuntimeError, match=f"{name}: Trying to create tensor with negative"):
+        getattr(sg.fft, name)(-1)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "hfft", "ihfft", "fftn", "irfftn"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sixteen_bit_inputs_are_refused_as_on_torchs_cpu(name, dtype):
+    for m in (torch, sg):
+        with pytest.raises(RuntimeError, match="Unsupported dtype"):
+            getattr(m.fft, name)(m.ones(4, 4, dtype=getattr(m, dtype)))
+
+
 @pytest.mark.parametrize("dim", [None, 0, (1,), (0, 1)])
 @pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
 def test_shifts(name, dim):
@@ -140,3 +182,9 @@ def test_errors():
             getattr(sg.fft, name)(sg.tensor(1.0))
     with pytest.raises(RuntimeError, match="FFT dims must be unique"):
         sg.fft.fftn(sg.ones(3, 3), dim=(0, -2))
+    with pytest.raises(RuntimeError, match="ihfft expects a real input tensor"):
+        sg.fft.ihfft(sg.tensor([1j]))
+    with pytest.raises(RuntimeError, match=r"hfftn: Invalid number of data points \(0\)"):
+        sg.fft.hfftn(sg.ones(3, 3), s=(2, 0))
+    with pytest.raises(RuntimeError, match='Invalid normalization mode: "Ortho"'):
+        sg.fft.hfft(sg.ones(3), norm="Ortho")

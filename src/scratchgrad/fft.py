@@ -1,9 +1,12 @@
 """Discrete Fourier transforms, as ``torch.fft``: ``fft``/``ifft`` (and their 2-D and n-D
-forms), ``rfft``/``irfft`` for real signals (the half-spectrum of n // 2 + 1 entries), the
-sample frequencies and the shifts that center them. ``n`` (``s``) trims or zero-pads the
-signal first, ``norm`` scales the forward transform by 1 ("backward", the default), 1/sqrt(n)
-("ortho") or 1/n ("forward"). float32 gives complex64, float64 complex128, integers the default
-float's; the gradients are PyTorch's (``ops/fft.py``).
+forms), ``rfft``/``irfft`` for real signals (the half-spectrum of n // 2 + 1 entries),
+``hfft``/``ihfft`` for signals whose spectrum is real (their inverses with time and frequency
+swapped), the sample frequencies and the shifts that center them. ``n`` (``s``) trims or
+zero-pads the signal first, ``norm`` scales the forward transform by 1 ("backward", the
+default), 1/sqrt(n) ("ortho") or 1/n ("forward"). float32 gives complex64, float64
+complex128, integers the default float's; float16 and bfloat16 raise, as on PyTorch's CPU
+(its CUDA transforms give complex32, which scratchgrad lacks); the gradients are PyTorch's
+(``ops/fft.py``).
 
 >>> import scratchgrad as sg
 >>> sg.fft.rfft(sg.tensor([1.0, 0.0, -1.0, 0.0]))
@@ -14,6 +17,7 @@ tensor([1., 2., 3.])
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -164,6 +168,75 @@ def irfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = 
     return _c2r("irfftn", input, sizes, dims, norm)
 
 
+# The hfft family is rfft's with time and frequency swapped: a signal that is Hermitian in time
+# (its half given) has a real spectrum, the conjugate's inverse transform with the dual scaling.
+
+
+def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The real spectrum of ``n`` entries (2 * (size - 1) by default) of a signal that is
+    Hermitian along ``dim``, ``input`` its first half, as ``torch.fft.hfft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.hfft(sg.tensor([1.0, 2.0, 3.0]))
+    tensor([ 8., -2.,  0., -2.])
+    """
+    return _c2r("hfft", input.conj(), (n,), (dim,), _dual(norm))
+
+
+def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
+    """The inverse of ``hfft``: the n // 2 + 1 first entries of the inverse transform of a real
+    signal, as ``torch.fft.ihfft``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ihfft(sg.tensor([8.0, -2.0, 0.0, -2.0]))
+    tensor([1.-0.j, 2.-0.j, 3.-0.j])
+    """
+    return _r2c("ihfft", input, (n,), (dim,), _dual(norm)).conj()
+
+
+def hfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The 2-D ``hfft`` (the Hermitian half in the last dim), as ``torch.fft.hfft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.hfft2(sg.ones(2, 3)).shape
+    (2, 4)
+    """
+    return hfftn(input, s, dim, norm)
+
+
+def ihfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
+    """The inverse of ``hfft2``, as ``torch.fft.ihfft2``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ihfft2(sg.ones(2, 4)).shape
+    (2, 3)
+    """
+    return ihfftn(input, s, dim, norm)
+
+
+def hfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The n-D ``hfft``: the last of ``dim`` gets ``s[-1]`` entries (2 * (size - 1) by
+    default), as ``torch.fft.hfftn``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.hfftn(sg.ones(2, 3, 3)).shape
+    (2, 3, 4)
+    """
+    sizes, dims = _sizes_and_dims("hfftn", input, s, dim)
+    return _c2r("hfftn", input.conj(), sizes, dims, _dual(norm))
+
+
+def ihfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
+    """The inverse of ``hfftn`` (half the last of ``dim``), as ``torch.fft.ihfftn``.
+
+    >>> import scratchgrad as sg
+    >>> sg.fft.ihfftn(sg.ones(2, 3, 4)).shape
+    (2, 3, 3)
+    """
+    sizes, dims = _sizes_and_dims("ihfftn", input, s, dim)
+    return _r2c("ihfftn", input, sizes, dims, _dual(norm)).conj()
+
+
 def fftfreq(
     n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
@@ -174,20 +247,24 @@ def fftfreq(
     >>> sg.fft.fftfreq(4)
     tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
     """
-    return _frequencies(numpy.fft.fftfreq(n, d), dtype, device, requires_grad)
+    n = _length("fftfreq", n)
+    steps = numpy.concatenate([numpy.arange((n + 1) // 2), numpy.arange(-(n // 2), 0)])
+    return _frequencies("fftfreq", steps, n * d, dtype, device, requires_grad)
 
 
 def rfftfreq(
     n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``,
-    as ``torch.fft.rfftfreq``.
+    as ``torch.fft.rfftfreq``. A negative ``n`` raises, as ``fftfreq``'s does (PyTorch's
+    rfftfreq gives ``[-0.]`` for -1, by C's division rounding toward zero).
 
     >>> import scratchgrad as sg
     >>> sg.fft.rfftfreq(4)
     tensor([0.0000, 0.2500, 0.5000])
     """
-    return _frequencies(numpy.fft.rfftfreq(n, d), dtype, device, requires_grad)
+    n = _length("rfftfreq", n)
+    return _frequencies("rfftfreq", numpy.arange(n // 2 + 1), n * d, dtype, device, requires_grad)
 
 
 def fftshift(input: Tensor, dim: Dims = None) -> Tensor:
@@ -253,6 +330,11 @@ def _norm(norm: str | None) -> str:
     return norm
 
 
+def _dual(norm: str | None) -> str:
+    """The scaling of the transform the other way that matches ``norm``'s of this one."""
+    return fft_ops.DUAL[_norm(norm)]
+
+
 def _resized(name: str, x: Tensor, sizes: tuple, dims: tuple) -> Tensor:
     """``x`` trimmed or zero-padded to ``sizes`` (None: as it is) along ``dims``."""
     widths = [(0, 0)] * x.ndim
@@ -269,8 +351,11 @@ def _resized(name: str, x: Tensor, sizes: tuple, dims: tuple) -> Tensor:
     return x
 
 
-def _floating(x: Tensor) -> Tensor:
-    """Integers and bools as the default float, as PyTorch's transforms take them."""
+def _floating(name: str, x: Tensor) -> Tensor:
+    """Integers and bools as the default float, as PyTorch's transforms take them; 16-bit
+    floats refused, as PyTorch's CPU transforms refuse them."""
+    if x.dtype in (backend.float16, backend.bfloat16):
+        raise RuntimeError(f"{name}: Unsupported dtype {x.dtype}")
     if x.is_floating_point() or x.is_complex():
         return x
     return x.to(get_default_dtype())
@@ -278,7 +363,7 @@ def _floating(x: Tensor) -> Tensor:
 
 def _c2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm, inverse: bool) -> Tensor:
     dims = _normalized(name, input, dims)
-    x = _floating(input)
+    x = _floating(name, input)
     x = x.to(backend.to_complex(x.dtype))
     x = _resized(name, x, sizes, dims)
     return fft_ops.FFT.apply(x, dims=dims, norm=_norm(norm), inverse=inverse)
@@ -290,7 +375,7 @@ def _r2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
     dims = _normalized(name, input, dims)
-    x = _resized(name, _floating(input), sizes, dims)
+    x = _resized(name, _floating(name, input), sizes, dims)
     return fft_ops.RFFT.apply(x, dims=dims, norm=_norm(norm))
 
 
@@ -301,14 +386,31 @@ def _c2r(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
     n = sizes[-1] if sizes[-1] is not None else 2 * (input.shape[dims[-1]] - 1)
     if n < 1:
         raise RuntimeError(f"{name}: Invalid number of data points ({n}) specified")
-    z = _floating(input)
+    z = _floating(name, input)
     z = z.to(backend.to_complex(z.dtype))
     z = _resized(name, z, (*sizes[:-1], n // 2 + 1), dims)
     return fft_ops.IRFFT.apply(z, dims=dims, norm=_norm(norm), n=n)
 
 
-def _frequencies(values, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    dtype = get_default_dtype() if dtype is None else dtype
+def _length(name: str, n: int) -> int:
+    n = operator.index(n)  # a float n is a TypeError, as PyTorch's
+    if n < 0:
+        raise RuntimeError(f"{name}: Trying to create tensor with negative dimension {n}: [{n}]")
+    return n
+
+
+def _frequencies(
+    name: str, steps, span: float, dtype: Any, device: Any, requires_grad: bool
+) -> Tensor:
+    """``steps / span`` as PyTorch computes it: times ``1 / span``, which is inf for a span of
+    0 (n or d 0), so that 0 becomes nan and the other steps infinite, not a ZeroDivisionError."""
+    dtype = get_default_dtype() if dtype is None else backend.to_dtype(dtype)
+    if dtype.kind == "c":
+        raise NotImplementedError(f"{name}: arange is not implemented for {dtype}, as PyTorch's")
+    if not backend.is_floating(dtype):
+        raise RuntimeError(f"{name} requires a floating point or complex dtype, got {dtype}")
+    with numpy.errstate(divide="ignore", invalid="ignore"):
+        values = steps * numpy.divide(1.0, numpy.float64(span))
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
