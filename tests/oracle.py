@@ -69,18 +69,20 @@ def assert_close(actual, expected, dtype="float64", what="", tolerance=None):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
 
 
-def normwise(dtype="float64"):
+def normwise(dtype="float64", dims=(-2, -1)):
     """A ``tolerance`` for results made by cancellation within each matrix (a determinant's
     gradient, the adjugate: its small entries are differences of large products), whose error
     is bounded relative to the matrix's largest entry, not to each entry's own size: each
-    entry is held within ``dtype``'s rtol of the largest magnitude among the last two dims
-    (per entry below two dims)."""
+    entry is held within ``dtype``'s rtol of the largest magnitude among ``dims``, the last two
+    (per entry below two dims). ``dims=None``: of the whole result, for Fourier transforms,
+    each of whose entries sums all the signal's, so that the round-off of a small entry is
+    that of the largest."""
     rtol, atol = TOLERANCE[dtype]
 
     def tolerance(expected):
-        if expected.ndim < 2 or not expected.size:
+        if not expected.size or (dims is not None and expected.ndim < len(dims)):
             return rtol, atol
-        scale = np.abs(expected).max(axis=(-2, -1), keepdims=True)
+        scale = np.abs(expected).max(axis=dims, keepdims=True)
         return rtol, np.maximum(atol, rtol * scale)
 
     return tolerance

@@ -130,6 +130,7 @@ def test_forward_and_gradient_match_torch(op, dtype, data):
     shapes = data.draw(SHAPES[op.shapes], label="shapes")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     arrays = _arrays(op, shapes, rng)
+    whole = normwise(dtype, dims=None) if op.spectral else None
     check_against_torch(
         lambda *xs: op.call(sg, *xs),
         lambda *xs: op.call(torch, *xs),
@@ -138,7 +139,8 @@ def test_forward_and_gradient_match_torch(op, dtype, data):
         what=op.name,
         seed=int(rng.integers(2**32)),
         grad=op.grad,
-        grad_tolerance=normwise(dtype) if op.normwise else None,
+        tolerance=whole,
+        grad_tolerance=normwise(dtype) if op.normwise else whole,
     )
 
 
@@ -172,6 +174,24 @@ def test_normwise_bounds_float32_determinant_gradients_against_float64():
         grads[name] = leaf.grad.numpy().astype(np.float64)
     for name in ("ours", "torch"):
         assert_close(grads[name], grads["truth"], "float32", name, normwise("float32"))
+
+
+@pytest.mark.parametrize("seed, where", [(8, "output 0"), (29, "gradient of input 0")])
+def test_spectral_rows_hold_float32_fourier_round_off_to_the_largest_magnitude(seed, where):
+    """fft_rfftn_irfftn over 81 entries in float32: on these stored examples one small entry
+    of the output (0.0292, 2e-5 off) or of the gradient (0.1256, 3e-5 off) misses the
+    per-entry tolerance, but is within rtol of the whole result's largest magnitude."""
+    op = ROWS["fft_rfftn_irfftn"]
+    assert op.spectral
+    rng = np.random.default_rng(seed)
+    arrays = _arrays(op, ((3, 3, 3, 3),), rng)
+    grad_seed = int(rng.integers(2**32))
+    calls = (lambda *xs: op.call(sg, *xs), lambda *xs: op.call(torch, *xs))
+    with pytest.raises(AssertionError, match=where):
+        check_against_torch(*calls, arrays, "float32", seed=grad_seed)
+    check_against_torch(
+        *calls, arrays, "float32", seed=grad_seed, tolerance=normwise("float32", dims=None)
+    )
 
 
 def _float64_inputs(op):
