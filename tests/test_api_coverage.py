@@ -60,6 +60,7 @@ def test_the_report_claims_no_name_that_is_missing():
         *("torch.complex64", "torch.cfloat", "torch.cdouble", "torch.Tensor.imag"),
         *("torch.fft.rfft", "torch.fft.irfft", "torch.fft.fftn", "torch.fft.fftshift"),
         *("torch.fft.hfft", "torch.fft.ihfft", "torch.fft.hfftn", "torch.fft.ihfft2"),
+        *("torch.stft", "torch.istft", "torch.Tensor.stft", "torch.Tensor.istft"),
     ],
 )
 def test_names_this_work_added_are_found(name):

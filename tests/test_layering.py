@@ -36,7 +36,8 @@ LAYERS = [
     # distributed's process group and collectives need only Tensor; nn.parallel's DDP and
     # utils.data's DistributedSampler build on them, where PyTorch has them
     # (distributions: on nn.functional and linalg, as PyTorch's)
-    {"nn", "optim", "distributed", "distributions"},
+    # (spectral: torch.stft and istft pad with nn.functional.pad, as PyTorch's)
+    {"nn", "optim", "distributed", "distributions", "spectral"},
     {"utils", "datasets", "serialization"},
     {"func", "jit", "compiled", "compiler", "amp", "cpu"},  # transforms
     {"evo", "export", "onnx"},  # applications

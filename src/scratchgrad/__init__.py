@@ -242,6 +242,7 @@ else:
     from scratchgrad import fft  # torch.fft
     from scratchgrad.complex_numbers import complex, polar, view_as_complex, view_as_real
     from scratchgrad import signal  # torch.signal (its windows)
+    from scratchgrad.spectral import istft, stft  # (also attaches Tensor.stft, .istft)
     from scratchgrad import testing  # torch.testing
     from scratchgrad import statistics  # (also attaches Tensor.quantile, .cov, .mode, ...)
     from scratchgrad.statistics import (

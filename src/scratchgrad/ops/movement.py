@@ -265,6 +265,7 @@ class Unfold(Function):
     (``as_strided``, windows may overlap), as ``Tensor.unfold``. Its gradient sums each
     entry's share over the windows that hold it."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
     backward_name = "UnfoldBackward0"
 
