@@ -165,6 +165,18 @@ def test_errors_as_torchs(call, message):
                 call(m)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_stft_of_sixteen_bits_runs_in_float32_under_autocast_as_torchs(dtype):
+    x = np.random.default_rng(6).normal(size=(16,))
+    outs = []
+    for m in (sg, torch):
+        with m.autocast("cpu", dtype=getattr(m, dtype)):
+            t = m.tensor(x, dtype=getattr(m, dtype))
+            window = m.hann_window(4).to(getattr(m, dtype))
+            outs.append(m.stft(t, 4, window=window, return_complex=True))
+    assert_same(*outs, "float32")
+
+
 def test_a_missing_window_warns_as_torchs_does():
     """(PyTorch warns once a process, so only ours is checked.)"""
     with pytest.warns(UserWarning, match="window was not provided"):

@@ -5,8 +5,9 @@ swapped), the sample frequencies and the shifts that center them. ``n`` (``s``) 
 zero-pads the signal first, ``norm`` scales the forward transform by 1 ("backward", the
 default), 1/sqrt(n) ("ortho") or 1/n ("forward"). float32 gives complex64, float64
 complex128, integers the default float's; float16 and bfloat16 raise, as on PyTorch's CPU
-(its CUDA transforms give complex32, which scratchgrad lacks); the gradients are PyTorch's
-(``ops/fft.py``).
+(its CUDA transforms give complex32, which scratchgrad lacks), except under autocast, which
+runs the transforms in float32 as PyTorch's CPU list says (not the 2-D and n-D hfft family,
+missing from it); the gradients are PyTorch's (``ops/fft.py``).
 
 >>> import scratchgrad as sg
 >>> sg.fft.rfft(sg.tensor([1.0, 0.0, -1.0, 0.0]))
@@ -24,6 +25,7 @@ from typing import Any
 import numpy
 
 from scratchgrad import backend
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.creation import tensor
 from scratchgrad.dtypes import get_default_dtype
 from scratchgrad.ops import fft as fft_ops
@@ -34,6 +36,7 @@ Sizes = Sequence[int] | None
 Dims = int | Sequence[int] | None
 
 
+@autocast_policy("float32")
 def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The 1-D discrete Fourier transform along ``dim``, as ``torch.fft.fft``.
 
@@ -44,6 +47,7 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = N
     return _c2c("fft", input, (n,), (dim,), norm, inverse=False)
 
 
+@autocast_policy("float32")
 def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The 1-D inverse discrete Fourier transform along ``dim``, as ``torch.fft.ifft``.
 
@@ -54,6 +58,7 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _c2c("ifft", input, (n,), (dim,), norm, inverse=True)
 
 
+@autocast_policy("float32")
 def fft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
     """The 2-D discrete Fourier transform over ``dim``, as ``torch.fft.fft2``.
 
@@ -65,6 +70,7 @@ def fft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None 
     return fftn(input, s, dim, norm)
 
 
+@autocast_policy("float32")
 def ifft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
     """The 2-D inverse discrete Fourier transform over ``dim``, as ``torch.fft.ifft2``.
 
@@ -76,6 +82,7 @@ def ifft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None
     return ifftn(input, s, dim, norm)
 
 
+@autocast_policy("float32")
 def fftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
     """The n-D discrete Fourier transform over ``dim`` (all dims, or the last ``len(s)``, by
     default), as ``torch.fft.fftn``.
@@ -89,6 +96,7 @@ def fftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = No
     return _c2c("fftn", input, sizes, dims, norm, inverse=False)
 
 
+@autocast_policy("float32")
 def ifftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
     """The n-D inverse discrete Fourier transform over ``dim``, as ``torch.fft.ifftn``.
 
@@ -101,6 +109,7 @@ def ifftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = N
     return _c2c("ifftn", input, sizes, dims, norm, inverse=True)
 
 
+@autocast_policy("float32")
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The 1-D transform of a real signal along ``dim``: its n // 2 + 1 non-negative
     frequencies, as ``torch.fft.rfft``.
@@ -112,6 +121,7 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _r2c("rfft", input, (n,), (dim,), norm)
 
 
+@autocast_policy("float32")
 def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real signal of ``n`` entries (2 * (size - 1) by default) whose half-spectrum is
     ``input`` along ``dim``, as ``torch.fft.irfft``.
@@ -123,6 +133,7 @@ def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
     return _c2r("irfft", input, (n,), (dim,), norm)
 
 
+@autocast_policy("float32")
 def rfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
     """The 2-D transform of a real signal (half-spectrum in the last dim), as
     ``torch.fft.rfft2``.
@@ -134,6 +145,7 @@ def rfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None
     return rfftn(input, s, dim, norm)
 
 
+@autocast_policy("float32")
 def irfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None = None) -> Tensor:
     """The inverse of ``rfft2``, as ``torch.fft.irfft2``.
 
@@ -144,6 +156,7 @@ def irfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | Non
     return irfftn(input, s, dim, norm)
 
 
+@autocast_policy("float32")
 def rfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
     """The n-D transform of a real signal (half-spectrum in the last of ``dim``), as
     ``torch.fft.rfftn``.
@@ -156,6 +169,7 @@ def rfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = N
     return _r2c("rfftn", input, sizes, dims, norm)
 
 
+@autocast_policy("float32")
 def irfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = None) -> Tensor:
     """The inverse of ``rfftn``, as ``torch.fft.irfftn``: the last of ``dim`` gets
     ``s[-1]`` entries (2 * (size - 1) by default).
@@ -172,6 +186,7 @@ def irfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = 
 # (its half given) has a real spectrum, the conjugate's inverse transform with the dual scaling.
 
 
+@autocast_policy("float32")
 def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The real spectrum of ``n`` entries (2 * (size - 1) by default) of a signal that is
     Hermitian along ``dim``, ``input`` its first half, as ``torch.fft.hfft``.
@@ -183,6 +198,7 @@ def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _c2r("hfft", input.conj(), (n,), (dim,), _dual(norm))
 
 
+@autocast_policy("float32")
 def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None) -> Tensor:
     """The inverse of ``hfft``: the n // 2 + 1 first entries of the inverse transform of a real
     signal, as ``torch.fft.ihfft``.

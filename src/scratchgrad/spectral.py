@@ -20,12 +20,14 @@ from __future__ import annotations
 import warnings
 
 from scratchgrad import fft
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.complex_numbers import view_as_real
 from scratchgrad.creation import arange, ones
 from scratchgrad.nn import functional as F
 from scratchgrad.tensor import Tensor
 
 
+@autocast_policy("float32")  # as on PyTorch's CPU autocast list
 def stft(
     input: Tensor,
     n_fft: int,
