@@ -108,6 +108,16 @@ def _standardized(x, dims, eps=1e-5):
     return centered / ((centered * centered).mean(axes, keepdim=True) + eps).sqrt()
 
 
+def _stft_round_trip(m, x):
+    """Frames of 4 with a window of 3 inside them (stft), scaled, and back with another
+    window (istft)."""
+    sizes = {"n_fft": 4, "hop_length": 1, "win_length": 3}
+    window = m.hann_window(3, dtype=x.dtype, device=x.device)
+    spectrum = m.stft(x, window=window, return_complex=True, **sizes)
+    window = m.hamming_window(3, dtype=x.dtype, device=x.device)
+    return m.istft(spectrum * 2, window=window, length=x.shape[-1], **sizes)
+
+
 def _gelu_derivative(x):
     """cdf(x) + x * pdf(x), the standard normal's CDF and density composed from erf and exp."""
     cdf = 0.5 * (1 + (x * 0.5**0.5).erf())
@@ -915,7 +925,7 @@ OPS = [
         lambda m, x, y: m.tensordot(x, y, dims=1),
         shapes="matmul",
         check_shapes=((2, 3), (3, 4)),
-    ),  # fmt: skip
+    ),
     binary("dist", lambda m, x, y: m.dist(x, y * 2 + 1), domain=(real, away_from_zero)),
     binary("dist_p3", lambda m, x, y: m.dist(x, y * 2 + 1, p=3), domain=(real, away_from_zero)),
     Op(
@@ -1950,6 +1960,15 @@ OPS = [
         lambda m, x: m.fft.ifft(m.fft.fft(x, n=x.shape[-1] + 1) * x.sum(), norm="forward").imag,
         shapes="nonempty1+",
         spectral=True,
+    ),
+    Op(  # hfft of a Hermitian half made by ihfft, scaled: the conjugates in both directions
+        "fft_hfft_ihfft",
+        lambda m, x: m.fft.hfft(m.fft.ihfft(x.sin(), norm="ortho") * 3, n=x.shape[-1] + 1),
+        shapes="nonempty1+",
+        spectral=True,
+    ),
+    Op(
+        "stft_istft", _stft_round_trip, shapes="signal_batch", spectral=True, check_shapes=((2, 6),)
     ),
     Op(
         "fft_rfftn_irfftn",

@@ -70,6 +70,10 @@ SHAPES = {
     ),
     "layer_norm_pair": _shapes(min_dims=1, min_side=1).map(lambda s: ((*s[:-1], s[-1] + 2),) * 2),
     "signal": _one(_shapes(min_dims=2, max_dims=3, min_side=3, max_side=4)),  # (N, C, L), (C, L)
+    # a signal (L,) or a batch of them (B, L) of 5 to 7 samples, for stft's frames of 4
+    "signal_batch": _one(
+        _shapes(min_dims=1, max_dims=2, min_side=1).map(lambda s: (*s[:-1], s[-1] + 4))
+    ),
     # convolution: (N, C, L) and (out channels, C, kernel), kernels of 1-3 (1-2 in 2-D) smaller
     # than the inputs; with groups=2, the input has twice the weight's channels
     "conv1d": st.tuples(_small, _small, st.integers(3, 5), _small, st.integers(1, 3)).map(
