@@ -925,7 +925,7 @@ OPS = [
         lambda m, x, y: m.tensordot(x, y, dims=1),
         shapes="matmul",
         check_shapes=((2, 3), (3, 4)),
-    ),
+    ),  # fmt: skip
     binary("dist", lambda m, x, y: m.dist(x, y * 2 + 1), domain=(real, away_from_zero)),
     binary("dist_p3", lambda m, x, y: m.dist(x, y * 2 + 1, p=3), domain=(real, away_from_zero)),
     Op(
