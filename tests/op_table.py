@@ -1898,6 +1898,12 @@ OPS = [
         domain=away_from_zero,
         dim=lambda m, x, d: m.linalg.vector_norm(x, 3, dim=d),
     ),
+    Op(  # on PyTorch's CPU autocast lower-precision list, as matmul
+        "linalg_vecdot",
+        lambda m, x, y: m.linalg.vecdot(x, y.sin()),
+        "binary",
+        check_shapes=((2, 3), (3,)),
+    ),
     Op(
         "linalg_multi_dot",
         lambda m, x: m.linalg.multi_dot([x, x.mT.exp(), x.sin()]),

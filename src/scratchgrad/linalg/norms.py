@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, namespace
 from scratchgrad.dtypes import promote_types
@@ -253,6 +254,7 @@ def cross(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     return x.cross(y, dim=dim)
 
 
+@autocast_policy("lower")  # on PyTorch's CPU autocast lower-precision list, as matmul
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of vectors along ``dim``, the other dims broadcast, as
     ``torch.linalg.vecdot``: ``sum(x.conj() * y)``, of floating or complex vectors.
