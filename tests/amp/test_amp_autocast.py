@@ -1,5 +1,6 @@
 """autocast against torch.autocast: the policy column of the op table, casts, caching, nesting."""
 
+import contextlib
 import threading
 
 import ml_dtypes
@@ -110,6 +111,59 @@ def test_an_inner_disabled_region_runs_in_full_precision_and_the_outer_resumes()
             assert layer(x).dtype == sg.float32
         assert layer(x).dtype == sg.bfloat16
     assert layer(x).dtype == sg.float32
+
+
+def _mm_dtype_in_regions(lib, *regions):
+    """The dtype of a float32 matrix product inside the nested ``regions`` (device, kwargs),
+    and the autocast dtype the innermost reports."""
+    with contextlib.ExitStack() as stack:
+        for device, kwargs in regions:
+            stack.enter_context(lib.autocast(device, **kwargs))
+        dtype = (lib.get_autocast_dtype if lib is torch else lib.amp.get_autocast_dtype)("cpu")
+        return str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype), str(dtype)
+
+
+NESTINGS = {
+    "an inner region without a dtype takes the outer's": [
+        ("cpu", {"dtype": "float16"}),
+        ("cpu", {}),
+    ],
+    "a disabled region keeps its dtype": [("cpu", {"dtype": "float16", "enabled": False})],
+    "through a disabled region": [
+        ("cpu", {"dtype": "float16"}),
+        ("cpu", {"enabled": False}),
+        ("cpu", {}),
+    ],
+    "an unsupported dtype is kept, disabled": [("cpu", {"dtype": "float32"}), ("cpu", {})],
+    "another device's region leaves the CPU's on": [
+        ("cpu", {}),
+        ("cuda", {"enabled": False}),
+    ],
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", NESTINGS)
+def test_nested_regions_take_their_dtype_and_state_as_torch(name):
+    def regions(lib):
+        return [
+            (d, {k: getattr(lib, v) if k == "dtype" else v for k, v in kw.items()})
+            for d, kw in NESTINGS[name]
+        ]
+
+    ours = _mm_dtype_in_regions(sg, *regions(sg))
+    theirs = _mm_dtype_in_regions(torch, *regions(torch))
+    assert ours == tuple(t.removeprefix("torch.") for t in theirs), name
+
+
+def test_a_bad_device_type_or_a_decorated_non_callable_raise_as_torch():
+    for lib in (sg, torch):
+        with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+            lib.autocast(lib.bfloat16)
+        with pytest.raises(RuntimeError):  # (PyTorch's message is about the meta dtype)
+            lib.autocast("meta")
+        with pytest.raises(TypeError, match="requires a callable"):
+            lib.autocast("cpu")(3)
 
 
 def test_autocast_is_a_decorator_and_thread_local():

@@ -10,6 +10,9 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.autocast import state
 
+# The device types torch.autocast accepts (torch.amp.is_autocast_available); only "cpu" computes
+_DEVICE_TYPES = ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "ipu", "mtia", "maia", "privateuseone")
+
 
 class autocast:  # noqa: N801  (PyTorch's name)
     """A context manager (and decorator) in which matrix products, linear layers and
@@ -31,7 +34,13 @@ class autocast:  # noqa: N801  (PyTorch's name)
         enabled: bool = True,
         cache_enabled: bool | None = True,
     ) -> None:
-        dtype = backend.bfloat16 if dtype is None else backend.to_dtype(dtype)
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type not in _DEVICE_TYPES:
+            raise RuntimeError(
+                f"User specified an unsupported autocast device_type '{device_type}'"
+            )
+        dtype = get_autocast_dtype(device_type) if dtype is None else backend.to_dtype(dtype)
         if enabled and device_type != "cpu":
             warnings.warn(
                 f"autocast: device_type {device_type!r} is not available here; autocast is "
@@ -50,8 +59,11 @@ class autocast:  # noqa: N801  (PyTorch's name)
         self._cache_enabled = cache_enabled is not False
 
     def __enter__(self) -> autocast:
-        self._saved = (state.dtype, state.cache)
+        self._saved = (state.dtype, state.fast_dtype, state.cache)
+        if self.device != "cpu":  # as in PyTorch, another device's region leaves the CPU's alone
+            return self
         state.dtype = self.fast_dtype if self._enabled else None
+        state.fast_dtype = self.fast_dtype
         if state.cache is None and self._enabled and self._cache_enabled:
             state.cache = {}  # the outermost region owns the cache of weight casts
         elif not self._cache_enabled:
@@ -59,9 +71,15 @@ class autocast:  # noqa: N801  (PyTorch's name)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        state.dtype, state.cache = self._saved
+        state.dtype, state.fast_dtype, state.cache = self._saved
 
     def __call__(self, fn: Callable) -> Callable:
+        if not callable(fn):
+            raise TypeError(
+                f"autocast()(func) requires a callable, but got {type(fn).__name__}. Did you "
+                "mean to use autocast as a context manager (with scratchgrad.autocast(...):)?"
+            )
+
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
             with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
@@ -76,8 +94,9 @@ def is_autocast_enabled(device_type: str = "cpu") -> bool:
 
 
 def get_autocast_dtype(device_type: str = "cpu"):
-    """The low dtype of the current region (bfloat16 when none is on, as PyTorch's default)."""
-    return state.dtype if state.dtype is not None else backend.bfloat16
+    """The dtype of the innermost region, enabled or not (bfloat16 outside any, PyTorch's CPU
+    default): what a region given no dtype runs in."""
+    return state.fast_dtype
 
 
 def custom_fwd(

@@ -32,6 +32,9 @@ _CASTABLE = (float32, float16, bfloat16)
 
 class _State(threading.local):
     dtype = None  # the low dtype while an autocast region is on, else None
+    # the dtype of the innermost region, even a disabled one, as PyTorch's get_autocast_dtype:
+    # a region given no dtype takes it
+    fast_dtype = bfloat16
     cache: dict | None = None  # casts of leaf weights, kept for one outermost region
 
 
