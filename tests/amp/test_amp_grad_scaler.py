@@ -158,7 +158,7 @@ def test_misuse_raises_as_torch():
     w = sg.nn.Parameter(sg.ones(2))
     opt = sg.optim.SGD([w], lr=0.1)
     scaler = sg.amp.GradScaler()
-    with pytest.raises(RuntimeError, match="No inf checks"):
+    with pytest.raises(AssertionError, match="Attempted update but _scale is None"):
         scaler.update()
     scaler.scale(w.sum()).backward()
     scaler.unscale_(opt)
@@ -195,3 +195,71 @@ def test_disabled_scaler_is_a_pass_through_and_state_dict_round_trips():
     for getter in ("get_scale", "get_growth_factor", "get_backoff_factor", "get_growth_interval"):
         assert getattr(ours, getter)() == getattr(theirs, getter)(), getter
     assert ours.is_enabled() and not off.is_enabled()
+
+
+def _scaler_and_sgd(lib, grads, dtype="float32", **kwargs):
+    """A scaler and an SGD over one parameter per gradient, whose ``.grad`` is set to it."""
+    params = [lib.nn.Parameter(lib.ones(len(g), dtype=getattr(lib, dtype))) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = lib.tensor(g, dtype=p.dtype)
+    return lib.amp.GradScaler("cpu", **kwargs), lib.optim.SGD(params, lr=0.5), params
+
+
+@pytest.mark.parametrize("call", ["unscale_", "step", "update"])
+def test_a_scaler_that_never_scaled_refuses_to_unscale_step_or_update_as_torch(call):
+    for lib in (sg, torch):
+        scaler, opt, _ = _scaler_and_sgd(lib, [[1.0]], init_scale=0.1)
+        scaler.load_state_dict(scaler.state_dict())  # does not make the scale either
+        assert scaler.get_scale() == 0.1  # init_scale as given, not yet rounded to float32
+        args = () if call == "update" else (opt,)
+        with pytest.raises(AssertionError, match=f"Attempted {call} but _scale is None"):
+            getattr(scaler, call)(*args)
+        scaler.scale(lib.tensor(1.0))
+        assert scaler.get_scale() == np.float32(0.1)
+
+
+def test_a_step_with_no_gradient_to_check_raises_as_torch():
+    for lib in (sg, torch):
+        scaler, opt, params = _scaler_and_sgd(lib, [[1.0]])
+        params[0].grad = None
+        scaler.scale(lib.tensor(1.0))
+        with pytest.raises(AssertionError, match="No inf checks were recorded for this optimizer"):
+            scaler.step(opt)
+
+
+def test_bfloat16_gradients_are_unscaled_in_float32_and_rounded_once_as_torch():
+    grads = [[1.0, 3.0, 7.0, 1000.0, -5.0, 0.1]]
+    unscaled = []
+    for lib in (sg, torch):
+        scaler, opt, params = _scaler_and_sgd(lib, grads, "bfloat16", init_scale=3.0)
+        scaler.scale(lib.tensor(1.0))
+        scaler.unscale_(opt)
+        unscaled.append(params[0].grad.float().numpy())
+    np.testing.assert_array_equal(*unscaled)
+
+
+def test_scale_takes_any_iterable_and_refuses_other_outputs_as_torch():
+    for lib in (sg, torch):
+        scaler = lib.amp.GradScaler("cpu", init_scale=4.0)
+        lazily = scaler.scale(x for x in [lib.tensor(1.0), lib.tensor(2.0)])
+        assert [float(x) for x in lazily] == [4.0, 8.0]
+        for bad in (2.0, None):
+            with pytest.raises(ValueError, match="outputs must be a Tensor or an iterable"):
+                scaler.scale(bad)
+
+
+def test_setters_change_the_next_update_and_a_bad_new_scale_raises_as_torch():
+    states = []
+    for lib in (sg, torch):
+        scaler, opt, _ = _scaler_and_sgd(lib, [[1.0]], init_scale=4.0)
+        scaler.set_growth_factor(3.0)
+        scaler.set_backoff_factor(0.25)
+        scaler.set_growth_interval(1)
+        scaler.scale(lib.tensor(1.0))
+        scaler.step(opt)
+        scaler.update()
+        states.append(scaler.state_dict())
+        for bad in (lib.tensor([5.0, 6.0]), lib.tensor(5.0, requires_grad=True)):
+            with pytest.raises(AssertionError, match="new_scale should be a float or a 1-element"):
+                scaler.update(bad)
+    assert states[0] == states[1] and states[0]["scale"] == 12.0

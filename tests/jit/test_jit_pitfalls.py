@@ -249,6 +249,7 @@ def _trainer(read):
     opt = sg.optim.SGD(model.parameters(), lr=0.1)
     sched = sg.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
     scaler = sg.amp.GradScaler("cpu", init_scale=4.0)
+    scaler.scale(sg.tensor(1.0))  # makes the scale, which update(new_scale) then sets
     runs = []
 
     def loss_of(x):

@@ -8,6 +8,7 @@ inf or NaN and halve the scale; double it after ``growth_interval`` clean steps 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
@@ -17,6 +18,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import float16
+from scratchgrad.tensor import Tensor
 
 
 class _Stage(Enum):
@@ -66,7 +68,9 @@ class GradScaler:
             enabled = False
         self._enabled = enabled
         # The scale is a float32 number, as PyTorch keeps it, so trajectories agree bit for bit.
-        self._scale = numpy.float32(init_scale)
+        # As PyTorch's, it is made by the first scale(): unscale_, step and update refuse to
+        # run before, and get_scale gives init_scale as it was given.
+        self._init_scale, self._scale = init_scale, None
         self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
         self._growth_interval, self._growth_tracker = growth_interval, 0
         self._per_optimizer: dict[int, dict] = {}
@@ -74,7 +78,8 @@ class GradScaler:
     # ---- the four calls of a training step --------------------------------------------------
 
     def scale(self, outputs: Any) -> Any:
-        """``outputs`` (a tensor, or lists and tuples of them) times the current scale."""
+        """``outputs`` (a tensor, or lists and tuples of them, or another iterable of them,
+        scaled lazily as PyTorch's ``map``) times the current scale."""
         if not self._enabled:
             return outputs
         if capture_hook.recorder is not None:  # the scale and skipped steps are Python's
@@ -84,15 +89,22 @@ class GradScaler:
                 "changes with that, Python a replay would not run: bfloat16 autocast needs no "
                 "scaler (its range is float32's), or scale the loss by a constant yourself",
             )
+        if isinstance(outputs, Tensor):
+            if self._scale is None:
+                self._scale = numpy.float32(self._init_scale)
+            return outputs * float(self._scale)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
-        return outputs * float(self._scale)
+        if isinstance(outputs, Iterable):
+            return map(self.scale, outputs)
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def unscale_(self, optimizer: Any) -> None:
         """Divide ``optimizer``'s gradients by the scale, in place, and note any inf or NaN.
         Call it once per step, before clipping gradients; ``step`` calls it if you did not."""
         if not self._enabled:
             return
+        self._check_scaled("unscale_")
         state = self._state_of(optimizer)
         if state["stage"] is _Stage.UNSCALED:
             raise RuntimeError(
@@ -101,7 +113,7 @@ class GradScaler:
         if state["stage"] is _Stage.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = numpy.float32(1.0 / numpy.float64(self._scale))  # in float64, as PyTorch
-        found_inf = False
+        found_inf, checked = False, False
         with no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
@@ -112,10 +124,14 @@ class GradScaler:
                     grad = p.grad.array
                     if p.grad.is_sparse:  # (embedding(sparse=True)'s: its values, as PyTorch)
                         grad = p.grad._values().array
-                    finite = backend.namespace(grad).isfinite(grad)
-                    found_inf |= not bool(finite.all())
-                    grad *= inv_scale.astype(grad.dtype)
-        state["found_inf"], state["stage"] = found_inf, _Stage.UNSCALED
+                    xp = backend.namespace(grad)
+                    checked = True
+                    found_inf |= not bool(xp.isfinite(grad).all())
+                    # bfloat16 gradients times the float32 inverse in float32, rounded once
+                    xp.multiply(grad, inv_scale, out=grad, casting="unsafe")
+        # (None: no gradient was checked, and step refuses to run, as PyTorch's)
+        state["found_inf"] = found_inf if checked else None
+        state["stage"] = _Stage.UNSCALED
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
         """Unscale if needed, then ``optimizer.step()`` unless a gradient was inf or NaN."""
@@ -123,11 +139,14 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        self._check_scaled("step")
         state = self._state_of(optimizer)
         if state["stage"] is _Stage.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] is _Stage.READY:
             self.unscale_(optimizer)
+        if state["found_inf"] is None:  # no gradient to check: PyTorch refuses to step
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         result = None if state["found_inf"] else optimizer.step(*args, **kwargs)
         state["stage"] = _Stage.STEPPED
         return result
@@ -136,12 +155,21 @@ class GradScaler:
         """Adapt the scale for the next step (or set it to ``new_scale``)."""
         if not self._enabled:
             return
+        self._check_scaled("update")
+        if isinstance(new_scale, Tensor) and (new_scale.numel() != 1 or new_scale.requires_grad):
+            raise AssertionError(
+                "new_scale should be a float or a 1-element FloatTensor with requires_grad=False."
+            )
         if new_scale is not None:
             self._scale = numpy.float32(float(new_scale))
         else:
-            seen = [s["found_inf"] for s in self._per_optimizer.values() if "found_inf" in s]
+            seen = [
+                s["found_inf"]
+                for s in self._per_optimizer.values()
+                if s.get("found_inf") is not None
+            ]
             if not seen:
-                raise RuntimeError("No inf checks were recorded prior to update.")
+                raise AssertionError("No inf checks were recorded prior to update.")
             self._update_scale(any(seen))
         self._per_optimizer = {}
 
@@ -161,14 +189,23 @@ class GradScaler:
         else:
             self._growth_tracker += 1
 
+    def _check_scaled(self, what: str) -> None:
+        if self._scale is None:  # PyTorch's AssertionError
+            raise AssertionError(
+                f"Attempted {what} but _scale is None.  This may indicate your script did not "
+                "use scaler.scale(loss or outputs) earlier in the iteration."
+            )
+
     def _state_of(self, optimizer: Any) -> dict:
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _Stage.READY})
 
     # ---- introspection and checkpoints ------------------------------------------------------
 
     def get_scale(self) -> float:
-        """The current scale (1.0 when disabled)."""
-        return float(self._scale) if self._enabled else 1.0
+        """The current scale (1.0 when disabled; ``init_scale`` before the first ``scale``)."""
+        if not self._enabled:
+            return 1.0
+        return self._init_scale if self._scale is None else float(self._scale)
 
     def get_growth_factor(self) -> float:
         """What ``update`` multiplies the scale by after ``growth_interval`` clean steps."""
@@ -181,6 +218,18 @@ class GradScaler:
     def get_growth_interval(self) -> int:
         """How many clean steps in a row grow the scale."""
         return self._growth_interval
+
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Set what ``update`` multiplies the scale by after ``growth_interval`` clean steps."""
+        self._growth_factor = new_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Set what ``update`` multiplies the scale by after a step with an inf or NaN."""
+        self._backoff_factor = new_factor
+
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Set how many clean steps in a row grow the scale."""
+        self._growth_interval = new_interval
 
     def is_enabled(self) -> bool:
         """Whether this scaler scales at all (``enabled=False`` makes every call a no-op)."""
@@ -207,7 +256,9 @@ class GradScaler:
                 "The source state dict is empty, possibly because it was saved from a disabled "
                 "instance of GradScaler."
             )
-        self._scale = numpy.float32(float(state_dict["scale"]))
+        self._init_scale = state_dict["scale"]
+        if self._scale is not None:
+            self._scale = numpy.float32(float(state_dict["scale"]))
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])
         self._growth_interval = int(state_dict["growth_interval"])
