@@ -101,6 +101,16 @@ def test_index_add_on_integers_and_int32_indices_match_torch():
         assert ours.tolist() == theirs.tolist() and str(ours.dtype) == "int64"
 
 
+def test_index_add_of_bools_ors_them_as_torch():
+    x, index, source = [[False, True, False]] * 2, [2, 0, 2], [[True, False, True]] * 2
+    for alpha in (1, 2):
+        ours = sg.tensor(x).index_add(1, sg.tensor(index), sg.tensor(source), alpha=alpha)
+        theirs = torch.tensor(x).index_add(
+            1, torch.tensor(index), torch.tensor(source), alpha=alpha
+        )
+        assert ours.tolist() == theirs.tolist() and ours.dtype == sg.bool
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_sixteen_bit_index_add_and_scatter_add_sum_in_float32_as_torch(dtype):
     """A 16-bit index_add (dim 0 or last, alpha 1: a mixture of experts adding each expert's

@@ -282,6 +282,31 @@ def test_bad_construction_raises_torchs_errors(indices, values, size, message):
         sg.sparse_coo_tensor(indices, values, size)
 
 
+def test_a_negative_index_with_the_size_inferred_raises_as_torch():
+    for lib in (sg, torch):
+        with pytest.raises(RuntimeError, match="found negative index -1 for dim 1"):
+            lib.sparse_coo_tensor([[0, 1], [2, -1]], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dim, error", [(2, IndexError), (-3, IndexError), ((0, -2), RuntimeError)])
+def test_sparse_sum_over_a_bad_or_repeated_dim_raises_as_torch(dim, error):
+    for lib in (sg, torch):
+        s = lib.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (2, 3))
+        with pytest.raises(error, match="Dimension out of range|appears multiple times"):
+            lib.sparse.sum(s, dim)
+
+
+def test_bool_values_coalesce_and_densify_as_torch():
+    ours, theirs = (
+        lib.sparse_coo_tensor([[0, 2, 0, 1]], [True, False, True, False], (3,))
+        for lib in (sg, torch)
+    )
+    assert ours.to_dense().tolist() == theirs.to_dense().tolist() == [True, False, False]
+    ours, theirs = ours.coalesce(), theirs.coalesce()
+    assert ours._indices().tolist() == theirs._indices().tolist()
+    assert ours._values().tolist() == theirs._values().tolist() and ours.dtype == sg.bool
+
+
 @pytest.mark.parametrize("index", [[[0, 5], [1, 0]], [[0, -1], [1, 0]]])
 def test_indices_outside_the_size_raise(index):
     """(PyTorch checks only with check_invariants=True; NumPy would wrap -1 silently.)"""

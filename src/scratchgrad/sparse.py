@@ -21,7 +21,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.dtypes import sparse_coo
-from scratchgrad.tensor import Tensor, cat
+from scratchgrad.tensor import Tensor, _reduced_dims, cat
 
 __all__ = ["DoubleTensor", "FloatTensor", "SparseTensor", "mm", "sparse_coo_tensor", "spmm", "sum"]
 
@@ -464,6 +464,10 @@ def _size(index: Tensor, value: Tensor, size: Any) -> tuple[int, ...]:
     sparse_dim, dense_shape = index.shape[0], tuple(value.shape[1:])
     xp = backend.namespace(index.array)
     if size is None:
+        lows = index.array.min(axis=1).tolist() if index.shape[1] else []
+        for dim, low in enumerate(lows):  # (NumPy would wrap a negative index silently)
+            if low < 0:
+                raise RuntimeError(f"found negative index {low} for dim {dim}")
         top = index.array.max(axis=1) + 1 if index.shape[1] else xp.zeros(sparse_dim, int)
         return tuple(int(n) for n in top) + dense_shape
     size = tuple(int(n) for n in size)
@@ -614,10 +618,10 @@ def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A
     if not input.is_sparse:
         return input.sum(dim, dtype=dtype)
     value = input._values() if dtype is None else input._values().to(dtype)
-    if dim is None:
+    dims = _reduced_dims(dim, input.ndim)  # (range-checked, repeats refused, as PyTorch)
+    if dims is None:
         return value.sum()
-    sparse_dim, ndim = input.sparse_dim(), input.ndim
-    dims = {d % ndim for d in ((dim,) if isinstance(dim, int) else dim)}
+    sparse_dim = input.sparse_dim()
     if builtins.max(dims) >= sparse_dim:
         raise RuntimeError(_unsupported(f"sum over the dense dims {sorted(dims)}"))
     if len(dims) == sparse_dim:

@@ -3454,6 +3454,8 @@ class Tensor:
         tensor([4., 0., 2.])
         """
         position = self._index_add_position(dim, index, source)
+        if self.array.dtype == backend.bool_:  # as PyTorch: adding bools ors them
+            return self.long().index_add(dim, index, source.long(), alpha=alpha) != 0
         if self.array.dtype in backend.SIXTEEN_BIT:  # as PyTorch: summed in float32, rounded once
             wide = self.float().index_add(dim, index, source.float(), alpha=alpha)
             return wide.to(self.array.dtype)
