@@ -231,6 +231,15 @@ def test_scaling_by_a_number_stays_sparse():
         _assert_same_sparse(call(ours), call(theirs))
 
 
+def test_division_by_a_number_divides_the_values_bit_for_bit_as_torch():
+    values = np.random.default_rng(13).standard_normal(1000)
+    ours, theirs = _pair([np.arange(1000)], values, (1000,), "float32")
+    for divisor in (3, 0.7, sg.tensor(3.0, dtype=sg.float32)):
+        torch_divisor = torch.tensor(3.0) if isinstance(divisor, sg.Tensor) else divisor
+        out, expected = ours / divisor, theirs / torch_divisor
+        np.testing.assert_array_equal(out._values().numpy(), expected._values().numpy())
+
+
 def test_to_changes_the_values_dtype():
     ours, theirs = _pair([[0, 1], [1, 0]], [1.0, 2.0], (2, 2), "float32")
     _assert_same_sparse(ours.double(), theirs.double())

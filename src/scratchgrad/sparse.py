@@ -274,14 +274,14 @@ class SparseTensor(Tensor):
 
     def mul(self, other: Any) -> SparseTensor:
         """The tensor times a number (or a 0-d dense tensor), still sparse."""
-        if isinstance(other, Tensor) and (other.is_sparse or other.ndim != 0):
-            raise RuntimeError(
-                _unsupported(f"mul by a tensor of shape {tuple(other.shape)} (only a scalar)")
-            )
+        _check_scalar("mul", other)
         return self._with_values(self._value * other)
 
     def div(self, other: Any) -> SparseTensor:
-        return self.mul(1 / other)
+        """The tensor divided by a number (or a 0-d dense tensor), still sparse: the values
+        divided, as PyTorch's (not times the reciprocal, which can differ in the last bit)."""
+        _check_scalar("div", other)
+        return self._with_values(self._value / other)
 
     def neg(self) -> SparseTensor:
         return self._with_values(-self._value)
@@ -337,6 +337,13 @@ class SparseTensor(Tensor):
         )
 
     __str__ = __repr__
+
+
+def _check_scalar(op: str, other: Any) -> None:
+    if isinstance(other, Tensor) and (other.is_sparse or other.ndim != 0):
+        raise RuntimeError(
+            _unsupported(f"{op} by a tensor of shape {tuple(other.shape)} (only a scalar)")
+        )
 
 
 # Whether any sparse tensor was made in this process: the optimizers look for sparse gradients
