@@ -204,7 +204,7 @@ def test_an_empty_sparse_matrix_gives_zeros():
     assert_close(s @ sg.tensor(x), ts @ torch.tensor(x), "float32")
 
 
-@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), -1])
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), -1, ()])
 def test_sparse_sum_as_torch(dim):
     indices, values = _coo(np.random.default_rng(11))
     ours, theirs = _pair(indices, values, (5, 4))

@@ -11,7 +11,6 @@ PyTorch does for the ops its sparse kernels lack, rather than compute on a dense
 
 from __future__ import annotations
 
-import builtins
 import math
 import re
 from typing import Any
@@ -21,7 +20,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.dtypes import sparse_coo
-from scratchgrad.tensor import Tensor, _reduced_dims, cat
+from scratchgrad.tensor import Tensor, cat, wrap_dim
 
 __all__ = ["DoubleTensor", "FloatTensor", "SparseTensor", "mm", "sparse_coo_tensor", "spmm", "sum"]
 
@@ -625,11 +624,14 @@ def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A
     if not input.is_sparse:
         return input.sum(dim, dtype=dtype)
     value = input._values() if dtype is None else input._values().to(dtype)
-    dims = _reduced_dims(dim, input.ndim)  # (range-checked, repeats refused, as PyTorch)
-    if dims is None:
+    if dim is None:
         return value.sum()
+    dims = [wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    if len(set(dims)) < len(dims):
+        repeated = next(d for d in dims if dims.count(d) > 1)
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     sparse_dim = input.sparse_dim()
-    if builtins.max(dims) >= sparse_dim:
+    if any(d >= sparse_dim for d in dims):
         raise RuntimeError(_unsupported(f"sum over the dense dims {sorted(dims)}"))
     if len(dims) == sparse_dim:
         return value.sum(0)
