@@ -228,11 +228,26 @@ def test_unsupported_devices_and_dtypes_warn_and_disable_as_pytorch():
 
 
 def test_other_spellings_of_autocast():
-    assert sg.amp.autocast is sg.autocast is sg.cpu.amp.autocast
-    with sg.cpu.amp.autocast():
+    assert sg.amp.autocast is sg.autocast
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.autocast\(args...\)` is deprecated"):
+        region = sg.cpu.amp.autocast()
+    with region:
         assert sg.amp.is_autocast_enabled("cpu")
         assert sg.amp.get_autocast_dtype("cpu") == sg.bfloat16
     assert not sg.amp.is_autocast_enabled("cpu")
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("enabled", [True, False])
+def test_torch_cpu_amp_takes_its_old_positional_arguments_as_torch(enabled):
+    dtypes, scales = [], []
+    for lib in (sg, torch):
+        with lib.cpu.amp.autocast(enabled, lib.float16):
+            dtypes.append(str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype).removeprefix("torch."))
+        scaler = lib.cpu.amp.GradScaler(2.0**10, 3.0, 0.25, 5, enabled)
+        scales.append((scaler.get_scale(), scaler.is_enabled(), scaler.state_dict()))
+    assert dtypes[0] == dtypes[1] == ("float16" if enabled else "float32")
+    assert scales[0] == scales[1]
 
 
 def test_custom_fwd_casts_inputs_and_custom_bwd_runs_in_the_forwards_state():

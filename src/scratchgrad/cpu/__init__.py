@@ -1,6 +1,6 @@
-"""``scratchgrad.cpu.amp``: the CPU spelling of ``scratchgrad.amp`` that older PyTorch scripts
+"""``scratchgrad.cpu.amp``: the CPU spellings of ``scratchgrad.amp`` that older PyTorch scripts
 use (``torch.cpu.amp.autocast``)."""
 
-from scratchgrad import amp
+from scratchgrad.cpu import amp
 
 __all__ = ["amp"]

@@ -14,46 +14,19 @@ False
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
-from scratchgrad import amp
+from scratchgrad.amp.device_spellings import DeviceAutocast, DeviceGradScaler
 from scratchgrad.backend import float16
 
 __all__ = ["GradScaler", "autocast"]
 
 
-def _deprecated(name: str) -> None:
-    warnings.warn(
-        f"`torch.cuda.amp.{name}(args...)` is deprecated. Please use "
-        f"`torch.amp.{name}('cuda', args...)` instead.",
-        FutureWarning,
-        stacklevel=3,
-    )
-
-
-class autocast(amp.autocast):  # noqa: N801  (PyTorch's name)
+class autocast(DeviceAutocast):  # noqa: N801  (PyTorch's name)
     """``scratchgrad.amp.autocast("cuda", ...)`` under its old name (float16 by default)."""
 
-    def __init__(
-        self, enabled: bool = True, dtype: Any = float16, cache_enabled: bool = True
-    ) -> None:
-        _deprecated("autocast")
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+    device_type, default_dtype = "cuda", float16
 
 
-class GradScaler(amp.GradScaler):
+class GradScaler(DeviceGradScaler):
     """``scratchgrad.amp.GradScaler("cuda", ...)`` under its old name."""
 
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        _deprecated("GradScaler")
-        super().__init__(
-            "cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled
-        )
+    device_type = "cuda"
