@@ -480,6 +480,31 @@ def test_binary_cross_entropy_weights_take_the_input_dtype_as_torch(
     assert_close(ours, theirs, dtype)
 
 
+@pytest.mark.parametrize("pos_weighted", [False, True])
+@pytest.mark.parametrize("dtype, target_dtype", [("float64", "float32"), ("float32", "float64")])
+def test_binary_cross_entropy_with_logits_takes_the_targets_dtype_as_torch(
+    dtype, target_dtype, pos_weighted
+):
+    """PyTorch's kernel computes the loss in place in ``1 - target``: a float32 target makes a
+    float32 loss of float64 logits (and an integer target raises)."""
+    x, target, pos_weight = np.random.default_rng(13).uniform(0.1, 0.9, (3, 3, 4))
+    losses = []
+    for lib in (sg, torch):
+        kwargs = {"pos_weight": lib.tensor(pos_weight[0])} if pos_weighted else {}
+        losses.append(
+            lib.nn.functional.binary_cross_entropy_with_logits(
+                lib.tensor(x, dtype=getattr(lib, dtype)),
+                lib.tensor(target, dtype=getattr(lib, target_dtype)),
+                **kwargs,
+            )
+        )
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            lib.nn.functional.binary_cross_entropy_with_logits(lib.rand(3), lib.tensor([0, 1, 1]))
+    ours, theirs = losses
+    assert str(ours.dtype) == target_dtype == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs, "float32")
+
+
 @pytest.mark.parametrize("dtype, target_dtype", [("float32", "float64"), ("float64", "int64")])
 def test_soft_margin_loss_takes_the_input_dtype_as_torch(dtype, target_dtype):
     x = np.random.default_rng(11).standard_normal((3, 4))

@@ -1929,12 +1929,18 @@ def binary_cross_entropy_with_logits(
         raise ValueError(
             f"Target size ({target.shape}) must be the same as input size ({input.shape})"
         )
+    if not target.is_floating_point():
+        raise RuntimeError(
+            f"binary_cross_entropy_with_logits: result type {input.dtype} can't be cast to the "
+            f"desired output type {target.dtype} (the target must be floating point)"
+        )
     minus_log_sigmoid = Softplus.apply(-input)
-    # NOTE: both weights take the loss's dtype, not promoting it (PyTorch's kernel)
+    # NOTE: both weights take the loss's dtype, not promoting it, and the loss takes the
+    # target's: PyTorch's kernel computes it in place in 1 - target
     if pos_weight is not None:
         pos_weight = pos_weight.to(minus_log_sigmoid.dtype)
         minus_log_sigmoid = (1 + (pos_weight - 1) * target) * minus_log_sigmoid
-    loss = (1 - target) * input + minus_log_sigmoid
+    loss = ((1 - target) * input + minus_log_sigmoid).to(target.dtype)
     return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
 
 
