@@ -176,3 +176,32 @@ def test_all_weights_lists_each_layer_and_directions_parameters_as_torch(kind, o
     assert [[names[id(w)] for w in ws] for ws in ours.all_weights] == [
         [their_names[id(w)] for w in ws] for ws in theirs.all_weights
     ]
+
+
+@pytest.mark.parametrize(("kind", "options"), [c[1:] for c in LAYER_CASES],
+                         ids=[c[0] for c in LAYER_CASES])  # fmt: skip
+def test_recurrent_layers_under_bfloat16_autocast_match_torch(kind, options):
+    """PyTorch's CPU LSTM is one oneDNN kernel on autocast's lower-precision list: its outputs
+    and final states are bfloat16 (RNN's too, GRU's float32), but with a projection or a
+    packed batch (other kernels); a packed batch's outputs keep its steps' dtype."""
+    ours, theirs = module_pair(lambda nn: getattr(nn, kind)(3, 5, **options), "float32")
+    x = np.random.default_rng(2).standard_normal((4, 2, 3))
+    packed = [
+        lib.nn.utils.rnn.pack_padded_sequence(lib.tensor(x, dtype=lib.float32), [4, 3])
+        for lib in (sg, torch)
+    ]
+    for module, lib, batch in ((ours, sg, packed[0]), (theirs, torch, packed[1])):
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            out = _flat(module(lib.tensor(x, dtype=lib.float32)))
+            output, final = module(batch)
+            out_packed = [t.dtype for t in _flat((output.data, final))]
+        sum(t.float().sum() for t in out).backward()
+        module.outputs = out, out_packed
+    (out, out_packed), (expected, expected_packed) = ours.outputs, theirs.outputs
+    assert [str(t.dtype) for t in out] == [str(t.dtype)[6:] for t in expected]
+    assert [str(t) for t in out_packed] == [str(t)[6:] for t in expected_packed]
+    for o, e in zip(out, expected):
+        assert_close(o.float(), e.float(), "bfloat16")
+    for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert p.grad.dtype == sg.float32
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=0.1, atol=0.1)

@@ -53,10 +53,12 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _where(condition: Tensor, new, old):
-    """``new`` where ``condition`` holds, else ``old``: a state, or LSTM's (h, c) pair."""
+    """``new`` where ``condition`` holds, else ``old``: a state, or LSTM's (h, c) pair, in
+    ``new``'s dtype (under autocast a step's 16-bit state, not promoted by a float32 initial
+    one: PyTorch's packed kernels step only the sequences still running)."""
     if isinstance(new, tuple):
-        return tuple(where(condition, n, o) for n, o in zip(new, old))
-    return where(condition, new, old)
+        return tuple(where(condition, n, o.to(n.dtype)) for n, o in zip(new, old))
+    return where(condition, new, old.to(new.dtype))
 
 
 def _stacked(finals: list):
@@ -171,7 +173,9 @@ class RNNBase(Module):
         x = input if not batched else input.transpose(0, 1) if self.batch_first else input
         if not batched:
             x = x.unsqueeze(1)
-        x, finals = self._layers(x, self._initial_states(hx, x, batched))
+        one_kernel = self.mode == "LSTM" and not self.proj_size  # (oneDNN has no projection)
+        layers = mkldnn_rnn_layer if one_kernel else RNNBase._layers
+        x, finals = layers(self, x, self._initial_states(hx, x, batched))
         return self._finish(x, finals, batched)
 
     def _forward_packed(self, packed: PackedSequence, hx):
@@ -305,6 +309,14 @@ def _rnn_mode(nonlinearity: str) -> str:
     if nonlinearity not in ("tanh", "relu"):
         raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
     return f"RNN_{nonlinearity.upper()}"
+
+
+@autocast.autocast_policy("lower")
+def mkldnn_rnn_layer(module: RNNBase, x: Tensor, states: list) -> tuple:
+    """An LSTM's layers, under autocast in the low dtype with its states: PyTorch's CPU LSTM
+    is one oneDNN kernel (``mkldnn_rnn_layer``) on its lower-precision list, so its outputs and
+    final states are 16-bit (not with a projection, nor a packed batch: other kernels)."""
+    return module._layers(x, states)
 
 
 class RNN(RNNBase):
