@@ -4056,6 +4056,7 @@ class Tensor:
             value = self.new_full((), written_number(value, self.array.dtype))
         return binary.Where.apply(mask, value, self)
 
+    @autocast_policy("promote")  # on PyTorch's CPU autocast promote list
     def index_copy(self, dim: int, index: Tensor, source: Tensor) -> Tensor:
         """This tensor with the slices of ``source`` along ``dim`` written at the positions
         ``index`` (int64, at most 1 dim), as ``torch.index_copy``. Where ``index`` repeats a
@@ -4340,8 +4341,10 @@ _make = Tensor._make  # the plain one (see mark_inference_tensors)
 
 def _in_place_form(name: str) -> Callable:
     """``Tensor.<name>_``, the in-place form of the method ``name`` (see ``Tensor._apply_``):
-    ``x.clamp_(0, 1)`` is ``x.clamp(0, 1)`` written into ``x``."""
+    ``x.clamp_(0, 1)`` is ``x.clamp(0, 1)`` written into ``x``. In-place ops are not autocast,
+    as PyTorch's: the method without its autocast policy."""
     op = getattr(Tensor, name)
+    op = op.__wrapped__ if hasattr(op, "autocast_policy") else op
 
     def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         return self._apply_(f"{name}_", lambda t: op(t, *args, **kwargs), *args, *kwargs.values())

@@ -87,6 +87,30 @@ def _layer_and_input():
     return sg.nn.Linear(4, 3), sg.randn(2, 4)
 
 
+@pytest.mark.parametrize("low", LOW)
+def test_index_copy_promotes_mixed_inputs_and_its_in_place_form_does_not_as_torch(low):
+    rng = np.random.default_rng(3)
+    x, source = rng.standard_normal((2, 3)), rng.standard_normal((2, 2))
+    results = []
+    for lib in (sg, torch):
+        ours = lib.tensor(x, dtype=lib.float32)
+        theirs = lib.tensor(source, dtype=getattr(lib, low), requires_grad=True)
+        index = lib.tensor([2, 0])
+        with lib.autocast("cpu", dtype=getattr(lib, low)):
+            out = ours.index_copy(1, index, theirs)
+            with pytest.raises(RuntimeError, match="expected to have the same dtype"):
+                ours.index_copy_(1, index, theirs)
+            with pytest.raises(RuntimeError, match="expected to have the same dtype"):
+                ours.index_copy(1, index, theirs.detach().double())
+        (out * lib.arange(6.0).reshape(2, 3)).sum().backward()
+        results.append((out, theirs.grad))
+    (out, grad), (expected, expected_grad) = results
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.") == "float32"
+    assert str(grad.dtype) == str(expected_grad.dtype).removeprefix("torch.") == low
+    assert_close(out, expected, low, "index_copy under autocast")
+    assert_close(grad, expected_grad, low, "its source's gradient")
+
+
 def test_layers_run_low_losses_in_float32_and_parameters_stay_float32():
     layer, x = _layer_and_input()
     with sg.autocast("cpu", dtype=sg.bfloat16):

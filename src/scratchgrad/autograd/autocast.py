@@ -7,6 +7,8 @@ PyTorch's CPU autocast lists (``torch.amp`` docs):
   convolutions, attention. These are the ops that gain from low precision.
 - ``"float32"``: run in float32: losses and ``prod``, whose sums of many terms lose too much in
   16 bits.
+- ``"promote"``: 16-bit inputs mixed with float32 ones run in float32 (``index_copy``, which
+  refuses mixed dtypes outside autocast).
 - every other op runs in the dtype of its inputs (PyTorch's promotion applies, so ``cat`` of a
   bfloat16 and a float32 tensor is float32, as on PyTorch's "widest" list).
 
@@ -26,7 +28,7 @@ from typing import Any
 from scratchgrad.autograd.grad_mode import state as _grad_state
 from scratchgrad.backend import bfloat16, float16, float32
 
-POLICY: dict[str, str] = {}  # op name -> "lower" | "float32": filled by @autocast_policy
+POLICY: dict[str, str] = {}  # op name -> "lower" | "float32" | "promote": by @autocast_policy
 _CASTABLE = (float32, float16, bfloat16)
 
 
@@ -43,7 +45,7 @@ state = _State()
 
 def autocast_policy(policy: str) -> Callable:
     """Declare how ``fn``'s floating-point tensor arguments are cast inside autocast."""
-    if policy not in ("lower", "float32"):
+    if policy not in ("lower", "float32", "promote"):
         raise ValueError(f"autocast_policy: unknown policy {policy!r}")
 
     def declare(fn: Callable) -> Callable:
@@ -66,10 +68,16 @@ def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> An
     (called while an autocast region is on). A float32 op runs with the region paused, as
     PyTorch's single float32 kernel: the matrix products inside a composite one (``lstsq``'s)
     stay in float32."""
+    if policy == "promote":  # (a single floating dtype needs no cast)
+        kinds = {
+            getattr(getattr(v, "array", None), "dtype", None) for v in (*args, *kwargs.values())
+        }
+        if len(kinds & set(_CASTABLE)) < 2:
+            return fn(*args, **kwargs)
     dtype = state.dtype if policy == "lower" else float32
     args = tuple(_cast(a, dtype) for a in args)
     kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
-    if policy == "lower":
+    if policy != "float32":
         return fn(*args, **kwargs)
     low, state.dtype = state.dtype, None
     try:
