@@ -181,6 +181,9 @@ def test_nested_regions_take_their_dtype_and_state_as_torch(name):
 
 
 def test_a_bad_device_type_or_a_decorated_non_callable_raise_as_torch():
+    for device_type in ("cpu", "cuda", "mps", "xpu", "meta"):
+        available = torch.amp.is_autocast_available(device_type)
+        assert sg.amp.is_autocast_available(device_type) == available, device_type
     for lib in (sg, torch):
         with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
             lib.autocast(lib.bfloat16)

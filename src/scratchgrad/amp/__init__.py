@@ -9,6 +9,7 @@ from scratchgrad.amp.autocast_mode import (
     custom_bwd,
     custom_fwd,
     get_autocast_dtype,
+    is_autocast_available,
     is_autocast_enabled,
 )
 from scratchgrad.amp.grad_scaler import GradScaler
@@ -19,5 +20,6 @@ __all__ = [
     "custom_bwd",
     "custom_fwd",
     "get_autocast_dtype",
+    "is_autocast_available",
     "is_autocast_enabled",
 ]

@@ -36,7 +36,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
     ) -> None:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        if device_type not in _DEVICE_TYPES:
+        if not is_autocast_available(device_type):
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}'"
             )
@@ -86,6 +86,17 @@ class autocast:  # noqa: N801  (PyTorch's name)
                 return fn(*args, **kwargs)
 
         return run
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether ``autocast`` accepts ``device_type``, as ``torch.amp.is_autocast_available``
+    (only "cpu" computes here: the others warn and disable their regions).
+
+    >>> import scratchgrad as sg
+    >>> sg.amp.is_autocast_available("cpu"), sg.amp.is_autocast_available("meta")
+    (True, False)
+    """
+    return device_type in _DEVICE_TYPES
 
 
 def is_autocast_enabled(device_type: str = "cpu") -> bool:
