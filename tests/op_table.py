@@ -1898,11 +1898,12 @@ OPS = [
         domain=away_from_zero,
         dim=lambda m, x, d: m.linalg.vector_norm(x, 3, dim=d),
     ),
-    Op(  # on PyTorch's CPU autocast lower-precision list, as matmul
+    Op(  # on PyTorch's CPU autocast lower-precision list, as matmul. Operands of one shape:
+        # PyTorch's 1-d vecdot is dot, which does not broadcast
         "linalg_vecdot",
         lambda m, x, y: m.linalg.vecdot(x, y.sin()),
-        "binary",
-        check_shapes=((2, 3), (3,)),
+        "same_pair_rank1+",
+        check_shapes=((2, 3), (2, 3)),
     ),
     Op(
         "linalg_multi_dot",
