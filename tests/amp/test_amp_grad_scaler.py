@@ -263,3 +263,9 @@ def test_setters_change_the_next_update_and_a_bad_new_scale_raises_as_torch():
             with pytest.raises(AssertionError, match="new_scale should be a float or a 1-element"):
                 scaler.update(bad)
     assert states[0] == states[1] and states[0]["scale"] == 12.0
+
+
+def test_a_disabled_scaler_takes_any_settings_as_torch():
+    for lib in (sg, torch):
+        scaler = lib.amp.GradScaler("cpu", growth_factor=0.5, backoff_factor=2.0, enabled=False)
+        assert not scaler.is_enabled() and scaler.get_scale() == 1.0

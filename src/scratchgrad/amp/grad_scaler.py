@@ -27,6 +27,19 @@ class _Stage(Enum):
     STEPPED = 2
 
 
+def _check_settings(growth_factor: float, backoff_factor: float, growth_interval: int) -> None:
+    """PyTorch checks the two factors (with AssertionErrors); the interval is checked here too,
+    since update() needs an int to count to."""
+    if not growth_factor > 1.0:
+        raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
+    if not 0.0 < backoff_factor < 1.0:
+        raise ValueError(f"GradScaler: backoff_factor must be in (0, 1), got {backoff_factor}")
+    if not (isinstance(growth_interval, int) and growth_interval > 0):
+        raise ValueError(
+            f"GradScaler: growth_interval must be a positive int, got {growth_interval}"
+        )
+
+
 class GradScaler:
     """Scale the loss, unscale the gradients, skip steps that overflowed, adapt the scale.
 
@@ -53,19 +66,13 @@ class GradScaler:
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
-        if not growth_factor > 1.0:
-            raise ValueError(f"GradScaler: growth_factor must be > 1, got {growth_factor}")
-        if not 0.0 < backoff_factor < 1.0:
-            raise ValueError(f"GradScaler: backoff_factor must be in (0, 1), got {backoff_factor}")
-        if not (isinstance(growth_interval, int) and growth_interval > 0):
-            raise ValueError(
-                f"GradScaler: growth_interval must be a positive int, got {growth_interval}"
-            )
         if enabled and device == "cuda" and not backend.is_available("cuda"):
             warnings.warn(
                 "GradScaler is enabled, but CUDA is not available. Disabling.", stacklevel=2
             )
             enabled = False
+        if enabled:  # (a disabled scaler takes any settings, as PyTorch's)
+            _check_settings(growth_factor, backoff_factor, growth_interval)
         self._enabled = enabled
         # The scale is a float32 number, as PyTorch keeps it, so trajectories agree bit for bit.
         # As PyTorch's, it is made by the first scale(): unscale_, step and update refuse to
