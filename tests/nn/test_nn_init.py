@@ -99,7 +99,8 @@ def test_init_works_in_place_outside_the_graph():
     assert init.kaiming_uniform_(p) is p and p.array is array
     assert p.requires_grad and p.is_leaf and p.grad_fn is None
     init.zeros_(sg.empty(0, 3))  # empty: nothing to do, no error
-    init.kaiming_uniform_(sg.empty(0, 3))
+    with pytest.warns(UserWarning, match="zero-element"):  # PyTorch's warning
+        init.kaiming_uniform_(sg.empty(0, 3))
 
 
 def test_init_is_seeded():
@@ -153,6 +154,7 @@ def test_normalisation_default_init(layer):
         ("orthogonal", ()),
         ("sparse", (0.5,)),
         ("dirac", ()),
+        ("eye", ()),
     ],
 )
 def test_deprecated_names_warn_as_torchs_and_fill_as_the_underscored_ones(old, args):
@@ -166,3 +168,55 @@ def test_deprecated_names_warn_as_torchs_and_fill_as_the_underscored_ones(old, a
     sg.manual_seed(0)
     expected = getattr(sg.nn.init, old + "_")(sg.empty(*shape), *args)
     np.testing.assert_array_equal(filled.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("nonlinearity", ["linear", "conv1d", "conv_transpose3d", "sigmoid"])
+def test_calculate_gain_of_the_linear_ones_is_torchs_int(nonlinearity):
+    gain = init.calculate_gain(nonlinearity)
+    assert type(gain) is type(torch.nn.init.calculate_gain(nonlinearity)) and gain == 1
+
+
+@pytest.mark.parametrize("method", ["kaiming_uniform_", "kaiming_normal_"])
+def test_kaiming_takes_the_mode_in_any_case_as_torch(method):
+    sg.manual_seed(0)
+    upper = getattr(init, method)(sg.empty(30, 40), mode="FAN_OUT").numpy()
+    sg.manual_seed(0)
+    lower = getattr(init, method)(sg.empty(30, 40), mode="fan_out").numpy()
+    np.testing.assert_array_equal(upper, lower)
+    getattr(torch.nn.init, method)(torch.empty(30, 40), mode="FAN_OUT")
+
+
+@pytest.mark.parametrize("method", ["kaiming_uniform_", "kaiming_normal_"])
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0, 2)])
+def test_kaiming_warns_on_a_zero_element_tensor_as_torch(method, shape):
+    for lib in (torch, sg):
+        with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
+            assert getattr(lib.nn.init, method)(lib.empty(shape)).shape == shape
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_orthogonal_refuses_16_bit_floats_as_torch(dtype):
+    with pytest.raises(NotImplementedError):
+        torch.nn.init.orthogonal_(torch.empty(3, 4, dtype=getattr(torch, dtype)))
+    with pytest.raises(NotImplementedError, match="orthogonal_"):
+        init.orthogonal_(sg.empty(3, 4, dtype=getattr(sg, dtype)))
+
+
+@pytest.mark.parametrize("a, b", [(6.0, 8.0), (-8.0, -5.0), (4.0, 6.0)])
+@pytest.mark.filterwarnings("ignore:mean is more than 2 std")
+def test_trunc_normal_far_in_a_tail_matches_torch_in_float32(a, b):
+    """The inverse CDF in float32 sent every sample to a bound (all 8s for [6, 8])."""
+    sg.manual_seed(0)
+    torch.manual_seed(0)
+    ours = init.trunc_normal_(sg.empty(100_000), 0.0, 1.0, a, b).numpy().astype(np.float64)
+    theirs = torch.nn.init.trunc_normal_(torch.empty(100_000), 0.0, 1.0, a, b).double().numpy()
+    assert ours.min() >= a and ours.max() <= b
+    assert abs(ours.mean() - theirs.mean()) < 0.01 and abs(ours.std() - theirs.std()) < 0.01
+    assert ((ours == a) | (ours == b)).sum() == 0
+
+
+def test_trunc_normal_refuses_integers_as_torch():
+    with pytest.raises(NotImplementedError):
+        torch.nn.init.trunc_normal_(torch.empty(3, dtype=torch.int64))
+    with pytest.raises(NotImplementedError, match="trunc_normal_"):
+        init.trunc_normal_(sg.empty(3, dtype=sg.int64))

@@ -9,11 +9,13 @@ import math
 import warnings
 
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import Generator, namespace
-from scratchgrad.creation import eye, rand
+from scratchgrad.backend import Generator, bfloat16, float16, float64, is_floating, namespace
+from scratchgrad.creation import eye as identity
+from scratchgrad.creation import rand
 from scratchgrad.tensor import Tensor
 
-_GAINS = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
+# (PyTorch's gain of the linear ones and sigmoid is the int 1)
+_GAINS = {"linear": 1, "sigmoid": 1, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
 _LINEAR_LIKE = (
     "conv1d",
     "conv2d",
@@ -31,7 +33,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     True
     """
     if nonlinearity in _GAINS or nonlinearity in _LINEAR_LIKE:
-        return _GAINS.get(nonlinearity, 1.0)
+        return _GAINS.get(nonlinearity, 1)
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         if isinstance(slope, bool) or not isinstance(slope, (int, float)):
@@ -51,6 +53,7 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
 
 
 def _fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()  # as PyTorch's: "FAN_IN" too
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
@@ -107,6 +110,15 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | Non
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
+def _no_elements(tensor: Tensor) -> bool:
+    """True, with PyTorch's warning, for a tensor with no elements: no fan to scale by, and
+    nothing to fill."""
+    if tensor.numel():
+        return False
+    warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+    return True
+
+
 def kaiming_uniform_(
     tensor: Tensor,
     a: float = 0.0,
@@ -119,7 +131,7 @@ def kaiming_uniform_(
     ``a`` is the negative slope of the leaky ReLU that follows. PyTorch's layers call this with
     ``a=sqrt(5)``, which makes the bound ``1 / sqrt(fan_in)``.
     """
-    if tensor.numel() == 0:  # no fan to scale by; nothing to fill
+    if _no_elements(tensor):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
@@ -134,7 +146,7 @@ def kaiming_normal_(
     generator: Generator | None = None,
 ) -> Tensor:
     """N(0, std**2) with std = gain / sqrt(fan) (He et al., 2015)."""
-    if tensor.numel() == 0:
+    if _no_elements(tensor):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
@@ -156,6 +168,11 @@ def trunc_normal_(
     >>> bool((w >= -1).all() and (w <= 3).all())
     True
     """
+    if not is_floating(tensor.dtype):  # (the draws below are float64 whatever the tensor is)
+        raise NotImplementedError(
+            f"trunc_normal_: not implemented for {tensor.dtype} tensors; give a floating one, as "
+            "PyTorch requires"
+        )
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
@@ -164,8 +181,11 @@ def trunc_normal_(
         )
     low, high = ((1 + math.erf((x - mean) / (std * math.sqrt(2.0)))) / 2 for x in (a, b))
     with no_grad():
-        tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
-        return tensor.copy_((tensor.erfinv() * (std * math.sqrt(2.0)) + mean).clamp(a, b))
+        # in float64 whatever the tensor's dtype: in float32 the CDF's values far in a tail
+        # round to 1, and erfinv sends every sample to a bound (all 8s for a=6, b=8)
+        draws = tensor.new_empty(tensor.shape, dtype=float64)
+        draws.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
+        return tensor.copy_((draws.erfinv() * (std * math.sqrt(2.0)) + mean).clamp(a, b))
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
@@ -182,6 +202,11 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    if tensor.dtype in (float16, bfloat16):
+        raise NotImplementedError(
+            f"orthogonal_: its QR decomposition is not implemented for {tensor.dtype} (as "
+            f"PyTorch's geqrf), got a tensor of shape {tuple(tensor.shape)}"
+        )
     rows = tensor.shape[0]
     with no_grad():
         sample = tensor.new_zeros(rows, tensor.numel() // rows).normal_(generator=generator)
@@ -205,7 +230,7 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+        return tensor.copy_(identity(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
@@ -279,3 +304,4 @@ uniform, normal, constant = _deprecated(uniform_), _deprecated(normal_), _deprec
 xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
 kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
 orthogonal, sparse, dirac = _deprecated(orthogonal_), _deprecated(sparse_), _deprecated(dirac_)
+eye = _deprecated(eye_)
