@@ -161,9 +161,28 @@ def test_a_jitted_step_refuses_reading_the_lengths():
             ValueError,
             "Expected total_length to be at least the length of the longest sequence",
         ),
+        (
+            lambda u, lib: u.pack_padded_sequence(lib.zeros(4, 0, 2), []),
+            RuntimeError,
+            "Cannot pack empty tensors",
+        ),
+        (
+            lambda u, lib: u.pack_padded_sequence(lib.zeros(3), [3, 2, 1]),
+            IndexError,
+            "needs a time and a batch dim",
+        ),
+        (
+            lambda u, lib: u.pad_sequence([lib.ones(2)], padding_side="middle"),
+            RuntimeError,
+            "padding_side must be 'left' or 'right'",
+        ),
+        (lambda u, lib: u.pad_sequence(3), RuntimeError, "Expected iterable"),
     ],
-    ids=["unsorted", "count", "empty_sequence", "lengths_2d", "total_length"],
-)
+    ids=[
+        "unsorted", "count", "empty_sequence", "lengths_2d", "total_length", "empty_batch",
+        "one_dim", "padding_side", "not_iterable",
+    ],
+)  # fmt: skip
 def test_bad_arguments_raise_as_torch(call, kind, message):
     assert_raises_as_torch(lambda lib: call(R if lib is sg else TR, lib), kind, message)
 
@@ -174,8 +193,48 @@ def test_a_length_past_the_padded_steps_raises():
         R.pack_padded_sequence(sg.zeros(4, 3, 2), [5, 2, 1])
 
 
+@pytest.mark.parametrize(
+    "make",
+    [lambda lib: lib.arange(6.0).reshape(3, 2), lambda lib: (lib.ones(k) for k in (2, 3))],
+    ids=["tensor", "generator"],
+)
+def test_pad_sequence_takes_a_tensor_or_a_generator_as_torch(make):
+    assert_close(R.pad_sequence(make(sg)), TR.pad_sequence(make(torch)))
+
+
+def test_pad_sequence_keeps_the_first_sequences_dtype_as_torch():
+    for lib in (sg, torch):
+        padded = lib.nn.utils.rnn.pad_sequence([lib.ones(2), lib.ones(1, dtype=lib.float64)])
+        assert str(padded.dtype).endswith("float32")
+
+
+@pytest.mark.parametrize(
+    "method", ["float", "double", "half", "long", "int", "short", "char", "byte", "cpu"]
+)
+def test_packed_sequence_casts_as_torch(method):
+    ours, theirs = (
+        getattr(u.pack_sequence([lib.ones(3), lib.ones(1)], enforce_sorted=False), method)()
+        for u, lib in ((R, sg), (TR, torch))
+    )
+    assert str(ours.data.dtype) == str(theirs.data.dtype).removeprefix("torch.")
+    assert_close(ours.data.double(), theirs.data.double())
+    assert ours.batch_sizes.tolist() == theirs.batch_sizes.tolist()
+    assert ours.unsorted_indices.tolist() == theirs.unsorted_indices.tolist()
+    assert ours.is_pinned() == theirs.is_pinned()
+
+
+def test_invert_permutation_matches_torch():
+    permutation = [3, 0, 4, 1, 2]
+    assert (
+        R.invert_permutation(sg.tensor(permutation)).tolist()
+        == TR.invert_permutation(torch.tensor(permutation)).tolist()
+    )
+    assert R.invert_permutation(None) is None
+
+
 def test_doc_examples_run():
     for function in (
+        R.invert_permutation,
         R.pack_padded_sequence,
         R.pad_packed_sequence,
         R.pack_sequence,

@@ -10,7 +10,7 @@ of step 0 of every sequence, then of step 1 of those at least 2 long, and so on;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from scratchgrad import backend
@@ -19,7 +19,7 @@ from scratchgrad.tensor import Tensor, cat, stack
 
 
 def pad_sequence(
-    sequences: Sequence[Tensor],
+    sequences: Tensor | Iterable[Tensor],
     batch_first: bool = False,
     padding_value: float = 0.0,
     padding_side: str = "right",
@@ -33,9 +33,15 @@ def pad_sequence(
     [[1, 2, 3], [4, 0, 0]]
     """
     if padding_side not in ("left", "right"):
-        raise ValueError(
+        raise RuntimeError(
             f"pad_sequence: padding_side must be 'left' or 'right', got {padding_side!r}"
         )
+    if not isinstance(sequences, Iterable):
+        raise RuntimeError(
+            "pad_sequence: Expected iterable for input sequences, but got arg of type: "
+            f"{type(sequences)}"
+        )
+    sequences = list(sequences)  # (a generator, or a tensor: its rows, as PyTorch takes them)
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
     trailing = {tuple(s.shape[1:]) for s in sequences}
@@ -45,8 +51,10 @@ def pad_sequence(
             f"{[tuple(s.shape) for s in sequences]}"
         )
     longest = max(s.shape[0] for s in sequences)
+    dtype = sequences[0].dtype  # as PyTorch: the first sequence's, not the promoted one
     padded = []
     for s in sequences:
+        s = s.to(dtype)
         extra = longest - s.shape[0]
         widths = [(0, extra) if padding_side == "right" else (extra, 0)] + [(0, 0)] * (s.ndim - 1)
         padded.append(s.pad(widths, padding_value) if extra else s)
@@ -65,12 +73,57 @@ class PackedSequence(NamedTuple):
     unsorted_indices: Tensor | None = None
 
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
-        """The data moved or cast by ``Tensor.to``; the sizes and orders stay."""
-        return self._replace(data=self.data.to(*args, **kwargs))
+        """The data moved or cast by ``Tensor.to`` (see ``_with_data``)."""
+        return self._with_data(self.data.to(*args, **kwargs))
+
+    def cuda(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        return self._with_data(self.data.cuda(*args, **kwargs))
+
+    def cpu(self) -> PackedSequence:
+        return self._with_data(self.data.cpu())
+
+    def pin_memory(self) -> PackedSequence:
+        return self._with_data(self.data.pin_memory())
+
+    def is_pinned(self) -> bool:
+        return self.data.is_pinned()
+
+    # the data cast, as the Tensor methods of the same names
+    def double(self) -> PackedSequence:
+        return self._with_data(self.data.double())
+
+    def float(self) -> PackedSequence:
+        return self._with_data(self.data.float())
+
+    def half(self) -> PackedSequence:
+        return self._with_data(self.data.half())
+
+    def long(self) -> PackedSequence:
+        return self._with_data(self.data.long())
+
+    def int(self) -> PackedSequence:
+        return self._with_data(self.data.int())
+
+    def short(self) -> PackedSequence:
+        return self._with_data(self.data.short())
+
+    def char(self) -> PackedSequence:
+        return self._with_data(self.data.char())
+
+    def byte(self) -> PackedSequence:
+        return self._with_data(self.data.byte())
 
     @property
     def is_cuda(self) -> bool:
         return self.data.is_cuda
+
+    def _with_data(self, data: Tensor) -> PackedSequence:
+        """This batch with ``data`` (itself where ``data`` is its own), and the sorted orders
+        moved to its device; the batch sizes stay on the CPU, as PyTorch's."""
+        if data is self.data:
+            return self
+        orders = [None if i is None else i.to(data.device) for i in self[2:]]
+        return PackedSequence(data, self.batch_sizes, *orders)
 
 
 def pack_padded_sequence(
@@ -87,6 +140,15 @@ def pack_padded_sequence(
     [1, 4, 2, 5, 3]
     """
     lengths = _lengths(lengths)
+    if input.ndim < 2:
+        raise IndexError(
+            "pack_padded_sequence: the padded input needs a time and a batch dim, got shape "
+            f"{tuple(input.shape)}"
+        )
+    if input.numel() == 0:
+        raise RuntimeError(
+            f"Cannot pack empty tensors (pack_padded_sequence: shape {tuple(input.shape)})"
+        )
     steps, batch = (input.shape[1], input.shape[0]) if batch_first else input.shape[:2]
     if len(lengths) != batch:
         raise RuntimeError(
@@ -106,7 +168,7 @@ def pack_padded_sequence(
         order = sorted(range(batch), key=lambda b: -lengths[b])  # (stable: ties keep order)
         lengths = [lengths[b] for b in order]
         sorted_indices = _indices(order, input)
-        unsorted_indices = _indices(sorted(range(batch), key=order.__getitem__), input)
+        unsorted_indices = invert_permutation(sorted_indices)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if lengths and lengths[-1] <= 0:
         raise RuntimeError(
@@ -157,6 +219,17 @@ def pad_packed_sequence(
         padded = padded.index_select(1, sequence.unsorted_indices)
         lengths = lengths[sequence.unsorted_indices]
     return (padded.transpose(0, 1) if batch_first else padded), lengths
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The permutation that undoes ``permutation`` (None for None), as PyTorch's: a packed
+    batch's ``unsorted_indices`` from its ``sorted_indices``.
+
+    >>> import scratchgrad as sg
+    >>> invert_permutation(sg.tensor([2, 0, 1])).tolist()
+    [1, 2, 0]
+    """
+    return None if permutation is None else permutation.argsort()
 
 
 def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
