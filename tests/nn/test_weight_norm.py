@@ -19,6 +19,9 @@ from scratchgrad.nn.utils import (
     weight_norm,
 )
 
+# the legacy weight_norm's deprecation warning, ours as PyTorch's (test_weight_norm_is_deprecated)
+pytestmark = pytest.mark.filterwarnings("ignore:`nn.utils.weight_norm` is deprecated:FutureWarning")
+
 DTYPES = ["float64", "float32"]
 LAYERS = [
     ("linear", lambda nn: nn.Linear(3, 4), (5, 3)),
@@ -65,6 +68,12 @@ def test_weight_norm_matches_torch(build, shape, dim, dtype):
                 q -= 0.1 * q.grad
             p.grad, q.grad = None, None
     assert_close(ours.weight, theirs.weight, dtype)
+
+
+def test_weight_norm_is_deprecated_as_torchs():
+    for lib in (torch, sg):
+        with pytest.warns(FutureWarning, match="parametrizations.weight_norm"):
+            lib.nn.utils.weight_norm(lib.nn.Linear(3, 4))
 
 
 def test_weight_norm_names_shapes_and_start():

@@ -7,6 +7,7 @@ and ``state_dict`` keys are PyTorch's.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, TypeVar
 
 from scratchgrad.autograd.grad_mode import no_grad
@@ -87,14 +88,21 @@ def weight_norm(module: M, name: str = "weight", dim: int | None = 0) -> M:
     for ``dim=None`` or -1, as PyTorch) and ``name_v`` (its direction), and ``name`` is
     recomputed as ``name_g * name_v / ||name_v||`` before each forward. Returns the module.
 
-    PyTorch's ``weight_norm`` warns that it is deprecated in favour of
-    ``parametrizations.weight_norm``; scratchgrad has only this form, and does not warn.
+    Deprecated in favour of ``parametrizations.weight_norm``, with PyTorch's FutureWarning.
 
+    >>> import warnings
     >>> from scratchgrad import nn
-    >>> layer = weight_norm(nn.Linear(3, 4))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", FutureWarning)
+    ...     layer = weight_norm(nn.Linear(3, 4))
     >>> list(layer.state_dict()), layer.weight_g.shape
     (['bias', 'weight_g', 'weight_v'], (4, 1))
     """
+    warnings.warn(
+        "`nn.utils.weight_norm` is deprecated in favor of `nn.utils.parametrizations.weight_norm`.",
+        FutureWarning,
+        stacklevel=2,
+    )
     hook = WeightNorm(name, dim)
     hook.refuse_second(module)
     weight = getattr(module, name)
@@ -109,8 +117,12 @@ def weight_norm(module: M, name: str = "weight", dim: int | None = 0) -> M:
 def remove_weight_norm(module: M, name: str = "weight") -> M:
     """Undo ``weight_norm``: ``name`` is a parameter again, holding the computed weight.
 
+    >>> import warnings
     >>> from scratchgrad import nn
-    >>> list(remove_weight_norm(weight_norm(nn.Linear(3, 4))).state_dict())
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", FutureWarning)  # weight_norm's
+    ...     layer = weight_norm(nn.Linear(3, 4))
+    >>> list(remove_weight_norm(layer).state_dict())
     ['bias', 'weight']
     """
     hook = WeightNorm.take_off(module, name)
