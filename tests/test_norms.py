@@ -75,3 +75,14 @@ def test_cosine_similarity_of_zero_rows():
         lambda x: sg.nn.functional.cosine_similarity(x, x[pick]),
         lambda x: torch.nn.functional.cosine_similarity(x, x[pick]),
     )
+
+
+@pytest.mark.parametrize(
+    ("p", "dim"), [("fro", (1, 2, 3)), ("fro", [0, 1, 3]), ("nuc", None), ("bogus", None)]
+)
+def test_string_orders_that_are_matrix_norms_raise_as_torch(p, dim):
+    """ "fro" over more than two dims is a matrix norm in PyTorch (an error), not the 2-norm."""
+    with pytest.raises(RuntimeError):
+        torch.ones(4, 3, 2, 2).norm(p, dim)
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm"):
+        sg.ones(4, 3, 2, 2).norm(p, dim)

@@ -2636,11 +2636,14 @@ class Tensor:
             )
         if dtype is not None:  # computed in ``dtype``, as PyTorch's
             return self.to(dtype).norm(p, dim, keepdim)
-        if p == "nuc":
+        vector_fro = p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)
+        if isinstance(p, str) and not vector_fro:
+            # as PyTorch: "nuc" is a matrix norm, and so is "fro" over more than two dims (an
+            # error there, as any other string)
             from scratchgrad.linalg import matrix_norm  # (linalg imports this module)
 
             every = tuple(range(self.array.ndim))
-            return matrix_norm(self, "nuc", every if dim is None else dim, keepdim)
+            return matrix_norm(self, p, every if dim is None else dim, keepdim)
         return p_norm(self, 2 if p == "fro" else p, dim, keepdim)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:

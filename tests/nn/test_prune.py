@@ -231,6 +231,17 @@ def test_ln_structured_matches_torch(layer, dim, n):
     _train_step(ours, theirs, layer, "float64")
 
 
+def test_ln_structured_fro_over_more_than_two_dims_raises_as_torch():
+    """PyTorch's "fro" over a convolution weight's three other dims is a matrix norm: an
+    error, where scratchgrad took the 2-norm."""
+    ours, theirs = module_pair(LAYERS["conv2d"][0])
+    with pytest.raises(RuntimeError):
+        torch_prune.ln_structured(theirs, "weight", 0.5, "fro", 0)
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+        prune.ln_structured(ours, "weight", 0.5, "fro", 0)
+    assert not prune.is_pruned(ours)
+
+
 @pytest.mark.parametrize(("layer", "dim", "amount"), [("linear", 0, 0.5), ("conv2d", 1, 2)])
 def test_random_structured_prunes_whole_channels(layer, dim, amount):
     ours, theirs = _pruned_pair(layer, lambda p, m: p.random_structured(m, "weight", amount, dim))
