@@ -675,3 +675,19 @@ def test_searchsorted_rounds_a_number_to_the_boundaries_dtype_and_norm_refuses_i
     oracle.assert_raises_as_torch(
         lambda lib: lib.tensor([3, 4]).norm(), RuntimeError, "norm: expected a floating point"
     )
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda x: x >= 5, lambda x: x == 5, lambda x: x.isnan(), lambda x: x.logical_not(),
+     lambda x: x.long() // 2, lambda x: x.long() % 2, lambda x: x.long().bitwise_not(),
+     lambda x: x.isfinite(), lambda x: x.logical_and(x)],
+)  # fmt: skip
+def test_0d_results_of_ops_outside_the_graph_are_arrays_as_torchs(op):
+    """NumPy's ufuncs make scalars of 0-d operands: np.asarray of the tensor refused them, and
+    fill_ wrote into a copy (the tensor kept its value, silently)."""
+    ours, theirs = op(sg.tensor(5.0)), op(torch.tensor(5.0))
+    np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+    assert type(ours.numpy()) is np.ndarray
+    ours.zero_(), theirs.zero_()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

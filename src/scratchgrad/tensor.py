@@ -7181,12 +7181,15 @@ def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
     Function (comparisons, integer division); operands on two devices raise PyTorch's error."""
     try:
         module = xp if type(x) is ndarray else namespace(x)
-        return getattr(module, name)(x, *args, **kwargs)
+        out = getattr(module, name)(x, *args, **kwargs)
     except TypeError:
         mixed = backend.same_device_error(name, (x, *args))
         if mixed is None:
             raise
         raise mixed from None
+    # NOTE: NumPy's ufuncs make a scalar of 0-d operands, which is no array (np.asarray of the
+    # tensor refused it) and is read-only (fill_ and zero_ wrote into a copy, silently)
+    return module.asarray(out) if isinstance(out, xp.generic) else out
 
 
 def _check_on_cpu(t: Tensor) -> None:
