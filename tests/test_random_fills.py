@@ -227,3 +227,30 @@ def test_random_without_bounds_draws_up_to_the_dtypes_largest_exact_integer(dtyp
         assert drawn.min().item() >= 0 and drawn.max().item() <= top
         assert drawn.max().item() > top * 0.99 and (drawn == drawn.round()).all()
         assert m.empty(1000, dtype=getattr(m, dtype)).random_(2).max().item() == 1
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_uniform_and_normal_fill_complex_tensors_as_torch(dtype):
+    """Each part of a complex entry: U(from, to), or N(mean, std**2 / 2) (std the whole's)."""
+    moments = []
+    for lib in (sg, torch):
+        lib.manual_seed(0)
+        uniform = lib.zeros(100_000, dtype=getattr(lib, dtype)).uniform_(-1.0, 3.0)
+        normal = lib.zeros(100_000, dtype=getattr(lib, dtype)).normal_(5.0, 2.0)
+        assert uniform.dtype == normal.dtype == getattr(lib, dtype)
+        parts = [p.numpy().astype(np.float64) for p in (uniform.real, uniform.imag)]
+        assert all(p.min() >= -1 and p.max() < 3 for p in parts)
+        parts += [p.numpy().astype(np.float64) for p in (normal.real, normal.imag)]
+        moments.append([(p.mean(), p.std()) for p in parts])
+    np.testing.assert_allclose(moments[0], moments[1], atol=0.03)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_layers_initialise_as_torch(dtype):
+    sg.manual_seed(0)
+    torch.manual_seed(0)
+    ours = nn.Linear(300, 200, dtype=getattr(sg, dtype)).weight.detach().numpy()
+    theirs = torch.nn.Linear(300, 200, dtype=getattr(torch, dtype)).weight.detach().numpy()
+    for part in (np.real, np.imag):
+        assert abs(part(ours).std() - part(theirs).std()) < 0.02 * part(theirs).std()
+        assert abs(part(ours)).max() <= abs(part(theirs)).max() * 1.01

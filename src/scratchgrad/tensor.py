@@ -2656,9 +2656,11 @@ class Tensor:
         x._check_floating("log_softmax")
         return reduce.LogSoftmax.apply(x, dim=_dims(dim, x.array.ndim))
 
-    def _check_floating(self, op: str) -> None:
-        """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...)."""
-        if not backend.is_floating(self.array.dtype):
+    def _check_floating(self, op: str, complex_too: bool = False) -> None:
+        """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...),
+        nor a complex one unless ``complex_too``."""
+        floating = backend.can_require_grad if complex_too else backend.is_floating
+        if not floating(self.array.dtype):
             raise NotImplementedError(
                 f"{op}: not implemented for {self.array.dtype} tensors; give a floating one "
                 "(x.float()), as PyTorch requires"
@@ -2886,7 +2888,7 @@ class Tensor:
         True
         """
         low = _from_argument(from_, from_keyword)
-        self._check_floating("uniform_")
+        self._check_floating("uniform_", complex_too=True)
         if low > to:
             raise RuntimeError(
                 f"uniform_ expects to return a [from, to) range, but found from={low} > to={to}"
@@ -2901,10 +2903,11 @@ class Tensor:
         >>> round(sg.empty(100_000).normal_(3.0, 0.5).std().item(), 2)
         0.5
         """
-        self._check_floating("normal_")
+        self._check_floating("normal_", complex_too=True)
         if not std >= 0:  # NaN fails too
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        draws = _call(_normal, generator, self.device, mean, std, self.array.shape)
+        complex_ = self.array.dtype.kind == "c"
+        draws = _call(_normal, generator, self.device, mean, std, self.array.shape, complex_)
         return self._copy_from("normal_", Tensor._make(draws))
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
@@ -6539,15 +6542,31 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
 
 def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:
     """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, drawn in float64 and
-    rounded to ``dtype``, still below ``high`` (see ``backend.below``)."""
+    rounded to ``dtype``, still below ``high`` (see ``backend.below``); for a complex dtype,
+    its real and imaginary parts are each such a sample (see ``_complex_from_pairs``)."""
+    if dtype.kind == "c":
+        parts = _uniform(generator, device, low, high, (*shape, 2), backend.to_real(dtype))
+        return _complex_from_pairs(parts)
     draws = backend.rng_for(generator, device).uniform(low, high, shape)
     return backend.below(backend.as_array(draws).astype(dtype), low, high)
 
 
-def _normal(generator: Any, device: Any, mean: float, std: float, shape: tuple) -> Any:
-    """``Tensor.normal_``'s draw, in float64."""
+def _normal(
+    generator: Any, device: Any, mean: float, std: float, shape: tuple, complex_: bool = False
+) -> Any:
+    """``Tensor.normal_``'s draw, in float64; ``complex_``: complex128, whose real and
+    imaginary parts are each N(mean, std**2 / 2), as PyTorch's complex normal."""
+    if complex_:
+        parts = _normal(generator, device, mean, std / math.sqrt(2), (*shape, 2))
+        return _complex_from_pairs(parts)
     # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
     return backend.rng_for(generator, device).standard_normal(shape) * std + mean
+
+
+def _complex_from_pairs(draws: Any) -> Any:
+    """Draws paired along their last dim as the real and imaginary parts of complex entries,
+    as PyTorch fills a complex tensor (its ``view_as_real``)."""
+    return draws[..., 0] + 1j * draws[..., 1]
 
 
 def _random_top(dtype: Any) -> int:

@@ -220,3 +220,11 @@ def test_trunc_normal_refuses_integers_as_torch():
         torch.nn.init.trunc_normal_(torch.empty(3, dtype=torch.int64))
     with pytest.raises(NotImplementedError, match="trunc_normal_"):
         init.trunc_normal_(sg.empty(3, dtype=sg.int64))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_orthogonal_refuses_complex_tensors_as_torch(dtype):
+    with pytest.raises(NotImplementedError):
+        torch.nn.init.orthogonal_(torch.empty(3, 3, dtype=getattr(torch, dtype)))
+    with pytest.raises(NotImplementedError, match="orthogonal_"):
+        init.orthogonal_(sg.empty(3, 3, dtype=getattr(sg, dtype)))

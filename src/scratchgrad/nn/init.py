@@ -202,10 +202,10 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    if tensor.dtype in (float16, bfloat16):
+    if tensor.dtype in (float16, bfloat16) or tensor.is_complex():  # (PyTorch's sign, too)
         raise NotImplementedError(
-            f"orthogonal_: its QR decomposition is not implemented for {tensor.dtype} (as "
-            f"PyTorch's geqrf), got a tensor of shape {tuple(tensor.shape)}"
+            f"orthogonal_: not implemented for {tensor.dtype} (as PyTorch's), got a tensor of "
+            f"shape {tuple(tensor.shape)}"
         )
     rows = tensor.shape[0]
     with no_grad():
