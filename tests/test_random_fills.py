@@ -138,6 +138,11 @@ BAD = {
     "geometric_ p of 1": (lambda t: t.geometric_(1.0), RuntimeError, r"p to be in \(0, 1\)"),
     "uniform_ from_ keyword": (lambda t: t.uniform_(from_=1.0), TypeError, "from_"),
     "uniform_ from twice": (lambda t: t.uniform_(1.0, **{"from": 1.0}), TypeError, "'from'"),
+    "uniform_ from nan": (lambda t: t.uniform_(float("nan"), 1.0), RuntimeError, "from.* out of"),
+    "uniform_ to inf": (lambda t: t.uniform_(0.0, float("inf")), RuntimeError, "to.* out of"),
+    "uniform_ past float32": (lambda t: t.uniform_(0.0, 1e39), RuntimeError, "out of bounds"),
+    "uniform_ past float16": (lambda t: t.half().uniform_(0, 7e4), RuntimeError, "out of bounds"),
+    "uniform_ too wide": (lambda t: t.uniform_(-3e38, 3e38), RuntimeError, "to-from <="),
 }
 
 

@@ -2889,10 +2889,7 @@ class Tensor:
         """
         low = _from_argument(from_, from_keyword)
         self._check_floating("uniform_", complex_too=True)
-        if low > to:
-            raise RuntimeError(
-                f"uniform_ expects to return a [from, to) range, but found from={low} > to={to}"
-            )
+        _check_uniform_bounds(low, to, backend.to_real(self.array.dtype))
         draws = _call(_uniform, generator, self.device, low, to, self.array.shape, self.array.dtype)
         return self._copy_from("uniform_", Tensor._make(draws))
 
@@ -6639,6 +6636,24 @@ def _from_argument(given: Any, keyword: dict, name: str = "uniform_", default: A
     if keyword and given is not None:
         raise TypeError(f"{name}() got multiple values for argument 'from'")
     return keyword.get("from", default if given is None else given)
+
+
+def _check_uniform_bounds(low: float, high: float, dtype: Any) -> None:
+    """PyTorch's checks of ``uniform_``'s bounds: numbers of ``dtype`` (not NaN nor inf), in
+    order, and at most ``dtype``'s largest number apart (else the draws overflow)."""
+    largest = float(xp.finfo(dtype).max)
+    for name, bound in (("from", low), ("to", high)):
+        if not -largest <= bound <= largest:  # NaN fails too
+            raise RuntimeError(f"uniform_: {name}={bound} is out of bounds for {dtype}")
+    if low > high:
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
+        )
+    if high - low > largest:
+        raise RuntimeError(
+            f"uniform_ expects to-from <= {largest} (the largest {dtype}), but found to={high} "
+            f"and from={low}"
+        )
 
 
 def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any) -> Any:
