@@ -5007,8 +5007,8 @@ def cat(
     >>> sg.cat([sg.ones(1, 2), sg.tensor([])]).tolist()
     [[1.0, 1.0]]
     """
-    if not tensors:
-        raise RuntimeError("cat: expected a non-empty list of tensors")
+    if not tensors:  # (a ValueError in PyTorch's cat, a RuntimeError in its stack)
+        raise ValueError("cat: expected a non-empty list of tensors")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = promote_types(dtype, t.dtype)
@@ -5033,6 +5033,8 @@ def cat(
 @names_bad_arguments
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor:
     """Join tensors along a new dim (``out`` as ``write_out`` says)."""
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise RuntimeError(

@@ -114,3 +114,14 @@ def test_vector_to_parameters_needs_a_tensor(vec):
     with pytest.raises(TypeError) as error:
         nn.utils.vector_to_parameters(vec, ours)
     assert str(error.value) == expected
+
+
+def test_no_parameters_raise_torchs_error():
+    """PyTorch's cat raises a ValueError for an empty list (its stack a RuntimeError)."""
+    for lib in (torch, sg):
+        with pytest.raises(ValueError, match="non-empty list"):
+            lib.nn.utils.parameters_to_vector([])
+        with pytest.raises(ValueError, match="non-empty list"):
+            lib.cat([])
+        with pytest.raises(RuntimeError, match="non-empty TensorList"):
+            lib.stack([])
