@@ -1,6 +1,7 @@
 """nn.utils.clip_grad_norm_ and clip_grad_value_ against torch.nn.utils on the same gradients."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -85,3 +86,50 @@ def test_clip_grad_norm_returns_a_0d_tensor_numpy_reads(norm_type):
         w.grad = lib.tensor([3.0, -4.0])
         results.append(np.asarray(lib.nn.utils.clip_grad_norm_([w], 10.0, norm_type)))
     assert results[0].shape == () and results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [("float32", "float64"), ("float64", "float32"), ("float16", "bfloat16"),
+     ("complex64",), ("complex64", "float64"), ("float32", "complex128")],
+)  # fmt: skip
+def test_get_total_norm_dtype_is_the_norms_promoted_as_torch(dtypes):
+    """The total norm is the norm of the stacked norms: promoted over all the tensors (not the
+    first one's dtype), and real for complex tensors."""
+    values = [3.0, -4.0]
+    ours = nn.utils.get_total_norm([sg.tensor(values, dtype=getattr(sg, d)) for d in dtypes])
+    theirs = torch.nn.utils.get_total_norm(
+        [torch.tensor(values, dtype=getattr(torch, d)) for d in dtypes]
+    )
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("make", "norm_type"),
+    [(lambda lib: lib.tensor([3, 4]), 2.0), (lambda lib: lib.zeros(0, 3), math.inf),
+     (lambda lib: lib.zeros(0), -1.0), (lambda lib: lib.zeros(2, 0), -math.inf)],
+)  # fmt: skip
+def test_get_total_norm_refuses_what_torch_refuses(make, norm_type):
+    """Integers, and an empty tensor under an order with no identity (inf, negative)."""
+    with pytest.raises(RuntimeError):
+        torch.nn.utils.get_total_norm([torch.ones(2), make(torch)], norm_type)
+    with pytest.raises(RuntimeError, match="get_total_norm"):
+        nn.utils.get_total_norm([sg.ones(2), make(sg)], norm_type)
+
+
+@pytest.mark.parametrize("norm_type", [-1.0, -2.0, 0.5])
+def test_get_total_norm_of_zeros_under_a_negative_order_is_silent(norm_type):
+    expected = torch.nn.utils.get_total_norm([torch.zeros(3), torch.ones(2)], norm_type)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        total = nn.utils.get_total_norm([sg.zeros(3), sg.ones(2)], norm_type)
+    assert total.item() == pytest.approx(expected.item())
+
+
+def test_clip_grads_with_norm_needs_the_norm_as_a_tensor():
+    for lib in (torch, sg):
+        w = lib.zeros(2, requires_grad=True)
+        w.grad = lib.ones(2)
+        with pytest.raises(TypeError):
+            lib.nn.utils.clip_grads_with_norm_([w], 1.0, 5.0)
