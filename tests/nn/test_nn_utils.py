@@ -133,3 +133,18 @@ def test_clip_grads_with_norm_needs_the_norm_as_a_tensor():
         w.grad = lib.ones(2)
         with pytest.raises(TypeError):
             lib.nn.utils.clip_grads_with_norm_([w], 1.0, 5.0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("norm_type", [2.0, 3.0, 1.0])
+def test_clip_grad_norm_of_16_bit_gradients_accumulates_in_float32_as_torch(dtype, norm_type):
+    """In float16 the 2-norm of 100 entries of 300 overflowed to inf, and clipping zeroed the
+    gradients."""
+    results = []
+    for lib in (sg, torch):
+        w = lib.zeros(100, dtype=getattr(lib, dtype), requires_grad=True)
+        w.grad = lib.full((100,), 300.0, dtype=getattr(lib, dtype))
+        total = lib.nn.utils.clip_grad_norm_([w], 1000.0, norm_type)
+        results.append([total.float().item(), w.grad.float().numpy()])
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-2)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-2)

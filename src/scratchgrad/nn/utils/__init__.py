@@ -18,6 +18,8 @@ from scratchgrad import backend
 from scratchgrad import sparse as sparse_tensors
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
+from scratchgrad.dtypes import promote_types
+from scratchgrad.linalg.checks import torch_name
 from scratchgrad.nn.utils import parametrizations, parametrize, prune, rnn, stateless
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from scratchgrad.nn.utils.fusion import (
@@ -75,10 +77,14 @@ def get_total_norm(
     if not _dense_only(tensors, "get_total_norm"):
         return Tensor._from_data(0.0)
     norm_type = float(norm_type)
+    dtype = _total_norm_dtype(tensors, norm_type)
     xp = backend.namespace(tensors[0].array)
     with _silent_non_finite():
-        norms = xp.stack([xp.linalg.norm(t.array.reshape(-1), norm_type) for t in tensors])
-        total = xp.asarray(xp.linalg.norm(norms, norm_type), tensors[0].dtype)  # 0-d
+        # 16-bit tensors in float32, as PyTorch's: in float16 the 2-norm of 100 entries of 300
+        # overflowed to inf (and clip_grad_norm_ zeroed the gradients)
+        flat = [backend.widened(t.array).reshape(-1) for t in tensors]
+        norms = xp.stack([xp.linalg.norm(x, norm_type) for x in flat])
+        total = xp.asarray(xp.linalg.norm(norms, norm_type), dtype)  # 0-d
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -86,6 +92,28 @@ def get_total_norm(
             "non-finite norm anyway, set `error_if_nonfinite=False`"
         )
     return Tensor._make(total)
+
+
+def _total_norm_dtype(tensors: list[Tensor], norm_type: float):
+    """The dtype of the tensors' total norm, as PyTorch's: a norm per tensor (real for a
+    complex one), stacked in their promoted dtype. Raises PyTorch's errors first: each tensor
+    must be floating or complex, and not empty where the order (inf, or negative) has no
+    identity."""
+    dtype = None
+    for t in tensors:
+        if not backend.can_require_grad(t.dtype):
+            raise RuntimeError(
+                "get_total_norm: Expected a floating point or complex tensor as input. Got "
+                f"{torch_name(t.dtype)}"
+            )
+        if t.numel() == 0 and (norm_type < 0 or math.isinf(norm_type)):
+            raise RuntimeError(
+                f"get_total_norm: cannot compute the {norm_type} norm of an empty tensor (shape "
+                f"{tuple(t.shape)}) because the operation does not have an identity"
+            )
+        real = backend.to_real(t.dtype)
+        dtype = real if dtype is None else promote_types(dtype, real)
+    return dtype
 
 
 def clip_grads_with_norm_(
@@ -106,6 +134,11 @@ def clip_grads_with_norm_(
     grads = _grads(parameters, "clip_grads_with_norm_")
     if not grads:
         return None
+    if not isinstance(total_norm, Tensor):
+        raise TypeError(
+            "clip_grads_with_norm_: total_norm must be a Tensor (get_total_norm's result), got "
+            f"{type(total_norm).__name__}"
+        )
     # In the norm's dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
     xp = backend.namespace(total_norm.array)
     scale = float(xp.minimum(float(max_norm) / (total_norm.array + 1e-6), 1.0))
@@ -174,8 +207,9 @@ def clip_grad_norm(
 
 def _silent_non_finite():
     """An inf or NaN gradient (a step GradScaler will skip) is clipped without NumPy's
-    warnings, as PyTorch does it: its norm is inf or NaN, and inf times 0 is NaN."""
-    return backend.errstate(over="ignore", invalid="ignore")
+    warnings, as PyTorch does it: its norm is inf or NaN, and inf times 0 is NaN; a negative
+    order's norm of zeros is 0 (1 / (1 / 0)), silently too."""
+    return backend.errstate(over="ignore", invalid="ignore", divide="ignore")
 
 
 def clip_grad_value_(
