@@ -421,3 +421,16 @@ def test_a_python_complex_number_promotes_as_torchs_and_stays_a_number(dtype):
         np.testing.assert_allclose(op(ours).numpy(), op(theirs).numpy(), rtol=1e-6)
     # a number on every device: not a CPU tensor (the strict device, tests/test_strict.py)
     assert sg.ones(2, device="meta").mul(1j).is_meta
+
+
+def test_sgn_of_complex_tensors_matches_torch_with_its_gradient():
+    """x / |x| (0 at 0, with a zero gradient there); it raised as sign does."""
+    values, weights = [1 + 1j, 0j, -2j, 3 - 4j], [1 + 2j, 3, 1j, -1]
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor(values, requires_grad=True)
+        out = x.sgn()
+        (out * lib.tensor(weights)).real.sum().backward()
+        grads.append((out.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], atol=1e-6)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], atol=1e-6)

@@ -405,3 +405,10 @@ def test_anomaly_doc_examples_run():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert doctest.testmod(sys.modules["scratchgrad.autograd.anomaly"]).failed == 0
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_finfo_of_a_complex_dtype_is_its_parts_as_torch(dtype):
+    ours, theirs = sg.finfo(getattr(sg, dtype)), torch.finfo(getattr(torch, dtype))
+    assert (ours.eps, ours.max, ours.bits) == (theirs.eps, theirs.max, theirs.bits)
+    assert str(ours.dtype) == theirs.dtype

@@ -434,6 +434,7 @@ class finfo(_Info):
 
     def __init__(self, type: Any = None) -> None:
         dtype = backend.default_float if type is None else _info_dtype("finfo", type)
+        dtype = backend.to_real(dtype)  # a complex dtype's parts, as PyTorch's
         if not is_floating(dtype):
             raise TypeError(
                 "finfo() requires a floating point input type. Use scratchgrad.iinfo to handle "

@@ -2203,8 +2203,18 @@ class Tensor:
         return x * factor
 
     def sgn(self) -> Tensor:
-        """``sign`` for real tensors (bools: a copy), as ``torch.sgn``."""
-        return self.sign()
+        """``x / |x|`` for complex tensors (0 at 0), ``sign`` for real ones (bools: a copy), as
+        ``torch.sgn``.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([3 + 4j, 0j]).sgn()
+        tensor([0.6000+0.8000j, 0.0000+0.0000j])
+        """
+        if not self.is_complex():
+            return self.sign()
+        zero = self.abs() == 0
+        # 0 at 0, with a zero gradient there as PyTorch's (divided by 1: no inf to mask)
+        return where(zero, 0.0, self / where(zero, 1.0, self.abs()))
 
     absolute = abs
 

@@ -416,3 +416,17 @@ def test_registration_changes_no_other_module():
 
 def test_doc_examples_run():
     assert doctest.testmod(parametrizations).failed == 0
+
+
+def test_orthogonal_of_a_complex_weight_raises():
+    """Householder: PyTorch's ValueError; the unitary maps need a complex QR decomposition,
+    which scratchgrad does not have: NotImplementedError, not a failure inside linalg.qr."""
+    assert_raises_as_torch(
+        lambda lib: lib.nn.utils.parametrizations.orthogonal(
+            lib.nn.Linear(3, 4, dtype=lib.complex64), orthogonal_map="householder"
+        ),
+        ValueError,
+        "householder parametrization does not support complex",
+    )
+    with pytest.raises(NotImplementedError, match="complex QR"):
+        sg.nn.utils.parametrizations.orthogonal(sg.nn.Linear(3, 4, dtype=sg.complex64))

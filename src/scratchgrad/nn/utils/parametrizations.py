@@ -61,6 +61,15 @@ class _Orthogonal(Module):
         self, weight: Tensor, orthogonal_map: _OrthMaps, *, use_trivialization: bool = True
     ) -> None:
         super().__init__()
+        if weight.is_complex():
+            if orthogonal_map is _OrthMaps.householder:  # PyTorch's error
+                raise ValueError(
+                    "The householder parametrization does not support complex tensors."
+                )
+            raise NotImplementedError(
+                f"orthogonal: a complex weight ({weight.dtype}, a unitary parametrization) needs "
+                "a complex QR decomposition, which scratchgrad does not have yet"
+            )
         if orthogonal_map is _OrthMaps.householder and not use_trivialization:
             raise NotImplementedError(
                 'orthogonal: orthogonal_map="householder" with use_trivialization=False needs '
@@ -159,7 +168,8 @@ def orthogonal(
     QR decomposition if it is not) and each assigned value become. Returns the module.
 
     ``"householder"`` with ``use_trivialization=False`` needs ``geqrf`` (the initial value
-    made into reflectors), which scratchgrad does not have yet: it raises NotImplementedError.
+    made into reflectors), which scratchgrad does not have yet: it raises NotImplementedError;
+    so does a complex weight (PyTorch's unitary case needs a complex QR decomposition).
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -176,7 +186,8 @@ def orthogonal(
             f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions."
         )
     if orthogonal_map is None:
-        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+        square = weight.shape[-2] == weight.shape[-1]
+        orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
     orth_enum = getattr(_OrthMaps, orthogonal_map, None)
     if orth_enum is None:
         raise ValueError(
