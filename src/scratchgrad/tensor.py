@@ -6313,7 +6313,8 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     if not isinstance(index, tuple):
         index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = []
-    arrays = False
+    arrays = False  # an integer or bool array, or a bool scalar: an index NumPy may place apart
+    ellipses = 0
     for item in index:
         shared = isinstance(item, Tensor)  # then its array is the index tensor's memory
         if shared:
@@ -6325,6 +6326,10 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             raise ValueError(
                 "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
             )
+        elif item is Ellipsis:
+            ellipses += 1
+        elif item is True or item is False:
+            arrays = True
         if backend.is_array(item):
             if item.dtype == backend.uint8:  # PyTorch's legacy: a byte tensor is a mask
                 warnings.warn(
@@ -6344,6 +6349,8 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
                 item = item.copy()
             arrays = True
         items.append(item)
+    if ellipses > 1:
+        items = _ellipses_spelled_out(items, array.ndim)
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
         _check_bounds(items, array.shape)
     if arrays and _picks_apart(items):
@@ -6369,6 +6376,27 @@ def _sequence_as_tuple(index: Any) -> bool:
     )
 
 
+def _ellipses_spelled_out(items: list, ndim: int) -> list:
+    """``items`` with each of several Ellipses read as PyTorch reads them: every one stands for
+    the full slices of the dims no other item takes, and full slices past the last dim are
+    dropped (``x[..., 0, ...]`` picks from the last dim, as ``x[..., 0]``).
+
+    >>> _ellipses_spelled_out([Ellipsis, 0, Ellipsis], 3)
+    [slice(None, None, None), slice(None, None, None), 0]
+    """
+    spelled = max(ndim - sum(_dims_taken(item) for item in items), 0)
+    out, trailing = [], 0  # trailing: the full slices at the end of ``out``
+    for item in items:
+        if item is Ellipsis:
+            out += [slice(None)] * spelled
+            trailing += spelled
+        else:
+            out.append(item)
+            trailing = trailing + 1 if type(item) is slice and item == slice(None) else 0
+    excess = sum(_dims_taken(item) for item in out) - ndim
+    return out[: len(out) - min(max(excess, 0), trailing)]
+
+
 def _is_pick(item: Any) -> bool:
     """An int (or 0-d integer array) index item: PyTorch selects with it before it indexes."""
     if backend.is_array(item):
@@ -6376,19 +6404,24 @@ def _is_pick(item: Any) -> bool:
     return isinstance(item, int) and not isinstance(item, bool)
 
 
+def _is_bool_scalar(item: Any) -> bool:
+    """A bool (or 0-d bool array) index item: to PyTorch, a new dim indexed by ``[0]`` for
+    True, ``[]`` for False, an advanced index."""
+    if backend.is_array(item):
+        return item.ndim == 0 and item.dtype.kind == "b"
+    return isinstance(item, bool)
+
+
 def _picks_apart(items: list) -> bool:
     """Whether NumPy and PyTorch place an advanced index's dims differently: NumPy counts ints
     among the advanced indices (so ``x[0, :, [1, 2]]`` moves the indexed dims to the front,
     shape ``(2, n)``), PyTorch selects with the ints first (``x[0][:, [1, 2]]``, ``(n, 2)``).
-    They differ only where ints alone keep the arrays apart. A bool scalar (an advanced index
-    to NumPy, a new dim to PyTorch) is left to NumPy."""
-    advanced = [backend.is_array(item) and item.ndim > 0 for item in items]
+    They differ only where ints alone keep the advanced indices (arrays, bool scalars) apart."""
+    advanced = [
+        (backend.is_array(item) and item.ndim > 0) or _is_bool_scalar(item) for item in items
+    ]
     picks = [_is_pick(item) for item in items]
-    bool_scalar = any(
-        isinstance(item, bool) or (backend.is_array(item) and item.dtype.kind == "b" and not a)
-        for item, a in zip(items, advanced)
-    )
-    if bool_scalar or not any(picks) or not any(advanced):
+    if not any(picks) or not any(advanced):
         return False
     kept = [a for a, p in zip(advanced, picks) if not p]
     return _adjacent(kept) and not _adjacent([a or p for a, p in zip(advanced, picks)])
@@ -6404,17 +6437,13 @@ def _as_grids(items: list, array: Any) -> tuple:
     """``items`` (where ``_picks_apart``) as one NumPy index giving PyTorch's layout: every
     item an integer array (a slice its range) shaped to broadcast to the result, the advanced
     indices' dims where the first of them stands."""
-    shape = array.shape
-    consumed = sum(_dims_taken(item) for item in items)
-    flat = []  # Ellipsis spelled out, each mask as its nonzero() arrays
-    for item in items:
-        if item is Ellipsis:
-            flat += [slice(None)] * (len(shape) - consumed)
-        elif backend.is_array(item) and item.dtype.kind == "b":
-            flat += list(item.nonzero())
-        else:
-            flat.append(item)
-    shapes = [item.shape for item in flat if backend.is_array(item) and item.ndim]
+    xp_array = namespace(array)
+    flat = _flattened(items, array.shape)
+    shapes = [
+        ((1,) if item else (0,)) if isinstance(item, bool) else item.shape
+        for item in flat
+        if isinstance(item, bool) or (backend.is_array(item) and item.ndim)
+    ]
     try:
         block = xp.broadcast_shapes(*shapes)
     except ValueError:
@@ -6429,22 +6458,49 @@ def _as_grids(items: list, array: Any) -> tuple:
             position += 1
             continue
         if type(item) is slice:
-            steps = namespace(array).arange(*item.indices(shape[dim]))
+            steps = xp_array.arange(*item.indices(array.shape[dim]))
             grids.append(steps.reshape(_placed(ndim, position, (-1,))))
             position += 1
-        elif backend.is_array(item) and item.ndim:
+        elif isinstance(item, bool) or (backend.is_array(item) and item.ndim):
             if start is None:
                 start, position = position, position + len(block)
+            if isinstance(item, bool):  # a new dim, in the block: it indexes none of array's
+                continue
             grids.append(item.reshape(_placed(ndim, start + len(block) - item.ndim, item.shape)))
         else:
             grids.append(item)
         dim += 1
+    if any(isinstance(item, bool) for item in flat):  # the block's dims even where no array has
+        grids[0] = grids[0] + xp_array.zeros(_placed(ndim, start, block), backend.int64)
     return tuple(grids)
+
+
+def _flattened(items: list, shape: tuple) -> list:
+    """``items`` with the Ellipsis spelled out, each mask (checked against the dims it covers,
+    as PyTorch's) as its ``nonzero()`` arrays and each bool scalar as a Python bool."""
+    consumed = sum(_dims_taken(item) for item in items)
+    flat, dim = [], 0
+    for item in items:
+        if item is Ellipsis:
+            flat += [slice(None)] * (len(shape) - consumed)
+        elif _is_bool_scalar(item):
+            flat.append(bool(item))
+        elif backend.is_array(item) and item.dtype.kind == "b":
+            if item.shape != shape[dim : dim + item.ndim]:
+                raise IndexError(
+                    f"The shape of the mask {list(item.shape)} at index {dim} does not match "
+                    f"the shape of the indexed tensor {list(shape)} at index {dim}"
+                )
+            flat += list(item.nonzero())
+        else:
+            flat.append(item)
+        dim = sum(_dims_taken(item) for item in flat)
+    return flat
 
 
 def _dims_taken(item: Any) -> int:
     """How many dims of the indexed array an index item consumes."""
-    if item is None or item is Ellipsis:
+    if item is None or item is Ellipsis or isinstance(item, bool):
         return 0
     return item.ndim if backend.is_array(item) and item.dtype.kind == "b" else 1
 
