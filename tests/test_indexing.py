@@ -10,20 +10,23 @@ import scratchgrad as sg
 
 
 def _both(make_index, write=None):
-    """``x[index]`` (or ``x`` after ``x[index] = write(m)``) in both libraries, with the
-    gradient of a weighted sum of the read; each as ("ok", values, grad) or the error's type."""
+    """``x[index]`` with the gradient of a weighted sum of it, or ``x[index] = write(m)`` on a
+    plain tensor and on one in a graph (a recorded write), in both libraries: each as a tuple
+    of arrays or the error's type name."""
     results = []
     for m in (torch, sg):
-        x = m.arange(120, dtype=m.float64).reshape(4, 5, 6).requires_grad_(write is None)
+        x = m.arange(120, dtype=m.float64).reshape(4, 5, 6).requires_grad_(True)
         try:
             if write is None:
                 out = x[make_index(m)]
                 weights = m.arange(out.numel(), dtype=m.float64).reshape(out.shape) + 1
                 (out * weights).sum().backward()
-                results.append(("ok", out.detach().numpy(), x.grad.numpy()))
+                results.append((out.detach().numpy(), x.grad.numpy()))
             else:
-                x[make_index(m)] = write(m)
-                results.append(("ok", x.numpy(), None))
+                plain, recorded = x.detach().clone(), x.clone()
+                plain[make_index(m)] = write(m)
+                recorded[make_index(m)] = write(m)
+                results.append((plain.numpy(), recorded.detach().numpy()))
         except Exception as error:  # noqa: BLE001 (the error type is compared)
             results.append(type(error).__name__)
     return results
@@ -35,10 +38,9 @@ def _assert_same(make_index, write=None):
     if isinstance(expected, str):
         assert got == expected
         return
-    for want, have in zip(expected[1:], got[1:]):
-        if want is not None:
-            assert have.shape == want.shape
-            np.testing.assert_array_equal(have, want)
+    for want, have in zip(expected, got):
+        assert have.shape == want.shape
+        np.testing.assert_array_equal(have, want)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +91,54 @@ def test_a_mask_after_an_int_is_checked_against_its_dims(index):
     _assert_same(make)
     with pytest.raises(IndexError, match=r"mask \[4\]"):
         sg.zeros(4, 5, 6)[make(sg)]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        [0, 2],
+        (slice(None), [1]),
+        ((0, 1),),
+        (True, 0),
+        [True, False, True, False],  # a mask given more than one value
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_setitem_through_index_put_refuses_another_dtype(index, dtype):
+    def write(m):
+        return m.ones(5, 6, dtype=getattr(m, dtype))
+
+    _assert_same(lambda m: index, write)
+    with pytest.raises(RuntimeError, match="dtypes match, got Double for the destination"):
+        sg.zeros(4, 5, 6, dtype=sg.float64)[index] = write(sg)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [0, slice(1, 3), (Ellipsis, 0), True, sg.tensor(1), [True, False, True, False]],
+    ids=str,
+)
+def test_setitem_casts_where_pytorch_does(index):
+    def make(m):  # a mask given one value: masked_fill_, which casts
+        return m.tensor(index.item()) if isinstance(index, sg.Tensor) else index
+
+    _assert_same(make, lambda m: m.tensor([2.5], dtype=m.float32))
+
+
+@pytest.mark.parametrize(
+    "index", [(0, 0, 0), (0, -1, 1), (0, slice(None), 0), (Ellipsis, 0)], ids=str
+)
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (1, 1, 5)], ids=str)
+def test_setitem_drops_the_value_leading_ones(index, shape):
+    def write(m):
+        return m.arange(float(np.prod(shape)), dtype=m.float64).reshape(shape) + 0.5
+
+    _assert_same(lambda m: index, write)
+
+
+@pytest.mark.parametrize("index", [0, slice(None), [0, 1]], ids=str)
+def test_setitem_of_a_value_that_does_not_broadcast_raises_runtime_error(index):
+    _assert_same(lambda m: index, lambda m: m.ones(3, 7, dtype=m.float64))
+    with pytest.raises(RuntimeError, match="setitem"):
+        sg.zeros(4, 5, 6, dtype=sg.float64)[index] = sg.ones(3, 7, dtype=sg.float64)

@@ -1581,6 +1581,11 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(value, Tensor):
+            if value.dtype != self.dtype:
+                _refuse_index_put_cast(self, index, value)
+            if value.shape[:1] == (1,):  # PyTorch drops a value's leading 1s (x[0, 0] = [v])
+                value = value.reshape(value.shape[_leading_ones(value.shape) :])
         index = _index(index, self.array, (self, value))
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
@@ -1593,7 +1598,7 @@ class Tensor:
         except ValueError as error:
             if not getattr(self.array.flags, "writeable", True):
                 raise _write_error("setitem", self.array, error) from None
-            raise
+            raise RuntimeError(f"setitem: {error}") from None  # PyTorch's error type
         increment_version(self)
 
     # ---- dtype ------------------------------------------------------------------------------
@@ -6395,6 +6400,46 @@ def _ellipses_spelled_out(items: list, ndim: int) -> list:
             trailing = trailing + 1 if type(item) is slice and item == slice(None) else 0
     excess = sum(_dims_taken(item) for item in out) - ndim
     return out[: len(out) - min(max(excess, 0), trailing)]
+
+
+def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
+    """PyTorch's refusal to write a tensor of another dtype through an index its setitem hands
+    to ``index_put_`` (an integer tensor or list, a bool scalar, a mask given more than one
+    value); ints, slices, a bool alone (``x.unsqueeze(0)``) and a mask given one value
+    (``masked_fill_``) cast it."""
+    if isinstance(index, bool):
+        return
+    items = index if isinstance(index, tuple) else (index,)
+    if isinstance(index, list) and _sequence_as_tuple(index):
+        items = tuple(index)
+    advanced = [item for item in items if _is_advanced(item)]
+    if not advanced or (len(advanced) == 1 and _is_mask_item(advanced[0]) and value.numel() == 1):
+        return
+    raise RuntimeError(
+        "setitem: Index put requires the source and destination dtypes match, got "
+        f"{_kind_name(x.dtype)} for the destination and {_kind_name(value.dtype)} for the source."
+    )
+
+
+def _is_advanced(item: Any) -> bool:
+    """Whether an index item, as given to setitem, is an advanced index to PyTorch."""
+    if isinstance(item, (bool, list, tuple)):  # a sequence is an index tensor
+        return True
+    if isinstance(item, Tensor) or backend.is_array(item):
+        return item.ndim > 0 or item.dtype == backend.bool_
+    return False
+
+
+def _is_mask_item(item: Any) -> bool:
+    """Whether an advanced index item, as given to setitem, is a mask (bool or uint8)."""
+    if isinstance(item, (list, tuple)):
+        item = xp.asarray(item)
+    return getattr(item, "ndim", 0) > 0 and item.dtype in (backend.bool_, backend.uint8)
+
+
+def _leading_ones(shape: tuple) -> int:
+    """How many of ``shape``'s dims, from the first, are 1."""
+    return next((k for k, n in enumerate(shape) if n != 1), len(shape))
 
 
 def _is_pick(item: Any) -> bool:
