@@ -1,5 +1,6 @@
 """PyTorch's call forms that scratchgrad lacked: ``div(..., rounding_mode=)``, ``flip`` with
-its dims as separate arguments or a keyword, and ``broadcast_shapes``."""
+its dims as separate arguments or a keyword (and its TypeError for an int where only the
+method's positional form takes one), and ``broadcast_shapes``."""
 
 import numpy as np
 import pytest
@@ -50,8 +51,11 @@ def test_rounded_division_has_a_zero_gradient():
             RuntimeError,
             r"broadcast_shapes: shapes \[\(2,\), \(3,\)\] cannot be broadcast together",
         ),
+        (lambda lib: lib.flip(lib.ones(2, 3), 1), TypeError, "must be tuple of ints, not int"),
+        (lambda lib: lib.ones(2, 3).flip(dims=1), TypeError, "must be tuple of ints, not int"),
+        (lambda lib: lib.ones(2, 3).flip(), TypeError, "missing 1 required positional"),
     ],
-    ids=["mode", "zero", "shapes"],
+    ids=["mode", "zero", "shapes", "flip-int", "flip-int-keyword", "flip-no-dims"],
 )
 def test_errors_as_torch(call, kind, message):
     assert_raises_as_torch(call, kind, message)

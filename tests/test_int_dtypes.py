@@ -460,3 +460,39 @@ def test_ints_past_int64_beside_others_are_refused_unless_the_dtype_is_floating_
         ours, theirs = (m.tensor(data, dtype=getattr(m, dtype)) for m in (sg, torch))
         assert_same(ours, theirs, f"{dtype} from {data}")
     assert_same(sg.tensor([2**63, 1.5]), torch.tensor([2**63, 1.5]), "with a float")
+
+
+BOOL_DIVISIONS_AND_POWERS = {
+    "b // b": lambda m, b: b // b,
+    "b // True": lambda m, b: b // True,
+    "True // b": lambda m, b: True // b,
+    "b // int": lambda m, b: b // m.tensor([1, 2, 3]),
+    "b % b": lambda m, b: b % b,
+    "fmod": lambda m, b: m.fmod(b, b),
+    "trunc": lambda m, b: m.div(b, b, rounding_mode="trunc"),
+    "floor_divide_": lambda m, b: b.clone().floor_divide_(b),
+    "b ** b": lambda m, b: b**b,
+    "b ** 0-d b": lambda m, b: b ** m.tensor(True),
+    "True ** b": lambda m, b: True**b,
+    "pow(False, b)": lambda m, b: m.pow(False, b),
+    "b ** True": lambda m, b: b**True,
+    "b ** False": lambda m, b: b**False,
+    "b ** 2": lambda m, b: b**2,
+    "b ** int": lambda m, b: b ** m.tensor([1, 2, 3]),
+    "pow(2, b)": lambda m, b: m.pow(2, b),
+    "pow(2.5, b)": lambda m, b: m.pow(2.5, b),
+    "pow(b, exponent=b)": lambda m, b: m.pow(b, exponent=m.tensor([1, 2, 3])),
+}
+
+
+@pytest.mark.parametrize("call", BOOL_DIVISIONS_AND_POWERS.values(), ids=BOOL_DIVISIONS_AND_POWERS)
+def test_bool_division_and_power_as_pytorch(call):
+    """PyTorch's integer division and pow kernels have no bool version: bools on both sides
+    raise; a bool tensor to a bool number's power is a bool tensor (x or not y)."""
+    try:
+        expected = call(torch, torch.tensor([True, False, True]))
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            call(sg, sg.tensor([True, False, True]))
+        return
+    assert_same(call(sg, sg.tensor([True, False, True])), expected, "")

@@ -143,6 +143,34 @@ def test_einsum_refuses_what_it_cannot_do(equation, shapes):
             m.einsum(equation, *(m.ones(*s) for s in shapes))
 
 
+SUBLISTS = {
+    "product": lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+    "implicit output": lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2]),
+    "lowercase": lambda m, a, b: m.einsum(a, [30, 51], b, [51, 2], [2, 30]),
+    "ellipsis": lambda m, a, b: m.einsum(a, [Ellipsis, 1], [1, Ellipsis]),
+    "tuples": lambda m, a, b: m.einsum(a, (0, 1), (1,)),
+    "trace": lambda m, a, b: m.einsum(b[:3, :3], [0, 0], []),
+    "out of range": lambda m, a, b: m.einsum(a, [0, 52]),
+    "negative": lambda m, a, b: m.einsum(a, [0, -1]),
+    "unknown output": lambda m, a, b: m.einsum(a, [0, 1], [2]),
+    "too few": lambda m, a, b: m.einsum(a),
+}
+
+
+@pytest.mark.parametrize("call", SUBLISTS.values(), ids=SUBLISTS)
+def test_einsum_sublist_form_as_torch(call):
+    """``einsum(a, [0, 1], b, [1, 2], [0, 2])``: each operand's subscripts as ints (0 to 25
+    are A to Z, 26 to 51 a to z), the output's last if given."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    try:
+        expected = call(torch, torch.tensor(a), torch.tensor(b))
+    except (ValueError, RuntimeError) as error:
+        with pytest.raises(type(error)):
+            call(sg, sg.tensor(a), sg.tensor(b))
+        return
+    np.testing.assert_allclose(call(sg, sg.tensor(a), sg.tensor(b)).numpy(), expected.numpy())
+
+
 def test_mm_and_bmm_check_their_dims():
     with pytest.raises(RuntimeError, match="mm: expected 2-D"):
         sg.mm(sg.ones(2, 2, 2), sg.ones(2, 2))

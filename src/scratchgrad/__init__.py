@@ -299,12 +299,12 @@ else:
         Tensor.permute,
         Tensor.transpose,
     )
-    squeeze, unsqueeze, flip, gather = Tensor.squeeze, Tensor.unsqueeze, Tensor.flip, Tensor.gather
+    squeeze, unsqueeze, gather = Tensor.squeeze, Tensor.unsqueeze, Tensor.gather
     split, chunk, narrow = Tensor.split, Tensor.chunk, Tensor.narrow
     as_strided, as_strided_ = Tensor.as_strided, Tensor.as_strided_
     unsafe_split, unsafe_chunk = Tensor.unsafe_split, Tensor.unsafe_chunk
     unsafe_split_with_sizes, nonzero_static = Tensor.unsafe_split_with_sizes, Tensor.nonzero_static
-    matmul, maximum, minimum, pow = Tensor.matmul, Tensor.maximum, Tensor.minimum, Tensor.pow
+    matmul, maximum, minimum = Tensor.matmul, Tensor.maximum, Tensor.minimum
     add, sub, mul, div = Tensor.add, Tensor.sub, Tensor.mul, Tensor.div
     true_divide = Tensor.true_divide
     sum, mean, var, std, prod = Tensor.sum, Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
@@ -581,13 +581,25 @@ else:
             )
         return input.polygamma(n)
 
+    def flip(input: Tensor, dims: tuple | list) -> Tensor:
+        """``torch.flip(input, dims)``: ``input.flip(dims)``, ``dims`` a tuple or list (an
+        int is PyTorch's TypeError, where the method takes ints).
+
+        >>> flip(tensor([[1, 2], [3, 4]]), (1,)).tolist()
+        [[2, 1], [4, 3]]
+        """
+        if isinstance(dims, _numbers.Integral):  # (``int`` is the dtype here)
+            raise TypeError("flip(): argument 'dims' (position 2) must be tuple of ints, not int")
+        return input.flip(dims=dims)
+
     def _number_first(method):
         """The module function of a binary method whose first operand may also be a Python
         number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``,
-        ``remainder(5, t)``."""
+        ``remainder(5, t)``, ``pow(2, t)``."""
 
         @_functools.wraps(method)
-        def function(input, other):
+        def function(input, *args, **kwargs):
+            other = args[0] if args else next(iter(kwargs.values()), None)
             if isinstance(other, Tensor) and isinstance(input, _numbers.Real):
                 input = tensor(input).to(other.device)  # 0-d: other's dtype where it can
             if not isinstance(input, Tensor):
@@ -595,13 +607,13 @@ else:
                     f"{method.__name__}(): argument 'input' (position 1) must be Tensor, not "
                     f"{type(input).__name__}"
                 )
-            return method(input, other)
+            return method(input, *args, **kwargs)
 
         function.__qualname__ = method.__name__  # (not rewrapped by _takes_a_tensor below)
         return function
 
     xlogy, float_power = _number_first(Tensor.xlogy), _number_first(Tensor.float_power)
-    remainder = _number_first(Tensor.remainder)
+    remainder, pow = _number_first(Tensor.remainder), _number_first(Tensor.pow)
     bitwise_and, bitwise_or, bitwise_xor = map(
         _number_first, (Tensor.bitwise_and, Tensor.bitwise_or, Tensor.bitwise_xor)
     )

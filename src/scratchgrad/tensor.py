@@ -745,6 +745,7 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
+            _refuse_bool_division(x, y, "floor_divide", "div_floor")
             _call(_check_divisor, "floor_divide", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(
                 _call(_elementwise, "floor_divide", x.array, getattr(y, "array", y))
@@ -755,6 +756,7 @@ class Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
+            _refuse_bool_division(x, y, "remainder", "remainder")
             _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
         return binary.Remainder.apply(x, y)
@@ -770,10 +772,15 @@ class Tensor:
         if type(other) is int and other < 0 and self.array.dtype == backend.uint8:
             # (caught here: the number would wrap to a positive uint8 first)
             raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
-        return binary.Pow.apply(*self._operands(other))
+        if type(other) is bool and self.array.dtype == backend.bool_:
+            return self | (not other)  # PyTorch's bools to a bool number's power: x or not y
+        x, y = self._operands(other)
+        _refuse_bool_power(x, y)
+        return binary.Pow.apply(x, y)
 
     def __rpow__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
+        _refuse_bool_power(x, y)
         return binary.Pow.apply(y, x)
 
     def __matmul__(self, other: Tensor) -> Tensor:
@@ -958,6 +965,7 @@ class Tensor:
                 return (x.to(backend.float32) / float(y)).trunc().to(x.dtype)
             return (x / y).trunc()
         divisor = getattr(y, "array", y)
+        _refuse_bool_division(x, y, "div", "div_trunc")
         _call(_check_divisor, "div", divisor)  # a replay checks too
         remainder = _call(_elementwise, "fmod", x.array, divisor)  # C's: the dividend's sign
         return Tensor._make(_call(_elementwise, "floor_divide", x.array - remainder, divisor))
@@ -1902,6 +1910,7 @@ class Tensor:
             return batched(self, other)
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
+            _refuse_bool_division(x, y, "fmod", "fmod")
             _call(_check_divisor, "fmod", getattr(y, "array", y))
             return Tensor._make(_call(_elementwise, "fmod", x.array, getattr(y, "array", y)))
         return binary.Fmod.apply(x, y)
@@ -3425,6 +3434,10 @@ class Tensor:
         >>> sg.tensor([[1, 2], [3, 4]]).flip(0, 1).tolist()
         [[4, 3], [2, 1]]
         """
+        if dims is None and not args:
+            raise TypeError('flip() missing 1 required positional arguments: "dims"')
+        if isinstance(dims, int):  # PyTorch's: only the positional form takes ints
+            raise TypeError("flip(): argument 'dims' must be tuple of ints, not int")
         if dims is None:
             dims = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
         return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
@@ -4806,18 +4819,27 @@ def where(
     return result if out is None else write_out("where", result, out)
 
 
-def einsum(equation: str, *operands: Tensor) -> Tensor:
+def einsum(*args: Any) -> Tensor:
     """Sums of products over the letters of ``equation``, as ``torch.einsum``: explicit
     (``"ij,jk->ik"``) or implicit (``"ij,jk"``: the letters used once, alphabetically)
     output, ``...`` for broadcast dims. A letter repeated within one operand takes the
-    diagonal of its dims (``"ii->"``: the trace).
+    diagonal of its dims (``"ii->"``: the trace). PyTorch's sublist form gives each operand
+    its subscripts as ints in ``[0, 52)`` (and ``...``), the output's last, if at all.
 
     >>> import scratchgrad as sg
     >>> sg.einsum("ij,j->i", sg.ones(2, 3), sg.tensor([1.0, 2.0, 3.0]))
     tensor([6., 6.])
     >>> sg.einsum("ii", sg.eye(3) * 2)
     tensor(6.)
+    >>> sg.einsum(sg.ones(2, 3), [0, 1], sg.tensor([1.0, 2.0, 3.0]), [1], [0])
+    tensor([6., 6.])
     """
+    if len(args) < 2:
+        raise ValueError(
+            "einsum(): must specify the equation string and at least one operand, or at least "
+            "one operand and its subscripts list"
+        )
+    equation, *operands = _einsum_equation(args) if isinstance(args[0], Tensor) else args
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     inputs, output = _einsum_letters(equation.replace(" ", ""), operands)
@@ -4825,6 +4847,30 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
     if _contracts(inputs, output):  # PyTorch computes those with bmm, which autocast lowers
         return _contraction(*operands, inputs=inputs, output=output)
     return _einsum(*operands, inputs=inputs, output=output)
+
+
+def _einsum_equation(args: tuple) -> tuple:
+    """``einsum``'s sublist form (``a, [0, 1], b, [1, 2], [0, 2]``) as its equation and the
+    operands (``"AB,BC->AC", a, b``), as PyTorch reads it: 0 to 25 are A to Z, 26 to 51 a
+    to z."""
+
+    def letters(sublist: Any) -> str:
+        return "".join(_einsum_letter(n) for n in sublist)
+
+    equation = ",".join(letters(sublist) for sublist in args[1::2])
+    if len(args) % 2:  # the output's subscripts come last
+        return (f"{equation}->{letters(args[-1])}", *args[:-1:2])
+    return (equation, *args[::2])
+
+
+def _einsum_letter(n: Any) -> str:
+    if n is Ellipsis:
+        return "..."
+    if 0 <= n < 26:
+        return chr(ord("A") + n)
+    if 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
 
 
 def _einsum(*operands: Tensor, inputs: tuple, output: str) -> Tensor:
@@ -6212,6 +6258,26 @@ def wrap_dim(dim: Any, ndim: int) -> int:
             f"{dim})"
         )
     return dim % size
+
+
+def _refuse_bool_power(x: Tensor, y: Any) -> None:
+    """PyTorch's pow kernel has no bool version: bools to a bool tensor's power, or a bool
+    tensor to a bool tensor's, raise (``x`` and ``y`` as ``_operands`` gives them)."""
+    if _bools(x, y):
+        raise NotImplementedError("pow: \"pow\" not implemented for 'Bool'")
+
+
+def _refuse_bool_division(x: Tensor, y: Any, name: str, kernel: str) -> None:
+    """PyTorch's integer division kernels have no bool version (``True // True`` raises)."""
+    if _bools(x, y):
+        raise NotImplementedError(f"{name}: \"{kernel}_cpu\" not implemented for 'Bool'")
+
+
+def _bools(x: Tensor, y: Any) -> bool:
+    """Whether both operands of a binary op, as ``_operands`` gives them, are bools."""
+    if x.array.dtype != backend.bool_:
+        return False
+    return type(y) is bool or (isinstance(y, Tensor) and y.array.dtype == backend.bool_)
 
 
 def _check_divisor(name: str, divisor: Any) -> None:
