@@ -142,3 +142,37 @@ def test_setitem_of_a_value_that_does_not_broadcast_raises_runtime_error(index):
     _assert_same(lambda m: index, lambda m: m.ones(3, 7, dtype=m.float64))
     with pytest.raises(RuntimeError, match="setitem"):
         sg.zeros(4, 5, 6, dtype=sg.float64)[index] = sg.ones(3, 7, dtype=sg.float64)
+
+
+@pytest.mark.parametrize(
+    "shape, index",
+    [((3, 1), (slice(None), [])), ((0, 3), (slice(None), [])), ((1,), ([],))],
+    ids=str,
+)
+def test_an_empty_mask_is_checked_against_its_dims(shape, index):
+    """NumPy lets a mask of size 0 pass a dim of size 1, or any dim of an empty array."""
+
+    def make(m):
+        return tuple(m.tensor(i, dtype=m.bool) if isinstance(i, list) else i for i in index)
+
+    for m in (torch, sg):
+        with pytest.raises(IndexError):
+            m.zeros(shape)[make(m)]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.tensor(2.0) > 1,
+        lambda m: m.tensor(3) // 2,
+        lambda m: ~m.tensor(True),
+        lambda m: m.tensor(2.0).isnan(),
+    ],
+    ids=["greater", "floor_divide", "invert", "isnan"],
+)
+def test_a_0d_result_of_an_op_on_arrays_can_be_written(make):
+    """Comparisons and integer division of 0-d tensors: arrays, not NumPy's read-only scalars."""
+    for index in (Ellipsis, (), None):
+        ours, theirs = make(sg), make(torch)
+        ours[index], theirs[index] = 0, 0
+        assert ours.item() == theirs.item() and ours.shape == theirs.shape

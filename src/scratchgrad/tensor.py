@@ -6385,7 +6385,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
         index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = []
     arrays = False  # an integer or bool array, or a bool scalar: an index NumPy may place apart
-    ellipses = 0
+    ellipses, empty_mask = 0, False
     for item in index:
         shared = isinstance(item, Tensor)  # then its array is the index tensor's memory
         if shared:
@@ -6419,9 +6419,12 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             elif shared and graph_keeps(*operands):
                 item = item.copy()
             arrays = True
+            empty_mask = empty_mask or (not item.size and item.dtype == backend.bool_)
         items.append(item)
     if ellipses > 1:
         items = _ellipses_spelled_out(items, array.ndim)
+    if empty_mask:  # NumPy lets one pass a dim of size 1 (or any dim of an empty array)
+        _flattened(items, array.shape)  # which checks the masks' shapes
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
         _check_bounds(items, array.shape)
     if arrays and _picks_apart(items):
