@@ -358,6 +358,11 @@ ORDERED = {
     "maximum": lambda m, z: m.maximum(z, z),
     "minimum_of_real_and_complex": lambda m, z: m.minimum(m.ones(2), z),
     "gt_of_real_and_complex": lambda m, z: m.ones(2) > z,
+    "lt_of_real_and_a_complex_number": lambda m, z: m.ones(2) < 1j,
+    "le_of_a_complex_number_and_ints": lambda m, z: 2j <= m.ones(2, dtype=m.int64),  # noqa: SIM300
+    "fmax": lambda m, z: m.fmax(m.ones(2), z),
+    "fmin": lambda m, z: z.fmin(z),
+    "heaviside": lambda m, z: z.heaviside(z),
     "clamp": lambda m, z: z.clamp(0, 1),
     "relu": lambda m, z: m.relu(z),
     "sort": lambda m, z: z.sort(),

@@ -2042,11 +2042,17 @@ class Tensor:
         >>> sg.tensor([1.0, float("nan")]).fmax(sg.tensor([2.0, 0.0]))
         tensor([2., 0.])
         """
-        return special.Fmax.apply(*self._operands(_tensor_other("fmax", other)), largest=True)
+        return self._fmax("fmax", other, largest=True)
 
     def fmin(self, other: Tensor) -> Tensor:
         """The smaller of the two, elementwise, a NaN losing to a number, as ``torch.fmin``."""
-        return special.Fmax.apply(*self._operands(_tensor_other("fmin", other)), largest=False)
+        return self._fmax("fmin", other, largest=False)
+
+    def _fmax(self, name: str, other: Tensor, largest: bool) -> Tensor:
+        x, y = self._operands(_tensor_other(name, other))
+        if x.dtype.kind == "c":  # (promoted: either operand complex makes both so)
+            raise RuntimeError(f"{name} not implemented for complex tensors.")
+        return special.Fmax.apply(x, y, largest=largest)
 
     def heaviside(self, values: Tensor) -> Tensor:
         """0 where self < 0, 1 where self > 0, ``values`` where self is 0, as
@@ -2057,6 +2063,8 @@ class Tensor:
         tensor([0.0000, 0.5000, 1.0000])
         """
         values = _tensor_other("heaviside", values, "values")
+        if self.dtype.kind == "c" or values.dtype.kind == "c":
+            raise RuntimeError("heaviside is not yet implemented for complex tensors.")
         if values.dtype != self.dtype:
             raise RuntimeError(
                 "heaviside is not yet implemented for tensors with different dtypes."
@@ -6627,9 +6635,11 @@ def _placed(ndim: int, at: int, sizes: tuple) -> tuple:
 def _compare(name: str, x: Any, y: Any) -> Any:
     """The comparison ufunc ``name`` of ``x``'s array module. 16-bit floats are compared in
     float32: the same answer, without NumPy's slow 16-bit loops. Complex numbers have no order
-    (NumPy's would be lexicographic): PyTorch refuses them but for == and !=."""
-    if x.dtype.kind == "c" and name not in ("equal", "not_equal"):
-        raise NotImplementedError(f"{name}: not implemented for complex tensors ({x.dtype})")
+    (NumPy's would be lexicographic): PyTorch refuses them but for == and !=, a complex
+    number against a real tensor too (``x < 1j``)."""
+    if (x.dtype.kind == "c" or type(y) is complex) and name not in ("equal", "not_equal"):
+        what = x.dtype if x.dtype.kind == "c" else f"{x.dtype} with the number {y}"
+        raise NotImplementedError(f"{name}: not implemented for complex tensors ({what})")
     wide = backend.accumulation_dtype
     if wide(x.dtype) or wide(getattr(y, "dtype", None)):
         if isinstance(y, (int, float)):  # as PyTorch, a number is first rounded to x's dtype
