@@ -54,8 +54,9 @@ def test_rounded_division_has_a_zero_gradient():
         (lambda lib: lib.flip(lib.ones(2, 3), 1), TypeError, "must be tuple of ints, not int"),
         (lambda lib: lib.ones(2, 3).flip(dims=1), TypeError, "must be tuple of ints, not int"),
         (lambda lib: lib.ones(2, 3).flip(), TypeError, "missing 1 required positional"),
+        (lambda lib: lib.flip([1, 2], (0,)), TypeError, "must be Tensor, not list"),
     ],
-    ids=["mode", "zero", "shapes", "flip-int", "flip-int-keyword", "flip-no-dims"],
+    ids=["mode", "zero", "shapes", "flip-int", "flip-int-keyword", "flip-no-dims", "flip-list"],
 )
 def test_errors_as_torch(call, kind, message):
     assert_raises_as_torch(call, kind, message)

@@ -659,6 +659,7 @@ else:
     for _name, _value in list(globals().items()):  # the methods bound to module names above
         if getattr(_value, "__qualname__", "").startswith(("Tensor.", "_calls_method.")):
             globals()[_name] = _takes_a_tensor(_value)
+    flip = _takes_a_tensor(flip)
 
 __version__ = "0.1.0"
 
