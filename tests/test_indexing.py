@@ -176,3 +176,13 @@ def test_a_0d_result_of_an_op_on_arrays_can_be_written(make):
         ours, theirs = make(sg), make(torch)
         ours[index], theirs[index] = 0, 0
         assert ours.item() == theirs.item() and ours.shape == theirs.shape
+
+
+@pytest.mark.parametrize(
+    "index",
+    [[0.5], [1.9, 0], [-1.5], [[0.0, 1.0]], (slice(None), [0.7, 2.2]), [2.5, True]],
+    ids=str,
+)
+def test_a_list_of_floats_indexes_as_a_long_tensor(index):
+    _assert_same(lambda m: index)
+    _assert_same(lambda m: index, lambda m: m.tensor(-1.0, dtype=m.float64))

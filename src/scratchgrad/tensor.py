@@ -6399,7 +6399,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
         if shared:
             item = item.array
         elif isinstance(item, list):
-            item = xp.asarray(item) if item else xp.zeros(0, backend.int64)
+            item = _list_index(item)
         elif type(item) is slice and item.step is not None and item.step <= 0:
             # PyTorch's errors; NumPy would flip the tensor
             raise ValueError(
@@ -6438,6 +6438,15 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     if arrays and _picks_apart(items):
         return _as_grids(items, array)
     return tuple(items)
+
+
+def _list_index(items: list) -> Any:
+    """A list index item as an array: int64 where empty, and where it holds floats (PyTorch
+    makes a list that is no mask a long tensor: ``x[[1.9, 0]]`` picks rows 1 and 0)."""
+    if not items:
+        return xp.zeros(0, backend.int64)
+    array = xp.asarray(items)
+    return array.astype(backend.int64) if array.dtype.kind == "f" else array
 
 
 def _sequence_as_tuple(index: Any) -> bool:
