@@ -186,3 +186,21 @@ def test_a_0d_result_of_an_op_on_arrays_can_be_written(make):
 def test_a_list_of_floats_indexes_as_a_long_tensor(index):
     _assert_same(lambda m: index)
     _assert_same(lambda m: index, lambda m: m.tensor(-1.0, dtype=m.float64))
+
+
+@pytest.mark.parametrize(
+    "index",
+    [(1,), (1, 2), (0, slice(None), 2), (Ellipsis, 0), (None, 1)],
+    ids=str,
+)
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_a_0d_integer_tensor_indexes_as_an_int_a_view(index, dtype):
+    """PyTorch reads a 0-d integer tensor as an int: the result is a view (NumPy: a copy)."""
+    results = []
+    for m in (torch, sg):
+        x = m.arange(120, dtype=m.float64).reshape(4, 5, 6)
+        as_tensors = (m.tensor(i, dtype=getattr(m, dtype)) if type(i) is int else i for i in index)
+        view = x[tuple(as_tensors)]
+        view.add_(1000)
+        results.append(x.numpy())
+    np.testing.assert_array_equal(*results)

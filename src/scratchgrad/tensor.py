@@ -6410,6 +6410,9 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
         elif item is True or item is False:
             arrays = True
         if backend.is_array(item):
+            if item.ndim == 0 and item.dtype in _INDEX_INTS and capture_hook.recorder is None:
+                items.append(int(item))  # PyTorch's int: a view, not NumPy's copy
+                continue
             if item.dtype == backend.uint8:  # PyTorch's legacy: a byte tensor is a mask
                 warnings.warn(
                     "indexing with dtype scratchgrad.uint8 is now deprecated, please use a dtype "
@@ -6417,7 +6420,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
                     stacklevel=3,
                 )
                 item = item.astype(bool)
-            elif item.dtype not in (backend.int64, backend.int32, backend.bool_):
+            elif item.dtype not in _INDEX_INTS and item.dtype != backend.bool_:
                 raise IndexError(
                     "index: tensors used as indices must be long, int, byte or bool tensors, "
                     f"got {item.dtype}"
@@ -6438,6 +6441,9 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     if arrays and _picks_apart(items):
         return _as_grids(items, array)
     return tuple(items)
+
+
+_INDEX_INTS = (backend.int64, backend.int32)  # the integer dtypes of index tensors
 
 
 def _list_index(items: list) -> Any:
