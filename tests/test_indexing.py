@@ -204,3 +204,23 @@ def test_a_0d_integer_tensor_indexes_as_an_int_a_view(index, dtype):
         view.add_(1000)
         results.append(x.numpy())
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x, v: x.__setitem__(0, v[0]),
+        lambda x, v: x.__setitem__(slice(1, 3), v[1:] * 3),
+        lambda x, v: x.copy_(v * 2),
+    ],
+    ids=["int", "slice", "copy_"],
+)
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_writing_a_value_that_requires_grad_into_integers_is_not_recorded(write, dtype):
+    """An integer or bool tensor cannot require grad: the write casts and leaves no graph."""
+    results = []
+    for m in (torch, sg):
+        x = m.zeros(3, 4, dtype=getattr(m, dtype))
+        write(x, m.ones(3, 4, requires_grad=True))
+        results.append((x.tolist(), x.requires_grad, x.grad_fn is None))
+    assert results[0] == results[1]

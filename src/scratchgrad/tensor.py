@@ -1477,10 +1477,15 @@ class Tensor:
         self._ctx, self.requires_grad = view._ctx, True
 
     def _records(self, value: Any) -> bool:
-        """Whether overwriting this tensor with ``value`` must be recorded in the graph."""
+        """Whether overwriting this tensor with ``value`` must be recorded in the graph (not
+        for an integer or bool tensor, which cannot require grad)."""
         if not _state.enabled:
             return False
-        if self.requires_grad or (isinstance(value, Tensor) and value.requires_grad):
+        if self.requires_grad or (
+            isinstance(value, Tensor)
+            and value.requires_grad
+            and backend.can_require_grad(self.array.dtype)
+        ):
             return True
         _refuse_view_from_no_grad(self, "an in-place operation")
         return False
