@@ -64,6 +64,9 @@ class Function:
     _non_differentiable: tuple = ()  # outputs marked by mark_non_differentiable
     _dirty: tuple = ()  # inputs marked by mark_dirty
     materialize_grads = True  # see set_materialize_grads
+    # A user's Function under vmap: True runs it on each batch member, its backward too
+    # (PyTorch's name; without it, vmap raises, as PyTorch's does)
+    generate_vmap_rule = False
     # One of scratchgrad's own ops (set for every class defined in the package): its backward
     # keeps no reference to the gradients it returns, so the engine may hand them to .grad
     # without a copy. User-defined Functions are not trusted with that.

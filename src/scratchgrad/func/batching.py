@@ -33,6 +33,7 @@ from scratchgrad.tensor import (
     check_index_copied,
     index_mask,
     searchsorted,
+    stack,
     wrap_dim,
 )
 
@@ -406,6 +407,13 @@ def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | tuple | None:
     if not level:
         return None
     rule = next((RULES[k] for k in cls.__mro__ if k in RULES), None)  # or a parent's rule
+    if rule is None and not cls.builtin:  # a user's Function
+        if not cls.generate_vmap_rule:
+            raise RuntimeError(
+                f"vmap: you tried to vmap over {cls.__name__}, but it does not have vmap "
+                "support: set its generate_vmap_rule = True, as in PyTorch"
+            )
+        rule = _member_by_member
     if rule is None:
         shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
         raise RuntimeError(
@@ -416,6 +424,20 @@ def dispatch(cls: type, args: tuple, kwargs: dict) -> Tensor | tuple | None:
     out = rule(cls, values, batched, dict(kwargs))
     # a Function with several results (qr's Q and R) gives a tuple: each one batched
     return tuple(wrap(o, level) for o in out) if isinstance(out, tuple) else wrap(out, level)
+
+
+def _member_by_member(cls: type, values: list, batched: list, kwargs: dict) -> Any:
+    """The rule of a user's Function with ``generate_vmap_rule = True``: applied to each batch
+    member, the results stacked. Each member's node runs the Function's own backward, so a
+    custom gradient (a straight-through estimator) holds under ``vmap(grad(f))`` too."""
+    size = batch_size(values, batched)
+    outs = [
+        cls.apply(*(v[i] if b else v for v, b in zip(values, batched)), **kwargs)
+        for i in range(size)
+    ]
+    if isinstance(outs[0], tuple):
+        return tuple(stack(list(member)) for member in zip(*outs))
+    return stack(outs)
 
 
 def draw(sample: Callable[[tuple], Any], shape: tuple) -> Tensor:
