@@ -1,6 +1,7 @@
-"""``out=``: module functions, ``cat``/``stack``/``where`` and the factories write their result
-into ``out`` and return it, as PyTorch's (resized with a warning, cast never to a lower kind, no
-graph through it), compared with PyTorch call by call."""
+"""``out=``: module functions (also of ``linalg``, ``fft`` and ``special``), ``cat``,
+``stack``, ``where`` and the factories write their result into ``out`` and return it, as
+PyTorch's (resized with a warning, cast never to a lower kind, no graph through it), compared
+with PyTorch call by call."""
 
 import warnings
 
@@ -50,6 +51,12 @@ def calls(lib, out):
         "sort": lambda: pair(
             lambda os: lib.sort(a, 1, out=os), [(2, 3), (2, 3)], [lib.float32, lib.int64]
         ),
+        "linalg.inv": lambda: single(lambda o: lib.linalg.inv(a[:, :2], out=o), (2, 2)),
+        "linalg.slogdet": lambda: pair(
+            lambda os: lib.linalg.slogdet(a[:, :2], out=os), [(), ()], [lib.float32] * 2
+        ),
+        "fft.rfft": lambda: single(lambda o: lib.fft.rfft(a, out=o), (2, 2), lib.complex64),
+        "special.erf": lambda: single(lambda o: lib.special.erf(a, out=o), (2, 3)),
     }
 
 

@@ -30,7 +30,7 @@ from scratchgrad.creation import tensor
 from scratchgrad.dtypes import get_default_dtype
 from scratchgrad.ops import fft as fft_ops
 from scratchgrad.ops.movement import Pad
-from scratchgrad.tensor import Tensor, wrap_dim
+from scratchgrad.tensor import Tensor, takes_out, wrap_dim
 
 Sizes = Sequence[int] | None
 Dims = int | Sequence[int] | None
@@ -434,3 +434,11 @@ def _shift_dims(input: Tensor, dim: Dims) -> list[int]:
     if dim is None:
         return list(range(input.ndim))
     return [dim] if isinstance(dim, int) else list(dim)
+
+
+# PyTorch's out= (torch.fft.rfft(x, out=y)) on the transforms
+for _name in (
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
+    "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+):  # fmt: skip
+    globals()[_name] = takes_out(globals()[_name])

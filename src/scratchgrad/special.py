@@ -26,7 +26,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.dtypes import result_type
 from scratchgrad.ops import special as ops
-from scratchgrad.tensor import Tensor, broadcast_tensors
+from scratchgrad.tensor import Tensor, broadcast_tensors, takes_out
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
@@ -631,3 +631,8 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     tensor([-0.6931, -0.6931])
     """
     return input.log_softmax(dim, dtype=dtype)
+
+
+# PyTorch's out= (torch.special.erf(x, out=y)) on every function
+for _name in __all__:
+    globals()[_name] = takes_out(globals()[_name])

@@ -5056,6 +5056,24 @@ def write_out(name: str, result: Any, out: Any) -> Any:
     return out.copy_(result)
 
 
+def takes_out(function: Callable) -> Callable:
+    """``function`` with PyTorch's ``out=`` keyword, as ``write_out`` says (the module
+    functions of ``linalg``, ``fft`` and ``special``).
+
+    >>> import scratchgrad as sg
+    >>> buffer = sg.zeros(2)
+    >>> takes_out(sg.exp)(sg.zeros(2), out=buffer) is buffer
+    True
+    """
+
+    @functools.wraps(function)
+    def with_out(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        return result if out is None else write_out(function.__name__, result, out)
+
+    return with_out
+
+
 def stacklevel_outside() -> int:
     """The ``stacklevel`` that points a warning at the first line outside scratchgrad, past
     however many of its functions and wrappers are between: ``warnings.warn(...,

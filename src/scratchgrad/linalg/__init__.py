@@ -38,6 +38,7 @@ from scratchgrad.linalg.lu import lu, lu_factor, lu_factor_ex, lu_solve
 from scratchgrad.linalg.matrix_exp import matrix_exp
 from scratchgrad.linalg.norms import cross, matrix_norm, norm, vecdot, vector_norm
 from scratchgrad.linalg.systems import inv, solve, solve_triangular
+from scratchgrad.tensor import takes_out
 
 __all__ = [
     "LinAlgError",
@@ -78,3 +79,8 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
+
+# PyTorch's out= (torch.linalg.solve(A, B, out=X)) on every function but these three, which
+# have none there either
+for _name in set(__all__) - {"LinAlgError", "diagonal", "matrix_exp", "vander"}:
+    globals()[_name] = takes_out(globals()[_name])
