@@ -454,5 +454,5 @@ def _holomorphic_twin(op: type) -> None:
     )
 
 
-for _op in (Exp, Expm1, Log, Sin, Cos, Sinh, Cosh, Sqrt):
+for _op in (Exp, Expm1, Log, Sin, Cos, Sinh, Cosh, Sqrt, Sigmoid, Tanh, TanhGrad):
     _holomorphic_twin(_op)
