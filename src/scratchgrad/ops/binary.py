@@ -3,6 +3,7 @@ each back to its input's shape. An operand may be a plain Python number (no grad
 """
 
 import math
+from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.function import ConjugateSaved, Function
@@ -107,12 +108,27 @@ class Pow(Function):
             with backend.errstate(invalid="ignore"):
                 grad_y = grad * out * log_x
             if x == 0:  # as below: 0**y has gradient 0 in y for y >= 0
-                grad_y = grad_y.masked_fill(y >= 0, 0)
+                grad_y = grad_y.masked_fill(_real(y) >= 0, 0)
         elif dy:
             with backend.errstate(divide="ignore", invalid="ignore"):
                 # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
-                grad_y = grad * (out * x.log()).masked_fill((x == 0) & (y >= 0), 0)
+                grad_y = grad * (out * x.log()).masked_fill((x == 0) & (_real(y) >= 0), 0)
         return grad_x, grad_y
+
+
+def _real(t: Any) -> Any:
+    """A complex exponent's real part, which PyTorch's rule for 0**y compares with 0."""
+    return t.real if t.is_complex() else t
+
+
+class ComplexPow(ConjugateSaved, Pow):
+    """Pow's node when complex numbers meet: grad * conj(y * x**(y - 1)) and
+    grad * conj(x**y * log x)."""
+
+    backward_name = Pow.backward_name
+
+
+Pow.complex_twin = ComplexPow
 
 
 class Fmod(Function):
