@@ -256,11 +256,13 @@ def test_users_function_may_take_complex():
     assert z.grad.tolist() == [2 + 2j]
 
 
-PRODUCTS = {  # MatMul's and Einsum's complex twins: each factor's gradient is grad @ other^H
+PRODUCTS = {  # the complex twins of MatMul, Einsum, Linear: a factor's gradient is grad @ other^H
     "matmul": lambda m, a, b: a @ b,
     "bmm": lambda m, a, b: m.bmm(a.expand(2, 3, 4), b.expand(2, 4, 2)),
     "einsum": lambda m, a, b: m.einsum("ij,kj->ik", a, b.mT),
     "einsum_of_three": lambda m, a, b: m.einsum("ij,jk,k->i", a, b, b[0]),
+    "linear": lambda m, a, b: m.nn.functional.linear(a, b.mT, b[0]),
+    "linear_without_bias": lambda m, a, b: m.nn.functional.linear(a, b.mT),
     "einsum_spectral": lambda m, a, b: m.einsum(
         "bix,iox->box", a.reshape(3, 2, 2), b.reshape(2, 2, 2)
     ),
@@ -379,7 +381,6 @@ def test_complex_powers_and_their_gradients_as_torch(name):
 NOT_YET = {  # ops whose backward is real-only: with a gradient recorded, refused
     "asin": lambda z: z.asin(),
     "atan": lambda z: z.atan(),
-    "linear": lambda z: sg.nn.functional.linear(z, z.reshape(1, 2)),
 }
 
 

@@ -40,7 +40,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 
 import math
 
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import ConjugateSaved, Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
@@ -102,6 +102,13 @@ class Linear(Function):
         if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
             grad_x = MatMul.apply(grad, w) if grad.array.ndim > 1 else grad @ w
         return grad_x, grad_w, grad if db else None
+
+
+class ComplexLinear(ConjugateSaved, Linear):
+    """Linear's node when complex numbers meet: grad @ conj(w), grad^T @ conj(x) and grad."""
+
+
+Linear.complex_twin = ComplexLinear
 
 
 def _as_matrix(t):
