@@ -1,7 +1,7 @@
-"""``embedding(..., sparse=True)`` and ``nn.Embedding(sparse=True)`` against PyTorch: the weight's
-``.grad`` is a sparse COO tensor of one row per index looked up (uncoalesced: repeated indices
-not summed, the padding rows left out), sums of two such gradients concatenate, and a sparse
-gradient meeting a dense one gives a dense sum."""
+"""``embedding(..., sparse=True)``, ``nn.Embedding(sparse=True)`` and ``embedding_bag``'s (sum
+and mean) against PyTorch: the weight's ``.grad`` is a sparse COO tensor of one row per index
+looked up (uncoalesced: repeated indices not summed, the padding rows left out), sums of two
+such gradients concatenate, and a sparse gradient meeting a dense one gives a dense sum."""
 
 import numpy as np
 import pytest
@@ -207,3 +207,48 @@ def test_jit_refuses_a_step_with_sparse_gradients():
     captured(sg.tensor([1, 2]))  # the eager first call
     with pytest.raises(sg.JitError, match=r"embedding\(sparse=True\)"):
         captured(sg.tensor([3, 4]))
+
+
+BAGS = {  # (input, offsets)
+    "offsets": ([1, 2, 4, 5, 4, 1], [0, 2, 4]),
+    "2-d": ([[1, 5, 1], [0, 0, 2]], None),
+    "an empty bag": ([3, 3, 0], [0, 0, 2]),
+}
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("padding_idx", [None, 5])
+@pytest.mark.parametrize("bags", BAGS.values(), ids=BAGS.keys())
+def test_embedding_bag_gives_torchs_sparse_gradient(bags, padding_idx, mode):
+    """``embedding_bag(..., sparse=True)`` (sum and mean, with per-sample weights for sum):
+    one row per index looked up, as PyTorch's, scaled by its bag's weights."""
+    index, offsets = bags
+    weights = []
+    for m in (sg, torch):
+        weight = m.tensor(WEIGHT, requires_grad=True)
+        per_sample = None
+        if mode == "sum":
+            per_sample = m.tensor(np.arange(1.0, 1 + np.size(index)).reshape(np.shape(index)))
+        out = m.nn.functional.embedding_bag(
+            m.tensor(index),
+            weight,
+            None if offsets is None else m.tensor(offsets),
+            mode=mode,
+            sparse=True,
+            per_sample_weights=per_sample,
+            padding_idx=padding_idx,
+        )
+        (
+            out * m.tensor(np.arange(out.numel(), dtype=np.float64).reshape(out.shape))
+        ).sum().backward()
+        weights.append(weight)
+    assert_same_sparse(weights[0].grad, weights[1].grad)
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_embedding_bag_module_passes_sparse_and_max_mode_refuses_it(lib):
+    bag = lib.nn.EmbeddingBag(6, 3, mode="sum", sparse=True)
+    bag(lib.tensor([1, 2, 4]), lib.tensor([0, 1])).sum().backward()
+    assert bag.weight.grad.is_sparse
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        lib.nn.EmbeddingBag(6, 3, mode="max", sparse=True)(lib.tensor([[1, 2]]))

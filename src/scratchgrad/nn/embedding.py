@@ -145,8 +145,9 @@ class EmbeddingBag(Module):
     (``F.embedding_bag``): the rows of a 2-D input, or the runs of a 1-D input that start at
     ``offsets``. Weights start N(0, 1), the row at ``padding_idx`` at zero.
 
-    ``max_norm`` rescales the rows looked up in place first (``F.embedding_bag``);
-    ``scale_grad_by_freq`` and ``sparse`` are not supported.
+    ``max_norm`` rescales the rows looked up in place first (``F.embedding_bag``); with
+    ``sparse`` (modes sum and mean), ``weight.grad`` is a sparse COO tensor of the rows looked
+    up, as ``Embedding``'s; ``scale_grad_by_freq`` is not supported.
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -171,10 +172,8 @@ class EmbeddingBag(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError(
-                "EmbeddingBag: scale_grad_by_freq and sparse are not supported"
-            )
+        if scale_grad_by_freq:
+            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq is not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("padding_idx must be within num_embeddings")
@@ -247,6 +246,7 @@ class EmbeddingBag(Module):
             self.max_norm,
             self.norm_type,
             mode=self.mode,
+            sparse=self.sparse,
             per_sample_weights=per_sample_weights,
             include_last_offset=self.include_last_offset,
             padding_idx=self.padding_idx,

@@ -836,7 +836,8 @@ def embedding_bag(
     Which bag each of the T indices falls in is a (B, T) grid; a sum or a mean is then one
     matrix product of its weights with the T looked-up rows, and a max a reduction over the
     (B, T, D) rows masked by it (memory B*T*D), which shares the gradient among equal maxima
-    (PyTorch gives it to one of them).
+    (PyTorch gives it to one of them). With ``sparse`` (sum and mean), ``weight.grad`` is a
+    sparse COO tensor of the rows looked up (``embedding``'s).
 
     >>> import scratchgrad as sg
     >>> weight = sg.arange(6.0).reshape(3, 2)
@@ -846,8 +847,10 @@ def embedding_bag(
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq is not supported")
+    if sparse and mode == "max":
+        raise ValueError("embedding_bag: max mode does not support sparse weights")  # (PyTorch's)
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(
@@ -880,7 +883,11 @@ def embedding_bag(
     capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
     if max_norm is not None:
         _embedding_renorm_(weight, flat.array, max_norm, norm_type)
-    rows = weight[flat.array.copy() if graph_keeps(weight) else flat.array]  # (T, D)
+    if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
+        padding = None if padding_idx is None else padding_idx % n
+        rows = _embedding_sparse_grad(weight, flat.array, padding, False)  # (T, D)
+    else:
+        rows = weight[flat.array.copy() if graph_keeps(weight) else flat.array]
     # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
     members = capture_hook.call(
         _bag_members,
