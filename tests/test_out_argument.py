@@ -139,6 +139,13 @@ def test_a_cast_to_a_lower_kind_is_refused_and_out_is_unchanged(lib):
         lib.exp(lib.ones(2), out=lib.zeros(2, dtype=lib.bool))
 
 
+def test_a_refused_out_of_several_leaves_the_others_unwritten():
+    values, indices = sg.zeros(()), sg.zeros((), dtype=sg.bool)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Bool|bool"):
+        sg.max(sg.tensor([1.0, 3.0, 2.0]), 0, out=(values, indices))
+    assert values.item() == 0.0
+
+
 @pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
 def test_out_must_be_a_tensor(lib):
     with pytest.raises(TypeError, match="argument 'out' must be"):

@@ -5026,11 +5026,31 @@ def write_out(name: str, result: Any, out: Any) -> Any:
     >>> sg.add(sg.ones(2), 1, out=buffer) is buffer, buffer
     (True, tensor([2., 2.]))
     """
-    if isinstance(result, tuple):
-        if not isinstance(out, tuple | list) or len(out) != len(result):
-            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
-        written = [write_out(name, r, o) for r, o in zip(result, out)]
-        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    several = isinstance(result, tuple)
+    if several and (not isinstance(out, tuple | list) or len(out) != len(result)):
+        raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+    pairs = list(zip(result, out)) if several else [(result, out)]
+    for r, o in pairs:  # every out checked before any is written
+        _check_out(name, r, o)
+    for r, o in pairs:
+        if o.shape != r.shape:
+            if o.numel():
+                warnings.warn(
+                    f"{name}: an output with one or more elements was resized since it had "
+                    f"shape {list(o.shape)}, which does not match the required output shape "
+                    f"{list(r.shape)}",
+                    UserWarning,
+                    stacklevel=stacklevel_outside(),
+                )
+            o.resize_(r.shape)
+        o.copy_(r)
+    if not several:
+        return out
+    return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
+
+
+def _check_out(name: str, result: Tensor, out: Any) -> None:
+    """Refuse an ``out`` that is no tensor, a graph through it, or a cast to a lower kind."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if _state.enabled and (result.requires_grad or out.requires_grad):
@@ -5043,17 +5063,6 @@ def write_out(name: str, result: Any, out: Any) -> Any:
             f"{name}: result type {result.dtype} can't be cast to the desired output type "
             f"{out.dtype}"
         )
-    if out.shape != result.shape:
-        if out.numel():
-            warnings.warn(
-                f"{name}: an output with one or more elements was resized since it had shape "
-                f"{list(out.shape)}, which does not match the required output shape "
-                f"{list(result.shape)}",
-                UserWarning,
-                stacklevel=stacklevel_outside(),
-            )
-        out.resize_(result.shape)
-    return out.copy_(result)
 
 
 def takes_out(function: Callable) -> Callable:
