@@ -535,3 +535,76 @@ def test_loss_modules_keep_weights_as_buffers():
     pos = nn.BCEWithLogitsLoss(pos_weight=sg.ones(3))
     assert list(pos.state_dict()) == ["pos_weight"]
     assert repr(loss) == "CrossEntropyLoss()"
+
+
+# ---- class-index targets: PyTorch's dtypes, shapes and errors --------------------------------
+
+
+def _both(name, x, target, **kwargs):
+    """The loss ``name`` of both libraries on the same arrays: (ours, theirs), or the two
+    exceptions' types where both raise."""
+    results = []
+    for lib in (sg, torch):
+        try:
+            results.append(
+                getattr(lib.nn.functional, name)(lib.tensor(x), lib.tensor(target), **kwargs)
+            )
+        except Exception as error:  # noqa: BLE001 (the type is what is compared)
+            results.append(type(error))
+    return results
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_class_indices_of_uint8_are_read_as_torch(name, reduction):
+    x = np.random.default_rng(3).standard_normal((4, 3))
+    target = np.array([0, 2, 1, 2], np.uint8)
+    ours, theirs = _both(name, x, target, reduction=reduction, weight=None, ignore_index=1)
+    assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "bool"])
+def test_class_indices_must_be_long_or_byte_as_torch(name, dtype):
+    target = np.array([0, 1, 1, 0]).astype(dtype)
+    assert _both(name, np.zeros((4, 3)), target) == [RuntimeError, RuntimeError]
+    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte"):
+        getattr(F, name)(sg.zeros(4, 3), sg.tensor(target))
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize(
+    "input_shape, target, error",
+    [
+        ((4, 3), np.zeros(3, np.int64), ValueError),  # batch sizes differ
+        ((4, 3), np.zeros((4, 2), np.int64), RuntimeError),  # multi-target
+        ((2, 3, 4), np.zeros((2, 5), np.int64), RuntimeError),  # spatial sizes differ
+        ((4, 3), np.zeros(4), RuntimeError),  # float targets not of the input's shape
+        ((), np.zeros((), np.int64), (ValueError, RuntimeError)),  # a 0-d input
+    ],
+)
+def test_class_target_shape_errors_have_torch_types(name, input_shape, target, error):
+    ours, theirs = _both(name, np.zeros(input_shape), target)
+    assert issubclass(ours, error) and issubclass(theirs, error) and ours in (theirs, ValueError)
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_class_losses_refuse_integer_input_as_torch(name):
+    ours, theirs = _both(name, np.array([[1, 2, 3]]), np.array([0]))
+    assert ours is theirs is NotImplementedError
+
+
+def test_nll_loss_class_weights_must_match_the_classes_as_torch():
+    x, target = sg.zeros(4, 3), sg.tensor([0, 1, 2, 1])
+    with pytest.raises(RuntimeError, match=r"weight should hold one entry for each of the 3"):
+        F.nll_loss(x, target, weight=sg.ones(2))
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.nll_loss(torch.zeros(4, 3), torch.tensor([0, 1, 2, 1]), torch.ones(2))
+
+
+@pytest.mark.parametrize("target", [np.array([0, 1, 2, 1]), np.eye(3)[[0, 1, 2, 1]] * 0.9])
+def test_negative_label_smoothing_is_none_as_torch(target):
+    x = np.random.default_rng(4).standard_normal((4, 3))
+    ours, theirs = _both("cross_entropy", x, target, label_smoothing=-0.25)
+    assert_close(ours, theirs)
+    assert_close(ours, F.cross_entropy(sg.tensor(x), sg.tensor(target)))

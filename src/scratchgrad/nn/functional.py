@@ -27,6 +27,7 @@ from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.backend import xp
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.creation import arange, empty_like, rand, zeros_like
+from scratchgrad.linalg.checks import torch_name
 from scratchgrad.meta import MetaArray
 from scratchgrad.ops.fused import (
     CrossEntropy,
@@ -1710,14 +1711,9 @@ def _class_targets(
     """Class indices made safe to gather with (ignored ones point at class 0), each target's
     weight (0 where ignored) as an array, and the ignored mask."""
     labels = target.array
-    if labels.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected class indices of an integer dtype, got {labels.dtype}; probability "
-            "targets must have the input's shape"
-        )
     xp = backend.namespace(labels)
     ignored = labels == ignore_index
-    safe = xp.where(ignored, 0, labels)
+    safe = xp.where(ignored, 0, labels).astype(backend.int64, copy=False)  # gather's (uint8)
     check_class_indices(safe, n_classes)
     weights = xp.ones(safe.shape, dtype) if weight is None else weight.array.astype(dtype)[safe]
     return safe, xp.where(ignored, 0, weights).astype(dtype, copy=False), ignored
@@ -1744,10 +1740,40 @@ def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:
     return _reduce(loss, reduction)
 
 
-def _check_class_target_shape(input: Tensor, target: Tensor, class_dim: int) -> None:
+def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> int:
+    """PyTorch's checks of class-index targets (and class weights), with its error types;
+    returns the class dim."""
+    if input.ndim == 0:
+        raise ValueError(f"{name}: Expected 1 or more dimensions (got 0)")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
+    class_dim = 0 if input.ndim == 1 else 1
     expected = input.shape[:class_dim] + input.shape[class_dim + 1 :]
     if target.shape != expected:
-        raise ValueError(f"Expected target size {expected}, got {target.shape}")
+        batch_differs = input.ndim > 1 and target.shape[:1] != input.shape[:1]
+        if target.ndim > 1 and input.ndim <= 2:
+            raise RuntimeError(
+                f"{name}: 0D or 1D target tensor expected, multi-target not "
+                f"supported (target of shape {target.shape})"
+            )
+        error = ValueError if batch_differs else RuntimeError  # as PyTorch's
+        raise error(f"Expected target size {expected}, got {target.shape}")
+    if target.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
+        raise RuntimeError(
+            f"{name}: expected target dtype to be Long or Byte, but got "
+            f"{torch_name(target.dtype)} (probability targets must have the input's shape)"
+        )
+    _check_class_weight(name, weight, input.shape[class_dim])
+    check_same_dtype(name, input, weight)
+    return class_dim
+
+
+def _check_class_weight(name: str, weight: Tensor | None, n_classes: int) -> None:
+    if weight is not None and weight.shape != (n_classes,):
+        raise RuntimeError(
+            f"{name}: weight should hold one entry for each of the {n_classes} classes, got "
+            f"shape {weight.shape}"
+        )
 
 
 @autocast_policy("float32")
@@ -1764,9 +1790,7 @@ def nll_loss(
     (C,), (N, C) or (N, C, d1, ...). ``weight`` rescales each class; targets equal to
     ``ignore_index`` contribute nothing; the mean divides by the total weight of the rest."""
     reduction = _reduction(size_average, reduce, reduction)
-    class_dim = 0 if input.ndim == 1 else 1
-    _check_class_target_shape(input, target, class_dim)
-    check_same_dtype("nll_loss", input, weight)
+    class_dim = _check_class_targets("nll_loss", input, target, weight)
     loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
     return _weighted_reduce(loss, weights, reduction)
 
@@ -1811,29 +1835,23 @@ def cross_entropy(
     0.4076
     """
     reduction = _reduction(size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # NOTE: a negative one is no smoothing, as PyTorch's (unchecked)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.ndim == 1 else 1
+    # probabilities where the target has the input's shape, as PyTorch's (else class indices)
+    probabilities = input.ndim > 0 and target.shape == input.shape
+    if probabilities:
+        _check_probability_target(input, target, ignore_index, weight)
+        class_dim = 0 if input.ndim == 1 else 1
+    else:  # class weights of another dtype: an error there, as PyTorch's (probabilities promote)
+        class_dim = _check_class_targets("cross_entropy", input, target, weight)
+        if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
+            if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
+                capture_hook.call(check_class_indices, target.array, input.shape[1])
+            return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
     n_classes = input.shape[class_dim]
     class_weight = None
     if weight is not None:  # shaped to broadcast along the class dim
-        if weight.shape != (n_classes,):
-            raise RuntimeError(
-                f"cross_entropy: weight should hold one entry for each of the {n_classes} "
-                f"classes, got shape {weight.shape}"
-            )
         class_weight = weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
-
-    probabilities = backend.is_floating(target.dtype)
-    if probabilities:
-        _check_probability_target(input, target, ignore_index)
-    else:  # class weights of another dtype: an error there, as PyTorch's (probabilities promote)
-        _check_class_target_shape(input, target, class_dim)
-        check_same_dtype("cross_entropy", input, weight)
-        if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
-            if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
-                capture_hook.call(check_class_indices, target.array, n_classes)
-            return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
     # cross entropy is the negative log-likelihood of the log-softmax (CrossEntropy in one node)
     logp = input.log_softmax(class_dim)
     if probabilities:
@@ -1851,14 +1869,15 @@ def cross_entropy(
     return _weighted_reduce(loss, weights, reduction)
 
 
-def _check_probability_target(input: Tensor, target: Tensor, ignore_index: int) -> None:
+def _check_probability_target(input: Tensor, target: Tensor, ignore_index: int, weight) -> None:
+    if not target.is_floating_point():
+        raise RuntimeError(
+            "cross_entropy: Expected floating point type for target with class probabilities, "
+            f"got {torch_name(target.dtype)}"
+        )
     if ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
-    if target.shape != input.shape:
-        raise ValueError(
-            f"cross_entropy: probability targets must have the input's shape {input.shape}, "
-            f"got {target.shape}"
-        )
+    _check_class_weight("cross_entropy", weight, input.shape[0 if input.ndim == 1 else 1])
 
 
 def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
