@@ -608,3 +608,26 @@ def test_negative_label_smoothing_is_none_as_torch(target):
     ours, theirs = _both("cross_entropy", x, target, label_smoothing=-0.25)
     assert_close(ours, theirs)
     assert_close(ours, F.cross_entropy(sg.tensor(x), sg.tensor(target)))
+
+
+@pytest.mark.parametrize("target_dtype", ["float64", "int64"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_huber_loss_takes_the_input_dtype_as_torch(target_dtype, reduction):
+    x = np.random.default_rng(13).standard_normal((3, 4)).astype(np.float32)
+    target = np.random.default_rng(14).standard_normal((3, 4)).astype(target_dtype)
+    ours, theirs = _both("huber_loss", x, target, reduction=reduction, delta=0.5)
+    assert str(ours.dtype) == "float32" == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs, "float32")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "huber_loss", "smooth_l1_loss"])
+def test_regression_losses_of_two_integer_tensors_are_refused_as_torch(name):
+    ours, theirs = _both(name, np.arange(3), np.zeros(3, np.int64), reduction="none")
+    assert ours is theirs is NotImplementedError
+    ours, theirs = _both("huber_loss", np.arange(3), np.zeros(3, np.float32))
+    assert ours is theirs is RuntimeError
+
+
+def test_multi_margin_loss_wants_int64_targets_as_torch():
+    ours, theirs = _both("multi_margin_loss", np.zeros((2, 3)), np.array([0, 2], np.int32))
+    assert ours is theirs is RuntimeError

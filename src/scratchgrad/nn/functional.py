@@ -1618,6 +1618,7 @@ def mse_loss(
     """Mean squared error (``size_average`` and ``reduce``: PyTorch's deprecated spellings of
     ``reduction``, as in every loss that has them)."""
     reduction = _reduction(size_average, reduce, reduction)
+    _check_some_floating("mse_loss", input, target)
     if reduction != "none" and input.shape == target.shape and input.dtype == target.dtype:
         return MSELoss.apply(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)
@@ -1646,10 +1647,18 @@ def huber_loss(
     """Squared error (halved) for differences below ``delta``, linear beyond."""
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta ({delta}).")
+    _check_some_floating("huber_loss", input, target)
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"huber_loss: result type {torch_name(target.dtype)} can't be cast to the desired "
+            f"output type {torch_name(input.dtype)}"
+        )
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
-    return _reduce(where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)), reduction)
+    loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    # NOTE: of the input's dtype, not promoted (PyTorch's kernel writes into the input's)
+    return _reduce(loss.to(input.dtype), reduction)
 
 
 @autocast_policy("float32")
@@ -1666,12 +1675,19 @@ def smooth_l1_loss(
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss does not support negative values for beta ({beta}).")
+    _check_some_floating("smooth_l1_loss", input, target)
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
     return _reduce(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
+
+
+def _check_some_floating(name: str, input: Tensor, target: Tensor) -> None:
+    """PyTorch's error for a regression loss of two integer tensors (it has no such kernel)."""
+    if not (input.is_floating_point() or target.is_floating_point()):
+        raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
 
 
 def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
@@ -2359,8 +2375,10 @@ def _margin_scores(input: Tensor, target: Tensor, weight: Tensor | None) -> Tens
             f"input samples (batch size). Expected target size [{x.shape[0]}], but got "
             f"{list(target.shape)}. Input has shape {list(input.shape)}."
         )
-    if target.array.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if target.array.dtype != backend.int64:  # not int32, as PyTorch's
+        raise RuntimeError(
+            f"multi_margin_loss: expected scalar type Long but found {torch_name(target.dtype)}"
+        )
     if weight is not None and weight.numel() != x.shape[1]:
         raise RuntimeError(
             f"inconsistent weight size, expected {x.shape[1]} but got {list(weight.shape)}"
