@@ -146,3 +146,30 @@ def test_labels_outside_the_classes_are_refused():
     # PyTorch reads such labels from outside log_probs' memory and returns a number
     with pytest.raises(RuntimeError, match="target label 5 is not in the range of the 4"):
         F.ctc_loss(sg.zeros(6, 1, 4), sg.tensor([[1, 5]]), [6], [2])
+
+
+@pytest.mark.parametrize("target_dtype", ["int16", "uint8", "int32"])
+def test_labels_of_any_integer_dtype_as_torch(target_dtype):
+    case = _case(np.random.default_rng(7), 8, 3, 5, 3, 0)
+    targets = case[1].astype(target_dtype)
+    (out, grad), (expected, expected_grad) = _both(case[0], targets, *case[2:], "float64")
+    assert_close(out, expected)
+    assert_close(grad, expected_grad)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "kind", "message"),
+    [
+        ((6, 0, 4), "float32", RuntimeError, "log_probs tensor must not be empty"),
+        ((0, 4), "float32", RuntimeError, "log_probs tensor must not be empty"),
+        ((6, 2, 4), "int64", NotImplementedError, "not implemented for Long"),
+    ],
+)
+def test_empty_or_integer_log_probs_are_refused_as_torch(shape, dtype, kind, message):
+    def call(lib):
+        log_probs = lib.zeros(shape, dtype=getattr(lib, dtype))
+        lengths = [shape[0]] * (shape[1] if len(shape) == 3 else 1)
+        targets = lib.ones((len(lengths), 1), dtype=lib.int64) if len(shape) == 3 else lib.ones(1)
+        return lib.nn.functional.ctc_loss(log_probs, targets.long(), lengths, [1] * len(lengths))
+
+    assert_raises_as_torch(call, kind, message)

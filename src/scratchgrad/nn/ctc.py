@@ -16,6 +16,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import namespace
 from scratchgrad.creation import arange, full, tensor
+from scratchgrad.linalg.checks import torch_name
 from scratchgrad.tensor import Tensor, cat, stack, where
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -54,6 +55,14 @@ def ctc_loss(
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(
             f"ctc_loss: log_probs must be 2-D (T, C) or 3-D (T, N, C), got shape {log_probs.shape}"
+        )
+    if not log_probs.is_floating_point():
+        raise NotImplementedError(
+            f'"ctc_loss_cpu" not implemented for {torch_name(log_probs.dtype)}'
+        )
+    if log_probs.numel() == 0:
+        raise RuntimeError(
+            f"ctc_loss: log_probs tensor must not be empty, got shape {log_probs.shape}"
         )
     if not batched:  # one sequence: a batch of one, its targets read as concatenated
         log_probs, targets = log_probs.unsqueeze(1), targets.reshape(-1)
@@ -99,7 +108,7 @@ def _lengths(lengths, batch: int, name: str, device) -> Tensor:
 
 def _padded_targets(targets, target_lengths, steps, classes, input_lengths, batched) -> Tensor:
     """(N, S) labels, from padded or concatenated targets, after PyTorch's checks."""
-    if targets.dtype.kind not in "iu":  # PyTorch reads float labels as integers too
+    if targets.dtype != backend.int64:  # PyTorch reads any labels as integers (gather int64's)
         targets = targets.to(backend.int64)
     capture_hook.call(_check_lengths, input_lengths.array, target_lengths.array, steps)
     if targets.ndim == 2 and batched:
