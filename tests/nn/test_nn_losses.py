@@ -631,3 +631,29 @@ def test_regression_losses_of_two_integer_tensors_are_refused_as_torch(name):
 def test_multi_margin_loss_wants_int64_targets_as_torch():
     ours, theirs = _both("multi_margin_loss", np.zeros((2, 3)), np.array([0, 2], np.int32))
     assert ours is theirs is RuntimeError
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_regression_losses_take_pytorchs_weight(name, reduction, dtype):
+    """PyTorch 2.13's ``weight``: mse and l1's mean divides by the weights' sum, huber's by
+    the number of entries; the weight's gradient too."""
+    rng = _rng(name, reduction, dtype)
+    arrays = [rng.standard_normal((4, 3)).astype(dtype) for _ in range(2)]
+    arrays.append(rng.uniform(size=(4, 3)).astype(dtype))
+    check_against_torch(
+        lambda x, y, w: getattr(F, name)(x, y, reduction=reduction, weight=w),
+        lambda x, y, w: getattr(torch.nn.functional, name)(x, y, reduction=reduction, weight=w),
+        arrays,
+        dtype,
+    )
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+def test_regression_loss_weight_must_have_the_input_shape(name):
+    ours, theirs = _both(name, np.zeros((4, 3)), np.zeros((4, 3)), weight=None)
+    assert_close(ours, theirs)
+    for lib in (sg, torch):
+        with pytest.raises(ValueError, match="Weights and input must have the same size"):
+            getattr(lib.nn.functional, name)(lib.zeros(4, 3), lib.zeros(4, 3), weight=lib.ones(3))

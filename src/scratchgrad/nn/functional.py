@@ -1614,16 +1614,19 @@ def mse_loss(
     size_average: bool | None = None,
     reduce: bool | None = None,
     reduction: str = "mean",
+    weight: Tensor | None = None,
 ) -> Tensor:
     """Mean squared error (``size_average`` and ``reduce``: PyTorch's deprecated spellings of
-    ``reduction``, as in every loss that has them)."""
+    ``reduction``, as in every loss that has them). ``weight``: one per input entry; the mean
+    is then the weighted sum over the weights' sum."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_some_floating("mse_loss", input, target)
-    if reduction != "none" and input.shape == target.shape and input.dtype == target.dtype:
+    plain = weight is None and input.shape == target.shape and input.dtype == target.dtype
+    if reduction != "none" and plain:
         return MSELoss.apply(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction)
+    return _reduce_weighted(diff * diff, weight, input, reduction, over_weights=True)
 
 
 @autocast_policy("float32")
@@ -1633,18 +1636,26 @@ def l1_loss(
     size_average: bool | None = None,
     reduce: bool | None = None,
     reduction: str = "mean",
+    weight: Tensor | None = None,
 ) -> Tensor:
-    """Mean absolute error; the gradient at a zero difference is 0."""
+    """Mean absolute error; the gradient at a zero difference is 0. ``weight``: one per input
+    entry; the mean is then the weighted sum over the weights' sum."""
     reduction = _reduction(size_average, reduce, reduction)
     _warn_if_broadcast(input, target)
-    return _reduce((input - target).abs(), reduction)
+    return _reduce_weighted((input - target).abs(), weight, input, reduction, over_weights=True)
 
 
 @autocast_policy("float32")
 def huber_loss(
-    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
 ) -> Tensor:
-    """Squared error (halved) for differences below ``delta``, linear beyond."""
+    """Squared error (halved) for differences below ``delta``, linear beyond. ``weight``: one
+    per input entry; the mean is then the plain mean of the weighted losses (PyTorch's, unlike
+    ``mse_loss``'s and ``l1_loss``'s)."""
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta ({delta}).")
     _check_some_floating("huber_loss", input, target)
@@ -1658,7 +1669,23 @@ def huber_loss(
     size = diff.abs()
     loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
     # NOTE: of the input's dtype, not promoted (PyTorch's kernel writes into the input's)
-    return _reduce(loss.to(input.dtype), reduction)
+    return _reduce_weighted(loss.to(input.dtype), weight, input, reduction, over_weights=False)
+
+
+def _reduce_weighted(loss: Tensor, weight, input: Tensor, reduction: str, over_weights: bool):
+    """``_reduce`` of ``loss`` times ``weight`` (None: unweighted), PyTorch's ``weight`` of the
+    regression losses: of the input's shape; a mean over the weights' sum or over the entries."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError(
+            f"Weights and input must have the same size (weight {weight.shape}, input "
+            f"{input.shape})."
+        )
+    loss = loss * weight
+    if reduction == "mean" and over_weights:
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
 
 
 @autocast_policy("float32")
