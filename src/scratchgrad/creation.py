@@ -869,3 +869,11 @@ class ShortTensor(_LegacyTensor):
 
 class BFloat16Tensor(_LegacyTensor):
     dtype = backend.bfloat16
+
+
+def legacy_type_names() -> dict[str, Any]:
+    """PyTorch's type names (``t.type()``) and their dtypes: the legacy constructors', and
+    the complex ones, which PyTorch names without giving them a constructor."""
+    names = {cls.__name__: cls.dtype for cls in _LegacyTensor.__subclasses__()}
+    names.update(ComplexFloatTensor=backend.complex64, ComplexDoubleTensor=backend.complex128)
+    return names

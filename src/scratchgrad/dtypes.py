@@ -310,9 +310,7 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     for arg in args:
         if hasattr(arg, "requires_grad"):  # a tensor (this module sits below Tensor)
             device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, backend.device) or (
-            isinstance(arg, str) and arg.partition(":")[0] in backend.DEVICE_TYPES
-        ):
+        elif isinstance(arg, (backend.device, str)):  # (a dtype's name is no device: raises)
             device = arg
         elif arg is not None:
             dtype = arg

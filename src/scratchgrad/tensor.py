@@ -512,14 +512,36 @@ class Tensor:
         return bool(self.array)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._number("float"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._number("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._number("complex"))
+
+    def _number(self, name: str) -> float | int | bool | complex:
+        """The one entry, for ``int()``, ``float()`` and ``complex()``: PyTorch's ValueError
+        for any other count (``item``'s is a RuntimeError), and a complex entry read as a real
+        number only without an imaginary part."""
+        if self.array.size != 1:
+            raise ValueError(
+                f"{name}(): only one element tensors can be converted to Python scalars, got "
+                f"{self.array.size} elements (shape {tuple(self.array.shape)})"
+            )
+        value = self.item()
+        if isinstance(value, complex) and name != "complex":
+            if value.imag:
+                raise RuntimeError(f"{name}(): {value} has an imaginary part, it is no real number")
+            value = value.real
+        return value
 
     def __index__(self) -> int:
-        if backend.is_floating(self.array.dtype):
-            raise TypeError("only integer tensors can be used as an index")
+        if self.array.size != 1 or self.array.dtype.kind not in "iub":  # (bfloat16 is "V")
+            raise TypeError(
+                f"only integer tensors of a single element can be converted to an index, got "
+                f"{self.array.dtype} of shape {tuple(self.array.shape)}"
+            )
         return int(self.item())
 
     __hash__ = object.__hash__
@@ -1634,6 +1656,9 @@ class Tensor:
         >>> sg.ones(2).to("cpu", sg.float64).dtype
         dtype('float64')
         """
+        # PyTorch's positional forms end in (non_blocking, copy): x.to(sg.float64, False, True)
+        flags = args[next((i for i, arg in enumerate(args) if type(arg) is bool), len(args)) :]
+        args, copy = args[: len(args) - len(flags)], copy or flags[1:2] == (True,)
         if memory_format is not None:
             check_memory_format(memory_format, self.ndim)
             copy = copy or memory_format.ndim is not None
@@ -1681,16 +1706,15 @@ class Tensor:
         """
         from scratchgrad import creation  # (its legacy types are Tensors of this module)
 
-        legacy = creation._LegacyTensor.__subclasses__()
+        names = creation.legacy_type_names()
         if dtype is None:
-            name = next(cls.__name__ for cls in legacy if cls.dtype == self.array.dtype)
+            name = next(name for name, known in names.items() if known == self.array.dtype)
             return f"torch.{'cuda.' if self.is_cuda else ''}{name}"
         if isinstance(dtype, str):
             device, _, name = dtype.rpartition(".")
-            found = [cls for cls in legacy if cls.__name__ == name]
-            if device not in ("torch", "torch.cuda") or not found:
+            if device not in ("torch", "torch.cuda") or name not in names:
                 raise ValueError(f"invalid type: {dtype!r}")
-            return self.to("cuda" if device == "torch.cuda" else self.device, found[0].dtype)
+            return self.to("cuda" if device == "torch.cuda" else self.device, names[name])
         if not isinstance(dtype, (xp.dtype, creation._LegacyTensorType)):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype.dtype if isinstance(dtype, type) else dtype)

@@ -1,0 +1,60 @@
+"""Conversions to Python numbers (``int()``, ``float()``, ``complex()``, ``operator.index``),
+``Tensor.type()`` names and ``Tensor.to``'s positional forms, compared with PyTorch."""
+
+import operator
+
+import pytest
+import torch
+
+import scratchgrad as sg
+
+TENSORS = {
+    "float 0-d": lambda m: m.tensor(2.5),
+    "float 1 element": lambda m: m.tensor([[2.5]]),
+    "float 2 elements": lambda m: m.tensor([1.0, 2.0]),
+    "empty": lambda m: m.zeros(0),
+    "int 0-d": lambda m: m.tensor(3),
+    "int 2 elements": lambda m: m.tensor([3, 4]),
+    "uint8": lambda m: m.tensor([7], dtype=m.uint8),
+    "bool": lambda m: m.tensor(True),
+    "complex, no imaginary part": lambda m: m.tensor(1.5 + 0j),
+    "complex": lambda m: m.tensor(1.5 + 2j),
+    "complex 2 elements": lambda m: m.tensor([1j, 2j]),
+}
+CONVERSIONS = {"int": int, "float": float, "complex": complex, "index": operator.index}
+
+
+def _outcome(make, convert, m):
+    try:
+        value = convert(make(m))
+    except Exception as error:  # noqa: BLE001  (the error's type is compared)
+        return type(error)
+    return type(value), value
+
+
+@pytest.mark.parametrize("convert", CONVERSIONS.values(), ids=CONVERSIONS)
+@pytest.mark.parametrize("make", TENSORS.values(), ids=TENSORS)
+def test_python_numbers_and_their_errors_as_pytorchs(make, convert):
+    assert _outcome(make, convert, sg) == _outcome(make, convert, torch)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "bfloat16", "float32"])
+def test_type_names_every_dtype_and_converts_back(dtype):
+    name = torch.zeros(1, dtype=getattr(torch, dtype)).type()
+    assert sg.zeros(1, dtype=getattr(sg, dtype)).type() == name
+    assert str(sg.zeros(1).type(name).dtype) == dtype
+
+
+def test_to_takes_non_blocking_and_copy_after_the_dtype():
+    x = sg.tensor([1.5, 2.0])
+    assert x.to(sg.float64, False, True).dtype == sg.float64
+    copied = x.to(sg.float32, False, True)
+    assert copied is not x and x.to(sg.float32, False) is x
+    assert x.to(x, True, True) is not x and x.to("cpu", sg.float32, False, True) is not x
+
+
+def test_to_refuses_a_dtypes_name_as_pytorch_does():
+    with pytest.raises(RuntimeError):
+        torch.ones(1).to("float64")
+    with pytest.raises(RuntimeError, match="float64"):
+        sg.ones(1).to("float64")
