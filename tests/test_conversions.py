@@ -58,3 +58,30 @@ def test_to_refuses_a_dtypes_name_as_pytorch_does():
         torch.ones(1).to("float64")
     with pytest.raises(RuntimeError, match="float64"):
         sg.ones(1).to("float64")
+
+
+TENSOR_LISTS = {
+    "0-d float64 and an int": lambda m: [m.tensor(1.0, dtype=m.float64), 2],
+    "an int and a 0-d float64": lambda m: [[2], [m.tensor(1.0, dtype=m.float64)]],
+    "0-d int8s": lambda m: [m.tensor(1, dtype=m.int8), m.tensor(2, dtype=m.int8)],
+    "0-d int32 and a float": lambda m: [m.tensor(1, dtype=m.int32), 2.5],
+    "1-element tensors of several shapes": lambda m: [m.tensor([1.0]), m.tensor([[2.0]])],
+    "a bool in a nested list": lambda m: [[m.tensor(True)], [False]],
+    "a tensor that requires grad": lambda m: [m.tensor(1.0, requires_grad=True), 2.0],
+    "2-element tensors": lambda m: [m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])],
+    "an empty tensor": lambda m: [m.zeros(0)],
+}
+
+
+@pytest.mark.parametrize("make", TENSOR_LISTS.values(), ids=TENSOR_LISTS)
+def test_tensors_in_a_list_are_numbers_of_their_dtype_as_pytorchs(make):
+    try:
+        expected = torch.tensor(make(torch))
+    except ValueError:
+        with pytest.raises(ValueError, match="only one element tensors"):
+            sg.tensor(make(sg))
+        return
+    out = sg.tensor(make(sg))
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert out.shape == expected.shape and out.tolist() == expected.tolist()
+    assert not out.requires_grad

@@ -62,6 +62,43 @@ _NUMBERS = (int, float)  # the Python numbers an in-place op may take as they ar
 _NOT_GIVEN = object()  # random_'s ``to`` when not given (None: the dtype's top)
 
 
+def _tensor_leaves_as_scalars(data: list | tuple) -> list | tuple:
+    """``data`` with each tensor in it read as PyTorch reads it, as one number keeping its
+    dtype (``[t(1., float64), 2]`` is float64; a 1-element tensor of any shape is a number),
+    and refused when it holds any other count. ``data`` itself when it holds no tensor."""
+    if _holds_only_numbers(data):
+        return data
+    leaves = [
+        _tensor_leaves_as_scalars(leaf) if type(leaf) in (list, tuple) else _scalar_of(leaf)
+        for leaf in data
+    ]
+    return data if all(map(operator.is_, leaves, data)) else leaves
+
+
+def _holds_only_numbers(data: list | tuple) -> bool:
+    """Whether nested lists hold Python numbers only, looked at a level at a time at C speed."""
+    level = data
+    while level:
+        kinds = set(map(type, level))
+        if kinds <= {float, int, bool}:
+            return True
+        if not kinds <= {list, tuple}:
+            return False
+        level = list(itertools.chain.from_iterable(level))
+    return True
+
+
+def _scalar_of(leaf: Any) -> Any:
+    if not isinstance(leaf, Tensor):
+        return leaf
+    if leaf.array.size != 1:
+        raise ValueError(
+            f"tensor: only one element tensors can be converted to Python scalars, got a tensor "
+            f"of shape {tuple(leaf.shape)} in the list (stack tensors with sg.stack)"
+        )
+    return leaf.array.reshape(())
+
+
 class Tensor:
     """An n-dimensional array with automatic differentiation, after ``torch.Tensor``.
 
@@ -112,6 +149,8 @@ class Tensor:
     def _from_data(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
         """A new leaf holding a copy of ``data`` (Python data, an array or a tensor), in
         ``dtype`` or the dtype ``to_array`` gives it: what ``tensor(data)`` makes."""
+        if type(data) in (list, tuple):
+            data = _tensor_leaves_as_scalars(data)
         array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
         if requires_grad and not backend.can_require_grad(array.dtype):
             raise RuntimeError(
