@@ -85,3 +85,21 @@ def test_tensors_in_a_list_are_numbers_of_their_dtype_as_pytorchs(make):
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
     assert out.shape == expected.shape and out.tolist() == expected.tolist()
     assert not out.requires_grad
+
+
+@pytest.mark.parametrize("data", [[1, 2j], 1j, [[1.5], [1j]], [True, 1j], [None], [1.0, None]])
+@pytest.mark.parametrize("dtype", ["float64", "float16", "int32", "uint8"])
+def test_data_a_real_dtype_cannot_hold_raises_as_pytorchs(data, dtype):
+    with pytest.raises(TypeError):
+        torch.tensor(data, dtype=getattr(torch, dtype))
+    with pytest.raises(TypeError, match=f"cannot make a {dtype} tensor of"):
+        sg.tensor(data, dtype=getattr(sg, dtype))
+
+
+HELD = [([2**70], "float64"), ([2**70, 1j], "complex128"), ([1, 2j], "complex64"), ([2j], "bool")]
+
+
+@pytest.mark.parametrize(("data", "dtype"), HELD, ids=repr)
+def test_data_the_dtype_holds_still_converts(data, dtype):
+    expected = torch.tensor(data, dtype=getattr(torch, dtype)).tolist()
+    assert sg.tensor(data, dtype=getattr(sg, dtype)).tolist() == expected

@@ -17,6 +17,7 @@ The dtypes themselves, and which of them are floating, are the backend's.
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import Any
 
 import ml_dtypes
@@ -142,6 +143,7 @@ def to_array(data: Any, dtype: Any):
     if dtype is not None:
         dtype = backend.to_dtype(dtype)
         array = _from_python(data, dtype)  # (Python floats are float64: cast rounds as PyTorch's)
+        _check_numbers(array, dtype)
         return _checked(array, dtype) if dtype.kind in "iu" else backend.cast(array, dtype)
     array = _from_python(data)
     read = _numpy_leaves_dtype(data) if isinstance(data, (list, tuple)) else None
@@ -156,6 +158,19 @@ def to_array(data: Any, dtype: Any):
     if array.dtype.kind not in "b":
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} ({array.dtype})")
     return array
+
+
+def _check_numbers(array: Any, dtype: numpy.dtype) -> None:
+    """Refuse, as PyTorch does, Python data that ``dtype`` cannot hold though NumPy casts it:
+    a complex number for a real dtype but bool (NumPy would drop its imaginary part), None
+    (NaN), text. (Ints past int64's range are Python objects here.)"""
+    number = numbers.Number if dtype.kind in "cb" else numbers.Real
+    if array.dtype.kind in ("biufc" if dtype.kind in "cb" else "biuf") or (
+        array.dtype.kind == "O" and all(isinstance(value, number) for value in array.flat)
+    ):
+        return
+    found = {type(value).__name__ for value in array.astype(object).flat} - {"int", "float", "bool"}
+    raise TypeError(f"tensor: cannot make a {dtype} tensor of {', '.join(sorted(found))} data")
 
 
 def _numpy_leaves_dtype(data: list | tuple) -> numpy.dtype | None:
