@@ -3,6 +3,7 @@
 
 import operator
 
+import numpy as np
 import pytest
 import torch
 
@@ -103,3 +104,36 @@ HELD = [([2**70], "float64"), ([2**70, 1j], "complex128"), ([1, 2j], "complex64"
 def test_data_the_dtype_holds_still_converts(data, dtype):
     expected = torch.tensor(data, dtype=getattr(torch, dtype)).tolist()
     assert sg.tensor(data, dtype=getattr(sg, dtype)).tolist() == expected
+
+
+NUMPY_INPUTS = {
+    "a list": lambda: [1.0, 2.0],
+    "a NumPy scalar": lambda: np.float64(2.5),
+    "objects": lambda: np.array([1, None]),
+    "text": lambda: np.array(["a"]),
+    "long double": lambda: np.array([1.0], dtype=np.longdouble),
+    "big-endian float64": lambda: np.arange(3.0).astype(">f8"),
+    "big-endian int32": lambda: np.arange(3).astype(">i4"),
+}
+
+
+@pytest.mark.parametrize("make", NUMPY_INPUTS.values(), ids=NUMPY_INPUTS)
+def test_from_numpy_refuses_what_pytorch_refuses(make):
+    with pytest.raises((TypeError, ValueError)) as expected:
+        torch.from_numpy(make())
+    with pytest.raises(expected.type, match="from_numpy"):
+        sg.from_numpy(make())
+
+
+@pytest.mark.parametrize("convert", ["tensor", "as_tensor", "asarray"])
+def test_an_array_in_another_byte_order_raises_as_pytorchs(convert):
+    with pytest.raises(ValueError):
+        getattr(torch, convert)(np.arange(3.0).astype(">f8"))
+    with pytest.raises(ValueError, match=f"{convert}: the array's byte order"):
+        getattr(sg, convert)(np.arange(3.0).astype(">f8"))
+
+
+def test_from_numpy_still_shares_every_supported_dtype():
+    for dtype in ["bool", "int8", "uint8", "int64", "float16", "float64", "complex64"]:
+        array = np.zeros(2, dtype=dtype)
+        assert np.shares_memory(sg.from_numpy(array).numpy(), array)

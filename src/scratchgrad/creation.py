@@ -90,6 +90,8 @@ def tensor(
     >>> tensor([[1, 2], [3, 4]]).dtype
     dtype('int64')
     """
+    if backend.is_array(data):
+        _check_byte_order("tensor", data)
     t = Tensor._from_data(data, dtype, requires_grad)
     recorder = capture_hook.recorder
     if recorder is not None:  # a new array at each replay (see _make)
@@ -109,7 +111,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device, dtype)
     if backend.is_array(data) and (dtype is None or backend.to_dtype(dtype) == data.dtype):
-        return _finish(data, False, _on(device))
+        return _finish(_check_byte_order("as_tensor", data), False, _on(device))
     return tensor(data, dtype, device)
 
 
@@ -133,7 +135,7 @@ def asarray(
     tensor([5., 0.], dtype=scratchgrad.float64)
     """
     if isinstance(obj, Tensor) or backend.is_array(obj):
-        source = obj if isinstance(obj, Tensor) else Tensor._make(obj)
+        source = obj if isinstance(obj, Tensor) else Tensor._make(_check_byte_order("asarray", obj))
         out = source.to(device, dtype)
         if out is source and copy:
             out = source.clone()
@@ -243,8 +245,33 @@ def window_tensor(
 
 
 def from_numpy(array) -> Tensor:
-    """A tensor sharing ``array``'s memory and dtype."""
+    """A tensor sharing ``array``'s memory and dtype (one of PyTorch's, or bfloat16)."""
+    if not isinstance(array, xp.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
+    if _check_byte_order("from_numpy", array).dtype not in _NUMPY_DTYPES:
+        raise TypeError(
+            f"from_numpy: can't convert np.ndarray of type {array.dtype}; the supported types "
+            f"are {', '.join(sorted(map(str, _NUMPY_DTYPES)))}"
+        )
     return Tensor._make(array)
+
+
+_NUMPY_DTYPES = {
+    *map(xp.dtype, ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")),
+    *map(xp.dtype, ("uint64", "float16", "float32", "float64", "complex64", "complex128")),
+    backend.bfloat16,
+}
+
+
+def _check_byte_order(name: str, array: Any) -> Any:
+    """``array``, refused as PyTorch refuses it when its bytes are not in the machine's order
+    (a tensor of NumPy's ``>f8`` would have no PyTorch dtype)."""
+    if not array.dtype.isnative:
+        raise ValueError(
+            f"{name}: the array's byte order ({array.dtype.str}) differs from the native byte "
+            f"order; conversion between byte orders is not supported (use array.astype)"
+        )
+    return array
 
 
 @_takes_out
