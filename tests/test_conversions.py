@@ -137,3 +137,20 @@ def test_from_numpy_still_shares_every_supported_dtype():
     for dtype in ["bool", "int8", "uint8", "int64", "float16", "float64", "complex64"]:
         array = np.zeros(2, dtype=dtype)
         assert np.shares_memory(sg.from_numpy(array).numpy(), array)
+
+
+@pytest.mark.parametrize("data", [[1, 2], (1.5,), 3, 2.5], ids=repr)
+def test_asarray_cannot_alias_python_data(data):
+    with pytest.raises(ValueError):
+        torch.asarray(data, copy=False)
+    with pytest.raises(ValueError, match="asarray: can't alias"):
+        sg.asarray(data, copy=False)
+
+
+@pytest.mark.parametrize("cast", ["cfloat", "cdouble"])
+@pytest.mark.parametrize("data", [[1.5, -2.0], [1, 2], [True, False]], ids=repr)
+def test_complex_casts_as_pytorchs(cast, data):
+    expected = getattr(torch.tensor(data), cast)()
+    out = getattr(sg.tensor(data), cast)()
+    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert out.tolist() == expected.tolist()

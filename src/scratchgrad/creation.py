@@ -144,6 +144,8 @@ def asarray(
                 f"asarray: can't alias a tensor of dtype {source.dtype} on {source.device} "
                 f"into dtype {out.dtype} on {out.device} (copy=False)"
             )
+    elif copy is False:  # (a list's numbers are no memory a tensor could share)
+        raise ValueError(f"asarray: can't alias a {type(obj).__name__} into a tensor (copy=False)")
     else:
         out = tensor(obj, dtype, device)
     return out.requires_grad_() if requires_grad else out

@@ -1770,6 +1770,12 @@ class Tensor:
     def bfloat16(self) -> Tensor:
         return self.to(backend.bfloat16)
 
+    def cfloat(self) -> Tensor:
+        return self.to(backend.complex64)
+
+    def cdouble(self) -> Tensor:
+        return self.to(backend.complex128)
+
     def long(self) -> Tensor:
         return self.to(backend.int64)
 
