@@ -154,3 +154,11 @@ def test_complex_casts_as_pytorchs(cast, data):
     out = getattr(sg.tensor(data), cast)()
     assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
     assert out.tolist() == expected.tolist()
+
+
+def test_numpy_force_reads_a_tensor_that_requires_grad():
+    x = sg.tensor([1.5, 2.0], requires_grad=True) * 2
+    expected = (torch.tensor([1.5, 2.0], requires_grad=True) * 2).numpy(force=True)
+    assert x.numpy(force=True).tolist() == expected.tolist()
+    with pytest.raises(RuntimeError, match="requires grad"):
+        x.numpy()

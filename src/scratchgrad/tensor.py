@@ -514,11 +514,14 @@ class Tensor:
             capture_hook.recorder.refuse(".tolist()")
         return self.array.tolist()
 
-    def numpy(self):
+    def numpy(self, *, force: bool = False):
         """The array itself (shared memory), as ``torch.Tensor.numpy``; a tensor on a GPU
-        raises, saying to call ``.cpu()`` first."""
+        raises, saying to call ``.cpu()`` first. ``force=True`` reads through those refusals,
+        as ``t.detach().cpu().numpy()``."""
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse(".numpy()")
+        if force:
+            return self.detach().cpu().array
         if self.requires_grad:
             raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
         _check_on_cpu(self)
