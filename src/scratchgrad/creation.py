@@ -247,8 +247,9 @@ def window_tensor(
 
 
 def from_numpy(array) -> Tensor:
-    """A tensor sharing ``array``'s memory and dtype (one of PyTorch's, or bfloat16)."""
-    if not isinstance(array, xp.ndarray):
+    """A tensor sharing ``array``'s memory and dtype (one of PyTorch's, or bfloat16); the
+    library passes its device arrays too."""
+    if not backend.is_array(array):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
     if _check_byte_order("from_numpy", array).dtype not in _NUMPY_DTYPES:
         raise TypeError(
