@@ -162,3 +162,25 @@ def test_numpy_force_reads_a_tensor_that_requires_grad():
     assert x.numpy(force=True).tolist() == expected.tolist()
     with pytest.raises(RuntimeError, match="requires grad"):
         x.numpy()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("float64", "float16"),
+        ("float64", "cpu"),
+        ("cpu", "cpu"),
+        ("cpu", "tensor"),
+        ("tensor", "float64"),
+    ],
+    ids=str,
+)
+def test_to_refuses_arguments_pytorch_cannot_read(args):
+    def read(m):
+        x = m.ones(1)
+        return [x if arg == "tensor" else getattr(m, arg, arg) for arg in args]
+
+    with pytest.raises(TypeError):
+        torch.ones(1).to(*read(torch))
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        sg.ones(1).to(*read(sg))

@@ -322,6 +322,12 @@ def get_default_dtype() -> numpy.dtype:
 def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = None) -> tuple:
     """The device and dtype that ``.to(*args, device=..., dtype=...)`` asks for (None: keep
     it), as PyTorch reads the arguments: a device (or its name), a dtype, or a tensor to match."""
+    if len(args) > 2 or len(args) == 2 and not _is_device_then_dtype(*args):
+        names = ", ".join(type(arg).__name__ for arg in args)
+        raise TypeError(
+            f"to() received an invalid combination of arguments ({names}): expected a dtype, a "
+            f"device, a device and a dtype, or a tensor"
+        )
     for arg in args:
         if hasattr(arg, "requires_grad"):  # a tensor (this module sits below Tensor)
             device, dtype = arg.device, arg.dtype
@@ -332,6 +338,18 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     return (
         None if device is None else backend.device(device),
         None if dtype is None else backend.to_dtype(dtype),
+    )
+
+
+def _is_device_then_dtype(first: Any, second: Any) -> bool:
+    """Whether ``.to(first, second)`` is PyTorch's ``to(device, dtype)`` (None for either)."""
+    places = (backend.device, str, type(None))
+    return (
+        isinstance(first, places)
+        and not isinstance(second, (backend.device, str))
+        and (
+            not hasattr(second, "requires_grad")  # a tensor (this module sits below Tensor)
+        )
     )
 
 
