@@ -6,9 +6,9 @@ computes them, mostly as a factor on the current learning rate ("chainable"), so
 PyTorch's to the last bit and several schedulers can act on one optimizer.
 
 ``step(epoch)``, deprecated in PyTorch, is PyTorch's: a jump to that epoch with the schedule's
-closed form where it has one (``get_lr()`` where not), with PyTorch's deprecation warning.
-Differences from PyTorch: no warnings are given about calling ``scheduler.step()`` before
-``optimizer.step()``.
+closed form where it has one (``get_lr()`` where not), with PyTorch's deprecation warning. As
+PyTorch's, the first ``scheduler.step()`` warns when ``optimizer.step()`` has not been called
+since the optimizer got its first scheduler.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ EPOCH_DEPRECATION_WARNING = (
     "epoch is different from None, the closed form is used instead of the new chainable form, "
     "where available. Please open an issue if you are unable to replicate your use case: "
     "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+# PyTorch's words (https://github.com/pytorch/pytorch/issues/20124)
+STEP_ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+    "later, you should call them in the opposite order: `optimizer.step()` before "
+    "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value "
+    "of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
 )
 
 
@@ -59,11 +67,15 @@ class LRScheduler:
                     )
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        if not optimizer._tracked_by_lr_scheduler:  # PyTorch wraps its step once, here
+            optimizer._tracked_by_lr_scheduler = True
+            optimizer._opt_called = False
         self._initial_step()
 
     def _initial_step(self) -> None:
         """Step to epoch 0; this first step only records the starting rates (SequentialLR
         takes it again for the scheduler it starts with)."""
+        self._step_count = 0
         self._is_initial = True
         self.step()
         self._is_initial = False
@@ -98,6 +110,9 @@ class LRScheduler:
         # scratchgrad.jit: done again at every replay
         if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(LRScheduler.step, self, epoch)
+        if self._step_count == 1 and not self.optimizer._opt_called:
+            warnings.warn(STEP_ORDER_WARNING, UserWarning, stacklevel=2)
+        self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
             self._set_lrs(self.get_lr())

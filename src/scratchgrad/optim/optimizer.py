@@ -215,6 +215,7 @@ def _with_step_hooks(step: Callable) -> Callable:
 
     @functools.wraps(step)
     def hooked_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        self._opt_called = True  # (read by the LR schedulers' first step)
         if self._in_hooked_step or not (self._step_pre_hooks or self._step_post_hooks):
             return step(self, *args, **kwargs)
         return _run_hooked(self, step, args, kwargs)
@@ -266,6 +267,9 @@ class Optimizer:
     _step_pre_hooks: tuple[Callable, ...] = ()
     _step_post_hooks: tuple[Callable, ...] = ()
     _in_hooked_step = False
+    # whether step() ran since the first LR scheduler of the optimizer was made
+    _opt_called = False
+    _tracked_by_lr_scheduler = False
     # hooks run around state_dict and load_state_dict (register_state_dict_pre_hook, ...)
     _state_dict_pre_hooks: tuple[Callable, ...] = ()
     _state_dict_post_hooks: tuple[Callable, ...] = ()
@@ -513,6 +517,7 @@ class Optimizer:
         then moves each parameter and starts its state lazily, as PyTorch does), each counted
         as changed in place; a group with sparse gradients goes to ``_update_sparse``.
         """
+        self._opt_called = True  # (as _with_step_hooks: read by the LR schedulers' first step)
         # the step hooks (as _with_step_hooks, inline: this is every built-in optimizer's step;
         # the hooks see a closure among the positional arguments, however it was passed)
         if (self._step_pre_hooks or self._step_post_hooks) and not self._in_hooked_step:
