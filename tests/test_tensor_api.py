@@ -691,3 +691,12 @@ def test_0d_results_of_ops_outside_the_graph_are_arrays_as_torchs(op):
     assert type(ours.numpy()) is np.ndarray
     ours.zero_(), theirs.zero_()
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("convert", [float, int, operator.index])
+@pytest.mark.parametrize("values", [[1, 2], []])
+def test_python_numbers_of_a_tensor_not_of_one_element_raise_torchs_errors(convert, values):
+    with pytest.raises(Exception) as theirs:
+        convert(torch.tensor(values, dtype=torch.int64))
+    with pytest.raises(theirs.type, match="only"):
+        convert(sg.tensor(values, dtype=sg.int64))
