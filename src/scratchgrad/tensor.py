@@ -699,6 +699,8 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` after backward (once, however
         often it is called)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self.retains_grad:
             if capture_hook.recorder is not None:  # perhaps a compiled module's argument
                 capture_hook.recorder.retained.append(self)

@@ -400,6 +400,13 @@ def test_retain_grad_keeps_the_gradient_hooks_registered_after_it_leave():
     assert_close(x.grad, xt.grad)
 
 
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_retain_grad_on_a_tensor_that_does_not_require_grad_raises(lib):
+    """It would keep nothing: PyTorch refuses rather than ignore the call."""
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        lib.tensor([1.0, 2.0]).retain_grad()
+
+
 def test_a_hook_returning_none_keeps_the_gradient():
     x = sg.tensor([1.0, 2.0], requires_grad=True)
     calls = []
