@@ -141,3 +141,21 @@ def test_no_inputs_raise_torchs_error(inputs):
         torch.autograd.grad(xt.sum(), inputs)
     with pytest.raises(RuntimeError, match="`inputs` argument to `grad\\(\\)` cannot be empty"):
         sg.autograd.grad(x.sum(), inputs)
+
+
+def test_the_sixth_positional_argument_is_only_inputs_as_pytorchs():
+    """PyTorch's grad takes only_inputs between create_graph and allow_unused: a True there
+    must not read as allow_unused, and an unused input still raises."""
+    for lib in (sg, torch):
+        x, z = (lib.tensor([1.0, 2.0], requires_grad=True) for _ in range(2))
+        with pytest.raises(RuntimeError):
+            lib.autograd.grad((x * x).sum(), [x, z], None, None, False, True)
+
+
+def test_only_inputs_false_warns_and_is_ignored():
+    x, xt = leaves([1.0, 2.0])
+    with pytest.warns(FutureWarning, match="only_inputs"):
+        (g,) = sg.autograd.grad((x * x).sum(), x, only_inputs=False)
+    with pytest.warns(FutureWarning, match="only_inputs"):
+        (gt,) = torch.autograd.grad((xt * xt).sum(), xt, only_inputs=False)
+    assert_close(g, gt)

@@ -69,3 +69,12 @@ def test_handle_removes_the_hook_at_the_end_of_a_with_block(lib):
     (w * 3).sum().backward()
     assert len(seen) == 1
     np.testing.assert_allclose(seen[0], [3.0, 3.0])
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_a_hook_returning_a_value_raises(lib):
+    """.grad is already set when the hook runs: a returned tensor cannot replace anything."""
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    w.register_post_accumulate_grad_hook(lambda t: t.grad * 0)
+    with pytest.raises(RuntimeError, match="should return None"):
+        (w * w).sum().backward()

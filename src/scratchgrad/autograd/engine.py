@@ -8,6 +8,7 @@ its own broadcasting.
 from __future__ import annotations
 
 import heapq
+import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 
@@ -28,6 +29,7 @@ def grad(
     grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
@@ -52,6 +54,14 @@ def grad(
     >>> sg.autograd.grad(x * sg.ones(2), x, sg.eye(2), is_grads_batched=True)
     (tensor([1., 1.]),)
     """
+    if not only_inputs:  # kept in PyTorch's place among the arguments, ignored as there
+        warnings.warn(
+            "grad: only_inputs argument is deprecated and is ignored now (defaults to True). "
+            "To accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "grad: expected allow_unused to be True or not passed when materialize_grads=True, "
@@ -247,7 +257,8 @@ def _finish_leaf(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> No
     _accumulate(leaf, g, create_graph, owned)
     if _post_accumulate_hooks:
         for hook in _post_accumulate_hooks.get(id(leaf), ()):
-            hook(leaf)
+            if hook(leaf) is not None:  # it cannot replace anything: .grad is already set
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def register_post_accumulate_grad_hook(leaf: Tensor, hook: Callable[[Tensor], None]):
