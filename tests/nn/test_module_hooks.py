@@ -339,3 +339,26 @@ def test_a_jitted_step_replays_backward_hooks_that_change_or_keep_gradients():
             eager_opt.step()
             ours, theirs = (g["tanh"].detach().numpy() for g in (grads, eager_grads))
             np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_changing_in_place_what_passes_through_full_backward_hooks_raises(lib):
+    """Outside the module (its output, or a view of it) and inside (its input, which the hooks'
+    node copied: relu_ changed the copy, not the caller's tensor)."""
+
+    class InPlaceRelu(lib.nn.Module):
+        def forward(self, x):
+            return x.relu_()
+
+    linear = lib.nn.Linear(3, 2)
+    linear.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    x = lib.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    for change in (lambda y: y.mul_(2), lambda y: y[0].add_(1)):
+        with pytest.raises(RuntimeError, match="view and is being modified inplace"):
+            change(linear(x))
+    relu = InPlaceRelu()
+    relu.register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    with pytest.raises(RuntimeError, match="view and is being modified inplace"):
+        relu(x * 1)
+    with lib.no_grad():  # outside the graph, as PyTorch
+        linear(x).mul_(2)

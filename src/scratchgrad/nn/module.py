@@ -964,6 +964,9 @@ class _Identity(Function):
     @staticmethod
     def forward(ctx: Any, *arrays: Any, hooks: _BackwardHooks, inputs: bool) -> Any:
         ctx.module_hooks, ctx.inputs = hooks, inputs  # (a node's .hooks are its tensor's)
+        # as PyTorch's: changing its outputs in place (inside the module, its inputs) would
+        # leave the caller's tensor unchanged or the hooks' gradients stale
+        ctx.refuses_in_place = True
         # an output no gradient reached is None in grad_output, as PyTorch's
         ctx.materialize_grads = inputs
         return arrays[0].copy() if len(arrays) == 1 else arrays  # (several: packed anew)
