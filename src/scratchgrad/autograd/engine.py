@@ -394,29 +394,27 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
     A first gradient is kept as it is when ``owned`` gives it to this leaf (see ``_propagate``),
     else copied. A sparse gradient (``embedding(..., sparse=True)``'s) is kept as it is, and
-    added out of place: to a sparse ``.grad`` by concatenation, to a dense one densely.
-    (It writes the slot behind ``.grad``: the property's checks of assignments cost time in
-    every step, and the engine's gradients fit.)"""
+    added out of place: to a sparse ``.grad`` by concatenation, to a dense one densely."""
     recorder = capture_hook.recorder
     if recorder is not None and recorder.accumulate(leaf, g, create_graph, owned):
         return  # scratchgrad.jit noted it (a call from another thread is left to this code)
     if type(g) is not Tensor and g.is_sparse:  # (a type test: is_sparse is a property)
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        leaf.grad = g if leaf.grad is None else leaf.grad + g
         return
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
         owned = {g: leaf}  # a new array
-    if leaf._grad is None:
-        leaf._grad = g if create_graph or owned.get(g) is leaf else Tensor._make(g.array.copy())
-    elif create_graph or leaf._grad.requires_grad:
-        leaf._grad = leaf._grad + g
+    if leaf.grad is None:
+        leaf.grad = g if create_graph or owned.get(g) is leaf else Tensor._make(g.array.copy())
+    elif create_graph or leaf.grad.requires_grad:
+        leaf.grad = leaf.grad + g
     else:
         try:
-            leaf._grad.array += g.array
+            leaf.grad.array += g.array
         except TypeError:  # a sparse .grad refuses in-place arithmetic: a dense sum, as PyTorch
-            if not leaf._grad.is_sparse:
+            if not leaf.grad.is_sparse:
                 raise
-            leaf._grad = leaf._grad + g
+            leaf.grad = leaf.grad + g
 
 
 def _leading_to(roots: list[Function], targets: dict) -> set:
