@@ -120,7 +120,7 @@ class Tensor:
     # _no_grad_view: True on a view taken under no_grad of a tensor that requires grad (unset
     # otherwise): writing it with grad mode on raises (note_view)
     __slots__ = (
-        "array", "_grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
+        "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
         "_base_array", "_no_grad_view", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
@@ -164,7 +164,7 @@ class Tensor:
     def _make(array: Any, ctx: Any = None) -> Tensor:
         """Wrap an array without copying or checks: the fast path every op result takes."""
         t = _new(Tensor)
-        t.array, t._grad, t.requires_grad = array, None, ctx is not None
+        t.array, t.grad, t.requires_grad = array, None, ctx is not None
         t._ctx, t._counter, t._hooks = ctx, None, ()
         return t
 
@@ -265,21 +265,6 @@ class Tensor:
         """The device index, -1 on the CPU (as PyTorch)."""
         where = self.device
         return -1 if where.type == "cpu" else where.index or 0
-
-    @property
-    def grad(self) -> Tensor | None:
-        """The gradient backward accumulated (leaves, and non-leaves that ``retain_grad``).
-        Reading it where it cannot be set warns, as PyTorch."""
-        grad = self._grad
-        if grad is None and self._ctx is not None and not self.retains_grad:
-            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
-        return grad
-
-    @grad.setter
-    def grad(self, grad: Tensor | None) -> None:
-        if grad is not None:
-            _check_assigned_grad(self, grad)
-        self._grad = grad
 
     @property
     def is_leaf(self) -> bool:
@@ -7170,34 +7155,6 @@ def _mapped(name: str, results: list, dtype: Any) -> Any:
         if not isinstance(result, numbers.Real):
             raise TypeError(f"{name}: must be real number, not {type(result).__name__}")
     return to_array(results, dtype)
-
-
-_NON_LEAF_GRAD = (
-    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
-    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor."
-)
-
-
-def _check_assigned_grad(tensor: Tensor, grad: Any) -> None:
-    """PyTorch's checks of ``x.grad = grad``: a tensor of ``x``'s dtype and shape (a wrong one
-    broke the next accumulation, or the optimizer's step, far from here)."""
-    if not isinstance(grad, Tensor):
-        raise TypeError(
-            f"assigned grad expected to be a Tensor or None but got grad of type "
-            f"{type(grad).__name__}"
-        )
-    if grad.array.dtype != tensor.array.dtype:
-        raise RuntimeError(
-            f"attempting to assign a gradient with dtype {grad.dtype} to a tensor with dtype "
-            f"{tensor.dtype}. The gradient must match the tensor's dtype"
-        )
-    if grad.shape != tensor.shape:
-        raise RuntimeError(
-            f"attempting to assign a gradient of size {list(grad.shape)} to a tensor of size "
-            f"{list(tensor.shape)}. Please ensure that the gradient and the tensor are the same "
-            "size"
-        )
 
 
 def _refuse_view_from_no_grad(tensor: Tensor, name: str) -> None:

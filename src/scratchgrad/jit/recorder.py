@@ -472,7 +472,7 @@ class Recorder:
         recorded calls (``zero_grad()``, ``backward()``, a scheduler's ``step()``): an
         assignment such as ``p.grad = None`` or ``group["lr"] = lr`` is Python, which a replay
         would not run."""
-        self._grads = {id(leaf): (leaf, leaf._grad) for leaf in leaves}
+        self._grads = {id(leaf): (leaf, leaf.grad) for leaf in leaves}
         self._groups = [(g, _settings(g)) for opt in optimizers for g in opt.param_groups]
 
     def check_watched(self) -> None:
@@ -490,7 +490,7 @@ class Recorder:
 
     def _check_grads(self, watched: Any) -> None:
         for leaf, grad in watched:
-            if leaf._grad is not grad:
+            if leaf.grad is not grad:
                 self.refuse(
                     f"a .grad assigned in Python (p.grad = None, here of a tensor of shape "
                     f"{tuple(leaf.shape)}; zero_grad() and, in a hand-written update, "
