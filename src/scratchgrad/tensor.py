@@ -630,6 +630,23 @@ class Tensor:
         t._counter = self._shared_counter()
         return t
 
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor that owns the memory this view shares (None if it is no view), as
+        PyTorch's ``Tensor._base``; ``detach`` and ``view(dtype)`` make no view.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.zeros(4)
+        >>> x[1:][::2]._base is x, x._base, x[1:]._is_view(), x.detach()._is_view()
+        (True, None, True, False)
+        """
+        view = getattr(self, "_view", None)  # unset on tensors that are no view
+        return None if view is None else view[0]
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another's memory (see ``_base``)."""
+        return hasattr(self, "_view")
+
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place: it becomes a leaf that does not require
         grad, as ``torch.Tensor.detach_``. A view cannot be (its base's graph needs it).
@@ -1442,6 +1459,7 @@ class Tensor:
         base, steps = getattr(self, "_view", (self, ()))  # unset on tensors that are no view
         if index is not None:
             steps = (*steps, (movement.GetItem, {"index": index}))
+        _refuse_view_from_no_grad(self, name, recorded=True)
         if base.is_leaf and base.requires_grad:
             what = "a leaf Variable" if base is self else "a view of a leaf Variable"
             raise RuntimeError(  # PyTorch's words, then how to do it
@@ -1547,6 +1565,8 @@ class Tensor:
         view = Tensor._make(base.array, base._ctx)
         for cls, attributes in steps:
             view = cls.apply(view, **attributes)
+        if hasattr(self, "_no_grad_view"):  # taken under no_grad: its history is ambiguous
+            view = movement.NoGradViewChanged.apply(view)
         self._ctx, self.requires_grad = view._ctx, True
 
     def _records(self, value: Any) -> bool:
@@ -3178,15 +3198,22 @@ class Tensor:
         shape = as_shape(shape)
         return movement.Reshape.apply(self, shape=shape)  # a new tensor, as PyTorch's
 
-    def view(self, *shape: Any) -> Tensor:
+    def view(self, *shape: Any, dtype: Any = None) -> Tensor:
         """The same memory in another shape, as ``torch.Tensor.view``: where the strides of a
         view (a transpose, a strided slice) make that impossible it raises, as PyTorch does;
-        ``reshape`` copies instead.
+        ``reshape`` copies instead. ``view(dtype)`` reads the same bytes as another dtype
+        (the last dim scaled by the ratio of the sizes), out of any graph, as PyTorch's.
 
         >>> import scratchgrad as sg
         >>> sg.arange(6).view(2, 3).t().is_contiguous()
         False
+        >>> sg.tensor([1.0, -2.0]).view(sg.int32)
+        tensor([ 1065353216, -1073741824], dtype=scratchgrad.int32)
         """
+        if dtype is None and len(shape) == 1 and isinstance(shape[0], xp.dtype):
+            dtype = shape[0]
+        if dtype is not None:
+            return self._view_as_dtype(backend.to_dtype(dtype))
         shape = as_shape(shape)
         if not self._strides_allow(shape):
             raise RuntimeError(
@@ -3203,6 +3230,30 @@ class Tensor:
         if copied:
             _ViewCopy.keep_up(out, self, shape)
         return out
+
+    def _view_as_dtype(self, dtype: Any) -> Tensor:
+        array = self.array
+        if array.itemsize != dtype.itemsize:  # PyTorch's conditions, in its words
+            what = f"to view {array.dtype} as {dtype} (different element sizes)"
+            if array.ndim == 0:
+                raise RuntimeError(f"view: self.dim() cannot be 0 {what}")
+            if self.stride(-1) != 1:
+                raise RuntimeError(
+                    f"view: self.stride(-1) must be 1 {what}, but got {self.stride(-1)}"
+                )
+            if array.shape[-1] * array.itemsize % dtype.itemsize:
+                ratio = dtype.itemsize // array.itemsize
+                raise RuntimeError(
+                    f"view: self.size(-1) must be divisible by {ratio} {what}, but got "
+                    f"{array.shape[-1]}"
+                )
+        try:
+            viewed = array.view(dtype)
+        except ValueError as error:  # a layout PyTorch allows but scratchgrad's memory has not
+            raise RuntimeError(f"view: cannot view {array.dtype} as {dtype}: {error}") from None
+        t = self._alias()
+        t.array, t._counter = viewed, self._shared_counter()
+        return t
 
     def _layout(self):
         """An empty array laid out as PyTorch lays out this tensor: the base contiguous, and
@@ -7157,11 +7208,14 @@ def _mapped(name: str, results: list, dtype: Any) -> Any:
     return to_array(results, dtype)
 
 
-def _refuse_view_from_no_grad(tensor: Tensor, name: str) -> None:
+def _refuse_view_from_no_grad(tensor: Tensor, name: str, recorded: bool = False) -> None:
     """PyTorch's error for an in-place change, with grad mode on, of a view taken under
-    ``no_grad`` of a tensor that requires grad (``note_view`` marks it): the view is out of the
-    graph, so the change would be missing from its base's gradient (it was, silently)."""
-    if getattr(tensor, "_no_grad_view", False):  # unset on all other tensors
+    ``no_grad`` (``note_view`` marks it): of a tensor that requires grad, always (the view is
+    out of the graph, so the change would be missing from its base's gradient); of any other,
+    when the change is ``recorded`` in a graph (whether it belongs to the base's history is
+    ambiguous)."""
+    marked = getattr(tensor, "_no_grad_view", None)  # unset on all other tensors
+    if marked or (recorded and marked is not None):
         raise RuntimeError(
             f"{name}: a view was created in no_grad mode and is being modified inplace with "
             "grad mode enabled. Take the view and change it both inside the no_grad block (the "
@@ -7296,8 +7350,7 @@ class _ViewCopy:
         """Make ``copy``, ``source.reshape(shape)``, follow ``source``'s memory."""
         if hasattr(copy.array.flags, "writeable"):  # (CuPy's arrays have no read-only flag)
             copy.array.flags.writeable = False
-        record = copy._ctx is not None
-        _function.note_view(copy, source, movement.Reshape, {"shape": shape}, record)
+        _function.note_view(copy, source, movement.Reshape, {"shape": shape})
         copy._counter.append(_ViewCopy(copy, source.array))
 
     def __deepcopy__(self, memo: dict) -> _ViewCopy:

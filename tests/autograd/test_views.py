@@ -218,3 +218,99 @@ def test_views_taken_before_an_in_place_change_of_their_base_follow_it():
         results.append((row, columns, x.grad, w.grad))
     for ours, theirs in zip(*results):
         assert_close(ours, theirs)
+
+
+def test_views_of_a_tensor_outside_any_graph_follow_a_recorded_change_of_it():
+    # the views were taken of a tensor no graph holds; the change brings it into one
+    results = []
+    for lib in (sg, torch):
+        w = lib.tensor(W, requires_grad=True)
+        b = lib.tensor(X)
+        row, columns = b[1], b.t()[1:]
+        b.mul_(w)
+        assert row.requires_grad and columns.requires_grad and row.grad_fn is not None
+        ((row * row).sum() + (columns * lib.tensor(C.T[1:])).sum()).backward()
+        results.append((row, columns, w.grad))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+def test_a_view_taken_under_no_grad_refuses_a_recorded_change_of_it_or_of_its_base(lib):
+    w = lib.tensor(W, requires_grad=True)
+    b = lib.tensor(X)
+    with lib.no_grad():
+        view = b[1:]
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        view.mul_(w[1:])
+    assert_close(b, X)  # changed nothing
+    view.mul_(2)  # no graph: allowed, as PyTorch's
+    b.mul_(w)  # the base in a graph: the view's history is ambiguous, so using it raises
+    with pytest.raises(RuntimeError, match="view was created in no_grad mode"):
+        (view * 2).sum().backward()
+
+
+def test_a_view_under_no_grad_of_a_base_changed_under_no_grad_stays_usable():
+    w = sg.tensor(W, requires_grad=True)
+    b = sg.tensor(X)
+    with sg.no_grad():
+        view = b[1:]
+        b.mul_(w)
+    assert not view.requires_grad
+    assert_close(view, X[1:] * W[1:])
+
+
+def test_base_and_is_view_are_torchs():
+    for lib in (sg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        y = x * 2
+        assert y[1:]._base is y and y[1:][:, 2]._base is y and y.t()._base is y
+        assert y._base is None and not y._is_view() and y[1]._is_view()
+        assert x.detach()._base is None and not x.detach()._is_view()
+        assert (y + 1)._base is None
+
+
+@pytest.mark.parametrize(
+    "source, dtype",
+    [
+        (np.float32, np.int32),
+        (np.float32, np.float16),
+        (np.float32, np.uint8),
+        (np.float64, np.float32),
+        (np.int16, np.float32),
+        (np.float32, np.float64),
+    ],
+)
+def test_view_as_dtype_reads_the_same_bytes_as_torch(source, dtype):
+    a = np.linspace(-3, 3, 24).astype(source).reshape(2, 12)
+    ours = sg.tensor(a, requires_grad=source in (np.float32, np.float64)).view(
+        getattr(sg, np.dtype(dtype).name)
+    )
+    theirs = torch.tensor(a).view(getattr(torch, np.dtype(dtype).name))
+    assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert not ours.requires_grad and ours.grad_fn is None and not ours._is_view()
+
+
+def test_view_as_dtype_shares_memory_and_version_with_its_source():
+    x = sg.ones(4)
+    bits = x.view(dtype=sg.int32)
+    bits[0] = 0
+    assert x.tolist() == [0.0, 1.0, 1.0, 1.0] and x._version == bits._version == 1
+    assert sg.arange(8.0)[2:].view(sg.float16).storage_offset() == 4
+
+
+@pytest.mark.parametrize(
+    "make, dtype, message",
+    [
+        (lambda lib: lib.ones(2, 3)[:, ::2], "float16", "stride"),
+        (lambda lib: lib.ones(3), "float64", "divisible by 2"),
+        (lambda lib: lib.tensor(1.0), "float64", "dim"),
+    ],
+)
+def test_view_as_dtype_of_another_size_refuses_what_torch_refuses(make, dtype, message):
+    with pytest.raises(RuntimeError):
+        make(torch).view(getattr(torch, dtype))
+    x = make(sg)
+    with pytest.raises(RuntimeError, match=message):
+        x.view(getattr(sg, dtype))

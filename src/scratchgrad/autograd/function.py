@@ -288,7 +288,7 @@ class Function:
             array = xp.asarray(out)
         result = Tensor._make(array, ctx if record else None)
         if cls.is_view:
-            _share_counter(result, args[0], cls, kwargs, record)
+            _share_counter(result, args[0], cls, kwargs)
         if record:
             dtype = array.dtype
             # (the dtype's class, a set lookup: the cheapest test, on the hottest path)
@@ -625,32 +625,37 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
     return kind(f"{name}: shapes {shapes}: {error}")
 
 
-def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: bool) -> None:
+def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     """``note_view`` for the result of a view op that shares its source's memory."""
     array = result.array
     if array.base is not None and backend.namespace(array).may_share_memory(array, source.array):
-        note_view(result, source, cls, kwargs, record)
+        note_view(result, source, cls, kwargs)
 
 
-def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict, record: bool) -> None:
+def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     """Make ``result``, made by the view op ``cls`` of ``source`` (with ``kwargs``), a view
     of it: it shares its source's version counter, so an in-place change through either is
     seen by every graph that saved the other. It also remembers its base (the tensor that owns
     the memory) and the view steps that lead from it, so that an in-place change through the
-    view can be recorded on the base (``Tensor._record_in_place``), and, if ``record`` (it is
-    in a graph), the base's in-place changes take it again from the base; if not, and
-    ``source`` requires grad (grad mode is off), it is marked ``_no_grad_view``, as its views
-    are: PyTorch refuses to change it in place with grad mode on."""
+    view can be recorded on the base (``Tensor._record_in_place``), and the base keeps it among
+    its ``_views``, which a change of the base recorded in a graph takes again from the base's
+    new history (``Tensor._take_view_again``), whether or not the view was in a graph.
+
+    A view taken with grad mode off is marked ``_no_grad_view`` (as are its views): True if
+    ``source`` requires grad, so that PyTorch's refusal to change it in place with grad mode
+    on can be raised; False otherwise, as PyTorch still refuses to record a change of it, or
+    of its base, in a graph."""
     result._counter = source._shared_counter()
     base, steps = getattr(source, "_view", (source, ()))  # unset on tensors that are no view
     result._view = (base, (*steps, (cls, kwargs)))
-    if record:  # a view in a graph is taken again if its base changes in place
-        views = getattr(base, "_views", None)  # unset until the base has such a view
-        if views is None:
-            base._views = views = weakref.WeakSet()
-        views.add(result)
-    elif source.requires_grad or getattr(source, "_no_grad_view", False):
-        result._no_grad_view = True
+    views = getattr(base, "_views", None)  # unset until the base has a view
+    if views is None:
+        base._views = views = weakref.WeakSet()
+    views.add(result)
+    if not _state.enabled:
+        result._no_grad_view = source.requires_grad or getattr(source, "_no_grad_view", False)
+    elif hasattr(source, "_no_grad_view"):
+        result._no_grad_view = source._no_grad_view
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

@@ -445,6 +445,31 @@ class CopySlices(Function):
         return grad_x, grad_value
 
 
+NO_GRAD_VIEW_CHANGED = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be "
+    "tracked) or both outside (if you want the inplace to be tracked)."
+)
+
+
+class NoGradViewChanged(Function):
+    """The history of a view taken under ``no_grad`` whose base a graph then changed in place
+    (``Tensor._take_view_again``): PyTorch refuses to say whether that change belongs to the
+    view's history, so a backward through it raises PyTorch's error instead of leaving it out."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(NO_GRAD_VIEW_CHANGED)
+
+
 def replay_on_array(x, steps: tuple):
     """The view ``steps`` (Function, attributes) taken again from the array ``x``."""
     for cls, attributes in steps:
