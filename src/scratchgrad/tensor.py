@@ -283,6 +283,16 @@ class Tensor:
             t._counter = self._counter
         return t
 
+    def __getstate__(self) -> tuple:
+        """What pickle and ``copy.deepcopy`` keep: the instance dict (of a subclass) and every
+        slot that is set but ``_views``, weak references to this tensor's views (which a copy
+        does not have, and pickle cannot write)."""
+        slots = {}
+        for name in Tensor.__slots__[:-1]:  # (all but __weakref__)
+            if name != "_views" and hasattr(self, name):
+                slots[name] = getattr(self, name)
+        return getattr(self, "__dict__", None), slots
+
     def _alias(self) -> Tensor:
         """A new tensor of this one's memory, out of any graph (``detach``, ``.data``): of a
         view, it keeps where the view starts in its base's memory (``storage_offset``), though

@@ -314,3 +314,17 @@ def test_view_as_dtype_of_another_size_refuses_what_torch_refuses(make, dtype, m
     x = make(sg)
     with pytest.raises(RuntimeError, match=message):
         x.view(getattr(sg, dtype))
+
+
+def test_a_tensor_with_views_pickles_and_deep_copies_without_them():
+    import copy
+    import pickle
+
+    x = sg.tensor(X, requires_grad=True)
+    view = x[1:]
+    with sg.no_grad():
+        view_under_no_grad = x[0]
+    for copied in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):  # noqa: S301 (our own)
+        assert not hasattr(copied, "_views") and copied.requires_grad
+        assert_close(copied, X)
+    assert view._base is x and view_under_no_grad._base is x
