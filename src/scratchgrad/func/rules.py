@@ -77,7 +77,7 @@ def shape_prefixed(cls, values, batched, kwargs):
     to the target's rank first, as broadcasting aligns shapes from the right)."""
     (x,) = pad_to_rank(values, batched) if cls is movement.Reshape else values
     shape = tuple(kwargs["shape"])
-    if cls is movement.Expand and x.ndim - 1 < len(shape):
+    if issubclass(cls, movement.Expand) and x.ndim - 1 < len(shape):
         x = x.reshape(x.shape[0], *(1,) * (len(shape) - x.ndim + 1), *x.shape[1:])
     return cls.apply(x, shape=(x.shape[0], *shape))
 

@@ -8,7 +8,7 @@ import math
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, ndarray, xp
 from scratchgrad.ops.binary import Where
-from scratchgrad.ops.movement import Expand
+from scratchgrad.ops.movement import ExpandCopy
 
 
 def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
@@ -34,7 +34,7 @@ class Sum(Function):
     def backward(ctx, grad):
         if ctx.kept_shape is not None:  # put the reduced dims back so the grad broadcasts
             grad = grad.reshape(ctx.kept_shape)
-        return Expand.apply(grad, shape=ctx.in_shape)
+        return ExpandCopy.apply(grad, shape=ctx.in_shape)
 
     def name(self) -> str:  # PyTorch numbers the overloads: 0 for all entries, 1 over dims
         return f"{type(self).__name__}Backward{0 if self.dim is None else 1}"
