@@ -315,21 +315,29 @@ class Module:
         elif capture_hook.recorder is None:  # a mode set: replays check their modes again
             capture_hook.changes += 1
         stores = self.__dict__
-        if isinstance(value, (Parameter, Module)):
-            kind = "_parameters" if isinstance(value, Parameter) else "_modules"
-            if kind not in stores:
+        # PyTorch's order: a parameter's name takes only a Parameter or None, then a child's
+        # only a Module or None, so a layer assigned over a parameter raises
+        if isinstance(value, Parameter):
+            if "_parameters" not in stores:
                 raise AttributeError(
-                    f"cannot assign {kind[1:-1]} '{name}' before Module.__init__() call"
+                    f"cannot assign parameter '{name}' before Module.__init__() call"
                 )
-            self._forget(name, keep=kind)
-            stores[kind][name] = value
-        elif name in stores.get("_parameters", ()):
+            self._forget(name, keep="_parameters")
+            stores.pop(name, None)  # (a plain attribute of that name gives way, as PyTorch's)
+            self.register_parameter(name, value)  # (which checks the name)
+            return
+        if name in stores.get("_parameters", ()):
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                     "(scratchgrad.nn.Parameter or None expected)"
                 )
             stores["_parameters"][name] = None
+        elif isinstance(value, Module):
+            if "_modules" not in stores:
+                raise AttributeError(f"cannot assign module '{name}' before Module.__init__() call")
+            self._forget(name, keep="_modules")
+            stores["_modules"][name] = value
         elif name in stores.get("_modules", ()):
             if value is not None:
                 raise TypeError(
@@ -359,9 +367,16 @@ class Module:
 
     def __delattr__(self, name: str) -> None:
         mark_changed(self)
+        registered = any(name in self.__dict__[store] for store in _STORES)
         self._forget(name)
-        if name in self.__dict__:
+        if name in self.__dict__ or not registered:  # (neither: AttributeError, as PyTorch's)
             object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        """As PyTorch's: the class's names, the attributes and the registered entries, less
+        those that are no Python name (a Sequential's "0")."""
+        keys = {*dir(type(self)), *self.__dict__, *self._parameters, *self._modules, *self._buffers}
+        return sorted(key for key in keys if not key[0].isdigit())
 
     def _forget(self, name: str, keep: str | None = None) -> None:
         """Drop ``name`` from every store but ``keep`` (where a new value replaces the old one
@@ -374,7 +389,7 @@ class Module:
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (or a None placeholder, as a layer without bias does)."""
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", "_parameters")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
@@ -391,7 +406,7 @@ class Module:
         Buffers are in ``state_dict`` unless ``persistent=False``, and ``to(dtype)`` converts
         them when they are floating point.
         """
-        self._check_name(name, "buffer")
+        self._check_name(name, "buffer", "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
@@ -408,9 +423,9 @@ class Module:
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under ``name`` (what attribute assignment does)."""
-        self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module", "_modules")
         mark_changed(self)
         self._forget(name, keep="_modules")
         self._modules[name] = module
@@ -418,14 +433,16 @@ class Module:
 
     register_module = add_module
 
-    def _check_name(self, name: str, kind: str) -> None:
+    def _check_name(self, name: str, kind: str, store: str) -> None:
+        """PyTorch's checks of a name given to ``register_*``: a string, no ".", and no
+        attribute of that name but an entry of ``store`` (a buffer's name takes no parameter)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
         if not name or "." in name:
             raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
-        if hasattr(self, name) and not any(name in self.__dict__[s] for s in _STORES):
+        if hasattr(self, name) and name not in self.__dict__[store]:
             raise KeyError(f"attribute '{name}' already exists")
 
     def get_submodule(self, target: str) -> Module:
@@ -491,9 +508,9 @@ class Module:
         if memo is None:
             memo = set()
         if remove_duplicate:
-            if id(self) in memo:
+            if self in memo:  # (the modules themselves, as PyTorch's: a caller may pass some)
                 return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:

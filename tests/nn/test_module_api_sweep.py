@@ -1,0 +1,90 @@
+"""The ``nn.Module`` API against PyTorch, case by case: each case is one function of either
+library, run on both, and what it returns (names, dtypes: plain Python) or the type of error it
+raises must be the same."""
+
+import pytest
+import torch
+
+import scratchgrad as sg
+
+
+def outcome(case, lib):
+    try:
+        return case(lib)
+    except Exception as error:  # noqa: BLE001  (the error's type is the outcome)
+        return type(error)
+
+
+def same_as_torch(case):
+    assert outcome(case, sg) == outcome(case, torch)
+
+
+def net(lib):
+    """A module with a parameter "w", a buffer "b" and a child "sub"."""
+    module = lib.nn.Module()
+    module.w = lib.nn.Parameter(lib.ones(2))
+    module.register_buffer("b", lib.zeros(2))
+    module.sub = lib.nn.Linear(2, 2)
+    return module
+
+
+def names(module):
+    return [list(module._parameters), list(module._buffers), list(module._modules)]
+
+
+def registered_after(change):
+    def case(lib):
+        module = net(lib)
+        change(lib, module)
+        return names(module) + [list(module.state_dict())]
+
+    return case
+
+
+REGISTRATION = {
+    "a layer over a parameter": lambda lib, m: setattr(m, "w", lib.nn.Linear(1, 1)),
+    "a layer over a buffer": lambda lib, m: setattr(m, "b", lib.nn.Linear(1, 1)),
+    "a parameter over a layer": lambda lib, m: setattr(m, "sub", lib.nn.Parameter(lib.ones(1))),
+    "a parameter named with a dot": lambda lib, m: setattr(m, "a.b", lib.nn.Parameter(lib.ones(1))),
+    "a parameter with an empty name": lambda lib, m: setattr(m, "", lib.nn.Parameter(lib.ones(1))),
+    "register_buffer over a parameter": lambda lib, m: m.register_buffer("w", lib.ones(1)),
+    "register_buffer over a layer": lambda lib, m: m.register_buffer("sub", lib.ones(1)),
+    "register_parameter over a buffer": lambda lib, m: m.register_parameter(
+        "b", lib.nn.Parameter(lib.ones(1))
+    ),
+    "register_parameter over a layer": lambda lib, m: m.register_parameter(
+        "sub", lib.nn.Parameter(lib.ones(1))
+    ),
+    "add_module over a parameter": lambda lib, m: m.add_module("w", lib.nn.ReLU()),
+    "add_module over a buffer": lambda lib, m: m.add_module("b", lib.nn.ReLU()),
+    "add_module of a non-module under a bad name": lambda lib, m: m.add_module("a.b", 3),
+    "a parameter over a plain attribute": lambda lib, m: (
+        setattr(m, "plain", 1),
+        setattr(m, "plain", lib.nn.Parameter(lib.ones(1))),
+    ),
+    "del of a missing attribute": lambda lib, m: delattr(m, "missing"),
+    "del of a parameter": lambda lib, m: delattr(m, "w"),
+}
+
+
+@pytest.mark.parametrize("change", REGISTRATION.values(), ids=REGISTRATION)
+def test_registration_accepts_and_refuses_as_torch(change):
+    same_as_torch(registered_after(change))
+
+
+def test_dir_lists_the_entries_but_no_digit_names_as_torch():
+    def case(lib):
+        module = lib.nn.Sequential(lib.nn.ReLU())
+        module._parameters["direct"] = lib.nn.Parameter(lib.ones(1))
+        listed = dir(module)
+        return [name in listed for name in ("0", "direct", "training", "forward", "_modules")]
+
+    same_as_torch(case)
+
+
+def test_named_modules_skips_the_modules_a_caller_put_in_memo_as_torch():
+    def case(lib):
+        module = net(lib)
+        return [name for name, _ in module.named_modules(memo={module.sub})]
+
+    same_as_torch(case)
