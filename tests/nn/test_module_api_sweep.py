@@ -88,3 +88,66 @@ def test_named_modules_skips_the_modules_a_caller_put_in_memo_as_torch():
         return [name for name, _ in module.named_modules(memo={module.sub})]
 
     same_as_torch(case)
+
+
+def dtypes(module):
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    return [(name, str(tensor.dtype).rpartition(".")[2]) for name, tensor in tensors]
+
+
+def complex_net(lib):
+    module = net(lib)
+    module.register_buffer("c", lib.ones(2, dtype=lib.complex64))
+    module.register_buffer("steps", lib.zeros((), dtype=lib.int64))
+    return module
+
+
+CONVERSIONS = {
+    "to(complex128)": lambda lib, m: m.to(lib.complex128),
+    "to(dtype=complex64)": lambda lib, m: m.to(dtype=lib.complex64),
+    "to(float64) takes complex buffers too": lambda lib, m: m.to(lib.float64),
+    "double() leaves them": lambda lib, m: m.double(),
+    "half() leaves them": lambda lib, m: m.half(),
+    "to(int64) raises": lambda lib, m: m.to(lib.int64),
+    "to(device, dtype, non_blocking)": lambda lib, m: m.to("cpu", lib.float64, True),
+}
+
+
+@pytest.mark.filterwarnings("ignore")  # (complex modules, complex to real: both warn)
+@pytest.mark.parametrize("convert", CONVERSIONS.values(), ids=CONVERSIONS)
+def test_dtype_conversions_pick_the_tensors_torch_picks(convert):
+    def case(lib):
+        module = complex_net(lib)
+        return [convert(lib, module) is module, dtypes(module)]
+
+    same_as_torch(case)
+
+
+def test_to_complex_warns_as_torch():
+    with pytest.warns(UserWarning, match="Complex modules are a new feature"):
+        net(sg).to(sg.complex64)
+
+
+def test_half_of_a_float64_module_rounds_through_float32_as_torch():
+    value = 1 + 2**-11 + 2**-40  # to float16 directly: up; through float32: a tie, to even
+
+    def case(lib):
+        module = lib.nn.Linear(1, 1).double()
+        with lib.no_grad():
+            module.weight.fill_(value)
+        module.weight.grad = lib.full((1, 1), value, dtype=lib.float64)
+        module.half()
+        return [module.weight.double().item(), module.weight.grad.double().item()]
+
+    same_as_torch(case)
+
+
+def test_zero_grad_without_set_to_none_zeroes_the_gradient_in_place_as_torch():
+    def case(lib):
+        module = lib.nn.Linear(2, 1)
+        module(lib.ones(3, 2)).sum().backward()
+        grad = module.weight.grad
+        module.zero_grad(set_to_none=False)
+        return [module.weight.grad is grad, module.weight.grad.abs().sum().item()]
+
+    same_as_torch(case)

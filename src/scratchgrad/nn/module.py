@@ -48,6 +48,14 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 _STORES = ("_parameters", "_buffers", "_modules")
 
+# PyTorch's warning, word for word, when a module is converted to a complex dtype
+_COMPLEX_MODULES = (
+    "Complex modules are a new feature under active development whose design may change, and "
+    "some modules might not work as expected when using complex tensors as parameters or "
+    "buffers. Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+    "bug-report.yml if a complex module does not work as expected."
+)
+
 
 class Module:
     """Base class for all layers and models: subclass it, assign layers and parameters as
@@ -617,8 +625,10 @@ class Module:
                 continue
             if set_to_none:
                 param.grad = None
-            else:
-                param.grad = param.grad.detach().zero_()
+            else:  # zeroed in place: whoever holds the gradient sees it zeroed, as PyTorch's
+                grad = param.grad
+                grad.detach_() if grad.grad_fn is not None else grad.requires_grad_(False)
+                grad.zero_()
 
     # ---- dtype ------------------------------------------------------------------------------
 
@@ -630,8 +640,9 @@ class Module:
         non_blocking: bool = False,
         memory_format: Any = None,
     ) -> Module:
-        """Move parameters and buffers to a device and convert the floating point ones to
-        ``dtype``, in place (``model.to(device)``, ``model.to(sg.float64)``, or both).
+        """Move parameters and buffers to a device and convert the floating point and complex
+        ones to ``dtype`` (a floating or complex one), in place (``model.to(device)``,
+        ``model.to(sg.float64)``, or both).
 
         The parameter objects stay the same, so an optimizer built before still holds them;
         state it has already made stays where it was (as in PyTorch): move the model before
@@ -646,21 +657,36 @@ class Module:
         """
         if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
             check_memory_format(memory_format, None)
+        if (
+            args and type(args[-1]) is bool
+        ):  # PyTorch's positional non_blocking: to("cpu", dt, True)
+            args = args[:-1]
         device, dtype = requested_device_and_dtype(args, device, dtype)
-        if dtype is not None and not backend.is_floating(dtype):
-            raise TypeError(f"Module.to only accepts floating point dtypes, but got {dtype}")
+        if dtype is not None and not backend.can_require_grad(dtype):
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                f"dtype={dtype}"
+            )
+        if dtype is not None and dtype.kind == "c":
+            warnings.warn(_COMPLEX_MODULES, stacklevel=2)
         if device is not None:
             backend.array_module(device)  # raises for a device without a backend
             for tensor in (*self.parameters(), *self.buffers()):
                 _move(tensor, device)
         if dtype is None:
             return self
+        # (complex to real drops the imaginary part, as PyTorch's)
+        return self._cast(dtype, backend.can_require_grad)
+
+    def _cast(self, dtype: Any, which: Callable[[Any], bool]) -> Module:
+        """Give ``dtype`` in place to the parameters and buffers (and gradients) whose dtype
+        ``which`` picks, rounded as Tensor.to rounds (float64 to float16 through float32)."""
         for tensor in (*self.parameters(), *self.buffers()):
-            if backend.is_floating(tensor.dtype) and tensor.dtype != dtype:
-                tensor.array = tensor.array.astype(dtype)
+            if which(tensor.dtype) and tensor.dtype != dtype:
+                tensor.array = backend.cast(tensor.array, dtype)
                 increment_version(tensor)  # a graph that saved the old array must not use this one
                 if tensor.grad is not None:
-                    tensor.grad = Tensor._make(tensor.grad.array.astype(dtype))
+                    tensor.grad = Tensor._make(backend.cast(tensor.grad.array, dtype))
         return self
 
     def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
@@ -682,17 +708,18 @@ class Module:
                 tensor.grad = Tensor._make(module.empty(tensor.grad.shape, tensor.grad.dtype))
         return self
 
+    # as PyTorch's, these four convert the floating tensors only (``to`` the complex ones too)
     def float(self) -> Module:
-        return self.to(backend.float32)
+        return self._cast(backend.float32, backend.is_floating)
 
     def double(self) -> Module:
-        return self.to(backend.float64)
+        return self._cast(backend.float64, backend.is_floating)
 
     def half(self) -> Module:
-        return self.to(backend.float16)
+        return self._cast(backend.float16, backend.is_floating)
 
     def bfloat16(self) -> Module:
-        return self.to(backend.bfloat16)
+        return self._cast(backend.bfloat16, backend.is_floating)
 
     def type(self, dst_type: Any) -> Module:
         """Cast every parameter and buffer (and gradient) to ``dst_type``, as
