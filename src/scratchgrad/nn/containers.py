@@ -41,7 +41,7 @@ class Sequential(Module):
     def __getitem__(self, index: int | slice) -> Module:
         items = list(self._modules.items())
         if isinstance(index, slice):
-            return Sequential(OrderedDict(items[index]))
+            return type(self)(OrderedDict(items[index]))
         return items[_checked(index, len(items))][1]
 
     def __setitem__(self, index: int, module: Module) -> None:
@@ -49,9 +49,7 @@ class Sequential(Module):
         self.add_module(key, module)
 
     def __delitem__(self, index: int | slice) -> None:
-        keys = list(self._modules)
-        for key in keys[index] if isinstance(index, slice) else [keys[_checked(index, len(keys))]]:
-            delattr(self, key)
+        _renumber(self, _deleted(list(self._modules.values()), index))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -59,9 +57,47 @@ class Sequential(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
+    def __add__(self, other: Sequential) -> Sequential:
+        return Sequential().extend(self).extend(_sequential(other))
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        return self.extend(_sequential(other))
+
+    def __mul__(self, times: int) -> Sequential:
+        """A Sequential of this one's modules ``times`` over (the same objects, as PyTorch's)."""
+        return Sequential().extend(list(self) * _repeats(self, times))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, times: int) -> Sequential:
+        return self.extend(list(self) * (_repeats(self, times) - 1))
+
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Put ``module`` before the one at ``index`` (``len(self)``: at the end), as PyTorch's;
+        the modules are numbered from 0 again (PyTorch's raises a KeyError for names of an
+        OrderedDict)."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        if not -len(self) <= index <= len(self):
+            raise IndexError(f"Index out of range: {index}")
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        _renumber(self, modules)
+        return self
+
+    def pop(self, index: int | slice) -> Module:
+        module = self[index]
+        del self[index]
+        return module
 
 
 class ModuleList(Module):
@@ -81,18 +117,14 @@ class ModuleList(Module):
     def __getitem__(self, index: int | slice) -> Module | ModuleList:
         values = list(self._modules.values())
         if isinstance(index, slice):
-            return ModuleList(values[index])
+            return type(self)(values[index])
         return values[_checked(index, len(values))]
 
     def __setitem__(self, index: int, module: Module) -> None:
         self.add_module(str(_checked(index, len(self))), module)
 
     def __delitem__(self, index: int | slice) -> None:
-        values = list(self._modules.values())
-        del values[index if isinstance(index, slice) else _checked(index, len(values))]
-        for key in list(self._modules):
-            delattr(self, key)
-        self.extend(values)  # renumber from 0, as PyTorch
+        _renumber(self, _deleted(list(self._modules.values()), index))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -102,6 +134,14 @@ class ModuleList(Module):
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
+
+    def __add__(self, modules: Iterable[Module]) -> ModuleList:
+        return ModuleList(self).extend(modules)
+
+    def pop(self, index: int | slice) -> Module:
+        module = self[index]
+        del self[index]
+        return module
 
     def append(self, module: Module) -> ModuleList:
         self.add_module(str(len(self)), module)
@@ -113,11 +153,13 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Put ``module`` before the one at ``index``, as Python's ``list.insert``: unlike
+        PyTorch's, a negative index counts from the end (PyTorch's raises a KeyError, the
+        entries already moved) and one past the end appends (PyTorch's registers it under that
+        number, leaving a gap)."""
         values = list(self._modules.values())
         values.insert(index, module)
-        for key in list(self._modules):
-            delattr(self, key)
-        self.extend(values)
+        _renumber(self, values)
 
     def __repr__(self) -> str:
         """As PyTorch: runs of identical entries are shown once, as "(0-2): 3 x Linear(...)"."""
@@ -179,13 +221,51 @@ class ModuleDict(Module):
         return self._modules.items()
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
-        for key, module in modules.items() if isinstance(modules, Mapping) else modules:
+        pairs = modules.items() if isinstance(modules, (Mapping, ModuleDict)) else modules
+        for key, module in pairs:
             self.add_module(key, module)
 
     def pop(self, key: str) -> Module:
         module = self._modules[key]
         del self[key]
         return module
+
+    def clear(self) -> None:
+        for key in list(self._modules):
+            del self[key]
+
+
+def _renumber(container: Module, modules: list[Module]) -> None:
+    """Register ``modules`` as "0", "1", ... in place of the container's entries: as PyTorch's,
+    a Sequential or ModuleList is numbered from 0 again after a deletion or an insertion."""
+    for key in list(container._modules):
+        delattr(container, key)
+    for i, module in enumerate(modules):
+        container.add_module(str(i), module)
+
+
+def _deleted(modules: list[Module], index: int | slice) -> list[Module]:
+    """``modules`` without the one at ``index`` (IndexError outside them), or the slice's."""
+    del modules[index if isinstance(index, slice) else _checked(index, len(modules))]
+    return modules
+
+
+def _sequential(other: Any) -> Sequential:
+    """``other``, which ``sequential + other`` needs to be a Sequential (PyTorch's error)."""
+    if not isinstance(other, Sequential):
+        raise ValueError(
+            f"add operator supports only objects of Sequential class, but {type(other)} is given."
+        )
+    return other
+
+
+def _repeats(container: Sequential, times: Any) -> int:
+    """``times``, which ``container * times`` needs to be a positive int (PyTorch's errors)."""
+    if not isinstance(times, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(container)} and {type(times)}")
+    if times <= 0:
+        raise ValueError(f"Non-positive multiplication factor {times} for {type(container)}")
+    return times
 
 
 def _checked(index: int, length: int) -> int:
@@ -278,8 +358,8 @@ class ParameterDict(Module):
         return getattr(self, _string_key(key))
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._keys[_string_key(key)] = None
-        setattr(self, key, _as_parameter(value))
+        setattr(self, _string_key(key), _as_parameter(value))  # (which checks the name)
+        self._keys[key] = None
 
     def __delitem__(self, key: str) -> None:
         del self._keys[key]
@@ -315,6 +395,8 @@ class ParameterDict(Module):
         return value
 
     def popitem(self) -> tuple[str, Any]:
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
         key = next(reversed(self._keys))
         return key, self.pop(key)
 
@@ -332,6 +414,20 @@ class ParameterDict(Module):
 
     def values(self) -> Iterable[Any]:
         return (self[key] for key in self._keys)
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
 
     def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
         if not isinstance(parameters, Iterable):
@@ -355,7 +451,9 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({key}): {_describe(value)}" for key, value in self.items())
+        return "\n".join(
+            f"  ({key}): {_describe(value, legacy_type=True)}" for key, value in self.items()
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterDict should not be called.")
@@ -370,14 +468,16 @@ def _as_parameter(value: Any) -> Any:
     )
 
 
-def _describe(value: Any) -> str:
-    """A ParameterList/ParameterDict entry as PyTorch prints it: kind, dtype and size only."""
+def _describe(value: Any, legacy_type: bool = False) -> str:
+    """A ParameterList/ParameterDict entry as PyTorch prints it: kind, dtype (a ParameterDict's
+    as its legacy type, "torch.FloatTensor") and size only."""
     if not isinstance(value, Tensor):
         return f"Object of type: {type(value).__name__}"
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    dtype = value.type() if legacy_type else f"scratchgrad.{value.dtype}"
     device = "" if value.device.type == "cpu" else f" ({value.device})"
     size = "x".join(map(str, value.shape))
-    return f"{kind} containing: [scratchgrad.{value.dtype} of size {size}{device}]"
+    return f"{kind} containing: [{dtype} of size {size}{device}]"
 
 
 def _string_key(key: Any) -> str:
