@@ -282,3 +282,92 @@ def test_parameter_dict_prints_the_legacy_type_as_torch():
         return repr(parameter_dict(lib).double()).replace("torch.", "")
 
     same_as_torch(case)
+
+
+def failing(lib, where):
+    """A layer whose ``forward`` raises (``where="forward"``) or whose first forward hook does."""
+
+    class Failing(lib.nn.Module):
+        def forward(self, x):
+            if where == "forward":
+                raise ValueError("forward failed")
+            return x * 2
+
+    module = Failing()
+    if where == "hook":
+        module.register_forward_hook(lambda m, args, out: (_ for _ in ()).throw(KeyError("x")))
+    return module
+
+
+def seen(value):
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+ALWAYS_CALLED = {
+    "forward raises": ("forward", lambda log, lib, m: None),
+    "a hook raises after forward": ("hook", lambda log, lib, m: None),
+    "a removed hook": ("forward", lambda log, lib, m: log.remove_handle.remove()),
+    "an always-called hook raises too": (
+        "forward",
+        lambda log, lib, m: m.register_forward_hook(
+            lambda *a: (_ for _ in ()).throw(RuntimeError("again")), always_call=True
+        ),
+    ),
+}
+
+
+@pytest.mark.filterwarnings("ignore:module forward hook")
+@pytest.mark.parametrize(("where", "add"), ALWAYS_CALLED.values(), ids=ALWAYS_CALLED)
+def test_forward_hooks_with_always_call_run_after_an_exception_as_torch(where, add):
+    def case(lib):
+        log = type("Log", (list,), {})()
+        module = failing(lib, where)
+        module.register_forward_hook(lambda m, args, out: log.append(("plain", seen(out))))
+        log.remove_handle = module.register_forward_hook(
+            lambda m, args, out: log.append(("always", seen(out))), always_call=True
+        )
+        module.register_forward_hook(
+            lambda m, args, kwargs, out: log.append(("kwargs", sorted(kwargs), seen(out))),
+            with_kwargs=True,
+            always_call=True,
+        )
+        add(log, lib, module)
+        return [outcome(lambda lib: module(lib.ones(2), **{}), lib), list(log)]
+
+    same_as_torch(case)
+
+
+def test_an_always_called_hook_that_raises_after_an_exception_warns_as_torch():
+    module = failing(sg, "forward")
+    module.register_forward_hook(lambda *a: 1 / 0, always_call=True)
+    warns = pytest.warns(UserWarning, match="always_call=True`` raised an exception")
+    with warns, pytest.raises(ValueError, match="forward failed"):
+        module(sg.ones(2))
+
+
+def test_a_pre_hook_with_kwargs_must_return_args_and_kwargs_as_torch():
+    def case(lib):
+        module = lib.nn.Identity()
+        module.register_forward_pre_hook(lambda m, args, kwargs: args, with_kwargs=True)
+        return module(lib.ones(2))
+
+    same_as_torch(case)
+
+
+def test_the_private_state_dict_hooks_as_torch():
+    def case(lib):
+        log = []
+        net = lib.nn.Sequential(lib.nn.Linear(2, 1))
+        net[0]._register_load_state_dict_pre_hook(
+            lambda state_dict, prefix, *rest: log.append(("plain", prefix, sorted(state_dict)))
+        )
+        net[0]._register_load_state_dict_pre_hook(
+            lambda module, state_dict, prefix, *rest: log.append(("module", type(module).__name__)),
+            with_module=True,
+        )
+        net.load_state_dict(net.state_dict())
+        net[0]._register_state_dict_hook(lambda *args: {"child's": 1})  # (the parent's kept)
+        net._register_state_dict_hook(lambda module, state_dict, *rest: {"only": 2, **state_dict})
+        return [log, list(net.state_dict()), list(net[0].state_dict())]
+
+    same_as_torch(case)

@@ -92,9 +92,14 @@ class Module:
     _backward_pre_hooks: tuple = ()
     _backward_hooks: tuple = ()
     _hooked = False
+    # the entries of _forward_hooks registered with ``always_call`` (kept after their removal:
+    # only those still in _forward_hooks are called)
+    _forward_hooks_always_called: tuple = ()
     # state-dict hooks (register_state_dict_pre_hook, register_state_dict_post_hook,
     # register_load_state_dict_pre_hook, register_load_state_dict_post_hook): as above, (hook,
-    # False) pairs, empty on the class; they leave ``_hooked`` alone, since calls never see them
+    # flag) pairs, empty on the class; they leave ``_hooked`` alone, since calls never see them.
+    # The flag is False but for PyTorch's private forms' differences: a load pre-hook's says
+    # whether it takes the module first, a state-dict post-hook's whether it may return a dict
     _state_dict_pre_hooks: tuple = ()
     _state_dict_hooks: tuple = ()
     _load_state_dict_pre_hooks: tuple = ()
@@ -147,24 +152,56 @@ class Module:
         """``forward`` between its hooks, as PyTorch's (and ``compile``'s capture's way in): a
         pre-hook may return new inputs (a tuple, or one value), a hook a new output; each sees
         what the ones before it left. With backward hooks, the tensors going in and coming out
-        pass through identity nodes whose backward runs them (``_BackwardHooks``)."""
-        for hook, with_kwargs in self._forward_pre_hooks:
-            if with_kwargs:
-                args, kwargs = hook(self, args, kwargs) or (args, kwargs)
-            else:
-                result = hook(self, args)
+        pass through identity nodes whose backward runs them (``_BackwardHooks``). After an
+        exception, the forward hooks registered with ``always_call`` not yet called are."""
+        output, started = None, 0  # (what those get: the output so far, the hooks called)
+        try:
+            for hook, with_kwargs in self._forward_pre_hooks:
+                if with_kwargs:
+                    args, kwargs = _args_and_kwargs(hook(self, args, kwargs), args, kwargs)
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+            backward = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                backward = _BackwardHooks(self)
+                args = backward.inputs(args)
+            output = self.forward(*args, **kwargs)
+            for hook, with_kwargs in self._forward_hooks:
+                started += 1
+                result = (
+                    hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                )
                 if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        backward = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            backward = _BackwardHooks(self)
-            args = backward.inputs(args)
-        output = self.forward(*args, **kwargs)
-        for hook, with_kwargs in self._forward_hooks:
-            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                    output = result
+        except Exception:
+            self._call_always_called_hooks(args, kwargs, output, started)
+            raise
+        return output if backward is None else backward.outputs(output)
+
+    def _call_always_called_hooks(
+        self, args: tuple, kwargs: dict, output: Any, started: int
+    ) -> None:
+        """The forward hooks from the ``started``-th on that were registered with
+        ``always_call``, as PyTorch's after an exception: an exception of theirs only warns."""
+        for entry in self._forward_hooks[started:]:
+            if not any(entry is always for always in self._forward_hooks_always_called):
+                continue
+            hook, with_kwargs = entry
+            try:
+                result = (
+                    hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+                )
+            except Exception as error:
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception that "
+                    f"was silenced as another error was raised in forward: {error}",
+                    stacklevel=3,
+                )
+                continue
             if result is not None:
                 output = result
-        return output if backward is None else backward.outputs(output)
 
     def register_forward_pre_hook(
         self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
@@ -192,8 +229,9 @@ class Module:
     ) -> RemovableHandle:
         """Call ``hook(module, args, output)`` after each ``forward`` (``hook(module, args,
         kwargs, output)`` with ``with_kwargs``); what it returns, if not None, replaces the
-        output. ``prepend`` as for ``register_forward_pre_hook``; ``always_call`` (call it
-        after an exception too) is accepted and ignored. Returns a handle to ``remove()`` it.
+        output. ``prepend`` as for ``register_forward_pre_hook``; ``always_call``: called after
+        an exception in ``forward`` or a hook too (with the output so far, None if ``forward``
+        raised), before it propagates. Returns a handle to ``remove()`` it.
 
         >>> import scratchgrad as sg
         >>> features = {}
@@ -203,7 +241,11 @@ class Module:
         >>> features["fc"].shape
         (4, 3)
         """
-        return self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
+        handle = self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
+        if always_call:
+            always = (*self._forward_hooks_always_called, handle._hook)
+            self._forward_hooks_always_called = always
+        return handle
 
     def register_full_backward_pre_hook(
         self, hook: Callable, prepend: bool = False
@@ -269,6 +311,11 @@ class Module:
         """
         return self._register_hook("_state_dict_hooks", hook)
 
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's private form of ``register_state_dict_post_hook``: what ``hook`` returns,
+        if not None, replaces the state dict (kept where the module is the one asked)."""
+        return self._register_hook("_state_dict_hooks", hook, False, True)
+
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs)`` in ``load_state_dict`` before the module's keys are
@@ -286,7 +333,14 @@ class Module:
         >>> layer.load_state_dict({"w": sg.ones(1, 2), "bias": sg.zeros(1)})
         <All keys matched successfully>
         """
-        return self._register_hook("_load_state_dict_pre_hooks", hook)
+        return self._register_hook("_load_state_dict_pre_hooks", hook, False, True)
+
+    def _register_load_state_dict_pre_hook(
+        self, hook: Callable, with_module: bool = False
+    ) -> RemovableHandle:
+        """PyTorch's private form of ``register_load_state_dict_pre_hook``, still much used:
+        ``hook`` takes the module first only ``with_module``."""
+        return self._register_hook("_load_state_dict_pre_hooks", hook, False, with_module)
 
     def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, incompatible_keys)`` in ``load_state_dict`` once the values are
@@ -304,12 +358,13 @@ class Module:
         return self._register_hook("_load_state_dict_post_hooks", hook)
 
     def _register_hook(
-        self, kind: str, hook: Callable, prepend: bool = False, with_kwargs: bool = False
+        self, kind: str, hook: Callable, prepend: bool = False, flag: bool = False
     ) -> RemovableHandle:
-        """Add ``hook`` to the tuple ``kind``. Set as an attribute (so is its removal), which
-        stamps the module as changed: a jitted step recorded without the hook records anew.
-        A hook on calls (not on state dicts) sends ``__call__`` the slower way."""
-        entry, hooks = (hook, with_kwargs), getattr(self, kind)
+        """Add ``(hook, flag)`` to the tuple ``kind`` (``flag``: ``with_kwargs`` for a hook on
+        calls; for a state-dict hook, see their note above). Set as an attribute (so is its
+        removal), which stamps the module as changed: a jitted step recorded without the hook
+        records anew. A hook on calls (not on state dicts) sends ``__call__`` the slower way."""
+        entry, hooks = (hook, flag), getattr(self, kind)
         setattr(self, kind, (entry, *hooks) if prepend else (*hooks, entry))
         if "state_dict" not in kind:
             self._hooked = True
@@ -780,9 +835,11 @@ class Module:
                 module.state_dict(
                     destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars
                 )
-        for hook, _ in self._state_dict_hooks:
-            if hook(self, destination, prefix, local_metadata) is not None:
+        for hook, may_replace in self._state_dict_hooks:
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None and not may_replace:
                 raise RuntimeError("state_dict post-hook must return None")
+            destination = destination if result is None else result
         return destination
 
     def _upgrade_state_dict(
@@ -905,8 +962,9 @@ class _Load:
         metadata = {} if self.metadata is None else self.metadata.get(prefix[:-1], {})
         missing, unexpected = self.keys
         module._upgrade_state_dict(state_dict, prefix, metadata.get("version"), self.errors)
-        for hook, _ in module._load_state_dict_pre_hooks:
-            hook(module, state_dict, prefix, metadata, True, missing, unexpected, self.errors)
+        for hook, with_module in module._load_state_dict_pre_hooks:
+            arguments = (state_dict, prefix, metadata, True, missing, unexpected, self.errors)
+            hook(module, *arguments) if with_module else hook(*arguments)
         own = module._local_state()
         for name, target in own.items():
             if prefix + name in state_dict:
@@ -1096,6 +1154,18 @@ class _BackwardHooks:
             if result is not None:
                 grad_input = _checked(result, len(grad_input), "backward hook", "grad_input")
         return grad_input
+
+
+def _args_and_kwargs(result: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The inputs after a ``with_kwargs`` forward pre-hook returned ``result``."""
+    if result is None:
+        return args, kwargs
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(
+            "forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got "
+            f"{result}."
+        )
+    return result
 
 
 def _replaced(items: tuple, at: list[int], new: Any) -> tuple:
