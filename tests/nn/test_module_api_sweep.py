@@ -371,3 +371,49 @@ def test_the_private_state_dict_hooks_as_torch():
         return [log, list(net.state_dict()), list(net[0].state_dict())]
 
     same_as_torch(case)
+
+
+def with_extra_state(lib, value):
+    class Counter(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(1, 1)
+            self.count = value
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, state):
+            self.count = state["count"]
+
+    return lib.nn.Sequential(lib.nn.ReLU(), Counter())
+
+
+EXTRA_STATES = {
+    "saved and loaded": lambda lib, sd: sd,
+    "missing": lambda lib, sd: {k: v for k, v in sd.items() if "extra" not in k},
+    "unexpected in a module without": lambda lib, sd: {**sd, "0._extra_state": 1},
+}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("change", EXTRA_STATES.values(), ids=EXTRA_STATES)
+def test_extra_state_is_saved_and_loaded_as_torch(change, strict):
+    def case(lib):
+        state_dict = change(lib, with_extra_state(lib, 7).state_dict())
+        module = with_extra_state(lib, 0)
+        keys = outcome(lambda lib: module.load_state_dict(state_dict, strict=strict), lib)
+        if isinstance(keys, type):  # (a failed load copies nothing, unlike PyTorch's: see docs)
+            return [list(state_dict), keys]
+        return [list(state_dict), list(keys), module[1].count]
+
+    same_as_torch(case)
+
+
+def test_state_dict_takes_the_deprecated_positional_arguments_as_torch():
+    def case(lib):
+        with pytest.warns(FutureWarning, match="Positional args are being deprecated"):
+            state_dict = lib.nn.Linear(1, 1).state_dict(None, "layer.", True)
+        return [(key, type(value).__name__) for key, value in state_dict.items()]
+
+    same_as_torch(case)

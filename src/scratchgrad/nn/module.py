@@ -47,6 +47,7 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 _STORES = ("_parameters", "_buffers", "_modules")
+_EXTRA_STATE = "_extra_state"  # a module's key for its get_extra_state() in a state dict
 
 # PyTorch's warning, word for word, when a module is converted to a complex dtype
 _COMPLEX_MODULES = (
@@ -805,19 +806,34 @@ class Module:
     # ---- state dict -------------------------------------------------------------------------
 
     def state_dict(
-        self, *, destination: OrderedDict | None = None, prefix: str = "", keep_vars: bool = False
+        self,
+        *args: Any,
+        destination: OrderedDict | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
     ) -> OrderedDict[str, Tensor]:
         """Parameters and persistent buffers by dotted name, as detached tensors that share
-        memory with the module (PyTorch's key names and order). As PyTorch's, the dict's
-        ``_metadata`` holds each module's ``{"version": ...}`` by module name, and each module's
-        state-dict pre-hooks run before its entries are collected, its post-hooks after its
-        children's.
+        memory with the module (PyTorch's key names and order), and a module's
+        ``get_extra_state()`` under "_extra_state" where it defines one. As PyTorch's, the
+        dict's ``_metadata`` holds each module's ``{"version": ...}`` by module name, and each
+        module's state-dict pre-hooks run before its entries are collected, its post-hooks
+        after its children's. The deprecated positional form ``state_dict(destination, prefix,
+        keep_vars)`` (older modules' overrides call it) warns as PyTorch's.
 
         >>> from scratchgrad import nn
         >>> list(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).state_dict())
         ['0.weight', '0.bias', '1.weight', '1.bias', '1.running_mean', '1.running_var', \
 '1.num_batches_tracked']
         """
+        if args:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to https://"
+                "pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                " for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            destination, prefix, keep_vars = (*args, destination, prefix, keep_vars)[:3]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # what load_state_dict passes its hooks
@@ -830,6 +846,8 @@ class Module:
             # (an uninitialized tensor of nn.lazy goes in as itself: it has no data to detach)
             kept = keep_vars or hasattr(type(tensor), "materialize")
             destination[prefix + name] = tensor if kept else tensor.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
@@ -841,6 +859,15 @@ class Module:
                 raise RuntimeError("state_dict post-hook must return None")
             destination = destination if result is None else result
         return destination
+
+    def get_extra_state(self) -> Any:
+        """State other than tensors for ``state_dict`` to hold (under "_extra_state"): a module
+        that has some overrides this and ``set_extra_state``, as PyTorch's."""
+        raise RuntimeError("Module.get_extra_state() is to be overridden, not called")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Take back what ``get_extra_state`` returned, from ``load_state_dict``."""
+        raise RuntimeError("Module.set_extra_state() is to be overridden, not called")
 
     def _upgrade_state_dict(
         self, state_dict: dict, prefix: str, version: int | None, errors: list[str]
@@ -955,6 +982,7 @@ class _Load:
         self.keys = _IncompatibleKeys([], [])
         self.errors: list[str] = []
         self.values: list[tuple[Tensor, Any]] = []
+        self.extra_states: list[tuple[Module, Any]] = []
 
     def match(self, module: Module, state_dict: dict, prefix: str) -> None:
         """Run ``module``'s pre-hooks on ``state_dict`` (the keys under ``prefix``), match its
@@ -971,6 +999,12 @@ class _Load:
                 self.take(prefix + name, target, state_dict[prefix + name])
             else:
                 missing.append(prefix + name)
+        if type(module).set_extra_state is not Module.set_extra_state:
+            own = {**own, _EXTRA_STATE: None}  # (so its key is expected)
+            if prefix + _EXTRA_STATE in state_dict:
+                self.extra_states.append((module, state_dict[prefix + _EXTRA_STATE]))
+            else:
+                missing.append(prefix + _EXTRA_STATE)
         if self.copy_as_matched:
             self.copy()
         for key in state_dict:
@@ -1032,6 +1066,9 @@ class _Load:
                 else:
                     target.copy_(value)
         self.values.clear()
+        for module, state in self.extra_states:
+            module.set_extra_state(state)
+        self.extra_states.clear()
 
     def raise_errors(self, module: Module, strict: bool) -> None:
         """Raise PyTorch's error naming every problem found, if any."""
