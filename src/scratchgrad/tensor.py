@@ -672,6 +672,11 @@ class Tensor:
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if type(requires_grad) is not bool:  # (a truthy 1 or "no" would be stored as it is)
+            raise TypeError(
+                "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                f"{type(requires_grad).__name__}"
+            )
         if requires_grad and not backend.can_require_grad(self.array.dtype):
             raise RuntimeError(
                 f"requires_grad_: dtype {self.array.dtype} cannot require gradients (only "

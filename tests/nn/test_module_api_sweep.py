@@ -417,3 +417,8 @@ def test_state_dict_takes_the_deprecated_positional_arguments_as_torch():
         return [(key, type(value).__name__) for key, value in state_dict.items()]
 
     same_as_torch(case)
+
+
+@pytest.mark.parametrize("flag", [1, "no", None])
+def test_requires_grad_takes_a_bool_only_as_torch(flag):
+    same_as_torch(lambda lib: lib.nn.Linear(1, 1).requires_grad_(flag).weight.requires_grad)
