@@ -422,3 +422,21 @@ def test_state_dict_takes_the_deprecated_positional_arguments_as_torch():
 @pytest.mark.parametrize("flag", [1, "no", None])
 def test_requires_grad_takes_a_bool_only_as_torch(flag):
     same_as_torch(lambda lib: lib.nn.Linear(1, 1).requires_grad_(flag).weight.requires_grad)
+
+
+def test_train_goes_through_each_childs_train_as_torch():
+    def case(lib):
+        class FrozenNorm(lib.nn.Module):  # fine-tuning with its batch norm kept in eval mode
+            def __init__(self):
+                super().__init__()
+                self.norm = lib.nn.BatchNorm1d(2)
+
+            def train(self, mode=True):
+                super().train(mode)
+                self.norm.eval()
+                return self
+
+        net = lib.nn.Sequential(FrozenNorm(), lib.nn.Dropout())
+        return [(name, module.training) for name, module in net.eval().train().named_modules()]
+
+    same_as_torch(case)

@@ -651,14 +651,17 @@ class Module:
     # ---- training state ---------------------------------------------------------------------
 
     def train(self, mode: bool = True) -> Module:
-        """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively."""
+        """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively:
+        as PyTorch's, through each child's ``train``, so a layer that overrides it (to keep
+        its batch norms in eval mode while fine-tuning) has its way."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         # scratchgrad.jit: done again at every replay
         if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.set_mode(Module.train, self, mode)
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for module in self.children():
+            module.train(mode)
         capture_hook.changes += 1  # scratchgrad.jit's replays check their modes again
         return self
 
