@@ -440,3 +440,37 @@ def test_train_goes_through_each_childs_train_as_torch():
         return [(name, module.training) for name, module in net.eval().train().named_modules()]
 
     same_as_torch(case)
+
+
+def renaming(lib):
+    """A layer whose ``_load_from_state_dict`` reads an old checkpoint's name "w" as
+    "weight", as older PyTorch layers do."""
+
+    class Renaming(lib.nn.Linear):
+        def _load_from_state_dict(self, state_dict, prefix, *args):
+            if prefix + "w" in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w")
+            super()._load_from_state_dict(state_dict, prefix, *args)
+
+    return Renaming(2, 1)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_an_overridden_load_from_state_dict_is_called_as_torch(strict):
+    def case(lib):
+        net = lib.nn.Sequential(renaming(lib))
+        state_dict = {"0.w": lib.full((1, 2), 3.0), "0.bias": lib.zeros(1)}
+        keys = net.load_state_dict(state_dict, strict=strict)
+        return [list(keys), net[0].weight.tolist()]
+
+    same_as_torch(case)
+
+
+def test_load_from_state_dict_called_by_itself_copies_and_notes_as_torch():
+    def case(lib):
+        layer, missing, unexpected, errors = lib.nn.Linear(2, 1), [], [], []
+        state_dict = {"p.weight": lib.ones(1, 2), "p.extra": lib.ones(1)}
+        layer._load_from_state_dict(state_dict, "p.", {}, True, missing, unexpected, errors)
+        return [missing, unexpected, errors, layer.weight.tolist()]
+
+    same_as_torch(case)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from scratchgrad import backend
@@ -48,6 +49,8 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 _STORES = ("_parameters", "_buffers", "_modules")
 _EXTRA_STATE = "_extra_state"  # a module's key for its get_extra_state() in a state dict
+# the load_state_dict under way (in this thread), whose matching Module._load_from_state_dict does
+_LOADING: ContextVar[_Load | None] = ContextVar("scratchgrad_load_state_dict", default=None)
 
 # PyTorch's warning, word for word, when a module is converted to a complex dtype
 _COMPLEX_MODULES = (
@@ -872,6 +875,26 @@ class Module:
         """Take back what ``get_extra_state`` returned, from ``load_state_dict``."""
         raise RuntimeError("Module.set_extra_state() is to be overridden, not called")
 
+    def _load_from_state_dict(
+        self,
+        state_dict: dict,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """``load_state_dict``'s step for this module alone, as PyTorch's: run its load
+        pre-hooks, then match its own entries in ``state_dict`` (the keys under ``prefix``),
+        noting what is missing, unexpected or wrong in the lists. A layer may override it, to
+        convert an old checkpoint's entries before calling this one, as in PyTorch."""
+        load = _LOADING.get()
+        if load is None:  # called by itself: the values are copied at once, as PyTorch's
+            load = _Load(None, copy_as_matched=True, assign=False)
+            load.keys, load.errors = _IncompatibleKeys(missing_keys, unexpected_keys), error_msgs
+        load.match_own(self, state_dict, prefix, local_metadata)
+
     def _upgrade_state_dict(
         self, state_dict: dict, prefix: str, version: int | None, errors: list[str]
     ) -> None:
@@ -921,7 +944,11 @@ class Module:
             state_dict._metadata = metadata
         post_hooked = any(module._load_state_dict_post_hooks for module in self.modules())
         load = _Load(metadata, copy_as_matched=post_hooked, assign=assign)
-        load.match(self, state_dict, "")
+        loading = _LOADING.set(load)
+        try:
+            load.match(self, state_dict, "")
+        finally:
+            _LOADING.reset(loading)
         load.raise_errors(self, strict)
         load.copy()  # (what was not copied as matched)
         return load.keys
@@ -988,11 +1015,28 @@ class _Load:
         self.extra_states: list[tuple[Module, Any]] = []
 
     def match(self, module: Module, state_dict: dict, prefix: str) -> None:
-        """Run ``module``'s pre-hooks on ``state_dict`` (the keys under ``prefix``), match its
-        own entries, then its children's, then run its post-hooks."""
+        """Match ``module``'s own entries in ``state_dict`` (the keys under ``prefix``), then
+        its children's, then run its post-hooks."""
         metadata = {} if self.metadata is None else self.metadata.get(prefix[:-1], {})
-        missing, unexpected = self.keys
         module._upgrade_state_dict(state_dict, prefix, metadata.get("version"), self.errors)
+        module._load_from_state_dict(state_dict, prefix, metadata, True, *self.keys, self.errors)
+        for name, child in module._modules.items():
+            if child is not None:
+                inner = f"{prefix}{name}."
+                part = {key: v for key, v in state_dict.items() if key.startswith(inner)}
+                self.match(child, part, inner)
+        for hook, _ in module._load_state_dict_post_hooks:
+            if hook(module, self.keys) is not None:
+                raise AssertionError(
+                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                    "expected to return new values, if incompatible_keys need to be modified, "
+                    "it should be done inplace."
+                )
+
+    def match_own(self, module: Module, state_dict: dict, prefix: str, metadata: dict) -> None:
+        """Run ``module``'s pre-hooks on ``state_dict``, then match its own entries (what
+        ``Module._load_from_state_dict`` does)."""
+        missing, unexpected = self.keys
         for hook, with_module in module._load_state_dict_pre_hooks:
             arguments = (state_dict, prefix, metadata, True, missing, unexpected, self.errors)
             hook(module, *arguments) if with_module else hook(*arguments)
@@ -1015,18 +1059,6 @@ class _Load:
                 first, *rest = key[len(prefix) :].split(".", 1)
                 if first not in (module._modules if rest else own):  # "a.b": a child's
                     unexpected.append(key)
-        for name, child in module._modules.items():
-            if child is not None:
-                inner = f"{prefix}{name}."
-                part = {key: v for key, v in state_dict.items() if key.startswith(inner)}
-                self.match(child, part, inner)
-        for hook, _ in module._load_state_dict_post_hooks:
-            if hook(module, self.keys) is not None:
-                raise AssertionError(
-                    "Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                    "expected to return new values, if incompatible_keys need to be modified, "
-                    "it should be done inplace."
-                )
 
     def take(self, key: str, target: Tensor, value: Any) -> None:
         """Keep ``value`` for ``target`` as an array on its device, or note its wrong shape."""
