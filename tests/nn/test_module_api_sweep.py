@@ -474,3 +474,16 @@ def test_load_from_state_dict_called_by_itself_copies_and_notes_as_torch():
         return [missing, unexpected, errors, layer.weight.tolist()]
 
     same_as_torch(case)
+
+
+def test_an_overridden_save_to_state_dict_is_called_as_torch():
+    def case(lib):
+        class Scaled(lib.nn.Linear):  # saves its weight doubled, under another name
+            def _save_to_state_dict(self, destination, prefix, keep_vars):
+                super()._save_to_state_dict(destination, prefix, keep_vars)
+                destination[prefix + "doubled"] = destination.pop(prefix + "weight") * 2
+
+        state_dict = lib.nn.Sequential(Scaled(2, 1)).state_dict()
+        return [list(state_dict), state_dict["0.doubled"].shape == (1, 2)]
+
+    same_as_torch(case)

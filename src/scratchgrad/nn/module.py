@@ -848,12 +848,7 @@ class Module:
             destination._metadata[prefix[:-1]] = local_metadata
         for hook, _ in self._state_dict_pre_hooks:
             hook(self, prefix, keep_vars)
-        for name, tensor in self._local_state().items():
-            # (an uninitialized tensor of nn.lazy goes in as itself: it has no data to detach)
-            kept = keep_vars or hasattr(type(tensor), "materialize")
-            destination[prefix + name] = tensor if kept else tensor.detach()
-        if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(
@@ -865,6 +860,16 @@ class Module:
                 raise RuntimeError("state_dict post-hook must return None")
             destination = destination if result is None else result
         return destination
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """``state_dict``'s step for this module's own entries, as PyTorch's (a layer may
+        override it): its parameters and persistent buffers, then its extra state."""
+        for name, tensor in self._local_state().items():
+            # (an uninitialized tensor of nn.lazy goes in as itself: it has no data to detach)
+            kept = keep_vars or hasattr(type(tensor), "materialize")
+            destination[prefix + name] = tensor if kept else tensor.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def get_extra_state(self) -> Any:
         """State other than tensors for ``state_dict`` to hold (under "_extra_state"): a module
