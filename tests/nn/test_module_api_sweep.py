@@ -487,3 +487,23 @@ def test_an_overridden_save_to_state_dict_is_called_as_torch():
         return [list(state_dict), state_dict["0.doubled"].shape == (1, 2)]
 
     same_as_torch(case)
+
+
+@pytest.mark.parametrize("convert", ["double", "half", "to"])
+def test_an_overridden_apply_is_called_by_the_conversions_as_torch(convert):
+    def case(lib):
+        class Cached(lib.nn.Linear):  # keeps a tensor it does not register, converted with it
+            def __init__(self):
+                super().__init__(2, 1)
+                self.cache = lib.ones(2)
+
+            def _apply(self, fn, recurse=True):
+                super()._apply(fn, recurse)
+                self.cache = fn(self.cache)
+                return self
+
+        net = lib.nn.Sequential(Cached())
+        getattr(net, convert)(*([lib.float64] if convert == "to" else []))
+        return [str(net[0].cache.dtype).rpartition(".")[2], dtypes(net)]
+
+    same_as_torch(case)

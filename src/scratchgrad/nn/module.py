@@ -18,6 +18,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from scratchgrad import backend
@@ -719,9 +720,7 @@ class Module:
         """
         if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
             check_memory_format(memory_format, None)
-        if (
-            args and type(args[-1]) is bool
-        ):  # PyTorch's positional non_blocking: to("cpu", dt, True)
+        if args and type(args[-1]) is bool:  # PyTorch's positional non_blocking
             args = args[:-1]
         device, dtype = requested_device_and_dtype(args, device, dtype)
         if dtype is not None and not backend.can_require_grad(dtype):
@@ -733,22 +732,28 @@ class Module:
             warnings.warn(_COMPLEX_MODULES, stacklevel=2)
         if device is not None:
             backend.array_module(device)  # raises for a device without a backend
-            for tensor in (*self.parameters(), *self.buffers()):
-                _move(tensor, device)
-        if dtype is None:
-            return self
         # (complex to real drops the imaginary part, as PyTorch's)
-        return self._cast(dtype, backend.can_require_grad)
+        return self._apply(
+            partial(_converted, device=device, dtype=dtype, which=backend.can_require_grad)
+        )
 
-    def _cast(self, dtype: Any, which: Callable[[Any], bool]) -> Module:
-        """Give ``dtype`` in place to the parameters and buffers (and gradients) whose dtype
-        ``which`` picks, rounded as Tensor.to rounds (float64 to float16 through float32)."""
-        for tensor in (*self.parameters(), *self.buffers()):
-            if which(tensor.dtype) and tensor.dtype != dtype:
-                tensor.array = backend.cast(tensor.array, dtype)
-                increment_version(tensor)  # a graph that saved the old array must not use this one
-                if tensor.grad is not None:
-                    tensor.grad = Tensor._make(backend.cast(tensor.grad.array, dtype))
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """``fn`` on every parameter, buffer and gradient, as PyTorch's ``_apply`` (what ``to``,
+        ``float``, ``type``... do): each tensor takes the array of ``fn``'s result in place
+        (the same objects); the children's through their own ``_apply``, so a layer that
+        overrides it (to convert tensors it keeps unregistered) has its way."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for tensor in (*self._parameters.values(), *self._buffers.values()):
+            if tensor is None:
+                continue
+            new = fn(tensor)
+            if new.array is not tensor.array:
+                tensor.array = new.array
+                increment_version(tensor)  # a graph that saved the old array must not use it
+            if tensor.grad is not None:
+                tensor.grad = fn(tensor.grad)
         return self
 
     def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
@@ -763,25 +768,23 @@ class Module:
         ((3, 2), device(type='cpu'))
         """
         module = backend.array_module(device)  # raises for a device without a backend
-        for tensor in (*self.parameters(recurse), *self.buffers(recurse)):
-            tensor.array = module.empty(tensor.shape, tensor.dtype)
-            increment_version(tensor)  # a graph that saved the old array must not use this one
-            if tensor.grad is not None:
-                tensor.grad = Tensor._make(module.empty(tensor.grad.shape, tensor.grad.dtype))
-        return self
+        return self._apply(lambda t: Tensor._make(module.empty(t.shape, t.dtype)), recurse)
 
     # as PyTorch's, these four convert the floating tensors only (``to`` the complex ones too)
+    def _cast(self, dtype: Any) -> Module:
+        return self._apply(partial(_converted, device=None, dtype=dtype, which=backend.is_floating))
+
     def float(self) -> Module:
-        return self._cast(backend.float32, backend.is_floating)
+        return self._cast(backend.float32)
 
     def double(self) -> Module:
-        return self._cast(backend.float64, backend.is_floating)
+        return self._cast(backend.float64)
 
     def half(self) -> Module:
-        return self._cast(backend.float16, backend.is_floating)
+        return self._cast(backend.float16)
 
     def bfloat16(self) -> Module:
-        return self._cast(backend.bfloat16, backend.is_floating)
+        return self._cast(backend.bfloat16)
 
     def type(self, dst_type: Any) -> Module:
         """Cast every parameter and buffer (and gradient) to ``dst_type``, as
@@ -793,14 +796,7 @@ class Module:
         >>> nn.Linear(2, 1).type(sg.DoubleTensor).weight.dtype
         dtype('float64')
         """
-        for tensor in (*self.parameters(), *self.buffers()):
-            cast = tensor.type(dst_type)
-            if cast is not tensor:
-                tensor.array = cast.array
-                increment_version(tensor)  # a graph that saved the old array must not use it
-            if tensor.grad is not None:
-                tensor.grad = tensor.grad.type(dst_type)
-        return self
+        return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
         return self.to(backend.cpu)
@@ -1126,13 +1122,16 @@ class _Load:
             )
 
 
-def _move(tensor: Tensor, device: Any) -> None:
-    """Put ``tensor`` (and its gradient) on ``device`` in place, keeping the object."""
-    if not backend.is_on(tensor.array, device):
-        tensor.array = backend.to_device(tensor.array, device)
-        increment_version(tensor)  # a graph that saved the old array must not use this one
-    if tensor.grad is not None and not backend.is_on(tensor.grad.array, device):
-        tensor.grad = Tensor._make(backend.to_device(tensor.grad.array, device))
+def _converted(tensor: Tensor, device: Any, dtype: Any, which: Callable[[Any], bool]) -> Tensor:
+    """What ``Module.to`` applies: ``tensor`` on ``device`` and, where ``which(its dtype)``,
+    of ``dtype`` (None: kept), rounded as Tensor.to rounds (float64 to float16 through
+    float32); the tensor itself when nothing changes."""
+    array = tensor.array
+    if device is not None and not backend.is_on(array, device):
+        array = backend.to_device(array, device)
+    if dtype is not None and which(array.dtype) and array.dtype != dtype:
+        array = backend.cast(array, dtype)
+    return tensor if array is tensor.array else Tensor._make(array)
 
 
 class _Identity(Function):
