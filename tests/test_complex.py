@@ -125,6 +125,32 @@ def test_view_as_real_values_and_memory():
 
 
 @pytest.mark.parametrize(
+    "view",
+    [
+        lambda m, z: z.real,
+        lambda m, z: z.imag,
+        lambda m, z: m.view_as_real(z),
+        lambda m, z: z.t().real,
+        lambda m, z: z[:, 1:].imag,
+        lambda m, z: z.imag[1],
+        lambda m, z: m.view_as_real(z)[..., 1],
+        lambda m, z: m.view_as_real(z).view(2, 6),
+        lambda m, z: m.view_as_complex(m.view_as_real(z)),
+        lambda m, z: m.view_as_complex(m.view_as_real(z)[:, 1:]),
+    ],
+)
+def test_real_views_of_complex_count_strides_in_real_entries(view):
+    # PyTorch's strides and offsets count the view's own entries: two floats a complex number
+    ours, theirs = (
+        view(sg, sg.zeros(2, 3, dtype=sg.complex64)),
+        view(torch, torch.zeros(2, 3, dtype=torch.complex64)),
+    )
+    assert ours.stride() == theirs.stride()
+    assert ours.storage_offset() == theirs.storage_offset()
+    assert ours.is_contiguous() == theirs.is_contiguous()
+
+
+@pytest.mark.parametrize(
     "make",
     [
         lambda m: m.ones(3, 2, dtype=m.int64),

@@ -451,7 +451,8 @@ class Tensor:
         """
         array = self.array
         if array.size and hasattr(self, "_view"):
-            strides = self._layout().strides  # (of bools: its steps in bytes are in entries)
+            layout = self._layout()
+            strides = tuple(s // layout.itemsize for s in layout.strides)
         elif array.size or not any(array.strides):  # a base: row-major to PyTorch
             strides = tuple(math.prod(max(n, 1) for n in array.shape[d + 1 :])
                             for d in range(array.ndim))  # fmt: skip
@@ -3277,11 +3278,18 @@ class Tensor:
         ``_torch_strides``). ``stride``, ``is_contiguous`` and ``view`` all read this one
         layout, so they never contradict each other."""
         base, steps = getattr(self, "_view", (self, ()))
-        layout = xp.empty(base.array.shape, bool)
+        # bools (a byte an entry) stand for the entries, unless a step reads them as another
+        # dtype (z.real, view_as_real, view_as_complex): then the base's own dtype, whose
+        # steps count strides in the view's entries (of the real dtype for z.real), as PyTorch
+        dtype = base.array.dtype
+        if dtype.kind != "c" and self.array.dtype == dtype:
+            dtype = bool
+        layout = xp.empty(base.array.shape, dtype)
         at = [i for i, (cls, _) in enumerate(steps) if cls is movement.AsStrided]
         if at:  # its strides are its own, from a memory that may reach past its base's entries
             size, stride = steps[at[-1]][1]["size"], steps[at[-1]][1]["stride"]
-            memory = xp.empty(movement.span(size, stride, 0), bool)
+            memory = xp.empty(movement.span(size, stride, 0), dtype)
+            stride = [s * memory.itemsize for s in stride]
             layout = xp.lib.stride_tricks.as_strided(memory, size, stride, writeable=False)
             steps = steps[at[-1] + 1 :]
         for cls, attributes in steps:
