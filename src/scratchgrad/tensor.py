@@ -119,9 +119,11 @@ class Tensor:
     # which storage_offset counts from
     # _no_grad_view: True on a view taken under no_grad of a tensor that requires grad (unset
     # otherwise): writing it with grad mode on raises (note_view)
+    # _multi_output: on an output of split, chunk or unbind (and its views) only, (which
+    # output, the op's name): a recorded change of it or its base is refused (_not_to_change)
     __slots__ = (
         "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
-        "_base_array", "_no_grad_view", "__weakref__",
+        "_base_array", "_no_grad_view", "_multi_output", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -1476,6 +1478,8 @@ class Tensor:
         if index is not None:
             steps = (*steps, (movement.GetItem, {"index": index}))
         _refuse_view_from_no_grad(self, name, recorded=True)
+        if hasattr(self, "_multi_output"):  # unset on all other tensors
+            raise RuntimeError(f"{name}: " + _multi_output_error(self, "is being modified"))
         if base.is_leaf and base.requires_grad:
             what = "a leaf Variable" if base is self else "a view of a leaf Variable"
             raise RuntimeError(  # PyTorch's words, then how to do it
@@ -1582,7 +1586,12 @@ class Tensor:
         for cls, attributes in steps:
             view = cls.apply(view, **attributes)
         if hasattr(self, "_no_grad_view"):  # taken under no_grad: its history is ambiguous
-            view = movement.NoGradViewChanged.apply(view)
+            view = movement.ViewChangedRefused.apply(view, message=movement.NO_GRAD_VIEW_CHANGED)
+        elif hasattr(self, "_multi_output"):
+            changed = "its base or another view of its base has been modified"
+            view = movement.ViewChangedRefused.apply(
+                view, message=_multi_output_error(self, changed)
+            )
         self._ctx, self.requires_grad = view._ctx, True
 
     def _records(self, value: Any) -> bool:
@@ -3828,6 +3837,12 @@ class Tensor:
         return self[(slice(None),) * dim + (slice(start, start + length),)]
 
     def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        name = "Split" if isinstance(split_size, int) else "SplitWithSizes"
+        return _not_to_change(self.unsafe_split(split_size, dim), name)
+
+    def unsafe_split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """``split``, whose pieces may be changed in place in a graph, as PyTorch's unsafe
+        form: here they are still views, whose changes are recorded on the base."""
         if self.array.ndim == 0:
             raise RuntimeError("split expects at least a 1-dimensional tensor")
         dim = wrap_dim(dim, self.array.ndim)
@@ -3846,12 +3861,15 @@ class Tensor:
         return tuple(self.narrow(dim, s, n) for s, n in zip(starts, split_size))
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return _not_to_change(self.unsafe_chunk(chunks, dim), "Split")
+
+    def unsafe_chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         if chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         if self.array.ndim == 0:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         size = self.array.shape[wrap_dim(dim, self.array.ndim)]
-        return self.split(builtins.max(-(-size // chunks), 1), dim)
+        return self.unsafe_split(builtins.max(-(-size // chunks), 1), dim)
 
     def tensor_split(
         self, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0
@@ -3907,9 +3925,10 @@ class Tensor:
     def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         return self.split(list(split_sizes), dim)
 
-    # PyTorch's unsafe forms skip its autograd checks of writes into the pieces; here they are
-    # the same views as the safe forms'
-    unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes
+    def unsafe_split_with_sizes(
+        self, split_sizes: Sequence[int], dim: int = 0
+    ) -> tuple[Tensor, ...]:
+        return self.unsafe_split(list(split_sizes), dim)
 
     def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         return self.movedim(source, destination)
@@ -3947,7 +3966,9 @@ class Tensor:
         dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        return tuple(self.select(dim, i) for i in range(self.array.shape[dim]))
+        return _not_to_change(
+            tuple(self.select(dim, i) for i in range(self.array.shape[dim])), "Unbind"
+        )
 
     def select(self, dim: int, index: int) -> Tensor:
         """The entries at ``index`` of ``dim``, that dim removed (a view)."""
@@ -7244,6 +7265,33 @@ def _refuse_view_from_no_grad(tensor: Tensor, name: str, recorded: bool = False)
             "grad mode enabled. Take the view and change it both inside the no_grad block (the "
             "change is not tracked) or both outside (it is)"
         )
+
+
+def _not_to_change(views: tuple, name: str) -> tuple:
+    """The ``views`` made by one call of the op ``name`` (split, chunk, unbind), marked as
+    PyTorch marks the outputs of a function that returns several views: with grad mode on,
+    a change of one in place that a graph would record (``_record_in_place``) is refused, and
+    so is a backward through one whose base such a change moved (``_take_view_again``)."""
+    if _state.enabled:  # (under no_grad they are views taken under no_grad: see note_view)
+        for output, view in enumerate(views):
+            if hasattr(view, "_view") and not hasattr(view, "_no_grad_view"):
+                view._multi_output = (output, name)
+    return views
+
+
+def _multi_output_error(view: Tensor, changed: str) -> str:
+    """PyTorch's words for the refused change of a view marked by ``_not_to_change``:
+    ``changed`` says what was modified in place."""
+    output, name = view._multi_output
+    if view.requires_grad:
+        said = f"Output {output} of {name} is a view and {changed} inplace."
+    else:  # (PyTorch's words for a view without a graph node, though taken with grad mode on)
+        said = f"A view was created in no_grad mode and {changed} inplace with grad mode enabled."
+    return (
+        f"{said} This view is the output of a function that returns multiple views. Such "
+        "functions do not allow the output views to be modified inplace. You should replace "
+        "the inplace operation by an out-of-place one."
+    )
 
 
 def _reached(tensor: Tensor) -> None:

@@ -656,6 +656,8 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
         result._no_grad_view = source.requires_grad or getattr(source, "_no_grad_view", False)
     elif hasattr(source, "_no_grad_view"):
         result._no_grad_view = source._no_grad_view
+    elif hasattr(source, "_multi_output"):  # a view of an output of split, chunk or unbind
+        result._multi_output = source._multi_output
 
 
 def _node_of(arg: Any) -> Function | Tensor | None:

@@ -309,7 +309,7 @@ UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, unary.Round, special.Erf, special.Softplus,
     fused.Gelu, special.Erfinv,
-    movement.Copy, movement.ToDevice, movement.NoGradViewChanged,
+    movement.Copy, movement.ToDevice, movement.ViewChangedRefused,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh, unary.Log2, unary.Log10,
     special.Erfc, special.Erfcx, special.Ndtri, special.LogNdtr, special.Lgamma,

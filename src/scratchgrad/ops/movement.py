@@ -477,20 +477,24 @@ NO_GRAD_VIEW_CHANGED = (
 )
 
 
-class NoGradViewChanged(Function):
-    """The history of a view taken under ``no_grad`` whose base a graph then changed in place
-    (``Tensor._take_view_again``): PyTorch refuses to say whether that change belongs to the
-    view's history, so a backward through it raises PyTorch's error instead of leaving it out."""
+class ViewChangedRefused(Function):
+    """The history of a view whose base a graph then changed in place, where PyTorch refuses
+    to take it again (``Tensor._take_view_again``): a view taken under ``no_grad`` (whether
+    the change belongs to its history is ambiguous), or an output of a function that returns
+    several views (``split``, ``chunk``, ``unbind``). A backward through it raises PyTorch's
+    error (``message``) instead of leaving the change out. (PyTorch raises as soon as such a
+    view is used with grad mode on, or its ``grad_fn`` read.)"""
 
     complex_safe = True
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, message):
+        ctx.message = message
         return x
 
     @staticmethod
     def backward(ctx, grad):
-        raise RuntimeError(NO_GRAD_VIEW_CHANGED)
+        raise RuntimeError(ctx.message)
 
 
 def replay_on_array(x, steps: tuple):
