@@ -1173,6 +1173,9 @@ class Tensor:
         tensor([0.7500, 0.7500])
         """
         end, weight = _lerp_operands(self, end, weight)
+        for read in (end, weight):
+            if isinstance(read, Tensor):
+                _refuse_partial_overlap("lerp_", self.array, read.array)
         if self._records(end) or self._records(weight):
             return self._record_in_place(
                 "lerp_", lambda old, _: binary.Lerp.apply(old, end, weight), None
@@ -1437,11 +1440,14 @@ class Tensor:
     def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:
         """Update in place. Outside a graph this is one call of the array module's ``ufunc``;
         inside one, it is recorded (``_record_in_place``)."""
-        other_grad = isinstance(other, Tensor) and other.requires_grad
+        is_tensor = isinstance(other, Tensor)
+        other_grad = is_tensor and other.requires_grad
         if not _state.enabled or not (self.requires_grad or other_grad):
             if _state.enabled:
                 _refuse_view_from_no_grad(self, name)
             other = getattr(other, "array", other)
+            if is_tensor and (other.base is not None or self.array.base is not None):
+                _refuse_partial_overlap(name, self.array, other)  # (off the plain tensors' path)
             if type(other) in _NUMBERS and self.array.dtype in backend.SIXTEEN_BIT:
                 other = backend.SixteenBitNumber(other)  # x.mul_(0.1) as x * 0.1
             # as PyTorch, integer arrays wrap into an unsigned tensor (NumPy's same_kind refuses)
@@ -1461,6 +1467,8 @@ class Tensor:
                 raise _write_error(name, self.array, error) from None
             increment_version(self)
             return self
+        if is_tensor:
+            _refuse_partial_overlap(name, self.array, other.array)
         return self._record_in_place(name, out_of_place, other)
 
     def _record_in_place(
@@ -1532,13 +1540,13 @@ class Tensor:
     def add_(self, other: Any, alpha: float = 1) -> Tensor:
         if isinstance(alpha, Tensor):  # p.data.add_(-lr, grad) of old optimizers
             other, alpha = _scale_first("add_", "alpha", other, alpha)
-        return self.__iadd__(_scaled(self, other, alpha))
+        return self.__iadd__(_scaled_in_place("add_", self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> Tensor:
         if isinstance(alpha, Tensor):
             other, alpha = _scale_first("sub_", "alpha", other, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
-        return self.__isub__(_scaled(self, other, alpha))
+        return self.__isub__(_scaled_in_place("sub_", self, other, alpha))
 
     subtract_ = sub_
 
@@ -1570,6 +1578,10 @@ class Tensor:
                 )
             return out
 
+        if name not in _READ_AS_NUMBERS_OR_UNCHECKED:
+            for argument in arguments:
+                if isinstance(argument, Tensor):
+                    _refuse_partial_overlap(name, self.array, argument.array)
         graph = self.requires_grad or any(
             isinstance(a, Tensor) and a.requires_grad for a in arguments
         )
@@ -1689,6 +1701,8 @@ class Tensor:
         return self
 
     def copy_(self, src: Any) -> Tensor:
+        if isinstance(src, Tensor):
+            _refuse_partial_overlap("copy_", self.array, src.array)
         return self._copy_from("copy_", src)
 
     def _copy_from(self, name: str, src: Any) -> Tensor:
@@ -1718,6 +1732,8 @@ class Tensor:
             if value.shape[:1] == (1,):  # PyTorch drops a value's leading 1s (x[0, 0] = [v])
                 value = value.reshape(value.shape[_leading_ones(value.shape) :])
         index = _index(index, self.array, (self, value))
+        if isinstance(value, Tensor):
+            _refuse_setitem_overlap(self.array, index, value.array)
         if self._records(value):
             self._record_in_place("setitem", _overwrite, value, index)
             return
@@ -3676,6 +3692,8 @@ class Tensor:
 
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
         """``index_add`` in place."""
+        if isinstance(source, Tensor):
+            _refuse_partial_overlap("index_add_", self.array, source.array)
         if self._records(source):
             return self._record_in_place(
                 "index_add_", lambda old, src: old.index_add(dim, index, src, alpha=alpha), source
@@ -7302,6 +7320,69 @@ def _reached(tensor: Tensor) -> None:
         capture_hook.recorder.reach(tensor)
 
 
+# the in-place forms whose tensor arguments PyTorch does not check against the tensor written
+# (``_refuse_partial_overlap``): a 0-d value it reads as a number, a mask, the matrices of a
+# product, the source of masked_scatter_, ldexp_'s exponent (it multiplies by 2 ** exponent)
+_READ_AS_NUMBERS_OR_UNCHECKED = {
+    "masked_fill_", "index_fill_", "masked_scatter_", "addbmm_", "addmm_", "addmv_", "addr_",
+    "baddbmm_", "ldexp_",
+}  # fmt: skip
+
+
+def _refuse_partial_overlap(name: str, written: Any, read: Any) -> None:
+    """PyTorch's error for an op that writes the array ``written`` while reading ``read``,
+    which holds some of the same memory (``x[1:].add_(x[:-1])``: NumPy would read a copy,
+    PyTorch refuses rather than read entries it has already written). As PyTorch's check, the
+    same entries in the same order (``x.add_(x)``) pass, and so does any array that does not
+    cover its memory once and densely (``x[::2]``, an expanded one), which it leaves
+    unchecked. Two arrays that each own their memory share none: that test is the fast one."""
+    if type(read) not in backend.ARRAY_CLASSES or read is written:
+        return
+    if read.base is None and written.base is None:
+        return
+    if not namespace(written).may_share_memory(written, read):  # (their bounds only)
+        return
+    if not _dense(read) or not _dense(written):
+        return
+    start, read_start = _address(written), _address(read)
+    same_span = start == read_start and written.nbytes == read.nbytes
+    if same_span and written.strides == read.strides:
+        return
+    if same_span or (start < read_start + read.nbytes and read_start < start + written.nbytes):
+        raise RuntimeError(
+            f"{name}: unsupported operation: some elements of the input tensor and the "
+            "written-to tensor refer to a single memory location. Please clone() the tensor "
+            "before performing the operation."
+        )
+
+
+def _refuse_setitem_overlap(array: Any, index: tuple, value: Any) -> None:
+    """``_refuse_partial_overlap`` for ``array[index] = value`` as PyTorch's setitem checks it:
+    a basic index copies into the view it selects (a 0-d value fills it, read as a number),
+    any other is an ``index_put_``, which checks the whole tensor."""
+    if value.base is None and array.base is None:  # (the fast test, as there)
+        return
+    basic = builtins.all(
+        item is None or item is Ellipsis or type(item) is slice or _is_int_item(item)
+        for item in index
+    )
+    if not basic:
+        _refuse_partial_overlap("index_put_", array, value)
+    elif value.ndim:
+        _refuse_partial_overlap("copy_", array[index], value)
+
+
+def _dense(array: Any) -> bool:
+    """Whether the entries fill the memory from the first one on, each place once, in some
+    order of the dims (PyTorch's ``is_non_overlapping_and_dense``)."""
+    step = array.itemsize
+    for stride, size in sorted((s, n) for s, n in zip(array.strides, array.shape) if n != 1):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
 def _writes_overlap(array: Any) -> bool:
     """Whether entries of the read-only ``array`` share memory (an expanded view: a stride of
     0 over a dim of two or more; an ``as_strided`` view whose windows overlap, where PyTorch
@@ -7591,6 +7672,14 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
         stacklevel=3,
     )
     return (*operands, scale)
+
+
+def _scaled_in_place(name: str, x: Tensor, other: Any, alpha: Any) -> Any:
+    """``_scaled`` for ``x.add_``/``x.sub_``: a tensor ``other`` is first checked against the
+    memory ``x`` is written in (``_refuse_partial_overlap``), as scaled it would be a copy."""
+    if alpha != 1 and isinstance(other, Tensor):
+        _refuse_partial_overlap(name, x.array, other.array)
+    return _scaled(x, other, alpha)
 
 
 def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
