@@ -1540,13 +1540,17 @@ class Tensor:
     def add_(self, other: Any, alpha: float = 1) -> Tensor:
         if isinstance(alpha, Tensor):  # p.data.add_(-lr, grad) of old optimizers
             other, alpha = _scale_first("add_", "alpha", other, alpha)
-        return self.__iadd__(_scaled_in_place("add_", self, other, alpha))
+        if alpha != 1 and isinstance(other, Tensor):  # (scaled, it is a copy: checked before)
+            _refuse_partial_overlap("add_", self.array, other.array)
+        return self.__iadd__(_scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> Tensor:
         if isinstance(alpha, Tensor):
             other, alpha = _scale_first("sub_", "alpha", other, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
-        return self.__isub__(_scaled_in_place("sub_", self, other, alpha))
+        if alpha != 1 and isinstance(other, Tensor):
+            _refuse_partial_overlap("sub_", self.array, other.array)
+        return self.__isub__(_scaled(self, other, alpha))
 
     subtract_ = sub_
 
@@ -7672,14 +7676,6 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
         stacklevel=3,
     )
     return (*operands, scale)
-
-
-def _scaled_in_place(name: str, x: Tensor, other: Any, alpha: Any) -> Any:
-    """``_scaled`` for ``x.add_``/``x.sub_``: a tensor ``other`` is first checked against the
-    memory ``x`` is written in (``_refuse_partial_overlap``), as scaled it would be a copy."""
-    if alpha != 1 and isinstance(other, Tensor):
-        _refuse_partial_overlap(name, x.array, other.array)
-    return _scaled(x, other, alpha)
 
 
 def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
