@@ -555,7 +555,8 @@ class Tensor:
         return self.array.shape[0]
 
     def __iter__(self):
-        return (self[i] for i in range(len(self)))
+        len(self)  # (a 0-d tensor's TypeError)
+        return iter(self.unbind(0))  # as PyTorch's: the rows may not change in place in a graph
 
     def __bool__(self) -> bool:
         if capture_hook.recorder is not None:

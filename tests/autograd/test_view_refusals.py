@@ -166,3 +166,15 @@ def test_a_changed_base_whose_outputs_are_not_used_gives_torch_gradient():
         assert pieces[0].requires_grad
         results.append(w.grad)
     assert_close(*results)
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+def test_the_rows_of_an_iteration_are_the_outputs_of_one_unbind(lib):
+    w = lib.tensor(W, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being"):
+        for row in w * 2:
+            row.add_(1)
+    x = lib.tensor(W)
+    for row in x:  # outside any graph: allowed
+        row.mul_(2)
+    assert_close(x, 2 * W)
