@@ -5,6 +5,7 @@ composed losses (BCE with logits and Huber: the op table's rows), and the errors
 
 import contextlib
 import itertools
+import math
 import warnings
 import zlib
 
@@ -518,6 +519,18 @@ def test_soft_margin_loss_takes_the_input_dtype_as_torch(dtype, target_dtype):
     )
     assert str(ours.dtype) == dtype == str(theirs.dtype).removeprefix("torch.")
     assert_close(ours, theirs, dtype)
+
+
+def test_soft_margin_loss_refuses_a_target_that_requires_grad_as_torch():
+    # (PyTorch has no derivative for its target; under no_grad it computes the loss)
+    for lib in (torch, sg):
+        x, target = lib.zeros(3, requires_grad=True), lib.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="not differentiable with respect to argument"):
+            lib.nn.SoftMarginLoss()(x, target)
+        with lib.no_grad():
+            assert lib.nn.functional.soft_margin_loss(x, target).item() == pytest.approx(
+                math.log(2)
+            )
 
 
 def test_binary_losses_need_matching_shapes():

@@ -2344,6 +2344,12 @@ def soft_margin_loss(
             f"soft_margin_loss: output with shape {input.shape} doesn't match the broadcast "
             f"shape {shape} of the input and the target {target.shape}"
         )
+    if target.requires_grad and is_grad_enabled():
+        # PyTorch has no derivative for the target here, and says so rather than guess one
+        raise RuntimeError(
+            "The function 'soft_margin_loss' is not differentiable with respect to argument "
+            "'target'. This input cannot have requires_grad True."
+        )
     # NOTE: the target takes the input's dtype, as PyTorch's result does
     return _reduce(Softplus.apply(-target.to(input.dtype) * input), reduction)
 
