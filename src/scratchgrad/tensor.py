@@ -7,6 +7,7 @@ softmax, ...) are written here once in terms of those primitives and need no bac
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import inspect
 import itertools
@@ -169,6 +170,19 @@ class Tensor:
         t.array, t.grad, t.requires_grad = array, None, ctx is not None
         t._ctx, t._counter, t._hooks = ctx, None, ()
         return t
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy``: every slot copied deeply, as Python's default copy does, but the
+        weak set of this tensor's views in a graph (bookkeeping, not data; copying it copied
+        their graphs). A graph's result refuses, as PyTorch's: see ``Function.__deepcopy__``.
+        """
+        out = _new(type(self))
+        memo[id(self)] = out
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name not in ("_views", "__weakref__") and hasattr(self, name):
+                    setattr(out, name, copy.deepcopy(getattr(self, name), memo))
+        return out
 
     @property
     def _version(self) -> int:

@@ -1,6 +1,8 @@
 """Autograd introspection as PyTorch's: node names (``grad_fn.name()``, the tensor's repr),
 ``next_functions`` walking the graph, ``AccumulateGrad`` for leaves."""
 
+import copy
+
 import pytest
 import torch
 
@@ -126,3 +128,16 @@ def test_custom_function_is_named_as_torch():
     assert (
         TwiceTorch.apply(torch.ones(2, requires_grad=True)).grad_fn.name() == "TwiceTorchBackward"
     )
+
+
+def test_deepcopy_of_a_graph_result_is_refused_as_torch():
+    # (scratchgrad copied the graph behind it; a backward from the copy then reached copied
+    # leaves, and the original's gradients stayed None)
+    for m in (torch, sg):
+        x = m.ones(2, requires_grad=True)
+        for result in (x * 2, x[0]):
+            with pytest.raises(RuntimeError, match="graph leaves"):
+                copy.deepcopy(result)
+        with m.no_grad():
+            assert not copy.deepcopy(x * 2).requires_grad
+        assert copy.deepcopy(x).requires_grad

@@ -299,6 +299,20 @@ def test_deepcopy_gives_independent_parameters():
     assert clone(x).shape == net(x).shape
 
 
+def test_deepcopy_leaves_the_gradients_behind_as_torch():
+    # (a copied model stepped before its first backward must not apply the original's grads)
+    for m in (torch, sg):
+        net = m.nn.Sequential(m.nn.Linear(2, 2), m.nn.BatchNorm1d(2))
+        net(m.ones(3, 2)).sum().backward()
+        frozen = m.nn.Parameter(m.ones(2), requires_grad=False)
+        frozen.grad = m.ones(2)
+        clone, frozen_clone = copy.deepcopy(net), copy.deepcopy(frozen)
+        assert [p.grad for p in clone.parameters()] == [None, None, None, None]
+        assert frozen_clone.grad is None and not frozen_clone.requires_grad
+        assert type(frozen_clone) is m.nn.Parameter
+        assert all(p.grad is not None for p in net.parameters())
+
+
 def test_get_submodule_and_requires_grad():
     net = build(nn)
     assert net.get_submodule("blocks.1.fc") is net.blocks[1].fc

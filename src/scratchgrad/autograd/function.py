@@ -14,7 +14,7 @@ import inspect
 import itertools
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
@@ -116,6 +116,14 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
+
+    def __deepcopy__(self, memo: dict) -> NoReturn:
+        """Reached from a deep copy of a graph's result: refused, as PyTorch's, rather than copy
+        the graph behind it (whose copied leaves would then take the gradients silently)."""
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment."
+        )
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **kwargs: Any) -> Any:

@@ -40,6 +40,13 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        """A new Parameter with a copy of the data and ``requires_grad``, as PyTorch's: without
+        the ``.grad`` (a deep-copied model starts with none, so a stale one is never stepped)."""
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
+
 
 class Buffer(Tensor):
     """A tensor that a ``Module`` registers as a buffer when assigned as its attribute (as
