@@ -5,7 +5,6 @@ composed losses (BCE with logits and Huber: the op table's rows), and the errors
 
 import contextlib
 import itertools
-import math
 import warnings
 import zlib
 
@@ -521,16 +520,34 @@ def test_soft_margin_loss_takes_the_input_dtype_as_torch(dtype, target_dtype):
     assert_close(ours, theirs, dtype)
 
 
-def test_soft_margin_loss_refuses_a_target_that_requires_grad_as_torch():
-    # (PyTorch has no derivative for its target; under no_grad it computes the loss)
+NON_DIFFERENTIABLE = {  # loss(lib, x, a tensor that requires grad) where torch refuses it
+    "soft_margin_loss target": lambda lib, x, w: lib.nn.SoftMarginLoss()(x, w),
+    "bce weight": lambda lib, x, w: lib.nn.functional.binary_cross_entropy(x.sigmoid(), x, w),
+    "bce_with_logits weight": lambda lib, x, w: lib.nn.BCEWithLogitsLoss(w)(x, x.detach()),
+    "bce_with_logits pos_weight": lambda lib, x, w: (
+        lib.nn.functional.binary_cross_entropy_with_logits(x, x.detach(), pos_weight=w)
+    ),
+    "nll_loss weight": lambda lib, x, w: lib.nn.functional.nll_loss(x, lib.tensor([2, 0]), w[0]),
+    "cross_entropy weight": lambda lib, x, w: lib.nn.functional.cross_entropy(
+        x, lib.tensor([2, 0]), w[0], label_smoothing=0.1
+    ),
+    "multi_margin_loss weight": lambda lib, x, w: lib.nn.functional.multi_margin_loss(
+        x, lib.tensor([2, 0]), weight=w[0]
+    ),
+}
+
+
+@pytest.mark.parametrize("loss", NON_DIFFERENTIABLE.values(), ids=NON_DIFFERENTIABLE.keys())
+def test_arguments_without_a_derivative_refuse_requires_grad_as_torch(loss):
+    # (scratchgrad silently differentiated them; under no_grad both compute the loss)
+    results = []
     for lib in (torch, sg):
-        x, target = lib.zeros(3, requires_grad=True), lib.ones(3, requires_grad=True)
-        with pytest.raises(RuntimeError, match="not differentiable with respect to argument"):
-            lib.nn.SoftMarginLoss()(x, target)
+        x, w = lib.full((2, 3), 0.5, requires_grad=True), lib.ones(2, 3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="is not differentiable with respect to argument"):
+            loss(lib, x, w)
         with lib.no_grad():
-            assert lib.nn.functional.soft_margin_loss(x, target).item() == pytest.approx(
-                math.log(2)
-            )
+            results.append(loss(lib, x, w).item())
+    assert results[1] == pytest.approx(results[0])
 
 
 def test_binary_losses_need_matching_shapes():

@@ -1808,7 +1808,20 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
         )
     _check_class_weight(name, weight, input.shape[class_dim])
     check_same_dtype(name, input, weight)
+    _refuse_grad("nll_loss_forward", weight=weight)
     return class_dim
+
+
+def _refuse_grad(name: str, **arguments: Tensor | None) -> None:
+    """PyTorch's error for an argument that requires grad (with grad mode on) where ``name``
+    has no derivative for it (class weights, a soft margin's target), rather than silently
+    differentiate it."""
+    for argument, tensor in arguments.items():
+        if tensor is not None and tensor.requires_grad and is_grad_enabled():
+            raise RuntimeError(
+                f"The function '{name}' is not differentiable with respect to argument "
+                f"'{argument}'. This input cannot have requires_grad True."
+            )
 
 
 def _check_class_weight(name: str, weight: Tensor | None, n_classes: int) -> None:
@@ -1966,6 +1979,7 @@ def binary_cross_entropy(
     _check_same_size(input, target)
     check_same_dtype("binary_cross_entropy", input, target)
     capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
+    _refuse_grad("binary_cross_entropy", weight=weight)
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
     # NOTE: the weight takes the loss's dtype, not promoting it (PyTorch's kernel)
     return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
@@ -2003,6 +2017,7 @@ def binary_cross_entropy_with_logits(
             f"binary_cross_entropy_with_logits: result type {input.dtype} can't be cast to the "
             f"desired output type {target.dtype} (the target must be floating point)"
         )
+    _refuse_grad("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     minus_log_sigmoid = Softplus.apply(-input)
     # NOTE: both weights take the loss's dtype, not promoting it, and the loss takes the
     # target's: PyTorch's kernel computes it in place in 1 - target
@@ -2344,12 +2359,7 @@ def soft_margin_loss(
             f"soft_margin_loss: output with shape {input.shape} doesn't match the broadcast "
             f"shape {shape} of the input and the target {target.shape}"
         )
-    if target.requires_grad and is_grad_enabled():
-        # PyTorch has no derivative for the target here, and says so rather than guess one
-        raise RuntimeError(
-            "The function 'soft_margin_loss' is not differentiable with respect to argument "
-            "'target'. This input cannot have requires_grad True."
-        )
+    _refuse_grad("soft_margin_loss", target=target)
     # NOTE: the target takes the input's dtype, as PyTorch's result does
     return _reduce(Softplus.apply(-target.to(input.dtype) * input), reduction)
 
@@ -2382,6 +2392,7 @@ def multi_margin_loss(
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
     check_same_dtype("multi_margin_loss", input, weight)
+    _refuse_grad("multi_margin_loss", weight=weight)
     x = _margin_scores(input, target, weight)
     labels = target.reshape(-1, 1)
     capture_hook.call(_check_targets, labels.array, x.shape[1])
