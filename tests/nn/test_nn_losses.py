@@ -531,9 +531,6 @@ NON_DIFFERENTIABLE = {  # loss(lib, x, a tensor that requires grad) where torch 
     "cross_entropy weight": lambda lib, x, w: lib.nn.functional.cross_entropy(
         x, lib.tensor([2, 0]), w[0], label_smoothing=0.1
     ),
-    "multi_margin_loss weight": lambda lib, x, w: lib.nn.functional.multi_margin_loss(
-        x, lib.tensor([2, 0]), weight=w[0]
-    ),
 }
 
 

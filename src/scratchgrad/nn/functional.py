@@ -2392,7 +2392,6 @@ def multi_margin_loss(
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
     check_same_dtype("multi_margin_loss", input, weight)
-    _refuse_grad("multi_margin_loss", weight=weight)
     x = _margin_scores(input, target, weight)
     labels = target.reshape(-1, 1)
     capture_hook.call(_check_targets, labels.array, x.shape[1])
