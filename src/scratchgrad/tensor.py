@@ -7,7 +7,6 @@ softmax, ...) are written here once in terms of those primitives and need no bac
 from __future__ import annotations
 
 import builtins
-import copy
 import functools
 import inspect
 import itertools
@@ -171,19 +170,6 @@ class Tensor:
         t._ctx, t._counter, t._hooks = ctx, None, ()
         return t
 
-    def __deepcopy__(self, memo: dict) -> Tensor:
-        """``copy.deepcopy``: every slot copied deeply, as Python's default copy does, but the
-        weak set of this tensor's views in a graph (bookkeeping, not data; copying it copied
-        their graphs). A graph's result refuses, as PyTorch's: see ``Function.__deepcopy__``.
-        """
-        out = _new(type(self))
-        memo[id(self)] = out
-        for cls in type(self).__mro__:
-            for name in getattr(cls, "__slots__", ()):
-                if name not in ("_views", "__weakref__") and hasattr(self, name):
-                    setattr(out, name, copy.deepcopy(getattr(self, name), memo))
-        return out
-
     @property
     def _version(self) -> int:
         """How many in-place changes the memory behind this tensor (and its views) has seen."""
@@ -301,12 +287,14 @@ class Tensor:
 
     def __getstate__(self) -> tuple:
         """What pickle and ``copy.deepcopy`` keep: the instance dict (of a subclass) and every
-        slot that is set but ``_views``, weak references to this tensor's views (which a copy
-        does not have, and pickle cannot write)."""
+        slot that is set but ``_views``, weak references to this tensor's views (bookkeeping,
+        not data: a copy has none, deepcopy copied their graphs, and pickle cannot write them).
+        A graph's result refuses, as PyTorch's: see ``Function.__deepcopy__``."""
         slots = {}
-        for name in Tensor.__slots__[:-1]:  # (all but __weakref__)
-            if name != "_views" and hasattr(self, name):
-                slots[name] = getattr(self, name)
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name not in ("_views", "__weakref__") and hasattr(self, name):
+                    slots[name] = getattr(self, name)
         return getattr(self, "__dict__", None), slots
 
     def _alias(self) -> Tensor:
