@@ -41,16 +41,17 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _floating(name: str, x: Any) -> Tensor:
-    """``x`` in a floating dtype (integers and bools: the default one), as PyTorch promotes."""
+def _floating(name: str, x: Any, complex_too: bool = False) -> Tensor:
+    """``x`` in a floating dtype (integers and bools: the default one), as PyTorch promotes; a
+    complex one is refused, as PyTorch's, unless ``complex_too`` (expit, sinc, exp2...)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"special.{name}(): input must be a Tensor, not {type(x).__name__}")
-    return x._floating()
+    return x._floating() if complex_too else x._real_floating(f"special.{name}")
 
 
 def _wide(name: str, x: Tensor) -> Tensor:
     """``x``, which must not be 16-bit: PyTorch has no float16 or bfloat16 kernel for erfcx,
-    ndtri, log_ndtr and zeta."""
+    ndtri, log_ndtr, zeta and the newer Bessel functions."""
     if x.dtype in (backend.float16, backend.bfloat16):
         raise NotImplementedError(
             f"special.{name}: not implemented for {x.dtype} tensors, as in PyTorch; "
@@ -64,12 +65,14 @@ def _pair(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
     dtype (``torch.result_type``, then the default float for integers and bools)."""
     tensors = [t for t in (x, y) if isinstance(t, Tensor)]
     numbers = [t for t in (x, y) if not isinstance(t, Tensor)]
-    if not tensors or not all(isinstance(n, (int, float)) for n in numbers):
+    if not tensors or not all(isinstance(n, (int, float, complex)) for n in numbers):
         raise TypeError(
             f"special.{name}(): expected Tensors or a Tensor and a number, got "
             f"{type(x).__name__} and {type(y).__name__}"
         )
     dtype = result_type(x, y)
+    if backend.can_require_grad(dtype) and not backend.is_floating(dtype):
+        raise NotImplementedError(f"special.{name}: not implemented for {dtype}, as in PyTorch")
     dtype = dtype if backend.is_floating(dtype) else backend.default_float
     return tuple(
         t.to(dtype) if isinstance(t, Tensor) else tensors[0].new_tensor(t, dtype=dtype)
@@ -134,16 +137,11 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
     >>> sg.special.multigammaln(sg.tensor([2.0, 3.0]), 3)
     tensor([1.5963, 2.6949])
     """
-    if isinstance(p, bool) or not isinstance(p, int):
-        raise TypeError(f"special.multigammaln(): p must be an int, not {type(p).__name__}")
-    if p < 1:
-        raise RuntimeError(f"special.multigammaln: p has to be greater than or equal to 1, got {p}")
-    if isinstance(input, Tensor) and input.dtype == backend.bool_:
-        raise RuntimeError("special.multigammaln: the input tensor may not be a boolean tensor")
-    x = _floating("multigammaln", input)
-    halves = x.new_tensor([i / 2 for i in range(p)])
-    terms = ops.Lgamma.apply(x.unsqueeze(-1) - halves)
-    return terms.sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"special.multigammaln(): input must be a Tensor, not {type(input).__name__}"
+        )
+    return input.mvlgamma(p)
 
 
 def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
@@ -318,12 +316,12 @@ def modified_bessel_i0(input: Tensor) -> Tensor:
     >>> sg.special.modified_bessel_i0(sg.tensor([1.0], requires_grad=True))
     tensor([1.2661])
     """
-    return i0(_floating("modified_bessel_i0", input).detach())
+    return i0(_wide("modified_bessel_i0", _floating("modified_bessel_i0", input)).detach())
 
 
 def modified_bessel_i1(input: Tensor) -> Tensor:
     """``i1`` without a gradient, as ``torch.special.modified_bessel_i1``."""
-    return i1(_floating("modified_bessel_i1", input).detach())
+    return i1(_wide("modified_bessel_i1", _floating("modified_bessel_i1", input)).detach())
 
 
 def spherical_bessel_j0(input: Tensor) -> Tensor:
@@ -335,7 +333,7 @@ def spherical_bessel_j0(input: Tensor) -> Tensor:
     >>> sg.special.spherical_bessel_j0(sg.tensor([0.0, 1.0, float("inf")]))
     tensor([1.0000, 0.8415, 0.0000])
     """
-    x = _floating("spherical_bessel_j0", input)
+    x = _wide("spherical_bessel_j0", _floating("spherical_bessel_j0", input))
     wide = x.detach().double()
     safe = wide.where(wide != 0, 1.0)  # sin(x) / x in float64 loses nothing near 0 but at 0
     out = (safe.sin() / safe).where(wide != 0, 1.0).where(~wide.isinf(), 0.0)
@@ -536,7 +534,7 @@ def expit(input: Tensor) -> Tensor:
     >>> sg.special.expit(sg.tensor([0, 2]))
     tensor([0.5000, 0.8808])
     """
-    return _floating("expit", input).sigmoid()
+    return _floating("expit", input, complex_too=True).sigmoid()
 
 
 def sinc(input: Tensor) -> Tensor:
@@ -548,7 +546,7 @@ def sinc(input: Tensor) -> Tensor:
     >>> sg.special.sinc(sg.tensor([0.0, 0.5, 1.5]))
     tensor([ 1.0000,  0.6366, -0.2122])
     """
-    return _floating("sinc", input).sinc()
+    return _floating("sinc", input, complex_too=True).sinc()
 
 
 def exp2(input: Tensor) -> Tensor:
@@ -558,7 +556,7 @@ def exp2(input: Tensor) -> Tensor:
     >>> sg.special.exp2(sg.tensor([3, -1]))
     tensor([8.0000, 0.5000])
     """
-    return ops.Exp2.apply(_floating("exp2", input))
+    return ops.Exp2.apply(_floating("exp2", input, complex_too=True))
 
 
 def expm1(input: Tensor) -> Tensor:
@@ -568,7 +566,7 @@ def expm1(input: Tensor) -> Tensor:
     >>> sg.special.expm1(sg.tensor([1e-10], dtype=sg.float64)).item()
     1.00000000005e-10
     """
-    return _floating("expm1", input).expm1()
+    return _floating("expm1", input, complex_too=True).expm1()
 
 
 def log1p(input: Tensor) -> Tensor:
@@ -578,7 +576,7 @@ def log1p(input: Tensor) -> Tensor:
     >>> sg.special.log1p(sg.tensor([1e-10], dtype=sg.float64)).item()
     9.999999999500001e-11
     """
-    return _floating("log1p", input).log1p()
+    return _floating("log1p", input, complex_too=True).log1p()
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
@@ -609,7 +607,7 @@ def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) ->
     >>> sg.special.logsumexp(sg.tensor([[0.0, 1000.0]]), 1)
     tensor([1000.])
     """
-    return _floating("logsumexp", input).logsumexp(dim, keepdim)
+    return _floating("logsumexp", input, complex_too=True).logsumexp(dim, keepdim)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:

@@ -872,6 +872,15 @@ class Tensor:
             return self
         return self.to(backend.default_float)
 
+    def _real_floating(self, op: str) -> Tensor:
+        """``_floating()`` for an op PyTorch has no complex kernel for (lgamma, erf, logit...):
+        a complex tensor is refused, where NumPy would drop its imaginary part."""
+        if self.array.dtype.kind == "c":
+            raise NotImplementedError(
+                f"{op}: not implemented for {self.array.dtype} tensors, as in PyTorch"
+            )
+        return self._floating()
+
     def __pow__(self, other: Any) -> Tensor:
         if type(other) is int and other < 0 and self.array.dtype == backend.uint8:
             # (caught here: the number would wrap to a positive uint8 first)
@@ -2041,7 +2050,7 @@ class Tensor:
         return self - self.trunc()
 
     def erf(self) -> Tensor:
-        return special.Erf.apply(self._floating())
+        return special.Erf.apply(self._real_floating("erf"))
 
     def erfinv(self) -> Tensor:
         """The inverse of ``erf``, elementwise, as ``torch.erfinv``: +-inf at +-1, NaN outside.
@@ -2050,7 +2059,7 @@ class Tensor:
         >>> sg.tensor([0.0, 0.5]).erfinv()
         tensor([0.0000, 0.4769])
         """
-        return special.Erfinv.apply(self._floating())
+        return special.Erfinv.apply(self._real_floating("erfinv"))
 
     def fmod(self, other: Any) -> Tensor:
         """The remainder with the dividend's sign (C's fmod), as ``torch.fmod``.
@@ -2077,7 +2086,7 @@ class Tensor:
         >>> sg.tensor([0.0, 8.0], dtype=sg.float64).erfc().tolist()
         [1.0, 1.1224297172982926e-29]
         """
-        return special.Erfc.apply(self._floating())
+        return special.Erfc.apply(self._real_floating("erfc"))
 
     # ---- PyTorch's other elementwise names --------------------------------------------------
 
@@ -2088,7 +2097,7 @@ class Tensor:
         >>> sg.tensor([0.5, 3.0]).lgamma()
         tensor([0.5724, 0.6931])
         """
-        return special.Lgamma.apply(self._floating())
+        return special.Lgamma.apply(self._real_floating("lgamma"))
 
     def digamma(self) -> Tensor:
         """psi(x) = Gamma'(x) / Gamma(x), as ``torch.digamma``: -inf at 0, NaN at -1, -2, ...
@@ -2097,7 +2106,7 @@ class Tensor:
         >>> sg.tensor([1.0, 0.5]).digamma()
         tensor([-0.5772, -1.9635])
         """
-        return special.Polygamma.apply(self._floating(), n=0)
+        return special.Polygamma.apply(self._real_floating("digamma"), n=0)
 
     def polygamma(self, n: int) -> Tensor:
         """The ``n``-th derivative of ``digamma``, as ``Tensor.polygamma`` (``torch.polygamma``
@@ -2111,7 +2120,7 @@ class Tensor:
             raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
         if n < 0:
             raise RuntimeError(f"polygamma(n, x) does not support negative n, got n={n}")
-        return special.Polygamma.apply(self._floating(), n=int(n))
+        return special.Polygamma.apply(self._real_floating("polygamma"), n=int(n))
 
     def mvlgamma(self, p: int) -> Tensor:
         """The log of the multivariate gamma function of dimension ``p``: the sum of
@@ -2127,9 +2136,9 @@ class Tensor:
             raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
         if self.array.dtype == backend.bool_:
             raise RuntimeError("mvlgamma: the input tensor may not be a boolean tensor")
-        x = self._floating()
-        halves = x.new_tensor([i / 2 for i in range(p)])
-        terms = special.Lgamma.apply(x.unsqueeze(-1) - halves)
+        x = self._real_floating("mvlgamma")
+        offsets = x.new_tensor([-i / 2 for i in range(p)])  # x + 0.0: +0 at -0, as PyTorch's
+        terms = special.Lgamma.apply(x.unsqueeze(-1) + offsets)
         return terms.sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 
     def i0(self) -> Tensor:
@@ -2139,7 +2148,7 @@ class Tensor:
         >>> sg.tensor([0.0, 1.0]).i0()
         tensor([1.0000, 1.2661])
         """
-        return special.ModifiedBessel.apply(self._floating(), order=0, scaled=False)
+        return special.ModifiedBessel.apply(self._real_floating("i0"), order=0, scaled=False)
 
     def sinc(self) -> Tensor:
         """The normalized sinc function sin(pi x) / (pi x), 1 at 0, as ``torch.sinc``: computed
@@ -2152,9 +2161,11 @@ class Tensor:
         """
         x = self._floating()
         wide = x.float() if x.dtype in (backend.float16, backend.bfloat16) else x
-        zero = wide == 0
-        product = where(zero, 1.0, wide) * math.pi  # 1 where x is 0: no 0 / 0 in the gradient
-        with backend.errstate(invalid="ignore"):  # sin(inf): NaN, as PyTorch's
+        # 1 where x is 0, or where x**2 is (where sin(pi x) / (pi x) is 1 anyway): no 0 / 0
+        # and no inf - inf in the gradient, which is 0 there, as PyTorch's
+        with backend.errstate(over="ignore", invalid="ignore"):  # sin(inf): NaN, as PyTorch's
+            zero = wide * wide == 0
+            product = where(zero, 1.0, wide) * math.pi
             return where(zero, 1.0, product.sin() / product).to(x.dtype)
 
     def logit(self, eps: float | None = None) -> Tensor:
@@ -2168,7 +2179,7 @@ class Tensor:
         if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))):
             raise TypeError(f"logit(): eps must be a number or None, not {type(eps).__name__}")
         eps = None if eps is None else float(eps)
-        return special.Logit.apply(self._floating(), eps=eps)
+        return special.Logit.apply(self._real_floating("logit"), eps=eps)
 
     def xlogy(self, other: Any) -> Tensor:
         """self * log(other), and 0 where self is 0 (unless other is NaN), as ``torch.xlogy``.
@@ -2177,7 +2188,8 @@ class Tensor:
         >>> sg.tensor([0.0, 2.0]).xlogy(sg.tensor([0.0, 3.0]))
         tensor([0.0000, 2.1972])
         """
-        return special.Xlogy.apply(*_float_pair(self, other), log1p=False)
+        x, y = _float_pair(self, other)
+        return special.Xlogy.apply(x._real_floating("xlogy"), y, log1p=False)
 
     def copysign(self, other: Any) -> Tensor:
         """|self| with the sign (bit) of ``other``, as ``torch.copysign``: always floating; the
@@ -2187,7 +2199,8 @@ class Tensor:
         >>> sg.tensor([1, 2]).copysign(sg.tensor([-0.0, 1.0]))
         tensor([-1.,  2.])
         """
-        return special.Copysign.apply(*_float_pair(self, other))
+        x, y = _float_pair(self, other)
+        return special.Copysign.apply(x._real_floating("copysign"), y)
 
     def fmax(self, other: Tensor) -> Tensor:
         """The larger of the two, elementwise, a NaN losing to a number, as ``torch.fmax``.
@@ -7794,10 +7807,11 @@ def _tensor_other(name: str, other: Any, what: str = "other") -> Tensor:
 
 def _float_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
     """``x`` and ``y`` (one may be a Python number) as tensors of their promoted dtype, the
-    default floating one for integers and bools, as PyTorch's xlogy, copysign and ldexp."""
+    default floating one for integers and bools, as PyTorch's xlogy, copysign and ldexp; complex
+    stays complex."""
     first = x if isinstance(x, Tensor) else y
     dtype = result_type(x, y)
-    dtype = dtype if backend.is_floating(dtype) else backend.default_float
+    dtype = dtype if backend.can_require_grad(dtype) else backend.default_float
     return tuple(
         t.to(dtype) if isinstance(t, Tensor) else first.new_tensor(t, dtype=dtype) for t in (x, y)
     )

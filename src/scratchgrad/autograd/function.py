@@ -347,6 +347,17 @@ class ConjugateSaved:
     saved_tensors = property(_saved_tensors)
 
 
+def holomorphic_twin(op: type) -> None:
+    """Give ``op`` its complex twin (see ``Function.complex_twin``): an op whose backward is
+    grad * f'(saved) with real coefficients, so that reading the saved values' conjugates
+    gives PyTorch's complex gradient, grad * conj(f'(z))."""
+    op.complex_twin = type(
+        f"Complex{op.__name__}",
+        (ConjugateSaved, op),
+        {"backward_name": op.backward_name, "__doc__": f"{op.__name__}'s node for complex z."},
+    )
+
+
 def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | None) -> tuple:
     """A forward that returned several arrays: one Tensor each, as PyTorch.
 

@@ -15,7 +15,7 @@ import functools
 import math
 from fractions import Fraction
 
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import (
     bfloat16,
     cast,
@@ -745,9 +745,10 @@ class ModifiedBessel(Function):
             d = ModifiedBessel.apply(x, order=1, scaled=scaled)
             return grad * (d - x.sign() * out if scaled else d)
         # i1' = i0 - i1 / x; i1e' = i0e - i1e (sgn(x) + 1 / x). NOTE: 1/2 for |x| <= eps, where
-        # the formula rounds to 0 / 0, and x is replaced there so that no inf enters the graph
+        # the formula rounds to 0 / 0, and x is replaced there so that no inf enters the graph;
+        # 1/2 at NaN too, as PyTorch's (its test is "not |x| > eps")
         eps = float(finfo(x.dtype).eps)
-        tiny = x.abs() <= eps
+        tiny = ~(x.abs() > eps)
         safe = Where.apply(tiny, eps, x)
         d = ModifiedBessel.apply(safe, order=0, scaled=scaled) - out * (
             1 / safe + safe.sign() if scaled else 1 / safe
@@ -795,9 +796,9 @@ class Logit(Function):
         ctx.low = None if eps is None or eps < 0 else dtype.type(eps)
         if ctx.low is not None:  # PyTorch's x < lo ? lo : x > hi ? hi : x, in x's dtype
             x = xp.where(x < ctx.low, ctx.low, xp.where(x > 1 - ctx.low, 1 - ctx.low, x))
-        x = widened(x)
         with errstate(divide="ignore", invalid="ignore"):
-            return _rounded(xp.log(x / (1 - x)), dtype)
+            # NOTE: x / (1 - x) in x's dtype, rounded there before the log, as PyTorch's 16-bit
+            return _rounded(xp.log(widened(x / (1 - x))), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -806,7 +807,7 @@ class Logit(Function):
         high = 1.0 if ctx.low is None else float(1 - ctx.low)
         outside = (x < low) | (x > high)
         with errstate(divide="ignore", invalid="ignore"):
-            d = grad / (x * (1 - x))
+            d = grad / (x * (1 - x)).abs()  # (+inf at -0 too, as PyTorch's)
         return Where.apply(outside, math.nan if ctx.low is None else 0.0, d)
 
 
@@ -843,12 +844,14 @@ class Xlogy(Function):
 
 class Exp2(Function):
     """2**x, exact at the integers (exp(x log 2) is not), computed in float64 and rounded once:
-    NumPy's float32 exp2 is not exact at all of them (exp2(127) is 2**127 + 1 ulp)."""
+    NumPy's float32 exp2 is not exact at all of them (exp2(127) is 2**127 + 1 ulp). Complex x
+    in its own dtype (float64 would drop its imaginary part)."""
 
     @staticmethod
     def forward(ctx, x):
+        wide = x if x.dtype.kind == "c" else x.astype(float64)
         with errstate(over="ignore"):  # inf, as PyTorch's, without a warning
-            out = _rounded(namespace(x).exp2(x.astype(float64)), x.dtype)
+            out = _rounded(namespace(x).exp2(wide), x.dtype)
         ctx.save_for_backward(out)
         return out
 
@@ -856,6 +859,9 @@ class Exp2(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return grad * out * math.log(2)
+
+
+holomorphic_twin(Exp2)
 
 
 class Softplus(Function):

@@ -4,7 +4,7 @@ import functools
 import math
 from typing import Any
 
-from scratchgrad.autograd.function import ConjugateSaved, Function
+from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import (
     accumulation_dtype,
     block_order,
@@ -443,16 +443,5 @@ class Atanh(Function):
         return grad / (1 - x * x)
 
 
-def _holomorphic_twin(op: type) -> None:
-    """Give ``op`` its complex twin (see ``Function.complex_twin``): an op whose backward is
-    grad * f'(saved) with real coefficients, so that reading the saved values' conjugates
-    gives PyTorch's complex gradient, grad * conj(f'(z))."""
-    op.complex_twin = type(
-        f"Complex{op.__name__}",
-        (ConjugateSaved, op),
-        {"backward_name": op.backward_name, "__doc__": f"{op.__name__}'s node for complex z."},
-    )
-
-
 for _op in (Exp, Expm1, Log, Sin, Cos, Sinh, Cosh, Sqrt, Sigmoid, Tanh, TanhGrad):
-    _holomorphic_twin(_op)
+    holomorphic_twin(_op)

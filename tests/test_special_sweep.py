@@ -1,0 +1,153 @@
+"""scratchgrad.special and the root's special functions against torch where a sweep of dtypes,
+edge values and argument kinds found them apart: complex inputs (refused by most, computed by
+exp2), 16-bit logit's rounding, gradients at -0, NaN and where x**2 underflows, the 16-bit
+kernels PyTorch lacks, out= and the arguments PyTorch accepts or refuses."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close, assert_raises_as_torch, same_dtype
+
+import scratchgrad as sg
+import scratchgrad.special
+
+INF, NAN = math.inf, math.nan
+
+# the functions PyTorch has no complex kernel for: NumPy would drop the imaginary part
+REAL_ONLY = {
+    "special.erf": lambda m, z: m.special.erf(z),
+    "special.erfc": lambda m, z: m.special.erfc(z),
+    "special.erfcx": lambda m, z: m.special.erfcx(z),
+    "special.erfinv": lambda m, z: m.special.erfinv(z),
+    "special.gammaln": lambda m, z: m.special.gammaln(z),
+    "special.digamma": lambda m, z: m.special.digamma(z),
+    "special.polygamma": lambda m, z: m.special.polygamma(2, z),
+    "special.multigammaln": lambda m, z: m.special.multigammaln(z, 2),
+    "special.i0": lambda m, z: m.special.i0(z),
+    "special.i0e": lambda m, z: m.special.i0e(z),
+    "special.i1": lambda m, z: m.special.i1(z),
+    "special.i1e": lambda m, z: m.special.i1e(z),
+    "special.ndtr": lambda m, z: m.special.ndtr(z),
+    "special.ndtri": lambda m, z: m.special.ndtri(z),
+    "special.log_ndtr": lambda m, z: m.special.log_ndtr(z),
+    "special.entr": lambda m, z: m.special.entr(z),
+    "special.logit": lambda m, z: m.special.logit(z, 0.1),
+    "special.modified_bessel_i0": lambda m, z: m.special.modified_bessel_i0(z),
+    "special.spherical_bessel_j0": lambda m, z: m.special.spherical_bessel_j0(z),
+    "special.xlogy": lambda m, z: m.special.xlogy(z, z),
+    "special.xlogy_number": lambda m, z: m.special.xlogy(z.real, 1j),
+    "special.xlog1py": lambda m, z: m.special.xlog1py(2.0, z),
+    "special.zeta": lambda m, z: m.special.zeta(z, 1.0),
+    "lgamma": lambda m, z: m.lgamma(z),
+    "digamma": lambda m, z: z.digamma(),
+    "polygamma": lambda m, z: m.polygamma(1, z),
+    "mvlgamma": lambda m, z: z.mvlgamma(2),
+    "erf": lambda m, z: z.erf(),
+    "erfc": lambda m, z: m.erfc(z),
+    "erfinv": lambda m, z: z.erfinv(),
+    "i0": lambda m, z: m.i0(z),
+    "logit": lambda m, z: z.logit(),
+    "xlogy": lambda m, z: m.xlogy(z, z),
+    "copysign": lambda m, z: m.copysign(z, z),
+}
+
+
+@pytest.mark.parametrize("name", REAL_ONLY)
+def test_complex_inputs_are_refused_as_torch(name):
+    call = REAL_ONLY[name]
+    assert_raises_as_torch(
+        lambda m: call(m, m.tensor([0.3 + 1j, 2 - 1j])), NotImplementedError, "complex64"
+    )
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_exp2_of_complex_is_torchs_with_its_gradient(dtype):
+    """2**z, not 2**Re(z): the value and PyTorch's complex gradient, also through ldexp."""
+    z = np.array([0.3 + 1j, 2 - 1j, -1 + 0.5j, 0j])
+    weights = np.array([1 + 2j, 0.5, 1j, 1])
+    results = []
+    for m in (sg, torch):
+        x = m.tensor(z, dtype=getattr(m, dtype), requires_grad=True)
+        outs = [m.special.exp2(x), m.exp2(x), x.exp2(), m.ldexp(x, m.tensor([2, 3, 1, 0]))]
+        (sum(outs) * m.tensor(weights, dtype=x.dtype)).real.sum().backward()
+        results.append([*outs, x.grad])
+    for ours, theirs in zip(*results):
+        assert same_dtype(ours, theirs)
+        assert_close(ours.detach().numpy(), theirs.detach().numpy(), tolerance=(2e-6, 1e-6))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("eps", [None, 1e-3, 0.25])
+def test_logit_of_16_bit_floats_is_torchs_to_the_bit(dtype, eps):
+    """PyTorch rounds x / (1 - x) to the 16-bit dtype before its log: off by up to 3% in
+    bfloat16 from the log of the ratio in float32."""
+    x = np.random.default_rng(0).uniform(-0.1, 1.1, 2000)
+    ours = sg.special.logit(sg.tensor(x, dtype=getattr(sg, dtype)), eps)
+    theirs = torch.special.logit(torch.tensor(x, dtype=getattr(torch, dtype)), eps)
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+EDGE_GRADIENTS = {
+    # +inf at -0 as at +0 (PyTorch's dy * inf at x == 0), with and without eps
+    "logit": (lambda m, x: m.special.logit(x), [-0.0, 0.0, 1.0, 0.5]),
+    "logit_eps_0": (lambda m, x: m.logit(x, 0.0), [-0.0, 0.0, 1.0, 0.5]),
+    "logit_eps_negative": (lambda m, x: x.logit(-0.5), [-0.0, 0.0, 1.0, 0.5]),
+    # x + 0.0 is +0 at x = -0: digamma(+0) = -inf, as PyTorch's
+    "mvlgamma": (lambda m, x: m.mvlgamma(x, 2), [-0.0, 0.0, 2.5]),
+    "multigammaln": (lambda m, x: m.special.multigammaln(x, 1), [-0.0, 3.0]),
+    # 1/2 at NaN, as PyTorch's "not |x| > eps"
+    "i1": (lambda m, x: m.special.i1(x), [NAN, 0.0, 1.0]),
+    "i1e": (lambda m, x: m.special.i1e(x), [NAN, 0.0, -1.0]),
+    # 0 where x**2 underflows, not inf - inf = NaN
+    "sinc": (lambda m, x: m.special.sinc(x), [1e-40, -1e-30, 1e-170, 0.0, 0.5]),
+    "sinc_method": (lambda m, x: x.sinc(), [1e-40, -1e-25, 3e-24, 0.0]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", EDGE_GRADIENTS)
+def test_gradients_at_the_edges_are_torchs(name, dtype):
+    call, values = EDGE_GRADIENTS[name]
+    grads = []
+    for m in (sg, torch):
+        x = m.tensor(values, dtype=getattr(m, dtype), requires_grad=True)
+        call(m, x).sum().backward()
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_allclose(*grads, rtol=1e-6, err_msg=name)
+
+
+def test_sinc_in_16_bits_keeps_its_gradient():
+    x = [0.0, 1e-3, 0.25, -1.5]
+    for dtype in ("float16", "bfloat16"):
+        grads = []
+        for m in (sg, torch):
+            leaf = m.tensor(x, dtype=getattr(m, dtype), requires_grad=True)
+            m.sinc(leaf).sum().backward()
+            grads.append(leaf.grad.float().numpy())
+        assert_close(*grads, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "name", ["modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]
+)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_newer_bessel_functions_have_no_16_bit_kernel_as_torch(name, dtype):
+    assert_raises_as_torch(
+        lambda m: getattr(m.special, name)(m.tensor([0.5], dtype=getattr(m, dtype))),
+        NotImplementedError,
+        dtype,
+    )
+
+
+def test_multigammaln_takes_any_integer_p_as_torch():
+    for p in (np.int64(2), torch.tensor(3).item()):
+        ours = sg.special.multigammaln(sg.tensor([3.0, 4.5]), p)
+        theirs = torch.special.multigammaln(torch.tensor([3.0, 4.5]), p)
+        assert_close(ours, theirs, "float32")
+    for lib in (sg, torch):
+        with pytest.raises(TypeError):
+            lib.special.multigammaln(lib.tensor([3.0]), True)
+        with pytest.raises(TypeError):
+            lib.special.multigammaln([3.0], 2)
