@@ -567,9 +567,11 @@ else:
     )
     multiply, divide = Tensor.multiply, Tensor.divide
 
-    def polygamma(n: int, input: Tensor) -> Tensor:
+    from scratchgrad.tensor import write_out as _write_out
+
+    def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
         """``torch.polygamma(n, input)``: ``input.polygamma(n)``, the n-th derivative of
-        digamma.
+        digamma; ``out`` as ``tensor.write_out`` says.
 
         >>> polygamma(1, tensor([1.0]))  # pi**2 / 6
         tensor([1.6449])
@@ -579,7 +581,8 @@ else:
                 f"polygamma(): argument 'input' (position 2) must be Tensor, not "
                 f"{type(input).__name__}"
             )
-        return input.polygamma(n)
+        result = input.polygamma(n)
+        return result if out is None else _write_out("polygamma", result, out)
 
     def flip(input: Tensor, dims: tuple | list) -> Tensor:
         """``torch.flip(input, dims)``: ``input.flip(dims)``, ``dims`` a tuple or list (an
@@ -595,10 +598,10 @@ else:
     def _number_first(method):
         """The module function of a binary method whose first operand may also be a Python
         number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``,
-        ``remainder(5, t)``, ``pow(2, t)``."""
+        ``remainder(5, t)``, ``pow(2, t)``; and its ``out=`` (see ``tensor.write_out``)."""
 
         @_functools.wraps(method)
-        def function(input, *args, **kwargs):
+        def function(input, *args, out=None, **kwargs):
             other = args[0] if args else next(iter(kwargs.values()), None)
             if isinstance(other, Tensor) and isinstance(input, _numbers.Real):
                 input = tensor(input).to(other.device)  # 0-d: other's dtype where it can
@@ -607,12 +610,30 @@ else:
                     f"{method.__name__}(): argument 'input' (position 1) must be Tensor, not "
                     f"{type(input).__name__}"
                 )
-            return method(input, *args, **kwargs)
+            result = method(input, *args, **kwargs)
+            return result if out is None else _write_out(method.__name__, result, out)
 
         function.__qualname__ = method.__name__  # (not rewrapped by _takes_a_tensor below)
         return function
 
-    xlogy, float_power = _number_first(Tensor.xlogy), _number_first(Tensor.float_power)
+    xlogy = _number_first(Tensor.xlogy)
+    _float_power = _number_first(Tensor.float_power)
+
+    def float_power(input, exponent, *, out: Tensor | None = None) -> Tensor:
+        """``torch.float_power``: ``input ** exponent`` in float64 (complex128), into an
+        ``out`` of that dtype only, as PyTorch's (which refuses a float32 one).
+
+        >>> float_power(2, tensor([3]))
+        tensor([8.], dtype=scratchgrad.float64)
+        """
+        result = _float_power(input, exponent)
+        if isinstance(out, Tensor) and out.dtype != result.dtype:
+            raise RuntimeError(
+                f"the output given to float_power has dtype {out.dtype} but the operation's "
+                f"result requires dtype {result.dtype}"
+            )
+        return result if out is None else _write_out("float_power", result, out)
+
     remainder, pow = _number_first(Tensor.remainder), _number_first(Tensor.pow)
     bitwise_and, bitwise_or, bitwise_xor = map(
         _number_first, (Tensor.bitwise_and, Tensor.bitwise_or, Tensor.bitwise_xor)
@@ -636,8 +657,6 @@ else:
         _calls_method,
         ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
-
-    from scratchgrad.tensor import write_out as _write_out
 
     def _takes_a_tensor(function):
         """PyTorch's TypeError when a module function gets something else than a tensor first

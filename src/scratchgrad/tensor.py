@@ -2239,15 +2239,18 @@ class Tensor:
         return special.Heaviside.apply(self, values)
 
     def float_power(self, exponent: Any) -> Tensor:
-        """``self ** exponent`` computed in float64, as ``torch.float_power``.
+        """``self ** exponent`` computed in float64 (complex128 where either is complex), as
+        ``torch.float_power``.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([2, 3]).float_power(2)
         tensor([4., 9.], dtype=scratchgrad.float64)
         """
+        tensors = [t for t in (self, exponent) if isinstance(t, Tensor)]
+        dtype = backend.complex128 if any(t.is_complex() for t in tensors) else backend.float64
         if isinstance(exponent, Tensor):
-            exponent = exponent.to(backend.float64)
-        return self.to(backend.float64) ** exponent
+            exponent = exponent.to(dtype)
+        return self.to(dtype) ** exponent
 
     def ldexp(self, other: Tensor) -> Tensor:
         """self * 2**other, as ``torch.ldexp``: in the floating dtype of the two (2**other
