@@ -195,3 +195,35 @@ def test_float_power_of_complex_is_complex128_as_torch():
         ours, theirs = sg.float_power(x(sg), y(sg)), torch.float_power(x(torch), y(torch))
         assert same_dtype(ours, theirs)
         assert_close(ours.numpy(), theirs.numpy(), tolerance=(1e-14, 1e-15))
+
+
+SOFTMAX_CALLS = {
+    "dim_tuple": (lambda m: m.special.softmax(m.ones(2, 3), (1,)), TypeError),
+    "dim_list": (lambda m: m.ones(2, 3).log_softmax([1]), TypeError),
+    "dim_bool": (lambda m: m.ones(2, 3).softmax(True), TypeError),
+    "dim_none": (lambda m: m.ones(2, 3).log_softmax(dim=None), TypeError),
+    "dim_none_special": (lambda m: m.special.softmax(m.ones(2, 3), None), TypeError),
+    "number": (lambda m: m.special.softmax(1.0, 0), TypeError),
+    "list": (lambda m: m.special.log_softmax([1.0], 0), TypeError),
+    "out": (lambda m: m.special.softmax(m.ones(2), 0, out=m.empty(2)), TypeError),
+    "log_out": (lambda m: m.special.log_softmax(m.ones(2), 0, out=m.empty(2)), TypeError),
+    "log_dtype_by_position": (
+        lambda m: m.special.log_softmax(m.ones(2), 0, m.float64),
+        TypeError,
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", SOFTMAX_CALLS)
+def test_softmax_refuses_what_torch_refuses(name):
+    call, kind = SOFTMAX_CALLS[name]
+    assert_raises_as_torch(call, kind, "")
+
+
+def test_special_softmax_takes_its_dtype_by_position_as_torch():
+    x = [[0.5, -1.0, 2.0]]
+    ours = sg.special.softmax(sg.tensor(x), 1, sg.float64)
+    theirs = torch.special.softmax(torch.tensor(x), 1, torch.float64)
+    assert same_dtype(ours, theirs)
+    assert_close(ours, theirs, tolerance=(1e-15, 0))
+    assert sg.ones(2, 3).softmax(sg.tensor(1)).shape == (2, 3)  # an int 0-d tensor is an index

@@ -41,11 +41,17 @@ __all__ = [
 ]  # fmt: skip
 
 
+def _tensor(name: str, x: Any) -> Tensor:
+    """``x``, which must be a tensor, as PyTorch's TypeError says."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"special.{name}(): input must be a Tensor, not {type(x).__name__}")
+    return x
+
+
 def _floating(name: str, x: Any, complex_too: bool = False) -> Tensor:
     """``x`` in a floating dtype (integers and bools: the default one), as PyTorch promotes; a
     complex one is refused, as PyTorch's, unless ``complex_too`` (expit, sinc, exp2...)."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"special.{name}(): input must be a Tensor, not {type(x).__name__}")
+    x = _tensor(name, x)
     return x._floating() if complex_too else x._real_floating(f"special.{name}")
 
 
@@ -137,11 +143,7 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
     >>> sg.special.multigammaln(sg.tensor([2.0, 3.0]), 3)
     tensor([1.5963, 2.6949])
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(
-            f"special.multigammaln(): input must be a Tensor, not {type(input).__name__}"
-        )
-    return input.mvlgamma(p)
+    return _tensor("multigammaln", input).mvlgamma(p)
 
 
 def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
@@ -587,9 +589,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     >>> sg.special.round(sg.tensor([0.5, 1.5, 2.25]))
     tensor([0., 2., 2.])
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"special.round(): input must be a Tensor, not {type(input).__name__}")
-    if not input.is_floating_point():
+    if not _tensor("round", input).is_floating_point():
         raise NotImplementedError(
             f"special.round: not implemented for {input.dtype} tensors, as in PyTorch "
             "(torch.round returns them as they are)"
@@ -610,27 +610,28 @@ def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) ->
     return _floating("logsumexp", input, complex_too=True).logsumexp(dim, keepdim)
 
 
-def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (in ``dtype`` if given), as
-    ``torch.special.softmax``.
+    ``torch.special.softmax`` (which, unlike the others here, takes no ``out``).
 
     >>> import scratchgrad as sg
     >>> sg.special.softmax(sg.tensor([0.0, 0.0]), 0)
     tensor([0.5000, 0.5000])
     """
-    return input.softmax(dim, dtype=dtype)
+    return _tensor("softmax", input).softmax(dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """log(softmax(x)) along ``dim``, computed stably, as ``torch.special.log_softmax``.
+    """log(softmax(x)) along ``dim``, computed stably, as ``torch.special.log_softmax`` (no
+    ``out`` either; ``dtype`` by keyword only, where ``softmax`` takes it by position too).
 
     >>> import scratchgrad as sg
     >>> sg.special.log_softmax(sg.tensor([0.0, 0.0]), 0)
     tensor([-0.6931, -0.6931])
     """
-    return input.log_softmax(dim, dtype=dtype)
+    return _tensor("log_softmax", input).log_softmax(dim, dtype=dtype)
 
 
-# PyTorch's out= (torch.special.erf(x, out=y)) on every function
-for _name in __all__:
+# PyTorch's out= (torch.special.erf(x, out=y)) on every function but softmax and log_softmax
+for _name in set(__all__) - {"softmax", "log_softmax"}:
     globals()[_name] = takes_out(globals()[_name])

@@ -2851,12 +2851,12 @@ class Tensor:
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
         x._check_floating("softmax")
-        return reduce.Softmax.apply(x, dim=_dims(dim, x.array.ndim))
+        return reduce.Softmax.apply(x, dim=_dims(_one_dim("softmax", dim), x.array.ndim))
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
         x._check_floating("log_softmax")
-        return reduce.LogSoftmax.apply(x, dim=_dims(dim, x.array.ndim))
+        return reduce.LogSoftmax.apply(x, dim=_dims(_one_dim("log_softmax", dim), x.array.ndim))
 
     def _check_floating(self, op: str, complex_too: bool = False) -> None:
         """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...),
@@ -6475,6 +6475,14 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return () if ndim == 0 else dims
+
+
+def _one_dim(op: str, dim: Any) -> Any:
+    """``dim`` of an op along one dim (softmax): PyTorch's TypeError for a tuple, list, bool or
+    None, which ``_dims`` would read as several dims, or all."""
+    if type(dim) is not int and (dim is None or isinstance(dim, (bool, tuple, list))):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return dim
 
 
 def _refuse_empty_extreme(name: str, shape: tuple, dims: tuple[int, ...] | None) -> None:
