@@ -3560,8 +3560,9 @@ class Tensor:
         dim with ``as_tuple``."""
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("nonzero() (its shape depends on the values)")
-        if as_tuple:
-            indices = namespace(self.array).nonzero(self.array)
+        if as_tuple:  # a 0-d tensor as one entry, as PyTorch's (NumPy refuses it)
+            x = self.array.reshape(1) if self.array.ndim == 0 else self.array
+            indices = namespace(x).nonzero(x)
             return tuple(Tensor._make(i.astype(backend.int64)) for i in indices)
         return Tensor._make(namespace(self.array).argwhere(self.array).astype(backend.int64))
 
@@ -5944,10 +5945,17 @@ def searchsorted(
         raise RuntimeError(
             "searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
         )
-    values = (  # a number is rounded to the boundaries' dtype first, as PyTorch's
+    # both are compared in their promoted dtype, as PyTorch's: a number searched in float32
+    # boundaries is rounded to float32 first, and 2.5 in int64 boundaries stays 2.5
+    common = result_type(sorted_sequence, input)
+    if common == backend.bool_:
+        raise NotImplementedError(
+            "searchsorted(): not implemented for bool boundaries and input, as PyTorch's"
+        )
+    values = (  # (-1 in uint8 boundaries wraps to 255, as there)
         input.array
         if isinstance(input, Tensor)
-        else namespace(boundaries).asarray(input, boundaries.dtype)
+        else namespace(boundaries).asarray(input).astype(common)
     )
     if not isinstance(input, Tensor) and boundaries.ndim != 1:
         raise RuntimeError(
@@ -5966,6 +5974,7 @@ def searchsorted(
     if batched is not None:  # the checks above saw one member's shapes
         return batched(sorted_sequence, input, sorter, out_int32=out_int32, right=right)
     order = None if sorter is None else _checked_sorter(sorter, boundaries.shape)
+    boundaries, values = boundaries.astype(common, copy=False), values.astype(common, copy=False)
     out = _call(_search, boundaries, values, right, order)
     return Tensor._make(out.astype(backend.int32 if out_int32 else backend.int64))
 
@@ -6037,6 +6046,9 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         )
     if minlength < 0:
         raise RuntimeError(f"bincount: minlength should be >= 0, but got {minlength}")
+    xp = namespace(x)
+    if x.shape == (0,):  # int64 zeros, whatever the weights, as PyTorch's (it looks no further)
+        return Tensor._make(xp.zeros(minlength, dtype=backend.int64))
     if x.ndim != 1 or (x.size and int(x.min()) < 0):
         raise RuntimeError(
             f"bincount only supports 1-d non-negative integral inputs, got shape {input.shape}"
@@ -6049,7 +6061,6 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         )
     if capture_hook.recorder is not None:
         capture_hook.recorder.refuse("bincount() (its shape depends on the values)")
-    xp = namespace(x)
     if weights is None:
         return Tensor._make(xp.bincount(x, minlength=minlength).astype(backend.int64))
     w = weights.array

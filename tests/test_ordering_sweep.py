@@ -1,0 +1,92 @@
+"""Ordering, search and NaN-aware ops against PyTorch, from a sweep over dtypes, ties, NaNs,
+empty and 0-d inputs: the same values and dtypes, and the same error type where PyTorch
+refuses."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+
+def assert_same(ours, theirs):
+    if isinstance(theirs, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            assert_same(o, t)
+        return
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch."), (ours.dtype, theirs.dtype)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def assert_both_raise(call, kind):
+    with pytest.raises(kind):
+        call(torch)
+    with pytest.raises(kind):
+        call(sg)
+
+
+# ---- searchsorted and bucketize: a number, or a tensor of another dtype -----------------------
+
+SEARCHES = {  # boundaries, value: compared in their promoted dtype, as PyTorch's
+    "2.5 in int64": (np.array([1, 2, 2, 3, 5]), 2.5),
+    "2.5 in int32": (np.array([1, 2, 2, 3, 5], np.int32), 2.5),
+    "nan in int64": (np.array([1, 2, 3]), float("nan")),
+    "-1 in uint8 (wraps)": (np.array([1, 2, 3], np.uint8), -1),
+    "2.5 in uint8": (np.array([1, 2, 3], np.uint8), 2.5),
+    "2 in bool": (np.array([False, True]), 2),
+    "0.5 in bool": (np.array([False, True]), 0.5),
+    "int64 in float32": (np.array([16777217]), np.array([16777216.0], np.float32)),
+    "16777216.5 in int64 (float32)": (np.array([16777217]), 16777216.5),
+    "float64 in float32": (np.array([1.0, 2.0, 3.0], np.float32), 2.0000000001),
+    "bool in int64": (np.array([1, 2, 3]), np.array([True])),
+    "int64 in bool": (np.array([False, True]), np.array([1, 2])),
+}
+
+
+@pytest.mark.parametrize("case", SEARCHES)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_compares_in_the_promoted_dtype(case, right):
+    boundaries, value = SEARCHES[case]
+
+    def search(m):
+        v = m.tensor(value) if isinstance(value, np.ndarray) else value
+        return m.searchsorted(m.tensor(boundaries), v, right=right)
+
+    assert_same(search(sg), search(torch))
+    if not isinstance(value, np.ndarray):
+        assert_same(
+            sg.bucketize(value, sg.tensor(boundaries), right=right),
+            torch.bucketize(value, torch.tensor(boundaries), right=right),
+        )
+
+
+def test_searchsorted_refuses_bool_boundaries_and_values():
+    bools = np.array([False, True])
+    assert_both_raise(
+        lambda m: m.searchsorted(m.tensor(bools), m.tensor(bools)), NotImplementedError
+    )
+    assert_both_raise(lambda m: m.searchsorted(m.tensor(bools), True), NotImplementedError)
+    assert_both_raise(lambda m: m.bucketize(m.tensor(bools), m.tensor(bools)), NotImplementedError)
+
+
+# ---- bincount ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weights", [None, [], [1.0]], ids=["none", "empty", "wrong length"])
+def test_bincount_of_an_empty_input_is_int64_zeros(weights):
+    # PyTorch answers before it looks at the weights, so even float weights give int64
+    def count(m):
+        w = None if weights is None else m.tensor(weights, dtype=m.float64)
+        return m.bincount(m.tensor([], dtype=m.int64), w, minlength=3)
+
+    assert_same(count(sg), count(torch))
+
+
+# ---- where(condition) and nonzero(as_tuple=True) of a 0-d tensor --------------------------------
+
+
+@pytest.mark.parametrize("value", [True, False, 2.5, 0])
+def test_where_of_a_0d_condition_indexes_it_as_one_entry(value):
+    assert_same(sg.where(sg.tensor(value)), torch.where(torch.tensor(value)))
+    assert_same(sg.tensor(value).nonzero(as_tuple=True), torch.tensor(value).nonzero(as_tuple=True))
