@@ -90,3 +90,46 @@ def test_bincount_of_an_empty_input_is_int64_zeros(weights):
 def test_where_of_a_0d_condition_indexes_it_as_one_entry(value):
     assert_same(sg.where(sg.tensor(value)), torch.where(torch.tensor(value)))
     assert_same(sg.tensor(value).nonzero(as_tuple=True), torch.tensor(value).nonzero(as_tuple=True))
+
+
+# ---- order statistics: bools, empty dims, k's type ----------------------------------------------
+
+BOOLS = np.array([[True, False, True], [False, False, True]])
+
+REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
+    "median of bools": (lambda m, x: m.median(x), BOOLS, NotImplementedError),
+    "median of bools along dim": (lambda m, x: m.median(x, 1), BOOLS, NotImplementedError),
+    "kthvalue of bools": (lambda m, x: m.kthvalue(x, 2), BOOLS, NotImplementedError),
+    "kthvalue, k out of range first": (lambda m, x: m.kthvalue(x, 4), BOOLS, RuntimeError),
+    "kthvalue along an empty dim": (lambda m, x: m.kthvalue(x, 1, 0), np.zeros((0, 3)), IndexError),
+    "kthvalue, k 0, empty dim": (lambda m, x: m.kthvalue(x, 0), np.zeros(0), IndexError),
+    "kthvalue, k a bool": (lambda m, x: m.kthvalue(x, True), np.ones(3), TypeError),
+    "kthvalue, k a float": (lambda m, x: m.kthvalue(x, 2.0), np.ones(3), TypeError),
+    "topk, k a bool": (lambda m, x: m.topk(x, True), np.ones(3), TypeError),
+    "topk, k a float": (lambda m, x: m.topk(x, 2.0), np.ones(3), TypeError),
+    "clamp without bounds": (lambda m, x: m.clamp(x), np.ones(3), RuntimeError),
+    "clamp of bools by a bool": (lambda m, x: m.clamp(x, True), BOOLS, NotImplementedError),
+    "clamp_ of bools by a bool": (lambda m, x: x.clamp_(max=False), BOOLS, NotImplementedError),
+    "isin of bools": (lambda m, x: m.isin(x, m.tensor([1])), BOOLS, RuntimeError),
+    "isin in bools": (lambda m, x: m.isin(m.tensor([1]), x), BOOLS, RuntimeError),
+    "isin of a bool": (lambda m, x: m.isin(True, x), np.ones(3), RuntimeError),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_refused_as_torch(case):
+    call, array, kind = REFUSED[case]
+    assert_both_raise(lambda m: call(m, m.tensor(array)), kind)
+
+
+def test_clamp_of_bools_by_an_int_or_a_bool_tensor_still_works():
+    for call in (lambda m, x: m.clamp(x, 1), lambda m, x: m.clamp(x, m.tensor(True))):
+        assert_same(call(sg, sg.tensor(BOOLS)), call(torch, torch.tensor(BOOLS)))
+
+
+def test_k_may_be_an_integer_tensor():
+    x = np.array([3.0, 1.0, 2.0])
+    assert_same(sg.topk(sg.tensor(x), sg.tensor(2)), torch.topk(torch.tensor(x), torch.tensor(2)))
+    assert_same(
+        sg.kthvalue(sg.tensor(x), sg.tensor(2)), torch.kthvalue(torch.tensor(x), torch.tensor(2))
+    )

@@ -2494,7 +2494,7 @@ class Tensor:
         tensor([-1.,  1.,  2.])
         """
         if min is None and max is None:
-            raise ValueError("clamp: give at least one of min and max")
+            raise RuntimeError("clamp: give at least one of min and max")
         _refuse_complex(self, "clamp")
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             return _clamp_by_tensors(self, min, max)
@@ -2502,6 +2502,8 @@ class Tensor:
         for bound in (min, max):
             if isinstance(bound, (int, float)):
                 dtype = scalar_type(dtype, bound)
+        if dtype == backend.bool_:  # bools clamped by bools: PyTorch's kernel has no bool version
+            raise NotImplementedError("clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'")
         if dtype != self.array.dtype:  # an integer tensor and a float bound: as PyTorch, floats
             return self.to(dtype).clamp(min, max)
         min, max = (
@@ -2977,6 +2979,7 @@ class Tensor:
         >>> sg.tensor([1.0, 5.0, 3.0]).topk(2)
         values_indices(values=tensor([5., 3.]), indices=tensor([1, 2]))
         """
+        _check_k("topk", k)
         dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim] if self.array.ndim else 1
         if not 0 <= k <= size:
@@ -3002,6 +3005,7 @@ class Tensor:
         tensor(2.)
         """
         if dim is None:
+            _refuse_bool_order("median", self)
             if self.array.size == 0:
                 return self.new_full((), math.nan)
             return self._of_all("median", reduce.MedianOfAll)
@@ -3020,12 +3024,14 @@ class Tensor:
 
     def _order_statistic(self, name: str, k: int | None, dim: int, keepdim: bool):
         """The ``k``-th smallest entry along ``dim`` (the lower median's for ``k`` None)."""
+        _check_k(name, k)
         dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim] if self.array.ndim else 1
-        if k is None and size == 0:
+        if size == 0:
             raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
         if k is not None and not 1 <= k <= size:
             raise RuntimeError(f"{name}(): selected number k out of range for dimension {dim}")
+        _refuse_bool_order(name, self)
         x = self if self.array.ndim else self.reshape(1)
         index = x._indices_along(_order_statistic_index, dim, k)
         return x._pick(index, dim, keepdim and self.array.ndim > 0)
@@ -6022,6 +6028,8 @@ def isin(
         elements = Tensor._from_data(elements)
     if not isinstance(test_elements, Tensor):
         test_elements = Tensor._from_data(test_elements)
+    if backend.bool_ in (elements.dtype, test_elements.dtype):  # PyTorch's kernel has none
+        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
     found = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
     return ~found if invert else found
 
@@ -6944,6 +6952,19 @@ def _refuse_complex(x: Tensor, op: str) -> None:
     they have no order, where NumPy's would be lexicographic."""
     if x.array.dtype.kind == "c":
         raise NotImplementedError(f"{op}: does not support complex input ({x.array.dtype})")
+
+
+def _refuse_bool_order(name: str, x: Tensor) -> None:
+    """PyTorch's median and kthvalue kernels have no bool version (sort and max do)."""
+    if x.array.dtype == backend.bool_:
+        raise NotImplementedError(f"{name}(): \"{name}_cpu\" not implemented for 'Bool'")
+
+
+def _check_k(name: str, k: Any) -> None:
+    """topk's and kthvalue's ``k`` is an int (not a bool or float), as PyTorch's parser says;
+    None stands for median's middle place."""
+    if k is not None and (isinstance(k, bool) or not hasattr(k, "__index__")):
+        raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}")
 
 
 def _refuse_bool(x: Tensor, op: str) -> None:
