@@ -133,3 +133,21 @@ def test_k_may_be_an_integer_tensor():
     assert_same(
         sg.kthvalue(sg.tensor(x), sg.tensor(2)), torch.kthvalue(torch.tensor(x), torch.tensor(2))
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.sort(x, 0, False, True),
+        lambda m, x: x.sort(0, False, True),
+        lambda m, x: m.argsort(x, 0, False, True),
+        lambda m, x: x.argsort(0, False, True),
+    ],
+)
+def test_stable_is_keyword_only(call):
+    assert_both_raise(lambda m: call(m, m.tensor([2.0, 1.0, 2.0])), TypeError)
+    x = np.array([2.0, 1.0, 2.0, 1.0])
+    assert_same(
+        sg.sort(sg.tensor(x), 0, True, stable=True),
+        torch.sort(torch.tensor(x), stable=True, dim=0, descending=True),
+    )

@@ -2870,7 +2870,9 @@ class Tensor:
                 "(x.float()), as PyTorch requires"
             )
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> values_indices:
+    def sort(
+        self, dim: int = -1, descending: bool = False, *, stable: bool = False
+    ) -> values_indices:
         """The entries sorted along ``dim`` and where each came from. ``stable``: ties keep
         their order (in both directions); else equal entries come in the order PyTorch's CPU
         sort (``std::sort``) leaves them, taken step by step in Python on the rows that hold
@@ -2881,11 +2883,12 @@ class Tensor:
         >>> sg.tensor([2.0, 1.0, 2.0]).sort(descending=True, stable=True)
         values_indices(values=tensor([2., 2., 1.]), indices=tensor([0, 2, 1]))
         """
-        index = self.argsort(dim, descending, stable)
+        index = self.argsort(dim, descending, stable=stable)
         return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
 
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-        """The indices that sort the entries along ``dim`` (ties ordered as ``sort``'s)."""
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        """The indices that sort the entries along ``dim`` (ties ordered as ``sort``'s);
+        ``stable`` by keyword only, as PyTorch's."""
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(namespace(self.array).zeros((), backend.int64))
