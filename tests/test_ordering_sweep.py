@@ -151,3 +151,33 @@ def test_stable_is_keyword_only(call):
         sg.sort(sg.tensor(x), 0, True, stable=True),
         torch.sort(torch.tensor(x), stable=True, dim=0, descending=True),
     )
+
+
+# ---- dtype= of sums and scans: an integer one where a gradient would flow ----------------------
+
+INTEGER_OUTPUTS = {
+    "sum": lambda m, x: x.sum(dtype=m.int64),
+    "nansum": lambda m, x: m.nansum(x, dtype=m.int64),
+    "sum to bool": lambda m, x: x.sum(0, dtype=m.bool),
+    "prod": lambda m, x: x.prod(dtype=m.int32),
+    "cumsum": lambda m, x: x.cumsum(0, dtype=m.int64),
+    "cumprod": lambda m, x: m.cumprod(x, 0, dtype=m.int64),
+}
+
+
+@pytest.mark.parametrize("op", INTEGER_OUTPUTS)
+def test_an_integer_dtype_is_refused_where_a_gradient_would_flow(op):
+    call = INTEGER_OUTPUTS[op]
+    assert_both_raise(lambda m: call(m, m.tensor([1.5, 2.5], requires_grad=True)), RuntimeError)
+    for m in (sg, torch):  # detached, or under no_grad, it converts
+        with m.no_grad():
+            assert not call(m, m.tensor([1.5, 2.5], requires_grad=True)).is_floating_point()
+    assert_same(call(sg, sg.tensor([1.5, 2.5])), call(torch, torch.tensor([1.5, 2.5])))
+
+
+def test_nanmean_refuses_an_integer_dtype():
+    assert_both_raise(lambda m: m.nanmean(m.tensor([1.0, 2.0]), dtype=m.int32), RuntimeError)
+    assert_same(
+        sg.nanmean(sg.tensor([1.0, float("nan")]), dtype=sg.float64),
+        torch.nanmean(torch.tensor([1.0, float("nan")]), dtype=torch.float64),
+    )

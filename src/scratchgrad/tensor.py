@@ -2620,11 +2620,21 @@ class Tensor:
     ) -> Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
-            return self.to(dtype).sum(dim, keepdim).to(dtype)
+            return self._converted("sum", dtype).sum(dim, keepdim).to(dtype)
         dims = _reduced_dims(dim, self.array.ndim)  # None: all
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
+
+    def _converted(self, name: str, dtype: Any) -> Tensor:
+        """This tensor in a reduction's ``dtype=``, which must be able to carry a gradient
+        where one would flow (PyTorch's autograd refuses an integer output there)."""
+        if self.requires_grad and _state.enabled and not backend.can_require_grad(dtype):
+            raise RuntimeError(
+                f"{name}: dtype={dtype} cannot carry the gradient of an input that requires "
+                "grad (PyTorch: 'Autograd not support dtype'); detach the input first"
+            )
+        return self.to(dtype)
 
     def sum_to_size(self, *shape: int) -> Tensor:
         """Sum broadcast dims away so the result has ``shape``."""
@@ -2714,11 +2724,12 @@ class Tensor:
 
     def nanmean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The mean of the entries that are not NaN, as ``torch.nanmean``."""
-        if not backend.is_floating(self.dtype):
-            raise RuntimeError(
-                "nanmean(): expected input to have floating point or complex dtype but got "
-                f"{_kind_name(self.dtype)}"
-            )
+        for given in (self.dtype, dtype):
+            if given is not None and not backend.is_floating(given):
+                raise RuntimeError(
+                    "nanmean(): expected input and dtype to be floating point or complex but got "
+                    f"{_kind_name(given)}"
+                )
         count = self.isnan().logical_not().sum(dim, keepdim)
         return self.nansum(dim, keepdim, dtype=dtype) / count
 
@@ -2796,7 +2807,7 @@ class Tensor:
     def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product over one dim (all entries by default); ``dtype`` converts first."""
         if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
-            return self.to(dtype).prod(dim, keepdim).to(dtype)
+            return self._converted("prod", dtype).prod(dim, keepdim).to(dtype)
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if dim is None:
@@ -2903,7 +2914,7 @@ class Tensor:
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
         """Running sums along ``dim``; integer and bool inputs give int64, as in PyTorch."""
-        x, dim = self._scan_input(dtype), wrap_dim(dim, self.array.ndim)
+        x, dim = self._scan_input("cumsum", dtype), wrap_dim(dim, self.array.ndim)
         if x.array.ndim == 0:
             return x.clone()
         return reduce.Cumsum.apply(x, dim=dim)
@@ -2915,7 +2926,7 @@ class Tensor:
         to ``k`` and of ones after), which costs n**2 for n entries along ``dim`` but inherits
         Prod's exact gradient where entries are zero (dividing by them would give NaN).
         """
-        x, dim = self._scan_input(dtype), wrap_dim(dim, self.array.ndim)
+        x, dim = self._scan_input("cumprod", dtype), wrap_dim(dim, self.array.ndim)
         if x.array.ndim == 0:
             return x.clone()
         last = x.movedim(dim, -1)
@@ -2963,9 +2974,9 @@ class Tensor:
             out = later.ne(earlier) if out.dtype == bool else later - earlier
         return out
 
-    def _scan_input(self, dtype: Any) -> Tensor:
+    def _scan_input(self, name: str, dtype: Any) -> Tensor:
         if dtype is not None:
-            return self.to(dtype)
+            return self._converted(name, dtype)
         if backend.can_require_grad(self.array.dtype) or self.array.dtype == backend.int64:
             return self  # (floating or complex)
         return self.long()
