@@ -181,3 +181,9 @@ def test_nanmean_refuses_an_integer_dtype():
         sg.nanmean(sg.tensor([1.0, float("nan")]), dtype=sg.float64),
         torch.nanmean(torch.tensor([1.0, float("nan")]), dtype=torch.float64),
     )
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_elementwise_extremes_refuse_a_number(name):
+    assert_both_raise(lambda m: getattr(m, name)(m.tensor([1.0, 2.0]), 1.5), TypeError)
+    assert_both_raise(lambda m: getattr(m.tensor([1.0, 2.0]), name)(1.5), TypeError)

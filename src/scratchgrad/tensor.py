@@ -1090,12 +1090,12 @@ class Tensor:
         return self**exponent
 
     def maximum(self, other: Tensor) -> Tensor:
-        x, y = self._operands(other)
+        x, y = self._operands(_tensor_other("maximum", other))
         _refuse_complex(x, "maximum")  # (promoted: either operand complex makes both so)
         return binary.Maximum.apply(x, y)
 
     def minimum(self, other: Tensor) -> Tensor:
-        x, y = self._operands(other)
+        x, y = self._operands(_tensor_other("minimum", other))
         _refuse_complex(x, "minimum")  # (promoted: either operand complex makes both so)
         return binary.Minimum.apply(x, y)
 
