@@ -187,3 +187,14 @@ def test_nanmean_refuses_an_integer_dtype():
 def test_elementwise_extremes_refuse_a_number(name):
     assert_both_raise(lambda m: getattr(m, name)(m.tensor([1.0, 2.0]), 1.5), TypeError)
     assert_both_raise(lambda m: getattr(m.tensor([1.0, 2.0]), name)(1.5), TypeError)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_median_along_a_dim_is_nan_where_a_slice_holds_one(dtype):
+    x = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 4.0, 1.0, 0.0]])
+
+    def median(m):
+        out = m.tensor(x).to(getattr(m, dtype)).median(1)
+        return out.values.float(), out.indices
+
+    assert_same(median(sg), median(torch))

@@ -7222,7 +7222,7 @@ def _order_statistic_index(array: Any, dim: int, k: int | None) -> Any:
     index = xp.take(order, [position], axis=dim)
     if k is not None:
         index = _ties_as_torch(array, dim, index, functools.partial(cpu_order.kth_index, k=k))
-    if k is None and array.dtype.kind == "f":
+    if k is None and backend.is_floating(array.dtype):  # (bfloat16's kind is V, not f)
         nan = xp.isnan(array)
         first_nan = xp.argmax(nan, axis=dim, keepdims=True)
         index = xp.where(nan.any(axis=dim, keepdims=True), first_nan, index)
