@@ -198,3 +198,13 @@ def test_median_along_a_dim_is_nan_where_a_slice_holds_one(dtype):
         return out.values.float(), out.indices
 
     assert_same(median(sg), median(torch))
+
+
+def test_where_takes_a_uint8_condition_with_a_warning_and_refuses_other_integers():
+    mask, x = np.array([1, 0, 2], np.uint8), np.array([1.0, 2.0, 3.0])
+    for m in (sg, torch):
+        with pytest.warns(UserWarning, match="uint8 condition"):
+            out = m.where(m.tensor(mask), m.tensor(x), 0.0)
+        np.testing.assert_array_equal(out.numpy(), [1.0, 0.0, 3.0])
+    assert_both_raise(lambda m: m.where(m.tensor([1, 0]), 1.0, 0.0), RuntimeError)
+    assert_both_raise(lambda m: m.where(m.tensor([1.0, 0.0]), 1.0, 0.0), RuntimeError)

@@ -5055,8 +5055,17 @@ def where(
     cond = condition
     if not isinstance(condition, Tensor):  # an array (of any device), or a list
         cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
-    if cond.dtype != bool:
-        raise TypeError(f"where: condition must be a bool tensor, got {cond.dtype}")
+    if cond.dtype == backend.uint8:  # a legacy mask: PyTorch still takes it, and warns
+        warnings.warn(
+            "where received a uint8 condition tensor. This behavior is deprecated and will be "
+            "removed in a future version of PyTorch. Use a boolean condition instead.",
+            UserWarning,
+            stacklevel=stacklevel_outside(),
+        )
+        cond = cond != 0
+    if cond.dtype != bool:  # PyTorch's RuntimeError for a tensor, its TypeError for a number
+        error = RuntimeError if isinstance(condition, Tensor) else TypeError
+        raise error(f"where: condition must be a bool tensor, got {cond.dtype}")
     x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
     if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
         x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
