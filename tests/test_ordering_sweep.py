@@ -208,3 +208,22 @@ def test_where_takes_a_uint8_condition_with_a_warning_and_refuses_other_integers
         np.testing.assert_array_equal(out.numpy(), [1.0, 0.0, 3.0])
     assert_both_raise(lambda m: m.where(m.tensor([1, 0]), 1.0, 0.0), RuntimeError)
     assert_both_raise(lambda m: m.where(m.tensor([1.0, 0.0]), 1.0, 0.0), RuntimeError)
+
+
+ISIN_NUMBERS = {  # a number beside a tensor promotes as == promotes it, as PyTorch's
+    "0.1 in float64": lambda m: m.isin(m.tensor([0.1, 0.2], dtype=m.float64), 0.1),
+    "float64 has 0.1": lambda m: m.isin(0.1, m.tensor([0.1, 0.2], dtype=m.float64)),
+    "-1 in uint8": lambda m: m.isin(m.tensor([255, 1], dtype=m.uint8), -1),
+    "uint8 has -1": lambda m: m.isin(-1, m.tensor([255], dtype=m.uint8)),
+    "2.5 in int64": lambda m: m.isin(m.tensor([2, 3]), 2.5),
+    "2.0 in int64, inverted": lambda m: m.isin(m.tensor([2, 3]), 2.0, invert=True),
+}
+
+
+@pytest.mark.parametrize("case", ISIN_NUMBERS)
+def test_isin_compares_a_number_in_the_promoted_dtype(case):
+    assert_same(ISIN_NUMBERS[case](sg), ISIN_NUMBERS[case](torch))
+
+
+def test_isin_refuses_a_list():
+    assert_both_raise(lambda m: m.isin(m.tensor([1.0, 2.0]), [1.0]), TypeError)

@@ -6047,13 +6047,21 @@ def isin(
     """
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): expected elements or test_elements to be a Tensor, got numbers")
-    if not isinstance(elements, Tensor):
-        elements = Tensor._from_data(elements)
+    for name, given in (("elements", elements), ("test_elements", test_elements)):
+        if not isinstance(given, (Tensor, numbers.Number)):
+            raise TypeError(
+                f"isin(): {name} must be a Tensor or a number, not {type(given).__name__}"
+            )
+        if isinstance(given, bool) or getattr(given, "dtype", None) == backend.bool_:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    # a number is compared as == compares it with the tensor, as PyTorch's: 0.1 stays float64
+    # beside a float64 tensor, -1 is 255 beside a uint8 one
     if not isinstance(test_elements, Tensor):
-        test_elements = Tensor._from_data(test_elements)
-    if backend.bool_ in (elements.dtype, test_elements.dtype):  # PyTorch's kernel has none
-        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
-    found = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
+        found = elements == test_elements
+    elif not isinstance(elements, Tensor):
+        found = (test_elements == elements).any()
+    else:
+        found = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
     return ~found if invert else found
 
 
