@@ -227,3 +227,34 @@ def test_isin_compares_a_number_in_the_promoted_dtype(case):
 
 def test_isin_refuses_a_list():
     assert_both_raise(lambda m: m.isin(m.tensor([1.0, 2.0]), [1.0]), TypeError)
+
+
+# ---- out= of several results: their own dtypes, no cast ------------------------------------------
+
+SEVERAL_OUTS = {  # call(m, x, out): x is float64; out's values float32, indices int64
+    "sort": lambda m, x, out: m.sort(x, 1, out=out),
+    "topk": lambda m, x, out: m.topk(x, 1, out=out),
+    "kthvalue": lambda m, x, out: m.kthvalue(x, 1, out=out),
+    "median": lambda m, x, out: m.median(x, 1, out=out),
+    "max": lambda m, x, out: m.max(x, 1, out=out),
+    "cummin": lambda m, x, out: m.cummin(x, 1, out=out),
+}
+
+
+@pytest.mark.parametrize("op", SEVERAL_OUTS)
+def test_several_outs_must_have_the_results_dtypes(op):
+    call, x = SEVERAL_OUTS[op], np.array([[3.0, 1.0], [2.0, 4.0]])
+
+    def values_cast(m):
+        return call(m, m.tensor(x), (m.empty(0, dtype=m.float32), m.empty(0, dtype=m.int64)))
+
+    def indices_cast(m):
+        return call(m, m.tensor(x), (m.empty(0, dtype=m.float64), m.empty(0, dtype=m.int32)))
+
+    assert_both_raise(values_cast, RuntimeError)
+    assert_both_raise(indices_cast, RuntimeError)
+
+    def right(m):
+        return call(m, m.tensor(x), (m.empty(0, dtype=m.float64), m.empty(0, dtype=m.int64)))
+
+    assert_same(tuple(right(sg)), tuple(right(torch)))

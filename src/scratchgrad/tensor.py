@@ -5265,7 +5265,8 @@ def write_out(name: str, result: Any, out: Any) -> Any:
     """What PyTorch's ``out=`` arguments do: ``result`` (a tensor, or a tuple of them) written
     into ``out`` (a tensor, or as many), which is returned. ``out`` is resized to the result's
     shape (with PyTorch's warning when it held other elements) and the result cast into its
-    dtype, never to a lower kind (no float into int). As PyTorch, no graph goes through
+    dtype, never to a lower kind (no float into int); several outs (``values, indices``) must
+    have the results' dtypes, as PyTorch's. As PyTorch, no graph goes through
     ``out``: a result or an ``out`` that requires grad is refused while grad mode is on.
 
     >>> import scratchgrad as sg
@@ -5279,6 +5280,10 @@ def write_out(name: str, result: Any, out: Any) -> Any:
     pairs = list(zip(result, out)) if several else [(result, out)]
     for r, o in pairs:  # every out checked before any is written
         _check_out(name, r, o)
+        if several and o.dtype != r.dtype:  # PyTorch casts into one out, never into several
+            raise RuntimeError(
+                f"{name}(): expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead"
+            )
     for r, o in pairs:
         if o.shape != r.shape:
             if o.numel():
