@@ -258,3 +258,13 @@ def test_several_outs_must_have_the_results_dtypes(op):
         return call(m, m.tensor(x), (m.empty(0, dtype=m.float64), m.empty(0, dtype=m.int64)))
 
     assert_same(tuple(right(sg)), tuple(right(torch)))
+
+
+def test_where_takes_pytorchs_keywords():
+    x = np.array([[2.0, 1.0], [0.0, 5.0]])
+
+    def call(m):
+        t = m.tensor(x)
+        return m.where(condition=t > 1, input=t, other=m.tensor(0.0))
+
+    assert_same(call(sg), call(torch))

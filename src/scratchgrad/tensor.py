@@ -5036,11 +5036,11 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
 
 @names_bad_arguments
 def where(
-    condition: Tensor, x: Any = None, y: Any = None, *, out: Any = None
+    condition: Tensor, input: Any = None, other: Any = None, *, out: Any = None
 ) -> Tensor | tuple[Tensor, ...]:
-    """``x`` where ``condition`` holds, else ``y``; either may be a Python number. Without
-    ``x`` and ``y``: the indices where it holds, ``nonzero(condition, as_tuple=True)``.
-    ``out`` as ``write_out`` says.
+    """``input`` where ``condition`` holds, else ``other`` (PyTorch's keywords); either may
+    be a Python number. Without them: the indices where it holds, ``nonzero(condition,
+    as_tuple=True)``. ``out`` as ``write_out`` says.
 
     >>> import scratchgrad as sg
     >>> sg.where(sg.tensor([True, False]), sg.tensor([1.0, 2.0]), 0.0)
@@ -5048,10 +5048,11 @@ def where(
     >>> sg.where(sg.tensor([[True, False], [False, True]]))
     (tensor([0, 1]), tensor([0, 1]))
     """
+    x, y = input, other
     if x is None and y is None:
         return condition.nonzero(as_tuple=True)
     if x is None or y is None:
-        raise TypeError("where(): give both x and y, or neither (the indices of condition)")
+        raise TypeError("where(): give both input and other, or neither (condition's indices)")
     cond = condition
     if not isinstance(condition, Tensor):  # an array (of any device), or a list
         cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
