@@ -177,6 +177,8 @@ def test_an_integer_dtype_is_refused_where_a_gradient_would_flow(op):
 
 def test_nanmean_refuses_an_integer_dtype():
     assert_both_raise(lambda m: m.nanmean(m.tensor([1.0, 2.0]), dtype=m.int32), RuntimeError)
+    with pytest.raises(RuntimeError, match="Optional dtype must be either a floating"):
+        sg.nanmean(sg.tensor([1.0, 2.0]), dtype=sg.int32)
     assert_same(
         sg.nanmean(sg.tensor([1.0, float("nan")]), dtype=sg.float64),
         torch.nanmean(torch.tensor([1.0, float("nan")]), dtype=torch.float64),

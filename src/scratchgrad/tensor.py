@@ -2724,12 +2724,16 @@ class Tensor:
 
     def nanmean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The mean of the entries that are not NaN, as ``torch.nanmean``."""
-        for given in (self.dtype, dtype):
-            if given is not None and not backend.is_floating(given):
-                raise RuntimeError(
-                    "nanmean(): expected input and dtype to be floating point or complex but got "
-                    f"{_kind_name(given)}"
-                )
+        if not backend.is_floating(self.dtype):  # PyTorch's words for each
+            raise RuntimeError(
+                "nanmean(): expected input to have floating point or complex dtype but got "
+                f"{_kind_name(self.dtype)}"
+            )
+        if dtype is not None and not backend.is_floating(dtype):
+            raise RuntimeError(
+                "nanmean(): could not infer output dtype. Optional dtype must be either a "
+                f"floating point or complex dtype. Got: {_kind_name(dtype)}"
+            )
         count = self.isnan().logical_not().sum(dim, keepdim)
         return self.nansum(dim, keepdim, dtype=dtype) / count
 
