@@ -2621,8 +2621,10 @@ class Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
             return self._converted("sum", dtype).sum(dim, keepdim).to(dtype)
-        dims = _reduced_dims(dim, self.array.ndim)  # None: all
-        if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
+        # (a float sum of all entries, O1's, makes neither call: every step pays them)
+        dims = None if dim is None else _reduced_dims(dim, self.array.ndim)  # None: all
+        own = self.array.dtype
+        if own.kind not in "fc" and not backend.can_require_grad(own) and own != backend.int64:
             return self.long().sum(dim, keepdim)  # as PyTorch: integer and bool sums give int64
         return reduce.Sum.apply(self, dim=dims, keepdim=keepdim)
 
