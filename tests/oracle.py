@@ -93,6 +93,18 @@ def same_dtype(ours, theirs) -> bool:
     return str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
 
 
+def assert_same(ours, theirs) -> None:
+    """The same dtype and entries, bit for bit, of a result (or a tuple of them, as
+    ``values, indices``) and PyTorch's; ours must not require grad (``numpy()`` refuses it)."""
+    if isinstance(theirs, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            assert_same(o, t)
+        return
+    assert same_dtype(ours, theirs), (ours.dtype, theirs.dtype)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def leaves(array, dtype="float64", requires_grad=None):
     """The same leaf as a scratchgrad and a PyTorch tensor. A floating array is cast to ``dtype``
     and requires grad (unless ``requires_grad`` says otherwise); an integer or boolean array

@@ -5,7 +5,7 @@ int32) dtypes, and the same error type where PyTorch refuses."""
 import numpy as np
 import pytest
 import torch
-from oracle import assert_doc_examples_run, assert_raises_as_torch, same_dtype
+from oracle import assert_doc_examples_run, assert_raises_as_torch, assert_same
 
 import scratchgrad as sg
 
@@ -16,17 +16,6 @@ QUERIES = np.concatenate([RNG.integers(-1, 8, 12), TIES[:3]]).astype(np.float32)
 
 def both(array):
     return sg.tensor(array), torch.tensor(array)
-
-
-def assert_same(ours, theirs):
-    if isinstance(theirs, tuple):
-        assert isinstance(ours, tuple) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs):
-            assert_same(o, t)
-        return
-    assert same_dtype(ours, theirs), (ours.dtype, theirs.dtype)
-    assert not ours.requires_grad
-    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 SEARCHES = {

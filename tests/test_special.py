@@ -245,6 +245,22 @@ EDGE_GRADIENTS = {
         lambda m, q: m.special.zeta(m.tensor([3.0, 2.0, 4.0, 2.0], dtype=q.dtype), q),
         [2.0, 0.5, -0.5, 0.0],
     ),
+    # +inf at -0 as at +0 (PyTorch's dy * inf at x == 0), with and without eps
+    "logit_at_minus_zero": (lambda m, x: m.special.logit(x), [-0.0, 0.0, 1.0, 0.5]),
+    "logit_eps_0": (lambda m, x: m.logit(x, 0.0), [-0.0, 0.0, 1.0, 0.5]),
+    "logit_eps_negative": (lambda m, x: x.logit(-0.5), [-0.0, 0.0, 1.0, 0.5]),
+    # x + 0.0 is +0 at x = -0: digamma(+0) = -inf, as PyTorch's
+    "mvlgamma_at_minus_zero": (lambda m, x: m.mvlgamma(x, 2), [-0.0, 0.0, 2.5]),
+    "multigammaln_at_minus_zero": (lambda m, x: m.special.multigammaln(x, 1), [-0.0, 3.0]),
+    # 1/2 at NaN, as PyTorch's "not |x| > eps"
+    "i1_at_nan": (lambda m, x: m.special.i1(x), [NAN, 0.0, 1.0]),
+    "i1e_at_nan": (lambda m, x: m.special.i1e(x), [NAN, 0.0, -1.0]),
+    # 0 where x**2 underflows, not inf - inf = NaN
+    "sinc_where_the_square_underflows": (
+        lambda m, x: m.special.sinc(x),
+        [1e-40, -1e-30, 1e-170, 0.0, 0.5],
+    ),
+    "sinc_method_where_the_square_underflows": (lambda m, x: x.sinc(), [1e-40, -1e-25, 3e-24, 0.0]),
 }
 
 

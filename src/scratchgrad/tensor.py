@@ -7468,11 +7468,7 @@ def _refuse_setitem_overlap(array: Any, index: tuple, value: Any) -> None:
     any other is an ``index_put_``, which checks the whole tensor."""
     if value.base is None and array.base is None:  # (the fast test, as there)
         return
-    basic = builtins.all(
-        item is None or item is Ellipsis or type(item) is slice or _is_int_item(item)
-        for item in index
-    )
-    if not basic:
+    if not _is_basic_index(index):
         _refuse_partial_overlap("index_put_", array, value)
     elif value.ndim:
         _refuse_partial_overlap("copy_", array[index], value)
@@ -7536,10 +7532,7 @@ def _unsqueezed_strides(x: Any, index: tuple) -> dict:
     """{dim of ``x[index]``: its stride} for each None of a basic ``index``: PyTorch takes the
     items in order, each None an ``unsqueeze`` at the dim it stands at, whose stride is the
     size times the stride of ``x``'s dim not yet indexed there (1 past the last)."""
-    if not builtins.all(
-        item is None or item is Ellipsis or type(item) is slice or _is_int_item(item)
-        for item in index
-    ):
+    if not _is_basic_index(index):
         return {}  # integer arrays or masks: a copy, whose strides NumPy gives
     taking = sum(1 for item in index if item is not None and item is not Ellipsis)
     new, dim, out_dim = {}, 0, 0
@@ -7556,6 +7549,15 @@ def _unsqueezed_strides(x: Any, index: tuple) -> dict:
 
 def _is_int_item(item: Any) -> bool:
     return isinstance(item, numbers.Integral) and not isinstance(item, bool)
+
+
+def _is_basic_index(index: tuple) -> bool:
+    """Whether ``index`` (a tuple of items) selects a view: ints, slices, None and Ellipsis,
+    no integer arrays or masks."""
+    return builtins.all(
+        item is None or item is Ellipsis or type(item) is slice or _is_int_item(item)
+        for item in index
+    )
 
 
 def _view_strides(x: Any, shape: tuple) -> list | None:
