@@ -7359,6 +7359,7 @@ def mark_inference_tensors(on: bool) -> None:
     ``inference_mode`` block is open, so the eager engine's hottest function pays nothing
     for the mark outside one (see ``grad_mode._count_open_block``)."""
     Tensor._make = staticmethod(_make_in_inference_mode if on else _make)
+    _function.mark_inference_results(on)  # Function.apply makes its results without _make
 
 
 def _address(array: Any) -> int:

@@ -18,11 +18,13 @@ from typing import Any, NoReturn
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd.grad_mode import InferenceCounter
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import COMPLEX_DTYPES, ndarray, xp
 
 _ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
+_new = object.__new__
 _sequence = itertools.count(1)  # numbers the recorded nodes in order (atomic under the GIL)
 
 # While a vmap runs, scratchgrad.func sets this to its dispatcher, which runs an op that has
@@ -285,16 +287,18 @@ class Function:
             if mixed is None:
                 raise
             raise mixed from None
-        dirty = None
         if type(out) is ndarray or type(out) in _ARRAY_CLASSES:  # NumPy's first: the fast test
             array = out
         elif isinstance(out, tuple):
             return _several_outputs(ctx, out, args, tuple(parents) if record else None)
         elif type(out) is Dirty:  # (a test here, off the fast path: see _on_tensors)
-            array = dirty = out.array
+            array = out.array
         else:  # what NumPy's reductions give: a scalar (made 0-d)
             array = xp.asarray(out)
-        result = Tensor._make(array, ctx if record else None)
+        # Tensor._make(array, ctx if record else None), inlined: one call less per op
+        result = _new(Tensor)
+        result.array, result.grad, result.requires_grad = array, None, record
+        result._ctx, result._counter, result._hooks = ctx if record else None, None, ()
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs)
         if record:
@@ -307,9 +311,29 @@ class Function:
             if ctx._to_save:
                 ctx.saved = _entries(ctx._to_save, args, out, result)
                 ctx._to_save = ()
-        if dirty is not None:
+        if type(out) is Dirty:
             return _take_over_dirty(ctx, args, (array,), (result,))[0]
         return result
+
+
+_apply = Function.apply.__func__  # the plain one (see mark_inference_results)
+
+
+def _apply_in_inference_mode(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``Function.apply`` while an ``inference_mode`` block is open in some thread: its new
+    result (``apply`` makes it without ``Tensor._make``) made an inference tensor, as
+    ``tensor._make_in_inference_mode`` makes one (a view keeps its source's counter)."""
+    result = _apply(cls, *args, **kwargs)
+    if _state.inference and type(result) is Tensor and result._counter is None:
+        result._counter = InferenceCounter()
+    return result
+
+
+def mark_inference_results(on: bool) -> None:
+    """Make ``Function.apply`` mark inference tensors (``on``), or not: swapped in with
+    ``Tensor._make``'s marking (``tensor.mark_inference_tensors``), so that the hottest
+    function pays nothing for the mark outside ``inference_mode``."""
+    Function.apply = classmethod(_apply_in_inference_mode if on else _apply)
 
 
 def _complex_twin_or_refuse(ctx: Function) -> None:
@@ -698,7 +722,9 @@ def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
     for value in values:
         for arg in args:
             if (type(arg) is Tensor or isinstance(arg, Tensor)) and arg.array is value:
-                counter = arg._shared_counter()
+                counter = arg._counter  # arg._shared_counter(), inlined (saved on every record)
+                if counter is None:
+                    counter = arg._counter = [0]
                 entries.append((arg, counter, counter[0]))
                 break
         else:

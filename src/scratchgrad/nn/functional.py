@@ -1724,11 +1724,11 @@ def _plain_class_targets(input, target, weight, ignore_index, reduction, label_s
     takes one path for every batch (and checks each batch's indices, ``cross_entropy``).
     The labels' range is one reduction (see ``_all_below``)."""
     labels = target._checked_values()
-    if not (input.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
+    if not (input.array.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
         return False
-    if label_smoothing or reduction == "none" or 0 <= ignore_index < input.shape[1]:
+    if label_smoothing or reduction == "none" or 0 <= ignore_index < input.array.shape[1]:
         return False
-    return _all_below(labels, input.shape[1])
+    return _all_below(labels, input.array.shape[1])
 
 
 def _all_below(index, n: int) -> bool:
@@ -1786,27 +1786,27 @@ def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:
 def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> int:
     """PyTorch's checks of class-index targets (and class weights), with its error types;
     returns the class dim."""
-    if input.ndim == 0:
+    if input.array.ndim == 0:
         raise ValueError(f"{name}: Expected 1 or more dimensions (got 0)")
     if not input.is_floating_point():
         raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
-    class_dim = 0 if input.ndim == 1 else 1
-    expected = input.shape[:class_dim] + input.shape[class_dim + 1 :]
-    if target.shape != expected:
-        batch_differs = input.ndim > 1 and target.shape[:1] != input.shape[:1]
-        if target.ndim > 1 and input.ndim <= 2:
+    class_dim = 0 if input.array.ndim == 1 else 1
+    expected = input.array.shape[:class_dim] + input.array.shape[class_dim + 1 :]
+    if target.array.shape != expected:
+        batch_differs = input.array.ndim > 1 and target.array.shape[:1] != input.array.shape[:1]
+        if target.array.ndim > 1 and input.array.ndim <= 2:
             raise RuntimeError(
                 f"{name}: 0D or 1D target tensor expected, multi-target not "
                 f"supported (target of shape {target.shape})"
             )
         error = ValueError if batch_differs else RuntimeError  # as PyTorch's
         raise error(f"Expected target size {expected}, got {target.shape}")
-    if target.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
+    if target.array.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
         raise RuntimeError(
             f"{name}: expected target dtype to be Long or Byte, but got "
             f"{torch_name(target.dtype)} (probability targets must have the input's shape)"
         )
-    _check_class_weight(name, weight, input.shape[class_dim])
+    _check_class_weight(name, weight, input.array.shape[class_dim])
     check_same_dtype(name, input, weight)
     _refuse_grad("nll_loss_forward", weight=weight)
     return class_dim
@@ -1894,7 +1894,7 @@ def cross_entropy(
     if label_smoothing > 1.0:  # NOTE: a negative one is no smoothing, as PyTorch's (unchecked)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     # probabilities where the target has the input's shape, as PyTorch's (else class indices)
-    probabilities = input.ndim > 0 and target.shape == input.shape
+    probabilities = input.array.ndim > 0 and target.array.shape == input.array.shape
     if probabilities:
         _check_probability_target(input, target, ignore_index, weight)
         class_dim = 0 if input.ndim == 1 else 1
@@ -1902,7 +1902,7 @@ def cross_entropy(
         class_dim = _check_class_targets("cross_entropy", input, target, weight)
         if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
             if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
-                capture_hook.call(check_class_indices, target.array, input.shape[1])
+                capture_hook.call(check_class_indices, target.array, input.array.shape[1])
             return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
     n_classes = input.shape[class_dim]
     class_weight = None

@@ -37,7 +37,7 @@ class Sub(Function):
 class Mul(Function):
     @staticmethod
     def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
+        ctx._to_save = x, y  # save_for_backward's, without its call (hot)
         return x * y
 
     @staticmethod

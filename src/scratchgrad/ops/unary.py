@@ -88,7 +88,7 @@ class Tanh(Function):
     @staticmethod
     def forward(ctx, x):
         out = (xp if type(x) is ndarray else namespace(x)).tanh(x)
-        ctx.save_for_backward(out)
+        ctx._to_save = (out,)  # save_for_backward's, without its call (hot)
         return out
 
     @staticmethod
@@ -120,7 +120,7 @@ class Relu(Function):
     def forward(ctx, x):
         # 16 bits: computed in float32, exact there and several times faster
         out = relu(x) if accumulation_dtype(x.dtype) is None else in_float32(relu, x)
-        ctx.save_for_backward(out)
+        ctx._to_save = (out,)  # save_for_backward's, without its call (hot)
         return out
 
     @staticmethod

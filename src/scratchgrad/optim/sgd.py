@@ -68,8 +68,9 @@ class SGD(Optimizer):
     def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         maximize, weight_decay = group["maximize"], group["weight_decay"]
+        plain = weight_decay == 0 and not maximize  # the gradient itself, as Adam's (one call less)
         for p in params:
-            grad = update_direction(p, maximize, weight_decay)
+            grad = p.grad.array if plain else update_direction(p, maximize, weight_decay)
             if momentum == 0:
                 update = grad * lr
             else:
