@@ -493,6 +493,82 @@ def test_new_parameters_unfrozen_and_added_to_the_optimizer_record_anew():
     assert_same_state(models[0], optimizers[0], models[1], optimizers[1])
 
 
+def _shrink_weights(opt, args, kwargs):
+    """A step post-hook: weight decay by hand after each update."""
+    with sg.no_grad():
+        for group in opt.param_groups:
+            for p in group["params"]:
+                p.mul_(0.9)
+
+
+def _halve_gradients(opt, args, kwargs):
+    """A step pre-hook."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            p.grad.mul_(0.5)
+
+
+def _replace_step(opt):
+    """``opt.step`` replaced on the instance: plain SGD at half the rate."""
+
+    def step(closure=None):
+        with sg.no_grad():
+            for p in opt.param_groups[0]["params"]:
+                p.sub_(p.grad, alpha=0.05)
+
+    opt.step = step
+
+
+OPTIMIZER_CHANGES = {
+    "post-hook registered": lambda opt, hooks: hooks.append(
+        opt.register_step_post_hook(_shrink_weights)
+    ),
+    "pre-hook registered": lambda opt, hooks: hooks.append(
+        opt.register_step_pre_hook(_halve_gradients)
+    ),
+    "hook removed": lambda opt, hooks: hooks.pop().remove(),
+    "step replaced": lambda opt, hooks: _replace_step(opt),
+    "zero_grad replaced": lambda opt, hooks: setattr(opt, "zero_grad", lambda: None),
+}
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum-decay", "adam", "rmsprop"])
+@pytest.mark.parametrize("change", OPTIMIZER_CHANGES)
+def test_an_optimizers_step_hooks_or_methods_changed_between_calls_record_anew(change, name):
+    """A step hook registered on the optimizer or removed, or its ``step`` or ``zero_grad``
+    replaced on the instance, between replays: the next call records anew and equals eager
+    (replays went on with the generated update, without the hook, silently)."""
+    models = mlp(), mlp()
+    optimizers = [OPTIMIZERS[name](model.parameters()) for model in models]
+    hooks = [[opt.register_step_post_hook(_shrink_weights)] for opt in optimizers]
+    steps = train_step(models[0], optimizers[0]), sg.jit(train_step(models[1], optimizers[1]))
+    for i, (x, y) in enumerate(batches((6, 4), n=9)):
+        if i == 5:  # after two replays
+            for opt, registered in zip(optimizers, hooks):
+                OPTIMIZER_CHANGES[change](opt, registered)
+        assert steps[0](x, y).item() == steps[1](x, y).item(), i
+    assert_same_state(models[0], optimizers[0], models[1], optimizers[1])
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_an_optimizers_step_hooks_run_once_per_replay(name):
+    """Step hooks registered before the first call run once per replay, their Python too:
+    the step, hooks and all, is called again by each replay (before, a replay of an optimizer
+    without a generated update ran a hook twice: recorded into the program, and by the step;
+    a generated update skipped their Python)."""
+    models = mlp(), mlp()
+    optimizers = [OPTIMIZERS[name](model.parameters()) for model in models]
+    calls = [[], []]
+    for opt, seen in zip(optimizers, calls):
+        opt.register_step_pre_hook(lambda o, args, kwargs, seen=seen: seen.append(1))
+        opt.register_step_post_hook(_shrink_weights)
+    steps = train_step(models[0], optimizers[0]), sg.jit(train_step(models[1], optimizers[1]))
+    for x, y in batches((6, 4), n=7):
+        assert steps[0](x, y).item() == steps[1](x, y).item()
+    assert_same_state(models[0], optimizers[0], models[1], optimizers[1])
+    assert len(calls[1]) == len(calls[0]) == 7
+
+
 def test_a_post_accumulate_grad_hook_registered_after_the_recording_raises():
     """A post-accumulate-grad hook registered on a parameter between replays (replays skipped
     it, silently): the next call records anew, which refuses the hook, naming the line."""

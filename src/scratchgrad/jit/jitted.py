@@ -80,7 +80,10 @@ class Recording:
         self.checked = False  # recorded twice with the same result (see Jitted.__call__)
         self.modules, self.training = recorder.guarded_modes()
         self.stamps = ModuleStamps(
-            [*recorder.modules_held(), *outer.modules], self.modules, self.training
+            [*recorder.modules_held(), *outer.modules],
+            self.modules,
+            self.training,
+            recorder.optimizers,
         )
         self.reached = list(recorder.reached.values())
         self.outer = outer  # the objects of the step's closure and globals it was recorded for

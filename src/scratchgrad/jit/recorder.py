@@ -653,9 +653,14 @@ class ModuleStamps:
     Made once the step has run: what the recording call itself set (a forward caching
     ``self.last = x``) is what its replays keep."""
 
-    def __init__(self, roots: list, moded: list, training: list[bool]) -> None:
+    def __init__(
+        self, roots: list, moded: list, training: list[bool], optimizers: list = ()
+    ) -> None:
         memo: set[int] = set()
         self.modules = [m for root in roots for _, m in root.named_modules(memo)]
+        # and the optimizers it called, stamped when their step hooks change (Optimizer's
+        # __setattr__)
+        self.modules += optimizers
         for module in self.modules:  # held from now: its changes are stamped
             module.__dict__.setdefault("_jit_stamp", 0)
         self.moded, self.training = moded, training

@@ -151,6 +151,8 @@ def replacement(function: Callable, args: tuple) -> Update | None:
     optimizer = args[0] if args else None
     if not isinstance(optimizer, Optimizer) or "_update" in vars(optimizer):
         return None
+    if optimizer._step_pre_hooks or optimizer._step_post_hooks:
+        return None  # Python to run again: the replay calls the step, which runs them
     if function is Optimizer.zero_grad and args[1:] == (True,):
         return _zero_grad(optimizer)
     if function is Optimizer.step and args[1:] == (None,) and type(optimizer) in _WRITERS:

@@ -978,9 +978,10 @@ class Module:
         return f"{self._get_name()}({body})"
 
 
-def mark_changed(module: Module) -> None:
-    """Stamp ``module`` as changed if a recording of scratchgrad.jit holds it: its replays
-    would go on with the objects and values the recording read (see ``jit.ModuleStamps``).
+def mark_changed(module: Module | Any) -> None:
+    """Stamp ``module`` (or an optimizer) as changed if a recording of scratchgrad.jit holds
+    it: its replays would go on with the objects and values the recording read (see
+    ``jit.ModuleStamps``).
     Not while a recording runs: a forward that caches an attribute (``self.last = x``) would
     otherwise make its own recording, or another step's that calls the module, stale at once;
     what a recording sets is what its replays keep."""

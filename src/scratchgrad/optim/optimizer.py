@@ -32,6 +32,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.creation import from_numpy, zeros_like
+from scratchgrad.nn.module import mark_changed
 from scratchgrad.tensor import RemovableHandle, Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -275,6 +276,10 @@ class Optimizer:
     _state_dict_post_hooks: tuple[Callable, ...] = ()
     _load_state_dict_pre_hooks: tuple[Callable, ...] = ()
     _load_state_dict_post_hooks: tuple[Callable, ...] = ()
+    # set by a recording of scratchgrad.jit that calls the optimizer (see __setattr__)
+    _jit_stamp: int | None = None
+    # what a jitted step's program, which calls the step's update, would not see change
+    _REPLAYED_WITHOUT = frozenset({"_step_pre_hooks", "_step_post_hooks", "step", "zero_grad"})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``step`` (PyTorch's way to write an optimizer: a loop reading
@@ -284,10 +289,11 @@ class Optimizer:
         the step hooks."""
         super().__init_subclass__(**kwargs)
         step = vars(cls).get("step")
-        if step is not None and cls.__module__.split(".")[0] != "scratchgrad":  # (LBFGS refuses)
-            step = _replayed_by_jit(step)
         if step is not None:
-            cls.step = _with_step_hooks(step)
+            step = _with_step_hooks(step)
+            if cls.__module__.split(".")[0] != "scratchgrad":  # (LBFGS refuses)
+                step = _replayed_by_jit(step)  # its hooks with it, as Optimizer.step's
+            cls.step = step
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):
@@ -305,6 +311,15 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set the attribute; a step hook registered or removed, or ``step`` or ``zero_grad``
+        replaced on the instance, stamps the optimizer as changed, so that a jitted step
+        recorded before records anew (its program calls the generated update or the method
+        it recorded: see ``jit.ModuleStamps``)."""
+        object.__setattr__(self, name, value)
+        if name in self._REPLAYED_WITHOUT:
+            mark_changed(self)
 
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
@@ -518,13 +533,13 @@ class Optimizer:
         as changed in place; a group with sparse gradients goes to ``_update_sparse``.
         """
         self._opt_called = True  # (as _with_step_hooks: read by the LR schedulers' first step)
+        # scratchgrad.jit: done again at every replay, with its hooks (their Python too)
+        if capture_hook.recorder is not None and capture_hook.recorder.here():
+            return capture_hook.recorder.replayed(Optimizer.step, self, closure)
         # the step hooks (as _with_step_hooks, inline: this is every built-in optimizer's step;
         # the hooks see a closure among the positional arguments, however it was passed)
         if (self._step_pre_hooks or self._step_post_hooks) and not self._in_hooked_step:
             return _run_hooked(self, Optimizer.step, () if closure is None else (closure,), {})
-        # scratchgrad.jit: done again at every replay
-        if capture_hook.recorder is not None and capture_hook.recorder.here():
-            return capture_hook.recorder.replayed(Optimizer.step, self, closure)
         loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
