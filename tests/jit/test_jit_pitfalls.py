@@ -887,6 +887,39 @@ def test_what_a_step_reads_from_a_default_argument_records_anew():
         np.testing.assert_array_equal(r, e)
 
 
+def _default_container_run(jitted, kind):
+    """The losses of 8 calls of a step given a dict or a list of the script's as a default
+    argument (``def step(x, hp=HPARAMS)``), reading a scale from it; the script sets the
+    scale to 3.0 before the sixth call."""
+    hparams = {"scale": 1.0} if kind == "dict" else [1.0]
+    key = "scale" if kind == "dict" else 0
+    sg.manual_seed(0)
+    model = nn.Linear(3, 1)
+
+    def step(x, hp=hparams):
+        model.zero_grad()
+        loss = model(x).sum() * hp[key]
+        loss.backward()
+        return loss.detach(), model.weight.grad
+
+    step = sg.jit(step) if jitted else step
+    losses = []
+    for i in range(8):
+        hparams[key] = 3.0 if i >= 5 else 1.0
+        losses.append([t.numpy() for t in step(sg.ones(2, 3) * i)])
+    return losses
+
+
+@pytest.mark.parametrize("kind", ["dict", "list"])
+def test_what_a_step_reads_from_a_default_dict_or_list_records_anew(kind):
+    """A dict or list given by a default argument is read as a global one: a new scale put
+    into it records anew. (Replays kept the recorded scale, silently: the guard key holds
+    what the call's containers hold, not what a default's holds.)"""
+    for e, r in zip(_default_container_run(False, kind), _default_container_run(True, kind)):
+        np.testing.assert_array_equal(r[0], e[0])
+        np.testing.assert_array_equal(r[1], e[1])
+
+
 class ScaledBackward(sg.autograd.Function):
     """The identity, whose backward scales the gradient by ``hook_config.scale``."""
 

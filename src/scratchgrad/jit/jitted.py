@@ -147,7 +147,7 @@ class Outer:
 
     def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None) -> None:
         function, bound = _unwrap(fn)
-        passed = _passed(fn, args, kwargs or {})  # (their reads: cfg.scale)
+        passed, defaults = _passed(fn, args, kwargs or {})  # (their reads: cfg.scale)
         self.cells: list[tuple[Any, Any]] = []  # (cell, what it held)
         self.draws: list[str] = []  # the names of other generators read (see GENERATORS)
         # (container, "item" or "attr", key, value, the code reading it) for each value read
@@ -165,6 +165,9 @@ class Outer:
             self._note_state("{name!r}, bound to it ({kind})", name, value)
         for name, value in passed.items():
             self._note_state(_ARGUMENT, name, value)
+        for name, value in defaults.items():  # the same object at every call, as a global
+            self._note_state("its default argument {name!r} ({kind})", name, value)
+        passed.update(defaults)
         # (parameter, path, depth): what helpers read from their parameters (see _read)
         self._passed_reads: list[tuple[str, tuple, int]] = []
         seen: set = set()
@@ -726,25 +729,29 @@ def _unwrap(fn: Callable) -> tuple[types.FunctionType | None, dict[str, Any]]:
     return fn, bound
 
 
-def _passed(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
-    """The objects a call passes to ``fn`` (or its defaults give it) by the names of its
-    parameters, but tensors, plain values and containers (the guard key holds them and what
-    they hold; a config object is part of it by identity, so what the step reads from it is
-    guarded as from a global's)."""
+def _passed(fn: Callable, args: tuple, kwargs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The objects a call passes to ``fn``, and those its defaults give it, by the names of
+    its parameters, but tensors, plain values and the call's containers (the guard key holds
+    them and what they hold; a config object is part of it by identity, so what the step
+    reads from it is guarded as from a global's). A default's container is kept: the key
+    holds only the call's arguments, so what it holds (``def step(x, hp=HPARAMS)`` reading
+    ``hp["scale"]``) is guarded as a global's."""
     try:
         called = inspect.signature(fn.forward if isinstance(fn, Module) else fn)
         bound = called.bind(*args, **kwargs)
     except (TypeError, ValueError):  # no signature (a builtin), or a call that will raise
-        return {}
+        return {}, {}
+    given = set(bound.arguments)
     bound.apply_defaults()  # def step(x, trainer=trainer): its reads, trainer.scale
-    arguments = bound.arguments
-    return {
-        name: value
-        for name, value in arguments.items()
-        if not isinstance(value, Tensor)
-        and type(value) not in Outer.PLAIN
-        and not _is_container(value)  # (the key holds what they hold)
-    }
+    passed, defaults = {}, {}
+    for name, value in bound.arguments.items():
+        if isinstance(value, Tensor) or type(value) in Outer.PLAIN:
+            continue
+        if name not in given:
+            defaults[name] = value
+        elif not _is_container(value):  # (the key holds what they hold)
+            passed[name] = value
+    return passed, defaults
 
 
 def _seen(fn: types.FunctionType, bound: dict) -> tuple:
