@@ -680,3 +680,37 @@ def test_inference_mode_is_in_the_guard_key():
         runs.append(flags)
     assert runs[0] == [True] * 4 + [False] * 4
     assert runs[1] == runs[0]
+
+
+class SquareRoot(nn.Module):
+    """``sqrt(w * x)``: its gradient is NaN where ``w * x`` is negative."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(sg.ones(3))
+
+    def forward(self, x):
+        return (self.w * x).sqrt()
+
+
+@pytest.mark.parametrize("make", ["jit", "compile"])
+def test_anomaly_detection_set_between_calls_runs_the_calls_eagerly(make):
+    """Anomaly detection switched on between replays: a replay checks no gradient for NaN,
+    so the calls run eagerly and raise naming the operation, as the eager step does (before,
+    replays went on with NaN gradients, silently)."""
+    module = SquareRoot()
+    compiled = sg.compile(module) if make == "compile" else module
+
+    def step(x):
+        module.zero_grad()
+        compiled(x).sum().backward()
+        return module.w.grad
+
+    step = sg.jit(step) if make == "jit" else step
+    x = sg.tensor([1.0, -1.0, 4.0])
+    for _ in range(4):  # eager, two recordings, a replay
+        step(x)
+    nan = "Function 'SqrtBackward0' returned nan values"
+    with sg.autograd.set_detect_anomaly(True), pytest.raises(RuntimeError, match=nan):
+        step(x)
+    np.testing.assert_array_equal(step(x).numpy(), [0.5, np.nan, 1.0])

@@ -15,9 +15,10 @@ recorder = None
 paused = None
 
 # How many times a module that a recording holds had an attribute set or deleted, or any
-# module's train/eval mode was set: an attribute's change stamps the module with the new count
-# (``Module._jit_stamp``), so that a replay checks one number, and its modules' stamps and
-# modes only when that number moved (see ``jit.ModuleStamps``).
+# module's train/eval mode or anomaly detection was set: an attribute's change stamps the
+# module with the new count (``Module._jit_stamp``), so that a replay checks one number, and
+# its modules' stamps and modes (and anomaly detection) only when that number moved (see
+# ``jit.ModuleStamps``).
 changes = 0
 
 

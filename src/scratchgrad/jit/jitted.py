@@ -28,7 +28,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.amp.grad_scaler import GradScaler
-from scratchgrad.autograd import autocast, capture_hook
+from scratchgrad.autograd import anomaly, autocast, capture_hook
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -926,6 +926,8 @@ class Jitted:
             if result is not guards.MISS:
                 return result
         elif self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
+            return self.fn(*args, **kwargs)
+        if anomaly.enabled:  # eagerly: a replay checks no gradient for NaN
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
         # autocast: other casts; the default dtype: other constants made in the step;
