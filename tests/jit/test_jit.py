@@ -569,6 +569,41 @@ def test_an_optimizers_step_hooks_run_once_per_replay(name):
     assert len(calls[1]) == len(calls[0]) == 7
 
 
+def _train_with_a_parameter_put_in_anothers_place(name, jitted):
+    """The parameters after 9 steps training ``mlp()`` and another layer the loss reaches,
+    with the optimizer (over the MLP's parameters) given the other layer's weight in the
+    first weight's place in its list before the sixth step."""
+    model, other = mlp(), nn.Linear(4, 8)
+    opt = OPTIMIZERS[name](model.parameters())
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y) + other(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = sg.jit(step) if jitted else step
+    for i, (x, y) in enumerate(batches((6, 4), n=9)):
+        if i == 5:  # after two replays
+            opt.param_groups[0]["params"][0] = other.weight
+        step(x, y)
+    return [p.detach().numpy() for p in (*model.parameters(), *other.parameters())]
+
+
+@pytest.mark.parametrize("name", ["sgd-momentum-decay", "adam"])
+def test_a_parameter_replaced_in_its_param_groups_list_is_the_one_updated(name):
+    """The optimizer's list of parameters changed in place between replays (the list itself
+    stays): another layer's weight, which the step also trains through, put in the first
+    weight's place. The generated update checks each parameter listed, so it runs the eager
+    step, which updates the other weight, as eagerly (before, replays went on updating the
+    first one, silently)."""
+    eager = _train_with_a_parameter_put_in_anothers_place(name, jitted=False)
+    jitted = _train_with_a_parameter_put_in_anothers_place(name, jitted=True)
+    for j, e in zip(jitted, eager):
+        np.testing.assert_array_equal(j, e)
+
+
 def test_a_post_accumulate_grad_hook_registered_after_the_recording_raises():
     """A post-accumulate-grad hook registered on a parameter between replays (replays skipped
     it, silently): the next call records anew, which refuses the hook, naming the line."""

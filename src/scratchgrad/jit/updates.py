@@ -218,16 +218,18 @@ def _zero_grad(optimizer: Optimizer) -> Update:
 
 def _step(optimizer: Optimizer, writer: Callable) -> Update | None:
     """``optimizer.step()``: a section per param group, each written by ``writer``, after a
-    guard that the same parameters have a gradient and the same state is held."""
+    guard that the same parameters are listed, have a gradient and the same state is held."""
     code = _Code(optimizer, Optimizer.step)
     code.guard += ["optimizer.state is state_", f"len(state_) == {len(optimizer.state)}"]
     scratch = _Scratch(code)
     for g, group in enumerate(optimizer.param_groups):
         params = [(i, p) for i, p in enumerate(group["params"]) if p.grad is not None]
-        code.guard += [
-            f"params{g}[{i}].grad {'is not' if p.grad is not None else 'is'} None"
-            for i, p in enumerate(group["params"])
-        ]
+        for i, p in enumerate(group["params"]):  # (not another put in its place in the list)
+            code.namespace[f"p{g}_{i}"] = p
+            code.guard += [
+                f"params{g}[{i}] is p{g}_{i}",
+                f"p{g}_{i}.grad {'is not' if p.grad is not None else 'is'} None",
+            ]
         if not all(_plain(p, optimizer.state.get(p, {})) for _, p in params):
             return None
         if len({id(p) for _, p in params}) < len(params):
@@ -344,11 +346,9 @@ def _group(code: _Code, g: int, numbers: list[str], branches: list[str]) -> dict
 
 
 def _parameters(code: _Code, g: int, params: list, state: bool) -> None:
-    """Name each parameter ``p0_1``, its array ``param0_1`` and (``state``) its state dict
-    ``s0_1``, which the guard checks is still the optimizer's; count each in-place change
-    first, as ``Optimizer.step`` (one call for them all)."""
-    for i, p in params:
-        code.namespace[f"p{g}_{i}"] = p
+    """Name each parameter's array ``param0_1`` (the parameter is ``p0_1``: see ``_step``)
+    and (``state``) its state dict ``s0_1``, which the guard checks is still the optimizer's;
+    count each in-place change first, as ``Optimizer.step`` (one call for them all)."""
     code.lines.append(f"increment_version(({''.join(f'p{g}_{i}, ' for i, _ in params)}))")
     for i, p in params:
         code.lines.append(f"param{g}_{i} = p{g}_{i}.array")
