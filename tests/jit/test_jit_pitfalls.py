@@ -1136,6 +1136,42 @@ def test_a_config_object_passed_to_the_step_is_read_as_a_global(config):
     assert sum(map(len, jitted.recordings.values())) == 2
 
 
+@dataclasses.dataclass(frozen=True)
+class FrozenConfig:
+    """Hashable, and equal to another of its name whatever its scale."""
+
+    name: str
+    scale: float = dataclasses.field(compare=False)
+
+
+class NamedConfig:
+    """Hashable, and equal to another of its name whatever its scale."""
+
+    def __init__(self, name: str, scale: float) -> None:
+        self.name, self.scale = name, scale
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NamedConfig) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+@pytest.mark.parametrize("make", [FrozenConfig, NamedConfig])
+def test_a_config_passed_to_the_step_is_in_the_key_by_identity_not_equality(make):
+    """A new config object passed, equal to the recorded one by its ``__eq__`` but with
+    another scale: a recording guards what the step reads (``cfg.scale``) on the object it
+    was made for, so the key holds that object by identity and the calls passing it record
+    anew (before, a hashable config was in the key by equality, and replays kept the
+    recorded scale, silently)."""
+    jitted, x = sg.jit(lambda x, cfg: x * cfg.scale), sg.ones(2)
+    for scale in (2.0, 5.0):
+        cfg = make("config", scale)
+        for _ in range(CALLS):
+            assert jitted(x, cfg).tolist() == [scale, scale]
+    assert sum(map(len, jitted.recordings.values())) == 2
+
+
 def test_a_learning_rate_the_step_reads_from_its_optimizer_records_anew():
     """``opt.param_groups[0]["lr"]`` read in the step's Python (noise scaled by the learning
     rate, as Langevin dynamics does): read into the optimizer's list of groups, it is

@@ -1321,6 +1321,9 @@ def _flatten(tree: Any) -> tuple[list, Any]:
             hash(node)
         except TypeError:
             return (type(node), _SameObject(node))  # unhashable: the same object again
+        if _is_state(node):  # (a frozen dataclass: what the step reads from it is guarded
+            # as that object's, so another, equal by its __eq__, may hold other values)
+            return (type(node), _SameObject(node))
         return (type(node), node, guards.negative_zero(node))
 
     key = ("tree", key_of(tree))
