@@ -714,3 +714,29 @@ def test_anomaly_detection_set_between_calls_runs_the_calls_eagerly(make):
     with sg.autograd.set_detect_anomaly(True), pytest.raises(RuntimeError, match=nan):
         step(x)
     np.testing.assert_array_equal(step(x).numpy(), [0.5, np.nan, 1.0])
+
+
+@pytest.mark.parametrize("make", ["jit", "compile"])
+def test_an_inference_tensor_argument_raises_as_eagerly(make):
+    """A tensor made under ``inference_mode()`` passed where the recordings had normal ones:
+    eagerly, saving it for backward (or changing it in place) outside inference mode raises;
+    being an inference tensor is part of the guard key (and of the fast path's checks), so
+    the call records anew and raises that error (before, replays took it silently)."""
+    sg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    compiled = sg.compile(model) if make == "compile" else model
+
+    def step(x):
+        model.zero_grad()
+        compiled(x).pow(2).sum().backward()
+        return model.weight.grad
+
+    step = sg.jit(step) if make == "jit" else step
+    x = sg.randn(4, 3)
+    for _ in range(4):  # eager, two recordings, a replay
+        expected = step(x).numpy()
+    with sg.inference_mode():
+        made_there = x.clone()
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        step(made_there)
+    np.testing.assert_array_equal(step(x).numpy(), expected)

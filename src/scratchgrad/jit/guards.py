@@ -25,6 +25,7 @@ for, and a call tries that first::
             and t0.requires_grad is False
             and t0._ctx is None
             and t0._hooks == ()
+            and type(t0._counter) is not InferenceCounter  # not an inference tensor
             ...                                      # the same of t1
             and grad_state.enabled is True
             and grad_state.inference is False
@@ -61,6 +62,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import autocast, capture_hook, engine
+from scratchgrad.autograd.grad_mode import InferenceCounter
 from scratchgrad.autograd.grad_mode import state as grad_state
 from scratchgrad.jit.updates import define, function_source
 from scratchgrad.tensor import Tensor
@@ -195,6 +197,7 @@ class _Code:
         self.names: dict[str, Any] = {
             "MISS": MISS,
             "Tensor": Tensor,
+            "InferenceCounter": InferenceCounter,
             "grad_state": grad_state,
             "autocast_state": autocast.state,
             "backend": backend,
@@ -233,6 +236,7 @@ class _Code:
                 f"{t}.requires_grad is {self.name('flag', tensor.requires_grad)}",
                 f"{t}._ctx is {'' if tensor._ctx is None else 'not '}None",
                 self.hooks(t, tensor._hooks, "=="),
+                f"type({t}._counter) is {'' if tensor.is_inference() else 'not '}InferenceCounter",
             ]
         return checks
 

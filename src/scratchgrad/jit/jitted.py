@@ -30,6 +30,7 @@ from scratchgrad import backend
 from scratchgrad.amp.grad_scaler import GradScaler
 from scratchgrad.autograd import anomaly, autocast, capture_hook
 from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import InferenceCounter
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
 from scratchgrad.jit import guards, kernels, program, updates
@@ -1355,8 +1356,10 @@ def _tensor_key(t: Tensor) -> tuple:
     (C order, Fortran order, or else the strides: it decides which results are views, how
     BLAS reads a matrix, which a product's orientation was checked for, and the order in
     memory of elementwise results, in which later reductions add), whether it requires grad
-    and is a leaf (a backward into a graph outside the step is refused), and its gradient
-    hooks (recorded into the program as the operations they made)."""
+    and is a leaf (a backward into a graph outside the step is refused), its gradient
+    hooks (recorded into the program as the operations they made), and whether it is an
+    inference tensor (outside inference mode, saving one for backward or changing it in
+    place raises: a recording for normal tensors would not)."""
     if t.is_sparse:  # (only indices and values: no array to guard or replay on)
         raise TypeError(
             "scratchgrad.jit: a sparse tensor argument: a jitted step takes dense ones (pass "
@@ -1366,7 +1369,8 @@ def _tensor_key(t: Tensor) -> tuple:
     flags = a.flags
     c_order, f_order = flags.c_contiguous, flags.f_contiguous
     layout = (c_order, f_order) if c_order or f_order else a.strides
-    return (type(a), a.shape, a.dtype, t.requires_grad, t._ctx is None, layout, t._hooks)
+    inference = type(t._counter) is InferenceCounter
+    return (type(a), a.shape, a.dtype, t.requires_grad, t._ctx is None, layout, t._hooks, inference)
 
 
 def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[int], Callable]:
