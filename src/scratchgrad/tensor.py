@@ -163,6 +163,15 @@ class Tensor:
         return t
 
     @staticmethod
+    def _from_operand(data: Any, dtype: Any = None) -> Tensor:
+        """What ``_from_data`` makes of ``data``, handed to an op beside a tensor (``x * mask``,
+        ``x.new_tensor(weights)``); a NumPy array is copied by a call a jitted step's replays
+        make again, as eager steps do: it may change in place between calls (a global mask)."""
+        if isinstance(data, xp.ndarray):
+            return Tensor._make(_call(to_array, data, dtype))
+        return Tensor._from_data(data, dtype)
+
+    @staticmethod
     def _make(array: Any, ctx: Any = None) -> Tensor:
         """Wrap an array without copying or checks: the fast path every op result takes."""
         t = _new(Tensor)
@@ -787,7 +796,7 @@ class Tensor:
             elif type(other) is int and dtype.kind in "iu" and not 0 <= other < 128:
                 other = wrapped_int(other, dtype)  # uint8 + 300 adds 44 (NumPy would raise)
             return (self if dtype == self.array.dtype else self.to(dtype)), other
-        return self._operands(Tensor._from_data(other))
+        return self._operands(Tensor._from_operand(other))
 
     def __add__(self, other: Any) -> Tensor:
         return binary.Add.apply(*self._operands(other))
@@ -900,7 +909,7 @@ class Tensor:
         return self.matmul(other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return Tensor._from_data(other, self.array.dtype).matmul(self)
+        return Tensor._from_operand(other, self.array.dtype).matmul(self)
 
     def __neg__(self) -> Tensor:
         if self.array.dtype.kind == "b":
@@ -4596,7 +4605,7 @@ class Tensor:
 
     def new_tensor(self, data: Any, *, dtype=None, device=None, requires_grad=False) -> Tensor:
         """A copy of ``data`` in this tensor's dtype (unless ``dtype`` is given)."""
-        out = Tensor._from_data(data, self.array.dtype if dtype is None else dtype)
+        out = Tensor._from_operand(data, self.array.dtype if dtype is None else dtype)
         out.array = backend.to_device(out.array, device or self.device)
         return out.requires_grad_() if requires_grad else out
 

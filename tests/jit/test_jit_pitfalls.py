@@ -1796,3 +1796,23 @@ def test_a_global_array_or_tensor_copied_into_a_tensor_is_copied_at_each_replay(
     with sg.no_grad():
         weights.mul_(3.0)
     assert jitted(x).item() == step(x).item() == 1 * 2 * 3 + 10 * 6 + 2 * 9 + 7
+
+
+def test_a_numpy_array_handed_to_an_op_beside_a_tensor_is_copied_at_each_replay():
+    """A NumPy array the step reads by name used as an operand (``x * mask``, ``square @ x``,
+    ``sg.where(c, x, mask)``, ``x.new_tensor(mask)``): copied into a tensor at each replay,
+    as eagerly, so an in-place change between calls is seen (before, replays used the
+    recording's copy, silently)."""
+    mask = np.array([1.0, 0.0, 1.0], dtype=np.float32)
+    square = np.eye(3, dtype=np.float32)
+
+    def step(x):
+        parts = [x * mask, mask - x, x + mask, square @ x, x @ square]
+        parts += [sg.where(x > 1, x, mask), x.new_tensor(mask)]
+        return sum(part.sum() for part in parts)
+
+    jitted, x = sg.jit(step), sg.ones(3)
+    for _ in range(CALLS):
+        assert jitted(x).item() == step(x).item() == 16.0
+    mask[1], square[0, 1] = 6.0, 2.0
+    assert jitted(x).item() == step(x).item() == 50.0
