@@ -216,7 +216,8 @@ def _with_step_hooks(step: Callable) -> Callable:
 
     @functools.wraps(step)
     def hooked_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        self._opt_called = True  # (read by the LR schedulers' first step)
+        if not self._opt_called:  # (read by the LR schedulers' first step; set once: a set
+            self._opt_called = True  # goes through __setattr__)
         if self._in_hooked_step or not (self._step_pre_hooks or self._step_post_hooks):
             return step(self, *args, **kwargs)
         return _run_hooked(self, step, args, kwargs)
@@ -532,7 +533,8 @@ class Optimizer:
         then moves each parameter and starts its state lazily, as PyTorch does), each counted
         as changed in place; a group with sparse gradients goes to ``_update_sparse``.
         """
-        self._opt_called = True  # (as _with_step_hooks: read by the LR schedulers' first step)
+        if not self._opt_called:  # (as _with_step_hooks)
+            self._opt_called = True
         # scratchgrad.jit: done again at every replay, with its hooks (their Python too)
         if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(Optimizer.step, self, closure)
