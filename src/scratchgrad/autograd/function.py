@@ -167,7 +167,11 @@ class Function:
         raise NotImplementedError
 
     def save_for_backward(self, *tensors: Any) -> None:
-        """Keep tensors for ``backward``: inputs and the result keep their place in the graph."""
+        """Keep tensors for ``backward``: inputs and the result keep their place in the graph.
+
+        (The library's ops on a small network's hot path set ``ctx._to_save`` directly: the
+        three calls of O1's step, its backward's two products included, were 1.3% of its
+        instructions.)"""
         self._to_save = tensors
 
     def save_for_forward(self, *tensors: Any) -> None:
