@@ -45,6 +45,7 @@ from scratchgrad.nn.batchnorm import (
     InstanceNorm1d,
     InstanceNorm2d,
     InstanceNorm3d,
+    SyncBatchNorm,
 )
 from scratchgrad.nn.containers import (
     ModuleDict,
@@ -167,6 +168,7 @@ from scratchgrad.nn.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from scratchgrad.nn import modules  # PyTorch's import paths (nn.modules.loss._Loss...), last
 
 __all__ = [
     "RNNCellBase",
@@ -272,6 +274,7 @@ __all__ = [
     "GaussianNLLLoss",
     "MultiLabelSoftMarginLoss",
     "BatchNorm3d",
+    "SyncBatchNorm",
     "InstanceNorm1d",
     "InstanceNorm3d",
     "Dropout1d",
@@ -330,6 +333,7 @@ __all__ = [
     "UninitializedBuffer",
     "functional",
     "init",
+    "modules",
     "parallel",
     "utils",
 ]

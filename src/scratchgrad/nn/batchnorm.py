@@ -1,12 +1,14 @@
-"""Normalisation with running statistics: ``BatchNorm1d/2d/3d`` and ``InstanceNorm1d/2d/3d``,
-on one base that holds the weights, the running statistics and the repr, as PyTorch's
-``_NormBase``."""
+"""Normalisation with running statistics: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm`` and
+``InstanceNorm1d/2d/3d``, on one base that holds the weights, the running statistics and the
+repr, as PyTorch's ``_NormBase``."""
 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from scratchgrad import backend
+from scratchgrad import distributed as dist
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
@@ -100,10 +102,15 @@ class _BatchNorm(_NormBase):
 
     expected_dims: tuple[int, ...] = ()
 
-    def forward(self, input: Tensor) -> Tensor:
+    def _check_input_dim(self, input: Tensor) -> None:
+        """Refuse input of a rank the layer does not take (a subclass of ``_BatchNorm`` may
+        override this, as PyTorch's)."""
         if input.ndim not in self.expected_dims:
             dims = " or ".join(f"{d}D" for d in self.expected_dims)
             raise ValueError(f"expected {dims} input (got {input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
         if input.shape[1] != self.num_features:  # before the running statistics change
             raise RuntimeError(
                 f"{type(self).__name__}({self.num_features}): expected input with "
@@ -161,6 +168,75 @@ class BatchNorm3d(_BatchNorm):
     """
 
     expected_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over (N, C, *) input whose statistics PyTorch gathers over all the processes
+    of a distributed run (on GPUs). As PyTorch's on CPU, without a process group it is plain
+    batch norm, in training and in eval mode; in training with a process group initialised it
+    refuses, as PyTorch refuses CPU input there.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> net = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm1d(3)))
+    >>> net[0]
+    SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+    >>> net(sg.randn(4, 3, 5)).shape
+    (4, 3, 5)
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: Any = None,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.training and dist.is_initialized():
+            raise ValueError(
+                "SyncBatchNorm expected input tensor to be on GPU: scratchgrad cannot "
+                "synchronise batch statistics across processes"
+            )
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every batch norm in it (itself included) replaced by a
+        ``SyncBatchNorm`` that shares its parameters and running statistics, as PyTorch's."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+                bias=module.bias is not None,
+            )
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class _InstanceNorm(_NormBase):

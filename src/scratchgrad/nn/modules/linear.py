@@ -1,0 +1,7 @@
+"""``torch.nn.modules.linear``'s import path: its classes live in ``scratchgrad.nn.linear``,
+``scratchgrad.nn.lazy``."""
+
+from scratchgrad.nn.lazy import LazyLinear
+from scratchgrad.nn.linear import Bilinear, Identity, Linear
+
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]

@@ -1,0 +1,41 @@
+"""``torch.nn.modules.padding``'s import path: its classes live in ``scratchgrad.nn.padding``."""
+
+from scratchgrad.nn.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+    _CircularPadNd,
+    _ConstantPadNd,
+)
+
+__all__ = [
+    "_CircularPadNd",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "_ConstantPadNd",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+]
