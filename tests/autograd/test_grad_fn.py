@@ -27,6 +27,12 @@ EXPRESSIONS = {
     "mm": lambda m, x, w: x @ w,
     "bmm": lambda m, x, w: m.bmm(m.stack([x, x]), m.stack([w, w])),
     "linear": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x, w.T, w[0]),
+    # (a bias-less layer is mm; a batch or a vector goes through a view of the product)
+    "linear_no_bias": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x, w.T),
+    "linear_batch": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x[None], w.T, w[0]),
+    "linear_batch_no_bias": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x[None], w.T),
+    "linear_vector": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x[0], w.T, w[0]),
+    "linear_vector_no_bias": lambda m, x, w: (F_OURS if m is sg else F_TORCH).linear(x[0], w.T),
     "sum": lambda m, x, w: x.sum(),
     "sum_dim": lambda m, x, w: x.sum(-1),
     "mean": lambda m, x, w: x.mean(),

@@ -73,6 +73,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: self and mat2 must have the same dtype, but got {bias.dtype} and "
             f"{weight.dtype}"
         )
+    if bias is None:  # the node's name then is PyTorch's mm, not addmm
+        return Linear.apply(input, weight)
     return Linear.apply(input, weight, bias)
 
 

@@ -88,11 +88,19 @@ class Linear(Function):
         return out if wide is None else cast(out, x.dtype)  # 16-bit: rounded once
 
     def name(self) -> str:
-        return "AddmmBackward0" if len(self.parents) == 3 else "MmBackward0"
+        """PyTorch's: addmm (or mm without a bias) on a matrix input; a batch or a single
+        vector goes through a view (or a squeeze) of that product."""
+        biased = len(self.parents) == 3
+        if len(self.out_shape) == 2:
+            return "AddmmBackward0" if biased else "MmBackward0"
+        if biased:
+            return "ViewBackward0"
+        return "SqueezeBackward4" if len(self.out_shape) == 1 else "UnsafeViewBackward0"
 
     @staticmethod
     def backward(ctx, grad):
-        dx, dw, db = ctx.needs_input_grad
+        needs = ctx.needs_input_grad  # (x, w) without a bias
+        dx, dw, db = needs[0], needs[1], len(needs) == 3 and needs[2]
         x, w = ctx._saved_tensors((dw, dx))  # the input for the weight's gradient, and back
         grad_w = None
         if dw:  # batch dims of any number (or none) are summed by one matrix product
