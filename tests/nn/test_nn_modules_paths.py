@@ -23,8 +23,6 @@ SUBMODULES = [
 ABSENT = {"Container", "NLLLoss2d", "LinearCrossEntropyLoss", "CrossMapLRN2d"}
 # (added by the commits that follow)
 ABSENT |= {"FractionalMaxPool2d", "FractionalMaxPool3d", "register_module_backward_hook"}
-ABSENT |= {"register_module_forward_hook", "register_module_forward_pre_hook"}
-ABSENT |= {"register_module_full_backward_hook", "register_module_full_backward_pre_hook"}
 ABSENT |= {"register_module_buffer_registration_hook", "register_module_module_registration_hook"}
 ABSENT |= {"register_module_parameter_registration_hook"}
 

@@ -160,8 +160,9 @@ class Module:
         pass through identity nodes whose backward runs them (``_BackwardHooks``). After an
         exception, the forward hooks registered with ``always_call`` not yet called are."""
         output, started = None, 0  # (what those get: the output so far, the hooks called)
+        forward_hooks = _global_hooks.forward + self._forward_hooks  # the global ones first
         try:
-            for hook, with_kwargs in self._forward_pre_hooks:
+            for hook, with_kwargs in _global_hooks.forward_pre + self._forward_pre_hooks:
                 if with_kwargs:
                     args, kwargs = _args_and_kwargs(hook(self, args, kwargs), args, kwargs)
                 else:
@@ -169,11 +170,11 @@ class Module:
                     if result is not None:
                         args = result if isinstance(result, tuple) else (result,)
             backward = None
-            if self._backward_hooks or self._backward_pre_hooks:
+            if self._backward_hooks or self._backward_pre_hooks or _global_hooks.backward_any:
                 backward = _BackwardHooks(self)
                 args = backward.inputs(args)
             output = self.forward(*args, **kwargs)
-            for hook, with_kwargs in self._forward_hooks:
+            for hook, with_kwargs in forward_hooks:
                 started += 1
                 result = (
                     hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
@@ -181,17 +182,18 @@ class Module:
                 if result is not None:
                     output = result
         except Exception:
-            self._call_always_called_hooks(args, kwargs, output, started)
+            self._call_always_called_hooks(forward_hooks[started:], args, kwargs, output)
             raise
         return output if backward is None else backward.outputs(output)
 
     def _call_always_called_hooks(
-        self, args: tuple, kwargs: dict, output: Any, started: int
+        self, hooks: tuple, args: tuple, kwargs: dict, output: Any
     ) -> None:
-        """The forward hooks from the ``started``-th on that were registered with
+        """Those of the forward ``hooks`` (not called yet) that were registered with
         ``always_call``, as PyTorch's after an exception: an exception of theirs only warns."""
-        for entry in self._forward_hooks[started:]:
-            if not any(entry is always for always in self._forward_hooks_always_called):
+        always_called = _global_hooks.forward_always_called + self._forward_hooks_always_called
+        for entry in hooks:
+            if not any(entry is always for always in always_called):
                 continue
             hook, with_kwargs = entry
             try:
@@ -1202,12 +1204,12 @@ class _BackwardHooks:
 
     def outputs_done(self, grads: tuple) -> tuple:
         """The backward pre-hooks on the outputs' gradients; the gradients they leave."""
-        for hook, _ in self.module._backward_pre_hooks:
+        for hook, _ in _global_hooks.backward_pre + self.module._backward_pre_hooks:
             result = hook(self.module, grads)
             if result is not None:
                 grads = _checked(result, len(grads), "backward pre-hook", "grad_output")
         self.grad_output = grads
-        if not self.through and self.module._backward_hooks:
+        if not self.through and (_global_hooks.backward or self.module._backward_hooks):
             warnings.warn(
                 "Full backward hook is firing when gradients are computed with respect to "
                 "module outputs since no inputs require gradients",
@@ -1226,11 +1228,77 @@ class _BackwardHooks:
         return tuple(grad_input[i] for i in self.at)
 
     def _call_hooks(self, grad_input: tuple) -> tuple:
-        for hook, _ in self.module._backward_hooks:
+        for hook, _ in _global_hooks.backward + self.module._backward_hooks:
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
                 grad_input = _checked(result, len(grad_input), "backward hook", "grad_input")
         return grad_input
+
+
+class _GlobalHooks:
+    """The hooks of every module's calls (``register_module_forward_hook``...), kept as a
+    module's own: (hook, with_kwargs) pairs. While any is registered, ``Module._hooked`` is
+    set on the class, so every module's call takes the slower way (``_call_impl``), which runs
+    them before the module's own, as PyTorch's; with none, a call costs what it did."""
+
+    forward_pre: tuple = ()
+    forward: tuple = ()
+    forward_always_called: tuple = ()  # (as Module._forward_hooks_always_called)
+    backward_pre: tuple = ()
+    backward: tuple = ()
+    backward_any = False
+
+    def __setattr__(self, name: str, value: tuple) -> None:  # (RemovableHandle sets them too)
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "backward_any", bool(self.backward_pre or self.backward))
+        Module._hooked = bool(self.forward_pre or self.forward or self.backward_any)
+
+    def register(self, kind: str, hook: Callable, flag: bool = False) -> RemovableHandle:
+        entry = (hook, flag)
+        setattr(self, kind, (*getattr(self, kind), entry))
+        return RemovableHandle(self, kind, entry)
+
+
+_global_hooks = _GlobalHooks()
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, args)`` before every module's forward, before the module's own
+    pre-hooks, as ``torch.nn.modules.module.register_module_forward_pre_hook``; it may return
+    new ``args`` (a tuple, or one value).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad.nn.modules.module import register_module_forward_pre_hook
+    >>> seen = []
+    >>> with register_module_forward_pre_hook(lambda m, args: seen.append(type(m).__name__)):
+    ...     _ = sg.nn.Sequential(sg.nn.Linear(2, 2), sg.nn.ReLU())(sg.ones(1, 2))
+    >>> seen
+    ['Sequential', 'Linear', 'ReLU']
+    """
+    return _global_hooks.register("forward_pre", hook)
+
+
+def register_module_forward_hook(
+    hook: Callable, *, with_kwargs: bool = False, always_call: bool = False
+) -> RemovableHandle:
+    """Call ``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+    ``with_kwargs``) after every module's forward, before the module's own hooks, as
+    ``torch.nn.modules.module.register_module_forward_hook``; it may return a new output.
+    With ``always_call`` it runs after a forward that raised too."""
+    handle = _global_hooks.register("forward", hook, with_kwargs)
+    if always_call:
+        _global_hooks.forward_always_called = (*_global_hooks.forward_always_called, handle._hook)
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Every module's ``register_full_backward_pre_hook``, run before the module's own."""
+    return _global_hooks.register("backward_pre", hook)
+
+
+def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
+    """Every module's ``register_full_backward_hook``, run before the module's own."""
+    return _global_hooks.register("backward", hook)
 
 
 def _args_and_kwargs(result: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -1,5 +1,20 @@
-"""``torch.nn.modules.module``'s import path: ``Module`` lives in ``scratchgrad.nn.module``."""
+"""``torch.nn.modules.module``'s import path: ``Module`` and the global module hooks live in
+``scratchgrad.nn.module``."""
 
-from scratchgrad.nn.module import Module, _IncompatibleKeys
+from scratchgrad.nn.module import (
+    Module,
+    _IncompatibleKeys,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 
-__all__ = ["Module", "_IncompatibleKeys"]
+__all__ = [
+    "register_module_forward_pre_hook",
+    "register_module_forward_hook",
+    "register_module_full_backward_pre_hook",
+    "register_module_full_backward_hook",
+    "Module",
+    "_IncompatibleKeys",
+]
