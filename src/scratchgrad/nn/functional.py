@@ -2750,6 +2750,14 @@ from scratchgrad.nn.conv_functional import (  # noqa: E402, F401  (re-exported)
 # the CTC loss, composed in its own file, nn/ctc.py
 from scratchgrad.nn.ctc import ctc_loss  # noqa: E402, F401  (re-exported)
 
+# fractional max pooling, in its own file, nn/fractional.py
+from scratchgrad.nn.fractional import (  # noqa: E402, F401  (re-exported)
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+
 # sampling at arbitrary points (the spatial transformer's), nn/sampling.py
 from scratchgrad.nn.sampling import affine_grid, grid_sample  # noqa: E402, F401  (re-exported)
 
@@ -2771,6 +2779,7 @@ _HERE = (
     "scratchgrad.nn.upsampling",
     "scratchgrad.nn.sampling",
     "scratchgrad.nn.ctc",
+    "scratchgrad.nn.fractional",
 )
 for _name, _function in list(globals().items()):
     if (

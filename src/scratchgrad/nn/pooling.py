@@ -1,9 +1,11 @@
 """Pooling layers: ``MaxPool1d``, ``MaxPool2d``, ``MaxPool3d``, ``AvgPool1d``, ``AvgPool2d``,
 ``AvgPool3d``, ``AdaptiveAvgPool1d``, ``AdaptiveAvgPool2d``, ``AdaptiveAvgPool3d``,
-``AdaptiveMaxPool1d``, ``AdaptiveMaxPool2d``, ``AdaptiveMaxPool3d``, and max pooling's partial
-inverses ``MaxUnpool1d``, ``MaxUnpool2d`` and ``MaxUnpool3d``, as in PyTorch.
+``AdaptiveMaxPool1d``, ``AdaptiveMaxPool2d``, ``AdaptiveMaxPool3d``, max pooling's partial
+inverses ``MaxUnpool1d``, ``MaxUnpool2d`` and ``MaxUnpool3d``, and ``FractionalMaxPool2d`` and
+``FractionalMaxPool3d``, as in PyTorch.
 
-They hold no parameters; the arithmetic lives in ``nn.conv_functional``.
+They hold no parameters; the arithmetic lives in ``nn.conv_functional`` (and
+``nn.fractional``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scratchgrad.nn import conv_functional as F
+from scratchgrad.nn import fractional
 from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
@@ -435,3 +438,72 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """
 
     pool = staticmethod(F.adaptive_max_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """What ``FractionalMaxPool2d`` and ``3d`` share, as PyTorch's: the sizes (one per spatial
+    dim), and ``_random_samples``, a buffer (None unless given: then each call draws new
+    window starts)."""
+
+    dims = 0
+    pool = None
+
+    def __init__(
+        self,
+        kernel_size: Size,
+        output_size: Size | None = None,
+        output_ratio: float | Sequence[float] | None = None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = _repeated(kernel_size, self.dims)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else _repeated(output_size, self.dims)
+        self.output_ratio = None if output_ratio is None else _repeated(output_ratio, self.dims)
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                f"{name} requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        return type(self).pool(
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
+            _random_samples=self._random_samples,
+        )
+
+
+def _repeated(value, n: int) -> tuple:
+    """``value`` n times, or the sequence given as a tuple (PyTorch's ``_ntuple``: unchecked)."""
+    return tuple(value) if isinstance(value, Sequence) else (value,) * n
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (N, C, H, W) or (C, H, W) input (``F.fractional_max_pool2d``).
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad import nn
+    >>> nn.FractionalMaxPool2d(3, output_ratio=0.5)(sg.randn(2, 4, 10, 12)).shape
+    (2, 4, 5, 6)
+    """
+
+    dims = 2
+    pool = staticmethod(fractional.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (N, C, T, H, W) or (C, T, H, W) input
+    (``F.fractional_max_pool3d``)."""
+
+    dims = 3
+    pool = staticmethod(fractional.fractional_max_pool3d)
