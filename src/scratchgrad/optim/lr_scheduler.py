@@ -77,6 +77,7 @@ class LRScheduler:
         takes it again for the scheduler it starts with)."""
         self._step_count = 0
         self._is_initial = True
+        self._get_lr_called_within_step = False
         self.step()
         self._is_initial = False
 
@@ -115,11 +116,21 @@ class LRScheduler:
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
-            self._set_lrs(self.get_lr())
+            self._set_lrs_from(self.get_lr)
             return
         warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
-        self._set_lrs(self._closed_form_lr())
+        self._set_lrs_from(self._closed_form_lr)
+
+    def _set_lrs_from(self, compute: Callable[[], list[float]]) -> None:
+        """Set the rates ``compute()`` gives, flagged as computed within ``step`` (PyTorch's
+        ``_get_lr_called_within_step``, which a scheduler's ``get_lr`` may read)."""
+        self._get_lr_called_within_step = True
+        try:
+            lrs = compute()
+        finally:
+            self._get_lr_called_within_step = False
+        self._set_lrs(lrs)
 
     def _set_lrs(self, lrs: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, lrs):
@@ -589,7 +600,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
             self.T_i = self.T_0 * self.T_mult**n
         self.last_epoch = math.floor(epoch)
-        self._set_lrs(self.get_lr())
+        self._set_lrs_from(self.get_lr)
 
 
 class _CyclesMomentum(LRScheduler):
@@ -628,6 +639,9 @@ class _CyclesMomentum(LRScheduler):
             group["betas"] = (momentum, *group["betas"][1:])
         else:
             group["momentum"] = momentum
+
+
+_PHASE_KEYS = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
 
 
 class OneCycleLR(_CyclesMomentum):
@@ -676,20 +690,22 @@ class OneCycleLR(_CyclesMomentum):
             raise ValueError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
-        self.anneal_strategy = anneal_strategy
-        # (the phase's last step, then the group keys of the rates and momenta it goes between)
+        # (the phase's last step, then the group keys of the rates and momenta it goes between;
+        # PyTorch's names, which its state_dict has)
         end = float(pct_start * self.total_steps) - 1
-        self.phases = [(end, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
+        phases = [(end, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
         if three_phase:
             end_down = float(2 * pct_start * self.total_steps) - 2
-            self.phases.append((end_down, "max_lr", "initial_lr", "base_momentum", "max_momentum"))
-            self.phases.append(
+            phases.append((end_down, "max_lr", "initial_lr", "base_momentum", "max_momentum"))
+            phases.append(
                 (self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")
             )
         else:
-            self.phases.append(
+            phases.append(
                 (self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")
             )
+        self._schedule_phases = [dict(zip(_PHASE_KEYS, phase)) for phase in phases]
+        self._anneal_func_type = anneal_strategy
         groups = optimizer.param_groups
         if last_epoch == -1:
             for group, lr in zip(groups, _per_group("max_lr", groups, max_lr)):
@@ -700,7 +716,7 @@ class OneCycleLR(_CyclesMomentum):
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self.anneal_strategy == "cos":
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -715,8 +731,9 @@ class OneCycleLR(_CyclesMomentum):
         lrs = []
         for group in self.optimizer.param_groups:
             start = 0.0
-            for i, (end, lr_from, lr_to, momentum_from, momentum_to) in enumerate(self.phases):
-                if step <= end or i == len(self.phases) - 1:
+            for i, phase in enumerate(self._schedule_phases):
+                end, lr_from, lr_to, momentum_from, momentum_to = phase.values()
+                if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
                     lrs.append(self._anneal(group[lr_from], group[lr_to], pct))
                     if self.cycle_momentum:
@@ -1067,7 +1084,7 @@ class SequentialLR(_OfSchedulers):
         scheduler = self._schedulers[i]
         if i > 0 and self._milestones[i - 1] == self.last_epoch:
             scheduler.last_epoch = 0
-            scheduler._set_lrs(scheduler._closed_form_lr())
+            scheduler._set_lrs_from(scheduler._closed_form_lr)
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
