@@ -147,7 +147,9 @@ class EmbeddingBag(Module):
 
     ``max_norm`` rescales the rows looked up in place first (``F.embedding_bag``); with
     ``sparse`` (modes sum and mean), ``weight.grad`` is a sparse COO tensor of the rows looked
-    up, as ``Embedding``'s; ``scale_grad_by_freq`` is not supported.
+    up, as ``Embedding``'s; with ``scale_grad_by_freq`` (sum and mean), a row's gradient is
+    divided by how often the input looks it up (``F.embedding_bag`` says where PyTorch's
+    differs).
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
@@ -172,8 +174,6 @@ class EmbeddingBag(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if scale_grad_by_freq:
-            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq is not supported")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("padding_idx must be within num_embeddings")
@@ -245,6 +245,7 @@ class EmbeddingBag(Module):
             offsets,
             self.max_norm,
             self.norm_type,
+            scale_grad_by_freq=self.scale_grad_by_freq,
             mode=self.mode,
             sparse=self.sparse,
             per_sample_weights=per_sample_weights,
@@ -258,6 +259,8 @@ class EmbeddingBag(Module):
             text += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += ", scale_grad_by_freq=True"
         text += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             text += f", padding_idx={self.padding_idx}"

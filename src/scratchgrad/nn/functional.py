@@ -834,7 +834,11 @@ def embedding_bag(
     ``input`` (B, L), or the runs of a 1-D ``input`` that start at ``offsets`` (B,). Entries at
     ``padding_idx`` are left out of their bag; an empty bag gives zeros. ``per_sample_weights``
     (``mode="sum"`` only) weighs each index. ``max_norm`` first rescales the rows looked up in
-    place, as ``embedding``.
+    place, as ``embedding``. ``scale_grad_by_freq`` (sum and mean) divides the gradient of each
+    row by the number of times ``input`` holds its index, as ``embedding``'s and PyTorch's
+    documentation say; NOTE: PyTorch's CPU kernel divides the gradient of the k-th distinct
+    index (in sorted order) by the count of the k-th entry of the sorted indices instead, which
+    agrees only where those counts happen to match (all indices distinct, say).
 
     Which bag each of the T indices falls in is a (B, T) grid; a sum or a mean is then one
     matrix product of its weights with the T looked-up rows, and a max a reduction over the
@@ -850,8 +854,8 @@ def embedding_bag(
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq is not supported")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if sparse and mode == "max":
         raise ValueError("embedding_bag: max mode does not support sparse weights")  # (PyTorch's)
     if per_sample_weights is not None:
@@ -888,9 +892,13 @@ def embedding_bag(
         _embedding_renorm_(weight, flat.array, max_norm, norm_type)
     if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
         padding = None if padding_idx is None else padding_idx % n
-        rows = _embedding_sparse_grad(weight, flat.array, padding, False)  # (T, D)
+        # (T, D); with scale_grad_by_freq, its backward raises PyTorch's error
+        rows = _embedding_sparse_grad(weight, flat.array, padding, scale_grad_by_freq)
     else:
         rows = weight[flat.array.copy() if graph_keeps(weight) else flat.array]
+    if scale_grad_by_freq:  # (as embedding's: the same values, the gradient divided)
+        scale = capture_hook.call(_inverse_counts, flat.array, n).astype(rows.dtype, copy=False)
+        rows = rows.detach() + (rows - rows.detach()) * Tensor._make(scale)
     # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
     members = capture_hook.call(
         _bag_members,
