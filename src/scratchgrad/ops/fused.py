@@ -99,8 +99,8 @@ class Linear(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        needs = ctx.needs_input_grad  # (x, w) without a bias
-        dx, dw, db = needs[0], needs[1], len(needs) == 3 and needs[2]
+        needs = ctx.needs_input_grad
+        dx, dw, db = needs if len(needs) == 3 else (*needs, False)  # (x, w) without a bias
         x, w = ctx._saved_tensors((dw, dx))  # the input for the weight's gradient, and back
         grad_w = None
         if dw:  # batch dims of any number (or none) are summed by one matrix product
