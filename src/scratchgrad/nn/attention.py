@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
-from scratchgrad.nn.linear import Linear
+from scratchgrad.nn.linear import NonDynamicallyQuantizableLinear
 from scratchgrad.nn.module import Module, _empty_parameter
 from scratchgrad.tensor import Tensor
 
@@ -105,7 +105,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = _empty_parameter((3 * embed_dim,), device, dtype)
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias, device, dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias, device, dtype)
         if add_bias_kv:  # one learned key and value appended to every sequence's
             self.bias_k = _empty_parameter((1, 1, embed_dim), device, dtype)
             self.bias_v = _empty_parameter((1, 1, embed_dim), device, dtype)

@@ -61,6 +61,11 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under another name, as PyTorch's: ``MultiheadAttention``'s ``out_proj``
+    (PyTorch's quantization tools leave it alone), so its repr and ``modules()`` show it."""
+
+
 class Bilinear(Module):
     """``y = x1 @ weight[o] @ x2 + bias[o]`` for each output ``o``, with PyTorch's default
     initialisation: weight and bias uniform in +-1/sqrt(in1_features).

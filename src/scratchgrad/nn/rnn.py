@@ -434,15 +434,23 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool, device, dtype):
+    """What the cells share, with PyTorch's signature: ``num_chunks`` blocks of ``hidden_size``
+    gate rows in each weight; each cell names its step in ``mode`` (see ``_STEPS``)."""
+
+    mode = ""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool,
+        num_chunks: int,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
-        self.mode, self.input_size, self.hidden_size, self.bias = (
-            mode,
-            input_size,
-            hidden_size,
-            bias,
-        )
-        gates = _GATES[mode] * hidden_size
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        gates = num_chunks * hidden_size
         self.weight_ih = _empty_parameter((gates, input_size), device, dtype)
         self.weight_hh = _empty_parameter((gates, hidden_size), device, dtype)
         if bias:
@@ -494,23 +502,27 @@ class RNNCell(RNNCellBase):
         device=None,
         dtype=None,
     ) -> None:
-        self.nonlinearity = nonlinearity
-        super().__init__(_rnn_mode(nonlinearity), input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity, self.mode = nonlinearity, _rnn_mode(nonlinearity)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
 
 class LSTMCell(RNNCellBase):
     """One step of ``LSTM``: returns ``(h', c')``."""
 
+    mode = "LSTM"
+
     def __init__(
         self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
     ) -> None:
-        super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
 
 class GRUCell(RNNCellBase):
     """One step of ``GRU``."""
 
+    mode = "GRU"
+
     def __init__(
         self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
     ) -> None:
-        super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)

@@ -2,6 +2,6 @@
 ``scratchgrad.nn.lazy``."""
 
 from scratchgrad.nn.lazy import LazyLinear
-from scratchgrad.nn.linear import Bilinear, Identity, Linear
+from scratchgrad.nn.linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear
 
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear", "Bilinear", "LazyLinear"]
