@@ -83,10 +83,15 @@ class MultiheadAttention(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads:
+        if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(
+                "embed_dim and num_heads must be greater than 0, got "
+                f"embed_dim={embed_dim} and num_heads={num_heads} instead"
+            )
+        if embed_dim % num_heads:  # (PyTorch's is an assert)
+            raise AssertionError(
                 f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
-                f"({num_heads}), both > 0"
+                f"({num_heads})"
             )
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim

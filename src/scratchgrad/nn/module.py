@@ -29,7 +29,7 @@ from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import check_memory_format, requested_device_and_dtype
 from scratchgrad.nn.parameter import Buffer, Parameter
-from scratchgrad.tensor import RemovableHandle, Tensor
+from scratchgrad.tensor import RemovableHandle, Tensor, new_shape
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -995,6 +995,7 @@ def mark_changed(module: Module | Any) -> None:
 def _empty_parameter(shape: tuple[int, ...], device: Any, dtype) -> Parameter:
     """An uninitialised parameter for a layer's constructor, on ``device`` (None: the CPU)."""
     dtype = backend.default_float if dtype is None else backend.to_dtype(dtype)
+    shape = new_shape("empty", (shape,))  # (a negative size: PyTorch's RuntimeError)
     return Parameter(Tensor._make(backend.array_module(device).empty(shape, dtype)))
 
 

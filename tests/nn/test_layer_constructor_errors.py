@@ -1,0 +1,127 @@
+"""Layer constructors given bad arguments raise PyTorch's error types (a negative size:
+RuntimeError; MultiheadAttention's and Hardtanh's asserts: AssertionError; bad reductions,
+probabilities, paddings: ValueError), and accept what PyTorch's accept."""
+
+import warnings
+
+import pytest
+import torch
+
+import scratchgrad as sg
+
+# (layer, positional arguments, keyword arguments)
+CASES = [
+    ("Linear", (-1, 2), {}),
+    ("Linear", (2, -3), {}),
+    ("Linear", (2.5, 3), {}),
+    ("Linear", (0, 3), {}),
+    ("Bilinear", (2, -1, 3), {}),
+    ("Conv2d", (3, 4, 3), {"groups": 2}),
+    ("Conv2d", (4, 3, 3), {"groups": 2}),
+    ("Conv2d", (4, 4, 3), {"groups": 0}),
+    ("Conv2d", (4, 4, 3), {"padding": "same", "stride": 2}),
+    ("Conv2d", (4, 4, 3), {"padding": "bogus"}),
+    ("Conv2d", (4, 4, 3), {"padding_mode": "bogus"}),
+    ("Conv2d", (4, 4, 0), {}),
+    ("Conv2d", (4, 4, 3), {"stride": 0}),
+    ("Conv2d", (-4, 4, 3), {}),
+    ("Conv2d", (4, 4, (3, 3, 3)), {}),
+    ("ConvTranspose2d", (4, 4, 3), {"padding": "same"}),
+    ("ConvTranspose2d", (4, 4, 3), {"padding_mode": "reflect"}),
+    ("Dropout", (1.5,), {}),
+    ("Dropout", (-0.1,), {}),
+    ("Dropout2d", (2,), {}),
+    ("AlphaDropout", (1.1,), {}),
+    ("Embedding", (5, 2), {"padding_idx": 5}),
+    ("Embedding", (5, 2), {"padding_idx": -6}),
+    ("Embedding", (-1, 2), {}),
+    ("EmbeddingBag", (5, 2), {"mode": "bogus"}),
+    ("EmbeddingBag", (5, 2), {"padding_idx": 7}),
+    ("BatchNorm1d", (-1,), {}),
+    ("BatchNorm1d", (0,), {}),
+    ("LayerNorm", ((0,),), {}),
+    ("LayerNorm", (-2,), {}),
+    ("GroupNorm", (3, 4), {}),
+    ("GroupNorm", (0, 4), {}),
+    ("RMSNorm", (-1,), {}),
+    ("MaxPool2d", (0,), {}),
+    ("MaxPool2d", (2,), {"stride": 0}),
+    ("MaxPool2d", (2,), {"padding": 2}),
+    ("AvgPool2d", (2,), {"padding": 2}),
+    ("MultiheadAttention", (5, 2), {}),
+    ("MultiheadAttention", (4, 0), {}),
+    ("MultiheadAttention", (0, 1), {}),
+    ("TransformerEncoderLayer", (8, 3), {}),
+    ("TransformerEncoderLayer", (8, 2), {"activation": "bogus"}),
+    ("RNN", (3, 4), {"nonlinearity": "bogus"}),
+    ("RNN", (3, 4), {"dropout": 1.5}),
+    ("RNN", (3, 4), {"num_layers": 0}),
+    ("LSTM", (3, 4), {"proj_size": 4}),
+    ("LSTM", (3, 4), {"proj_size": -1}),
+    ("GRU", (3, 0), {}),
+    ("RNN", (3, 4), {"hidden_size": 2}),
+    ("RNNCell", (3, 4), {"nonlinearity": "bogus"}),
+    ("LSTM", (3, 4.5), {}),
+    ("GRU", (3, 4), {"num_layers": 2.0}),
+    ("Softmax", (), {"dim": "x"}),
+    ("PixelShuffle", (0,), {}),
+    ("Upsample", (), {}),
+    ("Upsample", (), {"size": 2, "scale_factor": 2}),
+    ("Upsample", (2,), {"mode": "bogus"}),
+    ("ELU", (), {"alpha": -1}),
+    ("Hardtanh", (1.0, 0.5), {}),
+    ("Softplus", (), {"beta": 0}),
+    ("RReLU", (0.5, 0.1), {}),
+    ("Threshold", (), {}),
+    ("PReLU", (0,), {}),
+    ("LocalResponseNorm", (0,), {}),
+    ("CrossEntropyLoss", (), {"reduction": "bogus"}),
+    ("CrossEntropyLoss", (), {"label_smoothing": 1.5}),
+    ("MSELoss", (), {"reduction": "bogus"}),
+    ("NLLLoss", (), {"reduction": "bogus"}),
+    ("KLDivLoss", (), {"reduction": "bogus"}),
+    ("HuberLoss", (), {"delta": -1}),
+    ("SmoothL1Loss", (), {"beta": -1}),
+    ("TripletMarginLoss", (), {"margin": -1}),
+    ("CTCLoss", (), {"reduction": "bogus"}),
+    ("Fold", (4,), {}),
+    ("Unflatten", (1, (2, -1, -1)), {}),
+    ("Flatten", (), {"start_dim": "a"}),
+    ("ConstantPad2d", ((1, 2, 3),), {"value": 0}),
+    ("ReflectionPad2d", ((1, 2, 3),), {}),
+    ("ZeroPad2d", ((1, 2, 3),), {}),
+    ("AdaptiveAvgPool2d", ((1, 2, 3),), {}),
+    ("ChannelShuffle", (0,), {}),
+    ("CosineSimilarity", (), {"dim": 1.5}),
+    ("LPPool2d", (0, 2), {}),
+    ("MaxUnpool2d", (0,), {}),
+    ("Transformer", (8, 3), {}),
+    ("AdaptiveLogSoftmaxWithLoss", (8, 10, [4, 4]), {}),
+    ("AdaptiveLogSoftmaxWithLoss", (8, 10, [12]), {}),
+    ("AdaptiveLogSoftmaxWithLoss", (8, 10, [4]), {"div_value": 0}),
+]
+# refused here when made, by PyTorch's at the first call (a TypeError, a RuntimeError)
+REFUSED_EARLIER = [
+    ("ConvTranspose2d", (4, 4, 3), {"padding": "same"}),
+    ("RNNCell", (3, 4), {"nonlinearity": "bogus"}),
+]
+
+
+def _outcome(lib, name, args, kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            getattr(lib.nn, name)(*args, **kwargs)
+        except Exception as error:
+            return type(error)
+    return None
+
+
+@pytest.mark.parametrize(
+    "name, args, kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_constructor_errors_as_torchs(name, args, kwargs):
+    expected = _outcome(torch, name, args, kwargs)
+    if (name, args, kwargs) in REFUSED_EARLIER:
+        expected = ValueError
+    assert _outcome(sg, name, args, kwargs) is expected
