@@ -12,6 +12,7 @@ data read from files, index bookkeeping.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import warnings
 from collections.abc import Callable
@@ -409,6 +410,24 @@ def array_module(where: device | str | None = None):
     """The array module that computes on ``where`` (None: the default device); raises as
     ``array_backend``."""
     return array_backend(where).xp
+
+
+def shared_copy(array: Any) -> Any:
+    """A copy of the NumPy ``array`` in anonymous shared memory (``mmap``, ``MAP_SHARED``),
+    which processes forked afterwards share: a write by one is seen by all."""
+    if type(array) is not numpy.ndarray:
+        raise RuntimeError(f"share_memory_: only CPU tensors can be shared, not {type(array)}")
+    memory = mmap.mmap(-1, max(array.nbytes, 1))
+    out = numpy.frombuffer(memory, array.dtype, count=array.size).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+def is_shared(array: Any) -> bool:
+    """Whether ``array`` (or the array it views) lives in ``shared_copy``'s memory."""
+    while isinstance(array, numpy.ndarray):
+        array = array.base
+    return isinstance(array, memoryview) and isinstance(array.obj, mmap.mmap)
 
 
 def cuda_device(index: int | str | device | None = None) -> device:

@@ -269,8 +269,23 @@ class Tensor:
         return False
 
     def is_shared(self) -> bool:
-        """False: no tensor's memory is moved to shared memory for other processes."""
-        return False
+        """Whether the memory is shared with processes forked afterwards (``share_memory_``)."""
+        return backend.is_shared(self.array)
+
+    def share_memory_(self) -> Tensor:
+        """Move the memory to shared memory, as PyTorch's: processes forked afterwards
+        (``multiprocessing`` with the "fork" start method) see each other's in-place changes,
+        as Hogwild training needs (optimizers step in place). Already shared: nothing done.
+        Unlike PyTorch's, views made before keep the old memory, and a tensor pickled to a
+        spawned process arrives as a copy.
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(2).share_memory_().is_shared()
+        True
+        """
+        if not self.is_shared():
+            self.array = backend.shared_copy(self.array)
+        return self
 
     def get_device(self) -> int:
         """The device index, -1 on the CPU (as PyTorch)."""

@@ -758,6 +758,11 @@ class Module:
                 tensor.grad = fn(tensor.grad)
         return self
 
+    def share_memory(self) -> Module:
+        """``Tensor.share_memory_`` on every parameter, buffer and gradient, as PyTorch's: the
+        model's memory shared with processes forked afterwards (Hogwild training)."""
+        return self._apply(lambda t: t.share_memory_())
+
     def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
         """Give every parameter and buffer new, uninitialised memory on ``device`` (their
         shapes and dtypes kept), as ``torch.nn.Module.to_empty``: the way off the meta device,
