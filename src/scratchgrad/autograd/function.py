@@ -18,9 +18,9 @@ from typing import Any, NoReturn
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
-from scratchgrad.autograd.grad_mode import InferenceCounter
+from scratchgrad.autograd.grad_mode import InferenceCounter, no_grad
 from scratchgrad.autograd.grad_mode import state as _state
-from scratchgrad.autograd.graph import increment_version
+from scratchgrad.autograd.graph import SAVED_TENSORS_HOOKS, increment_version
 from scratchgrad.backend import COMPLEX_DTYPES, ndarray, xp
 
 _ARRAY_CLASSES = backend.ARRAY_CLASSES  # every backend's array class (a live view)
@@ -228,7 +228,7 @@ class Function:
                 tensors.append(None)
                 continue
             if counter is None:  # a number, or a Tensor made of another array (see _entries)
-                tensors.append(value)
+                tensors.append(value.unpack() if type(value) is _Packed else value)
                 continue
             if counter[0] != version:
                 raise RuntimeError(
@@ -739,7 +739,37 @@ def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
                 entries.append((Tensor._make(backend.as_array(value)), None, 0))
             else:
                 entries.append((value, None, 0))
-    return tuple(entries)
+    # (inside saved_tensors_hooks, each tensor is handed to the pack hook)
+    return _packed(tuple(entries), result) if SAVED_TENSORS_HOOKS else tuple(entries)
+
+
+class _Packed:
+    """A saved tensor as the pack hook of ``saved_tensors_hooks`` left it, with its unpack hook."""
+
+    __slots__ = ("packed", "unpack_hook")
+
+    def __init__(self, packed: Any, unpack_hook: Callable[[Any], Any]) -> None:
+        self.packed, self.unpack_hook = packed, unpack_hook
+
+    def unpack(self) -> Any:
+        return self.unpack_hook(self.packed)
+
+
+def _packed(entries: tuple, result: Tensor | None) -> tuple:
+    """``entries`` with each tensor (an input's Tensor, the result's array) handed to the
+    innermost pack hook; the node then keeps the hook's result (the version checks go: the
+    hooks own what is saved)."""
+    pack, unpack = SAVED_TENSORS_HOOKS[-1]
+    packed = []
+    for value, counter, version in entries:
+        if counter is not None and not isinstance(value, Tensor):  # the result's bare array
+            value = result
+        if isinstance(value, Tensor):
+            with no_grad():  # (as PyTorch's: what the hook computes is not recorded)
+                packed.append((_Packed(pack(value), unpack), None, 0))
+        else:
+            packed.append((value, counter, version))
+    return tuple(packed)
 
 
 from scratchgrad.tensor import Tensor  # noqa: E402  (Tensor's methods are built from Functions)
