@@ -482,7 +482,11 @@ class RNNCellBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
-        return text if self.bias else text + ", bias=False"
+        if not self.bias:
+            text += ", bias=False"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":  # (RNNCell's)
+            text += f", nonlinearity={self.nonlinearity}"
+        return text
 
 
 class RNNCell(RNNCellBase):
