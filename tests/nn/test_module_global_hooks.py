@@ -84,3 +84,47 @@ def test_a_global_hook_keeps_the_module_hooks_of_its_own():
     assert not sg.nn.Module._hooked and layer._hooked
     assert (layer(sg.ones(1, 2)) == 0).all()
     assert_doc_examples_run(sg.nn.modules.module.register_module_forward_pre_hook)
+
+
+def _registrations(lib):
+    """The registrations a few constructions and assignments make, as the global registration
+    hooks see them; a hook that replaces parameters."""
+    nn, hooks, log = lib.nn, lib.nn.modules.module, []
+
+    def shape(v):
+        return None if v is None else tuple(v.shape)
+
+    handles = [
+        hooks.register_module_buffer_registration_hook(
+            lambda m, n, v: log.append(("buffer", type(m).__name__, n, shape(v)))
+        ),
+        hooks.register_module_module_registration_hook(
+            lambda m, n, v: log.append(("module", type(m).__name__, n, type(v).__name__))
+        ),
+        hooks.register_module_parameter_registration_hook(
+            lambda m, n, v: log.append(("parameter", type(m).__name__, n, shape(v)))
+        ),
+    ]
+    norm = nn.BatchNorm1d(2)
+    norm.running_mean = lib.zeros(2)
+    norm.running_var = None
+    net = nn.Sequential(nn.Linear(1, 1))
+    net.extra = nn.ReLU()
+    net.extra = None
+    layer = nn.Linear(2, 2, bias=False)
+    layer.bias = None
+    layer.weight = nn.Parameter(lib.zeros(1))
+    layer.register_buffer("b", None)
+    for handle in handles:
+        handle.remove()
+    made = []  # (a replacing hook's parameter is the one registered)
+    with hooks.register_module_parameter_registration_hook(
+        lambda m, n, v: made.append(nn.Parameter(lib.zeros(v.shape))) or made[-1]
+    ):
+        replaced = nn.Linear(1, 1, bias=True)
+    return log, [p is q for p, q in zip(replaced.parameters(), made)]
+
+
+def test_registration_hooks_as_torchs():
+    assert _registrations(sg) == _registrations(torch)
+    assert_doc_examples_run(sg.nn.modules.module.register_module_module_registration_hook)

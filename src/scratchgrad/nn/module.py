@@ -406,6 +406,8 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in stores:
                 raise AttributeError(f"cannot assign module '{name}' before Module.__init__() call")
+            if _global_hooks.module_registration:
+                value = _global_hooks.registered("module_registration", self, name, value)
             self._forget(name, keep="_modules")
             stores["_modules"][name] = value
         elif name in stores.get("_modules", ()):
@@ -414,7 +416,9 @@ class Module:
                     f"cannot assign '{type(value).__name__}' as child module '{name}' "
                     "(scratchgrad.nn.Module or None expected)"
                 )
-            stores["_modules"][name] = None
+            if _global_hooks.module_registration:
+                value = _global_hooks.registered("module_registration", self, name, value)
+            stores["_modules"][name] = value
         elif isinstance(value, Buffer):  # registered, its persistence with it (as PyTorch's)
             self.register_buffer(name, value, value.persistent)
             return
@@ -424,6 +428,8 @@ class Module:
                     f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                     "(scratchgrad.Tensor or None expected)"
                 )
+            if _global_hooks.buffer_registration:
+                value = _global_hooks.registered("buffer_registration", self, name, value)
             stores["_buffers"][name] = value
         object.__setattr__(self, name, value)
 
@@ -465,6 +471,8 @@ class Module:
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(scratchgrad.nn.Parameter or None required)"
             )
+        if param is not None and _global_hooks.parameter_registration:
+            param = _global_hooks.registered("parameter_registration", self, name, param)
         mark_changed(self)
         self._forget(name, keep="_parameters")
         self._parameters[name] = param
@@ -482,6 +490,8 @@ class Module:
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                 "(scratchgrad.Tensor or None required)"
             )
+        if _global_hooks.buffer_registration:
+            tensor = _global_hooks.registered("buffer_registration", self, name, tensor)
         mark_changed(self)
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
@@ -496,6 +506,8 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module", "_modules")
+        if _global_hooks.module_registration:
+            module = _global_hooks.registered("module_registration", self, name, module)
         mark_changed(self)
         self._forget(name, keep="_modules")
         self._modules[name] = module
@@ -1253,6 +1265,11 @@ class _GlobalHooks:
     backward_pre: tuple = ()
     backward: tuple = ()
     backward_any = False
+    # (hook, False) pairs called as a parameter, buffer or child module is registered; calls
+    # never see them
+    parameter_registration: tuple = ()
+    buffer_registration: tuple = ()
+    module_registration: tuple = ()
 
     def __setattr__(self, name: str, value: tuple) -> None:  # (RemovableHandle sets them too)
         object.__setattr__(self, name, value)
@@ -1263,6 +1280,14 @@ class _GlobalHooks:
         entry = (hook, flag)
         setattr(self, kind, (*getattr(self, kind), entry))
         return RemovableHandle(self, kind, entry)
+
+    def registered(self, kind: str, module: Module, name: str, value: Any) -> Any:
+        """``value`` after the registration hooks of ``kind``: each may return a new one."""
+        for hook, _ in getattr(self, kind):
+            output = hook(module, name, value)
+            if output is not None:
+                value = output
+        return value
 
 
 _global_hooks = _GlobalHooks()
@@ -1305,6 +1330,36 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
     """Every module's ``register_full_backward_hook``, run before the module's own."""
     return _global_hooks.register("backward", hook)
+
+
+def register_module_parameter_registration_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, name, param)`` as any module registers a parameter (not None), as
+    ``torch.nn.modules.module.register_module_parameter_registration_hook``; it may return
+    the parameter to register instead."""
+    return _global_hooks.register("parameter_registration", hook)
+
+
+def register_module_buffer_registration_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, name, buffer)`` as any module registers or assigns a buffer (None
+    too), as PyTorch's; it may return the buffer to register instead."""
+    return _global_hooks.register("buffer_registration", hook)
+
+
+def register_module_module_registration_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, name, submodule)`` as any module registers or assigns a child
+    module (None too), as PyTorch's; it may return the module to register instead.
+
+    >>> import scratchgrad as sg
+    >>> from scratchgrad.nn.modules.module import register_module_module_registration_hook
+    >>> with register_module_module_registration_hook(lambda m, name, sub: sg.nn.Tanh()):
+    ...     net = sg.nn.Sequential(sg.nn.Linear(1, 1), sg.nn.ReLU())
+    >>> net
+    Sequential(
+      (0): Tanh()
+      (1): Tanh()
+    )
+    """
+    return _global_hooks.register("module_registration", hook)
 
 
 def _args_and_kwargs(result: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
