@@ -228,7 +228,7 @@ def test_multihead_attention_init_and_errors():
     assert not mha.out_proj.bias.detach().numpy().any()
     bound = np.sqrt(6 / (6 + 18))  # xavier_uniform_ on the (18, 6) in_proj_weight
     assert np.abs(mha.in_proj_weight.detach().numpy()).max() <= bound
-    with pytest.raises(AssertionError, match="divisible by num_heads"):  # (as PyTorch's)
+    with pytest.raises(ValueError, match="divisible by num_heads"):
         nn.MultiheadAttention(5, 2)
     x = sg.randn(2, 1, 6)
     with pytest.raises(RuntimeError, match="need attn_mask if specifying the is_causal hint"):

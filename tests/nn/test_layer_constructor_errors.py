@@ -1,6 +1,6 @@
 """Layer constructors given bad arguments raise PyTorch's error types (a negative size:
-RuntimeError; MultiheadAttention's and Hardtanh's asserts: AssertionError; bad reductions,
-probabilities, paddings: ValueError), and accept what PyTorch's accept."""
+RuntimeError; bad reductions, probabilities, paddings: ValueError; where PyTorch asserts,
+an AssertionError or a ValueError), and accept what PyTorch's accept."""
 
 import warnings
 
@@ -124,4 +124,8 @@ def test_constructor_errors_as_torchs(name, args, kwargs):
     expected = _outcome(torch, name, args, kwargs)
     if (name, args, kwargs) in REFUSED_EARLIER:
         expected = ValueError
-    assert _outcome(sg, name, args, kwargs) is expected
+    ours = _outcome(sg, name, args, kwargs)
+    if expected is AssertionError:  # (a PyTorch assert: some are ValueErrors here, kept by -O)
+        assert ours in (AssertionError, ValueError)
+    else:
+        assert ours is expected

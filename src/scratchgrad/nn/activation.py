@@ -144,9 +144,7 @@ class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         if not max_val > min_val:
-            raise AssertionError(  # (PyTorch's is an assert)
-                f"max_val ({max_val}) must be greater than min_val ({min_val})"
-            )
+            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:

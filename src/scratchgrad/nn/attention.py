@@ -88,8 +88,8 @@ class MultiheadAttention(Module):
                 "embed_dim and num_heads must be greater than 0, got "
                 f"embed_dim={embed_dim} and num_heads={num_heads} instead"
             )
-        if embed_dim % num_heads:  # (PyTorch's is an assert)
-            raise AssertionError(
+        if embed_dim % num_heads:  # (PyTorch's is an assert, gone under python -O)
+            raise ValueError(
                 f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                 f"({num_heads})"
             )
