@@ -50,6 +50,8 @@ def assert_close(actual, expected, dtype="float64", what="", tolerance=None):
     if isinstance(expected, torch.Tensor):
         expected = expected.detach()
         expected = (expected.float() if expected.dtype in _16_BIT else expected).numpy()
+    if isinstance(actual, sg.Tensor):  # (NumPy may not read a tensor that requires grad)
+        actual = actual.detach()
     actual, expected = np.asarray(actual), np.asarray(expected)
     if callable(tolerance):
         tolerance = tolerance(expected)

@@ -112,6 +112,8 @@ class SparseTensor(Tensor):
     def requires_grad(self) -> bool:
         return self._value.requires_grad
 
+    _requires_grad = requires_grad  # (the slot that Function.apply reads, on dense tensors)
+
     @property
     def is_leaf(self) -> bool:
         return self._leaf or not self._value.requires_grad

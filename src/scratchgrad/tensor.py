@@ -122,7 +122,7 @@ class Tensor:
     # _multi_output: on an output of split, chunk or unbind (and its views) only, (which
     # output, the op's name): a recorded change of it or its base is refused (_not_to_change)
     __slots__ = (
-        "array", "grad", "requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
+        "array", "_grad", "_requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
         "_base_array", "_no_grad_view", "_multi_output", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
@@ -159,7 +159,7 @@ class Tensor:
                 f"only tensors of floating point dtype can require gradients, got {array.dtype}"
             )
         t = Tensor._make(array)
-        t.requires_grad = requires_grad
+        t._requires_grad = requires_grad
         return t
 
     @staticmethod
@@ -175,7 +175,7 @@ class Tensor:
     def _make(array: Any, ctx: Any = None) -> Tensor:
         """Wrap an array without copying or checks: the fast path every op result takes."""
         t = _new(Tensor)
-        t.array, t.grad, t.requires_grad = array, None, ctx is not None
+        t.array, t._grad, t._requires_grad = array, None, ctx is not None
         t._ctx, t._counter, t._hooks = ctx, None, ()
         return t
 
@@ -561,9 +561,7 @@ class Tensor:
             capture_hook.recorder.refuse(".numpy()")
         if force:
             return self.detach().cpu().array
-        if self.requires_grad:
-            raise RuntimeError("numpy: the tensor requires grad; call .detach().numpy() instead")
-        _check_on_cpu(self)
+        _check_as_numpy(self)
         return self.array
 
     def _checked_values(self):
@@ -572,7 +570,7 @@ class Tensor:
         return self.array
 
     def __array__(self, dtype=None, copy=None):
-        _check_on_cpu(self)
+        _check_as_numpy(self)
         return self.array if dtype is None else self.array.astype(dtype)
 
     def __len__(self) -> int:
@@ -698,29 +696,60 @@ class Tensor:
         """
         if hasattr(self, "_view"):
             raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
-        self._ctx, self.requires_grad = None, False
+        self._ctx, self._requires_grad = None, False
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if type(requires_grad) is not bool:  # (a truthy 1 or "no" would be stored as it is)
+        if type(requires_grad) is not bool:  # (the setter's error is PyTorch's RuntimeError)
             raise TypeError(
                 "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                 f"{type(requires_grad).__name__}"
             )
+        self.requires_grad = requires_grad
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool) -> None:
+        """``t.requires_grad = flag`` as PyTorch checks it: a bool, on a leaf only (a graph's
+        result always requires grad), True only for a floating point dtype, and not for an
+        inference tensor outside inference mode. (Reads take the slot through ``attrgetter``:
+        a property's Python getter would cost every read a frame.)"""
+        if type(requires_grad) is not bool:  # (a truthy 1 or "no" would be stored as it is)
+            raise RuntimeError(f"requires_grad must be a bool, got {_type_name(requires_grad)}")
+        if self._ctx is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables."
+                + (
+                    ""
+                    if requires_grad
+                    else " If you want to use a computed variable in a subgraph that doesn't "
+                    "require differentiation use var_no_grad = var.detach()."
+                )
+            )
         if requires_grad and not backend.can_require_grad(self.array.dtype):
             raise RuntimeError(
-                f"requires_grad_: dtype {self.array.dtype} cannot require gradients (only "
-                f"tensors of floating point dtype can)"
+                f"requires_grad: dtype {self.array.dtype} cannot require gradients (only "
+                f"tensors of floating point and complex dtype can)"
             )
-        if not self.is_leaf and not requires_grad:
-            raise RuntimeError("requires_grad_: a non-leaf tensor always requires grad; detach()")
         if requires_grad and type(self._counter) is InferenceCounter and not _state.inference:
             raise RuntimeError(
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not "
                 "allowed."
             )
-        self.requires_grad = requires_grad
-        return self
+        self._requires_grad = requires_grad
+
+    requires_grad = property(operator.attrgetter("_requires_grad"), _set_requires_grad)
+
+    def _set_grad(self, grad: Tensor | None) -> None:
+        """``t.grad = grad`` as PyTorch checks it: None, or a tensor of this one's dtype,
+        device and shape (the engine and the optimizers use it as they find it)."""
+        if grad is not None:
+            _check_assigned_grad(self, grad)
+        self._grad = grad
+
+    def _delete_grad(self) -> None:
+        self._grad = None  # ``del t.grad``, as PyTorch's
+
+    grad = property(operator.attrgetter("_grad"), _set_grad, _delete_grad)
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Callable:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor
@@ -772,7 +801,7 @@ class Tensor:
         def keep(grad: Tensor) -> None:
             t = ref()
             if t is not None:
-                t.grad = grad if t.grad is None else t.grad + grad
+                t._grad = grad if t._grad is None else t._grad + grad
 
         keep.retains_grad = True  # what ``retains_grad`` looks for
         self.register_hook(keep)
@@ -1538,7 +1567,7 @@ class Tensor:
                 "by cloning the output"
             )
         old_base = Tensor._make(_call(_copied, base.array), base._ctx)
-        old_base.requires_grad = base.requires_grad
+        old_base._requires_grad = base._requires_grad
         old = old_base
         for cls, attributes in steps:
             old = cls.apply(old, **attributes)
@@ -1553,7 +1582,7 @@ class Tensor:
             _call(_assign, self.array, ... if index is None else index, out.array)
         except ValueError as error:  # a broadcast (expanded) view is read-only
             raise _write_error(name, self.array, error) from None
-        base._ctx, base.requires_grad = new_base._ctx, True
+        base._ctx, base._requires_grad = new_base._ctx, True
         for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
             if view is not base:
                 view._take_view_again()
@@ -1644,7 +1673,7 @@ class Tensor:
             view = movement.ViewChangedRefused.apply(
                 view, message=_multi_output_error(self, changed)
             )
-        self._ctx, self.requires_grad = view._ctx, True
+        self._ctx, self._requires_grad = view._ctx, True
 
     def _records(self, value: Any) -> bool:
         """Whether overwriting this tensor with ``value`` must be recorded in the graph (not
@@ -4709,7 +4738,7 @@ def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Ten
             "would break; call it outside no_grad, or on a detached tensor"
         )
     old = Tensor._make(self.array, self._ctx)
-    old.requires_grad, old._counter = self.requires_grad, self._shared_counter()
+    old._requires_grad, old._counter = self._requires_grad, self._shared_counter()
     if hasattr(self, "_view"):
         old._view = self._view
     out = view(old)
@@ -7884,8 +7913,46 @@ def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
     return module.asarray(out) if isinstance(out, xp.generic) else out
 
 
-def _check_on_cpu(t: Tensor) -> None:
-    """A tensor on another device cannot be a NumPy array: PyTorch's error."""
+def _check_assigned_grad(t: Tensor, grad: Any) -> None:
+    """PyTorch's errors for ``t.grad = grad``: no tensor, ``t`` itself, or another dtype,
+    device or shape than ``t``'s (checked in that order, as there)."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(
+            f"assigned grad expected to be a Tensor or None but got grad of type {_type_name(grad)}"
+        )
+    if grad is t:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.dtype != t.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{grad.dtype}' to a tensor with dtype "
+            f"'{t.dtype}'. Please ensure that the gradient and the tensor have the same dtype"
+        )
+    if grad.device.type != t.device.type:
+        raise RuntimeError(
+            f"attempting to assign a gradient with device type '{grad.device.type}' to a tensor "
+            f"with device type '{t.device.type}'. Please ensure that the gradient and the tensor "
+            "are on the same device"
+        )
+    if grad.shape != t.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+            f"'{list(t.shape)}'. Please ensure that the gradient and the tensor are the same size"
+        )
+
+
+def _type_name(value: Any) -> str:
+    """The name of ``value``'s type as PyTorch's errors print it: ``float``, ``numpy.bool``."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _check_as_numpy(t: Tensor) -> None:
+    """PyTorch's errors for ``t.numpy()`` and ``np.asarray(t)``: a tensor that requires grad
+    while grad mode is on (the array would leave the graph unseen), or one on another device."""
+    if t.requires_grad and _state.enabled:
+        raise RuntimeError(
+            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+        )
     where = backend.device_of(t.array)
     if where is not backend.cpu:
         raise TypeError(

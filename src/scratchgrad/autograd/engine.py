@@ -398,23 +398,25 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     recorder = capture_hook.recorder
     if recorder is not None and recorder.accumulate(leaf, g, create_graph, owned):
         return  # scratchgrad.jit noted it (a call from another thread is left to this code)
+    # (the slot _grad, not the property: the gradient fits the leaf, and this is the hot path)
     if type(g) is not Tensor and g.is_sparse:  # (a type test: is_sparse is a property)
-        leaf.grad = g if leaf.grad is None else leaf.grad + g
+        leaf._grad = g if leaf._grad is None else leaf._grad + g
         return
     if g.array.dtype is not leaf.array.dtype:
         g = g.to(leaf.array.dtype)
         owned = {g: leaf}  # a new array
-    if leaf.grad is None:
-        leaf.grad = g if create_graph or owned.get(g) is leaf else Tensor._make(g.array.copy())
-    elif create_graph or leaf.grad.requires_grad:
-        leaf.grad = leaf.grad + g
+    grad = leaf._grad
+    if grad is None:
+        leaf._grad = g if create_graph or owned.get(g) is leaf else Tensor._make(g.array.copy())
+    elif create_graph or grad._requires_grad:
+        leaf._grad = grad + g
     else:
         try:
-            leaf.grad.array += g.array
+            grad.array += g.array
         except TypeError:  # a sparse .grad refuses in-place arithmetic: a dense sum, as PyTorch
-            if not leaf.grad.is_sparse:
+            if not grad.is_sparse:
                 raise
-            leaf.grad = leaf.grad + g
+            leaf._grad = grad + g
 
 
 def _leading_to(roots: list[Function], targets: dict) -> set:

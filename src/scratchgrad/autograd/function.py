@@ -268,8 +268,9 @@ class Function:
             for a in args:
                 if type(a) is Tensor or isinstance(a, Tensor):  # the first test is the fast one
                     arrays.append(a.array)
-                    # _node_of(a), inlined: this loop is the hottest code in the library
-                    node = a._ctx if a._ctx is not None else a if a.requires_grad else None
+                    # _node_of(a), inlined, reading the slot behind the requires_grad property:
+                    # this loop is the hottest code in the library
+                    node = a._ctx if a._ctx is not None else a if a._requires_grad else None
                     parents.append(node)
                     record = record or node is not None
                 else:

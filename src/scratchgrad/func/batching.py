@@ -340,7 +340,7 @@ def wrap(value: Tensor, level: int) -> BatchedTensor:
     """A batched tensor of ``level`` over ``value`` (batch dim first)."""
     t = object.__new__(BatchedTensor)
     t.array = _Logical(value.shape[1:], value.dtype)
-    t.grad, t.requires_grad, t._ctx, t._counter, t._hooks = None, False, None, None, ()
+    t._grad, t._requires_grad, t._ctx, t._counter, t._hooks = None, False, None, None, ()
     t.value, t.level = value, level
     return t
 

@@ -43,7 +43,7 @@ def accumulate(leaf: Tensor, array: Any, owned: bool) -> Any:
     """Add a gradient into ``leaf.grad`` as the eager engine does (``owned``: ``.grad`` may
     keep the array itself); the array ``.grad`` holds."""
     if owned and leaf.grad is None and array.dtype is leaf.array.dtype:
-        leaf.grad = Tensor._make(array)  # the engine's case after zero_grad(), without its call
+        leaf._grad = Tensor._make(array)  # the engine's case after zero_grad(), without its call
         return array
     g = Tensor._make(array)
     engine._accumulate(leaf, g, False, {g: leaf} if owned else {})
@@ -54,8 +54,8 @@ def made_leaf(array: Any, grad: Any) -> Tensor:
     """A leaf the step made (``x.clone().requires_grad_()``) as a new tensor at each replay,
     as eagerly, with the ``.grad`` array it has at this point of the step (or None)."""
     leaf = Tensor._make(array)
-    leaf.requires_grad = True
-    leaf.grad = None if grad is None else Tensor._make(grad)
+    leaf._requires_grad = True
+    leaf._grad = None if grad is None else Tensor._make(grad)
     return leaf
 
 

@@ -32,7 +32,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
         # a leaf with no history: a Parameter made from a graph result starts a new graph
-        self.array, self.grad, self.requires_grad = data.array, None, False
+        self.array, self._grad, self._requires_grad = data.array, None, False
         self._ctx, self._counter, self._hooks = None, data._shared_counter(), ()
         if requires_grad:
             self.requires_grad_()
@@ -75,7 +75,7 @@ class Buffer(Tensor):
             data = Tensor._make(xp.empty(0, backend.default_float))
         if not isinstance(data, Tensor):
             raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
-        self.array, self.grad, self.requires_grad = data.array, None, False
+        self.array, self._grad, self._requires_grad = data.array, None, False
         self._ctx, self._counter, self._hooks = None, data._shared_counter(), ()
         self.persistent = persistent
         if data.requires_grad:
