@@ -150,3 +150,50 @@ def test_a_refused_out_of_several_leaves_the_others_unwritten():
 def test_out_must_be_a_tensor(lib):
     with pytest.raises(TypeError, match="argument 'out' must be"):
         lib.add(lib.ones(2), 1, out=[0.0, 0.0])
+
+
+# (name, call(lib, x) writing into an out that overlaps what it reads, x a 1-d float64 tensor
+# of 12 entries); PyTorch refuses a partial overlap, as for in-place ops
+OVERLAPPING_OUTS = {
+    "add, out one entry later": lambda lib, x: lib.add(x[1:], 1, out=x[:-1]),
+    "mul, out over both inputs": lambda lib, x: lib.mul(x[:3], x[3:6], out=x[1:4]),
+    "exp": lambda lib, x: lib.exp(x[1:], out=x[:-1]),
+    "sub of a number first": lambda lib, x: lib.remainder(x[:6], x[1:7], out=x[2:8]),
+    "float_power": lambda lib, x: lib.float_power(x[1:], 2, out=x[:-1]),
+    "polygamma": lambda lib, x: lib.polygamma(1, x[1:], out=x[:-1]),
+    "clamp, a tensor bound": lambda lib, x: lib.clamp(x[:6], min=x[6:], out=x[1:7]),
+    "where": lambda lib, x: lib.where(x[:6] > 0.5, x[:6], x[6:], out=x[1:7]),
+    "cat": lambda lib, x: lib.cat([x[:2], x[2:4]], out=x[1:5]),
+    "stack": lambda lib, x: lib.stack([x[:2], x[2:4]], out=x[1:5].view(2, 2)),
+    "cumsum": lambda lib, x: lib.cumsum(x[1:], 0, out=x[:-1]),
+    "special.expit": lambda lib, x: lib.special.expit(x[1:], out=x[:-1]),
+    "the out transposed": lambda lib, x: lib.add(x[:4].view(2, 2), 1, out=x[:4].view(2, 2).t()),
+}
+# PyTorch writes these without the check (a whole out, a disjoint one, or an op it leaves alone)
+ACCEPTED_OUTS = {
+    "add into its input": lambda lib, x: lib.add(x, 1, out=x),
+    "mul into its second input": lambda lib, x: lib.mul(x[:6], x[6:], out=x[6:]),
+    "add into a disjoint slice": lambda lib, x: lib.add(x[:6], 1, out=x[6:]),
+    "matmul into its input": lambda lib, x: lib.matmul(x[:2], x[:4].view(2, 2), out=x[4:6]),
+    "softmax": lambda lib, x: lib.softmax(x[:6], 0, out=x[1:7]),
+}
+
+
+@pytest.mark.parametrize("call", OVERLAPPING_OUTS.values(), ids=OVERLAPPING_OUTS)
+def test_an_out_partly_overlapping_an_input_is_refused_as_torch(call):
+    for lib in (torch, sg):
+        x = lib.arange(1.0, 13.0, dtype=lib.float64) / 13
+        before = x.tolist()
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            call(lib, x)
+        assert x.tolist() == before
+
+
+@pytest.mark.parametrize("call", ACCEPTED_OUTS.values(), ids=ACCEPTED_OUTS)
+def test_an_out_that_is_an_input_or_apart_from_it_is_written_as_torch(call):
+    written = []
+    for lib in (torch, sg):
+        x = lib.arange(1.0, 13.0, dtype=lib.float64) / 13
+        call(lib, x)
+        written.append(x.tolist())
+    np.testing.assert_allclose(written[1], written[0], rtol=1e-12)

@@ -567,7 +567,13 @@ else:
     )
     multiply, divide = Tensor.multiply, Tensor.divide
 
+    from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import write_out as _write_out
+
+    def _written_out(name: str, result: Tensor, out: Tensor, read: tuple) -> Tensor:
+        """``write_out`` of a module function that read ``read`` (PyTorch checks those
+        against ``out`` unless the op is among ``OUT_READS_UNCHECKED``)."""
+        return _write_out(name, result, out, () if name in _OUT_READS_UNCHECKED else read)
 
     def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
         """``torch.polygamma(n, input)``: ``input.polygamma(n)``, the n-th derivative of
@@ -582,7 +588,7 @@ else:
                 f"{type(input).__name__}"
             )
         result = input.polygamma(n)
-        return result if out is None else _write_out("polygamma", result, out)
+        return result if out is None else _write_out("polygamma", result, out, (input,))
 
     def flip(input: Tensor, dims: tuple | list) -> Tensor:
         """``torch.flip(input, dims)``: ``input.flip(dims)``, ``dims`` a tuple or list (an
@@ -611,7 +617,9 @@ else:
                     f"{type(input).__name__}"
                 )
             result = method(input, *args, **kwargs)
-            return result if out is None else _write_out(method.__name__, result, out)
+            if out is None:
+                return result
+            return _written_out(method.__name__, result, out, (input, *args, *kwargs.values()))
 
         function.__qualname__ = method.__name__  # (not rewrapped by _takes_a_tensor below)
         return function
@@ -632,7 +640,8 @@ else:
                 f"the output given to float_power has dtype {out.dtype} but the operation's "
                 f"result requires dtype {result.dtype}"
             )
-        return result if out is None else _write_out("float_power", result, out)
+        read = (input, exponent)
+        return result if out is None else _write_out("float_power", result, out, read)
 
     remainder, pow = _number_first(Tensor.remainder), _number_first(Tensor.pow)
     bitwise_and, bitwise_or, bitwise_xor = map(
@@ -671,7 +680,10 @@ else:
                     f"not {type(input).__name__}"
                 )
             result = function(input, *args, **kwargs)
-            return result if out is None else _write_out(function.__name__, result, out)
+            if out is None:
+                return result
+            read = (input, *args, *kwargs.values())
+            return _written_out(function.__name__, result, out, read)
 
         return checked
 

@@ -26,7 +26,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.dtypes import result_type
 from scratchgrad.ops import special as ops
-from scratchgrad.tensor import Tensor, broadcast_tensors, takes_out
+from scratchgrad.tensor import OUT_READS_UNCHECKED, Tensor, broadcast_tensors, takes_out
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
@@ -634,4 +634,4 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
 # PyTorch's out= (torch.special.erf(x, out=y)) on every function but softmax and log_softmax
 for _name in set(__all__) - {"softmax", "log_softmax"}:
-    globals()[_name] = takes_out(globals()[_name])
+    globals()[_name] = takes_out(globals()[_name], _name not in OUT_READS_UNCHECKED)

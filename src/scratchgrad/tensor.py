@@ -5136,7 +5136,7 @@ def where(
     else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
         x, y = Tensor._from_data(x).to(cond.device)._operands(y)
     result = binary.Where.apply(cond, x, y)
-    return result if out is None else write_out("where", result, out)
+    return result if out is None else write_out("where", result, out, (condition, input, other))
 
 
 def einsum(*args: Any) -> Tensor:
@@ -5321,13 +5321,16 @@ def _einsum_letters(equation: str, operands: Sequence[Tensor]) -> tuple[tuple[st
     return inputs, output.replace("...", ellipsis)
 
 
-def write_out(name: str, result: Any, out: Any) -> Any:
+def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     """What PyTorch's ``out=`` arguments do: ``result`` (a tensor, or a tuple of them) written
     into ``out`` (a tensor, or as many), which is returned. ``out`` is resized to the result's
     shape (with PyTorch's warning when it held other elements) and the result cast into its
     dtype, never to a lower kind (no float into int); several outs (``values, indices``) must
     have the results' dtypes, as PyTorch's. As PyTorch, no graph goes through
     ``out``: a result or an ``out`` that requires grad is refused while grad mode is on.
+    An ``out`` that shares only part of its memory with a tensor among ``read`` (the inputs,
+    which the op's caller gives where PyTorch checks them: elementwise ops, joins, scans) is
+    refused, as ``_refuse_partial_overlap`` says.
 
     >>> import scratchgrad as sg
     >>> buffer = sg.zeros(2)
@@ -5340,6 +5343,9 @@ def write_out(name: str, result: Any, out: Any) -> Any:
     pairs = list(zip(result, out)) if several else [(result, out)]
     for r, o in pairs:  # every out checked before any is written
         _check_out(name, r, o)
+        for t in read:
+            if isinstance(t, Tensor):
+                _refuse_partial_overlap(name, o.array, t.array)
         if several and o.dtype != r.dtype:  # PyTorch casts into one out, never into several
             raise RuntimeError(
                 f"{name}(): expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead"
@@ -5377,9 +5383,10 @@ def _check_out(name: str, result: Tensor, out: Any) -> None:
         )
 
 
-def takes_out(function: Callable) -> Callable:
+def takes_out(function: Callable, elementwise: bool = False) -> Callable:
     """``function`` with PyTorch's ``out=`` keyword, as ``write_out`` says (the module
-    functions of ``linalg``, ``fft`` and ``special``).
+    functions of ``linalg``, ``fft`` and ``special``); ``elementwise``: an ``out`` partly
+    overlapping a tensor argument is refused, as PyTorch's elementwise ops refuse it.
 
     >>> import scratchgrad as sg
     >>> buffer = sg.zeros(2)
@@ -5390,7 +5397,10 @@ def takes_out(function: Callable) -> Callable:
     @functools.wraps(function)
     def with_out(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         result = function(*args, **kwargs)
-        return result if out is None else write_out(function.__name__, result, out)
+        if out is None:
+            return result
+        read = (*args, *kwargs.values()) if elementwise else ()
+        return write_out(function.__name__, result, out, read)
 
     return with_out
 
@@ -5440,7 +5450,7 @@ def cat(
     if ndim == 0:
         raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
     result = movement.Cat.apply(*tensors, dim=wrap_dim(dim, ndim))
-    return result if out is None else write_out("cat", result, out)
+    return result if out is None else write_out("cat", result, out, tensors)
 
 
 @names_bad_arguments
@@ -5454,7 +5464,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
             f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
         )
     result = cat([t.unsqueeze(dim) for t in tensors], dim)
-    return result if out is None else write_out("stack", result, out)
+    return result if out is None else write_out("stack", result, out, tensors)
 
 
 @names_bad_arguments
@@ -7487,6 +7497,19 @@ _READ_AS_NUMBERS_OR_UNCHECKED = {
     "masked_fill_", "index_fill_", "masked_scatter_", "addbmm_", "addmm_", "addmv_", "addr_",
     "baddbmm_", "ldexp_",
 }  # fmt: skip
+
+
+# the ops whose out= PyTorch does not check against their inputs (``write_out``'s ``read``):
+# reductions (but max, min, median... along a dim), products without an added input, softmax,
+# triangles, scans of extremes (tried one by one against torch 2.13; its elementwise ops,
+# joins, sums' scans, sorts and index reads all refuse a partly overlapping out)
+OUT_READS_UNCHECKED = frozenset({
+    "all", "amax", "amin", "any", "argmax", "argmin", "bmm", "bucketize", "count_nonzero",
+    "cummax", "cummin", "diag", "dot", "histc", "inner", "log_softmax", "logsumexp", "matmul",
+    "max", "mean", "min", "mm", "multigammaln", "mv", "mvlgamma", "nanmean", "nanquantile",
+    "nansum", "narrow_copy", "norm", "prod", "quantile", "searchsorted", "softmax", "std", "sum",
+    "tril", "triu", "var", "vdot",
+})  # fmt: skip
 
 
 def _refuse_partial_overlap(name: str, written: Any, read: Any) -> None:
