@@ -104,6 +104,10 @@ REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
     "isin of bools": (lambda m, x: m.isin(x, m.tensor([1])), BOOLS, RuntimeError),
     "isin in bools": (lambda m, x: m.isin(m.tensor([1]), x), BOOLS, RuntimeError),
     "isin of a bool": (lambda m, x: m.isin(True, x), np.ones(3), RuntimeError),
+    "sort, stable an int": (lambda m, x: m.sort(x, stable=1), np.ones(3), TypeError),
+    "sort, descending an int": (lambda m, x: x.sort(0, 1), np.ones(3), TypeError),
+    "argsort, stable None": (lambda m, x: x.argsort(stable=None), np.ones(3), TypeError),
+    "argsort, descending a string": (lambda m, x: m.argsort(x, 0, "no"), np.ones(3), TypeError),
 }
 
 

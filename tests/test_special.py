@@ -571,3 +571,26 @@ def test_the_newer_bessel_functions_are_torchs_without_a_gradient(name, dtype):
 def test_doc_examples_run():
     assert doctest.testmod(scratchgrad.special).failed == 0
     assert doctest.testmod(ops).failed == 0
+
+
+@pytest.mark.parametrize(
+    "eps", [0.1, 1, True, np.float32(0.25), "0-d tensor", "1-d tensor", "tensor requiring grad"]
+)
+@pytest.mark.parametrize("name", ["logit", "special.logit"])
+def test_logit_reads_eps_as_torch_reads_a_float(name, eps):
+    def call(m):
+        e = {
+            "0-d tensor": lambda: m.tensor(0.1),
+            "1-d tensor": lambda: m.tensor([0.1]),
+            "tensor requiring grad": lambda: m.tensor(0.1, requires_grad=True),
+        }.get(eps, lambda: eps)()
+        x = m.tensor([0.05, 0.5, 0.99], dtype=m.float64)
+        return (m.special.logit if name == "special.logit" else m.logit)(x, eps=e)
+
+    try:
+        expected = call(torch)
+    except TypeError:
+        with pytest.raises(TypeError, match="argument 'eps' must be float, not"):
+            call(sg)
+        return
+    np.testing.assert_allclose(call(sg).numpy(), expected.numpy(), rtol=1e-12)

@@ -26,7 +26,13 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.dtypes import result_type
 from scratchgrad.ops import special as ops
-from scratchgrad.tensor import OUT_READS_UNCHECKED, Tensor, broadcast_tensors, takes_out
+from scratchgrad.tensor import (
+    OUT_READS_UNCHECKED,
+    Tensor,
+    broadcast_tensors,
+    float_argument,
+    takes_out,
+)
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
@@ -524,9 +530,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     >>> sg.special.logit(sg.tensor([0.5, 0.0, 1.0]), eps=1e-6)  # 1 - eps rounded to float32
     tensor([  0.0000, -13.8155,  13.8023])
     """
-    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))):
-        raise TypeError(f"special.logit(): eps must be a number or None, not {type(eps).__name__}")
-    return ops.Logit.apply(_floating("logit", input), eps=None if eps is None else float(eps))
+    eps = None if eps is None else float_argument("special.logit", "eps", eps)
+    return ops.Logit.apply(_floating("logit", input), eps=eps)
 
 
 def expit(input: Tensor) -> Tensor:

@@ -2229,9 +2229,7 @@ class Tensor:
         >>> sg.tensor([0.5, 0.0]).logit(eps=1e-6)
         tensor([  0.0000, -13.8155])
         """
-        if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))):
-            raise TypeError(f"logit(): eps must be a number or None, not {type(eps).__name__}")
-        eps = None if eps is None else float(eps)
+        eps = None if eps is None else float_argument("logit", "eps", eps)
         return special.Logit.apply(self._real_floating("logit"), eps=eps)
 
     def xlogy(self, other: Any) -> Tensor:
@@ -2941,7 +2939,7 @@ class Tensor:
             )
 
     def sort(
-        self, dim: int = -1, descending: bool = False, *, stable: bool = False
+        self, dim: int = -1, descending: bool = False, *, stable: bool | None = False
     ) -> values_indices:
         """The entries sorted along ``dim`` and where each came from. ``stable``: ties keep
         their order (in both directions); else equal entries come in the order PyTorch's CPU
@@ -2953,12 +2951,15 @@ class Tensor:
         >>> sg.tensor([2.0, 1.0, 2.0]).sort(descending=True, stable=True)
         values_indices(values=tensor([2., 2., 1.]), indices=tensor([0, 2, 1]))
         """
+        stable = False if stable is None else stable  # (None: PyTorch's default)
+        _check_bools("sort", descending=descending, stable=stable)
         index = self.argsort(dim, descending, stable=stable)
         return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
 
     def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
         """The indices that sort the entries along ``dim`` (ties ordered as ``sort``'s);
         ``stable`` by keyword only, as PyTorch's."""
+        _check_bools("argsort", descending=descending, stable=stable)
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(namespace(self.array).zeros((), backend.int64))
@@ -6340,6 +6341,30 @@ def _scaled_sum(x: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor
     if beta == 0:
         return product
     return product + (x if beta == 1 else x * beta)
+
+
+def float_argument(name: str, argument: str, value: Any) -> float:
+    """``value`` read as PyTorch reads an argument declared ``float``: a real Python or NumPy
+    number (a bool too), or a 0-d real tensor that does not require grad; else its TypeError.
+
+    >>> import scratchgrad as sg
+    >>> float_argument("logit", "eps", sg.tensor(0.5)), float_argument("logit", "eps", True)
+    (0.5, 1.0)
+    """
+    if isinstance(value, Tensor):
+        if value.ndim == 0 and not value.requires_grad and not value.is_complex():
+            return float(value.item())
+    elif isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"{name}(): argument '{argument}' must be float, not {_type_name(value)}")
+
+
+def _check_bools(name: str, **flags: Any) -> None:
+    """PyTorch's TypeError for a flag that is no bool (``stable=1``, ``descending="yes"``),
+    which would otherwise be read as its truth value."""
+    for flag, value in flags.items():
+        if type(value) is not bool:
+            raise TypeError(f"{name}(): argument '{flag}' must be bool, not {_type_name(value)}")
 
 
 def _sort_order(array, dim: int, descending: bool, stable: bool = True):
