@@ -197,3 +197,34 @@ def test_an_out_that_is_an_input_or_apart_from_it_is_written_as_torch(call):
         call(lib, x)
         written.append(x.tolist())
     np.testing.assert_allclose(written[1], written[0], rtol=1e-12)
+
+
+# (name, call(lib, out)) of ops whose out must have the result's dtype in PyTorch, though a
+# wider one would hold it
+EXACT_OUT_DTYPES = {
+    "round into float64": lambda lib, o: lib.round(lib.tensor([1.5, 2.5]), out=o(lib.float64)),
+    "floor into float64": lambda lib, o: lib.floor(lib.tensor([1.5, 2.5]), out=o(lib.float64)),
+    "abs of ints into int32": lambda lib, o: lib.abs(lib.tensor([1, -2]), out=o(lib.int32)),
+    "sign into float16": lambda lib, o: lib.sign(lib.tensor([1.5, -2.5]), out=o(lib.float16)),
+    "argmax into float32": lambda lib, o: lib.argmax(lib.tensor([1.5, 2.5]), out=o(lib.float32)),
+    "isposinf into float32": lambda lib, o: lib.isposinf(lib.tensor([1.0]), out=o(lib.float32)),
+    "any into int64": lambda lib, o: lib.any(lib.tensor([1.0, 0.0]), out=o(lib.int64)),
+    "matmul into float64": lambda lib, o: lib.matmul(lib.ones(2), lib.ones(2), out=o(lib.float64)),
+    "conj_physical into float64": lambda lib, o: lib.conj_physical(lib.ones(2), out=o(lib.float64)),
+}
+
+
+@pytest.mark.parametrize("call", EXACT_OUT_DTYPES.values(), ids=EXACT_OUT_DTYPES)
+def test_an_out_of_another_dtype_is_refused_where_torch_refuses_it(call):
+    with pytest.raises(RuntimeError):  # (in words that differ from op to op)
+        call(torch, lambda dtype: torch.zeros(2, dtype=dtype))
+    with pytest.raises(RuntimeError, match="expected out tensor to have dtype"):
+        call(sg, lambda dtype: sg.zeros(2, dtype=dtype))
+
+
+def test_a_wider_out_is_still_taken_by_the_ops_that_cast():
+    for lib in (torch, sg):
+        out = lib.zeros(2, dtype=lib.float64)
+        lib.exp(lib.zeros(2), out=out)
+        lib.add(lib.tensor([1, 2]), 1, out=out)
+        assert out.tolist() == [2.0, 3.0]

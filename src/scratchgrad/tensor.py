@@ -5326,9 +5326,10 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     """What PyTorch's ``out=`` arguments do: ``result`` (a tensor, or a tuple of them) written
     into ``out`` (a tensor, or as many), which is returned. ``out`` is resized to the result's
     shape (with PyTorch's warning when it held other elements) and the result cast into its
-    dtype, never to a lower kind (no float into int); several outs (``values, indices``) must
-    have the results' dtypes, as PyTorch's. As PyTorch, no graph goes through
-    ``out``: a result or an ``out`` that requires grad is refused while grad mode is on.
+    dtype, never to a lower kind (no float into int); several outs (``values, indices``), and
+    the out of an op of ``OUT_DTYPE_EXACT``, must have the results' dtypes, as PyTorch's. As
+    PyTorch, no graph goes through ``out``: a result or an ``out`` that requires grad is
+    refused while grad mode is on.
     An ``out`` that shares only part of its memory with a tensor among ``read`` (the inputs,
     which the op's caller gives where PyTorch checks them: elementwise ops, joins, scans) is
     refused, as ``_refuse_partial_overlap`` says.
@@ -5347,7 +5348,8 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
         for t in read:
             if isinstance(t, Tensor):
                 _refuse_partial_overlap(name, o.array, t.array)
-        if several and o.dtype != r.dtype:  # PyTorch casts into one out, never into several
+        # PyTorch casts into one out, never into several, nor for the ops of OUT_DTYPE_EXACT
+        if (several or name in OUT_DTYPE_EXACT) and o.dtype != r.dtype:
             raise RuntimeError(
                 f"{name}(): expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead"
             )
@@ -7534,6 +7536,19 @@ OUT_READS_UNCHECKED = frozenset({
     "max", "mean", "min", "mm", "multigammaln", "mv", "mvlgamma", "nanmean", "nanquantile",
     "nansum", "narrow_copy", "norm", "prod", "quantile", "searchsorted", "softmax", "std", "sum",
     "tril", "triu", "var", "vdot",
+})  # fmt: skip
+
+
+# the ops whose out= must have the result's dtype in PyTorch ("Found dtype Double but expected
+# Float"): rounding, signs, tests, extremes, products and a few more (tried one by one against
+# torch 2.13 with outs of every dtype; the others cast into the out, never to a lower kind;
+# conj_physical is conj here)
+OUT_DTYPE_EXACT = frozenset({
+    "abs", "absolute", "all", "amax", "amin", "any", "argmax", "argmin", "bitwise_not", "ceil",
+    "conj", "cross", "diag", "dot", "fix", "floor", "frac", "heaviside", "inner",
+    "isneginf", "isposinf", "log_softmax", "logcumsumexp", "masked_select", "matmul", "msort",
+    "nan_to_num", "neg", "negative", "nonzero", "norm", "round", "sgn", "sign", "signbit",
+    "softmax", "trunc", "vdot",
 })  # fmt: skip
 
 
