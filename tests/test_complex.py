@@ -516,3 +516,24 @@ def test_sgn_of_complex_tensors_matches_torch_with_its_gradient():
         grads.append((out.detach().numpy(), x.grad.numpy()))
     np.testing.assert_allclose(grads[0][0], grads[1][0], atol=1e-6)
     np.testing.assert_allclose(grads[0][1], grads[1][1], atol=1e-6)
+
+
+SPECIAL = [0, 1, -1, 2.5, -2.5, 1j, -1j, 0.5 + 0.5j, -3 + 2j, 1e-3, complex("inf"), complex("nan")]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("exponent", ["complex", "int"])
+@pytest.mark.parametrize("base", ["complex", "real"])
+def test_power_with_a_tensor_exponent_is_torchs_at_special_values(dtype, exponent, base):
+    """exp(y * log(x)), as PyTorch: 0 ** 0 is NaN there, 0 ** -1 inf + NaN j."""
+    x, y = np.meshgrid(np.array(SPECIAL, dtype), np.array(SPECIAL, dtype))
+    if base == "real":
+        x = x.real.astype("float32" if dtype == "complex64" else "float64")
+    if exponent == "int":
+        y = np.round(y.real).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        ours, theirs = (sg.tensor(x) ** sg.tensor(y)).numpy(), (torch.tensor(x) ** torch.tensor(y))
+    tol = TOL["float32" if dtype == "complex64" else "float64"]
+    for part in ("real", "imag"):
+        np.testing.assert_allclose(getattr(ours, part), getattr(theirs.numpy(), part), **tol)
+    assert sg.tensor(0j) ** 0 == 1 and sg.tensor(0.0) ** 0j == 1  # numbers: PyTorch's too

@@ -89,6 +89,8 @@ class Pow(Function):
             if _is_number(y):
                 raise  # (PyTorch too, for a number)
             out = _integer_power(x, y)
+        if out.dtype.kind == "c" and backend.is_array(y):
+            out = _complex_power(x, y, out.dtype)
         ctx.save_for_backward(x, y, out)
         return out
 
@@ -187,6 +189,16 @@ def _integer_power(x, y):
     out = x ** module.where(negative, 0, y).astype(y.dtype)
     one_over = module.where(x == 1, 1, module.where(x == -1, 1 - 2 * (y % 2), 0))
     return module.where(negative, one_over, out).astype(out.dtype)
+
+
+def _complex_power(x, y, dtype):
+    """``x**y`` in a complex ``dtype`` for a tensor exponent ``y``, as PyTorch computes it:
+    ``exp(y * log(x))``. NOTE: so a zero base gives NaN where y is 0 (0 * log(0)), and
+    inf or NaN for exponents with a negative real part, where NumPy's power gives 1 and
+    0; PyTorch's Python-number exponents (``x ** 0``) keep NumPy's values."""
+    module = namespace(y)
+    with backend.errstate(divide="ignore", invalid="ignore"):
+        return module.exp(y * module.log(module.asarray(x, dtype=dtype))).astype(dtype)
 
 
 def _is_number(value) -> bool:
