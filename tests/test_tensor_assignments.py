@@ -112,6 +112,30 @@ REFUSED = [
         "can't assign Variable as its own grad",
     ),
     (
+        "data = a list",
+        lambda m: setattr(m.ones(3), "data", [1.0, 2.0, 3.0]),
+        TypeError,
+        "Variable data has to be a tensor, but got list",
+    ),
+    (
+        "data = an array",
+        lambda m: setattr(m.ones(3), "data", np.ones(3)),
+        TypeError,
+        "got numpy.ndarray",
+    ),
+    (
+        "data = integers, for a tensor that requires grad",
+        lambda m: setattr(m.ones(3, requires_grad=True), "data", m.ones(3, dtype=m.int64)),
+        RuntimeError,
+        "must be floating point or complex dtype",
+    ),
+    (
+        "data = a tensor on another device",
+        lambda m: setattr(m.ones(3), "data", m.ones(3, device="meta")),
+        RuntimeError,
+        "incompatible tensor type",
+    ),
+    (
         "np.asarray of a tensor that requires grad",
         lambda m: np.asarray(m.ones(2, requires_grad=True)),
         RuntimeError,
@@ -181,10 +205,18 @@ def grads_as_torch_takes_them(m):
     return p.grad is None, q.grad.requires_grad, r.grad.tolist()
 
 
+def data_of_another_shape_and_dtype(m):
+    x = m.ones(3, requires_grad=True)
+    x.data = m.zeros(2, 2, dtype=m.float64)  # a tensor's: any shape, a float dtype
+    y = m.ones(3)
+    y.data = m.tensor([1, 2])
+    return tuple(x.shape), str(x.dtype)[-7:], x.requires_grad, y.tolist()
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize(
     "call", [leaf_without_grad, views_and_no_grad_results, arrays_without_grad_mode,
-             grads_as_torch_takes_them],
+             grads_as_torch_takes_them, data_of_another_shape_and_dtype],
 )  # fmt: skip
 def test_accepted_as_torch(call):
     assert call(sg) == call(torch)

@@ -333,7 +333,22 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
-        self.array = value.array if isinstance(value, Tensor) else to_array(value, None)
+        """``t.data = other``: ``t`` takes ``other``'s memory, shape and dtype, as PyTorch's,
+        which refuses anything but a tensor, one on another device, and one of a dtype that
+        cannot require grad for a tensor that does."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {_type_name(value)}")
+        if self._requires_grad and not backend.can_require_grad(value.array.dtype):
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex "
+                f"dtype, got {value.dtype}"
+            )
+        if value.device.type != self.device.type:
+            raise RuntimeError(
+                "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                f"incompatible tensor type: {self.device.type} and {value.device.type}"
+            )
+        self.array = value.array
 
     @property
     def T(self) -> Tensor:
