@@ -178,3 +178,28 @@ def test_the_rows_of_an_iteration_are_the_outputs_of_one_unbind(lib):
     for row in x:  # outside any graph: allowed
         row.mul_(2)
     assert_close(x, 2 * W)
+
+
+@pytest.mark.parametrize("split", SPLITS.values(), ids=SPLITS)
+def test_pieces_taken_under_no_grad_of_a_view_that_requires_grad_are_judged_by_the_base(split):
+    """PyTorch asks whether the base (the tensor owning the memory) requires grad: a piece of
+    ``arange(8.).view(4, 2).requires_grad_()``, whose base does not, may change in place with
+    grad mode on by a value that does not require grad; a piece of a leaf that owns its memory
+    may not; nor may either by a value that requires grad."""
+    make, _ = split
+    changed = []
+    for lib in (sg, torch):
+        x = lib.arange(8.0, dtype=lib.float64).view(4, 2).requires_grad_()
+        changed.append(x)
+        with lib.no_grad():
+            piece = make(lib, x)[-1]
+        piece.add_(1)
+        w = lib.ones((), dtype=lib.float64, requires_grad=True)
+        with pytest.raises(RuntimeError, match="(?i)a view was created in no_grad mode"):
+            piece.mul_(w)
+        owner = lib.tensor(W, requires_grad=True)
+        with lib.no_grad():
+            piece = make(lib, owner)[-1]
+        with pytest.raises(RuntimeError, match="(?i)a view was created in no_grad mode"):
+            piece.add_(1)
+    assert_close(changed[0].detach(), changed[1])

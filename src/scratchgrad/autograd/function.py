@@ -690,7 +690,7 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     new history (``Tensor._take_view_again``), whether or not the view was in a graph.
 
     A view taken with grad mode off is marked ``_no_grad_view`` (as are its views): True if
-    ``source`` requires grad, so that PyTorch's refusal to change it in place with grad mode
+    its base requires grad, so that PyTorch's refusal to change it in place with grad mode
     on can be raised; False otherwise, as PyTorch still refuses to record a change of it, or
     of its base, in a graph."""
     result._counter = source._shared_counter()
@@ -700,8 +700,9 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     if views is None:
         base._views = views = weakref.WeakSet()
     views.add(result)
-    if not _state.enabled:
-        result._no_grad_view = source.requires_grad or getattr(source, "_no_grad_view", False)
+    if not _state.enabled:  # (PyTorch asks the base: a view of a leaf made a view of no
+        # tensor that requires grad, as arange(6.).view(2, 3).requires_grad_(), may change)
+        result._no_grad_view = base.requires_grad or getattr(source, "_no_grad_view", False)
     elif hasattr(source, "_no_grad_view"):
         result._no_grad_view = source._no_grad_view
     elif hasattr(source, "_multi_output"):  # a view of an output of split, chunk or unbind
