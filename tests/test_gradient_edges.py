@@ -165,3 +165,33 @@ def test_a_number_to_a_tensor_power_has_pytorchs_gradient_in_the_exponent(base):
     base."""
     y = np.array([0.0, 2.0, -1.0, 0.5])
     check_against_torch(lambda t: base**t, lambda t: base**t, [y])
+
+
+NANMEANS = {
+    "of all": lambda x: x.nanmean(),
+    "along rows": lambda x: x.nanmean(1),
+    "along columns, kept": lambda x: x.nanmean(0, keepdim=True),
+    "of both dims in float64": lambda x: x.nanmean((0, 1), dtype=x.double().dtype),
+}
+
+
+@pytest.mark.parametrize("name", NANMEANS)
+@pytest.mark.parametrize(
+    "rows",
+    [[[NAN, NAN], [1.0, NAN]], [[NAN, NAN], [NAN, NAN]], [[-0.0, NAN], [2.0, 3.0]]],
+    ids=str,
+)
+def test_nanmean_of_an_all_nan_slice_has_gradient_nan_as_pytorch(name, rows):
+    """PyTorch's nansum multiplies the gradient by the mask of numbers, so the 1 / 0 of an
+    all-NaN slice's mean meets 0 there and gives NaN; elsewhere a NaN entry's gradient is 0."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(rows, dtype=lib.float32, requires_grad=True)
+        out = NANMEANS[name](x)
+        out.sum().backward()
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)  # (NaNs equal)
+        numbers = ~np.isnan(theirs)  # and -0.0 is not 0.0 here (a NaN's sign says nothing)
+        np.testing.assert_array_equal(np.signbit(ours[numbers]), np.signbit(theirs[numbers]))

@@ -2802,8 +2802,16 @@ class Tensor:
                 "nanmean(): could not infer output dtype. Optional dtype must be either a "
                 f"floating point or complex dtype. Got: {_kind_name(dtype)}"
             )
-        count = self.isnan().logical_not().sum(dim, keepdim)
-        return self.nansum(dim, keepdim, dtype=dtype) / count
+        kept = self.isnan().logical_not()
+        out = self.nansum(dim, keepdim, dtype=dtype) / kept.sum(dim, keepdim)
+        if not self.requires_grad:
+            return out
+        # NOTE: PyTorch's gradient is NaN over an all-NaN slice (its nansum's backward multiplies
+        # by the mask, and 1/0 * 0 is NaN), where the masking in where() gives 0: this term,
+        # NaN over those slices (whose mean is NaN already) and 0 elsewhere, brings it back
+        empty = kept.sum(dim, keepdim=True) == 0  # (x * NaN alone would spread NaN to all)
+        nans = where(empty, math.nan, 0.0).to(self.dtype)
+        return out - (where(empty, self, 0) * nans).sum(dim, keepdim)
 
     def msort(self) -> Tensor:
         """The entries sorted along dim 0, as ``torch.msort``."""
