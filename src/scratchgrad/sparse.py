@@ -137,6 +137,8 @@ class SparseTensor(Tensor):
             raise RuntimeError(_unsupported("assigning .grad"))
         self._value.grad = None
 
+    _grad = grad  # (the slot that the optimizers read, on dense tensors)
+
     def requires_grad_(self, requires_grad: bool = True) -> SparseTensor:
         if not self.is_leaf:
             raise RuntimeError(

@@ -121,7 +121,7 @@ class Adam(Optimizer):
         for p in params:
             param = p.array
             module = xp if type(param) is ndarray else namespace(param)
-            grad = p.grad.array if plain else adam_direction(p, group)
+            grad = p._grad.array if plain else adam_direction(p, group)  # (the slot: see step)
             state = self.state[p]
             if state:  # counted_state's count, inline after the first step (as above)
                 state["step"] = step = state["step"] + 1

@@ -81,7 +81,7 @@ def update_direction(p: Tensor, maximize: bool, weight_decay: float) -> Any:
     >>> update_direction(w, maximize=True, weight_decay=0.5)  # -2w + 0.5w
     array([-1.5,  3. ], dtype=float32)
     """
-    grad = -p.grad.array if maximize else p.grad.array
+    grad = -p._grad.array if maximize else p._grad.array  # (the slot: see Optimizer.step)
     if weight_decay != 0:
         decayed = p.array * weight_decay
         decayed += grad
@@ -394,17 +394,18 @@ class Optimizer:
             return capture_hook.recorder.replayed(Optimizer.zero_grad, self, set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
+                grad = p._grad  # (the slot, as in step)
+                if grad is None:
                     continue
                 if set_to_none:
-                    p.grad = None
-                elif type(p.grad) is not Tensor and p.grad.is_sparse:
-                    p.grad.zero_()  # no entries left, as PyTorch's
+                    p._grad = None
+                elif type(grad) is not Tensor and grad.is_sparse:
+                    grad.zero_()  # no entries left, as PyTorch's
                 else:
-                    if p.grad.grad_fn is not None:  # a gradient made with create_graph=True
-                        p.grad = p.grad.detach()
-                    p.grad.requires_grad = False
-                    p.grad.array.fill(0)
+                    if grad.grad_fn is not None:  # a gradient made with create_graph=True
+                        p.grad = grad = grad.detach()
+                    grad.requires_grad = False
+                    grad.array.fill(0)
 
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(optimizer, args, kwargs)`` before each ``step`` (``args`` the step's
@@ -544,7 +545,9 @@ class Optimizer:
             return _run_hooked(self, Optimizer.step, () if closure is None else (closure,), {})
         loss = None if closure is None else self._evaluate(closure)
         for group in self.param_groups:
-            params = [p for p in group["params"] if p.grad is not None]
+            # (the slot behind .grad: its property costs each parameter a call, and the
+            # property's checks are for assignments)
+            params = [p for p in group["params"] if p._grad is not None]
             increment_version(params)  # first: an update that fails half-way is still seen
             # a tensor among the values (lr=torch.tensor(0.01))? One set test in C, here and
             # not in a call: each step pays it (an isinstance per value cost W1 1.2% of its
