@@ -64,6 +64,24 @@ REFUSED = [
         "inference tensor outside InferenceMode",
     ),
     (
+        "tensor(requires_grad=1)",
+        lambda m: m.tensor([1.0], requires_grad=1),
+        TypeError,
+        "argument 'requires_grad' must be bool, not int",
+    ),
+    (
+        "zeros(requires_grad='yes')",
+        lambda m: m.zeros(2, requires_grad="yes"),
+        TypeError,
+        "must be bool, not str",
+    ),
+    (
+        "asarray(requires_grad=1)",
+        lambda m: m.asarray([1.0], requires_grad=1),
+        TypeError,
+        "must be bool, not int",
+    ),
+    (
         "grad of another shape",
         lambda m: setattr(m.ones(3, requires_grad=True), "grad", m.ones(4)),
         RuntimeError,
@@ -205,6 +223,16 @@ def grads_as_torch_takes_them(m):
     return p.grad is None, q.grad.requires_grad, r.grad.tolist()
 
 
+def factories_take_none_for_false(m):
+    made = [
+        m.zeros(2, requires_grad=None),
+        m.full((2,), 1.0, requires_grad=None),
+        m.asarray([1.0], requires_grad=None),
+        m.zeros_like(m.ones(2), requires_grad=None),
+    ]
+    return [t.requires_grad for t in made]
+
+
 def data_of_another_shape_and_dtype(m):
     x = m.ones(3, requires_grad=True)
     x.data = m.zeros(2, 2, dtype=m.float64)  # a tensor's: any shape, a float dtype
@@ -216,7 +244,8 @@ def data_of_another_shape_and_dtype(m):
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize(
     "call", [leaf_without_grad, views_and_no_grad_results, arrays_without_grad_mode,
-             grads_as_torch_takes_them, data_of_another_shape_and_dtype],
+             grads_as_torch_takes_them, data_of_another_shape_and_dtype,
+             factories_take_none_for_false],
 )  # fmt: skip
 def test_accepted_as_torch(call):
     assert call(sg) == call(torch)

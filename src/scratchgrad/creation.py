@@ -52,7 +52,13 @@ def _takes_out(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
 def _finish(array, requires_grad: bool, device: Any = None) -> Tensor:
     """A tensor of ``array``, moved to ``device`` if given (see ``_on``)."""
     t = Tensor._make(array if device is None else backend.to_device(array, device))
-    return t.requires_grad_() if requires_grad else t
+    return t if _off(requires_grad) else t.requires_grad_(requires_grad)
+
+
+def _off(requires_grad: Any) -> bool:
+    """Whether a factory's ``requires_grad`` is off: False or None, as PyTorch's (which takes
+    None there); any other value but True is a TypeError in ``requires_grad_``."""
+    return requires_grad is False or requires_grad is None
 
 
 def _on(device: Any) -> Any:
@@ -148,7 +154,7 @@ def asarray(
         raise ValueError(f"asarray: can't alias a {type(obj).__name__} into a tensor (copy=False)")
     else:
         out = tensor(obj, dtype, device)
-    return out.requires_grad_() if requires_grad else out
+    return out if _off(requires_grad) else out.requires_grad_(requires_grad)
 
 
 def scalar_tensor(

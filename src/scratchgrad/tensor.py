@@ -153,6 +153,10 @@ class Tensor:
         ``dtype`` or the dtype ``to_array`` gives it: what ``tensor(data)`` makes."""
         if type(data) in (list, tuple):
             data = _tensor_leaves_as_scalars(data)
+        if type(requires_grad) is not bool:  # (a truthy 1 would be stored as it is)
+            raise TypeError(
+                f"tensor(): argument 'requires_grad' must be bool, not {_type_name(requires_grad)}"
+            )
         array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
         if requires_grad and not backend.can_require_grad(array.dtype):
             raise RuntimeError(
