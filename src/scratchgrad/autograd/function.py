@@ -302,7 +302,7 @@ class Function:
             array = xp.asarray(out)
         # Tensor._make(array, ctx if record else None), inlined: one call less per op
         result = _new(Tensor)
-        result.array, result.grad, result.requires_grad = array, None, record
+        result.array, result._grad, result._requires_grad = array, None, record
         result._ctx, result._counter, result._hooks = ctx if record else None, None, ()
         if cls.is_view:
             _share_counter(result, args[0], cls, kwargs)
