@@ -1631,7 +1631,11 @@ def mse_loss(
     is then the weighted sum over the weights' sum."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_some_floating("mse_loss", input, target)
-    plain = weight is None and input.shape == target.shape and input.dtype == target.dtype
+    plain = (
+        weight is None
+        and input.array.shape == target.array.shape
+        and input.array.dtype == target.array.dtype
+    )
     if reduction != "none" and plain:
         return MSELoss.apply(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)

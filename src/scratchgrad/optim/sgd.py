@@ -70,7 +70,7 @@ class SGD(Optimizer):
         maximize, weight_decay = group["maximize"], group["weight_decay"]
         plain = weight_decay == 0 and not maximize  # the gradient itself, as Adam's (one call less)
         for p in params:
-            grad = p.grad.array if plain else update_direction(p, maximize, weight_decay)
+            grad = p._grad.array if plain else update_direction(p, maximize, weight_decay)
             if momentum == 0:
                 update = grad * lr
             else:
