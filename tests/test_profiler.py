@@ -13,6 +13,7 @@ import torch.profiler as torch_profiler
 import scratchgrad as sg
 import scratchgrad.profiler as sg_profiler
 from scratchgrad.autograd import engine
+from scratchgrad.autograd import function as function_module
 from scratchgrad.autograd.function import Function
 
 
@@ -229,7 +230,7 @@ def test_profiling_changes_no_numbers():
 
 
 def test_nothing_is_recorded_after_the_block():
-    plain_apply, plain_propagate = Function.__dict__["apply"], engine._propagate
+    plain_apply, plain_propagate = Function.__dict__["apply"].__func__, engine._propagate
     prof, _ = _ops(sg, sg_profiler)
     recorded = len(prof.events())
     x = sg.ones(2, requires_grad=True)
@@ -237,10 +238,12 @@ def test_nothing_is_recorded_after_the_block():
         (x * 2).sum().backward()
     assert len(prof.events()) == recorded
     # the eager path is as it was: nothing left swapped in
-    assert Function.__dict__["apply"] is plain_apply and engine._propagate is plain_propagate
+    assert Function.__dict__["apply"].__func__ is plain_apply
+    assert engine._propagate is plain_propagate
     with pytest.raises(ValueError), sg_profiler.profile():
         raise ValueError("a failing block stops the profile too")
-    assert Function.__dict__["apply"] is plain_apply and engine._propagate is plain_propagate
+    assert Function.__dict__["apply"].__func__ is plain_apply
+    assert engine._propagate is plain_propagate
 
 
 def test_cuda_activity_is_ignored_with_torchs_warning():
@@ -266,3 +269,23 @@ def test_a_second_profile_while_one_records_is_refused():
     refused = pytest.raises(RuntimeError, match="already recording")
     with sg_profiler.profile(), refused, sg_profiler.profile():
         pass
+
+
+def test_a_profile_and_inference_mode_nest_either_way():
+    """Both swap ``Function.apply`` (its timing, its marking of inference tensors): inside each
+    other, every op is still timed and its result still marked, as PyTorch's."""
+    x = sg.ones(2, 3)
+    with sg.autograd.profiler.profile() as outer:
+        with sg.inference_mode():
+            inside = x * 2
+        after = x * 3
+    with sg.inference_mode(), sg.autograd.profiler.profile() as inner:
+        marked = x + 1
+    assert [e.name for e in outer.events()] == ["mul", "mul"]
+    assert [e.name for e in inner.events()] == ["add"]
+    assert (inside.is_inference(), after.is_inference(), marked.is_inference()) == (
+        True,
+        False,
+        True,
+    )
+    assert Function.__dict__["apply"].__func__ is function_module._apply  # the plain one again

@@ -321,7 +321,12 @@ class Function:
         return result
 
 
-_apply = Function.apply.__func__  # the plain one (see mark_inference_results)
+# Function.apply is swapped while an inference_mode block is open (its results are marked)
+# and while a profile records (each call is timed), so the hottest function pays for
+# neither otherwise; the two compose: a timed call runs ``untimed_apply``.
+_apply = Function.apply.__func__  # the plain one
+_marking = False  # an inference_mode block is open in some thread
+_timing: Callable | None = None  # the profiler's wrapper, while a profile records
 
 
 def _apply_in_inference_mode(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -334,11 +339,29 @@ def _apply_in_inference_mode(cls: type, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+def untimed_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``Function.apply`` as it runs outside a profile (the profiler's wrapper calls it)."""
+    return (_apply_in_inference_mode if _marking else _apply)(cls, *args, **kwargs)
+
+
 def mark_inference_results(on: bool) -> None:
-    """Make ``Function.apply`` mark inference tensors (``on``), or not: swapped in with
-    ``Tensor._make``'s marking (``tensor.mark_inference_tensors``), so that the hottest
-    function pays nothing for the mark outside ``inference_mode``."""
-    Function.apply = classmethod(_apply_in_inference_mode if on else _apply)
+    """Make ``Function.apply`` mark inference tensors (``on``), or not: swapped with
+    ``Tensor._make``'s marking (``tensor.mark_inference_tensors``)."""
+    global _marking
+    _marking = on
+    _install_apply()
+
+
+def time_apply(wrapper: Callable | None) -> None:
+    """Make ``Function.apply`` the profiler's ``wrapper`` (None: stop timing)."""
+    global _timing
+    _timing = wrapper
+    _install_apply()
+
+
+def _install_apply() -> None:
+    chosen = _timing or (_apply_in_inference_mode if _marking else _apply)
+    Function.apply = classmethod(chosen)
 
 
 def _complex_twin_or_refuse(ctx: Function) -> None:

@@ -23,11 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from scratchgrad import cuda
-from scratchgrad.autograd import engine
+from scratchgrad.autograd import engine, function
 from scratchgrad.autograd.function import Function
 from scratchgrad.tensor import Tensor
 
-_PLAIN_APPLY = Function.__dict__["apply"]  # the classmethods swapped in and out
 _PLAIN_PROPAGATE = engine._propagate
 _recording: _Recording | None = None  # the one recording profile, else None
 
@@ -156,7 +155,7 @@ def _timed_apply(cls: type, *args: Any, **kwargs: Any) -> Any:
     recording, out = _recording, None
     event = recording.open(cls.__name__.lower() if cls.builtin else cls.__name__, args)
     try:
-        out = _PLAIN_APPLY.__func__(cls, *args, **kwargs)
+        out = function.untimed_apply(cls, *args, **kwargs)
         return out
     finally:
         recording.close(event, out)
@@ -177,14 +176,14 @@ def _start(recording: _Recording) -> None:
     if _recording is not None:
         raise RuntimeError("profiler: another profile is already recording; stop it first")
     _recording = recording
-    Function.apply = classmethod(_timed_apply)
+    function.time_apply(_timed_apply)
     engine._propagate = _timed_propagate
 
 
 def _stop() -> None:
     global _recording
     _recording = None
-    Function.apply = _PLAIN_APPLY
+    function.time_apply(None)
     engine._propagate = _PLAIN_PROPAGATE
 
 
