@@ -977,6 +977,15 @@ OPS = [
         check_shapes=((1, 2, 5, 5),),
     ),
     Op(
+        "fractional_max_pool2d",  # the same samples for both: PyTorch's windows, no draw
+        lambda m, x: m.nn.functional.fractional_max_pool2d(
+            x, 2, output_size=2, _random_samples=m.full((*x.shape[:2], 2), 0.37, dtype=x.dtype)
+        ),
+        shapes="image",
+        domain=distinct,
+        check_shapes=((1, 2, 5, 5),),
+    ),
+    Op(
         "avg_pool2d",
         lambda m, x: m.nn.functional.avg_pool2d(x, 2),
         shapes="image",

@@ -106,7 +106,7 @@ def _fractional_max_pool(
     batched = input.ndim == dims + 2
     if samples is None:  # (PyTorch's IndexError for input of too few dims comes from here too)
         count = input.shape[0] if batched else 1
-        samples = rand(count, input.shape[-dims - 1], dims, dtype=input.dtype)
+        samples = rand(count, input.shape[-dims - 1], dims, dtype=input.dtype, device=input.device)
     _check(input, kernel, out_size, samples, dims, name)
     planes = input if batched else input.unsqueeze(0)
     with no_grad():
@@ -177,7 +177,7 @@ def _window_maxima(planes: Tensor, kernel, out_size, samples: Tensor) -> Tensor:
     index = None  # the flat index of each window entry, (N, C, *out_size, *kernel)
     for d, (size, k, out) in enumerate(zip(sizes, kernel, out_size)):
         starts = _starts(samples[..., order[d]], size, out, k)  # (N, C, out)
-        at = starts[..., None] + arange(k)  # (N, C, out, k)
+        at = starts[..., None] + arange(k, device=planes.device)  # (N, C, out, k)
         at = at.reshape(*at.shape[:2], *_spread(d, dims, out, k))
         index = at if index is None else index * size + at
     index = index.expand(*planes.shape[:2], *out_size, *kernel)
@@ -200,11 +200,13 @@ def _spread(d: int, dims: int, out: int, k: int) -> tuple[int, ...]:
 def _starts(sample: Tensor, size: int, out: int, k: int) -> Tensor:
     """(N, C, out) int64: the window starts of each plane along one dim, computed in the
     samples' dtype as PyTorch's (so float32 samples round as PyTorch's do)."""
-    dtype = sample.dtype
-    last = tensor([size - k], dtype=backend.int64).expand(*sample.shape, 1)
+    dtype, device = sample.dtype, sample.device  # (the input's: a sample of another is refused)
+    last = tensor([size - k], dtype=backend.int64, device=device).expand(*sample.shape, 1)
     if out <= 1:
         return last[..., :out]
-    alpha = tensor(size - k, dtype=dtype) / tensor(out - 1, dtype=dtype)
-    steps = (arange(out - 1, dtype=dtype) + sample[..., None]) * alpha
+    alpha = tensor(size - k, dtype=dtype, device=device) / tensor(
+        out - 1, dtype=dtype, device=device
+    )
+    steps = (arange(out - 1, dtype=dtype, device=device) + sample[..., None]) * alpha
     starts = steps.to(backend.int64) - (sample * alpha).to(backend.int64)[..., None]
     return cat([starts, last], -1)
