@@ -195,3 +195,34 @@ def test_nanmean_of_an_all_nan_slice_has_gradient_nan_as_pytorch(name, rows):
         np.testing.assert_array_equal(ours, theirs)  # (NaNs equal)
         numbers = ~np.isnan(theirs)  # and -0.0 is not 0.0 here (a NaN's sign says nothing)
         np.testing.assert_array_equal(np.signbit(ours[numbers]), np.signbit(theirs[numbers]))
+
+
+NANSUMS = {
+    "of all": lambda x: x.nansum(),
+    "along rows": lambda x: x.nansum(1),
+    "along columns, kept": lambda x: x.nansum(0, keepdim=True),
+    "in float64": lambda x: x.nansum(1, dtype=x.double().dtype),
+    "nanmean along rows": lambda x: x.nanmean(1),
+}
+
+
+@pytest.mark.parametrize("name", NANSUMS)
+@pytest.mark.parametrize("upstream", [float("inf"), -float("inf"), NAN, 2.0])
+def test_nansum_multiplies_the_gradient_by_the_mask_of_numbers_as_pytorch(name, upstream):
+    """PyTorch's nansum gives its NaNs ``grad * 0``: NaN where the incoming gradient is
+    infinite or NaN, where masking the gradient out would give 0."""
+    rows = [[1.0, NAN, -2.0], [NAN, NAN, 3.0]]
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(rows, dtype=lib.float32, requires_grad=True)
+        out = NANSUMS[name](x)
+        out.backward(lib.full_like(out, upstream))
+        results.append((out.detach().numpy(), x.grad.numpy(), out.grad_fn.name()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)  # (NaNs equal)
+
+
+def test_nansum_refuses_complex_input_as_pytorch():
+    for lib in (sg, torch):
+        with pytest.raises(RuntimeError, match="nansum on CPU does not support complex"):
+            lib.nansum(lib.tensor([1j, 2.0]))

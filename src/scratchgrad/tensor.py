@@ -2791,8 +2791,16 @@ class Tensor:
         >>> sg.tensor([1.0, float("nan"), 3.0]).nansum()
         tensor(4.)
         """
-        kept = where(self.isnan(), 0, self) if backend.is_floating(self.dtype) else self
-        return kept.sum(dim, keepdim, dtype=dtype)
+        if self.array.dtype.kind == "c":  # PyTorch's words
+            raise RuntimeError("nansum on CPU does not support complex inputs")
+        if not backend.is_floating(self.dtype):
+            return self.sum(dim, keepdim, dtype=dtype)
+        if dtype is not None and backend.is_floating(dtype):
+            return self._converted("nansum", dtype).nansum(dim, keepdim)
+        if dtype is not None:  # the NaNs are zeros before an integer dtype could see them
+            return where(self.isnan(), 0, self).sum(dim, keepdim, dtype=dtype)
+        dims = None if dim is None else _reduced_dims(dim, self.array.ndim)
+        return reduce.NanSum.apply(self, dim=dims, keepdim=keepdim)
 
     def nanmean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The mean of the entries that are not NaN, as ``torch.nanmean``."""
@@ -2806,16 +2814,8 @@ class Tensor:
                 "nanmean(): could not infer output dtype. Optional dtype must be either a "
                 f"floating point or complex dtype. Got: {_kind_name(dtype)}"
             )
-        kept = self.isnan().logical_not()
-        out = self.nansum(dim, keepdim, dtype=dtype) / kept.sum(dim, keepdim)
-        if not self.requires_grad:
-            return out
-        # NOTE: PyTorch's gradient is NaN over an all-NaN slice (its nansum's backward multiplies
-        # by the mask, and 1/0 * 0 is NaN), where the masking in where() gives 0: this term,
-        # NaN over those slices (whose mean is NaN already) and 0 elsewhere, brings it back
-        empty = kept.sum(dim, keepdim=True) == 0  # (x * NaN alone would spread NaN to all)
-        nans = where(empty, math.nan, 0.0).to(self.dtype)
-        return out - (where(empty, self, 0) * nans).sum(dim, keepdim)
+        # (the gradient over an all-NaN slice is NaN, as PyTorch's: nansum's is 1/0 * 0 there)
+        return self.nansum(dim, keepdim, dtype=dtype) / self.isnan().logical_not().sum(dim, keepdim)
 
     def msort(self) -> Tensor:
         """The entries sorted along dim 0, as ``torch.msort``."""

@@ -55,6 +55,28 @@ class Mean(Sum):
         return Sum.backward(ctx, grad / ctx.count)
 
 
+class NanSum(Sum):
+    """The sum with NaNs taken as 0, as ``torch.nansum``. NOTE: its gradient is ``grad`` times
+    the mask of entries that are not NaN, as PyTorch's: an infinite or NaN ``grad`` gives NaN
+    (inf * 0) at the NaNs, where masking it out with ``where`` would give 0."""
+
+    complex_safe = False  # (PyTorch's nansum refuses complex input)
+    backward_name = "NansumBackward0"  # PyTorch's, for all entries or over dims
+    name = Function.name
+
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        xp = namespace(x)
+        counted = ~xp.isnan(x)
+        ctx.save_for_backward(counted)
+        return Sum.forward(ctx, xp.where(counted, x, x.dtype.type(0)), dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (counted,) = ctx.saved_tensors
+        return Sum.backward(ctx, grad) * counted
+
+
 class SumToSize(Function):
     """Sum a broadcast result back to ``shape``: the engine's one rule for broadcasting."""
 
