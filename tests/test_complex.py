@@ -402,6 +402,34 @@ def test_complex_powers_and_their_gradients_as_torch(name):
             assert_same(ours, theirs.resolve_conj(), **TOL["float64"])
 
 
+EXPONENTS = [2, 1j, -1, 0j, 0.5 + 1j, -0.5 + 1j, 2 - 0j, -1 - 1j]
+BASES = {  # a zero tensor, and numbers: 0, and negative and complex ones (their log is complex)
+    "zero tensor": lambda m, y: m.zeros_like(y) ** y,
+    **{
+        repr(x): lambda m, y, x=x: m.pow(x, y) if m is torch else x**y
+        for x in (0.0, 0j, -2.0, 1 + 1j)
+    },
+}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("base", BASES)
+def test_a_power_of_zero_has_pytorchs_gradient_in_a_complex_exponent(base, dtype):
+    """0 ** y has gradient 0 in y only where y is a real number >= 0 (imaginary part 0): 0 ** 1j
+    has NaN, as PyTorch's; a negative number base has a complex log, not NaN."""
+    results = []
+    for m in (sg, torch):
+        y = m.tensor(EXPONENTS, dtype=getattr(m, dtype), requires_grad=True)
+        out = BASES[base](m, y)
+        out.backward(m.ones_like(out))
+        results.append((out.detach().numpy(), y.grad.numpy()))
+    tol = TOL["float32" if dtype == "complex64" else "float64"]
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        for part in ("real", "imag"):  # (NaNs equal)
+            np.testing.assert_allclose(getattr(ours, part), getattr(theirs, part), **tol)
+
+
 # ---- the safety gate ---------------------------------------------------------------------------
 
 NOT_YET = {  # ops whose backward is real-only: with a gradient recorded, refused

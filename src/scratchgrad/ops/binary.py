@@ -2,6 +2,7 @@
 each back to its input's shape. An operand may be a plain Python number (no gradient).
 """
 
+import cmath
 import math
 from typing import Any
 
@@ -91,6 +92,8 @@ class Pow(Function):
             out = _integer_power(x, y)
         if out.dtype.kind == "c" and backend.is_array(y):
             out = _complex_power(x, y, out.dtype)
+        if out.dtype.kind == "c" and _is_number(x):
+            x = complex(x)  # a negative base's log is then complex, and its twin conjugates it
         ctx.save_for_backward(x, y, out)
         return out
 
@@ -105,22 +108,32 @@ class Pow(Function):
         elif dx:
             with backend.errstate(divide="ignore", invalid="ignore"):
                 grad_x = (grad * y * x ** (y - 1)).masked_fill(y == 0, 0)  # (as PyTorch's)
-        if dy and _is_number(x):  # (log of a base 0 is -inf, of a negative one NaN, as PyTorch)
-            log_x = math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+        if dy and (_is_number(x) or isinstance(x, complex)):
             with backend.errstate(invalid="ignore"):
-                grad_y = grad * out * log_x
+                grad_y = grad * out * _log_of_number(x)
             if x == 0:  # as below: 0**y has gradient 0 in y for y >= 0
-                grad_y = grad_y.masked_fill(_real(y) >= 0, 0)
+                grad_y = grad_y.masked_fill(_at_least_zero(y), 0)
         elif dy:
             with backend.errstate(divide="ignore", invalid="ignore"):
                 # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
-                grad_y = grad * (out * x.log()).masked_fill((x == 0) & (_real(y) >= 0), 0)
+                grad_y = grad * (out * x.log()).masked_fill((x == 0) & _at_least_zero(y), 0)
         return grad_x, grad_y
 
 
-def _real(t: Any) -> Any:
-    """A complex exponent's real part, which PyTorch's rule for 0**y compares with 0."""
-    return t.real if t.is_complex() else t
+def _log_of_number(x: Any) -> Any:
+    """log of a number base, as PyTorch's: -inf at 0, NaN for a negative float, and the
+    principal value for a complex number (-inf + 0j at 0, where cmath.log refuses)."""
+    if isinstance(x, complex):
+        return cmath.log(x) if x else complex(-math.inf, 0.0)
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+def _at_least_zero(y: Any) -> Any:
+    """Where an exponent is a real number >= 0, PyTorch's rule for 0**y's gradient in y (a
+    complex exponent is one only if its imaginary part is 0)."""
+    if y.is_complex():
+        return (y.imag == 0) & (y.real >= 0)
+    return y >= 0
 
 
 class ComplexPow(ConjugateSaved, Pow):
