@@ -168,7 +168,26 @@ OVERLAPPING_OUTS = {
     "cumsum": lambda lib, x: lib.cumsum(x[1:], 0, out=x[:-1]),
     "special.expit": lambda lib, x: lib.special.expit(x[1:], out=x[:-1]),
     "the out transposed": lambda lib, x: lib.add(x[:4].view(2, 2), 1, out=x[:4].view(2, 2).t()),
+    "max along a dim, values": lambda lib, x: lib.max(
+        x.view(3, 4), 1, out=(x[1:4], lib.zeros(3, dtype=lib.int64))
+    ),
+    "min along a dim by name, values": lambda lib, x: lib.min(
+        x.view(3, 4), dim=1, out=(x[:3], lib.zeros(3, dtype=lib.int64))
+    ),
+    "max along a dim, indices": lambda lib, x: _max_into_its_indices(lib, (x * 13).long()),
+    "max of another tensor": lambda lib, x: lib.max(x[:4], x[4:8], out=x[2:6]),
+    "linalg.cross": lambda lib, x: lib.linalg.cross(x[:3], x[3:6], out=x[2:5]),
+    # cross refuses an out that is its input too (PyTorch's assert_no_overlap)
+    "linalg.cross into its input": lambda lib, x: lib.linalg.cross(x[:3], x[3:6], out=x[:3]),
+    "cross into its second input": lambda lib, x: lib.cross(x[:3], x[3:6], dim=0, out=x[3:6]),
 }
+
+
+def _max_into_its_indices(lib, ints):
+    values = lib.zeros(3, dtype=lib.int64)
+    lib.max(ints.view(3, 4), 1, out=(values, ints[1:4]))
+
+
 # PyTorch writes these without the check (a whole out, a disjoint one, or an op it leaves alone)
 ACCEPTED_OUTS = {
     "add into its input": lambda lib, x: lib.add(x, 1, out=x),
@@ -176,6 +195,10 @@ ACCEPTED_OUTS = {
     "add into a disjoint slice": lambda lib, x: lib.add(x[:6], 1, out=x[6:]),
     "matmul into its input": lambda lib, x: lib.matmul(x[:2], x[:4].view(2, 2), out=x[4:6]),
     "softmax": lambda lib, x: lib.softmax(x[:6], 0, out=x[1:7]),
+    "max of all entries": lambda lib, x: lib.max(x[:6], out=x[1:2].view(())),
+    "max along a dim into its input": lambda lib, x: lib.max(
+        x.view(12, 1), 1, keepdim=True, out=(x.view(12, 1), lib.zeros(12, 1, dtype=lib.int64))
+    ),
 }
 
 

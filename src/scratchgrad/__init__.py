@@ -568,12 +568,17 @@ else:
     multiply, divide = Tensor.multiply, Tensor.divide
 
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
+    from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
     from scratchgrad.tensor import write_out as _write_out
 
     def _written_out(name: str, result: Tensor, out: Tensor, read: tuple) -> Tensor:
         """``write_out`` of a module function that read ``read`` (PyTorch checks those
-        against ``out`` unless the op is among ``OUT_READS_UNCHECKED``)."""
-        return _write_out(name, result, out, () if name in _OUT_READS_UNCHECKED else read)
+        against ``out`` unless the op is among ``OUT_READS_UNCHECKED``, or among
+        ``OUT_READS_UNCHECKED_OF_ALL`` and given the input alone)."""
+        unchecked = name in _OUT_READS_UNCHECKED or (
+            name in _OUT_READS_UNCHECKED_OF_ALL and len(read) == 1
+        )
+        return _write_out(name, result, out, () if unchecked else read)
 
     def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:
         """``torch.polygamma(n, input)``: ``input.polygamma(n)``, the n-th derivative of

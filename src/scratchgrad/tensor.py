@@ -5374,7 +5374,7 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
         _check_out(name, r, o)
         for t in read:
             if isinstance(t, Tensor):
-                _refuse_partial_overlap(name, o.array, t.array)
+                _refuse_partial_overlap(name, o.array, t.array, name in OUT_OVERLAP_REFUSED)
         # PyTorch casts into one out, never into several, nor for the ops of OUT_DTYPE_EXACT
         if (several or name in OUT_DTYPE_EXACT) and o.dtype != r.dtype:
             raise RuntimeError(
@@ -7560,10 +7560,15 @@ _READ_AS_NUMBERS_OR_UNCHECKED = {
 OUT_READS_UNCHECKED = frozenset({
     "all", "amax", "amin", "any", "argmax", "argmin", "bmm", "bucketize", "count_nonzero",
     "cummax", "cummin", "diag", "dot", "histc", "inner", "log_softmax", "logsumexp", "matmul",
-    "max", "mean", "min", "mm", "multigammaln", "mv", "mvlgamma", "nanmean", "nanquantile",
-    "nansum", "narrow_copy", "norm", "prod", "quantile", "searchsorted", "softmax", "std", "sum",
-    "tril", "triu", "var", "vdot",
+    "mean", "mm", "multigammaln", "mv", "mvlgamma", "nanmean", "nanquantile", "nansum",
+    "narrow_copy", "norm", "prod", "quantile", "searchsorted", "softmax", "std", "sum", "tril",
+    "triu", "var", "vdot",
 })  # fmt: skip
+# the ops whose out= PyTorch leaves unchecked only over all entries, with the input alone
+# (max(x)): along a dim (values, indices) or against another tensor (max(x, y)) it checks
+OUT_READS_UNCHECKED_OF_ALL = frozenset({"max", "min"})
+# the ops whose out= PyTorch refuses even as the very input it reads (cross's assert_no_overlap)
+OUT_OVERLAP_REFUSED = frozenset({"cross"})
 
 
 # the ops whose out= must have the result's dtype in PyTorch ("Found dtype Double but expected
@@ -7579,16 +7584,17 @@ OUT_DTYPE_EXACT = frozenset({
 })  # fmt: skip
 
 
-def _refuse_partial_overlap(name: str, written: Any, read: Any) -> None:
+def _refuse_partial_overlap(name: str, written: Any, read: Any, whole: bool = False) -> None:
     """PyTorch's error for an op that writes the array ``written`` while reading ``read``,
     which holds some of the same memory (``x[1:].add_(x[:-1])``: NumPy would read a copy,
     PyTorch refuses rather than read entries it has already written). As PyTorch's check, the
-    same entries in the same order (``x.add_(x)``) pass, and so does any array that does not
-    cover its memory once and densely (``x[::2]``, an expanded one), which it leaves
-    unchecked. Two arrays that each own their memory share none: that test is the fast one."""
-    if type(read) not in backend.ARRAY_CLASSES or read is written:
+    same entries in the same order (``x.add_(x)``) pass, unless ``whole`` (the ops of
+    ``OUT_OVERLAP_REFUSED``), and so does any array that does not cover its memory once and
+    densely (``x[::2]``, an expanded one), which it leaves unchecked. Two arrays that each own
+    their memory share none: that test is the fast one."""
+    if type(read) not in backend.ARRAY_CLASSES or (read is written and not whole):
         return
-    if read.base is None and written.base is None:
+    if read.base is None and written.base is None and read is not written:
         return
     if not namespace(written).may_share_memory(written, read):  # (their bounds only)
         return
@@ -7596,7 +7602,7 @@ def _refuse_partial_overlap(name: str, written: Any, read: Any) -> None:
         return
     start, read_start = _address(written), _address(read)
     same_span = start == read_start and written.nbytes == read.nbytes
-    if same_span and written.strides == read.strides:
+    if same_span and written.strides == read.strides and not whole:
         return
     if same_span or (start < read_start + read.nbytes and read_start < start + written.nbytes):
         raise RuntimeError(

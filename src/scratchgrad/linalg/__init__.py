@@ -81,6 +81,6 @@ __all__ = [
 ]
 
 # PyTorch's out= (torch.linalg.solve(A, B, out=X)) on every function but these three, which
-# have none there either
+# have none there either; cross's out may not overlap its inputs, as PyTorch checks
 for _name in set(__all__) - {"LinAlgError", "diagonal", "matrix_exp", "vander"}:
-    globals()[_name] = takes_out(globals()[_name])
+    globals()[_name] = takes_out(globals()[_name], _name == "cross")
