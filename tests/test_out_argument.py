@@ -180,12 +180,20 @@ OVERLAPPING_OUTS = {
     # cross refuses an out that is its input too (PyTorch's assert_no_overlap)
     "linalg.cross into its input": lambda lib, x: lib.linalg.cross(x[:3], x[3:6], out=x[:3]),
     "cross into its second input": lambda lib, x: lib.cross(x[:3], x[3:6], dim=0, out=x[3:6]),
+    "kthvalue into its input": lambda lib, x: lib.kthvalue(
+        x.view(12, 1), 1, 1, keepdim=True, out=(x.view(12, 1), lib.zeros(12, 1, dtype=lib.int64))
+    ),
 }
 
 
 def _max_into_its_indices(lib, ints):
     values = lib.zeros(3, dtype=lib.int64)
     lib.max(ints.view(3, 4), 1, out=(values, ints[1:4]))
+
+
+def _kthvalue_into_its_indices(lib):
+    ints = lib.zeros(12, 1, dtype=lib.int64)
+    lib.kthvalue(ints, 1, 1, keepdim=True, out=(lib.zeros(12, 1, dtype=lib.int64), ints))
 
 
 # PyTorch writes these without the check (a whole out, a disjoint one, or an op it leaves alone)
@@ -196,6 +204,7 @@ ACCEPTED_OUTS = {
     "matmul into its input": lambda lib, x: lib.matmul(x[:2], x[:4].view(2, 2), out=x[4:6]),
     "softmax": lambda lib, x: lib.softmax(x[:6], 0, out=x[1:7]),
     "max of all entries": lambda lib, x: lib.max(x[:6], out=x[1:2].view(())),
+    "kthvalue's indices into its input": lambda lib, x: _kthvalue_into_its_indices(lib),
     "max along a dim into its input": lambda lib, x: lib.max(
         x.view(12, 1), 1, keepdim=True, out=(x.view(12, 1), lib.zeros(12, 1, dtype=lib.int64))
     ),

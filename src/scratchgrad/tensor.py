@@ -5372,9 +5372,10 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     pairs = list(zip(result, out)) if several else [(result, out)]
     for r, o in pairs:  # every out checked before any is written
         _check_out(name, r, o)
+        whole = name in OUT_OVERLAP_REFUSED and o is pairs[0][1]  # (kthvalue's values only)
         for t in read:
             if isinstance(t, Tensor):
-                _refuse_partial_overlap(name, o.array, t.array, name in OUT_OVERLAP_REFUSED)
+                _refuse_partial_overlap(name, o.array, t.array, whole)
         # PyTorch casts into one out, never into several, nor for the ops of OUT_DTYPE_EXACT
         if (several or name in OUT_DTYPE_EXACT) and o.dtype != r.dtype:
             raise RuntimeError(
@@ -7567,8 +7568,9 @@ OUT_READS_UNCHECKED = frozenset({
 # the ops whose out= PyTorch leaves unchecked only over all entries, with the input alone
 # (max(x)): along a dim (values, indices) or against another tensor (max(x, y)) it checks
 OUT_READS_UNCHECKED_OF_ALL = frozenset({"max", "min"})
-# the ops whose out= PyTorch refuses even as the very input it reads (cross's assert_no_overlap)
-OUT_OVERLAP_REFUSED = frozenset({"cross"})
+# the ops whose out= (the first, of several) PyTorch refuses even as the very input it reads
+# (their assert_no_overlap)
+OUT_OVERLAP_REFUSED = frozenset({"cross", "kthvalue"})
 
 
 # the ops whose out= must have the result's dtype in PyTorch ("Found dtype Double but expected
