@@ -104,3 +104,20 @@ def test_zero_dim_tensors_take_dim_0_and_minus_1_as_torch():
 def test_t_refuses_more_than_two_dims():
     with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
         sg.zeros(2, 2, 2).t()
+
+
+@pytest.mark.parametrize("op", DIM_OPS, ids=lambda op: op.name)
+def test_a_bool_dim_raises_or_matches_torch(op):
+    """A bool is an int to Python, not to PyTorch's parser: a dim True raises its TypeError
+    (but in a list after the first dim, which it does not check, it is the dim 1)."""
+    arity = op.dim.__code__.co_argcount - 2
+    for dtype in _dtypes(op):
+        arrays = _arrays(op, (3, 2, 4), dtype, arity)
+        ours = [sg.tensor(a) for a in arrays]
+        theirs = [torch.tensor(a) for a in arrays]
+        for d in (True, False):
+            _compare(
+                f"{op.name} {dtype} dim {d}",
+                _outcome(op.dim, sg, *ours, d),
+                _outcome(op.dim, torch, *theirs, d),
+            )

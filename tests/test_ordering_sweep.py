@@ -137,15 +137,28 @@ def test_k_may_be_an_integer_tensor():
         lambda m, x: x.sort(0, False, True),
         lambda m, x: m.argsort(x, 0, False, True),
         lambda m, x: x.argsort(0, False, True),
+        # the overload with stable takes dim and descending by keyword only too
+        lambda m, x: m.sort(x, 0, stable=True),
+        lambda m, x: x.sort(0, True, stable=False),
+        lambda m, x: m.sort(x, 0, stable=None),
+        lambda m, x: m.argsort(x, 0, stable=True),
+        lambda m, x: x.argsort(0, descending=True, stable=True),
+        # a bool is no dim
+        lambda m, x: m.sort(x, True),
+        lambda m, x: x.argsort(False),
+        lambda m, x: m.sort(x, dim=True),
     ],
 )
 def test_stable_is_keyword_only(call):
     assert_both_raise(lambda m: call(m, m.tensor([2.0, 1.0, 2.0])), TypeError)
     x = np.array([2.0, 1.0, 2.0, 1.0])
-    assert_same(
-        sg.sort(sg.tensor(x), 0, True, stable=True),
-        torch.sort(torch.tensor(x), stable=True, dim=0, descending=True),
-    )
+    for by_keyword in (
+        lambda m: m.sort(m.tensor(x), stable=True, dim=0, descending=True),
+        lambda m: m.tensor(x).argsort(dim=0, stable=True),
+        lambda m: m.sort(m.tensor(x), 0, descending=True),
+        lambda m: m.msort(m.tensor(x)),
+    ):
+        assert_same(by_keyword(sg), by_keyword(torch))
 
 
 # ---- dtype= of sums and scans: an integer one where a gradient would flow ----------------------

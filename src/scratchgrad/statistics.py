@@ -91,7 +91,7 @@ def _quantile(
 ) -> Tensor:
     qs = _checked_q(input, q, interpolation)
     x = input.reshape(-1) if dim is None else _along_last(input, dim)
-    ordered = x.sort(-1, stable=True).values  # NaN sorts last (stable: the faster sort)
+    ordered = x.sort(dim=-1, stable=True).values  # NaN sorts last (stable: the faster sort)
     n = ordered.shape[-1]
     if ignore_nan:  # ranks among the entries that are not NaN; all NaN: rank 0, which is NaN
         count = ordered.isnan().logical_not().sum(-1, keepdim=True)
@@ -184,7 +184,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     x = input if input.ndim else input.reshape(1)
     if x.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    order = x.argsort(d, stable=True)  # NaN last
+    order = x.argsort(dim=d, stable=True)  # NaN last
     if backend.is_floating(x.dtype):
         count = x.isnan().logical_not().sum(d, keepdim=True)
         index = _nan_slices_as_torch(x, d, count, order.gather(d, (count - 1).clamp_min(0) // 2))
@@ -210,7 +210,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     if x.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     y = x.detach().movedim(d, -1)
-    order = y.argsort(-1, stable=True)  # equal entries keep their order, the last ends the run
+    order = y.argsort(dim=-1, stable=True)  # equal entries keep their order, the last ends the run
     ordered = y.gather(-1, order)
     position = order.new_ones(order.shape).cumsum(-1) - 1
     starts = cat([position[..., :1] == 0, ordered[..., 1:] != ordered[..., :-1]], -1)

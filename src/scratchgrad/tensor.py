@@ -99,6 +99,23 @@ def _scalar_of(leaf: Any) -> Any:
     return leaf.array.reshape(())
 
 
+def _stable_by_keyword(method: Callable) -> Callable:
+    """``sort`` or ``argsort`` with PyTorch's two overloads: ``(dim=-1, descending=False)``,
+    and ``(*, stable, dim=-1, descending=False)``, where all are keywords: ``stable`` with a
+    positional ``dim`` or ``descending`` matches neither, PyTorch's TypeError."""
+
+    @functools.wraps(method)
+    def checked(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if args and "stable" in kwargs:
+            raise TypeError(
+                f"{method.__name__}() received an invalid combination of arguments: with "
+                "'stable', 'dim' and 'descending' are keyword-only"
+            )
+        return method(self, *args, **kwargs)
+
+    return checked
+
+
 class Tensor:
     """An n-dimensional array with automatic differentiation, after ``torch.Tensor``.
 
@@ -2742,6 +2759,11 @@ class Tensor:
         the name PyTorch's warning gives when no degree of freedom is left (one sample with the
         correction: the result is NaN)."""
         if isinstance(dim, bool):  # var(x, False): the unbiased flag, as PyTorch reads it
+            if unbiased is not True or keepdim is not False or correction is not None:
+                raise TypeError(  # (that overload takes nothing else; a bool is no dim)
+                    f"{name}(): received an invalid combination of arguments: a bool first is "
+                    "'unbiased', which takes no other argument"
+                )
             dim, unbiased = None, dim
         if correction is None:
             correction = 1 if unbiased else 0
@@ -2819,7 +2841,7 @@ class Tensor:
 
     def msort(self) -> Tensor:
         """The entries sorted along dim 0, as ``torch.msort``."""
-        return self.sort(0, stable=True).values  # (the values only: the faster sort)
+        return self.sort(dim=0, stable=True).values  # (the values only: the faster sort)
 
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
@@ -2965,6 +2987,7 @@ class Tensor:
                 "(x.float()), as PyTorch requires"
             )
 
+    @_stable_by_keyword
     def sort(
         self, dim: int = -1, descending: bool = False, *, stable: bool | None = False
     ) -> values_indices:
@@ -2980,12 +3003,13 @@ class Tensor:
         """
         stable = False if stable is None else stable  # (None: PyTorch's default)
         _check_bools("sort", descending=descending, stable=stable)
-        index = self.argsort(dim, descending, stable=stable)
+        index = self.argsort(dim=dim, descending=descending, stable=stable)
         return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
 
+    @_stable_by_keyword
     def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
         """The indices that sort the entries along ``dim`` (ties ordered as ``sort``'s);
-        ``stable`` by keyword only, as PyTorch's."""
+        ``stable`` by keyword only, and then ``dim`` and ``descending`` too, as PyTorch's."""
         _check_bools("argsort", descending=descending, stable=stable)
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
@@ -4529,7 +4553,7 @@ class Tensor:
         >>> sg.arange(9).reshape(3, 3).diagonal(1)
         tensor([1, 5])
         """
-        dims = _dims((dim1, dim2), self.array.ndim)
+        dims = _dims(dim1, self.array.ndim) + _dims(dim2, self.array.ndim)  # (each an int)
         if self.array.ndim < 2:
             raise RuntimeError(f"diagonal: needs at least 2 dims, got shape {self.array.shape}")
         dim1, dim2 = dims
@@ -4576,7 +4600,7 @@ class Tensor:
             raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
         if self.array.ndim < 2:
             raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.array.ndim}")
-        d0, d1 = (wrap_dim(d, self.array.ndim) for d in dims)
+        d0, d1 = wrap_dims(dims, self.array.ndim)
         if d0 == d1:
             raise RuntimeError(
                 f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
@@ -6649,8 +6673,7 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
         return None
     if type(dim) is int and 0 <= dim < ndim:  # the common case, first
         return (dim,)
-    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    dims = tuple(wrap_dim(d, ndim) for d in dims)
+    dims = wrap_dims(dim if isinstance(dim, (tuple, list)) else (dim,), ndim)
     if unique and len(set(dims)) != len(dims):
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
@@ -6692,6 +6715,8 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     """One dim, normalised to ``[0, ndim)`` and range-checked as PyTorch does (a 0-d tensor
     takes 0 and -1, both normalised to 0)."""
     if type(dim) is not int:
+        if type(dim) is bool:  # an int to Python, not to PyTorch
+            raise TypeError("dim must be an int, got bool")
         try:
             dim = operator.index(dim)  # NumPy ints and 0-d integer tensors too, not floats
         except TypeError:
@@ -6703,6 +6728,12 @@ def wrap_dim(dim: Any, ndim: int) -> int:
             f"{dim})"
         )
     return dim % size
+
+
+def wrap_dims(dims: Sequence, ndim: int) -> tuple[int, ...]:
+    """``wrap_dim`` of each of a list of dims. As PyTorch's argument parser, which checks the
+    type of a list's first entry only, a bool after it is taken as the dim 0 or 1."""
+    return tuple(wrap_dim(int(d) if i and type(d) is bool else d, ndim) for i, d in enumerate(dims))
 
 
 def _refuse_bool_power(x: Tensor, y: Any) -> None:

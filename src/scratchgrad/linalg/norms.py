@@ -14,7 +14,7 @@ from scratchgrad.backend import accumulation_dtype, namespace
 from scratchgrad.dtypes import promote_types
 from scratchgrad.linalg.checks import check_floating, check_same_dtype, torch_name
 from scratchgrad.linalg.decompositions import svdvals
-from scratchgrad.tensor import Tensor, broadcast_tensors, where, wrap_dim
+from scratchgrad.tensor import Tensor, broadcast_tensors, where, wrap_dim, wrap_dims
 
 
 class VectorNorm(Function):
@@ -94,7 +94,7 @@ def _wrapped(op: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
     dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:  # as PyTorch: no dims, all of them
         return None
-    wrapped = tuple(wrap_dim(d, max(ndim, 1)) for d in dims)
+    wrapped = wrap_dims(dims, max(ndim, 1))
     if len(set(wrapped)) != len(wrapped):
         raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
     return wrapped if ndim else None
