@@ -378,6 +378,17 @@ MPMATH = [
     ("igammac", 1e-10, 1e-10, 2.244863524002411e-9),
     ("igamma", 30.0, 30.0, 0.5242830138936800690),
     ("igammac", 30.0, 30.0, 0.4757169861063199310),
+    # large a near x: lgamma(a) and a log(x) cancelled to 1e-10 of the result at a = 1e6, and the
+    # series stopped short (NaN) from a = 5e6; PyTorch's is off by 1e-10, and by 3e-2 at 1e7
+    ("igamma", 1000.0, 1000.5, 0.5105107109231790316),
+    ("igammac", 1000.0, 1000.5, 0.4894892890768209684),
+    ("igamma", 1e5, 1e5, 0.5004205221103651767),
+    ("igammac", 1e5, 1e5, 0.4995794778896348233),
+    ("igamma", 1e6, 1e6 + 500, 0.6915504757714971815),
+    ("igammac", 1e6, 1e6 + 500, 0.3084495242285028185),
+    ("igamma", 1e7, 1e7, 0.5000420522087236983),
+    ("igammac", 1e7, 1e7, 0.4999579477912763017),
+    ("igamma", 1e7, 9984188.611699158, 2.829105758297978868e-7),
 ]
 
 
@@ -385,6 +396,18 @@ MPMATH = [
 def test_igamma_where_pytorch_loses_digits(name, a, x, expected):
     out = getattr(sg, name)(sg.tensor([a], dtype=sg.float64), sg.tensor([x], dtype=sg.float64))
     assert out.item() == pytest.approx(expected, rel=1e-13)
+
+
+def test_igamma_for_large_a_against_pytorch_on_a_grid():
+    """a from 20 to 1e9, x within 4.5 sqrt(a) of a, where PyTorch's asymptotic expansion holds:
+    within its 1e-10 (it takes pi in float32), no NaN, and P + Q = 1."""
+    a = np.repeat(np.geomspace(20, 1e9, 40), 11)
+    x = a + np.tile(np.linspace(-4.4, 4.4, 11), 40) * np.sqrt(a)
+    p, q = (both(name, a, x) for name in ("igamma", "igammac"))
+    for ours, theirs in (p, q):
+        assert not np.isnan(ours).any()
+        np.testing.assert_allclose(ours, theirs, rtol=5e-9)
+    np.testing.assert_allclose(p[0] + q[0], 1, rtol=1e-15)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
