@@ -430,6 +430,32 @@ def test_a_power_of_zero_has_pytorchs_gradient_in_a_complex_exponent(base, dtype
             np.testing.assert_allclose(getattr(ours, part), getattr(theirs, part), **tol)
 
 
+LOGSUMEXPS = {
+    "torch.logsumexp": lambda m, z: m.logsumexp(z, 1),
+    "special.logsumexp": lambda m, z: m.special.logsumexp(z, 1),
+    "method, kept": lambda m, z: z.logsumexp(-1, keepdim=True),
+    "over both dims": lambda m, z: m.logsumexp(z, (0, 1)),
+}
+INF = float("inf")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", LOGSUMEXPS)
+def test_logsumexp_of_complex_numbers_takes_out_the_largest_real_part_as_torch(name, dtype):
+    """PyTorch's logsumexp takes complex input (amax of the real parts taken out), and its
+    gradient grad * conj(exp(z - out)); ours refused it (amax has no complex order)."""
+    rows = [[1 + 2j, -1 + 0.5j, 1000 - 1j], [complex(-INF, 0), 1j, 100 + 3j]]
+    results = []
+    for m in (sg, torch):
+        z = m.tensor(rows, dtype=getattr(m, dtype), requires_grad=True)
+        out = LOGSUMEXPS[name](m, z)
+        (out * (0.5 - 0.25j)).real.sum().backward()
+        results.append((out, z.grad))
+    tol = TOL["float32" if dtype == "complex64" else "float64"]
+    for ours, theirs in zip(*results):
+        assert_same(ours, theirs, **tol)
+
+
 # ---- the safety gate ---------------------------------------------------------------------------
 
 NOT_YET = {  # ops whose backward is real-only: with a gradient recorded, refused

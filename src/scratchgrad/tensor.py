@@ -2928,7 +2928,8 @@ class Tensor:
         x = self._floating()  # integers and bools: as PyTorch, in the default float dtype
         if x.array.size == 0:  # log(0) = -inf, as PyTorch's (amax has no identity)
             return x.exp().sum(dim, keepdim).log()
-        top = x.detach().amax(dim, keepdim=True)
+        # (of complex numbers the largest real part, as PyTorch's: |exp(z)| is exp(z.real))
+        top = (x.real if x.is_complex() else x).detach().amax(dim, keepdim=True)
         top = top.masked_fill(top.abs() == math.inf, 0)  # all -inf: nothing to take out
         out = (x - top).exp().sum(dim, keepdim=True).log() + top
         return out if keepdim else out.squeeze(_reduced_dims(dim, x.array.ndim))
