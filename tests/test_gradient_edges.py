@@ -226,3 +226,51 @@ def test_nansum_refuses_complex_input_as_pytorch():
     for lib in (sg, torch):
         with pytest.raises(RuntimeError, match="nansum on CPU does not support complex"):
             lib.nansum(lib.tensor([1j, 2.0]))
+
+
+OF_ALL_CHOSEN = {
+    "max": lambda x: x.max(),
+    "min": lambda x: x.min(),
+    "median": lambda x: x.median(),
+    "nanmedian": lambda x: x.nanmedian(),
+}
+
+
+@pytest.mark.parametrize("name", OF_ALL_CHOSEN)
+@pytest.mark.parametrize("upstream", [float("inf"), NAN])
+def test_a_statistic_of_all_entries_leaves_the_others_gradient_0_as_pytorch(name, upstream):
+    """PyTorch writes grad / count into zeros at the entries equal to max() (min(), median()),
+    so an infinite or NaN grad leaves the others 0, not inf * 0 = NaN (amax's gives NaN)."""
+    results = []
+    for lib in (sg, torch):
+        third = NAN if name == "nanmedian" else 0.5
+        x = lib.tensor([[1.0, 3.0, third], [3.0, -1.0, 2.0]], requires_grad=True)
+        out = OF_ALL_CHOSEN[name](x)
+        out.backward(lib.tensor(upstream))
+        results.append(x.grad.numpy())
+    np.testing.assert_array_equal(*results)
+
+
+NORMS = {
+    "inf, along rows": lambda x: x.norm(float("inf"), dim=1),
+    "-inf, of all": lambda x: x.norm(-float("inf")),
+    "2, along columns": lambda x: x.norm(2, dim=0),
+    "3, kept": lambda x: x.norm(3, dim=1, keepdim=True),
+    "fro": lambda x: x.norm("fro", dim=1),
+}
+
+
+@pytest.mark.parametrize("name", NORMS)
+@pytest.mark.parametrize("upstream", [1.0, float("inf")])
+def test_tensor_norm_has_vector_norms_gradients_as_pytorch(name, upstream):
+    """PyTorch's Tensor.norm is linalg.vector_norm: the inf norm's gradient skips NaN entries
+    (amax of |x| made every entry's NaN), the zero vector's is grad * 0 (NaN for an infinite
+    grad)."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor([[1.0, NAN, -3.0], [0.0, -0.0, 0.0], [2.0, -2.0, 1.0]], requires_grad=True)
+        out = NORMS[name](x)
+        out.backward(lib.full_like(out, upstream))
+        results.append((out.detach().numpy(), x.grad.numpy(), out.grad_fn.name()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

@@ -2958,15 +2958,17 @@ class Tensor:
             )
         if dtype is not None:  # computed in ``dtype``, as PyTorch's
             return self.to(dtype).norm(p, dim, keepdim)
+        from scratchgrad.linalg import matrix_norm, vector_norm  # (linalg imports this module)
+
         vector_fro = p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)
         if isinstance(p, str) and not vector_fro:
             # as PyTorch: "nuc" is a matrix norm, and so is "fro" over more than two dims (an
             # error there, as any other string)
-            from scratchgrad.linalg import matrix_norm  # (linalg imports this module)
-
             every = tuple(range(self.array.ndim))
             return matrix_norm(self, p, every if dim is None else dim, keepdim)
-        return p_norm(self, 2 if p == "fro" else p, dim, keepdim)
+        # as PyTorch's torch.norm: linalg.vector_norm, with its gradients (an infinite norm's
+        # ignores NaN entries, where amax's would be NaN)
+        return vector_norm(self, 2 if p == "fro" else p, dim, keepdim)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
         x = self if dtype is None else self.to(dtype)
