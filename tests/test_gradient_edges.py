@@ -274,3 +274,20 @@ def test_tensor_norm_has_vector_norms_gradients_as_pytorch(name, upstream):
         results.append((out.detach().numpy(), x.grad.numpy(), out.grad_fn.name()))
     for ours, theirs in zip(*results):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("upstream", [1.0, float("inf")])
+def test_logaddexp_has_pytorchs_gradient_at_infinities_and_ties(upstream):
+    """PyTorch's partials grad / (1 + exp(y - x)): NaN at equal infinities (inf - inf), a half
+    each at a tie (second derivative 1/4 there), grad itself beside -inf."""
+    x = [float("inf"), -float("inf"), 1.0, 2.0, -float("inf"), 0.0]
+    y = [float("inf"), -float("inf"), 1.0, -float("inf"), 3.0, NAN]
+    results = []
+    for lib in (sg, torch):
+        a, b = lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+        out = lib.logaddexp(a, b)
+        ga, gb = lib.autograd.grad(out, [a, b], lib.full_like(out, upstream), create_graph=True)
+        (gga,) = lib.autograd.grad(ga.sum(), [a]) if upstream == 1.0 else (ga,)
+        results.append([t.detach().numpy() for t in (out, ga, gb, gga)] + [out.grad_fn.name()])
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

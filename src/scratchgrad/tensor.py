@@ -1313,9 +1313,9 @@ class Tensor:
         return binary.Hypot.apply(*self._floating_operands(other))
 
     def logaddexp(self, other: Tensor) -> Tensor:
-        """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``: computed as
-        ``max + log1p(exp(-|self - other|))``. NOTE: at a tie the gradient is split in half (as
-        PyTorch's), but the second derivative there is 0, not 1/4 (|x| has none at 0).
+        """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``, with
+        PyTorch's gradient: ``grad / (1 + exp(other - self))`` (a half each at a tie, NaN at
+        equal infinities).
 
         >>> import scratchgrad as sg
         >>> sg.logaddexp(sg.tensor([0.0, 100.0]), sg.tensor([0.0, 100.0]))  # exp(100) overflows
@@ -1328,10 +1328,7 @@ class Tensor:
             )
         x, y = self._operands(other)
         x._check_floating("logaddexp")
-        top = x.maximum(y)
-        tie = x == y  # equal infinities too, whose difference would be NaN
-        gap = (x.masked_fill(tie, 0) - y.masked_fill(tie, 0)).abs()
-        return top + (-gap).exp().log1p()
+        return special.Logaddexp.apply(x, y)
 
     @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:

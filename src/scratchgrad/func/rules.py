@@ -331,7 +331,7 @@ BINARY = [
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
     fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
     special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
-    special.Heaviside, special.Logaddexp2, special.Igamma,
+    special.Heaviside, special.Logaddexp, special.Igamma,
     complex_ops.Complex, complex_ops.Polar,
 ]  # fmt: skip
 

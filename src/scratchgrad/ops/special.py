@@ -955,24 +955,39 @@ class Heaviside(Function):
         raise RuntimeError("derivative for aten::heaviside is not implemented")
 
 
-class Logaddexp2(Function):
-    """log2(2**x + 2**y) without overflow (one ufunc); PyTorch's partials 1 / (1 + 2**(y - x))
-    and 1 / (1 + 2**(x - y)), a half each at a tie."""
+class Logaddexp(Function):
+    """log(e**x + e**y) without overflow (one ufunc); PyTorch's partials 1 / (1 + e**(y - x))
+    and 1 / (1 + e**(x - y)): a half each at a tie, NaN at equal infinities (inf - inf)."""
+
+    ufunc = "logaddexp"
+
+    @staticmethod
+    def power(t):
+        """The base to the power ``t``."""
+        return t.exp()
 
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
-        return namespace(x).logaddexp2(x, y)
+        return getattr(namespace(x), type(ctx).ufunc)(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         dx, dy = ctx.needs_input_grad
+        power = type(ctx).power
         with errstate(over="ignore", invalid="ignore"):
             return (
-                grad / (1 + Exp2.apply(y - x)) if dx else None,
-                grad / (1 + Exp2.apply(x - y)) if dy else None,
+                grad / (1 + power(y - x)) if dx else None,
+                grad / (1 + power(x - y)) if dy else None,
             )
+
+
+class Logaddexp2(Logaddexp):
+    """log2(2**x + 2**y), as Logaddexp in base 2."""
+
+    ufunc = "logaddexp2"
+    power = staticmethod(Exp2.apply)
 
 
 class Logcumsumexp(Function):
