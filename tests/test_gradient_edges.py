@@ -291,3 +291,16 @@ def test_logaddexp_has_pytorchs_gradient_at_infinities_and_ties(upstream):
         results.append([t.detach().numpy() for t in (out, ga, gb, gga)] + [out.grad_fn.name()])
     for ours, theirs in zip(*results):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "count", [lambda m, x: m.linalg.vector_norm(x, 0), lambda m, x: x.norm(0, dim=0)]
+)
+def test_the_zero_norm_has_no_gradient_as_pytorch(count):
+    """A count of nonzero entries: PyTorch's backward gives no gradient (x.grad stays None, and
+    autograd.grad needs allow_unused), not zeros."""
+    for lib in (sg, torch):
+        x = lib.tensor([1.0, 0.0, 2.0], requires_grad=True)
+        count(lib, x).backward()
+        assert x.grad is None
+        assert lib.autograd.grad(count(lib, x), x, allow_unused=True) == (None,)

@@ -50,8 +50,8 @@ class VectorNorm(Function):
         if not ctx.keepdim:  # put the reduced dims back, as size 1
             kept = [1 if ctx.dim is None or d in ctx.dim else n for d, n in enumerate(x.shape)]
             grad, norm = grad.reshape(kept), norm.reshape(kept)
-        if p == 0:
-            return x.new_zeros(x.shape)
+        if p == 0:  # a count: no gradient (None, as PyTorch's undefined one, not zeros)
+            return None
         if p == 1:
             return x.sign() * grad
         # NOTE: the zero vector gets 0 (a subgradient), as in PyTorch; the divisions there are
