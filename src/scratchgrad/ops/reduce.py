@@ -252,7 +252,7 @@ class MaxOfAll(Amax):
         # NOTE: PyTorch writes grad / count into zeros at the chosen entries, so an infinite or
         # NaN grad leaves the others 0 (amax's product with the share makes them NaN)
         (share,) = ctx.saved_tensors
-        return Where.apply(share.array != 0, grad.reshape(ctx.kept_shape) * share, 0.0)
+        return Where.apply(share != 0, grad.reshape(ctx.kept_shape) * share, 0.0)
 
 
 class MinOfAll(MaxOfAll):
