@@ -531,6 +531,25 @@ def test_reductions_of_complex_as_torch(name):
         assert_same(call(z), call(tz), **TOL["float64"])
 
 
+@pytest.mark.parametrize("rows", [[[1 + 1j, 2 - 1j, 0.5j]], [[1 + 1j, 0j, 0.5j]]], ids=str)
+@pytest.mark.parametrize("name", ["prod along rows", "prod of all", "cumprod"])
+def test_complex_products_have_torchs_gradients(name, rows):
+    """prod (and cumprod, composed of it) refused complex input with a gradient recorded;
+    PyTorch's gradient is grad * conj(the others' product), second derivatives too."""
+    call = {"prod along rows": lambda t: t.prod(1), "prod of all": lambda t: t.prod()}.get(
+        name, lambda t: t.cumprod(1)
+    )
+    results = []
+    for m in (sg, torch):
+        z = m.tensor(rows, dtype=m.complex128, requires_grad=True)
+        out = call(z)
+        (grad,) = m.autograd.grad((out * (0.5 - 1j)).real.sum(), z, create_graph=True)
+        (second,) = m.autograd.grad((grad * grad.conj()).real.sum(), z)
+        results.append((out, grad, second))
+    for ours, theirs in zip(*results):
+        assert_same(ours, theirs.resolve_conj(), **TOL["float64"])
+
+
 def test_variance_gradient_of_complex_as_torch():
     rng = np.random.default_rng(4)
     z, tz = ours_and_theirs(rng.normal(size=5) + 1j * rng.normal(size=5), requires_grad=True)

@@ -304,3 +304,34 @@ def test_the_zero_norm_has_no_gradient_as_pytorch(count):
         count(lib, x).backward()
         assert x.grad is None
         assert lib.autograd.grad(count(lib, x), x, allow_unused=True) == (None,)
+
+
+PRODUCTS = {
+    "prod along rows": lambda x: x.prod(1),
+    "prod of all": lambda x: x.prod(),
+    "prod along columns, kept": lambda x: x.prod(0, keepdim=True),
+    "cumprod": lambda x: x.cumprod(1),
+}
+NAN_ROWS = [[1.0, NAN, 3.0], [2.0, -1.0, 0.5]]
+INF_ROWS = [[float("inf"), 2.0, -1.0], [float("inf"), -float("inf"), 3.0]]
+NAN_AND_ZERO_ROWS = [[1.0, NAN, 3.0], [2.0, 0.0, 0.5]]  # a zero anywhere: the others' product
+CASES = [(name, rows) for name in PRODUCTS for rows in (NAN_ROWS, INF_ROWS)] + [
+    # (PyTorch's cumprod divides before the first zero of each slice: not followed here)
+    (name, NAN_AND_ZERO_ROWS)
+    for name in PRODUCTS
+    if name != "cumprod"
+]
+
+
+@pytest.mark.parametrize("name, rows", CASES, ids=str)
+def test_prod_divides_out_by_x_where_no_entry_is_0_as_pytorch(name, rows):
+    """PyTorch's prod gradient is out / x unless some entry is 0: a NaN makes its whole slice's
+    gradient NaN, an infinity its own (inf / inf); ours was the product of the others."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(rows, dtype=lib.float64, requires_grad=True)
+        out = PRODUCTS[name](x)
+        out.backward(lib.full_like(out, 2.0))
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)  # (NaNs equal)

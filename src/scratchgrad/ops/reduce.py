@@ -5,7 +5,7 @@ input's shape by its backward (the engine only ever sums gradients down, never e
 import functools
 import math
 
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, ndarray, xp
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import ExpandCopy
@@ -295,8 +295,10 @@ def _drop(shape: tuple, dim: tuple | None) -> tuple:
 
 
 class Prod(Function):
-    """Product over one dim. Its gradient is the product of the other entries, computed
-    without dividing so that zeros are handled exactly."""
+    """Product over one dim. Its gradient is the product of the other entries: as PyTorch's,
+    out / x unless an entry of x (anywhere) is 0, else computed without dividing so that zeros
+    are handled exactly. NOTE: so a NaN or an infinity makes the gradient NaN where out / x is
+    (inf / inf, NaN / x), as PyTorch's, not the product of the others."""
 
     @staticmethod
     def forward(ctx, x, dim, keepdim=False):
@@ -315,7 +317,13 @@ class Prod(Function):
             .prod(-1)
             .movedim(-1, ctx.dim)
         )
+        zero = x == 0  # (tensor ops, no branch on the values: a jitted step replays them)
+        quotient = x.prod(ctx.dim, keepdim=True) / Where.apply(zero, 1.0, x)  # (no 0 / 0 below)
+        others = Where.apply(zero.any(), others, quotient)
         return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
+
+
+holomorphic_twin(Prod)  # (of complex numbers: grad * conj(the others' product), as PyTorch's)
 
 
 class Cumsum(Function):
