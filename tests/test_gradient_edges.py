@@ -335,3 +335,14 @@ def test_prod_divides_out_by_x_where_no_entry_is_0_as_pytorch(name, rows):
         results.append((out.detach().numpy(), x.grad.numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)  # (NaNs equal)
+
+
+def test_cumprod_along_a_dim_of_one_entry_passes_the_gradient_on_as_pytorch():
+    """PyTorch's cumprod backward returns grad itself along a dim of size 1: 1 at a NaN or an
+    infinity, where out / x would be NaN."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor([[NAN], [float("inf")], [2.0]], requires_grad=True)
+        x.cumprod(1).sum().backward()
+        results.append(x.grad.numpy())
+    np.testing.assert_array_equal(*results)

@@ -3038,8 +3038,8 @@ class Tensor:
         Prod's exact gradient where entries are zero (dividing by them would give NaN).
         """
         x, dim = self._scan_input("cumprod", dtype), wrap_dim(dim, self.array.ndim)
-        if x.array.ndim == 0:
-            return x.clone()
+        if x.array.ndim == 0 or x.shape[dim] == 1:  # the entries: their gradient grad, as
+            return x.clone()  # PyTorch's (not grad * x / x, NaN at a NaN or an infinity)
         last = x.movedim(dim, -1)
         n = last.shape[-1]
         rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
