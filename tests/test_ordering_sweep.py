@@ -108,6 +108,8 @@ REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
     "sort, descending an int": (lambda m, x: x.sort(0, 1), np.ones(3), TypeError),
     "argsort, stable None": (lambda m, x: x.argsort(stable=None), np.ones(3), TypeError),
     "argsort, descending a string": (lambda m, x: m.argsort(x, 0, "no"), np.ones(3), TypeError),
+    "trace of bools": (lambda m, x: x.trace(), np.ones((2, 2), bool), NotImplementedError),
+    "trace of a 0-d bool": (lambda m, x: m.trace(x), np.array(True), NotImplementedError),
 }
 
 

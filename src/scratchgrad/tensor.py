@@ -2655,6 +2655,8 @@ class Tensor:
 
     def trace(self) -> Tensor:
         """The sum of a matrix's main diagonal."""
+        if self.array.dtype == backend.bool_:  # PyTorch's kernel has none for bool, checked first
+            raise NotImplementedError("trace: \"trace\" not implemented for 'Bool'")
         _check_ndim("trace", 2, self)
         return self.diagonal().sum()
 
