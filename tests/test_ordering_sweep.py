@@ -110,6 +110,30 @@ REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
     "argsort, descending a string": (lambda m, x: m.argsort(x, 0, "no"), np.ones(3), TypeError),
     "trace of bools": (lambda m, x: x.trace(), np.ones((2, 2), bool), NotImplementedError),
     "trace of a 0-d bool": (lambda m, x: m.trace(x), np.array(True), NotImplementedError),
+    # var's overloads: (unbiased), (dim, unbiased, keepdim), (dim, *, correction, keepdim)
+    "var, unbiased twice": (lambda m, x: x.var(True, True), np.ones(3), TypeError),
+    "var, unbiased first and keepdim": (
+        lambda m, x: x.var(False, keepdim=True),
+        np.ones(3),
+        TypeError,
+    ),
+    "var, unbiased an int": (lambda m, x: x.var(0, 1), np.ones(3), TypeError),
+    "std, unbiased an int": (lambda m, x: m.std(x, 0, unbiased=1), np.ones(3), TypeError),
+    "var, unbiased and correction": (
+        lambda m, x: x.var(0, True, correction=1),
+        np.ones(3),
+        TypeError,
+    ),
+    "std_mean, unbiased first and keepdim": (
+        lambda m, x: m.std_mean(x, True, keepdim=True),
+        np.ones(3),
+        TypeError,
+    ),
+    "var_mean, unbiased and correction": (
+        lambda m, x: m.var_mean(x, 0, False, correction=0),
+        np.ones(3),
+        TypeError,
+    ),
 }
 
 

@@ -2742,30 +2742,25 @@ class Tensor:
     def var(
         self,
         dim: int | Sequence[int] | None = None,
-        unbiased: bool = True,
+        unbiased: bool | None = None,
         keepdim: bool = False,
         *,
         correction: int | None = None,
     ) -> Tensor:
-        """Variance, by default with Bessel's correction (divide by n - 1)."""
+        """Variance, by default with Bessel's correction (divide by n - 1); ``unbiased`` (True
+        when not given) or ``correction``, not both, as PyTorch's overloads."""
         return self._variance("var", dim, unbiased, keepdim, correction)
 
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, *, correction=None):
+    def std(
+        self, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None
+    ):
         return self._variance("std", dim, unbiased, keepdim, correction)
 
-    def _variance(self, name: str, dim, unbiased: bool, keepdim: bool, correction) -> Tensor:
+    def _variance(self, name: str, dim, unbiased: bool | None, keepdim: bool, correction) -> Tensor:
         """The variance (``name`` var or var_mean) or the standard deviation (std, std_mean),
         the name PyTorch's warning gives when no degree of freedom is left (one sample with the
         correction: the result is NaN)."""
-        if isinstance(dim, bool):  # var(x, False): the unbiased flag, as PyTorch reads it
-            if unbiased is not True or keepdim is not False or correction is not None:
-                raise TypeError(  # (that overload takes nothing else; a bool is no dim)
-                    f"{name}(): received an invalid combination of arguments: a bool first is "
-                    "'unbiased', which takes no other argument"
-                )
-            dim, unbiased = None, dim
-        if correction is None:
-            correction = 1 if unbiased else 0
+        dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
         dims = _reduced_dims(dim, self.array.ndim)
         count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         if count - correction <= 0:
@@ -6047,7 +6042,7 @@ def _end_weights(h1: Tensor, h2: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 def var_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
-    unbiased: bool = True,
+    unbiased: bool | None = None,
     keepdim: bool = False,
     *,
     correction: int | None = None,
@@ -6065,7 +6060,7 @@ def var_mean(
 def std_mean(
     input: Tensor,
     dim: int | Sequence[int] | None = None,
-    unbiased: bool = True,
+    unbiased: bool | None = None,
     keepdim: bool = False,
     *,
     correction: int | None = None,
@@ -6270,10 +6265,31 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
     ``dim``."""
     if not backend.is_floating(x.array.dtype):
         raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
-    if isinstance(dim, bool):  # var_mean(x, False): the unbiased flag, as PyTorch reads it
-        dim, unbiased = None, dim
-    out = x._variance(name, dim, unbiased, keepdim, correction)
+    dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
+    out = x._variance(name, dim, None, keepdim, correction)
     return out, x.mean(dim, keepdim)
+
+
+def _variance_arguments(name: str, dim, unbiased, keepdim, correction) -> tuple:
+    """``(dim, correction)`` of a call of var (std, var_mean, std_mean) as PyTorch's three
+    overloads take it: ``(unbiased)``, ``(dim, unbiased, keepdim)`` and ``(dim, *, correction,
+    keepdim)``. A bool first is ``unbiased`` (var(x, False)), with no other argument;
+    ``unbiased`` (None: not given) is a bool, never given with ``correction``. Any other
+    call matches none of them: PyTorch's TypeError."""
+    if isinstance(dim, bool):
+        if unbiased is not None or keepdim is not False or correction is not None:
+            raise TypeError(
+                f"{name}(): received an invalid combination of arguments: a bool first is "
+                "'unbiased', which takes no other argument"
+            )
+        dim, unbiased = None, dim
+    if unbiased is not None and (type(unbiased) is not bool or correction is not None):
+        raise TypeError(
+            f"{name}(): received an invalid combination of arguments: 'unbiased' must be a "
+            f"bool, and is not given with 'correction' (got unbiased={unbiased!r}, "
+            f"correction={correction!r})"
+        )
+    return dim, (0 if unbiased is False else 1) if correction is None else correction
 
 
 def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
