@@ -86,3 +86,17 @@ def test_string_orders_that_are_matrix_norms_raise_as_torch(p, dim):
         torch.ones(4, 3, 2, 2).norm(p, dim)
     with pytest.raises(RuntimeError, match="linalg.matrix_norm"):
         sg.ones(4, 3, 2, 2).norm(p, dim)
+
+
+@pytest.mark.parametrize("dim", [lambda m: np.int64(0), lambda m: m.tensor(1)], ids=["np", "0-d"])
+@pytest.mark.parametrize(
+    "call",
+    [lambda m, t, d: t.norm(2, d), lambda m, t, d: m.linalg.vector_norm(t, 2, d)],
+    ids=["Tensor.norm", "linalg.vector_norm"],
+)
+def test_a_norm_over_one_dim_given_as_a_numpy_int_or_a_0d_tensor_as_torch(call, dim):
+    """Tensor.norm (now linalg.vector_norm) took only a Python int for one dim."""
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    ours = call(sg, sg.tensor(x), dim(sg))
+    theirs = call(torch, torch.tensor(x), dim(torch))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)

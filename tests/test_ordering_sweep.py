@@ -110,6 +110,12 @@ REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
     "argsort, descending a string": (lambda m, x: m.argsort(x, 0, "no"), np.ones(3), TypeError),
     "trace of bools": (lambda m, x: x.trace(), np.ones((2, 2), bool), NotImplementedError),
     "trace of a 0-d bool": (lambda m, x: m.trace(x), np.array(True), NotImplementedError),
+    # one dim, where a tuple would be read as several (prod reduced the first one only)
+    "prod over a tuple of dims": (lambda m, x: x.prod((0, 1)), np.ones((2, 3)), TypeError),
+    "prod over a list of one dim": (lambda m, x: m.prod(x, [0]), np.ones((2, 3)), TypeError),
+    "argmax over a tuple of dims": (lambda m, x: x.argmax((0,)), np.ones((2, 3)), TypeError),
+    "aminmax over a list of dims": (lambda m, x: m.aminmax(x, dim=[0]), np.ones(3), TypeError),
+    "logsumexp over None": (lambda m, x: m.logsumexp(x, None), np.ones(3), TypeError),
     # var's overloads: (unbiased), (dim, unbiased, keepdim), (dim, *, correction, keepdim)
     "var, unbiased twice": (lambda m, x: x.var(True, True), np.ones(3), TypeError),
     "var, unbiased first and keepdim": (

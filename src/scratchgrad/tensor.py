@@ -2798,6 +2798,7 @@ class Tensor:
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
         """``(min, max)`` over ``dim`` (or all entries), as ``torch.aminmax``."""
+        dim = dim if dim is None else _one_dim("aminmax", dim)  # (one dim: not a tuple)
         return min_max(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
     def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -2894,7 +2895,7 @@ class Tensor:
                     f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
                 )
             return Tensor._make(_call(_arg_reduce, self.array, name, None, keepdim))
-        dims = _dims(dim, self.array.ndim)
+        dims = _dims(_one_dim(name, dim), self.array.ndim)
         if dims and self.array.shape[dims[0]] == 0:
             raise IndexError(
                 f"{name}(): Expected reduction dim {dims[0]} to have non-zero size, got shape "
@@ -2912,13 +2913,15 @@ class Tensor:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if dim is None:
             return reduce.Prod.apply(self.reshape(-1), dim=0)
-        dims = _dims(dim, self.array.ndim)
+        dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
             return self.clone()
         return reduce.Prod.apply(self, dim=dims[0], keepdim=keepdim)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
+        if dim is None:  # (PyTorch's dim has no default: None is no tuple of ints)
+            raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
         x = self._floating()  # integers and bools: as PyTorch, in the default float dtype
         if x.array.size == 0:  # log(0) = -inf, as PyTorch's (amax has no identity)
             return x.exp().sum(dim, keepdim).log()

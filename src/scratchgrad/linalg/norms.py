@@ -91,7 +91,8 @@ def _in_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
 
 def _wrapped(op: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
     """``dim`` (an int, a sequence or None) as a tuple of dims in range, or None for all."""
-    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    # (one dim may be any integer, a NumPy one or a 0-d tensor too, as PyTorch's)
+    dims = () if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:  # as PyTorch: no dims, all of them
         return None
     wrapped = wrap_dims(dims, max(ndim, 1))
