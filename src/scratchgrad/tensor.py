@@ -3044,8 +3044,11 @@ class Tensor:
         n = last.shape[-1]
         rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
         up_to = Tensor._make(namespace(x.array).tri(n, dtype=bool))  # j <= k
-        # (prod's dtype: an int32 product stays int32, not prod's int64)
-        return where(up_to, rows, 1).prod(-1, dtype=x.dtype).movedim(-1, dim)
+        # (prod's dtype: an int32 product stays int32, not prod's int64; a float32 one runs in
+        # float64, as PyTorch's scans: backend.scan_dtype)
+        wide = backend.scan_dtype(x.array.dtype) or x.array.dtype
+        products = where(up_to, rows, 1).prod(-1, dtype=wide)
+        return products.to(x.dtype).movedim(-1, dim)
 
     def diff(
         self,

@@ -6,7 +6,15 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function, holomorphic_twin
-from scratchgrad.backend import accumulation_dtype, cast, errstate, namespace, ndarray, xp
+from scratchgrad.backend import (
+    accumulation_dtype,
+    cast,
+    errstate,
+    namespace,
+    ndarray,
+    scan_dtype,
+    xp,
+)
 from scratchgrad.ops.binary import Where
 from scratchgrad.ops.movement import ExpandCopy
 
@@ -332,7 +340,7 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        wide = accumulation_dtype(x.dtype)
+        wide = scan_dtype(x.dtype)
         if wide is None:
             return namespace(x).cumsum(x, axis=dim, dtype=x.dtype)
         return cast(namespace(x).cumsum(cast(x, wide), axis=dim), x.dtype)  # as PyTorch's

@@ -23,6 +23,7 @@ from scratchgrad.backend import (
     float32,
     float64,
     namespace,
+    scan_dtype,
     widened,
     xp,
 )
@@ -990,6 +991,12 @@ class Logaddexp2(Logaddexp):
     power = staticmethod(Exp2.apply)
 
 
+def _in_scan_dtype(x):
+    """``x`` in the dtype PyTorch's CPU scans run in (``backend.scan_dtype``)."""
+    wide = scan_dtype(x.dtype)
+    return x if wide is None else cast(x, wide)
+
+
 class Logcumsumexp(Function):
     """log(cumsum(exp(x))) along ``dim``, as a running logaddexp: nothing overflows, and a
     small entry before a large one keeps its value (a shift by the max would underflow it)."""
@@ -998,7 +1005,7 @@ class Logcumsumexp(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         with errstate(invalid="ignore"):  # inf - inf inside logaddexp: NaN, as PyTorch's
-            out = namespace(x).logaddexp.accumulate(widened(x), axis=dim)
+            out = namespace(x).logaddexp.accumulate(_in_scan_dtype(x), axis=dim)
         out = _rounded(out, x.dtype)
         ctx.save_for_backward(x, out)
         return out
