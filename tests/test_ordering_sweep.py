@@ -116,6 +116,30 @@ REFUSED = {  # call(m, x) on BOOLS or the given array, and PyTorch's error type
     "argmax over a tuple of dims": (lambda m, x: x.argmax((0,)), np.ones((2, 3)), TypeError),
     "aminmax over a list of dims": (lambda m, x: m.aminmax(x, dim=[0]), np.ones(3), TypeError),
     "logsumexp over None": (lambda m, x: m.logsumexp(x, None), np.ones(3), TypeError),
+    # keepdim is a bool (1 or None would be read as its truth value)
+    **{
+        f"{name}, keepdim not a bool": (call, np.ones((2, 3)), TypeError)
+        for name, call in {
+            "sum": lambda m, x: x.sum(0, keepdim=1),
+            "mean": lambda m, x: m.mean(x, 0, keepdim=None),
+            "nansum": lambda m, x: x.nansum(0, keepdim=1),
+            "prod": lambda m, x: x.prod(0, keepdim=1),
+            "var": lambda m, x: x.var(0, keepdim=1),
+            "amax": lambda m, x: x.amax(0, keepdim=None),
+            "max": lambda m, x: x.max(0, keepdim=1),
+            "argmin": lambda m, x: x.argmin(0, keepdim=1),
+            "logsumexp": lambda m, x: x.logsumexp(0, keepdim=1),
+            "median": lambda m, x: x.median(0, keepdim=1),
+            "nanmedian": lambda m, x: x.nanmedian(0, keepdim=1),
+            "mode": lambda m, x: x.mode(0, keepdim=1),
+            "kthvalue": lambda m, x: x.kthvalue(1, 0, keepdim=1),
+            "quantile": lambda m, x: x.quantile(0.5, 0, keepdim=1),
+            "any": lambda m, x: x.any(0, keepdim=1),
+            "norm": lambda m, x: x.norm(2, 0, keepdim=1),
+            "vector_norm": lambda m, x: m.linalg.vector_norm(x, 2, 0, keepdim=1),
+            "aminmax": lambda m, x: m.aminmax(x, dim=0, keepdim=1),
+        }.items()
+    },
     # var's overloads: (unbiased), (dim, unbiased, keepdim), (dim, *, correction, keepdim)
     "var, unbiased twice": (lambda m, x: x.var(True, True), np.ones(3), TypeError),
     "var, unbiased first and keepdim": (

@@ -25,6 +25,7 @@ from scratchgrad.tensor import (
     Tensor,
     bincount,
     cat,
+    check_keepdim,
     histc,
     names_bad_arguments,
     stacklevel_outside,
@@ -90,6 +91,7 @@ def _quantile(
     input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolation: str, ignore_nan: bool
 ) -> Tensor:
     qs = _checked_q(input, q, interpolation)
+    check_keepdim("nanquantile" if ignore_nan else "quantile", keepdim)
     x = input.reshape(-1) if dim is None else _along_last(input, dim)
     ordered = x.sort(dim=-1, stable=True).values  # NaN sorts last (stable: the faster sort)
     n = ordered.shape[-1]
@@ -180,6 +182,7 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         if input.numel() == 0:
             return input.new_full((), float("nan"))
         return reduce.NanMedianOfAll.apply(input, dim=tuple(range(input.ndim)))
+    check_keepdim("nanmedian", keepdim)
     d = wrap_dim(dim, input.ndim)
     x = input if input.ndim else input.reshape(1)
     if x.shape[d] == 0:
@@ -205,6 +208,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     >>> sg.tensor([[3, 1, 3, 1], [2, 2, 1, 5]]).mode(1)
     values_indices(values=tensor([1, 2]), indices=tensor([3, 1]))
     """
+    check_keepdim("mode", keepdim)
     d = wrap_dim(dim, input.ndim)
     x = input if input.ndim else input.reshape(1)
     if x.shape[d] == 0:

@@ -2705,6 +2705,7 @@ class Tensor:
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
     ) -> Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
+        check_keepdim("sum", keepdim)
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
             return self._converted("sum", dtype).sum(dim, keepdim).to(dtype)
         # (a float sum of all entries, O1's, makes neither call: every step pays them)
@@ -2732,6 +2733,7 @@ class Tensor:
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
     ) -> Tensor:
         """The mean over ``dim`` (all entries by default); ``dtype`` converts first."""
+        check_keepdim("mean", keepdim)
         if dtype is not None:
             return self.to(dtype).mean(dim, keepdim)
         if not backend.can_require_grad(self.array.dtype):
@@ -2761,6 +2763,7 @@ class Tensor:
         the name PyTorch's warning gives when no degree of freedom is left (one sample with the
         correction: the result is NaN)."""
         dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
+        check_keepdim(name, keepdim)
         dims = _reduced_dims(dim, self.array.ndim)
         count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         if count - correction <= 0:
@@ -2783,6 +2786,7 @@ class Tensor:
         return out if wide is None else out.to(self.dtype)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        check_keepdim("amax", keepdim)
         _refuse_complex(self, "amax")
         dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
@@ -2790,6 +2794,7 @@ class Tensor:
         return reduce.Amax.apply(self, dim=dims, keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        check_keepdim("amin", keepdim)
         _refuse_complex(self, "amin")
         dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
@@ -2799,6 +2804,7 @@ class Tensor:
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
         """``(min, max)`` over ``dim`` (or all entries), as ``torch.aminmax``."""
         dim = dim if dim is None else _one_dim("aminmax", dim)  # (one dim: not a tuple)
+        check_keepdim("aminmax", keepdim)
         return min_max(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
     def nansum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -2808,6 +2814,7 @@ class Tensor:
         >>> sg.tensor([1.0, float("nan"), 3.0]).nansum()
         tensor(4.)
         """
+        check_keepdim("nansum", keepdim)
         if self.array.dtype.kind == "c":  # PyTorch's words
             raise RuntimeError("nansum on CPU does not support complex inputs")
         if not backend.is_floating(self.dtype):
@@ -2841,6 +2848,7 @@ class Tensor:
     def max(self, dim: Any = None, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
         is the elementwise maximum."""
+        check_keepdim("max", keepdim)
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         if dim is None:
@@ -2849,6 +2857,7 @@ class Tensor:
 
     def min(self, dim: Any = None, keepdim: bool = False):
         """As ``max``, for the smallest."""
+        check_keepdim("min", keepdim)
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         if dim is None:
@@ -2888,6 +2897,7 @@ class Tensor:
 
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """The index of the largest (smallest) entry over ``dim``, or of all entries."""
+        check_keepdim(name, keepdim)
         _refuse_complex(self, name)
         if dim is None:
             if self.array.size == 0:
@@ -2907,6 +2917,7 @@ class Tensor:
     @autocast_policy("float32")
     def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product over one dim (all entries by default); ``dtype`` converts first."""
+        check_keepdim("prod", keepdim)
         if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
             return self._converted("prod", dtype).prod(dim, keepdim).to(dtype)
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
@@ -2922,6 +2933,7 @@ class Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
         if dim is None:  # (PyTorch's dim has no default: None is no tuple of ints)
             raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+        check_keepdim("logsumexp", keepdim)
         x = self._floating()  # integers and bools: as PyTorch, in the default float dtype
         if x.array.size == 0:  # log(0) = -inf, as PyTorch's (amax has no identity)
             return x.exp().sum(dim, keepdim).log()
@@ -2953,6 +2965,7 @@ class Tensor:
                 f"norm: expected a floating point tensor, got {self.array.dtype} (as PyTorch's "
                 "linalg.vector_norm; x.float() first)"
             )
+        check_keepdim("norm", keepdim)
         if dtype is not None:  # computed in ``dtype``, as PyTorch's
             return self.to(dtype).norm(p, dim, keepdim)
         from scratchgrad.linalg import matrix_norm, vector_norm  # (linalg imports this module)
@@ -3153,6 +3166,7 @@ class Tensor:
     def _order_statistic(self, name: str, k: int | None, dim: int, keepdim: bool):
         """The ``k``-th smallest entry along ``dim`` (the lower median's for ``k`` None)."""
         _check_k(name, k)
+        check_keepdim(name, keepdim)
         dim = wrap_dim(dim, self.array.ndim)
         size = self.array.shape[dim] if self.array.ndim else 1
         if size == 0:
@@ -3386,6 +3400,7 @@ class Tensor:
 
     def _truth_reduce(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """``any`` or ``all``: a bool tensor, but uint8 for uint8 (PyTorch keeps that legacy)."""
+        check_keepdim(name, keepdim)
         axis = _dims(dim, self.array.ndim)
         out = Tensor._make(_call(_arg_reduce, self.array, name, axis, keepdim))
         return out.to(backend.uint8) if self.array.dtype == backend.uint8 else out
@@ -6702,6 +6717,13 @@ def _dims(dim: Any, ndim: int, unique: bool = False) -> tuple[int, ...] | None:
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return () if ndim == 0 else dims
+
+
+def check_keepdim(op: str, keepdim: Any) -> None:
+    """PyTorch's TypeError for a ``keepdim`` that is no bool (1, None), which would otherwise be
+    read as its truth value."""
+    if type(keepdim) is not bool:
+        raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
 
 
 def _one_dim(op: str, dim: Any) -> Any:

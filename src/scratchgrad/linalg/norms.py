@@ -14,7 +14,14 @@ from scratchgrad.backend import accumulation_dtype, namespace
 from scratchgrad.dtypes import promote_types
 from scratchgrad.linalg.checks import check_floating, check_same_dtype, torch_name
 from scratchgrad.linalg.decompositions import svdvals
-from scratchgrad.tensor import Tensor, broadcast_tensors, where, wrap_dim, wrap_dims
+from scratchgrad.tensor import (
+    Tensor,
+    broadcast_tensors,
+    check_keepdim,
+    where,
+    wrap_dim,
+    wrap_dims,
+)
 
 
 class VectorNorm(Function):
@@ -118,6 +125,7 @@ def vector_norm(
     tensor([5., 1.])
     """
     x = _in_dtype("linalg.vector_norm", x, dtype)
+    check_keepdim("linalg.vector_norm", keepdim)
     if x.is_complex():  # the norm of the moduli: real, as PyTorch's
         return vector_norm(x.abs(), ord, dim, keepdim)
     wide = accumulation_dtype(x.dtype)
