@@ -2705,7 +2705,8 @@ class Tensor:
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
     ) -> Tensor:
         """The sum over ``dim`` (all entries by default); ``dtype`` converts first."""
-        check_keepdim("sum", keepdim)
+        if type(keepdim) is not bool:  # (the test first: every step's sums pay the call)
+            check_keepdim("sum", keepdim)
         if dtype is not None:  # an integer dtype adds up in int64, then wraps back into it
             return self._converted("sum", dtype).sum(dim, keepdim).to(dtype)
         # (a float sum of all entries, O1's, makes neither call: every step pays them)
@@ -2733,7 +2734,8 @@ class Tensor:
         self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None
     ) -> Tensor:
         """The mean over ``dim`` (all entries by default); ``dtype`` converts first."""
-        check_keepdim("mean", keepdim)
+        if type(keepdim) is not bool:  # (the test first: every step's sums pay the call)
+            check_keepdim("mean", keepdim)
         if dtype is not None:
             return self.to(dtype).mean(dim, keepdim)
         if not backend.can_require_grad(self.array.dtype):
