@@ -223,7 +223,7 @@ class Function:
                 "backward() or autograd.grad() if you need to"
             )
         tensors = []
-        for i, (value, counter, version) in enumerate(self.saved):
+        for i, (value, counter, version, array) in enumerate(self.saved):
             if needed is not None and not needed[i]:
                 tensors.append(None)
                 continue
@@ -236,13 +236,23 @@ class Function:
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            # an input's Tensor, or the result's bare array (the node holds no Tensor of it)
-            tensors.append(value if isinstance(value, Tensor) else Tensor._make(value, self))
+            if not isinstance(value, Tensor):  # the result's bare array (the node holds no
+                value = Tensor._make(value, self)  # Tensor of it)
+            elif value.array is not array:  # an input's Tensor, given another by `.data =`
+                value = self.swapped_input(i, value, array)
+            tensors.append(value)
         return tuple(tensors)
 
     # What ``forward`` saved, as Tensors (plain Python numbers stay numbers). (The property
     # calls the method itself: a property calling it would cost every backward one more call.)
     saved_tensors = property(_saved_tensors)
+
+    def swapped_input(self, i: int, tensor: Tensor, array: Any) -> Tensor:
+        """Saved tensor ``i``, an input whose array ``tensor.data = other`` replaced after
+        forward, where it was ``array``. PyTorch saves the input itself, whose new memory its
+        backward then reads, as here; an op whose PyTorch twin saves a view made in forward
+        (which keeps the old memory) gives ``as_saved(tensor, array)`` instead."""
+        return tensor
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
@@ -658,6 +668,26 @@ class _Once(Function):
         )
 
 
+def as_saved(tensor: Tensor, array: Any) -> Tensor:
+    """``array``, which ``tensor`` held when it was saved for backward, in the graph where
+    ``tensor`` is (see ``Function.swapped_input``)."""
+    return _AsSaved.apply(tensor, array=array)
+
+
+class _AsSaved(Function):
+    """An input's array as it was saved, standing for the input: its gradient is the input's."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, now, array):
+        return array
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 class AccumulateGrad:
     """The node a leaf's gradient flows into, as PyTorch's: ``variable`` is the leaf.
 
@@ -742,10 +772,12 @@ def _node_of(arg: Any) -> Function | Tensor | None:
 
 
 def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
-    """What forward saved, as entries (value, the version counter to watch, its count now).
+    """What forward saved, as entries (value, the version counter to watch, its count now, an
+    input's array).
 
     Inputs are kept as their Tensors and the result as its bare array (rebuilt on use), so the
-    node holds no reference to its own output; only these two have a counter to watch.
+    node holds no reference to its own output; only these two have a counter to watch. An
+    input's array is kept too: ``.data =`` may give its Tensor another (``swapped_input``).
     """
     entries = []
     for value in values:
@@ -754,16 +786,16 @@ def _entries(values: tuple, args: tuple, out: Any, result: Tensor) -> tuple:
                 counter = arg._counter  # arg._shared_counter(), inlined (saved on every record)
                 if counter is None:
                     counter = arg._counter = [0]
-                entries.append((arg, counter, counter[0]))
+                entries.append((arg, counter, counter[0], value))
                 break
         else:
             if value is out:  # a view's counter is its source's, which may have counted already
                 counter = result._shared_counter()
-                entries.append((result.array, counter, counter[0]))
+                entries.append((result.array, counter, counter[0], None))
             elif isinstance(value, xp.generic) or type(value) in backend.ARRAY_CLASSES:
-                entries.append((Tensor._make(backend.as_array(value)), None, 0))
+                entries.append((Tensor._make(backend.as_array(value)), None, 0, None))
             else:
-                entries.append((value, None, 0))
+                entries.append((value, None, 0, None))
     # (inside saved_tensors_hooks, each tensor is handed to the pack hook)
     return _packed(tuple(entries), result) if SAVED_TENSORS_HOOKS else tuple(entries)
 
@@ -786,14 +818,14 @@ def _packed(entries: tuple, result: Tensor | None) -> tuple:
     hooks own what is saved)."""
     pack, unpack = SAVED_TENSORS_HOOKS[-1]
     packed = []
-    for value, counter, version in entries:
+    for value, counter, version, array in entries:
         if counter is not None and not isinstance(value, Tensor):  # the result's bare array
             value = result
         if isinstance(value, Tensor):
             with no_grad():  # (as PyTorch's: what the hook computes is not recorded)
-                packed.append((_Packed(pack(value), unpack), None, 0))
+                packed.append((_Packed(pack(value), unpack), None, 0, None))
         else:
-            packed.append((value, counter, version))
+            packed.append((value, counter, version, array))
     return tuple(packed)
 
 

@@ -40,7 +40,7 @@ primitives take a speed option that is their own math in another layout: ``MatMu
 
 import math
 
-from scratchgrad.autograd.function import ConjugateSaved, Function
+from scratchgrad.autograd.function import ConjugateSaved, Function, as_saved
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
@@ -96,6 +96,11 @@ class Linear(Function):
         if biased:
             return "ViewBackward0"
         return "SqueezeBackward4" if len(self.out_shape) == 1 else "UnsafeViewBackward0"
+
+    def swapped_input(self, i, tensor, array):
+        # PyTorch's addmm saves w.t(), and a view of an input that is not a matrix: views made
+        # in forward, which keep the memory that `.data =` has replaced since
+        return as_saved(tensor, array) if i == 1 or array.ndim != 2 else tensor
 
     @staticmethod
     def backward(ctx, grad):
