@@ -197,8 +197,8 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, logits, target, reduction="mean"):
         log_probs = log_softmax(logits, 1)
-        ctx._to_save = logits, log_probs  # save_for_backward's, without its call (hot)
-        ctx.target = target
+        # (the target as PyTorch's nll_loss saves it: a change in place is caught, not read)
+        ctx._to_save = logits, log_probs, target  # save_for_backward's, without its call (hot)
         ctx.scale = 1 / max(len(target), 1) if reduction == "mean" else 1
         module = xp if type(logits) is ndarray else namespace(logits)
         picked = log_probs.reshape(-1)[_target_entries(log_probs, target, module)]
@@ -206,9 +206,11 @@ class CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        logits, log_probs = ctx.saved_tensors
+        # the logits only where this backward is recorded (create_graph), for the node's own
+        # backward: PyTorch's reads the log-probabilities alone, and so lets the logits change
+        logits, log_probs, target = ctx._saved_tensors((is_grad_enabled(), True, True))
         grad_logits = CrossEntropyGrad.apply(
-            grad, logits, log_probs=log_probs.array, target=ctx.target, scale=ctx.scale
+            grad, logits, log_probs=log_probs.array, target=target.array, scale=ctx.scale
         )
         return grad_logits, None
 
