@@ -128,3 +128,23 @@ def test_a_jitted_scatter_writes_at_each_calls_index(name):
         )
         assert jitted(*args).tolist() == scattered(*args).tolist()
     assert sum(map(len, jitted.recordings.values())) == 1
+
+
+def test_the_gradient_is_the_forwards_after_the_index_changes_in_place():
+    """The index changed in place before backward (PyTorch raises there): scatter's gradient
+    is that of the positions it wrote, not of the changed index."""
+    index = np.array([[0, 1, 2, 0], [2, 0, 1, 1]])
+    weights = RNG.standard_normal((3, 4))
+    grads = []
+    for lib, change in ((sg, True), (torch, False)):
+        base = lib.tensor(BASE[:, :4, 0], requires_grad=True)
+        src = lib.tensor(SOURCE[:2, :4, 0], requires_grad=True)
+        at = lib.tensor(index)
+        loss = (base.scatter(0, at, src) * lib.tensor(weights)).sum()
+        if change:
+            with lib.no_grad():
+                at.copy_(lib.tensor(index[::-1].copy()))
+        loss.backward()
+        grads.append((base.grad.numpy(), src.grad.numpy()))
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs)

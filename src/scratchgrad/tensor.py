@@ -4563,7 +4563,9 @@ class Tensor:
             xp.arange(n).reshape([n if d == k else 1 for d in range(ndim)])
             for k, n in enumerate(index.shape)
         ]
-        grids[dim] = index.array  # itself: a jitted step indexes by each call's
+        # a copy, made again by each replay of a jitted step: scatter's node indexes the
+        # gradient with it in backward, by when the index may have changed in place
+        grids[dim] = _call(xp.copy, index.array)
         return tuple(grids), src
 
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
