@@ -905,6 +905,8 @@ class Tensor:
         return binary.Div.apply(*self._floating_operands(other))
 
     def __rtruediv__(self, other: Any) -> Tensor:
+        if not isinstance(other, Tensor):  # PyTorch's: it saves the reciprocal, not this tensor
+            return self.reciprocal() * other
         x, y = self._floating_operands(other)
         return binary.Div.apply(y, x)
 
@@ -2124,7 +2126,7 @@ class Tensor:
         return special.Exp2.apply(self._floating())
 
     def reciprocal(self) -> Tensor:
-        return 1 / self._floating()
+        return unary.Reciprocal.apply(self._floating())
 
     def trunc(self) -> Tensor:
         return unary.Step.apply(self, ufunc=xp.trunc)

@@ -50,3 +50,19 @@ def test_raises_where_pytorch_raises(case):
     assert (ours is None) == (theirs is None)
     for mine, its in zip(ours or (), theirs or ()):
         assert_close(mine, its)
+
+
+@pytest.mark.parametrize("call", [lambda x: x.reciprocal(), lambda x: 2.0 / x])
+def test_a_reciprocal_saves_its_result(call):
+    """PyTorch's reciprocal (and a number over a tensor, the reciprocal times the number)
+    saves its result, so its input may change in place before backward."""
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor([0.5, 2.0, -4.0], requires_grad=True)
+        loss = (call(x) * lib.tensor([1.0, 2.0, 3.0])).sum()
+        with lib.no_grad():
+            x.mul_(3)
+        loss.backward()
+        grads.append(x.grad)
+    assert_close(*grads)
+    assert (2.0 / sg.ones(1, requires_grad=True)).grad_fn.name() == "MulBackward0"

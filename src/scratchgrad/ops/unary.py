@@ -206,6 +206,21 @@ class Sqrt(Function):
         return grad / (2 * out)
 
 
+class Reciprocal(Function):
+    """1 / x, saving its result as PyTorch's: the input may change in place before backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = namespace(x).reciprocal(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return -grad * (out * out)
+
+
 class SqrtOfVariance(Sqrt):
     """The standard deviation from the variance, whose gradient is 0 where the deviation is 0
     (entries all equal), as PyTorch's ``std``: not sqrt's infinity times the variance's zero
@@ -443,5 +458,5 @@ class Atanh(Function):
         return grad / (1 - x * x)
 
 
-for _op in (Exp, Expm1, Log, Sin, Cos, Sinh, Cosh, Sqrt, Sigmoid, Tanh, TanhGrad):
+for _op in (Exp, Expm1, Log, Sin, Cos, Sinh, Cosh, Sqrt, Reciprocal, Sigmoid, Tanh, TanhGrad):
     holomorphic_twin(_op)
