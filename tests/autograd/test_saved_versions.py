@@ -10,6 +10,8 @@ from oracle import assert_close
 import scratchgrad as sg
 
 TARGETS = np.array([0, 3, 1, 4])
+IMAGE = np.linspace(-1, 1, 2 * 2 * 4 * 4).reshape(2, 2, 4, 4)
+FILTERS = np.linspace(-1, 1, 3 * 2 * 3 * 3).reshape(3, 2, 3, 3)
 
 # name -> (the inputs, as (array, requires grad), the call, which input changes)
 CASES = {
@@ -26,6 +28,34 @@ CASES = {
     "mul": (
         [(np.linspace(-1, 1, 6), True), (np.linspace(1, 2, 6), True)],
         lambda m, x, y: x * y,
+        1,
+    ),
+    # compositions that PyTorch runs as one node saving its inputs
+    "conv2d input": (
+        [(IMAGE, True), (FILTERS, True), (np.ones(3), True)],
+        lambda m, x, w, b: m.nn.functional.conv2d(x, w, b),
+        0,
+    ),
+    "conv2d weight": (
+        [(IMAGE, True), (FILTERS, True), (np.ones(3), True)],
+        lambda m, x, w, b: m.nn.functional.conv2d(x, w, b),
+        1,
+    ),
+    "conv2d bias": (  # not saved
+        [(IMAGE, True), (FILTERS, True), (np.ones(3), True)],
+        lambda m, x, w, b: m.nn.functional.conv2d(x, w, b),
+        2,
+    ),
+    "max_pool2d": ([(IMAGE, True)], lambda m, x: m.nn.functional.max_pool2d(x, 2), 0),
+    "avg_pool1d": ([(IMAGE[0], True)], lambda m, x: m.nn.functional.avg_pool1d(x, 2), 0),
+    "batch_norm input": (
+        [(IMAGE, True), (np.zeros(2), False), (np.ones(2), False)],
+        lambda m, x, mean, var: m.nn.functional.batch_norm(x, mean, var, training=True),
+        0,
+    ),
+    "batch_norm running mean": (
+        [(IMAGE, True), (np.zeros(2), False), (np.ones(2), False)],
+        lambda m, x, mean, var: m.nn.functional.batch_norm(x, mean, var),
         1,
     ),
 }
@@ -66,3 +96,13 @@ def test_a_reciprocal_saves_its_result(call):
         grads.append(x.grad)
     assert_close(*grads)
     assert (2.0 / sg.ones(1, requires_grad=True)).grad_fn.name() == "MulBackward0"
+
+
+@pytest.mark.parametrize("case", ["conv2d input", "max_pool2d", "batch_norm input"])
+def test_the_saving_node_is_named_as_pytorchs(case):
+    inputs, call, _ = CASES[case]
+    names = []
+    for lib in (sg, torch):
+        tensors = [lib.tensor(a, requires_grad=grad) for a, grad in inputs]
+        names.append(call(lib, *tensors).grad_fn.name())
+    assert names[0] == names[1]

@@ -688,6 +688,35 @@ class _AsSaved(Function):
         return grad
 
 
+def saving(out: Tensor, *tensors: Any, name: str) -> Tensor:
+    """``out``, which a composition of primitives made from ``tensors``, through one node named
+    ``name`` that saves them, as the op PyTorch runs in one node: its backward raises where one
+    was changed in place since forward, as PyTorch's, where the composition may have saved
+    only copies (a backward would then go on with the old values). ``out`` where no gradient
+    is recorded, and in a jitted step (its replays check no versions)."""
+    if not out.requires_grad or capture_hook.recorder is not None:
+        return out
+    result = _Saving.apply(out, *tensors, name=name)
+    result._counter = out._shared_counter()  # one memory: a change of either is seen by both
+    return result
+
+
+class _Saving(Function):
+    """``out`` as it is, saving ``tensors`` for their versions only (see ``saving``)."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, out, *tensors, name):
+        ctx._to_save, ctx.backward_name = tensors, name
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx._saved_tensors()  # raises if one was changed in place since forward
+        return (grad, *(None,) * len(ctx.saved))
+
+
 class AccumulateGrad:
     """The node a leaf's gradient flows into, as PyTorch's: ``variable`` is the leaf.
 

@@ -19,6 +19,7 @@ import string
 from collections.abc import Callable
 
 from scratchgrad import backend
+from scratchgrad.autograd import function
 from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
@@ -290,6 +291,12 @@ def cross_entropy_grad(cls, values, batched, kwargs):
     return grad.reshape(grad.shape[0], 1, 1) * unit
 
 
+def saved_as_they_are(cls, values, batched, kwargs):
+    """The node that saves a composition's inputs passes its batch on (their versions are not
+    checked under vmap)."""
+    return values[0] if batched[0] else at_front(values[0], batch_size(values, batched))
+
+
 def first_order_only(cls, values, batched, kwargs):
     """The guard on scatter_reduce's product gradient passes the batch of gradients on; its
     backward raises if any position (of any member) is not differentiable."""
@@ -381,5 +388,6 @@ RULES: dict[type, Callable] = {
     conv.Mix: dim_shifted,
     movement.CopySlices: copy_slices,
     movement._FirstOrderOnly: first_order_only,
+    function._Saving: saved_as_they_are,
     norms.VectorNorm: reduction,
 }

@@ -27,6 +27,7 @@ from typing import Any
 from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.capture_hook import call as _call
+from scratchgrad.autograd.function import saving
 from scratchgrad.backend import namespace, xp
 from scratchgrad.ops.conv import (
     Fold,
@@ -114,6 +115,7 @@ def _convolution(
     # Group g's rows of the columns meet group g's filters: a batch of G matrix products.
     out = filters @ cols.reshape(groups, -1, cols.shape[1])
     out = _batch_first(out.reshape(out_channels, *out_size, x.shape[0]))
+    out = saving(out, input, weight, name="ConvolutionBackward0")
     return out if batched else out.squeeze(0)
 
 
@@ -467,6 +469,8 @@ def _max_pool(
         out = _batch_first(
             MaxOver.apply(cols.reshape(c, math.prod(kernel_size), *out_size, n), dims=(1,))
         )
+    # (PyTorch's 1-d pooling is its 2-d one, of the input with one more dim)
+    out = saving(out, input, name=f"MaxPool{max(dims, 2)}DWithIndicesBackward0")
     if not return_indices:
         return out if batched else out.squeeze(0)
     # a pass of its own (not MaxOver's winners): the same winners, wherever the windows came from
@@ -601,6 +605,7 @@ def _avg_pool(
         divisor = math.prod(kernel_size)
     # NOTE: integer inputs pool to integers, each mean truncated toward zero (PyTorch's kernel)
     out = sums / divisor if x.is_floating_point() else sums.div(divisor, rounding_mode="trunc")
+    out = saving(out, input, name=f"AvgPool{max(dims, 2)}DBackward0")  # (1-d: as max pooling)
     return out if batched else out.squeeze(0)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
+from scratchgrad.autograd.function import saving
 from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.backend import xp
 from scratchgrad.backends import cuda as _switches
@@ -1095,7 +1096,11 @@ def batch_norm(
         shape = (1, channels) + (1,) * (input.ndim - 2)
         centered = input - running_mean.reshape(shape)
         var = running_var.reshape(shape)
-    return _per_channel_affine(centered / (var + eps).sqrt(), weight, bias)
+    out = _per_channel_affine(centered / (var + eps).sqrt(), weight, bias)
+    # PyTorch's saves the running statistics too, so changing them raises in its backward,
+    # but its own update in training is no change there (two forwards, then one backward)
+    statistics = () if training else (running_mean, running_var)
+    return saving(out, input, weight, *statistics, name="NativeBatchNormBackward0")
 
 
 def instance_norm(
