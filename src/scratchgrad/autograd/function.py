@@ -236,8 +236,8 @@ class Function:
                     f"gradient was modified by an in-place operation (version {version} -> "
                     f"{counter[0]}); compute the in-place step out of place instead"
                 )
-            if not isinstance(value, Tensor):  # the result's bare array (the node holds no
-                value = Tensor._make(value, self)  # Tensor of it)
+            if array is None:  # the result's bare array (the node holds no Tensor of it)
+                value = Tensor._make(value, self)
             elif value.array is not array:  # an input's Tensor, given another by `.data =`
                 value = self.swapped_input(i, value, array)
             tensors.append(value)
