@@ -58,6 +58,11 @@ CASES = {
         lambda m, x, mean, var: m.nn.functional.batch_norm(x, mean, var),
         1,
     ),
+    "layer_norm bias": (
+        [(IMAGE, True), (np.ones(4), True), (np.zeros(4), True)],
+        lambda m, x, w, b: m.nn.functional.layer_norm(x, (4,), w, b),
+        2,
+    ),
 }
 
 

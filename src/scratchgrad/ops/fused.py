@@ -327,7 +327,8 @@ class LayerNorm(Function):
         y = x - _sum(x, axes, True) / count
         rstd = 1 / namespace(x).sqrt(_sum(y * y, axes, True) / count + eps)
         y *= rstd
-        ctx.save_for_backward(x, weight, y, rstd)
+        # (the bias only as PyTorch's saves it too: a change in place raises)
+        ctx.save_for_backward(x, weight, bias, y, rstd)
         ctx.dims, ctx.eps = dims, eps
         if weight is None and bias is None:  # a copy: an in-place op on out (relu_) keeps y
             return y.copy()
@@ -336,7 +337,7 @@ class LayerNorm(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, y, rstd = ctx.saved_tensors
+        x, weight, _, y, rstd = ctx.saved_tensors
         d_x, d_weight, d_bias = ctx.needs_input_grad
         if d_weight and is_grad_enabled():  # y as a function of x, for the next derivative
             y = standardized(x, ctx.dims, ctx.eps)[0]
