@@ -1,6 +1,6 @@
 """``t.data = other`` between a forward and its backward, against PyTorch: a backward reads
 the new memory of an input its op saved itself, and the old memory of one that PyTorch saves
-as a view made in forward (addmm's ``w.t()``, a batched product's reshaped operands)."""
+as a view made in forward (addmm's ``w.t()``, a view of an input that is not a matrix)."""
 
 import numpy as np
 import pytest
@@ -14,9 +14,7 @@ CASES = {
     "linear vector": ((3,), (2, 3), lambda m, x, w: m.nn.functional.linear(x, w)),
     "linear batch": ((2, 4, 3), (2, 3), lambda m, x, w: m.nn.functional.linear(x, w)),
     "matmul matrices": ((4, 3), (3, 2), lambda m, x, y: x @ y),
-    "matmul batches": ((2, 4, 3), (2, 3, 2), lambda m, x, y: x @ y),
-    "matmul batch, matrix": ((2, 4, 3), (3, 2), lambda m, x, y: x @ y),
-    "matmul matrix, batch": ((4, 3), (2, 3, 2), lambda m, x, y: x @ y),
+    "bmm": ((2, 4, 3), (2, 3, 2), lambda m, x, y: m.bmm(x, y)),
     "mul": ((3, 2), (3, 2), lambda m, x, y: x * y),
 }
 
@@ -46,9 +44,8 @@ def test_backward_reads_what_pytorch_saved(case, swapped):
         assert_close(ours, theirs)
 
 
-@pytest.mark.parametrize("case", ["linear matrix", "matmul batches"])
-def test_the_old_weight_stays_in_the_graph(case):
-    shapes, call = CASES[case][:2], CASES[case][2]
+def test_the_old_weight_stays_in_the_graph():
+    shapes, call = CASES["linear matrix"][:2], CASES["linear matrix"][2]
     (ours,) = _gradients(sg, shapes, call, 1, create_graph=True)
     (theirs,) = _gradients(torch, shapes, call, 1, create_graph=True)
     assert_close(ours, theirs)

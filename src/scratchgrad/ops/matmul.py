@@ -4,7 +4,7 @@ import math
 
 import numpy
 
-from scratchgrad.autograd.function import ConjugateSaved, Function, as_saved
+from scratchgrad.autograd.function import ConjugateSaved, Function
 from scratchgrad.backend import accumulation_dtype, cast, namespace
 
 
@@ -28,13 +28,6 @@ class MatMul(Function):
 
     def name(self) -> str:
         return "BmmBackward0" if len(self.out_shape) > 2 else "MmBackward0"
-
-    def swapped_input(self, i, tensor, array):
-        # PyTorch's product of two matrices saves them; of a batch, it saves views made in
-        # forward (reshaped or expanded), which keep the memory that `.data =` has replaced
-        # since: both operands, or the batch only, of a batch times a matrix
-        batched = len(self.out_shape) > 2 and (i == 0 or array.ndim > 2)
-        return as_saved(tensor, array) if batched else tensor
 
     @staticmethod
     def backward(ctx, grad):
