@@ -13,6 +13,7 @@ from scratchgrad.backend import (
     namespace,
     ndarray,
     scan_dtype,
+    widened,
     xp,
 )
 from scratchgrad.ops.binary import Where
@@ -370,13 +371,20 @@ def softmax(x, dim):
     return out
 
 
+def _rounded(out, like):
+    """``out``, computed in float32 for a 16-bit ``like``, rounded once to ``like``'s dtype."""
+    return out if out.dtype == like.dtype else cast(out, like.dtype)
+
+
 class Softmax(Function):
     """Fused for stability and speed (PyTorch's _softmax): one node instead of log_softmax then
-    exp; the gradient ``out * (grad - sum(grad * out))`` needs only the result."""
+    exp; the gradient ``out * (grad - sum(grad * out))`` needs only the result. A 16-bit input
+    is computed in float32 and rounded once, as PyTorch's kernel (rounding each step moved a
+    third of bfloat16 softmax's values by an ulp)."""
 
     @staticmethod
     def forward(ctx, x, dim):
-        out = softmax(x, dim)
+        out = _rounded(softmax(widened(x), dim), x)
         ctx.save_for_backward(out)
         ctx.dim = tuple(d - x.ndim for d in dim)  # from the end, as SoftmaxGrad takes it
         return out
@@ -400,7 +408,8 @@ class SoftmaxGrad(Function):
     def forward(ctx, grad_out, y, dim):
         ctx.save_for_backward(grad_out, y)
         ctx.dim = dim
-        return y * (grad_out - _sum(grad_out * y, dim, True))
+        wide_grad, wide_y = widened(grad_out), widened(y)  # 16-bit: rounded once, as Softmax
+        return _rounded(wide_y * (wide_grad - _sum(wide_grad * wide_y, dim, True)), y)
 
     @staticmethod
     def backward(ctx, grad):
