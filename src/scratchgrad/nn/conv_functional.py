@@ -579,6 +579,9 @@ def _avg_pool(
         raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
     if divisor_override == 0:
         raise RuntimeError(f"{name}: divisor_override must not be zero")
+    dtype = x.dtype
+    if x.array.dtype in backend.SIXTEEN_BIT:  # summed and divided in float32, as PyTorch's
+        x = x.float()
     geometry = _pool_args(kernel_size, stride, padding, 1, dims, name)
     kernel_size, stride, padding, ones = geometry
     out_size, full_pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
@@ -605,6 +608,7 @@ def _avg_pool(
         divisor = math.prod(kernel_size)
     # NOTE: integer inputs pool to integers, each mean truncated toward zero (PyTorch's kernel)
     out = sums / divisor if x.is_floating_point() else sums.div(divisor, rounding_mode="trunc")
+    out = out if x.dtype == dtype else out.to(dtype)  # a 16-bit input's mean, rounded once
     out = saving(out, input, name=f"AvgPool{max(dims, 2)}DBackward0")  # (1-d: as max pooling)
     return out if batched else out.squeeze(0)
 
