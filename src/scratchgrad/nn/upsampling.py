@@ -99,7 +99,11 @@ def interpolate(
     _check_dtype(input, mode, antialias)
     if mode == "area":
         return _AREA[input.ndim](input, out_size)
-    out = input
+    # a 16-bit image or volume resampled in float32 (weights too) and rounded once, as PyTorch's
+    # kernels (its 1-d linear kernel takes weights in the input's dtype, as ours do)
+    resampled = mode not in ("nearest", "nearest-exact")
+    wide = resampled and input.ndim > 3 and input.array.dtype in backend.SIXTEEN_BIT
+    out = input.float() if wide else input
     for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
         if mode in ("nearest", "nearest-exact"):
             index = _nearest_index(n, m, scale, mode, input.dtype, input.ndim == 4)
@@ -107,7 +111,7 @@ def interpolate(
         else:
             weights = _weights(mode, n, m, scale, align_corners, antialias)
             out = _resample(out, dim, Tensor._from_data(weights, out.dtype).to(out.device))
-    return out
+    return out.to(input.dtype) if wide else out
 
 
 # ---- PyTorch's deprecated aliases of interpolate, with its warnings. stacklevel 3: the user's
