@@ -384,6 +384,8 @@ def test_what_is_not_built_says_so():
         ((2, 3, 5, 6), {"scale_factor": 2, "mode": "bilinear"}),
         ((2, 3, 5, 6), {"scale_factor": 2, "mode": "bicubic"}),
         ((1, 2, 3, 4, 5), {"scale_factor": 2, "mode": "trilinear"}),
+        ((2, 3, 5, 6), {"size": (7, 13), "mode": "nearest"}),  # the gradient sums the copies
+        ((1, 2, 3, 4, 5), {"scale_factor": 2, "mode": "nearest-exact"}),
     ],
 )
 def test_sixteen_bit_images_resample_in_float32_and_round_once(dtype, shape, options):

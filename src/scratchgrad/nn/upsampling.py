@@ -100,9 +100,9 @@ def interpolate(
     if mode == "area":
         return _AREA[input.ndim](input, out_size)
     # a 16-bit image or volume resampled in float32 (weights too) and rounded once, as PyTorch's
-    # kernels (its 1-d linear kernel takes weights in the input's dtype, as ours do)
-    resampled = mode not in ("nearest", "nearest-exact")
-    wide = resampled and input.ndim > 3 and input.array.dtype in backend.SIXTEEN_BIT
+    # kernels, its gradient too (a nearest one sums the copies of each entry over every dim);
+    # its 1-d linear kernel takes weights in the input's dtype, as ours do
+    wide = input.ndim > 3 and input.array.dtype in backend.SIXTEEN_BIT
     out = input.float() if wide else input
     for dim, (n, m, scale) in enumerate(zip(in_size, out_size, scales), start=2):
         if mode in ("nearest", "nearest-exact"):
