@@ -57,7 +57,11 @@ class TanhGrad(Function):
     @staticmethod
     def forward(ctx, grad_out, out):
         ctx._to_save = grad_out, out  # save_for_backward's, without its call (hot)
-        return grad_out * (1 - out * out)
+        wide = accumulation_dtype(out.dtype)
+        if wide is None:
+            return grad_out * (1 - out * out)
+        grad_out, out = cast(grad_out, wide), cast(out, wide)  # 16-bit: rounded once, as PyTorch
+        return cast(grad_out * (1 - out * out), ctx._to_save[1].dtype)
 
     @staticmethod
     def backward(ctx, grad):
