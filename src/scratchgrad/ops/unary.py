@@ -7,6 +7,7 @@ from typing import Any
 from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import (
     accumulation_dtype,
+    bfloat16,
     block_order,
     cast,
     errstate,
@@ -112,7 +113,10 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return grad * out * (1 - out)
+        if out.array.dtype != bfloat16:  # PyTorch's order (its float16 kernel rounds each step)
+            return grad * (1 - out) * out
+        out = out.float()  # in float32, rounded once, as PyTorch's bfloat16 sigmoid_backward
+        return (grad.float() * (1 - out) * out).to(grad.dtype)
 
 
 class Relu(Function):
