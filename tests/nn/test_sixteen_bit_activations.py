@@ -23,6 +23,7 @@ ACTIVATIONS = {
     "selu": lambda F, x: F.selu(x),
     "celu": lambda F, x: F.celu(x, 1.5),
     "softmax": lambda F, x: F.softmax(x.reshape(20, -1), dim=-1),
+    "softplus": lambda F, x: F.softplus(x),
     "tanh": lambda F, x: F.tanh(x),  # its gradient: one node (TanhGrad), rounded once
     "sigmoid": lambda F, x: F.sigmoid(x),  # gradient: float16 step by step in PyTorch's order
 }

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import (
+    accumulation_dtype,
     bfloat16,
     cast,
     errstate,
@@ -880,7 +881,10 @@ class Softplus(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * x.sigmoid()
+        if accumulation_dtype(x.array.dtype) is None:
+            return grad * x.sigmoid()
+        # 16-bit: in float32, rounded once, as PyTorch's softplus_backward
+        return (grad.float() * x.float().sigmoid()).to(grad.dtype)
 
 
 # ---- PyTorch's other elementwise names: one ufunc each, PyTorch's derivatives ------------------
