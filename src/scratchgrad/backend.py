@@ -539,6 +539,12 @@ def widened(value: Any) -> Any:
     return value if wide is None else cast(value, wide)
 
 
+def rounded(array: Any, dtype: Any) -> Any:
+    """``array``, computed in float32 for a 16-bit input (``widened``), rounded once to the
+    input's ``dtype``, as PyTorch computes 16-bit floats on a CPU; as it is in that dtype."""
+    return array if array.dtype == dtype else cast(array, dtype)
+
+
 def cast(array: Any, dtype: numpy.dtype) -> Any:
     """``array.astype(dtype)`` (a new array, the same memory layout); float64 to a 16-bit
     float goes through float32, as PyTorch's; float32 to float16 and back are computed on the

@@ -69,7 +69,7 @@ def _16_bit_input_in_float32(norm, one_dtype: bool = True):
     def run(input: Tensor, *args, **kwargs) -> Tensor:
         if one_dtype:
             _check_norm_dtypes(norm.__name__, input, *args, *kwargs.values())
-        if input.array.dtype not in (backend.float16, backend.bfloat16):
+        if input.array.dtype not in backend.SIXTEEN_BIT:
             return norm(input, *args, **kwargs)
         return norm(input.float(), *args, **kwargs).to(input.array.dtype)
 

@@ -12,6 +12,7 @@ from scratchgrad.backend import (
     errstate,
     namespace,
     ndarray,
+    rounded,
     scan_dtype,
     widened,
     xp,
@@ -371,11 +372,6 @@ def softmax(x, dim):
     return out
 
 
-def _rounded(out, like):
-    """``out``, computed in float32 for a 16-bit ``like``, rounded once to ``like``'s dtype."""
-    return out if out.dtype == like.dtype else cast(out, like.dtype)
-
-
 class Softmax(Function):
     """Fused for stability and speed (PyTorch's _softmax): one node instead of log_softmax then
     exp; the gradient ``out * (grad - sum(grad * out))`` needs only the result. A 16-bit input
@@ -384,7 +380,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        out = _rounded(softmax(widened(x), dim), x)
+        out = rounded(softmax(widened(x), dim), x.dtype)
         ctx.save_for_backward(out)
         ctx.dim = tuple(d - x.ndim for d in dim)  # from the end, as SoftmaxGrad takes it
         return out
@@ -409,7 +405,7 @@ class SoftmaxGrad(Function):
         ctx.save_for_backward(grad_out, y)
         ctx.dim = dim
         wide_grad, wide_y = widened(grad_out), widened(y)  # 16-bit: rounded once, as Softmax
-        return _rounded(wide_y * (wide_grad - _sum(wide_grad * wide_y, dim, True)), y)
+        return rounded(wide_y * (wide_grad - _sum(wide_grad * wide_y, dim, True)), y.dtype)
 
     @staticmethod
     def backward(ctx, grad):

@@ -24,6 +24,7 @@ from scratchgrad.backend import (
     float32,
     float64,
     namespace,
+    rounded,
     scan_dtype,
     widened,
     xp,
@@ -262,7 +263,7 @@ def _float64(f, *arrays, dtype=None):
     wide = xp.broadcast_arrays(*(a.astype(float64) for a in arrays))
     with errstate(all="ignore"):
         out = f(*(a.reshape(-1) for a in wide)).reshape(wide[0].shape)
-    return _rounded(out, dtype or arrays[0].dtype)
+    return rounded(out, dtype or arrays[0].dtype)
 
 
 def erfc(x):
@@ -765,12 +766,6 @@ class ModifiedBessel(Function):
 # ---- elementwise functions with edges of their own ----------------------------------------------
 
 
-def _rounded(out, dtype):
-    """``out``, computed in float32 for a 16-bit input (``widened``), rounded once to its dtype,
-    as PyTorch computes 16-bit floats on a CPU."""
-    return out if out.dtype == dtype else cast(out, dtype)
-
-
 class Entr(Function):
     """-x log x, 0 at 0 and -inf below, as PyTorch's; its derivative -(1 + log x)."""
 
@@ -782,7 +777,7 @@ class Entr(Function):
         xp, wide = namespace(x), widened(x)
         with errstate(divide="ignore", invalid="ignore"):
             out = xp.where(wide < 0, -xp.inf, xp.where(wide == 0, 0, -wide * xp.log(wide)))
-        return _rounded(out, x.dtype)
+        return rounded(out, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -804,7 +799,7 @@ class Logit(Function):
             x = xp.where(x < ctx.low, ctx.low, xp.where(x > 1 - ctx.low, 1 - ctx.low, x))
         with errstate(divide="ignore", invalid="ignore"):
             # NOTE: x / (1 - x) in x's dtype, rounded there before the log, as PyTorch's 16-bit
-            return _rounded(xp.log(widened(x / (1 - x))), dtype)
+            return rounded(xp.log(widened(x / (1 - x))), dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -828,7 +823,7 @@ class Xlogy(Function):
         xp, dtype, x, y = namespace(x), x.dtype, widened(x), widened(y)
         with errstate(divide="ignore", invalid="ignore"):
             out = x * (xp.log1p(y) if log1p else xp.log(y))
-        return _rounded(xp.where((x == 0) & ~xp.isnan(y), 0, out), dtype)
+        return rounded(xp.where((x == 0) & ~xp.isnan(y), 0, out), dtype)
 
     def name(self) -> str:
         return "SpecialXlog1PyBackward0" if self.log1p else "XlogyBackward0"
@@ -857,7 +852,7 @@ class Exp2(Function):
     def forward(ctx, x):
         wide = x if x.dtype.kind == "c" else x.astype(float64)
         with errstate(over="ignore"):  # inf, as PyTorch's, without a warning
-            out = _rounded(namespace(x).exp2(wide), x.dtype)
+            out = rounded(namespace(x).exp2(wide), x.dtype)
         ctx.save_for_backward(out)
         return out
 
@@ -1010,7 +1005,7 @@ class Logcumsumexp(Function):
         ctx.dim = dim
         with errstate(invalid="ignore"):  # inf - inf inside logaddexp: NaN, as PyTorch's
             out = namespace(x).logaddexp.accumulate(_in_scan_dtype(x), axis=dim)
-        out = _rounded(out, x.dtype)
+        out = rounded(out, x.dtype)
         ctx.save_for_backward(x, out)
         return out
 
@@ -1041,7 +1036,7 @@ class Frexp(Function):
         xp = namespace(x)
         mantissa, exponent = xp.frexp(widened(x))
         ctx.save_for_backward(exponent)
-        return _rounded(mantissa, x.dtype)  # exact: a 16-bit float's mantissa fits
+        return rounded(mantissa, x.dtype)  # exact: a 16-bit float's mantissa fits
 
     @staticmethod
     def backward(ctx, grad):
