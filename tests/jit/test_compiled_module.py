@@ -336,7 +336,8 @@ def test_a_forward_enabling_grad_inside_no_grad_keeps_its_gradient():
 def test_outputs_without_backward_run_eagerly_after_two_recordings():
     """Validation without no_grad: a recording is complete once its backward ran, so after two
     calls whose outputs got none, calls run eagerly (recording each one would be several times
-    slower), recording again every 16th call; a backward brings the replays back."""
+    slower), recording again at the 4th, 8th, 16th... call (then every 1,024th); a backward
+    brings the replays back."""
     sg.manual_seed(0)
     model = _counting(_mlp()).eval()
     compiled = sg.compile(model)
@@ -346,7 +347,7 @@ def test_outputs_without_backward_run_eagerly_after_two_recordings():
     recorded = [
         i for i, out in enumerate(outs) if isinstance(out.grad_fn, CompiledFunctionBackward)
     ]
-    assert recorded == [1, 2, 16]  # call 1 is eager; then two recordings, and the 16th call
+    assert recorded == [1, 2, 4, 8, 16]  # call 1 is eager; then two recordings, and the 4th...
     for out in outs:
         np.testing.assert_array_equal(out.detach().numpy(), expected)
     outs[16].sum().backward()  # completes that recording
@@ -357,6 +358,20 @@ def test_outputs_without_backward_run_eagerly_after_two_recordings():
     calls = model.python_calls
     out = compiled(x)
     assert isinstance(out.grad_fn, CompiledFunctionBackward) and model.python_calls == calls
+
+
+def test_a_long_validation_without_backward_records_again_at_powers_of_two_then_every_1024th():
+    """A validation of n calls without no_grad pays about log2(n) recordings, not n / 16
+    (162 us each against eager's 33 us on a 64-128-10 MLP), and a backward is noticed again
+    within 1,024 calls."""
+    model = nn.Linear(3, 2).eval()
+    compiled = sg.compile(model)
+    x = sg.ones(4, 3)
+    outs = [compiled(x) for _ in range(3073)]
+    recorded = [
+        i for i, out in enumerate(outs) if isinstance(out.grad_fn, CompiledFunctionBackward)
+    ]
+    assert recorded == [1 << n for n in range(12)] + [3072]  # call i + 1: its i-th without one
 
 
 @pytest.mark.parametrize(

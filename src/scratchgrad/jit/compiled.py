@@ -72,6 +72,10 @@ from scratchgrad.tensor import Tensor
 
 _make = Tensor._make
 
+# The most calls without a backward between two recordings of a compiled forward (see
+# ``CompiledForward.__call__``).
+_LONGEST_WAIT = 1024
+
 
 class CompiledFunctionBackward(Function):
     """The graph node of one call of a compiled module (PyTorch's name for it): its parents
@@ -441,10 +445,12 @@ class CompiledForward:
             return eager(*args, **kwargs)
         # A recording is complete once its backward ran. Past two calls without one
         # (validation without no_grad), run eagerly, which is several times faster than
-        # recording every call, and record again every 16th call, for when backward is back.
+        # recording every call, and record again at the 4th, 8th, 16th... call, then every
+        # _LONGEST_WAIT calls, for when backward is back: a validation of n calls records
+        # about log2(n) times, and training in the same mode records again soon after it.
         waiting = (key, self.is_module and self.module.training)
         calls = self.unfinished[waiting] = self.unfinished.get(waiting, 0) + 1
-        if calls > 2 and calls % 16:
+        if calls > 2 and calls % min(1 << (calls.bit_length() - 1), _LONGEST_WAIT):
             return eager(*args, **kwargs)
         return self._record(key, tensors, args, kwargs)
 
