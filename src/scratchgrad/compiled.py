@@ -118,6 +118,7 @@ class CompiledFunction:
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
         self._jitted = jit(fn)
+        self._jitted.hint_compile = False  # (its backward is captured instead: below)
         self._forward: CompiledForward | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -216,6 +216,28 @@ def test_returned_tensors_are_not_overwritten():
             np.testing.assert_array_equal(out.detach().numpy(), (model(x) * 2).numpy())
 
 
+def test_a_backward_through_a_forwards_detached_result_names_compile():
+    """Eagerly a forward's result requires grad; a replay returns it detached, so a backward
+    after the call fails from the fourth call (the first replay): its error names the jitted
+    function and
+    ``compile``, which records that backward (and gives eager's gradients)."""
+    model = mlp()
+    forward = sg.jit(lambda x: model(x) * 2)
+    outs = [forward(sg.randn(3, 4)) for _ in range(4)]  # eager, records twice, replays
+    assert all(out.requires_grad for out in outs[:3]) and not outs[3].requires_grad
+    with pytest.raises(RuntimeError, match=r"jitted <lambda>\(\).*scratchgrad\.compile"):
+        outs[3].sum().backward()
+    compiled = sg.compile(lambda x: model(x) * 2)
+    for _ in range(4):
+        model.zero_grad()
+        x = sg.randn(3, 4)
+        compiled(x).sum().backward()
+        got = model[0].weight.grad.numpy().copy()
+        model.zero_grad()
+        (model(x) * 2).sum().backward()
+        np.testing.assert_array_equal(got, model[0].weight.grad.numpy())
+
+
 def _normalize_in_place(x, m):
     with sg.no_grad():
         x.sub_(x.mean()).mul_(2)  # the caller's tensor changes, as eagerly

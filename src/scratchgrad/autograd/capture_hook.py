@@ -21,6 +21,10 @@ paused = None
 # ``jit.ModuleStamps``).
 changes = 0
 
+# The name of a jitted function whose replays return detached what its eager calls return
+# with a graph (a forward run without a backward), for the error of a backward through one.
+detached_results = None
+
 
 def call(function, *args, **kwargs):
     """``function(*args, **kwargs)``, an array call made outside ``Function.forward`` (an

@@ -199,6 +199,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets, into_grad=F
             raise RuntimeError(
                 f"backward: a tensor of shape {out.shape} does not require grad and has no "
                 "graph; set requires_grad=True on the inputs that should get gradients"
+                + _jit_hint(capture_hook.detached_results)
             )
         g = _seed(out, g)
         grads[node] = grads[node] + g if node in grads else g
@@ -442,6 +443,18 @@ def _leading_to(roots: list[Function], targets: dict) -> set:
                 if any(p in wanted for p in node.parents):
                     wanted.add(node)
     return wanted
+
+
+def _jit_hint(name: str | None) -> str:
+    """Where a jitted function returns detached what it returns eagerly with a graph: what
+    to use instead, for the error of a backward through a tensor without one."""
+    if name is None:
+        return ""
+    return (
+        f" (the replays of the jitted {name}() return its results detached: "
+        f"scratchgrad.compile({name}) records the backward of a function whose result you "
+        "backpropagate)"
+    )
 
 
 def _seed(out: Tensor, g: Tensor | None) -> Tensor:

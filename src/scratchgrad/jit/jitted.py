@@ -906,6 +906,7 @@ class Jitted:
         # whose result the caller backpropagates, which replays (detached) cannot serve;
         # ``scratchgrad.compile`` then captures the function as a compiled module's forward
         self.graph_results = False
+        self.hint_compile = True  # (not under compile(fn), which captures that backward)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """As a method decorator: one jitted function per instance (recordings differ)."""
@@ -1009,6 +1010,8 @@ class Jitted:
             return self.fn(*args, **kwargs), None, None
         if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
             self.graph_results = True
+            if self.hint_compile:  # named by the error of a backward through a replay's result
+                capture_hook.detached_results = self.__name__
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
         stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=recorder.made)
