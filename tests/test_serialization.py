@@ -648,3 +648,31 @@ def test_complex128_tensors_round_trip_as_through_torch_save(tmp_path, shape):
         assert torch.load(tmp_path / "t").tolist() == ours.tolist()
     pairs = safetensors.torch.load_file(tmp_path / "z")["z.0"]
     assert pairs.dtype == torch.float64 and tuple(pairs.shape) == (*saved.shape, 2)
+
+
+def tied_model(nn):
+    """An embedding whose table is also the output layer's weight, as in a language model."""
+    model = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 5, bias=False))
+    model[1].weight = model[0].weight
+    return model
+
+
+def test_a_tied_weight_comes_back_on_one_memory_as_from_torch_load(tmp_path):
+    ours, theirs = tied_model(nn).state_dict(), tied_model(torch.nn).state_dict()
+    save(ours, tmp_path / "ours")
+    torch.save(theirs, tmp_path / "theirs")
+    for loaded, module in [(load(tmp_path / "ours"), sg), (torch.load(tmp_path / "theirs"), torch)]:
+        first, second = loaded["0.weight"], loaded["1.weight"]
+        assert first is not second and first.data_ptr() == second.data_ptr()
+        with module.no_grad():
+            first[0, 0] = 123.0
+        assert second[0, 0].item() == 123.0
+    # torch still reads both names from the flat table
+    assert sorted(safetensors.torch.load_file(tmp_path / "ours")) == ["0.weight", "1.weight"]
+
+
+def test_equal_tensors_on_different_memory_stay_apart(tmp_path):
+    x = sg.arange(6.0)
+    save({"a": x, "b": x.clone(), "c": x.view(2, 3), "d": x[:3]}, tmp_path / "f")
+    loaded = load(tmp_path / "f")
+    assert len({loaded[key].data_ptr() for key in "abcd"}) == 4

@@ -23,9 +23,11 @@ The same structure always saves to the same bytes (``_sorted_metadata``).
 
 ``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
 were saved). What comes back equals what went in, with these exceptions: tensors do not require
-grad; an array that appeared twice (or a view of another) comes back as two, each contiguous;
-dict subclasses (``OrderedDict``, ``Counter``) but state dicts come back as plain dicts and
-NumPy scalars as Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
+grad; an array that appeared twice (or a view of another) comes back as two, each contiguous,
+except tensors on the same memory with the same shape and strides (a tied weight under its two
+names), which come back as two tensors on one memory, as from ``torch.load``; dict subclasses
+(``OrderedDict``, ``Counter``) but state dicts come back as plain dicts and NumPy scalars as
+Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
 and ``nan`` too), tuples tuples. Tensors keep their dtype (complex128 ones, which safetensors
 cannot hold, are written as ``view_as_real``'s float64 pairs; NumPy arrays of it are
 refused). Structures nested more than ``MAX_DEPTH`` levels deep are refused by both with a
@@ -116,7 +118,7 @@ def save(obj: Any, f: FileLike) -> None:
     >>> checkpoint["weight"].shape, checkpoint["epoch"]
     ((2, 3), 7)
     """
-    tensors: dict[str, np.ndarray] = {}
+    tensors = _Table()
     tree = _encode(obj, "", tensors, 0)  # before any writing: a TypeError leaves no file
     metadata = {
         "format": "pt",  # the tensors' layout is PyTorch's; Hugging Face loaders check this key
@@ -253,7 +255,16 @@ def _mover(map_location: Any) -> Any:
 # ---- the structure <-> JSON with array placeholders ---------------------------------------------
 
 
-def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -> Any:
+class _Table(dict):
+    """The arrays to write, by name, and the name under which each tensor's memory (its
+    address, strides, shape and dtype) was first written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_names: dict[tuple, str] = {}
+
+
+def _encode(value: Any, path: str, tensors: _Table, depth: int) -> Any:
     """``value`` as JSON-ready data; each array is moved into ``tensors`` under its path."""
     if depth > MAX_DEPTH:
         raise ValueError(
@@ -265,7 +276,14 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
         pairs = view_as_real(value.detach()).array
         return {"__complex128__": _add_array(pairs, path, tensors, "tensor")}
     if isinstance(value, Tensor):
-        return {"__tensor__": _add_array(value.array, path, tensors, "tensor")}
+        name = _add_array(value.array, path, tensors, "tensor")
+        if not value.numel():
+            return {"__tensor__": name}
+        # A tensor on the same memory as one saved before (a tied weight's second name in a
+        # state dict) points to that one's entry, so that load gives the two one memory, as
+        # torch.load does; its own entry stays for readers of the flat table.
+        view = (value.data_ptr(), value.array.strides, value.shape, value.dtype)
+        return {"__tensor__": tensors.first_names.setdefault(view, name)}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": _add_array(value, path, tensors, "NumPy array")}
     if isinstance(value, dict) and isinstance(getattr(value, "_metadata", None), dict):
@@ -304,7 +322,7 @@ def _encode(value: Any, path: str, tensors: dict[str, np.ndarray], depth: int) -
     )
 
 
-def _add_array(array: np.ndarray, path: str, tensors: dict[str, np.ndarray], kind: str) -> str:
+def _add_array(array: np.ndarray, path: str, tensors: _Table, kind: str) -> str:
     """Put ``array`` (of a ``kind``: tensor or NumPy array) into the table under a free name
     derived from its path; return the name."""
     if array.dtype not in _DTYPES.values():  # checked here: safetensors' error names no path
@@ -348,8 +366,8 @@ def _decode(node: Any, tensors: dict[str, Tensor], depth: int) -> Any:
         return node
     if len(node) == 1:
         ((key, value),) = node.items()
-        if key == "__tensor__":
-            return tensors[value]
+        if key == "__tensor__":  # (a new Tensor each time: two names may share an entry)
+            return tensors[value].detach()
         if key == "__complex128__":
             return view_as_complex(tensors[value])
         if key == "__ndarray__":
