@@ -147,3 +147,25 @@ def test_deepcopy_of_a_graph_result_is_refused_as_torch():
         with m.no_grad():
             assert not copy.deepcopy(x * 2).requires_grad
         assert copy.deepcopy(x).requires_grad
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+def test_linear_lists_its_inputs_in_torchs_order(bias, input_requires_grad):
+    """addmm's (bias, input, weight), mm's (input, weight): the blitz tutorial's
+    ``next_functions[0][0]`` after a Linear layer is its bias's AccumulateGrad."""
+    orders = []
+    for m in (sg, torch):
+        m.manual_seed(0)
+        layer = m.nn.Linear(3, 2, bias=bias)
+        x = m.randn(4, 3, requires_grad=input_requires_grad)
+        leaves = {id(layer.weight): "weight", id(x): "input"}
+        if bias:
+            leaves[id(layer.bias)] = "bias"
+        order = []
+        for node, _ in layer(x).grad_fn.next_functions:
+            if node is not None and node.name() == "TBackward0":  # (torch's weight.t())
+                node = node.next_functions[0][0]
+            order.append(None if node is None else leaves[id(node.variable)])
+        orders.append(order)
+    assert orders[0] == orders[1]

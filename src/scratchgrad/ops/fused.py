@@ -101,6 +101,12 @@ class Linear(Function):
             return "ViewBackward0"
         return "SqueezeBackward4" if len(self.out_shape) == 1 else "UnsafeViewBackward0"
 
+    @property
+    def next_functions(self):
+        """In PyTorch's order: addmm's (bias, input, weight), mm's (input, weight)."""
+        pairs = Function.next_functions.fget(self)
+        return pairs if len(pairs) == 2 else (pairs[2], *pairs[:2])
+
     def swapped_input(self, i, tensor, array):
         # PyTorch's addmm saves w.t(), and a view of an input that is not a matrix: views made
         # in forward, which keep the memory that `.data =` has replaced since
