@@ -40,9 +40,9 @@ def test_tensor_dataset_items_are_rows():
 @pytest.mark.parametrize("shapes", [[(4, 2), (5,)], [(3,), (3, 1), (2, 3)]], ids=["two", "three"])
 def test_tensor_dataset_size_mismatch(shapes):
     tensors = [sg.zeros(*shape) for shape in shapes]
-    with pytest.raises(AssertionError):  # torch asserts; we raise a ValueError naming the shapes
+    with pytest.raises(AssertionError):  # torch asserts; we raise its error naming the shapes
         tud.TensorDataset(*(torch.zeros(*shape) for shape in shapes))
-    with pytest.raises(ValueError, match="size mismatch") as info:
+    with pytest.raises(AssertionError, match="size mismatch") as info:
         TensorDataset(*tensors)
     assert all(str(shape) in str(info.value) for shape in shapes)
 
@@ -50,7 +50,9 @@ def test_tensor_dataset_size_mismatch(shapes):
 def test_tensor_dataset_needs_tensors_with_a_first_dimension():
     with pytest.raises(ValueError, match="at least one"):
         TensorDataset()
-    with pytest.raises(ValueError, match="first dimension"):
+    with pytest.raises(IndexError):
+        tud.TensorDataset(torch.tensor(1.0))
+    with pytest.raises(IndexError, match="first dimension"):
         TensorDataset(sg.tensor(1.0))
 
 

@@ -208,12 +208,12 @@ class TensorDataset(Dataset):
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
         shapes = [tuple(t.shape) for t in tensors]
-        if any(len(shape) == 0 for shape in shapes):
-            raise ValueError(
+        if any(len(shape) == 0 for shape in shapes):  # (PyTorch's error type for size(0))
+            raise IndexError(
                 f"TensorDataset: every tensor needs a first dimension; shapes {shapes}"
             )
-        if len({shape[0] for shape in shapes}) > 1:
-            raise ValueError(
+        if len({shape[0] for shape in shapes}) > 1:  # PyTorch asserts: its error type
+            raise AssertionError(
                 f"TensorDataset: size mismatch between tensors: shapes {shapes} differ in their "
                 "first dimension"
             )
