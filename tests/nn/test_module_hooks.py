@@ -362,3 +362,16 @@ def test_changing_in_place_what_passes_through_full_backward_hooks_raises(lib):
         relu(x * 1)
     with lib.no_grad():  # outside the graph, as PyTorch
         linear(x).mul_(2)
+
+
+def test_the_old_backward_hook_raises_naming_the_full_one():
+    """PyTorch's deprecated register_backward_hook hooks the module's last autograd node, which
+    scratchgrad's nodes cannot take: a clear error instead of an AttributeError."""
+    from scratchgrad.nn.modules.module import register_module_backward_hook
+
+    layer = sg.nn.Linear(2, 1)
+    with pytest.raises(NotImplementedError, match="use Module.register_full_backward_hook"):
+        layer.register_backward_hook(lambda module, grad_input, grad_output: None)
+    with pytest.raises(RuntimeError, match="use register_module_full_backward_hook"):
+        register_module_backward_hook(lambda module, grad_input, grad_output: None)
+    assert not layer._hooked  # nothing was registered

@@ -21,7 +21,6 @@ SUBMODULES = [
 ]
 # in PyTorch's submodules' __all__ but not in scratchgrad
 ABSENT = {"Container", "NLLLoss2d", "LinearCrossEntropyLoss", "CrossMapLRN2d"}
-ABSENT |= {"register_module_backward_hook"}  # (the old backward hooks: not in scratchgrad)
 
 
 @pytest.mark.parametrize("name", SUBMODULES)

@@ -19,7 +19,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
@@ -287,6 +287,12 @@ class Module:
         (4, 3)
         """
         return self._register_hook("_backward_hooks", hook, prepend, False)
+
+    def register_backward_hook(self, hook: Callable) -> NoReturn:
+        """PyTorch's deprecated backward hook, which sees the gradients of the last autograd
+        node of the module's forward (not those of its inputs): not in scratchgrad, whose
+        nodes take no hooks, so it raises, naming ``register_full_backward_hook``."""
+        raise _old_backward_hooks_refused("Module.register_backward_hook")
 
     def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, prefix, keep_vars)`` in ``state_dict``, before the module's
@@ -1330,6 +1336,20 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
     """Every module's ``register_full_backward_hook``, run before the module's own."""
     return _global_hooks.register("backward", hook)
+
+
+def register_module_backward_hook(hook: Callable) -> NoReturn:
+    """PyTorch's deprecated global form of ``Module.register_backward_hook``: raises as it."""
+    raise _old_backward_hooks_refused("register_module_backward_hook")
+
+
+def _old_backward_hooks_refused(name: str) -> NotImplementedError:
+    full = name.replace("backward", "full_backward")
+    return NotImplementedError(
+        f"{name} (deprecated in PyTorch, its hook seeing the gradients of the module's last "
+        f"autograd node only) is not supported: use {full}, whose hook gets the gradients of "
+        "the module's inputs and outputs"
+    )
 
 
 def register_module_parameter_registration_hook(hook: Callable) -> RemovableHandle:

@@ -4,6 +4,7 @@ and on registrations) live in ``scratchgrad.nn.module``."""
 from scratchgrad.nn.module import (
     Module,
     _IncompatibleKeys,
+    register_module_backward_hook,
     register_module_buffer_registration_hook,
     register_module_forward_hook,
     register_module_forward_pre_hook,
@@ -16,6 +17,7 @@ from scratchgrad.nn.module import (
 __all__ = [
     "register_module_forward_pre_hook",
     "register_module_forward_hook",
+    "register_module_backward_hook",
     "register_module_full_backward_pre_hook",
     "register_module_full_backward_hook",
     "register_module_buffer_registration_hook",
