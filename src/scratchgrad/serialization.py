@@ -24,8 +24,8 @@ The same structure always saves to the same bytes (``_sorted_metadata``).
 ``load`` rebuilds the same structure with scratchgrad Tensors (and NumPy arrays where arrays
 were saved). What comes back equals what went in, with these exceptions: tensors do not require
 grad; an array that appeared twice (or a view of another) comes back as two, each contiguous,
-except tensors on the same memory with the same shape and strides (a tied weight under its two
-names), which come back as two tensors on one memory, as from ``torch.load``; dict subclasses
+except tensors on one array (a tied weight under its two names in a state dict), which come
+back as two tensors on one memory, as from ``torch.load``; dict subclasses
 (``OrderedDict``, ``Counter``) but state dicts come back as plain dicts and NumPy scalars as
 Python numbers. Ints stay ints (dict keys included), floats floats (``inf``
 and ``nan`` too), tuples tuples. Tensors keep their dtype (complex128 ones, which safetensors
@@ -256,12 +256,12 @@ def _mover(map_location: Any) -> Any:
 
 
 class _Table(dict):
-    """The arrays to write, by name, and the name under which each tensor's memory (its
-    address, strides, shape and dtype) was first written."""
+    """The arrays to write, by name, and the name under which each tensor's array (by id:
+    ``obj`` keeps them all alive while it is saved) was first written."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.first_names: dict[tuple, str] = {}
+        self.first_names: dict[int, str] = {}
 
 
 def _encode(value: Any, path: str, tensors: _Table, depth: int) -> Any:
@@ -277,13 +277,10 @@ def _encode(value: Any, path: str, tensors: _Table, depth: int) -> Any:
         return {"__complex128__": _add_array(pairs, path, tensors, "tensor")}
     if isinstance(value, Tensor):
         name = _add_array(value.array, path, tensors, "tensor")
-        if not value.numel():
-            return {"__tensor__": name}
-        # A tensor on the same memory as one saved before (a tied weight's second name in a
-        # state dict) points to that one's entry, so that load gives the two one memory, as
+        # A tensor on the array of one saved before (a tied weight's second name in a state
+        # dict) points to that one's entry, so that load gives the two one memory, as
         # torch.load does; its own entry stays for readers of the flat table.
-        view = (value.data_ptr(), value.array.strides, value.shape, value.dtype)
-        return {"__tensor__": tensors.first_names.setdefault(view, name)}
+        return {"__tensor__": tensors.first_names.setdefault(id(value.array), name)}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": _add_array(value, path, tensors, "NumPy array")}
     if isinstance(value, dict) and isinstance(getattr(value, "_metadata", None), dict):

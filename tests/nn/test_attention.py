@@ -136,6 +136,64 @@ def test_scaled_dot_product_attention_dropout_and_errors():
         F.scaled_dot_product_attention(q, q, q, sg.zeros(8, 8, dtype=sg.int64))
 
 
+# A mask with is_causal: PyTorch's CPU flash kernel applies both (4-d inputs of one batch, head
+# count and head dim, a 2-d or 4-d mask, no dropout); its math kernel, for the rest, refuses them
+# (query, key, value shapes; mask shape; other options)
+MASK_AND_CAUSAL = {
+    "float_mask": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (4, 6), {}),
+    "bool_mask_4d": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (2, 1, 4, 6), {"bool": True}),
+    "empty_rows": ((1, 2, 4, 3), (1, 2, 4, 3), (1, 2, 4, 3), (4, 4), {"bool": True}),
+    "grouped_heads": ((2, 4, 4, 5), (2, 2, 6, 5), (2, 2, 6, 5), (4, 6), {"enable_gqa": True}),
+    "3d": ((3, 4, 5), (3, 6, 5), (3, 6, 5), (4, 6), {}),
+    "3d_mask": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (3, 4, 6), {}),
+    "value_dim": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 7), (4, 6), {}),
+    "broadcast_batch": ((2, 3, 4, 5), (1, 3, 6, 5), (1, 3, 6, 5), (4, 6), {}),
+    "dropout": ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5), (4, 6), {"dropout_p": 0.5}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", MASK_AND_CAUSAL)
+def test_a_mask_with_is_causal_is_computed_or_refused_as_pytorch(case, dtype):
+    *shapes, mask_shape, options = MASK_AND_CAUSAL[case]
+    rng = np.random.default_rng(0)
+    inputs = [leaves(rng.standard_normal(shape), dtype) for shape in shapes]
+    options = dict(options)
+    mask = (
+        rng.random(mask_shape) > 0.4 if options.pop("bool", False) else rng.normal(size=mask_shape)
+    )
+    masks = leaves(mask, dtype, False)
+
+    def call(lib):
+        which = 0 if lib is sg else 1
+        return lib.nn.functional.scaled_dot_product_attention(
+            *(pair[which] for pair in inputs), masks[which], is_causal=True, **options
+        )
+
+    try:
+        expected = call(torch)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal"):
+            call(sg)
+        return
+    check_outputs_and_gradients(call(sg), expected, inputs, dtype, "sdpa")
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 3), (1, 2, 4, 3)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_float32_mask_on_16_bit_inputs_gives_16_bit_attention_as_pytorch(dtype, shape):
+    rng = np.random.default_rng(0)
+    q, mask = rng.standard_normal(shape), rng.standard_normal((4, 4))
+    outs = []
+    for lib in (sg, torch):
+        x = lib.tensor(q, dtype=getattr(lib, dtype))
+        out = lib.nn.functional.scaled_dot_product_attention(x, x, x, lib.tensor(mask).float())
+        outs.append((str(out.dtype).split(".")[-1], out.float().numpy()))
+    (ours, ours_values), (theirs, their_values) = outs
+    assert ours == theirs == dtype
+    np.testing.assert_allclose(ours_values, their_values, atol=3e-2)
+
+
 # ---- modules: the same weights in both libraries --------------------------------------------
 
 

@@ -1348,9 +1348,11 @@ def scaled_dot_product_attention(
     """softmax(query @ key^T * scale + bias) @ value over the last two dims, as PyTorch's.
 
     ``attn_mask`` is a bool mask (True: may attend) or a float bias, broadcast to (..., L, S);
-    ``is_causal`` lets position i attend to positions <= i only. A query whose every key is
-    masked gets zeros (not NaN), as PyTorch's kernels give. ``enable_gqa`` lets ``key`` and
-    ``value`` have fewer heads (dim -3) than ``query``, each shared by a group of query heads.
+    ``is_causal`` lets position i attend to positions <= i only. Both at once only where
+    PyTorch's CPU flash kernel takes the inputs (see ``_flash_kernel_takes``): its math kernel
+    refuses them. A query whose every key is masked gets zeros (not NaN), as PyTorch's kernels
+    give. ``enable_gqa`` lets ``key`` and ``value`` have fewer heads (dim -3) than ``query``,
+    each shared by a group of query heads.
 
     >>> import scratchgrad as sg
     >>> q = k = v = sg.randn(2, 4, 5, 8)  # (batch, heads, length, head dim)
@@ -1358,7 +1360,11 @@ def scaled_dot_product_attention(
     (2, 4, 5, 8)
     """
     _switches.check_sdp_kernel()  # (nn.attention.sdpa_kernel may have turned them all off)
-    if is_causal and attn_mask is not None:
+    if (
+        is_causal
+        and attn_mask is not None
+        and not _flash_kernel_takes(query, key, value, attn_mask, dropout_p, enable_gqa)
+    ):
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
         )
@@ -1376,20 +1382,43 @@ def scaled_dot_product_attention(
     if scale is None:
         scale = 1 / math.sqrt(query.shape[-1])
     scores = (query * scale) @ key.mT
-    if is_causal:  # a bias of 0 or -inf, as PyTorch's reference adds: a constant of the shapes
+    # a causal mask alone leaves every query its first key: no row is all -inf
+    causal_only = is_causal and attn_mask is None
+    if attn_mask is not None and attn_mask.dtype == backend.bool_:
+        # a bias of 0 or -inf, made by a Tensor op so that a jitted step reads each call's mask
+        attn_mask = where(attn_mask, scores.new_zeros(()), -math.inf)
+    if is_causal:  # the same bias, as PyTorch's reference adds: a constant of the shapes
         module = backend.namespace(scores.array)
         allowed = module.tri(length, source, dtype=bool)
-        attn_mask = Tensor._make(module.where(allowed, 0, -math.inf).astype(scores.array.dtype))
-    elif attn_mask is not None and attn_mask.dtype == backend.bool_:
-        # the same bias, made by a Tensor op so that a jitted step reads the mask of each call
-        attn_mask = where(attn_mask, scores.new_zeros(()), -math.inf)
+        causal = Tensor._make(module.where(allowed, 0, -math.inf).astype(scores.array.dtype))
+        attn_mask = causal if attn_mask is None else attn_mask + causal
     if attn_mask is not None:
-        scores = scores + attn_mask
-    # a causal mask leaves every query its first key: no row is all -inf
-    weights = scores.softmax(-1) if is_causal else _safe_softmax(scores)
+        # (a float32 mask on 16-bit scores: added in float32, rounded once, as PyTorch's add_)
+        scores = (scores + attn_mask).to(scores.dtype)
+    weights = scores.softmax(-1) if causal_only else _safe_softmax(scores)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
     return weights @ value
+
+
+def _flash_kernel_takes(
+    query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor, dropout_p: float, gqa: bool
+) -> bool:
+    """Whether PyTorch's CPU flash attention kernel runs on these inputs (the only one of its
+    CPU kernels that takes an explicit mask with ``is_causal``): switched on, without dropout,
+    on 4-d query, key and value of one batch size, head count (or ``enable_gqa``'s groups) and
+    head dim, each with a last-dim stride of 1, and a 2-d or 4-d mask."""
+    tensors = (query, key, value)
+    if not (_switches.sdp_enabled["flash"] and dropout_p == 0 and attn_mask.ndim in (2, 4)):
+        return False
+    if not all(t.ndim == 4 and t.stride(-1) == 1 for t in tensors):
+        return False
+    heads, kv_heads = query.shape[1], key.shape[1]
+    return (
+        len({t.shape[0] for t in tensors}) == len({t.shape[-1] for t in tensors}) == 1
+        and value.shape[1] == kv_heads
+        and (heads == kv_heads or gqa and heads % kv_heads == 0)
+    )
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:
