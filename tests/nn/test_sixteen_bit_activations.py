@@ -26,6 +26,10 @@ ACTIVATIONS = {
     "softplus": lambda F, x: F.softplus(x),
     "tanh": lambda F, x: F.tanh(x),  # its gradient: one node (TanhGrad), rounded once
     "sigmoid": lambda F, x: F.sigmoid(x),  # gradient: float16 step by step in PyTorch's order
+    # its kernel along the last dim rounds the sum of exps and its log; along others, once
+    "log_softmax": lambda F, x: F.log_softmax(x.reshape(20, -1) * 3, dim=-1),
+    "log_softmax_dim0": lambda F, x: F.log_softmax(x.reshape(20, -1) * 3, dim=0),
+    "logsigmoid": lambda F, x: F.logsigmoid(x * 3),  # gradient from exp(-|x|) in 16 bits
 }
 
 

@@ -315,7 +315,7 @@ def einsum(cls, values, batched, kwargs):
 UNARY = [
     unary.Neg, unary.Exp, unary.Log, unary.Sin, unary.Cos, unary.Tanh, unary.Sigmoid,
     unary.Relu, unary.Sqrt, unary.Abs, unary.Step, unary.Round, special.Erf, special.Softplus,
-    fused.Gelu, special.Erfinv,
+    special.LogSigmoid, fused.Gelu, special.Erfinv,
     movement.Copy, movement.ToDevice, movement.ViewChangedRefused,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh, unary.Log2, unary.Log10,

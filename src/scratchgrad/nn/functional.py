@@ -1,8 +1,9 @@
 """``scratchgrad.nn.functional``: layers, activations and losses as functions, after
 ``torch.nn.functional``. Everything here is composed from Tensor operations, except for a few
-primitives of its own: ``Softplus`` (``ops/special.py``), for stability, and the speed fusions
-``Linear``, ``MSELoss``, ``CrossEntropy``, ``Gelu`` and ``LayerNorm`` (``ops/fused.py``, which
-names each one's composed twin): one node each where the composition records several.
+primitives of its own: ``Softplus`` and ``LogSigmoid`` (``ops/special.py``), for stability,
+and the speed fusions ``Linear``, ``MSELoss``, ``CrossEntropy``, ``Gelu`` and ``LayerNorm``
+(``ops/fused.py``, which names each one's composed twin): one node each where the composition
+records several.
 
 >>> import scratchgrad as sg
 >>> import scratchgrad.nn.functional as F
@@ -38,7 +39,7 @@ from scratchgrad.ops.fused import (
     MSELoss,
 )
 from scratchgrad.ops.matmul import MatMul
-from scratchgrad.ops.special import Softplus
+from scratchgrad.ops.special import LogSigmoid, Softplus
 from scratchgrad.sparse import Embedding as SparseGradEmbedding
 from scratchgrad.tensor import (
     Tensor,
@@ -462,14 +463,14 @@ def rrelu_(
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    """log(sigmoid(x)), computed stably as -softplus(-x).
+    """log(sigmoid(x)), computed stably as -softplus(-x) (one primitive, ``LogSigmoid``).
 
     >>> import scratchgrad as sg
     >>> round(logsigmoid(sg.tensor(0.0)).item(), 6)
     -0.693147
     """
     input._check_floating("log_sigmoid")
-    return -Softplus.apply(-input)
+    return LogSigmoid.apply(input)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -31,11 +31,11 @@ In a ``*Grad`` node (an op's backward as one node, so that it has a backward of 
 second derivatives) ``grad_out`` is the gradient the op's backward received, an input like any
 other; the gradient flowing into the node itself is ``grad``, as everywhere.
 
-Not here, because they are not shortcuts for a composition: ``log_softmax``, ``Erf`` and
-``Softplus`` are fused for accuracy and stability (``reduce.py``, ``special.py``), and two
-primitives take a speed option that is their own math in another layout: ``MatMul``'s
-``transpose_x`` (``x.mT @ y``, the weight gradient of ``Linear``) and ``Unfold``'s
-``ones_rows`` (a convolution's bias inside its matrix product).
+Not here, because they are not shortcuts for a composition: ``log_softmax``, ``Erf``,
+``Softplus`` and ``LogSigmoid`` are fused for accuracy and stability (``reduce.py``,
+``special.py``), and two primitives take a speed option that is their own math in another
+layout: ``MatMul``'s ``transpose_x`` (``x.mT @ y``, the weight gradient of ``Linear``) and
+``Unfold``'s ``ones_rows`` (a convolution's bias inside its matrix product).
 """
 
 import math

@@ -882,6 +882,27 @@ class Softplus(Function):
         return (grad.float() * x.float().sigmoid()).to(grad.dtype)
 
 
+class LogSigmoid(Function):
+    """log(sigmoid(x)) = -log(1 + exp(-x)), by ``logaddexp``, which never overflows; the
+    gradient is sigmoid(-x). A 16-bit input's gradient is PyTorch's log_sigmoid_backward's:
+    ``(x < 0) - sign(x) * z / (1 + z)`` in float32, rounded once, from ``z = exp(-|x|)`` in the
+    input's dtype (its forward's buffer); sigmoid(-x) in float32 put a seventh an ulp off."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return -namespace(x).logaddexp(0, -x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if accumulation_dtype(x.array.dtype) is None:
+            return grad * (-x).sigmoid()
+        z = (-x.abs()).exp().float()
+        ratio = z / (1 + z)
+        return (Where.apply(x < 0, 1 - ratio, ratio) * grad.float()).to(grad.dtype)
+
+
 # ---- PyTorch's other elementwise names: one ufunc each, PyTorch's derivatives ------------------
 
 
