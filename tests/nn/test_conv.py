@@ -395,3 +395,30 @@ def test_doc_examples():
     assert doctest.testmod(conv_functional).failed == 0
     assert doctest.testmod(conv).failed == 0
     assert doctest.testmod(conv_ops).failed == 0
+
+
+BFLOAT16_CONVOLUTIONS = {  # input, weight and bias shapes, options
+    "conv1d": ((2, 3, 16), (4, 3, 3), (4,), {"padding": 1}),
+    "conv2d": ((2, 4, 7, 7), (6, 2, 3, 3), (6,), {"stride": 2, "groups": 2}),
+    "conv_transpose1d": ((2, 3, 7), (3, 4, 3), (4,), {"stride": 2}),
+    "conv_transpose2d": ((2, 3, 5, 5), (3, 4, 3, 3), (4,), {"stride": 2, "dilation": 2}),
+}
+
+
+@pytest.mark.parametrize("name", BFLOAT16_CONVOLUTIONS)
+def test_bfloat16_convolutions_round_once_as_pytorch(name):
+    """PyTorch computes a bfloat16 convolution in float32 and rounds once: the input's gradient
+    sums overlapping windows, which rounded at each step put a third of it an ulp off."""
+    *shapes, options = BFLOAT16_CONVOLUTIONS[name]
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    results = []
+    for lib in (sg, torch):
+        inputs = [lib.tensor(a).to(lib.bfloat16).requires_grad_() for a in arrays]
+        out = getattr(lib.nn.functional, name)(*inputs, **options)
+        out.backward(lib.tensor(np.cos(np.arange(out.numel()))).reshape(out.shape).bfloat16())
+        results.append([t.float().numpy() for t in (out.detach(), *(x.grad for x in inputs))])
+        if lib is sg and "transpose" not in name:
+            assert out.grad_fn.name() == "ConvolutionBackward0"
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

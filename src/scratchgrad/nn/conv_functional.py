@@ -78,6 +78,28 @@ __all__ = [
 # ---- convolution ----------------------------------------------------------------------------
 
 
+def _bfloat16_in_float32(conv: Callable, node_name: str | None = None) -> Callable:
+    """PyTorch's CPU kernels compute a bfloat16 convolution in float32 and round once, forward
+    and backward: so does ``conv`` here, on its input, weight and bias widened (in bfloat16,
+    the sums of overlapping windows in the input's gradient, rounded at each step, put a third
+    of it an ulp off). Its float16 kernels round otherwise, closer to ``conv`` as it is. Weights
+    of another dtype go in as they are, to ``conv``'s error. ``node_name``: the node ``conv``
+    ends in, named again over the rounding, saving the tensors given (see ``saving``)."""
+
+    @functools.wraps(conv)
+    def run(input: Tensor, weight: Tensor, bias: Tensor | None, *args: Any) -> Tensor:
+        dtype = input.array.dtype
+        if dtype != backend.bfloat16 or weight.array.dtype != dtype:
+            return conv(input, weight, bias, *args)
+        if bias is not None and bias.array.dtype == dtype:
+            bias = bias.float()
+        out = conv(input.float(), weight.float(), bias, *args).to(dtype)
+        return out if node_name is None else saving(out, input, weight, name=node_name)
+
+    return run
+
+
+@functools.partial(_bfloat16_in_float32, node_name="ConvolutionBackward0")
 def _convolution(
     input: Tensor,
     weight: Tensor,
@@ -188,6 +210,7 @@ def conv3d(
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
+@_bfloat16_in_float32
 def _conv_transpose(
     input: Tensor,
     weight: Tensor,
