@@ -5005,9 +5005,13 @@ class RemovableHandle:
     tensor([22., 22.])
     """
 
+    next_id = 0  # each handle's ``id``, counted up as PyTorch's
+
     def __init__(self, owner: Any, attr: str, hook: Callable) -> None:
         self._owner, self._attr, self._hook = owner, attr, hook
         self._removed = False
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
 
     def remove(self) -> None:
         """Take off this registration of the hook, once: a function registered twice stays

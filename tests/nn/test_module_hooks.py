@@ -375,3 +375,27 @@ def test_the_old_backward_hook_raises_naming_the_full_one():
     with pytest.raises(RuntimeError, match="use register_module_full_backward_hook"):
         register_module_backward_hook(lambda module, grad_input, grad_output: None)
     assert not layer._hooked  # nothing was registered
+
+
+@pytest.mark.parametrize("kind", ["full_backward_pre_hook", "full_backward_hook"])
+@pytest.mark.parametrize(
+    ("returned", "error"),
+    [(3, TypeError), ("tensor", RuntimeError), ((3,), TypeError), ("pair", RuntimeError)],
+    ids=["int", "bare_tensor", "tuple_of_int", "two_gradients"],
+)
+def test_a_backward_hook_returning_what_is_not_gradients_raises_as_pytorch(kind, returned, error):
+    """A bare tensor too (PyTorch counts its rows as gradients), which was taken silently."""
+    for lib in (sg, torch):
+        layer = lib.nn.Linear(2, 2)
+        x = lib.ones(3, 2, requires_grad=True)
+        value = {"tensor": lib.ones(3, 2), "pair": (lib.ones(3, 2), None)}.get(returned, returned)
+        getattr(layer, f"register_{kind}")(lambda *args, value=value: value)
+        with pytest.raises(error):
+            layer(x).sum().backward()
+
+
+def test_hook_handles_count_their_ids_as_pytorchs():
+    layer = sg.nn.Linear(2, 2)
+    first = layer.register_forward_hook(lambda *args: None)
+    second = sg.ones(1, requires_grad=True).register_hook(lambda grad: None)
+    assert second.id == first.id + 1

@@ -1404,11 +1404,21 @@ def _replaced(items: tuple, at: list[int], new: Any) -> tuple:
 
 
 def _checked(result: Any, count: int, what: str, name: str) -> tuple:
-    """A hook's replacement gradients, as a tuple of ``count`` (PyTorch's error otherwise)."""
-    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    """A hook's replacement gradients, as a tuple of ``count`` tensors or Nones (PyTorch's
+    errors otherwise: it counts a bare tensor's rows, so that one fails its count check)."""
+    if not isinstance(result, (tuple, list)):
+        kind = RuntimeError if isinstance(result, Tensor) else TypeError
+        raise kind(
+            f"{what} returned {type(result).__name__!r}: it must return None or a tuple of "
+            f"{count} values for {name} (Tensors or None)"
+        )
     if len(result) != count:
         raise RuntimeError(
             f"{what} returned an invalid number of values for {name} (got {len(result)}, "
             f"but expected {count})"
         )
-    return result
+    for value in result:
+        if value is not None and not isinstance(value, Tensor):
+            kind = type(value).__name__
+            raise TypeError(f"expected Tensor or None, but {what} returned {kind!r}")
+    return tuple(result)
