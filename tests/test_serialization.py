@@ -676,3 +676,16 @@ def test_equal_tensors_on_different_memory_stay_apart(tmp_path):
     save({"a": x, "b": x.clone(), "c": x.view(2, 3), "d": x[:3]}, tmp_path / "f")
     loaded = load(tmp_path / "f")
     assert len({loaded[key].data_ptr() for key in "abcd"}) == 4
+
+
+def test_loading_into_a_tied_model_keeps_the_tie():
+    """Copied, as PyTorch's (the later name's values win); assigned, scratchgrad keeps the
+    parameter objects, so the tie too (PyTorch's assign puts two new Parameters in)."""
+    untied = nn.Sequential(nn.Embedding(5, 3), nn.Linear(3, 5, bias=False))
+    with sg.no_grad():
+        untied[0].weight.fill_(1.0), untied[1].weight.fill_(2.0)
+    for assign in (False, True):
+        model = tied_model(nn)
+        model.load_state_dict(untied.state_dict(), assign=assign)
+        assert model[0].weight is model[1].weight and len(list(model.parameters())) == 1
+        assert model[0].weight.unique().tolist() == [2.0]

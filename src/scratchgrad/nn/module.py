@@ -948,7 +948,10 @@ class Module:
         and so, with ``strict=True``, are missing and unexpected keys. Returns the missing and
         unexpected keys. With ``assign=True`` each tensor takes the state dict's array itself
         (its dtype and device, sharing its memory) instead of a copy into its own: how a model
-        built on the meta device gets its values, as in PyTorch.
+        built on the meta device gets its values, as in PyTorch. NOTE: the parameters stay
+        the same objects (an optimizer built before keeps them), so a weight tied under two
+        names stays tied, with the later name's array; PyTorch's assign puts new Parameters
+        in, which unties them (two parameters, starting from the two arrays).
 
         Hooks as PyTorch's: each module's load pre-hooks may change the keys (in a copy of
         ``state_dict``: the part under the module's prefix) before they are matched; its
