@@ -610,3 +610,17 @@ def test_power_with_a_tensor_exponent_is_torchs_at_special_values(dtype, exponen
     for part in ("real", "imag"):
         np.testing.assert_allclose(getattr(ours, part), getattr(theirs.numpy(), part), **tol)
     assert sg.tensor(0j) ** 0 == 1 and sg.tensor(0.0) ** 0j == 1  # numbers: PyTorch's too
+
+
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+def test_var_mean_and_std_mean_of_complex_numbers_as_pytorch(name):
+    """A real spread and a complex mean, with their gradients (they were refused)."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    results = []
+    for x in ours_and_theirs(z, requires_grad=True):
+        spread, mean = getattr(sg if isinstance(x, sg.Tensor) else torch, name)(x, 1)
+        (spread.sum() + mean.abs().sum()).backward()
+        results.append((spread, mean, x.grad))
+    for ours, theirs in zip(*results):
+        assert_same(ours, theirs, **TOL["float64"])

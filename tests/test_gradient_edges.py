@@ -2,6 +2,8 @@
 a formula divides zero by zero. PyTorch picks a value at each; a library that picks another
 gives a silently different training run, so each is compared with PyTorch's."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -346,3 +348,37 @@ def test_cumprod_along_a_dim_of_one_entry_passes_the_gradient_on_as_pytorch():
         x.cumprod(1).sum().backward()
         results.append(x.grad.numpy())
     np.testing.assert_array_equal(*results)
+
+
+INF = float("inf")
+VARIANCES = {
+    "var": lambda m, x: x.var(),
+    "std along rows": lambda m, x: x.std(1),
+    "var, no freedom left": lambda m, x: x.var(correction=6),
+    "var along rows, no freedom left": lambda m, x: x.var(1, correction=3, keepdim=True),
+    "var_mean": lambda m, x: m.stack(m.var_mean(x, 1)),
+    "std_mean": lambda m, x: m.stack(m.std_mean(x, correction=0)),
+}
+INFINITE_ROWS = [
+    [[1.0, INF, 2.0], [-INF, 2.0, 3.0]],  # var's gradient -inf beside +inf (composed: NaN)
+    [[1.0, 2.0, INF], [3.0, 4.0, 5.0]],  # var_mean's running mean: inf where inf comes last
+    [[INF, INF, 1.0], [INF, -INF, 2.0]],
+    [[2.0, 2.0, 2.0], [NAN, 1.0, 2.0]],
+]
+
+
+@pytest.mark.parametrize("name", VARIANCES)
+@pytest.mark.parametrize("rows", INFINITE_ROWS, ids=str)
+def test_var_and_std_at_infinities_and_without_freedom_as_pytorch(name, rows):
+    """var's gradient is PyTorch's var_backward, 2 / (n - correction) * grad * (x - mean), and
+    var_mean's mean PyTorch's running mean (NaN once an infinity is followed by an entry)."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(rows, dtype=lib.float64, requires_grad=True)
+        with warnings.catch_warnings():  # (no degree of freedom left: PyTorch warns)
+            warnings.simplefilter("ignore")
+            out = VARIANCES[name](lib, x)
+        out.backward(lib.full_like(out, 2.0))
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)  # (NaNs equal)

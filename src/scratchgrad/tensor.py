@@ -2779,12 +2779,7 @@ class Tensor:
             )
         wide = backend.accumulation_dtype(self.array.dtype)  # as PyTorch: 16-bit floats in
         x = self if wide is None else self.to(wide)  # float32 (300**2 overflows float16)
-        centered = x - x.mean(dim, keepdim=True)
-        if centered.is_complex():  # |x - mean|**2: a real variance, as PyTorch's
-            squares = (centered * centered.conj()).real
-        else:
-            squares = centered * centered
-        out = squares.sum(dim, keepdim) / builtins.max(count - correction, 0)
+        out = reduce.Variance.apply(x, dim=dims, keepdim=keepdim, correction=correction)
         if name.startswith("std"):
             out = unary.SqrtOfVariance.apply(out)
         return out if wide is None else out.to(self.dtype)
@@ -6294,11 +6289,40 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
 def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
     """The variance (var_mean) or standard deviation (std_mean) and the mean of ``x`` over
     ``dim``."""
-    if not backend.is_floating(x.array.dtype):
+    if not backend.is_floating(x.array.dtype) and not x.is_complex():
         raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
     dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
     out = x._variance(name, dim, None, keepdim, correction)
-    return out, x.mean(dim, keepdim)
+    return out, _running_mean(x, _reduced_dims(dim, x.array.ndim), keepdim)
+
+
+def _running_mean(x: Tensor, dims: tuple | None, keepdim: bool) -> Tensor:
+    """``x.mean(dims, keepdim)`` as var_mean's: PyTorch's running (Welford) mean, ``m += (x -
+    m) / k``, turns NaN once an infinite entry is followed by another entry (inf - inf), so it
+    stays infinite only where a slice's one infinity is its last entry (of complex numbers: in
+    the real and imaginary parts apart). Added as NaN or 0, which leaves the mean's gradient."""
+    mean = x.mean(dims, keepdim)
+    if x.numel() == 0:
+        return mean
+    if not x.is_complex():
+        return mean + _welford_nans(x, mean, dims)
+    nans = (
+        _welford_nans(part, getattr(mean, name), dims)
+        for name, part in (("real", x.real), ("imag", x.imag))
+    )
+    return mean + complex_ops.Complex.apply(*nans)
+
+
+def _welford_nans(x: Tensor, mean: Tensor, dims: tuple | None) -> Tensor:
+    """NaN where ``mean`` is infinite but a running mean over ``x`` is NaN, else 0: tensor ops,
+    not a branch on the values, so that a jitted step replays them."""
+    reduced = tuple(range(x.ndim)) if dims is None else dims
+    infinite = x.isinf().movedim(reduced, tuple(range(-len(reduced), 0)))
+    rows = infinite.reshape(*infinite.shape[: x.ndim - len(reduced)], -1)
+    count = rows.sum(-1)
+    running = ((count == 1) & rows[..., -1]) | (count == 0)  # (0: a finite sum's overflow)
+    nan = mean.isinf() & ~running.reshape(mean.shape)
+    return where(nan, math.nan, 0.0).to(mean.dtype)
 
 
 def _variance_arguments(name: str, dim, unbiased, keepdim, correction) -> tuple:

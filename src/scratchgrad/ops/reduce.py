@@ -66,6 +66,39 @@ class Mean(Sum):
         return Sum.backward(ctx, grad / ctx.count)
 
 
+class Variance(Sum):
+    """The sum of the squared deviations from the mean over ``dim``, divided by ``count -
+    correction`` (of complex numbers ``|x - mean|**2``: real), as one node whose gradient is
+    PyTorch's var_backward, ``2 / (count - correction) * grad * (x - mean)``. NOTE: composed
+    of a mean, a square and a sum, the gradient also had the mean's share, zero on paper but
+    NaN where an entry is infinite (PyTorch's: -inf at the finite entries beside +inf)."""
+
+    backward_name = "VarBackward0"  # PyTorch's, for all entries or over dims
+    name = Function.name
+
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False, correction=1):
+        count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
+        ctx.save_for_backward(x)
+        ctx.freedom = count - correction
+        with errstate(invalid="ignore"):  # (of nothing: NaN, as PyTorch's)
+            centered = x - _sum(x, dim, True) / count
+        squares = (centered * centered.conj()).real if x.dtype.kind == "c" else centered**2
+        with errstate(divide="ignore", invalid="ignore"):  # no freedom left: inf or NaN
+            return Sum.forward(ctx, squares, dim, keepdim) / max(ctx.freedom, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.kept_shape is not None:
+            grad = grad.reshape(ctx.kept_shape)
+        mean = x.mean(ctx.dim, keepdim=True)
+        if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean
+            return grad * Where.apply(x == mean, math.nan, math.inf)
+        scale = 2 / ctx.freedom if ctx.freedom else math.inf  # (PyTorch's 2.0 / 0)
+        return scale * grad * (x - mean)
+
+
 class NanSum(Sum):
     """The sum with NaNs taken as 0, as ``torch.nansum``. NOTE: its gradient is ``grad`` times
     the mask of entries that are not NaN, as PyTorch's: an infinite or NaN ``grad`` gives NaN
