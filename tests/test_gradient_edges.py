@@ -382,3 +382,21 @@ def test_var_and_std_at_infinities_and_without_freedom_as_pytorch(name, rows):
         results.append((out.detach().numpy(), x.grad.numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)  # (NaNs equal)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("grad", [INF, NAN, 2.0])
+@pytest.mark.parametrize("values", [[0.0, 3.0, 0.0, 4.0], [[0.0, 0.0], [0.0, 2.0]], [0.0, 2.0]])
+def test_prod_of_all_with_zeros_under_any_gradient_as_pytorch(values, grad, create_graph):
+    """With two or more zeros PyTorch's prod() gives the gradient 0 unless it is differentiated
+    again (then the others' product times grad: NaN under inf); along a dim, always the latter."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(values, dtype=lib.float64, requires_grad=True)
+        for out in (x.prod(), x.reshape(-1).prod(0)):
+            (g,) = lib.autograd.grad(out, x, lib.tensor(grad).double(), create_graph=create_graph)
+            results.append(g.detach().numpy())
+    half = len(results) // 2
+    for ours, theirs in zip(results[:half], results[half:]):
+        np.testing.assert_array_equal(ours, theirs)
+    assert sg.ones(2, requires_grad=True).prod(0).grad_fn.name() == "ProdBackward1"

@@ -2922,7 +2922,7 @@ class Tensor:
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if dim is None:
-            return reduce.Prod.apply(self.reshape(-1), dim=0)
+            return reduce.ProdOfAll.apply(self.reshape(-1), dim=0)
         dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
             return self.clone()

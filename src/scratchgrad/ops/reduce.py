@@ -6,6 +6,7 @@ import functools
 import math
 
 from scratchgrad.autograd.function import Function, holomorphic_twin
+from scratchgrad.autograd.grad_mode import state as _grad_mode
 from scratchgrad.backend import (
     SIXTEEN_BIT,
     accumulation_dtype,
@@ -344,6 +345,8 @@ class Prod(Function):
     are handled exactly. NOTE: so a NaN or an infinity makes the gradient NaN where out / x is
     (inf / inf, NaN / x), as PyTorch's, not the product of the others."""
 
+    backward_name = "ProdBackward1"  # PyTorch's, over a dim
+
     @staticmethod
     def forward(ctx, x, dim, keepdim=False):
         ctx.save_for_backward(x)
@@ -367,7 +370,25 @@ class Prod(Function):
         return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
 
 
+class ProdOfAll(Prod):
+    """The product of all entries (flattened into one dim), as ``prod()``. NOTE: where two or
+    more entries are 0 its gradient is 0, as PyTorch's, which skips the product of the others
+    there unless the gradient is itself differentiated (create_graph): an infinite or NaN
+    ``grad`` times that product (0) would be NaN."""
+
+    backward_name = "ProdBackward0"  # PyTorch's; along a dim ProdBackward1
+
+    @staticmethod
+    def backward(ctx, grad):
+        others = Prod.backward(ctx, grad)
+        if _grad_mode.enabled:
+            return others
+        (x,) = ctx.saved_tensors
+        return Where.apply((x == 0).sum() > 1, 0.0, others)
+
+
 holomorphic_twin(Prod)  # (of complex numbers: grad * conj(the others' product), as PyTorch's)
+holomorphic_twin(ProdOfAll)
 
 
 class Cumsum(Function):
