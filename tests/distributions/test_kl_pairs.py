@@ -4,6 +4,8 @@ has it): values and the gradients of both distributions' parameters in float64, 
 shapes that broadcast; the infinities where p's support is not inside q's; the Bregman
 divergence of exponential families."""
 
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +17,17 @@ import scratchgrad.distributions as D
 import scratchgrad.distributions.kl as kl
 
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _own_draws(request):
+    """Each test draws its parameters from a generator seeded by its own name: drawn from one
+    generator for the module, a test's values depended on which tests ran before it (a -k
+    selection changed them, and ContinuousBernoulli-Normal in float32 then failed)."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
 N, K = 3, 4  # the event sizes of the multivariate normals and the categoricals
 EXACT = (1e-9, 1e-12)  # closed forms on both sides: only round-off differs
 # PyTorch's trigamma (the derivative of the digamma in these p's entropies) is off by up to
@@ -138,10 +151,23 @@ def _parameters(makers, batch):
     return [first(*batch), *(make(*batch[-1:]) for make in rest)]
 
 
+def off_half(*shape):
+    """``unit``'s range less (0.38, 0.62)."""
+    return 0.5 + RNG.choice([-1.0, 1.0], shape) * RNG.uniform(0.12, 0.45, shape)
+
+
+# float32 parameters drawn from a narrower domain than SPECS's
+OFF_HALF = {"ContinuousBernoulli": [off_half]}
+
+
 def _compare(pair, shapes, dtype, tolerance):
     name_p, name_q = pair
     build_p, makers_p = SPECS[name_p]
     build_q, makers_q = AS_Q.get(name_q, SPECS[name_q])
+    if dtype == "float32":  # (see test_kl_keeps_float32)
+        makers_p, makers_q = (
+            OFF_HALF.get(name, makers) for name, makers in zip(pair, (makers_p, makers_q))
+        )
     p_params = [leaves(a, dtype) for a in _parameters(makers_p, shapes[0])]
     q_params = [leaves(a, dtype) for a in _parameters(makers_q, shapes[1])]
     ours = D.kl_divergence(
@@ -169,7 +195,10 @@ def test_kl_is_pytorchs(pair, shapes):
 @pytest.mark.parametrize("pair", PAIRS, ids="-".join)
 def test_kl_keeps_float32(pair):
     # ContinuousBernoulli's normalizer is ill-conditioned in float32: ours and PyTorch's are
-    # both off from the float64 values by up to 1e-3 relative (measured), in different places
+    # both off from the float64 values by up to 1e-3 relative (measured), in different places,
+    # and nearer probs 0.5 by more: at 0.499 KL(p || Normal)'s gradient by 1,762 (PyTorch's)
+    # and 269 (ours), and both by 1.8e-3 up to 0.47; the two differ by more than this
+    # tolerance up to 0.38 (a sweep of probs), which OFF_HALF keeps out
     tolerance = (2e-3, 1e-4) if "ContinuousBernoulli" in pair else None
     _compare(pair, SHAPES[0], "float32", tolerance)
 
