@@ -317,12 +317,9 @@ PRODUCTS = {
 NAN_ROWS = [[1.0, NAN, 3.0], [2.0, -1.0, 0.5]]
 INF_ROWS = [[float("inf"), 2.0, -1.0], [float("inf"), -float("inf"), 3.0]]
 NAN_AND_ZERO_ROWS = [[1.0, NAN, 3.0], [2.0, 0.0, 0.5]]  # a zero anywhere: the others' product
-CASES = [(name, rows) for name in PRODUCTS for rows in (NAN_ROWS, INF_ROWS)] + [
-    # (PyTorch's cumprod divides before the first zero of each slice: not followed here)
-    (name, NAN_AND_ZERO_ROWS)
-    for name in PRODUCTS
-    if name != "cumprod"
-]
+# cumprod as PyTorch's: before a slice's first zero out / x, at it the products around it
+ZEROS_AND_NAN_IN_ONE_ROW = [[0.0, NAN, 2.0], [1.0, 0.0, NAN, 0.0], [2.0, 0.0, 3.0, 0.0]]
+CASES = [(name, rows) for name in PRODUCTS for rows in (NAN_ROWS, INF_ROWS, NAN_AND_ZERO_ROWS)]
 
 
 @pytest.mark.parametrize("name, rows", CASES, ids=str)
@@ -400,3 +397,18 @@ def test_prod_of_all_with_zeros_under_any_gradient_as_pytorch(values, grad, crea
     for ours, theirs in zip(results[:half], results[half:]):
         np.testing.assert_array_equal(ours, theirs)
     assert sg.ones(2, requires_grad=True).prod(0).grad_fn.name() == "ProdBackward1"
+
+
+@pytest.mark.parametrize("grad", [2.0, INF, NAN])
+@pytest.mark.parametrize("row", ZEROS_AND_NAN_IN_ONE_ROW, ids=str)
+def test_cumprod_with_zeros_and_nans_in_one_slice_as_pytorch(row, grad):
+    """PyTorch's cumprod gradient: the reversed running sum of grad * out over x before the
+    first zero, the products of the entries around that zero at it, 0 after it."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor([row, [1.0] * len(row)], dtype=lib.float64, requires_grad=True)
+        out = x.cumprod(1)
+        out.backward(lib.full_like(out, grad))
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

@@ -3043,24 +3043,11 @@ class Tensor:
         return reduce.Cumsum.apply(x, dim=dim)
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
-        """Running products along ``dim``.
-
-        Composed as Prod over a triangle of copies (``out[k]`` is the product of the entries up
-        to ``k`` and of ones after), which costs n**2 for n entries along ``dim`` but inherits
-        Prod's exact gradient where entries are zero (dividing by them would give NaN).
-        """
+        """Running products along ``dim``; integer and bool inputs give int64, as in PyTorch."""
         x, dim = self._scan_input("cumprod", dtype), wrap_dim(dim, self.array.ndim)
-        if x.array.ndim == 0 or x.shape[dim] == 1:  # the entries: their gradient grad, as
-            return x.clone()  # PyTorch's (not grad * x / x, NaN at a NaN or an infinity)
-        last = x.movedim(dim, -1)
-        n = last.shape[-1]
-        rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # rows[..., k, j] = x[..., j]
-        up_to = Tensor._make(namespace(x.array).tri(n, dtype=bool))  # j <= k
-        # (prod's dtype: an int32 product stays int32, not prod's int64; a float32 one runs in
-        # float64, as PyTorch's scans: backend.scan_dtype)
-        wide = backend.scan_dtype(x.array.dtype) or x.array.dtype
-        products = where(up_to, rows, 1).prod(-1, dtype=wide)
-        return products.to(x.dtype).movedim(-1, dim)
+        if x.array.ndim == 0 or x.shape[dim] == 1 or x.array.size == 0:  # the entries: their
+            return x.clone()  # gradient grad, as PyTorch's (not grad * x / x, NaN at a NaN)
+        return reduce.Cumprod.apply(x, dim=dim)
 
     def diff(
         self,

@@ -354,6 +354,7 @@ RULES: dict[type, Callable] = {
     reduce.Softmax: reduction,
     reduce.LogSoftmax: reduction,
     reduce.Cumsum: reduction,
+    reduce.Cumprod: reduction,
     special.Logcumsumexp: reduction,
     reduce.SumToSize: sum_to_size,
     movement.Reshape: shape_prefixed,

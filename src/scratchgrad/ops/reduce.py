@@ -394,6 +394,8 @@ holomorphic_twin(ProdOfAll)
 class Cumsum(Function):
     """Running sum along ``dim``; its gradient is the running sum of ``grad`` from the end."""
 
+    complex_safe = True  # (linear: its backward is right for complex numbers as written)
+
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
@@ -405,6 +407,71 @@ class Cumsum(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim)
+
+
+class Cumprod(Function):
+    """Running product along ``dim``, with PyTorch's cumprod_backward: ``sum_{i >= k} grad_i *
+    out_i / x_k`` (the reversed running sum of ``grad * out``, over ``x``) before a slice's
+    first zero; at that zero the products of the entries around it up to the second zero;
+    after it 0. Differentiated again (create_graph), where any entry is 0, the products of the
+    others, exact (n**3 entries), as PyTorch's. NOTE: so a NaN after a slice's first zero
+    leaves the gradient before it alone, as PyTorch's (the products of the others had NaN)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        wide = scan_dtype(x.dtype)
+        if wide is None:
+            out = namespace(x).cumprod(x, axis=dim, dtype=x.dtype)
+        else:  # as PyTorch's: a 16-bit or float32 scan runs wider, each result rounded
+            out = cast(namespace(x).cumprod(cast(x, wide), axis=dim), x.dtype)
+        ctx.save_for_backward(x, out)
+        ctx.dim = dim
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        dim = ctx.dim
+        with errstate(divide="ignore", invalid="ignore"):  # (0 / 0 where masked out)
+            if _grad_mode.enabled:
+                zero = x == 0  # (no division by 0 below: its gradient would be NaN)
+                simple = (out * grad).flip(dim).cumsum(dim).flip(dim) / Where.apply(zero, 1.0, x)
+                return Where.apply(zero.any(), _omitted_products(x, grad, dim), simple)
+            return _before_second_zero(x, out, grad, dim)
+
+
+holomorphic_twin(Cumprod)  # (of complex numbers: the conjugates, as PyTorch's)
+
+
+def _before_second_zero(x, out, grad, dim):
+    """cumprod's gradient as PyTorch's O(n) formula: entries before a slice's first zero get
+    the reversed running sum of ``grad * out`` over x; the first zero gets the sum of ``grad``
+    times the running products of the entries after it (up to the second zero), times the
+    product of those before; the rest 0."""
+    zeros_so_far = (x == 0).cumsum(dim)
+    before = zeros_so_far == 0
+    first_zero = (x == 0) & (zeros_so_far == 1)
+    after_first = (zeros_so_far == 1) & ~first_zero
+    reversed_sums = (out * grad).masked_fill(~before, 0).flip(dim).cumsum(dim).flip(dim)
+    count_before = before.sum(dim, keepdim=True)
+    product_before = out.gather(dim, (count_before - 1).clamp(min=0))
+    product_before = product_before.masked_fill(count_before == 0, 1)
+    at_zero = x.masked_fill(~after_first, 1).cumprod(dim) * grad.masked_fill(zeros_so_far != 1, 0)
+    at_zero = at_zero.sum(dim, keepdim=True) * product_before
+    return Where.apply(before, reversed_sums / x, Where.apply(first_zero, at_zero, 0.0))
+
+
+def _omitted_products(x, grad, dim):
+    """``sum_{i >= k} grad_i * prod_{j <= i, j != k} x_j`` for each k along ``dim``: the
+    gradient without dividing, exact at zeros, differentiable again."""
+    last, n = x.movedim(dim, -1), x.shape[dim]
+    module = namespace(x.array)
+    # kept[k, i, j]: x_j is in out_i and is not x_k
+    kept = module.tri(n, dtype=bool)[None, :, :] & ~module.eye(n, dtype=bool)[:, None, :]
+    products = Where.apply(kept, last.unsqueeze(-2).unsqueeze(-2), 1.0).prod(-1)  # [..., k, i]
+    counted = module.tri(n, dtype=bool).T  # i >= k
+    terms = Where.apply(counted, products * grad.movedim(dim, -1).unsqueeze(-2), 0.0)
+    return terms.sum(-1).movedim(-1, dim)
 
 
 def log_softmax(x, dim):
