@@ -412,3 +412,18 @@ def test_cumprod_with_zeros_and_nans_in_one_slice_as_pytorch(row, grad):
         results.append((out.detach().numpy(), x.grad.numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("name", PRODUCTS)
+@pytest.mark.parametrize("rows", [[[300.0, 300.0, 0.5]], [[1e3, 1e3, 0.0]], [[1.1, 1.3, 1.7]]])
+def test_float16_products_round_each_step_as_pytorch(name, rows):
+    """PyTorch multiplies float16 in float16, so 300 * 300 * 0.5 overflows (NumPy's product
+    runs in float32: 44992), and its gradient out / x is then infinite."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(rows, dtype=lib.float16, requires_grad=True)
+        out = PRODUCTS[name](x)
+        out.backward(lib.ones_like(out))
+        results.append((out.detach().float().numpy(), x.grad.float().numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

@@ -351,6 +351,10 @@ class Prod(Function):
     def forward(ctx, x, dim, keepdim=False):
         ctx.save_for_backward(x)
         ctx.dim, ctx.keepdim = dim, keepdim
+        if x.dtype in SIXTEEN_BIT and x.shape[dim]:  # as PyTorch's: each product rounded
+            with errstate(over="ignore"):  # (NumPy's float16 product runs in float32)
+                rounded_products = namespace(x).multiply.accumulate(x, axis=dim)
+            return rounded_products.take([-1] if keepdim else -1, axis=dim)
         return x.prod(axis=dim, keepdims=keepdim)
 
     @staticmethod
