@@ -57,6 +57,27 @@ def calls(lib, out):
         ),
         "fft.rfft": lambda: single(lambda o: lib.fft.rfft(a, out=o), (2, 2), lib.complex64),
         "special.erf": lambda: single(lambda o: lib.special.erf(a, out=o), (2, 3)),
+        "hstack": lambda: single(lambda o: lib.hstack([a, a], out=o), (2, 6)),
+        "bucketize": lambda: single(
+            lambda o: lib.bucketize(a, b.sort().values, out=o), (2, 3), lib.int64
+        ),
+        "searchsorted int32": lambda: single(
+            lambda o: lib.searchsorted(b.sort().values, a, out_int32=True, out=o), (2, 3), lib.int32
+        ),
+        "histc": lambda: single(lambda o: lib.histc(a, 4, out=o), (4,)),
+        "mode": lambda: pair(
+            lambda os: lib.mode(a.round(), 1, out=os), [(2,), (2,)], [lib.float32, lib.int64]
+        ),
+        "nanmedian dim": lambda: pair(
+            lambda os: lib.nanmedian(a, 0, out=os), [(3,), (3,)], [lib.float32, lib.int64]
+        ),
+        "quantile": lambda: single(
+            lambda o: lib.quantile(a, lib.tensor([0.2, 0.7]), 1, out=o), (2, 2)
+        ),
+        "nanquantile": lambda: single(lambda o: lib.nanquantile(a, 0.4, out=o), ()),
+        "polar": lambda: single(lambda o: lib.polar(a.abs(), a, out=o), (2, 3), lib.complex64),
+        "complex": lambda: single(lambda o: lib.complex(a, a * 2, out=o), (2, 3), lib.complex64),
+        "tensordot": lambda: single(lambda o: lib.tensordot(a, a, ([1], [1]), out=o), (2, 2)),
     }
 
 
@@ -180,6 +201,11 @@ OVERLAPPING_OUTS = {
     # cross refuses an out that is its input too (PyTorch's assert_no_overlap)
     "linalg.cross into its input": lambda lib, x: lib.linalg.cross(x[:3], x[3:6], out=x[:3]),
     "cross into its second input": lambda lib, x: lib.cross(x[:3], x[3:6], dim=0, out=x[3:6]),
+    "hstack": lambda lib, x: lib.hstack([x[:2], x[2:4]], out=x[1:5]),
+    "mode, values": lambda lib, x: lib.mode(x.view(3, 4), 1, out=(x[1:4], lib.zeros(3).long())),
+    "nanmedian along a dim, values": lambda lib, x: lib.nanmedian(
+        x.view(3, 4), 1, out=(x[1:4], lib.zeros(3, dtype=lib.int64))
+    ),
     "kthvalue into its input": lambda lib, x: lib.kthvalue(
         x.view(12, 1), 1, 1, keepdim=True, out=(x.view(12, 1), lib.zeros(12, 1, dtype=lib.int64))
     ),
@@ -205,6 +231,10 @@ ACCEPTED_OUTS = {
     "softmax": lambda lib, x: lib.softmax(x[:6], 0, out=x[1:7]),
     "max of all entries": lambda lib, x: lib.max(x[:6], out=x[1:2].view(())),
     "kthvalue's indices into its input": lambda lib, x: _kthvalue_into_its_indices(lib),
+    "quantile": lambda lib, x: lib.quantile(x[:4], lib.tensor([0.1, 0.2]).double(), out=x[2:4]),
+    "tensordot": lambda lib, x: lib.tensordot(
+        x[:4].view(2, 2), x[:4].view(2, 2), 1, out=x[2:6].view(2, 2)
+    ),
     "max along a dim into its input": lambda lib, x: lib.max(
         x.view(12, 1), 1, keepdim=True, out=(x.view(12, 1), lib.zeros(12, 1, dtype=lib.int64))
     ),
@@ -243,6 +273,23 @@ EXACT_OUT_DTYPES = {
     "any into int64": lambda lib, o: lib.any(lib.tensor([1.0, 0.0]), out=o(lib.int64)),
     "matmul into float64": lambda lib, o: lib.matmul(lib.ones(2), lib.ones(2), out=o(lib.float64)),
     "conj_physical into float64": lambda lib, o: lib.conj_physical(lib.ones(2), out=o(lib.float64)),
+    "bucketize into int32": lambda lib, o: lib.bucketize(
+        lib.ones(2), lib.ones(2), out=o(lib.int32)
+    ),
+    "histc into float64": lambda lib, o: lib.histc(lib.ones(2), 2, out=o(lib.float64)),
+    "quantile into float64": lambda lib, o: lib.quantile(lib.ones(2), 0.5, out=o(lib.float64)),
+    "polar into complex128": lambda lib, o: lib.polar(
+        lib.ones(2), lib.ones(2), out=o(lib.complex128)
+    ),
+    "complex into complex128": lambda lib, o: lib.complex(
+        lib.ones(2), lib.ones(2), out=o(lib.complex128)
+    ),
+    "tensordot into float64": lambda lib, o: lib.tensordot(
+        lib.ones(2), lib.ones(2), 1, out=o(lib.float64)
+    ),
+    "mode's values into float64": lambda lib, o: lib.mode(
+        lib.ones(2), out=(o(lib.float64), lib.zeros(2).long())
+    ),
 }
 
 
@@ -260,3 +307,9 @@ def test_a_wider_out_is_still_taken_by_the_ops_that_cast():
         lib.exp(lib.zeros(2), out=out)
         lib.add(lib.tensor([1, 2]), 1, out=out)
         assert out.tolist() == [2.0, 3.0]
+
+
+def test_nanmedian_of_all_entries_takes_no_out_as_torch():
+    for lib in (torch, sg):
+        with pytest.raises(TypeError, match="dim"):
+            lib.nanmedian(lib.ones(2), out=lib.zeros(()))

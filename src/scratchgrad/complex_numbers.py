@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from scratchgrad import backend
 from scratchgrad.ops import complex as complex_ops
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, takes_out
 
 
 def view_as_complex(input: Tensor) -> Tensor:
@@ -66,6 +66,7 @@ def view_as_real(input: Tensor) -> Tensor:
     return complex_ops.ViewAsReal.apply(input)
 
 
+@takes_out
 def complex(real: Tensor, imag: Tensor) -> Tensor:
     """The complex tensor ``real + i imag`` (broadcast), as ``torch.complex``: both parts
     float32 (giving complex64) or both float64 (complex128).
@@ -78,6 +79,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     return complex_ops.Complex.apply(real, imag)
 
 
+@takes_out
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))`` (broadcast), as
     ``torch.polar``: both float32 (giving complex64) or both float64 (complex128).

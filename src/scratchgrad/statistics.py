@@ -29,9 +29,11 @@ from scratchgrad.tensor import (
     histc,
     names_bad_arguments,
     stacklevel_outside,
+    takes_out,
     values_indices,
     where,
     wrap_dim,
+    write_out,
 )
 
 __all__ = ["corrcoef", "cov", "histogram", "mode", "nanmedian", "nanquantile", "quantile"]
@@ -42,6 +44,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 # ---- quantiles --------------------------------------------------------------------------------
 
 
+@takes_out
 @names_bad_arguments
 def quantile(
     input: Tensor,
@@ -68,6 +71,7 @@ def quantile(
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@takes_out
 @names_bad_arguments
 def nanquantile(
     input: Tensor,
@@ -162,7 +166,9 @@ def _along_last(input: Tensor, dim: int) -> Tensor:
 
 
 @names_bad_arguments
-def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+def nanmedian(
+    input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Any = None
+) -> Any:
     """The lower median of the entries that are not NaN, of all entries or as (values,
     indices) along ``dim``, as ``torch.nanmedian``; NaN where a slice holds nothing else.
     Among equal entries the index is the one at the median's place in a stable sort, as
@@ -179,6 +185,8 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
     if input.dtype == backend.bool_:
         raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     if dim is None:
+        if out is not None:  # (PyTorch's overload with out= has no default dim)
+            raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         if input.numel() == 0:
             return input.new_full((), float("nan"))
         return reduce.NanMedianOfAll.apply(input, dim=tuple(range(input.ndim)))
@@ -193,11 +201,11 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
         index = _nan_slices_as_torch(x, d, count, order.gather(d, (count - 1).clamp_min(0) // 2))
     else:
         index = order.narrow(d, (x.shape[d] - 1) // 2, 1)
-    return _picked(x, index, d, keepdim and input.ndim > 0)
+    return _picked(x, index, d, keepdim and input.ndim > 0, "nanmedian", out)
 
 
 @names_bad_arguments
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> values_indices:
     """The most frequent entry along ``dim`` (the smallest of equally frequent ones) and the
     index of its last occurrence, as ``torch.mode``; the gradient flows to that entry. PyTorch
     picks the last occurrence too for up to 16 entries along ``dim``; past that its pick
@@ -221,7 +229,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> values_indices:
     run_start = where(starts, position, 0).cummax(-1).values
     run_end = (position - run_start).argmax(-1, keepdim=True)  # the first longest run's end
     index = order.gather(-1, run_end).movedim(-1, d)
-    return _picked(x, index, d, keepdim and input.ndim > 0)
+    return _picked(x, index, d, keepdim and input.ndim > 0, "mode", out)
 
 
 def _nan_slices_as_torch(x: Tensor, dim: int, count: Tensor, index: Tensor) -> Tensor:
@@ -233,12 +241,14 @@ def _nan_slices_as_torch(x: Tensor, dim: int, count: Tensor, index: Tensor) -> T
     return index.masked_fill(count == 0, cpu_order.nan_row_median_index(x.shape[dim]))
 
 
-def _picked(x: Tensor, index: Tensor, dim: int, keepdim: bool) -> values_indices:
-    """The entries of ``x`` at ``index`` (of size 1 along ``dim``), and ``index``."""
+def _picked(x: Tensor, index: Tensor, dim: int, keepdim: bool, name: str, out: Any):
+    """The entries of ``x`` at ``index`` (of size 1 along ``dim``), and ``index``; written
+    into ``out`` if given (``write_out``: PyTorch refuses one that partly overlaps ``x``)."""
     values = x.gather(dim, index)
     if not keepdim:
         values, index = values.squeeze(dim), index.squeeze(dim)
-    return values_indices(values, index)
+    result = values_indices(values, index)
+    return result if out is None else write_out(name, result, out, (x,))
 
 
 # ---- covariance -------------------------------------------------------------------------------

@@ -5450,8 +5450,9 @@ def _check_out(name: str, result: Tensor, out: Any) -> None:
 
 def takes_out(function: Callable, elementwise: bool = False) -> Callable:
     """``function`` with PyTorch's ``out=`` keyword, as ``write_out`` says (the module
-    functions of ``linalg``, ``fft`` and ``special``); ``elementwise``: an ``out`` partly
-    overlapping a tensor argument is refused, as PyTorch's elementwise ops refuse it.
+    functions of ``linalg``, ``fft`` and ``special``, and others); ``elementwise``: an ``out``
+    partly overlapping a tensor argument is refused, as PyTorch's elementwise ops (and mode,
+    median along a dim) refuse it.
 
     >>> import scratchgrad as sg
     >>> buffer = sg.zeros(2)
@@ -5533,16 +5534,16 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
 
 
 @names_bad_arguments
-def hstack(tensors: Sequence[Tensor]) -> Tensor:
+def hstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """Join tensors column-wise: along dim 0 if the first is 1-D (0-d ones count as 1-D), else
-    along dim 1, as ``torch.hstack``.
+    along dim 1, as ``torch.hstack`` (``out`` as cat's).
 
     >>> import scratchgrad as sg
     >>> sg.hstack([sg.tensor([1, 2]), sg.tensor(3)])
     tensor([1, 2, 3])
     """
     tensors = [_at_least(t, 1) for t in _nonempty("hstack", tensors)]
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1, out=out)
 
 
 @names_bad_arguments
@@ -5744,6 +5745,7 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
 
 
+@takes_out
 def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> Tensor:
     """Sums of products over the dims ``dims`` names (the last ``dims`` of ``a`` and first of
     ``b``, or a pair of lists), as ``torch.tensordot``: one matrix product.
@@ -6087,6 +6089,7 @@ def std_mean(
     return _spread_and_mean("std_mean", input, dim, unbiased, keepdim, correction)
 
 
+@takes_out
 @names_bad_arguments
 def searchsorted(
     sorted_sequence: Tensor,
@@ -6148,6 +6151,7 @@ def searchsorted(
     return Tensor._make(out.astype(backend.int32 if out_int32 else backend.int64))
 
 
+@takes_out
 @names_bad_arguments
 def bucketize(
     input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
@@ -6248,6 +6252,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return Tensor._make(out.astype(dtype))
 
 
+@takes_out
 @names_bad_arguments
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
     """A histogram of the entries of ``input`` in ``bins`` equal bins from ``min`` to ``max``,
@@ -7661,7 +7666,7 @@ OUT_READS_UNCHECKED = frozenset({
     "cummax", "cummin", "diag", "dot", "histc", "inner", "log_softmax", "logsumexp", "matmul",
     "mean", "mm", "multigammaln", "mv", "mvlgamma", "nanmean", "nanquantile", "nansum",
     "narrow_copy", "norm", "prod", "quantile", "searchsorted", "softmax", "std", "sum", "tril",
-    "triu", "var", "vdot",
+    "triu", "var", "vdot", "complex", "polar", "tensordot",
 })  # fmt: skip
 # the ops whose out= PyTorch leaves unchecked only over all entries, with the input alone
 # (max(x)): along a dim (values, indices) or against another tensor (max(x, y)) it checks
@@ -7680,7 +7685,8 @@ OUT_DTYPE_EXACT = frozenset({
     "conj", "cross", "diag", "dot", "fix", "floor", "frac", "heaviside", "inner",
     "isneginf", "isposinf", "log_softmax", "logcumsumexp", "masked_select", "matmul", "msort",
     "nan_to_num", "neg", "negative", "nonzero", "norm", "round", "sgn", "sign", "signbit",
-    "softmax", "trunc", "vdot",
+    "softmax", "trunc", "vdot", "bucketize", "searchsorted", "histc", "quantile",
+    "nanquantile", "complex", "polar", "tensordot",
 })  # fmt: skip
 
 
