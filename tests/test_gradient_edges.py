@@ -427,3 +427,18 @@ def test_float16_products_round_each_step_as_pytorch(name, rows):
         results.append((out.detach().float().numpy(), x.grad.float().numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_var_of_one_entry_keeps_the_dtype_of_its_gradient_as_pytorch(dtype):
+    """No degree of freedom left: the gradient is NaN or inf (PyTorch's where), of x's dtype."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(2.0, dtype=getattr(lib, dtype), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x.var().backward()
+        results.append((str(x.grad.dtype).removeprefix("torch."), x.grad.isnan().item()))
+        with pytest.raises(RuntimeError, match="floating point and complex"):
+            lib.tensor([1, 2]).var()
+    assert results[0] == results[1]

@@ -2768,6 +2768,8 @@ class Tensor:
         correction: the result is NaN)."""
         dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
         check_keepdim(name, keepdim)
+        if not backend.can_require_grad(self.array.dtype):
+            raise RuntimeError("std and var only support floating point and complex dtypes")
         dims = _reduced_dims(dim, self.array.ndim)
         count = self.numel() if dims is None else math.prod(self.array.shape[d] for d in dims)
         if count - correction <= 0:

@@ -95,7 +95,7 @@ class Variance(Sum):
             grad = grad.reshape(ctx.kept_shape)
         mean = x.mean(ctx.dim, keepdim=True)
         if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean
-            return grad * Where.apply(x == mean, math.nan, math.inf)
+            return grad * Where.apply(x == mean, math.nan, math.inf).to(x.dtype)
         scale = 2 / ctx.freedom if ctx.freedom else math.inf  # (PyTorch's 2.0 / 0)
         return scale * grad * (x - mean)
 
