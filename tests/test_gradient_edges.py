@@ -442,3 +442,17 @@ def test_var_of_one_entry_keeps_the_dtype_of_its_gradient_as_pytorch(dtype):
         with pytest.raises(RuntimeError, match="floating point and complex"):
             lib.tensor([1, 2]).var()
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("name", ["prod of all", "prod along rows"])
+def test_prod_with_a_zero_multiplies_the_others_in_pytorchs_order(name):
+    """The product of the others is the product of those before times that of those after,
+    as PyTorch's: in another order the product of all but the first and the zero overflowed
+    (inf * 0: NaN)."""
+    results = []
+    for lib in (sg, torch):
+        row = [0.0915167, 0.6701044, -2.8281623, 1e308, -0.9596448, 0.0]
+        x = lib.tensor([row, row], dtype=lib.float64, requires_grad=True)
+        PRODUCTS[name](x).sum().backward()
+        results.append(x.grad.numpy())
+    np.testing.assert_array_equal(*results)

@@ -20,7 +20,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.ops.binary import Where
-from scratchgrad.ops.movement import ExpandCopy
+from scratchgrad.ops.movement import ExpandCopy, Pad
 
 
 def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
@@ -360,18 +360,25 @@ class Prod(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        last = x.movedim(ctx.dim, -1)
-        n = last.shape[-1]
-        rows = last.unsqueeze(-2).expand(*last.shape[:-1], n, n)  # row i: a copy of the entries
-        others = (
-            Where.apply(namespace(x.array).eye(n, dtype=bool), 1.0, rows)
-            .prod(-1)
-            .movedim(-1, ctx.dim)
-        )
+        grad = grad if ctx.keepdim else grad.unsqueeze(ctx.dim)
+        if x.shape[ctx.dim] == 0:
+            return grad.expand(x.shape)
+        others = _others_products(x, ctx.dim)
         zero = x == 0  # (tensor ops, no branch on the values: a jitted step replays them)
         quotient = x.prod(ctx.dim, keepdim=True) / Where.apply(zero, 1.0, x)  # (no 0 / 0 below)
-        others = Where.apply(zero.any(), others, quotient)
-        return (grad if ctx.keepdim else grad.unsqueeze(ctx.dim)) * others
+        return grad * Where.apply(zero.any(), others, quotient)
+
+
+def _others_products(x, dim):
+    """For each entry along ``dim`` the product of the others, exact at zeros: the running
+    product of the entries before it times that of those after it, as PyTorch's
+    prod_safe_zeros_backward (the same overflow: a product of all but the zero overflowed in
+    another order where PyTorch's does not)."""
+    n, widths = x.shape[dim], [(0, 0)] * x.ndim
+    widths[dim] = (1, 0)  # a 1 in front: the product of none
+    before = Pad.apply(x.narrow(dim, 0, n - 1), widths=tuple(widths), value=1.0).cumprod(dim)
+    after = Pad.apply(x.narrow(dim, 1, n - 1).flip(dim), widths=tuple(widths), value=1.0)
+    return before * after.cumprod(dim).flip(dim)
 
 
 class ProdOfAll(Prod):
