@@ -171,6 +171,7 @@ def test_in_place_products_and_triangles_are_torchs(name, args, kwargs):
         (lambda m: m.ones(2, 3).renorm(0, 0, 1.0), "renorm: non-positive-norm not supported"),
         (lambda m: m.ones(2, 3).renorm(2, 0, -1.0), "renorm: expected maxnorm to be >= 0"),
         (lambda m: m.ones(2, 3).renorm(2, 5, 1.0), "Dimension out of range"),
+        (lambda m: m.ones(3).renorm(2, 0, 1.0), "renorm: input needs at least 2 dimensions"),
         (lambda m: m.addmv(m.ones(2), m.ones(2, 3), m.ones(4)), ""),
         (lambda m: m.addr(m.ones(2, 2), m.ones(2, 2), m.ones(2)), ""),
     ],

@@ -1388,9 +1388,13 @@ class Tensor:
             raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
         if maxnorm < 0:
             raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        if self.array.ndim < 2:
+            raise RuntimeError(
+                f"renorm: input needs at least 2 dimensions, got {self.array.ndim} dimensions"
+            )
         dim = wrap_dim(dim, self.array.ndim)
         others = tuple(d for d in range(self.array.ndim) if d != dim)
-        norm = self.norm(p, dim=others, keepdim=True) if others else self.abs()
+        norm = self.norm(p, dim=others, keepdim=True)
         return self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
 
     def fill_diagonal_(self, fill_value: float, wrap: bool = False) -> Tensor:
