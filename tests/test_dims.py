@@ -121,3 +121,22 @@ def test_a_bool_dim_raises_or_matches_torch(op):
                 _outcome(op.dim, sg, *ours, d),
                 _outcome(op.dim, torch, *theirs, d),
             )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: x.prod(None),
+        lambda m, x: m.prod(x, dim=None),
+        lambda m, x: x.max(dim=None),
+        lambda m, x: m.min(x, None),
+        lambda m, x: x.median(None),
+        lambda m, x: m.nanmedian(x, dim=None),
+    ],
+)
+def test_an_explicit_dim_none_is_refused_where_pytorch_has_no_such_overload(call):
+    """prod, max, min, median and nanmedian of all entries take no dim: None is a TypeError
+    in PyTorch (sum, amax, var... take it as all dims), not the product of all entries."""
+    for m in (torch, sg):
+        with pytest.raises(TypeError):
+            call(m, m.ones(2, 3))

@@ -22,7 +22,9 @@ from scratchgrad import backend, cpu_order, creation
 from scratchgrad.autograd import capture_hook
 from scratchgrad.ops import reduce
 from scratchgrad.tensor import (
+    ALL_ENTRIES,
     Tensor,
+    _of_all_entries,
     bincount,
     cat,
     check_keepdim,
@@ -167,7 +169,7 @@ def _along_last(input: Tensor, dim: int) -> Tensor:
 
 @names_bad_arguments
 def nanmedian(
-    input: Tensor, dim: int | None = None, keepdim: bool = False, *, out: Any = None
+    input: Tensor, dim: Any = ALL_ENTRIES, keepdim: bool = False, *, out: Any = None
 ) -> Any:
     """The lower median of the entries that are not NaN, of all entries or as (values,
     indices) along ``dim``, as ``torch.nanmedian``; NaN where a slice holds nothing else.
@@ -184,7 +186,7 @@ def nanmedian(
     """
     if input.dtype == backend.bool_:
         raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
-    if dim is None:
+    if _of_all_entries("nanmedian", dim):
         if out is not None:  # (PyTorch's overload with out= has no default dim)
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         if input.numel() == 0:

@@ -116,6 +116,25 @@ def _stable_by_keyword(method: Callable) -> Callable:
     return checked
 
 
+class _AllEntries:
+    """The default ``dim`` of the reductions PyTorch overloads with and without a dim (prod,
+    max, min, median, nanmedian): their ``dim=None`` given is PyTorch's TypeError, which a
+    default of None would not tell apart."""
+
+    def __repr__(self) -> str:
+        return "all entries"
+
+
+ALL_ENTRIES = _AllEntries()
+
+
+def _of_all_entries(name: str, dim: Any) -> bool:
+    """Whether ``dim`` is ``ALL_ENTRIES``; None is refused, as PyTorch's overloads do."""
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim is ALL_ENTRIES
+
+
 class Tensor:
     """An n-dimensional array with automatic differentiation, after ``torch.Tensor``.
 
@@ -2850,22 +2869,22 @@ class Tensor:
         """The entries sorted along dim 0, as ``torch.msort``."""
         return self.sort(dim=0, stable=True).values  # (the values only: the faster sort)
 
-    def max(self, dim: Any = None, keepdim: bool = False):
+    def max(self, dim: Any = ALL_ENTRIES, keepdim: bool = False):
         """``max()`` is the largest entry; ``max(dim)`` gives (values, indices); ``max(other)``
         is the elementwise maximum."""
         check_keepdim("max", keepdim)
         if isinstance(dim, Tensor):
             return self.maximum(dim)
-        if dim is None:
+        if _of_all_entries("max", dim):
             return self._of_all("max", reduce.MaxOfAll)
         return self._pick(self._ranked().argmax(dim, keepdim=True), dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False):
+    def min(self, dim: Any = ALL_ENTRIES, keepdim: bool = False):
         """As ``max``, for the smallest."""
         check_keepdim("min", keepdim)
         if isinstance(dim, Tensor):
             return self.minimum(dim)
-        if dim is None:
+        if _of_all_entries("min", dim):
             return self._of_all("min", reduce.MinOfAll)
         return self._pick(self._ranked().argmin(dim, keepdim=True), dim, keepdim)
 
@@ -2920,14 +2939,14 @@ class Tensor:
         return Tensor._make(_call(_arg_reduce, self.array, name, axis, keepdim))
 
     @autocast_policy("float32")
-    def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def prod(self, dim: Any = ALL_ENTRIES, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product over one dim (all entries by default); ``dtype`` converts first."""
         check_keepdim("prod", keepdim)
         if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
             return self._converted("prod", dtype).prod(dim, keepdim).to(dtype)
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
-        if dim is None:
+        if _of_all_entries("prod", dim):
             return reduce.ProdOfAll.apply(self.reshape(-1), dim=0)
         dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
@@ -3125,7 +3144,7 @@ class Tensor:
         index = self._indices_along(_top_indices, dim, k, largest, sorted)
         return values_indices(self.gather(dim, index), index)
 
-    def median(self, dim: int | None = None, keepdim: bool = False):
+    def median(self, dim: Any = ALL_ENTRIES, keepdim: bool = False):
         """The lower median of all entries, or (values, indices) along ``dim``, as
         ``torch.median``; NaN is the median of an entry that holds one. Along ``dim`` the
         gradient flows to the chosen entries only (among ties, the one at the median's place in
@@ -3137,7 +3156,7 @@ class Tensor:
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()
         tensor(2.)
         """
-        if dim is None:
+        if _of_all_entries("median", dim):
             _refuse_bool_order("median", self)
             if self.array.size == 0:
                 return self.new_full((), math.nan)
