@@ -2802,12 +2802,8 @@ class Tensor:
                 UserWarning,
                 stacklevel=stacklevel_outside(),
             )
-        wide = backend.accumulation_dtype(self.array.dtype)  # as PyTorch: 16-bit floats in
-        x = self if wide is None else self.to(wide)  # float32 (300**2 overflows float16)
-        out = reduce.Variance.apply(x, dim=dims, keepdim=keepdim, correction=correction)
-        if name.startswith("std"):
-            out = unary.SqrtOfVariance.apply(out)
-        return out if wide is None else out.to(self.dtype)
+        spread = reduce.StandardDeviation if name.startswith("std") else reduce.Variance
+        return spread.apply(self, dim=dims, keepdim=keepdim, correction=correction)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amax", keepdim)

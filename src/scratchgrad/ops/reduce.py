@@ -59,8 +59,13 @@ class Mean(Sum):
     @staticmethod
     def forward(ctx, x, dim=None, keepdim=False):
         ctx.count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
+        wide = accumulation_dtype(x.dtype)
         with errstate(invalid="ignore"):  # the mean of nothing is NaN, as in PyTorch
-            return Sum.forward(ctx, x, dim, keepdim) / ctx.count
+            if wide is None:
+                return Sum.forward(ctx, x, dim, keepdim) / ctx.count
+            # 16-bit: the float32 sum over the count, rounded once, as PyTorch's (rounding the
+            # sum first put a quarter of float16 means an ulp off)
+            return cast(Sum.forward(ctx, cast(x, wide), dim, keepdim) / ctx.count, x.dtype)
 
     @staticmethod
     def backward(ctx, grad):
@@ -69,28 +74,36 @@ class Mean(Sum):
 
 class Variance(Sum):
     """The sum of the squared deviations from the mean over ``dim``, divided by ``count -
-    correction`` (of complex numbers ``|x - mean|**2``: real), as one node whose gradient is
-    PyTorch's var_backward, ``2 / (count - correction) * grad * (x - mean)``. NOTE: composed
-    of a mean, a square and a sum, the gradient also had the mean's share, zero on paper but
-    NaN where an entry is infinite (PyTorch's: -inf at the finite entries beside +inf)."""
+    correction`` (of complex numbers ``|x - mean|**2``: real; 16-bit floats in float32,
+    rounded once), as one node whose gradient is PyTorch's var_backward, ``2 / (count -
+    correction) * grad * (x - mean)``. NOTE: composed of a mean, a square and a sum, the
+    gradient also had the mean's share, zero on paper but NaN where an entry is infinite
+    (PyTorch's: -inf at the finite entries beside +inf)."""
 
     backward_name = "VarBackward0"  # PyTorch's, for all entries or over dims
     name = Function.name
 
     @staticmethod
+    def spread(variance):
+        return variance
+
+    @staticmethod
     def forward(ctx, x, dim=None, keepdim=False, correction=1):
         count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
-        ctx.save_for_backward(x)
         ctx.freedom = count - correction
+        wide = widened(x)
         with errstate(invalid="ignore"):  # (of nothing: NaN, as PyTorch's)
-            centered = x - _sum(x, dim, True) / count
+            centered = wide - _sum(wide, dim, True) / count
         squares = (centered * centered.conj()).real if x.dtype.kind == "c" else centered**2
         with errstate(divide="ignore", invalid="ignore"):  # no freedom left: inf or NaN
-            return Sum.forward(ctx, squares, dim, keepdim) / max(ctx.freedom, 0)
+            variance = Sum.forward(ctx, squares, dim, keepdim) / max(ctx.freedom, 0)
+        out = rounded(type(ctx).spread(variance), x.real.dtype)  # (complex: real)
+        ctx.save_for_backward(x, out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
+        x = ctx.saved_tensors[0]
         if ctx.kept_shape is not None:
             grad = grad.reshape(ctx.kept_shape)
         mean = x.mean(ctx.dim, keepdim=True)
@@ -98,6 +111,25 @@ class Variance(Sum):
             return grad * Where.apply(x == mean, math.nan, math.inf).to(x.dtype)
         scale = 2 / ctx.freedom if ctx.freedom else math.inf  # (PyTorch's 2.0 / 0)
         return scale * grad * (x - mean)
+
+
+class StandardDeviation(Variance):
+    """The square root of ``Variance`` (computed before rounding a 16-bit result), as one
+    node whose gradient is PyTorch's std_backward: var_backward of ``grad / (2 * out)``, 0
+    where the deviation is 0 (entries all equal; not sqrt's infinity times 0, NaN)."""
+
+    backward_name = "StdBackward0"
+
+    @staticmethod
+    def spread(variance):
+        return namespace(variance).sqrt(variance)
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = ctx.saved_tensors[1]
+        with errstate(divide="ignore", invalid="ignore"):
+            grad = (grad / (2 * out)).masked_fill(out == 0, 0)
+        return Variance.backward(ctx, grad)
 
 
 class NanSum(Sum):

@@ -225,18 +225,6 @@ class Reciprocal(Function):
         return -grad * (out * out)
 
 
-class SqrtOfVariance(Sqrt):
-    """The standard deviation from the variance, whose gradient is 0 where the deviation is 0
-    (entries all equal), as PyTorch's ``std``: not sqrt's infinity times the variance's zero
-    gradient, NaN."""
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        with errstate(divide="ignore", invalid="ignore"):
-            return (grad / (2 * out)).masked_fill(out == 0, 0)
-
-
 class Abs(Function):
     @staticmethod
     def forward(ctx, x):
