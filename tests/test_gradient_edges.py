@@ -456,3 +456,13 @@ def test_prod_with_a_zero_multiplies_the_others_in_pytorchs_order(name):
         PRODUCTS[name](x).sum().backward()
         results.append(x.grad.numpy())
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_the_median_of_nothing_is_nan_on_the_graph_as_pytorch(name):
+    """PyTorch's median() of no entries is NaN with a node: backward gives an empty grad."""
+    for lib in (sg, torch):
+        x = lib.empty(0, 3, requires_grad=True)
+        out = getattr(x, name)()
+        out.backward()
+        assert out.isnan().item() and x.grad.shape == (0, 3)

@@ -29,6 +29,7 @@ from scratchgrad.tensor import (
     cat,
     check_keepdim,
     histc,
+    median_of_nothing,
     names_bad_arguments,
     stacklevel_outside,
     takes_out,
@@ -190,7 +191,7 @@ def nanmedian(
         if out is not None:  # (PyTorch's overload with out= has no default dim)
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         if input.numel() == 0:
-            return input.new_full((), float("nan"))
+            return median_of_nothing(input)
         return reduce.NanMedianOfAll.apply(input, dim=tuple(range(input.ndim)))
     check_keepdim("nanmedian", keepdim)
     d = wrap_dim(dim, input.ndim)

@@ -128,6 +128,14 @@ class _AllEntries:
 ALL_ENTRIES = _AllEntries()
 
 
+def median_of_nothing(x: Tensor) -> Tensor:
+    """NaN, PyTorch's median of no entries; of floats on the graph, as PyTorch's (its gradient
+    is empty: x.median().backward() works)."""
+    if backend.can_require_grad(x.array.dtype):
+        return x.sum() * math.nan
+    return x.new_full((), math.nan)
+
+
 def _of_all_entries(name: str, dim: Any) -> bool:
     """Whether ``dim`` is ``ALL_ENTRIES``; None is refused, as PyTorch's overloads do."""
     if dim is None:
@@ -3155,7 +3163,7 @@ class Tensor:
         if _of_all_entries("median", dim):
             _refuse_bool_order("median", self)
             if self.array.size == 0:
-                return self.new_full((), math.nan)
+                return median_of_nothing(self)
             return self._of_all("median", reduce.MedianOfAll)
         return self._order_statistic("median", None, dim, keepdim)
 
