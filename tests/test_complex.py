@@ -624,3 +624,21 @@ def test_var_mean_and_std_mean_of_complex_numbers_as_pytorch(name):
         results.append((spread, mean, x.grad))
     for ours, theirs in zip(*results):
         assert_same(ours, theirs, **TOL["float64"])
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+def test_running_sums_and_products_of_complex_numbers_differentiate_as_pytorch(name):
+    """cumsum of complex numbers records (it was refused); cumprod's gradient is PyTorch's,
+    differentiated again too (that runs a cumsum of complex numbers)."""
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((2, 4)) + 1j * rng.standard_normal((2, 4))
+    z[0, 1] = 0
+    results = []
+    for x in ours_and_theirs(z, requires_grad=True):
+        lib = sg if isinstance(x, sg.Tensor) else torch
+        out = getattr(x, name)(1)
+        (g,) = lib.autograd.grad(out.abs().sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.abs().sum(), x)
+        results.append((out, g, gg))
+    for ours, theirs in zip(*results):
+        assert_same(ours, theirs, **TOL["float64"])
