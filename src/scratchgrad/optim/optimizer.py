@@ -392,14 +392,17 @@ class Optimizer:
         # scratchgrad.jit: done again at every replay
         if capture_hook.recorder is not None and capture_hook.recorder.here():
             return capture_hook.recorder.replayed(Optimizer.zero_grad, self, set_to_none)
+        if set_to_none:  # (tested once, not per parameter: the small models' hot path)
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p._grad = None  # (the slot, as in step)
+            return
         for group in self.param_groups:
             for p in group["params"]:
-                grad = p._grad  # (the slot, as in step)
+                grad = p._grad
                 if grad is None:
                     continue
-                if set_to_none:
-                    p._grad = None
-                elif type(grad) is not Tensor and grad.is_sparse:
+                if type(grad) is not Tensor and grad.is_sparse:
                     grad.zero_()  # no entries left, as PyTorch's
                 else:
                     if grad.grad_fn is not None:  # a gradient made with create_graph=True

@@ -69,6 +69,10 @@ class SGD(Optimizer):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         maximize, weight_decay = group["maximize"], group["weight_decay"]
         plain = weight_decay == 0 and not maximize  # the gradient itself, as Adam's (one call less)
+        if plain and momentum == 0:  # the textbook step, p -= lr * g: its tests out of the loop
+            for p in params:
+                p.array -= p._grad.array * lr
+            return
         for p in params:
             grad = p._grad.array if plain else update_direction(p, maximize, weight_decay)
             if momentum == 0:
