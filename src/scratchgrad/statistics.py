@@ -24,13 +24,13 @@ from scratchgrad.ops import reduce
 from scratchgrad.tensor import (
     ALL_ENTRIES,
     Tensor,
-    _of_all_entries,
     bincount,
     cat,
     check_keepdim,
     histc,
     median_of_nothing,
     names_bad_arguments,
+    of_all_entries,
     stacklevel_outside,
     takes_out,
     values_indices,
@@ -187,7 +187,7 @@ def nanmedian(
     """
     if input.dtype == backend.bool_:
         raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
-    if _of_all_entries("nanmedian", dim):
+    if of_all_entries("nanmedian", dim):
         if out is not None:  # (PyTorch's overload with out= has no default dim)
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         if input.numel() == 0:

@@ -136,7 +136,7 @@ def median_of_nothing(x: Tensor) -> Tensor:
     return x.new_full((), math.nan)
 
 
-def _of_all_entries(name: str, dim: Any) -> bool:
+def of_all_entries(name: str, dim: Any) -> bool:
     """Whether ``dim`` is ``ALL_ENTRIES``; None is refused, as PyTorch's overloads do."""
     if dim is None:
         raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
@@ -2879,7 +2879,7 @@ class Tensor:
         check_keepdim("max", keepdim)
         if isinstance(dim, Tensor):
             return self.maximum(dim)
-        if _of_all_entries("max", dim):
+        if of_all_entries("max", dim):
             return self._of_all("max", reduce.MaxOfAll)
         return self._pick(self._ranked().argmax(dim, keepdim=True), dim, keepdim)
 
@@ -2888,7 +2888,7 @@ class Tensor:
         check_keepdim("min", keepdim)
         if isinstance(dim, Tensor):
             return self.minimum(dim)
-        if _of_all_entries("min", dim):
+        if of_all_entries("min", dim):
             return self._of_all("min", reduce.MinOfAll)
         return self._pick(self._ranked().argmin(dim, keepdim=True), dim, keepdim)
 
@@ -2950,7 +2950,7 @@ class Tensor:
             return self._converted("prod", dtype).prod(dim, keepdim).to(dtype)
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
-        if _of_all_entries("prod", dim):
+        if of_all_entries("prod", dim):
             return reduce.ProdOfAll.apply(self.reshape(-1), dim=0)
         dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
@@ -3160,7 +3160,7 @@ class Tensor:
         >>> sg.tensor([3.0, 1.0, 4.0, 2.0]).median()
         tensor(2.)
         """
-        if _of_all_entries("median", dim):
+        if of_all_entries("median", dim):
             _refuse_bool_order("median", self)
             if self.array.size == 0:
                 return median_of_nothing(self)
