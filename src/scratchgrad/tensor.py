@@ -5016,13 +5016,12 @@ class RemovableHandle:
     tensor([22., 22.])
     """
 
-    next_id = 0  # each handle's ``id``, counted up as PyTorch's
+    _ids = itertools.count()  # each handle's ``id``, counted up as PyTorch's
 
     def __init__(self, owner: Any, attr: str, hook: Callable) -> None:
         self._owner, self._attr, self._hook = owner, attr, hook
         self._removed = False
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:
         """Take off this registration of the hook, once: a function registered twice stays

@@ -885,8 +885,9 @@ class Softplus(Function):
 class LogSigmoid(Function):
     """log(sigmoid(x)) = -log(1 + exp(-x)), by ``logaddexp``, which never overflows; the
     gradient is sigmoid(-x). A 16-bit input's gradient is PyTorch's log_sigmoid_backward's:
-    ``(x < 0) - sign(x) * z / (1 + z)`` in float32, rounded once, from ``z = exp(-|x|)`` in the
-    input's dtype (its forward's buffer); sigmoid(-x) in float32 put a seventh an ulp off."""
+    ``1 - z / (1 + z)`` where x < 0, else ``z / (1 + z)``, in float32, rounded once, from ``z =
+    exp(-|x|)`` in the input's dtype (its forward's buffer); sigmoid(-x) in float32 put a
+    seventh an ulp off."""
 
     @staticmethod
     def forward(ctx, x):
