@@ -111,3 +111,26 @@ def test_the_saving_node_is_named_as_pytorchs(case):
         tensors = [lib.tensor(a, requires_grad=grad) for a, grad in inputs]
         names.append(call(lib, *tensors).grad_fn.name())
     assert names[0] == names[1]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda x: x.flip(0), lambda x: x.flip(0, 1), lambda x: x.fliplr(), lambda x: x.flipud()],
+    ids=["flip", "flip2", "fliplr", "flipud"],
+)
+def test_a_flip_is_a_copy_that_a_later_change_of_its_input_leaves_alone(call):
+    """PyTorch's flip copies: a change of its input afterwards reaches neither the result
+    nor a gradient saved through it (cos saves the flip, which nothing changed)."""
+    results, grads = [], []
+    for lib in (sg, torch):
+        leaf = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3), requires_grad=True)
+        x = leaf * 1
+        out = call(x)
+        loss = (out.cos() * lib.tensor(np.arange(6.0).reshape(2, 3))).sum()
+        with lib.no_grad():
+            x.mul_(3)
+        loss.backward()
+        results.append(out.detach())
+        grads.append(leaf.grad)
+    assert_close(*results)
+    assert_close(*grads)

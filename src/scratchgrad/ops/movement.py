@@ -119,7 +119,9 @@ class Flip(Function):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return namespace(x).flip(x, dims)
+        # a copy, as PyTorch's: NumPy's flip is a view, which a later in-place change of x
+        # would reach (flip is no view op here, so no version counter would see it)
+        return namespace(x).flip(x, dims).copy()
 
     @staticmethod
     def backward(ctx, grad):
