@@ -134,3 +134,50 @@ def test_a_flip_is_a_copy_that_a_later_change_of_its_input_leaves_alone(call):
         grads.append(leaf.grad)
     assert_close(*results)
     assert_close(*grads)
+
+
+# (the call, the tensor changed in place after forward, whether y requires grad): PyTorch's
+# backward reads it only where it is needed for a gradient asked for
+ONLY_WHERE_NEEDED = {
+    "pow number, result": (lambda m, x, y: x**3, "out", False),
+    "pow half, result": (lambda m, x, y: x**0.5, "out", False),
+    "float_power, result": (lambda m, x, y: x.float_power(3), "out", False),
+    "pow tensor, result": (lambda m, x, y: x**y, "out", False),
+    "pow tensor, result for y": (lambda m, x, y: x**y, "out", True),
+    "pow tensor, x": (lambda m, x, y: x**y, "x", False),
+    "remainder, x": (lambda m, x, y: m.remainder(x, y), "x", False),
+    "remainder, y": (lambda m, x, y: m.remainder(x, y), "y", False),
+    "remainder, x for y": (lambda m, x, y: m.remainder(x, y), "x", True),
+    "lerp, start": (lambda m, x, y: m.lerp(x, y, 0.3), "x", True),
+    "lerp, end": (lambda m, x, y: m.lerp(y, x, 0.8), "x", True),
+    "lerp weight, start": (lambda m, x, y: x.lerp(y * 2, y), "x", False),
+    "lerp weight, weight": (lambda m, x, y: x.lerp(y * 2, y), "y", False),
+    "lerp weight, start for the weight": (lambda m, x, y: x.lerp(y * 2, y), "x", True),
+}
+
+
+def _changed_after_forward(lib, call, changed, y_grad):
+    leaves = [
+        lib.tensor(np.linspace(0.5, 2, 6), requires_grad=True),
+        lib.tensor(np.linspace(1, 1.5, 6), requires_grad=y_grad),
+    ]
+    x, y = leaves[0] * 1, leaves[1] * 1
+    out = call(lib, x, y)
+    loss = (out * lib.tensor(np.linspace(-1, 1, 6))).sum()
+    with lib.no_grad():
+        {"x": x, "y": y, "out": out}[changed].mul_(1.5)
+    try:
+        loss.backward()
+    except RuntimeError:
+        return None
+    return [leaf.grad for leaf in leaves if leaf.requires_grad]
+
+
+@pytest.mark.parametrize("case", ONLY_WHERE_NEEDED)
+def test_a_saved_tensor_is_checked_only_where_a_gradient_needs_it(case):
+    """``h = x**2; h += 1`` runs in PyTorch: its pow saves the result only for the exponent's
+    gradient; the same of remainder's and lerp's inputs."""
+    ours, theirs = (_changed_after_forward(lib, *ONLY_WHERE_NEEDED[case]) for lib in (sg, torch))
+    assert (ours is None) == (theirs is None)
+    for mine, its in zip(ours or (), theirs or ()):
+        assert_close(mine, its)

@@ -94,7 +94,9 @@ class Pow(Function):
             out = _complex_power(x, y, out.dtype)
         if out.dtype.kind == "c" and _is_number(x):
             x = complex(x)  # a negative base's log is then complex, and its twin conjugates it
-        ctx.save_for_backward(x, y, out)
+        # PyTorch's x ** number saves no result (for y's gradient only), so that x**2 may
+        # change in place before backward; x ** tensor saves it
+        ctx.save_for_backward(x, y, None if _is_number(y) else out)
         return out
 
     @staticmethod
@@ -176,8 +178,10 @@ class Remainder(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if not ctx.needs_input_grad[1]:
+            return grad, None  # (nothing saved is read: x and y may have changed in place)
         x, y = ctx.saved_tensors
-        return grad, -grad * FloorDivide.apply(x, y) if ctx.needs_input_grad[1] else None
+        return grad, -grad * FloorDivide.apply(x, y)
 
 
 class FloorDivide(Function):
@@ -351,8 +355,9 @@ class Lerp(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        start, end, weight = ctx.saved_tensors
         d_start, d_end, d_weight = ctx.needs_input_grad
+        # start and end only for the weight's gradient (PyTorch saves them only then)
+        start, end, weight = ctx._saved_tensors((d_weight, d_weight, True))
         return (
             grad * (1 - weight) if d_start else None,
             grad * weight if d_end else None,
