@@ -148,6 +148,9 @@ ONLY_WHERE_NEEDED = {
     "remainder, x": (lambda m, x, y: m.remainder(x, y), "x", False),
     "remainder, y": (lambda m, x, y: m.remainder(x, y), "y", False),
     "remainder, x for y": (lambda m, x, y: m.remainder(x, y), "x", True),
+    "var, result": (lambda m, x, y: x.var(), "out", False),
+    "var over a dim, result": (lambda m, x, y: x.reshape(2, 3).var(1, correction=0), "out", False),
+    "std, result": (lambda m, x, y: x.std(), "out", False),
     "lerp, start": (lambda m, x, y: m.lerp(x, y, 0.3), "x", True),
     "lerp, end": (lambda m, x, y: m.lerp(y, x, 0.8), "x", True),
     "lerp weight, start": (lambda m, x, y: x.lerp(y * 2, y), "x", False),
@@ -163,7 +166,7 @@ def _changed_after_forward(lib, call, changed, y_grad):
     ]
     x, y = leaves[0] * 1, leaves[1] * 1
     out = call(lib, x, y)
-    loss = (out * lib.tensor(np.linspace(-1, 1, 6))).sum()
+    loss = (out * lib.tensor(np.linspace(-1, 1, 6)[: out.numel()]).reshape(out.shape)).sum()
     with lib.no_grad():
         {"x": x, "y": y, "out": out}[changed].mul_(1.5)
     try:
