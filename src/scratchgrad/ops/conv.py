@@ -159,6 +159,8 @@ class Fold(Function):
     convolution) starts the sum instead, as ``0.0 + x`` (so a pixel of -0.0 entries only is +0.0,
     as PyTorch's), and the others follow in row-major order: the sums may round differently from
     PyTorch's (within float rounding), for about 8 us less per call on W5's conv2 (3%, measured).
+    16-bit columns add in PyTorch's order, each add rounded to 16 bits as in its col2im: bit for
+    bit its ``fold``, and the input's gradient of a float16 convolution.
     """
 
     @staticmethod
@@ -182,10 +184,13 @@ class Fold(Function):
 
 def fold(cols, output_size, kernel_size, dilation, padding, stride):
     """``Fold``'s forward, without its checks (the jit's kernel)."""
-    windows, first, adds = _fold_plan(output_size, kernel_size, dilation, padding, stride)
-    n = cols.shape[1] // math.prod(windows)
     dtype, xp = cols.dtype, namespace(cols)
-    wide = accumulation_dtype(dtype)  # 16-bit columns add up in float32, rounded once
+    # 16 bits: each add in float32, rounded to 16 bits, in PyTorch's order (its col2im adds
+    # in the 16-bit dtype); float32 arrays, as NumPy's 16-bit loops are several times slower
+    wide = accumulation_dtype(dtype)
+    plan = _fold_plan(output_size, kernel_size, dilation, padding, stride, wide is not None)
+    windows, first, adds = plan
+    n = cols.shape[1] // math.prod(windows)
     channels = cols.shape[0] // math.prod(kernel_size)  # (not -1: the batch may be empty)
     cols = widened(cols).reshape(channels, *kernel_size, *windows, n)
     image = (xp.zeros if first is None else xp.empty)(
@@ -198,6 +203,8 @@ def fold(cols, output_size, kernel_size, dilation, padding, stride):
         target = image[reached]
         # add(out=), not +=: ``target += ...`` would also copy the sum onto itself
         xp.add(target, cols[source], out=target)
+        if wide is not None:
+            target[...] = cast(cast(target, dtype), wide)
     if wide is not None:
         image = cast(image, dtype)
     return image.transpose(image.ndim - 1, *range(image.ndim - 1))
@@ -218,13 +225,14 @@ class _FoldPlan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=64)
-def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> _FoldPlan:
+def _fold_plan(output_size, kernel_size, dilation, padding, stride, in_order=False) -> _FoldPlan:
     """Where ``fold`` puts each kernel offset's entries (worked out once per geometry: the
     Python here costs more than the adds of a small batch), as indices into the columns
     ``(C, *K, *O, N)`` and the image ``(C, *S, N)``. ``first`` is the first offset in row-major
     order whose windows reach every pixel (the centre of a "same" convolution), if any: its
     entries start the sum (no zeros to write, one add less), which changes the order of the adds
-    from PyTorch's (see ``Fold``). ``adds`` are the other offsets, in row-major order."""
+    from PyTorch's (see ``Fold``); never ``in_order``. ``adds`` are the other offsets, in
+    row-major order."""
     windows = _window_count(output_size, kernel_size, dilation, padding, stride)
     whole_image = tuple(slice(0, n, 1) for n in output_size)
     first, adds = None, []
@@ -239,7 +247,7 @@ def _fold_plan(output_size, kernel_size, dilation, padding, stride) -> _FoldPlan
             continue  # all its windows' entries are padding
         reached, source = zip(*reach)
         source = (slice(None), *offset, *source)
-        if reached == whole_image and first is None:
+        if reached == whole_image and first is None and not in_order:
             first = source
         else:
             adds.append(((slice(None), *reached), source))
