@@ -113,6 +113,25 @@ def test_to_reads_device_dtype_and_tensor_arguments_as_torch():
     assert x.is_cpu and not x.is_cuda and x.get_device() == torch.ones(1).get_device() == -1
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.device(3),
+        lambda lib: lib.ones(2).to(3),
+        lambda lib: lib.ones(2).to(0, lib.float64),
+        lambda lib: lib.nn.Linear(2, 2).to(3),
+    ],
+)
+def test_an_index_alone_names_the_accelerator_as_torch(make):
+    """An int is an accelerator's index in PyTorch: with none, a RuntimeError (it was our
+    TypeError, "Cannot interpret '3' as a data type" from Module.to)."""
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch)
+    with pytest.raises(RuntimeError, match="^Cannot access accelerator device") as ours:
+        make(sg)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_module_to_device_keeps_parameters():
     model = sg.nn.Linear(3, 2)
     weight = model.weight

@@ -16,9 +16,7 @@ from scratchgrad import backend
 
 
 def _available_types() -> list[str]:
-    kinds = backend.TORCH_DEVICE_TYPES  # not the test-only devices
-    # (nor the meta device, which holds no data: PyTorch does not count it either)
-    return [kind for kind in kinds if kind not in ("cpu", "meta") and backend.is_available(kind)]
+    return backend.accelerator_types()
 
 
 def is_available() -> bool:

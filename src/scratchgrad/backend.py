@@ -167,6 +167,8 @@ class device:
     def __init__(self, type: str | device, index: int | None = None) -> None:
         if isinstance(type, device):
             type, index = type.type, type.index if index is None else index
+        elif isinstance(type, int) and not isinstance(type, bool):  # PyTorch: an accelerator's
+            type, index = _accelerator_type(), type
         elif not isinstance(type, str):
             raise TypeError(f"device: expected a string or a device, got {_type_name(type)}")
         elif ":" in type:
@@ -381,6 +383,21 @@ def as_array(value: Any):
 def is_available(device_type: str) -> bool:
     """Whether tensors can live on devices of this type (a backend for it is installed)."""
     return _backend(device_type) is not None
+
+
+def accelerator_types() -> list[str]:
+    """The device types other than the CPU that can hold tensors here: PyTorch's accelerators
+    (not the test-only devices, nor meta, which holds no data: PyTorch does not count it)."""
+    kinds = TORCH_DEVICE_TYPES
+    return [kind for kind in kinds if kind not in ("cpu", "meta") and is_available(kind)]
+
+
+def _accelerator_type() -> str:
+    """The device type an index alone names (``device(0)``, ``.to(0)``), as PyTorch's."""
+    kinds = accelerator_types()
+    if not kinds:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return kinds[0]
 
 
 def array_backend(where: device | str | None = None) -> ArrayBackend:

@@ -331,7 +331,7 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     for arg in args:
         if hasattr(arg, "requires_grad"):  # a tensor (this module sits below Tensor)
             device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, (backend.device, str)):  # (a dtype's name is no device: raises)
+        elif isinstance(arg, (backend.device, str, int)):  # (a dtype's name is no device: raises)
             device = arg
         elif arg is not None:
             dtype = arg
@@ -343,7 +343,7 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
 
 def _is_device_then_dtype(first: Any, second: Any) -> bool:
     """Whether ``.to(first, second)`` is PyTorch's ``to(device, dtype)`` (None for either)."""
-    places = (backend.device, str, type(None))
+    places = (backend.device, str, int, type(None))  # an int: an accelerator's index
     return (
         isinstance(first, places)
         and not isinstance(second, (backend.device, str))
