@@ -75,7 +75,11 @@ class TanhGrad(Function):
 
 class Linear(Function):
     """``x @ w.T + b``, fused as PyTorch's addmm: the most common layer as one node instead of
-    three (transpose, matmul, add), which is most of the cost of a small network's step."""
+    three (transpose, matmul, add), which is most of the cost of a small network's step.
+
+    NOTE: its ``next_functions`` are the leaves themselves: PyTorch's graph has a TBackward0
+    between the weight and its mm/addmm, and for an input of 1 or 3+ dims the product's own
+    node under the view (or squeeze) named here; as nodes they would cost every step."""
 
     @staticmethod
     def forward(ctx, x, w, b=None):
