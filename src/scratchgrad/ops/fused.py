@@ -91,9 +91,11 @@ class Linear(Function):
         ctx._to_save = x, w  # save_for_backward's, without its call (hot)
         wide = accumulation_dtype(x.dtype)
         out = _product(x, w.T, wide)
+        if wide is not None:
+            return _sixteen_bit_biased(out, x, b)
         if b is not None:
             out += b
-        return out if wide is None else cast(out, x.dtype)  # 16-bit: rounded once
+        return out
 
     def name(self) -> str:
         """PyTorch's: addmm (or mm without a bias) on a matrix input; a batch or a single
@@ -129,6 +131,18 @@ class Linear(Function):
         if dx:  # MatMul takes matrices; a single input vector goes through Tensor.matmul
             grad_x = MatMul.apply(grad, w) if grad.array.ndim > 1 else grad @ w
         return grad_x, grad_w, grad if db else None
+
+
+def _sixteen_bit_biased(out, x, b):
+    """A 16-bit ``x @ w.T`` computed in float32 (``out``), plus ``b``, rounded to 16 bits as
+    PyTorch's ``linear``: once (addmm), but for a strided input of 3 or more dims, whose product
+    its matmul rounds before adding the bias (a quarter of such outputs were an ulp off)."""
+    if b is None:
+        return cast(out, x.dtype)
+    if x.ndim > 2 and not x.flags.c_contiguous:
+        out = cast(cast(out, x.dtype), out.dtype)
+    out += b
+    return cast(out, x.dtype)
 
 
 class ComplexLinear(ConjugateSaved, Linear):
