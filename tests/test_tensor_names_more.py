@@ -165,6 +165,19 @@ def test_in_place_products_and_triangles_are_torchs(name, args, kwargs):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("p, dim, maxnorm", [(2, 0, 1.0), (1, 1, 2.0), (2, 1, 0.5)])
+def test_renorm_leaves_a_slice_of_nan_norm_as_it_is_and_its_gradient_too(p, dim, maxnorm):
+    values = np.array([[1.0, 2.0], [float("nan"), 1.0], [3.0, 4.0], [0.1, 0.1]])
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(values, requires_grad=True)
+        y = x.renorm(p, dim, maxnorm)
+        y.backward(lib.ones_like(y))
+        results.append((y.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):  # (the gradient was NaN over the slice of NaN norm)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-12, equal_nan=True)
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

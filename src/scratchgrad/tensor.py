@@ -1421,8 +1421,11 @@ class Tensor:
             )
         dim = wrap_dim(dim, self.array.ndim)
         others = tuple(d for d in range(self.array.ndim) if d != dim)
-        norm = self.norm(p, dim=others, keepdim=True)
-        return self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
+        exceeds = self.detach().norm(p, dim=others, keepdim=True) > maxnorm
+        # the norm's gradient flows only from the slices scaled down: a slice left as it is
+        # (a NaN norm compares False) must not spread its NaN, as PyTorch's does not
+        norm = where(exceeds, self, 1.0).norm(p, dim=others, keepdim=True)
+        return self * where(exceeds, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
 
     def fill_diagonal_(self, fill_value: float, wrap: bool = False) -> Tensor:
         """Write ``fill_value`` on the main diagonal, in place, as ``Tensor.fill_diagonal_``:
