@@ -3776,6 +3776,7 @@ class Tensor:
         """
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique() (its shape depends on the values)")
+        _refuse_complex(self, "unique")
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=False)
             return _unique_results(*found, return_inverse, return_counts)
@@ -3799,6 +3800,7 @@ class Tensor:
         """
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique_consecutive() (its shape depends on the values)")
+        _refuse_complex(self, "unique_consecutive")
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=True)
             return _unique_results(*found, return_inverse, return_counts)
@@ -6151,6 +6153,8 @@ def searchsorted(
     # both are compared in their promoted dtype, as PyTorch's: a number searched in float32
     # boundaries is rounded to float32 first, and 2.5 in int64 boundaries stays 2.5
     common = result_type(sorted_sequence, input)
+    if common.kind == "c":  # (PyTorch's kernel has no complex version)
+        raise NotImplementedError(f"searchsorted(): does not support complex input ({common})")
     if common == backend.bool_:
         raise NotImplementedError(
             "searchsorted(): not implemented for bool boundaries and input, as PyTorch's"
@@ -7242,11 +7246,17 @@ _ORDERING_OPS = {
 }
 
 
+# the ordering ops whose refusal of complex numbers is PyTorch's RuntimeError (the others'
+# is its NotImplementedError, from a kernel without a complex version)
+_REFUSED_AT_RUNTIME = frozenset({"sort", "topk", "argmax", "argmin", "maximum", "minimum"})
+
+
 def _refuse_complex(x: Tensor, op: str) -> None:
     """PyTorch's refusal of complex numbers by an op that orders values (max, sort, clamp...):
     they have no order, where NumPy's would be lexicographic."""
     if x.array.dtype.kind == "c":
-        raise NotImplementedError(f"{op}: does not support complex input ({x.array.dtype})")
+        error = RuntimeError if op in _REFUSED_AT_RUNTIME else NotImplementedError
+        raise error(f"{op}: does not support complex input ({x.array.dtype})")
 
 
 def _refuse_bool_order(name: str, x: Tensor) -> None:
