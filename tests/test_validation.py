@@ -239,7 +239,9 @@ def test_the_checking_wrapper_passes_every_kind_of_parameter_on_as_given():
     assert str(ours.value).endswith(".f() missing 1 required keyword-only argument: 'd'")
 
 
-@pytest.mark.parametrize("name", ["exp", "sum", "argmax", "mm", "softmax", "t", "clamp"])
+@pytest.mark.parametrize(
+    "name", ["exp", "sum", "argmax", "mm", "softmax", "t", "clamp", "mode", "nanmedian"]
+)
 def test_module_functions_name_a_non_tensor_input_as_pytorch(name):
     with pytest.raises(TypeError) as ours:
         getattr(sg, name)([1.0, 2.0])

@@ -31,6 +31,7 @@ from scratchgrad.tensor import (
     median_of_nothing,
     names_bad_arguments,
     of_all_entries,
+    refuse_complex,
     stacklevel_outside,
     takes_out,
     values_indices,
@@ -187,7 +188,7 @@ def nanmedian(
     """
     if input.dtype == backend.bool_:
         raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
-    _refuse_complex("nanmedian", input)
+    refuse_complex(input, "nanmedian")
     if of_all_entries("nanmedian", dim):
         if out is not None:  # (PyTorch's overload with out= has no default dim)
             raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
@@ -209,13 +210,6 @@ def nanmedian(
 
 
 @names_bad_arguments
-def _refuse_complex(name: str, input: Tensor) -> None:
-    """PyTorch's kernels that order values have no complex version (complex numbers have no
-    order; NumPy's would be lexicographic)."""
-    if input.is_complex():
-        raise NotImplementedError(f"{name}: not implemented for {input.dtype}")
-
-
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> values_indices:
     """The most frequent entry along ``dim`` (the smallest of equally frequent ones) and the
     index of its last occurrence, as ``torch.mode``; the gradient flows to that entry. PyTorch
@@ -228,7 +222,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     values_indices(values=tensor([1, 2]), indices=tensor([3, 1]))
     """
     check_keepdim("mode", keepdim)
-    _refuse_complex("mode", input)
+    refuse_complex(input, "mode")
     d = wrap_dim(dim, input.ndim)
     x = input if input.ndim else input.reshape(1)
     if x.shape[d] == 0:

@@ -1209,12 +1209,12 @@ class Tensor:
 
     def maximum(self, other: Tensor) -> Tensor:
         x, y = self._operands(_tensor_other("maximum", other))
-        _refuse_complex(x, "maximum")  # (promoted: either operand complex makes both so)
+        refuse_complex(x, "maximum")  # (promoted: either operand complex makes both so)
         return binary.Maximum.apply(x, y)
 
     def minimum(self, other: Tensor) -> Tensor:
         x, y = self._operands(_tensor_other("minimum", other))
-        _refuse_complex(x, "minimum")  # (promoted: either operand complex makes both so)
+        refuse_complex(x, "minimum")  # (promoted: either operand complex makes both so)
         return binary.Minimum.apply(x, y)
 
     @autocast_policy("lower")
@@ -2035,7 +2035,7 @@ class Tensor:
         return unary.Sigmoid.apply(self._floating())
 
     def relu(self) -> Tensor:
-        _refuse_complex(self, "relu")
+        refuse_complex(self, "relu")
         return unary.Relu.apply(self)
 
     def sqrt(self) -> Tensor:
@@ -2047,17 +2047,17 @@ class Tensor:
         return unary.Abs.apply(self)
 
     def sign(self) -> Tensor:
-        _refuse_complex(self, "sign")
+        refuse_complex(self, "sign")
         if self.array.dtype == backend.bool_:  # as PyTorch's (NumPy has no bool sign)
             return self.clone()
         return unary.Step.apply(self, ufunc=xp.sign)
 
     def floor(self) -> Tensor:
-        _refuse_complex(self, "floor")
+        refuse_complex(self, "floor")
         return unary.Step.apply(self, ufunc=xp.floor)
 
     def ceil(self) -> Tensor:
-        _refuse_complex(self, "ceil")
+        refuse_complex(self, "ceil")
         return unary.Step.apply(self, ufunc=xp.ceil)
 
     def round(self, *, decimals: int = 0) -> Tensor:
@@ -2615,7 +2615,7 @@ class Tensor:
         """
         if min is None and max is None:
             raise RuntimeError("clamp: give at least one of min and max")
-        _refuse_complex(self, "clamp")
+        refuse_complex(self, "clamp")
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             return _clamp_by_tensors(self, min, max)
         dtype = self.array.dtype
@@ -2818,7 +2818,7 @@ class Tensor:
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amax", keepdim)
-        _refuse_complex(self, "amax")
+        refuse_complex(self, "amax")
         dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
             _refuse_empty_extreme("amax", self.array.shape, dims)
@@ -2826,7 +2826,7 @@ class Tensor:
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amin", keepdim)
-        _refuse_complex(self, "amin")
+        refuse_complex(self, "amin")
         dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
             _refuse_empty_extreme("amin", self.array.shape, dims)
@@ -2899,7 +2899,7 @@ class Tensor:
         """``statistic`` (an ``ops.reduce.MaxOfAll``) of all entries: one of them, whose
         gradient the entries equal to it share evenly, as PyTorch's ``max()`` and ``median()``
         without a dim."""
-        _refuse_complex(self, name)
+        refuse_complex(self, name)
         if self.array.size == 0:
             raise RuntimeError(
                 f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -2929,7 +2929,7 @@ class Tensor:
     def _arg(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """The index of the largest (smallest) entry over ``dim``, or of all entries."""
         check_keepdim(name, keepdim)
-        _refuse_complex(self, name)
+        refuse_complex(self, name)
         if dim is None:
             if self.array.size == 0:
                 raise IndexError(
@@ -3064,7 +3064,7 @@ class Tensor:
         """The indices ``compute(array, dim, *args)`` finds from the values along ``dim`` (a
         sort's order, a running maximum's positions), which no gradient flows through. vmap's
         batched tensor runs the same on its whole batch, ``dim`` moved past the batch dim."""
-        _refuse_complex(self, _ORDERING_OPS.get(compute.__name__, "sort"))
+        refuse_complex(self, _ORDERING_OPS.get(compute.__name__, "sort"))
         return Tensor._make(_call(compute, self.array, dim, *args))
 
     def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
@@ -3776,7 +3776,7 @@ class Tensor:
         """
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique() (its shape depends on the values)")
-        _refuse_complex(self, "unique")
+        refuse_complex(self, "unique")
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=False)
             return _unique_results(*found, return_inverse, return_counts)
@@ -3800,7 +3800,7 @@ class Tensor:
         """
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique_consecutive() (its shape depends on the values)")
-        _refuse_complex(self, "unique_consecutive")
+        refuse_complex(self, "unique_consecutive")
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=True)
             return _unique_results(*found, return_inverse, return_counts)
@@ -7251,7 +7251,7 @@ _ORDERING_OPS = {
 _REFUSED_AT_RUNTIME = frozenset({"sort", "topk", "argmax", "argmin", "maximum", "minimum"})
 
 
-def _refuse_complex(x: Tensor, op: str) -> None:
+def refuse_complex(x: Tensor, op: str) -> None:
     """PyTorch's refusal of complex numbers by an op that orders values (max, sort, clamp...):
     they have no order, where NumPy's would be lexicographic."""
     if x.array.dtype.kind == "c":
