@@ -86,6 +86,10 @@ class Op:
     # gradients made by cancellation within each matrix (a determinant's): compared per
     # matrix, within rtol of its largest entry (oracle.normwise), not entry by entry
     normwise: bool = False
+    # outputs and gradients that are products of matrices (a matrix power or exponential):
+    # compared per matrix as ``normwise``, since float32's round-off in a sum of products is
+    # that of its largest terms, and a small entry's can exceed its own rtol
+    products: bool = False
     # outputs and gradients made by Fourier transforms, each entry a sum over the whole signal:
     # compared within rtol of the largest magnitude of the whole result (oracle.normwise with
     # dims=None), since float32's round-off there is that of the largest entry, not its own
@@ -1878,11 +1882,13 @@ OPS = [
         "linalg_matrix_exp",
         lambda m, x: m.linalg.matrix_exp(x @ x.flip(-2).mT),
         shapes="nonempty2+",
+        products=True,
     ),
     Op(
         "linalg_matrix_power",
         lambda m, x: m.linalg.matrix_power(x @ x.flip(-2).mT, 3),
         shapes="nonempty2+",
+        products=True,
     ),
     Op(
         "linalg_matrix_power_negative",
