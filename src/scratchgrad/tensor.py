@@ -1744,6 +1744,27 @@ class Tensor:
             )
         self._ctx, self._requires_grad = view._ctx, True
 
+    def _write_through_mask(self, given: Any, index: tuple, value: Any) -> None:
+        """``self[given] = value`` in a graph, ``index`` holding a boolean mask. A lone mask
+        over the leading dims given one value that needs no gradient (``logits[mask] = -1e4``)
+        is a ``masked_fill``, which keeps the shape, so a jitted step replays it on each call's
+        mask; the rest goes through ``self[index]``, whose count of True entries a recording
+        would freeze (refused there)."""
+        if (
+            isinstance(given, Tensor)
+            and given.shape == self.shape[: given.ndim]
+            and not (isinstance(value, Tensor) and (value.ndim or value.requires_grad))
+        ):
+            mask = given.reshape(*given.shape, *[1] * (self.ndim - given.ndim))
+            self._record_in_place("setitem", lambda old, v: old.masked_fill(mask, v), value)
+            return
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.refuse(
+                "writing through a boolean mask into a tensor in a graph (x[mask] = v)",
+                "Keep the shape: x = x.masked_fill(mask, v) or sg.where(mask, v, x)",
+            )
+        self._record_in_place("setitem", _overwrite, value, index)
+
     def _records(self, value: Any) -> bool:
         """Whether overwriting this tensor with ``value`` must be recorded in the graph (not
         for an integer or bool tensor, which cannot require grad)."""
@@ -1869,11 +1890,14 @@ class Tensor:
                 _refuse_index_put_cast(self, index, value)
             if value.shape[:1] == (1,):  # PyTorch drops a value's leading 1s (x[0, 0] = [v])
                 value = value.reshape(value.shape[_leading_ones(value.shape) :])
-        index = _index(index, self.array, (self, value))
+        given, index = index, _index(index, self.array, (self, value))
         if isinstance(value, Tensor):
             _refuse_setitem_overlap(self.array, index, value.array)
         if self._records(value):
-            self._record_in_place("setitem", _overwrite, value, index)
+            if any(_is_mask(item) for item in index):
+                self._write_through_mask(given, index, value)
+            else:
+                self._record_in_place("setitem", _overwrite, value, index)
             return
         _reached(self)
         if not isinstance(value, Tensor):

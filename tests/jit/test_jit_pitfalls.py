@@ -1287,6 +1287,36 @@ def test_writing_through_a_boolean_mask_replays():
     assert sum(len(r) for r in jitted.recordings.values()) == 1
 
 
+def test_writing_through_a_boolean_mask_into_a_graph_replays_or_raises():
+    """``logits[mask] = -1e4`` on a tensor that requires grad is a ``masked_fill``: replayed
+    on each call's mask, also when its count of True entries differs from the recording's
+    (the replay wrote a value of the recorded count: NumPy's broadcasting error). A value
+    that requires grad goes through ``logits[mask]``, whose count a replay would keep:
+    refused while recording, naming the line."""
+    weight = sg.randn(4, 4, requires_grad=True)
+
+    def masked(x, fill):
+        logits = x @ weight
+        logits[x > 0] = fill  # WRITTEN
+        logits.sum().backward()
+        return logits
+
+    x = [sg.tensor([[1.0, -1, -1, -1], [-1, 1, -1, -1]]), sg.tensor([[1.0, 1, -1, -1]] * 2)]
+    jitted = sg.jit(masked)
+    for args in [x[0]] * 3 + [x[1], x[0], x[1]]:  # recorded on 2 True entries, replayed on 4
+        weight.grad = None
+        out = jitted(args, -1e4).tolist(), weight.grad.tolist()
+        weight.grad = None
+        assert out == (masked(args, -1e4).tolist(), weight.grad.tolist())
+    assert sum(len(r) for r in jitted.recordings.values()) == 1
+    jitted, bias = sg.jit(masked), sg.zeros((), requires_grad=True)
+    jitted(x[0], bias)
+    with pytest.raises(
+        sg.JitError, match=f"boolean mask.*test_jit_pitfalls.py:{_line_of('# WRITTEN')}"
+    ):
+        jitted(x[0], bias)
+
+
 AUX_WEIGHT = 0.0  # a plain global the steps below read (and tests rebind)
 epoch = 0
 
