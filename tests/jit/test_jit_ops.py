@@ -77,3 +77,37 @@ def test_jitted_forward_and_backward_equal_eager(op, dtype):
             assert f.dtype == e.dtype and f.shape == e.shape, what
             np.testing.assert_array_equal(f.detach().numpy(), e.detach().numpy(), err_msg=what)
     assert recorded.python_calls == 3  # eager, record, record again; then replays
+
+
+# ops on 0-d tensors (a loss is one), whose results NumPy gives as scalars, not arrays
+SCALAR_OPS = {
+    "clamp": lambda x, y: x.clamp(0.2, 0.8),  # (through _clamp's tuple: a constant)
+    "gelu": lambda x, y: sg.nn.functional.gelu(x),  # (its saved CDF: a constant)
+    "maximum": lambda x, y: x.maximum(y),  # (its gradient's comparison, out= a scalar)
+    "tanh": lambda x, y: x.tanh(),  # (its gradient's kernel, out= a scalar)
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", SCALAR_OPS)
+def test_ops_of_0d_tensors_replay_each_calls_values(name, dtype):
+    """A 0-d result was recorded as a constant (frozen: replayed with the recording's value
+    whenever the two recording calls gave the same), or handed to a kernel writing with out=
+    into it (a TypeError on replay). The recording calls see the same values, the replays
+    others, on both sides of the clamp's bounds."""
+    weight = sg.tensor(1.0, dtype=getattr(sg, dtype), requires_grad=True)
+
+    def step(x, y):
+        out = SCALAR_OPS[name](x * weight, y)
+        out.backward()
+        return out
+
+    jitted = sg.jit(step)
+    for x, y in [(0.5, 0.4)] * 3 + [(0.1, 0.7), (0.9, 0.2), (0.3, 0.6)]:
+        found = []
+        for fn in (jitted, step):
+            weight.grad = None
+            out = fn(sg.tensor(x, dtype=weight.dtype), sg.tensor(y, dtype=weight.dtype))
+            found.append((out.detach().numpy(), weight.grad.numpy()))
+        assert found[0] == found[1], (name, x, y)
+    assert jitted.calls - sum(len(r) for r in jitted.recordings.values()) >= 3

@@ -153,6 +153,8 @@ def _tanh_grad(args, arrays, kwargs, expr) -> str | None:
     grad, out = arrays
     if not isinstance(grad, xp.ndarray) or (grad.shape, grad.dtype) != (out.shape, out.dtype):
         return None  # the buffer could not hold the result
+    if not out.ndim:
+        return None  # (NumPy's product of 0-d arrays is a scalar, not a buffer)
     return f"k_tanh_grad({args[0]}, {args[1]}{OUT})"
 
 

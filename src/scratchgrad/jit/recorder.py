@@ -340,8 +340,8 @@ class Recorder:
             if isinstance(code, gemm.Product):  # its layouts noted, for the compiled program
                 tried = gemm.tried(code, out, self.constant, f"v{writes[0]}")
                 code = code.code
-            if code is not None:
-                lines = [f"v{writes[0]} = {f'asarray({code})' if scalar else code}"]
+            if code is not None:  # (NumPy's ufuncs give a 0-d result as a scalar)
+                lines = [f"v{writes[0]} = {f'asarray({code})' if not out.ndim else code}"]
                 self.note(lines, writes, effect=False)
                 self.steps[-1].tried = tried
                 self._kernel_out(code, out, positional, arrays, kernels.OVERWRITES.get(cls, ()))
@@ -420,7 +420,9 @@ class Recorder:
             rule = None if kwargs else kernels.CALL_RULES.get(function)
             kernel = rule and rule(positional, args, self.expr)
             made = kernel or call
-            self.note([f"v{writes[0]} = {f'asarray({made})' if scalar else made}"], writes, effect)
+            # (a kernel's ufunc gives a 0-d result as a scalar, where the call gave an array)
+            wrapped = scalar or (kernel and not result.ndim)
+            self.note([f"v{writes[0]} = {f'asarray({made})' if wrapped else made}"], writes, effect)
             if kernel:
                 self._kernel_out(kernel, result, positional, args, ())
         elif type(result) is tuple and all(isinstance(r, xp.ndarray) for r in result):
