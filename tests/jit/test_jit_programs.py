@@ -395,6 +395,39 @@ def test_a_transformer_with_embedding_layernorm_and_attention():
     check_program(program)
 
 
+@pytest.mark.parametrize("bag", [False, True])
+@pytest.mark.parametrize("options", [{"scale_grad_by_freq": True}, {"max_norm": 1.0}])
+def test_embeddings_scaling_gradients_by_frequency_or_renormalizing_rows(options, bag):
+    """``scale_grad_by_freq`` (its float32 scale was cast outside the recorded call: the
+    recording's counts replayed for every batch) and ``max_norm`` (its rows, each index once,
+    took a shape decided by the batch's values: a replay of another count raised a NumPy
+    error). The recording calls see one batch, the replays others."""
+
+    def program(wrap):
+        emb = (
+            nn.EmbeddingBag(10, 4, mode="mean", **options)
+            if bag
+            else nn.Embedding(10, 4, **options)
+        )
+        head = nn.Linear(4, 3)
+        opt = sg.optim.SGD([*emb.parameters(), *head.parameters()], lr=0.5)
+
+        @wrap
+        def step(idx, y):
+            opt.zero_grad()
+            features = emb(idx) if bag else emb(idx).mean(1)
+            loss = F.cross_entropy(head(features), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = [(sg.randint(0, 10, (4, 5)), sg.randint(0, 3, (4,))) for _ in range(3)]
+        out = [as_numpy(step(*data[max(i - 2, 0) % 3])) for i in range(STEPS + 2)]
+        return out, snapshot([emb, head], [opt])
+
+    check_program(program, replays=STEPS - 1)
+
+
 def test_charlm_gpt_trained_jitted():
     """scratchgrad's own GPT (tied embedding, dropout, causal attention), a few steps."""
     from scratchgrad import charlm

@@ -845,7 +845,7 @@ def embedding(
     out = weight[index.copy() if graph_keeps(weight) else index]
     if scale_grad_by_freq:
         # the same values, and a gradient divided by each index's count: (out - out) is zero
-        scale = capture_hook.call(_inverse_counts, index, n).astype(out.dtype, copy=False)
+        scale = capture_hook.call(_inverse_counts, index, n, out.dtype)
         out = out.detach() + (out - out.detach()) * Tensor._make(scale)
     if padding_idx is None:
         return out
@@ -951,7 +951,7 @@ def embedding_bag(
     else:
         rows = weight[flat.array.copy() if graph_keeps(weight) else flat.array]
     if scale_grad_by_freq:  # (as embedding's: the same values, the gradient divided)
-        scale = capture_hook.call(_inverse_counts, flat.array, n).astype(rows.dtype, copy=False)
+        scale = capture_hook.call(_inverse_counts, flat.array, n, rows.dtype)
         rows = rows.detach() + (rows - rows.detach()) * Tensor._make(scale)
     # which bag each index falls in, as a (B, T) grid, made again for each batch of a jitted step
     members = capture_hook.call(
@@ -1016,11 +1016,12 @@ def _bag_scale(members, mean: bool, dtype):
 def _embedding_renorm_(weight: Tensor, index, max_norm: float, norm_type: float) -> None:
     """Scale the rows of ``weight`` at ``index`` whose norm exceeds ``max_norm`` down to it
     (PyTorch divides by ``norm + 1e-7``), in place and outside autograd, as PyTorch does."""
-    rows = capture_hook.call(xp.unique, index)  # each row once, for a jitted step's batch too
+    # NOTE: a row indexed twice is scaled twice alike from its old value and written twice;
+    # PyTorch's unique rows would give a jitted step a shape decided by each batch's values
     with no_grad():
-        picked = weight[rows]
-        norm = picked.norm(norm_type, dim=1, keepdim=True)
-        weight[rows] = picked * where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
+        picked = weight[index]
+        norm = picked.norm(norm_type, dim=-1, keepdim=True)
+        weight[index] = picked * where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
 
 
 def _check_embedding_indices(index, n: int) -> None:
@@ -1038,11 +1039,13 @@ def _is_padding(index, padding_idx: int):
     return index[..., None] == padding_idx
 
 
-def _inverse_counts(index, n: int):
-    """1 / (how many times ``index`` holds each of its entries), shaped ``index.shape + (1,)``."""
+def _inverse_counts(index, n: int, dtype):
+    """1 / (how many times ``index`` holds each of its entries), shaped ``index.shape + (1,)``,
+    in ``dtype`` (cast here, in the call a jitted step replays: a cast after it would be
+    recorded as a constant, the first batch's counts)."""
     flat = index.reshape(-1)
     counts = backend.namespace(index).bincount(flat, minlength=n)[flat]
-    return (1.0 / counts).reshape(index.shape + (1,))
+    return (1.0 / counts).reshape(index.shape + (1,)).astype(dtype, copy=False)
 
 
 def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
