@@ -7343,9 +7343,7 @@ def _clamp(array: Any, min: Any, max: Any) -> tuple:
         inside &= array >= min
     if max is not None:
         inside &= array <= max
-    # as an array: NumPy's clip of a 0-d array is a scalar, which a jit recording would take
-    # for a constant (a clamped loss replayed as the recording's value)
-    return inside, backend.as_array(xp.clip(array, min, max).astype(array.dtype, copy=False))
+    return inside, xp.clip(array, min, max).astype(array.dtype, copy=False)
 
 
 def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:

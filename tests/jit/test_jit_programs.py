@@ -428,6 +428,36 @@ def test_embeddings_scaling_gradients_by_frequency_or_renormalizing_rows(options
     check_program(program, replays=STEPS - 1)
 
 
+@pytest.mark.parametrize("loss", ["cross_entropy", "weighted_nll_loss"])
+def test_an_update_per_sample_with_unbatched_logits_and_a_0d_target(loss):
+    """One sample per step, as a REINFORCE agent updates after each action: (C,) logits
+    and a 0-d target. The target's index and weight (0-d, NumPy's scalars) were recorded as
+    constants: the recording's action replayed for every sample, silently."""
+
+    def program(wrap):
+        policy = nn.Linear(4, 3)
+        opt = sg.optim.SGD(policy.parameters(), lr=0.1)
+        weight = sg.tensor([1.0, 2.0, 0.5])
+
+        @wrap
+        def step(state, action):
+            opt.zero_grad()
+            logits = policy(state)
+            if loss == "cross_entropy":
+                value = F.cross_entropy(logits, action, label_smoothing=0.1)
+            else:
+                value = F.nll_loss(logits.log_softmax(-1), action, weight=weight)
+            value.backward()
+            opt.step()
+            return value
+
+        samples = [(sg.randn(4), sg.tensor(a)) for a in (0, 0, 0, 1, 2, 1)]
+        out = [as_numpy(step(*sample)) for sample in samples]
+        return out, snapshot([policy], [opt])
+
+    check_program(program)
+
+
 def test_charlm_gpt_trained_jitted():
     """scratchgrad's own GPT (tied embedding, dropout, causal attention), a few steps."""
     from scratchgrad import charlm

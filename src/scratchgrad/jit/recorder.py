@@ -425,7 +425,10 @@ class Recorder:
             self.note([f"v{writes[0]} = {f'asarray({made})' if wrapped else made}"], writes, effect)
             if kernel:
                 self._kernel_out(kernel, result, positional, args, ())
-        elif type(result) is tuple and all(isinstance(r, xp.ndarray) for r in result):
+        elif type(result) is tuple and all(isinstance(r, (xp.ndarray, xp.generic)) for r in result):
+            if any(isinstance(r, xp.generic) for r in result):  # as above, each one
+                result = tuple(xp.asarray(r) for r in result)
+                call = f"tuple(asarray(r) for r in {call})"
             writes = [self.value(r) for r in result]
             targets = ", ".join(f"v{w}" for w in writes)
             self.note([f"{targets}, = {call}"], writes, effect=effect)
