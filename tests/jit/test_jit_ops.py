@@ -82,6 +82,7 @@ def test_jitted_forward_and_backward_equal_eager(op, dtype):
 # ops on 0-d tensors (a loss is one), whose results NumPy gives as scalars, not arrays
 SCALAR_OPS = {
     "clamp": lambda x, y: x.clamp(0.2, 0.8),  # (through _clamp's tuple: a constant)
+    "fmax": lambda x, y: x.fmax(y),  # (the mask its forward saves: a constant)
     "gelu": lambda x, y: sg.nn.functional.gelu(x),  # (its saved CDF: a constant)
     "maximum": lambda x, y: x.maximum(y),  # (its gradient's comparison, out= a scalar)
     "tanh": lambda x, y: x.tanh(),  # (its gradient's kernel, out= a scalar)

@@ -323,6 +323,9 @@ class Recorder:
             for i, item in enumerate(items):
                 # a user's forward works on Tensors: what it leaves on ctx is their arrays
                 array = item.array if isinstance(item, Tensor) else item
+                scalar = isinstance(array, xp.generic)  # (of a 0-d array: fmax's mask)
+                if scalar:  # as an array, which the backward then reads
+                    array = _as_saved_array(ctx, array)
                 if (
                     isinstance(array, xp.ndarray)
                     # numbered: an earlier value, or this call's (its results, an item seen)
@@ -331,8 +334,9 @@ class Recorder:
                 ):
                     writes.append(self.value(array))
                     at = f"[{i}]" if type(saved) is tuple else ""
-                    of = ".array" if array is not item else ""
-                    extra.append(f"v{writes[-1]} = {ctx_name}.{name}{at}{of}")
+                    of = ".array" if isinstance(item, Tensor) else ""
+                    read = f"{ctx_name}.{name}{at}{of}"
+                    extra.append(f"v{writes[-1]} = {f'asarray({read})' if scalar else read}")
         rule = kernels.RULES.get(cls)
         if rule is not None and not extra and not isinstance(out, tuple):
             code = rule(positional, arrays, kwargs, self.expr)

@@ -295,8 +295,7 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        # an array, also for a 0-d x (NumPy's scalar would not be saved as a jit value)
-        cdf = namespace(x).asarray(erf(x * (1 / math.sqrt(2)), overwrite=True))
+        cdf = erf(x * (1 / math.sqrt(2)), overwrite=True)
         cdf += 1
         cdf *= 0.5
         ctx.save_for_backward(x, cdf)
