@@ -458,6 +458,104 @@ def test_an_update_per_sample_with_unbatched_logits_and_a_0d_target(loss):
     check_program(program)
 
 
+class PaddedRecurrentClassifier(nn.Module):
+    """Padded token batches through an LSTM or GRU, mean-pooled over the padding mask."""
+
+    def __init__(self, cell: str) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(12, 6, padding_idx=0)
+        self.rnn = getattr(nn, cell)(6, 8, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, tokens, mask):
+        out, _ = self.rnn(self.embed(tokens))
+        kept = mask.unsqueeze(-1).float()
+        return self.head((out * kept).sum(1) / kept.sum(1))
+
+
+def padded_batches(n: int, lengths_of_batches=(5, 7)) -> list:
+    """(tokens, mask, labels) of 4 sequences each, padded to a length cycling through
+    ``lengths_of_batches``; each sequence its own random length."""
+    data = []
+    for i in range(n):
+        length = lengths_of_batches[i % len(lengths_of_batches)]
+        lengths = sg.randint(1, length + 1, (4,))
+        mask = sg.arange(length)[None, :] < lengths[:, None]
+        tokens = sg.randint(1, 12, (4, length)).masked_fill(~mask, 0)
+        data.append((tokens, mask, sg.randint(0, 3, (4,))))
+    return data
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+def test_a_recurrent_classifier_over_padded_batches_of_two_lengths(cell):
+    """A padding mask multiplied in before mean pooling, batches padded to two lengths: a
+    program recorded for each, each replayed on its own batches."""
+
+    def program(wrap):
+        model = PaddedRecurrentClassifier(cell)
+        opt = sg.optim.Adam(model.parameters(), lr=1e-2)
+
+        @wrap
+        def step(tokens, mask, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(tokens, mask), y)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            return loss
+
+        data = padded_batches(4)
+        out = [as_numpy(step(*data[i % 4])) for i in range(2 * STEPS)]
+        return out, snapshot([model], [opt])
+
+    (step,) = check_program(program, replays=2 * (STEPS - 3))
+    assert sum(len(r) for r in step.recordings.values()) == 2
+
+
+def test_a_causal_transformer_encoder_layer_with_a_padding_mask_and_a_warmup_set_by_hand():
+    """A language model on ``nn.TransformerEncoderLayer`` (batch_first, norm_first, dropout)
+    with ``generate_square_subsequent_mask`` and ``src_key_padding_mask``, the padding's
+    targets ignored and the labels smoothed; the learning rate set by hand between jitted
+    steps (the update reads it at each replay), then evaluation under ``no_grad``."""
+
+    def program(wrap):
+        embed, pos = nn.Embedding(12, 8), nn.Parameter(sg.randn(1, 8, 8) * 0.02)
+        layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True)
+        head = nn.Linear(8, 12)
+        model = nn.ModuleList([embed, layer, head])
+        opt = sg.optim.AdamW([*model.parameters(), pos], lr=1e-2, amsgrad=True)
+
+        def logits_of(tokens, padding):
+            causal = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+            h = embed(tokens) + pos[:, : tokens.shape[1]]
+            return head(layer(h, src_mask=causal, src_key_padding_mask=padding, is_causal=True))
+
+        @wrap
+        def step(tokens, padding, targets):
+            model.train()
+            logits = logits_of(tokens, padding)
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), label_smoothing=0.1)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss
+
+        data = []
+        for tokens, mask, _ in padded_batches(2, (7,)):
+            targets = tokens[:, 1:].masked_fill(~mask[:, 1:], -100)
+            data.append((tokens[:, :-1], ~mask[:, :-1], targets))
+        out = []
+        for i in range(STEPS):
+            opt.param_groups[0]["lr"] = 1e-2 * min(1.0, (i + 1) / 4)
+            out.append(as_numpy(step(*data[i % 2])))
+        model.eval()
+        with sg.no_grad():
+            out.append(as_numpy(logits_of(*data[0][:2])))
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
 def test_charlm_gpt_trained_jitted():
     """scratchgrad's own GPT (tied embedding, dropout, causal attention), a few steps."""
     from scratchgrad import charlm
