@@ -224,3 +224,32 @@ def test_writing_a_value_that_requires_grad_into_integers_is_not_recorded(write,
         write(x, m.ones(3, 4, requires_grad=True))
         results.append((x.tolist(), x.requires_grad, x.grad_fn is None))
     assert results[0] == results[1]
+
+
+@pytest.mark.filterwarnings("ignore:indexing with dtype")
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda m: 0.0,
+        lambda m: m.tensor(5.0, dtype=m.float64),
+        lambda m: m.tensor([5.0], dtype=m.float64),
+        lambda m: m.arange(2 * 5 * 6, dtype=m.float64).reshape(2, 5, 6),  # index_put_'s
+    ],
+)
+def test_one_value_written_through_a_byte_mask_raises_as_masked_fill(write):
+    """PyTorch hands ``x[mask] = v`` of one value to ``masked_fill_``, which refuses a legacy
+    uint8 mask (scratchgrad wrote it into a tensor in no graph); several values still go
+    through it."""
+    results = []
+    for m in (torch, sg):
+        x = m.zeros(4, 5, 6, dtype=m.float64)
+        try:
+            x[m.tensor([1, 0, 1, 0], dtype=m.uint8)] = write(m)
+            results.append(x.numpy())
+        except RuntimeError as error:
+            results.append(str(error))
+    expected, got = results
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        np.testing.assert_array_equal(got, expected)

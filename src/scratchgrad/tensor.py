@@ -1885,6 +1885,8 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, Tensor) and index.array.dtype == backend.uint8:
+            _refuse_byte_mask_fill(value)
         if isinstance(value, Tensor):
             if value.dtype != self.dtype:
                 _refuse_index_put_cast(self, index, value)
@@ -7126,6 +7128,16 @@ def _is_mask_item(item: Any) -> bool:
     if isinstance(item, (list, tuple)):
         item = xp.asarray(item)
     return getattr(item, "ndim", 0) > 0 and item.dtype in (backend.bool_, backend.uint8)
+
+
+def _refuse_byte_mask_fill(value: Any) -> None:
+    """PyTorch's error for one value written through a lone legacy byte mask (``x[mask] = 0``
+    with a uint8 mask): its setitem hands that to ``masked_fill_``, which takes bool masks
+    only (several values go to ``index_put_``, which takes the byte mask)."""
+    if isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1):
+        raise RuntimeError(
+            "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char"
+        )
 
 
 def _leading_ones(shape: tuple) -> int:
