@@ -108,6 +108,48 @@ def test_in_place_through_a_view_passes_gradcheck_and_gradgradcheck():
     assert gradgradcheck(f, (x, w))
 
 
+# A complex 3x3 (and its 3x3x2 real pairs) and weights of the pairs' entries in the loss
+Z = (np.arange(9.0) / 4 - 1 + 1j * np.cos(np.arange(9.0))).reshape(3, 3)
+C_PAIRS = np.cos(np.arange(18.0)).reshape(3, 3, 2)
+
+# name -> (whether ``a`` is complex, a change of a view of ``a``'s parts, possibly using ``w``)
+PART_CHANGES = {
+    "view_as_real_copy": (True, lambda m, a, w: m.view_as_real(a).copy_(m.stack((w, w * w), -1))),
+    "real_add": (True, lambda m, a, w: a.real.add_(1)),
+    "imag_mul": (True, lambda m, a, w: a.imag.mul_(w)),
+    "real_copy": (True, lambda m, a, w: a.real.copy_(w)),
+    "imag_of_a_transpose": (True, lambda m, a, w: a.t().imag.mul_(w)),
+    "real_of_a_diagonal": (True, lambda m, a, w: a.diagonal().real.copy_(w[0])),
+    "column_of_view_as_real": (True, lambda m, a, w: m.view_as_real(a)[1, :, 0].zero_()),
+    "view_as_complex_mul": (False, lambda m, a, w: m.view_as_complex(a).mul_(2 + 1j)),
+    "imag_of_view_as_complex": (False, lambda m, a, w: m.view_as_complex(a).imag.sub_(w)),
+}
+
+
+@pytest.mark.parametrize("name", PART_CHANGES)
+def test_in_place_through_a_view_of_complex_parts_gives_torchs_values_and_gradients(name):
+    """A view of complex parts (real, imag, view_as_real) changed in place in a graph changes
+    only those parts of its base's history, as PyTorch's CopySlices (the whole entries were
+    replaced, losing the other part's gradient, or CopySlices failed on view_as_real's and
+    view_as_complex's new dims)."""
+    is_complex, change = PART_CHANGES[name]
+    start = Z if is_complex else np.stack((Z.real, Z.imag), -1)
+    results = []
+    for m in (sg, torch):
+        x, w = m.tensor(start, requires_grad=True), m.tensor(W[:, :3], requires_grad=True)
+        a = x * 1
+        change(m, a, w)
+        pairs = m.view_as_real(a) if is_complex else a
+        (pairs * m.tensor(C_PAIRS) + pairs * pairs).sum().backward()
+        results.append((pairs, x.grad, w.grad))
+    (pairs, x_grad, w_grad), (pairs_t, x_grad_t, w_grad_t) = results
+    assert_close(pairs, pairs_t, what="base")
+    assert_close(x_grad, x_grad_t, what="x.grad")
+    assert (w_grad is None) == (w_grad_t is None)
+    if w_grad_t is not None:
+        assert_close(w_grad, w_grad_t, what="w.grad")
+
+
 def test_a_plain_base_gets_the_history_of_what_was_written_into_it():
     w, wt = sg.tensor([1.0, 2.0], requires_grad=True), torch.tensor([1.0, 2.0], requires_grad=True)
     a, at = sg.zeros(2, 3), torch.zeros(2, 3)

@@ -7,6 +7,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import cast, namespace, ndarray, xp
 from scratchgrad.ops.binary import Div, Where
+from scratchgrad.ops.complex import Complex, Imag, Real
 
 
 class Reshape(Function):
@@ -268,6 +269,7 @@ class Diagonal(Function):
     """The entries ``x[..., i, ..., i + offset, ...]`` of dims ``dim1`` and ``dim2``, as a new
     last dim: a view, writable as PyTorch's (NumPy's own diagonal view is read-only)."""
 
+    complex_safe = True  # its backward is right for complex numbers as written
     is_view = True
 
     @staticmethod
@@ -444,7 +446,9 @@ class CopySlices(Function):
     base's own history is kept outside the view and rebased onto the change inside it.
 
     ``steps`` are the (Function, attributes) pairs that made the view from the base. Taking
-    them on an array of positions finds the entries, whatever the memory layout.
+    them on an array of positions finds the entries, whatever the memory layout. The positions
+    are those of real components (``component_positions``), so that a view of complex parts
+    (``.real``, ``.imag``, ``view_as_real``) replaces those parts only.
     """
 
     complex_safe = True  # its backward is right for complex numbers as written
@@ -452,22 +456,52 @@ class CopySlices(Function):
     @staticmethod
     def forward(ctx, x, value, steps):
         xp = namespace(x)
-        positions = replay_on_array(xp.arange(x.size).reshape(x.shape), steps)
-        ctx.steps, ctx.in_view = steps, xp.zeros(x.shape, bool)
-        ctx.in_view.reshape(-1)[positions] = True
-        out = x.copy()  # C order, so reshape(-1) is a view
-        out.reshape(-1)[positions] = value
+        out = x.copy()  # C order, so reshape(-1) is a view, and so are its real components
+        components = out.reshape(-1).view(backend.to_real(out.dtype))
+        is_complex = out.dtype.kind == "c"
+        positions = component_positions(xp, x.shape, is_complex, steps)
+        ctx.steps, ctx.in_view = steps, xp.zeros(components.size, bool)
+        ctx.in_view[positions] = True
+        if value.dtype.kind == "c":  # a complex view's entries: pairs of components
+            value = xp.stack((value.real, value.imag), -1)
+        components[positions] = value
+        ctx.in_view = ctx.in_view.reshape(out.shape + ((2,) if is_complex else ()))
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        grad_x = Where.apply(ctx.in_view, 0.0, grad) if ctx.needs_input_grad[0] else None
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _zero_components(ctx.in_view, grad)
         grad_value = None
         if ctx.needs_input_grad[1]:
             grad_value = grad
             for cls, attributes in ctx.steps:  # the same view of the gradient
                 grad_value = cls.apply(grad_value, **attributes)
         return grad_x, grad_value
+
+
+def _zero_components(mask, grad):
+    """``grad`` with the components that ``mask`` marks made 0 (for complex numbers, a last dim
+    holds the real part's mark and the imaginary part's)."""
+    if mask.ndim == grad.ndim:
+        return Where.apply(mask, 0.0, grad)
+    real = Where.apply(mask[..., 0], 0.0, Real.apply(grad))
+    return Complex.apply(real, Where.apply(mask[..., 1], 0.0, Imag.apply(grad)))
+
+
+def component_positions(xp, shape: tuple, is_complex: bool, steps: tuple):
+    """Where the entries of the view ``steps`` lie among the real components of a C-order
+    array of ``shape`` (complex: entry k is two components, 2k and 2k + 1), with a last dim of
+    two for a complex view. They are counted in floats, so that views pairing them as complex
+    numbers (``view_as_complex``) can be taken of them."""
+    at = xp.arange(math.prod(shape), dtype=xp.float64).reshape(shape)
+    if is_complex:
+        at = 2 * at + 1j * (2 * at + 1)  # (exact: below 2**53)
+    at = replay_on_array(at, steps)
+    if at.dtype.kind == "c":
+        at = xp.stack((at.real, at.imag), -1)
+    return at.astype(xp.int64)
 
 
 NO_GRAD_VIEW_CHANGED = (
