@@ -294,3 +294,86 @@ def test_masked_fill_refuses_a_value_tensor_with_dims_as_pytorchs(name):
             getattr(x, name)(m.ones(3, 4, dtype=m.bool), m.arange(4.0))
         assert x.tolist() == [[0.0] * 4] * 3
         getattr(x, name)(m.ones(3, 4, dtype=m.bool), m.tensor(2.0))  # a 0-d one is taken
+
+
+def _flags_and_gradients(lib, name, start, dtype="float64"):
+    """``a.<name>(b)`` where ``b`` requires grad and ``a`` is a plain tensor (``start`` "plain")
+    or a result of the leaf ``w`` ("result"): the flags of ``a`` after it, and the gradients of
+    ``b`` and ``w`` after a backward through ``a`` (or the error type it raised)."""
+    b = lib.tensor([0.5, 1.2, 0.7], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.3, 1.2, 2.5], dtype=getattr(lib, dtype), requires_grad=True)
+    a = w.detach().clone() if start == "plain" else w * 1
+    assert getattr(a, name)(b * 1) is a
+    flags = (a.requires_grad, a.is_leaf, a.grad_fn is None, a.tolist())
+    try:
+        (a.double() * lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64)).sum().backward()
+    except RuntimeError:
+        return flags, "RuntimeError"
+    grads = [None if t.grad is None else t.grad.tolist() for t in (b, w)]
+    return flags, grads
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("start", ["plain", "result"])
+@pytest.mark.parametrize("name", ["gt_", "lt_", "ge_", "le_", "eq_", "ne_", "greater_"])
+def test_an_in_place_comparison_gives_both_operands_pytorchs_zero_gradient(name, start, dtype):
+    """The other operand's gradient is zeros, as PyTorch's (it was None); with a plain
+    ``a``, ``a`` joins the graph with a node, not as a new leaf that requires grad."""
+    ours = _flags_and_gradients(sg, name, start, dtype)
+    assert ours == _flags_and_gradients(torch, name, start, dtype)
+
+
+@pytest.mark.parametrize("name", ["logical_and_", "logical_or_", "logical_xor_"])
+def test_a_logical_op_in_place_leaves_a_plain_tensor_outside_any_graph_as_pytorchs(name):
+    """PyTorch records nothing for a logical op; ours turned a plain tensor, changed with one
+    that requires grad, into a leaf that requires grad. (A result's gradient path is cut,
+    where PyTorch's keeps the old one: the README says why.)"""
+    assert _flags_and_gradients(sg, name, "plain") == _flags_and_gradients(torch, name, "plain")
+
+
+@pytest.mark.parametrize("name", ["add_", "sub_", "mul_", "div_"])
+def test_an_integer_tensor_refuses_a_float_that_requires_grad_as_pytorch(name):
+    """It took the float silently (truncated), and became a leaf that requires grad."""
+    for lib in (sg, torch):
+        integers = lib.tensor([1, 2, 3])
+        with pytest.raises(RuntimeError, match="cast"):
+            getattr(integers, name)(lib.tensor([0.5, 1.5, 2.5], requires_grad=True))
+        assert integers.tolist() == [1, 2, 3] and not integers.requires_grad
+
+
+def test_an_integer_tensor_compared_in_place_with_a_float_that_requires_grad_stays_out():
+    """NOTE: PyTorch's result requires grad (its backward then fails on an internal assert);
+    ours stays outside any graph, as any integer tensor (ours was a leaf requiring grad)."""
+    integers = sg.tensor([1, 2, 3])
+    integers.gt_(sg.tensor([0.5, 2.5, 2.5], requires_grad=True))
+    assert integers.tolist() == [1, 0, 1] and not integers.requires_grad
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_div_in_place_takes_a_rounding_mode_as_pytorchs(mode):
+    results = []
+    for lib in (sg, torch):
+        floats, integers = lib.tensor([-7.0, 7.5, 3.0]), lib.tensor([-7, 7, 3])
+        w = lib.tensor([-7.0, 7.5, 3.0], requires_grad=True)
+        hidden = w * 1
+        hidden.div_(lib.tensor(2.0), rounding_mode=mode)
+        hidden.sum().backward()
+        results.append(
+            (
+                floats.div_(2, rounding_mode=mode).tolist(),
+                integers.div_(2, rounding_mode=mode).tolist(),
+                hidden.tolist(),
+                w.grad.tolist(),
+            )
+        )
+    assert results[0] == results[1]
+
+
+def test_requires_grad_in_place_on_a_graphs_result_is_pytorchs():
+    """True is a no-op on a result (it raised); False raises, as PyTorch's."""
+    for lib in (sg, torch):
+        hidden = lib.ones(2, requires_grad=True) * 2
+        grad_fn = hidden.grad_fn
+        assert hidden.requires_grad_() is hidden and hidden.grad_fn is grad_fn
+        with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+            hidden.requires_grad_(False)

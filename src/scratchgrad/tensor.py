@@ -768,6 +768,8 @@ class Tensor:
                 "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                 f"{type(requires_grad).__name__}"
             )
+        if requires_grad and self._ctx is not None:  # a graph's result: it does (PyTorch's no-op)
+            return self
         self.requires_grad = requires_grad
         return self
 
@@ -1575,7 +1577,10 @@ class Tensor:
         """Update in place. Outside a graph this is one call of the array module's ``ufunc``;
         inside one, it is recorded (``_record_in_place``)."""
         is_tensor = isinstance(other, Tensor)
-        other_grad = is_tensor and other.requires_grad
+        # (an integer or bool tensor stays out of graphs: NumPy's casting refuses a float)
+        other_grad = (
+            is_tensor and other.requires_grad and backend.can_require_grad(self.array.dtype)
+        )
         if not _state.enabled or not (self.requires_grad or other_grad):
             if _state.enabled:
                 _refuse_view_from_no_grad(self, name)
@@ -1614,7 +1619,9 @@ class Tensor:
         the old value fails on the version check instead of using wrong numbers. When the
         memory belongs to a base (this tensor is a view, or ``index`` selects part of it), the
         base's history is rebased onto the change, as PyTorch's CopySlices does, and the view
-        is taken again from the new base; otherwise this tensor takes over the new node.
+        is taken again from the new base; otherwise this tensor takes over the new node. A
+        tensor outside any graph changed by an op that records nothing (``logical_and_``, or
+        any op on an integer tensor) stays outside, as PyTorch's.
         """
         base, steps = getattr(self, "_view", (self, ()))  # unset on tensors that are no view
         if index is not None:
@@ -1651,6 +1658,9 @@ class Tensor:
             _call(_assign, self.array, ... if index is None else index, out.array)
         except ValueError as error:  # a broadcast (expanded) view is read-only
             raise _write_error(name, self.array, error) from None
+        if not (out.requires_grad or base.requires_grad):
+            increment_version(self)
+            return self
         base._ctx, base._requires_grad = new_base._ctx, True
         for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
             if view is not base:
@@ -1691,8 +1701,10 @@ class Tensor:
     def mul_(self, other: Any) -> Tensor:
         return self.__imul__(other)
 
-    def div_(self, other: Any) -> Tensor:
-        return self.__itruediv__(other)
+    def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None:
+            return self.__itruediv__(other)
+        return self.divide_(other, rounding_mode=rounding_mode)
 
     def _apply_(self, name: str, op: Callable[[Tensor], Tensor], *arguments: Any) -> Tensor:
         """``self = op(self)`` in place: the in-place form (``name``) of an op. In a graph
@@ -4979,15 +4991,18 @@ for _dunder, _name in (
 
 def _compared_in_place(name: str) -> Callable:
     """``Tensor.<name>_`` of a comparison: 1 where it holds and 0 elsewhere, in this tensor's
-    dtype. In a graph the result is tied to the old value by a node of zero gradient, as
-    PyTorch's EqBackward0 (else the tensor would turn into a leaf)."""
+    dtype. In a graph the result is tied to the old value and to ``other`` by nodes of zero
+    gradient, as PyTorch's EqBackward1 (whose gradients are zeros, not None)."""
     op = getattr(Tensor, name)
 
     def compared(old: Tensor, other: Any) -> Tensor:
         out = op(old, other).to(old.dtype)
-        if not old.requires_grad:
+        if not backend.can_require_grad(out.array.dtype):  # an integer tensor stays out of graphs
             return out
-        return binary.Where.apply(out.array == out.array, out, old)  # out everywhere
+        for operand in (old, other):
+            if isinstance(operand, Tensor) and operand.requires_grad:
+                out = binary.Where.apply(namespace(out.array).asarray(True), out, operand)
+        return out
 
     def in_place(self: Tensor, other: Any) -> Tensor:
         return self._apply_(f"{name}_", lambda t: compared(t, other), other)
