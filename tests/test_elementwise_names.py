@@ -291,6 +291,17 @@ def test_nextafter_is_pytorchs(dtype):
     assert a.grad.tolist() == [1.0, 1.0] and b.grad.tolist() == [0.0, 0.0]
 
 
+def test_nextafters_gradient_is_zero_where_x_equals_y_as_pytorchs():
+    """There the result is y itself: PyTorch's gradient is where(x != y, grad, 0) (ours
+    passed grad everywhere), NaN included."""
+    grads = []
+    for lib in (sg, torch):
+        x = lib.tensor([0.3, 1.2, 0.0, -0.0, np.nan, 1.0], requires_grad=True)
+        y = lib.tensor([0.5, 1.2, -0.0, -1.0, np.nan, np.nan], requires_grad=True)
+        grads.append([g.tolist() for g in lib.autograd.grad(lib.nextafter(x, y).sum(), [x, y])])
+    assert grads[0] == grads[1]
+
+
 def test_logcumsumexp_keeps_small_entries_and_its_edges():
     x = np.array([-1000.0, 0.0, 1000.0, -np.inf])
     assert_same(*both("logcumsumexp", x, dim=0))

@@ -468,8 +468,8 @@ class Tensor:
 
     def angle(self) -> Tensor:
         """The argument of a complex number (``atan2(imag, real)``); of a real number, pi for
-        negative entries, 0 otherwise (NaN stays), as ``torch.angle``: then a constant
-        (PyTorch's gradient of it is 0 everywhere).
+        negative entries, 0 otherwise (NaN stays), with a gradient of 0 everywhere, as
+        ``torch.angle``.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([-2.0, 3.0]).angle()
@@ -479,7 +479,7 @@ class Tensor:
             return self.imag.atan2(self.real)
         x = self._floating().detach()
         zero = x.new_zeros(())
-        return where(x.isnan(), x, where(x < 0, zero + math.pi, zero))
+        return _zero_gradient_to(where(x.isnan(), x, where(x < 0, zero + math.pi, zero)), self)
 
     @property
     def mT(self) -> Tensor:
@@ -3258,8 +3258,8 @@ class Tensor:
     def bernoulli(self, p: float | None = None, *, generator: Any = None) -> Tensor:
         """Ones with the probabilities in this tensor (or ``p`` for every entry), zeros
         otherwise, in its shape and dtype, as ``torch.bernoulli``: drawn from the library's
-        seeded generator (or ``generator``), and again at each replay of a jitted step. No
-        gradient flows back (PyTorch's is zero).
+        seeded generator (or ``generator``), and again at each replay of a jitted step. The
+        probabilities' gradient is 0, as PyTorch's.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([0.0, 1.0, 1.0]).bernoulli().tolist()
@@ -3269,7 +3269,8 @@ class Tensor:
             raise RuntimeError(
                 f"bernoulli: the probabilities must have a floating dtype, got {self.dtype}"
             )
-        return Tensor._make(_call(_bernoulli, self.array, p, generator))
+        draws = Tensor._make(_call(_bernoulli, self.array, p, generator))
+        return draws if p is not None else _zero_gradient_to(draws, self)
 
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
@@ -3419,7 +3420,7 @@ class Tensor:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         probs = p.array if isinstance(p, Tensor) else p
         draws = _call(_bernoulli, self.array, probs, generator)
-        return self._copy_from("bernoulli_", Tensor._make(draws))
+        return self._copy_from("bernoulli_", _zero_gradient_to(Tensor._make(draws), p))
 
     def multinomial(
         self, num_samples: int, replacement: bool = False, *, generator: Any = None
@@ -4999,10 +5000,7 @@ def _compared_in_place(name: str) -> Callable:
         out = op(old, other).to(old.dtype)
         if not backend.can_require_grad(out.array.dtype):  # an integer tensor stays out of graphs
             return out
-        for operand in (old, other):
-            if isinstance(operand, Tensor) and operand.requires_grad:
-                out = binary.Where.apply(namespace(out.array).asarray(True), out, operand)
-        return out
+        return _zero_gradient_to(out, old, other)
 
     def in_place(self: Tensor, other: Any) -> Tensor:
         return self._apply_(f"{name}_", lambda t: compared(t, other), other)
@@ -8075,10 +8073,18 @@ def _overwrite(old: Tensor, value: Any) -> Tensor:
     requires grad leaves a result, not a new leaf."""
     if not isinstance(value, Tensor):
         value = Tensor._from_data(value, old.dtype)
-    value = value.to(old.dtype).expand(old.shape)
-    if not old.requires_grad:
-        return value
-    return binary.Where.apply(namespace(old.array).asarray(True), value, old)
+    return _zero_gradient_to(value.to(old.dtype).expand(old.shape), old)
+
+
+def _zero_gradient_to(out: Tensor, *operands: Any) -> Tensor:
+    """``out``, in its dtype, in the graphs of those of ``operands`` that require grad, with a
+    zero gradient to each (PyTorch's for a step function, a draw, an overwritten value):
+    through a ``where`` that keeps ``out`` everywhere."""
+    dtype = out.dtype
+    for operand in operands:
+        if isinstance(operand, Tensor) and operand.requires_grad:
+            out = binary.Where.apply(namespace(out.array).asarray(True), out, operand)
+    return out if out.dtype == dtype else out.to(dtype)
 
 
 def _vmapped(name: str, *operands: Any) -> Callable | None:

@@ -949,16 +949,18 @@ class Fmax(Function):
 
 
 class Nextafter(Function):
-    """The next float after x toward y; PyTorch's gradient: grad for x, zeros for y."""
+    """The next float after x toward y; PyTorch's gradient: grad for x but where x equals y
+    (there the result is y), zeros for y."""
 
     @staticmethod
     def forward(ctx, x, y):
+        ctx.equal = x == y  # (an array: a constant, not a graph input)
         return namespace(x).nextafter(x, y)
 
     @staticmethod
     def backward(ctx, grad):
         dx, dy = ctx.needs_input_grad
-        return grad if dx else None, grad * 0 if dy else None
+        return Where.apply(ctx.equal, 0.0, grad) if dx else None, grad * 0 if dy else None
 
 
 class Heaviside(Function):
