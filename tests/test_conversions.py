@@ -54,6 +54,32 @@ def test_to_takes_non_blocking_and_copy_after_the_dtype():
     assert x.to(x, True, True) is not x and x.to("cpu", sg.float32, False, True) is not x
 
 
+TO_ARGUMENTS = {
+    "a float": lambda m: (2.5,),
+    "a complex number": lambda m: (1j,),
+    "a bool": lambda m: (True,),
+    "a float then non_blocking": lambda m: (2.5, True),
+    "a bool then non_blocking": lambda m: (False, True),
+}
+
+
+@pytest.mark.parametrize("make", TO_ARGUMENTS.values(), ids=TO_ARGUMENTS)
+def test_to_reads_a_python_number_as_a_tensor_of_it_as_pytorch_does(make):
+    """float64, complex128 or bool, on the CPU (ours raised, or took a bool for non_blocking)."""
+    ours, theirs = sg.ones(2).to(*make(sg)), torch.ones(2).to(*make(torch))
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_to_takes_a_tensor_by_keyword_and_refuses_other_flags_as_pytorch_does():
+    like = sg.zeros(1, dtype=sg.float16)
+    assert sg.ones(2).to(tensor=like).dtype == sg.float16
+    assert torch.ones(2).to(tensor=torch.zeros(1, dtype=torch.float16)).dtype == torch.float16
+    for m in (sg, torch):
+        with pytest.raises(TypeError):
+            m.ones(2).to("cpu", m.float64, False, 1)
+
+
 def test_to_refuses_a_dtypes_name_as_pytorch_does():
     with pytest.raises(RuntimeError):
         torch.ones(1).to("float64")

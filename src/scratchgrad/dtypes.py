@@ -331,6 +331,8 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     for arg in args:
         if hasattr(arg, "requires_grad"):  # a tensor (this module sits below Tensor)
             device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (bool, float, complex)):  # PyTorch's parser reads a 0-d CPU tensor
+            device, dtype = backend.cpu, numpy.asarray(arg).dtype  # (bool, float64, complex128)
         elif isinstance(arg, (backend.device, str, int)):  # (a dtype's name is no device: raises)
             device = arg
         elif arg is not None:
@@ -339,6 +341,22 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
         None if device is None else backend.device(device),
         None if dtype is None else backend.to_dtype(dtype),
     )
+
+
+def split_to_arguments(args: tuple, tensor: Any = None) -> tuple[tuple, tuple]:
+    """The positional arguments of ``.to`` that say where to (and ``tensor=``, PyTorch's
+    keyword for a tensor to match), and the flags (non_blocking, copy) that end them, as in
+    ``x.to(sg.float64, False, True)``. A bool first is no flag: PyTorch reads it as a tensor
+    (of dtype bool)."""
+    start = next((i for i, arg in enumerate(args) if i and type(arg) is bool), len(args))
+    flags = args[start:]
+    if len(flags) > 2 or any(type(flag) is not bool for flag in flags):
+        names = ", ".join(type(arg).__name__ for arg in args)
+        raise TypeError(
+            f"to() received an invalid combination of arguments ({names}): after a dtype, a "
+            "device and a dtype, or a tensor come two bools at most (non_blocking, copy)"
+        )
+    return (*args[:start], *(() if tensor is None else (tensor,))), flags
 
 
 def _is_device_then_dtype(first: Any, second: Any) -> bool:

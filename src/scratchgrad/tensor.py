@@ -44,6 +44,7 @@ from scratchgrad.dtypes import (
     requested_device_and_dtype,
     result_type,
     scalar_type,
+    split_to_arguments,
     strided,
     to_array,
     wrapped_int,
@@ -1931,22 +1932,23 @@ class Tensor:
         *args: Any,
         dtype: Any = None,
         device: Any = None,
+        tensor: Tensor | None = None,
         non_blocking: bool = False,
         copy: bool = False,
         memory_format: Any = None,
     ) -> Tensor:
         """Convert to a dtype (``x.to(sg.float64)``), a device (``x.to("cpu")``), both, or like
-        another tensor (``x.to(y)``); the tensor itself when nothing changes, unless ``copy``.
-        A ``memory_format`` is checked and keeps the values (``dtypes.memory_format``);
+        another tensor (``x.to(y)``, ``x.to(tensor=y)``; a Python number is read as a tensor
+        of it, as PyTorch's); the tensor itself when nothing changes, unless ``copy``. A
+        ``memory_format`` is checked and keeps the values (``dtypes.memory_format``);
         ``channels_last`` gives a copy, as PyTorch's new layout does.
 
         >>> import scratchgrad as sg
         >>> sg.ones(2).to("cpu", sg.float64).dtype
         dtype('float64')
         """
-        # PyTorch's positional forms end in (non_blocking, copy): x.to(sg.float64, False, True)
-        flags = args[next((i for i, arg in enumerate(args) if type(arg) is bool), len(args)) :]
-        args, copy = args[: len(args) - len(flags)], copy or flags[1:2] == (True,)
+        args, flags = split_to_arguments(args, tensor)
+        copy = copy or flags[1:2] == (True,)
         if memory_format is not None:
             check_memory_format(memory_format, self.ndim)
             copy = copy or memory_format.ndim is not None

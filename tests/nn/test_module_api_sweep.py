@@ -112,6 +112,15 @@ CONVERSIONS = {
     "half() leaves them": lambda lib, m: m.half(),
     "to(int64) raises": lambda lib, m: m.to(lib.int64),
     "to(device, dtype, non_blocking)": lambda lib, m: m.to("cpu", lib.float64, True),
+    # a Python number is read as a 0-d tensor of it (ours raised, or took True as non_blocking)
+    "to(2.5) reads a float64 tensor": lambda lib, m: m.to(2.5),
+    "to(1j) reads a complex128 tensor": lambda lib, m: m.to(1j),
+    "to(True) reads a bool tensor: raises": lambda lib, m: m.to(True),
+    "to(tensor=) takes the tensor's dtype": lambda lib, m: m.to(tensor=lib.zeros(1).double()),
+    "to(tensor, non_blocking)": lambda lib, m: m.to(lib.zeros(1).double(), True),
+    "to(dtype, non_blocking, copy) raises": lambda lib, m: m.to(lib.float64, False, True),
+    "to(copy=False) raises": lambda lib, m: m.to(lib.float64, copy=False),
+    "to(device, dtype, non_blocking, an int) raises": lambda lib, m: m.to("cpu", lib.float64, 0, 1),
 }
 
 

@@ -27,7 +27,11 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import xp
-from scratchgrad.dtypes import check_memory_format, requested_device_and_dtype
+from scratchgrad.dtypes import (
+    check_memory_format,
+    requested_device_and_dtype,
+    split_to_arguments,
+)
 from scratchgrad.nn.parameter import Buffer, Parameter
 from scratchgrad.tensor import RemovableHandle, Tensor, new_shape
 
@@ -720,7 +724,9 @@ class Module:
         *args: Any,
         dtype: Any = None,
         device: Any = None,
+        tensor: Tensor | None = None,
         non_blocking: bool = False,
+        copy: bool | None = None,
         memory_format: Any = None,
     ) -> Module:
         """Move parameters and buffers to a device and convert the floating point and complex
@@ -740,8 +746,9 @@ class Module:
         """
         if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
             check_memory_format(memory_format, None)
-        if args and type(args[-1]) is bool:  # PyTorch's positional non_blocking
-            args = args[:-1]
+        args, flags = split_to_arguments(args, tensor)
+        if copy is not None or len(flags) > 1:
+            raise RuntimeError(".to() does not accept copy argument")
         device, dtype = requested_device_and_dtype(args, device, dtype)
         if dtype is not None and not backend.can_require_grad(dtype):
             raise TypeError(
