@@ -444,6 +444,32 @@ def test_var_of_one_entry_keeps_the_dtype_of_its_gradient_as_pytorch(dtype):
     assert results[0] == results[1]
 
 
+SPREADS_OF_ALL = {
+    "var": lambda m, x: x.var(),
+    "std": lambda m, x: x.std(),
+    "var_mean": lambda m, x: m.var_mean(x)[0],
+    "std_mean": lambda m, x: m.std_mean(x)[0],
+    "var c2": lambda m, x: x.var(correction=2),
+}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", SPREADS_OF_ALL)
+@pytest.mark.parametrize("values", [[1 + 2j], [[1 + 2j]], 1 + 2j, [1 + 2j, 3 + 4j]], ids=str)
+def test_complex_var_without_freedom_has_pytorchs_real_gradient(values, name, dtype):
+    """No degree of freedom left over all entries: PyTorch's gradient is the real NaN (or inf)
+    made complex, NaN + 0j; multiplied as complex numbers it was NaN + NaNj."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            SPREADS_OF_ALL[name](lib, x).backward()
+        results.append((x.grad.real.numpy(), x.grad.imag.numpy()))  # (NumPy's NaN: either)
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 @pytest.mark.parametrize("name", ["prod of all", "prod along rows"])
 def test_prod_with_a_zero_multiplies_the_others_in_pytorchs_order(name):
     """The product of the others is the product of those before times that of those after,

@@ -108,8 +108,10 @@ class Variance(Sum):
         if ctx.kept_shape is not None:
             grad = grad.reshape(ctx.kept_shape)
         mean = x.mean(ctx.dim, keepdim=True)
-        if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean
-            return grad * Where.apply(x == mean, math.nan, math.inf).to(x.dtype)
+        if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean,
+            # a real product (of complex numbers NaN + 0j, not the NaN + NaNj of a complex one)
+            infinite = Where.apply(x == mean, math.nan, math.inf).to(grad.dtype)
+            return (grad * infinite).to(x.dtype)
         scale = 2 / ctx.freedom if ctx.freedom else math.inf  # (PyTorch's 2.0 / 0)
         return scale * grad * (x - mean)
 
