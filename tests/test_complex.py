@@ -656,3 +656,28 @@ def test_running_sums_and_products_of_complex_numbers_differentiate_as_pytorch(n
         results.append((out, g, gg))
     for ours, theirs in zip(*results):
         assert_same(ours, theirs, **TOL["float64"])
+
+
+INF, NAN = float("inf"), float("nan")
+NOT_FINITE = [complex(INF, 0), complex(INF, NAN), complex(NAN, INF), complex(0, INF), NAN + 0j]
+RUNNING = {
+    "var_mean": lambda m, x: m.var_mean(x, 1)[1],
+    "std_mean": lambda m, x: m.std_mean(x, 1)[1],
+    "cumprod": lambda m, x: x.cumprod(1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", RUNNING)
+@pytest.mark.parametrize("special", NOT_FINITE, ids=str)
+def test_running_means_and_products_of_infinities_and_nans_as_pytorch(special, name, dtype):
+    """PyTorch's var_mean takes the mean of the real and imaginary parts apart (a NaN real part
+    left an imaginary mean NaN here), and its cumprod starts from 1, so that the first entry
+    inf + 0j is multiplied into inf + NaNj (here it was taken as it is)."""
+    z = np.array([[special, 1 + 2j, -0.5 + 0.25j], [1 + 2j, -0.5 + 0.25j, special]])
+    results = []
+    for lib in (sg, torch):
+        out = RUNNING[name](lib, lib.tensor(z, dtype=getattr(lib, dtype)))
+        results.append((out.real.numpy(), out.imag.numpy()))  # (NumPy's NaN: either part)
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **TOL["float32"])

@@ -6367,18 +6367,16 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
 def _running_mean(x: Tensor, dims: tuple | None, keepdim: bool) -> Tensor:
     """``x.mean(dims, keepdim)`` as var_mean's: PyTorch's running (Welford) mean, ``m += (x -
     m) / k``, turns NaN once an infinite entry is followed by another entry (inf - inf), so it
-    stays infinite only where a slice's one infinity is its last entry (of complex numbers: in
-    the real and imaginary parts apart). Added as NaN or 0, which leaves the mean's gradient."""
+    stays infinite only where a slice's one infinity is its last entry. Added as NaN or 0,
+    which leaves the mean's gradient. Of complex numbers the real and imaginary parts apart,
+    as PyTorch's: a NaN or infinite real part leaves the imaginary part's mean alone."""
+    if x.is_complex():
+        parts = (_running_mean(part, dims, keepdim) for part in (x.real, x.imag))
+        return complex_ops.Complex.apply(*parts)
     mean = x.mean(dims, keepdim)
     if x.numel() == 0:
         return mean
-    if not x.is_complex():
-        return mean + _welford_nans(x, mean, dims)
-    nans = (
-        _welford_nans(part, getattr(mean, name), dims)
-        for name, part in (("real", x.real), ("imag", x.imag))
-    )
-    return mean + complex_ops.Complex.apply(*nans)
+    return mean + _welford_nans(x, mean, dims)
 
 
 def _welford_nans(x: Tensor, mean: Tensor, dims: tuple | None) -> Tensor:

@@ -492,9 +492,9 @@ class Cumprod(Function):
     def forward(ctx, x, dim):
         wide = scan_dtype(x.dtype)
         if wide is None:
-            out = namespace(x).cumprod(x, axis=dim, dtype=x.dtype)
+            out = namespace(x).cumprod(_times_one(x, dim), axis=dim, dtype=x.dtype)
         else:  # as PyTorch's: a 16-bit or float32 scan runs wider, each result rounded
-            out = cast(namespace(x).cumprod(cast(x, wide), axis=dim), x.dtype)
+            out = cast(namespace(x).cumprod(_times_one(cast(x, wide), dim), axis=dim), x.dtype)
         ctx.save_for_backward(x, out)
         ctx.dim = dim
         return out
@@ -512,6 +512,18 @@ class Cumprod(Function):
 
 
 holomorphic_twin(Cumprod)  # (of complex numbers: the conjugates, as PyTorch's)
+
+
+def _times_one(x, dim):
+    """``x`` with its first slice along ``dim`` multiplied by 1, where that is no copy: of
+    complex numbers, as PyTorch's running product starts at 1, and 1 * (inf + 0j) is inf +
+    NaNj as complex numbers multiply (NumPy's cumprod starts at the first entry)."""
+    if x.dtype.kind != "c" or not x.shape[dim]:
+        return x
+    x = x.copy()
+    with errstate(invalid="ignore"):
+        x[(slice(None),) * dim + (0,)] *= 1
+    return x
 
 
 def _before_second_zero(x, out, grad, dim):
