@@ -414,6 +414,31 @@ def test_cumprod_with_zeros_and_nans_in_one_slice_as_pytorch(row, grad):
         np.testing.assert_array_equal(ours, theirs)
 
 
+INFINITE_ROWS = [
+    [-0.5, 2.0, INF, -0.5],  # no zero: PyTorch's first formula
+    [-0.5, -0.5, -INF, 0.0],  # a zero and an infinity: its products of the others
+    [-0.5, 0.0, 2.0, INF],
+    [-0.5, -0.5, 0.0, NAN],
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("row", INFINITE_ROWS, ids=str)
+def test_cumprod_differentiated_twice_with_infinities_as_pytorch(row, dtype):
+    """PyTorch picks one of its two gradient formulas by the values (is any entry 0?); both
+    computed and masked, the one left out had a zero gradient times inf, which made the
+    second gradient NaN everywhere."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor([row, [2.0, -1.0, 0.5, 3.0]], dtype=getattr(lib, dtype), requires_grad=True)
+        weights = lib.tensor([1.0, 0.5, 2.0, 1.5], dtype=x.dtype)
+        (g,) = lib.autograd.grad((x.cumprod(1) * weights).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * weights).sum(), x)
+        results.append((g.detach().numpy(), gg.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", PRODUCTS)
 @pytest.mark.parametrize("rows", [[[300.0, 300.0, 0.5]], [[1e3, 1e3, 0.0]], [[1.1, 1.3, 1.7]]])
 def test_float16_products_round_each_step_as_pytorch(name, rows):

@@ -20,7 +20,7 @@ from scratchgrad.backend import (
     xp,
 )
 from scratchgrad.ops.binary import Where
-from scratchgrad.ops.movement import ExpandCopy, Pad
+from scratchgrad.ops.movement import Cat, ExpandCopy, Pad
 
 
 def _kept_shape(shape: tuple, dim: tuple | None) -> tuple:
@@ -484,9 +484,10 @@ class Cumprod(Function):
     """Running product along ``dim``, with PyTorch's cumprod_backward: ``sum_{i >= k} grad_i *
     out_i / x_k`` (the reversed running sum of ``grad * out``, over ``x``) before a slice's
     first zero; at that zero the products of the entries around it up to the second zero;
-    after it 0. Differentiated again (create_graph), where any entry is 0, the products of the
-    others, exact (n**3 entries), as PyTorch's. NOTE: so a NaN after a slice's first zero
-    leaves the gradient before it alone, as PyTorch's (the products of the others had NaN)."""
+    after it 0. Differentiated again (create_graph), the first formula if no entry is 0, else
+    the products of the others (n**2 entries), as PyTorch's. NOTE: so a NaN after a slice's
+    first zero leaves the gradient before it alone, as PyTorch's (the products of the others
+    had NaN)."""
 
     @staticmethod
     def forward(ctx, x, dim):
@@ -504,11 +505,13 @@ class Cumprod(Function):
         x, out = ctx.saved_tensors
         dim = ctx.dim
         with errstate(divide="ignore", invalid="ignore"):  # (0 / 0 where masked out)
-            if _grad_mode.enabled:
-                zero = x == 0  # (no division by 0 below: its gradient would be NaN)
-                simple = (out * grad).flip(dim).cumsum(dim).flip(dim) / Where.apply(zero, 1.0, x)
-                return Where.apply(zero.any(), _omitted_products(x, grad, dim), simple)
-            return _before_second_zero(x, out, grad, dim)
+            if not _grad_mode.enabled:
+                return _before_second_zero(x, out, grad, dim)
+            # NOTE: a branch on the values, as PyTorch's: both formulas masked with where, the
+            # one left out had a gradient of 0 times inf (NaN) where an entry is infinite
+            if not (x == 0).any():
+                return (out * grad).flip(dim).cumsum(dim).flip(dim) / x
+            return _omitted_products(x, grad, dim)
 
 
 holomorphic_twin(Cumprod)  # (of complex numbers: the conjugates, as PyTorch's)
@@ -546,15 +549,20 @@ def _before_second_zero(x, out, grad, dim):
 
 def _omitted_products(x, grad, dim):
     """``sum_{i >= k} grad_i * prod_{j <= i, j != k} x_j`` for each k along ``dim``: the
-    gradient without dividing, exact at zeros, differentiable again."""
-    last, n = x.movedim(dim, -1), x.shape[dim]
-    module = namespace(x.array)
-    # kept[k, i, j]: x_j is in out_i and is not x_k
-    kept = module.tri(n, dtype=bool)[None, :, :] & ~module.eye(n, dtype=bool)[:, None, :]
-    products = Where.apply(kept, last.unsqueeze(-2).unsqueeze(-2), 1.0).prod(-1)  # [..., k, i]
-    counted = module.tri(n, dtype=bool).T  # i >= k
-    terms = Where.apply(counted, products * grad.movedim(dim, -1).unsqueeze(-2), 0.0)
-    return terms.sum(-1).movedim(-1, dim)
+    gradient without dividing, exact at zeros, differentiable again. Built as PyTorch's: the
+    product of the entries before k times the running products of those after it, one k at a
+    time, so that its gradient has PyTorch's infinities and NaNs where x holds inf."""
+    n, widths = x.shape[dim], [(0, 0)] * x.ndim
+    widths[dim] = (1, 0)  # a 1 in front: the product of none
+    sums = []
+    for k in range(n):
+        omitted = Pad.apply(
+            x.narrow(dim, k + 1, n - k - 1).cumprod(dim), widths=tuple(widths), value=1.0
+        )
+        if k:
+            omitted = x.narrow(dim, 0, k).prod(dim, keepdim=True) * omitted
+        sums.append((grad.narrow(dim, k, n - k) * omitted).sum(dim, keepdim=True))
+    return Cat.apply(*sums, dim=dim)
 
 
 def log_softmax(x, dim):
