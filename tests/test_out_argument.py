@@ -150,6 +150,35 @@ def test_a_graph_through_out_is_refused_as_torch(lib):
     assert out.tolist() == [2.0, 2.0]
 
 
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "not a leaf"])
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_histc_writes_an_out_that_requires_grad_as_torch(lib, leaf):
+    """histc has no derivative, and PyTorch writes its out as a plain buffer, unchecked by
+    autograd even in grad mode (it was refused here): the out keeps requires_grad and grad_fn."""
+    out = lib.zeros(3, requires_grad=True)
+    out = out if leaf else out * 1
+    lib.histc(lib.tensor([1.0, 2.0, 3.0], requires_grad=True), 3, 0, 4, out=out)
+    assert out.tolist() == [1.0, 1.0, 1.0] and out.requires_grad
+    assert (out.grad_fn is None) == leaf
+
+
+@pytest.mark.parametrize("name", ["histc", "quantile", "nanquantile", "nanmedian", "mode"])
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_the_methods_take_no_out_as_torchs(lib, name):
+    """x.histc(...) and its neighbours are methods without out=, as PyTorch's (the functions
+    of those names take it; the methods took it too)."""
+    x = lib.tensor([1.0, 2.0, 3.0])
+    call = {
+        "histc": lambda: x.histc(3, out=lib.zeros(3)),
+        "quantile": lambda: x.quantile(0.5, out=lib.zeros(())),
+        "nanquantile": lambda: x.nanquantile(0.5, out=lib.zeros(())),
+        "nanmedian": lambda: x.nanmedian(0, out=(lib.zeros(()), lib.zeros((), dtype=lib.int64))),
+        "mode": lambda: x.mode(0, out=(lib.zeros(()), lib.zeros((), dtype=lib.int64))),
+    }[name]
+    with pytest.raises(TypeError, match="out"):
+        call()
+
+
 @pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
 def test_a_cast_to_a_lower_kind_is_refused_and_out_is_unchanged(lib):
     out = lib.full((2,), 5, dtype=lib.int64)

@@ -11,6 +11,7 @@ tensor(3.)
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import warnings
@@ -496,9 +497,21 @@ def _check_bins(bins: int) -> None:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
 
 
+def _method(function: Any) -> Any:
+    """``function`` as a Tensor method, which takes no ``out=``, as PyTorch's methods."""
+
+    @functools.wraps(function)
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if "out" in kwargs:
+            raise TypeError(f"{function.__name__}() got an unexpected keyword argument 'out'")
+        return function(self, *args, **kwargs)
+
+    return method
+
+
 # The methods of the same names (x.quantile(0.5) is quantile(x, 0.5)), attached here so that
 # tensor.py need not import this module.
 for _function in (
     corrcoef, cov, mode, nanmedian, nanquantile, quantile, histc, bincount, histogram
 ):  # fmt: skip
-    setattr(Tensor, _function.__name__, _function)
+    setattr(Tensor, _function.__name__, _method(_function))

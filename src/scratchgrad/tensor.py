@@ -5464,7 +5464,7 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     dtype, never to a lower kind (no float into int); several outs (``values, indices``), and
     the out of an op of ``OUT_DTYPE_EXACT``, must have the results' dtypes, as PyTorch's. As
     PyTorch, no graph goes through ``out``: a result or an ``out`` that requires grad is
-    refused while grad mode is on.
+    refused while grad mode is on (but by the ops of ``OUT_WRITTEN_AS_BUFFER``).
     An ``out`` that shares only part of its memory with a tensor among ``read`` (the inputs,
     which the op's caller gives where PyTorch checks them: elementwise ops, joins, scans) is
     refused, as ``_refuse_partial_overlap`` says.
@@ -5474,6 +5474,9 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     >>> sg.add(sg.ones(2), 1, out=buffer) is buffer, buffer
     (True, tensor([2., 2.]))
     """
+    if _state.enabled and name in OUT_WRITTEN_AS_BUFFER:
+        with no_grad():
+            return write_out(name, result, out, read)
     several = isinstance(result, tuple)
     if several and (not isinstance(out, tuple | list) or len(out) != len(result)):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
@@ -7761,6 +7764,9 @@ OUT_READS_UNCHECKED = frozenset({
 # the ops whose out= PyTorch leaves unchecked only over all entries, with the input alone
 # (max(x)): along a dim (values, indices) or against another tensor (max(x, y)) it checks
 OUT_READS_UNCHECKED_OF_ALL = frozenset({"max", "min"})
+# the ops whose out= PyTorch writes as a plain buffer, autograd unaware of it: an out that
+# requires grad (a leaf too) is written while grad mode is on, and keeps its grad_fn
+OUT_WRITTEN_AS_BUFFER = frozenset({"histc"})
 # the ops whose out= (the first, of several) PyTorch refuses even as the very input it reads
 # (their assert_no_overlap)
 OUT_OVERLAP_REFUSED = frozenset({"cross", "kthvalue"})
