@@ -781,3 +781,35 @@ def test_float32_scans_run_in_float64_as_torchs(name):
     ours, theirs = (SCANS[name](m, m.tensor(x)) for m in (sg, torch))
     assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7)
+
+
+FLOAT32_SPREADS = {
+    "var": lambda m, x: x.var(),
+    "std": lambda m, x: x.std(),
+    "std over rows": lambda m, x: x.view(2, -1).std(1, correction=0),
+    "var_mean": lambda m, x: m.stack(m.var_mean(x)),
+    "std_mean over columns": lambda m, x: m.stack(m.std_mean(x.view(2, -1), 0)),
+    "var of complex64": lambda m, x: m.complex(x, -x).var(),
+    "var_mean of complex64": lambda m, x: m.var_mean(m.complex(x, x))[1],
+}
+NEAR_FLOAT32_MAX = [[3e38, 1.0, 3e38, 1.0], [3e38, 3e38, 3e38, -3e38], [2e38] * 4]
+
+
+@pytest.mark.parametrize("values", NEAR_FLOAT32_MAX, ids=str)
+@pytest.mark.parametrize("name", FLOAT32_SPREADS)
+def test_float32_spreads_run_in_float64_as_torchs(name, values):
+    """PyTorch's CPU var and std (and var_mean's mean) of float32 compute in double and round
+    once: a std near 3e38 is finite (it was inf, the squares overflowing float32), and so is
+    var_mean's mean of entries whose float32 sum overflows; var of all entries takes its mean
+    in float32, as PyTorch's (so [2e38] * 4 has var inf there, var_mean 0)."""
+    ours, theirs = (FLOAT32_SPREADS[name](m, m.tensor(values)) for m in (sg, torch))
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(_parts(ours), _parts(theirs), rtol=1e-6)
+    x = np.random.default_rng(1).normal(size=300).astype(np.float32) * 3 + 100
+    ours, theirs = (FLOAT32_SPREADS[name](m, m.tensor(x)) for m in (sg, torch))
+    np.testing.assert_array_equal(_parts(ours), _parts(theirs))  # bit for bit
+
+
+def _parts(t):
+    """The real and imaginary parts of ``t`` apart (NumPy's NaN is either)."""
+    return np.stack([t.real.numpy(), t.imag.numpy()]) if t.is_complex() else t.numpy()

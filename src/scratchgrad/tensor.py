@@ -2854,7 +2854,8 @@ class Tensor:
                 stacklevel=stacklevel_outside(),
             )
         spread = reduce.StandardDeviation if name.startswith("std") else reduce.Variance
-        return spread.apply(self, dim=dims, keepdim=keepdim, correction=correction)
+        running = name.endswith("_mean")  # (PyTorch's var_mean: its running (Welford) kernel)
+        return spread.apply(self, dim=dims, keepdim=keepdim, correction=correction, running=running)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amax", keepdim)
@@ -6372,7 +6373,10 @@ def _running_mean(x: Tensor, dims: tuple | None, keepdim: bool) -> Tensor:
     m) / k``, turns NaN once an infinite entry is followed by another entry (inf - inf), so it
     stays infinite only where a slice's one infinity is its last entry. Added as NaN or 0,
     which leaves the mean's gradient. Of complex numbers the real and imaginary parts apart,
-    as PyTorch's: a NaN or infinite real part leaves the imaginary part's mean alone."""
+    as PyTorch's: a NaN or infinite real part leaves the imaginary part's mean alone. Of
+    float32 in float64, rounded once, as PyTorch's (the sum may overflow in float32)."""
+    if x.dtype == backend.float32:
+        return _running_mean(x.double(), dims, keepdim).float()
     if x.is_complex():
         parts = (_running_mean(part, dims, keepdim) for part in (x.real, x.imag))
         return complex_ops.Complex.apply(*parts)

@@ -12,6 +12,8 @@ from scratchgrad.backend import (
     accumulation_dtype,
     cast,
     errstate,
+    float32,
+    float64,
     namespace,
     ndarray,
     rounded,
@@ -74,11 +76,14 @@ class Mean(Sum):
 
 class Variance(Sum):
     """The sum of the squared deviations from the mean over ``dim``, divided by ``count -
-    correction`` (of complex numbers ``|x - mean|**2``: real; 16-bit floats in float32,
-    rounded once), as one node whose gradient is PyTorch's var_backward, ``2 / (count -
-    correction) * grad * (x - mean)``. NOTE: composed of a mean, a square and a sum, the
-    gradient also had the mean's share, zero on paper but NaN where an entry is infinite
-    (PyTorch's: -inf at the finite entries beside +inf)."""
+    correction`` (of complex numbers ``|x - mean|**2``: real; 16-bit floats in float32, float32
+    in float64 as PyTorch's CPU kernels, rounded once: a variance over 3.4e38 is inf, its
+    square root finite), as one node whose gradient is PyTorch's var_backward, ``2 / (count -
+    correction) * grad * (x - mean)``. PyTorch's var of all entries of float32 or complex64
+    (not var_mean's, ``running``) takes the mean in that dtype, which may overflow. NOTE:
+    composed of a mean, a square and a sum, the gradient also had the mean's share, zero on
+    paper but NaN where an entry is infinite (PyTorch's: -inf at the finite entries beside
+    +inf)."""
 
     backward_name = "VarBackward0"  # PyTorch's, for all entries or over dims
     name = Function.name
@@ -88,16 +93,20 @@ class Variance(Sum):
         return variance
 
     @staticmethod
-    def forward(ctx, x, dim=None, keepdim=False, correction=1):
+    def forward(ctx, x, dim=None, keepdim=False, correction=1, running=False):
         count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
         ctx.freedom = count - correction
-        wide = widened(x)
-        with errstate(invalid="ignore"):  # (of nothing: NaN, as PyTorch's)
-            centered = wide - _sum(wide, dim, True) / count
-        squares = (centered * centered.conj()).real if x.dtype.kind == "c" else centered**2
-        with errstate(divide="ignore", invalid="ignore"):  # no freedom left: inf or NaN
-            variance = Sum.forward(ctx, squares, dim, keepdim) / max(ctx.freedom, 0)
-        out = rounded(type(ctx).spread(variance), x.real.dtype)  # (complex: real)
+        of_all = not running and count == x.size and x.real.dtype == float32
+        # (of nothing: NaN, as PyTorch's; no freedom left: inf or NaN)
+        with errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if x.dtype.kind != "c":
+                variance = _variance(ctx, x, dim, keepdim, count, of_all)
+                out = rounded(type(ctx).spread(variance), x.dtype)
+            else:  # as PyTorch's: the real and imaginary parts' variances, each rounded, added
+                parts = (
+                    _variance(ctx, part, dim, keepdim, count, of_all) for part in (x.real, x.imag)
+                )
+                out = type(ctx).spread(sum(rounded(part, x.real.dtype) for part in parts))
         ctx.save_for_backward(x, out)
         return out
 
@@ -114,6 +123,14 @@ class Variance(Sum):
             return (grad * infinite).to(x.dtype)
         scale = 2 / ctx.freedom if ctx.freedom else math.inf  # (PyTorch's 2.0 / 0)
         return scale * grad * (x - mean)
+
+
+def _variance(ctx, x, dim, keepdim, count, of_all):
+    """The variance of the real ``x`` over ``dim`` in float64, as PyTorch's var and std, the
+    mean in x's own dtype if ``of_all`` (see ``Variance``)."""
+    wide = x if x.dtype == float64 else cast(x, float64)
+    deviations = wide - _sum(x if of_all else wide, dim, True) / count
+    return Sum.forward(ctx, deviations**2, dim, keepdim) / max(ctx.freedom, 0)
 
 
 class StandardDeviation(Variance):
