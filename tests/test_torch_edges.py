@@ -810,6 +810,28 @@ def test_float32_spreads_run_in_float64_as_torchs(name, values):
     np.testing.assert_array_equal(_parts(ours), _parts(theirs))  # bit for bit
 
 
+FLOAT64_SPREADS = {
+    "var": lambda m, x: x.var(),  # (of all entries: PyTorch's two passes, as here)
+    "std over rows": lambda m, x: m.stack([x, x]).std(1),
+    "var over columns": lambda m, x: m.stack([x, x], 1).var(0),
+    "var_mean": lambda m, x: m.stack(m.var_mean(x)),
+    "std_mean over rows": lambda m, x: m.stack(m.std_mean(m.stack([x, -x]), 1)),
+}
+NEAR_FLOAT64_MAX = [[1e308, -1e308, 1e308], [1e308, 1e308], [1.7e308, 1.7e308, -1.7e308, 0.0]]
+
+
+@pytest.mark.parametrize("values", NEAR_FLOAT64_MAX, ids=str)
+@pytest.mark.parametrize("name", FLOAT64_SPREADS)
+def test_float64_spreads_near_the_largest_number_as_torchs(name, values):
+    """PyTorch's var over dims and var_mean keep a running (Welford) mean and sum of squares:
+    [1e308, 1e308] has var 0 and mean 1e308 there (the sums here overflowed: inf), and a
+    deviation that overflows (1e308 after -1e308) makes both NaN (here inf and 3.3e307)."""
+    ours, theirs = (
+        FLOAT64_SPREADS[name](m, m.tensor(values, dtype=m.float64)) for m in (sg, torch)
+    )
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
 def _parts(t):
     """The real and imaginary parts of ``t`` apart (NumPy's NaN is either)."""
     return np.stack([t.real.numpy(), t.imag.numpy()]) if t.is_complex() else t.numpy()

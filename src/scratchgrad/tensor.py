@@ -6373,14 +6373,11 @@ def _running_mean(x: Tensor, dims: tuple | None, keepdim: bool) -> Tensor:
     m) / k``, turns NaN once an infinite entry is followed by another entry (inf - inf), so it
     stays infinite only where a slice's one infinity is its last entry. Added as NaN or 0,
     which leaves the mean's gradient. Of complex numbers the real and imaginary parts apart,
-    as PyTorch's: a NaN or infinite real part leaves the imaginary part's mean alone. Of
-    float32 in float64, rounded once, as PyTorch's (the sum may overflow in float32)."""
-    if x.dtype == backend.float32:
-        return _running_mean(x.double(), dims, keepdim).float()
+    as PyTorch's: a NaN or infinite real part leaves the imaginary part's mean alone."""
     if x.is_complex():
         parts = (_running_mean(part, dims, keepdim) for part in (x.real, x.imag))
         return complex_ops.Complex.apply(*parts)
-    mean = x.mean(dims, keepdim)
+    mean = reduce.RunningMean.apply(x, dim=dims, keepdim=keepdim)
     if x.numel() == 0:
         return mean
     return mean + _welford_nans(x, mean, dims)

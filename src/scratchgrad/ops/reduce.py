@@ -74,6 +74,20 @@ class Mean(Sum):
         return Sum.backward(ctx, grad / ctx.count)
 
 
+class RunningMean(Mean):
+    """``Mean`` as var_mean's: PyTorch's running (Welford) mean, of float32 in float64 rounded
+    once, which stays finite where the sum of finite entries overflows (or turns NaN where a
+    deviation does)."""
+
+    @staticmethod
+    def forward(ctx, x, dim=None, keepdim=False):
+        wide = cast(x, float64) if x.dtype == float32 else x
+        out = Mean.forward(ctx, wide, dim, keepdim)
+        if _overflowed(wide, out, dim, keepdim):
+            out = _welford(wide, dim, keepdim)[0]
+        return rounded(out, x.dtype)
+
+
 class Variance(Sum):
     """The sum of the squared deviations from the mean over ``dim``, divided by ``count -
     correction`` (of complex numbers ``|x - mean|**2``: real; 16-bit floats in float32, float32
@@ -96,15 +110,15 @@ class Variance(Sum):
     def forward(ctx, x, dim=None, keepdim=False, correction=1, running=False):
         count = x.size if dim is None else math.prod(x.shape[d] for d in dim)
         ctx.freedom = count - correction
-        of_all = not running and count == x.size and x.real.dtype == float32
+        running = running or count != x.size  # (PyTorch's: but var and std of all entries)
         # (of nothing: NaN, as PyTorch's; no freedom left: inf or NaN)
         with errstate(divide="ignore", invalid="ignore", over="ignore"):
             if x.dtype.kind != "c":
-                variance = _variance(ctx, x, dim, keepdim, count, of_all)
+                variance = _variance(ctx, x, dim, keepdim, count, running)
                 out = rounded(type(ctx).spread(variance), x.dtype)
             else:  # as PyTorch's: the real and imaginary parts' variances, each rounded, added
                 parts = (
-                    _variance(ctx, part, dim, keepdim, count, of_all) for part in (x.real, x.imag)
+                    _variance(ctx, part, dim, keepdim, count, running) for part in (x.real, x.imag)
                 )
                 out = type(ctx).spread(sum(rounded(part, x.real.dtype) for part in parts))
         ctx.save_for_backward(x, out)
@@ -125,12 +139,53 @@ class Variance(Sum):
         return scale * grad * (x - mean)
 
 
-def _variance(ctx, x, dim, keepdim, count, of_all):
-    """The variance of the real ``x`` over ``dim`` in float64, as PyTorch's var and std, the
-    mean in x's own dtype if ``of_all`` (see ``Variance``)."""
+def _variance(ctx, x, dim, keepdim, count, running):
+    """The variance of the real ``x`` over ``dim`` in float64, as PyTorch's var and std: of
+    float32 not ``running``, the mean in float32 (see ``Variance``); ``running``, where the
+    sums of finite float64 entries overflow, PyTorch's running (Welford) sums."""
     wide = x if x.dtype == float64 else cast(x, float64)
-    deviations = wide - _sum(x if of_all else wide, dim, True) / count
-    return Sum.forward(ctx, deviations**2, dim, keepdim) / max(ctx.freedom, 0)
+    in_float32 = not running and x.dtype == float32
+    mean = _sum(x if in_float32 else wide, dim, True) / count
+    deviations = wide - mean if wide is x else namespace(wide).subtract(wide, mean, out=wide)
+    deviations *= deviations  # (in place: float64 copies of a float32 input cost their memory)
+    variance = Sum.forward(ctx, deviations, dim, keepdim) / max(ctx.freedom, 0)
+    if running and _overflowed(x, variance, dim, keepdim):
+        return _welford(x, dim, keepdim)[1] / max(ctx.freedom, 0)
+    return variance
+
+
+def _overflowed(x, out, dim, keepdim):
+    """Whether ``out``, a float64 mean or variance of ``x`` over ``dim``, may differ from
+    PyTorch's running one where ``x`` is finite: not finite there (its sums overflowed), or
+    beside an entry of 2**1023 or more (a deviation may overflow, PyTorch's NaN)."""
+    module = namespace(x)
+    if x.dtype != float64 or x.size == 0:
+        return False
+    if module.isfinite(out).all() and x.min() > -(2.0**1023) and x.max() < 2.0**1023:
+        return False  # (the common case's tests, which copy nothing of x's size)
+    suspect = ~module.isfinite(out) | (module.abs(x) >= 2.0**1023).any(axis=dim, keepdims=keepdim)
+    return bool((module.isfinite(x).all(axis=dim, keepdims=keepdim) & suspect).any())
+
+
+def _welford(x, dim, keepdim):
+    """The mean and the sum of squared deviations of ``x`` over ``dim`` as PyTorch's CPU
+    kernel keeps them, in float64, one entry at a time (a loop over the reduced entries: for
+    the rare inputs whose sums overflow): ``mean += (x - mean) / k``, ``m2 += (x - old mean)
+    * (x - mean)``. Where the sums overflow the mean stays finite; where a deviation
+    overflows (1e308 after -1e308) it turns NaN."""
+    module = namespace(x)
+    dims = tuple(range(x.ndim)) if dim is None else dim
+    rows = module.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
+    rows = rows.reshape(*rows.shape[: x.ndim - len(dims)], -1)
+    mean, m2 = module.zeros(rows.shape[:-1]), module.zeros(rows.shape[:-1])
+    with errstate(over="ignore", invalid="ignore"):
+        for k in range(rows.shape[-1]):
+            deviation = rows[..., k] - mean
+            mean = mean + deviation / (k + 1)
+            m2 = m2 + deviation * (rows[..., k] - mean)
+    if keepdim:
+        mean, m2 = (module.expand_dims(a, dims) for a in (mean, m2))
+    return mean, m2
 
 
 class StandardDeviation(Variance):
