@@ -2995,11 +2995,20 @@ class Tensor:
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if of_all_entries("prod", dim):
-            return reduce.ProdOfAll.apply(self.reshape(-1), dim=0)
+            return reduce.ProdOfAll.apply(self._in_memory_order().reshape(-1), dim=0)
         dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
             return self.clone()
         return reduce.Prod.apply(self, dim=dims[0], keepdim=keepdim)
+
+    def _in_memory_order(self) -> Tensor:
+        """This tensor, of 16-bit floats, with its dims permuted into the order of their strides
+        (a transposed tensor: contiguous again), as PyTorch's CPU kernels read it: a product
+        of all entries, rounded at each step, depends on that order."""
+        if self.array.dtype not in backend.SIXTEEN_BIT or self.is_contiguous():
+            return self
+        strides = self.stride()
+        return self.permute(sorted(range(self.ndim), key=lambda d: -strides[d]))
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
