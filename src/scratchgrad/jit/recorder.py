@@ -392,6 +392,9 @@ class Recorder:
             # and laid out as the result: written over another layout, the result would be
             # added in another order by later reductions and products
             and (a.shape, a.dtype, a.strides) == (out.shape, out.dtype, out.strides)
+            # NOTE: and of more than one entry: NumPy multiplies complex numbers of one entry
+            # written over a factor by another loop than its result's (other bits)
+            and out.size > 1
         )
         if out.ndim and out.flags.c_contiguous:  # (a 0-d result comes as a NumPy scalar)
             step.layout = (out.shape, out.dtype)
