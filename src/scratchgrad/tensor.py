@@ -810,6 +810,9 @@ class Tensor:
         device and shape (the engine and the optimizers use it as they find it)."""
         if grad is not None:
             _check_assigned_grad(self, grad)
+            if capture_hook.recorder is not None:  # a jitted step records: a replay sets it
+                capture_hook.recorder.assign_grad(self, grad)
+                return
         self._grad = grad
 
     def _delete_grad(self) -> None:

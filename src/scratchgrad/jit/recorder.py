@@ -98,6 +98,10 @@ def _nothing(*args: Any) -> None:
     return None
 
 
+def _assign_grad(tensor: Tensor, grad: Tensor) -> None:
+    tensor._grad = grad
+
+
 def _declined(*args: Any) -> bool:
     return False
 
@@ -477,6 +481,21 @@ class Recorder:
         writes = [self.value(leaf.grad.array)]  # later calls may read or change .grad's array
         self.note([f"v{writes[0]} = {code}"], writes, effect=True)
         return True
+
+    @_other_threads(_assign_grad)
+    def assign_grad(self, tensor: Tensor, grad: Tensor) -> None:
+        """``tensor.grad = grad`` in the step (a gradient of ``func.grad`` handed to an
+        optimizer): noted as a call, so that a replay gives ``tensor`` its own gradient (the
+        recording's stayed, silently). A tensor the step made is new at each replay."""
+        if id(tensor) in self.arguments:
+            self.refuse(
+                f"assigning .grad of tensor argument #{self.arguments[id(tensor)]}",
+                "A replay would assign it to the recording's argument: return the gradient",
+            )
+        if self.made(tensor):
+            tensor._grad = grad
+        else:
+            self.replayed(_assign_grad, tensor, grad)
 
     def watch(self, leaves: list[Tensor], optimizers: list[Optimizer]) -> None:
         """Check that the ``.grad`` of ``leaves`` and the param groups' settings of

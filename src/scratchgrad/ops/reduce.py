@@ -5,6 +5,7 @@ input's shape by its backward (the engine only ever sums gradients down, never e
 import functools
 import math
 
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.autograd.grad_mode import state as _grad_mode
 from scratchgrad.backend import (
@@ -581,6 +582,13 @@ class Cumprod(Function):
                 return _before_second_zero(x, out, grad, dim)
             # NOTE: a branch on the values, as PyTorch's: both formulas masked with where, the
             # one left out had a gradient of 0 times inf (NaN) where an entry is infinite
+            if capture_hook.recorder is not None:  # (its bool(tensor) error named no op)
+                capture_hook.recorder.refuse(
+                    f"cumprod of shape {tuple(x.shape)} differentiated with create_graph=True "
+                    "(its formula is chosen by whether an entry is 0)",
+                    "Differentiate it once (no create_graph), compute it without cumprod "
+                    "(x.log().cumsum(dim).exp() for positive entries)",
+                )
             if not (x == 0).any():
                 return (out * grad).flip(dim).cumsum(dim).flip(dim) / x
             return _omitted_products(x, grad, dim)
