@@ -245,6 +245,32 @@ def test_a_grad_scaler_inside_the_step_raises():
         step(x, y)
 
 
+@pytest.mark.parametrize("call", ["unscale_", "step"])
+def test_a_grad_scalers_unscale_or_step_inside_the_step_raises_naming_it(call):
+    """The loss scaled outside (by the scale passed in), the gradients unscaled (and clipped)
+    or the step taken inside: unscale_ divides the gradients' arrays in Python and step skips
+    by their values, which replays did not repeat (silently: replays clipped the scaled
+    gradients, or stepped on an overflow; update() then found no inf checks)."""
+    model = mlp()
+    opt = sg.optim.SGD(model.parameters(), lr=0.01)
+    scaler = sg.amp.GradScaler("cpu")
+
+    @sg.jit
+    def step(x, y, scale):
+        opt.zero_grad()
+        (F.mse_loss(model(x), y) * scale).backward()
+        getattr(scaler, call)(opt)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+
+    x, y = regression_batches(1)[0]
+    step(x, y, scaler.scale(sg.ones(())))  # eager
+    if call == "unscale_":
+        scaler.step(opt)
+    scaler.update()
+    with pytest.raises(sg.JitError, match=rf"{call}\(\) of a GradScaler inside "):
+        step(x, y, scaler.scale(sg.ones(())))
+
+
 def test_tensor_and_module_hooks_scaling_gradients():
     def program(wrap):
         model = mlp()

@@ -40,6 +40,21 @@ def _check_settings(growth_factor: float, backoff_factor: float, growth_interval
         )
 
 
+def _refuse_recording(call: str) -> None:
+    """Raise the JitError of an enabled scaler's ``call`` in a jitted step: the scale and the
+    skipped steps are decided in Python from the gradients' values, and unscale_ divides the
+    gradients' arrays outside the recorded calls (a replay would clip scaled gradients)."""
+    if capture_hook.recorder is not None:
+        capture_hook.recorder.refuse(
+            f"{call}() of a GradScaler inside scratchgrad.jit",
+            "Its step skips the update when a gradient is not finite, and its scale "
+            "changes with that, Python a replay would not run: bfloat16 autocast needs no "
+            "scaler (its range is float32's), scale the loss by a constant yourself, or call "
+            "the scaler outside the step (pass it scaler.scale(torch.ones(())) to multiply the "
+            "loss by)",
+        )
+
+
 class GradScaler:
     """Scale the loss, unscale the gradients, skip steps that overflowed, adapt the scale.
 
@@ -89,13 +104,7 @@ class GradScaler:
         scaled lazily as PyTorch's ``map``) times the current scale."""
         if not self._enabled:
             return outputs
-        if capture_hook.recorder is not None:  # the scale and skipped steps are Python's
-            capture_hook.recorder.refuse(
-                "GradScaler inside scratchgrad.jit",
-                "Its step skips the update when a gradient is not finite, and its scale "
-                "changes with that, Python a replay would not run: bfloat16 autocast needs no "
-                "scaler (its range is float32's), or scale the loss by a constant yourself",
-            )
+        _refuse_recording("scale")
         if isinstance(outputs, Tensor):
             if self._scale is None:
                 self._scale = numpy.float32(self._init_scale)
@@ -111,6 +120,7 @@ class GradScaler:
         Call it once per step, before clipping gradients; ``step`` calls it if you did not."""
         if not self._enabled:
             return
+        _refuse_recording("unscale_")
         self._check_scaled("unscale_")
         state = self._state_of(optimizer)
         if state["stage"] is _Stage.UNSCALED:
@@ -146,6 +156,7 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
+        _refuse_recording("step")
         self._check_scaled("step")
         state = self._state_of(optimizer)
         if state["stage"] is _Stage.STEPPED:
@@ -162,6 +173,7 @@ class GradScaler:
         """Adapt the scale for the next step (or set it to ``new_scale``)."""
         if not self._enabled:
             return
+        _refuse_recording("update")
         self._check_scaled("update")
         if isinstance(new_scale, Tensor) and (new_scale.numel() != 1 or new_scale.requires_grad):
             raise AssertionError(
