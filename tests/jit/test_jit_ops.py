@@ -126,3 +126,16 @@ def test_complex_products_of_one_entry_replay_eager_bits(shape, dtype):
     for _ in range(40):
         x, y = (sg.tensor(rng.uniform(0.5, 3, shape), dtype=getattr(sg, dtype)) for _ in "xy")
         np.testing.assert_array_equal(jitted(x, y).numpy(), op.call(sg, x, y).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_tanh_and_its_gradient_replay_eager_bits(dtype):
+    """Tanh's gradient of 16-bit floats computes in float32 and rounds once (as PyTorch's);
+    its replayed kernel multiplied in the 16-bit dtype itself."""
+    step = sg.jit(lambda x, g: sg.autograd.grad(x.tanh(), x, g))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x, g = (sg.tensor(rng.standard_normal((4, 8)), dtype=getattr(sg, dtype)) for _ in "xg")
+        x.requires_grad_()
+        (expected,), (found,) = sg.autograd.grad(x.tanh(), x, g), step(x, g)
+        np.testing.assert_array_equal(found.float().numpy(), expected.float().numpy())
