@@ -431,10 +431,10 @@ _vmap_draw = None
 
 def _drawn(draw: Callable[[tuple], Any], shape: tuple, requires_grad: bool, device) -> Tensor:
     """``draw(shape)``, an array of random numbers, as a tensor."""
+    if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
+        draw = functools.partial(capture_hook.recorder.call, draw)  # (inside vmap too)
     if _vmap_draw is not None:
         return _vmap_draw(draw, shape)
-    if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
-        return _finish(capture_hook.recorder.call(draw, shape), requires_grad, _on(device))
     return _finish(draw(shape), requires_grad, _on(device))
 
 

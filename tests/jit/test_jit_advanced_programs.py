@@ -140,6 +140,30 @@ def test_per_sample_gradients_of_vmap_and_func_grad_clipped_as_dp_sgd():
     check_program(program, replays=STEPS - 3)
 
 
+@pytest.mark.parametrize("randomness", ["different", "same"])
+def test_dropout_inside_vmap_draws_again_at_each_replay(randomness):
+    """A random draw inside vmap was made outside the recorded calls: a constant of the
+    program, which the third call refused as a "different constant"."""
+
+    def program(wrap):
+        model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.3), nn.Linear(8, 1))
+        opt = sg.optim.SGD(model.parameters(), lr=0.01)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            out = sg.func.vmap(model, randomness=randomness)(x)
+            loss = F.mse_loss(out, y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        losses = [as_numpy(step(x, y)) for x, y in regression_batches()]
+        return losses, snapshot([model], [opt])
+
+    check_program(program, replays=STEPS - 3)
+
+
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_a_checkpointed_block_with_dropout(reentrant):
     def program(wrap):
