@@ -321,6 +321,24 @@ def test_tensor_and_module_hooks_scaling_gradients():
     check_program(program, replays=STEPS - 3)
 
 
+def test_an_optimizer_stepped_by_post_accumulate_grad_hooks_raises_saying_what_to_do():
+    """The optimizer-in-backward pattern: each hook's step is Python run inside backward()."""
+    model = mlp()
+    optimizers = {p: sg.optim.SGD([p], lr=0.05) for p in model.parameters()}
+
+    def step_and_zero(p):
+        optimizers[p].step()
+        optimizers[p].zero_grad()
+
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(step_and_zero)
+    step = sg.jit(lambda x, y: F.mse_loss(model(x), y).backward())
+    x, y = regression_batches(1)[0]
+    step(x, y)
+    with pytest.raises(sg.JitError, match="post-accumulate-grad hook at .*after backward"):
+        step(x, y)
+
+
 SECOND_ORDER = {
     "cumsum": lambda t: t.cumsum(0) ** 2,
     "logcumsumexp": lambda t: t.logcumsumexp(0),

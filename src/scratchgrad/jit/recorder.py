@@ -456,7 +456,12 @@ class Recorder:
         if create_graph:
             self.refuse("backward(create_graph=True)")
         if engine._post_accumulate_hooks.get(id(leaf)):
-            self.refuse("a post-accumulate-grad hook")
+            self.refuse(
+                "a post-accumulate-grad hook",
+                "Its Python (an optimizer's step per parameter) runs inside backward(), which "
+                "a replay runs as recorded calls: remove the hook and step the optimizer after "
+                "backward() in the step",
+            )
         if self.outside_graphs:
             self.refuse(
                 f"backward() with tensor argument #{self.outside_graphs[0]} made by operations "
