@@ -76,14 +76,22 @@ def test_maml_adapting_with_create_graph_through_functional_call():
     check_program(program, replays=STEPS - 3)
 
 
-def test_gradients_of_func_grad_assigned_to_grad_are_each_replays():
+OPTIMIZERS = {
+    "Adam": lambda params: sg.optim.Adam(params, lr=0.01),
+    "SGD": lambda params: sg.optim.SGD(params, lr=0.01, momentum=0.9, nesterov=True),
+    "RMSprop": lambda params: sg.optim.RMSprop(params, lr=0.01),
+}
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_gradients_of_func_grad_assigned_to_grad_are_each_replays(optimizer):
     """``p.grad = g`` of a gradient the step computed (``func.grad``'s, then ``opt.step()``)
-    is replayed: before, replays kept the recording's gradient in ``.grad``, and Adam stepped
-    with it, silently."""
+    is replayed: before, replays kept the recording's gradient in ``.grad``, and the
+    optimizer stepped with it, silently."""
 
     def program(wrap):
         model = mlp()
-        opt = sg.optim.Adam(model.parameters(), lr=0.01)
+        opt = OPTIMIZERS[optimizer](model.parameters())
 
         def loss_of(params, x, y):
             return F.mse_loss(sg.func.functional_call(model, params, (x,)), y)
@@ -94,6 +102,7 @@ def test_gradients_of_func_grad_assigned_to_grad_are_each_replays():
             grads = sg.func.grad(loss_of)(params, x, y)
             for name, p in model.named_parameters():
                 p.grad = grads[name]
+            nn.utils.clip_grad_norm_(model.parameters(), 0.1)
             opt.step()
             return grads["0.weight"]
 
