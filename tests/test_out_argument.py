@@ -162,6 +162,69 @@ def test_histc_writes_an_out_that_requires_grad_as_torch(lib, leaf):
     assert (out.grad_fn is None) == leaf
 
 
+# calls of module functions that PyTorch gives no out= (with these arguments), each with an
+# out of its result's dtype
+NO_OUT_CALLS = {
+    "isnan": lambda lib, x, o: lib.isnan(x, out=o.bool()),
+    "count_nonzero dim": lambda lib, x, o: lib.count_nonzero(x, 0, out=o.long()),
+    "clone": lambda lib, x, o: lib.clone(x, out=o),
+    "flatten": lambda lib, x, o: lib.flatten(x, out=o),
+    "transpose": lambda lib, x, o: lib.transpose(x, 0, 1, out=o),
+    "trace": lambda lib, x, o: lib.trace(x, out=o),
+    "det": lambda lib, x, o: lib.det(x, out=o),
+    "relu": lambda lib, x, o: lib.relu(x, out=o),
+    "roll": lambda lib, x, o: lib.roll(x, 1, out=o),
+    "dist": lambda lib, x, o: lib.dist(x, x, out=o),
+    "argwhere": lambda lib, x, o: lib.argwhere(x, out=o.long()),
+    "unique": lambda lib, x, o: lib.unique(x, out=o),
+    "masked_fill": lambda lib, x, o: lib.masked_fill(x, x > 1, 0.0, out=o),
+    "repeat_interleave": lambda lib, x, o: lib.repeat_interleave(x, 2, out=o),
+    "sum of all entries": lambda lib, x, o: lib.sum(x, out=o),
+    "prod of all entries": lambda lib, x, o: lib.prod(x, out=o),
+    "median of all entries": lambda lib, x, o: lib.median(x, out=o),
+    "argsort unstable": lambda lib, x, o: lib.argsort(x, out=o.long()),
+    "bernoulli with p": lambda lib, x, o: lib.bernoulli(x, 0.5, out=o),
+    "where(condition)": lambda lib, x, o: lib.where(x > 1, out=o.long()),
+    "where of a number": lambda lib, x, o: lib.where(x > 1, x, 0.0, out=o),
+}
+# and the same functions with the arguments that take it
+OUT_CALLS = {
+    "sum along a dim": lambda lib, x, o: lib.sum(x, 0, out=o),
+    "prod along a dim": lambda lib, x, o: lib.prod(x, dim=0, out=o),
+    "median along a dim": lambda lib, x, o: lib.median(x, 0, out=(o, o.long())),
+    "argsort stable": lambda lib, x, o: lib.argsort(x, stable=True, out=o.long()),
+    "bernoulli": lambda lib, x, o: lib.bernoulli(x / 4, out=o),
+    "where": lambda lib, x, o: lib.where(x > 1, x, -x, out=o),
+    "linalg.det": lambda lib, x, o: lib.linalg.det(x, out=o),
+}
+
+
+@pytest.mark.parametrize("call", NO_OUT_CALLS.values(), ids=NO_OUT_CALLS)
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_the_functions_without_out_refuse_it_as_torchs(lib, call):
+    """torch.isnan(x, out=...), torch.sum(x, out=...) (of all entries) and their neighbours
+    are TypeErrors, as PyTorch's (they took out= here, a method's module name given it)."""
+    x, o = lib.tensor([[1.0, 2.0], [3.0, 4.0]]), lib.empty(0)
+    with pytest.raises(
+        TypeError, match="out|dim|Tensor"
+    ):  # (median: "missing ... dim", where: "Tensor")
+        call(lib, x, o)
+    assert o.shape == (0,)
+
+
+@pytest.mark.parametrize("call", OUT_CALLS.values(), ids=OUT_CALLS)
+def test_their_overloads_with_out_take_it_as_torchs(call):
+    results = []
+    for lib in (torch, sg):
+        lib.manual_seed(0)  # (bernoulli: compared by its shape only, drawn from other streams)
+        x, o = lib.tensor([[1.0, 2.0], [3.0, 4.0]]), lib.empty(0)
+        result = call(lib, x, o)
+        results.append([t.tolist() for t in result] if isinstance(result, tuple) else o.tolist())
+    if call is OUT_CALLS["bernoulli"]:
+        results = [np.shape(r) for r in results]
+    np.testing.assert_allclose(np.array(results[1], float), np.array(results[0], float))
+
+
 @pytest.mark.parametrize("name", ["histc", "quantile", "nanquantile", "nanmedian", "mode"])
 @pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
 def test_the_methods_take_no_out_as_torchs(lib, name):

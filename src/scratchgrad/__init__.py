@@ -260,7 +260,8 @@ else:
     globals().update({f"_foreach_{name}": getattr(foreach, name) for name in foreach.__all__})
 
     # torch's names for linear algebra outside torch.linalg
-    det, inverse, matrix_power = linalg.det, linalg.inv, linalg.matrix_power
+    det = linalg.det.__wrapped__  # (torch.det takes no out=, torch.linalg.det does)
+    inverse, matrix_power = linalg.inv, linalg.matrix_power
     matrix_exp = linalg.matrix_exp
     from scratchgrad.linalg.extras import chain_matmul
     from scratchgrad.linalg.legacy import (
@@ -672,10 +673,35 @@ else:
         ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
 
-    def _takes_a_tensor(function):
-        """PyTorch's TypeError when a module function gets something else than a tensor first
-        (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor, not list"),
-        and its ``out=`` (see ``tensor.write_out``)."""
+    # the module functions of methods that PyTorch gives no out= (views, splits, copies, tests
+    # of values, ...: tried one by one against torch 2.13)
+    _NO_OUT = frozenset({
+        "adjoint", "allclose", "argwhere", "as_strided", "broadcast_to", "chunk", "clone",
+        "conj", "count_nonzero", "detach", "detach_", "diag_embed", "diagflat", "diagonal",
+        "dist", "dsplit", "equal", "fill_", "flatten", "fliplr", "flipud", "hsplit",
+        "index_fill", "is_complex", "is_conj", "is_floating_point", "is_neg", "is_nonzero",
+        "is_same_size", "is_signed", "isclose", "isfinite", "isinf", "isnan", "isreal",
+        "masked_fill", "moveaxis", "movedim", "narrow", "numel", "permute", "positive", "ravel",
+        "relu", "repeat_interleave", "reshape", "resolve_conj", "resolve_neg", "roll", "rot90",
+        "select", "split", "split_with_sizes", "squeeze", "swapaxes", "swapdims", "t",
+        "tensor_split", "tile", "trace", "transpose", "unbind", "unflatten", "unique",
+        "unique_consecutive", "unsafe_chunk", "unsafe_split", "unsqueeze", "vsplit", "zero_",
+    })  # fmt: skip
+    # and those whose out= PyTorch takes with some arguments only (its overloads): sum(x, 0)
+    # but not sum(x), argsort(x, stable=True) but not argsort(x), bernoulli(x) but not
+    # bernoulli(x, 0.5)
+    _OUT_ONLY_IF = {
+        "sum": lambda args, kwargs: args != () or "dim" in kwargs,
+        "prod": lambda args, kwargs: args != () or "dim" in kwargs,
+        "median": lambda args, kwargs: args != () or "dim" in kwargs,
+        "argsort": lambda args, kwargs: "stable" in kwargs,
+        "bernoulli": lambda args, kwargs: not args and "p" not in kwargs,
+    }
+
+    def _takes_a_tensor(function, name: str):
+        """PyTorch's TypeError when the module function ``name`` gets something else than a
+        tensor first (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor,
+        not list"), and its ``out=`` (see ``tensor.write_out``) where PyTorch's takes one."""
 
         @_functools.wraps(function)
         def checked(input, *args, out=None, **kwargs):
@@ -684,6 +710,10 @@ else:
                     f"{function.__name__}(): argument 'input' (position 1) must be Tensor, "
                     f"not {type(input).__name__}"
                 )
+            if out is not None and (
+                name in _NO_OUT or not _OUT_ONLY_IF.get(name, lambda *_: True)(args, kwargs)
+            ):
+                raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
             result = function(input, *args, **kwargs)
             if out is None:
                 return result
@@ -694,8 +724,8 @@ else:
 
     for _name, _value in list(globals().items()):  # the methods bound to module names above
         if getattr(_value, "__qualname__", "").startswith(("Tensor.", "_calls_method.")):
-            globals()[_name] = _takes_a_tensor(_value)
-    flip = _takes_a_tensor(flip)
+            globals()[_name] = _takes_a_tensor(_value, _name)
+    flip = _takes_a_tensor(flip, "flip")
 
 __version__ = "0.1.0"
 

@@ -5258,9 +5258,18 @@ def where(
     """
     x, y = input, other
     if x is None and y is None:
+        if out is not None:  # (as PyTorch's where(condition))
+            raise TypeError(
+                "where(): where(condition) takes no out=, where(condition, input, other) does"
+            )
         return condition.nonzero(as_tuple=True)
     if x is None or y is None:
         raise TypeError("where(): give both input and other, or neither (condition's indices)")
+    if out is not None and not builtins.all(isinstance(t, Tensor) for t in (condition, x, y)):
+        raise TypeError(  # (as PyTorch's where with out=)
+            f"where(): with out=, condition, input and other must be Tensors, not "
+            f"{type(condition).__name__}, {type(x).__name__} and {type(y).__name__}"
+        )
     cond = condition
     if not isinstance(condition, Tensor):  # an array (of any device), or a list
         cond = Tensor._make(condition if backend.is_array(condition) else xp.asarray(condition))
