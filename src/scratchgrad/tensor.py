@@ -1962,7 +1962,9 @@ class Tensor:
             if not backend.is_on(self.array, device):
                 moved = movement.ToDevice.apply(self, device=device)
         if dtype is None or dtype == self.array.dtype:
-            return self.clone() if copy and moved is self else moved
+            if copy and moved is self:  # (PyTorch's ToCopyBackward0, not clone's node)
+                return movement.Copy.apply(self, dtype=self.array.dtype)
+            return moved
         if moved.requires_grad and not backend.can_require_grad(dtype):
             with no_grad():  # an integer or bool result leaves the graph, as in PyTorch
                 return movement.Copy.apply(moved, dtype=dtype)
@@ -2052,7 +2054,7 @@ class Tensor:
         """A differentiable copy; a ``memory_format`` is checked and keeps the values (see
         ``to``)."""
         check_memory_format(memory_format, self.ndim, "clone")
-        return movement.Copy.apply(self, dtype=self.array.dtype)
+        return movement.Clone.apply(self, dtype=self.array.dtype)
 
     def is_floating_point(self) -> bool:
         return backend.is_floating(self.array.dtype)
@@ -3608,7 +3610,7 @@ class Tensor:
             return self.clone()
         if self.is_contiguous():
             return self
-        return movement.Copy.apply(self, dtype=self.array.dtype, order="C")
+        return movement.Clone.apply(self, dtype=self.array.dtype, order="C")
 
     def view_as(self, other: Tensor) -> Tensor:
         return self.reshape(other.shape)

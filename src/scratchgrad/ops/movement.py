@@ -173,6 +173,14 @@ class ComplexCopy(Copy):
 Copy.complex_twin = ComplexCopy
 
 
+class Clone(Copy):
+    """``clone`` and ``contiguous``: a Copy to the same dtype, under PyTorch's name for it
+    (``to(copy=True)`` stays a ToCopyBackward0, as PyTorch's)."""
+
+    complex_safe = True  # the same dtype back: right for complex numbers as written
+    backward_name = "CloneBackward0"
+
+
 class ToDevice(Function):
     """A copy on another device; the gradient goes back to the input's device."""
 
