@@ -63,6 +63,10 @@ EXPRESSIONS = {
         (F_OURS if m is sg else F_TORCH).gelu(x).sum(), x, create_graph=True
     )[0],
     "amax": lambda m, x, w: x.amax(0),
+    "max_of_all": lambda m, x, w: x.max(),
+    "min_of_all": lambda m, x, w: x.min(),
+    "median_of_all": lambda m, x, w: x.median(),
+    "nanmedian_of_all": lambda m, x, w: x.nanmedian(),
     "where": lambda m, x, w: m.where(x > 0, x, 0.0),
     "mse_loss": lambda m, x, w: (F_OURS if m is sg else F_TORCH).mse_loss(x, x.detach() + 1),
     "cross_entropy": lambda m, x, w: (F_OURS if m is sg else F_TORCH).cross_entropy(

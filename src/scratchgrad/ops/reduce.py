@@ -395,6 +395,8 @@ class MaxOfAll(Amax):
     dim: its gradient is shared evenly among the entries equal to it, or among the NaNs where
     it is NaN (PyTorch's ``evenly_distribute_backward``; ``amax`` leaves that NaN)."""
 
+    backward_name = "MaxBackward1"  # PyTorch's (max along a dim is MaxBackward0)
+
     @staticmethod
     def chosen(x, kept):
         xp = namespace(x)
@@ -409,11 +411,14 @@ class MaxOfAll(Amax):
 
 
 class MinOfAll(MaxOfAll):
+    backward_name = "MinBackward1"
     statistic = Amin.statistic
 
 
 class MedianOfAll(MaxOfAll):
     """The lower median of all entries (NaN if one is), as ``median()`` without a dim."""
+
+    backward_name = "MedianBackward0"
 
     @staticmethod
     def statistic(x, dim):
@@ -422,6 +427,8 @@ class MedianOfAll(MaxOfAll):
 
 class NanMedianOfAll(MaxOfAll):
     """The lower median of the entries that are not NaN, as ``nanmedian()`` without a dim."""
+
+    backward_name = "NanmedianBackward0"
 
     @staticmethod
     def statistic(x, dim):
