@@ -150,6 +150,70 @@ def test_a_graph_through_out_is_refused_as_torch(lib):
     assert out.tolist() == [2.0, 2.0]
 
 
+# outs= that PyTorch writes in grad mode though a graph would go through them: of ops
+# without a derivative (a NotImplemented node, whose backward raises) and of composite ops
+# (a recorded copy_, the gradient flowing through it); each gives (call, out, its backward)
+GRAPH_OUTS = {
+    "heaviside into a result": lambda lib, x, w: lib.heaviside(x, x, out=w * 1),
+    "floor_divide into a result": lambda lib, x, w: lib.floor_divide(x, 2, out=w * 1),
+    "softmax of an input that requires grad": lambda lib, x, w: lib.softmax(
+        x.requires_grad_(), 0, out=lib.zeros(4)
+    ),
+    "zeros into a result": lambda lib, x, w: lib.zeros(4, out=w * 1),
+    "arange into a result": lambda lib, x, w: lib.arange(4.0, out=w * 1),
+    "linspace into a result": lambda lib, x, w: lib.linspace(0, 1, 4, out=w * 1),
+    "full into a result": lambda lib, x, w: lib.full((4,), 2.0, out=w * 1),
+    "quantile into a result": lambda lib, x, w: lib.quantile(x, 0.5, out=w[0] * 1),
+    "quantile of an input that requires grad": lambda lib, x, w: lib.quantile(
+        x.requires_grad_(), 0.5, out=lib.zeros(())
+    ),
+}
+
+
+@pytest.mark.parametrize("call", GRAPH_OUTS.values(), ids=GRAPH_OUTS)
+def test_an_out_in_a_graph_is_written_where_torch_writes_it(call):
+    """torch.heaviside(x, x, out=w * 1) (w requiring grad) and its neighbours were refused
+    here: PyTorch writes them, the out requiring grad, its backward raising for the ops
+    without a derivative and flowing through the copy for the composite ones."""
+    seen = []
+    for lib in (torch, sg):
+        x, w = lib.tensor([1.0, -2.0, 0.0, 3.0]), lib.ones(4, requires_grad=True)
+        out = call(lib, x, w)
+        try:
+            out.sum().backward()
+            grads = [t.grad.tolist() for t in (x, w) if t.grad is not None]
+        except RuntimeError as error:
+            grads = str(error)
+        seen.append((out.tolist(), out.requires_grad, out.is_leaf, grads))
+    assert seen[1][1:] == seen[0][1:]
+    np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_a_leaf_out_that_requires_grad_is_still_refused(lib):
+    x, w = lib.tensor([1.0, -2.0]), lib.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="out=... arguments"):
+        lib.heaviside(x, x, out=w)
+    with pytest.raises(RuntimeError, match="out=... arguments"):
+        lib.zeros(2, out=w)
+    with pytest.raises(RuntimeError, match="leaf Variable"):  # (a copy_ into it)
+        lib.quantile(x, 0.5, out=w[0].detach().requires_grad_())
+    assert w.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
+def test_a_factory_sets_a_leaf_outs_requires_grad(lib):
+    """As PyTorch's factories: requires_grad (False unless given) is set on a leaf out, also
+    on one that required grad (outside grad mode, where it is taken)."""
+    out = lib.ones(3)
+    lib.zeros(3, out=out, requires_grad=True)
+    assert out.requires_grad and out.is_leaf and out.tolist() == [0.0] * 3
+    with lib.no_grad():
+        out = lib.ones(3, requires_grad=True)
+        lib.arange(3.0, out=out)
+    assert not out.requires_grad and out.tolist() == [0.0, 1.0, 2.0]
+
+
 @pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "not a leaf"])
 @pytest.mark.parametrize("lib", [sg, torch], ids=["scratchgrad", "torch"])
 def test_histc_writes_an_out_that_requires_grad_as_torch(lib, leaf):

@@ -31,7 +31,8 @@ _make = capture_hook.call
 def _takes_out(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """``factory`` with PyTorch's ``out=``: the tensor is made in ``out``'s dtype and on its
     device (unless given) and written into it (``tensor.write_out``), which is resized
-    without a warning, as PyTorch's factories do."""
+    without a warning, as PyTorch's factories do; then a leaf ``out`` requires grad as
+    ``requires_grad`` says (False unless given), as PyTorch sets it."""
 
     @functools.wraps(factory)
     def made(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
@@ -41,10 +42,14 @@ def _takes_out(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
             for key in ("dtype", "device"):
                 if kwargs.get(key) is None:
                     kwargs[key] = getattr(out, key)
+        requires_grad = kwargs.pop("requires_grad", False)
         result = factory(*args, **kwargs)
         if isinstance(out, Tensor) and out.shape != result.shape:
             out.resize_(result.shape)
-        return write_out(factory.__name__, result, out)
+        write_out(factory.__name__, result, out)
+        if out.is_leaf:  # (one that is not keeps its graph, as PyTorch's)
+            out.requires_grad_(requires_grad)
+        return out
 
     return made
 

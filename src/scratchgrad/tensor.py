@@ -5488,7 +5488,9 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
     dtype, never to a lower kind (no float into int); several outs (``values, indices``), and
     the out of an op of ``OUT_DTYPE_EXACT``, must have the results' dtypes, as PyTorch's. As
     PyTorch, no graph goes through ``out``: a result or an ``out`` that requires grad is
-    refused while grad mode is on (but by the ops of ``OUT_WRITTEN_AS_BUFFER``).
+    refused while grad mode is on, but by the ops of ``OUT_WRITTEN_AS_BUFFER``, of
+    ``OUT_COPIED`` (a recorded ``copy_``) and of ``OUT_WITHOUT_DERIVATIVE`` (an out that is
+    not a leaf is written, and its backward raises).
     An ``out`` that shares only part of its memory with a tensor among ``read`` (the inputs,
     which the op's caller gives where PyTorch checks them: elementwise ops, joins, scans) is
     refused, as ``_refuse_partial_overlap`` says.
@@ -5527,7 +5529,10 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
                     stacklevel=stacklevel_outside(),
                 )
             o.resize_(r.shape)
-        o.copy_(r)
+        if name in OUT_WITHOUT_DERIVATIVE and o._records(r):
+            o._record_in_place(name, functools.partial(_without_derivative, name), r)
+        else:
+            o.copy_(r)
     if not several:
         return out
     return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
@@ -5537,7 +5542,7 @@ def _check_out(name: str, result: Tensor, out: Any) -> None:
     """Refuse an ``out`` that is no tensor, a graph through it, or a cast to a lower kind."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _state.enabled and (result.requires_grad or out.requires_grad):
+    if _state.enabled and (result.requires_grad or out.requires_grad) and _refused(name, out):
         raise RuntimeError(
             f"{name}(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad."
@@ -5547,6 +5552,20 @@ def _check_out(name: str, result: Tensor, out: Any) -> None:
             f"{name}: result type {result.dtype} can't be cast to the desired output type "
             f"{out.dtype}"
         )
+
+
+def _refused(name: str, out: Tensor) -> bool:
+    """Whether PyTorch refuses the out= of ``name`` where a graph would go through it: but
+    the ops that copy into it (a leaf that requires grad is refused by copy_ then), and those
+    without a derivative, into an out that is not a leaf."""
+    if name in OUT_WITHOUT_DERIVATIVE:
+        return out.is_leaf and out.requires_grad
+    return name not in OUT_COPIED
+
+
+def _without_derivative(name: str, old: Tensor, value: Tensor) -> Tensor:
+    """``value`` written over ``old`` by the out= of ``name``, whose backward raises."""
+    return movement.WrittenWithoutDerivative.apply(old, value.to(old.dtype), op=name)
 
 
 def takes_out(function: Callable, elementwise: bool = False) -> Callable:
@@ -7791,6 +7810,16 @@ OUT_READS_UNCHECKED_OF_ALL = frozenset({"max", "min"})
 # the ops whose out= PyTorch writes as a plain buffer, autograd unaware of it: an out that
 # requires grad (a leaf too) is written while grad mode is on, and keeps its grad_fn
 OUT_WRITTEN_AS_BUFFER = frozenset({"histc"})
+# the ops whose out= PyTorch writes by copy_ (its composite ops): the copy is recorded, so
+# inputs or an out (not a leaf) that require grad are taken, and the gradient flows through
+OUT_COPIED = frozenset({"quantile", "nanquantile", "tensordot", "inner"})
+# the ops without a derivative in PyTorch, whose out= its NotImplemented fallback writes: an
+# out that requires grad is taken unless it is a leaf, as are inputs that do, and the out's
+# backward raises (tried one by one against torch 2.13; conj_physical is conj here)
+OUT_WITHOUT_DERIVATIVE = frozenset({
+    "heaviside", "floor_divide", "softmax", "log_softmax", "conj", "diag", "eye",
+    "zeros", "ones", "full", "arange", "linspace", "logspace", "rand", "randint",
+})  # fmt: skip
 # the ops whose out= (the first, of several) PyTorch refuses even as the very input it reads
 # (their assert_no_overlap)
 OUT_OVERLAP_REFUSED = frozenset({"cross", "kthvalue"})

@@ -181,6 +181,23 @@ class Clone(Copy):
     backward_name = "CloneBackward0"
 
 
+class WrittenWithoutDerivative(Function):
+    """``y`` written over ``x`` by the ``out=`` of an op that PyTorch has no derivative for
+    (heaviside, the factories, ...: see ``tensor.OUT_WITHOUT_DERIVATIVE``): as PyTorch's
+    NotImplemented node, backward raises its error naming the op."""
+
+    backward_name = "NotImplemented"
+
+    @staticmethod
+    def forward(ctx, x, y, op):
+        ctx.op = op
+        return y.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
+
+
 class ToDevice(Function):
     """A copy on another device; the gradient goes back to the input's device."""
 
