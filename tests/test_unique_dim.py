@@ -117,10 +117,15 @@ def test_the_result_is_not_a_view_of_the_input():
     assert x.tolist() == [[1.0, 2.0]]
 
 
-def test_results_do_not_require_grad():
-    x = sg.tensor([[1.0, 2.0], [1.0, 2.0]], requires_grad=True)
-    for out in (*x.unique(dim=0, return_counts=True), x.unique_consecutive(dim=1)):
-        assert not out.requires_grad
+def test_the_values_require_grad_and_the_counts_do_not_as_torchs():
+    """(The values did not require grad here; PyTorch's do, and their backward raises: see
+    test_a_result_without_derivative_stays_in_the_graph_as_torchs.)"""
+    flags = []
+    for m in (torch, sg):
+        x = m.tensor([[1.0, 2.0], [1.0, 2.0]], requires_grad=True)
+        outs = (*x.unique(dim=0, return_counts=True), x.unique_consecutive(dim=1))
+        flags.append([out.requires_grad for out in outs])
+    assert flags[1] == flags[0] == [True, False, True]
 
 
 def test_jit_refuses_a_shape_read_from_the_values():
@@ -154,3 +159,34 @@ def test_errors_as_torch(call, kind, message):
 @pytest.mark.parametrize("function", [sg.Tensor.unique, sg.Tensor.unique_consecutive])
 def test_doc_examples_run(function):
     assert_doc_examples_run(function)
+
+
+# the ops without a derivative whose results PyTorch keeps in the graph of an input that
+# requires grad: a backward through them raises instead of leaving their part out
+NO_DERIVATIVE = {
+    "unique": lambda m, x: m.unique(x, return_counts=True)[0],
+    "unique along a dim": lambda m, x: x.unique(dim=0),
+    "unique_consecutive": lambda m, x: m.unique_consecutive(x),
+    "unique_consecutive along a dim": lambda m, x: x.unique_consecutive(dim=0),
+    "bernoulli with p": lambda m, x: m.bernoulli(x, 0.5),
+    "Tensor.bernoulli with p": lambda m, x: x.bernoulli(0.5),
+}
+
+
+@pytest.mark.parametrize("call", NO_DERIVATIVE.values(), ids=NO_DERIVATIVE)
+def test_a_result_without_derivative_stays_in_the_graph_as_torchs(call):
+    """x.unique() and x.bernoulli(0.5) of an x that requires grad did not require grad
+    here: (x * 2).sum() + x.unique().sum() then silently gave the gradient of the first
+    term alone, where PyTorch raises (its node and its error)."""
+    seen = []
+    for m in (torch, sg):
+        x = m.tensor([0.25, 0.75, 0.75, 0.0], requires_grad=True)
+        out = call(m, x)
+        with pytest.raises((RuntimeError, NotImplementedError)) as error:
+            ((x * 2).sum() + out.sum()).backward()
+        seen.append(
+            (out.requires_grad, out.grad_fn.name().split("::")[-1], error.type, str(error.value))
+        )
+    assert seen[1] == seen[0]
+    with sg.no_grad():
+        assert not call(sg, sg.ones(2, requires_grad=True)).requires_grad

@@ -3287,7 +3287,9 @@ class Tensor:
                 f"bernoulli: the probabilities must have a floating dtype, got {self.dtype}"
             )
         draws = Tensor._make(_call(_bernoulli, self.array, p, generator))
-        return draws if p is not None else _zero_gradient_to(draws, self)
+        if p is None:
+            return _zero_gradient_to(draws, self)
+        return _kept_without_derivative(self, draws, "bernoulli")  # (p: no derivative)
 
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
@@ -3833,15 +3835,16 @@ class Tensor:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique() (its shape depends on the values)")
         refuse_complex(self, "unique")
+        asked = (return_inverse, return_counts)
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=False)
-            return _unique_results(*found, return_inverse, return_counts)
+            return _unique_results(self, "unique_dim", *found, *asked)
         xp = namespace(self.array)
         values, inverse, counts = xp.unique(
             self.array.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False
         )
         inverse = inverse.reshape(self.array.shape)
-        return _unique_results(values, inverse, counts, return_inverse, return_counts)
+        return _unique_results(self, "_unique2", values, inverse, counts, *asked)
 
     def unique_consecutive(
         self, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
@@ -3857,12 +3860,13 @@ class Tensor:
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("unique_consecutive() (its shape depends on the values)")
         refuse_complex(self, "unique_consecutive")
+        asked = (return_inverse, return_counts)
         if dim is not None:
             found = _unique_slices(self.array, dim, consecutive=True)
-            return _unique_results(*found, return_inverse, return_counts)
+            return _unique_results(self, "unique_consecutive", *found, *asked)
         values, inverse, counts = _unique_slices(self.array.reshape(-1), 0, consecutive=True)
         inverse = inverse.reshape(self.array.shape)
-        return _unique_results(values, inverse, counts, return_inverse, return_counts)
+        return _unique_results(self, "unique_consecutive", values, inverse, counts, *asked)
 
     def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
         dims = _reduced_dims(dim, self.array.ndim)
@@ -5565,7 +5569,22 @@ def _refused(name: str, out: Tensor) -> bool:
 
 def _without_derivative(name: str, old: Tensor, value: Tensor) -> Tensor:
     """``value`` written over ``old`` by the out= of ``name``, whose backward raises."""
-    return movement.WrittenWithoutDerivative.apply(old, value.to(old.dtype), op=name)
+    message = f"derivative for aten::{name} is not implemented"
+    return movement.WithoutDerivative.apply(old, value.to(old.dtype), message=message)
+
+
+def _kept_without_derivative(x: Tensor, out: Tensor, op: str, error: type = RuntimeError):
+    """``out``, made from ``x`` by PyTorch's ``op``, which has no derivative: in ``x``'s graph
+    where it requires grad (so that a backward through it raises, as PyTorch's, instead of
+    leaving its part of the gradient out), under PyTorch's name for the node."""
+    if not (_state.enabled and x.requires_grad):
+        return out
+    if error is RuntimeError:  # (the autograd fallback's words and node)
+        message, name = f"derivative for aten::{op} is not implemented", "NotImplemented"
+    else:  # (a derivatives.yaml entry "not_implemented")
+        message = f"the derivative for '{op}' is not implemented."
+        name = "".join(part.capitalize() for part in op.strip("_").split("_")) + "Backward0"
+    return movement.WithoutDerivative.apply(x, out, message=message, error=error, name=name)
 
 
 def takes_out(function: Callable, elementwise: bool = False) -> Callable:
@@ -7516,11 +7535,15 @@ def _unique_slices(array: Any, dim: int, consecutive: bool) -> tuple[Any, Any, A
     return xp.moveaxis(slices[order[first]], 0, dim), inverse, counts
 
 
-def _unique_results(values, inverse, counts, return_inverse: bool, return_counts: bool):
-    """``unique``'s result: the values, then the inverse and the counts if asked for."""
+def _unique_results(
+    x: Tensor, op: str, values, inverse, counts, return_inverse: bool, return_counts: bool
+):
+    """``unique``'s result: the values (in ``x``'s graph, without a derivative, as PyTorch's
+    ``op``), then the inverse and the counts if asked for."""
     extras = (inverse,) * return_inverse + (counts,) * return_counts
     out = tuple(Tensor._make(a.astype(backend.int64)) for a in extras)
-    return (Tensor._make(values), *out) if extras else Tensor._make(values)
+    values = _kept_without_derivative(x, Tensor._make(values), op, NotImplementedError)
+    return (values, *out) if extras else values
 
 
 def _from_argument(given: Any, keyword: dict, name: str = "uniform_", default: Any = 0.0) -> Any:

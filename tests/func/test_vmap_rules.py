@@ -178,8 +178,7 @@ def _primitives():
 # which runs them on whole batches, and their backward formulas call them on saved unbatched
 # tensors only (tests/func/test_vmap_scatter_reduce.py)
 # AsStrided: its strides count entries of the storage of each member, which a batch changes
-# WrittenWithoutDerivative: only write_out records it, for an out= (which vmap does not take)
-WITHOUT_RULES = {"ScatterReduce", "ScatterLegacyReduce", "AsStrided", "WrittenWithoutDerivative"}
+WITHOUT_RULES = {"ScatterReduce", "ScatterLegacyReduce", "AsStrided"}
 
 
 def test_every_primitive_has_a_rule_or_is_listed_without_one():

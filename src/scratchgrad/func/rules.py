@@ -297,6 +297,12 @@ def saved_as_they_are(cls, values, batched, kwargs):
     return values[0] if batched[0] else at_front(values[0], batch_size(values, batched))
 
 
+def without_derivative(cls, values, batched, kwargs):
+    """The value given (the second operand) is the output: its batch passes on as it is."""
+    x, y = values
+    return cls.apply(x, y if batched[1] else at_front(y, batch_size(values, batched)), **kwargs)
+
+
 def first_order_only(cls, values, batched, kwargs):
     """The guard on scatter_reduce's product gradient passes the batch of gradients on; its
     backward raises if any position (of any member) is not differentiable."""
@@ -390,5 +396,6 @@ RULES: dict[type, Callable] = {
     movement.CopySlices: copy_slices,
     movement._FirstOrderOnly: first_order_only,
     function._Saving: saved_as_they_are,
+    movement.WithoutDerivative: without_derivative,
     norms.VectorNorm: reduction,
 }

@@ -181,21 +181,20 @@ class Clone(Copy):
     backward_name = "CloneBackward0"
 
 
-class WrittenWithoutDerivative(Function):
-    """``y`` written over ``x`` by the ``out=`` of an op that PyTorch has no derivative for
-    (heaviside, the factories, ...: see ``tensor.OUT_WITHOUT_DERIVATIVE``): as PyTorch's
-    NotImplemented node, backward raises its error naming the op."""
-
-    backward_name = "NotImplemented"
+class WithoutDerivative(Function):
+    """``y``, kept in ``x``'s graph as PyTorch keeps it though it has no derivative for the op
+    that made it (bernoulli with a given p, unique, the out= of heaviside or of a factory:
+    see ``tensor.OUT_WITHOUT_DERIVATIVE``): backward raises PyTorch's error, an ``error``
+    saying ``message``; ``name`` is PyTorch's name for the node."""
 
     @staticmethod
-    def forward(ctx, x, y, op):
-        ctx.op = op
+    def forward(ctx, x, y, message, error=RuntimeError, name="NotImplemented"):
+        ctx.message, ctx.error, ctx.backward_name = message, error, name
         return y.copy()
 
     @staticmethod
     def backward(ctx, grad):
-        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
+        raise ctx.error(ctx.message)
 
 
 class ToDevice(Function):
