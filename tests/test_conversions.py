@@ -80,6 +80,26 @@ def test_to_takes_a_tensor_by_keyword_and_refuses_other_flags_as_pytorch_does():
             m.ones(2).to("cpu", m.float64, False, 1)
 
 
+REFUSED_TO_FLAGS = {
+    "a device then non_blocking": lambda m, x: x.to("cpu", True),
+    "a device then two flags": lambda m, x: x.to("cpu", False, True),
+    "None then non_blocking": lambda m, x: x.to(None, True),
+    "non_blocking an int": lambda m, x: x.to("cpu", non_blocking=1),
+    "non_blocking None": lambda m, x: x.to(m.float64, non_blocking=None),
+    "copy an int": lambda m, x: x.to(m.float64, copy=1),
+    "a module's, a device then non_blocking": lambda m, x: m.nn.Linear(1, 1).to("cpu", True),
+    "a module's non_blocking an int": lambda m, x: m.nn.Linear(1, 1).to(non_blocking=1),
+}
+
+
+@pytest.mark.parametrize("call", REFUSED_TO_FLAGS.values(), ids=REFUSED_TO_FLAGS)
+@pytest.mark.parametrize("m", [sg, torch], ids=["scratchgrad", "torch"])
+def test_to_refuses_flags_after_a_device_alone_and_flags_not_bools_as_pytorch_does(m, call):
+    """(x.to("cpu", True) and non_blocking=1 were taken here.)"""
+    with pytest.raises(TypeError):
+        call(m, m.ones(2))
+
+
 def test_to_refuses_a_dtypes_name_as_pytorch_does():
     with pytest.raises(RuntimeError):
         torch.ones(1).to("float64")

@@ -343,14 +343,23 @@ def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = Non
     )
 
 
-def split_to_arguments(args: tuple, tensor: Any = None) -> tuple[tuple, tuple]:
+def split_to_arguments(
+    args: tuple, tensor: Any = None, non_blocking: Any = False
+) -> tuple[tuple, tuple]:
     """The positional arguments of ``.to`` that say where to (and ``tensor=``, PyTorch's
     keyword for a tensor to match), and the flags (non_blocking, copy) that end them, as in
     ``x.to(sg.float64, False, True)``. A bool first is no flag: PyTorch reads it as a tensor
-    (of dtype bool)."""
+    (of dtype bool). As PyTorch's, a device alone takes no flags (``x.to("cpu", True)``), and
+    ``non_blocking`` (also given by keyword) is a bool."""
     start = next((i for i, arg in enumerate(args) if i and type(arg) is bool), len(args))
     flags = args[start:]
-    if len(flags) > 2 or any(type(flag) is not bool for flag in flags):
+    if type(non_blocking) is not bool:
+        raise TypeError(
+            f"to() received an invalid combination of arguments: non_blocking must be a bool, "
+            f"not {type(non_blocking).__name__}"
+        )
+    device_alone = start == 1 < len(args) and isinstance(args[0], (backend.device, str, type(None)))
+    if len(flags) > 2 or device_alone or any(type(flag) is not bool for flag in flags):
         names = ", ".join(type(arg).__name__ for arg in args)
         raise TypeError(
             f"to() received an invalid combination of arguments ({names}): after a dtype, a "

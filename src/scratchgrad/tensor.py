@@ -1950,7 +1950,9 @@ class Tensor:
         >>> sg.ones(2).to("cpu", sg.float64).dtype
         dtype('float64')
         """
-        args, flags = split_to_arguments(args, tensor)
+        args, flags = split_to_arguments(args, tensor, non_blocking)
+        if type(copy) is not bool:  # (as PyTorch's)
+            raise TypeError(f"to(): argument 'copy' must be bool, not {type(copy).__name__}")
         copy = copy or flags[1:2] == (True,)
         if memory_format is not None:
             check_memory_format(memory_format, self.ndim)

@@ -746,7 +746,7 @@ class Module:
         """
         if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
             check_memory_format(memory_format, None)
-        args, flags = split_to_arguments(args, tensor)
+        args, flags = split_to_arguments(args, tensor, non_blocking)
         if copy is not None or len(flags) > 1:
             raise RuntimeError(".to() does not accept copy argument")
         device, dtype = requested_device_and_dtype(args, device, dtype)
