@@ -155,6 +155,12 @@ def test_lerp_errors_as_torch(m):
         m.lerp(x, 2.0, 0.5)  # end must be a tensor
     with pytest.raises(NotImplementedError):
         m.lerp(m.ones(3, dtype=m.int64), m.ones(3, dtype=m.int64), 0.5)
+    with pytest.raises(RuntimeError) as error:  # the dtypes are checked before the kind
+        m.ones(3, dtype=m.int64).lerp_(m.ones(3), 0.5)
+    assert type(error.value) is RuntimeError  # (not its subclass NotImplementedError)
+    with pytest.raises(RuntimeError) as error:
+        m.ones(3, dtype=m.bool).lerp(m.ones(3, dtype=m.bool), m.ones(3))
+    assert type(error.value) is RuntimeError
     with pytest.raises(RuntimeError):  # the result would not fit: x is left as it was
         x.lerp_(m.zeros(2, 3), 0.5)
     assert x.tolist() == [1.0, 1.0, 1.0]

@@ -594,3 +594,31 @@ def test_logit_reads_eps_as_torch_reads_a_float(name, eps):
             call(sg)
         return
     np.testing.assert_allclose(call(sg).numpy(), expected.numpy(), rtol=1e-12)
+
+
+INCOMPLETE_GAMMA_KINDS = {
+    "bool and float": lambda m, b, i, f: b.igamma(f),
+    "float and bool": lambda m, b, i, f: f.igammac(b),
+    "bool and float64, module function": lambda m, b, i, f: m.igamma(b, f.double()),
+    "int and float": lambda m, b, i, f: i.igamma(f),
+    "bool in place, of a float": lambda m, b, i, f: b.clone().igamma_(f),
+    "int in place, of a float": lambda m, b, i, f: i.clone().igammac_(f),
+    "bool and bool": lambda m, b, i, f: b.igamma(b),
+    "int and bool": lambda m, b, i, f: i.igamma(b),
+}
+
+
+@pytest.mark.parametrize("call", INCOMPLETE_GAMMA_KINDS.values(), ids=INCOMPLETE_GAMMA_KINDS)
+def test_igamma_promotes_a_bool_before_its_kind_is_checked_as_torchs(call):
+    """A bool tensor and a float one are promoted to float, as PyTorch's, so bool.igamma(x)
+    is computed and bool.igamma_(x) is PyTorch's RuntimeError (the float result cannot be
+    written into bools); both were a NotImplementedError here."""
+    seen = []
+    for m in (torch, sg):
+        b, i, f = m.tensor([True, False]), m.tensor([1, 2]), m.tensor([0.5, 2.0])
+        try:
+            out = call(m, b, i, f)
+            seen.append((str(out.dtype).removeprefix("torch."), np.round(out.tolist(), 6).tolist()))
+        except (RuntimeError, NotImplementedError) as error:
+            seen.append(type(error))
+    assert seen[1] == seen[0]

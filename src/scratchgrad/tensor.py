@@ -2649,6 +2649,9 @@ class Tensor:
 
     def _incomplete_gamma(self, name: str, other: Any, upper: bool) -> Tensor:
         a, x = self._operands(_tensor_other(name, other))
+        if a.dtype != x.dtype:  # (_operands leaves a bool operand as it is): promoted first
+            dtype = result_type(a, x)
+            a, x = a.to(dtype), x.to(dtype)
         a._check_floating(name)
         return special.Igamma.apply(a, x, upper=upper)
 
@@ -5234,10 +5237,10 @@ def _described(annotation: str) -> str:
 
 def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
     """``end`` and ``weight`` as ``torch.lerp`` takes them: ``start`` floating, ``end`` a tensor
-    of its dtype, ``weight`` a number or a tensor of its dtype (a 0-d one is cast to it)."""
+    of its dtype, ``weight`` a number or a tensor of its dtype (a 0-d one is cast to it);
+    as PyTorch's, the dtypes are checked before the kind (RuntimeError, then its kernel's
+    NotImplementedError)."""
     dtype = start.dtype
-    if not backend.is_floating(start.array.dtype):
-        raise NotImplementedError(f"lerp: needs floating point tensors, got {dtype}")
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp: end must be a Tensor, got {type(end).__name__}")
     if isinstance(weight, Tensor) and weight.ndim == 0:
@@ -5247,6 +5250,8 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
     for name, value in (("end", end), ("weight", weight)):
         if isinstance(value, Tensor) and value.dtype != dtype:
             raise RuntimeError(f"lerp: expected dtype {dtype} for {name} but got {value.dtype}")
+    if not backend.is_floating(start.array.dtype):
+        raise NotImplementedError(f"lerp: needs floating point tensors, got {dtype}")
     return end, weight
 
 
