@@ -135,10 +135,13 @@ def test_histc_as_torch(case):
     assert_same(sg.histc(ours, **options), torch.histc(theirs, **options))
 
 
-def test_results_do_not_require_grad():
-    x = sg.tensor([1.0, 2.0, 2.0], requires_grad=True)
-    for out in (sg.histc(x, bins=2), sg.unique(x), sg.searchsorted(x, x), sg.bucketize(x, x)):
-        assert not out.requires_grad
+def test_results_require_grad_as_pytorch_s():
+    """None of these has a derivative; unique's result stays in the graph, backward raising
+    (see test_unique_dim), the others' leave it."""
+    for m in (sg, torch):
+        x = m.tensor([1.0, 2.0, 2.0], requires_grad=True)
+        calls = (m.histc(x, bins=2), m.unique(x), m.searchsorted(x, x), m.bucketize(x, x))
+        assert [out.requires_grad for out in calls] == [False, True, False, False]
 
 
 ERRORS = [
