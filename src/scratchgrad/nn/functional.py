@@ -1800,6 +1800,8 @@ def smooth_l1_loss(
 
 def _check_some_floating(name: str, input: Tensor, target: Tensor) -> None:
     """PyTorch's error for a regression loss of two integer tensors (it has no such kernel)."""
+    if input.array.dtype.kind == "f":  # the common case, without is_floating_point's two calls
+        return
     if not (input.is_floating_point() or target.is_floating_point()):
         raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
 
@@ -1875,7 +1877,8 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
     returns the class dim."""
     if input.array.ndim == 0:
         raise ValueError(f"{name}: Expected 1 or more dimensions (got 0)")
-    if not input.is_floating_point():
+    # (the kind first: is_floating_point costs two calls, and every cross_entropy pays this)
+    if input.array.dtype.kind != "f" and not input.is_floating_point():
         raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
     class_dim = 0 if input.array.ndim == 1 else 1
     expected = input.array.shape[:class_dim] + input.array.shape[class_dim + 1 :]
@@ -1893,9 +1896,10 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
             f"{name}: expected target dtype to be Long or Byte, but got "
             f"{torch_name(target.dtype)} (probability targets must have the input's shape)"
         )
-    _check_class_weight(name, weight, input.array.shape[class_dim])
-    check_same_dtype(name, input, weight)
-    _refuse_grad("nll_loss_forward", weight=weight)
+    if weight is not None:  # (the three checks pass None: each call is the cost)
+        _check_class_weight(name, weight, input.array.shape[class_dim])
+        check_same_dtype(name, input, weight)
+        _refuse_grad("nll_loss_forward", weight=weight)
     return class_dim
 
 
@@ -2187,7 +2191,8 @@ def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -
     ``reduction``, checked."""
     if size_average is not None or reduce is not None:
         return _legacy_reduction(size_average, reduce, stacklevel=5)  # past the loss's wrapper
-    _check_reduction(reduction)
+    if reduction not in ("mean", "sum", "none"):  # (_check_reduction's test, without its call:
+        _check_reduction(reduction)  # every loss call pays this function)
     return reduction
 
 
