@@ -187,7 +187,8 @@ class MSELoss(Function):
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
         grad_x = MSELossGrad.apply(grad, x, y, scale=ctx.scale)
-        return grad_x, -grad_x if ctx.needs_input_grad[1] else None
+        # (needs_input_grad[1], without the property's call and tuple: every W1 step runs this)
+        return grad_x, -grad_x if ctx.parents[1] is not None else None
 
 
 class MSELossGrad(Function):
