@@ -16,6 +16,7 @@ from scratchgrad.autograd import anomaly, capture_hook
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import namespace, ndarray, xp
+from scratchgrad.ops.reduce import SumToSize
 from scratchgrad.tensor import RemovableHandle, Tensor, stack
 
 # Hooks to call once a leaf's .grad holds this backward's gradient, by id(leaf) (an entry goes
@@ -366,8 +367,8 @@ def _propagate(
             continue
         is_leaf = isinstance(parent, Tensor)
         shape = parent.array.shape if is_leaf else parent.out_shape
-        if g_in.array.shape != shape:
-            g_in = g_in.sum_to_size(shape)
+        if g_in.array.shape != shape:  # (Tensor.sum_to_size's node, without its two calls)
+            g_in = SumToSize.apply(g_in, shape=shape)
             if g_in.array.shape != shape:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
