@@ -49,6 +49,8 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 ALLOWED = {
     ("autograd.function", "tensor"): "a Function's result is a Tensor (imported last, E402)",
     ("autograd.engine", "tensor"): "the engine walks Tensors and fills .grad",
+    ("autograd.engine", "ops"): "a broadcast gradient is summed to its input's shape by "
+    "SumToSize, as Tensor.sum_to_size does, without that method's two calls per gradient",
     ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
     ("autograd.forward_ad", "tensor"): "dual tensors are Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
