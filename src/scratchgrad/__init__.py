@@ -703,6 +703,8 @@ else:
         tensor first (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor,
         not list"), and its ``out=`` (see ``tensor.write_out``) where PyTorch's takes one."""
 
+        out_allowed = _OUT_ONLY_IF.get(name, lambda args, kwargs: True)
+
         @_functools.wraps(function)
         def checked(input, *args, out=None, **kwargs):
             if not isinstance(input, Tensor):
@@ -710,9 +712,7 @@ else:
                     f"{function.__name__}(): argument 'input' (position 1) must be Tensor, "
                     f"not {type(input).__name__}"
                 )
-            if out is not None and (
-                name in _NO_OUT or not _OUT_ONLY_IF.get(name, lambda *_: True)(args, kwargs)
-            ):
+            if out is not None and (name in _NO_OUT or not out_allowed(args, kwargs)):
                 raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
             result = function(input, *args, **kwargs)
             if out is None:

@@ -498,7 +498,7 @@ class Recorder:
                 "A replay would assign it to the recording's argument: return the gradient",
             )
         if self.made(tensor):
-            tensor._grad = grad
+            _assign_grad(tensor, grad)
         else:
             self.replayed(_assign_grad, tensor, grad)
 
