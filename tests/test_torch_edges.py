@@ -16,6 +16,7 @@ import torch
 from oracle import (
     assert_doc_examples_run,
     assert_raises_as_torch,
+    assert_same,
     check_against_torch,
     same_dtype,
 )
@@ -593,6 +594,68 @@ def test_the_scale_first_overloads_of_old_optimizers_warn_and_compute_as_pytorch
         lambda m: m.ones(1).addcmul_(1, m.ones(1), m.ones(1), m.ones(1)),
     ):
         assert_same_error(call, "invalid combination of arguments")
+
+
+def test_a_third_positional_argument_of_add_and_sub_is_never_alpha():
+    """PyTorch reads ``add(x, 2, 3)`` as its deprecated ``add(x, alpha, other)`` (an int
+    alpha, a float other) and refuses ``add(x, t, 2)``: we read it as alpha, or refused the
+    first (a float alpha of an int tensor)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (
+            lambda m: m.add(m.tensor([1, 2]), 2, 3.5),
+            lambda m: m.tensor([1.0, 2.0]).sub_(2, 3),
+            lambda m: m.add(m.ones(2), m.tensor(2.0), m.ones(2)),  # (a 0-d tensor is a Number)
+            lambda m: m.add(m.tensor([1, 2]), m.tensor([1, 2]), alpha=m.tensor(3)),
+            lambda m: m.subtract(m.tensor([1, 2]), 2, 3),  # (subtract(Number, Number alpha))
+            lambda m: m.tensor([1, 2]).subtract_(2, 3),
+        ):
+            assert_same(call(sg), call(torch))
+    for call in (
+        lambda m: m.add(m.ones(2), m.ones(2), 2),
+        lambda m: m.ones(2).sub(m.ones(2), 2),
+        lambda m: m.ones(2).add_(m.ones(2), 2),
+        lambda m: m.ones(2).sub_(m.ones(2), 2.0),
+        lambda m: m.add(m.ones(2), 2, m.ones(2), alpha=2),
+        lambda m: m.add(m.ones(2), 2, None),
+        lambda m: m.subtract(m.ones(2), 2, m.ones(2)),  # (subtract has no deprecated overload)
+        lambda m: m.ones(2).subtract_(2, m.ones(2)),
+        lambda m: m.add(m.ones(2), m.ones(2), alpha=m.ones(2)),
+        lambda m: m.add(m.ones(2), m.ones(2), alpha=m.tensor(2.0, requires_grad=True)),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_same_error(call, r"add|sub")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same_error(lambda m: m.add(m.tensor([1, 2]), 2.5, 3), "alpha")
+        assert_same_error(lambda m: m.subtract(m.tensor([1, 2]), 2, 3.5), "alpha")
+
+
+def test_rsub_takes_alpha_as_sub_does_and_positionally_beside_a_number():
+    """``rsub(x, 1, 2)`` is ``1 - 2 * x`` (PyTorch's overload for a number ``other``): we
+    refused it; alpha was not checked against the dtype, nor a bool ``other``, nor the input."""
+    for call in (
+        lambda m: m.rsub(m.tensor([1, 2]), 1, 2),
+        lambda m: m.rsub(m.tensor([1, 2]), 1.5, 2),
+        lambda m: m.rsub(m.tensor([1.0, 2.0]), m.tensor(3.0), alpha=0.5),
+        lambda m: m.rsub(m.tensor([1.0, 2.0], dtype=m.float16), 1, 3),
+        lambda m: m.rsub(m.tensor([1.0, 2.0]), m.tensor(1.0), m.tensor(2.0)),
+    ):
+        assert_same(call(sg), call(torch))
+    for call, error in (
+        (lambda m: m.rsub(m.tensor([1, 2]), 1, 2.5), "alpha"),
+        (lambda m: m.rsub(m.tensor([1, 2]), m.tensor([1, 2]), alpha=2.5), "alpha"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, True), "Boolean alpha"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, alpha=1j), "complex"),
+        (lambda m: m.rsub(m.tensor([1]), m.tensor([True])), "bool"),
+        (lambda m: m.rsub(m.tensor([1.0]), m.tensor([1.0]), 2), "invalid combination"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, 2, 3), "invalid combination"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, alpha=m.ones(1)), "alpha"),
+        (lambda m: m.rsub(1, m.tensor([1.0])), "Tensor"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, out=m.empty(1)), "out"),
+    ):
+        assert_same_error(call, error)
 
 
 # ---- reductions: empty dim lists, empty and integer inputs, 16-bit accumulation --------------

@@ -683,7 +683,7 @@ else:
         "is_same_size", "is_signed", "isclose", "isfinite", "isinf", "isnan", "isreal",
         "masked_fill", "moveaxis", "movedim", "narrow", "numel", "permute", "positive", "ravel",
         "relu", "repeat_interleave", "reshape", "resolve_conj", "resolve_neg", "roll", "rot90",
-        "select", "split", "split_with_sizes", "squeeze", "swapaxes", "swapdims", "t",
+        "rsub", "select", "split", "split_with_sizes", "squeeze", "swapaxes", "swapdims", "t",
         "tensor_split", "tile", "trace", "transpose", "unbind", "unflatten", "unique",
         "unique_consecutive", "unsafe_chunk", "unsafe_split", "unsqueeze", "vsplit", "zero_",
     })  # fmt: skip
@@ -726,6 +726,7 @@ else:
         if getattr(_value, "__qualname__", "").startswith(("Tensor.", "_calls_method.")):
             globals()[_name] = _takes_a_tensor(_value, _name)
     flip = _takes_a_tensor(flip, "flip")
+    rsub = _takes_a_tensor(rsub, "rsub")
 
 __version__ = "0.1.0"
 

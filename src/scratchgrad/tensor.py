@@ -1151,30 +1151,33 @@ class Tensor:
     def logical_xor(self, other: Any) -> Tensor:
         return self._compare("logical_xor", other)
 
-    def add(self, other: Any, alpha: float = 1) -> Tensor:
+    def add(self, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
         """``self + alpha * other``, as ``torch.add``: ``alpha`` must not be a float for an
-        integer or bool result, nor a bool for a result of another dtype.
+        integer or bool result, nor a bool for a result of another dtype. A third positional
+        argument is PyTorch's deprecated ``add(alpha, other)``, never ``alpha``.
 
         >>> import scratchgrad as sg
         >>> sg.tensor([1, 2]).add(sg.tensor([1, 1]), alpha=3)
         tensor([4, 5])
         """
-        if isinstance(alpha, Tensor):  # the deprecated add(alpha, other) of old code
-            other, alpha = _scale_first("add", "alpha", other, alpha)
+        other, alpha = _other_and_alpha("add", other, legacy, alpha)
         if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
             return _sixteen_bit_sum(self, other, alpha)
         return self + _scaled(self, other, alpha)
 
-    def sub(self, other: Any, alpha: float = 1) -> Tensor:
+    def sub(self, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
         """``self - alpha * other``, as ``torch.sub`` (``alpha`` as ``add`` takes it)."""
-        if isinstance(alpha, Tensor):
-            other, alpha = _scale_first("sub", "alpha", other, alpha)
+        other, alpha = _other_and_alpha("sub", other, legacy, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         if alpha != 1 and self.array.dtype in backend.SIXTEEN_BIT:
             return _sixteen_bit_sum(self, other, -alpha)
         return self - _scaled(self, other, alpha)
 
-    subtract = sub
+    def subtract(self, other: Any, *number_alpha: Any, alpha: float = 1) -> Tensor:
+        """``sub`` without its deprecated ``sub(alpha, other)``, as ``torch.subtract``: a third
+        positional argument is ``alpha``, beside a number ``other`` only."""
+        other, alpha = _number_other_and_alpha("subtract", other, number_alpha, alpha)
+        return self.sub(other, alpha=alpha)
 
     def mul(self, other: Any) -> Tensor:
         return self * other
@@ -1685,22 +1688,22 @@ class Tensor:
     def __itruediv__(self, other: Any) -> Tensor:
         return self._inplace("div_", Tensor.__truediv__, "true_divide", other)
 
-    def add_(self, other: Any, alpha: float = 1) -> Tensor:
-        if isinstance(alpha, Tensor):  # p.data.add_(-lr, grad) of old optimizers
-            other, alpha = _scale_first("add_", "alpha", other, alpha)
+    def add_(self, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+        other, alpha = _other_and_alpha("add_", other, legacy, alpha)
         if alpha != 1 and isinstance(other, Tensor):  # (scaled, it is a copy: checked before)
             _refuse_partial_overlap("add_", self.array, other.array)
         return self.__iadd__(_scaled(self, other, alpha))
 
-    def sub_(self, other: Any, alpha: float = 1) -> Tensor:
-        if isinstance(alpha, Tensor):
-            other, alpha = _scale_first("sub_", "alpha", other, alpha)
+    def sub_(self, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+        other, alpha = _other_and_alpha("sub_", other, legacy, alpha)
         _refuse_bool_subtraction(self, other)  # before alpha makes a bool other a number
         if alpha != 1 and isinstance(other, Tensor):
             _refuse_partial_overlap("sub_", self.array, other.array)
         return self.__isub__(_scaled(self, other, alpha))
 
-    subtract_ = sub_
+    def subtract_(self, other: Any, *number_alpha: Any, alpha: float = 1) -> Tensor:
+        other, alpha = _number_other_and_alpha("subtract_", other, number_alpha, alpha)
+        return self.sub_(other, alpha=alpha)
 
     def mul_(self, other: Any) -> Tensor:
         return self.__imul__(other)
@@ -5748,9 +5751,20 @@ def _each_at_least(ndim: int, tensors: tuple) -> Tensor | tuple[Tensor, ...]:
     return out[0] if len(out) == 1 else out
 
 
-def rsub(input: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
-    """``other - alpha * input``, as ``torch.rsub``."""
-    return -(input if alpha == 1 else input * alpha) + other
+def rsub(input: Tensor, other: Any, *number_alpha: Any, alpha: float = 1) -> Tensor:
+    """``other - alpha * input``, as ``torch.rsub``: ``other.sub(input, alpha=alpha)`` with
+    ``sub``'s checks of ``alpha`` and bools, which a number ``other`` also takes as the third
+    positional argument (PyTorch's overload for a number).
+
+    >>> import scratchgrad as sg
+    >>> sg.rsub(sg.tensor([1, 2]), 1, 2)
+    tensor([-1, -3])
+    """
+    other, alpha = _number_other_and_alpha("rsub", other, number_alpha, alpha)
+    if isinstance(other, Tensor):
+        return other.sub(input, alpha=alpha)
+    _refuse_bool_subtraction(input, other)
+    return other - _scaled(other, input, alpha)  # (alpha checked against the result's dtype)
 
 
 def unravel_index(indices: Tensor | int, shape: int | Sequence[int]) -> tuple[Tensor, ...]:
@@ -6622,6 +6636,29 @@ def float_argument(name: str, argument: str, value: Any) -> float:
     elif isinstance(value, numbers.Real):
         return float(value)
     raise TypeError(f"{name}(): argument '{argument}' must be float, not {_type_name(value)}")
+
+
+def number_argument(name: str, argument: str, value: Any) -> Any:
+    """``value`` read as PyTorch reads an argument declared ``Number`` (``alpha``): a Python
+    or NumPy number, or a 0-d tensor that does not require grad (its item); else its
+    TypeError.
+
+    >>> import scratchgrad as sg
+    >>> number_argument("add", "alpha", sg.tensor(2)), number_argument("add", "alpha", 0.5)
+    (2, 0.5)
+    """
+    if not _reads_as_number(value):
+        kind = type(value).__name__
+        raise TypeError(f"{name}(): argument '{argument}' must be Number, not {kind}")
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def _reads_as_number(value: Any) -> bool:
+    """Whether PyTorch reads ``value`` as a ``Number``: a Python or NumPy number, or a 0-d
+    tensor that does not require grad."""
+    if isinstance(value, Tensor):
+        return value.ndim == 0 and not value.requires_grad
+    return isinstance(value, numbers.Number)
 
 
 def _check_bools(name: str, **flags: Any) -> None:
@@ -8214,8 +8251,7 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
     ('other', 2)
     """
     if not isinstance(scale, numbers.Number) or len(operands) != (2 if keyword == "value" else 1):
-        given = ", ".join(type(a).__name__ for a in (scale, *operands))
-        raise TypeError(f"{name}() received an invalid combination of arguments - got ({given})")
+        raise _invalid_combination(name, scale, *operands)
     warnings.warn(
         f"This overload of {name} is deprecated: {name}(Number {keyword}, Tensor ...); pass "
         f"{keyword} as a keyword, {name}(..., {keyword}={keyword})",
@@ -8223,6 +8259,36 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
         stacklevel=3,
     )
     return (*operands, scale)
+
+
+def _number_other_and_alpha(name: str, other: Any, number_alpha: tuple, alpha: Any) -> tuple:
+    """``other`` and ``alpha`` of rsub and subtract, as PyTorch's overloads ``(Tensor other, *,
+    Number alpha=1)`` and ``(Number other, Number alpha=1)``: alpha is positional beside a
+    number only."""
+    if number_alpha:
+        if not _reads_as_number(other) or len(number_alpha) > 1:
+            raise _invalid_combination(name, other, *number_alpha)
+        other, (alpha,) = number_argument(name, "other", other), number_alpha
+    return other, number_argument(name, "alpha", alpha)
+
+
+def _other_and_alpha(name: str, other: Any, legacy: tuple, alpha: Any) -> tuple:
+    """``other`` and ``alpha`` of add, sub and their in-place forms, which take ``alpha`` as a
+    keyword only, a number: a third positional argument is PyTorch's deprecated ``add(alpha,
+    other)`` of old code (``p.data.add_(-lr, grad)``), without the keyword then."""
+    alpha = number_argument(name, "alpha", alpha)
+    if not legacy:
+        return other, alpha
+    deprecated = _reads_as_number(other) and isinstance(legacy[0], Tensor | numbers.Number)
+    if alpha != 1 or not deprecated:
+        raise _invalid_combination(name, other, *legacy)
+    return _scale_first(name, "alpha", number_argument(name, "alpha", other), *legacy)
+
+
+def _invalid_combination(name: str, *arguments: Any) -> TypeError:
+    """PyTorch's TypeError for arguments that fit none of the overloads of ``name``."""
+    given = ", ".join(type(a).__name__ for a in arguments)
+    return TypeError(f"{name}() received an invalid combination of arguments - got ({given})")
 
 
 def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
