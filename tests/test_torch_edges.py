@@ -658,6 +658,39 @@ def test_rsub_takes_alpha_as_sub_does_and_positionally_beside_a_number():
         assert_same_error(call, error)
 
 
+# ---- in-place ops whose promoted type does not cast into the tensor ------------------------
+
+PROMOTING_IN_PLACE = {  # (each kernel has no version for the dtypes: PyTorch checks the cast first)
+    "igamma_ bool by int": lambda m: m.tensor([True]).igamma_(m.tensor([1])),
+    "igammac_ bool by uint8": lambda m: m.tensor([True]).igammac_(m.tensor([1], dtype=m.uint8)),
+    "bitwise_and_ int by float": lambda m: m.tensor([1]).bitwise_and_(m.tensor([1.0])),
+    "bitwise_left_shift_ bool by int": lambda m: m.tensor([True]).bitwise_left_shift_(1),
+    "lcm_ bool by int": lambda m: m.tensor([True]).lcm_(m.tensor([4])),
+    "copysign_ float by complex": lambda m: m.tensor([1.0]).copysign_(m.tensor([1j])),
+}
+
+
+@pytest.mark.parametrize("name", PROMOTING_IN_PLACE)
+def test_in_place_ops_refuse_a_cast_before_a_dtype_their_kernel_lacks(name):
+    """PyTorch's RuntimeError ("result type Long can't be cast to the desired output type
+    Bool"): we raised the kernel's NotImplementedError."""
+    assert_same_error(PROMOTING_IN_PLACE[name], "can't be cast to the desired output type")
+
+
+def test_hypot_takes_real_floats_only_and_a_tensor():
+    """PyTorch's hypot has no integer, bool or complex kernel, and takes no number: we
+    promoted integers to float (and a number), and NumPy refused complex with a TypeError."""
+    for call in (
+        lambda m: m.hypot(m.tensor([3]), m.tensor([4])),
+        lambda m: m.hypot(m.tensor([True]), m.tensor([True])),
+        lambda m: m.hypot(m.tensor([3.0]), m.tensor([1j])),
+        lambda m: m.tensor([3.0]).hypot_(m.tensor([1j])),
+    ):
+        assert_same_error(call, "hypot")
+    assert_same_error(lambda m: m.hypot(m.tensor([3.0]), 4.0), "must be Tensor")
+    assert_same(*(m.hypot(m.tensor([3, 4]), m.tensor(4.0)) for m in (sg, torch)))
+
+
 # ---- reductions: empty dim lists, empty and integer inputs, 16-bit accumulation --------------
 
 REDUCTIONS_OVER_DIMS = {  # PyTorch reads an empty list of dims as all of them

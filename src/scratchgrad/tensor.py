@@ -1348,6 +1348,11 @@ class Tensor:
         >>> sg.hypot(sg.tensor([3.0, 3e30]), sg.tensor([4.0, 4e30]))
         tensor([5.0000e+00, 5.0000e+30])
         """
+        dtype = result_type(self, _tensor_other("hypot", other))
+        if dtype.kind in "biuc":  # (PyTorch's kernel is for real floats only: no int promotion)
+            raise NotImplementedError(
+                f"hypot: \"hypot_cpu\" not implemented for '{_kind_name(dtype)}'"
+            )
         return binary.Hypot.apply(*self._floating_operands(other))
 
     def logaddexp(self, other: Tensor) -> Tensor:
@@ -1713,21 +1718,25 @@ class Tensor:
             return self.__itruediv__(other)
         return self.divide_(other, rounding_mode=rounding_mode)
 
-    def _apply_(self, name: str, op: Callable[[Tensor], Tensor], *arguments: Any) -> Tensor:
+    def _apply_(
+        self, name: str, op: Callable[[Tensor], Tensor], *arguments: Any, promotes: bool = False
+    ) -> Tensor:
         """``self = op(self)`` in place: the in-place form (``name``) of an op. In a graph
         (this tensor, or a tensor among ``arguments``, requires grad) the op is recorded on a
         copy of the old value (``_record_in_place``: a backward that needed the old value
         fails on its version); otherwise its result is copied into this tensor's memory, by
         ``copy_`` (which a jitted step records). As PyTorch, the result must keep the shape
-        and cast to this tensor's dtype by kind (not float into int)."""
+        and cast to this tensor's dtype by kind (not float into int); for an op that
+        ``promotes`` its operands, the promoted type must, before the op refuses a dtype."""
 
         def checked(old: Tensor) -> Tensor:
-            out = op(old)
-            if not can_cast(out.array.dtype, self.array.dtype):  # (int64 into uint8 too)
-                raise RuntimeError(
-                    f"{name}: result type {out.dtype} can't be cast to the desired output "
-                    f"type {self.dtype}"
-                )
+            try:
+                out = op(old)
+            except NotImplementedError:  # (bool.igamma_(int): PyTorch's cast error)
+                if promotes and arguments and isinstance(arguments[0], Tensor | numbers.Number):
+                    _refuse_cast(name, result_type(old, arguments[0]), self.array.dtype)
+                raise
+            _refuse_cast(name, out.array.dtype, self.array.dtype)
             if out.shape != self.shape:
                 raise RuntimeError(
                     f"{name}: the result's shape {out.shape} does not match the tensor's "
@@ -4848,7 +4857,9 @@ def _in_place_form(name: str) -> Callable:
     op = op.__wrapped__ if hasattr(op, "autocast_policy") else op
 
     def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return self._apply_(f"{name}_", lambda t: op(t, *args, **kwargs), *args, *kwargs.values())
+        return self._apply_(
+            f"{name}_", lambda t: op(t, *args, **kwargs), *args, *kwargs.values(), promotes=True
+        )
 
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
     in_place.__doc__ = (
@@ -6659,6 +6670,15 @@ def _reads_as_number(value: Any) -> bool:
     if isinstance(value, Tensor):
         return value.ndim == 0 and not value.requires_grad
     return isinstance(value, numbers.Number)
+
+
+def _refuse_cast(name: str, result: Any, into: Any) -> None:
+    """PyTorch's error for an in-place op whose result type does not cast to the tensor's by
+    kind (float into int, int64 into uint8 too)."""
+    if not can_cast(result, into):
+        raise RuntimeError(
+            f"{name}: result type {result} can't be cast to the desired output type {into}"
+        )
 
 
 def _check_bools(name: str, **flags: Any) -> None:
