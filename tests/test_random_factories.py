@@ -525,3 +525,109 @@ def test_normal_under_vmap_checks_a_batched_std_as_torch(lib):
     assert draw(m.zeros(3, 2)).tolist() == [[0.0, 0.0]] * 3
     with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
         draw(m.tensor([[1.0, 1.0], [1.0, -1.0], [1.0, 1.0]]))
+
+
+# ---- poisson and binomial -------------------------------------------------------------------
+
+DRAWS = {  # (which were missing)
+    "poisson": lambda m, x, y: m.poisson(x),
+    "binomial": lambda m, x, y: m.binomial(x, y),
+}
+
+
+@pytest.mark.parametrize("name", DRAWS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((2, 1), (3,)), ((), ()), ((0, 2), (2,))])
+def test_poisson_and_binomial_shapes_and_dtypes_are_torch(name, dtype, shapes):
+    (x, tx), (y, ty) = _pair(shapes[0], dtype, low=1, high=5), _pair(shapes[1], dtype, low=0)
+    ours, theirs = DRAWS[name](sg, x, y.abs() / 2), DRAWS[name](torch, tx, ty.abs() / 2)
+    assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
+
+
+def test_poisson_keeps_16_bit_floats_and_draws_zero_at_rate_zero():
+    for dtype in ("float16", "bfloat16"):
+        rates = sg.zeros(3, dtype=getattr(sg, dtype))
+        draws = sg.poisson(rates)
+        assert draws.dtype == rates.dtype and draws.tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize(
+    "rate, count, prob", [(0.5, 1.0, 0.3), (4.0, 10.0, 0.5), (30.0, 200.0, 0.9)]
+)
+def test_poisson_and_binomial_draw_with_the_right_mean_and_variance(rate, count, prob):
+    """Within 5 standard errors of the moments, with a fixed seed (PyTorch's stream is not
+    ours)."""
+    sg.manual_seed(0)
+    n = 20000
+    for draws, mean, var in (
+        (sg.poisson(sg.full((n,), rate, dtype=sg.float64)), rate, rate),
+        (
+            sg.binomial(
+                sg.full((n,), count, dtype=sg.float64), sg.full((n,), prob, dtype=sg.float64)
+            ),
+            count * prob,
+            count * prob * (1 - prob),
+        ),
+    ):
+        values = draws.numpy()
+        assert (values == np.round(values)).all() and (values >= 0).all()
+        assert abs(values.mean() - mean) < 5 * np.sqrt(var / n)
+        assert abs(values.var() - var) < 5 * var * np.sqrt(2 / n) + 5 * np.sqrt(var / n)
+
+
+def test_poisson_and_binomial_repeat_with_a_seed_and_follow_a_generator():
+    rates, count, prob = sg.full((50,), 3.0), sg.full((50,), 8.0), sg.full((50,), 0.4)
+    seeded = [
+        (sg.manual_seed(7), sg.poisson(rates), sg.binomial(count, prob))[1:] for _ in range(2)
+    ]
+    assert all(a.tolist() == b.tolist() for a, b in zip(*seeded))
+    ours = [sg.Generator().manual_seed(3) for _ in range(2)]
+    first = sg.poisson(rates, ours[0]), sg.binomial(count, prob, generator=ours[0])
+    sg.poisson(rates)  # (the default generator's draws change nothing of a generator's)
+    second = sg.poisson(rates, generator=ours[1]), sg.binomial(count, prob, ours[1])
+    assert all(a.tolist() == b.tolist() for a, b in zip(first, second))
+
+
+def test_binomial_edges_are_torch():
+    """A count of 0 or below draws 0, a probability of 0 or below 0, of 1 or above the count,
+    a NaN one NaN: PyTorch checks none of them."""
+    for m in (sg, torch):
+        draws = m.binomial(
+            m.tensor([0.0, -3.0, 5.0, 5.0, 5.0, 5.0, 5.0]),
+            m.tensor([0.5, 0.5, 0.0, -1.0, 1.0, 2.0, float("nan")]),
+        )
+        np.testing.assert_array_equal(draws.numpy(), [0, 0, 0, 0, 5, 5, np.nan])
+
+
+def test_poisson_gradient_is_zero_and_binomial_has_none_as_torch():
+    for m in (sg, torch):
+        rates = m.tensor([1.0, 2.0], requires_grad=True)
+        m.poisson(rates).sum().backward()
+        assert rates.grad.tolist() == [0.0, 0.0]
+        for which in range(2):
+            count, prob = m.tensor([4.0]), m.tensor([0.5])
+            (count, prob)[which].requires_grad_()
+            draws = m.binomial(count, prob)
+            assert draws.requires_grad
+            with pytest.raises(RuntimeError, match="derivative for aten::binomial"):
+                draws.sum().backward()
+
+
+@pytest.mark.parametrize(
+    "call, kind, message",
+    [
+        (lambda m: m.poisson(m.tensor([-1.0, 1.0])), RuntimeError, "non-negative"),
+        (lambda m: m.poisson(m.tensor([float("nan")])), RuntimeError, "non-negative"),
+        (lambda m: m.poisson(m.tensor([1, 2])), NotImplementedError, "Long"),
+        (lambda m: m.poisson(m.tensor([1j])), NotImplementedError, "poisson_cpu"),
+        (lambda m: m.poisson([1.0]), TypeError, "must be Tensor"),
+        (lambda m: m.poisson(m.ones(1), out=m.ones(1)), TypeError, "out"),
+        (lambda m: m.binomial(m.tensor([2]), m.tensor([0.5])), ValueError, "floating-point"),
+        (lambda m: m.binomial(m.ones(1), m.ones(1, dtype=m.float64)), RuntimeError, "Double"),
+        (lambda m: m.binomial(m.ones(1).half(), m.ones(1).half()), NotImplementedError, "Half"),
+        (lambda m: m.binomial(m.ones(1), 0.5), TypeError, "must be Tensor"),
+        (lambda m: m.binomial(m.ones(2), m.ones(3)), RuntimeError, "broadcast"),
+    ],
+)
+def test_poisson_and_binomial_refuse_what_torch_refuses(call, kind, message):
+    assert_raises_as_torch(call, kind, message)

@@ -7516,6 +7516,83 @@ def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
     return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
 
 
+def poisson(input: Tensor, generator: Any = None) -> Tensor:
+    """Draws of Poisson distributions of the rates in ``input``, in its shape and floating
+    dtype, as ``torch.poisson``: from the library's seeded generator (or ``generator``), again
+    at each replay of a jitted step; the rates' gradient is 0, as PyTorch's. A negative or NaN
+    rate is PyTorch's RuntimeError.
+
+    >>> import scratchgrad as sg
+    >>> _ = sg.manual_seed(0)
+    >>> sg.poisson(sg.tensor([0.0, 4.0])).tolist()
+    [0.0, 2.0]
+    """
+    _refuse_non_float("poisson", _tensor_other("poisson", input, "input", position=1))
+    draws = Tensor._make(_call(_poisson, input.array, generator))
+    return _zero_gradient_to(draws, input)
+
+
+def _poisson(rates: Any, generator: Any) -> Any:
+    """``poisson``'s draw, after checking the rates (in one call, so that a replay under
+    ``scratchgrad.jit`` checks and draws again)."""
+    if not (rates >= 0).all():  # NaN fails too
+        raise RuntimeError("poisson: invalid Poisson rate, expected rate to be non-negative")
+    rng = backend.rng_for(generator, backend.device_of(rates))
+    return backend.as_array(rng.poisson(rates.astype(backend.float64))).astype(rates.dtype)
+
+
+def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
+    """Draws of binomial distributions of ``count`` trials of probability ``prob``
+    (broadcast together, of one floating dtype), as ``torch.binomial``: from the library's
+    seeded generator (or ``generator``), again at each replay of a jitted step. As PyTorch's,
+    a negative count draws 0, a probability outside [0, 1] the nearer bound's draws, a NaN
+    one NaN; a backward through the draws raises (PyTorch has no derivative for them).
+
+    >>> import scratchgrad as sg
+    >>> sg.binomial(sg.tensor([5.0, 5.0, 0.0]), sg.tensor([0.0, 1.0, 0.5])).tolist()
+    [0.0, 5.0, 0.0]
+    """
+    count = _tensor_other("binomial", count, "count", position=1)
+    prob = _tensor_other("binomial", prob, "prob")
+    if not backend.is_floating(count.array.dtype) or count.array.dtype.kind == "c":
+        raise ValueError(
+            f"binomial only supports floating-point dtypes for count, got: "
+            f"{_kind_name(count.array.dtype)}"
+        )
+    if prob.array.dtype != count.array.dtype:
+        raise RuntimeError(
+            f"binomial: found dtype {_kind_name(prob.array.dtype)} but expected "
+            f"{_kind_name(count.array.dtype)}"
+        )
+    _refuse_non_float("binomial", count)
+    shape = broadcast_shapes(count.shape, prob.shape)
+    arrays = (count.expand(shape).array, prob.expand(shape).array)
+    draws = Tensor._make(_call(_binomial, *arrays, generator))
+    graph = prob if prob.requires_grad else count
+    return _kept_without_derivative(graph, draws, "binomial")
+
+
+def _binomial(count: Any, prob: Any, generator: Any) -> Any:
+    """``binomial``'s draw: NumPy's, whose counts are integers and probabilities in [0, 1]."""
+    xp = namespace(count)
+    nan = xp.isnan(count) | xp.isnan(prob)
+    trials = xp.where(nan, 0, xp.maximum(count, 0)).astype(backend.int64)
+    p = xp.where(nan, 0, xp.clip(prob, 0, 1)).astype(backend.float64)
+    draws = backend.rng_for(generator, backend.device_of(count)).binomial(trials, p)
+    return backend.as_array(xp.where(nan, xp.nan, draws)).astype(count.dtype)
+
+
+def _refuse_non_float(name: str, x: Tensor) -> None:
+    """PyTorch's error for a draw whose kernel takes float16 to float64 (poisson) or float32
+    and float64 (binomial) only."""
+    dtype = x.array.dtype
+    half = dtype in backend.SIXTEEN_BIT and name == "binomial"
+    if dtype.kind in "biuc" or half:
+        raise NotImplementedError(
+            f"{name}: \"{name}_cpu\" not implemented for '{_kind_name(dtype)}'"
+        )
+
+
 def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:
     """``Tensor.uniform_``'s draw: U(low, high) samples of ``shape``, drawn in float64 and
     rounded to ``dtype``, still below ``high`` (see ``backend.below``); for a complex dtype,
@@ -8451,11 +8528,12 @@ def _kind_name(dtype: Any) -> str:
     return _KIND_NAMES.get(str(dtype), str(dtype))
 
 
-def _tensor_other(name: str, other: Any, what: str = "other") -> Tensor:
+def _tensor_other(name: str, other: Any, what: str = "other", position: int = 2) -> Tensor:
     """``other``, which must be a Tensor: PyTorch's TypeError for the ops that take no number."""
     if not isinstance(other, Tensor):
         raise TypeError(
-            f"{name}(): argument '{what}' (position 2) must be Tensor, not {type(other).__name__}"
+            f"{name}(): argument '{what}' (position {position}) must be Tensor, not "
+            f"{type(other).__name__}"
         )
     return other
 
