@@ -20,6 +20,8 @@ def calls(lib, out):
     """name -> a call of ``lib`` writing into ``out(shape, dtype)``, returning (result, outs)."""
     a, b = lib.tensor(A), lib.tensor(B)
     ints = lib.tensor([[1, 2], [3, 4]])
+    spd = lib.tensor([[4.0, 1.0], [1.0, 3.0]])  # (symmetric positive definite)
+    lower = lib.linalg.cholesky(spd)
 
     def single(make, shape, dtype=lib.float32):
         o = out(shape, dtype)
@@ -78,6 +80,40 @@ def calls(lib, out):
         "polar": lambda: single(lambda o: lib.polar(a.abs(), a, out=o), (2, 3), lib.complex64),
         "complex": lambda: single(lambda o: lib.complex(a, a * 2, out=o), (2, 3), lib.complex64),
         "tensordot": lambda: single(lambda o: lib.tensordot(a, a, ([1], [1]), out=o), (2, 2)),
+        # (these took no out=)
+        "vstack": lambda: single(lambda o: lib.vstack([a, b], out=o), (3, 3)),
+        "row_stack": lambda: single(lambda o: lib.row_stack([b, b], out=o), (2, 3)),
+        "dstack": lambda: single(lambda o: lib.dstack([a, a], out=o), (2, 3, 2)),
+        "column_stack": lambda: single(lambda o: lib.column_stack([b, b], out=o), (3, 2)),
+        "histogram": lambda: pair(
+            lambda os: lib.histogram(a, 3, out=os), [(3,), (4,)], [lib.float32] * 2
+        ),
+        "isin": lambda: single(lambda o: lib.isin(a, b, out=o), (2, 3), lib.bool),
+        "threshold": lambda: single(lambda o: lib.threshold(a, 0.7, -1.0, out=o), (2, 3)),
+        "svd": lambda: pair(
+            lambda os: lib.svd(spd, out=os), [(2, 2), (2,), (2, 2)], [lib.float32] * 3
+        ),
+        "qr": lambda: pair(lambda os: lib.qr(spd, out=os), [(2, 2), (2, 2)], [lib.float32] * 2),
+        "slogdet": lambda: pair(lambda os: lib.slogdet(spd, out=os), [(), ()], [lib.float32] * 2),
+        "cholesky": lambda: single(lambda o: lib.cholesky(spd, out=o), (2, 2)),
+        "cholesky_inverse": lambda: single(lambda o: lib.cholesky_inverse(lower, out=o), (2, 2)),
+        "cholesky_solve": lambda: single(
+            lambda o: lib.cholesky_solve(a[:, :2], lower, out=o), (2, 2)
+        ),
+        "triangular_solve": lambda: pair(
+            lambda os: lib.triangular_solve(a[:, :2], lower, upper=False, out=os),
+            [(2, 2), (2, 2)],
+            [lib.float32] * 2,
+        ),
+        "lu_solve": lambda: single(
+            lambda o: lib.lu_solve(a, *lib.linalg.lu_factor(spd), out=o), (2, 3)
+        ),
+        "lu_unpack": lambda: pair(
+            lambda os: lib.lu_unpack(*lib.linalg.lu_factor(spd), out=os),
+            [(2, 2)] * 3,
+            [lib.float32] * 3,
+        ),
+        "chain_matmul": lambda: single(lambda o: lib.chain_matmul(spd, spd, out=o), (2, 2)),
     }
 
 
@@ -446,7 +482,45 @@ EXACT_OUT_DTYPES = {
     "mode's values into float64": lambda lib, o: lib.mode(
         lib.ones(2), out=(o(lib.float64), lib.zeros(2).long())
     ),
+    "isin into int64": lambda lib, o: lib.isin(lib.ones(2), lib.ones(2), out=o(lib.int64)),
+    "lu_solve into float64": lambda lib, o: lib.lu_solve(
+        lib.ones(2, 1), *lib.linalg.lu_factor(lib.eye(2)), out=o(lib.float64)
+    ),
+    "linalg.lu_solve into float64": lambda lib, o: lib.linalg.lu_solve(
+        *lib.linalg.lu_factor(lib.eye(2)), lib.ones(2, 1), out=o(lib.float64)
+    ),
+    "chain_matmul into float64": lambda lib, o: lib.chain_matmul(
+        lib.eye(2), lib.eye(2), out=o(lib.float64)
+    ),
+    "linalg.multi_dot into float64": lambda lib, o: lib.linalg.multi_dot(
+        [lib.eye(2), lib.eye(2)], out=o(lib.float64)
+    ),
 }
+
+
+@pytest.mark.parametrize("join", ["cat", "stack", "vstack", "hstack", "column_stack"])
+def test_a_join_into_an_out_of_a_lower_kind_is_a_type_error_as_torchs(join):
+    for lib in (torch, sg):
+        with pytest.raises(TypeError, match="can't be cast to the desired output type"):
+            getattr(lib, join)([lib.ones(2, 2)], out=lib.zeros(2, 2, dtype=lib.int64))
+
+
+def test_lu_copies_into_outs_of_any_dtype_as_torchs():
+    """torch.lu, a Python function, resize_s and copy_s each out (no dtype check, no
+    warning): float32 into float64 and int64 outs."""
+    results = []
+    for lib in (torch, sg):
+        outs = (lib.full((5,), -1, dtype=lib.int64), lib.empty(0, dtype=lib.int64))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            warnings.filterwarnings("ignore", "torch.lu is deprecated")
+            warnings.filterwarnings("ignore", ".*lu.* is deprecated")
+            returned = lib.lu(lib.tensor([[1.5, 2.0], [3.0, 4.0]]), out=outs)
+        assert returned[0] is outs[0] and returned[1] is outs[1]
+        results.append([o.tolist() for o in outs] + [str(o.dtype)[-5:] for o in outs])
+    assert results[0] == results[1]
+    with pytest.raises(TypeError, match="expected tuple of 2 elements but got 3"):
+        sg.lu(sg.eye(2), out=(sg.empty(0), sg.empty(0), sg.empty(0)))
 
 
 @pytest.mark.parametrize("call", EXACT_OUT_DTYPES.values(), ids=EXACT_OUT_DTYPES)

@@ -572,6 +572,7 @@ else:
 
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
+    from scratchgrad.tensor import takes_out as _takes_out
     from scratchgrad.tensor import write_out as _write_out
 
     def _written_out(name: str, result: Tensor, out: Tensor, read: tuple) -> Tensor:
@@ -729,6 +730,7 @@ else:
             globals()[_name] = _takes_a_tensor(_value, _name)
     flip = _takes_a_tensor(flip, "flip")
     rsub = _takes_a_tensor(rsub, "rsub")
+    threshold = _takes_out(threshold, elementwise=True)  # (torch.threshold's, not F.threshold's)
 
 __version__ = "0.1.0"
 

@@ -397,6 +397,7 @@ def corrcoef(input: Tensor) -> Tensor:
 histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
 
 
+@takes_out
 def histogram(
     input: Tensor,
     bins: int | Tensor = 100,

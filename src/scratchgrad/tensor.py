@@ -5676,7 +5676,16 @@ def cat(
     if ndim == 0:
         raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
     result = movement.Cat.apply(*tensors, dim=wrap_dim(dim, ndim))
-    return result if out is None else write_out("cat", result, out, tensors)
+    return result if out is None else _joined_out("cat", result, out, tensors)
+
+
+def _joined_out(name: str, result: Tensor, out: Any, tensors: Sequence[Tensor]) -> Tensor:
+    """``write_out`` of cat and stack, whose out of a lower kind is PyTorch's TypeError."""
+    if isinstance(out, Tensor) and not can_cast(result.array.dtype, out.array.dtype):
+        raise TypeError(
+            f"{name}(): input types can't be cast to the desired output type {out.dtype}"
+        )
+    return write_out(name, result, out, tensors)
 
 
 @names_bad_arguments
@@ -5690,7 +5699,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
             f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
         )
     result = cat([t.unsqueeze(dim) for t in tensors], dim)
-    return result if out is None else write_out("stack", result, out, tensors)
+    return result if out is None else _joined_out("stack", result, out, tensors)
 
 
 @names_bad_arguments
@@ -5707,19 +5716,21 @@ def hstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
 
 
 @names_bad_arguments
-def vstack(tensors: Sequence[Tensor]) -> Tensor:
-    """Join tensors row-wise (along dim 0, a 1-D one as a row), as ``torch.vstack``.
+def vstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """Join tensors row-wise (along dim 0, a 1-D one as a row), as ``torch.vstack`` (``out``
+    as cat's).
 
     >>> import scratchgrad as sg
     >>> sg.vstack([sg.tensor([1, 2]), sg.tensor([[3, 4]])])
     tensor([[1, 2],
             [3, 4]])
     """
-    return cat([_at_least(t, 2) for t in _nonempty("vstack", tensors)], 0)
+    return cat([_at_least(t, 2) for t in _nonempty("vstack", tensors)], 0, out=out)
 
 
-def column_stack(tensors: Sequence[Tensor]) -> Tensor:
-    """Join tensors as columns (a 0-d or 1-D one as one column), as ``torch.column_stack``.
+def column_stack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """Join tensors as columns (a 0-d or 1-D one as one column), as ``torch.column_stack``
+    (``out`` as cat's).
 
     >>> import scratchgrad as sg
     >>> sg.column_stack([sg.tensor([1, 2]), sg.tensor([[3], [4]])])
@@ -5727,7 +5738,7 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
             [2, 4]])
     """
     tensors = _nonempty("column_stack", tensors)
-    return cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1)
+    return cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1, out=out)
 
 
 row_stack = vstack
@@ -5801,15 +5812,15 @@ def unravel_index(indices: Tensor | int, shape: int | Sequence[int]) -> tuple[Te
 
 
 @names_bad_arguments
-def dstack(tensors: Sequence[Tensor]) -> Tensor:
+def dstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """Join tensors depth-wise (along dim 2, a 1-D one of size n as (1, n, 1), a 2-D one as
-    (m, n, 1)), as ``torch.dstack``.
+    (m, n, 1)), as ``torch.dstack`` (``out`` as cat's).
 
     >>> import scratchgrad as sg
     >>> sg.dstack([sg.tensor([1, 2]), sg.tensor([3, 4])]).shape
     (1, 2, 2)
     """
-    return cat([_at_least(t, 3) for t in _nonempty("dstack", tensors)], 2)
+    return cat([_at_least(t, 3) for t in _nonempty("dstack", tensors)], 2, out=out)
 
 
 def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
@@ -6346,6 +6357,7 @@ def bucketize(
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
+@takes_out
 @names_bad_arguments
 def isin(
     elements: Tensor | float,
@@ -7999,7 +8011,8 @@ OUT_DTYPE_EXACT = frozenset({
     "isneginf", "isposinf", "log_softmax", "logcumsumexp", "masked_select", "matmul", "msort",
     "nan_to_num", "neg", "negative", "nonzero", "norm", "round", "sgn", "sign", "signbit",
     "softmax", "trunc", "vdot", "bucketize", "searchsorted", "histc", "quantile",
-    "nanquantile", "complex", "polar", "tensordot",
+    "nanquantile", "complex", "polar", "tensordot", "isin", "lu_solve", "multi_dot",
+    "chain_matmul",
 })  # fmt: skip
 
 

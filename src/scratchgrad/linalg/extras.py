@@ -26,7 +26,7 @@ from scratchgrad.linalg.decompositions import cholesky, svdvals
 from scratchgrad.linalg.legacy import renamed
 from scratchgrad.linalg.norms import matrix_norm
 from scratchgrad.linalg.systems import inv, is_vector_rhs, solve
-from scratchgrad.tensor import Tensor, cat, where
+from scratchgrad.tensor import Tensor, cat, takes_out, where
 
 linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
 linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -203,6 +203,7 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     return out.squeeze(-1) if last.ndim == 1 else out
 
 
+@takes_out
 def chain_matmul(*matrices: Tensor) -> Tensor:
     """The product of one or more matrices, as the deprecated ``torch.chain_matmul``:
     ``multi_dot`` of 2-D tensors only, one matrix giving a copy of it.

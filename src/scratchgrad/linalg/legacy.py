@@ -34,7 +34,7 @@ from scratchgrad.linalg.derived import slogdet as linalg_slogdet
 from scratchgrad.linalg.lu import Permutation, lu_factor_ex, unpack
 from scratchgrad.linalg.lu import lu_solve as linalg_lu_solve
 from scratchgrad.linalg.systems import broadcast_batch, solve_triangular
-from scratchgrad.tensor import Tensor, broadcast_shapes, cat, where
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, takes_out, where
 
 # torch.return_types' names
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
@@ -326,9 +326,11 @@ def triangular_solve(
     return triangular_solve_result(solution, A.expand(*batch, *A.shape[-2:]).clone())
 
 
-def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, *, out: Any = None) -> tuple:
     """``(LU, pivots)`` of ``A = P L U``, as the deprecated ``torch.lu``: ``linalg.lu_factor_ex``
-    without raising for a singular matrix, and with ``get_infos`` its ``info`` too.
+    without raising for a singular matrix, and with ``get_infos`` its ``info`` too. ``out``:
+    as many tensors, each resized and written by ``copy_`` (any dtype: PyTorch's Python
+    function does that, not ``write_out``'s checks).
 
     >>> import scratchgrad as sg
     >>> sg.lu(sg.tensor([[1.0, 2.0], [2.0, 4.0]]), get_infos=True).info
@@ -336,7 +338,14 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> tuple:
     """
     _deprecated("lu", "lu_factor / torch.linalg.lu_factor_ex")
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
-    return lu_with_info_result(LU, pivots, info) if get_infos else (LU, pivots)
+    result = lu_with_info_result(LU, pivots, info) if get_infos else (LU, pivots)
+    if out is None:
+        return result
+    if len(out) != len(result):
+        raise TypeError(f"expected tuple of {len(result)} elements but got {len(out)}")
+    for o, r in zip(out, result):
+        o.resize_(r.shape).copy_(r)
+    return out
 
 
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
@@ -385,3 +394,11 @@ def lu_unpack(
     L, U = unpack(LU_data) if unpack_data else (empty, empty)
     P = Permutation.apply(LU_pivots, m=m, dtype=LU_data.dtype) if unpack_pivots else empty
     return lu_unpack_result(P, L, U)
+
+
+# PyTorch's out= (torch.svd(A, out=(U, S, V))); logdet, pinverse and vander have none, lu its own
+for _name in (
+    "cholesky", "cholesky_inverse", "cholesky_solve", "lu_solve", "lu_unpack", "qr", "slogdet",
+    "svd", "triangular_solve",
+):  # fmt: skip
+    globals()[_name] = takes_out(globals()[_name])
