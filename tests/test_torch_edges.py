@@ -691,6 +691,28 @@ def test_hypot_takes_real_floats_only_and_a_tensor():
     assert_same(*(m.hypot(m.tensor([3, 4]), m.tensor(4.0)) for m in (sg, torch)))
 
 
+# ---- rounding, abs and angle conversions on dtypes PyTorch's kernels lack -------------------
+
+KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16)
+    "abs bool": lambda m: m.tensor([True]).abs(),
+    "floor bool": lambda m: m.tensor([True]).floor(),
+    "ceil_ bool": lambda m: m.tensor([True]).ceil_(),
+    "trunc bool": lambda m: m.trunc(m.tensor([True])),
+    "fix complex": lambda m: m.tensor([1j]).fix(),
+    "frac int": lambda m: m.tensor([3]).frac(),
+    "frac bool": lambda m: m.tensor([True]).frac(),
+    "round bool": lambda m: m.tensor([True]).round(),
+    "round complex": lambda m: m.round(m.tensor([1.5j])),
+    "deg2rad complex": lambda m: m.tensor([1j]).deg2rad(),
+    "rad2deg_ complex": lambda m: m.tensor([1j]).rad2deg_(),
+}
+
+
+@pytest.mark.parametrize("name", KERNEL_DTYPES)
+def test_ops_refuse_the_dtypes_their_pytorch_kernels_lack(name):
+    assert_same_error(KERNEL_DTYPES[name], "not implemented|not supported|does not support")
+
+
 # ---- reductions: empty dim lists, empty and integer inputs, 16-bit accumulation --------------
 
 REDUCTIONS_OVER_DIMS = {  # PyTorch reads an empty list of dims as all of them

@@ -2103,6 +2103,7 @@ class Tensor:
     def abs(self) -> Tensor:
         if self.array.dtype.kind == "c":  # |z|, with its own gradient
             return complex_ops.Abs.apply(self)
+        _refuse_kernel_dtype(self, "abs", "abs_cpu", "b")
         return unary.Abs.apply(self)
 
     def sign(self) -> Tensor:
@@ -2113,10 +2114,12 @@ class Tensor:
 
     def floor(self) -> Tensor:
         refuse_complex(self, "floor")
+        _refuse_kernel_dtype(self, "floor", "floor_vml_cpu", "b")
         return unary.Step.apply(self, ufunc=xp.floor)
 
     def ceil(self) -> Tensor:
         refuse_complex(self, "ceil")
+        _refuse_kernel_dtype(self, "ceil", "ceil_vml_cpu", "b")
         return unary.Step.apply(self, ufunc=xp.ceil)
 
     def round(self, *, decimals: int = 0) -> Tensor:
@@ -2137,6 +2140,7 @@ class Tensor:
         if type(decimals) is not int:  # not a bool either, as PyTorch
             raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
         if decimals == 0:
+            _refuse_kernel_dtype(self, "round", "round_vml_cpu", "bc")
             return unary.Step.apply(self, ufunc=xp.round)
         if not backend.is_floating(self.array.dtype):
             raise NotImplementedError(
@@ -2222,12 +2226,16 @@ class Tensor:
         return unary.Reciprocal.apply(self._floating())
 
     def trunc(self) -> Tensor:
+        refuse_complex(self, "trunc")
+        _refuse_kernel_dtype(self, "trunc", "trunc_vml_cpu", "b")
         return unary.Step.apply(self, ufunc=xp.trunc)
 
     fix = trunc
 
     def frac(self) -> Tensor:
-        """The fractional part, with the sign of the input: x - trunc(x)."""
+        """The fractional part, with the sign of the input: x - trunc(x) (of a float only, as
+        PyTorch's)."""
+        _refuse_kernel_dtype(self, "frac", "frac_cpu", "biuc")
         return self - self.trunc()
 
     def erf(self) -> Tensor:
@@ -2559,15 +2567,18 @@ class Tensor:
         >>> sg.tensor([180, -90]).deg2rad()
         tensor([ 3.1416, -1.5708])
         """
-        return self._scaled_by(math.pi / 180)
+        return self._scaled_by("deg2rad", math.pi / 180)
 
     def rad2deg(self) -> Tensor:
         """Radians to degrees, self * 180 / pi, as ``torch.rad2deg``."""
-        return self._scaled_by(180 / math.pi)
+        return self._scaled_by("rad2deg", 180 / math.pi)
 
-    def _scaled_by(self, factor: float) -> Tensor:
+    def _scaled_by(self, name: str, factor: float) -> Tensor:
         """self * factor, 16-bit floats in float32 and rounded once, as PyTorch's (a 16-bit
-        product with the factor rounded to 16 bits first is 1 ulp off, deg2rad(180) 3.1426)."""
+        product with the factor rounded to 16 bits first is 1 ulp off, deg2rad(180) 3.1426);
+        complex numbers refused, as PyTorch's ``name`` refuses them."""
+        if self.array.dtype.kind == "c":
+            raise RuntimeError(f"{name} is not supported for complex tensors.")
         x = self._floating()
         if x.dtype in (backend.float16, backend.bfloat16):
             return (x.float() * factor).to(x.dtype)
@@ -7460,6 +7471,14 @@ def _check_k(name: str, k: Any) -> None:
     None stands for median's middle place."""
     if k is not None and (isinstance(k, bool) or not hasattr(k, "__index__")):
         raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}")
+
+
+def _refuse_kernel_dtype(x: Tensor, op: str, kernel: str, kinds: str) -> None:
+    """PyTorch's error where its kernel ``kernel`` has no version for ``x``'s dtype (of one of
+    NumPy's ``kinds``: "b" bool, "iu" integers, "c" complex), where NumPy's would compute."""
+    if x.array.dtype.kind in kinds:
+        name = _kind_name(x.array.dtype)
+        raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{name}'")
 
 
 def _refuse_bool(x: Tensor, op: str) -> None:
