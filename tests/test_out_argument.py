@@ -114,6 +114,10 @@ def calls(lib, out):
             [lib.float32] * 3,
         ),
         "chain_matmul": lambda: single(lambda o: lib.chain_matmul(spd, spd, out=o), (2, 2)),
+        "slice_scatter": lambda: single(
+            lambda o: lib.slice_scatter(a, b[None], 0, 1, out=o), (2, 3)
+        ),
+        "hardshrink": lambda: single(lambda o: lib.hardshrink(a, 0.7, out=o), (2, 3)),
     }
 
 
@@ -495,6 +499,10 @@ EXACT_OUT_DTYPES = {
     "linalg.multi_dot into float64": lambda lib, o: lib.linalg.multi_dot(
         [lib.eye(2), lib.eye(2)], out=o(lib.float64)
     ),
+    "slice_scatter into float64": lambda lib, o: lib.slice_scatter(
+        lib.ones(2), lib.ones(2), out=o(lib.float64)
+    ),
+    "hardshrink into float64": lambda lib, o: lib.hardshrink(lib.ones(2), out=o(lib.float64)),
 }
 
 

@@ -730,7 +730,9 @@ else:
             globals()[_name] = _takes_a_tensor(_value, _name)
     flip = _takes_a_tensor(flip, "flip")
     rsub = _takes_a_tensor(rsub, "rsub")
-    threshold = _takes_out(threshold, elementwise=True)  # (torch.threshold's, not F.threshold's)
+    # (torch.threshold's and torch.hardshrink's out=, which F.threshold and F.hardshrink lack)
+    threshold = _takes_out(threshold, elementwise=True)
+    hardshrink = _takes_out(hardshrink, elementwise=True)
 
 __version__ = "0.1.0"
 

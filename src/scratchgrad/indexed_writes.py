@@ -21,7 +21,7 @@ from scratchgrad.autograd.capture_hook import call
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace
 from scratchgrad.ops import movement
-from scratchgrad.tensor import Tensor, broadcast_shapes, cat, wrap_dim
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, takes_out, wrap_dim
 
 # PyTorch's names of dtypes in the errors these ops share with it ("but got Float")
 _TORCH_NAMES = {
@@ -385,6 +385,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     return _written_into_view("select_scatter", input, src, (slice(None),) * dim + (index,))
 
 
+@takes_out  # (PyTorch's slice_scatter takes out=, its select_ and diagonal_scatter none)
 def slice_scatter(
     input: Tensor,
     src: Tensor,

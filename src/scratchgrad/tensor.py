@@ -8031,7 +8031,7 @@ OUT_DTYPE_EXACT = frozenset({
     "nan_to_num", "neg", "negative", "nonzero", "norm", "round", "sgn", "sign", "signbit",
     "softmax", "trunc", "vdot", "bucketize", "searchsorted", "histc", "quantile",
     "nanquantile", "complex", "polar", "tensordot", "isin", "lu_solve", "multi_dot",
-    "chain_matmul",
+    "chain_matmul", "slice_scatter", "hardshrink",
 })  # fmt: skip
 
 
