@@ -705,6 +705,8 @@ KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16
     "round complex": lambda m: m.round(m.tensor([1.5j])),
     "deg2rad complex": lambda m: m.tensor([1j]).deg2rad(),
     "rad2deg_ complex": lambda m: m.tensor([1j]).rad2deg_(),
+    "relu bool": lambda m: m.relu(m.tensor([True])),  # (an int64 result here)
+    "F.relu bool": lambda m: m.nn.functional.relu(m.tensor([True])),
 }
 
 

@@ -2094,7 +2094,9 @@ class Tensor:
         return unary.Sigmoid.apply(self._floating())
 
     def relu(self) -> Tensor:
-        refuse_complex(self, "relu")
+        if self.array.dtype.kind in "bc":  # (one test on this hot path for both refusals)
+            refuse_complex(self, "relu")
+            raise RuntimeError("relu: Boolean inputs not supported for relu")
         return unary.Relu.apply(self)
 
     def sqrt(self) -> Tensor:
