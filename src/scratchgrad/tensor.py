@@ -973,6 +973,7 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
+            _refuse_kernel_dtype(x, "floor_divide", "div_floor_cpu", "c")
             _refuse_bool_division(x, y, "floor_divide", "div_floor")
             _call(_check_divisor, "floor_divide", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(
@@ -984,6 +985,7 @@ class Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
+            _refuse_kernel_dtype(x, "remainder", "remainder_cpu", "c")
             _refuse_bool_division(x, y, "remainder", "remainder")
             _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
@@ -2204,7 +2206,9 @@ class Tensor:
     def atan2(self, other: Any) -> Tensor:
         """The angle of the point (other, self), elementwise: atan(self / other) in the right
         quadrant."""
-        return binary.Atan2.apply(*self._floating()._operands(other))
+        x, y = self._floating()._operands(other)
+        _refuse_kernel_dtype(x, "atan2", "atan2_cpu", "c")
+        return binary.Atan2.apply(x, y)
 
     arctan2 = atan2
 
@@ -2264,6 +2268,7 @@ class Tensor:
             return batched(self, other)
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
+            _refuse_kernel_dtype(x, "fmod", "fmod_cpu", "c")
             _refuse_bool_division(x, y, "fmod", "fmod")
             _call(_check_divisor, "fmod", getattr(y, "array", y))
             return Tensor._make(_call(_elementwise, "fmod", x.array, getattr(y, "array", y)))
@@ -2522,6 +2527,8 @@ class Tensor:
         >>> sg.tensor([-0.0, 0.0, -1.0]).signbit()
         tensor([ True, False,  True])
         """
+        if self.array.dtype.kind == "c":
+            raise NotImplementedError("signbit is not implemented for complex tensors.")
         return self._elementwise_values("signbit")
 
     def isposinf(self) -> Tensor:
@@ -2627,9 +2634,7 @@ class Tensor:
         >>> sg.tensor([0, 5]).bitwise_not()
         tensor([-1, -6])
         """
-        if backend.is_floating(self.array.dtype):
-            kind = _kind_name(self.array.dtype)
-            raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{kind}'")
+        _refuse_kernel_dtype(self, "bitwise_not", "bitwise_not_cpu", "fVc")  # (V: bfloat16)
         return ~self
 
     def bitwise_left_shift(self, other: Any) -> Tensor:
