@@ -697,6 +697,8 @@ RANDOM_OPS = {
     "nn.init.uniform_ from a generator": lambda x: (
         x * nn.init.uniform_(sg.empty(x.shape), -1.0, 3.0, generator=GENERATOR)
     ),
+    "poisson": lambda x: sg.poisson(x + 0.5),
+    "binomial from a generator": lambda x: sg.binomial(x, x / 6, generator=GENERATOR),
 }
 GENERATOR = sg.Generator()
 
