@@ -715,6 +715,8 @@ KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16
     "bitwise_not complex": lambda m: m.bitwise_not(m.tensor([1j])),
     "signbit complex": lambda m: m.tensor([1j]).signbit(),
     "atan2_ float by complex": lambda m: m.tensor([1.0]).atan2_(m.tensor([1j])),
+    "bool < complex": lambda m: m.tensor([True]) < m.tensor([1j]),  # (True here)
+    "ge_ bool by complex": lambda m: m.tensor([True]).ge_(m.tensor([2j])),
 }
 
 

@@ -1051,6 +1051,8 @@ class Tensor:
         if isinstance(other, Tensor):
             if other.array.dtype is not dtype and other.array.dtype != dtype:
                 x, other = self._operands(other)
+                if other.array.dtype.kind == "c":  # (a bool x too, which _operands keeps bool:
+                    x = x.to(other.dtype)  # then _compare refuses an order, as PyTorch)
             other = other.array
         elif isinstance(other, xp.generic):  # compared as a Python number (see _operands)
             return self._compare(name, python_number(other))
