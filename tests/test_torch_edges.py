@@ -720,6 +720,13 @@ KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16
 }
 
 
+@pytest.mark.parametrize("value", [[1.0], [[2.0]], [1.0, 2.0]])
+def test_fill_takes_a_0_d_tensor_only_as_torch(value):
+    """A tensor of one element with a dim was taken (NumPy's fill reads it as a number)."""
+    assert_same_error(lambda m: m.ones(3).fill_(m.tensor(value)), "0-dimension value tensor")
+    assert_same(*(m.ones(2).fill_(m.tensor(3.0)) for m in (sg, torch)))
+
+
 @pytest.mark.parametrize("name", KERNEL_DTYPES)
 def test_ops_refuse_the_dtypes_their_pytorch_kernels_lack(name):
     assert_same_error(KERNEL_DTYPES[name], "not implemented|not supported|does not support|cast")

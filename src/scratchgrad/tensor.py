@@ -1815,6 +1815,11 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value: float) -> Tensor:
+        if isinstance(value, Tensor) and value.ndim:  # (NumPy would take one of one element)
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions."
+            )
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
         _reached(self)
