@@ -717,6 +717,11 @@ KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16
     "atan2_ float by complex": lambda m: m.tensor([1.0]).atan2_(m.tensor([1j])),
     "bool < complex": lambda m: m.tensor([True]) < m.tensor([1j]),  # (True here)
     "ge_ bool by complex": lambda m: m.tensor([True]).ge_(m.tensor([2j])),
+    "abs_ complex": lambda m: m.tensor([1j]).abs_(),
+    "absolute_ complex": lambda m: m.tensor([1j]).absolute_(),
+    "floor_divide bool by complex": lambda m: m.tensor([True]) // m.tensor([1j]),
+    "fmod_ bool by complex": lambda m: m.tensor([True]).fmod_(m.tensor([1j])),
+    "ldexp by bools": lambda m: m.ldexp(m.tensor([1.0]), m.tensor([True])),
 }
 
 

@@ -973,7 +973,7 @@ class Tensor:
     def __floordiv__(self, other: Any) -> Tensor:
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
-            _refuse_kernel_dtype(x, "floor_divide", "div_floor_cpu", "c")
+            _refuse_kernel_dtype("floor_divide", "div_floor_cpu", "c", x, y)
             _refuse_bool_division(x, y, "floor_divide", "div_floor")
             _call(_check_divisor, "floor_divide", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(
@@ -985,7 +985,7 @@ class Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
-            _refuse_kernel_dtype(x, "remainder", "remainder_cpu", "c")
+            _refuse_kernel_dtype("remainder", "remainder_cpu", "c", x, y)
             _refuse_bool_division(x, y, "remainder", "remainder")
             _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
@@ -2114,7 +2114,7 @@ class Tensor:
     def abs(self) -> Tensor:
         if self.array.dtype.kind == "c":  # |z|, with its own gradient
             return complex_ops.Abs.apply(self)
-        _refuse_kernel_dtype(self, "abs", "abs_cpu", "b")
+        _refuse_kernel_dtype("abs", "abs_cpu", "b", self)
         return unary.Abs.apply(self)
 
     def sign(self) -> Tensor:
@@ -2125,12 +2125,12 @@ class Tensor:
 
     def floor(self) -> Tensor:
         refuse_complex(self, "floor")
-        _refuse_kernel_dtype(self, "floor", "floor_vml_cpu", "b")
+        _refuse_kernel_dtype("floor", "floor_vml_cpu", "b", self)
         return unary.Step.apply(self, ufunc=xp.floor)
 
     def ceil(self) -> Tensor:
         refuse_complex(self, "ceil")
-        _refuse_kernel_dtype(self, "ceil", "ceil_vml_cpu", "b")
+        _refuse_kernel_dtype("ceil", "ceil_vml_cpu", "b", self)
         return unary.Step.apply(self, ufunc=xp.ceil)
 
     def round(self, *, decimals: int = 0) -> Tensor:
@@ -2151,7 +2151,7 @@ class Tensor:
         if type(decimals) is not int:  # not a bool either, as PyTorch
             raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
         if decimals == 0:
-            _refuse_kernel_dtype(self, "round", "round_vml_cpu", "bc")
+            _refuse_kernel_dtype("round", "round_vml_cpu", "bc", self)
             return unary.Step.apply(self, ufunc=xp.round)
         if not backend.is_floating(self.array.dtype):
             raise NotImplementedError(
@@ -2214,7 +2214,7 @@ class Tensor:
         """The angle of the point (other, self), elementwise: atan(self / other) in the right
         quadrant."""
         x, y = self._floating()._operands(other)
-        _refuse_kernel_dtype(x, "atan2", "atan2_cpu", "c")
+        _refuse_kernel_dtype("atan2", "atan2_cpu", "c", x)
         return binary.Atan2.apply(x, y)
 
     arctan2 = atan2
@@ -2240,7 +2240,7 @@ class Tensor:
 
     def trunc(self) -> Tensor:
         refuse_complex(self, "trunc")
-        _refuse_kernel_dtype(self, "trunc", "trunc_vml_cpu", "b")
+        _refuse_kernel_dtype("trunc", "trunc_vml_cpu", "b", self)
         return unary.Step.apply(self, ufunc=xp.trunc)
 
     fix = trunc
@@ -2248,7 +2248,7 @@ class Tensor:
     def frac(self) -> Tensor:
         """The fractional part, with the sign of the input: x - trunc(x) (of a float only, as
         PyTorch's)."""
-        _refuse_kernel_dtype(self, "frac", "frac_cpu", "biuc")
+        _refuse_kernel_dtype("frac", "frac_cpu", "biuc", self)
         return self - self.trunc()
 
     def erf(self) -> Tensor:
@@ -2275,7 +2275,7 @@ class Tensor:
             return batched(self, other)
         x, y = self._operands(other)
         if not backend.is_floating(x.array.dtype):
-            _refuse_kernel_dtype(x, "fmod", "fmod_cpu", "c")
+            _refuse_kernel_dtype("fmod", "fmod_cpu", "c", x, y)
             _refuse_bool_division(x, y, "fmod", "fmod")
             _call(_check_divisor, "fmod", getattr(y, "array", y))
             return Tensor._make(_call(_elementwise, "fmod", x.array, getattr(y, "array", y)))
@@ -2462,6 +2462,7 @@ class Tensor:
         tensor([8.0000, 1.5000])
         """
         other = _tensor_other("ldexp", other)
+        _refuse_kernel_dtype("ldexp", "ldexp_cpu_exp", "b", other)
         x, y = _float_pair(self, other)
         return x * y.exp2()
 
@@ -2641,7 +2642,7 @@ class Tensor:
         >>> sg.tensor([0, 5]).bitwise_not()
         tensor([-1, -6])
         """
-        _refuse_kernel_dtype(self, "bitwise_not", "bitwise_not_cpu", "fVc")  # (V: bfloat16)
+        _refuse_kernel_dtype("bitwise_not", "bitwise_not_cpu", "fVc", self)  # (V: bfloat16)
         return ~self
 
     def bitwise_left_shift(self, other: Any) -> Tensor:
@@ -4896,7 +4897,7 @@ def _in_place_form(name: str) -> Callable:
 # PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
 # ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers)
 for _name in (
-    "abs", "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
+    "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
     "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
     "floor_divide", "frac", "hypot", "index_copy", "index_fill", "log", "log10", "log1p",
     "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill",
@@ -5036,7 +5037,7 @@ Tensor.resize_, Tensor.resize_as_ = _resize_, _resize_as_
 
 # ... and of the other elementwise names (the comparisons' in-place forms are below)
 for _name in (
-    "absolute", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
     "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_not",
     "bitwise_or", "bitwise_right_shift", "bitwise_xor", "copysign", "deg2rad", "digamma",
     "divide", "erfc", "erfinv", "fix", "fmod", "gcd", "heaviside", "i0", "igamma", "igammac",
@@ -5044,6 +5045,19 @@ for _name in (
     "rad2deg", "sgn", "sinc", "true_divide", "xlogy",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
+
+_real_abs_ = _in_place_form("abs")
+
+
+def _abs_(self: Tensor) -> Tensor:
+    """``abs`` in place, of a real tensor only, as PyTorch's (|z| is real, a complex tensor
+    would hold it as complex numbers)."""
+    if self.array.dtype.kind == "c":
+        raise RuntimeError("abs_: In-place abs is not supported for complex tensors.")
+    return _real_abs_(self)
+
+
+Tensor.abs_ = Tensor.absolute_ = _abs_
 
 # the augmented assignments PyTorch computes in place (``done &= alive`` writes into ``done``,
 # and so into the buffer it may be a view of), where Python would rebind to a new tensor
@@ -7487,12 +7501,14 @@ def _check_k(name: str, k: Any) -> None:
         raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}")
 
 
-def _refuse_kernel_dtype(x: Tensor, op: str, kernel: str, kinds: str) -> None:
-    """PyTorch's error where its kernel ``kernel`` has no version for ``x``'s dtype (of one of
-    NumPy's ``kinds``: "b" bool, "iu" integers, "c" complex), where NumPy's would compute."""
-    if x.array.dtype.kind in kinds:
-        name = _kind_name(x.array.dtype)
-        raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{name}'")
+def _refuse_kernel_dtype(op: str, kernel: str, kinds: str, *operands: Any) -> None:
+    """PyTorch's error where its kernel ``kernel`` has no version for the dtype of a tensor
+    among ``operands`` (of one of NumPy's ``kinds``: "b" bool, "iu" integers, "c" complex),
+    where NumPy's would compute (or raise a TypeError)."""
+    for t in operands:
+        if isinstance(t, Tensor) and t.array.dtype.kind in kinds:
+            name = _kind_name(t.array.dtype)
+            raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{name}'")
 
 
 def _refuse_bool(x: Tensor, op: str) -> None:
