@@ -725,6 +725,21 @@ KERNEL_DTYPES = {  # (NumPy computed them: round of bools even came back float16
 }
 
 
+INTEGER_OPS_OF_A_BOOL = {  # (PyTorch checks the promoted dtype: we refused any bool operand)
+    "gcd int by bool": lambda m: m.gcd(m.tensor([4, 6]), m.tensor([True, False])),
+    "lcm bool by int": lambda m: m.lcm(m.tensor([True, False]), m.tensor([4, 6])),
+    "int << bool": lambda m: m.tensor([4, 6]) << m.tensor([True, False]),
+    "bool >> int": lambda m: m.tensor([True, True]) >> m.tensor([0, 1]),
+    "bool << 1": lambda m: m.tensor([True, False]) << 1,
+    "gcd int8 by a 0-d bool": lambda m: m.gcd(m.tensor([4], dtype=m.int8), m.tensor(True)),
+}
+
+
+@pytest.mark.parametrize("name", INTEGER_OPS_OF_A_BOOL)
+def test_integer_ops_take_a_bool_operand_beside_an_integer_one(name):
+    assert_same(INTEGER_OPS_OF_A_BOOL[name](sg), INTEGER_OPS_OF_A_BOOL[name](torch))
+
+
 @pytest.mark.parametrize("value", [[1.0], [[2.0]], [1.0, 2.0]])
 def test_fill_takes_a_0_d_tensor_only_as_torch(value):
     """A tensor of one element with a dim was taken (NumPy's fill reads it as a number)."""

@@ -2514,17 +2514,12 @@ class Tensor:
         return self._integer_op("lcm", _tensor_other("lcm", other), "lcm")
 
     def _integer_op(self, name: str, other: Any, ufunc: str, bools: bool = False) -> Tensor:
-        """The array module's ``ufunc`` on integer operands (and bools if ``bools``), promoted as
-        PyTorch promotes; PyTorch's NotImplementedError for the others."""
-        for t in (self, other):
-            dtype = getattr(t, "dtype", None)
-            if dtype is not None and (
-                backend.is_floating(dtype) or (dtype == backend.bool_ and not bools)
-            ):
-                kind = _kind_name(dtype)
-                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{kind}'")
-        if isinstance(other, float):
-            raise NotImplementedError(f"{name}: an integer tensor and a float number")
+        """The array module's ``ufunc`` on operands promoted to an integer dtype (or bool if
+        ``bools``), as PyTorch promotes them (``4 << True`` shifts an int by a bool); PyTorch's
+        NotImplementedError for another promoted dtype (a float number too)."""
+        dtype = result_type(self, other)
+        if dtype.kind not in ("iub" if bools else "iu"):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_kind_name(dtype)}'")
         return self._compare(ufunc, other)
 
     def signbit(self) -> Tensor:
