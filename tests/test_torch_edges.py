@@ -740,6 +740,20 @@ def test_integer_ops_take_a_bool_operand_beside_an_integer_one(name):
     assert_same(INTEGER_OPS_OF_A_BOOL[name](sg), INTEGER_OPS_OF_A_BOOL[name](torch))
 
 
+def test_logical_ops_take_complex_tensors_and_no_number_as_torch():
+    """They test for nonzero (we refused complex numbers, as for an order), and their other
+    operand must be a tensor (we took a number)."""
+    for call in (
+        lambda m: m.logical_and(m.tensor([1, 1, 0]), m.tensor([1j, 0j, 2 + 0j])),
+        lambda m: m.logical_or(m.tensor([1j, 0j]), m.tensor([0j, 0j])),
+        lambda m: m.logical_xor(m.tensor([1j, 0j]), m.tensor([True, True])),
+        lambda m: m.tensor([1, 1, 0]).logical_and_(m.tensor([1j, 0j, 2 + 0j])),
+    ):
+        assert_same(call(sg), call(torch))
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        assert_same_error(lambda m, name=name: getattr(m, name)(m.tensor([1]), 1), "Tensor")
+
+
 @pytest.mark.parametrize("value", [[1.0], [[2.0]], [1.0, 2.0]])
 def test_fill_takes_a_0_d_tensor_only_as_torch(value):
     """A tensor of one element with a dim was taken (NumPy's fill reads it as a number)."""

@@ -1146,14 +1146,14 @@ class Tensor:
     def logical_not(self) -> Tensor:
         return self._elementwise_values("logical_not")
 
-    def logical_and(self, other: Any) -> Tensor:
-        return self._compare("logical_and", other)
+    def logical_and(self, other: Tensor) -> Tensor:
+        return self._compare("logical_and", _tensor_other("logical_and", other))
 
-    def logical_or(self, other: Any) -> Tensor:
-        return self._compare("logical_or", other)
+    def logical_or(self, other: Tensor) -> Tensor:
+        return self._compare("logical_or", _tensor_other("logical_or", other))
 
-    def logical_xor(self, other: Any) -> Tensor:
-        return self._compare("logical_xor", other)
+    def logical_xor(self, other: Tensor) -> Tensor:
+        return self._compare("logical_xor", _tensor_other("logical_xor", other))
 
     def add(self, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
         """``self + alpha * other``, as ``torch.add``: ``alpha`` must not be a float for an
@@ -7446,12 +7446,15 @@ def _placed(ndim: int, at: int, sizes: tuple) -> tuple:
     return (1,) * at + tuple(sizes) + (1,) * (ndim - at - len(sizes))
 
 
+_UNORDERED_COMPARISONS = ("equal", "not_equal", "logical_and", "logical_or", "logical_xor")
+
+
 def _compare(name: str, x: Any, y: Any) -> Any:
     """The comparison ufunc ``name`` of ``x``'s array module. 16-bit floats are compared in
     float32: the same answer, without NumPy's slow 16-bit loops. Complex numbers have no order
-    (NumPy's would be lexicographic): PyTorch refuses them but for == and !=, a complex
-    number against a real tensor too (``x < 1j``)."""
-    if (x.dtype.kind == "c" or type(y) is complex) and name not in ("equal", "not_equal"):
+    (NumPy's would be lexicographic): PyTorch refuses them but for ==, != and the logical ops
+    (which test for nonzero), a complex number against a real tensor too (``x < 1j``)."""
+    if (x.dtype.kind == "c" or type(y) is complex) and name not in _UNORDERED_COMPARISONS:
         what = x.dtype if x.dtype.kind == "c" else f"{x.dtype} with the number {y}"
         raise NotImplementedError(f"{name}: not implemented for complex tensors ({what})")
     wide = backend.accumulation_dtype
