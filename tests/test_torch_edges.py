@@ -651,6 +651,8 @@ def test_rsub_takes_alpha_as_sub_does_and_positionally_beside_a_number():
         (lambda m: m.rsub(m.tensor([1]), m.tensor([True])), "bool"),
         (lambda m: m.rsub(m.tensor([1.0]), m.tensor([1.0]), 2), "invalid combination"),
         (lambda m: m.rsub(m.tensor([1.0]), 1, 2, 3), "invalid combination"),
+        (lambda m: m.rsub(m.tensor([1.0]), 1, 2, alpha=3), "invalid combination"),
+        (lambda m: m.subtract(m.tensor([1.0]), 1, 2, alpha=3), "invalid combination"),
         (lambda m: m.rsub(m.tensor([1.0]), 1, alpha=m.ones(1)), "alpha"),
         (lambda m: m.rsub(1, m.tensor([1.0])), "Tensor"),
         (lambda m: m.rsub(m.tensor([1.0]), 1, out=m.empty(1)), "out"),

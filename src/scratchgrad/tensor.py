@@ -8421,12 +8421,13 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
 def _number_other_and_alpha(name: str, other: Any, number_alpha: tuple, alpha: Any) -> tuple:
     """``other`` and ``alpha`` of rsub and subtract, as PyTorch's overloads ``(Tensor other, *,
     Number alpha=1)`` and ``(Number other, Number alpha=1)``: alpha is positional beside a
-    number only."""
-    if number_alpha:
-        if not _reads_as_number(other) or len(number_alpha) > 1:
-            raise _invalid_combination(name, other, *number_alpha)
-        other, (alpha,) = number_argument(name, "other", other), number_alpha
-    return other, number_argument(name, "alpha", alpha)
+    number only, and then no keyword."""
+    alpha = number_argument(name, "alpha", alpha)
+    if not number_alpha:
+        return other, alpha
+    if alpha != 1 or len(number_alpha) > 1 or not _reads_as_number(other):
+        raise _invalid_combination(name, other, *number_alpha)
+    return number_argument(name, "other", other), number_argument(name, "alpha", *number_alpha)
 
 
 def _other_and_alpha(name: str, other: Any, legacy: tuple, alpha: Any) -> tuple:
