@@ -8,7 +8,14 @@ import doctest
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close, check_outputs_and_gradients, leaves, module_pair, parameter_pairs
+from oracle import (
+    assert_close,
+    assert_raises_as_torch,
+    check_outputs_and_gradients,
+    leaves,
+    module_pair,
+    parameter_pairs,
+)
 
 import scratchgrad as sg
 from scratchgrad import nn
@@ -100,6 +107,27 @@ def test_cells_without_a_state_start_from_zeros():
     x = np.random.default_rng(3).standard_normal((2, 3))
     for o, e in zip(ours(sg.tensor(x)), theirs(torch.tensor(x))):
         assert_close(o, e, "float64", "zero state")
+
+
+@pytest.mark.parametrize("kind", ["RNNCell", "LSTMCell", "GRUCell"])
+@pytest.mark.parametrize(
+    ("input_shape", "hidden_shape", "error"),
+    [
+        ((3,), (2, 4), RuntimeError),  # an unbatched input's state broadcast to a batch of 2
+        ((3,), (1, 4), RuntimeError),
+        ((2, 3), (4,), RuntimeError),  # a batch's state broadcast from one state
+        ((2, 3), (1, 2, 4), ValueError),
+    ],
+)
+def test_cell_refuses_a_hidden_state_of_another_shape_as_torch(
+    kind, input_shape, hidden_shape, error
+):
+    def call(m):
+        cell = getattr(m.nn, kind)(3, 4)
+        h = m.zeros(hidden_shape)
+        return cell(m.zeros(input_shape), (h, h) if kind == "LSTMCell" else h)
+
+    assert_raises_as_torch(call, error, f"{kind}: expected a .*hidden state")
 
 
 def test_dropout_between_layers_only_in_training():

@@ -472,13 +472,31 @@ class RNNCellBase(Module):
         if hx is None:
             h = zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             hx = (h, h) if self.mode == "LSTM" else h
-        elif not batched:
-            hx = tuple(t.unsqueeze(0) for t in hx) if self.mode == "LSTM" else hx.unsqueeze(0)
+        else:
+            self._check_hidden(input, hx)
+            if not batched:
+                hx = tuple(t.unsqueeze(0) for t in hx) if self.mode == "LSTM" else hx.unsqueeze(0)
         x_part = F.linear(x, self.weight_ih, self.bias_ih)
         out = _STEPS[self.mode](x_part, hx, self.weight_hh, self.bias_hh)
         if batched:
             return out
         return tuple(t.squeeze(0) for t in out) if self.mode == "LSTM" else out.squeeze(0)
+
+    def _check_hidden(self, input: Tensor, hx) -> None:
+        """Each state of ``hx`` is ``(hidden_size,)`` for an unbatched input, ``(N,
+        hidden_size)`` for a batch of N, as PyTorch checks (a state of another shape would
+        broadcast against the input's gates)."""
+        expected = (*input.shape[:-1], self.hidden_size)
+        for state in hx if self.mode == "LSTM" else (hx,):
+            if state.ndim not in (1, 2):
+                raise ValueError(
+                    f"{self._get_name()}: expected a 1-D or 2-D hidden state, got {state.shape}"
+                )
+            if state.shape != expected:
+                raise RuntimeError(
+                    f"{self._get_name()}: expected a hidden state of shape {expected} for an "
+                    f"input of shape {input.shape}, got {state.shape}"
+                )
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
