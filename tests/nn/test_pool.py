@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close, check_against_torch, leaves
+from oracle import assert_close, assert_raises_as_torch, check_against_torch, leaves
 
 import scratchgrad as sg
 from scratchgrad.nn import conv_functional, pooling
@@ -336,3 +336,23 @@ def test_sixteen_bit_avg_pool_sums_in_float32_and_rounds_once(dtype, dims, optio
         pool = getattr(lib.nn.functional, f"avg_pool{dims}d")
         outs.append(pool(lib.tensor(x).to(getattr(lib, dtype)), 2, **options).float().numpy())
     np.testing.assert_array_equal(outs[1], outs[0])
+
+
+@pytest.mark.parametrize("name", ["max_pool", "avg_pool"])
+@pytest.mark.parametrize(
+    ("dims", "shape"),
+    [(1, (2, 0, 4)), (1, (0, 4)), (2, (2, 0, 4, 4)), (2, (0, 4, 4)), (3, (2, 0, 4, 4, 4))],
+)
+def test_pooling_refuses_empty_channels_as_torch(name, dims, shape):
+    # (only the batch may be empty)
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, f"{name}{dims}d")(m.zeros(shape), 2),
+        RuntimeError,
+        f"{name}{dims}d: expected an input of shape .* to have no empty dim",
+    )
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"])
+def test_pooling_of_an_empty_batch_as_torch(name):
+    ours = getattr(sg.nn.functional, name)(sg.zeros(0, 3, 4, 4), 2)
+    assert ours.shape == getattr(TF, name)(torch.zeros(0, 3, 4, 4), 2).shape

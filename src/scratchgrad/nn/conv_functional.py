@@ -473,6 +473,7 @@ def _max_pool(
     """The max pooling over ``dims`` spatial dims that ``max_pool1d``, ``max_pool2d`` and
     ``max_pool3d`` are, named ``name`` in its errors."""
     x, batched = _batched(input, dims + 2, name)
+    _refuse_empty_dims(input, input.ndim - dims - 1, name)
     geometry = _pool_args(kernel_size, stride, padding, dilation, dims, name)
     kernel_size, stride, _, dilation = geometry
     out_size, pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
@@ -598,6 +599,7 @@ def _avg_pool(
     """The mean pooling over ``dims`` spatial dims that ``avg_pool1d``, ``avg_pool2d`` and
     ``avg_pool3d`` are, named ``name`` in its errors."""
     x, batched = _batched(input, dims + 2, name)
+    _refuse_empty_dims(input, input.ndim - dims - 1, name)
     if not (x.is_floating_point() or x.dtype == backend.int64):
         raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
     if divisor_override == 0:
@@ -894,7 +896,8 @@ def _adaptive_avg_pool(input: Tensor, output_size, dims: int, name: str) -> Tens
     wide = backend.accumulation_dtype(x.dtype)
     if wide is not None:  # 16 bits: each window's mean in float32, rounded once, as PyTorch's
         return _adaptive_avg_pool(input.to(wide), output_size, dims, name).to(input.dtype)
-    if all(o and n % o == 0 for n, o in zip(size, out_size)):
+    # (avg_pool refuses the empty channels that adaptive pooling allows: Mix takes those)
+    if x.shape[1] and all(o and n % o == 0 for n, o in zip(size, out_size)):
         tile = tuple(n // o for n, o in zip(size, out_size))
         out = _avg_pool(x, tile, None, 0, False, True, None, dims, name)
     else:
@@ -1326,11 +1329,17 @@ def _check_adaptive_input(x: Tensor, first: int, name: str) -> None:
     ``first`` on (the spatial dims, for some poolings the channels too)."""
     if not x.is_floating_point():
         raise NotImplementedError(f"{name}: not implemented for {x.dtype} input")
-    empty = [d for d in range(first, x.ndim) if x.shape[d] == 0]
-    if empty:
+    _refuse_empty_dims(x, first, name)
+
+
+def _refuse_empty_dims(x: Tensor, first: int, name: str) -> None:
+    """PyTorch's check of a pooling's input: no empty dim from ``first`` on (only the batch
+    may be empty)."""
+    if 0 in x.shape[first:]:
+        empty = x.shape.index(0, first)
         raise RuntimeError(
             f"{name}: expected an input of shape {x.shape} to have no empty dim from dim "
-            f"{first} on (dim {empty[0]} is empty)"
+            f"{first} on (dim {empty} is empty)"
         )
 
 
