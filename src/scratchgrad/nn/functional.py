@@ -939,6 +939,10 @@ def embedding_bag(
             f"embedding_bag: input has to be 1D or 2D Tensor, with 1D offsets for 1D input; got "
             f"input of shape {input.shape} and offsets {None if offsets is None else offsets.shape}"
         )
+    if input.ndim == 2 and not input.shape[1]:
+        raise RuntimeError(
+            f"embedding_bag: a 2D input holds bags of one length, not 0: got shape {input.shape}"
+        )
     flat = input.reshape(-1)
     n = weight.shape[0]
     capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
@@ -962,7 +966,8 @@ def embedding_bag(
         include_last_offset,
         None if padding_idx is None else padding_idx % n,
     )
-    if mode == "max":
+    # (no index at all: every bag is empty, 0 in every mode, and amax refuses the empty dim)
+    if mode == "max" and flat.shape[0]:
         out = where(members[..., None], rows, -math.inf).amax(1)
         return where(capture_hook.call(_any_member, members), out, 0.0)
     scale = capture_hook.call(_bag_scale, members, mode == "mean", weight.array.dtype)

@@ -1,0 +1,35 @@
+"""Differences a sweep of the nn modules over their options and edge cases found, each against
+torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close, assert_raises_as_torch
+
+import scratchgrad as sg
+
+
+@pytest.mark.parametrize("include_last_offset", [False, True])
+def test_embedding_bag_max_of_no_index_gives_empty_bags_zeros_as_torch(include_last_offset):
+    # amax refused the empty dim of the (bags, indices) grid
+    results = []
+    for m in (sg, torch):
+        weight = m.tensor(np.ones((5, 3)), requires_grad=True)
+        bag = m.nn.EmbeddingBag.from_pretrained(
+            weight, freeze=False, mode="max", include_last_offset=include_last_offset
+        )
+        out = bag(m.zeros(0, dtype=m.int64), m.tensor([0, 0, 0]))
+        out.sum().backward()
+        results.append((out, bag.weight.grad))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 0)])
+def test_embedding_bag_refuses_a_2d_input_of_empty_bags_as_torch(shape):
+    # it gave 0 bags for 3
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.embedding_bag(m.zeros(shape, dtype=m.int64), m.ones(5, 3)),
+        RuntimeError,
+        "embedding_bag: a 2D input holds bags of one length, not 0",
+    )
