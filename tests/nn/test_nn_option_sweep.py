@@ -1,5 +1,6 @@
 """Differences a sweep of the nn modules over their options and edge cases found, each against
-torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags."""
+torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags;
+``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError)."""
 
 import numpy as np
 import pytest
@@ -33,3 +34,27 @@ def test_embedding_bag_refuses_a_2d_input_of_empty_bags_as_torch(shape):
         RuntimeError,
         "embedding_bag: a 2D input holds bags of one length, not 0",
     )
+
+
+ATTENTION_SHAPE_CASES = [
+    # (query, key, value, key_padding_mask, attn_mask)
+    ((1, 3, 2, 8), (1, 4, 2, 8), (1, 4, 2, 8), None, None),  # 4-D
+    ((3, 8), (4, 2, 8), (4, 2, 8), None, None),  # an unbatched query, batched keys
+    ((3, 2, 8), (4, 2, 8), (5, 2, 8), None, None),  # keys and values of other lengths
+    ((3, 2, 8), (4, 2, 8), (4, 2, 8), (4,), None),
+    ((3, 2, 8), (4, 2, 8), (4, 2, 8), (2, 5), None),
+    ((3, 2, 8), (4, 2, 8), (4, 2, 8), None, (4,)),
+]
+
+
+@pytest.mark.parametrize("shapes", ATTENTION_SHAPE_CASES)
+def test_multihead_attention_refuses_inputs_of_other_dims_as_torch(shapes):
+    # they reached an unpacking or a matmul, or broadcast
+    def call(m):
+        query, key, value, padding, mask = (None if s is None else m.zeros(s) for s in shapes)
+        padding = None if padding is None else padding.bool()
+        m.manual_seed(0)
+        attention = m.nn.MultiheadAttention(8, 2)
+        return attention(query, key, value, key_padding_mask=padding, attn_mask=mask)
+
+    assert_raises_as_torch(call, AssertionError, "multi_head_attention_forward: ")

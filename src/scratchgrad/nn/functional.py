@@ -1513,6 +1513,14 @@ def multi_head_attention_forward(
             "multi_head_attention_forward: need attn_mask if specifying the is_causal hint "
             "(nn.Transformer.generate_square_subsequent_mask makes one)"
         )
+    _check_attention_dims(query, key, value, key_padding_mask, attn_mask)
+    if key.shape[:-1] != value.shape[:-1] or not (
+        use_separate_proj_weight or key.shape == value.shape
+    ):
+        raise AssertionError(
+            f"multi_head_attention_forward: key of shape {key.shape} does not match value of "
+            f"shape {value.shape}"
+        )
     batched = query.ndim == 3
     if not batched:  # one sequence: a batch of one
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -1575,6 +1583,32 @@ def _split_heads(t: Tensor, heads: int) -> Tensor:
     return t.reshape(length, batch, heads, embed_dim // heads).permute(1, 2, 0, 3)
 
 
+def _check_attention_dims(query, key, value, key_padding_mask, attn_mask) -> None:
+    """PyTorch's checks (and its error type) of ``multi_head_attention_forward``'s dims: a
+    batched (3-D) or unbatched (2-D) query, key and value as the query, a key padding mask
+    (N, S) or (S,), an attention mask 2-D or 3-D."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(
+            "multi_head_attention_forward: query should be unbatched 2D or batched 3D, got shape "
+            f"{query.shape}"
+        )
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(
+            f"multi_head_attention_forward: for a query of shape {query.shape}, expected key and "
+            f"value of {query.ndim} dims, got shapes {key.shape} and {value.shape}"
+        )
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(
+            f"multi_head_attention_forward: for a query of shape {query.shape}, expected a "
+            f"key_padding_mask of {query.ndim - 1} dims, got shape {key_padding_mask.shape}"
+        )
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        raise AssertionError(
+            "multi_head_attention_forward: expected attn_mask to be 2-D or 3-D, got shape "
+            f"{attn_mask.shape}"
+        )
+
+
 def _merged_mask(attn_mask, key_padding_mask, batch, heads, length, source, dtype):
     """Both masks of ``multi_head_attention_forward`` as one float bias of shape (N or 1,
     heads or 1, L or 1, S), or None."""
@@ -1590,7 +1624,7 @@ def _merged_mask(attn_mask, key_padding_mask, batch, heads, length, source, dtyp
             )
     if key_padding_mask is not None:
         if key_padding_mask.shape != (batch, source):
-            raise RuntimeError(
+            raise AssertionError(  # (PyTorch's type)
                 f"multi_head_attention_forward: key_padding_mask of shape "
                 f"{key_padding_mask.shape} should be {(batch, source)}"
             )
