@@ -1,6 +1,7 @@
 """Differences a sweep of the nn modules over their options and edge cases found, each against
 torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags;
-``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError)."""
+``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError); reflect and
+replicate padding of empty channels or an empty dim, and ``pad``'s error type."""
 
 import numpy as np
 import pytest
@@ -58,3 +59,43 @@ def test_multihead_attention_refuses_inputs_of_other_dims_as_torch(shapes):
         return attention(query, key, value, key_padding_mask=padding, attn_mask=mask)
 
     assert_raises_as_torch(call, AssertionError, "multi_head_attention_forward: ")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize(
+    ("shape", "padding"),
+    [((2, 0, 5), (1, 1)), ((0, 5), (1, 1)), ((3, 0, 4), (1, 1)), ((2, 0, 4, 4), (1, 1, 1, 1))],
+)
+def test_reflect_and_replicate_pad_refuse_empty_channels_as_torch(mode, shape, padding):
+    # they padded nothing into an empty result (only the batch may be empty)
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.pad(m.zeros(shape), padding, mode),
+        RuntimeError,
+        f"pad: {mode} padding needs an input with no empty dim",
+    )
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_reflect_and_replicate_pad_of_an_empty_dim_raise_runtime_error_as_torch(mode):
+    # replicate read index -1 of the empty dim: an IndexError
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.pad(m.zeros(2, 3, 0), (1, 1), mode),
+        RuntimeError,
+        f"pad: {mode} padding needs an input with no empty dim",
+    )
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding", [(1, 1, 1), (1,) * 8])
+def test_pad_of_a_bad_length_raises_runtime_error_as_torch(mode, padding):
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.pad(m.zeros(2, 3, 4), padding, mode),
+        RuntimeError,
+        "pad: padding length must be even",
+    )
+
+
+def test_empty_batch_pads_as_torch():
+    for mode in ("reflect", "replicate", "circular"):
+        out = sg.nn.functional.pad(sg.zeros(0, 3, 5), (1, 2), mode)
+        assert out.shape == (0, 3, 8)

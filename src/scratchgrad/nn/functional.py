@@ -2770,7 +2770,7 @@ def pad(
     [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0], [1.0, 1.0, 1.0, 2.0, 3.0, 3.0], [2.0, 3.0, 1.0, 2.0, 3.0, 1.0]]
     """
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError(
+        raise RuntimeError(  # (PyTorch's type)
             f"pad: padding length must be even and at most 2 * {input.ndim}, got {len(pad)}"
         )
     widths = [(0, 0)] * input.ndim
@@ -2805,6 +2805,12 @@ def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> T
         raise NotImplementedError(
             f"pad: {mode} padding of the last {padded_dims} dims needs a {padded_dims + 1}-D or "
             f"{padded_dims + 2}-D input, got shape {tuple(input.shape)}"
+        )
+    channels = input.ndim - padded_dims - 1  # (PyTorch's kernels: only the batch may be empty)
+    if mode != "circular" and 0 in input.shape[channels:]:
+        raise RuntimeError(
+            f"pad: {mode} padding needs an input with no empty dim from dim {channels} on, got "
+            f"shape {tuple(input.shape)}"
         )
     out = input
     for dim, (before, after) in enumerate(widths):
