@@ -1,7 +1,8 @@
 """Differences a sweep of the nn modules over their options and edge cases found, each against
 torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags;
 ``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError); reflect and
-replicate padding of empty channels or an empty dim, and ``pad``'s error type."""
+replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
+empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1."""
 
 import numpy as np
 import pytest
@@ -99,3 +100,27 @@ def test_empty_batch_pads_as_torch():
     for mode in ("reflect", "replicate", "circular"):
         out = sg.nn.functional.pad(sg.zeros(0, 3, 5), (1, 2), mode)
         assert out.shape == (0, 3, 8)
+
+
+@pytest.mark.parametrize("options", [{}, {"padding": 1, "stride": 2}])
+def test_unfold_of_an_empty_batch_as_torch(options):
+    # its reshape to (N, C*KH*KW, -1) could not tell the windows' count with N = 0
+    results = []
+    for m in (sg, torch):
+        x = m.zeros(0, 3, 4, 4, requires_grad=True)
+        out = m.nn.Unfold(2, **options)(x)
+        out.sum().backward()
+        results.append((out, x.grad))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("factor", [0, -2])
+@pytest.mark.parametrize(("name", "argument"), [("shuffle", "upscale"), ("unshuffle", "downscale")])
+def test_pixel_shuffle_refuses_a_factor_below_1_as_torch(name, argument, factor):
+    # 0 divided by zero
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, f"pixel_{name}")(m.zeros(1, 4, 2, 2), factor),
+        RuntimeError,
+        f"pixel_{name} expects a positive {argument}_factor, but got {factor}",
+    )

@@ -409,9 +409,10 @@ def unfold(
         )
     )
     pads = _symmetric(padding)
-    _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
+    out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, "unfold")
     cols = Unfold.apply(x, kernel_size=kernel_size, dilation=dilation, padding=pads, stride=stride)
-    out = cols.reshape(cols.shape[0], -1, x.shape[0]).permute(2, 0, 1)._as_base()
+    windows = math.prod(out_size)  # (not -1: an empty batch leaves it undetermined)
+    out = cols.reshape(cols.shape[0], windows, x.shape[0]).permute(2, 0, 1)._as_base()
     return out if batched else out.squeeze(0)
 
 

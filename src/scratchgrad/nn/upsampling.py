@@ -443,6 +443,8 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
               [2., 3.]]]])
     """
     r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(
             "pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -469,6 +471,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     tensor([0., 1., 2., 3.])
     """
     r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(
             "pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
