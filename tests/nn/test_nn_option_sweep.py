@@ -2,7 +2,8 @@
 torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of empty bags;
 ``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError); reflect and
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
-empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1."""
+empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
+over no dims."""
 
 import numpy as np
 import pytest
@@ -123,4 +124,23 @@ def test_pixel_shuffle_refuses_a_factor_below_1_as_torch(name, argument, factor)
         lambda m: getattr(m.nn.functional, f"pixel_{name}")(m.zeros(1, 4, 2, 2), factor),
         RuntimeError,
         f"pixel_{name} expects a positive {argument}_factor, but got {factor}",
+    )
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+def test_norm_over_no_dims_is_refused_as_torch(name):
+    # it normalised each entry alone: layer_norm gave zeros
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, name)(m.ones(3, 4), ()),
+        RuntimeError,
+        "Expected normalized_shape to be at least 1-dimensional",
+    )
+
+
+@pytest.mark.parametrize("name", ["LayerNorm", "RMSNorm"])
+def test_norm_module_over_no_dims_is_refused_as_torch(name):
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn, name)(())(m.ones(3, 4)),
+        RuntimeError,
+        "Expected normalized_shape to be at least 1-dimensional",
     )

@@ -1055,6 +1055,11 @@ def _inverse_counts(index, n: int, dtype):
 
 def _normalized_dims(input: Tensor, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:  # (PyTorch's check: it would normalise each entry alone, to 0)
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = []"
+        )
     if len(shape) > input.ndim or input.shape[input.ndim - len(shape) :] != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
