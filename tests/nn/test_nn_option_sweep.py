@@ -3,7 +3,7 @@ torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of e
 ``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError); reflect and
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
-over no dims."""
+over no dims; ``binary_cross_entropy`` of a target outside [0, 1]."""
 
 import numpy as np
 import pytest
@@ -143,4 +143,14 @@ def test_norm_module_over_no_dims_is_refused_as_torch(name):
         lambda m: getattr(m.nn, name)(())(m.ones(3, 4)),
         RuntimeError,
         "Expected normalized_shape to be at least 1-dimensional",
+    )
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, float("nan")])
+def test_binary_cross_entropy_refuses_a_target_outside_0_1_as_torch(value):
+    # it gave a loss (the input's range alone was checked)
+    assert_raises_as_torch(
+        lambda m: m.nn.BCELoss()(m.tensor([0.5, 0.5]), m.tensor([0.2, value])),
+        RuntimeError,
+        "binary_cross_entropy: all elements of target should be between 0 and 1",
     )

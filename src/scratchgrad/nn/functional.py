@@ -2113,19 +2113,22 @@ def binary_cross_entropy(
     reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
     check_same_dtype("binary_cross_entropy", input, target)
-    capture_hook.call(_check_probabilities, input.array)  # a jitted step's next batch, too
+    # (a jitted step's next batch checked too)
+    capture_hook.call(_check_probabilities, input.array, "input")
+    capture_hook.call(_check_probabilities, target.array, "target")
     _refuse_grad("binary_cross_entropy", weight=weight)
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
     # NOTE: the weight takes the loss's dtype, not promoting it (PyTorch's kernel)
     return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
 
 
-def _check_probabilities(probabilities) -> None:
+def _check_probabilities(probabilities, name: str) -> None:
     inside = (probabilities >= 0) & (probabilities <= 1)  # NaN is outside too
     if not inside.all():
+        hint = "; for logits use binary_cross_entropy_with_logits" if name == "input" else ""
         raise RuntimeError(
-            "binary_cross_entropy: all elements of input should be between 0 and 1, got "
-            f"{probabilities[~inside].flat[0]}; for logits use binary_cross_entropy_with_logits"
+            f"binary_cross_entropy: all elements of {name} should be between 0 and 1, got "
+            f"{probabilities[~inside].flat[0]}{hint}"
         )
 
 
