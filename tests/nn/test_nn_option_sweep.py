@@ -3,12 +3,13 @@ torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of e
 ``MultiheadAttention`` of inputs of other dims (with PyTorch's AssertionError); reflect and
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
-over no dims; ``binary_cross_entropy`` of a target outside [0, 1]."""
+over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
+given one number in a list for every dim."""
 
 import numpy as np
 import pytest
 import torch
-from oracle import assert_close, assert_raises_as_torch
+from oracle import assert_close, assert_raises_as_torch, module_pair
 
 import scratchgrad as sg
 
@@ -154,3 +155,36 @@ def test_binary_cross_entropy_refuses_a_target_outside_0_1_as_torch(value):
         RuntimeError,
         "binary_cross_entropy: all elements of target should be between 0 and 1",
     )
+
+
+ONE_NUMBER_CASES = [
+    ("Conv2d", {"stride": (2,), "dilation": [2], "padding": (1,)}, (1, 4, 7, 6)),
+    ("Conv3d", {"stride": [2]}, (1, 4, 5, 6, 5)),
+    ("ConvTranspose2d", {"stride": (2,), "padding": [1], "output_padding": (1,)}, (1, 4, 4, 3)),
+    ("ConvTranspose3d", {"dilation": (2,)}, (1, 4, 3, 2, 3)),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "shape"), ONE_NUMBER_CASES)
+def test_convolution_takes_one_number_in_a_list_for_every_dim_as_torch(name, options, shape):
+    # "stride must be an int or 2 ints, got (2,)"
+    ours, theirs = module_pair(lambda nn: getattr(nn, name)(4, 2, 3, **options))
+    x = np.random.default_rng(0).standard_normal(shape)
+    assert repr(ours) == repr(theirs)
+    assert_close(ours(sg.tensor(x)), theirs(torch.tensor(x)))
+
+
+POOL_ONE_NUMBER_CASES = [
+    ("max_pool3d", {"kernel_size": (2,), "stride": [1], "padding": (1,), "dilation": (2,)}),
+    ("avg_pool3d", {"kernel_size": [3], "stride": (2,), "padding": [1]}),
+    ("max_pool1d", {"kernel_size": 2, "stride": []}),  # (no stride: the kernel size)
+    ("avg_pool2d", {"kernel_size": 2, "stride": []}),
+]
+
+
+@pytest.mark.parametrize(("name", "options"), POOL_ONE_NUMBER_CASES)
+def test_pooling_takes_one_number_in_a_list_for_every_dim_as_torch(name, options):
+    dims = int(name[-2])
+    x = np.random.default_rng(0).standard_normal((2, 3, *(5, 6, 5)[:dims]))
+    ours = getattr(sg.nn.functional, name)(sg.tensor(x), **options)
+    assert_close(ours, getattr(torch.nn.functional, name)(torch.tensor(x), **options))

@@ -113,11 +113,12 @@ class _ConvNd(Module):
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}"
         )
-        if self.padding != (0,) * self.dims:
+        # (PyTorch's tests, by length: one number in a list stands for every dim)
+        if self.padding != (0,) * len(self.padding):
             text += f", padding={self.padding}"
-        if self.dilation != (1,) * self.dims:
+        if self.dilation != (1,) * len(self.dilation):
             text += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * self.dims:
+        if self.output_padding != (0,) * len(self.output_padding):
             text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"

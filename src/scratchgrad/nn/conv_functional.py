@@ -116,8 +116,8 @@ def _convolution(
     x, batched = _batched(input, dims + 2, name)
     _check_conv(x, weight, bias, groups, dims + 2, name)
     kernel_size = weight.shape[2:]
-    stride = _ntuple(stride, dims, f"{name}: stride")
-    dilation = _ntuple(dilation, dims, f"{name}: dilation")
+    stride = _ntuple_or_one(stride, dims, f"{name}: stride")
+    dilation = _ntuple_or_one(dilation, dims, f"{name}: dilation")
     pads = _conv_padding(padding, kernel_size, dilation, stride, name)
     out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, name)
     if x.shape[0] == 0:
@@ -233,7 +233,7 @@ def _conv_transpose(
     _check_conv_transpose(x, weight, bias, groups, dims + 2, name)
     kernel_size = weight.shape[2:]
     stride, dilation, padding, output_padding = (
-        _ntuple(value, dims, f"{name}: {label}")
+        _ntuple_or_one(value, dims, f"{name}: {label}")
         for value, label in (
             (stride, "stride"),
             (dilation, "dilation"),
@@ -1146,6 +1146,14 @@ def _ntuple(value: IntPair, n: int, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _ntuple_or_one(value: IntPair, n: int, what: str) -> tuple[int, ...]:
+    """``_ntuple``, where one number in a list stands for every dim too, as PyTorch's
+    convolutions and poolings take it (its folds, adaptive and fractional poolings not)."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    return _ntuple(value, n, what)
+
+
 def _symmetric(padding: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     return tuple((p, p) for p in padding)
 
@@ -1162,7 +1170,7 @@ def _conv_padding(padding, kernel_size, dilation, stride, name) -> tuple[tuple[i
         return tuple((t // 2, t - t // 2) for t in totals)
     if isinstance(padding, str):
         raise RuntimeError(f"{name}: padding must be 'valid', 'same' or numbers, got {padding!r}")
-    return _symmetric(_ntuple(padding, len(kernel_size), f"{name}: padding"))
+    return _symmetric(_ntuple_or_one(padding, len(kernel_size), f"{name}: padding"))
 
 
 def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, ...]:
@@ -1191,13 +1199,13 @@ def _check_geometry(kernel_size, stride, pads, dilation, name) -> None:
 def _pool_args(kernel_size, stride, padding, dilation, dims: int, name: str):
     """A pooling's kernel size, stride (the kernel size by default), padding and dilation, one
     number per spatial dim each."""
-    kernel_size = _ntuple(kernel_size, dims, f"{name}: kernel_size")
-    if stride is None or stride == ():
+    kernel_size = _ntuple_or_one(kernel_size, dims, f"{name}: kernel_size")
+    if stride is None or stride in ((), []):
         stride = kernel_size
     else:
-        stride = _ntuple(stride, dims, f"{name}: stride")
-    padding = _ntuple(padding, dims, f"{name}: padding")
-    dilation = _ntuple(dilation, dims, f"{name}: dilation")
+        stride = _ntuple_or_one(stride, dims, f"{name}: stride")
+    padding = _ntuple_or_one(padding, dims, f"{name}: padding")
+    dilation = _ntuple_or_one(dilation, dims, f"{name}: dilation")
     if any(p > k // 2 for p, k in zip(padding, kernel_size)):
         raise RuntimeError(
             f"{name}: padding {padding} should be at most half of kernel size {kernel_size}"
