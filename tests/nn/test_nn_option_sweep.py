@@ -4,7 +4,7 @@ torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of e
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
-given one number in a list for every dim."""
+given one number in a list for every dim; ``gelu``'s error type."""
 
 import numpy as np
 import pytest
@@ -188,3 +188,11 @@ def test_pooling_takes_one_number_in_a_list_for_every_dim_as_torch(name, options
     x = np.random.default_rng(0).standard_normal((2, 3, *(5, 6, 5)[:dims]))
     ours = getattr(sg.nn.functional, name)(sg.tensor(x), **options)
     assert_close(ours, getattr(torch.nn.functional, name)(torch.tensor(x), **options))
+
+
+def test_gelu_of_an_unknown_approximation_raises_runtime_error_as_torch():
+    assert_raises_as_torch(
+        lambda m: m.nn.GELU(approximate="sigmoid")(m.ones(2)),
+        RuntimeError,
+        "approximate argument must be either none or tanh",
+    )

@@ -130,7 +130,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (input + 0.044715 * (input * input * input))
         return 0.5 * input * (1 + inner.tanh())
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    raise RuntimeError(  # (PyTorch's type)
+        f"gelu: approximate argument must be either none or tanh, got {approximate!r}"
+    )
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
