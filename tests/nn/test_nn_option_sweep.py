@@ -4,7 +4,8 @@ torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of e
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
-given one number in a list for every dim; ``gelu``'s error type."""
+given one number in a list for every dim; ``gelu``'s error type; max
+pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse."""
 
 import numpy as np
 import pytest
@@ -196,3 +197,45 @@ def test_gelu_of_an_unknown_approximation_raises_runtime_error_as_torch():
         RuntimeError,
         "approximate argument must be either none or tanh",
     )
+
+
+REFUSED_DTYPE_CASES = [
+    ("max_pool1d", (1, 1, 8), "int64", {}),  # (with return_indices PyTorch takes integers)
+    ("max_pool1d", (1, 8), "int32", {}),
+    ("max_pool2d", (1, 1, 4, 4), "bool", {}),
+    ("max_pool3d", (1, 1, 2, 2, 2), "bool", {"return_indices": True}),
+    ("max_pool2d", (1, 1, 4, 4), "complex64", {}),
+    ("unfold", (1, 1, 4, 4), "int64", {}),
+    ("unfold", (1, 4, 4), "int32", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "shape", "dtype", "options"), REFUSED_DTYPE_CASES)
+def test_pooling_and_unfold_refuse_dtypes_as_torch(name, shape, dtype, options):
+    # they gave a result
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, name)(
+            m.ones(shape, dtype=getattr(m, dtype)), 2, **options
+        ),
+        NotImplementedError,
+        f'"{name}" not implemented for {dtype}',
+    )
+
+
+def test_fold_refuses_integers_as_torch():
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.fold(m.ones(1, 4, 4, dtype=m.int64), (3, 3), 2),
+        NotImplementedError,
+        '"fold" not implemented for int64',
+    )
+
+
+@pytest.mark.parametrize("name", ["max_pool1d", "max_pool2d", "max_pool3d"])
+def test_max_pooling_of_integers_with_indices_as_torch(name):
+    dims = int(name[-2])
+    shape = (1, 2, *(4, 4, 4)[:dims])
+    x = np.random.default_rng(0).integers(-9, 9, shape)
+    ours = getattr(sg.nn.functional, name)(sg.tensor(x), 2, return_indices=True)
+    theirs = getattr(torch.nn.functional, name)(torch.tensor(x), 2, return_indices=True)
+    for o, t in zip(ours, theirs):
+        assert o.tolist() == t.tolist()

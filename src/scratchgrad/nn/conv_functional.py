@@ -399,6 +399,7 @@ def unfold(
     (1, 1, 4)
     """
     x, batched = _batched(input, 4, "unfold")
+    _refuse_integers(x, "unfold")
     kernel_size, dilation, stride, padding = (
         _ntuple(value, 2, f"unfold: {label}")
         for value, label in (
@@ -434,6 +435,7 @@ def fold(
             [1., 2., 1.]])
     """
     x, batched = _batched(input, 3, "fold")
+    _refuse_integers(x, "fold")
     output_size, kernel_size, dilation, stride, padding = (
         _ntuple(value, 2, f"fold: {label}")
         for value, label in (
@@ -475,6 +477,13 @@ def _max_pool(
     ``max_pool3d`` are, named ``name`` in its errors."""
     x, batched = _batched(input, dims + 2, name)
     _refuse_empty_dims(input, input.ndim - dims - 1, name)
+    # (PyTorch's kernels: no bool or complex, and the 1-d one without indices floats only)
+    if (
+        x.dtype == backend.bool_
+        or x.is_complex()
+        or (dims == 1 and not return_indices and not x.is_floating_point())
+    ):
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
     geometry = _pool_args(kernel_size, stride, padding, dilation, dims, name)
     kernel_size, stride, _, dilation = geometry
     out_size, pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
@@ -1144,6 +1153,12 @@ def _ntuple(value: IntPair, n: int, what: str) -> tuple[int, ...]:
     if len(value) != n:
         raise RuntimeError(f"{what} must be an int or {n} ints, got {value!r}")
     return tuple(value)
+
+
+def _refuse_integers(x: Tensor, name: str) -> None:
+    """PyTorch's im2col and col2im kernels take floating and complex dtypes only."""
+    if not (x.is_floating_point() or x.is_complex()):
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
 
 
 def _ntuple_or_one(value: IntPair, n: int, what: str) -> tuple[int, ...]:
