@@ -5,7 +5,7 @@ replicate padding of empty channels or an empty dim, and ``pad``'s error type; `
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
 given one number in a list for every dim; ``gelu``'s error type; max
-pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse."""
+pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse, and of negative integers."""
 
 import numpy as np
 import pytest
@@ -239,3 +239,18 @@ def test_max_pooling_of_integers_with_indices_as_torch(name):
     theirs = getattr(torch.nn.functional, name)(torch.tensor(x), 2, return_indices=True)
     for o, t in zip(ours, theirs):
         assert o.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+@pytest.mark.parametrize(
+    "options", [{"padding": 1}, {"ceil_mode": True}, {"padding": 1, "return_indices": True}]
+)
+def test_max_pooling_of_negative_integers_pads_with_the_least_value_as_torch(dtype, options):
+    # -inf padding cast to 0 in int8 and int16: the padding won over negative entries
+    x = -np.random.default_rng(0).integers(1, 9, (1, 2, 5, 5))
+    results = [
+        m.nn.functional.max_pool2d(m.tensor(x, dtype=getattr(m, dtype)), 3, 2, **options)
+        for m in (sg, torch)
+    ]
+    for ours, theirs in zip(*(r if isinstance(r, tuple) else (r,) for r in results)):
+        assert ours.tolist() == theirs.tolist()

@@ -34,6 +34,7 @@ from scratchgrad.ops.conv import (
     MaxOver,
     Mix,
     Unfold,
+    lowest,
     max_indices,
     window_argmax,
     window_offsets,
@@ -497,7 +498,7 @@ def _max_pool(
             dilation=dilation,
             padding=pads,
             stride=stride,
-            value=-math.inf,
+            value=lowest(x.array),
         )
         n, c = x.shape[:2]
         out = _batch_first(

@@ -321,7 +321,7 @@ def max_indices(x, kernel_size, dilation, padding, stride):
     """
     xp = namespace(x)
     n, c, *size = x.shape
-    planes = xp.full((n, c, *_padded_shape(size, padding)), -math.inf, x.dtype)
+    planes = xp.full((n, c, *_padded_shape(size, padding)), lowest(x), x.dtype)
     planes[(slice(None), slice(None), *_interior(size, padding))] = x
     windows = _windows(planes.reshape(n * c, *planes.shape[2:], 1), kernel_size, dilation, stride)
     dims = len(size)
@@ -339,6 +339,12 @@ def max_indices(x, kernel_size, dilation, padding, stride):
         first = first + (start + (xp.maximum(-start, 0) + d - 1) // d * d) * step
         index, step = index + along * step, step * size[i]
     return xp.where(inside, index, first).reshape(n, c, *windows.shape[1 + dims : -1])
+
+
+def lowest(x):
+    """What pads ``x`` for a max: -inf, or its integer dtype's least value (-inf would be cast
+    to 0 in some integer dtypes, and win over their negative entries)."""
+    return namespace(x).iinfo(x.dtype).min if x.dtype.kind in "iu" else -math.inf
 
 
 def window_argmax(x, dims):
