@@ -5,7 +5,7 @@ replicate padding of empty channels or an empty dim, and ``pad``'s error type; `
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
 given one number in a list for every dim; ``gelu``'s error type; max
-pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse, and of negative integers."""
+pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse, and of negative integers; attention of vectors."""
 
 import numpy as np
 import pytest
@@ -254,3 +254,13 @@ def test_max_pooling_of_negative_integers_pads_with_the_least_value_as_torch(dty
     ]
     for ours, theirs in zip(*(r if isinstance(r, tuple) else (r,) for r in results)):
         assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("shapes", [((4,), (4,), (4,)), ((3, 4), (4,), (3, 4))])
+def test_attention_of_vectors_raises_runtime_error_as_torch(shapes):
+    # an IndexError from reading the sequence dim
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.scaled_dot_product_attention(*(m.ones(s) for s in shapes)),
+        RuntimeError,
+        "scaled_dot_product_attention: expected query, key and value of at least 2 dims",
+    )

@@ -1384,6 +1384,11 @@ def scaled_dot_product_attention(
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
         )
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(
+            "scaled_dot_product_attention: expected query, key and value of at least 2 dims, "
+            f"got shapes {query.shape}, {key.shape} and {value.shape}"
+        )
     check_same_dtype("scaled_dot_product_attention", query, key, value)
     masks = (backend.bool_, backend.float32, query.dtype)  # the mask dtypes PyTorch's takes
     # `is not None` apart: NumPy's float64 dtype equals None, so `in (None, ...)` would pass it
