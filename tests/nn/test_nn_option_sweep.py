@@ -4,8 +4,9 @@ torch: ``embedding_bag`` in max mode of no index at all, and of a 2-D input of e
 replicate padding of empty channels or an empty dim, and ``pad``'s error type; ``unfold`` of an
 empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; layer and RMS norms
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
-given one number in a list for every dim; ``gelu``'s error type; max
-pooling, ``unfold`` and ``fold`` of dtypes PyTorch's kernels refuse, and of negative integers; attention of vectors."""
+given one number in a list for every dim; ``gelu``'s error type; max pooling, ``unfold`` and
+``fold`` of dtypes PyTorch's kernels refuse, and max pooling of negative integers; attention
+of vectors; transposed convolutions whose padding crops every column."""
 
 import numpy as np
 import pytest
@@ -264,3 +265,37 @@ def test_attention_of_vectors_raises_runtime_error_as_torch(shapes):
         RuntimeError,
         "scaled_dot_product_attention: expected query, key and value of at least 2 dims",
     )
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    ("name", "options", "shape"),
+    [
+        ("ConvTranspose1d", {"stride": 3, "padding": 1, "output_padding": 2}, (2, 1, 1)),
+        (
+            "ConvTranspose2d",
+            {"stride": (1, 3), "padding": (0, 1), "output_padding": (0, 2)},
+            (2, 1, 3, 1),
+        ),
+    ],
+)
+def test_transposed_convolution_whose_padding_crops_every_column_as_torch(
+    name, options, shape, bias
+):
+    # only output_padding is left: it raised "gives an empty output"
+    ours, theirs = module_pair(lambda nn: getattr(nn, name)(1, 2, 1, bias=bias, **options))
+    x = np.random.default_rng(0).standard_normal(shape)
+    results = []
+    for layer, m in ((ours, sg), (theirs, torch)):
+        xi = m.tensor(x, requires_grad=True)
+        out = layer(xi)
+        (out * out).sum().backward()
+        results.append((out, xi.grad, layer.weight.grad))
+    for a, b in zip(*results):
+        assert_close(a, b)
+
+
+def test_convolution_of_an_empty_batch_may_be_written_in_place_as_torch():
+    for layer in (sg.nn.Conv2d(1, 2, 2), sg.nn.ConvTranspose2d(1, 2, 2)):
+        out = layer(sg.ones(0, 1, 3, 3))
+        out.relu_()  # (a read-only broadcast view refused it)

@@ -122,7 +122,7 @@ def _convolution(
     pads = _conv_padding(padding, kernel_size, dilation, stride, name)
     out_size = _output_size(x.shape[2:], kernel_size, stride, pads, dilation, name)
     if x.shape[0] == 0:
-        return _empty_batch((x, weight, bias), (weight.shape[0], *out_size))
+        return _zeros_in_graph((x, weight, bias), (0, weight.shape[0], *out_size))
     cols = Unfold.apply(
         x,
         kernel_size=kernel_size,
@@ -256,29 +256,31 @@ def _conv_transpose(
     ]
     crops = tuple((p, max(p - o, 0)) for p, o in zip(padding, output_padding))
     out_size = tuple(r - before - after for r, (before, after) in zip(reach, crops))
-    if min(out_size) < 1:
+    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
+    full_size = tuple(n + e for n, e in zip(out_size, extra))
+    if min(full_size) < 1:
         raise RuntimeError(
             f"{name}: input of size {tuple(x.shape[2:])} with padding {padding} gives "
-            f"an empty output {out_size}"
+            f"an empty output {full_size}"
         )
     in_channels, out_channels = x.shape[1], weight.shape[1] * groups
-    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
-    if x.shape[0] == 0:
-        extended = (o + e for o, e in zip(out_size, extra))
-        return _empty_batch((x, weight, bias), (out_channels, *extended))
-    cols = x.permute(1, *range(2, dims + 2), 0).reshape(groups, in_channels // groups, -1)
-    filters = weight.reshape(groups, in_channels // groups, -1).mT
-    cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*prod(K), ...)
-    out = Fold.apply(
-        cols,
-        output_size=out_size,
-        kernel_size=kernel_size,
-        dilation=dilation,
-        padding=crops,
-        stride=stride,
-    )
-    if any(extra):
-        out = out.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
+    if x.shape[0] == 0 or min(out_size) < 1:
+        # an empty batch, or a padding that crops every column (only output_padding is left)
+        out = _zeros_in_graph((x, weight), (x.shape[0], out_channels, *full_size))
+    else:
+        cols = x.permute(1, *range(2, dims + 2), 0).reshape(groups, in_channels // groups, -1)
+        filters = weight.reshape(groups, in_channels // groups, -1).mT
+        cols = (filters @ cols).reshape(filters.shape[1] * groups, cols.shape[2])  # (O*K, ...)
+        out = Fold.apply(
+            cols,
+            output_size=out_size,
+            kernel_size=kernel_size,
+            dilation=dilation,
+            padding=crops,
+            stride=stride,
+        )
+        if any(extra):
+            out = out.pad(((0, 0), (0, 0), *((0, e) for e in extra)))
     if bias is not None:  # added in the wider dtype, rounded to the input's, as PyTorch's
         out = (out + bias.reshape(out_channels, *(1,) * dims)).to(out.dtype)
     return out if batched else out.squeeze(0)
@@ -1130,12 +1132,13 @@ def _check_conv_transpose(x, weight, bias, groups: int, ndim: int, name: str) ->
     _check_bias_and_dtypes(x, weight, bias, weight.shape[1] * groups, name, ndim < 5)
 
 
-def _empty_batch(inputs: tuple, shape: tuple[int, ...]) -> Tensor:
-    """The result ``(0, *shape)`` of a convolution of an empty batch, in the graph of its
-    ``inputs`` (input, weight and bias, if any): zero gradients, as PyTorch's, in the
-    input's dtype (a transposed convolution's bias may have another)."""
+def _zeros_in_graph(inputs: tuple, shape: tuple[int, ...]) -> Tensor:
+    """Zeros of ``shape``, the result of a convolution of an empty batch (or one no column
+    reaches), in the graph of its ``inputs`` (input, weight and bias, if any): zero
+    gradients, as PyTorch's, in the input's dtype (a transposed convolution's bias may have
+    another)."""
     zero = sum(t.sum() for t in inputs if t is not None) * 0
-    return zero.to(inputs[0].dtype).expand(0, *shape)
+    return zero.to(inputs[0].dtype).expand(*shape).clone()  # (writable, as PyTorch's)
 
 
 def _batch_first(x: Tensor) -> Tensor:
