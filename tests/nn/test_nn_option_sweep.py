@@ -6,7 +6,8 @@ empty batch; ``pixel_shuffle`` and ``pixel_unshuffle`` by a factor below 1; laye
 over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions and poolings
 given one number in a list for every dim; ``gelu``'s error type; max pooling, ``unfold`` and
 ``fold`` of dtypes PyTorch's kernels refuse, and max pooling of negative integers; attention
-of vectors; transposed convolutions whose padding crops every column."""
+of vectors; transposed convolutions whose padding crops every column; ceil_mode pooling of an
+input smaller than its window, and avg_pool3d's check of the kernel size."""
 
 import numpy as np
 import pytest
@@ -299,3 +300,42 @@ def test_convolution_of_an_empty_batch_may_be_written_in_place_as_torch():
     for layer in (sg.nn.Conv2d(1, 2, 2), sg.nn.ConvTranspose2d(1, 2, 2)):
         out = layer(sg.ones(0, 1, 3, 3))
         out.relu_()  # (a read-only broadcast view refused it)
+
+
+CEIL_MODE_CASES = [
+    ("max_pool2d", (1, 7), {"kernel_size": (3, 4), "stride": (3, 2), "dilation": (1, 2)}),
+    ("max_pool1d", (2,), {"kernel_size": 4, "stride": 2, "padding": 1}),
+    ("max_pool3d", (2, 2, 2), {"kernel_size": 3, "stride": 2, "return_indices": True}),
+    ("avg_pool2d", (2, 1), {"kernel_size": (3, 2), "stride": 3}),
+    ("avg_pool1d", (2,), {"kernel_size": 4, "stride": 2, "padding": 1}),
+    ("avg_pool2d", (2, 2), {"kernel_size": 4, "padding": 1, "count_include_pad": False}),
+    ("lp_pool2d", (2, 2), {"norm_type": 2, "kernel_size": 4}),
+]
+
+
+@pytest.mark.parametrize(("name", "size", "options"), CEIL_MODE_CASES)
+def test_ceil_mode_pooling_of_an_input_smaller_than_its_window_as_torch(name, size, options):
+    # a window that starts inside the input may outgrow it: it raised "smaller than the kernel"
+    x = np.abs(np.random.default_rng(0).standard_normal((2, 3, *size))) + 0.1
+    results = []
+    for m in (sg, torch):
+        xi = m.tensor(x, requires_grad=True)
+        out = getattr(m.nn.functional, name)(xi, ceil_mode=True, **options)
+        out = out if isinstance(out, tuple) else (out,)
+        (out[0] * out[0]).sum().backward()
+        results.append((*out, xi.grad))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["avg_pool3d", "lp_pool3d"])
+def test_avg_pool3d_refuses_an_input_smaller_than_the_kernel_as_torch(name):
+    # (PyTorch's check leaves the padding out: it refuses what avg_pool2d takes)
+    options = {"padding": 1} if name == "avg_pool3d" else {"norm_type": 2}
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, name)(
+            m.ones(1, 1, 2, 4, 4), kernel_size=3, stride=1, **options
+        ),
+        RuntimeError,
+        "avg_pool3d: input image of size .* smaller than kernel size",
+    )

@@ -622,6 +622,11 @@ def _avg_pool(
         x = x.float()
     geometry = _pool_args(kernel_size, stride, padding, 1, dims, name)
     kernel_size, stride, padding, ones = geometry
+    if dims == 3 and any(n < k for n, k in zip(x.shape[2:], kernel_size)):
+        raise RuntimeError(  # (PyTorch's avg_pool3d check, which leaves the padding out)
+            f"{name}: input image of size {tuple(x.shape[2:])} smaller than kernel size "
+            f"{kernel_size}"
+        )
     out_size, full_pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
     if _tiles_fit(kernel_size, stride, full_pads, ones):
         tiles = _tiles(x, kernel_size, out_size)
@@ -1199,12 +1204,16 @@ def _output_size(size, kernel_size, stride, pads, dilation, name) -> tuple[int, 
         (n + before + after - d * (k - 1) - 1) // s + 1
         for n, k, s, (before, after), d in zip(size, kernel_size, stride, pads, dilation)
     )
+    _check_not_empty(out, size, kernel_size, pads, dilation, name)
+    return out
+
+
+def _check_not_empty(out, size, kernel_size, pads, dilation, name) -> None:
     if min(out) < 1:
         raise RuntimeError(
             f"{name}: input of size {tuple(size)} with padding {pads} is smaller than the kernel "
             f"{tuple(kernel_size)} with dilation {tuple(dilation)}"
         )
-    return out
 
 
 def _check_geometry(kernel_size, stride, pads, dilation, name) -> None:
@@ -1239,17 +1248,18 @@ def _pool_geometry(size, kernel_size, stride, padding, dilation, ceil_mode, name
     left padding (PyTorch's rule); the extra padding after the input makes room for it.
     """
     pads = _symmetric(padding)
-    out = list(_output_size(size, kernel_size, stride, pads, dilation, name))
-    if ceil_mode:
-        for i, (n, k, s, p, d) in enumerate(zip(size, kernel_size, stride, padding, dilation)):
-            span = n + 2 * p - d * (k - 1) - 1
-            out[i] = -(-span // s) + 1
-            if (out[i] - 1) * s >= n + p:
-                out[i] -= 1
-        pads = tuple(
-            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - n - p))
-            for n, k, s, p, d, o in zip(size, kernel_size, stride, padding, dilation, out)
-        )
+    if not ceil_mode:
+        return _output_size(size, kernel_size, stride, pads, dilation, name), pads
+    _check_geometry(kernel_size, stride, pads, dilation, name)
+    out = []  # (a window may outgrow the padded input, as long as it starts inside)
+    for n, k, s, p, d in zip(size, kernel_size, stride, padding, dilation):
+        windows = -(-(n + 2 * p - d * (k - 1) - 1) // s) + 1
+        out.append(windows - 1 if (windows - 1) * s >= n + p else windows)
+    _check_not_empty(out, size, kernel_size, pads, dilation, name)
+    pads = tuple(
+        (p, max(p, (o - 1) * s + d * (k - 1) + 1 - n - p))
+        for n, k, s, p, d, o in zip(size, kernel_size, stride, padding, dilation, out)
+    )
     return tuple(out), pads
 
 
