@@ -7,7 +7,8 @@ over no dims; ``binary_cross_entropy`` of a target outside [0, 1]; convolutions 
 given one number in a list for every dim; ``gelu``'s error type; max pooling, ``unfold`` and
 ``fold`` of dtypes PyTorch's kernels refuse, and max pooling of negative integers; attention
 of vectors; transposed convolutions whose padding crops every column; ceil_mode pooling of an
-input smaller than its window, and avg_pool3d's check of the kernel size."""
+input smaller than its window, and avg_pool3d's check of the kernel size; a conv's padding_mode
+with one number in a list."""
 
 import numpy as np
 import pytest
@@ -338,4 +339,14 @@ def test_avg_pool3d_refuses_an_input_smaller_than_the_kernel_as_torch(name):
         ),
         RuntimeError,
         "avg_pool3d: input image of size .* smaller than kernel size",
+    )
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_conv_padding_mode_with_one_number_in_a_list_pads_one_dim_as_torch(mode):
+    # (so a 2-d convolution refuses it, as PyTorch's F.pad does: it read padding[1], an IndexError)
+    assert_raises_as_torch(
+        lambda m: m.nn.Conv2d(4, 2, 3, padding=(1,), padding_mode=mode)(m.zeros(1, 4, 6, 6)),
+        NotImplementedError,
+        f"pad: {mode} padding of the last 1 dims needs a 2-D or 3-D input",
     )

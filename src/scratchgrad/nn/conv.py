@@ -88,13 +88,12 @@ class _ConvNd(Module):
 
     def _padding_widths(self) -> list[int]:
         """``F.pad``'s (before, after) pairs, last dim first; "same" puts the odd one after."""
+        if self.padding != "same":  # (as PyTorch's: a padding of one number in a list pads one dim)
+            return [p for p in reversed(self.padding) for _ in range(2)]
         widths = []
         for i in reversed(range(self.dims)):
-            if self.padding == "same":
-                total = self.dilation[i] * (self.kernel_size[i] - 1)
-                widths += [total // 2, total - total // 2]
-            else:
-                widths += [self.padding[i]] * 2
+            total = self.dilation[i] * (self.kernel_size[i] - 1)
+            widths += [total // 2, total - total // 2]
         return widths
 
     def _tuple(self, value: Size) -> tuple[int, ...]:
