@@ -467,6 +467,39 @@ def test_plain_values_among_the_outputs_come_back_as_they_are_as_in_torch():
     assert_close(grad, grad_t)
 
 
+def test_several_outputs_keep_the_layouts_the_forward_returned_them_in_as_in_torch():
+    """A transposed output beside another comes back transposed, as PyTorch's (the outputs
+    were packed into one array and came back C-ordered: what reads them then adds in another
+    order), with PyTorch's gradient through both orders, twice differentiable."""
+    results = []
+    for lib in (sg, torch):
+
+        class TransposedAndSum(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                return y.permute(2, 0, 1), y.sum(0)
+
+            @staticmethod
+            def backward(ctx, grad_permuted, grad_sum):
+                return grad_permuted.permute(1, 2, 0) * 2 + grad_sum * 2
+
+        x = lib.arange(24.0, dtype=lib.float64).reshape(2, 3, 4).requires_grad_()
+        permuted, summed = TransposedAndSum.apply(x)
+        weights = lib.arange(24.0, dtype=lib.float64).reshape(4, 2, 3)
+        (permuted * weights).sum().backward()
+        results.append((permuted, summed, x.grad))
+    (permuted, summed, grad), (permuted_t, summed_t, grad_t) = results
+    itemsize = permuted_t.element_size()
+    assert permuted.detach().numpy().strides == tuple(s * itemsize for s in permuted_t.stride())
+    assert_close(permuted, permuted_t)
+    assert_close(summed, summed_t)
+    assert_close(grad, grad_t)
+    x = sg.randn(2, 3, 4, dtype=sg.float64, requires_grad=True)
+    f = lambda x: TransposedAndSum.apply(x)  # noqa: E731
+    assert sg.autograd.gradcheck(f, (x,)) and sg.autograd.gradgradcheck(f, (x,))
+
+
 def test_several_outputs_pass_gradcheck_and_gradgradcheck():
     x = sg.tensor([0.5, -1.0, 2.0], dtype=sg.float64, requires_grad=True)
     f = lambda x: _sincos(sg).apply(x)[:2]  # noqa: E731

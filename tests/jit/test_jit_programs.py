@@ -556,6 +556,35 @@ def test_a_causal_transformer_encoder_layer_with_a_padding_mask_and_a_warmup_set
     check_program(program)
 
 
+def test_a_compiled_attention_returning_its_weights_keeps_eager_layouts():
+    """``compile(nn.MultiheadAttention(..., batch_first=True))`` returns the attention's output
+    and its weights (``need_weights``, the default), two differentiable outputs of one node:
+    they were packed into one array and came back C-ordered, where eager's output is a
+    transposed view, so the loss's mean added them in another order (1 ulp off, silently)."""
+
+    def program(compile_):
+        attention = nn.MultiheadAttention(8, 2, batch_first=True)
+        net = compile_(attention)
+        opt = sg.optim.Adam(attention.parameters(), lr=1e-2)
+        out = []
+        for _ in range(STEPS + 2):
+            x = sg.randn(3, 5, 8)
+            opt.zero_grad()
+            y, weights = net(x, x, x)
+            loss = y.pow(2).mean()
+            loss.backward()
+            opt.step()
+            out.append(as_numpy((loss, y, weights)) + [y.detach().numpy().strides])
+        return out, snapshot([attention], [opt]), y.grad_fn.name()
+
+    sg.manual_seed(0)
+    *eager, _ = program(lambda module: module)
+    sg.manual_seed(0)
+    *compiled, node = program(sg.compile)
+    assert_same(compiled, eager)
+    assert node == "_UnpackBackward0"  # an output of CompiledFunctionBackward: replayed
+
+
 def test_charlm_gpt_trained_jitted():
     """scratchgrad's own GPT (tied embedding, dropout, causal attention), a few steps."""
     from scratchgrad import charlm

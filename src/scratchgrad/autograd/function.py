@@ -454,13 +454,20 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
         return tuple(o if p else Tensor._make(a) for o, a, p in zip(outs, arrays, plain))
     differentiable = [a for a, at in zip(arrays, packed_at) if at is not None]
     packed_dtype = xp.result_type(*(a.dtype for a in differentiable))
+    # each output packed in its memory order and unpacked with its layout: a transposed one
+    # (attention's batch-first output) comes back transposed, so that what reads it adds in
+    # the forward's order (a compiled module's outputs, replayed, have eager's bits)
+    orders = [_memory_order(a) for a in arrays]
+    packed_orders = [o for o, at in zip(orders, packed_at) if at is not None]
     if capture_hook.recorder is None:
-        packed = _pack(differentiable, packed_dtype)
+        packed = _pack(differentiable, packed_dtype, packed_orders)
     else:
-        packed = capture_hook.recorder.call(_pack, differentiable, packed_dtype)
+        packed = capture_hook.recorder.call(_pack, differentiable, packed_dtype, packed_orders)
     node = _SeveralOutputs()
     node.ctx, node.reached = ctx, set()
-    node.outputs = [(a.shape, a.dtype, at, p) for a, at, p in zip(arrays, packed_at, plain)]
+    node.outputs = [
+        (a.shape, a.dtype, at, p, o) for a, at, p, o in zip(arrays, packed_at, plain, orders)
+    ]
     node.parents = ctx.parents = parents
     node.sequence_nr, node.out_shape, node.out_dtype = next(_sequence), packed.shape, packed_dtype
     if ctx._to_save:
@@ -471,8 +478,8 @@ def _several_outputs(ctx: Function, outs: tuple, args: tuple, parents: tuple | N
         if is_plain
         else Tensor._make(array)
         if at is None
-        else _Unpack.apply(whole, at=at, shape=array.shape)
-        for out, array, at, is_plain in zip(outs, arrays, packed_at, plain)
+        else _Unpack.apply(whole, at=at, shape=array.shape, order=order)
+        for out, array, at, is_plain, order in zip(outs, arrays, packed_at, plain, orders)
     )
     return _take_over_dirty(ctx, args, arrays, results) if ctx._dirty else results
 
@@ -503,9 +510,32 @@ def _take_over_dirty(ctx: Function, args: tuple, arrays: tuple, results: tuple) 
     return tuple(taken)
 
 
-def _pack(arrays: list, dtype) -> Any:
-    """The arrays flattened and joined into one of ``dtype``."""
+def _pack(arrays: list, dtype, orders: list) -> Any:
+    """The arrays flattened (each with its axes in its ``orders`` entry, where not None) and
+    joined into one of ``dtype``."""
+    arrays = [a if order is None else a.transpose(order) for a, order in zip(arrays, orders)]
     return backend.namespace(arrays[0]).concatenate([a.reshape(-1).astype(dtype) for a in arrays])
+
+
+def _memory_order(array: Any) -> tuple | None:
+    """The axes of ``array`` from its largest stride to its smallest, where that is not their
+    own order (a transposed array's permutation); None for a C-ordered array."""
+    if array.ndim < 2 or array.flags.c_contiguous:
+        return None
+    order = tuple(sorted(range(array.ndim), key=lambda axis: -abs(array.strides[axis])))
+    return None if order == tuple(range(array.ndim)) else order
+
+
+def _unpacked(flat: Any, shape: tuple, order: tuple | None) -> Any:
+    """``flat``, packed by ``_pack`` with its axes in ``order``, as an array (or a Tensor: a
+    gradient) of ``shape`` laid out in that order."""
+    if order is None:
+        return flat.reshape(shape)
+    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
+    permuted = flat.reshape(tuple(shape[axis] for axis in order))
+    if isinstance(permuted, Tensor):
+        return permuted.permute(inverse)
+    return permuted.transpose(inverse)
 
 
 class _SeveralOutputs(Function):
@@ -518,13 +548,13 @@ class _SeveralOutputs(Function):
         reached, node.reached = node.reached, set()
         materialize = node.ctx.materialize_grads
         grads = []
-        for shape, dtype, at, is_plain in node.outputs:
+        for shape, dtype, at, is_plain, order in node.outputs:
             if is_plain or not (materialize or at in reached):
                 grads.append(None)
             elif at is None:  # not differentiable: zeros, as PyTorch passes
                 grads.append(grad.new_zeros(shape, dtype=dtype))
             else:
-                grads.append(grad[at[0] : at[1]].reshape(shape).to(dtype))
+                grads.append(_unpacked(grad[at[0] : at[1]], shape, order).to(dtype))
         return type(node.ctx).backward(node.ctx, *grads)
 
 
@@ -532,14 +562,15 @@ class _Unpack(Function):
     """One output of a Function with several: entries ``at`` of the packed array."""
 
     @staticmethod
-    def forward(ctx, packed, at, shape):
-        ctx.at, ctx.size = at, packed.size
-        return packed[at[0] : at[1]].reshape(shape)
+    def forward(ctx, packed, at, shape, order):
+        ctx.at, ctx.size, ctx.order = at, packed.size, order
+        return _unpacked(packed[at[0] : at[1]], shape, order)
 
     @staticmethod
     def backward(ctx, grad):
         ctx.parents[0].reached.add(ctx.at)
-        return grad.reshape(-1).pad([(ctx.at[0], ctx.size - ctx.at[1])])
+        packed = grad if ctx.order is None else grad.permute(ctx.order)
+        return packed.reshape(-1).pad([(ctx.at[0], ctx.size - ctx.at[1])])
 
 
 def _with_setup_context(forward: Callable) -> Callable:
