@@ -556,6 +556,46 @@ def test_a_causal_transformer_encoder_layer_with_a_padding_mask_and_a_warmup_set
     check_program(program)
 
 
+PADDED_BATCHES = {  # which batches hold targets padded with -100
+    "from the fourth batch on": lambda i: i >= 3,
+    "in the recorded batches only": lambda i: i < 3,
+    "every other batch": lambda i: i % 2 == 1,
+    "all of one batch": lambda i: None if i == 4 else False,
+}
+
+
+@pytest.mark.parametrize("padded", PADDED_BATCHES.values(), ids=PADDED_BATCHES)
+def test_targets_padded_with_the_ignore_index_in_some_batches_only(padded):
+    """Targets padded with cross_entropy's default ignore_index (-100) in some batches only:
+    the fused loss was taken by whether a batch had one, so a step recorded on batches without
+    any raised IndexError at the first with one (eager went on), one recorded on batches with
+    them replayed other bits than eager's on batches without, and recordings of each raised
+    a JitError. Now every batch takes the fused node, which finds its ignored targets; a batch
+    of ignored targets only gives NaN, as PyTorch's, and no gradient."""
+
+    def program(wrap):
+        model = classifier(classes=5)
+        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        out = []
+        for i, (x, y) in enumerate(batches(STEPS + 3, size=5, classes=5)):
+            pad = padded(i)
+            if pad is not False:
+                y = sg.where(sg.arange(5) >= (0 if pad is None else 3), -100, y)
+            out.append(as_numpy(step(x, y)))
+        return out, snapshot([model], [opt])
+
+    check_program(program)
+
+
 def test_a_compiled_attention_returning_its_weights_keeps_eager_layouts():
     """``compile(nn.MultiheadAttention(..., batch_first=True))`` returns the attention's output
     and its weights (``need_weights``, the default), two differentiable outputs of one node:

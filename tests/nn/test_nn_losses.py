@@ -178,6 +178,25 @@ def test_jitted_class_losses_follow_each_batchs_targets(loss):
             np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
 
 
+def test_cross_entropy_ignoring_targets_differentiates_twice_as_torch():
+    """The fused node with ignored targets (their rows of its gradient are 0, whatever the
+    logits): its second derivative is PyTorch's, and passes gradgradcheck."""
+    rng = np.random.default_rng(11)
+    logits, grad = rng.standard_normal((2, 5, 4))
+    target = [2, -100, 0, -100, 3]
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(logits, requires_grad=True)
+        loss = F.cross_entropy if lib is sg else torch.nn.functional.cross_entropy
+        (first,) = lib.autograd.grad(loss(x, lib.tensor(target)), x, create_graph=True)
+        (second,) = lib.autograd.grad((first * lib.tensor(grad)).sum(), x)
+        results.append((first.detach().numpy(), second.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
+    x = sg.tensor(logits, requires_grad=True)
+    assert sg.autograd.gradgradcheck(lambda x: F.cross_entropy(x, sg.tensor(target)), (x,))
+
+
 def test_jitted_cross_entropy_checks_each_batchs_targets():
     jitted, x = sg.jit(lambda x, t: F.cross_entropy(x, t)), sg.randn(3, 4)
     for _ in range(3):

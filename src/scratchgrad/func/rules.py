@@ -199,11 +199,15 @@ def mse_loss(cls, values, batched, kwargs):
 
 def cross_entropy(cls, values, batched, kwargs):
     """Composed per member: log-softmax over the classes, the target's entry picked by a
-    one-hot mask (the target may be batched too)."""
+    one-hot mask (the target may be batched too); an ignored target's row of the mask is all
+    0, so it picks nothing, and a mean divides by the targets each member counts."""
     logits, target = values
     logits_batched, target_batched = batched
+    module = backend.namespace(logits.array)
+    ignore_index = kwargs.get("ignore_index", -100)
+    fused.ignored_targets(target.array, logits.shape[-1], ignore_index, module)  # (the check)
     log_probs = reduce.LogSoftmax.apply(logits, dim=(logits.ndim - 1,))
-    classes = Tensor._make(backend.namespace(logits.array).arange(logits.shape[-1]))
+    classes = Tensor._make(module.arange(logits.shape[-1]))
     one_hot = (target.unsqueeze(-1) == classes).to(log_probs.dtype)
     if not logits_batched:
         log_probs = at_front(log_probs, target.shape[0])
@@ -211,7 +215,11 @@ def cross_entropy(cls, values, batched, kwargs):
         one_hot = at_front(one_hot, logits.shape[0])
     picked = -(log_probs * one_hot).sum(-1)  # (B, N)
     total = picked.sum(-1)
-    return total / max(picked.shape[-1], 1) if kwargs.get("reduction", "mean") == "mean" else total
+    if kwargs.get("reduction", "mean") != "mean":
+        return total
+    counted = one_hot.sum((-2, -1))
+    # none counted: NaN as PyTorch's, with its zero gradient (0 / 0's would be NaN too)
+    return (total / counted.clamp(min=1)).masked_fill(counted == 0, math.nan)
 
 
 def layer_norm(cls, values, batched, kwargs):

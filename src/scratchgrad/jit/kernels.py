@@ -179,7 +179,7 @@ def _where(args, arrays, kwargs, expr) -> str | None:
 
 def _cross_entropy_grad(args, arrays, kwargs, expr) -> str:
     # (the logits, its second input, are for its own backward only)
-    values = ", ".join(expr(kwargs[k]) for k in ("log_probs", "target", "scale"))
+    values = ", ".join(expr(kwargs[k]) for k in ("log_probs", "entries", "mean"))
     return f"k_cross_entropy_grad({args[0]}, {values})"
 
 

@@ -37,6 +37,8 @@ from scratchgrad.ops.fused import (
     LayerNorm,
     Linear,
     MSELoss,
+    all_below,
+    check_class_indices,
 )
 from scratchgrad.ops.matmul import MatMul
 from scratchgrad.ops.special import LogSigmoid, Softplus
@@ -1858,34 +1860,15 @@ def _check_some_floating(name: str, input: Tensor, target: Tensor) -> None:
 
 
 def _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing) -> bool:
-    """Whether the fused CrossEntropy covers this call: (N, C) logits, valid class indices,
-    an ``ignore_index`` that no class matches (the default, -100), no class weights or
-    smoothing, and a reduced loss. Which targets are ignored is not looked at: a jitted step
-    takes one path for every batch (and checks each batch's indices, ``cross_entropy``).
-    The labels' range is one reduction (see ``_all_below``)."""
-    labels = target._checked_values()
+    """Whether the fused CrossEntropy covers this call: (N, C) logits, class indices, an
+    ``ignore_index`` that no class matches (the default, -100), no class weights or
+    smoothing, and a reduced loss. The targets' values are not looked at: CrossEntropy finds
+    the ignored ones and checks the rest in each batch, so a jitted step takes the path of
+    eager steps for every batch (it once took the path of the batches it was recorded on)."""
+    labels = target.array
     if not (input.array.ndim == 2 and labels.dtype.kind in "iu" and labels.size and weight is None):
         return False
-    if label_smoothing or reduction == "none" or 0 <= ignore_index < input.array.shape[1]:
-        return False
-    return _all_below(labels, input.array.shape[1])
-
-
-def _all_below(index, n: int) -> bool:
-    """Whether every entry of a non-empty integer array is in [0, ``n``). One reduction, not a
-    min and a max: viewed as unsigned, a negative entry is above any ``n``. NumPy's without
-    ndarray.max's Python wrapper (eager W3's step paid ~4k instructions for min and max's)."""
-    unsigned = index.view(f"u{index.dtype.itemsize}")
-    if type(index) is backend.ndarray:
-        return bool(xp.maximum.reduce(unsigned, None) < n)
-    return bool(unsigned.max() < n)
-
-
-def check_class_indices(target, n_classes: int) -> None:
-    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
-    if target.size and not _all_below(target, n_classes):
-        bad = (target < 0) | (target >= n_classes)
-        raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
+    return not (label_smoothing or reduction == "none" or 0 <= ignore_index < input.shape[1])
 
 
 def _class_targets(
@@ -2043,9 +2026,8 @@ def cross_entropy(
     else:  # class weights of another dtype: an error there, as PyTorch's (probabilities promote)
         class_dim = _check_class_targets("cross_entropy", input, target, weight)
         if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
-            if capture_hook.recorder is not None:  # a jitted step checks each batch's targets
-                capture_hook.call(check_class_indices, target.array, input.array.shape[1])
-            return CrossEntropy.apply(input, target, reduction=reduction)  # fused, see below
+            # fused, see below
+            return CrossEntropy.apply(input, target, reduction=reduction, ignore_index=ignore_index)
     n_classes = input.shape[class_dim]
     class_weight = None
     if weight is not None:  # shaped to broadcast along the class dim
@@ -2578,7 +2560,7 @@ def _margin_scores(input: Tensor, target: Tensor, weight: Tensor | None) -> Tens
 def _check_targets(labels, n_classes: int) -> None:
     """PyTorch's error for a class index outside [0, ``n_classes``) (a jitted step's next
     batch, too)."""
-    if labels.size and not _all_below(labels, n_classes):
+    if labels.size and not all_below(labels, n_classes):
         raise RuntimeError(f"target out of range: some class index is not in [0, {n_classes})")
 
 
@@ -2664,7 +2646,7 @@ def _multilabel_scores(input: Tensor, target: Tensor) -> Tensor:
 def _check_multilabel_targets(labels, n_classes: int) -> None:
     """PyTorch's error for a target outside [-1, ``n_classes``), read or not (a jitted step's
     next batch, too)."""
-    if labels.size and not _all_below(labels + 1, n_classes + 1):
+    if labels.size and not all_below(labels + 1, n_classes + 1):
         raise RuntimeError("argument #2 'target' is out of range")
 
 

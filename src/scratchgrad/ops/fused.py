@@ -15,8 +15,9 @@ Each node, its composed twin, and what it saves (a W1 step went from 22 nodes to
 - ``MSELoss``: ``F.mse_loss(x, y, reduction="none").mean()`` (or ``.sum()``): subtract,
   square and reduce in one node, without NumPy's Python-level ``mean``.
 - ``MSELossGrad``: its backward ``(x - y) * (grad_out * scale)`` in one node.
-- ``CrossEntropy``: ``F.nll_loss(F.log_softmax(x, 1), target)`` for (N, C) logits and valid
-  class indices: log_softmax, pick, negate and reduce in one node.
+- ``CrossEntropy``: ``F.nll_loss(F.log_softmax(x, 1), target)`` for (N, C) logits and class
+  indices (those equal to an ``ignore_index`` that is no class count for nothing): log_softmax,
+  pick, negate and reduce in one node.
 - ``CrossEntropyGrad``: its backward ``(softmax(x) - one_hot(target)) * grad_out * scale`` in
   one node, from the log-probabilities the forward kept.
 - ``Gelu``: ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (PyTorch's exact gelu), five nodes in one;
@@ -217,45 +218,79 @@ class MSELossGrad(Function):
 
 class CrossEntropy(Function):
     """Cross entropy of (N, C) logits with N class indices: log_softmax (stable) and the
-    negative log-likelihood of the targets, averaged (or summed) over the batch. The targets
-    are valid indices: ``F.cross_entropy`` checks them (once: eagerly before it takes this
-    node, and in a jitted step through ``capture_hook``, so that each replay checks its batch)."""
+    negative log-likelihood of the targets, averaged (or summed) over the batch. A target equal
+    to ``ignore_index`` (which is no class) counts for nothing, as PyTorch's. The forward finds
+    such targets in each batch (``ignored_targets``, which also raises PyTorch's IndexError for
+    any other target out of range) and leaves its backward where the counted targets are
+    (``ctx.entries``), so that a jitted step takes this node for every batch, as eager steps
+    do, whichever batches it was recorded on (it once replayed the path of those)."""
 
     backward_name = "NllLossBackward0"  # PyTorch's cross_entropy ends in nll_loss
 
     @staticmethod
-    def forward(ctx, logits, target, reduction="mean"):
+    def forward(ctx, logits, target, reduction="mean", ignore_index=-100):
         log_probs = log_softmax(logits, 1)
         # (the target as PyTorch's nll_loss saves it: a change in place is caught, not read)
         ctx._to_save = logits, log_probs, target  # save_for_backward's, without its call (hot)
-        ctx.scale = 1 / max(len(target), 1) if reduction == "mean" else 1
+        ctx.mean = reduction == "mean"
         module = xp if type(logits) is ndarray else namespace(logits)
-        picked = log_probs.reshape(-1)[_target_entries(log_probs, target, module)]
-        return -module.add.reduce(picked, None) * ctx.scale  # ndarray.sum less its wrapper
+        ignored = ignored_targets(target, log_probs.shape[1], ignore_index, module)
+        if ignored is not None:
+            return _loss_ignoring(ctx, log_probs, target, ignored, module)
+        ctx.entries = _target_entries(log_probs, target, module)
+        picked = log_probs.reshape(-1)[ctx.entries]
+        total = -module.add.reduce(picked, None)  # ndarray.sum less its wrapper
+        return total * (1 / max(len(target), 1)) if ctx.mean else total
 
     @staticmethod
     def backward(ctx, grad):
         # the logits only where this backward is recorded (create_graph), for the node's own
         # backward: PyTorch's reads the log-probabilities alone, and so lets the logits change
-        logits, log_probs, target = ctx._saved_tensors((is_grad_enabled(), True, True))
+        logits, log_probs, _ = ctx._saved_tensors((is_grad_enabled(), True, True))
         grad_logits = CrossEntropyGrad.apply(
-            grad, logits, log_probs=log_probs.array, target=target.array, scale=ctx.scale
+            grad, logits, log_probs=log_probs.array, entries=ctx.entries, mean=ctx.mean
         )
         return grad_logits, None
 
 
+def ignored_targets(target, n_classes: int, ignore_index: int, module):
+    """None where every target is a class (one reduction: ``all_below``), else where the
+    targets equal ``ignore_index``; any other out of range raises PyTorch's IndexError."""
+    if all_below(target, n_classes):
+        return None
+    ignored = target == ignore_index
+    check_class_indices(module.where(ignored, 0, target), n_classes)
+    return ignored
+
+
+def _loss_ignoring(ctx, log_probs, target, ignored, module):
+    """CrossEntropy's loss where some targets are ignored: the others' negative
+    log-likelihood, summed, or averaged over them (NaN when none counts, as PyTorch's). The
+    ignored rows of the log-probabilities the backward reads become -inf: no gradient there."""
+    ctx.entries = _target_entries(log_probs, target, module)[module.logical_not(ignored)]
+    picked = log_probs.reshape(-1)[ctx.entries]
+    log_probs[ignored] = -math.inf
+    total = -module.add.reduce(picked, None)
+    counted = len(ctx.entries)
+    if not ctx.mean:
+        return total
+    return total * (1 / counted) if counted else total * math.nan
+
+
 class CrossEntropyGrad(Function):
     """``(softmax(logits) - one_hot(target)) * grad_out * scale``: CrossEntropy's backward as
-    one node, from the log-probabilities its forward kept. Its own backward uses the softmax
-    Jacobian: ``p * (v - sum(v * p))`` for a row ``v``."""
+    one node, from the log-probabilities its forward kept and where its counted targets are
+    (``entries``, flat: ``scale`` is 1 for a sum, 1 over their count for a ``mean``; an ignored
+    target's row is 0). Its own backward uses the softmax Jacobian: ``p * (v - sum(v * p))``
+    for a row ``v``."""
 
     backward_name = "NllLossBackwardBackward0"
 
     @staticmethod
-    def forward(ctx, grad_out, logits, log_probs, target, scale):
+    def forward(ctx, grad_out, logits, log_probs, entries, mean):
         ctx._to_save = grad_out, logits  # save_for_backward's, without its call (hot)
-        ctx.target, ctx.scale = target, scale
-        return cross_entropy_grad(grad_out, log_probs, target, scale)
+        ctx.entries, ctx.mean = entries, mean
+        return cross_entropy_grad(grad_out, log_probs, entries, mean)
 
     @staticmethod
     def backward(ctx, grad):
@@ -264,22 +299,45 @@ class CrossEntropyGrad(Function):
         p = logits.softmax(1)
         xp = namespace(logits.array)
         one_hot = xp.zeros(logits.shape, logits.dtype)
-        one_hot[xp.arange(len(ctx.target)), ctx.target] = 1
+        one_hot.reshape(-1)[ctx.entries] = 1
+        counted = len(ctx.entries)
+        if counted < len(one_hot):  # ignored targets: their rows are 0, whatever the logits
+            kept = one_hot.sum(1, keepdims=True)
+            p, grad = p * kept, grad * kept
+        scale = 1 / max(counted, 1) if ctx.mean else 1
         grad_logits = None
         if d_logits:
-            grad_logits = p * (grad - (grad * p).sum(1, keepdim=True)) * (grad_out * ctx.scale)
-        return grad * (p - one_hot) * ctx.scale if d_grad_out else None, grad_logits
+            grad_logits = p * (grad - (grad * p).sum(1, keepdim=True)) * (grad_out * scale)
+        return grad * (p - one_hot) * scale if d_grad_out else None, grad_logits
 
 
-def cross_entropy_grad(grad_out, log_probs, target, scale):
-    """``(exp(log_probs) - one_hot(target)) * grad_out * scale``: CrossEntropyGrad's forward,
-    which a jitted step replays without the node (jit/kernels.py)."""
+def cross_entropy_grad(grad_out, log_probs, entries, mean):
+    """``(exp(log_probs) - one_hot(target)) * grad_out * scale`` (see CrossEntropyGrad):
+    its forward, which a jitted step replays without the node (jit/kernels.py), on the
+    entries each replay's forward found."""
     module = xp if type(log_probs) is ndarray else namespace(log_probs)
     # C-ordered, so that the flat view below writes into it (exp keeps a transposed layout)
     out = module.ascontiguousarray(module.exp(log_probs))
-    out.reshape(-1)[_target_entries(out, target, module)] -= 1
-    out *= grad_out * scale
+    out.reshape(-1)[entries] -= 1
+    out *= grad_out * (1 / max(len(entries), 1) if mean else 1)
     return out
+
+
+def all_below(index, n: int) -> bool:
+    """Whether every entry of a non-empty integer array is in [0, ``n``). One reduction, not a
+    min and a max: viewed as unsigned, a negative entry is above any ``n``. NumPy's without
+    ndarray.max's Python wrapper (eager W3's step paid ~4k instructions for min and max's)."""
+    unsigned = index.view(f"u{index.dtype.itemsize}")
+    if type(index) is ndarray:
+        return bool(xp.maximum.reduce(unsigned, None) < n)
+    return bool(unsigned.max() < n)
+
+
+def check_class_indices(target, n_classes: int) -> None:
+    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
+    if target.size and not all_below(target, n_classes):
+        bad = (target < 0) | (target >= n_classes)
+        raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
 
 
 def _target_entries(rows, target, module):
