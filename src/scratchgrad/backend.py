@@ -116,6 +116,19 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
 # NumPy's switch for floating-point warnings (a host setting: CuPy's kernels never warn)
 errstate = numpy.errstate
 
+
+def cpu_has(feature: str) -> bool:
+    """Whether this CPU has ``feature``, by NumPy's name for it ("AVX2", "AVX512_SKX": AVX-512
+    with BW, DQ and VL, "ASIMD"): PyTorch's CPU kernels round some results by what it has.
+
+    >>> cpu_has("NO_SUCH_FEATURE")
+    False
+    """
+    from numpy._core._multiarray_umath import __cpu_features__  # (what show_runtime reads)
+
+    return __cpu_features__.get(feature, False)
+
+
 float16 = numpy.dtype(numpy.float16)
 bfloat16 = numpy.dtype(ml_dtypes.bfloat16)
 float32 = numpy.dtype(numpy.float32)

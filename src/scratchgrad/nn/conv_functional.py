@@ -79,18 +79,25 @@ __all__ = [
 # ---- convolution ----------------------------------------------------------------------------
 
 
+# PyTorch runs a bfloat16 convolution through oneDNN where the CPU has AVX-512 (BW, DQ, VL),
+# which computes it in float32 and rounds once; elsewhere through its own kernels, which round
+# as its float16 ones do (see _bfloat16_in_float32)
+ONEDNN_BFLOAT16 = backend.cpu_has("AVX512_SKX")
+
+
 def _bfloat16_in_float32(conv: Callable, node_name: str | None = None) -> Callable:
-    """PyTorch's CPU kernels compute a bfloat16 convolution in float32 and round once, forward
-    and backward: so does ``conv`` here, on its input, weight and bias widened (in bfloat16,
-    the sums of overlapping windows in the input's gradient, rounded at each step, put a third
-    of it an ulp off). Its float16 kernels round otherwise, closer to ``conv`` as it is. Weights
-    of another dtype go in as they are, to ``conv``'s error. ``node_name``: the node ``conv``
-    ends in, named again over the rounding, saving the tensors given (see ``saving``)."""
+    """Where PyTorch computes a bfloat16 convolution in float32 and rounds once, forward and
+    backward (``ONEDNN_BFLOAT16``), so does ``conv`` here, on its input, weight and bias
+    widened (in bfloat16, the sums of overlapping windows in the input's gradient, rounded at
+    each step, put a third of it an ulp off). Elsewhere its kernels round as its float16 ones,
+    as ``conv`` does as it is. Weights of another dtype go in as they are, to ``conv``'s error.
+    ``node_name``: the node ``conv`` ends in, named again over the rounding, saving the
+    tensors given (see ``saving``)."""
 
     @functools.wraps(conv)
     def run(input: Tensor, weight: Tensor, bias: Tensor | None, *args: Any) -> Tensor:
         dtype = input.array.dtype
-        if dtype != backend.bfloat16 or weight.array.dtype != dtype:
+        if dtype != backend.bfloat16 or weight.array.dtype != dtype or not ONEDNN_BFLOAT16:
             return conv(input, weight, bias, *args)
         if bias is not None and bias.array.dtype == dtype:
             bias = bias.float()
