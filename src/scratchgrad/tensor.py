@@ -810,13 +810,13 @@ class Tensor:
         device and shape (the engine and the optimizers use it as they find it)."""
         if grad is not None:
             _check_assigned_grad(self, grad)
-            if capture_hook.recorder is not None:  # a jitted step records: a replay sets it
-                capture_hook.recorder.assign_grad(self, grad)
-                return
+        if capture_hook.recorder is not None:  # a jitted step records: a replay sets it
+            capture_hook.recorder.assign_grad(self, grad)
+            return
         self._grad = grad
 
     def _delete_grad(self) -> None:
-        self._grad = None  # ``del t.grad``, as PyTorch's
+        self._set_grad(None)  # ``del t.grad``, as PyTorch's
 
     grad = property(operator.attrgetter("_grad"), _set_grad, _delete_grad)
 

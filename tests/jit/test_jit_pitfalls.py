@@ -9,6 +9,7 @@ import enum
 import functools
 import importlib
 import re
+import threading
 import types
 import warnings
 from pathlib import Path
@@ -605,50 +606,58 @@ def test_rebinding_the_model_or_optimizer_a_step_reads_records_anew():
     assert [jitted(x).tolist() for _ in range(CALLS)] == [[-1.5 * k] for k in range(1, 6)]
 
 
-def test_assigning_grad_inside_the_step_raises():
-    """``p.grad = None`` is a Python assignment, not an array call: replays would skip it and
-    the gradients would pile up. The second recording checks that the ``.grad`` of each
-    parameter the first one added to changes only through recorded calls (``zero_grad()``,
-    ``backward()``), and raises naming the next call's line; at the end of the step, the
-    jitted function's call."""
-    w = sg.ones(2, requires_grad=True)
+def test_assigning_none_to_grad_inside_the_step_is_replayed():
+    """``p.grad = None`` (PyTorch's performance guide's way of clearing gradients) and ``del
+    p.grad`` are Python assignments: each is noted as a call of the step, which every replay
+    makes again, at its place (before, they raised: a replay skipping them would have added
+    each backward to the last). The results, the ``.grad`` and the parameters equal eager's
+    after every call, and the step's Python ran only while recording."""
 
-    def clear_first(x):
-        w.grad = None
-        (w * x).sum().backward()
-        return w.grad.clone()
+    def program(wrap):
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        runs = []
 
-    def clear_last(x):
-        (w * x).sum().backward()
-        grad = w.grad.clone()
-        w.grad = None
-        return grad
+        @wrap
+        def step(x, y):
+            runs.append(1)
+            for p in model.parameters():
+                p.grad = None
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            first = model[0].weight.grad.clone()
+            del model[0].weight.grad  # the last layer's gradients kept, the first's cleared
+            return loss, first
 
-    opt = sg.optim.SGD([w], lr=0.1)
+        results = []
+        for _ in range(6):
+            x, y = sg.randn(5, 3), sg.randn(5, 1)
+            loss, first = step(x, y)
+            grads = [None if p.grad is None else p.grad.numpy().copy() for p in model.parameters()]
+            results.append((loss.item(), first.numpy().copy(), grads))
+        return results, [p.detach().numpy().copy() for p in model.parameters()], len(runs)
 
-    def with_zero_grad(x):  # the replayed way
-        opt.zero_grad()
-        (w * x).sum().backward()
-        return w.grad.clone()
-
-    x = sg.ones(2)
-    for step, line in [(clear_first, "(w * x).sum().backward()"), (clear_last, "jitted(x)")]:
-        jitted = sg.jit(step)
-        jitted(x), jitted(x)
-        with pytest.raises(
-            sg.JitError, match=r"\.grad assigned in Python .* shape \(2,\).*p\.grad\.zero_\(\)"
-        ) as error:
-            jitted(x)
-        number = int(re.search(r"test_jit_pitfalls\.py:(\d+)", str(error.value))[1])
-        assert line in Path(__file__).read_text().splitlines()[number - 1]
-    jitted = sg.jit(with_zero_grad)
-    assert [jitted(x).tolist() for _ in range(CALLS)] == [[1.0, 1.0]] * CALLS
+    sg.manual_seed(0)
+    eager = program(lambda f: f)
+    sg.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (runs.append: the step's Python, counted)
+        jitted = program(sg.jit)
+    assert eager[2] == 6 and jitted[2] == 3  # eager, record, record again; then replays
+    for (loss, first, grads), (loss_j, first_j, grads_j) in zip(eager[0], jitted[0]):
+        assert loss == loss_j and np.array_equal(first, first_j)
+        assert grads[0] is None and grads_j[0] is None
+        assert all(np.array_equal(a, b) for a, b in zip(grads[1:], grads_j[1:]))
+    assert all(np.array_equal(a, b) for a, b in zip(eager[1], jitted[1]))
 
 
-def test_assigning_an_arguments_grad_inside_the_step_raises():
-    """The same for a tensor argument passed again (a learned input): ``x.grad = None`` in
-    the step. (It was not watched: replays added to the last call's gradient, silently.)
-    ``x.grad.zero_()`` is replayed, and equals eager."""
+def test_assigning_none_to_an_arguments_grad_clears_the_grad_of_each_calls_tensor():
+    """``x.grad = None`` on a tensor argument (a learned input): a replay clears the
+    ``.grad`` of the tensor that call passes, as eagerly. Reading the ``.grad`` an argument
+    came with (``x.grad.zero_()``) raises: the program would read the recording's tensor's,
+    whatever tensor a replay is given (before, a replay zeroed the recording's gradient and
+    added to the one passed, silently)."""
     w = sg.tensor([1.0, 2.0])
 
     def clear(x):
@@ -662,14 +671,62 @@ def test_assigning_an_arguments_grad_inside_the_step_raises():
         (w * x).sum().backward()
         return x.grad.clone()
 
-    x = sg.ones(2, requires_grad=True)
+    x, other = sg.ones(2, requires_grad=True), sg.ones(2, requires_grad=True)
+    other.grad = sg.full((2,), 7.0)
     jitted = sg.jit(clear)
-    jitted(x), jitted(x)
-    with pytest.raises(sg.JitError, match=r"\.grad assigned in Python .* shape \(2,\)"):
-        jitted(x)
-    x.grad = None
-    jitted = sg.jit(zero)
     assert [jitted(x).tolist() for _ in range(CALLS)] == [[1.0, 2.0]] * CALLS
+    assert jitted(other).tolist() == [1.0, 2.0] == other.grad.tolist()
+    assert x.grad.tolist() == [1.0, 2.0]
+    jitted = sg.jit(zero)
+    jitted(x)
+    with pytest.raises(sg.JitError, match="reading the .grad of tensor argument #0 as the call"):
+        jitted(x)
+    assert x.grad.tolist() == [1.0, 2.0]  # (the refused recording changed nothing)
+
+
+def test_a_grad_the_step_reads_replaced_between_calls_records_again():
+    """A step reading a parameter's ``.grad`` as the call finds it (its norm, logged before
+    the backward adds to it) replays only while the parameter's ``.grad`` is the tensor it
+    read: replaced between calls (``p.grad = ...`` outside the step), the call records
+    again (before, replays read the old tensor, silently)."""
+    p = sg.ones(2, requires_grad=True)
+
+    def step(x):
+        norm = p.grad.norm() if p.grad is not None else sg.zeros(())
+        (p * x).sum().backward()
+        return norm
+
+    def run(fn):
+        p.grad, norms = None, []
+        for k in range(1, 8):
+            norms.append(fn(sg.full((2,), float(k))).item())
+            if k == 4:
+                p.grad = sg.full((2,), 100.0)
+        return norms
+
+    eager = run(step)
+    assert run(sg.jit(step)) == eager
+    assert eager[4] == pytest.approx(100 * 2**0.5)
+
+
+def test_a_grad_assigned_by_another_thread_while_recording_raises():
+    """A ``.grad`` changed by no recorded call (here another thread's assignment, which runs
+    eagerly outside the program) is caught by the second recording: a replay would not make
+    it. The error names the next recorded call's line."""
+    w = sg.ones(2, requires_grad=True)
+
+    def clear_elsewhere(x):
+        thread = threading.Thread(target=lambda: setattr(w, "grad", None))
+        thread.start(), thread.join()
+        (w * x).sum().backward()
+        return w.grad.clone()
+
+    jitted, x = sg.jit(clear_elsewhere), sg.ones(2)
+    jitted(x), jitted(x)
+    with pytest.raises(sg.JitError, match=r"\.grad changed by no recorded call .* \(2,\)") as error:
+        jitted(x)
+    number = int(re.search(r"test_jit_pitfalls\.py:(\d+)", str(error.value))[1])
+    assert "(w * x).sum().backward()" in Path(__file__).read_text().splitlines()[number - 1]
 
 
 def test_backward_reaches_the_tensor_arguments_of_each_call():

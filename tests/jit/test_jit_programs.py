@@ -818,7 +818,7 @@ def test_teacher_forcing_passed_as_an_argument_replays_a_program_for_each_value(
 def test_a_hand_written_update_of_a_polynomial_fit():
     """PyTorch's "learning by examples" fit of sin by a cubic, the update written by hand
     under ``no_grad()``, with ``p.grad.zero_()`` where the example writes ``p.grad = None``
-    (which a jitted step refuses: test_assigning_grad_inside_the_step_raises)."""
+    (which a jitted step replays: test_assigning_none_to_grad_inside_the_step_is_replayed)."""
 
     def program(wrap):
         x = sg.linspace(-3.0, 3.0, 50)

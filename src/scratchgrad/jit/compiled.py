@@ -170,6 +170,7 @@ class Recording:
             [*recorder.modules_held(), *outer.modules], self.modules, self.training
         )
         self.reached = list(recorder.reached.values())
+        self.grads_read = list(recorder.grads_read.values())  # (leaf, its .grad it read)
         # (index, tensor) of the arguments the forward also reaches by name: valid only for
         # calls that pass those same tensors there (see jitted._named_arguments)
         self.named_arguments = _named_arguments(arguments, outer, recorder)
@@ -199,9 +200,14 @@ class Recording:
     def holds(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
-        has the array, requires_grad and hooks it had, and every global name it reads holds
-        the object it held."""
-        return self.stamps.hold() and unchanged(self.reached) and self.outer.unchanged()
+        has the array, requires_grad and hooks it had, each ``.grad`` it read is still its
+        leaf's, and every global name it reads holds the object it held."""
+        return (
+            self.stamps.hold()
+            and unchanged(self.reached)
+            and all(leaf.grad is grad for leaf, grad in self.grads_read)
+            and self.outer.unchanged()
+        )
 
     def matches(self, tensors: list) -> bool:
         """Whether the recording ``holds`` and the call's ``tensors`` are the ones it passed

@@ -293,6 +293,8 @@ class _Code:
             ]
         if recording.reached:
             checks.append("not post_accumulate_hooks")
+        for leaf, grad in recording.grads_read:
+            checks.append(f"{self.name('leaf', leaf)}._grad is {self.name('held', grad)}")
         outer = recording.outer
         if outer.contents:  # the containers it reads (a list of scales): their contents
             checks.append(f"{self.name('outer', outer)}.contents_hold()")

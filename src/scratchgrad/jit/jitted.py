@@ -87,6 +87,7 @@ class Recording:
             recorder.optimizers,
         )
         self.reached = list(recorder.reached.values())
+        self.grads_read = list(recorder.grads_read.values())  # (leaf, its .grad the step read)
         self.outer = outer  # the objects of the step's closure and globals it was recorded for
         # watched by the next recording (see Recorder.watch)
         self.watched = ([leaf for leaf, *_ in self.reached], recorder.optimizers)
@@ -108,12 +109,13 @@ class Recording:
     def matches(self, tensors: list) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
-        has the array, requires_grad and hooks it had, the names it read from its closure
-        and globals hold the same objects, and the call's ``tensors`` are the ones it passed
-        where it also reached them by name."""
+        has the array, requires_grad and hooks it had, each ``.grad`` it read is still its
+        leaf's, the names it read from its closure and globals hold the same objects, and the
+        call's ``tensors`` are the ones it passed where it also reached them by name."""
         return (
             self.stamps.hold()
             and unchanged(self.reached)
+            and all(leaf.grad is grad for leaf, grad in self.grads_read)
             and self.outer.unchanged()
             and all(tensors[i] is t for i, t in self.named_arguments)
         )
@@ -960,7 +962,7 @@ class Jitted:
             return result
         # Recorded once: record again and compare, so that a value computed in Python from
         # tensor data (frozen into a recording) is caught, not replayed. The .grad of the
-        # call's tensors is watched too (x.grad = None on an argument is Python as well).
+        # call's tensors is watched too (changed by another thread, it would not replay).
         leaves, optimizers = recording.watched
         watched = ([*leaves, *tensors], optimizers)
         result, again, generate = self._record(tensors, args, kwargs, watched)
@@ -994,6 +996,8 @@ class Jitted:
         inputs = []
         for index, t in enumerate(tensors):
             recorder.arguments.setdefault(id(t), index)
+            if t.grad is not None:
+                recorder.argument_grads.setdefault(id(t.grad.array), (index, t.grad.array))
             if t.requires_grad and not t.is_leaf:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))

@@ -153,6 +153,9 @@ class Recorder:
         # id(tensor argument) -> its index in the call's tensors: a replay accumulates the
         # gradient of an argument into the tensor passed to that call, not this one
         self.arguments: dict[int, int] = {}
+        # id(.grad array of a tensor argument, as the call found it) -> (the argument's index,
+        # the array, kept so that its id stays its own): a replay cannot read it (see constant)
+        self.argument_grads: dict[int, tuple[int, Any]] = {}
         # the tensor arguments that require grad and were made by a graph outside the step: a
         # backward would run into that graph, which a replay cannot rebuild for a new call
         self.outside_graphs: list[int] = []
@@ -174,6 +177,11 @@ class Recorder:
         self.optimizers: list[Optimizer] = []
         self._grads: dict[int, tuple[Tensor, Any]] = {}
         self._groups: list[tuple[dict, list]] = []
+        # id(.grad of a watched leaf or optimized parameter, as the call found it) -> its
+        # leaf; and id(leaf) -> (leaf, that .grad) for each the step read: a replay reads
+        # the same tensor, so it is valid only while the leaf's .grad is still it
+        self._grad_owners: dict[int, Tensor] = {}
+        self.grads_read: dict[int, tuple[Tensor, Tensor]] = {}
 
     def here(self) -> bool:
         """Whether the step records in this thread. The hooks whose call a replay makes again
@@ -239,6 +247,7 @@ class Recorder:
         """The name under which the program's code refers to ``obj`` itself."""
         name = self.constant_names.get(id(obj))
         if name is None:
+            self.check_not_argument_grad(obj.array if isinstance(obj, Tensor) else obj)
             # interned: the second recording's names are then the first's strings, and the
             # program's code and globals share them (64 bytes each otherwise)
             name = sys.intern(f"c{len(self.constants)}")
@@ -246,6 +255,17 @@ class Recorder:
             self.constant_names[id(obj)] = name
             self.places[name] = user_line()
         return name
+
+    def check_not_argument_grad(self, array: Any) -> None:
+        """Refuse ``array`` if it is the ``.grad`` a tensor argument came with: the program
+        would hold the recording's, whatever tensor a replay is given."""
+        argument = self.argument_grads.get(id(array))
+        if argument is not None:
+            self.refuse(
+                f"reading the .grad of tensor argument #{argument[0]} as the call found it",
+                "A replay would read the recording's: clear it (x.grad = None) or zero it "
+                "before the call, or pass the gradient as an argument",
+            )
 
     def expr(self, obj: Any) -> str:
         """Code for ``obj`` as an argument: a value of the step, a constant, or a tuple, list or
@@ -367,6 +387,10 @@ class Recorder:
         """Note ``tensor``, used by the step, in ``reached`` if it is a leaf the step did not
         make (a parameter, a buffer, a tensor of an outer scope): the program holds its array."""
         if tensor._ctx is None and id(tensor.array) not in self.number:
+            self.check_not_argument_grad(tensor.array)  # (before the call changes anything)
+            owner = self._grad_owners.get(id(tensor))
+            if owner is not None and owner.grad is tensor:
+                self.grads_read.setdefault(id(owner), (owner, tensor))
             self.reached.setdefault(
                 id(tensor), (tensor, tensor.array, tensor.requires_grad, tensor._hooks)
             )
@@ -488,16 +512,26 @@ class Recorder:
         return True
 
     @_other_threads(_assign_grad)
-    def assign_grad(self, tensor: Tensor, grad: Tensor) -> None:
-        """``tensor.grad = grad`` in the step (a gradient of ``func.grad`` handed to an
-        optimizer): noted as a call, so that a replay gives ``tensor`` its own gradient (the
-        recording's stayed, silently). A tensor the step made is new at each replay."""
-        if id(tensor) in self.arguments:
-            self.refuse(
-                f"assigning .grad of tensor argument #{self.arguments[id(tensor)]}",
-                "A replay would assign it to the recording's argument: return the gradient",
-            )
-        if self.made(tensor):
+    def assign_grad(self, tensor: Tensor, grad: Tensor | None) -> None:
+        """``tensor.grad = grad`` in the step: a gradient of ``func.grad`` handed to an
+        optimizer, or None (``p.grad = None``, as PyTorch's performance guide suggests in place
+        of ``zero_grad()``; ``del p.grad``). Noted as a call, so that a replay assigns it again
+        (the recording's gradient stayed, silently, or the next backward added to the last).
+        A tensor the step made is new at each replay; a tensor argument's ``.grad`` is the
+        one of the tensor each call passes."""
+        index = self.arguments.get(id(tensor))
+        if index is not None:
+            if grad is not None:
+                self.refuse(
+                    f"assigning .grad of tensor argument #{index}",
+                    "A replay would assign the recording's gradient: return the gradient",
+                )
+            self.check_watched()
+            _assign_grad(tensor, None)
+            if id(tensor) in self._grads:
+                self._grads[id(tensor)] = (tensor, None)
+            self.note([f"{self.constant(_assign_grad)}(tensors[{index}], None)"], [], True)
+        elif self.made(tensor):
             _assign_grad(tensor, grad)
         else:
             self.replayed(_assign_grad, tensor, grad)
@@ -505,11 +539,13 @@ class Recorder:
     def watch(self, leaves: list[Tensor], optimizers: list[Optimizer]) -> None:
         """Check that the ``.grad`` of ``leaves`` and the param groups' settings of
         ``optimizers`` (those an earlier recording reached and called) are changed only by
-        recorded calls (``zero_grad()``, ``backward()``, a scheduler's ``step()``): an
-        assignment such as ``p.grad = None`` or ``group["lr"] = lr`` is Python, which a replay
-        would not run."""
+        recorded calls (``zero_grad()``, ``backward()``, ``p.grad = None``, a scheduler's
+        ``step()``): an assignment such as ``group["lr"] = lr``, or one another thread makes,
+        is Python that a replay would not run."""
         self._grads = {id(leaf): (leaf, leaf.grad) for leaf in leaves}
         self._groups = [(g, _settings(g)) for opt in optimizers for g in opt.param_groups]
+        optimized = [p for group, _ in self._groups for p in group["params"]]
+        self._grad_owners = {id(t.grad): t for t in [*leaves, *optimized] if t.grad is not None}
 
     def check_watched(self) -> None:
         """No ``.grad`` or group setting watched was assigned since the last recorded call."""
@@ -528,9 +564,9 @@ class Recorder:
         for leaf, grad in watched:
             if leaf.grad is not grad:
                 self.refuse(
-                    f"a .grad assigned in Python (p.grad = None, here of a tensor of shape "
-                    f"{tuple(leaf.shape)}; zero_grad() and, in a hand-written update, "
-                    "p.grad.zero_() are replayed: use one) before the call"
+                    f"a .grad changed by no recorded call (of a tensor of shape "
+                    f"{tuple(leaf.shape)}: assigned by another thread?) before the call",
+                    "Change it in the step's own thread",
                 )
 
     @_other_threads(_nothing)
