@@ -69,9 +69,11 @@ def test_log2_and_log10_round_once(name, dtype):
         ours, theirs = both(name, x)
         nearest = getattr(np, name)(x.astype(np.float64)).astype(dtype)  # correctly rounded
     np.testing.assert_array_equal(ours, nearest)
-    # PyTorch's are within an ulp of the nearest, and equal to it nearly everywhere
+    # PyTorch's are within an ulp of the nearest, and equal to it nearly everywhere (its
+    # vectorized loops differ by CPU: 0.2% of float64 log10s an ulp off with AVX-512, 1.5%
+    # with AVX2)
     np.testing.assert_allclose(ours, theirs, rtol=np.finfo(dtype).eps, atol=0)
-    assert np.mean(ours != theirs) < 0.002
+    assert np.mean(ours != theirs) < 0.02
     exact = powers.astype(dtype)[np.isfinite(powers.astype(dtype)) & (powers > 0)]
     np.testing.assert_array_equal(*both(name, exact[exact >= np.finfo(dtype).tiny]))
 

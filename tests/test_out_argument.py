@@ -424,7 +424,9 @@ ACCEPTED_OUTS = {
     "mul into its second input": lambda lib, x: lib.mul(x[:6], x[6:], out=x[6:]),
     "add into a disjoint slice": lambda lib, x: lib.add(x[:6], 1, out=x[6:]),
     "matmul into its input": lambda lib, x: lib.matmul(x[:2], x[:4].view(2, 2), out=x[4:6]),
-    "softmax": lambda lib, x: lib.softmax(x[:6], 0, out=x[1:7]),
+    # (into its input itself: over a shifted slice, PyTorch's result depends on the width of
+    # the CPU's vectors, its kernel reading entries it wrote)
+    "softmax into its input": lambda lib, x: lib.softmax(x[:6], 0, out=x[:6]),
     "max of all entries": lambda lib, x: lib.max(x[:6], out=x[1:2].view(())),
     "kthvalue's indices into its input": lambda lib, x: _kthvalue_into_its_indices(lib),
     "quantile": lambda lib, x: lib.quantile(x[:4], lib.tensor([0.1, 0.2]).double(), out=x[2:4]),

@@ -220,7 +220,12 @@ def test_recurrent_layers_under_bfloat16_autocast_match_torch(kind, options):
     ]
     for module, lib, batch in ((ours, sg, packed[0]), (theirs, torch, packed[1])):
         with lib.autocast("cpu", dtype=lib.bfloat16):
-            out = _flat(module(lib.tensor(x, dtype=lib.float32)))
+            try:
+                out = _flat(module(lib.tensor(x, dtype=lib.float32)))
+            except RuntimeError as error:  # (PyTorch's: oneDNN has it with AVX-512 only)
+                if lib is torch and "LSTM forward propagation primitive" in str(error):
+                    pytest.skip("PyTorch's oneDNN has no bfloat16 LSTM on this CPU")
+                raise
             output, final = module(batch)
             out_packed = [t.dtype for t in _flat((output.data, final))]
         sum(t.float().sum() for t in out).backward()
