@@ -1641,6 +1641,48 @@ def test_a_forward_keeping_what_it_computed_on_its_module_keeps_each_replays(how
         np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
 
 
+class KeepsPenalty(nn.Module):
+    """A forward keeping a penalty with its graph for the loss outside (Bayes by Backprop's
+    ``self.log_q``), and, with ``keep_output``, its output too."""
+
+    def __init__(self, keep_output):
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+        self.keep_output = keep_output
+
+    def forward(self, x):
+        y = self.a(x)
+        self.a[0].penalty = (y * y).sum()  # on a submodule, as a BayesLinear layer keeps it
+        if self.keep_output:
+            self.last = y
+        return y
+
+
+@pytest.mark.parametrize("keep_output", [False, True])
+def test_a_tensor_the_compiled_forward_stores_with_its_graph_gets_its_gradient(keep_output):
+    """A loss outside reading a tensor the compiled forward stored on a (sub)module with its
+    graph backpropagates through it into the parameters, as eagerly, bit for bit (before, the
+    stored tensor came back detached, so the penalty's gradient was silently lost)."""
+    models = []
+    for how in ("eager", "compile"):
+        sg.manual_seed(0)
+        model = KeepsPenalty(keep_output)
+        net = sg.compile(model) if how == "compile" else model
+        opt = sg.optim.SGD(model.parameters(), lr=0.1)
+        for seed in range(6):
+            x = sg.tensor(np.random.default_rng(seed).standard_normal((2, 3)).astype("f4"))
+            opt.zero_grad()
+            loss = net(x).sum() + 0.5 * model.a[0].penalty
+            if keep_output:
+                loss = loss + model.last.mean()
+            loss.backward()
+            opt.step()
+        assert model.a[0].penalty.requires_grad
+        models.append(model)
+    for mine, theirs in zip(models[1].parameters(), models[0].parameters()):
+        np.testing.assert_array_equal(mine.detach().numpy(), theirs.detach().numpy())
+
+
 class KeepsLast(nn.Module):
     """A forward returning, beside its output, the output the previous call kept."""
 

@@ -510,9 +510,10 @@ class CompiledForward:
             made=recorder.made,
         )
         refuse_reading_stored_over(recorder, stores)
-        made, build, returned = _outputs(result, recorder, tensors, leaves, stores)
-        # (a tensor stored comes back detached, as under jit)
-        differentiable = [i for i, t in enumerate(made[:returned]) if t.requires_grad]
+        made, build = _outputs(result, recorder, tensors, leaves, stores)
+        # A tensor the forward stored with a graph (``self.log_q``, read by a loss outside)
+        # hangs from the node too, as a returned one: its gradient reaches the parameters.
+        differentiable = [i for i, t in enumerate(made) if t.requires_grad]
         values = _python_values(result)
         stored = [(id(obj), key) for obj, key, *_ in stores]
         recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
@@ -620,13 +621,12 @@ def _replaced(tree: Any, leaves: dict) -> Any:
 
 def _outputs(
     result: Any, recorder: Recorder, tensors: list, leaves: dict, stores: list
-) -> tuple[list, Any, int]:
+) -> tuple[list, Any]:
     """The tensors of ``result`` made by the forward, and ``build(made, tensors)`` rebuilding
     ``result``'s structure from new such tensors and a call's tensors: an argument returned
     as it is comes back as that call's; a tensor not made in the forward (a parameter) as
     itself. The tensors of ``stores`` (see ``Outer.check_state``) follow those of ``result``
-    among the made ones, and ``build`` stores them as the recorded forward did; the count of
-    ``result``'s comes third."""
+    among the made ones, and ``build`` stores them as the recorded forward did."""
     made: list[Tensor] = []
     argument = {id(t): i for i, t in enumerate(tensors)}
     argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
@@ -643,12 +643,12 @@ def _outputs(
         made.append(t)
         return lambda new, call: new[position]
 
-    build, returned = rebuild(result, leaf), len(made)
+    build = rebuild(result, leaf)
     if not stores:
-        return made, build, returned
+        return made, build
     stored = rebuild([tensor for _, _, tensor, _ in stores], leaf)
     both = lambda new, call: (build(new, call), stored(new, call))  # noqa: E731
-    return made, _storing(both, [(obj, key) for obj, key, *_ in stores]), returned
+    return made, _storing(both, [(obj, key) for obj, key, *_ in stores])
 
 
 def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:
