@@ -225,9 +225,7 @@ class Recorder:
     def _memory_of(self, array: Any, key: int) -> tuple[int, bool]:
         """The memory number of ``array`` (``key``: its id), and whether it is new and the
         array's own (a view's base is watched here, for its memory)."""
-        owner = array
-        while isinstance(owner.base, xp.ndarray):
-            owner = owner.base
+        owner = _owner(array)
         owner_key = key if owner is array else id(owner)
         memory = self._owners.get(owner_key)
         if memory is not None:
@@ -431,10 +429,7 @@ class Recorder:
         """Whether the memory ``view`` shares is an array the step made or was given (a
         value), whose readers the program knows: not a parameter's, which it must not
         overwrite. (A given array is never overwritten either: ``program._free_after``.)"""
-        owner = view
-        while isinstance(owner.base, xp.ndarray):
-            owner = owner.base
-        return id(owner) in self.number
+        return id(_owner(view)) in self.number
 
     @_other_threads(_call)
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -647,6 +642,20 @@ def _as_saved_array(ctx: Any, out: Any) -> Any:
         elif type(saved) is tuple and any(item is out for item in saved):
             setattr(ctx, name, tuple(array if item is out else item for item in saved))
     return array
+
+
+def _owner(array: Any) -> Any:
+    """The array owning the memory ``array`` views. A view made by ``as_strided`` (a
+    convolution's windows, which a 1x1 kernel's unfold returns reshaped) has NumPy's
+    ``DummyArray`` as its base, which holds the array it views as its own ``base``."""
+    owner = array
+    while True:
+        base = owner.base
+        if not isinstance(base, xp.ndarray):
+            base = getattr(base, "base", None)  # as_strided's DummyArray, or None
+            if not isinstance(base, xp.ndarray):
+                return owner
+        owner = base
 
 
 def _watch(array: Any, tables: tuple, key: int, number: int, memory: int) -> Any:
