@@ -1289,7 +1289,12 @@ def test_a_compiled_module_drawing_python_random_numbers_raises():
 
     net = sg.compile(StochasticDepth())
     net(sg.ones(1, 2))
-    with pytest.raises(sg.JitError, match=r"StochasticDepth\.forward\(\).*\(random\.random\)"):
+    # the error names where the forward is defined (before, "defined at StochasticDepth")
+    line = StochasticDepth.forward.__code__.co_firstlineno
+    where = rf"\(defined at {re.escape(__file__)}:{line}\)"
+    with pytest.raises(
+        sg.JitError, match=rf"StochasticDepth\.forward\(\) {where}.*\(random\.random\)"
+    ):
         net(sg.ones(1, 2))
 
 

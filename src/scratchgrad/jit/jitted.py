@@ -1181,9 +1181,12 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
 
 
 def _defined_at(fn: Callable) -> str:
-    """``file:line`` of the definition of ``fn`` (a function or method), else its name."""
+    """``file:line`` of the definition of ``fn`` (a function or method; a module's
+    ``forward``), else its name."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is None:  # a callable object (a Module): the name of its class
+    if code is None and isinstance(fn, Module):  # a compiled module: where its forward is
+        code = getattr(type(fn).forward, "__code__", None)
+    if code is None:  # another callable object: the name of its class
         return type(fn).__qualname__
     return f"{code.co_filename}:{code.co_firstlineno}"
 
