@@ -1430,6 +1430,33 @@ def test_a_compiled_model_returning_a_changing_python_value_raises():
     assert count == 3
 
 
+class Policy(nn.Module):
+    """A policy returning its action distribution, as REINFORCE's actor does."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return sg.distributions.Categorical(logits=self.fc(x))
+
+
+def test_a_compiled_model_returning_a_distribution_raises_naming_its_tensors():
+    """A replay would return the recorded distribution with the recording's logits: the
+    second recording (the third call: no tensor is returned, so no backward is awaited)
+    raises, naming the Categorical and the tensors it holds (before, the message showed two
+    equal-looking reprs as "a different Python value")."""
+    model = sg.compile(Policy())
+    x, y = batches(1)[0]
+    for _ in range(2):
+        (-model(x).log_prob(y).mean()).backward()
+    with pytest.raises(
+        sg.JitError,
+        match=r"Policy\.forward\(\) returned tensors inside an object \(Categorical: logits",
+    ):
+        model(x)
+
+
 class _AgentConfig:
     """A DQN agent's settings, changed by the training loop between updates."""
 

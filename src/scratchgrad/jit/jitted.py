@@ -1171,13 +1171,25 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
             f"Python. {ALREADY_RUN} Return the same structure at every call."
         )
     for a, b in zip(first[1:], second[1:]):
-        if not _same(a, b):
+        if _same(a, b):
+            continue
+        held = [
+            key for key, value in getattr(a, "__dict__", {}).items() if isinstance(value, Tensor)
+        ]
+        if held:  # a distribution (Categorical(logits=...)), a dataclass
             raise JitError(
-                f"scratchgrad.jit: {name}() returned a different Python value on its second "
-                f"and third calls ({a!r}, then {b!r}; {where}): a replay returns the recorded "
-                f"value without running Python. {ALREADY_RUN} Return a tensor, or read the "
-                "value outside the jitted function."
+                f"scratchgrad.jit: {name}() returned tensors inside an object "
+                f"({type(a).__name__}: {', '.join(held)}; {where}): a replay returns the "
+                "recorded object, with the recording's tensors, without running Python. "
+                f"{ALREADY_RUN} Return the tensors and make the {type(a).__name__} from them "
+                "after the call."
             )
+        raise JitError(
+            f"scratchgrad.jit: {name}() returned a different Python value on its second "
+            f"and third calls ({a!r}, then {b!r}; {where}): a replay returns the recorded "
+            f"value without running Python. {ALREADY_RUN} Return a tensor, or read the "
+            "value outside the jitted function."
+        )
 
 
 def _defined_at(fn: Callable) -> str:
