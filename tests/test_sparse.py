@@ -371,3 +371,34 @@ def test_jit_refuses_sparse_tensors():
     passed(SPARSE, x)
     with pytest.raises(TypeError, match=r"jit: a sparse tensor argument.*to_dense"):
         passed(SPARSE, x)
+
+
+class GraphConvolution(sg.nn.Module):
+    """pygcn's layer: ``adj @ (x @ W)``, the adjacency passed sparse or dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = sg.nn.Parameter(sg.randn(2, 3))
+
+    def forward(self, x, adj):
+        return adj @ (x @ self.weight)
+
+
+def test_a_compiled_module_runs_calls_with_a_sparse_argument_eagerly():
+    """As PyTorch's compiled modules do (pygcn's sparse adjacency); calls with dense ones
+    record and replay between them. Each call's output and gradient are eager's (before, a
+    sparse argument raised the jit's TypeError)."""
+    sg.manual_seed(0)
+    eager = GraphConvolution()
+    compiled = sg.compile(GraphConvolution())
+    compiled.load_state_dict({"_orig_mod." + k: v for k, v in eager.state_dict().items()})
+    x = sg.randn(2, 2)
+    for adj in [SPARSE.to_dense()] * 4 + [SPARSE, SPARSE.to_dense(), SPARSE]:
+        outs = []
+        for model in (eager, compiled):
+            model.zero_grad()
+            outs.append(model(x, adj))
+            outs[-1].square().sum().backward()
+        np.testing.assert_array_equal(outs[1].detach().numpy(), outs[0].detach().numpy())
+        grads = compiled._orig_mod.weight.grad, eager.weight.grad
+        np.testing.assert_array_equal(grads[0].numpy(), grads[1].numpy())

@@ -5,8 +5,8 @@ eagerly and the other through ``scratchgrad.compile`` (the compiled module passe
 bit, with replays run; what cannot be replayed raises a ``JitError`` naming the op and the
 line; what PyTorch's compiled modules refuse is refused alike.
 
-A chosen subset, one or two programs per feature, about 25 s. All 120 were swept on
-2026-12-05 (8 minutes on one core), after that day's fixes: 90 equal bit for bit under
+A chosen subset, one or two programs per feature, about 25 s. All 120 were swept on 2026-12-05
+(8 minutes on one core), after that day's fixes: 91 equal bit for bit under
 ``sg.compile(model)``; 14 refused with a JitError naming the op and the line (those of
 ``REFUSED``; ``.tolist()`` of packed sequences or of a Viterbi decode in bilstm_crf_tagger,
 cell_unrolled_bilstm_tagger, data_pipeline_samplers, gru_tagger_foreach_optimizer; a returned
@@ -16,10 +16,10 @@ frozen_backbone_finetune, optimizer_schedule_zoo, swa_ema_regression,
 compiled_checkpoint_dict_outputs; an ``OptimizedModule`` indexed or iterated in polynomial_fit,
 gcn_node_classifier, gradual_unfreeze_checkpoint_hooks, tiny_nerf_1d, magnitude_pruning,
 style_transfer_gram; differentiation through the recorded backward in pinn_heat_1d and
-forward_gradient_descent), the twelve before those equal when compiled in place; vit_patches trained
-otherwise than eagerly, as under PyTorch (its weight decay groups test
-``named_parameters()`` names, which compiling prefixes), equal in place; pygcn_sparse refused
-with a TypeError naming the sparse tensor argument.
+forward_gradient_descent), the twelve before those equal when compiled in place; vit_patches
+trained otherwise than eagerly, as under PyTorch (its weight decay groups test
+``named_parameters()`` names, which compiling prefixes), equal in place. (pygcn_sparse is among
+the equal ones: its calls with a sparse adjacency run eagerly.)
 """
 
 import contextlib

@@ -40,6 +40,7 @@ from scratchgrad.backend import xp
 from scratchgrad.jit import guards, program
 from scratchgrad.jit.jitted import (
     Outer,
+    SparseArgument,
     _check_same,
     _check_same_stores,
     _check_same_values,
@@ -431,7 +432,10 @@ class CompiledForward:
             return eager(*args, **kwargs)
         if anomaly.enabled:  # eagerly: a replayed backward checks no gradient for NaN
             return eager(*args, **kwargs)
-        tensors, key = self._signature(args, kwargs)
+        try:
+            tensors, key = self._signature(args, kwargs)
+        except SparseArgument:  # eagerly, as PyTorch's compiled modules run one (a graph break)
+            return eager(*args, **kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches(tensors):

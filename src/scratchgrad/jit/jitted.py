@@ -1356,6 +1356,11 @@ def _flatten(tree: Any) -> tuple[list, Any]:
     return tensors, key
 
 
+class SparseArgument(TypeError):
+    """A sparse tensor among a call's arguments: ``jit`` refuses it, a compiled module runs
+    that call eagerly."""
+
+
 class _SameObject:
     """The part of a guard key for an unhashable argument (a NumPy array, a set): equal only
     to the same object, which it keeps alive, so that its id cannot pass to a new object (of
@@ -1383,7 +1388,7 @@ def _tensor_key(t: Tensor) -> tuple:
     inference tensor (outside inference mode, saving one for backward or changing it in
     place raises: a recording for normal tensors would not)."""
     if t.is_sparse:  # (only indices and values: no array to guard or replay on)
-        raise TypeError(
+        raise SparseArgument(
             "scratchgrad.jit: a sparse tensor argument: a jitted step takes dense ones (pass "
             ".to_dense()), or call the function without jit"
         )
