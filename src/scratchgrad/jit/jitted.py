@@ -1173,9 +1173,7 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
     for a, b in zip(first[1:], second[1:]):
         if _same(a, b):
             continue
-        held = [
-            key for key, value in getattr(a, "__dict__", {}).items() if isinstance(value, Tensor)
-        ]
+        held = [key for key, value in getattr(a, "__dict__", {}).items() if _holds_tensors(value)]
         if held:  # a distribution (Categorical(logits=...)), a dataclass
             raise JitError(
                 f"scratchgrad.jit: {name}() returned tensors inside an object "
@@ -1190,6 +1188,15 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
             f"value without running Python. {ALREADY_RUN} Return a tensor, or read the "
             "value outside the jitted function."
         )
+
+
+def _holds_tensors(value: Any, depth: int = 2) -> bool:
+    """Whether ``value`` is a tensor or holds one among its attributes, ``depth`` objects
+    deep (a mixture's component distribution holding its ``loc``)."""
+    if isinstance(value, Tensor):
+        return True
+    inner = getattr(value, "__dict__", {}).values() if depth else ()
+    return any(_holds_tensors(v, depth - 1) for v in inner)
 
 
 def _defined_at(fn: Callable) -> str:
