@@ -3031,27 +3031,58 @@ class Tensor:
 
     @autocast_policy("float32")
     def prod(self, dim: Any = ALL_ENTRIES, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-        """The product over one dim (all entries by default); ``dtype`` converts first."""
+        """The product over one dim (all entries by default); ``dtype`` converts first.
+
+        Of float16 and bfloat16 each step is rounded, in the order PyTorch's CPU kernel takes
+        (see ``_reading_order``), so the bits are its bits; NOTE: of more than 32768 entries
+        they are its bits on one thread only (its threads each multiply a part).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1.0, 2.0], [3.0, 4.0]]).prod(1)
+        tensor([ 2., 12.])
+        """
         check_keepdim("prod", keepdim)
         if dtype is not None:  # an integer dtype multiplies in int64, then wraps back into it
             return self._converted("prod", dtype).prod(dim, keepdim).to(dtype)
         if not backend.can_require_grad(self.array.dtype) and self.array.dtype != backend.int64:
             return self.long().prod(dim, keepdim)  # as PyTorch: NumPy's uint8 product is uint64
         if of_all_entries("prod", dim):
-            return reduce.ProdOfAll.apply(self._in_memory_order().reshape(-1), dim=0)
+            if self.array.dtype not in backend.SIXTEEN_BIT:
+                return reduce.ProdOfAll.apply(self.reshape(-1), dim=0)
+            order, run = self._reading_order()
+            return reduce.ProdOfAll.apply(self.permute(order).reshape(-1), dim=0, run=run)
         dims = _dims(_one_dim("prod", dim), self.array.ndim)  # (one dim: not a tuple)
         if not dims:  # a 0-d tensor: the product of its one entry
             return self.clone()
         return reduce.Prod.apply(self, dim=dims[0], keepdim=keepdim)
 
-    def _in_memory_order(self) -> Tensor:
-        """This tensor, of 16-bit floats, with its dims permuted into the order of their strides
-        (a transposed tensor: contiguous again), as PyTorch's CPU kernels read it: a product
-        of all entries, rounded at each step, depends on that order."""
-        if self.array.dtype not in backend.SIXTEEN_BIT or self.is_contiguous():
-            return self
-        strides = self.stride()
-        return self.permute(sorted(range(self.ndim), key=lambda d: -strides[d]))
+    def _reading_order(self) -> tuple[list[int], int | None]:
+        """The order of dims (outermost first) in which PyTorch's CPU kernels read this tensor
+        to reduce all its entries, and how many entries they read at stride 1 before a jump
+        (None: no dim has stride 1). A product of 16-bit floats, rounded at each step, depends
+        on both. TensorIterator sorts the dims by stride, innermost first, an insertion sort
+        that passes a broadcast dim (stride 0) without deciding (so a size-1 dim's stride can
+        move the others); then it joins each dim whose stride is the size of those inside it
+        to them."""
+        strides, shape = self.stride(), self.shape
+        inner_first = list(reversed(range(self.ndim)))
+        for i in range(1, len(inner_first)):
+            moving = i
+            for j in range(i - 1, -1, -1):
+                stride, other = strides[inner_first[j]], strides[inner_first[moving]]
+                if not (stride and other):
+                    continue
+                if stride < other:
+                    break
+                if stride > other or shape[inner_first[j]] > shape[inner_first[moving]]:
+                    inner_first[j], inner_first[moving] = inner_first[moving], inner_first[j]
+                    moving = j
+        run = 1
+        for d in (d for d in inner_first if shape[d] != 1):  # (a size-1 dim joins any)
+            if strides[d] != run:
+                break
+            run *= shape[d]
+        return inner_first[::-1], (run if run > 1 else None)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))), stable: the max is taken out before exponentiating."""

@@ -487,19 +487,22 @@ class Prod(Function):
 _LANES = 16
 
 
-def _sixteen_bit_product(x):
+def _sixteen_bit_product(x, carried=False):
     """The product of 16-bit floats along the last dim as PyTorch's CPU kernel, each product
     rounded. Along a dim of stride 1 its vectorized loop multiplies each block of 4 x 16
     entries into 64 running products, then those into 16 ((a * b) * (c * d)), then the 16
-    lanes and the entries past the last whole block one by one; along any other, in order."""
+    lanes one by one, and that into the product so far, then the entries past the last whole
+    block one by one; along any other, in order. ``carried``: one product of all of x's rows,
+    each row's run of entries multiplied into the product of those before it (as PyTorch's
+    product of all entries reads a tensor of several runs at stride 1)."""
     whole = x.shape[-1] - x.shape[-1] % (4 * _LANES)
-    if not whole or x.strides[-1] != x.itemsize:
-        return _rounded_product(x)
-    blocks = x[..., :whole].reshape(*x.shape[:-1], -1, 4, _LANES)
-    a, b, c, d = namespace(x).moveaxis(_rounded_product(blocks.swapaxes(-3, -1)), -1, 0)
-    with errstate(over="ignore", invalid="ignore"):  # (inf * 0: NaN, as PyTorch's)
-        lanes = (a * b) * (c * d)
-    return _rounded_product(namespace(x).concatenate([lanes, x[..., whole:]], axis=-1))
+    if whole and x.strides[-1] == x.itemsize:
+        blocks = x[..., :whole].reshape(*x.shape[:-1], -1, 4, _LANES)
+        a, b, c, d = namespace(x).moveaxis(_rounded_product(blocks.swapaxes(-3, -1)), -1, 0)
+        with errstate(over="ignore", invalid="ignore"):  # (inf * 0: NaN, as PyTorch's)
+            lanes = _rounded_product((a * b) * (c * d))
+        x = namespace(x).concatenate([lanes[..., None], x[..., whole:]], axis=-1)
+    return _rounded_product(x.reshape(-1) if carried else x)
 
 
 def _rounded_product(x):
@@ -528,6 +531,17 @@ class ProdOfAll(Prod):
     ``grad`` times that product (0) would be NaN."""
 
     backward_name = "ProdBackward0"  # PyTorch's; along a dim ProdBackward1
+
+    @staticmethod
+    def forward(ctx, x, dim, run=None):
+        """``x``: flat, in memory order; ``run``: of 16-bit floats, how many of its entries
+        lay one after another at stride 1 before a jump (None: none did), as PyTorch's kernel
+        multiplies each such run in its vectorized loop."""
+        if x.dtype not in SIXTEEN_BIT or not x.size:
+            return Prod.forward(ctx, x, dim)
+        ctx.save_for_backward(x)
+        ctx.dim, ctx.keepdim = dim, False
+        return _sixteen_bit_product(x.reshape(-1, run or 1), carried=True)
 
     @staticmethod
     def backward(ctx, grad):
