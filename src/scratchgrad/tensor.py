@@ -412,7 +412,7 @@ class Tensor:
                 f"{self.array.ndim}-D tensor."
                 + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else "")
             )
-        return self.T
+        return self.mT if self.array.ndim == 2 else self  # (0-d: itself, as PyTorch's)
 
     @property
     def mH(self) -> Tensor:
@@ -488,7 +488,9 @@ class Tensor:
         n = self.array.ndim
         if n < 2:
             raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.array.shape}")
-        return movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2))
+        return _named(
+            movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2)), "TransposeBackward0"
+        )
 
     def size(self, dim: int | None = None):
         """The shape as a ``scratchgrad.Size`` (``.shape`` stays a plain tuple, the cheaper),
@@ -3737,8 +3739,12 @@ class Tensor:
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
         dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim, True)
-        return self.reshape(
+        out = self.reshape(
             *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
+        )
+        # PyTorch's three forms: squeeze(), squeeze(int), squeeze(tuple)
+        return _named(
+            out, f"SqueezeBackward{0 if dim is None else 1 if isinstance(dim, int) else 2}"
         )
 
     def permute(self, *dims: Any) -> Tensor:
@@ -3751,20 +3757,21 @@ class Tensor:
         return movement.Permute.apply(self, dims=dims)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
-        if self.array.ndim == 0:  # dims 0 and -1 only: the tensor itself
-            _dims((dim0, dim1), 0)
-            return self
-        dim0, dim1 = _dims((dim0, dim1), self.array.ndim)
         dims = list(range(self.array.ndim))
-        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
-        return self.permute(*dims)
+        if dims:  # (of a 0-d tensor dims 0 and -1 only: a view of it)
+            dim0, dim1 = _dims((dim0, dim1), self.array.ndim)
+            dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+        else:
+            _dims((dim0, dim1), 0)
+        return _named(self.permute(*dims), "TransposeBackward0")
 
     def t(self) -> Tensor:
         if self.array.ndim > 2:
             raise RuntimeError(
                 f"t() expects a tensor with <= 2 dimensions, but self is {self.array.ndim}D"
             )
-        return self.transpose(0, 1) if self.array.ndim == 2 else self
+        # (a new view even of fewer than 2 dims, as PyTorch's)
+        return _named(self.permute(*reversed(range(self.array.ndim))), "TBackward0")
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         """The dims ``source`` (an int or a sequence) moved to ``destination``, the others
@@ -3816,7 +3823,8 @@ class Tensor:
         out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
         # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
         # tiled (each merged pair has a count or a size of 1)
-        return out.clone() if builtins.all(1 in pair for pair in zip(repeats, shape)) else out
+        out = out.clone() if builtins.all(1 in pair for pair in zip(repeats, shape)) else out
+        return _named(out, "RepeatBackward0")
 
     def fliplr(self) -> Tensor:
         return self.flip(1)
@@ -3986,8 +3994,10 @@ class Tensor:
         if index.ndim > 1:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
         if self.array.ndim == 0:
-            return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
-        return self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
+            out = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+        else:
+            out = self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
+        return _named(out, "IndexSelectBackward0")
 
     def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
         """This tensor with ``alpha * source`` added at the positions ``index`` (a vector of
@@ -5763,7 +5773,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
         raise RuntimeError(
             f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
         )
-    result = cat([t.unsqueeze(dim) for t in tensors], dim)
+    result = _named(cat([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0")
     return result if out is None else _joined_out("stack", result, out, tensors)
 
 
@@ -6602,9 +6612,13 @@ def _nonempty(name: str, tensors: Any) -> Sequence[Tensor]:
 
 
 def _at_least(t: Tensor, ndim: int) -> Tensor:
-    """``torch.atleast_{1,2,3}d``: leading 1s up to 2 dims, then (for 3) a trailing 1."""
+    """``torch.atleast_{1,2,3}d``: leading 1s up to 2 dims, then (for 3) a trailing 1; ``t``
+    itself if it has ``ndim`` dims, as PyTorch's (which unsqueezes all but a 0-d tensor)."""
     shape = (1,) * (builtins.min(ndim, 2) - t.ndim) + t.shape
-    return t.reshape(shape + (1,) * (ndim - len(shape)))
+    shape += (1,) * (ndim - len(shape))
+    if shape == t.shape:
+        return t
+    return t.reshape(shape) if t.ndim == 0 else _named(t.reshape(shape), "UnsqueezeBackward0")
 
 
 def _without(shape: tuple, dim: int) -> tuple:
@@ -8008,11 +8022,20 @@ def _not_to_change(views: tuple, name: str) -> tuple:
     PyTorch marks the outputs of a function that returns several views: with grad mode on,
     a change of one in place that a graph would record (``_record_in_place``) is refused, and
     so is a backward through one whose base such a change moved (``_take_view_again``)."""
-    if _state.enabled:  # (under no_grad they are views taken under no_grad: see note_view)
-        for output, view in enumerate(views):
-            if hasattr(view, "_view") and not hasattr(view, "_no_grad_view"):
-                view._multi_output = (output, name)
+    for output, view in enumerate(views):
+        _named(view, f"{name}Backward0")
+        # (under no_grad they are views taken under no_grad: see note_view)
+        if _state.enabled and hasattr(view, "_view") and not hasattr(view, "_no_grad_view"):
+            view._multi_output = (output, name)
     return views
+
+
+def _named(out: Tensor, name: str) -> Tensor:
+    """``out``, just made by a primitive that serves several ops (Permute: permute, transpose,
+    t), its node named as PyTorch's node of the op ``name`` (``TransposeBackward0``)."""
+    if out._ctx is not None:
+        out._ctx.backward_name = name
+    return out
 
 
 def _multi_output_error(view: Tensor, changed: str) -> str:

@@ -228,13 +228,27 @@ class GetItem(Function):
         return out if backend.is_array(out) else x[(*index, ...)]
 
     def name(self) -> str:
-        """PyTorch's: IndexBackward0 for integer arrays or masks, else SelectBackward0 when an
-        int picks, else SliceBackward0."""
+        """PyTorch's: IndexBackward0 for integer arrays or masks, else the name of the last
+        view its indexing takes item by item (an int: select, None: unsqueeze, a slice of
+        less than the whole dim: slice), AliasBackward0 if none; an op made of it (split,
+        unbind) names it itself."""
+        if "backward_name" in vars(self):
+            return self.backward_name
         if any(backend.is_array(i) for i in self.index):
             return "IndexBackward0"
-        return (
-            "SelectBackward0" if any(isinstance(i, int) for i in self.index) else "SliceBackward0"
-        )
+        taking = sum(1 for item in self.index if item is not None and item is not Ellipsis)
+        last, dim = "Alias", 0
+        for item in self.index:
+            if item is None:
+                last = "Unsqueeze"
+            elif item is Ellipsis:
+                dim += len(self.in_shape) - taking
+            else:
+                whole = range(self.in_shape[dim])
+                if isinstance(item, int) or whole[item] != whole:
+                    last = "Select" if isinstance(item, int) else "Slice"
+                dim += 1
+        return f"{last}Backward0"
 
     @staticmethod
     def backward(ctx, grad):
