@@ -305,6 +305,13 @@ SHAPE_METHODS = {
     "squeeze_dim": lambda x: x.reshape(1, 2, 1, 12).squeeze(2),
     "squeeze_not_1": lambda x: x.squeeze(1),
     "squeeze_dims": lambda x: x.reshape(1, 2, 1, 12).squeeze((0, 2)),
+    # sizes and dims as several ints, as PyTorch takes them (each raised TypeError)
+    "squeeze_dims_varargs": lambda x: x.reshape(1, 2, 1, 12).squeeze(0, 2),
+    "broadcast_to_varargs": lambda x: x[:, :1].broadcast_to(3, 2, 5, 4),
+    "broadcast_to_keyword": lambda x: x[:, :1].broadcast_to(size=(2, 5, 4)),
+    "tile_varargs": lambda x: x.tile(2, 1),
+    "tile_int": lambda x: x.tile(2),
+    "tile_keyword": lambda x: x.tile(dims=(2, 1, 1, 1)),
     "permute": lambda x: x.permute(2, 0, 1),
     "permute_tuple": lambda x: x.permute((1, 2, 0)),
     "transpose": lambda x: x.transpose(0, 2),
@@ -328,6 +335,21 @@ SHAPE_METHODS = {
 @pytest.mark.parametrize("name", SHAPE_METHODS)
 def test_shape_methods_match_torch_with_gradients(name):
     check(SHAPE_METHODS[name], GRID)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: x.broadcast_to(2, 3, size=(2, 3)),
+        lambda x: x.tile(2, dims=(2,)),
+        lambda x: x.tile(),
+        lambda x: x.squeeze(0, dim=1),
+    ],
+)
+def test_sizes_given_twice_or_not_at_all_raise_torchs_type_error(call):
+    for m in (sg, torch):
+        with pytest.raises(TypeError, match=r"broadcast_to|tile|squeeze"):
+            call(m.ones(1, 3))
 
 
 def test_reshape_view_and_movement_share_no_state_with_the_input_grad():

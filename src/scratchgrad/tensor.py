@@ -3736,8 +3736,20 @@ class Tensor:
         shape = (*self.array.shape[:dim], 1, *self.array.shape[dim:])
         return movement.Unsqueeze.apply(self, shape=shape, dim=dim)
 
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
-        """Drop size-1 dims (only those in ``dim`` when given; others are left, as PyTorch)."""
+    def squeeze(self, *dims: Any, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims (only those in ``dim`` when given, as an int, a sequence or several
+        ints; others are left, as PyTorch).
+
+        >>> import scratchgrad as sg
+        >>> sg.zeros(1, 1, 3).squeeze(0, 1).shape
+        (3,)
+        """
+        if dims and dim is not None:
+            raise TypeError(
+                f"squeeze() received an invalid combination of arguments - got {dims} and dim={dim}"
+            )
+        if dims:
+            dim = dims[0] if len(dims) == 1 else dims
         dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim, True)
         out = self.reshape(
             *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
@@ -3837,12 +3849,21 @@ class Tensor:
 
     swapdims = swapaxes
 
-    def broadcast_to(self, size: Sequence[int]) -> Tensor:
-        return self.expand(size)
+    def broadcast_to(self, *sizes: Any, size: Sequence[int] | None = None) -> Tensor:
+        """``expand`` to ``size`` (ints or one sequence), as ``torch.Tensor.broadcast_to``."""
+        return self.expand(*_given_once("broadcast_to", "size", sizes, size))
 
-    def tile(self, dims: Sequence[int]) -> Tensor:
-        """``repeat``, with missing leading counts taken as 1, as ``torch.tile``."""
-        dims = tuple(dims)
+    def tile(self, *counts: Any, dims: Sequence[int] | None = None) -> Tensor:
+        """``repeat``, with missing leading counts taken as 1, as ``torch.tile`` (the counts
+        as ints or one sequence).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1, 2]]).tile(2).tolist()
+        [[1, 2, 1, 2]]
+        """
+        if not counts and dims is None:  # (no default, as PyTorch's)
+            raise TypeError('tile() missing 1 required positional arguments: "dims"')
+        dims = as_shape(_given_once("tile", "dims", counts, dims))
         return self.repeat((1,) * (self.array.ndim - len(dims)) + dims)
 
     def masked_select(self, mask: Tensor) -> Tensor:
@@ -6949,6 +6970,16 @@ class Size(tuple):
 
 
 _size = functools.partial(tuple.__new__, Size)  # a Size of ints, unchecked: Tensor.size()
+
+
+def _given_once(name: str, keyword: str, args: tuple, value: Any) -> tuple:
+    """The sizes passed to ``name`` as ``args`` (ints or one sequence) or as ``keyword``'s
+    ``value``; both is PyTorch's TypeError."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument '{keyword}'")
+    return (value,)
 
 
 def as_shape(args: tuple) -> tuple[int, ...]:
