@@ -596,6 +596,61 @@ def test_the_scale_first_overloads_of_old_optimizers_warn_and_compute_as_pytorch
         assert_same_error(call, "invalid combination of arguments")
 
 
+def _right(m):  # (a right operand of distinct entries)
+    return m.arange(6.0).reshape(3, 2)
+
+
+SCALES_FIRST = {  # (the op PyTorch's warning names, the call)
+    "addmm(beta, M, alpha, a, b)": (
+        "addmm",
+        lambda m: m.addmm(2, m.ones(2, 2), 3, m.ones(2, 3), _right(m)),
+    ),
+    "addmm(beta, M, a, b)": ("addmm", lambda m: m.addmm(2, m.ones(2, 2), m.ones(2, 3), _right(m))),
+    "M.addmm(beta, alpha, a, b)": (
+        "addmm",
+        lambda m: m.ones(2, 2).addmm(2, 3, m.ones(2, 3), _right(m)),
+    ),
+    "M.addmm_(beta, a, b)": ("addmm", lambda m: m.ones(2, 2).addmm_(2, m.ones(2, 3), _right(m))),
+    "addmv": ("addmv", lambda m: m.addmv(2, m.ones(2), 3, m.ones(2, 3), _right(m)[:, 0])),
+    "M.addmv(beta, a, v)": ("addmv", lambda m: m.ones(2).addmv(2, m.ones(2, 3), _right(m)[:, 0])),
+    "addr": ("addr", lambda m: m.addr(2, m.ones(2, 3), 3, m.ones(2), _right(m)[:, 0])),
+    "addbmm": (
+        "addbmm",
+        lambda m: m.addbmm(2, m.ones(2, 2), 3, m.ones(4, 2, 3), _right(m).expand(4, 3, 2)),
+    ),
+    "baddbmm": (
+        "baddbmm",
+        lambda m: m.baddbmm(2, m.ones(4, 2, 2), 3, m.ones(4, 2, 3), _right(m).expand(4, 3, 2)),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SCALES_FIRST)
+def test_the_scale_first_overloads_of_the_products_warn_and_compute_as_pytorchs(name):
+    """``torch.addmm(beta, M, alpha, mat1, mat2)``, ``M.addmm(beta, mat1, mat2)`` and their
+    kin: deprecated in PyTorch 2.13, which still runs them with a warning (they raised
+    TypeError here)."""
+    op, call = SCALES_FIRST[name]
+    with pytest.warns(UserWarning, match=f"This overload of {op} is deprecated"):
+        ours = call(sg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(ours, call(torch))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.addmm(m.ones(2, 2), 2, m.ones(2, 3), _right(m)),  # (a method's form only)
+        lambda m: m.addmm(2, m.ones(2, 2), m.ones(2, 3), _right(m), alpha=3),
+        lambda m: m.addmm(2, 3, m.ones(2, 3), _right(m)),
+        lambda m: m.ones(2, 2).addmm(2, 3, m.ones(2, 3)),
+    ],
+)
+def test_scales_first_where_pytorch_has_no_such_overload_raise_its_type_error(call):
+    assert_same_error(call, r"addmm\(\)")
+
+
 def test_a_third_positional_argument_of_add_and_sub_is_never_alpha():
     """PyTorch reads ``add(x, 2, 3)`` as its deprecated ``add(x, alpha, other)`` (an int
     alpha, a float other) and refuses ``add(x, t, 2)``: we read it as alpha, or refused the

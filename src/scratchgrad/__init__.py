@@ -572,6 +572,7 @@ else:
 
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
+    from scratchgrad.tensor import _invalid_combination
     from scratchgrad.tensor import takes_out as _takes_out
     from scratchgrad.tensor import write_out as _write_out
 
@@ -701,6 +702,19 @@ else:
         "bernoulli": lambda args, kwargs: not args and "p" not in kwargs,
     }
 
+    _SCALES_FIRST = {"addmm", "addmv", "addr", "addbmm", "baddbmm"}
+
+    def _numbers_first(input, args) -> bool:
+        return isinstance(input, _numbers.Number) or (args and isinstance(args[0], _numbers.Number))
+
+    def _scales_after_input(name: str, beta, args: tuple) -> tuple:
+        """The deprecated ``torch.addmm(beta, input, [alpha,] mat1, mat2)`` as the method's
+        ``input.addmm(beta, [alpha,] mat1, mat2)``, which warns; ``torch.addmm(input, beta,
+        ...)`` is no overload of the function, as PyTorch's."""
+        if not isinstance(beta, _numbers.Number) or not args or not isinstance(args[0], Tensor):
+            raise _invalid_combination(name, beta, *args)
+        return args[0], (beta, *args[1:])
+
     def _takes_a_tensor(function, name: str):
         """PyTorch's TypeError when the module function ``name`` gets something else than a
         tensor first (``sg.exp([1.0])``: "exp(): argument 'input' (position 1) must be Tensor,
@@ -710,6 +724,8 @@ else:
 
         @_functools.wraps(function)
         def checked(input, *args, out=None, **kwargs):
+            if name in _SCALES_FIRST and _numbers_first(input, args):
+                input, args = _scales_after_input(name, input, args)
             if not isinstance(input, Tensor):
                 raise TypeError(
                     f"{function.__name__}(): argument 'input' (position 1) must be Tensor, "

@@ -1392,33 +1392,62 @@ class Tensor:
         return _bmm(self, mat2)
 
     @autocast_policy("lower")
-    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
-        """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``."""
+    def addmm(
+        self, mat1: Tensor, mat2: Tensor, *legacy: Tensor, beta: float = 1, alpha: float = 1
+    ) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)`` for matrices; beta=0 ignores ``self``.
+
+        >>> import scratchgrad as sg
+        >>> sg.ones(1, 1).addmm(sg.ones(1, 2), sg.ones(2, 1), beta=2, alpha=3)
+        tensor([[8.]])
+        """
+        if legacy or not isinstance(mat1, Tensor):  # addmm(beta, [alpha,] mat1, mat2)
+            mat1, mat2, beta, alpha = _scales_first(
+                "addmm", "mat", (mat1, mat2, *legacy), beta, alpha
+            )
         check_same_dtype("addmm", self, mat1, mat2)
         return _scaled_sum(self, _mm(mat1, mat2), beta, alpha)
 
     @autocast_policy("lower")
     def baddbmm(
-        self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
+        self, batch1: Tensor, batch2: Tensor, *legacy: Tensor, beta: float = 1, alpha: float = 1
     ) -> Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)``; beta=0 ignores ``self``."""
+        if legacy or not isinstance(batch1, Tensor):
+            batch1, batch2, beta, alpha = _scales_first(
+                "baddbmm", "batch", (batch1, batch2, *legacy), beta, alpha
+            )
         check_same_dtype("baddbmm", self, batch1, batch2)
         return _scaled_sum(self, _bmm(batch1, batch2), beta, alpha)
 
-    def addmv(self, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    def addmv(
+        self, mat: Tensor, vec: Tensor, *legacy: Tensor, beta: float = 1, alpha: float = 1
+    ) -> Tensor:
         """``beta * self + alpha * (mat @ vec)``; beta=0 ignores ``self``."""
+        if legacy or not isinstance(mat, Tensor):
+            mat, vec, beta, alpha = _scales_first("addmv", "mv", (mat, vec, *legacy), beta, alpha)
         check_same_dtype("addmv", self, mat, vec)
         return _scaled_sum(self, _mv(mat, vec), beta, alpha)
 
-    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    def addr(
+        self, vec1: Tensor, vec2: Tensor, *legacy: Tensor, beta: float = 1, alpha: float = 1
+    ) -> Tensor:
         """``beta * self + alpha * outer(vec1, vec2)``; beta=0 ignores ``self``."""
+        if legacy or not isinstance(vec1, Tensor):
+            vec1, vec2, beta, alpha = _scales_first(
+                "addr", "vec", (vec1, vec2, *legacy), beta, alpha
+            )
         return _scaled_sum(self, vec1.outer(vec2), beta, alpha)
 
     @autocast_policy("lower")
     def addbmm(
-        self, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1
+        self, batch1: Tensor, batch2: Tensor, *legacy: Tensor, beta: float = 1, alpha: float = 1
     ) -> Tensor:
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``; beta=0 ignores ``self``."""
+        if legacy or not isinstance(batch1, Tensor):
+            batch1, batch2, beta, alpha = _scales_first(
+                "addbmm", "batch", (batch1, batch2, *legacy), beta, alpha
+            )
         check_same_dtype("addbmm", self, batch1, batch2)
         return _scaled_sum(self, _bmm(batch1, batch2).sum(0), beta, alpha)
 
@@ -8501,6 +8530,36 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
         stacklevel=3,
     )
     return (*operands, scale)
+
+
+# the names of the two operands of the products that add a tensor, after the first letters
+_OPERANDS = {"mat": ("mat1", "mat2"), "batch": ("batch1", "batch2"), "mv": ("mat", "vec")}
+_OPERANDS["vec"] = ("vec1", "vec2")
+
+
+def _scales_first(name: str, operands: str, args: tuple, beta: Any, alpha: Any) -> tuple:
+    """The two operands, beta and alpha, of PyTorch's deprecated overloads of addmm, addmv,
+    addr, addbmm and baddbmm that take the scales first (``M.addmm(beta, alpha, mat1, mat2)``,
+    ``M.addmm(beta, mat1, mat2)``; the module functions ``torch.addmm(beta, M, alpha, mat1,
+    mat2)``), with PyTorch's warning; the scales must be numbers, and not given again."""
+    scales = args[:-2]
+    if (
+        len(scales) not in (1, 2)
+        or not builtins.all(isinstance(s, numbers.Number) for s in scales)
+        or not builtins.all(isinstance(t, Tensor) for t in args[-2:])
+        or (beta, alpha) != (1, 1)
+    ):
+        raise _invalid_combination(name, *args)
+    first, second = _OPERANDS[operands]
+    numbers_given = ", ".join(f"Number {s}" for s in ("beta", "alpha")[: len(scales)])
+    warnings.warn(
+        f"This overload of {name} is deprecated:\n\t{name}({numbers_given}, Tensor {first}, "
+        f"Tensor {second})\nConsider using one of the following signatures instead:\n\t"
+        f"{name}(Tensor {first}, Tensor {second}, *, Number beta = 1, Number alpha = 1)",
+        UserWarning,
+        stacklevel=3,
+    )
+    return (*args[-2:], *scales, 1)[:4]
 
 
 def _number_other_and_alpha(name: str, other: Any, number_alpha: tuple, alpha: Any) -> tuple:
