@@ -146,6 +146,31 @@ def test_bitwise_ops_on_integers_bools_and_numbers(name):
         getattr(sg, name)(sg.tensor([1.0]), sg.tensor([1.0]))
 
 
+FLOAT_OPERANDS = {
+    "f & 1.0": lambda m: m.tensor([1.5, 2.0]) & 1.0,
+    "f | f": lambda m: m.tensor([1.5, 2.0]) | m.tensor([1.5, 2.0]),
+    "f ^ i": lambda m: m.tensor([1.5, 2.0]) ^ m.tensor([1, 2]),
+    "i & 1.0": lambda m: m.tensor([1, 2]) & 1.0,
+    "1.5 | i": lambda m: 1.5 | m.tensor([1, 2]),
+    "2 ^ f": lambda m: 2 ^ m.tensor([1.5, 2.0]),
+    "b & 1.0": lambda m: m.tensor([True, False]) & 1.0,
+    "f16 & f16": lambda m: m.ones(2, dtype=m.float16) & m.ones(2, dtype=m.float16),
+    "~f": lambda m: ~m.tensor([1.5, 2.0]),
+    "~c": lambda m: ~m.tensor([1j]),
+}
+
+
+@pytest.mark.parametrize("name", FLOAT_OPERANDS)
+def test_bitwise_operators_refuse_floats_as_pytorchs(name):
+    """``&``, ``|``, ``^`` raise PyTorch's NotImplementedError naming the kernel and the
+    promoted dtype, ``~`` its TypeError (NumPy's TypeError said which ufunc failed)."""
+    with pytest.raises(Exception) as theirs:
+        FLOAT_OPERANDS[name](torch)
+    with pytest.raises(theirs.type) as ours:
+        FLOAT_OPERANDS[name](sg)
+    assert str(ours.value).startswith(str(theirs.value))
+
+
 def test_bitwise_not():
     assert_same(*both("bitwise_not", I))
     assert_same(*both("bitwise_not", I > 0))

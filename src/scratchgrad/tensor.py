@@ -1087,18 +1087,23 @@ class Tensor:
         return self._compare("greater_equal", other)
 
     def __and__(self, other: Any) -> Tensor:
-        return self._compare("bitwise_and", other)
+        return self.bitwise_and(other)  # (of floats PyTorch's NotImplementedError, not NumPy's)
 
     def __or__(self, other: Any) -> Tensor:
-        return self._compare("bitwise_or", other)
+        return self.bitwise_or(other)
 
     def __xor__(self, other: Any) -> Tensor:
-        return self._compare("bitwise_xor", other)
+        return self.bitwise_xor(other)
 
     # `True & mask`: the bitwise ops commute, so the reflected forms are the same ops
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def __invert__(self) -> Tensor:
+        if self.array.dtype.kind not in "iub":
+            raise TypeError(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors "
+                f"(got {self.array.dtype})"
+            )
         return self._elementwise_values("invert")
 
     def __lshift__(self, other: Any) -> Tensor:
