@@ -99,6 +99,12 @@ CASES = [
     ("AdaptiveLogSoftmaxWithLoss", (8, 10, [4, 4]), {}),
     ("AdaptiveLogSoftmaxWithLoss", (8, 10, [12]), {}),
     ("AdaptiveLogSoftmaxWithLoss", (8, 10, [4]), {"div_value": 0}),
+    ("Upsample", (), {"scale_factor": [2, 3]}),  # (a list: PyTorch's float() refuses it)
+    ("Upsample", (), {"scale_factor": (2, 3)}),
+    ("GRU", (3, 4), {"proj_size": 2}),
+    ("GRU", (3, 4), {"proj_size": 0}),  # (given at all: refused)
+    ("RNN", (3, 4), {"proj_size": 1}),
+    ("Conv2d", (1, 1, 3), {"padding": 1.5}),  # (accepted: refused at the first call)
 ]
 # refused here when made, by PyTorch's at the first call (a TypeError, a RuntimeError)
 REFUSED_EARLIER = [
@@ -129,3 +135,28 @@ def test_constructor_errors_as_torchs(name, args, kwargs):
         assert ours in (AssertionError, ValueError)
     else:
         assert ours is expected
+
+
+# (layer, its arguments, the input of its first call)
+FIRST_CALLS = {
+    "Conv2d padding=1.5": (lambda nn: nn.Conv2d(1, 1, 3, padding=1.5), (1, 1, 5, 5)),
+    "Conv1d stride=1.5": (lambda nn: nn.Conv1d(1, 1, 3, stride=1.5), (1, 1, 5)),
+    "Unfold of 2-d": (lambda nn: nn.Unfold(2), (3, 3)),
+    "Unfold of 1-d": (lambda nn: nn.Unfold(2), (3,)),
+    "BatchNorm2d eps=0 training": (lambda nn: nn.BatchNorm2d(2, eps=0), (2, 2, 3, 3)),
+    "BatchNorm1d eps=-1 training": (lambda nn: nn.BatchNorm1d(2, eps=-1.0), (4, 2)),
+    "BatchNorm1d eps=-1 eval": (lambda nn: nn.BatchNorm1d(2, eps=-1.0).eval(), (4, 2)),
+}
+
+
+@pytest.mark.parametrize("name", FIRST_CALLS)
+def test_first_call_errors_as_torchs(name):
+    """Refused at the first call with PyTorch's error type, naming the argument (a float
+    padding failed to be made: "'float' object is not iterable"; an Unfold of a 2-d input
+    raised RuntimeError, PyTorch's IndexError; a BatchNorm with eps <= 0 ran in training)."""
+    make, shape = FIRST_CALLS[name]
+    with pytest.raises(Exception) as theirs:
+        make(torch.nn)(torch.ones(shape))
+    with pytest.raises(theirs.type) as ours:
+        make(sg.nn)(sg.ones(shape))
+    assert any(word in str(ours.value) for word in ("padding", "stride", "unfold", "eps"))

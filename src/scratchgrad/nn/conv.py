@@ -97,7 +97,9 @@ class _ConvNd(Module):
         return widths
 
     def _tuple(self, value: Size) -> tuple[int, ...]:
-        return (value,) * self.dims if isinstance(value, int) else tuple(value)
+        """``value`` once per dim unless it is a sequence: as PyTorch's ``_ntuple``, a float
+        too, which the convolution then refuses naming the argument (padding=1.5)."""
+        return tuple(value) if isinstance(value, (tuple, list)) else (value,) * self.dims
 
     def reset_parameters(self) -> None:
         # kaiming_uniform_ with a = sqrt(5) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch

@@ -408,6 +408,10 @@ def unfold(
     >>> unfold(sg.arange(4.0).reshape(1, 1, 2, 2), 1).shape
     (1, 1, 4)
     """
+    if input.ndim < 3:  # (PyTorch's reads a dim the input lacks: its IndexError)
+        raise IndexError(
+            f"unfold: Dimension out of range: expected a 3-d or 4-d input, got shape {input.shape}"
+        )
     x, batched = _batched(input, 4, "unfold")
     _refuse_integers(x, "unfold")
     kernel_size, dilation, stride, padding = (

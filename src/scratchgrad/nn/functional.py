@@ -1123,10 +1123,14 @@ def batch_norm(
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.shape}")
+    if training and eps <= 0:  # (PyTorch's checks and words: a zero variance would divide by 0)
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     channels = input.shape[1]
     dims = (0, *range(2, input.ndim))
     if training:
-        count = input.numel() // channels
+        count = math.prod(input.shape[d] for d in dims)  # (of no channels too)
         if count == 1:  # (an empty batch passes and leaves the running statistics, as PyTorch's)
             raise ValueError(
                 "Expected more than 1 value per channel when training, got input size "

@@ -290,6 +290,13 @@ class RNNBase(Module):
         return text
 
 
+def _check_no_projection(proj_size: object) -> None:
+    if proj_size is not None:
+        raise ValueError(
+            f"proj_size argument is only supported for LSTM, not RNN or GRU (got {proj_size})"
+        )
+
+
 def _check_sizes(mode: str, hidden_size: int, num_layers: int, dropout: float, proj_size: int):
     if not 0 <= dropout <= 1:
         raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
@@ -341,7 +348,10 @@ class RNN(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        *,
+        proj_size: int | None = None,  # (LSTM's only: given here, even 0, PyTorch's ValueError)
     ) -> None:
+        _check_no_projection(proj_size)
         self.nonlinearity = nonlinearity
         super().__init__(
             _rnn_mode(nonlinearity),
@@ -415,7 +425,10 @@ class GRU(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        *,
+        proj_size: int | None = None,  # (LSTM's only: given here, even 0, PyTorch's ValueError)
     ) -> None:
+        _check_no_projection(proj_size)
         super().__init__(
             "GRU",
             input_size,

@@ -515,8 +515,13 @@ class Upsample(Module):
     ) -> None:
         super().__init__()
         self.size = size
-        if isinstance(scale_factor, Sequence):
+        if isinstance(scale_factor, tuple):
             self.scale_factor = tuple(float(factor) for factor in scale_factor)
+        elif isinstance(scale_factor, Sequence):  # (PyTorch's reads a list with float())
+            raise TypeError(
+                f"Upsample: scale_factor must be a number or a tuple of numbers, not "
+                f"{type(scale_factor).__name__} ({scale_factor})"
+            )
         else:
             self.scale_factor = float(scale_factor) if scale_factor else None
         self.mode, self.align_corners = mode, align_corners
