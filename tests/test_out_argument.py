@@ -266,6 +266,32 @@ def test_histc_writes_an_out_that_requires_grad_as_torch(lib, leaf):
     assert (out.grad_fn is None) == leaf
 
 
+# histc(x, ..., out=part of x): (bins, min, max, the out as a part of x's memory)
+HISTC_OVER_ITS_INPUT = {
+    "its first entries, own range": (4, 0, 0, lambda x: x[:4]),
+    "its last entries, own range": (3, 0, 0, lambda x: x[3:]),
+    "every third entry": (2, 0, 4, lambda x: x[::3]),
+    "the input itself": (4, 0, 4, lambda x: x),
+    "a column": (2, 0, 4, lambda x: x.view(3, 2)[:, 0][:2]),
+}
+
+
+@pytest.mark.parametrize("name", HISTC_OVER_ITS_INPUT)
+def test_histc_into_its_own_input_counts_as_pytorchs(name):
+    """PyTorch's histc takes the range of the input, then zeroes its out, then counts the
+    input: an out over the input's memory counts zeros there (the counts of the input as it
+    was, here)."""
+    bins, low, high, part = HISTC_OVER_ITS_INPUT[name]
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor([1.0, 2.0, 2.0, 3.0, 0.5, 4.0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (out=x: resized)
+            counts = lib.histc(x, bins, low, high, out=part(x))
+        results.append((counts.tolist(), x.tolist()))
+    assert results[0] == results[1]
+
+
 # calls of module functions that PyTorch gives no out= (with these arguments), each with an
 # out of its result's dtype
 NO_OUT_CALLS = {

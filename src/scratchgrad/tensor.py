@@ -6567,9 +6567,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return Tensor._make(out.astype(dtype))
 
 
-@takes_out
 @names_bad_arguments
-def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+def histc(
+    input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out: Any = None
+) -> Tensor:
     """A histogram of the entries of ``input`` in ``bins`` equal bins from ``min`` to ``max``,
     as ``torch.histc``; entries outside are left out, and ``min == max`` means the entries'
     own range. Floating inputs only; the counts have ``input``'s dtype.
@@ -6587,7 +6588,15 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         )
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
-    return Tensor._make(_call(_histogram, input.array, bins, min, max))
+    if isinstance(out, Tensor) and xp.may_share_memory(out.array, input.array):
+        # PyTorch's kernel takes the range, then zeroes out, and only then counts the input:
+        # where out lies over it, it counts zeros there
+        min, max = _histogram_range(input.array, min, max)
+        array = input.array  # (as it was: out=input itself is resized)
+        write_out("histc", Tensor._make(xp.zeros(bins, input.array.dtype)), out)
+        return write_out("histc", Tensor._make(_call(_histogram, array, bins, min, max)), out)
+    result = Tensor._make(_call(_histogram, input.array, bins, min, max))
+    return result if out is None else write_out("histc", result, out)
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -6931,13 +6940,27 @@ def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
 
 
 def _histogram(array: Any, bins: int, low: float, high: float) -> Any:
-    """histc on an array: ``array``'s range where ``low == high`` (widened by one each way
-    where that is a point too), bins found as PyTorch does, ``(x - low) * bins / (high - low)``
-    rounded down, with ``high`` itself in the last bin."""
+    """histc on an array: in ``_histogram_range``, bins found as PyTorch does, ``(x - low) *
+    bins / (high - low)`` rounded down, with ``high`` itself in the last bin."""
     xp = namespace(array)
+    x = _counted(array)
+    low, high = _histogram_range(array, low, high)
+    x = x[(x >= low) & (x <= high)]
+    position = ((x - low) * bins / (high - low)).astype(backend.int64)
+    counts = xp.bincount(xp.minimum(position, bins - 1), minlength=bins)
+    return counts.astype(array.dtype)
+
+
+def _counted(array: Any) -> Any:
+    """The entries histc counts: flat, float16 and bfloat16 in float32."""
     x = array.reshape(-1)
-    if x.dtype.itemsize < 4:  # float16 and bfloat16 count in float32
-        x = x.astype(xp.float32)
+    return x.astype(namespace(array).float32) if x.dtype.itemsize < 4 else x
+
+
+def _histogram_range(array: Any, low: float, high: float) -> tuple:
+    """histc's range: ``array``'s own where ``low == high`` (widened by one each way where
+    that is a point too), checked as PyTorch's."""
+    x = _counted(array)
     low, high = x.dtype.type(low), x.dtype.type(high)
     if low == high and x.size:
         low, high = x.min(), x.max()
@@ -6947,10 +6970,7 @@ def _histogram(array: Any, bins: int, low: float, high: float) -> Any:
         raise RuntimeError(f"histc: range of [{low}, {high}] is not finite")
     if low > high:
         raise RuntimeError(f"histc: max must be larger than min, but got min {low}, max {high}")
-    x = x[(x >= low) & (x <= high)]
-    position = ((x - low) * bins / (high - low)).astype(backend.int64)
-    counts = xp.bincount(xp.minimum(position, bins - 1), minlength=bins)
-    return counts.astype(array.dtype)
+    return low, high
 
 
 class Size(tuple):
