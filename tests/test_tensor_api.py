@@ -312,6 +312,14 @@ SHAPE_METHODS = {
     "tile_varargs": lambda x: x.tile(2, 1),
     "tile_int": lambda x: x.tile(2),
     "tile_keyword": lambda x: x.tile(dims=(2, 1, 1, 1)),
+    # PyTorch's keyword names (each raised TypeError: an unexpected keyword)
+    "reshape_keyword": lambda x: x.reshape(shape=(4, 6)),
+    "view_keyword": lambda x: x.view(size=[6, 4]),
+    "permute_keyword": lambda x: x.permute(dims=(2, 0, 1)),
+    "expand_keyword": lambda x: x[:, :1].expand(size=(2, 5, 4)),
+    "repeat_keyword": lambda x: x.repeat(repeats=(1, 2, 1)),
+    "new_zeros_keyword": lambda x: x + x.new_zeros(size=(3, 4)),
+    "new_ones_keyword": lambda x: x * x.new_ones(size=(4,)),
     "permute": lambda x: x.permute(2, 0, 1),
     "permute_tuple": lambda x: x.permute((1, 2, 0)),
     "transpose": lambda x: x.transpose(0, 2),
@@ -344,11 +352,14 @@ def test_shape_methods_match_torch_with_gradients(name):
         lambda x: x.tile(2, dims=(2,)),
         lambda x: x.tile(),
         lambda x: x.squeeze(0, dim=1),
+        lambda x: x.expand(2, 3, size=(2, 3)),
+        lambda x: x.repeat(1, 2, repeats=(1, 2)),
+        lambda x: x.new_zeros(2, size=(2,)),
     ],
 )
 def test_sizes_given_twice_or_not_at_all_raise_torchs_type_error(call):
     for m in (sg, torch):
-        with pytest.raises(TypeError, match=r"broadcast_to|tile|squeeze"):
+        with pytest.raises(TypeError, match=r"broadcast_to|tile|squeeze|expand|repeat|new_zeros"):
             call(m.ones(1, 3))
 
 

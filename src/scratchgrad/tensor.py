@@ -3588,11 +3588,13 @@ class Tensor:
 
     # ---- movement ---------------------------------------------------------------------------
 
-    def reshape(self, *shape: Any) -> Tensor:
-        shape = as_shape(shape)
+    def reshape(self, *sizes: Any, shape: Sequence[int] | None = None) -> Tensor:
+        if shape is not None:  # (the keyword form, as PyTorch's)
+            sizes = _given_once("reshape", "shape", sizes, shape)
+        shape = as_shape(sizes)
         return movement.Reshape.apply(self, shape=shape)  # a new tensor, as PyTorch's
 
-    def view(self, *shape: Any, dtype: Any = None) -> Tensor:
+    def view(self, *shape: Any, dtype: Any = None, size: Sequence[int] | None = None) -> Tensor:
         """The same memory in another shape, as ``torch.Tensor.view``: where the strides of a
         view (a transpose, a strided slice) make that impossible it raises, as PyTorch does;
         ``reshape`` copies instead. ``view(dtype)`` reads the same bytes as another dtype
@@ -3604,6 +3606,8 @@ class Tensor:
         >>> sg.tensor([1.0, -2.0]).view(sg.int32)
         tensor([ 1065353216, -1073741824], dtype=scratchgrad.int32)
         """
+        if size is not None:
+            shape = _given_once("view", "size", shape, size)
         if dtype is None and len(shape) == 1 and isinstance(shape[0], xp.dtype):
             dtype = shape[0]
         if dtype is not None:
@@ -3793,9 +3797,11 @@ class Tensor:
             out, f"SqueezeBackward{0 if dim is None else 1 if isinstance(dim, int) else 2}"
         )
 
-    def permute(self, *dims: Any) -> Tensor:
+    def permute(self, *order: Any, dims: Sequence[int] | None = None) -> Tensor:
+        if dims is not None:  # (the keyword form, as PyTorch's)
+            order = _given_once("permute", "dims", order, dims)
         n = self.array.ndim
-        dims = _dims(as_shape(dims), n)
+        dims = _dims(as_shape(order), n)
         if len(dims) != n or sorted(dims) != list(range(n)):
             raise RuntimeError(
                 f"permute: {dims} is not a permutation of the dims of {self.array.shape}"
@@ -3842,9 +3848,9 @@ class Tensor:
             order.insert(to, moved)
         return self.permute(*order)
 
-    def expand(self, *sizes: Any) -> Tensor:
-        """Broadcast to ``sizes`` without copying; -1 keeps a dim's size."""
-        shape = as_shape(sizes)
+    def expand(self, *sizes: Any, size: Sequence[int] | None = None) -> Tensor:
+        """Broadcast to ``sizes`` (or ``size``) without copying; -1 keeps a dim's size."""
+        shape = as_shape(sizes if size is None else _given_once("expand", "size", sizes, size))
         if -1 in shape:
             lead = len(shape) - self.array.ndim
             shape = tuple(self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
@@ -3853,9 +3859,11 @@ class Tensor:
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(other.shape)
 
-    def repeat(self, *repeats: Any) -> Tensor:
+    def repeat(self, *counts: Any, repeats: Sequence[int] | None = None) -> Tensor:
         """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
-        repeats = as_shape(repeats)
+        if repeats is not None:
+            counts = _given_once("repeat", "repeats", counts, repeats)
+        repeats = as_shape(counts)
         if len(repeats) < self.array.ndim:
             raise RuntimeError(
                 f"repeat: Number of dimensions of repeat dims ({len(repeats)}) can not be "
@@ -4900,15 +4908,24 @@ class Tensor:
 
     # ---- new tensors like this one ----------------------------------------------------------
 
-    def new_zeros(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
+    def new_zeros(
+        self, *sizes: Any, size: Any = None, dtype=None, device=None, requires_grad=False
+    ) -> Tensor:
         """Zeros of ``size`` with this tensor's dtype and device (unless others are given)."""
-        return self._new("zeros", size, (), dtype, device, requires_grad)
+        sizes = _given_once("new_zeros", "size", sizes, size)
+        return self._new("zeros", sizes, (), dtype, device, requires_grad)
 
-    def new_ones(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
-        return self._new("ones", size, (), dtype, device, requires_grad)
+    def new_ones(
+        self, *sizes: Any, size: Any = None, dtype=None, device=None, requires_grad=False
+    ) -> Tensor:
+        sizes = _given_once("new_ones", "size", sizes, size)
+        return self._new("ones", sizes, (), dtype, device, requires_grad)
 
-    def new_empty(self, *size: Any, dtype=None, device=None, requires_grad=False) -> Tensor:
-        return self._new("empty", size, (), dtype, device, requires_grad)
+    def new_empty(
+        self, *sizes: Any, size: Any = None, dtype=None, device=None, requires_grad=False
+    ) -> Tensor:
+        sizes = _given_once("new_empty", "size", sizes, size)
+        return self._new("empty", sizes, (), dtype, device, requires_grad)
 
     def new_empty_strided(
         self, size: Sequence[int], stride: Sequence[int], *, dtype=None, device=None,
