@@ -66,3 +66,16 @@ def test_sixteen_bit_prod_multiplies_in_pytorchs_order(name, length, dtype):
         for lib in (sg, torch)
     ]
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_sixteen_bit_prod_of_all_under_vmap_is_pytorchs(dtype):
+    """Each member's product of all entries, in PyTorch's order (the batch dim is not one
+    of the runs: it raised ZeroDivisionError while the runs were read across it)."""
+    results = [
+        lib.func.vmap(lambda t: t[::2].prod())(lib.tensor(NEAR_ONE).to(getattr(lib, dtype)))
+        .float()
+        .numpy()
+        for lib in (sg, torch)
+    ]
+    np.testing.assert_array_equal(*results)

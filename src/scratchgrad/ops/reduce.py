@@ -492,9 +492,9 @@ def _sixteen_bit_product(x, carried=False):
     rounded. Along a dim of stride 1 its vectorized loop multiplies each block of 4 x 16
     entries into 64 running products, then those into 16 ((a * b) * (c * d)), then the 16
     lanes one by one, and that into the product so far, then the entries past the last whole
-    block one by one; along any other, in order. ``carried``: one product of all of x's rows,
-    each row's run of entries multiplied into the product of those before it (as PyTorch's
-    product of all entries reads a tensor of several runs at stride 1)."""
+    block one by one; along any other, in order. ``carried``: one product of all the rows of
+    x's last two dims, each row's run of entries multiplied into the product of those before
+    it (as PyTorch's product of all entries reads a tensor of several runs at stride 1)."""
     whole = x.shape[-1] - x.shape[-1] % (4 * _LANES)
     if whole and x.strides[-1] == x.itemsize:
         blocks = x[..., :whole].reshape(*x.shape[:-1], -1, 4, _LANES)
@@ -502,7 +502,7 @@ def _sixteen_bit_product(x, carried=False):
         with errstate(over="ignore", invalid="ignore"):  # (inf * 0: NaN, as PyTorch's)
             lanes = _rounded_product((a * b) * (c * d))
         x = namespace(x).concatenate([lanes[..., None], x[..., whole:]], axis=-1)
-    return _rounded_product(x.reshape(-1) if carried else x)
+    return _rounded_product(x.reshape(*x.shape[:-2], -1) if carried else x)
 
 
 def _rounded_product(x):
@@ -541,7 +541,8 @@ class ProdOfAll(Prod):
             return Prod.forward(ctx, x, dim)
         ctx.save_for_backward(x)
         ctx.dim, ctx.keepdim = dim, False
-        return _sixteen_bit_product(x.reshape(-1, run or 1), carried=True)
+        runs = namespace(x).moveaxis(x, dim, -1)  # (vmap puts a batch dim in front)
+        return _sixteen_bit_product(runs.reshape(*runs.shape[:-1], -1, run or 1), carried=True)
 
     @staticmethod
     def backward(ctx, grad):
