@@ -705,7 +705,8 @@ else:
     _SCALES_FIRST = {"addmm", "addmv", "addr", "addbmm", "baddbmm"}
 
     def _numbers_first(input, args) -> bool:
-        return isinstance(input, _numbers.Number) or (args and isinstance(args[0], _numbers.Number))
+        first_of_args = args[0] if args else None
+        return isinstance(input, _numbers.Number) or isinstance(first_of_args, _numbers.Number)
 
     def _scales_after_input(name: str, beta, args: tuple) -> tuple:
         """The deprecated ``torch.addmm(beta, input, [alpha,] mat1, mat2)`` as the method's
