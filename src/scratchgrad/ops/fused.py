@@ -411,7 +411,9 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps):
         axes, count = tuple(range(-dims, 0)), _count(x.shape, dims)
-        y = x - _sum(x, axes, True) / count
+        # row-major whatever x's layout, as PyTorch's (its kernel reads x made contiguous): a
+        # 16-bit linear after it rounds as addmm then, not as a strided input's matmul
+        y = namespace(x).ascontiguousarray(x - _sum(x, axes, True) / count)
         rstd = 1 / namespace(x).sqrt(_sum(y * y, axes, True) / count + eps)
         y *= rstd
         # (the bias only as PyTorch's saves it too: a change in place raises)

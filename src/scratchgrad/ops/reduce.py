@@ -687,6 +687,13 @@ def softmax(x, dim):
     return out
 
 
+def _row_major(out):
+    """``out`` laid out row-major, as PyTorch's softmax and log_softmax leave their results
+    whatever their input's layout (their kernels read it made contiguous): a 16-bit linear
+    after them rounds as addmm then, not as a strided input's matmul."""
+    return namespace(out).ascontiguousarray(out)
+
+
 class Softmax(Function):
     """Fused for stability and speed (PyTorch's _softmax): one node instead of log_softmax then
     exp; the gradient ``out * (grad - sum(grad * out))`` needs only the result. A 16-bit input
@@ -695,7 +702,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        out = rounded(softmax(widened(x), dim), x.dtype)
+        out = _row_major(rounded(softmax(widened(x), dim), x.dtype))
         ctx.save_for_backward(out)
         ctx.dim = tuple(d - x.ndim for d in dim)  # from the end, as SoftmaxGrad takes it
         return out
@@ -757,6 +764,7 @@ class LogSoftmax(Function):
             out = _log_softmax_16_bit_last_dim(x)
         else:
             out = rounded(log_softmax(widened(x), dim), x.dtype)
+        out = _row_major(out)
         ctx.save_for_backward(out)
         ctx.dim = dim
         return out
