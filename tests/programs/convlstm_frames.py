@@ -92,13 +92,13 @@ def build():
     return ConvLSTM()
 
 
-def train(model, steps=8, frames=5):
+def train(model, steps=6, frames=4):
     rng = np.random.default_rng(0)
     criterion = nn.MSELoss()
     optimizer = torch.optim.RMSprop(model.parameters(), lr=3e-3)
     losses = []
     for step in range(steps):
-        video = torch.from_numpy(moving_squares(rng, 8, frames + 1))
+        video = torch.from_numpy(moving_squares(rng, 4, frames + 1))
         predictions, _ = model(video[:, :-1])
         loss = criterion(predictions, video[:, 1:])
         optimizer.zero_grad()

@@ -31,7 +31,7 @@ class PixelCNN(nn.Module):
         super().__init__()
         self.input = MaskedConv2d("A", 1, channels, 5, padding=2, bias=False)
         self.hidden = nn.ModuleList(
-            [MaskedConv2d("B", channels, channels, 3, padding=1) for _ in range(layers)]
+            [MaskedConv2d("B", channels, channels, 3, padding=1, bias=False) for _ in range(layers)]
         )
         self.norms = nn.ModuleList([nn.BatchNorm2d(channels) for _ in range(layers)])
         self.output = nn.Conv2d(channels, 1, 1)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 def conv_block(in_channels, out_channels):
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, 3, padding=1),
+        nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
         nn.BatchNorm2d(out_channels),
         nn.ReLU(),
         nn.MaxPool2d(2),
@@ -46,7 +46,7 @@ def episode(rng, class_images, n_way, n_shot, n_query):
     classes = rng.choice(len(class_images), n_way, replace=False)
 
     def draw(n):
-        noise = 0.4 * rng.standard_normal((n_way, n, 1, 8, 8))
+        noise = 1.0 * rng.standard_normal((n_way, n, 1, 8, 8))
         return (class_images[classes][:, None] + noise).reshape(n_way * n, 1, 8, 8)
 
     support, query = draw(n_shot), draw(n_query)
