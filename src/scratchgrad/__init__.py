@@ -572,7 +572,7 @@ else:
 
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
-    from scratchgrad.tensor import _invalid_combination
+    from scratchgrad.tensor import invalid_combination
     from scratchgrad.tensor import takes_out as _takes_out
     from scratchgrad.tensor import write_out as _write_out
 
@@ -713,7 +713,7 @@ else:
         ``input.addmm(beta, [alpha,] mat1, mat2)``, which warns; ``torch.addmm(input, beta,
         ...)`` is no overload of the function, as PyTorch's."""
         if not isinstance(beta, _numbers.Number) or not args or not isinstance(args[0], Tensor):
-            raise _invalid_combination(name, beta, *args)
+            raise invalid_combination(name, beta, *args)
         return args[0], (beta, *args[1:])
 
     def _takes_a_tensor(function, name: str):

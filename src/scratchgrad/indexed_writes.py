@@ -21,7 +21,7 @@ from scratchgrad.autograd.capture_hook import call
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace
 from scratchgrad.ops import movement
-from scratchgrad.tensor import Tensor, _named, broadcast_shapes, cat, takes_out, wrap_dim
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, named_backward, takes_out, wrap_dim
 
 # PyTorch's names of dtypes in the errors these ops share with it ("but got Float")
 _TORCH_NAMES = {
@@ -498,7 +498,7 @@ def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
             f"start ({start + size if start < 0 else start}) + length ({length}) exceeds "
             f"dimension size ({size})."
         )
-    return _named(self.narrow(dim, start, length).clone(), "NarrowCopyBackward0")
+    return named_backward(self.narrow(dim, start, length).clone(), "NarrowCopyBackward0")
 
 
 Tensor.index_put = index_put

@@ -488,7 +488,7 @@ class Tensor:
         n = self.array.ndim
         if n < 2:
             raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.array.shape}")
-        return _named(
+        return named_backward(
             movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2)), "TransposeBackward0"
         )
 
@@ -3793,7 +3793,7 @@ class Tensor:
             *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
         )
         # PyTorch's three forms: squeeze(), squeeze(int), squeeze(tuple)
-        return _named(
+        return named_backward(
             out, f"SqueezeBackward{0 if dim is None else 1 if isinstance(dim, int) else 2}"
         )
 
@@ -3815,7 +3815,7 @@ class Tensor:
             dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         else:
             _dims((dim0, dim1), 0)
-        return _named(self.permute(*dims), "TransposeBackward0")
+        return named_backward(self.permute(*dims), "TransposeBackward0")
 
     def t(self) -> Tensor:
         if self.array.ndim > 2:
@@ -3823,7 +3823,7 @@ class Tensor:
                 f"t() expects a tensor with <= 2 dimensions, but self is {self.array.ndim}D"
             )
         # (a new view even of fewer than 2 dims, as PyTorch's)
-        return _named(self.permute(*reversed(range(self.array.ndim))), "TBackward0")
+        return named_backward(self.permute(*reversed(range(self.array.ndim))), "TBackward0")
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         """The dims ``source`` (an int or a sequence) moved to ``destination``, the others
@@ -3878,7 +3878,7 @@ class Tensor:
         # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
         # tiled (each merged pair has a count or a size of 1)
         out = out.clone() if builtins.all(1 in pair for pair in zip(repeats, shape)) else out
-        return _named(out, "RepeatBackward0")
+        return named_backward(out, "RepeatBackward0")
 
     def fliplr(self) -> Tensor:
         return self.flip(1)
@@ -4060,7 +4060,7 @@ class Tensor:
             out = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
         else:
             out = self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
-        return _named(out, "IndexSelectBackward0")
+        return named_backward(out, "IndexSelectBackward0")
 
     def index_add(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
         """This tensor with ``alpha * source`` added at the positions ``index`` (a vector of
@@ -5845,7 +5845,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
         raise RuntimeError(
             f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
         )
-    result = _named(cat([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0")
+    result = named_backward(cat([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0")
     return result if out is None else _joined_out("stack", result, out, tensors)
 
 
@@ -6699,7 +6699,9 @@ def _at_least(t: Tensor, ndim: int) -> Tensor:
     shape += (1,) * (ndim - len(shape))
     if shape == t.shape:
         return t
-    return t.reshape(shape) if t.ndim == 0 else _named(t.reshape(shape), "UnsqueezeBackward0")
+    return (
+        t.reshape(shape) if t.ndim == 0 else named_backward(t.reshape(shape), "UnsqueezeBackward0")
+    )
 
 
 def _without(shape: tuple, dim: int) -> tuple:
@@ -8125,14 +8127,14 @@ def _not_to_change(views: tuple, name: str) -> tuple:
     a change of one in place that a graph would record (``_record_in_place``) is refused, and
     so is a backward through one whose base such a change moved (``_take_view_again``)."""
     for output, view in enumerate(views):
-        _named(view, f"{name}Backward0")
+        named_backward(view, f"{name}Backward0")
         # (under no_grad they are views taken under no_grad: see note_view)
         if _state.enabled and hasattr(view, "_view") and not hasattr(view, "_no_grad_view"):
             view._multi_output = (output, name)
     return views
 
 
-def _named(out: Tensor, name: str) -> Tensor:
+def named_backward(out: Tensor, name: str) -> Tensor:
     """``out``, just made by a primitive that serves several ops (Permute: permute, transpose,
     t), its node named as PyTorch's node of the op ``name`` (``TransposeBackward0``)."""
     if out._ctx is not None:
@@ -8564,7 +8566,7 @@ def _scale_first(name: str, keyword: str, scale: Any, *operands: Any) -> tuple:
     ('other', 2)
     """
     if not isinstance(scale, numbers.Number) or len(operands) != (2 if keyword == "value" else 1):
-        raise _invalid_combination(name, scale, *operands)
+        raise invalid_combination(name, scale, *operands)
     warnings.warn(
         f"This overload of {name} is deprecated: {name}(Number {keyword}, Tensor ...); pass "
         f"{keyword} as a keyword, {name}(..., {keyword}={keyword})",
@@ -8591,7 +8593,7 @@ def _scales_first(name: str, operands: str, args: tuple, beta: Any, alpha: Any) 
         or not builtins.all(isinstance(t, Tensor) for t in args[-2:])
         or (beta, alpha) != (1, 1)
     ):
-        raise _invalid_combination(name, *args)
+        raise invalid_combination(name, *args)
     first, second = _OPERANDS[operands]
     numbers_given = ", ".join(f"Number {s}" for s in ("beta", "alpha")[: len(scales)])
     warnings.warn(
@@ -8612,7 +8614,7 @@ def _number_other_and_alpha(name: str, other: Any, number_alpha: tuple, alpha: A
     if not number_alpha:
         return other, alpha
     if alpha != 1 or len(number_alpha) > 1 or not _reads_as_number(other):
-        raise _invalid_combination(name, other, *number_alpha)
+        raise invalid_combination(name, other, *number_alpha)
     return number_argument(name, "other", other), number_argument(name, "alpha", *number_alpha)
 
 
@@ -8625,11 +8627,11 @@ def _other_and_alpha(name: str, other: Any, legacy: tuple, alpha: Any) -> tuple:
         return other, alpha
     deprecated = _reads_as_number(other) and isinstance(legacy[0], Tensor | numbers.Number)
     if alpha != 1 or not deprecated:
-        raise _invalid_combination(name, other, *legacy)
+        raise invalid_combination(name, other, *legacy)
     return _scale_first(name, "alpha", number_argument(name, "alpha", other), *legacy)
 
 
-def _invalid_combination(name: str, *arguments: Any) -> TypeError:
+def invalid_combination(name: str, *arguments: Any) -> TypeError:
     """PyTorch's TypeError for arguments that fit none of the overloads of ``name``."""
     given = ", ".join(type(a).__name__ for a in arguments)
     return TypeError(f"{name}() received an invalid combination of arguments - got ({given})")

@@ -691,7 +691,7 @@ def _row_major(out):
     """``out`` laid out row-major, as PyTorch's softmax and log_softmax leave their results
     whatever their input's layout (their kernels read it made contiguous): a 16-bit linear
     after them rounds as addmm then, not as a strided input's matmul."""
-    return namespace(out).ascontiguousarray(out)
+    return out if out.flags.c_contiguous else out.copy(order="C")  # (0-d stays 0-d)
 
 
 class Softmax(Function):
