@@ -45,7 +45,7 @@ from scratchgrad.autograd.function import ConjugateSaved, Function, as_saved
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import accumulation_dtype, cast, namespace, ndarray, xp
 from scratchgrad.ops.matmul import MatMul, _product
-from scratchgrad.ops.reduce import _row_starts, _sum, log_softmax
+from scratchgrad.ops.reduce import _row_starts, _sum, log_softmax, row_major
 from scratchgrad.ops.special import erf
 
 
@@ -411,9 +411,7 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, dims, eps):
         axes, count = tuple(range(-dims, 0)), _count(x.shape, dims)
-        # row-major whatever x's layout, as PyTorch's (its kernel reads x made contiguous): a
-        # 16-bit linear after it rounds as addmm then, not as a strided input's matmul
-        y = namespace(x).ascontiguousarray(x - _sum(x, axes, True) / count)
+        y = row_major(x - _sum(x, axes, True) / count)
         rstd = 1 / namespace(x).sqrt(_sum(y * y, axes, True) / count + eps)
         y *= rstd
         # (the bias only as PyTorch's saves it too: a change in place raises)

@@ -687,10 +687,10 @@ def softmax(x, dim):
     return out
 
 
-def _row_major(out):
-    """``out`` laid out row-major, as PyTorch's softmax and log_softmax leave their results
-    whatever their input's layout (their kernels read it made contiguous): a 16-bit linear
-    after them rounds as addmm then, not as a strided input's matmul."""
+def row_major(out):
+    """``out`` laid out row-major, as PyTorch's softmax, log_softmax and layer_norm leave
+    their results whatever their input's layout (their kernels read it made contiguous): a
+    16-bit linear after them rounds as addmm then, not as a strided input's matmul."""
     return out if out.flags.c_contiguous else out.copy(order="C")  # (0-d stays 0-d)
 
 
@@ -702,7 +702,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        out = _row_major(rounded(softmax(widened(x), dim), x.dtype))
+        out = row_major(rounded(softmax(widened(x), dim), x.dtype))
         ctx.save_for_backward(out)
         ctx.dim = tuple(d - x.ndim for d in dim)  # from the end, as SoftmaxGrad takes it
         return out
@@ -764,7 +764,7 @@ class LogSoftmax(Function):
             out = _log_softmax_16_bit_last_dim(x)
         else:
             out = rounded(log_softmax(widened(x), dim), x.dtype)
-        out = _row_major(out)
+        out = row_major(out)
         ctx.save_for_backward(out)
         ctx.dim = dim
         return out
