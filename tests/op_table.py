@@ -1738,6 +1738,10 @@ OPS = [
         ),
         shapes="image",
         check_shapes=((2, 2, 3, 4),),
+        # through the grid, the input's gradient sums the cubic weights' slopes times pixels:
+        # a small entry can be the difference of large ones (float32: 1.4e-5 off at 0.032,
+        # next to 8.6, in a drawn example)
+        normwise=True,
     ),
     Op(
         "grid_sample_3d",
