@@ -26,8 +26,11 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# One worker per core (pytest-xdist), each with one BLAS and one OpenMP thread: idle BLAS and
+# PyTorch threads spin, so two threaded workers on two cores took as long as one (869 s
+# against 537 s for the suite).
 test: lint
-	$(PY) -m pytest
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -n auto --dist worksteal
 
 bench: $(VENV)/.bench
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) benchmarks/run.py
