@@ -218,6 +218,11 @@ MOVEMENT = {
     "index list": lambda lib, x: x[[1, 0, 1]],
     "index tensor": lambda lib, x: x[:, lib.tensor([[0, 2], [1, 1]])],
     "index meta tensor": lambda lib, x: x[lib.zeros(4, dtype=lib.int64, device="meta")],
+    # indices that leave dims after them untouched (carried over, not looped over)
+    "index two dims": lambda lib, x: x[None].expand(4, 2, 3)[[0, 3], 1],
+    "index after None": lambda lib, x: x[None, [1, 0]],
+    "bool scalar": lambda lib, x: x[True],
+    "ellipsis and list": lambda lib, x: x[..., [0, 2]],
     "flip": lambda lib, x: x.flip(0),
     "pad": lambda lib, x: lib.nn.functional.pad(x, (1, 2)),
     "tril": lambda lib, x: x.tril(),

@@ -128,12 +128,11 @@ class MetaArray(NDArrayOperatorsMixin):
         )
 
     def __getitem__(self, index: Any) -> MetaArray:
-        # the result's dtype is always the array's; its shape is that of the same index into
-        # an array of zero-byte elements (which costs nothing, however many it selects)
-        return MetaArray(numpy.shape(_zero_bytes(self)[_index(index)]), self.dtype)
+        # the result's dtype is always the array's
+        return MetaArray(_indexed_shape(self.shape, _index(index)), self.dtype)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        _zero_bytes(self)[_index(index)]  # a write does nothing; a bad index still raises
+        _indexed_shape(self.shape, _index(index))  # a write does nothing; a bad index raises
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NO_DATA)
@@ -198,12 +197,36 @@ def _zero_strided(array: MetaArray) -> numpy.ndarray:
     return numpy.broadcast_to(numpy.zeros((), array.dtype), array.shape)
 
 
-def _zero_bytes(array: MetaArray) -> numpy.ndarray:
-    """A NumPy array of ``array``'s shape with zero-byte elements (``dtype([])``): whatever
-    indexing it selects, the result holds no memory."""
-    return numpy.lib.stride_tricks.as_strided(
-        numpy.zeros(1, numpy.dtype([])), array.shape, (0,) * array.ndim, writeable=False
+def _indexed_shape(shape: tuple[int, ...], index: Any) -> tuple[int, ...]:
+    """The shape of ``index`` applied to an array of ``shape``: NumPy's, on an array of
+    zero-byte elements (``dtype([])``), which holds no memory whatever the index selects.
+    NumPy still loops over the selected elements, so the dims after those the index reaches,
+    which it only carries over to the end of the result, are cut to 1 there and put back
+    after (a (2**20, 2**20) array indexed by 2**20 rows took 28 s).
+
+    >>> _indexed_shape((10**6, 10**6, 3), ([1, 2, 3], slice(None, 5)))
+    (3, 5, 3)
+    """
+    parts = index if isinstance(index, tuple) else (index,)
+    reached = len(shape) if any(p is Ellipsis for p in parts) else sum(map(_dims_reached, parts))
+    carried = shape[reached:] if reached < len(shape) else ()
+    cut = shape[: len(shape) - len(carried)] + (1,) * len(carried)
+    zero_bytes = numpy.lib.stride_tricks.as_strided(
+        numpy.zeros(1, numpy.dtype([])), cut, (0,) * len(cut), writeable=False
     )
+    selected = numpy.shape(zero_bytes[index])
+    return selected[: len(selected) - len(carried)] + carried
+
+
+def _dims_reached(part: Any) -> int:
+    """How many of an array's dims one part of an index reaches: a boolean mask its own
+    number of dims (none for a Python or 0-d bool), ``None`` none, any other part one."""
+    if part is None:
+        return 0
+    if isinstance(part, (bool, numpy.bool_, list, numpy.ndarray)):
+        array = numpy.asarray(part)
+        return array.ndim if array.dtype == numpy.bool_ else 1
+    return 1
 
 
 def _small(array: MetaArray) -> numpy.ndarray:
