@@ -323,12 +323,27 @@ def test_an_in_place_comparison_gives_both_operands_pytorchs_zero_gradient(name,
     assert ours == _flags_and_gradients(torch, name, start, dtype)
 
 
+@pytest.mark.parametrize("start", ["plain", "result"])
 @pytest.mark.parametrize("name", ["logical_and_", "logical_or_", "logical_xor_"])
-def test_a_logical_op_in_place_leaves_a_plain_tensor_outside_any_graph_as_pytorchs(name):
-    """PyTorch records nothing for a logical op; ours turned a plain tensor, changed with one
-    that requires grad, into a leaf that requires grad. (A result's gradient path is cut,
-    where PyTorch's keeps the old one: the README says why.)"""
-    assert _flags_and_gradients(sg, name, "plain") == _flags_and_gradients(torch, name, "plain")
+def test_a_logical_op_in_place_leaves_the_history_as_pytorchs(name, start):
+    """PyTorch records nothing for a logical op: a plain tensor stays outside any graph, and a
+    result keeps its node, its gradient flowing through the old one. Ours turned a plain
+    tensor, changed with one that requires grad, into a leaf that requires grad, and so a
+    result too, whose backward then stopped there (``w.grad`` None)."""
+    assert _flags_and_gradients(sg, name, start) == _flags_and_gradients(torch, name, start)
+
+
+def test_a_logical_op_in_place_on_a_view_leaves_the_bases_history_as_pytorchs():
+    """Through a view, the base's gradient was cut where the view was written (zeros)."""
+
+    def gradient(lib):
+        w = lib.tensor([1.5, 0.0, 2.0], requires_grad=True)
+        h = w * 2
+        h[1:].logical_not_()
+        (h * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return h.tolist(), h._version, w.grad.tolist()
+
+    assert gradient(sg) == gradient(torch)
 
 
 @pytest.mark.parametrize("name", ["add_", "sub_", "mul_", "div_"])

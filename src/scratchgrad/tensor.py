@@ -1671,9 +1671,11 @@ class Tensor:
         the old value fails on the version check instead of using wrong numbers. When the
         memory belongs to a base (this tensor is a view, or ``index`` selects part of it), the
         base's history is rebased onto the change, as PyTorch's CopySlices does, and the view
-        is taken again from the new base; otherwise this tensor takes over the new node. A
-        tensor outside any graph changed by an op that records nothing (``logical_and_``, or
-        any op on an integer tensor) stays outside, as PyTorch's.
+        is taken again from the new base; otherwise this tensor takes over the new node. An
+        op that records nothing (``logical_and_``, or any op on an integer tensor) changes the
+        values and leaves the history as it was, as PyTorch's: a tensor outside any graph stays
+        outside, and one in a graph keeps its node (PyTorch's gradient then flows through the
+        old node as if nothing had changed; before, the tensor became a leaf).
         """
         base, steps = getattr(self, "_view", (self, ()))  # unset on tensors that are no view
         if index is not None:
@@ -1710,7 +1712,7 @@ class Tensor:
             _call(_assign, self.array, ... if index is None else index, out.array)
         except ValueError as error:  # a broadcast (expanded) view is read-only
             raise _write_error(name, self.array, error) from None
-        if not (out.requires_grad or base.requires_grad):
+        if not out.requires_grad:  # recorded nothing: the values change, the history stays
             increment_version(self)
             return self
         base._ctx, base._requires_grad = new_base._ctx, True
