@@ -1689,13 +1689,9 @@ class Tensor:
                 f"{name}: {what} that requires grad is being used in an in-place operation. "
                 "Wrap the update in scratchgrad.no_grad()"
             )
-        if getattr(base._ctx, "refuses_in_place", False):  # unset on all other nodes
-            raise RuntimeError(  # PyTorch's words (its BackwardHookFunction's outputs are views)
-                f"{name}: an output of a module's backward hooks (BackwardHookFunction) is a "
-                "view and is being modified inplace: the change would bypass the hooks, "
-                "leading to incorrect gradients. This behavior is forbidden. You can fix this "
-                "by cloning the output"
-            )
+        refusal = getattr(base._ctx, "refuses_in_place", None)  # unset on all other nodes
+        if refusal:  # an output that is a view its node's backward would bypass: why
+            raise RuntimeError(f"{name}: {refusal}")
         old_base = Tensor._make(_call(_copied, base.array), base._ctx)
         old_base._requires_grad = base._requires_grad
         old = old_base

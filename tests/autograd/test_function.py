@@ -541,3 +541,50 @@ def test_once_differentiable_runs_backward_once_and_refuses_a_second_order():
         RuntimeError, match="Cube: trying to differentiate twice.*once_differentiable"
     ):
         g.sum().backward()
+
+
+@pytest.mark.parametrize("returned", ["the input as it came", "a view of the input"])
+@pytest.mark.parametrize(
+    "change", [lambda y: y.mul_(3), lambda y: y.zero_(), lambda y: y[0:1].add_(1)]
+)
+def test_an_output_sharing_an_inputs_memory_refuses_an_in_place_change_as_pytorchs(
+    returned, change
+):
+    """Changed in place, the output changed the input too, and so the value its backward
+    read: ``x.grad`` came back [9, 18] for ``mul_(3)``, where [3, 6] is the derivative.
+    PyTorch refuses the change; so does ours now, before it writes anything."""
+    for lib in (sg, torch):
+
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x if returned == "the input as it came" else x[:]
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = Scale.apply(x * 1)
+        with pytest.raises(RuntimeError, match=r"Output 0 of \w+ is a view"):
+            change(y)
+        assert y.tolist() == [1.0, 2.0]
+        y.sum().backward()
+        assert x.grad.tolist() == [1.0, 2.0]
+
+
+def test_an_output_made_anew_may_change_in_place():
+    class Double(sg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = sg.tensor([1.0, 2.0], requires_grad=True)
+    Double.apply(x * 1).mul_(3).sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0]

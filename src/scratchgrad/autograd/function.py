@@ -619,13 +619,32 @@ def _on_tensors(forward: Callable) -> Callable:
             ctx._non_differentiable = tuple(map(_array_of, ctx._non_differentiable))
         if ctx._dirty:
             ctx._dirty = tuple(map(_array_of, ctx._dirty))
-        if isinstance(out, tuple):
+        if isinstance(out, tuple):  # (each comes back a copy: see _several_outputs)
             return tuple(map(_array_of, out))
         if ctx._dirty:  # a single output: marked for apply, whose fast path tests no ctx
             return Dirty(_array_of(out))
-        return _array_of(out)
+        out = _array_of(out)
+        if _a_view_of_an_input(out, args):
+            ctx.refuses_in_place = (  # PyTorch's words
+                f"Output 0 of {type(ctx).__name__} is a view and is being modified inplace. "
+                "This view was created inside a custom Function (or because an input was "
+                "returned as-is) and the autograd logic to handle view+inplace would override "
+                "the custom backward associated with the custom Function, leading to incorrect "
+                "gradients. This behavior is forbidden. You can fix this by cloning the output "
+                "of the custom Function."
+            )
+        return out
 
     return forward_on_tensors
+
+
+def _a_view_of_an_input(out: Any, args: tuple) -> bool:
+    """Whether a user's forward returned an input as it came, or a view of one: changed in
+    place, it would change the input too, and the values ``backward`` reads."""
+    if type(out) not in _ARRAY_CLASSES:
+        return False
+    shares = backend.namespace(out).may_share_memory
+    return any(isinstance(a, Tensor) and shares(out, a.array) for a in args)
 
 
 class Dirty:

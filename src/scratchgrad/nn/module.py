@@ -1181,7 +1181,11 @@ class _Identity(Function):
         ctx.module_hooks, ctx.inputs = hooks, inputs  # (a node's .hooks are its tensor's)
         # as PyTorch's: changing its outputs in place (inside the module, its inputs) would
         # leave the caller's tensor unchanged or the hooks' gradients stale
-        ctx.refuses_in_place = True
+        ctx.refuses_in_place = (  # PyTorch's words (its BackwardHookFunction's outputs are views)
+            "an output of a module's backward hooks (BackwardHookFunction) is a view and is "
+            "being modified inplace: the change would bypass the hooks, leading to incorrect "
+            "gradients. This behavior is forbidden. You can fix this by cloning the output"
+        )
         # an output no gradient reached is None in grad_output, as PyTorch's
         ctx.materialize_grads = inputs
         return arrays[0].copy() if len(arrays) == 1 else arrays  # (several: packed anew)
