@@ -158,7 +158,7 @@ class Tensor:
     # on first need (an in-place change, a save for backward, a view), None until then
     # (a grad_mode.InferenceCounter on an inference tensor, see is_inference)
     # _view: on a view only (unset otherwise, read with getattr), its base and the view steps
-    # from it, (base, ((Function, attributes), ...)); _views: on a base only, a WeakSet of its
+    # from it, (base, ((Function, attributes), ...)); _views: on a base only, a Views of its
     # views made in a graph, taken again when it changes in place; both set by Function.apply
     # _base_array: on a detached view only (detach, .data; unset otherwise), its base's array,
     # which storage_offset counts from
@@ -5056,7 +5056,7 @@ def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Ten
             self._view = out._view
             views = getattr(out._view[0], "_views", None)  # (out, a temporary, leaves it)
             if views is not None and not builtins.any(v is self for v in views):
-                views.add(self)  # (no `in`: a WeakSet compares with ==, elementwise here)
+                views.add(self)  # (no `in`: it compares with ==, elementwise here)
     increment_version(self)
     return self
 

@@ -370,3 +370,11 @@ def test_a_tensor_with_views_pickles_and_deep_copies_without_them():
         assert not hasattr(copied, "_views") and copied.requires_grad
         assert_close(copied, X)
     assert view._base is x and view_under_no_grad._base is x
+
+
+def test_a_base_takes_its_views_again_in_the_order_they_were_made():
+    """An in-place change of a base takes its views again: in the order they were made, so
+    that a jitted step records the same calls each time (not in the order of addresses)."""
+    base = sg.randn(4, 6, requires_grad=True) * 1.0
+    views = [base[:, i] for i in range(6)]
+    assert [v is w for v, w in zip(base._views, views)] == [True] * 6

@@ -812,6 +812,25 @@ def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> N
         note_view(result, source, cls, kwargs)
 
 
+class Views:
+    """A base's views, held weakly and iterated in the order they were made. A ``WeakSet``
+    iterates in the order of the views' addresses, so two recordings of one jitted step took
+    a base's views again in different orders, and the step was refused as one whose calls
+    changed between recordings."""
+
+    def __init__(self) -> None:
+        self._by_number = weakref.WeakValueDictionary()  # (a dict keeps insertion order)
+
+    def add(self, view: Tensor) -> None:
+        self._by_number[next(_view_numbers)] = view
+
+    def __iter__(self):
+        return iter(list(self._by_number.values()))  # (a copy: taking a view again may add)
+
+
+_view_numbers = itertools.count()
+
+
 def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     """Make ``result``, made by the view op ``cls`` of ``source`` (with ``kwargs``), a view
     of it: it shares its source's version counter, so an in-place change through either is
@@ -830,7 +849,7 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     result._view = (base, (*steps, (cls, kwargs)))
     views = getattr(base, "_views", None)  # unset until the base has a view
     if views is None:
-        base._views = views = weakref.WeakSet()
+        base._views = views = Views()
     views.add(result)
     if not _state.enabled:  # (PyTorch asks the base: a view of a leaf made a view of no
         # tensor that requires grad, as arange(6.).view(2, 3).requires_grad_(), may change)
