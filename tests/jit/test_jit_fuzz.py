@@ -56,6 +56,7 @@ SCHEDULERS = {
     "onecycle": lambda opt: sg.optim.lr_scheduler.OneCycleLR(
         opt, max_lr=0.1, total_steps=10, cycle_momentum=False
     ),
+    "plateau": lambda opt: sg.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0),
     "cyclic": lambda opt: sg.optim.lr_scheduler.CyclicLR(
         opt, 0.01, 0.1, step_size_up=2, cycle_momentum=False
     ),
@@ -150,6 +151,10 @@ class Case:
     reuse_inputs: bool = False  # one x and y, refilled in place (copy_) for each call
     mutate_returned: bool = False  # the caller changes the returned tensors in place
     mode_inside: str = "none"  # "train" or "eval": model.train()/eval() at the step's top
+    two_groups: bool = False  # the last layer in a param group of its own, with its own lr
+    input_grad: bool = False  # float inputs require grad; the step returns their .grad
+    retain_graph: bool = False  # a second backward through the same graph
+    hook: str = "none"  # "tensor" (on the output, in the step), "parameter", "forward"
 
 
 @st.composite
@@ -189,6 +194,10 @@ def cases(draw) -> Case:
         reuse_inputs=draw(st.booleans()),
         mutate_returned=draw(st.booleans()),
         mode_inside=draw(st.sampled_from(["none", "train", "eval"])),
+        two_groups=draw(st.booleans()),
+        input_grad=draw(st.booleans()),
+        retain_graph=draw(st.booleans()),
+        hook=draw(st.sampled_from(["none", "tensor", "parameter", "forward"])),
     )
 
 
@@ -261,6 +270,13 @@ def loss_of(case: Case, out: sg.Tensor, y: sg.Tensor) -> sg.Tensor:
     return (out * y).sum() * 0.1 + out.pow(2).mean()
 
 
+def step_scheduler(sched) -> None:
+    if isinstance(sched, sg.optim.lr_scheduler.ReduceLROnPlateau):
+        sched.step(1.0)  # (a loss that never improves: the rate falls at each step)
+    else:
+        sched.step()
+
+
 def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
     """The drawn training step, as a user would write it for these choices; ``forward`` is
     ``model`` or ``sg.compile(model)``."""
@@ -276,6 +292,8 @@ def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
 
     def forward_and_loss(x, y):
         out = forward(x)
+        if case.hook == "tensor":
+            out.register_hook(lambda grad: grad * 1.5)
         if case.in_place == "chain":
             out = out * 1.0
             out.mul_(0.5).add_(0.25)
@@ -305,7 +323,9 @@ def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
             out, loss = sg.cat([out1, out2]), (loss1 + loss2) * 0.5
         else:
             out, loss = forward_and_loss(x, y)
-            loss.backward()
+            loss.backward(retain_graph=case.retain_graph)
+            if case.retain_graph:
+                (loss * 0.5).backward()
         norm = None
         if case.clip == "norm":
             norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5)
@@ -313,10 +333,12 @@ def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
             nn.utils.clip_grad_value_(model.parameters(), clip_value=0.05)
         opt.step()
         if sched is not None and case.scheduler_inside:
-            sched.step()
+            step_scheduler(sched)
         if case.zero == "after":
             clear()
         stat = norm if case.return_norm else None
+        if case.input_grad and x.requires_grad:
+            stat = x.grad
         if case.no_grad_stat:
             with sg.no_grad():
                 stat = (out.argmax(1) == 0).float().mean() + out.abs().sum()
@@ -335,6 +357,14 @@ def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
         return out
 
     return step
+
+
+def param_groups(case: Case, model: nn.Module) -> list:
+    if not case.two_groups:
+        return list(model.parameters())
+    last = list(model[-1].parameters())
+    rest = [p for p in model.parameters() if all(p is not q for q in last)]
+    return [{"params": rest}, {"params": last, "lr": 0.003}]
 
 
 def tensors_in(tree) -> list:
@@ -368,7 +398,11 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
     ran the step's Python, and the input's shape for each that ran the model's."""
     sg.manual_seed(1)
     model = build_model(case)
-    opt = OPTIMIZERS[case.optimizer](model.parameters())
+    opt = OPTIMIZERS[case.optimizer](param_groups(case, model))
+    if case.hook == "parameter":
+        model[-1].weight.register_hook(lambda grad: grad.clamp(-0.1, 0.1))
+    elif case.hook == "forward":
+        model[0].register_forward_hook(lambda module, args, out: out * 0.5)
     sched = SCHEDULERS[case.scheduler] and SCHEDULERS[case.scheduler](opt)
     python_forward = model.forward
 
@@ -395,7 +429,10 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
         x, y = make_batch(case, rng, size)
         if case.reuse_inputs:
             x, y = (buffers.setdefault((size, i), new) for i, new in enumerate((x, y)))
-            x.copy_(make_batch(case, np.random.default_rng(call), size)[0])
+            with sg.no_grad():
+                x.copy_(make_batch(case, np.random.default_rng(call), size)[0])
+        if case.input_grad and x.is_floating_point():
+            x.requires_grad_()
         runs = len(python_runs)
         try:
             out = step(x, y)
@@ -404,7 +441,7 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             results.append(Raised(type(error).__name__, str(error), ran_python))
             break
         if sched is not None and not case.scheduler_inside:
-            sched.step()
+            step_scheduler(sched)
         results.append((as_numpy(out), snapshot(model, opt)))
         returned.append(out)
         if case.mutate_returned:
