@@ -62,6 +62,7 @@ SCHEDULERS = {
     ),
 }
 
+REAL_TARGETS = ("mse", "huber", "l1", "bce", "custom")
 LOSSES = ["mse", "cross_entropy", "cross_entropy_options", "nll", "huber", "l1", "bce", "custom"]
 
 HIDDEN_LAYERS = [
@@ -155,6 +156,8 @@ class Case:
     input_grad: bool = False  # float inputs require grad; the step returns their .grad
     retain_graph: bool = False  # a second backward through the same graph
     hook: str = "none"  # "tensor" (on the output, in the step), "parameter", "forward"
+    strided_calls: tuple = ()  # the calls given a transposed (not contiguous) input
+    scale_argument: bool = False  # a Python number argument, another at some calls
 
 
 @st.composite
@@ -198,6 +201,8 @@ def cases(draw) -> Case:
         input_grad=draw(st.booleans()),
         retain_graph=draw(st.booleans()),
         hook=draw(st.sampled_from(["none", "tensor", "parameter", "forward"])),
+        strided_calls=tuple(draw(st.sets(st.sampled_from(range(CALLS)), max_size=3))),
+        scale_argument=draw(st.booleans()),
     )
 
 
@@ -414,9 +419,9 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
     compiled = sg.compile(model) if jitted and case.compiled else model
     python_step = make_step(case, model, compiled, opt, sched)
 
-    def step(x, y):
+    def step(x, y, scale):
         python_runs.append(None)
-        return python_step(x, y)
+        return python_step(x, y * scale if case.loss in REAL_TARGETS else y)
 
     if jitted and not case.compiled:
         step = sg.jit(step)
@@ -431,11 +436,13 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             x, y = (buffers.setdefault((size, i), new) for i, new in enumerate((x, y)))
             with sg.no_grad():
                 x.copy_(make_batch(case, np.random.default_rng(call), size)[0])
+        if call in case.strided_calls:  # the same values, laid out transposed
+            x = x.transpose(0, -1).contiguous().transpose(0, -1)
         if case.input_grad and x.is_floating_point():
             x.requires_grad_()
         runs = len(python_runs)
         try:
-            out = step(x, y)
+            out = step(x, y, 1.0 + (call % 2 and case.scale_argument))
         except Exception as error:  # (eager's errors must be the jitted step's too)
             ran_python = len(python_runs) > runs + case.compiled  # (compile's step is eager)
             results.append(Raised(type(error).__name__, str(error), ran_python))
@@ -471,6 +478,7 @@ def check_case(case: Case) -> None:
         assert_same(got, expected, f"call {call}")
     assert len(jitted) == len(eager)
     same_key = len(set(case.batch_sizes)) == len(set(case.modes)) == 1
+    same_key = same_key and not (case.strided_calls or case.scale_argument)
     if same_key and case.between != "toggle_requires_grad":
         steps = python_runs.count(None)
         if case.compiled:
