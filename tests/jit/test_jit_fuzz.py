@@ -7,6 +7,7 @@ batches. After every call the returned values, parameters, gradients (None-ness 
 and optimizer states must be equal bit for bit; a ``JitError`` is accepted only while
 recording, and only if it names the line of the step."""
 
+import copy
 import dataclasses
 import re
 import warnings
@@ -84,38 +85,49 @@ HIDDEN_LAYERS = [
 ]
 
 
-def halve_the_learning_rate(call: int, model: nn.Module, opt) -> None:
+def halve_the_learning_rate(call: int, model: nn.Module, opt, saved: dict) -> None:
     for group in opt.param_groups:
         group["lr"] = group["lr"] * 0.5
 
 
-def clip_the_weights(call: int, model: nn.Module, opt) -> None:
+def clip_the_weights(call: int, model: nn.Module, opt, saved: dict) -> None:
     with sg.no_grad():  # (as WGAN's critic does after each step)
         for p in model.parameters():
             p.clamp_(-0.3, 0.3)
 
 
-def toggle_the_first_weight(call: int, model: nn.Module, opt) -> None:
+def toggle_the_first_weight(call: int, model: nn.Module, opt, saved: dict) -> None:
     first = next(model.parameters())
     first.requires_grad_(call % 2 == 1)
 
 
-def zero_every_other_call(call: int, model: nn.Module, opt) -> None:
+def zero_every_other_call(call: int, model: nn.Module, opt, saved: dict) -> None:
     if call % 2:
         opt.zero_grad()
 
 
-def reload_the_model(call: int, model: nn.Module, opt) -> None:
+def reload_the_model(call: int, model: nn.Module, opt, saved: dict) -> None:
     state = model.state_dict()
     model.load_state_dict({name: value * 0.9 for name, value in state.items()})
 
 
-def reload_the_optimizer(call: int, model: nn.Module, opt) -> None:
+def reload_the_optimizer(call: int, model: nn.Module, opt, saved: dict) -> None:
     opt.load_state_dict(opt.state_dict())
 
 
+def roll_back(call: int, model: nn.Module, opt, saved: dict) -> None:
+    """Save both state dicts after the second call, load them back after the fifth (a resume
+    from a checkpoint: the optimizer's state tensors are new ones)."""
+    if call == 1:
+        saved.update(model=copy.deepcopy(model.state_dict()), opt=copy.deepcopy(opt.state_dict()))
+    elif call == 4:
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+
+
 BETWEEN = {
-    "nothing": lambda call, model, opt: None,
+    "nothing": lambda call, model, opt, saved: None,
+    "roll_back": roll_back,
     "halve_lr": halve_the_learning_rate,
     "clip_weights": clip_the_weights,
     "toggle_requires_grad": toggle_the_first_weight,
@@ -426,7 +438,7 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
     if jitted and not case.compiled:
         step = sg.jit(step)
     rng = np.random.default_rng(2)
-    results, returned, buffers = [], [], {}
+    results, returned, buffers, saved = [], [], {}, {}
     for call, (mode, size) in enumerate(zip(case.modes, case.batch_sizes)):
         model.train(mode)
         if case.zero == "outside":
@@ -455,7 +467,7 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             with sg.no_grad():
                 for tensor in tensors_in(out):
                     tensor.add_(1)
-        BETWEEN[case.between](call, model, opt)
+        BETWEEN[case.between](call, model, opt, saved)
     results.append(as_numpy(returned))  # (what the caller kept, after the later calls)
     return results
 
