@@ -125,7 +125,18 @@ def roll_back(call: int, model: nn.Module, opt, saved: dict) -> None:
         opt.load_state_dict(saved["opt"])
 
 
+def evaluate(call: int, model: nn.Module, opt, saved: dict):
+    """An evaluation between training calls: eval mode, no_grad, then train mode again."""
+    was_training = model.training
+    model.eval()
+    with sg.no_grad():
+        out = model(saved["x"])
+    model.train(was_training)
+    return as_numpy(out)
+
+
 BETWEEN = {
+    "evaluate": evaluate,
     "nothing": lambda call, model, opt, saved: None,
     "roll_back": roll_back,
     "halve_lr": halve_the_learning_rate,
@@ -449,7 +460,7 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             with sg.no_grad():
                 x.copy_(make_batch(case, np.random.default_rng(call), size)[0])
         if call in case.strided_calls:  # the same values, laid out transposed
-            x = x.transpose(0, -1).contiguous().transpose(0, -1)
+            x = x.detach().transpose(0, -1).contiguous().transpose(0, -1)
         if case.input_grad and x.is_floating_point():
             x.requires_grad_()
         runs = len(python_runs)
@@ -467,7 +478,8 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             with sg.no_grad():
                 for tensor in tensors_in(out):
                     tensor.add_(1)
-        BETWEEN[case.between](call, model, opt, saved)
+        saved["x"] = x.detach()
+        results.append(BETWEEN[case.between](call, compiled, opt, saved))
     results.append(as_numpy(returned))  # (what the caller kept, after the later calls)
     return results
 
@@ -491,7 +503,7 @@ def check_case(case: Case) -> None:
     assert len(jitted) == len(eager)
     same_key = len(set(case.batch_sizes)) == len(set(case.modes)) == 1
     same_key = same_key and not (case.strided_calls or case.scale_argument)
-    if same_key and case.between != "toggle_requires_grad":
+    if same_key and case.between not in ("toggle_requires_grad", "evaluate"):
         steps = python_runs.count(None)
         if case.compiled:
             forwards = len(python_runs) - steps
