@@ -181,6 +181,7 @@ class Case:
     hook: str = "none"  # "tensor" (on the output, in the step), "parameter", "forward"
     strided_calls: tuple = ()  # the calls given a transposed (not contiguous) input
     scale_argument: bool = False  # a Python number argument, another at some calls
+    autocast: bool = False  # the forward and loss under bfloat16 autocast
 
 
 @st.composite
@@ -226,6 +227,7 @@ def cases(draw) -> Case:
         hook=draw(st.sampled_from(["none", "tensor", "parameter", "forward"])),
         strided_calls=tuple(draw(st.sets(st.sampled_from(range(CALLS)), max_size=3))),
         scale_argument=draw(st.booleans()),
+        autocast=draw(st.booleans()),
     )
 
 
@@ -319,6 +321,10 @@ def make_step(case: Case, model: nn.Module, forward: nn.Module, opt, sched):
                 p.grad = None
 
     def forward_and_loss(x, y):
+        with sg.autocast("cpu", dtype=sg.bfloat16, enabled=case.autocast):
+            return forward_and_loss_of(x, y)
+
+    def forward_and_loss_of(x, y):
         out = forward(x)
         if case.hook == "tensor":
             out.register_hook(lambda grad: grad * 1.5)
