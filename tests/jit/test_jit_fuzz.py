@@ -182,6 +182,7 @@ class Case:
     strided_calls: tuple = ()  # the calls given a transposed (not contiguous) input
     scale_argument: bool = False  # a Python number argument, another at some calls
     autocast: bool = False  # the forward and loss under bfloat16 autocast
+    compile_inside_jit: bool = False  # sg.jit(step) calling sg.compile(model) (inlined)
 
 
 @st.composite
@@ -228,6 +229,7 @@ def cases(draw) -> Case:
         strided_calls=tuple(draw(st.sets(st.sampled_from(range(CALLS)), max_size=3))),
         scale_argument=draw(st.booleans()),
         autocast=draw(st.booleans()),
+        compile_inside_jit=draw(st.booleans()),
     )
 
 
@@ -445,7 +447,8 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
         return python_forward(x)
 
     model.__dict__["forward"] = forward  # (past Module.__setattr__, which compile watches)
-    compiled = sg.compile(model) if jitted and case.compiled else model
+    compiling = jitted and (case.compiled or case.compile_inside_jit)
+    compiled = sg.compile(model) if compiling else model
     python_step = make_step(case, model, compiled, opt, sched)
 
     def step(x, y, scale):
@@ -549,5 +552,10 @@ def test_every_feature_at_once_equals_eager(compiled):
             modes=(True, True, False, True, True, False),
             batch_sizes=(4, 4, 4, 5, 4, 4),
             compiled=compiled,
+            between="roll_back",
+            mutate_returned=True,
+            two_groups=True,
+            hook="tensor",
+            strided_calls=(3,),
         )
     )
