@@ -532,8 +532,9 @@ def test_jitted_training_steps_equal_eager_ones(case):
     check_case(case)
 
 
+@pytest.mark.parametrize("between", ["roll_back", "toggle_requires_grad"])
 @pytest.mark.parametrize("compiled", [False, True])
-def test_every_feature_at_once_equals_eager(compiled):
+def test_every_feature_at_once_equals_eager(compiled, between):
     check_case(
         Case(
             inputs="conv",
@@ -552,7 +553,7 @@ def test_every_feature_at_once_equals_eager(compiled):
             modes=(True, True, False, True, True, False),
             batch_sizes=(4, 4, 4, 5, 4, 4),
             compiled=compiled,
-            between="roll_back",
+            between=between,
             mutate_returned=True,
             two_groups=True,
             hook="tensor",
