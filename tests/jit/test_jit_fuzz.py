@@ -473,6 +473,7 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
         if case.input_grad and x.is_floating_point():
             x.requires_grad_()
         runs = len(python_runs)
+        saved["x"] = x.detach().clone()  # (for evaluate: the caller may change x in place)
         try:
             out = step(x, y, 1.0 + (call % 2 and case.scale_argument))
         except Exception as error:  # (eager's errors must be the jitted step's too)
@@ -487,7 +488,6 @@ def train(case: Case, jitted: bool, python_runs: list) -> list:
             with sg.no_grad():
                 for tensor in tensors_in(out):
                     tensor.add_(1)
-        saved["x"] = x.detach()
         results.append(BETWEEN[case.between](call, compiled, opt, saved))
     results.append(as_numpy(returned))  # (what the caller kept, after the later calls)
     return results
