@@ -88,6 +88,18 @@ def test_directional_splits_are_torchs(name, shape, sections):
     assert [t.tolist() for t in ours] == [t.tolist() for t in theirs]
 
 
+@pytest.mark.parametrize(
+    "name, arguments",
+    [("split", (1, 0)), ("split", (0, 0)), ("chunk", (3, 0)), ("unsafe_chunk", (2, 0))]
+    + [("unsafe_split", (2, 0)), ("split", (1, 1)), ("chunk", (3, 1))],
+)
+def test_splitting_an_empty_dimension_gives_torchs_pieces(name, arguments):
+    # PyTorch cuts an empty dim into one empty piece (split) or `chunks` of them (chunk)
+    ours = getattr(sg.zeros(0, 4), name)(*arguments)
+    theirs = getattr(torch.zeros(0, 4), name)(*arguments)
+    assert [piece.shape for piece in ours] == [tuple(piece.shape) for piece in theirs]
+
+
 def test_nan_reductions_and_small_helpers_are_torchs():
     ours, theirs = sg.tensor(A), torch.tensor(A)
     for dim in (None, 0, 1):

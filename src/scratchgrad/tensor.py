@@ -4265,7 +4265,9 @@ class Tensor:
                     f"got {split_size} for dimension {dim} of size {size}"
                 )
             step = builtins.max(split_size, 1)
-            split_size = [builtins.min(split_size, size - s) for s in range(0, size, step)]
+            # as PyTorch, an empty dimension splits into one empty piece
+            starts = range(0, size, step) if size else [0]
+            split_size = [builtins.min(split_size, size - s) for s in starts]
         if sum(split_size) != size:
             raise RuntimeError(f"split: sizes {split_size} do not add up to {size} in dim {dim}")
         starts = [0, *itertools.accumulate(split_size)][:-1]
@@ -4280,7 +4282,9 @@ class Tensor:
         if self.array.ndim == 0:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         size = self.array.shape[wrap_dim(dim, self.array.ndim)]
-        return self.unsafe_split(builtins.max(-(-size // chunks), 1), dim)
+        if size == 0:  # as PyTorch, an empty dimension chunks into `chunks` empty pieces
+            return self.unsafe_split([0] * chunks, dim)
+        return self.unsafe_split(-(-size // chunks), dim)
 
     def tensor_split(
         self, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0
