@@ -312,6 +312,17 @@ def test_base_and_is_view_are_torchs():
         assert (y + 1)._base is None
 
 
+def test_an_empty_view_shares_its_base_and_version_counter_as_torchs():
+    # (an empty array shares no memory to compare: scratchgrad once made such views no views)
+    for lib in (sg, torch):
+        y = lib.tensor(X, requires_grad=True) * 2
+        views = [y.narrow(0, 1, 0), y[:, 2:2], y.t()[:, 1:1].reshape(-1), y[:0].unsqueeze(0)]
+        copy = y[[]]
+        y.add_(1)
+        assert [view._base is y and view._version for view in views] == [1, 1, 1, 1]
+        assert copy._base is None and copy._version == 0
+
+
 @pytest.mark.parametrize(
     "source, dtype",
     [

@@ -808,7 +808,13 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
 def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
     """``note_view`` for the result of a view op that shares its source's memory."""
     array = result.array
-    if array.base is not None and backend.namespace(array).may_share_memory(array, source.array):
+    if array.base is None:
+        return
+    if array.size == 0:  # (no memory to compare: a view of the same owner, as NumPy keeps it)
+        shares = _owner(array) is _owner(source.array)
+    else:
+        shares = backend.namespace(array).may_share_memory(array, source.array)
+    if shares:
         note_view(result, source, cls, kwargs)
 
 
@@ -829,6 +835,13 @@ class Views:
 
 
 _view_numbers = itertools.count()
+
+
+def _owner(array: Any) -> Any:
+    """The object that owns ``array``'s memory (the end of its chain of ``base``)."""
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
 
 
 def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
