@@ -389,3 +389,28 @@ def test_a_base_takes_its_views_again_in_the_order_they_were_made():
     base = sg.randn(4, 6, requires_grad=True) * 1.0
     views = [base[:, i] for i in range(6)]
     assert [v is w for v, w in zip(base._views, views)] == [True] * 6
+
+
+@pytest.mark.parametrize(
+    "expand",
+    [
+        lambda y: y.unsqueeze(0).expand(1, 3, 4),
+        lambda y: y.t().expand(4, 3),
+        lambda y: y[:, :1].expand(3, 1),
+        lambda y: y.expand_as(y),
+    ],
+)
+def test_an_expand_that_repeats_no_entry_may_be_written_as_torchs(expand):
+    # (it was made read-only as every expand, so the write raised where PyTorch's runs)
+    results = []
+    for lib in (sg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        y = x * 2
+        expand(y).mul_(lib.tensor(W).sum())
+        (y * lib.tensor(C)).sum().backward()
+        results.append((y, x.grad))
+    (y, grad), (y_torch, grad_torch) = results
+    assert_close(y, y_torch)
+    assert_close(grad, grad_torch)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        y[:, :1].expand(3, 2).add_(1)
