@@ -115,8 +115,12 @@ def format_tensor(t: Tensor) -> str:
             suffixes.append(f"size={tuple(array.shape)}")
         if dtype not in (backend.default_float, backend.int64, backend.bool_, _default_complex()):
             suffixes.append(f"dtype=scratchgrad.{dtype}")
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    if t._ctx is not None:
+        try:
+            name = t.grad_fn.name()
+        except RuntimeError:  # a view that a change of its base made unusable: PyTorch's word
+            name = "Invalid"
+        suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(_PREFIX + body, suffixes)

@@ -343,11 +343,15 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
-        return self._ctx is None
+        return self.grad_fn is None
 
     @property
     def grad_fn(self):
-        """The node that made this tensor (None for leaves)."""
+        """The node that made this tensor (None for leaves). As PyTorch's, reading it raises
+        for a view whose history cannot be taken again after an in-place change of its base
+        (an output of ``split`` or a view taken under ``no_grad``: ``ViewChangedRefused``)."""
+        if type(self._ctx) is movement.ViewChangedRefused:
+            raise RuntimeError(self._ctx.message)
         return self._ctx
 
     @property

@@ -203,3 +203,19 @@ def test_pieces_taken_under_no_grad_of_a_view_that_requires_grad_are_judged_by_t
         with pytest.raises(RuntimeError, match="(?i)a view was created in no_grad mode"):
             piece.add_(1)
     assert_close(changed[0].detach(), changed[1])
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+def test_reading_the_node_of_a_view_whose_base_changed_raises_as_torchs(lib):
+    # (scratchgrad answered with its refusing node; PyTorch raises as soon as it is read)
+    y = lib.tensor(W, requires_grad=True) * 2
+    piece = y.split(2)[0]
+    with lib.no_grad():
+        row = y[1]
+    y.mul_(3)
+    for view, message in [(piece, MULTI_OUTPUT), (row, "A view was created in no_grad mode")]:
+        for name in ["grad_fn", "is_leaf"]:
+            with pytest.raises(RuntimeError, match=message):
+                getattr(view, name)
+        assert view.requires_grad and repr(view).endswith("grad_fn=<Invalid>)")
+        assert_close(view.detach(), W[:2] * 6 if view is piece else W[1] * 6)
