@@ -1701,7 +1701,7 @@ class Tensor:
         old = old_base
         for cls, attributes in steps:
             old = cls.apply(old, **attributes)
-        out = out_of_place(old, other)
+        result = out = out_of_place(old, other)
         if out.shape != old.shape:
             raise RuntimeError(
                 f"{name}: the result's shape {out.shape} does not match the tensor's {old.shape}"
@@ -1720,6 +1720,8 @@ class Tensor:
             if view is not base:
                 view._take_view_again()
         increment_version(self)
+        if result._counter is not None and result._ctx is not None:  # (its node saved it)
+            self._counter.append(_SavedResultWatch(result))
         return self
 
     def __iadd__(self, other: Any) -> Tensor:
@@ -8429,6 +8431,29 @@ class _ViewCopy:
         namespace(array).copyto(array, self.source.reshape(array.shape))
         if writeable is not None:
             array.flags.writeable = writeable
+        return True
+
+
+class _SavedResultWatch:
+    """A watcher in a memory's version counter (as ``_ViewCopy``): the result of an op
+    recorded in place (``Tensor._record_in_place``), which its node saved for backward. The
+    result is a copy here but is that memory in PyTorch, so every later in-place change of the
+    memory counts as a change of the result, and the node's backward refuses it as PyTorch's
+    (``y.exp_(); y[0] = 1`` then backward: exp's gradient needs the old exp)."""
+
+    __slots__ = ("counter", "node")
+
+    def __init__(self, result: Tensor) -> None:
+        self.counter, self.node = result._counter, weakref.ref(result._ctx)
+
+    def __deepcopy__(self, memo: dict) -> Callable:
+        return _gone  # (a deep copy's memory is new: its changes are not the result's)
+
+    def __call__(self) -> bool:
+        """Count a change of the result; whether its node still lives."""
+        if self.node() is None:
+            return False
+        self.counter[0] += 1
         return True
 
 

@@ -184,3 +184,34 @@ def test_a_saved_tensor_is_checked_only_where_a_gradient_needs_it(case):
     assert (ours is None) == (theirs is None)
     for mine, its in zip(ours or (), theirs or ()):
         assert_close(mine, its)
+
+
+@pytest.mark.parametrize("name", ["exp_", "sigmoid_", "tanh_", "relu_"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda y: y.__setitem__(0, 1.0),
+        lambda y: y[1:].mul_(2),
+        lambda y: y.add_(1),
+        lambda y: None,
+    ],
+)
+def test_a_result_saved_by_an_in_place_op_is_checked_as_pytorchs(name, change):
+    # the saved result of y.exp_() is y's memory in PyTorch, so a later change of y reaches it
+    # (scratchgrad saved a copy, and gave a gradient where PyTorch raises)
+    outcomes = []
+    for lib in (sg, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = x * 2
+        getattr(y, name)()
+        change(y)
+        try:
+            y.sum().backward()
+            outcomes.append(x.grad)
+        except RuntimeError as error:
+            assert "modified by an in" in str(error)
+            outcomes.append(None)
+    ours, theirs = outcomes
+    assert (ours is None) == (theirs is None)
+    if theirs is not None:
+        assert_close(ours, theirs)
