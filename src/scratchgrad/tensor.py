@@ -1720,7 +1720,7 @@ class Tensor:
             if view is not base:
                 view._take_view_again()
         increment_version(self)
-        if result._counter is not None and result._ctx is not None:  # (its node saved it)
+        if _saved_new_result(result, other):
             self._counter.append(_SavedResultWatch(result))
         return self
 
@@ -8432,6 +8432,14 @@ class _ViewCopy:
         if writeable is not None:
             array.flags.writeable = writeable
         return True
+
+
+def _saved_new_result(result: Tensor, other: Any) -> bool:
+    """Whether ``result`` is new memory made by an op recorded in place, which its node saved
+    (the counter made on saving), not ``other`` nor a view of another tensor (copy_ gives an
+    expand of its source)."""
+    fresh = result is not other and not hasattr(result, "_view")  # (unset on all but views)
+    return fresh and result._counter is not None and result._ctx is not None
 
 
 class _SavedResultWatch:

@@ -215,3 +215,17 @@ def test_a_result_saved_by_an_in_place_op_is_checked_as_pytorchs(name, change):
     assert (ours is None) == (theirs is None)
     if theirs is not None:
         assert_close(ours, theirs)
+
+
+def test_a_later_change_of_a_tensor_copied_into_leaves_the_source_alone():
+    # (the result of copy_ is a view of its source: only a new result is watched)
+    for lib in (sg, torch):
+        x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        h = x * 2
+        p = lib.zeros(3, dtype=lib.float64)
+        p.copy_(h)
+        p.add_(1)
+        p[1:].mul_(2)
+        assert (x._version, h._version, p._version) == (0, 0, 3)
+        (p.sum() + h.sum()).backward()
+        assert x.grad.tolist() == [4.0, 6.0, 6.0]
