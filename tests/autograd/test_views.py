@@ -398,6 +398,7 @@ def test_a_base_takes_its_views_again_in_the_order_they_were_made():
         lambda y: y.t().expand(4, 3),
         lambda y: y[:, :1].expand(3, 1),
         lambda y: y.expand_as(y),
+        lambda y: y[:0].expand(2, 0, 4),  # (no entries to share)
     ],
 )
 def test_an_expand_that_repeats_no_entry_may_be_written_as_torchs(expand):
