@@ -91,3 +91,16 @@ def test_in_a_graph_too(lib):
         y[1:].copy_(y[:-1])
     y.sum().backward()
     assert w.grad.tolist() == [1.0] * 6
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+def test_setitem_of_a_tensor_into_all_of_itself_passes_with_leading_ones(lib):
+    # (setitem dropped the value's leading 1 before its overlap check, which then saw another
+    # layout of the same entries: PyTorch copies the value as given where the shapes match)
+    x = lib.arange(3.0).reshape(1, 3)
+    x[0:] = x
+    x[0, :] = x[0]
+    x[:, 1:] = x[:, 1:]
+    assert x.tolist() == [[0.0, 1.0, 2.0]] and x._version == 3
+    with pytest.raises(RuntimeError, match=PARTLY_SHARED):
+        x[:, 1:] = x[:, :2]

@@ -1964,6 +1964,7 @@ class Tensor:
     def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, Tensor) and index.array.dtype == backend.uint8:
             _refuse_byte_mask_fill(value)
+        given_value = value
         if isinstance(value, Tensor):
             if value.dtype != self.dtype:
                 _refuse_index_put_cast(self, index, value)
@@ -1971,7 +1972,7 @@ class Tensor:
                 value = value.reshape(value.shape[_leading_ones(value.shape) :])
         given, index = index, _index(index, self.array, (self, value))
         if isinstance(value, Tensor):
-            _refuse_setitem_overlap(self.array, index, value.array)
+            _refuse_setitem_overlap(self.array, index, value.array, given_value.array)
         if self._records(value):
             if any(_is_mask(item) for item in index):
                 self._write_through_mask(given, index, value)
@@ -8257,16 +8258,19 @@ def _refuse_partial_overlap(name: str, written: Any, read: Any, whole: bool = Fa
         )
 
 
-def _refuse_setitem_overlap(array: Any, index: tuple, value: Any) -> None:
+def _refuse_setitem_overlap(array: Any, index: tuple, value: Any, given: Any) -> None:
     """``_refuse_partial_overlap`` for ``array[index] = value`` as PyTorch's setitem checks it:
-    a basic index copies into the view it selects (a 0-d value fills it, read as a number),
-    any other is an ``index_put_``, which checks the whole tensor."""
+    a basic index copies into the view it selects (a 0-d value fills it, read as a number) the
+    value as ``given`` where the shapes match (so ``x[0:] = x`` of a 1x3 ``x`` passes), else
+    without its leading 1s; any other index is an ``index_put_``, which checks the whole
+    tensor."""
     if value.base is None and array.base is None:  # (the fast test, as there)
         return
     if not _is_basic_index(index):
         _refuse_partial_overlap("index_put_", array, value)
     elif value.ndim:
-        _refuse_partial_overlap("copy_", array[index], value)
+        written = array[index]
+        _refuse_partial_overlap("copy_", written, given if given.shape == written.shape else value)
 
 
 def _dense(array: Any) -> bool:
