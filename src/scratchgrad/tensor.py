@@ -161,14 +161,15 @@ class Tensor:
     # from it, (base, ((Function, attributes), ...)); _views: on a base only, a Views of its
     # views made in a graph, taken again when it changes in place; both set by Function.apply
     # _base_array: on a detached view only (detach, .data; unset otherwise), its base's array,
-    # which storage_offset counts from
+    # which storage_offset counts from; _layout_steps: there too, the view steps from that
+    # array, which give its PyTorch layout (strides, is_contiguous, view)
     # _no_grad_view: True on a view taken under no_grad of a tensor that requires grad (unset
     # otherwise): writing it with grad mode on raises (note_view)
     # _multi_output: on an output of split, chunk or unbind (and its views) only, (which
     # output, the op's name): a recorded change of it or its base is refused (_not_to_change)
     __slots__ = (
         "array", "_grad", "_requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
-        "_base_array", "_no_grad_view", "_multi_output", "__weakref__",
+        "_base_array", "_layout_steps", "_no_grad_view", "_multi_output", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -382,7 +383,22 @@ class Tensor:
         storage = _storage_array(self)
         if storage is not self.array:
             t._base_array = storage
+        if self._has_steps():
+            t._layout_steps = self._steps_from_storage()[1]
         return t
+
+    def _has_steps(self) -> bool:
+        """Whether this tensor is a view, or a detached one (see ``_layout``)."""
+        return hasattr(self, "_view") or hasattr(self, "_layout_steps")
+
+    def _steps_from_storage(self) -> tuple[Any, tuple]:
+        """The array that owns this tensor's memory as PyTorch sees it (its base's, or a
+        detached view's base's) and the view steps from it to this tensor."""
+        base, steps = getattr(self, "_view", (self, ()))  # unset on tensors that are no view
+        before = getattr(base, "_layout_steps", None)  # (unset on all but detached views)
+        if before is None:
+            return base.array, steps
+        return base._base_array, (*before, *steps)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -548,7 +564,7 @@ class Tensor:
         ((3, 3, 1), (9, 3, 1))
         """
         array = self.array
-        if array.size and hasattr(self, "_view"):
+        if array.size and self._has_steps():
             layout = self._layout()
             strides = tuple(s // layout.itemsize for s in layout.strides)
         elif array.size or not any(array.strides):  # a base: row-major to PyTorch
@@ -3664,14 +3680,14 @@ class Tensor:
         convolutions keep the batch last in memory), each step giving PyTorch's strides (see
         ``_torch_strides``). ``stride``, ``is_contiguous`` and ``view`` all read this one
         layout, so they never contradict each other."""
-        base, steps = getattr(self, "_view", (self, ()))
+        storage, steps = self._steps_from_storage()
         # bools (a byte an entry) stand for the entries, unless a step reads them as another
         # dtype (z.real, view_as_real, view_as_complex): then the base's own dtype, whose
         # steps count strides in the view's entries (of the real dtype for z.real), as PyTorch
-        dtype = base.array.dtype
+        dtype = storage.dtype
         if dtype.kind != "c" and self.array.dtype == dtype:
             dtype = bool
-        layout = xp.empty(base.array.shape, dtype)
+        layout = xp.empty(storage.shape, dtype)
         at = [i for i, (cls, _) in enumerate(steps) if cls is movement.AsStrided]
         if at:  # its strides are its own, from a memory that may reach past its base's entries
             size, stride = steps[at[-1]][1]["size"], steps[at[-1]][1]["stride"]
@@ -3685,7 +3701,7 @@ class Tensor:
         return layout
 
     def _strides_allow(self, shape: tuple) -> bool:
-        if not hasattr(self, "_view"):
+        if not self._has_steps():
             return True
         layout = self._layout()
         try:
@@ -3716,7 +3732,7 @@ class Tensor:
                 f"is_contiguous(memory_format={memory_format}): scratchgrad keeps NumPy's "
                 "layouts and does not track channels-last ones"
             )
-        return not hasattr(self, "_view") or self._layout().flags.c_contiguous
+        return not self._has_steps() or self._layout().flags.c_contiguous
 
     def contiguous(self, memory_format: Any = contiguous_format) -> Tensor:
         """This tensor if it is contiguous, else a row-major copy (differentiable); a copy for

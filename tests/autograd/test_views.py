@@ -415,3 +415,19 @@ def test_an_expand_that_repeats_no_entry_may_be_written_as_torchs(expand):
     assert_close(grad, grad_torch)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         y[:, :1].expand(3, 2).add_(1)
+
+
+def test_a_detached_view_keeps_torchs_strides_and_refuses_the_same_views():
+    # (detach and .data of a view lost its layout: a transpose read as contiguous, and a view
+    # PyTorch refuses became a copy)
+    for lib in (sg, torch):
+        y = lib.arange(24.0).reshape(2, 3, 4)
+        swapped = y.transpose(0, 2).detach()
+        assert not swapped.is_contiguous() and swapped.stride() == (1, 4, 12)
+        assert swapped.detach()[1:].stride() == (1, 4, 12) and swapped[:, 1].data.stride() == (
+            1,
+            12,
+        )
+        assert y.detach().is_contiguous() and y.detach().stride() == (12, 4, 1)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            y[:, :2].detach().view(8, 2)
