@@ -44,6 +44,15 @@ class Live(list):
     def __init__(self, tensors):
         super().__init__(tensors)
         self.roots = list(range(len(tensors)))
+        self.split = set()  # the roots that a split's piece views
+
+    def unrecorded_write_reaches_a_split(self, name, t):
+        """Whether the write ``name`` into ``t`` may change, outside any graph, memory that a
+        split's piece views. NOTE: PyTorch then raises at the piece's next use (its history
+        cannot be taken again), scratchgrad lets it pass (the piece's gradient is unchanged):
+        a known difference that the README names, left out of the draws."""
+        unrecorded = name == "no_grad_arith" or not t.requires_grad
+        return unrecorded and self.root(t) in self.split
 
     def root(self, t):
         return next(root for u, root in zip(self, self.roots) if u is t)
@@ -143,6 +152,11 @@ def _unsqueeze_squeeze(m, t, a, b, c):
     return t.squeeze(_dim(t, b))
 
 
+def _detach(m, t, a, b, c):
+    # the same memory outside the graph: a write into it changes what the graph saved
+    return t.detach()
+
+
 def _expand(m, t, a, b, c):
     # read-only: written into, both refuse (an in-place op on memory that an entry shares)
     return t.unsqueeze(0).expand(1 + a % 2, *t.shape)
@@ -162,6 +176,7 @@ VIEWS = {
     "t": _t,
     "unsqueeze_squeeze": _unsqueeze_squeeze,
     "expand": _expand,
+    "detach": _detach,
 }
 
 
@@ -177,6 +192,12 @@ def _arith(m, live, t, a, b, c, v):
         if name == "div_":
             other = other.abs() + 1  # no pole
     return getattr(t, name)(other)
+
+
+def _no_grad_arith(m, live, t, a, b, c, v):
+    # unrecorded: a leaf that requires grad may change, and a graph that saved it must notice
+    with m.no_grad():
+        return _arith(m, live, t, a, b, c, v)
 
 
 def _clamp(m, live, t, a, b, c, v):
@@ -252,6 +273,7 @@ def _out(m, live, t, a, b, c, v):
 
 WRITES = {
     "arith": _arith,
+    "no_grad_arith": _no_grad_arith,
     "clamp": _clamp,
     "copy": _copy,
     "fill": _fill,
@@ -300,8 +322,9 @@ WRITES_INTO_SHARED = {
     # NOTE: PyTorch refuses most writes into an expand that repeats entries, as scratchgrad
     # does, but fills these as it loops (a masked or indexed fill leaves which write wins to
     # its order); scratchgrad refuses them, and any write into a view of such an expand (a
-    # known difference where the view repeats no entry, setitem's x[1:] = v among them)
-    "repeats": set(WRITES) - {"fill", "masked_fill", "index_fill", "setitem"},
+    # known difference where the view repeats no entry, setitem's x[1:] = v among them), and
+    # e.copy_(e) (PyTorch's copy of a tensor into itself returns at once)
+    "repeats": set(WRITES) - {"fill", "masked_fill", "index_fill", "setitem", "copy"},
     # NOTE: PyTorch cannot tell that unfold's overlapping windows share entries (its check
     # answers "too hard") and writes into them in an order of its own
     "windows": set(),
@@ -335,13 +358,17 @@ def run_program(m, shape, steps):
         i = k % len(live)
         t = live[i]
         try:
-            if not _usable(t):
+            if not _usable(t) or (
+                name in WRITES and live.unrecorded_write_reaches_a_split(name, t)
+            ):
                 pass
             elif name in VIEWS:
                 out = VIEWS[name](m, t, a, b, c)
                 if out is not None:
                     live.append(out)
                     live.roots.append(live.roots[i])
+                    if name == "split_piece":
+                        live.split.add(live.roots[i])
                     shared = sharing[i] and "view of shared"
                     sharing.append(shared or _sharing(name, t, a, b, c))
             elif name in WRITES_INTO_SHARED[sharing[i]]:
