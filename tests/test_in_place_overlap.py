@@ -104,3 +104,12 @@ def test_setitem_of_a_tensor_into_all_of_itself_passes_with_leading_ones(lib):
     assert x.tolist() == [[0.0, 1.0, 2.0]] and x._version == 3
     with pytest.raises(RuntimeError, match=PARTLY_SHARED):
         x[:, 1:] = x[:, :2]
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+def test_setitem_of_a_tensor_into_a_strided_view_of_itself_raises(lib):
+    # (x[:, ::2] = x of a 2x1x3 x: both arrays own their memory, the fast test let it pass)
+    x = lib.arange(6.0).reshape(2, 1, 3)
+    with pytest.raises(RuntimeError, match=PARTLY_SHARED):
+        x[:, ::2] = x
+    assert x.flatten().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and x._version == 0

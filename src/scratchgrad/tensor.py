@@ -8280,7 +8280,7 @@ def _refuse_setitem_overlap(array: Any, index: tuple, value: Any, given: Any) ->
     value as ``given`` where the shapes match (so ``x[0:] = x`` of a 1x3 ``x`` passes), else
     without its leading 1s; any other index is an ``index_put_``, which checks the whole
     tensor."""
-    if value.base is None and array.base is None:  # (the fast test, as there)
+    if value.base is None and array.base is None and value is not array:  # (the fast test)
         return
     if not _is_basic_index(index):
         _refuse_partial_overlap("index_put_", array, value)
