@@ -292,7 +292,7 @@ STEP = st.tuples(
     st.tuples(*[st.integers(0, 11)] * 4),
     st.sampled_from(NUMBERS),
 )
-SHAPES = ((3, 4), (2, 3, 4), (4,), (1, 3), ())
+SHAPES = ((3, 4), (2, 3, 4), (4,), (1, 3), (), (0, 3), (2, 1, 3))
 
 
 def _usable(t):
