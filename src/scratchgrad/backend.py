@@ -453,6 +453,25 @@ def shared_copy(array: Any) -> Any:
     return out
 
 
+def memory_owner(array: Any) -> Any:
+    """The array that owns the memory ``array`` views: the end of its chain of bases. A view
+    made by ``as_strided`` (a convolution's windows) has NumPy's ``DummyArray`` as its base,
+    which holds the array it views as its own ``base``.
+
+    >>> a = numpy.zeros(6)
+    >>> memory_owner(a.reshape(2, 3)[1:]) is a, memory_owner(a) is a
+    (True, True)
+    """
+    arrays, owner = type(array), array
+    while True:
+        base = owner.base
+        if not isinstance(base, arrays):
+            base = getattr(base, "base", None)  # as_strided's DummyArray, or None
+            if not isinstance(base, arrays):
+                return owner
+        owner = base
+
+
 def is_shared(array: Any) -> bool:
     """Whether ``array`` (or the array it views) lives in ``shared_copy``'s memory."""
     while isinstance(array, numpy.ndarray):

@@ -811,7 +811,7 @@ def _share_counter(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> N
     if array.base is None:
         return
     if array.size == 0:  # (no memory to compare: a view of the same owner, as NumPy keeps it)
-        shares = _owner(array) is _owner(source.array)
+        shares = backend.memory_owner(array) is backend.memory_owner(source.array)
     else:
         shares = backend.namespace(array).may_share_memory(array, source.array)
     if shares:
@@ -835,13 +835,6 @@ class Views:
 
 
 _view_numbers = itertools.count()
-
-
-def _owner(array: Any) -> Any:
-    """The object that owns ``array``'s memory (the end of its chain of ``base``)."""
-    while getattr(array, "base", None) is not None:
-        array = array.base
-    return array
 
 
 def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:

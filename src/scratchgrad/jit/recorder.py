@@ -22,7 +22,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook, engine, function
-from scratchgrad.backend import device_of, xp
+from scratchgrad.backend import device_of, memory_owner, xp
 from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.optim.optimizer import Optimizer
 from scratchgrad.tensor import Tensor
@@ -225,7 +225,7 @@ class Recorder:
     def _memory_of(self, array: Any, key: int) -> tuple[int, bool]:
         """The memory number of ``array`` (``key``: its id), and whether it is new and the
         array's own (a view's base is watched here, for its memory)."""
-        owner = _owner(array)
+        owner = memory_owner(array)
         owner_key = key if owner is array else id(owner)
         memory = self._owners.get(owner_key)
         if memory is not None:
@@ -429,7 +429,7 @@ class Recorder:
         """Whether the memory ``view`` shares is an array the step made or was given (a
         value), whose readers the program knows: not a parameter's, which it must not
         overwrite. (A given array is never overwritten either: ``program._free_after``.)"""
-        return id(_owner(view)) in self.number
+        return id(memory_owner(view)) in self.number
 
     @_other_threads(_call)
     def call(self, function: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -642,20 +642,6 @@ def _as_saved_array(ctx: Any, out: Any) -> Any:
         elif type(saved) is tuple and any(item is out for item in saved):
             setattr(ctx, name, tuple(array if item is out else item for item in saved))
     return array
-
-
-def _owner(array: Any) -> Any:
-    """The array owning the memory ``array`` views. A view made by ``as_strided`` (a
-    convolution's windows, which a 1x1 kernel's unfold returns reshaped) has NumPy's
-    ``DummyArray`` as its base, which holds the array it views as its own ``base``."""
-    owner = array
-    while True:
-        base = owner.base
-        if not isinstance(base, xp.ndarray):
-            base = getattr(base, "base", None)  # as_strided's DummyArray, or None
-            if not isinstance(base, xp.ndarray):
-                return owner
-        owner = base
 
 
 def _watch(array: Any, tables: tuple, key: int, number: int, memory: int) -> Any:

@@ -63,7 +63,7 @@ class Expand(Function):
     @staticmethod
     def forward(ctx, x, shape):
         lead = len(shape) - x.ndim
-        if lead >= 0 and tuple(shape[lead:]) == x.shape and not any(n != 1 for n in shape[:lead]):
+        if lead >= 0 and tuple(shape[lead:]) == x.shape and all(n == 1 for n in shape[:lead]):
             # no entry repeated: a writable view, as PyTorch's (which refuses a write only
             # where entries share memory)
             return x[(None,) * lead] if lead else x.view()
