@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scratchgrad as sg
-from scratchgrad.ops import reduce
+from scratchgrad.ops import matmul, reduce
 from scratchgrad.ops.matmul import _product, piece_length
 from scratchgrad.ops.movement import _add_rows
 from scratchgrad.ops.reduce import _max, _ones, _sum
@@ -115,7 +115,8 @@ def test_bias_gradient_of_stacked_rows_matches_numpy(shape):
     ],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_long_inner_products_summed_in_pieces_match_numpy(x_shape, y_shape, dtype):
+def test_long_inner_products_summed_in_pieces_match_numpy(x_shape, y_shape, dtype, monkeypatch):
+    monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", True)  # (on any machine)
     rng = np.random.default_rng(5)
     x = rng.standard_normal(x_shape).astype(dtype)
     y = rng.standard_normal(y_shape).astype(dtype)
@@ -139,6 +140,19 @@ def test_long_inner_products_summed_in_pieces_match_numpy(x_shape, y_shape, dtyp
         ((2, 8, 50176), (2, 50176, 10), np.float32),  # a stack of two: NumPy's own loop
     ],
 )
-def test_other_products_are_computed_whole(x_shape, y_shape, dtype):
+def test_other_products_are_computed_whole(x_shape, y_shape, dtype, monkeypatch):
+    monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", True)
     x, y = np.ones(x_shape, dtype), np.ones(y_shape, dtype)
     assert piece_length(x, y) is None
+
+
+def test_products_are_computed_whole_without_blas_kernels_for_small_matrices(monkeypatch):
+    """Without them (OpenBLAS's are for AVX-512 cores) each piece costs a whole product's
+    packing: W5's conv1 weight gradient is one product, computed as NumPy computes it."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 50176)).astype(np.float32)
+    y = rng.standard_normal((10, 50176)).astype(np.float32).T
+    for kernels, length in ((True, 1024), (False, None)):
+        monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", kernels)
+        assert piece_length(x, y) == length
+    assert _product(x, y).tobytes() == x.dot(y).tobytes()
