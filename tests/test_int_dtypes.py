@@ -496,3 +496,31 @@ def test_bool_division_and_power_as_pytorch(call):
             call(sg, sg.tensor([True, False, True]))
         return
     assert_same(call(sg, sg.tensor([True, False, True])), expected, "")
+
+
+def both(make):
+    """``make(library)`` for scratchgrad and for PyTorch."""
+    return make(sg), make(torch)
+
+
+NUMBER_FIRST = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide"]
+NUMBER_FIRST += ["floor_divide", "remainder"]
+
+
+@pytest.mark.parametrize("function", NUMBER_FIRST)
+@pytest.mark.parametrize("number", [3, 2.5, 300])
+@pytest.mark.parametrize("dtype, shape", [("uint8", (3,)), ("float16", ()), ("int8", ())])
+def test_a_number_first_promotes_as_a_python_number_as_in_pytorch(function, number, dtype, shape):
+    """``torch.add(2.5, half_0d)`` is float16 and ``torch.add(300, uint8)`` wraps 300 (the
+    number widens nothing): it used to raise TypeError (add, sub, mul, div), or be read as an
+    int64 or float32 0-d tensor (remainder)."""
+    (ours, theirs) = pair(values(dtype, shape, 4) % 5 + 1)
+    assert_same(getattr(sg, function)(number, ours), getattr(torch, function)(number, theirs))
+
+
+def test_two_numbers_make_a_tensor_where_pytorch_makes_one():
+    for function in ["add", "sub", "mul", "div", "true_divide", "floor_divide"]:
+        assert_same(getattr(sg, function)(5, 2), getattr(torch, function)(5, 2), function)
+    assert_same(sg.add(2.5, 1, alpha=2), torch.add(2.5, 1, alpha=2))
+    assert_raises_as_torch(lambda m: m.sub(True, m.tensor(2.0)), RuntimeError, "bool tensor")
+    assert_raises_as_torch(lambda m: m.remainder(5, 2), TypeError, "Tensor")

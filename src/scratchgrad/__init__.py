@@ -295,7 +295,7 @@ else:
         Tensor.tanh,
     )
     sigmoid, relu, sign, neg = Tensor.sigmoid, Tensor.relu, Tensor.sign, Tensor.neg
-    negative, subtract = Tensor.negative, Tensor.subtract
+    negative = Tensor.negative
     flatten, reshape, permute, transpose = (
         Tensor.flatten,
         Tensor.reshape,
@@ -308,8 +308,6 @@ else:
     unsafe_split, unsafe_chunk = Tensor.unsafe_split, Tensor.unsafe_chunk
     unsafe_split_with_sizes, nonzero_static = Tensor.unsafe_split_with_sizes, Tensor.nonzero_static
     matmul, maximum, minimum = Tensor.matmul, Tensor.maximum, Tensor.minimum
-    add, sub, mul, div = Tensor.add, Tensor.sub, Tensor.mul, Tensor.div
-    true_divide = Tensor.true_divide
     sum, mean, var, std, prod = Tensor.sum, Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
     max, min, norm, logsumexp = Tensor.max, Tensor.min, Tensor.norm, Tensor.logsumexp
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
@@ -322,7 +320,6 @@ else:
     isnan, isinf, isfinite = Tensor.isnan, Tensor.isinf, Tensor.isfinite
     isclose, allclose, equal, trace = Tensor.isclose, Tensor.allclose, Tensor.equal, Tensor.trace
     clamp_min, clamp_max, nan_to_num = Tensor.clamp_min, Tensor.clamp_max, Tensor.nan_to_num
-    floor_divide = Tensor.floor_divide
     scatter, scatter_add, scatter_reduce = Tensor.scatter, Tensor.scatter_add, Tensor.scatter_reduce
     take_along_dim, index_fill, index_copy = (
         Tensor.take_along_dim,
@@ -568,8 +565,9 @@ else:
         Tensor.less_equal,
         Tensor.not_equal,
     )
-    multiply, divide = Tensor.multiply, Tensor.divide
 
+    from scratchgrad.dtypes import python_number as _python_number
+    from scratchgrad.dtypes import wrapped_int as _wrapped_int
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
     from scratchgrad.tensor import invalid_combination
@@ -611,16 +609,37 @@ else:
             raise TypeError("flip(): argument 'dims' (position 2) must be tuple of ints, not int")
         return input.flip(dims=dims)
 
-    def _number_first(method):
+    def _wrapped_number(number, other: Tensor, divides: bool) -> Tensor:
+        """A Python number first operand as PyTorch reads it: a 0-d tensor that widens
+        nothing, so in the dtype the number gives beside ``other`` (``add(2.5, half_t)`` is
+        float16), an int wrapped into an integer dtype as ``other + number`` wraps it, but
+        read as a float where it ``divides`` (true division: ``div(300, uint8_t)`` is 300 / t)."""
+        if number is True or number is False:  # a bool widens nothing (and subtracts none)
+            return tensor(number).to(other.device)
+        if divides:
+            number = _python_number(number) * 1.0  # (``float`` is the dtype here)
+        promoted = result_type(other, number)
+        if promoted.kind in "iu":
+            number = _wrapped_int(_python_number(number), promoted)
+        return tensor(number, dtype=promoted).to(other.device)
+
+    def _number_first(method, numbers_alone: bool = False):
         """The module function of a binary method whose first operand may also be a Python
         number, as PyTorch's ``xlogy(2, t)``, ``float_power(2, t)``, ``bitwise_and(3, t)``,
-        ``remainder(5, t)``, ``pow(2, t)``; and its ``out=`` (see ``tensor.write_out``)."""
+        ``remainder(5, t)``, ``pow(2, t)``, ``add(2, t)``; and its ``out=`` (see
+        ``tensor.write_out``). With ``numbers_alone``, two numbers make a tensor, as
+        ``add(5, 2)`` and ``div(5, 2)`` do in PyTorch."""
 
         @_functools.wraps(method)
         def function(input, *args, out=None, **kwargs):
             other = args[0] if args else next(iter(kwargs.values()), None)
-            if isinstance(other, Tensor) and isinstance(input, _numbers.Real):
-                input = tensor(input).to(other.device)  # 0-d: other's dtype where it can
+            if isinstance(input, _numbers.Number) and not isinstance(input, Tensor):
+                if isinstance(other, Tensor):
+                    divides = method.__name__ in ("div", "divide", "true_divide")
+                    divides = divides and kwargs.get("rounding_mode") is None
+                    input = _wrapped_number(input, other, divides)
+                elif numbers_alone:
+                    input = tensor(input)
             if not isinstance(input, Tensor):
                 raise TypeError(
                     f"{method.__name__}(): argument 'input' (position 1) must be Tensor, not "
@@ -654,6 +673,20 @@ else:
         return result if out is None else _write_out("float_power", result, out, read)
 
     remainder, pow = _number_first(Tensor.remainder), _number_first(Tensor.pow)
+    add, sub, mul, div, true_divide, floor_divide, subtract, multiply, divide = (
+        _number_first(method, numbers_alone=True)
+        for method in (
+            Tensor.add,
+            Tensor.sub,
+            Tensor.mul,
+            Tensor.div,
+            Tensor.true_divide,
+            Tensor.floor_divide,
+            Tensor.subtract,
+            Tensor.multiply,
+            Tensor.divide,
+        )
+    )
     bitwise_and, bitwise_or, bitwise_xor = map(
         _number_first, (Tensor.bitwise_and, Tensor.bitwise_or, Tensor.bitwise_xor)
     )
