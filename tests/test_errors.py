@@ -37,6 +37,23 @@ def test_broadcast_errors_name_the_op_and_both_shapes(name, f):
         f(torch.ones(2, 3), torch.ones(4))
 
 
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("equal", lambda x, y: x == y),
+        ("less", lambda x, y: x < y),
+        ("bitwise_or", lambda x, y: x.int() | y.int()),
+        ("logical_xor", lambda x, y: sg.logical_xor(x, y)),
+        ("floor_divide", lambda x, y: x.int() // y.int()),
+    ],
+)
+def test_ops_that_are_no_function_raise_runtime_error_for_shapes_that_do_not_broadcast(name, f):
+    """As arithmetic does, and PyTorch: comparisons, bitwise and integer ops raised NumPy's
+    ValueError."""
+    with pytest.raises(RuntimeError, match=rf"{name}: shapes \(2,\), \(3,\)"):
+        f(sg.ones(2), sg.ones(3))
+
+
 def test_matmul_shape_error_message():
     with pytest.raises(
         SHAPE_ERROR, match=r"^matmul: shapes \(3, 4\) and \(5, 2\) are not aligned: 4 != 5$"

@@ -8768,6 +8768,11 @@ def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
         if mixed is None:
             raise
         raise mixed from None
+    except ValueError as error:  # shapes that do not broadcast: PyTorch's RuntimeError
+        if "broadcast" not in str(error):
+            raise
+        shapes = ", ".join(str(a.shape) for a in (x, *args) if hasattr(a, "shape"))
+        raise RuntimeError(f"{name}: shapes {shapes}: {error}") from None
     # NOTE: NumPy's ufuncs make a scalar of 0-d operands, which is no array (np.asarray of the
     # tensor refused it) and is read-only (fill_ and zero_ wrote into a copy, silently)
     return module.asarray(out) if isinstance(out, xp.generic) else out
