@@ -681,3 +681,18 @@ def test_running_means_and_products_of_infinities_and_nans_as_pytorch(special, n
         results.append((out.real.numpy(), out.imag.numpy()))  # (NumPy's NaN: either part)
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, **TOL["float32"])
+
+
+@pytest.mark.parametrize("left", ["float16", "bool", "complex64"])
+def test_ops_that_order_or_truncate_refuse_a_complex_operand_as_torch(left):
+    """Trunc division raised NumPy's TypeError for fmod, and maximum of a bool and a complex
+    tensor compared them lexicographically (the bool was not promoted before the check)."""
+    calls = {
+        NotImplementedError: lambda m, x, y: m.div(x, y, rounding_mode="trunc"),
+        RuntimeError: lambda m, x, y: m.maximum(x, y),
+    }
+    for error, call in calls.items():
+        for m in (torch, sg):
+            x = m.tensor([1.0]).to(getattr(m, left))
+            with pytest.raises(error, match="complex|Complex"):
+                call(m, x, m.tensor([1 - 0.5j]))

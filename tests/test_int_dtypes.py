@@ -524,3 +524,20 @@ def test_two_numbers_make_a_tensor_where_pytorch_makes_one():
     assert_same(sg.add(2.5, 1, alpha=2), torch.add(2.5, 1, alpha=2))
     assert_raises_as_torch(lambda m: m.sub(True, m.tensor(2.0)), RuntimeError, "bool tensor")
     assert_raises_as_torch(lambda m: m.remainder(5, 2), TypeError, "Tensor")
+
+
+@pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
+def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
+    """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);
+    an empty int tensor over an int 0 is empty, as PyTorch's (it raised)."""
+    calls = {
+        "//": lambda m, x, y: x // y,
+        "%": lambda m, x, y: x % y,
+        "fmod": lambda m, x, y: m.fmod(x, y),
+        "trunc": lambda m, x, y: m.div(x, y, rounding_mode="trunc"),
+    }
+    call = calls[op]
+    ours, theirs = pair(np.array(0.0, dtype=sg.bfloat16))
+    assert_same(call(sg, sg.tensor(False), ours), call(torch, torch.tensor(False), theirs), op)
+    empty = both(lambda m: call(m, m.zeros(0, dtype=m.uint8), m.tensor([0], dtype=m.int16)))
+    assert_same(*empty, op)

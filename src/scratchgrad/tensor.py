@@ -992,12 +992,20 @@ class Tensor:
         x, y = self._operands(number)
         return Tensor._make(namespace(x.array).asarray(y, x.array.dtype))
 
-    def __floordiv__(self, other: Any) -> Tensor:
+    def _division_operands(self, other: Any) -> tuple[Tensor, Any]:
+        """``_operands``, a bool ``self`` promoted too: //, %, fmod and trunc division take
+        the integer path or the floating one by its dtype (``False % bfloat16 0.0`` is NaN)."""
         x, y = self._operands(other)
+        if x.array.dtype == backend.bool_ and isinstance(y, Tensor):
+            x = x.to(y.dtype)
+        return x, y
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        x, y = self._division_operands(other)
         if not backend.is_floating(x.array.dtype):  # exact for integers, and never differentiable
             _refuse_kernel_dtype("floor_divide", "div_floor_cpu", "c", x, y)
             _refuse_bool_division(x, y, "floor_divide", "div_floor")
-            _call(_check_divisor, "floor_divide", getattr(y, "array", y))  # a replay checks too
+            _call(_check_divisor, "floor_divide", getattr(y, "array", y), x.array)  # (replayed too)
             return Tensor._make(
                 _call(_elementwise, "floor_divide", x.array, getattr(y, "array", y))
             )
@@ -1005,11 +1013,11 @@ class Tensor:
 
     def __mod__(self, other: Any) -> Tensor:
         """The remainder with the sign of the divisor, as Python's and PyTorch's ``%``."""
-        x, y = self._operands(other)
+        x, y = self._division_operands(other)
         if not backend.is_floating(x.array.dtype):
             _refuse_kernel_dtype("remainder", "remainder_cpu", "c", x, y)
             _refuse_bool_division(x, y, "remainder", "remainder")
-            _call(_check_divisor, "remainder", getattr(y, "array", y))  # a replay checks too
+            _call(_check_divisor, "remainder", getattr(y, "array", y), x.array)  # (replayed too)
             return Tensor._make(_call(_elementwise, "remainder", x.array, getattr(y, "array", y)))
         return binary.Remainder.apply(x, y)
 
@@ -1230,14 +1238,15 @@ class Tensor:
                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                 f"{rounding_mode!r}"
             )
-        x, y = self._operands(other)
+        x, y = self._division_operands(other)
         if backend.is_floating(x.array.dtype):
             if type(y) is backend.SixteenBitNumber:  # PyTorch truncates the float32 quotient
                 return (x.to(backend.float32) / float(y)).trunc().to(x.dtype)
             return (x / y).trunc()
         divisor = getattr(y, "array", y)
+        _refuse_kernel_dtype("div", "div_trunc_cpu", "c", x, y)
         _refuse_bool_division(x, y, "div", "div_trunc")
-        _call(_check_divisor, "div", divisor)  # a replay checks too
+        _call(_check_divisor, "div", divisor, x.array)  # a replay checks too
         remainder = _call(_elementwise, "fmod", x.array, divisor)  # C's: the dividend's sign
         return Tensor._make(_call(_elementwise, "floor_divide", x.array - remainder, divisor))
 
@@ -1249,12 +1258,14 @@ class Tensor:
 
     def maximum(self, other: Tensor) -> Tensor:
         x, y = self._operands(_tensor_other("maximum", other))
-        refuse_complex(x, "maximum")  # (promoted: either operand complex makes both so)
+        refuse_complex(x, "maximum")
+        refuse_complex(y, "maximum")  # (a bool x stays bool beside a complex y)
         return binary.Maximum.apply(x, y)
 
     def minimum(self, other: Tensor) -> Tensor:
         x, y = self._operands(_tensor_other("minimum", other))
-        refuse_complex(x, "minimum")  # (promoted: either operand complex makes both so)
+        refuse_complex(x, "minimum")
+        refuse_complex(y, "minimum")  # (a bool x stays bool beside a complex y)
         return binary.Minimum.apply(x, y)
 
     @autocast_policy("lower")
@@ -2330,11 +2341,11 @@ class Tensor:
         batched = _vmapped("_fmod", self, other)  # (integers are divided on the arrays)
         if batched is not None:
             return batched(self, other)
-        x, y = self._operands(other)
+        x, y = self._division_operands(other)
         if not backend.is_floating(x.array.dtype):
             _refuse_kernel_dtype("fmod", "fmod_cpu", "c", x, y)
             _refuse_bool_division(x, y, "fmod", "fmod")
-            _call(_check_divisor, "fmod", getattr(y, "array", y))
+            _call(_check_divisor, "fmod", getattr(y, "array", y), x.array)
             return Tensor._make(_call(_elementwise, "fmod", x.array, getattr(y, "array", y)))
         return binary.Fmod.apply(x, y)
 
@@ -7251,10 +7262,11 @@ def _bools(x: Tensor, y: Any) -> bool:
     return type(y) is bool or (isinstance(y, Tensor) and y.array.dtype == backend.bool_)
 
 
-def _check_divisor(name: str, divisor: Any) -> None:
+def _check_divisor(name: str, divisor: Any, dividend: Any) -> None:
     """Integer division by zero raises as PyTorch's does (NumPy would give 0 and a warning);
-    ``divisor`` is an integer array or a Python int."""
-    if type(divisor) is MetaArray:  # no values to check, as PyTorch's meta kernels
+    ``divisor`` is an integer array or a Python int. An empty ``dividend`` divides nothing
+    (its result is empty whatever the divisor), and raises nothing, as PyTorch's."""
+    if type(divisor) is MetaArray or dividend.size == 0:  # (no values to check)
         return
     if (divisor == 0).any() if backend.is_array(divisor) else divisor == 0:
         raise RuntimeError(f"{name}: ZeroDivisionError (an integer divided by zero)")
