@@ -526,6 +526,14 @@ def test_two_numbers_make_a_tensor_where_pytorch_makes_one():
     assert_raises_as_torch(lambda m: m.remainder(5, 2), TypeError, "Tensor")
 
 
+def test_alpha_times_a_0d_other_widens_nothing_as_in_pytorch():
+    """``uint8 () + 2 * bool ()`` is uint8: alpha times the bool used to make it int64."""
+    ours, theirs = both(lambda m: m.add(m.tensor(1, dtype=m.uint8), m.tensor(True), alpha=2))
+    assert_same(ours, theirs)
+    ours, theirs = both(lambda m: m.tensor([5], dtype=m.int8).sub(m.tensor(2), alpha=3))
+    assert_same(ours, theirs)
+
+
 @pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
 def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
     """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);
@@ -541,3 +549,50 @@ def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_
     assert_same(call(sg, sg.tensor(False), ours), call(torch, torch.tensor(False), theirs), op)
     empty = both(lambda m: call(m, m.zeros(0, dtype=m.uint8), m.tensor([0], dtype=m.int16)))
     assert_same(*empty, op)
+
+
+ADDC = ["addcmul", "addcdiv"]
+
+
+THREE_DTYPES = [("int8", "bool", "int16"), ("uint8", "int32", "bfloat16")]
+THREE_DTYPES += [("int8", "uint8", "int64")]
+
+
+@pytest.mark.parametrize("name", ADDC)
+@pytest.mark.parametrize("dtypes", THREE_DTYPES)
+@pytest.mark.parametrize("shapes", [((), (), ()), ((2,), (), ()), ((), (2,), ())])
+def test_addcmul_and_addcdiv_promote_the_three_together_as_in_pytorch(name, dtypes, shapes):
+    """``int8 () + value * bool () * int16 ()`` is int16 with a float ``value`` (which used to
+    make it float32), the 0-d operands promoted with each other first; ``value`` is read in
+    the result's dtype (-3 * uint8 * int64 used to be computed in uint8)."""
+    operands = [
+        pair(np.full(shape, 2 + i).astype(dtype if dtype != "bfloat16" else sg.bfloat16))
+        for i, (dtype, shape) in enumerate(zip(dtypes, shapes))
+    ]
+    for value in (-3, 0.5, -2.5):
+        what = f"{name} {dtypes} {shapes} {value}"
+        try:
+            expected = getattr(torch, name)(*(t for _, t in operands), value=value)
+        except RuntimeError:  # addcdiv of two integer tensors, or -2.5 into uint8
+            with pytest.raises(RuntimeError):
+                getattr(sg, name)(*(o for o, _ in operands), value=value)
+            continue
+        assert_same(getattr(sg, name)(*(o for o, _ in operands), value=value), expected, what)
+
+
+def test_addcmul_and_addcdiv_refuse_what_pytorch_refuses():
+    assert_raises_as_torch(lambda m: m.addcmul(m.ones(2), m.ones(2), 2), TypeError, "tensor2")
+    assert_raises_as_torch(
+        lambda m: m.addcmul(m.tensor([True]), m.tensor([True]), m.tensor([False])),
+        NotImplementedError,
+        "not implemented for 'Bool'",
+    )
+    assert_raises_as_torch(
+        lambda m: m.addcdiv(m.ones(2), m.tensor([1]), m.tensor([2])),
+        RuntimeError,
+        "integer division",
+    )
+    bytes_ = [np.ones(2, np.uint8)] * 3
+    assert_raises_as_torch(
+        lambda m: m.addcmul(*map(m.tensor, bytes_), value=-0.5), RuntimeError, "overflow"
+    )

@@ -105,6 +105,25 @@ def test_lerp_matches_torch_bit_for_bit(dtype, weight):
     assert_same_bits(sg.tensor(start).lerp_(sg.tensor(end), ours_w), theirs)
 
 
+@pytest.mark.parametrize(
+    "dtypes, shapes",
+    [
+        (("float32", "float32", "float64"), ((), (), ())),
+        (("float16", "float16", "float32"), ((), (), ())),
+        (("float16", "float16", "float64"), ((), (3,), ())),
+        (("float32", "float32", "float16"), ((3,), (3,), ())),
+    ],
+)
+def test_lerp_promotes_a_0d_weight_with_0d_ends_as_pytorch(dtypes, shapes):
+    """A 0-d weight joins the promotion: with 0-d ends, a float64 one makes the result float64
+    (it was cast to the ends' float32); beside an end with dims it widens nothing."""
+    arrays = [np.full(shape, value) for shape, value in zip(shapes, (1.0, 3.0, 0.25))]
+    ours = sg.lerp(*(sg.tensor(a, dtype=getattr(sg, d)) for a, d in zip(arrays, dtypes)))
+    theirs = torch.lerp(*(torch.tensor(a, dtype=getattr(torch, d)) for a, d in zip(arrays, dtypes)))
+    assert np.dtype(ours.dtype).name == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def test_lerp_float64_is_within_rounding_of_torch_and_exact_at_the_ends():
     """float64 is computed unfused (NumPy has no FMA): the same formulas, rounded twice."""
     start, end, weight = _lerp_inputs("float64")

@@ -127,6 +127,35 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
     return promote_types(x.dtype, y.dtype)
 
 
+def result_type_of(*operands: Any) -> numpy.dtype:
+    """The dtype of an op on several operands at once (``addcmul``, ``addcdiv``), as PyTorch
+    promotes them: the tensors with dims among themselves, the 0-d tensors among themselves,
+    the Python numbers by kind; then the 0-d tensors and numbers widen only by a higher kind.
+    (Pair by pair, ``int8 [1]`` with ``float16 ()`` would be float16, and a float64 ``()``
+    would then not widen it.)
+
+    >>> import scratchgrad as sg
+    >>> i8, h, d = sg.ones(1, dtype=sg.int8), sg.tensor(1.0, dtype=sg.float16), sg.tensor(1.0)
+    >>> result_type_of(i8, h, d.double()), result_type_of(i8, 2.5), result_type_of(h, True)
+    (dtype('float64'), dtype('float32'), dtype('float16'))
+    """
+    operands = [python_number(operand) for operand in operands]
+    numbers = [operand for operand in operands if not hasattr(operand, "dtype")]
+    kinds = (bool, int, float, complex)
+    number = max(numbers, key=lambda n: kinds.index(type(n)), default=None)
+    tensors = [operand for operand in operands if hasattr(operand, "dtype")]
+    zeros = [operand.dtype for operand in tensors if operand.ndim == 0]
+    dims = [operand.dtype for operand in tensors if operand.ndim > 0]
+    lower = number
+    if zeros:
+        zero = functools.reduce(promote_types, zeros)
+        lower = xp.zeros((), zero if number is None else scalar_type(zero, number))
+    if dims:
+        dims = functools.reduce(promote_types, dims)
+        return dims if lower is None else result_type(xp.zeros(1, dims), lower)
+    return lower.dtype if zeros else to_array(number, None).dtype
+
+
 def to_array(data: Any, dtype: Any):
     """An array (copied) from Python data or a NumPy array (a tensor's ``.array``), in
     PyTorch's dtypes: Python floats become float32, ints int64; a NumPy array keeps its dtype.

@@ -43,6 +43,7 @@ from scratchgrad.dtypes import (
     python_number,
     requested_device_and_dtype,
     result_type,
+    result_type_of,
     scalar_type,
     split_to_arguments,
     strided,
@@ -1344,7 +1345,7 @@ class Tensor:
         >>> sg.tensor([0.0, 10.0]).lerp(sg.tensor([1.0, 20.0]), sg.tensor([0.25, 1.0]))
         tensor([ 0.2500, 20.0000])
         """
-        return binary.Lerp.apply(self, *_lerp_operands(self, end, weight))
+        return binary.Lerp.apply(*_lerp_operands(self, end, weight))
 
     def lerp_(self, end: Tensor, weight: float | Tensor) -> Tensor:
         """``lerp`` in place.
@@ -1353,7 +1354,8 @@ class Tensor:
         >>> sg.ones(2).lerp_(sg.zeros(2), 0.25)
         tensor([0.7500, 0.7500])
         """
-        end, weight = _lerp_operands(self, end, weight)
+        _, end, weight = _lerp_operands(self, end, weight)
+        end, weight = (t.to(self.dtype) if isinstance(t, Tensor) else t for t in (end, weight))
         for read in (end, weight):
             if isinstance(read, Tensor):
                 _refuse_partial_overlap("lerp_", self.array, read.array)
@@ -1371,16 +1373,33 @@ class Tensor:
     def addcmul(
         self, tensor1: Tensor, tensor2: Tensor, *legacy: Tensor, value: float = 1
     ) -> Tensor:
+        """``self + value * tensor1 * tensor2``, as ``torch.addcmul``: in the dtype of the three
+        promoted together, ``value`` read in it (1.5 is 1 for integers).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).addcmul(sg.tensor([3, 4]), sg.tensor([1, 1]), value=2)
+        tensor([ 7, 10])
+        """
         if legacy:  # the deprecated addcmul(value, tensor1, tensor2)
             tensor1, tensor2, value = _scale_first("addcmul", "value", tensor1, tensor2, *legacy)
-        return self + value * tensor1 * tensor2
+        x, tensor1, tensor2, value = _pointwise_operands("addcmul", self, tensor1, tensor2, value)
+        return x + value * tensor1 * tensor2
 
     def addcdiv(
         self, tensor1: Tensor, tensor2: Tensor, *legacy: Tensor, value: float = 1
     ) -> Tensor:
+        """``self + value * tensor1 / tensor2``, as ``torch.addcdiv``: in the dtype of the three
+        promoted together; two integer (or bool) ``tensor1`` and ``tensor2`` raise PyTorch's
+        RuntimeError.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1, 2]).addcdiv(sg.tensor([3, 4]), sg.tensor([2.0, 8.0]), value=2)
+        tensor([4., 3.])
+        """
         if legacy:
             tensor1, tensor2, value = _scale_first("addcdiv", "value", tensor1, tensor2, *legacy)
-        return self + value * tensor1 / tensor2
+        x, tensor1, tensor2, value = _pointwise_operands("addcdiv", self, tensor1, tensor2, value)
+        return x + value * tensor1 / tensor2
 
     def hypot(self, other: Any) -> Tensor:
         """sqrt(self**2 + other**2) without overflow or underflow of the squares, as
@@ -5432,15 +5451,19 @@ def _described(annotation: str) -> str:
 # ---- module-level functions -----------------------------------------------------------------
 
 
-def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
-    """``end`` and ``weight`` as ``torch.lerp`` takes them: ``start`` floating, ``end`` a tensor
-    of its dtype, ``weight`` a number or a tensor of its dtype (a 0-d one is cast to it);
-    as PyTorch's, the dtypes are checked before the kind (RuntimeError, then its kernel's
-    NotImplementedError)."""
+def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Tensor, Any]:
+    """``start``, ``end`` and ``weight`` as ``torch.lerp`` takes them: ``start`` floating,
+    ``end`` a tensor of its dtype, ``weight`` a number or a tensor of its dtype, but for a 0-d
+    one, promoted with the others (a float64 one widens a 0-d ``start`` and ``end``, not one
+    with dims); as PyTorch's, the dtypes are checked before the kind (RuntimeError, then its
+    kernel's NotImplementedError)."""
     dtype = start.dtype
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp: end must be a Tensor, got {type(end).__name__}")
     if isinstance(weight, Tensor) and weight.ndim == 0:
+        if end.dtype == dtype and weight.dtype != dtype:
+            dtype = result_type_of(start, end, weight)
+            start, end = start.to(dtype), end.to(dtype)
         weight = weight.to(dtype)
     elif not isinstance(weight, (Tensor, int, float)):
         raise TypeError(f"lerp: weight must be a number or a Tensor, got {type(weight).__name__}")
@@ -5449,7 +5472,7 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Any]:
             raise RuntimeError(f"lerp: expected dtype {dtype} for {name} but got {value.dtype}")
     if not backend.is_floating(start.array.dtype):
         raise NotImplementedError(f"lerp: needs floating point tensors, got {dtype}")
-    return end, weight
+    return start, end, weight
 
 
 @names_bad_arguments
@@ -8725,7 +8748,35 @@ def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
         )
     if dtype == backend.bool_:
         alpha = bool(alpha)
-    return other if alpha == 1 else other * alpha
+    if alpha == 1:
+        return other
+    if isinstance(other, Tensor) and other.dtype != dtype:  # (a 0-d bool times 2 is int64,
+        other = other.to(dtype)  # which would then widen a uint8 x)
+    return other * alpha
+
+
+def _pointwise_operands(name: str, x: Tensor, tensor1: Any, tensor2: Any, value: Any) -> tuple:
+    """``x``, ``tensor1``, ``tensor2`` of ``addcmul`` or ``addcdiv`` in their common dtype, which
+    PyTorch finds for the three together (``int8 () + value * bool () * int16 ()`` is int16,
+    where a float ``value`` times the bool would make it float32), and ``value`` read in it
+    as ``written_number`` reads it. PyTorch's TypeError for a number operand, its errors for
+    bools and for an integer division."""
+    _tensor_other(name, tensor1, "tensor1", 2)
+    _tensor_other(name, tensor2, "tensor2", 3)
+    if name == "addcdiv" and not any(
+        t.is_floating_point() or t.is_complex() for t in (tensor1, tensor2)
+    ):
+        raise RuntimeError(
+            "addcdiv: integer division with addcdiv is no longer supported; compute "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integers"
+        )
+    dtype = x.array.dtype
+    if not dtype == tensor1.array.dtype == tensor2.array.dtype:  # (Adam's calls: one dtype)
+        dtype = result_type_of(x, tensor1, tensor2)
+    if dtype == backend.bool_:
+        raise NotImplementedError(f"{name}: \"{name}_cpu_out\" not implemented for 'Bool'")
+    value = written_number(value, dtype)  # (-0.5 into uint8 raises, 2.7 into int8 is 2)
+    return x.to(dtype), tensor1.to(dtype), tensor2.to(dtype), value
 
 
 def _rounded(value: Any, like: Tensor) -> Any:
