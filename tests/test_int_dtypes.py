@@ -534,6 +534,15 @@ def test_alpha_times_a_0d_other_widens_nothing_as_in_pytorch():
     assert_same(ours, theirs)
 
 
+@pytest.mark.parametrize("form", ["add_", "sub_", "mul_", "__iadd__", "__isub__", "__imul__"])
+@pytest.mark.parametrize("number", [-1, -4, 300, -129])
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_a_python_int_wraps_in_place_as_out_of_place(form, number, dtype):
+    """``uint8.add_(-1)`` wraps as ``uint8 + -1`` does: it raised NumPy's OverflowError."""
+    ours, theirs = pair(values(dtype, (4,), 5))
+    assert_same(getattr(ours, form)(number), getattr(theirs, form)(number), f"{form} {number}")
+
+
 @pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
 def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
     """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);

@@ -1691,6 +1691,8 @@ class Tensor:
                 _refuse_partial_overlap(name, self.array, other)  # (off the plain tensors' path)
             if type(other) in _NUMBERS and self.array.dtype in backend.SIXTEEN_BIT:
                 other = backend.SixteenBitNumber(other)  # x.mul_(0.1) as x * 0.1
+            elif type(other) is int and self.array.dtype.kind in "iu" and not 0 <= other < 128:
+                other = wrapped_int(other, self.array.dtype)  # uint8 -= 1 as uint8 - 1
             # as PyTorch, integer arrays wrap into an unsigned tensor (NumPy's same_kind refuses)
             unsigned = self.array.dtype.kind == "u" and ufunc != "true_divide"
             casting = "same_kind"
