@@ -543,6 +543,15 @@ def test_a_python_int_wraps_in_place_as_out_of_place(form, number, dtype):
     assert_same(getattr(ours, form)(number), getattr(theirs, form)(number), f"{form} {number}")
 
 
+def test_bfloat16_to_unsigned_wraps_as_pytorchs_float_casts():
+    """bfloat16 -1.0 to uint8 is 255 as PyTorch's (and float32's): ml_dtypes clipped it to 0."""
+    data = [-1.5, -1.0, 2.5, 200.0]
+    for dtype in ["uint8", "int8", "int16"]:
+        ours, theirs = both(lambda m, d=dtype: m.tensor(data, dtype=m.bfloat16).to(getattr(m, d)))
+        assert_same(ours, theirs, dtype)
+    assert_same(*both(lambda m: m.tensor(-2.0, dtype=m.bfloat16).prod(dtype=m.uint8)))
+
+
 @pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
 def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
     """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);

@@ -606,6 +606,8 @@ def cast(array: Any, dtype: numpy.dtype) -> Any:
     """
     if dtype in (float16, bfloat16) and array.dtype == float64:
         array = array.astype(float32)  # as PyTorch: through float32, rounded twice
+    if array.dtype == bfloat16 and dtype.kind in "iu":  # (ml_dtypes clips -1.0 to uint8's 0,
+        array = array.astype(float32)  # where PyTorch's cast, as float32's, gives 255)
     if array.size >= _BITWISE_FROM:
         if dtype == float16 and array.dtype == float32:
             return _float32_to_float16(array)
