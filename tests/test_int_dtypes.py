@@ -552,6 +552,15 @@ def test_bfloat16_to_unsigned_wraps_as_pytorchs_float_casts():
     assert_same(*both(lambda m: m.tensor(-2.0, dtype=m.bfloat16).prod(dtype=m.uint8)))
 
 
+def test_a_negative_int_among_floats_wraps_into_uint8_as_in_pytorch():
+    """``tensor([0.0, -1], dtype=uint8)`` is [0, 255]: the -1 is an int (the list read as
+    floats made it -1.0, refused); a negative float still raises."""
+    assert_same(*both(lambda m: m.tensor([[0.5, -4], [2.7, True]], dtype=m.uint8)))
+    for data in ([-1.0], [-1, 2.5, -1.5]):
+        refused = lambda m, data=data: m.tensor(data, dtype=m.uint8)  # noqa: E731
+        assert_raises_as_torch(refused, RuntimeError, "overflow")
+
+
 @pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
 def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
     """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);

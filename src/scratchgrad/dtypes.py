@@ -173,7 +173,7 @@ def to_array(data: Any, dtype: Any):
         dtype = backend.to_dtype(dtype)
         array = _from_python(data, dtype)  # (Python floats are float64: cast rounds as PyTorch's)
         _check_numbers(array, dtype)
-        return _checked(array, dtype) if dtype.kind in "iu" else backend.cast(array, dtype)
+        return _checked(array, dtype, data) if dtype.kind in "iu" else backend.cast(array, dtype)
     array = _from_python(data)
     read = _numpy_leaves_dtype(data) if isinstance(data, (list, tuple)) else None
     if read is not None:  # NumPy scalars or arrays in the list: their dtypes count
@@ -267,17 +267,29 @@ def _ints_made_floats(data: Any, array: Any) -> bool:
     return all(isinstance(leaf, int | xp.integer) for leaf in leaves)
 
 
-def _checked(array: Any, dtype: numpy.dtype) -> Any:
-    """Python numbers (read into ``array``) as integers of ``dtype``, refused as PyTorch refuses
-    them when out of its range: floats (NaN and inf too) and ints alike, except that negative
-    ints down to ``-max`` wrap into an unsigned dtype (-1 is 255 in uint8)."""
+def _checked(array: Any, dtype: numpy.dtype, data: Any = None) -> Any:
+    """Python numbers (read into ``array``, from ``data``) as integers of ``dtype``, refused as
+    PyTorch refuses them when out of its range: floats (NaN and inf too) and ints alike,
+    except that negative ints down to ``-max`` wrap into an unsigned dtype (-1 is 255 in
+    uint8), also in a list that has floats (``[0.0, -1]``: -1.0 here, an int to PyTorch)."""
     if array.dtype.kind in "iuf" and array.size:
         low, high = _int_range(dtype)
-        if dtype.kind == "u" and array.dtype.kind != "f":
+        if dtype.kind == "u" and (array.dtype.kind != "f" or _negatives_are_ints(array, data)):
             low = -high
         if not (low <= array.min() and array.max() <= high):  # False for a NaN
             raise RuntimeError(f"value cannot be converted to type {dtype} without overflow")
+        if dtype.kind == "u" and array.dtype.kind == "f":
+            array = array.astype(int64)  # (wraps a negative one as an int; NumPy may clip it)
     return array.astype(dtype)
+
+
+def _negatives_are_ints(array: Any, data: Any) -> bool:
+    """Whether the negative numbers of the list ``data`` (read into the float ``array``) were
+    Python ints."""
+    if data is None or not array.min() < 0:
+        return False
+    leaves = xp.array(data, dtype=object).ravel()
+    return all(type(leaf) in (int, bool) for leaf in leaves if leaf < 0)
 
 
 @functools.cache
