@@ -561,6 +561,17 @@ def test_a_negative_int_among_floats_wraps_into_uint8_as_in_pytorch():
         assert_raises_as_torch(refused, RuntimeError, "overflow")
 
 
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+def test_a_running_sum_into_bool_raises_as_in_pytorch(name):
+    call = lambda m, x: getattr(m, name)(x, 0, dtype=m.bool)  # noqa: E731
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        call(torch, torch.tensor([1, 2]))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        call(sg, sg.tensor([1, 2]))
+    for empty_or_0d in ([], 3):  # no kernel runs: no error
+        assert_same(call(sg, sg.tensor(empty_or_0d)), call(torch, torch.tensor(empty_or_0d)))
+
+
 @pytest.mark.parametrize("op", ["//", "%", "fmod", "trunc"])
 def test_a_bool_divided_by_a_float_is_floating_and_an_empty_dividend_divides_by_nothing(op):
     """``False % bfloat16 0.0`` is NaN (it took the integer path and raised ZeroDivisionError);

@@ -3334,7 +3334,11 @@ class Tensor:
 
     def _scan_input(self, name: str, dtype: Any) -> Tensor:
         if dtype is not None:
-            return self._converted(name, dtype)
+            x = self._converted(name, dtype)
+            if x.array.dtype == backend.bool_ and x.array.ndim and x.array.size:
+                # PyTorch has no bool kernel (a 0-d or empty input never reaches one)
+                raise NotImplementedError(f"{name}: \"{name}_out_cpu\" not implemented for 'Bool'")
+            return x
         if backend.can_require_grad(self.array.dtype) or self.array.dtype == backend.int64:
             return self  # (floating or complex)
         return self.long()
