@@ -76,3 +76,22 @@ def test_in_place_and_bad_shapes():
     assert x.tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(RuntimeError, match=r"clamp: shapes .* cannot be broadcast"):
         sg.tensor([1.0, 2.0, 3.0]).clamp(min=sg.tensor([0.0, 1.0]))
+
+
+PAST_THE_RANGE = [("float16", 65504.5), ("float16", 2**31), ("bfloat16", 1e39), ("float32", 1e39)]
+
+
+@pytest.mark.parametrize("dtype, bound", PAST_THE_RANGE)
+def test_a_number_bound_past_the_dtypes_range_raises_as_pytorchs(dtype, bound):
+    """float16 clamped at 2**31 raised nothing (NumPy rounds the bound to inf); PyTorch refuses
+    the bound. Its largest finite number and inf pass."""
+    for m in (torch, sg):
+        x = m.ones(2, dtype=getattr(m, dtype))
+        with pytest.raises(RuntimeError, match="without overflow"):
+            x.clamp(max=bound)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            x.clamp_(min=-bound)
+    for passes in (float(np.finfo(np.float16).max), float("inf")):
+        ours = sg.ones(2, dtype=sg.float16).clamp(max=passes)
+        theirs = torch.ones(2, dtype=torch.float16).clamp(max=passes)
+        np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())

@@ -2798,9 +2798,7 @@ class Tensor:
             raise NotImplementedError("clamp: \"clamp_scalar_cpu\" not implemented for 'Bool'")
         if dtype != self.array.dtype:  # an integer tensor and a float bound: as PyTorch, floats
             return self.to(dtype).clamp(min, max)
-        min, max = (
-            written_number(b, self.array.dtype) if type(b) is int else b for b in (min, max)
-        )
+        min, max = (_clamp_bound(bound, dtype) for bound in (min, max))
         inside, clipped = _call(_clamp, self.array, min, max)
         return binary.Where.apply(inside, self, Tensor._make(clipped))
 
@@ -8759,6 +8757,18 @@ def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
     if isinstance(other, Tensor) and other.dtype != dtype:  # (a 0-d bool times 2 is int64,
         other = other.to(dtype)  # which would then widen a uint8 x)
     return other * alpha
+
+
+def _clamp_bound(bound: Any, dtype: Any) -> Any:
+    """A number bound of ``clamp`` as PyTorch converts it to the tensor's ``dtype``: an int as
+    ``written_number`` reads it, and a finite number past a floating dtype's largest raises
+    (float16's 70000; inf passes), where NumPy would round it to inf."""
+    if type(bound) is int and dtype.kind in "iu":
+        return written_number(bound, dtype)
+    number = isinstance(bound, (int, float)) and backend.is_floating(dtype)
+    if number and math.isfinite(bound) and abs(bound) > float(ml_dtypes.finfo(dtype).max):
+        raise RuntimeError(f"clamp: value cannot be converted to type {dtype} without overflow")
+    return bound
 
 
 def _pointwise_operands(name: str, x: Tensor, tensor1: Any, tensor2: Any, value: Any) -> tuple:
