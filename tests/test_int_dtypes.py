@@ -634,3 +634,19 @@ def test_addcmul_and_addcdiv_refuse_what_pytorch_refuses():
     assert_raises_as_torch(
         lambda m: m.addcmul(*map(m.tensor, bytes_), value=-0.5), RuntimeError, "overflow"
     )
+
+
+@pytest.mark.parametrize("exponent", [300, 256, 255, 200, 127, -1, -129, 2**31])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+def test_an_int_exponent_is_checked_not_wrapped_as_in_pytorch(dtype, exponent):
+    """``int8 ** -129`` computed ``int8 ** 127`` (the exponent wrapped) and ``uint8 ** 300``
+    ``uint8 ** 44``; PyTorch refuses a negative exponent and one the dtype cannot hold."""
+    ours, theirs = pair(np.array([0, 1, 2], dtype=dtype))
+    try:
+        expected = theirs**exponent
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError, match="negative integer powers|overflow"):
+            ours**exponent
+        assert "negative" in str(error) or "overflow" in str(error)
+        return
+    assert_same(ours**exponent, expected, f"{dtype} ** {exponent}")

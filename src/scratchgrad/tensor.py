@@ -1039,9 +1039,10 @@ class Tensor:
         return self._floating()
 
     def __pow__(self, other: Any) -> Tensor:
-        if type(other) is int and other < 0 and self.array.dtype == backend.uint8:
-            # (caught here: the number would wrap to a positive uint8 first)
-            raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+        if type(other) is int and self.array.dtype.kind in "iu":
+            if other < 0:  # (caught here: the number would wrap to a positive one first)
+                raise RuntimeError("pow: Integers to negative integer powers are not allowed.")
+            other = written_number(other, self.array.dtype)  # uint8 ** 300 raises: no wrapping
         if type(other) is bool and self.array.dtype == backend.bool_:
             return self | (not other)  # PyTorch's bools to a bool number's power: x or not y
         x, y = self._operands(other)
