@@ -97,11 +97,14 @@ def tensors(draw, shape: tuple, dtypes=REALS):
 
 @st.composite
 def scalars(draw):
+    """A Python number, now and then one that a small dtype cannot hold (wrapped into an
+    integer one, inf in a 16-bit float) or not a finite number."""
     value = draw(
         st.one_of(
             st.booleans(),
             st.integers(-4, 4),
             st.sampled_from([-2.5, -1.0, -0.5, 0.0, 0.5, 1.5, 3.0]),
+            st.sampled_from([300, -129, 2**31, 1e5, float("inf"), float("nan")]),
         )
     )
     return value, value
