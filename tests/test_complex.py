@@ -20,7 +20,7 @@ def ours_and_theirs(array: np.ndarray, requires_grad: bool = False) -> tuple:
 
 
 def assert_same(ours: sg.Tensor, theirs: torch.Tensor, **tol) -> None:
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), **tol)
 
 
@@ -55,7 +55,7 @@ def test_is_complex():
 def test_promotion_as_torch(left, right):
     assert str(sg.promote_types(getattr(sg, left), getattr(sg, right))) == str(
         torch.promote_types(getattr(torch, left), getattr(torch, right))
-    ).removeprefix("torch.")
+    ).replace("torch.", "scratchgrad.")
 
 
 def test_python_numbers_promote_as_torch():
@@ -586,7 +586,9 @@ def test_abs_of_complex_and_its_gradient_at_zero_as_torch():
 def test_a_python_complex_number_promotes_as_torchs_and_stays_a_number(dtype):
     ours, theirs = sg.ones(2, dtype=getattr(sg, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
     for op in (lambda t: t * (1 - 2j), lambda t: (1 - 2j) * t, lambda t: t + 2j, lambda t: t / 1j):
-        assert str(op(ours).dtype) == str(op(theirs).dtype).replace("torch.", "")
+        assert str(op(ours).dtype).split(".")[-1] == str(op(theirs).dtype).split(".")[-1].replace(
+            "torch.", ""
+        )
         np.testing.assert_allclose(op(ours).numpy(), op(theirs).numpy(), rtol=1e-6)
     # a number on every device: not a CPU tensor (the strict device, tests/test_strict.py)
     assert sg.ones(2, device="meta").mul(1j).is_meta

@@ -131,14 +131,14 @@ def test_logaddexp_gradient_at_a_tie_is_split_in_half():
 def test_true_divide_of_integers_is_floating_as_torch():
     ours = sg.true_divide(sg.tensor([1, 2, 3]), 2)
     theirs = torch.true_divide(torch.tensor([1, 2, 3]), 2)
-    assert ours.tolist() == theirs.tolist() and str(ours.dtype) == "float32"
+    assert ours.tolist() == theirs.tolist() and str(ours.dtype).split(".")[-1] == "float32"
     assert sg.tensor([3.0]).true_divide(sg.tensor([2.0])).tolist() == [1.5]
 
 
 def test_diff_of_bool_and_integer_tensors_as_torch():
     for data in ([True, False, False, True], [1, 5, 2, 2]):
         for m in (sg, torch):
-            assert str(m.diff(m.tensor(data)).dtype).removeprefix("torch.") == (
+            assert str(m.diff(m.tensor(data)).dtype).split(".")[-1] == (
                 "bool" if isinstance(data[0], bool) else "int64"
             )
         assert sg.diff(sg.tensor(data)).tolist() == torch.diff(torch.tensor(data)).tolist()
@@ -154,7 +154,7 @@ def test_diff_of_bool_and_integer_tensors_as_torch():
 def test_logspace_matches_torch(args, dtype):
     ours = sg.logspace(*args, dtype=getattr(sg, dtype))
     theirs = torch.logspace(*args, dtype=getattr(torch, dtype))
-    assert str(ours.dtype) == dtype
+    assert str(ours.dtype).split(".")[-1] == dtype
     assert_close(ours, theirs, "float64" if dtype == "int64" else dtype)
     made = sg.logspace(*args, requires_grad=True)
     assert made.requires_grad and made.is_leaf and made.dtype == sg.float32

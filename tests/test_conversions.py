@@ -43,7 +43,7 @@ def test_python_numbers_and_their_errors_as_pytorchs(make, convert):
 def test_type_names_every_dtype_and_converts_back(dtype):
     name = torch.zeros(1, dtype=getattr(torch, dtype)).type()
     assert sg.zeros(1, dtype=getattr(sg, dtype)).type() == name
-    assert str(sg.zeros(1).type(name).dtype) == dtype
+    assert str(sg.zeros(1).type(name).dtype).split(".")[-1] == dtype
 
 
 def test_to_takes_non_blocking_and_copy_after_the_dtype():
@@ -67,7 +67,7 @@ TO_ARGUMENTS = {
 def test_to_reads_a_python_number_as_a_tensor_of_it_as_pytorch_does(make):
     """float64, complex128 or bool, on the CPU (ours raised, or took a bool for non_blocking)."""
     ours, theirs = sg.ones(2).to(*make(sg)), torch.ones(2).to(*make(torch))
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     assert ours.tolist() == theirs.tolist()
 
 
@@ -129,7 +129,7 @@ def test_tensors_in_a_list_are_numbers_of_their_dtype_as_pytorchs(make):
             sg.tensor(make(sg))
         return
     out = sg.tensor(make(sg))
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert out.shape == expected.shape and out.tolist() == expected.tolist()
     assert not out.requires_grad
 
@@ -198,7 +198,7 @@ def test_asarray_cannot_alias_python_data(data):
 def test_complex_casts_as_pytorchs(cast, data):
     expected = getattr(torch.tensor(data), cast)()
     out = getattr(sg.tensor(data), cast)()
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert out.tolist() == expected.tolist()
 
 

@@ -412,7 +412,7 @@ def test_windows_are_pytorchs(name, length, periodic):
     for dtype in ("float32", "float64"):
         ours = getattr(sg, name)(length, periodic, dtype=getattr(sg, dtype))
         theirs = getattr(torch, name)(length, periodic, dtype=getattr(torch, dtype))
-        assert str(ours.dtype) == dtype and ours.shape == tuple(theirs.shape)
+        assert str(ours.dtype).split(".")[-1] == dtype and ours.shape == tuple(theirs.shape)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-6)
 
 
@@ -454,7 +454,7 @@ def test_asarray_shares_what_it_can_and_copies_when_told():
     for lib in (sg, torch):
         shared = lib.asarray(array)
         array[0] = 5.0
-        assert shared[0].item() == 5.0 and str(shared.dtype).endswith("float64")
+        assert shared[0].item() == 5.0 and str(shared.dtype).split(".")[-1].endswith("float64")
         assert lib.asarray([1, 2]).dtype == lib.int64 and lib.asarray(3.0).dtype == lib.float32
         with pytest.raises(ValueError, match="alias"):
             lib.asarray(lib.ones(2), dtype=lib.float64, copy=False)

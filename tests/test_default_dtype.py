@@ -45,11 +45,13 @@ MADE = {
 @pytest.mark.parametrize("made", MADE)
 def test_what_is_made_has_pytorchs_dtype_under_each_default(default, made):
     ours, theirs = MADE[made](sg), MADE[made](torch)
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
 
 
 def test_the_default_is_read_back_and_printed_as_pytorch_does(default):
-    assert str(sg.get_default_dtype()) == str(torch.get_default_dtype()).removeprefix("torch.")
+    assert str(sg.get_default_dtype()) == str(torch.get_default_dtype()).replace(
+        "torch.", "scratchgrad."
+    )
     for dtype in ("float32", "float64"):
         ours = sg.tensor([1.5], dtype=getattr(sg, dtype))
         theirs = torch.tensor([1.5], dtype=getattr(torch, dtype))
@@ -63,7 +65,7 @@ def test_an_optimizers_scalar_state_follows_the_default_as_pytorchs(default):
         opt = lib.optim.NAdam([weight], lr=0.1)
         weight.sum().backward()
         opt.step()
-        states.append(str(opt.state[weight]["mu_product"].dtype).removeprefix("torch."))
+        states.append(str(opt.state[weight]["mu_product"].dtype).split(".")[-1])
     assert states[0] == states[1]
 
 

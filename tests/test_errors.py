@@ -197,8 +197,8 @@ def test_ops_of_one_dtype_raise_as_pytorch_for_two(name, f, dtypes):
 @pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32")])
 def test_a_recurrent_layer_refuses_an_input_of_another_dtype_as_pytorch(mode, dtypes):
-    message = rf"RNN input dtype \((torch\.)?{dtypes[0]}\) does not match weight dtype"
     for lib in (torch, sg):
+        message = rf"RNN input dtype \({lib.__name__}\.{dtypes[0]}\) does not match weight dtype"
         layer = getattr(lib.nn, mode)(3, 4, dtype=getattr(lib, dtypes[1]))
         with pytest.raises(ValueError, match=message):
             layer(*_f(lib, ((2, 1, 3), dtypes[0])))
@@ -236,7 +236,7 @@ PROMOTING_OPS = {
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32")])
 def test_ops_that_pytorch_lets_promote_still_promote(f, dtypes):
     expected, out = f(torch, *dtypes), f(sg, *dtypes)
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-5)
 
 
@@ -276,7 +276,7 @@ def test_einsum_of_several_dtypes_promotes_or_raises_as_pytorch(equation, dtypes
     if isinstance(theirs, Exception):
         assert type(ours) is type(theirs) and str(ours).startswith("einsum: ")
     else:
-        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3)
 
 
@@ -299,7 +299,7 @@ def test_under_autocast_the_one_dtype_checks_come_after_the_casts():
             expected = f(torch)
         with sg.autocast("cpu", dtype=sg.bfloat16):
             out = f(sg)
-        assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+        assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     for lib in (torch, sg):
         with lib.autocast("cpu", dtype=lib.bfloat16), pytest.raises(RuntimeError):
             lib.einsum("ij,jk->ik", *_f(lib, ((2, 3), "float64"), ((3, 4), "float32")))

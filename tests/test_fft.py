@@ -17,7 +17,7 @@ def both(array: np.ndarray) -> tuple:
 
 
 def assert_same(ours: sg.Tensor, theirs: torch.Tensor, **tol) -> None:
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().resolve_conj().numpy(), **tol)
 
 
@@ -76,7 +76,7 @@ def test_values_and_gradients_as_torch(name, shape, is_complex, kwargs, dtype):
     ours = getattr(sg.fft, name)(ours_x, **kwargs)
     theirs = getattr(torch.fft, name)(theirs_x, **kwargs)
     assert_same(ours, theirs, **TOL[dtype])
-    g = random(rng, tuple(theirs.shape), str(theirs.dtype).removeprefix("torch."))
+    g = random(rng, tuple(theirs.shape), str(theirs.dtype).split(".")[-1])
     (ours_grad,) = sg.autograd.grad(ours, ours_x, sg.tensor(g))
     (theirs_grad,) = torch.autograd.grad(theirs, theirs_x, torch.tensor(g))
     assert_same(ours_grad, theirs_grad, **TOL[dtype])

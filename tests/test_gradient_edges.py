@@ -463,7 +463,7 @@ def test_var_of_one_entry_keeps_the_dtype_of_its_gradient_as_pytorch(dtype):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             x.var().backward()
-        results.append((str(x.grad.dtype).removeprefix("torch."), x.grad.isnan().item()))
+        results.append((str(x.grad.dtype).split(".")[-1], x.grad.isnan().item()))
         with pytest.raises(RuntimeError, match="floating point and complex"):
             lib.tensor([1, 2]).var()
     assert results[0] == results[1]

@@ -175,7 +175,7 @@ def test_tensors_print_as_pytorchs_under_each_option(option, printoptions):
     for lib in (sg, torch):
         lib.set_printoptions(**OPTIONS[option])
     for what, array in _arrays().items():
-        dtypes = FLOATS if array.dtype.kind == "f" else [str(array.dtype)]
+        dtypes = FLOATS if array.dtype.kind == "f" else [str(array.dtype).split(".")[-1]]
         for dtype in dtypes:
             # float32 data first: PyTorch rounds float64 to 16 bits through float32
             data = array.astype(np.float32) if array.dtype.kind == "f" else array
@@ -411,4 +411,4 @@ def test_anomaly_doc_examples_run():
 def test_finfo_of_a_complex_dtype_is_its_parts_as_torch(dtype):
     ours, theirs = sg.finfo(getattr(sg, dtype)), torch.finfo(getattr(torch, dtype))
     assert (ours.eps, ours.max, ours.bits) == (theirs.eps, theirs.max, theirs.bits)
-    assert str(ours.dtype) == theirs.dtype
+    assert str(ours.dtype).split(".")[-1] == theirs.dtype

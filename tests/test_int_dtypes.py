@@ -21,7 +21,7 @@ SMALL = ["uint8", "int8", "int16"]
 
 
 def name(dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    return str(dtype).split(".")[-1]
 
 
 def pair(array):

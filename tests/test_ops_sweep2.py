@@ -27,7 +27,7 @@ def test_cat_of_1d_empty_tensors_promotes_dtype_as_torch():
     ints = np.arange(6).reshape(2, 3)
     out = sg.cat([sg.tensor(ints), sg.tensor([], dtype=sg.float32)])
     expected = torch.cat([torch.tensor(ints), torch.tensor([], dtype=torch.float32)])
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert_close(out, expected)
 
 
@@ -77,7 +77,7 @@ def test_repeat_interleave_of_counts_alone_as_torch():
     out = sg.repeat_interleave(sg.tensor(counts))
     expected = torch.repeat_interleave(torch.tensor(counts))
     assert out.tolist() == expected.tolist()
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
 
 
 @pytest.mark.parametrize("name", ["preserve_format", "contiguous_format", "channels_last"])
@@ -113,7 +113,7 @@ def test_python_number_on_the_left_of_bitwise_ops_as_torch(scalar, op, dtype):
     """``True & mask`` reflects to the tensor's ``__rand__``."""
     values = np.array([0, 1, 3]).astype(dtype)
     out, expected = op(scalar, sg.tensor(values)), op(scalar, torch.tensor(values))
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert out.tolist() == expected.tolist()
 
 
@@ -135,8 +135,8 @@ def test_0d_tensor_promotion_across_kinds_as_torch(dims_dtype, zero_dtype):
     dims, zero = np.array([1, 2, 3]).astype(dims_dtype), np.array(2).astype(zero_dtype)
     out = sg.tensor(dims) + sg.tensor(zero)
     expected = torch.tensor(dims) + torch.tensor(zero)
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert str(sg.result_type(sg.tensor(zero), sg.tensor(dims))) == str(
         torch.result_type(torch.tensor(zero), torch.tensor(dims))
-    ).removeprefix("torch.")
+    ).replace("torch.", "scratchgrad.")
     assert_close(out, expected, "float32")

@@ -18,7 +18,7 @@ def assert_same_bits(ours, theirs):
     assert ours.dtype == theirs.dtype
     nan = np.isnan(theirs)
     np.testing.assert_array_equal(np.isnan(ours), nan)
-    bits = BITS[str(theirs.dtype)]
+    bits = BITS[str(theirs.dtype).split(".")[-1]]
     np.testing.assert_array_equal(ours[~nan].view(bits), theirs[~nan].view(bits))
 
 

@@ -381,7 +381,7 @@ def plain(value):
     if isinstance(value, sg.Tensor | torch.Tensor):
         return ("tensor", str(value.dtype).split(".")[-1], value.tolist())
     if isinstance(value, np.ndarray):
-        return ("array", str(value.dtype), value.tolist(), value.shape)
+        return ("array", str(value.dtype).split(".")[-1], value.tolist(), value.shape)
     if isinstance(value, dict):
         return {key: plain(v) for key, v in value.items()}
     if isinstance(value, list | tuple):

@@ -618,7 +618,7 @@ def test_igamma_promotes_a_bool_before_its_kind_is_checked_as_torchs(call):
         b, i, f = m.tensor([True, False]), m.tensor([1, 2]), m.tensor([0.5, 2.0])
         try:
             out = call(m, b, i, f)
-            seen.append((str(out.dtype).removeprefix("torch."), np.round(out.tolist(), 6).tolist()))
+            seen.append((str(out.dtype).split(".")[-1], np.round(out.tolist(), 6).tolist()))
         except (RuntimeError, NotImplementedError) as error:
             seen.append(type(error))
     assert seen[1] == seen[0]

@@ -530,7 +530,7 @@ def test_integer_floor_division_and_modulo_are_exact():
     a, b = [7, -7, 2**40 + 3], [2, 2, -5]
     for op in (operator.floordiv, operator.mod):
         out, expected = op(sg.tensor(a), sg.tensor(b)), op(torch.tensor(a), torch.tensor(b))
-        assert out.tolist() == expected.tolist() and str(out.dtype) == "int64"
+        assert out.tolist() == expected.tolist() and str(out.dtype).split(".")[-1] == "int64"
         assert op(sg.tensor(a), 3).tolist() == op(torch.tensor(a), 3).tolist()
 
 

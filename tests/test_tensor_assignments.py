@@ -238,7 +238,7 @@ def data_of_another_shape_and_dtype(m):
     x.data = m.zeros(2, 2, dtype=m.float64)  # a tensor's: any shape, a float dtype
     y = m.ones(3)
     y.data = m.tensor([1, 2])
-    return tuple(x.shape), str(x.dtype)[-7:], x.requires_grad, y.tolist()
+    return tuple(x.shape), str(x.dtype).split(".")[-1][-7:], x.requires_grad, y.tolist()
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

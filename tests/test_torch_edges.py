@@ -425,7 +425,7 @@ def test_legacy_constructors_make_pytorchs_tensors(name):
         assert made[0].shape == tuple(made[1].shape) and same_dtype(*made)
     sized = (ours(sg.Size([2, 0])), theirs(torch.Size([2, 0])))  # a Size is a shape, a tuple data
     assert sized[0].shape == tuple(sized[1].shape) == (2, 0) and same_dtype(*sized)
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
 
 
 @pytest.mark.parametrize("name", LEGACY)
@@ -1007,7 +1007,7 @@ def test_float32_scans_run_in_float64_as_torchs(name):
     float32): a float32 cumsum of 3000 entries kept in float32 is off by about 1e-6 of it."""
     x = np.random.default_rng(0).normal(size=(2, 3000)).astype(np.float32) + 3
     ours, theirs = (SCANS[name](m, m.tensor(x)) for m in (sg, torch))
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-7)
 
 
@@ -1031,7 +1031,7 @@ def test_float32_spreads_run_in_float64_as_torchs(name, values):
     var_mean's mean of entries whose float32 sum overflows; var of all entries takes its mean
     in float32, as PyTorch's (so [2e38] * 4 has var inf there, var_mean 0)."""
     ours, theirs = (FLOAT32_SPREADS[name](m, m.tensor(values)) for m in (sg, torch))
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_allclose(_parts(ours), _parts(theirs), rtol=1e-6)
     x = np.random.default_rng(1).normal(size=300).astype(np.float32) * 3 + 100
     ours, theirs = (FLOAT32_SPREADS[name](m, m.tensor(x)) for m in (sg, torch))

@@ -216,5 +216,5 @@ def test_doc_examples_run(function):
 def test_diag_embed_keeps_integer_and_bool_dtypes_as_pytorch(dtype):
     x = np.array([[1, 0, 2], [0, 3, 1]]).astype(dtype)
     ours, theirs = sg.tensor(x).diag_embed(1, 0, 2), torch.tensor(x).diag_embed(1, 0, 2)
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

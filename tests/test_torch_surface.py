@@ -31,7 +31,10 @@ def test_format_a_0d_tensor_as_its_number(spec):
 )
 def test_new_factories_take_dtype_from_the_tensor(make):
     ours, theirs = make(sg.ones(1, dtype=sg.float64), sg), make(torch.ones(1).double(), torch)
-    assert ours.shape == tuple(theirs.shape) and str(ours.dtype) == str(theirs.dtype)[6:]
+    assert (
+        ours.shape == tuple(theirs.shape)
+        and str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    )
     assert ours.requires_grad == theirs.requires_grad
     np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
     assert sg.ones(1).new_empty(4).shape == (4,)
@@ -41,7 +44,7 @@ def test_typed_constructors_as_torch():
     for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"):
         ours, theirs = getattr(sg, name)([1, 0, 2]), getattr(torch, name)([1, 0, 2])
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-        assert str(ours.dtype) == str(theirs.dtype)[6:]
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
         assert getattr(sg, name)(2, 3).shape == tuple(getattr(torch, name)(2, 3).shape)
         assert isinstance(ours, getattr(sg, name)) and isinstance(ours, sg.Tensor)
     assert sg.FloatTensor((2, 3)).tolist() == torch.FloatTensor((2, 3)).tolist() == [2.0, 3.0]
@@ -130,7 +133,10 @@ def test_unstable_sort_orders_ties_as_torch(shape, high, dtype, descending):
 def test_integer_cumsum_gives_int64_as_torch():
     for data in ([True, False, True], [1, 2, 3]):
         ours, theirs = sg.tensor(data).cumsum(0), torch.tensor(data).cumsum(0)
-        assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype)[6:]
+        assert (
+            ours.tolist() == theirs.tolist()
+            and str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        )
 
 
 @pytest.mark.parametrize(
@@ -221,7 +227,7 @@ def test_index_queries_and_layout_as_torch():
 )
 def test_isin_shifts_movedim_of_several_dims_and_the_nuclear_norm_as_torch(call):
     ours, theirs = call(sg), call(torch)
-    assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1].replace("torch.", "")
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
@@ -275,7 +281,7 @@ def test_unravel_index_atleast_and_the_stacks_as_torch(call):
     ours, theirs = call(sg), call(torch)
     assert len(ours) == len(theirs)
     for o, t in zip(ours, theirs):
-        assert o.dtype == getattr(sg, str(t.dtype)[6:])
+        assert o.dtype == getattr(sg, str(t.dtype).split(".")[-1])
         np.testing.assert_array_equal(o.numpy(), t.numpy())
 
 

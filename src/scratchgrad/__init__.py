@@ -29,36 +29,21 @@ else:
     from scratchgrad.backend import (
         Generator,
         are_deterministic_algorithms_enabled,
-        bfloat16,
-        bool_ as bool,
-        complex64,
-        complex128,
         default_generator,
         device,
         dtype,
-        float16,
-        float32,
-        float64,
         get_default_device,
         get_num_threads,
         get_rng_state,
         initial_seed,
-        int8,
-        int16,
-        int32,
-        int64,
         is_deterministic_algorithms_warn_only_enabled,
         manual_seed,
         seed,
         set_default_device,
         set_num_threads,
         set_rng_state,
-        uint8,
         use_deterministic_algorithms,
     )
-    from scratchgrad.backend import float16 as half, float32 as float, float64 as double
-    from scratchgrad.backend import int16 as short, int32 as int, int64 as long
-    from scratchgrad.backend import complex64 as cfloat, complex128 as cdouble
     from scratchgrad.creation import (
         BFloat16Tensor,
         BoolTensor,
@@ -258,6 +243,21 @@ else:
     )
     from scratchgrad.func import vmap
     from scratchgrad import foreach  # torch._foreach_*, as EMA and optimizer code calls them
+    from scratchgrad import backend as _backend
+
+    # the dtypes, as PyTorch's: ``scratchgrad.dtype`` objects, under PyTorch's names and aliases
+    float16 = half = _backend.dtype_of(_backend.float16)
+    bfloat16 = _backend.dtype_of(_backend.bfloat16)
+    float32 = float = _backend.dtype_of(_backend.float32)
+    float64 = double = _backend.dtype_of(_backend.float64)
+    complex64 = cfloat = _backend.dtype_of(_backend.complex64)
+    complex128 = cdouble = _backend.dtype_of(_backend.complex128)
+    uint8 = _backend.dtype_of(_backend.uint8)
+    int8 = _backend.dtype_of(_backend.int8)
+    int16 = short = _backend.dtype_of(_backend.int16)
+    int32 = int = _backend.dtype_of(_backend.int32)
+    int64 = long = _backend.dtype_of(_backend.int64)
+    bool = _backend.dtype_of(_backend.bool_)
 
     globals().update({f"_foreach_{name}": getattr(foreach, name) for name in foreach.__all__})
 
@@ -666,8 +666,8 @@ else:
         result = _float_power(input, exponent)
         if isinstance(out, Tensor) and out.dtype != result.dtype:
             raise RuntimeError(
-                f"the output given to float_power has dtype {out.dtype} but the operation's "
-                f"result requires dtype {result.dtype}"
+                f"the output given to float_power has dtype {out.dtype.name} but the operation's "
+                f"result requires dtype {result.dtype.name}"
             )
         read = (input, exponent)
         return result if out is None else _write_out("float_power", result, out, read)

@@ -143,10 +143,79 @@ complex64 = numpy.dtype(numpy.complex64)
 complex128 = numpy.dtype(numpy.complex128)
 # their classes (NumPy's DType classes): ``type(dtype) in COMPLEX_DTYPES`` is the cheapest test
 COMPLEX_DTYPES = frozenset({type(complex64), type(complex128)})
-# the class of every dtype above, as ``torch.dtype``: ``isinstance(x.dtype, dtype)``
-dtype = numpy.dtype
 
 default_float = float32
+
+
+class dtype:
+    """A tensor's dtype, as ``torch.dtype``: ``scratchgrad.float32`` and its kin, one object per
+    dtype. The engine computes on NumPy dtypes (the constants above, ``tensor.array.dtype``);
+    this object is what the public API gives and takes. It holds its NumPy dtype as ``.dtype``,
+    which NumPy reads wherever it takes a dtype, and is equal to it and hashed as it, so that
+    ``x.dtype == numpy.float32`` holds and tables keyed by NumPy dtypes find it.
+
+    >>> import numpy, scratchgrad as sg
+    >>> sg.float32, sg.bfloat16.is_floating_point, sg.int8.is_signed, sg.complex64.to_real()
+    (scratchgrad.float32, True, True, scratchgrad.float32)
+    >>> sg.float32 == numpy.float32, numpy.zeros(2, sg.int64).dtype
+    (True, dtype('int64'))
+    """
+
+    __slots__ = ("dtype", "kind", "itemsize", "is_floating_point", "is_complex", "is_signed")
+
+    def __init__(self, of: numpy.dtype) -> None:
+        self.dtype = of
+        self.kind, self.itemsize = of.kind, of.itemsize  # (kind: read by the engine's checks)
+        self.is_floating_point = is_floating(of)
+        self.is_complex = of.kind == "c"
+        self.is_signed = of.kind in "ifc" or of == bfloat16
+
+    def __repr__(self) -> str:
+        return f"scratchgrad.{self.dtype.name}"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other or self.dtype == other
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __reduce__(self) -> str:
+        return self.dtype.name  # copy and deepcopy give the object itself, as torch.dtype's
+
+    def __getattr__(self, name: str) -> Any:
+        # NOTE: NumPy's other dtype attributes (name, char, type, str, ...) are forwarded, so
+        # code written for NumPy dtypes (the engine's, and a user's) reads them as before;
+        # torch.dtype has none of them, so no PyTorch program depends on their absence.
+        if name.startswith("_"):
+            raise AttributeError(f"'scratchgrad.dtype' object has no attribute '{name}'")
+        return getattr(self.dtype, name)
+
+    def to_real(self) -> dtype:
+        """The dtype of this one's real and imaginary parts (float32 for complex64); a real
+        dtype is its own, as ``torch.dtype.to_real``."""
+        return dtype_of(to_real(self.dtype))
+
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts are this dtype (complex64 for float32 and bfloat16),
+        as ``torch.dtype.to_complex``; a complex dtype is its own."""
+        if self.dtype == float16:
+            raise TypeError("to_complex: scratchgrad has no complex32 (PyTorch's for float16)")
+        if not can_require_grad(self.dtype):
+            raise RuntimeError(f"to_complex: {self} has no complex dtype")
+        return dtype_of(to_complex(self.dtype))
+
+
+class _DtypeTable(dict):
+    """NumPy dtype -> its ``scratchgrad.dtype``, made on first sight (uint16 from NumPy data)."""
+
+    def __missing__(self, of: numpy.dtype) -> dtype:
+        return self.setdefault(of, dtype(of))
+
+
+# dtype_of(numpy_dtype): the ``scratchgrad.dtype`` of a NumPy dtype, one dict lookup
+dtype_of = _DtypeTable().__getitem__
 
 # ---- devices ------------------------------------------------------------------------------------
 

@@ -97,11 +97,12 @@ def _check_parts(x: Tensor, y: Tensor) -> None:
     kinds = (backend.float32, backend.float64)  # (no complex32 here)
     if x.dtype not in kinds or y.dtype not in kinds:
         raise RuntimeError(
-            f"Expected both inputs to be Half, Float or Double tensors but got {x.dtype} and "
-            f"{y.dtype}"
+            f"Expected both inputs to be Half, Float or Double tensors but got {x.dtype.name} and "
+            f"{y.dtype.name}"
         )
     if x.dtype != y.dtype:
         raise RuntimeError(
-            f"Expected object of scalar type {x.dtype} but got scalar type {y.dtype} for second "
+            f"Expected object of scalar type {x.dtype.name} but got scalar type {y.dtype.name} "
+            "for second "
             "argument"
         )

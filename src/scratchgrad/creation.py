@@ -99,7 +99,7 @@ def tensor(
     no device to copy to asynchronously).
 
     >>> tensor([[1, 2], [3, 4]]).dtype
-    dtype('int64')
+    scratchgrad.int64
     """
     if backend.is_array(data):
         _check_byte_order("tensor", data)
@@ -152,8 +152,8 @@ def asarray(
             out = source.clone()
         elif out is not source and copy is False:
             raise ValueError(
-                f"asarray: can't alias a tensor of dtype {source.dtype} on {source.device} "
-                f"into dtype {out.dtype} on {out.device} (copy=False)"
+                f"asarray: can't alias a tensor of dtype {source.dtype.name} on {source.device} "
+                f"into dtype {out.dtype.name} on {out.device} (copy=False)"
             )
     elif copy is False:  # (a list's numbers are no memory a tensor could share)
         raise ValueError(f"asarray: can't alias a {type(obj).__name__} into a tensor (copy=False)")
@@ -316,7 +316,7 @@ def full(
     float32).
 
     >>> full((2,), 1.5), full((1,), True).dtype
-    (tensor([1.5000, 1.5000]), dtype('bool'))
+    (tensor([1.5000, 1.5000]), scratchgrad.bool)
     """
     value = fill_value.array.item() if isinstance(fill_value, Tensor) else fill_value
     dtype = _dtype(dtype, to_array(python_number(value), None).dtype)
@@ -519,7 +519,7 @@ def randint(
     must fit in it, as PyTorch checks.
 
     >>> randint(3, 4, (2,)).tolist(), randint(2, (1,), dtype="float64").dtype
-    ([3, 3], dtype('float64'))
+    ([3, 3], scratchgrad.float64)
     """
     if high is None or isinstance(high, (tuple, list)):
         low, high, size = 0, low, size if high is None else high
@@ -653,7 +653,9 @@ def normal(
             f"normal: the shapes of mean and std {shapes} cannot be broadcast together"
         ) from None
     if not backend.is_floating(dtype):
-        raise NotImplementedError(f"normal: not implemented for {dtype}; give a floating dtype")
+        raise NotImplementedError(
+            f"normal: not implemented for {dtype.name}; give a floating dtype"
+        )
     noise = randn(shape, generator=generator, dtype=backend.float64, device=device)
     out = Normal.apply(mean, std, noise, dtype=dtype)
     return out.requires_grad_() if requires_grad else out
@@ -867,7 +869,7 @@ def legacy_new(name: str, dtype: Any, args: tuple) -> Tensor:
         raise TypeError(f"{name}: data must be a sequence (got {type(data).__name__})")
     if isinstance(data, Tensor):
         if name != "Tensor" and data.dtype != dtype:
-            raise TypeError(f"{name}: expected a {dtype} tensor, got {data.dtype}")
+            raise TypeError(f"{name}: expected a {dtype} tensor, got {data.dtype.name}")
         return data.view(data.shape)  # an alias, as PyTorch's: same memory, in the graph
     return as_tensor(data, dtype)
 

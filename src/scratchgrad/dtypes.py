@@ -9,8 +9,11 @@ comparisons (``wrapped_int``), checked when written into a tensor (``written_num
 ``to_array`` for ``tensor(data, dtype=...)``). What a dtype holds: ``finfo`` and ``iinfo``.
 The dtypes themselves, and which of them are floating, are the backend's.
 
+The engine computes on NumPy dtypes (``promoted``, ``result_dtype``); the public functions give
+``scratchgrad.dtype`` objects (``promote_types``, ``result_type``, ``get_default_dtype``).
+
 >>> from scratchgrad import backend
->>> promote_types(backend.int64, backend.float16), promote_types(backend.bfloat16, backend.float16)
+>>> promoted(backend.int64, backend.float16), promoted(backend.bfloat16, backend.float16)
 (dtype('float16'), dtype('float32'))
 """
 
@@ -35,19 +38,24 @@ from scratchgrad.backend import (
 )
 
 
-def promote_types(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
+def promote_types(x: Any, y: Any) -> backend.dtype:
     """PyTorch's promotion of two dtypes, as ``torch.promote_types``: a floating dtype beats an
     integer or bool one whatever their sizes; within a kind, the wider wins (bfloat16 with
     float16 gives float32, uint8 with int8 int16).
 
     >>> import scratchgrad as sg
     >>> sg.promote_types(sg.uint8, sg.int8), sg.promote_types(sg.int64, sg.float16)
-    (dtype('int16'), dtype('float16'))
+    (scratchgrad.int16, scratchgrad.float16)
     """
+    return backend.dtype_of(promoted(backend.to_dtype(x), backend.to_dtype(y)))
+
+
+def promoted(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
+    """``promote_types`` on NumPy dtypes, giving a NumPy dtype: the engine's."""
     if x == y:
         return x
     if "c" in (x.kind, y.kind):  # complex beats every kind; its parts promote as floats do
-        return backend.to_complex(promote_types(backend.to_real(x), backend.to_real(y)))
+        return backend.to_complex(promoted(backend.to_real(x), backend.to_real(y)))
     if is_floating(x) != is_floating(y):
         return x if is_floating(x) else y
     if bfloat16 in (x, y):
@@ -99,7 +107,7 @@ def python_number(value: Any) -> Any:
     return value
 
 
-def result_type(x: Any, y: Any) -> numpy.dtype:
+def result_type(x: Any, y: Any) -> backend.dtype:
     """The dtype of an op on tensors (or arrays) ``x`` and ``y``, as ``torch.result_type``:
     ``promote_types`` of their dtypes, except that a 0-d tensor does not widen a tensor with
     dims of the same or a higher kind (a complex one makes a float one complex, keeping its
@@ -107,11 +115,17 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
 
     >>> import scratchgrad as sg
     >>> sg.result_type(sg.tensor([1], dtype=sg.uint8), sg.tensor(1000))
-    dtype('uint8')
+    scratchgrad.uint8
     >>> sg.result_type(2, sg.ones(1)), sg.result_type(sg.tensor([1, 2]), 2.5)
-    (dtype('float32'), dtype('float32'))
+    (scratchgrad.float32, scratchgrad.float32)
     """
+    return backend.dtype_of(result_dtype(x, y))
+
+
+def result_dtype(x: Any, y: Any) -> numpy.dtype:
+    """``result_type`` as a NumPy dtype: the engine's. A tensor is read by its array."""
     x, y = python_number(x), python_number(y)
+    x, y = getattr(x, "array", x), getattr(y, "array", y)  # (a tensor: its NumPy dtype)
     if not hasattr(y, "dtype"):
         return scalar_type(x.dtype, y)
     if not hasattr(x, "dtype"):
@@ -124,7 +138,7 @@ def result_type(x: Any, y: Any) -> numpy.dtype:
             return dims.dtype
         if kd == 2 and kz == 3:
             return backend.to_complex(dims.dtype)
-    return promote_types(x.dtype, y.dtype)
+    return promoted(x.dtype, y.dtype)
 
 
 def result_type_of(*operands: Any) -> numpy.dtype:
@@ -140,6 +154,7 @@ def result_type_of(*operands: Any) -> numpy.dtype:
     (dtype('float64'), dtype('float32'), dtype('float16'))
     """
     operands = [python_number(operand) for operand in operands]
+    operands = [getattr(operand, "array", operand) for operand in operands]  # (NumPy dtypes)
     numbers = [operand for operand in operands if not hasattr(operand, "dtype")]
     kinds = (bool, int, float, complex)
     number = max(numbers, key=lambda n: kinds.index(type(n)), default=None)
@@ -148,11 +163,11 @@ def result_type_of(*operands: Any) -> numpy.dtype:
     dims = [operand.dtype for operand in tensors if operand.ndim > 0]
     lower = number
     if zeros:
-        zero = functools.reduce(promote_types, zeros)
+        zero = functools.reduce(promoted, zeros)
         lower = xp.zeros((), zero if number is None else scalar_type(zero, number))
     if dims:
-        dims = functools.reduce(promote_types, dims)
-        return dims if lower is None else result_type(xp.zeros(1, dims), lower)
+        dims = functools.reduce(promoted, dims)
+        return dims if lower is None else result_dtype(xp.zeros(1, dims), lower)
     return lower.dtype if zeros else to_array(number, None).dtype
 
 
@@ -228,7 +243,7 @@ def _numpy_leaves_dtype(data: list | tuple) -> numpy.dtype | None:
     if not numpy_leaf:
         return None
     python = {float: backend.default_float, int: int64, bool: xp.dtype(bool)}
-    return functools.reduce(promote_types, (python.get(d, d) for d in dtypes))
+    return functools.reduce(promoted, (python.get(d, d) for d in dtypes))
 
 
 def _from_python(data: Any, dtype: numpy.dtype | None = None) -> Any:
@@ -277,7 +292,7 @@ def _checked(array: Any, dtype: numpy.dtype, data: Any = None) -> Any:
         if dtype.kind == "u" and (array.dtype.kind != "f" or _negatives_are_ints(array, data)):
             low = -high
         if not (low <= array.min() and array.max() <= high):  # False for a NaN
-            raise RuntimeError(f"value cannot be converted to type {dtype} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
         if dtype.kind == "u" and array.dtype.kind == "f":
             array = array.astype(int64)  # (wraps a negative one as an int; NumPy may clip it)
     return array.astype(dtype)
@@ -341,7 +356,7 @@ def set_default_dtype(dtype: Any) -> None:
     >>> import scratchgrad as sg
     >>> sg.set_default_dtype(sg.float64)
     >>> sg.tensor([1.5]).dtype, sg.nn.Linear(2, 1).weight.dtype
-    (dtype('float64'), dtype('float64'))
+    (scratchgrad.float64, scratchgrad.float64)
     >>> sg.set_default_dtype(sg.float32)
     """
     dtype = backend.to_dtype(dtype)
@@ -350,14 +365,14 @@ def set_default_dtype(dtype: Any) -> None:
     backend.default_float = dtype
 
 
-def get_default_dtype() -> numpy.dtype:
+def get_default_dtype() -> backend.dtype:
     """The default floating dtype (see ``set_default_dtype``), as ``torch.get_default_dtype``.
 
     >>> import scratchgrad as sg
     >>> sg.get_default_dtype()
-    dtype('float32')
+    scratchgrad.float32
     """
-    return backend.default_float
+    return backend.dtype_of(backend.default_float)
 
 
 def requested_device_and_dtype(args: tuple, device: Any = None, dtype: Any = None) -> tuple:

@@ -371,7 +371,7 @@ def _floating(name: str, x: Tensor) -> Tensor:
     """Integers and bools as the default float, as PyTorch's transforms take them; 16-bit
     floats refused, as PyTorch's CPU transforms refuse them."""
     if x.dtype in (backend.float16, backend.bfloat16):
-        raise RuntimeError(f"{name}: Unsupported dtype {x.dtype}")
+        raise RuntimeError(f"{name}: Unsupported dtype {x.dtype.name}")
     if x.is_floating_point() or x.is_complex():
         return x
     return x.to(get_default_dtype())
@@ -387,7 +387,7 @@ def _c2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm, inverse: boo
 
 def _r2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
     if input.is_complex():
-        raise RuntimeError(f"{name} expects a real input tensor, but got {input.dtype}")
+        raise RuntimeError(f"{name} expects a real input tensor, but got {input.dtype.name}")
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
     dims = _normalized(name, input, dims)

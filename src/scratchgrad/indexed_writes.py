@@ -39,7 +39,7 @@ _TORCH_NAMES = {
 
 
 def _torch_name(dtype: Any) -> str:
-    return _TORCH_NAMES.get(str(dtype), str(dtype))
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def _require_tensor(name: str, what: str, position: int, given: Any) -> None:

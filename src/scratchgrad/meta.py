@@ -39,7 +39,7 @@ the step. Bounds of meta indices are not checked, as in PyTorch.
 ((2, 3), device(type='meta'), True)
 >>> y = (x.float() ** 2).sum(dim=0, keepdim=True) / 3
 >>> y.shape, y.dtype, y.is_meta
-((1, 3), dtype('float32'), True)
+((1, 3), scratchgrad.float32, True)
 """
 
 from __future__ import annotations

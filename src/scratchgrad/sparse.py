@@ -321,7 +321,7 @@ class SparseTensor(Tensor):
     def __repr__(self) -> str:
         suffixes = [f"size={tuple(self.shape)}", f"nnz={self._nnz()}"]
         if self.dtype not in (backend.default_float, backend.int64, backend.bool_):
-            suffixes.append(f"dtype=scratchgrad.{self.dtype}")
+            suffixes.append(f"dtype={self.dtype}")
         suffixes.append("layout=scratchgrad.sparse_coo")
         if self.grad_fn is not None:
             suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
@@ -606,7 +606,8 @@ def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         )
     if mat1.dtype != mat2.dtype:
         raise RuntimeError(
-            f"mm: expected tensors of the same dtype, but got: {mat1.dtype} != {mat2.dtype}"
+            f"mm: expected tensors of the same dtype, but got: {mat1.dtype.name} != "
+            f"{mat2.dtype.name}"
         )
     _refuse_recording("sparse.mm")
     index = mat1._indices().array

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scratchgrad import backend
-from scratchgrad.dtypes import result_type
+from scratchgrad.dtypes import result_dtype
 from scratchgrad.ops import special as ops
 from scratchgrad.tensor import (
     OUT_READS_UNCHECKED,
@@ -66,7 +66,7 @@ def _wide(name: str, x: Tensor) -> Tensor:
     ndtri, log_ndtr, zeta and the newer Bessel functions."""
     if x.dtype in (backend.float16, backend.bfloat16):
         raise NotImplementedError(
-            f"special.{name}: not implemented for {x.dtype} tensors, as in PyTorch; "
+            f"special.{name}: not implemented for {x.dtype.name} tensors, as in PyTorch; "
             "compute in float32 (x.float())"
         )
     return x
@@ -82,7 +82,7 @@ def _pair(name: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
             f"special.{name}(): expected Tensors or a Tensor and a number, got "
             f"{type(x).__name__} and {type(y).__name__}"
         )
-    dtype = result_type(x, y)
+    dtype = result_dtype(x, y)
     if backend.can_require_grad(dtype) and not backend.is_floating(dtype):
         raise NotImplementedError(f"special.{name}: not implemented for {dtype}, as in PyTorch")
     dtype = dtype if backend.is_floating(dtype) else backend.default_float
@@ -596,7 +596,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """
     if not _tensor("round", input).is_floating_point():
         raise NotImplementedError(
-            f"special.round: not implemented for {input.dtype} tensors, as in PyTorch "
+            f"special.round: not implemented for {input.dtype.name} tensors, as in PyTorch "
             "(torch.round returns them as they are)"
         )
     return input.round(decimals=decimals)

@@ -69,7 +69,7 @@ def stft(
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, got shape {tuple(input.shape)}")
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(
-            f"stft: expected a tensor of floating point or complex values, got {input.dtype}"
+            f"stft: expected a tensor of floating point or complex values, got {input.dtype.name}"
         )
     if center:
         pad = n_fft // 2

@@ -325,12 +325,12 @@ def _weights(fweights: Tensor | None, aweights: Tensor | None, n: int) -> Tensor
         if kind == "integral" and not integral:
             raise RuntimeError(
                 f"cov(): expected fweights to have integral dtype but got fweights with "
-                f"{weights.dtype} dtype"
+                f"{weights.dtype.name} dtype"
             )
         if not kind and not backend.is_floating(weights.dtype):
             raise RuntimeError(
                 f"cov(): expected aweights to have floating point dtype but got aweights with "
-                f"{weights.dtype} dtype"
+                f"{weights.dtype.name} dtype"
             )
         if weights.numel() != n:
             raise RuntimeError(
@@ -419,7 +419,7 @@ def histogram(
     """
     dtype = input.array.dtype
     if not backend.is_floating(dtype) or dtype.itemsize < 4:
-        raise NotImplementedError(f'"histogramdd" not implemented for {input.dtype}')
+        raise NotImplementedError(f'"histogramdd" not implemented for {input.dtype.name}')
     if weight is not None:
         _check_histogram_weight(input, weight)
     edges = _bin_edges(input, bins, range)
@@ -446,8 +446,8 @@ def _check_histogram_weight(input: Tensor, weight: Tensor) -> None:
     if weight.dtype != input.dtype:
         raise RuntimeError(
             "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-            f"should have the same dtype, but got input({input.dtype}), and "
-            f"weight({weight.dtype})"
+            f"should have the same dtype, but got input({input.dtype.name}), and "
+            f"weight({weight.dtype.name})"
         )
 
 
@@ -464,8 +464,8 @@ def _bin_edges(input: Tensor, bins: int | Tensor, range: Sequence[float] | None)
         if bins.dtype != input.dtype:
             raise RuntimeError(
                 "torch.histogramdd: input tensor and bins tensors should have the same dtype, "
-                f"but got input with dtype {input.dtype} and bins for dimension 0 with dtype "
-                f"{bins.dtype}"
+                f"but got input with dtype {input.dtype.name} and bins for dimension 0 with dtype "
+                f"{bins.dtype.name}"
             )
         return bins.detach().clone()
     if isinstance(bins, (bool, float)) or not hasattr(bins, "__index__"):

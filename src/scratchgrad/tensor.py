@@ -39,10 +39,10 @@ from scratchgrad.dtypes import (
     contiguous_format,
     layout,
     preserve_format,
-    promote_types,
+    promoted,
     python_number,
     requested_device_and_dtype,
-    result_type,
+    result_dtype,
     result_type_of,
     scalar_type,
     split_to_arguments,
@@ -267,8 +267,9 @@ class Tensor:
         return self.array.ndim
 
     @property
-    def dtype(self):
-        return self.array.dtype
+    def dtype(self) -> backend.dtype:
+        """The ``scratchgrad.dtype`` of the data (the engine reads ``self.array.dtype``)."""
+        return backend.dtype_of(self.array.dtype)
 
     @property
     def device(self) -> backend.device:
@@ -411,7 +412,7 @@ class Tensor:
         if self._requires_grad and not backend.can_require_grad(value.array.dtype):
             raise RuntimeError(
                 "data set to a tensor that requires gradients must be floating point or complex "
-                f"dtype, got {value.dtype}"
+                f"dtype, got {value.dtype.name}"
             )
         if value.device.type != self.device.type:
             raise RuntimeError(
@@ -914,7 +915,7 @@ class Tensor:
         if type(other) is Tensor or isinstance(other, Tensor):
             if other.array.dtype is self.array.dtype or other.array.dtype == self.array.dtype:
                 return self, other
-            dtype = result_type(self, other)
+            dtype = result_dtype(self, other)
             if other.array.dtype == backend.bool_ or self.array.dtype == backend.bool_:
                 # NumPy gives the other operand's dtype too, with no cast pass (a mask multiply)
                 return (
@@ -976,7 +977,7 @@ class Tensor:
             return self._floating()._operands(other)
         if other.array.dtype == self.array.dtype and backend.can_require_grad(self.array.dtype):
             return self, other
-        dtype = result_type(self, other)
+        dtype = result_dtype(self, other)
         if not backend.can_require_grad(dtype):  # (floating or complex)
             dtype = backend.default_float
         return self.to(dtype), other.to(dtype)
@@ -1309,7 +1310,7 @@ class Tensor:
             )
         if self.dtype != other.dtype:
             raise RuntimeError(
-                f"cross: expected inputs of one dtype, got {self.dtype} and {other.dtype}"
+                f"cross: expected inputs of one dtype, got {self.dtype.name} and {other.dtype.name}"
             )
         if dim is None:
             dim = next((d for d, n in enumerate(self.shape) if n == 3), None)
@@ -1410,7 +1411,7 @@ class Tensor:
         >>> sg.hypot(sg.tensor([3.0, 3e30]), sg.tensor([4.0, 4e30]))
         tensor([5.0000e+00, 5.0000e+30])
         """
-        dtype = result_type(self, _tensor_other("hypot", other))
+        dtype = result_dtype(self, _tensor_other("hypot", other))
         if dtype.kind in "biuc":  # (PyTorch's kernel is for real floats only: no int promotion)
             raise NotImplementedError(
                 f"hypot: \"hypot_cpu\" not implemented for '{_kind_name(dtype)}'"
@@ -1827,7 +1828,7 @@ class Tensor:
                 out = op(old)
             except NotImplementedError:  # (bool.igamma_(int): PyTorch's cast error)
                 if promotes and arguments and isinstance(arguments[0], Tensor | numbers.Number):
-                    _refuse_cast(name, result_type(old, arguments[0]), self.array.dtype)
+                    _refuse_cast(name, result_dtype(old, arguments[0]), self.array.dtype)
                 raise
             _refuse_cast(name, out.array.dtype, self.array.dtype)
             if out.shape != self.shape:
@@ -1967,8 +1968,8 @@ class Tensor:
         for other in others:
             if other.dtype != self.dtype:
                 raise TypeError(
-                    f"{name}: expected a tensor of dtype {self.dtype} for 'other' (got "
-                    f"{other.dtype})"
+                    f"{name}: expected a tensor of dtype {self.dtype.name} for 'other' (got "
+                    f"{other.dtype.name})"
                 )
         arrays = [other.expand(self.shape).array for other in others]
         if builtins.any(xp.may_share_memory(self.array, array) for array in arrays):
@@ -2059,7 +2060,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.ones(2).to("cpu", sg.float64).dtype
-        dtype('float64')
+        scratchgrad.float64
         """
         args, flags = split_to_arguments(args, tensor, non_blocking)
         if type(copy) is not bool:  # (as PyTorch's)
@@ -2110,7 +2111,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.ones(2).type(), sg.ones(2).type("torch.DoubleTensor").dtype
-        ('torch.FloatTensor', dtype('float64'))
+        ('torch.FloatTensor', scratchgrad.float64)
         """
         from scratchgrad import creation  # (its legacy types are Tensors of this module)
 
@@ -2123,7 +2124,7 @@ class Tensor:
             if device not in ("torch", "torch.cuda") or name not in names:
                 raise ValueError(f"invalid type: {dtype!r}")
             return self.to("cuda" if device == "torch.cuda" else self.device, names[name])
-        if not isinstance(dtype, (xp.dtype, creation._LegacyTensorType)):
+        if not isinstance(dtype, (backend.dtype, xp.dtype, creation._LegacyTensorType)):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype.dtype if isinstance(dtype, type) else dtype)
 
@@ -2245,7 +2246,7 @@ class Tensor:
             return unary.Step.apply(self, ufunc=xp.round)
         if not backend.is_floating(self.array.dtype):
             raise NotImplementedError(
-                f"round: decimals={decimals} needs a floating point tensor, got {self.dtype}"
+                f"round: decimals={decimals} needs a floating point tensor, got {self.dtype.name}"
             )
         return unary.Round.apply(self, decimals=decimals)
 
@@ -2607,7 +2608,7 @@ class Tensor:
         """The array module's ``ufunc`` on operands promoted to an integer dtype (or bool if
         ``bools``), as PyTorch promotes them (``4 << True`` shifts an int by a bool); PyTorch's
         NotImplementedError for another promoted dtype (a float number too)."""
-        dtype = result_type(self, other)
+        dtype = result_dtype(self, other)
         if dtype.kind not in ("iub" if bools else "iu"):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_kind_name(dtype)}'")
         return self._compare(ufunc, other)
@@ -2773,7 +2774,7 @@ class Tensor:
     def _incomplete_gamma(self, name: str, other: Any, upper: bool) -> Tensor:
         a, x = self._operands(_tensor_other(name, other))
         if a.dtype != x.dtype:  # (_operands leaves a bool operand as it is): promoted first
-            dtype = result_type(a, x)
+            dtype = result_dtype(a, x)
             a, x = a.to(dtype), x.to(dtype)
         a._check_floating(name)
         return special.Igamma.apply(a, x, upper=upper)
@@ -2872,7 +2873,8 @@ class Tensor:
         tensor filled with 2.7 holds 2), as PyTorch's."""
         if isinstance(mask, Tensor) and mask.array.dtype != backend.bool_:
             raise RuntimeError(
-                f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+                f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                f"{mask.dtype.name}"
             )
         if isinstance(value, Tensor) and value.ndim:  # (where() would broadcast it)
             raise RuntimeError(
@@ -3445,7 +3447,7 @@ class Tensor:
         """
         if p is None and not backend.is_floating(self.array.dtype):
             raise RuntimeError(
-                f"bernoulli: the probabilities must have a floating dtype, got {self.dtype}"
+                f"bernoulli: the probabilities must have a floating dtype, got {self.dtype.name}"
             )
         draws = Tensor._make(_call(_bernoulli, self.array, p, generator))
         if p is None:
@@ -3504,7 +3506,7 @@ class Tensor:
         if not backend.is_floating(self.array.dtype):  # a RuntimeError here in PyTorch
             raise RuntimeError(
                 "exponential_: Exponential distribution is a continuous probability distribution."
-                f" dtype must be a floating point but you specified {self.dtype}"
+                f" dtype must be a floating point but you specified {self.dtype.name}"
             )
         if not lambd > 0:
             raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
@@ -3543,7 +3545,7 @@ class Tensor:
             info = xp.iinfo(self.array.dtype)
             if not info.min <= low <= info.max or not info.min <= high - 1 <= info.max:
                 raise RuntimeError(
-                    f"random_: [{low}, {high - 1}] is out of bounds for {self.dtype}"
+                    f"random_: [{low}, {high - 1}] is out of bounds for {self.dtype.name}"
                 )
         return self._filled("random_", generator, "integers", low, high)
 
@@ -3561,7 +3563,7 @@ class Tensor:
         if not backend.is_floating(self.array.dtype):
             raise RuntimeError(
                 "Cauchy distribution is a continuous probability distribution. dtype must be a "
-                f"floating point but you specified {self.dtype}"
+                f"floating point but you specified {self.dtype.name}"
             )
         if not sigma > 0:
             raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
@@ -3617,7 +3619,7 @@ class Tensor:
             raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {self.shape}")
         if not backend.is_floating(self.array.dtype):
             raise RuntimeError(
-                f"multinomial only supports floating-point dtypes for input, got {self.dtype}"
+                f"multinomial only supports floating-point dtypes for input, got {self.dtype.name}"
             )
         n = self.array.shape[-1]
         if num_samples <= 0:
@@ -3664,7 +3666,7 @@ class Tensor:
         """
         if size is not None:
             shape = _given_once("view", "size", shape, size)
-        if dtype is None and len(shape) == 1 and isinstance(shape[0], xp.dtype):
+        if dtype is None and len(shape) == 1 and isinstance(shape[0], (backend.dtype, xp.dtype)):
             dtype = shape[0]
         if dtype is not None:
             return self._view_as_dtype(backend.to_dtype(dtype))
@@ -4108,7 +4110,7 @@ class Tensor:
         """The entries at ``index`` (a vector of ints) along ``dim``."""
         if index.dtype not in (backend.int32, backend.int64):  # a uint8 one is no mask here
             raise RuntimeError(
-                f"index_select(): Expected dtype int32 or int64 for index, got {index.dtype}"
+                f"index_select(): Expected dtype int32 or int64 for index, got {index.dtype.name}"
             )
         if index.ndim > 1:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
@@ -4167,11 +4169,12 @@ class Tensor:
             )
         if index.dtype not in (backend.int32, backend.int64):
             raise RuntimeError(
-                f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype}"
+                f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype.name}"
             )
         if source.dtype != self.dtype:
             raise RuntimeError(
-                f"index_add_(): self ({self.dtype}) and source ({source.dtype}) must have the "
+                f"index_add_(): self ({self.dtype.name}) and source ({source.dtype.name}) must "
+                "have the "
                 "same scalar type"
             )
         shape, count = self.array.shape, index.numel()
@@ -4481,7 +4484,9 @@ class Tensor:
                 f"gather: index has {index.ndim} dims, the tensor has {self.array.ndim}"
             )
         if index.dtype not in (backend.int32, backend.int64):
-            raise RuntimeError(f"gather(): Expected dtype int32/int64 for index, got {index.dtype}")
+            raise RuntimeError(
+                f"gather(): Expected dtype int32/int64 for index, got {index.dtype.name}"
+            )
         _call(_check_indices, "gather", index.array, self.array.shape[dim], dim)
         grids = list(namespace(index.array).ogrid[tuple(slice(n) for n in index.shape)])
         grids[dim] = index  # a Tensor: copied if a graph keeps it (see graph_keeps)
@@ -4684,7 +4689,8 @@ class Tensor:
             )
         if indices.dtype != backend.int64:
             raise RuntimeError(
-                f"torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype}"
+                f"torch.take_along_dim(): dtype of indices should be Long but got "
+                f"{indices.dtype.name}"
             )
         if dim is None:
             return self.reshape(-1).gather(0, indices.reshape(-1))
@@ -4780,7 +4786,7 @@ class Tensor:
         if source.dtype != self.dtype:
             raise RuntimeError(
                 "index_copy_(): self and source expected to have the same dtype, but got "
-                f"(self) {self.dtype} and (source) {source.dtype}"
+                f"(self) {self.dtype.name} and (source) {source.dtype.name}"
             )
         dim = wrap_dim(dim, self.array.ndim)
         _check_index_copy(self.shape, dim, index.numel(), source.shape)
@@ -5474,7 +5480,9 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Tensor
         raise TypeError(f"lerp: weight must be a number or a Tensor, got {type(weight).__name__}")
     for name, value in (("end", end), ("weight", weight)):
         if isinstance(value, Tensor) and value.dtype != dtype:
-            raise RuntimeError(f"lerp: expected dtype {dtype} for {name} but got {value.dtype}")
+            raise RuntimeError(
+                f"lerp: expected dtype {dtype} for {name} but got {value.dtype.name}"
+            )
     if not backend.is_floating(start.array.dtype):
         raise NotImplementedError(f"lerp: needs floating point tensors, got {dtype}")
     return start, end, weight
@@ -5521,7 +5529,7 @@ def where(
         cond = cond != 0
     if cond.dtype != bool:  # PyTorch's RuntimeError for a tensor, its TypeError for a number
         error = RuntimeError if isinstance(condition, Tensor) else TypeError
-        raise error(f"where: condition must be a bool tensor, got {cond.dtype}")
+        raise error(f"where: condition must be a bool tensor, got {cond.dtype.name}")
     x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
     if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
         x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
@@ -5632,7 +5640,7 @@ def _einsum_dtype(operands: tuple, inputs: tuple, output: str) -> Any:
             swap = _bmm_swaps(a_sizes, b_sizes, letters, gone, output)
             _check_bmm_dtypes(*((b, a) if swap else (a, b)))
         else:
-            a = promote_types(a, b)
+            a = promoted(a, b)
         a_sizes = {c: 1 if c in gone else builtins.max(a_sizes.get(c, 1), b_sizes.get(c, 1))
                    for c in {*a_sizes, *b_sizes}}  # fmt: skip
     return a
@@ -5752,7 +5760,8 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
         # PyTorch casts into one out, never into several, nor for the ops of OUT_DTYPE_EXACT
         if (several or name in OUT_DTYPE_EXACT) and o.dtype != r.dtype:
             raise RuntimeError(
-                f"{name}(): expected out tensor to have dtype {r.dtype}, but got {o.dtype} instead"
+                f"{name}(): expected out tensor to have dtype {r.dtype.name}, but got "
+                f"{o.dtype.name} instead"
             )
     for r, o in pairs:
         if o.shape != r.shape:
@@ -5785,8 +5794,8 @@ def _check_out(name: str, result: Tensor, out: Any) -> None:
         )
     if not can_cast(result.array.dtype, out.array.dtype):
         raise RuntimeError(
-            f"{name}: result type {result.dtype} can't be cast to the desired output type "
-            f"{out.dtype}"
+            f"{name}: result type {result.dtype.name} can't be cast to the desired output type "
+            f"{out.dtype.name}"
         )
 
 
@@ -5871,7 +5880,7 @@ def cat(
         raise ValueError("cat: expected a non-empty list of tensors")
     dtype = tensors[0].dtype
     for t in tensors[1:]:
-        dtype = promote_types(dtype, t.dtype)
+        dtype = promoted(dtype, t.dtype)
     like = next((t for t in tensors if t.shape != (0,)), tensors[0])
     dim = dim if axis is None else axis
     if like.ndim > 0:  # an empty [0] becomes an empty block of the others' shape
@@ -5894,7 +5903,7 @@ def _joined_out(name: str, result: Tensor, out: Any, tensors: Sequence[Tensor]) 
     """``write_out`` of cat and stack, whose out of a lower kind is PyTorch's TypeError."""
     if isinstance(out, Tensor) and not can_cast(result.array.dtype, out.array.dtype):
         raise TypeError(
-            f"{name}(): input types can't be cast to the desired output type {out.dtype}"
+            f"{name}(): input types can't be cast to the desired output type {out.dtype.name}"
         )
     return write_out(name, result, out, tensors)
 
@@ -6011,7 +6020,7 @@ def unravel_index(indices: Tensor | int, shape: int | Sequence[int]) -> tuple[Te
     """
     flat = indices if isinstance(indices, Tensor) else Tensor._from_data(indices)
     if backend.is_floating(flat.array.dtype) or flat.array.dtype == backend.bool_:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {flat.dtype}")
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {flat.dtype.name}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if builtins.any(n < 0 for n in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
@@ -6512,7 +6521,7 @@ def searchsorted(
         )
     # both are compared in their promoted dtype, as PyTorch's: a number searched in float32
     # boundaries is rounded to float32 first, and 2.5 in int64 boundaries stays 2.5
-    common = result_type(sorted_sequence, input)
+    common = result_dtype(sorted_sequence, input)
     if common.kind == "c":  # (PyTorch's kernel has no complex version)
         raise NotImplementedError(f"searchsorted(): does not support complex input ({common})")
     if common == backend.bool_:
@@ -6620,7 +6629,8 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     x = input.array
     if x.dtype.kind not in "iu":
         raise NotImplementedError(
-            f"bincount: not implemented for {x.dtype} tensors; give an integer one, as PyTorch "
+            f"bincount: not implemented for {x.dtype.name} tensors; give an integer one, as "
+            "PyTorch "
             "requires"
         )
     if minlength < 0:
@@ -6687,7 +6697,7 @@ def _spread_and_mean(name: str, x: Tensor, dim, unbiased, keepdim, correction):
     """The variance (var_mean) or standard deviation (std_mean) and the mean of ``x`` over
     ``dim``."""
     if not backend.is_floating(x.array.dtype) and not x.is_complex():
-        raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype}")
+        raise RuntimeError(f"{name}: only supports floating point dtypes, got {x.dtype.name}")
     dim, correction = _variance_arguments(name, dim, unbiased, keepdim, correction)
     out = x._variance(name, dim, None, keepdim, correction)
     return out, _running_mean(x, _reduced_dims(dim, x.array.ndim), keepdim)
@@ -6780,7 +6790,7 @@ def _split_points(indices_or_sections: Any, size: int) -> list[int]:
         if given.dtype != backend.int64:
             raise RuntimeError(
                 "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                f"{given.dtype}"
+                f"{given.dtype.name}"
             )
         if given.ndim > 1:
             raise RuntimeError(
@@ -6858,7 +6868,8 @@ def check_same_dtype(name: str, x: Tensor, *others: Any) -> None:
         # `is not` first: the common case (one dtype) costs one identity test per operand
         if isinstance(y, Tensor) and y.array.dtype is not dtype and y.array.dtype != dtype:
             raise RuntimeError(
-                f"{name}: expected tensors of the same dtype, but got: {x.dtype} != {y.dtype}"
+                f"{name}: expected tensors of the same dtype, but got: {x.dtype.name} != "
+                f"{y.dtype.name}"
             )
 
 
@@ -6980,7 +6991,9 @@ def _checked_sorter(sorter: Tensor, shape: tuple) -> Any:
     """``sorter``'s array, once it is an int64 permutation index of ``shape``'s innermost dim."""
     order = sorter.array
     if order.dtype != backend.int64:
-        raise RuntimeError(f"searchsorted(): sorter must be an int64 tensor, but got {order.dtype}")
+        raise RuntimeError(
+            f"searchsorted(): sorter must be an int64 tensor, but got {order.dtype.name}"
+        )
     if order.shape != shape:
         raise RuntimeError(
             f"searchsorted(): boundary and sorter must have the same size, but got boundaries of "
@@ -7426,7 +7439,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             elif item.dtype not in _INDEX_INTS and item.dtype != backend.bool_:
                 raise IndexError(
                     "index: tensors used as indices must be long, int, byte or bool tensors, "
-                    f"got {item.dtype}"
+                    f"got {item.dtype.name}"
                 )
             if type(item) is not type(array):
                 item = _index_on_device(item, array)
@@ -7669,7 +7682,7 @@ def _compare(name: str, x: Any, y: Any) -> Any:
     (NumPy's would be lexicographic): PyTorch refuses them but for ==, != and the logical ops
     (which test for nonzero), a complex number against a real tensor too (``x < 1j``)."""
     if (x.dtype.kind == "c" or type(y) is complex) and name not in _UNORDERED_COMPARISONS:
-        what = x.dtype if x.dtype.kind == "c" else f"{x.dtype} with the number {y}"
+        what = x.dtype if x.dtype.kind == "c" else f"{x.dtype.name} with the number {y}"
         raise NotImplementedError(f"{name}: not implemented for complex tensors ({what})")
     wide = backend.accumulation_dtype
     if wide(x.dtype) or wide(getattr(y, "dtype", None)):
@@ -7742,7 +7755,7 @@ def _clamp_by_tensors(x: Tensor, low: Any, high: Any) -> Tensor:
         xp.broadcast_shapes(*shapes)
     except ValueError:
         raise RuntimeError(f"clamp: shapes {shapes} cannot be broadcast together") from None
-    dtype = functools.reduce(promote_types, (result_type(x, b) for b in given))
+    dtype = functools.reduce(promoted, (result_dtype(x, b) for b in given))
     x, low, high = (
         b if b is None else b.to(dtype) if isinstance(b, Tensor) else Tensor._from_data(b, dtype)
         for b in (x, low, high)
@@ -8740,7 +8753,7 @@ def _scaled(x: Tensor, other: Any, alpha: Any) -> Any:
     """``alpha * other`` for ``x + alpha * other`` (add, sub and their in-place forms), after
     PyTorch's checks of ``alpha`` against the dtype of the result; for a bool result ``alpha``
     is read as a bool, as PyTorch reads it (``other * 2`` would widen a bool ``other``)."""
-    dtype = result_type(x, other)
+    dtype = result_dtype(x, other)
     if isinstance(alpha, bool) and dtype != backend.bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if isinstance(alpha, (float, complex)) and not backend.is_floating(dtype):
@@ -8810,7 +8823,7 @@ def _sixteen_bit_sum(x: Tensor, other: Any, alpha: Any) -> Tensor:
     of two 16-bit numbers is exact in float32, so widening and adding gives the FMA's bits).
     NOTE: PyTorch's scalar loop, which takes the last elements of a size not a multiple of its
     vector length, rounds the product to 16 bits first: those few entries can differ by a bit."""
-    dtype = result_type(x, other)
+    dtype = result_dtype(x, other)
     if dtype not in backend.SIXTEEN_BIT or not isinstance(other, Tensor):
         return x + _scaled(x, other, alpha)
     _scaled(x, other, alpha)  # PyTorch's checks of alpha
@@ -8869,8 +8882,9 @@ def _check_assigned_grad(t: Tensor, grad: Any) -> None:
         raise RuntimeError("can't assign Variable as its own grad")
     if grad.dtype != t.dtype:
         raise RuntimeError(
-            f"attempting to assign a gradient with dtype '{grad.dtype}' to a tensor with dtype "
-            f"'{t.dtype}'. Please ensure that the gradient and the tensor have the same dtype"
+            f"attempting to assign a gradient with dtype '{grad.dtype.name}' to a tensor with "
+            "dtype "
+            f"'{t.dtype.name}'. Please ensure that the gradient and the tensor have the same dtype"
         )
     if grad.device.type != t.device.type:
         raise RuntimeError(
@@ -8918,7 +8932,7 @@ _KIND_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "f
 
 def _kind_name(dtype: Any) -> str:
     """PyTorch's name of a dtype in its "not implemented for 'Float'" errors."""
-    return _KIND_NAMES.get(str(dtype), str(dtype))
+    return _KIND_NAMES.get(dtype.name, dtype.name)
 
 
 def _tensor_other(name: str, other: Any, what: str = "other", position: int = 2) -> Tensor:
@@ -8936,7 +8950,7 @@ def _float_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
     default floating one for integers and bools, as PyTorch's xlogy, copysign and ldexp; complex
     stays complex."""
     first = x if isinstance(x, Tensor) else y
-    dtype = result_type(x, y)
+    dtype = result_dtype(x, y)
     dtype = dtype if backend.can_require_grad(dtype) else backend.default_float
     return tuple(
         t.to(dtype) if isinstance(t, Tensor) else first.new_tensor(t, dtype=dtype) for t in (x, y)

@@ -21,7 +21,7 @@ import numpy
 from scratchgrad import backend
 from scratchgrad.backend import bfloat16, bool_, float16, float32, float64, int64
 from scratchgrad.creation import as_tensor, empty, randint
-from scratchgrad.dtypes import finfo, iinfo, promote_types
+from scratchgrad.dtypes import finfo, iinfo, promoted
 from scratchgrad.tensor import Size, Tensor
 
 # (rtol, atol) per dtype, PyTorch's; every other dtype (integers, bool) compares exactly
@@ -52,7 +52,7 @@ class _Failure(Exception):
 
 
 def _name(dtype: Any) -> str:
-    return f"scratchgrad.{dtype}"
+    return str(backend.dtype_of(backend.to_dtype(dtype)))
 
 
 def _is_sequence(x: Any) -> bool:
@@ -222,7 +222,7 @@ def _compare_tensors(actual: Tensor, expected: Tensor, rtol, atol, equal_nan, ch
     actual, expected = actual.detach(), expected.detach()
     if actual.device != expected.device:
         actual, expected = actual.cpu(), expected.cpu()
-    dtype = promote_types(actual.dtype, expected.dtype)
+    dtype = promoted(actual.dtype, expected.dtype)
     actual, expected = actual.to(dtype), expected.to(dtype)
     matches = actual.isclose(expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
     if bool(matches.all()):

@@ -48,7 +48,7 @@ def test_every_op_gives_torchs_dtype_and_values_under_autocast(op, low):
     kept = op.name in KEPT_FLOAT32
     with torch.autocast("cpu", dtype=DTYPES[low][1], enabled=not kept):
         expected = op.call(torch, *theirs)
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch."), op.name
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1], op.name
     assert_close(out, expected, low, f"{op.name} under autocast")
     if op.grad and expected.dtype.is_floating_point and op.name not in NO_TORCH_BACKWARD:
         out.float().sum().backward()
@@ -78,7 +78,7 @@ def test_attention_runs_low_with_a_float_mask_as_torch(low):
         with region("cpu", dtype=getattr(lib, low)):
             args = [lib.tensor(a, dtype=lib.float32) for a in (q, k, v, mask)]
             outs.append(lib.nn.functional.scaled_dot_product_attention(*args[:3], args[3]))
-    assert str(outs[0].dtype) == str(outs[1].dtype).removeprefix("torch.") == low
+    assert str(outs[0].dtype).split(".")[-1] == str(outs[1].dtype).split(".")[-1] == low
     assert_close(outs[0], outs[1], low, "attention under autocast")
 
 
@@ -105,8 +105,8 @@ def test_index_copy_promotes_mixed_inputs_and_its_in_place_form_does_not_as_torc
         (out * lib.arange(6.0).reshape(2, 3)).sum().backward()
         results.append((out, theirs.grad))
     (out, grad), (expected, expected_grad) = results
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.") == "float32"
-    assert str(grad.dtype) == str(expected_grad.dtype).removeprefix("torch.") == low
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1] == "float32"
+    assert str(grad.dtype).split(".")[-1] == str(expected_grad.dtype).split(".")[-1] == low
     assert_close(out, expected, low, "index_copy under autocast")
     assert_close(grad, expected_grad, low, "its source's gradient")
 
@@ -144,7 +144,7 @@ def _mm_dtype_in_regions(lib, *regions):
         for device, kwargs in regions:
             stack.enter_context(lib.autocast(device, **kwargs))
         dtype = (lib.get_autocast_dtype if lib is torch else lib.amp.get_autocast_dtype)("cpu")
-        return str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype), str(dtype)
+        return str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype).split(".")[-1], str(dtype)
 
 
 NESTINGS = {
@@ -270,7 +270,7 @@ def test_torch_cpu_amp_takes_its_old_positional_arguments_as_torch(enabled):
     dtypes, scales = [], []
     for lib in (sg, torch):
         with lib.cpu.amp.autocast(enabled, lib.float16):
-            dtypes.append(str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype).removeprefix("torch."))
+            dtypes.append(str(lib.ones(2, 2).mm(lib.ones(2, 2)).dtype).split(".")[-1])
         scaler = lib.cpu.amp.GradScaler(2.0**10, 3.0, 0.25, 5, enabled)
         scales.append((scaler.get_scale(), scaler.is_enabled(), scaler.state_dict()))
     assert dtypes[0] == dtypes[1] == ("float16" if enabled else "float32")

@@ -482,7 +482,7 @@ def test_float32_log_prob_of_float64_values_has_pytorchs_dtype(name):
     ours = build(D, *(sg.tensor(p, dtype=sg.float32) for p in params))
     theirs = build(TD, *(torch.tensor(p, dtype=torch.float32) for p in params))
     ours, theirs = ours.log_prob(sg.tensor(value)), theirs.log_prob(torch.tensor(value))
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     assert_close(ours, theirs, "float32")
 
 

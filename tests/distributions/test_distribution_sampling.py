@@ -126,7 +126,9 @@ def test_shapes_dtypes_and_no_gradient_are_pytorchs(name):
     ours, theirs = BUILDS[name](D, sg.tensor), BUILDS[name](TD, torch.tensor)
     for shape in [(), (4,), (2, 3)]:
         x, t = ours.sample(shape), theirs.sample(shape)
-        assert x.shape == tuple(t.shape) and str(x.dtype) == str(t.dtype).removeprefix("torch.")
+        assert (
+            x.shape == tuple(t.shape) and str(x.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        )
         assert not x.requires_grad
     if name in RSAMPLED:
         float32 = BUILDS[name](D, lambda v: sg.tensor(v, dtype=sg.float32, requires_grad=True))

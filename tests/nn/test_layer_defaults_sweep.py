@@ -133,7 +133,8 @@ def _described(module, lazy):
 
     def entries(named):
         return [
-            (k, None if lazy else tuple(v.shape), str(v.dtype).rsplit(".", 1)[-1]) for k, v in named
+            (k, None if lazy else tuple(v.shape), str(v.dtype).split(".")[-1].rsplit(".", 1)[-1])
+            for k, v in named
         ]
 
     return (

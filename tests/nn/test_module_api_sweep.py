@@ -94,7 +94,7 @@ def test_named_modules_skips_the_modules_a_caller_put_in_memo_as_torch():
 
 def dtypes(module):
     tensors = [*module.named_parameters(), *module.named_buffers()]
-    return [(name, str(tensor.dtype).rpartition(".")[2]) for name, tensor in tensors]
+    return [(name, str(tensor.dtype).split(".")[-1].rpartition(".")[2]) for name, tensor in tensors]
 
 
 def complex_net(lib):
@@ -513,6 +513,6 @@ def test_an_overridden_apply_is_called_by_the_conversions_as_torch(convert):
 
         net = lib.nn.Sequential(Cached())
         getattr(net, convert)(*([lib.float64] if convert == "to" else []))
-        return [str(net[0].cache.dtype).rpartition(".")[2], dtypes(net)]
+        return [str(net[0].cache.dtype).split(".")[-1].rpartition(".")[2], dtypes(net)]
 
     same_as_torch(case)

@@ -87,7 +87,7 @@ def test_hardtanh_of_integers_stays_integer_with_truncated_bounds_as_torch(dtype
     expected = getattr(torch.nn.functional, name)(
         torch.tensor(values, dtype=getattr(torch, dtype)), *bounds
     )
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.")
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     assert out.tolist() == expected.tolist()
 
 
@@ -127,7 +127,7 @@ def test_rms_norm_keeps_the_input_dtype_when_the_weight_dtype_differs_as_torch(d
         (out * out).sum().backward()
         results.append((out, x.grad, weight.grad))
     for ours, theirs in zip(*results):
-        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
         assert_close(ours, theirs, "float32")
 
 

@@ -495,7 +495,7 @@ def test_binary_cross_entropy_weights_take_the_input_dtype_as_torch(
         sg.tensor(target, dtype=getattr(sg, dtype)),
         **{option: sg.tensor(weight[0], dtype=getattr(sg, weight_dtype))},
     )
-    assert str(ours.dtype) == dtype == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == dtype == str(theirs.dtype).split(".")[-1]
     assert_close(ours, theirs, dtype)
 
 
@@ -520,7 +520,7 @@ def test_binary_cross_entropy_with_logits_takes_the_targets_dtype_as_torch(
         with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
             lib.nn.functional.binary_cross_entropy_with_logits(lib.rand(3), lib.tensor([0, 1, 1]))
     ours, theirs = losses
-    assert str(ours.dtype) == target_dtype == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == target_dtype == str(theirs.dtype).split(".")[-1]
     assert_close(ours, theirs, "float32")
 
 
@@ -535,7 +535,7 @@ def test_soft_margin_loss_takes_the_input_dtype_as_torch(dtype, target_dtype):
     ours = F.soft_margin_loss(
         sg.tensor(x, dtype=getattr(sg, dtype)), sg.tensor(target, dtype=getattr(sg, target_dtype))
     )
-    assert str(ours.dtype) == dtype == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == dtype == str(theirs.dtype).split(".")[-1]
     assert_close(ours, theirs, dtype)
 
 
@@ -662,7 +662,7 @@ def test_huber_loss_takes_the_input_dtype_as_torch(target_dtype, reduction):
     x = np.random.default_rng(13).standard_normal((3, 4)).astype(np.float32)
     target = np.random.default_rng(14).standard_normal((3, 4)).astype(target_dtype)
     ours, theirs = _both("huber_loss", x, target, reduction=reduction, delta=0.5)
-    assert str(ours.dtype) == "float32" == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == "float32" == str(theirs.dtype).split(".")[-1]
     assert_close(ours, theirs, "float32")
 
 

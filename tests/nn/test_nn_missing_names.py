@@ -354,7 +354,7 @@ def test_block_diag_promotes_and_empty_as_torch():
     theirs = torch.block_diag(
         torch.ones(2, 2, dtype=torch.bool), torch.tensor([3], dtype=torch.int32)
     )
-    assert str(ours.dtype) == "int32" and ours.tolist() == theirs.tolist()
+    assert str(ours.dtype).split(".")[-1] == "int32" and ours.tolist() == theirs.tolist()
     assert sg.block_diag().shape == tuple(torch.block_diag().shape) == (1, 0)
 
 
@@ -378,7 +378,7 @@ def test_combinations_edges_as_torch():
                 torch.combinations(torch.tensor(values), r),
             )
             assert ours.shape == tuple(theirs.shape) and ours.tolist() == theirs.tolist()
-            assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+            assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     leaf = sg.ones(3, requires_grad=True)
     assert not sg.combinations(leaf, 0).requires_grad and sg.combinations(leaf, 4).requires_grad
 

@@ -288,7 +288,7 @@ def test_norms_of_16_bit_inputs_compute_in_float32_and_keep_the_dtype(low):
         (F.group_norm(x, 2), TF.group_norm(y, 2)),
         (F.rms_norm(x, 3), TF.rms_norm(y, [3])),
     ]:
-        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.") == low
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1] == low
         assert_close(ours, theirs, low)
 
 
@@ -306,7 +306,7 @@ def test_prelu_module_has_torchs_weight_and_runs_low_under_autocast():
         out = ours(sg.tensor(x, dtype=sg.float32))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         expected = theirs(torch.tensor(x, dtype=torch.float32))
-    assert str(out.dtype) == str(expected.dtype).removeprefix("torch.") == "bfloat16"
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1] == "bfloat16"
 
 
 # ---- errors ---------------------------------------------------------------------------------

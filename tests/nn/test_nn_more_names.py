@@ -121,7 +121,7 @@ def test_pool_with_indices_matches_torch(name, shape, args, kwargs, dtype):
         lambda x: ours(x), lambda x: theirs(x), [array], dtype
     )
     assert_close(indices, their_indices)
-    assert str(indices.dtype) == "int64"
+    assert str(indices.dtype).split(".")[-1] == "int64"
 
 
 # ---- the deprecated upsampling functions and modules ----------------------------------------
@@ -286,7 +286,7 @@ def test_multilabel_margin_loss_runs_in_float32_under_autocast():
         theirs = TF.multilabel_margin_loss(
             torch.tensor(x.float().numpy()).bfloat16(), torch.tensor(_multilabels(3, 4))
         )
-    assert str(loss.dtype) == str(theirs.dtype).removeprefix("torch.") == "float32"
+    assert str(loss.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1] == "float32"
 
 
 # ---- triplet_margin_with_distance_loss ------------------------------------------------------
@@ -443,7 +443,7 @@ def test_buffer_assigned_as_an_attribute_is_registered_as_torch():
     assert isinstance(ours.scale, nn.Buffer) and isinstance(ours.scale, sg.Tensor)
     ours.cache, theirs.cache = nn.Buffer(sg.ones(1)), torch.nn.Buffer(torch.ones(1))
     assert list(ours.state_dict()) == list(theirs.state_dict())  # now persistent
-    assert str(ours.double().scale.dtype) == "float64"
+    assert str(ours.double().scale.dtype).split(".")[-1] == "float64"
 
 
 def test_buffer_shares_memory_and_requires_grad_but_not_history():

@@ -101,7 +101,7 @@ def test_get_total_norm_dtype_is_the_norms_promoted_as_torch(dtypes):
     theirs = torch.nn.utils.get_total_norm(
         [torch.tensor(values, dtype=getattr(torch, d)) for d in dtypes]
     )
-    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-3)
 
 

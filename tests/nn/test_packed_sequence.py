@@ -205,7 +205,7 @@ def test_pad_sequence_takes_a_tensor_or_a_generator_as_torch(make):
 def test_pad_sequence_keeps_the_first_sequences_dtype_as_torch():
     for lib in (sg, torch):
         padded = lib.nn.utils.rnn.pad_sequence([lib.ones(2), lib.ones(1, dtype=lib.float64)])
-        assert str(padded.dtype).endswith("float32")
+        assert str(padded.dtype).split(".")[-1].endswith("float32")
 
 
 @pytest.mark.parametrize(
@@ -216,7 +216,7 @@ def test_packed_sequence_casts_as_torch(method):
         getattr(u.pack_sequence([lib.ones(3), lib.ones(1)], enforce_sorted=False), method)()
         for u, lib in ((R, sg), (TR, torch))
     )
-    assert str(ours.data.dtype) == str(theirs.data.dtype).removeprefix("torch.")
+    assert str(ours.data.dtype).split(".")[-1] == str(theirs.data.dtype).split(".")[-1]
     assert_close(ours.data.double(), theirs.data.double())
     assert ours.batch_sizes.tolist() == theirs.batch_sizes.tolist()
     assert ours.unsorted_indices.tolist() == theirs.unsorted_indices.tolist()

@@ -40,7 +40,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{device_type}'"
             )
-        dtype = get_autocast_dtype(device_type) if dtype is None else backend.to_dtype(dtype)
+        dtype = state.fast_dtype if dtype is None else backend.to_dtype(dtype)
         if enabled and device_type != "cpu":
             warnings.warn(
                 f"autocast: device_type {device_type!r} is not available here; autocast is "
@@ -104,10 +104,14 @@ def is_autocast_enabled(device_type: str = "cpu") -> bool:
     return device_type == "cpu" and state.dtype is not None
 
 
-def get_autocast_dtype(device_type: str = "cpu"):
+def get_autocast_dtype(device_type: str = "cpu") -> backend.dtype:
     """The dtype of the innermost region, enabled or not (bfloat16 outside any, PyTorch's CPU
-    default): what a region given no dtype runs in."""
-    return state.fast_dtype
+    default): what a region given no dtype runs in.
+
+    >>> get_autocast_dtype("cpu")
+    scratchgrad.bfloat16
+    """
+    return backend.dtype_of(state.fast_dtype)
 
 
 def custom_fwd(

@@ -475,14 +475,14 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
     if g.shape != out.shape:
         raise RuntimeError(
             f"backward: gradient of shape {g.shape} does not match the output's shape "
-            f"{out.shape} (dtype {out.dtype})"
+            f"{out.shape} (dtype {out.dtype.name})"
         )
     if g.dtype != out.dtype:  # cast to the output's, as PyTorch's engine (torch.ones(n) for a
         if (g.dtype.kind == "c") != (out.dtype.kind == "c"):  # float64 loss), but complex
             raise RuntimeError(
                 "For complex Tensors, both grad_output and output are required to have the "
-                f"same dtype. Mismatch in dtype: the gradient has dtype {g.dtype} and the "
-                f"output {out.dtype}"
+                f"same dtype. Mismatch in dtype: the gradient has dtype {g.dtype.name} and the "
+                f"output {out.dtype.name}"
             )
         return g.to(out.dtype)
     return g

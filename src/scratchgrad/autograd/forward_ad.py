@@ -156,7 +156,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         if not isinstance(t, Tensor):
             raise TypeError(f"make_dual: expected the {name} to be a Tensor, got {type(t)}")
         if not backend.is_floating(t.dtype):
-            raise ValueError(f"Expected {name} to be floating point or complex, but got: {t.dtype}")
+            raise ValueError(
+                f"Expected {name} to be floating point or complex, but got: {t.dtype.name}"
+            )
     if level != current:
         raise RuntimeError("Invalid level given to _make_dual")
     if tuple(tangent.shape) != tuple(tensor.shape):

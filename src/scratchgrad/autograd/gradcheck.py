@@ -74,7 +74,7 @@ def gradcheck(
     inputs = _as_tuple(inputs)
     for x in inputs:
         if x.requires_grad and x.dtype != float64:
-            raise ValueError(f"gradcheck: inputs must be float64 for precision, got {x.dtype}")
+            raise ValueError(f"gradcheck: inputs must be float64 for precision, got {x.dtype.name}")
     differentiable = tuple(x for x in inputs if x.requires_grad)
 
     def only_differentiable(*xs):

@@ -323,8 +323,8 @@ def _check_sizes(name: str, block: Tensor, whole: Tensor, size: int) -> None:
     _check_tensor(name, whole)
     if whole.array.size != size * block.array.size or whole.dtype != block.dtype:
         raise ValueError(
-            f"{name}: a tensor of shape {whole.shape} and dtype {whole.dtype} cannot hold "
-            f"{size} blocks of shape {block.shape} and dtype {block.dtype}"
+            f"{name}: a tensor of shape {whole.shape} and dtype {whole.dtype.name} cannot hold "
+            f"{size} blocks of shape {block.shape} and dtype {block.dtype.name}"
         )
 
 
@@ -337,8 +337,8 @@ def _check_list(name: str, what: str, tensors: Any, like: Tensor, size: int) -> 
         _check_tensor(name, t)
         if t.shape != like.shape or t.dtype != like.dtype:
             raise ValueError(
-                f"{name}: {what}[{i}] has shape {t.shape} and dtype {t.dtype}; expected "
-                f"{like.shape} and {like.dtype}"
+                f"{name}: {what}[{i}] has shape {t.shape} and dtype {t.dtype.name}; expected "
+                f"{like.shape} and {like.dtype.name}"
             )
 
 

@@ -137,7 +137,7 @@ class VectorEnv:
         ):
             raise ValueError(
                 f"{self.id}.step: actions must be integers in [0, {self.num_actions}), "
-                f"got {actions.dtype} values from {actions.min()} to {actions.max()}"
+                f"got {actions.dtype.name} values from {actions.min()} to {actions.max()}"
             )
         return actions
 

@@ -431,7 +431,7 @@ def _fresh(arg: Any, name: str) -> tuple[Any, _Inputs]:
         if not backend.is_floating(t.dtype):
             raise RuntimeError(
                 f"{name}: can only differentiate with respect to floating point tensors, got "
-                f"{t.dtype}"
+                f"{t.dtype.name}"
             )
         for level, size, _ in batching._active:
             if not _batched_at(t, level):

@@ -44,7 +44,7 @@ class LinAlgError(RuntimeError):
 
 def torch_name(dtype: Any) -> str:
     """A dtype as PyTorch's messages spell it (``Float``, ``Long``)."""
-    return _TORCH_NAMES.get(str(dtype), str(dtype))
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def check_input(

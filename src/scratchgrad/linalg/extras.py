@@ -237,7 +237,7 @@ def _check_multi_dot(tensors: Sequence[Tensor]) -> None:
             where_ = end + " must be 1D or 2D" if end else f"tensor {i} must be 2D"
             raise RuntimeError(f"multi_dot(): {where_} but got {x.ndim}D")
         if x.dtype != tensors[0].dtype:
-            names = [_MULTI_DOT_NAMES.get(str(t.dtype), str(t.dtype)) for t in (tensors[0], x)]
+            names = [_MULTI_DOT_NAMES.get(t.dtype.name, t.dtype.name) for t in (tensors[0], x)]
             raise RuntimeError(
                 "multi_dot(): all tensors must have be the same dtype but tensor 0 is "
                 f"{names[0]} and tensor {i} {names[1]}"

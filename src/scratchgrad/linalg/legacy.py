@@ -384,10 +384,10 @@ def lu_unpack(
         )
     m, n = LU_data.shape[-2:]
     shape = (*LU_data.shape[:-2], min(m, n))
-    if str(LU_pivots.dtype) != "int32" or tuple(LU_pivots.shape) != shape:
+    if LU_pivots.dtype.name != "int32" or tuple(LU_pivots.shape) != shape:
         raise RuntimeError(
             f"{op}: LU_pivots is expected to be an int32 tensor of shape {list(shape)}, got "
-            f"{LU_pivots.dtype} of shape {list(LU_pivots.shape)}. Note: this function is "
+            f"{LU_pivots.dtype.name} of shape {list(LU_pivots.shape)}. Note: this function is "
             "intended to be used with the output produced by torch.linalg.lu_factor"
         )
     empty = LU_data.new_zeros(0)

@@ -231,7 +231,7 @@ def lu_solve(
     if pivots.dtype != int32 or tuple(pivots.shape) != tuple(LU.shape[:-1]):
         raise RuntimeError(
             f"{op}: Expected pivots to be int32 of shape {list(LU.shape[:-1])}, got "
-            f"{pivots.dtype} of shape {list(pivots.shape)}"
+            f"{pivots.dtype.name} of shape {list(pivots.shape)}"
         )
     P = Permutation.apply(pivots, m=n, dtype=LU.dtype)
     L, U = unpack(LU)

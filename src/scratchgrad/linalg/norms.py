@@ -11,7 +11,7 @@ from typing import Any
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, namespace
-from scratchgrad.dtypes import promote_types
+from scratchgrad.dtypes import promoted
 from scratchgrad.linalg.checks import check_floating, check_same_dtype, torch_name
 from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.tensor import (
@@ -88,7 +88,7 @@ def _in_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
     if x.is_complex() != (dtype.kind == "c"):
         kind = "complex for complex" if x.is_complex() else "real for real"
         raise RuntimeError(f"{op}: dtype should be {kind} inputs, but got {torch_name(dtype)}")
-    if promote_types(x.dtype, dtype) != dtype:
+    if promoted(x.dtype, dtype) != dtype:
         raise RuntimeError(
             f"{op}: the dtype of the input ({torch_name(x.dtype)}) should be convertible "
             f"without narrowing to the specified dtype ({torch_name(dtype)})"

@@ -474,7 +474,7 @@ def _describe(value: Any, legacy_type: bool = False) -> str:
     if not isinstance(value, Tensor):
         return f"Object of type: {type(value).__name__}"
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-    dtype = value.type() if legacy_type else f"scratchgrad.{value.dtype}"
+    dtype = value.type() if legacy_type else str(value.dtype)
     device = "" if value.device.type == "cpu" else f" ({value.device})"
     size = "x".join(map(str, value.shape))
     return f"{kind} containing: [{dtype} of size {size}{device}]"

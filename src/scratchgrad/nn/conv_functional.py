@@ -497,7 +497,7 @@ def _max_pool(
         or x.is_complex()
         or (dims == 1 and not return_indices and not x.is_floating_point())
     ):
-        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype.name}')
     geometry = _pool_args(kernel_size, stride, padding, dilation, dims, name)
     kernel_size, stride, _, dilation = geometry
     out_size, pads = _pool_geometry(x.shape[2:], *geometry, ceil_mode, name)
@@ -625,7 +625,7 @@ def _avg_pool(
     x, batched = _batched(input, dims + 2, name)
     _refuse_empty_dims(input, input.ndim - dims - 1, name)
     if not (x.is_floating_point() or x.dtype == backend.int64):
-        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype.name}')
     if divisor_override == 0:
         raise RuntimeError(f"{name}: divisor_override must not be zero")
     dtype = x.dtype
@@ -1123,7 +1123,8 @@ def _check_bias_and_dtypes(
     for other in (weight, None if bias_of_any_dtype else bias):
         if other is not None and other.dtype != x.dtype:
             raise RuntimeError(
-                f"{name}: input ({x.dtype}) and weight/bias ({other.dtype}) must have the "
+                f"{name}: input ({x.dtype.name}) and weight/bias ({other.dtype.name}) must have "
+                "the "
                 "same dtype"
             )
 
@@ -1178,7 +1179,7 @@ def _ntuple(value: IntPair, n: int, what: str) -> tuple[int, ...]:
 def _refuse_integers(x: Tensor, name: str) -> None:
     """PyTorch's im2col and col2im kernels take floating and complex dtypes only."""
     if not (x.is_floating_point() or x.is_complex()):
-        raise NotImplementedError(f'"{name}" not implemented for {x.dtype}')
+        raise NotImplementedError(f'"{name}" not implemented for {x.dtype.name}')
 
 
 def _ntuple_or_one(value: IntPair, n: int, what: str) -> tuple[int, ...]:
@@ -1377,7 +1378,7 @@ def _check_adaptive_input(x: Tensor, first: int, name: str) -> None:
     """PyTorch's checks of an adaptive pooling's input: floating point, and no empty dim from
     ``first`` on (the spatial dims, for some poolings the channels too)."""
     if not x.is_floating_point():
-        raise NotImplementedError(f"{name}: not implemented for {x.dtype} input")
+        raise NotImplementedError(f"{name}: not implemented for {x.dtype.name} input")
     _refuse_empty_dims(x, first, name)
 
 

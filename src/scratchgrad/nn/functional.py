@@ -91,13 +91,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     dtype = weight.array.dtype
     if input.array.dtype is not dtype and input.array.dtype != dtype:  # one, as PyTorch's
         raise RuntimeError(
-            f"linear: mat1 and mat2 must have the same dtype, but got {input.dtype} and "
-            f"{weight.dtype}"
+            f"linear: mat1 and mat2 must have the same dtype, but got {input.dtype.name} and "
+            f"{weight.dtype.name}"
         )
     if bias is not None and bias.array.dtype is not dtype and bias.array.dtype != dtype:
         raise RuntimeError(
-            f"linear: self and mat2 must have the same dtype, but got {bias.dtype} and "
-            f"{weight.dtype}"
+            f"linear: self and mat2 must have the same dtype, but got {bias.dtype.name} and "
+            f"{weight.dtype.name}"
         )
     if bias is None:  # the node's name then is PyTorch's mm, not addmm
         return Linear.apply(input, weight)
@@ -506,7 +506,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """
     if input.dtype != weight.dtype:
         raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {input.dtype} and {weight.dtype}"
+            f"prelu: Type promoting not supported. Got {input.dtype.name} and {weight.dtype.name}"
         )
     if weight.ndim > 1:
         raise RuntimeError(
@@ -788,7 +788,7 @@ def _drop(
         return input * 0
     if not input.is_floating_point():
         raise RuntimeError(
-            f"dropout: an {input.dtype} input can only be dropped with p 0 or 1 (PyTorch: "
+            f"dropout: an {input.dtype.name} input can only be dropped with p 0 or 1 (PyTorch: "
             f"result type Float can't be cast to the desired output type)"
         )
     # a draw per member inside vmap
@@ -836,7 +836,7 @@ def embedding(
     index = input.array
     if index.dtype.kind not in "iu":
         raise RuntimeError(
-            f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype}"
+            f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype.name}"
         )
     n = weight.shape[0]
     if padding_idx is not None and not -n <= padding_idx < n:
@@ -1083,8 +1083,9 @@ def _check_norm_dtypes(name: str, input: Tensor, *args) -> None:
             continue
         if t.array.dtype != backend.float32 or dtype not in backend.SIXTEEN_BIT:
             raise RuntimeError(
-                f"{name}: mixed dtype: the input ({input.dtype}) and its weights or statistics "
-                f"({t.dtype}) must share one dtype (float32 ones may go with a 16-bit input)"
+                f"{name}: mixed dtype: the input ({input.dtype.name}) and its weights or "
+                "statistics "
+                f"({t.dtype.name}) must share one dtype (float32 ones may go with a 16-bit input)"
             )
 
 
@@ -1401,7 +1402,7 @@ def scaled_dot_product_attention(
     if attn_mask is not None and attn_mask.dtype not in masks:
         raise RuntimeError(
             "scaled_dot_product_attention: expected attn_mask dtype to be bool or float "
-            f"or to match query dtype, got {attn_mask.dtype} and {query.dtype}"
+            f"or to match query dtype, got {attn_mask.dtype.name} and {query.dtype.name}"
         )
     if enable_gqa:
         key, value = _share_heads(key, query.shape[-3]), _share_heads(value, query.shape[-3])
@@ -1524,7 +1525,7 @@ def multi_head_attention_forward(
         if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
             raise AssertionError(  # PyTorch's type: an integer mask is neither kind
                 f"multi_head_attention_forward: only bool and floating types of {name} are "
-                f"supported, got {mask.dtype}"
+                f"supported, got {mask.dtype.name}"
             )
     if is_causal and attn_mask is None:
         raise RuntimeError(
@@ -1687,7 +1688,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not (backend.is_floating(x1.dtype) or backend.is_floating(x2.dtype)):
         raise RuntimeError(
             "cosine_similarity: expected common dtype to be floating point, yet got "
-            f"{x1.dtype} and {x2.dtype}"
+            f"{x1.dtype.name} and {x2.dtype.name}"
         )
     x1, x2 = broadcast_tensors(x1, x2)
     unit1, unit2 = (x / _at_least_in_value(p_norm(x, 2, dim, True), eps) for x in (x1, x2))
@@ -1725,7 +1726,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if not input.is_floating_point():
-        raise RuntimeError(f"pdist only supports floating-point dtypes, got {input.dtype}")
+        raise RuntimeError(f"pdist only supports floating-point dtypes, got {input.dtype.name}")
     if p < 0:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     first, second = backend.namespace(input.array).triu_indices(input.shape[0], 1)
@@ -2145,8 +2146,9 @@ def binary_cross_entropy_with_logits(
         )
     if not target.is_floating_point():
         raise RuntimeError(
-            f"binary_cross_entropy_with_logits: result type {input.dtype} can't be cast to the "
-            f"desired output type {target.dtype} (the target must be floating point)"
+            f"binary_cross_entropy_with_logits: result type {input.dtype.name} can't be cast to "
+            "the "
+            f"desired output type {target.dtype.name} (the target must be floating point)"
         )
     _refuse_grad("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     minus_log_sigmoid = Softplus.apply(-input)
@@ -2408,7 +2410,7 @@ def gaussian_nll_loss(
     if not var.is_floating_point():
         raise RuntimeError(
             f"gaussian_nll_loss: var must be floating point (PyTorch clamps it to eps in place), "
-            f"got {var.dtype}"
+            f"got {var.dtype.name}"
         )
     var = _at_least_in_value(var, eps)
     diff = input - target
@@ -2643,7 +2645,7 @@ def _multilabel_scores(input: Tensor, target: Tensor) -> Tensor:
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
     if target.array.dtype != backend.int64:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
     return x
 
 

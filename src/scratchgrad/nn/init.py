@@ -170,7 +170,8 @@ def trunc_normal_(
     """
     if not is_floating(tensor.dtype):  # (the draws below are float64 whatever the tensor is)
         raise NotImplementedError(
-            f"trunc_normal_: not implemented for {tensor.dtype} tensors; give a floating one, as "
+            f"trunc_normal_: not implemented for {tensor.dtype.name} tensors; give a floating "
+            "one, as "
             "PyTorch requires"
         )
     if mean < a - 2 * std or mean > b + 2 * std:
@@ -204,7 +205,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         return tensor
     if tensor.dtype in (float16, bfloat16) or tensor.is_complex():  # (PyTorch's sign, too)
         raise NotImplementedError(
-            f"orthogonal_: not implemented for {tensor.dtype} (as PyTorch's), got a tensor of "
+            f"orthogonal_: not implemented for {tensor.dtype.name} (as PyTorch's), got a tensor of "
             f"shape {tuple(tensor.shape)}"
         )
     rows = tensor.shape[0]

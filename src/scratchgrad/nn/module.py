@@ -742,7 +742,7 @@ class Module:
         >>> from scratchgrad import nn
         >>> lin = nn.Linear(2, 2).to(sg.float64)
         >>> lin.weight.dtype
-        dtype('float64')
+        scratchgrad.float64
         """
         if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
             check_memory_format(memory_format, None)
@@ -826,7 +826,7 @@ class Module:
         >>> from scratchgrad import nn
         >>> import scratchgrad as sg
         >>> nn.Linear(2, 1).type(sg.DoubleTensor).weight.dtype
-        dtype('float64')
+        scratchgrad.float64
         """
         return self._apply(lambda t: t.type(dst_type))
 
@@ -1122,7 +1122,7 @@ class _Load:
             )
         elif self.assign and target.requires_grad and not backend.can_require_grad(value.dtype):
             self.errors.append(
-                f'While copying the parameter named "{key}", a {value.dtype} tensor cannot '
+                f'While copying the parameter named "{key}", a {value.dtype.name} tensor cannot '
                 "replace it: only tensors of floating point and complex dtype can require gradients"
             )
         else:

@@ -66,7 +66,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     dims = len(size) - 2
     expected = (size[0], dims, dims + 1)
     if not theta.is_floating_point():
-        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype.name}")
     if tuple(theta.shape) != expected:
         raise ValueError(
             f"Expected a batch of {dims}D affine matrices of shape Nx{dims}x{dims + 1} for "
@@ -172,12 +172,14 @@ def _check(input: Tensor, grid: Tensor, mode: str, padding_mode: str) -> None:
     if input.dtype != grid.dtype:
         raise RuntimeError(
             "grid_sampler(): expected input and grid to have same dtype, but input has "
-            f"{input.dtype} and grid has {grid.dtype}"
+            f"{input.dtype.name} and grid has {grid.dtype.name}"
         )
     if mode == "bicubic" and input.dim() != 4:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if not input.is_floating_point():
-        raise RuntimeError(f"grid_sampler(): expected a floating point input, got {input.dtype}")
+        raise RuntimeError(
+            f"grid_sampler(): expected a floating point input, got {input.dtype.name}"
+        )
     if 0 in input.shape[2:]:
         raise RuntimeError(
             "grid_sampler(): expected input to have non-empty spatial dimensions, but input "

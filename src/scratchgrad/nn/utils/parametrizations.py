@@ -67,7 +67,8 @@ class _Orthogonal(Module):
                     "The householder parametrization does not support complex tensors."
                 )
             raise NotImplementedError(
-                f"orthogonal: a complex weight ({weight.dtype}, a unitary parametrization) needs "
+                f"orthogonal: a complex weight ({weight.dtype.name}, a unitary parametrization) "
+                "needs "
                 "a complex QR decomposition, which scratchgrad does not have yet"
             )
         if orthogonal_map is _OrthMaps.householder and not use_trivialization:

@@ -130,8 +130,8 @@ class ParametrizationList(ModuleList):
         if original.dtype != new.dtype:
             raise ValueError(
                 "When `right_inverse` outputs one tensor, it may not change the dtype.\n"
-                f"original.dtype: {original.dtype}\n"
-                f"right_inverse(original).dtype: {new.dtype}"
+                f"original.dtype: {original.dtype.name}\n"
+                f"right_inverse(original).dtype: {new.dtype.name}"
             )
         if original.device != new.device:
             raise ValueError(
@@ -178,8 +178,8 @@ class ParametrizationList(ModuleList):
             raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
         if value.dtype != self.original.dtype:
             raise ValueError(
-                f"The tensor returned by `right_inverse` has dtype {value.dtype} "
-                f"while `original` has dtype {self.original.dtype}"
+                f"The tensor returned by `right_inverse` has dtype {value.dtype.name} "
+                f"while `original` has dtype {self.original.dtype.name}"
             )
         _set(self.original, value)
 
@@ -202,8 +202,8 @@ class ParametrizationList(ModuleList):
                 )
             if original.dtype != tensor.dtype:
                 raise ValueError(
-                    f"Tensor {i} returned by `right_inverse` has dtype {tensor.dtype} "
-                    f"while `original{i}` has dtype {original.dtype}"
+                    f"Tensor {i} returned by `right_inverse` has dtype {tensor.dtype.name} "
+                    f"while `original{i}` has dtype {original.dtype.name}"
                 )
             _set(original, tensor)
 
@@ -227,7 +227,7 @@ def _check_same_kind(out: Any, shape: tuple, dtype: Any) -> None:
             "Registering a parametrization may not change the dtype of the tensor, unless "
             "`unsafe` flag is enabled.\n"
             f"unparametrized dtype: {dtype}\n"
-            f"parametrized dtype: {out.dtype}"
+            f"parametrized dtype: {out.dtype.name}"
         )
     if out.shape != shape:
         raise ValueError(

@@ -314,7 +314,7 @@ def _lengths(lengths: Any) -> list[int]:
         if lengths.ndim != 1:
             raise RuntimeError(
                 "'lengths' argument should be a 1D CPU int64 tensor, but got "
-                f"{lengths.ndim}D {lengths.dtype} tensor"
+                f"{lengths.ndim}D {lengths.dtype.name} tensor"
             )
         lengths = lengths.tolist()
     return [int(length) for length in lengths]
