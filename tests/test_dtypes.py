@@ -161,3 +161,10 @@ def test_a_jitted_step_takes_a_dtype_argument():
         eager, out = step(x, dtype), jitted(x, dtype)
         assert out.dtype is eager.dtype is (sg.float32 if dtype is sg.float32 else dtype)
         assert out.item() == eager.item()
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor"])
+def test_a_legacy_tensor_types_dtype_is_the_object(name):
+    ours, theirs = getattr(sg, name).dtype, getattr(torch, name).dtype
+    assert isinstance(ours, sg.dtype) and str(ours) == str(theirs).replace("torch", "scratchgrad")
+    assert isinstance(getattr(sg, name)(2), getattr(sg, name))

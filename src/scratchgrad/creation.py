@@ -853,7 +853,7 @@ class _LegacyTensor(metaclass=_LegacyTensorType):
     (tensor([1, 2]), tensor([], size=(2, 0)))
     """
 
-    dtype = backend.float32
+    dtype = backend.dtype_of(backend.float32)
 
     def __new__(cls, *args: Any) -> Tensor:
         return legacy_new(cls.__name__, cls.dtype, args)
@@ -869,49 +869,49 @@ def legacy_new(name: str, dtype: Any, args: tuple) -> Tensor:
         raise TypeError(f"{name}: data must be a sequence (got {type(data).__name__})")
     if isinstance(data, Tensor):
         if name != "Tensor" and data.dtype != dtype:
-            raise TypeError(f"{name}: expected a {dtype} tensor, got {data.dtype.name}")
+            raise TypeError(f"{name}: expected a {dtype.name} tensor, got {data.dtype.name}")
         return data.view(data.shape)  # an alias, as PyTorch's: same memory, in the graph
     return as_tensor(data, dtype)
 
 
 class FloatTensor(_LegacyTensor):
-    dtype = backend.float32
+    dtype = backend.dtype_of(backend.float32)
 
 
 class DoubleTensor(_LegacyTensor):
-    dtype = backend.float64
+    dtype = backend.dtype_of(backend.float64)
 
 
 class HalfTensor(_LegacyTensor):
-    dtype = backend.float16
+    dtype = backend.dtype_of(backend.float16)
 
 
 class LongTensor(_LegacyTensor):
-    dtype = backend.int64
+    dtype = backend.dtype_of(backend.int64)
 
 
 class IntTensor(_LegacyTensor):
-    dtype = backend.int32
+    dtype = backend.dtype_of(backend.int32)
 
 
 class BoolTensor(_LegacyTensor):
-    dtype = backend.bool_
+    dtype = backend.dtype_of(backend.bool_)
 
 
 class ByteTensor(_LegacyTensor):
-    dtype = backend.uint8
+    dtype = backend.dtype_of(backend.uint8)
 
 
 class CharTensor(_LegacyTensor):
-    dtype = backend.int8
+    dtype = backend.dtype_of(backend.int8)
 
 
 class ShortTensor(_LegacyTensor):
-    dtype = backend.int16
+    dtype = backend.dtype_of(backend.int16)
 
 
 class BFloat16Tensor(_LegacyTensor):
-    dtype = backend.bfloat16
+    dtype = backend.dtype_of(backend.bfloat16)
 
 
 def legacy_type_names() -> dict[str, Any]:

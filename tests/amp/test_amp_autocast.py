@@ -177,7 +177,7 @@ def test_nested_regions_take_their_dtype_and_state_as_torch(name):
 
     ours = _mm_dtype_in_regions(sg, *regions(sg))
     theirs = _mm_dtype_in_regions(torch, *regions(torch))
-    assert ours == tuple(t.removeprefix("torch.") for t in theirs), name
+    assert ours == tuple(t.replace("torch.", "scratchgrad.") for t in theirs), name
 
 
 def test_a_bad_device_type_or_a_decorated_non_callable_raise_as_torch():
