@@ -168,3 +168,13 @@ def test_a_legacy_tensor_types_dtype_is_the_object(name):
     ours, theirs = getattr(sg, name).dtype, getattr(torch, name).dtype
     assert isinstance(ours, sg.dtype) and str(ours) == str(theirs).replace("torch", "scratchgrad")
     assert isinstance(getattr(sg, name)(2), getattr(sg, name))
+
+
+def test_error_messages_name_dtypes_without_the_module():
+    # (they spell dtypes as they did when dtypes were NumPy's; only the RNN's says torch.float32)
+    with pytest.raises(RuntimeError, match="^lerp: expected dtype float32 for end but got float64"):
+        sg.ones(2).lerp(sg.ones(2, dtype=sg.float64), 0.5)
+    with pytest.raises(NotImplementedError, match="not implemented for int64 inputs"):
+        sg.nn.functional.interpolate(sg.ones(1, 1, 4, dtype=sg.int64), scale_factor=2.0)
+    with pytest.raises(RuntimeError, match="^cross: expected inputs of one dtype, got float32 and"):
+        sg.ones(3).cross(sg.ones(3, dtype=sg.float64), dim=0)

@@ -5468,7 +5468,7 @@ def _lerp_operands(start: Tensor, end: Any, weight: Any) -> tuple[Tensor, Tensor
     one, promoted with the others (a float64 one widens a 0-d ``start`` and ``end``, not one
     with dims); as PyTorch's, the dtypes are checked before the kind (RuntimeError, then its
     kernel's NotImplementedError)."""
-    dtype = start.dtype
+    dtype = start.array.dtype
     if not isinstance(end, Tensor):
         raise TypeError(f"lerp: end must be a Tensor, got {type(end).__name__}")
     if isinstance(weight, Tensor) and weight.ndim == 0:

@@ -286,7 +286,7 @@ def _check_dtype(input: Tensor, mode: str, antialias: bool) -> None:
     """Floating inputs for every mode (float32 and float64 when antialiased), and uint8 images
     for the nearest ones, as PyTorch (whose uint8 bilinear and bicubic round fixed-point
     weights: not built here)."""
-    dtype = input.dtype
+    dtype = input.array.dtype
     if antialias and dtype not in (backend.float32, backend.float64):
         raise NotImplementedError(
             f"interpolate: antialias=True is not implemented for {dtype} inputs, as in PyTorch; "
