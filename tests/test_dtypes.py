@@ -87,6 +87,14 @@ def test_isinstance_and_singletons():
         pickle.dumps(sg.float32)  # no pickle in scratchgrad
 
 
+def test_a_dtype_cannot_be_changed():
+    """As torch.dtype's attributes: every tensor shares the object."""
+    for attribute, value in (("is_signed", False), ("itemsize", 8), ("dtype", np.dtype("f8"))):
+        with pytest.raises(AttributeError, match=f"attribute '{attribute}' .* not writable"):
+            setattr(sg.float32, attribute, value)
+    assert not sg.uint8.is_signed and sg.float32.itemsize == 4 and sg.ones(1).dtype == np.float32
+
+
 def test_printing_names_the_module():
     assert str(sg.ones(1).dtype) == "scratchgrad.float32"
     assert repr(sg.ones(2, dtype=sg.float64)) == "tensor([1., 1.], dtype=scratchgrad.float64)"

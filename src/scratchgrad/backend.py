@@ -164,11 +164,20 @@ class dtype:
     __slots__ = ("dtype", "kind", "itemsize", "is_floating_point", "is_complex", "is_signed")
 
     def __init__(self, of: numpy.dtype) -> None:
-        self.dtype = of
-        self.kind, self.itemsize = of.kind, of.itemsize  # (kind: read by the engine's checks)
-        self.is_floating_point = is_floating(of)
-        self.is_complex = of.kind == "c"
-        self.is_signed = of.kind in "ifc" or of == bfloat16
+        fields = dict(
+            dtype=of,
+            kind=of.kind,  # (read by the engine's checks)
+            itemsize=of.itemsize,
+            is_floating_point=is_floating(of),
+            is_complex=of.kind == "c",
+            is_signed=of.kind in "ifc" or of == bfloat16,
+        )
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # one object per dtype, shared by every tensor: changing it would change them all
+        raise AttributeError(f"attribute '{name}' of 'scratchgrad.dtype' objects is not writable")
 
     def __repr__(self) -> str:
         return f"scratchgrad.{self.dtype.name}"
