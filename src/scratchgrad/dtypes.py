@@ -525,6 +525,33 @@ def _info_dtype(name: str, type: Any) -> numpy.dtype:
     return backend.to_dtype(type)
 
 
+# PyTorch's names of its dtypes (its ScalarType's) in the messages we share with it
+_TORCH_NAMES = {
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+    "bool": "Bool",
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+}
+
+
+def torch_name(dtype: Any) -> str:
+    """A dtype as PyTorch's messages spell it ("not implemented for 'Float'").
+
+    >>> import scratchgrad as sg
+    >>> torch_name(sg.int64), torch_name(sg.ones(1).array.dtype)
+    ('Long', 'Float')
+    """
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
+
+
 def _type_name(value: Any) -> str:
     return value.__class__.__name__
 

@@ -20,26 +20,9 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.capture_hook import call
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace
+from scratchgrad.dtypes import torch_name
 from scratchgrad.ops import movement
 from scratchgrad.tensor import Tensor, broadcast_shapes, cat, named_backward, takes_out, wrap_dim
-
-# PyTorch's names of dtypes in the errors these ops share with it ("but got Float")
-_TORCH_NAMES = {
-    "float64": "Double",
-    "float32": "Float",
-    "float16": "Half",
-    "bfloat16": "BFloat16",
-    "int64": "Long",
-    "int32": "Int",
-    "int16": "Short",
-    "int8": "Char",
-    "uint8": "Byte",
-    "bool": "Bool",
-}
-
-
-def _torch_name(dtype: Any) -> str:
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def _require_tensor(name: str, what: str, position: int, given: Any) -> None:
@@ -80,7 +63,7 @@ def index_put(
     if values.dtype != self.dtype:
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
-            f"{_torch_name(self.dtype)} for the destination and {_torch_name(values.dtype)} "
+            f"{torch_name(self.dtype)} for the destination and {torch_name(values.dtype)} "
             "for the source."
         )
     if not indices:
@@ -163,12 +146,12 @@ def _masked_scatter_checks(name: str, self: Tensor, mask: Tensor, source: Tensor
     if mask.dtype != backend.bool_:
         raise RuntimeError(
             "masked_scatter_ only supports boolean masks, but got mask with dtype "
-            f"{_torch_name(mask.dtype)}"
+            f"{torch_name(mask.dtype)}"
         )
     if source.dtype != self.dtype:
         raise RuntimeError(
             "masked_scatter: expected self and source to have same dtypes but got "
-            f"{_torch_name(self.dtype)} and {_torch_name(source.dtype)}"
+            f"{torch_name(self.dtype)} and {torch_name(source.dtype)}"
         )
     try:
         return tuple(broadcast_shapes(self.shape, mask.shape))
@@ -211,12 +194,12 @@ def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -
     _require_tensor("put", "source", 2, source)
     if index.dtype != backend.int64:
         raise RuntimeError(
-            f"put_(): Expected a long tensor for index, but got {_torch_name(index.dtype)}"
+            f"put_(): Expected a long tensor for index, but got {torch_name(index.dtype)}"
         )
     if source.dtype != self.dtype:
         raise RuntimeError(
             "put_(): self and source expected to have the same dtype, but got self.dtype = "
-            f"{_torch_name(self.dtype)} and source.dtype = {_torch_name(source.dtype)}"
+            f"{torch_name(self.dtype)} and source.dtype = {torch_name(source.dtype)}"
         )
     if source.numel() != index.numel():
         raise IndexError(
@@ -301,17 +284,17 @@ def _index_reduce_checks(self: Tensor, dim: int, index: Tensor, source: Tensor) 
     if index.ndim > 1:
         raise IndexError(
             f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with "
-            f"type: {_torch_name(index.dtype)} and size: {list(index.shape)}"
+            f"type: {torch_name(index.dtype)} and size: {list(index.shape)}"
         )
     if index.dtype not in (backend.int32, backend.int64):
         raise RuntimeError(
             "index_reduce_(): Expected dtype int32/int64 for index but got: "
-            f"{_torch_name(index.dtype)}"
+            f"{torch_name(index.dtype)}"
         )
     if source.dtype != self.dtype:
         raise RuntimeError(
-            f"index_reduce_(): self ({_torch_name(self.dtype)}) and source "
-            f"({_torch_name(source.dtype)}) must have the same scalar type"
+            f"index_reduce_(): self ({torch_name(self.dtype)}) and source "
+            f"({torch_name(source.dtype)}) must have the same scalar type"
         )
     shape, count = tuple(self.shape), index.numel()
     if source.ndim == 0 or source.ndim > dim:

@@ -48,6 +48,7 @@ from scratchgrad.dtypes import (
     split_to_arguments,
     strided,
     to_array,
+    torch_name,
     wrapped_int,
     written_number,
 )
@@ -1414,7 +1415,7 @@ class Tensor:
         dtype = result_dtype(self, _tensor_other("hypot", other))
         if dtype.kind in "biuc":  # (PyTorch's kernel is for real floats only: no int promotion)
             raise NotImplementedError(
-                f"hypot: \"hypot_cpu\" not implemented for '{_kind_name(dtype)}'"
+                f"hypot: \"hypot_cpu\" not implemented for '{torch_name(dtype)}'"
             )
         return binary.Hypot.apply(*self._floating_operands(other))
 
@@ -2610,7 +2611,7 @@ class Tensor:
         NotImplementedError for another promoted dtype (a float number too)."""
         dtype = result_dtype(self, other)
         if dtype.kind not in ("iub" if bools else "iu"):
-            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_kind_name(dtype)}'")
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_name(dtype)}'")
         return self._compare(ufunc, other)
 
     def signbit(self) -> Tensor:
@@ -3036,12 +3037,12 @@ class Tensor:
         if not backend.is_floating(self.dtype):  # PyTorch's words for each
             raise RuntimeError(
                 "nanmean(): expected input to have floating point or complex dtype but got "
-                f"{_kind_name(self.dtype)}"
+                f"{torch_name(self.dtype)}"
             )
         if dtype is not None and not backend.is_floating(dtype):
             raise RuntimeError(
                 "nanmean(): could not infer output dtype. Optional dtype must be either a "
-                f"floating point or complex dtype. Got: {_kind_name(dtype)}"
+                f"floating point or complex dtype. Got: {torch_name(dtype)}"
             )
         # (the gradient over an all-NaN slice is NaN, as PyTorch's: nansum's is 1/0 * 0 there)
         return self.nansum(dim, keepdim, dtype=dtype) / self.isnan().logical_not().sum(dim, keepdim)
@@ -3552,7 +3553,7 @@ class Tensor:
     def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator: Any = None) -> Tensor:
         """Fill with samples whose log is normal of ``mean`` and ``std``, as PyTorch's."""
         if not backend.is_floating(self.array.dtype):
-            kind = _kind_name(self.array.dtype)
+            kind = torch_name(self.array.dtype)
             raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{kind}'")
         if not std > 0:
             raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
@@ -4959,7 +4960,7 @@ class Tensor:
         if not backend.can_require_grad(diff.dtype):  # (floating or complex)
             raise RuntimeError(
                 "norm(): input dtype should be either floating point or complex. Got "
-                f"{_kind_name(diff.dtype)} instead."
+                f"{torch_name(diff.dtype)} instead."
             )
         return p_norm(diff, p, None)
 
@@ -5274,7 +5275,7 @@ def _float_power_(self: Tensor, exponent: Any) -> Tensor:
     """``float_power`` in place, on a float64 tensor only, as PyTorch's."""
     if self.array.dtype != backend.float64:
         raise RuntimeError(
-            f"the base given to float_power_ has dtype {_kind_name(self.array.dtype)} but the "
+            f"the base given to float_power_ has dtype {torch_name(self.array.dtype)} but the "
             "operation's result requires dtype Double"
         )
     return self._apply_("float_power_", lambda t: t.float_power(exponent), exponent)
@@ -5665,7 +5666,7 @@ def _check_bmm_dtypes(a: Any, b: Any) -> None:
     """PyTorch's bmm in einsum: not for bool (its kernel, chosen by the left operand's dtype,
     says so before any dtype check), and of one dtype."""
     if a.kind == "b":
-        raise NotImplementedError(f"einsum: \"bmm\" not implemented for '{_kind_name(a)}'")
+        raise NotImplementedError(f"einsum: \"bmm\" not implemented for '{torch_name(a)}'")
     if a != b:
         raise RuntimeError(f"einsum: expected tensors of the same dtype, but got: {a} != {b}")
 
@@ -6207,7 +6208,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     check_same_dtype("cdist", x1, x2)
     if not backend.is_floating(x1.dtype):
         raise RuntimeError(
-            f"cdist only supports floating-point dtypes, X1 got: {_kind_name(x1.dtype)}"
+            f"cdist only supports floating-point dtypes, X1 got: {torch_name(x1.dtype)}"
         )
     return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
 
@@ -7525,7 +7526,7 @@ def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
         return
     raise RuntimeError(
         "setitem: Index put requires the source and destination dtypes match, got "
-        f"{_kind_name(x.dtype)} for the destination and {_kind_name(value.dtype)} for the source."
+        f"{torch_name(x.dtype)} for the destination and {torch_name(value.dtype)} for the source."
     )
 
 
@@ -7732,7 +7733,7 @@ def _refuse_kernel_dtype(op: str, kernel: str, kinds: str, *operands: Any) -> No
     where NumPy's would compute (or raise a TypeError)."""
     for t in operands:
         if isinstance(t, Tensor) and t.array.dtype.kind in kinds:
-            name = _kind_name(t.array.dtype)
+            name = torch_name(t.array.dtype)
             raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for '{name}'")
 
 
@@ -7843,12 +7844,12 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
     if not backend.is_floating(count.array.dtype) or count.array.dtype.kind == "c":
         raise ValueError(
             f"binomial only supports floating-point dtypes for count, got: "
-            f"{_kind_name(count.array.dtype)}"
+            f"{torch_name(count.array.dtype)}"
         )
     if prob.array.dtype != count.array.dtype:
         raise RuntimeError(
-            f"binomial: found dtype {_kind_name(prob.array.dtype)} but expected "
-            f"{_kind_name(count.array.dtype)}"
+            f"binomial: found dtype {torch_name(prob.array.dtype)} but expected "
+            f"{torch_name(count.array.dtype)}"
         )
     _refuse_non_float("binomial", count)
     shape = broadcast_shapes(count.shape, prob.shape)
@@ -7875,7 +7876,7 @@ def _refuse_non_float(name: str, x: Tensor) -> None:
     half = dtype in backend.SIXTEEN_BIT and name == "binomial"
     if dtype.kind in "biuc" or half:
         raise NotImplementedError(
-            f"{name}: \"{name}_cpu\" not implemented for '{_kind_name(dtype)}'"
+            f"{name}: \"{name}_cpu\" not implemented for '{torch_name(dtype)}'"
         )
 
 
@@ -8924,15 +8925,6 @@ mantissa_exponent = namedtuple("frexp", ["mantissa", "exponent"])
 mantissa_exponent.__repr__ = lambda self: (  # PyTorch's
     f"torch.return_types.frexp(\nmantissa={self.mantissa!r},\nexponent={self.exponent!r})"
 )
-
-_KIND_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-               "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long"}  # fmt: skip
-
-
-def _kind_name(dtype: Any) -> str:
-    """PyTorch's name of a dtype in its "not implemented for 'Float'" errors."""
-    return _KIND_NAMES.get(dtype.name, dtype.name)
 
 
 def _tensor_other(name: str, other: Any, what: str = "other", position: int = 2) -> Tensor:

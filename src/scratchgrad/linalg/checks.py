@@ -9,23 +9,8 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.backend import namespace, xp
+from scratchgrad.dtypes import torch_name
 from scratchgrad.tensor import Tensor
-
-# PyTorch's names of the dtypes in its messages
-_TORCH_NAMES = {
-    "float16": "Half",
-    "bfloat16": "BFloat16",
-    "float32": "Float",
-    "float64": "Double",
-    "int64": "Long",
-    "int32": "Int",
-    "int16": "Short",
-    "int8": "Char",
-    "uint8": "Byte",
-    "bool": "Bool",
-    "complex64": "ComplexFloat",
-    "complex128": "ComplexDouble",
-}
 
 
 class LinAlgError(RuntimeError):
@@ -40,11 +25,6 @@ class LinAlgError(RuntimeError):
     ...     print(str(error)[:42])
     linalg.inv: The diagonal element 1 is zero
     """
-
-
-def torch_name(dtype: Any) -> str:
-    """A dtype as PyTorch's messages spell it (``Float``, ``Long``)."""
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def check_input(

@@ -14,12 +14,12 @@ from typing import Any
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import int32, namespace, xp
 from scratchgrad.creation import eye
+from scratchgrad.dtypes import torch_name
 from scratchgrad.linalg.checks import (
     LinAlgError,
     check_floating,
     check_input,
     leading_minor,
-    torch_name,
     zero_pivot,
 )
 from scratchgrad.linalg.decompositions import cholesky, svdvals

@@ -18,12 +18,12 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros
+from scratchgrad.dtypes import torch_name
 from scratchgrad.linalg.checks import (
     LinAlgError,
     check_diagonal,
     check_floating,
     check_input,
-    torch_name,
 )
 from scratchgrad.linalg.decompositions import cholesky as linalg_cholesky
 from scratchgrad.linalg.decompositions import qr as linalg_qr

@@ -11,8 +11,8 @@ from typing import Any
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import accumulation_dtype, namespace
-from scratchgrad.dtypes import promoted
-from scratchgrad.linalg.checks import check_floating, check_same_dtype, torch_name
+from scratchgrad.dtypes import promoted, torch_name
+from scratchgrad.linalg.checks import check_floating, check_same_dtype
 from scratchgrad.linalg.decompositions import svdvals
 from scratchgrad.tensor import (
     Tensor,

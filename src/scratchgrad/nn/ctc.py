@@ -16,7 +16,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.backend import namespace
 from scratchgrad.creation import arange, full, tensor
-from scratchgrad.linalg.checks import torch_name
+from scratchgrad.dtypes import torch_name
 from scratchgrad.tensor import Tensor, cat, stack, where
 
 _REDUCTIONS = ("none", "mean", "sum")

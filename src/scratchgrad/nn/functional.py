@@ -29,7 +29,7 @@ from scratchgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from scratchgrad.backend import xp
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.creation import arange, empty_like, rand, zeros_like
-from scratchgrad.linalg.checks import torch_name
+from scratchgrad.dtypes import torch_name
 from scratchgrad.meta import MetaArray
 from scratchgrad.ops.fused import (
     CrossEntropy,

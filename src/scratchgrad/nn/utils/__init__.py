@@ -18,8 +18,7 @@ from scratchgrad import backend
 from scratchgrad import sparse as sparse_tensors
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.dtypes import promote_types
-from scratchgrad.linalg.checks import torch_name
+from scratchgrad.dtypes import promote_types, torch_name
 from scratchgrad.nn.utils import parametrizations, parametrize, prune, rnn, stateless
 from scratchgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from scratchgrad.nn.utils.fusion import (
