@@ -277,7 +277,9 @@ def test_where_clamp_lerp_addcmul_agree_with_pytorch(data):
     shape = data.draw(shapes())
     x = data.draw(operands(shape, number=False))
     if op == "where":
-        condition = data.draw(operands(shape, ["bool", "bool", "uint8"], number=False))
+        # (no uint8 condition: PyTorch warns of one once per process, and a later test
+        # expects its warning; test_ordering_sweep checks uint8 conditions)
+        condition = data.draw(operands(shape, ["bool"], number=False))
         y = data.draw(operands(shape))
         check(lambda m, c, p, q: m.where(c, p, q), [condition, x, y], op)
     elif op == "clamp":
