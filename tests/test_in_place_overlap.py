@@ -107,6 +107,23 @@ def test_setitem_of_a_tensor_into_all_of_itself_passes_with_leading_ones(lib):
 
 
 @pytest.mark.parametrize("lib", [sg, torch])
+def test_setitem_of_a_row_into_a_tensor_of_that_one_row_passes(lib):
+    # (the row, broadcast to (1, 3) as NumPy does, stepped 0 over the new dim, where PyTorch's
+    # expand steps over the row: the check saw another layout of the same bytes, and raised)
+    q = lib.arange(3.0).reshape(1, 3)
+    q[:] = q[0]
+    q[0:1] = q[0]
+    u = lib.arange(3.0).reshape(1, 1, 3)
+    u[:] = u[0, 0]
+    u[:] = u[0]
+    assert q.tolist() == [[0.0, 1.0, 2.0]] and q._version == 2 and u._version == 2
+    x = lib.arange(4.0).reshape(1, 4)
+    with pytest.raises(RuntimeError, match=PARTLY_SHARED):  # some of the same entries
+        x[:, 1:] = x[0, :3]
+    assert x.tolist() == [[0.0, 1.0, 2.0, 3.0]] and x._version == 0
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
 def test_setitem_of_a_tensor_into_a_strided_view_of_itself_raises(lib):
     # (x[:, ::2] = x of a 2x1x3 x: both arrays own their memory, the fast test let it pass)
     x = lib.arange(6.0).reshape(2, 1, 3)

@@ -8340,7 +8340,23 @@ def _refuse_setitem_overlap(array: Any, index: tuple, value: Any, given: Any) ->
         _refuse_partial_overlap("index_put_", array, value)
     elif value.ndim:
         written = array[index]
-        _refuse_partial_overlap("copy_", written, given if given.shape == written.shape else value)
+        read = given if given.shape == written.shape else _expanded_as_torch(value, written.shape)
+        _refuse_partial_overlap("copy_", written, read)
+
+
+def _expanded_as_torch(value: Any, shape: tuple) -> Any:
+    """``value`` broadcast to ``shape`` as PyTorch's ``expand`` lays it out for setitem's
+    overlap check: a new leading dim of size 1 steps over all of the dims after it, where
+    NumPy's broadcast_to gives it 0, so ``q[:] = q[0]`` of a 1x3 ``q`` copies the same bytes in
+    the same order and passes, as in PyTorch. A dim that repeats steps 0 (then the read is not
+    dense, and not checked)."""
+    new = len(shape) - value.ndim
+    if new < 0 or any(n not in (1, m) for n, m in zip(value.shape, shape[new:])):
+        return value  # (not broadcastable: the assignment itself raises)
+    strides = [s if n == m else 0 for n, m, s in zip(value.shape, shape[new:], value.strides)]
+    for i in reversed(range(new)):
+        strides.insert(0, shape[i + 1] * strides[0] if shape[i] == 1 else 0)
+    return namespace(value).lib.stride_tricks.as_strided(value, shape, strides)
 
 
 def _dense(array: Any) -> bool:
