@@ -367,7 +367,14 @@ def test_in_place_ops_agree_with_pytorch_or_change_nothing(data):
     result = run(lambda m: IN_PLACE[op](ours, y[0]), sg)
     expected = run(lambda m: IN_PLACE[op](theirs, y[1]), torch)
     what = f"{op}({describe(ours)}, {describe(y[0])})"
+    assert_wrote_as_pytorch(result, expected, (ours, theirs), before, what)
+
+
+def assert_wrote_as_pytorch(result, expected, written, before, what):
+    """An op that writes into ``written`` (ours, PyTorch's): PyTorch's result or its error,
+    ours unchanged where PyTorch raised, else the result itself, equal to PyTorch's."""
     assert_same(result, expected, what)
+    ours, theirs = written
     if isinstance(expected, Exception):
         np.testing.assert_array_equal(to_numpy(ours), before, err_msg=f"{what} changed it")
     else:
@@ -397,12 +404,7 @@ def test_out_forms_agree_with_pytorch_or_change_nothing(data):
     result = run(lambda m: OUT_FORMS[op](m, x[0], y[0], ours_out), sg)
     expected = run(lambda m: OUT_FORMS[op](m, x[1], y[1], theirs_out), torch)
     what = f"{op}({describe(x[0])}, {describe(y[0])}, out={describe(ours_out)})"
-    assert_same(result, expected, what)
-    if isinstance(expected, Exception):
-        np.testing.assert_array_equal(to_numpy(ours_out), before, err_msg=f"{what} changed out")
-    else:
-        assert result is ours_out, what
-        assert_same(ours_out, theirs_out, what)
+    assert_wrote_as_pytorch(result, expected, (ours_out, theirs_out), before, what)
 
 
 NUMBERS = st.one_of(st.booleans(), st.integers(-4, 4), st.sampled_from([-1.5, 0.0, 2.5]))
