@@ -567,6 +567,7 @@ else:
     )
 
     from scratchgrad.dtypes import python_number as _python_number
+    from scratchgrad.dtypes import result_dtype as _result_dtype
     from scratchgrad.dtypes import wrapped_int as _wrapped_int
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
@@ -618,10 +619,10 @@ else:
             return tensor(number).to(other.device)
         if divides:
             number = _python_number(number) * 1.0  # (``float`` is the dtype here)
-        promoted = result_type(other, number)
-        if promoted.kind in "iu":
-            number = _wrapped_int(_python_number(number), promoted)
-        return tensor(number, dtype=promoted).to(other.device)
+        result = _result_dtype(other, number)
+        if result.kind in "iu":
+            number = _wrapped_int(_python_number(number), result)
+        return tensor(number, dtype=result).to(other.device)
 
     def _number_first(method, numbers_alone: bool = False):
         """The module function of a binary method whose first operand may also be a Python
@@ -633,7 +634,7 @@ else:
         @_functools.wraps(method)
         def function(input, *args, out=None, **kwargs):
             other = args[0] if args else next(iter(kwargs.values()), None)
-            if isinstance(input, _numbers.Number) and not isinstance(input, Tensor):
+            if not isinstance(input, Tensor) and isinstance(input, _numbers.Number):
                 if isinstance(other, Tensor):
                     divides = method.__name__ in ("div", "divide", "true_divide")
                     divides = divides and kwargs.get("rounding_mode") is None

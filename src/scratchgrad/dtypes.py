@@ -153,8 +153,8 @@ def result_type_of(*operands: Any) -> numpy.dtype:
     >>> result_type_of(i8, h, d.double()), result_type_of(i8, 2.5), result_type_of(h, True)
     (dtype('float64'), dtype('float32'), dtype('float16'))
     """
-    operands = [python_number(operand) for operand in operands]
-    operands = [getattr(operand, "array", operand) for operand in operands]  # (NumPy dtypes)
+    # (a tensor by its array: the engine's NumPy dtypes)
+    operands = [getattr(operand, "array", operand) for operand in map(python_number, operands)]
     numbers = [operand for operand in operands if not hasattr(operand, "dtype")]
     kinds = (bool, int, float, complex)
     number = max(numbers, key=lambda n: kinds.index(type(n)), default=None)
