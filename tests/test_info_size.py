@@ -101,10 +101,12 @@ def test_size_refuses_what_pytorch_refuses():
     assert_raises_as_torch(lambda m: m.Size(3), TypeError, "not iterable")
 
 
-def test_shape_stays_a_plain_tuple_and_size_with_a_dim_an_int():
-    """``.shape`` is what every op reads: it stays NumPy's tuple, at no cost."""
-    x = sg.zeros(2, 3)
-    assert type(x.shape) is tuple and x.shape == x.size() and x.size(1) == 3
+def test_shape_is_a_size_as_torchs_and_size_with_a_dim_an_int():
+    """``.shape`` is ``size()``, a Size that prints and counts as ``torch.Size`` does."""
+    x, t = sg.zeros(2, 3), torch.zeros(2, 3)
+    assert type(x.shape) is sg.Size and x.shape == x.size() == (2, 3) and x.size(1) == 3
+    assert repr(x.shape) == repr(t.shape).replace("torch.", "scratchgrad.")
+    assert x.shape.numel() == t.shape.numel() and type(x.shape[1:]) is sg.Size
 
 
 # ---- set_printoptions -----------------------------------------------------------------------

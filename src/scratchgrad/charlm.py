@@ -9,7 +9,7 @@ and sampling with temperature and top-k. ``scratchgrad sample CHECKPOINT`` reads
 
 >>> model = GPT(GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=2, n_embd=8))
 >>> model(sg.zeros(3, 8, dtype=sg.int64)).shape  # (batch, time, vocab) logits
-(3, 8, 10)
+scratchgrad.Size([3, 8, 10])
 """
 
 from __future__ import annotations

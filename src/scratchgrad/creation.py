@@ -645,7 +645,7 @@ def normal(
         dtype = _dtype(dtype)
     if not isinstance(std, Tensor) and not std >= 0:  # NaN fails too
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    shapes = [t.shape for t in tensors]
+    shapes = [tuple(t.shape) for t in tensors]
     try:
         shape = xp.broadcast_shapes(*shapes) if tensors else new_shape("normal", (size,))
     except ValueError:

@@ -140,7 +140,7 @@ def rfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None
 
     >>> import scratchgrad as sg
     >>> sg.fft.rfft2(sg.ones(2, 4)).shape
-    (2, 3)
+    scratchgrad.Size([2, 3])
     """
     return rfftn(input, s, dim, norm)
 
@@ -151,7 +151,7 @@ def irfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | Non
 
     >>> import scratchgrad as sg
     >>> sg.fft.irfft2(sg.fft.rfft2(sg.ones(2, 4))).shape
-    (2, 4)
+    scratchgrad.Size([2, 4])
     """
     return irfftn(input, s, dim, norm)
 
@@ -163,7 +163,7 @@ def rfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = N
 
     >>> import scratchgrad as sg
     >>> sg.fft.rfftn(sg.ones(2, 3, 4)).shape
-    (2, 3, 3)
+    scratchgrad.Size([2, 3, 3])
     """
     sizes, dims = _sizes_and_dims("rfftn", input, s, dim)
     return _r2c("rfftn", input, sizes, dims, norm)
@@ -176,7 +176,7 @@ def irfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = 
 
     >>> import scratchgrad as sg
     >>> sg.fft.irfftn(sg.fft.rfftn(sg.ones(2, 3, 4))).shape
-    (2, 3, 4)
+    scratchgrad.Size([2, 3, 4])
     """
     sizes, dims = _sizes_and_dims("irfftn", input, s, dim)
     return _c2r("irfftn", input, sizes, dims, norm)
@@ -215,7 +215,7 @@ def hfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | None
 
     >>> import scratchgrad as sg
     >>> sg.fft.hfft2(sg.ones(2, 3)).shape
-    (2, 4)
+    scratchgrad.Size([2, 4])
     """
     return hfftn(input, s, dim, norm)
 
@@ -225,7 +225,7 @@ def ihfft2(input: Tensor, s: Sizes = None, dim: Dims = (-2, -1), norm: str | Non
 
     >>> import scratchgrad as sg
     >>> sg.fft.ihfft2(sg.ones(2, 4)).shape
-    (2, 3)
+    scratchgrad.Size([2, 3])
     """
     return ihfftn(input, s, dim, norm)
 
@@ -236,7 +236,7 @@ def hfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = N
 
     >>> import scratchgrad as sg
     >>> sg.fft.hfftn(sg.ones(2, 3, 3)).shape
-    (2, 3, 4)
+    scratchgrad.Size([2, 3, 4])
     """
     sizes, dims = _sizes_and_dims("hfftn", input, s, dim)
     return _c2r("hfftn", input.conj(), sizes, dims, _dual(norm))
@@ -247,7 +247,7 @@ def ihfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = 
 
     >>> import scratchgrad as sg
     >>> sg.fft.ihfftn(sg.ones(2, 3, 4)).shape
-    (2, 3, 3)
+    scratchgrad.Size([2, 3, 3])
     """
     sizes, dims = _sizes_and_dims("ihfftn", input, s, dim)
     return _r2c("ihfftn", input, sizes, dims, _dual(norm)).conj()

@@ -36,10 +36,10 @@ the step. Bounds of meta indices are not checked, as in PyTorch.
 >>> import scratchgrad as sg
 >>> x = sg.empty(2, 3, device="meta")
 >>> x.shape, x.device, x.is_meta
-((2, 3), device(type='meta'), True)
+(scratchgrad.Size([2, 3]), device(type='meta'), True)
 >>> y = (x.float() ** 2).sum(dim=0, keepdim=True) / 3
 >>> y.shape, y.dtype, y.is_meta
-((1, 3), scratchgrad.float32, True)
+(scratchgrad.Size([1, 3]), scratchgrad.float32, True)
 """
 
 from __future__ import annotations

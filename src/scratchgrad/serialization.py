@@ -116,7 +116,7 @@ def save(obj: Any, f: FileLike) -> None:
     >>> sg.save({"weight": sg.ones(2, 3), "epoch": 7}, buffer)
     >>> checkpoint = sg.load(io.BytesIO(buffer.getvalue()))
     >>> checkpoint["weight"].shape, checkpoint["epoch"]
-    ((2, 3), 7)
+    (scratchgrad.Size([2, 3]), 7)
     """
     tensors = _Table()
     tree = _encode(obj, "", tensors, 0)  # before any writing: a TypeError leaves no file

@@ -10,7 +10,7 @@ squares added the same way. Both are composed from ``Tensor.unfold``, the transf
 >>> x = sg.arange(8.0)
 >>> spectrum = sg.stft(x, 4, window=sg.hann_window(4), return_complex=True)
 >>> spectrum.shape
-(3, 9)
+scratchgrad.Size([3, 9])
 >>> sg.istft(spectrum, 4, window=sg.hann_window(4), length=8)
 tensor([0., 1., 2., 3., 4., 5., 6., 7.])
 """

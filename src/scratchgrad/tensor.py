@@ -183,7 +183,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.Tensor([1, 2]), sg.Tensor(2, 0).shape
-        (tensor([1., 2.]), (2, 0))
+        (tensor([1., 2.]), scratchgrad.Size([2, 0]))
         """
         if cls is not Tensor:  # a Parameter, a Buffer, ...: filled in by their own __init__
             return _new(cls)
@@ -260,8 +260,9 @@ class Tensor:
     # ---- attributes -------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.array.shape
+    def shape(self) -> Size:
+        """The shape as a ``scratchgrad.Size`` (a tuple), as ``torch.Tensor.shape``."""
+        return _size(self.array.shape)
 
     @property
     def ndim(self) -> int:
@@ -516,8 +517,7 @@ class Tensor:
         )
 
     def size(self, dim: int | None = None):
-        """The shape as a ``scratchgrad.Size`` (``.shape`` stays a plain tuple, the cheaper),
-        or the size of ``dim``."""
+        """The shape as a ``scratchgrad.Size`` (as ``.shape``), or the size of ``dim``."""
         if dim is None:
             return _size(self.array.shape)
         if self.array.ndim == 0:
@@ -1316,7 +1316,9 @@ class Tensor:
         if dim is None:
             dim = next((d for d, n in enumerate(self.shape) if n == 3), None)
             if dim is None:
-                raise RuntimeError(f"cross: no dimension of size 3 in input of shape {self.shape}")
+                raise RuntimeError(
+                    f"cross: no dimension of size 3 in input of shape {tuple(self.shape)}"
+                )
             warnings.warn(
                 "cross: calling it without dim is deprecated in PyTorch; pass the dim (here "
                 f"{dim}, the first of size 3)",
@@ -1328,8 +1330,8 @@ class Tensor:
         dim = wrap_dim(dim, self.ndim)
         if self.shape[dim] != 3 or other.shape[dim] != 3:
             raise RuntimeError(
-                f"cross: inputs dimension {dim} must have length 3, got shapes {self.shape} and "
-                f"{other.shape}"
+                f"cross: inputs dimension {dim} must have length 3, got shapes {tuple(self.shape)} "
+                f"and {tuple(other.shape)}"
             )
         x0, x1, x2 = self.unbind(dim)
         y0, y1, y2 = other.unbind(dim)
@@ -1369,7 +1371,8 @@ class Tensor:
         out = binary.Lerp.apply(self, end, weight)  # nothing requires grad: no graph
         if out.shape != self.shape:
             raise RuntimeError(
-                f"lerp_: the result's shape {out.shape} does not match the tensor's {self.shape}"
+                f"lerp_: the result's shape {tuple(out.shape)} does not match the tensor's "
+                f"{tuple(self.shape)}"
             )
         return self.copy_(out)
 
@@ -1755,7 +1758,8 @@ class Tensor:
         result = out = out_of_place(old, other)
         if out.shape != old.shape:
             raise RuntimeError(
-                f"{name}: the result's shape {out.shape} does not match the tensor's {old.shape}"
+                f"{name}: the result's shape {tuple(out.shape)} does not match the tensor's "
+                f"{tuple(old.shape)}"
             )
         out = out.to(self.array.dtype)
         new_base = movement.CopySlices.apply(old_base, out, steps=steps) if steps else out
@@ -1834,8 +1838,8 @@ class Tensor:
             _refuse_cast(name, out.array.dtype, self.array.dtype)
             if out.shape != self.shape:
                 raise RuntimeError(
-                    f"{name}: the result's shape {out.shape} does not match the tensor's "
-                    f"{self.shape}"
+                    f"{name}: the result's shape {tuple(out.shape)} does not match the tensor's "
+                    f"{tuple(self.shape)}"
                 )
             return out
 
@@ -3323,7 +3327,8 @@ class Tensor:
                 t.ndim != self.ndim or _without(t.shape, dim) != _without(self.shape, dim)
             ):
                 raise RuntimeError(
-                    f"diff: {name} of shape {t.shape} must match the input's shape {self.shape} "
+                    f"diff: {name} of shape {tuple(t.shape)} must match the input's shape "
+                    f"{tuple(self.shape)} "
                     f"except along dim {dim}"
                 )
         pieces = [t for t in (prepend, self, append) if t is not None]
@@ -3809,7 +3814,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.unflatten(sg.zeros(2, 6), 1, (3, -1)).shape
-        (2, 3, 2)
+        scratchgrad.Size([2, 3, 2])
         """
         dim = wrap_dim(dim, self.array.ndim)
         if self.array.ndim == 0:
@@ -3839,7 +3844,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.zeros(1, 1, 3).squeeze(0, 1).shape
-        (3,)
+        scratchgrad.Size([3])
         """
         if dims and dim is not None:
             raise TypeError(
@@ -3890,7 +3895,7 @@ class Tensor:
 
         >>> import scratchgrad as sg
         >>> sg.zeros(2, 3, 4).movedim((0, 1), (2, 0)).shape
-        (3, 4, 2)
+        scratchgrad.Size([3, 4, 2])
         """
         ndim = self.array.ndim
         sources = _dims(source, ndim, unique=True)
@@ -5032,7 +5037,7 @@ class Tensor:
         >>> import scratchgrad as sg
         >>> x = sg.ones(2, dtype=sg.int64)
         >>> x.new([1.5, 2]), x.new(2, 0).shape, x.new().shape
-        (tensor([1, 2]), (2, 0), (0,))
+        (tensor([1, 2]), scratchgrad.Size([2, 0]), scratchgrad.Size([0]))
         """
         from scratchgrad import creation  # (creation builds on this module)
 
@@ -5155,7 +5160,7 @@ def _t_(self: Tensor) -> Tensor:
     >>> import scratchgrad as sg
     >>> x = sg.tensor([[1.0, 2.0]])
     >>> x.t_().shape
-    (2, 1)
+    scratchgrad.Size([2, 1])
     """
 
     def t(x: Tensor) -> Tensor:  # (checked after the leaf, as PyTorch)
@@ -5892,7 +5897,8 @@ def cat(
     ndim = tensors[0].ndim
     if builtins.any(t.ndim != ndim for t in tensors):
         raise RuntimeError(
-            f"cat: tensors must have the same number of dims, got {[t.shape for t in tensors]}"
+            f"cat: tensors must have the same number of dims, got "
+            f"{[tuple(t.shape) for t in tensors]}"
         )
     if ndim == 0:
         raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
@@ -5917,7 +5923,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise RuntimeError(
-            f"stack: expects tensors of equal shape, got {[t.shape for t in tensors]}"
+            f"stack: expects tensors of equal shape, got {[tuple(t.shape) for t in tensors]}"
         )
     result = named_backward(cat([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0")
     return result if out is None else _joined_out("stack", result, out, tensors)
@@ -5982,7 +5988,7 @@ def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
 
     >>> import scratchgrad as sg
     >>> sg.atleast_3d(sg.ones(2, 3)).shape
-    (2, 3, 1)
+    scratchgrad.Size([2, 3, 1])
     """
     return _each_at_least(3, tensors)
 
@@ -6039,7 +6045,7 @@ def dstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
 
     >>> import scratchgrad as sg
     >>> sg.dstack([sg.tensor([1, 2]), sg.tensor([3, 4])]).shape
-    (1, 2, 2)
+    scratchgrad.Size([1, 2, 2])
     """
     return cat([_at_least(t, 3) for t in _nonempty("dstack", tensors)], 2, out=out)
 
@@ -6073,7 +6079,7 @@ def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...
         )
     for t in tensors:
         if t.ndim > 1:
-            raise RuntimeError(f"meshgrid: expected 0-D or 1-D tensors, got shape {t.shape}")
+            raise RuntimeError(f"meshgrid: expected 0-D or 1-D tensors, got shape {tuple(t.shape)}")
     if len({t.dtype for t in tensors}) > 1:
         raise RuntimeError(
             f"meshgrid expects all tensors to have the same dtype, got {[t.dtype for t in tensors]}"
@@ -6111,14 +6117,14 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
     >>> import scratchgrad as sg
     >>> [t.shape for t in sg.broadcast_tensors(sg.zeros(2, 1), sg.zeros(3))]
-    [(2, 3), (2, 3)]
+    [scratchgrad.Size([2, 3]), scratchgrad.Size([2, 3])]
     """
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(
                 f"broadcast_tensors(): expected Tensor as element {i}, but got {type(t).__name__}"
             )
-    shapes = [t.shape for t in tensors]
+    shapes = [tuple(t.shape) for t in tensors]
     try:
         shape = xp.broadcast_shapes(*shapes)
     except ValueError:
@@ -6155,7 +6161,7 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> 
 
     >>> import scratchgrad as sg
     >>> sg.tensordot(sg.ones(2, 3), sg.ones(3, 4), dims=1).shape
-    (2, 4)
+    scratchgrad.Size([2, 4])
     """
     check_same_dtype("tensordot", a, b)
     if isinstance(dims, int):
@@ -6573,7 +6579,8 @@ def bucketize(
     """
     if boundaries.ndim != 1:
         raise RuntimeError(
-            f"bucketize: boundaries tensor must be 1 dimension, but got shape {boundaries.shape}"
+            f"bucketize: boundaries tensor must be 1 dimension, but got shape "
+            f"{tuple(boundaries.shape)}"
         )
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
@@ -6641,8 +6648,8 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         return Tensor._make(xp.zeros(minlength, dtype=backend.int64))
     if x.ndim != 1 or (x.size and int(x.min()) < 0):
         raise RuntimeError(
-            f"bincount only supports 1-d non-negative integral inputs, got shape {input.shape}"
-            + ("" if x.ndim != 1 else f" with minimum {int(x.min())}")
+            f"bincount only supports 1-d non-negative integral inputs, got shape "
+            f"{tuple(input.shape)}" + ("" if x.ndim != 1 else f" with minimum {int(x.min())}")
         )
     if weights is not None and weights.shape != input.shape:
         raise RuntimeError(
@@ -7751,7 +7758,7 @@ def _clamp_by_tensors(x: Tensor, low: Any, high: Any) -> Tensor:
     ``low == high``, a NaN) no input gets one, as in PyTorch. Where a bound is NaN no input
     gets one either (PyTorch's may still pass one to ``high`` there, under a NaN result)."""
     given = [b for b in (low, high) if b is not None]
-    shapes = [x.shape] + [b.shape for b in given if isinstance(b, Tensor)]
+    shapes = [tuple(x.shape)] + [tuple(b.shape) for b in given if isinstance(b, Tensor)]
     try:
         xp.broadcast_shapes(*shapes)
     except ValueError:
@@ -8881,7 +8888,7 @@ def _elementwise(name: str, x: Any, *args: Any, **kwargs: Any) -> Any:
     except ValueError as error:  # shapes that do not broadcast: PyTorch's RuntimeError
         if "broadcast" not in str(error):
             raise
-        shapes = ", ".join(str(a.shape) for a in (x, *args) if hasattr(a, "shape"))
+        shapes = ", ".join(str(tuple(a.shape)) for a in (x, *args) if hasattr(a, "shape"))
         raise RuntimeError(f"{name}: shapes {shapes}: {error}") from None
     # NOTE: NumPy's ufuncs make a scalar of 0-d operands, which is no array (np.asarray of the
     # tensor refused it) and is read-only (fill_ and zero_ wrote into a copy, silently)

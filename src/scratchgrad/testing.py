@@ -4,7 +4,7 @@ with per-dtype tolerances and PyTorch's failure messages; ``make_tensor`` draws 
 >>> import scratchgrad as sg
 >>> sg.testing.assert_close(sg.tensor([1.0, 2.0]), sg.tensor([1.0, 2.0 + 1e-7]))
 >>> sg.testing.make_tensor(2, 3, dtype=sg.int64, device="cpu").shape
-(2, 3)
+scratchgrad.Size([2, 3])
 """
 
 from __future__ import annotations
@@ -348,7 +348,7 @@ def make_tensor(
     >>> import scratchgrad as sg
     >>> x = sg.testing.make_tensor(2, 3, dtype=sg.float32, device="cpu", low=-1, high=1)
     >>> x.shape, bool(((x >= -1) & (x < 1)).all())
-    ((2, 3), True)
+    (scratchgrad.Size([2, 3]), True)
     >>> sg.testing.make_tensor((4,), dtype=sg.int8, device="cpu", noncontiguous=True).stride()
     (2,)
     """

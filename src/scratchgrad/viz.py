@@ -104,7 +104,7 @@ def _draw_tensors(dot: graphviz.Digraph, root: Any) -> None:
             label = f"{{ {node.name()} | {node.out_shape} | {node.out_dtype} }}"
             dot.node(str(id(node)), label, shape="record")
         else:
-            label = f"{{ leaf | {node.shape} | {node.dtype.name} }}"
+            label = f"{{ leaf | {tuple(node.shape)} | {node.dtype.name} }}"
             dot.node(str(id(node)), label, shape="record", style="filled", fillcolor="lightblue")
     for parent, child in edges:
         dot.edge(str(id(parent)), str(id(child)))

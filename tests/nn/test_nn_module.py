@@ -136,8 +136,8 @@ def test_load_state_dict_reports_every_problem_by_name_and_changes_nothing():
     assert 'Missing key(s) in state_dict: "fc.bias"' in message
     assert 'Unexpected key(s) in state_dict: "extra.weight"' in message
     assert (
-        "size mismatch for fc.weight: copying a param with shape (3, 4) from checkpoint, "
-        "the shape in current model is (4, 4)" in message
+        "size mismatch for fc.weight: copying a param with shape scratchgrad.Size([3, 4]) from "
+        "checkpoint, the shape in current model is scratchgrad.Size([4, 4])" in message
     )
     for key, value in net.state_dict().items():  # checked before anything was copied
         np.testing.assert_array_equal(value.array, before[key])

@@ -349,7 +349,7 @@ def test_orthogonal_assignment_matches_torch():
                 orthogonal(orthogonal_map="cayley")(lib, lib.nn.Linear(2, 3)), "weight", lib.eye(3)
             ),
             ValueError,
-            r"Expected a matrix or batch of matrices of shape \(3, 2\)",
+            r"Expected a matrix or batch of matrices of shape scratchgrad\.Size\(\[3, 2\]\)",
         ),
     ],
 )

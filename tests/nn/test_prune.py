@@ -6,7 +6,6 @@ methods, and the errors. The random methods are compared by their properties onl
 
 import doctest
 import math
-import re
 
 import numpy as np
 import pytest
@@ -172,11 +171,6 @@ def test_pruning_twice_combines_the_masks(layer, first, second):
     _assert_same_state(ours, theirs)
 
 
-def _as_tuple(size: re.Match) -> str:
-    """A shape written as PyTorch writes it (torch.Size([4, 5])) written as ours: (4, 5)."""
-    return str(tuple(int(d) for d in size.group(1).split(",")))
-
-
 def _same_error(call):
     """``call(prune module, layer)`` raises the same error type and message in both libraries,
     and leaves our layer as it was."""
@@ -185,9 +179,7 @@ def _same_error(call):
         call(torch_prune, theirs)
     with pytest.raises(expected.type) as raised:
         call(prune, ours)
-    assert str(raised.value) == re.sub(
-        r"torch\.Size\(\[([\d, ]+)\]\)", _as_tuple, str(expected.value)
-    )
+    assert str(raised.value) == str(expected.value).replace("torch.Size", "scratchgrad.Size")
     assert list(ours.state_dict()) == ["weight", "bias"] and not prune.is_pruned(ours)
     assert isinstance(ours.weight, sg.nn.Parameter)
 

@@ -323,13 +323,14 @@ def _run_hooks(hooks: tuple, g: Tensor, owner: Function | Tensor) -> Tensor:
         if new is None:
             continue
         if not isinstance(new, Tensor) or new.shape != g.shape:
-            got = f"shape {new.shape}" if isinstance(new, Tensor) else type(new).__name__
+            got = f"shape {tuple(new.shape)}" if isinstance(new, Tensor) else type(new).__name__
             tensor = (
                 "a leaf" if isinstance(owner, Tensor) else f"the result of {type(owner).__name__}"
             )
             raise RuntimeError(
-                f"hook {getattr(hook, '__qualname__', hook)!r} on {tensor} of shape {g.shape} "
-                f"returned a gradient of {got}; a hook must return None or a Tensor of that shape"
+                f"hook {getattr(hook, '__qualname__', hook)!r} on {tensor} of shape "
+                f"{tuple(g.shape)} returned a gradient of {got}; a hook must return None or a "
+                "Tensor of that shape"
             )
         g = new
     return g
@@ -371,8 +372,8 @@ def _propagate(
             g_in = SumToSize.apply(g_in, shape=shape)
             if g_in.array.shape != shape:
                 raise RuntimeError(
-                    f"{type(node).__name__}.backward returned a gradient of shape {g_in.shape} "
-                    f"for an input of shape {shape}"
+                    f"{type(node).__name__}.backward returned a gradient of shape "
+                    f"{tuple(g_in.shape)} for an input of shape {shape}"
                 )
         if anomaly.enabled:  # (the output's number found here: the loop is the hot path)
             anomaly.check(node, g_in, next(i for i, g in enumerate(input_grads) if g is g_in))
@@ -463,7 +464,7 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
         if out.array.size != 1:
             raise RuntimeError(
                 f"backward: grad can be implicitly created only for scalar outputs, but the "
-                f"output has shape {out.shape}; pass gradient= of that shape"
+                f"output has shape {tuple(out.shape)}; pass gradient= of that shape"
             )
         array = out.array
         if array.dtype.kind == "c":
@@ -474,8 +475,8 @@ def _seed(out: Tensor, g: Tensor | None) -> Tensor:
         raise TypeError(f"backward: gradient must be a Tensor, got {type(g).__name__}")
     if g.shape != out.shape:
         raise RuntimeError(
-            f"backward: gradient of shape {g.shape} does not match the output's shape "
-            f"{out.shape} (dtype {out.dtype.name})"
+            f"backward: gradient of shape {tuple(g.shape)} does not match the output's shape "
+            f"{tuple(out.shape)} (dtype {out.dtype.name})"
         )
     if g.dtype != out.dtype:  # cast to the output's, as PyTorch's engine (torch.ones(n) for a
         if (g.dtype.kind == "c") != (out.dtype.kind == "c"):  # float64 loss), but complex

@@ -801,7 +801,7 @@ def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
     name = cls.__name__.lower()
     if str(error).startswith(name + ":"):
         return kind(str(error))
-    shapes = ", ".join(str(a.shape) for a in args if isinstance(a, Tensor))
+    shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
     return kind(f"{name}: shapes {shapes}: {error}")
 
 

@@ -5,7 +5,7 @@
 >>> X, y = datasets.moons(100, noise=0.1, seed=0)
 >>> images, labels = datasets.load_digits()
 >>> X.shape, images.shape
-((100, 2), (1797, 1, 8, 8))
+(scratchgrad.Size([100, 2]), scratchgrad.Size([1797, 1, 8, 8]))
 """
 
 from scratchgrad.datasets.digits import load_digits

@@ -25,7 +25,7 @@ def load_digits() -> tuple[Tensor, Tensor]:
 
     >>> images, labels = load_digits()
     >>> images.shape, labels.shape, labels[:5].tolist()
-    ((1797, 1, 8, 8), (1797,), [0, 1, 2, 3, 4])
+    (scratchgrad.Size([1797, 1, 8, 8]), scratchgrad.Size([1797]), [0, 1, 2, 3, 4])
     """
     with (
         resources.files(__package__).joinpath("digits.npz").open("rb") as file,

@@ -52,7 +52,7 @@ def moons(
 
     >>> X, y = moons(200, noise=0.1, seed=0)
     >>> X.shape, y.shape, y.sum().item()
-    ((200, 2), (200,), 100)
+    (scratchgrad.Size([200, 2]), scratchgrad.Size([200]), 100)
     """
     _check(n_samples, noise)
     n_out = n_samples // 2
@@ -112,7 +112,7 @@ def spirals(
 
     >>> X, y = spirals(300, n_classes=3, noise=0.05, seed=0)
     >>> X.shape, [(y == k).sum().item() for k in range(3)]
-    ((300, 2), [100, 100, 100])
+    (scratchgrad.Size([300, 2]), [100, 100, 100])
     """
     _check(n_samples, noise)
     if n_classes < 1:

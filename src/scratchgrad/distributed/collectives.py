@@ -323,8 +323,8 @@ def _check_sizes(name: str, block: Tensor, whole: Tensor, size: int) -> None:
     _check_tensor(name, whole)
     if whole.array.size != size * block.array.size or whole.dtype != block.dtype:
         raise ValueError(
-            f"{name}: a tensor of shape {whole.shape} and dtype {whole.dtype.name} cannot hold "
-            f"{size} blocks of shape {block.shape} and dtype {block.dtype.name}"
+            f"{name}: a tensor of shape {tuple(whole.shape)} and dtype {whole.dtype.name} "
+            f"cannot hold {size} blocks of shape {tuple(block.shape)} and dtype {block.dtype.name}"
         )
 
 

@@ -155,7 +155,7 @@ class Distribution:
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
         ...     Normal(0.0, 1.0).sample_n(3).shape
-        (3,)
+        scratchgrad.Size([3])
         """
         warnings.warn(
             "`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",

@@ -61,7 +61,7 @@ def stack_module_state(models: Sequence[Module]) -> tuple[dict[str, Tensor], dic
     >>> from scratchgrad import nn
     >>> params, buffers = stack_module_state([nn.Linear(2, 3) for _ in range(5)])
     >>> params["weight"].shape, buffers
-    ((5, 3, 2), {})
+    (scratchgrad.Size([5, 3, 2]), {})
     """
     if not models:
         raise RuntimeError("stack_module_state: expected at least one model, got an empty list")

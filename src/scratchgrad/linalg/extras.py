@@ -275,7 +275,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
 
     >>> import scratchgrad as sg
     >>> sg.linalg.tensorinv(sg.eye(6).reshape(6, 2, 3), ind=1).shape
-    (2, 3, 6)
+    scratchgrad.Size([2, 3, 6])
     """
     if not isinstance(ind, int) or isinstance(ind, bool):
         raise TypeError(f"linalg_tensorinv(): argument 'ind' must be int, not {type(ind).__name__}")

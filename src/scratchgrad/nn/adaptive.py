@@ -29,7 +29,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
     >>> asm = sg.nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4])
     >>> out, loss = asm(sg.randn(3, 8), sg.tensor([0, 5, 9]))
     >>> out.shape, loss.shape, asm.log_prob(sg.randn(3, 8)).exp().sum(1).round().tolist()
-    ((3,), (), [1.0, 1.0, 1.0])
+    (scratchgrad.Size([3]), scratchgrad.Size([]), [1.0, 1.0, 1.0])
     """
 
     def __init__(

@@ -41,7 +41,7 @@ def sdpa_kernel(
     >>> q = sg.randn(1, 2, 4, 8)
     >>> with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
     ...     sg.nn.functional.scaled_dot_product_attention(q, q, q).shape
-    (1, 2, 4, 8)
+    scratchgrad.Size([1, 2, 4, 8])
     """
     chosen = {backends} if isinstance(backends, SDPBackend) else set(backends)
     return _switches.allowed_sdp_kernels(
@@ -65,7 +65,7 @@ class MultiheadAttention(Module):
     >>> x = sg.randn(3, 5, 8)
     >>> out, weights = mha(x, x, x)
     >>> out.shape, weights.shape
-    ((3, 5, 8), (3, 5, 5))
+    (scratchgrad.Size([3, 5, 8]), scratchgrad.Size([3, 5, 5]))
     """
 
     def __init__(

@@ -146,7 +146,7 @@ class BatchNorm1d(_BatchNorm):
     >>> bn = nn.BatchNorm1d(3)
     >>> out = bn(sg.randn(8, 3))
     >>> bn.running_mean.shape, int(bn.num_batches_tracked)
-    ((3,), 1)
+    (scratchgrad.Size([3]), 1)
     """
 
     expected_dims = (2, 3)
@@ -164,7 +164,7 @@ class BatchNorm3d(_BatchNorm):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.BatchNorm3d(2)(sg.randn(2, 2, 3, 3, 3)).shape
-    (2, 2, 3, 3, 3)
+    scratchgrad.Size([2, 2, 3, 3, 3])
     """
 
     expected_dims = (5,)
@@ -182,7 +182,7 @@ class SyncBatchNorm(_BatchNorm):
     >>> net[0]
     SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
     >>> net(sg.randn(4, 3, 5)).shape
-    (4, 3, 5)
+    scratchgrad.Size([4, 3, 5])
     """
 
     def __init__(
@@ -343,7 +343,7 @@ class InstanceNorm2d(_InstanceNorm):
     >>> nn.InstanceNorm2d(3)
     InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
     >>> nn.InstanceNorm2d(3)(sg.randn(2, 3, 4, 4)).shape
-    (2, 3, 4, 4)
+    scratchgrad.Size([2, 3, 4, 4])
     """
 
     spatial_dims = 2
@@ -355,7 +355,7 @@ class InstanceNorm3d(_InstanceNorm):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.InstanceNorm3d(2, affine=True)(sg.randn(2, 2, 3, 3, 3)).shape
-    (2, 2, 3, 3, 3)
+    scratchgrad.Size([2, 2, 3, 3, 3])
     """
 
     spatial_dims = 3

@@ -19,7 +19,7 @@ class Sequential(Module):
     >>> from scratchgrad import nn
     >>> net = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
     >>> net(sg.ones(5, 2)).shape
-    (5, 1)
+    scratchgrad.Size([5, 1])
     >>> net[0]
     Linear(in_features=2, out_features=8, bias=True)
     """

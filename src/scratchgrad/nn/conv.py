@@ -137,7 +137,7 @@ class Conv1d(_ConvNd):
     >>> from scratchgrad import nn
     >>> conv = nn.Conv1d(4, 6, 3, padding="same")
     >>> conv.weight.shape, conv(sg.ones(2, 4, 10)).shape
-    ((6, 4, 3), (2, 6, 10))
+    (scratchgrad.Size([6, 4, 3]), scratchgrad.Size([2, 6, 10]))
     """
 
     dims = 1
@@ -153,7 +153,7 @@ class Conv2d(_ConvNd):
     >>> from scratchgrad import nn
     >>> conv = nn.Conv2d(1, 8, 3, padding=1)
     >>> conv.weight.shape, conv(sg.ones(2, 1, 28, 28)).shape
-    ((8, 1, 3, 3), (2, 8, 28, 28))
+    (scratchgrad.Size([8, 1, 3, 3]), scratchgrad.Size([2, 8, 28, 28]))
     """
 
     dims = 2
@@ -167,7 +167,7 @@ class Conv3d(_ConvNd):
     >>> from scratchgrad import nn
     >>> conv = nn.Conv3d(2, 4, (3, 3, 1), padding=(1, 1, 0), padding_mode="replicate")
     >>> conv.weight.shape, conv(sg.ones(2, 2, 5, 6, 7)).shape
-    ((4, 2, 3, 3, 1), (2, 4, 5, 6, 7))
+    (scratchgrad.Size([4, 2, 3, 3, 1]), scratchgrad.Size([2, 4, 5, 6, 7]))
     """
 
     dims = 3
@@ -267,7 +267,7 @@ class ConvTranspose1d(_ConvTransposeNd):
     >>> from scratchgrad import nn
     >>> up = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1)
     >>> up.weight.shape, up(sg.ones(2, 4, 10)).shape
-    ((4, 6, 3), (2, 6, 20))
+    (scratchgrad.Size([4, 6, 3]), scratchgrad.Size([2, 6, 20]))
     """
 
     dims = 1
@@ -282,7 +282,7 @@ class ConvTranspose2d(_ConvTransposeNd):
     >>> from scratchgrad import nn
     >>> up = nn.ConvTranspose2d(8, 1, 4, stride=2, padding=1)
     >>> up.weight.shape, up(sg.ones(2, 8, 7, 7)).shape
-    ((8, 1, 4, 4), (2, 1, 14, 14))
+    (scratchgrad.Size([8, 1, 4, 4]), scratchgrad.Size([2, 1, 14, 14]))
     """
 
     dims = 2
@@ -297,7 +297,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     >>> from scratchgrad import nn
     >>> up = nn.ConvTranspose3d(4, 2, (3, 3, 1), stride=2, padding=(1, 1, 0))
     >>> up.weight.shape, up(sg.ones(2, 4, 3, 4, 5), output_size=(6, 8, 9)).shape
-    ((4, 2, 3, 3, 1), (2, 2, 6, 8, 9))
+    (scratchgrad.Size([4, 2, 3, 3, 1]), scratchgrad.Size([2, 2, 6, 8, 9]))
     """
 
     dims = 3
@@ -328,7 +328,7 @@ class Unfold(_SlidingWindows):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.Unfold(2, padding=1)(sg.ones(1, 3, 4, 4)).shape
-    (1, 12, 25)
+    scratchgrad.Size([1, 12, 25])
     """
 
     def forward(self, input: Tensor) -> Tensor:

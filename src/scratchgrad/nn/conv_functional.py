@@ -378,7 +378,7 @@ def conv_transpose3d(
 
     >>> import scratchgrad as sg
     >>> conv_transpose3d(sg.ones(1, 1, 2, 2, 2), sg.ones(1, 1, 2, 2, 2), stride=2).shape
-    (1, 1, 4, 4, 4)
+    scratchgrad.Size([1, 1, 4, 4, 4])
     """
     return _conv_transpose(
         input,
@@ -406,7 +406,7 @@ def unfold(
 
     >>> import scratchgrad as sg
     >>> unfold(sg.arange(4.0).reshape(1, 1, 2, 2), 1).shape
-    (1, 1, 4)
+    scratchgrad.Size([1, 1, 4])
     """
     if input.ndim < 3:  # (PyTorch's reads a dim the input lacks: its IndexError)
         raise IndexError(

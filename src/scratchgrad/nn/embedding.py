@@ -23,7 +23,7 @@ class Embedding(Module):
     >>> from scratchgrad import nn
     >>> emb = nn.Embedding(10, 3, padding_idx=0)
     >>> emb(sg.tensor([[0, 4], [4, 9]])).shape
-    (2, 2, 3)
+    scratchgrad.Size([2, 2, 3])
     >>> emb = nn.Embedding(10, 3, sparse=True)
     >>> emb(sg.tensor([4, 9, 4])).sum().backward()
     >>> emb.weight.grad._indices()
@@ -155,7 +155,7 @@ class EmbeddingBag(Module):
     >>> from scratchgrad import nn
     >>> bag = nn.EmbeddingBag(10, 3, mode="sum")
     >>> bag(sg.tensor([1, 2, 4, 5, 4]), sg.tensor([0, 2])).shape
-    (2, 3)
+    scratchgrad.Size([2, 3])
     """
 
     def __init__(

@@ -1217,7 +1217,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
     >>> import scratchgrad as sg
     >>> bilinear(sg.ones(5, 2), sg.ones(5, 3), sg.ones(4, 2, 3)).shape
-    (5, 4)
+    scratchgrad.Size([5, 4])
     """
     if (
         weight.ndim != 3
@@ -1225,8 +1225,9 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         or input2.shape[-1] != weight.shape[2]
     ):
         raise RuntimeError(
-            f"bilinear: inputs of shapes {input1.shape} and {input2.shape} do not match a weight "
-            f"of shape {weight.shape} (out_features, in1_features, in2_features)"
+            f"bilinear: inputs of shapes {tuple(input1.shape)} and {tuple(input2.shape)} do not "
+            f"match a weight of shape {tuple(weight.shape)} "
+            "(out_features, in1_features, in2_features)"
         )
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(
@@ -1380,7 +1381,7 @@ def scaled_dot_product_attention(
     >>> import scratchgrad as sg
     >>> q = k = v = sg.randn(2, 4, 5, 8)  # (batch, heads, length, head dim)
     >>> scaled_dot_product_attention(q, k, v, is_causal=True).shape
-    (2, 4, 5, 8)
+    scratchgrad.Size([2, 4, 5, 8])
     """
     _switches.check_sdp_kernel()  # (nn.attention.sdpa_kernel may have turned them all off)
     if (
@@ -1519,7 +1520,7 @@ def multi_head_attention_forward(
     >>> out, weights = multi_head_attention_forward(
     ...     x, x, x, 4, 2, w, None, None, None, False, 0.0, sg.eye(4), None)
     >>> out.shape, weights.shape
-    ((5, 2, 4), (2, 5, 5))
+    (scratchgrad.Size([5, 2, 4]), scratchgrad.Size([2, 5, 5]))
     """
     for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
         if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
@@ -1638,8 +1639,8 @@ def _merged_mask(attn_mask, key_padding_mask, batch, heads, length, source, dtyp
             mask = mask.reshape(batch, heads, length, source)
         elif attn_mask.shape != (length, source):
             raise RuntimeError(
-                f"multi_head_attention_forward: attn_mask of shape {attn_mask.shape} should be "
-                f"{(length, source)} or {(batch * heads, length, source)}"
+                f"multi_head_attention_forward: attn_mask of shape {tuple(attn_mask.shape)} "
+                f"should be {(length, source)} or {(batch * heads, length, source)}"
             )
     if key_padding_mask is not None:
         if key_padding_mask.shape != (batch, source):
@@ -1929,7 +1930,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
                 f"supported (target of shape {target.shape})"
             )
         error = ValueError if batch_differs else RuntimeError  # as PyTorch's
-        raise error(f"Expected target size {expected}, got {target.shape}")
+        raise error(f"Expected target size {expected}, got {tuple(target.shape)}")
     if target.array.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
         raise RuntimeError(
             f"{name}: expected target dtype to be Long or Byte, but got "

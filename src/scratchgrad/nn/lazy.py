@@ -109,7 +109,7 @@ class UninitializedTensorMixin:
         >>> p = nn.UninitializedParameter()
         >>> p.materialize((2, 3))
         >>> type(p).__name__, p.shape
-        ('Parameter', (2, 3))
+        ('Parameter', scratchgrad.Size([2, 3]))
         """
         array = self.array
         device = backend.device_of(array) if device is None else device
@@ -162,7 +162,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Buffer):
     >>> buffer = nn.UninitializedBuffer()
     >>> buffer.materialize((3,))
     >>> type(buffer).__name__, buffer.shape
-    ('Buffer', (3,))
+    ('Buffer', scratchgrad.Size([3]))
     """
 
     __slots__ = ()
@@ -236,7 +236,7 @@ class LazyLinear(LazyModuleMixin, Linear):
     >>> fc
     LazyLinear(in_features=0, out_features=3, bias=True)
     >>> fc(sg.ones(4, 5)).shape, type(fc).__name__, fc.weight.shape
-    ((4, 3), 'Linear', (3, 5))
+    (scratchgrad.Size([4, 3]), 'Linear', scratchgrad.Size([3, 5]))
     """
 
     cls_to_become = Linear
@@ -373,7 +373,7 @@ class LazyConv1d(_LazyConvNd, Conv1d):
     >>> from scratchgrad import nn
     >>> conv = nn.LazyConv1d(6, 3)
     >>> conv(sg.ones(2, 4, 10)).shape, conv
-    ((2, 6, 8), Conv1d(4, 6, kernel_size=(3,), stride=(1,)))
+    (scratchgrad.Size([2, 6, 8]), Conv1d(4, 6, kernel_size=(3,), stride=(1,)))
     """
 
     cls_to_become = Conv1d
@@ -411,7 +411,7 @@ class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
     >>> from scratchgrad import nn
     >>> up = nn.LazyConvTranspose2d(1, 4, stride=2, padding=1)
     >>> up(sg.ones(2, 8, 7, 7)).shape, up.weight.shape
-    ((2, 1, 14, 14), (8, 1, 4, 4))
+    (scratchgrad.Size([2, 1, 14, 14]), scratchgrad.Size([8, 1, 4, 4]))
     """
 
     cls_to_become = ConvTranspose2d
@@ -494,7 +494,7 @@ class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
     >>> from scratchgrad import nn
     >>> bn = nn.LazyBatchNorm1d()
     >>> bn(sg.randn(8, 3)).shape, bn.running_mean.shape, type(bn).__name__
-    ((8, 3), (3,), 'BatchNorm1d')
+    (scratchgrad.Size([8, 3]), scratchgrad.Size([3]), 'BatchNorm1d')
     """
 
     cls_to_become = BatchNorm1d

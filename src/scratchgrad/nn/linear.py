@@ -29,7 +29,7 @@ class Linear(Module):
     >>> from scratchgrad import nn
     >>> fc = nn.Linear(3, 2)
     >>> fc.weight.shape, fc.bias.shape, fc(sg.ones(4, 3)).shape
-    ((2, 3), (2,), (4, 2))
+    (scratchgrad.Size([2, 3]), scratchgrad.Size([2]), scratchgrad.Size([4, 2]))
     """
 
     def __init__(
@@ -74,7 +74,7 @@ class Bilinear(Module):
     >>> from scratchgrad import nn
     >>> layer = nn.Bilinear(2, 3, 4)
     >>> layer.weight.shape, layer(sg.ones(5, 2), sg.ones(5, 3)).shape
-    ((4, 2, 3), (5, 4))
+    (scratchgrad.Size([4, 2, 3]), scratchgrad.Size([5, 4]))
     """
 
     def __init__(
@@ -134,7 +134,7 @@ class Unflatten(Module):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.Unflatten(1, (2, 3))(sg.zeros(4, 6)).shape
-    (4, 2, 3)
+    scratchgrad.Size([4, 2, 3])
     """
 
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:

@@ -490,7 +490,7 @@ class CTCLoss(_Loss):
     >>> log_probs = sg.randn(5, 2, 4).log_softmax(2)
     >>> loss = nn.CTCLoss(blank=3)(log_probs, sg.tensor([[0, 1], [2, 2]]), [5, 4], [2, 2])
     >>> loss.shape
-    ()
+    scratchgrad.Size([])
     """
 
     def __init__(

@@ -84,7 +84,7 @@ class Module:
     >>> list(net.state_dict())  # as PyTorch: own parameters and buffers, then the children's
     ['steps', 'fc.weight', 'fc.bias']
     >>> net(sg.ones(4, 2)).shape
-    (4, 3)
+    scratchgrad.Size([4, 3])
     """
 
     training: bool
@@ -250,7 +250,7 @@ class Module:
         >>> _ = layer.register_forward_hook(lambda m, args, out: features.update(fc=out.detach()))
         >>> _ = layer(sg.ones(4, 2))
         >>> features["fc"].shape
-        (4, 3)
+        scratchgrad.Size([4, 3])
         """
         handle = self._register_hook("_forward_hooks", hook, prepend, with_kwargs)
         if always_call:
@@ -288,7 +288,7 @@ class Module:
         >>> _ = layer.register_full_backward_hook(lambda m, gi, go: grads.update(out=go[0]))
         >>> layer(sg.ones(4, 2, requires_grad=True)).sum().backward()
         >>> grads["out"].shape
-        (4, 3)
+        scratchgrad.Size([4, 3])
         """
         return self._register_hook("_backward_hooks", hook, prepend, False)
 
@@ -553,7 +553,7 @@ class Module:
         >>> from scratchgrad import nn
         >>> net = nn.Sequential(nn.Linear(2, 3))
         >>> net.get_parameter("0.bias").shape
-        (3,)
+        scratchgrad.Size([3])
         """
         owner, name = self._owner_of(target)
         if not isinstance(getattr(owner, name), Parameter):
@@ -797,7 +797,7 @@ class Module:
         >>> with sg.device("meta"):
         ...     layer = sg.nn.Linear(2, 3)
         >>> layer.to_empty(device="cpu").weight.shape, layer.weight.device
-        ((3, 2), device(type='cpu'))
+        (scratchgrad.Size([3, 2]), device(type='cpu'))
         """
         module = backend.array_module(device)  # raises for a device without a backend
         return self._apply(lambda t: Tensor._make(module.empty(t.shape, t.dtype)), recurse)

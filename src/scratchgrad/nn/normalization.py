@@ -79,7 +79,7 @@ class GroupNorm(_ScaleAndShift):
     >>> from scratchgrad import nn
     >>> gn = nn.GroupNorm(2, 4)
     >>> gn.weight.shape, gn(sg.randn(3, 4, 5, 5)).shape
-    ((4,), (3, 4, 5, 5))
+    (scratchgrad.Size([4]), scratchgrad.Size([3, 4, 5, 5]))
     """
 
     def __init__(
@@ -154,7 +154,7 @@ class LocalResponseNorm(Module):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.LocalResponseNorm(2)(sg.randn(2, 5, 3, 3)).shape
-    (2, 5, 3, 3)
+    scratchgrad.Size([2, 5, 3, 3])
     """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:

@@ -78,7 +78,7 @@ class ConstantPad3d(_ConstantPadNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.ConstantPad3d(1, 3.0)(sg.zeros(1, 1, 1, 1)).shape
-    (1, 3, 3, 3)
+    scratchgrad.Size([1, 3, 3, 3])
     """
 
     dims = 3
@@ -111,7 +111,7 @@ class ZeroPad2d(_ZeroPad, ConstantPad2d):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.ZeroPad2d(1)(sg.ones(1, 1, 1)).shape
-    (1, 3, 3)
+    scratchgrad.Size([1, 3, 3])
     """
 
 
@@ -121,7 +121,7 @@ class ZeroPad3d(_ZeroPad, ConstantPad3d):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.ZeroPad3d((1, 0, 0, 0, 0, 1))(sg.ones(1, 1, 1, 1)).shape
-    (1, 2, 1, 2)
+    scratchgrad.Size([1, 2, 1, 2])
     """
 
 
@@ -157,7 +157,7 @@ class ReflectionPad3d(_PadNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.ReflectionPad3d(1)(sg.randn(1, 2, 2, 2)).shape
-    (1, 4, 4, 4)
+    scratchgrad.Size([1, 4, 4, 4])
     """
 
     mode, dims = "reflect", 3
@@ -193,7 +193,7 @@ class ReplicationPad3d(_PadNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.ReplicationPad3d(2)(sg.randn(1, 1, 1, 1)).shape
-    (1, 5, 5, 5)
+    scratchgrad.Size([1, 5, 5, 5])
     """
 
     mode, dims = "replicate", 3
@@ -243,7 +243,7 @@ class CircularPad3d(_CircularPadNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.CircularPad3d(1)(sg.randn(1, 2, 2, 2)).shape
-    (1, 4, 4, 4)
+    scratchgrad.Size([1, 4, 4, 4])
     """
 
     dims = 3

@@ -358,7 +358,7 @@ class AdaptiveAvgPool1d(_AdaptivePoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.AdaptiveAvgPool1d(2)(sg.ones(2, 3, 5)).shape
-    (2, 3, 2)
+    scratchgrad.Size([2, 3, 2])
     """
 
     pool = staticmethod(F.adaptive_avg_pool1d)
@@ -370,7 +370,7 @@ class AdaptiveAvgPool2d(_AdaptivePoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.AdaptiveAvgPool2d(1)(sg.ones(2, 3, 5, 7)).shape
-    (2, 3, 1, 1)
+    scratchgrad.Size([2, 3, 1, 1])
     """
 
     pool = staticmethod(F.adaptive_avg_pool2d)
@@ -383,7 +383,7 @@ class AdaptiveAvgPool3d(_AdaptivePoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.AdaptiveAvgPool3d((1, None, 2))(sg.ones(2, 3, 4, 5, 7)).shape
-    (2, 3, 1, 5, 2)
+    scratchgrad.Size([2, 3, 1, 5, 2])
     """
 
     pool = staticmethod(F.adaptive_avg_pool3d)
@@ -421,7 +421,7 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.AdaptiveMaxPool2d((2, None))(sg.ones(2, 3, 5, 7)).shape
-    (2, 3, 2, 7)
+    scratchgrad.Size([2, 3, 2, 7])
     """
 
     pool = staticmethod(F.adaptive_max_pool2d)
@@ -434,7 +434,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.AdaptiveMaxPool3d((2, None, 1))(sg.ones(2, 3, 4, 5, 7)).shape
-    (2, 3, 2, 5, 1)
+    scratchgrad.Size([2, 3, 2, 5, 1])
     """
 
     pool = staticmethod(F.adaptive_max_pool3d)
@@ -494,7 +494,7 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.FractionalMaxPool2d(3, output_ratio=0.5)(sg.randn(2, 4, 10, 12)).shape
-    (2, 4, 5, 6)
+    scratchgrad.Size([2, 4, 5, 6])
     """
 
     dims = 2

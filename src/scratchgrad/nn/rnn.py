@@ -333,7 +333,7 @@ class RNN(RNNBase):
     >>> rnn = RNN(3, 5, num_layers=2, batch_first=True)
     >>> output, h_n = rnn(sg.randn(4, 7, 3))  # (batch, time, features)
     >>> output.shape, h_n.shape
-    ((4, 7, 5), (2, 4, 5))
+    (scratchgrad.Size([4, 7, 5]), scratchgrad.Size([2, 4, 5]))
     """
 
     def __init__(
@@ -374,7 +374,7 @@ class LSTM(RNNBase):
     >>> lstm = LSTM(3, 5, proj_size=2, bidirectional=True)
     >>> output, (h_n, c_n) = lstm(sg.randn(7, 4, 3))  # (time, batch, features)
     >>> output.shape, h_n.shape, c_n.shape
-    ((7, 4, 4), (2, 4, 2), (2, 4, 5))
+    (scratchgrad.Size([7, 4, 4]), scratchgrad.Size([2, 4, 2]), scratchgrad.Size([2, 4, 5]))
     """
 
     def __init__(
@@ -411,7 +411,7 @@ class GRU(RNNBase):
     >>> import scratchgrad as sg
     >>> output, h_n = GRU(3, 5)(sg.randn(7, 3))  # one unbatched sequence
     >>> output.shape, h_n.shape
-    ((7, 5), (1, 5))
+    (scratchgrad.Size([7, 5]), scratchgrad.Size([1, 5]))
     """
 
     def __init__(
@@ -525,7 +525,7 @@ class RNNCell(RNNCellBase):
 
     >>> import scratchgrad as sg
     >>> RNNCell(3, 5)(sg.randn(4, 3)).shape
-    (4, 5)
+    scratchgrad.Size([4, 5])
     """
 
     def __init__(

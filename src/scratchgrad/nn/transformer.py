@@ -41,7 +41,7 @@ class TransformerEncoderLayer(Module):
     >>> import scratchgrad as sg
     >>> layer = TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
     >>> layer(sg.randn(3, 5, 8)).shape
-    (3, 5, 8)
+    scratchgrad.Size([3, 5, 8])
     """
 
     def __init__(
@@ -110,7 +110,7 @@ class TransformerDecoderLayer(Module):
     >>> import scratchgrad as sg
     >>> layer = TransformerDecoderLayer(8, 2, dim_feedforward=16)
     >>> layer(sg.randn(4, 3, 8), sg.randn(6, 3, 8)).shape  # (target length, batch, d_model)
-    (4, 3, 8)
+    scratchgrad.Size([4, 3, 8])
     """
 
     def __init__(
@@ -353,7 +353,7 @@ class Transformer(Module):
     >>> model = Transformer(8, 2, 1, 1, dim_feedforward=16, batch_first=True)
     >>> mask = Transformer.generate_square_subsequent_mask(4)
     >>> model(sg.randn(2, 6, 8), sg.randn(2, 4, 8), tgt_mask=mask).shape
-    (2, 4, 8)
+    scratchgrad.Size([2, 4, 8])
     """
 
     def __init__(

@@ -500,7 +500,7 @@ class Upsample(Module):
     >>> from scratchgrad import nn
     >>> up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
     >>> up(sg.ones(1, 3, 4, 5)).shape
-    (1, 3, 8, 10)
+    scratchgrad.Size([1, 3, 8, 10])
     >>> up
     Upsample(scale_factor=2.0, mode='bilinear')
     """
@@ -586,7 +586,7 @@ class PixelShuffle(Module):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.PixelShuffle(3)(sg.ones(1, 9, 4, 4)).shape
-    (1, 1, 12, 12)
+    scratchgrad.Size([1, 1, 12, 12])
     """
 
     def __init__(self, upscale_factor: int) -> None:
@@ -607,7 +607,7 @@ class PixelUnshuffle(Module):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.PixelUnshuffle(3)(sg.ones(1, 1, 12, 12)).shape
-    (1, 9, 4, 4)
+    scratchgrad.Size([1, 9, 4, 4])
     """
 
     def __init__(self, downscale_factor: int) -> None:

@@ -74,7 +74,7 @@ def checkpoint(
     >>> y = checkpoint(lambda x: layer(x).tanh(), x, use_reentrant=False)
     >>> y.sum().backward()
     >>> x.grad.shape, layer.weight.grad.shape
-    ((2, 3), (3, 3))
+    (scratchgrad.Size([2, 3]), scratchgrad.Size([3, 3]))
     """
     if use_reentrant is None:
         warnings.warn(

@@ -68,7 +68,7 @@ class DistributedDataParallel(Module):
     >>> model = nn.parallel.DistributedDataParallel(nn.Linear(3, 1))
     >>> model(sg.ones(4, 3)).sum().backward()
     >>> model.module.weight.grad.shape
-    (1, 3)
+    scratchgrad.Size([1, 3])
     >>> dist.destroy_process_group()
     """
 

@@ -234,7 +234,7 @@ def skip_init(module_cls: type, *args, **kwargs):
 
     >>> import scratchgrad as sg
     >>> skip_init(sg.nn.Linear, 3, 2).weight.shape
-    (2, 3)
+    scratchgrad.Size([2, 3])
     """
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")

@@ -15,7 +15,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     >>> import scratchgrad as sg
     >>> fc = sg.nn.Linear(2, 1)
     >>> parameters_to_vector(fc.parameters()).shape
-    (3,)
+    scratchgrad.Size([3])
     """
     device = None
     flat = []

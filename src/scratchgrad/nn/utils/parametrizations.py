@@ -232,7 +232,7 @@ def weight_norm(module: M, name: str = "weight", dim: int | None = 0) -> M:
     >>> list(layer.state_dict())
     ['bias', 'parametrizations.weight.original0', 'parametrizations.weight.original1']
     >>> layer.parametrizations.weight.original0.shape
-    (4, 1)
+    scratchgrad.Size([4, 1])
     """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
     return module

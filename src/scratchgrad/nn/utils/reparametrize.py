@@ -96,7 +96,7 @@ def weight_norm(module: M, name: str = "weight", dim: int | None = 0) -> M:
     ...     warnings.simplefilter("ignore", FutureWarning)
     ...     layer = weight_norm(nn.Linear(3, 4))
     >>> list(layer.state_dict()), layer.weight_g.shape
-    (['bias', 'weight_g', 'weight_v'], (4, 1))
+    (['bias', 'weight_g', 'weight_v'], scratchgrad.Size([4, 1]))
     """
     warnings.warn(
         "`nn.utils.weight_norm` is deprecated in favor of `nn.utils.parametrizations.weight_norm`.",
@@ -191,7 +191,7 @@ def spectral_norm(
     >>> from scratchgrad import nn
     >>> layer = spectral_norm(nn.Linear(3, 4))
     >>> list(layer.state_dict()), layer.weight_u.shape, layer.weight_v.shape
-    (['bias', 'weight_orig', 'weight_u', 'weight_v'], (4,), (3,))
+    (['bias', 'weight_orig', 'weight_u', 'weight_v'], scratchgrad.Size([4]), scratchgrad.Size([3]))
     """
     if dim is None:
         dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0

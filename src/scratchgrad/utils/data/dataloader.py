@@ -69,7 +69,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     >>> import scratchgrad as sg
     >>> images, labels = default_collate([(sg.zeros(2), 0), (sg.ones(2), 1)])
     >>> images.shape, labels.tolist()
-    ((2, 2), [0, 1])
+    (scratchgrad.Size([2, 2]), [0, 1])
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
@@ -240,7 +240,7 @@ class DataLoader:
     >>> ds = TensorDataset(sg.arange(10).float(), sg.arange(10))
     >>> loader = DataLoader(ds, batch_size=4, shuffle=True, generator=sg.Generator(0))
     >>> len(loader), [y.shape for x, y in loader]
-    (3, [(4,), (4,), (2,)])
+    (3, [scratchgrad.Size([4]), scratchgrad.Size([4]), scratchgrad.Size([2])])
     """
 
     def __init__(

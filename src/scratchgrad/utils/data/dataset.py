@@ -201,7 +201,7 @@ class TensorDataset(Dataset):
     >>> import scratchgrad as sg
     >>> ds = TensorDataset(sg.zeros(5, 3), sg.arange(5))
     >>> len(ds), ds[2][0].shape, ds[2][1].item()
-    (5, (3,), 2)
+    (5, scratchgrad.Size([3]), 2)
     """
 
     def __init__(self, *tensors: Tensor) -> None:
