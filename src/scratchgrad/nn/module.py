@@ -33,7 +33,7 @@ from scratchgrad.dtypes import (
     split_to_arguments,
 )
 from scratchgrad.nn.parameter import Buffer, Parameter
-from scratchgrad.tensor import RemovableHandle, Tensor, new_shape
+from scratchgrad.tensor import RemovableHandle, Size, Tensor, new_shape
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -1117,7 +1117,7 @@ class _Load:
             value = value.reshape(())  # PyTorch 0.3 saved 0-d tensors as (1,); PyTorch reads them
         if not lazy and value.shape != target.shape:
             self.errors.append(
-                f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                f"size mismatch for {key}: copying a param with shape {Size(value.shape)} from "
                 f"checkpoint, the shape in current model is {target.shape}."
             )
         elif self.assign and target.requires_grad and not backend.can_require_grad(value.dtype):
