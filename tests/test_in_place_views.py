@@ -318,3 +318,26 @@ def test_repeat_and_tile_copy_even_where_nothing_is_tiled():
             x = lib.ones(3)
             make(x).add_(1)
             assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "shape, make",
+    [
+        ((2,), lambda x: x.repeat_interleave(1)),
+        ((1, 2), lambda x: x.repeat_interleave(3, dim=0)),
+        ((), lambda x: x.repeat_interleave(2)),
+    ],
+    ids=["once", "a_dim_of_one", "0_d"],
+)
+def test_repeat_interleave_copies_even_where_it_repeats_one_entry_or_once(shape, make):
+    """``repeat_interleave`` makes a new tensor, as PyTorch's: a count or a size of 1 left
+    the reshape a view, so ``mul_`` of ``x.repeat_interleave(1)`` changed ``x``, and of a
+    0-d ``x.repeat_interleave(2)`` raised (its entries shared memory)."""
+    outs = []
+    for lib in (sg, torch):
+        x = lib.ones(shape)
+        y = make(x)
+        y.mul_(2.0)
+        assert (x == 1).all()
+        outs.append(y.tolist())
+    assert outs[0] == outs[1]

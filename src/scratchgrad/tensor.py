@@ -4553,7 +4553,10 @@ class Tensor:
             raise RuntimeError("repeat_interleave(): repeats can not be negative")
         shape = self.shape
         spread = self.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
-        return spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
+        out = spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
+        # a copy, as PyTorch's: the reshape stays a view of this tensor (or of the expand)
+        # where it merges a size or a count of 1 (or 0)
+        return out.clone() if min(shape[dim], count) <= 1 else out
 
     def diag(self, diagonal: int = 0) -> Tensor:
         """A vector's square matrix with the vector on its ``diagonal``-th diagonal, or a
