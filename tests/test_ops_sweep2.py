@@ -140,3 +140,16 @@ def test_0d_tensor_promotion_across_kinds_as_torch(dims_dtype, zero_dtype):
         torch.result_type(torch.tensor(zero), torch.tensor(dims))
     ).replace("torch.", "scratchgrad.")
     assert_close(out, expected, "float32")
+
+
+def test_expand_refuses_minus_one_for_a_new_dim_as_torch():
+    """-1 keeps a dim's size, so a new leading dim cannot take it: it read the size of a dim
+    counted from the end (``zeros(2, 3).expand(-1, 2, 3)`` had shape (3, 2, 3))."""
+    assert_raises_as_torch(
+        lambda lib: lib.zeros(2, 3).expand(-1, 2, 3), RuntimeError, "leading, non-existing"
+    )
+    assert_raises_as_torch(
+        lambda lib: lib.zeros(3).broadcast_to((2, -1, 3)), RuntimeError, "dimension 1"
+    )
+    assert sg.zeros(1, 3).expand(2, -1, -1).shape == torch.zeros(1, 3).expand(2, -1, -1).shape
+

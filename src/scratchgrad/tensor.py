@@ -3917,6 +3917,12 @@ class Tensor:
         shape = as_shape(sizes if size is None else _given_once("expand", "size", sizes, size))
         if -1 in shape:
             lead = len(shape) - self.array.ndim
+            if -1 in shape[: max(lead, 0)]:  # (no size there to keep: NumPy's -1 would wrap)
+                raise RuntimeError(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, "
+                    f"non-existing dimension {shape.index(-1)} (expand: shape "
+                    f"{self.array.shape} to {shape})"
+                )
             shape = tuple(self.array.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
         return movement.Expand.apply(self, shape=shape)  # a new view even of the same shape
 
