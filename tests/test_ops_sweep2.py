@@ -153,3 +153,26 @@ def test_expand_refuses_minus_one_for_a_new_dim_as_torch():
     )
     assert sg.zeros(1, 3).expand(2, -1, -1).shape == torch.zeros(1, 3).expand(2, -1, -1).shape
 
+
+def test_mt_of_a_0_d_tensor_is_itself_with_torchs_warning():
+    for lib in (sg, torch):
+        x = lib.tensor(2.0, requires_grad=True)
+        with pytest.warns(UserWarning, match="mT is deprecated on 0-D tensors"):
+            y = x.mT
+        assert y.shape == () and y.item() == 2.0
+    assert_raises_as_torch(lambda lib: lib.zeros(3).mT, RuntimeError, "Got 1-D tensor")
+
+
+def test_fliplr_and_flipud_refuse_too_few_dims_as_torch():
+    """RuntimeError, as PyTorch's (they were flips of dim 1 or 0: an IndexError)."""
+    assert_raises_as_torch(lambda lib: lib.fliplr(lib.zeros(3)), RuntimeError, ">= 2-d")
+    assert_raises_as_torch(lambda lib: lib.zeros(()).flipud(), RuntimeError, ">= 1-d")
+
+
+def test_movedim_of_a_0_d_tensor_counts_the_dims_given_as_torch():
+    """The dims are counted as given: a 0-d tensor's dim 0 was left out before counting, so
+    ``movedim((0,), ())`` passed."""
+    assert_raises_as_torch(
+        lambda lib: lib.tensor(1.0).movedim((0,), ()), RuntimeError, "same number of dims"
+    )
+    assert sg.tensor(1.0).movedim(0, -1).shape == torch.tensor(1.0).movedim(0, -1).shape

@@ -508,13 +508,22 @@ class Tensor:
 
     @property
     def mT(self) -> Tensor:
-        """The last two dims swapped (batched matrix transpose)."""
+        """The last two dims swapped (batched matrix transpose); of a 0-d tensor, the tensor
+        itself (a view), with PyTorch's deprecation warning."""
         n = self.array.ndim
-        if n < 2:
-            raise RuntimeError(f"mT: needs at least 2 dims, got shape {self.array.shape}")
-        return named_backward(
-            movement.Permute.apply(self, dims=(*range(n - 2), n - 1, n - 2)), "TransposeBackward0"
-        )
+        if n == 1:
+            raise RuntimeError(
+                "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor."
+            )
+        if n == 0:
+            warnings.warn(
+                "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these "
+                "cases.",
+                UserWarning,
+                stacklevel=2,
+            )
+        dims = (*range(n - 2), n - 1, n - 2) if n else ()
+        return named_backward(movement.Permute.apply(self, dims=dims), "TransposeBackward0")
 
     def size(self, dim: int | None = None):
         """The shape as a ``scratchgrad.Size`` (as ``.shape``), or the size of ``dim``."""
@@ -3900,7 +3909,8 @@ class Tensor:
         ndim = self.array.ndim
         sources = _dims(source, ndim, unique=True)
         destinations = _dims(destination, ndim, unique=True)
-        if len(sources) != len(destinations):
+        # (counted as given: _dims leaves out the dim 0 of a 0-d tensor)
+        if _count(source) != _count(destination):
             raise RuntimeError(
                 f"movedim: Invalid source or destination dims: source ({source} dims) should "
                 f"contain the same number of dims as destination ({destination} dims)"
@@ -3951,9 +3961,13 @@ class Tensor:
         return named_backward(out, "RepeatBackward0")
 
     def fliplr(self) -> Tensor:
+        if self.array.ndim < 2:  # (flip(1) would name a dim out of range)
+            raise RuntimeError(f"Input must be >= 2-d. (fliplr: shape {self.array.shape})")
         return self.flip(1)
 
     def flipud(self) -> Tensor:
+        if self.array.ndim < 1:
+            raise RuntimeError(f"Input must be >= 1-d. (flipud: shape {self.array.shape})")
         return self.flip(0)
 
     def swapaxes(self, axis0: int, axis1: int) -> Tensor:
@@ -7147,6 +7161,11 @@ def _given_once(name: str, keyword: str, args: tuple, value: Any) -> tuple:
     if args:
         raise TypeError(f"{name}() got multiple values for argument '{keyword}'")
     return (value,)
+
+
+def _count(dims: int | Sequence[int]) -> int:
+    """How many dims ``dims`` (an int or a sequence) names."""
+    return 1 if isinstance(dims, int) else len(dims)
 
 
 def as_shape(args: tuple) -> tuple[int, ...]:
