@@ -230,3 +230,13 @@ def test_other_dtypes_match_torch(dtype):
         m.arange(6).to(getattr(m, dtype)).as_strided((2, 2), (1, 2)).tolist() for m in (sg, torch)
     ]
     assert outs[0] == outs[1]
+
+
+def test_an_empty_expand_of_a_window_has_torchs_layout():
+    """The layout replay of an empty expand over a window (whose layout is read-only) raised
+    NumPy's ValueError from ``is_contiguous`` and ``stride``."""
+    outs = [m.tensor(1.5).as_strided((1,), (1,)).expand(0, 1) for m in (sg, torch)]
+    ours, theirs = outs
+    assert ours.shape == theirs.shape and ours.is_contiguous() == theirs.is_contiguous()
+    assert ours.stride() == theirs.stride()
+

@@ -104,8 +104,8 @@ _SMALL = 1 << 16  # NOTE: copies up to 64K entries cost less than the strided uf
 def _broadcast_view(x, shape):
     """``broadcast_to(x, shape)`` for a C-contiguous NumPy ``x``, made directly over its
     memory (0.3 us against broadcast_to's 1.9 on small arrays; a copy would stop being a view,
-    so that an in-place change of ``x`` went unseen), read-only as broadcast_to's unless empty;
-    None where the shapes do not broadcast."""
+    so that an in-place change of ``x`` went unseen), read-only as broadcast_to's unless empty
+    (then as writable as ``x``); None where the shapes do not broadcast."""
     lead = len(shape) - x.ndim
     if lead < 0:
         return None
@@ -115,7 +115,8 @@ def _broadcast_view(x, shape):
             return None
         strides.append(stride if size == new else 0)
     view = ndarray(shape, x.dtype, x, 0, strides)
-    view.flags.writeable = not view.size  # (PyTorch writes into an empty one: no entry to share)
+    if view.size:  # (an empty one stays as writable as x: PyTorch writes into it, none shared)
+        view.flags.writeable = False
     return view
 
 
