@@ -240,3 +240,19 @@ def test_an_empty_expand_of_a_window_has_torchs_layout():
     assert ours.shape == theirs.shape and ours.is_contiguous() == theirs.is_contiguous()
     assert ours.stride() == theirs.stride()
 
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.tensor([1.0, 2.0]).expand(2, 2).clone(),
+        lambda m: m.arange(6.0).reshape(2, 3)[:, None].expand(2, 2, 3).clone(),
+        lambda m: m.arange(3.0)[:, None].expand(3, 2).to(m.float64),
+    ],
+    ids=["clone_of_expand", "clone_of_inner_expand", "to_of_expand"],
+)
+def test_a_copy_of_an_expanded_tensor_is_row_major_as_torchs(make):
+    """A copy of an expanded tensor lies row-major, as PyTorch's, so as_strided reads its
+    storage (NumPy's copy put the repeated dim innermost, and as_strided refused)."""
+    ours, theirs = make(sg), make(torch)
+    assert ours.stride() == theirs.stride()
+    assert ours.as_strided((3,), (1,), 1).tolist() == theirs.as_strided((3,), (1,), 1).tolist()

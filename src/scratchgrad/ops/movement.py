@@ -158,11 +158,26 @@ class Copy(Function):
     @staticmethod
     def forward(ctx, x, dtype, order="K"):
         ctx.in_dtype = x.dtype
-        return cast(x, dtype) if order == "K" else x.astype(dtype, order=order, copy=True)
+        if order != "K":
+            return x.astype(dtype, order=order, copy=True)
+        out = cast(x, dtype)
+        if type(out) is ndarray and not out.flags.c_contiguous and _expanded_row_major(x):
+            # NumPy's "K" puts a dim of stride 0 innermost, PyTorch's preserve_format leaves
+            # it in place (x.expand(2, 2).clone() was column-major, which as_strided refused)
+            return xp.ascontiguousarray(out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
         return Copy.apply(grad, dtype=ctx.in_dtype)
+
+
+def _expanded_row_major(x) -> bool:
+    """Whether ``x`` repeats entries along a dim (stride 0) and lays its other dims out in
+    row-major order: PyTorch's copy of it is then row-major."""
+    steps = [step for step, size in zip(x.strides, x.shape) if size > 1]
+    kept = [step for step in steps if step]
+    return len(kept) < len(steps) and all(a >= b for a, b in zip(kept, kept[1:]))
 
 
 class ComplexCopy(Copy):
