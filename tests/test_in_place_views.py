@@ -341,3 +341,20 @@ def test_repeat_interleave_copies_even_where_it_repeats_one_entry_or_once(shape,
         assert (x == 1).all()
         outs.append(y.tolist())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda x: x.t().repeat(0, 0), lambda x: x.t().unsqueeze(0).expand(0, 3, 2)],
+    ids=["repeat_nothing", "expand_to_empty"],
+)
+def test_an_empty_expand_of_a_transpose_may_be_written_as_torchs(make):
+    """Writing into an empty expand (or a repeat by 0, made of one) changes nothing and
+    passes, as PyTorch's; of a non-contiguous tensor it was NumPy's read-only broadcast_to,
+    and mul_ raised."""
+    for lib in (sg, torch):
+        x = lib.ones(2, 3)
+        out = make(x)
+        out.mul_(2.0)
+        assert out.shape == (0, 0) or out.shape == (0, 3, 2)
+        assert (x == 1).all()

@@ -71,7 +71,9 @@ class Expand(Function):
             view = _broadcast_view(x, shape)
             if view is not None:
                 return view
-        return namespace(x).broadcast_to(x, shape)  # which also raises on a bad shape
+        out = namespace(x).broadcast_to(x, shape)  # which also raises on a bad shape
+        # an empty one writable, as PyTorch's (no entry to share; broadcast_to's is read-only)
+        return out if out.size else out.copy()
 
     @staticmethod
     def backward(ctx, grad):
