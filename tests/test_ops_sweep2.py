@@ -176,3 +176,9 @@ def test_movedim_of_a_0_d_tensor_counts_the_dims_given_as_torch():
         lambda lib: lib.tensor(1.0).movedim((0,), ()), RuntimeError, "same number of dims"
     )
     assert sg.tensor(1.0).movedim(0, -1).shape == torch.tensor(1.0).movedim(0, -1).shape
+
+
+def test_stack_checks_its_dim_before_the_shapes_as_torch():
+    assert_raises_as_torch(
+        lambda lib: lib.stack([lib.zeros(0), lib.zeros(1)], 2), IndexError, "out of range"
+    )

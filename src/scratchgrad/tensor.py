@@ -5943,6 +5943,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
     """Join tensors along a new dim (``out`` as ``write_out`` says)."""
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    wrap_dim(dim, tensors[0].ndim + 1)  # (checked before the shapes, as PyTorch's)
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise RuntimeError(
