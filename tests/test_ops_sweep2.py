@@ -182,3 +182,11 @@ def test_stack_checks_its_dim_before_the_shapes_as_torch():
     assert_raises_as_torch(
         lambda lib: lib.stack([lib.zeros(0), lib.zeros(1)], 2), IndexError, "out of range"
     )
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_flip_refuses_a_repeated_dim_as_torch(shape):
+    """Of a 0-d tensor too (its flip(0, 0) passed)."""
+    assert_raises_as_torch(
+        lambda lib: lib.zeros(shape).flip((0, 0)), RuntimeError, "appears multiple times"
+    )

@@ -4110,7 +4110,7 @@ class Tensor:
             raise TypeError("flip(): argument 'dims' must be tuple of ints, not int")
         if dims is None:
             dims = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
-        return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim))
+        return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim, unique=True))
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
         """Shift entries along ``dims``, wrapping around; without ``dims``, over the flattened
