@@ -326,20 +326,25 @@ def test_repeat_and_tile_copy_even_where_nothing_is_tiled():
         ((2,), lambda x: x.repeat_interleave(1)),
         ((1, 2), lambda x: x.repeat_interleave(3, dim=0)),
         ((), lambda x: x.repeat_interleave(2)),
+        ((), lambda x: x.expand(2).repeat_interleave(2)),
+        ((), lambda x: x.expand(2).repeat(2)),
+        ((), lambda x: x.expand(2).tile((3,))),
     ],
-    ids=["once", "a_dim_of_one", "0_d"],
+    ids=["once", "a_dim_of_one", "0_d", "expanded", "repeat_expanded", "tile_expanded"],
 )
-def test_repeat_interleave_copies_even_where_it_repeats_one_entry_or_once(shape, make):
-    """``repeat_interleave`` makes a new tensor, as PyTorch's: a count or a size of 1 left
-    the reshape a view, so ``mul_`` of ``x.repeat_interleave(1)`` changed ``x``, and of a
-    0-d ``x.repeat_interleave(2)`` raised (its entries shared memory)."""
+def test_repeat_interleave_and_repeat_copy_even_where_the_reshape_needs_no_copy(shape, make):
+    """``repeat_interleave`` (and ``repeat`` of an expanded tensor) make a new tensor, as
+    PyTorch's: a count or a size of 1, or an input that repeats its entries, left the reshape
+    a view, so ``mul_`` of ``x.repeat_interleave(1)`` changed ``x``, and of a 0-d
+    ``x.repeat_interleave(2)`` or of ``x.expand(2).repeat(2)`` raised (entries sharing
+    memory)."""
     outs = []
     for lib in (sg, torch):
         x = lib.ones(shape)
         y = make(x)
         y.mul_(2.0)
         assert (x == 1).all()
-        outs.append(y.tolist())
+        outs.append((y.tolist(), y.is_contiguous()))
     assert outs[0] == outs[1]
 
 

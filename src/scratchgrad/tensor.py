@@ -3956,8 +3956,9 @@ class Tensor:
         tiled = [n for pair in zip(repeats, shape) for n in pair]
         out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
         # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
-        # tiled (each merged pair has a count or a size of 1)
-        out = out.clone() if builtins.all(1 in pair for pair in zip(repeats, shape)) else out
+        # tiled (each merged pair has a count or a size of 1), or of an expanded tensor
+        if builtins.all(1 in pair for pair in zip(repeats, shape)) or _steps_0(self.array):
+            out = out.clone()
         return named_backward(out, "RepeatBackward0")
 
     def fliplr(self) -> Tensor:
@@ -4574,9 +4575,9 @@ class Tensor:
         shape = self.shape
         spread = self.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
         out = spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
-        # a copy, as PyTorch's: the reshape stays a view of this tensor (or of the expand)
-        # where it merges a size or a count of 1 (or 0)
-        return out.clone() if min(shape[dim], count) <= 1 else out
+        # a copy, as PyTorch's: the reshape stays a view where it merges a size or a count of
+        # 1 (or 0), or of an expanded tensor
+        return out.clone() if min(shape[dim], count) <= 1 or _steps_0(self.array) else out
 
     def diag(self, diagonal: int = 0) -> Tensor:
         """A vector's square matrix with the vector on its ``diagonal``-th diagonal, or a
@@ -7162,6 +7163,15 @@ def _given_once(name: str, keyword: str, args: tuple, value: Any) -> tuple:
     if args:
         raise TypeError(f"{name}() got multiple values for argument '{keyword}'")
     return (value,)
+
+
+def _steps_0(array: Any) -> bool:
+    """Whether ``array`` repeats its entries along a dim (an expanded tensor): then a reshape
+    that merges that dim with the repeats of ``repeat`` may need no copy. (False for vmap's
+    batched arrays, whose strides are not read.)"""
+    if not backend.is_array(array):
+        return False
+    return builtins.any(step == 0 and n > 1 for step, n in zip(array.strides, array.shape))
 
 
 def _count(dims: int | Sequence[int]) -> int:
