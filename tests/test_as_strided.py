@@ -256,3 +256,11 @@ def test_a_copy_of_an_expanded_tensor_is_row_major_as_torchs(make):
     ours, theirs = make(sg), make(torch)
     assert ours.stride() == theirs.stride()
     assert ours.as_strided((3,), (1,), 1).tolist() == theirs.as_strided((3,), (1,), 1).tolist()
+
+
+def test_a_roll_of_a_transpose_is_row_major_as_torchs():
+    """Its storage is read in row-major order (NumPy's roll kept the transposed order in
+    memory, which as_strided refused)."""
+    ours, theirs = (m.roll(m.arange(6.0).reshape(2, 3).t(), 1, 0) for m in (sg, torch))
+    assert ours.stride() == theirs.stride() and ours.is_contiguous()
+    assert ours.as_strided((4,), (1,), 1).tolist() == theirs.as_strided((4,), (1,), 1).tolist()

@@ -145,7 +145,10 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, x, shifts, dims):
         ctx.shifts, ctx.dims = shifts, dims
-        return namespace(x).roll(x, shifts, axis=dims)
+        out = namespace(x).roll(x, shifts, axis=dims)
+        # row-major, as PyTorch's (NumPy's follows a transposed x, which the layout model
+        # would count as row-major, so that as_strided refused it)
+        return out.copy() if type(out) is ndarray and not out.flags.c_contiguous else out
 
     @staticmethod
     def backward(ctx, grad):
