@@ -363,3 +363,24 @@ def test_an_empty_expand_of_a_transpose_may_be_written_as_torchs(make):
         out.mul_(2.0)
         assert out.shape == (0, 0) or out.shape == (0, 3, 2)
         assert (x == 1).all()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, x: x[:, m.tensor([2, 0])],
+        lambda m, x: x.index_select(1, m.tensor([1, 1])),
+        lambda m, x: x.repeat_interleave(m.tensor([0, 2, 1]), 1),
+    ],
+    ids=["index_a_later_dim", "index_select", "repeat_interleave_counts"],
+)
+def test_a_copy_by_an_index_array_is_row_major_so_its_view_may_be_written(make):
+    """NumPy lays ``x[:, idx]`` out with ``idx``'s dim first in memory, which the layout model
+    counts as row-major: its ``view(-1)`` was a read-only copy (mul_ raised) and as_strided
+    refused it; now it lies row-major, as PyTorch's."""
+    outs = []
+    for m in (sg, torch):
+        y = make(m, m.arange(6.0).reshape(2, 3))
+        y.view(-1).mul_(2.0)
+        outs.append((y.tolist(), y.as_strided((2,), (1,), 1).tolist()))
+    assert outs[0] == outs[1]

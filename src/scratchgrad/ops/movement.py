@@ -249,6 +249,10 @@ class GetItem(Function):
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
         out = x[index]
+        if type(out) is ndarray and not out.flags.c_contiguous and _advanced(index):
+            # a copy, row-major as PyTorch's (NumPy lays x[:, idx] out with idx's dim first,
+            # which the layout model counts as row-major: its view() was a read-only copy)
+            return xp.ascontiguousarray(out)
         # NumPy answers an int for every dim with a number (a copy): a 0-d view, as PyTorch's,
         # so that x[5].add_(1) reaches x
         return out if backend.is_array(out) else x[(*index, ...)]
@@ -260,7 +264,7 @@ class GetItem(Function):
         unbind) names it itself."""
         if "backward_name" in vars(self):
             return self.backward_name
-        if any(backend.is_array(i) for i in self.index):
+        if _advanced(self.index):
             return "IndexBackward0"
         taking = sum(1 for item in self.index if item is not None and item is not Ellipsis)
         last, dim = "Alias", 0
@@ -279,6 +283,11 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx, grad):
         return IndexAdd.apply(grad, index=ctx.index, shape=ctx.in_shape)
+
+
+def _advanced(index: tuple) -> bool:
+    """Whether ``index`` holds integer arrays or masks (NumPy then copies)."""
+    return any(backend.is_array(item) for item in index)
 
 
 class IndexAdd(Function):
