@@ -384,3 +384,15 @@ def test_a_copy_by_an_index_array_is_row_major_so_its_view_may_be_written(make):
         y.view(-1).mul_(2.0)
         outs.append((y.tolist(), y.as_strided((2,), (1,), 1).tolist()))
     assert outs[0] == outs[1]
+
+
+def test_an_empty_repeat_is_a_new_tensor_as_torchs():
+    """An empty ``repeat`` or ``repeat_interleave`` of an output of ``unbind`` may be written
+    in a graph, as PyTorch's: it was a view of that output (a reshape of no entries needs no
+    copy), so mul_ raised the error of an output of a function that returns several views."""
+    for lib in (sg, torch):
+        x = lib.zeros(1, 0, requires_grad=True).clone()
+        for make in (lambda p: p.repeat(2), lambda p: p.repeat_interleave(2), lambda p: p.tile(3)):
+            y = make(x.unbind(0)[0])
+            y.mul_(2.0)
+            assert y.shape == (0,)

@@ -3956,8 +3956,9 @@ class Tensor:
         tiled = [n for pair in zip(repeats, shape) for n in pair]
         out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
         # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
-        # tiled (each merged pair has a count or a size of 1), or of an expanded tensor
-        if builtins.all(1 in pair for pair in zip(repeats, shape)) or _steps_0(self.array):
+        # tiled (each merged pair has a count or a size of 1), of an expanded tensor, or empty
+        tiled = not builtins.all(1 in pair for pair in zip(repeats, shape))
+        if not tiled or 0 in out.shape or _steps_0(self.array):
             out = out.clone()
         return named_backward(out, "RepeatBackward0")
 
@@ -4576,8 +4577,10 @@ class Tensor:
         spread = self.unsqueeze(dim + 1).expand(*shape[: dim + 1], count, *shape[dim + 1 :])
         out = spread.reshape(*shape[:dim], shape[dim] * count, *shape[dim + 1 :])
         # a copy, as PyTorch's: the reshape stays a view where it merges a size or a count of
-        # 1 (or 0), or of an expanded tensor
-        return out.clone() if min(shape[dim], count) <= 1 or _steps_0(self.array) else out
+        # 1, of an expanded tensor, or empty
+        if min(shape[dim], count) <= 1 or 0 in out.shape or _steps_0(self.array):
+            return out.clone()
+        return out
 
     def diag(self, diagonal: int = 0) -> Tensor:
         """A vector's square matrix with the vector on its ``diagonal``-th diagonal, or a
