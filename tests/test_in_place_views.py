@@ -365,6 +365,17 @@ def test_an_empty_expand_of_a_transpose_may_be_written_as_torchs(make):
         assert (x == 1).all()
 
 
+def test_an_empty_expand_of_an_output_of_unbind_is_its_view_as_torchs():
+    """So that a write into it raises PyTorch's error for a view of an output of a function
+    that returns several views (a copy of no entries, as the empty expand was, let it pass)."""
+    for lib in (sg, torch):
+        piece = lib.zeros(1, 2, 2, requires_grad=True).clone().unbind(-1)[0]
+        out = piece.expand(0, 1, 2)
+        assert out._base is not None
+        with pytest.raises(RuntimeError, match="returns multiple views"):
+            out.mul_(2.0)
+
+
 @pytest.mark.parametrize(
     "make",
     [

@@ -72,8 +72,10 @@ class Expand(Function):
             if view is not None:
                 return view
         out = namespace(x).broadcast_to(x, shape)  # which also raises on a bad shape
+        if out.size or type(x) is not ndarray or not x.flags.writeable:
+            return out
         # an empty one writable, as PyTorch's (no entry to share; broadcast_to's is read-only)
-        return out if out.size else out.copy()
+        return xp.lib.stride_tricks.as_strided(x, shape, out.strides, writeable=True)
 
     @staticmethod
     def backward(ctx, grad):
