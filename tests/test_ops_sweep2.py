@@ -190,3 +190,15 @@ def test_flip_refuses_a_repeated_dim_as_torch(shape):
     assert_raises_as_torch(
         lambda lib: lib.zeros(shape).flip((0, 0)), RuntimeError, "appears multiple times"
     )
+
+
+def test_cat_of_only_1_d_empty_tensors_reads_no_dim_as_torch():
+    """PyTorch skips 1-d empty tensors, dim check included, so with only those any dim
+    gives an empty result (it raised an IndexError for dim 1)."""
+    for dim in (1, -2, 5):
+        pieces = [sg.zeros(0, requires_grad=True), sg.zeros(0)]
+        out = sg.cat(pieces, dim)
+        expected = torch.cat([torch.zeros(0), torch.zeros(0)], dim)
+        assert out.shape == tuple(expected.shape)
+        out.sum().backward()
+        assert pieces[0].grad.shape == (0,)

@@ -5916,6 +5916,8 @@ def cat(
         dtype = promoted(dtype, t.dtype)
     like = next((t for t in tensors if t.shape != (0,)), tensors[0])
     dim = dim if axis is None else axis
+    if like.shape == (0,):  # only 1-d empty tensors: PyTorch reads no dim, and joins them
+        dim = 0
     if like.ndim > 0:  # an empty [0] becomes an empty block of the others' shape
         d = wrap_dim(dim, like.ndim)
         empty = (*like.shape[:d], 0, *like.shape[d + 1 :])
