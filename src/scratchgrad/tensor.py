@@ -1750,7 +1750,7 @@ class Tensor:
         _refuse_view_from_no_grad(self, name, recorded=True)
         if hasattr(self, "_multi_output"):  # unset on all other tensors
             raise RuntimeError(f"{name}: " + _multi_output_error(self, "is being modified"))
-        if base.is_leaf and base.requires_grad:
+        if _changes_a_leaf(self, base):
             what = "a leaf Variable" if base is self else "a view of a leaf Variable"
             raise RuntimeError(  # PyTorch's words, then how to do it
                 f"{name}: {what} that requires grad is being used in an in-place operation. "
@@ -5121,6 +5121,14 @@ for _name in (
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
 
+def _changes_a_leaf(tensor: Tensor, base: Tensor) -> bool:
+    """Whether an in-place change of ``tensor`` (``base`` itself or a view of it) changes a
+    leaf that requires grad, which PyTorch refuses: the test is the view's ``requires_grad``,
+    not the base's, so a leaf made from a view (``zeros(6)[1:].requires_grad_()``, whose base
+    needs no grad) and its views are refused too."""
+    return base.is_leaf and tensor.requires_grad
+
+
 def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Tensor:
     """Make this tensor ``view(self)`` over the same memory: the in-place view ops (``t_``,
     ``squeeze_``, ...), as PyTorch's. In a graph the view is recorded on the old node and this
@@ -5133,7 +5141,7 @@ def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Ten
             f"Use the out-of-place view (y = x.{name[:-1]}(...))",
         )
     base = getattr(self, "_view", (self,))[0]
-    if _state.enabled and base.is_leaf and base.requires_grad:
+    if _state.enabled and _changes_a_leaf(self, base):
         what = "a leaf Variable" if base is self else "a view of a leaf Variable"
         raise RuntimeError(f"{what} that requires grad is being used in an in-place operation.")
     if not _state.enabled and self._ctx is not None:  # NOTE: PyTorch keeps the old node, whose

@@ -219,3 +219,29 @@ def test_reading_the_node_of_a_view_whose_base_changed_raises_as_torchs(lib):
                 getattr(view, name)
         assert view.requires_grad and repr(view).endswith("grad_fn=<Invalid>)")
         assert_close(view.detach(), W[:2] * 6 if view is piece else W[1] * 6)
+
+
+LEAVES_MADE_FROM_VIEWS = {
+    "slice": lambda lib: lib.zeros(6, dtype=lib.float64)[1:],
+    "reshape": lambda lib: lib.arange(6, dtype=lib.float64).reshape(2, 3),
+}
+LEAF_CHANGES = {
+    "mul_": lambda w: w.mul_(2),
+    "setitem": lambda w: w.__setitem__(0, 3.0),
+    "view mul_": lambda w: w[1:].mul_(2),
+    "view setitem": lambda w: w[0].__setitem__(..., 3.0),
+    "t_": lambda w: w.t_(),
+}
+
+
+@pytest.mark.parametrize("lib", [sg, torch])
+@pytest.mark.parametrize("change", LEAF_CHANGES.values(), ids=LEAF_CHANGES)
+@pytest.mark.parametrize("make", LEAVES_MADE_FROM_VIEWS.values(), ids=LEAVES_MADE_FROM_VIEWS)
+def test_a_leaf_that_is_a_view_of_a_tensor_without_grad_refuses_in_place_changes(lib, make, change):
+    # the base needs no grad, the leaf does: PyTorch judges by the leaf (before, scratchgrad
+    # judged by the base and changed the leaf in place)
+    w = make(lib).requires_grad_()
+    before = w.detach().clone()
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        change(w)
+    assert w.shape == before.shape and bool((w == before).all())
