@@ -116,6 +116,24 @@ def test_setitem_through_index_put_refuses_another_dtype(index, dtype):
 
 @pytest.mark.parametrize(
     "index",
+    [
+        (4, False),  # NumPy let an int pass beside an index that empties the result
+        (0, 9, None, False),
+        (slice(None), -6, [[]]),
+        (0, 0, 0, slice(None, None, -1)),  # too many indices comes first
+        (slice(None, None, 0), 0, 0, 0),
+        (9, slice(None, None, -1)),  # then item by item: the int first
+        (slice(None, None, -1), 9),
+    ],
+    ids=str,
+)
+def test_index_checks_come_in_pytorchs_order_and_check_every_int(index):
+    _assert_same(lambda m: index)
+    _assert_same(lambda m: index, lambda m: m.tensor(1.0))
+
+
+@pytest.mark.parametrize(
+    "index",
     [0, slice(1, 3), (Ellipsis, 0), True, sg.tensor(1), [True, False, True, False]],
     ids=str,
 )

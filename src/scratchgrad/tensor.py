@@ -2029,13 +2029,13 @@ class Tensor:
         if isinstance(index, Tensor) and index.array.dtype == backend.uint8:
             _refuse_byte_mask_fill(value)
         given_value = value
-        if isinstance(value, Tensor):
-            if value.dtype != self.dtype:
-                _refuse_index_put_cast(self, index, value)
-            if value.shape[:1] == (1,):  # PyTorch drops a value's leading 1s (x[0, 0] = [v])
-                value = value.reshape(value.shape[_leading_ones(value.shape) :])
+        if isinstance(value, Tensor) and value.shape[:1] == (1,):
+            # PyTorch drops a value's leading 1s (x[0, 0] = [v])
+            value = value.reshape(value.shape[_leading_ones(value.shape) :])
         given, index = index, _index(index, self.array, (self, value))
         if isinstance(value, Tensor):
+            if value.dtype != self.dtype:  # (after too many indices, as PyTorch)
+                _refuse_index_put_cast(self, given, value)
             _refuse_setitem_overlap(self.array, index, value.array, given_value.array)
         if self._records(value):
             if any(_is_mask(item) for item in index):
@@ -4223,6 +4223,8 @@ class Tensor:
             )
         size = shape[dim] if shape else 1
         _call(_check_index_add, index.array, size, dim, len(shape) <= 1)  # a replay checks too
+        if not shape:  # index_add reads a 0-d tensor as a vector of one, indexed then
+            return ()
         return _index((slice(None),) * dim + (index.reshape(-1),), self.array, (source,))
 
     def unfold(self, dimension: int, size: int, step: int) -> Tensor:
@@ -7476,11 +7478,6 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             item = item.array
         elif isinstance(item, list):
             item = _list_index(item)
-        elif type(item) is slice and item.step is not None and item.step <= 0:
-            # PyTorch's errors; NumPy would flip the tensor
-            raise ValueError(
-                "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
-            )
         elif item is Ellipsis:
             ellipses += 1
         elif item is True or item is False:
@@ -7510,6 +7507,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
         items.append(item)
     if ellipses > 1:
         items = _ellipses_spelled_out(items, array.ndim)
+    _check_items(items, array.shape)
     if empty_mask:  # NumPy lets one pass a dim of size 1 (or any dim of an empty array)
         _flattened(items, array.shape)  # which checks the masks' shapes
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
@@ -7517,6 +7515,29 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     if arrays and _picks_apart(items):
         return _as_grids(items, array)
     return tuple(items)
+
+
+def _check_items(items: list, shape: tuple) -> None:
+    """PyTorch's checks of an index, in its order: first that it takes no more dims than
+    ``shape`` has, then item by item that a slice steps forward (NumPy would flip the tensor)
+    and that an int is within its dim (NumPy lets one pass beside an advanced index that
+    empties the result: ``x[5, False]``)."""
+    taken = [_dims_taken(item) for item in items]
+    if sum(taken) > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    dim = 0
+    for item, dims in zip(items, taken):
+        if item is Ellipsis:
+            dim += len(shape) - sum(taken)
+        elif type(item) is slice and item.step is not None and item.step <= 0:
+            raise ValueError(
+                "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
+            )
+        elif type(item) is int and not -shape[dim] <= item < shape[dim]:
+            raise IndexError(
+                f"index {item} is out of bounds for dimension {dim} with size {shape[dim]}"
+            )
+        dim += dims
 
 
 _INDEX_INTS = (backend.int64, backend.int32)  # the integer dtypes of index tensors
