@@ -2,6 +2,8 @@
 reading of an index differs from PyTorch's: several Ellipses, bool scalars beside ints, masks
 after an int, and the value written by setitem (its shape and its dtype)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -9,13 +11,13 @@ import torch
 import scratchgrad as sg
 
 
-def _both(make_index, write=None):
+def _both(make_index, write=None, shape=(4, 5, 6)):
     """``x[index]`` with the gradient of a weighted sum of it, or ``x[index] = write(m)`` on a
-    plain tensor and on one in a graph (a recorded write), in both libraries: each as a tuple
-    of arrays or the error's type name."""
+    plain tensor and on one in a graph (a recorded write), in both libraries, ``x`` of
+    ``shape``: each as a tuple of arrays or the error's type name."""
     results = []
     for m in (torch, sg):
-        x = m.arange(120, dtype=m.float64).reshape(4, 5, 6).requires_grad_(True)
+        x = m.arange(math.prod(shape), dtype=m.float64).reshape(shape).requires_grad_(True)
         try:
             if write is None:
                 out = x[make_index(m)]
@@ -32,8 +34,8 @@ def _both(make_index, write=None):
     return results
 
 
-def _assert_same(make_index, write=None):
-    expected, got = _both(make_index, write)
+def _assert_same(make_index, write=None, shape=(4, 5, 6)):
+    expected, got = _both(make_index, write, shape)
     assert type(got) is type(expected), (expected, got)
     if isinstance(expected, str):
         assert got == expected
@@ -54,6 +56,7 @@ def _assert_same(make_index, write=None):
         (None, Ellipsis, Ellipsis),
         (Ellipsis, [1, 1], Ellipsis),
         (Ellipsis, Ellipsis, 0),  # an IndexError in both
+        (Ellipsis, Ellipsis, slice(None, None, 1)),  # a whole slice past the end is dropped
         (slice(None),) * 4,
     ],
     ids=str,
@@ -130,6 +133,40 @@ def test_setitem_through_index_put_refuses_another_dtype(index, dtype):
 def test_index_checks_come_in_pytorchs_order_and_check_every_int(index):
     _assert_same(lambda m: index)
     _assert_same(lambda m: index, lambda m: m.tensor(1.0))
+
+
+@pytest.mark.parametrize("write", [False, True], ids=["getitem", "setitem"])
+@pytest.mark.parametrize(
+    "shape, make_index",
+    [
+        ((0, 3), lambda m: (slice(None), m.tensor([5]))),  # positions into an empty result
+        ((2, 3), lambda m: (m.tensor([5, -9]), slice(0, 0))),
+        ((2, 3), lambda m: (False, m.tensor([7]))),
+        ((2, 0), lambda m: m.tensor([5])),
+        ((2, 3), lambda m: (m.tensor([5]), slice(0, 2))),  # not empty: IndexError
+        ((0, 3), lambda m: m.tensor([5])),  # into a dim of size 0: IndexError
+        ((0, 0), lambda m: ([-2, -1], slice(1, None))),
+        ((0, 2), lambda m: (m.tensor([[0]]), m.tensor([False, False]))),  # picks none
+        ((), lambda m: slice(None, None, -1)),  # alone: its step first, as PyTorch's
+        ((), lambda m: (slice(None, None, -1),)),  # too many indices first
+        ((3,), lambda m: (slice(None, None, 0), 0)),
+        ((2, 3), lambda m: (5, slice(None, None, -1))),
+        ((0, 0), lambda m: (m.tensor([0]), slice(None, None, -1))),  # the step first
+        ((0,), lambda m: (False, m.tensor([False]))),  # a mask that does not fit
+    ],
+)
+def test_positions_are_checked_where_pytorch_checks_them(shape, make_index, write):
+    # PyTorch checks no index tensor's positions where they select nothing (NumPy does)
+    _assert_same(make_index, (lambda m: 1.0) if write else None, shape)
+
+
+def test_setitem_of_another_dtype_raises_the_index_errors_first():
+    # PyTorch checks the masks and the positions into a dim of size 0 before the dtypes
+    def float32(m):
+        return m.tensor(1.0, dtype=m.float32)
+
+    _assert_same(lambda m: (False, m.tensor([False])), float32, shape=(0,))
+    _assert_same(lambda m: ([0, 0], slice(None)), float32, shape=(0, 3))
 
 
 @pytest.mark.parametrize(

@@ -7467,11 +7467,12 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     become integer or bool arrays, on ``array``'s device (as PyTorch takes CPU indices for a
     GPU tensor); a tensor's array is copied where a graph keeps the index of an op on
     ``operands`` (see ``graph_keeps``)."""
+    given = index
     if not isinstance(index, tuple):
         index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = []
     arrays = False  # an integer or bool array, or a bool scalar: an index NumPy may place apart
-    ellipses, empty_mask = 0, False
+    ellipses = 0
     for item in index:
         shared = isinstance(item, Tensor)  # then its array is the index tensor's memory
         if shared:
@@ -7503,13 +7504,10 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             elif shared and graph_keeps(*operands):
                 item = item.copy()
             arrays = True
-            empty_mask = empty_mask or (not item.size and item.dtype == backend.bool_)
         items.append(item)
+    _check_items(items, array.shape, alone=len(index) == 1 and type(given) is slice)
     if ellipses > 1:
         items = _ellipses_spelled_out(items, array.ndim)
-    _check_items(items, array.shape)
-    if empty_mask:  # NumPy lets one pass a dim of size 1 (or any dim of an empty array)
-        _flattened(items, array.shape)  # which checks the masks' shapes
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
         _check_bounds(items, array.shape)
     if arrays and _picks_apart(items):
@@ -7517,27 +7515,38 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     return tuple(items)
 
 
-def _check_items(items: list, shape: tuple) -> None:
-    """PyTorch's checks of an index, in its order: first that it takes no more dims than
-    ``shape`` has, then item by item that a slice steps forward (NumPy would flip the tensor)
-    and that an int is within its dim (NumPy lets one pass beside an advanced index that
-    empties the result: ``x[5, False]``)."""
-    taken = [_dims_taken(item) for item in items]
+def _check_items(items: list, shape: tuple, alone: bool = False) -> None:
+    """PyTorch's checks of an index, in its order: a slice given ``alone`` steps forward (it
+    applies that one at once); the index takes no more dims than ``shape`` has; then item by
+    item (each Ellipsis standing for the dims no other item takes) a slice steps forward, an
+    int is within its dim (NumPy lets one pass beside an advanced index that empties the
+    result: ``x[5, False]``) and a mask fits the dims it covers (NumPy lets one pass a dim of
+    size 1 or an empty array); last, that no positions index a dim of size 0."""
+    if alone:
+        _check_step(items[0])
+    taken = [movement.dims_taken(item) for item in items]
     if sum(taken) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    dim = 0
+    dim, into_empty = 0, False
     for item, dims in zip(items, taken):
+        size = shape[dim] if dim < len(shape) else None  # (past the end after two Ellipses)
         if item is Ellipsis:
-            dim += len(shape) - sum(taken)
-        elif type(item) is slice and item.step is not None and item.step <= 0:
-            raise ValueError(
-                "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
-            )
-        elif type(item) is int and not -shape[dim] <= item < shape[dim]:
-            raise IndexError(
-                f"index {item} is out of bounds for dimension {dim} with size {shape[dim]}"
-            )
+            dims = len(shape) - sum(taken)
+        elif type(item) is slice:
+            _check_step(item)
+        elif type(item) is int and size is not None and not -size <= item < size:
+            raise IndexError(f"index {item} is out of bounds for dimension {dim} with size {size}")
+        elif backend.is_array(item) and item.ndim and item.dtype.kind == "b":
+            if item.shape != shape[dim : dim + item.ndim]:
+                raise IndexError(
+                    f"The shape of the mask {list(item.shape)} at index {dim} does not match "
+                    f"the shape of the indexed tensor {list(shape)} at index {dim}"
+                )
+        elif backend.is_array(item) and item.dtype.kind in "iu":
+            into_empty = into_empty or size == 0
         dim += dims
+    if into_empty and _advanced_size(items):
+        raise IndexError("index is out of bounds for dimension with size 0")
 
 
 _INDEX_INTS = (backend.int64, backend.int32)  # the integer dtypes of index tensors
@@ -7578,7 +7587,7 @@ def _ellipses_spelled_out(items: list, ndim: int) -> list:
     >>> _ellipses_spelled_out([Ellipsis, 0, Ellipsis], 3)
     [slice(None, None, None), slice(None, None, None), 0]
     """
-    spelled = max(ndim - sum(_dims_taken(item) for item in items), 0)
+    spelled = max(ndim - sum(movement.dims_taken(item) for item in items), 0)
     out, trailing = [], 0  # trailing: the full slices at the end of ``out``
     for item in items:
         if item is Ellipsis:
@@ -7586,9 +7595,40 @@ def _ellipses_spelled_out(items: list, ndim: int) -> list:
             trailing += spelled
         else:
             out.append(item)
-            trailing = trailing + 1 if type(item) is slice and item == slice(None) else 0
-    excess = sum(_dims_taken(item) for item in out) - ndim
+            trailing = trailing + 1 if _is_whole(item) else 0
+    excess = sum(movement.dims_taken(item) for item in out) - ndim
     return out[: len(out) - min(max(excess, 0), trailing)]
+
+
+def _advanced_size(items: list) -> int:
+    """How many positions the advanced indices among ``items`` pick together (a mask its True
+    entries, a bool scalar one or none); 0 where they do not broadcast (NumPy raises then)."""
+    advanced = [i for i in items if _is_bool_scalar(i) or (backend.is_array(i) and i.ndim)]
+    try:
+        return math.prod(xp.broadcast_shapes(*map(_picked_shape, advanced)))
+    except ValueError:
+        return 0
+
+
+def _picked_shape(item: Any) -> tuple:
+    """The shape of the positions that an advanced index item picks."""
+    if _is_bool_scalar(item):
+        return (int(item),)
+    return (int(item.sum()),) if item.dtype.kind == "b" else item.shape
+
+
+def _check_step(item: slice) -> None:
+    """PyTorch's error for a slice's step below 1 (NumPy would flip the tensor)."""
+    if item.step is not None and item.step <= 0:
+        raise ValueError(
+            "slice step cannot be zero" if item.step == 0 else "step must be greater than zero"
+        )
+
+
+def _is_whole(item: Any) -> bool:
+    """Whether an index item is a slice of every entry, in order (``:`` or ``::1``)."""
+    whole = type(item) is slice and item.start is None and item.stop is None
+    return whole and item.step in (None, 1)
 
 
 def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
@@ -7720,33 +7760,20 @@ def _as_grids(items: list, array: Any) -> tuple:
 
 
 def _flattened(items: list, shape: tuple) -> list:
-    """``items`` with the Ellipsis spelled out, each mask (checked against the dims it covers,
-    as PyTorch's) as its ``nonzero()`` arrays and each bool scalar as a Python bool."""
-    consumed = sum(_dims_taken(item) for item in items)
-    flat, dim = [], 0
+    """``items`` with the Ellipsis spelled out, each mask as its ``nonzero()`` arrays and each
+    bool scalar as a Python bool."""
+    consumed = sum(movement.dims_taken(item) for item in items)
+    flat = []
     for item in items:
         if item is Ellipsis:
             flat += [slice(None)] * (len(shape) - consumed)
         elif _is_bool_scalar(item):
             flat.append(bool(item))
         elif backend.is_array(item) and item.dtype.kind == "b":
-            if item.shape != shape[dim : dim + item.ndim]:
-                raise IndexError(
-                    f"The shape of the mask {list(item.shape)} at index {dim} does not match "
-                    f"the shape of the indexed tensor {list(shape)} at index {dim}"
-                )
             flat += list(item.nonzero())
         else:
             flat.append(item)
-        dim = sum(_dims_taken(item) for item in flat)
     return flat
-
-
-def _dims_taken(item: Any) -> int:
-    """How many dims of the indexed array an index item consumes."""
-    if item is None or item is Ellipsis or isinstance(item, bool):
-        return 0
-    return item.ndim if backend.is_array(item) and item.dtype.kind == "b" else 1
 
 
 def _placed(ndim: int, at: int, sizes: tuple) -> tuple:
@@ -8659,7 +8686,10 @@ def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:
 
 
 def _assign(array: Any, index: Any, value: Any) -> None:
-    array[index] = value
+    try:
+        array[index] = value
+    except IndexError as error:
+        array[movement.selecting_nothing(array.shape, index, error)] = value
 
 
 def _copied(array: Any) -> Any:

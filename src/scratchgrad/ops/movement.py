@@ -250,7 +250,11 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.in_shape, ctx.index = x.shape, index
-        out = x[index]
+        try:
+            out = x[index]
+        except IndexError as error:
+            ctx.index = index = selecting_nothing(x.shape, index, error)
+            out = x[index]
         if type(out) is ndarray and not out.flags.c_contiguous and _advanced(index):
             # a copy, row-major as PyTorch's (NumPy lays x[:, idx] out with idx's dim first,
             # which the layout model counts as row-major: its view() was a read-only copy)
@@ -338,6 +342,32 @@ def _add_rows(out: ndarray, rows: ndarray, x: ndarray) -> None:
 
 def _is_integer_array(index) -> bool:
     return backend.is_array(index) and index.dtype != bool
+
+
+def dims_taken(item) -> int:
+    """How many dims of the indexed array an index item consumes."""
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    return item.ndim if backend.is_array(item) and item.dtype.kind == "b" else 1
+
+
+def selecting_nothing(shape: tuple, index: tuple, error: IndexError) -> tuple:
+    """``index`` (which NumPy refused with ``error``) with its integer arrays clipped into the
+    dims they index, where it then selects nothing from an array of ``shape``: PyTorch checks
+    no index tensor against its dim when the result is empty (``x[:0, [5]]``), NumPy does.
+    Raises ``error`` where the index selects something."""
+    taken = [dims_taken(item) for item in index]
+    clipped, dim = [], 0
+    for item, dims in zip(index, taken):
+        size = shape[dim] if dim < len(shape) else 0
+        if _is_integer_array(item) and item.ndim and size:
+            item = namespace(item).clip(item, -size, size - 1)
+        clipped.append(item)
+        dim += len(shape) - sum(taken) if item is Ellipsis else dims
+    clipped = tuple(clipped)
+    if xp.empty(shape, xp.dtype([]))[clipped].size:  # (elements of no bytes: no memory)
+        raise error
+    return clipped
 
 
 class Diagonal(Function):
