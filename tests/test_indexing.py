@@ -308,3 +308,13 @@ def test_one_value_written_through_a_byte_mask_raises_as_masked_fill(write):
         assert got == expected
     else:
         np.testing.assert_array_equal(got, expected)
+
+
+def test_setitem_through_a_lone_false_does_nothing_and_checks_nothing():
+    # as PyTorch's setitem, which returns at once (in a tuple, False is checked as an index)
+    for m in (torch, sg):
+        x = m.zeros(3, requires_grad=True)
+        x[False] = m.ones(5, dtype=m.int64)  # another shape, another dtype, a leaf
+        assert x._version == 0 and not x.detach().any()
+        with pytest.raises(RuntimeError):
+            x[(False,)] = 1.0

@@ -2026,6 +2026,8 @@ class Tensor:
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if index is False:  # PyTorch's setitem returns at once, checking nothing
+            return
         if isinstance(index, Tensor) and index.array.dtype == backend.uint8:
             _refuse_byte_mask_fill(value)
         given_value = value
