@@ -153,6 +153,7 @@ def test_index_checks_come_in_pytorchs_order_and_check_every_int(index):
         ((2, 3), lambda m: (5, slice(None, None, -1))),
         ((0, 0), lambda m: (m.tensor([0]), slice(None, None, -1))),  # the step first
         ((0,), lambda m: (False, m.tensor([False]))),  # a mask that does not fit
+        ((0, 2), lambda m: (m.tensor([True]), slice(None, None, -1))),  # the step first
     ],
 )
 def test_positions_are_checked_where_pytorch_checks_them(shape, make_index, write):

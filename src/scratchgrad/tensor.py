@@ -7522,14 +7522,14 @@ def _check_items(items: list, shape: tuple, alone: bool = False) -> None:
     applies that one at once); the index takes no more dims than ``shape`` has; then item by
     item (each Ellipsis standing for the dims no other item takes) a slice steps forward, an
     int is within its dim (NumPy lets one pass beside an advanced index that empties the
-    result: ``x[5, False]``) and a mask fits the dims it covers (NumPy lets one pass a dim of
-    size 1 or an empty array); last, that no positions index a dim of size 0."""
+    result: ``x[5, False]``); then that each mask fits the dims it covers (NumPy lets one pass
+    a dim of size 1 or an empty array) and that no positions index a dim of size 0."""
     if alone:
         _check_step(items[0])
     taken = [movement.dims_taken(item) for item in items]
     if sum(taken) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    dim, into_empty = 0, False
+    dim, into_empty, masks = 0, False, []
     for item, dims in zip(items, taken):
         size = shape[dim] if dim < len(shape) else None  # (past the end after two Ellipses)
         if item is Ellipsis:
@@ -7539,14 +7539,16 @@ def _check_items(items: list, shape: tuple, alone: bool = False) -> None:
         elif type(item) is int and size is not None and not -size <= item < size:
             raise IndexError(f"index {item} is out of bounds for dimension {dim} with size {size}")
         elif backend.is_array(item) and item.ndim and item.dtype.kind == "b":
-            if item.shape != shape[dim : dim + item.ndim]:
-                raise IndexError(
-                    f"The shape of the mask {list(item.shape)} at index {dim} does not match "
-                    f"the shape of the indexed tensor {list(shape)} at index {dim}"
-                )
+            masks.append((item, dim))
         elif backend.is_array(item) and item.dtype.kind in "iu":
             into_empty = into_empty or size == 0
         dim += dims
+    for mask, dim in masks:
+        if mask.shape != shape[dim : dim + mask.ndim]:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {dim} does not match "
+                f"the shape of the indexed tensor {list(shape)} at index {dim}"
+            )
     if into_empty and _advanced_size(items):
         raise IndexError("index is out of bounds for dimension with size 0")
 
