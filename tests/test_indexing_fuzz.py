@@ -213,7 +213,7 @@ def test_getitem_as_pytorch(data):
     the result must show in ``x`` in both or neither."""
     shape = data.draw(shapes())
     base_shape, make, repeats = data.draw(layouts(shape))
-    dtype = data.draw(st.sampled_from(["float64", "int64"]))
+    dtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
     index = data.draw(indices(shape))
 
     def read_then_write_base(m):
@@ -279,7 +279,7 @@ def test_setitem_as_pytorch(data):
     base_shape, make, repeats = data.draw(layouts(shape))
     if repeats:
         return  # README "What is different": an expand that repeats entries refuses writes
-    dtype = data.draw(st.sampled_from(["float64", "int64"]))
+    dtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
     index = data.draw(indices(shape))
     target = run(lambda m: made(m, base_shape, dtype)[build(m, index)], torch)
     value = data.draw(values(None if isinstance(target, Exception) else tuple(target.shape)))
@@ -332,8 +332,10 @@ def test_indexed_writes_as_pytorch(data):
     base_shape, make, repeats = data.draw(layouts(shape))
     if repeats:
         return  # README "What is different": an expand that repeats entries refuses writes
-    dtype = data.draw(st.sampled_from(["float64", "int64"]))
-    op = data.draw(st.sampled_from(["index_put_", "masked_fill_", "index_fill_", "index_copy_"]))
+    dtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
+    ops = ["index_put_", "index_put", "masked_fill_", "index_fill_", "index_copy_"]
+    op = data.draw(st.sampled_from(ops))
+    put_shape = data.draw(st.sampled_from(["full", "0-d", "row"]))
     ndim = max(len(shape), 1)
     dim = data.draw(st.integers(-ndim - 1, ndim))
     positions = data.draw(int_arrays(_size(shape, dim % ndim)).filter(lambda a: a.ndim <= 1))
@@ -347,20 +349,21 @@ def test_indexed_writes_as_pytorch(data):
 
     def write(m):
         x = make(made(m, base_shape, dtype))
-        if op == "index_put_":
+        if op.startswith("index_put"):  # values of the indexed shape, 0-d, or its last dims
             kind, arrays = puts
             given = (m.tensor(arrays),) if kind == "mask" else tuple(m.tensor(a) for a in arrays)
-            target = x[given] if kind == "mask" or len(given) else x
-            source = (-(m.arange(target.numel()) + 1)).reshape(target.shape).to(x.dtype)
-            return x.index_put_(given, source, accumulate=accumulate)
+            target = {"full": x[given].shape, "0-d": (), "row": x[given].shape[1:]}[put_shape]
+            source = (-(m.arange(math.prod(target)) + 1)).reshape(target).to(x.dtype)
+            return getattr(x, op)(given, source, accumulate=accumulate)
         if op == "masked_fill_":
-            return x.masked_fill_(m.tensor(bits[: math.prod(mask_shape)].reshape(mask_shape)), 5)
+            mask = m.tensor(bits[: math.prod(mask_shape)].reshape(mask_shape))
+            return x.masked_fill_(mask, build_value(m, value, dtype))
         if op == "index_fill_":
             return x.index_fill_(dim, m.tensor(positions), build_value(m, value, dtype))
         source = -(m.arange(math.prod(source_shape)) + 1).reshape(source_shape).to(x.dtype)
         return x.index_copy_(dim, m.tensor(positions), source)
 
-    what = f"{op} on x of shape {shape}, dim {dim}, {puts if op == 'index_put_' else positions}"
+    what = f"{op} on x of shape {shape}, dim {dim}, {puts if 'put' in op else positions}"
     ours, theirs = both(write)
     if op in ("index_fill_", "index_copy_") and 0 in shape and isinstance(ours, IndexError):
         # NOTE: PyTorch checks no index into an empty tensor (or fails to make a view of it:
@@ -376,17 +379,20 @@ def test_indexed_writes_as_pytorch(data):
 @given(st.data())
 def test_gradients_through_indexing_as_pytorch(data):
     """``x`` (float64, requiring grad) through ``x[index]``, then maybe a write into a clone
-    (an in-place op on a view of it, or setitem of a tensor that requires grad), then a
-    weighted sum's backward: the same ``x.grad`` and value's grad, or the same error."""
+    (an in-place op on a view of it, setitem or ``index_put_`` of a tensor that requires grad),
+    then a weighted sum's backward: the same ``x.grad`` and value's grad, or the same error."""
     shape = data.draw(shapes())
     index = data.draw(indices(shape))
-    then = data.draw(st.sampled_from(["nothing", "view mul_", "setitem", "leaf view mul_"]))
+    then = data.draw(
+        st.sampled_from(["nothing", "view mul_", "setitem", "index_put_", "leaf view mul_"])
+    )
     read = run(lambda m: made(m, shape, "float64")[build(m, index)], torch)
     inner_shape = shape if isinstance(read, Exception) else tuple(read.shape)
     inner = data.draw(indices(inner_shape))
     written = run(lambda m: made(m, inner_shape, "float64")[build(m, inner)], torch)
     value_shape = () if isinstance(written, Exception) else tuple(written.shape)
     value_shape = value_shape[data.draw(st.integers(0, len(value_shape))) :]
+    (kind, arrays), accumulate = data.draw(index_puts(inner_shape))
 
     def differentiate(m):
         x = made(m, shape, "float64").requires_grad_()
@@ -401,6 +407,12 @@ def test_gradients_through_indexing_as_pytorch(data):
         elif then == "setitem":
             y = y.clone()
             y[build(m, inner)] = value
+        elif then == "index_put_":  # a value of the indexed shape
+            given = (m.tensor(arrays),) if kind == "mask" else tuple(m.tensor(a) for a in arrays)
+            target = tuple(y[given].shape)
+            value = (m.arange(math.prod(target), dtype=m.float64) + 0.5).reshape(target)
+            value.requires_grad_()
+            y = y.clone().index_put_(given, value * 2, accumulate=accumulate)
         weights = m.arange(y.numel(), dtype=m.float64).reshape(y.shape) + 1
         (y * weights).sum().backward()
         return y, x.grad, value.grad
