@@ -7469,12 +7469,12 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
     become integer or bool arrays, on ``array``'s device (as PyTorch takes CPU indices for a
     GPU tensor); a tensor's array is copied where a graph keeps the index of an op on
     ``operands`` (see ``graph_keeps``)."""
-    given = index
+    alone = type(index) is slice  # (PyTorch checks its step first)
     if not isinstance(index, tuple):
         index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = []
     arrays = False  # an integer or bool array, or a bool scalar: an index NumPy may place apart
-    ellipses = 0
+    ellipses, stepping_back = 0, False
     for item in index:
         shared = isinstance(item, Tensor)  # then its array is the index tensor's memory
         if shared:
@@ -7485,6 +7485,8 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
             ellipses += 1
         elif item is True or item is False:
             arrays = True
+        elif type(item) is slice and item.step is not None and item.step <= 0:
+            stepping_back = True
         if backend.is_array(item):
             if item.ndim == 0 and item.dtype in _INDEX_INTS and capture_hook.recorder is None:
                 items.append(int(item))  # PyTorch's int: a view, not NumPy's copy
@@ -7507,7 +7509,8 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
                 item = item.copy()
             arrays = True
         items.append(item)
-    _check_items(items, array.shape, alone=len(index) == 1 and type(given) is slice)
+    if arrays or stepping_back or ellipses > 1:  # (elsewhere NumPy raises PyTorch's errors)
+        _check_items(items, array.shape, alone)
     if ellipses > 1:
         items = _ellipses_spelled_out(items, array.ndim)
     if type(array) is not xp.ndarray:  # NumPy checks bounds itself
