@@ -311,3 +311,20 @@ MODULES = ["", ".checks", ".systems", ".decompositions", ".derived", ".norms"]
 @pytest.mark.parametrize("module", MODULES)
 def test_doc_examples_run(module):
     assert doctest.testmod(sys.modules["scratchgrad.linalg" + module]).failed == 0
+
+
+@pytest.mark.filterwarnings("ignore:.*(overflow|divide|invalid value):RuntimeWarning")
+@pytest.mark.parametrize("ord", [2, 3, 0.5, -1, math.inf])
+def test_vector_norm_of_one_entry_is_its_absolute_value_as_pytorch(ord):
+    """Each norm reading one entry: |x| exactly, as PyTorch's (squaring 1e-200 gave 0, and
+    1e200 cubed gave inf), and PyTorch's gradient from it (x / |x| for ord 2)."""
+    for dim in (1, (1, 2), None):
+        array = np.array([[[1e-200]], [[-1e200]], [[-2.0]], [[0.0]]])[: 1 if dim is None else 4]
+        ours, theirs = (
+            _grads(m, lambda m, x, dim=dim: m.linalg.vector_norm(x, ord, dim), [array])
+            for m in (sg, torch)
+        )
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, equal_nan=True)
+        x = sg.tensor(array)
+        expected = torch.linalg.vector_norm(torch.tensor(array), ord, dim)
+        np.testing.assert_array_equal(sg.linalg.vector_norm(x, ord, dim).numpy(), expected.numpy())

@@ -40,7 +40,8 @@ class VectorNorm(Function):
             out = size.min(axis=dim, keepdims=keepdim)
         elif ord == 0:
             out = (x != 0).sum(axis=dim, keepdims=keepdim).astype(x.dtype)
-        elif ord == 1:
+        elif ord == 1 or _one_entry_each(x.shape, dim):
+            # NOTE: a norm of one entry is its |x|, as PyTorch's (squaring 1e-200 underflows)
             out = size.sum(axis=dim, keepdims=keepdim)
         elif ord == 2:
             out = module.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
@@ -76,6 +77,11 @@ class VectorNorm(Function):
             return scaled * grad * norm ** (1 - p)
         scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
         return scaled * where(zero, 0.0, grad / safe_norm ** (p - 1))
+
+
+def _one_entry_each(shape: tuple, dim: tuple | None) -> bool:
+    """Whether each norm over ``dim`` (all dims if None) reads one entry of ``shape``."""
+    return math.prod(shape if dim is None else [shape[d] for d in dim]) == 1
 
 
 def _in_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
