@@ -139,6 +139,17 @@ ERRORS = {
     "amax_empty_dim": (lambda m: m.ones(2, 0).amax((0, 1)), IndexError, "dim 1 to have non-zero"),
     "amin_empty_dim": (lambda m: m.amin(m.ones(0, 3), 0), IndexError, "dim 0 to have non-zero"),
     "amax_empty_all": (lambda m: m.ones(0, 3).amax(), RuntimeError, "dim to be specified"),
+    # the dims as given, each checked for size 0 before a repeated one is refused
+    "amax_empty_negative_dim": (
+        lambda m: m.ones(2, 0).amax(-1),
+        IndexError,
+        "dim -1 to have non-zero",
+    ),
+    "amin_empty_repeated_dim": (
+        lambda m: m.ones(0, 0).amin((-2, 0)),
+        IndexError,
+        "dim -2 to have non-zero",
+    ),
     "matrix_norm_smallest_of_none": (
         lambda m: m.linalg.matrix_norm(m.ones(3, 0, 0), -2),
         IndexError,

@@ -3009,17 +3009,17 @@ class Tensor:
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amax", keepdim)
         refuse_complex(self, "amax")
-        dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
-            _refuse_empty_extreme("amax", self.array.shape, dims)
+            _refuse_empty_extreme("amax", self.array.shape, dim)
+        dims = _reduced_dims(dim, self.array.ndim)
         return reduce.Amax.apply(self, dim=dims, keepdim=keepdim)
 
     def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         check_keepdim("amin", keepdim)
         refuse_complex(self, "amin")
-        dims = _reduced_dims(dim, self.array.ndim)
         if self.array.size == 0:
-            _refuse_empty_extreme("amin", self.array.shape, dims)
+            _refuse_empty_extreme("amin", self.array.shape, dim)
+        dims = _reduced_dims(dim, self.array.ndim)
         return reduce.Amin.apply(self, dim=dims, keepdim=keepdim)
 
     def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -7299,17 +7299,19 @@ def _one_dim(op: str, dim: Any) -> Any:
     return dim
 
 
-def _refuse_empty_extreme(name: str, shape: tuple, dims: tuple[int, ...] | None) -> None:
+def _refuse_empty_extreme(name: str, shape: tuple, dim: Any) -> None:
     """PyTorch's errors for the largest (smallest) of no values: over all entries of an empty
-    tensor, or over a dim of size 0."""
-    if dims is None:
+    tensor, or over a dim of size 0 (the first such in ``dim`` as given, checked before a
+    repeated dim is, as PyTorch's)."""
+    dims = () if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if not dims:
         raise RuntimeError(
             f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
             "the reduction dim with the 'dim' argument."
         )
-    empty = [d for d in dims if shape[d] == 0]
-    if empty:
-        raise IndexError(f"{name}(): Expected reduction dim {empty[0]} to have non-zero size.")
+    for d in dims:
+        if shape[wrap_dim(d, len(shape))] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _reduced_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
