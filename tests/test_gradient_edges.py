@@ -517,3 +517,19 @@ def test_the_median_of_nothing_is_nan_on_the_graph_as_pytorch(name):
         out = getattr(x, name)()
         out.backward()
         assert out.isnan().item() and x.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean", "logsumexp"])
+def test_reductions_over_no_dims_are_over_all_dims(name):
+    """README, "What is different": over ``dim=()`` these reduce all dims, as PyTorch's sum,
+    with the gradient of the whole tensor, where PyTorch's gradient of var and std is that of
+    one entry and its logsumexp raises."""
+    array = np.array([[1.0, 2.0], [3.0, 5.0]])
+    x, every = sg.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
+    ours, theirs = getattr(sg, name)(x, ()), getattr(torch, name)(every, (0, 1))
+    ours, theirs = (out if isinstance(out, tuple) else (out,) for out in (ours, theirs))
+    sum(out.sum() for out in ours).backward()
+    sum(out.sum() for out in theirs).backward()
+    for mine, its in zip(ours, theirs):
+        np.testing.assert_allclose(mine.detach().numpy(), its.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), every.grad.numpy(), rtol=1e-12)

@@ -2977,7 +2977,8 @@ class Tensor:
         correction: int | None = None,
     ) -> Tensor:
         """Variance, by default with Bessel's correction (divide by n - 1); ``unbiased`` (True
-        when not given) or ``correction``, not both, as PyTorch's overloads."""
+        when not given) or ``correction``, not both, as PyTorch's overloads. ``dim=()`` is all
+        dims, with the gradient of all of them (PyTorch's is that of one entry)."""
         return self._variance("var", dim, unbiased, keepdim, correction)
 
     def std(
@@ -3191,7 +3192,8 @@ class Tensor:
         return inner_first[::-1], (run if run > 1 else None)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
-        """log(sum(exp(x))), stable: the max is taken out before exponentiating."""
+        """log(sum(exp(x))), stable: the max is taken out before exponentiating. ``dim=()``
+        is all dims, as sum's (PyTorch's raises for a tensor with dims)."""
         if dim is None:  # (PyTorch's dim has no default: None is no tuple of ints)
             raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
         check_keepdim("logsumexp", keepdim)
