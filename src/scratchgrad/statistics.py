@@ -213,10 +213,10 @@ def nanmedian(
 @names_bad_arguments
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> values_indices:
     """The most frequent entry along ``dim`` (the smallest of equally frequent ones) and the
-    index of its last occurrence, as ``torch.mode``; the gradient flows to that entry. PyTorch
-    picks the last occurrence too for up to 16 entries along ``dim``; past that its pick
-    follows its unstable sort. NaNs count as different from each other here, where PyTorch's
-    answer depends on its sort.
+    index of the occurrence PyTorch's CPU kernel picks, as ``torch.mode``: the last one in
+    the order its unstable sort (``std::sort``, see ``cpu_order``) leaves them, which for up
+    to 16 entries along ``dim`` is the last occurrence; the gradient flows to that entry.
+    NaNs count as different from each other here, where PyTorch's answer depends on its sort.
 
     >>> import scratchgrad as sg
     >>> sg.tensor([[3, 1, 3, 1], [2, 2, 1, 5]]).mode(1)
@@ -229,7 +229,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     if x.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     y = x.detach().movedim(d, -1)
-    order = y.argsort(dim=-1, stable=True)  # equal entries keep their order, the last ends the run
+    order = y.argsort(dim=-1)  # ties in PyTorch's std::sort order: the last ends the run
     ordered = y.gather(-1, order)
     position = order.new_ones(order.shape).cumsum(-1) - 1
     starts = cat([position[..., :1] == 0, ordered[..., 1:] != ordered[..., :-1]], -1)
