@@ -533,3 +533,13 @@ def test_reductions_over_no_dims_are_over_all_dims(name):
     for mine, its in zip(ours, theirs):
         np.testing.assert_allclose(mine.detach().numpy(), its.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), every.grad.numpy(), rtol=1e-12)
+
+
+def test_cumprod_in_a_narrower_dtype_differentiates_the_rounded_entries():
+    """README, "What is different": 1e-200 rounds to 0 in float32; the gradient is that of the
+    float32 products (PyTorch's divides by the float64 entry: 0 there)."""
+    x = sg.tensor([2.0, 1e-200, -3.0], dtype=sg.float64, requires_grad=True)
+    sg.cumprod(x, 0, dtype=sg.float32).sum().backward()
+    rounded = torch.tensor([2.0, 0.0, -3.0], requires_grad=True)
+    torch.cumprod(rounded, 0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), rounded.grad.numpy().astype(np.float64))
