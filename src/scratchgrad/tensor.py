@@ -7513,7 +7513,7 @@ def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
                 item = item.copy()
             arrays = True
         items.append(item)
-    if arrays or stepping_back or ellipses > 1:  # (elsewhere NumPy raises PyTorch's errors)
+    if stepping_back or ellipses > 1 or (arrays and not _checked_by_numpy(items, array.shape)):
         _check_items(items, array.shape, alone)
     if ellipses > 1:
         items = _ellipses_spelled_out(items, array.ndim)
@@ -7558,6 +7558,21 @@ def _check_items(items: list, shape: tuple, alone: bool = False) -> None:
             )
     if into_empty and _advanced_size(items):
         raise IndexError("index is out of bounds for dimension with size 0")
+
+
+def _checked_by_numpy(items: list, shape: tuple) -> bool:
+    """Whether NumPy raises PyTorch's errors for this index itself (so ``_check_items`` may
+    be skipped, 3 us of a 15 us ``x[i]``): integer arrays and forward slices only, no int or
+    mask beside them, no more of them than dims (a setitem checks the value after the index),
+    into dims none of which is empty."""
+    return (
+        len(items) <= len(shape)
+        and 0 not in shape
+        and all(
+            type(item) is slice or (backend.is_array(item) and item.dtype.kind in "iu")
+            for item in items
+        )
+    )
 
 
 _INDEX_INTS = (backend.int64, backend.int32)  # the integer dtypes of index tensors
