@@ -543,3 +543,11 @@ def test_cumprod_in_a_narrower_dtype_differentiates_the_rounded_entries():
     rounded = torch.tensor([2.0, 0.0, -3.0], requires_grad=True)
     torch.cumprod(rounded, 0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), rounded.grad.numpy().astype(np.float64))
+
+
+@pytest.mark.parametrize("value", [float("inf"), -float("inf"), NAN, 2.0])
+def test_logcumsumexp_of_a_0d_tensor_passes_the_gradient_through_as_pytorch(value):
+    """A 0-d tensor's logcumsumexp is the entry, its gradient grad (ours was NaN at inf)."""
+    check_against_torch(
+        lambda x: sg.logcumsumexp(x, 0), lambda x: torch.logcumsumexp(x, 0), [np.array(value)]
+    )

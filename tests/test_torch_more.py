@@ -150,6 +150,8 @@ ERRORS = {
         IndexError,
         "dim -2 to have non-zero",
     ),
+    "any_repeated_dim": (lambda m: m.ones(2, 3).any((1, -1)), RuntimeError, "dim 1 appears"),
+    "all_repeated_dim": (lambda m: m.ones(2, 3).all((0, 0)), RuntimeError, "dim 0 appears"),
     "matrix_norm_smallest_of_none": (
         lambda m: m.linalg.matrix_norm(m.ones(3, 0, 0), -2),
         IndexError,

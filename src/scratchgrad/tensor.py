@@ -2675,8 +2675,8 @@ class Tensor:
         """
         self._check_floating("logcumsumexp")
         dim = wrap_dim(dim, self.array.ndim)
-        if self.array.ndim == 0:
-            return special.Logcumsumexp.apply(self.unsqueeze(0), dim=0).squeeze(0)
+        if self.array.ndim == 0:  # the entry: its gradient grad, as PyTorch's (not NaN at inf)
+            return self.clone()
         return special.Logcumsumexp.apply(self, dim=dim)
 
     def deg2rad(self) -> Tensor:
@@ -3659,7 +3659,7 @@ class Tensor:
     def _truth_reduce(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         """``any`` or ``all``: a bool tensor, but uint8 for uint8 (PyTorch keeps that legacy)."""
         check_keepdim(name, keepdim)
-        axis = _dims(dim, self.array.ndim)
+        axis = _dims(dim, self.array.ndim, unique=True)
         out = Tensor._make(_call(_arg_reduce, self.array, name, axis, keepdim))
         return out.to(backend.uint8) if self.array.dtype == backend.uint8 else out
 
