@@ -7562,17 +7562,24 @@ def _check_items(items: list, shape: tuple, alone: bool = False) -> None:
 
 def _checked_by_numpy(items: list, shape: tuple) -> bool:
     """Whether NumPy raises PyTorch's errors for this index itself (so ``_check_items`` may
-    be skipped, 3 us of a 15 us ``x[i]``): integer arrays and forward slices only, no int or
-    mask beside them, no more of them than dims (a setitem checks the value after the index),
-    into dims none of which is empty."""
-    return (
-        len(items) <= len(shape)
-        and 0 not in shape
-        and all(
-            type(item) is slice or (backend.is_array(item) and item.dtype.kind in "iu")
-            for item in items
-        )
-    )
+    be skipped, 3 us of a 15 us ``x[i]``): forward slices, integer arrays and masks that fit
+    the dims they cover, no int or bool scalar beside them, no more dims taken than there are
+    (a setitem checks the value after the index), and none of the dims empty."""
+    if 0 in shape:
+        return False
+    dim = 0
+    for item in items:
+        if type(item) is not slice:
+            if not backend.is_array(item) or item.ndim == 0:
+                return False
+            if item.dtype.kind == "b":
+                if item.shape != shape[dim : dim + item.ndim]:
+                    return False
+                dim += item.ndim - 1
+            elif item.dtype.kind not in "iu":
+                return False
+        dim += 1
+    return dim <= len(shape)
 
 
 _INDEX_INTS = (backend.int64, backend.int32)  # the integer dtypes of index tensors
