@@ -12,10 +12,13 @@ weights) make the leaves with ``leaves``, run both libraries, and hand the resul
 """
 
 import doctest
+import os
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 import scratchgrad as sg
 
@@ -256,3 +259,40 @@ def assert_doc_examples_run(function, globs: dict | None = None) -> None:
     for test in doctest.DocTestFinder().find(function, function.__name__, globs=globs or {}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 0
+
+
+# ---- differential fuzzing ----------------------------------------------------------------------
+
+
+def fuzz_settings(examples: int) -> settings:
+    """The hypothesis settings of a fuzzer comparing both libraries: derandomized (CI runs the
+    same examples each time), ``examples`` of them unless ``SCRATCHGRAD_FUZZ_EXAMPLES`` asks
+    for another count (thousands while hunting), no deadline and no health checks."""
+    return settings(
+        max_examples=int(os.environ.get("SCRATCHGRAD_FUZZ_EXAMPLES", examples)),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def outcome(call, *args):
+    """``call(*args)``'s result, or the exception it raised (warnings silenced): what a fuzzer
+    compares between the libraries."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return call(*args)
+        except Exception as error:  # noqa: BLE001 (the error is the result compared)
+            return error
+
+
+def raised_alike(ours, theirs, what: str) -> bool:
+    """Whether both outcomes are errors, asserting that ours raised where PyTorch did (an
+    instance of its error class) and only there."""
+    if isinstance(theirs, Exception):
+        assert isinstance(ours, Exception), f"{what}: PyTorch raised {theirs!r}, ours gave {ours}"
+        assert isinstance(ours, type(theirs)), f"{what}: {ours!r} where PyTorch raised {theirs!r}"
+        return True
+    assert not isinstance(ours, Exception), f"{what}: ours raised {ours!r}, PyTorch gave {theirs}"
+    return False

@@ -8,23 +8,16 @@ whether it shares memory with ``x``, and on the gradients. Set ``SCRATCHGRAD_FUZ
 to run more examples."""
 
 import math
-import os
-import warnings
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from oracle import fuzz_settings, outcome, raised_alike
 
 import scratchgrad as sg
 
-EXAMPLES = int(os.environ.get("SCRATCHGRAD_FUZZ_EXAMPLES", "250"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+FUZZ = fuzz_settings(250)
 
 
 # ---- tensors ----------------------------------------------------------------------------------
@@ -163,27 +156,14 @@ def build(m, index):
 # ---- running both libraries -------------------------------------------------------------------
 
 
-def run(call, library):
-    """``call(library)``'s result, or the exception it raised (warnings silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(library)
-        except Exception as error:  # noqa: BLE001 (the error is the result compared)
-            return error
-
-
 def to_numpy(value) -> np.ndarray:
     return np.asarray(value.detach().numpy())
 
 
 def assert_same(ours, theirs, what: str) -> None:
     """Raised alike, or equal in dtype, shape and values (tuples item by item)."""
-    if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{what}: PyTorch raised {theirs!r}, ours gave {ours}"
-        assert isinstance(ours, type(theirs)), f"{what}: {ours!r} where PyTorch raised {theirs!r}"
+    if raised_alike(ours, theirs, what):
         return
-    assert not isinstance(ours, Exception), f"{what}: ours raised {ours!r}, PyTorch gave {theirs}"
     if isinstance(theirs, tuple):
         assert len(ours) == len(theirs), what
         for mine, its in zip(ours, theirs):
@@ -199,7 +179,7 @@ def assert_same(ours, theirs, what: str) -> None:
 
 def both(call):
     """``call(m)``'s results in scratchgrad and in PyTorch (or the errors raised)."""
-    return run(call, sg), run(call, torch)
+    return outcome(call, sg), outcome(call, torch)
 
 
 # ---- x[index] ---------------------------------------------------------------------------------
@@ -281,7 +261,7 @@ def test_setitem_as_pytorch(data):
         return  # README "What is different": an expand that repeats entries refuses writes
     dtype = data.draw(st.sampled_from(["float64", "int64", "float32"]))
     index = data.draw(indices(shape))
-    target = run(lambda m: made(m, base_shape, dtype)[build(m, index)], torch)
+    target = outcome(lambda m: made(m, base_shape, dtype)[build(m, index)], torch)
     value = data.draw(values(None if isinstance(target, Exception) else tuple(target.shape)))
 
     def write(m):
@@ -386,10 +366,10 @@ def test_gradients_through_indexing_as_pytorch(data):
     then = data.draw(
         st.sampled_from(["nothing", "view mul_", "setitem", "index_put_", "leaf view mul_"])
     )
-    read = run(lambda m: made(m, shape, "float64")[build(m, index)], torch)
+    read = outcome(lambda m: made(m, shape, "float64")[build(m, index)], torch)
     inner_shape = shape if isinstance(read, Exception) else tuple(read.shape)
     inner = data.draw(indices(inner_shape))
-    written = run(lambda m: made(m, inner_shape, "float64")[build(m, inner)], torch)
+    written = outcome(lambda m: made(m, inner_shape, "float64")[build(m, inner)], torch)
     value_shape = () if isinstance(written, Exception) else tuple(written.shape)
     value_shape = value_shape[data.draw(st.integers(0, len(value_shape))) :]
     (kind, arrays), accumulate = data.draw(index_puts(inner_shape))

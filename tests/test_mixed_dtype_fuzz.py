@@ -6,23 +6,16 @@ the result's dtype, shape and values; an in-place op or ``out=`` that PyTorch re
 refused by ours and change nothing. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import math
-import os
-import warnings
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
+from oracle import fuzz_settings, outcome, raised_alike
 
 import scratchgrad as sg
 
-EXAMPLES = int(os.environ.get("SCRATCHGRAD_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+FUZZ = fuzz_settings(150)
 
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
@@ -139,16 +132,6 @@ def operands(draw, shape: tuple, dtypes=REALS, number=True):
 # ---- running both libraries -------------------------------------------------------------------
 
 
-def run(call, library):
-    """``call(library)``'s result, or the exception it raised (warnings silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(library)
-        except Exception as error:  # noqa: BLE001 (the error is the result compared)
-            return error
-
-
 def to_numpy(value) -> np.ndarray:
     if isinstance(value, torch.Tensor):
         value = value.float() if value.dtype in (torch.bfloat16, torch.float16) else value
@@ -159,11 +142,8 @@ def to_numpy(value) -> np.ndarray:
 
 def assert_same(ours, theirs, what: str) -> None:
     """Raised alike, or equal in type, dtype, shape and values."""
-    if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{what}: PyTorch raised {theirs!r}, ours gave {ours}"
-        assert isinstance(ours, type(theirs)), f"{what}: {ours!r} where PyTorch raised {theirs!r}"
+    if raised_alike(ours, theirs, what):
         return
-    assert not isinstance(ours, Exception), f"{what}: ours raised {ours!r}, PyTorch gave {theirs}"
     if isinstance(theirs, (tuple, list)):
         assert len(ours) == len(theirs), what
         for mine, its in zip(ours, theirs):
@@ -192,8 +172,8 @@ def describe(value) -> str:
 
 def check(call, pairs, what: str) -> None:
     """``call(library, *operands)`` in both libraries, on the pairs (ours, PyTorch's)."""
-    ours = run(lambda m: call(m, *(mine for mine, _ in pairs)), sg)
-    theirs = run(lambda m: call(m, *(its for _, its in pairs)), torch)
+    ours = outcome(lambda m: call(m, *(mine for mine, _ in pairs)), sg)
+    theirs = outcome(lambda m: call(m, *(its for _, its in pairs)), torch)
     args = ", ".join(describe(mine) for mine, _ in pairs)
     assert_same(ours, theirs, f"{what}({args})")
 
@@ -364,8 +344,8 @@ def test_in_place_ops_agree_with_pytorch_or_change_nothing(data):
     y = data.draw(operands(shape))
     ours, theirs = (x[0].clone(), x[1].clone()) if data.draw(st.booleans()) else x
     before = to_numpy(ours).copy()
-    result = run(lambda m: IN_PLACE[op](ours, y[0]), sg)
-    expected = run(lambda m: IN_PLACE[op](theirs, y[1]), torch)
+    result = outcome(lambda m: IN_PLACE[op](ours, y[0]), sg)
+    expected = outcome(lambda m: IN_PLACE[op](theirs, y[1]), torch)
     what = f"{op}({describe(ours)}, {describe(y[0])})"
     assert_wrote_as_pytorch(result, expected, (ours, theirs), before, what)
 
@@ -401,8 +381,8 @@ def test_out_forms_agree_with_pytorch_or_change_nothing(data):
     out_dtype = data.draw(st.sampled_from(REALS))
     ours_out, theirs_out = from_array(np.ones(out_shape), out_dtype)
     before = to_numpy(ours_out).copy()
-    result = run(lambda m: OUT_FORMS[op](m, x[0], y[0], ours_out), sg)
-    expected = run(lambda m: OUT_FORMS[op](m, x[1], y[1], theirs_out), torch)
+    result = outcome(lambda m: OUT_FORMS[op](m, x[0], y[0], ours_out), sg)
+    expected = outcome(lambda m: OUT_FORMS[op](m, x[1], y[1], theirs_out), torch)
     what = f"{op}({describe(x[0])}, {describe(y[0])}, out={describe(ours_out)})"
     assert_wrote_as_pytorch(result, expected, (ours_out, theirs_out), before, what)
 

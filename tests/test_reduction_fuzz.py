@@ -8,23 +8,17 @@ picks among ties and NaNs), and on ``x.grad`` (where ties share or pick the grad
 Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import math
-import os
 import warnings
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from oracle import fuzz_settings
 
 import scratchgrad as sg
 
-EXAMPLES = int(os.environ.get("SCRATCHGRAD_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+FUZZ = fuzz_settings(150)
 # (rtol, atol) by result dtype (a dtype= of float32 rounds the float64 input)
 TOLERANCE = {"float64": (1e-9, 1e-12), "float32": (1e-6, 1e-7)}
 SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e200, -1e-200]

@@ -8,23 +8,16 @@ written in place (``mul_``, ``add_``, ``zero_``), and the base, the results and 
 through the write must be PyTorch's. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import math
-import os
-import warnings
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from oracle import fuzz_settings, outcome
 
 import scratchgrad as sg
 
-EXAMPLES = int(os.environ.get("SCRATCHGRAD_FUZZ_EXAMPLES", "100"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+FUZZ = fuzz_settings(100)
 ROUND_OFF = (1e-12, 1e-12)  # (rtol, atol): only the order of additions may differ
 
 
@@ -346,16 +339,6 @@ VIEWS = {*ONE} - {"flip", "repeat", "clone"}
 # ---- running both libraries ------------------------------------------------------------------
 
 
-def run(call, *args):
-    """``call(*args)``'s result, or the exception it raised (warnings silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(*args)
-        except Exception as error:  # noqa: BLE001 (the error is the result compared)
-            return error
-
-
 def as_pieces(result) -> list:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
@@ -418,7 +401,7 @@ class Chain:
                 call = ONE[name](data.draw, pieces[at])
                 if call is None:
                     continue
-            result = run(self.step, torch, pieces, at, call)
+            result = outcome(self.step, torch, pieces, at, call)
             raised = isinstance(result, Exception)
             self.steps.append((name, at, call, raised))
             pieces = pieces if raised else result
@@ -446,8 +429,8 @@ class Chain:
             what = self.names(i)
             if not layouts_agree and name in ("view", "as_strided"):
                 return None  # (they read strides that are not ours to compare: see VIEWS)
-            new_its = run(self.step, torch, its, at, call)
-            new_mine = run(self.step, sg, mine, at, call)
+            new_its = outcome(self.step, torch, its, at, call)
+            new_mine = outcome(self.step, sg, mine, at, call)
             if not same_outcome(new_mine, new_its, what):
                 continue
             mine, its = new_mine, new_its
@@ -530,7 +513,7 @@ def test_chains_of_shape_ops_agree_with_pytorch(data):
     what = f"{chain.names(len(chain.steps))} -> {write}"
     if write == "zero_" and shares_memory_within(both[1][target]):
         return  # README, "In-place changes": zero_ of entries sharing memory raises here
-    wrote = [run(getattr(ps[target], write), *args) for ps in both]
+    wrote = [outcome(getattr(ps[target], write), *args) for ps in both]
     if chain.repeated and isinstance(wrote[0], RuntimeError):
         # README, "In-place changes": a view of an expand that repeats entries raises (and
         # "as_strided": a window whose entries overlap is read-only)
@@ -541,7 +524,7 @@ def test_chains_of_shape_ops_agree_with_pytorch(data):
         assert_values(a, b, f"{what}: base and results after the write")
     base_weights = rng.uniform(-2, 2, shape)
     losses = [
-        run(
+        outcome(
             lambda m, pieces: weighted_sum(m, pieces, [base_weights, *weights]).backward(),
             m,
             [base, *ps],
