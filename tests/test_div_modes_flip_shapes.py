@@ -1,6 +1,7 @@
 """PyTorch's call forms that scratchgrad lacked: ``div(..., rounding_mode=)``, ``flip`` with
 its dims as separate arguments or a keyword (and its TypeError for an int where only the
-method's positional form takes one), and ``broadcast_shapes``."""
+method's positional form takes one), ``broadcast_shapes``, and the TypeError of a method called
+without the sizes it needs."""
 
 import numpy as np
 import pytest
@@ -60,6 +61,29 @@ def test_rounded_division_has_a_zero_gradient():
 )
 def test_errors_as_torch(call, kind, message):
     assert_raises_as_torch(call, kind, message)
+
+
+@pytest.mark.parametrize(
+    "name", ["permute", "view", "reshape", "expand", "repeat", "tile", "broadcast_to", "new_ones"]
+)
+def test_size_taking_methods_need_their_sizes(name):
+    # of a one-entry tensor too: no sizes are not the sizes () (which make a 0-d view)
+    assert_raises_as_torch(lambda lib: getattr(lib.ones(1), name)(), TypeError, "missing 1")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: x.view(()),
+        lambda x: x.reshape(()),
+        lambda x: x.permute(()),
+        lambda x: x.repeat(()),
+        lambda x: x.t(),
+        lambda x: x.transpose(0, -1),
+    ],
+)
+def test_an_empty_size_is_a_size(call):
+    assert call(sg.ones(())).shape == call(torch.ones(())).shape == ()
 
 
 @pytest.mark.parametrize(

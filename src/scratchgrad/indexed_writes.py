@@ -103,7 +103,7 @@ def _broadcast_values(values: Tensor, shape: tuple) -> Tensor:
             f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
             f"indexing result of shape {list(shape)}"
         ) from None
-    return values.expand(*shape)
+    return values.expand(shape)
 
 
 def index_put_(
@@ -130,11 +130,11 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         capture_hook.recorder.refuse(
             "masked_scatter (how much of source it writes depends on the mask's values)"
         )
-    mask = mask.expand(*shape)
+    mask = mask.expand(shape)
     count = int(_count_true(mask.array))
     if source.numel() < count:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    out = self.expand(*shape).clone()
+    out = self.expand(shape).clone()
     out[mask] = source.reshape(-1)[:count]
     return out
 
@@ -275,7 +275,7 @@ def index_reduce(
     call(_check_reduced_bounds, index.array, self.shape[dim])  # a replay checks too
     along = [1] * self.ndim
     along[dim] = index.numel()
-    spread = index.to(backend.int64).reshape(*along).expand(*source.shape)
+    spread = index.to(backend.int64).reshape(along).expand(source.shape)
     return self.scatter_reduce(dim, spread, source, reduce, include_self=include_self)
 
 

@@ -425,7 +425,7 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        return self.permute(*reversed(range(self.array.ndim)))
+        return self.permute(tuple(reversed(range(self.array.ndim))))
 
     @property
     def H(self) -> Tensor:
@@ -1891,7 +1891,7 @@ class Tensor:
             and given.shape == self.shape[: given.ndim]
             and not (isinstance(value, Tensor) and (value.ndim or value.requires_grad))
         ):
-            mask = given.reshape(*given.shape, *[1] * (self.ndim - given.ndim))
+            mask = given.reshape((*given.shape, *[1] * (self.ndim - given.ndim)))
             self._record_in_place("setitem", lambda old, v: old.masked_fill(mask, v), value)
             return
         if capture_hook.recorder is not None:
@@ -3666,9 +3666,7 @@ class Tensor:
     # ---- movement ---------------------------------------------------------------------------
 
     def reshape(self, *sizes: Any, shape: Sequence[int] | None = None) -> Tensor:
-        if shape is not None:  # (the keyword form, as PyTorch's)
-            sizes = _given_once("reshape", "shape", sizes, shape)
-        shape = as_shape(sizes)
+        shape = as_shape(_given_once("reshape", "shape", sizes, shape))
         return movement.Reshape.apply(self, shape=shape)  # a new tensor, as PyTorch's
 
     def view(self, *shape: Any, dtype: Any = None, size: Sequence[int] | None = None) -> Tensor:
@@ -3683,13 +3681,11 @@ class Tensor:
         >>> sg.tensor([1.0, -2.0]).view(sg.int32)
         tensor([ 1065353216, -1073741824], dtype=scratchgrad.int32)
         """
-        if size is not None:
-            shape = _given_once("view", "size", shape, size)
         if dtype is None and len(shape) == 1 and isinstance(shape[0], (backend.dtype, xp.dtype)):
             dtype = shape[0]
         if dtype is not None:
             return self._view_as_dtype(backend.to_dtype(dtype))
-        shape = as_shape(shape)
+        shape = as_shape(_given_once("view", "size", shape, size))
         if not self._strides_allow(shape):
             raise RuntimeError(
                 f"view size is not compatible with input tensor's size and stride (at least one "
@@ -3844,7 +3840,7 @@ class Tensor:
                 f"{dim} ({size}) in the input tensor"
             )
         sizes = tuple(size // known if n == -1 else n for n in sizes)  # inferred from dim alone
-        return self.reshape(*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :])
+        return self.reshape((*self.array.shape[:dim], *sizes, *self.array.shape[dim + 1 :]))
 
     def unsqueeze(self, dim: int) -> Tensor:
         (dim,) = _dims(dim, self.array.ndim + 1)
@@ -3867,7 +3863,7 @@ class Tensor:
             dim = dims[0] if len(dims) == 1 else dims
         dims = range(self.array.ndim) if dim is None else _dims(dim, self.array.ndim, True)
         out = self.reshape(
-            *(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
+            tuple(n for i, n in enumerate(self.array.shape) if not (i in dims and n == 1))
         )
         # PyTorch's three forms: squeeze(), squeeze(int), squeeze(tuple)
         return named_backward(
@@ -3875,10 +3871,8 @@ class Tensor:
         )
 
     def permute(self, *order: Any, dims: Sequence[int] | None = None) -> Tensor:
-        if dims is not None:  # (the keyword form, as PyTorch's)
-            order = _given_once("permute", "dims", order, dims)
         n = self.array.ndim
-        dims = _dims(as_shape(order), n)
+        dims = _dims(as_shape(_given_once("permute", "dims", order, dims)), n)
         if len(dims) != n or sorted(dims) != list(range(n)):
             raise RuntimeError(
                 f"permute: {dims} is not a permutation of the dims of {self.array.shape}"
@@ -3892,7 +3886,7 @@ class Tensor:
             dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         else:
             _dims((dim0, dim1), 0)
-        return named_backward(self.permute(*dims), "TransposeBackward0")
+        return named_backward(self.permute(dims), "TransposeBackward0")
 
     def t(self) -> Tensor:
         if self.array.ndim > 2:
@@ -3900,7 +3894,7 @@ class Tensor:
                 f"t() expects a tensor with <= 2 dimensions, but self is {self.array.ndim}D"
             )
         # (a new view even of fewer than 2 dims, as PyTorch's)
-        return named_backward(self.permute(*reversed(range(self.array.ndim))), "TBackward0")
+        return named_backward(self.permute(tuple(reversed(range(self.array.ndim)))), "TBackward0")
 
     def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
         """The dims ``source`` (an int or a sequence) moved to ``destination``, the others
@@ -3924,11 +3918,11 @@ class Tensor:
         order = [d for d in range(ndim) if d not in sources]
         for to, moved in sorted(zip(destinations, sources)):
             order.insert(to, moved)
-        return self.permute(*order)
+        return self.permute(order)
 
     def expand(self, *sizes: Any, size: Sequence[int] | None = None) -> Tensor:
         """Broadcast to ``sizes`` (or ``size``) without copying; -1 keeps a dim's size."""
-        shape = as_shape(sizes if size is None else _given_once("expand", "size", sizes, size))
+        shape = as_shape(_given_once("expand", "size", sizes, size))
         if -1 in shape:
             lead = len(shape) - self.array.ndim
             if -1 in shape[: max(lead, 0)]:  # (no size there to keep: NumPy's -1 would wrap)
@@ -3945,9 +3939,7 @@ class Tensor:
 
     def repeat(self, *counts: Any, repeats: Sequence[int] | None = None) -> Tensor:
         """Tile the tensor ``repeats[i]`` times along dim i, as ``torch.Tensor.repeat``."""
-        if repeats is not None:
-            counts = _given_once("repeat", "repeats", counts, repeats)
-        repeats = as_shape(counts)
+        repeats = as_shape(_given_once("repeat", "repeats", counts, repeats))
         if len(repeats) < self.array.ndim:
             raise RuntimeError(
                 f"repeat: Number of dimensions of repeat dims ({len(repeats)}) can not be "
@@ -3958,7 +3950,9 @@ class Tensor:
         shape = (1,) * (len(repeats) - self.array.ndim) + self.array.shape
         spread = [n for pair in zip((1,) * len(shape), shape) for n in pair]
         tiled = [n for pair in zip(repeats, shape) for n in pair]
-        out = self.reshape(spread).expand(tiled).reshape(*(r * n for r, n in zip(repeats, shape)))
+        out = (
+            self.reshape(spread).expand(tiled).reshape(tuple(r * n for r, n in zip(repeats, shape)))
+        )
         # a copy, as PyTorch's: the reshape stays a view where no dim of several entries was
         # tiled (each merged pair has a count or a size of 1), of an expanded tensor, or empty
         tiled = not builtins.all(1 in pair for pair in zip(repeats, shape))
@@ -3993,8 +3987,6 @@ class Tensor:
         >>> sg.tensor([[1, 2]]).tile(2).tolist()
         [[1, 2, 1, 2]]
         """
-        if not counts and dims is None:  # (no default, as PyTorch's)
-            raise TypeError('tile() missing 1 required positional arguments: "dims"')
         dims = as_shape(_given_once("tile", "dims", counts, dims))
         return self.repeat((1,) * (self.array.ndim - len(dims)) + dims)
 
@@ -4756,9 +4748,9 @@ class Tensor:
                 f"take_along_dim(): shapes {list(self.shape)} and {list(indices.shape)} do not "
                 f"broadcast apart from dimension {dim}"
             ) from None
-        indices = indices.expand(*shape)
+        indices = indices.expand(shape)
         shape[dim] = size
-        return self.expand(*shape).gather(dim, indices % max(size, 1))
+        return self.expand(shape).gather(dim, indices % max(size, 1))
 
     def index_fill(self, dim: int, index: Tensor, value: Any) -> Tensor:
         """This tensor with ``value`` (a number, or a 0-d tensor) written at the positions
@@ -7176,8 +7168,10 @@ _size = functools.partial(tuple.__new__, Size)  # a Size of ints, unchecked: Ten
 
 def _given_once(name: str, keyword: str, args: tuple, value: Any) -> tuple:
     """The sizes passed to ``name`` as ``args`` (ints or one sequence) or as ``keyword``'s
-    ``value``; both is PyTorch's TypeError."""
+    ``value``; neither or both is PyTorch's TypeError (an empty sequence is a size: ``()``)."""
     if value is None:
+        if not args:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "{keyword}"')
         return args
     if args:
         raise TypeError(f"{name}() got multiple values for argument '{keyword}'")

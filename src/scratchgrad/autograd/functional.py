@@ -146,7 +146,7 @@ def _jacobian_of(i: int, out: Tensor, xs: tuple, create_graph: bool, strict: boo
                 )
         rows.append(_fill_in_zeros(found, xs, False, create_graph, "back"))
     return tuple(
-        stack([row[k] for row in rows]).reshape(*out.shape, *x.shape)
+        stack([row[k] for row in rows]).reshape((*out.shape, *x.shape))
         if rows
         else Tensor._make(namespace(x.array).zeros((*out.shape, *x.shape), x.dtype))
         for k, x in enumerate(xs)

@@ -108,7 +108,7 @@ class LowRankMultivariateNormal(Distribution):
     @property
     def variance(self) -> Tensor:
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        return (W.pow(2).sum(-1) + D).expand(*self._batch_shape, *self._event_shape)
+        return (W.pow(2).sum(-1) + D).expand((*self._batch_shape, *self._event_shape))
 
     @lazy_property
     def scale_tril(self) -> Tensor:
@@ -156,4 +156,4 @@ class LowRankMultivariateNormal(Distribution):
     def entropy(self) -> Tensor:
         log_det = _lowrank_logdet(self._unbroadcasted_cov_diag, self._capacitance_tril)
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)
-        return H.expand(*self._batch_shape) if self._batch_shape else H
+        return H.expand(self._batch_shape) if self._batch_shape else H

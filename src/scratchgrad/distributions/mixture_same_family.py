@@ -120,7 +120,7 @@ class MixtureSameFamily(Distribution):
             es = self.event_shape
             mix_sample = self.mixture_distribution.sample(sample_shape)  # [S, B]
             comp_samples = self.component_distribution.sample(sample_shape)  # [S, B, K, E]
-            index = mix_sample.reshape(*mix_sample.shape, *(1,) * (len(es) + 1))
+            index = mix_sample.reshape((*mix_sample.shape, *(1,) * (len(es) + 1)))
             index = index.expand(*mix_sample.shape, 1, *es)
             return comp_samples.gather(gather_dim, index).squeeze(gather_dim)
 

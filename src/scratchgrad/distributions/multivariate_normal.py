@@ -160,7 +160,7 @@ class MultivariateNormal(CholeskyParametrized):
     @property
     def variance(self) -> Tensor:
         L = self._unbroadcasted_scale_tril
-        return L.pow(2).sum(-1).expand(*self._batch_shape, *self._event_shape)
+        return L.pow(2).sum(-1).expand((*self._batch_shape, *self._event_shape))
 
     def rsample(self, sample_shape: tuple = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
@@ -177,7 +177,7 @@ class MultivariateNormal(CholeskyParametrized):
     def entropy(self) -> Tensor:
         n = self._event_shape[0]
         H = 0.5 * n * (1.0 + math.log(2 * math.pi)) + half_log_det(self._unbroadcasted_scale_tril)
-        return H.expand(*self._batch_shape) if self._batch_shape else H
+        return H.expand(self._batch_shape) if self._batch_shape else H
 
 
 def _batch_shape(matrix: Tensor, loc: Tensor) -> Size:

@@ -840,13 +840,13 @@ class ReshapeTransform(Transform):
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x: Tensor) -> Tensor:
-        return x.reshape(*x.shape[: x.dim() - len(self.in_shape)], *self.out_shape)
+        return x.reshape((*x.shape[: x.dim() - len(self.in_shape)], *self.out_shape))
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return y.reshape(*y.shape[: y.dim() - len(self.out_shape)], *self.in_shape)
+        return y.reshape((*y.shape[: y.dim() - len(self.out_shape)], *self.in_shape))
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return x.new_zeros(*x.shape[: x.dim() - len(self.in_shape)])
+        return x.new_zeros(x.shape[: x.dim() - len(self.in_shape)])
 
     def forward_shape(self, shape: tuple) -> tuple:
         return _reshaped(shape, self.in_shape, self.out_shape)

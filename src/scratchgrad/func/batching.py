@@ -253,7 +253,7 @@ class BatchedTensor(Tensor):
         capture_hook.call(check_index_copied, index._checked_values(), size, dim)
         source = source.reshape(1) if source.ndim == 0 else source
         along = [-1 if d == dim else 1 for d in range(source.ndim)]
-        return self.scatter(dim, index.reshape(along).expand(*source.shape), source)
+        return self.scatter(dim, index.reshape(along).expand(source.shape), source)
 
     # a plain tensor's index_fill with a batched index, and index_copy with a batched index
     # or source, come here (Tensor's hand them over: see tensor._vmapped)

@@ -373,7 +373,7 @@ def _columns(push: Callable, trees: list, i: int, j: int, outs: list) -> list[Te
             tree_flatten(push(*(tree_unflatten(ts, t[1]) for ts, t in zip(tangents, trees))))[0]
         )
     return [
-        stack([p[k] for p in pushed], -1).reshape(*out.shape, *x.shape)
+        stack([p[k] for p in pushed], -1).reshape((*out.shape, *x.shape))
         if pushed
         else Tensor._make(backend.namespace(x.array).zeros((*out.shape, *x.shape), x.dtype))
         for k, out in enumerate(outs)
@@ -383,7 +383,7 @@ def _columns(push: Callable, trees: list, i: int, j: int, outs: list) -> list[Te
 def _stacked(rows: list, out_shape: tuple, x: Tensor) -> Tensor:
     if not rows:
         return Tensor._make(backend.namespace(x.array).zeros((*out_shape, *x.shape), x.dtype))
-    return stack(rows).reshape(*out_shape, *x.shape)
+    return stack(rows).reshape((*out_shape, *x.shape))
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:

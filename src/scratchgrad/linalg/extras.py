@@ -58,7 +58,7 @@ def _ex(
     failed = Tensor._make(namespace(A.array).asarray(codes.reshape(A.shape[:-2])))
     mask = (failed != 0).reshape(*failed.shape, 1, 1)
     result = compute(where(mask, A.new_ones(A.shape[-1]).diag_embed(), A))
-    return where(mask.reshape(*failed.shape, *[1] * core_dims), math.nan, result), failed
+    return where(mask.reshape((*failed.shape, *[1] * core_dims)), math.nan, result), failed
 
 
 def _inversion_info(matrix: Any) -> int:
@@ -289,7 +289,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
             "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
             f"prod(self.shape[:ind]), but got {cols} != {rows}"
         )
-    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+    return inv(A.reshape(rows, cols)).reshape((*A.shape[ind:], *A.shape[:ind]))
 
 
 def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
@@ -302,7 +302,7 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tens
     """
     if dims is not None:
         moved = [d % A.ndim for d in dims]
-        A = A.permute(*(d for d in range(A.ndim) if d not in moved), *moved)
+        A = A.permute((*(d for d in range(A.ndim) if d not in moved), *moved))
     shape = A.shape[B.ndim :]
     size, rhs = math.prod(shape), B.numel()
     if size != rhs:
@@ -374,7 +374,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     reflectors = A[..., :k].tril(-1) + eye(m, k, dtype=A.dtype, device=A.device)
-    out = eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape).clone()
+    out = eye(m, n, dtype=A.dtype, device=A.device).expand(A.shape).clone()
     for i in reversed(range(k)):  # H_k acts first
         v = reflectors[..., i : i + 1]
         out = out - (tau[..., i, None, None] * v) @ (v.mT @ out)

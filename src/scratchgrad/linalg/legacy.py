@@ -323,7 +323,7 @@ def triangular_solve(
             upper=upper != transpose,
             unitriangular=unitriangular,
         )
-    return triangular_solve_result(solution, A.expand(*batch, *A.shape[-2:]).clone())
+    return triangular_solve_result(solution, A.expand((*batch, *A.shape[-2:])).clone())
 
 
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, *, out: Any = None) -> tuple:

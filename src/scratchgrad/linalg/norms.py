@@ -195,7 +195,7 @@ def _by_singular_values(A: Tensor, ord: str | int, dims: tuple, keepdim: bool) -
     if ord == 2 and min(A.shape[d] for d in dims) == 0:
         return _largest_of_none(A, dims, keepdim)
     others = [d for d in range(A.ndim) if d not in dims]
-    s = svdvals(A.permute(*others, *dims))
+    s = svdvals(A.permute((*others, *dims)))
     out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
     return out.reshape(_reduced_shape(A.shape, dims, keepdim)) if keepdim else out
 

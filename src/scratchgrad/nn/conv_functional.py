@@ -1155,7 +1155,7 @@ def _zeros_in_graph(inputs: tuple, shape: tuple[int, ...]) -> Tensor:
     gradients, as PyTorch's, in the input's dtype (a transposed convolution's bias may have
     another)."""
     zero = sum(t.sum() for t in inputs if t is not None) * 0
-    return zero.to(inputs[0].dtype).expand(*shape).clone()  # (writable, as PyTorch's)
+    return zero.to(inputs[0].dtype).expand(shape).clone()  # (writable, as PyTorch's)
 
 
 def _batch_first(x: Tensor) -> Tensor:
@@ -1287,7 +1287,7 @@ def _tiles(x: Tensor, kernel_size, out_size) -> Tensor:
     reached = tuple(o * k for o, k in zip(out_size, kernel_size))
     if x.shape[2:] != reached:
         x = x[(slice(None), slice(None), *(slice(r) for r in reached))]
-    return x.reshape(*x.shape[:2], *(n for pair in zip(out_size, kernel_size) for n in pair))
+    return x.reshape((*x.shape[:2], *(n for pair in zip(out_size, kernel_size) for n in pair)))
 
 
 def _window_counts(size, kernel_size, stride, padding, out_size, include_pad):

@@ -178,9 +178,9 @@ def _window_maxima(planes: Tensor, kernel, out_size, samples: Tensor) -> Tensor:
     for d, (size, k, out) in enumerate(zip(sizes, kernel, out_size)):
         starts = _starts(samples[..., order[d]], size, out, k)  # (N, C, out)
         at = starts[..., None] + arange(k, device=planes.device)  # (N, C, out, k)
-        at = at.reshape(*at.shape[:2], *_spread(d, dims, out, k))
+        at = at.reshape((*at.shape[:2], *_spread(d, dims, out, k)))
         index = at if index is None else index * size + at
-    index = index.expand(*planes.shape[:2], *out_size, *kernel)
+    index = index.expand((*planes.shape[:2], *out_size, *kernel))
     index = index.reshape(*index.shape[: 2 + dims], math.prod(kernel))
     values = planes.flatten(-dims).gather(-1, index.flatten(2)).view(index.shape)
     nan = values.isnan()

@@ -81,7 +81,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     for k, axis in enumerate(axes):  # axis k (x, y, z) varies along spatial dim dims - 1 - k
         shape = [1] * dims
         shape[dims - 1 - k] = spatial[dims - 1 - k]
-        columns.append(axis.reshape(shape).expand(*spatial))
+        columns.append(axis.reshape(shape).expand(spatial))
     columns.append(ones(*spatial, dtype=theta.dtype, device=theta.device))
     base = stack(columns, -1).reshape(1, -1, dims + 1)
     return (base @ theta.transpose(1, 2)).reshape(size[0], *spatial, dims)

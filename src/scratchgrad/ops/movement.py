@@ -50,7 +50,7 @@ class Permute(Function):
         inverse = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inverse[d] = i
-        return grad.permute(*inverse)
+        return grad.permute(inverse)
 
 
 class Expand(Function):
