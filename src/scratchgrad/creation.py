@@ -319,7 +319,9 @@ def full(
     (tensor([1.5000, 1.5000]), scratchgrad.bool)
     """
     value = fill_value.array.item() if isinstance(fill_value, Tensor) else fill_value
-    dtype = _dtype(dtype, to_array(python_number(value), None).dtype)
+    if dtype is None:
+        dtype = to_array(python_number(value), None).dtype
+    dtype = backend.to_dtype(dtype)
     fill_value = written_number(fill_value, dtype)  # -1 is 255 in uint8; 300 raises
     return _finish(
         _make(_xp(device).full, new_shape("full", (size,)), fill_value, dtype), requires_grad
@@ -916,7 +918,9 @@ class BFloat16Tensor(_LegacyTensor):
 
 def legacy_type_names() -> dict[str, Any]:
     """PyTorch's type names (``t.type()``) and their dtypes: the legacy constructors', and
-    the complex ones, which PyTorch names without giving them a constructor."""
+    the complex and wide unsigned ones, which PyTorch names without giving them a
+    constructor."""
     names = {cls.__name__: cls.dtype for cls in _LegacyTensor.__subclasses__()}
     names.update(ComplexFloatTensor=backend.complex64, ComplexDoubleTensor=backend.complex128)
+    names.update({f"UInt{8 * d.itemsize}Tensor": d for d in backend.BAREBONES_UNSIGNED})
     return names

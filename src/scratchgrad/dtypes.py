@@ -28,6 +28,7 @@ import numpy
 
 from scratchgrad import backend
 from scratchgrad.backend import (
+    BAREBONES_UNSIGNED,
     bfloat16,
     bool_,
     float16,
@@ -54,6 +55,13 @@ def promoted(x: numpy.dtype, y: numpy.dtype) -> numpy.dtype:
     """``promote_types`` on NumPy dtypes, giving a NumPy dtype: the engine's."""
     if x == y:
         return x
+    if (x in BAREBONES_UNSIGNED or y in BAREBONES_UNSIGNED) and not (
+        is_floating(x) or is_floating(y)
+    ):
+        raise RuntimeError(
+            "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{torch_name(x)} and {torch_name(y)}"
+        )
     if "c" in (x.kind, y.kind):  # complex beats every kind; its parts promote as floats do
         return backend.to_complex(promoted(backend.to_real(x), backend.to_real(y)))
     if is_floating(x) != is_floating(y):
@@ -249,7 +257,7 @@ def _numpy_leaves_dtype(data: list | tuple) -> numpy.dtype | None:
 def _from_python(data: Any, dtype: numpy.dtype | None = None) -> Any:
     """NumPy's array of Python data, with PyTorch's errors for a ragged list and for ints past
     int64's range (NumPy would make uint64 or Python objects of them) unless ``dtype`` is a
-    floating or complex one, which holds them."""
+    floating or complex one, which holds them, or uint64, which holds those below 2**64."""
     try:
         array = xp.array(data)
     except ValueError as error:  # NumPy's text for a ragged list: "inhomogeneous shape ..."
@@ -258,6 +266,13 @@ def _from_python(data: Any, dtype: numpy.dtype | None = None) -> Any:
             f"be a tensor): {error}"
         ) from None
     if dtype is not None and backend.can_require_grad(dtype):
+        return array
+    if dtype == xp.uint64 and array.dtype.kind in "iuO":  # (no wrapping here, as PyTorch's)
+        if array.dtype.kind == "O" or (array.dtype.kind == "i" and array.size and array.min() < 0):
+            raise OverflowError(
+                "tensor: uint64 takes ints from 0 to 2**64 - 1 (can't convert negative int to "
+                "unsigned, or int too big to convert)"
+            )
         return array
     if (
         array.dtype == xp.uint64
@@ -539,6 +554,9 @@ _TORCH_NAMES = {
     "int16": "Short",
     "int32": "Int",
     "int64": "Long",
+    "uint16": "UInt16",
+    "uint32": "UInt32",
+    "uint64": "UInt64",
 }
 
 

@@ -31,7 +31,10 @@ _PRECISIONS = {
     float32: (1.3e-6, 1e-5),
     float64: (1e-7, 1e-7),
 }
-_INTEGRAL = tuple(numpy.dtype(name) for name in ("uint8", "int8", "int16", "int32", "int64"))
+_INTEGRAL = tuple(
+    numpy.dtype(name)
+    for name in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+)
 _FLOATING = (float16, bfloat16, float32, float64)
 
 
