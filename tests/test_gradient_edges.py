@@ -551,3 +551,19 @@ def test_logcumsumexp_of_a_0d_tensor_passes_the_gradient_through_as_pytorch(valu
     check_against_torch(
         lambda x: sg.logcumsumexp(x, 0), lambda x: torch.logcumsumexp(x, 0), [np.array(value)]
     )
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+@pytest.mark.parametrize("incoming", [NAN, float("inf"), 3.0])
+def test_the_losing_operand_of_an_elementwise_maximum_gets_zero_as_pytorchs(name, incoming):
+    """Not ``grad * 0``: a NaN or infinite incoming gradient stays where it goes (a NaN loss
+    after a ``std`` of one entry did reach the operand that lost)."""
+    x, y = [0.2, 0.5, 0.5, NAN, 1.0], [0.5, 0.2, 0.5, 1.0, NAN]
+
+    def grads(m):
+        a, b = m.tensor(x, requires_grad=True), m.tensor(y, requires_grad=True)
+        (getattr(m, name)(a, b) * incoming).sum().backward()
+        return a.grad, b.grad
+
+    for ours, theirs in zip(grads(sg), grads(torch)):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -257,11 +257,11 @@ class Minimum(Function):
 
 
 def _split_by(x_wins, y_wins, tie, grad):
-    """Route ``grad`` to the winning operand; NOTE: ties split it half and half, and where
-    either is NaN (no winner, no tie) each gets all of it, as PyTorch."""
-    half_tie = tie.to(grad.dtype) * 0.5
-    x_share = 1 - y_wins.to(grad.dtype) - half_tie
-    return grad * x_share, grad * (1 - x_wins.to(grad.dtype) - half_tie)
+    """Route ``grad`` to the winning operand, as PyTorch: the loser gets 0 (not ``grad * 0``,
+    which would pass on a NaN or an infinity of ``grad``), ties split it half and half, and
+    where either is NaN (no winner, no tie) each gets all of it."""
+    shared = Where.apply(tie, grad * 0.5, grad)
+    return shared.masked_fill(y_wins, 0), shared.masked_fill(x_wins, 0)
 
 
 class Atan2(Function):
