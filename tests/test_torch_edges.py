@@ -1,7 +1,8 @@
 """Edges where scratchgrad differed from PyTorch, each against PyTorch: factories given a
 negative size (and arange's and eye's bounds), subtraction and negation of bool tensors, random
 floats asked for in an integer dtype, gather and scatter with a 0-d operand (values and
-gradients), searchsorted and bucketize on boundaries holding NaN or out of order, the
+gradients), index_select of a 0-d tensor, searchsorted and bucketize on boundaries holding
+NaN or out of order, the
 legacy typed constructors (``LongTensor``, ``FloatTensor(2, 3)``, ``isinstance``), and
 reductions and norms: an empty list of dims, empty and integer inputs, 16-bit accumulation,
 NaN in the 0-norm, complex vector norms, ``var(x, False)``."""
@@ -18,6 +19,8 @@ from oracle import (
     assert_raises_as_torch,
     assert_same,
     check_against_torch,
+    outcome,
+    raised_alike,
     same_dtype,
 )
 
@@ -334,6 +337,22 @@ def test_an_index_of_another_dtype_is_refused_as_pytorchs(name, dtype):
         ),
         rf"^{name}\(\): Expected dtype int32(/| or )int64 for index",
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.tensor(3.0).index_select(0, m.tensor([0])),  # 0-d, as PyTorch's
+        lambda m: m.tensor(3.0).index_select(-1, m.tensor(0)),
+        lambda m: m.tensor(3.0).index_select(0, m.tensor([0, 0])),  # one index only
+        lambda m: m.tensor(3.0).index_select(0, m.tensor([], dtype=m.int64)),
+        lambda m: m.tensor(3.0).index_select(1, m.tensor([0])),
+    ],
+)
+def test_index_select_of_a_0d_tensor_as_pytorchs(call):
+    ours, theirs = outcome(call, sg), outcome(call, torch)
+    if not raised_alike(ours, theirs, "index_select"):
+        assert ours.shape == theirs.shape and ours.item() == theirs.item()
 
 
 # ---- searchsorted and bucketize on NaN or unsorted boundaries -------------------------------

@@ -1842,9 +1842,9 @@ class Tensor:
                 out = op(old)
             except NotImplementedError:  # (bool.igamma_(int): PyTorch's cast error)
                 if promotes and arguments and isinstance(arguments[0], Tensor | numbers.Number):
-                    _refuse_cast(name, result_dtype(old, arguments[0]), self.array.dtype)
+                    refuse_cast(name, result_dtype(old, arguments[0]), self.array.dtype)
                 raise
-            _refuse_cast(name, out.array.dtype, self.array.dtype)
+            refuse_cast(name, out.array.dtype, self.array.dtype)
             if out.shape != self.shape:
                 raise RuntimeError(
                     f"{name}: the result's shape {tuple(out.shape)} does not match the tensor's "
@@ -4138,8 +4138,14 @@ class Tensor:
             )
         if index.ndim > 1:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
-        if self.array.ndim == 0:
-            out = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+        if self.array.ndim == 0:  # as PyTorch: one index, and a 0-d result
+            wrap_dim(dim, 0)
+            if index.numel() != 1:
+                raise RuntimeError(
+                    "index_select(): Index to scalar can have only 1 value, got "
+                    f"{index.numel()} value(s)"
+                )
+            out = self.reshape(1)[index.reshape(-1)].reshape(())
         else:
             out = self[(slice(None),) * wrap_dim(dim, self.array.ndim) + (index.reshape(-1),)]
         return named_backward(out, "IndexSelectBackward0")
@@ -5080,14 +5086,20 @@ class Tensor:
 _make = Tensor._make  # the plain one (see mark_inference_tensors)
 
 
+# The names of the in-place forms ``_in_place_form`` made: each writes through ``_apply_``
+# (which vmap's batched tensors batch)
+IN_PLACE_FORMS: set[str] = set()
+
+
 def _in_place_form(name: str) -> Callable:
     """``Tensor.<name>_``, the in-place form of the method ``name`` (see ``Tensor._apply_``):
     ``x.clamp_(0, 1)`` is ``x.clamp(0, 1)`` written into ``x``. In-place ops are not autocast,
-    as PyTorch's: the method without its autocast policy."""
-    op = getattr(Tensor, name)
-    op = op.__wrapped__ if hasattr(op, "autocast_policy") else op
+    as PyTorch's: the method without its autocast policy. The method is the tensor's class's
+    (a vmap's batched tensor has its own ``clamp``)."""
 
     def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        op = getattr(type(self), name)
+        op = op.__wrapped__ if hasattr(op, "autocast_policy") else op
         return self._apply_(
             f"{name}_", lambda t: op(t, *args, **kwargs), *args, *kwargs.values(), promotes=True
         )
@@ -5096,6 +5108,7 @@ def _in_place_form(name: str) -> Callable:
     in_place.__doc__ = (
         f"``{name}`` in place: ``x.{name}_(...)`` writes ``x.{name}(...)`` into ``x``."
     )
+    IN_PLACE_FORMS.add(f"{name}_")
     return in_place
 
 
@@ -6965,7 +6978,7 @@ def _reads_as_number(value: Any) -> bool:
     return isinstance(value, numbers.Number)
 
 
-def _refuse_cast(name: str, result: Any, into: Any) -> None:
+def refuse_cast(name: str, result: Any, into: Any) -> None:
     """PyTorch's error for an in-place op whose result type does not cast to the tensor's by
     kind (float into int, int64 into uint8 too)."""
     if not can_cast(result, into):

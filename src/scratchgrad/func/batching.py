@@ -28,10 +28,13 @@ from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.ops import binary
 from scratchgrad.tensor import (
+    IN_PLACE_FORMS,
     Tensor,
+    as_shape,
     cat,
     check_index_copied,
     index_mask,
+    refuse_cast,
     searchsorted,
     stack,
     wrap_dim,
@@ -125,10 +128,78 @@ class BatchedTensor(Tensor):
     def detach(self) -> Tensor:
         return wrap(self.value.detach(), self.level)
 
-    def view(self, *shape: Any) -> Tensor:
-        # a member's view is its reshape here: writes into a batched tensor are refused, so
-        # whether it shares memory cannot show
-        return self.reshape(*shape)
+    def view(self, *shape: Any, dtype: Any = None, size: Any = None) -> Tensor:
+        """A view of every member: the batch's view, its batch dim kept first, which raises
+        where the batch's layout allows none (a copy would lose the writes through it)."""
+        if dtype is None and len(shape) == 1 and not isinstance(shape[0], int | tuple | list):
+            dtype = shape[0]
+        if dtype is not None:
+            return wrap(self.value.view(dtype), self.level)
+        sizes = as_shape(shape if size is None else (size,))
+        return wrap(self.value.view(self.value.shape[0], *sizes), self.level)
+
+    # In-place changes: each member becomes the op's out-of-place result (batched or not),
+    # written into the batch's value in place, so that views of the batch and the tensor
+    # vmap was given see it, as in torch.func.vmap.
+
+    def _write(self, name: str, new: Tensor) -> BatchedTensor:
+        """Each member becomes ``new``'s (of a member's shape, in this batch's dtype)."""
+        if level_of((new,)) > self.level:  # a member would take a whole batch of values
+            raise RuntimeError(
+                f"vmap: {name} is not possible because the values written are batched and the "
+                "tensor written into is not (PyTorch's inplace arithmetic error): compute a "
+                "new tensor out of place instead"
+            )
+        if tuple(new.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
+                f"shape {list(new.shape)}"
+            )
+        value, (new_value,) = self.value, unwrap((new,), self.level)[0]
+        value.copy_(new_value.to(self.dtype))
+        return self
+
+    def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:
+        return self._apply_(name, lambda old: out_of_place(old, other))
+
+    def _apply_(
+        self, name: str, op: Callable[[Tensor], Tensor], *arguments: Any, promotes: bool = False
+    ) -> Tensor:
+        # computed from a copy of the old values, as Tensor's recorded in-place ops are: the
+        # op may save them for its gradient, and the write changes them
+        new = op(wrap(self.value.clone(), self.level))
+        refuse_cast(name, new.array.dtype, self.array.dtype)
+        return self._write(name, new)
+
+    def fill_(self, value: Any) -> Tensor:
+        Tensor.fill_(_stand_in(self), _stand_in(value))  # its checks (a 0-d value)
+        if isinstance(value, Tensor):
+            return self._write("fill_", value.expand(self.shape))
+        full = creation.full(self.shape, value, dtype=self.dtype, device=self.device)
+        return self._write("fill_", full)
+
+    def copy_(self, src: Any) -> Tensor:
+        if not isinstance(src, Tensor):
+            src = creation.tensor(src, dtype=self.dtype, device=self.device)
+        return self._write("copy_", src.expand(self.shape))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``x[index] = value`` of each member, as ``x.value[:, index] = value``: ints,
+        slices, None, Ellipsis and unbatched index tensors that are adjacent (which keep the
+        batch dim first); ``value`` batched or not."""
+        items = index if isinstance(index, tuple) else (index,)
+        tensors = [i for i, item in enumerate(items) if not _basic_item(item)]
+        if level_of(items) or (tensors and tensors[-1] - tensors[0] >= len(tensors)):
+            raise RuntimeError(
+                "vmap: x[index] = v with a batched index, or index tensors apart from each "
+                "other, is not batched; use scatter or index_put (out of place) instead"
+            )
+        if level_of((value,)) > self.level:
+            self._write("setitem", value)  # (raises)
+        if type(value) is BatchedTensor and value.level == self.level:
+            target = self.value[(slice(None), *items)]
+            value = pad_to_rank([target, value.value], [True, True])[1]
+        self.value[(slice(None), *items)] = value
 
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
@@ -170,12 +241,14 @@ class BatchedTensor(Tensor):
 
     def _reduce_values(self, name: str, dim: int | None, keepdim: bool) -> Tensor:
         value = self.value
-        if dim is None:  # over all of a member's entries: flatten each member first
+        if dim is None or self.ndim == 0:  # over all of a member's entries: flatten each first
+            if dim is not None:
+                wrap_dim(dim, 0)  # (a 0-d member takes dim 0 or -1)
             out = getattr(value.reshape(value.shape[0], -1), name)(1)
             return wrap(
                 out.reshape(value.shape[0], *(1,) * self.ndim) if keepdim else out, self.level
             )
-        return wrap(getattr(value, name)(dim % max(self.ndim, 1) + 1, keepdim), self.level)
+        return wrap(getattr(value, name)(wrap_dim(dim, self.ndim) + 1, keepdim), self.level)
 
     def _indices_along(self, compute: Callable, dim: int, *args: Any) -> Tensor:
         """Sorts, top k, order statistics (median, kthvalue) and running extremes (cummax,
@@ -276,6 +349,11 @@ class BatchedTensor(Tensor):
         return wrap(searchsorted(b, rows, sorter=sorter, **options).reshape(values.shape), level)
 
 
+def _basic_item(item: Any) -> bool:
+    """Whether an index item selects as basic indexing does (keeps the dims around it)."""
+    return item is None or item is Ellipsis or isinstance(item, int | slice)
+
+
 def _stand_in(x: Any) -> Any:
     """Zeros of a tensor's (one member's) shape and dtype, on its device; anything else as it
     is: for running an op's checks of shapes and dtypes without reading values."""
@@ -309,13 +387,13 @@ _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
 
 
 def _refuse_in_place(name: str) -> Callable:
-    """A batched tensor's in-place method ``name``: vmap does not batch writes into a batch
-    (its members' values live in one array vmap made), so it raises, naming the op."""
-    what = _OPERATORS.get(name, name)
+    """A batched tensor's in-place method ``name`` that is not written through
+    ``BatchedTensor._write`` (random fills, scatters, in-place view changes): it raises,
+    naming the op."""
 
     def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            f"vmap: {what} writes into a batched tensor in place, which vmap does not batch; "
+            f"vmap: {name} writes into a batched tensor in place, which vmap does not batch; "
             "compute the new tensor out of place instead (y = x + 1, sg.where(mask, v, x), "
             "x.masked_fill(mask, v))"
         )
@@ -324,15 +402,14 @@ def _refuse_in_place(name: str) -> Callable:
     return in_place
 
 
-# Python's in-place operators, by their methods' names
-_OPERATORS = {
-    "__setitem__": "x[...] = v", "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
-    "__itruediv__": "/=",
-}  # fmt: skip
-# Tensor's in-place methods (x.add_(1), x[0] = v, x += 1), refused on a batch; not
-# requires_grad_, which sets a flag (scratchgrad.func.grad sets it on batched leaves)
-for _name in [*(n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")), *_OPERATORS]:
-    if _name != "requires_grad_":
+# Tensor's in-place methods that BatchedTensor._write does not batch, refused on a batch: all
+# but the arithmetic methods (the operators, ``+=``, ``x[i] = v``, go through it too),
+# fill_, zero_, copy_ and the in-place forms of out-of-place ops (``clamp_``,
+# ``masked_fill_``: see tensor.IN_PLACE_FORMS); not requires_grad_, which sets a flag
+# (scratchgrad.func.grad sets it on batched leaves)
+_WRITTEN = {"requires_grad_", "add_", "sub_", "subtract_", "mul_", "div_", "fill_", "zero_"}
+for _name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")]:
+    if _name not in _WRITTEN | IN_PLACE_FORMS and _name not in BatchedTensor.__dict__:
         setattr(BatchedTensor, _name, _refuse_in_place(_name))
 
 

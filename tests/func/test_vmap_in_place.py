@@ -1,0 +1,115 @@
+"""In-place changes under ``func.vmap``, as ``torch.func.vmap``'s: ``+=`` and the other
+operators, ``add_``/``mul_``/..., the in-place forms (``clamp_``, ``masked_fill_``), ``fill_``,
+``zero_``, ``copy_`` and ``x[index] = v`` write each member's new values into the batch, through
+views too, and into the tensor vmap was given; writing a batch into an unbatched tensor, a
+result that does not keep the shape or cast to the dtype, and a leaf that ``grad`` made, raise
+as PyTorch's."""
+
+import pytest
+import torch
+from oracle import assert_close, outcome, raised_alike
+
+import scratchgrad as sg
+
+
+def _iadd(t, v):
+    t += v
+    return t
+
+
+def _setitem(t, index, v):
+    t[index] = v
+    return t
+
+
+CASES = {
+    "iadd": lambda m, t, v: _iadd(t.clone(), v),
+    "ipow": lambda m, t, v: t.clone().__ipow__(2),
+    "add_alpha": lambda m, t, v: t.clone().add_(v, alpha=2),
+    "mul_view": lambda m, t, v: _view_mul(t),
+    "clamp_view": lambda m, t, v: t.clone().unsqueeze(0).clamp_(max=2.0).squeeze(0),
+    "masked_fill_": lambda m, t, v: t.clone().masked_fill_(v > 1, -1.0),
+    "fill_number": lambda m, t, v: t.clone().fill_(2.5),
+    "fill_batched": lambda m, t, v: t.clone().fill_(v.sum()),
+    "zero_slice": lambda m, t, v: _zero_tail(t),
+    "copy_": lambda m, t, v: t.clone().copy_(v),
+    "copy_broadcast": lambda m, t, v: t.clone().copy_(m.tensor([1, 2, 3])),
+    "setitem_int": lambda m, t, v: _setitem(t.clone(), 1, 7.0),
+    "setitem_ellipsis": lambda m, t, v: _setitem(t.clone(), (..., 0), v[2]),
+    "setitem_tensor": lambda m, t, v: _setitem(t.clone(), m.tensor([0, 2]), v[:2]),
+    "setitem_slice_batched": lambda m, t, v: _setitem(t.clone(), slice(1, None), v[1:]),
+    "input": lambda m, t, v: t.mul_(2),
+    "int_add_float": lambda m, t, v: t.long().add_(1.5),
+    "shape_grows": lambda m, t, v: t.clone()[0].add_(t),
+}
+
+
+def _view_mul(t):
+    out = t.clone()
+    out[0].mul_(3)  # through a view of the member
+    return out
+
+
+def _zero_tail(t):
+    out = t.clone()
+    out.view(-1)[1:].zero_()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_in_place_changes_batch_as_pytorch(name):
+    def call(m):
+        x, v = m.arange(6.0).reshape(2, 3), m.tensor([[1.0, 2.0, 3.0], [0.5, 1.5, 2.5]])
+        out = m.func.vmap(lambda t, u: CASES[name](m, t, u))(x, v)
+        return out, x  # the input too: vmap writes into it where the function does
+
+    ours, theirs = outcome(call, sg), outcome(call, torch)
+    if not raised_alike(ours, theirs, name):
+        for a, b in zip(ours, theirs):
+            assert_close(a, b)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lambda m, c, t: c.add_(t),  # an unbatched tensor takes a batch
+        lambda m, c, t: _setitem(c, 0, t),
+    ],
+)
+def test_writing_a_batch_into_an_unbatched_tensor_raises(function):
+    def call(m):
+        c = m.zeros(2, 3)
+        return m.func.vmap(lambda t: function(m, c, t))(m.ones(4, 3))
+
+    assert raised_alike(outcome(call, sg), outcome(call, torch), "unbatched")
+
+
+def test_an_inner_batch_written_into_an_outer_member_raises():
+    def call(m):
+        def outer(a):
+            return m.func.vmap(lambda b: a.clone().add_(b))(m.ones(2, 3))
+
+        return m.func.vmap(outer)(m.ones(4, 3))
+
+    assert raised_alike(outcome(call, sg), outcome(call, torch), "nested")
+
+
+def test_gradients_through_in_place_changes_as_pytorch():
+    def f(t):
+        o = t.clone()
+        o[1] = o[0] * 3
+        o.mul_(t)
+        return (o**2).sum()
+
+    def call(m):
+        return m.func.vmap(m.func.grad(f))(m.arange(6.0).reshape(2, 3))
+
+    assert_close(call(sg), call(torch))
+    # grad's input is a leaf: changing it in place raises, as PyTorch's
+    leaf = lambda m: m.func.vmap(m.func.grad(lambda t: t.mul_(2).sum()))(m.ones(2, 3))  # noqa: E731
+    assert raised_alike(outcome(leaf, sg), outcome(leaf, torch), "leaf")
+
+
+def test_random_fills_are_refused_naming_the_op():
+    with pytest.raises(RuntimeError, match="vmap: uniform_ writes into a batched tensor"):
+        sg.func.vmap(lambda t: t.clone().uniform_(), randomness="different")(sg.ones(2, 3))
