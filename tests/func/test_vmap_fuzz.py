@@ -2,10 +2,11 @@
 batch dim anywhere (``in_dims`` 0, 1, -1), per-member shapes of one to three dims (size 1
 dims too), a chain of one to three ops drawn from views, elementwise math, reductions, matrix
 products, joins and in-place updates (of the member, of a view of it, by operators, methods and
-setitem), a second operand
-batched or not, the result's batch dim put anywhere (``out_dims``); and per-member gradients,
-``vmap(grad(f))``. Both libraries must raise or not (the same error class) and agree on the
-result's shape and values. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
+setitem), a second operand batched or not, the result's batch dim put anywhere (``out_dims``);
+per-member gradients,
+``vmap(grad(f))``; and ``jacrev``, ``jacfwd``, ``jvp``, ``vjp`` and ``hessian`` of a chain.
+Both libraries must raise or not (the same error class) and agree on the result's shape and
+values. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import numpy as np
 import pytest
@@ -207,3 +208,48 @@ def test_reductions_check_a_members_dim_as_pytorch(function):
     ours, theirs = outcome(call, sg), outcome(call, torch)
     if not raised_alike(ours, theirs, "reduction"):
         _close(ours, theirs, "reduction")
+
+
+TRANSFORMS = {
+    "jacrev": lambda m, f, x, v: m.func.jacrev(f)(x),
+    "jacfwd": lambda m, f, x, v: m.func.jacfwd(f)(x),
+    "jvp": lambda m, f, x, v: m.func.jvp(f, (x,), (v,))[1],
+    "vjp": lambda m, f, x, v: m.func.vjp(f, x)[1](f(x.detach()) * 0 + 1)[0],
+    "hessian": lambda m, f, x, v: m.func.hessian(lambda t: (f(t) ** 2).sum())(x),
+}
+
+
+def _without_vmap(transform, f, x, v):
+    """PyTorch's answer by ``torch.autograd.functional``, which loops where ``torch.func``
+    vmaps (its vmap raises IndexError on some 0-d members); None for vjp, which needs none."""
+    functional = torch.autograd.functional
+    if transform == "hessian":
+        return functional.hessian(lambda t: (f(t) ** 2).sum(), x)
+    if transform == "vjp":
+        return None
+    jacobian = functional.jacobian(f, x)
+    return torch.tensordot(jacobian, v, dims=x.dim()) if transform == "jvp" else jacobian
+
+
+@FUZZ
+@given(cases(), st.sampled_from(sorted(TRANSFORMS)))
+def test_derivatives_of_chains_agree_with_pytorch(case, transform):
+    """jacrev, jacfwd, jvp, vjp and hessian of a chain at one member; where PyTorch's
+    transform raises, against ``torch.autograd.functional``'s answer."""
+    shape, _, chain, *_, rng = case
+    if transform in ("jacfwd", "jvp") and "input_" in chain:
+        return  # forward mode is reverse mode here: docs/func.md, Limits (the primal changed)
+    x, v = rng.standard_normal(shape), rng.standard_normal(shape)
+    function = lambda m, copies=False: lambda t: _chain(m, chain, copies)(t, t)  # noqa: E731
+
+    def call(m):
+        return TRANSFORMS[transform](m, function(m), m.tensor(x), m.tensor(v))
+
+    ours, theirs = outcome(call, sg), outcome(call, torch)
+    if isinstance(theirs, Exception) and transform != "vjp":  # (copies: see _agree)
+        copies = "modified by an inplace operation" in str(theirs)
+        f = function(torch, copies and not isinstance(ours, Exception))
+        theirs = outcome(_without_vmap, transform, f, torch.tensor(x), torch.tensor(v))
+    what = f"{transform} of {chain} at {shape}"
+    if not raised_alike(ours, theirs, what):
+        _close(ours, theirs, what)
