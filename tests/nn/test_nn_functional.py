@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from oracle import assert_close, check_against_torch
+from oracle import assert_close, assert_raises_as_torch, check_against_torch
 
 import scratchgrad as sg
 import scratchgrad.nn.functional as F
@@ -206,6 +206,32 @@ def test_pad_crops_to_what_torch_allows(mode, widths):
         lambda x: F.pad(x, widths, mode=mode), lambda x: TF.pad(x, widths, mode=mode), [data]
     )
     assert tuple(expected.shape) == tuple(F.pad(sg.ones(1, 2, 5), widths, mode=mode).shape)
+
+
+@pytest.mark.parametrize(
+    ("mode", "shape", "widths"),
+    [
+        ("reflect", (1, 2, 2), (0, 0, -1, -1)),
+        ("replicate", (1, 1, 2), (-1, -1, 1, 0)),
+        ("reflect", (1, 1, 1, 1), (0, 0, 0, -1, 0, 0)),
+    ],
+)
+def test_reflect_and_replicate_crop_one_of_several_dims_to_nothing_as_torch(mode, shape, widths):
+    """PyTorch's kernels refuse an output that is empty in every padded dim, not in one."""
+    data = np.random.default_rng(2).standard_normal(shape)
+    check_against_torch(
+        lambda x: F.pad(x, widths, mode=mode), lambda x: TF.pad(x, widths, mode=mode), [data]
+    )
+
+
+def test_circular_pad_of_too_few_dims_raises_before_cropping_as_torch():
+    """The padding's length is checked against the input's rank first, as PyTorch's: it was a
+    RuntimeError from the crop."""
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.pad(m.ones(1, 1, 1, 1), (0, -2), "circular"),
+        NotImplementedError,
+        "circular padding of the last 1 dims needs a 2-D or 3-D input",
+    )
 
 
 # ---- finite differences on the composed layers --------------------------------------------------

@@ -2780,6 +2780,8 @@ def pad(
     widths = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode != "constant":  # (before circular's cropping, as PyTorch's)
+        _check_pad_mode(input, mode, len(pad) // 2)
     if mode in ("reflect", "replicate"):  # NOTE: as PyTorch, they mirror about the uncropped edge
         return _pad_by_index(input, widths, mode, len(pad) // 2)
     out = input
@@ -2798,9 +2800,9 @@ def pad(
     return out.pad(widths, 0.0 if value is None else value)
 
 
-def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> Tensor:
-    """Reflect, replicate or circular padding as indexing: each padded dim is read at the
-    positions its mode maps the padded range onto (the gradient adds up at repeated ones)."""
+def _check_pad_mode(input: Tensor, mode: str, padded_dims: int) -> None:
+    """A padding ``mode`` other than "constant" is known and pads the last 1 to 3 dims of a
+    batched or unbatched input."""
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(
             f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}"
@@ -2810,11 +2812,22 @@ def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> T
             f"pad: {mode} padding of the last {padded_dims} dims needs a {padded_dims + 1}-D or "
             f"{padded_dims + 2}-D input, got shape {tuple(input.shape)}"
         )
+
+
+def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> Tensor:
+    """Reflect, replicate or circular padding as indexing: each padded dim is read at the
+    positions its mode maps the padded range onto (the gradient adds up at repeated ones)."""
     channels = input.ndim - padded_dims - 1  # (PyTorch's kernels: only the batch may be empty)
     if mode != "circular" and 0 in input.shape[channels:]:
         raise RuntimeError(
             f"pad: {mode} padding needs an input with no empty dim from dim {channels} on, got "
             f"shape {tuple(input.shape)}"
+        )
+    sizes = [n + before + after for n, (before, after) in zip(input.shape, widths)]
+    if mode != "circular" and max(sizes[-padded_dims:]) < 1:  # (PyTorch's kernels empty one)
+        raise RuntimeError(
+            f"pad: input of shape {tuple(input.shape)} is too small for {mode} padding: "
+            f"calculated output sizes {sizes[-padded_dims:]}"
         )
     out = input
     for dim, (before, after) in enumerate(widths):
@@ -2826,8 +2839,8 @@ def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> T
 
 def _pad_index(size: int, before: int, after: int, mode: str, dim: int):
     """Which entry of a dim of ``size`` each padded position reads."""
-    if size + before + after < 1:  # reached by reflect and replicate only, which PyTorch's
-        raise RuntimeError(  # kernels refuse to crop to nothing
+    if size + before + after < 0:  # reached by reflect and replicate only
+        raise RuntimeError(
             f"pad: input (size {size} of dim {dim}) is too small for {mode} padding "
             f"({before}, {after}): calculated output size {size + before + after}"
         )
