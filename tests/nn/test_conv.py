@@ -265,6 +265,15 @@ def test_fold_where_windows_reach_into_the_padding(size, options):
     )
 
 
+@pytest.mark.parametrize("shape", [(1, 4, 3), (1, 3, 1), (4, 2), (1, 4, 0), (1, 0, 1)])
+def test_fold_refuses_columns_that_do_not_fit_as_torch(shape):
+    """Rows that are not whole windows, or another count of columns than the output size has
+    blocks, raise as PyTorch's (unbatched (4, 2) gave a batch of two images)."""
+    for lib in (torch, sg):
+        with pytest.raises(RuntimeError, match="" if lib is torch else "fold: "):
+            lib.nn.functional.fold(lib.ones(shape), (2, 2), 2)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_fold_of_minus_zeros_is_plus_zero_as_torch(dtype):
     """PyTorch's col2im adds onto zeros, so a pixel of -0.0 entries only is +0.0; the centre

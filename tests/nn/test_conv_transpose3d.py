@@ -166,6 +166,26 @@ def test_conv_transpose1d_unbatched_empty_and_short(x_shape, options):
     )
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_an_empty_batch_takes_any_output_padding_as_torch(dims):
+    """PyTorch checks output_padding against stride and dilation only for a batch that is not
+    empty (ours refused an empty one)."""
+    rng = np.random.default_rng(6)
+    arrays = [np.zeros((0, 2, *(2,) * dims)), rng.standard_normal((2, 1, *(2,) * dims))]
+    check_against_torch(
+        lambda x, w: getattr(F, f"conv_transpose{dims}d")(x, w, output_padding=2),
+        lambda x, w: getattr(TF, f"conv_transpose{dims}d")(x, w, output_padding=2),
+        arrays,
+    )
+    assert_raises_as_torch(
+        lambda m: getattr(m.nn.functional, f"conv_transpose{dims}d")(
+            m.zeros(1, 2, *(2,) * dims), m.zeros(2, 1, *(2,) * dims), output_padding=2
+        ),
+        RuntimeError,
+        "output padding",
+    )
+
+
 def test_conv_transpose1d_runs_in_1d(monkeypatch):
     """No detour through 2-d: the columns are folded into a signal, not an image of height 1."""
     sizes, fold = [], F.Fold.apply
@@ -283,7 +303,7 @@ def _conv_t3d(lib, x=(1, 2, 3, 3, 3), w=(2, 3, 2, 2, 2), bias=None, dtype=None, 
             RuntimeError,
             "output padding",
         ),
-        (lambda lib: _conv_t3d(lib, output_padding=-1), RuntimeError, "output padding"),
+        (lambda lib: _conv_t3d(lib, output_padding=-1), RuntimeError, "negative output_padding"),
         (lambda lib: _conv_t3d(lib, padding=-1), RuntimeError, "padding must be non-negative"),
         (lambda lib: _conv_t3d(lib, stride=0), RuntimeError, "stride must be positive"),
         (lambda lib: _conv_t3d(lib, dilation=(1, 0, 1)), RuntimeError, "dilation must be"),

@@ -250,7 +250,11 @@ def _conv_transpose(
         )
     )
     _check_geometry(kernel_size, stride, _symmetric(padding), dilation, name)
-    if any(o >= max(s, d) or o < 0 for o, s, d in zip(output_padding, stride, dilation)):
+    if min(output_padding) < 0:
+        raise RuntimeError(f"{name}: negative output_padding {output_padding} is not supported")
+    # (as PyTorch's, which checks the output padding's bound only for a batch that is not empty)
+    too_large = any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation))
+    if too_large and x.shape[0]:
         raise RuntimeError(
             f"{name}: output padding {output_padding} must be smaller than either "
             f"stride {stride} or dilation {dilation}"
@@ -461,7 +465,8 @@ def fold(
         )
     )
     pads = _symmetric(padding)
-    _output_size(output_size, kernel_size, stride, pads, dilation, "fold")
+    blocks = _output_size(output_size, kernel_size, stride, pads, dilation, "fold")
+    _check_fold_input(x, kernel_size, blocks)
     out = Fold.apply(
         x.permute(1, 2, 0).reshape(x.shape[1], -1),  # batch last
         output_size=output_size,
@@ -471,6 +476,22 @@ def fold(
         stride=stride,
     )
     return out if batched else out.squeeze(0)
+
+
+def _check_fold_input(x: Tensor, kernel_size: tuple, blocks: tuple) -> None:
+    """``fold``'s columns: whole windows of ``kernel_size``, one column per block."""
+    if 0 in x.shape[1:]:
+        raise RuntimeError(f"fold: only the batch may be empty, got columns of shape {x.shape}")
+    if x.shape[1] % math.prod(kernel_size):
+        raise RuntimeError(
+            f"fold: columns of shape {x.shape} have {x.shape[1]} rows, not a multiple of the "
+            f"kernel's {math.prod(kernel_size)} entries {kernel_size}"
+        )
+    if x.shape[2] != math.prod(blocks):
+        raise RuntimeError(
+            f"fold: columns of shape {x.shape} have {x.shape[2]} columns, but the output size "
+            f"fits {blocks[0]} * {blocks[1]} = {math.prod(blocks)} sliding blocks"
+        )
 
 
 # ---- pooling --------------------------------------------------------------------------------
