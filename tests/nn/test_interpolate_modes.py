@@ -248,6 +248,31 @@ def test_gradcheck_and_gradgradcheck(mode, shape, options):
     assert sg.autograd.gradgradcheck(lambda x: F.interpolate(x, mode=mode, **options), (x,))
 
 
+INF = float("inf")
+
+
+@pytest.mark.parametrize(
+    ("x", "options"),
+    [
+        ([[[0.0, INF, 0.0, 1.0]]], dict(size=8, mode="linear")),
+        ([[[0.0, INF, 0.0, 1.0]]], dict(size=4, mode="linear")),  # copied: read twice
+        ([[[INF]]], dict(size=1, mode="linear")),
+        ([[[[INF, 1.0]]]], dict(size=(1, 3), mode="bilinear")),
+        ([[[[INF, 1.0]]]], dict(size=(1, 3), mode="bicubic")),
+        ([[[[INF, 1.0, 2.0, 3.0]]]], dict(size=(1, 3), mode="bilinear", antialias=True)),
+        ([[[[0.0, INF, -INF, 3.0]]]], dict(size=(1, 6), mode="bicubic", antialias=True)),
+        ([[[[[INF, 1.0]]]]], dict(size=(1, 1, 3), mode="trilinear")),
+    ],
+    ids=str,
+)
+def test_infinities_stay_in_the_outputs_that_read_them_as_torch(x, options):
+    """An infinity reaches the outputs whose taps read it, NaN where its weight is 0 (the
+    product with the weight matrix made every output of its row NaN)."""
+    check_against_torch(
+        lambda x: F.interpolate(x, **options), lambda x: TF.interpolate(x, **options), [x]
+    )
+
+
 def test_an_empty_batch_resizes_as_torch():
     for mode, rank in [("bicubic", 4), ("trilinear", 5), ("area", 5), ("nearest-exact", 3)]:
         shape = (0, 2, *(3,) * (rank - 2))

@@ -5,11 +5,15 @@ layers ``Upsample``, ``PixelShuffle`` and ``PixelUnshuffle``, which hold no para
 Every interpolating mode is separable and linear in the input: along each spatial dim,
 output entry ``i`` is a weighted sum of input entries, so the resize is one product with a small
 (out, in) weight matrix per dim, built from the sizes alone (a constant of the graph), and the
-gradient is the product with its transpose. The modes differ only in their weights: linear
-(two taps), cubic (four, Keys' kernel with PyTorch's A = -0.75, out-of-range taps clamped to the
-edge) and the antialiased filters (a tent or a cubic stretched over the input entries each
-output covers, as PIL). Area is adaptive average pooling, as PyTorch's (whose infinities stay
-in the windows that hold them, and whose 5-D inputs run in float32 under autocast). Nearest
+gradient is the product with its transpose. The matrix adds up each output's taps (the entries
+PyTorch's kernels read for it, and their weights); where the input holds an infinity or a NaN,
+which the product would spread through the zero weights to every output, the result is the
+sum over the taps instead, as PyTorch's: NaN where an infinity is read with weight 0
+(``Mix``). The modes differ only in their weights: linear (two taps), cubic (four, Keys' kernel
+with PyTorch's A = -0.75, out-of-range taps clamped to the edge) and the antialiased filters (a
+tent or a cubic stretched over the input entries each output covers, as PIL). Area is adaptive
+average pooling, as PyTorch's (whose infinities stay in the windows that hold them, and whose
+5-D inputs run in float32 under autocast). Nearest
 modes pick entries by index; their gradient adds up at repeated ones.
 
 Source positions follow PyTorch's arithmetic to the rounding (see ``_step`` and
@@ -31,7 +35,7 @@ from scratchgrad.nn.conv_functional import (
     adaptive_avg_pool3d,
 )
 from scratchgrad.nn.module import Module
-from scratchgrad.ops.matmul import MatMul
+from scratchgrad.ops.conv import Mix
 from scratchgrad.tensor import Tensor
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
@@ -109,8 +113,8 @@ def interpolate(
             index = _nearest_index(n, m, scale, mode, input.dtype, input.ndim == 4)
             out = out[(slice(None),) * dim + (index,)]
         else:
-            weights = _weights(mode, n, m, scale, align_corners, antialias)
-            out = _resample(out, dim, Tensor._from_data(weights, out.dtype).to(out.device))
+            taps = _taps(mode, n, m, scale, align_corners, antialias)
+            out = Mix.apply(out, weights=_weights(taps, n), dim=dim, taps=taps)
     return out.to(input.dtype) if wide else out
 
 
@@ -302,18 +306,6 @@ def _check_dtype(input: Tensor, mode: str, antialias: bool) -> None:
     )
 
 
-def _resample(x: Tensor, dim: int, weights: Tensor) -> Tensor:
-    """``x`` with its dim ``dim`` mixed by ``weights`` (out, in): a matrix product.
-
-    MatMul itself, not ``@``: a resize stays in its input's dtype under autocast, as PyTorch's.
-    """
-    if dim == x.ndim - 1:
-        return MatMul.apply(x, weights.mT)
-    shape = x.shape  # the dims after ``dim`` flattened, so that ``dim`` is the product's rows
-    flat = x.reshape(*shape[: dim + 1], math.prod(shape[dim + 1 :]))
-    return MatMul.apply(weights, flat).reshape(*shape[:dim], weights.shape[0], *shape[dim + 1 :])
-
-
 def _step(n: int, m: int, scale: float | None, align_corners: bool = False) -> float:
     """The distance in the input between neighbouring outputs' positions, as PyTorch's
     ``area_pixel_compute_scale``: (n - 1) / (m - 1) when corners align, else 1 / scale_factor
@@ -343,13 +335,25 @@ def _nearest_index(n: int, m: int, scale: float | None, mode: str, dtype, image:
     return xp.minimum(xp.floor(source.astype(xp.float32)).astype(xp.int64), n - 1)
 
 
-def _weights(mode: str, n: int, m: int, scale: float | None, align_corners: bool, antialias: bool):
-    """The (m, n) matrix that resizes a dim of ``n`` entries to ``m`` in ``mode``, in float64."""
+def _taps(mode: str, n: int, m: int, scale: float | None, align_corners: bool, antialias: bool):
+    """``(index, coefficient)``, each (m, taps): which of ``n`` entries each of ``m`` outputs
+    reads in ``mode`` and with what weight (float64), as PyTorch's kernels read them; an index
+    of -1 is a tap not read (the antialiased windows differ in width)."""
     if antialias:
-        return _antialias_weights(n, m, scale, align_corners, cubic=mode == "bicubic")
+        return _antialias_taps(n, m, scale, align_corners, cubic=mode == "bicubic")
     if mode == "bicubic":
-        return _cubic_weights(n, m, scale, align_corners)
-    return _linear_weights(n, m, scale, align_corners)
+        return _cubic_taps(n, m, scale, align_corners)
+    return _linear_taps(n, m, scale, align_corners)
+
+
+def _weights(taps: tuple, n: int):
+    """The (m, n) matrix of ``taps``: the weights each output gives each entry, added up."""
+    index, coefficient = taps
+    weights = xp.zeros((index.shape[0], n))
+    rows = xp.broadcast_to(xp.arange(index.shape[0])[:, None], index.shape)
+    read = index >= 0
+    xp.add.at(weights, (rows[read], index[read]), coefficient[read])
+    return weights
 
 
 def _source_positions(n: int, m: int, scale: float | None, align_corners: bool, cubic: bool):
@@ -370,32 +374,24 @@ def _split(source, n: int):
     return low, xp.clip(source - low, 0.0, 1.0)
 
 
-def _taps_matrix(n: int, m: int, first, coefficients) -> object:
-    """(m, n) weights: row i gives ``coefficients[k][i]`` to entry ``first[i] + k``, clamped into
-    the input (a tap beyond an edge weighs on the edge entry)."""
-    weights = xp.zeros((m, n))
-    rows = xp.arange(m)
-    for k, coefficient in enumerate(coefficients):
-        xp.add.at(weights, (rows, xp.clip(first + k, 0, n - 1)), coefficient)
-    return weights
-
-
-def _linear_weights(n: int, m: int, scale: float | None, align_corners: bool):
-    """Two taps per output; NOTE: as PyTorch, a dim resized to its own size is copied, even
-    when a scale factor would move the positions."""
+def _linear_taps(n: int, m: int, scale: float | None, align_corners: bool):
+    """Two taps per output, the second clamped into the input; NOTE: as PyTorch, a dim resized
+    to its own size is copied, each output reading its entry twice, with weights 1 and 0."""
     if n == m:
-        return xp.eye(n)
+        index = xp.stack([xp.arange(n)] * 2, 1)
+        return index, xp.broadcast_to(xp.array([1.0, 0.0]), index.shape)
     low, frac = _split(_source_positions(n, m, scale, align_corners, cubic=False), n)
-    return _taps_matrix(n, m, low, (1 - frac, frac))
+    return xp.stack([low, xp.minimum(low + 1, n - 1)], 1), xp.stack([1 - frac, frac], 1)
 
 
-def _cubic_weights(n: int, m: int, scale: float | None, align_corners: bool):
-    """Four taps per output, at the entries around its position, weighted by Keys' cubic
-    convolution kernel (https://en.wikipedia.org/wiki/Bicubic_interpolation) at the distances
-    1 + t, t, 1 - t and 2 - t."""
+def _cubic_taps(n: int, m: int, scale: float | None, align_corners: bool):
+    """Four taps per output, at the entries around its position (clamped into the input: a tap
+    beyond an edge reads the edge entry), weighted by Keys' cubic convolution kernel
+    (https://en.wikipedia.org/wiki/Bicubic_interpolation) at the distances 1 + t, t, 1 - t and
+    2 - t."""
     low, t = _split(_source_positions(n, m, scale, align_corners, cubic=True), n)
-    taps = [_cubic_kernel(d, _CUBIC_A) for d in (1 + t, t, 1 - t, 2 - t)]
-    return _taps_matrix(n, m, low - 1, taps)
+    index = xp.stack([xp.clip(low - 1 + k, 0, n - 1) for k in range(4)], 1)
+    return index, xp.stack([_cubic_kernel(d, _CUBIC_A) for d in (1 + t, t, 1 - t, 2 - t)], 1)
 
 
 def _cubic_kernel(d, a: float):
@@ -405,7 +401,7 @@ def _cubic_kernel(d, a: float):
     return xp.where(d < 1, near, xp.where(d < 2, far, 0.0))
 
 
-def _antialias_weights(n: int, m: int, scale: float | None, align_corners: bool, cubic: bool):
+def _antialias_taps(n: int, m: int, scale: float | None, align_corners: bool, cubic: bool):
     """PIL's resampling filter, as PyTorch's antialiased modes: when shrinking, the tent
     (bilinear) or Keys' cubic with a = -0.5 (bicubic) is stretched by the scale, so that each
     output averages every input entry it covers; the taps that fall inside the input are
@@ -416,7 +412,7 @@ def _antialias_weights(n: int, m: int, scale: float | None, align_corners: bool,
     rows); we resize each dim as for any other width, as PyTorch itself does on the transposed
     image."""
     if n == m:
-        return xp.eye(n)
+        return xp.arange(n)[:, None], xp.ones((n, 1))
     step = _step(n, m, scale, align_corners)
     stretch = max(step, 1.0)
     support = (2.0 if cubic else 1.0) * stretch
@@ -425,12 +421,13 @@ def _antialias_weights(n: int, m: int, scale: float | None, align_corners: bool,
     start = xp.maximum(xp.trunc(centre - support + 0.5), 0).astype(xp.int64)
     stop = xp.minimum(xp.trunc(centre + support + 0.5).astype(xp.int64), n)
     stop = xp.minimum(stop, start + 2 * math.ceil(support) + 1)  # PyTorch's most taps
-    j = xp.arange(n)
-    distance = xp.abs((j - centre[:, None] + 0.5) / stretch)
+    index = start[:, None] + xp.arange(max(int((stop - start).max()), 1))
+    read = index < stop[:, None]
+    distance = xp.abs((index - centre[:, None] + 0.5) / stretch)
     kernel = _cubic_kernel(distance, -0.5) if cubic else xp.maximum(1 - distance, 0.0)
-    weights = xp.where((j >= start[:, None]) & (j < stop[:, None]), kernel, 0.0)
-    total = weights.sum(1, keepdims=True)
-    return weights / xp.where(total == 0, 1.0, total)
+    kernel = xp.where(read, kernel, 0.0)
+    total = kernel.sum(1, keepdims=True)
+    return xp.where(read, index, -1), kernel / xp.where(total == 0, 1.0, total)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:

@@ -403,18 +403,27 @@ class Mix(Function):
     sums over the windows leave those without it finite; so when the product is not finite,
     the non-finite entries are counted per window instead, and a window holding one is what
     its sum is: NaN for a NaN or for both infinities, else that infinity.
+
+    ``taps`` (a resize's, whose weights may be negative): ``(index, coefficient)``, each
+    (out, taps), the entries each output reads (-1: none) and their weights, which ``weights``
+    adds up. A product that is not finite is then the sum over the taps, as PyTorch's
+    interpolation kernels compute it: an infinity read with weight 0 is NaN there.
     """
 
     @staticmethod
-    def forward(ctx, x, weights, dim):
+    def forward(ctx, x, weights, dim, taps=None):
         ctx.weights, ctx.dim = weights, dim
         module = namespace(x)
         wide = accumulation_dtype(x.dtype)  # 16 bits: summed in float32, rounded once
         weights = module.asarray(weights, dtype=wide or x.dtype)
         with errstate(invalid="ignore"):  # 0 * inf: replaced below
             out = _mix(x, weights, dim)
-        if not module.isfinite(out).all():  # an infinity or a NaN of x reached it
-            out = _non_finite_windows(x, weights, dim)
+            if not module.isfinite(out).all():  # an infinity or a NaN of x reached it
+                out = (
+                    _non_finite_windows(x, weights, dim)
+                    if taps is None
+                    else _sum_of_taps(x, taps, dim, weights.dtype)
+                )
         return out if wide is None else cast(out, x.dtype)
 
     @staticmethod
@@ -445,6 +454,20 @@ def _non_finite_windows(x, weights, dim):
     out[pos] = math.inf
     out[neg] = -math.inf
     out[nan | (pos & neg)] = math.nan
+    return out
+
+
+def _sum_of_taps(x, taps, dim, dtype):
+    """``Mix`` of ``x`` by its ``taps``: each output the sum of the entries it reads, each
+    times its weight, tap by tap (in ``dtype``)."""
+    module = namespace(x)
+    index, coefficient = module.asarray(taps[0]), module.asarray(taps[1], dtype=dtype)
+    shape = [1] * x.ndim
+    shape[dim] = index.shape[0]
+    out = module.zeros((*x.shape[:dim], index.shape[0], *x.shape[dim + 1 :]), dtype)
+    for k in range(index.shape[1]):
+        term = module.take(x, index[:, k], axis=dim) * coefficient[:, k].reshape(shape)
+        out += module.where((index[:, k] >= 0).reshape(shape), term, 0)
     return out
 
 
