@@ -186,6 +186,22 @@ def test_an_empty_batch_takes_any_output_padding_as_torch(dims):
     )
 
 
+def test_an_empty_batch_may_give_an_empty_size_as_torch():
+    """PyTorch gives an empty batch an output of size 0 where the padding crops everything
+    (ours raised), and raises where the size would be negative."""
+    w = np.random.default_rng(7).standard_normal((2, 1, 1))
+    check_against_torch(
+        lambda x, w: F.conv_transpose1d(x, w, padding=1),
+        lambda x, w: TF.conv_transpose1d(x, w, padding=1),
+        [np.zeros((0, 2, 2)), w],
+    )
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.conv_transpose1d(m.zeros(0, 2, 1), m.ones(2, 1, 1), padding=1),
+        RuntimeError,
+        "empty output",
+    )
+
+
 def test_conv_transpose1d_runs_in_1d(monkeypatch):
     """No detour through 2-d: the columns are folded into a signal, not an image of height 1."""
     sizes, fold = [], F.Fold.apply

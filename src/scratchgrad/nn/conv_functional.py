@@ -269,7 +269,7 @@ def _conv_transpose(
     out_size = tuple(r - before - after for r, (before, after) in zip(reach, crops))
     extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
     full_size = tuple(n + e for n, e in zip(out_size, extra))
-    if min(full_size) < 1:
+    if min(full_size) < (x.shape[0] > 0):  # (PyTorch gives an empty batch an empty size)
         raise RuntimeError(
             f"{name}: input of size {tuple(x.shape[2:])} with padding {padding} gives "
             f"an empty output {full_size}"
