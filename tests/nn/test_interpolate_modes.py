@@ -273,6 +273,32 @@ def test_infinities_stay_in_the_outputs_that_read_them_as_torch(x, options):
     )
 
 
+@pytest.mark.parametrize(
+    ("shape", "options"),
+    [
+        ((1, 1, 4), dict(size=7, mode="linear")),
+        ((1, 1, 1, 4), dict(size=(1, 4), mode="bilinear")),
+        ((1, 1, 1, 4), dict(size=(1, 6), mode="bilinear")),
+        ((1, 1, 2, 4), dict(size=(3, 7), mode="bicubic", align_corners=True)),
+        ((1, 1, 4, 6), dict(size=(2, 3), mode="bicubic", antialias=True)),
+    ],
+    ids=str,
+)
+def test_an_infinite_gradient_reaches_the_entries_read_as_torch(shape, options):
+    """The gradient is the transposed sum over the taps where the incoming one is not finite
+    (the transposed product spread its infinities by count, whatever their weights' signs)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    upstream = rng.standard_normal(tuple(TF.interpolate(torch.tensor(x), **options).shape))
+    upstream[..., 1], upstream[..., -1] = INF, -INF
+    grads = []
+    for m, functional in ((sg, F), (torch, TF)):
+        leaf = m.tensor(x, requires_grad=True)
+        functional.interpolate(leaf, **options).backward(m.tensor(upstream))
+        grads.append(leaf.grad)
+    assert_close(*grads)
+
+
 def test_an_empty_batch_resizes_as_torch():
     for mode, rank in [("bicubic", 4), ("trilinear", 5), ("area", 5), ("nearest-exact", 3)]:
         shape = (0, 2, *(3,) * (rank - 2))

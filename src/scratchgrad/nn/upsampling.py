@@ -410,7 +410,9 @@ def _antialias_taps(n: int, m: int, scale: float | None, align_corners: bool, cu
     NOTE: PyTorch 2.13's CPU kernel gives every output row the first one's values when it
     resizes the height of an image whose output width is 1 (``(3, 1) -> (5, 1)``: five equal
     rows); we resize each dim as for any other width, as PyTorch itself does on the transposed
-    image."""
+    image. Its backward does not copy a dim that keeps its size: it reads the entries' neighbours
+    too, with weight 0, so that an infinite incoming gradient makes theirs NaN; ours copies the
+    gradient there as the forward copies the entries."""
     if n == m:
         return xp.arange(n)[:, None], xp.ones((n, 1))
     step = _step(n, m, scale, align_corners)

@@ -412,7 +412,7 @@ class Mix(Function):
 
     @staticmethod
     def forward(ctx, x, weights, dim, taps=None):
-        ctx.weights, ctx.dim = weights, dim
+        ctx.weights, ctx.dim, ctx.taps = weights, dim, taps
         module = namespace(x)
         wide = accumulation_dtype(x.dtype)  # 16 bits: summed in float32, rounded once
         weights = module.asarray(weights, dtype=wide or x.dtype)
@@ -428,7 +428,8 @@ class Mix(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return Mix.apply(grad, weights=ctx.weights.T, dim=ctx.dim)
+        taps = None if ctx.taps is None else _transposed_taps(*ctx.taps, ctx.weights.shape[1])
+        return Mix.apply(grad, weights=ctx.weights.T, dim=ctx.dim, taps=taps)
 
 
 def _mix(x, weights, dim):
@@ -455,6 +456,22 @@ def _non_finite_windows(x, weights, dim):
     out[neg] = -math.inf
     out[nan | (pos & neg)] = math.nan
     return out
+
+
+def _transposed_taps(index, coefficient, n: int):
+    """The taps of the transposed ``Mix`` (its gradient), for ``n`` entries: each entry's
+    reads, each output it was read by with that weight, in the order of the outputs (-1
+    fills the shorter rows)."""
+    rows = xp.broadcast_to(xp.arange(index.shape[0])[:, None], index.shape)
+    read = index >= 0
+    order = xp.argsort(index[read], kind="stable")
+    entry, row, weight = index[read][order], rows[read][order], coefficient[read][order]
+    counts = xp.bincount(entry, minlength=n)
+    slot = xp.arange(entry.size) - (xp.cumsum(counts) - counts)[entry]
+    transposed = xp.full((n, max(int(counts.max(initial=0)), 1)), -1)
+    weights = xp.zeros(transposed.shape)
+    transposed[entry, slot], weights[entry, slot] = row, weight
+    return transposed, weights
 
 
 def _sum_of_taps(x, taps, dim, dtype):
