@@ -134,3 +134,25 @@ def test_second_derivative_with_an_infinite_input_as_torch():
         (gx * gx).sum().backward()
         results.append(w.grad)
     assert_close(*results)
+
+
+@pytest.mark.parametrize(
+    ("x", "call"),
+    [
+        ([[-np.inf, -np.inf]], lambda F, x: F.max_pool1d(x, 2, padding=1)),
+        ([[-np.inf, -np.inf, 3.0, -np.inf]], lambda F, x: F.max_pool1d(x, 3, 1, 1)),
+        ([[[-np.inf, -np.inf], [-np.inf, 1.0]]], lambda F, x: F.max_pool2d(x, 3, 1, 1)),
+        ([[[[-np.inf] * 3] * 3]], lambda F, x: F.max_pool3d(x, 2, 2, 1, ceil_mode=True)),
+    ],
+    ids=["1d", "overlapping", "2d", "3d_ceil"],
+)
+def test_a_window_of_minus_infinities_gives_its_gradient_to_its_first_entry_inside(x, call):
+    """As PyTorch's loop, which starts at the window's first entry inside the image (the -inf
+    padding before it won the tie, and the gradient was lost)."""
+    grads = []
+    for lib, functional in ((sg, F), (torch, TF)):
+        leaf = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+        out = call(functional, leaf)
+        out.backward(lib.arange(1.0, out.numel() + 1, dtype=lib.float64).reshape(out.shape))
+        grads.append(leaf.grad)
+    assert_close(*grads)

@@ -535,9 +535,9 @@ def _max_pool(
             value=lowest(x.array),
         )
         n, c = x.shape[:2]
-        out = _batch_first(
-            MaxOver.apply(cols.reshape(c, math.prod(kernel_size), *out_size, n), dims=(1,))
-        )
+        padded = (tuple(x.shape[2:]), tuple(out_size), kernel_size, stride, pads, dilation)
+        windows = cols.reshape(c, math.prod(kernel_size), *out_size, n)
+        out = _batch_first(MaxOver.apply(windows, dims=(1,), padded=padded))
     # (PyTorch's 1-d pooling is its 2-d one, of the input with one more dim)
     out = saving(out, input, name=f"MaxPool{max(dims, 2)}DWithIndicesBackward0")
     if not return_indices:

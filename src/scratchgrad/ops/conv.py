@@ -266,12 +266,16 @@ class MaxOver(Function):
     contiguous row per offset (one pass; the passes below then run about three times faster).
     The winners are one bool array: ``winners[k]`` marks where offset ``k`` holds its
     window's maximum.
+
+    ``padded`` (``Unfold``'s columns of a padded image: ``(size, out_size, kernel_size, stride,
+    pads, dilation)``): a window whose maximum is -inf gives its gradient to its first entry inside
+    the image, as PyTorch's loop, which starts there, not to the -inf padding before it.
     """
 
     @staticmethod
-    def forward(ctx, x, dims):
+    def forward(ctx, x, dims, padded=None):
         ctx.dims, ctx.in_shape, ctx.in_strides = dims, x.shape, x.strides
-        out, marks = _first_maxima(x, dims)
+        out, marks = _first_maxima(x, dims, padded)
         ctx.save_for_backward(marks)
         return out if out.dtype == x.dtype else cast(out, x.dtype)
 
@@ -283,10 +287,10 @@ class MaxOver(Function):
         )
 
 
-def _first_maxima(x, dims):
+def _first_maxima(x, dims, padded=None):
     """``MaxOver``'s forward: the maximum over ``dims`` (in float32 for a 16-bit ``x``), and the
     winners, one bool array ``(K, *other dims)``: ``winners[k]`` marks where window offset ``k``
-    (row-major over ``dims``) holds its window's winner."""
+    (row-major over ``dims``) holds its window's winner (see ``MaxOver`` for ``padded``)."""
     xp = namespace(x)
     rest = [d for d in range(x.ndim) if d not in dims]
     order = [rest.index(d) for d in memory_order(x.strides) if d in rest]
@@ -302,13 +306,35 @@ def _first_maxima(x, dims):
         xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
     marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
     _mark_first(rows, out, marks)
+    if xp.isfinite(out).all():  # (the one check the finite case pays)
+        return out, marks
     nan = xp.isnan(out)
     if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
         nan_marks = [xp.isnan(row) & nan for row in reversed(rows)]
         _keep_first(nan_marks)
         for mark, nan_mark in zip(marks, reversed(nan_marks)):
             xp.copyto(mark, nan_mark, where=nan)  # (no row equals a NaN)
+    lowest_out = out == -math.inf
+    if padded is not None and lowest_out.any():
+        first = xp.asarray(_first_inside(*padded))  # (K, *windows), one-hot along K
+        for mark, first_here in zip(marks, first.reshape(first.shape[0], 1, *first.shape[1:], 1)):
+            xp.copyto(mark, first_here, where=lowest_out)
     return out, marks
+
+
+@functools.lru_cache(maxsize=64)
+def _first_inside(size, out_size, kernel_size, stride, pads, dilation):
+    """For each window offset (row-major) and window of a padded image, whether that offset is
+    the window's first entry inside the image: a host bool array ``(K, *out_size)``."""
+    offsets, windows = xp.indices(kernel_size), xp.indices(out_size)
+    inside = True
+    for d, n in enumerate(size):
+        at = offsets[d].reshape(*kernel_size, *(1,) * len(size)) * dilation[d] + (
+            windows[d] * stride[d] - pads[d][0]
+        )
+        inside = inside & (at >= 0) & (at < n)
+    inside = inside.reshape(-1, *out_size)
+    return inside & (xp.cumsum(inside, axis=0) == 1)
 
 
 def max_indices(x, kernel_size, dilation, padding, stride):
