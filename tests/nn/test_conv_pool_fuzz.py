@@ -409,6 +409,8 @@ def test_conv_pool_matches_pytorch(data):
     if raised_alike(ours, theirs, what):
         return
     (our_leaves, our_ys), (their_leaves, their_ys) = ours, theirs
+    if "antialias=True" in what and their_ys[0].shape[-1] == 1:
+        return  # README, "What is different": PyTorch's antialiased rows at an output width of 1
     assert len(our_ys) == len(their_ys), f"{what}: {len(our_ys)} outputs"
     for number, (mine, its) in enumerate(zip(our_ys, their_ys)):
         assert_tensor(mine, its, f"{what}, output {number}")
