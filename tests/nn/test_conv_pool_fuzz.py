@@ -184,8 +184,8 @@ def poolings(draw):
 
 # PyTorch 2.13's max pooling gives a window that reads the padding only (dilation past it)
 # the index of an entry past the input, and its backward then writes there: it aborts the
-# process or corrupts memory. Such a window is -inf in both libraries; its gradient is not
-# compared.
+# process or corrupts memory. Such a window is -inf in both libraries; its index (past the
+# input in both, not always the same) and the gradients are not compared.
 NO_BACKWARD = "(a window in the padding only: no backward)"
 
 
@@ -413,6 +413,8 @@ def test_conv_pool_matches_pytorch(data):
         return  # README, "What is different": PyTorch's antialiased rows at an output width of 1
     assert len(our_ys) == len(their_ys), f"{what}: {len(our_ys)} outputs"
     for number, (mine, its) in enumerate(zip(our_ys, their_ys)):
+        if number and not backward:
+            continue  # (the indices of windows in the padding only lie past the input, anywhere)
         assert_tensor(mine, its, f"{what}, output {number}")
     for number, (mine, its) in enumerate(zip(our_leaves, their_leaves)):
         if its is None or not backward:
