@@ -13,8 +13,8 @@ sum over the taps instead, as PyTorch's: NaN where an infinity is read with weig
 with PyTorch's A = -0.75, out-of-range taps clamped to the edge) and the antialiased filters (a
 tent or a cubic stretched over the input entries each output covers, as PIL). Area is adaptive
 average pooling, as PyTorch's (whose infinities stay in the windows that hold them, and whose
-5-D inputs run in float32 under autocast). Nearest
-modes pick entries by index; their gradient adds up at repeated ones.
+5-D inputs run in float32 under autocast). Nearest modes pick entries by index; their
+gradient adds up at repeated ones.
 
 Source positions follow PyTorch's arithmetic to the rounding (see ``_step`` and
 ``_nearest_index``), so float64 results match PyTorch's to round-off.
