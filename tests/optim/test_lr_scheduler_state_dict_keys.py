@@ -20,6 +20,8 @@ SCHEDULERS = {
     "LinearLR": lambda S, o: S.LinearLR(o),
     "PolynomialLR": lambda S, o: S.PolynomialLR(o),
     "CyclicLR": lambda S, o: S.CyclicLR(o, 0.01, 0.1),
+    # without cycle_momentum: no base_momentums and max_momentums (ours had empty lists)
+    "CyclicLR without momentum": lambda S, o: S.CyclicLR(o, 0.01, 0.1, cycle_momentum=False),
     "OneCycleLR": lambda S, o: S.OneCycleLR(o, 1.0, total_steps=10),
     "OneCycleLR three phases": lambda S, o: S.OneCycleLR(
         o, [1.0], total_steps=10, three_phase=True, anneal_strategy="linear"

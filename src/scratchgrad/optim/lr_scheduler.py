@@ -800,9 +800,11 @@ class CyclicLR(_CyclesMomentum):
         if scale_fn is None:  # the modes scale by the cycle's number, exp_range by the iteration
             scale_mode = "iterations" if mode == "exp_range" else "cycle"
         self.scale_mode = scale_mode
-        self.base_momentums, self.max_momentums = self._init_momentum(
+        lows, highs = self._init_momentum(
             optimizer, cycle_momentum, base_momentum, max_momentum, last_epoch
         )
+        if cycle_momentum:  # (only then in PyTorch's state dict)
+            self.base_momentums, self.max_momentums = lows, highs
         super().__init__(optimizer, last_epoch)
         # NOTE: set after the first step, which (as PyTorch's) starts from the groups' initial_lr
         self.base_lrs = base_lrs
@@ -825,10 +827,11 @@ class CyclicLR(_CyclesMomentum):
         rise = x / up if x <= up else (x - 1) / (up - 1)  # 0 at the cycle's ends, 1 at its top
         scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
         lrs = [low + (high - low) * rise * scale for low, high in zip(self.base_lrs, self.max_lrs)]
-        for group, low, high in zip(
-            self.optimizer.param_groups, self.base_momentums, self.max_momentums
-        ):
-            self._set_momentum(group, high - (high - low) * rise * scale)
+        if self.cycle_momentum:
+            for group, low, high in zip(
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums
+            ):
+                self._set_momentum(group, high - (high - low) * rise * scale)
         return lrs
 
     def state_dict(self) -> dict[str, Any]:
