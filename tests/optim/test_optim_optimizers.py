@@ -538,6 +538,20 @@ def test_lbfgs_stops_at_once_when_the_gradient_is_zero():
         opt.step(None)
 
 
+def test_lbfgs_refuses_parameters_without_entries_as_torch():
+    """PyTorch's LBFGS raises a RuntimeError (the max of an empty gradient); ours raised
+    NumPy's ValueError, after calling the closure."""
+
+    def step(lib):
+        w = lib.zeros(0, requires_grad=True)
+        lib.optim.LBFGS([w]).step(lambda: (w * w).sum())
+
+    with pytest.raises(RuntimeError):
+        step(torch)
+    with pytest.raises(RuntimeError, match="LBFGS.step: the parameters have no entries"):
+        step(sg)
+
+
 def test_lbfgs_resumes_identically_from_a_saved_state_dict():
     kwargs = {"max_iter": 3, "history_size": 4, "line_search_fn": "strong_wolfe"}
     ours, opt, _, _ = make_pair("LBFGS", kwargs)

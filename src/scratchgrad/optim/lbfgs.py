@@ -117,6 +117,8 @@ class LBFGS(Optimizer):
             raise RuntimeError("LBFGS.step requires a closure that recomputes the loss")
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("LBFGS.step (its closure re-runs the step)")
+        if not any(p.numel() for p in self._params):  # PyTorch's max() of the empty gradient
+            raise RuntimeError("LBFGS.step: the parameters have no entries (0 elements in all)")
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
