@@ -1,14 +1,15 @@
 """Differences from torch.optim found by a differential sweep, each pinned against PyTorch:
 state loaded from a state dict in the parameters' dtype, ASGD's step size rounded as PyTorch's,
 float32 L-BFGS computed in float32, Adagrad's accumulators started at the constructor's value,
-a tensor learning rate kept a tensor by the schedulers, parameters given with their names
-(``named_parameters()``), and betas given as tensors."""
+a tensor learning rate kept a tensor by the schedulers (and refused as PyTorch refuses it),
+parameters given with their names (``named_parameters()``), and betas given as tensors."""
 
 import copy
 
 import numpy as np
 import pytest
 import torch
+from oracle import assert_raises_as_torch
 
 import scratchgrad as sg
 
@@ -230,3 +231,28 @@ def test_betas_given_as_tensors(name):
         runs.append([p.detach().numpy() for p in ps])
     for ours, theirs in zip(*runs):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adamax", "Adagrad", "Adadelta", "RMSprop"]
+    + ["Rprop", "ASGD", "LBFGS"],
+)
+def test_a_tensor_learning_rate_of_several_entries_is_refused_as_torch(name):
+    """PyTorch's ValueError; ours raised a RuntimeError (the truth value of two entries)."""
+    assert_raises_as_torch(
+        lambda m: getattr(m.optim, name)(params(m, np.float64), lr=m.tensor([0.1, 0.2])),
+        ValueError,
+        "Tensor lr must be 1-element",
+    )
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_refuses_a_tensor_learning_rate_with_foreach_as_torch(name):
+    """PyTorch's Adam and AdamW refuse ``lr`` as a tensor with ``foreach=True`` (its foreach
+    path cannot take one); ours took it."""
+    assert_raises_as_torch(
+        lambda m: getattr(m.optim, name)(params(m, np.float64), lr=m.tensor(0.1), foreach=True),
+        ValueError,
+        "lr as a Tensor is not supported for capturable=False and foreach=True",
+    )

@@ -91,6 +91,10 @@ class Adam(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        if isinstance(lr, Tensor) and foreach and not capturable:  # (PyTorch's first check)
+            raise ValueError(
+                "lr as a Tensor is not supported for capturable=False and foreach=True"
+            )
         defaults = adam_defaults(
             lr,
             betas,

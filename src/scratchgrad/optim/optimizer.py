@@ -63,8 +63,11 @@ def _check_switches(optimizer: str, group: dict[str, Any]) -> None:
 
 
 def check_non_negative(**hyperparameters: float) -> None:
-    """Raise PyTorch's ValueError for the first hyper-parameter below zero (or NaN)."""
+    """Raise PyTorch's ValueError for the first hyper-parameter below zero (or NaN), or for
+    an ``lr`` given as a tensor of more than one entry."""
     for name, value in hyperparameters.items():
+        if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
         if not value >= 0.0:
             raise ValueError(f"Invalid {what}: {value}")
