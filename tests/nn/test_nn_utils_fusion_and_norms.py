@@ -94,6 +94,20 @@ def test_get_total_norm_and_clip_grads_with_norm_are_clip_grad_norm_in_two_halve
     assert utils.get_total_norm([]).item() == 0.0
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 3.0, 0.5])
+def test_the_norm_of_one_entry_is_its_size_as_torchs(norm_type):
+    """The norm of a gradient of one entry is its size, as PyTorch's: squaring 1e300 gave ours
+    an infinite norm, and clip_grad_norm_ zeroed the gradient PyTorch scales to 1."""
+    grads = []
+    for m in (sg, torch):
+        w = m.zeros(1, dtype=m.float64, requires_grad=True)
+        w.grad = m.tensor([-1e300], dtype=m.float64)
+        total = m.nn.utils.clip_grad_norm_([w], 1.0, norm_type, error_if_nonfinite=True)
+        assert total.item() == 1e300
+        grads.append(w.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-15)
+
+
 def test_jitted_clipping_in_two_halves_reads_each_steps_gradients():
     model = sg.nn.Linear(3, 1)
     opt = sg.optim.SGD(model.parameters(), lr=0.1)

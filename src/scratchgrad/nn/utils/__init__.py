@@ -82,8 +82,8 @@ def get_total_norm(
         # 16-bit tensors in float32, as PyTorch's: in float16 the 2-norm of 100 entries of 300
         # overflowed to inf (and clip_grad_norm_ zeroed the gradients)
         flat = [backend.widened(t.array).reshape(-1) for t in tensors]
-        norms = xp.stack([xp.linalg.norm(x, norm_type) for x in flat])
-        total = xp.asarray(xp.linalg.norm(norms, norm_type), dtype)  # 0-d
+        norms = xp.stack([_norm(x, norm_type) for x in flat])
+        total = xp.asarray(_norm(norms, norm_type), dtype)  # 0-d
     if error_if_nonfinite and not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -91,6 +91,13 @@ def get_total_norm(
             "non-finite norm anyway, set `error_if_nonfinite=False`"
         )
     return Tensor._make(total)
+
+
+def _norm(x, norm_type: float):
+    """The ``norm_type``-norm of the flat array ``x``."""
+    if x.size == 1 and norm_type != 0:  # |x|, as PyTorch's (squaring 1e300 overflows)
+        return abs(x[0])
+    return backend.namespace(x).linalg.norm(x, norm_type)
 
 
 def _total_norm_dtype(tensors: list[Tensor], norm_type: float):
