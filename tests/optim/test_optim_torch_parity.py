@@ -256,3 +256,19 @@ def test_adam_refuses_a_tensor_learning_rate_with_foreach_as_torch(name):
         ValueError,
         "lr as a Tensor is not supported for capturable=False and foreach=True",
     )
+
+
+def test_nadam_divides_each_term_by_the_denominator_as_torch():
+    """PyTorch's NAdam adds its gradient and momentum terms by two ``addcdiv_``; ours divided
+    their sum once, so with ``eps=0`` and a second moment of 0 (a gradient of 1e-200 squares
+    to 0) a zero gradient stepped to -inf where PyTorch's 0 / 0 gives NaN."""
+    runs = []
+    for m in (sg, torch):
+        w = m.zeros(2, dtype=m.float64, requires_grad=True)
+        opt = m.optim.NAdam([w], eps=0.0)
+        for grad in ([1e-200, 1.0], [0.0, 1.0]):
+            w.grad = m.tensor(grad, dtype=m.float64)
+            opt.step()
+        runs.append(w.detach().numpy())
+    assert np.isnan(runs[1][0])
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-15)

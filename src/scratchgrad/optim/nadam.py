@@ -114,10 +114,15 @@ class NAdam(Optimizer):
             denom = xp.divide(exp_avg_sq, 1 - beta2**step, out=xp.empty_like(param))
             xp.sqrt(denom, out=denom)
             denom += eps
-            update = grad * (lr * (1.0 - mu) / (1.0 - float(mu_product)))
-            update += exp_avg * (lr * mu_next / (1.0 - mu_product_next))
-            update /= denom
-            param -= update
+            # PyTorch's two addcdiv_ (param + (value * moment) / denom), not one quotient of
+            # their sum: that rounds otherwise, and where denom is 0 (eps 0) a zero gradient
+            # gave inf where PyTorch's 0 / 0 gives NaN
+            grad_step = lr * (1.0 - mu) / (1.0 - float(mu_product))
+            momentum_step = lr * mu_next / (1.0 - mu_product_next)
+            for moment, step_size in ((grad, grad_step), (exp_avg, momentum_step)):
+                update = moment * -step_size
+                update /= denom
+                param += update
 
 
 class RAdam(Optimizer):
