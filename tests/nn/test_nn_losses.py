@@ -148,6 +148,19 @@ def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     assert F.cross_entropy(x, target, reduction="sum").item() == 0
 
 
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_an_ignored_target_counts_for_nothing_even_at_infinite_logits(name, reduction):
+    # the loss of an ignored target was its weight (0) times its infinite or NaN entry: NaN
+    x = np.array([[0.0, np.inf], [-1.0, -2.0], [np.nan, 0.5]])
+    target = np.array([1, 0, 1])
+    check_against_torch(
+        lambda x, t: getattr(F, name)(x, t, ignore_index=1, reduction=reduction),
+        lambda x, t: getattr(torch.nn.functional, name)(x, t, ignore_index=1, reduction=reduction),
+        [x, target],
+    )
+
+
 JITTED_CLASS_LOSSES = [
     ("class_weights", lambda x, t: F.cross_entropy(x, t, weight=sg.tensor([1.0, 2.0, 3.0]))),
     ("ignore_index", lambda x, t: F.cross_entropy(x, t, ignore_index=1)),

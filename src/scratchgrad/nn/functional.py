@@ -1996,7 +1996,10 @@ def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index
         class_dim,
     )
     picked = log_probs.gather(class_dim, Tensor._make(index))
-    return -picked.squeeze(class_dim) * Tensor._make(weights), weights, ignored
+    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    # an ignored target's loss is 0 even where its log-probability is infinite or NaN (a weight
+    # of 0 would make that NaN), as PyTorch's, which skips it
+    return where(Tensor._make(ignored), 0.0, loss), weights, ignored
 
 
 @autocast_policy("float32")
