@@ -474,6 +474,23 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, sg.tensor([0, 1, 2]), label_smoothing=1.2)
 
 
+@pytest.mark.parametrize(
+    "name, option",
+    [("smooth_l1_loss", "beta"), ("huber_loss", "delta")],
+    ids=["smooth_l1", "huber"],
+)
+def test_smooth_l1_and_huber_gradients_at_infinite_and_nan_differences(name, option):
+    # the square's branch, unused there, gave 0 * inf = NaN at an infinite difference; at NaN
+    # PyTorch's gradient is NaN
+    x = np.array([1.0, -np.inf, np.inf, np.nan, 0.5, 2.0, 0.3])
+    target = np.array([-np.inf, 0.5, 0.0, 0.0, np.nan, 0.0, 0.0])
+    check_against_torch(
+        lambda x, t: getattr(F, name)(x, t, reduction="none", **{option: 0.5}),
+        lambda x, t: getattr(torch.nn.functional, name)(x, t, reduction="none", **{option: 0.5}),
+        [x, target],
+    )
+
+
 @pytest.mark.parametrize("delta", [0.0, -1.0])
 def test_huber_delta_must_be_positive_as_torch(delta):
     """PyTorch refuses delta <= 0 (smooth_l1_loss takes beta=0: its L1 limit)."""

@@ -1811,9 +1811,7 @@ def huber_loss(
             f"output type {torch_name(input.dtype)}"
         )
     _warn_if_broadcast(input, target)
-    diff = input - target
-    size = diff.abs()
-    loss = where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta))
+    loss = _quadratic_then_linear(input - target, delta) * delta
     # NOTE: of the input's dtype, not promoted (PyTorch's kernel writes into the input's)
     return _reduce_weighted(loss.to(input.dtype), weight, input, reduction, over_weights=False)
 
@@ -1852,9 +1850,17 @@ def smooth_l1_loss(
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     _warn_if_broadcast(input, target)
-    diff = input - target
+    return _reduce(_quadratic_then_linear(input - target, beta), reduction)
+
+
+def _quadratic_then_linear(diff: Tensor, beta: float) -> Tensor:
+    """diff**2 / (2 beta) where |diff| < beta, else |diff| - beta / 2, with PyTorch's gradient
+    clamp(diff / beta, -1, 1): finite at infinite differences and NaN at NaN."""
     size = diff.abs()
-    return _reduce(where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta), reduction)
+    linear = size >= beta  # (not NaN: its gradient is diff / beta, NaN)
+    # the square of 0 beyond beta, else the unused branch's gradient would be 0 * inf = NaN
+    small = where(linear, 0.0, diff)
+    return where(linear, size - 0.5 * beta, 0.5 * small * small / beta)
 
 
 def _check_some_floating(name: str, input: Tensor, target: Tensor) -> None:
