@@ -4,12 +4,13 @@ built with ``inplace=True`` writing into their input; an in-place dropout that c
 leaving its input's version alone; an in-place activation after a layer norm without
 weight and bias; ``hardtanh``/``relu6`` of integer tensors; integer inputs refused by ``silu``,
 ``leaky_relu`` and ``softplus``; ``rms_norm``'s dtype where the weight's differs; batch norm of
-an empty batch; the error types of ``embedding_bag``'s bad offsets and of padding past a dim."""
+an empty batch; the error types of ``embedding_bag``'s bad offsets and of padding past a dim;
+``hardswish`` and ``prelu`` at infinite and NaN inputs."""
 
 import numpy as np
 import pytest
 import torch
-from oracle import ROUND_OFF, assert_close, assert_raises_as_torch
+from oracle import ROUND_OFF, assert_close, assert_raises_as_torch, check_against_torch
 
 import scratchgrad as sg
 
@@ -200,3 +201,23 @@ def test_inplace_dropout_that_changes_nothing_keeps_a_saved_output_valid(name, p
         y.sum().backward()
         grads.append(x.grad)
     assert_close(*grads)
+
+
+def test_hardswish_at_the_infinities_and_nan_as_torch():
+    # the unused middle piece's gradient at +-inf was 0 * inf = NaN, and hardswish(-inf) was 0
+    # (PyTorch's -inf * 0: NaN); at NaN the gradient is NaN, as PyTorch's vectorized kernel's
+    x = np.array([np.inf, -np.inf, np.nan, 3.0, -3.0, -4.0, 1.0, 2.9, -2.9])
+    check_against_torch(
+        lambda x: sg.nn.functional.hardswish(x), lambda x: torch.nn.functional.hardswish(x), [x]
+    )
+
+
+@pytest.mark.parametrize("slopes", [[0.25], [0.25, -2.0]])
+def test_prelu_weight_gradient_at_infinite_and_nan_inputs_as_torch(slopes):
+    # the weight's gradient took 0 * inf = NaN from a positive infinite input
+    x = np.array([[np.inf, -1.0], [np.nan, 2.0], [-np.inf, 0.0]])
+    check_against_torch(
+        lambda x, w: sg.nn.functional.prelu(x, w),
+        lambda x, w: torch.nn.functional.prelu(x, w),
+        [x, np.array(slopes)],
+    )

@@ -451,7 +451,7 @@ class Hardswish(Module):
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
     >>> nn.Hardswish()(sg.tensor([-4.0, 0.0, 4.0])).tolist()
-    [0.0, 0.0, 4.0]
+    [-0.0, 0.0, 4.0]
     """
 
     def __init__(self, inplace: bool = False) -> None:

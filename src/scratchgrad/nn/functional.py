@@ -261,15 +261,15 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * relu6(x + 3) / 6 (MobileNetV3, https://arxiv.org/abs/1905.02244): 0 up to -3, x
-    from 3 on. ``inplace``: the result is written into ``input`` and returned, as PyTorch's
-    ``hardswish_`` (not on a leaf that requires grad).
+    """x * relu6(x + 3) / 6 (MobileNetV3, https://arxiv.org/abs/1905.02244): -0.0 up to -3
+    (NaN at -inf), x from 3 on. ``inplace``: the result is written into ``input`` and
+    returned, as PyTorch's ``hardswish_`` (not on a leaf that requires grad).
 
     NOTE: the gradient at -3 and 3 is the outer pieces' (0 and 1), as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> [round(v, 4) for v in hardswish(sg.tensor([-4.0, 1.0, 4.0])).tolist()]
-    [0.0, 0.6667, 4.0]
+    [-0.0, 0.6667, 4.0]
     """
     input._check_floating("hardswish")
     return _in_place_or_new(input, inplace, "hardswish", _hardswish)
@@ -277,7 +277,13 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 @_computed_in_float32
 def _hardswish(x: Tensor) -> Tensor:
-    return where(x <= -3, 0.0, where(x < 3, x * (x + 3) / 6, x))
+    """PyTorch's ``x * min(max(x + 3, 0), 6) / 6`` (NaN at -inf) with its gradient: 0 up to -3,
+    1 from 3 on, finite at the infinities, NaN at NaN (PyTorch's vectorized kernel's; its
+    scalar one, which takes a 0-d input and the last entries of a row of 8, gives 1)."""
+    outer = (x <= -3) | (x >= 3)
+    # the middle's square of 0 outside, else its unused gradient there is 0 * inf = NaN
+    m = where(outer, 0.0, x)
+    return where(outer, where(x <= -3, x * 0.0, x), m * (m + 3) / 6)
 
 
 def _in_place_or_new(input: Tensor, inplace: bool, name: str, op) -> Tensor:
@@ -524,7 +530,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     shape = [1] * input.ndim  # the slopes along dim 1
     if input.ndim > 1:
         shape[1] = weight.numel()
-    return where(input > 0, input, weight.reshape(shape) * input)
+    # the slope times 0 where the input is positive, else its gradient there is 0 * inf = NaN
+    negative = where(input > 0, 0.0, input)
+    return where(input > 0, input, weight.reshape(shape) * negative)
 
 
 def _softmax_dim(name: str, ndim: int) -> int:
