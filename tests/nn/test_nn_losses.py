@@ -284,6 +284,19 @@ def test_binary_cross_entropy_clamps_the_log_at_minus_100():
     assert np.isfinite(p.grad.array).all()
 
 
+def test_binary_cross_entropy_gradients_at_probabilities_0_and_1_as_torch():
+    # the gradient was the clamped logs' (0 where clamped, -t/x + (1-t)/(1-x) elsewhere), not
+    # PyTorch's (x - t) / max(x (1 - x), 1e-12): 1 instead of 0 at x = t = 0, 0 instead of
+    # -1e12 at x = 0 and t = 1; the target's was clamped at 100, PyTorch's is -logit(x)
+    x = np.array([0.0, 0.0, 1.0, 1.0, 1e-13, 0.5, 1e-300, 0.3])
+    target = np.array([0.0, 1.0, 0.0, 1.0, 0.3, 0.0, 0.5, 0.3])
+    check_against_torch(
+        lambda x, t: F.binary_cross_entropy(x, t, reduction="none"),
+        lambda x, t: torch.nn.functional.binary_cross_entropy(x, t, reduction="none"),
+        [x, target],
+    )
+
+
 def test_binary_cross_entropy_with_logits_is_stable():
     x = sg.tensor([-800.0, 800.0, 0.0], dtype=sg.float64, requires_grad=True)
     y = sg.tensor([1.0, 0.0, 1.0], dtype=sg.float64)

@@ -353,7 +353,7 @@ BINARY = [
     binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
     fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
     special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
-    special.Heaviside, special.Logaddexp, special.Igamma,
+    special.Heaviside, special.Logaddexp, special.Igamma, special.BinaryCrossEntropy,
     complex_ops.Complex, complex_ops.Polar,
 ]  # fmt: skip
 

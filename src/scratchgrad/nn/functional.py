@@ -41,7 +41,7 @@ from scratchgrad.ops.fused import (
     check_class_indices,
 )
 from scratchgrad.ops.matmul import MatMul
-from scratchgrad.ops.special import LogSigmoid, Softplus
+from scratchgrad.ops.special import BinaryCrossEntropy, LogSigmoid, Softplus
 from scratchgrad.sparse import Embedding as SparseGradEmbedding
 from scratchgrad.tensor import (
     Tensor,
@@ -2104,13 +2104,6 @@ def _check_same_size(input: Tensor, target: Tensor) -> None:
         )
 
 
-def _log_clamped(x: Tensor) -> Tensor:
-    """log(x), but at least -100, as PyTorch's binary cross entropy: log(0) gives -100 with no
-    warning, and a zero gradient instead of NaN (the log is taken of 1 there)."""
-    positive = x.array > 0
-    return where(positive, where(positive, x, 1.0).log().clamp(min=-100), -100.0)
-
-
 @autocast_policy("float32")
 def binary_cross_entropy(
     input: Tensor,
@@ -2129,7 +2122,7 @@ def binary_cross_entropy(
     capture_hook.call(_check_probabilities, input.array, "input")
     capture_hook.call(_check_probabilities, target.array, "target")
     _refuse_grad("binary_cross_entropy", weight=weight)
-    loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))
+    loss = BinaryCrossEntropy.apply(input, target)
     # NOTE: the weight takes the loss's dtype, not promoting it (PyTorch's kernel)
     return _reduce(loss if weight is None else loss * weight.to(loss.dtype), reduction)
 

@@ -4,7 +4,8 @@ or stability: ``Erf`` and ``Erfinv`` (NumPy has neither vectorised) and ``Softpl
 gets the wrong gradient at 0); and those of ``scratchgrad.special`` (torch.special): the error
 function's family (``Erfc``, ``Erfcx``, ``Ndtri``, ``LogNdtr``), the gamma function's
 (``Lgamma``, ``Polygamma``, ``Zeta``), ``ModifiedBessel`` (i0, i1, i0e, i1e), and ``Entr``,
-``Logit``, ``Xlogy``, ``Exp2``, whose edges (0 log 0, the clamp, 2**n) a composition gets wrong.
+``Logit``, ``Xlogy``, ``Exp2``, whose edges (0 log 0, the clamp, 2**n) a composition gets wrong;
+and ``BinaryCrossEntropy``, whose clamped logs have PyTorch's gradient formula, not their own.
 NumPy has none of them and SciPy is no dependency: each is written here from its series,
 expansions or rational functions, in float64, each forward next to its (PyTorch's) derivative.
 """
@@ -810,6 +811,29 @@ class Logit(Function):
         with errstate(divide="ignore", invalid="ignore"):
             d = grad / (x * (1 - x)).abs()  # (+inf at -0 too, as PyTorch's)
         return Where.apply(outside, math.nan if ctx.low is None else 0.0, d)
+
+
+class BinaryCrossEntropy(Function):
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 (log(0) is -100), with
+    PyTorch's gradients: (x - t) / max(x (1 - x), 1e-12) for ``x`` (0 where x = t = 0, a
+    large step where x is 0 or 1 and the target is not; the clamped logs' own gradient is 0
+    there) and log(1 - x) - log(x), not clamped, for ``t``."""
+
+    @staticmethod
+    def forward(ctx, x, t):
+        ctx.save_for_backward(x, t)
+        xp = namespace(x)
+        with errstate(divide="ignore"):  # log(0) is -inf, then -100
+            log_x, log_rest = (xp.maximum(xp.log(p), -100) for p in (x, 1 - x))
+        return (t - 1) * log_rest - t * log_x  # (PyTorch's order: its signs of 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, t = ctx.saved_tensors
+        d_x, d_t = ctx.needs_input_grad
+        floor = 9.999999960041972e-13  # PyTorch's 1e-12, a C float
+        grad_x = grad * (x - t) / (x * (1 - x)).clamp(min=floor) if d_x else None
+        return grad_x, grad * ((1 - x).log() - x.log()) if d_t else None
 
 
 class Xlogy(Function):
