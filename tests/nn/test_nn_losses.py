@@ -297,6 +297,16 @@ def test_binary_cross_entropy_gradients_at_probabilities_0_and_1_as_torch():
     )
 
 
+@pytest.mark.parametrize("log_input", [True, False])
+def test_poisson_nll_loss_full_target_gradient_at_zero_is_finite(log_input):
+    # README, "What is different": PyTorch's is NaN there (its masked Stirling term's 0 * log 0)
+    x = sg.tensor([0.5, 3.0], dtype=sg.float64)
+    target = sg.tensor([0.0, 0.0], dtype=sg.float64, requires_grad=True)
+    F.poisson_nll_loss(x, target, log_input=log_input, full=True, reduction="sum").backward()
+    expected = [-0.5, -3.0] if log_input else [-np.log(0.5 + 1e-8), -np.log(3.0 + 1e-8)]
+    np.testing.assert_allclose(target.grad.numpy(), expected, rtol=1e-12)
+
+
 def test_binary_cross_entropy_with_logits_is_stable():
     x = sg.tensor([-800.0, 800.0, 0.0], dtype=sg.float64, requires_grad=True)
     y = sg.tensor([1.0, 0.0, 1.0], dtype=sg.float64)

@@ -2367,8 +2367,9 @@ def poisson_nll_loss(
     rate (``log_input``), else ``input - target * log(input + eps)``. ``full`` adds Stirling's
     approximation of log(target!), where the target is above 1. The two broadcast together.
 
-    NOTE: where ``full`` and the target is 0, the target's gradient is 0 here; PyTorch's is NaN
-    (0 * log 0 in the Stirling term, which it masks only in value).
+    NOTE: where ``full`` and the target is 0, the Stirling term adds 0 to the target's
+    gradient here (it is ``-input`` or ``-log(input + eps)``, as without ``full``); PyTorch's
+    is NaN (0 * log 0 in the Stirling term, which it masks only in value).
 
     >>> import scratchgrad as sg
     >>> poisson_nll_loss(sg.tensor([0.0, 1.0]), sg.tensor([1.0, 2.0]), reduction="none")
