@@ -5,7 +5,8 @@ leaving its input's version alone; an in-place activation after a layer norm wit
 weight and bias; ``hardtanh``/``relu6`` of integer tensors; integer inputs refused by ``silu``,
 ``leaky_relu`` and ``softplus``; ``rms_norm``'s dtype where the weight's differs; batch norm of
 an empty batch; the error types of ``embedding_bag``'s bad offsets and of padding past a dim;
-``hardswish`` and ``prelu`` at infinite and NaN inputs."""
+``hardswish`` and ``prelu`` at infinite and NaN inputs; ``threshold``, ``hardshrink`` and
+``softshrink`` of NaN."""
 
 import numpy as np
 import pytest
@@ -221,3 +222,19 @@ def test_prelu_weight_gradient_at_infinite_and_nan_inputs_as_torch(slopes):
         lambda x, w: torch.nn.functional.prelu(x, w),
         [x, np.array(slopes)],
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.nn.functional.threshold(x, 1.0, 2.0),
+        lambda m, x: m.nn.functional.hardshrink(x, 0.5),
+        lambda m, x: m.nn.functional.softshrink(x, 0.5),
+    ],
+    ids=["threshold", "hardshrink", "softshrink"],
+)
+def test_threshold_and_shrinks_keep_nan_as_torch(call):
+    # NaN became the threshold's value, or 0 (the comparisons were the other way round); the
+    # gradient at NaN is left out: PyTorch's is 0 or 1 by where the entry falls in its kernel
+    x = np.array([np.nan, np.inf, -np.inf, 0.5, -0.5, 0.0, 1.0, -1.0, 0.7])
+    check_against_torch(lambda x: call(sg, x), lambda x: call(torch, x), [x], grad=False)

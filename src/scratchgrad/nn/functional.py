@@ -339,7 +339,8 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     """
     if not input.is_floating_point():  # PyTorch casts both to the input's dtype
         threshold, value = math.trunc(threshold), math.trunc(value)
-    return _in_place_or_new(input, inplace, "threshold", lambda x: where(x > threshold, x, value))
+    # (x where not x <= threshold: NaN stays NaN, as PyTorch's)
+    return _in_place_or_new(input, inplace, "threshold", lambda x: where(x <= threshold, value, x))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -350,7 +351,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     [-1.0, 0.0, 0.75]
     """
     input._check_floating("hardshrink")
-    return where(input.abs() > lambd, input, 0.0)
+    return where(input.abs() <= lambd, 0.0, input)  # (NaN stays NaN, as PyTorch's)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -364,7 +365,9 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     input._check_floating("softshrink")
     if not lambd >= 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf), but found {lambd}")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    # (NaN stays NaN, as PyTorch's)
+    moved = where(input > lambd, input - lambd, input + lambd)
+    return where(input.abs() <= lambd, 0.0, moved)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
