@@ -6,7 +6,7 @@ weight and bias; ``hardtanh``/``relu6`` of integer tensors; integer inputs refus
 ``leaky_relu`` and ``softplus``; ``rms_norm``'s dtype where the weight's differs; batch norm of
 an empty batch; the error types of ``embedding_bag``'s bad offsets and of padding past a dim;
 ``hardswish`` and ``prelu`` at infinite and NaN inputs; ``threshold``, ``hardshrink`` and
-``softshrink`` of NaN."""
+``softshrink`` of NaN; ``normalize`` of an empty dim and of zeros."""
 
 import numpy as np
 import pytest
@@ -238,3 +238,21 @@ def test_threshold_and_shrinks_keep_nan_as_torch(call):
     # gradient at NaN is left out: PyTorch's is 0 or 1 by where the entry falls in its kernel
     x = np.array([np.nan, np.inf, -np.inf, 0.5, -0.5, 0.0, 1.0, -1.0, 0.7])
     check_against_torch(lambda x: call(sg, x), lambda x: call(torch, x), [x], grad=False)
+
+
+def test_normalize_of_an_empty_dim_by_the_inf_norm_raises_runtime_error_as_torch():
+    # it raised amax's IndexError
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.normalize(m.zeros(0, 2), float("inf"), 0),
+        RuntimeError,
+        "cannot compute the inf norm",
+    )
+
+
+def test_normalize_gradient_of_a_zero_slice_without_eps_as_torch():
+    # 0 / 0: the gradient was inf, PyTorch's (through the norm's own gradient at 0) is NaN
+    check_against_torch(
+        lambda x: sg.nn.functional.normalize(x, 0.5, 0, eps=0.0),
+        lambda x: torch.nn.functional.normalize(x, 0.5, 0, eps=0.0),
+        [np.zeros(2)],
+    )

@@ -1683,7 +1683,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     >>> normalize(sg.tensor([[3.0, 4.0]]))
     tensor([[0.6000, 0.8000]])
     """
-    return input / p_norm(input, p, dim, keepdim=True).clamp(min=eps)
+    # (Tensor.norm, as PyTorch's: its error for an inf-norm over an empty dim, and its
+    # gradient where a norm of 0 is not clamped)
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
