@@ -577,7 +577,8 @@ def layer_norms(draw):
     if draw(st.integers(0, 6)) == 0:
         normalized = (*normalized[:-1], normalized[-1] + 1)  # does not match: raises
     eps = draw(st.sampled_from([1e-5, 0.0, 0.1]))
-    x = draw(entries(shape, (0.0, 1.0, 1e150), tiny=False))
+    # (not 1e150: PyTorch's layer norm backward cancels there, giving 0 for a constant row)
+    x = draw(entries(shape, (0.0, 1.0, 1e8), tiny=False))
     arrays = {"x": x}
     name = draw(st.sampled_from(["layer_norm", "LayerNorm", "rms_norm", "RMSNorm"]))
     if name == "rms_norm":
@@ -744,7 +745,7 @@ def other_norms(draw):
     }
     return Case(
         f"normalize({kwargs})",
-        {"x": draw(entries(shape, (0.0,)))},
+        {"x": draw(entries(shape, (0.0,), tiny=False))},
         lambda lib, t, keep: lib.nn.functional.normalize(t["x"], **kwargs),
     )
 
