@@ -256,3 +256,12 @@ def test_normalize_gradient_of_a_zero_slice_without_eps_as_torch():
         lambda x: torch.nn.functional.normalize(x, 0.5, 0, eps=0.0),
         [np.zeros(2)],
     )
+
+
+def test_group_norm_of_one_value_per_group_raises_before_the_divisibility_check_as_torch():
+    # 3 channels in 2 groups of a batch of 1: PyTorch's ValueError comes first
+    assert_raises_as_torch(
+        lambda m: m.nn.functional.group_norm(m.zeros(1, 3), 2),
+        ValueError,
+        "Expected more than 1 value per channel",
+    )

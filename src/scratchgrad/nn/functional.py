@@ -1286,15 +1286,15 @@ def group_norm(
         )
     input._check_floating("group_norm")
     batch, channels = input.shape[:2]
+    if batch * channels // num_groups * math.prod(input.shape[2:]) == 1:  # PyTorch's check, first
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size "
+            f"{[batch * channels // num_groups, num_groups, *input.shape[2:]]}"
+        )
     if channels % num_groups:
         raise RuntimeError(
             "group_norm: Expected number of channels in input to be divisible by num_groups, "
             f"but got input of shape {list(input.shape)} and num_groups={num_groups}"
-        )
-    if batch * channels // num_groups * math.prod(input.shape[2:]) == 1:  # PyTorch's check
-        raise ValueError(
-            "Expected more than 1 value per channel when training, got input size "
-            f"{[batch * channels // num_groups, num_groups, *input.shape[2:]]}"
         )
     for name, vector in (("weight", weight), ("bias", bias)):
         if vector is not None and vector.shape != (channels,):
