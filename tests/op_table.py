@@ -51,6 +51,11 @@ def unit(rng, shape):
     return rng.uniform(0.0, 1.0, shape)
 
 
+def probability(rng, shape):
+    """In (0.1, 0.9): binary cross-entropy's inputs, its logs finite and smooth around them."""
+    return rng.uniform(0.1, 0.9, shape)
+
+
 def distinct(rng, shape):
     """Values at least 0.1 apart: max/min/sort-like ops have no ties to split."""
     n = int(np.prod(shape))
@@ -1253,6 +1258,18 @@ OPS = [
     Op("softplus", lambda m, x: m.nn.functional.softplus(x)),
     Op("softplus_beta", lambda m, x: m.nn.functional.softplus(x, beta=2.0, threshold=3.0)),
     Op("silu", lambda m, x: m.nn.functional.silu(x)),
+    same_pair(
+        "bce",
+        lambda m, x, y: m.nn.functional.binary_cross_entropy(x, y),
+        domain=(probability, unit),
+    ),
+    same_pair(
+        "bce_weighted_none",
+        lambda m, x, y: m.nn.functional.binary_cross_entropy(
+            x, y, weight=_ramp(m, x), reduction="none"
+        ),
+        domain=(probability, unit),
+    ),
     same_pair(
         "bce_with_logits",
         lambda m, x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y),

@@ -508,6 +508,18 @@ ACTIVATIONS = st.one_of(activations(), softmaxes(), prelus())
 # ---- normalization ----------------------------------------------------------------------------
 
 
+def _draw_statistics_and_affine(draw, arrays: dict, c: int, running: bool) -> None:
+    """Running statistics of ``c`` channels (if ``running``), then maybe a weight and a bias,
+    drawn into ``arrays``."""
+    if running:
+        arrays["running_mean"] = draw(entries((c,)))
+        arrays["running_var"] = draw(positive((c,)))
+    if draw(st.booleans()):
+        arrays["weight"] = draw(entries((c,)))
+    if draw(st.booleans()):
+        arrays["bias"] = draw(entries((c,)))
+
+
 @st.composite
 def batch_norms(draw):
     """F.batch_norm or nn.BatchNorm1d/2d/3d: train or eval, momentum (None: a running
@@ -529,13 +541,7 @@ def batch_norms(draw):
     arrays = {"x": x}
     if form == "functional":
         use_running = draw(st.booleans()) or not training
-        if use_running:
-            arrays["running_mean"] = draw(entries((c,)))
-            arrays["running_var"] = draw(positive((c,)))
-        if draw(st.booleans()):
-            arrays["weight"] = draw(entries((c,)))
-        if draw(st.booleans()):
-            arrays["bias"] = draw(entries((c,)))
+        _draw_statistics_and_affine(draw, arrays, c, use_running)
 
         def call(lib, t, keep):
             return lib.nn.functional.batch_norm(
@@ -663,13 +669,7 @@ def instance_norms(draw):
     arrays = {"x": x}
     if form == "functional":
         use_input_stats = draw(st.booleans())
-        if draw(st.booleans()) or not use_input_stats:
-            arrays["running_mean"] = draw(entries((c,)))
-            arrays["running_var"] = draw(positive((c,)))
-        if draw(st.booleans()):
-            arrays["weight"] = draw(entries((c,)))
-        if draw(st.booleans()):
-            arrays["bias"] = draw(entries((c,)))
+        _draw_statistics_and_affine(draw, arrays, c, draw(st.booleans()) or not use_input_stats)
 
         def call(lib, t, keep):
             out = lib.nn.functional.instance_norm(
