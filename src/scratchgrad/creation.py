@@ -728,22 +728,36 @@ def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tens
     )
 
 
+def _filled_like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:
+    """``_like`` of a factory that fills in no random numbers: inside vmap, one per member of
+    a batched ``t`` (a batch that in-place writes of batched values may fill, as PyTorch's)."""
+    return t._made_like(
+        lambda shape: factory(
+            shape,
+            *args,
+            dtype=dtype or t.dtype,
+            device=device or t.device,
+            requires_grad=requires_grad,
+        )
+    )
+
+
 def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(zeros, t, dtype, device, requires_grad)
+    return _filled_like(zeros, t, dtype, device, requires_grad)
 
 
 def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(ones, t, dtype, device, requires_grad)
+    return _filled_like(ones, t, dtype, device, requires_grad)
 
 
 def empty_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(empty, t, dtype, device, requires_grad)
+    return _filled_like(empty, t, dtype, device, requires_grad)
 
 
 def full_like(
     t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad=False
 ) -> Tensor:
-    return _like(full, t, dtype, device, requires_grad, fill_value)
+    return _filled_like(full, t, dtype, device, requires_grad, fill_value)
 
 
 def rand_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:

@@ -662,6 +662,11 @@ class Tensor:
         _check_as_numpy(self)
         return self.array
 
+    def _made_like(self, make: Callable[[tuple], Tensor]) -> Tensor:
+        """``make(shape)``, a new tensor shaped as this one (``zeros_like``); a vmap's batched
+        tensor makes one per member (func.batching)."""
+        return make(self.shape)
+
     def _checked_values(self):
         """The array that checks of values (valid labels, indices in range) look at: inside
         vmap, every member's values at once."""

@@ -1,7 +1,8 @@
 """In-place changes under ``func.vmap``, as ``torch.func.vmap``'s: ``+=`` and the other
 operators, ``add_``/``mul_``/..., the in-place forms (``clamp_``, ``masked_fill_``), ``fill_``,
 ``zero_``, ``copy_`` and ``x[index] = v`` write each member's new values into the batch, through
-views too, and into the tensor vmap was given; writing a batch into an unbatched tensor, a
+views too, into the tensor vmap was given, and into a new one made like a batched one
+(``zeros_like``, batched as PyTorch's); writing a batch into an unbatched tensor, a
 result that does not keep the shape or cast to the dtype, and a leaf that ``grad`` made, raise
 as PyTorch's."""
 
@@ -41,6 +42,11 @@ CASES = {
     "input": lambda m, t, v: t.mul_(2),
     "int_add_float": lambda m, t, v: t.long().add_(1.5),
     "shape_grows": lambda m, t, v: t.clone()[0].add_(t),
+    # a new tensor like a batched one is batched, so batched values may be written into it
+    "zeros_like": lambda m, t, v: _setitem(m.zeros_like(t), 0, t[1]),
+    "empty_like": lambda m, t, v: _setitem(m.empty_like(t).fill_(0), slice(1, None), t[:-1]),
+    "full_like": lambda m, t, v: m.full_like(t, 2.0).mul_(v),
+    "ones_like_int": lambda m, t, v: m.ones_like(t, dtype=m.int64).add_(3),
 }
 
 

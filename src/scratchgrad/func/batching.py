@@ -125,6 +125,9 @@ class BatchedTensor(Tensor):
     def _checked_values(self) -> Any:
         return self.value._checked_values()
 
+    def _made_like(self, make: Callable[[tuple], Tensor]) -> Tensor:
+        return wrap(self.value._made_like(make), self.level)
+
     def detach(self) -> Tensor:
         return wrap(self.value.detach(), self.level)
 
