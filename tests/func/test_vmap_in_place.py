@@ -1,8 +1,8 @@
 """In-place changes under ``func.vmap``, as ``torch.func.vmap``'s: ``+=`` and the other
 operators, ``add_``/``mul_``/..., the in-place forms (``clamp_``, ``masked_fill_``), ``fill_``,
 ``zero_``, ``copy_`` and ``x[index] = v`` write each member's new values into the batch, through
-views too, into the tensor vmap was given, and into a new one made like a batched one
-(``zeros_like``, batched as PyTorch's); writing a batch into an unbatched tensor, a
+views too, into the tensor vmap was given, and into a new one made from a batched one
+(``zeros_like``, ``new_zeros``: batched, as PyTorch's); writing a batch into an unbatched tensor, a
 result that does not keep the shape or cast to the dtype, and a leaf that ``grad`` made, raise
 as PyTorch's."""
 
@@ -47,6 +47,10 @@ CASES = {
     "empty_like": lambda m, t, v: _setitem(m.empty_like(t).fill_(0), slice(1, None), t[:-1]),
     "full_like": lambda m, t, v: m.full_like(t, 2.0).mul_(v),
     "ones_like_int": lambda m, t, v: m.ones_like(t, dtype=m.int64).add_(3),
+    "new_zeros": lambda m, t, v: t.new_zeros(3).add_(t),
+    "new_full": lambda m, t, v: _setitem(t.new_full((2, 3), 2.0), 0, v),
+    "new_empty": lambda m, t, v: t.new_empty(size=(3,)).copy_(v),
+    "new_ones_nested": lambda m, t, v: m.func.vmap(lambda u: u.new_ones(3).mul_(u))(t.expand(2, 3)),
 }
 
 

@@ -34,6 +34,7 @@ from scratchgrad.tensor import (
     cat,
     check_index_copied,
     index_mask,
+    new_shape,
     refuse_cast,
     searchsorted,
     stack,
@@ -127,6 +128,12 @@ class BatchedTensor(Tensor):
 
     def _made_like(self, make: Callable[[tuple], Tensor]) -> Tensor:
         return wrap(self.value._made_like(make), self.level)
+
+    def _new(self, name: str, size, fill: tuple, dtype, device, requires_grad: bool) -> Tensor:
+        """``new_zeros``, ``new_ones``, ``new_empty``, ``new_full``: one per member, as
+        PyTorch's (so batched values may be written into them)."""
+        shape = (self.value.shape[0], *new_shape(f"new_{name}", size))
+        return wrap(self.value._new(name, (shape,), fill, dtype, device, requires_grad), self.level)
 
     def detach(self) -> Tensor:
         return wrap(self.value.detach(), self.level)
