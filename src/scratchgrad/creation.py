@@ -717,55 +717,42 @@ def _permutation(generator: Generator | None, n: int, dtype) -> Any:
     return backend.rng_for(generator).permutation(n).astype(dtype)
 
 
-def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:
-    """``factory`` with ``t``'s shape, and its dtype and device unless others are given."""
-    return factory(
-        t.shape,
-        *args,
-        dtype=dtype or t.dtype,
-        device=device or t.device,
-        requires_grad=requires_grad,
-    )
+def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args, random=False) -> Tensor:
+    """``factory`` with ``t``'s shape, and its dtype and device unless others are given. Inside
+    vmap one per member of a batched ``t`` (a batch that in-place writes of batched values may
+    fill, as PyTorch's), except a ``random`` factory's: its draws follow vmap's randomness."""
 
+    def make(shape: tuple) -> Tensor:
+        options = dict(dtype=dtype or t.dtype, device=device or t.device)
+        return factory(shape, *args, **options, requires_grad=requires_grad)
 
-def _filled_like(factory, t: Tensor, dtype, device, requires_grad: bool, *args) -> Tensor:
-    """``_like`` of a factory that fills in no random numbers: inside vmap, one per member of
-    a batched ``t`` (a batch that in-place writes of batched values may fill, as PyTorch's)."""
-    return t._made_like(
-        lambda shape: factory(
-            shape,
-            *args,
-            dtype=dtype or t.dtype,
-            device=device or t.device,
-            requires_grad=requires_grad,
-        )
-    )
+    return make(t.shape) if random else t._made_like(make)
 
 
 def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _filled_like(zeros, t, dtype, device, requires_grad)
+    return _like(zeros, t, dtype, device, requires_grad)
 
 
 def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _filled_like(ones, t, dtype, device, requires_grad)
+    return _like(ones, t, dtype, device, requires_grad)
 
 
 def empty_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _filled_like(empty, t, dtype, device, requires_grad)
+    return _like(empty, t, dtype, device, requires_grad)
 
 
 def full_like(
     t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad=False
 ) -> Tensor:
-    return _filled_like(full, t, dtype, device, requires_grad, fill_value)
+    return _like(full, t, dtype, device, requires_grad, fill_value)
 
 
 def rand_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(rand, t, dtype, device, requires_grad)
+    return _like(rand, t, dtype, device, requires_grad, random=True)
 
 
 def randn_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(randn, t, dtype, device, requires_grad)
+    return _like(randn, t, dtype, device, requires_grad, random=True)
 
 
 def tril_indices(

@@ -154,12 +154,7 @@ class BatchedTensor(Tensor):
 
     def _write(self, name: str, new: Tensor) -> BatchedTensor:
         """Each member becomes ``new``'s (of a member's shape, in this batch's dtype)."""
-        if level_of((new,)) > self.level:  # a member would take a whole batch of values
-            raise RuntimeError(
-                f"vmap: {name} is not possible because the values written are batched and the "
-                "tensor written into is not (PyTorch's inplace arithmetic error): compute a "
-                "new tensor out of place instead"
-            )
+        self._refuse_a_newer_batch(name, new)
         if tuple(new.shape) != tuple(self.shape):
             raise RuntimeError(
                 f"{name}: output with shape {list(self.shape)} doesn't match the broadcast "
@@ -168,6 +163,16 @@ class BatchedTensor(Tensor):
         value, (new_value,) = self.value, unwrap((new,), self.level)[0]
         value.copy_(new_value.to(self.dtype))
         return self
+
+    def _refuse_a_newer_batch(self, name: str, value: Any) -> None:
+        """PyTorch's error for values batched by a newer vmap than this batch's: a member
+        would take a whole batch of values."""
+        if level_of((value,)) > self.level:
+            raise RuntimeError(
+                f"vmap: {name} is not possible because the values written are batched and the "
+                "tensor written into is not (PyTorch's inplace arithmetic error): compute a "
+                "new tensor out of place instead"
+            )
 
     def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:
         return self._apply_(name, lambda old: out_of_place(old, other))
@@ -182,15 +187,16 @@ class BatchedTensor(Tensor):
         return self._write(name, new)
 
     def fill_(self, value: Any) -> Tensor:
+        if not isinstance(value, Tensor):  # the same number for every member
+            self.value.fill_(value)
+            return self
         Tensor.fill_(_stand_in(self), _stand_in(value))  # its checks (a 0-d value)
-        if isinstance(value, Tensor):
-            return self._write("fill_", value.expand(self.shape))
-        full = creation.full(self.shape, value, dtype=self.dtype, device=self.device)
-        return self._write("fill_", full)
+        return self._write("fill_", value.expand(self.shape))
 
     def copy_(self, src: Any) -> Tensor:
-        if not isinstance(src, Tensor):
-            src = creation.tensor(src, dtype=self.dtype, device=self.device)
+        if not isinstance(src, Tensor):  # numbers, the same for every member
+            self.value.copy_(src)
+            return self
         return self._write("copy_", src.expand(self.shape))
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -204,8 +210,7 @@ class BatchedTensor(Tensor):
                 "vmap: x[index] = v with a batched index, or index tensors apart from each "
                 "other, is not batched; use scatter or index_put (out of place) instead"
             )
-        if level_of((value,)) > self.level:
-            self._write("setitem", value)  # (raises)
+        self._refuse_a_newer_batch("setitem", value)
         if type(value) is BatchedTensor and value.level == self.level:
             target = self.value[(slice(None), *items)]
             value = pad_to_rank([target, value.value], [True, True])[1]
