@@ -705,16 +705,16 @@ def randperm(
     where = _on(device)
     if where is not None and backend.device(where).type == "meta":  # nothing drawn, as PyTorch
         return empty(n, dtype=dtype, device=where, requires_grad=requires_grad)
-    # drawn on the host and copied (CuPy's generators cannot permute)
-    if capture_hook.recorder is not None:  # scratchgrad.jit: drawn again at every replay
-        order = capture_hook.recorder.call(_permutation, generator, n, dtype)
-    else:
-        order = _permutation(generator, n, dtype)
-    return _finish(order, requires_grad, where)
 
+    def draw(shape: tuple) -> Any:  # one permutation per vmap member before the last dim
+        # drawn on the host and copied (CuPy's generators cannot permute)
+        rng = backend.rng_for(generator)
+        if len(shape) == 1:
+            return rng.permutation(n).astype(dtype)
+        orders = [rng.permutation(n) for _ in range(math.prod(shape[:-1]))]
+        return xp.stack(orders).reshape(shape).astype(dtype)
 
-def _permutation(generator: Generator | None, n: int, dtype) -> Any:
-    return backend.rng_for(generator).permutation(n).astype(dtype)
+    return _drawn(draw, (n,), requires_grad, where)
 
 
 def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args, random=False) -> Tensor:

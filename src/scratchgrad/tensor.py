@@ -2013,6 +2013,9 @@ class Tensor:
     def _copy_from(self, name: str, src: Any) -> Tensor:
         """``copy_``, named ``name`` in its errors: also the random fills' last step (in a
         graph, no gradient flows to the old values, as PyTorch's fills)."""
+        refuse = _vmapped("_refuse_writing_a_batch", src)  # (into this unbatched tensor)
+        if refuse is not None:
+            refuse(name)
         if self._records(src):
             return self._record_in_place(name, _overwrite, src)
         xp = namespace(self.array)
@@ -3473,10 +3476,15 @@ class Tensor:
             raise RuntimeError(
                 f"bernoulli: the probabilities must have a floating dtype, got {self.dtype.name}"
             )
-        draws = Tensor._make(_call(_bernoulli, self.array, p, generator))
+        draws = self._bernoulli_draws(p, generator)
         if p is None:
             return _zero_gradient_to(draws, self)
         return _kept_without_derivative(self, draws, "bernoulli")  # (p: no derivative)
+
+    def _bernoulli_draws(self, p: float | None, generator: Any) -> Tensor:
+        """``bernoulli``'s draws, out of any graph (vmap batches them: see func/batching.py)."""
+        probs, shape, dtype = self.array if p is None else p, self.array.shape, self.array.dtype
+        return _random(lambda s: _call(_bernoulli, probs, s, dtype, self.device, generator), shape)
 
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
@@ -3503,8 +3511,10 @@ class Tensor:
         low = _from_argument(from_, from_keyword)
         self._check_floating("uniform_", complex_too=True)
         _check_uniform_bounds(low, to, backend.to_real(self.array.dtype))
-        draws = _call(_uniform, generator, self.device, low, to, self.array.shape, self.array.dtype)
-        return self._copy_from("uniform_", Tensor._make(draws))
+        dtype = self.array.dtype
+        return self._fill(
+            "uniform_", lambda s: _call(_uniform, generator, self.device, low, to, s, dtype)
+        )
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
         """Fill with samples from N(mean, std**2).
@@ -3517,8 +3527,9 @@ class Tensor:
         if not std >= 0:  # NaN fails too
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         complex_ = self.array.dtype.kind == "c"
-        draws = _call(_normal, generator, self.device, mean, std, self.array.shape, complex_)
-        return self._copy_from("normal_", Tensor._make(draws))
+        return self._fill(
+            "normal_", lambda s: _call(_normal, generator, self.device, mean, std, s, complex_)
+        )
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
         """Fill with samples from the exponential distribution of rate ``lambd``.
@@ -3610,9 +3621,15 @@ class Tensor:
     ) -> Tensor:
         """This tensor filled in place with the generator's ``draw`` of ``parameters``, times
         ``scale`` plus ``shift`` (in float64, rounded once)."""
-        shape = self.array.shape
-        draws = _call(_drawn, generator, self.device, draw, parameters, shape, scale, shift)
-        return self._copy_from(name, Tensor._make(draws))
+        device = self.device
+        return self._fill(
+            name, lambda s: _call(_drawn, generator, device, draw, parameters, s, scale, shift)
+        )
+
+    def _fill(self, name: str, sample: Callable[[tuple], Any]) -> Tensor:
+        """The random fills' last step: this tensor overwritten with ``sample(shape)`` (no
+        gradient flows to the old values, as PyTorch's fills), drawn as ``_random`` says."""
+        return self._copy_from(name, _random(sample, self.array.shape, into=self))
 
     def bernoulli_(self, p: float | Tensor = 0.5, *, generator: Any = None) -> Tensor:
         """Fill with ones with probability ``p`` (a number, or a tensor of probabilities that
@@ -3624,9 +3641,13 @@ class Tensor:
         """
         if not isinstance(p, Tensor) and not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = p.array if isinstance(p, Tensor) else p
-        draws = _call(_bernoulli, self.array, probs, generator)
-        return self._copy_from("bernoulli_", _zero_gradient_to(Tensor._make(draws), p))
+        if isinstance(p, Tensor):  # (p.bernoulli() is vmap's where p is batched)
+            draws = p.expand(self.shape)._bernoulli_draws(None, generator)
+            return self._copy_from("bernoulli_", _zero_gradient_to(draws, p))
+        dtype = self.array.dtype
+        return self._fill(
+            "bernoulli_", lambda s: _call(_bernoulli, p, s, dtype, self.device, generator)
+        )
 
     def multinomial(
         self, num_samples: int, replacement: bool = False, *, generator: Any = None
@@ -3653,7 +3674,9 @@ class Tensor:
                 f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                 f"replacement ({num_samples} > {n})"
             )
-        return Tensor._make(_call(_multinomial, self.array, num_samples, replacement, generator))
+        shape = (*self.array.shape[:-1], num_samples)
+        draw = _each(_multinomial, self.array, num_samples, replacement, generator, shape=shape)
+        return _random(draw, shape)
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return self._truth_reduce("any", dim, keepdim)
@@ -7944,15 +7967,16 @@ def _arg_reduce(array: Any, name: str, axis: Any, keepdim: bool) -> Any:
     return backend.as_array(getattr(array, name)(axis=axis, keepdims=keepdim))
 
 
-def _bernoulli(array: Any, p: float | None, generator: Any) -> Any:
-    """``Tensor.bernoulli``'s draw: ones where a uniform draw falls below the probability
-    (``array``'s entries, or ``p``), after checking the probabilities (in one call, so that a
-    replay under ``scratchgrad.jit`` checks and draws again)."""
-    probs = array if p is None else namespace(array).asarray(p)
+def _bernoulli(probs: Any, shape: tuple, dtype: Any, device: Any, generator: Any) -> Any:
+    """``Tensor.bernoulli``'s draws of ``shape``, in ``dtype``: ones where a uniform draw falls
+    below the probability (``probs``, an array that broadcasts to ``shape``, or a number),
+    after checking the probabilities (in one call, so that a replay under ``scratchgrad.jit``
+    checks and draws again)."""
+    probs = backend.array_module(device).asarray(probs)
     if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too
         raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
-    rng = backend.rng_for(generator, backend.device_of(array))
-    return backend.as_array((rng.random(array.shape) < probs).astype(array.dtype))  # 0-d: no scalar
+    rng = backend.rng_for(generator, device)
+    return backend.as_array((rng.random(shape) < probs).astype(dtype))  # 0-d: no scalar
 
 
 def poisson(input: Tensor, generator: Any = None) -> Tensor:
@@ -7967,7 +7991,8 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     [0.0, 2.0]
     """
     _refuse_non_float("poisson", _tensor_other("poisson", input, "input", position=1))
-    draws = Tensor._make(_call(_poisson, input.array, generator))
+    rates = input.array
+    draws = _random(_each(_poisson, rates, generator, shape=rates.shape), rates.shape)
     return _zero_gradient_to(draws, input)
 
 
@@ -8006,7 +8031,7 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
     _refuse_non_float("binomial", count)
     shape = broadcast_shapes(count.shape, prob.shape)
     arrays = (count.expand(shape).array, prob.expand(shape).array)
-    draws = Tensor._make(_call(_binomial, *arrays, generator))
+    draws = _random(_each(_binomial, *arrays, generator, shape=shape), shape)
     graph = prob if prob.requires_grad else count
     return _kept_without_derivative(graph, draws, "binomial")
 
@@ -8030,6 +8055,36 @@ def _refuse_non_float(name: str, x: Tensor) -> None:
         raise NotImplementedError(
             f"{name}: \"{name}_cpu\" not implemented for '{torch_name(dtype)}'"
         )
+
+
+def _random(sample: Callable[[tuple], Any], shape: tuple, into: Tensor | None = None) -> Tensor:
+    """``sample(shape)``, an array of random draws, as a tensor. Inside vmap, drawn as its
+    ``randomness`` says, as PyTorch's: refused, one draw for every member, or one per member
+    (``sample`` then gets the batch sizes before ``shape``); ``into``, a tensor that an
+    in-place fill writes the draws into, is refused one draw per member unless batched."""
+    if _function._vmap_dispatch is None:
+        return Tensor._make(sample(shape))
+    from scratchgrad import creation  # (creation builds on this module)
+
+    return creation._vmap_draw(sample, shape, into)
+
+
+def _each(draw: Callable, *args: Any, shape: tuple) -> Callable[[tuple], Any]:
+    """A ``sample`` for ``_random`` from ``draw(*args)``, one draw of ``shape`` (poisson's,
+    multinomial's: draws with no form for several at once), made once per vmap member; in
+    one recorded call, so that a replay under ``scratchgrad.jit`` draws them all again."""
+
+    def sample(full: tuple) -> Any:
+        if full == shape:
+            return _call(draw, *args)
+        return _call(_each_member, draw, args, full, len(full) - len(shape))
+
+    return sample
+
+
+def _each_member(draw: Callable, args: tuple, shape: tuple, batch_dims: int) -> Any:
+    draws = [draw(*args) for _ in range(math.prod(shape[:batch_dims]))]
+    return namespace(draws[0]).stack(draws).reshape(shape)
 
 
 def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:

@@ -211,16 +211,15 @@ def test_a_users_function_without_its_switch_raises_an_error_naming_it():
 @pytest.mark.parametrize(
     ("write", "what"),
     [
-        (lambda y: y.uniform_(), "uniform_"),
         (lambda y: y.index_add_(0, sg.tensor([0]), sg.ones(1)), "index_add_"),
         (lambda y: y.unsqueeze_(0), "unsqueeze_"),
     ],
-    ids=["uniform_", "index_add_", "unsqueeze_"],
+    ids=["index_add_", "unsqueeze_"],
 )
 def test_an_in_place_write_vmap_does_not_batch_raises_naming_it(write, what):
-    """Random fills, index writes and in-place view changes of a batch raise, naming the op
-    and what to write instead (the arithmetic, fills, copies and setitem are batched:
-    tests/func/test_vmap_in_place.py)."""
+    """Index writes and in-place view changes of a batch raise, naming the op and what to
+    write instead (the arithmetic, fills, copies and setitem are batched:
+    tests/func/test_vmap_in_place.py; random fills: tests/func/test_vmap_randomness.py)."""
 
     def f(row):
         y = row * 2

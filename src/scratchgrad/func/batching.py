@@ -168,11 +168,17 @@ class BatchedTensor(Tensor):
         """PyTorch's error for values batched by a newer vmap than this batch's: a member
         would take a whole batch of values."""
         if level_of((value,)) > self.level:
-            raise RuntimeError(
-                f"vmap: {name} is not possible because the values written are batched and the "
-                "tensor written into is not (PyTorch's inplace arithmetic error): compute a "
-                "new tensor out of place instead"
-            )
+            BatchedTensor._refuse_writing_a_batch(name)
+
+    @staticmethod
+    def _refuse_writing_a_batch(name: str) -> None:
+        """Writing batched values into a tensor not batched as newly: each of its members
+        would take a whole batch of values."""
+        raise RuntimeError(
+            f"vmap: {name} is not possible because the values written are batched and the "
+            "tensor written into is not (PyTorch's inplace arithmetic error): compute a new "
+            "tensor out of place instead"
+        )
 
     def _inplace(self, name: str, out_of_place: Callable, ufunc: str, other: Any) -> Tensor:
         return self._apply_(name, lambda old: out_of_place(old, other))
@@ -194,10 +200,13 @@ class BatchedTensor(Tensor):
         return self._write("fill_", value.expand(self.shape))
 
     def copy_(self, src: Any) -> Tensor:
+        return self._copy_from("copy_", src)
+
+    def _copy_from(self, name: str, src: Any) -> Tensor:  # (copy_, and the random fills)
         if not isinstance(src, Tensor):  # numbers, the same for every member
             self.value.copy_(src)
             return self
-        return self._write("copy_", src.expand(self.shape))
+        return self._write(name, src.expand(self.shape))
 
     def __setitem__(self, index: Any, value: Any) -> None:
         """``x[index] = value`` of each member, as ``x.value[:, index] = value``: ints,
@@ -215,6 +224,24 @@ class BatchedTensor(Tensor):
             target = self.value[(slice(None), *items)]
             value = pad_to_rank([target, value.value], [True, True])[1]
         self.value[(slice(None), *items)] = value
+
+    def _bernoulli_draws(self, p: float | None, generator: Any) -> Tensor:
+        """Draws with each member's probabilities (or ``p``), one per member, as vmap's
+        randomness "different" says; PyTorch refuses "same" with a batched input."""
+        if any(level == self.level and r == "same" for level, _, r in _active):
+            raise RuntimeError(
+                "vmap: bernoulli of a batched tensor with randomness='same' is not supported, "
+                "as in PyTorch; use randomness='different'"
+            )
+        if p is not None:  # only a member's shape is read
+            return Tensor._bernoulli_draws(self, p, generator)
+        batch = self.value
+        while type(batch) is BatchedTensor:
+            batch = batch.value
+        if not bool(((batch >= 0) & (batch <= 1)).all()):  # NaN fails too
+            raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
+        uniform = creation.rand(self.shape, dtype=xp.float64, generator=generator)
+        return (uniform < self).to(self.dtype)
 
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
@@ -419,10 +446,13 @@ def _refuse_in_place(name: str) -> Callable:
 
 # Tensor's in-place methods that BatchedTensor._write does not batch, refused on a batch: all
 # but the arithmetic methods (the operators, ``+=``, ``x[i] = v``, go through it too),
-# fill_, zero_, copy_ and the in-place forms of out-of-place ops (``clamp_``,
+# fill_, zero_, copy_, the random fills (drawn as vmap's randomness says, then written
+# through _copy_from) and the in-place forms of out-of-place ops (``clamp_``,
 # ``masked_fill_``: see tensor.IN_PLACE_FORMS); not requires_grad_, which sets a flag
 # (scratchgrad.func.grad sets it on batched leaves)
 _WRITTEN = {"requires_grad_", "add_", "sub_", "subtract_", "mul_", "div_", "fill_", "zero_"}
+_WRITTEN |= {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_"}
+_WRITTEN |= {"log_normal_", "cauchy_"}
 for _name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")]:
     if _name not in _WRITTEN | IN_PLACE_FORMS and _name not in BatchedTensor.__dict__:
         setattr(BatchedTensor, _name, _refuse_in_place(_name))
@@ -532,9 +562,11 @@ def _member_by_member(cls: type, values: list, batched: list, kwargs: dict) -> A
     return stack(outs)
 
 
-def draw(sample: Callable[[tuple], Any], shape: tuple) -> Tensor:
+def draw(sample: Callable[[tuple], Any], shape: tuple, into: Tensor | None = None) -> Tensor:
     """A random draw of ``shape`` inside vmap, as the running vmaps' ``randomness`` says:
-    "different" adds that vmap's batch dim to the draw, "same" does not, "error" refuses."""
+    "different" adds that vmap's batch dim to the draw, "same" does not, "error" refuses.
+    ``into``: the tensor an in-place fill writes the draw into, which must be batched by each
+    vmap of "different" (else its members would all take one draw), as in PyTorch."""
     sizes, levels = [], []
     for level, size, randomness in _active:
         if randomness == "error":
@@ -543,12 +575,27 @@ def draw(sample: Callable[[tuple], Any], shape: tuple) -> Tensor:
                 "randomness='different' for a draw per member or 'same' for one draw for all"
             )
         if randomness == "different":
+            if into is not None and level not in _levels(into):
+                raise RuntimeError(
+                    "vmap: cannot ask for different in-place randomness on an unbatched "
+                    "tensor (its members would all take the same draws, as PyTorch says); "
+                    "fill a batched tensor, or use randomness='same'"
+                )
             sizes.append(size)
             levels.append(level)
     out = Tensor._make(sample((*sizes, *shape)))
     for level in levels:  # the oldest level's batch dim comes first
         out = wrap(out, level)
     return out
+
+
+def _levels(t: Tensor) -> set[int]:
+    """The vmap levels that batch ``t`` (a batch of an older level's batches is nested)."""
+    levels = set()
+    while type(t) is BatchedTensor:
+        levels.add(t.level)
+        t = t.value
+    return levels
 
 
 def vmap(
