@@ -698,3 +698,34 @@ def test_ops_that_order_or_truncate_refuse_a_complex_operand_as_torch(left):
             x = m.tensor([1.0]).to(getattr(m, left))
             with pytest.raises(error, match="complex|Complex"):
                 call(m, x, m.tensor([1 - 0.5j]))
+
+
+CONJUGATING = {
+    "mH": lambda m, z: z.mH,
+    "H": lambda m, z: z.H,
+    "adjoint": lambda m, z: z.adjoint(),
+    "H_0d": lambda m, z: z[0, 1].H,
+    "mH_matmul": lambda m, z: z.mH @ z,
+    "vdot": lambda m, z: m.vdot(z[0], z[1]),
+    "vdot_method": lambda m, z: z[0].vdot(z[1]),
+}
+
+
+@pytest.mark.parametrize("name", CONJUGATING)
+def test_conjugate_transposes_and_vdot_conjugate_as_torch(name):
+    """``mH``, ``H`` and ``adjoint`` were the plain transpose and ``vdot`` was ``dot`` for complex
+    entries (silently wrong: only their real-entry docs held); the gradients follow."""
+    z = np.array([[1 + 2j, -0.5j, 2.0], [0.25 - 1j, 3 + 1j, -1j]])
+    results = []
+    for m in (sg, torch):
+        leaf = m.tensor(z, requires_grad=True)
+        out = CONJUGATING[name](m, leaf)
+        m.view_as_real(out.resolve_conj()).sum().backward()
+        results.append((out.resolve_conj().detach().numpy(), leaf.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **TOL["float64"])
+
+
+def test_linalg_of_a_complex_matrix_says_complex_is_not_supported():
+    with pytest.raises(RuntimeError, match="linalg.inv: complex tensors are not supported"):
+        sg.linalg.inv(sg.eye(2, dtype=sg.complex128))

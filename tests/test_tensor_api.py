@@ -467,6 +467,20 @@ def test_matmul_operator_and_reflected_matmul():
     np.testing.assert_allclose(out2.array, np.asarray(A) @ w)
 
 
+@pytest.mark.parametrize("other", [2.0, 3, [1.0, 1.0, 1.0]], ids=repr)
+def test_matmul_of_a_number_or_a_list_is_a_type_error_as_torch(other):
+    """``x @ 2.0`` raised AttributeError and ``[1, 1, 1] @ x`` gave a tensor; PyTorch's
+    ``@`` takes tensors only: Python's TypeError, as ``x.matmul(2.0)`` (its own words)."""
+    for m in (sg, torch):
+        x = m.ones(3)
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            x @ other
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            other @ x
+        with pytest.raises(TypeError, match=r"matmul\(\): argument 'other' \(position 1\)"):
+            x.matmul(other)
+
+
 def test_unary_operators():
     check(lambda x: -x, A)
     check(lambda x: +x, A)

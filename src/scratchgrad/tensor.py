@@ -429,24 +429,30 @@ class Tensor:
 
     @property
     def H(self) -> Tensor:
-        """The (conjugate) transpose of a matrix; for real entries ``T`` of a 0-d or 2-d tensor."""
+        """The conjugate transpose of a matrix (of a 0-d tensor, its conjugate), as PyTorch's.
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([[1 + 2j, 3j]]).H
+        tensor([[1.-2.j],
+                [0.-3.j]])
+        """
         if self.array.ndim not in (0, 2):
             raise RuntimeError(
                 "tensor.H is only supported on matrices (2-D tensors). Got "
                 f"{self.array.ndim}-D tensor."
                 + (" For batches of matrices, consider using tensor.mH" if self.ndim > 2 else "")
             )
-        return self.mT if self.array.ndim == 2 else self  # (0-d: itself, as PyTorch's)
+        return self.mT.conj() if self.array.ndim == 2 else self.conj()
 
     @property
     def mH(self) -> Tensor:
-        """The last two dims swapped (and conjugated: nothing to do for real entries)."""
+        """The last two dims swapped and the entries conjugated (for real ones, ``mT``)."""
         if self.array.ndim < 2:
             raise RuntimeError(
                 "tensor.mH is only supported on matrices or batches of matrices. Got "
                 f"{self.array.ndim}-D tensor."
             )
-        return self.mT
+        return self.mT.conj()
 
     def adjoint(self) -> Tensor:
         return self.mH
@@ -1070,11 +1076,18 @@ class Tensor:
         _refuse_bool_power(x, y)
         return binary.Pow.apply(y, x)
 
+    # ``@`` takes tensors and NumPy arrays (on the right promoted with the tensor, as
+    # PyTorch's); a number or a list is Python's TypeError, as PyTorch's
+
     def __matmul__(self, other: Tensor) -> Tensor:
-        return self.matmul(other)
+        if isinstance(other, xp.ndarray):
+            return Tensor.matmul(*self._operands(Tensor._from_operand(other)))
+        return self.matmul(other) if isinstance(other, Tensor) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return Tensor._from_operand(other, self.array.dtype).matmul(self)
+        if isinstance(other, xp.ndarray):
+            return Tensor._from_operand(other, self.array.dtype).matmul(self)
+        return NotImplemented
 
     def __neg__(self) -> Tensor:
         if self.array.dtype.kind == "b":
@@ -1289,6 +1302,7 @@ class Tensor:
     @autocast_policy("lower")
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D, batched and broadcast operands."""
+        _tensor_other("matmul", other, position=1)
         if type(self) is Tensor or not self.is_sparse:  # (a sparse matrix checks its own)
             check_same_dtype("matmul", self, other)
         return _product(self, other)
@@ -4491,12 +4505,17 @@ class Tensor:
         return tensordot(self, other, dims=([-1], [-1]))
 
     def vdot(self, other: Tensor) -> Tensor:
-        """The dot product of two 1-D tensors (their conjugate: nothing for real entries)."""
+        """The dot product of two 1-D tensors, this one conjugated (for real entries, ``dot``).
+
+        >>> import scratchgrad as sg
+        >>> sg.tensor([1j, 2.0]).vdot(sg.tensor([1j, 1.0]))
+        tensor(3.+0.j)
+        """
         if self.array.ndim != 1 or other.ndim != 1:
             raise RuntimeError(
                 f"1D tensors expected, but got {self.array.ndim}D and {other.ndim}D tensors"
             )
-        return self.dot(other)
+        return self.conj().dot(other)
 
     def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
         dim = wrap_dim(dim, self.array.ndim)

@@ -48,7 +48,12 @@ def check_input(
 
 def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
     """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
-    floating dtype where ``low_precision``."""
+    floating dtype where ``low_precision``. Complex matrices are not supported yet (README)."""
+    if x.dtype.kind == "c":
+        raise RuntimeError(
+            f"{op}: complex tensors are not supported by scratchgrad yet (linalg takes real "
+            f"matrices), got {torch_name(x.dtype)}"
+        )
     if not backend.is_floating(x.dtype):
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
