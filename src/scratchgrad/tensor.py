@@ -1798,7 +1798,8 @@ class Tensor:
         if not out.requires_grad:  # recorded nothing: the values change, the history stays
             increment_version(self)
             return self
-        base._ctx, base._requires_grad = new_base._ctx, True
+        base._take_node(new_base._ctx)
+        base._requires_grad = True
         for view in [*getattr(base, "_views", ()), self]:  # the base's views in graphs, this one
             if view is not base:
                 view._take_view_again()
@@ -1897,7 +1898,18 @@ class Tensor:
             view = movement.ViewChangedRefused.apply(
                 view, message=_multi_output_error(self, changed)
             )
-        self._ctx, self._requires_grad = view._ctx, True
+        self._take_node(view._ctx)
+        self._requires_grad = True
+
+    def _take_node(self, ctx: Any) -> None:
+        """This tensor's history moves to ``ctx`` (an in-place change): retain_grad's hook
+        goes with it, as PyTorch's, so ``.grad`` is the gradient of the new values (the other
+        hooks stay on the old node, and get the old values' gradient, as PyTorch's)."""
+        old, self._ctx = self._ctx, ctx
+        kept = tuple(h for h in getattr(old, "hooks", ()) if getattr(h, "retains_grad", False))
+        if kept and ctx is not None:
+            old.hooks = tuple(h for h in old.hooks if h not in kept)
+            ctx.hooks = (*ctx.hooks, *kept)
 
     def _write_through_mask(self, given: Any, index: tuple, value: Any) -> None:
         """``self[given] = value`` in a graph, ``index`` holding a boolean mask. A lone mask

@@ -809,3 +809,70 @@ def test_a_gradient_of_the_wrong_shape_or_a_complex_mismatch_raises_as_pytorchs(
             y.backward(lib.ones(2, dtype=lib.float64), retain_graph=True)
         with pytest.raises(RuntimeError, match="both grad_output and output are required"):
             y.backward(lib.ones(3, dtype=lib.complex128))
+
+
+RETAIN_THEN_CHANGE = {
+    "the tensor": lambda m, a: _retained_then(m, a, lambda h: h.mul_(3)),
+    "through a view": lambda m, a: _retained_then(m, a, lambda h: h[0:2].mul_(3)),
+    "twice": lambda m, a: _retained_then(m, a, lambda h: (h.mul_(3), h.retain_grad(), h.add_(1))),
+}
+
+
+def _retained_then(m, a, change):
+    h = a * 2
+    h.retain_grad()
+    change(h)
+    (h * m.tensor([1.0, 5.0, 7.0], dtype=m.float64)).sum().backward()
+    return h
+
+
+@pytest.mark.parametrize("change", RETAIN_THEN_CHANGE)
+def test_retain_grad_follows_an_in_place_change_as_torch(change):
+    """.grad of a retained tensor changed in place afterwards is the gradient of its new
+    values, as PyTorch's; it was the old values' gradient (3x too large here), silently."""
+    results = []
+    for m in (sg, torch):
+        a = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        h = RETAIN_THEN_CHANGE[change](m, a)
+        results.append((h.grad.numpy(), h.retains_grad, a.grad.numpy()))
+    (grad, retains, a_grad), (expected, expected_retains, expected_a) = results
+    np.testing.assert_allclose(grad, expected)
+    np.testing.assert_allclose(a_grad, expected_a)
+    assert retains == expected_retains
+
+
+def test_a_retained_view_follows_its_base_changed_in_place_as_torch():
+    results = []
+    for m in (sg, torch):
+        h = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True) * 2
+        v = h[0:2]
+        v.retain_grad()
+        h.mul_(3)
+        (v * m.tensor([1.0, 5.0], dtype=m.float64)).sum().backward()
+        results.append(v.grad.numpy())
+    np.testing.assert_allclose(*results)
+
+
+@pytest.mark.parametrize("stop", ["detach_", "requires_grad_"])
+def test_a_leaf_that_stops_requiring_grad_gets_no_grad_as_torch(stop):
+    """A leaf used in a graph, then ``detach_()``ed or ``requires_grad_(False)``: PyTorch's
+    backward leaves its .grad None; it was filled."""
+    for m in (sg, torch):
+        a = m.tensor([1.0, 2.0], requires_grad=True)
+        b = m.tensor([3.0, 4.0], requires_grad=True)
+        y = (a * b).sum()
+        a.detach_() if stop == "detach_" else a.requires_grad_(False)
+        y.backward()
+        assert a.grad is None and b.grad.tolist() == [1.0, 2.0], m.__name__
+
+
+def test_grad_of_a_result_does_not_run_its_own_backward_as_torch():
+    """autograd.grad(loss, [h]) needs the gradient reaching h, not h's backward: a tensor
+    h saved, changed in place since, is no error (it raised), and no work is done for it."""
+    for m in (sg, torch):
+        a = m.tensor([1.0, 2.0, 3.0], dtype=m.float64, requires_grad=True)
+        s = a + a
+        h = s * a  # saves s
+        s.mul_(1.5)
+        (grad,) = m.autograd.grad((3 * h).sum(), [h])
+        assert grad.tolist() == [3.0, 3.0, 3.0], m.__name__

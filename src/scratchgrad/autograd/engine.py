@@ -209,7 +209,10 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets, into_grad=F
             t.retain_grad()
     ready = [(-node.sequence_nr, node) for node in grads if isinstance(node, Function)]
     heapq.heapify(ready)
-    wanted = None if targets is None else _leading_to([node for _, node in ready], targets)
+    # with targets (autograd.grad's inputs): the nodes whose backward runs (a path leads from
+    # them to a target: not a target's own, unless it leads to another) and which get gradients
+    runs = None if targets is None else _leading_to([node for _, node in ready], targets)
+    wanted = None if targets is None else runs.union(targets)
     # A leaf with post-accumulate hooks is finished as soon as its last use has run, not at the
     # end: DistributedDataParallel then starts its all-reduces during the rest of the walk.
     # (With backward's inputs, only the inputs get gradients, so only they are finished.)
@@ -226,7 +229,7 @@ def _run(outputs, grad_outputs, retain_graph, create_graph, targets, into_grad=F
                 g = _run_hooks(node.hooks, g, node)
             if targets is not None and node in targets:
                 found[node] = g
-            if wanted is None or node in wanted:
+            if runs is None or node in runs:
                 _propagate(node, g, grads, ready, wanted, owned)
             if uses:
                 _finish_used_up_leaves(node, grads, uses, create_graph, owned)
@@ -397,7 +400,11 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
     """Add ``g`` into ``leaf.grad``: in place normally, out of place when building a graph.
     A first gradient is kept as it is when ``owned`` gives it to this leaf (see ``_propagate``),
     else copied. A sparse gradient (``embedding(..., sparse=True)``'s) is kept as it is, and
-    added out of place: to a sparse ``.grad`` by concatenation, to a dense one densely."""
+    added out of place: to a sparse ``.grad`` by concatenation, to a dense one densely. A
+    leaf that no longer requires grad (``detach_``, ``requires_grad_(False)`` after its use)
+    gets nothing, as PyTorch's."""
+    if not leaf._requires_grad:
+        return
     recorder = capture_hook.recorder
     if recorder is not None and recorder.accumulate(leaf, g, create_graph, owned):
         return  # scratchgrad.jit noted it (a call from another thread is left to this code)
@@ -423,11 +430,13 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> Non
 
 
 def _leading_to(roots: list[Function], targets: dict) -> set:
-    """The nodes with a path to a target, and the targets: all autograd.grad needs to run.
-    Iterative depth-first search, never recursive: a node is decided after its parents. A
-    root is visited like any node (one output may be computed from another: a loss from the
-    logits returned beside it), so it is decided before the roots that depend on it."""
-    wanted, visited = set(targets), set()
+    """The nodes with a path to a target through their inputs: the backward passes
+    autograd.grad needs to run (a target's own only where it leads to another target, as
+    PyTorch's, so a saved tensor changed in place behind it is no error). Iterative
+    depth-first search, never recursive: a node is decided after its parents. A root is
+    visited like any node (one output may be computed from another: a loss from the logits
+    returned beside it), so it is decided before the roots that depend on it."""
+    leads, visited = set(), set()
     for root in roots:
         if root in visited:
             continue
@@ -442,9 +451,9 @@ def _leading_to(roots: list[Function], targets: dict) -> set:
                     break
             else:
                 stack.pop()
-                if any(p in wanted for p in node.parents):
-                    wanted.add(node)
-    return wanted
+                if any(p in targets or p in leads for p in node.parents):
+                    leads.add(node)
+    return leads
 
 
 def _jit_hint(name: str | None) -> str:
