@@ -52,9 +52,27 @@ VIEWS = {
     "slice_cat": lambda x: x[1:].flip(0).expand(2, 2)[0].repeat(2)[:3],
 }
 STEPS = ["binary", "unary", "detach", "no_grad", "retain", "hook", "requires_grad_", "mul_"]
-STEPS += ["view", "view_mul_", "detach_", "clone"]
+STEPS += ["view", "view_mul_", "detach_", "clone", "unbind", "custom"]
 ENDINGS = ["backward", "backward_twice", "backward_inputs", "grad", "grad_unused", "double"]
-ENDINGS += ["create_graph"]
+ENDINGS += ["create_graph", "twice_unretained", "grad_none_between", "several_roots"]
+
+
+def _scaled_sine(m):
+    """A custom Function (the same in both libraries): sin(x) * 2, its backward written by
+    hand, saving its input."""
+
+    class ScaledSine(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin() * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * x.cos() * 2
+
+    return ScaledSine
 
 
 def _step(m, live, step, marks):
@@ -98,6 +116,11 @@ def _step(m, live, step, marks):
             x.detach_()
     elif name == "clone":
         live.append(x.clone())
+    elif name == "unbind":  # outputs of one node (views: PyTorch refuses writes into them)
+        parts = x.unbind(0)
+        live.append(m.stack([parts[k % 3], parts[(k + 1) % 3], parts[k % 3]]))
+    elif name == "custom":
+        live.append(_scaled_sine(m).apply(x))
     else:  # mul_ of a non-leaf (a leaf that requires grad refuses it, in both)
         x.mul_(1.5)
 
@@ -134,6 +157,18 @@ def _end(m, live, ending, picks):
         unused = m.zeros(3, dtype=m.float64, requires_grad=True)
         grads = m.autograd.grad(loss, [*inputs, unused], allow_unused=True, materialize_grads=True)
         return dict(zip([*wanted, "unused"], grads))
+    elif ending == "twice_unretained":  # the second walk finds the graph freed, in both
+        loss.backward()
+        loss.backward()
+    elif ending == "grad_none_between":
+        loss.backward(retain_graph=True)
+        for t in live:
+            t.grad = None
+        (loss * 2).backward()
+    elif ending == "several_roots":  # autograd.backward of several tensors and gradients
+        roots = [t for t in live if t.requires_grad][-2:]
+        seeds = [m.full_like(t, 0.5 + n) for n, t in enumerate(roots)]
+        m.autograd.backward(roots, seeds)
     elif ending == "create_graph":  # the gradients, kept in the graph, then differentiated
         loss.backward(create_graph=True)
         (live[0].grad * live[1].grad).sum().backward()
