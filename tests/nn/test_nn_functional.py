@@ -283,3 +283,14 @@ def test_dropout_of_an_integer_tensor_is_pytorchs():
     state = sg.get_rng_state()
     F.dropout(sg.ones(3), 1.0)
     assert (sg.get_rng_state() == state).all()
+
+
+def test_embedding_bag_max_gives_the_gradient_to_the_first_of_equal_maxima_as_torch():
+    """It was shared among the tied rows (a third each here), where PyTorch's goes to one."""
+    grads = []
+    for m in (sg, torch):
+        weight = m.zeros(2, 1, dtype=m.float64, requires_grad=True)
+        bags = m.nn.functional.embedding_bag(m.tensor([0, 0, 1]), weight, m.tensor([0]), mode="max")
+        bags.sum().backward()
+        grads.append(weight.grad.tolist())
+    assert grads[0] == grads[1] == [[1.0], [0.0]]

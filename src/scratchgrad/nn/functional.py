@@ -911,8 +911,8 @@ def embedding_bag(
 
     Which bag each of the T indices falls in is a (B, T) grid; a sum or a mean is then one
     matrix product of its weights with the T looked-up rows, and a max a reduction over the
-    (B, T, D) rows masked by it (memory B*T*D), which shares the gradient among equal maxima
-    (PyTorch gives it to one of them). With ``sparse`` (sum and mean), ``weight.grad`` is a
+    (B, T, D) rows masked by it (memory B*T*D), whose gradient goes to the first of equal
+    maxima in the bag, as PyTorch's. With ``sparse`` (sum and mean), ``weight.grad`` is a
     sparse COO tensor of the rows looked up (``embedding``'s).
 
     >>> import scratchgrad as sg
@@ -983,7 +983,7 @@ def embedding_bag(
     )
     # (no index at all: every bag is empty, 0 in every mode, and amax refuses the empty dim)
     if mode == "max" and flat.shape[0]:
-        out = where(members[..., None], rows, -math.inf).amax(1)
+        out = where(members[..., None], rows, -math.inf).max(1).values
         return where(capture_hook.call(_any_member, members), out, 0.0)
     scale = capture_hook.call(_bag_scale, members, mode == "mean", weight.array.dtype)
     if per_sample_weights is not None:
