@@ -293,7 +293,7 @@ def test_damaged_metadata_and_unknown_dtypes(tmp_path):
     with pytest.raises(ValueError, match="metadata of .*lost is damaged .*KeyError"):
         load(write("lost", w, '{"version": 1, "tree": {"__tensor__": "elsewhere"}}'))
     with pytest.raises(
-        ValueError, match="format version 99; this scratchgrad reads versions 1 to 3"
+        ValueError, match="format version 99; this scratchgrad reads versions 1 to 4"
     ):
         load(write("newer", w, '{"version": 99, "tree": null}'))
     safetensors.torch.save_file(
@@ -689,3 +689,19 @@ def test_loading_into_a_tied_model_keeps_the_tie():
         model.load_state_dict(untied.state_dict(), assign=assign)
         assert model[0].weight is model[1].weight and len(list(model.parameters())) == 1
         assert model[0].weight.unique().tolist() == [2.0]
+
+
+def test_parameters_and_tensors_that_require_grad_load_as_they_were(tmp_path):
+    """As torch.save's: they came back as plain tensors that did not require grad, so an
+    optimizer given them after a resume silently updated nothing."""
+    weight = nn.Parameter(sg.ones(2))
+    frozen = nn.Parameter(sg.ones(2), requires_grad=False)
+    save(
+        {"w": weight, "f": frozen, "z": sg.zeros(3, requires_grad=True), "c": sg.ones(1)},
+        tmp_path / "f",
+    )
+    loaded = load(tmp_path / "f")
+    assert type(loaded["w"]) is nn.Parameter and loaded["w"].requires_grad
+    assert type(loaded["f"]) is nn.Parameter and not loaded["f"].requires_grad
+    assert type(loaded["z"]) is sg.Tensor and loaded["z"].requires_grad and loaded["z"].is_leaf
+    assert not loaded["c"].requires_grad

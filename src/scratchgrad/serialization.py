@@ -60,16 +60,18 @@ import safetensors.numpy
 from scratchgrad import backend
 from scratchgrad.complex_numbers import view_as_complex, view_as_real
 from scratchgrad.creation import from_numpy
+from scratchgrad.nn.parameter import Parameter
 from scratchgrad.tensor import Tensor
 
 FileLike = str | os.PathLike | IO[bytes]
 
 # 2 added NumPy arrays ("__ndarray__"), 3 state dicts' metadata ("__state_dict__") and
-# complex128 tensors ("__complex128__"); files of
-# the earlier versions still load
-_VERSION = 3
+# complex128 tensors ("__complex128__"), 4 Parameters and tensors that require grad
+# ("__leaf__"); files of the earlier versions still load
+_VERSION = 4
 _MARKERS = (
     "__tensor__",
+    "__leaf__",
     "__complex128__",
     "__ndarray__",
     "__tuple__",
@@ -271,6 +273,10 @@ def _encode(value: Any, path: str, tensors: _Table, depth: int) -> Any:
             f"save: the structure is nested more than {MAX_DEPTH} levels deep (or contains "
             f"itself), at {_shorten(path)!r}"
         )
+    if isinstance(value, Tensor) and (value.requires_grad or isinstance(value, Parameter)):
+        # what torch.save keeps too: a Parameter stays one, requires_grad stays set
+        inner = _encode(value.detach(), path, tensors, depth + 1)
+        return {"__leaf__": [inner, isinstance(value, Parameter), value.requires_grad]}
     if isinstance(value, Tensor) and value.dtype == backend.complex128:
         # safetensors has no complex128: the (..., 2) float64 pairs of view_as_real
         pairs = view_as_real(value.detach()).array
@@ -367,6 +373,12 @@ def _decode(node: Any, tensors: dict[str, Tensor], depth: int) -> Any:
             return tensors[value].detach()
         if key == "__complex128__":
             return view_as_complex(tensors[value])
+        if key == "__leaf__":
+            inner, is_parameter, requires_grad = value
+            tensor = _decode(inner, tensors, depth + 1)
+            if is_parameter:
+                return Parameter(tensor, requires_grad=requires_grad)
+            return tensor.requires_grad_(requires_grad)
         if key == "__ndarray__":
             return tensors[value].array
         if key == "__tuple__":
