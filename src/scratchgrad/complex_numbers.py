@@ -13,10 +13,12 @@ is not yet right for complex numbers refuse them when they record one.
 from __future__ import annotations
 
 from scratchgrad import backend
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.ops import complex as complex_ops
 from scratchgrad.tensor import Tensor, takes_out
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def view_as_complex(input: Tensor) -> Tensor:
     """The pairs along the last dim (of size 2, stride 1) as complex numbers: a view sharing
     ``input``'s memory, as ``torch.view_as_complex``; float32 gives complex64, float64
@@ -80,6 +82,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
 
 
 @takes_out
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """The complex tensor ``abs * (cos(angle) + i sin(angle))`` (broadcast), as
     ``torch.polar``: both float32 (giving complex64) or both float64 (complex128).

@@ -21,6 +21,7 @@ from typing import Any
 
 from scratchgrad import backend, cpu_order, creation
 from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.ops import reduce
 from scratchgrad.tensor import (
     ALL_ENTRIES,
@@ -51,6 +52,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 @takes_out
 @names_bad_arguments
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def quantile(
     input: Tensor,
     q: float | Tensor,
@@ -78,6 +80,7 @@ def quantile(
 
 @takes_out
 @names_bad_arguments
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def nanquantile(
     input: Tensor,
     q: float | Tensor,

@@ -2911,6 +2911,7 @@ class Tensor:
         """Whether ``other`` has this tensor's shape and values (PyTorch's ``torch.equal``)."""
         return self.shape == other.shape and bool((self == other).all())
 
+    @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
     def trace(self) -> Tensor:
         """The sum of a matrix's main diagonal."""
         if self.array.dtype == backend.bool_:  # PyTorch's kernel has none for bool, checked first

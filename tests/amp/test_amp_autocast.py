@@ -2,6 +2,7 @@
 
 import contextlib
 import threading
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -333,3 +334,70 @@ def test_16_bit_products_are_float32_gemms_rounded_once(low):
     # within one rounding to 16 bits of the exact product (a 16-bit running sum is far off)
     half_ulp = 2.0 ** -(9 if low == "bfloat16" else 12)
     np.testing.assert_allclose(ours, exact, rtol=2 * half_ulp, atol=1e-6)
+
+
+def _spd(lib, a):
+    """A symmetric positive-definite matrix made of ``a`` (for the Cholesky family)."""
+    return a @ a.mT + 3 * lib.eye(a.shape[-1], dtype=a.dtype)
+
+
+# Ops on PyTorch's CPU autocast float32 list that raised on 16-bit inputs (the linear algebra),
+# or kept the input's dtype (trace, the reflect and replicate pads, fractional max pooling,
+# local_response_norm of 4 dims, through avg_pool3d): each on a 16-bit (3, 3) leaf
+FLOAT32_LIST = {
+    "trace": lambda lib, a: lib.trace(a),
+    "polar": lambda lib, a: lib.view_as_real(lib.polar(a.abs(), a)),
+    "view_as_complex": lambda lib, a: lib.view_as_real(lib.view_as_complex(a[:, :2])).sum(-1),
+    "quantile": lambda lib, a: lib.quantile(a, 0.3, dim=0),
+    "nanquantile": lambda lib, a: lib.nanquantile(a, 0.7),
+    "inverse": lambda lib, a: lib.inverse(_spd(lib, a)),
+    "linalg.inv_ex": lambda lib, a: lib.linalg.inv_ex(_spd(lib, a))[0],
+    "matrix_power(-1)": lambda lib, a: lib.linalg.matrix_power(_spd(lib, a), -1),
+    "matrix_power(-2)": lambda lib, a: lib.linalg.matrix_power(_spd(lib, a), -2),
+    "linalg.solve": lambda lib, a: lib.linalg.solve(_spd(lib, a), a[:, :1]),
+    "linalg.tensorsolve": lambda lib, a: lib.linalg.tensorsolve(_spd(lib, a), a[0]),
+    "linalg.tensorinv": lambda lib, a: lib.linalg.tensorinv(_spd(lib, a), ind=1),
+    "linalg.cholesky": lambda lib, a: lib.linalg.cholesky(_spd(lib, a)),
+    "linalg.cholesky_ex": lambda lib, a: lib.linalg.cholesky_ex(_spd(lib, a))[0],
+    "cholesky": lambda lib, a: lib.cholesky(_spd(lib, a)),
+    "cholesky_solve": lambda lib, a: lib.cholesky_solve(a, lib.linalg.cholesky(_spd(lib, a))),
+    "cholesky_inverse": lambda lib, a: lib.cholesky_inverse(lib.linalg.cholesky(_spd(lib, a))),
+    "linalg.eigvalsh": lambda lib, a: lib.linalg.eigvalsh(_spd(lib, a)),
+    "linalg.eigh": lambda lib, a: lib.linalg.eigh(_spd(lib, a))[0],
+    "linalg.svdvals": lambda lib, a: lib.linalg.svdvals(a),
+    "svd": lambda lib, a: lib.svd(_spd(lib, a))[1],
+    "linalg.qr": lambda lib, a: lib.linalg.qr(_spd(lib, a))[1].abs(),
+    "qr": lambda lib, a: lib.qr(_spd(lib, a))[1].abs(),
+    "pinverse": lambda lib, a: lib.pinverse(_spd(lib, a)),
+    "triangular_solve": lambda lib, a: lib.triangular_solve(a, _spd(lib, a).triu())[0],
+    "lu": lambda lib, a: lib.lu(_spd(lib, a))[0],
+    "householder_product": lambda lib, a: lib.linalg.householder_product(a, a[0, :2] / 4),
+    "reflect pad 1-d": lambda lib, a: lib.nn.functional.pad(a[None], (2, 1), mode="reflect"),
+    "reflect pad 2-d": lambda lib, a: lib.nn.functional.pad(a[None], (1, 1, 2, 0), "reflect"),
+    "replicate pad 3-d": lambda lib, a: lib.nn.functional.pad(a[None, None], (1,) * 6, "replicate"),
+    "fractional_max_pool2d": lambda lib, a: lib.nn.functional.fractional_max_pool2d(
+        a[None], 2, output_size=2, _random_samples=lib.zeros(1, 1, 2, dtype=a.dtype)
+    ),
+    "local_response_norm 4-d": lambda lib, a: lib.nn.functional.local_response_norm(
+        a.reshape(1, 3, 3, 1), 2
+    ),
+}
+
+
+@pytest.mark.parametrize("low", LOW)
+@pytest.mark.parametrize("name", FLOAT32_LIST)
+def test_ops_on_pytorchs_float32_list_run_in_float32_as_torch(name, low):
+    a = np.random.default_rng(1).standard_normal((3, 3))
+    call, results = FLOAT32_LIST[name], []
+    for lib in (sg, torch):
+        leaf = lib.tensor(a, dtype=getattr(lib, low), requires_grad=True)
+        with warnings.catch_warnings(), lib.autocast("cpu", dtype=getattr(lib, low)):
+            warnings.simplefilter("ignore")  # (torch.lu, torch.cholesky, ... are deprecated)
+            out = call(lib, leaf)
+        (out * lib.arange(float(out.numel())).reshape(out.shape)).sum().backward()
+        results.append((out, leaf.grad))
+    (out, grad), (expected, expected_grad) = results
+    assert str(out.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1], name
+    assert_close(out, expected, "float32", name, tolerance=(1e-4, 1e-4))
+    assert str(grad.dtype).split(".")[-1] == low
+    assert_close(grad, expected_grad, low, f"{name}: gradient")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import namespace
@@ -76,6 +77,7 @@ class Cholesky(Function):
         return SolveTriangular.apply(L, phi, upper=False, left=False, unitriangular=False)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix (or batch), as
     ``torch.linalg.cholesky``: ``L`` lower triangular with ``A = L L^T`` (reading the lower
@@ -134,6 +136,7 @@ class QR(Function):
         return grad + q @ grad_r
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def qr(A: Tensor, mode: str = "reduced") -> linalg_qr:
     """The QR factorization ``A = Q R`` of a matrix (or batch), as ``torch.linalg.qr``:
     ``mode`` 'reduced' (Q of shape ``(*, m, k)``, k = min(m, n)), 'complete' (Q square) or
@@ -193,6 +196,7 @@ def _no_convergence(matrix: Any) -> str:
     )
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix
     (or batch), as ``torch.linalg.eigh``, reading only its lower (``UPLO='L'``) or upper
@@ -213,6 +217,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     return linalg_eigh(*Eigh.apply(A, uplo=uplo))
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix (or batch), as
     ``torch.linalg.eigvalsh``; their gradient is ``V diag(grad) V^T``.
@@ -283,6 +288,7 @@ def _skew(x: Tensor) -> Tensor:
     return x - x.mT
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
     """The singular value decomposition ``A = U diag(S) Vh`` of a matrix (or batch), as
     ``torch.linalg.svd``: S descending; with ``full_matrices`` U and Vh square, else of k =
@@ -306,6 +312,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
     return linalg_svd(*SVD.apply(A, full_matrices=full_matrices))
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """The singular values of a matrix (or batch), descending, as ``torch.linalg.svdvals``;
     their gradient is ``U diag(grad) Vh``.

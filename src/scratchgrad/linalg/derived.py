@@ -305,7 +305,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     """
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
-    check_input("linalg.matrix_power", A, square=True, any_dtype=n >= 0)
+    check_input("linalg.matrix_power", A, square=True, any_dtype=True)  # (inv checks n < 0)
     if n == 0:
         # the identity, tied to A with a zero gradient (as PyTorch's copy into A's shape)
         return where(A.new_ones(1).bool(), A.new_ones(A.shape[-1]).diag_embed(), A)

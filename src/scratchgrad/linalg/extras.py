@@ -69,6 +69,7 @@ def _inversion_info(matrix: Any) -> int:
     return 0
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
     """The inverse and, for each matrix, LAPACK's ``info`` (int32), as ``torch.linalg.inv_ex``:
     0 where it is invertible, else the (1-based) index of the first zero pivot of its LU
@@ -148,6 +149,7 @@ def _check_square(A: Tensor, p: Any) -> None:
         )
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def cholesky_ex(
     A: Tensor, *, upper: bool = False, check_errors: bool = False
 ) -> linalg_cholesky_ex:
@@ -268,6 +270,7 @@ def _chain(matrices: list[Tensor], split: dict, i: int, j: int) -> Tensor:
     return _chain(matrices, split, i, k).mm(_chain(matrices, split, k + 1, j))
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """The inverse of ``A`` with respect to ``tensordot`` over its first ``ind`` dims, as
     ``torch.linalg.tensorinv``: of shape ``A.shape[ind:] + A.shape[:ind]``, the two products
@@ -292,6 +295,7 @@ def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     return inv(A.reshape(rows, cols)).reshape((*A.shape[ind:], *A.shape[:ind]))
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
     """``X`` with ``tensordot(A, X, X.ndim) = B``, as ``torch.linalg.tensorsolve``: ``X`` of
     shape ``A.shape[B.ndim:]``, after the ``dims`` of ``A`` are moved to its end.
@@ -356,6 +360,7 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     return cat([x.new_ones(*x.shape, 1), powers], -1).cumprod(-1)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first ``n`` columns of the product ``H_1 H_2 ... H_k`` of Householder reflections
     ``H_i = I - tau_i v_i v_i^T``, as ``torch.linalg.householder_product`` (LAPACK's orgqr):

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from scratchgrad.autograd import capture_hook
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros
@@ -87,6 +88,7 @@ def logdet(A: Tensor) -> Tensor:
     return where(sign == -1, math.nan, logabsdet)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """The pseudo-inverse, as ``torch.pinverse``: ``linalg.pinv`` with singular values at or
     below ``rcond`` times the largest taken as 0.
@@ -104,6 +106,7 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return pinv(input, rtol=rcond)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor, as the deprecated ``torch.cholesky``: ``linalg.cholesky`` (which
     reads only the lower triangle, or the upper one with ``upper``) under its own name.
@@ -189,6 +192,7 @@ def _check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
     broadcast_shapes(b.shape[:-2], A.shape[:-2])
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """The solution ``X`` of ``A X = B`` given the Cholesky factor of ``A``, as
     ``torch.cholesky_solve(B, L)``: ``A = L L^T`` (lower triangle of ``input2`` read), or with
@@ -213,6 +217,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     return CholeskySolve.apply(input, input2.mT if upper else input2)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     """The inverse of ``A`` given its Cholesky factor, as ``torch.cholesky_inverse``:
     ``(L L^T)^-1`` (lower triangle read), or with ``upper``, ``(U^T U)^-1`` (upper triangle
@@ -229,6 +234,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
     return CholeskySolve.apply(eye, input.mT if upper else input)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def qr(input: Tensor, some: bool = True) -> qr_result:
     """The QR factorization, as the deprecated ``torch.qr``: ``linalg.qr`` in mode 'reduced',
     or 'complete' if not ``some``.
@@ -242,6 +248,7 @@ def qr(input: Tensor, some: bool = True) -> qr_result:
     return qr_result(*linalg_qr(input, "reduced" if some else "complete"))
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result:
     """The singular value decomposition ``A = U diag(S) V^T``, as ``torch.svd`` (V, not
     ``linalg.svd``'s Vh): U and V of k = min(m, n) columns, or square if not ``some``. Without
@@ -288,6 +295,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     return out if increasing else out.flip(1)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def triangular_solve(
     input: Tensor,
     A: Tensor,
@@ -337,7 +345,7 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, *, out: Any = Non
     tensor(2, dtype=scratchgrad.int32)
     """
     _deprecated("lu", "lu_factor / torch.linalg.lu_factor_ex")
-    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    LU, pivots, info = _lu_with_info(A, pivot)
     result = lu_with_info_result(LU, pivots, info) if get_infos else (LU, pivots)
     if out is None:
         return result
@@ -346,6 +354,12 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, *, out: Any = Non
     for o, r in zip(out, result):
         o.resize_(r.shape).copy_(r)
     return out
+
+
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list (not out, a copy's target)
+def _lu_with_info(A: Tensor, pivot: bool) -> tuple:
+    """``linalg.lu_factor_ex``'s factors, as PyTorch's ``_lu_with_info`` under ``torch.lu``."""
+    return lu_factor_ex(A, pivot=pivot)
 
 
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:

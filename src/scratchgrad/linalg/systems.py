@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace, xp
 from scratchgrad.linalg.checks import (
@@ -34,6 +35,7 @@ class Inv(Function):
         return -(out.mT @ grad @ out.mT)
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def inv(A: Tensor) -> Tensor:
     """The inverse of a square matrix (or of each in a batch), as ``torch.linalg.inv``.
 
@@ -72,6 +74,7 @@ def _solver_failed(matrix: Any) -> str:
     return "The solver failed because the input matrix is singular."
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` if not ``left``), as
     ``torch.linalg.solve``: ``A`` of shape ``(*, n, n)``, ``B`` of shape ``(*, n, k)`` or a

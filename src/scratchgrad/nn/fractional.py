@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from scratchgrad import backend
+from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.creation import arange, rand, tensor
 from scratchgrad.nn.conv_functional import IntPair, _ntuple
@@ -22,6 +23,7 @@ from scratchgrad.tensor import Tensor, cat
 _DIM_NAMES = {2: ("height", "width"), 3: ("time", "height", "width")}
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def fractional_max_pool2d_with_indices(
     input: Tensor,
     kernel_size: IntPair,
@@ -66,6 +68,7 @@ def fractional_max_pool2d(
     return (out, indices) if return_indices else out
 
 
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def fractional_max_pool3d_with_indices(
     input: Tensor,
     kernel_size: IntPair,

@@ -1359,10 +1359,15 @@ def local_response_norm(
     if input.numel() == 0:
         return input
     n, c = input.shape[:2]
-    # the squares as one (N, 1, C, rest) image, averaged over windows of (size, 1)
+    # the squares as one (N, 1, C, rest) image, averaged over windows of (size, 1); as
+    # PyTorch's, with avg_pool3d past 3 dims, which autocast runs in float32
     squares = (input * input).reshape(n, 1, c, -1)
     squares = squares.pad(((0, 0), (0, 0), (size // 2, (size - 1) // 2), (0, 0)), 0.0)
-    div = avg_pool2d(squares, (size, 1), stride=1).reshape(input.shape)
+    if input.ndim == 3:
+        div = avg_pool2d(squares, (size, 1), stride=1)
+    else:
+        div = avg_pool3d(squares[..., None], (size, 1, 1), stride=1)
+    div = div.reshape(input.shape)
     return input / (div * alpha + k) ** beta
 
 
@@ -2799,7 +2804,9 @@ def pad(
     if mode != "constant":  # (before circular's cropping, as PyTorch's)
         _check_pad_mode(input, mode, len(pad) // 2)
     if mode in ("reflect", "replicate"):  # NOTE: as PyTorch, they mirror about the uncropped edge
-        return _pad_by_index(input, widths, mode, len(pad) // 2)
+        if mode == "reflect" and len(pad) == 6:  # (reflection_pad3d is not on autocast's list)
+            return _pad_by_index(input, widths, mode, 3)
+        return _mirror_pad(input, widths, mode, len(pad) // 2)
     out = input
     if any(w < 0 for pair in widths for w in pair):
         for dim, ((before, after), size) in enumerate(zip(widths, input.shape)):
@@ -2828,6 +2835,12 @@ def _check_pad_mode(input: Tensor, mode: str, padded_dims: int) -> None:
             f"pad: {mode} padding of the last {padded_dims} dims needs a {padded_dims + 1}-D or "
             f"{padded_dims + 2}-D input, got shape {tuple(input.shape)}"
         )
+
+
+@autocast_policy("float32")  # PyTorch's CPU list has reflection_pad1d/2d, replication_pad1d/2d/3d
+def _mirror_pad(input: Tensor, widths: list, mode: str, padded_dims: int) -> Tensor:
+    """Reflect or replicate padding, which autocast runs in float32."""
+    return _pad_by_index(input, widths, mode, padded_dims)
 
 
 def _pad_by_index(input: Tensor, widths: list, mode: str, padded_dims: int) -> Tensor:
