@@ -5977,6 +5977,7 @@ _PACKAGE = os.path.dirname(__file__)
 
 
 @names_bad_arguments
+@autocast_policy("promote")  # on PyTorch's CPU autocast promote list (stack joins through it)
 def cat(
     tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None, out: Any = None
 ) -> Tensor:

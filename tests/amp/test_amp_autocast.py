@@ -401,3 +401,39 @@ def test_ops_on_pytorchs_float32_list_run_in_float32_as_torch(name, low):
     assert_close(out, expected, "float32", name, tolerance=(1e-4, 1e-4))
     assert str(grad.dtype).split(".")[-1] == low
     assert_close(grad, expected_grad, low, f"{name}: gradient")
+
+
+@pytest.mark.parametrize("low", LOW)
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        ("bfloat16", "bfloat16"),
+        ("float16", "float16"),
+        ("float32", "bfloat16"),
+        ("bfloat16", "float32"),
+        ("float16", "float32"),
+        ("float64", "float16"),
+        ("bfloat16", "float64"),
+        ("int64", "float16"),
+        ("float16", "bfloat16"),
+        ("float32", "float64"),
+    ],
+)
+def test_cat_stack_and_index_copy_promote_or_refuse_as_torchs_prioritize(dtypes, low):
+    """PyTorch's promote ops refuse a tensor of the other 16-bit dtype met before a float32 one
+    (even cat of float16 tensors alone under bfloat16 autocast)."""
+    calls = {
+        "cat": lambda lib, x, y: lib.cat([x, y]),
+        "stack": lambda lib, x, y: lib.stack([x, y]),
+        "index_copy": lambda lib, x, y: x.index_copy(0, lib.tensor([1]), y[:1]),
+    }
+    for op, call in calls.items():
+        results = []
+        for lib in (sg, torch):
+            x, y = (lib.ones(2, dtype=getattr(lib, d)) for d in dtypes)
+            with lib.autocast("cpu", dtype=getattr(lib, low)):
+                try:
+                    results.append(str(call(lib, x, y).dtype).split(".")[-1])
+                except RuntimeError:
+                    results.append("raised")
+        assert results[0] == results[1], (op, dtypes, low, results)

@@ -7,10 +7,10 @@ PyTorch's CPU autocast lists (``torch.amp`` docs):
   convolutions, attention. These are the ops that gain from low precision.
 - ``"float32"``: run in float32: losses and ``prod``, whose sums of many terms lose too much in
   16 bits.
-- ``"promote"``: 16-bit inputs mixed with float32 ones run in float32 (``index_copy``, which
-  refuses mixed dtypes outside autocast).
-- every other op runs in the dtype of its inputs (PyTorch's promotion applies, so ``cat`` of a
-  bfloat16 and a float32 tensor is float32, as on PyTorch's "widest" list).
+- ``"promote"``: 16-bit inputs mixed with float32 ones run in float32 (``cat``, and so ``stack``,
+  and ``index_copy``, which refuses mixed dtypes outside autocast); the other 16-bit dtype than
+  the region's raises unless a float32 tensor comes first, as PyTorch's ``prioritize``.
+- every other op runs in the dtype of its inputs (PyTorch's promotion applies).
 
 Only float32, float16 and bfloat16 tensors are cast; float64 and integer tensors never are. The
 casts are ordinary differentiable ``to(dtype)`` calls, so backward runs in the dtypes the forward
@@ -68,13 +68,12 @@ def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> An
     (called while an autocast region is on). A float32 op runs with the region paused, as
     PyTorch's single float32 kernel: the matrix products inside a composite one (``lstsq``'s)
     stay in float32."""
-    if policy == "promote":  # (a single floating dtype needs no cast)
-        kinds = {
-            getattr(getattr(v, "array", None), "dtype", None) for v in (*args, *kwargs.values())
-        }
-        if len(kinds & set(_CASTABLE)) < 2:
+    if policy == "promote":
+        if kwargs.get("out") is not None:  # (PyTorch's out= variants are not autocast)
             return fn(*args, **kwargs)
-    dtype = state.dtype if policy == "lower" else float32
+        dtype = _promoted(fn.__name__, (*args, *kwargs.values()))
+    else:
+        dtype = state.dtype if policy == "lower" else float32
     args = tuple(_cast(a, dtype) for a in args)
     kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
     if policy != "float32":
@@ -84,6 +83,28 @@ def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> An
         return fn(*args, **kwargs)
     finally:
         state.dtype = low
+
+
+def _promoted(op: str, values: tuple) -> Any:
+    """The dtype a "promote" op runs in: PyTorch's ``at::autocast::prioritize`` over its floating
+    tensors in argument order, starting from the region's dtype: float64 is skipped, float32
+    wins, and a tensor of the other 16-bit dtype met before any float32 one is refused (as
+    PyTorch's: ``cat`` of float16 tensors raises under bfloat16 autocast)."""
+    current = state.dtype
+    flat = (v for value in values for v in (value if isinstance(value, (list, tuple)) else [value]))
+    for value in flat:
+        kind = getattr(getattr(value, "array", None), "dtype", None)
+        if kind not in _CASTABLE:  # (float64, integers, not a tensor)
+            continue
+        if float32 in (current, kind):
+            current = float32
+        elif kind != current:
+            raise RuntimeError(
+                f"{op}: autocast to {current.name} cannot promote a {kind.name} tensor (PyTorch's "
+                "'Unexpected floating ScalarType in at::autocast::prioritize': only float32 "
+                "may precede the other 16-bit dtype)"
+            )
+    return current
 
 
 def _cast(value: Any, dtype) -> Any:
