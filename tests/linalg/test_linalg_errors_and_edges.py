@@ -328,3 +328,37 @@ def test_vector_norm_of_one_entry_is_its_absolute_value_as_pytorch(ord):
         x = sg.tensor(array)
         expected = torch.linalg.vector_norm(torch.tensor(array), ord, dim)
         np.testing.assert_array_equal(sg.linalg.vector_norm(x, ord, dim).numpy(), expected.numpy())
+
+
+SIXTEEN_BIT = {
+    "linalg.svd": lambda lib, a: lib.linalg.svd(a),
+    "linalg.eigh": lambda lib, a: lib.linalg.eigh(a),
+    "linalg.qr": lambda lib, a: lib.linalg.qr(a),
+    "linalg.cholesky": lambda lib, a: lib.linalg.cholesky(a),
+    "linalg.solve": lambda lib, a: lib.linalg.solve(a, a),
+    "linalg.det": lambda lib, a: lib.linalg.det(a),
+    "linalg.lu_factor": lambda lib, a: lib.linalg.lu_factor(a),
+    "cholesky_solve": lambda lib, a: lib.cholesky_solve(a, a),
+    "triangular_solve": lambda lib, a: lib.triangular_solve(a, a),
+    "householder_product": lambda lib, a: lib.linalg.householder_product(a, a[0]),
+    "linalg.cond": lambda lib, a: lib.linalg.cond(a),
+    "linalg.inv": lambda lib, a: lib.linalg.inv(a),
+    "linalg.slogdet": lambda lib, a: lib.linalg.slogdet(a),
+    "logdet": lambda lib, a: lib.logdet(a),
+    "linalg.matrix_norm": lambda lib, a: lib.linalg.matrix_norm(a, 2),
+    "linalg.lstsq": lambda lib, a: lib.linalg.lstsq(a, a),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", SIXTEEN_BIT)
+def test_sixteen_bit_inputs_raise_torchs_error_class(op, dtype):
+    """NotImplementedError where PyTorch's LAPACK kernel has no 16-bit instance, a plain
+    RuntimeError where PyTorch checks the dtype itself."""
+    kinds = []
+    for lib in (sg, torch):
+        a = lib.eye(2, dtype=getattr(lib, dtype)) * 2
+        with pytest.raises(RuntimeError) as info:
+            SIXTEEN_BIT[op](lib, a)
+        kinds.append(type(info.value) is NotImplementedError)
+    assert kinds[0] == kinds[1], (op, kinds)

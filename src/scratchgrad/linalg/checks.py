@@ -46,6 +46,21 @@ def check_input(
         )
 
 
+# the functions whose 16-bit inputs PyTorch refuses with a RuntimeError of its own
+_CHECKED_BY_PYTORCH = frozenset(
+    {
+        "linalg.inv",
+        "linalg.slogdet",
+        "logdet",
+        "linalg.pinv",
+        "linalg.matrix_rank",
+        "linalg.lstsq",
+        "linalg.matrix_exp",
+        "linalg.matrix_norm",
+    }
+)
+
+
 def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
     """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
     floating dtype where ``low_precision``. Complex matrices are not supported yet (README)."""
@@ -59,7 +74,10 @@ def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
         )
     if x.dtype.itemsize < 4 and not low_precision:
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
+        # a RuntimeError where PyTorch checks the dtype itself; where its LAPACK kernel has no
+        # 16-bit instance, the dispatcher's NotImplementedError (a RuntimeError too)
+        kind = RuntimeError if op in _CHECKED_BY_PYTORCH else NotImplementedError
+        raise kind(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
 
 
 def check_same_dtype(op: str, A: Tensor, B: Tensor, names: str = "AB") -> None:
