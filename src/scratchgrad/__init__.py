@@ -218,7 +218,8 @@ else:
     from scratchgrad import accelerator, backends, cuda
     from scratchgrad.backends import get_float32_matmul_precision, set_float32_matmul_precision
     from scratchgrad import amp, cpu  # noqa: I001  (autocast wraps nn's ops)
-    from scratchgrad.amp import autocast
+    from scratchgrad.amp import autocast, get_autocast_dtype
+    from scratchgrad.amp.autocast_mode import torch_is_autocast_enabled as is_autocast_enabled
     from scratchgrad.compiled import compile
     from scratchgrad import compiler  # torch.compiler
     from scratchgrad import profiler  # torch.profiler (and torch.autograd.profiler)

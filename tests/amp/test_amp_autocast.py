@@ -437,3 +437,32 @@ def test_cat_stack_and_index_copy_promote_or_refuse_as_torchs_prioritize(dtypes,
                 except RuntimeError:
                     results.append("raised")
         assert results[0] == results[1], (op, dtypes, low, results)
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_instance_norm_of_a_sixteen_bit_input_with_float32_weights_keeps_its_dtype(low):
+    """As PyTorch's (its batch_norm of N*C channels takes the repeated weights): the affine in
+    float32, rounded once; it was float32, from the weights applied after."""
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal(3), rng.standard_normal(3)
+    results = []
+    for lib in (sg, torch):
+        leaves = (
+            lib.tensor(x, dtype=getattr(lib, low), requires_grad=True),
+            lib.tensor(w, dtype=lib.float32, requires_grad=True),
+            lib.tensor(b, dtype=lib.float32, requires_grad=True),
+        )
+        out = lib.nn.functional.instance_norm(leaves[0], weight=leaves[1], bias=leaves[2])
+        (out.float() * lib.arange(30.0).reshape(2, 3, 5)).sum().backward()
+        results.append((out, *(t.grad for t in leaves)))
+    for ours, theirs in zip(*results):
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        assert_close(ours, theirs, low)
+
+
+def test_torch_level_is_autocast_enabled_asks_cuda_when_no_device_is_named():
+    with sg.autocast("cpu", dtype=sg.float16), torch.autocast("cpu", dtype=torch.float16):
+        assert sg.is_autocast_enabled() == torch.is_autocast_enabled() is False
+        assert sg.is_autocast_enabled("cpu") == torch.is_autocast_enabled("cpu") is True
+        assert str(sg.get_autocast_dtype("cpu")).split(".")[-1] == "float16"
+        assert torch.get_autocast_dtype("cpu") == torch.float16

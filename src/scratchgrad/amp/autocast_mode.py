@@ -104,6 +104,18 @@ def is_autocast_enabled(device_type: str = "cpu") -> bool:
     return device_type == "cpu" and state.dtype is not None
 
 
+def torch_is_autocast_enabled(device_type: str | None = None) -> bool:
+    """``torch.is_autocast_enabled``: whether ``device_type``'s autocast is on, CUDA's when
+    none is named (never on here, as on PyTorch's CPU builds), as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> with sg.autocast("cpu"):
+    ...     sg.is_autocast_enabled(), sg.is_autocast_enabled("cpu")
+    (False, True)
+    """
+    return is_autocast_enabled("cuda" if device_type is None else device_type)
+
+
 def get_autocast_dtype(device_type: str = "cpu") -> backend.dtype:
     """The dtype of the innermost region, enabled or not (bfloat16 outside any, PyTorch's CPU
     default): what a region given no dtype runs in.

@@ -1207,9 +1207,13 @@ def instance_norm(
     stats = [
         None if s is None else s.detach().repeat(n).to(dtype) for s in (running_mean, running_var)
     ]
+    # the weights inside batch_norm, as PyTorch's: a 16-bit input with float32 weights is
+    # scaled in float32 and rounded once to its dtype
+    affine = [None if t is None else t.repeat(n) for t in (weight, bias)]
     out = batch_norm(
         input.reshape(1, n * c, *input.shape[2:]),
         *stats,
+        *affine,
         training=use_input_stats,
         momentum=momentum,
         eps=eps,
@@ -1219,7 +1223,7 @@ def instance_norm(
             for running, updated in zip((running_mean, running_var), stats):
                 if running is not None:
                     running.copy_(updated.reshape(n, c).mean(0))
-    return _per_channel_affine(out.reshape(input.shape), weight, bias)
+    return out.reshape(input.shape)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
