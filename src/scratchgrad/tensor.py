@@ -5977,7 +5977,7 @@ _PACKAGE = os.path.dirname(__file__)
 
 
 @names_bad_arguments
-@autocast_policy("promote")  # on PyTorch's CPU autocast promote list (stack joins through it)
+@autocast_policy("promote")  # on PyTorch's CPU autocast promote list
 def cat(
     tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None, out: Any = None
 ) -> Tensor:
@@ -6025,6 +6025,7 @@ def _joined_out(name: str, result: Tensor, out: Any, tensors: Sequence[Tensor]) 
 
 
 @names_bad_arguments
+@autocast_policy("promote")  # on PyTorch's CPU autocast promote list
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor:
     """Join tensors along a new dim (``out`` as ``write_out`` says)."""
     if not tensors:
@@ -6035,7 +6036,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor
         raise RuntimeError(
             f"stack: expects tensors of equal shape, got {[tuple(t.shape) for t in tensors]}"
         )
-    result = named_backward(cat([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0")
+    # (cat without its autocast policy: stack's has run, and its out= is not autocast)
+    result = named_backward(
+        cat.__wrapped__([t.unsqueeze(dim) for t in tensors], dim), "StackBackward0"
+    )
     return result if out is None else _joined_out("stack", result, out, tensors)
 
 

@@ -466,3 +466,17 @@ def test_torch_level_is_autocast_enabled_asks_cuda_when_no_device_is_named():
         assert sg.is_autocast_enabled("cpu") == torch.is_autocast_enabled("cpu") is True
         assert str(sg.get_autocast_dtype("cpu")).split(".")[-1] == "float16"
         assert torch.get_autocast_dtype("cpu") == torch.float16
+
+
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_cat_and_stack_with_out_are_not_autocast_as_torchs(op):
+    """PyTorch's out= overloads of cat and stack are off its autocast lists: ordinary
+    promotion, even of the tensors prioritize would refuse."""
+    results = []
+    for lib in (sg, torch):
+        joined = [lib.ones(2, dtype=lib.bfloat16), lib.ones(2)]
+        out = lib.empty(4) if op == "cat" else lib.empty(2, 2)
+        with lib.autocast("cpu", dtype=lib.float16):
+            results.append(getattr(lib, op)(joined, out=out))
+    assert str(results[0].dtype).split(".")[-1] == str(results[1].dtype).split(".")[-1]
+    assert_close(results[0], results[1], "float32")
