@@ -1,8 +1,8 @@
 """Random combinations of mixed precision against PyTorch: short chains of ops from PyTorch's CPU
-autocast lists and ordinary ops inside ``autocast`` (its spellings, nested regions), on leaves of
-mixed dtypes, 0-d tensors and Python numbers; 16-bit tensors outside autocast (elementwise ops,
-reductions, products, comparisons, promotion, casts of awkward values); and GradScaler over
-random steps with infs and NaNs. Both libraries must raise alike and agree on every output's
+autocast lists and ordinary ops inside ``autocast`` (its spellings, as a decorator, nested
+regions), on leaves of mixed dtypes, 0-d tensors and Python numbers; 16-bit tensors outside
+autocast (elementwise ops, reductions, products, comparisons, promotion, casts of awkward
+values); and GradScaler over random steps with infs and NaNs. Both libraries must raise alike and agree on every output's
 dtype and values, the gradients' dtypes and values, and the scaler's scale and parameters.
 Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
@@ -118,6 +118,8 @@ ORDINARY = {
     "pow": lambda L, x, p: x.pow(2),
     "pow tensor": lambda L, x, p: x.abs().pow(p["y"]),
     "layer_norm": lambda L, x, p: fn(L).layer_norm(x, (4,), p["b"]),
+    "instance_norm": lambda L, x, p: fn(L).instance_norm(x[None], weight=p["b"][:3])[0],
+    "batch_norm": lambda L, x, p: fn(L).batch_norm(x, None, None, p["b"], training=True),
     "vector_norm": lambda L, x, p: x / (1 + L.linalg.vector_norm(x)),
     "addcmul": lambda L, x, p: L.addcmul(x, p["y"], p["s"], value=0.5),
     "atan2": lambda L, x, p: L.atan2(x, p["y"]),
@@ -201,10 +203,11 @@ def region(lib, spelling: str, low: str, cache: bool):
 
 def run_chain(lib, spec: dict, chain: list, low: str, spelling: str, cache: bool):
     """The leaves and the chain's outputs under autocast (each op in a nested region if drawn
-    so)."""
+    so), the region entered by ``with`` or as a decorator of the chain."""
     p = make_leaves(lib, spec)
-    outputs, x = [], p["x"]
-    with region(lib, spelling, low, cache):
+
+    def run() -> list:
+        outputs, x = [], p["x"]
         for op, nested in chain:
             if nested == "disabled":
                 with lib.autocast("cpu", enabled=False):
@@ -215,7 +218,12 @@ def run_chain(lib, spec: dict, chain: list, low: str, spelling: str, cache: bool
             else:
                 x = CHAIN_OPS[op](lib, x, p)
             outputs.append(x)
-    return p, outputs
+        return outputs
+
+    if spelling == "decorator":
+        return p, lib.autocast("cpu", dtype=getattr(lib, low), cache_enabled=cache)(run)()
+    with region(lib, spelling, low, cache):
+        return p, run()
 
 
 def missing_kernel(theirs) -> bool:
@@ -243,7 +251,7 @@ def gradients(lib, p: dict, out) -> dict:
         max_size=4,
     ),
     low=st.sampled_from(LOW),
-    spelling=st.sampled_from(["autocast", "amp.autocast", "keywords", "cpu.amp"]),
+    spelling=st.sampled_from(["autocast", "amp.autocast", "keywords", "cpu.amp", "decorator"]),
     cache=st.booleans(),
 )
 def test_chains_under_autocast_agree_with_torch(spec, chain, low, spelling, cache):
