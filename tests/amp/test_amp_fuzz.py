@@ -2,8 +2,9 @@
 autocast lists and ordinary ops inside ``autocast`` (its spellings, as a decorator, nested
 regions), on leaves of mixed dtypes, 0-d tensors and Python numbers; 16-bit tensors outside
 autocast (elementwise ops, reductions, products, comparisons, promotion, casts of awkward
-values); and GradScaler over random steps with infs and NaNs. Both libraries must raise alike and agree on every output's
-dtype and values, the gradients' dtypes and values, and the scaler's scale and parameters.
+values); and GradScaler over random steps with infs and NaNs. Both libraries must raise alike
+and agree on every output's dtype and values, the gradients' dtypes and values, and the scaler's
+scale and parameters.
 Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import numpy as np
