@@ -570,6 +570,7 @@ else:
         Tensor.not_equal,
     )
 
+    from scratchgrad.autograd.autocast import without_autocast as _without_autocast
     from scratchgrad.dtypes import python_number as _python_number
     from scratchgrad.dtypes import result_dtype as _result_dtype
     from scratchgrad.dtypes import wrapped_int as _wrapped_int
@@ -772,9 +773,10 @@ else:
                 )
             if out is not None and (name in _NO_OUT or not out_allowed(args, kwargs)):
                 raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
-            result = function(input, *args, **kwargs)
             if out is None:
-                return result
+                return function(input, *args, **kwargs)
+            # (PyTorch's out= overloads are not autocast)
+            result = _without_autocast(function, input, *args, **kwargs)
             read = (input, *args, *kwargs.values())
             return _written_out(function.__name__, result, out, read)
 

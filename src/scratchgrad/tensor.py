@@ -26,7 +26,7 @@ import ml_dtypes
 from scratchgrad import backend, cpu_order, printing
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd import function as _function
-from scratchgrad.autograd.autocast import autocast_policy, call_with_policy
+from scratchgrad.autograd.autocast import autocast_policy, call_with_policy, without_autocast
 from scratchgrad.autograd.autocast import state as _autocast_state
 from scratchgrad.autograd.capture_hook import call as _call
 from scratchgrad.autograd.grad_mode import InferenceCounter, no_grad
@@ -5954,9 +5954,9 @@ def takes_out(function: Callable, elementwise: bool = False) -> Callable:
 
     @functools.wraps(function)
     def with_out(*args: Any, out: Any = None, **kwargs: Any) -> Any:
-        result = function(*args, **kwargs)
         if out is None:
-            return result
+            return function(*args, **kwargs)
+        result = without_autocast(function, *args, **kwargs)
         read = (*args, *kwargs.values()) if elementwise else ()
         return write_out(function.__name__, result, out, read)
 

@@ -480,3 +480,25 @@ def test_cat_and_stack_with_out_are_not_autocast_as_torchs(op):
             results.append(getattr(lib, op)(joined, out=out))
     assert str(results[0].dtype).split(".")[-1] == str(results[1].dtype).split(".")[-1]
     assert_close(results[0], results[1], "float32")
+
+
+OUT_CALLS = {
+    "mm": lambda lib, a, out: lib.mm(a, a.mT, out=out),
+    "matmul": lambda lib, a, out: lib.matmul(a, a.mT, out=out),
+    "addmm": lambda lib, a, out: lib.addmm(a[:, :3], a, a.mT, out=out),
+    "prod": lambda lib, a, out: lib.prod(a.bfloat16(), 0, out=out.bfloat16())[:3],
+    "linalg.inv_ex": lambda lib, a, out: lib.linalg.inv(a[:, :3] + 3 * lib.eye(3), out=out),
+}
+
+
+@pytest.mark.parametrize("op", OUT_CALLS)
+def test_calls_with_out_are_not_autocast_as_torchs(op):
+    """PyTorch's out= overloads are off its autocast lists: mm(a, b, out=o) of float32
+    tensors is float32's product (it was rounded to 16 bits, and matmul's raised)."""
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    results = []
+    for lib in (sg, torch):
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            results.append(OUT_CALLS[op](lib, lib.tensor(a, dtype=lib.float32), lib.empty(3, 3)))
+    assert str(results[0].dtype).split(".")[-1] == str(results[1].dtype).split(".")[-1]
+    assert_close(results[0], results[1], "float32")

@@ -70,7 +70,7 @@ def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> An
     stay in float32."""
     if policy == "promote":
         if kwargs.get("out") is not None:  # (PyTorch's out= variants are not autocast)
-            return fn(*args, **kwargs)
+            return without_autocast(fn, *args, **kwargs)
         dtype = _promoted(fn.__name__, (*args, *kwargs.values()))
     else:
         dtype = state.dtype if policy == "lower" else float32
@@ -78,6 +78,13 @@ def call_with_policy(fn: Callable, policy: str, args: tuple, kwargs: dict) -> An
     kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
     if policy != "float32":
         return fn(*args, **kwargs)
+    return without_autocast(fn, *args, **kwargs)
+
+
+def without_autocast(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with the region paused: a float32 op's inner steps, and a call
+    with ``out=`` (PyTorch's out= overloads are not on its autocast lists: ``mm(a, b, out=o)``
+    of float32 tensors is float32's product)."""
     low, state.dtype = state.dtype, None
     try:
         return fn(*args, **kwargs)
