@@ -141,6 +141,16 @@ def test_one_hot_errors():
         F.one_hot(sg.tensor([1.0]))
 
 
+@pytest.mark.parametrize("num_classes", [-1, 0, -2])
+def test_one_hot_of_no_labels_and_no_classes_raises_as_pytorch(num_classes):
+    # a count below 1 has no classes to infer from no labels (a (0, 0) result before)
+    assert_raises_as_torch(
+        lambda lib: lib.nn.functional.one_hot(lib.tensor([], dtype=lib.int64), num_classes),
+        RuntimeError,
+        "Can not infer total number of classes from empty tensor",
+    )
+
+
 @pytest.mark.parametrize(
     ("shape", "widths", "value"),
     [

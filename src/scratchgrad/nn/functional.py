@@ -2735,9 +2735,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     labels = tensor.array
     if labels.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of an integer dtype.")
+    if labels.size == 0 and num_classes <= 0:  # PyTorch's check of any count below 1
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
     if num_classes == -1:
-        if labels.size == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
         if capture_hook.recorder is not None:
             capture_hook.recorder.refuse("one_hot(num_classes=-1), its shape read from the values")
         num_classes = int(labels.max()) + 1
