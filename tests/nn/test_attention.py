@@ -11,6 +11,7 @@ import torch
 from oracle import (
     DTYPES,
     assert_close,
+    assert_raises_as_torch,
     check_outputs_and_gradients,
     leaves,
     module_pair,
@@ -179,6 +180,28 @@ def test_a_mask_with_is_causal_is_computed_or_refused_as_pytorch(case, dtype):
     check_outputs_and_gradients(call(sg), expected, inputs, dtype, "sdpa")
 
 
+@pytest.mark.parametrize(("shape", "mask_shape"), [((1, 1, 2, 3), (2,)), ((2, 2, 2, 3), ())])
+def test_a_mask_below_2_dims_on_4d_inputs_raises_index_error_as_pytorch(shape, mask_shape):
+    # PyTorch's choice of kernel reads the mask's dim -2 (ours broadcast the mask)
+    def call(lib):
+        q = lib.ones(shape, dtype=lib.float64)
+        mask = lib.ones(mask_shape, dtype=lib.bool)
+        return lib.nn.functional.scaled_dot_product_attention(q, q, q, mask, is_causal=True)
+
+    assert_raises_as_torch(call, IndexError, "attn_mask of shape .* has no dim -2")
+
+
+def test_a_mask_below_2_dims_on_other_inputs_broadcasts_as_pytorch():
+    rng = np.random.default_rng(0)
+    inputs = [leaves(rng.standard_normal((1, 2, 3))) for _ in range(3)]
+    masks = leaves(rng.standard_normal(2), requires_grad=False)
+    out, expected = (
+        lib.nn.functional.scaled_dot_product_attention(*(p[i] for p in inputs), masks[i])
+        for i, lib in enumerate((sg, torch))
+    )
+    check_outputs_and_gradients(out, expected, inputs)
+
+
 @pytest.mark.parametrize("shape", [(2, 4, 3), (1, 2, 4, 3)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_a_float32_mask_on_16_bit_inputs_gives_16_bit_attention_as_pytorch(dtype, shape):
@@ -314,6 +337,28 @@ def test_multihead_attention_bias_kv_parameters_as_torch():
     spread = np.concatenate([ours.bias_k.detach().numpy(), ours.bias_v.detach().numpy()]).std()
     assert 0.08 < spread < 0.17  # 0.125 expected
     assert nn.MultiheadAttention(4, 2).bias_k is None
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("padding", [False, True])
+def test_the_is_causal_hint_replaces_the_mask_where_pytorch_s_does(need_weights, padding):
+    """Without weights to return or a padding mask to merge, PyTorch's ``is_causal`` replaces
+    ``attn_mask`` (unread: a wrong one is not refused) by scaled_dot_product_attention's causal
+    mask over every key, the zero one included; otherwise the mask counts (ours always read
+    the mask, so a wrong one raised and the zero key was attended to)."""
+    build = lambda nn: nn.MultiheadAttention(4, 2, add_zero_attn=True)  # noqa: E731
+    ours, theirs = _pair(build, "float64")
+    rng = np.random.default_rng(0)
+    inputs = [leaves(rng.standard_normal((3, 2, 4)))]
+    mask = np.triu(np.ones((3, 3), bool), 1)
+    mask[0, 0] = padding  # not causal; when read with the padding, a row is left a key
+    masks = leaves(mask if need_weights or padding else mask[:2])
+    pads = leaves(np.array([[False, False, True], [False, True, False]]) if padding else None)
+    out, expected = (
+        module(*[p[i] for p in inputs] * 3, pads[i], need_weights, masks[i], is_causal=True)
+        for i, module in enumerate((ours, theirs))
+    )
+    check_outputs_and_gradients(out, expected, inputs, params=parameter_pairs(ours, theirs))
 
 
 def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_as_torch():

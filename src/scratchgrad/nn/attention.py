@@ -146,8 +146,9 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """``(output, weights)``: output as ``query``; weights (N, L, S) averaged over the
-        heads (or (N, heads, L, S)), None unless ``need_weights``. ``is_causal`` is only a
-        hint that ``attn_mask`` is causal, as in PyTorch; the mask is what counts. The work is
+        heads (or (N, heads, L, S)), None unless ``need_weights``. ``is_causal`` is a hint
+        that ``attn_mask`` is causal, as in PyTorch: without ``need_weights`` or a
+        ``key_padding_mask`` the attention is then causal and the mask is not read. The work is
         ``F.multi_head_attention_forward``'s, on this module's weights."""
         if self.batch_first and query.ndim == 3:  # the functional takes the sequence first
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))

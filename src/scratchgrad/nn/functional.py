@@ -1405,6 +1405,15 @@ def scaled_dot_product_attention(
     """
     _switches.check_sdp_kernel()  # (nn.attention.sdpa_kernel may have turned them all off)
     if (
+        attn_mask is not None
+        and attn_mask.ndim < 2
+        and _flash_kernel_reads_mask(query, key, value, attn_mask, dropout_p, enable_gqa)
+    ):
+        raise IndexError(  # (PyTorch's choice of kernel reads the mask's dim -2 first)
+            f"scaled_dot_product_attention: an attn_mask of shape {tuple(attn_mask.shape)} "
+            "has no dim -2 (4-d query, key and value take a mask of 2 dims or more)"
+        )
+    if (
         is_causal
         and attn_mask is not None
         and not _flash_kernel_takes(query, key, value, attn_mask, dropout_p, enable_gqa)
@@ -1454,17 +1463,32 @@ def _flash_kernel_takes(
     query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor, dropout_p: float, gqa: bool
 ) -> bool:
     """Whether PyTorch's CPU flash attention kernel runs on these inputs (the only one of its
-    CPU kernels that takes an explicit mask with ``is_causal``): switched on, without dropout,
-    on 4-d query, key and value of one batch size, head count (or ``enable_gqa``'s groups) and
-    head dim, each with a last-dim stride of 1, and a 2-d or 4-d mask."""
+    CPU kernels that takes an explicit mask with ``is_causal``): those whose mask it reads
+    (``_flash_kernel_reads_mask``), 2-d or 4-d, and one head dim, each input with a last-dim
+    stride of 1."""
     tensors = (query, key, value)
-    if not (_switches.sdp_enabled["flash"] and dropout_p == 0 and attn_mask.ndim in (2, 4)):
+    return (
+        _flash_kernel_reads_mask(query, key, value, attn_mask, dropout_p, gqa)
+        and attn_mask.ndim in (2, 4)
+        and len({t.shape[-1] for t in tensors}) == 1
+        and all(t.stride(-1) == 1 for t in tensors)
+    )
+
+
+def _flash_kernel_reads_mask(
+    query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor, dropout_p: float, gqa: bool
+) -> bool:
+    """Whether PyTorch's choice of CPU kernel reads ``attn_mask``'s shape for its flash kernel:
+    switched on, without dropout, 4-d query, key and value of one batch size and head count
+    (or ``enable_gqa``'s groups), a mask that needs no gradient."""
+    tensors = (query, key, value)
+    if not (_switches.sdp_enabled["flash"] and dropout_p == 0 and not attn_mask.requires_grad):
         return False
-    if not all(t.ndim == 4 and t.stride(-1) == 1 for t in tensors):
+    if not all(t.ndim == 4 for t in tensors):
         return False
     heads, kv_heads = query.shape[1], key.shape[1]
     return (
-        len({t.shape[0] for t in tensors}) == len({t.shape[-1] for t in tensors}) == 1
+        len({t.shape[0] for t in tensors}) == 1
         and value.shape[1] == kv_heads
         and (heads == kv_heads or gqa and heads % kv_heads == 0)
     )
@@ -1542,18 +1566,24 @@ def multi_head_attention_forward(
     >>> out.shape, weights.shape
     (scratchgrad.Size([5, 2, 4]), scratchgrad.Size([2, 5, 5]))
     """
+    _check_attention_dims(query, key, value, key_padding_mask, attn_mask)
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "multi_head_attention_forward: need attn_mask if specifying the is_causal hint "
+            "(nn.Transformer.generate_square_subsequent_mask makes one)"
+        )
+    # PyTorch's: without weights to return or a padding mask to merge, the hint replaces the
+    # mask (unread, unchecked), and attention is causal over every key, bias_k's and the zero
+    # one included, aligned to the first (scaled_dot_product_attention's is_causal)
+    is_causal = is_causal and key_padding_mask is None and not need_weights
+    if is_causal:
+        attn_mask = None
     for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
         if mask is not None and mask.dtype != backend.bool_ and not mask.is_floating_point():
             raise AssertionError(  # PyTorch's type: an integer mask is neither kind
                 f"multi_head_attention_forward: only bool and floating types of {name} are "
                 f"supported, got {mask.dtype.name}"
             )
-    if is_causal and attn_mask is None:
-        raise RuntimeError(
-            "multi_head_attention_forward: need attn_mask if specifying the is_causal hint "
-            "(nn.Transformer.generate_square_subsequent_mask makes one)"
-        )
-    _check_attention_dims(query, key, value, key_padding_mask, attn_mask)
     if key.shape[:-1] != value.shape[:-1] or not (
         use_separate_proj_weight or key.shape == value.shape
     ):
@@ -1608,7 +1638,7 @@ def multi_head_attention_forward(
             weights = weights.mean(1)
     else:
         weights = None
-        out = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        out = scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal)
     out = linear(
         out.permute(2, 0, 1, 3).reshape(length, batch, embed_dim), out_proj_weight, out_proj_bias
     )
