@@ -372,6 +372,52 @@ def test_multihead_attention_all_padded_gives_nan_weights_and_zero_sdpa_output_a
         assert np.isnan(out.detach().numpy()[1]).all() == need_weights
 
 
+@pytest.mark.parametrize("floats", [False, True], ids=["bool_masks", "float_masks"])
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("layer", [False, True], ids=["attention", "encoder_layer"])
+def test_pytorch_s_fast_path_gives_nan_where_every_key_is_masked(layer, grad, floats):
+    """In eval mode with no gradient to record, PyTorch's self-attention (with bool masks)
+    and its encoder layer (with any) run fused kernels that give NaN for a query whose every
+    key is masked, even without ``need_weights``, and read the mask whatever ``is_causal``
+    says; elsewhere, zeros (ours gave zeros always)."""
+
+    def build(nn):
+        if layer:
+            return nn.TransformerEncoderLayer(4, 2, 6, 0.0, batch_first=True, norm_first=True)
+        return nn.MultiheadAttention(4, 2, batch_first=True)
+
+    ours, theirs = (m.eval() for m in _pair(build, "float64"))
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    padded = np.array([[False, False, True], [True, True, True]])
+    mask = np.array([[False, True, True], [True, True, True], [False, False, False]])
+    if floats:
+        padded, mask = (np.where(m, -np.inf, 0.0) for m in (padded, mask))
+    results = []
+    for lib, module in ((sg, ours), (torch, theirs)):
+        src = lib.tensor(x, requires_grad=grad)
+        with lib.set_grad_enabled(grad):
+            if layer:
+                results.append(module(src, lib.tensor(mask), lib.tensor(padded), is_causal=True))
+            else:
+                masks = {"key_padding_mask": lib.tensor(padded), "attn_mask": lib.tensor(mask)}
+                results.append(module(src, src, src, need_weights=False, **masks)[0])
+    assert_close(*results)
+    assert np.isnan(results[0].detach().numpy()[1]).all() == (not grad and (layer or not floats))
+
+
+def test_the_encoder_layer_fast_path_adds_a_float_mask_as_a_bias():
+    """README, "What is different": PyTorch's fused layer masks out a float mask's nonzero
+    entries; ours adds them, with or without a gradient to record, as PyTorch's other path."""
+    build = lambda nn: nn.TransformerEncoderLayer(4, 2, 6, 0.0, batch_first=True)  # noqa: E731
+    ours, theirs = (m.eval() for m in _pair(build, "float64"))
+    x = np.random.default_rng(0).standard_normal((1, 3, 4))
+    bias = np.array([[0.0, 0.5, -1.0], [0.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    with sg.no_grad():
+        fast = ours(sg.tensor(x), sg.tensor(bias))
+    expected = theirs(torch.tensor(x, requires_grad=True), torch.tensor(bias))
+    assert_close(fast, expected)
+
+
 # The functional's options: (name, its keyword arguments and switches).
 MHA_FORWARD_CASES = [
     ("packed", {}),

@@ -173,3 +173,25 @@ def test_a_jitted_eval_step_replays_the_fast_path_check_with_each_mask():
         np.testing.assert_array_equal(jitted(x, padding).numpy(), run(x, padding).numpy())
     assert run(x, aligned)[0, 2].abs().sum().item() == 0.0  # the fast path's zeros
     assert run(x, not_aligned)[0, 1].abs().sum().item() > 0.0  # no fast path: no zeros
+
+
+@pytest.mark.parametrize("mask_check", [True, False])
+def test_a_batch_with_every_token_padded_raises_as_torch(mask_check):
+    """PyTorch's nested tensor cannot hold no token at all (ours gave zeros); a jitted step
+    replays the check with each mask."""
+    ours, theirs = _encoder(norm=False, mask_check=mask_check)
+    src, padded = np.zeros((2, 3, 4)), np.ones((2, 3), dtype=bool)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="at least one constituent tensor"):
+        theirs(torch.tensor(src), src_key_padding_mask=torch.tensor(padded))
+
+    def run(x, padding):
+        with sg.no_grad():
+            return ours(x, src_key_padding_mask=padding)
+
+    jitted = sg.jit(run)
+    for _ in range(2):  # recorded, replayed
+        out = jitted(sg.tensor(src), sg.tensor(~padded))
+        np.testing.assert_array_equal(out.numpy(), run(sg.tensor(src), sg.tensor(~padded)).numpy())
+    for step in (run, jitted):
+        with pytest.raises(RuntimeError, match="at least one constituent tensor"):
+            step(sg.tensor(src), sg.tensor(padded))

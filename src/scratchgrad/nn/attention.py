@@ -7,6 +7,7 @@ import enum
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
+from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backends import cuda as _switches
 from scratchgrad.nn import functional as F
 from scratchgrad.nn import init
@@ -149,7 +150,12 @@ class MultiheadAttention(Module):
         heads (or (N, heads, L, S)), None unless ``need_weights``. ``is_causal`` is a hint
         that ``attn_mask`` is causal, as in PyTorch: without ``need_weights`` or a
         ``key_padding_mask`` the attention is then causal and the mask is not read. The work is
-        ``F.multi_head_attention_forward``'s, on this module's weights."""
+        ``F.multi_head_attention_forward``'s, on this module's weights.
+
+        Where PyTorch takes its fast path (``_takes_pytorch_fast_path``), its fused kernel
+        gives NaN for a query whose every key is masked (not 0, as without ``need_weights``
+        elsewhere) and reads ``attn_mask`` whatever ``is_causal`` says; so does this."""
+        fast = self._takes_pytorch_fast_path(query, key, value, key_padding_mask, attn_mask)
         if self.batch_first and query.ndim == 3:  # the functional takes the sequence first
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         out, weights = F.multi_head_attention_forward(
@@ -168,15 +174,33 @@ class MultiheadAttention(Module):
             self.out_proj.bias,
             training=self.training,
             key_padding_mask=key_padding_mask,
-            need_weights=need_weights,
+            need_weights=need_weights or fast,  # (the weights' softmax: NaN where all masked)
             attn_mask=attn_mask,
             use_separate_proj_weight=not self._qkv_same_embed_dim,
             q_proj_weight=self.q_proj_weight,
             k_proj_weight=self.k_proj_weight,
             v_proj_weight=self.v_proj_weight,
             average_attn_weights=average_attn_weights,
-            is_causal=is_causal,
+            is_causal=is_causal and not fast,
         )
         if self.batch_first and query.ndim == 3:
             out = out.transpose(0, 1)
-        return out, weights
+        return out, weights if need_weights else None
+
+    def _takes_pytorch_fast_path(self, query, key, value, *masks) -> bool:
+        """Whether PyTorch's module runs its fused kernel: in eval mode, on self-attention (one
+        3-D tensor as query, key and value) with ``batch_first``, an even head count, the
+        packed in-projection with biases (no ``kdim``/``vdim``, ``add_bias_kv`` or
+        ``add_zero_attn``) in the query's dtype, no float mask, and no gradient to record."""
+        if self.training or not self.batch_first or self.num_heads % 2 or query.ndim != 3:
+            return False
+        if any(mask is not None and mask.is_floating_point() for mask in masks):
+            return False
+        if not (query is key is value) or self.bias_k is not None or self.add_zero_attn:
+            return False
+        if self.in_proj_weight is None or self.in_proj_bias is None:
+            return False
+        tensors = (query, self.in_proj_weight, self.in_proj_bias, *self.out_proj.parameters())
+        if any(t.dtype != query.dtype for t in tensors[1:3]):
+            return False
+        return not (is_grad_enabled() and any(t.requires_grad for t in tensors))

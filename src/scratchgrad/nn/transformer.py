@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.creation import arange
 from scratchgrad.nn import functional as F
@@ -80,18 +81,38 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
-        x = src
+        """As PyTorch's: its attention gets the masks as floats (a bool one as 0 and -inf).
+        Where PyTorch takes its fast path (``_takes_pytorch_fast_path``), its fused kernel
+        gives NaN for a query whose every key is masked (not 0) and reads the mask whatever
+        ``is_causal`` says; so does this (but a float mask stays a bias added to the scores,
+        where PyTorch's kernel masks out every nonzero entry: README, "What is different")."""
+        masks = [F._as_bias(m, src.dtype) if m is not None and m.dtype == backend.bool_ else m
+                 for m in (src_mask, src_key_padding_mask)]  # fmt: skip
+        fast = self._takes_pytorch_fast_path(src)
+        x, masks = src, (*masks, is_causal and not fast, fast)
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._sa_block(self.norm1(x), *masks)
             return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+        x = self.norm1(x + self._sa_block(x, *masks))
         return self.norm2(x + self._ff_block(x))
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal) -> Tensor:
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, fast=False) -> Tensor:
+        # (the weights' softmax gives the fast path's NaN where every key is masked)
         x = self.self_attn(
-            x, x, x, key_padding_mask, need_weights=False, attn_mask=attn_mask, is_causal=is_causal
+            x, x, x, key_padding_mask, need_weights=fast, attn_mask=attn_mask, is_causal=is_causal
         )[0]
         return self.dropout1(x)
+
+    def _takes_pytorch_fast_path(self, src: Tensor) -> bool:
+        """Whether PyTorch's layer runs its fused kernel: in eval mode, on a 3-D ``src``, with
+        ``_why_not_nested``'s conditions on the layer (``norm_first`` allowed), no forward
+        hook, and no gradient to record."""
+        if self.training or src.ndim != 3 or _why_not_nested(self, fast_path=True):
+            return False
+        if any(m._forward_hooks or m._forward_pre_hooks for m in self.modules()):
+            return False
+        tensors = _fast_path_tensors(src, self)
+        return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 
     def _ff_block(self, x: Tensor) -> Tensor:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
@@ -193,14 +214,14 @@ class TransformerEncoder(Module):
     ``enable_nested_tensor`` (and a ``TransformerEncoderLayer`` that is ``batch_first``, not
     ``norm_first``, with even ``nhead``, biases, relu or gelu and equal LayerNorm eps's; else a
     warning at construction, as PyTorch's), a forward in eval mode on a 3-D ``src`` with a
-    ``src_key_padding_mask``, no ``mask`` and no gradient to record (grad mode
-    off, or neither ``src`` nor the first layer's weights requiring grad) runs each sequence
-    as a nested tensor of its unpadded tokens: the output is zero at the padded positions
-    (before ``norm``). PyTorch takes only a mask whose kept tokens come first (a
-    left-aligned one) unless ``mask_check`` is False; it then keeps as many leading tokens as
-    the mask keeps, wherever they are, and so does this. (PyTorch's check for autocast looks at
-    CUDA's only, so CPU autocast keeps the fast path here too; PyTorch's fused layer then fails
-    on the bfloat16 activations.)
+    ``src_key_padding_mask``, no ``mask`` and no gradient to record (grad mode off, or neither
+    ``src`` nor the first layer's weights requiring grad) runs each sequence as a nested tensor
+    of its unpadded tokens: the output is zero at the padded positions (before ``norm``), and a
+    batch with every token padded raises PyTorch's RuntimeError. PyTorch takes only a mask
+    whose kept tokens come first (a left-aligned one) unless ``mask_check`` is False; it then
+    keeps as many leading tokens as the mask keeps, wherever they are, and so does this.
+    (PyTorch's check for autocast looks at CUDA's only, so CPU autocast keeps the fast path here
+    too; PyTorch's fused layer then fails on the bfloat16 activations.)
 
     >>> import scratchgrad as sg
     >>> layer = TransformerEncoderLayer(8, 2, 16, batch_first=True)
@@ -272,21 +293,38 @@ class TransformerEncoder(Module):
         if backend.is_floating(padding.dtype):
             dropped = where(dropped, -math.inf, 0.0).to(padding.dtype)
         if not self.mask_check:
-            return dropped, leading
+            return dropped, _some_token_kept(leading)
         # PyTorch's "src and src_key_padding_mask was not left aligned": no nested tensor
         aligned = (leading == kept).all()
-        return where(aligned, dropped, padding), leading | aligned.logical_not()
+        return where(aligned, dropped, padding), _some_token_kept(leading | aligned.logical_not())
 
 
-def _why_not_nested(layer: Module) -> str:
+def _some_token_kept(keep: Tensor) -> Tensor:
+    """``keep``, the (N, S) tokens of the nested tensor, after PyTorch's error where it would
+    hold none (a batch with every token padded)."""
+    return Tensor._make(capture_hook.call(_check_some_token_kept, keep.array))
+
+
+def _check_some_token_kept(keep):
+    if not keep.any():
+        raise RuntimeError(
+            "TransformerEncoder: to_padded_tensor: at least one constituent tensor should have "
+            "non-zero numel (src_key_padding_mask pads every token of the batch, which PyTorch's "
+            "nested tensor cannot hold)"
+        )
+    return keep
+
+
+def _why_not_nested(layer: Module, fast_path: bool = False) -> str:
     """Why PyTorch's encoder will not make nested tensors for copies of ``layer`` ('' if it
-    will), in PyTorch's words."""
+    will), in PyTorch's words; ``fast_path``: why the layer's own fast path is not taken
+    (which allows ``norm_first``)."""
     name = "encoder_layer"
     if not isinstance(layer, TransformerEncoderLayer):
         return f"{name} was not TransformerEncoderLayer"
     attention = layer.self_attn
     reasons = [
-        (layer.norm_first, f"{name}.norm_first was True"),
+        (layer.norm_first and not fast_path, f"{name}.norm_first was True"),
         (
             not attention.batch_first,
             f"{name}.self_attn.batch_first was not True"
