@@ -174,6 +174,19 @@ def test_errors_name_the_problem():
         nn.LSTM(3, 4)(sg.randn(5, 2, 3), sg.zeros(1, 2, 4))
 
 
+@pytest.mark.parametrize(
+    "shape", [(0, 2, 3), (0, 3), (2, 0, 3)], ids=["seq", "unbatched", "batch_first"]
+)
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_a_sequence_of_no_steps_raises_as_pytorch(kind, shape):
+    # (ours raised "stack expects a non-empty TensorList", which named neither layer nor input)
+    def call(lib):
+        layer = getattr(lib.nn, kind)(3, 4, batch_first=len(shape) == 3 and shape[1] == 0)
+        return layer(lib.zeros(shape))
+
+    assert_raises_as_torch(call, RuntimeError, f"{kind}: Expected sequence length to be larger")
+
+
 def test_repr_as_torch():
     for build in (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True, proj_size=2),
                   lambda nn: nn.GRU(3, 4, bias=False, dropout=0.5, num_layers=2,

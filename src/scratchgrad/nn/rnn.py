@@ -173,6 +173,11 @@ class RNNBase(Module):
         x = input if not batched else input.transpose(0, 1) if self.batch_first else input
         if not batched:
             x = x.unsqueeze(1)
+        if x.shape[0] == 0:  # (PyTorch's words; no step to stack)
+            raise RuntimeError(
+                f"{self._get_name()}: Expected sequence length to be larger than 0 in RNN, got "
+                f"input of shape {tuple(input.shape)}"
+            )
         one_kernel = self.mode == "LSTM" and not self.proj_size  # (oneDNN has no projection)
         layers = mkldnn_rnn_layer if one_kernel else RNNBase._layers
         x, finals = layers(self, x, self._initial_states(hx, x, batched))
