@@ -180,6 +180,55 @@ def test_a_mask_with_is_causal_is_computed_or_refused_as_pytorch(case, dtype):
     check_outputs_and_gradients(call(sg), expected, inputs, dtype, "sdpa")
 
 
+EMPTY_ATTENTION = {  # query, key, value shapes, and options PyTorch's early return leaves unread
+    "no_keys_bad_mask": ((1, 2, 3), (1, 0, 3), (1, 0, 3), {"attn_mask": (3, 5)}),
+    "no_queries_causal_mask": ((1, 0, 3), (1, 2, 3), (1, 2, 3), {"attn_mask": (0, 2)}),
+    "no_value_dims_causal_mask": ((1, 2, 3), (1, 2, 3), (1, 2, 0), {"attn_mask": (2, 2)}),
+    "no_batch_1d_mask": ((0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3), {"attn_mask": (2,)}),
+    "gqa_2d_no_queries": ((0, 1), (0, 1), (0, 0), {"enable_gqa": True}),
+    "broadcast_batch": ((2, 1, 2, 3), (1, 1, 0, 3), (1, 1, 0, 4), {}),
+}
+
+
+@pytest.mark.parametrize("case", EMPTY_ATTENTION)
+def test_attention_with_no_keys_or_an_empty_result_gives_zeros_as_pytorch(case):
+    """PyTorch returns zeros (and zero gradients) without reading the mask or is_causal where
+    there is no key or the result is empty (ours refused masks of any other shape, and
+    is_causal with a mask)."""
+    *shapes, options = EMPTY_ATTENTION[case]
+    rng = np.random.default_rng(0)
+    inputs = [leaves(rng.standard_normal(shape)) for shape in shapes]
+    mask = options.pop("attn_mask", None)
+    masks = leaves(None if mask is None else np.ones(mask, bool))
+    options["is_causal"] = mask is not None and case != "no_batch_1d_mask"
+    out, expected = (
+        lib.nn.functional.scaled_dot_product_attention(*(p[i] for p in inputs), masks[i], **options)
+        for i, lib in enumerate((sg, torch))
+    )
+    check_outputs_and_gradients(out, expected, inputs)
+
+
+def test_attention_over_query_vectors_of_no_dims_averages_the_values_as_pytorch():
+    # (a scale of 1 / sqrt(0): ours raised ZeroDivisionError)
+    rng = np.random.default_rng(0)
+    inputs = [leaves(rng.standard_normal(shape)) for shape in ((2, 0), (3, 0), (3, 4))]
+    out, expected = (
+        lib.nn.functional.scaled_dot_product_attention(*(p[i] for p in inputs))
+        for i, lib in enumerate((sg, torch))
+    )
+    check_outputs_and_gradients(out, expected, inputs)
+
+
+def test_grouped_heads_of_2d_inputs_raise_index_error_as_pytorch():
+    assert_raises_as_torch(
+        lambda lib: lib.nn.functional.scaled_dot_product_attention(
+            *[lib.ones(2, 3)] * 3, enable_gqa=True
+        ),
+        IndexError,
+        "enable_gqa needs a head dim",
+    )
+
+
 @pytest.mark.parametrize(("shape", "mask_shape"), [((1, 1, 2, 3), (2,)), ((2, 2, 2, 3), ())])
 def test_a_mask_below_2_dims_on_4d_inputs_raises_index_error_as_pytorch(shape, mask_shape):
     # PyTorch's choice of kernel reads the mask's dim -2 (ours broadcast the mask)

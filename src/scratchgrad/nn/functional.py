@@ -1404,6 +1404,23 @@ def scaled_dot_product_attention(
     scratchgrad.Size([2, 4, 5, 8])
     """
     _switches.check_sdp_kernel()  # (nn.attention.sdpa_kernel may have turned them all off)
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise RuntimeError(
+            "scaled_dot_product_attention: expected query, key and value of at least 2 dims, "
+            f"got shapes {query.shape}, {key.shape} and {value.shape}"
+        )
+    check_same_dtype("scaled_dot_product_attention", query, key, value)
+    masks = (backend.bool_, backend.float32, query.dtype)  # the mask dtypes PyTorch's takes
+    # `is not None` apart: NumPy's float64 dtype equals None, so `in (None, ...)` would pass it
+    if attn_mask is not None and attn_mask.dtype not in masks:
+        raise RuntimeError(
+            "scaled_dot_product_attention: expected attn_mask dtype to be bool or float "
+            f"or to match query dtype, got {attn_mask.dtype.name} and {query.dtype.name}"
+        )
+    out_shape = (*query.shape[:-1], value.shape[-1])
+    if key.shape[-2] == 0 or math.prod(out_shape) == 0:
+        # PyTorch's: zeros, the masks and options unread (every gradient zeros)
+        return query.new_zeros(out_shape) + (query.sum() + key.sum() + value.sum()) * 0
     if (
         attn_mask is not None
         and attn_mask.ndim < 2
@@ -1421,24 +1438,16 @@ def scaled_dot_product_attention(
         raise RuntimeError(
             "scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True"
         )
-    if min(query.ndim, key.ndim, value.ndim) < 2:
-        raise RuntimeError(
-            "scaled_dot_product_attention: expected query, key and value of at least 2 dims, "
-            f"got shapes {query.shape}, {key.shape} and {value.shape}"
-        )
-    check_same_dtype("scaled_dot_product_attention", query, key, value)
-    masks = (backend.bool_, backend.float32, query.dtype)  # the mask dtypes PyTorch's takes
-    # `is not None` apart: NumPy's float64 dtype equals None, so `in (None, ...)` would pass it
-    if attn_mask is not None and attn_mask.dtype not in masks:
-        raise RuntimeError(
-            "scaled_dot_product_attention: expected attn_mask dtype to be bool or float "
-            f"or to match query dtype, got {attn_mask.dtype.name} and {query.dtype.name}"
-        )
     if enable_gqa:
+        if min(query.ndim, key.ndim, value.ndim) < 3:  # (PyTorch's type)
+            raise IndexError(
+                "scaled_dot_product_attention: enable_gqa needs a head dim (-3), got shapes "
+                f"{query.shape}, {key.shape} and {value.shape}"
+            )
         key, value = _share_heads(key, query.shape[-3]), _share_heads(value, query.shape[-3])
     length, source = query.shape[-2], key.shape[-2]
-    if scale is None:
-        scale = 1 / math.sqrt(query.shape[-1])
+    if scale is None:  # (inf for no dims, as PyTorch's: the scores are then 0)
+        scale = 1 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
     scores = (query * scale) @ key.mT
     # a causal mask alone leaves every query its first key: no row is all -inf
     causal_only = is_causal and attn_mask is None
