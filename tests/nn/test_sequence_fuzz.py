@@ -91,7 +91,7 @@ def recurrent(draw):
     proj = draw(st.integers(0, hidden)) if mode == "LSTM" else 0  # hidden: refused
     if proj:
         kwargs["proj_size"] = proj
-    length, batch = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    length, batch = draw(st.integers(1, 4)), draw(st.integers(0, 3))
     form = draw(st.sampled_from(["batched", "unbatched", "packed"]))
     arrays = {}
     if form == "unbatched":
@@ -181,8 +181,8 @@ def multihead_attention(draw):
         "batch_first": draw(st.booleans()),
     }
     batched = draw(st.booleans())
-    n, length = draw(st.integers(1, 2)), draw(st.integers(1, 3))
-    source = length if same == "qkv" else draw(st.integers(1, 3))
+    n, length = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    source = length if same == "qkv" else draw(st.integers(0, 3))
 
     def shape(rows, width):
         if not batched:
@@ -233,8 +233,8 @@ def scaled_dot_product(draw):
     heads_k = draw(st.integers(1, 2))
     gqa = draw(st.booleans())
     heads = heads_k * draw(st.integers(1, 2)) if gqa else heads_k
-    length, source = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    e, ev = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    length, source = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    e, ev = draw(st.integers(1, 3)), draw(st.integers(0, 3))
     lead = (*batch, heads) if batch or draw(st.booleans()) else ()
     lead_k = (*batch, heads_k) if lead else ()
     arrays = {
@@ -290,8 +290,8 @@ def transformers(draw):
     }
     batch_first = layer_kwargs["batch_first"]
     batched = draw(st.booleans())
-    n = draw(st.integers(1, 2))
-    src_len, tgt_len = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n = draw(st.integers(0, 2))
+    src_len, tgt_len = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     layers = draw(st.integers(1, 2))
     final_norm = draw(st.booleans())
 
@@ -496,6 +496,8 @@ def check(case: Case, seed: int) -> None:
         return
     t_ours, ours, our_error = run(case, sg, module, seed)
     t_theirs, theirs, their_error = run(case, torch, their_module, seed)
+    if "cannot reshape tensor of 0 elements" in str(their_error) and our_error is None:
+        return  # PyTorch's attention fails on an empty batch where ours computes (README)
     if theirs is None or ours is None:
         raised_as_pytorch(
             our_error if ours is None else ours, their_error if theirs is None else theirs, what
