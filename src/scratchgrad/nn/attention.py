@@ -180,7 +180,7 @@ class MultiheadAttention(Module):
             q_proj_weight=self.q_proj_weight,
             k_proj_weight=self.k_proj_weight,
             v_proj_weight=self.v_proj_weight,
-            average_attn_weights=average_attn_weights,
+            average_attn_weights=average_attn_weights and need_weights,  # (none to average)
             is_causal=is_causal and not fast,
         )
         if self.batch_first and query.ndim == 3:

@@ -97,10 +97,12 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, fast=False) -> Tensor:
-        # (the weights' softmax gives the fast path's NaN where every key is masked)
+        # (the weights' softmax gives the fast path's NaN where every key is masked; the
+        # weights themselves are dropped, so not averaged)
         x = self.self_attn(
-            x, x, x, key_padding_mask, need_weights=fast, attn_mask=attn_mask, is_causal=is_causal
-        )[0]
+            x, x, x, key_padding_mask, fast, attn_mask, average_attn_weights=False,
+            is_causal=is_causal,
+        )[0]  # fmt: skip
         return self.dropout1(x)
 
     def _takes_pytorch_fast_path(self, src: Tensor) -> bool:
