@@ -291,7 +291,9 @@ def transformers(draw):
     batch_first = layer_kwargs["batch_first"]
     batched = draw(st.booleans())
     n = draw(st.integers(0, 2))
-    src_len, tgt_len = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    # (no source of 0 tokens: PyTorch's TransformerEncoder in eval mode with a padding mask
+    # fails on one, an IndexError from its check of the mask's last column; ours computes)
+    src_len, tgt_len = draw(st.integers(1, 3)), draw(st.integers(0, 3))
     layers = draw(st.integers(1, 2))
     final_norm = draw(st.booleans())
 
