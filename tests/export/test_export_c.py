@@ -101,11 +101,32 @@ class Residual(nn.Module):
         return x + self.fc(x)
 
 
+class InPlaceResidual(Residual):
+    """ResNet's ``out += identity``: every layer takes its predecessor's tensor object, but
+    not its values (the export used to leave the sum out, silently)."""
+
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        out = self.fc(x)
+        out += x
+        return self.act(out)
+
+
+class ScaledInPlace(Residual):
+    def forward(self, x):
+        return self.fc(x).mul_(2)
+
+
 @pytest.mark.parametrize(
     "model, match",
     [
         (nn.Sequential(nn.Linear(3, 3), nn.LayerNorm(3)), "LayerNorm '1' is not supported"),
         (Residual(), "not the output of its last layer"),
+        (InPlaceResidual(), "input of ReLU 'act' was changed in place"),
+        (ScaledInPlace(), "not the output of its last layer as that layer made it"),
         (
             nn.Sequential(nn.TransformerEncoderLayer(3, 1, 4, batch_first=True)),
             "TransformerEncoderLayer '0' is not supported",

@@ -11,6 +11,7 @@ BatchNorm into the Conv or Linear before it, so no exporter needs code for Batch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,18 @@ from scratchgrad.tensor import Tensor
 
 BATCH_NORMS = (BatchNorm1d, BatchNorm2d)
 FOLDS_INTO = (Linear, Conv1d, Conv2d)
+
+
+class Call(NamedTuple):
+    """One call of a layer seen by ``trace``, with the version counters of its input before the
+    call and of its output after it."""
+
+    name: str
+    module: Module
+    x: Tensor
+    out: Tensor
+    version_in: int | None
+    version_out: int | None
 
 
 @dataclass
@@ -66,7 +79,7 @@ def trace(
     """
     if not isinstance(example_input, Tensor) or example_input.ndim < 1:
         raise TypeError(f"{who}: example_input must be a batch tensor (first dim is the batch)")
-    calls: list[tuple[str, Module, Tensor, Tensor]] = []
+    calls: list[Call] = []
     layers = _layers(model, "", supported)
     modes = [(module, module.training) for module in model.modules()]  # each its own
     model.eval()
@@ -74,23 +87,25 @@ def trace(
         for name, module in layers:
             _record_calls(module, name, calls, who)
         with no_grad():
+            version_in = _version(example_input)
             output = model(example_input)
     finally:
         for _, module in layers:
             module.__dict__.pop("forward", None)
         for module, training in modes:  # parents first: each child then sets its own
             module.train(training)
-    for name, module, _, _ in calls:
+    for name, module, *_ in calls:
         if not isinstance(module, supported):
             raise NotImplementedError(
                 f"{who}: {type(module).__name__} '{name}' is not supported; supported are "
                 + ", ".join(sorted(t.__name__ for t in supported))
             )
         _check_options(module, name, who)
-    _check_straight_line(model, example_input, output, calls, who)
+    start = Call("", model, example_input, example_input, version_in, version_in)
+    _check_straight_line(model, start, output, calls, who)
     steps = [
         Step(n, m, x.shape[1:], y.shape[1:], *_parameters(m), out_absmax=_absmax(y))
-        for n, m, x, y in calls
+        for n, m, x, y, *_ in calls
     ]
     return fold_batch_norms(steps, who)
 
@@ -136,29 +151,46 @@ def _record_calls(module: Module, name: str, calls: list, who: str) -> None:
                 f"{who}: {type(module).__name__} '{name}' is called with more than its input "
                 "(a mask?); an exported layer takes one tensor"
             )
+        version_in = _version(x)
         out = forward(x, *args, **kwargs)
-        calls.append((name, module, x, out))
+        calls.append(Call(name, module, x, out, version_in, _version(out)))
         return out
 
     module.__dict__["forward"] = logged
 
 
-def _check_straight_line(model, example_input, output, calls, who) -> None:
-    previous = example_input
-    for name, module, x, out in calls:
-        if x is not previous:
+def _check_straight_line(model, start: Call, output, calls: list[Call], who: str) -> None:
+    """Each layer takes the previous one's output (``start``'s for the first), as it left that
+    layer (an in-place change between them, such as ``out += x``, is code no layer records),
+    and the model returns the last one's output, also unchanged."""
+    previous = start
+    for call in calls:
+        if call.x is not previous.out:
             raise NotImplementedError(
                 f"{who}: the forward of {type(model).__name__} is not a straight line of "
-                f"layers: the input of {type(module).__name__} '{name}' is not the output of "
-                "the layer before it (a functional call, a branch or a skip connection in "
-                "forward?). Make each step a module, e.g. in an nn.Sequential."
+                f"layers: the input of {type(call.module).__name__} '{call.name}' is not the "
+                "output of the layer before it (a functional call, a branch or a skip "
+                "connection in forward?). Make each step a module, e.g. in an nn.Sequential."
             )
-        previous = out
-    if output is not previous:
+        if call.version_in != previous.version_out:
+            raise NotImplementedError(
+                f"{who}: the forward of {type(model).__name__} is not a straight line of "
+                f"layers: the input of {type(call.module).__name__} '{call.name}' was changed "
+                "in place after the layer before it made it (an in-place op such as "
+                "`out += x` in forward?)"
+            )
+        previous = call
+    if output is not previous.out or _version(output) != previous.version_out:
         raise NotImplementedError(
             f"{who}: the output of {type(model).__name__} is not the output of its last layer "
-            "(a functional call after it in forward?)"
+            "as that layer made it (a functional call or an in-place op after it in forward?)"
         )
+
+
+def _version(x) -> int | None:
+    """The count of in-place changes of ``x``'s memory (None for an inference tensor, whose
+    changes are not counted, and for what is not a tensor: a layer's tuple, refused later)."""
+    return x._version if isinstance(x, Tensor) and not x.is_inference() else None
 
 
 def _absmax(y: Tensor) -> float:
