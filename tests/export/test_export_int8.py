@@ -96,6 +96,17 @@ def test_int8_weights_take_at_most_half_the_bytes(digits_models, tmp_path):
     assert weights[1] <= weights[0] / 2
 
 
+def test_sum_of_rounded_inputs_beyond_127_saturates(tmp_path):
+    # four ones at scale 4/127 are 32 steps each: a window summing to 128 steps used to wrap
+    # to -128 in C (output -4.03 for 4) and stay 128 in the reference
+    model = nn.Sequential(nn.AvgPool2d(2, divisor_override=1))
+    x = sg.ones(1, 1, 2, 2)
+    library = compile_library(to_c(model, x, tmp_path, "sums", "int8", x)[1:], tmp_path / "s.so")
+    actual = run_c(library, "sums", x.numpy(), 1)
+    np.testing.assert_array_equal(actual, QuantizedModel(model, x).forward(x.numpy()))
+    np.testing.assert_allclose(actual, [[4.0]], rtol=1e-6)
+
+
 def test_requantization_multiplies_as_the_real_factor():
     factors = np.array([0.9, 0.3, 1e-3, 3.7, 2.0**-35])
     m, shift = quantize.requantization(factors)

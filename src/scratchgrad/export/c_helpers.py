@@ -240,10 +240,12 @@ static int8_t requantize(int32_t acc, int32_t m, int shift)
 }
 """,
     "divide_rounded": """\
-/* sum / count rounded to the nearest integer, halves away from zero. */
+/* sum / count rounded to the nearest integer (halves away from zero), clamped to [-127, 127]:
+ * a divisor_override below the window's size can average beyond the largest input. */
 static int8_t divide_rounded(int32_t sum, int32_t count)
 {
-    return (int8_t)(sum >= 0 ? (sum + count / 2) / count : -((-sum + count / 2) / count));
+    int32_t v = sum >= 0 ? (sum + count / 2) / count : -((-sum + count / 2) / count);
+    return (int8_t)(v < -127 ? -127 : v > 127 ? 127 : v);
 }
 """,
     "quantize_input": """\

@@ -10,7 +10,8 @@ The rules (symmetric, so the real number 0 is the integer 0 and zero padding sta
   31-bit integer ``m`` and a shift: ``q_out = (acc * m + 2^(shift-1)) >> shift`` (64-bit,
   rounding half up), clamped to [-127, 127]. No float in the loops.
 - ReLU, max/average pooling, Flatten and Dropout keep the scale (averages divide the int32 sum
-  by the window size, rounding half away from zero), so one scale covers the largest value
+  by the window size or divisor_override, rounding half away from zero, clamped to
+  [-127, 127]), so one scale covers the largest value
   along such a run; a ReLU's input counts only its positive part (negatives may saturate).
 - Tanh, Sigmoid, GELU, SiLU and LeakyReLU become a table of 256 int8 outputs, one per input.
 - The input is quantized in C as ``(int)(v + 0.5f)`` (toward zero: ``v - 0.5f`` when negative)
@@ -263,7 +264,8 @@ def _pool_reference(module: nn.Module, q: np.ndarray) -> np.ndarray:
             sums = summing(x).numpy()  # the divisor: a window's sum of ones over its average
             counts = np.rint(summing(ones).numpy() / module(ones).numpy())
     sums, counts = sums.astype(np.int64), counts.astype(np.int64)
-    return np.where(sums >= 0, (sums + counts // 2) // counts, -((-sums + counts // 2) // counts))
+    out = np.where(sums >= 0, (sums + counts // 2) // counts, -((-sums + counts // 2) // counts))
+    return np.clip(out, -QMAX, QMAX)  # a divisor_override can average beyond the inputs
 
 
 def _adaptive_window_sizes(size, out) -> np.ndarray:
