@@ -86,6 +86,21 @@ def emit_conv(g: _Graph, step: Step, x: str, prefix: str) -> str:
     )
 
 
+def _pool_pads(step: Step) -> tuple[list[int], list[int]]:
+    """A pooling layer's padding at the start and at the end of each spatial dim, the end
+    widened to reach PyTorch's last window, so that ONNX's floor mode makes PyTorch's windows.
+    (ONNX's ceil_mode may add one more window than PyTorch, which drops a last window that
+    would start in the right padding.)"""
+    pool, (_, *size), (_, *out) = step.module, step.in_shape, step.out_shape
+    begin = _tuple(pool.padding, 2)
+    reach = zip(
+        size, out, _tuple(pool.kernel_size, 2), _tuple(pool.stride, 2),
+        _tuple(getattr(pool, "dilation", 1), 2), begin,
+    )  # fmt: skip
+    end = [max(p, (o - 1) * s + d * (k - 1) + 1 - p - n) for n, o, k, s, d, p in reach]
+    return list(begin), end
+
+
 def emit_max_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
     pool = step.module
     return g.node(
@@ -93,9 +108,8 @@ def emit_max_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
         [x],
         kernel_shape=list(_tuple(pool.kernel_size, 2)),
         strides=list(_tuple(pool.stride, 2)),
-        pads=_pads(_tuple(pool.padding, 2)),
+        pads=_pads(*_pool_pads(step)),
         dilations=list(_tuple(pool.dilation, 2)),
-        ceil_mode=int(pool.ceil_mode),
     )
 
 
@@ -105,14 +119,21 @@ def emit_avg_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
         raise NotImplementedError(
             f"onnx.export: {step.describe()} has divisor_override, which ONNX's AveragePool lacks"
         )
+    begin, end = _pool_pads(step)
+    count_include_pad = pool.count_include_pad
+    if count_include_pad and end != begin:
+        # PyTorch's divisor counts the padding but not the widened end: pad with zeros
+        # first, then count only what is inside
+        pads = g.constant(f"{prefix}.pads", [0, 0, *begin, 0, 0, *begin], np.int64)
+        x = g.node("Pad", [x, pads])
+        begin, end, count_include_pad = [0, 0], [e - b for b, e in zip(begin, end)], False
     return g.node(
         "AveragePool",
         [x],
         kernel_shape=list(_tuple(pool.kernel_size, 2)),
         strides=list(_tuple(pool.stride, 2)),
-        pads=_pads(_tuple(pool.padding, 2)),
-        ceil_mode=int(pool.ceil_mode),
-        count_include_pad=int(pool.count_include_pad),
+        pads=_pads(begin, end),
+        count_include_pad=int(count_include_pad),
     )
 
 

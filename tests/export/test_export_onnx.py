@@ -83,6 +83,24 @@ def test_onnxruntime_matches_forward_at_batch_1_and_7(tmp_path, name):
         np.testing.assert_allclose(run_onnx(path, x), forward(model, x), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "pool",
+    [
+        nn.MaxPool2d(2, 2, padding=1, ceil_mode=True),
+        nn.MaxPool2d(2, 3, ceil_mode=True),
+        nn.AvgPool2d(2, 2, padding=1, ceil_mode=True),
+        nn.AvgPool2d(4, 3, padding=2, ceil_mode=True, count_include_pad=False),
+    ],
+)
+def test_ceil_mode_pooling_drops_a_window_starting_in_the_padding(tmp_path, pool):
+    # ONNX's ceil_mode keeps a last window that PyTorch drops (7 rows, kernel 2, stride 2,
+    # padding 1: 5 windows in ONNX, 4 in PyTorch): the export used to fail onnx.checker
+    path = tmp_path / "pool.onnx"
+    export_any_batch(nn.Sequential(pool), sg.zeros(2, 2, 7, 6), path)
+    x = np.random.default_rng(0).normal(size=(3, 2, 7, 6)).astype(np.float32)
+    np.testing.assert_allclose(run_onnx(path, x), forward(pool, x), rtol=0, atol=1e-6)
+
+
 def test_embedding_takes_integer_indices(tmp_path):
     model = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Tanh())
     path = tmp_path / "embedding.onnx"
