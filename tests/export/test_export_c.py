@@ -138,6 +138,8 @@ class ScaledInPlace(Residual):
             marks=pytest.mark.filterwarnings("ignore:Implicit dimension"),
         ),
         (nn.Sequential(nn.Softmax(dim=0)), "not the batch dim"),
+        # the C used to return one float of each sample of 3, and the ONNX file to fail
+        (nn.Sequential(nn.Flatten(0)), r"Flatten '0' turns the batch of shape \(2, 3\) into"),
     ],
 )
 def test_unsupported_models_are_clear_errors(tmp_path, model, match):

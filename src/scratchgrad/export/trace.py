@@ -101,6 +101,8 @@ def trace(
                 + ", ".join(sorted(t.__name__ for t in supported))
             )
         _check_options(module, name, who)
+    for call in calls:
+        _check_batch(call, who)
     start = Call("", model, example_input, example_input, version_in, version_in)
     _check_straight_line(model, start, output, calls, who)
     steps = [
@@ -122,6 +124,18 @@ def _check_options(module: Module, name: str, who: str) -> None:
     if getattr(module, "return_indices", False):
         raise NotImplementedError(
             f"{who}: {layer} has return_indices=True; an exported layer returns one tensor"
+        )
+
+
+def _check_batch(call: Call, who: str) -> None:
+    """Reject a layer that merges the batch dim with others (``Flatten(0)``): an exported
+    layer maps each sample on its own."""
+    x, out = call.x, call.out
+    if out.ndim == 0 or out.shape[0] != x.shape[0]:
+        raise NotImplementedError(
+            f"{who}: {type(call.module).__name__} '{call.name}' turns the batch of shape "
+            f"{tuple(x.shape)} into {tuple(out.shape)}; an exported layer must keep the batch "
+            "dim first and map each sample on its own (Flatten's start_dim=0?)"
         )
 
 
