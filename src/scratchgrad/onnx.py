@@ -101,14 +101,25 @@ def _pool_pads(step: Step) -> tuple[list[int], list[int]]:
     return list(begin), end
 
 
+def _pad(g: _Graph, x: str, begin: list[int], end: list[int], value: float, prefix: str) -> str:
+    """``x`` (N, C, H, W) padded with ``value`` around its last two dims."""
+    pads = g.constant(f"{prefix}.pads", [0, 0, *begin, 0, 0, *end], np.int64)
+    return g.node("Pad", [x, pads, g.constant(f"{prefix}.fill", value)])
+
+
 def emit_max_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
     pool = step.module
+    kernel = _tuple(pool.kernel_size, 2)
+    begin, end = _pool_pads(step)
+    if any(p >= k for p, k in zip(begin + end, kernel + kernel)):
+        # onnxruntime takes pads below the kernel size only; a dilated window reaches further
+        x, begin, end = _pad(g, x, begin, end, -np.inf, prefix), [0, 0], [0, 0]
     return g.node(
         "MaxPool",
         [x],
-        kernel_shape=list(_tuple(pool.kernel_size, 2)),
+        kernel_shape=list(kernel),
         strides=list(_tuple(pool.stride, 2)),
-        pads=_pads(*_pool_pads(step)),
+        pads=_pads(begin, end),
         dilations=list(_tuple(pool.dilation, 2)),
     )
 
@@ -124,8 +135,7 @@ def emit_avg_pool(g: _Graph, step: Step, x: str, prefix: str) -> str:
     if count_include_pad and end != begin:
         # PyTorch's divisor counts the padding but not the widened end: pad with zeros
         # first, then count only what is inside
-        pads = g.constant(f"{prefix}.pads", [0, 0, *begin, 0, 0, *begin], np.int64)
-        x = g.node("Pad", [x, pads])
+        x = _pad(g, x, begin, begin, 0.0, prefix)
         begin, end, count_include_pad = [0, 0], [e - b for b, e in zip(begin, end)], False
     return g.node(
         "AveragePool",

@@ -88,6 +88,7 @@ def test_onnxruntime_matches_forward_at_batch_1_and_7(tmp_path, name):
     [
         nn.MaxPool2d(2, 2, padding=1, ceil_mode=True),
         nn.MaxPool2d(2, 3, ceil_mode=True),
+        nn.MaxPool2d(2, 3, dilation=4, ceil_mode=True),  # its end padding: 2 columns of 6
         nn.AvgPool2d(2, 2, padding=1, ceil_mode=True),
         nn.AvgPool2d(4, 3, padding=2, ceil_mode=True, count_include_pad=False),
     ],
