@@ -119,6 +119,12 @@ def test_requantization_multiplies_as_the_real_factor():
         (nn.Linear(3, 2), None, "needs calibration="),
         (nn.Sequential(nn.Softmax(dim=1), nn.Linear(3, 2)), sg.zeros(4, 3), "not the last layer"),
         (nn.Sequential(nn.LayerNorm(3)), sg.zeros(4, 3), "LayerNorm '0' is not supported"),
+        # a window that sees only padding is -inf: the scale was inf (a ValueError of hex())
+        (
+            nn.Sequential(nn.MaxPool2d(2, 2, padding=1, dilation=3, ceil_mode=True)),
+            sg.zeros(4, 1, 2, 2),
+            "MaxPool2d '0''s output holds inf or nan",
+        ),
     ],
 )
 def test_what_int8_cannot_do_is_a_clear_error(tmp_path, model, calibration, match):

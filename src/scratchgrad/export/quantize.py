@@ -138,6 +138,13 @@ class QuantizedModel:
         # need[i]: the largest magnitude going into step i (need[-1]: the output); a ReLU's
         # input needs only its positive part, which is the ReLU's output
         need = [float(np.abs(calibration.numpy()).max())] + [s.out_absmax for s in self.steps]
+        for i, absmax in enumerate(need):
+            if not math.isfinite(absmax):
+                where = self.steps[i - 1].describe() + "'s output" if i else "the input"
+                raise ValueError(
+                    f"to_c(int8): {where} holds inf or nan on the calibration batch (a max "
+                    "pool window that sees only padding?), which int8 cannot represent"
+                )
         for i, step in enumerate(self.steps):
             if isinstance(step.module, nn.ReLU):
                 need[i] = 0.0
