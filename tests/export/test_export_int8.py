@@ -107,6 +107,17 @@ def test_sum_of_rounded_inputs_beyond_127_saturates(tmp_path):
     np.testing.assert_allclose(actual, [[4.0]], rtol=1e-6)
 
 
+def test_channel_of_zero_weights_keeps_its_bias(tmp_path):
+    # its bias was quantized at the input's scale (100/127 here), so a bias of 0.3 became 0
+    model = nn.Linear(2, 1)
+    model.load_state_dict({"weight": sg.zeros(1, 2), "bias": sg.tensor([0.3])})
+    x = sg.tensor([[100.0, -100.0], [-50.0, 20.0]])
+    library = compile_library(to_c(model, x, tmp_path, "zero", "int8", x)[1:], tmp_path / "z.so")
+    actual = run_c(library, "zero", x.numpy(), 1)
+    np.testing.assert_array_equal(actual, QuantizedModel(model, x).forward(x.numpy()))
+    np.testing.assert_allclose(actual, [[0.3], [0.3]], rtol=1e-6)
+
+
 def test_requantization_multiplies_as_the_real_factor():
     factors = np.array([0.9, 0.3, 1e-3, 3.7, 2.0**-35])
     m, shift = quantize.requantization(factors)

@@ -167,7 +167,9 @@ class QuantizedModel:
         if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
             w = step.weight.reshape(len(step.weight), -1)
             w_scale = np.abs(w).max(1) / QMAX
-            w_scale[w_scale == 0] = 1.0
+            # a channel of zero weights outputs its bias alone: quantize that at the output's
+            # scale (at s_in * 1 it rounded to 0 wherever the input's scale was the coarser)
+            w_scale[w_scale == 0] = out_scale / in_scale
             weight = np.clip(np.round(w / w_scale[:, None]), -QMAX, QMAX).astype(np.int8)
             bias = step.bias if step.bias is not None else np.zeros(len(w))
             bias = np.round(bias / (in_scale * w_scale))
