@@ -140,6 +140,8 @@ class ScaledInPlace(Residual):
         (nn.Sequential(nn.Softmax(dim=0)), "not the batch dim"),
         # the C used to return one float of each sample of 3, and the ONNX file to fail
         (nn.Sequential(nn.Flatten(0)), r"Flatten '0' turns the batch of shape \(2, 3\) into"),
+        # a batch of 2 without channels is one sample of 2 channels to Conv1d(2, ...)
+        (nn.Sequential(nn.Conv1d(2, 2, 1)), r"Conv1d '0' takes the batch of shape \(2, 3\) for"),
     ],
 )
 def test_unsupported_models_are_clear_errors(tmp_path, model, match):

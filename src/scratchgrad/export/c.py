@@ -103,10 +103,6 @@ def conv_window(step: Step) -> dict[str, int]:
 
 def pool_window(step: Step) -> dict[str, int]:
     pool = step.module
-    if len(step.in_shape) != 3:
-        raise NotImplementedError(
-            f"to_c: {step.describe()} needs (N, C, H, W) input, got one sample of {step.in_shape}"
-        )
     (c, *size), (_, *out) = step.in_shape, step.out_shape
     dilation = getattr(pool, "dilation", 1)
     return _window(

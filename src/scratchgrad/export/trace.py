@@ -17,11 +17,14 @@ import numpy as np
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.nn import (
+    AdaptiveAvgPool2d,
+    AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
     Conv1d,
     Conv2d,
     Linear,
+    MaxPool2d,
     Module,
     ModuleDict,
     ModuleList,
@@ -30,6 +33,15 @@ from scratchgrad.nn import (
 from scratchgrad.tensor import Tensor
 
 BATCH_NORMS = (BatchNorm1d, BatchNorm2d)
+# the dims of a batch for the layers that also take one unbatched sample (one dim fewer)
+BATCHED_RANK = {
+    Conv1d: 3,
+    Conv2d: 4,
+    MaxPool2d: 4,
+    AvgPool2d: 4,
+    AdaptiveAvgPool2d: 4,
+    BatchNorm2d: 4,
+}
 FOLDS_INTO = (Linear, Conv1d, Conv2d)
 
 
@@ -128,9 +140,17 @@ def _check_options(module: Module, name: str, who: str) -> None:
 
 
 def _check_batch(call: Call, who: str) -> None:
-    """Reject a layer that merges the batch dim with others (``Flatten(0)``): an exported
-    layer maps each sample on its own."""
+    """Reject a layer that merges the batch dim with others (``Flatten(0)``), or that takes the
+    batch for one unbatched sample (a Conv2d or a pool on (N, H, W)): an exported layer maps
+    each sample on its own."""
     x, out = call.x, call.out
+    rank = BATCHED_RANK.get(type(call.module))
+    if rank is not None and x.ndim != rank:
+        raise NotImplementedError(
+            f"{who}: {type(call.module).__name__} '{call.name}' takes the batch of shape "
+            f"{tuple(x.shape)} for one unbatched sample; export needs a batch of {rank - 2}-d "
+            f"samples with channels ({rank} dims)"
+        )
     if out.ndim == 0 or out.shape[0] != x.shape[0]:
         raise NotImplementedError(
             f"{who}: {type(call.module).__name__} '{call.name}' turns the batch of shape "
