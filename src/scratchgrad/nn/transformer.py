@@ -86,14 +86,17 @@ class TransformerEncoderLayer(Module):
         gives NaN for a query whose every key is masked (not 0) and reads the mask whatever
         ``is_causal`` says; so does this (but a float mask stays a bias added to the scores,
         where PyTorch's kernel masks out every nonzero entry: README, "What is different")."""
-        masks = [F._as_bias(m, src.dtype) if m is not None and m.dtype == backend.bool_ else m
-                 for m in (src_mask, src_key_padding_mask)]  # fmt: skip
+        src_mask, padding_mask = (
+            F._as_bias(m, src.dtype) if m is not None and m.dtype == backend.bool_ else m
+            for m in (src_mask, src_key_padding_mask)
+        )
         fast = self._takes_pytorch_fast_path(src)
-        x, masks = src, (*masks, is_causal and not fast, fast)
+        attention = (src_mask, padding_mask, is_causal and not fast, fast)  # _sa_block's
+        x = src
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), *masks)
+            x = x + self._sa_block(self.norm1(x), *attention)
             return x + self._ff_block(self.norm2(x))
-        x = self.norm1(x + self._sa_block(x, *masks))
+        x = self.norm1(x + self._sa_block(x, *attention))
         return self.norm2(x + self._ff_block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, fast=False) -> Tensor:
