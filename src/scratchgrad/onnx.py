@@ -33,7 +33,13 @@ class _Graph:
         self.onnx, self.nodes, self.initializers = onnx_module, [], []
 
     def constant(self, name: str, array, dtype=np.float32) -> str:
-        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(array, dtype), name))
+        values = np.asarray(array, dtype)
+        if (np.isfinite(values) != np.isfinite(array)).any():  # a float64 beyond float32's range
+            raise ValueError(
+                f"onnx.export: {name} holds values beyond float32's range (3.4e38), which "
+                "ONNX's FLOAT cannot hold"
+            )
+        self.initializers.append(self.onnx.numpy_helper.from_array(values, name))
         return name
 
     def node(self, op: str, inputs: Sequence[str], **attributes) -> str:

@@ -39,6 +39,26 @@ def test_c_matches_forward_on_100_random_inputs(compiled, name):
     assert np.abs(actual - expected).max() <= 1e-5
 
 
+def test_a_float64_model_runs_in_float32(tmp_path):
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+    to_c(model, sg.zeros(1, 3, dtype=sg.float64), tmp_path, "wide")
+    library = compile_library([tmp_path / "wide.c"], tmp_path / "wide.so")
+    x = np.random.default_rng(0).uniform(-2, 2, (50, 3))
+    with sg.no_grad():
+        expected = model(sg.tensor(x)).numpy()
+    actual = run_c(library, "wide", x.astype(np.float32), 2)
+    assert 0 < np.abs(actual - expected).max() <= 1e-5  # float32's round-off, not float64's
+
+
+def test_a_weight_beyond_float32_is_an_error(tmp_path):
+    model = nn.Linear(2, 1).double()
+    with sg.no_grad():
+        model.weight.fill_(1e39)  # inf as a C float
+    with pytest.raises(ValueError, match=r"l0_weight holds inf or nan as a C float"):
+        to_c(model, sg.zeros(1, 2, dtype=sg.float64), tmp_path, "huge")
+    assert not list(tmp_path.iterdir())
+
+
 def test_batch_norm_leaves_no_code(tmp_path):
     model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU())
     source = to_c(model, sg.zeros(1, 1, 5, 5), tmp_path, "folded")[1].read_text()

@@ -124,6 +124,14 @@ def test_requantization_multiplies_as_the_real_factor():
     np.testing.assert_allclose(m / 2.0 ** shift.astype(np.float64), factors, rtol=1e-9, atol=1e-10)
 
 
+def linear(weight: list, bias: float) -> nn.Linear:
+    layer = nn.Linear(len(weight[0]), len(weight))
+    with sg.no_grad():
+        layer.weight.copy_(sg.tensor(weight))
+        layer.bias.fill_(bias)
+    return layer
+
+
 @pytest.mark.parametrize(
     "model, calibration, match",
     [
@@ -136,11 +144,16 @@ def test_requantization_multiplies_as_the_real_factor():
             sg.zeros(4, 1, 2, 2),
             "MaxPool2d '0''s output holds inf or nan",
         ),
+        # its bias is 1.6e13 steps of its input's scale times its weights'
+        (linear([[1e-6] * 3], 1e3), sg.ones(4, 3), "the int32 sums of Linear could overflow"),
+        # outputs near 1e-6 from weights of 1e6: a factor of 7.9e9 from int32 sum to output
+        (linear([[1e6, -1e6, 0]], 1e-6), sg.ones(4, 3), "Linear's rescaling factor 7.87402e"),
     ],
 )
 def test_what_int8_cannot_do_is_a_clear_error(tmp_path, model, calibration, match):
     with pytest.raises((ValueError, NotImplementedError), match=match):
         to_c(model, sg.zeros(1, 3), tmp_path, "bad", "int8", calibration)
+    assert not list(tmp_path.iterdir())
 
 
 def test_doc_examples_run():

@@ -102,6 +102,15 @@ def test_ceil_mode_pooling_drops_a_window_starting_in_the_padding(tmp_path, pool
     np.testing.assert_allclose(run_onnx(path, x), forward(pool, x), rtol=0, atol=1e-6)
 
 
+def test_a_weight_beyond_float32_is_an_error(tmp_path):
+    model = nn.Linear(2, 1).double()
+    with sg.no_grad():
+        model.weight.fill_(1e39)  # inf as ONNX's FLOAT
+    with pytest.raises(ValueError, match=r"weight holds values beyond float32's range"):
+        export(model, (sg.zeros(1, 2, dtype=sg.float64),), tmp_path / "huge.onnx")
+    assert not list(tmp_path.iterdir())
+
+
 def test_embedding_takes_integer_indices(tmp_path):
     model = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Tanh())
     path = tmp_path / "embedding.onnx"

@@ -61,7 +61,10 @@ def c_array(c_type: str, name: str, values: np.ndarray, per_line: int = 6) -> st
     if c_type == "float":
         flat = flat.astype(np.float32)
         if not np.isfinite(flat).all():
-            raise ValueError(f"to_c: {name} holds inf or nan, which cannot be exported")
+            raise ValueError(
+                f"to_c: {name} holds inf or nan as a C float (float32 holds up to 3.4e38), "
+                "which cannot be exported"
+            )
         items = [hex_float(v) for v in flat.tolist()]
     else:
         items = [str(v) for v in flat.tolist()]

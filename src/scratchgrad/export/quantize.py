@@ -76,9 +76,12 @@ class QStep:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def requantization(real_multiplier: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def requantization(
+    real_multiplier: np.ndarray, of: str = "a layer"
+) -> tuple[np.ndarray, np.ndarray]:
     """Each ``M`` as ``m * 2**-shift`` with ``m`` a 31-bit integer (``M = f * 2**e`` with
-    ``f`` in [0.5, 1), ``m = round(f * 2**31)``, ``shift = 31 - e``).
+    ``f`` in [0.5, 1), ``m = round(f * 2**31)``, ``shift = 31 - e``); ``of`` names the layer
+    in the error for an ``M`` of 2**30 or more.
 
     >>> requantization(np.array([0.75, 2.0**-40]))
     (array([1610612736,          0], dtype=int32), array([31,  1], dtype=int8))
@@ -93,7 +96,10 @@ def requantization(real_multiplier: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         if shift > 62:  # M < 2**-31: every int32 sum rounds to 0
             m, shift = 0, 1
         if shift < 1:
-            raise ValueError(f"to_c(int8): a rescaling factor {value:g} is too large (>= 2**30)")
+            raise ValueError(
+                f"to_c(int8): {of}'s rescaling factor {value:g} is too large (>= 2**30): its "
+                "output's scale is tiny against its input's and weights'"
+            )
         multipliers.append(m)
         shifts.append(shift)
     return np.array(multipliers, np.int32), np.array(shifts, np.int8)
@@ -175,7 +181,7 @@ class QuantizedModel:
             bias = np.round(bias / (in_scale * w_scale))
             if (np.abs(bias) + QMAX * QMAX * w.shape[1]).max() >= 2**31:
                 raise ValueError(f"to_c(int8): the int32 sums of {step.describe()} could overflow")
-            multiplier, shift = requantization(in_scale * w_scale / out_scale)
+            multiplier, shift = requantization(in_scale * w_scale / out_scale, step.describe())
             return {
                 "weight": weight.reshape(step.weight.shape),
                 "bias": bias.astype(np.int32),
