@@ -12,8 +12,9 @@ evaluation in ``eval()`` under ``no_grad`` now and then, a resume from a checkpo
 and ``load`` of the state dicts into a fresh model, optimizer and scheduler). The losses, the
 evaluation outputs, every parameter and buffer after each step, and the final ``state_dict``
 of the model and the optimizer must agree. The same loops with each step under
-``scratchgrad.jit`` (recorded, recorded anew where a guard changed, replayed) must agree with
-the eager ones. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
+``scratchgrad.jit`` (recorded, recorded anew where a guard changed, replayed), and with the
+model under ``scratchgrad.compile``, must agree with the eager ones. Set
+``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import io
 
@@ -211,6 +212,8 @@ def _batch(program, rng):
 
 def _setup(m, program):
     net = _model(m, program)
+    if program.get("compiled"):  # its forward captured (and the backward it records)
+        net = m.compile(net)
     optimizer = _optimizer(m, program, net)
     return net, optimizer, _scheduler(m, program, optimizer)
 
@@ -219,12 +222,12 @@ def _resumed(m, program, parts):
     """Fresh copies of the model, optimizer and scheduler loaded from a checkpoint of
     ``parts`` saved with ``m.save`` (a file in memory)."""
     checkpoint = io.BytesIO()
-    m.save([part.state_dict() if part else None for part in parts], checkpoint)
+    m.save([None if part is None else part.state_dict() for part in parts], checkpoint)
     checkpoint.seek(0)
     states = m.load(checkpoint, weights_only=True)
     fresh = _setup(m, program)
     for part, state in zip(fresh, states):
-        if part:
+        if part is not None:  # (bool() of a compiled module is len()'s, as PyTorch's)
             part.load_state_dict(state)
     return fresh
 
@@ -317,3 +320,17 @@ def test_jitted_training_loops_agree_with_eager_ones(program):
     for key in state:
         assert_close(state[key], eager_state[key], what=f"optimizer state {key}",
                      tolerance=TOLERANCE)  # fmt: skip
+
+
+@FUZZ
+@given(programs())
+def test_training_loops_of_a_compiled_model_agree_with_eager_ones(program):
+    # model = scratchgrad.compile(model), as scripts call torch.compile
+    eager, net, optimizer = _run(sg, program)
+    compiled, compiled_net, compiled_optimizer = _run(sg, {**program, "compiled": True})
+    assert len(compiled) == len(eager)
+    for i, (a, b) in enumerate(zip(compiled, eager)):
+        assert_close(a, b, what=f"value {i} of the run", tolerance=TOLERANCE)
+    assert [k.removeprefix("_orig_mod.") for k in compiled_net.state_dict()] == list(
+        net.state_dict()
+    )
