@@ -2,6 +2,7 @@
 raises one, and is raised before anything changes (values, versions, gradients, the graph).
 """
 
+import operator
 import re
 
 import numpy as np
@@ -88,6 +89,34 @@ def test_matrix_products_of_two_dtypes_raise_as_pytorch(name, f, shapes, dtypes)
         message = rf"^{name}: .*same dtype.*{dtypes[0]}.*{dtypes[1]}" if lib is sg else None
         with pytest.raises(RuntimeError, match=message):
             f(lib, x, y)
+
+
+@pytest.mark.parametrize(
+    "shapes, kernel",
+    [
+        ([(2, 3), (3, 2)], "addmm_impl_cpu_"),
+        ([(3,), (3, 2)], "addmm_impl_cpu_"),
+        ([(4, 2, 3), (3, 2)], "addmm_impl_cpu_"),
+        ([(2, 3), (3,)], "addmv_impl_cpu"),
+        ([(3,), (3,)], "dot"),
+        ([(2, 3), (4, 3, 2)], "bmm"),
+    ],
+)
+def test_matrix_products_of_bools_raise_as_pytorch(shapes, kernel):
+    # NumPy's bool product is an AND-OR one; PyTorch has no bool kernel for any of them
+    for lib in (torch, sg):
+        x, y = (lib.ones(s, dtype=lib.bool) for s in shapes)
+        for product in (operator.matmul, lib.matmul):
+            with pytest.raises(NotImplementedError, match=f'^"{kernel}" not implemented'):
+                product(x, y)
+        empty = lib.ones(0, 3, dtype=lib.bool)  # no kernel runs: an empty product
+        assert tuple(lib.matmul(empty, lib.ones(3, 2, dtype=lib.bool)).shape) == (0, 2)
+
+
+def test_linear_of_bools_raises_as_pytorch():
+    for lib in (torch, sg):
+        with pytest.raises(NotImplementedError, match='^"addmm_impl_cpu_" not implemented'):
+            lib.nn.functional.linear(lib.ones(4, 3).bool(), lib.ones(2, 3).bool())
 
 
 def test_linear_bias_of_another_dtype_raises_as_pytorch():

@@ -6939,6 +6939,8 @@ def _product(x: Tensor, y: Tensor) -> Tensor:
     if type(x) is not Tensor and x.is_sparse:  # torch.mm(sparse, x): its own
         return type(x).matmul(x, y)
     x, y = x._operands(y)
+    if x.array.dtype.kind == "b":
+        _refuse_bool_product(x, y)
     if x.array.ndim > 1 and y.array.ndim > 1:
         return matmul.MatMul.apply(x, y)
     if x.ndim == 0 or y.ndim == 0:
@@ -6949,6 +6951,15 @@ def _product(x: Tensor, y: Tensor) -> Tensor:
     if y.ndim == 1:
         out = out.squeeze(-1)
     return out.squeeze(-2 if y.ndim > 1 else -1) if x.ndim == 1 else out
+
+
+def _refuse_bool_product(x: Tensor, y: Tensor) -> None:
+    """PyTorch has no bool kernel for matrix products (NumPy's would be an AND-OR product):
+    its error names the kernel its shapes reach, unless an operand is empty (no kernel runs)."""
+    if x.array.size and y.array.size and x.ndim and y.ndim:
+        kernel = {1: "addmv_impl_cpu", 2: "addmm_impl_cpu_"}.get(y.ndim, "bmm")
+        kernel = "dot" if x.ndim == y.ndim == 1 else kernel
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def _mm(x: Tensor, y: Tensor) -> Tensor:

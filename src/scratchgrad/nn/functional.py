@@ -99,6 +99,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: self and mat2 must have the same dtype, but got {bias.dtype.name} and "
             f"{weight.dtype.name}"
         )
+    if dtype.kind == "b" and input.array.size and weight.array.size:
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
     if bias is None:  # the node's name then is PyTorch's mm, not addmm
         return Linear.apply(input, weight)
     return Linear.apply(input, weight, bias)
