@@ -362,3 +362,21 @@ def test_sixteen_bit_inputs_raise_torchs_error_class(op, dtype):
             SIXTEEN_BIT[op](lib, a)
         kinds.append(type(info.value) is NotImplementedError)
     assert kinds[0] == kinds[1], (op, kinds)
+
+
+# ---- found by test_linalg_fuzz.py ------------------------------------------------------------
+
+
+def test_singular_solve_with_no_columns_is_pytorchs_error():
+    """A singular A with a B of no columns: PyTorch's LinAlgError (solve) or info 1 (solve_ex);
+    finding the failing matrix reshaped the empty B with -1, a ValueError."""
+    for A in (sg.zeros(3, 3), sg.zeros(2, 3, 3)):
+        with pytest.raises(sg.linalg.LinAlgError, match="input matrix is singular"):
+            sg.linalg.solve(A, sg.zeros(3, 0))
+    result, info = sg.linalg.solve_ex(sg.zeros(3, 3), sg.zeros(3, 0))
+    assert result.shape == (3, 0) and info.item() == 1
+
+
+def test_tensorinv_of_a_singular_tensor_names_inv_as_pytorch():
+    with pytest.raises(sg.linalg.LinAlgError, match="^inv: The diagonal element 1 is zero"):
+        sg.linalg.tensorinv(sg.zeros(2, 1, 2), ind=2)

@@ -4,6 +4,7 @@ batch element that failed."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -98,7 +99,8 @@ def lapack(op: str, explain: Callable[[Any], str], compute: Callable, *arrays: A
     except xp.linalg.LinAlgError:
         pass
     batch = arrays[0].shape[:-2]
-    matrices = [a.reshape(-1, *a.shape[-2:]) for a in arrays]
+    # the count is spelled out: reshape cannot infer -1 where a matrix is empty (B of 0 columns)
+    matrices = [a.reshape(math.prod(batch), *a.shape[-2:]) for a in arrays]
     for i in range(len(matrices[0])):  # the failure path only: find which matrix failed
         try:
             compute(*(m[i] for m in matrices))
