@@ -1361,6 +1361,8 @@ class Tensor:
                 f"cross: inputs dimension {dim} must have length 3, got shapes {tuple(self.shape)} "
                 f"and {tuple(other.shape)}"
             )
+        if self.array.dtype == backend.bool_:  # (its products and differences would be bools)
+            raise NotImplementedError("\"cross\" not implemented for 'Bool'")
         x0, x1, x2 = self.unbind(dim)
         y0, y1, y2 = other.unbind(dim)
         return stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], dim)

@@ -380,3 +380,38 @@ def test_singular_solve_with_no_columns_is_pytorchs_error():
 def test_tensorinv_of_a_singular_tensor_names_inv_as_pytorch():
     with pytest.raises(sg.linalg.LinAlgError, match="^inv: The diagonal element 1 is zero"):
         sg.linalg.tensorinv(sg.zeros(2, 1, 2), ind=2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, A: m.linalg.eigh(A),
+        lambda m, A: m.linalg.eigvalsh(A),
+        lambda m, A: m.cholesky(A),
+        lambda m, A: m.cholesky_inverse(A),
+        lambda m, A: m.cholesky_solve(A, A),
+        lambda m, A: m.triangular_solve(A, A),
+        lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
+        lambda m, A: m.linalg.lu(A),
+        lambda m, A: m.linalg.lu_factor(A),
+        lambda m, A: m.linalg.lu_factor_ex(A),
+        lambda m, A: m.linalg.householder_product(A, A[0]),
+    ],
+)
+def test_integer_and_bool_matrices_raise_pytorchs_not_implemented_error(call, dtype):
+    """The functions whose integer and bool matrices PyTorch hands to its CPU kernel raise
+    NotImplementedError naming the kernel, as its dispatcher does; ours raised RuntimeError."""
+    for m in (torch, sg):
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            call(m, m.ones(3, 3, dtype=getattr(m, dtype)))
+
+
+def test_cross_of_bools_raises_pytorchs_not_implemented_error():
+    """Ours raised sub's RuntimeError about subtracting bools."""
+    for m in (torch, sg):
+        x = m.ones(2, 3, dtype=m.bool)
+        with pytest.raises(NotImplementedError, match="\"cross\" not implemented for 'Bool'"):
+            m.linalg.cross(x, x)
+        with pytest.raises(NotImplementedError, match="\"cross\" not implemented for 'Bool'"):
+            m.cross(x, x, dim=1)

@@ -62,15 +62,37 @@ _CHECKED_BY_PYTORCH = frozenset(
 )
 
 
+# the functions whose integer and bool inputs PyTorch lets through to its CPU kernel, whose
+# dispatcher raises NotImplementedError naming the kernel: function -> kernel
+_KERNELS = {
+    "linalg.eigh": "linalg_eigh_cpu",
+    "cholesky": "cholesky_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu",
+    "cholesky_solve": "cholesky_solve_cpu",
+    "triangular_solve": "triangular_solve_cpu",
+    "linalg.solve_triangular": "triangular_solve_cpu",
+    "linalg.lu": "lu_cpu",
+    "torch.linalg.lu_factor": "lu_cpu",
+    "torch.linalg.lu_factor_ex": "lu_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu",
+}
+
+
 def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
     """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
-    floating dtype where ``low_precision``. Complex matrices are not supported yet (README)."""
+    floating dtype where ``low_precision``; an integer or bool ``x`` raises PyTorch's error
+    class, a RuntimeError or its kernel's NotImplementedError. Complex matrices are not
+    supported yet (README)."""
     if x.dtype.kind == "c":
         raise RuntimeError(
             f"{op}: complex tensors are not supported by scratchgrad yet (linalg takes real "
             f"matrices), got {torch_name(x.dtype)}"
         )
     if not backend.is_floating(x.dtype):
+        if op in _KERNELS:
+            raise NotImplementedError(
+                f"{op}: \"{_KERNELS[op]}\" not implemented for '{torch_name(x.dtype)}'"
+            )
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
         )
