@@ -415,3 +415,21 @@ def test_cross_of_bools_raises_pytorchs_not_implemented_error():
             m.linalg.cross(x, x)
         with pytest.raises(NotImplementedError, match="\"cross\" not implemented for 'Bool'"):
             m.cross(x, x, dim=1)
+
+
+def test_lstsq_residuals_and_an_empty_householder_product_require_grad_as_pytorchs():
+    """lstsq's empty residuals and householder_product with no reflection (tau of size 0)
+    are results of inputs that require grad, so require grad too, with a zero gradient; ours
+    were tensors apart from the graph."""
+    for m in (torch, sg):
+        A = m.ones(3, 2, requires_grad=True)
+        residuals = m.linalg.lstsq(A, m.ones(3, 1)).residuals
+        assert residuals.shape == (0,) and residuals.requires_grad
+        for shape in [(0, 0), (3, 2), (2, 3, 0)]:
+            A = m.ones(shape, requires_grad=True)
+            out = m.linalg.householder_product(A, m.zeros(shape[:-2] + (0,), requires_grad=True))
+            assert out.requires_grad
+            out.sum().backward()
+            assert A.grad is None or not A.grad.numpy().any()
+        eye = m.linalg.householder_product(m.full((2, 1), math.inf), m.zeros(0))
+        np.testing.assert_array_equal(eye.numpy(), [[1.0], [0.0]])

@@ -258,10 +258,10 @@ def lstsq(
             f"{A.shape} and {B.shape})"
         )
     x = Pinv.apply(A, atol=None, rtol=rcond) @ b
-    empty = A.new_zeros(0)
+    residuals = x.reshape(-1)[:0].clone()  # none from gelsy, but in the graph as PyTorch's
     # NOTE: rank 0 where B is empty, as PyTorch's, which then factors nothing
     rank = matrix_rank(A, rtol=rcond) if b.numel() else A.new_zeros(A.shape[:-2], dtype=int64)
-    return linalg_lstsq(x.squeeze(-1) if vector else x, empty, rank, empty)
+    return linalg_lstsq(x.squeeze(-1) if vector else x, residuals, rank, A.new_zeros(0))
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list

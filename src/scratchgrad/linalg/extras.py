@@ -385,6 +385,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     for i in reversed(range(k)):  # H_k acts first
         v = reflectors[..., i : i + 1]
         out = out - (tau[..., i, None, None] * v) @ (v.mT @ out)
+    if k == 0:  # no reflection: still a result of A and tau (gradient 0), as PyTorch's
+        out = out + A[..., :0].sum(-1, keepdim=True) + tau.sum(-1, keepdim=True).unsqueeze(-1)
     return out
 
 
