@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from oracle import same_dtype
 
 import scratchgrad as sg
 import scratchgrad.linalg  # noqa: F401  (sg.linalg)
@@ -433,3 +434,18 @@ def test_lstsq_residuals_and_an_empty_householder_product_require_grad_as_pytorc
             assert A.grad is None or not A.grad.numpy().any()
         eye = m.linalg.householder_product(m.full((2, 1), math.inf), m.zeros(0))
         np.testing.assert_array_equal(eye.numpy(), [[1.0], [0.0]])
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (2, 0), (0, 4, 4), (2, 0, 3, 3)])
+def test_lu_without_pivoting_of_an_empty_matrix_is_pytorchs(shape):
+    """LU without pivoting is not there on the CPU, but an empty A has nothing to pivot and
+    PyTorch factors it (P an empty tensor); ours raised."""
+    results = []
+    for m in (torch, sg):
+        A = m.zeros(shape, requires_grad=True)
+        lu = m.linalg.lu(A, pivot=False)
+        factor = m.linalg.lu_factor(A, pivot=False)
+        results.append([*lu, *factor, *m.linalg.lu_factor_ex(A, pivot=False)])
+        assert all(r.requires_grad for r in (*lu[1:], factor.LU))
+    for ours, theirs in zip(*results):
+        assert same_dtype(ours, theirs) and tuple(ours.shape) == tuple(theirs.shape)

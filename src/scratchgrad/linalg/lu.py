@@ -138,7 +138,7 @@ def unpack(LU: Tensor) -> tuple[Tensor, Tensor]:
 
 def _checked(op: str, A: Tensor, pivot: bool) -> None:
     check_input(op, A)
-    if not pivot:
+    if not pivot and A.numel():  # an empty A has nothing to pivot: PyTorch factors it
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
 
 
@@ -205,6 +205,8 @@ def lu(A: Tensor, *, pivot: bool = True) -> linalg_lu:
     _checked("linalg.lu", A, pivot)
     LU, pivots, _ = LUFactor.apply(A)
     L, U = unpack(LU)
+    if not pivot:  # (empty A) no permutation: P is an empty tensor, as PyTorch's
+        return linalg_lu(A.new_zeros(0), L, U)
     return linalg_lu(Permutation.apply(pivots, m=A.shape[-2], dtype=A.dtype), L, U)
 
 
