@@ -398,6 +398,8 @@ def test_tensorinv_of_a_singular_tensor_names_inv_as_pytorch():
         lambda m, A: m.linalg.lu_factor(A),
         lambda m, A: m.linalg.lu_factor_ex(A),
         lambda m, A: m.linalg.householder_product(A, A[0]),
+        lambda m, A: m.linalg.lstsq(A, A, rcond=1e-3),  # (without rcond, a RuntimeError)
+        lambda m, A: m.linalg.matrix_rank(A, hermitian=True, rtol=0.5),
     ],
 )
 def test_integer_and_bool_matrices_raise_pytorchs_not_implemented_error(call, dtype):

@@ -78,20 +78,23 @@ _KERNELS = {
 }
 
 
-def check_floating(op: str, x: Tensor, low_precision: bool = False) -> None:
+def check_floating(
+    op: str, x: Tensor, low_precision: bool = False, kernel: str | None = None
+) -> None:
     """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
     floating dtype where ``low_precision``; an integer or bool ``x`` raises PyTorch's error
-    class, a RuntimeError or its kernel's NotImplementedError. Complex matrices are not
-    supported yet (README)."""
+    class, a RuntimeError or the NotImplementedError of its kernel (``kernel``, or ``op``'s
+    in ``_KERNELS``). Complex matrices are not supported yet (README)."""
+    kernel = kernel or _KERNELS.get(op)
     if x.dtype.kind == "c":
         raise RuntimeError(
             f"{op}: complex tensors are not supported by scratchgrad yet (linalg takes real "
             f"matrices), got {torch_name(x.dtype)}"
         )
     if not backend.is_floating(x.dtype):
-        if op in _KERNELS:
+        if kernel:
             raise NotImplementedError(
-                f"{op}: \"{_KERNELS[op]}\" not implemented for '{torch_name(x.dtype)}'"
+                f"{op}: \"{kernel}\" not implemented for '{torch_name(x.dtype)}'"
             )
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"

@@ -10,7 +10,12 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import int64, namespace, xp
-from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
+from scratchgrad.linalg.checks import (
+    LinAlgError,
+    check_floating,
+    check_input,
+    check_same_dtype,
+)
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
 from scratchgrad.linalg.systems import Solve, inv, is_vector_rhs
 from scratchgrad.tensor import Tensor, cat, where
@@ -238,6 +243,8 @@ def lstsq(
     >>> sg.linalg.lstsq(A, sg.tensor([1.0, 2.0, 3.0])).solution
     tensor([1., 2.])
     """
+    if rcond is not None:  # PyTorch reaches its kernel, not its dtype check
+        check_floating("linalg.lstsq", A, kernel="linalg_lstsq_cpu")
     check_input("linalg.lstsq", A)
     check_same_dtype("linalg.lstsq", A, B, "AB")
     if driver not in (None, "gelsy"):
@@ -282,6 +289,8 @@ def matrix_rank(
     >>> sg.linalg.matrix_rank(sg.tensor([[1.0, 2.0], [2.0, 4.0]]))
     tensor(1)
     """
+    if hermitian and rtol is not None:  # PyTorch reaches its eigh kernel, not its dtype check
+        check_floating("linalg.matrix_rank", A, kernel="linalg_eigh_cpu")
     check_input("linalg.matrix_rank", A)
     if tol is not None:  # the older absolute tolerance
         _one_kind_of_tolerance("linalg.matrix_rank", "tol", atol, rtol)
