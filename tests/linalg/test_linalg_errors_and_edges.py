@@ -451,3 +451,12 @@ def test_lu_without_pivoting_of_an_empty_matrix_is_pytorchs(shape):
         assert all(r.requires_grad for r in (*lu[1:], factor.LU))
     for ours, theirs in zip(*results):
         assert same_dtype(ours, theirs) and tuple(ours.shape) == tuple(theirs.shape)
+
+
+def test_matrix_rank_hermitian_cuts_relative_to_the_largest_magnitude():
+    """Eigenvalues -6, 1.5, 3.5: rtol 0.35 cuts at 2.1, rank 2 as PyTorch's; ours took the
+    largest eigenvalue (3.5) for the largest magnitude, cut at 1.2 and counted 3."""
+    A = np.diag([-6.0, 1.5, 3.5])
+    ours = sg.linalg.matrix_rank(sg.tensor(A), hermitian=True, rtol=0.35)
+    theirs = torch.linalg.matrix_rank(torch.tensor(A), hermitian=True, rtol=0.35)
+    assert ours.item() == theirs.item() == 2

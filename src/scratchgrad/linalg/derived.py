@@ -297,7 +297,9 @@ def matrix_rank(
         atol, rtol = tol, 0.0
     _check_one_value("linalg.matrix_rank", atol=atol, rtol=rtol)
     with no_grad():  # counted in tensor operations, which vmap batches and jit records
-        s = eigvalsh(A).abs().flip(-1) if hermitian else svdvals(A)
+        # descending as svdvals': the magnitudes of ascending eigenvalues are not reversed
+        # where a negative one is the largest
+        s = eigvalsh(A).abs().sort(-1, descending=True).values if hermitian else svdvals(A)
         return (s > _tolerance(s, A.shape, atol, rtol)).sum(-1)
 
 
