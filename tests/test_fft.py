@@ -211,3 +211,41 @@ def test_errors():
         sg.fft.hfftn(sg.ones(3, 3), s=(2, 0))
     with pytest.raises(RuntimeError, match='Invalid normalization mode: "Ortho"'):
         sg.fft.hfft(sg.ones(3), norm="Ortho")
+
+
+# ---- found by test_fft_fuzz.py ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.fft.fftshift(m.tensor(1.0)),
+        lambda m: m.fft.ifftshift(m.tensor(1.0)),
+        lambda m: m.fft.fftshift(m.ones(3), dim=()),
+        lambda m: m.fft.fftn(m.ones(3), s=(2, 2)),
+        lambda m: m.fft.irfftn(m.ones(3), s=(2, 2, 2)),
+        lambda m: m.fft.hfftn(m.tensor(1.0), s=(2,)),
+    ],
+)
+def test_shifts_of_no_dims_and_more_sizes_than_dims_raise_runtime_errors_as_pytorch(call):
+    """A shift of no dims (0-d input, dim=()) is PyTorch's roll error, not an IndexError or
+    the input back; an s longer than the input's dims (no dim given) is PyTorch's RuntimeError
+    'Got shape with 2 values but input tensor only has 1 dimensions', not an IndexError."""
+    for m in (torch, sg):
+        with pytest.raises(RuntimeError):
+            call(m)
+
+
+def test_ihfftn_of_a_complex_signal_checks_its_dims_first_as_pytorch():
+    """PyTorch's ihfftn (ihfft2) checks the dims before the dtype, its rfftn and ihfft the
+    dtype first; ours checked the dtype first in all of them."""
+    for m in (torch, sg):
+        z = m.ones(3, dtype=m.complex64)
+        with pytest.raises(IndexError):
+            m.fft.ihfftn(z, dim=(5,))
+        with pytest.raises(RuntimeError, match="at least one axis"):
+            m.fft.ihfftn(z, dim=())
+        with pytest.raises(RuntimeError, match="rfftn expects a real"):
+            m.fft.rfftn(z, dim=())
+        with pytest.raises(RuntimeError, match="ihfft expects a real"):
+            m.fft.ihfft(z, dim=5)

@@ -118,6 +118,7 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     >>> sg.fft.rfft(sg.tensor([1.0, 2.0, 1.0, 2.0]))
     tensor([ 6.+0.j,  0.+0.j, -2.+0.j])
     """
+    _check_real("rfft", input)
     return _r2c("rfft", input, (n,), (dim,), norm)
 
 
@@ -165,6 +166,7 @@ def rfftn(input: Tensor, s: Sizes = None, dim: Dims = None, norm: str | None = N
     >>> sg.fft.rfftn(sg.ones(2, 3, 4)).shape
     scratchgrad.Size([2, 3, 3])
     """
+    _check_real("rfftn", input)
     sizes, dims = _sizes_and_dims("rfftn", input, s, dim)
     return _r2c("rfftn", input, sizes, dims, norm)
 
@@ -207,6 +209,7 @@ def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
     >>> sg.fft.ihfft(sg.tensor([8.0, -2.0, 0.0, -2.0]))
     tensor([1.-0.j, 2.-0.j, 3.-0.j])
     """
+    _check_real("ihfft", input)
     return _r2c("ihfft", input, (n,), (dim,), _dual(norm)).conj()
 
 
@@ -291,7 +294,7 @@ def fftshift(input: Tensor, dim: Dims = None) -> Tensor:
     >>> sg.fft.fftshift(sg.fft.fftfreq(4))
     tensor([-0.5000, -0.2500,  0.0000,  0.2500])
     """
-    dims = _shift_dims(input, dim)
+    dims = _shift_dims("fftshift", input, dim)
     return input.roll([input.shape[d] // 2 for d in dims], dims)
 
 
@@ -302,7 +305,7 @@ def ifftshift(input: Tensor, dim: Dims = None) -> Tensor:
     >>> sg.fft.ifftshift(sg.fft.fftshift(sg.arange(5)))
     tensor([0, 1, 2, 3, 4])
     """
-    dims = _shift_dims(input, dim)
+    dims = _shift_dims("ifftshift", input, dim)
     return input.roll([-(input.shape[d] // 2) for d in dims], dims)
 
 
@@ -314,6 +317,11 @@ def _sizes_and_dims(name: str, input: Tensor, s: Sizes, dim: Dims) -> tuple[tupl
     entry of -1 keeps that dim's size."""
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is None and s is not None and len(s) > input.ndim:
+        raise RuntimeError(
+            f"{name}: Got shape with {len(s)} values but input tensor only has {input.ndim} "
+            "dimensions."
+        )
     if dim is None:
         dim = range(input.ndim) if s is None else range(input.ndim - len(s), input.ndim)
     dims = tuple(dim)
@@ -386,11 +394,10 @@ def _c2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm, inverse: boo
 
 
 def _r2c(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
-    if input.is_complex():
-        raise RuntimeError(f"{name} expects a real input tensor, but got {input.dtype.name}")
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
     dims = _normalized(name, input, dims)
+    _check_real(name, input)  # (rfft, rfftn and ihfft check before their dims, as PyTorch's)
     x = _resized(name, _floating(name, input), sizes, dims)
     return fft_ops.RFFT.apply(x, dims=dims, norm=_norm(norm))
 
@@ -406,6 +413,11 @@ def _c2r(name: str, input: Tensor, sizes: tuple, dims: tuple, norm) -> Tensor:
     z = z.to(backend.to_complex(z.dtype))
     z = _resized(name, z, (*sizes[:-1], n // 2 + 1), dims)
     return fft_ops.IRFFT.apply(z, dims=dims, norm=_norm(norm), n=n)
+
+
+def _check_real(name: str, input: Tensor) -> None:
+    if input.is_complex():
+        raise RuntimeError(f"{name} expects a real input tensor, but got {input.dtype.name}")
 
 
 def _length(name: str, n: int) -> int:
@@ -430,10 +442,13 @@ def _frequencies(
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def _shift_dims(input: Tensor, dim: Dims) -> list[int]:
+def _shift_dims(name: str, input: Tensor, dim: Dims) -> list[int]:
     if dim is None:
-        return list(range(input.ndim))
-    return [dim] if isinstance(dim, int) else list(dim)
+        dim = range(input.ndim)
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:  # (a 0-d input, or dim=()): PyTorch's roll refuses to roll by nothing
+        raise RuntimeError(f"{name}: `shifts` required (no dims to shift)")
+    return dims
 
 
 # PyTorch's out= (torch.fft.rfft(x, out=y)) on the transforms
