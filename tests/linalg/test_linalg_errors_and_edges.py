@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from oracle import same_dtype
+from oracle import outcome, same_dtype
 
 import scratchgrad as sg
 import scratchgrad.linalg  # noqa: F401  (sg.linalg)
@@ -460,3 +460,39 @@ def test_matrix_rank_hermitian_cuts_relative_to_the_largest_magnitude():
     ours = sg.linalg.matrix_rank(sg.tensor(A), hermitian=True, rtol=0.35)
     theirs = torch.linalg.matrix_rank(torch.tensor(A), hermitian=True, rtol=0.35)
     assert ours.item() == theirs.item() == 2
+
+
+@pytest.mark.parametrize(
+    "shapes", [((1, 3, 2), (3, 2)), ((2, 1, 3, 2), (1, 3, 4)), ((2, 3, 3), (3, 1))]
+)
+def test_lstsq_of_a_matrix_b_one_dim_short_broadcasts_as_pytorchs(shapes):
+    """B of one dim fewer than A that is not a batch of vectors: PyTorch broadcasts A's batch
+    with B's dims but the last (A (1, 3, 2) and B (3, 2) give 3 solutions), or raises where
+    they do not broadcast; ours solved once (a (1, 2, 2) result) or solved where PyTorch
+    raises."""
+    a_shape, b_shape = shapes
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    results = [outcome(lambda m: m.linalg.lstsq(m.tensor(A), m.tensor(B)), m) for m in (torch, sg)]
+    if isinstance(results[0], RuntimeError):
+        assert isinstance(results[1], RuntimeError), results[1]
+        return
+    theirs, ours = results
+    np.testing.assert_allclose(ours.solution.numpy(), theirs.solution.numpy(), rtol=1e-10)
+    assert ours.rank.shape == theirs.rank.shape
+
+
+def test_singular_a_with_a_batched_b_names_the_element_of_a_alone_as_pytorch():
+    """PyTorch factors A alone, so its error names the failing matrix of A's batch (none for
+    a single A), not of the batch broadcast with B's; ours said '(Batch element 0)' for a
+    single singular A and a batched B."""
+    for a_shape, b_shape, where in [((1, 1), (2, 1, 1), ""), ((3, 1, 1), (2, 3, 1, 1), "2")]:
+        messages = []
+        for m in (torch, sg):
+            A = m.ones(a_shape, dtype=m.float64)
+            A[-1] = 0
+            with pytest.raises(RuntimeError) as error:
+                m.linalg.solve(A, m.ones(b_shape, dtype=m.float64))
+            messages.append(str(error.value))
+        assert messages[0] == messages[1]
+        assert ("Batch element" in messages[1]) == bool(where)

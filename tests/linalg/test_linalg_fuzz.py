@@ -274,11 +274,7 @@ def op_lstsq(draw, shape):
     # only gelsy, the others raise (README: "`lstsq` drivers other than `gelsy` ... raise")
     driver = draw(st.sampled_from([None, "gelsy"]))
     rcond = draw(st.sampled_from([None, 1e-3]))
-    # B's batch is A's: PyTorch's lstsq takes a B of one dim fewer for vectors, and raises
-    # where its batch broadcasts (B (1, 3, 2) and A (1, 2, 3, 5)): see the report
-    rng = np.random.default_rng(len(shape))
-    vector = draw(st.booleans())
-    b = rng.standard_normal(shape[:-1] if vector else (*shape[:-1], draw(st.integers(0, 2))))
+    b = rhs(draw, shape[:-1] + (shape[-2],), True)
 
     def call(m, A):
         solution, residuals, rank, values = m.linalg.lstsq(
@@ -484,6 +480,8 @@ def compare_outputs(ours, theirs, kind, dtype, op, what, vectors):
     undefined = failed(theirs) or (op in CONDITIONED and kind not in SMOOTH)
     for i, (o, t) in enumerate(zip(ours, theirs)):
         undefined |= not vectors and 0 < i < len(ours) - 1  # eigh's and svd's V * V
+        # lstsq's rank of an empty A or B: PyTorch's is uninitialised memory there
+        undefined |= op == "lstsq" and i == 2 and 0 in theirs[0].shape[-2:]
         where = f"{what}: result {i}"
         assert same_dtype(o, t), f"{where}: {o.dtype}, PyTorch {t.dtype}"
         assert tuple(o.shape) == tuple(t.shape), f"{where}: shape {o.shape}, PyTorch {t.shape}"

@@ -18,7 +18,7 @@ from scratchgrad.linalg.checks import (
 )
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
 from scratchgrad.linalg.systems import Solve, inv, is_vector_rhs
-from scratchgrad.tensor import Tensor, cat, where
+from scratchgrad.tensor import Tensor, broadcast_shapes, cat, where
 
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -236,7 +236,8 @@ def lstsq(
     singular values empty. The solution is the minimum-norm one, ``pinv(A) B`` (singular values
     below ``rcond`` times the largest count as zero; rcond defaults to eps * max(m, n)), and
     its gradient PyTorch's. ``B`` is ``(*, m, k)`` (the batch dims broadcast) or a (batch of)
-    vector(s) of ``A``'s shape without its last dim.
+    vector(s) of ``A``'s shape without its last dim; another ``B`` of one dim fewer than ``A``
+    is a matrix whose dims but the last broadcast with ``A``'s batch, as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> A = sg.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
@@ -264,11 +265,25 @@ def lstsq(
             "torch.linalg.lstsq: input.size(-2) should match other.size(-2) (got shapes "
             f"{A.shape} and {B.shape})"
         )
+    # a matrix B of one dim fewer than A: PyTorch broadcasts A's batch with B.unsqueeze(-1)'s
+    batch = _lstsq_batch(A, B) if A.ndim - B.ndim == 1 and not vector else None
     x = Pinv.apply(A, atol=None, rtol=rcond) @ b
+    if batch is not None:
+        x = x.expand(*batch, *x.shape[-2:])
     residuals = x.reshape(-1)[:0].clone()  # none from gelsy, but in the graph as PyTorch's
     # NOTE: rank 0 where B is empty, as PyTorch's, which then factors nothing
     rank = matrix_rank(A, rtol=rcond) if b.numel() else A.new_zeros(A.shape[:-2], dtype=int64)
     return linalg_lstsq(x.squeeze(-1) if vector else x, residuals, rank, A.new_zeros(0))
+
+
+def _lstsq_batch(A: Tensor, B: Tensor) -> tuple:
+    try:
+        return broadcast_shapes(A.shape[:-2], B.shape[:-1])
+    except RuntimeError:
+        raise RuntimeError(
+            f"linalg.lstsq: the batch dims of A {A.shape} do not broadcast with B's dims but the "
+            f"last, {B.shape[:-1]}, as PyTorch broadcasts a B of one dim fewer than A"
+        ) from None
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list

@@ -9,6 +9,7 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace, xp
 from scratchgrad.linalg.checks import (
+    LinAlgError,
     check_diagonal,
     check_input,
     check_same_dtype,
@@ -58,8 +59,13 @@ class Solve(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        solver = namespace(a).linalg.solve
-        x = lapack("torch.linalg.solve", _solver_failed, solver, *broadcast_batch(a, b))
+        module = namespace(a)
+        try:
+            arrays = broadcast_batch(a, b)
+            x = lapack("torch.linalg.solve", _solver_failed, module.linalg.solve, *arrays)
+        except LinAlgError:  # PyTorch factors A alone: the failing matrix of A's own batch
+            lapack("torch.linalg.solve", _solver_failed, module.linalg.inv, a)
+            raise
         ctx.save_for_backward(a, x)
         return x
 
