@@ -269,7 +269,7 @@ def lstsq(
     batch = _lstsq_batch(A, B) if A.ndim - B.ndim == 1 and not vector else None
     x = Pinv.apply(A, atol=None, rtol=rcond) @ b
     if batch is not None:
-        x = x.expand(*batch, *x.shape[-2:])
+        x = x.expand(*batch, *x.shape[-2:]).clone()  # (its own memory, as PyTorch's)
     residuals = x.reshape(-1)[:0].clone()  # none from gelsy, but in the graph as PyTorch's
     # NOTE: rank 0 where B is empty, as PyTorch's, which then factors nothing
     rank = matrix_rank(A, rtol=rcond) if b.numel() else A.new_zeros(A.shape[:-2], dtype=int64)
