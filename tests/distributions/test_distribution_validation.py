@@ -78,6 +78,18 @@ BAD_PARAMETERS = {
     ),
     "Binomial probs": (lambda m, lib: m.Binomial(3, lib.tensor([1.5])), r"parameter probs"),
     "Multinomial": (lambda m, lib: m.Multinomial(3, lib.tensor([-1.0, 2.0])), r"probs .*Simplex"),
+    # singular, though rounding leaves its eigenvalues positive: no Cholesky factor, so
+    # invalid, not a LinAlgError from the factorization after the check
+    "MultivariateNormal singular covariance": (
+        lambda m, lib: m.MultivariateNormal(
+            lib.zeros(3, dtype=lib.float64),
+            covariance_matrix=(
+                c := lib.tensor([[0.3, 0, 0], [-1.5, 0, 0], [-0.3, -1.5, 0.3]], dtype=lib.float64)
+            )
+            @ c.mT,
+        ),
+        r"parameter covariance_matrix .* PositiveDefinite\(\)",
+    ),
 }
 
 

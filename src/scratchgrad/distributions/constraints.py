@@ -175,13 +175,14 @@ class _PositiveDefinite(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
-        # symmetric first (as PyTorch: a non-symmetric matrix is not factored); then all
-        # eigenvalues positive, where PyTorch asks whether a Cholesky factorization succeeds
-        # (the same set, up to rounding at its edge)
+        # symmetric first (as PyTorch: a non-symmetric matrix is not factored); then whether
+        # a Cholesky factorization succeeds, as PyTorch asks: all eigenvalues positive is the
+        # same set but for rounding at its edge, where a singular matrix passed and then
+        # failed the distribution's own factorization (a LinAlgError, not this ValueError)
         symmetric = value.isclose(value.mT, atol=1e-6).flatten(-2).all(-1)
         if not symmetric.all():
             return symmetric
-        return (linalg.eigvalsh(value) > 0).all(-1)
+        return linalg.cholesky_ex(value.detach()).info == 0
 
 
 class _IndependentConstraint(Constraint):
