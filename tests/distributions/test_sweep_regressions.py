@@ -92,3 +92,13 @@ def test_continuous_bernoulli_checks_given_probs_as_pytorch(bad, validate_args):
     with pytest.raises(ValueError) as ours:
         D.ContinuousBernoulli(sg.tensor(probs), validate_args=validate_args)
     assert str(ours.value) == str(theirs.value)
+
+
+def test_precision_matrix_of_a_singular_scale_tril_raises_as_pytorchs():
+    # a zero on the diagonal (validate_args=False): PyTorch's cholesky_inverse raises; inverting
+    # L L^T gave entries of 1e17
+    tril = [[0.3, 0.0, 0.0], [-1.5, 0.3, 0.0], [-1.5, -1.5, 0.0]]
+    for m, lib in ((TD, torch), (D, sg)):
+        d = m.MultivariateNormal(lib.zeros(3), scale_tril=lib.tensor(tril), validate_args=False)
+        with pytest.raises(RuntimeError, match="cholesky_inverse: The diagonal element 3 is zero"):
+            _ = d.precision_matrix

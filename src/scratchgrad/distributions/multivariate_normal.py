@@ -12,6 +12,7 @@ from scratchgrad.creation import eye, randn
 from scratchgrad.distributions import constraints
 from scratchgrad.distributions.distribution import Distribution
 from scratchgrad.distributions.utils import lazy_property
+from scratchgrad.linalg.legacy import cholesky_inverse
 from scratchgrad.tensor import Size, Tensor
 
 
@@ -97,10 +98,9 @@ class CholeskyParametrized(Distribution):
     @lazy_property
     def precision_matrix(self) -> Tensor:
         """The inverse of the covariance."""
-        # NOTE: inv(L L^T), not L^-T L^-1 by triangular solves: PyTorch's cholesky_inverse
-        # gives gradients to all of L (the upper triangle too), as this does
-        L = self._unbroadcasted_scale_tril
-        return linalg.inv(L @ L.mT).expand(self._matrix_shape())
+        # NOTE: PyTorch's cholesky_inverse, which gives gradients to all of L (the upper
+        # triangle too) and raises where L's diagonal has a zero (inv(L L^T) gave ~1e17s)
+        return cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
 
 
 class MultivariateNormal(CholeskyParametrized):
