@@ -102,3 +102,11 @@ def test_precision_matrix_of_a_singular_scale_tril_raises_as_pytorchs():
         d = m.MultivariateNormal(lib.zeros(3), scale_tril=lib.tensor(tril), validate_args=False)
         with pytest.raises(RuntimeError, match="cholesky_inverse: The diagonal element 3 is zero"):
             _ = d.precision_matrix
+
+
+def test_binomial_log_prob_and_entropy_gradients_at_logits_zero():
+    # max(logits, 0) inside log(1 + exp(logits)) has gradient 1/2 at 0 in PyTorch's (clamp's 1
+    # made d log_prob / d logits of Binomial(1, logits=0) at [0, 1] -1, not 0)
+    counts = np.array([0.0, 1.0, 2.0, 3.0])
+    _compare(lambda m, x, v: m.Binomial(3, logits=x).log_prob(v), [np.zeros(1), counts])
+    _compare(lambda m, x: m.Binomial(3, logits=x).entropy(), [np.array([0.0, 0.5])])

@@ -66,8 +66,11 @@ class Binomial(BinaryProbs):
         if self._validate_args:
             self._validate_sample(value)
         n, logits = self.total_count, self.logits
-        # n log(1 + exp(logits)), written to stay finite for logits of either sign
-        log_normalizer = n * (logits.clamp(min=0) + (-logits.abs()).exp().log1p())
+        # n log(1 + exp(logits)), written to stay finite for logits of either sign; max(logits,
+        # 0) as (logits + |logits|) / 2, whose gradient at 0 is 1/2, as PyTorch's (clamp's is
+        # 1 there, and the gradient of log_prob at logits 0 was off by n / 2)
+        positive_part = (logits + logits.abs()) / 2
+        log_normalizer = n * (positive_part + (-logits.abs()).exp().log1p())
         return (
             value * logits
             - gammaln(value + 1)
