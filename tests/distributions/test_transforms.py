@@ -149,3 +149,13 @@ def test_transformed_distribution_shapes_and_errors_are_pytorchs():
             m.TransformedDistribution(m.Normal(0.0, 1.0), m.StickBreakingTransform())
         with pytest.raises(ValueError, match="within the support"):
             m.LogNormal(0.0, 1.0).log_prob(lib.tensor(-1.0))
+
+
+def test_a_transform_of_parameters_that_do_not_broadcast_raises_runtime_error_as_pytorchs():
+    # NumPy's broadcast_shapes raised its ValueError where PyTorch's raises RuntimeError
+    for m, lib in ((D, sg), (TD, torch)):
+        base = m.Normal(lib.zeros(4), lib.ones(4))
+        with pytest.raises(RuntimeError, match="broadcast"):
+            m.TransformedDistribution(base, m.AffineTransform(lib.zeros(3), 1.0))
+        with pytest.raises(RuntimeError, match="broadcast"):
+            m.transforms.PowerTransform(lib.ones(3)).forward_shape((4,))

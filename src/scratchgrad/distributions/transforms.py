@@ -21,7 +21,6 @@ import weakref
 from typing import Any
 
 from scratchgrad import linalg
-from scratchgrad.backend import xp
 from scratchgrad.creation import eye, full_like, zeros_like
 from scratchgrad.distributions import constraints
 from scratchgrad.distributions.utils import (
@@ -32,7 +31,7 @@ from scratchgrad.distributions.utils import (
 )
 from scratchgrad.dtypes import finfo
 from scratchgrad.nn.functional import logsigmoid, pad, softplus
-from scratchgrad.tensor import Size, Tensor, cat, stack
+from scratchgrad.tensor import Size, Tensor, broadcast_shapes, cat, stack
 
 __all__ = [
     "AbsTransform",
@@ -478,7 +477,7 @@ class AffineTransform(Transform):
         return result.expand(shape)
 
     def forward_shape(self, shape: tuple) -> tuple:
-        return Size(xp.broadcast_shapes(shape, _shape(self.loc), _shape(self.scale)))
+        return Size(broadcast_shapes(shape, _shape(self.loc), _shape(self.scale)))
 
     inverse_shape = forward_shape
 
@@ -529,7 +528,7 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape: tuple) -> tuple:
-        return Size(xp.broadcast_shapes(shape, tuple(self.exponent.shape)))
+        return Size(broadcast_shapes(shape, tuple(self.exponent.shape)))
 
     inverse_shape = forward_shape
 
