@@ -333,6 +333,10 @@ def check_family(name, batch, dtype, validate, data):
     what = f"{name}({', '.join(repr(t) for _, t in params)}, validate_args={validate})"
     ours = outcome(family.build, D, *(x for x, _ in params), validate)
     theirs = outcome(family.build, TD, *(t for _, t in params), validate)
+    if name == "RelaxedBernoulli" and validate is False and isinstance(theirs, ValueError):
+        # PyTorch's does not pass validate_args on to its LogitRelaxedBernoulli, which then
+        # checks probs (the default) and raises ValueError even with validate_args=False
+        return
     if raised_alike(ours, theirs, what):
         assert not isinstance(theirs, ValueError) or "parameter" in str(ours), f"{what}: {ours}"
         return
@@ -697,6 +701,10 @@ def chains(draw):
 )
 @FUZZ
 def test_transformed_distribution_against_pytorch(steps, batch, dtype, compose, cache_size, data):
+    # an inverse right after its transform (atanh of tanh) loses all digits of float32 near the
+    # ends of the range, in either library
+    undone = {("tanh", "atanh"), ("sigmoid", "logit"), ("exp", "log"), ("stick", "stick_inv")}
+    assume(dtype == "float64" or not undone & set(zip(steps, steps[1:])))
     event = (K,)
     base_params = [
         tensor_pair(
