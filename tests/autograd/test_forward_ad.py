@@ -298,3 +298,22 @@ def test_a_function_saving_for_forward_runs_as_torchs(mode):
             dual = ad.make_dual(x, lib.tensor(direction, dtype=lib.float64))
             found.append(ad.unpack_dual(_sine(lib).apply(dual)).tangent.detach().numpy())
     np.testing.assert_allclose(found[1], found[0], rtol=1e-12)
+
+
+def test_a_dual_and_its_views_change_in_place_as_torchs():
+    """A dual of a tensor that requires no grad may be changed in place, itself or through a
+    view, as PyTorch's: the writes reach the tensor, and the tangents follow them (the dual
+    was a leaf requiring grad, which refused every in-place change)."""
+    results = []
+    for m in (sg, torch):
+        x = m.tensor([1.0, 2.0, 3.0], dtype=m.float64)
+        t = m.tensor([1.0, 0.5, -1.0], dtype=m.float64)
+        with m.autograd.forward_ad.dual_level():
+            dual = m.autograd.forward_ad.make_dual(x, t)
+            dual.mul_(2)
+            dual[1:].mul_(dual[:2].clone())
+            out = dual.exp()
+            unpack = m.autograd.forward_ad.unpack_dual
+            results.append([x.clone(), *unpack(dual), *unpack(out)])
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs)

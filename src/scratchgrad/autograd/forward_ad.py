@@ -63,11 +63,13 @@ class UnpackedDualTensor(NamedTuple):
 
 class _Level:
     """One dual level: its duals and their tangents (the duals are kept alive, as the graph of
-    an output may need them after the caller dropped them: ``f(make_dual(x, t))``), which duals
-    are leaves of our own (made from a tensor not requiring grad), and what was unpacked."""
+    an output may need them after the caller dropped them: ``f(make_dual(x, t))``), which
+    leaves are our own (those behind duals of tensors not requiring grad), and what was
+    unpacked."""
 
     def __init__(self) -> None:
-        self.duals: list[Tensor] = []
+        self.duals: list[Tensor] = []  # what each tangent is differentiated with respect to
+        self.shown: list[tuple[Tensor, int]] = []  # the duals make_dual gave, their versions
         self.tangents: list[Tensor] = []
         self.own: set[int] = set()
         # id(output) -> (weak reference to it, its version then, whether its primal is
@@ -179,15 +181,36 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
 
 
 def _paired(tensor: Tensor, level: _Level) -> Tensor:
-    """The dual itself: a tensor the graph is recorded from, kept by the level."""
+    """The dual itself: a tensor the graph is recorded from, kept by the level. Of a tensor
+    that requires no grad it is recorded from a hidden leaf (the one differentiated with
+    respect to) by ``_Alias``, so that it is no leaf and may be changed in place, as PyTorch's
+    dual, and writes through it reach ``tensor``'s memory and version counter."""
     if tensor.requires_grad:
         with enable_grad():  # (under no_grad too: a dual must take part in the graph)
-            dual = tensor.view_as(tensor)
+            dual = source = tensor.view_as(tensor)
     else:
-        dual = tensor.detach().requires_grad_()
-        level.own.add(id(dual))  # (kept alive by the level: the id stays its own)
-    level.duals.append(dual)
+        source = tensor.detach().requires_grad_()
+        level.own.add(id(source))  # (kept alive by the level: the id stays its own)
+        with enable_grad():
+            dual = _Alias.apply(source)
+        dual._counter = tensor._shared_counter()
+    level.duals.append(source)
+    level.shown.append((dual, dual._version))
     return dual
+
+
+class _Alias(Function):
+    """The same array, recorded: a dual that is no leaf (and no view of one)."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
@@ -238,8 +261,8 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 
 def _tangent(out: Tensor, level: _Level, found: _Walk) -> Tensor | None:
     """``J t`` summed over the level's duals: the vjp along the tangents of ``J^T u``."""
-    for dual, tangent in zip(level.duals, level.tangents):
-        if dual is out:
+    for (dual, version), tangent in zip(level.shown, level.tangents):
+        if dual is out and out._version == version:  # (changed in place: found as any other)
             return tangent
     if not found.reaches_dual:
         return None
