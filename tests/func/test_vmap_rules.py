@@ -289,3 +289,27 @@ def test_vmap_over_convolution_and_pooling(case):
             assert_close(
                 g[i], tg[i], "float64", f"{case[0]} in_dims={in_dims}: per-member gradient {i}"
             )
+
+
+def _softmax_derivatives(m, function):
+    """vmap of jacfwd, and of hessian, of ``function(m, member)`` over 0-d members."""
+    x = m.tensor([0.3, -1.2, 2.0], dtype=m.float64)
+    of_member = functools.partial(function, m)
+    hessian = m.func.hessian(lambda t: of_member(t).sin())
+    return m.func.vmap(m.func.jacfwd(of_member))(x), m.func.vmap(hessian)(x)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lambda m, t: m.log_softmax(t, 0),
+        lambda m, t: m.softmax(t, -1) * t,  # its gradient's own backward (SoftmaxGrad's)
+    ],
+)
+def test_gradients_of_softmaxes_of_0d_members_stay_per_member(function):
+    """log_softmax and softmax over the one dim a 0-d member names (none): their backward
+    summed the gradient over no dims as ``sum(())``, all dims, so under vmap the members'
+    gradients were summed together (vmap of jacfwd of log_softmax gave -1 each, not 0)."""
+    ours, theirs = _softmax_derivatives(sg, function), _softmax_derivatives(torch, function)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)

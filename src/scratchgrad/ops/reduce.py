@@ -735,8 +735,8 @@ class SoftmaxGrad(Function):
         d_grad_out, d_y = ctx.needs_input_grad
         grad_y = None
         if d_y:
-            total = (grad_out * y).sum(ctx.dim, keepdim=True)
-            grad_y = grad * (grad_out - total) - (grad * y).sum(ctx.dim, keepdim=True) * grad_out
+            total = _sum_kept(grad_out * y, ctx.dim)
+            grad_y = grad * (grad_out - total) - _sum_kept(grad * y, ctx.dim) * grad_out
         return SoftmaxGrad.apply(grad, y, dim=ctx.dim) if d_grad_out else None, grad_y
 
 
@@ -775,4 +775,11 @@ class LogSoftmax(Function):
         dtype = out.array.dtype
         if dtype in SIXTEEN_BIT:
             grad, out = grad.float(), out.float()
-        return (grad - out.exp() * grad.sum(ctx.dim, keepdim=True)).to(dtype)
+        return (grad - out.exp() * _sum_kept(grad, ctx.dim)).to(dtype)
+
+
+def _sum_kept(t, dim: tuple):
+    """``t`` summed over ``dim``, kept; over no dims (a 0-d input's), ``t`` itself, where
+    ``Tensor.sum(())`` sums all dims, as PyTorch's: under vmap a batch of 0-d members was
+    summed together (``vmap(grad(lambda t: log_softmax(t, 0)))`` gave -1 for each, not 0)."""
+    return t.sum(dim, keepdim=True) if dim else t
