@@ -397,3 +397,24 @@ def test_inputs_must_be_a_tensor_or_a_tuple_as_torch():
     for m in (torch, sg):
         with pytest.raises(TypeError, match="must be either a Tensor or a tuple of Tensors"):
             m.autograd.functional.jacobian(lambda a, b: a * b, [m.ones(2), m.ones(2)])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"strategy": "sideways"},  # AssertionError, as PyTorch's (was ValueError)
+        {"strategy": "forward-mode", "vectorize": True, "create_graph": True},  # (was allowed)
+        {"strategy": "forward-mode", "strict": True},  # RuntimeError before vectorize's error
+        {"strategy": "forward-mode", "vectorize": True, "strict": True},
+        {"outer_jacobian_strategy": "forward-mode", "vectorize": True, "create_graph": True},
+        {"outer_jacobian_strategy": "sideways"},
+    ],
+)
+def test_strategy_refusals_are_torchs(options):
+    kind = "hessian" if "outer_jacobian_strategy" in options else "jacobian"
+
+    def call(m):
+        return getattr(m.autograd.functional, kind)(lambda x: (x**3).sum(), m.ones(2), **options)
+
+    ours, theirs = oracle.outcome(call, sg), oracle.outcome(call, torch)
+    assert oracle.raised_alike(ours, theirs, str(options))

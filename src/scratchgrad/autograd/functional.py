@@ -82,17 +82,32 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     )
 
 
-def _check_strategy(strategy: str, vectorize: bool) -> None:
-    """PyTorch's checks of ``strategy``; either one computes the same Jacobian here."""
+def _check_strategy(strategy: str, vectorize: bool, create_graph: bool, strict: bool) -> None:
+    """PyTorch's checks of ``strategy``, in its order; either one computes the same Jacobian
+    here."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError(
+        raise AssertionError(
             f'Expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}'
         )
-    if strategy == "forward-mode" and not vectorize:
+    if strategy != "forward-mode":
+        return
+    if create_graph:
+        raise NotImplementedError(_not_with_forward_mode("create_graph"))
+    if strict:
+        raise RuntimeError(_not_with_forward_mode("strict"))
+    if not vectorize:
         raise NotImplementedError(
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
             "implemented for `vectorize=True`."
         )
+
+
+def _not_with_forward_mode(option: str) -> str:
+    return (
+        f'torch.autograd.functional.jacobian: `{option}=True` and `strategy="forward-mode"` '
+        f"are not supported together (yet). Please either set `{option}=False` or "
+        '`strategy="reverse-mode"`.'
+    )
 
 
 def jacobian(
@@ -113,7 +128,7 @@ def jacobian(
     tensor([[3., 0.],
             [0., 3.]])
     """
-    _check_strategy(strategy, vectorize)
+    _check_strategy(strategy, vectorize, create_graph, strict)
     if strict and vectorize:
         raise RuntimeError(
             "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
@@ -170,7 +185,11 @@ def hessian(
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    _check_strategy(outer_jacobian_strategy, vectorize)
+    if outer_jacobian_strategy not in (
+        "forward-mode",
+        "reverse-mode",
+    ):  # (jacobian checks the rest)
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     inputs_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
 
     def single_output(*x: Tensor) -> Tensor:
