@@ -408,13 +408,16 @@ def test_inputs_must_be_a_tensor_or_a_tuple_as_torch():
         {"strategy": "forward-mode", "vectorize": True, "strict": True},
         {"outer_jacobian_strategy": "forward-mode", "vectorize": True, "create_graph": True},
         {"outer_jacobian_strategy": "sideways"},
+        {"vectorize": True, "strict": True, "index": True},  # func's error first (IndexError)
     ],
 )
 def test_strategy_refusals_are_torchs(options):
     kind = "hessian" if "outer_jacobian_strategy" in options else "jacobian"
+    options = dict(options)
+    function = (lambda x: x[..., 1:]) if options.pop("index", False) else lambda x: (x**3).sum()
 
     def call(m):
-        return getattr(m.autograd.functional, kind)(lambda x: (x**3).sum(), m.ones(2), **options)
+        return getattr(m.autograd.functional, kind)(function, m.tensor(1.0), **options)
 
     ours, theirs = oracle.outcome(call, sg), oracle.outcome(call, torch)
     assert oracle.raised_alike(ours, theirs, str(options))

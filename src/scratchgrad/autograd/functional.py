@@ -129,15 +129,15 @@ def jacobian(
             [0., 3.]])
     """
     _check_strategy(strategy, vectorize, create_graph, strict)
-    if strict and vectorize:
-        raise RuntimeError(
-            "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
-            "supported together. Please either set `strict=False` or `vectorize=False`."
-        )
     with enable_grad():
         inputs_tuple, xs = _inputs(inputs, create_graph, "jacobian")
         outs_tuple, outs = _as_tuple(func(*xs), "outputs of the user-provided function", "jacobian")
         _check_requires_grad(outs, "outputs", strict)
+        if strict and vectorize:  # (after func has run, as PyTorch's)
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                "supported together. Please either set `strict=False` or `vectorize=False`."
+            )
         jac = tuple(_jacobian_of(i, out, xs, create_graph, strict) for i, out in enumerate(outs))
     return _unpacked(_postprocess(jac, create_graph), (outs_tuple, inputs_tuple))
 
