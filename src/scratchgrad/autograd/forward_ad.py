@@ -69,7 +69,8 @@ class _Level:
 
     def __init__(self) -> None:
         self.duals: list[Tensor] = []  # what each tangent is differentiated with respect to
-        self.shown: list[tuple[Tensor, int]] = []  # the duals make_dual gave, their versions
+        # the duals make_dual gave, their versions and nodes then
+        self.shown: list[tuple[Tensor, int, Function]] = []
         self.tangents: list[Tensor] = []
         self.own: set[int] = set()
         # id(output) -> (weak reference to it, its version then, whether its primal is
@@ -195,7 +196,7 @@ def _paired(tensor: Tensor, level: _Level) -> Tensor:
             dual = _Alias.apply(source)
         dual._counter = tensor._shared_counter()
     level.duals.append(source)
-    level.shown.append((dual, dual._version))
+    level.shown.append((dual, dual._version, dual._ctx))
     return dual
 
 
@@ -261,11 +262,18 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 
 def _tangent(out: Tensor, level: _Level, found: _Walk) -> Tensor | None:
     """``J t`` summed over the level's duals: the vjp along the tangents of ``J^T u``."""
-    for (dual, version), tangent in zip(level.shown, level.tangents):
+    for (dual, version, _), tangent in zip(level.shown, level.tangents):
         if dual is out and out._version == version:  # (changed in place: found as any other)
             return tangent
     if not found.reaches_dual:
         return None
+    for (dual, _, node), source in zip(level.shown, level.duals):
+        if source is dual and dual._ctx is not node:  # its node, differentiated, is gone
+            raise RuntimeError(
+                "unpack_dual: a dual of a tensor that requires grad (a view of it) was changed "
+                "in place, which forward AD here cannot follow (PyTorch's tangents do): make "
+                "the dual of a tensor that requires no grad, or change a copy"
+            )
     if found.no_backward:
         raise RuntimeError(
             f"unpack_dual: {found.no_backward} has no backward; forward AD here differentiates "
