@@ -81,12 +81,8 @@ def grad_and_value(
 
 
 def _grad_and_value(func, argnums, has_aux, args, kwargs, name) -> tuple:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    if not nums or any(not -len(args) <= n < len(args) for n in nums):
-        raise RuntimeError(
-            f"{name}: argnums {argnums!r} out of range for a call with {len(args)} positional "
-            "arguments"
-        )
+    argnums = _checked_argnums(argnums, len(args))
+    nums = (argnums,) if isinstance(argnums, int) else argnums
     args, inputs = list(args), []
     for n in nums:
         args[n], entries = _fresh(args[n], name)
@@ -233,7 +229,8 @@ def _basis(like: Tensor, index: int | None) -> Tensor:
 
 def _chosen(func: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple[list, Callable]:
     """The arguments ``argnums`` picks, and ``func`` as a function of those alone."""
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    argnums = _checked_argnums(argnums, len(args))
+    nums = (argnums,) if isinstance(argnums, int) else argnums
 
     def of_chosen(*xs: Any) -> Any:
         full = list(args)
@@ -242,6 +239,30 @@ def _chosen(func: Callable, argnums: Any, args: tuple, kwargs: dict) -> tuple[li
         return func(*full, **kwargs)
 
     return [args[n] for n in nums], of_chosen
+
+
+def _checked_argnums(argnums: Any, count: int) -> int | tuple[int, ...]:
+    """``argnums`` for a call with ``count`` positional arguments, counted from the front,
+    checked as PyTorch checks them (its errors): an int, or a non-empty tuple of distinct
+    ints, each in range. (A repeated one made jacrev's first Jacobian zeros.)"""
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    if isinstance(argnums, int):
+        return _checked_argnum(argnums, count)
+    nums = tuple(_checked_argnum(n, count) for n in argnums)
+    if not nums:
+        raise RuntimeError("argnums must be non-empty")
+    if len(set(nums)) != len(nums):
+        raise RuntimeError(f"argnums elements must be unique, got {nums}")
+    return nums
+
+
+def _checked_argnum(n: Any, count: int) -> int:
+    if not isinstance(n, int):
+        raise RuntimeError(f"argnum must be int, got: {type(n)}")
+    if not -count <= n < count:
+        raise RuntimeError(f"Got argnum={n}, but only {count} positional inputs")
+    return n % count
 
 
 def jvp(
@@ -254,8 +275,20 @@ def jvp(
     >>> jvp(lambda x: x**2, (sg.tensor([1.0, 3.0]),), (sg.tensor([1.0, 0.5]),))
     (tensor([1., 9.]), tensor([2., 3.]))
     """
-    out, push, *aux = linearize(func, *_tuple(primals, "primals"), has_aux=has_aux)
-    return (out, push(*_tuple(tangents, "tangents")), *aux)
+    primals, tangents = _tuple(primals, "primals"), _tuple(tangents, "tangents")
+    for primal, tangent in zip(tree_flatten(primals)[0], tree_flatten(tangents)[0]):
+        _check_floating(primal, "primal")
+        _check_floating(tangent, "tangent")
+    out, push, *aux = linearize(func, *primals, has_aux=has_aux)
+    return (out, push(*tangents), *aux)
+
+
+def _check_floating(t: Tensor, what: str) -> None:
+    """PyTorch's refusal (as its forward mode's make_dual) of an integer primal or tangent."""
+    if not backend.is_floating(t.dtype):
+        raise ValueError(
+            f"Expected {what} to be floating point or complex, but got: {t.dtype.name}"
+        )
 
 
 def linearize(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
@@ -338,6 +371,8 @@ def jacfwd(
     @functools.wraps(func)
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         chosen, of_chosen = _chosen(func, argnums, args, kwargs)
+        for primal in tree_flatten(chosen)[0]:
+            _check_floating(primal, "primal")
         out, push, *aux = linearize(of_chosen, *chosen, has_aux=has_aux)
         outs, spec = tree_flatten(out)
         trees = [tree_flatten(x) for x in chosen]
@@ -501,15 +536,16 @@ def _running(inputs: list[_Inputs]) -> Iterator[None]:
 
 
 def _unwrapped(aux: Any, inputs: list[_Inputs]) -> Any:
-    """``aux`` with each tensor that depends on no tensor of the user's requiring grad
-    detached from the transform's own graph, as PyTorch returns it."""
+    """``aux`` (tensors only, as PyTorch's) with each tensor that depends on no tensor of the
+    user's requiring grad detached from the transform's own graph, as PyTorch returns it."""
     tensors, spec = tree_flatten(aux)
     kept = []
     for t in tensors:
-        if isinstance(t, Tensor):
-            physical, levels = _peel(t)
-            if not _with_graph([physical], inputs):
-                t = _rewrap(physical.detach(), levels)
+        if not isinstance(t, Tensor):  # (PyTorch's words)
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(t)}")
+        physical, levels = _peel(t)
+        if not _with_graph([physical], inputs):
+            t = _rewrap(physical.detach(), levels)
         kept.append(t)
     return tree_unflatten(kept, spec)
 
