@@ -329,3 +329,18 @@ def test_a_dual_of_a_tensor_requiring_grad_changed_in_place_is_refused():
         dual.mul_(3)
         with pytest.raises(RuntimeError, match="requires grad .* was changed in place"):
             fwAD.unpack_dual((dual * dual).sum())
+
+
+def test_backward_fills_the_grad_of_a_dual_as_torchs():
+    """A dual of a tensor that requires no grad is no leaf here (so that it may change in
+    place), but backward fills its ``.grad`` as it does PyTorch's, a leaf once
+    ``requires_grad_()`` is called."""
+    grads = []
+    for m in (sg, torch):
+        with m.autograd.forward_ad.dual_level():
+            x = m.tensor([1.0, 2.0], dtype=m.float64)
+            dual = m.autograd.forward_ad.make_dual(x, m.ones(2, dtype=m.float64))
+            dual.requires_grad_()
+            (dual * dual).sum().backward()
+            grads.append(dual.grad)
+    assert_close(*grads)

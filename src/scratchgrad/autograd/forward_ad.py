@@ -195,6 +195,7 @@ def _paired(tensor: Tensor, level: _Level) -> Tensor:
         with enable_grad():
             dual = _Alias.apply(source)
         dual._counter = tensor._shared_counter()
+        dual.retain_grad()  # (backward fills its .grad, as a leaf's: PyTorch's dual is one)
     level.duals.append(source)
     level.shown.append((dual, dual._version, dual._ctx))
     return dual
