@@ -304,12 +304,16 @@ def _softmax_derivatives(m, function):
     [
         lambda m, t: m.log_softmax(t, 0),
         lambda m, t: m.softmax(t, -1) * t,  # its gradient's own backward (SoftmaxGrad's)
+        lambda m, t: t.var(0, correction=0) + t,
+        lambda m, t: m.var_mean(t, 0, correction=0)[0] + t,
+        lambda m, t: m.linalg.vector_norm(t, ord=float("inf"), dim=0),
     ],
 )
-def test_gradients_of_softmaxes_of_0d_members_stay_per_member(function):
-    """log_softmax and softmax over the one dim a 0-d member names (none): their backward
-    summed the gradient over no dims as ``sum(())``, all dims, so under vmap the members'
-    gradients were summed together (vmap of jacfwd of log_softmax gave -1 each, not 0)."""
+def test_gradients_of_reductions_over_0d_members_stay_per_member(function):
+    """log_softmax, softmax, var and the inf-norm over the one dim a 0-d member names (none):
+    their backward summed (or averaged) over no dims as ``sum(())``, all dims, so under vmap
+    the members were mixed (vmap of jacfwd of log_softmax gave -1 each, not 0; vmap of grad
+    of var with correction=0 gave the member minus the batch's mean, not 0)."""
     ours, theirs = _softmax_derivatives(sg, function), _softmax_derivatives(torch, function)
     for o, t in zip(ours, theirs):
         np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)

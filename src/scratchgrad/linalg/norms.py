@@ -14,6 +14,7 @@ from scratchgrad.backend import accumulation_dtype, namespace
 from scratchgrad.dtypes import promoted, torch_name
 from scratchgrad.linalg.checks import check_floating, check_same_dtype
 from scratchgrad.linalg.decompositions import svdvals
+from scratchgrad.ops.reduce import sum_kept
 from scratchgrad.tensor import (
     Tensor,
     broadcast_tensors,
@@ -71,7 +72,7 @@ class VectorNorm(Function):
         if math.isinf(p):  # NOTE: ties (and nan) share the gradient equally, as in PyTorch
             size = x.abs()
             mask = ((size == norm) | size.isnan()).to(x.dtype)
-            return x.sign() * grad / mask.sum(ctx.dim, keepdim=True) * mask
+            return x.sign() * grad / sum_kept(mask, ctx.dim) * mask
         if p < 1:
             scaled = x.sign() * where(x == 0, 0.0, where(x == 0, 1.0, x.abs()) ** (p - 1))
             return scaled * grad * norm ** (1 - p)

@@ -131,7 +131,7 @@ class Variance(Sum):
         x = ctx._saved_tensors((True, False))[0]
         if ctx.kept_shape is not None:
             grad = grad.reshape(ctx.kept_shape)
-        mean = x.mean(ctx.dim, keepdim=True)
+        mean = x if ctx.dim == () else x.mean(ctx.dim, keepdim=True)  # (see _sum_kept)
         if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean,
             # a real product (of complex numbers NaN + 0j, not the NaN + NaNj of a complex one)
             infinite = Where.apply(x == mean, math.nan, math.inf).to(grad.dtype)
@@ -735,8 +735,8 @@ class SoftmaxGrad(Function):
         d_grad_out, d_y = ctx.needs_input_grad
         grad_y = None
         if d_y:
-            total = _sum_kept(grad_out * y, ctx.dim)
-            grad_y = grad * (grad_out - total) - _sum_kept(grad * y, ctx.dim) * grad_out
+            total = sum_kept(grad_out * y, ctx.dim)
+            grad_y = grad * (grad_out - total) - sum_kept(grad * y, ctx.dim) * grad_out
         return SoftmaxGrad.apply(grad, y, dim=ctx.dim) if d_grad_out else None, grad_y
 
 
@@ -775,11 +775,12 @@ class LogSoftmax(Function):
         dtype = out.array.dtype
         if dtype in SIXTEEN_BIT:
             grad, out = grad.float(), out.float()
-        return (grad - out.exp() * _sum_kept(grad, ctx.dim)).to(dtype)
+        return (grad - out.exp() * sum_kept(grad, ctx.dim)).to(dtype)
 
 
-def _sum_kept(t, dim: tuple):
-    """``t`` summed over ``dim``, kept; over no dims (a 0-d input's), ``t`` itself, where
-    ``Tensor.sum(())`` sums all dims, as PyTorch's: under vmap a batch of 0-d members was
-    summed together (``vmap(grad(lambda t: log_softmax(t, 0)))`` gave -1 for each, not 0)."""
-    return t.sum(dim, keepdim=True) if dim else t
+def sum_kept(t, dim: tuple | None):
+    """``t`` summed over ``dim`` (None: all), kept; over no dims (a 0-d input's), ``t``
+    itself, where ``Tensor.sum(())`` sums all dims, as PyTorch's: under vmap a batch of 0-d
+    members was summed together (``vmap(grad(lambda t: log_softmax(t, 0)))`` gave -1 for
+    each, not 0; so were var's and the inf-norm's)."""
+    return t if dim == () else t.sum(dim, keepdim=True)
