@@ -131,7 +131,7 @@ class Variance(Sum):
         x = ctx._saved_tensors((True, False))[0]
         if ctx.kept_shape is not None:
             grad = grad.reshape(ctx.kept_shape)
-        mean = x if ctx.dim == () else x.mean(ctx.dim, keepdim=True)  # (see _sum_kept)
+        mean = x if ctx.dim == () else x.mean(ctx.dim, keepdim=True)  # (see sum_kept)
         if ctx.freedom <= 0 and ctx.dim is None:  # as PyTorch's: NaN where x is the mean,
             # a real product (of complex numbers NaN + 0j, not the NaN + NaNj of a complex one)
             infinite = Where.apply(x == mean, math.nan, math.inf).to(grad.dtype)
