@@ -158,10 +158,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     for name, t in (("primal", tensor), ("tangent", tangent)):
         if not isinstance(t, Tensor):
             raise TypeError(f"make_dual: expected the {name} to be a Tensor, got {type(t)}")
-        if not backend.is_floating(t.dtype):
-            raise ValueError(
-                f"Expected {name} to be floating point or complex, but got: {t.dtype.name}"
-            )
+        check_primal_or_tangent(t, name)
     if level != current:
         raise RuntimeError("Invalid level given to _make_dual")
     if tuple(tangent.shape) != tuple(tensor.shape):
@@ -179,6 +176,14 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     dual = _paired(tensor, _levels[level])
     _levels[level].tangents.append(tangent)
     return dual
+
+
+def check_primal_or_tangent(t: Tensor, what: str) -> None:
+    """PyTorch's refusal of an integer primal or tangent (``what``), as its ``make_dual``'s."""
+    if not backend.is_floating(t.dtype):
+        raise ValueError(
+            f"Expected {what} to be floating point or complex, but got: {t.dtype.name}"
+        )
 
 
 def _paired(tensor: Tensor, level: _Level) -> Tensor:

@@ -85,10 +85,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 def _check_strategy(strategy: str, vectorize: bool, create_graph: bool, strict: bool) -> None:
     """PyTorch's checks of ``strategy``, in its order; either one computes the same Jacobian
     here."""
-    if strategy not in ("forward-mode", "reverse-mode"):
-        raise AssertionError(
-            f'Expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}'
-        )
+    _check_strategy_name(strategy)
     if strategy != "forward-mode":
         return
     if create_graph:
@@ -99,6 +96,13 @@ def _check_strategy(strategy: str, vectorize: bool, create_graph: bool, strict: 
         raise NotImplementedError(
             "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
             "implemented for `vectorize=True`."
+        )
+
+
+def _check_strategy_name(strategy: str) -> None:
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            f'Expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}'
         )
 
 
@@ -185,11 +189,7 @@ def hessian(
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    if outer_jacobian_strategy not in (
-        "forward-mode",
-        "reverse-mode",
-    ):  # (jacobian checks the rest)
-        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    _check_strategy_name(outer_jacobian_strategy)  # (jacobian checks the rest)
     inputs_tuple, xs = _as_tuple(inputs, "inputs", "hessian")
 
     def single_output(*x: Tensor) -> Tensor:

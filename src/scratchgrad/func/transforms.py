@@ -29,6 +29,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.engine import grad as autograd_grad
+from scratchgrad.autograd.forward_ad import check_primal_or_tangent
 from scratchgrad.autograd.grad_mode import enable_grad, is_grad_enabled
 from scratchgrad.creation import ones_like, zeros_like
 from scratchgrad.func import batching
@@ -277,18 +278,10 @@ def jvp(
     """
     primals, tangents = _tuple(primals, "primals"), _tuple(tangents, "tangents")
     for primal, tangent in zip(tree_flatten(primals)[0], tree_flatten(tangents)[0]):
-        _check_floating(primal, "primal")
-        _check_floating(tangent, "tangent")
+        check_primal_or_tangent(primal, "primal")
+        check_primal_or_tangent(tangent, "tangent")
     out, push, *aux = linearize(func, *primals, has_aux=has_aux)
     return (out, push(*tangents), *aux)
-
-
-def _check_floating(t: Tensor, what: str) -> None:
-    """PyTorch's refusal (as its forward mode's make_dual) of an integer primal or tangent."""
-    if not backend.is_floating(t.dtype):
-        raise ValueError(
-            f"Expected {what} to be floating point or complex, but got: {t.dtype.name}"
-        )
 
 
 def linearize(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
@@ -372,7 +365,7 @@ def jacfwd(
     def jacobian(*args: Any, **kwargs: Any) -> Any:
         chosen, of_chosen = _chosen(func, argnums, args, kwargs)
         for primal in tree_flatten(chosen)[0]:
-            _check_floating(primal, "primal")
+            check_primal_or_tangent(primal, "primal")
         out, push, *aux = linearize(of_chosen, *chosen, has_aux=has_aux)
         outs, spec = tree_flatten(out)
         trees = [tree_flatten(x) for x in chosen]
