@@ -1,7 +1,7 @@
 """The array-level fast paths of ``ops/`` against plain NumPy: row sums through a product with
 ones, the row max through argmax, an embedding's gradient through a sort and ``add.reduceat``,
 the in-order copy of a stack of transposed keys, a bias's gradient as one product, a product
-with a long inner size summed in pieces of it. Each gives
+with a long inner size summed in pieces of it or swapped. Each gives
 what the plain NumPy call (or a float64 one) gives, to rounding, edge cases included: NaN and
 infinities, repeated and negative indices, empty and Fortran-ordered arrays."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import scratchgrad as sg
 from scratchgrad.ops import matmul, reduce
-from scratchgrad.ops.matmul import _product, piece_length
+from scratchgrad.ops.matmul import _product, piece_length, swaps
 from scratchgrad.ops.movement import _add_rows
 from scratchgrad.ops.reduce import _max, _ones, _sum
 
@@ -146,13 +146,49 @@ def test_other_products_are_computed_whole(x_shape, y_shape, dtype, monkeypatch)
     assert piece_length(x, y) is None
 
 
-def test_products_are_computed_whole_without_blas_kernels_for_small_matrices(monkeypatch):
+@pytest.mark.parametrize(
+    "x_shape, y_shape",
+    [
+        ((8, 50176), (50176, 10)),  # W5's conv1 weight gradient
+        ((1, 16, 12544), (1, 12544, 73)),  # its conv2's, a stack of one matrix
+        ((4, 20000), (20000, 100)),
+    ],
+)
+def test_products_of_few_rows_are_swapped_without_blas_kernels_for_small_matrices(
+    x_shape, y_shape, monkeypatch
+):
     """Without them (OpenBLAS's are for AVX-512 cores) each piece costs a whole product's
-    packing: W5's conv1 weight gradient is one product, computed as NumPy computes it."""
+    packing: W5's weight gradients are each one product, computed as ``(y.T @ x.T).T`` into
+    a C-ordered result (float32, whose BLAS kernels are faster that way round)."""
     rng = np.random.default_rng(6)
-    x = rng.standard_normal((8, 50176)).astype(np.float32)
-    y = rng.standard_normal((10, 50176)).astype(np.float32).T
-    for kernels, length in ((True, 1024), (False, None)):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    y = np.ascontiguousarray(rng.standard_normal(y_shape).astype(np.float32).swapaxes(-1, -2))
+    y = y.swapaxes(-1, -2)  # as a weight gradient's
+    for kernels in (True, False):
         monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", kernels)
-        assert piece_length(x, y) == length
-    assert _product(x, y).tobytes() == x.dot(y).tobytes()
+        assert piece_length(x, y) is None or kernels
+        assert swaps(x, y) is not kernels
+    got = _product(x, y)
+    expected = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    assert got.shape == expected.shape and got.dtype == np.float32 and got.flags.c_contiguous
+    assert (np.abs(got - expected) <= 1e-5 * np.sqrt(x_shape[-1])).all()
+
+
+@pytest.mark.parametrize(
+    "x_shape, y_shape, dtype",
+    [
+        ((16, 12544), (12544, 73), np.float64),  # float64's kernels gain nothing
+        ((64, 50176), (50176, 10), np.float32),  # more rows than columns
+        ((32, 12544), (12544, 73), np.float32),  # more than SWAPPED_ROWS rows
+        ((1, 50000), (50000, 10), np.float32),  # a vector times a matrix
+        ((16, 1000), (1000, 73), np.float32),  # a short inner size
+        ((2, 16, 12544), (2, 12544, 73), np.float32),  # a stack of two: NumPy's own loop
+        ((16, 12544), (12544, 73), np.int32),  # not BLAS
+    ],
+)
+def test_other_products_are_not_swapped(x_shape, y_shape, dtype, monkeypatch):
+    monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", False)
+    rng = np.random.default_rng(7)
+    x, y = (rng.integers(-3, 4, shape).astype(dtype) for shape in (x_shape, y_shape))
+    assert not swaps(x, y)
+    assert _product(x, y).tobytes() == np.matmul(x, y).tobytes()

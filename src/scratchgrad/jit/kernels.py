@@ -60,6 +60,7 @@ NAMES = {
     "k_swapped": gemm.swapped,
     "k_split": gemm.split,
     "k_pieces": matmul.summed_in_pieces,
+    "k_swapped_product": matmul.swapped_product,
     "k_tanh_grad": tanh_grad,
     "k_keep_where": keep_where,
     "k_relu": unary.relu,
@@ -99,8 +100,8 @@ def _linear(args, arrays, kwargs, expr) -> gemm.Product | None:
     (x, w), bias = arrays[:2], arrays[2] if len(arrays) == 3 else None
     if not _same_matrices([x, w]) or (bias is not None and bias.dtype != x.dtype):
         return None
-    if matmul.piece_length(x, w.T):
-        return None  # (summed in pieces: the forward replays as it is)
+    if matmul.piece_length(x, w.T) or matmul.swaps(x, w.T):
+        return None  # (summed in pieces or swapped: the forward replays as it is)
     code = f"k_linear({', '.join(args)}{OUT})"
     bias = None if bias is None else (args[2], bias)
     return gemm.Product(code, _linear_of, (args[0], x), (f"{args[1]}.T", w.T), bias)
@@ -126,6 +127,8 @@ def _matmul(args, arrays, kwargs, expr) -> gemm.Product | None:
     length = matmul.piece_length(x, y)
     if length:  # as the forward sums it, and never swapped or split (other bits)
         return f"k_pieces({x_code}, {y_code}, {length})"
+    if matmul.swaps(x, y):  # as the forward swaps it
+        return f"k_swapped_product({x_code}, {y_code})"
     if _same_matrices([x, y]):
         code, a, b = f"np_dot({x_code}, {y_code}{OUT})", (x_code, x), (y_code, y)
         return gemm.Product(code, _dot, a, b)
