@@ -1,20 +1,19 @@
 """Random whole training loops against PyTorch: what the per-area fuzzers test one at a time,
-together, as a user's script strings them. Hypothesis draws a small float64 network (an
-embedding or a linear input layer, hidden blocks of Linear, LayerNorm, BatchNorm1d and
-activations, a block applied twice (shared weights), a residual, dropout (not against PyTorch),
-an output layer tied to the embedding's weight), a loss (cross-entropy with label smoothing and
-class weights, NLL after log_softmax, MSE, L1, Huber, BCE with logits), an optimizer (SGD with
-momentum and Nesterov, Adam, AdamW with AMSGrad, RMSprop, Adagrad) over one group or two (biases
-and norms without weight decay, at another rate), a scheduler or none, ``zero_grad`` to None or
-to zeros, and a loop of a few steps, some repeated: each with one to three micro-batches whose
-losses are accumulated, gradient clipping by norm or value, a layer frozen or unfrozen part way,
-an evaluation in ``eval()`` under ``no_grad`` now and then, a resume from a checkpoint (``save``
-and ``load`` of the state dicts into a fresh model, optimizer and scheduler). The losses, the
-evaluation outputs, every parameter and buffer after each step, and the final ``state_dict`` of
-the model and the optimizer must agree. The same loops with each step under ``scratchgrad.jit``
-(recorded, recorded anew where a guard changed, replayed), and with the model under
-``scratchgrad.compile``, must agree with the eager ones. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to
-run more examples."""
+together, as a user's script strings them. Hypothesis draws a small float64 network (an embedding
+or a linear input layer, hidden blocks of Linear, LayerNorm, BatchNorm1d and activations, a block
+applied twice (shared weights), a residual, dropout (not against PyTorch), an output layer tied to
+the embedding's weight), a loss (cross-entropy with label smoothing and class weights, NLL after
+log_softmax, MSE, L1, Huber, BCE with logits), an optimizer (SGD with momentum and Nesterov, Adam,
+AdamW with AMSGrad, RMSprop, Adagrad) over one group or two (biases and norms without weight decay,
+at another rate), a scheduler or none, and a loop of a few steps, some repeated: each with one to
+three micro-batches whose losses are accumulated, gradient clipping by norm or value, ``zero_grad``
+to None or to zeros, a layer frozen or unfrozen part way, an evaluation in ``eval()`` under
+``no_grad`` now and then, a resume from a checkpoint (``save`` and ``load`` of the state dicts into
+a fresh model, optimizer and scheduler). The losses, the evaluation outputs, every parameter and
+buffer after each step, and the final ``state_dict`` of the model and the optimizer must agree. The
+same loops with each step under ``scratchgrad.jit`` (recorded, recorded anew where a guard changed,
+replayed), and with the model under ``scratchgrad.compile``, must agree with the eager ones. Set
+``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import io
 
@@ -57,15 +56,15 @@ def programs(draw):
         "options": draw(st.integers(0, 3)),
         "two_groups": draw(st.booleans()),
         "scheduler": draw(st.sampled_from(SCHEDULERS)),
-        # one way for the whole run: a switch leaves a frozen layer's zero gradient in place
-        # on one call and None on the next, which the jit refuses to replay (a JitError)
-        "to_none": draw(st.booleans()),
         "steps": draw(
             st.lists(
                 st.fixed_dictionaries(
                     {
                         "micro": st.integers(1, 3),
                         "clip": st.sampled_from([None, None, "norm2", "norm_inf", "value"]),
+                        # zero_grad's way may change part way: a frozen layer then keeps its
+                        # zeroed gradient on one call and has None on the next
+                        "to_none": st.booleans(),
                         "freeze": st.sampled_from([None, None, None, "freeze", "unfreeze"]),
                         "evaluate": st.booleans(),
                         "resume": st.sampled_from([False, False, True]),
@@ -236,7 +235,7 @@ def _resumed(m, program, parts):
     return fresh
 
 
-def _train_step(m, program, net, optimizer, inputs, targets, clip):
+def _train_step(m, program, net, optimizer, inputs, targets, clip, to_none):
     """One step over the micro-batches: their losses and the gradient norm (if clipped by it)."""
     net.train()
     results = []
@@ -250,7 +249,7 @@ def _train_step(m, program, net, optimizer, inputs, targets, clip):
         norm_type = 2.0 if clip == "norm2" else float("inf")
         results.append(m.nn.utils.clip_grad_norm_(net.parameters(), 1.0, norm_type))
     optimizer.step()
-    optimizer.zero_grad(set_to_none=program["to_none"])
+    optimizer.zero_grad(set_to_none=to_none)
     return results
 
 
@@ -268,7 +267,9 @@ def _run(m, program, step_with=_train_step):
             net.out.bias.requires_grad_(step["freeze"] == "unfreeze")
         batches = [[m.tensor(a) for a in _batch(program, rng)] for _ in range(step["micro"])]
         inputs, targets = [list(part) for part in zip(*batches)]
-        results = step_with(m, program, net, optimizer, inputs, targets, step["clip"])
+        results = step_with(
+            m, program, net, optimizer, inputs, targets, step["clip"], step["to_none"]
+        )
         seen += [result.numpy() for result in results]
         if scheduler is not None:
             scheduler.step()

@@ -149,6 +149,39 @@ def test_zero_grad_to_zeros_is_the_python_call():
         assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
 
 
+@pytest.mark.parametrize("name", ["sgd-momentum", "adam"])
+@pytest.mark.parametrize("frozen_at, to_none_at", [(3, 4), (3, 5), (4, 4), (1, 2)])
+def test_zero_grad_to_none_taking_over_while_a_layer_is_frozen_records_anew(
+    name, frozen_at, to_none_at
+):
+    """A frozen layer keeps its zeroed gradient while ``zero_grad`` sets zeros, and loses it
+    once ``set_to_none=True`` takes over: the two recordings around the change see it with a
+    gradient, then without, so their updates differ (in which parameters they update). Each
+    guards on that, so the later one is kept, not refused (a JitError before), and every
+    step is eager's bit for bit."""
+    models = mlp(), mlp()
+    opts = [OPTIONS[name](m.parameters()) for m in models]
+    to_none = [False]
+
+    def step_of(model, opt):
+        def step(x, y):
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=to_none[0])
+            return loss
+
+        return step
+
+    eager, jitted = step_of(models[0], opts[0]), sg.jit(step_of(models[1], opts[1]))
+    for i, (x, y) in enumerate(data(8)):
+        to_none[0] = i >= to_none_at
+        for model in models:
+            model[2].bias.requires_grad_(i < frozen_at)
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(models[1], opts[1]), arrays(models[0], opts[0]))
+
+
 # ---- what the generated code was not made for runs the eager step ----------------------------
 
 

@@ -44,12 +44,22 @@ _FLOATS = (xp.float16, xp.float32, xp.float64)
 
 
 class Update:
-    """A generated replacement for an optimizer's ``step`` or ``zero_grad``: ``run`` takes
-    the same arguments and does what they do. Two are equal when they run the same code on
-    the same optimizer (the jit compares its two recordings' constants)."""
+    """A generated replacement for an optimizer's ``step`` or ``zero_grad`` (``replaces``):
+    ``run`` takes the same arguments and does what they do.
 
-    def __init__(self, optimizer: Optimizer, source: str, namespace: dict[str, Any]) -> None:
-        self.optimizer, self.source, self.namespace = optimizer, source, namespace
+    Two are equal when they replace the same method of the same optimizer (the jit compares
+    its two recordings' constants), even if their code differs: each runs only where its
+    guard holds (the parameters with a gradient, the state, the hyper-parameters' branches),
+    else the method itself, so what differs is Python state read at every replay, not a
+    value frozen into the recording. (A frozen layer's gradient is zeros on one call and
+    None on the next after ``zero_grad(set_to_none=True)`` takes over: the later recording,
+    which is kept, guards on None.)"""
+
+    def __init__(
+        self, optimizer: Optimizer, replaces: Callable, source: str, namespace: dict[str, Any]
+    ) -> None:
+        self.optimizer, self.replaces = optimizer, replaces
+        self.source, self.namespace = source, namespace
         # the memory its temporaries take, which the program lends it (``scratch.place``)
         # before the first replay: the memory of intermediates that are dead by then
         self.scratch: _Scratch | None = None
@@ -71,7 +81,7 @@ class Update:
         return (
             isinstance(other, Update)
             and self.optimizer is other.optimizer
-            and self.source == other.source
+            and self.replaces is other.replaces
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -167,7 +177,7 @@ class _Code:
     """The constants, the guard and the lines of one generated function."""
 
     def __init__(self, optimizer: Optimizer, fallback: Callable) -> None:
-        self.optimizer = optimizer
+        self.optimizer, self.fallback = optimizer, fallback
         self.reads: list[str] = []  # what the guard looks at, read first
         self.guard: list[str] = []  # conditions for running the lines, else the fallback
         self.lines: list[str] = []
@@ -203,9 +213,8 @@ class _Code:
             f"    return {fallback}",
             *self.lines,
         ]
-        return Update(
-            self.optimizer, function_source(f"def run({signature}):", body), self.namespace
-        )
+        source = function_source(f"def run({signature}):", body)
+        return Update(self.optimizer, self.fallback, source, self.namespace)
 
 
 def _zero_grad(optimizer: Optimizer) -> Update:
