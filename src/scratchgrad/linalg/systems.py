@@ -125,9 +125,9 @@ class SolveTriangular(Function):
         diagonal = module.diagonal(t, axis1=-2, axis2=-1)
         check_diagonal("linalg.solve_triangular", diagonal, _no_unique_solution)
         if left:
-            x = module.linalg.solve(t, b)
+            x = _solved(t, b, upper)
         else:  # X A = B is A^T X^T = B^T
-            x = module.linalg.solve(t.swapaxes(-1, -2), b.swapaxes(-1, -2)).swapaxes(-1, -2)
+            x = _solved(t.swapaxes(-1, -2), b.swapaxes(-1, -2), not upper).swapaxes(-1, -2)
         ctx.save_for_backward(a, x)
         return x
 
@@ -143,10 +143,27 @@ class SolveTriangular(Function):
         return grad_a, grad_b
 
 
+def _solved(t: Any, b: Any, upper: bool) -> Any:
+    """``X`` with ``t X = b`` for a (batch of) triangular ``t``, upper or lower. NumPy has no
+    batched triangular solve: where all is finite its general one gives the same solution.
+    An inf or a NaN would reach every row through its pivoting (NaN where PyTorch has a
+    number), so then the rows are solved one at a time, as LAPACK's trsm does: each reads
+    only the rows solved before it."""
+    module = namespace(t)
+    if module.isfinite(t).all() and module.isfinite(b).all():
+        return module.linalg.solve(t, b)
+    n = t.shape[-1]
+    x = module.empty(b.shape, module.result_type(t, b))
+    for i in reversed(range(n)) if upper else range(n):
+        row, known = slice(i, i + 1), slice(i + 1, n) if upper else slice(0, i)
+        rest = t[..., row, known] @ x[..., known, :]  # (zeros where nothing is known yet)
+        x[..., row, :] = (b[..., row, :] - rest) / t[..., row, row]
+    return x
+
+
 def _triangle(a: Any, upper: bool, unitriangular: bool) -> Any:
     """The triangle of ``a`` that a triangular solve reads, with ones on the diagonal if
-    ``unitriangular``. (NumPy has no batched triangular solve: the general one on this matrix
-    gives the same solution.)"""
+    ``unitriangular``."""
     module = namespace(a)
     if not unitriangular:
         return module.triu(a) if upper else module.tril(a)
