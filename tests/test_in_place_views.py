@@ -310,6 +310,17 @@ def test_filling_an_expanded_tensor_raises_where_pytorch_writes_the_value():
     assert x.tolist() == [0.0, 0.0, 0.0]
 
 
+def test_writing_a_row_of_an_expanded_tensor_raises_naming_the_expand():
+    """PyTorch writes ``x.expand(2, 3)[0]`` through to ``x`` (the row's entries do not share
+    memory); refused here, as NumPy's broadcast views are read-only, with a message that
+    names the expand (it named only a copied view() of a convolution's result), and ``x``
+    left alone."""
+    x = sg.zeros(3)
+    with pytest.raises(RuntimeError, match=r"add_: .*read-only here \(a view of an expand\(\)ed"):
+        x.expand(2, 3)[0].add_(1)
+    assert x.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_repeat_and_tile_copy_even_where_nothing_is_tiled():
     """``x.repeat(1)`` and ``x.tile((1,))`` are copies, as PyTorch's: writing into them leaves
     ``x`` alone (``repeat(1)`` was a view of ``x``)."""

@@ -8827,10 +8827,11 @@ def _write_error(name: str, array: Any, error: Exception | str) -> RuntimeError:
         )
     elif not getattr(array.flags, "writeable", True):
         error = (
-            f"{error}: the tensor is read-only here (a view() that scratchgrad had to copy, "
-            "since a convolution's result keeps the batch last in memory, so a write would not "
-            "reach the tensor it views; or a view of read-only memory). Write into the "
-            "original tensor, or clone() this one"
+            f"{error}: the tensor is read-only here (a view of an expand()ed tensor, whose "
+            "entries share memory, where PyTorch writes through to the tensor expanded; a "
+            "view() that scratchgrad had to copy, since a convolution's result keeps the batch "
+            "last in memory, so a write would not reach the tensor it views; or a view of "
+            "read-only memory). Write into the original tensor, or clone() this one"
         )
     return RuntimeError(f"{name}: {error}")
 
