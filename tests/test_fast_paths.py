@@ -158,16 +158,17 @@ def test_products_of_few_rows_are_swapped_without_blas_kernels_for_small_matrice
     x_shape, y_shape, monkeypatch
 ):
     """Without them (OpenBLAS's are for AVX-512 cores) each piece costs a whole product's
-    packing: W5's weight gradients are each one product, computed as ``(y.T @ x.T).T`` into
-    a C-ordered result (float32, whose BLAS kernels are faster that way round)."""
+    packing: W5's weight gradients are each one product, computed with OpenBLAS's Haswell
+    kernels as ``(y.T @ x.T).T`` into a C-ordered result (faster that way round in float32)."""
     rng = np.random.default_rng(6)
     x = rng.standard_normal(x_shape).astype(np.float32)
     y = np.ascontiguousarray(rng.standard_normal(y_shape).astype(np.float32).swapaxes(-1, -2))
     y = y.swapaxes(-1, -2)  # as a weight gradient's
-    for kernels in (True, False):
-        monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", kernels)
-        assert piece_length(x, y) is None or kernels
-        assert swaps(x, y) is not kernels
+    monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", False)
+    for kernels in (False, True):
+        monkeypatch.setattr(matmul, "HASWELL_KERNELS", kernels)
+        assert piece_length(x, y) is None
+        assert swaps(x, y) is kernels
     got = _product(x, y)
     expected = np.matmul(x.astype(np.float64), y.astype(np.float64))
     assert got.shape == expected.shape and got.dtype == np.float32 and got.flags.c_contiguous
@@ -188,6 +189,7 @@ def test_products_of_few_rows_are_swapped_without_blas_kernels_for_small_matrice
 )
 def test_other_products_are_not_swapped(x_shape, y_shape, dtype, monkeypatch):
     monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", False)
+    monkeypatch.setattr(matmul, "HASWELL_KERNELS", True)
     rng = np.random.default_rng(7)
     x, y = (rng.integers(-3, 4, shape).astype(dtype) for shape in (x_shape, y_shape))
     assert not swaps(x, y)

@@ -44,6 +44,7 @@ def try_every_product(monkeypatch, margin: float) -> None:
     """Every product offered to the choice: eager code computes them as they come (too small
     to sum in pieces, and not swapped, as where BLAS has kernels for small matrices)."""
     monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", True)
+    monkeypatch.setattr(matmul, "HASWELL_KERNELS", False)
     monkeypatch.setattr(gemm, "BIG", 0)
     monkeypatch.setattr(gemm, "MARGIN", margin)
 
@@ -111,11 +112,12 @@ def test_workloads_at_full_size_with_the_products_as_chosen_equal_eager(
     """W4 (784-512-512-10, batch 128, whose big products take about 1 ms each) and W5
     (batch 64), with the real threshold and timings: whichever way each big product was
     chosen, jitted training is eager's bit for bit. W5's weight gradients are summed in
-    pieces where BLAS has kernels for small matrices (ops/matmul.py), and swapped where not
-    (eagerly too, so the program calls what eager code called): both are checked on any
-    machine."""
-    if small_matrix_kernels is not None:
+    pieces where BLAS has kernels for small matrices (ops/matmul.py), and swapped with
+    OpenBLAS's Haswell kernels (eagerly too, so the program calls what eager code called):
+    both are checked on any machine."""
+    if small_matrix_kernels is not None:  # (without them: the Haswell kernels)
         monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", small_matrix_kernels)
+        monkeypatch.setattr(matmul, "HASWELL_KERNELS", not small_matrix_kernels)
     problem = workloads.make_problem(workload_id)
     steps = 4 if workload_id == "W4" else 5  # eager, two recordings, replays
     eager_losses, eager_state = train(problem, "eager", steps)

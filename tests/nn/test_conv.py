@@ -90,18 +90,23 @@ def test_conv2d_shapes(x_shape, w_shape, options, dtype):
     )
 
 
-@pytest.mark.parametrize("small_matrix_kernels", [True, False])
+@pytest.mark.parametrize(
+    "small_matrix_kernels, haswell_kernels", [(True, False), (False, True), (False, False)]
+)
 @pytest.mark.parametrize(
     "x_shape, w_shape", [((64, 1, 28, 28), (8, 1, 3, 3)), ((64, 8, 14, 14), (16, 8, 3, 3))]
 )
-def test_conv2d_weight_gradients_of_long_sums(x_shape, w_shape, small_matrix_kernels, monkeypatch):
+def test_conv2d_weight_gradients_of_long_sums(
+    x_shape, w_shape, small_matrix_kernels, haswell_kernels, monkeypatch
+):
     """W5's layers at its batch of 64, whose weight gradients (``K`` = 50176 and 12544 terms)
-    are summed in pieces of ``K`` where BLAS has kernels for small matrices, whole elsewhere
-    (ops/matmul.py): as PyTorch's in float64, and in float32 at least as close to the float64
-    result as PyTorch's float32 is (float32 sums of this many terms cancel: an entry of -1.69
-    came out 5e-4 away from PyTorch's; whole, ours were 1.2e-4 to 2.1e-4 off, PyTorch's 1e-3
-    to 1.5e-3)."""
+    are summed in pieces of ``K`` where BLAS has kernels for small matrices, swapped with
+    OpenBLAS's Haswell kernels, whole elsewhere (ops/matmul.py): as PyTorch's in float64, and
+    in float32 at least as close to the float64 result as PyTorch's float32 is (float32 sums
+    of this many terms cancel: an entry of -1.69 came out 5e-4 away from PyTorch's; whole,
+    ours were 1.2e-4 to 2.1e-4 off, PyTorch's 1e-3 to 1.5e-3)."""
     monkeypatch.setattr(matmul, "SMALL_MATRIX_KERNELS", small_matrix_kernels)
+    monkeypatch.setattr(matmul, "HASWELL_KERNELS", haswell_kernels)
     rng = np.random.default_rng(2)
     arrays = [rng.standard_normal(x_shape), rng.standard_normal(w_shape)]
     check_against_torch(

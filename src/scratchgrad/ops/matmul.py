@@ -110,6 +110,9 @@ LONG_INNER = 2 * SHORTEST_PIECE  # the shortest inner size summed in pieces
 # (Haswell kernels, 2 threads) 8 x 10 with K = 50176 took 624 us whole and 659 us in pieces,
 # 16 x 73 with K = 12544 1133 us and 1276 us, and W5's jitted step 2.5% longer (eager 1.2%).
 SMALL_MATRIX_KERNELS = cpu_has("AVX512_SKX")
+# x86 cores with AVX2 but not AVX-512 get OpenBLAS's Haswell kernels, which multiply some
+# products faster the other way round (see ``swaps``; not measured on other kernels).
+HASWELL_KERNELS = cpu_has("AVX2") and not SMALL_MATRIX_KERNELS
 
 
 def piece_length(x, y) -> int | None:
@@ -157,11 +160,11 @@ SWAPPED_ROWS = 16
 def swaps(x, y) -> bool:
     """Whether ``x @ y`` is computed as ``(y.T @ x.T).T`` (``swapped_product``).
 
-    Where BLAS has no kernels for small matrices, a float32 product with a long inner size
-    ``K`` and a result of a few rows (at most ``SWAPPED_ROWS``, fewer than its columns: a
-    convolution's weight gradient, ``K`` every pixel of the batch) runs faster that way round.
-    OpenBLAS's Haswell kernels on an AMD EPYC, as a weight gradient's operands are laid out
-    (x C-ordered, y a transposed view, or the other way round), one thread / two: 16 x 73
+    With OpenBLAS's Haswell kernels (``HASWELL_KERNELS``), a float32 product with a long
+    inner size ``K`` and a result of a few rows (at most ``SWAPPED_ROWS``, fewer than its
+    columns: a convolution's weight gradient, ``K`` every pixel of the batch) runs faster that
+    way round. On an AMD EPYC, as a weight gradient's operands are laid out (x C-ordered, y a
+    transposed view, or the other way round), one thread / two: 16 x 73
     with ``K = 12544`` (W5's conv2) 0.48 / 0.83 of the time the product takes as it comes,
     16 x 145 with ``K = 3136`` 0.38 / 0.59, 4 x 100 with ``K = 20000`` 0.79 / 0.46, 8 x 10
     with ``K = 50176`` 0.87-0.90 / 0.94-1.00, and 1.03 at worst (16 x 32). Float64's kernels
@@ -169,10 +172,10 @@ def swaps(x, y) -> bool:
 
     >>> import numpy
     >>> x, y = numpy.ones((16, 12544), "f4"), numpy.ones((12544, 73), "f4")
-    >>> swaps(x, y) == (not SMALL_MATRIX_KERNELS)
+    >>> swaps(x, y) == HASWELL_KERNELS
     True
     """
-    if SMALL_MATRIX_KERNELS or not _long_blas_product(x, y) or x.dtype.char != "f":
+    if not HASWELL_KERNELS or not _long_blas_product(x, y) or x.dtype.char != "f":
         return False
     m, n = x.shape[-2], y.shape[-1]
     return 1 < m <= SWAPPED_ROWS and m < n
