@@ -652,6 +652,50 @@ def test_assigning_none_to_grad_inside_the_step_is_replayed():
     assert all(np.array_equal(a, b) for a, b in zip(eager[1], jitted[1]))
 
 
+@pytest.mark.parametrize("update", ["isub", "sub_", "data"])
+def test_a_hand_written_update_then_grad_set_to_none_is_replayed_on_the_parameter(update):
+    """The hand-written SGD of PyTorch's tutorials, ``p -= lr * p.grad`` (or ``p.sub_``, or
+    through ``p.data``) then ``p.grad = None``, under ``no_grad``: the assignment comes after
+    the parameter was updated in place, whose array the recording numbers as a value of the
+    step. The recorder took the parameter for a tensor the step made, assigned its ``.grad``
+    without noting the call, and its watch of ``.grad`` then raised a JitError ("assigned by
+    another thread?"). Now the call is replayed on the parameter itself (not on a tensor
+    rebuilt from its value) and every step is eager's bit for bit."""
+
+    def program(wrap):
+        sg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+
+        @wrap
+        def step(x, y):
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            with sg.no_grad():
+                for p in model.parameters():
+                    if update == "isub":
+                        p -= 0.1 * p.grad
+                    elif update == "sub_":
+                        p.sub_(0.1 * p.grad)
+                    else:
+                        p.data -= 0.1 * p.grad
+                    p.grad = None
+            return loss
+
+        rng = np.random.default_rng(0)
+        batches = [[rng.standard_normal(shape) for shape in ((5, 3), (5, 1))] for _ in range(7)]
+        losses = [
+            step(*(sg.tensor(array, dtype=sg.float32) for array in batch)).item()
+            for batch in batches
+        ]
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], model
+
+    eager_losses, eager_params, _ = program(lambda f: f)
+    losses, params, model = program(sg.jit)
+    assert losses == eager_losses
+    assert all(np.array_equal(a, b) for a, b in zip(params, eager_params))
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_assigning_none_to_an_arguments_grad_clears_the_grad_of_each_calls_tensor():
     """``x.grad = None`` on a tensor argument (a learned input): a replay clears the
     ``.grad`` of the tensor that call passes, as eagerly. Reading the ``.grad`` an argument

@@ -212,8 +212,10 @@ class Recorder:
         return number
 
     def made(self, tensor: Any) -> bool:
-        """Whether the step made ``tensor`` (its array is a value of the recording)."""
-        return id(tensor.array) in self.number
+        """Whether the step made ``tensor``: its array is a value of the recording, and not
+        one the program names as a constant (a parameter's, updated in place by the step)."""
+        key = id(tensor.array)
+        return key in self.number and key not in self.constant_names
 
     def new_value(self, size: int) -> int:
         """A number for a value that a rewrite adds: an array of ``size`` entries, in memory of
@@ -267,7 +269,9 @@ class Recorder:
 
     def expr(self, obj: Any) -> str:
         """Code for ``obj`` as an argument: a value of the step, a constant, or a tuple, list or
-        dict (of string keys) of those. Tensors made in the step are rebuilt from their value."""
+        dict (of string keys) of those. Tensors made in the step are rebuilt from their value;
+        others are themselves (a parameter the step updated in place, whose ``.grad`` a
+        replayed call may set)."""
         if isinstance(obj, xp.ndarray):
             number = self.number.get(id(obj))
             if number is None:
@@ -275,9 +279,9 @@ class Recorder:
             self._reads.add(number)
             return f"v{number}"
         if isinstance(obj, Tensor):
-            number = self.number.get(id(obj.array))
-            if number is None:
+            if not self.made(obj):
                 return self.constant(obj)
+            number = self.number[id(obj.array)]
             self._reads.add(number)
             return f"make(v{number})"
         if type(obj) in (tuple, list):
