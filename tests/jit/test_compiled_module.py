@@ -456,6 +456,8 @@ class _Reads(nn.Module):
         out = self.linear(x)
         if self.how == "item":
             return out * out.sum().item()  # READS item
+        if self.how == "bool" and out.sum() > 0:  # READS bool
+            return out * 3
         if out.array.sum() > 0:  # a branch on the data, out of scratchgrad's sight
             return out * 2  # READS times two
         return -out  # READS minus
@@ -468,6 +470,17 @@ def test_reading_a_value_in_forward_raises_jit_error_naming_the_line():
     with pytest.raises(sg.JitError, match=r"\.item\(\) at ") as info:
         compiled(x)
     assert f"test_compiled_module.py:{_line_of('# READS item')} " in str(info.value)
+
+
+def test_a_python_branch_on_a_tensor_in_forward_raises_jit_error_naming_the_line():
+    """Where ``torch.compile`` breaks the graph and runs the branch eagerly (README, "What is
+    different")."""
+    compiled = sg.compile(_Reads("bool"))
+    x = sg.ones(3, 2)
+    compiled(x)  # eager
+    with pytest.raises(sg.JitError, match=r"bool\(tensor\)") as info:
+        compiled(x)
+    assert f"test_compiled_module.py:{_line_of('# READS bool')} " in str(info.value)
 
 
 def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
