@@ -164,11 +164,12 @@ def swaps(x, y) -> bool:
     inner size ``K`` and a result of a few rows (at most ``SWAPPED_ROWS``, fewer than its
     columns: a convolution's weight gradient, ``K`` every pixel of the batch) runs faster that
     way round. On an AMD EPYC, as a weight gradient's operands are laid out (x C-ordered, y a
-    transposed view, or the other way round), one thread / two: 16 x 73
-    with ``K = 12544`` (W5's conv2) 0.48 / 0.83 of the time the product takes as it comes,
-    16 x 145 with ``K = 3136`` 0.38 / 0.59, 4 x 100 with ``K = 20000`` 0.79 / 0.46, 8 x 10
-    with ``K = 50176`` 0.87-0.90 / 0.94-1.00, and 1.03 at worst (16 x 32). Float64's kernels
-    gained nothing (1.05-1.2), nor did results of more rows than columns (64 x 10: 1.13).
+    transposed view, or the other way round), with one thread / two, it took this fraction
+    of the time of the product as it comes: 16 x 73 with ``K = 12544`` (W5's conv2) 0.48 /
+    0.83, 16 x 145 with ``K = 3136`` 0.38 / 0.59, 4 x 100 with ``K = 20000`` 0.79 / 0.46,
+    8 x 10 with ``K = 50176`` 0.87-0.90 / 0.94-1.00, and 1.03 at worst (16 x 32). Float64's
+    kernels gained nothing (1.05-1.2), nor did results of more rows than columns (64 x 10:
+    1.13).
 
     >>> import numpy
     >>> x, y = numpy.ones((16, 12544), "f4"), numpy.ones((12544, 73), "f4")
