@@ -609,3 +609,18 @@ def test_an_in_place_form_refuses_a_leaf_that_requires_grad():
         leaf.lgamma_()
     with pytest.raises(RuntimeError, match="eq_: a leaf Variable that requires grad"):
         leaf.eq_(1.0)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2", "nextafter", "ldexp"])
+def test_a_bool_or_integer_tensor_meets_a_float_as_torchs(name):
+    """The dtype the two promote to decides (a bool meeting a float64 is float64), as in
+    PyTorch; ours refused a bool first operand of logaddexp, logaddexp2 and nextafter, and a
+    bool exponent of ldexp whatever the other dtype (PyTorch refuses it for a float x only)."""
+    pairs = [(np.array([True, False]), np.array([1.0, -0.5]))]
+    if name == "ldexp":
+        pairs = [(np.array([True, False]), np.array([True, True])), (I[:2], np.array([True]))]
+    for x, y in pairs:
+        assert_same(*both(name, x, y))
+        if name == "ldexp":
+            with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+                sg.ldexp(sg.tensor(y.astype(np.float64)), sg.tensor(x.astype(bool)))

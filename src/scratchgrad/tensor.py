@@ -1466,9 +1466,7 @@ class Tensor:
                 f"logaddexp(): argument 'other' (position 1) must be Tensor, not "
                 f"{type(other).__name__}"
             )
-        x, y = self._operands(other)
-        x._check_floating("logaddexp")
-        return special.Logaddexp.apply(x, y)
+        return special.Logaddexp.apply(*self._real_floating_pair("logaddexp", other))
 
     @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:
@@ -2605,7 +2603,8 @@ class Tensor:
         tensor([8.0000, 1.5000])
         """
         other = _tensor_other("ldexp", other)
-        _refuse_kernel_dtype("ldexp", "ldexp_cpu_exp", "b", other)
+        if backend.is_floating(self.array.dtype):  # (PyTorch's: other x dtypes take a bool)
+            _refuse_kernel_dtype("ldexp", "ldexp_cpu_exp", "b", other)
         x, y = _float_pair(self, other)
         return x * y.exp2()
 
@@ -2634,9 +2633,8 @@ class Tensor:
         >>> (sg.tensor([1.0]).nextafter(sg.tensor([2.0])) - 1).item() == 2**-23
         True
         """
-        x, y = self._operands(_tensor_other("nextafter", other))
-        x._check_floating("nextafter")
-        return special.Nextafter.apply(x, y)
+        other = _tensor_other("nextafter", other)
+        return special.Nextafter.apply(*self._real_floating_pair("nextafter", other))
 
     def gcd(self, other: Tensor) -> Tensor:
         """The greatest common divisor, elementwise (integers only), as ``torch.gcd``.
@@ -2697,9 +2695,8 @@ class Tensor:
         >>> sg.tensor([1.0, 2000.0]).logaddexp2(sg.tensor([1.0, 2000.0])).tolist()
         [2.0, 2001.0]
         """
-        x, y = self._operands(_tensor_other("logaddexp2", other))
-        x._check_floating("logaddexp2")
-        return special.Logaddexp2.apply(x, y)
+        other = _tensor_other("logaddexp2", other)
+        return special.Logaddexp2.apply(*self._real_floating_pair("logaddexp2", other))
 
     def logcumsumexp(self, dim: int) -> Tensor:
         """log(cumsum(exp(self))) along ``dim``, as a running logaddexp (no overflow, and small
@@ -3289,6 +3286,17 @@ class Tensor:
         x = self if dtype is None else self.to(dtype)
         x._check_floating("log_softmax")
         return reduce.LogSoftmax.apply(x, dim=_dims(_one_dim("log_softmax", dim), x.array.ndim))
+
+    def _real_floating_pair(self, op: str, other: Tensor) -> tuple[Tensor, Tensor]:
+        """``self`` and the tensor ``other`` in the dtype they promote to, which must be a
+        real floating one (a bool or integer tensor meets a float, as PyTorch's logaddexp)."""
+        dtype = result_dtype(self, other)
+        if not backend.is_floating(dtype):
+            raise NotImplementedError(
+                f"{op}: not implemented for {dtype} tensors; give a floating one (x.float()), "
+                "as PyTorch requires"
+            )
+        return self.to(dtype), other.to(dtype)
 
     def _check_floating(self, op: str, complex_too: bool = False) -> None:
         """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...),

@@ -487,3 +487,14 @@ def test_errors_where_torch_raises(call, error, match):
 def test_doc_examples():
     for module in (F, activation, loss, normalization, padding):
         assert doctest.testmod(module).failed == 0
+
+
+def test_logsigmoid_of_large_inputs_is_plus_zero_as_torchs():
+    """log(sigmoid(x)) rounds to 0 for large x: +0 in PyTorch (min(x, 0) - log1p(exp(-x)));
+    ours was -0 (the negation of log(1 + exp(-x)))."""
+    x = [40.0, 1e300, np.inf, -np.inf, 0.0]
+    for dtype in ("float64", "float32"):
+        ours = F.logsigmoid(sg.tensor(x, dtype=getattr(sg, dtype))).numpy()
+        theirs = TF.logsigmoid(torch.tensor(x, dtype=getattr(torch, dtype))).numpy()
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))

@@ -699,7 +699,7 @@ def _bessel_hankel(y, order: int):
     for k in range(1, 41):
         term = term * ((2 * k - 1) ** 2 - mu) / (8 * k * y)
         out = out + term
-    return out / namespace(y).sqrt(2 * math.pi * y)
+    return out / (math.sqrt(2 * math.pi) * namespace(y).sqrt(y))  # (2 pi y overflows past 2e307)
 
 
 def bessel_i(x, order: int, scaled: bool):
@@ -916,7 +916,7 @@ class LogSigmoid(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return -namespace(x).logaddexp(0, -x)
+        return 0.0 - namespace(x).logaddexp(0, -x)  # (+0 for large x, as PyTorch's, not -0)
 
     @staticmethod
     def backward(ctx, grad):
