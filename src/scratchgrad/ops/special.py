@@ -547,10 +547,14 @@ def _stirling(x):
 
 
 def _lgamma_negative(x):
-    """Reflection: Gamma(x) Gamma(1 - x) = pi / sin(pi x), sin's argument reduced exactly."""
+    """Reflection: Gamma(x) Gamma(1 - x) = pi / sin(pi x), sin's argument reduced exactly.
+    NOTE: log |sin(pi r)| is log(pi |r|) below 1e-150, as pi r, rounded to a subnormal, would
+    lose digits (lgamma(-5e-324) was 744.486, not -log(5e-324) = 744.440)."""
     xp = namespace(x)
-    sine = xp.abs(xp.sin(math.pi * (x - xp.round(x))))
-    return math.log(math.pi) - xp.log(sine) - _lgamma_positive(1 - x)
+    r = xp.abs(x - xp.round(x))
+    with errstate(under="ignore"):
+        log_sine = xp.where(r < 1e-150, xp.log(r), xp.log(xp.sin(math.pi * r)) - math.log(math.pi))
+    return -log_sine - _lgamma_positive(1 - x)
 
 
 def _digamma(x):
