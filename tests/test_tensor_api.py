@@ -454,6 +454,17 @@ def test_power_operators():
     check(lambda x: x.pow(3), A)
 
 
+def test_the_power_minus_one_half_is_rsqrt_as_torchs():
+    """x ** -0.5 is PyTorch's rsqrt, 1 / sqrt(x): -inf at -0, where C's pow gives +inf (so
+    does ours for a tensor exponent, as PyTorch's); float_power reads it too."""
+    for dtype in ("float64", "float32"):
+        x = [-0.0, 0.0, 4.0, -1.0, np.inf]
+        ours = sg.tensor(x, dtype=getattr(sg, dtype))
+        theirs = torch.tensor(x, dtype=getattr(torch, dtype))
+        for call in (lambda t: t**-0.5, lambda t: t.float_power(-0.5), lambda t: t ** t[:1]):
+            np.testing.assert_array_equal(call(ours).numpy(), call(theirs).numpy())
+
+
 def test_matmul_operator_and_reflected_matmul():
     check(lambda x, y: x @ y.T, A, B)
     check(lambda x, y: x @ y[0], A, B)  # matrix @ vector

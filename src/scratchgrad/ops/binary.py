@@ -85,7 +85,8 @@ class Pow(Function):
     @staticmethod
     def forward(ctx, x, y):
         try:
-            out = x**y
+            # NOTE: x ** -0.5 is PyTorch's rsqrt, 1 / sqrt(x): -inf at -0 (C's pow gives inf)
+            out = 1 / namespace(x).sqrt(x) if _is_rsqrt(x, y) else x**y
         except ValueError:  # NumPy refuses integers to negative integer powers
             if _is_number(y):
                 raise  # (PyTorch too, for a number)
@@ -120,6 +121,11 @@ class Pow(Function):
                 # as PyTorch: 0**y has gradient 0 in y for y >= 0 (log(0) would give NaN)
                 grad_y = grad * (out * x.log()).masked_fill((x == 0) & _at_least_zero(y), 0)
         return grad_x, grad_y
+
+
+def _is_rsqrt(x, y) -> bool:
+    """Whether ``x ** y`` is PyTorch's rsqrt of a float32 or float64 array."""
+    return type(y) is float and y == -0.5 and x.dtype.kind == "f" and x.dtype.itemsize >= 4
 
 
 def _log_of_number(x: Any) -> Any:
