@@ -624,3 +624,10 @@ def test_a_bool_or_integer_tensor_meets_a_float_as_torchs(name):
         if name == "ldexp":
             with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
                 sg.ldexp(sg.tensor(y.astype(np.float64)), sg.tensor(x.astype(bool)))
+
+
+def test_atan2_of_an_integer_tensor_and_a_0d_float64_is_float64_as_torchs():
+    """The operands promote together (a 0-d float64 lifts integers to float64); ours made the
+    integer tensor float32 first, then kept float32 against the 0-d tensor."""
+    assert_same(*both("atan2", np.array([0, 1, 2]), np.array(0.5)))
+    assert_same(*both("atan2", np.array(2), np.array([0.5, -1.0], dtype=np.float32)))

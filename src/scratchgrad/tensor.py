@@ -2354,7 +2354,7 @@ class Tensor:
     def atan2(self, other: Any) -> Tensor:
         """The angle of the point (other, self), elementwise: atan(self / other) in the right
         quadrant."""
-        x, y = self._floating()._operands(other)
+        x, y = self._floating_operands(other)  # (int64 with a 0-d float64: float64)
         _refuse_kernel_dtype("atan2", "atan2_cpu", "c", x)
         return binary.Atan2.apply(x, y)
 
