@@ -8164,8 +8164,11 @@ def _normal(
     if complex_:
         parts = _normal(generator, device, mean, std / math.sqrt(2), (*shape, 2))
         return _complex_from_pairs(parts)
-    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no normal)
-    return backend.rng_for(generator, device).standard_normal(shape) * std + mean
+    # NumPy's normal(mean, std) is mean + std * standard_normal: the same draws (CuPy has no
+    # normal); an infinite mean and std give NaN (inf - inf) silently, as PyTorch's
+    draws = backend.rng_for(generator, device).standard_normal(shape)
+    with backend.errstate(invalid="ignore"):
+        return draws * std + mean
 
 
 def _complex_from_pairs(draws: Any) -> Any:
