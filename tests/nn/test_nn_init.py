@@ -3,6 +3,7 @@ against torch.nn.init), the distributions checked by their bounds and moments on
 and reproducibility through sg.manual_seed."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -218,7 +219,7 @@ def test_trunc_normal_far_in_a_tail_matches_torch_in_float32(a, b):
 def test_trunc_normal_refuses_integers_as_torch():
     with pytest.raises(NotImplementedError):
         torch.nn.init.trunc_normal_(torch.empty(3, dtype=torch.int64))
-    with pytest.raises(NotImplementedError, match="trunc_normal_"):
+    with pytest.raises(NotImplementedError, match="normal_"):
         init.trunc_normal_(sg.empty(3, dtype=sg.int64))
 
 
@@ -228,3 +229,50 @@ def test_orthogonal_refuses_complex_tensors_as_torch(dtype):
         torch.nn.init.orthogonal_(torch.empty(3, 3, dtype=getattr(torch, dtype)))
     with pytest.raises(NotImplementedError, match="orthogonal_"):
         init.orthogonal_(sg.empty(3, 3, dtype=getattr(sg, dtype)))
+
+
+@pytest.mark.filterwarnings("ignore:mean is more than 2 std")
+def test_trunc_normal_beyond_eight_stds_is_drawn_as_torchs():
+    """The inverse CDF in float64 drew std 0.18 here (the CDF's values at the bounds round to
+    0 and 1e-15); PyTorch's rejection sampling draws the tail: std 0.016, near b."""
+    ours = init.trunc_normal_(sg.empty(20_000, dtype=sg.float64), 2.0, 0.125, 0.0, 1.0)
+    theirs = torch.nn.init.trunc_normal_(torch.empty(20_000, dtype=torch.float64), 2.0, 0.125, 0, 1)
+    assert ours.min().item() >= 0.0 and ours.max().item() <= 1.0
+    assert abs(ours.std().item() - theirs.std().item()) < 0.002
+    assert abs(ours.mean().item() - theirs.mean().item()) < 0.002
+
+
+def test_trunc_normal_of_a_negative_std_as_torch():
+    """PyTorch's normal draws refuse a negative std; its uniform proposals (where [a, b] holds
+    little mass) square it away."""
+    with pytest.raises(RuntimeError, match="std >= 0.0"):
+        torch.nn.init.trunc_normal_(torch.empty(5), 0.0, -1.0, 0.0, -1.0)
+    with pytest.raises(RuntimeError, match="std >= 0.0"):
+        init.trunc_normal_(sg.empty(5), 0.0, -1.0, 0.0, -1.0)
+    expected = torch.nn.init.trunc_normal_(torch.empty(10_000), 0.0, -1.0, 0.0, 1.0)
+    ours = init.trunc_normal_(sg.empty(10_000), 0.0, -1.0, 0.0, 1.0)
+    assert ours.min().item() >= 0.0 and ours.max().item() <= 1.0
+    assert abs(ours.mean().item() - expected.mean().item()) < 0.02
+
+
+@pytest.mark.parametrize(("shape", "groups"), [((0, 0, 0), 1), ((2, 0, 0), 1), ((4, 2, 3), -2)])
+def test_dirac_with_no_channel_to_keep_is_zeros_as_torch(shape, groups):
+    """An empty kernel's centre was indexed (IndexError) where no channel is kept."""
+    expected = torch.nn.init.dirac_(torch.empty(shape), groups)
+    np.testing.assert_array_equal(init.dirac_(sg.empty(*shape), groups).numpy(), expected.numpy())
+
+
+def test_dirac_of_an_empty_kernel_raises_as_torch():
+    with pytest.raises(IndexError):
+        torch.nn.init.dirac_(torch.empty(2, 2, 0))
+    with pytest.raises(IndexError):
+        init.dirac_(sg.empty(2, 2, 0))
+
+
+def test_normal_of_infinite_mean_and_std_is_silent_as_torch():
+    """NumPy warned "invalid value encountered" where inf - inf made a NaN entry."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.nn.init.normal_(torch.empty(100), math.inf, math.inf)
+        out = init.normal_(sg.empty(100), math.inf, math.inf)
+    assert not np.isfinite(out.numpy()).any()

@@ -9,10 +9,10 @@ import math
 import warnings
 
 from scratchgrad.autograd.grad_mode import no_grad
-from scratchgrad.backend import Generator, bfloat16, float16, float64, is_floating, namespace
+from scratchgrad.backend import Generator, bfloat16, float16, namespace
+from scratchgrad.creation import empty_like, rand
 from scratchgrad.creation import eye as identity
-from scratchgrad.creation import rand
-from scratchgrad.tensor import Tensor
+from scratchgrad.tensor import Tensor, where
 
 # (PyTorch's gain of the linear ones and sigmoid is the int 1)
 _GAINS = {"linear": 1, "sigmoid": 1, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 0.75}
@@ -160,39 +160,71 @@ def trunc_normal_(
     b: float = 2.0,
     generator: Generator | None = None,
 ) -> Tensor:
-    """Fill with samples from N(mean, std**2) truncated to [a, b], as PyTorch draws them:
-    uniform between the CDF's values at ``a`` and ``b``, mapped back through the inverse CDF.
+    """Fill with samples from N(mean, std**2) truncated to [a, b], drawn as PyTorch 2.13 draws
+    them: where [a, b] holds more than 0.3 of the normal's mass, normal samples, those outside
+    drawn again until none is; else uniform samples in [a, b], each kept with probability
+    pdf(x) / (pdf's peak on [a, b]), the others drawn again. Both are exact far in a tail,
+    where an inverse CDF in float64 is not (its values there round to 1).
 
     >>> import scratchgrad as sg
     >>> w = trunc_normal_(sg.empty(1000), std=2.0, a=-1.0, b=3.0)
     >>> bool((w >= -1).all() and (w <= 3).all())
     True
     """
-    if not is_floating(tensor.dtype):  # (the draws below are float64 whatever the tensor is)
-        raise NotImplementedError(
-            f"trunc_normal_: not implemented for {tensor.dtype.name} tensors; give a floating "
-            "one, as "
-            "PyTorch requires"
-        )
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
             "values may be incorrect.",
             stacklevel=2,
         )
-    low, high = ((1 + math.erf((x - mean) / (std * math.sqrt(2.0)))) / 2 for x in (a, b))
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     with no_grad():
-        # in float64 whatever the tensor's dtype: in float32 the CDF's values far in a tail
-        # round to 1, and erfinv sends every sample to a bound (all 8s for a=6, b=8)
-        draws = tensor.new_empty(tensor.shape, dtype=float64)
-        draws.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
-        return tensor.copy_((draws.erfinv() * (std * math.sqrt(2.0)) + mean).clamp(a, b))
+        if mass > 0.3:
+            return _normal_redrawn_outside(tensor, mean, std, a, b, generator)
+        return _uniform_rejection_sampled(tensor, mean, std, a, b, generator)
+
+
+def _normal_cdf(z: float) -> float:
+    return (1.0 + math.erf(z / math.sqrt(2.0))) / 2.0
+
+
+def _normal_redrawn_outside(tensor, mean, std, a, b, generator) -> Tensor:
+    """``tensor`` filled with N(mean, std**2) samples, those outside [a, b] (the bounds
+    rounded to the tensor's dtype, as PyTorch's) drawn again until none is."""
+    low, high = (tensor.new_tensor(bound).item() for bound in (a, b))
+    tensor.normal_(mean, std, generator=generator)
+    outside = (tensor < low) | (tensor > high)
+    while outside.any():
+        again = empty_like(tensor).normal_(mean, std, generator=generator)
+        tensor.copy_(where(outside, again, tensor))
+        outside = (tensor < low) | (tensor > high)
+    return tensor
+
+
+def _uniform_rejection_sampled(tensor, mean, std, a, b, generator) -> Tensor:
+    """``tensor`` filled with U(a, b) samples, each kept with probability pdf(x) / peak
+    (rejection sampling of the truncated normal), the rejected ones drawn again until none is."""
+    peak = max(a, min(mean, b))  # (Python's min and max, as PyTorch's, for a NaN mean too)
+    log_peak = -0.5 * ((peak - mean) / std) ** 2
+
+    def rejected(candidates: Tensor) -> Tensor:
+        log_pdf = ((candidates - mean) / std) ** 2 * -0.5 - log_peak
+        return empty_like(candidates).uniform_(generator=generator).log() > log_pdf
+
+    pending = rejected(tensor.uniform_(a, b, generator=generator))
+    while pending.any():
+        candidates = empty_like(tensor).uniform_(a, b, generator=generator)
+        tensor.copy_(where(pending, candidates, tensor))
+        pending = pending & rejected(candidates)
+    return tensor
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
     """Fill with a (semi-)orthogonal matrix, the Q of a QR decomposition of a normal sample
     (Saxe et al., 2013, https://arxiv.org/abs/1312.6120), times ``gain``; dims past the first
-    are flattened. The signs of R's diagonal fix Q's, so it is uniformly distributed.
+    are flattened. The signs of R's diagonal fix Q's, so it is uniformly distributed. A
+    non-contiguous tensor of 3 or more dims is filled too (PyTorch's raises, as it cannot view
+    it as a matrix).
 
     >>> import scratchgrad as sg
     >>> w = orthogonal_(sg.empty(3, 5))
@@ -254,7 +286,8 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     centre = tuple(size // 2 for size in tensor.shape[2:])
     with no_grad():
         tensor.zero_()
-        tensor[(outputs, xp.tile(channels, groups), *centre)] = 1
+        if outputs.size:  # (none: an empty kernel's centre is not indexed, as PyTorch's loop)
+            tensor[(outputs, xp.tile(channels, groups), *centre)] = 1
     return tensor
 
 
