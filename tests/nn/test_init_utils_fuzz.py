@@ -293,3 +293,260 @@ def test_init_with_a_generator_repeats_its_draws_and_leaves_the_global_one(case,
     second = _run_init(sg, name, kwargs, sg.empty(shape))[0]
     np.testing.assert_array_equal(first.numpy(), second.numpy())
     assert (sg.get_rng_state() == state).all(), f"{name} drew from the global generator"
+
+
+# ---- nn.utils: gradient clipping --------------------------------------------------------------
+
+NORM_TYPES = [1, 2, 2.0, 3.5, 0, 0.5, -1, math.inf, -math.inf, "inf"]
+
+
+@st.composite
+def gradients(draw) -> list:
+    """[(parameter array, its gradient array or None)]: 0-d, empty and small shapes, gradients
+    of zeros, random ones, or random with infinities and NaN."""
+    dtype = draw(st.sampled_from(["float64", "float32", "float16"]))
+    pairs = []
+    for _ in range(draw(st.integers(0, 4))):
+        shape = draw(st.sampled_from([(), (0,), (3,), (2, 3), (1,), (4, 0, 2)]))
+        param = np.ones(shape, dtype)
+        kind = draw(st.sampled_from(["none", "zeros", "random", "random", "special"]))
+        grad = None
+        if kind != "none":
+            values = (
+                st.floats(-100, 100)
+                if kind != "special"
+                else st.sampled_from([0.0, 1.5, -2.0, math.inf, -math.inf, math.nan])
+            )
+            size = math.prod(shape)
+            grad = np.array(draw(st.lists(values, min_size=size, max_size=size)), dtype)
+            grad = (grad * (kind != "zeros")).reshape(shape)
+        pairs.append((param, grad))
+    return pairs
+
+
+def _parameters(lib, pairs):
+    params = []
+    for param, grad in pairs:
+        p = lib.tensor(param, requires_grad=True)
+        p.grad = None if grad is None else lib.tensor(grad)
+        params.append(p)
+    return params
+
+
+def _pass_as(params, form):
+    """The parameters as a list, a generator, or the one tensor alone."""
+    if form == "generator":
+        return (p for p in params)
+    if form == "tensor" and len(params) == 1:
+        return params[0]
+    return params
+
+
+@st.composite
+def clip_calls(draw):
+    """(name, keyword arguments other than the parameters) of a clipping call."""
+    name = draw(
+        st.sampled_from(
+            ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+        )
+    )
+    foreach = draw(st.sampled_from([None, False, True]))
+    max_norm = draw(st.sampled_from([1.0, 0.5, 0.0, -1.0, 1e-8, 1e10, 3]))
+    if name == "clip_grad_value_":
+        return name, {
+            "clip_value": draw(st.sampled_from([0.5, 0, -1.0, 1e10, 3])),
+            "foreach": foreach,
+        }
+    kwargs = {"norm_type": draw(st.sampled_from(NORM_TYPES)), "foreach": foreach}
+    if name != "clip_grads_with_norm_":
+        kwargs["error_if_nonfinite"] = draw(st.booleans())
+    if name != "get_total_norm":
+        kwargs["max_norm"] = max_norm
+    return name, kwargs
+
+
+def _clip(lib, name, kwargs, params, form):
+    utils = lib.nn.utils
+    kwargs = dict(kwargs)
+    if name == "get_total_norm":
+        return utils.get_total_norm(
+            _pass_as([p.grad for p in params if p.grad is not None], form), **kwargs
+        )
+    if name == "clip_grads_with_norm_":
+        grads = [p.grad for p in params if p.grad is not None]
+        total = utils.get_total_norm(grads, kwargs.pop("norm_type"))
+        return utils.clip_grads_with_norm_(_pass_as(params, form), total_norm=total, **kwargs)
+    return getattr(utils, name)(_pass_as(params, form), **kwargs)
+
+
+def _assert_same_values(ours, theirs, what, dtype):
+    """Tensors (or None) of the same dtype and shape whose entries agree within ``dtype``'s
+    round-off (NaN where PyTorch's are)."""
+    assert (ours is None) == (theirs is None), what
+    if theirs is None:
+        return
+    assert same_dtype(ours, theirs), f"{what}: {ours.dtype}, PyTorch's {theirs.dtype}"
+    rtol = {"float64": 1e-10, "float32": 1e-5, "float16": 2e-3}[dtype]
+    np.testing.assert_allclose(
+        ours.detach().double().numpy(),
+        theirs.detach().double().numpy(),
+        rtol=rtol,
+        atol=rtol * 1e-3,
+        err_msg=what,
+    )
+
+
+def _reciprocal_overflows(name, kwargs, their_params) -> bool:
+    """Whether PyTorch's ``max_norm / (total_norm + 1e-6)`` is wrong: a Python number divided
+    by a float16 tensor is computed as the number times its reciprocal, which overflows to inf
+    below 1.5e-5 (``0.0 / tensor(1e-5, dtype=float16)`` is NaN, ``1e-8 / ...`` inf: NaN
+    gradients, or none clipped); ours divides."""
+    grads = [p.grad for p in their_params if p.grad is not None]
+    if name not in ("clip_grad_norm_", "clip_grads_with_norm_") or not grads:
+        return False
+    total = outcome(torch.nn.utils.get_total_norm, grads, kwargs["norm_type"])
+    if isinstance(total, Exception) or total.dtype != torch.float16:
+        return False
+    return bool(torch.isinf(1 / (total + 1e-6)))
+
+
+@given(gradients(), clip_calls(), st.sampled_from(["list", "generator", "tensor"]))
+@FUZZ
+def test_clipping_matches_pytorch(pairs, call, form):
+    name, kwargs = call
+    shown = [(p.shape, None if g is None else g.tolist()) for p, g in pairs]
+    what = f"{name}({shown}, {kwargs}, {form})"
+    dtype = str(pairs[0][0].dtype) if pairs else "float64"
+    ours_params, their_params = _parameters(sg, pairs), _parameters(torch, pairs)
+    assume(not _reciprocal_overflows(name, kwargs, their_params))
+    ours = outcome(_clip, sg, name, kwargs, ours_params, form)
+    theirs = outcome(_clip, torch, name, kwargs, their_params, form)
+    if name == "clip_grad_value_" and all(p.grad is None for p in their_params):
+        # README, What is different: "nn.utils.clip_grad_value_ over parameters none of which
+        # has a gradient does nothing" (PyTorch's raises "Expected !nested_tensorlist[0].empty()")
+        theirs = None
+    if raised_alike(ours, theirs, what):
+        return
+    _assert_same_values(ours, theirs, f"{what}: result", dtype)
+    for i, (o, t) in enumerate(zip(ours_params, their_params)):
+        _assert_same_values(o.grad, t.grad, f"{what}: gradient {i}", dtype)
+
+
+# ---- nn.utils: parameters as one vector -------------------------------------------------------
+
+
+@given(
+    st.lists(st.sampled_from([(), (0,), (3,), (2, 3), (1, 1, 2)]), max_size=4),
+    st.lists(st.sampled_from(["float64", "float32"]), min_size=4, max_size=4),
+    st.integers(-2, 2),
+    st.sampled_from(["float64", "float32"]),
+)
+@FUZZ
+def test_parameters_as_a_vector_match_pytorch(shapes, dtypes, extra, vec_dtype):
+    rng = np.random.default_rng(len(shapes))
+    arrays = [rng.standard_normal(s).astype(d) for s, d in zip(shapes, dtypes)]
+    vector = rng.standard_normal(max(sum(a.size for a in arrays) + extra, 0))
+    what = f"{[(a.shape, a.dtype) for a in arrays]}, {extra:+} entries, {vec_dtype}"
+    results = {}
+    for lib in (sg, torch):
+        params = [lib.tensor(a, requires_grad=True) for a in arrays]
+        flat = outcome(lib.nn.utils.parameters_to_vector, params)
+        if not isinstance(flat, Exception):
+            (flat * lib.arange(flat.numel(), dtype=flat.dtype)).sum().backward()
+        copied = [p.detach().clone() for p in params]
+        vec = lib.tensor(vector, dtype=getattr(lib, vec_dtype))
+        done = outcome(lib.nn.utils.vector_to_parameters, vec, copied)
+        results[lib] = flat, [p.grad for p in params], done, copied
+    (flat, grads, done, copied), (t_flat, t_grads, t_done, t_copied) = results.values()
+    if not raised_alike(flat, t_flat, f"parameters_to_vector({what})"):
+        _assert_same_values(flat.detach(), t_flat.detach(), what, "float64")
+        for g, t in zip(grads, t_grads):
+            _assert_same_values(g, t, f"{what}: gradient", "float64")
+    if not raised_alike(done, t_done, f"vector_to_parameters({what})"):
+        for p, t in zip(copied, t_copied):
+            _assert_same_values(p, t, f"{what}: parameter after", "float64")
+
+
+# ---- nn.utils.rnn: padding and packing --------------------------------------------------------
+
+
+@st.composite
+def sequence_calls(draw):
+    """(lengths, feature shape, name, keyword arguments) of a padding or packing helper."""
+    lengths = draw(st.lists(st.integers(0, 4), min_size=1, max_size=4))
+    features = draw(st.sampled_from([(), (2,), (1, 3)]))
+    name = draw(
+        st.sampled_from(
+            ["pad_sequence", "pack_sequence", "pack_padded_sequence", "pad_packed_sequence",
+             "unpad_sequence", "unpack_sequence"]
+        )
+    )  # fmt: skip
+    kwargs = {}
+    if name in ("pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "unpad_sequence"):
+        kwargs["batch_first"] = draw(st.booleans())
+    if name in ("pad_sequence", "pad_packed_sequence"):
+        kwargs["padding_value"] = draw(st.sampled_from([0.0, -1.5, math.inf, 2]))
+    if name == "pad_sequence":
+        kwargs["padding_side"] = draw(st.sampled_from(["right", "left", "up"]))
+    if name in ("pack_sequence", "pack_padded_sequence", "pad_packed_sequence", "unpack_sequence"):
+        kwargs["enforce_sorted"] = draw(st.booleans())
+    if name == "pad_packed_sequence":
+        kwargs["total_length"] = draw(st.sampled_from([None, max(lengths), max(lengths) + 2, 1]))
+    if name == "pack_padded_sequence":
+        kwargs["lengths_as"] = draw(st.sampled_from(["list", "tensor"]))
+    return lengths, features, name, kwargs
+
+
+def _run_sequences(lib, lengths, arrays, name, kwargs):
+    """The helper's outputs as a flat tuple of tensors (and lists of ints), from leaves
+    made of ``arrays`` (one per sequence)."""
+    utils = lib.nn.utils.rnn
+    kwargs = dict(kwargs)
+    seqs = [lib.tensor(a, requires_grad=True) for a in arrays]
+    leaves = list(seqs)
+    if name == "pad_sequence":
+        return (utils.pad_sequence(seqs, **kwargs),), leaves
+    if name == "pack_sequence":
+        return tuple(utils.pack_sequence(seqs, **kwargs)), leaves
+    padded = utils.pad_sequence(seqs, batch_first=kwargs.get("batch_first", False))
+    if name == "unpad_sequence":
+        return tuple(utils.unpad_sequence(padded, lib.tensor(lengths), **kwargs)), leaves
+    if name == "pack_padded_sequence":
+        as_tensor = kwargs.pop("lengths_as") == "tensor"
+        given = lib.tensor(lengths) if as_tensor else lengths
+        return tuple(utils.pack_padded_sequence(padded, given, **kwargs)), leaves
+    packed = utils.pack_sequence(seqs, enforce_sorted=kwargs.pop("enforce_sorted"))
+    if name == "unpack_sequence":
+        return tuple(utils.unpack_sequence(packed)), leaves
+    out, out_lengths = utils.pad_packed_sequence(packed, **kwargs)
+    return (out, out_lengths), leaves
+
+
+@given(sequence_calls(), st.integers(0, 2**16))
+@FUZZ
+def test_sequence_helpers_match_pytorch(call, seed):
+    lengths, features, name, kwargs = call
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((n, *features)) for n in lengths]
+    what = f"{name}(lengths {lengths}, features {features}, {kwargs})"
+    ours = outcome(_run_sequences, sg, lengths, arrays, name, kwargs)
+    theirs = outcome(_run_sequences, torch, lengths, arrays, name, kwargs)
+    if raised_alike(ours, theirs, what):
+        return
+    (outs, leaves), (t_outs, t_leaves) = ours, theirs
+    assert len(outs) == len(t_outs), what
+    weights = []
+    for i, (o, t) in enumerate(zip(outs, t_outs)):
+        if t is None or o is None:
+            assert o is t, f"{what}: output {i} is {o}, PyTorch's {t}"
+            continue
+        assert same_dtype(o, t) and tuple(o.shape) == tuple(t.shape), f"{what}: output {i}"
+        np.testing.assert_array_equal(o.detach().numpy(), t.detach().numpy(), err_msg=what)
+        assert o.requires_grad == t.requires_grad, f"{what}: output {i} requires_grad"
+        if t.requires_grad:
+            weights.append((o, t, rng.standard_normal(tuple(t.shape))))
+    if weights:
+        sum((o * sg.tensor(w)).sum() for o, _, w in weights).backward()
+        sum((t * torch.tensor(w)).sum() for _, t, w in weights).backward()
+    for x, t in zip(leaves, t_leaves):
+        _assert_same_values(x.grad, t.grad, f"{what}: gradient", "float64")
