@@ -550,3 +550,75 @@ def test_sequence_helpers_match_pytorch(call, seed):
         sum((t * torch.tensor(w)).sum() for _, t, w in weights).backward()
     for x, t in zip(leaves, t_leaves):
         _assert_same_values(x.grad, t.grad, f"{what}: gradient", "float64")
+
+
+# ---- nn.utils.fusion --------------------------------------------------------------------------
+
+
+@st.composite
+def fusions(draw):
+    """(layer builder, batch norm builder, input shape, transpose, modes) of a fusion."""
+    kind = draw(st.sampled_from(["linear", "conv1d", "conv2d", "conv3d", "conv_transpose2d"]))
+    channels = draw(st.integers(1, 3))
+    bias = draw(st.booleans())
+    affine = draw(st.booleans())
+    bn_channels = draw(st.sampled_from([channels, channels, 1, channels + 1]))
+    dims = 1 if kind == "linear" else int(kind[-2])
+    shape = (3, 2) if kind == "linear" else (2, 2, *[3] * dims)
+    layer_name = {"linear": "Linear", "conv_transpose2d": "ConvTranspose2d"}.get(kind)
+
+    def layer(nn):
+        if kind == "linear":
+            return nn.Linear(2, channels, bias=bias)
+        return getattr(nn, layer_name or f"Conv{dims}d")(2, channels, 2, bias=bias)
+
+    def bn(nn):
+        return getattr(nn, f"BatchNorm{dims}d")(bn_channels, affine=affine)
+
+    transpose = draw(st.booleans()) if "transpose" in kind else False
+    training = draw(st.sampled_from([(False, False), (False, False), (True, False), (False, True)]))
+    dtypes = draw(
+        st.sampled_from([("float64", "float64"), ("float32", "float64"), ("float64", "float32")])
+    )
+    return kind, layer, bn, shape, transpose, training, dtypes
+
+
+@given(fusions(), st.integers(0, 2**16))
+@FUZZ
+def test_fusion_matches_pytorch(fusion, seed):
+    kind, layer, bn, shape, transpose, (layer_training, bn_training), dtypes = fusion
+    rng = np.random.default_rng(seed)
+    results = []
+    for lib in (sg, torch):
+        torch.manual_seed(seed)
+        theirs_layer = layer(torch.nn)
+        state = {k: v.numpy() for k, v in theirs_layer.state_dict().items()}
+        module = layer(lib.nn).to(getattr(lib, dtypes[0]))
+        module.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        norm = bn(lib.nn).to(getattr(lib, dtypes[1]))
+        stats = np.random.default_rng(seed)
+        for buffer in [*norm.parameters(), *norm.buffers()]:
+            if buffer.dtype != lib.int64:  # (not num_batches_tracked)
+                values = stats.uniform(0.5, 2.0, tuple(buffer.shape))
+                buffer.data = lib.tensor(values, dtype=buffer.dtype)
+        module.train(layer_training)
+        norm.train(bn_training)
+        fuse = lib.nn.utils.fusion
+        if kind == "linear":
+            fused = outcome(fuse.fuse_linear_bn_eval, module, norm)
+        else:
+            fused = outcome(fuse.fuse_conv_bn_eval, module, norm, transpose)
+        results.append(fused)
+    ours, theirs = results
+    what = f"{kind}, transpose={transpose}, training={layer_training, bn_training}, {dtypes}"
+    if raised_alike(ours, theirs, what):
+        return
+    for name, t in theirs.named_parameters():
+        o = getattr(ours, name)
+        assert o.requires_grad == t.requires_grad, f"{what}: {name} requires_grad"
+        _assert_same_values(o, t, f"{what}: fused {name}", "float32")
+    x = rng.standard_normal(shape)
+    ours_out = outcome(lambda: ours(sg.tensor(x, dtype=ours.weight.dtype)))
+    theirs_out = outcome(lambda: theirs(torch.tensor(x, dtype=theirs.weight.dtype)))
+    if not raised_alike(ours_out, theirs_out, f"{what}: the fused layer's output"):
+        _assert_same_values(ours_out, theirs_out, f"{what}: output", "float32")

@@ -148,3 +148,23 @@ def test_skip_init_stateless_and_memory_format_helpers():
         assert utils.convert_conv2d_weight_memory_format(layer, sg.channels_last) is layer
     with pytest.raises(TypeError, match="memory_format"):
         utils.convert_conv3d_weight_memory_format(layer, "channels_last_3d")
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_fusion_keeps_the_layers_dtypes_with_a_float64_batch_norm_as_torch(kind, bias):
+    """The fused weight and bias took the batch norm's float64 (a bias-free conv's bias, and
+    both of a linear layer's); PyTorch's keep the layer's float32."""
+    fused = {}
+    for lib in (sg, torch):
+        if kind == "linear":
+            layer, bn = lib.nn.Linear(2, 3, bias=bias), lib.nn.BatchNorm1d(3)
+            fuse = lib.nn.utils.fusion.fuse_linear_bn_eval
+        else:
+            layer, bn = lib.nn.Conv1d(2, 3, 2, bias=bias), lib.nn.BatchNorm1d(3)
+            fuse = lib.nn.utils.fusion.fuse_conv_bn_eval
+        fused[lib] = fuse(layer.eval(), bn.double().eval())
+    for name in ("weight", "bias"):
+        ours, theirs = getattr(fused[sg], name), getattr(fused[torch], name)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1] == "float32"
+        assert ours.requires_grad == theirs.requires_grad

@@ -52,7 +52,9 @@ def fuse_conv_bn_weights(
     transpose: bool = False,
 ) -> tuple[Parameter, Parameter]:
     """The fused convolution's ``(weight, bias)``: each output channel's filter scaled by
-    ``bn_w / sqrt(bn_rv + eps)``, and the bias moved by the running mean and ``bn_b``."""
+    ``bn_w / sqrt(bn_rv + eps)``, and the bias moved by the running mean and ``bn_b``; in
+    the convolution's dtypes (its weight's where it has no bias), as PyTorch's."""
+    bias_dtype = conv_w.dtype if conv_b is None else conv_b.dtype
     with no_grad():
         conv_b = bn_rm.new_zeros(bn_rm.shape) if conv_b is None else conv_b
         scale = (bn_rv + bn_eps).rsqrt() * (1 if bn_w is None else bn_w)
@@ -61,7 +63,7 @@ def fuse_conv_bn_weights(
         bias = (conv_b - bn_rm) * scale + (0 if bn_b is None else bn_b)
     return (
         Parameter(weight.to(conv_w.dtype), conv_w.requires_grad),
-        Parameter(bias.to(conv_b.dtype), conv_b.requires_grad),
+        Parameter(bias.to(bias_dtype), conv_b.requires_grad),
     )
 
 
@@ -90,12 +92,14 @@ def fuse_linear_bn_weights(
     bn_b: Tensor,
 ) -> tuple[Parameter, Parameter]:
     """The fused linear layer's ``(weight, bias)``: each output row scaled by
-    ``bn_w / sqrt(bn_rv + eps)``, and the bias moved by the running mean and ``bn_b``."""
+    ``bn_w / sqrt(bn_rv + eps)``, and the bias moved by the running mean and ``bn_b``; in
+    the linear layer's dtypes (its weight's where it has no bias), as PyTorch's."""
+    bias_dtype = linear_w.dtype if linear_b is None else linear_b.dtype
     with no_grad():
         linear_b = bn_rm.new_zeros(bn_rm.shape) if linear_b is None else linear_b
         scale = bn_w * (bn_rv + bn_eps).rsqrt()
-        weight = linear_w * scale.unsqueeze(-1)
-        bias = (linear_b - bn_rm) * scale + bn_b
+        weight = linear_w * scale.unsqueeze(-1).to(linear_w.dtype)
+        bias = ((linear_b - bn_rm) * scale + bn_b).to(bias_dtype)
     return Parameter(weight, linear_w.requires_grad), Parameter(bias, linear_b.requires_grad)
 
 
