@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 import torch
+import torch.nn.utils.prune  # noqa: F401 (torch.nn.utils does not import it)
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from oracle import (
@@ -755,3 +756,72 @@ def test_parametrizations_match_pytorch(chain, shape, training, leave_parametriz
     assert type(ours).__name__ == type(theirs).__name__ == "Linear", what
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     _assert_same_values(ours.weight.detach(), theirs.weight.detach(), f"{what}: weight", "float64")
+
+
+# ---- nn.utils.prune ---------------------------------------------------------------------------
+
+
+@st.composite
+def prunings(draw):
+    """A sequence of one to three deterministic pruning steps on a linear or conv layer's
+    weight or bias: [(method name, keyword arguments)], then whether to ``remove``."""
+    amounts = st.one_of(
+        st.floats(0.0, 1.0), st.integers(0, 13), st.sampled_from([-1, 1.5, 0.0, 1.0, 2, True])
+    )
+    steps = []
+    for _ in range(draw(st.integers(1, 3))):
+        method = draw(st.sampled_from(["l1_unstructured", "ln_structured", "identity", "global"]))
+        kwargs = {"name": draw(st.sampled_from(["weight", "weight", "bias"]))}
+        if method != "identity":
+            kwargs["amount"] = draw(amounts)
+        if method == "ln_structured":
+            # (not the bias: after an earlier pruning PyTorch's finds its channels by a sum
+            # over dims=[], which sums them all, and prunes the 1-d tensor as (1, n) where a
+            # first pruning raises "Structured pruning can only be applied to
+            # multidimensional tensors")
+            kwargs["name"] = "weight"
+            kwargs["n"] = draw(st.sampled_from([1, 2, math.inf, -math.inf, "fro", 0]))
+            kwargs["dim"] = draw(st.sampled_from([0, 1, -1, 2, 3]))
+        steps.append((method, kwargs))
+    return steps, draw(st.booleans())
+
+
+def _pruned(lib, state, conv, steps, remove):
+    prune = lib.nn.utils.prune
+    layer = (lib.nn.Conv1d(2, 3, 2) if conv else lib.nn.Linear(4, 3)).double()
+    layer.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    for method, kwargs in steps:
+        kwargs = dict(kwargs)
+        if method == "global":
+            name, amount = kwargs["name"], kwargs["amount"]
+            prune.global_unstructured(
+                [(layer, name), (layer, "weight")], prune.L1Unstructured, amount=amount
+            )
+        else:
+            getattr(prune, method)(layer, **kwargs)
+    if remove:
+        prune.remove(layer, steps[-1][1]["name"])
+    return layer
+
+
+@given(prunings(), st.booleans(), st.integers(0, 2**16))
+@FUZZ
+def test_pruning_matches_pytorch(pruning, conv, seed):
+    steps, remove = pruning
+    rng = np.random.default_rng(seed)
+    shapes = {"weight": (3, 2, 2) if conv else (3, 4), "bias": (3,)}
+    state = {k: rng.standard_normal(s) for k, s in shapes.items()}
+    what = f"{steps}, remove={remove}, conv={conv}"
+    ours = outcome(_pruned, sg, state, conv, steps, remove)
+    theirs = outcome(_pruned, torch, state, conv, steps, remove)
+    if raised_alike(ours, theirs, what):
+        return
+    assert list(ours.state_dict()) == list(theirs.state_dict()), what
+    for name, t in theirs.state_dict().items():
+        o = ours.state_dict()[name]
+        assert same_dtype(o, t), f"{what}: {name} is {o.dtype}"
+        np.testing.assert_array_equal(o.numpy(), t.numpy(), err_msg=f"{what}: {name}")
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(
+            getattr(ours, name).detach().numpy(), getattr(theirs, name).detach().numpy(), what
+        )

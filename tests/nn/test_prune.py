@@ -329,3 +329,15 @@ def test_pruning_a_buffer_raises_and_changes_nothing():
             p.l1_unstructured(norm, "running_mean", 1)
         assert list(norm.state_dict())[:3] == ["weight", "bias", "running_mean"]
         assert not p.is_pruned(norm)
+
+
+@pytest.mark.parametrize("method", ["l1_unstructured", "random_unstructured"])
+def test_unstructured_amount_true_raises_as_torch_and_changes_nothing(method):
+    """amount=True pruned one entry (True read as 1); PyTorch's topk refuses k=True."""
+    with pytest.raises(TypeError):
+        getattr(torch_prune, method)(torch.nn.Linear(3, 2), "weight", amount=True)
+    layer = sg.nn.Linear(3, 2)
+    with pytest.raises(TypeError, match="amount=True"):
+        getattr(prune, method)(layer, "weight", amount=True)
+    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias"]
+    assert not prune.is_pruned(layer)

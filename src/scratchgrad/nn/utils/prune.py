@@ -185,6 +185,11 @@ class _Unstructured(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         count = _count(self.amount, t.numel())
+        if count and isinstance(self.amount, bool):  # (PyTorch's topk refuses k=True)
+            raise TypeError(
+                f"{type(self).__name__}: amount=True is a bool, not a count of entries to prune "
+                "(PyTorch's topk(): argument 'k' must be int, not bool)"
+            )
         mask = default_mask.reshape(-1).clone()
         if count:
             mask[self.scores(t).reshape(-1).topk(count, largest=False).indices] = 0
