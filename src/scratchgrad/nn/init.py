@@ -177,6 +177,8 @@ def trunc_normal_(
             "values may be incorrect.",
             stacklevel=2,
         )
+    if tensor.is_meta:  # (no entries to draw, as PyTorch's)
+        return tensor
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     with no_grad():
         if mass > 0.3:
