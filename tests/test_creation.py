@@ -2,6 +2,8 @@
 requires_grad, memory sharing, and seeded reproducibility.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from oracle import same_dtype
@@ -469,3 +471,30 @@ def test_scalar_tensor_is_a_0d_tensor_of_the_default_dtype():
         x = lib.scalar_tensor(3)
         assert x.shape == () and x.dtype == lib.float32 and x.item() == 3.0
         assert lib.scalar_tensor(1, dtype=lib.int64).dtype == lib.int64
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("shape", [(), (1,), (0,), (3,)])
+@pytest.mark.parametrize("make", ["fill_", "full", "new_full"])
+def test_a_float_past_the_dtypes_largest_fills_as_torch(dtype, shape, make):
+    """full, new_full and fill_ of 1e30 into float16 (1e39 into float32, 1e300 into bfloat16)
+    wrote inf with NumPy's RuntimeWarning; PyTorch raises, except into one 16-bit entry."""
+    value = {"float16": 1e30, "bfloat16": 1e300, "float32": 1e39}[dtype]
+
+    def call(lib):
+        kind = getattr(lib, dtype)
+        if make == "full":
+            return lib.full(shape, value, dtype=kind)
+        if make == "new_full":
+            return lib.zeros(2, dtype=kind).new_full(shape, value)
+        return lib.zeros(shape, dtype=kind).fill_(value)
+
+    try:
+        expected = call(torch)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match=f"type {dtype} without overflow"):
+            call(sg)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(call(sg).float().numpy(), expected.float().numpy())

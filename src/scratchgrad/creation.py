@@ -19,7 +19,7 @@ import ml_dtypes
 from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
-from scratchgrad.dtypes import python_number, to_array, written_number
+from scratchgrad.dtypes import filled_number, python_number, to_array
 from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape, write_out
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
@@ -322,10 +322,9 @@ def full(
     if dtype is None:
         dtype = to_array(python_number(value), None).dtype
     dtype = backend.to_dtype(dtype)
-    fill_value = written_number(fill_value, dtype)  # -1 is 255 in uint8; 300 raises
-    return _finish(
-        _make(_xp(device).full, new_shape("full", (size,)), fill_value, dtype), requires_grad
-    )
+    shape = new_shape("full", (size,))
+    fill_value = filled_number(fill_value, dtype, math.prod(shape))  # 300 into uint8 raises
+    return _finish(_make(_xp(device).full, shape, fill_value, dtype), requires_grad)
 
 
 @_takes_out

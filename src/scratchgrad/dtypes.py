@@ -20,6 +20,7 @@ The engine computes on NumPy dtypes (``promoted``, ``result_dtype``); the public
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 from typing import Any
 
@@ -343,6 +344,35 @@ def written_number(value: Any, dtype: numpy.dtype) -> Any:
     if type(value) is int and 0 <= value < 128:  # in every integer dtype: the common case
         return value
     return _checked(xp.array(value), dtype).item()
+
+
+def filled_number(value: Any, dtype: numpy.dtype, size: int) -> Any:
+    """A Python number filling ``size`` entries of ``dtype`` (``fill_``, ``full``), checked as
+    PyTorch checks it: as ``written_number`` for an integer dtype; a finite float past a
+    floating dtype's largest raises (float16's 1e30, float32's 1e39; inf passes), except into
+    exactly one 16-bit entry, which PyTorch makes inf.
+
+    >>> import scratchgrad as sg
+    >>> filled_number(1e30, sg.float16, 1)
+    inf
+    >>> filled_number(1e30, sg.float16, 3)
+    Traceback (most recent call last):
+    RuntimeError: value cannot be converted to type float16 without overflow
+    """
+    if type(value) is not float or not is_floating(dtype):
+        return written_number(value, dtype)
+    if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):
+        if size != 1 or dtype.itemsize > 2:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        with numpy.errstate(over="ignore"):  # (rounded here, silently: inf, or float16's 65504)
+            return float(numpy.asarray(value, dtype))
+    return value
+
+
+@functools.cache
+def _largest(dtype: numpy.dtype) -> float:
+    """A floating dtype's largest finite number (looked up once)."""
+    return float(ml_dtypes.finfo(dtype).max)
 
 
 def wrapped_int(value: int, dtype: numpy.dtype) -> int:

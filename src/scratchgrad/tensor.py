@@ -37,6 +37,7 @@ from scratchgrad.dtypes import (
     can_cast,
     check_memory_format,
     contiguous_format,
+    filled_number,
     layout,
     preserve_format,
     promoted,
@@ -1959,7 +1960,7 @@ class Tensor:
             return self._record_in_place("fill_", _overwrite, value)
         _reached(self)
         try:
-            _call(_fill, self.array, written_number(value, self.array.dtype))
+            _call(_fill, self.array, filled_number(value, self.array.dtype, self.array.size))
         except ValueError as error:
             raise _write_error("fill_", self.array, error) from None
         increment_version(self)
@@ -5149,6 +5150,8 @@ class Tensor:
         make = getattr(backend.array_module(device or self.device), name)
         # through capture_hook: a jitted step's replays make a new array, as eager calls do
         shape = new_shape(f"new_{name}", size)
+        if name == "full":  # (checked as full's: 300 into uint8, 1e30 into float16 raise)
+            fill = (filled_number(fill[0], dtype, math.prod(shape)),)
         out = Tensor._make(capture_hook.call(make, shape, *fill, dtype=dtype))
         return out.requires_grad_() if requires_grad else out
 
