@@ -148,3 +148,17 @@ def test_clip_grad_norm_of_16_bit_gradients_accumulates_in_float32_as_torch(dtyp
         results.append([total.float().item(), w.grad.float().numpy()])
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-2)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-2)
+
+
+def test_clipping_float16_gradients_of_infinite_norm_by_a_max_norm_past_float16_as_torch():
+    """max_norm 1e10 was rounded to float16 (inf), and inf / inf made every gradient NaN;
+    PyTorch's coefficient is 1e10 / inf = 0 (NaN only where a gradient is inf)."""
+    grads = {}
+    for lib in (sg, torch):
+        params = [lib.ones(2, dtype=lib.float16, requires_grad=True) for _ in range(2)]
+        params[0].grad = lib.tensor([math.inf, 1.0], dtype=lib.float16)
+        params[1].grad = lib.tensor([2.0, -3.0], dtype=lib.float16)
+        lib.nn.utils.clip_grad_norm_(params, 1e10, norm_type=1)
+        grads[lib] = [p.grad.float().numpy() for p in params]
+    for ours, theirs in zip(grads[sg], grads[torch]):
+        np.testing.assert_array_equal(ours, theirs)

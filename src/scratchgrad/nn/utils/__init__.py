@@ -145,9 +145,13 @@ def clip_grads_with_norm_(
             "clip_grads_with_norm_: total_norm must be a Tensor (get_total_norm's result), got "
             f"{type(total_norm).__name__}"
         )
-    # In the norm's dtype, as PyTorch computes it (float32 arithmetic on a 0-d tensor).
+    # The denominator in the norm's dtype, as PyTorch's (a 0-d tensor plus 1e-6); the quotient
+    # of the Python number max_norm rounded to it: max_norm itself may not fit a float16
+    # (1e10 / inf made inf / inf, NaN; PyTorch's is 0)
     xp = backend.namespace(total_norm.array)
-    scale = float(xp.minimum(float(max_norm) / (total_norm.array + 1e-6), 1.0))
+    denominator = total_norm.array + 1e-6
+    scale = min(float(max_norm) / float(denominator), 1.0)  # (NaN stays NaN)
+    scale = float(xp.asarray(scale, denominator.dtype))
     with no_grad(), _silent_non_finite():
         for g in grads:
             g.mul_(scale)  # also when scale is 1 or NaN, as PyTorch
