@@ -171,14 +171,14 @@ def trunc_normal_(
     >>> bool((w >= -1).all() and (w <= 3).all())
     True
     """
+    if tensor.is_meta:  # (no entries to draw, as PyTorch's)
+        return tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
             "values may be incorrect.",
             stacklevel=2,
         )
-    if tensor.is_meta:  # (no entries to draw, as PyTorch's)
-        return tensor
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
     with no_grad():
         if mass > 0.3:

@@ -57,10 +57,12 @@ def fuse_conv_bn_weights(
     bias_dtype = conv_w.dtype if conv_b is None else conv_b.dtype
     with no_grad():
         conv_b = bn_rm.new_zeros(bn_rm.shape) if conv_b is None else conv_b
-        scale = (bn_rv + bn_eps).rsqrt() * (1 if bn_w is None else bn_w)
+        rsqrt = (bn_rv + bn_eps).rsqrt()
+        bn_w = 1 if bn_w is None else bn_w
         shape = [1, -1] if transpose else [-1, 1]
-        weight = conv_w * scale.reshape(shape + [1] * (conv_w.ndim - 2))
-        bias = (conv_b - bn_rm) * scale + (0 if bn_b is None else bn_b)
+        weight = conv_w * (bn_w * rsqrt).reshape(shape + [1] * (conv_w.ndim - 2))
+        # in PyTorch's order: a float64 bias is not rounded to a float32 batch norm's scale
+        bias = (conv_b - bn_rm) * rsqrt * bn_w + (0 if bn_b is None else bn_b)
     return (
         Parameter(weight.to(conv_w.dtype), conv_w.requires_grad),
         Parameter(bias.to(bias_dtype), conv_b.requires_grad),
