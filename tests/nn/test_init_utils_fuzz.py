@@ -40,6 +40,7 @@ from oracle import (
 import scratchgrad as sg
 
 FUZZ = fuzz_settings(60)
+FEWER = fuzz_settings(30)  # (the slow ones: a layer built, run and differentiated per example)
 
 # ---- nn.init ----------------------------------------------------------------------------------
 
@@ -703,7 +704,7 @@ def _twice(lib, layer, x, cached):
     st.sampled_from([None, True, False]),
     st.integers(0, 2**16),
 )
-@FUZZ
+@FEWER
 def test_parametrizations_match_pytorch(chain, shape, training, leave_parametrized, seed):
     for name, kwargs in chain:
         # (ours refuses householder without the trivialization, the default of a weight that
@@ -818,3 +819,68 @@ def test_pruning_matches_pytorch(pruning, conv, seed):
         np.testing.assert_array_equal(
             getattr(ours, name).detach().numpy(), getattr(theirs, name).detach().numpy(), what
         )
+
+
+# ---- nn.utils.weight_norm and spectral_norm (the legacy hooks) -------------------------------
+
+
+def _hooked(lib, layer_name, state, norm, kwargs):
+    """A layer holding ``state`` whose weight is normalised by the legacy hook ``norm``."""
+    layer = getattr(lib.nn, layer_name)(2, 3, 2).double() if layer_name != "Linear" else None
+    layer = layer if layer is not None else lib.nn.Linear(2, 3).double()
+    layer.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    return getattr(lib.nn.utils, norm)(layer, **kwargs)
+
+
+@given(
+    st.sampled_from(["Linear", "Conv1d", "ConvTranspose1d"]),
+    st.sampled_from(["weight_norm", "spectral_norm"]),
+    st.sampled_from([0, 1, -1, 2, -3, None]),
+    st.integers(1, 3),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
+@FUZZ
+def test_legacy_norm_hooks_match_pytorch(layer_name, norm, dim, iterations, training, remove, seed):
+    # PyTorch's spectral_norm permutes the weight by (dim, *[d for d in range(ndim) if d !=
+    # dim]), one dim too many for a negative dim: a RuntimeError "number of dimensions ... does
+    # not match"; ours wraps it (and raises IndexError for a dim past the weight's, as other
+    # ops do, where PyTorch's permute raises that RuntimeError)
+    ndim = 2 if layer_name == "Linear" else 3
+    assume(norm != "spectral_norm" or dim is None or 0 <= dim < ndim)
+    rng = np.random.default_rng(seed)
+    shape = (
+        (3, 2)
+        if layer_name == "Linear"
+        else ((2, 3, 2) if "Transpose" in layer_name else (3, 2, 2))
+    )
+    state = {"weight": rng.standard_normal(shape), "bias": rng.standard_normal(3)}
+    kwargs = (
+        {"dim": dim} if norm == "weight_norm" else {"n_power_iterations": iterations, "dim": dim}
+    )
+    what = f"{norm}({layer_name}, {kwargs}), training={training}"
+    theirs = outcome(_hooked, torch, layer_name, state, norm, kwargs)
+    ours = outcome(_hooked, sg, layer_name, state, norm, kwargs)
+    if raised_alike(ours, theirs, what):
+        return
+    # spectral_norm's power iteration starts from random vectors: ours from PyTorch's
+    ours.load_state_dict({k: sg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict()), what
+    ours.train(training)
+    theirs.train(training)
+    x = rng.standard_normal((2, 2) if layer_name == "Linear" else (2, 2, 4))
+    out = outcome(lambda: ours(sg.tensor(x)) + ours(sg.tensor(x)))
+    expected = outcome(lambda: theirs(torch.tensor(x)) + theirs(torch.tensor(x)))
+    if raised_alike(out, expected, what):
+        return
+    pairs = parameter_pairs(ours, theirs)
+    check_outputs_and_gradients(out, expected, [], "float64", what, pairs, tolerance=(1e-7, 1e-9))
+    for name, t in theirs.named_buffers():
+        _assert_same_values(dict(ours.named_buffers())[name], t, f"{what}: {name}", "float64")
+    if remove:
+        removed = outcome(getattr(sg.nn.utils, f"remove_{norm}"), ours)
+        t_removed = outcome(getattr(torch.nn.utils, f"remove_{norm}"), theirs)
+        if not raised_alike(removed, t_removed, f"{what}, removed"):
+            assert list(ours.state_dict()) == list(theirs.state_dict()), what
+            _assert_same_values(ours.weight, theirs.weight, f"{what}: removed", "float64")
