@@ -3666,8 +3666,12 @@ class Tensor:
 
     def _fill(self, name: str, sample: Callable[[tuple], Any]) -> Tensor:
         """The random fills' last step: this tensor overwritten with ``sample(shape)`` (no
-        gradient flows to the old values, as PyTorch's fills), drawn as ``_random`` says."""
-        return self._copy_from(name, _random(sample, self.array.shape, into=self))
+        gradient flows to the old values, as PyTorch's fills), drawn as ``_random`` says. A
+        draw past a 16-bit dtype's range becomes inf silently, as PyTorch's (``normal_(0,
+        1e30)`` of float16)."""
+        draws = _random(sample, self.array.shape, into=self)
+        with backend.errstate(over="ignore"):
+            return self._copy_from(name, draws)
 
     def bernoulli_(self, p: float | Tensor = 0.5, *, generator: Any = None) -> Tensor:
         """Fill with ones with probability ``p`` (a number, or a tensor of probabilities that

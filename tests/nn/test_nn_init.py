@@ -276,3 +276,12 @@ def test_normal_of_infinite_mean_and_std_is_silent_as_torch():
         torch.nn.init.normal_(torch.empty(100), math.inf, math.inf)
         out = init.normal_(sg.empty(100), math.inf, math.inf)
     assert not np.isfinite(out.numpy()).any()
+
+
+def test_normal_past_float16s_range_is_silent_as_torch():
+    """NumPy warned "overflow encountered in cast" where a float64 draw became float16's inf."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = torch.nn.init.normal_(torch.empty(60, 50, dtype=torch.float16), 0.0, 1e30)
+        out = init.normal_(sg.empty(60, 50, dtype=sg.float16), 0.0, 1e30)
+    assert np.isinf(out.float().numpy()).all() and torch.isinf(expected).all()
