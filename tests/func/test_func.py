@@ -116,10 +116,23 @@ def test_stack_module_state():
             np.testing.assert_array_equal(
                 stacked[i].detach().numpy(), dict(model.named_parameters())[name].detach().numpy()
             )
-    with pytest.raises(RuntimeError, match="model 1 has no entry '0.weight' of shape"):
+    with pytest.raises(RuntimeError, match=r"'0.weight' of model 1 has shape \(4, 2\), of model 0"):
         stack_module_state([_mlp(sg), _mlp(sg, (2, 4, 2))])
     with pytest.raises(RuntimeError, match="expected the same class and mode"):
         stack_module_state([nn.Linear(2, 2), nn.Linear(2, 2).eval()])
+
+
+def test_stack_module_state_refuses_mixed_requires_grad_and_missing_entries_as_torch():
+    """Stacking used to take model 0's requires_grad for all (a frozen weight of model 1 came
+    back trainable); PyTorch refuses, and a name model 1 lacks is PyTorch's KeyError."""
+    models = [nn.Linear(2, 2), nn.Linear(2, 2)]
+    models[1].weight.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="'weight' of model 1 has requires_grad=False"):
+        stack_module_state(models)
+    with pytest.raises(RuntimeError, match="same .requires_grad"):
+        stack_module_state(models[::-1])
+    with pytest.raises(KeyError, match="model 1 has no entry '2.weight'"):
+        stack_module_state([_mlp(sg), nn.Sequential(nn.Linear(3, 4))])
 
 
 def test_a_population_in_one_call_equals_each_model_and_torch():

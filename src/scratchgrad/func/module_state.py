@@ -84,15 +84,22 @@ def _stacked(models: Sequence[Module], members: str, keep_grad: bool) -> dict[st
     names = [dict(getattr(model, members)()) for model in models]
     stacked = {}
     for name, first in names[0].items():
-        tensors = []
         for i, entries in enumerate(names):
-            if name not in entries or entries[name].shape != first.shape:
+            if name not in entries:  # a KeyError, as PyTorch's lookup of model 0's names raises
+                raise KeyError(f"stack_module_state: model {i} has no entry {name!r}")
+            if entries[name].shape != first.shape:
                 raise RuntimeError(
-                    f"stack_module_state: model {i} has no entry {name!r} of shape "
-                    f"{tuple(first.shape)}; all models must have the same shapes"
+                    f"stack_module_state: {name!r} of model {i} has shape "
+                    f"{tuple(entries[name].shape)}, of model 0 {tuple(first.shape)}; all models "
+                    "must have the same shapes"
                 )
-            tensors.append(entries[name].detach())
-        out = stack(tensors)
+            if entries[name].requires_grad != first.requires_grad:
+                raise RuntimeError(
+                    f"stack_module_state: {name!r} of model {i} has requires_grad="
+                    f"{entries[name].requires_grad}, of model 0 {first.requires_grad}; expected "
+                    "the same .requires_grad in every model"
+                )
+        out = stack([entries[name].detach() for entries in names])
         stacked[name] = out.requires_grad_() if keep_grad and first.requires_grad else out
     return stacked
 
