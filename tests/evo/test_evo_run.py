@@ -83,3 +83,28 @@ def test_pendulum_policy_acts_continuously():
     result = evo.run("Pendulum-v1", generations=1, popsize=4, hidden=4)
     assert result.policy.sizes == (3, 4, 1)
     assert -2000 < result.best_fitness[0] < 0
+
+
+def test_the_policy_refuses_observations_that_would_broadcast_across_members():
+    """Observations (P, in) or (P, M, N, in) used to broadcast against the stacked weights:
+    (P, P, out) outputs, every member applied to every member's observations."""
+    policy = evo.MLPPolicy((4, 3, 2))
+    thetas = np.zeros((3, policy.num_params))
+    for shape in [(3, 4), (3, 1, 2, 4), (3, 2, 5)]:
+        with pytest.raises(ValueError, match=rf"observations of shape \({shape[0]}, "):
+            policy(thetas, np.ones(shape))
+    for sizes in [(4,), (4, 0, 2), (4, -1, 2)]:
+        with pytest.raises(ValueError, match="MLPPolicy: sizes must be two or more positive"):
+            evo.MLPPolicy(sizes)
+
+
+def test_episode_returns_refuse_a_policy_of_another_env_and_empty_populations():
+    """A CartPole policy with three outputs played action argmax of three silently while
+    action 2 never won; an empty population or no seeds named neither the op nor the sizes."""
+    thetas = np.zeros((2, 27))
+    with pytest.raises(ValueError, match=r"MLPPolicy\(4, 3, 3\).*4 inputs and 2 outputs"):
+        evo.evaluate("CartPole-v1", evo.MLPPolicy((4, 3, 3)), thetas, [0])
+    with pytest.raises(ValueError, match="evo.episode_returns: 0 members"):
+        evo.evaluate("CartPole-v1", evo.MLPPolicy((4, 3, 2)), np.zeros((0, 23)), [0])
+    with pytest.raises(ValueError, match="2 members of MLPPolicy.* and 0 seeds"):
+        evo.evaluate("CartPole-v1", evo.MLPPolicy((4, 3, 2)), np.zeros((2, 23)), [])

@@ -10,6 +10,7 @@ members and all their environments at once, never a loop over members.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 
@@ -33,6 +34,13 @@ class MLPPolicy:
 
     def __init__(self, sizes: Sequence[int]):
         self.sizes = tuple(sizes)
+        if len(self.sizes) < 2 or not all(
+            isinstance(size, Integral) and size > 0 for size in self.sizes
+        ):
+            raise ValueError(
+                f"MLPPolicy: sizes must be two or more positive ints (input, hidden..., output), "
+                f"got {sizes!r}"
+            )
         # (name, shape) in the state_dict's order; layer i of nn.Sequential sits at index 2i
         self.shapes = []
         for i, (n_in, n_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
@@ -55,7 +63,13 @@ class MLPPolicy:
 
     def __call__(self, thetas: np.ndarray, obs: np.ndarray) -> np.ndarray:
         """Outputs ``(P, N, out)`` of the P members on their observations ``(P, N, in)``."""
-        if thetas.ndim != 2 or thetas.shape[1] != self.num_params or obs.shape[0] != len(thetas):
+        # (a 2-D or 4-D obs would broadcast against the stacked weights: every member applied
+        # to every member's observations)
+        if (
+            thetas.ndim != 2
+            or thetas.shape[1] != self.num_params
+            or obs.shape[:1] + obs.shape[2:] != (len(thetas), self.sizes[0])
+        ):
             raise ValueError(
                 f"MLPPolicy{self.sizes}: parameters of shape {thetas.shape} and observations of "
                 f"shape {obs.shape}; expected (P, {self.num_params}) and (P, N, {self.sizes[0]})"

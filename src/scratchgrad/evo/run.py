@@ -46,6 +46,14 @@ def episode_returns(
     (3, 2)
     """
     members, episodes = len(thetas), len(seeds)
+    env_class = ENVS.get(env_id) or make(env_id)  # (make raises naming the known ids)
+    expected = (env_class.observation_size, env_class.num_actions or env_class.action_size)
+    if (policy.sizes[0], policy.sizes[-1]) != expected or not members or not episodes:
+        raise ValueError(
+            f"evo.episode_returns: {members} members of MLPPolicy{policy.sizes} and "
+            f"{episodes} seeds for {env_id}; expected at least one of each, and a policy of "
+            f"{expected[0]} inputs and {expected[1]} outputs"
+        )
     env = make(env_id, num_envs=members * episodes)
     obs, _ = env.reset(seed=np.tile(np.asarray(seeds), members).tolist())
     returns = np.zeros(env.num_envs)
