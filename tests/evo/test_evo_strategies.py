@@ -100,3 +100,18 @@ def test_errors():
         evo.OpenAIES(x0=np.zeros(3), popsize=5)
     with pytest.raises(ValueError, match="sigma must be positive"):
         evo.SimpleGA(x0=np.zeros(3), sigma=0.0)
+
+
+def test_non_finite_starts_and_truncations_outside_zero_to_one_are_refused():
+    """A NaN in x0 or an infinite sigma made every member NaN; a GA truncation above 1 failed
+    at tell with an IndexError, and one of 0 or below became one parent silently."""
+    with pytest.raises(ValueError, match=r"OpenAIES: x0 must be finite, got NaN/inf at \[1\]"):
+        evo.OpenAIES(x0=np.array([0.0, np.nan]), popsize=4)
+    with pytest.raises(ValueError, match="SimpleGA: sigma must be positive and finite, got inf"):
+        evo.SimpleGA(x0=np.zeros(3), sigma=np.inf)
+    for truncation in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match=r"SimpleGA: truncation must be in \(0, 1\], got"):
+            evo.SimpleGA(x0=np.zeros(3), popsize=10, truncation=truncation)
+    pytest.importorskip("cma")
+    with pytest.raises(ValueError, match="CMAES: popsize must be an int >= 2, got 1"):
+        evo.CMAES(x0=np.zeros(3), popsize=1)  # (pycma's own error named no op)

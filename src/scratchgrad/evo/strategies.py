@@ -33,19 +33,29 @@ def centered_ranks(fitness: np.ndarray) -> np.ndarray:
     return ranks / (len(fitness) - 1) - 0.5
 
 
+def _checked_x0(name: str, x0, sigma: float, popsize: int | None) -> np.ndarray:
+    """``x0`` as a float64 vector, after checking the arguments every strategy takes
+    (``popsize=None``: pycma's default, checked by pycma)."""
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim != 1 or x0.size == 0:
+        raise ValueError(f"{name}: x0 must be a non-empty 1-D vector, got shape {x0.shape}")
+    if not np.isfinite(x0).all():
+        raise ValueError(
+            f"{name}: x0 must be finite, got NaN/inf at {np.flatnonzero(~np.isfinite(x0))}"
+        )
+    if not 0 < sigma < np.inf:
+        raise ValueError(f"{name}: sigma must be positive and finite, got {sigma}")
+    if popsize is not None and (not isinstance(popsize, int) or popsize < 2):
+        raise ValueError(f"{name}: popsize must be an int >= 2, got {popsize!r}")
+    return x0
+
+
 class _Strategy:
     """What the three share: argument checks and the ask-then-tell bookkeeping."""
 
     def __init__(self, x0, sigma: float, popsize: int, seed: int):
-        x0 = np.asarray(x0, dtype=np.float64)
-        name = type(self).__name__
-        if x0.ndim != 1 or x0.size == 0:
-            raise ValueError(f"{name}: x0 must be a non-empty 1-D vector, got shape {x0.shape}")
-        if not sigma > 0:
-            raise ValueError(f"{name}: sigma must be positive, got {sigma}")
-        if not isinstance(popsize, int) or popsize < 2:
-            raise ValueError(f"{name}: popsize must be an int >= 2, got {popsize!r}")
-        self.x0, self.sigma, self.popsize, self.seed = x0, sigma, popsize, seed
+        self.x0 = _checked_x0(type(self).__name__, x0, sigma, popsize)
+        self.sigma, self.popsize, self.seed = sigma, popsize, seed
         self.generation = 0
         self._asked: np.ndarray | None = None
 
@@ -153,6 +163,7 @@ class CMAES(_Strategy):
             raise ImportError(
                 "CMAES needs the cma package: pip install 'scratchgrad[evo]'"
             ) from err
+        x0 = _checked_x0("CMAES", x0, sigma, popsize)  # before pycma, whose errors name no op
         rng = np.random.default_rng(seed)
 
         def randn(*shape):  # NumPy's legacy randn signature, which pycma calls
@@ -161,7 +172,7 @@ class CMAES(_Strategy):
         options = {"seed": np.nan, "randn": randn, "verbose": -9, **options}
         if popsize is not None:
             options["popsize"] = popsize
-        self._es = cma.CMAEvolutionStrategy(np.asarray(x0, dtype=np.float64), sigma, options)
+        self._es = cma.CMAEvolutionStrategy(x0, sigma, options)
         super().__init__(x0, sigma, self._es.popsize, seed)
 
     @property
@@ -192,6 +203,8 @@ class SimpleGA(_Strategy):
         elite: int = 1,
     ):
         super().__init__(x0, sigma, popsize, seed)
+        if not 0 < truncation <= 1:
+            raise ValueError(f"SimpleGA: truncation must be in (0, 1], got {truncation}")
         self.num_parents = max(1, int(truncation * popsize))
         if not 0 <= elite <= self.num_parents:
             raise ValueError(f"SimpleGA: elite must be in [0, {self.num_parents}], got {elite}")
