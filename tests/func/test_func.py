@@ -135,6 +135,21 @@ def test_stack_module_state_refuses_mixed_requires_grad_and_missing_entries_as_t
         stack_module_state([_mlp(sg), nn.Sequential(nn.Linear(3, 4))])
 
 
+@pytest.mark.parametrize("m", [sg, torch], ids=["scratchgrad", "torch"])
+def test_batch_norm_in_training_with_unbatched_buffers_raises_and_leaves_them_as_torch(m):
+    """Under vmap, training statistics of a batched input cannot go into unbatched buffers:
+    both raise, but ours used to scale running_mean by 1 - momentum before refusing the add."""
+    layers = [m.nn.BatchNorm1d(3).double() for _ in range(2)]
+    with m.no_grad():
+        layers[0].running_mean.fill_(1.0)
+    params, _ = m.func.stack_module_state(layers)  # the buffers are left unstacked
+    call = m.func.vmap(lambda p, x: m.func.functional_call(layers[0], p, (x,)))
+    with pytest.raises(RuntimeError, match=r"(?i)batch.norm"):
+        call(params, m.ones(2, 5, 3, dtype=m.float64))
+    assert layers[0].running_mean.tolist() == [1.0] * 3
+    assert layers[0].running_var.tolist() == [1.0] * 3
+
+
 def test_a_population_in_one_call_equals_each_model_and_torch():
     """vmap(functional_call) over stacked parameters: one batched pass, same outputs and
     gradients as each model on its own, and as torch.func."""

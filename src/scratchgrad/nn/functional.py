@@ -1158,9 +1158,20 @@ def batch_norm(
                 keep = 1 - momentum
                 if isinstance(momentum, Tensor):  # BatchNorm's 1/n: rounded as a Python float's
                     keep, momentum = keep.to(running_mean.dtype), momentum.to(running_mean.dtype)
-                running_mean.mul_(keep).add_(mean.reshape(channels) * momentum)
                 unbiased = var.reshape(channels) * (count / (count - 1))
-                running_var.mul_(keep).add_(unbiased * momentum)
+                new_mean = running_mean * keep + mean.reshape(channels) * momentum
+                new_var = running_var * keep + unbiased * momentum
+                # each written whole (a mul_ then add_ left running_mean scaled when vmap
+                # refused the add_ of batched statistics into unbatched buffers)
+                try:
+                    running_mean.copy_(new_mean)
+                    running_var.copy_(new_var)
+                except RuntimeError as error:
+                    raise RuntimeError(
+                        "batch_norm: cannot update running_mean and running_var in place (under "
+                        "vmap they must be batched where the input is: stack them with "
+                        f"func.stack_module_state, or use track_running_stats=False): {error}"
+                    ) from error
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
