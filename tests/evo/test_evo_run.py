@@ -34,6 +34,7 @@ def test_initial_params_load_back_into_the_module_and_leave_the_generator_alone(
     sg.manual_seed(1)
     theta = policy.initial_params(seed=5)
     np.testing.assert_array_equal(sg.rand(3).numpy(), expected_draw)
+    assert sg.initial_seed() == 1  # (was 5: only the NumPy generator was put back)
     sg.manual_seed(5)
     state = policy.module().state_dict()
     np.testing.assert_array_equal(

@@ -15,7 +15,7 @@ from numbers import Integral
 import numpy as np
 
 from scratchgrad import nn
-from scratchgrad.backend import default_generator, float32, manual_seed
+from scratchgrad.backend import default_generator, float32
 from scratchgrad.creation import tensor
 from scratchgrad.evo.envs import VectorEnv
 from scratchgrad.tensor import Tensor
@@ -105,12 +105,14 @@ class MLPPolicy:
         """A flat float64 vector: the parameters of a freshly initialised module (PyTorch's
         default init of nn.Linear) drawn with the generator seeded by ``seed``; the library's
         generator is left as it was, so ``evo.run`` does not reseed the caller's."""
-        saved = default_generator.rng
+        # its whole state: restoring only its NumPy generator left initial_seed() at ``seed``,
+        # and a global manual_seed would also reseed the other devices' generators
+        saved = default_generator.get_state()
         try:
-            manual_seed(seed)
+            default_generator.manual_seed(seed)
             state = self.module().state_dict()
         finally:
-            default_generator.rng = saved
+            default_generator.set_state(saved)
         return np.concatenate([state[name].numpy().ravel() for name, _ in self.shapes]).astype(
             np.float64
         )
