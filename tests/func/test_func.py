@@ -608,3 +608,15 @@ def test_transform_arguments_are_refused_as_torchs(call):
     ours, theirs = outcome(call, sg), outcome(call, torch)
     assert raised_alike(ours, theirs, "transform")
     assert str(ours) == str(theirs).replace("torch.", "")  # (dtypes named without the module)
+
+
+@pytest.mark.parametrize("name", ["bias", "missing"])
+def test_functional_call_refuses_a_value_that_is_not_a_tensor_as_torch(name):
+    """A float for a name the module lacks was set as a plain attribute (and one for the bias
+    reached F.linear); PyTorch's raises a TypeError before the call."""
+    with pytest.raises(TypeError, match="not an instance of torch.Tensor"):
+        torch.func.functional_call(torch.nn.Linear(2, 2), {name: 1.5}, (torch.ones(1, 2),))
+    layer = sg.nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="not an instance of scratchgrad.Tensor"):
+        sg.func.functional_call(layer, {name: 1.5}, (sg.ones(1, 2),))
+    assert not hasattr(layer, "missing") and isinstance(layer.bias, sg.nn.Parameter)

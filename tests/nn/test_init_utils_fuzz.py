@@ -20,6 +20,7 @@ lengths; ``fuse_conv_bn_eval`` and ``fuse_linear_bn_eval``; parametrizations reg
 evaluated, cached and removed. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
 
 import contextlib
+import functools
 import math
 import warnings
 
@@ -884,3 +885,70 @@ def test_legacy_norm_hooks_match_pytorch(layer_name, norm, dim, iterations, trai
         if not raised_alike(removed, t_removed, f"{what}, removed"):
             assert list(ours.state_dict()) == list(theirs.state_dict()), what
             _assert_same_values(ours.weight, theirs.weight, f"{what}: removed", "float64")
+
+
+# ---- nn.utils.stateless.functional_call -------------------------------------------------------
+
+
+def _net(nn):
+    """A small net with a buffer and a weight shared by two layers (``tie_weights``)."""
+    net = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3), nn.Linear(3, 3))
+    net[2].weight = net[0].weight
+    return net.double().eval()
+
+
+NET_ENTRIES = {
+    "0.weight": (3, 3), "0.bias": (3,), "1.weight": (3,), "1.running_mean": (3,),
+    "2.bias": (3,), "2.weight": (3, 3), "missing": (3,), "0.bias_wrong_shape": (2,),
+}  # fmt: skip
+
+
+@given(
+    st.lists(st.sampled_from(list(NET_ENTRIES)), unique=True, max_size=5),
+    st.sampled_from(["right", "bad shape", "not a tensor"]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**16),
+)
+@FUZZ
+def test_functional_call_matches_pytorch(names, kind, tie_weights, strict, seed):
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for name in names:
+        shape = NET_ENTRIES[name]
+        if name == "0.bias_wrong_shape" or (kind == "bad shape" and name == names[0]):
+            name, shape = name.removesuffix("_wrong_shape"), (2,)
+        arrays[name] = rng.standard_normal(shape)
+    x = rng.standard_normal((2, 3))
+    shown = [(k, v.shape) for k, v in arrays.items()]
+    what = f"functional_call({shown}, {kind}, tie={tie_weights}, strict={strict})"
+    results = []
+    for lib in (sg, torch):
+        torch.manual_seed(seed)
+        theirs_net = _net(torch.nn)
+        net = _net(lib.nn) if lib is sg else theirs_net
+        if lib is sg:
+            net.load_state_dict(
+                {k: sg.tensor(v.numpy()) for k, v in theirs_net.state_dict().items()}
+            )
+        given_ = {k: lib.tensor(v, requires_grad=True) for k, v in arrays.items()}
+        if kind == "not a tensor" and given_:
+            given_[next(iter(given_))] = 1.5
+        call = functools.partial(
+            lib.nn.utils.stateless.functional_call, tie_weights=tie_weights, strict=strict
+        )
+        out = outcome(call, net, given_, (lib.tensor(x),))
+        results.append((out, given_, net))
+    (out, given_, net), (expected, their_given, their_net) = results
+    if raised_alike(out, expected, what):
+        return
+    inputs = [(given_[k], their_given[k]) for k in given_ if isinstance(given_[k], sg.Tensor)]
+    check_outputs_and_gradients(
+        out,
+        expected,
+        inputs,
+        "float64",
+        what,
+        parameter_pairs(net, their_net),
+        tolerance=(1e-7, 1e-9),
+    )

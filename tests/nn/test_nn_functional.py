@@ -304,3 +304,20 @@ def test_embedding_bag_max_gives_the_gradient_to_the_first_of_equal_maxima_as_to
         bags.sum().backward()
         grads.append(weight.grad.tolist())
     assert grads[0] == grads[1] == [[1.0], [0.0]]
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("statistic", ["running_mean", "running_var"])
+def test_batch_norm_refuses_running_statistics_that_require_grad_as_torch(training, statistic):
+    """They were differentiated through (eval) where PyTorch's native_batch_norm raises; under
+    no_grad both compute."""
+    for lib in (torch, sg):
+        stats = {
+            "running_mean": lib.zeros(3, requires_grad=statistic == "running_mean"),
+            "running_var": lib.ones(3, requires_grad=statistic == "running_var"),
+        }
+        x = lib.ones(4, 3) * lib.arange(4.0).reshape(4, 1)
+        with pytest.raises(RuntimeError, match=f"respect to argument '{statistic}'"):
+            lib.nn.functional.batch_norm(x, **stats, training=training)
+        with lib.no_grad():
+            lib.nn.functional.batch_norm(x, **stats, training=training)

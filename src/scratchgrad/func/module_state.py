@@ -135,6 +135,9 @@ def _replaced(module: Module, given: dict[str, Tensor], strict: bool) -> Iterato
             f"functional_call: error(s) in reparametrizing for {type(module).__name__}: "
             f"unexpected key(s) {unexpected}, missing key(s) {missing}"
         )
+    for value in given.values():  # (None removes one, as PyTorch's)
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"functional_call: {value!r} is not an instance of scratchgrad.Tensor")
     previous = []
     try:
         for name, value in given.items():
