@@ -17,7 +17,9 @@ with zeros, infinities and NaN) through ``clip_grad_norm_`` (orders 0, 1, 2, 3.5
 same totals (value and dtype) and gradients after the call. ``parameters_to_vector`` and
 ``vector_to_parameters`` on random shapes and vector sizes; the ``rnn`` helpers on random
 lengths; ``fuse_conv_bn_eval`` and ``fuse_linear_bn_eval``; parametrizations registered,
-evaluated, cached and removed. Set ``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples."""
+evaluated, cached and removed; ``prune`` in sequences of methods, then ``remove``; the legacy
+``weight_norm`` and ``spectral_norm`` hooks; ``stateless.functional_call``. Set
+``SCRATCHGRAD_FUZZ_EXAMPLES`` to run more examples (thousands while hunting)."""
 
 import contextlib
 import functools
