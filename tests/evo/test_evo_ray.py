@@ -68,3 +68,15 @@ def test_dead_actor_is_reported_with_its_slice(local_ray, population):
             backend.evaluate(thetas, [5])
     finally:
         backend.close()
+
+
+def test_fewer_members_than_actors_leaves_the_extra_actors_idle(local_ray, population):
+    """Each actor used to get its slice, empty ones too, whose evaluation raised: a population
+    of 1 on 2 actors failed."""
+    policy, thetas = population
+    backend = RayBackend("CartPole-v1", policy, num_actors=2)
+    try:
+        expected = LocalBackend("CartPole-v1", policy).evaluate(thetas[:1], [5, 6])
+        np.testing.assert_array_equal(backend.evaluate(thetas[:1], [5, 6]), expected)
+    finally:
+        backend.close()

@@ -64,8 +64,9 @@ class RayBackend:
     def evaluate(self, thetas: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
         ray = self._ray
         population = ray.put(thetas)
-        bounds = np.linspace(0, len(thetas), len(self.actors) + 1).astype(int)
-        slices = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        bounds = np.linspace(0, len(thetas), len(self.actors) + 1).astype(int).tolist()
+        # with fewer members than actors some slices are empty: those actors get no call
+        slices = [(start, stop) for start, stop in zip(bounds[:-1], bounds[1:]) if stop > start]
         pending = [
             actor.evaluate.remote(population, start, stop, list(seeds))
             for actor, (start, stop) in zip(self.actors, slices)
