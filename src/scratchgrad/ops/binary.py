@@ -107,10 +107,11 @@ class Pow(Function):
         grad_x = grad_y = None
         if dx and _is_number(y):
             # NOTE: d/dx x**0 is 0 everywhere, also at x = 0 where x**-1 is infinite
-            grad_x = grad * 0 if y == 0 else grad * y * x ** (y - 1)
+            grad_x = grad * 0 if y == 0 else grad * (y * x ** (y - 1))
         elif dx:
             with backend.errstate(divide="ignore", invalid="ignore"):
-                grad_x = (grad * y * x ** (y - 1)).masked_fill(y == 0, 0)  # (as PyTorch's)
+                # PyTorch's order: grad * y alone may overflow where x**(y - 1) is 0
+                grad_x = grad * (y * x ** (y - 1)).masked_fill(y == 0, 0)  # (as PyTorch's)
         if dy and (_is_number(x) or isinstance(x, complex)):
             with backend.errstate(invalid="ignore"):
                 grad_y = grad * out * _log_of_number(x)
