@@ -631,3 +631,14 @@ def test_atan2_of_an_integer_tensor_and_a_0d_float64_is_float64_as_torchs():
     integer tensor float32 first, then kept float32 against the 0-d tensor."""
     assert_same(*both("atan2", np.array([0, 1, 2]), np.array(0.5)))
     assert_same(*both("atan2", np.array(2), np.array([0.5, -1.0], dtype=np.float32)))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_and_fmin_give_the_first_operand_at_a_tie_of_signed_zeros(name):
+    """PyTorch's fmax(0.0, -0.0) is 0.0 whatever the length; NumPy's, ours before, gave -0.0
+    from 4 entries on (its vectorized loop)."""
+    for n in (1, 4, 9):
+        x, y = np.zeros(n), np.full(n, -0.0)
+        for a, b in ((x, y), (y, x)):
+            ours, theirs = both(name, a, b)
+            np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))

@@ -965,7 +965,8 @@ class Fmax(Function):
         with errstate(invalid="ignore"):
             x_wins = (x >= y if largest else x <= y) | xp.isnan(y)
         ctx.save_for_backward(x_wins)
-        return (xp.fmax if largest else xp.fmin)(x, y)
+        # (NumPy's fmax gives y at a tie of 0 and -0 from 4 entries on; PyTorch's always x)
+        return xp.where(x_wins, x, y)
 
     def name(self) -> str:
         return "FmaxBackward0" if self.largest else "FminBackward0"
