@@ -422,7 +422,10 @@ def test_binary_values_match_torch(name, data):
             with mpmath.workdps(30):
                 return [float(f(*map(mpmath.mpf, v))) for v in zip(*(a[mask] for a in inputs))]
 
-    assert_same_values(ours, theirs, what, reference)
+    skip = None
+    if name == "maximum":  # PyTorch's sign at a tie of 0 and -0 depends on its loop: x's below
+        skip = theirs.numpy() == 0  # 8 float64 entries, y's from 8 on
+    assert_same_values(ours, theirs, what, reference, skip=skip)
 
 
 # ---- gradients ---------------------------------------------------------------------------------
