@@ -374,8 +374,8 @@ def _not_compared(name: str, arrays: list, arg, order: int, theirs: list) -> np.
         skip |= np.any([np.abs(a) > 1e150 for a in arrays], axis=0)
         if name in ("i1", "i1e"):  # i1(x) / x**2 in both: absolute error eps / |x| near 0
             skip |= np.abs(x) < 1e-4
-        if name == "sinc":  # the true -pi**2/3 near 0: PyTorch's NaN at 0 and where x**2
-            skip |= np.abs(x) < 1e-2  # underflows, 0 elsewhere below 1e-150; ours 0
+        if name == "sinc":  # the true -pi**2/3 near 0: PyTorch's NaN at 0 (0 at 1e-100), ours
+            skip |= np.abs(x) < 1e-2  # 0 (README's special: "sinc's second derivative...")
         if name == "erfcx":  # 2 x erfcx(x) - 2 / sqrt(pi) cancels, in both: error eps x
             skip |= x > 100
         if name == "copysign":  # the true one, ours, is 0; PyTorch's is the derivative of
