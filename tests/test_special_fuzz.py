@@ -362,6 +362,8 @@ def _not_compared(name: str, arrays: list, arg, order: int, theirs: list) -> np.
         # at NaN where it ran, NaN where not
     if name == "sinc":  # (pi x cos(pi x) - sin(pi x)) / (pi x**2) cancels, in both (the
         skip |= np.abs(x) < 1e-2  # same formula): 10% off at 1e-8
+    if name == "ldexp":  # grad * x underflows to 0 at a subnormal x before meeting 2**inf
+        skip |= (x != 0) & (np.abs(x) < 2.3e-308)  # in ours (NaN), not in PyTorch's (inf)
     if name == "frexp_mantissa":  # PyTorch's 2**-exponent in float32: 0 or inf outside it
         skip |= (np.abs(x) > 2.0**127) | (np.abs(x) < 2.0**-126)
     if order == 2:
@@ -385,6 +387,8 @@ def _not_compared(name: str, arrays: list, arg, order: int, theirs: list) -> np.
         if name == "hypot":  # terms of size 1 / r cancel (y**2 / r**3 - x y / r**3, and
             skip |= np.maximum(np.abs(x), np.abs(arrays[1])) < 1e-3  # PyTorch's (r - y y / r)
             # / r**2 at x = 0): round-off eps / r, past the atol below r = 1e-3
+        if name in ("xlogy", "xlog1py"):  # 1 / y - x / y**2 at x = y: round-off eps / y
+            skip |= np.abs(arrays[1]) < 1e-3
     if name == "log_ndtr":  # both: exp(-(log_ndtr + x**2 / 2)) (the same formula), whose
         skip |= x < -20  # x**2 / 2 loses digits (an ulp is 2.4e-7 of it at -49045) and whose
         # derivative's f' + x cancels (1e-7 at -185)
@@ -504,7 +508,10 @@ def test_first_and_second_derivatives_match_torch(name, data):
     if raised_alike(ours, theirs, what):
         return
     poles = _not_compared(name, arrays, arg, 0, theirs[1])
-    assert_same_values(ours[0], theirs[0], f"{what}: values", None, GRAD_TOLERANCE, poles)
+    reference = None
+    if name in REFERENCE:  # (trigamma at 2 - 9e-16: PyTorch's 8% off)
+        reference = lambda mask: [_reference(name, v, arg) for v in arrays[0][mask]]  # noqa: E731
+    assert_same_values(ours[0], theirs[0], f"{what}: values", reference, GRAD_TOLERANCE, poles)
     for order in (1, 2):
         skip = _not_compared(name, arrays, arg, order, theirs[1])
         reference = None
