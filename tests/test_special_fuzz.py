@@ -31,7 +31,7 @@ INF, NAN = math.inf, math.nan
 TOLERANCE = {"float64": (1e-12, 1e-300), "float32": (4e-7, 1e-6)}
 # derivatives: several roundings, and differences of nearly equal terms (sigmoid's 1 - 2 s, the
 # second derivative of softmax at ties: 1e-16 where PyTorch's rounds to 0)
-GRAD_TOLERANCE = (1e-7, 1e-13)
+GRAD_TOLERANCE = (1e-7, 1e-12)
 
 # where implementations break: signed zeros, infinities, NaN, subnormals, huge values, the poles
 # of gamma and the half-integers between them, +-1 (erfinv, logit), overflow thresholds of exp
@@ -429,6 +429,9 @@ def test_binary_values_match_torch(name, data):
     skip = None
     if name == "maximum":  # PyTorch's sign at a tie of 0 and -0 depends on its loop: x's below
         skip = theirs.numpy() == 0  # 8 float64 entries, y's from 8 on
+    if name == "ldexp" and kinds[1] == "float32":  # PyTorch's 2**y in y's float32 (2**27.5
+        fractional = u.numpy() != np.round(u.numpy())  # rounded), ours in the result's dtype
+        skip = np.broadcast_to(fractional, tuple(theirs.shape))
     assert_same_values(ours, theirs, what, reference, skip=skip)
 
 
