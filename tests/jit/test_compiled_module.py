@@ -463,24 +463,16 @@ class _Reads(nn.Module):
         return -out  # READS minus
 
 
-def test_reading_a_value_in_forward_raises_jit_error_naming_the_line():
-    compiled = sg.compile(_Reads("item"))
+@pytest.mark.parametrize("how, says", [("item", r"\.item\(\) at "), ("bool", r"bool\(tensor\)")])
+def test_reading_a_value_in_forward_raises_jit_error_naming_the_line(how, says):
+    """``.item()``, or a Python branch on a tensor (where ``torch.compile`` breaks the graph
+    and runs the branch eagerly: README, "What is different")."""
+    compiled = sg.compile(_Reads(how))
     x = sg.ones(3, 2)
     compiled(x)  # eager
-    with pytest.raises(sg.JitError, match=r"\.item\(\) at ") as info:
+    with pytest.raises(sg.JitError, match=says) as info:
         compiled(x)
-    assert f"test_compiled_module.py:{_line_of('# READS item')} " in str(info.value)
-
-
-def test_a_python_branch_on_a_tensor_in_forward_raises_jit_error_naming_the_line():
-    """Where ``torch.compile`` breaks the graph and runs the branch eagerly (README, "What is
-    different")."""
-    compiled = sg.compile(_Reads("bool"))
-    x = sg.ones(3, 2)
-    compiled(x)  # eager
-    with pytest.raises(sg.JitError, match=r"bool\(tensor\)") as info:
-        compiled(x)
-    assert f"test_compiled_module.py:{_line_of('# READS bool')} " in str(info.value)
+    assert f"test_compiled_module.py:{_line_of(f'# READS {how}')} " in str(info.value)
 
 
 def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
