@@ -3292,12 +3292,9 @@ class Tensor:
         """``self`` and the tensor ``other`` in the dtype they promote to, which must be a
         real floating one (a bool or integer tensor meets a float, as PyTorch's logaddexp)."""
         dtype = result_dtype(self, other)
-        if not backend.is_floating(dtype):
-            raise NotImplementedError(
-                f"{op}: not implemented for {dtype} tensors; give a floating one (x.float()), "
-                "as PyTorch requires"
-            )
-        return self.to(dtype), other.to(dtype)
+        x, y = self.to(dtype), other.to(dtype)
+        x._check_floating(op)
+        return x, y
 
     def _check_floating(self, op: str, complex_too: bool = False) -> None:
         """Raise as PyTorch does for an op with no integer or bool kernel (softmax, gelu...),

@@ -1141,10 +1141,7 @@ def batch_norm(
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
-    if (running_mean is not None and running_mean.requires_grad) or (
-        running_var is not None and running_var.requires_grad
-    ):
-        _refuse_statistics_requiring_grad(running_mean, running_var)
+    _refuse_statistics_requiring_grad(running_mean, running_var)
     channels = input.shape[1]
     dims = (0, *range(2, input.ndim))
     if training:
@@ -1192,10 +1189,8 @@ def batch_norm(
 def _refuse_statistics_requiring_grad(running_mean: Tensor | None, running_var: Tensor | None):
     """PyTorch's error for running statistics that require grad while gradients are recorded:
     its batch norm has no derivative for them (an update in place would not be one)."""
-    if not is_grad_enabled():
-        return
     for name, statistic in (("running_mean", running_mean), ("running_var", running_var)):
-        if statistic is not None and statistic.requires_grad:
+        if statistic is not None and statistic.requires_grad and is_grad_enabled():
             raise RuntimeError(
                 f"batch_norm: the function 'native_batch_norm' is not differentiable with "
                 f"respect to argument '{name}'. This input cannot have requires_grad True."
