@@ -583,9 +583,8 @@ def max_pool2d(
     gradient goes to), as PyTorch: an index into the flattened ``(H, W)`` plane, int64, which
     ``max_unpool2d`` takes.
 
-    NOTE: a window whose entries are all -inf gives its index to its first entry inside the
-    input, as PyTorch, but its gradient to its first entry, which may be padding (then it is
-    lost; PyTorch's goes to the index).
+    A window whose entries are all -inf gives its index and its gradient to its first entry
+    inside the input, not to the padding before it, as PyTorch.
 
     >>> import scratchgrad as sg
     >>> max_pool2d(sg.arange(16.0).reshape(1, 1, 4, 4), 2)
