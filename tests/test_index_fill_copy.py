@@ -149,3 +149,40 @@ def test_bad_arguments_raise_torchs_errors(call):
     assert raised is not None and raised is _raised(lambda: call(torch, torch.zeros(3, 4)))
     raised = _raised(lambda: call(sg, ours) if False else ours.index_fill_)
     assert ours.tolist() == [[0.0] * 4] * 3
+
+
+WRITES = {
+    "masked_fill": lambda lib, x, v: x.masked_fill(lib.tensor([True, False, False]), v),
+    "masked_fill_": lambda lib, x, v: x.masked_fill_(lib.tensor([False, False, False]), v),
+    "index_fill": lambda lib, x, v: x.index_fill(0, lib.tensor([0]), v),
+    "index_fill_": lambda lib, x, v: x.index_fill_(0, lib.tensor([], dtype=lib.int64), v),
+    "scatter": lambda lib, x, v: x.scatter(0, lib.tensor([1]), v),
+    "scatter_": lambda lib, x, v: x.scatter_(0, lib.tensor([1]), v),
+}
+
+
+@pytest.mark.parametrize("name", WRITES)
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        ("float16", 70000.0), ("float16", 70000), ("float16", -65520.0), ("float16", 65504.0),
+        ("bfloat16", 1e39), ("float32", 1e39), ("float32", -1e39), ("float32", 3.4e38),
+        ("complex64", 1e39), ("float16", float("inf")), ("float32", -float("inf")),
+        ("float32", float("nan")), ("int8", 300.5), ("float64", 1e308),
+    ],
+)  # fmt: skip
+def test_a_number_past_the_dtypes_largest_is_refused_as_pytorch(name, dtype, value):
+    """masked_fill, index_fill and scatter of 70000.0 into float16 (1e39 into float32) wrote
+    inf, even where the mask or index reaches nothing; PyTorch raises whatever the size (inf
+    and nan pass), and a refused in-place call leaves the tensor as it was."""
+    theirs = torch.zeros(3, dtype=getattr(torch, dtype))
+    try:
+        expected = WRITES[name](torch, theirs, value)
+    except RuntimeError:
+        ours = sg.zeros(3, dtype=getattr(sg, dtype))
+        with pytest.raises(RuntimeError, match=f"type {dtype} without overflow"):
+            WRITES[name](sg, ours, value)
+        assert ours.tolist() == [0, 0, 0]
+        return
+    got = WRITES[name](sg, sg.zeros(3, dtype=getattr(sg, dtype)), value)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())

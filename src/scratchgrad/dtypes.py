@@ -32,6 +32,7 @@ from scratchgrad.backend import (
     BAREBONES_UNSIGNED,
     bfloat16,
     bool_,
+    can_require_grad,
     float16,
     float32,
     int64,
@@ -346,11 +347,30 @@ def written_number(value: Any, dtype: numpy.dtype) -> Any:
     return _checked(xp.array(value), dtype).item()
 
 
+def checked_number(value: Any, dtype: numpy.dtype) -> Any:
+    """A Python number written into ``dtype`` by an op that checks it as PyTorch's
+    ``masked_fill``, ``index_fill`` and ``scatter`` do, whatever the tensor's size: as
+    ``written_number`` for an integer dtype; a finite number past a floating (or complex)
+    dtype's largest raises (float16's 70000, float32's 1e39; inf and nan pass).
+
+    >>> import scratchgrad as sg
+    >>> checked_number(65504.0, sg.float16), checked_number(-math.inf, sg.float16)
+    (65504.0, -inf)
+    >>> checked_number(70000, sg.float16)
+    Traceback (most recent call last):
+    RuntimeError: value cannot be converted to type float16 without overflow
+    """
+    if type(value) not in (int, float) or not can_require_grad(dtype):
+        return written_number(value, dtype)
+    if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+    return value
+
+
 def filled_number(value: Any, dtype: numpy.dtype, size: int) -> Any:
     """A Python number filling ``size`` entries of ``dtype`` (``fill_``, ``full``), checked as
-    PyTorch checks it: as ``written_number`` for an integer dtype; a finite float past a
-    floating dtype's largest raises (float16's 1e30, float32's 1e39; inf passes), except into
-    exactly one 16-bit entry, which PyTorch makes inf.
+    ``checked_number`` checks it, except that a number past a 16-bit dtype's largest filling
+    exactly one entry is rounded (to inf, or float16's 65504), as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> filled_number(1e30, sg.float16, 1)
@@ -359,14 +379,11 @@ def filled_number(value: Any, dtype: numpy.dtype, size: int) -> Any:
     Traceback (most recent call last):
     RuntimeError: value cannot be converted to type float16 without overflow
     """
-    if type(value) is not float or not is_floating(dtype):
-        return written_number(value, dtype)
-    if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):
-        if size != 1 or dtype.itemsize > 2:
-            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+    one_16_bit = size == 1 and dtype.itemsize <= 2 and is_floating(dtype)
+    if one_16_bit and type(value) in (int, float) and abs(value) > _largest(dtype):
         with numpy.errstate(over="ignore"):  # (rounded here, silently: inf, or float16's 65504)
             return float(numpy.asarray(value, dtype))
-    return value
+    return checked_number(value, dtype)
 
 
 @functools.cache

@@ -36,6 +36,7 @@ from scratchgrad.backend import namespace, ndarray, xp
 from scratchgrad.dtypes import (
     can_cast,
     check_memory_format,
+    checked_number,
     contiguous_format,
     filled_number,
     layout,
@@ -2932,6 +2933,8 @@ class Tensor:
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value.ndim} dimension(s)."
             )
+        if not isinstance(value, Tensor):  # (70000.0 into float16 raises, as PyTorch's)
+            value = checked_number(value, self.array.dtype)
         out = where(mask, value, self)
         return out if out.array.dtype == self.array.dtype else out.to(self.array.dtype)
 
@@ -4702,6 +4705,8 @@ class Tensor:
         out = self._by_another_route("scatter", dim, index, src)
         if out is not None:
             return out
+        if not isinstance(src, Tensor):  # (70000.0 into float16 raises, as PyTorch's)
+            src = checked_number(src, self.array.dtype)
         positions, src = self._scatter_positions("scatter", dim, index, src)
         out = self.clone()
         out[positions] = src
@@ -4861,7 +4866,7 @@ class Tensor:
         if isinstance(value, Tensor):
             value = value.to(self.array.dtype)
         else:  # (a 0-d tensor of this dtype: a number would promote a bool tensor)
-            value = self.new_full((), written_number(value, self.array.dtype))
+            value = self.new_full((), checked_number(value, self.array.dtype))
         return binary.Where.apply(mask, value, self)
 
     @autocast_policy("promote")  # on PyTorch's CPU autocast promote list
