@@ -315,6 +315,18 @@ ERRORS = {
         TypeError,
         "argument 'other' .* must be Tensor, not float",
     ),
+    # atan2, dist, isclose, allclose and equal took a number (or said AttributeError)
+    **{
+        f"{name}_a_number": (call, TypeError, f"{name}\\(\\): argument 'other' .* must be Tensor")
+        for name, call in {
+            "atan2": lambda m: m.ones(2).atan2(2.5),
+            "arctan2": lambda m: m.arctan2(m.ones(2), 2),
+            "dist": lambda m: m.dist(m.ones(2), 2.5),
+            "isclose": lambda m: m.isclose(m.ones(2), 1.0),
+            "allclose": lambda m: m.ones(2).allclose(1.0),
+            "equal": lambda m: m.ones(2).equal(1.0),
+        }.items()
+    },
     "logaddexp_shapes": (
         lambda m: m.logaddexp(m.ones(2), m.ones(3)),
         RuntimeError,

@@ -2355,12 +2355,15 @@ class Tensor:
 
     def atan2(self, other: Any) -> Tensor:
         """The angle of the point (other, self), elementwise: atan(self / other) in the right
-        quadrant."""
+        quadrant. ``other`` must be a tensor, as PyTorch's."""
+        other = _tensor_other("atan2", other)
         x, y = self._floating_operands(other)  # (int64 with a 0-d float64: float64)
         _refuse_kernel_dtype("atan2", "atan2_cpu", "c", x)
         return binary.Atan2.apply(x, y)
 
-    arctan2 = atan2
+    def arctan2(self, other: Any) -> Tensor:
+        """``atan2`` under NumPy's name, as ``torch.arctan2`` (its errors say ``arctan2``)."""
+        return self.atan2(_tensor_other("arctan2", other))
 
     def log2(self) -> Tensor:
         return unary.Log2.apply(self._floating())
@@ -2897,8 +2900,8 @@ class Tensor:
         self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
     ) -> Tensor:
         """``|self - other| <= atol + rtol * |other|`` elementwise (NaNs equal with
-        ``equal_nan``), as PyTorch's; not differentiable."""
-        other = getattr(other, "array", other)
+        ``equal_nan``), as PyTorch's; not differentiable. ``other`` must be a tensor."""
+        other = _tensor_other("isclose", other).array
         close = namespace(self.array).isclose
         return Tensor._make(_call(close, self.array, other, rtol, atol, equal_nan))
 
@@ -2906,11 +2909,12 @@ class Tensor:
         self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
     ) -> bool:
         """Whether every entry ``isclose`` to ``other``'s."""
+        _tensor_other("allclose", other)
         return bool(self.isclose(other, rtol, atol, equal_nan).all())
 
     def equal(self, other: Tensor) -> bool:
         """Whether ``other`` has this tensor's shape and values (PyTorch's ``torch.equal``)."""
-        return self.shape == other.shape and bool((self == other).all())
+        return self.shape == _tensor_other("equal", other).shape and bool((self == other).all())
 
     @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
     def trace(self) -> Tensor:
@@ -5069,7 +5073,7 @@ class Tensor:
         >>> sg.dist(sg.tensor([3.0, 0.0]), sg.tensor([0.0, 4.0]))
         tensor(5.)
         """
-        diff = self - other
+        diff = self - _tensor_other("dist", other)
         if not backend.can_require_grad(diff.dtype):  # (floating or complex)
             raise RuntimeError(
                 "norm(): input dtype should be either floating point or complex. Got "
