@@ -40,7 +40,38 @@ ERRORS = {
     # LAPACK refuses a NaN pivot (NumPy's batched cholesky returned NaN)
     "cholesky_nan": lambda m: m.linalg.cholesky(m.tensor(WITH_NAN)),
     "cholesky_ex_nan": lambda m: m.linalg.cholesky_ex(m.tensor(WITH_NAN), check_errors=True),
+    # NumPy's blocked factorization "factored" an all-inf matrix (inf and 0); LAPACK's potrf
+    # meets inf / inf, NaN, in the second pivot
+    "cholesky_inf": lambda m: m.linalg.cholesky(m.full((2, 2), math.inf, dtype=m.float64)),
+    "cholesky_inf_batch": lambda m: m.cholesky(
+        m.tensor(np.stack([np.eye(2), np.full((2, 2), math.inf)]))
+    ),
 }
+
+
+@pytest.mark.parametrize(
+    "matrix",
+    [
+        np.full((3, 3), math.inf),
+        np.full((2, 2), -math.inf),
+        np.full((2, 2), math.nan),
+        np.diag([math.inf, 1.0, 2.0]),
+        [[4.0, math.nan], [math.nan, 4.0]],
+        [[4.0, 2.0, 0.0], [2.0, math.inf, 1.0], [0.0, 1.0, 3.0]],
+        np.stack([np.eye(2), np.full((2, 2), math.inf)]),
+    ],
+)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_ex_info_of_inf_and_nan_matrices_is_lapacks(matrix, upper):
+    """cholesky_ex's info of an all-inf matrix was 0 and its factor inf and 0 (NumPy's blocked
+    factorization), where PyTorch's LAPACK reports the pivot that is inf - inf; a factor that
+    completes (an inf on the diagonal alone) is PyTorch's."""
+    matrix = np.asarray(matrix, dtype=np.float64)  # (float32's MKL kernel differs: see README)
+    ours = sg.linalg.cholesky_ex(sg.tensor(matrix), upper=upper)
+    theirs = torch.linalg.cholesky_ex(torch.tensor(matrix), upper=upper)
+    np.testing.assert_array_equal(ours.info.numpy(), theirs.info.numpy())
+    done = theirs.info.numpy() == 0  # (a failed factor is NaN in ours, LAPACK's leftovers there)
+    np.testing.assert_array_equal(ours.L.numpy()[done], theirs.L.numpy()[done])
 
 
 @pytest.mark.parametrize("name", ERRORS)
@@ -56,6 +87,30 @@ BAD_INPUT = {
     "cholesky_non_square": lambda m: m.linalg.cholesky(m.ones(3, 4)),
     "eigh_non_square": lambda m: m.linalg.eigh(m.ones(3, 4)),
     "matrix_power_non_square": lambda m: m.linalg.matrix_power(m.ones(2, 3), 2),
+    # PyTorch looks at a square function's shape before its dtype, but solve's (and lu_solve's)
+    # integer dtype first, even before the dims; ours said the other first
+    **{
+        f"{name}_{what}": lambda m, call=call, A=A: call(m, A(m))
+        for name, call in {
+            "inv": lambda m, A: m.linalg.inv(A),
+            "det": lambda m, A: m.linalg.det(A),
+            "slogdet": lambda m, A: m.linalg.slogdet(A),
+            "cholesky": lambda m, A: m.linalg.cholesky(A),
+            "cholesky_ex": lambda m, A: m.linalg.cholesky_ex(A),
+            "eigh": lambda m, A: m.linalg.eigh(A),
+            "matrix_exp": lambda m, A: m.linalg.matrix_exp(A),
+            "solve": lambda m, A: m.linalg.solve(A, A),
+            "solve_ex": lambda m, A: m.linalg.solve_ex(A, A),
+            "lu_solve": lambda m, A: m.linalg.lu_solve(A, m.zeros(2, dtype=m.int32), A),
+        }.items()
+        for what, A in {
+            "int_non_square": lambda m: m.zeros(2, 3, dtype=m.int64),
+            "empty_int_non_square": lambda m: m.zeros(0, 3, dtype=m.int64),
+            "bool_non_square": lambda m: m.zeros(2, 3, dtype=m.bool),
+            "half_non_square": lambda m: m.zeros(2, 3, dtype=m.float16),
+            "int_vector": lambda m: m.zeros(3, dtype=m.int64),
+        }.items()
+    },
     "vector": lambda m: m.linalg.inv(m.ones(3)),
     "integer": lambda m: m.linalg.inv(m.ones(3, 3, dtype=m.int64)),
     "half": lambda m: m.linalg.inv(m.ones(3, 3, dtype=m.float16)),

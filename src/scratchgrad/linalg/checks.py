@@ -29,22 +29,30 @@ class LinAlgError(RuntimeError):
 
 
 def check_input(
-    op: str, A: Tensor, name: str = "A", square: bool = False, any_dtype: bool = False
+    op: str,
+    A: Tensor,
+    name: str = "A",
+    square: bool = False,
+    any_dtype: bool = False,
+    integers_first: bool = False,
 ) -> None:
-    """PyTorch's checks of a linalg function's matrix argument: a Tensor of at least 2 dims, of
-    float32 or float64 (any dtype where ``any_dtype``: functions made of matrix products),
-    square where ``square``."""
+    """PyTorch's checks of a linalg function's matrix argument, in its order: a Tensor of at
+    least 2 dims, square where ``square``, then of float32 or float64 (any dtype where
+    ``any_dtype``: functions made of matrix products). With ``integers_first`` (``solve``,
+    ``lu_solve``), an integer or bool tensor is refused before its shape is looked at."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be Tensor, not {type(A).__name__}")
+    if integers_first and not backend.can_require_grad(A.dtype):
+        check_floating(op, A)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    if not any_dtype:
-        check_floating(op, A)
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{op}: {name} must be batches of square matrices, but they are "
             f"{A.shape[-2]} by {A.shape[-1]} matrices"
         )
+    if not any_dtype:
+        check_floating(op, A)
 
 
 # the functions whose 16-bit inputs PyTorch refuses with a RuntimeError of its own
@@ -200,10 +208,29 @@ def _is_positive_definite(matrix: Any) -> bool:
 
 def factor_cholesky(a: Any) -> Any:
     """The Cholesky factors of ``a`` (*, n, n); ``LinAlgError`` where one is not
-    positive-definite, NaN included: LAPACK's potrf refuses a NaN pivot, but NumPy's batched
-    wrapper lets it through."""
+    positive-definite as LAPACK's potrf decides it. NumPy's batched wrapper lets a NaN pivot
+    through and its blocked factorization turns an infinite column into inf and 0 (an all-inf
+    matrix "factors"), so a factor with a diagonal that is not finite is computed again
+    column by column, as potrf's unblocked form."""
     module = namespace(a)
     out = module.linalg.cholesky(a)
-    if module.isnan(module.diagonal(out, axis1=-2, axis2=-1)).any():
-        raise xp.linalg.LinAlgError("not positive-definite")
+    if not module.isfinite(module.diagonal(out, axis1=-2, axis2=-1)).all():
+        return _unblocked_cholesky(a)  # (the rare path only)
+    return out
+
+
+def _unblocked_cholesky(a: Any) -> Any:
+    """The Cholesky factors of ``a`` (*, n, n) a column at a time, as LAPACK's potf2 computes
+    them (an inf entry makes inf / inf, NaN, where it meets another); ``LinAlgError`` at the
+    first pivot that is not positive, NaN included."""
+    module = namespace(a)
+    out = module.tril(a)
+    for j in range(a.shape[-1]):
+        row = out[..., j, :j]
+        pivot = a[..., j, j] - (row * row).sum(-1)
+        if not (pivot > 0).all():
+            raise xp.linalg.LinAlgError("not positive-definite")
+        out[..., j, j] = module.sqrt(pivot)
+        rest = a[..., j + 1 :, j] - (out[..., j + 1 :, :j] @ row[..., None])[..., 0]
+        out[..., j + 1 :, j] = rest / out[..., j, j][..., None]
     return out

@@ -97,7 +97,7 @@ def solve_ex(
     >>> sg.linalg.solve_ex(sg.zeros(2, 2), sg.ones(2)).info
     tensor(1, dtype=scratchgrad.int32)
     """
-    check_input("linalg.solve", A, square=True)
+    check_input("linalg.solve", A, square=True, integers_first=True)
     core_dims = 1 if isinstance(B, Tensor) and is_vector_rhs(A, B) else 2
 
     def solved(a: Tensor) -> Tensor:

@@ -225,7 +225,8 @@ def lu_solve(
             [2.]])
     """
     op = "linalg.lu_solve"
-    check_input(op, LU, "LU", square=True)
+    # (PyTorch's checks of LU call it A, and name the function "torch.linalg.lu_solve")
+    check_input("torch.linalg.lu_solve", LU, square=True, integers_first=True)
     check_input(op, B, "B")
     check_same_dtype(op, LU, B, ("LU", "B"))  # names: the pair PyTorch's message uses
     check_system(op, LU, B, left)

@@ -92,7 +92,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     >>> sg.linalg.solve(sg.tensor([[2.0, 0.0], [1.0, 1.0]]), sg.tensor([2.0, 3.0]))
     tensor([1., 2.])
     """
-    check_input("linalg.solve", A, square=True)
+    check_input("linalg.solve", A, square=True, integers_first=True)
     if not isinstance(B, Tensor) or B.ndim == 0:
         raise RuntimeError("linalg.solve: B must be a tensor of at least 1 dimension")
     check_same_dtype("linalg.solve", A, B)
