@@ -456,6 +456,36 @@ def test_logsumexp_of_complex_numbers_takes_out_the_largest_real_part_as_torch(n
         assert_same(ours, theirs, **tol)
 
 
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_logaddexp_of_complex_numbers_and_its_gradient_as_torch(dtype):
+    """PyTorch's logaddexp takes complex input (the larger real part taken out, the first at a
+    tie; NaN, -inf and inf parts handled apart) and its gradient grad / conj(1 + exp(y - x));
+    ours refused it. logaddexp2 has no complex kernel in either."""
+    x = [1 + 2j, -3 + 0.5j, 0.1 - 1j, 100 + 3j, 3j, 1e-20j, complex(INF, 1), complex(-INF, 1)]
+    y = [0.5 - 1j, 2 + 1j, -50 + 0j, 101 - 2j, -3j, -50, complex(INF, 2), complex(-INF, 2)]
+    x += [0, complex(NAN, 0), complex(5, NAN), complex(INF, 0), 1 + 1j]
+    y += [-40 + 1j, 1, 1, complex(-INF, 2), 1.0 + 1j]
+    results = []
+    for m in (sg, torch):
+        a, b = (m.tensor(v, dtype=getattr(m, dtype), requires_grad=True) for v in (x, y))
+        out = m.logaddexp(a, b)
+        (out[:5] * (0.5 - 0.25j)).real.sum().backward()  # (the finite ones)
+        results.append((out, a.grad, b.grad))
+        with pytest.raises(NotImplementedError, match="logaddexp2"):
+            m.logaddexp2(a, b)
+    (ours, *ours_grads), (theirs, *their_grads) = results
+    ours, theirs = ours.detach().numpy(), theirs.detach().numpy()
+    if dtype == "complex64":  # PyTorch's complex64 kernel gives NaN at (1e-20j, -50)
+        assert np.isnan(theirs[5]) and ours[5] == np.complex64(1.9287498479639178e-22 + 1e-20j)
+        ours[5] = theirs[5]
+    tol = TOL["float32" if dtype == "complex64" else "float64"]
+    for mine, expected in zip([ours, *ours_grads], [theirs, *their_grads]):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(expected), **tol)
+
+
 # ---- the safety gate ---------------------------------------------------------------------------
 
 NOT_YET = {  # ops whose backward is real-only: with a gradient recorded, refused

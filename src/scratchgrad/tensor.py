@@ -1482,7 +1482,7 @@ class Tensor:
     def logaddexp(self, other: Tensor) -> Tensor:
         """``log(exp(self) + exp(other))`` without overflow, as ``torch.logaddexp``, with
         PyTorch's gradient: ``grad / (1 + exp(other - self))`` (a half each at a tie, NaN at
-        equal infinities).
+        equal infinities). Complex numbers too, as PyTorch's.
 
         >>> import scratchgrad as sg
         >>> sg.logaddexp(sg.tensor([0.0, 100.0]), sg.tensor([0.0, 100.0]))  # exp(100) overflows
@@ -1493,7 +1493,10 @@ class Tensor:
                 f"logaddexp(): argument 'other' (position 1) must be Tensor, not "
                 f"{type(other).__name__}"
             )
-        return special.Logaddexp.apply(*self._real_floating_pair("logaddexp", other))
+        dtype = result_dtype(self, other)  # (complex too, as PyTorch's)
+        x, y = self.to(dtype), other.to(dtype)
+        x._check_floating("logaddexp", complex_too=True)
+        return special.Logaddexp.apply(x, y)
 
     @autocast_policy("lower")
     def mm(self, mat2: Tensor) -> Tensor:

@@ -1009,8 +1009,9 @@ class Heaviside(Function):
 
 
 class Logaddexp(Function):
-    """log(e**x + e**y) without overflow (one ufunc); PyTorch's partials 1 / (1 + e**(y - x))
-    and 1 / (1 + e**(x - y)): a half each at a tie, NaN at equal infinities (inf - inf)."""
+    """log(e**x + e**y) without overflow (one ufunc; of complex numbers, PyTorch's formula);
+    PyTorch's partials 1 / (1 + e**(y - x)) and 1 / (1 + e**(x - y)): a half each at a tie,
+    NaN at equal infinities (inf - inf), their conjugates for complex numbers (its twin)."""
 
     ufunc = "logaddexp"
 
@@ -1022,6 +1023,8 @@ class Logaddexp(Function):
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
+        if x.dtype.kind == "c":  # (NumPy's ufunc takes real numbers only)
+            return _complex_logaddexp(x, y)
         return getattr(namespace(x), type(ctx).ufunc)(x, y)
 
     @staticmethod
@@ -1036,11 +1039,42 @@ class Logaddexp(Function):
             )
 
 
+holomorphic_twin(Logaddexp)
+
+
+def _complex_logaddexp(x, y):
+    """log(e**x + e**y) of complex arrays as PyTorch computes it: ``log1p(e**(small - big)) +
+    big``, ``big`` the one of larger real part (``x`` at a tie, which decides the imaginary
+    part's multiple of 2 pi); NaN where ``small`` has one, ``small`` where both real parts are
+    -inf, ``log(e**x + e**y)`` where both are inf."""
+    xp = namespace(x)
+    x_big = x.real >= y.real
+    big, small = xp.where(x_big, x, y), xp.where(x_big, y, x)
+    with errstate(all="ignore"):
+        out = _complex_log1p(xp.exp(small - big)) + big
+        both_infinite = xp.isinf(small.real) & (small.real == big.real)
+        if both_infinite.any():  # (rare: computed where needed only)
+            plus = xp.log(xp.exp(small) + xp.exp(big))
+            out = xp.where(both_infinite, xp.where(small.real < 0, small, plus), out)
+    nan = xp.isnan(small.real) | xp.isnan(small.imag)
+    return xp.where(nan, xp.asarray(complex(math.nan, math.nan), out.dtype), out)
+
+
+def _complex_log1p(z):
+    """log(1 + z) of complex ``z`` with |z| <= 1, accurate for small ``z`` (NumPy's loses the
+    real part: log1p(1e-18 + 1e-18j) has real part 0): log|1 + z| as
+    log1p(2 Re z + |z|**2) / 2."""
+    xp = namespace(z)
+    real = 0.5 * xp.log1p(z.real * (2 + z.real) + z.imag * z.imag)
+    return real + 1j * xp.arctan2(z.imag, 1 + z.real)
+
+
 class Logaddexp2(Logaddexp):
-    """log2(2**x + 2**y), as Logaddexp in base 2."""
+    """log2(2**x + 2**y), as Logaddexp in base 2 (of real numbers only, as PyTorch's)."""
 
     ufunc = "logaddexp2"
     power = staticmethod(Exp2.apply)
+    complex_twin = None
 
 
 def _in_scan_dtype(x):
