@@ -2069,7 +2069,7 @@ class Tensor:
     def _copy_from(self, name: str, src: Any) -> Tensor:
         """``copy_``, named ``name`` in its errors: also the random fills' last step (in a
         graph, no gradient flows to the old values, as PyTorch's fills)."""
-        refuse = _vmapped("_refuse_writing_a_batch", src)  # (into this unbatched tensor)
+        refuse = vmapped("_refuse_writing_a_batch", src)  # (into this unbatched tensor)
         if refuse is not None:
             refuse(name)
         if self._records(src):
@@ -2444,7 +2444,7 @@ class Tensor:
         >>> sg.tensor([-3.0, 3.0]).fmod(2)
         tensor([-1.,  1.])
         """
-        batched = _vmapped("_fmod", self, other)  # (integers are divided on the arrays)
+        batched = vmapped("_fmod", self, other)  # (integers are divided on the arrays)
         if batched is not None:
             return batched(self, other)
         x, y = self._division_operands(other)
@@ -4245,6 +4245,9 @@ class Tensor:
             )
         if index.ndim > 1:
             raise IndexError(f"index_select: index must be a vector, got shape {index.shape}")
+        batched = vmapped("_index_select", index)  # per-member indices: vmap's own version
+        if batched is not None:
+            return batched(self, dim, index)
         if self.array.ndim == 0:  # as PyTorch: one index, and a 0-d result
             wrap_dim(dim, 0)
             if index.numel() != 1:
@@ -4882,7 +4885,7 @@ class Tensor:
         tensor([[5., 0., 5.],
                 [5., 0., 5.]])
         """
-        batched = _vmapped("_index_fill", index)  # (its values are read on the array)
+        batched = vmapped("_index_fill", index)  # (its values are read on the array)
         if batched is not None:
             return batched(self, dim, index, value)
         if isinstance(value, Tensor) and value.ndim:
@@ -4917,7 +4920,7 @@ class Tensor:
         >>> sg.zeros(3).index_copy(0, sg.tensor([2, 0]), sg.tensor([1.0, 2.0]))
         tensor([2., 0., 1.])
         """
-        batched = _vmapped("_index_copy", index, source)  # (written into a copy in place)
+        batched = vmapped("_index_copy", index, source)  # (written into a copy in place)
         if batched is not None:
             return batched(self, dim, index, source)
         if not isinstance(source, Tensor):
@@ -4955,12 +4958,12 @@ class Tensor:
         """The method ``name`` (gather, scatter, scatter_add, scatter_reduce; ``options`` its
         keyword arguments) where it becomes another call, else None: with a 0-d operand among
         operands of at most 1 dim, it runs on them read as 1-d, as PyTorch's does; under vmap
-        with a batched operand (whichever), it is vmap's version (``_vmapped``)."""
+        with a batched operand (whichever), it is vmap's version (``vmapped``)."""
         dim = wrap_dim(dim, self.array.ndim)
         if _reads_0d_as_1d(self, index, *src):
             out = getattr(_as_1d(self), name)(dim, _as_1d(index), *map(_as_1d, src), **options)
             return out.reshape(index.shape if name == "gather" else self.shape)
-        batched = _vmapped(f"_{name}", self, index, *src)
+        batched = vmapped(f"_{name}", self, index, *src)
         return None if batched is None else batched(self, dim, index, *src, **options)
 
     def _scatter_positions(self, name: str, dim: int, index: Tensor, src: Any) -> tuple:
@@ -6723,7 +6726,7 @@ def searchsorted(
             f"of boundaries and input must match, but got boundaries of shape "
             f"{tuple(boundaries.shape)} and input of shape {tuple(values.shape)}"
         )
-    batched = _vmapped("_searchsorted", sorted_sequence, input, sorter)
+    batched = vmapped("_searchsorted", sorted_sequence, input, sorter)
     if batched is not None:  # the checks above saw one member's shapes
         return batched(sorted_sequence, input, sorter, out_int32=out_int32, right=right)
     order = None if sorter is None else _checked_sorter(sorter, boundaries.shape)
@@ -8975,7 +8978,7 @@ def _zero_gradient_to(out: Tensor, *operands: Any) -> Tensor:
     return out if out.dtype == dtype else out.to(dtype)
 
 
-def _vmapped(name: str, *operands: Any) -> Callable | None:
+def vmapped(name: str, *operands: Any) -> Callable | None:
     """vmap's version of the op ``name`` where one of ``operands`` is batched, else None.
 
     An op that reads several operands' arrays directly, not through Functions, is not batched

@@ -26,6 +26,7 @@ from scratchgrad.autograd import capture_hook, function
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
+from scratchgrad.nn.functional import check_embedding_index, embedding, one_hot
 from scratchgrad.ops import binary
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
@@ -38,6 +39,7 @@ from scratchgrad.tensor import (
     refuse_cast,
     searchsorted,
     stack,
+    where,
     wrap_dim,
 )
 
@@ -321,10 +323,10 @@ class BatchedTensor(Tensor):
 
     @staticmethod
     def _fmod(x: Tensor, y: Any) -> Tensor:
-        """``x.fmod(y)`` where either is batched (for ``tensor._vmapped``)."""
+        """``x.fmod(y)`` where either is batched (for ``tensor.vmapped``)."""
         return _divided(lambda a, b: a.fmod(b), x, y)
 
-    # Ops that read several operands' arrays: Tensor's code hands them here (tensor._vmapped)
+    # Ops that read several operands' arrays: Tensor's code hands them here (tensor.vmapped)
     # when any operand is batched, which need not be the first
 
     _gather = _along_batch("gather")
@@ -371,8 +373,69 @@ class BatchedTensor(Tensor):
         return self.scatter(dim, index.reshape(along).expand(source.shape), source)
 
     # a plain tensor's index_fill with a batched index, and index_copy with a batched index
-    # or source, come here (Tensor's hand them over: see tensor._vmapped)
+    # or source, come here (Tensor's hand them over: see tensor.vmapped)
     _index_fill, _index_copy = index_fill, index_copy
+
+    @staticmethod
+    def _embedding(
+        input: BatchedTensor, weight: Tensor, padding_idx: Any, max_norm: Any, *options: Any
+    ) -> Tensor:
+        """``F.embedding`` with per-member indices (``options``: norm_type, scale_grad_by_freq,
+        sparse). A weight every member shares is indexed by the whole batch of indices at once,
+        as PyTorch's rule (which also counts scale_grad_by_freq's repeats over the whole
+        batch); batched weights are looked up as the rows of all members side by side, each
+        member's indices shifted to its own rows."""
+        if max_norm is not None:  # (it would rewrite rows of the weight in place)
+            raise RuntimeError(
+                "vmap: embedding with max_norm and batched indices is not supported; "
+                "renormalize the weight outside vmap, or call embedding without max_norm"
+            )
+        level = level_of((input, weight))
+        (index, weight), (index_batched, weight_batched) = unwrap((input, weight), level)
+        if not index_batched:  # only the weight is batched here (the index by an older vmap)
+            out = embedding(index, weight.movedim(0, 1), padding_idx, None, *options)
+            return wrap(out.movedim(-2, 0), level)
+        if not weight_batched:
+            return wrap(embedding(index, weight, padding_idx, None, *options), level)
+        if type(index) is BatchedTensor:  # its values could not be checked against n
+            raise RuntimeError(
+                "vmap: embedding with indices and weights both batched, the indices by an outer "
+                "vmap too, is not supported; batch the indices by the inner vmap only"
+            )
+        size, n = weight.shape[:2]
+        check_embedding_index(index, n, padding_idx)
+        first_rows = creation.arange(0, size * n, n, device=index.device)
+        shifted = index + first_rows.reshape(size, *(1,) * (index.ndim - 1)).to(index.dtype)
+        out = embedding(shifted, weight.reshape(size * n, *weight.shape[2:]), None, None, *options)
+        if padding_idx is None:
+            return wrap(out, level)
+        return wrap(where(index.unsqueeze(-1) == padding_idx % n, out.detach(), out), level)
+
+    @staticmethod
+    def _one_hot(labels: BatchedTensor, num_classes: int) -> Tensor:
+        """``F.one_hot`` of every member's labels at once; as PyTorch's vmap, the number of
+        classes must be given (one member's maximum would give members different shapes)."""
+        if num_classes < 1:
+            raise RuntimeError(
+                "vmap: one_hot of batched labels needs an explicit positive num_classes, as "
+                "in torch.func.vmap"
+            )
+        return wrap(one_hot(labels.value, num_classes), labels.level)
+
+    @staticmethod
+    def _index_select(x: Tensor, dim: int, index: BatchedTensor) -> Tensor:
+        """``index_select`` with per-member indices (vectors): a gather along ``dim`` of each
+        member (an unbatched ``x`` repeated for every member as a view), the indices
+        broadcast over the other dims."""
+        if x.ndim == 0:  # as PyTorch: a 0-d tensor is read as a vector of one
+            return x.reshape(1).index_select(0, index.reshape(-1)).reshape(())
+        dim = wrap_dim(dim, x.ndim)
+        level, (x, index) = all_batched((x, index.reshape(-1)))
+        along = [index.shape[1] if d == dim else 1 for d in range(x.ndim - 1)]
+        positions = index.reshape(index.shape[0], *along)
+        shape = [x.shape[0], *x.shape[1:]]
+        shape[dim + 1] = index.shape[1]
+        return wrap(x.gather(dim + 1, positions.expand(shape)), level)
 
     @staticmethod
     def _searchsorted(boundaries: Tensor, input: Any, sorter: Any, **options: Any) -> Tensor:

@@ -53,6 +53,7 @@ from scratchgrad.tensor import (
     graph_keeps,
     names_bad_arguments,
     p_norm,
+    vmapped,
     where,
     wrap_dim,
 )
@@ -846,15 +847,12 @@ def embedding(
     >>> weight.grad._indices(), weight.grad.is_sparse
     (tensor([[2, 0, 2]]), True)
     """
-    index = input.array
-    if index.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype.name}"
-        )
+    batched = vmapped("_embedding", input)  # per-member indices: vmap's own version
+    if batched is not None:
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+        return batched(input, weight, *options)
     n = weight.shape[0]
-    if padding_idx is not None and not -n <= padding_idx < n:
-        raise AssertionError("Padding_idx must be within num_embeddings")
-    capture_hook.call(_check_embedding_indices, index, n)  # a jitted step's next batch, too
+    index = check_embedding_index(input, n, padding_idx)
     if max_norm is not None:
         _embedding_renorm_(weight, index, max_norm, norm_type)
     if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
@@ -1044,6 +1042,20 @@ def _embedding_renorm_(weight: Tensor, index, max_norm: float, norm_type: float)
         picked = weight[index]
         norm = picked.norm(norm_type, dim=-1, keepdim=True)
         weight[index] = picked * where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
+
+
+def check_embedding_index(input: Tensor, n: int, padding_idx: int | None):
+    """``input``'s array after embedding's checks of its dtype, of ``padding_idx`` and of its
+    values (in [0, n) for ``n`` rows; a jitted step's next batch checked too)."""
+    index = input.array
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"embedding: expected indices of an integer dtype (Long or Int), got {index.dtype.name}"
+        )
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    capture_hook.call(_check_embedding_indices, index, n)
+    return index
 
 
 def _check_embedding_indices(index, n: int) -> None:
@@ -2796,6 +2808,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     tensor([[1, 0, 0],
             [0, 0, 1]])
     """
+    batched = vmapped("_one_hot", tensor)  # per-member labels: vmap's own version
+    if batched is not None:
+        return batched(tensor, num_classes)
     labels = tensor.array
     if labels.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of an integer dtype.")

@@ -1,0 +1,157 @@
+"""vmap over ``F.embedding`` with per-member (batched) indices, against ``torch.func.vmap`` and
+a Python loop: one weight shared by every member, a weight per member, padding_idx and
+scale_grad_by_freq, gradients through vmap and per member (vmap of grad), an ensemble of
+``nn.Embedding`` through ``functional_call``, nested vmaps, and the refused calls."""
+
+import numpy as np
+import pytest
+import torch
+from oracle import assert_close, check_against_torch
+
+import scratchgrad as sg
+import scratchgrad.nn.functional as F
+from scratchgrad.func import functional_call, grad, stack_module_state, vmap
+
+BATCH, ROWS, DIM = 3, 10, 4
+RNG = np.random.default_rng(0)
+WEIGHT = RNG.standard_normal((BATCH, ROWS, DIM))
+INDEX = RNG.integers(0, ROWS, (BATCH, 5, 2))
+INDEX[:, 0, 0] = 7  # padding in every member, repeated in member 0
+INDEX[0, 1, 1] = 7
+
+OPTIONS = {
+    "plain": {},
+    "padding_idx": {"padding_idx": 7},
+    "negative padding_idx": {"padding_idx": -3},
+    "scale_grad_by_freq": {"scale_grad_by_freq": True, "padding_idx": 7},
+}
+
+
+def _call(options):
+    """A member's embedding, the same for both libraries (the index first, then the weight)."""
+    return lambda index, weight, functional: functional.embedding(index, weight, **options)
+
+
+def _torch_loop(call):
+    """``call`` on each member in PyTorch, stacked: the oracle where torch.func's rule is wrong
+    (a weight per member with padding_idx: the gradient through its vmap skips the padding row
+    of the first member only, as if the members' rows were one table)."""
+    return lambda i, w: torch.stack([call(i[m], w[m], torch.nn.functional) for m in range(BATCH)])
+
+
+@pytest.mark.parametrize("in_dims", [(0, None), (0, 0), (None, 0)], ids=str)
+@pytest.mark.parametrize("name", OPTIONS)
+def test_batched_indices_match_torch_with_gradients(name, in_dims):
+    """Values, and the weight's gradient backpropagated through vmap."""
+    call = _call(OPTIONS[name])
+    index = [INDEX, INDEX[0]][in_dims[0] is None]
+    weight = [WEIGHT, WEIGHT[0]][in_dims[1] is None]
+    theirs = torch.func.vmap(lambda i, w: call(i, w, torch.nn.functional), in_dims=in_dims)
+    if in_dims == (0, 0):
+        theirs = _torch_loop(call)
+    check_against_torch(
+        lambda w: vmap(lambda i, w: call(i, w, F), in_dims=in_dims)(sg.tensor(index), w),
+        lambda w: theirs(torch.tensor(index), w),
+        [weight],
+        what=f"embedding {name} in_dims={in_dims}",
+    )
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_per_member_gradients_match_torch_and_a_loop(name):
+    """vmap(grad) of each member's loss over its own weight: PyTorch's, and one member at a
+    time (the gradient of a batched weight counts scale_grad_by_freq's repeats per member)."""
+    call = _call(OPTIONS[name])
+
+    def loss(functional):
+        return lambda w, i: (call(i, w, functional) ** 2).sum()
+
+    ours = vmap(grad(loss(F)))(sg.tensor(WEIGHT), sg.tensor(INDEX))
+    theirs = torch.func.vmap(torch.func.grad(loss(torch.nn.functional)))(
+        torch.tensor(WEIGHT), torch.tensor(INDEX)
+    )
+    assert_close(ours, theirs, what=name)
+    for member in range(BATCH):
+        alone = grad(loss(F))(sg.tensor(WEIGHT[member]), sg.tensor(INDEX[member]))
+        assert_close(ours[member], alone.numpy(), what=f"{name} member {member}")
+
+
+def test_nn_embedding_ensemble_through_functional_call_matches_a_loop():
+    """An ensemble of nn.Embedding: each member's output and gradient is its own model's."""
+    models = [sg.nn.Embedding(ROWS, DIM) for _ in range(BATCH)]
+    params, buffers = stack_module_state(models)
+    index = sg.tensor(INDEX)
+
+    def loss(p, b, i):
+        return (functional_call(models[0], (p, b), (i,)) ** 2).sum()
+
+    out = vmap(lambda p, b, i: functional_call(models[0], (p, b), (i,)))(params, buffers, index)
+    grads = vmap(grad(loss))(params, buffers, index)
+    for member, model in enumerate(models):
+        assert_close(out[member], model(index[member]).detach().numpy())
+        model(index[member]).pow(2).sum().backward()
+        assert_close(grads["weight"][member], model.weight.grad.numpy())
+
+
+def test_nested_vmaps_index_outer_weight_inner_match_torch():
+    ours = vmap(lambda i: vmap(lambda w: F.embedding(i, w))(sg.tensor(WEIGHT)))(sg.tensor(INDEX))
+    theirs = torch.func.vmap(
+        lambda i: torch.func.vmap(lambda w: torch.nn.functional.embedding(i, w))(
+            torch.tensor(WEIGHT)
+        )
+    )(torch.tensor(INDEX))
+    assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("in_dims", [(0, None), (0, 0)], ids=str)
+def test_out_of_range_and_float_indices_are_refused_as_eagerly(in_dims):
+    """A member's index past the last row is refused (with a weight per member, it must not
+    read the next member's rows), as is an index of a floating dtype."""
+    weight = sg.tensor(WEIGHT if in_dims[1] == 0 else WEIGHT[0])
+    with pytest.raises(IndexError, match="index 10 is out of range in self"):
+        vmap(F.embedding, in_dims=in_dims)(sg.tensor(np.minimum(INDEX + 3, 10)), weight)
+    with pytest.raises(RuntimeError, match="expected indices of an integer dtype"):
+        vmap(F.embedding, in_dims=in_dims)(sg.tensor(INDEX * 1.0), weight)
+
+
+def test_max_norm_with_batched_indices_is_refused_and_changes_nothing():
+    """max_norm rewrites the looked-up rows in place; with batched indices it is refused."""
+    weight = sg.tensor(WEIGHT[0])
+    with pytest.raises(RuntimeError, match="vmap: embedding with max_norm and batched indices"):
+        vmap(lambda i: F.embedding(i, weight, max_norm=1.0))(sg.tensor(INDEX))
+    np.testing.assert_array_equal(weight.numpy(), WEIGHT[0])
+
+
+@pytest.mark.parametrize("in_dims", [(None, 0), (0, 0)], ids=str)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_with_batched_indices_matches_torch_with_gradients(dim, in_dims):
+    x = WEIGHT if in_dims[0] == 0 else WEIGHT[0]
+    index = INDEX[:, :, 0] % (DIM if dim else ROWS)  # a vector per member, with repeats
+    check_against_torch(
+        lambda x: vmap(lambda x, i: x.index_select(dim, i), in_dims=in_dims)(x, sg.tensor(index)),
+        lambda x: torch.func.vmap(lambda x, i: x.index_select(dim, i), in_dims=in_dims)(
+            x, torch.tensor(index)
+        ),
+        [x],
+        what=f"index_select dim={dim} in_dims={in_dims}",
+    )
+
+
+def test_index_select_of_a_0d_tensor_with_batched_indices_matches_a_loop():
+    x = sg.tensor(5.0, requires_grad=True)
+    out = vmap(lambda i: x.index_select(0, i))(sg.tensor([[0], [0]]))
+    out.sum().backward()
+    assert out.tolist() == [5.0, 5.0] and x.grad.item() == 2.0
+
+
+def test_one_hot_of_batched_labels_matches_torch_and_checks_every_member():
+    """PyTorch's vmap writes a row of zeros for a label past num_classes; ours raises as a
+    call outside vmap does (no silent wrong result)."""
+    labels = INDEX[:, :, 0]
+    ours = vmap(lambda i: F.one_hot(i, ROWS))(sg.tensor(labels))
+    theirs = torch.func.vmap(lambda i: torch.nn.functional.one_hot(i, ROWS))(torch.tensor(labels))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(RuntimeError, match="explicit positive num_classes"):
+        vmap(F.one_hot)(sg.tensor(labels))
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        vmap(lambda i: F.one_hot(i, 3))(sg.tensor(labels))
