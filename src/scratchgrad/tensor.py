@@ -2066,12 +2066,17 @@ class Tensor:
             _refuse_partial_overlap("copy_", self.array, src.array)
         return self._copy_from("copy_", src)
 
+    def _refuse_a_newer_batch(self, name: str, value: Any) -> None:
+        """vmap's error for writing batched values (``value``) into this unbatched tensor:
+        each of its members would take a whole batch (a batched tensor has its own)."""
+        refuse = vmapped("_refuse_writing_a_batch", value)
+        if refuse is not None:
+            refuse(name)
+
     def _copy_from(self, name: str, src: Any) -> Tensor:
         """``copy_``, named ``name`` in its errors: also the random fills' last step (in a
         graph, no gradient flows to the old values, as PyTorch's fills)."""
-        refuse = vmapped("_refuse_writing_a_batch", src)  # (into this unbatched tensor)
-        if refuse is not None:
-            refuse(name)
+        self._refuse_a_newer_batch(name, src)
         if self._records(src):
             return self._record_in_place(name, _overwrite, src)
         xp = namespace(self.array)

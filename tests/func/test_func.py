@@ -150,6 +150,57 @@ def test_batch_norm_in_training_with_unbatched_buffers_raises_and_leaves_them_as
     assert layers[0].running_var.tolist() == [1.0] * 3
 
 
+BATCHED_OR_NOT = [0, None]
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["training", "eval"])
+@pytest.mark.parametrize("var_dim", BATCHED_OR_NOT, ids=["var batched", "var shared"])
+@pytest.mark.parametrize("mean_dim", BATCHED_OR_NOT, ids=["mean batched", "mean shared"])
+@pytest.mark.parametrize("input_dim", BATCHED_OR_NOT, ids=["input batched", "input shared"])
+def test_batch_norm_with_each_statistic_batched_or_not_computes_or_refuses_before_writing(
+    input_dim, mean_dim, var_dim, training
+):
+    """F.batch_norm under vmap for every combination: computed as torch.func computes it, or
+    refused (a batched input in training with a shared statistic) with both statistics left
+    as they were; ours used to write running_mean before refusing a shared running_var. With
+    a shared input, a shared statistic is updated once, as vmap's in-place ops on an unbatched
+    tensor are (PyTorch 2.13 drops its update), and a batched one per member, as PyTorch's."""
+    if input_dim is mean_dim is var_dim is None:
+        pytest.skip("nothing batched")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 3))
+    means = rng.standard_normal((2, 3))
+    variances = rng.uniform(0.5, 2, (2, 3))
+    in_dims = (input_dim, mean_dim, var_dim)
+    arrays = [a if d == 0 else a[0] for a, d in zip((x, means, variances), in_dims)]
+    ours = [sg.tensor(a) for a in arrays]
+    theirs = [torch.tensor(a) for a in arrays]
+
+    def call(functional):
+        return lambda x, m, v: functional.batch_norm(x, m, v, training=training)
+
+    refused = training and input_dim == 0 and None in (mean_dim, var_dim)
+    if refused:
+        with pytest.raises(RuntimeError, match="batch_norm: cannot update running_mean"):
+            vmap(call(sg.nn.functional), in_dims=in_dims)(*ours)
+        with pytest.raises(RuntimeError, match="Batch norm got a batched tensor"):
+            torch.func.vmap(call(torch.nn.functional), in_dims=in_dims)(*theirs)
+        for statistic, array in zip(ours[1:], arrays[1:]):
+            np.testing.assert_array_equal(statistic.numpy(), array)
+        return
+    out = vmap(call(sg.nn.functional), in_dims=in_dims)(*ours)
+    expected = torch.func.vmap(call(torch.nn.functional), in_dims=in_dims)(*theirs)
+    assert_close(out, expected, "float64", "batch_norm")
+    # a shared statistic beside a shared input in training: one update by the input's
+    once = [torch.tensor(a if d is None else a[0]) for a, d in zip(arrays[1:], in_dims[1:])]
+    call(torch.nn.functional)(torch.tensor(x[0]), *once)
+    for ours_statistic, their_statistic, once_statistic, dim in zip(
+        ours[1:], theirs[1:], once, in_dims[1:]
+    ):
+        shared_update = training and dim is None
+        assert_close(ours_statistic, once_statistic if shared_update else their_statistic)
+
+
 def test_a_population_in_one_call_equals_each_model_and_torch():
     """vmap(functional_call) over stacked parameters: one batched pass, same outputs and
     gradients as each model on its own, and as torch.func."""

@@ -1153,8 +1153,8 @@ def batch_norm(
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
-    _refuse_statistics_requiring_grad(running_mean, running_var)
     channels = input.shape[1]
+    _check_running_statistics(running_mean, running_var, channels)
     dims = (0, *range(2, input.ndim))
     if training:
         count = math.prod(input.shape[d] for d in dims)  # (of no channels too)
@@ -1174,17 +1174,19 @@ def batch_norm(
                 unbiased = var.reshape(channels) * (count / (count - 1))
                 new_mean = running_mean * keep + mean.reshape(channels) * momentum
                 new_var = running_var * keep + unbiased * momentum
-                # each written whole (a mul_ then add_ left running_mean scaled when vmap
-                # refused the add_ of batched statistics into unbatched buffers)
+                # both checked before either is written: under vmap, batched statistics
+                # cannot go into an unbatched buffer, and a refused call changes nothing
                 try:
-                    running_mean.copy_(new_mean)
-                    running_var.copy_(new_var)
+                    running_mean._refuse_a_newer_batch("copy_", new_mean)
+                    running_var._refuse_a_newer_batch("copy_", new_var)
                 except RuntimeError as error:
                     raise RuntimeError(
                         "batch_norm: cannot update running_mean and running_var in place (under "
                         "vmap they must be batched where the input is: stack them with "
                         f"func.stack_module_state, or use track_running_stats=False): {error}"
                     ) from error
+                running_mean.copy_(new_mean)
+                running_var.copy_(new_var)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var are needed in eval mode")
@@ -1198,10 +1200,22 @@ def batch_norm(
     return saving(out, input, weight, *statistics, name="NativeBatchNormBackward0")
 
 
-def _refuse_statistics_requiring_grad(running_mean: Tensor | None, running_var: Tensor | None):
-    """PyTorch's error for running statistics that require grad while gradients are recorded:
+def _check_running_statistics(
+    running_mean: Tensor | None, running_var: Tensor | None, channels: int
+) -> None:
+    """PyTorch's errors for running statistics of other than one entry per channel (checked
+    before either is updated), and for ones that require grad while gradients are recorded:
     its batch norm has no derivative for them (an update in place would not be one)."""
     for name, statistic in (("running_mean", running_mean), ("running_var", running_var)):
+        if statistic is not None and statistic.numel() != channels:
+            raise RuntimeError(
+                f"batch_norm: {name} should contain {channels} elements not {statistic.numel()}"
+            )
+        if statistic is not None and statistic.ndim != 1:
+            raise RuntimeError(
+                f"batch_norm: {name} should have 1 dim of {channels} elements, got shape "
+                f"{tuple(statistic.shape)}"
+            )
         if statistic is not None and statistic.requires_grad and is_grad_enabled():
             raise RuntimeError(
                 f"batch_norm: the function 'native_batch_norm' is not differentiable with "
