@@ -344,3 +344,26 @@ def test_backward_fills_the_grad_of_a_dual_as_torchs():
             (dual * dual).sum().backward()
             grads.append(dual.grad)
     assert_close(*grads)
+
+
+def _flags_of_a_dual(m):
+    """What users see of a dual of a tensor not requiring grad and of a result of it."""
+    with m.autograd.forward_ad.dual_level():
+        x = m.tensor([1.0, 2.0], dtype=m.float64)
+        dual = m.autograd.forward_ad.make_dual(x, m.tensor([1.0, 0.0], dtype=m.float64))
+        y = (dual * dual).sum()
+        primal, tangent = m.autograd.forward_ad.unpack_dual(y)
+        flags = {
+            "dual": (dual.requires_grad, dual.is_leaf, dual.grad_fn is None),
+            "result": (y.requires_grad, y.is_leaf, y.grad_fn is None),
+        }
+        return flags, primal.requires_grad, tangent.item(), x.requires_grad, x.grad
+
+
+def test_what_users_see_of_a_dual_of_a_tensor_not_requiring_grad():
+    """Primal, tangent and the given tensor are PyTorch's; the dual and its results require
+    grad here (forward AD is built on the backward graph), as docs/func.md's table says."""
+    ours, theirs = _flags_of_a_dual(sg), _flags_of_a_dual(torch)
+    assert ours[1:] == theirs[1:] == (False, 2.0, False, None)
+    assert theirs[0] == {"dual": (False, True, True), "result": (False, True, True)}
+    assert ours[0] == {"dual": (True, False, False), "result": (True, False, False)}
