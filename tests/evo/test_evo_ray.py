@@ -80,3 +80,14 @@ def test_fewer_members_than_actors_leaves_the_extra_actors_idle(local_ray, popul
         np.testing.assert_array_equal(backend.evaluate(thetas[:1], [5, 6]), expected)
     finally:
         backend.close()
+
+
+def test_more_actors_than_cpus_fails_at_once(local_ray, population):
+    """An actor Ray has no CPU for is queued until one frees up: a third actor on the two
+    CPUs of this instance used to leave its slice waiting forever."""
+    policy, _ = population
+    with pytest.raises(
+        ValueError, match=r"3 actors need 3 CPUs \(one each\), but the Ray cluster has 2"
+    ):
+        RayBackend("CartPole-v1", policy, num_actors=3)
+    assert ray.is_initialized()  # the caller's instance is left running

@@ -109,3 +109,20 @@ def test_episode_returns_refuse_a_policy_of_another_env_and_empty_populations():
         evo.evaluate("CartPole-v1", evo.MLPPolicy((4, 3, 2)), np.zeros((0, 23)), [0])
     with pytest.raises(ValueError, match="2 members of MLPPolicy.* and 0 seeds"):
         evo.evaluate("CartPole-v1", evo.MLPPolicy((4, 3, 2)), np.zeros((2, 23)), [])
+
+
+@pytest.mark.parametrize(("num_actors", "cpus"), [(3, 2.0), (1, 0.0), (None, 0.0), (2, 1.5)])
+def test_more_ray_actors_than_cluster_cpus_is_refused_naming_the_counts(num_actors, cpus):
+    """The Ray backend's check, on a stub of the cluster's CPU count (no Ray needed): an actor
+    holds one CPU, and one the cluster has no CPU for used to wait forever."""
+    from scratchgrad.evo.ray_backend import actors_for
+
+    wanted = 1 if num_actors is None else num_actors
+    with pytest.raises(ValueError, match=rf"{wanted} actors need {wanted} CPUs .* has {cpus:g};"):
+        actors_for(num_actors, cpus)
+
+
+def test_ray_actors_default_to_one_per_cluster_cpu():
+    from scratchgrad.evo.ray_backend import actors_for
+
+    assert (actors_for(None, 4.0), actors_for(4, 4.0), actors_for(1, 1.5)) == (4, 4, 1)

@@ -39,9 +39,30 @@ class _Evaluator:
         return evaluate(self.env_id, self.policy, thetas[start:stop], seeds)
 
 
+def actors_for(num_actors: int | None, cluster_cpus: float) -> int:
+    """How many actors to start: ``num_actors``, or one per CPU of the cluster if None. Each
+    actor holds one CPU, and Ray queues an actor it has no CPU for until one frees up, so more
+    actors than the cluster's CPUs would leave slices waiting forever: that is refused at once.
+
+    >>> actors_for(None, 8.0), actors_for(3, 8.0)
+    (8, 3)
+    """
+    if num_actors is None:
+        num_actors = max(1, int(cluster_cpus))
+    if num_actors > cluster_cpus:
+        raise ValueError(
+            f"evo.run (ray backend): {num_actors} actors need {num_actors} CPUs (one each), but "
+            f"the Ray cluster has {cluster_cpus:g}; the extra actors would wait forever. Pass "
+            f"num_actors <= {int(cluster_cpus)} (or leave it out: one per CPU), or add CPUs "
+            "to the cluster (ray start on more machines) first"
+        )
+    return num_actors
+
+
 class RayBackend:
-    """``num_actors`` Ray actors (default: one per CPU of the cluster), each evaluating one
-    contiguous slice of every generation's population.
+    """``num_actors`` Ray actors (default: one per CPU of the cluster; more than its CPUs is a
+    ValueError, see ``actors_for``), each evaluating one contiguous slice of every generation's
+    population.
 
     Joins the Ray instance this process already initialised; otherwise calls ``ray.init()``,
     which connects to the cluster ``RAY_ADDRESS`` names (or the one ``ray start`` last started
@@ -50,14 +71,18 @@ class RayBackend:
     """
 
     def __init__(self, env_id: str, policy: MLPPolicy, num_actors: int | None = None):
+        if num_actors is not None and (not isinstance(num_actors, int) or num_actors < 1):
+            raise ValueError(f"evo.run: num_actors must be a positive int, got {num_actors!r}")
         ray = self._ray = _import_ray()
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
             ray.init(include_dashboard=False, log_to_driver=False)
-        if num_actors is None:
-            num_actors = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        if not isinstance(num_actors, int) or num_actors < 1:
-            raise ValueError(f"evo.run: num_actors must be a positive int, got {num_actors!r}")
+        try:
+            num_actors = actors_for(num_actors, ray.cluster_resources().get("CPU", 0))
+        except ValueError:
+            self.actors = []
+            self.close()  # (a Ray instance started here is stopped again)
+            raise
         actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Evaluator)
         self.actors = [actor.remote(env_id, policy.sizes) for _ in range(num_actors)]
 
