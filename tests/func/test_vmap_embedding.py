@@ -155,3 +155,38 @@ def test_one_hot_of_batched_labels_matches_torch_and_checks_every_member():
         vmap(F.one_hot)(sg.tensor(labels))
     with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
         vmap(lambda i: F.one_hot(i, 3))(sg.tensor(labels))
+
+
+BAG_CASES = {  # a member's call (index, weight, per-sample weights), the same for both libraries
+    "2-D input, mean": lambda i, w, s, m: m.nn.functional.embedding_bag(i, w),
+    "2-D input, max, padding_idx": lambda i, w, s, m: m.nn.functional.embedding_bag(
+        i, w, mode="max", padding_idx=7
+    ),
+    "1-D input, offsets, sum": lambda i, w, s, m: m.nn.functional.embedding_bag(
+        i.flatten(), w, m.tensor([0, 3, 3]), mode="sum"
+    ),
+    "per_sample_weights": lambda i, w, s, m: m.nn.functional.embedding_bag(
+        i, w, mode="sum", per_sample_weights=s
+    ),
+}
+
+
+@pytest.mark.parametrize("in_dims", [(0, None, 0), (0, 0, 0), (None, 0, 0)], ids=str)
+@pytest.mark.parametrize("name", BAG_CASES)
+def test_embedding_bag_with_batched_indices_matches_torch_with_gradients(name, in_dims):
+    """Each member's bags of its own indices (a loop over the members, as PyTorch's
+    fallback), into a shared weight or a weight per member; per-sample weights batched."""
+    call = BAG_CASES[name]
+    index = INDEX if in_dims[0] == 0 else INDEX[0]
+    weight = WEIGHT if in_dims[1] == 0 else WEIGHT[0]
+    samples = RNG.standard_normal(INDEX.shape)
+    check_against_torch(
+        lambda w, s: vmap(lambda i, w, s: call(i, w, s, sg), in_dims=in_dims)(
+            sg.tensor(index), w, s
+        ),
+        lambda w, s: torch.func.vmap(lambda i, w, s: call(i, w, s, torch), in_dims=in_dims)(
+            torch.tensor(index), w, s
+        ),
+        [weight, samples],
+        what=f"embedding_bag {name} in_dims={in_dims}",
+    )

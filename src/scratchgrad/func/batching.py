@@ -26,7 +26,12 @@ from scratchgrad.autograd import capture_hook, function
 from scratchgrad.backend import xp
 from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
-from scratchgrad.nn.functional import check_embedding_index, embedding, one_hot
+from scratchgrad.nn.functional import (
+    check_embedding_index,
+    embedding,
+    embedding_bag,
+    one_hot,
+)
 from scratchgrad.ops import binary
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
@@ -410,6 +415,24 @@ class BatchedTensor(Tensor):
         if padding_idx is None:
             return wrap(out, level)
         return wrap(where(index.unsqueeze(-1) == padding_idx % n, out.detach(), out), level)
+
+    @staticmethod
+    def _embedding_bag(operands: tuple, **options: Any) -> Tensor:
+        """``F.embedding_bag`` with per-member indices, offsets or per-sample weights
+        (``operands``: input, weight, offsets, per_sample_weights): called on each member, the
+        results stacked, as a loop of calls would give (the bags' lengths come from each
+        member's offsets, so one call cannot take the batch)."""
+        level = level_of(operands)
+        values, batched = unwrap(operands, level)
+        members = []
+        for member in range(batch_size(values, batched)):
+            input, weight, offsets, weights = (
+                v[member] if b else v for v, b in zip(values, batched)
+            )
+            members.append(
+                embedding_bag(input, weight, offsets, per_sample_weights=weights, **options)
+            )
+        return wrap(stack(members), level)
 
     @staticmethod
     def _one_hot(labels: BatchedTensor, num_classes: int) -> Tensor:

@@ -921,6 +921,18 @@ def embedding_bag(
     tensor([[4., 6.],
             [2., 3.]])
     """
+    batched = vmapped("_embedding_bag", input, offsets, per_sample_weights)  # under vmap
+    if batched is not None:
+        return batched(
+            (input, weight, offsets, per_sample_weights),
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            mode=mode,
+            sparse=sparse,
+            include_last_offset=include_last_offset,
+            padding_idx=padding_idx,
+        )
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
     if scale_grad_by_freq and mode == "max":
