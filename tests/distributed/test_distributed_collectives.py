@@ -114,3 +114,19 @@ def test_doc_examples_run():
 
     for module in (dist, collectives, process_group, launch):
         assert doctest.testmod(module).failed == 0
+
+
+def test_refused_before_any_communication(group_of_one):
+    """PyTorch refuses MAX, MIN and PRODUCT on complex tensors (MPI failed with an internal
+    error), and an expanded view cannot take a result (it failed after communicating)."""
+    for op in (dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+        with pytest.raises(ValueError, match=f"all_reduce does not support ReduceOp.{op.name} on"):
+            dist.all_reduce(sg.tensor([1 + 1j]), op=op)
+    expanded = sg.tensor([1.0]).expand(3)
+    for collective in (dist.all_reduce, dist.broadcast):
+        with pytest.raises(RuntimeError, match=r"shape \(3,\) whose elements share memory"):
+            collective(expanded)
+    assert expanded._version == 0
+    x = sg.tensor([1 + 2j])
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    assert x.tolist() == [1 + 2j]

@@ -3,13 +3,18 @@
 A reduction runs in the tensor's own dtype where MPI has it (bfloat16 goes through float32);
 other collectives move the bytes unchanged, so any dtype works. With ``async_op=True`` a call
 starts MPI's non-blocking version and returns a ``Work`` whose ``wait()`` finishes it.
+
+Before the data moves, one small all-gather compares what every process called (the
+collective, op, root, dtype and size, and whether it refused the call): MPI itself would
+truncate or pad mismatched messages silently, or leave a process waiting forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -41,31 +46,41 @@ _MPI_OPS = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": 
 _MPI_OPS |= {"BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
 
 
+# A stage of a collective: an MPI request in flight and what runs once it is done, which may
+# start the next stage (the data's transfer, once the processes agree on the call).
+_Stage = tuple[Any, Callable[[], "_Stage | None"]]
+
+
 class Work:
     """The handle of a collective started with ``async_op=True``: ``wait()`` blocks until the
     tensors hold the result."""
 
-    def __init__(self, request: Any, finish: Callable[[], None]) -> None:
+    def __init__(self, request: Any, finish: Callable[[], _Stage | None]) -> None:
         self._request, self._finish = request, finish
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         """Block until the collective is done (a RuntimeError after ``timeout``, if given)."""
-        if self._finish is None:
-            return True
-        if timeout is None:
-            self._request.Wait()
-        else:
-            deadline = time.monotonic() + timeout.total_seconds()
-            while not self._request.Test():
+        deadline = None if timeout is None else time.monotonic() + timeout.total_seconds()
+        while self._finish is not None:
+            if deadline is None:
+                self._request.Wait()
+            while deadline is not None and not self._request.Test():
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Work.wait: the collective did not finish in {timeout}")
                 time.sleep(1e-4)
-        finish, self._finish = self._finish, None
-        finish()
+            self._next_stage()
         return True
 
     def is_completed(self) -> bool:
-        return self._finish is None or bool(self._request.Test())
+        while self._finish is not None and self._request.Test():
+            self._next_stage()
+        return self._finish is None
+
+    def _next_stage(self) -> None:
+        finish, self._finish = self._finish, None
+        following = finish()
+        if following is not None:
+            self._request, self._finish = following
 
 
 def all_reduce(
@@ -83,13 +98,11 @@ def all_reduce(
     >>> dist.destroy_process_group()
     """
     pg = default_group(group)
-    wire, mpi_op, finish = _reduction("all_reduce", tensor, op, pg.size)
-    MPI = _mpi()
-    if async_op:
-        return Work(pg.comm.Iallreduce(MPI.IN_PLACE, wire, mpi_op), finish)
-    pg.comm.Allreduce(MPI.IN_PLACE, wire, mpi_op)
-    finish()
-    return None
+    call = _Call(pg, "all_reduce", tensor, op)
+    with call.checks():
+        _check_writable("all_reduce", tensor)
+        wire, mpi_op, finish = _reduction("all_reduce", tensor, op, pg.size)
+    return call.run(lambda: (pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish), async_op)
 
 
 def reduce(
@@ -101,18 +114,16 @@ def reduce(
 ) -> Work | None:
     """Combine ``tensor`` over every process; only process ``dst`` gets the result, in place."""
     pg = default_group(group)
-    _check_rank("reduce", "dst", dst, pg.size)
-    wire, mpi_op, finish = _reduction("reduce", tensor, op, pg.size)
-    MPI = _mpi()
+    call = _Call(pg, "reduce", tensor, op, root=dst)
+    with call.checks():
+        _check_rank("reduce", "dst", dst, pg.size)
+        _check_writable("reduce", tensor)
+        wire, mpi_op, finish = _reduction("reduce", tensor, op, pg.size)
     is_root = pg.rank == dst
-    send, receive = (MPI.IN_PLACE, wire) if is_root else (wire, None)
+    send, receive = (_mpi().IN_PLACE, wire) if is_root else (wire, None)
     if not is_root:
         finish = _nothing  # the other processes' tensors stay as they were
-    if async_op:
-        return Work(pg.comm.Ireduce(send, receive, mpi_op, root=dst), finish)
-    pg.comm.Reduce(send, receive, mpi_op, root=dst)
-    finish()
-    return None
+    return call.run(lambda: (pg.comm.Ireduce(send, receive, mpi_op, root=dst), finish), async_op)
 
 
 def reduce_scatter_tensor(
@@ -125,14 +136,11 @@ def reduce_scatter_tensor(
     """Combine ``input`` (the world size's blocks of ``output``'s size, one after the other)
     over every process; process i gets the combined block i in ``output``."""
     pg = default_group(group)
-    _check_sizes("reduce_scatter_tensor", output, input, pg.size)
-    wire, mpi_op, _ = _reduction("reduce_scatter_tensor", input, op, pg.size)
-    received, _, finish = _reduction("reduce_scatter_tensor", output, op, pg.size, copy_in=False)
-    if async_op:
-        return Work(pg.comm.Ireduce_scatter_block(wire, received, mpi_op), finish)
-    pg.comm.Reduce_scatter_block(wire, received, mpi_op)
-    finish()
-    return None
+    call = _Call(pg, "reduce_scatter_tensor", output, op)
+    with call.checks():
+        _check_sizes("reduce_scatter_tensor", output, input, pg.size)
+        start = _reduce_scatter("reduce_scatter_tensor", output, input, op, pg)
+    return call.run(start, async_op)
 
 
 def reduce_scatter(
@@ -144,9 +152,20 @@ def reduce_scatter(
 ) -> Work | None:
     """Process i gets, in ``output``, ``input_list[i]`` combined over every process."""
     pg = default_group(group)
-    _check_list("reduce_scatter", "input_list", input_list, output, pg.size)
-    joined = Tensor._make(np.concatenate([t.array.reshape(-1) for t in input_list]))
-    return reduce_scatter_tensor(output, joined, op, group, async_op)
+    call = _Call(pg, "reduce_scatter", output, op)
+    with call.checks():
+        _check_list("reduce_scatter", "input_list", input_list, output, pg.size)
+        joined = Tensor._make(np.concatenate([t.array.reshape(-1) for t in input_list]))
+        start = _reduce_scatter("reduce_scatter", output, joined, op, pg)
+    return call.run(start, async_op)
+
+
+def _reduce_scatter(name: str, output: Tensor, input: Tensor, op: ReduceOp, pg: Any):
+    """Check and prepare the reduce-scatter of ``input`` into ``output``: what starts it."""
+    _check_writable(name, output)
+    wire, mpi_op, _ = _reduction(name, input, op, pg.size)
+    received, _, finish = _reduction(name, output, op, pg.size, copy_in=False)
+    return lambda: (pg.comm.Ireduce_scatter_block(wire, received, mpi_op), finish)
 
 
 def broadcast(
@@ -154,13 +173,12 @@ def broadcast(
 ) -> Work | None:
     """Copy process ``src``'s ``tensor`` into every other process's ``tensor``."""
     pg = default_group(group)
-    _check_rank("broadcast", "src", src, pg.size)
-    wire, finish = _bytes_of(tensor)
-    if async_op:
-        return Work(pg.comm.Ibcast(wire, root=src), finish)
-    pg.comm.Bcast(wire, root=src)
-    finish()
-    return None
+    call = _Call(pg, "broadcast", tensor, root=src)
+    with call.checks():
+        _check_rank("broadcast", "src", src, pg.size)
+        _check_writable("broadcast", tensor)
+        wire, finish = _bytes_of("broadcast", tensor)
+    return call.run(lambda: (pg.comm.Ibcast(wire, root=src), finish), async_op)
 
 
 def all_gather_into_tensor(
@@ -169,14 +187,13 @@ def all_gather_into_tensor(
     """Every process's ``input_tensor``, in rank order, into ``output_tensor`` (of the world
     size times as many elements: stacked or concatenated along the first dimension)."""
     pg = default_group(group)
-    _check_sizes("all_gather_into_tensor", input_tensor, output_tensor, pg.size)
-    sent, _ = _bytes_of(input_tensor)
-    received, finish = _bytes_of(output_tensor)
-    if async_op:
-        return Work(pg.comm.Iallgather(sent, received), finish)
-    pg.comm.Allgather(sent, received)
-    finish()
-    return None
+    call = _Call(pg, "all_gather_into_tensor", input_tensor)
+    with call.checks():
+        _check_sizes("all_gather_into_tensor", input_tensor, output_tensor, pg.size)
+        _check_writable("all_gather_into_tensor", output_tensor)
+        sent, _ = _bytes_of("all_gather_into_tensor", input_tensor)
+        received, finish = _bytes_of("all_gather_into_tensor", output_tensor)
+    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op)
 
 
 def all_gather(
@@ -184,10 +201,18 @@ def all_gather(
 ) -> Work | None:
     """Every process's ``tensor`` into ``tensor_list``: entry i gets process i's."""
     pg = default_group(group)
-    _check_list("all_gather", "tensor_list", tensor_list, tensor, pg.size)
-    gathered = Tensor._make(np.empty((pg.size, *tensor.shape), tensor.array.dtype))
-    work = all_gather_into_tensor(gathered, tensor, group, async_op=True)
-    return _then(work, lambda: _unpack(gathered, tensor_list), async_op)
+    call = _Call(pg, "all_gather", tensor)
+    with call.checks():
+        _check_list("all_gather", "tensor_list", tensor_list, tensor, pg.size)
+        _check_writable("all_gather", *tensor_list)
+        sent, _ = _bytes_of("all_gather", tensor)
+        gathered = np.empty((pg.size, *tensor.shape), tensor.array.dtype)
+    received = gathered.reshape(-1).view(np.uint8)
+
+    def finish() -> None:
+        _unpack(gathered, tensor_list)
+
+    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op)
 
 
 def gather(
@@ -200,19 +225,22 @@ def gather(
     """Every process's ``tensor`` into ``gather_list`` on process ``dst`` (the others pass
     None): entry i gets process i's."""
     pg = default_group(group)
-    _check_rank("gather", "dst", dst, pg.size)
-    _check_root_list("gather", "gather_list", gather_list, tensor, pg, dst)
-    sent, _ = _bytes_of(tensor)
-    gathered = received = None
-    if pg.rank == dst:
-        gathered = Tensor._make(np.empty((pg.size, *tensor.shape), tensor.array.dtype))
-        received, _ = _bytes_of(gathered)
+    call = _Call(pg, "gather", tensor, root=dst)
+    with call.checks():
+        _check_rank("gather", "dst", dst, pg.size)
+        _check_root_list("gather", "gather_list", gather_list, tensor, pg, dst)
+        sent, _ = _bytes_of("gather", tensor)
+        gathered = received = None
+        if pg.rank == dst:
+            _check_writable("gather", *gather_list)
+            gathered = np.empty((pg.size, *tensor.shape), tensor.array.dtype)
+            received = gathered.reshape(-1).view(np.uint8)
 
     def finish() -> None:
         if gathered is not None:
             _unpack(gathered, gather_list)
 
-    return _then(Work(pg.comm.Igather(sent, received, root=dst), finish), None, async_op)
+    return call.run(lambda: (pg.comm.Igather(sent, received, root=dst), finish), async_op)
 
 
 def scatter(
@@ -225,19 +253,102 @@ def scatter(
     """Process ``src``'s ``scatter_list[i]`` into process i's ``tensor`` (the others pass
     None)."""
     pg = default_group(group)
-    _check_rank("scatter", "src", src, pg.size)
-    _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, src)
-    sent = None
-    if pg.rank == src:
-        sent = np.stack([t.array for t in scatter_list]).reshape(-1).view(np.uint8)
-    received, finish = _bytes_of(tensor)
-    return _then(Work(pg.comm.Iscatter(sent, received, root=src), finish), None, async_op)
+    call = _Call(pg, "scatter", tensor, root=src)
+    with call.checks():
+        _check_rank("scatter", "src", src, pg.size)
+        _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, src)
+        _check_writable("scatter", tensor)
+        sent = None
+        if pg.rank == src:
+            sent = np.stack([t.array for t in scatter_list]).reshape(-1).view(np.uint8)
+        received, finish = _bytes_of("scatter", tensor)
+    return call.run(lambda: (pg.comm.Iscatter(sent, received, root=src), finish), async_op)
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
     """Wait until every process of the group has reached its ``barrier()``."""
     pg = default_group(group)
-    return _then(Work(pg.comm.Ibarrier(), _nothing), None, async_op)
+    # the comparison of the calls is an all-gather: it returns once every process has called
+    return _Call(pg, "barrier", None).run(lambda: None, async_op)
+
+
+class _Call:
+    """One process's call of a collective: its local checks, then the all-gather that compares
+    every process's call before the data moves (see the module's doc string)."""
+
+    def __init__(self, pg: Any, name: str, tensor: Any, op: Any = None, root: int = -1) -> None:
+        self.pg, self.name, self.tensor, self.op, self.root = pg, name, tensor, op, root
+
+    @contextlib.contextmanager
+    def checks(self) -> Iterator[None]:
+        """Run the local checks; a process that refuses the call still tells the others."""
+        try:
+            yield
+        except (TypeError, ValueError, RuntimeError):
+            mine = self._signature(refused=True)
+            every = np.empty((self.pg.size, len(mine)), np.int64)
+            # non-blocking, as the others' (MPI matches no blocking call with a non-blocking one)
+            self.pg.calls_comm.Iallgather(mine, every).Wait()
+            raise
+
+    def run(self, start: Callable[[], _Stage | None], async_op: bool) -> Work | None:
+        """Compare the calls (non-blocking), then ``start`` the transfer if they agree."""
+        mine = self._signature(refused=False)
+        every = np.empty((self.pg.size, len(mine)), np.int64)
+
+        def agreed() -> _Stage | None:
+            _start_earlier_calls(work)
+            _compare_calls(self.name, mine, every)
+            return start()
+
+        work = Work(self.pg.calls_comm.Iallgather(mine, every), agreed)
+        _unstarted.append(work)
+        if async_op:
+            return work
+        work.wait()
+        return None
+
+    def _signature(self, refused: bool) -> np.ndarray:
+        """The call as 9 integers: the collective's name (24 bytes), op, root, the tensor's
+        dtype (16 bytes) and size, and whether this process refused it."""
+        array = self.tensor.array if isinstance(self.tensor, Tensor) else None
+        dtype = "" if array is None else array.dtype.name
+        numel = 0 if array is None else array.size
+        op = list(ReduceOp).index(self.op) if isinstance(self.op, ReduceOp) else -1
+        text = np.frombuffer(self.name.encode().ljust(24) + dtype.encode().ljust(16), np.int64)
+        return np.array([*text[:3], op, self.root, *text[3:], numel, refused], np.int64)
+
+
+# The calls whose transfer has not started yet, in the order they were made: MPI matches
+# collectives by order, so every process starts them in this order, whatever order it waits in.
+_unstarted: list[Work] = []
+
+
+def _start_earlier_calls(work: Work) -> None:
+    """Start the transfers of the calls made before ``work``, then take ``work`` off the list."""
+    while _unstarted[0] is not work:
+        earlier = _unstarted[0]
+        earlier._request.Wait()
+        earlier._next_stage()  # its agreed() takes it off the list
+    _unstarted.pop(0)
+
+
+def _compare_calls(name: str, mine: np.ndarray, every: np.ndarray) -> None:
+    refused = [r for r in range(len(every)) if every[r, -1]]
+    if refused:
+        raise RuntimeError(f"{name}: refused by rank(s) {refused} (see their error); not run")
+    if (every != mine).any():
+        calls = "; ".join(f"rank {r}: {_describe(row)}" for r, row in enumerate(every))
+        raise RuntimeError(f"{name}: the processes' calls do not match ({calls})")
+
+
+def _describe(row: np.ndarray) -> str:
+    name = row[:3].tobytes().decode().strip()
+    dtype = row[5:7].tobytes().decode().strip()
+    op = f" ReduceOp.{list(ReduceOp)[row[3]].name}" if row[3] >= 0 else ""
+    root = f" with root {row[4]}" if row[4] >= 0 else ""
+    tensor = f" on {row[7]} elements of {dtype}" if dtype else ""
+    return f"{name}{op}{root}{tensor}"
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -247,17 +358,6 @@ def _nothing() -> None:
     pass
 
 
-def _then(work: Work, after: Callable[[], None] | None, async_op: bool) -> Work | None:
-    """Finish ``work`` then run ``after``: now (blocking call) or in ``wait()`` (async_op)."""
-    if after is not None:
-        finish = work._finish
-        work._finish = lambda: (finish(), after())
-    if async_op:
-        return work
-    work.wait()
-    return None
-
-
 def _reduction(name: str, tensor: Tensor, op: Any, size: int, copy_in: bool = True):
     """The array MPI reduces (the tensor's own memory where it can), the MPI operation, and
     the step that writes the result back (dividing by ``size`` for AVG)."""
@@ -265,11 +365,13 @@ def _reduction(name: str, tensor: Tensor, op: Any, size: int, copy_in: bool = Tr
     dtype = tensor.array.dtype
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{name}: op must be a ReduceOp, got {op!r}")
-    if op is ReduceOp.AVG and not backend.is_floating(dtype):
+    if op is ReduceOp.AVG and not (backend.is_floating(dtype) or dtype.kind == "c"):
         raise ValueError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {dtype}")
     table = _BOOL_OPS if dtype == np.bool_ else _MPI_OPS
     if op.value not in table or (op.name.startswith("B") and dtype.kind not in "iub"):
         raise ValueError(f"{name}: ReduceOp.{op.name} is not defined for dtype {dtype}")
+    if dtype.kind == "c" and op not in (ReduceOp.SUM, ReduceOp.AVG):  # as PyTorch's check
+        raise ValueError(f"{name} does not support ReduceOp.{op.name} on complex tensors")
     mpi_op = getattr(_mpi(), table[op.value])
     wire_dtype = np.float32 if dtype == backend.bfloat16 else dtype  # MPI has no bfloat16
     wire = tensor.array
@@ -286,10 +388,10 @@ def _reduction(name: str, tensor: Tensor, op: Any, size: int, copy_in: bool = Tr
     return wire, mpi_op, finish
 
 
-def _bytes_of(tensor: Tensor):
+def _bytes_of(name: str, tensor: Tensor):
     """The tensor's bytes as a flat uint8 array for MPI to move (its own memory when it is
     contiguous), and the step that writes received bytes back."""
-    _check_tensor("collective", tensor)
+    _check_tensor(name, tensor)
     array = tensor.array
     wire = array if array.flags.c_contiguous else array.copy(order="C")
 
@@ -301,8 +403,8 @@ def _bytes_of(tensor: Tensor):
     return wire.reshape(-1).view(np.uint8), finish
 
 
-def _unpack(stacked: Tensor, tensors: Sequence[Tensor]) -> None:
-    for t, part in zip(tensors, stacked.array):
+def _unpack(stacked: np.ndarray, tensors: Sequence[Tensor]) -> None:
+    for t, part in zip(tensors, stacked):
         t.array[...] = part
         increment_version(t)
 
@@ -310,6 +412,19 @@ def _unpack(stacked: Tensor, tensors: Sequence[Tensor]) -> None:
 def _check_tensor(name: str, tensor: Any) -> None:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{name}: expected a Tensor, got {type(tensor).__name__}")
+
+
+def _check_writable(name: str, *tensors: Tensor) -> None:
+    """The tensors a collective writes must own their elements: an expanded view's elements
+    share memory, so the result could not be written back (checked before any communication)."""
+    for t in tensors:
+        _check_tensor(name, t)
+        if not t.array.flags.writeable:
+            raise RuntimeError(
+                f"{name}: cannot write the result into a tensor of shape {tuple(t.shape)} "
+                "whose elements share memory (an expanded view); pass x.contiguous() or a "
+                "tensor of its own"
+            )
 
 
 def _check_rank(name: str, what: str, rank: int, size: int) -> None:

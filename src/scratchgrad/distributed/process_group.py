@@ -45,6 +45,10 @@ class ProcessGroup:
     comm: Any  # an mpi4py communicator, private to scratchgrad (a duplicate of COMM_WORLD)
     rank: int
     size: int
+    # another duplicate, for the all-gathers that compare the processes' calls before the data
+    # moves: MPI matches collectives by the order each process starts them, and a process may
+    # start a transfer before or after the next call's comparison
+    calls_comm: Any
 
 
 _default: ProcessGroup | None = None
@@ -107,7 +111,7 @@ def init_process_group(
     _check_agrees("rank", rank, os.environ.get("RANK"), world.Get_rank(), world.Get_size())
     _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), world.Get_size(), 0)
     comm = world.Dup()  # a private communicator: no clash with the user's own MPI calls
-    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size())
+    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), world.Dup())
     _previous_excepthook, sys.excepthook = sys.excepthook, _abort_every_process
 
 
@@ -118,6 +122,7 @@ def destroy_process_group(group: Any = None) -> None:
     _default = None
     sys.excepthook = _previous_excepthook
     current.comm.Free()
+    current.calls_comm.Free()
 
 
 def get_rank(group: Any = None) -> int:
