@@ -124,3 +124,60 @@ def test_the_hooks_go_with_the_wrapper(group_of_one):
     del ddp
     gc.collect()
     assert id(model.weight) not in engine._post_accumulate_hooks
+
+
+class TwoLinears(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 1), nn.Linear(2, 1)
+
+    def forward(self, x, use_b):
+        return self.a(x).sum() + (self.b(x).sum() if use_b else 0)
+
+
+def test_an_unused_parameter_keeps_its_no_sync_or_earlier_gradient(group_of_one):
+    """As PyTorch's reducer: a parameter that the synchronised forward did not use goes into
+    its bucket with the gradient it has (no_sync()'s), and one that no process used since the
+    last reduction keeps its .grad. Before, both were overwritten with zeros. (The values are
+    torch 2.13's, gloo, one process.)"""
+    ddp = DDP(TwoLinears(), find_unused_parameters=True)
+    x = sg.ones(3, 2)
+    with ddp.no_sync():
+        ddp(x, True).backward()
+    ddp(x, False).backward()
+    assert ddp.module.b.weight.grad.tolist() == [[3.0, 3.0]]
+    assert ddp.module.a.weight.grad.tolist() == [[6.0, 6.0]]
+    ddp.zero_grad()
+    ddp(x, True).backward()
+    ddp(x, False).backward()  # b: not used since the last reduction, and not zeroed
+    assert ddp.module.b.weight.grad.tolist() == [[3.0, 3.0]]
+    out = ddp(x, False)
+    ddp.zero_grad()  # after the forward: the backward sees no gradient of b
+    out.backward()
+    assert ddp.module.b.weight.grad is None
+    assert ddp.module.a.weight.grad.tolist() == [[3.0, 3.0]]
+
+
+def test_buffers_are_broadcast_only_after_a_synchronised_forward(group_of_one, monkeypatch):
+    """As PyTorch's: a forward under no_sync() or no_grad() leaves the next forward's buffers
+    as they are (the counts are torch 2.13's calls of _sync_buffers)."""
+    calls = []
+    broadcast = ddp_module._broadcast_coalesced
+    monkeypatch.setattr(
+        ddp_module, "_broadcast_coalesced", lambda t: (calls.append(1), broadcast(t))
+    )
+    ddp = DDP(nn.BatchNorm1d(2))
+    calls.clear()  # the construction's broadcast
+    x = sg.randn(4, 2)
+    counts = []
+    for context in ("train", "no_sync", "train", "no_grad", "train", "train"):
+        if context == "no_sync":
+            with ddp.no_sync():
+                ddp(x)
+        elif context == "no_grad":
+            with sg.no_grad():
+                ddp(x)
+        else:
+            ddp(x).sum().backward()
+        counts.append(len(calls))
+    assert counts == [1, 2, 2, 3, 3, 4]

@@ -94,6 +94,7 @@ class DistributedDataParallel(Module):
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True  # whether the next forward broadcasts buffers
         self._params = [p for p in module.parameters() if p.requires_grad]
         if init_sync:
             _broadcast_coalesced([*module.parameters(), *module.buffers()])
@@ -108,6 +109,9 @@ class DistributedDataParallel(Module):
         weakref.finalize(self, _remove_hooks, handles)
         self._reducing = False  # a forward expects its backward to average the gradients
         self._next_bucket = 0
+        self._unused = []  # the parameters that the forward did not use, until its backward
+        self._locally_used = set()  # ids of the parameters that got a gradient since the last
+        # reduction (no_sync() backwards included), with find_unused_parameters
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if self._reducing:
@@ -118,10 +122,13 @@ class DistributedDataParallel(Module):
                 "used in producing the loss, pass find_unused_parameters=True; unused: "
                 f"{self._unready_names()}"
             )
-        if self.broadcast_buffers:
+        if self.broadcast_buffers and self.require_forward_param_sync:
             _broadcast_coalesced(list(self.module.buffers()))
         out = self.module(*inputs, **kwargs)
-        if is_grad_enabled() and self.require_backward_grad_sync:
+        # NOTE: as PyTorch's, a forward under no_sync() or no_grad() leaves the next forward's
+        # buffers unsynchronised
+        self.require_forward_param_sync = is_grad_enabled() and self.require_backward_grad_sync
+        if self.require_forward_param_sync:
             self._prepare_for_backward(out)
         return out
 
@@ -142,9 +149,14 @@ class DistributedDataParallel(Module):
         self._next_bucket, self._reducing = 0, bool(self._buckets)
         if self.find_unused_parameters:
             used = _leaves_reached(out)
-            for p in self._params:
-                if id(p) not in used:
-                    self._mark_ready(p, None)
+            self._unused = [p for p in self._params if id(p) not in used]
+
+    def _mark_unused_ready(self) -> None:
+        """At the backward's first gradient, the parameters its forward did not use go into
+        their buckets with the gradient they have then (no_sync()'s, or zero), as PyTorch's."""
+        unused, self._unused = self._unused, []
+        for p in unused:
+            self._mark_ready(p, p.grad)
 
     def _mark_ready(self, param: Tensor, grad: Tensor | None) -> None:
         bucket, i = self._place[id(param)]
@@ -176,15 +188,19 @@ class DistributedDataParallel(Module):
         used = self._used_anywhere() if self.find_unused_parameters else None
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
+                if used is not None and not used[id(p)]:
+                    continue  # no process used it: its .grad stays as it is, as PyTorch's
                 average = bucket.slot(i).reshape(p.array.shape)
                 if p.grad is not None:
                     p.grad.array[...] = average
-                elif used is None or used[id(p)]:
+                else:
                     p.grad = Tensor._make(average.copy())
 
     def _used_anywhere(self) -> dict[int, bool]:
-        """Whether each parameter had a gradient on at least one process (one all-reduce)."""
-        local = Tensor._make(np.array([p.grad is not None for p in self._params]))
+        """Whether each parameter got a gradient on at least one process since the last
+        reduction (one all-reduce)."""
+        local = Tensor._make(np.array([id(p) in self._locally_used for p in self._params]))
+        self._locally_used = set()
         dist.all_reduce(local, op=dist.ReduceOp.MAX)
         return {id(p): bool(flag) for p, flag in zip(self._params, local.array)}
 
@@ -198,7 +214,12 @@ def _hook_for(ddp: weakref.ref):
 
     def on_grad_ready(param: Tensor) -> None:
         wrapper = ddp()
-        if wrapper is not None and wrapper._reducing:
+        if wrapper is None:
+            return
+        if wrapper.find_unused_parameters:
+            wrapper._locally_used.add(id(param))
+        if wrapper._reducing:
+            wrapper._mark_unused_ready()
             wrapper._mark_ready(param, param.grad)
 
     return on_grad_ready
