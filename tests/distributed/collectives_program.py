@@ -115,6 +115,13 @@ def check_reduce_and_scatter(rank: int, size: int) -> None:
     dist.reduce_scatter(out, [sg.tensor(row) for row in everyone[rank]], op=dist.ReduceOp.MAX)
     expect_equal(out, np.max(everyone, axis=0)[rank], "reduce_scatter MAX")
 
+    # AVG of a complex tensor divides each component, as PyTorch's (it reduces complex tensors
+    # as real pairs): NumPy's complex division by 3 gave -1.6666667 where float32's is -1.6666666
+    x = sg.tensor([-5 - 5j if rank == 0 else 0j], dtype=sg.complex64)
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    component = np.float32(-5) / np.float32(size)
+    assert x.tolist() == [complex(component, component)], (x.tolist(), component)
+
     works = [dist.all_reduce(sg.ones(3) * rank, async_op=True) for _ in range(3)]
     works.append(dist.barrier(async_op=True))
     assert all(w.wait() for w in works)

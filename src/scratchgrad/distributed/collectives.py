@@ -379,8 +379,9 @@ def _reduction(name: str, tensor: Tensor, op: Any, size: int, copy_in: bool = Tr
         wire = wire.astype(wire_dtype, order="C") if copy_in else np.empty(wire.shape, wire_dtype)
 
     def finish() -> None:
-        if op is ReduceOp.AVG:
-            np.divide(wire, size, out=wire)
+        if op is ReduceOp.AVG:  # a complex tensor per component, as PyTorch's (real pairs)
+            components = wire.reshape(-1).view(wire.real.dtype)
+            np.divide(components, size, out=components)
         if wire is not tensor.array:
             tensor.array[...] = wire
         increment_version(tensor)
