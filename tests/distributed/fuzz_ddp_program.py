@@ -26,12 +26,13 @@ class Config:
 
     def __init__(self, seed: int) -> None:
         rng = np.random.default_rng(seed)
-        flags = rng.integers(2, size=10).astype(bool).tolist()
+        flags = rng.integers(2, size=11).astype(bool).tolist()
         self.seed = seed
         self.shared, self.frozen, self.spare, self.branch, self.norm = flags[:5]
         self.accumulate, self.set_to_none, self.broadcast_buffers = flags[5:8]
         self.find_unused = self.spare or self.branch or flags[8]
         self.bucket_cap_mb = 0.0005 if flags[9] else None  # ~500 bytes: a bucket per layer
+        self.norm_in_eval = flags[10]
 
     def __repr__(self) -> str:
         return f"seed {self.seed}: {vars(self)}"
@@ -89,7 +90,7 @@ def train(config: Config, rank: int, size: int) -> list[str]:
         bucket_cap_mb=config.bucket_cap_mb,
     )
     single = FuzzNet(config, init_seed=config.seed)  # rank 0's start
-    if config.norm:  # batch statistics are per process in DDP: compare in eval mode
+    if config.norm and config.norm_in_eval:
         ddp.eval()
         single.eval()
     optimizers = [sg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (ddp, single)]
@@ -109,13 +110,19 @@ def train(config: Config, rank: int, size: int) -> list[str]:
 
 
 def compare(config: Config, ddp: DDP, single: nn.Module, rank: int, size: int) -> list[str]:
+    """The parameters and buffers against ``single``'s and between the ranks. In training mode,
+    batch norm's running statistics are each process's own (as in PyTorch without
+    SyncBatchNorm), so they are left out; its gradients still average to one process's."""
     failures = []
-    states = zip(ddp.module.state_dict().items(), single.state_dict().values())
-    for (name, mine), want in states:
+    statistics = ("norm.running_mean", "norm.running_var", "norm.num_batches_tracked")
+    left_out = statistics if config.norm and not config.norm_in_eval else ()
+    pairs = zip(ddp.module.state_dict().items(), single.state_dict().values())
+    states = {name: (mine, want) for (name, mine), want in pairs if name not in left_out}
+    for name, (mine, want) in states.items():
         difference = np.max(np.abs(mine.numpy() - want.numpy()), initial=0.0)
         if not difference <= 1e-10:
             failures.append(f"{config}: rank {rank}: {name} differs by {difference:.3g}")
-    flat = sg.cat([t.reshape(-1) for t in ddp.module.state_dict().values()])
+    flat = sg.cat([mine.reshape(-1).to(sg.float64) for mine, _ in states.values()])
     everyone = [sg.zeros_like(flat) for _ in range(size)]
     dist.all_gather(everyone, flat)
     if any(not np.array_equal(t.numpy(), flat.numpy()) for t in everyone):
