@@ -22,7 +22,7 @@ SHAPES = [(), (0,), (1,), (5,), (2, 3), (3, 0), (4, 2)]
 COLLECTIVES = [
     "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
     "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "barrier", "two_async",
-    "mismatch",
+    "mismatch", "send_recv",
 ]  # fmt: skip
 
 
@@ -258,6 +258,48 @@ def check_mismatch(case: Case) -> None:
     y = sg.tensor([float(case.rank)])
     dist.all_reduce(y)
     case.expect(y, np.array([sum(range(case.size))], np.float32), "after a mismatch")
+
+
+def check_send_recv(case: Case) -> None:
+    """The root sends to the next rank (send or isend; recv or irecv, from it or any source),
+    then sends a second message; every fourth case the receiving tensor has one element more:
+    an error there, nothing written, and the second message arrives intact."""
+    sender, receiver = case.root, (case.root + 1) % case.size
+    if sender == receiver:
+        return
+    sent = case.everyone()[sender]
+    tag, mismatch = case.seed % 7, case.seed % 4 == 0
+    if case.rank == sender:
+        x, _ = layout_of(sent, case.layout)
+        if case.async_op:
+            dist.isend(x, receiver, tag=tag).wait()
+        else:
+            dist.send(x, receiver, tag=tag)
+        dist.send(sg.tensor([float(case.seed)]), dst=receiver, tag=tag)
+        case.expect(x, sent, "send: the tensor sent")
+    elif case.rank == receiver:
+        shape = (sent.size + 1,) if mismatch else sent.shape
+        y, _ = layout_of(np.zeros(shape, case.dtype), case.layout)
+        src = None if case.seed % 3 == 0 else sender
+        try:
+            if case.async_op:
+                work = dist.irecv(y, src, tag=tag)
+                work.wait()
+                source = work.source_rank()
+            else:
+                source = dist.recv(y, src, tag=tag)
+            if mismatch:
+                case.failures.append(f"{case.name()}: recv of another size: no error")
+            case.expect(y, sent, "recv")
+            if source != sender:
+                case.failures.append(f"{case.name()}: recv: source {source}, not {sender}")
+        except ValueError as error:
+            if not mismatch or "nothing was written" not in str(error):
+                case.failures.append(f"{case.name()}: recv: {error}")
+            case.expect(y, np.zeros(shape, case.dtype), "recv: written after an error")
+        second = sg.zeros(1)
+        dist.recv(second, sender, tag=tag)
+        case.expect(second, np.array([case.seed], np.float32), "recv: the next message")
 
 
 CHECKS = {name: globals().get(f"check_{name}", check_reduce_scatter) for name in COLLECTIVES}

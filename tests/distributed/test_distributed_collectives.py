@@ -110,9 +110,9 @@ def test_a_rank_that_exits_early_with_an_error_status_ends_every_rank():
 
 
 def test_doc_examples_run():
-    from scratchgrad.distributed import collectives, launch, process_group
+    from scratchgrad.distributed import collectives, launch, point_to_point, process_group
 
-    for module in (dist, collectives, process_group, launch):
+    for module in (dist, collectives, point_to_point, process_group, launch):
         assert doctest.testmod(module).failed == 0
 
 
@@ -130,3 +130,21 @@ def test_refused_before_any_communication(group_of_one):
     x = sg.tensor([1 + 2j])
     dist.all_reduce(x, op=dist.ReduceOp.AVG)
     assert x.tolist() == [1 + 2j]
+
+
+def test_send_and_recv_errors(group_of_one):
+    """send/recv/isend/irecv exist, as torch.distributed's (they were missing); the messages
+    between processes are checked in fuzz_collectives_program.py."""
+    x = sg.zeros(2)
+    with pytest.raises(ValueError, match="Invalid destination rank: destination rank should not"):
+        dist.send(x, dst=0)
+    with pytest.raises(ValueError, match="Invalid source rank: source rank should not be"):
+        dist.irecv(x, src=0)
+    with pytest.raises(ValueError, match="send: dst=1 is not a rank of a group of 1"):
+        dist.isend(x, dst=1)
+    with pytest.raises(ValueError, match="send: give exactly one of dst and group_dst"):
+        dist.send(x)
+    with pytest.raises(ValueError, match="recv: tag must be an int from 0"):
+        dist.recv(x, tag=-1)
+    with pytest.raises(RuntimeError, match="recv: cannot write the result into a tensor"):
+        dist.recv(sg.zeros(1).expand(2))

@@ -33,6 +33,7 @@ from scratchgrad.distributed.collectives import (
     reduce_scatter_tensor,
     scatter,
 )
+from scratchgrad.distributed.point_to_point import irecv, isend, recv, send
 from scratchgrad.distributed.process_group import (
     destroy_process_group,
     get_backend,
@@ -61,8 +62,12 @@ __all__ = [
     "is_available",
     "is_initialized",
     "is_mpi_available",
+    "irecv",
+    "isend",
+    "recv",
     "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
     "scatter",
+    "send",
 ]
