@@ -284,7 +284,7 @@ class _Call:
         """Run the local checks; a process that refuses the call still tells the others."""
         try:
             yield
-        except (TypeError, ValueError, RuntimeError):
+        except Exception:  # any error: the others must not wait for this process
             mine = self._signature(refused=True)
             every = np.empty((self.pg.size, len(mine)), np.int64)
             # non-blocking, as the others' (MPI matches no blocking call with a non-blocking one)
@@ -297,12 +297,12 @@ class _Call:
         every = np.empty((self.pg.size, len(mine)), np.int64)
 
         def agreed() -> _Stage | None:
-            _start_earlier_calls(work)
+            _start_earlier_calls(self.pg.unstarted, work)
             _compare_calls(self.name, mine, every)
             return start()
 
         work = Work(self.pg.calls_comm.Iallgather(mine, every), agreed)
-        _unstarted.append(work)
+        self.pg.unstarted.append(work)
         if async_op:
             return work
         work.wait()
@@ -319,18 +319,15 @@ class _Call:
         return np.array([*text[:3], op, self.root, *text[3:], numel, refused], np.int64)
 
 
-# The calls whose transfer has not started yet, in the order they were made: MPI matches
-# collectives by order, so every process starts them in this order, whatever order it waits in.
-_unstarted: list[Work] = []
-
-
-def _start_earlier_calls(work: Work) -> None:
-    """Start the transfers of the calls made before ``work``, then take ``work`` off the list."""
-    while _unstarted[0] is not work:
-        earlier = _unstarted[0]
+def _start_earlier_calls(unstarted: list[Work], work: Work) -> None:
+    """Start the transfers of the calls made before ``work``, then take ``work`` off the list:
+    MPI matches collectives by order, so every process starts them in the order they were
+    called, whatever order it waits for them in."""
+    while unstarted[0] is not work:
+        earlier = unstarted[0]
         earlier._request.Wait()
         earlier._next_stage()  # its agreed() takes it off the list
-    _unstarted.pop(0)
+    unstarted.pop(0)
 
 
 def _compare_calls(name: str, mine: np.ndarray, every: np.ndarray) -> None:

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -49,6 +49,8 @@ class ProcessGroup:
     # moves: MPI matches collectives by the order each process starts them, and a process may
     # start a transfer before or after the next call's comparison
     calls_comm: Any
+    # the collectives called (async_op) whose transfer has not started, in the order called
+    unstarted: list = field(default_factory=list)
 
 
 _default: ProcessGroup | None = None
