@@ -83,10 +83,20 @@ def check_unused_parameters(rank: int, size: int) -> None:
         assert model.module.never.weight.grad is None
 
 
+def check_large_float16_gradients(size: int) -> None:
+    """Each process's gradient is divided by the world size before the sum, as in PyTorch's
+    reducer: 40000 on every process averages to 40000 (summing first overflowed to inf)."""
+    model = DDP(nn.Linear(1, 1, bias=False).to(sg.float16))
+    model(sg.full((1, 1), 40000.0, dtype=sg.float16)).sum().backward()
+    got = model.module.weight.grad.item()
+    assert abs(got - 40000.0) <= 40.0, (size, got)
+
+
 def main() -> None:
     dist.init_process_group("mpi")
     rank, size = dist.get_rank(), dist.get_world_size()
     check_unused_parameters(rank, size)
+    check_large_float16_gradients(size)
     for kind, dtype, tolerance in [
         ("mlp", sg.float32, 1e-6),
         ("cnn", sg.float32, 1e-6),

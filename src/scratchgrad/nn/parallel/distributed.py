@@ -89,7 +89,7 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: device_ids and output_device must be None for a "
                 f"module on the CPU, got {device_ids} and {output_device}"
             )
-        dist.get_world_size(process_group)  # a clear error when there is no process group
+        self._world_size = dist.get_world_size(process_group)  # an error when there is none
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
@@ -165,7 +165,7 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: a parameter got its gradient twice before the "
                 "gradients were averaged; run one backward per forward (or use no_sync())"
             )
-        bucket.slot(i)[...] = 0 if grad is None else grad.array.reshape(-1)
+        bucket.slot(i)[...] = 0 if grad is None else _divided(grad.array, self._world_size)
         bucket.ready[i] = True
         self._start_ready_buckets()
 
@@ -175,7 +175,7 @@ class DistributedDataParallel(Module):
             self._buckets[self._next_bucket].ready
         ):
             bucket = self._buckets[self._next_bucket]
-            bucket.work = dist.all_reduce(bucket.flat, op=dist.ReduceOp.AVG, async_op=True)
+            bucket.work = dist.all_reduce(bucket.flat, op=dist.ReduceOp.SUM, async_op=True)
             self._next_bucket += 1
         if self._next_bucket == len(self._buckets):
             self._finish_reduction()
@@ -207,6 +207,14 @@ class DistributedDataParallel(Module):
     def _unready_names(self) -> list[str]:
         names = {id(p): name for name, p in self.module.named_parameters()}
         return [names[id(p)] for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
+
+
+def _divided(grad: np.ndarray, size: int) -> np.ndarray:
+    """``grad / size``, flat, as PyTorch's reducer computes it before its all-reduce SUM: times
+    ``1 / size`` in the op's math dtype (float32 for 16-bit floats). Dividing first, a sum of
+    large float16 gradients cannot overflow where PyTorch's does not."""
+    math = np.dtype(np.float32) if grad.dtype.itemsize == 2 else grad.dtype
+    return grad.reshape(-1).astype(math, copy=False) * np.asarray(1 / size, math)
 
 
 def _hook_for(ddp: weakref.ref):
