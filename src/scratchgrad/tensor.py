@@ -4612,6 +4612,10 @@ class Tensor:
         return self[(slice(None),) * dim + (index,)]
 
     def __getitem__(self, index: Any) -> Tensor:
+        if _function._vmap_dispatch is not None:  # (one read when no vmap runs)
+            batched = vmapped("_getitem", *(index if type(index) is tuple else (index,)))
+            if batched is not None:  # a batched index tensor: each member's own indices
+                return batched(self, index)
         index = _index(index, self.array, (self,))
         if capture_hook.recorder is not None and any(_is_mask(item) for item in index):
             # a replay would give the recorded count to what follows (a mean's divisor)

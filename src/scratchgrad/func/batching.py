@@ -382,6 +382,43 @@ class BatchedTensor(Tensor):
     _index_fill, _index_copy = index_fill, index_copy
 
     @staticmethod
+    def _getitem(x: Tensor, index: Any) -> Tensor:
+        """``x[index]`` with batched index tensors, each member indexed by its own: an arange
+        over the members indexes the batch dim of ``x`` (repeated as a view if unbatched)
+        beside the index tensors, so NumPy places the advanced dims as a member's. Side by side
+        (ints count among them), they go where the first one is: the batch dim is moved there
+        first, and the advanced dims back to the front after; apart, they go first anyway."""
+        items = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(item, Tensor) and item.dtype == xp.bool_ for item in items):
+            raise RuntimeError(
+                "vmap: x[mask] with a batched index is not supported (each member's mask "
+                "would select a different number of entries), as in torch.func.vmap; use "
+                "sg.where(mask, x, 0) instead"
+            )
+        level = level_of((x, *items))
+        (x, *items), batched = unwrap((x, *items), level)
+        size = batch_size((x, *items), batched)
+        x = x if batched[0] else at_front(x, size)
+        rank = max(xp.ndim(i) - b for i, b in zip(items, batched[1:]) if not _basic_item(i))
+        items = [
+            i.reshape(size, *(1,) * (rank - i.ndim + 1), *i.shape[1:]) if b else i
+            for i, b in zip(items, batched[1:])
+        ]
+        members = creation.arange(size, device=x.device).reshape(size, *(1,) * rank)
+        advanced = [k for k, item in enumerate(items) if not _basic_item(item)]
+        advanced += [k for k, item in enumerate(items) if isinstance(item, int)]
+        first, last = min(advanced), max(advanced)
+        if last - first >= len(advanced):  # apart: NumPy puts the advanced dims first
+            return wrap(x[(members, *items)], level)
+        taken = sum(1 for item in items if item is not None and item is not Ellipsis)
+        before = 0  # the result's dims before the advanced ones, as a member's
+        for item in items[:first]:
+            before += x.ndim - 1 - taken if item is Ellipsis else 1
+        dim = before - sum(1 for item in items[:first] if item is None)  # (None takes no dim)
+        out = x.movedim(0, dim)[(*items[:first], members, *items[first:])]
+        return wrap(out.movedim(before, 0), level)
+
+    @staticmethod
     def _embedding(
         input: BatchedTensor, weight: Tensor, padding_idx: Any, max_norm: Any, *options: Any
     ) -> Tensor:

@@ -1,5 +1,6 @@
-"""vmap over ``F.embedding`` with per-member (batched) indices, against ``torch.func.vmap`` and
-a Python loop: one weight shared by every member, a weight per member, padding_idx and
+"""vmap with per-member (batched) indices, against ``torch.func.vmap`` and a Python loop:
+indexing (``x[i]``, ``x[:, i, j]``...), ``index_select``, ``one_hot``, ``embedding_bag``, and
+``F.embedding`` with one weight shared by every member or a weight per member, padding_idx and
 scale_grad_by_freq, gradients through vmap and per member (vmap of grad), an ensemble of
 ``nn.Embedding`` through ``functional_call``, nested vmaps, and the refused calls."""
 
@@ -190,3 +191,38 @@ def test_embedding_bag_with_batched_indices_matches_torch_with_gradients(name, i
         [weight, samples],
         what=f"embedding_bag {name} in_dims={in_dims}",
     )
+
+
+INDEXINGS = {  # a member's x[index] (x of a member's shape (5, 6, 7)), the same for both
+    "x[i]": lambda x, i, j: x[i],
+    "x[:, i]": lambda x, i, j: x[:, i],
+    "x[..., i]": lambda x, i, j: x[..., i],
+    "x[None, 1:, i, 2]": lambda x, i, j: x[None, 1:, i, 2],
+    "x[i, j]": lambda x, i, j: x[i, j],
+    "x[2, i]": lambda x, i, j: x[2, i],
+    "x[i, :, j] (apart)": lambda x, i, j: x[i, :, j],
+    "x[list, i]": lambda x, i, j: x[:, [0, 2, 4], i],
+    "x[i[0]] (0-d)": lambda x, i, j: x[i[0]],
+    "x[-i]": lambda x, i, j: x[-1 - i],
+}
+X = RNG.standard_normal((BATCH, 5, 6, 7))
+I = RNG.integers(0, 5, (BATCH, 2, 3))
+
+
+@pytest.mark.parametrize("in_dims", [(None, 0, None), (0, 0, None), (None, 0, 0)], ids=str)
+@pytest.mark.parametrize("name", INDEXINGS)
+def test_indexing_with_batched_index_tensors_matches_torch_with_gradients(name, in_dims):
+    op = INDEXINGS[name]
+    x = X if in_dims[0] == 0 else X[0]
+    j = I[:, :1] if in_dims[2] == 0 else I[0, :1]  # a second index tensor, batched or not
+    check_against_torch(
+        lambda x: vmap(op, in_dims=in_dims)(x, sg.tensor(I), sg.tensor(j)),
+        lambda x: torch.func.vmap(op, in_dims=in_dims)(x, torch.tensor(I), torch.tensor(j)),
+        [x],
+        what=f"{name} in_dims={in_dims}",
+    )
+
+
+def test_indexing_by_a_batched_mask_is_refused_as_torch():
+    with pytest.raises(RuntimeError, match=r"vmap: x\[mask\] with a batched index"):
+        vmap(lambda i: sg.tensor(X[0])[0, 0][i > 1])(sg.tensor(I[:, 0]))
