@@ -226,3 +226,20 @@ def test_indexing_with_batched_index_tensors_matches_torch_with_gradients(name, 
 def test_indexing_by_a_batched_mask_is_refused_as_torch():
     with pytest.raises(RuntimeError, match=r"vmap: x\[mask\] with a batched index"):
         vmap(lambda i: sg.tensor(X[0])[0, 0][i > 1])(sg.tensor(I[:, 0]))
+
+
+@pytest.mark.parametrize("outer", ["index", "tensor"])
+def test_indexing_in_nested_vmaps_matches_torch(outer):
+    """The index batched by one vmap and the tensor by the other, either way round."""
+
+    def nested(lib, vmap_of):
+        x, index = lib.tensor(X[:, 0]), lib.tensor(I[:, 0])
+
+        def member(x, i):
+            return x[:, i] * 2
+
+        if outer == "index":
+            return vmap_of(lambda i: vmap_of(lambda x: member(x, i))(x))(index)
+        return vmap_of(lambda x: vmap_of(lambda i: member(x, i))(index))(x)
+
+    assert_close(nested(sg, vmap), nested(torch, torch.func.vmap))
