@@ -567,3 +567,43 @@ def test_the_losing_operand_of_an_elementwise_maximum_gets_zero_as_pytorchs(name
 
     for ours, theirs in zip(grads(sg), grads(torch)):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+INF = float("inf")
+QUOTIENTS = {
+    "fmod": lambda m, x, y: m.fmod(x, y),
+    "remainder": lambda m, x, y: m.remainder(x, y),
+    "div_trunc": lambda m, x, y: m.div(x, y, rounding_mode="trunc"),
+    "div_floor": lambda m, x, y: m.div(x, y, rounding_mode="floor"),
+    "ldexp": lambda m, x, y: m.ldexp(x, y),
+}
+QUOTIENT_POINTS = {  # (x, y): y = 0 for the divisions, subnormal x at y = +-inf for ldexp
+    "division": ([5.0, -5.0, 0.0, 3.0, -7.5], [0.0, 0.0, 0.0, 2.0, -2.0]),
+    "ldexp": ([5e-324, -1e-310, 1.0, 0.0, 5e-324, 3.0], [INF, INF, INF, INF, -INF, -2.0]),
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*(divide|invalid value|overflow):RuntimeWarning")
+@pytest.mark.parametrize("name", QUOTIENTS)
+def test_first_and_second_derivatives_at_a_zero_divisor_and_at_inf_as_pytorch(name):
+    """fmod's and remainder's second derivative at y = 0 was NaN (trunc(x / y)'s gradient 0
+    times 1 / y's inf; div(rounding_mode="trunc")'s first one too), where PyTorch's quotient
+    has gradient 0; ldexp's y-gradient at a subnormal x and y = inf was NaN (grad * x
+    underflows before meeting 2**inf), where PyTorch's is grad * out * log 2: inf."""
+    xs, ys = QUOTIENT_POINTS["ldexp" if name == "ldexp" else "division"]
+    results = []
+    for m in (sg, torch):
+        x, y = (m.tensor(v, dtype=m.float64, requires_grad=True) for v in (xs, ys))
+        out = QUOTIENTS[name](m, x, y)
+        firsts = m.autograd.grad((out * 0.3).sum(), (x, y), create_graph=True)
+        seconds = [
+            m.autograd.grad(first.sum(), (x, y), allow_unused=True)
+            if first.requires_grad
+            else (None, None)
+            for first in firsts
+        ]
+        results.append([out, *firsts, *(t for pair in seconds for t in pair)])
+    for ours, theirs in zip(*results):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())

@@ -1301,8 +1301,8 @@ class Tensor:
         x, y = self._division_operands(other)
         if backend.is_floating(x.array.dtype):
             if type(y) is backend.SixteenBitNumber:  # PyTorch truncates the float32 quotient
-                return (x.to(backend.float32) / float(y)).trunc().to(x.dtype)
-            return (x / y).trunc()
+                return binary.TruncDivide.apply(x.to(backend.float32), float(y)).to(x.dtype)
+            return binary.TruncDivide.apply(x, y)
         divisor = getattr(y, "array", y)
         _refuse_kernel_dtype("div", "div_trunc_cpu", "c", x, y)
         _refuse_bool_division(x, y, "div", "div_trunc")
@@ -2645,8 +2645,7 @@ class Tensor:
         other = _tensor_other("ldexp", other)
         if backend.is_floating(self.array.dtype):  # (PyTorch's: other x dtypes take a bool)
             _refuse_kernel_dtype("ldexp", "ldexp_cpu_exp", "b", other)
-        x, y = _float_pair(self, other)
-        return x * y.exp2()
+        return special.Ldexp.apply(*_float_pair(self, other))
 
     def frexp(self) -> Any:
         """The mantissa (magnitude in [0.5, 1)) and the int32 exponent with self = mantissa *

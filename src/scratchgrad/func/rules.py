@@ -355,6 +355,7 @@ BINARY = [
     special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
     special.Heaviside, special.Logaddexp, special.Igamma, special.BinaryCrossEntropy,
     complex_ops.Complex, complex_ops.Polar,
+    special.Ldexp,
 ]  # fmt: skip
 
 # The table: one row per primitive of ops/. A subclass without a row of its own (Amin of Amax)

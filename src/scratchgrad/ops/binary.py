@@ -167,7 +167,8 @@ class Fmod(Function):
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_tensors
-        return grad, -grad * (x / y).trunc() if ctx.needs_input_grad[1] else None
+        # (TruncDivide's gradient is 0, even at y = 0: (x / y).trunc()'s would be 0 * inf, NaN)
+        return grad, -grad * TruncDivide.apply(x, y) if ctx.needs_input_grad[1] else None
 
 
 class Remainder(Function):
@@ -203,6 +204,16 @@ class FloorDivide(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad * 0, grad * 0
+
+
+class TruncDivide(FloorDivide):
+    """The quotient of floats rounded toward zero, trunc(x / y), as PyTorch's
+    ``div(rounding_mode="trunc")``; its gradient 0, as FloorDivide's (and PyTorch's), also at
+    y = 0."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return namespace(x).trunc(x / y)
 
 
 def _integer_power(x, y):

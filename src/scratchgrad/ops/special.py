@@ -878,9 +878,7 @@ class Exp2(Function):
 
     @staticmethod
     def forward(ctx, x):
-        wide = x if x.dtype.kind == "c" else x.astype(float64)
-        with errstate(over="ignore"):  # inf, as PyTorch's, without a warning
-            out = rounded(namespace(x).exp2(wide), x.dtype)
+        out = _exp2(x)
         ctx.save_for_backward(out)
         return out
 
@@ -891,6 +889,34 @@ class Exp2(Function):
 
 
 holomorphic_twin(Exp2)
+
+
+def _exp2(x):
+    """2**x as Exp2 computes it."""
+    wide = x if x.dtype.kind == "c" else x.astype(float64)
+    with errstate(over="ignore"):  # inf, as PyTorch's, without a warning
+        return rounded(namespace(x).exp2(wide), x.dtype)
+
+
+class Ldexp(Function):
+    """x * 2**y (2**y as Exp2's), with PyTorch's partials grad * 2**y and grad * out * log 2:
+    y's from the result, so a subnormal x at y = inf gives inf where grad * x would underflow
+    to 0 before meeting 2**inf (NaN)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        out = x * _exp2(y)
+        ctx.save_for_backward(y, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, out = ctx.saved_tensors
+        dx, dy = ctx.needs_input_grad
+        return grad * y.exp2() if dx else None, grad * out * math.log(2) if dy else None
+
+
+holomorphic_twin(Ldexp)
 
 
 class Softplus(Function):
