@@ -158,7 +158,17 @@ WRITES = {
     "index_fill_": lambda lib, x, v: x.index_fill_(0, lib.tensor([], dtype=lib.int64), v),
     "scatter": lambda lib, x, v: x.scatter(0, lib.tensor([1]), v),
     "scatter_": lambda lib, x, v: x.scatter_(0, lib.tensor([1]), v),
+    # setitem and where check a float only against float32 and complex64, as PyTorch's
+    "setitem": lambda lib, x, v: _set(x, 0, v),
+    "setitem_mask": lambda lib, x, v: _set(x, lib.tensor([True, False, True]), v),
+    "where": lambda lib, x, v: lib.where(lib.tensor([True, False, False]), x, v),
+    "where_number_first": lambda lib, x, v: lib.where(lib.tensor([True, False, False]), v, x),
 }
+
+
+def _set(x, index, value):
+    x[index] = value
+    return x
 
 
 @pytest.mark.parametrize("name", WRITES)
@@ -174,7 +184,8 @@ WRITES = {
 def test_a_number_past_the_dtypes_largest_is_refused_as_pytorch(name, dtype, value):
     """masked_fill, index_fill and scatter of 70000.0 into float16 (1e39 into float32) wrote
     inf, even where the mask or index reaches nothing; PyTorch raises whatever the size (inf
-    and nan pass), and a refused in-place call leaves the tensor as it was."""
+    and nan pass), and a refused in-place call leaves the tensor as it was. setitem and where
+    wrote 1e39 into float32 too; PyTorch raises there, and takes it into float16 as inf."""
     theirs = torch.zeros(3, dtype=getattr(torch, dtype))
     try:
         expected = WRITES[name](torch, theirs, value)
@@ -185,4 +196,21 @@ def test_a_number_past_the_dtypes_largest_is_refused_as_pytorch(name, dtype, val
         assert ours.tolist() == [0, 0, 0]
         return
     got = WRITES[name](sg, sg.zeros(3, dtype=getattr(sg, dtype)), value)
-    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.double().numpy(), expected.double().numpy())
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_setitem_through_a_mask_in_a_graph_checks_as_setitem(dtype):
+    """Recorded as a masked_fill, x[mask] = -1e39 must not take masked_fill's check: PyTorch's
+    setitem writes -inf into float16 (raises for float32)."""
+    results = []
+    for lib in (sg, torch):
+        x = lib.zeros(3, dtype=getattr(lib, dtype), requires_grad=True).clone()
+        try:
+            x[lib.tensor([True, False, True])] = -1e39
+            results.append(x.tolist())
+        except RuntimeError as error:
+            results.append(str(error).split(" without")[0].split("type")[0])
+    assert results[0] == results[1]

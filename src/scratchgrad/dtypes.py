@@ -33,6 +33,7 @@ from scratchgrad.backend import (
     bfloat16,
     bool_,
     can_require_grad,
+    complex64,
     float16,
     float32,
     int64,
@@ -364,6 +365,24 @@ def checked_number(value: Any, dtype: numpy.dtype) -> Any:
         return written_number(value, dtype)
     if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+    return value
+
+
+def wrapped_float(value: Any, dtype: numpy.dtype) -> Any:
+    """A Python float beside a tensor of ``dtype`` in ``where``, or written by setitem: past
+    float32's largest it raises for a float32 or complex64 tensor, as PyTorch's (which reads
+    it as float32 first, checked); a 16-bit tensor takes it as inf, as PyTorch's does.
+    Anything but a float as it is.
+
+    >>> import scratchgrad as sg
+    >>> wrapped_float(1e39, sg.float16)
+    1e+39
+    >>> wrapped_float(1e39, sg.float32)
+    Traceback (most recent call last):
+    RuntimeError: value cannot be converted to type float32 without overflow
+    """
+    if type(value) is float and dtype in (float32, complex64):
+        return checked_number(value, dtype)
     return value
 
 

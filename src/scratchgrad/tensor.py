@@ -51,6 +51,7 @@ from scratchgrad.dtypes import (
     strided,
     to_array,
     torch_name,
+    wrapped_float,
     wrapped_int,
     written_number,
 )
@@ -1955,6 +1956,8 @@ class Tensor:
             and not (isinstance(value, Tensor) and (value.ndim or value.requires_grad))
         ):
             mask = given.reshape((*given.shape, *[1] * (self.ndim - given.ndim)))
+            if not isinstance(value, Tensor):  # (setitem takes 1e9 into float16 as inf, where
+                value = self.new_full((), value)  # masked_fill's number raises, as PyTorch's)
             self._record_in_place("setitem", lambda old, v: old.masked_fill(mask, v), value)
             return
         if capture_hook.recorder is not None:
@@ -2110,6 +2113,8 @@ class Tensor:
             if value.dtype != self.dtype:  # (after too many indices, as PyTorch)
                 _refuse_index_put_cast(self, given, value)
             _refuse_setitem_overlap(self.array, index, value.array, given_value.array)
+        else:  # (300 into int8 and 1e39 into float32 raise, as PyTorch's)
+            value = wrapped_float(written_number(value, self.array.dtype), self.array.dtype)
         if self._records(value):
             if any(_is_mask(item) for item in index):
                 self._write_through_mask(given, index, value)
@@ -2117,8 +2122,6 @@ class Tensor:
                 self._record_in_place("setitem", _overwrite, value, index)
             return
         _reached(self)
-        if not isinstance(value, Tensor):
-            value = written_number(value, self.array.dtype)
         try:
             _call(_assign, self.array, index, getattr(value, "array", value))
         except ValueError as error:
@@ -5712,11 +5715,11 @@ def where(
         error = RuntimeError if isinstance(condition, Tensor) else TypeError
         raise error(f"where: condition must be a bool tensor, got {cond.dtype.name}")
     x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
-    if isinstance(x, Tensor):  # a Python int is checked against an integer tensor's dtype
-        x, y = x._operands(written_number(y, x.dtype) if type(y) is int else y)
+    if isinstance(x, Tensor):
+        x, y = x._operands(_beside(y, x.dtype))
         y = _rounded(y, x)
     elif isinstance(y, Tensor):
-        y, x = y._operands(written_number(x, y.dtype) if type(x) is int else x)
+        y, x = y._operands(_beside(x, y.dtype))
         x = _rounded(x, y)
     else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
         x, y = Tensor._from_data(x).to(cond.device)._operands(y)
@@ -9155,6 +9158,13 @@ def _pointwise_operands(name: str, x: Tensor, tensor1: Any, tensor2: Any, value:
         raise NotImplementedError(f"{name}: \"{name}_cpu_out\" not implemented for 'Bool'")
     value = written_number(value, dtype)  # (-0.5 into uint8 raises, 2.7 into int8 is 2)
     return x.to(dtype), tensor1.to(dtype), tensor2.to(dtype), value
+
+
+def _beside(value: Any, dtype: Any) -> Any:
+    """A Python number beside a tensor of ``dtype`` in ``where``, checked as PyTorch checks it:
+    an int against an integer dtype (``written_number``), a float against float32 and
+    complex64 (``wrapped_float``; 2.7 beside an int tensor promotes it)."""
+    return written_number(value, dtype) if type(value) is int else wrapped_float(value, dtype)
 
 
 def _rounded(value: Any, like: Tensor) -> Any:
