@@ -361,6 +361,8 @@ def checked_number(value: Any, dtype: numpy.dtype) -> Any:
     Traceback (most recent call last):
     RuntimeError: value cannot be converted to type float16 without overflow
     """
+    if type(value) is float and -65504.0 <= value <= 65504.0 and dtype.kind in "fc":
+        return value  # (the common case first: in every floating dtype's range)
     if type(value) not in (int, float) or not can_require_grad(dtype):
         return written_number(value, dtype)
     if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):
@@ -381,9 +383,13 @@ def wrapped_float(value: Any, dtype: numpy.dtype) -> Any:
     Traceback (most recent call last):
     RuntimeError: value cannot be converted to type float32 without overflow
     """
-    if type(value) is float and dtype in (float32, complex64):
+    big = type(value) is float and not -_FLOAT32_LARGEST <= value <= _FLOAT32_LARGEST
+    if big and dtype in (float32, complex64):  # (the value first: the common case is cheap)
         return checked_number(value, dtype)
     return value
+
+
+_FLOAT32_LARGEST = float(ml_dtypes.finfo(numpy.float32).max)
 
 
 def filled_number(value: Any, dtype: numpy.dtype, size: int) -> Any:

@@ -5716,10 +5716,10 @@ def where(
         raise error(f"where: condition must be a bool tensor, got {cond.dtype.name}")
     x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
     if isinstance(x, Tensor):
-        x, y = x._operands(_beside(y, x.dtype))
+        x, y = x._operands(_beside(y, x.array.dtype) if type(y) in (int, float) else y)
         y = _rounded(y, x)
     elif isinstance(y, Tensor):
-        y, x = y._operands(_beside(x, y.dtype))
+        y, x = y._operands(_beside(x, y.array.dtype) if type(x) in (int, float) else x)
         x = _rounded(x, y)
     else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
         x, y = Tensor._from_data(x).to(cond.device)._operands(y)
@@ -9160,11 +9160,18 @@ def _pointwise_operands(name: str, x: Tensor, tensor1: Any, tensor2: Any, value:
     return x.to(dtype), tensor1.to(dtype), tensor2.to(dtype), value
 
 
-def _beside(value: Any, dtype: Any) -> Any:
+def _beside(value: int | float, dtype: Any) -> Any:
     """A Python number beside a tensor of ``dtype`` in ``where``, checked as PyTorch checks it:
     an int against an integer dtype (``written_number``), a float against float32 and
     complex64 (``wrapped_float``; 2.7 beside an int tensor promotes it)."""
-    return written_number(value, dtype) if type(value) is int else wrapped_float(value, dtype)
+    if type(value) is int:
+        return written_number(value, dtype)
+    if -_FLOAT32_LARGEST <= value <= _FLOAT32_LARGEST:  # (the common case, without a call)
+        return value
+    return wrapped_float(value, dtype)
+
+
+_FLOAT32_LARGEST = float(ml_dtypes.finfo(backend.float32).max)
 
 
 def _rounded(value: Any, like: Tensor) -> Any:
