@@ -182,10 +182,10 @@ class inference_mode(_GradMode):
     that records a graph and saves one for backward (``x * w``, ``x @ w``, a loss), an in-place
     change of one (``add_``, ``copy_``, ``x[i] = v``, an optimizer step; a Tensor method
     raises once the values changed, as some of PyTorch's do), ``requires_grad_()`` (and
-    ``nn.Parameter(x)``), and ``x._version``. Not caught, unlike PyTorch: ``x.requires_grad =
-    True`` (a plain attribute here), and tensors made by a ``scratchgrad.jit`` replay are not
-    marked. Where scratchgrad's op saves an input that PyTorch's does not (``mul`` saves both
-    operands), an inference tensor that requires grad may raise where PyTorch's does not.
+    ``x.requires_grad = True``, ``nn.Parameter(x)``), and ``x._version``. Unlike PyTorch,
+    tensors made by a ``scratchgrad.jit`` replay are not marked, and where scratchgrad's op
+    saves an input that PyTorch's does not (``mul`` saves both operands), an inference tensor
+    that requires grad may raise where PyTorch's does not.
     ``enable_grad`` inside inference mode turns grad mode on (``is_grad_enabled``) but records
     no graph, as PyTorch's.
 
