@@ -84,6 +84,7 @@ EXPRESSIONS = {
     "clone_complex": lambda m, x, w: (x * 1j).clone(),
     "log_softmax": lambda m, x, w: x.log_softmax(-1),
     "softmax": lambda m, x, w: x.softmax(-1),
+    "cumprod": lambda m, x, w: x.cumprod(1),
     "gelu": lambda m, x, w: (F_OURS if m is sg else F_TORCH).gelu(x),
     "layer_norm": lambda m, x, w: (F_OURS if m is sg else F_TORCH).layer_norm(x, (3,), w[:, 0]),
     "softmax_backward": lambda m, x, w: m.autograd.grad(
