@@ -2,6 +2,8 @@
 distributions' parameters, over broadcasting batch shapes; its infinities and zeros at the
 edges of the supports; register_kl's lookup by subclass; NotImplementedError otherwise."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -157,6 +159,20 @@ def test_bernoulli_pairs_broadcast_where_pytorch_raises():
         TD.kl_divergence(p_theirs, TD.Bernoulli(torch.tensor(q)))
     theirs = TD.kl_divergence(p_theirs.expand((2, 3)), TD.Bernoulli(torch.tensor(q)))
     check_outputs_and_gradients(ours, theirs, [], grad=False)
+
+
+def test_bernoulli_pairs_broadcast_where_pytorchs_mask_picks_rows():
+    """Where p's mask has the shape of the result's leading dims, PyTorch's pair raises
+    nothing but indexes rows with it: KL(0.3 || 0.2) comes out negative and KL(0 || 0), which
+    is 0, infinite. Ours equals PyTorch's on p expanded to q's shape."""
+    p, q = [0.0, 0.3], [[0.5, 0.2], [0.0, 0.1]]
+    ours = D.kl_divergence(D.Bernoulli(sg.tensor(p)), D.Bernoulli(sg.tensor(q)))
+    p_theirs, q_theirs = TD.Bernoulli(torch.tensor(p)), TD.Bernoulli(torch.tensor(q))
+    misplaced = TD.kl_divergence(p_theirs, q_theirs)
+    assert misplaced[0, 1] < 0 and misplaced[1, 0] == math.inf
+    theirs = TD.kl_divergence(p_theirs.expand((2, 2)), q_theirs)
+    check_outputs_and_gradients(ours, theirs, [], grad=False)
+    assert ours.tolist()[1][0] == 0.0
 
 
 @pytest.mark.parametrize("name", EDGES)

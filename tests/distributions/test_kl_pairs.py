@@ -106,7 +106,8 @@ AS_Q = {
     "Pareto": (lambda m, s, a: m.Pareto(s, a), [between(0.01, 0.04), positive]),
 }
 # PyTorch's pairs that set entries through a mask of p's or q's own batch shape raise IndexError
-# where that is not the broadcast shape; ours broadcast, and equal PyTorch's on p and q expanded
+# where that is not the broadcast shape (or its leading dims, where they set the wrong entries);
+# ours broadcast, and equal PyTorch's on p and q expanded
 MASKED = {
     ("Bernoulli", "Bernoulli"),
     ("Beta", "Uniform"),

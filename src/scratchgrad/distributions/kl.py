@@ -142,7 +142,9 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
 
 
 # NOTE: PyTorch's Bernoulli pair assigns through p's and q's masks into their broadcast
-# result, and raises IndexError unless both have its shape; this one broadcasts them.
+# result: a mask of another shape raises IndexError, or, where it matches the result's leading
+# dims (p of shape (2,), q of (2, 2)), picks whole rows, silently setting wrong entries to 0
+# or inf; this one broadcasts them.
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
     t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
@@ -365,7 +367,8 @@ def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tenso
 # expectations under p (its mean, variance, E[log X], ...): each family q has one helper taking
 # those, and each pair supplies them for its p. KL is infinite where p's support is not inside
 # q's. NOTE: where PyTorch assigns those infinities through a mask of p's or q's own batch shape
-# it raises IndexError unless that is the broadcast shape; these broadcast.
+# it raises IndexError unless that is the broadcast shape or its leading dims, where the mask
+# picks whole rows (wrong entries set to inf); these broadcast.
 
 
 def _normal_cross_entropy(q: Normal, mean: Tensor, variance: Tensor) -> Tensor:
