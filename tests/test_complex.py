@@ -182,6 +182,22 @@ def test_errors_for_real_parts_as_torch():
         _ = sg.ones(2).imag
 
 
+def test_float16_parts_are_refused_naming_the_missing_complex32():
+    """PyTorch's complex of float16 parts is complex32 (its polar raises NotImplementedError);
+    scratchgrad has none and said "Expected ... Half, Float or Double tensors but got float16",
+    refusing a Half by its own words. A float16 part beside a float32 one is PyTorch's error."""
+    half = np.ones(2, np.float16)
+    assert torch.complex(torch.tensor(half), torch.tensor(half)).dtype == torch.complex32
+    for name in ("complex", "polar"):
+        with pytest.raises(TypeError, match=f"^{name}: float16 parts would make complex32"):
+            getattr(sg, name)(sg.tensor(half), sg.tensor(half))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.complex(torch.tensor(half), torch.ones(2))
+    with pytest.raises(RuntimeError, match="Expected object of scalar type float16 but got "):
+        sg.complex(sg.tensor(half), sg.ones(2))
+    assert "Expected object of scalar type Half but got " in str(theirs.value)
+
+
 # ---- gradients ---------------------------------------------------------------------------------
 
 

@@ -83,7 +83,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     >>> sg.complex(sg.tensor([1.0, 2.0]), sg.tensor(-1.0))
     tensor([1.-1.j, 2.-1.j])
     """
-    _check_parts(real, imag)
+    _check_parts("complex", real, imag)
     return complex_ops.Complex.apply(real, imag)
 
 
@@ -97,13 +97,14 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:
     >>> sg.polar(sg.tensor([2.0]), sg.tensor([math.pi / 2])).imag
     tensor([2.])
     """
-    _check_parts(abs, angle)
+    _check_parts("polar", abs, angle)
     return complex_ops.Polar.apply(abs, angle)
 
 
-def _check_parts(x: Tensor, y: Tensor) -> None:
-    """PyTorch's errors for the two real parts of ``complex`` or ``polar``."""
-    kinds = (backend.float32, backend.float64)  # (no complex32 here)
+def _check_parts(name: str, x: Tensor, y: Tensor) -> None:
+    """PyTorch's errors for the two real parts of ``complex`` or ``polar``, then ours for
+    float16 parts, whose complex32 scratchgrad lacks."""
+    kinds = (backend.float16, backend.float32, backend.float64)
     if x.dtype not in kinds or y.dtype not in kinds:
         raise RuntimeError(
             f"Expected both inputs to be Half, Float or Double tensors but got {x.dtype.name} and "
@@ -114,4 +115,9 @@ def _check_parts(x: Tensor, y: Tensor) -> None:
             f"Expected object of scalar type {x.dtype.name} but got scalar type {y.dtype.name} "
             "for second "
             "argument"
+        )
+    if x.dtype == backend.float16:
+        raise TypeError(
+            f"{name}: float16 parts would make complex32, which scratchgrad does not have; "
+            "cast them to float32"
         )
