@@ -41,6 +41,15 @@ DRAWS = {  # draws that add an unbatched tensor of draws to the member
 DRAWS |= {name: lambda m, x, fill=fill: fill(x.clone()) for name, fill in FILLS.items()}
 
 
+def _init_fill(name):
+    """nn.init's ``name`` filling a member's (8, 8) weight."""
+    return lambda m, x: getattr(m.nn.init, name)(x.clone().view(8, 8)).view(SIZE)
+
+
+INITS = ("kaiming_uniform_", "xavier_normal_", "normal_", "trunc_normal_")
+DRAWS |= {f"init.{name}": _init_fill(name) for name in INITS}
+
+
 def _run(m, make, randomness):
     x = m.zeros(MEMBERS, SIZE, dtype=m.float64)
     return outcome(lambda: m.func.vmap(lambda row: make(m, row), randomness=randomness)(x))
