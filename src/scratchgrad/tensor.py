@@ -389,7 +389,7 @@ class Tensor:
         view, it keeps where the view starts in its base's memory (``storage_offset``), though
         it is no view (an in-place change of it is not recorded on the base), as PyTorch's."""
         t = Tensor._make(self.array)
-        if self.array.dtype.kind == "c" and self.is_conj():  # (PyTorch's keeps the bit)
+        if self.is_conj():  # (PyTorch's detach keeps the conjugate bit)
             t._conj = True
         storage = _storage_array(self)
         if storage is not self.array:
@@ -519,10 +519,8 @@ class Tensor:
     def is_conj(self) -> bool:
         """Whether this is ``conj()``'s result, or a view or ``detach`` of it, as PyTorch's
         conjugate bit."""
-        if self.array.dtype.kind != "c":
-            return False
         root = self._view[0] if hasattr(self, "_view") else self
-        return getattr(root, "_conj", False)
+        return self.array.dtype.kind == "c" and getattr(root, "_conj", False)
 
     def is_neg(self) -> bool:  # no tensor here carries PyTorch's lazy negation
         return False
