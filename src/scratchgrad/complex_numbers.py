@@ -65,12 +65,6 @@ def view_as_real(input: Tensor) -> Tensor:
     """
     if not input.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    if input.is_conj():
-        raise RuntimeError(
-            "view_as_real doesn't work on unresolved conjugated tensors.  To resolve the "
-            "conjugate tensor so you can view it as real, use self.resolve_conj(); however, be "
-            "warned that the resulting tensor will NOT alias the original."
-        )
     return complex_ops.ViewAsReal.apply(input)
 
 

@@ -279,7 +279,7 @@ def _encode(value: Any, path: str, tensors: _Table, depth: int) -> Any:
         return {"__leaf__": [inner, isinstance(value, Parameter), value.requires_grad]}
     if isinstance(value, Tensor) and value.dtype == backend.complex128:
         # safetensors has no complex128: the (..., 2) float64 pairs of view_as_real
-        pairs = view_as_real(value.detach().resolve_conj()).array
+        pairs = view_as_real(value.detach()).array
         return {"__complex128__": _add_array(pairs, path, tensors, "tensor")}
     if isinstance(value, Tensor):
         name = _add_array(value.array, path, tensors, "tensor")

@@ -172,11 +172,9 @@ class Tensor:
     # otherwise): writing it with grad mode on raises (note_view)
     # _multi_output: on an output of split, chunk or unbind (and its views) only, (which
     # output, the op's name): a recorded change of it or its base is refused (_not_to_change)
-    # _conj: True on conj()'s result only (unset otherwise): is_conj reads it on a view's base
     __slots__ = (
         "array", "_grad", "_requires_grad", "_ctx", "_counter", "_hooks", "_view", "_views",
-        "_base_array", "_layout_steps", "_no_grad_view", "_multi_output", "_conj",
-        "__weakref__",
+        "_base_array", "_layout_steps", "_no_grad_view", "_multi_output", "__weakref__",
     )  # fmt: skip
     __array_priority__ = 1000  # NumPy arrays defer to our reflected operators
 
@@ -389,8 +387,6 @@ class Tensor:
         view, it keeps where the view starts in its base's memory (``storage_offset``), though
         it is no view (an in-place change of it is not recorded on the base), as PyTorch's."""
         t = Tensor._make(self.array)
-        if self.is_conj():  # (PyTorch's detach keeps the conjugate bit)
-            t._conj = True
         storage = _storage_array(self)
         if storage is not self.array:
             t._base_array = storage
@@ -484,46 +480,25 @@ class Tensor:
         return complex_ops.Imag.apply(self)
 
     def conj(self) -> Tensor:
-        """The complex conjugate (a copy here, where PyTorch's is a lazy view), marked as
-        PyTorch's is (``is_conj``: ``view_as_real`` refuses it until ``resolve_conj``); a real
-        tensor itself.
-
-        >>> import scratchgrad as sg
-        >>> z = sg.tensor([1 + 2j]).conj()
-        >>> z, z.is_conj(), z.conj().is_conj(), z.resolve_conj().is_conj()
-        (tensor([1.-2.j]), True, False, False)
-        """
-        if self.array.dtype.kind != "c":
-            return self
-        out = complex_ops.Conj.apply(self)
-        if not self.is_conj():  # (the conjugate of a conjugate is no conjugate view)
-            out._conj = True
-        return out
-
-    def conj_physical(self) -> Tensor:
-        """The complex conjugate, never marked ``is_conj``; a real tensor itself."""
+        """The complex conjugate (a copy here, where PyTorch's is a lazy view); a real tensor
+        itself."""
         return complex_ops.Conj.apply(self) if self.array.dtype.kind == "c" else self
 
-    def resolve_conj(self) -> Tensor:
-        """A copy no longer marked ``is_conj`` (its values already conjugated), or this tensor
-        where it is not marked, as PyTorch's."""
-        return self.clone() if self.is_conj() else self
+    conj_physical = conj
 
-    def resolve_neg(self) -> Tensor:  # no tensor here carries PyTorch's lazy negation
+    def resolve_conj(self) -> Tensor:  # conj() copies at once: there is nothing to resolve
         return self
+
+    resolve_neg = resolve_conj
 
     def is_complex(self) -> bool:
         """Whether the dtype is complex (complex64 or complex128), as ``torch.is_complex``."""
         return self.array.dtype.kind == "c"
 
-    def is_conj(self) -> bool:
-        """Whether this is ``conj()``'s result, or a view or ``detach`` of it, as PyTorch's
-        conjugate bit."""
-        root = self._view[0] if hasattr(self, "_view") else self
-        return self.array.dtype.kind == "c" and getattr(root, "_conj", False)
-
-    def is_neg(self) -> bool:  # no tensor here carries PyTorch's lazy negation
+    def is_conj(self) -> bool:  # conj() copies here: no tensor is a lazy conjugate
         return False
+
+    is_neg = is_conj
 
     def angle(self) -> Tensor:
         """The argument of a complex number (``atan2(imag, real)``); of a real number, pi for
@@ -3813,11 +3788,6 @@ class Tensor:
 
     def _view_as_dtype(self, dtype: Any) -> Tensor:
         array = self.array
-        if self.is_conj():  # (even to its own dtype, as PyTorch)
-            raise RuntimeError(
-                "torch.Tensor.view is not supported for conjugate view tensors when converting "
-                "to a different dtype."
-            )
         if array.itemsize != dtype.itemsize:  # PyTorch's conditions, in its words
             what = f"to view {array.dtype} as {dtype} (different element sizes)"
             if array.ndim == 0:
