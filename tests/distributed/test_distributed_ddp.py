@@ -89,7 +89,7 @@ def test_doc_examples_run():
 def test_a_full_bucket_starts_its_all_reduce_during_the_backward(group_of_one, monkeypatch):
     """The last layer's bucket is all-reduced before the backward has reached the first layer."""
     events = []
-    all_reduce = dist.all_reduce
+    all_reduce = ddp_module.all_reduce_unchecked  # (the buckets' calls are alike everywhere)
 
     def recording_all_reduce(tensor, *args, **kwargs):
         events.append(f"all_reduce of {tensor.numel()}")
@@ -105,7 +105,7 @@ def test_a_full_bucket_starts_its_all_reduce_during_the_backward(group_of_one, m
             hidden.register_hook(lambda g: events.append("gradient of the first layer's output"))
             return self.last(hidden.relu())
 
-    monkeypatch.setattr(dist, "all_reduce", recording_all_reduce)
+    monkeypatch.setattr(ddp_module, "all_reduce_unchecked", recording_all_reduce)
     ddp = DDP(TwoLayers(), bucket_cap_mb=0.001)  # a bucket per layer
     ddp(sg.randn(4, 64)).sum().backward()
     assert events == [
@@ -181,3 +181,14 @@ def test_buffers_are_broadcast_only_after_a_synchronised_forward(group_of_one, m
             ddp(x).sum().backward()
         counts.append(len(calls))
     assert counts == [1, 2, 2, 3, 3, 4]
+
+
+def test_other_models_on_other_processes_are_refused_by_every_process():
+    """The buckets' all-reduces skip the call-by-call comparison (all_reduce_unchecked), so the
+    constructor compares the buckets' layout instead, also without its parameters' broadcast."""
+    done = run_mpi(2, "different_models_program.py", timeout=60)
+    assert done.returncode == 0, done.stderr
+    for rank in (0, 1):
+        assert f"rank {rank}: refused: DistributedDataParallel: the processes' models differ" in (
+            done.stdout
+        )

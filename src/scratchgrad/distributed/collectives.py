@@ -106,6 +106,18 @@ def all_reduce(
     return call.run(lambda: (pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish), async_op)
 
 
+def all_reduce_unchecked(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None) -> Work:
+    """``all_reduce(tensor, op, group, async_op=True)`` without comparing the processes' calls
+    first: for a caller whose processes make the same calls by construction, as
+    ``DistributedDataParallel``'s buckets (laid out alike from parameters whose sizes its
+    constructor's checked broadcast compared). The comparison's round trip cost a DDP step of
+    a small MLP 16% (650 -> 755 us on two processes of a 2-core host)."""
+    pg = default_group(group)
+    _start_earlier_calls(pg.unstarted, None)  # MPI matches collectives by order
+    wire, mpi_op, finish = _reduction("all_reduce", tensor, op, pg.size)
+    return Work(pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish)
+
+
 def reduce(
     tensor: Tensor,
     dst: int = 0,
@@ -327,15 +339,16 @@ def _call_code(name: str, dtype: np.dtype | None, op: Any, root: int) -> tuple[i
     return (*words[:3], code, root, *words[3:])
 
 
-def _start_earlier_calls(unstarted: list[Work], work: Work) -> None:
-    """Start the transfers of the calls made before ``work``, then take ``work`` off the list:
-    MPI matches collectives by order, so every process starts them in the order they were
-    called, whatever order it waits for them in."""
-    while unstarted[0] is not work:
+def _start_earlier_calls(unstarted: list[Work], work: Work | None) -> None:
+    """Start the transfers of the calls made before ``work`` (all, for None), then take
+    ``work`` off the list: MPI matches collectives by order, so every process starts them in
+    the order they were called, whatever order it waits for them in."""
+    while unstarted and unstarted[0] is not work:
         earlier = unstarted[0]
         earlier._request.Wait()
         earlier._next_stage()  # its agreed() takes it off the list
-    unstarted.pop(0)
+    if work is not None:
+        unstarted.pop(0)
 
 
 def _compare_calls(name: str, mine: np.ndarray, every: np.ndarray) -> None:

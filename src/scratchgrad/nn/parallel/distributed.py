@@ -20,6 +20,7 @@ import numpy as np
 from scratchgrad import distributed as dist
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
+from scratchgrad.distributed.collectives import all_reduce_unchecked
 from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
@@ -100,6 +101,7 @@ class DistributedDataParallel(Module):
             _broadcast_coalesced([*module.parameters(), *module.buffers()])
         cap = _MIB * (25 if bucket_cap_mb is None else bucket_cap_mb)
         self._buckets = _assign_buckets(self._params, cap)
+        _check_alike_everywhere(self._buckets)
         self._place = {}  # id(param) -> (its bucket, its index there)
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
@@ -175,7 +177,7 @@ class DistributedDataParallel(Module):
             self._buckets[self._next_bucket].ready
         ):
             bucket = self._buckets[self._next_bucket]
-            bucket.work = dist.all_reduce(bucket.flat, op=dist.ReduceOp.SUM, async_op=True)
+            bucket.work = all_reduce_unchecked(bucket.flat, dist.ReduceOp.SUM)  # (alike)
             self._next_bucket += 1
         if self._next_bucket == len(self._buckets):
             self._finish_reduction()
@@ -207,6 +209,21 @@ class DistributedDataParallel(Module):
     def _unready_names(self) -> list[str]:
         names = {id(p): name for name, p in self.module.named_parameters()}
         return [names[id(p)] for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
+
+
+def _check_alike_everywhere(buckets: list[_Bucket]) -> None:
+    """Raise on every process unless all of them laid out the same buckets (sizes and dtypes):
+    the buckets' all-reduces are not compared call by call (``all_reduce_unchecked``), and
+    buckets of other sizes would mix the processes' gradients silently."""
+    layout = [n for b in buckets for n in (b.flat.array.size, b.flat.array.dtype.num)]
+    largest, smallest = Tensor._make(np.array(layout, np.int64)), Tensor._make(-np.array(layout))
+    dist.all_reduce(largest, op=dist.ReduceOp.MAX)  # (another count of buckets raises here)
+    dist.all_reduce(smallest, op=dist.ReduceOp.MAX)
+    if (largest.array != -smallest.array).any():
+        raise RuntimeError(
+            "DistributedDataParallel: the processes' models differ (their gradient buckets "
+            "differ in size or dtype); wrap the same model on every process"
+        )
 
 
 def _divided(grad: np.ndarray, size: int) -> np.ndarray:
