@@ -1469,9 +1469,7 @@ class Tensor:
                 f"logaddexp(): argument 'other' (position 1) must be Tensor, not "
                 f"{type(other).__name__}"
             )
-        dtype = result_dtype(self, other)  # (complex too, as PyTorch's)
-        x, y = self.to(dtype), other.to(dtype)
-        x._check_floating("logaddexp", complex_too=True)
+        x, y = self._floating_pair("logaddexp", other, complex_too=True)  # (as PyTorch's)
         return special.Logaddexp.apply(x, y)
 
     @autocast_policy("lower")
@@ -2649,7 +2647,7 @@ class Tensor:
         True
         """
         other = _tensor_other("nextafter", other)
-        return special.Nextafter.apply(*self._real_floating_pair("nextafter", other))
+        return special.Nextafter.apply(*self._floating_pair("nextafter", other))
 
     def gcd(self, other: Tensor) -> Tensor:
         """The greatest common divisor, elementwise (integers only), as ``torch.gcd``.
@@ -2711,7 +2709,7 @@ class Tensor:
         [2.0, 2001.0]
         """
         other = _tensor_other("logaddexp2", other)
-        return special.Logaddexp2.apply(*self._real_floating_pair("logaddexp2", other))
+        return special.Logaddexp2.apply(*self._floating_pair("logaddexp2", other))
 
     def logcumsumexp(self, dim: int) -> Tensor:
         """log(cumsum(exp(self))) along ``dim``, as a running logaddexp (no overflow, and small
@@ -3305,12 +3303,15 @@ class Tensor:
         x._check_floating("log_softmax")
         return reduce.LogSoftmax.apply(x, dim=_dims(_one_dim("log_softmax", dim), x.array.ndim))
 
-    def _real_floating_pair(self, op: str, other: Tensor) -> tuple[Tensor, Tensor]:
+    def _floating_pair(
+        self, op: str, other: Tensor, complex_too: bool = False
+    ) -> tuple[Tensor, Tensor]:
         """``self`` and the tensor ``other`` in the dtype they promote to, which must be a
-        real floating one (a bool or integer tensor meets a float, as PyTorch's logaddexp)."""
+        floating one, real unless ``complex_too`` (a bool or integer tensor meets a float, as
+        PyTorch's logaddexp)."""
         dtype = result_dtype(self, other)
         x, y = self.to(dtype), other.to(dtype)
-        x._check_floating(op)
+        x._check_floating(op, complex_too)
         return x, y
 
     def _check_floating(self, op: str, complex_too: bool = False) -> None:

@@ -109,9 +109,9 @@ def all_reduce(
 def all_reduce_unchecked(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None) -> Work:
     """``all_reduce(tensor, op, group, async_op=True)`` without comparing the processes' calls
     first: for a caller whose processes make the same calls by construction, as
-    ``DistributedDataParallel``'s buckets (laid out alike from parameters whose sizes its
-    constructor's checked broadcast compared). The comparison's round trip cost a DDP step of
-    a small MLP 16% (650 -> 755 us on two processes of a 2-core host)."""
+    ``DistributedDataParallel``'s buckets (whose layout its constructor compares across the
+    processes once). The comparison's round trip cost a DDP step of a small MLP 16% (650 ->
+    755 us on two processes of a 2-core host)."""
     pg = default_group(group)
     _start_earlier_calls(pg.unstarted, None)  # MPI matches collectives by order
     wire, mpi_op, finish = _reduction("all_reduce", tensor, op, pg.size)

@@ -493,7 +493,7 @@ class BatchedTensor(Tensor):
         level, (x, index) = all_batched((x, index.reshape(-1)))
         along = [index.shape[1] if d == dim else 1 for d in range(x.ndim - 1)]
         positions = index.reshape(index.shape[0], *along)
-        shape = [x.shape[0], *x.shape[1:]]
+        shape = list(x.shape)
         shape[dim + 1] = index.shape[1]
         return wrap(x.gather(dim + 1, positions.expand(shape)), level)
 

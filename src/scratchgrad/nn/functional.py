@@ -1219,16 +1219,18 @@ def _check_running_statistics(
     before either is updated), and for ones that require grad while gradients are recorded:
     its batch norm has no derivative for them (an update in place would not be one)."""
     for name, statistic in (("running_mean", running_mean), ("running_var", running_var)):
-        if statistic is not None and statistic.numel() != channels:
+        if statistic is None:
+            continue
+        if statistic.numel() != channels:
             raise RuntimeError(
                 f"batch_norm: {name} should contain {channels} elements not {statistic.numel()}"
             )
-        if statistic is not None and statistic.ndim != 1:
+        if statistic.ndim != 1:
             raise RuntimeError(
                 f"batch_norm: {name} should have 1 dim of {channels} elements, got shape "
                 f"{tuple(statistic.shape)}"
             )
-        if statistic is not None and statistic.requires_grad and is_grad_enabled():
+        if statistic.requires_grad and is_grad_enabled():
             raise RuntimeError(
                 f"batch_norm: the function 'native_batch_norm' is not differentiable with "
                 f"respect to argument '{name}'. This input cannot have requires_grad True."

@@ -167,7 +167,10 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: a parameter got its gradient twice before the "
                 "gradients were averaged; run one backward per forward (or use no_sync())"
             )
-        bucket.slot(i)[...] = 0 if grad is None else _divided(grad.array, self._world_size)
+        if grad is None:
+            bucket.slot(i)[...] = 0
+        else:
+            _divide_into(bucket.slot(i), grad.array, self._world_size)
         bucket.ready[i] = True
         self._start_ready_buckets()
 
@@ -215,8 +218,9 @@ def _check_alike_everywhere(buckets: list[_Bucket]) -> None:
     """Raise on every process unless all of them laid out the same buckets (sizes and dtypes):
     the buckets' all-reduces are not compared call by call (``all_reduce_unchecked``), and
     buckets of other sizes would mix the processes' gradients silently."""
-    layout = [n for b in buckets for n in (b.flat.array.size, b.flat.array.dtype.num)]
-    largest, smallest = Tensor._make(np.array(layout, np.int64)), Tensor._make(-np.array(layout))
+    sizes_and_dtypes = [n for b in buckets for n in (b.flat.array.size, b.flat.array.dtype.num)]
+    layout = np.array(sizes_and_dtypes, np.int64)
+    largest, smallest = Tensor._make(layout.copy()), Tensor._make(-layout)
     dist.all_reduce(largest, op=dist.ReduceOp.MAX)  # (another count of buckets raises here)
     dist.all_reduce(smallest, op=dist.ReduceOp.MAX)
     if (largest.array != -smallest.array).any():
@@ -226,12 +230,14 @@ def _check_alike_everywhere(buckets: list[_Bucket]) -> None:
         )
 
 
-def _divided(grad: np.ndarray, size: int) -> np.ndarray:
-    """``grad / size``, flat, as PyTorch's reducer computes it before its all-reduce SUM: times
-    ``1 / size`` in the op's math dtype (float32 for 16-bit floats). Dividing first, a sum of
-    large float16 gradients cannot overflow where PyTorch's does not."""
+def _divide_into(slot: np.ndarray, grad: np.ndarray, size: int) -> None:
+    """``slot = grad / size``, flat, as PyTorch's reducer computes it before its all-reduce
+    SUM: times ``1 / size`` in the op's math dtype (float32 for 16-bit floats). Dividing
+    first, a sum of large float16 gradients cannot overflow where PyTorch's does not."""
     math = np.dtype(np.float32) if grad.dtype.itemsize == 2 else grad.dtype
-    return grad.reshape(-1).astype(math, copy=False) * np.asarray(1 / size, math)
+    np.multiply(
+        grad.reshape(-1), np.asarray(1 / size, math), out=slot, dtype=math, casting="unsafe"
+    )
 
 
 def _hook_for(ddp: weakref.ref):
