@@ -530,9 +530,13 @@ def test_orthogonal_polynomials_are_torchs(name, dtype):
     ours = getattr(sg.special, name)(sg.tensor(x)[:, None], sg.tensor(n))
     theirs = getattr(torch.special, name)(torch.tensor(x)[:, None], torch.tensor(n))
     assert same_dtype(ours, theirs) and ours.shape == tuple(theirs.shape)
-    scale = np.maximum(1, np.abs(theirs.numpy()))  # the values reach 1e8: compare relatively
+    # Relative to the recurrence's terms: P(n+1) = a x P(n) - b n P(n-1) rounds at the size of
+    # n |P(n-1)|, so near a root of P(n) its error is that, not |P(n)|. (The values reach 1e8;
+    # relative to |P(n)| alone, 16 of 300 seeds failed for Hermite's H in float64.)
+    terms = np.maximum.accumulate(np.abs(theirs.numpy()) * np.maximum(n, 1), axis=1)
     tolerance = 1e-13 if dtype == "float64" else 1e-4  # PyTorch's float32 recurrence rounds
-    np.testing.assert_array_less(np.abs(ours.numpy() - theirs.numpy()) / scale, tolerance)
+    error = np.abs(ours.numpy() - theirs.numpy()) / np.maximum(1, terms)
+    np.testing.assert_array_less(error, tolerance)
 
 
 def test_orthogonal_polynomials_read_n_and_promote_as_torch():
