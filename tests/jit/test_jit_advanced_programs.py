@@ -307,6 +307,53 @@ def test_a_grad_scalers_unscale_or_step_inside_the_step_raises_naming_it(call):
         step(x, y, scaler.scale(sg.ones(())))
 
 
+def test_averaging_the_weights_inside_the_step_raises_and_between_steps_replays():
+    """``AveragedModel.update_parameters`` copies at its first average and averages after,
+    chosen by ``n_averaged``'s value (``.item()``): refused inside the step, naming the line. Called
+    between jitted steps, it reads each replay's weights, as eagerly (SWA, and EMA by
+    ``get_ema_multi_avg_fn``)."""
+    model = mlp()
+    averaged = sg.optim.swa_utils.AveragedModel(model)
+    opt = sg.optim.SGD(model.parameters(), lr=0.01)
+
+    @sg.jit
+    def step(x, y):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+        averaged.update_parameters(model)
+
+    x, y = regression_batches(1)[0]
+    step(x, y)  # eager
+    with pytest.raises(sg.JitError, match=r"\.item\(\) at .*test_jit_advanced_programs.py:\d+"):
+        step(x, y)
+
+    def program(wrap):
+        model = mlp()
+        swa = sg.optim.swa_utils.AveragedModel(model)
+        ema = sg.optim.swa_utils.AveragedModel(
+            model, multi_avg_fn=sg.optim.swa_utils.get_ema_multi_avg_fn(0.9)
+        )
+        opt = sg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        @wrap
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        losses = []
+        for x, y in regression_batches():
+            losses.append(as_numpy(step(x, y)))
+            swa.update_parameters(model)
+            ema.update_parameters(model)
+        return losses, snapshot([model, swa, ema], [opt])
+
+    check_program(program)
+
+
 def test_tensor_and_module_hooks_scaling_gradients():
     def program(wrap):
         model = mlp()
