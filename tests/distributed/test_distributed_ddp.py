@@ -22,6 +22,13 @@ def test_training_equals_one_process_on_the_whole_batch(nproc):
     assert all(f"ok {r} of {nproc}" in done.stdout for r in range(nproc)), done.stdout
 
 
+def test_a_jitted_or_compiled_step_trains_as_the_eager_one():
+    done = run_mpi(2, "ddp_jit_program.py")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert all(f"ok {r} of 2" in done.stdout for r in range(2)), done.stdout
+    assert "UserWarning" not in done.stderr, done.stderr  # (no attribute changed, no recording)
+
+
 @pytest.fixture
 def group_of_one():
     dist.init_process_group("mpi")
@@ -192,3 +199,29 @@ def test_other_models_on_other_processes_are_refused_by_every_process():
         assert f"rank {rank}: refused: DistributedDataParallel: the processes' models differ" in (
             done.stdout
         )
+
+
+def test_a_jitted_step_refuses_no_sync_inside_and_unused_parameters(group_of_one):
+    """no_sync() inside the step would be read once, at the recording (call the step inside
+    it instead); find_unused_parameters walks each forward's graph, which a replay does not
+    make. Both raise naming the line, on the recording call."""
+    model = DDP(nn.Linear(3, 1))
+    x = sg.randn(4, 3)
+
+    @sg.jit
+    def accumulate(x):
+        with model.no_sync():
+            model(x).sum().backward()
+
+    accumulate(x)  # (eager)
+    with pytest.raises(sg.JitError, match=r"no_sync\(\) at .*test_distributed_ddp.py:\d+"):
+        accumulate(x)
+    unused = DDP(nn.Linear(3, 1), find_unused_parameters=True)
+
+    @sg.jit
+    def step(x):
+        unused(x).sum().backward()
+
+    step(x)
+    with pytest.raises(sg.JitError, match="find_unused_parameters=True"):
+        step(x)

@@ -284,14 +284,20 @@ class _Code:
             f"backend.default_float is {self.name('dtype', backend.default_float)}",
             "capture_hook.changes == stamps.seen",  # else the slow path looks at each module
         ]
-        for leaf, array, requires_grad, hooks in recording.reached:
+        hooked = any(entry[4] is not None for entry in recording.reached)
+        for leaf, array, requires_grad, hooks, post_hooks in recording.reached:
+            key = id(leaf)
             leaf = self.name("leaf", leaf)
             checks += [
                 f"{leaf}.array is {self.name('array', array)}",
                 f"{leaf}.requires_grad is {self.name('flag', requires_grad)}",
                 self.hooks(leaf, hooks, "is"),
             ]
-        if recording.reached:
+            if hooked:  # (DistributedDataParallel's)
+                checks.append(
+                    f"post_accumulate_hooks.get({key}) is {self.name('hooks', post_hooks)}"
+                )
+        if recording.reached and not hooked:
             checks.append("not post_accumulate_hooks")
         for leaf, grad in recording.grads_read:
             checks.append(f"{self.name('leaf', leaf)}._grad is {self.name('held', grad)}")

@@ -394,7 +394,11 @@ class Recorder:
             if owner is not None and owner.grad is tensor:
                 self.grads_read.setdefault(id(owner), (owner, tensor))
             self.reached.setdefault(
-                id(tensor), (tensor, tensor.array, tensor.requires_grad, tensor._hooks)
+                id(tensor),
+                (
+                    *(tensor, tensor.array, tensor.requires_grad, tensor._hooks),
+                    engine._post_accumulate_hooks.get(id(tensor)),  # (DDP's: see accumulate)
+                ),
             )
 
     def _kernel_out(
@@ -478,7 +482,8 @@ class Recorder:
         self.accumulated = True
         if create_graph:
             self.refuse("backward(create_graph=True)")
-        if engine._post_accumulate_hooks.get(id(leaf)):
+        hooks = engine._post_accumulate_hooks.get(id(leaf), ())
+        if not all(getattr(hook, "replays_itself", False) for hook in hooks):  # (DDP's do)
             self.refuse(
                 "a post-accumulate-grad hook",
                 "Its Python (an optimizer's step per parameter) runs inside backward(), which "
@@ -707,11 +712,8 @@ def refuse_rebound_leaves(recorder: Recorder) -> None:
 def unchanged(reached: list[tuple]) -> bool:
     """Whether each leaf a recording reached by name (see ``Recorder.reached``) still has the
     array, the requires_grad and the hooks it had (not frozen, unfrozen, given new ``.data``,
-    converted by ``model.double()``, hooked), and none has a post-accumulate-grad hook."""
-    if _first_changed(reached) is not None:
-        return False
-    hooked = engine._post_accumulate_hooks  # empty unless someone registered one
-    return not hooked or not any(id(leaf) in hooked for leaf, *_ in reached)
+    converted by ``model.double()``, hooked)."""
+    return _first_changed(reached) is None
 
 
 class ModuleStamps:
@@ -758,11 +760,12 @@ class ModuleStamps:
 
 def _first_changed(reached: Any) -> tuple | None:
     """The first entry of ``reached`` whose leaf's array, requires_grad or hooks changed."""
+    hooked = engine._post_accumulate_hooks  # empty unless someone registered one
     for entry in reached:
-        leaf, array, requires_grad, hooks = entry
+        leaf, array, requires_grad, hooks, post_hooks = entry
         if leaf.array is not array or leaf.requires_grad != requires_grad:
             return entry
-        if leaf._hooks is not hooks:
+        if leaf._hooks is not hooks or (hooked and hooked.get(id(leaf)) is not post_hooks):
             return entry
     return None
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from scratchgrad import distributed as dist
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.distributed.collectives import all_reduce_unchecked
@@ -90,78 +91,130 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: device_ids and output_device must be None for a "
                 f"module on the CPU, got {device_ids} and {output_device}"
             )
-        self._world_size = dist.get_world_size(process_group)  # an error when there is none
+        world_size = dist.get_world_size(process_group)  # an error when there is none
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
-        self.require_forward_param_sync = True  # whether the next forward broadcasts buffers
-        self._params = [p for p in module.parameters() if p.requires_grad]
+        params = [p for p in module.parameters() if p.requires_grad]
         if init_sync:
             _broadcast_coalesced([*module.parameters(), *module.buffers()])
         cap = _MIB * (25 if bucket_cap_mb is None else bucket_cap_mb)
-        self._buckets = _assign_buckets(self._params, cap)
+        self._buckets = _assign_buckets(params, cap)
         _check_alike_everywhere(self._buckets)
-        self._place = {}  # id(param) -> (its bucket, its index there)
-        for bucket in self._buckets:
-            for i, p in enumerate(bucket.params):
-                self._place[id(p)] = (bucket, i)
-        hook = _hook_for(weakref.ref(self))  # a weak reference, and the hooks go with the wrapper
-        handles = [p.register_post_accumulate_grad_hook(hook) for p in self._params]
+        self._reducer = _Reducer(params, self._buckets, world_size, find_unused_parameters)
+        hook = _hook_for(weakref.ref(self._reducer))  # (the hooks go with the wrapper)
+        handles = [p.register_post_accumulate_grad_hook(hook) for p in params]
         weakref.finalize(self, _remove_hooks, handles)
-        self._reducing = False  # a forward expects its backward to average the gradients
-        self._next_bucket = 0
-        self._unused = []  # the parameters that the forward did not use, until its backward
-        self._locally_used = set()  # ids of the parameters that got a gradient since the last
-        # reduction (no_sync() backwards included), with find_unused_parameters
+
+    @property
+    def require_forward_param_sync(self) -> bool:
+        """Whether the next forward broadcasts the buffers: the last forward expected its
+        backward to average (not under no_sync() or no_grad())."""
+        return self._reducer.forward_param_sync
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if self._reducing:
+        recorder = capture_hook.recorder
+        if recorder is None or not recorder.here():
+            self._before_forward()
+            out = self.module(*inputs, **kwargs)
+            self._after_forward(is_grad_enabled(), out)
+            return out
+        # scratchgrad.jit: the reducer's Python is noted as calls a replay makes again (and
+        # the gradient hooks note theirs), so a replay averages each step's gradients
+        if self.find_unused_parameters:
+            recorder.refuse(
+                "DistributedDataParallel(find_unused_parameters=True) (the parameters a "
+                "forward used are found by walking its graph, which a replay does not make)",
+                "Use every parameter in each forward and pass find_unused_parameters=False",
+            )
+        recorder.replayed(DistributedDataParallel._before_forward, self)
+        out = self.module(*inputs, **kwargs)
+        recorder.replayed(DistributedDataParallel._after_forward, self, is_grad_enabled())
+        return out
+
+    def _before_forward(self) -> None:
+        reducer = self._reducer
+        if reducer.reducing:
+            names = {id(p): name for name, p in self.module.named_parameters()}
             raise RuntimeError(
                 "DistributedDataParallel: Expected to have finished reduction in the prior "
                 "iteration before starting a new one: some parameters got no gradient in the "
                 "last backward (or it was not run). If the module has parameters that were not "
                 "used in producing the loss, pass find_unused_parameters=True; unused: "
-                f"{self._unready_names()}"
+                f"{[names[id(p)] for p in reducer.unready()]}"
             )
-        if self.broadcast_buffers and self.require_forward_param_sync:
+        if self.broadcast_buffers and reducer.forward_param_sync:
             _broadcast_coalesced(list(self.module.buffers()))
-        out = self.module(*inputs, **kwargs)
+
+    def _after_forward(self, grad_enabled: bool, out: Any = None) -> None:
+        """Expect a backward that averages, unless under no_sync() or no_grad(). (``out``: the
+        forward's result, whose graph find_unused_parameters walks.)"""
         # NOTE: as PyTorch's, a forward under no_sync() or no_grad() leaves the next forward's
         # buffers unsynchronised
-        self.require_forward_param_sync = is_grad_enabled() and self.require_backward_grad_sync
-        if self.require_forward_param_sync:
-            self._prepare_for_backward(out)
-        return out
+        reducer = self._reducer
+        reducer.forward_param_sync = grad_enabled and self.require_backward_grad_sync
+        if reducer.forward_param_sync:
+            reducer.prepare_for_backward(out)
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Backward passes of forwards run inside only accumulate the gradients locally."""
+        """Backward passes of forwards run inside only accumulate the gradients locally.
+        (Under ``scratchgrad.jit``, call the jitted step inside it: a replay reads the setting
+        at each call.)"""
+        recorder = capture_hook.recorder
+        if recorder is not None and recorder.here():
+            recorder.refuse(
+                "DistributedDataParallel.no_sync()",
+                "Call the jitted step inside `with model.no_sync():` instead (each replay "
+                "reads the setting then)",
+            )
         previous, self.require_backward_grad_sync = self.require_backward_grad_sync, False
         try:
             yield
         finally:
             self.require_backward_grad_sync = previous
 
-    # ---- the reducer ---------------------------------------------------------------------
 
-    def _prepare_for_backward(self, out: Any) -> None:
-        for bucket in self._buckets:
+class _Reducer:
+    """The wrapper's gradient averaging: its buckets, and where the reduction of the backward
+    under way stands. A plain object, not attributes of the module: a jitted step replays
+    these calls, and a module's attribute set by a replay would mark it changed (see
+    ``nn.module.mark_changed``), so that every call would record again."""
+
+    def __init__(
+        self, params: list[Tensor], buckets: list[_Bucket], world_size: int, find_unused: bool
+    ) -> None:
+        self.params, self.buckets, self.world_size = params, buckets, world_size
+        self.find_unused = find_unused
+        self.place = {}  # id(param) -> (its bucket, its index there)
+        for bucket in buckets:
+            for i, p in enumerate(bucket.params):
+                self.place[id(p)] = (bucket, i)
+        self.forward_param_sync = True  # whether the next forward broadcasts buffers
+        self.reducing = False  # a forward expects its backward to average the gradients
+        self.next_bucket = 0
+        self.unused = []  # the parameters that the forward did not use, until its backward
+        self.locally_used = set()  # ids of the parameters that got a gradient since the last
+        # reduction (no_sync() backwards included), with find_unused_parameters
+
+    def prepare_for_backward(self, out: Any) -> None:
+        for bucket in self.buckets:
             bucket.reset()
-        self._next_bucket, self._reducing = 0, bool(self._buckets)
-        if self.find_unused_parameters:
+        self.next_bucket, self.reducing = 0, bool(self.buckets)
+        if self.find_unused:
             used = _leaves_reached(out)
-            self._unused = [p for p in self._params if id(p) not in used]
+            self.unused = [p for p in self.params if id(p) not in used]
 
-    def _mark_unused_ready(self) -> None:
+    def mark_unused_ready(self) -> None:
         """At the backward's first gradient, the parameters its forward did not use go into
         their buckets with the gradient they have then (no_sync()'s, or zero), as PyTorch's."""
-        unused, self._unused = self._unused, []
+        unused, self.unused = self.unused, []
         for p in unused:
-            self._mark_ready(p, p.grad)
+            self.mark_ready(p, p.grad)
 
-    def _mark_ready(self, param: Tensor, grad: Tensor | None) -> None:
-        bucket, i = self._place[id(param)]
+    def mark_ready(self, param: Tensor, grad: Tensor | None) -> None:
+        bucket, i = self.place[id(param)]
         if bucket.ready[i]:
             raise RuntimeError(
                 "DistributedDataParallel: a parameter got its gradient twice before the "
@@ -170,28 +223,26 @@ class DistributedDataParallel(Module):
         if grad is None:
             bucket.slot(i)[...] = 0
         else:
-            _divide_into(bucket.slot(i), grad.array, self._world_size)
+            _divide_into(bucket.slot(i), grad.array, self.world_size)
         bucket.ready[i] = True
-        self._start_ready_buckets()
+        self.start_ready_buckets()
 
-    def _start_ready_buckets(self) -> None:
+    def start_ready_buckets(self) -> None:
         """Start the all-reduce of every full bucket whose predecessors have all started."""
-        while self._next_bucket < len(self._buckets) and all(
-            self._buckets[self._next_bucket].ready
-        ):
-            bucket = self._buckets[self._next_bucket]
+        while self.next_bucket < len(self.buckets) and all(self.buckets[self.next_bucket].ready):
+            bucket = self.buckets[self.next_bucket]
             bucket.work = all_reduce_unchecked(bucket.flat, dist.ReduceOp.SUM)  # (alike)
-            self._next_bucket += 1
-        if self._next_bucket == len(self._buckets):
-            self._finish_reduction()
+            self.next_bucket += 1
+        if self.next_bucket == len(self.buckets):
+            self.finish_reduction()
 
-    def _finish_reduction(self) -> None:
+    def finish_reduction(self) -> None:
         """Wait for the buckets and copy the averages into ``.grad``."""
-        self._reducing = False
-        for bucket in self._buckets:
+        self.reducing = False
+        for bucket in self.buckets:
             bucket.work.wait()
-        used = self._used_anywhere() if self.find_unused_parameters else None
-        for bucket in self._buckets:
+        used = self.used_anywhere() if self.find_unused else None
+        for bucket in self.buckets:
             for i, p in enumerate(bucket.params):
                 if used is not None and not used[id(p)]:
                     continue  # no process used it: its .grad stays as it is, as PyTorch's
@@ -201,17 +252,17 @@ class DistributedDataParallel(Module):
                 else:
                     p.grad = Tensor._make(average.copy())
 
-    def _used_anywhere(self) -> dict[int, bool]:
+    def used_anywhere(self) -> dict[int, bool]:
         """Whether each parameter got a gradient on at least one process since the last
         reduction (one all-reduce)."""
-        local = Tensor._make(np.array([id(p) in self._locally_used for p in self._params]))
-        self._locally_used = set()
+        local = Tensor._make(np.array([id(p) in self.locally_used for p in self.params]))
+        self.locally_used = set()
         dist.all_reduce(local, op=dist.ReduceOp.MAX)
-        return {id(p): bool(flag) for p, flag in zip(self._params, local.array)}
+        return {id(p): bool(flag) for p, flag in zip(self.params, local.array)}
 
-    def _unready_names(self) -> list[str]:
-        names = {id(p): name for name, p in self.module.named_parameters()}
-        return [names[id(p)] for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
+    def unready(self) -> list[Tensor]:
+        """The parameters whose gradient the reduction under way still waits for."""
+        return [p for b in self.buckets for p, ready in zip(b.params, b.ready) if not ready]
 
 
 def _check_alike_everywhere(buckets: list[_Bucket]) -> None:
@@ -240,19 +291,25 @@ def _divide_into(slot: np.ndarray, grad: np.ndarray, size: int) -> None:
     )
 
 
-def _hook_for(ddp: weakref.ref):
-    """The post-accumulate hook of a wrapper's parameters: hand the finished gradient to it."""
+def _hook_for(reducer: weakref.ref):
+    """The post-accumulate hook of a wrapper's parameters: hand the finished gradient to its
+    reducer."""
 
     def on_grad_ready(param: Tensor) -> None:
-        wrapper = ddp()
-        if wrapper is None:
+        recorder = capture_hook.recorder
+        if recorder is not None and recorder.here():  # a replay calls it again after the
+            recorder.replayed(on_grad_ready, param)  # gradient's accumulation
             return
-        if wrapper.find_unused_parameters:
-            wrapper._locally_used.add(id(param))
-        if wrapper._reducing:
-            wrapper._mark_unused_ready()
-            wrapper._mark_ready(param, param.grad)
+        live = reducer()
+        if live is None:
+            return
+        if live.find_unused:
+            live.locally_used.add(id(param))
+        if live.reducing:
+            live.mark_unused_ready()
+            live.mark_ready(param, param.grad)
 
+    on_grad_ready.replays_itself = True  # (scratchgrad.jit's recorder lets it be, see above)
     return on_grad_ready
 
 
