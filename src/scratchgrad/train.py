@@ -361,8 +361,6 @@ def main(args: argparse.Namespace) -> int:
         )
     if args.nproc > 1 and args.task != "digits":
         raise ValueError(f"train: --nproc is for --task digits; --task {args.task} runs alone")
-    if args.jit and args.nproc > 1:  # DistributedDataParallel's gradient hooks: a JitError
-        raise ValueError("train: --jit trains in one process; leave out --nproc")
     if args.nproc > 1 and _launched_world_size() == 1:
         return _launch(args)
     keep_freed_memory()  # a training process reuses its step's temporaries (opt-in, see backend)

@@ -42,6 +42,19 @@ def test_mpiexec_scratchgrad_train(tmp_path):
     check_one_run(done.stdout, tmp_path, "mlp")
 
 
+def test_mpiexec_scratchgrad_train_jit_equals_eager(tmp_path):
+    """Each step jitted, DistributedDataParallel's all-reduces replayed: the same losses and
+    accuracies, printed to the last digit, as the eager run."""
+    printed = []
+    for jit in ([], ["--jit"]):
+        out = tmp_path / f"run{len(printed)}"
+        arguments = ["scratchgrad", "train", "--model", "mlp", "--epochs", "2", "--out", str(out)]
+        done = run_mpi(2, "-m", *arguments, *jit, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed.append([line for line in done.stdout.splitlines() if line.startswith("epoch")])
+    assert len(printed[0]) == 2 and printed[1] == printed[0]
+
+
 def test_a_failing_process_fails_the_run(tmp_path):
     """A learning rate that makes the loss infinite stops every process (no hang)."""
     arguments = ["scratchgrad", "train", "--model", "mlp", "--lr", "1e30", "--out", str(tmp_path)]
