@@ -225,3 +225,26 @@ def test_a_jitted_step_refuses_no_sync_inside_and_unused_parameters(group_of_one
     step(x)
     with pytest.raises(sg.JitError, match="find_unused_parameters=True"):
         step(x)
+
+
+@pytest.mark.parametrize("call", ["all_reduce", "broadcast", "barrier"])
+def test_a_collective_inside_a_jitted_step_raises_naming_the_line(group_of_one, call):
+    """A replay would skip it: each process would go on with its own values (silently)."""
+    weight = sg.ones(3, requires_grad=True)
+    calls = {
+        "all_reduce": lambda t: dist.all_reduce(t),
+        "broadcast": lambda t: dist.broadcast(t, src=0),
+        "barrier": lambda t: dist.barrier(),
+    }
+
+    @sg.jit
+    def step(x):
+        loss = (weight * x).sum()
+        loss.backward()
+        logged = loss.detach().clone()
+        calls[call](logged)
+        return logged
+
+    step(sg.ones(3))  # (eager)
+    with pytest.raises(sg.JitError, match=rf"distributed\.{call}\(\) at .*test_distributed_ddp"):
+        step(sg.ones(3))

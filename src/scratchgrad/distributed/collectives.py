@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.graph import increment_version
 from scratchgrad.distributed.process_group import _mpi, default_group
 from scratchgrad.tensor import Tensor
@@ -290,6 +291,7 @@ class _Call:
     every process's call before the data moves (see the module's doc string)."""
 
     def __init__(self, pg: Any, name: str, tensor: Any, op: Any = None, root: int = -1) -> None:
+        refuse_in_a_recording(name)
         self.pg, self.name, self.tensor, self.op, self.root = pg, name, tensor, op, root
 
     @contextlib.contextmanager
@@ -327,6 +329,19 @@ class _Call:
         array = self.tensor.array if isinstance(self.tensor, Tensor) else None
         head = _call_code(self.name, None if array is None else array.dtype, self.op, self.root)
         return np.array((*head, 0 if array is None else array.size, refused), np.int64)
+
+
+def refuse_in_a_recording(name: str) -> None:
+    """Raise scratchgrad.jit's JitError for a collective called while a step records: a replay
+    would skip it, leaving each process its own values (silently, before). DistributedDataParallel's
+    all-reduces run inside calls that replays make again, where nothing records."""
+    recorder = capture_hook.recorder
+    if recorder is not None and recorder.here():
+        recorder.refuse(
+            f"distributed.{name}()",
+            "Call it after the jitted step, on what the step returns (DistributedDataParallel "
+            "averages the gradients inside a jitted step)",
+        )
 
 
 @functools.lru_cache(maxsize=256)

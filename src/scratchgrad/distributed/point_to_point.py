@@ -19,6 +19,7 @@ from scratchgrad.distributed.collectives import (
     _check_rank,
     _check_writable,
     _nothing,
+    refuse_in_a_recording,
 )
 from scratchgrad.distributed.process_group import _mpi, default_group
 from scratchgrad.tensor import Tensor
@@ -91,6 +92,7 @@ class _AllOf:
 
 
 def _start_send(name: str, tensor: Tensor, dst, group, tag: int, group_dst) -> Work:
+    refuse_in_a_recording(name)
     pg = default_group(group)
     dst = _peer(name, "dst", dst, group_dst, pg)
     _check_tag(name, tag)
@@ -101,6 +103,7 @@ def _start_send(name: str, tensor: Tensor, dst, group, tag: int, group_dst) -> W
 
 
 def _start_recv(name: str, tensor: Tensor, src, group, tag: int, group_src) -> _Received:
+    refuse_in_a_recording(name)
     pg = default_group(group)
     any_source = src is None and group_src is None
     src = _mpi().ANY_SOURCE if any_source else _peer(name, "src", src, group_src, pg)
