@@ -398,6 +398,12 @@ def test_a_zero_on_the_factors_diagonal_raises_where_pytorch_gives_nan_or_inf():
     assert theirs.isnan().any()
     with pytest.raises(sg.linalg.LinAlgError, match=r"cholesky_solve: The diagonal element 2"):
         sg.cholesky_solve(sg.ones(2, 1, dtype=sg.float64), sg.tensor(SINGULAR[1]))
+    # where the rest of the row does not cancel, PyTorch's is inf, not nan: the message says both
+    factor = [[2.0, 0.0], [1.0, 0.0]]
+    theirs = torch.cholesky_solve(torch.tensor([[1.0], [2.0]]), torch.tensor(factor))
+    assert theirs.isinf().all()
+    with pytest.raises(sg.linalg.LinAlgError, match=r"\(PyTorch returns inf or nan there\)"):
+        sg.cholesky_solve(sg.tensor([[1.0], [2.0]]), sg.tensor(factor))
     A = sg.tensor(SINGULAR)
     with pytest.raises(sg.linalg.LinAlgError, match=r"^triangular_solve: \(Batch element 1\)"):
         sg.triangular_solve(sg.ones(2, 1, dtype=sg.float64), A)

@@ -167,7 +167,7 @@ def _singular(index: int) -> str:
 def _no_unique_solution(index: int) -> str:
     return (
         f"The diagonal element {index} of the Cholesky factor is zero, so the system has no "
-        "unique solution (PyTorch returns nan there)"
+        "unique solution (PyTorch returns inf or nan there)"
     )
 
 
@@ -199,7 +199,8 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
     ``upper``, ``A = U^T U`` (upper triangle read); the batch dims broadcast. The factor's
     gradient is PyTorch's, not kept to its triangle.
 
-    Unlike PyTorch, which returns nan, a zero on the factor's diagonal raises ``LinAlgError``.
+    Unlike PyTorch, which returns inf or nan, a zero on the factor's diagonal raises
+    ``LinAlgError``.
 
     >>> import scratchgrad as sg
     >>> L = sg.tensor([[2.0, 0.0], [1.0, 1.0]])
