@@ -31,9 +31,10 @@ CASES = {
     ),
 }
 # where torch.func is not the reference, PyTorch's function on each member is: its vmap of
-# index_fill with a batched index skips negative entries (PyTorch 2.13: member [0, -1] of size
-# 4 fills position 0 only, where index_fill fills 0 and 3), and its vmap(grad) through a
-# batched 0-d value raises ("stack expects each tensor to be equal size")
+# index_fill with a batched index fills a negative entry in the member before (PyTorch 2.13,
+# members of size 4: member 1's -1 fills member 0's position 3, member 0's the last member's),
+# and its vmap(grad) through a batched 0-d value raises ("stack expects each tensor to be
+# equal size")
 TORCH_LOOPS = {"index_fill, negative", "index_fill, a 0-d tensor value"}
 
 
@@ -79,6 +80,19 @@ def test_per_member_gradients_through_a_batched_index(name):
     theirs = _torch_reference(name, torch.func.grad(loss(torch), argnums=(0, 2)), arrays, in_dims)
     for k in range(2):
         assert_close(ours[k], theirs[k], what=f"{name}: gradient {k}")
+
+
+def test_a_negative_index_fills_its_own_member_where_torchs_vmap_fills_the_one_before():
+    """docs/func.md's account of PyTorch 2.13's vmap of index_fill (the reason this file
+    compares with a loop there): each member's -1 is its own last position here."""
+    index = [[-1], [1], [-2]]
+    loop = [torch.zeros(4).index_fill(0, torch.tensor(i), 1.0) for i in index]
+    ours = vmap(lambda x, i: x.index_fill(0, i, 1.0))(sg.zeros(3, 4), sg.tensor(index))
+    assert ours.tolist() == torch.stack(loop).tolist()
+    theirs = torch.func.vmap(lambda x, i: x.index_fill(0, i, 1.0))(
+        torch.zeros(3, 4), torch.tensor(index)
+    )
+    assert theirs.tolist() == [[0, 0, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]]
 
 
 def test_a_members_index_out_of_range_raises_pytorchs_index_error():
