@@ -3,6 +3,7 @@ keepdim, q a number or a vector, NaNs), nanmedian and mode (values and the indic
 picks among ties), cov (correction, fweights, aweights) and corrcoef, the methods histc and
 bincount, and PyTorch's errors. The gradients of the differentiable ones are op-table rows."""
 
+import math
 import warnings
 
 import numpy as np
@@ -214,6 +215,39 @@ def test_mode_of_long_rows_picks_pytorchs_index_among_ties(n):
     x, tx = both(RNG.integers(-3, 4, (3, n)) / 2)
     for dim in (0, 1):
         assert_same(tuple(x.mode(dim)), tuple(tx.mode(dim)))
+
+
+@pytest.mark.parametrize("n", [4, 9, 17, 40])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_mode_of_rows_with_nans_picks_as_pytorch(n, dtype):
+    """PyTorch sorts with ``<``, under which a NaN is neither before nor after anything, and
+    counts runs of equal entries, a NaN a run of one: ``[nan, 2, 1]`` gives (nan, 0), where
+    ours, counting each NaN apart but sorting NaNs last, gave (1, 2)."""
+    array = RNG.integers(0, 3, (6, n)).astype(float)
+    array[RNG.uniform(size=array.shape) < np.linspace(0.1, 0.9, 6)[:, None]] = NAN
+    array[0, :2] = NAN  # two NaNs at the front of a row of small values
+    x, tx = both(array, dtype)
+    for dim in (0, 1):
+        ours, theirs = x.mode(dim), tx.mode(dim)
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+        np.testing.assert_array_equal(ours.values.float().numpy(), theirs.values.float().numpy())
+    ours, theirs = sg.tensor([NAN, 2.0, 1.0]).mode(), torch.tensor([NAN, 2.0, 1.0]).mode()
+    assert math.isnan(ours.values.item()) and math.isnan(theirs.values.item())
+    assert ours.indices.item() == theirs.indices.item() == 0
+
+
+def test_mode_of_rows_with_nans_under_jit_and_vmap():
+    """The pick among NaNs is found from the values at each call: a jitted step's replays
+    and vmap's members give PyTorch's too."""
+    arrays = [RNG.integers(0, 3, (5, 6)).astype(float) for _ in range(4)]
+    for array in arrays:
+        array[RNG.uniform(size=array.shape) < 0.4] = NAN
+    step = sg.jit(lambda x: x.mode(1).indices)
+    for array in arrays:  # two recordings, then replays
+        theirs = torch.tensor(array).mode(1).indices
+        np.testing.assert_array_equal(step(sg.tensor(array)).numpy(), theirs.numpy())
+        ours = sg.func.vmap(lambda row: row.mode().indices, in_dims=1)(sg.tensor(array.T.copy()))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_mode_errors_and_gradient():

@@ -1,21 +1,23 @@
 """The orders PyTorch's CPU kernels leave equal entries in, for ``topk``, ``sort`` (not
-stable), ``kthvalue`` and
-``nanmedian`` of NaNs: their algorithms (libstdc++'s ``std::sort``, ``std::nth_element`` and
-``std::partial_sort``, and ATen's own quickselect for ``kthvalue``) taken step by step on one
-row, so that among ties scratchgrad picks the indices PyTorch picks.
+stable), ``kthvalue``, and ``nanmedian`` and ``mode`` of NaNs: their algorithms (libstdc++'s
+``std::sort``, ``std::nth_element`` and ``std::partial_sort``, and ATen's own quickselect for
+``kthvalue``) taken step by step on one row, so that among ties scratchgrad picks the indices
+PyTorch picks.
 
 These are Python loops over one row's entries, the one place the tensor engine has them:
 ``redo_rows`` runs them only on the rows whose answer the order of ties decides (rows with
 equal entries, or NaNs); every other row keeps what one NumPy sort gave.
 
 The algorithms take ``before(x, y)``, the kernel's comparison (NaN counts as the largest
-value), and a list of (value, index) pairs, which they reorder in place.
+value, but in ``mode``'s plain ``<``), and a list of (value, index) pairs, which they
+reorder in place.
 
 >>> row = [(1.0, 0), (3.0, 1), (3.0, 2), (2.0, 3), (3.0, 4)]
 >>> top_indices(row, 2, largest=True, sorted=True)  # torch.tensor([1., 3., 3., 2., 3.]).topk(2)
 [2, 4]
 """
 
+import operator
 from collections.abc import Callable
 
 import numpy
@@ -76,6 +78,26 @@ def kth_index(row: list, k: int) -> list:
     """``kthvalue``'s index in one row (``k`` from 1): ATen's quickselect."""
     quick_select(row, k - 1, less)
     return [row[k - 1][1]]
+
+
+def mode_index(row: list) -> int:
+    """``mode``'s index in one row: ATen sorts the row with ``<``, under which a NaN is
+    neither before nor after anything (``std::sort`` leaves NaNs where its steps put them),
+    and takes the last entry of the first longest run of equal entries (a NaN, equal to
+    nothing, is a run of one).
+
+    >>> mode_index([(float("nan"), 0), (2.0, 1), (1.0, 2)])  # torch.tensor([nan, 2., 1.]).mode()
+    0
+    """
+    sort(row, operator.lt)
+    longest = length = end = 0
+    for i, (value, _) in enumerate(row):
+        length += 1
+        if i == len(row) - 1 or value != row[i + 1][0]:
+            if length > longest:
+                longest, end = length, i
+            length = 0
+    return row[end][1]
 
 
 def nan_row_median_index(n: int) -> int:

@@ -219,7 +219,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     index of the occurrence PyTorch's CPU kernel picks, as ``torch.mode``: the last one in
     the order its unstable sort (``std::sort``, see ``cpu_order``) leaves them, which for up
     to 16 entries along ``dim`` is the last occurrence; the gradient flows to that entry.
-    NaNs count as different from each other here, where PyTorch's answer depends on its sort.
+    A NaN equals nothing, and where that sort leaves NaNs decides among runs of one entry
+    (``[nan, 2., 1.]`` gives nan at 0): replayed for a CPU tensor of at most 65,536 entries.
 
     >>> import scratchgrad as sg
     >>> sg.tensor([[3, 1, 3, 1], [2, 2, 1, 5]]).mode(1)
@@ -238,8 +239,27 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     starts = cat([position[..., :1] == 0, ordered[..., 1:] != ordered[..., :-1]], -1)
     run_start = where(starts, position, 0).cummax(-1).values
     run_end = (position - run_start).argmax(-1, keepdim=True)  # the first longest run's end
-    index = order.gather(-1, run_end).movedim(-1, d)
-    return _picked(x, index, d, keepdim and input.ndim > 0, "mode", out)
+    index = order.gather(-1, run_end)
+    if backend.is_floating(y.dtype):
+        picked = y._indices_along(_mode_of_nan_rows, -1)
+        index = where(picked < 0, index, picked)
+    return _picked(x, index.movedim(-1, d), d, keepdim and input.ndim > 0, "mode", out)
+
+
+def _mode_of_nan_rows(array: Any, dim: int) -> Any:
+    """``mode``'s index along ``dim`` (of size 1) in each slice that holds a NaN, as PyTorch's
+    CPU kernel picks it (``cpu_order.mode_index``); -1 in the others, and in all of a tensor
+    past the limits ``_ties_as_torch`` keeps to (where each NaN is a run of one after the
+    numbers)."""
+    xp = backend.namespace(array)
+    moved = xp.moveaxis(array, dim, -1)
+    picked = xp.full((*moved.shape[:-1], 1), -1, backend.int64)
+    if type(array) is backend.ndarray and array.size <= cpu_order.MOST_ENTRIES:
+        rows, flat = moved.reshape(-1, moved.shape[-1]), picked.reshape(-1)
+        for r in xp.flatnonzero(xp.isnan(rows).any(1)):  # (16-bit floats as Python floats)
+            row = rows[r].astype(float).tolist()
+            flat[r] = cpu_order.mode_index(list(zip(row, range(len(row)))))
+    return xp.moveaxis(picked, -1, dim)
 
 
 def _nan_slices_as_torch(x: Tensor, dim: int, count: Tensor, index: Tensor) -> Tensor:
