@@ -6,6 +6,8 @@ views too, into the tensor vmap was given, and into a new one made from a batche
 result that does not keep the shape or cast to the dtype, and a leaf that ``grad`` made, raise
 as PyTorch's."""
 
+import re
+
 import pytest
 import torch
 from oracle import assert_close, outcome, raised_alike
@@ -92,6 +94,36 @@ def test_writing_a_batch_into_an_unbatched_tensor_raises(function):
         return m.func.vmap(lambda t: function(m, c, t))(m.ones(4, 3))
 
     assert raised_alike(outcome(call, sg), outcome(call, torch), "unbatched")
+
+
+@pytest.mark.parametrize(
+    "name, function",
+    [
+        ("index_add_", lambda m, t, i: t.clone().index_add_(0, m.tensor([0, 0]), m.ones(2))),
+        ("index_put_", lambda m, t, i: t.clone().index_put_((m.tensor([1]),), m.ones(1))),
+        ("unsqueeze_", lambda m, t, i: t.clone().unsqueeze_(0)),
+        ("x[index] = v", lambda m, t, i: _setitem(t.clone(), i, 5.0)),
+    ],
+)
+def test_index_writes_and_view_changes_of_a_batch_raise_where_pytorch_batches_them(name, function):
+    """docs/func.md's list of in-place changes that raise naming the op: PyTorch's vmap
+    batches these (each member as a loop's), so the doc does not say "as PyTorch's"."""
+    x, index = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [0, 2]
+
+    def call(m):
+        return m.func.vmap(lambda t, i: function(m, t, i))(m.tensor(x), m.tensor(index))
+
+    loop = [function(torch, torch.tensor(r), torch.tensor(i)) for r, i in zip(x, index)]
+    assert call(torch).tolist() == torch.stack(loop).tolist()
+    with pytest.raises(RuntimeError, match="^vmap: " + re.escape(name[:5])):
+        call(sg)
+
+
+def test_a_mask_write_of_a_batch_raises_as_pytorchs():
+    def call(m):
+        return m.func.vmap(lambda t: _setitem(t.clone(), t > 2, 0.0))(m.ones(2, 3) * 3)
+
+    assert raised_alike(outcome(call, sg), outcome(call, torch), "mask")
 
 
 def test_an_inner_batch_written_into_an_outer_member_raises():
