@@ -102,6 +102,24 @@ def test_bernoulli_of_batched_probabilities_outside_zero_one_raises():
         sg.func.vmap(sg.bernoulli, randomness="different")(sg.full((2, 3), 1.5))
 
 
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda m, x: m.poisson(x),
+        lambda m, x: m.binomial(x, m.full_like(x, 0.5)),
+        lambda m, x: m.multinomial(x, 2),
+    ],
+    ids=["poisson", "binomial", "multinomial"],
+)
+def test_draws_with_no_batched_form_from_batched_inputs_raise(draw):
+    """docs/func.md: these are drawn once per member from unbatched inputs only; PyTorch's vmap
+    draws from each member's rates, counts or probabilities."""
+    theirs = torch.func.vmap(lambda x: draw(torch, x), randomness="different")(torch.ones(3, 4))
+    assert theirs.shape == (3, *draw(torch, torch.ones(4)).shape)
+    with pytest.raises(RuntimeError, match="^vmap: "):
+        sg.func.vmap(lambda x: draw(sg, x), randomness="different")(sg.ones(3, 4))
+
+
 @pytest.mark.parametrize("name", ["normal_", "uniform_", "exponential_", "random_"])
 def test_a_fill_under_same_draws_what_the_same_fill_outside_vmap_draws(name):
     """One draw for every member, from the library's seeded stream: the draws a fill of one
