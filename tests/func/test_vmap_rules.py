@@ -104,6 +104,18 @@ def _torch_loop_over_the_last_dim(op, arrays):
     )
 
 
+def test_grid_sample_over_a_batch_dim_not_in_front_is_a_loops_where_torchs_is_not():
+    """docs/func.md's account of TORCH_NESTED_WRONG: one vmap over in_dims=-1 is enough for
+    PyTorch 2.13 to put that batch dim after the image batch; ours is a loop's."""
+    op = next(op for op in OPS if op.name == "grid_sample")
+    x = np.random.default_rng(2).standard_normal((2, 2, 3, 4, BATCH))
+    loop = _torch_loop_over_the_last_dim(op, [x])
+    theirs = torch.func.vmap(lambda t: op.call(torch, t), in_dims=-1)(torch.tensor(x))
+    assert theirs.shape == (2, BATCH, 2, 3, 4) != loop.shape
+    ours = sg.func.vmap(lambda t: op.call(sg, t), in_dims=-1)(sg.tensor(x))
+    assert_close(ours, loop, "float64")
+
+
 @pytest.mark.parametrize("op", VMAPPED, ids=lambda op: op.name)
 @_skipped_where_a_rule_is_missing
 def test_nested_vmap_over_a_moved_batch_dim(op):
