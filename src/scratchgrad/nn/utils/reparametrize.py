@@ -62,7 +62,9 @@ def _norm_except_dim(v: Tensor, dim: int) -> Tensor:
     if dim == -1:
         return (v * v).sum().sqrt()
     dim = wrap_dim(dim, v.ndim)
-    return (v * v).sum(tuple(d for d in range(v.ndim) if d != dim), keepdim=True).sqrt()
+    others = tuple(d for d in range(v.ndim) if d != dim)
+    # a vector (no other dims) keeps each entry's norm: sum(()) would add all of them up
+    return ((v * v).sum(others, keepdim=True) if others else v * v).sqrt()
 
 
 class WeightNorm(_WeightHook):
