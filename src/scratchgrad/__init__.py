@@ -312,7 +312,7 @@ else:
     unsafe_split, unsafe_chunk = Tensor.unsafe_split, Tensor.unsafe_chunk
     unsafe_split_with_sizes, nonzero_static = Tensor.unsafe_split_with_sizes, Tensor.nonzero_static
     matmul, maximum, minimum = Tensor.matmul, Tensor.maximum, Tensor.minimum
-    sum, mean, var, std, prod = Tensor.sum, Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
+    mean, var, std, prod = Tensor.mean, Tensor.var, Tensor.std, Tensor.prod
     max, min, norm, logsumexp = Tensor.max, Tensor.min, Tensor.norm, Tensor.logsumexp
     softmax, log_softmax, masked_fill = Tensor.softmax, Tensor.log_softmax, Tensor.masked_fill
     any, all, square, rsqrt = Tensor.any, Tensor.all, Tensor.square, Tensor.rsqrt
@@ -335,7 +335,7 @@ else:
     logical_or, logical_xor = Tensor.logical_or, Tensor.logical_xor
     dot, mv, outer, lerp, hypot = Tensor.dot, Tensor.mv, Tensor.outer, Tensor.lerp, Tensor.hypot
     addcmul, addcdiv = Tensor.addcmul, Tensor.addcdiv
-    clone, detach, numel = Tensor.clone, Tensor.detach, Tensor.numel
+    numel = Tensor.numel
     is_floating_point = Tensor.is_floating_point
     concat = concatenate = cat
     swapaxes, swapdims, broadcast_to, tile = (
@@ -715,6 +715,8 @@ else:
         _calls_method,
         ("argmax", "argmin", "argsort", "any", "all", "clamp", "clip", "gather", "topk"),
     )
+    # and those a sparse tensor overrides (Tensor.detach would wrap its stand-in array)
+    sum, detach, clone = map(_calls_method, ("sum", "detach", "clone"))
 
     # the module functions of methods that PyTorch gives no out= (views, splits, copies, tests
     # of values, ...: tried one by one against torch 2.13)

@@ -308,6 +308,12 @@ class SparseTensor(Tensor):
             )
         if not other.is_sparse:
             return other + self.to_dense()
+        if other.sparse_dim() != self.sparse_dim():
+            raise RuntimeError(
+                "add: expected 'self' and 'other' to have same density, but 'self' has "
+                f"{self.sparse_dim()} sparse dimensions while 'other' has {other.sparse_dim()} "
+                "sparse dimensions"
+            )
         xp = backend.namespace(self._index.array)
         index = Tensor._make(xp.concatenate([self._index.array, other._index.array], axis=1))
         value = cat([self._value, other._value])
@@ -393,6 +399,8 @@ _refuse_the_rest()
 def _linear(index: Tensor, sparse_shape: tuple) -> Tensor:
     """Each entry's position in the row-major flattening of the sparse dims."""
     xp = backend.namespace(index.array)
+    if not sparse_shape:  # no sparse dims: every entry is at the one place
+        return Tensor._make(xp.zeros(index.shape[1], backend.int64))
     return Tensor._make(xp.ravel_multi_index(tuple(index.array), sparse_shape))
 
 
@@ -404,7 +412,11 @@ def _coalesced_parts(index: Tensor, value: Tensor, shape: tuple, duplicates: str
     unique, first, inverse = xp.unique(
         _linear(index, sparse_shape).array, return_index=True, return_inverse=True
     )
-    new_index = Tensor._make(xp.stack(xp.unravel_index(unique, sparse_shape)).astype(backend.int64))
+    if sparse_shape:
+        places = xp.stack(xp.unravel_index(unique, sparse_shape))
+    else:  # no sparse dims: one place
+        places = xp.zeros((0, len(unique)))
+    new_index = Tensor._make(places.astype(backend.int64))
     if duplicates == "first":
         return new_index, value[Tensor._make(first)]
     zeros = value.new_zeros((len(unique),) + tuple(value.shape[1:]))
@@ -426,7 +438,8 @@ def sparse_coo_tensor(
     """A sparse COO tensor with ``values`` at ``indices`` (a (sparse_dim, nnz) integer tensor;
     ``values`` has nnz rows); ``size`` defaults to the smallest that holds the indices. The
     result is uncoalesced unless ``is_coalesced=True`` says so. Values that require grad keep
-    their graph; ``requires_grad=True`` makes a leaf whose ``.grad`` is sparse, as PyTorch's.
+    their graph (``requires_grad=True`` changes nothing then); else ``requires_grad=True``
+    makes a leaf whose ``.grad`` is sparse, as PyTorch's.
     Unlike PyTorch, indices outside ``size`` are always an error (NumPy would wrap negative
     ones silently).
 
@@ -442,6 +455,8 @@ def sparse_coo_tensor(
     value = values if isinstance(values, Tensor) else Tensor._from_data(values, dtype)
     if dtype is not None or device is not None:
         value = value.to(device=device, dtype=dtype)
+    if value.ndim == 0:  # one entry, as PyTorch reads it
+        value = value.reshape(1)
     index = index.to(value.device)
     if index.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(index.shape)}")
@@ -451,10 +466,12 @@ def sparse_coo_tensor(
             f"{index.shape[1]}, nnz from values: {value.shape[0]}"
         )
     size = _size(index, value, size)
-    if requires_grad:
+    # values in a graph keep it (requires_grad=True then changes nothing, as in PyTorch)
+    leaf = requires_grad and not value.requires_grad
+    if leaf:
         value = value.detach().requires_grad_()
     out = SparseTensor._build(index, value, size, bool(is_coalesced))
-    out._leaf = requires_grad
+    out._leaf = leaf
     return out
 
 
