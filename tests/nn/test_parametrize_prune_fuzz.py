@@ -298,3 +298,32 @@ def test_random_pruning_as_torch(seed):
     assert not sg.nn.utils.prune.is_pruned(pair.ours)
     assert_states_close(pair.ours, pair.theirs, pair.dtype)
     pair.check_forward_and_backward(f"seed {seed}, after remove")
+
+
+@pytest.mark.parametrize("method", ["ln_structured", "l1_unstructured"])
+def test_scores_of_another_dtype_leave_the_weight_in_its_own_as_torch(method):
+    """float64 importance scores on a float32 weight: a structured mask is float64, as
+    PyTorch's, and the pruned weight float32 still (it had become float64: the layer then
+    refused its float32 input, and remove left a float64 parameter)."""
+    scores = np.random.default_rng(0).standard_normal((4, 3))
+    pruned = []
+    for lib, module in zip(LIBS, module_pair(lambda nn: nn.Linear(3, 4), "float32")):
+        options = {"n": 2, "dim": 0} if method == "ln_structured" else {}
+        given = lib.tensor(scores, dtype=lib.float64)
+        getattr(lib.nn.utils.prune, method)(module, "weight", 1, importance_scores=given, **options)
+        pruned.append(module)
+    ours, theirs = pruned
+    assert str(ours.weight_mask.dtype) == str(theirs.weight_mask.dtype).replace(
+        "torch", "scratchgrad"
+    )
+    assert ours.weight.dtype == sg.float32 and theirs.weight.dtype == torch.float32
+    x = np.random.default_rng(1).standard_normal((2, 3))
+    assert_close(
+        ours(sg.tensor(x, dtype=sg.float32)),
+        theirs(torch.tensor(x, dtype=torch.float32)),
+        "float32",
+    )
+    for lib, module in zip(LIBS, pruned):
+        lib.nn.utils.prune.remove(module, "weight")
+    assert ours.weight.dtype == sg.float32 and theirs.weight.dtype == torch.float32
+    assert_states_close(ours, theirs, "float32")

@@ -39,9 +39,11 @@ class BasePruningMethod:
         raise NotImplementedError
 
     def apply_mask(self, module: Module) -> Tensor:
-        """The pruned tensor: ``name_orig * name_mask``."""
+        """The pruned tensor: ``name_orig * name_mask``, in the original's dtype (a mask from
+        importance scores of another dtype has theirs)."""
         name = self._tensor_name
-        return getattr(module, name + "_orig") * getattr(module, name + "_mask")
+        orig = getattr(module, name + "_orig")
+        return orig * getattr(module, name + "_mask").to(orig.dtype)
 
     def __call__(self, module: Module, inputs: Any) -> None:
         setattr(module, self._tensor_name, self.apply_mask(module))
