@@ -243,6 +243,19 @@ def test_module_functions_take_sparse_tensors_as_torch():
     _assert_same(sg.sum(ours, 0), torch.sum(theirs, 0))
 
 
+@pytest.mark.parametrize("dense_shape", [(), (2,)])
+def test_repr_without_entries_as_torch(dense_shape):
+    """Empty indices and values print their size and no dtype, as PyTorch's (the indices had
+    printed dtype=int64, the values no size)."""
+    ours, theirs = (
+        lib.sparse_coo_tensor(
+            lib.zeros(1, 0, dtype=lib.int64), lib.zeros(0, *dense_shape), (3, *dense_shape)
+        )
+        for lib in LIBS
+    )
+    assert repr(ours) == repr(theirs).replace("torch.", "scratchgrad.")
+
+
 # ---- bad input -------------------------------------------------------------------------------
 
 

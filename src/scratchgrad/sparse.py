@@ -333,19 +333,26 @@ class SparseTensor(Tensor):
             suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self.requires_grad:
             suffixes.append("requires_grad=True")
-        # the values as PyTorch prints them here: no dtype of their own, no graph
-        value = re.sub(r",\s*dtype=scratchgrad\.\w+\)$", ")", repr(self._value.detach()))
         return (
             "tensor(indices="
-            + repr(self._index).replace("\n", "\n" + " " * 15)
+            + _part_repr(self._index).replace("\n", "\n" + " " * 15)
             + ",\n       values="
-            + value.replace("\n", "\n" + " " * 14)
+            + _part_repr(self._value).replace("\n", "\n" + " " * 14)
             + ",\n       "
             + ", ".join(suffixes)
             + ")"
         )
 
     __str__ = __repr__
+
+
+def _part_repr(part: Tensor) -> str:
+    """The indices or values as PyTorch prints them in a sparse tensor's repr: no dtype of
+    their own, no graph, and their size when empty."""
+    text = re.sub(r",\s*dtype=scratchgrad\.\w+\)$", ")", repr(part.detach()))
+    if part.numel() == 0 and ", size=" not in text:
+        text = f"{text[:-1]}, size={tuple(part.shape)})"
+    return text
 
 
 def _check_scalar(op: str, other: Any) -> None:
