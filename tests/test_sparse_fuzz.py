@@ -243,6 +243,20 @@ def test_module_functions_take_sparse_tensors_as_torch():
     _assert_same(sg.sum(ours, 0), torch.sum(theirs, 0))
 
 
+@pytest.mark.parametrize("graph", [False, True])
+def test_stored_values_are_out_of_the_graph_as_torch(graph):
+    """_values() does not require grad, as PyTorch's (a leaf's had been the leaf itself: with
+    weights per copy of a repeated index, its .grad kept the first copy's gradient only, here
+    1 of 1 + 10); values() of a coalesced tensor does."""
+    for lib in LIBS:
+        v = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        s = lib.sparse_coo_tensor([[0, 0, 1]], v * 2 if graph else v, (3,), requires_grad=not graph)
+        assert s.requires_grad and not s._values().requires_grad
+        assert s.coalesce().values().requires_grad
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            (s._values() * lib.tensor([1.0, 10.0, 100.0])).sum().backward()
+
+
 @pytest.mark.parametrize("dense_shape", [(), (2,)])
 def test_repr_without_entries_as_torch(dense_shape):
     """Empty indices and values print their size and no dtype, as PyTorch's (the indices had

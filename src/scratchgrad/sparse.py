@@ -187,7 +187,10 @@ class SparseTensor(Tensor):
         return self._index
 
     def _values(self) -> Tensor:
-        return self._value
+        """The (nnz, ...) values as stored, out of the graph, as PyTorch's (through them, the
+        copies of a repeated index of a leaf could get different gradients, which its
+        ``.grad``, one value per index, cannot hold)."""
+        return self._value.detach()
 
     def indices(self) -> Tensor:
         """The (sparse_dim, nnz) indices of a coalesced tensor."""
@@ -635,7 +638,7 @@ def mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         )
     _refuse_recording("sparse.mm")
     index = mat1._indices().array
-    return SparseMM.apply(mat1._values(), mat2, rows=index[0], cols=index[1], n_rows=mat1.shape[0])
+    return SparseMM.apply(mat1._value, mat2, rows=index[0], cols=index[1], n_rows=mat1.shape[0])
 
 
 spmm = mm
@@ -652,7 +655,7 @@ def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A
     """
     if not input.is_sparse:
         return input.sum(dim, dtype=dtype)
-    value = input._values() if dtype is None else input._values().to(dtype)
+    value = input._value if dtype is None else input._value.to(dtype)
     if dim is None:
         return value.sum()
     dims = [wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
