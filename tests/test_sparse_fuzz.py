@@ -257,6 +257,21 @@ def test_stored_values_are_out_of_the_graph_as_torch(graph):
             (s._values() * lib.tensor([1.0, 10.0, 100.0])).sum().backward()
 
 
+def test_zero_of_a_leaf_as_torch():
+    """A leaf that requires grad: refused outside no_grad (it had emptied the tensor and
+    dropped requires_grad silently); inside, emptied and still requiring grad."""
+    for lib in LIBS:
+        s = lib.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            s.zero_()
+        assert s._nnz() == 2
+        with lib.no_grad():
+            s.zero_()
+        assert s._nnz() == 0 and s.requires_grad and s.is_leaf
+        (s.to_dense() * 2).sum().backward()
+        assert s.grad._nnz() == 0
+
+
 @pytest.mark.parametrize("dense_shape", [(), (2,)])
 def test_repr_without_entries_as_torch(dense_shape):
     """Empty indices and values print their size and no dtype, as PyTorch's (the indices had

@@ -19,6 +19,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.dtypes import sparse_coo
 from scratchgrad.tensor import Tensor, cat, wrap_dim
 
@@ -253,9 +254,18 @@ class SparseTensor(Tensor):
 
     def zero_(self) -> SparseTensor:
         """In place: no entries left (nnz 0), as PyTorch's (``zero_grad(set_to_none=False)``
-        on a sparse gradient)."""
-        self._index, self._value = self._index[:, :0], self._value.detach()[:0]
-        self._coalesced = True
+        on a sparse gradient). A leaf that requires grad still does (and, as a dense one, is
+        refused outside ``no_grad``); values in a graph stay in it."""
+        if self._leaf:
+            if is_grad_enabled():
+                raise RuntimeError(
+                    "zero_: a leaf Variable that requires grad is being used in an in-place "
+                    "operation. Wrap the update in scratchgrad.no_grad()"
+                )
+            value = self._value.detach()[:0].requires_grad_()
+        else:
+            value = self._value[:0]
+        self._index, self._value, self._coalesced = self._index[:, :0], value, True
         return self
 
     # ---- arithmetic -----------------------------------------------------------------------
