@@ -327,3 +327,12 @@ def test_scores_of_another_dtype_leave_the_weight_in_its_own_as_torch(method):
         lib.nn.utils.prune.remove(module, "weight")
     assert ours.weight.dtype == sg.float32 and theirs.weight.dtype == torch.float32
     assert_states_close(ours, theirs, "float32")
+
+
+def test_pruning_a_missing_bias_raises_a_type_error_as_torch():
+    """(It had raised AttributeError, reading the shape of None.)"""
+    for lib in LIBS:
+        module = lib.nn.Linear(2, 2, bias=False)
+        with pytest.raises(TypeError, match="NoneType"):
+            lib.nn.utils.prune.l1_unstructured(module, "bias", 1)
+        assert list(module.state_dict()) == ["weight"] and not module._forward_pre_hooks

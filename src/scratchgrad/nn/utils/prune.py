@@ -62,6 +62,11 @@ class BasePruningMethod:
         method = cls(*args, **kwargs)
         method._tensor_name = name
         weight = getattr(module, name)
+        if not isinstance(weight, Tensor):  # (a layer's bias=False: None)
+            raise TypeError(
+                f"{cls.__name__}: {name} of {module} is {type(weight).__name__}, not a tensor "
+                "to prune"
+            )
         scores = weight if importance_scores is None else importance_scores
         if scores.shape != weight.shape:
             raise AssertionError(
