@@ -160,6 +160,26 @@ def test_linspace_matches_torch(args):
     np.testing.assert_allclose(t.array, tt.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "args", [(0, 1, 13), (-1, 1, 21), (0.1, 5.1, 50), (2.81, -4.0, 75), (-3.0, 1.11, 39), (3, 3, 1)]
+)
+def test_linspace_gives_torchs_values_bit_for_bit(args, dtype):
+    # NumPy's linspace (float64, then cast) is an ulp off at many points, and 0 where
+    # PyTorch's gives -1.5e-08 (the middle of -1..1 in 21 float32 steps)
+    t = sg.linspace(*args, dtype=getattr(sg, dtype))
+    np.testing.assert_array_equal(t.array, torch.linspace(*args, dtype=getattr(torch, dtype)))
+    assert t.dtype == getattr(sg, dtype)
+
+
+def test_linspace_refuses_complex_ends_and_a_float_count():
+    with pytest.raises(NotImplementedError, match="linspace: complex ends"):
+        sg.linspace(0, 1j, 3)
+    for factory in (sg.linspace, sg.logspace):
+        with pytest.raises(TypeError):
+            factory(0, 1, 2.0)
+
+
 @pytest.mark.parametrize("args", [(3,), (2, 4), (4, 2), (0,)], ids=str)
 def test_eye_matches_torch(args):
     t, tt = sg.eye(*args), torch.eye(*args)
