@@ -148,6 +148,50 @@ def test_arange_of_floats_is_float32_as_in_torch(args):
     assert same_dtype(sg.arange(*args), torch.arange(*args))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("args", [(0, 1, 0.3), (-1, 0.2, 0.4), (0.0, 0.7, 0.1), (5, 0, -1.5)])
+def test_short_float_arange_gives_torchs_values_bit_for_bit(args, dtype):
+    # each value start + i * step rounded once (PyTorch's fused multiply-add in float64):
+    # NumPy's float32 arange gave 0.90000004 for the last of arange(0, 1, 0.3), not 0.9
+    t = sg.arange(*args, dtype=getattr(sg, dtype))
+    np.testing.assert_array_equal(t.array, torch.arange(*args, dtype=getattr(torch, dtype)))
+
+
+@pytest.mark.skipif(
+    torch.backends.cpu.get_cpu_capability() not in ("AVX2", "DEFAULT"),
+    reason="PyTorch rounds by its SIMD width, and scratchgrad follows 32-byte vectors",
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "args", [(-1, 1, 0.1), (0.1, 5.1, 0.1), (-2.0, 25.4, 0.4), (0, 20, 0.7), (9.5, -30, -0.37)]
+)
+def test_long_float_arange_gives_torchs_values_bit_for_bit(args, dtype):
+    t = sg.arange(*args, dtype=getattr(sg, dtype))
+    np.testing.assert_array_equal(t.array, torch.arange(*args, dtype=getattr(torch, dtype)))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (0, 5, 1.5, "int64"),
+        (0, 5, 1.5, "int32"),
+        (6.9, -5.1, -3.7, "int64"),
+        (-7.0, 0.0, 0.9, "int16"),
+        (-2.9, 4.8, 1.0, "int64"),
+        (0.5, 7.5, 2.5, "uint8"),
+    ],
+)
+def test_integer_arange_of_float_bounds_truncates_them_as_torch(args):
+    *bounds, dtype = args
+    t = sg.arange(*bounds, dtype=getattr(sg, dtype))
+    assert t.tolist() == torch.arange(*bounds, dtype=getattr(torch, dtype)).tolist()
+
+
+def test_integer_arange_refuses_a_step_truncated_to_zero_as_torch():
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        sg.arange(0, 5, 0.5, dtype=sg.int64)  # was ten zeros
+
+
 def test_arange_with_dtype():
     t = sg.arange(4, dtype=sg.float64)
     assert t.dtype == sg.float64 and t.tolist() == [0.0, 1.0, 2.0, 3.0]

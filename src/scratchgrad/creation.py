@@ -338,7 +338,7 @@ def arange(
     requires_grad: bool = False,
 ) -> Tensor:
     """``[start, end)`` in steps; int64 when all arguments are ints (or integer 0-d tensors),
-    else float32.
+    else float32. Float values are PyTorch's bit for bit (see ``_float_arange``).
 
     >>> arange(1, 2, 0.25)
     tensor([1.0000, 1.2500, 1.5000, 1.7500])
@@ -348,8 +348,46 @@ def arange(
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     _check_range(start, end, step)
     whole = all(isinstance(v, int) for v in (start, end, step))
-    dtype = _dtype(dtype, backend.int64 if whole else backend.default_float)
-    return _finish(_make(_xp(device).arange, start, end, step, dtype), requires_grad)
+    dtype, xp = _dtype(dtype, backend.int64 if whole else backend.default_float), _xp(device)
+    if dtype in (backend.float32, backend.float64):
+        return _finish(_make(_float_arange, xp, start, end, step, dtype), requires_grad)
+    if dtype.kind in "iu" and not whole:
+        return _finish(_make(_integer_arange, xp, start, end, step, dtype), requires_grad)
+    return _finish(_make(xp.arange, start, end, step, dtype), requires_grad)
+
+
+def _integer_arange(xp, start: float, end: float, step: float, dtype) -> Any:
+    """PyTorch's arange into an integer dtype from float bounds: the values count from
+    ``start`` by ``step``, both truncated to ints; their number is int64's from the truncated
+    bounds (a step truncated to 0 is an error there), the other dtypes' from the float ones
+    (a step truncated to 0 repeats ``start``)."""
+    first, last, stride = int(start), int(end), int(step)
+    if dtype == backend.int64:
+        if stride == 0:
+            raise ValueError(f"arange: step must be nonzero, got {step} truncated to int64")
+        span = last - first + stride - (1 if stride > 0 else -1)
+        n = abs(span) // abs(stride) if (span >= 0) == (stride > 0) else 0
+    else:
+        n = max(math.ceil((end - start) / step), 0)
+    return (first + stride * xp.arange(n, dtype=xp.int64)).astype(dtype)
+
+
+def _float_arange(xp, start: float, end: float, step: float, dtype) -> Any:
+    """PyTorch's CPU arange kernel, in float64 (as its accumulate type) and rounded to
+    ``dtype`` once: each value ``start + i * step`` one fused multiply-add, except in its
+    vectorized part (every whole pair of 32-byte vectors: 16 float32 or 8 float64 values),
+    where each vector counts ``step``s from its first value, rounded to ``dtype`` first.
+    (NumPy's float32 arange adds float32 steps and is an ulp off at most values.) PyTorch
+    builds for 64-byte vectors (AVX-512) count 16 float32 values from each first one."""
+    if float(start).is_integer() and float(step).is_integer() and abs(start) + abs(end) < 2**24:
+        return xp.arange(start, end, step, dtype=dtype)  # whole numbers: no rounding anywhere
+    n = max(math.ceil((end - start) / step), 0)
+    width = 32 // dtype.itemsize
+    i = xp.arange(n, dtype=xp.float64)
+    lane = i % width
+    lane[n // (2 * width) * 2 * width :] = 0  # the scalar tail: every value from start
+    first = _fma(step, i - lane, float(start)).astype(dtype).astype(xp.float64)
+    return _fma(step, lane, first).astype(dtype)
 
 
 def _check_range(start: float, end: float, step: float) -> None:
