@@ -3,6 +3,9 @@ against PyTorch: values and gradients for random shapes, dims and indices (hypot
 indices, 0-d tensors, and the errors, raised before anything changes. The op table's rows
 (``tests/op_table.py``) add gradcheck, gradgradcheck, jit and every dim and index."""
 
+import math
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -198,6 +201,83 @@ def test_a_number_past_the_dtypes_largest_is_refused_as_pytorch(name, dtype, val
     got = WRITES[name](sg, sg.zeros(3, dtype=getattr(sg, dtype)), value)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
     np.testing.assert_array_equal(got.double().numpy(), expected.double().numpy())
+
+
+TENSOR_WRITES = {
+    **WRITES,
+    "fill_": lambda lib, x, v: x.fill_(v),
+    "setitem_mask_of_rows": lambda lib, x, v: _set(
+        x.view(3, 1), lib.tensor([True, False, True]), v
+    ),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy's casts of nan and inf)
+@pytest.mark.parametrize("name", TENSOR_WRITES)
+@pytest.mark.parametrize(
+    ("dtype", "value", "value_dtype"),
+    [
+        ("float16", 1e6, "float32"), ("float16", 65520.0, "float64"), ("float16", 2**40, "int64"),
+        ("float16", -300.0, "float32"), ("float16", 1e6, "bfloat16"),
+        ("float16", -math.inf, "float32"), ("bfloat16", 1e39, "float64"),
+        ("bfloat16", 1e6, "float32"), ("float32", 1e39, "float64"),
+        ("int8", 1e6, "float32"), ("int8", -300.0, "float64"), ("int8", 300, "int32"),
+        ("int8", 200, "uint8"), ("int8", 2.5, "float32"), ("uint8", -1, "int64"),
+        ("uint8", -1.5, "float32"), ("uint8", math.nan, "float32"), ("int32", math.inf, "float32"),
+        ("int32", 1e6, "float32"), ("bool", 1e6, "float32"),
+    ],
+)  # fmt: skip
+def test_a_0d_tensor_past_the_dtypes_range_is_refused_as_pytorch(name, dtype, value, value_dtype):
+    """masked_fill, index_fill and a mask's setitem took a 0-d tensor's number as a cast would
+    (1e6 into float16 as inf, into int8 as 64); PyTorch reads it as a number and checks it as
+    one. fill_ of a 0-d tensor raised for int8 and bfloat16; PyTorch copies it (1e6 wraps)."""
+    theirs = torch.zeros(3, dtype=getattr(torch, dtype))
+    try:
+        expected = TENSOR_WRITES[name](
+            torch, theirs, torch.tensor(value).to(getattr(torch, value_dtype))
+        )
+    except RuntimeError as error:
+        ours = sg.zeros(3, dtype=getattr(sg, dtype))
+        match = f"type {dtype} without overflow" if "without overflow" in str(error) else None
+        with pytest.raises(RuntimeError, match=match):
+            TENSOR_WRITES[name](sg, ours, sg.tensor(value).to(getattr(sg, value_dtype)))
+        assert ours.tolist() == [0, 0, 0]
+        return
+    got = TENSOR_WRITES[name](
+        sg, sg.zeros(3, dtype=getattr(sg, dtype)), sg.tensor(value).to(getattr(sg, value_dtype))
+    )
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.double().numpy(), expected.double().numpy())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.zeros(2).masked_fill(lib.tensor([True, False]), 1 + 2j),
+        lambda lib: lib.zeros(2, dtype=lib.int8).masked_fill(lib.tensor([False, False]), 1 + 2j),
+        lambda lib: lib.zeros(2).masked_fill(lib.tensor([True, False]), lib.tensor(1 + 2j)),
+        lambda lib: lib.zeros(2).masked_fill(lib.tensor([True, False]), 3 + 0j),
+        lambda lib: lib.zeros(2).fill_(1 + 2j),
+        lambda lib: lib.zeros(2).fill_(3 + 0j),
+        lambda lib: lib.zeros(2).index_fill(0, lib.tensor([0]), 3 + 0j),
+        lambda lib: lib.zeros(2).index_fill(0, lib.tensor([0]), lib.tensor(1 + 2j)),
+        lambda lib: lib.zeros(2, dtype=lib.complex64).index_fill(0, lib.tensor([0]), 1 + 2j),
+        lambda lib: lib.zeros(2, 2, dtype=lib.float16).fill_diagonal_(70000.0),
+        lambda lib: lib.zeros(2, 2).fill_diagonal_(1 + 2j),
+    ],
+)
+def test_complex_numbers_and_fill_diagonal_are_checked_as_pytorch(call):
+    """A complex number with an imaginary part written into a real tensor wrote its real part
+    (index_fill: any complex number); fill_ of 3+0j raised a TypeError; fill_diagonal_ wrote
+    70000.0 into float16 as inf. PyTorch raises for all but the real complex numbers."""
+    try:
+        expected = call(torch)
+    except RuntimeError as error:
+        message = str(error).split(" without")[0].split("type")[0]
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            call(sg)
+        return
+    np.testing.assert_array_equal(call(sg).numpy(), expected.numpy())
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")

@@ -352,7 +352,9 @@ def checked_number(value: Any, dtype: numpy.dtype) -> Any:
     """A Python number written into ``dtype`` by an op that checks it as PyTorch's
     ``masked_fill``, ``index_fill`` and ``scatter`` do, whatever the tensor's size: as
     ``written_number`` for an integer dtype; a finite number past a floating (or complex)
-    dtype's largest raises (float16's 70000, float32's 1e39; inf and nan pass).
+    dtype's largest raises (float16's 70000, float32's 1e39; inf and nan pass), and so does a
+    complex number with an imaginary part into a real dtype (without, its real part is
+    written).
 
     >>> import scratchgrad as sg
     >>> checked_number(65504.0, sg.float16), checked_number(-math.inf, sg.float16)
@@ -363,6 +365,10 @@ def checked_number(value: Any, dtype: numpy.dtype) -> Any:
     """
     if type(value) is float and -65504.0 <= value <= 65504.0 and dtype.kind in "fc":
         return value  # (the common case first: in every floating dtype's range)
+    if type(value) is complex and dtype.kind != "c":  # (as PyTorch's check)
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        value = value.real
     if type(value) not in (int, float) or not can_require_grad(dtype):
         return written_number(value, dtype)
     if abs(value) > _largest(dtype) and value not in (math.inf, -math.inf):

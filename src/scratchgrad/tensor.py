@@ -1589,8 +1589,8 @@ class Tensor:
             rows, columns = shape
             flat = xp.arange(0, (rows if wrap else min(rows, columns)) * columns, columns + 1)
             index = (flat // columns, flat % columns)
-        self[index] = fill_value
-        return self
+        self[index] = checked_number(fill_value, self.array.dtype)  # (as PyTorch's: 1e6 into
+        return self  # float16 raises, where setitem would write inf)
 
     # ---- linear algebra: PyTorch's methods, thin calls into scratchgrad.linalg ---------------
     # Each imports linalg when called: linalg's modules import this one.
@@ -1956,11 +1956,13 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value: float) -> Tensor:
-        if isinstance(value, Tensor) and value.ndim:  # (NumPy would take one of one element)
-            raise RuntimeError(
-                "fill_ only supports 0-dimension value tensor but got tensor with "
-                f"{value.ndim} dimensions."
-            )
+        if isinstance(value, Tensor):  # copied as copy_ casts it (1e6 wraps into int8's 64)
+            if value.ndim:  # (copy_ would broadcast it)
+                raise RuntimeError(
+                    "fill_ only supports 0-dimension value tensor but got tensor with "
+                    f"{value.ndim} dimensions."
+                )
+            return self._copy_from("fill_", value)
         if self._records(value):
             return self._record_in_place("fill_", _overwrite, value)
         _reached(self)
@@ -2947,6 +2949,8 @@ class Tensor:
             )
         if not isinstance(value, Tensor):  # (70000.0 into float16 raises, as PyTorch's)
             value = checked_number(value, self.array.dtype)
+        elif value.array.dtype != self.array.dtype:
+            _check_tensor_number(value, self.array.dtype)
         out = where(mask, value, self)
         return out if out.array.dtype == self.array.dtype else out.to(self.array.dtype)
 
@@ -4877,6 +4881,11 @@ class Tensor:
             )
         if not isinstance(index, Tensor) or index.dtype != backend.int64:
             raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        complex_value = isinstance(value, Tensor) and value.array.dtype.kind == "c"
+        if (complex_value or type(value) is complex) and self.array.dtype.kind != "c":
+            raise RuntimeError(
+                "index_fill_(): Converting complex Scalar to non-complex type is not supported"
+            )
         if index.ndim > 1:
             raise RuntimeError("Index has to be a vector/scalar")
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
@@ -4886,6 +4895,8 @@ class Tensor:
         # a mask, not a write at each index: a repeated index takes value's gradient once
         mask = _call(index_mask, index.array, self.array.shape, dim)  # a replay too
         if isinstance(value, Tensor):
+            if value.array.dtype != self.array.dtype:
+                _check_tensor_number(value, self.array.dtype)
             value = value.to(self.array.dtype)
         else:  # (a 0-d tensor of this dtype: a number would promote a bool tensor)
             value = self.new_full((), checked_number(value, self.array.dtype))
@@ -7799,12 +7810,24 @@ def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
     if isinstance(index, list) and _sequence_as_tuple(index):
         items = tuple(index)
     advanced = [item for item in items if _is_advanced(item)]
-    if not advanced or (len(advanced) == 1 and _is_mask_item(advanced[0]) and value.numel() == 1):
+    if not advanced:
+        return
+    if len(advanced) == 1 and _is_mask_item(advanced[0]) and value.numel() == 1:
+        _check_tensor_number(value, x.array.dtype)  # (as masked_fill_ checks it)
         return
     raise RuntimeError(
         "setitem: Index put requires the source and destination dtypes match, got "
         f"{torch_name(x.dtype)} for the destination and {torch_name(value.dtype)} for the source."
     )
+
+
+def _check_tensor_number(value: Tensor, dtype: Any) -> None:
+    """Raise as PyTorch does for the one number of ``value``, a tensor of another dtype than
+    ``dtype``, that ``masked_fill``, ``index_fill`` or a mask's setitem write into ``dtype``:
+    PyTorch reads it as a Python number and checks it so (1e6 into float16 or int8 raises,
+    where a cast would give inf or wrap). A meta tensor has no number to check."""
+    if not value.is_meta:
+        checked_number(value.array.item(), dtype)
 
 
 def _is_advanced(item: Any) -> bool:
