@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from oracle import outcome, same_dtype
+from oracle import outcome, raised_alike, same_dtype
 
 import scratchgrad as sg
 import scratchgrad.linalg  # noqa: F401  (sg.linalg)
@@ -593,3 +593,60 @@ def test_singular_a_with_a_batched_b_names_the_element_of_a_alone_as_pytorch():
             messages.append(str(error.value))
         assert messages[0] == messages[1]
         assert ("Batch element" in messages[1]) == bool(where)
+
+
+EMPTY_CALLS = {
+    "det": lambda m, A: m.linalg.det(A),
+    "solve": lambda m, A: m.linalg.solve(A, A),
+    "solve_ex": lambda m, A: m.linalg.solve_ex(A, A),
+    "cholesky": lambda m, A: m.linalg.cholesky(A, upper=True),
+    "cholesky_ex": lambda m, A: m.linalg.cholesky_ex(A),
+    "legacy cholesky": lambda m, A: m.cholesky(A),
+    "matrix_exp": lambda m, A: m.linalg.matrix_exp(A),
+    "lu_solve": lambda m, A: m.linalg.lu_solve(A, m.zeros(A.shape[:-1], dtype=m.int32), A),
+    "lu": lambda m, A: m.linalg.lu(A),
+    "lu_factor_ex": lambda m, A: m.linalg.lu_factor_ex(A),
+    "eigh": lambda m, A: m.linalg.eigh(A),
+    "eigvalsh": lambda m, A: m.linalg.eigvalsh(A),
+    "svd": lambda m, A: m.linalg.svd(A),
+    "svdvals": lambda m, A: m.linalg.svdvals(A),
+    "legacy svd": lambda m, A: m.svd(A),
+    "cond": lambda m, A: m.linalg.cond(A),
+    "cond_1": lambda m, A: m.linalg.cond(A, 1),
+    "inv": lambda m, A: m.linalg.inv(A),
+    "slogdet": lambda m, A: m.linalg.slogdet(A),
+    "qr": lambda m, A: m.linalg.qr(A),
+    "pinv": lambda m, A: m.linalg.pinv(A),
+    "matrix_norm": lambda m, A: m.linalg.matrix_norm(A),
+    "vander": lambda m, A: m.linalg.vander(A),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (the deprecated legacy functions)
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (3, 0), (0, 3)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("name", EMPTY_CALLS)
+def test_empty_16_bit_and_integer_matrices_as_pytorch(name, dtype, shape):
+    """PyTorch's kernels of det, solve, cholesky, lu, eigh, svd, cond, ... return at once for
+    an empty matrix, before looking at its dtype: a 16-bit one (for lu, eigh, cond and the
+    legacy cholesky an integer or bool one too) gives an empty result (det 1, cond 0) of its
+    dtype; ours raised as for a matrix with entries. linalg.vander computed 16-bit vectors,
+    which PyTorch's refuses."""
+    theirs = outcome(EMPTY_CALLS[name], torch, torch.zeros(shape, dtype=getattr(torch, dtype)))
+    ours = outcome(EMPTY_CALLS[name], sg, sg.zeros(shape, dtype=getattr(sg, dtype)))
+    if raised_alike(ours, theirs, name):
+        return
+    theirs, ours = (theirs, ours) if isinstance(theirs, tuple) else ((theirs,), (ours,))
+    assert len(ours) == len(theirs)
+    for mine, expected in zip(ours, theirs):
+        assert mine.shape == tuple(expected.shape) and same_dtype(mine, expected)
+        np.testing.assert_array_equal(mine.detach().double().numpy(), expected.double().numpy())
+
+
+def test_an_empty_16_bit_matrix_keeps_its_gradient():
+    """The empty float16 matrix computed as float32 stays in the graph: its gradient is an
+    empty float16 tensor, as PyTorch's."""
+    for m in (sg, torch):
+        A = m.zeros(2, 0, 0, dtype=m.float16, requires_grad=True)
+        m.linalg.det(A).sum().backward()
+        assert A.grad.shape == (2, 0, 0) and A.grad.dtype == m.float16

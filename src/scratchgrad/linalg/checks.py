@@ -4,6 +4,7 @@ batch element that failed."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -112,6 +113,41 @@ def check_floating(
         # 16-bit instance, the dispatcher's NotImplementedError (a RuntimeError too)
         kind = RuntimeError if op in _CHECKED_BY_PYTORCH else NotImplementedError
         raise kind(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
+
+
+def empty_in_any_dtype(integers: bool = False) -> Callable[[Callable], Callable]:
+    """Decorates a linalg function whose PyTorch kernel returns at once for an empty matrix,
+    before it looks at the dtype: there a float16 or bfloat16 matrix (with ``integers``, an
+    integer or bool one too) gives an empty result of its dtype (a det of 1s, a cond of 0s),
+    where one with entries raises. Such a matrix (the first argument, and the arguments of its
+    dtype) is computed as float32 here, and the float32 results are cast back."""
+
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapped(A: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(A, Tensor) and A.array.size == 0 and _passes_empty(A.dtype, integers):
+                given = [_recast(x, A.dtype, backend.float32) for x in (A, *args)]
+                named = {k: _recast(x, A.dtype, backend.float32) for k, x in kwargs.items()}
+                out = function(*given, **named)
+                if isinstance(out, tuple):  # (a named tuple of results)
+                    return type(out)(*(_recast(x, backend.float32, A.dtype) for x in out))
+                return _recast(out, backend.float32, A.dtype)
+            return function(A, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def _passes_empty(dtype: Any, integers: bool) -> bool:
+    if backend.is_floating(dtype):
+        return dtype.itemsize == 2
+    return integers and dtype.kind != "c"
+
+
+def _recast(x: Any, dtype: Any, to: Any) -> Any:
+    """``x`` as ``to`` if it is a tensor of ``dtype``, else as it is."""
+    return x.to(to) if isinstance(x, Tensor) and x.dtype == dtype else x
 
 
 def check_same_dtype(op: str, A: Tensor, B: Tensor, names: str = "AB") -> None:

@@ -24,6 +24,7 @@ from scratchgrad.backend import namespace
 from scratchgrad.creation import zeros
 from scratchgrad.linalg.checks import (
     check_input,
+    empty_in_any_dtype,
     factor_cholesky,
     lapack,
     not_positive_definite,
@@ -78,6 +79,7 @@ class Cholesky(Function):
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix (or batch), as
     ``torch.linalg.cholesky``: ``L`` lower triangular with ``A = L L^T`` (reading the lower
@@ -197,6 +199,7 @@ def _no_convergence(matrix: Any) -> str:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype(integers=True)
 def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix
     (or batch), as ``torch.linalg.eigh``, reading only its lower (``UPLO='L'``) or upper
@@ -218,6 +221,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype(integers=True)
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix (or batch), as
     ``torch.linalg.eigvalsh``; their gradient is ``V diag(grad) V^T``.
@@ -289,6 +293,7 @@ def _skew(x: Tensor) -> Tensor:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
     """The singular value decomposition ``A = U diag(S) Vh`` of a matrix (or batch), as
     ``torch.linalg.svd``: S descending; with ``full_matrices`` U and Vh square, else of k =
@@ -313,6 +318,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """The singular values of a matrix (or batch), descending, as ``torch.linalg.svdvals``;
     their gradient is ``U diag(grad) Vh``.

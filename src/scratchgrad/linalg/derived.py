@@ -15,6 +15,7 @@ from scratchgrad.linalg.checks import (
     check_floating,
     check_input,
     check_same_dtype,
+    empty_in_any_dtype,
 )
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
 from scratchgrad.linalg.systems import Solve, inv, is_vector_rhs
@@ -85,6 +86,7 @@ def _products_of_the_others(s: Tensor) -> Tensor:
     return before * after
 
 
+@empty_in_any_dtype()
 def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (or of each in a batch), as ``torch.linalg.det``;
     differentiable also at singular matrices, through the SVD: the cofactor matrix, as

@@ -12,13 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scratchgrad.autograd.autocast import autocast_policy
-from scratchgrad.backend import int32, namespace, xp
+from scratchgrad.backend import bfloat16, float16, int32, namespace, xp
 from scratchgrad.creation import eye
 from scratchgrad.dtypes import torch_name
 from scratchgrad.linalg.checks import (
     LinAlgError,
     check_floating,
     check_input,
+    empty_in_any_dtype,
     leading_minor,
     zero_pivot,
 )
@@ -84,6 +85,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
     return linalg_inv_ex(*_ex("linalg.inv_ex", inv, A, _inversion_info, check_errors))
 
 
+@empty_in_any_dtype()
 def solve_ex(
     A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
 ) -> linalg_solve_ex:
@@ -112,6 +114,7 @@ _COND_ORDERS = (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype(integers=True)
 def cond(A: Tensor, p: Any = None) -> Tensor:
     """The condition number of ``A`` in the matrix norm ``p``, as ``torch.linalg.cond``: the
     ratio of its extreme singular values for ``p`` None, 2 or -2 (any shape), else
@@ -150,6 +153,7 @@ def _check_square(A: Tensor, p: Any) -> None:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def cholesky_ex(
     A: Tensor, *, upper: bool = False, check_errors: bool = False
 ) -> linalg_cholesky_ex:
@@ -341,7 +345,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """The Vandermonde matrix of ``x`` (*, n): ``out[..., i, j] = x[..., i] ** j`` for j < N
-    (default n), as ``torch.linalg.vander``; integers give int64, as PyTorch's cumprod.
+    (default n), as ``torch.linalg.vander``; integers give int64, as PyTorch's cumprod; bool,
+    float16 and bfloat16 raise, as PyTorch's.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.vander(sg.tensor([1.0, 2.0, 3.0]))
@@ -349,7 +354,7 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
             [1., 2., 4.],
             [1., 3., 9.]])
     """
-    if x.dtype.kind == "b":
+    if x.dtype.kind == "b" or x.dtype in (float16, bfloat16):  # (as PyTorch's: no 16-bit)
         raise RuntimeError(
             "linalg.vander supports floating point, complex, and integer tensors, but got "
             f"{torch_name(x.dtype)}"

@@ -117,6 +117,8 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
             [0., 2.]])
     """
     _deprecated("cholesky", "cholesky")
+    if isinstance(input, Tensor) and not input.numel():
+        return input.clone()  # NOTE: as PyTorch's, whatever its dtype and shape
     check_input("cholesky", input, square=True)
     with renamed("cholesky"):
         return linalg_cholesky(input, upper=upper)

@@ -18,7 +18,7 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import int32, namespace
-from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype
+from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype, empty_in_any_dtype
 from scratchgrad.linalg.systems import SolveTriangular, check_system
 from scratchgrad.tensor import Tensor, cat
 
@@ -142,6 +142,7 @@ def _checked(op: str, A: Tensor, pivot: bool) -> None:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
 
 
+@empty_in_any_dtype(integers=True)
 def lu_factor_ex(
     A: Tensor, *, pivot: bool = True, check_errors: bool = False
 ) -> linalg_lu_factor_ex:
@@ -159,6 +160,7 @@ def lu_factor_ex(
     return linalg_lu_factor_ex(*LUFactor.apply(A, check=op if check_errors else None))
 
 
+@empty_in_any_dtype(integers=True)
 def lu_factor(A: Tensor, *, pivot: bool = True) -> linalg_lu_factor:
     """``(LU, pivots)`` of ``A = P L U`` (see ``lu_factor_ex``), for ``lu_solve``, as
     ``torch.linalg.lu_factor``; a singular matrix raises, since solving with it would divide
@@ -192,6 +194,7 @@ def _raise_singular(op: str, info: Any) -> None:
     )
 
 
+@empty_in_any_dtype(integers=True)
 def lu(A: Tensor, *, pivot: bool = True) -> linalg_lu:
     """``(P, L, U)`` with ``A = P L U``: ``P`` a permutation matrix, ``L`` ``(*, m, k)`` lower
     triangular with ones on its diagonal, ``U`` ``(*, k, n)`` upper triangular, k = min(m, n),
@@ -211,6 +214,7 @@ def lu(A: Tensor, *, pivot: bool = True) -> linalg_lu:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def lu_solve(
     LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False
 ) -> Tensor:

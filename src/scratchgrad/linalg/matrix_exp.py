@@ -9,7 +9,7 @@ from typing import Any
 
 from scratchgrad.autograd.function import Function
 from scratchgrad.backend import namespace
-from scratchgrad.linalg.checks import check_input
+from scratchgrad.linalg.checks import check_input, empty_in_any_dtype
 from scratchgrad.tensor import Tensor, cat
 
 # The [13/13] Padé approximant's coefficients, and the largest 1-norm at which it is exact to
@@ -85,6 +85,7 @@ class MatrixExp(Function):
         return MatrixExp.apply(cat([top, bottom], -2)).narrow(-2, 0, n).narrow(-1, n, n)
 
 
+@empty_in_any_dtype()
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential ``sum_k A^k / k!`` of a square matrix (or of each in a batch), as
     ``torch.linalg.matrix_exp`` and ``torch.matrix_exp``; differentiable any number of times.

@@ -13,6 +13,7 @@ from scratchgrad.linalg.checks import (
     check_diagonal,
     check_input,
     check_same_dtype,
+    empty_in_any_dtype,
     lapack,
     singular,
 )
@@ -81,6 +82,7 @@ def _solver_failed(matrix: Any) -> str:
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+@empty_in_any_dtype()
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` if not ``left``), as
     ``torch.linalg.solve``: ``A`` of shape ``(*, n, n)``, ``B`` of shape ``(*, n, k)`` or a
