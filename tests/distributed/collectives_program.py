@@ -111,6 +111,21 @@ def check_reduce_and_scatter(rank: int, size: int) -> None:
     dist.reduce_scatter_tensor(out, sg.tensor(everyone[rank]))
     expect_equal(out, sum(everyone)[rank], "reduce_scatter_tensor")
 
+    # the two shapes PyTorch documents (stacked, concatenated); another of as many entries is
+    # refused on every process, which then go on together
+    blocks = [data(r, np.float32, (2, 3)) for r in range(size)]
+    whole = sg.zeros(2 * size, 3)
+    dist.all_gather_into_tensor(whole, sg.tensor(blocks[rank]))
+    expect_equal(whole, np.concatenate(blocks), "all_gather_into_tensor, concatenated")
+    try:
+        dist.all_gather_into_tensor(sg.zeros(3, 2 * size), sg.tensor(blocks[rank]))
+        raise AssertionError("all_gather_into_tensor took a (3, 2 * size) output")
+    except ValueError as error:
+        assert "must be (" in str(error), error
+    out = sg.zeros(2, 3)  # every process gives the same blocks: block i summed size times
+    dist.reduce_scatter_tensor(out, sg.tensor(np.concatenate(blocks)))
+    expect_equal(out, size * blocks[rank], "reduce_scatter_tensor, concatenated")
+
     out = sg.zeros(4, dtype=sg.float64)
     dist.reduce_scatter(out, [sg.tensor(row) for row in everyone[rank]], op=dist.ReduceOp.MAX)
     expect_equal(out, np.max(everyone, axis=0)[rank], "reduce_scatter MAX")

@@ -57,6 +57,28 @@ def test_errors_name_the_problem(group_of_one):
         dist.all_reduce([1.0])
 
 
+def test_a_gathered_tensor_takes_the_two_shapes_pytorch_documents(group_of_one):
+    """all_gather_into_tensor's output (reduce_scatter_tensor's input) was checked for its size
+    only: a (3, 2) output took a (2, 3) block's entries in their order, where PyTorch's gloo
+    (and its documentation's two forms, stacked and concatenated) refuse that shape."""
+    block = sg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for shape in [(1, 2, 3), (2, 3)]:
+        whole = sg.zeros(shape)
+        dist.all_gather_into_tensor(whole, block)
+        assert whole.reshape(2, 3).tolist() == block.tolist()
+        out = sg.zeros(2, 3)
+        dist.reduce_scatter_tensor(out, whole)
+        assert out.tolist() == block.tolist()
+    for shape in [(3, 2), (6,), (2, 3, 1), (1, 6)]:
+        with pytest.raises(ValueError, match=r"must be \(1, 2, 3\) \(stacked\) or \(2, 3\)"):
+            dist.all_gather_into_tensor(sg.zeros(shape), block)
+        with pytest.raises(ValueError, match=r"must be \(1, 2, 3\) \(stacked\) or \(2, 3\)"):
+            dist.reduce_scatter_tensor(sg.zeros(2, 3), sg.zeros(shape))
+    whole = sg.zeros(1)  # a 0-d block's two forms are one
+    dist.all_gather_into_tensor(whole, sg.tensor(7.0))
+    assert whole.tolist() == [7.0]
+
+
 def test_before_init_and_other_backends():
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.get_rank()

@@ -147,8 +147,9 @@ def reduce_scatter_tensor(
     group: Any = None,
     async_op: bool = False,
 ) -> Work | None:
-    """Combine ``input`` (the world size's blocks of ``output``'s size, one after the other)
-    over every process; process i gets the combined block i in ``output``."""
+    """Combine ``input`` (the world size's blocks of ``output``'s shape, stacked or
+    concatenated along the first dimension, as ``all_gather_into_tensor``'s output) over every
+    process; process i gets the combined block i in ``output``."""
     pg = default_group(group)
     call = _Call(pg, "reduce_scatter_tensor", output, op)
     with call.checks():
@@ -198,8 +199,10 @@ def broadcast(
 def all_gather_into_tensor(
     output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
 ) -> Work | None:
-    """Every process's ``input_tensor``, in rank order, into ``output_tensor`` (of the world
-    size times as many elements: stacked or concatenated along the first dimension)."""
+    """Every process's ``input_tensor``, in rank order, into ``output_tensor``: stacked, of
+    shape ``(world_size, *input_tensor.shape)``, or concatenated along the first dimension, as
+    PyTorch documents it (its gloo backend on the CPU takes the concatenation only); any other
+    shape raises, even of as many entries."""
     pg = default_group(group)
     call = _Call(pg, "all_gather_into_tensor", input_tensor)
     with call.checks():
@@ -467,13 +470,20 @@ def _check_rank(name: str, what: str, rank: int, size: int) -> None:
 
 
 def _check_sizes(name: str, block: Tensor, whole: Tensor, size: int) -> None:
-    """``whole`` holds ``size`` blocks of ``block``'s size and dtype."""
+    """``whole`` holds ``size`` blocks of ``block``'s dtype in one of the two shapes PyTorch's
+    documentation gives: stacked ``(size, *block.shape)`` or concatenated along the first
+    dimension. (Its gloo backend takes the concatenation only, NCCL any shape of as many
+    entries: a shape of the right size but neither form would mix the blocks up.)"""
     _check_tensor(name, block)
     _check_tensor(name, whole)
-    if whole.array.size != size * block.array.size or whole.dtype != block.dtype:
+    stacked = (size, *block.shape)
+    joined = (size * block.shape[0], *block.shape[1:]) if block.ndim else stacked
+    if tuple(whole.shape) not in (stacked, joined) or whole.dtype != block.dtype:
         raise ValueError(
             f"{name}: a tensor of shape {tuple(whole.shape)} and dtype {whole.dtype.name} "
-            f"cannot hold {size} blocks of shape {tuple(block.shape)} and dtype {block.dtype.name}"
+            f"cannot hold {size} blocks of shape {tuple(block.shape)} and dtype "
+            f"{block.dtype.name}: its shape must be {stacked} (stacked) or {joined} "
+            "(concatenated), its dtype the blocks'"
         )
 
 
