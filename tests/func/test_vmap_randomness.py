@@ -41,13 +41,21 @@ DRAWS = {  # draws that add an unbatched tensor of draws to the member
 DRAWS |= {name: lambda m, x, fill=fill: fill(x.clone()) for name, fill in FILLS.items()}
 
 
-def _init_fill(name):
+def _init_fill(name, *args):
     """nn.init's ``name`` filling a member's (8, 8) weight."""
-    return lambda m, x: getattr(m.nn.init, name)(x.clone().view(8, 8)).view(SIZE)
+    return lambda m, x: getattr(m.nn.init, name)(x.clone().view(8, 8), *args).view(SIZE)
 
 
-INITS = ("kaiming_uniform_", "xavier_normal_", "normal_", "trunc_normal_")
-DRAWS |= {f"init.{name}": _init_fill(name) for name in INITS}
+# orthogonal_ and sparse_ raised under vmap (they wrote through the arrays), as PyTorch's do not
+INITS = {
+    "kaiming_uniform_": (),
+    "xavier_normal_": (),
+    "normal_": (),
+    "trunc_normal_": (),
+    "orthogonal_": (2.0,),
+    "sparse_": (0.5,),
+}
+DRAWS |= {f"init.{name}": _init_fill(name, *args) for name, args in INITS.items()}
 
 
 def _run(m, make, randomness):
@@ -138,3 +146,21 @@ def test_writing_a_batch_into_an_unbatched_tensor_names_the_op():
     with pytest.raises(RuntimeError, match="vmap: copy_ is not possible because the values"):
         sg.func.vmap(lambda row: target.copy_(row))(sg.ones(2, 3))
     assert target.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_each_member_of_a_batched_init_is_what_the_init_makes():
+    """orthogonal_ under vmap fills each member with an orthogonal matrix (times its gain), in
+    either layout (in_dims=1: rows of members), and sparse_ zeros as many entries of each
+    member's columns, as PyTorch's."""
+    w = sg.func.vmap(lambda w: sg.nn.init.orthogonal_(w, 2.0), randomness="different")(
+        sg.zeros(MEMBERS, 4, 6, dtype=sg.float64)
+    )
+    assert sg.allclose(w @ w.mT, 4 * sg.eye(4, dtype=sg.float64).expand(MEMBERS, 4, 4))
+    w = sg.func.vmap(sg.nn.init.orthogonal_, in_dims=1, randomness="different")(
+        sg.zeros(6, MEMBERS, 2, dtype=sg.float64)
+    )
+    assert sg.allclose(w.mT @ w, sg.eye(2, dtype=sg.float64).expand(MEMBERS, 2, 2))
+    w = sg.func.vmap(lambda w: sg.nn.init.sparse_(w, 0.5), randomness="different")(
+        sg.ones(MEMBERS, 6, 4)
+    )
+    assert (w == 0).sum(1).tolist() == [[3] * 4] * MEMBERS

@@ -10,8 +10,10 @@ import warnings
 
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import Generator, bfloat16, float16, namespace
-from scratchgrad.creation import empty_like, rand
+from scratchgrad.creation import empty_like
 from scratchgrad.creation import eye as identity
+from scratchgrad.dtypes import get_default_dtype
+from scratchgrad.linalg.decompositions import qr
 from scratchgrad.tensor import Tensor, where
 
 # (PyTorch's gain of the linear ones and sigmoid is the int 1)
@@ -243,15 +245,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
             f"shape {tuple(tensor.shape)}"
         )
     rows = tensor.shape[0]
-    with no_grad():
+    with no_grad():  # (in tensor ops: func.vmap batches each step, as PyTorch's)
         sample = tensor.new_zeros(rows, tensor.numel() // rows).normal_(generator=generator)
         tall = rows >= sample.shape[1]
-        flat = sample.array if tall else sample.array.T
-        module = namespace(flat)
-        q, r = module.linalg.qr(flat)
-        q = q * module.sign(module.diagonal(r))  # Q's column signs, from R's
-        q = q if tall else q.T
-        return tensor.copy_(Tensor._make(q.reshape(tensor.shape)) * gain)
+        q, r = qr(sample if tall else sample.mT)
+        q = q * r.diagonal(0, -2, -1).sign().unsqueeze(-2)  # Q's column signs, from R's
+        q = q if tall else q.mT
+        return tensor.copy_(q.reshape(tensor.shape) * gain)
 
 
 def eye_(tensor: Tensor) -> Tensor:
@@ -310,11 +310,11 @@ def sparse_(
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     zeros = math.ceil(sparsity * rows)
-    with no_grad():
+    with no_grad():  # (in tensor ops: func.vmap batches each step, as PyTorch's)
         tensor.normal_(0.0, std, generator=generator)
-        order = rand(rows, cols, generator=generator, device=tensor.device).argsort(0)
-        xp = namespace(tensor.array)
-        tensor[(order.array[:zeros], xp.arange(cols))] = 0
+        draws = tensor.new_zeros(rows, cols, dtype=get_default_dtype())
+        order = draws.uniform_(generator=generator).argsort(0)
+        tensor.scatter_(0, order[:zeros], 0.0)
     return tensor
 
 
