@@ -115,12 +115,44 @@ def test_out_of_range_and_float_indices_are_refused_as_eagerly(in_dims):
         vmap(F.embedding, in_dims=in_dims)(sg.tensor(INDEX * 1.0), weight)
 
 
-def test_max_norm_with_batched_indices_is_refused_and_changes_nothing():
-    """max_norm rewrites the looked-up rows in place; with batched indices it is refused."""
+def test_max_norm_with_batched_indices_and_a_shared_weight_is_refused_and_changes_nothing():
+    """max_norm rewrites the looked-up rows in place: every member would rewrite the weight
+    they share, which PyTorch's vmap refuses too."""
     weight = sg.tensor(WEIGHT[0])
-    with pytest.raises(RuntimeError, match="vmap: embedding with max_norm and batched indices"):
+    with pytest.raises(RuntimeError, match="vmap: embedding with max_norm, batched indices and"):
         vmap(lambda i: F.embedding(i, weight, max_norm=1.0))(sg.tensor(INDEX))
     np.testing.assert_array_equal(weight.numpy(), WEIGHT[0])
+    shared = torch.tensor(WEIGHT[0])
+    with pytest.raises(RuntimeError, match="vmap: aten::embedding_renorm_"):
+        torch.func.vmap(lambda i: torch.nn.functional.embedding(i, shared, max_norm=1.0))(
+            torch.tensor(INDEX)
+        )
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+@pytest.mark.parametrize("options", [{}, {"padding_idx": 7}], ids=str)
+@pytest.mark.parametrize("weight_dim", [0, 1])
+def test_max_norm_with_batched_indices_and_weights_matches_torch(weight_dim, options, norm_type):
+    """Each member's weight rescaled at its own indices, in place, as PyTorch's vmap does; ours
+    refused any max_norm with batched indices. The outputs, the rescaled weights and their
+    gradients (a leaf rescaled outside autograd) match a loop of PyTorch calls (its vmap's
+    gradient is wrong with padding_idx, see _torch_loop)."""
+
+    def call(lib, i, w):
+        return lib.nn.functional.embedding(i, w, max_norm=1.0, norm_type=norm_type, **options)
+
+    weight = sg.tensor(np.moveaxis(WEIGHT, 0, weight_dim).copy(), requires_grad=True)
+    out = vmap(lambda i, w: call(sg, i, w), in_dims=(0, weight_dim))(sg.tensor(INDEX), weight)
+    theirs = torch.tensor(WEIGHT, requires_grad=True)
+    expected = torch.stack([call(torch, torch.tensor(INDEX[m]), theirs[m]) for m in range(BATCH)])
+    for lib, result in [(sg, out), (torch, expected)]:
+        scale = lib.arange(result.numel(), dtype=result.dtype).reshape(result.shape)
+        (result * scale).sum().backward()
+    assert not np.allclose(theirs.detach().numpy(), WEIGHT)  # (rows were rescaled)
+    for ours, their in [(out, expected), (weight, theirs), (weight.grad, theirs.grad)]:
+        ours = ours.detach().numpy()
+        ours = ours if ours.shape == tuple(their.shape) else np.moveaxis(ours, weight_dim, 0)
+        np.testing.assert_allclose(ours, their.detach().numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("in_dims", [(None, 0), (0, 0)], ids=str)

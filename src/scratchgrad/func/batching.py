@@ -27,6 +27,7 @@ from scratchgrad.backend import xp
 from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.nn.functional import (
+    _embedding_renorm_,
     check_embedding_index,
     embedding,
     embedding_bag,
@@ -426,14 +427,17 @@ class BatchedTensor(Tensor):
         sparse). A weight every member shares is indexed by the whole batch of indices at once,
         as PyTorch's rule (which also counts scale_grad_by_freq's repeats over the whole
         batch); batched weights are looked up as the rows of all members side by side, each
-        member's indices shifted to its own rows."""
-        if max_norm is not None:  # (it would rewrite rows of the weight in place)
-            raise RuntimeError(
-                "vmap: embedding with max_norm and batched indices is not supported; "
-                "renormalize the weight outside vmap, or call embedding without max_norm"
-            )
+        member's indices shifted to its own rows. ``max_norm`` rescales each member's weight
+        at its own indices, in place, as PyTorch's; a weight the members share would be
+        rewritten by all of them, which PyTorch's vmap refuses too."""
         level = level_of((input, weight))
         (index, weight), (index_batched, weight_batched) = unwrap((input, weight), level)
+        if max_norm is not None and not (index_batched and weight_batched):
+            raise RuntimeError(
+                "vmap: embedding with max_norm, batched indices and a weight the members share "
+                "is not supported (each member would rescale the shared weight in place, as "
+                "PyTorch's vmap refuses too); batch the weight, or renormalize it outside vmap"
+            )
         if not index_batched:  # only the weight is batched here (the index by an older vmap)
             out = embedding(index, weight.movedim(0, 1), padding_idx, None, *options)
             return wrap(out.movedim(-2, 0), level)
@@ -446,6 +450,9 @@ class BatchedTensor(Tensor):
             )
         size, n = weight.shape[:2]
         check_embedding_index(index, n, padding_idx)
+        if max_norm is not None:  # each member's rows at its indices (member i's row r: i, r)
+            members = xp.arange(size).reshape(size, *(1,) * (index.ndim - 1))
+            _embedding_renorm_(weight, (members, index.array), max_norm, options[0])
         first_rows = creation.arange(0, size * n, n, device=index.device)
         shifted = index + first_rows.reshape(size, *(1,) * (index.ndim - 1)).to(index.dtype)
         out = embedding(shifted, weight.reshape(size * n, *weight.shape[2:]), None, None, *options)
