@@ -60,6 +60,31 @@ def test_a_number_as_the_source_and_the_in_place_forms():
     assert (ours.numpy() == 0).sum() == (theirs.numpy() == 0).sum() == 24
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x, i: x.scatter(1, i, value=2.5),
+        lambda m, x, i: m.scatter(x, 1, i, value=-1.0),
+        lambda m, x, i: x.scatter_(1, i, value=3.0),
+        lambda m, x, i: x.scatter(1, i, value=2.0, reduce="multiply"),
+        lambda m, x, i: x.half().scatter(1, i, value=1e6),  # (checked as a number)
+        lambda m, x, i: x.scatter(1, i, value=m.ones(3, 1)),
+        lambda m, x, i: x.scatter(1, i, m.ones(3, 1), value=2.0),
+        lambda m, x, i: x.scatter(1, i),
+    ],
+)
+def test_the_number_given_as_value_is_pytorchs_second_form(call):
+    """PyTorch's scatter(dim, index, value=number); ours took no ``value`` keyword."""
+    index = np.array([[2], [0], [1]])
+    results = []
+    for m in (sg, torch):
+        try:
+            results.append(call(m, m.ones(3, 4), m.tensor(index)).tolist())
+        except (TypeError, RuntimeError) as error:
+            results.append(type(error))
+    assert results[0] == results[1]
+
+
 def test_the_errors_are_pytorchs():
     base = sg.zeros(3, 4)
     with pytest.raises(RuntimeError, match="scatter\\(\\): Expected dtype int32/int64 for index"):

@@ -4708,9 +4708,18 @@ class Tensor:
         out[rows, columns] = self
         return out
 
-    def scatter(self, dim: int, index: Tensor, src: Any, *, reduce: str | None = None) -> Tensor:
+    def scatter(
+        self,
+        dim: int,
+        index: Tensor,
+        src: Any = None,
+        *,
+        value: Any = None,
+        reduce: str | None = None,
+    ) -> Tensor:
         """This tensor with ``src`` written at ``index`` along ``dim`` (``out[index[i][j]][j]
-        = src[i][j]`` for dim 0), as ``torch.scatter``; ``src`` may be a number. Where
+        = src[i][j]`` for dim 0), as ``torch.scatter``; ``src`` may be a number, also given
+        as ``value=``, as PyTorch's second form. Where
         ``index`` repeats a position, the last write stays (PyTorch leaves it unspecified).
         PyTorch's legacy ``reduce="add"`` or ``"multiply"`` adds or multiplies ``src`` in
         instead (a number cast to this tensor's dtype first), with no gradient, as PyTorch's;
@@ -4720,9 +4729,11 @@ class Tensor:
         >>> sg.zeros(2, 3).scatter(1, sg.tensor([[2], [0]]), 1.0)  # one-hot rows
         tensor([[0., 0., 1.],
                 [1., 0., 0.]])
-        >>> sg.ones(3).scatter(0, sg.tensor([0, 0]), 2.0, reduce="multiply")
+        >>> sg.ones(3).scatter(0, sg.tensor([0, 0]), value=2.0, reduce="multiply")
         tensor([4., 1., 1.])
         """
+        if value is not None or src is None:  # (the keyword form only: the common call skips it)
+            src = _scatter_value(src, value)
         if reduce is not None:
             if reduce not in ("add", "multiply"):
                 raise RuntimeError("reduce argument must be either add or multiply.")
@@ -7819,6 +7830,18 @@ def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
         "setitem: Index put requires the source and destination dtypes match, got "
         f"{torch_name(x.dtype)} for the destination and {torch_name(value.dtype)} for the source."
     )
+
+
+def _scatter_value(src: Any, value: Any) -> Any:
+    """``scatter``'s number given as ``value=``: PyTorch's form with a number, refused with a
+    tensor, or beside ``src``, or where neither is given, as PyTorch's."""
+    if src is not None or value is None or isinstance(value, Tensor):
+        raise TypeError(
+            "scatter() received an invalid combination of arguments: expected (dim, index, "
+            "src: Tensor) or (dim, index, value: Number), got src="
+            f"{type(src).__name__} and value={type(value).__name__}"
+        )
+    return value
 
 
 def _check_tensor_number(value: Tensor, dtype: Any) -> None:
