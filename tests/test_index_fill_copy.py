@@ -294,3 +294,30 @@ def test_setitem_through_a_mask_in_a_graph_checks_as_setitem(dtype):
         except RuntimeError as error:
             results.append(str(error).split(" without")[0].split("type")[0])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+@pytest.mark.parametrize(
+    "values", [[1.0, math.nan, 1e6], [math.nan] * 3, [1.0, -300.0, 5.0], [1.0, 2.0, 3.0]]
+)
+@pytest.mark.parametrize("name", ["masked_fill", "index_fill"])
+def test_batched_0d_values_are_each_checked_as_pytorch(name, dtype, values):
+    """Under vmap each member's 0-d value is checked as a number, as PyTorch's vmap does; the
+    check read the value with item(), which a batched tensor refuses."""
+    outcomes = []
+    for lib in (sg, torch):
+
+        def write(x, v, lib=lib):
+            if name == "masked_fill":
+                return x.masked_fill(x == 0, v)
+            return x.index_fill(0, lib.tensor([1]), v)
+
+        x = lib.zeros(3, 2, dtype=getattr(lib, dtype))
+        try:
+            outcomes.append(lib.func.vmap(write)(x, lib.tensor(values)).double().numpy())
+        except RuntimeError as error:
+            outcomes.append("without overflow" in str(error))
+    if isinstance(outcomes[1], bool):
+        assert outcomes == [True, True]
+    else:
+        np.testing.assert_array_equal(*outcomes)

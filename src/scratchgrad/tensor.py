@@ -7848,9 +7848,17 @@ def _check_tensor_number(value: Tensor, dtype: Any) -> None:
     """Raise as PyTorch does for the one number of ``value``, a tensor of another dtype than
     ``dtype``, that ``masked_fill``, ``index_fill`` or a mask's setitem write into ``dtype``:
     PyTorch reads it as a Python number and checks it so (1e6 into float16 or int8 raises,
-    where a cast would give inf or wrap). A meta tensor has no number to check."""
-    if not value.is_meta:
-        checked_number(value.array.item(), dtype)
+    where a cast would give inf or wrap). Inside vmap, every member's number is checked (of
+    real ones, a NaN, the smallest and the largest stand for all). A meta tensor has none."""
+    if value.is_meta:
+        return
+    numbers = value._checked_values().ravel()
+    if numbers.size > 2 and numbers.dtype.kind != "c":
+        nan = numbers != numbers
+        real = numbers[~nan]
+        numbers = [*numbers[nan][:1], *((real.min(), real.max()) if real.size else ())]
+    for number in numbers:
+        checked_number(number.item(), dtype)
 
 
 def _is_advanced(item: Any) -> bool:
