@@ -321,3 +321,20 @@ def test_batched_0d_values_are_each_checked_as_pytorch(name, dtype, values):
         assert outcomes == [True, True]
     else:
         np.testing.assert_array_equal(*outcomes)
+
+
+def test_a_jitted_step_checks_each_calls_0d_value():
+    """A replay checks the 0-d value of each call, as eager (and PyTorch's) calls do; the
+    check made only while recording would let a replay write 1e6 into float16 as inf."""
+
+    def fill(x, value):
+        return x.half().masked_fill(x > -10, value)
+
+    jitted = sg.jit(fill)
+    for value in [1.0, 2.0, 3.0]:
+        assert jitted(sg.zeros(3), sg.tensor(value)).tolist() == [value] * 3
+    with pytest.raises(RuntimeError, match="type float16 without overflow"):
+        jitted(sg.zeros(3), sg.tensor(1e6))
+    with pytest.raises(RuntimeError, match="c10::Half without overflow"):
+        fill(torch.zeros(3), torch.tensor(1e6))
+    assert sum(len(r) for r in jitted.recordings.values()) == 1

@@ -7848,11 +7848,16 @@ def _check_tensor_number(value: Tensor, dtype: Any) -> None:
     """Raise as PyTorch does for the one number of ``value``, a tensor of another dtype than
     ``dtype``, that ``masked_fill``, ``index_fill`` or a mask's setitem write into ``dtype``:
     PyTorch reads it as a Python number and checks it so (1e6 into float16 or int8 raises,
-    where a cast would give inf or wrap). Inside vmap, every member's number is checked (of
-    real ones, a NaN, the smallest and the largest stand for all). A meta tensor has none."""
-    if value.is_meta:
-        return
-    numbers = value._checked_values().ravel()
+    where a cast would give inf or wrap). Inside vmap, every member's number is checked; in a
+    jitted step, each replay's. A meta tensor has none."""
+    if not value.is_meta:
+        _call(_check_numbers, value._checked_values(), dtype)
+
+
+def _check_numbers(numbers: Any, dtype: Any) -> None:
+    """``checked_number`` of each of ``numbers`` (of real ones, a NaN, the smallest and the
+    largest stand for all)."""
+    numbers = numbers.ravel()
     if numbers.size > 2 and numbers.dtype.kind != "c":
         nan = numbers != numbers
         real = numbers[~nan]
