@@ -650,3 +650,28 @@ def test_an_empty_16_bit_matrix_keeps_its_gradient():
         A = m.zeros(2, 0, 0, dtype=m.float16, requires_grad=True)
         m.linalg.det(A).sum().backward()
         assert A.grad.shape == (2, 0, 0) and A.grad.dtype == m.float16
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float16"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, dt: m.cholesky_solve(m.zeros(3, 0, dtype=dt), m.zeros(3, 0, dtype=dt)),
+        lambda m, dt: m.triangular_solve(m.zeros(0, 3, dtype=dt), m.zeros(0, 3, dtype=dt)),
+        lambda m, dt: m.cholesky_solve(m.zeros(2, 1, dtype=dt), m.zeros(3, 3, dtype=dt)),
+        lambda m, dt: m.triangular_solve(m.zeros(2, 1, dtype=dt), m.zeros(3, 3, dtype=dt)),
+        lambda m, dt: m.cholesky_solve(m.zeros(3, 1, dtype=dt), m.zeros(3, 3, dtype=dt)),
+    ],
+)
+def test_the_old_solvers_check_shapes_before_the_dtype_as_pytorch(call, dtype):
+    """cholesky_solve and triangular_solve of an integer or 16-bit A that is not square or
+    does not fit b: PyTorch's shape error (a RuntimeError), then its kernel's
+    NotImplementedError; ours raised the NotImplementedError first."""
+    errors = []
+    for m in (sg, torch):
+        with pytest.raises(RuntimeError) as info:
+            call(m, getattr(m, dtype))
+        errors.append((type(info.value) is NotImplementedError, str(info.value)[:12]))
+    assert errors[0][0] == errors[1][0]
+    if not errors[0][0]:
+        assert errors[0][1] == errors[1][1]

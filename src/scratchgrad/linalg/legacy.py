@@ -174,13 +174,13 @@ def _no_unique_solution(index: int) -> str:
 
 
 def _check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
-    """PyTorch's checks of ``b`` and ``A`` in the old solvers, after their number of dims."""
+    """PyTorch's checks of ``b`` and ``A`` in the old solvers, after their number of dims, in
+    its order: the dtypes alike, the shapes, then the dtype's kernel."""
     if b.dtype != A.dtype:
         raise RuntimeError(
             f"Expected b and A to have the same dtype, but found b of type {torch_name(b.dtype)} "
             f"and A of type {torch_name(A.dtype)} instead."
         )
-    check_floating(op, A)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"A must be batches of square matrices, but they are {A.shape[-2]} by "
@@ -192,6 +192,7 @@ def _check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
             f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}"
         )
     broadcast_shapes(b.shape[:-2], A.shape[:-2])
+    check_floating(op, A)
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
