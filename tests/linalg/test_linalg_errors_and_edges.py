@@ -675,3 +675,24 @@ def test_the_old_solvers_check_shapes_before_the_dtype_as_pytorch(call, dtype):
     assert errors[0][0] == errors[1][0]
     if not errors[0][0]:
         assert errors[0][1] == errors[1][1]
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 2), (3, 0), (2, 3, 3)])
+@pytest.mark.parametrize("p", [None, -2, "fro", "nuc", 1, math.inf, "bad", 3])
+@pytest.mark.parametrize("dtype", ["int64", "float16", "float64"])
+def test_cond_checks_in_pytorchs_order(dtype, p, shape):
+    """cond of an integer or 16-bit matrix raises the error of the function PyTorch's calls
+    (svd's NotImplementedError, or inv's RuntimeError for the orders that invert), after the
+    shape checks; ours raised its own NotImplementedError before them. Values match where
+    PyTorch gives some (0 for an empty matrix, of any order that needs no square one)."""
+    outcomes = []
+    for m in (sg, torch):
+        x = m.ones(shape, dtype=getattr(m, dtype))
+        x = m.eye(2, dtype=x.dtype) if shape == (2, 2) else x
+        outcomes.append(outcome(m.linalg.cond, x, p))
+    ours, theirs = outcomes
+    if raised_alike(ours, theirs, f"cond {dtype} {p} {shape}"):
+        assert type(ours) is type(theirs)
+        return
+    assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
+    np.testing.assert_allclose(ours.double().numpy(), theirs.double().numpy(), rtol=1e-6)

@@ -125,18 +125,20 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     >>> sg.linalg.cond(sg.tensor([[1.0, 0.0], [0.0, 4.0]]))
     tensor(4.)
     """
-    check_input("linalg.cond", A)
-    if p not in _COND_ORDERS:
-        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    check_input("linalg.cond", A, any_dtype=True)  # (the dtype's error: svd's or inv's, below)
     if isinstance(p, str):  # as PyTorch, which checks these orders' shapes before all else
         _check_square(A, p)
+    if p not in _COND_ORDERS:
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     if A.numel() == 0:  # NOTE: 0, as PyTorch's (NumPy defines none for a 0x0 matrix)
         return A.new_zeros(A.shape[:-2])
     if p in (None, 2, -2):
+        check_floating("linalg.svd", A)
         s = svdvals(A)
         big, small = s[..., 0], s[..., -1]
         return big / small if p != -2 else small / big
     _check_square(A, p)
+    check_floating("linalg.svd" if p == "nuc" else "linalg.inv", A)
     inverse, info = inv_ex(A)
     value = matrix_norm(A, p) * matrix_norm(
         where(info.reshape(*info.shape, 1, 1) != 0, 0, inverse), p
