@@ -101,3 +101,43 @@ def test_solve_ex_reports_singular_matrices_and_cond_is_torchs():
         sg.linalg.cond(sg.tensor(a), 3)
     with pytest.raises(RuntimeError, match="must be batches of square matrices"):
         sg.linalg.cond(sg.ones(2, 3), "fro")
+
+
+PIVOT_CALLS = {
+    "lu_solve": lambda m, LU, pivots: m.linalg.lu_solve(LU, pivots, m.ones(LU.shape[-1], 1)),
+    "lu_unpack": lambda m, LU, pivots: m.lu_unpack(LU, pivots).P,
+}
+
+
+@pytest.mark.parametrize("pivots", [[0, 0], [-1, 2], [1, 0], [3, 2], [2, 2], [2, 1]])
+@pytest.mark.parametrize("name", PIVOT_CALLS)
+def test_pivots_out_of_range_raise_as_pytorch(name, pivots):
+    """Pivots below 1 (a zero: not from lu_factor) picked other rows silently (a wrong
+    solution, or a wrong P), and one past the rows an IndexError; PyTorch raises its
+    RuntimeError, as we do now, also in a jitted replay."""
+    results = []
+    for m in (sg, torch):
+        LU, given = m.tensor([[2.0, 0.0], [1.0, 1.0]]), m.tensor(pivots, dtype=m.int32)
+        try:
+            results.append(PIVOT_CALLS[name](m, LU, given).tolist())
+        except RuntimeError as error:
+            results.append(str(error))
+    assert results[0] == results[1]
+    jitted = sg.jit(lambda p: PIVOT_CALLS[name](sg, sg.tensor([[2.0, 0.0], [1.0, 1.0]]), p))
+    for _ in range(3):
+        jitted(sg.tensor([2, 2], dtype=sg.int32))
+    if isinstance(results[0], str):
+        with pytest.raises(RuntimeError, match="Did you properly pass the result of lu_factor"):
+            jitted(sg.tensor(pivots, dtype=sg.int32))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_16_bit_lu_solve_checks_shapes_and_pivots_first_as_pytorch(dtype):
+    for m in (sg, torch):
+        LU = m.eye(2, dtype=getattr(m, dtype))
+        with pytest.raises(RuntimeError, match="Pivots given to lu_solve must all be greater"):
+            m.linalg.lu_solve(LU, m.zeros(2, dtype=m.int32), LU)
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+            m.linalg.lu_solve(LU, m.ones(2, dtype=m.int32), m.eye(3, dtype=LU.dtype))
+        with pytest.raises(NotImplementedError):
+            m.linalg.lu_solve(LU, m.ones(2, dtype=m.int32), LU)

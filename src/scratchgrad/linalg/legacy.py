@@ -410,7 +410,10 @@ def lu_unpack(
         )
     empty = LU_data.new_zeros(0)
     L, U = unpack(LU_data) if unpack_data else (empty, empty)
-    P = Permutation.apply(LU_pivots, m=m, dtype=LU_data.dtype) if unpack_pivots else empty
+    if unpack_pivots:
+        P = Permutation.apply(LU_pivots, m=m, dtype=LU_data.dtype, caller="lu_unpack")
+    else:
+        P = empty
     return lu_unpack_result(P, L, U)
 
 

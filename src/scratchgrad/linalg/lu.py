@@ -18,7 +18,13 @@ from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import int32, namespace
-from scratchgrad.linalg.checks import LinAlgError, check_input, check_same_dtype, empty_in_any_dtype
+from scratchgrad.linalg.checks import (
+    LinAlgError,
+    check_floating,
+    check_input,
+    check_same_dtype,
+    empty_in_any_dtype,
+)
 from scratchgrad.linalg.systems import SolveTriangular, check_system
 from scratchgrad.tensor import Tensor, cat
 
@@ -67,15 +73,35 @@ def permutation(pivots: Any, m: int, dtype: Any) -> Any:
 
 class Permutation(Function):
     """The permutation matrix of LAPACK's row swaps (a Function, so that vmap batches it and
-    jit replays it: it is read off the pivots' values); a constant, without gradient."""
+    jit replays it: it is read off the pivots' values); a constant, without gradient. Pivots
+    a user gave to ``caller`` (``lu_solve``, ``lu_unpack``) are checked first, here so that
+    a replay checks them too."""
 
     @staticmethod
-    def forward(ctx, pivots, m, dtype):
+    def forward(ctx, pivots, m, dtype, caller=None):
+        if caller is not None and pivots.size:
+            _check_pivots(caller, int(pivots.min()), int(pivots.max()), m)
         return permutation(pivots, m, dtype)
 
     @staticmethod
     def backward(ctx, grad):
         return None
+
+
+def _check_pivots(caller: str, low: int, high: int, m: int) -> None:
+    """PyTorch's errors for pivots outside [1, m] (the rows of LU): they would pick other rows
+    than lu_factor's, or none, and give a wrong result silently."""
+    advice = "Did you properly pass the result of lu_factor?"
+    if caller == "lu_unpack" and not 1 <= low <= high <= m:
+        raise RuntimeError(
+            f"pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.{advice}"
+        )
+    if low < 1:
+        raise RuntimeError(f"Pivots given to {caller} must all be greater or equal to 1. {advice}")
+    if high > m:
+        raise RuntimeError(
+            f"Pivots given to {caller} must all be smaller or equal to LU.size(-2). {advice}"
+        )
 
 
 class LUFactor(Function):
@@ -230,8 +256,9 @@ def lu_solve(
     """
     op = "linalg.lu_solve"
     # (PyTorch's checks of LU call it A, and name the function "torch.linalg.lu_solve")
-    check_input("torch.linalg.lu_solve", LU, square=True, integers_first=True)
-    check_input(op, B, "B")
+    # (a 16-bit LU's error after the shapes' and the pivots', as PyTorch's)
+    check_input("torch.linalg.lu_solve", LU, square=True, any_dtype=True, integers_first=True)
+    check_input(op, B, "B", any_dtype=True)  # (its dtype: LU's, checked below)
     check_same_dtype(op, LU, B, ("LU", "B"))  # names: the pair PyTorch's message uses
     check_system(op, LU, B, left)
     n = LU.shape[-1]
@@ -240,7 +267,8 @@ def lu_solve(
             f"{op}: Expected pivots to be int32 of shape {list(LU.shape[:-1])}, got "
             f"{pivots.dtype.name} of shape {list(pivots.shape)}"
         )
-    P = Permutation.apply(pivots, m=n, dtype=LU.dtype)
+    P = Permutation.apply(pivots, m=n, dtype=LU.dtype, caller="lu_solve")
+    check_floating("torch.linalg.lu_solve", LU)
     L, U = unpack(LU)
     lower = {"upper": False, "unitriangular": True}
     upper = {"upper": True, "unitriangular": False}
