@@ -344,3 +344,29 @@ def test_as_strided_scatter_into_overlapping_windows_is_refused():
     """PyTorch writes each window in its loop order; scratchgrad refuses rather than guess."""
     with pytest.raises(RuntimeError, match="as_strided_scatter: unsupported operation"):
         sg.as_strided_scatter(sg.zeros(6), sg.ones(2, 2), (2, 2), (1, 1))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: x.index_put((m.tensor([True, False, True]),), m.tensor(5.0)),
+        lambda m, x: x.index_put_((m.tensor([True, False, True]),), m.tensor([-3.0])),
+        lambda m, x: x.view(3, 1).index_put((m.tensor([True, False, True]),), m.tensor(7.5)),
+        lambda m, x: x.index_put((m.tensor([True, False, True]),), m.tensor(300)),
+        lambda m, x: x.index_put((m.tensor([True, False, True]),), m.tensor(1e6)),
+        lambda m, x: x.index_put((m.tensor([True, False, True]),), m.tensor([5.0, 6.0])),
+        lambda m, x: x.index_put((m.tensor([True, False, True]),), m.tensor(5.0), True),
+        lambda m, x: x.index_put((m.tensor([0]),), m.tensor(5.0)),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["int8", "float16"])
+def test_one_value_of_another_dtype_through_a_mask_is_a_masked_fill_as_pytorch(call, dtype):
+    """index_put of one value through one bool mask is PyTorch's masked_fill_: the value is
+    cast (and checked as a number: 300 into int8 raises); ours refused any other dtype."""
+    results = []
+    for m in (sg, torch):
+        try:
+            results.append(call(m, m.zeros(3, dtype=getattr(m, dtype))).tolist())
+        except RuntimeError as error:
+            results.append(str(error)[:30])
+    assert results[0] == results[1]

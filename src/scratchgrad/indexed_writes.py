@@ -22,7 +22,15 @@ from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import namespace
 from scratchgrad.dtypes import torch_name
 from scratchgrad.ops import movement
-from scratchgrad.tensor import Tensor, broadcast_shapes, cat, named_backward, takes_out, wrap_dim
+from scratchgrad.tensor import (
+    Tensor,
+    broadcast_shapes,
+    cat,
+    check_tensor_number,
+    named_backward,
+    takes_out,
+    wrap_dim,
+)
 
 
 def _require_tensor(name: str, what: str, position: int, given: Any) -> None:
@@ -60,6 +68,9 @@ def index_put(
                 f"expected Tensor as element {k} in argument 0, but got {type(item).__name__}"
             )
     _require_tensor("index_put", "values", 2, values)
+    if values.dtype != self.dtype and _a_masked_fill(indices, values, accumulate):
+        check_tensor_number(values, self.dtype)  # (as PyTorch's: a masked_fill_ of its number)
+        values = values.to(self.dtype)
     if values.dtype != self.dtype:
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
@@ -76,6 +87,17 @@ def index_put(
     out = self.clone()
     out[tuple(indices)] = values
     return out
+
+
+def _a_masked_fill(indices: Sequence[Tensor], values: Tensor, accumulate: bool) -> bool:
+    """Whether PyTorch's ``index_put`` hands the write to ``masked_fill_`` (which casts one
+    value to the tensor's dtype): one bool mask, one value, no accumulation."""
+    return (
+        not accumulate
+        and len(indices) == 1
+        and indices[0].dtype == backend.bool_
+        and (values.numel() == 1)
+    )
 
 
 def _flat_positions(self: Tensor, indices: tuple) -> Tensor:

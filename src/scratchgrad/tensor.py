@@ -2950,7 +2950,7 @@ class Tensor:
         if not isinstance(value, Tensor):  # (70000.0 into float16 raises, as PyTorch's)
             value = checked_number(value, self.array.dtype)
         elif value.array.dtype != self.array.dtype:
-            _check_tensor_number(value, self.array.dtype)
+            check_tensor_number(value, self.array.dtype)
         out = where(mask, value, self)
         return out if out.array.dtype == self.array.dtype else out.to(self.array.dtype)
 
@@ -4907,7 +4907,7 @@ class Tensor:
         mask = _call(index_mask, index.array, self.array.shape, dim)  # a replay too
         if isinstance(value, Tensor):
             if value.array.dtype != self.array.dtype:
-                _check_tensor_number(value, self.array.dtype)
+                check_tensor_number(value, self.array.dtype)
             value = value.to(self.array.dtype)
         else:  # (a 0-d tensor of this dtype: a number would promote a bool tensor)
             value = self.new_full((), checked_number(value, self.array.dtype))
@@ -7824,7 +7824,7 @@ def _refuse_index_put_cast(x: Tensor, index: Any, value: Tensor) -> None:
     if not advanced:
         return
     if len(advanced) == 1 and _is_mask_item(advanced[0]) and value.numel() == 1:
-        _check_tensor_number(value, x.array.dtype)  # (as masked_fill_ checks it)
+        check_tensor_number(value, x.array.dtype)  # (as masked_fill_ checks it)
         return
     raise RuntimeError(
         "setitem: Index put requires the source and destination dtypes match, got "
@@ -7844,7 +7844,7 @@ def _scatter_value(src: Any, value: Any) -> Any:
     return value
 
 
-def _check_tensor_number(value: Tensor, dtype: Any) -> None:
+def check_tensor_number(value: Tensor, dtype: Any) -> None:
     """Raise as PyTorch does for the one number of ``value``, a tensor of another dtype than
     ``dtype``, that ``masked_fill``, ``index_fill`` or a mask's setitem write into ``dtype``:
     PyTorch reads it as a Python number and checks it so (1e6 into float16 or int8 raises,
