@@ -1589,8 +1589,9 @@ class Tensor:
             rows, columns = shape
             flat = xp.arange(0, (rows if wrap else min(rows, columns)) * columns, columns + 1)
             index = (flat // columns, flat % columns)
-        self[index] = checked_number(fill_value, self.array.dtype)  # (as PyTorch's: 1e6 into
-        return self  # float16 raises, where setitem would write inf)
+        # checked as PyTorch's: 1e6 into float16 raises, where setitem would write inf
+        self[index] = checked_number(fill_value, self.array.dtype)
+        return self
 
     # ---- linear algebra: PyTorch's methods, thin calls into scratchgrad.linalg ---------------
     # Each imports linalg when called: linalg's modules import this one.
@@ -7846,7 +7847,7 @@ def _scatter_value(src: Any, value: Any) -> Any:
 
 def check_tensor_number(value: Tensor, dtype: Any) -> None:
     """Raise as PyTorch does for the one number of ``value``, a tensor of another dtype than
-    ``dtype``, that ``masked_fill``, ``index_fill`` or a mask's setitem write into ``dtype``:
+    ``dtype``, that ``masked_fill``, ``index_fill``, ``index_put`` or a mask's setitem write:
     PyTorch reads it as a Python number and checks it so (1e6 into float16 or int8 raises,
     where a cast would give inf or wrap). Inside vmap, every member's number is checked; in a
     jitted step, each replay's. A meta tensor has none."""

@@ -696,3 +696,13 @@ def test_cond_checks_in_pytorchs_order(dtype, p, shape):
         return
     assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
     np.testing.assert_allclose(ours.double().numpy(), theirs.double().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 0, 0), (0, 2, 2)])
+def test_an_empty_16_bit_batch_under_vmap_as_pytorch(shape):
+    """vmap of det over empty 16-bit matrices, or over no matrices at all, gives PyTorch's
+    empty float16 result (the emptiness is the whole batch's)."""
+    ours = sg.func.vmap(sg.linalg.det)(sg.zeros(shape, dtype=sg.float16))
+    theirs = torch.func.vmap(torch.linalg.det)(torch.zeros(shape, dtype=torch.float16))
+    assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -125,7 +125,8 @@ def empty_in_any_dtype(integers: bool = False) -> Callable[[Callable], Callable]
     def decorate(function: Callable) -> Callable:
         @functools.wraps(function)
         def wrapped(A: Any, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(A, Tensor) and A.array.size == 0 and _passes_empty(A.dtype, integers):
+            empty = isinstance(A, Tensor) and not A._checked_values().size  # (all of vmap's)
+            if empty and _passes_empty(A.dtype, integers):
                 given = [_recast(x, A.dtype, backend.float32) for x in (A, *args)]
                 named = {k: _recast(x, A.dtype, backend.float32) for k, x in kwargs.items()}
                 out = function(*given, **named)
