@@ -92,12 +92,8 @@ def index_put(
 def _a_masked_fill(indices: Sequence[Tensor], values: Tensor, accumulate: bool) -> bool:
     """Whether PyTorch's ``index_put`` hands the write to ``masked_fill_`` (which casts one
     value to the tensor's dtype): one bool mask, one value, no accumulation."""
-    return (
-        not accumulate
-        and len(indices) == 1
-        and indices[0].dtype == backend.bool_
-        and (values.numel() == 1)
-    )
+    one_mask = len(indices) == 1 and indices[0].dtype == backend.bool_
+    return one_mask and values.numel() == 1 and not accumulate
 
 
 def _flat_positions(self: Tensor, indices: tuple) -> Tensor:
