@@ -27,11 +27,11 @@ from scratchgrad.backend import xp
 from scratchgrad.dtypes import written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.nn.functional import (
-    _embedding_renorm_,
     check_embedding_index,
     embedding,
     embedding_bag,
     one_hot,
+    renorm_embedding_rows,
 )
 from scratchgrad.ops import binary
 from scratchgrad.tensor import (
@@ -452,7 +452,7 @@ class BatchedTensor(Tensor):
         check_embedding_index(index, n, padding_idx)
         if max_norm is not None:  # each member's rows at its indices (member i's row r: i, r)
             members = xp.arange(size).reshape(size, *(1,) * (index.ndim - 1))
-            _embedding_renorm_(weight, (members, index.array), max_norm, options[0])
+            renorm_embedding_rows(weight, (members, index.array), max_norm, options[0])
         first_rows = creation.arange(0, size * n, n, device=index.device)
         shifted = index + first_rows.reshape(size, *(1,) * (index.ndim - 1)).to(index.dtype)
         out = embedding(shifted, weight.reshape(size * n, *weight.shape[2:]), None, None, *options)

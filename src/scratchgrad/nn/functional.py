@@ -854,7 +854,7 @@ def embedding(
     n = weight.shape[0]
     index = check_embedding_index(input, n, padding_idx)
     if max_norm is not None:
-        _embedding_renorm_(weight, index, max_norm, norm_type)
+        renorm_embedding_rows(weight, index, max_norm, norm_type)
     if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
         return _embedding_sparse_grad(weight, index, padding_idx, scale_grad_by_freq)
     out = weight[index.copy() if graph_keeps(weight) else index]
@@ -974,7 +974,7 @@ def embedding_bag(
     n = weight.shape[0]
     capture_hook.call(_check_bag_indices, flat.array, n)  # a jitted step's next batch, too
     if max_norm is not None:
-        _embedding_renorm_(weight, flat.array, max_norm, norm_type)
+        renorm_embedding_rows(weight, flat.array, max_norm, norm_type)
     if sparse and weight.requires_grad and weight.is_leaf and is_grad_enabled():
         padding = None if padding_idx is None else padding_idx % n
         # (T, D); with scale_grad_by_freq, its backward raises PyTorch's error
@@ -1045,7 +1045,7 @@ def _bag_scale(members, mean: bool, dtype):
     return scale / xp.maximum(scale.sum(1, keepdims=True), 1) if mean else scale
 
 
-def _embedding_renorm_(weight: Tensor, index, max_norm: float, norm_type: float) -> None:
+def renorm_embedding_rows(weight: Tensor, index, max_norm: float, norm_type: float) -> None:
     """Scale the rows of ``weight`` at ``index`` whose norm exceeds ``max_norm`` down to it
     (PyTorch divides by ``norm + 1e-7``), in place and outside autograd, as PyTorch does."""
     # NOTE: a row indexed twice is scaled twice alike from its old value and written twice;
