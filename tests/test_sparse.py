@@ -402,3 +402,30 @@ def test_a_compiled_module_runs_calls_with_a_sparse_argument_eagerly():
         np.testing.assert_array_equal(outs[1].detach().numpy(), outs[0].detach().numpy())
         grads = compiled._orig_mod.weight.grad, eager.weight.grad
         np.testing.assert_array_equal(grads[0].numpy(), grads[1].numpy())
+
+
+@pytest.mark.parametrize("dtype", [None, "float64"])
+def test_zeros_and_empty_like_of_a_sparse_tensor_are_sparse_without_entries_as_torchs(dtype):
+    """Of its sparse and dense dims (a hybrid tensor's too), coalesced; the factories that
+    fill every entry raise in both (before, each gave a dense tensor)."""
+    made = {}
+    for m in (sg, torch):
+        hybrid = m.sparse_coo_tensor([[0, 2]], m.ones(2, 3), (4, 3))
+        options = {} if dtype is None else {"dtype": getattr(m, dtype)}
+        made[m] = [
+            m.zeros_like(m.ones(2, 3).to_sparse(), **options),
+            m.empty_like(hybrid, requires_grad=True, **options),
+        ]
+    for ours, theirs in zip(made[sg], made[torch]):
+        assert ours.is_sparse and tuple(ours.shape) == tuple(theirs.shape)
+        assert (ours.sparse_dim(), ours.dense_dim()) == (theirs.sparse_dim(), theirs.dense_dim())
+        assert ours._nnz() == theirs._nnz() == 0 and ours.is_coalesced() == theirs.is_coalesced()
+        assert str(ours.dtype)[12:] == str(theirs.dtype)[6:]
+        assert ours.requires_grad == theirs.requires_grad
+        dense = [t.detach().to_dense().numpy() for t in (ours, theirs)]
+        np.testing.assert_array_equal(*dense)
+    for name, args in [("ones_like", ()), ("full_like", (2.0,)), ("rand_like", ()),
+                       ("randn_like", ()), ("randint_like", (5,))]:  # fmt: skip
+        for m in (sg, torch):
+            with pytest.raises(NotImplementedError):
+                getattr(m, name)(m.ones(2, 3).to_sparse(), *args)

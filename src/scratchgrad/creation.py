@@ -637,6 +637,8 @@ def randint_like(
     >>> randint_like(zeros(2), 5, 6)
     tensor([5., 5.])
     """
+    if type(input) is not Tensor and input.is_sparse:
+        _sparse_like(randint, input, dtype, device, requires_grad)  # (raises)
     if high is None:
         low, high = 0, low
     return randint(
@@ -803,12 +805,34 @@ def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args, random=
     """``factory`` with ``t``'s shape, and its dtype and device unless others are given. Inside
     vmap one per member of a batched ``t`` (a batch that in-place writes of batched values may
     fill, as PyTorch's), except a ``random`` factory's: its draws follow vmap's randomness."""
+    if type(t) is not Tensor and t.is_sparse:
+        return _sparse_like(factory, t, dtype, device, requires_grad)
 
     def make(shape: tuple) -> Tensor:
         options = dict(dtype=dtype or t.dtype, device=device or t.device)
         return factory(shape, *args, **options, requires_grad=requires_grad)
 
     return make(t.shape) if random else t._made_like(make)
+
+
+def _sparse_like(factory, t: Tensor, dtype, device, requires_grad: bool) -> Tensor:
+    """``zeros_like`` and ``empty_like`` of a sparse tensor: a sparse one without entries, of
+    its sparse and dense dims, as PyTorch's. The other factories would fill every entry,
+    which PyTorch's sparse kernels refuse (before, each gave a dense tensor)."""
+    name = f"{factory.__name__}_like"
+    if factory not in (zeros, empty):
+        raise NotImplementedError(
+            f"{name} of a sparse tensor: PyTorch has no sparse kernel for it either; make it "
+            "dense first (.to_dense())"
+        )
+    from scratchgrad.sparse import sparse_coo_tensor  # (sparse builds on this module)
+
+    device, sparse_dims = device or t.device, t.sparse_dim()
+    indices = zeros(sparse_dims, 0, dtype=backend.int64, device=device)
+    values = zeros(0, *t.shape[sparse_dims:], dtype=dtype or t.dtype, device=device)
+    return sparse_coo_tensor(
+        indices, values, t.shape, requires_grad=requires_grad, is_coalesced=True
+    )
 
 
 def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
