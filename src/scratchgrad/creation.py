@@ -819,11 +819,10 @@ def _sparse_like(factory, t: Tensor, dtype, device, requires_grad: bool) -> Tens
     """``zeros_like`` and ``empty_like`` of a sparse tensor: a sparse one without entries, of
     its sparse and dense dims, as PyTorch's. The other factories would fill every entry,
     which PyTorch's sparse kernels refuse (before, each gave a dense tensor)."""
-    name = f"{factory.__name__}_like"
     if factory not in (zeros, empty):
         raise NotImplementedError(
-            f"{name} of a sparse tensor: PyTorch has no sparse kernel for it either; make it "
-            "dense first (.to_dense())"
+            f"{factory.__name__}_like of a sparse tensor: PyTorch has no sparse kernel for it "
+            "either; make it dense first (.to_dense())"
         )
     from scratchgrad.sparse import sparse_coo_tensor  # (sparse builds on this module)
 

@@ -34,7 +34,7 @@ def train_both(kind: str, dtype, rank: int, size: int) -> float:
     images = images.to(dtype)
     order = np.random.default_rng(7)
     ddp = DDP(build(kind, seed=100 + rank, dtype=dtype), bucket_cap_mb=0.001)  # 1 KB buckets
-    assert len(ddp._buckets) > 1
+    assert len(ddp._reducer.buckets) > 1
     single = build(kind, seed=100, dtype=dtype)  # rank 0's weights: DDP must broadcast them
     optimizers = [sg.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (ddp, single)]
     for step in range(STEPS):

@@ -40,10 +40,10 @@ def test_buckets_hold_the_parameters_last_layer_first(group_of_one):
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     ddp = DDP(model, bucket_cap_mb=0.001)  # 1,048 bytes: each layer closes a bucket
     names = {id(p): name for name, p in model.named_parameters()}
-    buckets = [[names[id(p)] for p in bucket.params] for bucket in ddp._buckets]
+    buckets = [[names[id(p)] for p in bucket.params] for bucket in ddp._reducer.buckets]
     assert buckets == [["2.bias", "2.weight"], ["0.bias", "0.weight"]]
-    assert [b.flat.numel() for b in ddp._buckets] == [10 + 320, 32 + 2048]
-    assert len(DDP(model)._buckets) == 1
+    assert [b.flat.numel() for b in ddp._reducer.buckets] == [10 + 320, 32 + 2048]
+    assert len(DDP(model)._reducer.buckets) == 1
 
 
 def test_gradients_state_dict_and_no_sync_in_a_group_of_one(group_of_one):

@@ -393,13 +393,9 @@ class Recorder:
             owner = self._grad_owners.get(id(tensor))
             if owner is not None and owner.grad is tensor:
                 self.grads_read.setdefault(id(owner), (owner, tensor))
-            self.reached.setdefault(
-                id(tensor),
-                (
-                    *(tensor, tensor.array, tensor.requires_grad, tensor._hooks),
-                    engine._post_accumulate_hooks.get(id(tensor)),  # (DDP's: see accumulate)
-                ),
-            )
+            post_hooks = engine._post_accumulate_hooks.get(id(tensor))  # (DDP's: accumulate)
+            entry = (tensor, tensor.array, tensor.requires_grad, tensor._hooks, post_hooks)
+            self.reached.setdefault(id(tensor), entry)
 
     def _kernel_out(
         self, code: str, out: Any, positional: list, arrays: list, overwrites: tuple

@@ -100,9 +100,9 @@ class DistributedDataParallel(Module):
         if init_sync:
             _broadcast_coalesced([*module.parameters(), *module.buffers()])
         cap = _MIB * (25 if bucket_cap_mb is None else bucket_cap_mb)
-        self._buckets = _assign_buckets(params, cap)
-        _check_alike_everywhere(self._buckets)
-        self._reducer = _Reducer(params, self._buckets, world_size, find_unused_parameters)
+        buckets = _assign_buckets(params, cap)
+        _check_alike_everywhere(buckets)
+        self._reducer = _Reducer(params, buckets, world_size, find_unused_parameters)
         hook = _hook_for(weakref.ref(self._reducer))  # (the hooks go with the wrapper)
         handles = [p.register_post_accumulate_grad_hook(hook) for p in params]
         weakref.finalize(self, _remove_hooks, handles)
@@ -122,7 +122,7 @@ class DistributedDataParallel(Module):
             return out
         # scratchgrad.jit: the reducer's Python is noted as calls a replay makes again (and
         # the gradient hooks note theirs), so a replay averages each step's gradients
-        if self.find_unused_parameters:
+        if self._reducer.find_unused:
             recorder.refuse(
                 "DistributedDataParallel(find_unused_parameters=True) (the parameters a "
                 "forward used are found by walking its graph, which a replay does not make)",
