@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 THREADS = 2  # for every framework, unless --threads says otherwise
 QUIET = 0.05  # above this share of CPU time used by others, the table says the machine was busy
+STEADY = 0.10  # above this spread of the host's speed (HostSpeed), the table says it was unsteady
 FIRST_LOSS_RTOL = 1e-4  # float32 sums in a different order differ in the last digits only
 EPOCHS = 10  # W3's training run
 EPOCH_RUNS = 3  # its wall time is the median of this many runs (one is too noisy)
@@ -137,6 +138,34 @@ class OtherProcesses:
         return max(0.0, busy1 - busy0 - ours) / wall
 
 
+class HostSpeed:
+    """How steady the host ran: a fixed job timed between rounds, in this process while no
+    worker runs. A virtual machine's host can slow it down without any other process here and
+    without reporting steal time (OtherProcesses sees neither): on 2026-12-07 the same
+    single-threaded 256x256 product took 412 to 858 us within a minute on an idle machine.
+    The job is pure Python integer arithmetic (no memory traffic, no BLAS), timed five times,
+    the fastest kept, so that an interrupt does not count and a slowdown of a millisecond does.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def probe(self) -> None:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            total = 0
+            for i in range(5_000):
+                total += i * i % 7
+            times.append(time.perf_counter() - start)
+        self.seconds.append(min(times))
+
+
+def speed_spread(probes: list[float]) -> float | None:
+    """The slowest of ``HostSpeed``'s probes over the fastest, less one (None below two)."""
+    return max(probes) / min(probes) - 1 if len(probes) > 1 else None
+
+
 def available(framework: str, workload: Workload) -> str | None:
     """Why ``framework`` cannot run here, or None if it can."""
     module = framework.split("-")[0] if framework.startswith("scratchgrad") else framework
@@ -171,13 +200,21 @@ def start_workers(workload: Workload, notes: list[str], threads: int) -> list[Wo
 
 
 def run_workload(
-    workload: Workload, rounds: int, seconds: float, notes: list[str], threads: int = THREADS
+    workload: Workload,
+    rounds: int,
+    seconds: float,
+    notes: list[str],
+    threads: int = THREADS,
+    host: HostSpeed | None = None,
 ) -> list[dict]:
-    """Time every available framework on one workload; one result per framework."""
+    """Time every available framework on one workload; one result per framework. ``host``
+    is probed before each round."""
     started = start_workers(workload, notes, threads)
     workers = list(started)
     watch = OtherProcesses()
     for round_number in range(rounds):
+        if host is not None:
+            host.probe()
         for worker in list(workers):
             try:
                 worker.round(seconds)
@@ -321,12 +358,21 @@ def in_unit(seconds: float, workload: Workload) -> float:
     return seconds * (1e6 if workload.unit == "us" else 1e3)
 
 
+def host_line(probes: list[float]) -> str:
+    """The host's speed over the run (HostSpeed), as the table's first line ends."""
+    spread = speed_spread(probes)
+    if spread is None:
+        return ""
+    return f"; host speed varied by {spread:.0%} ({len(probes)} probes, see HostSpeed)"
+
+
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [
         f"Benchmarks of {report['date']} on {m['cpu']} ({m['logical_cpus']} logical CPUs), "
         f"Python {m['python']}, NumPy {m['versions']['numpy']} with BLAS {report['blas']}; "
-        f"threads: {report['threads']} for every framework; rounds: {report['rounds']}.",
+        f"threads: {report['threads']} for every framework; rounds: {report['rounds']}"
+        f"{host_line(report.get('host_probe_s', []))}.",
         "",
         "| workload | framework | median [min-max] | ratio | target | met | peak RSS MB "
         "(+ workload) | first loss |",
@@ -415,9 +461,17 @@ def main(argv: list[str] | None = None) -> None:
 
     notes: list[str] = []
     results: list[dict] = []
+    host = HostSpeed()
     for workload_id in expand(args.workloads.split(",")):
         print(f"{workload_id} ...", file=sys.stderr, flush=True)
-        results += run_workload(WORKLOADS[workload_id], rounds, seconds, notes, args.threads)
+        results += run_workload(WORKLOADS[workload_id], rounds, seconds, notes, args.threads, host)
+    host.probe()
+    spread = speed_spread(host.seconds)
+    if spread is not None and spread > STEADY:
+        notes.append(
+            f"the host's speed varied by {spread:.0%} during the run (a fixed job timed before "
+            f"each round, {len(host.seconds)} times): these times are not from a steady host"
+        )
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
@@ -425,6 +479,7 @@ def main(argv: list[str] | None = None) -> None:
         "threads": args.threads,
         "rounds": rounds,
         "seconds_per_round": seconds,
+        "host_probe_s": host.seconds,
         "results": results,
         "notes": notes,
     }

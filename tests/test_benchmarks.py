@@ -186,6 +186,17 @@ def test_run_writes_the_table_and_json(tmp_path, monkeypatch, capsys):
     assert all(r["peak_rss_mb"] >= r["steps_peak_rss_mb"] > 0 for r in by_name.values())
     table = (tmp_path / "latest.md").read_text()
     assert "| W1 XOR" in table and table in capsys.readouterr().out
+    # the host's speed, probed before each round and at the end
+    assert len(report["host_probe_s"]) == 3 and "host speed varied by" in table
+
+
+def test_an_unsteady_host_is_said_in_the_table(monkeypatch):
+    """The spread of the host's speed probes is the slowest over the fastest, less one; the
+    table's first line gives it, and a report without probes (an older run's) has none."""
+    assert run.speed_spread([0.002]) is None
+    assert run.speed_spread([0.002, 0.003, 0.0025]) == pytest.approx(0.5)
+    assert run.host_line([0.002, 0.0022]) == "; host speed varied by 10% (2 probes, see HostSpeed)"
+    assert run.host_line([]) == ""
 
 
 def test_p2_peers_agree_on_the_first_generations():
