@@ -192,6 +192,90 @@ def test_integer_arange_refuses_a_step_truncated_to_zero_as_torch():
         sg.arange(0, 5, 0.5, dtype=sg.int64)  # was ten zeros
 
 
+_RANGE_ARGS = [(1, 4), (0, 1, 0.1), (4, 1, -1), (1.5, 4), (-1, 0.2, 0.4), (0.7, 10.2, 1.3)]
+
+
+def _both_ranges(args, dtype):
+    """sg.range and torch.range of ``args`` in ``dtype`` (a name; None: the default), their
+    deprecation warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return [
+            lib.range(*args, **({} if dtype is None else {"dtype": getattr(lib, dtype)}))
+            for lib in (sg, torch)
+        ]
+
+
+@pytest.mark.parametrize(
+    "args, dtype",
+    [(args, dtype) for args in _RANGE_ARGS for dtype in (None, "float64", "float16", "bfloat16")]
+    + [
+        (args, dtype)  # steps of at least 1: a step truncated to 0 crashes PyTorch (below)
+        for args in [(1, 4), (4, 1, -1), (250, 258), (-1.5, 2.5), (6.9, -5.1, -3.7)]
+        for dtype in ("int64", "int32", "uint8", "int16")
+    ],
+    ids=str,
+)
+def test_range_includes_end_with_torchs_values_and_dtype(args, dtype):
+    # end included, the default float dtype for ints too, each value computed in PyTorch's
+    # accumulate type (float32 for 16-bit floats: range(0, 1, 0.1) has 0.3999 in float16)
+    ours, theirs = _both_ranges(args, dtype)
+    assert same_dtype(ours, theirs)
+    np.testing.assert_array_equal(ours.to(sg.float64).array, theirs.double().numpy())
+
+
+def test_range_warns_as_torch_at_the_callers_line():
+    with pytest.warns(UserWarning, match=r"torch.range is deprecated.*torch.arange") as record:
+        sg.range(0, 2)
+    assert record[0].filename == __file__
+
+
+def test_range_writes_out_and_requires_grad():
+    out = sg.empty(2, dtype=sg.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert sg.range(0, 3, out=out) is out
+        assert sg.range(0, 1, 0.5, dtype=sg.float64, requires_grad=True).requires_grad
+    assert out.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        ((1, 0), {}, RuntimeError, "inconsistent with step sign"),
+        ((0, 3, float("nan")), {}, RuntimeError, "step must be nonzero"),
+        ((0, float("inf")), {}, RuntimeError, "unsupported range"),
+        (
+            (0, 3),
+            {"dtype": "bool"},
+            NotImplementedError,
+            "\"range_cpu\" not implemented for 'Bool'",
+        ),
+        ((0, 3), {"dtype": "complex64"}, NotImplementedError, "'ComplexFloat'"),
+        ((0,), {}, TypeError, "end"),
+    ],
+    ids=str,
+)
+def test_range_refuses_what_torch_refuses(args, kwargs, error, match):
+    kwargs = {key: getattr(sg, value) for key, value in kwargs.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(error, match=match):
+            sg.range(*args, **kwargs)
+        with pytest.raises(error):
+            torch.range(
+                *args, **{k: getattr(torch, str(v).split(".")[-1]) for k, v in kwargs.items()}
+            )
+
+
+def test_integer_range_refuses_a_step_truncated_to_zero():
+    # PyTorch 2.13 divides by the truncated step and dies of SIGFPE; scratchgrad raises
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(RuntimeError, match="range: step must be nonzero, got 0"):
+            sg.range(0, 3, 0.5, dtype=sg.int64)
+
+
 def test_arange_with_dtype():
     t = sg.arange(4, dtype=sg.float64)
     assert t.dtype == sg.float64 and t.tolist() == [0.0, 1.0, 2.0, 3.0]

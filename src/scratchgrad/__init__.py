@@ -83,6 +83,7 @@ else:
         randn,
         randn_like,
         randperm,
+        range,
         scalar_tensor,
         tensor,
         tril_indices,

@@ -7,6 +7,7 @@ without a backend raises.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import numbers
@@ -20,8 +21,16 @@ import ml_dtypes
 from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
-from scratchgrad.dtypes import filled_number, python_number, to_array
-from scratchgrad.tensor import Size, Tensor, cat, names_bad_arguments, new_shape, write_out
+from scratchgrad.dtypes import filled_number, python_number, to_array, torch_name
+from scratchgrad.tensor import (
+    Size,
+    Tensor,
+    cat,
+    names_bad_arguments,
+    new_shape,
+    stacklevel_outside,
+    write_out,
+)
 
 # The factories make their arrays through capture_hook.call: while scratchgrad.jit records a
 # step, each replay then makes a new array, as eager steps do (a step may change it in place:
@@ -390,17 +399,61 @@ def _float_arange(xp, start: float, end: float, step: float, dtype) -> Any:
     return _fma(step, lane, first).astype(dtype)
 
 
-def _check_range(start: float, end: float, step: float) -> None:
-    """arange's bounds, checked as PyTorch checks them (NumPy gives an empty range)."""
+def _check_range(start: float, end: float, step: float, op: str = "arange") -> None:
+    """arange's (range's) bounds, checked as PyTorch checks them (NumPy gives an empty range)."""
     if not (step > 0 or step < 0):  # NaN too, with PyTorch's words
-        raise RuntimeError(f"arange: step must be nonzero, got {step}")
+        raise RuntimeError(f"{op}: step must be nonzero, got {step}")
     if not (math.isfinite(start) and math.isfinite(end)):
-        raise RuntimeError(f"arange: unsupported range: {start} -> {end}")
+        raise RuntimeError(f"{op}: unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError(
-            f"arange: upper bound and lower bound inconsistent with step sign: {start} -> {end} "
+            f"{op}: upper bound and lower bound inconsistent with step sign: {start} -> {end} "
             f"by {step}"
         )
+
+
+@_takes_out
+def range(  # noqa: A001 (torch's name)
+    start: float,
+    end: float,
+    step: float = 1,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``[start, end]`` in steps, ``end`` included, as the deprecated ``torch.range`` (with its
+    UserWarning): ``floor((end - start) / step) + 1`` values, of the default float dtype
+    unless ``dtype`` says (ints too), each ``start + i * step`` computed as PyTorch's kernel
+    does, in float64 (float32 for 16-bit dtypes; int64, the bounds truncated, for integers).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     range(1, 2, 0.25)
+    tensor([1.0000, 1.2500, 1.5000, 1.7500, 2.0000])
+    """
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end).",
+        UserWarning,
+        stacklevel=stacklevel_outside(),
+    )
+    dtype = _dtype(dtype)
+    if dtype.kind in "bc":  # PyTorch's kernel has no bool or complex instance
+        raise NotImplementedError(f"\"range_cpu\" not implemented for '{torch_name(dtype)}'")
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    # PyTorch's accumulate type: the bounds are converted to it before anything is checked
+    if dtype.kind in "iu":
+        start, end, step, acc = int(start), int(end), int(step), xp.int64
+    else:
+        acc = xp.float64 if dtype.itemsize >= 4 else xp.float32
+        start, end, step = (acc(v) for v in (start, end, step))
+    _check_range(start, end, step, "range")
+    # the count in acc's precision, truncated (a quotient of one sign: // truncates too)
+    n = (end - start) // step + 1 if acc is xp.int64 else int((end - start) / step + acc(1))
+    values = _xp(device).arange(n, dtype=acc) * step + start
+    return _finish(values.astype(dtype), requires_grad)
 
 
 @_takes_out
@@ -795,7 +848,7 @@ def randperm(
         rng = backend.rng_for(generator)
         if len(shape) == 1:
             return rng.permutation(n).astype(dtype)
-        orders = [rng.permutation(n) for _ in range(math.prod(shape[:-1]))]
+        orders = [rng.permutation(n) for _ in builtins.range(math.prod(shape[:-1]))]
         return xp.stack(orders).reshape(shape).astype(dtype)
 
     return _drawn(draw, (n,), requires_grad, where)
