@@ -65,6 +65,28 @@ def symmetric(n):
     return make
 
 
+def general(eigenvalues):
+    """``P diag(eigenvalues) P^-1``, P of singular values in [1, 2]: real where ``eigenvalues``
+    are, a pair ``a +- bi`` given as the real block [[a, -b], [b, a]] (keyed by ``a + bi``)."""
+    n = len(eigenvalues)
+    block = np.zeros((n, n))
+    i = 0
+    while i < n:
+        value = eigenvalues[i]
+        if isinstance(value, complex):
+            block[i : i + 2, i : i + 2] = [[value.real, -value.imag], [value.imag, value.real]]
+            i += 2
+        else:
+            block[i, i] = value
+            i += 1
+
+    def make(rng, batch):
+        p = with_values(rng, batch, n, n, np.linspace(1.0, 2.0, n))
+        return p @ block @ np.linalg.inv(p)
+
+    return make
+
+
 def triangular_ready(n):
     """A random matrix whose triangles have diagonals away from 0 (in [2, 3] or [-3, -2])."""
 
@@ -150,6 +172,13 @@ CASES = [
     Case("eigh", lambda m, A: _eigh(m, sym(A), "L"), (symmetric(3),)),
     Case("eigh_upper", lambda m, A: _eigh(m, sym(A), "U"), (symmetric(3),)),
     Case("eigvalsh", lambda m, A: m.linalg.eigvalsh(sym(A)), (symmetric(3),)),
+    Case("eig_real_values", lambda m, A: _eig(m, A), (general([2.0, -1.0, 0.5]),)),
+    Case("eig_complex_pair", lambda m, A: _eig(m, A), (general([1 + 1j, None, -2.0]),)),
+    Case(
+        "eigvals",
+        lambda m, A: _real_and_imaginary(m.linalg.eigvals(A)),
+        (general([1 + 2j, None, 3.0]),),
+    ),
     Case("svd_tall", lambda m, A: _svd(m, A, False), (rectangular(4, 3),)),
     Case("svd_wide", lambda m, A: _svd(m, A, False), (rectangular(2, 4),)),
     Case("svd_full", lambda m, A: _svd(m, A, True), (rectangular(4, 2),)),
@@ -217,6 +246,16 @@ def _gaussian_log_density(m, S, x):
 def _eigh(m, A, uplo):
     w, v = m.linalg.eigh(A, UPLO=uplo)
     return w, v * v  # the squares do not depend on the signs
+
+
+def _eig(m, A):
+    """The eigenvalues and the moduli of the eigenvectors' entries (free of their phases)."""
+    L, V = m.linalg.eig(A)
+    return (*_real_and_imaginary(L), V.abs())
+
+
+def _real_and_imaginary(z):
+    return z.real, z.imag
 
 
 def _svd(m, A, full_matrices):

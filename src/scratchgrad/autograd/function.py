@@ -561,6 +561,8 @@ class _SeveralOutputs(Function):
 class _Unpack(Function):
     """One output of a Function with several: entries ``at`` of the packed array."""
 
+    complex_safe = True  # its backward places the gradient, right for complex numbers too
+
     @staticmethod
     def forward(ctx, packed, at, shape, order):
         ctx.at, ctx.size, ctx.order = at, packed.size, order

@@ -8,7 +8,8 @@ formulas written in Tensor operations, so gradients of gradients work. A singula
 (``cholesky``) raises ``LinAlgError``, naming the function and the batch element; ``inv_ex``,
 ``solve_ex``, ``cholesky_ex`` and ``lu_factor_ex`` report it in ``info`` instead. ``legacy``
 holds PyTorch's names outside ``torch.linalg`` (``torch.logdet``, ``torch.svd``, ...), which
-the package root exports. ``eig`` and ``eigvals`` (complex results) are not there.
+the package root exports (with ``geqrf`` and ``orgqr``). ``eig`` and ``eigvals`` take complex
+matrices too and always give complex results.
 
 >>> import scratchgrad as sg
 >>> A = sg.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)
@@ -21,6 +22,7 @@ tensor([[ 0.3750, -0.2500],
 from scratchgrad.linalg.checks import LinAlgError
 from scratchgrad.linalg.decompositions import cholesky, eigh, eigvalsh, qr, svd, svdvals
 from scratchgrad.linalg.derived import det, lstsq, matrix_power, matrix_rank, pinv, slogdet
+from scratchgrad.linalg.eig import eig, eigvals
 from scratchgrad.linalg.extras import (
     cholesky_ex,
     cond,
@@ -48,7 +50,9 @@ __all__ = [
     "cross",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "householder_product",
     "inv",

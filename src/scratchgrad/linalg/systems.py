@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from scratchgrad.autograd.autocast import autocast_policy
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import Function, holomorphic_twin
 from scratchgrad.backend import namespace, xp
 from scratchgrad.linalg.checks import (
     LinAlgError,
@@ -75,6 +75,9 @@ class Solve(Function):
         a, x = ctx.saved_tensors
         grad_b = Solve.apply(a.mT, grad)
         return -(grad_b @ x.mT) if ctx.needs_input_grad[0] else None, grad_b
+
+
+holomorphic_twin(Solve)  # complex systems (eig's backward): A^H and X^H in the gradients
 
 
 def _solver_failed(matrix: Any) -> str:
