@@ -68,6 +68,8 @@ def test_the_readme_counts_the_names_of_the_list():
         *("torch.fft.rfft", "torch.fft.irfft", "torch.fft.fftn", "torch.fft.fftshift"),
         *("torch.fft.hfft", "torch.fft.ihfft", "torch.fft.hfftn", "torch.fft.ihfft2"),
         *("torch.stft", "torch.istft", "torch.Tensor.stft", "torch.Tensor.istft"),
+        *("torch.range", "torch.linalg.eig", "torch.linalg.eigvals", "torch.geqrf"),
+        *("torch.Tensor.geqrf", "torch.orgqr", "torch.Tensor.orgqr"),
     ],
 )
 def test_names_this_work_added_are_found(name):

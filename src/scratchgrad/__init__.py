@@ -270,7 +270,8 @@ else:
     det = linalg.det.__wrapped__  # (torch.det takes no out=, torch.linalg.det does)
     inverse, matrix_power = linalg.inv, linalg.matrix_power
     matrix_exp = linalg.matrix_exp
-    from scratchgrad.linalg.extras import chain_matmul
+    orgqr = linalg.householder_product  # (LAPACK's name for it, with its out=)
+    from scratchgrad.linalg.extras import chain_matmul, geqrf
     from scratchgrad.linalg.legacy import (
         cholesky,
         cholesky_inverse,

@@ -1684,6 +1684,19 @@ class Tensor:
 
         return legacy.lu_solve(self, LU_data, LU_pivots)
 
+    def geqrf(self) -> Any:
+        """``(a, tau)``, the QR factorization in LAPACK's compact form, as ``torch.geqrf``."""
+        from scratchgrad.linalg import extras  # (linalg imports this module)
+
+        return extras.geqrf(self)
+
+    def orgqr(self, input2: Tensor) -> Tensor:
+        """The product of the Householder reflections below the diagonal of this tensor, with
+        the scales ``input2``: ``linalg.householder_product``, as ``torch.orgqr``."""
+        from scratchgrad import linalg  # (linalg imports this module)
+
+        return linalg.householder_product(self, input2)
+
     def qr(self, some: bool = True) -> Any:
         """The QR factorization (Q, R), as the deprecated ``torch.qr``."""
         from scratchgrad.linalg import legacy  # (linalg imports this module)

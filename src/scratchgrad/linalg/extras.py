@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scratchgrad.autograd.autocast import autocast_policy
+from scratchgrad.autograd.function import Function
 from scratchgrad.backend import bfloat16, float16, int32, namespace, xp
 from scratchgrad.creation import eye
 from scratchgrad.dtypes import torch_name
@@ -395,6 +396,51 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if k == 0:  # no reflection: still a result of A and tau (gradient 0), as PyTorch's
         out = out + A[..., :0].sum(-1, keepdim=True) + tau.sum(-1, keepdim=True).unsqueeze(-1)
     return out
+
+
+geqrf_result = namedtuple("geqrf", ["a", "tau"])
+
+
+class Geqrf(Function):
+    """LAPACK's geqrf (through NumPy's ``qr(mode="raw")``, which returns its output as it is,
+    transposed): R on and above the diagonal, the reflectors below it, and their scales. It
+    has no derivative, as PyTorch's."""
+
+    backward_name = "GeqrfBackward0"
+    complex_safe = True  # (its backward only raises)
+
+    @staticmethod
+    def forward(ctx, a):
+        h, tau = namespace(a).linalg.qr(a, mode="raw")
+        return h.swapaxes(-1, -2), tau  # column-major, as PyTorch's
+
+    @staticmethod
+    def backward(ctx, grad_a, grad_tau):
+        raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+@takes_out
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+def geqrf(input: Tensor) -> geqrf_result:
+    """The QR factorization of a matrix (or batch) ``(*, m, n)`` in LAPACK's compact form, as
+    ``torch.geqrf``: ``a`` holds R on and above its diagonal and the Householder vectors
+    ``v_i`` below it (their 1 on the diagonal implied), ``tau`` (*, min(m, n)) their scales,
+    so that ``Q = H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H``: ``householder_product(a, tau)``
+    (``orgqr``) forms Q. Real or complex; no gradient, as PyTorch's.
+
+    >>> import scratchgrad as sg
+    >>> sg.geqrf(sg.tensor([[3.0, 1.0], [4.0, 2.0]])).tau
+    tensor([1.6000, 0.0000])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"geqrf(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if input.dtype.kind in "biu" or input.dtype.itemsize < 4:  # (no LAPACK kernel for them)
+        raise NotImplementedError(
+            f"torch.geqrf: \"geqrf_cpu\" not implemented for '{torch_name(input.dtype)}'"
+        )
+    return geqrf_result(*Geqrf.apply(input))
 
 
 def _check_householder(op: str, A: Tensor, tau: Tensor) -> None:
