@@ -70,6 +70,7 @@ def test_the_readme_counts_the_names_of_the_list():
         *("torch.stft", "torch.istft", "torch.Tensor.stft", "torch.Tensor.istft"),
         *("torch.range", "torch.linalg.eig", "torch.linalg.eigvals", "torch.geqrf"),
         *("torch.Tensor.geqrf", "torch.orgqr", "torch.Tensor.orgqr"),
+        *("torch.linalg.ldl_factor", "torch.linalg.ldl_factor_ex", "torch.linalg.ldl_solve"),
     ],
 )
 def test_names_this_work_added_are_found(name):

@@ -171,3 +171,18 @@ def test_out_takes_complex_tensors_and_refuses_real_ones():
     assert sg.linalg.eigvals(A, out=out) is out
     with pytest.raises(RuntimeError):
         sg.linalg.eigvals(A, out=sg.empty(2))
+
+
+def test_vmap_of_values_and_gradients_is_the_batched_call():
+    # (real matrices: func.grad takes no complex inputs yet)
+    A = sg.tensor(general([1 + 1j, None, -2.0])(np.random.default_rng(9), (3,)), requires_grad=True)
+
+    def loss(x):
+        return _invariant_loss(sg, x, (np.ones(3), np.ones((3, 3))))
+
+    np.testing.assert_array_equal(
+        sg.func.vmap(sg.linalg.eigvals)(A).detach().numpy(), sg.linalg.eigvals(A).detach().numpy()
+    )
+    batched = sg.func.vmap(sg.func.grad(loss))(A)
+    (whole,) = sg.autograd.grad(loss(A), A)
+    np.testing.assert_allclose(batched.detach().numpy(), whole.numpy(), rtol=1e-12, atol=1e-13)

@@ -91,3 +91,9 @@ def test_errors_are_pytorchs(name):
     for m in (torch, sg):
         with pytest.raises(error, match=match):
             call(m)
+
+
+def test_vmap_is_the_batched_call():
+    A = sg.tensor(_matrix((3, 4, 2), "float64"))
+    for ours, whole in zip(sg.func.vmap(sg.geqrf)(A), sg.geqrf(A)):
+        np.testing.assert_array_equal(ours.numpy(), whole.numpy())

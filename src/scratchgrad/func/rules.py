@@ -24,6 +24,8 @@ from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.linalg import decompositions, derived, norms, systems
+from scratchgrad.linalg.eig import Eig
+from scratchgrad.linalg.extras import Geqrf
 from scratchgrad.linalg.legacy import CholeskySolve
 from scratchgrad.linalg.lu import LUFactor, Permutation
 from scratchgrad.linalg.matrix_exp import MatrixExp
@@ -346,7 +348,7 @@ UNARY = [
 LINALG = [
     systems.Inv, systems.Solve, systems.SolveTriangular, decompositions.Cholesky,
     decompositions.QR, decompositions.Eigh, decompositions.SVD, derived.Det, derived.Slogdet,
-    derived.Pinv, MatrixExp, CholeskySolve, LUFactor, Permutation,
+    derived.Pinv, MatrixExp, CholeskySolve, LUFactor, Permutation, Eig, Geqrf,
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,

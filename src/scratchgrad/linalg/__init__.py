@@ -36,6 +36,7 @@ from scratchgrad.linalg.extras import (
     tensorsolve,
     vander,
 )
+from scratchgrad.linalg.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from scratchgrad.linalg.lu import lu, lu_factor, lu_factor_ex, lu_solve
 from scratchgrad.linalg.matrix_exp import matrix_exp
 from scratchgrad.linalg.norms import cross, matrix_norm, norm, vecdot, vector_norm
@@ -57,6 +58,9 @@ __all__ = [
     "householder_product",
     "inv",
     "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
     "lstsq",
     "lu",
     "lu_factor",

@@ -1,0 +1,261 @@
+"""The LDL factorization of a symmetric (possibly indefinite) matrix, ``ldl_factor``,
+``ldl_factor_ex`` and ``ldl_solve``, in LAPACK's format: Bunch-Kaufman pivoting as its unblocked
+sytf2 (lower triangle) does it, since NumPy has no sytrf, and the solve as its sytrs. Neither
+has a derivative, as in PyTorch.
+
+``LD`` holds the unit lower triangular ``L`` below its diagonal and the blocks of ``D`` (1 x 1,
+or 2 x 2 where a pivot is a pair of rows) on and under it; ``pivots`` (int32, 1-based) are
+LAPACK's ``ipiv``: ``k`` > 0 where rows i and k were swapped for a 1 x 1 block, ``-k`` twice
+for a 2 x 2 block whose second row was swapped with row k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+from scratchgrad.backend import int32, namespace
+from scratchgrad.dtypes import torch_name
+from scratchgrad.linalg.checks import LinAlgError, check_input, empty_in_any_dtype
+from scratchgrad.linalg.systems import broadcast_batch, check_system
+from scratchgrad.tensor import Tensor, _kept_without_derivative
+
+linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _sytf2(a: Any) -> tuple[Any, Any, int]:
+    """LAPACK's sytf2 of one matrix ``a`` (n, n), its lower triangle read and overwritten:
+    ``(LD, ipiv, info)``, info the (1-based) first zero block of D, 0 if none. Every
+    comparison and update in ``a``'s dtype, in LAPACK's order. NOTE: no NaN test, as the
+    LAPACK PyTorch 2.13 links (a NaN diagonal entry gives a 2 x 2 pivot there)."""
+    module = namespace(a)
+    n = a.shape[-1]
+    one = a.dtype.type(1)
+    alpha = (one + module.sqrt(a.dtype.type(17))) / a.dtype.type(8)
+    ipiv = module.zeros(n, dtype=int32)
+    info, k = 0, 0
+    while k < n:
+        step, absakk = 1, abs(a[k, k])
+        imax = k + 1 + int(module.argmax(module.abs(a[k + 1 :, k]))) if k < n - 1 else k
+        colmax = abs(a[imax, k]) if k < n - 1 else a.dtype.type(0)
+        if absakk == 0 and colmax == 0:  # a zero column: D(k, k) is 0, nothing to do
+            info, kp = info or k + 1, k
+        else:
+            kp = k if absakk >= alpha * colmax else _pivot(a, k, imax, absakk, colmax, alpha)
+            if kp < 0:  # a 2 x 2 block of rows k and k + 1, this row swapped into k + 1
+                step, kp = 2, -kp - 1
+            _interchange(a, k, k + step - 1, kp)
+            if step == 1:
+                _eliminate_one(a, k, one)
+            else:
+                _eliminate_two(a, k, one)
+        ipiv[k : k + step] = kp + 1 if step == 1 else -(kp + 1)
+        k += step
+    return a, ipiv, info
+
+
+def _pivot(a: Any, k: int, imax: int, absakk: Any, colmax: Any, alpha: Any) -> int:
+    """Bunch-Kaufman's choice where column k's diagonal entry is small: k, imax (a 1 x 1 block
+    of row imax), or -imax - 1 (a 2 x 2 block of rows k and imax)."""
+    module = namespace(a)
+    rowmax = module.abs(a[imax, k:imax]).max()  # row imax left of the diagonal...
+    if imax < a.shape[-1] - 1:  # ...and column imax below it
+        rowmax = max(rowmax, module.abs(a[imax + 1 :, imax]).max())
+    if absakk >= alpha * colmax * (colmax / rowmax):
+        return k
+    if abs(a[imax, imax]) >= alpha * rowmax:
+        return imax
+    return -imax - 1
+
+
+def _interchange(a: Any, k: int, kk: int, kp: int) -> None:
+    """Rows and columns kk and kp swapped in the trailing lower triangle, as sytf2 does."""
+    if kp == kk:
+        return
+    a[kp + 1 :, [kk, kp]] = a[kp + 1 :, [kp, kk]]
+    column, row = a[kk + 1 : kp, kk].copy(), a[kp, kk + 1 : kp].copy()
+    a[kk + 1 : kp, kk], a[kp, kk + 1 : kp] = row, column
+    a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+    if kk > k:  # a 2 x 2 block: its off-diagonal entry moves with the row
+        a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+
+
+def _eliminate_one(a: Any, k: int, one: Any) -> None:
+    """The trailing matrix less ``x x^T / d`` (BLAS syr's rounding), and ``x / d``, for the
+    1 x 1 pivot d = a[k, k] and its column x below it."""
+    module = namespace(a)
+    d = one / a[k, k]
+    x = a[k + 1 :, k]
+    a[k + 1 :, k + 1 :] += module.tril(module.outer(x, -d * x))
+    a[k + 1 :, k] = x * d
+
+
+def _eliminate_two(a: Any, k: int, one: Any) -> None:
+    """The trailing matrix less the update of the 2 x 2 pivot of rows k and k + 1, written as
+    sytf2 writes it (by columns j, each W's entries first)."""
+    n = a.shape[-1]
+    if k >= n - 2:
+        return
+    d21 = a[k + 1, k]
+    d11 = a[k + 1, k + 1] / d21
+    d22 = a[k, k] / d21
+    t = one / (d11 * d22 - one)
+    d21 = t / d21
+    for j in range(k + 2, n):
+        wk = d21 * (d11 * a[j, k] - a[j, k + 1])
+        wkp1 = d21 * (d22 * a[j, k + 1] - a[j, k])
+        a[j:, j] = a[j:, j] - a[j:, k] * wk - a[j:, k + 1] * wkp1  # (LAPACK's order)
+        a[j, k], a[j, k + 1] = wk, wkp1
+
+
+def _factor(A: Tensor, op: str) -> tuple[Tensor, Tensor, Tensor]:
+    """``(LD, pivots, info)`` of each matrix of ``A`` (a loop over the batch: the pivots differ
+    per matrix); LD's strict upper triangle zero, as PyTorch's. Real matrices only (complex
+    ones are refused, as by the other linalg functions): ``hermitian`` changes nothing there."""
+    check_input(op, A, square=True)
+    module = namespace(A.array)
+    n = A.shape[-1]
+    matrices = module.array(A.array, copy=True).reshape(math.prod(A.shape[:-2]), n, n)
+    ipivs = module.zeros((len(matrices), n), dtype=int32)
+    infos = module.zeros(len(matrices), dtype=int32)
+    for i, matrix in enumerate(matrices):
+        _, ipivs[i], infos[i] = _sytf2(matrix)
+    LD = Tensor._make(module.tril(matrices).reshape(A.shape))
+    pivots = Tensor._make(ipivs.reshape(*A.shape[:-1]))
+    info = Tensor._make(infos.reshape(A.shape[:-2]))
+    return _kept_without_derivative(A, LD, "linalg_ldl_factor_ex"), pivots, info
+
+
+@empty_in_any_dtype()
+def ldl_factor_ex(
+    A: Tensor, *, hermitian: bool = False, check_errors: bool = False
+) -> linalg_ldl_factor_ex:
+    """The LDL factorization of a symmetric matrix (or batch), of its lower triangle, as
+    ``torch.linalg.ldl_factor_ex``: ``(LD, pivots, info)``, info (int32) the 1-based index of
+    the first zero block of D (the matrix is singular), 0 where there is none; with
+    ``check_errors`` a nonzero info raises. LAPACK's Bunch-Kaufman pivots (see the module);
+    no derivative. Real matrices only (``hermitian`` is the same for them).
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.ldl_factor_ex(sg.tensor([[0.0, 1.0], [1.0, 0.0]])).pivots
+    tensor([-2, -2], dtype=scratchgrad.int32)
+    """
+    LD, pivots, info = _factor(A, "torch.linalg.ldl_factor_ex")
+    if check_errors:
+        _raise_if_singular("torch.linalg.ldl_factor_ex", info)
+    return linalg_ldl_factor_ex(LD, pivots, info)
+
+
+@empty_in_any_dtype()
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> linalg_ldl_factor:
+    """``(LD, pivots)`` of ``ldl_factor_ex``, as ``torch.linalg.ldl_factor``: a singular
+    matrix (a zero block of D) raises ``LinAlgError`` (PyTorch 2.13 fails there with an
+    internal assert, "Unknown error code").
+
+    >>> import scratchgrad as sg
+    >>> sg.linalg.ldl_factor(sg.tensor([[4.0, 2.0], [2.0, 3.0]])).LD
+    tensor([[4.0000, 0.0000],
+            [0.5000, 2.0000]])
+    """
+    LD, pivots, info = _factor(A, "torch.linalg.ldl_factor_ex")
+    _raise_if_singular("torch.linalg.ldl_factor", info)
+    return linalg_ldl_factor(LD, pivots)
+
+
+def _raise_if_singular(op: str, info: Tensor) -> None:
+    codes = info.array.reshape(-1)
+    if codes.any():
+        element = int(codes.nonzero()[0][0])
+        where = f"(Batch element {element}): " if info.ndim else ""
+        raise LinAlgError(
+            f"{op}: {where}The factorization could not be completed because the input is "
+            f"singular: the diagonal block D({codes[element]}, {codes[element]}) is zero."
+        )
+
+
+def _sytrs(ld: Any, ipiv: Any, b: Any) -> Any:
+    """LAPACK's sytrs (lower) of one factorization: ``b`` (n, k) overwritten with the solution
+    of ``A X = b``, first ``L D Y = P b``, then ``L^T P^T X = Y``."""
+    module = namespace(b)
+    n, k = ld.shape[-1], 0
+    while k < n:  # L D Y = P b
+        if ipiv[k] > 0:
+            _swap(b, k, ipiv[k] - 1)
+            b[k + 1 :] -= module.outer(ld[k + 1 :, k], b[k])
+            b[k] /= ld[k, k]
+            k += 1
+            continue
+        _swap(b, k + 1, -ipiv[k] - 1)
+        b[k + 2 :] -= module.outer(ld[k + 2 :, k], b[k])
+        b[k + 2 :] -= module.outer(ld[k + 2 :, k + 1], b[k + 1])
+        akm1k = ld[k + 1, k]
+        akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+        denom = akm1 * ak - 1
+        bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+        b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+        k += 2
+    k = n - 1
+    while k >= 0:  # L^T P^T X = Y
+        b[k] -= ld[k + 1 :, k] @ b[k + 1 :]
+        if ipiv[k] > 0:
+            _swap(b, k, ipiv[k] - 1)
+            k -= 1
+            continue
+        b[k - 1] -= ld[k + 1 :, k - 1] @ b[k + 1 :]
+        _swap(b, k, -ipiv[k] - 1)
+        k -= 2
+    return b
+
+
+def _swap(b: Any, i: int, j: int) -> None:
+    if i != j:
+        b[[i, j]] = b[[j, i]]
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
+    """The solution ``X`` of ``A X = B`` from ``ldl_factor``'s ``(LD, pivots)`` of ``A``, as
+    ``torch.linalg.ldl_solve`` (LAPACK's sytrs), the batch dims broadcast; no derivative.
+
+    >>> import scratchgrad as sg
+    >>> LD, pivots = sg.linalg.ldl_factor(sg.tensor([[4.0, 2.0], [2.0, 3.0]]))
+    >>> sg.linalg.ldl_solve(LD, pivots, sg.tensor([[6.0], [5.0]]))
+    tensor([[1.],
+            [1.]])
+    """
+    op = "torch.linalg.ldl_solve"
+    check_input(op, LD, square=True)
+    check_input(op, B, "B")
+    _check_pivots(op, LD, pivots)
+    if B.dtype != LD.dtype:
+        raise RuntimeError(
+            f"{op}: Expected b and A to have the same dtype, but found b of type "
+            f"{torch_name(B.dtype)} and A of type {torch_name(LD.dtype)} instead."
+        )
+    n = LD.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for {op}: each A matrix is {n} by {n} but each b matrix "
+            f"is {B.shape[-2]} by {B.shape[-1]}"
+        )
+    check_system(op, LD, B, True)  # (the batch dims)
+    module = namespace(B.array)
+    ld, b = broadcast_batch(LD.array, B.array)
+    ipiv = module.broadcast_to(pivots.array, (*b.shape[:-2], LD.shape[-1]))
+    n, k = b.shape[-2:]
+    solution = module.array(b, copy=True).reshape(-1, n, k)
+    for x, factors, order in zip(solution, ld.reshape(-1, n, n), ipiv.reshape(-1, n)):
+        _sytrs(factors, order, x)
+    out = Tensor._make(solution.reshape(b.shape))
+    return _kept_without_derivative(B if B.requires_grad else LD, out, "linalg_ldl_solve")
+
+
+def _check_pivots(op: str, LD: Tensor, pivots: Tensor) -> None:
+    if pivots.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got {torch_name(pivots.dtype)}")
+    if pivots.shape != LD.shape[:-1]:
+        raise RuntimeError(
+            f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with "
+            f"shape {list(pivots.shape)} instead"
+        )
