@@ -69,7 +69,8 @@ def test_the_readme_counts_the_names_of_the_list():
         *("torch.fft.hfft", "torch.fft.ihfft", "torch.fft.hfftn", "torch.fft.ihfft2"),
         *("torch.stft", "torch.istft", "torch.Tensor.stft", "torch.Tensor.istft"),
         *("torch.range", "torch.linalg.eig", "torch.linalg.eigvals", "torch.geqrf"),
-        *("torch.Tensor.geqrf", "torch.orgqr", "torch.Tensor.orgqr"),
+        *("torch.Tensor.geqrf", "torch.orgqr", "torch.Tensor.orgqr", "torch.ormqr"),
+        "torch.Tensor.ormqr",
         *("torch.linalg.ldl_factor", "torch.linalg.ldl_factor_ex", "torch.linalg.ldl_solve"),
     ],
 )

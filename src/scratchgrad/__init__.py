@@ -271,7 +271,7 @@ else:
     inverse, matrix_power = linalg.inv, linalg.matrix_power
     matrix_exp = linalg.matrix_exp
     orgqr = linalg.householder_product  # (LAPACK's name for it, with its out=)
-    from scratchgrad.linalg.extras import chain_matmul, geqrf
+    from scratchgrad.linalg.extras import chain_matmul, geqrf, ormqr
     from scratchgrad.linalg.legacy import (
         cholesky,
         cholesky_inverse,

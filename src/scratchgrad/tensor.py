@@ -1697,6 +1697,15 @@ class Tensor:
 
         return linalg.householder_product(self, input2)
 
+    def ormqr(
+        self, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False
+    ) -> Tensor:
+        """``input3`` multiplied by the product of this tensor's Householder reflections with
+        the scales ``input2``, as ``torch.ormqr``."""
+        from scratchgrad.linalg import extras  # (linalg imports this module)
+
+        return extras.ormqr(self, input2, input3, left, transpose)
+
     def qr(self, some: bool = True) -> Any:
         """The QR factorization (Q, R), as the deprecated ``torch.qr``."""
         from scratchgrad.linalg import legacy  # (linalg imports this module)

@@ -97,3 +97,83 @@ def test_vmap_is_the_batched_call():
     A = sg.tensor(_matrix((3, 4, 2), "float64"))
     for ours, whole in zip(sg.func.vmap(sg.geqrf)(A), sg.geqrf(A)):
         np.testing.assert_array_equal(ours.numpy(), whole.numpy())
+
+
+ORMQR_SHAPES = [  # (input, other, left): Q of input's rows (other's rows if left, else columns)
+    ((5, 3), (5, 2), True),
+    ((3, 5), (3, 4), True),
+    ((4, 4), (2, 4), False),
+    ((2, 3, 2), (2, 4, 3), False),
+    ((2, 4, 3), (2, 4, 2), True),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("shapes", ORMQR_SHAPES, ids=str)
+def test_ormqr_values_and_gradients_are_pytorchs(shapes, transpose, dtype):
+    input_shape, other_shape, left = shapes
+    a = _matrix(input_shape, dtype, seed=2)
+    a, tau = (x.numpy() for x in torch.geqrf(torch.tensor(a)))
+    side = other_shape[-2] if left else other_shape[-1]
+    tau = tau[..., : min(side, input_shape[-1])]
+    c = _matrix(other_shape, dtype, seed=3)
+    weights = _matrix(other_shape, dtype, seed=4)
+    results = []
+    for m in (sg, torch):
+        xs = [m.tensor(x, requires_grad=True) for x in (a, tau, c)]
+        out = m.ormqr(*xs, left=left, transpose=transpose)
+        grads = m.autograd.grad((out * m.tensor(weights)).sum(), xs)
+        results.append([out.detach().numpy(), *(g.numpy() for g in grads)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **TOLERANCES[dtype])
+
+
+def test_ormqr_with_geqrfs_result_is_q_times_other():
+    a = _matrix((5, 3), "float64", seed=5)
+    factors = sg.geqrf(sg.tensor(a))
+    c = sg.tensor(_matrix((5, 2), "float64", seed=6))
+    q = sg.linalg.householder_product(  # the square Q: two columns more, without reflections
+        sg.cat([factors.a, sg.zeros(5, 2, dtype=sg.float64)], 1),
+        sg.cat([factors.tau, sg.zeros(2, dtype=sg.float64)]),
+    )
+    np.testing.assert_allclose(factors.a.ormqr(factors.tau, c).numpy(), (q @ c).numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        sg.ormqr(*factors, c, transpose=True).numpy(), (q.mT @ c).numpy(), atol=1e-12
+    )
+
+
+ORMQR_ERRORS = {
+    "other_rows": lambda m, a, t, c: m.ormqr(a, t, c[:4]),
+    "other_columns": lambda m, a, t, c: m.ormqr(a, t, c.mT[:, :4], left=False),
+    "tau_count": lambda m, a, t, c: m.ormqr(a, t[:2], c),
+    "tau_dims": lambda m, a, t, c: m.ormqr(a, t.expand(2, 3), c),
+    "other_dims": lambda m, a, t, c: m.ormqr(a.expand(2, 5, 3), t.expand(2, 3), c),
+    "other_batch": lambda m, a, t, c: m.ormqr(a.expand(2, 5, 3), t.expand(2, 3), c.expand(3, 5, 2)),
+    "tau_dtype": lambda m, a, t, c: m.ormqr(a, t.float(), c),
+    "other_dtype": lambda m, a, t, c: m.ormqr(a, t, c.float()),
+    "vector": lambda m, a, t, c: m.ormqr(a, t, c[0]),
+    "int": lambda m, a, t, c: m.ormqr(a.int(), t.int(), c.int()),
+}
+
+
+@pytest.mark.parametrize("name", ORMQR_ERRORS)
+def test_ormqr_errors_are_pytorchs(name):
+    arrays = [_matrix((5, 3), "float64"), _matrix((3,), "float64"), _matrix((5, 2), "float64")]
+    with pytest.raises(RuntimeError) as theirs:
+        ORMQR_ERRORS[name](torch, *(torch.tensor(x) for x in arrays))
+    with pytest.raises(type(theirs.value)) as ours:
+        ORMQR_ERRORS[name](sg, *(sg.tensor(x) for x in arrays))
+    if type(theirs.value) is RuntimeError:
+        assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("left, transpose", [(True, False), (False, True)])
+def test_ormqr_gradcheck_and_gradgradcheck(left, transpose):
+    def call(a, tau, c):
+        return sg.ormqr(a, tau, c, left=left, transpose=transpose)
+
+    xs = [_matrix(shape, "float64", seed=7) for shape in ((2, 4, 3), (2, 3), (2, 4, 4))]
+    xs = [sg.tensor(x, requires_grad=True) for x in xs]
+    assert sg.autograd.gradcheck(call, xs)
+    assert sg.autograd.gradgradcheck(call, xs)

@@ -8,8 +8,9 @@ formulas written in Tensor operations, so gradients of gradients work. A singula
 (``cholesky``) raises ``LinAlgError``, naming the function and the batch element; ``inv_ex``,
 ``solve_ex``, ``cholesky_ex`` and ``lu_factor_ex`` report it in ``info`` instead. ``legacy``
 holds PyTorch's names outside ``torch.linalg`` (``torch.logdet``, ``torch.svd``, ...), which
-the package root exports (with ``geqrf`` and ``orgqr``). ``eig`` and ``eigvals`` take complex
-matrices too and always give complex results.
+the package root exports (with ``geqrf``, ``orgqr`` and ``ormqr``). ``eig`` and ``eigvals``
+take complex matrices too and always give complex results; ``ldl_factor`` and ``ldl_solve``
+have no derivative, as in PyTorch.
 
 >>> import scratchgrad as sg
 >>> A = sg.tensor([[4.0, 2.0], [2.0, 3.0]], requires_grad=True)

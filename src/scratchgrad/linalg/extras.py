@@ -1,7 +1,8 @@
 """The rest of ``torch.linalg``'s real functions: ``inv_ex``, ``cholesky_ex`` and ``solve_ex``
 (which report failures instead of raising), ``cond``, ``multi_dot``, ``tensorinv``,
 ``tensorsolve``, ``vander``, ``householder_product`` and the aliases ``diagonal`` and
-``matmul``, built on the others; and ``multi_dot``'s older form ``torch.chain_matmul``."""
+``matmul``, built on the others; ``multi_dot``'s older form ``torch.chain_matmul``; and the
+Householder functions outside ``torch.linalg``, ``geqrf`` and ``ormqr``."""
 
 from __future__ import annotations
 
@@ -396,6 +397,68 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if k == 0:  # no reflection: still a result of A and tau (gradient 0), as PyTorch's
         out = out + A[..., :0].sum(-1, keepdim=True) + tau.sum(-1, keepdim=True).unsqueeze(-1)
     return out
+
+
+@takes_out
+@autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
+def ormqr(
+    input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False
+) -> Tensor:
+    """``other`` multiplied by ``Q = H_1 ... H_k``, the product of the Householder reflections
+    of ``(input, tau)`` as ``householder_product`` reads them (``geqrf``'s result), without
+    forming Q, as ``torch.ormqr``: ``Q C`` (``C Q`` if not ``left``; ``Q^T`` for Q with
+    ``transpose``). Composed of matrix products, one per reflection, so its gradients (to
+    ``input``'s reflectors, ``tau`` and ``other``) are those of the composition. Real matrices.
+
+    >>> import scratchgrad as sg
+    >>> sg.ormqr(sg.tensor([[1.0], [1.0]]), sg.tensor([1.0]), sg.tensor([[1.0], [2.0]]))
+    tensor([[-2.],
+            [-1.]])
+    """
+    _check_ormqr(input, tau, other, left)
+    m, k = input.shape[-2], tau.shape[-1]
+    reflectors = input[..., :k].tril(-1) + eye(m, k, dtype=input.dtype, device=input.device)
+    out = other
+    # Q C applies H_k first, Q^T C H_1 first; C Q applies H_1 first, C Q^T H_k first
+    for i in range(k) if left == transpose else reversed(range(k)):
+        v, scale = reflectors[..., i : i + 1], tau[..., i, None, None]
+        out = out - (scale * v) @ (v.mT @ out) if left else out - ((out @ v) * scale) @ v.mT
+    return out
+
+
+def _check_ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool) -> None:
+    """PyTorch's checks of ormqr's arguments, in its order."""
+    op = "torch.ormqr"
+    for name, x in (("input", input), ("other", other)):
+        if x.ndim < 2:
+            raise RuntimeError(f"{op}: {name} must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"{op}: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.shape[-1] != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(
+            f"{op}: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])"
+        )
+    for name, x, extra in (("tau", tau, 1), ("other", other, 0)):
+        if input.ndim - x.ndim != extra:
+            wanted = "one dimension less than" if extra else "the same number of dimensions as"
+            raise RuntimeError(
+                f"{op}: Expected {name} to have {wanted} input, but got {name}.ndim equal to "
+                f"{x.ndim} and input.ndim is equal to {input.ndim}"
+            )
+    for name, batch in (("tau", tau.shape[:-1]), ("other", other.shape[:-2])):
+        if batch != input.shape[:-2]:
+            raise RuntimeError(
+                f"{op}: Expected batch dimensions of {name} to be equal to input.shape[:-2], but "
+                f"got {list(batch)}"
+            )
+    for name, x in (("tau", tau), ("other", other)):
+        if x.dtype != input.dtype:
+            raise RuntimeError(
+                f"{op}: Expected input and {name} to have the same dtype, but input has dtype"
+                f"{torch_name(input.dtype)} and {name} has dtype {torch_name(x.dtype)}"
+            )
+    check_floating(op, input, kernel="ormqr_cpu")
 
 
 geqrf_result = namedtuple("geqrf", ["a", "tau"])
