@@ -364,14 +364,23 @@ def test_orthogonal_default_map_of_a_matrix_not_square_is_householder(shape):
     assert_orthogonal(layer.weight)
 
 
-@pytest.mark.parametrize("orthogonal_map", ["householder", None])
-def test_orthogonal_householder_without_trivialization_raises_first(orthogonal_map):
-    """It would need geqrf to make the weight into reflectors."""
-    layer = sg.nn.Linear(2, 3)
-    weight = layer.weight
-    with pytest.raises(NotImplementedError, match="householder.* needs geqrf"):
-        parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map, use_trivialization=False)
-    assert type(layer) is sg.nn.Linear and layer.weight is weight
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4)])
+def test_orthogonal_householder_without_trivialization_matches_torch(shape):
+    """The original is made of geqrf's reflectors (it raised for want of geqrf), at
+    registration and at each assignment."""
+    make = lambda nn: nn.Linear(shape[1], shape[0])  # noqa: E731
+    options = {"orthogonal_map": "householder", "use_trivialization": False}
+    ours, theirs = parametrized_pair(make, orthogonal(**options))
+    assert list(ours.state_dict()) == ["bias", "parametrizations.weight.original"]
+    assert_states_close(ours, theirs)
+    assert_close(ours.weight, theirs.weight)
+    assert_orthogonal(ours.weight)
+    train_against_torch(ours, theirs, inputs((5, shape[1])), "float64", lr=0.1)
+    value = np.random.default_rng(7).standard_normal(shape)
+    value[..., 1:, 0] = 0  # no reflection in the first column: tau 0, its sign negated
+    ours.weight, theirs.weight = sg.tensor(value), torch.tensor(value)
+    assert_states_close(ours, theirs)
+    assert_close(ours.weight, theirs.weight)
 
 
 # ---- Module methods on the parametrized layers -----------------------------------------------

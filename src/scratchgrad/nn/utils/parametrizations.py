@@ -3,9 +3,8 @@ orthogonal matrices as parametrizations (``nn.utils.parametrize``), with PyTorch
 ``state_dict`` keys (``parametrizations.weight.original0``, ...) and arithmetic.
 
 ``orthogonal``'s ``"householder"`` map (PyTorch's default for a matrix that is not square)
-without the trivialization would need ``geqrf`` to turn the initial weight into reflectors,
-which scratchgrad does not have: asking for it raises NotImplementedError before the module
-changes.
+without the trivialization turns the initial (or assigned) weight into reflectors with
+``geqrf``, as PyTorch's.
 """
 
 from __future__ import annotations
@@ -17,12 +16,13 @@ from scratchgrad import linalg
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.creation import eye, randn
 from scratchgrad.dtypes import finfo
+from scratchgrad.linalg.extras import geqrf
 from scratchgrad.nn import functional as F
 from scratchgrad.nn.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from scratchgrad.nn.module import Module
 from scratchgrad.nn.utils import parametrize
 from scratchgrad.nn.utils.reparametrize import _norm_except_dim
-from scratchgrad.tensor import Tensor, cat
+from scratchgrad.tensor import Tensor, cat, where
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
@@ -71,12 +71,6 @@ class _Orthogonal(Module):
                 "needs "
                 "a complex QR decomposition, which scratchgrad does not have yet"
             )
-        if orthogonal_map is _OrthMaps.householder and not use_trivialization:
-            raise NotImplementedError(
-                'orthogonal: orthogonal_map="householder" with use_trivialization=False needs '
-                "geqrf, which scratchgrad does not have yet; keep use_trivialization=True or "
-                'pass orthogonal_map="matrix_exp" or "cayley"'
-            )
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
         if use_trivialization:
@@ -97,14 +91,17 @@ class _Orthogonal(Module):
     def right_inverse(self, Q: Tensor) -> Tensor:
         """With the trivialization: ``base`` becomes ``Q`` made orthogonal (completed to a
         square matrix with random columns if ``Q`` is not square), and the original is -I,
-        which the map sends to the identity. Without: not possible (NotImplementedError: the
-        registration keeps the value as the original, as PyTorch)."""
+        which the map sends to the identity. Without: the reflectors of ``Q``'s QR
+        decomposition for the Householder map, not possible for the others
+        (NotImplementedError: the registration keeps the value as the original, as PyTorch)."""
         if Q.shape != self.shape:
             raise ValueError(
                 f"Expected a matrix or batch of matrices of shape {self.shape}. "
                 f"Got a tensor of shape {Q.shape}."
             )
         if not hasattr(self, "base"):
+            if self.orthogonal_map is _OrthMaps.householder:
+                return _reflectors(Q)
             raise NotImplementedError(
                 "It is not possible to assign to the matrix exponential or the Cayley "
                 "parametrizations when use_trivialization=False."
@@ -142,6 +139,18 @@ def _householder(X: Tensor) -> Tensor:
     return Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
 
 
+def _reflectors(Q: Tensor) -> Tensor:
+    """The original whose ``_householder`` is ``Q`` made orthogonal, as PyTorch's: ``geqrf``'s
+    reflectors, and on the diagonal the signs of R's (Q R with R's diagonal positive), negated
+    where geqrf made no reflection (tau 0), which the map's tau of 2 makes."""
+    transposed = Q.shape[-2] < Q.shape[-1]
+    with no_grad():
+        A, tau = geqrf(Q.mT if transposed else Q)
+        signs = A.diagonal(dim1=-2, dim2=-1).sign()
+        A.diagonal(dim1=-2, dim2=-1).copy_(where(tau == 0, -signs, signs))
+    return A.mT if transposed else A
+
+
 def _orthogonal_base(Q: Tensor) -> Tensor:
     """A square orthogonal matrix whose first columns are (tall) ``Q`` made orthogonal."""
     n, k = Q.shape[-2:]
@@ -168,9 +177,8 @@ def orthogonal(
     ``module.parametrizations.<name>[0].base``, which the initial value (made orthogonal by a
     QR decomposition if it is not) and each assigned value become. Returns the module.
 
-    ``"householder"`` with ``use_trivialization=False`` needs ``geqrf`` (the initial value
-    made into reflectors), which scratchgrad does not have yet: it raises NotImplementedError;
-    so does a complex weight (PyTorch's unitary case needs a complex QR decomposition).
+    A complex weight raises NotImplementedError (PyTorch's unitary case needs a complex QR
+    decomposition).
 
     >>> import scratchgrad as sg
     >>> from scratchgrad import nn
