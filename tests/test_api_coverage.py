@@ -88,8 +88,9 @@ def write_report() -> None:
         "",
         f"scratchgrad has **{len(NAMES) - len(absent)} of the {len(NAMES)}** names of PyTorch's "
         "most used API listed in `tests/torch_api_names.txt` (written from PyTorch 2.13's "
-        "documentation: `torch.*`, `Tensor.*`, `nn.*`, `nn.functional.*`, `nn.init`, `optim`, "
-        "`utils.data`, `autograd`, `cuda`, `backends`). `tests/test_api_coverage.py` checks that "
+        "documentation: `torch.*`, `Tensor.*`, `linalg`, `nn.*`, `nn.functional.*`, `nn.init`, "
+        "`optim`, `utils.data`, `autograd`, `cuda`, `backends`). `tests/test_api_coverage.py` "
+        "checks that "
         "every name counted as covered exists; `python tests/test_api_coverage.py` rewrites this "
         "page.",
         "",
