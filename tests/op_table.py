@@ -1868,6 +1868,30 @@ OPS = [
         lambda m, x: m.linalg.eigvalsh(_spd(m, x), UPLO="U"),
         shapes="nonempty2+",
     ),
+    Op(  # eigenvalues (real: _square's stay apart on the real line) and |eigenvectors|
+        "linalg_eig",
+        lambda m, x: (lambda w, v: m.cat([w.real.unsqueeze(-2), v.abs()], -2))(
+            *m.linalg.eig(_square(m, x))
+        ),
+        shapes="nonempty2+",
+    ),
+    Op(
+        "linalg_eigvals",
+        lambda m, x: m.linalg.eigvals(_square(m, x).mT).real,
+        shapes="nonempty2+",
+    ),
+    Op(  # LAPACK's compact QR, without a derivative
+        "geqrf",
+        lambda m, x: (lambda a, tau: m.cat([a.flatten(-2), tau], -1))(*m.geqrf(_tall(m, x))),
+        shapes="nonempty2+",
+        grad=False,
+    ),
+    Op(  # a matrix times Q of reflectors below the diagonal of a tall one (see above)
+        "ormqr",
+        lambda m, x: (lambda a: m.ormqr(a, _reflector_scales(a, x), a.flip(-1)))(_tall(m, x)),
+        shapes="nonempty2+",
+        normwise=True,
+    ),
     Op(  # singular vectors up to sign, as eigh's
         "linalg_svd",
         lambda m, x: _svd_parts(m, _tall(m, x)),
