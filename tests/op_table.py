@@ -1892,6 +1892,18 @@ OPS = [
         shapes="nonempty2+",
         normwise=True,
     ),
+    Op(  # Bunch-Kaufman's pivots of a symmetric indefinite matrix (no derivative)
+        "linalg_ldl_factor",
+        lambda m, x: m.linalg.ldl_factor(_indefinite(m, x)).LD,
+        shapes="nonempty2+",
+        grad=False,
+    ),
+    Op(
+        "linalg_ldl_solve",
+        lambda m, x: m.linalg.ldl_solve(*m.linalg.ldl_factor(_indefinite(m, x)), x),
+        shapes="nonempty2+",
+        grad=False,
+    ),
     Op(  # singular vectors up to sign, as eigh's
         "linalg_svd",
         lambda m, x: _svd_parts(m, _tall(m, x)),
@@ -2380,6 +2392,14 @@ def _square(m, x):
 def _spd(m, x):
     """A symmetric positive-definite n x n matrix from x (*, n, k) (see _ramp_diagonal)."""
     return x @ x.mT + _ramp_diagonal(m, x)
+
+
+def _indefinite(m, x):
+    """A symmetric n x n matrix from x (*, n, k) with eigenvalues of both signs, each at least
+    c / 2 from 0: _spd's, in [3ic - c, 3ic + c], less 3c (n // 2 + 1 / 2)."""
+    c = 1 + (x * x).sum((-2, -1), keepdim=True)
+    n = x.shape[-2]
+    return _spd(m, x) - 3 * (n // 2 + 0.5) * c * m.eye(n, dtype=x.dtype)
 
 
 def _tall(m, x):

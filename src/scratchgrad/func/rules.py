@@ -26,6 +26,7 @@ from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_ran
 from scratchgrad.linalg import decompositions, derived, norms, systems
 from scratchgrad.linalg.eig import Eig
 from scratchgrad.linalg.extras import Geqrf
+from scratchgrad.linalg.ldl import LDLFactor, LDLSolve
 from scratchgrad.linalg.legacy import CholeskySolve
 from scratchgrad.linalg.lu import LUFactor, Permutation
 from scratchgrad.linalg.matrix_exp import MatrixExp
@@ -349,6 +350,7 @@ LINALG = [
     systems.Inv, systems.Solve, systems.SolveTriangular, decompositions.Cholesky,
     decompositions.QR, decompositions.Eigh, decompositions.SVD, derived.Det, derived.Slogdet,
     derived.Pinv, MatrixExp, CholeskySolve, LUFactor, Permutation, Eig, Geqrf,
+    LDLFactor, LDLSolve,
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,

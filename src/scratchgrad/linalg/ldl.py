@@ -15,11 +15,13 @@ import math
 from collections import namedtuple
 from typing import Any
 
-from scratchgrad.backend import int32, namespace
+from scratchgrad import backend
+from scratchgrad.autograd.function import Function
+from scratchgrad.backend import int32, xp
 from scratchgrad.dtypes import torch_name
 from scratchgrad.linalg.checks import LinAlgError, check_input, empty_in_any_dtype
-from scratchgrad.linalg.systems import broadcast_batch, check_system
-from scratchgrad.tensor import Tensor, _kept_without_derivative
+from scratchgrad.linalg.systems import check_system
+from scratchgrad.tensor import Tensor
 
 linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
@@ -30,15 +32,14 @@ def _sytf2(a: Any) -> tuple[Any, Any, int]:
     ``(LD, ipiv, info)``, info the (1-based) first zero block of D, 0 if none. Every
     comparison and update in ``a``'s dtype, in LAPACK's order. NOTE: no NaN test, as the
     LAPACK PyTorch 2.13 links (a NaN diagonal entry gives a 2 x 2 pivot there)."""
-    module = namespace(a)
     n = a.shape[-1]
     one = a.dtype.type(1)
-    alpha = (one + module.sqrt(a.dtype.type(17))) / a.dtype.type(8)
-    ipiv = module.zeros(n, dtype=int32)
+    alpha = (one + xp.sqrt(a.dtype.type(17))) / a.dtype.type(8)
+    ipiv = xp.zeros(n, dtype=int32)
     info, k = 0, 0
     while k < n:
         step, absakk = 1, abs(a[k, k])
-        imax = k + 1 + int(module.argmax(module.abs(a[k + 1 :, k]))) if k < n - 1 else k
+        imax = k + 1 + int(xp.argmax(xp.abs(a[k + 1 :, k]))) if k < n - 1 else k
         colmax = abs(a[imax, k]) if k < n - 1 else a.dtype.type(0)
         if absakk == 0 and colmax == 0:  # a zero column: D(k, k) is 0, nothing to do
             info, kp = info or k + 1, k
@@ -59,10 +60,9 @@ def _sytf2(a: Any) -> tuple[Any, Any, int]:
 def _pivot(a: Any, k: int, imax: int, absakk: Any, colmax: Any, alpha: Any) -> int:
     """Bunch-Kaufman's choice where column k's diagonal entry is small: k, imax (a 1 x 1 block
     of row imax), or -imax - 1 (a 2 x 2 block of rows k and imax)."""
-    module = namespace(a)
-    rowmax = module.abs(a[imax, k:imax]).max()  # row imax left of the diagonal...
+    rowmax = xp.abs(a[imax, k:imax]).max()  # row imax left of the diagonal...
     if imax < a.shape[-1] - 1:  # ...and column imax below it
-        rowmax = max(rowmax, module.abs(a[imax + 1 :, imax]).max())
+        rowmax = max(rowmax, xp.abs(a[imax + 1 :, imax]).max())
     if absakk >= alpha * colmax * (colmax / rowmax):
         return k
     if abs(a[imax, imax]) >= alpha * rowmax:
@@ -85,10 +85,9 @@ def _interchange(a: Any, k: int, kk: int, kp: int) -> None:
 def _eliminate_one(a: Any, k: int, one: Any) -> None:
     """The trailing matrix less ``x x^T / d`` (BLAS syr's rounding), and ``x / d``, for the
     1 x 1 pivot d = a[k, k] and its column x below it."""
-    module = namespace(a)
     d = one / a[k, k]
     x = a[k + 1 :, k]
-    a[k + 1 :, k + 1 :] += module.tril(module.outer(x, -d * x))
+    a[k + 1 :, k + 1 :] += xp.tril(xp.outer(x, -d * x))
     a[k + 1 :, k] = x * d
 
 
@@ -110,22 +109,31 @@ def _eliminate_two(a: Any, k: int, one: Any) -> None:
         a[j, k], a[j, k + 1] = wk, wkp1
 
 
-def _factor(A: Tensor, op: str) -> tuple[Tensor, Tensor, Tensor]:
-    """``(LD, pivots, info)`` of each matrix of ``A`` (a loop over the batch: the pivots differ
-    per matrix); LD's strict upper triangle zero, as PyTorch's. Real matrices only (complex
-    ones are refused, as by the other linalg functions): ``hermitian`` changes nothing there."""
-    check_input(op, A, square=True)
-    module = namespace(A.array)
-    n = A.shape[-1]
-    matrices = module.array(A.array, copy=True).reshape(math.prod(A.shape[:-2]), n, n)
-    ipivs = module.zeros((len(matrices), n), dtype=int32)
-    infos = module.zeros(len(matrices), dtype=int32)
-    for i, matrix in enumerate(matrices):
-        _, ipivs[i], infos[i] = _sytf2(matrix)
-    LD = Tensor._make(module.tril(matrices).reshape(A.shape))
-    pivots = Tensor._make(ipivs.reshape(*A.shape[:-1]))
-    info = Tensor._make(infos.reshape(A.shape[:-2]))
-    return _kept_without_derivative(A, LD, "linalg_ldl_factor_ex"), pivots, info
+class LDLFactor(Function):
+    """``(LD, pivots, info)`` of each matrix (a loop over the batch: the pivots differ per
+    matrix), LD's strict upper triangle zero, as PyTorch's; with ``check``, a singular matrix
+    raises, here so that a jitted step checks again at each replay. No derivative."""
+
+    backward_name = "NotImplemented"  # (PyTorch's autograd fallback)
+
+    @staticmethod
+    def forward(ctx, a, check=None):
+        where = backend.device_of(a)
+        n = a.shape[-1]  # (sytf2 is a loop over entries: the host's work, on a copy)
+        matrices = xp.array(backend.to_host(a), copy=True).reshape(math.prod(a.shape[:-2]), n, n)
+        ipivs = xp.zeros((len(matrices), n), dtype=int32)
+        infos = xp.zeros(len(matrices), dtype=int32)
+        for i, matrix in enumerate(matrices):
+            _, ipivs[i], infos[i] = _sytf2(matrix)
+        info = infos.reshape(a.shape[:-2])
+        if check is not None:
+            _raise_if_singular(check, info)
+        results = xp.tril(matrices).reshape(a.shape), ipivs.reshape(a.shape[:-1]), info
+        return tuple(backend.to_device(r, where) for r in results)
+
+    @staticmethod
+    def backward(ctx, grad, _pivots, _info):
+        raise RuntimeError("derivative for aten::linalg_ldl_factor_ex is not implemented")
 
 
 @empty_in_any_dtype()
@@ -142,10 +150,9 @@ def ldl_factor_ex(
     >>> sg.linalg.ldl_factor_ex(sg.tensor([[0.0, 1.0], [1.0, 0.0]])).pivots
     tensor([-2, -2], dtype=scratchgrad.int32)
     """
-    LD, pivots, info = _factor(A, "torch.linalg.ldl_factor_ex")
-    if check_errors:
-        _raise_if_singular("torch.linalg.ldl_factor_ex", info)
-    return linalg_ldl_factor_ex(LD, pivots, info)
+    check_input("torch.linalg.ldl_factor_ex", A, square=True)  # (real matrices: see LDLFactor)
+    check = "torch.linalg.ldl_factor_ex" if check_errors else None
+    return linalg_ldl_factor_ex(*LDLFactor.apply(A, check=check))
 
 
 @empty_in_any_dtype()
@@ -159,13 +166,13 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False) -> linalg_ldl_factor:
     tensor([[4.0000, 0.0000],
             [0.5000, 2.0000]])
     """
-    LD, pivots, info = _factor(A, "torch.linalg.ldl_factor_ex")
-    _raise_if_singular("torch.linalg.ldl_factor", info)
+    check_input("torch.linalg.ldl_factor_ex", A, square=True)
+    LD, pivots, _ = LDLFactor.apply(A, check="torch.linalg.ldl_factor")
     return linalg_ldl_factor(LD, pivots)
 
 
-def _raise_if_singular(op: str, info: Tensor) -> None:
-    codes = info.array.reshape(-1)
+def _raise_if_singular(op: str, info: Any) -> None:
+    codes = info.reshape(-1)
     if codes.any():
         element = int(codes.nonzero()[0][0])
         where = f"(Batch element {element}): " if info.ndim else ""
@@ -178,18 +185,17 @@ def _raise_if_singular(op: str, info: Tensor) -> None:
 def _sytrs(ld: Any, ipiv: Any, b: Any) -> Any:
     """LAPACK's sytrs (lower) of one factorization: ``b`` (n, k) overwritten with the solution
     of ``A X = b``, first ``L D Y = P b``, then ``L^T P^T X = Y``."""
-    module = namespace(b)
     n, k = ld.shape[-1], 0
     while k < n:  # L D Y = P b
         if ipiv[k] > 0:
             _swap(b, k, ipiv[k] - 1)
-            b[k + 1 :] -= module.outer(ld[k + 1 :, k], b[k])
+            b[k + 1 :] -= xp.outer(ld[k + 1 :, k], b[k])
             b[k] /= ld[k, k]
             k += 1
             continue
         _swap(b, k + 1, -ipiv[k] - 1)
-        b[k + 2 :] -= module.outer(ld[k + 2 :, k], b[k])
-        b[k + 2 :] -= module.outer(ld[k + 2 :, k + 1], b[k + 1])
+        b[k + 2 :] -= xp.outer(ld[k + 2 :, k], b[k])
+        b[k + 2 :] -= xp.outer(ld[k + 2 :, k + 1], b[k + 1])
         akm1k = ld[k + 1, k]
         akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
         denom = akm1 * ak - 1
@@ -240,15 +246,32 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
             f"is {B.shape[-2]} by {B.shape[-1]}"
         )
     check_system(op, LD, B, True)  # (the batch dims)
-    module = namespace(B.array)
-    ld, b = broadcast_batch(LD.array, B.array)
-    ipiv = module.broadcast_to(pivots.array, (*b.shape[:-2], LD.shape[-1]))
-    n, k = b.shape[-2:]
-    solution = module.array(b, copy=True).reshape(-1, n, k)
-    for x, factors, order in zip(solution, ld.reshape(-1, n, n), ipiv.reshape(-1, n)):
-        _sytrs(factors, order, x)
-    out = Tensor._make(solution.reshape(b.shape))
-    return _kept_without_derivative(B if B.requires_grad else LD, out, "linalg_ldl_solve")
+    # the pivots as a column (*, n, 1), so that vmap lines their batch up as a matrix's
+    return LDLSolve.apply(LD, pivots.unsqueeze(-1), B)
+
+
+class LDLSolve(Function):
+    """LAPACK's sytrs of each system, the batch dims of LD, the pivots (a column each) and B
+    broadcast. No derivative."""
+
+    backward_name = "NotImplemented"  # (PyTorch's autograd fallback)
+
+    @staticmethod
+    def forward(ctx, ld, pivots, b):
+        where = backend.device_of(b)
+        ld, pivots, b = (backend.to_host(x) for x in (ld, pivots, b))  # (sytrs: a loop too)
+        batch = xp.broadcast_shapes(ld.shape[:-2], pivots.shape[:-2], b.shape[:-2])
+        n, k = b.shape[-2:]
+        solution = xp.array(xp.broadcast_to(b, (*batch, n, k))).reshape(-1, n, k)
+        lds = xp.broadcast_to(ld, (*batch, n, n)).reshape(-1, n, n)
+        ipivs = xp.broadcast_to(pivots, (*batch, n, 1)).reshape(-1, n)
+        for x, factors, order in zip(solution, lds, ipivs):
+            _sytrs(factors, order, x)
+        return backend.to_device(solution.reshape(*batch, n, k), where)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("derivative for aten::linalg_ldl_solve is not implemented")
 
 
 def _check_pivots(op: str, LD: Tensor, pivots: Tensor) -> None:
