@@ -108,7 +108,8 @@ def eig(A: Tensor) -> linalg_eig:
 
     The gradient is PyTorch's (for a real ``A``, its real part). It is defined only for
     losses that do not depend on the eigenvectors' phases (the backward raises where one
-    does, as PyTorch's) and, where the loss uses the eigenvectors, for distinct eigenvalues.
+    does, as PyTorch's; a second derivative is not checked again, see ``Eig.backward``) and,
+    where the loss uses the eigenvectors, for distinct eigenvalues.
 
     >>> import scratchgrad as sg
     >>> sg.linalg.eig(sg.tensor([[0.0, -1.0], [1.0, 0.0]])).eigenvalues
