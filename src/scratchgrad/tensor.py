@@ -5955,8 +5955,10 @@ def write_out(name: str, result: Any, out: Any, read: Sequence = ()) -> Any:
         for t in read:
             if isinstance(t, Tensor):
                 _refuse_partial_overlap(name, o.array, t.array, whole)
-        # PyTorch casts into one out, never into several, nor for the ops of OUT_DTYPE_EXACT
-        if (several or name in OUT_DTYPE_EXACT) and o.dtype != r.dtype:
+        # PyTorch casts into one out, never into several (but for OUT_SEVERAL_CAST), nor for
+        # the ops of OUT_DTYPE_EXACT
+        exact = (several and name not in OUT_SEVERAL_CAST) or name in OUT_DTYPE_EXACT
+        if exact and o.dtype != r.dtype:
             raise RuntimeError(
                 f"{name}(): expected out tensor to have dtype {r.dtype.name}, but got "
                 f"{o.dtype.name} instead"
@@ -8664,6 +8666,8 @@ OUT_WITHOUT_DERIVATIVE = frozenset({
 # the ops whose out= (the first, of several) PyTorch refuses even as the very input it reads
 # (their assert_no_overlap)
 OUT_OVERLAP_REFUSED = frozenset({"cross", "kthvalue"})
+# the ops with several outs that PyTorch casts each result into, as into one out
+OUT_SEVERAL_CAST = frozenset({"eig", "geqrf"})
 
 
 # the ops whose out= must have the result's dtype in PyTorch ("Found dtype Double but expected

@@ -171,6 +171,12 @@ def test_out_takes_complex_tensors_and_refuses_real_ones():
     assert sg.linalg.eigvals(A, out=out) is out
     with pytest.raises(RuntimeError):
         sg.linalg.eigvals(A, out=sg.empty(2))
+    # PyTorch casts into wider complex outs (it refused several outs of another dtype)
+    values, vectors = sg.empty(2, dtype=sg.complex128), sg.empty(2, 2, dtype=sg.complex128)
+    sg.linalg.eig(A, out=(values, vectors))
+    np.testing.assert_allclose(values.numpy(), torch.linalg.eigvals(torch.tensor(A.numpy())))
+    with pytest.raises(RuntimeError):
+        sg.linalg.eig(A, out=(sg.empty(2), sg.empty(2, 2)))
 
 
 def test_vmap_of_values_and_gradients_is_the_batched_call():

@@ -74,6 +74,11 @@ def test_out_is_written():
     a, tau = sg.empty(0, dtype=sg.float64), sg.empty(0, dtype=sg.float64)
     result = sg.geqrf(sg.tensor(_matrix((4, 3), "float64")), out=(a, tau))
     assert result.a is a and result.tau is tau and a.shape == (4, 3) and tau.shape == (3,)
+    # cast into outs of another dtype, as PyTorch's (it refused several outs of another dtype)
+    for m in (sg, torch):
+        a, tau = m.empty(0), m.empty(0)
+        m.geqrf(m.tensor(_matrix((4, 3), "float64")), out=(a, tau))
+        assert a.dtype == tau.dtype == m.float32
 
 
 ERRORS = {
