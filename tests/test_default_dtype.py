@@ -39,6 +39,7 @@ MADE = {
     "float()": lambda lib: lib.tensor([1, 2]).float(),
     "zeros in float32": lambda lib: lib.zeros(2, dtype=lib.float32),
     "arange of ints": lambda lib: lib.arange(3),
+    "range of ints": lambda lib: lib.range(0, 2),  # (deprecated: it warns)
 }
 
 
