@@ -223,15 +223,17 @@ def test_ln_structured_matches_torch(layer, dim, n):
     _train_step(ours, theirs, layer, "float64")
 
 
-def test_ln_structured_fro_over_more_than_two_dims_raises_as_torch():
-    """PyTorch's "fro" over a convolution weight's three other dims is a matrix norm: an
-    error, where scratchgrad took the 2-norm."""
+@pytest.mark.parametrize(("n", "dim"), [("fro", 0), ("fro", -1), ("nuc", 1)])
+def test_ln_structured_fro_over_more_than_two_dims_raises_as_torch(n, dim):
+    """PyTorch's "fro" (or "nuc") over a convolution weight's three other dims is a matrix
+    norm: an error (the same message), where scratchgrad took the 2-norm."""
     ours, theirs = module_pair(LAYERS["conv2d"][0])
-    with pytest.raises(RuntimeError):
-        torch_prune.ln_structured(theirs, "weight", 0.5, "fro", 0)
-    with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
-        prune.ln_structured(ours, "weight", 0.5, "fro", 0)
-    assert not prune.is_pruned(ours)
+    with pytest.raises(RuntimeError) as expected:
+        torch_prune.ln_structured(theirs, "weight", 0.5, n, dim)
+    with pytest.raises(RuntimeError) as raised:
+        prune.ln_structured(ours, "weight", 0.5, n, dim)
+    assert str(raised.value) == str(expected.value)  # "... Got 1 2 3"
+    assert list(ours.state_dict()) == ["weight", "bias"] and not prune.is_pruned(ours)
 
 
 @pytest.mark.parametrize(("layer", "dim", "amount"), [("linear", 0, 0.5), ("conv2d", 1, 2)])

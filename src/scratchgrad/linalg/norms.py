@@ -176,7 +176,8 @@ def matrix_norm(
     check_floating(op, A, low_precision=not by_singular_values)  # as PyTorch: 16-bit sums
     dims = _wrapped(op, dim, A.ndim)
     if dims is None or len(dims) != 2:
-        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
+        got = " ".join(map(str, dim)) if isinstance(dim, (tuple, list)) else dim  # (PyTorch's)
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {got}")
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim)
     if by_singular_values:
