@@ -343,3 +343,104 @@ def test_unstructured_amount_true_raises_as_torch_and_changes_nothing(method):
         getattr(prune, method)(layer, "weight", amount=True)
     assert [name for name, _ in layer.named_parameters()] == ["weight", "bias"]
     assert not prune.is_pruned(layer)
+
+
+def test_pruning_three_times_leaves_a_pruning_container_as_torchs():
+    """The second pruning of a tensor turns its hook into a PruningContainer holding both
+    methods (the third joins the same container), returned by ``apply``, as PyTorch's."""
+    ours, theirs = module_pair(LAYERS["conv2d"][0], "float64")
+    hooks = []
+    for p, module in ((prune, ours), (torch_prune, theirs)):
+        first = p.L1Unstructured.apply(module, "weight", 0.3)
+        container = p.LnStructured.apply(module, "weight", 1, 2, dim=1)
+        assert p.L1Unstructured.apply(module, "weight", 4) is container
+        assert type(container).__name__ == "PruningContainer" and container[0] is first
+        assert _hooks(module) == [container]
+        hooks.append(
+            (
+                len(container),
+                [type(m).__name__ for m in container],
+                [type(m).__name__ for m in container[1:]],
+                container._tensor_name,
+            )
+        )
+    assert (
+        hooks[0]
+        == hooks[1]
+        == (
+            3,
+            ["L1Unstructured", "LnStructured", "L1Unstructured"],
+            ["LnStructured", "L1Unstructured"],
+            "weight",
+        )
+    )
+    _assert_same_state(ours, theirs)
+    _train_step(ours, theirs, "conv2d", "float64")
+    prune.remove(ours, "weight")
+    torch_prune.remove(theirs, "weight")
+    assert not prune.is_pruned(ours)
+    _assert_same_state(ours, theirs)
+
+
+def _hooks(module):
+    """The forward pre-hooks of a module of either library."""
+    hooks = module._forward_pre_hooks
+    return list(hooks.values()) if isinstance(hooks, dict) else [hook for hook, _ in hooks]
+
+
+def test_pruning_container_compute_mask_combines_as_torchs():
+    """A container built by hand computes its last method's mask on what ``default_mask``
+    left: the entries still 1, or the channels not all zero."""
+    rng = np.random.default_rng(3)
+    t, default = rng.standard_normal((4, 5)), (rng.random((4, 5)) > 0.3).astype(float)
+    default[1] = 0  # a channel already pruned
+    masks = []
+    for library, p in ((torch, torch_prune), (sg, prune)):
+        methods = [p.Identity(), p.L1Unstructured(3), p.LnStructured(2, 1, dim=0)]
+        for method in methods:
+            method._tensor_name = "w"
+        container = p.PruningContainer(methods[0])
+        for method in methods[1:]:
+            container.add_pruning_method(method)
+            masks.append(
+                container.compute_mask(library.tensor(t), library.tensor(default)).tolist()
+            )
+    assert masks[:2] == masks[2:]
+
+
+def test_pruning_container_errors_as_torchs():
+    errors = []
+    for p in (torch_prune, prune):
+        named = p.Identity()
+        named._tensor_name = "weight"
+        other = p.Identity()
+        other._tensor_name = "bias"
+        container = p.PruningContainer(named)
+        raised = []
+        for call in (
+            lambda: container.add_pruning_method(3),  # noqa: B023
+            lambda: container.add_pruning_method(other),  # noqa: B023
+            lambda: p.PruningContainer(named, other),  # noqa: B023
+            lambda: p.PruningContainer(p.Identity()),  # noqa: B023
+        ):
+            with pytest.raises(Exception) as error:
+                call()
+            raised.append((error.type, str(error.value).split(" to PruningContainer")[0]))
+        errors.append((raised, len(p.PruningContainer()), len(container)))
+    assert errors[0] == errors[1]
+
+
+def test_a_failed_second_pruning_changes_nothing():
+    """Too many channels the second time: the error, and the first pruning still in place
+    (PyTorch's drops its hook)."""
+    ours, theirs = _pruned_pair("linear", lambda p, m: p.l1_unstructured(m, "weight", 3))
+    mask = ours.weight_mask.clone()
+    messages = []
+    for p, module in ((torch_prune, theirs), (prune, ours)):
+        with pytest.raises(ValueError) as error:
+            p.ln_structured(module, "weight", 5, 2, dim=0)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert [type(h).__name__ for h in _hooks(ours)] == ["L1Unstructured"]
+    assert (ours.weight_mask == mask).all()
+    assert not _hooks(theirs)  # (PyTorch's lost the hook)

@@ -3,19 +3,19 @@
 the plain attribute ``name = name_orig * name_mask``, recomputed by a forward pre-hook before
 each forward, so the gradient reaches ``name_orig`` through the mask. Pruning the same parameter
 again combines the masks: the new method acts on what the old mask left (the entries still 1
-for unstructured methods, the channels not yet all zero for structured ones), as PyTorch's
-``PruningContainer``. ``remove`` makes the pruning permanent.
+for unstructured methods, the channels not yet all zero for structured ones), and the hook is
+then a ``PruningContainer`` holding the methods in the order applied, as PyTorch's. ``remove``
+makes the pruning permanent.
 
-Differences from PyTorch: the module's hook is the latest method applied, not a
-``PruningContainer`` holding all of them (``remove`` and ``is_pruned`` treat both alike); the
-random methods draw different (equally distributed) masks. Among entries or channels of equal
-score, ``topk`` picks as PyTorch's does.
+Differences from PyTorch: the random methods draw different (equally distributed) masks. Among
+entries or channels of equal score, ``topk`` picks as PyTorch's does. A pruning that raises
+leaves the module as it was (PyTorch's drops the hook of an earlier pruning of that tensor).
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from scratchgrad.autograd.grad_mode import no_grad
@@ -58,7 +58,8 @@ class BasePruningMethod:
         **kwargs: Any,
     ) -> BasePruningMethod:
         """Prune ``module``'s ``name`` with ``cls(*args, **kwargs)``, ranking its entries by
-        ``importance_scores`` (default: the tensor itself); returns the method, now the hook."""
+        ``importance_scores`` (default: the tensor itself); returns the hook: the method, or
+        the ``PruningContainer`` it joined if ``name`` was pruned before."""
         method = cls(*args, **kwargs)
         method._tensor_name = name
         weight = getattr(module, name)
@@ -82,12 +83,15 @@ class BasePruningMethod:
         if old is None:
             module.register_parameter(name + "_orig", weight)  # (a buffer raises here)
             delattr(module, name)
+            hook = method
         else:
             RemovableHandle(module, "_forward_pre_hooks", old).remove()
+            hook = old[0] if isinstance(old[0], PruningContainer) else PruningContainer(old[0])
+            hook.add_pruning_method(method)
         module.register_buffer(name + "_mask", mask)
-        method(module, ())
-        module.register_forward_pre_hook(method)
-        return method
+        hook(module, ())
+        module.register_forward_pre_hook(hook)
+        return hook
 
     def remove(self, module: Module) -> None:
         """Make the pruning permanent: ``name`` is the Parameter ``name_orig`` again, holding
@@ -100,6 +104,48 @@ class BasePruningMethod:
         delattr(module, name + "_mask")
         orig.data = weight
         setattr(module, name, orig)
+
+
+class PruningContainer(BasePruningMethod):
+    """The pruning methods applied to one tensor, in order: the hook of a tensor pruned more
+    than once. Its mask is the last method's, computed on what the mask before it left.
+
+    >>> from scratchgrad import nn
+    >>> layer = l1_unstructured(nn.Linear(2, 3), "weight", 2)
+    >>> container = RandomStructured.apply(layer, "weight", 1, dim=0)
+    >>> [type(method).__name__ for method in container], container._tensor_name
+    (['L1Unstructured', 'RandomStructured'], 'weight')
+    """
+
+    def __init__(self, *methods: BasePruningMethod) -> None:
+        self._pruning_methods: tuple[BasePruningMethod, ...] = ()
+        if len(methods) == 1:  # (with several, as PyTorch's: set _tensor_name first)
+            self._tensor_name = methods[0]._tensor_name
+        for method in methods:
+            self.add_pruning_method(method)
+
+    def add_pruning_method(self, method: BasePruningMethod) -> None:
+        """Append ``method``, which must act on this container's tensor."""
+        if method is not None and not isinstance(method, BasePruningMethod):
+            raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
+        if method is not None and self._tensor_name != method._tensor_name:
+            raise ValueError(
+                "Can only add pruning methods acting on the parameter named "
+                f"'{self._tensor_name}' to PruningContainer {self}. Found '{method._tensor_name}'"
+            )
+        self._pruning_methods += (method,)
+
+    def __len__(self) -> int:
+        return len(self._pruning_methods)
+
+    def __iter__(self) -> Iterator[BasePruningMethod]:
+        return iter(self._pruning_methods)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._pruning_methods[index]
+
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        return _combined_mask(self._pruning_methods[-1], t, default_mask)
 
 
 def _hook_entry(module: Module, name: str) -> tuple | None:
@@ -119,8 +165,10 @@ def _combined_mask(method: BasePruningMethod, scores: Tensor, mask: Tensor) -> T
         dim = _channel_dim(scores, method.dim)
         others = tuple(d for d in range(scores.ndim) if d != dim)
         part = (slice(None),) * dim + (mask.sum(others) != 0,)
-    else:
+    elif method.PRUNING_TYPE == "global":
         part = (slice(None),) * scores.ndim
+    else:
+        raise ValueError(f"Unrecognized PRUNING_TYPE {method.PRUNING_TYPE}")
     new_mask = mask.to(scores.dtype)
     new_mask[part] = method.compute_mask(scores[part], default_mask=mask[part]).to(scores.dtype)
     return new_mask
