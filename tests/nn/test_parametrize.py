@@ -524,3 +524,79 @@ def test_train_and_eval_reach_the_parametrization():
 
 def test_doc_examples_run():
     assert doctest.testmod(parametrize).failed == 0
+
+
+def _transferred(lib, source, target, tensor_name=None):
+    """``transfer_parametrizations_and_params(source, target)``: its result is ``target``."""
+    out = lib.nn.utils.parametrize.transfer_parametrizations_and_params(source, target, tensor_name)
+    assert out is target
+    return target
+
+
+def _originals(module, name):
+    """The original tensors of ``module``'s parametrized ``name``, by their names."""
+    return dict(module.parametrizations[name].named_parameters()) | dict(
+        module.parametrizations[name].named_buffers()
+    )
+
+
+@pytest.mark.parametrize("case", ["chained", "split"])
+@pytest.mark.parametrize("target", ["same layer", "empty module"])
+def test_transfer_parametrizations_and_params_as_torch(case, target):
+    """The target gets the source's parametrizations (the same modules) and originals (the
+    same tensors): the same state_dict and named parameters as PyTorch's, a training step
+    that moves both; a target without the tensor gets it."""
+    ours, theirs = parametrized_pair(linear, register_all(CASES[case]))
+    if target == "empty module":
+        our_target, their_target = sg.nn.Module(), torch.nn.Module()
+    else:  # (the target's own parametrization, on its bias, stays)
+        our_target, their_target = parametrized_pair(linear, register_all([affine], "bias"), seed=1)
+    _transferred(sg, ours, our_target), _transferred(torch, theirs, their_target)
+    assert type(our_target).__name__ == type(their_target).__name__
+    assert [n for n, _ in our_target.named_parameters()] == [
+        n for n, _ in their_target.named_parameters()
+    ]
+    assert_states_close(our_target, their_target)
+    assert list(our_target.parametrizations.weight) == list(ours.parametrizations.weight)
+    assert _originals(our_target, "weight") == _originals(ours, "weight")  # the same tensors
+    assert_close(our_target.weight, their_target.weight)
+    train_against_torch(ours, theirs, X, "float64", steps=1)
+    assert_close(our_target.weight, their_target.weight)  # moved with the source
+
+
+def test_transfer_of_one_tensor_and_of_none_as_torch():
+    results = []
+    for lib in (sg, torch):
+        source = register_all([split], "bias")(lib, register_all([symmetric])(lib, linear(lib.nn)))
+        one = _transferred(lib, source, lib.nn.Module(), "bias")
+        plain = lib.nn.Linear(4, 4)
+        none = _transferred(lib, lib.nn.Linear(4, 4), plain)
+        assert type(none) is lib.nn.Linear
+        results.append(
+            (
+                [n for n, _ in one.named_parameters()],
+                [n for n, _ in none.named_parameters()],
+                one.parametrizations.bias.original0 is source.parametrizations.bias.original0,
+            )
+        )
+    assert results[0] == results[1]
+    assert results[0][0] == ["parametrizations.bias.original0", "parametrizations.bias.original1"]
+
+
+def test_transfer_of_a_buffer_and_its_errors_as_torch():
+    """A parametrized buffer joins the target's buffers; into a module without it, the new
+    Parameter refuses the buffer original, with PyTorch's TypeError."""
+    states = []
+    for lib in (sg, torch):
+        source = register_all([affine], "running_mean")(lib, lib.nn.BatchNorm1d(3))
+        target = _transferred(lib, source, lib.nn.BatchNorm1d(3))
+        assert (
+            target.parametrizations.running_mean.original
+            is source.parametrizations.running_mean.original
+        )
+        states.append(([n for n, _ in target.named_buffers()], list(target.state_dict())))
+        with pytest.raises(TypeError, match="cannot assign .* as parameter 'original'"):
+            _transferred(lib, source, lib.nn.Module())
+        with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+            _transferred(lib, source, lib.nn.BatchNorm1d(3), "nope")
+    assert states[0] == states[1]

@@ -38,6 +38,7 @@ __all__ = [
     "is_parametrized",
     "register_parametrization",
     "remove_parametrizations",
+    "transfer_parametrizations_and_params",
     "type_before_parametrizations",
 ]
 
@@ -472,3 +473,37 @@ def type_before_parametrizations(module: Module) -> type:
     if is_parametrized(module):
         return type(module).__bases__[0]
     return type(module)
+
+
+def transfer_parametrizations_and_params(
+    from_module: Module, to_module: M, tensor_name: str | None = None
+) -> M:
+    """Register ``from_module``'s parametrizations of ``tensor_name`` (of every parametrized
+    tensor if None) on ``to_module``, then make ``to_module``'s originals the very tensors of
+    ``from_module`` (shared, as the parametrization modules are). A tensor ``to_module``
+    lacks is first made a Parameter holding ``from_module``'s parametrized value. Does
+    nothing if ``from_module`` is not parametrized. Returns ``to_module``, as PyTorch.
+
+    >>> from scratchgrad import nn
+    >>> class Double(nn.Module):
+    ...     def forward(self, X):
+    ...         return 2 * X
+    >>> source = register_parametrization(nn.Linear(2, 2), "weight", Double())
+    >>> target = transfer_parametrizations_and_params(source, nn.Linear(2, 2))
+    >>> target.parametrizations.weight.original is source.parametrizations.weight.original
+    True
+    """
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        source = from_module.parametrizations[name]
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        n = source.ntensors
+        for key in ["original"] if source.is_tensor else [f"original{i}" for i in range(n)]:
+            setattr(target, key, getattr(source, key))
+    return to_module
