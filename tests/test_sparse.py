@@ -218,6 +218,26 @@ def test_sparse_sum_as_torch(dim):
     assert_close(ours.sum(), theirs.sum())
 
 
+@pytest.mark.parametrize("dim", [2, -1, (2, 3), (0, 2), (3, 0), (0, 1, 2), 1])
+def test_sparse_sum_over_dense_dims_of_a_hybrid_tensor_as_torch(dim):
+    """Over dense dims (it had raised): the values summed there, still sparse (coalesced: the
+    repeated index summed) while a sparse dim is left; the values' gradient as PyTorch's."""
+    rng = np.random.default_rng(14)
+    indices, values = [[0, 1, 1, 0], [2, 0, 2, 2]], rng.standard_normal((4, 3, 2))
+    grads = []
+    for lib in (sg, torch):
+        leaf = lib.tensor(values, requires_grad=True)
+        out = lib.sparse.sum(lib.sparse_coo_tensor(indices, leaf, (2, 3, 3, 2)), dim)
+        grads.append((out, *lib.autograd.grad((out.to_dense() ** 2).sum(), leaf)))
+    (out, grad), (expected, expected_grad) = grads
+    assert out.is_sparse == expected.is_sparse
+    if expected.is_sparse:
+        _assert_same_sparse(out, expected)
+    else:
+        assert_close(out, expected)
+    assert_close(grad, expected_grad)
+
+
 def test_scaling_by_a_number_stays_sparse():
     indices, values = _coo(np.random.default_rng(12))
     ours, theirs = _pair(indices, values, (5, 4))

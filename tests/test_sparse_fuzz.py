@@ -1,6 +1,6 @@
 """Sparse COO tensors fuzzed against PyTorch: random shapes (hybrid ones with dense dims, no
 sparse dims at all), densities (repeated indices, no entries) and dtypes through construction,
-to_dense, coalesce, sparse.sum over every set of sparse dims, to_sparse and the sparse-dense
+to_dense, coalesce, sparse.sum over every set of dims, to_sparse and the sparse-dense
 products; their gradients (a sparse leaf's sparse .grad, values in a graph, the dense operand);
 Embedding(sparse=True) with the optimizers that take sparse gradients over several steps; and
 bad input, which raises as PyTorch does."""
@@ -77,8 +77,8 @@ def test_random_sparse_tensors_as_torch(seed):
     assert coalesced.is_coalesced() and coalesced._nnz() == expected._nnz()
     _assert_same(coalesced, expected, dtype, "coalesce")
     _assert_same(sg.sparse.sum(ours), torch.sparse.sum(theirs), dtype, "sum")
-    for count in range(1, ours.sparse_dim() + 1):
-        for dims in itertools.combinations(range(ours.sparse_dim()), count):
+    for count in range(1, ours.ndim + 1):  # (sparse dims, dense dims, both)
+        for dims in itertools.combinations(range(ours.ndim), count):
             out, expected = sg.sparse.sum(ours, dims), torch.sparse.sum(theirs, dims)
             _assert_same(out, expected, dtype, f"sum over {dims}")
     dense = theirs.to_dense()

@@ -655,8 +655,9 @@ spmm = mm
 
 
 def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A001 (torch's name)
-    """``torch.sparse.sum``: over all dims a dense 0-d tensor; over some sparse dims a sparse
-    tensor of the others, over all sparse dims a dense one of the dense dims.
+    """``torch.sparse.sum``: over all dims a dense 0-d tensor; over all sparse dims (and any
+    dense ones) a dense tensor of the dense dims left, else a sparse tensor of the dims left
+    (coalesced).
 
     >>> import scratchgrad as sg
     >>> s = sg.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [1.0, 2.0, 3.0], (2, 3))
@@ -673,11 +674,13 @@ def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A
         repeated = next(d for d in dims if dims.count(d) > 1)
         raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     sparse_dim = input.sparse_dim()
-    if any(d >= sparse_dim for d in dims):
-        raise RuntimeError(_unsupported(f"sum over the dense dims {sorted(dims)}"))
-    if len(dims) == sparse_dim:
+    dense_dims = [d for d in dims if d >= sparse_dim]
+    if dense_dims:  # (dim d of the tensor is dim d - sparse_dim + 1 of the values)
+        value = value.sum([d - sparse_dim + 1 for d in dense_dims])
+    if len(dims) - len(dense_dims) == sparse_dim:
         return value.sum(0)
-    kept = [d for d in range(sparse_dim) if d not in dims]
-    index = input._indices()[Tensor._make(backend.namespace(value.array).asarray(kept))]
-    size = [input.shape[d] for d in kept] + list(input.shape[sparse_dim:])
-    return SparseTensor._build(index, value, tuple(size), False).coalesce()
+    kept = [d for d in range(input.ndim) if d not in dims]
+    kept_sparse = [d for d in kept if d < sparse_dim]
+    index = input._indices()[Tensor._make(backend.namespace(value.array).asarray(kept_sparse))]
+    size = tuple(input.shape[d] for d in kept)
+    return SparseTensor._build(index, value, size, False).coalesce()
