@@ -170,3 +170,57 @@ def test_send_and_recv_errors(group_of_one):
         dist.recv(x, tag=-1)
     with pytest.raises(RuntimeError, match="recv: cannot write the result into a tensor"):
         dist.recv(sg.zeros(1).expand(2))
+
+
+def test_groups_and_futures_under_mpiexec():
+    """new_group (was missing): collectives among its members with default-group src/dst,
+    a process outside skipped with PyTorch's warning, get_rank/get_world_size -1 there;
+    Work.get_future (was missing): its value, done(), then() callbacks (see the program)."""
+    done = run_mpi(3, "groups_program.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all(f"ok {r} of 3" in done.stdout for r in range(3)), done.stdout
+
+
+def test_new_group_errors_as_torch(group_of_one):
+    """PyTorch's messages (torch.distributed.new_group's checks, its MPI backend's refusal of
+    use_local_synchronization)."""
+    for ranks, message in [
+        ([0, 0], r"ranks list must not contain duplicate entries, got \[0, 0\]"),
+        ([0, 1], "the new group's world size should be less or equal to the world size"),
+        ([1], r"Rank 1 is out of range. Valid ranks are 0 to 0 \(world_size=1\)"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            dist.new_group(ranks)
+    with pytest.raises(ValueError, match="MPI backend doesn't support use_local_synch"):
+        dist.new_group([0], use_local_synchronization=True)
+    with pytest.raises(ValueError, match="new_group: backend 'gloo' is not available"):
+        dist.new_group(backend="gloo")
+    with pytest.raises(ValueError, match="not a process group of this job"):
+        dist.all_reduce(sg.zeros(1), group="WORLD")
+
+
+def test_a_group_of_one_and_its_future(group_of_one):
+    group = dist.new_group([0])
+    assert (dist.get_rank(group), dist.get_world_size(group)) == (0, 1)
+    assert dist.get_group_rank(group, 0) == dist.get_global_rank(group, 0) == 0
+    x = sg.tensor([1.0, 2.0])
+    work = dist.all_reduce(x, op=dist.ReduceOp.AVG, group=group, async_op=True)
+    future = work.get_future()
+    doubled = future.then(lambda f: f.value()[0] * 2)
+    assert doubled.wait().tolist() == [2.0, 4.0] and future.done()
+    assert future.value()[0] is x and work.get_future() is future
+    with pytest.raises(ValueError, match=r"Global rank 1 is not part of group \[0\]"):
+        dist.get_group_rank(group, 1)
+    with pytest.raises(NotImplementedError, match="process_group must be None"):
+        sg.nn.parallel.DistributedDataParallel(sg.nn.Linear(2, 2), process_group=group)
+    dist.destroy_process_group(group)
+    with pytest.raises(ValueError, match="not a process group of this job"):
+        dist.get_rank(group)
+    assert dist.get_rank() == 0  # the default group stays
+
+
+def test_a_future_not_done_refuses_its_value(group_of_one):
+    future = dist.all_reduce(sg.zeros(1), async_op=True).get_future()
+    with pytest.raises(RuntimeError, match="Future.value: not done yet"):
+        future.value()
+    assert future.wait()[0].tolist() == [0.0]

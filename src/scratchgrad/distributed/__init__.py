@@ -35,17 +35,25 @@ from scratchgrad.distributed.collectives import (
 )
 from scratchgrad.distributed.point_to_point import irecv, isend, recv, send
 from scratchgrad.distributed.process_group import (
+    GroupMember,
+    ProcessGroup,
     destroy_process_group,
     get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
     get_rank,
     get_world_size,
     init_process_group,
     is_available,
     is_initialized,
     is_mpi_available,
+    new_group,
 )
 
 __all__ = [
+    "GroupMember",
+    "ProcessGroup",
     "ReduceOp",
     "Work",
     "all_gather",
@@ -56,6 +64,9 @@ __all__ = [
     "destroy_process_group",
     "gather",
     "get_backend",
+    "get_global_rank",
+    "get_group_rank",
+    "get_process_group_ranks",
     "get_rank",
     "get_world_size",
     "init_process_group",
@@ -64,6 +75,7 @@ __all__ = [
     "is_mpi_available",
     "irecv",
     "isend",
+    "new_group",
     "recv",
     "reduce",
     "reduce_scatter",

@@ -2,7 +2,10 @@
 
 A reduction runs in the tensor's own dtype where MPI has it (bfloat16 goes through float32);
 other collectives move the bytes unchanged, so any dtype works. With ``async_op=True`` a call
-starts MPI's non-blocking version and returns a ``Work`` whose ``wait()`` finishes it.
+starts MPI's non-blocking version and returns a ``Work`` whose ``wait()`` finishes it, and
+whose ``get_future()`` is a ``Future`` of the tensors it writes. ``group=`` a group from
+``new_group`` runs it among that group's processes; ``src``/``dst`` are default-group ranks,
+as PyTorch's, and a process outside the group skips the call as PyTorch's does.
 
 Before the data moves, one small all-gather compares what every process called (the
 collective, op, root, dtype and size, and whether it refused the call): MPI itself would
@@ -14,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -24,7 +29,7 @@ import numpy as np
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.distributed.process_group import _mpi, default_group
+from scratchgrad.distributed.process_group import _mpi, _outside, default_group
 from scratchgrad.tensor import Tensor
 
 
@@ -55,10 +60,14 @@ _Stage = tuple[Any, Callable[[], "_Stage | None"]]
 
 class Work:
     """The handle of a collective started with ``async_op=True``: ``wait()`` blocks until the
-    tensors hold the result."""
+    tensors hold the result; ``get_future()`` gives them as a ``Future``'s value."""
 
-    def __init__(self, request: Any, finish: Callable[[], _Stage | None]) -> None:
+    def __init__(
+        self, request: Any, finish: Callable[[], _Stage | None], result: list | None = None
+    ) -> None:
         self._request, self._finish = request, finish
+        self._result = result  # the tensors written, the future's value (None: no future)
+        self._future: Future | None = None
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         """Block until the collective is done (a RuntimeError after ``timeout``, if given)."""
@@ -78,13 +87,112 @@ class Work:
             self._next_stage()
         return self._finish is None
 
+    def get_future(self) -> Future:
+        """A ``Future`` that completes with the collective, its value the list of tensors it
+        writes on this process (PyTorch's gloo backend's: ``[tensor]``, ``all_gather``'s
+        ``tensor_list``, ``[]`` for ``barrier``); none for ``send``/``recv``, as gloo's."""
+        if self._result is None:
+            raise RuntimeError("Work::getFuture not implemented.")
+        if self._future is None:
+            self._future = Future(self.wait, self.is_completed)
+            if self._finish is None:
+                self._future.set_result(self._result)
+        return self._future
+
     def _next_stage(self) -> None:
         finish, self._finish = self._finish, None
         following = finish()
         if following is not None:
             self._request, self._finish = following
+        elif self._future is not None:
+            self._future.set_result(self._result)
 
 
+class Future:
+    """As ``torch.futures.Future``, for a collective (``Work.get_future()``): ``wait()``
+    finishes it and returns the value, ``done()`` says whether it has finished, ``value()``
+    is the value of a finished one, ``then(callback)`` is a Future of ``callback(self)``,
+    which runs once this one is done (at once if it is). With MPI nothing progresses on its
+    own: a callback runs inside the ``wait()``/``done()`` (of this Future, its Work, or a
+    Future made from it) that sees the collective finish."""
+
+    def __init__(self, drive: Callable[[], Any], poll: Callable[[], bool]) -> None:
+        self._drive, self._poll = drive, poll  # make progress: to the end, or one look
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Future], None]] = []
+
+    def done(self) -> bool:
+        if not self._done:
+            self._poll()
+        return self._done
+
+    def wait(self) -> Any:
+        if not self._done:
+            self._drive()
+        return self.value()
+
+    def value(self) -> Any:
+        if not self._done:
+            raise RuntimeError("Future.value: not done yet (wait() for it, or check done())")
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def then(self, callback: Callable[[Future], Any]) -> Future:
+        child = Future(self.wait, self.done)
+        self.add_done_callback(lambda parent: child._run(callback, parent))
+        return child
+
+    def add_done_callback(self, callback: Callable[[Future], None]) -> None:
+        if self._done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def set_result(self, result: Any) -> None:
+        self._value, self._done = result, True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self.set_result(None)
+
+    def _run(self, callback: Callable[[Future], Any], parent: Future) -> None:
+        try:
+            result = callback(parent)
+        except Exception as error:  # as PyTorch's: the child holds it, its wait() raises it
+            self.set_exception(error)
+        else:
+            self.set_result(result)
+
+
+def _members_only(collective: Callable) -> Callable:
+    """Run ``collective`` unless its ``group`` is what ``new_group`` gave a process outside the
+    group: then, as PyTorch's, warn and return None. (The position of ``group`` is found once,
+    here, so a call pays one look at its arguments.)"""
+    position = list(inspect.signature(collective).parameters).index("group")
+
+    @functools.wraps(collective)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        group = args[position] if len(args) > position else kwargs.get("group")
+        if group is not None and _outside(group):
+            rank = default_group().rank
+            warnings.warn(
+                f"Running {collective.__name__} on global rank {rank} which does not belong "
+                "to the given group.",
+                stacklevel=2,
+            )
+            return None
+        return collective(*args, **kwargs)
+
+    return run
+
+
+@_members_only
 def all_reduce(
     tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None, async_op: bool = False
 ) -> Work | None:
@@ -104,7 +212,9 @@ def all_reduce(
     with call.checks():
         _check_writable("all_reduce", tensor)
         wire, mpi_op, finish = _reduction("all_reduce", tensor, op, pg.size)
-    return call.run(lambda: (pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish), async_op)
+    return call.run(
+        lambda: (pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish), async_op, [tensor]
+    )
 
 
 def all_reduce_unchecked(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None) -> Work:
@@ -130,16 +240,19 @@ def reduce(
     pg = default_group(group)
     call = _Call(pg, "reduce", tensor, op, root=dst)
     with call.checks():
-        _check_rank("reduce", "dst", dst, pg.size)
+        root = _check_rank("reduce", "dst", dst, pg)
         _check_writable("reduce", tensor)
         wire, mpi_op, finish = _reduction("reduce", tensor, op, pg.size)
-    is_root = pg.rank == dst
+    is_root = pg.rank == root
     send, receive = (_mpi().IN_PLACE, wire) if is_root else (wire, None)
     if not is_root:
         finish = _nothing  # the other processes' tensors stay as they were
-    return call.run(lambda: (pg.comm.Ireduce(send, receive, mpi_op, root=dst), finish), async_op)
+    return call.run(
+        lambda: (pg.comm.Ireduce(send, receive, mpi_op, root=root), finish), async_op, [tensor]
+    )
 
 
+@_members_only
 def reduce_scatter_tensor(
     output: Tensor,
     input: Tensor,
@@ -155,9 +268,10 @@ def reduce_scatter_tensor(
     with call.checks():
         _check_sizes("reduce_scatter_tensor", output, input, pg.size)
         start = _reduce_scatter("reduce_scatter_tensor", output, input, op, pg)
-    return call.run(start, async_op)
+    return call.run(start, async_op, [output])
 
 
+@_members_only
 def reduce_scatter(
     output: Tensor,
     input_list: Sequence[Tensor],
@@ -172,7 +286,7 @@ def reduce_scatter(
         _check_list("reduce_scatter", "input_list", input_list, output, pg.size)
         joined = Tensor._make(np.concatenate([t.array.reshape(-1) for t in input_list]))
         start = _reduce_scatter("reduce_scatter", output, joined, op, pg)
-    return call.run(start, async_op)
+    return call.run(start, async_op, [output])
 
 
 def _reduce_scatter(name: str, output: Tensor, input: Tensor, op: ReduceOp, pg: Any):
@@ -190,12 +304,13 @@ def broadcast(
     pg = default_group(group)
     call = _Call(pg, "broadcast", tensor, root=src)
     with call.checks():
-        _check_rank("broadcast", "src", src, pg.size)
+        root = _check_rank("broadcast", "src", src, pg)
         _check_writable("broadcast", tensor)
         wire, finish = _bytes_of("broadcast", tensor)
-    return call.run(lambda: (pg.comm.Ibcast(wire, root=src), finish), async_op)
+    return call.run(lambda: (pg.comm.Ibcast(wire, root=root), finish), async_op, [tensor])
 
 
+@_members_only
 def all_gather_into_tensor(
     output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
 ) -> Work | None:
@@ -210,9 +325,10 @@ def all_gather_into_tensor(
         _check_writable("all_gather_into_tensor", output_tensor)
         sent, _ = _bytes_of("all_gather_into_tensor", input_tensor)
         received, finish = _bytes_of("all_gather_into_tensor", output_tensor)
-    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op)
+    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op, [output_tensor])
 
 
+@_members_only
 def all_gather(
     tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False
 ) -> Work | None:
@@ -229,9 +345,10 @@ def all_gather(
     def finish() -> None:
         _unpack(gathered, tensor_list)
 
-    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op)
+    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op, tensor_list)
 
 
+@_members_only
 def gather(
     tensor: Tensor,
     gather_list: list[Tensor] | None = None,
@@ -244,11 +361,11 @@ def gather(
     pg = default_group(group)
     call = _Call(pg, "gather", tensor, root=dst)
     with call.checks():
-        _check_rank("gather", "dst", dst, pg.size)
-        _check_root_list("gather", "gather_list", gather_list, tensor, pg, dst)
+        root = _check_rank("gather", "dst", dst, pg)
+        _check_root_list("gather", "gather_list", gather_list, tensor, pg, root)
         sent, _ = _bytes_of("gather", tensor)
         gathered = received = None
-        if pg.rank == dst:
+        if pg.rank == root:
             _check_writable("gather", *gather_list)
             gathered = np.empty((pg.size, *tensor.shape), tensor.array.dtype)
             received = gathered.reshape(-1).view(np.uint8)
@@ -257,7 +374,11 @@ def gather(
         if gathered is not None:
             _unpack(gathered, gather_list)
 
-    return call.run(lambda: (pg.comm.Igather(sent, received, root=dst), finish), async_op)
+    return call.run(
+        lambda: (pg.comm.Igather(sent, received, root=root), finish),
+        async_op,
+        list(gather_list or []),
+    )
 
 
 def scatter(
@@ -272,21 +393,24 @@ def scatter(
     pg = default_group(group)
     call = _Call(pg, "scatter", tensor, root=src)
     with call.checks():
-        _check_rank("scatter", "src", src, pg.size)
-        _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, src)
+        root = _check_rank("scatter", "src", src, pg)
+        _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, root)
         _check_writable("scatter", tensor)
         sent = None
-        if pg.rank == src:
+        if pg.rank == root:
             sent = np.stack([t.array for t in scatter_list]).reshape(-1).view(np.uint8)
         received, finish = _bytes_of("scatter", tensor)
-    return call.run(lambda: (pg.comm.Iscatter(sent, received, root=src), finish), async_op)
+    return call.run(
+        lambda: (pg.comm.Iscatter(sent, received, root=root), finish), async_op, [tensor]
+    )
 
 
+@_members_only
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
     """Wait until every process of the group has reached its ``barrier()``."""
     pg = default_group(group)
     # the comparison of the calls is an all-gather: it returns once every process has called
-    return _Call(pg, "barrier", None).run(lambda: None, async_op)
+    return _Call(pg, "barrier", None).run(lambda: None, async_op, [])
 
 
 class _Call:
@@ -309,8 +433,9 @@ class _Call:
             self.pg.calls_comm.Iallgather(mine, every).Wait()
             raise
 
-    def run(self, start: Callable[[], _Stage | None], async_op: bool) -> Work | None:
-        """Compare the calls (non-blocking), then ``start`` the transfer if they agree."""
+    def run(self, start: Callable[[], _Stage | None], async_op: bool, result: list) -> Work | None:
+        """Compare the calls (non-blocking), then ``start`` the transfer if they agree;
+        ``result``: the tensors it writes here (the value of its Work's future)."""
         mine = self._signature(refused=False)
         every = np.empty((self.pg.size, len(mine)), np.int64)
 
@@ -319,7 +444,7 @@ class _Call:
             _compare_calls(self.name, mine, every)
             return start()
 
-        work = Work(self.pg.calls_comm.Iallgather(mine, every), agreed)
+        work = Work(self.pg.calls_comm.Iallgather(mine, every), agreed, result)
         self.pg.unstarted.append(work)
         if async_op:
             return work
@@ -464,9 +589,14 @@ def _check_writable(name: str, *tensors: Tensor) -> None:
             )
 
 
-def _check_rank(name: str, what: str, rank: int, size: int) -> None:
-    if not 0 <= rank < size:
-        raise ValueError(f"{name}: {what}={rank} is not a rank of a group of {size} processes")
+def _check_rank(name: str, what: str, rank: int, pg: Any) -> int:
+    """The rank in ``pg`` of the process whose default-group rank is ``rank`` (PyTorch's
+    ``src``/``dst`` are default-group ranks, whatever the group)."""
+    if rank in pg.ranks:
+        return pg.ranks.index(rank)
+    default = pg.ranks == tuple(range(pg.size))
+    of = "" if default else f" (default-group ranks {list(pg.ranks)})"
+    raise ValueError(f"{name}: {what}={rank} is not a rank of a group of {pg.size} processes{of}")
 
 
 def _check_sizes(name: str, block: Tensor, whole: Tensor, size: int) -> None:

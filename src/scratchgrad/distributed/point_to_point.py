@@ -18,10 +18,11 @@ from scratchgrad.distributed.collectives import (
     _bytes_of,
     _check_rank,
     _check_writable,
+    _members_only,
     _nothing,
     refuse_in_a_recording,
 )
-from scratchgrad.distributed.process_group import _mpi, default_group
+from scratchgrad.distributed.process_group import _mpi, _outside, default_group
 from scratchgrad.tensor import Tensor
 
 
@@ -55,17 +56,21 @@ def recv(
     tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0, group_src=None
 ) -> int:
     """Receive into ``tensor`` what process ``src`` (None: any process) sent with this ``tag``;
-    returns the sender's rank."""
+    returns the sender's rank (in the default group; -1 outside ``group``, as PyTorch's)."""
+    if _outside(group):
+        irecv(tensor, src, group, tag, group_src)  # (it warns, as PyTorch's recv through it)
+        return -1
     work = _start_recv("recv", tensor, src, group, tag, group_src)
     work.wait()
-    return work.source_rank()
+    return default_group(group).ranks[work.source_rank()]
 
 
+@_members_only
 def irecv(
     tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0, group_src=None
 ) -> Work:
     """Start receiving into ``tensor``; it holds the message after ``wait()``, and
-    ``source_rank()`` then says who sent it."""
+    ``source_rank()`` then says who sent it (its rank in ``group``)."""
     return _start_recv("irecv", tensor, src, group, tag, group_src)
 
 
@@ -140,19 +145,23 @@ def _describe(header: np.ndarray) -> str:
 
 
 def _peer(name: str, what: str, rank: int | None, group_rank: int | None, pg: Any) -> int:
-    """The other process's rank, from ``dst``/``src`` or ``group_dst``/``group_src`` (the same
-    here: there is one group)."""
+    """The other process's rank in ``pg``, from ``dst``/``src`` (a default-group rank) or
+    ``group_dst``/``group_src`` (a rank in ``pg``)."""
     if (rank is None) == (group_rank is None):
         raise ValueError(f"{name}: give exactly one of {what} and group_{what}")
-    rank = group_rank if rank is None else rank
-    _check_rank(name, what, rank, pg.size)
-    if rank == pg.rank:
+    if rank is not None:
+        group_rank = _check_rank(name, what, rank, pg)
+    elif not 0 <= group_rank < pg.size:
+        raise ValueError(
+            f"{name}: group_{what}={group_rank} is not a rank of a group of {pg.size} processes"
+        )
+    if group_rank == pg.rank:
         role = "destination" if what == "dst" else "source"
         raise ValueError(
             f"Invalid {role} rank: {role} rank should not be the same as the rank of the "
             "current process."
         )
-    return rank
+    return group_rank
 
 
 def _check_tag(name: str, tag: int) -> None:

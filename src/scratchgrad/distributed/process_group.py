@@ -1,7 +1,9 @@
-"""The default process group: which processes train together, over which MPI communicator.
+"""Process groups: which processes train together, over which MPI communicator.
 
-There is one group, every process the launcher started (``torch.distributed``'s default group);
-``init_process_group`` makes it and ``destroy_process_group`` takes it down.
+The default group holds every process the launcher started (``torch.distributed``'s default
+group); ``init_process_group`` makes it and ``destroy_process_group`` takes it down.
+``new_group(ranks)`` makes a group of some of them (an MPI communicator split from the default
+one), which the collectives take as ``group=``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+
+import numpy as np
 
 # What each MPI launcher tells its processes: (rank, world size, rank on this machine).
 _LAUNCHER_VARIABLES = (
@@ -49,11 +53,25 @@ class ProcessGroup:
     # moves: MPI matches collectives by the order each process starts them, and a process may
     # start a transfer before or after the next call's comparison
     calls_comm: Any
+    ranks: tuple[int, ...]  # the default group's rank of each process, in this group's order
     # the collectives called (async_op) whose transfer has not started, in the order called
     unstarted: list = field(default_factory=list)
 
 
+class GroupMember:
+    """As ``torch.distributed.GroupMember``: ``NON_GROUP_MEMBER`` is what ``new_group`` gives a
+    process outside the new group (PyTorch's value, -100)."""
+
+    NON_GROUP_MEMBER = -100
+
+
+def _outside(group: Any) -> bool:
+    """Whether ``group`` is what ``new_group`` gave a process outside it."""
+    return type(group) is int and group == GroupMember.NON_GROUP_MEMBER
+
+
 _default: ProcessGroup | None = None
+_subgroups: list[ProcessGroup] = []  # the groups new_group made, until they are destroyed
 _previous_excepthook = None
 
 
@@ -113,28 +131,131 @@ def init_process_group(
     _check_agrees("rank", rank, os.environ.get("RANK"), world.Get_rank(), world.Get_size())
     _check_agrees("world_size", world_size, os.environ.get("WORLD_SIZE"), world.Get_size(), 0)
     comm = world.Dup()  # a private communicator: no clash with the user's own MPI calls
-    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), world.Dup())
+    ranks = tuple(range(comm.Get_size()))
+    _default = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), world.Dup(), ranks)
     _previous_excepthook, sys.excepthook = sys.excepthook, _abort_every_process
 
 
 def destroy_process_group(group: Any = None) -> None:
-    """Leave the default group (every process calls it); a new one can be made afterwards."""
+    """Leave the default group and every group made from it (every process calls it; a new
+    one can be made afterwards), or only ``group``, one that ``new_group`` made."""
     global _default
     current = default_group(group)
-    _default = None
-    sys.excepthook = _previous_excepthook
-    current.comm.Free()
-    current.calls_comm.Free()
+    doomed = [current] if current is not _default else [*_subgroups, current]
+    if current is _default:
+        _default = None
+        sys.excepthook = _previous_excepthook
+    for pg in doomed:
+        pg.comm.Free()
+        pg.calls_comm.Free()
+    _subgroups[:] = [pg for pg in _subgroups if all(pg is not d for d in doomed)]
+
+
+def new_group(
+    ranks: Any = None,
+    timeout: timedelta | None = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    use_local_synchronization: bool = False,
+    group_desc: str | None = None,
+    device_id: Any = None,
+    sort_ranks: bool = True,
+) -> ProcessGroup | int:
+    """A group of the processes of the default group whose ranks are ``ranks`` (all if None),
+    as PyTorch's: every process of the default group calls it, with the same ``ranks``, in
+    the same order of groups. A member gets the group (its rank in it: its place in
+    ``sorted(ranks)``, or in ``ranks`` if not ``sort_ranks``); a process outside it gets
+    ``GroupMember.NON_GROUP_MEMBER``, with which the collectives skip it (a warning) and
+    ``get_rank``/``get_world_size`` give -1. ``src``/``dst`` stay ranks of the default group.
+    ``timeout``, ``pg_options``, ``group_desc`` and ``device_id`` are not used.
+
+    >>> import scratchgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> group = dist.new_group([0])
+    >>> dist.get_world_size(group) if dist.get_rank() == 0 else None
+    1
+    >>> dist.destroy_process_group()
+    """
+    default = default_group()
+    _check_backend(backend, "new_group")
+    if use_local_synchronization:
+        raise ValueError("MPI backend doesn't support use_local_synchronization=True")
+    ranks = _checked_ranks(ranks, sort_ranks, default.size)
+    # MPI would split the processes by what each one passed: compare first
+    place = np.full(default.size, -1, np.int64)
+    place[list(ranks)] = np.arange(len(ranks))
+    every = np.empty((default.size, default.size), np.int64)
+    default.calls_comm.Iallgather(place, every).Wait()  # (non-blocking, as the collectives')
+    if (every != place).any():
+        calls = "; ".join(f"rank {r}: {_members(row)}" for r, row in enumerate(every))
+        raise RuntimeError(f"new_group: the processes passed different ranks ({calls})")
+    member = default.rank in ranks
+    color, key = (0, ranks.index(default.rank)) if member else (_mpi().UNDEFINED, 0)
+    comm, calls_comm = default.comm.Split(color, key), default.calls_comm.Split(color, key)
+    if not member:
+        return GroupMember.NON_GROUP_MEMBER
+    group = ProcessGroup(comm, comm.Get_rank(), comm.Get_size(), calls_comm, ranks)
+    _subgroups.append(group)
+    return group
+
+
+def _checked_ranks(ranks: Any, sort_ranks: bool, world_size: int) -> tuple[int, ...]:
+    """``ranks`` in the group's order, with PyTorch's errors."""
+    if ranks is None:
+        return tuple(range(world_size))
+    ranks = sorted(ranks) if sort_ranks else list(ranks)
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+    if len(ranks) > world_size:
+        raise ValueError(
+            "the new group's world size should be less or equal to the world size set by "
+            "init_process_group"
+        )
+    for rank in ranks:
+        if rank < 0 or rank >= world_size:
+            raise ValueError(
+                f"Rank {rank} is out of range. Valid ranks are 0 to {world_size - 1} "
+                f"(world_size={world_size})"
+            )
+    return tuple(int(rank) for rank in ranks)
+
+
+def _members(place: np.ndarray) -> list[int]:
+    """The ranks of a group, in its order, from each process's place in it (-1: outside)."""
+    inside = np.flatnonzero(place >= 0)
+    return inside[np.argsort(place[inside])].tolist()
 
 
 def get_rank(group: Any = None) -> int:
-    """This process's number in the group, from 0 to ``get_world_size() - 1``."""
-    return default_group(group).rank
+    """This process's number in the group, from 0 to ``get_world_size() - 1`` (-1 outside a
+    group from ``new_group``)."""
+    return -1 if _outside(group) else default_group(group).rank
 
 
 def get_world_size(group: Any = None) -> int:
-    """How many processes the group holds."""
-    return default_group(group).size
+    """How many processes the group holds (-1 outside a group from ``new_group``)."""
+    return -1 if _outside(group) else default_group(group).size
+
+
+def get_process_group_ranks(group: Any) -> list[int]:
+    """The default group's ranks of the group's processes, in the group's order."""
+    return list(default_group(group).ranks)
+
+
+def get_group_rank(group: Any, global_rank: int) -> int:
+    """The rank in ``group`` of the process of rank ``global_rank`` in the default group."""
+    ranks = default_group(group).ranks
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {list(ranks)}")
+    return ranks.index(global_rank)
+
+
+def get_global_rank(group: Any, group_rank: int) -> int:
+    """The default group's rank of the process of rank ``group_rank`` in ``group``."""
+    ranks = default_group(group).ranks
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {list(ranks)}")
+    return ranks[group_rank]
 
 
 def get_backend(group: Any = None) -> str:
@@ -144,15 +265,25 @@ def get_backend(group: Any = None) -> str:
 
 
 def default_group(group: Any = None) -> ProcessGroup:
-    """The default group, or a clear error when there is none (or another group is asked for)."""
+    """``group``: the default group if None, or one that ``new_group`` made; a clear error
+    when there is none, or for anything else."""
     if _default is None:
         raise ValueError(
             "Default process group has not been initialized, please make sure to call "
             "init_process_group."
         )
-    if group is not None and group is not _default:
-        raise ValueError("scratchgrad.distributed has only the default group; pass group=None")
-    return _default
+    if group is None or group is _default:
+        return _default
+    if any(group is pg for pg in _subgroups):
+        return group
+    if _outside(group):
+        raise ValueError(
+            "this process is not in the group (new_group gave it GroupMember.NON_GROUP_MEMBER)"
+        )
+    raise ValueError(
+        f"{group!r} is not a process group of this job: pass None (the default group) or a "
+        "group that new_group made (and that was not destroyed)"
+    )
 
 
 @functools.cache
@@ -186,11 +317,11 @@ def _finalize_unless_in_a_group() -> None:
         MPI.Finalize()
 
 
-def _check_backend(backend: str | None) -> None:
+def _check_backend(backend: str | None, name: str = "init_process_group") -> None:
     if backend is None or str(backend).lower() == "mpi":
         return
     raise ValueError(
-        f"init_process_group: backend {backend!r} is not available in scratchgrad; the only "
+        f"{name}: backend {backend!r} is not available in scratchgrad; the only "
         "backend is 'mpi' (pass backend='mpi' and launch with mpiexec -n N)"
     )
 

@@ -22,6 +22,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.distributed.collectives import all_reduce_unchecked
+from scratchgrad.distributed.process_group import default_group
 from scratchgrad.nn.module import Module
 from scratchgrad.tensor import Tensor
 
@@ -91,7 +92,12 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: device_ids and output_device must be None for a "
                 f"module on the CPU, got {device_ids} and {output_device}"
             )
-        world_size = dist.get_world_size(process_group)  # an error when there is none
+        world_size = dist.get_world_size()  # an error when there is none
+        if process_group is not None and default_group(process_group) is not default_group():
+            raise NotImplementedError(
+                "DistributedDataParallel: process_group must be None (the default group): "
+                "its all-reduces and broadcasts run over every process, not a new_group's"
+            )
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
