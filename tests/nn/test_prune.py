@@ -444,3 +444,22 @@ def test_a_failed_second_pruning_changes_nothing():
     assert [type(h).__name__ for h in _hooks(ours)] == ["L1Unstructured"]
     assert (ours.weight_mask == mask).all()
     assert not _hooks(theirs)  # (PyTorch's lost the hook)
+
+
+def test_an_unknown_pruning_type_raises_as_torch_when_combined():
+    """Pruned a second time by a method of an unknown PRUNING_TYPE: PyTorch's ValueError
+    (scratchgrad took it as global)."""
+    messages = []
+    for p, library in ((torch_prune, torch), (prune, sg)):
+
+        class Odd(p.BasePruningMethod):
+            PRUNING_TYPE = "odd"
+
+            def compute_mask(self, t, default_mask):
+                return default_mask
+
+        layer = p.l1_unstructured(library.nn.Linear(3, 2), "weight", 2)
+        with pytest.raises(ValueError) as error:
+            Odd.apply(layer, "weight")
+        messages.append(str(error.value))
+    assert messages[0] == messages[1] == "Unrecognized PRUNING_TYPE odd"
