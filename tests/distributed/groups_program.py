@@ -23,14 +23,20 @@ if rank == 1:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert dist.all_reduce(x, group=pair) is None
+        assert dist.broadcast(x, src=0, group=pair) is None
         assert dist.barrier(group=pair) is None
-    assert len(caught) == 2 and "does not belong to the given group" in str(caught[0].message)
+        assert dist.isend(x, dst=0, group=pair) is None
+        assert dist.recv(x, src=0, group=pair) == -1
+    assert [str(w.message) for w in caught] == [
+        f"Running {name} on global rank 1 which does not belong to the given group."
+        for name in ("all_reduce", "broadcast", "barrier", "isend", "irecv")
+    ]
     assert x.tolist() == [5.0]  # skipped
     try:
-        dist.broadcast(x, src=0, group=pair)  # as PyTorch's: an error, its src is looked up
-        raise AssertionError("broadcast outside the group did not raise")
+        dist.send(x, dst=0, group=pair)
+        raise AssertionError("send outside the group did not raise")
     except ValueError as error:
-        assert "not in the group" in str(error)
+        assert "Invalid process group specified" in str(error)
 else:
     assert dist.get_process_group_ranks(pair) == [0, 2]
     assert (dist.get_rank(pair), dist.get_world_size(pair)) == ([0, 2].index(rank), 2)

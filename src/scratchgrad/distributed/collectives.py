@@ -229,6 +229,7 @@ def all_reduce_unchecked(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any
     return Work(pg.comm.Iallreduce(_mpi().IN_PLACE, wire, mpi_op), finish)
 
 
+@_members_only
 def reduce(
     tensor: Tensor,
     dst: int = 0,
@@ -297,6 +298,7 @@ def _reduce_scatter(name: str, output: Tensor, input: Tensor, op: ReduceOp, pg: 
     return lambda: (pg.comm.Ireduce_scatter_block(wire, received, mpi_op), finish)
 
 
+@_members_only
 def broadcast(
     tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False
 ) -> Work | None:
@@ -381,6 +383,7 @@ def gather(
     )
 
 
+@_members_only
 def scatter(
     tensor: Tensor,
     scatter_list: list[Tensor] | None = None,

@@ -45,6 +45,7 @@ def send(
     _start_send("send", tensor, dst, group, tag, group_dst).wait()
 
 
+@_members_only
 def isend(
     tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 0, group_dst=None
 ) -> Work:

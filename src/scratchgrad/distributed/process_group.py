@@ -165,8 +165,9 @@ def new_group(
     as PyTorch's: every process of the default group calls it, with the same ``ranks``, in
     the same order of groups. A member gets the group (its rank in it: its place in
     ``sorted(ranks)``, or in ``ranks`` if not ``sort_ranks``); a process outside it gets
-    ``GroupMember.NON_GROUP_MEMBER``, with which the collectives skip it (a warning) and
-    ``get_rank``/``get_world_size`` give -1. ``src``/``dst`` stay ranks of the default group.
+    ``GroupMember.NON_GROUP_MEMBER``, with which the collectives and ``isend``/``irecv`` skip
+    it (a warning; ``recv`` gives -1, ``send`` raises) and ``get_rank``/``get_world_size``
+    give -1. ``src``/``dst`` stay ranks of the default group.
     ``timeout``, ``pg_options``, ``group_desc`` and ``device_id`` are not used.
 
     >>> import scratchgrad.distributed as dist
@@ -278,7 +279,8 @@ def default_group(group: Any = None) -> ProcessGroup:
         return group
     if _outside(group):
         raise ValueError(
-            "this process is not in the group (new_group gave it GroupMember.NON_GROUP_MEMBER)"
+            "Invalid process group specified: this process is not in the group (new_group "
+            "gave it GroupMember.NON_GROUP_MEMBER)"
         )
     raise ValueError(
         f"{group!r} is not a process group of this job: pass None (the default group) or a "
