@@ -50,6 +50,20 @@ else:
     dist.gather(sg.tensor([float(rank)]), gathered, dst=2, group=pair)
     if rank == 2:
         assert [t.item() for t in gathered] == [0.0, 2.0]
+    # a future not done refuses its value: rank 2 joins the all-reduce only after rank 0's look
+    if rank == 0:
+        future = dist.all_reduce(sg.tensor([1.0]), group=pair, async_op=True).get_future()
+        assert not future.done()
+        try:
+            future.value()
+            raise AssertionError("a future not done gave a value")
+        except RuntimeError as error:
+            assert "not done yet" in str(error)
+        dist.send(sg.zeros(1), dst=2)
+        assert future.wait()[0].tolist() == [2.0]
+    else:
+        dist.recv(sg.zeros(1), src=0)
+        dist.all_reduce(sg.tensor([1.0]), group=pair)
     try:
         dist.broadcast(y, src=1, group=pair)
         raise AssertionError("a src outside the group did not raise")
@@ -91,10 +105,13 @@ failing = dist.broadcast(sg.zeros(2), src=0, async_op=True).get_future().then(la
 try:
     failing.wait()
     raise AssertionError("the callback's error was lost")
-except ZeroDivisionError:
-    pass
+except RuntimeError as error:  # PyTorch's words
+    assert str(error) == (
+        "Got the following error when running the callback: ZeroDivisionError: division by zero"
+    )
 listed = [sg.zeros(1) for _ in range(3)]
-assert dist.all_gather(listed, t, async_op=True).get_future().wait() is listed
+value = dist.all_gather(listed, t, async_op=True).get_future().wait()
+assert value is not listed and all(a is b for a, b in zip(value, listed, strict=True))
 assert dist.barrier(async_op=True).get_future().wait() == []
 
 try:  # MPI would split the processes by what each passed

@@ -219,8 +219,7 @@ def test_a_group_of_one_and_its_future(group_of_one):
     assert dist.get_rank() == 0  # the default group stays
 
 
-def test_a_future_not_done_refuses_its_value(group_of_one):
-    future = dist.all_reduce(sg.zeros(1), async_op=True).get_future()
-    with pytest.raises(RuntimeError, match="Future.value: not done yet"):
-        future.value()
-    assert future.wait()[0].tolist() == [0.0]
+def test_a_future_of_one_process_is_done_at_its_first_look(group_of_one):
+    """As PyTorch's gloo with one process: value() without wait() (a look finishes it)."""
+    x = sg.zeros(1)
+    assert dist.all_reduce(x, async_op=True).get_future().value()[0] is x

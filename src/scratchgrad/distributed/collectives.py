@@ -134,7 +134,7 @@ class Future:
         return self.value()
 
     def value(self) -> Any:
-        if not self._done:
+        if not self.done():
             raise RuntimeError("Future.value: not done yet (wait() for it, or check done())")
         if self._error is not None:
             raise self._error
@@ -165,7 +165,12 @@ class Future:
         try:
             result = callback(parent)
         except Exception as error:  # as PyTorch's: the child holds it, its wait() raises it
-            self.set_exception(error)
+            wrapped = RuntimeError(
+                "Got the following error when running the callback: "
+                f"{type(error).__name__}: {error}"
+            )
+            wrapped.__cause__ = error
+            self.set_exception(wrapped)
         else:
             self.set_result(result)
 
@@ -347,7 +352,8 @@ def all_gather(
     def finish() -> None:
         _unpack(gathered, tensor_list)
 
-    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op, tensor_list)
+    # (the future's value: a list of its own, as PyTorch's)
+    return call.run(lambda: (pg.comm.Iallgather(sent, received), finish), async_op, [*tensor_list])
 
 
 @_members_only
