@@ -463,3 +463,38 @@ def test_an_unknown_pruning_type_raises_as_torch_when_combined():
             Odd.apply(layer, "weight")
         messages.append(str(error.value))
     assert messages[0] == messages[1] == "Unrecognized PRUNING_TYPE odd"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: p.L1Unstructured(amount=3),
+        lambda p: p.LnStructured(amount=1, n=2, dim=0),
+        lambda p: p.RandomUnstructured(amount=0),
+        lambda p: p.Identity(),
+    ],
+)
+def test_a_methods_prune_of_a_tensor_as_torch(make):
+    """BasePruningMethod.prune (was missing): ``t`` times its mask, no module, on top of a
+    default mask, ranked by importance scores, with the gradient of ``t`` the mask's."""
+    rng = np.random.default_rng(5)
+    t, scores = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    default = (rng.random((3, 4)) > 0.2).astype(float)
+    results = []
+    for library, p in ((sg, prune), (torch, torch_prune)):
+        x = library.tensor(t, requires_grad=True)
+        plain = make(p).prune(x)
+        ranked = make(p).prune(x, library.tensor(default), library.tensor(scores))
+        (grad,) = library.autograd.grad((plain * library.tensor(scores)).sum(), x)
+        results.append([r.detach().numpy() for r in (plain, ranked, grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_methods_prune_refuses_scores_of_another_shape_as_torch():
+    messages = []
+    for library, p in ((sg, prune), (torch, torch_prune)):
+        with pytest.raises(AssertionError) as error:
+            p.L1Unstructured(1).prune(library.ones(2, 3), importance_scores=library.ones(3, 2))
+        messages.append(str(error.value).replace("torch.Size", "scratchgrad.Size"))
+    assert messages[0] == messages[1]

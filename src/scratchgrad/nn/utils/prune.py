@@ -93,6 +93,28 @@ class BasePruningMethod:
         module.register_forward_pre_hook(hook)
         return hook
 
+    def prune(
+        self,
+        t: Tensor,
+        default_mask: Tensor | None = None,
+        importance_scores: Tensor | None = None,
+    ) -> Tensor:
+        """``t`` times its mask (ranked by ``importance_scores``, default ``t``, on top of
+        ``default_mask``, default all ones), with no module involved.
+
+        >>> import scratchgrad as sg
+        >>> L1Unstructured(amount=1).prune(sg.tensor([3.0, -1.0, 2.0]))
+        tensor([3., -0., 2.])
+        """
+        scores = t if importance_scores is None else importance_scores
+        if scores.shape != t.shape:
+            raise AssertionError(
+                "importance_scores should have the same shape as tensor t, got "
+                f"{scores.shape} vs {t.shape}"
+            )
+        mask = ones_like(t) if default_mask is None else default_mask
+        return t * self.compute_mask(scores, default_mask=mask)
+
     def remove(self, module: Module) -> None:
         """Make the pruning permanent: ``name`` is the Parameter ``name_orig`` again, holding
         the pruned values; ``name_orig`` and ``name_mask`` go away."""
