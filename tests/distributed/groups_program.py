@@ -122,6 +122,13 @@ except RuntimeError as error:
         error
     ), error
 
+try:  # one process's bad ranks: its error, and the others do not wait for it
+    dist.new_group([0, 7] if rank == 1 else [0, 1])
+    raise AssertionError("bad ranks were taken")
+except (ValueError, RuntimeError) as error:
+    expected = "Rank 7 is out of range" if rank == 1 else "new_group: refused by rank(s) [1]"
+    assert expected in str(error), error
+
 if rank != 1:  # a group can go alone (its members call it); it is then refused
     dist.destroy_process_group(pair)
     try:

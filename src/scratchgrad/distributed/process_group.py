@@ -181,13 +181,17 @@ def new_group(
     _check_backend(backend, "new_group")
     if use_local_synchronization:
         raise ValueError("MPI backend doesn't support use_local_synchronization=True")
-    ranks = _checked_ranks(ranks, sort_ranks, default.size)
+    try:
+        ranks = _checked_ranks(ranks, sort_ranks, default.size)
+    except ValueError:
+        _every_place(default, None)  # the others must not wait for this process
+        raise
     # MPI would split the processes by what each one passed: compare first
-    place = np.full(default.size, -1, np.int64)
-    place[list(ranks)] = np.arange(len(ranks))
-    every = np.empty((default.size, default.size), np.int64)
-    default.calls_comm.Iallgather(place, every).Wait()  # (non-blocking, as the collectives')
-    if (every != place).any():
+    every = _every_place(default, ranks)
+    refused = np.flatnonzero(every[:, 0] == _REFUSED).tolist()
+    if refused:
+        raise RuntimeError(f"new_group: refused by rank(s) {refused} (see their error)")
+    if (every != every[default.rank]).any():
         calls = "; ".join(f"rank {r}: {_members(row)}" for r, row in enumerate(every))
         raise RuntimeError(f"new_group: the processes passed different ranks ({calls})")
     member = default.rank in ranks
@@ -219,6 +223,20 @@ def _checked_ranks(ranks: Any, sort_ranks: bool, world_size: int) -> tuple[int, 
                 f"(world_size={world_size})"
             )
     return tuple(int(rank) for rank in ranks)
+
+
+_REFUSED = -2  # a process's places when its ranks were refused
+
+
+def _every_place(default: ProcessGroup, ranks: tuple[int, ...] | None) -> np.ndarray:
+    """Each process's place in the new group by default-group rank (-1: outside), a row per
+    process (all ``_REFUSED`` for one that refused its ``ranks``)."""
+    place = np.full(default.size, -1 if ranks is not None else _REFUSED, np.int64)
+    if ranks is not None:
+        place[list(ranks)] = np.arange(len(ranks))
+    every = np.empty((default.size, default.size), np.int64)
+    default.calls_comm.Iallgather(place, every).Wait()  # (non-blocking, as the collectives')
+    return every
 
 
 def _members(place: np.ndarray) -> list[int]:
