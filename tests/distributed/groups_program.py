@@ -46,6 +46,8 @@ else:
     y = sg.tensor([float(rank)])
     dist.broadcast(y, src=2, group=pair)  # src: the default group's rank 2
     assert y.tolist() == [2.0], y
+    dist.reduce(y, group_dst=0, group=pair)  # group_dst: the group's rank 0, rank 0 here
+    assert y.tolist() == ([4.0] if rank == 0 else [2.0]), y
     gathered = [sg.zeros(1), sg.zeros(1)] if rank == 2 else None
     dist.gather(sg.tensor([float(rank)]), gathered, dst=2, group=pair)
     if rank == 2:

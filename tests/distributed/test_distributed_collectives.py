@@ -145,7 +145,7 @@ def test_refused_before_any_communication(group_of_one):
         with pytest.raises(ValueError, match=f"all_reduce does not support ReduceOp.{op.name} on"):
             dist.all_reduce(sg.tensor([1 + 1j]), op=op)
     expanded = sg.tensor([1.0]).expand(3)
-    for collective in (dist.all_reduce, dist.broadcast):
+    for collective in (dist.all_reduce, lambda t: dist.broadcast(t, src=0)):
         with pytest.raises(RuntimeError, match=r"shape \(3,\) whose elements share memory"):
             collective(expanded)
     assert expanded._version == 0
@@ -164,7 +164,7 @@ def test_send_and_recv_errors(group_of_one):
         dist.irecv(x, src=0)
     with pytest.raises(ValueError, match="send: dst=1 is not a rank of a group of 1"):
         dist.isend(x, dst=1)
-    with pytest.raises(ValueError, match="send: give exactly one of dst and group_dst"):
+    with pytest.raises(ValueError, match="send: Must specify global_rank or group_rank"):
         dist.send(x)
     with pytest.raises(ValueError, match="recv: tag must be an int from 0"):
         dist.recv(x, tag=-1)
@@ -223,3 +223,28 @@ def test_a_future_of_one_process_is_done_at_its_first_look(group_of_one):
     """As PyTorch's gloo with one process: value() without wait() (a look finishes it)."""
     x = sg.zeros(1)
     assert dist.all_reduce(x, async_op=True).get_future().value()[0] is x
+
+
+ROOTED = {  # each rooted collective, the word for its root, a call given the root
+    "broadcast": ("src", lambda x, **root: dist.broadcast(x, **root)),
+    "reduce": ("dst", lambda x, **root: dist.reduce(x, **root)),
+    "gather": ("dst", lambda x, **root: dist.gather(x, [sg.zeros(1)], **root)),
+    "scatter": ("src", lambda x, **root: dist.scatter(x, [sg.ones(1)], **root)),
+}
+
+
+@pytest.mark.parametrize("name", ROOTED)
+def test_a_root_by_group_rank_or_default_group_rank_as_torch(group_of_one, name):
+    """group_src/group_dst (were missing) name the root by its rank in the group; as
+    PyTorch's, exactly one of it and src/dst (neither: src/dst had defaulted to 0)."""
+    what, call = ROOTED[name]
+    x, group = sg.tensor([1.0]), dist.new_group([0])
+    call(x, **{what: 0, "group": group})
+    call(x, **{f"group_{what}": 0, "group": group})
+    assert x.tolist() == [1.0]
+    with pytest.raises(ValueError, match="Must specify global_rank or group_rank"):
+        call(x)
+    with pytest.raises(ValueError, match="Can't specify both group_rank and global_rank"):
+        call(x, **{what: 0, f"group_{what}": 0})
+    with pytest.raises(ValueError, match=f"group_{what}=1 is not a rank of a group of 1"):
+        call(x, **{f"group_{what}": 1, "group": group})

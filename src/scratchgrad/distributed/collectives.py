@@ -237,16 +237,17 @@ def all_reduce_unchecked(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any
 @_members_only
 def reduce(
     tensor: Tensor,
-    dst: int = 0,
+    dst: int | None = None,
     op: ReduceOp = ReduceOp.SUM,
     group: Any = None,
     async_op: bool = False,
+    group_dst: int | None = None,
 ) -> Work | None:
     """Combine ``tensor`` over every process; only process ``dst`` gets the result, in place."""
     pg = default_group(group)
-    call = _Call(pg, "reduce", tensor, op, root=dst)
+    call = _Call(pg, "reduce", tensor, op)
     with call.checks():
-        root = _check_rank("reduce", "dst", dst, pg)
+        call.root = root = _root("reduce", "dst", dst, group_dst, pg)
         _check_writable("reduce", tensor)
         wire, mpi_op, finish = _reduction("reduce", tensor, op, pg.size)
     is_root = pg.rank == root
@@ -305,13 +306,17 @@ def _reduce_scatter(name: str, output: Tensor, input: Tensor, op: ReduceOp, pg: 
 
 @_members_only
 def broadcast(
-    tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False
+    tensor: Tensor,
+    src: int | None = None,
+    group: Any = None,
+    async_op: bool = False,
+    group_src: int | None = None,
 ) -> Work | None:
     """Copy process ``src``'s ``tensor`` into every other process's ``tensor``."""
     pg = default_group(group)
-    call = _Call(pg, "broadcast", tensor, root=src)
+    call = _Call(pg, "broadcast", tensor)
     with call.checks():
-        root = _check_rank("broadcast", "src", src, pg)
+        call.root = root = _root("broadcast", "src", src, group_src, pg)
         _check_writable("broadcast", tensor)
         wire, finish = _bytes_of("broadcast", tensor)
     return call.run(lambda: (pg.comm.Ibcast(wire, root=root), finish), async_op, [tensor])
@@ -360,16 +365,17 @@ def all_gather(
 def gather(
     tensor: Tensor,
     gather_list: list[Tensor] | None = None,
-    dst: int = 0,
+    dst: int | None = None,
     group: Any = None,
     async_op: bool = False,
+    group_dst: int | None = None,
 ) -> Work | None:
     """Every process's ``tensor`` into ``gather_list`` on process ``dst`` (the others pass
     None): entry i gets process i's."""
     pg = default_group(group)
-    call = _Call(pg, "gather", tensor, root=dst)
+    call = _Call(pg, "gather", tensor)
     with call.checks():
-        root = _check_rank("gather", "dst", dst, pg)
+        call.root = root = _root("gather", "dst", dst, group_dst, pg)
         _check_root_list("gather", "gather_list", gather_list, tensor, pg, root)
         sent, _ = _bytes_of("gather", tensor)
         gathered = received = None
@@ -393,16 +399,17 @@ def gather(
 def scatter(
     tensor: Tensor,
     scatter_list: list[Tensor] | None = None,
-    src: int = 0,
+    src: int | None = None,
     group: Any = None,
     async_op: bool = False,
+    group_src: int | None = None,
 ) -> Work | None:
     """Process ``src``'s ``scatter_list[i]`` into process i's ``tensor`` (the others pass
     None)."""
     pg = default_group(group)
-    call = _Call(pg, "scatter", tensor, root=src)
+    call = _Call(pg, "scatter", tensor)
     with call.checks():
-        root = _check_rank("scatter", "src", src, pg)
+        call.root = root = _root("scatter", "src", src, group_src, pg)
         _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, root)
         _check_writable("scatter", tensor)
         sent = None
@@ -596,6 +603,23 @@ def _check_writable(name: str, *tensors: Tensor) -> None:
                 "whose elements share memory (an expanded view); pass x.contiguous() or a "
                 "tensor of its own"
             )
+
+
+def _root(name: str, what: str, rank: int | None, group_rank: int | None, pg: Any) -> int:
+    """The rank in ``pg`` of the process named by ``rank`` (a default-group rank: PyTorch's
+    ``src``/``dst``) or by ``group_rank`` (a rank in ``pg``: its ``group_src``/``group_dst``),
+    exactly one of them, with PyTorch's errors."""
+    if rank is not None and group_rank is not None:
+        raise ValueError(f"{name}: Can't specify both group_rank and global_rank")
+    if group_rank is not None:
+        if not 0 <= group_rank < pg.size:
+            raise ValueError(
+                f"{name}: group_{what}={group_rank} is not a rank of a group of {pg.size} processes"
+            )
+        return group_rank
+    if rank is None:
+        raise ValueError(f"{name}: Must specify global_rank or group_rank ({what}=)")
+    return _check_rank(name, what, rank, pg)
 
 
 def _check_rank(name: str, what: str, rank: int, pg: Any) -> int:

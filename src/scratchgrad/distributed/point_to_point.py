@@ -16,10 +16,10 @@ import numpy as np
 from scratchgrad.distributed.collectives import (
     Work,
     _bytes_of,
-    _check_rank,
     _check_writable,
     _members_only,
     _nothing,
+    _root,
     refuse_in_a_recording,
 )
 from scratchgrad.distributed.process_group import _mpi, _outside, default_group
@@ -148,14 +148,7 @@ def _describe(header: np.ndarray) -> str:
 def _peer(name: str, what: str, rank: int | None, group_rank: int | None, pg: Any) -> int:
     """The other process's rank in ``pg``, from ``dst``/``src`` (a default-group rank) or
     ``group_dst``/``group_src`` (a rank in ``pg``)."""
-    if (rank is None) == (group_rank is None):
-        raise ValueError(f"{name}: give exactly one of {what} and group_{what}")
-    if rank is not None:
-        group_rank = _check_rank(name, what, rank, pg)
-    elif not 0 <= group_rank < pg.size:
-        raise ValueError(
-            f"{name}: group_{what}={group_rank} is not a rank of a group of {pg.size} processes"
-        )
+    group_rank = _root(name, what, rank, group_rank, pg)
     if group_rank == pg.rank:
         role = "destination" if what == "dst" else "source"
         raise ValueError(
