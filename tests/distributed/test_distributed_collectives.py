@@ -248,3 +248,18 @@ def test_a_root_by_group_rank_or_default_group_rank_as_torch(group_of_one, name)
         call(x, **{what: 0, f"group_{what}": 0})
     with pytest.raises(ValueError, match=f"group_{what}=1 is not a rank of a group of 1"):
         call(x, **{f"group_{what}": 1, "group": group})
+
+
+def test_group_world_is_the_default_group_as_torch():
+    """dist.group.WORLD and GroupMember.WORLD (were missing): None before
+    init_process_group, then the default group, which collectives take as group=."""
+    assert dist.group.WORLD is None and dist.GroupMember.WORLD is None
+    dist.init_process_group("mpi")
+    try:
+        assert dist.group.WORLD is dist.GroupMember.WORLD is not None
+        x = sg.tensor([2.0])
+        dist.all_reduce(x, group=dist.group.WORLD)
+        assert x.tolist() == [2.0] and dist.get_world_size(dist.group.WORLD) == 1
+    finally:
+        dist.destroy_process_group()
+    assert dist.group.WORLD is None

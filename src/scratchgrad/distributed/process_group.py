@@ -58,11 +58,23 @@ class ProcessGroup:
     unstarted: list = field(default_factory=list)
 
 
-class GroupMember:
-    """As ``torch.distributed.GroupMember``: ``NON_GROUP_MEMBER`` is what ``new_group`` gives a
-    process outside the new group (PyTorch's value, -100)."""
+class _World(type):
+    @property
+    def WORLD(cls) -> ProcessGroup | None:  # noqa: N802 (PyTorch's name)
+        """The default group (None before ``init_process_group``)."""
+        return _default
+
+
+class GroupMember(metaclass=_World):
+    """As ``torch.distributed.GroupMember``: ``WORLD`` is the default group,
+    ``NON_GROUP_MEMBER`` what ``new_group`` gives a process outside the new group (PyTorch's
+    value, -100)."""
 
     NON_GROUP_MEMBER = -100
+
+
+class group(metaclass=_World):  # noqa: N801 (PyTorch's name)
+    """As ``torch.distributed.group``: ``group.WORLD`` is the default group."""
 
 
 def _outside(group: Any) -> bool:
