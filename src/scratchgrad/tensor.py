@@ -3562,9 +3562,14 @@ class Tensor:
         return _kept_without_derivative(self, draws, "bernoulli")  # (p: no derivative)
 
     def _bernoulli_draws(self, p: float | None, generator: Any) -> Tensor:
-        """``bernoulli``'s draws, out of any graph (vmap batches them: see func/batching.py)."""
-        probs, shape, dtype = self.array if p is None else p, self.array.shape, self.array.dtype
-        return _random(lambda s: _call(_bernoulli, probs, s, dtype, self.device, generator), shape)
+        """``bernoulli``'s draws, out of any graph, with this tensor's probabilities (or
+        ``p``'s)."""
+        dtype, device = self.array.dtype, self.device
+
+        def sample(shape: tuple, probs: Any = p) -> Any:
+            return _call(_bernoulli, probs, shape, dtype, device, generator)
+
+        return _random(sample, self.array.shape, params=() if p is not None else (self,))
 
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
@@ -3758,9 +3763,11 @@ class Tensor:
                 f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
                 f"replacement ({num_samples} > {n})"
             )
-        shape = (*self.array.shape[:-1], num_samples)
-        draw = _each(_multinomial, self.array, num_samples, replacement, generator, shape=shape)
-        return _random(draw, shape)
+
+        def sample(shape: tuple, probs: Any) -> Any:
+            return _call(_multinomial, probs, num_samples, replacement, generator)
+
+        return _random(sample, self.array.shape, params=(self,))
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return self._truth_reduce("any", dim, keepdim)
@@ -8164,8 +8171,9 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     [0.0, 2.0]
     """
     _refuse_non_float("poisson", _tensor_other("poisson", input, "input", position=1))
-    rates = input.array
-    draws = _random(_each(_poisson, rates, generator, shape=rates.shape), rates.shape)
+    draws = _random(
+        lambda shape, rates: _call(_poisson, rates, generator), input.shape, params=(input,)
+    )
     return _zero_gradient_to(draws, input)
 
 
@@ -8203,8 +8211,11 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
         )
     _refuse_non_float("binomial", count)
     shape = broadcast_shapes(count.shape, prob.shape)
-    arrays = (count.expand(shape).array, prob.expand(shape).array)
-    draws = _random(_each(_binomial, *arrays, generator, shape=shape), shape)
+    draws = _random(
+        lambda _, *arrays: _call(_binomial, *arrays, generator),
+        shape,
+        params=(count.expand(shape), prob.expand(shape)),
+    )
     graph = prob if prob.requires_grad else count
     return _kept_without_derivative(graph, draws, "binomial")
 
@@ -8230,34 +8241,21 @@ def _refuse_non_float(name: str, x: Tensor) -> None:
         )
 
 
-def _random(sample: Callable[[tuple], Any], shape: tuple, into: Tensor | None = None) -> Tensor:
-    """``sample(shape)``, an array of random draws, as a tensor. Inside vmap, drawn as its
-    ``randomness`` says, as PyTorch's: refused, one draw for every member, or one per member
-    (``sample`` then gets the batch sizes before ``shape``); ``into``, a tensor that an
-    in-place fill writes the draws into, is refused one draw per member unless batched."""
+def _random(
+    sample: Callable[..., Any], shape: tuple, into: Tensor | None = None, params: tuple = ()
+) -> Tensor:
+    """``sample(shape, *arrays)``, an array of random draws of ``shape`` from the arrays of
+    ``params`` (tensors of that shape: bernoulli's probabilities, poisson's rates), as a
+    tensor. Inside vmap, drawn as its ``randomness`` says, as PyTorch's: refused, one draw for
+    every member, or one per member (``sample`` then gets the batch sizes before ``shape``,
+    and the parameters spread over them: each member's own where they are batched); ``into``,
+    a tensor that an in-place fill writes the draws into, is refused one draw per member
+    unless batched (see func/batching.py's ``draw``)."""
     if _function._vmap_dispatch is None:
-        return Tensor._make(sample(shape))
+        return Tensor._make(sample(shape, *(p.array for p in params)))
     from scratchgrad import creation  # (creation builds on this module)
 
-    return creation._vmap_draw(sample, shape, into)
-
-
-def _each(draw: Callable, *args: Any, shape: tuple) -> Callable[[tuple], Any]:
-    """A ``sample`` for ``_random`` from ``draw(*args)``, one draw of ``shape`` (poisson's,
-    multinomial's: draws with no form for several at once), made once per vmap member; in
-    one recorded call, so that a replay under ``scratchgrad.jit`` draws them all again."""
-
-    def sample(full: tuple) -> Any:
-        if full == shape:
-            return _call(draw, *args)
-        return _call(_each_member, draw, args, full, len(full) - len(shape))
-
-    return sample
-
-
-def _each_member(draw: Callable, args: tuple, shape: tuple, batch_dims: int) -> Any:
-    draws = [draw(*args) for _ in range(math.prod(shape[:batch_dims]))]
-    return namespace(draws[0]).stack(draws).reshape(shape)
+    return creation._vmap_draw(sample, shape, into, params)
 
 
 def _uniform(generator: Any, device: Any, low: float, high: float, shape: tuple, dtype) -> Any:
@@ -8415,8 +8413,7 @@ def _multinomial(probs: Any, num_samples: int, replacement: bool, generator: Any
         with backend.errstate(divide="ignore"):
             keys = rng.standard_exponential((rows, n)) / weights
         picked = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
-    out = picked.astype(backend.int64)
-    return out if probs.ndim == 2 else out[0]
+    return picked.astype(backend.int64).reshape(*probs.shape[:-1], num_samples)
 
 
 def _top_indices(array: Any, dim: int, k: int, largest: bool, sorted: bool = True) -> Any:

@@ -2,9 +2,10 @@
 refuses every draw, "same" makes one draw for all members, "different" one per member. That
 holds for the factories (rand, randperm), the draws from tensors (bernoulli, poisson, binomial,
 multinomial) and the in-place fills (normal_, uniform_, bernoulli_, ...); a fill of an
-unbatched tensor under "different", and a draw from batched probabilities under "same", raise
-as PyTorch's. Before, the draws from tensors and the in-place fills ignored ``randomness``:
-every member silently took the same draws."""
+unbatched tensor under "different", and a draw from batched probabilities, rates or counts
+under "same", raise as PyTorch's; under "different" each member draws from its own. Before, the
+draws from tensors and the in-place fills ignored ``randomness`` (every member silently took the
+same draws), and poisson, binomial and multinomial of batched parameters raised."""
 
 import pytest
 import torch
@@ -110,22 +111,123 @@ def test_bernoulli_of_batched_probabilities_outside_zero_one_raises():
         sg.func.vmap(sg.bernoulli, randomness="different")(sg.full((2, 3), 1.5))
 
 
+# Draws from batched parameters: each member draws from its own rates, counts or
+# probabilities under "different"; "same" (at a vmap that batches them) raises, as PyTorch's.
+# They raised under every randomness before. Members 0 and 2 make known draws (rates,
+# counts and probabilities q of 0; weights of one category), member 1 random ones.
+PARAMETERS = [[1.0, 0.0, 0.0, 0.0], [3.0, 5.0, 2.0, 4.0], [0.0, 0.0, 1.0, 0.0]]
+BATCHED_DRAWS = {
+    "poisson": lambda m, q, p: m.poisson(q * 20),
+    "binomial_count": lambda m, q, p: m.binomial(q * 3, m.full((4,), 0.5, dtype=q.dtype)),
+    "binomial_prob": lambda m, q, p: m.binomial(m.full((4,), 9.0, dtype=q.dtype), q / 5),
+    "bernoulli": lambda m, q, p: m.bernoulli(q / 5),
+    "multinomial": lambda m, q, p: m.multinomial(p, 1),
+    "multinomial_replacement": lambda m, q, p: m.multinomial(p, 5, replacement=True),
+    "multinomial_rows": lambda m, q, p: m.multinomial(p.reshape(2, 2) + 1e-30, 2),
+    "multinomial_grown": lambda m, q, p: m.multinomial(p.expand(3, 4), 3, replacement=True),
+}
+
+
+def _draw_batched(m, name, randomness, in_dims):
+    params = m.tensor(PARAMETERS, dtype=m.float64)
+    params = params if in_dims == 0 else params.mT.contiguous()
+    return m.func.vmap(lambda p: BATCHED_DRAWS[name](m, p), in_dims, randomness=randomness)(params)
+
+
+def _known_members(out) -> list:
+    """Members 0 and 2's draws, made known by their parameters."""
+    return [out[0].tolist(), out[2].tolist()]
+
+
+@pytest.mark.parametrize("in_dims", [0, 1])
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("name", BATCHED_DRAWS)
+def test_draws_from_batched_parameters_follow_each_members_as_torch(name, randomness, in_dims):
+    ours = outcome(_draw_batched, sg, name, randomness, in_dims)
+    theirs = outcome(_draw_batched, torch, name, randomness, in_dims)
+    if raised_alike(ours, theirs, f"{name} under randomness={randomness!r}"):
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    if name != "multinomial_rows":  # (its zero weights' order is PyTorch's, not checked here)
+        assert _known_members(ours) == _known_members(theirs)
+    assert not bool((ours[1] == ours[1].flatten()[0]).all())  # member 1's draws vary
+
+
+NESTINGS = {  # (outer randomness, inner randomness, which vmaps batch the rates)
+    f"{outer}-{inner}-{batching}": (outer, inner, batching)
+    for outer in ("error", "same", "different")
+    for inner in ("error", "same", "different")
+    for batching in ("outer", "inner", "both")
+}
+
+
+def _nested_poisson(m, outer, inner, batching):
+    """Draws of rate 4 in a vmap of 3 members inside one of 2: the rates batched by both, or
+    by one (the other batches a factor of 1 the draws are multiplied by)."""
+    vmap = m.func.vmap
+    if batching == "both":
+        rates = m.full((2, 3, SIZE), 4.0, dtype=m.float64)
+        return vmap(vmap(m.poisson, randomness=inner), randomness=outer)(rates)
+    if batching == "outer":
+        rates = m.full((2, SIZE), 4.0, dtype=m.float64)
+
+        def member(r):
+            return vmap(lambda one: m.poisson(r) * one, randomness=inner)(m.ones(3))
+
+        return vmap(member, randomness=outer)(rates)
+    rates = m.full((3, SIZE), 4.0, dtype=m.float64)
+
+    def member(one):
+        return vmap(lambda r: m.poisson(r) * one, randomness=inner)(rates)
+
+    return vmap(member, randomness=outer)(m.ones(2, dtype=m.float64))
+
+
+@pytest.mark.parametrize("nesting", NESTINGS)
+def test_nested_draws_from_batched_rates_follow_each_vmaps_randomness_as_torch(nesting):
+    """Each vmap asks its own randomness, the newest first (the error PyTorch raises first
+    is ours too): "same" refuses only where that vmap batches the rates."""
+    outer, inner, batching = NESTINGS[nesting]
+    ours = outcome(_nested_poisson, sg, outer, inner, batching)
+    theirs = outcome(_nested_poisson, torch, outer, inner, batching)
+    if raised_alike(ours, theirs, nesting):
+        assert str(ours).startswith("vmap: ")
+        same = "same randomness" in str(theirs)
+        assert ("randomness='same' is not supported" in str(ours)) == same, (ours, theirs)
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape) == (2, 3, SIZE)
+    members_alike = [bool((ours[0, 0] == ours[i, j]).all()) for i in range(2) for j in range(3)]
+    assert all(members_alike) == (outer == inner == "same")
+
+
 @pytest.mark.parametrize(
-    "draw",
+    "draw, params",
     [
-        lambda m, x: m.poisson(x),
-        lambda m, x: m.binomial(x, m.full_like(x, 0.5)),
-        lambda m, x: m.multinomial(x, 2),
+        (lambda m, p: m.poisson(p), [[1.0, 2.0], [1.0, -1.0]]),
+        (lambda m, p: m.multinomial(p, 1), [[1.0, 2.0], [0.0, 0.0]]),
+        (lambda m, p: m.bernoulli(p), [[1.0, 0.5], [0.5, 1.5]]),
     ],
-    ids=["poisson", "binomial", "multinomial"],
+    ids=["poisson", "multinomial", "bernoulli"],
 )
-def test_draws_with_no_batched_form_from_batched_inputs_raise(draw):
-    """docs/func.md: these are drawn once per member from unbatched inputs only; PyTorch's vmap
-    draws from each member's rates, counts or probabilities."""
-    theirs = torch.func.vmap(lambda x: draw(torch, x), randomness="different")(torch.ones(3, 4))
-    assert theirs.shape == (3, *draw(torch, torch.ones(4)).shape)
-    with pytest.raises(RuntimeError, match="^vmap: "):
-        sg.func.vmap(lambda x: draw(sg, x), randomness="different")(sg.ones(3, 4))
+def test_a_draw_from_batched_parameters_checks_every_members_values_as_torch(draw, params):
+    """A negative rate, weights that sum to 0, a probability past 1, in any member, raise."""
+
+    def call(m):
+        return m.func.vmap(lambda p: draw(m, p), randomness="different")(m.tensor(params))
+
+    assert raised_alike(outcome(call, sg), outcome(call, torch), str(params))
+
+
+def test_gradients_through_draws_from_batched_rates_as_torch():
+    """poisson's rates get a zero gradient, member by member, as PyTorch's."""
+
+    def f(m):
+        return m.func.vmap(
+            m.func.grad(lambda r: (m.poisson(r) * 0 + r * r).sum()), randomness="different"
+        )(m.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=m.float64))
+
+    assert f(sg).tolist() == f(torch).tolist()
 
 
 @pytest.mark.parametrize("name", ["normal_", "uniform_", "exponential_", "random_"])

@@ -233,24 +233,6 @@ class BatchedTensor(Tensor):
             value = pad_to_rank([target, value.value], [True, True])[1]
         self.value[(slice(None), *items)] = value
 
-    def _bernoulli_draws(self, p: float | None, generator: Any) -> Tensor:
-        """Draws with each member's probabilities (or ``p``), one per member, as vmap's
-        randomness "different" says; PyTorch refuses "same" with a batched input."""
-        if any(level == self.level and r == "same" for level, _, r in _active):
-            raise RuntimeError(
-                "vmap: bernoulli of a batched tensor with randomness='same' is not supported, "
-                "as in PyTorch; use randomness='different'"
-            )
-        if p is not None:  # only a member's shape is read
-            return Tensor._bernoulli_draws(self, p, generator)
-        batch = self.value
-        while type(batch) is BatchedTensor:
-            batch = batch.value
-        if not bool(((batch >= 0) & (batch <= 1)).all()):  # NaN fails too
-            raise RuntimeError("bernoulli: the probabilities must be in [0, 1]")
-        uniform = creation.rand(self.shape, dtype=xp.float64, generator=generator)
-        return (uniform < self).to(self.dtype)
-
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
 
@@ -692,17 +674,42 @@ def _member_by_member(cls: type, values: list, batched: list, kwargs: dict) -> A
     return stack(outs)
 
 
-def draw(sample: Callable[[tuple], Any], shape: tuple, into: Tensor | None = None) -> Tensor:
+def draw(
+    sample: Callable[..., Any], shape: tuple, into: Tensor | None = None, params: tuple = ()
+) -> Tensor:
     """A random draw of ``shape`` inside vmap, as the running vmaps' ``randomness`` says:
     "different" adds that vmap's batch dim to the draw, "same" does not, "error" refuses.
-    ``into``: the tensor an in-place fill writes the draw into, which must be batched by each
-    vmap of "different" (else its members would all take one draw), as in PyTorch."""
-    sizes, levels = [], []
-    for level, size, randomness in _active:
+    ``sample(full_shape, *arrays)`` makes it, from the arrays of ``params`` (the tensors the
+    draw reads, of ``shape``: poisson's rates) spread over those batch dims, so each member
+    draws from its own. As PyTorch's, the vmaps are asked newest first, and refuse "same"
+    where they batch ``params`` (one draw cannot take each member's), and "different" where
+    they do not batch ``into``, the tensor an in-place fill writes the draw into (its members
+    would all take one draw)."""
+    levels = _drawing_levels(into, params)
+    sizes = tuple(size for _, size in levels)
+    arrays = [_spread(p, levels).expand(*sizes, *shape).array for p in params]
+    out = Tensor._make(sample((*sizes, *shape), *arrays))
+    for level, _ in levels:  # the oldest level's batch dim comes first
+        out = wrap(out, level)
+    return out
+
+
+def _drawing_levels(into: Tensor | None, params: tuple) -> list[tuple[int, int]]:
+    """(level, batch size) of each running vmap that draws per member, oldest first, after
+    the checks of ``draw``."""
+    batching = set().union(*map(_levels, params))
+    levels = []
+    for level, size, randomness in reversed(_active):
         if randomness == "error":
             raise RuntimeError(
                 "vmap: called a random operation, but randomness='error' (the default); pass "
                 "randomness='different' for a draw per member or 'same' for one draw for all"
+            )
+        if randomness == "same" and level in batching:
+            raise RuntimeError(
+                "vmap: a random draw from a batched tensor (bernoulli's probabilities, "
+                "poisson's rates) with randomness='same' is not supported, as in PyTorch; use "
+                "randomness='different'"
             )
         if randomness == "different":
             if into is not None and level not in _levels(into):
@@ -711,12 +718,8 @@ def draw(sample: Callable[[tuple], Any], shape: tuple, into: Tensor | None = Non
                     "tensor (its members would all take the same draws, as PyTorch says); "
                     "fill a batched tensor, or use randomness='same'"
                 )
-            sizes.append(size)
-            levels.append(level)
-    out = Tensor._make(sample((*sizes, *shape)))
-    for level in levels:  # the oldest level's batch dim comes first
-        out = wrap(out, level)
-    return out
+            levels.append((level, size))
+    return levels[::-1]
 
 
 def _levels(t: Tensor) -> set[int]:
@@ -726,6 +729,17 @@ def _levels(t: Tensor) -> set[int]:
         levels.add(t.level)
         t = t.value
     return levels
+
+
+def _spread(t: Tensor, levels: list) -> Tensor:
+    """The plain batch under ``t``'s levels (the oldest one's dim first), with a dim for each
+    of ``levels`` (oldest first; they include ``t``'s): size 1 where ``t`` is not batched."""
+    value = t.detach()
+    while type(value) is BatchedTensor:
+        value = value.value
+    own = _levels(t)
+    sizes = [size if level in own else 1 for level, size in levels]
+    return value.reshape(*sizes, *value.shape[len(own) :])
 
 
 def vmap(
