@@ -167,9 +167,15 @@ def test_refused_while_jit_records():
         step(sg.ones(2, 3))
 
 
-def test_refused_under_vmap():
-    with pytest.raises(RuntimeError, match="vmap: unsqueeze_"):
-        sg.func.vmap(lambda x: x.unsqueeze_(0) * 1)(sg.ones(3, 2))
+def test_batched_under_vmap_as_torch():
+    """(It raised; tests/func/test_vmap_in_place.py has more.) The tensor vmap was given
+    changes shape with its members, as PyTorch's."""
+
+    def call(m):
+        x = m.arange(6.0).reshape(3, 2)
+        return m.func.vmap(lambda t: t.unsqueeze_(0) * 1)(x).tolist(), tuple(x.shape)
+
+    assert call(sg) == call(torch)
 
 
 def test_a_tensor_in_a_graph_under_no_grad_is_refused_rather_than_left_with_a_stale_node():

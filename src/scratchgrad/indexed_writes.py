@@ -29,6 +29,7 @@ from scratchgrad.tensor import (
     check_tensor_number,
     named_backward,
     takes_out,
+    vmapped,
     wrap_dim,
 )
 
@@ -84,6 +85,9 @@ def index_put(
     if accumulate:
         flat = self.reshape(-1).index_add(0, positions.reshape(-1), values.reshape(-1))
         return flat.reshape(self.shape)
+    batched = vmapped("_put_at", positions, values)  # per-member positions or values
+    if batched is not None:
+        return batched(self, positions, values)
     out = self.clone()
     out[tuple(indices)] = values
     return out

@@ -4282,7 +4282,7 @@ class Tensor:
         >>> sg.zeros(3).index_add(0, sg.tensor([0, 2, 0]), sg.tensor([1.0, 2.0, 3.0]))
         tensor([4., 0., 2.])
         """
-        position = self._index_add_position(dim, index, source)
+        dim = self._check_index_add(dim, index, source)
         if self.array.dtype == backend.bool_:  # as PyTorch: adding bools ors them
             return self.long().index_add(dim, index, source.long(), alpha=alpha) != 0
         if self.array.dtype in backend.SIXTEEN_BIT:  # as PyTorch: summed in float32, rounded once
@@ -4290,10 +4290,12 @@ class Tensor:
             return wide.to(self.array.dtype)
         if self.array.ndim == 0:  # as PyTorch: a 0-d tensor acts as a vector of one
             return self.reshape(1).index_add(0, index, source.reshape(1), alpha=alpha)[0]
-        added = movement.IndexAdd.apply(
-            source * alpha if alpha != 1 else source, index=position, shape=self.array.shape
-        )
-        return self + added
+        source = source * alpha if alpha != 1 else source
+        batched = vmapped("_index_add", index)  # each member's own positions: vmap's version
+        if batched is not None:
+            return batched(self, dim, index, source)
+        position = _index((slice(None),) * dim + (index.reshape(-1),), self.array, (source,))
+        return self + movement.IndexAdd.apply(source, index=position, shape=self.array.shape)
 
     def index_add_(self, dim: int, index: Tensor, source: Tensor, *, alpha: float = 1) -> Tensor:
         """``index_add`` in place."""
@@ -4303,11 +4305,11 @@ class Tensor:
             return self._record_in_place(
                 "index_add_", lambda old, src: old.index_add(dim, index, src, alpha=alpha), source
             )
-        return self.copy_(self.index_add(dim, index, source, alpha=alpha))
+        return self._copy_from("index_add_", self.index_add(dim, index, source, alpha=alpha))
 
-    def _index_add_position(self, dim: int, index: Tensor, source: Tensor) -> tuple:
-        """The index that puts ``source`` at ``index`` along ``dim`` of this tensor, after
-        PyTorch's checks of the three (each error names index_add_(), as PyTorch's do)."""
+    def _check_index_add(self, dim: int, index: Tensor, source: Tensor) -> int:
+        """``dim`` wrapped, after PyTorch's checks of the three (each error names
+        index_add_(), as PyTorch's do; inside vmap, of every member's index)."""
         for name, given in (("index", index), ("source", source)):
             if not isinstance(given, Tensor):
                 raise TypeError(
@@ -4346,10 +4348,9 @@ class Tensor:
                 f"{list(source.shape)}"
             )
         size = shape[dim] if shape else 1
-        _call(_check_index_add, index.array, size, dim, len(shape) <= 1)  # a replay checks too
-        if not shape:  # index_add reads a 0-d tensor as a vector of one, indexed then
-            return ()
-        return _index((slice(None),) * dim + (index.reshape(-1),), self.array, (source,))
+        # (a replay checks too)
+        _call(_check_index_add, index._checked_values(), size, dim, len(shape) <= 1)
+        return dim
 
     def unfold(self, dimension: int, size: int, step: int) -> Tensor:
         """The windows of ``size`` entries every ``step`` along ``dimension``, as a new last

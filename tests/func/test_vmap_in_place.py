@@ -53,7 +53,39 @@ CASES = {
     "new_full": lambda m, t, v: _setitem(t.new_full((2, 3), 2.0), 0, v),
     "new_empty": lambda m, t, v: t.new_empty(size=(3,)).copy_(v),
     "new_ones_nested": lambda m, t, v: m.func.vmap(lambda u: u.new_ones(3).mul_(u))(t.expand(2, 3)),
+    # index writes and in-place view changes, which raised (index_add_, index_put_, unsqueeze_:
+    # tests/func/test_vmap_index_add_put.py has more)
+    "index_add_": lambda m, t, v: t.clone().index_add_(0, m.tensor([0, 0]), v[:2]),
+    "index_put_": lambda m, t, v: t.clone().index_put_((m.tensor([1]),), v[2:]),
+    "put_": lambda m, t, v: t.clone().put_(m.tensor([2, 0]), v[:2], accumulate=True),
+    "masked_scatter_": lambda m, t, v: t.clone().masked_scatter_(m.tensor([True, False, True]), v),
+    "index_reduce_": lambda m, t, v: t.clone().index_reduce_(0, m.tensor([1, 1]), v[1:], "amax"),
+    "lerp_": lambda m, t, v: t.clone().lerp_(v, 0.25),
+    "absolute_": lambda m, t, v: (t - v).absolute_(),
+    "gt_": lambda m, t, v: t.clone().gt_(v),
+    "float_power_": lambda m, t, v: t.double().float_power_(v),
+    "unsqueeze_": lambda m, t, v: t.clone().unsqueeze_(0),
+    "unsqueeze_input": lambda m, t, v: t.unsqueeze_(-1).mul_(v.unsqueeze(-1)),
+    "unsqueeze_view": lambda m, t, v: _unsqueeze_a_view(t),
+    "squeeze_": lambda m, t, v: t.clone().reshape(1, 3, 1).squeeze_(),
+    "squeeze_dim": lambda m, t, v: t.clone().reshape(3, 1).squeeze_(-1),
+    "transpose_": lambda m, t, v: t.clone().reshape(3, 1).transpose_(0, 1),
+    "swapdims_": lambda m, t, v: t.clone().reshape(1, 3).swapdims_(-1, 0),
+    "swapaxes_": lambda m, t, v: t.clone().reshape(1, 3).swapaxes_(1, 0),
+    "t_": lambda m, t, v: t.clone().reshape(3, 1).t_(),
+    "unsqueeze_nested": lambda m, t, v: m.func.vmap(
+        lambda u: u.clone().unsqueeze_(1).t_().mul_(u), in_dims=1
+    )(t.expand(2, 3)),
 }
+
+
+def _unsqueeze_a_view(t):
+    """Writes through a view made a member's unsqueeze in place reach the tensor viewed."""
+    out = t.clone()
+    tail = out[1:]
+    tail.unsqueeze_(0)
+    tail.mul_(10)
+    return out
 
 
 def _view_mul(t):
@@ -97,17 +129,22 @@ def test_writing_a_batch_into_an_unbatched_tensor_raises(function):
 
 
 @pytest.mark.parametrize(
-    "name, function",
+    "name, function, message",
     [
-        ("index_add_", lambda m, t, i: t.clone().index_add_(0, m.tensor([0, 0]), m.ones(2))),
-        ("index_put_", lambda m, t, i: t.clone().index_put_((m.tensor([1]),), m.ones(1))),
-        ("unsqueeze_", lambda m, t, i: t.clone().unsqueeze_(0)),
-        ("x[index] = v", lambda m, t, i: _setitem(t.clone(), i, 5.0)),
+        ("x[index] = v", lambda m, t, i: _setitem(t.clone(), i, 5.0), None),
+        ("put_", lambda m, t, i: t.clone().put_(i, m.ones(())), "a Python operator"),
+        (
+            "index_reduce_",
+            lambda m, t, i: t.clone().index_reduce_(0, i.reshape(1), m.ones(1), "prod"),
+            "a Python operator",
+        ),
+        ("masked_scatter_", lambda m, t, i: t.clone().masked_scatter_(t > i, t), "count_nonzero"),
     ],
 )
-def test_index_writes_and_view_changes_of_a_batch_raise_where_pytorch_batches_them(name, function):
-    """docs/func.md's list of in-place changes that raise naming the op: PyTorch's vmap
-    batches these (each member as a loop's), so the doc does not say "as PyTorch's"."""
+def test_index_writes_of_a_batch_raise_where_pytorch_batches_them(name, function, message):
+    """docs/func.md's list of in-place changes that raise naming the op, or what they read
+    directly (a batched index or mask here): PyTorch's vmap batches these (each member as a
+    loop's), so the doc does not say "as PyTorch's"."""
     x, index = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [0, 2]
 
     def call(m):
@@ -115,7 +152,7 @@ def test_index_writes_and_view_changes_of_a_batch_raise_where_pytorch_batches_th
 
     loop = [function(torch, torch.tensor(r), torch.tensor(i)) for r, i in zip(x, index)]
     assert call(torch).tolist() == torch.stack(loop).tolist()
-    with pytest.raises(RuntimeError, match="^vmap: " + re.escape(name[:5])):
+    with pytest.raises(RuntimeError, match="^vmap: " + re.escape(message or name[:5])):
         call(sg)
 
 
@@ -150,3 +187,19 @@ def test_gradients_through_in_place_changes_as_pytorch():
     # grad's input is a leaf: changing it in place raises, as PyTorch's
     leaf = lambda m: m.func.vmap(m.func.grad(lambda t: t.mul_(2).sum()))(m.ones(2, 3))  # noqa: E731
     assert raised_alike(outcome(leaf, sg), outcome(leaf, torch), "leaf")
+
+
+def test_gradients_through_index_writes_and_view_changes_as_pytorch():
+    def f(t, v):
+        o = t.clone()
+        o.unsqueeze_(0).transpose_(0, 1)  # (3, 1)
+        o.index_add_(0, t.new_tensor([2, 0]).long(), v[:2, None])
+        o.squeeze_(1).lerp_(v, 0.25)
+        return (o**2 * t).sum()
+
+    def call(m):
+        t, v = m.arange(6.0).reshape(2, 3), m.tensor([[1.0, 2.0, 3.0], [0.5, 1.5, 2.5]])
+        return m.func.vmap(m.func.grad(f, argnums=(0, 1)))(t, v)
+
+    for ours, theirs in zip(call(sg), call(torch)):
+        assert_close(ours, theirs)

@@ -37,6 +37,7 @@ from scratchgrad.ops import binary
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
     Tensor,
+    _restride_,
     as_shape,
     cat,
     check_index_copied,
@@ -360,6 +361,22 @@ class BatchedTensor(Tensor):
         along = [-1 if d == dim else 1 for d in range(source.ndim)]
         return self.scatter(dim, index.reshape(along).expand(source.shape), source)
 
+    @staticmethod
+    def _index_add(x: Tensor, dim: int, index: BatchedTensor, source: Tensor) -> Tensor:
+        """``x.index_add(dim, index, source)`` with a batched index (checked, ``dim`` wrapped,
+        ``alpha`` applied): a scatter_add of ``source`` at each member's positions."""
+        along = [-1 if d == dim else 1 for d in range(source.ndim)]
+        return x.scatter_add(dim, index.reshape(along).expand(source.shape), source)
+
+    @staticmethod
+    def _put_at(x: Tensor, positions: Tensor, values: Tensor) -> Tensor:
+        """``index_put`` (without accumulate) where the flat ``positions`` it writes ``values``
+        (of their shape) at are batched, or the values are: a scatter into ``x`` flattened
+        (a write into a batch's member refuses per-member positions, and one into an
+        unbatched tensor a batch of values)."""
+        flat = x.reshape(-1).scatter(0, positions.reshape(-1), values.reshape(-1))
+        return flat.reshape(x.shape)
+
     # a plain tensor's index_fill with a batched index, and index_copy with a batched index
     # or source, come here (Tensor's hand them over: see tensor.vmapped)
     _index_fill, _index_copy = index_fill, index_copy
@@ -542,7 +559,7 @@ _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
 
 def _refuse_in_place(name: str) -> Callable:
     """A batched tensor's in-place method ``name`` that is not written through
-    ``BatchedTensor._write`` (random fills, scatters, in-place view changes): it raises,
+    ``BatchedTensor._write`` (``fill_diagonal_``, ``as_strided_``, ``apply_``): it raises,
     naming the op."""
 
     def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> None:
@@ -556,15 +573,70 @@ def _refuse_in_place(name: str) -> Callable:
     return in_place
 
 
+def _in_place_view(name: str) -> Callable:
+    """A batched tensor's in-place view op ``name`` (``unsqueeze_``, ``transpose_``, ...), as
+    PyTorch's: the plain batch under it becomes, in place, the batch of the members' views
+    (through ``_restride_``, so it stays a view of the same memory: the tensor vmap was given
+    changes shape with it where its batch dim is in front), and each level's member shape
+    follows."""
+    op = getattr(Tensor, name[:-1])
+
+    def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> Tensor:
+        chain, plain = [], self  # the batched tensors from self inwards, and the plain batch
+        while type(plain) is BatchedTensor:
+            chain.append(plain)
+            plain = plain.value
+
+        def batch_view(old: Tensor) -> Tensor:
+            for t in reversed(chain):
+                old = wrap(old, t.level)
+            out = op(old, *args, **kwargs)
+            for _ in chain:
+                out = out.value
+            return out
+
+        _restride_(plain, name, batch_view)
+        for dims, t in enumerate(reversed(chain), 1):  # the innermost has one batch dim
+            t.array = _Logical(plain.shape[dims:], plain.dtype)
+        return self
+
+    in_place.__name__ = name
+    return in_place
+
+
+for _name in ("squeeze_", "unsqueeze_", "transpose_", "swapaxes_", "swapdims_", "t_"):
+    setattr(BatchedTensor, _name, _in_place_view(_name))
+
+
+def _written_out_of_place(name: str) -> Callable:
+    """A batched tensor's in-place method ``name`` whose Tensor version writes by its own
+    route (``index_add_``, ``lerp_``, ``absolute_``): each member becomes the out-of-place
+    method's result, through ``BatchedTensor._apply_``."""
+    method = name[:-1]
+
+    def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> Tensor:
+        return self._apply_(name, lambda t: getattr(t, method)(*args, **kwargs))
+
+    in_place.__name__ = name
+    return in_place
+
+
+for _name in ("index_add_", "lerp_", "absolute_"):
+    setattr(BatchedTensor, _name, _written_out_of_place(_name))
+
 # Tensor's in-place methods that BatchedTensor._write does not batch, refused on a batch: all
 # but the arithmetic methods (the operators, ``+=``, ``x[i] = v``, go through it too),
 # fill_, zero_, copy_, the random fills (drawn as vmap's randomness says, then written
-# through _copy_from) and the in-place forms of out-of-place ops (``clamp_``,
-# ``masked_fill_``: see tensor.IN_PLACE_FORMS); not requires_grad_, which sets a flag
-# (scratchgrad.func.grad sets it on batched leaves)
+# through _copy_from), the in-place forms of out-of-place ops (``clamp_``,
+# ``masked_fill_``: see tensor.IN_PLACE_FORMS) and the others Tensor writes through
+# ``_apply_`` (index_put_, the comparisons), besides those BatchedTensor has (index_add_,
+# the in-place view changes); not requires_grad_, which sets a flag (scratchgrad.func.grad
+# sets it on batched leaves)
 _WRITTEN = {"requires_grad_", "add_", "sub_", "subtract_", "mul_", "div_", "fill_", "zero_"}
 _WRITTEN |= {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_"}
-_WRITTEN |= {"log_normal_", "cauchy_"}
+_WRITTEN |= {"log_normal_", "cauchy_", "index_put_", "put_", "masked_scatter_", "index_reduce_"}
+_WRITTEN |= {"float_power_", "eq_", "ne_", "not_equal_", "lt_", "less_", "le_", "less_equal_"}
+_WRITTEN |= {"gt_", "greater_", "ge_", "greater_equal_"}
 for _name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")]:
     if _name not in _WRITTEN | IN_PLACE_FORMS and _name not in BatchedTensor.__dict__:
         setattr(BatchedTensor, _name, _refuse_in_place(_name))
