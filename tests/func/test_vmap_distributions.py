@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.distributions as td
-from oracle import assert_close
+from oracle import assert_close, outcome, raised_alike
 
 import scratchgrad as sg
 import scratchgrad.distributions as sd
@@ -164,3 +164,75 @@ def test_isclose_batches(in_dims):
         *map(torch.tensor, args)
     )
     assert np.array_equal(ours.numpy(), theirs.numpy())
+
+
+# Samples drawn by NumPy's generator (the gamma family, Poisson, Binomial, VonMises), which
+# raised inside vmap: made as vmap's randomness says, each member's from its own parameters.
+# name: (a member's distribution of its parameter p, whether torch.func.vmap batches its
+# samples: PyTorch's Beta and Dirichlet samples are a Function without a vmap rule, StudentT's
+# fill an unbatched tensor in place, VonMises's rejection loop branches on values)
+SAMPLED = {
+    "Poisson": (lambda d, p: d.Poisson(p), True),
+    "Gamma": (lambda d, p: d.Gamma(p, 2.0), True),
+    "Chi2": (lambda d, p: d.Chi2(p), True),
+    "Binomial": (lambda d, p: d.Binomial(10, probs=p / 5), True),
+    "NegativeBinomial": (lambda d, p: d.NegativeBinomial(3, probs=p / 5), True),
+    "Beta": (lambda d, p: d.Beta(p, 2.0), False),
+    "Dirichlet": (lambda d, p: d.Dirichlet(p.expand(2) * p.new_tensor([1.0, 2.0])), False),
+    "StudentT": (lambda d, p: d.StudentT(p + 4), False),
+    "VonMises": (lambda d, p: d.VonMises(p, p), False),
+}
+PARAMS = [0.5, 1.5, 4.0]
+
+
+def _samples(lib, d, name, randomness, count=2):
+    draw = SAMPLED[name][0]
+    params = lib.tensor(PARAMS, dtype=lib.float64)
+    return lib.func.vmap(lambda p: draw(d, p).sample((count,)), randomness=randomness)(params)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("name", SAMPLED)
+def test_samples_drawn_by_numpy_follow_randomness_as_torch(name, randomness):
+    ours = outcome(_samples, sg, sd, name, randomness)
+    theirs = outcome(_samples, torch, td, name, randomness)
+    if SAMPLED[name][1] or randomness != "different":
+        if raised_alike(ours, theirs, f"{name} under {randomness!r}"):
+            return
+        assert tuple(ours.shape) == tuple(theirs.shape)
+    else:  # batched where PyTorch's vmap raises (docs/func.md)
+        assert isinstance(theirs, Exception) and not isinstance(ours, Exception)
+        assert tuple(ours.shape) == (BATCH, 2, *((2,) if name == "Dirichlet" else ()))
+    assert ours.dtype == sg.float64
+
+
+@pytest.mark.parametrize("name", [n for n in SAMPLED if n != "VonMises"])
+def test_samples_drawn_by_numpy_follow_each_members_parameters(name):
+    """Each member's sample mean is its distribution's mean, within 6 standard errors."""
+    sg.manual_seed(0)
+    count = 4000
+    samples = _samples(sg, sd, name, "different", count)
+    params = sg.tensor(PARAMS, dtype=sg.float64)
+    mean = vmap(lambda p: SAMPLED[name][0](sd, p).mean)(params)
+    error = (vmap(lambda p: SAMPLED[name][0](sd, p).variance)(params) / count).sqrt()
+    assert ((samples.mean(1) - mean).abs() < 6 * error).all(), (samples.mean(1), mean)
+
+
+def test_per_member_reparameterized_gamma_gradients_are_each_members():
+    """vmap(grad) through Gamma.rsample: each member's gradient is d sample / d concentration
+    at its own draws, the draws a loop with the same seed makes member by member."""
+
+    def member(p):
+        return sd.Gamma(p, 1.0).rsample((5,)).sum()
+
+    params = sg.tensor(PARAMS, dtype=sg.float64)
+    sg.manual_seed(3)
+    ours = vmap(grad(member), randomness="different")(params)
+    sg.manual_seed(3)
+    draws = sg.distributions.Gamma(params.reshape(3, 1).expand(3, 5), 1.0).sample()
+    loop = [
+        grad(lambda p, x=x: sd.gamma._StandardGamma.apply(p.expand(5), x).sum())(p)
+        for p, x in zip(params, draws)
+    ]
+    assert_close(ours, sg.stack(loop), "float64")

@@ -12,6 +12,7 @@ from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.creation import tensor
 from scratchgrad.dtypes import finfo, get_default_dtype
 from scratchgrad.tensor import Tensor, broadcast_tensors
+from scratchgrad.tensor import _random as random_draw
 
 
 def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
@@ -69,21 +70,20 @@ def numpy_draw(method: str, shape: tuple, *params: Tensor) -> Tensor:
     """Samples of ``shape`` from NumPy's ``Generator.<method>`` (``standard_gamma``,
     ``poisson``, ``binomial``, ``vonmises``) of the library's seeded generator, the parameters
     broadcast to ``shape``, in the first parameter's dtype; no gradient. As ``Tensor.multinomial``
-    draws: a replay under ``scratchgrad.jit`` draws again; inside vmap it raises.
+    draws: a replay under ``scratchgrad.jit`` draws again; inside vmap they are made as its
+    ``randomness`` says, each member's from its own parameters where they are batched.
 
     >>> import scratchgrad as sg
     >>> _ = sg.manual_seed(0)
     >>> numpy_draw("poisson", (3,), tensor(0.0)).tolist()
     [0.0, 0.0, 0.0]
     """
-    first = params[0]
-    if creation._vmap_draw is not None:
-        raise RuntimeError(
-            f"vmap: drawing by NumPy's {method} is not supported inside vmap; draw the "
-            "samples outside it (or use a distribution whose sample draws by rand or randn)"
-        )
-    arrays = [p.detach().expand(shape).array for p in params]
-    return Tensor._make(capture_hook.call(_draw, method, first.dtype, *arrays))
+    dtype = params[0].dtype
+
+    def sample(_: tuple, *arrays: Any) -> Any:
+        return capture_hook.call(_draw, method, dtype, *arrays)
+
+    return random_draw(sample, shape, params=tuple(p.detach().expand(shape) for p in params))
 
 
 def _draw(method: str, dtype: Any, *arrays: Any) -> Any:
