@@ -220,19 +220,37 @@ class BatchedTensor(Tensor):
     def __setitem__(self, index: Any, value: Any) -> None:
         """``x[index] = value`` of each member, as ``x.value[:, index] = value``: ints,
         slices, None, Ellipsis and unbatched index tensors that are adjacent (which keep the
-        batch dim first); ``value`` batched or not."""
+        batch dim first); ``value`` batched or not. Batched index tensors, or index tensors
+        apart from each other, are written at the positions they select."""
         items = index if isinstance(index, tuple) else (index,)
         tensors = [i for i, item in enumerate(items) if not _basic_item(item)]
         if level_of(items) or (tensors and tensors[-1] - tensors[0] >= len(tensors)):
-            raise RuntimeError(
-                "vmap: x[index] = v with a batched index, or index tensors apart from each "
-                "other, is not batched; use scatter or index_put (out of place) instead"
-            )
+            self._write_at_positions(items, value)
+            return
         self._refuse_a_newer_batch("setitem", value)
         if type(value) is BatchedTensor and value.level == self.level:
             target = self.value[(slice(None), *items)]
             value = pad_to_rank([target, value.value], [True, True])[1]
         self.value[(slice(None), *items)] = value
+
+    def _write_at_positions(self, items: tuple, value: Any) -> None:
+        """``x[items] = value`` by the members' flat positions that ``items`` select (found by
+        indexing a grid of them, each member by its own index tensors), written by a scatter:
+        the last of repeated positions stays, as PyTorch's. PyTorch's checks of the dtypes and
+        shapes run first, on zeros of one member's shapes."""
+        Tensor.__setitem__(_stand_in(self), tuple(map(_stand_in, items)), _stand_in(value))
+        grid = creation.arange(self.numel(), device=self.device).reshape(self.shape)
+        positions = grid[items]
+        if not isinstance(value, Tensor):
+            value = creation.full((), written_number(value, self.dtype), dtype=self.dtype)
+        leading = max(value.ndim - positions.ndim, 0)  # size-1 dims, dropped as PyTorch's
+        values = value.to(self.dtype).reshape(value.shape[leading:]).expand(positions.shape)
+
+        def written(t: Tensor) -> Tensor:
+            flat = t.reshape(-1).scatter(0, positions.reshape(-1), values.reshape(-1))
+            return flat.reshape(t.shape)
+
+        self._apply_("setitem", written)
 
     # Tensor methods that compute on arrays directly instead of through a Function: each runs
     # the same method on the batch and wraps the result (they are elementwise, or shift dims).
