@@ -153,6 +153,9 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
             "masked_scatter (how much of source it writes depends on the mask's values)"
         )
     mask = mask.expand(shape)
+    batched = vmapped("_masked_scatter", mask, source)  # a mask or source per member
+    if batched is not None:
+        return batched(self.expand(shape), mask, source)
     count = int(_count_true(mask.array))
     if source.numel() < count:
         raise RuntimeError("Number of elements of source < number of ones in mask")
@@ -231,11 +234,15 @@ def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -
     size = self.numel()
     if size == 0 and index.numel():
         raise IndexError("put_(): Tried to put elements into an empty tensor")
-    call(_check_flat_bounds, index.array, size)  # a replay checks each call's index too
+    # a replay checks each call's index too (inside vmap, every member's)
+    call(_check_flat_bounds, index._checked_values(), size)
     flat_index = index.reshape(-1) % max(size, 1)  # computed by ops: a replay reads each call's
     if accumulate:
         flat = self.reshape(-1).index_add(0, flat_index, source.reshape(-1))
         return flat.reshape(self.shape)
+    batched = vmapped("_put_at", flat_index, source)  # per-member positions or values
+    if batched is not None:
+        return batched(self, flat_index, source)
     flat = self.reshape(-1).clone()
     flat[flat_index] = source.reshape(-1)
     return flat.reshape(self.shape)
@@ -294,7 +301,7 @@ def index_reduce(
             self.reshape(1), 0, index, source.reshape(1), reduce, include_self=include_self
         )
         return out.reshape(())
-    call(_check_reduced_bounds, index.array, self.shape[dim])  # a replay checks too
+    call(_check_reduced_bounds, index._checked_values(), self.shape[dim])  # a replay checks too
     along = [1] * self.ndim
     along[dim] = index.numel()
     spread = index.to(backend.int64).reshape(along).expand(source.shape)

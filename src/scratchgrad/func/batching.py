@@ -395,6 +395,16 @@ class BatchedTensor(Tensor):
         flat = x.reshape(-1).scatter(0, positions.reshape(-1), values.reshape(-1))
         return flat.reshape(x.shape)
 
+    @staticmethod
+    def _masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+        """``masked_scatter`` (``x`` and ``mask`` of one shape) with a batched mask or source:
+        each member's k-th True position takes its source's k-th entry, gathered by the
+        running count of its mask."""
+        flat = mask.reshape(-1)
+        capture_hook.call(_check_masked_count, flat._checked_values(), source.numel())
+        taken = (flat.long().cumsum(0) - 1).clamp(min=0)
+        return where(mask, source.reshape(-1).gather(0, taken).reshape(x.shape), x)
+
     # a plain tensor's index_fill with a batched index, and index_copy with a batched index
     # or source, come here (Tensor's hand them over: see tensor.vmapped)
     _index_fill, _index_copy = index_fill, index_copy
@@ -541,6 +551,13 @@ class BatchedTensor(Tensor):
 def _basic_item(item: Any) -> bool:
     """Whether an index item selects as basic indexing does (keeps the dims around it)."""
     return item is None or item is Ellipsis or isinstance(item, int | slice)
+
+
+def _check_masked_count(masks: Any, size: int) -> None:
+    """masked_scatter's error where a member's mask (the last dim of ``masks``) has more
+    True entries than its source has entries."""
+    if (masks.sum(-1) > size).any():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
 
 
 def _stand_in(x: Any) -> Any:
