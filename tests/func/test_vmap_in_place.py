@@ -146,6 +146,107 @@ def test_index_writes_at_a_batched_index_or_mask_as_pytorch(name, function):
     assert call(sg).tolist() == call(torch).tolist() == torch.stack(loop).tolist()
 
 
+# x[index] = v with batched index tensors (each member's own positions), or index tensors
+# apart from each other: they raised. A member: t (2, 3), j (2,) ints, w (2,) values.
+SETITEMS = {
+    "row": lambda m, t, j, w: _setitem(t, (0, j), -1.0),
+    "columns": lambda m, t, j, w: _setitem(t, (slice(None), j), -1.0),
+    "values": lambda m, t, j, w: _setitem(t, (0, j), w),
+    "values_after_a_slice": lambda m, t, j, w: _setitem(t, (slice(None), j), w),
+    "rows": lambda m, t, j, w: _setitem(t, j[:1], w[:1, None]),
+    "two": lambda m, t, j, w: _setitem(t, (j[:1], j), 7.0),
+    "ellipsis": lambda m, t, j, w: _setitem(t, (..., j), w),
+    "broadcast_indices": lambda m, t, j, w: _setitem(t, (m.tensor([[0], [1]]), j), 9.0),
+    "zero_d": lambda m, t, j, w: _setitem(t, (1, j[0]), -5.0),
+    "int_tensor": lambda m, t, j, w: _setitem(t.long(), (0, j), 2.7),
+    "leading_ones": lambda m, t, j, w: _setitem(t, (0, j), w.reshape(1, 1, 2)),
+    "apart": lambda m, t, j, w: _setitem(
+        t.reshape(2, 3, 1), (j.clamp(max=1), slice(None), j * 0), w[0]
+    ),
+    "apart_unbatched": lambda m, t, j, w: _setitem(
+        t.reshape(2, 1, 3), (m.tensor([1, 0]), slice(None), m.tensor([2, 2])), w[:, None]
+    ),
+}
+# where PyTorch 2.13's vmap writes a batched value's entries at the wrong places (lined up
+# with the dim before the index's, or another member's): compared with the loop only
+TORCH_VMAP_WRONG = {"values_after_a_slice", "ellipsis", "apart_unbatched"}
+SETITEM_INPUTS = (
+    ([[0.0, 1, 2], [3, 4, 5]], [[6.0, 7, 8], [9, 10, 11]]),
+    ([0, 2], [1, 1]),
+    ([10.0, 20], [30.0, 40]),
+)
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["in_dim_0", "t_in_dim_last"])
+@pytest.mark.parametrize("name", SETITEMS)
+def test_writes_at_batched_indices_as_pytorch(name, last):
+    """Against a loop of PyTorch's writes, and torch.func.vmap where it agrees with that."""
+    write = SETITEMS[name]
+
+    def call(m):
+        t, j, w = (m.tensor(a) for a in SETITEM_INPUTS)
+        t = t.movedim(0, -1).contiguous() if last else t
+        return m.func.vmap(
+            lambda *a: write(m, a[0].clone(), *a[1:]), in_dims=(-1 if last else 0, 0, 0)
+        )(t, j, w)
+
+    loop = torch.stack([write(torch, *map(torch.tensor, a)) for a in zip(*SETITEM_INPUTS)])
+    assert_close(call(sg), loop)
+    if name not in TORCH_VMAP_WRONG:
+        assert_close(call(sg), call(torch))
+
+
+def test_nested_writes_at_batched_indices_as_pytorch():
+    """The inner vmap batches the index and values, the outer one the tensor and index."""
+
+    def call(m):
+        t, j, w = (m.tensor(a) for a in SETITEM_INPUTS)
+
+        def outer(tt, jj):
+            return m.func.vmap(lambda k, v: _setitem(tt + 0 * v[0], (1, jj + k), v))(j, w)
+
+        return m.func.vmap(outer)(t, m.tensor([0, -1]))
+
+    assert_close(call(sg), call(torch))
+
+
+@pytest.mark.parametrize(
+    "name, write",
+    [
+        ("value_dtype", lambda m, t, j, w: _setitem(t.long(), (0, j), w)),
+        ("value_shape", lambda m, t, j, w: _setitem(t, (0, j), m.ones(3))),
+        ("out_of_range", lambda m, t, j, w: _setitem(t, (0, j + 2), 1.0)),
+        ("batched_mask", lambda m, t, j, w: _setitem(t, t > 4, 0.0)),
+        ("into_unbatched", lambda m, t, j, w: _setitem(m.zeros(2, 3), (0, j), 1.0)),
+        (
+            "inner_into_outer",
+            lambda m, t, j, w: m.func.vmap(lambda k: _setitem(t.clone(), k.clamp(max=1), 0.0))(j),
+        ),
+    ],
+)
+def test_writes_at_batched_indices_raise_as_pytorch(name, write):
+    def call(m):
+        t, j, w = (m.tensor(a) for a in SETITEM_INPUTS)
+        return m.func.vmap(lambda *a: write(m, a[0].clone(), *a[1:]))(t, j, w)
+
+    assert raised_alike(outcome(call, sg), outcome(call, torch), name)
+
+
+def test_gradients_through_writes_at_batched_indices_as_pytorch():
+    def f(t, w, j):
+        o = t.clone()
+        o[(0, j)] = w * 2
+        o[(slice(None), j[:1])] = t[1:, :1] * w[1]
+        return (o**2).sum()
+
+    def call(m):
+        t, j, w = (m.tensor(a) for a in SETITEM_INPUTS)
+        return m.func.vmap(m.func.grad(f, argnums=(0, 1)))(t, w, j)
+
+    for ours, theirs in zip(call(sg), call(torch)):
+        assert_close(ours, theirs)
+
+
 def test_a_mask_write_of_a_batch_raises_as_pytorchs():
     def call(m):
         return m.func.vmap(lambda t: _setitem(t.clone(), t > 2, 0.0))(m.ones(2, 3) * 3)
