@@ -71,10 +71,19 @@ CASES = {
     "swapdims_": lambda m, t, v: t.clone().reshape(1, 3).swapdims_(-1, 0),
     "swapaxes_": lambda m, t, v: t.clone().reshape(1, 3).swapaxes_(1, 0),
     "t_": lambda m, t, v: t.clone().reshape(3, 1).t_(),
+    "fill_diagonal_": lambda m, t, v: t.clone().fill_diagonal_(-1.0),
+    "fill_diagonal_wrap": lambda m, t, v: t.clone().reshape(3, 1).fill_diagonal_(7, wrap=True),
+    "fill_diagonal_view": lambda m, t, v: _fill_a_diagonal_through_a_view(t),
     "unsqueeze_nested": lambda m, t, v: m.func.vmap(
         lambda u: u.clone().unsqueeze_(1).t_().mul_(u), in_dims=1
     )(t.expand(2, 3)),
 }
+
+
+def _fill_a_diagonal_through_a_view(t):
+    out = t.clone().reshape(1, 3, 2, 1)
+    out[0, 1:, :, 0].fill_diagonal_(5.5)
+    return out
 
 
 def _unsqueeze_a_view(t):

@@ -671,7 +671,7 @@ _WRITTEN = {"requires_grad_", "add_", "sub_", "subtract_", "mul_", "div_", "fill
 _WRITTEN |= {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_"}
 _WRITTEN |= {"log_normal_", "cauchy_", "index_put_", "put_", "masked_scatter_", "index_reduce_"}
 _WRITTEN |= {"float_power_", "eq_", "ne_", "not_equal_", "lt_", "less_", "le_", "less_equal_"}
-_WRITTEN |= {"gt_", "greater_", "ge_", "greater_equal_"}
+_WRITTEN |= {"gt_", "greater_", "ge_", "greater_equal_", "fill_diagonal_"}
 for _name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")]:
     if _name not in _WRITTEN | IN_PLACE_FORMS and _name not in BatchedTensor.__dict__:
         setattr(BatchedTensor, _name, _refuse_in_place(_name))
