@@ -34,6 +34,7 @@ from scratchgrad.nn.functional import (
     renorm_embedding_rows,
 )
 from scratchgrad.ops import binary
+from scratchgrad.ops.fused import check_class_indices
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
     Tensor,
@@ -504,6 +505,24 @@ class BatchedTensor(Tensor):
                 embedding_bag(input, weight, offsets, per_sample_weights=weights, **options)
             )
         return wrap(stack(members), level)
+
+    @staticmethod
+    def _nll(
+        log_probs: Tensor, target: Tensor, class_dim: int, weight: Any, ignore_index: int
+    ) -> tuple:
+        """``nll_loss``'s (and ``cross_entropy``'s) loss per target, the targets' weights and
+        which are ignored, with per-member targets or class weights: as Tensor ops (an
+        ignored target points at class 0 and weighs 0), every member's indices checked."""
+        ignored = target == ignore_index
+        safe = where(ignored, 0, target).long()
+        capture_hook.call(check_class_indices, safe._checked_values(), log_probs.shape[class_dim])
+        dtype = log_probs.dtype
+        if weight is None:
+            weights = (~ignored).to(dtype)
+        else:
+            weights = where(ignored, 0.0, weight.to(dtype)[safe])
+        picked = log_probs.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+        return where(ignored, 0.0, -picked * weights), weights, ignored
 
     @staticmethod
     def _one_hot(labels: BatchedTensor, num_classes: int) -> Tensor:

@@ -2032,7 +2032,7 @@ def _gather_index(target, n_classes, weight, ignore_index, dtype, class_dim) -> 
 def _mean_over_weights(loss: Tensor, weights) -> Tensor:
     """PyTorch's weighted mean: divide by the total weight of the targets that count, in
     Tensor ops, so that a jitted step divides by each batch's total."""
-    total = Tensor._make(weights).sum()
+    total = (weights if isinstance(weights, Tensor) else Tensor._make(weights)).sum()
     nothing = total == 0  # every target ignored: NaN as PyTorch (0/0), but with a zero gradient
     return where(nothing, math.nan, loss.sum() / where(nothing, 1.0, total))
 
@@ -2117,6 +2117,9 @@ def nll_loss(
 def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index: int) -> tuple:
     """Each target's weighted negative log-likelihood (not reduced), each target's weight as an
     array (0 where ignored), and the ignored mask: what nll_loss and cross_entropy share."""
+    batched = vmapped("_nll", target, weight)  # per-member targets or weights: vmap's version
+    if batched is not None:
+        return batched(log_probs, target, class_dim, weight, ignore_index)
     # computed from the targets' values: a jitted step computes them again at each replay
     index, weights, ignored = capture_hook.call(
         _gather_index,
