@@ -389,10 +389,10 @@ class BatchedTensor(Tensor):
 
     @staticmethod
     def _put_at(x: Tensor, positions: Tensor, values: Tensor) -> Tensor:
-        """``index_put`` (without accumulate) where the flat ``positions`` it writes ``values``
-        (of their shape) at are batched, or the values are: a scatter into ``x`` flattened
-        (a write into a batch's member refuses per-member positions, and one into an
-        unbatched tensor a batch of values)."""
+        """``index_put`` and ``put`` (without accumulate) where the flat ``positions`` they
+        write ``values`` (of their shape) at are batched, or the values are: a scatter into
+        ``x`` flattened (a write into a batch's member refuses per-member positions, and one
+        into an unbatched tensor a batch of values)."""
         flat = x.reshape(-1).scatter(0, positions.reshape(-1), values.reshape(-1))
         return flat.reshape(x.shape)
 
@@ -613,8 +613,8 @@ _MIRRORED = {  # by the ufuncs' names, which Tensor._compare takes
 
 def _refuse_in_place(name: str) -> Callable:
     """A batched tensor's in-place method ``name`` that is not written through
-    ``BatchedTensor._write`` (``fill_diagonal_``, ``as_strided_``, ``apply_``): it raises,
-    naming the op."""
+    ``BatchedTensor._write`` (``as_strided_``, ``resize_``, ``apply_``): it raises, naming
+    the op."""
 
     def in_place(self: BatchedTensor, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -683,9 +683,9 @@ for _name in ("index_add_", "lerp_", "absolute_"):
 # fill_, zero_, copy_, the random fills (drawn as vmap's randomness says, then written
 # through _copy_from), the in-place forms of out-of-place ops (``clamp_``,
 # ``masked_fill_``: see tensor.IN_PLACE_FORMS) and the others Tensor writes through
-# ``_apply_`` (index_put_, the comparisons), besides those BatchedTensor has (index_add_,
-# the in-place view changes); not requires_grad_, which sets a flag (scratchgrad.func.grad
-# sets it on batched leaves)
+# ``_apply_`` or setitem (index_put_, the comparisons, fill_diagonal_), besides those
+# BatchedTensor has (index_add_, the in-place view changes); not requires_grad_, which sets
+# a flag (scratchgrad.func.grad sets it on batched leaves)
 _WRITTEN = {"requires_grad_", "add_", "sub_", "subtract_", "mul_", "div_", "fill_", "zero_"}
 _WRITTEN |= {"uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_"}
 _WRITTEN |= {"log_normal_", "cauchy_", "index_put_", "put_", "masked_scatter_", "index_reduce_"}
