@@ -303,3 +303,22 @@ def test_gradients_through_index_writes_and_view_changes_as_pytorch():
 
     for ours, theirs in zip(call(sg), call(torch)):
         assert_close(ours, theirs)
+
+
+def test_in_place_view_changes_under_grad_as_pytorch():
+    """grad's input (a leaf) refuses them, as PyTorch's; grad of a vmapped function and a
+    closed-over tensor that requires grad take their gradients through them."""
+
+    def calls(m):
+        x, w = m.arange(6.0).reshape(2, 3), m.ones(3, requires_grad=True)
+        outer = m.func.grad(lambda t: m.func.vmap(lambda u: (u * 1).t_().pow(2).sum())(t).sum())
+        return [
+            lambda: m.func.vmap(m.func.grad(lambda t: t.unsqueeze_(0).sum()))(x),
+            lambda: outer(x.reshape(2, 3, 1)),
+            lambda: m.func.vmap(lambda u: (u * w).unsqueeze_(0).transpose_(0, 1))(x).sum(0),
+        ]
+
+    for k, (ours, theirs) in enumerate(zip(calls(sg), calls(torch))):
+        ours, theirs = outcome(ours), outcome(theirs)
+        if not raised_alike(ours, theirs, str(k)):
+            assert_close(ours, theirs)
