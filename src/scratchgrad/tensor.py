@@ -3569,7 +3569,7 @@ class Tensor:
         def sample(shape: tuple, probs: Any = p) -> Any:
             return _call(_bernoulli, probs, shape, dtype, device, generator)
 
-        return _random(sample, self.array.shape, params=() if p is not None else (self,))
+        return random_draws(sample, self.array.shape, params=() if p is not None else (self,))
 
     # In-place random fills, as torch.Tensor's: drawn from the library's seeded generator (or
     # ``generator``) through capture_hook, so that each replay of a jitted step draws again.
@@ -3713,10 +3713,10 @@ class Tensor:
 
     def _fill(self, name: str, sample: Callable[[tuple], Any]) -> Tensor:
         """The random fills' last step: this tensor overwritten with ``sample(shape)`` (no
-        gradient flows to the old values, as PyTorch's fills), drawn as ``_random`` says. A
+        gradient flows to the old values, as PyTorch's fills), drawn as ``random_draws`` says. A
         draw past a 16-bit dtype's range becomes inf silently, as PyTorch's (``normal_(0,
         1e30)`` of float16)."""
-        draws = _random(sample, self.array.shape, into=self)
+        draws = random_draws(sample, self.array.shape, into=self)
         with backend.errstate(over="ignore"):
             return self._copy_from(name, draws)
 
@@ -3767,7 +3767,7 @@ class Tensor:
         def sample(shape: tuple, probs: Any) -> Any:
             return _call(_multinomial, probs, num_samples, replacement, generator)
 
-        return _random(sample, self.array.shape, params=(self,))
+        return random_draws(sample, self.array.shape, params=(self,))
 
     def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return self._truth_reduce("any", dim, keepdim)
@@ -5294,7 +5294,7 @@ def _changes_a_leaf(tensor: Tensor, base: Tensor) -> bool:
     return base.is_leaf and tensor.requires_grad
 
 
-def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Tensor:
+def restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Tensor:
     """Make this tensor ``view(self)`` over the same memory: the in-place view ops (``t_``,
     ``squeeze_``, ...), as PyTorch's. In a graph the view is recorded on the old node and this
     tensor takes over the new one. A tensor that owned its memory becomes a view of an alias
@@ -5336,12 +5336,12 @@ def _restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Ten
 
 
 def _in_place_view_form(name: str) -> Callable:
-    """``Tensor.<name>_`` of a view op (see ``_restride_``): ``x.transpose_(0, 1)`` makes
+    """``Tensor.<name>_`` of a view op (see ``restride_``): ``x.transpose_(0, 1)`` makes
     ``x`` itself ``x.transpose(0, 1)``, sharing its memory."""
     op = getattr(Tensor, name)
 
     def in_place(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return _restride_(self, f"{name}_", lambda t: op(t, *args, **kwargs))
+        return restride_(self, f"{name}_", lambda t: op(t, *args, **kwargs))
 
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
     in_place.__doc__ = (
@@ -5370,7 +5370,7 @@ def _t_(self: Tensor) -> Tensor:
             )
         return x.t()
 
-    return _restride_(self, "t_", t)
+    return restride_(self, "t_", t)
 
 
 Tensor.t_ = _t_
@@ -5405,7 +5405,7 @@ def _resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
             return flat[:size].view(shape)
         return cat([flat, x.new_zeros(size - flat.shape[0])]).view(shape)
 
-    return _restride_(self, "resize_", resized)
+    return restride_(self, "resize_", resized)
 
 
 def _resize_as_(self: Tensor, other: Tensor, memory_format: Any = None) -> Tensor:
@@ -8172,7 +8172,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     [0.0, 2.0]
     """
     _refuse_non_float("poisson", _tensor_other("poisson", input, "input", position=1))
-    draws = _random(
+    draws = random_draws(
         lambda shape, rates: _call(_poisson, rates, generator), input.shape, params=(input,)
     )
     return _zero_gradient_to(draws, input)
@@ -8212,7 +8212,7 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
         )
     _refuse_non_float("binomial", count)
     shape = broadcast_shapes(count.shape, prob.shape)
-    draws = _random(
+    draws = random_draws(
         lambda _, *arrays: _call(_binomial, *arrays, generator),
         shape,
         params=(count.expand(shape), prob.expand(shape)),
@@ -8242,7 +8242,7 @@ def _refuse_non_float(name: str, x: Tensor) -> None:
         )
 
 
-def _random(
+def random_draws(
     sample: Callable[..., Any], shape: tuple, into: Tensor | None = None, params: tuple = ()
 ) -> Tensor:
     """``sample(shape, *arrays)``, an array of random draws of ``shape`` from the arrays of

@@ -232,7 +232,7 @@ def test_per_member_reparameterized_gamma_gradients_are_each_members():
     sg.manual_seed(3)
     draws = sg.distributions.Gamma(params.reshape(3, 1).expand(3, 5), 1.0).sample()
     loop = [
-        grad(lambda p, x=x: sd.gamma._StandardGamma.apply(p.expand(5), x).sum())(p)
+        grad(lambda p, x=x: sd.gamma.StandardGamma.apply(p.expand(5), x).sum())(p)
         for p, x in zip(params, draws)
     ]
     assert_close(ours, sg.stack(loop), "float64")

@@ -95,7 +95,7 @@ def standard_gamma_grad(alpha: Tensor, x: Tensor) -> Tensor:
         return where(x < _SMALL_X, small, where(alpha > 8, large, mid))
 
 
-class _StandardGamma(Function):
+class StandardGamma(Function):
     """The drawn sample ``x`` (an input: the draw happens outside, so forward is pure), with
     the implicit reparameterization's gradient to ``alpha``; not differentiable twice (as
     PyTorch's ``_standard_gamma_grad``)."""
@@ -116,7 +116,7 @@ def standard_gamma(alpha: Tensor) -> Tensor:
     """Standard gamma samples of concentration ``alpha`` (one per entry), reparameterized,
     clamped to the dtype's smallest normal number (as PyTorch's)."""
     x = numpy_draw("standard_gamma", alpha.shape, alpha).clamp(min=finfo(alpha.dtype).tiny)
-    return _StandardGamma.apply(alpha, x)
+    return StandardGamma.apply(alpha, x)
 
 
 class Gamma(ExponentialFamily):

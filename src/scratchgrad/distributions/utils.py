@@ -11,8 +11,7 @@ from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.creation import tensor
 from scratchgrad.dtypes import finfo, get_default_dtype
-from scratchgrad.tensor import Tensor, broadcast_tensors
-from scratchgrad.tensor import _random as random_draw
+from scratchgrad.tensor import Tensor, broadcast_tensors, random_draws
 
 
 def broadcast_all(*values: Tensor | float) -> tuple[Tensor, ...]:
@@ -83,7 +82,7 @@ def numpy_draw(method: str, shape: tuple, *params: Tensor) -> Tensor:
     def sample(_: tuple, *arrays: Any) -> Any:
         return capture_hook.call(_draw, method, dtype, *arrays)
 
-    return random_draw(sample, shape, params=tuple(p.detach().expand(shape) for p in params))
+    return random_draws(sample, shape, params=tuple(p.detach().expand(shape) for p in params))
 
 
 def _draw(method: str, dtype: Any, *arrays: Any) -> Any:

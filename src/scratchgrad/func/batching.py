@@ -38,13 +38,13 @@ from scratchgrad.ops.fused import check_class_indices
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
     Tensor,
-    _restride_,
     as_shape,
     cat,
     check_index_copied,
     index_mask,
     new_shape,
     refuse_cast,
+    restride_,
     searchsorted,
     stack,
     where,
@@ -630,7 +630,7 @@ def _refuse_in_place(name: str) -> Callable:
 def _in_place_view(name: str) -> Callable:
     """A batched tensor's in-place view op ``name`` (``unsqueeze_``, ``transpose_``, ...), as
     PyTorch's: the plain batch under it becomes, in place, the batch of the members' views
-    (through ``_restride_``, so it stays a view of the same memory: the tensor vmap was given
+    (through ``restride_``, so it stays a view of the same memory: the tensor vmap was given
     changes shape with it where its batch dim is in front), and each level's member shape
     follows."""
     op = getattr(Tensor, name[:-1])
@@ -649,7 +649,7 @@ def _in_place_view(name: str) -> Callable:
                 out = out.value
             return out
 
-        _restride_(plain, name, batch_view)
+        restride_(plain, name, batch_view)
         for dims, t in enumerate(reversed(chain), 1):  # the innermost has one batch dim
             t.array = _Logical(plain.shape[dims:], plain.dtype)
         return self

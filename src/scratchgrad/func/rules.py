@@ -22,7 +22,7 @@ from scratchgrad import backend
 from scratchgrad.autograd import function
 from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
-from scratchgrad.distributions.gamma import _StandardGamma
+from scratchgrad.distributions.gamma import StandardGamma
 from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.linalg import decompositions, derived, norms, systems
 from scratchgrad.linalg.eig import Eig
@@ -368,7 +368,7 @@ BINARY = [
 RULES: dict[type, Callable] = {
     **{op: elementwise for op in UNARY + BINARY + LINALG},
     Normal: elementwise,  # normal's noise * std + mean
-    _StandardGamma: elementwise,  # gamma samples' reparameterized gradient, entry by entry
+    StandardGamma: elementwise,  # gamma samples' reparameterized gradient, entry by entry
     reduce.Sum: reduction,
     reduce.Amax: reduction,
     reduce.Prod: reduction,
