@@ -293,10 +293,9 @@ def test_orthogonal_batch_trains_as_torch(orthogonal_map):
     assert_orthogonal(ours.weight)
 
 
-@pytest.mark.parametrize("orthogonal_map", SKEW_MAPS)
-@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
-def test_orthogonal_without_trivialization_matches_torch(shape, orthogonal_map):
-    """No base: the original is the weight given, and the map alone makes it orthogonal."""
+def trained_without_trivialization(shape: tuple, orthogonal_map: str) -> tuple:
+    """A Linear of ``shape`` with ``orthogonal(orthogonal_map, use_trivialization=False)``,
+    ours and PyTorch's, checked alike and trained side by side; the pair."""
     make = lambda nn: nn.Linear(shape[1], shape[0])  # noqa: E731
     options = {"orthogonal_map": orthogonal_map, "use_trivialization": False}
     ours, theirs = parametrized_pair(make, orthogonal(**options))
@@ -305,6 +304,14 @@ def test_orthogonal_without_trivialization_matches_torch(shape, orthogonal_map):
     assert_close(ours.weight, theirs.weight)
     assert_orthogonal(ours.weight)
     train_against_torch(ours, theirs, inputs((5, shape[1])), "float64", lr=0.1)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("orthogonal_map", SKEW_MAPS)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
+def test_orthogonal_without_trivialization_matches_torch(shape, orthogonal_map):
+    """No base: the original is the weight given, and the map alone makes it orthogonal."""
+    trained_without_trivialization(shape, orthogonal_map)
     assert_raises_as_torch(
         lambda lib: setattr(
             orthogonal(use_trivialization=False)(lib, lib.nn.Linear(2, 2)), "weight", lib.eye(2)
@@ -368,14 +375,7 @@ def test_orthogonal_default_map_of_a_matrix_not_square_is_householder(shape):
 def test_orthogonal_householder_without_trivialization_matches_torch(shape):
     """The original is made of geqrf's reflectors (it raised for want of geqrf), at
     registration and at each assignment."""
-    make = lambda nn: nn.Linear(shape[1], shape[0])  # noqa: E731
-    options = {"orthogonal_map": "householder", "use_trivialization": False}
-    ours, theirs = parametrized_pair(make, orthogonal(**options))
-    assert list(ours.state_dict()) == ["bias", "parametrizations.weight.original"]
-    assert_states_close(ours, theirs)
-    assert_close(ours.weight, theirs.weight)
-    assert_orthogonal(ours.weight)
-    train_against_torch(ours, theirs, inputs((5, shape[1])), "float64", lr=0.1)
+    ours, theirs = trained_without_trivialization(shape, "householder")
     value = np.random.default_rng(7).standard_normal(shape)
     value[..., 1:, 0] = 0  # no reflection in the first column: tau 0, its sign negated
     ours.weight, theirs.weight = sg.tensor(value), torch.tensor(value)
