@@ -648,7 +648,7 @@ class Tensor:
 
     def item(self) -> float | int | bool:
         if capture_hook.recorder is not None:
-            capture_hook.recorder.refuse(".item()")
+            capture_hook.recorder.read_values(self, ".item()")
         if self.array.size != 1:
             raise RuntimeError(
                 f"item: a tensor with {self.array.size} elements cannot be converted to a number"
@@ -657,7 +657,7 @@ class Tensor:
 
     def tolist(self) -> Any:
         if capture_hook.recorder is not None:
-            capture_hook.recorder.refuse(".tolist()")
+            capture_hook.recorder.read_values(self, ".tolist()")
         return self.array.tolist()
 
     def numpy(self, *, force: bool = False):
@@ -696,7 +696,9 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if capture_hook.recorder is not None:
-            capture_hook.recorder.refuse("bool(tensor) (a Python branch on a tensor's value?)")
+            capture_hook.recorder.read_values(
+                self, "bool(tensor) (a Python branch on a tensor's value?)"
+            )
         if self.array.size != 1:
             raise RuntimeError(
                 f"bool: a tensor with {self.array.size} elements is ambiguous; use .any() or .all()"

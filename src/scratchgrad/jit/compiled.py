@@ -58,6 +58,7 @@ from scratchgrad.jit.jitted import (
     drop_stale,
     rebuild,
     refuse_reading_stored_over,
+    values_hold,
 )
 from scratchgrad.jit.recorder import (
     Capturing,
@@ -175,6 +176,8 @@ class Recording:
         # (index, tensor) of the arguments the forward also reaches by name: valid only for
         # calls that pass those same tensors there (see jitted._named_arguments)
         self.named_arguments = _named_arguments(arguments, outer, recorder)
+        # (index, values) of the arguments whose values the forward read (see jitted's)
+        self.values_read = list(recorder.values_read.items())
         self.build, self.differentiable = build, differentiable
         self.pending: _PendingBackward | None = None  # the backward not recorded yet
         self.checked = False  # recorded twice with the same result
@@ -212,16 +215,23 @@ class Recording:
 
     def matches(self, tensors: list) -> bool:
         """Whether the recording ``holds`` and the call's ``tensors`` are the ones it passed
-        where the forward also reached them by name (see ``jitted._named_arguments``)."""
-        return self.holds() and all(tensors[i] is t for i, t in self.named_arguments)
+        where the forward also reached them by name (see ``jitted._named_arguments``), with
+        the values it read from them."""
+        return (
+            self.holds()
+            and all(tensors[i] is t for i, t in self.named_arguments)
+            and (not self.values_read or values_hold(self.values_read, tensors))
+        )
 
     def same_variant(self, other: Recording) -> bool:
         """Whether ``other`` assumed the same modules in the same train/eval modes, and the
-        same tensors passed where the forward also reads them by name."""
+        same tensors passed where the forward also reads them by name, and the same values
+        read from the arguments."""
         return (
             self.modules == other.modules
             and self.training == other.training
             and _identities(self.named_arguments) == _identities(other.named_arguments)
+            and self.values_read == other.values_read
         )
 
     def compile(self, inputs: list, outputs: list, split: int, backward: tuple = ()) -> None:
@@ -488,6 +498,7 @@ class CompiledForward:
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
         flags = [t.requires_grad for t in arguments]
         recorder = Recorder(f"{self.name}.forward")
+        recorder.readable_arguments(arguments)
         outer = Outer(self.module)
         outer.refuse_random(self.module, f"{self.name}.forward")
         state = outer.python_state(args, kwargs)

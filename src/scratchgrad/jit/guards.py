@@ -39,6 +39,7 @@ for, and a call tries that first::
             and not post_accumulate_hooks
             and cell30.cell_contents is held31       # the closure's model and optimizer
             and cell32.cell_contents is held33
+            and a1.tolist() == values34              # the values it read of an argument
         ):
             return MISS
         result = build(replay([a0, a1, ], args))
@@ -137,6 +138,10 @@ def fast_path(
         checks += code.parameters(held, parameters, arrays)
     # the arguments it also reaches by name: the same tensors (Recording.matches)
     checks += [f"{tensors[i]} is {code.name('named', t)}" for i, t in recording.named_arguments]
+    # the arguments whose values it read (a packed batch's sizes): the same values
+    checks += [
+        f"{arrays[i]}.tolist() == {code.name('values', v)}" for i, v in recording.values_read
+    ]
     body += ["if not (", f"    {checks[0]}", *(f"    and {c}" for c in checks[1:]), "):"]
     body.append("    return MISS")
     if parameters is not None:  # what the compiled module's forward runs on (not run here:

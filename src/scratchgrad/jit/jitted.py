@@ -94,6 +94,9 @@ class Recording:
         # (index, tensor) of the tensor arguments the step also reaches by name (see
         # _named_arguments): valid only for calls that pass those same tensors there
         self.named_arguments: list[tuple[int, Tensor]] = []
+        # (index, values) of the tensor arguments whose values the step read into Python
+        # (a packed batch's sizes): valid only for calls passing those values there
+        self.values_read = list(recorder.values_read.items())
 
     def compile(self, source: str, namespace: dict) -> None:
         """Make the program from its source and globals (``program.generate``) and the
@@ -110,14 +113,16 @@ class Recording:
         """Whether every module the recording called is in the train/eval mode it had then
         and had no attribute set since (see ``ModuleStamps``), every leaf it reached by name
         has the array, requires_grad and hooks it had, each ``.grad`` it read is still its
-        leaf's, the names it read from its closure and globals hold the same objects, and the
-        call's ``tensors`` are the ones it passed where it also reached them by name."""
+        leaf's, the names it read from its closure and globals hold the same objects, the
+        call's ``tensors`` are the ones it passed where it also reached them by name, and
+        hold the values it read from them (see ``Recorder.read_values``)."""
         return (
             self.stamps.hold()
             and unchanged(self.reached)
             and all(leaf.grad is grad for leaf, grad in self.grads_read)
             and self.outer.unchanged()
             and all(tensors[i] is t for i, t in self.named_arguments)
+            and (not self.values_read or values_hold(self.values_read, tensors))
         )
 
 
@@ -993,6 +998,7 @@ class Jitted:
         hand_back_free_memory()
         recorder = Recorder(self.__name__)
         recorder.watch(*watched)
+        recorder.readable_arguments(tensors)
         inputs = []
         for index, t in enumerate(tensors):
             recorder.arguments.setdefault(id(t), index)
@@ -1031,6 +1037,12 @@ class Jitted:
         recording.named_arguments = _named_arguments(tensors, outer, recorder)
         generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
+
+
+def values_hold(values_read: list[tuple[int, list]], tensors: list) -> bool:
+    """Whether each of the call's ``tensors`` whose values a recording read (``(index,
+    values)``) holds those values."""
+    return all(tensors[i].array.tolist() == values for i, values in values_read)
 
 
 def _named(outer: Outer, recorder: Recorder) -> dict[int, Tensor]:
@@ -1112,7 +1124,8 @@ def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
         owner._warned = True
         warnings.warn(
             f"{name} has recorded {owner.cache_size} programs (cache_size): new shapes, "
-            "dtypes, modes, argument values, values of the globals it reads (a counter "
+            "dtypes, modes, argument values (those the step read from integer tensors too: "
+            "a packed batch's lengths), values of the globals it reads (a counter "
             "changing at every call) or parameter changes (requires_grad, hooks, new arrays) "
             "now run eagerly",
             stacklevel=stacklevel + 1,

@@ -22,6 +22,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook, engine, function
+from scratchgrad.autograd.grad_mode import InferenceCounter
 from scratchgrad.backend import device_of, memory_owner, xp
 from scratchgrad.jit import gemm, kernels, updates
 from scratchgrad.optim.optimizer import Optimizer
@@ -85,6 +86,9 @@ class Step:
         # and strides), which a rewrite may put in its place (see rewrite.py)
         self.like: tuple[int, ...] = ()
 
+
+# The most entries of a tensor argument whose values a step may read (each call compares them).
+MOST_READ = 4096
 
 # What a refused read of values (``Recorder.refuse``) should do instead.
 _MOVE_OUT = "Move it out of the jitted function (return the tensor and read it after the call)"
@@ -182,6 +186,13 @@ class Recorder:
         # the same tensor, so it is valid only while the leaf's .grad is still it
         self._grad_owners: dict[int, Tensor] = {}
         self.grads_read: dict[int, tuple[Tensor, Tensor]] = {}
+        # id(array) -> (the argument's index, or None, the tensor, its version, its values)
+        # for each tensor whose values the step may read into Python (see read_values): a
+        # small integer or bool argument, and a tensor the step made from Python values
+        self.readable: dict[int, tuple] = {}
+        # the argument's index -> its values, for each argument whose values the step read:
+        # the recording replays only for calls passing these values there
+        self.values_read: dict[int, list] = {}
 
     def here(self) -> bool:
         """Whether the step records in this thread. The hooks whose call a replay makes again
@@ -616,6 +627,50 @@ class Recorder:
             self.note([code], [], effect=True)
         self.steps[-1].scratch = None if update is None else update.scratch
         return result
+
+    def readable_arguments(self, tensors: list[Tensor]) -> None:
+        """Note which of the call's ``tensors`` the step may read the values of (see
+        ``read_values``): integer or bool CPU tensors of at most ``MOST_READ`` entries that
+        do not require grad (a packed batch's sizes, the lengths to pack). Not an inference
+        tensor: its version counter counts no change in place."""
+        for index, t in enumerate(tensors):
+            array = t.array
+            if (
+                type(array) is xp.ndarray
+                and array.dtype.kind in "iub"
+                and array.size <= MOST_READ
+                and not t.requires_grad
+                and type(t._counter) is not InferenceCounter
+            ):
+                entry = (index, t, t._version, array.tolist())
+                self.readable.setdefault(id(array), entry)
+
+    def made_from_values(self, tensor: Tensor) -> None:
+        """Note that the step made ``tensor`` from Python values (not by an operation the
+        program replays): they are frozen into the program as its constant, so reading them
+        back (see ``read_values``) freezes nothing more."""
+        if type(tensor._counter) is not InferenceCounter:  # (whose version counts nothing)
+            entry = (None, tensor, tensor._version, tensor.array.tolist())
+            self.readable[id(tensor.array)] = entry
+
+    @_other_threads(_nothing)
+    def read_values(self, tensor: Tensor, what: str) -> None:
+        """Let the step read ``tensor``'s values into Python (``what``: ``.tolist()``,
+        ``.item()``...) if they are those of a readable argument (itself, or a view of its
+        memory) as the call passed it, which the recording then guards (a replay only for
+        calls passing the same values), or of a tensor the step made from Python values;
+        else raise the JitError. Refused too where the step changed them in place before
+        (its version moved, or its values): the program would replay that change before
+        reading what was read here, which may differ."""
+        array = tensor.array
+        entry = self.readable.get(id(array)) or self.readable.get(id(memory_owner(array)))
+        if entry is None:
+            self.refuse(what)
+        index, source, version, values = entry
+        if source._version != version or source.array.tolist() != values:
+            self.refuse(f"{what} of a tensor the step changed in place")
+        if index is not None:
+            self.values_read[index] = values
 
     @_other_threads(_nothing)
     def refuse(self, what: str, instead: str = _MOVE_OUT) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.creation import full
 from scratchgrad.tensor import Tensor, cat, stack
 
@@ -322,4 +323,7 @@ def _lengths(lengths: Any) -> list[int]:
 
 def _indices(values: list[int], like: Tensor) -> Tensor:
     """``values`` as an int64 tensor on ``like``'s device."""
-    return Tensor._make(backend.namespace(like.array).asarray(values, dtype=backend.int64))
+    out = Tensor._make(backend.namespace(like.array).asarray(values, dtype=backend.int64))
+    if capture_hook.recorder is not None:  # a jitted step may read a packed batch's sizes back
+        capture_hook.recorder.made_from_values(out)
+    return out
