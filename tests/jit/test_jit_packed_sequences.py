@@ -122,12 +122,20 @@ def test_other_lengths_of_the_same_shapes_record_anew(where):
     assert sum(len(r) for r in step.recordings.values()) == 2
 
 
-def test_the_fast_path_misses_other_values_of_a_tensor_argument_it_read():
-    step, _, _ = same_shapes_step("inside")
+@pytest.mark.parametrize("where", ["inside", "packed argument"])
+def test_the_fast_path_misses_other_values_of_a_tensor_argument_it_read(where):
+    """The lengths passed, or the batch sizes of the packed batch passed (a namedtuple,
+    unpacked by the fast path as a tuple)."""
+    step, _, _ = same_shapes_step(where)
     x, lengths, _ = batch(SAME_SHAPES[0])
-    assert step.fast is not None and step.fast((x, lengths, None), {}) is not guards.MISS
     other = sg.tensor(SAME_SHAPES[1])
-    assert step.fast((x, other, None), {}) is guards.MISS
+    if where == "packed argument":
+        lengths, other = (pack(x, t, True, False) for t in (lengths, other))
+        x, args, other_args = None, (None, None, lengths), (None, None, other)
+    else:
+        args, other_args = (x, lengths, None), (x, other, None)
+    assert step.fast is not None and step.fast(args, {}) is not guards.MISS
+    assert step.fast(other_args, {}) is guards.MISS
 
 
 def test_an_in_place_change_after_the_read_replays_as_eager():

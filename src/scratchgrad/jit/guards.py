@@ -46,13 +46,14 @@ for, and a call tries that first::
         return result
 
 A plain value passed by position (``step(x, y, 0.5)``) is checked as the key compares it:
-``type(p2) is type11 and p2 == value12``. Tuples and lists of them (an LSTM's ``(h, c)``) are
-unpacked, each checked for its type and length first (``type(s1) is not tuple or len(s1) !=
-2``: ``return MISS``; ``t1_0, t1_1, = s1``). Each check is the slow path's or stricter (the
-same strides, not only the same layout; the same dtype object), so the fast path can only
-miss where the slow path would match (and then the slow path runs), never replay where it
-would not. A compiled module's forward (``compiled.CompiledForward``) keeps one too, which
-also checks the module's parameters and returns the tensors its recording runs on.
+``type(p2) is type11 and p2 == value12``. Tuples, lists and namedtuples of them (an LSTM's
+``(h, c)``, a ``PackedSequence``) are unpacked, each checked for its type and length first
+(``type(s1) is not tuple or len(s1) != 2``: ``return MISS``; ``t1_0, t1_1, = s1``). Each
+check is the slow path's or stricter (the same strides, not only the same layout; the same
+dtype object), so the fast path can only miss where the slow path would match (and then the
+slow path runs), never replay where it would not. A compiled module's forward
+(``compiled.CompiledForward``) keeps one too, which also checks the module's parameters and
+returns the tensors its recording runs on.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def fast_path(
     recording on (the arguments, then the parameters) instead of running it."""
     plain = _ARGUMENTS if parameters is None else ()
     body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
-    leaves = _unpacked("args", args, "", body)
+    code = _Code(recording)
+    leaves = _unpacked("args", args, "", body, code)
     if kwargs or leaves is None:
         return None
     given = [a for _, a in leaves if type(a) is Tensor]
@@ -121,7 +123,6 @@ def fast_path(
     every = [*given, *(parameters or ())]
     if len({id(t.array) for t in every}) != len(every):
         return None
-    code = _Code(recording)
     names = [name for name, _ in leaves]
     tensors = [name for name in names if name[0] == "t"]
     arrays = [f"a{t[1:]}" for t in tensors]
@@ -161,23 +162,28 @@ def fast_path(
     return define(function_source("def call(args, kwargs):", body), code.names, "call")
 
 
-def _unpacked(code: str, node: tuple | list, path: str, body: list[str]) -> list | None:
-    """The arguments in ``node`` (named ``code``) and in the tuples and lists in it (an
-    LSTM's ``(h, c)``), each with the name the fast path's code gives it (see ``_name``), in
-    the order ``jitted._flatten`` meets their tensors; the code unpacking them into those
-    names is added to ``body``, each tuple and list checked for its type and length first.
-    None where a container is of another kind (a dict, a namedtuple: the slow path's)."""
+def _unpacked(
+    code: str, node: tuple | list, path: str, body: list[str], names_of: _Code
+) -> list | None:
+    """The arguments in ``node`` (named ``code``) and in the tuples, lists and namedtuples in
+    it (an LSTM's ``(h, c)``, a ``PackedSequence``), each with the name the fast path's code
+    gives it (see ``_name``), in the order ``jitted._flatten`` meets their tensors; the code
+    unpacking them into those names is added to ``body``, each container checked for its
+    type (a namedtuple's class: a global of ``names_of``) and length first. None where a
+    container is of another kind (a dict: the slow path's)."""
     names = [_name(item, f"{path}{i}") for i, item in enumerate(node)]
     if names:
         body.append(f"{''.join(name + ', ' for name in names)}= {code}")
     leaves: list[tuple[str, Any]] = []
     for i, (name, item) in enumerate(zip(names, node)):
         if name[0] == "s":
+            kind = type(item)
+            kind = kind.__name__ if kind in (tuple, list) else names_of.name("type", kind)
             body += [
-                f"if type({name}) is not {type(item).__name__} or len({name}) != {len(item)}:",
+                f"if type({name}) is not {kind} or len({name}) != {len(item)}:",
                 "    return MISS",
             ]
-            inner = _unpacked(name, item, f"{path}{i}_", body)
+            inner = _unpacked(name, item, f"{path}{i}_", body, names_of)
             if inner is None:
                 return None
             leaves += inner
@@ -190,9 +196,11 @@ def _unpacked(code: str, node: tuple | list, path: str, body: list[str]) -> list
 
 def _name(item: Any, place: str) -> str:
     """The name of an argument at ``place`` (``1_0``: the first item of the second) in a fast
-    path's code: ``t`` a tensor, ``s`` a tuple or list, ``p`` any other value."""
-    kind = "t" if type(item) is Tensor else "s" if type(item) in (tuple, list) else "p"
-    return kind + place
+    path's code: ``t`` a tensor, ``s`` a tuple, list or namedtuple, ``p`` any other value."""
+    if type(item) is Tensor:
+        return f"t{place}"
+    namedtuple = isinstance(item, tuple) and hasattr(type(item), "_fields")  # (as jit's key)
+    return f"s{place}" if type(item) in (tuple, list) or namedtuple else f"p{place}"
 
 
 class _Code:
