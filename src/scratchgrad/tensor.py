@@ -6769,9 +6769,9 @@ def searchsorted(
     if batched is not None:  # the checks above saw one member's shapes
         return batched(sorted_sequence, input, sorter, out_int32=out_int32, right=right)
     order = None if sorter is None else _checked_sorter(sorter, boundaries.shape)
-    boundaries, values = boundaries.astype(common, copy=False), values.astype(common, copy=False)
-    out = _call(_search, boundaries, values, right, order)
-    return Tensor._make(out.astype(backend.int32 if out_int32 else backend.int64))
+    # (the casts happen inside the noted call: a jit replay makes them again from its inputs)
+    out_dtype = backend.int32 if out_int32 else backend.int64
+    return Tensor._make(_call(_search, boundaries, values, common, right, order, out_dtype))
 
 
 @takes_out
@@ -7235,9 +7235,12 @@ def _checked_sorter(sorter: Tensor, shape: tuple) -> Any:
     return order
 
 
-def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
+def _search(
+    boundaries: Any, values: Any, common: Any, right: bool, order: Any, out_dtype: Any
+) -> Any:
     """searchsorted on arrays: each row of ``boundaries`` (in the order ``order`` gives)
-    searched for the matching row of ``values`` (every value, for 1-D boundaries).
+    searched for the matching row of ``values`` (every value, for 1-D boundaries), both
+    compared in the dtype ``common``; the places in ``out_dtype``.
 
     PyTorch's binary search, run on all values at once, one halving per step: it moves right
     where ``not (boundary >= value)`` (``>`` for ``right``), so a NaN boundary or value sends
@@ -7246,6 +7249,7 @@ def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
     answer, so it answers otherwise there.)
     """
     xp, n = namespace(boundaries), boundaries.shape[-1]
+    boundaries, values = boundaries.astype(common, copy=False), values.astype(common, copy=False)
     if order is not None:
         boundaries = xp.take_along_axis(boundaries, order, axis=-1)
     if {boundaries.dtype, values.dtype} & {backend.float16, backend.bfloat16}:
@@ -7263,7 +7267,7 @@ def _search(boundaries: Any, values: Any, right: bool, order: Any) -> Any:
             xp.where(goes_right, xp.minimum(middle + 1, high), low),
             xp.where(goes_right, high, middle),
         )
-    return low.reshape(values.shape)
+    return low.reshape(values.shape).astype(out_dtype, copy=False)
 
 
 def _histogram(array: Any, bins: int, low: float, high: float) -> Any:

@@ -6,6 +6,7 @@ nothing may differ in the last bit. A row the recorder must refuse raises ``JitE
 
 import numpy as np
 import pytest
+import torch
 from op_table import OPS
 from test_ops import _arity, _arrays
 
@@ -139,3 +140,34 @@ def test_16_bit_tanh_and_its_gradient_replay_eager_bits(dtype):
         x.requires_grad_()
         (expected,), (found,) = sg.autograd.grad(x.tanh(), x, g), step(x, g)
         np.testing.assert_array_equal(found.float().numpy(), expected.float().numpy())
+
+
+@pytest.mark.parametrize("out_int32", [False, True])
+@pytest.mark.parametrize("values_dtype", ["float32", "int64"])
+def test_bucketize_and_searchsorted_replay_each_calls_places(values_dtype, out_int32):
+    """Their places were made by a cast outside the noted call (to the promoted dtype, to
+    int64 or int32), so the step recorded them as constants and refused the second recording
+    (a different constant); each replay now searches its own values, as PyTorch."""
+    weight = sg.tensor([0.5, -1.0, 2.0, 0.25, 3.0], requires_grad=True)
+    edges = np.array([-1.0, 0.0, 1.5, 2.0], dtype=np.float32)
+
+    def step(lib, w, x):
+        bucket = lib.bucketize(x, lib.tensor(edges), out_int32=out_int32)
+        place = lib.searchsorted(lib.tensor(edges), x, right=True, out_int32=out_int32)
+        loss = (w[bucket.long()] * w[place.long()]).sum()
+        loss.backward()
+        return bucket, place
+
+    jitted = sg.jit(lambda x: step(sg, weight, x))
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        x = rng.uniform(-2.0, 3.0, size=7).round(0 if values_dtype == "int64" else 3)
+        x = x.astype(values_dtype)
+        weight.grad = None
+        found = [t.numpy() for t in jitted(sg.tensor(x))] + [weight.grad.numpy()]
+        w = torch.tensor(weight.detach().numpy(), requires_grad=True)
+        expected = [t.numpy() for t in step(torch, w, torch.tensor(x))] + [w.grad.numpy()]
+        for a, b in zip(found, expected):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert jitted.calls - sum(len(r) for r in jitted.recordings.values()) >= 3
