@@ -1284,7 +1284,9 @@ class Tensor:
         _refuse_bool_division(x, y, "div", "div_trunc")
         _call(_check_divisor, "div", divisor, x.array)  # a replay checks too
         remainder = _call(_elementwise, "fmod", x.array, divisor)  # C's: the dividend's sign
-        return Tensor._make(_call(_elementwise, "floor_divide", x.array - remainder, divisor))
+        # (each array call noted, the subtraction too: a jit replay divides its own operands)
+        exact = _call(_elementwise, "subtract", x.array, remainder)
+        return Tensor._make(_call(_elementwise, "floor_divide", exact, divisor))
 
     def true_divide(self, other: Any) -> Tensor:
         return self / other

@@ -171,3 +171,27 @@ def test_bucketize_and_searchsorted_replay_each_calls_places(values_dtype, out_i
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
     assert jitted.calls - sum(len(r) for r in jitted.recordings.values()) >= 3
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_integer_trunc_division_replays_each_calls_quotients(dtype):
+    """Its dividend less the remainder was an array made outside the noted calls, so the step
+    recorded it as a constant and refused the second recording; replays now divide their own
+    operands, as PyTorch (tensor and number divisors)."""
+    jitted = sg.jit(
+        lambda x, y: (sg.div(x, y, rounding_mode="trunc"), x.div(3, rounding_mode="trunc"))
+    )
+    rng = np.random.default_rng(0)
+    low = 0 if dtype == "uint8" else -50
+    for _ in range(6):
+        x, y = rng.integers(low, 50, size=(2, 8)).astype(dtype)
+        y[y == 0] = 7
+        found = jitted(sg.tensor(x), sg.tensor(y))
+        expected = (
+            torch.div(torch.tensor(x), torch.tensor(y), rounding_mode="trunc"),
+            torch.tensor(x).div(3, rounding_mode="trunc"),
+        )
+        for a, b in zip(found, expected):
+            assert a.dtype == getattr(sg, dtype)
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert jitted.calls - sum(len(r) for r in jitted.recordings.values()) >= 3
