@@ -5,24 +5,6 @@ eagerly and the other through ``scratchgrad.compile`` (the compiled module passe
 bit, with replays run; what cannot be replayed raises a ``JitError`` naming the op and the
 line; what PyTorch's compiled modules refuse is refused alike.
 
-A chosen subset, one or two programs per feature, about 25 s. All 120 were swept on 2026-12-05
-(8 minutes on one core), after that day's fixes: 91 equal bit for bit under
-``sg.compile(model)``; 14 refused with a JitError naming the op and the line (those of
-``REFUSED``; ``.tolist()`` of packed sequences or of a Viterbi decode in bilstm_crf_tagger,
-cell_unrolled_bilstm_tagger, data_pipeline_samplers, gru_tagger_foreach_optimizer; a returned
-Categorical in reinforce_actor_critic); 14 raising as PyTorch's ``torch.compile`` does (the
-``_orig_mod.`` state dict keys loaded into the plain model in quickstart, checkpoint_resume,
-frozen_backbone_finetune, optimizer_schedule_zoo, swa_ema_regression,
-compiled_checkpoint_dict_outputs; an ``OptimizedModule`` indexed or iterated in polynomial_fit,
-gcn_node_classifier, gradual_unfreeze_checkpoint_hooks, tiny_nerf_1d, magnitude_pruning,
-style_transfer_gram; differentiation through the recorded backward in pinn_heat_1d and
-forward_gradient_descent), the twelve before those equal when compiled in place; vit_patches
-trained otherwise than eagerly, as under PyTorch (its weight decay groups test
-``named_parameters()`` names, which compiling prefixes), equal in place. (pygcn_sparse is among
-the equal ones: its calls with a sparse adjacency run eagerly.) Since 2026-12-07 the values
-a forward reads from a small integer argument are guarded instead of refused, and the four
-programs packing sequences by lengths passed to the model (cell_unrolled_bilstm_tagger,
-data_pipeline_samplers, gru_tagger_foreach_optimizer, packed_lstm_classifier) are equal too.
 A chosen subset, one or two programs per feature, about 15 s. All 161 were swept on 2026-12-07
 at 5d3d1bf (main's 4163637 with that day's fixes to searchsorted and integer trunc division;
 75 s on one core): 123 equal bit for bit under ``sg.compile(model)``, 19 of them without a
@@ -52,7 +34,11 @@ than eagerly, as under PyTorch, and equal in place: vit_patches (its weight deca
 ``named_parameters()`` names, which compiling prefixes) and char_rnn_generator (its
 ``load_state_dict(strict=False)`` of the ``_orig_mod.`` keys into a fresh model loads
 nothing). piecewise_linear_tabular (bucketize) was refused before that day's fix, as a
-constant that changes between calls.
+constant that changes between calls. Later that day the values a forward reads from a small
+integer argument became guarded instead of refused: the five programs packing sequences by
+lengths passed to the model (cell_unrolled_bilstm_tagger, data_pipeline_samplers,
+gru_tagger_foreach_optimizer, lstm_autoencoder_anomaly, packed_lstm_classifier) are equal now,
+so 128 equal and 17 refused.
 """
 
 import contextlib
