@@ -1710,6 +1710,30 @@ class Tensor:
 
         return extras.ormqr(self, input2, input3, left, transpose)
 
+    def eig(self, eigenvectors: bool = False) -> Any:
+        """Removed from PyTorch: raises its RuntimeError pointing to ``linalg.eig``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.eig(self, eigenvectors)
+
+    def symeig(self, eigenvectors: bool = False) -> Any:
+        """Removed from PyTorch: raises its RuntimeError pointing to ``linalg.eigh``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.symeig(self, eigenvectors)
+
+    def solve(self, other: Tensor) -> Any:
+        """Removed from PyTorch: raises its RuntimeError pointing to ``linalg.solve``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.solve(self, other)
+
+    def lstsq(self, other: Tensor) -> Any:
+        """Removed from PyTorch: raises its RuntimeError pointing to ``linalg.lstsq``."""
+        from scratchgrad.linalg import legacy  # (linalg imports this module)
+
+        return legacy.lstsq(self, other)
+
     def qr(self, some: bool = True) -> Any:
         """The QR factorization (Q, R), as the deprecated ``torch.qr``."""
         from scratchgrad.linalg import legacy  # (linalg imports this module)

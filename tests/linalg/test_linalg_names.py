@@ -433,6 +433,39 @@ def test_deprecated_functions_warn_as_pytorch(call, old, new):
         call(sg)
 
 
+def _error_of(call):
+    with pytest.raises(Exception) as caught:
+        call()
+    return type(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, A: m.eig(A),
+        lambda m, A: m.eig(A, eigenvectors=True),
+        lambda m, A: A.eig(True),
+        lambda m, A: m.symeig(A, True, upper=False),
+        lambda m, A: A.symeig(),
+        lambda m, A: m.solve(A, A),
+        lambda m, A: A.solve(A),
+        lambda m, A: m.lstsq(A, A),
+        lambda m, A: A.lstsq(A),
+        lambda m, A: m.matrix_rank(A, symmetric=True),
+        lambda m, A: m.solve(A),  # (a missing argument is a TypeError)
+    ],
+)
+def test_removed_functions_raise_pytorchs_error(call):
+    """torch.eig, symeig, solve, lstsq and matrix_rank were removed in PyTorch 1.9 but still
+    raise a RuntimeError saying which torch.linalg function replaces them (and the methods too,
+    but for matrix_rank, which Tensor lacks in both)."""
+    A = [[2.0, 1.0], [1.0, 3.0]]
+    assert _error_of(lambda: call(sg, sg.tensor(A))) == _error_of(
+        lambda: call(torch, torch.tensor(A))
+    )
+    assert not hasattr(sg.ones(1), "matrix_rank") and not hasattr(torch.ones(1), "matrix_rank")
+
+
 def test_result_types_have_pytorchs_names_and_fields():
     A = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
     for call in (

@@ -3,7 +3,8 @@
 ``qr``, ``svd`` (U, S, V), ``triangular_solve`` (b first), ``lu``, ``lu_solve`` (b first) and
 ``vander`` (decreasing powers), with
 their defaults, result types, messages and deprecation warnings, built on
-``scratchgrad.linalg``."""
+``scratchgrad.linalg``; and the removed ``eig``, ``symeig``, ``solve``, ``lstsq`` and
+``matrix_rank``, which raise PyTorch's error pointing to their ``torch.linalg`` successors."""
 
 from __future__ import annotations
 
@@ -423,3 +424,65 @@ for _name in (
     "svd", "triangular_solve",
 ):  # fmt: skip
     globals()[_name] = takes_out(globals()[_name])
+
+
+# Removed in PyTorch 1.9, but still defined to raise PyTorch's RuntimeError naming what replaces
+# them (torch._linalg_utils), so old code fails with directions, not an AttributeError
+_REMOVED = "This function was deprecated since version 1.9 and is now removed. "
+
+
+def matrix_rank(input: Tensor, tol: Any = None, symmetric: bool = False, *, out: Any = None):
+    """Removed: raises PyTorch's RuntimeError pointing to ``linalg.matrix_rank``."""
+    raise RuntimeError(
+        f"{_REMOVED.rstrip()}\nPlease use the `torch.linalg.matrix_rank` function instead. "
+        "The parameter 'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'."
+    )
+
+
+def solve(input: Tensor, A: Tensor, *, out: Any = None):
+    """Removed: raises PyTorch's RuntimeError pointing to ``linalg.solve``."""
+    raise RuntimeError(
+        f"{_REMOVED}`torch.solve` is deprecated in favor of `torch.linalg.solve`. "
+        "`torch.linalg.solve` has its arguments reversed and does not return the LU "
+        "factorization.\n\nTo get the LU factorization see `torch.lu`, which can be used with "
+        "`torch.lu_solve` or `torch.lu_unpack`.\nX = torch.solve(B, A).solution should be "
+        "replaced with:\nX = torch.linalg.solve(A, B)"
+    )
+
+
+def lstsq(input: Tensor, A: Tensor, *, out: Any = None):
+    """Removed: raises PyTorch's RuntimeError pointing to ``linalg.lstsq``."""
+    raise RuntimeError(
+        f"{_REMOVED}`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n"
+        "`torch.linalg.lstsq` has reversed arguments and does not return the QR decomposition in "
+        "the returned tuple (although it returns other information about the problem).\n\n"
+        "To get the QR decomposition consider using `torch.linalg.qr`.\n\n"
+        "The returned solution in `torch.lstsq` stored the residuals of the solution in the "
+        "last m - n columns of the returned value whenever m > n. In torch.linalg.lstsq, "
+        "the residuals are in the field 'residuals' of the returned named tuple.\n\n"
+        "The unpacking of the solution, as in\nX, _ = torch.lstsq(B, A).solution[:A.size(1)]\n"
+        "should be replaced with:\nX = torch.linalg.lstsq(A, B).solution"
+    )
+
+
+def symeig(input: Tensor, eigenvectors: bool = False, upper: bool = True, *, out: Any = None):
+    """Removed: raises PyTorch's RuntimeError pointing to ``linalg.eigh`` and ``eigvalsh``."""
+    raise RuntimeError(
+        f"{_REMOVED}The default behavior has changed from using the upper triangular portion of "
+        "the matrix by default to using the lower triangular portion.\n\n"
+        "L, _ = torch.symeig(A, upper=upper) should be replaced with:\n"
+        "L = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\n"
+        "L, V = torch.symeig(A, eigenvectors=True) should be replaced with:\n"
+        "L, V = torch.linalg.eigh(A, UPLO='U' if upper else 'L')"
+    )
+
+
+def eig(self: Tensor, eigenvectors: bool = False, *, e: Any = None, v: Any = None):
+    """Removed: raises PyTorch's RuntimeError pointing to ``linalg.eig`` and ``eigvals``."""
+    raise RuntimeError(
+        f"{_REMOVED}`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` "
+        "rather than real tensors mimicking complex tensors.\n\n"
+        "L, _ = torch.eig(A) should be replaced with:\nL_complex = torch.linalg.eigvals(A)\n\n"
+        "and\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\n"
+        "L_complex, V_complex = torch.linalg.eig(A)"
+    )
