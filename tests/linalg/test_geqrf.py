@@ -82,20 +82,26 @@ def test_out_is_written():
 
 
 ERRORS = {
-    "vector": (lambda m: m.geqrf(m.ones(3)), RuntimeError, "at least 2 dimensions"),
-    "int": (lambda m: m.geqrf(m.ones(2, 2, dtype=m.int64)), NotImplementedError, "'Long'"),
-    "half": (lambda m: m.geqrf(m.ones(2, 2, dtype=m.float16)), NotImplementedError, "'Half'"),
-    "empty_half": (lambda m: m.geqrf(m.ones(0, 2, dtype=m.float16)), NotImplementedError, "Half"),
-    "bool": (lambda m: m.geqrf(m.ones(2, 2, dtype=m.bool)), NotImplementedError, "'Bool'"),
+    "vector": lambda m: m.geqrf(m.ones(3)),
+    "int": lambda m: m.geqrf(m.ones(2, 2, dtype=m.int64)),
+    "half": lambda m: m.geqrf(m.ones(2, 2, dtype=m.float16)),
+    "empty_half": lambda m: m.geqrf(m.ones(0, 2, dtype=m.float16)),
+    "bool": lambda m: m.geqrf(m.ones(2, 2, dtype=m.bool)),
+    "qr_half": lambda m: m.linalg.qr(m.ones(2, 2, dtype=m.float16)),
+    "ormqr_half": lambda m: m.ormqr(*(m.ones(2, 2, dtype=m.float16),) * 3),
+    "householder_half": lambda m: m.linalg.householder_product(*(m.ones(2, 2, dtype=m.half),) * 2),
 }
 
 
 @pytest.mark.parametrize("name", ERRORS)
 def test_errors_are_pytorchs(name):
-    call, error, match = ERRORS[name]
-    for m in (torch, sg):
-        with pytest.raises(error, match=match):
-            call(m)
+    """The same type and message: a dtype without a kernel gets the dispatcher's words alone
+    ('"geqrf_cpu" not implemented for 'Half''), naming no function."""
+    with pytest.raises(Exception) as theirs:
+        ERRORS[name](torch)
+    with pytest.raises(Exception) as ours:
+        ERRORS[name](sg)
+    assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
 
 
 def test_vmap_is_the_batched_call():
@@ -169,8 +175,7 @@ def test_ormqr_errors_are_pytorchs(name):
         ORMQR_ERRORS[name](torch, *(torch.tensor(x) for x in arrays))
     with pytest.raises(type(theirs.value)) as ours:
         ORMQR_ERRORS[name](sg, *(sg.tensor(x) for x in arrays))
-    if type(theirs.value) is RuntimeError:
-        assert str(ours.value) == str(theirs.value)
+    assert str(ours.value) == str(theirs.value)
 
 
 @pytest.mark.parametrize("left, transpose", [(True, False), (False, True)])

@@ -85,6 +85,16 @@ _KERNELS = {
     "torch.linalg.lu_factor_ex": "lu_cpu",
     "torch.linalg.householder_product": "orgqr_cpu",
 }
+# the kernels that only 16-bit matrices reach (PyTorch refuses integer ones before, as here)
+_16BIT_KERNELS = {
+    "linalg.cholesky": "cholesky_cpu",
+    "linalg.qr": "geqrf_cpu",
+    "linalg.svd": "linalg_svd_cpu",
+    "linalg.solve": "lu_cpu",
+    "linalg.det": "lu_cpu",
+    "torch.linalg.ldl_factor_ex": "ldl_factor_kernel_cpu",
+    "torch.linalg.ldl_solve": "ldl_solve_kernel_cpu",
+}
 
 
 def check_floating(
@@ -93,7 +103,8 @@ def check_floating(
     """float32 or float64, as PyTorch's linalg functions on the CPU (no 16-bit LAPACK), or any
     floating dtype where ``low_precision``; an integer or bool ``x`` raises PyTorch's error
     class, a RuntimeError or the NotImplementedError of its kernel (``kernel``, or ``op``'s
-    in ``_KERNELS``). Complex matrices are not supported yet (README)."""
+    in ``_KERNELS``), as does a 16-bit one (also ``op``'s in ``_16BIT_KERNELS``). Complex
+    matrices are not supported yet (README)."""
     kernel = kernel or _KERNELS.get(op)
     if x.dtype.kind == "c":
         raise RuntimeError(
@@ -102,17 +113,24 @@ def check_floating(
         )
     if not backend.is_floating(x.dtype):
         if kernel:
-            raise NotImplementedError(
-                f"{op}: \"{kernel}\" not implemented for '{torch_name(x.dtype)}'"
-            )
+            raise kernel_error(kernel, x.dtype)
         raise RuntimeError(
             f"{op}: Expected a floating point or complex tensor as input. Got {torch_name(x.dtype)}"
         )
     if x.dtype.itemsize < 4 and not low_precision:
+        kernel = kernel or _16BIT_KERNELS.get(op)
+        if kernel:
+            raise kernel_error(kernel, x.dtype)
         # a RuntimeError where PyTorch checks the dtype itself; where its LAPACK kernel has no
         # 16-bit instance, the dispatcher's NotImplementedError (a RuntimeError too)
         kind = RuntimeError if op in _CHECKED_BY_PYTORCH else NotImplementedError
         raise kind(f"{op}: Low precision dtypes not supported. Got {torch_name(x.dtype)}")
+
+
+def kernel_error(kernel: str, dtype: Any) -> NotImplementedError:
+    """PyTorch's dispatcher's error for a CPU ``kernel`` without an instance for ``dtype``
+    (its words alone: it does not name the function called)."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{torch_name(dtype)}'")
 
 
 def empty_in_any_dtype(integers: bool = False) -> Callable[[Callable], Callable]:

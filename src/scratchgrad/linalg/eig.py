@@ -17,7 +17,7 @@ from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import is_grad_enabled
 from scratchgrad.backend import namespace, to_complex
 from scratchgrad.dtypes import torch_name
-from scratchgrad.linalg.checks import check_input, lapack
+from scratchgrad.linalg.checks import check_input, kernel_error, lapack
 from scratchgrad.linalg.decompositions import _eye, _factors, _given, _no_convergence
 from scratchgrad.linalg.systems import Solve
 from scratchgrad.tensor import Tensor
@@ -93,11 +93,9 @@ def _check_phase_invariance(vhgv_diagonal: Tensor) -> None:
 def _check_dtype(op: str, A: Tensor) -> None:
     """Real or complex matrices of 32 or 64 bits, with PyTorch's errors for the others."""
     if A.dtype.kind in "biu":  # PyTorch has no complex type to give their eigenvalues
-        raise RuntimeError(f"{op}: Unknown Complex ScalarType for {torch_name(A.dtype)}")
+        raise RuntimeError(f"Unknown Complex ScalarType for {torch_name(A.dtype)}")
     if A.dtype.itemsize < 4 or (A.dtype.kind != "c" and not backend.is_floating(A.dtype)):
-        raise NotImplementedError(
-            f"{op}: \"linalg_eig_out_cpu\" not implemented for '{torch_name(A.dtype)}'"
-        )
+        raise kernel_error("linalg_eig_out_cpu", A.dtype)
 
 
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list

@@ -22,6 +22,7 @@ from scratchgrad.linalg.checks import (
     check_floating,
     check_input,
     empty_in_any_dtype,
+    kernel_error,
     leading_minor,
     zero_pivot,
 )
@@ -500,9 +501,7 @@ def geqrf(input: Tensor) -> geqrf_result:
     if input.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if input.dtype.kind in "biu" or input.dtype.itemsize < 4:  # (no LAPACK kernel for them)
-        raise NotImplementedError(
-            f"torch.geqrf: \"geqrf_cpu\" not implemented for '{torch_name(input.dtype)}'"
-        )
+        raise kernel_error("geqrf_cpu", input.dtype)
     return geqrf_result(*Geqrf.apply(input))
 
 
