@@ -505,6 +505,45 @@ def test_integer_and_bool_matrices_raise_pytorchs_not_implemented_error(call, dt
     for m in (torch, sg):
         with pytest.raises(NotImplementedError, match="not implemented for"):
             call(m, m.ones(3, 3, dtype=getattr(m, dtype)))
+    theirs = outcome(call, torch, torch.ones(3, 3, dtype=getattr(torch, dtype)))
+    ours = outcome(call, sg, sg.ones(3, 3, dtype=getattr(sg, dtype)))
+    assert str(ours) == str(theirs)  # (the message word for word too)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, A: m.linalg.eigh(A),
+        lambda m, A: m.linalg.eigvalsh(A),
+        lambda m, A: m.linalg.eig(A),
+        lambda m, A: m.cholesky(A),
+        lambda m, A: m.linalg.cholesky(A),
+        lambda m, A: m.linalg.cholesky_ex(A),
+        lambda m, A: m.cholesky_inverse(A),
+        lambda m, A: m.cholesky_solve(A, A),
+        lambda m, A: m.triangular_solve(A, A),
+        lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
+        lambda m, A: m.linalg.lu(A),
+        lambda m, A: m.linalg.lu_factor(A),
+        lambda m, A: m.linalg.householder_product(A, A[0]),
+        lambda m, A: m.ormqr(A, A[0], A),
+        lambda m, A: m.geqrf(A),
+        lambda m, A: m.linalg.qr(A),
+        lambda m, A: m.linalg.svd(A),
+        lambda m, A: m.linalg.svdvals(A),
+        lambda m, A: m.linalg.solve(A, A),
+        lambda m, A: m.linalg.det(A),
+        lambda m, A: m.linalg.ldl_factor(A),
+    ],
+)
+def test_16_bit_matrices_raise_their_kernels_error_as_pytorchs(call, dtype):
+    """PyTorch's LAPACK kernels have no 16-bit instances: its dispatcher's NotImplementedError
+    names the kernel alone ('"cholesky_cpu" not implemented for 'Half''); ours said 'Low
+    precision dtypes not supported' after the function's name."""
+    theirs = outcome(call, torch, torch.eye(3, dtype=getattr(torch, dtype)))
+    ours = outcome(call, sg, sg.eye(3, dtype=getattr(sg, dtype)))
+    assert (type(ours), str(ours)) == (type(theirs), str(theirs))
 
 
 def test_cross_of_bools_raises_pytorchs_not_implemented_error():
