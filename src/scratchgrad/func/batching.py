@@ -515,7 +515,11 @@ class BatchedTensor(Tensor):
         ignored target points at class 0 and weighs 0), every member's indices checked."""
         ignored = target == ignore_index
         safe = where(ignored, 0, target).long()
-        capture_hook.call(check_class_indices, safe._checked_values(), log_probs.shape[class_dim])
+        # (PyTorch's vmap gathers from the batch, all its levels' dims in front)
+        dim = class_dim + max(_depth(log_probs), _depth(target))
+        capture_hook.call(
+            check_class_indices, safe._checked_values(), log_probs.shape[class_dim], dim
+        )
         dtype = log_probs.dtype
         if weight is None:
             weights = (~ignored).to(dtype)
@@ -712,6 +716,14 @@ def level_of(args: Any) -> int:
         if type(a) is BatchedTensor and a.level > level:
             level = a.level
     return level
+
+
+def _depth(t: Any) -> int:
+    """How many vmap levels batch ``t`` (the batch dims in front of its members')."""
+    depth = 0
+    while type(t) is BatchedTensor:
+        t, depth = t.value, depth + 1
+    return depth
 
 
 def unwrap(args: Any, level: int) -> tuple[list, list[bool]]:

@@ -209,7 +209,9 @@ def cross_entropy(cls, values, batched, kwargs):
     logits_batched, target_batched = batched
     module = backend.namespace(logits.array)
     ignore_index = kwargs.get("ignore_index", -100)
-    fused.ignored_targets(target.array, logits.shape[-1], ignore_index, module)  # (the check)
+    # the check, naming the class dim of the batch PyTorch's vmap gathers from
+    dim = logits.ndim - logits_batched
+    fused.ignored_targets(target.array, logits.shape[-1], ignore_index, module, dim)
     log_probs = reduce.LogSoftmax.apply(logits, dim=(logits.ndim - 1,))
     classes = Tensor._make(module.arange(logits.shape[-1]))
     one_hot = (target.unsqueeze(-1) == classes).to(log_probs.dtype)

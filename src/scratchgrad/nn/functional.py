@@ -2117,7 +2117,8 @@ def nll_loss(
 def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index: int) -> tuple:
     """Each target's weighted negative log-likelihood (not reduced), each target's weight as an
     array (0 where ignored), and the ignored mask: what nll_loss and cross_entropy share."""
-    batched = vmapped("_nll", target, weight)  # per-member targets or weights: vmap's version
+    # under vmap, vmap's version (per-member targets or weights; its errors for batched ones)
+    batched = vmapped("_nll", log_probs, target, weight)
     if batched is not None:
         return batched(log_probs, target, class_dim, weight, ignore_index)
     # computed from the targets' values: a jitted step computes them again at each replay

@@ -253,13 +253,14 @@ class CrossEntropy(Function):
         return grad_logits, None
 
 
-def ignored_targets(target, n_classes: int, ignore_index: int, module):
+def ignored_targets(target, n_classes: int, ignore_index: int, module, dim=None):
     """None where every target is a class (one reduction: ``all_below``), else where the
-    targets equal ``ignore_index``; any other out of range raises PyTorch's IndexError."""
+    targets equal ``ignore_index``; any other out of range raises PyTorch's IndexError (its
+    vmap's RuntimeError, given the batch's class ``dim``: ``check_class_indices``)."""
     if all_below(target, n_classes):
         return None
     ignored = target == ignore_index
-    check_class_indices(module.where(ignored, 0, target), n_classes)
+    check_class_indices(module.where(ignored, 0, target), n_classes, dim)
     return ignored
 
 
@@ -333,11 +334,16 @@ def all_below(index, n: int) -> bool:
     return bool(unsigned.max() < n)
 
 
-def check_class_indices(target, n_classes: int) -> None:
-    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``)."""
+def check_class_indices(target, n_classes: int, dim: int | None = None) -> None:
+    """Raise PyTorch's IndexError for an integer class index outside [0, ``n_classes``), or,
+    given the batch's class ``dim``, the RuntimeError of the gather its vmap makes."""
     if target.size and not all_below(target, n_classes):
-        bad = (target < 0) | (target >= n_classes)
-        raise IndexError(f"Target {target[bad].flat[0]} is out of bounds.")
+        bad = target[(target < 0) | (target >= n_classes)].flat[0]
+        if dim is None:
+            raise IndexError(f"Target {bad} is out of bounds.")
+        raise RuntimeError(
+            f"index {bad} is out of bounds for dimension {dim} with size {n_classes}"
+        )
 
 
 def _target_entries(rows, target, module):
