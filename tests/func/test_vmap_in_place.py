@@ -322,3 +322,36 @@ def test_in_place_view_changes_under_grad_as_pytorch():
         ours, theirs = outcome(ours), outcome(theirs)
         if not raised_alike(ours, theirs, str(k)):
             assert_close(ours, theirs)
+
+
+VIEW_CHANGES = {
+    "unsqueeze_last": lambda t: t.unsqueeze_(-1),
+    "unsqueeze_first": lambda t: t.unsqueeze_(0),
+    "transpose_": lambda t: t.transpose_(0, 1),
+    "swapdims_": lambda t: t.swapdims_(-1, 0),
+    "t_": lambda t: t.squeeze_().t_(),
+    "squeeze_": lambda t: t.squeeze_(),
+    "squeeze_dim": lambda t: t.squeeze_(-2),
+    "squeeze_dims": lambda t: t.squeeze_((0, 1)),
+    "then_written": lambda t: t.unsqueeze_(1).mul_(2),
+    "two_changes": lambda t: t.unsqueeze_(0).transpose_(0, 2),
+}
+
+
+@pytest.mark.parametrize("in_dims", [0, 2, -1])
+@pytest.mark.parametrize("name", VIEW_CHANGES)
+def test_in_place_view_changes_change_the_given_tensor_at_any_in_dims_as_pytorch(name, in_dims):
+    """The given tensor, its batch dim not in front, changes shape with its members, as
+    PyTorch's (whose batch is that tensor): its batch dim stays between the same member dims
+    (a dim unsqueezed at its place goes after it). It kept its shape here. (Batches of more
+    than one member: PyTorch 2.13's squeeze_ drops a batch dim of size 1.)"""
+
+    def call(m):
+        x = m.arange(48.0).reshape(2, 1, 3, 8)[..., ::2].clone()  # (2, 1, 3, 4)
+        out = m.func.vmap(VIEW_CHANGES[name], in_dims=in_dims)(x)
+        return out, x, [s for s, n in zip(x.stride(), x.shape) if n > 1]  # (size 1: any)
+
+    (ours, x, strides), (theirs, y, their_strides) = call(sg), call(torch)
+    assert_close(ours, theirs)
+    assert_close(x, y)
+    assert strides == their_strides

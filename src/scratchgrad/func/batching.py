@@ -653,7 +653,14 @@ def _in_place_view(name: str) -> Callable:
                 out = out.value
             return out
 
+        given = _given.get(id(plain)) if len(chain) == 1 else None
+        member_shape = plain.shape[1:]
         restride_(plain, name, batch_view)
+        if given is not None:  # the tensor vmap was given, its batch dim not in front, follows
+            _, x, bdim = given
+            moved = _moved_batch_dim(name, member_shape, bdim, args, kwargs)
+            restride_(x, name, lambda old: batch_view(old.movedim(bdim, 0)).movedim(0, moved))
+            _given[id(plain)] = (plain, x, moved)
         for dims, t in enumerate(reversed(chain), 1):  # the innermost has one batch dim
             t.array = _Logical(plain.shape[dims:], plain.dtype)
         return self
@@ -664,6 +671,21 @@ def _in_place_view(name: str) -> Callable:
 
 for _name in ("squeeze_", "unsqueeze_", "transpose_", "swapaxes_", "swapdims_", "t_"):
     setattr(BatchedTensor, _name, _in_place_view(_name))
+
+
+def _moved_batch_dim(name: str, member_shape: tuple, bdim: int, args: tuple, kwargs: dict) -> int:
+    """Where the batch dim of a tensor vmap was given (at ``bdim``) is after its members'
+    in-place view op ``name``: PyTorch's rules keep it between the same member dims (a dim
+    unsqueezed at ``bdim`` goes after it)."""
+    dim = args[0] if args else kwargs.get("dim")
+    if name == "unsqueeze_":
+        return bdim + (dim % (len(member_shape) + 1) < bdim)
+    if name == "squeeze_" and member_shape:
+        rank = len(member_shape)
+        dims = range(rank) if dim is None else (dim,) if isinstance(dim, int) else dim
+        squeezed = {d % rank for d in dims if member_shape[d] == 1}
+        return bdim - sum(d < bdim for d in squeezed)
+    return bdim  # (transposes swap member dims only)
 
 
 def _written_out_of_place(name: str) -> Callable:
@@ -933,10 +955,7 @@ def vmap(
 
 def _call(func, leaves, dims, spec, kwargs, size, out_dims, randomness) -> Any:
     level = _active[-1][0] + 1 if _active else 1
-    inputs = [
-        x if d is None else wrap(x if d % x.ndim == 0 else x.movedim(d, 0), level)
-        for x, d in zip(leaves, dims)
-    ]
+    inputs = [x if d is None else wrap(_at_front(x, d), level) for x, d in zip(leaves, dims)]
     _active.append((level, size, randomness))
     function._vmap_dispatch, creation._vmap_draw = dispatch, draw
     try:
@@ -945,9 +964,24 @@ def _call(func, leaves, dims, spec, kwargs, size, out_dims, randomness) -> Any:
         _active.pop()
         if not _active:
             function._vmap_dispatch = creation._vmap_draw = None
+            _given.clear()
     outs, out_spec = tree_flatten(out)
     dims = _leaf_dims(out_dims, out if isinstance(out, tuple) else (out,), len(outs), "out_dims")
     return tree_unflatten([_unbatched(t, level, size, d) for t, d in zip(outs, dims)], out_spec)
+
+
+# id(batch) -> (batch, x, dim) while vmap runs, for each batch that is x (a tensor vmap was
+# given) with its batch dim moved from dim to the front: the members' in-place view ops
+# (unsqueeze_, ...) change x too, as PyTorch's (whose batch is x itself)
+_given: dict[int, tuple] = {}
+
+
+def _at_front(x: Tensor, dim: int) -> Tensor:
+    if dim % x.ndim == 0:
+        return x
+    out = x.movedim(dim, 0)
+    _given[id(out)] = (out, x, dim % x.ndim)
+    return out
 
 
 def _unbatched(t: Any, level: int, size: int, dim: int | None) -> Tensor:
