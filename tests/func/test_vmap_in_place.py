@@ -355,3 +355,15 @@ def test_in_place_view_changes_change_the_given_tensor_at_any_in_dims_as_pytorch
     assert_close(ours, theirs)
     assert_close(x, y)
     assert strides == their_strides
+
+
+def test_an_in_place_view_change_of_a_given_leaf_raises_pytorchs_error_at_any_in_dims():
+    """Ours said 'a view of a leaf Variable' where the batch dim was not in front (the batch
+    was a view of it), and PyTorch says 'a leaf Variable'; the leaf keeps its shape."""
+
+    def call(m):
+        x = m.ones(2, 3, requires_grad=True)
+        return outcome(m.func.vmap(lambda t: t.unsqueeze_(0), in_dims=1), x), x.shape
+
+    (ours, shape), (theirs, their_shape) = call(sg), call(torch)
+    assert (type(ours), str(ours), tuple(shape)) == (type(theirs), str(theirs), their_shape)

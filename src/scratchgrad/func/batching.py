@@ -654,13 +654,12 @@ def _in_place_view(name: str) -> Callable:
             return out
 
         given = _given.get(id(plain)) if len(chain) == 1 else None
-        member_shape = plain.shape[1:]
-        restride_(plain, name, batch_view)
-        if given is not None:  # the tensor vmap was given, its batch dim not in front, follows
-            _, x, bdim = given
-            moved = _moved_batch_dim(name, member_shape, bdim, args, kwargs)
+        if given is not None:  # the tensor vmap was given, its batch dim not in front, first
+            _, x, bdim = given  # (so that a leaf raises PyTorch's error before any change)
+            moved = _moved_batch_dim(name, plain.shape[1:], bdim, args, kwargs)
             restride_(x, name, lambda old: batch_view(old.movedim(bdim, 0)).movedim(0, moved))
             _given[id(plain)] = (plain, x, moved)
+        restride_(plain, name, batch_view)
         for dims, t in enumerate(reversed(chain), 1):  # the innermost has one batch dim
             t.array = _Logical(plain.shape[dims:], plain.dtype)
         return self
