@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import assert_close, check_against_torch, leaves
+from oracle import assert_close, check_against_torch, leaves, outcome
 
 import scratchgrad as sg
 import scratchgrad.nn.functional as F
@@ -489,7 +489,9 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, sg.tensor([0, 5, 1]))
     with pytest.raises(IndexError, match="Target -3 is out of bounds"):
         F.nll_loss(x, sg.tensor([0, -3, 1]))
-    with pytest.raises(ValueError, match=r"Expected target size \(3,\), got \(2,\)"):
+    with pytest.raises(
+        ValueError, match=r"^Expected input batch_size \(3\) to match target batch_size \(2\)\.$"
+    ):
         F.cross_entropy(x, sg.tensor([0, 1]))
     with pytest.raises(RuntimeError, match="ignore_index is not supported"):
         F.cross_entropy(x, sg.rand(3, 4), ignore_index=1)
@@ -756,3 +758,32 @@ def test_regression_loss_weight_must_have_the_input_shape(name):
     for lib in (sg, torch):
         with pytest.raises(ValueError, match="Weights and input must have the same size"):
             getattr(lib.nn.functional, name)(lib.zeros(4, 3), lib.zeros(4, 3), weight=lib.ones(3))
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize(
+    "shape, target",
+    [
+        ((4, 3), ()),
+        ((4, 3), (2,)),
+        ((4, 3), (4, 2)),
+        ((3,), (2,)),
+        ((4, 3, 5), (4,)),
+        ((4, 3, 5), (3, 5)),
+        ((4, 3, 5), (4, 5, 1)),
+        ((4, 3, 5, 2), (4, 5)),
+        ((4, 3, 5, 2), (4, 5, 3)),
+        ((4, 3, 5, 2, 2), (4, 5, 2, 3)),
+    ],
+)
+def test_class_targets_of_the_wrong_shape_raise_pytorchs_error(name, shape, target):
+    """The error type and words of the kernel PyTorch takes for the input's dims (nll_loss,
+    nll_loss2d or the nd reshape); ours said 'Expected target size (4, 5), got (3, 5)' for
+    all, with a Python tuple's brackets."""
+    ours = outcome(getattr(F, name), sg.randn(*shape), sg.zeros(target, dtype=sg.long))
+    theirs = outcome(
+        getattr(torch.nn.functional, name),
+        torch.randn(*shape),
+        torch.zeros(target, dtype=torch.long),
+    )
+    assert (type(ours), str(ours)) == (type(theirs), str(theirs))

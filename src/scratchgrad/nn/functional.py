@@ -2044,6 +2044,30 @@ def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:
     return _reduce(loss, reduction)
 
 
+def _raise_target_shape_error(shape: tuple, target: tuple, expected: tuple) -> None:
+    """PyTorch's error for class-index targets of the wrong shape for an input of ``shape``,
+    in the words of the kernel it takes (nll_loss, nll_loss2d, or the nd reshape)."""
+    batch = target[0] if target else 0  # (PyTorch reads a 0-d target's as 0)
+    if len(shape) > 1 and batch != shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({shape[0]}) to match target batch_size ({batch})."
+        )
+    if len(target) > 1 and len(shape) <= 2:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if len(shape) == 1 and len(target) == 1 and target[0] != 1:
+        raise ValueError(
+            f"For 1D input, 1D target must have size 1, but got target size: {target[0]}"
+        )
+    if len(shape) == 4:
+        if len(target) != 3:
+            raise RuntimeError(
+                "only batches of spatial targets supported (3D tensors) but got targets of "
+                f"dimension: {len(target)}"
+            )
+        raise RuntimeError(f"size mismatch (got input: {list(shape)} , target: {list(target)}")
+    raise RuntimeError(f"Expected target size {list(expected)}, got {list(target)}")
+
+
 def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> int:
     """PyTorch's checks of class-index targets (and class weights), with its error types;
     returns the class dim."""
@@ -2055,14 +2079,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
     class_dim = 0 if input.array.ndim == 1 else 1
     expected = input.array.shape[:class_dim] + input.array.shape[class_dim + 1 :]
     if target.array.shape != expected:
-        batch_differs = input.array.ndim > 1 and target.array.shape[:1] != input.array.shape[:1]
-        if target.array.ndim > 1 and input.array.ndim <= 2:
-            raise RuntimeError(
-                f"{name}: 0D or 1D target tensor expected, multi-target not "
-                f"supported (target of shape {target.shape})"
-            )
-        error = ValueError if batch_differs else RuntimeError  # as PyTorch's
-        raise error(f"Expected target size {expected}, got {tuple(target.shape)}")
+        _raise_target_shape_error(input.array.shape, target.array.shape, expected)
     if target.array.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
         raise RuntimeError(
             f"{name}: expected target dtype to be Long or Byte, but got "
@@ -2197,7 +2214,7 @@ def cross_entropy(
 def _check_probability_target(input: Tensor, target: Tensor, ignore_index: int, weight) -> None:
     if not target.is_floating_point():
         raise RuntimeError(
-            "cross_entropy: Expected floating point type for target with class probabilities, "
+            "Expected floating point type for target with class probabilities, "
             f"got {torch_name(target.dtype)}"
         )
     if ignore_index >= 0:
