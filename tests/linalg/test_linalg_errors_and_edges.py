@@ -745,3 +745,47 @@ def test_an_empty_16_bit_batch_under_vmap_as_pytorch(shape):
     theirs = torch.func.vmap(torch.linalg.det)(torch.zeros(shape, dtype=torch.float16))
     assert ours.shape == tuple(theirs.shape) and same_dtype(ours, theirs)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize(
+    "A, B, dtype, options",
+    [
+        ((3,), (3,), "float32", {}),
+        ((2, 2), (), "float32", {}),
+        ((2, 2), (2, 2), "float16", {}),
+        ((2, 2), (2,), "int64", {}),
+        ((2, 2), (2, 2), "bool", {}),
+        ((2, 2), (3, 1), "float16", {}),  # (the shapes before the dtype)
+        ((2, 2), (2, 2, 2), "float16", {}),
+        ((2, 2), (3,), "float32", {}),
+        ((2, 2), (3, 1), "float32", {}),
+        ((2, 2), (2, 2), "float16", {"rcond": 1e-3}),  # (its kernel's NotImplementedError)
+        ((3,), (3,), "float16", {"rcond": 1e-3}),
+        ((2, 2), (2, 2), "float16", {"driver": "gelsd"}),
+        ((2, 2), (2, 2), "float32", {"driver": "foo"}),
+        ((2, 2), (2, 2), "float16", {"driver": "foo"}),
+    ],
+)
+def test_lstsq_errors_are_pytorchs_word_for_word(A, B, dtype, options):
+    """In PyTorch's order: the shapes, the driver's name, then the dtype (refused by its
+    default rcond's epsilon, "This function doesn't handle types other than float and
+    double"); ours checked the dtype first, in other words. (The shapes' messages add the
+    shapes: see above.)"""
+
+    def call(m):
+        x, y = m.ones(A, dtype=getattr(m, dtype)), m.ones(B, dtype=getattr(m, dtype))
+        return outcome(lambda: m.linalg.lstsq(x, y, **options))
+
+    ours, theirs = call(sg), call(torch)
+    assert type(ours) is type(theirs) and str(ours).startswith(str(theirs)), (ours, theirs)
+    assert str(ours) == str(theirs) or "(got shapes" in str(ours)
+
+
+def test_lstsq_of_mixed_dtypes_or_not_tensors_raises_pytorchs_error():
+    for call in (
+        lambda m: m.linalg.lstsq(m.eye(2, dtype=m.float64), m.eye(2)),
+        lambda m: m.linalg.lstsq([[1.0]], m.eye(1)),
+        lambda m: m.linalg.lstsq(m.eye(1), [[1.0]]),
+    ):
+        ours, theirs = outcome(call, sg), outcome(call, torch)
+        assert (type(ours), str(ours)) == (type(theirs), str(theirs))

@@ -6,15 +6,16 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+from scratchgrad import backend
 from scratchgrad.autograd.autocast import autocast_policy
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import no_grad
 from scratchgrad.backend import int64, namespace, xp
+from scratchgrad.dtypes import torch_name
 from scratchgrad.linalg.checks import (
     LinAlgError,
     check_floating,
     check_input,
-    check_same_dtype,
     empty_in_any_dtype,
 )
 from scratchgrad.linalg.decompositions import SVD, eigvalsh, svdvals
@@ -229,6 +230,51 @@ def pinv(
     return Pinv.apply(A, atol=atol, rtol=rtol)
 
 
+def _check_lstsq(A: Tensor, B: Tensor, rcond: float | None, driver: str | None) -> bool:
+    """PyTorch's checks of lstsq's arguments, in its order and words (the shapes, the
+    driver's name, then the dtype, which its default rcond's epsilon or, given rcond, its
+    kernel refuses); whether ``B`` is a (batch of) vector(s)."""
+    op = "torch.linalg.lstsq"
+    for position, (name, x) in enumerate((("input", A), ("b", B)), 1):
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                f"linalg_lstsq(): argument '{name}' (position {position}) must be Tensor, not "
+                f"{type(x).__name__}"
+            )
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
+    if A.dtype != B.dtype:
+        raise RuntimeError(
+            f"{op}: Expected input and other to have the same dtype, but got input's dtype "
+            f"{torch_name(A.dtype)} and other's dtype {torch_name(B.dtype)}"
+        )
+    shapes = f"(got shapes {A.shape} and {B.shape})"  # (added to PyTorch's words)
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise RuntimeError(
+            f"{op}: input.dim() must be greater or equal to other.dim() and "
+            f"(input.dim() - other.dim()) <= 1 {shapes}"
+        )
+    vector = is_vector_rhs(A, B)
+    if (B.shape[-1] if vector else B.shape[-2]) != A.shape[-2]:
+        other = "other.size(-1)" if vector else "other.size(-2)"
+        raise RuntimeError(f"{op}: input.size(-2) should match {other} {shapes}")
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if rcond is not None:  # PyTorch reaches its kernel
+        check_floating("linalg.lstsq", A, kernel="linalg_lstsq_cpu")
+    elif A.dtype.kind != "c" and (not backend.is_floating(A.dtype) or A.dtype.itemsize < 4):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    check_floating("linalg.lstsq", A)  # (complex: not supported yet)
+    if driver not in (None, "gelsy"):
+        raise NotImplementedError(
+            f"linalg.lstsq: driver '{driver}' is not supported; the solution is gelsy's "
+            "(driver=None), without residuals or singular values"
+        )
+    return vector
+
+
 @autocast_policy("float32")  # on PyTorch's CPU autocast float32 list
 def lstsq(
     A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
@@ -246,27 +292,8 @@ def lstsq(
     >>> sg.linalg.lstsq(A, sg.tensor([1.0, 2.0, 3.0])).solution
     tensor([1., 2.])
     """
-    if rcond is not None:  # PyTorch reaches its kernel, not its dtype check
-        check_floating("linalg.lstsq", A, kernel="linalg_lstsq_cpu")
-    check_input("linalg.lstsq", A)
-    check_same_dtype("linalg.lstsq", A, B, "AB")
-    if driver not in (None, "gelsy"):
-        raise NotImplementedError(
-            f"linalg.lstsq: driver '{driver}' is not supported; the solution is gelsy's "
-            "(driver=None), without residuals or singular values"
-        )
-    if not 0 <= A.ndim - B.ndim <= 1:
-        raise RuntimeError(
-            "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
-            f"(input.dim() - other.dim()) <= 1 (got shapes {A.shape} and {B.shape})"
-        )
-    vector = is_vector_rhs(A, B)  # else a matrix, its batch dims broadcast
-    b = B.unsqueeze(-1) if vector else B
-    if b.shape[-2] != A.shape[-2]:
-        raise RuntimeError(
-            "torch.linalg.lstsq: input.size(-2) should match other.size(-2) (got shapes "
-            f"{A.shape} and {B.shape})"
-        )
+    vector = _check_lstsq(A, B, rcond, driver)
+    b = B.unsqueeze(-1) if vector else B  # else a matrix, its batch dims broadcast
     # a matrix B of one dim fewer than A: PyTorch broadcasts A's batch with B.unsqueeze(-1)'s
     batch = _lstsq_batch(A, B) if A.ndim - B.ndim == 1 and not vector else None
     x = Pinv.apply(A, atol=None, rtol=rcond) @ b
