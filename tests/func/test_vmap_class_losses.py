@@ -193,3 +193,25 @@ def test_a_target_out_of_range_of_one_dim_members_names_their_class_dim():
     ours, theirs = outcome(call, sg), outcome(call, torch)
     assert "dimension 1 with size 3" in str(theirs)
     assert (type(ours), str(ours)) == (type(theirs), str(theirs))
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (None, 0)])
+@pytest.mark.parametrize("bad", [False, True])
+def test_nested_vmaps_of_plain_cross_entropy_as_torch(in_dims, bad):
+    """Both levels batching the targets (it raised: the rule read the outer batch's array
+    directly); a class index out of range names the class dim behind both levels."""
+    logits = np.stack([LOGITS, LOGITS[::-1]])  # (2, 2, 4, 3)
+    targets = np.stack([TARGETS.clip(0), TARGETS[::-1].clip(0)])
+    if bad:
+        targets[1, 0, 2] = 9
+
+    def call(m):
+        loss = m.func.vmap(m.nn.functional.cross_entropy)
+        x = m.tensor(logits if in_dims[0] == 0 else logits[0])
+        return m.func.vmap(loss, in_dims=in_dims)(x, m.tensor(targets))
+
+    ours, theirs = outcome(call, sg), outcome(call, torch)
+    if bad:
+        assert (type(ours), str(ours)) == (type(theirs), str(theirs))
+    else:
+        assert_close(ours, theirs)

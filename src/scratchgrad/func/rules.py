@@ -23,7 +23,7 @@ from scratchgrad.autograd import function
 from scratchgrad.backend import xp
 from scratchgrad.creation import Normal
 from scratchgrad.distributions.gamma import StandardGamma
-from scratchgrad.func.batching import _Logical, at_front, batch_size, pad_to_rank
+from scratchgrad.func.batching import _depth, _Logical, at_front, batch_size, pad_to_rank
 from scratchgrad.linalg import decompositions, derived, norms, systems
 from scratchgrad.linalg.eig import Eig
 from scratchgrad.linalg.extras import Geqrf
@@ -209,9 +209,10 @@ def cross_entropy(cls, values, batched, kwargs):
     logits_batched, target_batched = batched
     module = backend.namespace(logits.array)
     ignore_index = kwargs.get("ignore_index", -100)
-    # the check, naming the class dim of the batch PyTorch's vmap gathers from
-    dim = logits.ndim - logits_batched
-    fused.ignored_targets(target.array, logits.shape[-1], ignore_index, module, dim)
+    # the check (of every outer level's targets too), naming the class dim of the batch
+    # PyTorch's vmap gathers from, all its levels' dims in front
+    dim = logits.ndim - logits_batched + max(_depth(logits), _depth(target))
+    fused.ignored_targets(target._checked_values(), logits.shape[-1], ignore_index, module, dim)
     log_probs = reduce.LogSoftmax.apply(logits, dim=(logits.ndim - 1,))
     classes = Tensor._make(module.arange(logits.shape[-1]))
     one_hot = (target.unsqueeze(-1) == classes).to(log_probs.dtype)
