@@ -1,9 +1,10 @@
 """The array-level fast paths of ``ops/`` against plain NumPy: row sums through a product with
 ones, the row max through argmax, an embedding's gradient through a sort and ``add.reduceat``,
 the in-order copy of a stack of transposed keys, a bias's gradient as one product, a product
-with a long inner size summed in pieces of it or swapped. Each gives
-what the plain NumPy call (or a float64 one) gives, to rounding, edge cases included: NaN and
-infinities, repeated and negative indices, empty and Fortran-ordered arrays."""
+with a long inner size summed in pieces of it or swapped, one with a large result through the
+matmul ufunc. Each gives what the plain NumPy call (or a float64 one) gives, to rounding, edge
+cases included: NaN and infinities, repeated and negative indices, empty and Fortran-ordered
+arrays."""
 
 import numpy as np
 import pytest
@@ -194,3 +195,53 @@ def test_other_products_are_not_swapped(x_shape, y_shape, dtype, monkeypatch):
     x, y = (rng.integers(-3, 4, shape).astype(dtype) for shape in (x_shape, y_shape))
     assert not swaps(x, y)
     assert _product(x, y).tobytes() == np.matmul(x, y).tobytes()
+
+
+def _layouts(shape, dtype, rng):
+    """A matrix of ``shape`` C-ordered, and one Fortran-ordered (a transposed array)."""
+    c = rng.standard_normal(shape).astype(dtype)
+    return c, np.ascontiguousarray(c.T).T
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", [(256, 128, 128), (512, 128, 784), (128, 3, 256)])
+def test_large_products_go_through_the_matmul_ufunc_with_numpy_dots_bits(m, k, n, dtype):
+    """numpy.dot zeroes its result before BLAS writes it; ``dot`` skips that pass for large
+    results through the matmul ufunc, which makes the same BLAS call: the same bytes as
+    numpy.dot for every layout of the two matrices, into a new array or into ``out``."""
+    rng = np.random.default_rng(8)
+    for x in _layouts((m, k), dtype, rng):
+        for y in _layouts((k, n), dtype, rng):
+            assert matmul.through_ufunc(x, y)
+            expected = np.dot(x, y)
+            out = np.full((m, n), np.nan, dtype)
+            assert matmul.dot(x, y).tobytes() == expected.tobytes()
+            assert matmul.dot(x, y, out) is out and out.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_matrix_times_its_own_transpose_keeps_numpy_dots_bits(dtype):
+    """numpy.dot and matmul both take BLAS's syrk for ``x @ x.T`` (a view of the same
+    memory), and give the same bytes."""
+    rng = np.random.default_rng(9)
+    for x in _layouts((300, 200), dtype, rng):
+        for a, b in ((x, x.T), (x.T, x)):
+            assert matmul.through_ufunc(a, b)
+            assert matmul.dot(a, b).tobytes() == np.dot(a, b).tobytes()
+
+
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (np.ones((128, 64), "f4"), np.ones((64, 128), "f4")),  # a result under LARGE_RESULT
+        (np.ones((1, 64), "f4"), np.ones((64, 1 << 16), "f4")),  # a row: matmul's gemv
+        (np.ones((256, 1), "f4"), np.ones((1, 256), "f4")),  # K of 1: matmul's own loop
+        (np.ones((256, 128), "f4")[:, ::2], np.ones((64, 256), "f4")),  # strided: its own loop
+        (np.ones((256, 64), "f4"), np.ones((64, 256), "f8")),  # two dtypes
+        (np.ones((256, 64), "c8"), np.ones((64, 256), "c8")),  # complex
+        (np.ones((256, 64), "i8"), np.ones((64, 256), "i8")),  # integers: no BLAS
+    ],
+)
+def test_other_products_stay_with_numpy_dot(x, y):
+    assert not matmul.through_ufunc(x, y)
+    assert matmul.dot(x, y).tobytes() == np.dot(x, y).tobytes()

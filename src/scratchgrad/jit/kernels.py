@@ -26,10 +26,11 @@ from scratchgrad.jit import gemm
 from scratchgrad.ops import binary, conv, fused, matmul, reduce, unary
 
 
-def linear(x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
+def linear(x: Any, w: Any, b: Any = None, out: Any = None, product: Callable = xp.dot) -> Any:
     """``Linear.forward`` of two matrices in float32 or float64: ``x @ w.T + b`` (``x @ w.T``
-    without a bias), into ``out`` if given."""
-    out = xp.dot(x, w.T, out=out)
+    without a bias), into ``out`` if given. ``product`` is ``matmul.dot``'s choice for these
+    layouts, made when the step records: ``numpy.dot``, or the matmul ufunc."""
+    out = product(x, w.T, out=out)
     if b is not None:
         out += b
     return out
@@ -90,8 +91,9 @@ def _same_matrices(arrays: list) -> bool:
     ) and not accumulation_dtype(dtype)
 
 
-# NOTE: the matrix products below are ``numpy.dot``, as the forwards' ``x.dot(y)``: with out=
-# it runs the same BLAS call writing into the buffer, so the same bits (a test checks it).
+# NOTE: the matrix products below are ``matmul.dot``'s call, ``numpy.dot`` or the matmul
+# ufunc, as the forwards': with out= it runs the same BLAS call writing into the buffer, so
+# the same bits (a test checks it).
 # They are given to the recorder as ``gemm.Product``s, which it may replay another way,
 # swapped or split (see gemm.py).
 
@@ -102,17 +104,18 @@ def _linear(args, arrays, kwargs, expr) -> gemm.Product | None:
         return None
     if matmul.piece_length(x, w.T) or matmul.swaps(x, w.T):
         return None  # (summed in pieces or swapped: the forward replays as it is)
-    code = f"k_linear({', '.join(args)}{OUT})"
+    product = ", product=np_matmul" if matmul.through_ufunc(x, w.T) else ""
+    code = f"k_linear({', '.join(args)}{product}{OUT})"
     bias = None if bias is None else (args[2], bias)
     return gemm.Product(code, _linear_of, (args[0], x), (f"{args[1]}.T", w.T), bias)
 
 
 def _linear_of(a: Any, b: Any, bias: Any, out: Any) -> Any:
-    return linear(a, b.T, bias, out)  # (b is the weight's transpose)
+    return linear(a, b.T, bias, out, matmul.dot)  # (b is the weight's transpose)
 
 
 def _dot(a: Any, b: Any, bias: None, out: Any) -> Any:
-    return xp.dot(a, b, out=out)
+    return matmul.dot(a, b, out)
 
 
 def _matmul_of_stacks(a: Any, b: Any, bias: None, out: Any) -> Any:
@@ -130,7 +133,8 @@ def _matmul(args, arrays, kwargs, expr) -> gemm.Product | None:
     if matmul.swaps(x, y):  # as the forward swaps it
         return f"k_swapped_product({x_code}, {y_code})"
     if _same_matrices([x, y]):
-        code, a, b = f"np_dot({x_code}, {y_code}{OUT})", (x_code, x), (y_code, y)
+        call = "np_matmul" if matmul.through_ufunc(x, y) else "np_dot"
+        code, a, b = f"{call}({x_code}, {y_code}{OUT})", (x_code, x), (y_code, y)
         return gemm.Product(code, _dot, a, b)
     if all(z.ndim == 3 and len(z) == 1 for z in (x, y)) and _same_matrices([x[0], y[0]]):
         # conv2d's products, each of a stack of one matrix: matmul's own call (numpy.dot of

@@ -68,16 +68,20 @@ def _product(x, y, wide=None):
     here would give other bits.
 
     A product with a small result but a long inner size is summed in pieces of it (see
-    ``piece_length``), or computed the other way round (see ``swaps``).
+    ``piece_length``), or computed the other way round (see ``swaps``); one with a large
+    result goes through the matmul ufunc (see ``dot``).
     """
     if wide is not None:
         x, y = cast(x, wide), cast(y, wide)
     if y.ndim == 2:
         if x.ndim == 2:  # (the long inner size tested first here: small layers pay the test)
-            return x.dot(y) if x.shape[1] < LONG_INNER else _whole_or_in_pieces(x, y)
+            if x.shape[1] >= LONG_INNER:
+                return _whole_or_in_pieces(x, y)
+            # dot's test of the result's size first, here: small layers pay no call for it
+            return x.dot(y) if x.shape[0] * y.shape[1] < LARGE_RESULT else dot(x, y)
         if x.ndim > 2:
             rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
-            return rows.dot(y).reshape(*x.shape[:-1], y.shape[-1])
+            return dot(rows, y).reshape(*x.shape[:-1], y.shape[-1])
     if y.ndim > 2 and y.strides[-2] == y.itemsize < y.strides[-1] and math.prod(y.shape[:-2]) > 1:
         y = namespace(y).ascontiguousarray(y)
     if x.ndim == 3 and x.shape[2] >= LONG_INNER:
@@ -93,7 +97,48 @@ def _whole_or_in_pieces(x, y):
         return summed_in_pieces(x, y, length)
     if swaps(x, y):
         return swapped_product(x, y)
-    return x.dot(y) if x.ndim == 2 else x @ y
+    return dot(x, y) if x.ndim == 2 else x @ y
+
+
+# numpy.dot zeroes its result before BLAS writes it (``cblas_matrixproduct`` in NumPy's
+# cblasfuncs.c), a pass over memory that the matmul ufunc does not make; matmul's call costs
+# about 0.5 us more instead. From this many elements of result the pass costs more. Two
+# OpenBLAS threads on an AMD EPYC, dot against matmul, each allocating its result: 512 x 784
+# with K = 128 (W4's first weight gradient) 1390 / 1344 us, 1024 x 64 with K = 64 58 / 55 us,
+# 128 x 256 with K = 32 87 / 85 us; 64 x 256 with K = 64 the same (22 us), and for small
+# results dot wins (128 x 10 with K = 512: 22.2 / 23.0 us).
+LARGE_RESULT = 1 << 15
+
+
+def dot(x, y, out=None):
+    """``x @ y`` of two matrices, into ``out`` (C-ordered) if given, through ``numpy.dot``
+    or, for a large result (``LARGE_RESULT``), the matmul ufunc, which skips dot's zeroing of
+    it. The ufunc is taken only where both make the same BLAS call, so give the same bits:
+    NumPy float32 or float64 matrices, each C- or Fortran-ordered (else dot copies it and
+    matmul uses its own loops), no size 1 (else matmul does without BLAS or with gemv).
+
+    >>> import numpy
+    >>> dot(numpy.ones((256, 3)), numpy.ones((3, 128)))[0, :2]
+    array([3., 3.])
+    """
+    if through_ufunc(x, y):
+        return numpy.matmul(x, y, out=out)
+    return x.dot(y) if out is None else x.dot(y, out)  # (a meta array's dot takes no out)
+
+
+def through_ufunc(x, y) -> bool:
+    """Whether ``dot`` multiplies the matrices ``x`` and ``y`` through the matmul ufunc."""
+    return x.shape[0] * y.shape[1] >= LARGE_RESULT and _same_blas_call(x, y)
+
+
+def _same_blas_call(x, y) -> bool:
+    """Whether numpy.dot and the matmul ufunc make the same BLAS call for ``x @ y`` (see
+    ``dot``)."""
+    if type(x) is not numpy.ndarray or type(y) is not numpy.ndarray:
+        return False
+    if x.dtype != y.dtype or x.dtype.char not in "fd" or 1 in x.shape or 1 in y.shape:
+        return False
+    return all(z.flags.c_contiguous or z.flags.f_contiguous for z in (x, y))
 
 
 # The most multiply-adds of one piece of a product summed in pieces: under OpenBLAS's limit
