@@ -195,7 +195,7 @@ def large_argument(x, lengths):
     [
         (in_place_before, r"\.tolist\(\) of a tensor the step changed in place"),
         (computed_lengths, r"\.tolist\(\) at "),
-        (float_item, r"\.item\(\) at "),
+        (float_item, r"\.item\(\) of tensor argument #0 \(float32\) at "),
         (large_argument, r"\.item\(\) at "),
     ],
 )

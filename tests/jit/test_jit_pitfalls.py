@@ -811,6 +811,45 @@ def test_backward_into_the_graph_of_a_non_leaf_argument_raises():
         step(1.0, w * 3.0)
 
 
+FLOAT_READ = r"of tensor argument #1 \(float32\) at .*Floating values are not guarded"
+BIG_READ = r"\.tolist\(\) of tensor argument #1 \(4097 entries\) at .*at most 4096 entries"
+
+
+@pytest.mark.parametrize(
+    "read, given, says",
+    [
+        (lambda s: s.item(), sg.tensor(0.5), r"\.item\(\) " + FLOAT_READ),
+        (lambda s: int(s), sg.tensor(2.0), r"\.item\(\) " + FLOAT_READ),
+        (lambda s: 2 if s else 1, sg.tensor(1.0), r"bool\(tensor\).* " + FLOAT_READ),
+        (lambda s: len(s.tolist()), sg.zeros(4097, dtype=sg.int64), BIG_READ),
+    ],
+    ids=["item of a float", "int of a float", "bool of a float", "tolist of 4097 integers"],
+)
+@pytest.mark.parametrize("wrap", ["jit", "compile"])
+def test_reading_the_values_of_an_argument_that_is_not_guarded_says_why(read, given, says, wrap):
+    """Only the values of small integer arguments are guarded: reading a float argument's,
+    or those of one of more than 4096 entries, raises a JitError naming the argument, the
+    line and why it is not guarded (a new program per value; a guard dearer than the step),
+    and saying what to do instead (before, the generic refusal, as for computed values)."""
+
+    def step(x, s):
+        return x * read(s)
+
+    class Reader(nn.Module):
+        def forward(self, x, s):
+            return step(x, s)
+
+    call = sg.jit(step) if wrap == "jit" else sg.compile(Reader())
+    call(sg.ones(2), given)  # eager
+    with pytest.raises(sg.JitError, match=says) as info:
+        call(sg.ones(2), given)
+    assert f"test_jit_pitfalls.py:{read.__code__.co_firstlineno} " in str(info.value)
+    if given.is_floating_point():
+        assert "pass the number as a Python number" in str(info.value)
+    else:
+        assert "Read it outside the step" in str(info.value)
+
+
 def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals_eager():
     """An enabled GradScaler decides in Python, from the gradients' values, whether a step is
     skipped and how its scale moves: recording refuses it with a JitError naming GradScaler

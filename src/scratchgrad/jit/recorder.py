@@ -193,6 +193,8 @@ class Recorder:
         # the argument's index -> its values, for each argument whose values the step read:
         # the recording replays only for calls passing these values there
         self.values_read: dict[int, list] = {}
+        # the call's tensors, for the JitError of a read of values refused (see read_values)
+        self.given: list[Tensor] = []
 
     def here(self) -> bool:
         """Whether the step records in this thread. The hooks whose call a replay makes again
@@ -633,6 +635,7 @@ class Recorder:
         ``read_values``): integer or bool CPU tensors of at most ``MOST_READ`` entries that
         do not require grad (a packed batch's sizes, the lengths to pack). Not an inference
         tensor: its version counter counts no change in place."""
+        self.given = tensors
         for index, t in enumerate(tensors):
             array = t.array
             if (
@@ -665,12 +668,37 @@ class Recorder:
         array = tensor.array
         entry = self.readable.get(id(array)) or self.readable.get(id(memory_owner(array)))
         if entry is None:
-            self.refuse(what)
+            self._refuse_read(array, what)
         index, source, version, values = entry
         if source._version != version or source.array.tolist() != values:
             self.refuse(f"{what} of a tensor the step changed in place")
         if index is not None:
             self.values_read[index] = values
+
+    def _refuse_read(self, array: Any, what: str) -> None:
+        """Refuse reading the values of ``array`` (``what``), saying why they are not guarded
+        where it is (a view of) a tensor argument's: floating values, or too many of them."""
+        owner = memory_owner(array)
+        index = next((i for i, t in enumerate(self.given) if memory_owner(t.array) is owner), -1)
+        if index < 0:  # computed by the step: no guard could know its values before the call
+            self.refuse(what)
+        given = self.given[index].array
+        if given.dtype.kind not in "iub":
+            self.refuse(
+                f"{what} of tensor argument #{index} ({given.dtype})",
+                "Floating values are not guarded (a guard on them would record a new program "
+                "for nearly every new value): pass the number as a Python number (each value "
+                "records a program of its own) or read it outside the step",
+            )
+        if given.size > MOST_READ:
+            self.refuse(
+                f"{what} of tensor argument #{index} ({given.size} entries)",
+                f"Only integer arguments of at most {MOST_READ} entries are guarded (each "
+                "call compares their values): a guard on more would cost more than the step. "
+                "Read it outside the step and pass what the step needs (Python numbers, a "
+                "smaller tensor)",
+            )
+        self.refuse(what)  # (one that requires grad, an inference tensor)
 
     @_other_threads(_nothing)
     def refuse(self, what: str, instead: str = _MOVE_OUT) -> None:
