@@ -850,6 +850,52 @@ def test_reading_the_values_of_an_argument_that_is_not_guarded_says_why(read, gi
         assert "Read it outside the step" in str(info.value)
 
 
+_UNIFORMS = np.random.default_rng(0)
+
+
+def _uniforms(shape):
+    return _UNIFORMS.random(shape).astype(np.float32)  # (three calls deep: not looked into)
+
+
+def _gumbel(shape):
+    return -sg.log(-sg.log(sg.from_numpy(_uniforms(shape))))  # NUMPY used
+
+
+def _perturbed(x):
+    return x + _gumbel(x.shape)
+
+
+def _sign_mask(x):
+    return x * sg.tensor(np.asarray(x.detach()) > 0)  # NUMPY mask used
+
+
+@pytest.mark.parametrize(
+    "step, tag, says",
+    [
+        (lambda x: _perturbed(x).sum(), "NUMPY used", r"\(2, 3\), float32"),
+        (lambda x: _sign_mask(x).sum(), "NUMPY mask used", r"\(2, 3\), bool"),
+    ],
+    ids=["numpy draws", "sg.tensor of a numpy array"],
+)
+def test_an_array_numpy_made_in_the_step_that_changes_raises_saying_it_is_frozen(step, tag, says):
+    """Arrays NumPy makes inside the step (draws of a NumPy Generator, as the Gumbel-softmax
+    VAE's; a mask computed from the data) are constants to the recorder: the third call finds
+    another one and raises, saying that such values are frozen and to draw with
+    ``sg.rand``/``sg.randn`` or pass the array as an argument (before, the generic "different
+    constant" message blamed a Python branch or a counter)."""
+    jitted = sg.jit(step)
+    xs = [sg.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) * s) for s in (1, 1, -1)]
+    with pytest.raises(
+        sg.JitError, match=r"different constant \(an array of shape " + says
+    ) as info:
+        for x in xs:
+            jitted(x)
+    message = str(info.value)
+    assert f"test_jit_pitfalls.py:{_line_of('# ' + tag)} " in message
+    assert "frozen into the program" in message
+    assert "`sg.rand`, `sg.randn`" in message and "pass the array as an argument" in message
+
+
 def test_an_enabled_grad_scaler_inside_the_step_raises_and_a_disabled_one_equals_eager():
     """An enabled GradScaler decides in Python, from the gradients' values, whether a step is
     skipped and how its scale moves: recording refuses it with a JitError naming GradScaler

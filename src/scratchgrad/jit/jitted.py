@@ -1145,6 +1145,8 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
     else:
         for key, value in first.constants.items():
             if not _same(value, second.constants[key]):
+                if isinstance(value, xp.ndarray):
+                    _refuse_array_made_outside(value, first.places[key], name)
                 what = f"a different constant ({type(value).__name__}) at {first.places[key]}"
                 break
     if what is not None:
@@ -1156,6 +1158,24 @@ def _check_same(first: Recording, second: Recording, name: str) -> None:
             "pass the Python value as an argument (each value records a program of its own), "
             "or call the function without jit."
         )
+
+
+def _refuse_array_made_outside(array: Any, place: str, name: str) -> None:
+    """The JitError of two recordings that differ in an array constant: one no recorded call
+    made (NumPy called directly in the step, its random draws too), frozen into the
+    program."""
+    raise JitError(
+        f"scratchgrad.jit: {name}() recorded a different constant (an array of shape "
+        f"{array.shape}, {array.dtype}) at {place} on its second and third calls: an array "
+        "made outside scratchgrad's ops (by NumPy called in the step: random draws from "
+        "np.random or a Generator, values computed from `np.asarray(x)`; then "
+        "`sg.from_numpy(a)`, `sg.tensor(a)` or handed to an op) is frozen into the program, "
+        f"so every replay would reuse the recording's values. {ALREADY_RUN} Draw random "
+        "numbers with scratchgrad's own functions (`sg.rand`, `sg.randn`, `sg.randint`, ...: "
+        "each replay draws afresh from the same generator), compute it with tensor "
+        "operations, pass the array as an argument (a tensor), or call the function without "
+        "jit."
+    )
 
 
 def _check_same_stores(first: Recording, second: Recording, name: str) -> None:
