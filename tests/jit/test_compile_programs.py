@@ -22,7 +22,8 @@ gru_tagger_foreach_optimizer, lstm_autoencoder_anomaly; ``.item()`` in adaptive_
 ``nonzero()`` or ``bincount()`` in moe_transformer, gin_graph_classification; NumPy draws in
 convnext_drop_path, and in gumbel_softmax_vae as a constant that changes between calls; a
 returned Categorical in reinforce_actor_critic; a dual tensor of forward-mode AD passed by
-functional_call in forward_gradient_descent, which PyTorch's compiled modules refuse too); 14
+functional_call in forward_gradient_descent, since equal: a compiled module called inside a
+dual level runs eagerly, as under PyTorch's aot_eager, which gives the tangents too); 14
 raising as PyTorch's ``torch.compile`` does (the ``_orig_mod.`` state dict keys loaded into the
 plain model in quickstart, checkpoint_resume, frozen_backbone_finetune,
 optimizer_schedule_zoo, optimizer_in_backward, swa_ema_regression,

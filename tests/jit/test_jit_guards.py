@@ -740,3 +740,79 @@ def test_an_inference_tensor_argument_raises_as_eagerly(make):
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         step(made_there)
     np.testing.assert_array_equal(step(x).numpy(), expected)
+
+
+@pytest.mark.parametrize(
+    "how", ["jit, a dual argument", "compile, a dual argument", "compile, duals by functional_call"]
+)
+def test_calls_inside_a_dual_level_run_eagerly_and_give_eagers_tangents(how):
+    """Forward-mode AD through a jitted function or a compiled module: a dual passed to it, or
+    put into its parameters by ``functional_call`` (tests/programs/forward_gradient_descent.py).
+    ``unpack_dual`` finds a tangent by differentiating the call's graph twice, which a replay
+    does not make, so calls inside a ``dual_level`` run eagerly, with eager's values and
+    tangents bit for bit (before, a jitted function's replays gave the tangent None, silently;
+    a compiled module raised that its backward cannot be differentiated again, or that its
+    forward reached by name a tensor made outside it). Calls outside a level still replay."""
+    fw = sg.autograd.forward_ad
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+    if how.startswith("jit"):
+        call = sg.jit(lambda x: model(x).sin())
+        plain = lambda x: model(x).sin()  # noqa: E731
+        recordings = call.recordings
+    else:
+        call, plain = sg.compile(model), model
+        recordings = call._compiled.recordings
+
+    def tangent_of(f, x, t):
+        with fw.dual_level():
+            if how.endswith("functional_call"):
+                named = f.named_parameters()  # (a compiled module's: "_orig_mod." first)
+                duals = {name: fw.make_dual(p.detach(), p * t.sum()) for name, p in named}
+                out = sg.func.functional_call(f, duals, (x,))
+            else:
+                out = f(fw.make_dual(x, t))
+            value, tangent = fw.unpack_dual(out)
+            return value.detach().numpy(), tangent.detach().numpy()
+
+    for i in range(5):
+        x, t = fresh((2, 3), np.float64, seed=i), fresh((2, 3), np.float64, seed=10 + i)
+        for got, expected in zip(tangent_of(call, x, t), tangent_of(plain, x, t)):
+            np.testing.assert_array_equal(got, expected)
+    with sg.no_grad():  # outside a level: recorded, then replayed
+        for _ in range(4):
+            np.testing.assert_array_equal(call(x).numpy(), plain(x).numpy())
+    assert any(r.checked for rs in recordings.values() for r in rs)
+
+
+def test_a_step_entering_its_own_dual_level_replays_eagers_forward_gradients():
+    """A jitted step of forward gradient descent (tests/programs/forward_gradient_descent.py
+    with the step jitted, not the model compiled): the level is entered inside the step, whose
+    ``unpack_dual`` runs two recorded backward passes, so the step records and replays, with
+    eager's losses and parameters bit for bit."""
+    fw = sg.autograd.forward_ad
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+    x, y = fresh((8, 3), np.float64, seed=1), fresh((8, 2), np.float64, seed=2)
+
+    def step(params, directions):
+        with fw.dual_level():
+            duals = {n: fw.make_dual(p, directions[n]) for n, p in params.items()}
+            loss = nn.functional.mse_loss(sg.func.functional_call(model, duals, (x,)), y)
+            value, slope = fw.unpack_dual(loss)
+        return {n: p - 0.02 * slope * directions[n] for n, p in params.items()}, value
+
+    def train(step):
+        params = {n: p.detach().clone() for n, p in model.named_parameters()}
+        out = []
+        for i in range(6):
+            directions = {n: fresh(p.shape, np.float64, seed=10 + i) for n, p in params.items()}
+            params, value = step(params, directions)
+            out.append([value.numpy(), *(p.numpy() for p in params.values())])
+        return out
+
+    jitted = sg.jit(step)
+    for got, expected in zip(train(jitted), train(step)):
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
+    assert any(r.checked for rs in jitted.recordings.values() for r in rs)

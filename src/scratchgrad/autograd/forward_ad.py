@@ -39,6 +39,7 @@ import weakref
 from typing import NamedTuple
 
 from scratchgrad import backend
+from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.engine import grad as autograd_grad
 from scratchgrad.autograd.function import Function, _node_of
 from scratchgrad.autograd.grad_mode import enable_grad
@@ -91,7 +92,14 @@ def enter_dual_level() -> int:
     if _levels:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _levels.append(_Level())
+    capture_hook.changes += 1  # scratchgrad.jit's calls look again: they run eagerly (entered)
     return 0
+
+
+def entered() -> bool:
+    """Whether a level is entered. A jitted function or compiled module called then runs
+    eagerly: a replay's results carry no graph, from which a tangent is found here."""
+    return bool(_levels)
 
 
 def exit_dual_level(*, level: int | None = None) -> None:
@@ -114,6 +122,7 @@ def exit_dual_level(*, level: int | None = None) -> None:
     # (the outputs still alive hold the found tangents, through their weak references'
     # callbacks: let go of them now)
     _levels.pop().unpacked.clear()
+    capture_hook.changes += 1  # (scratchgrad.jit's calls look again: they may replay now)
 
 
 class dual_level(contextlib.ContextDecorator):

@@ -32,7 +32,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from scratchgrad import backend
-from scratchgrad.autograd import anomaly, autocast, capture_hook, engine, function
+from scratchgrad.autograd import anomaly, autocast, capture_hook, engine, forward_ad, function
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.grad_mode import state as _state
@@ -441,6 +441,8 @@ class CompiledForward:
         elif self.calls == 1:  # eagerly, so lazily made state exists
             return eager(*args, **kwargs)
         if anomaly.enabled:  # eagerly: a replayed backward checks no gradient for NaN
+            return eager(*args, **kwargs)
+        if forward_ad.entered():  # eagerly: unpack_dual differentiates the call's graph twice
             return eager(*args, **kwargs)
         try:
             tensors, key = self._signature(args, kwargs)

@@ -28,7 +28,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.amp.grad_scaler import GradScaler
-from scratchgrad.autograd import anomaly, autocast, capture_hook
+from scratchgrad.autograd import anomaly, autocast, capture_hook, forward_ad
 from scratchgrad.autograd.function import Function
 from scratchgrad.autograd.grad_mode import InferenceCounter
 from scratchgrad.autograd.grad_mode import state as _state
@@ -937,6 +937,8 @@ class Jitted:
         elif self.calls == 1:  # eagerly, so lazily made state (Adam's moments) exists
             return self.fn(*args, **kwargs)
         if anomaly.enabled:  # eagerly: a replay checks no gradient for NaN
+            return self.fn(*args, **kwargs)
+        if forward_ad.entered():  # eagerly: a replay's results have no graph to find tangents
             return self.fn(*args, **kwargs)
         tensors, key = _signature(args, kwargs)
         # autocast: other casts; the default dtype: other constants made in the step;
