@@ -24,7 +24,7 @@ from typing import Any
 from scratchgrad import creation
 from scratchgrad.autograd import capture_hook, function
 from scratchgrad.backend import xp
-from scratchgrad.dtypes import written_number
+from scratchgrad.dtypes import contiguous_format, written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.nn.functional import (
     check_embedding_index,
@@ -157,6 +157,14 @@ class BatchedTensor(Tensor):
             return wrap(self.value.view(dtype), self.level)
         sizes = as_shape(shape if size is None else (size,))
         return wrap(self.value.view(self.value.shape[0], *sizes), self.level)
+
+    def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
+        """Whether each member's entries lie in row-major order, as PyTorch answers inside
+        vmap (the batch dims left out), so that ``contiguous`` copies a member that is not:
+        its copy puts the batch dims first and each member in row-major order."""
+        Tensor.is_contiguous(self, memory_format)  # (its checks of memory_format)
+        plain, depth = _plain(self)
+        return _row_major(self.shape, plain.stride()[depth:])
 
     # In-place changes: each member becomes the op's out-of-place result (batched or not),
     # written into the batch's value in place, so that views of the batch and the tensor
@@ -583,6 +591,19 @@ def _check_masked_count(masks: Any, size: int) -> None:
         raise RuntimeError("Number of elements of source < number of ones in mask")
 
 
+def _row_major(shape: tuple, stride: tuple) -> bool:
+    """Whether entries of ``shape`` laid out by ``stride`` lie in row-major order (a dim of
+    size 1 may have any stride, and an empty tensor is contiguous), as PyTorch tells."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for n, step in zip(reversed(shape), reversed(stride)):
+        if n != 1 and step != expected:
+            return False
+        expected *= n
+    return True
+
+
 def _stand_in(x: Any) -> Any:
     """Zeros of a tensor's (one member's) shape and dtype, on its device; anything else as it
     is: for running an op's checks of shapes and dtypes without reading values."""
@@ -741,10 +762,16 @@ def level_of(args: Any) -> int:
 
 def _depth(t: Any) -> int:
     """How many vmap levels batch ``t`` (the batch dims in front of its members')."""
+    return _plain(t)[1]
+
+
+def _plain(t: Any) -> tuple[Any, int]:
+    """The plain batch under ``t`` (``t`` itself if not batched), and how many vmap levels'
+    batch dims lead it (``t``'s own dims are its last ones)."""
     depth = 0
     while type(t) is BatchedTensor:
         t, depth = t.value, depth + 1
-    return depth
+    return t, depth
 
 
 def unwrap(args: Any, level: int) -> tuple[list, list[bool]]:
