@@ -4420,6 +4420,9 @@ class Tensor:
         """
         size = _int_tuple("as_strided", "size", size)
         stride = _int_tuple("as_strided", "stride", stride)
+        batched = vmapped("_as_strided", self)  # each member's view: vmap's own version
+        if batched is not None:
+            return batched(self, size, stride, storage_offset)
         if len(size) != len(stride):
             raise RuntimeError("mismatch in length of strides and shape")
         if builtins.any(s < 0 for s in stride):

@@ -189,7 +189,9 @@ def _primitives():
 # Tensor._scatter_reduced hands a batched call to BatchedTensor._scatter_reduce (or _scatter),
 # which runs them on whole batches, and their backward formulas call them on saved unbatched
 # tensors only (tests/func/test_vmap_scatter_reduce.py)
-# AsStrided: its strides count entries of the storage of each member, which a batch changes
+# AsStrided needs none either: Tensor.as_strided hands a batched tensor to
+# BatchedTensor._as_strided, which calls it on the batch with the batch dims' strides in front
+# (tests/func/test_vmap_strides.py)
 WITHOUT_RULES = {"ScatterReduce", "ScatterLegacyReduce", "AsStrided"}
 
 

@@ -35,6 +35,7 @@ from scratchgrad.nn.functional import (
 )
 from scratchgrad.ops import binary
 from scratchgrad.ops.fused import check_class_indices
+from scratchgrad.ops.movement import span
 from scratchgrad.tensor import (
     IN_PLACE_FORMS,
     Tensor,
@@ -158,13 +159,22 @@ class BatchedTensor(Tensor):
         sizes = as_shape(shape if size is None else (size,))
         return wrap(self.value.view(self.value.shape[0], *sizes), self.level)
 
+    def stride(self, dim: int | None = None) -> Any:
+        """A member's strides: the batch's with its batch dims left out, as PyTorch's."""
+        plain, depth = _plain(self)
+        strides = plain.stride()[depth:]
+        return strides if dim is None else strides[wrap_dim(dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        """The batch's storage offset (the first member's), as PyTorch's."""
+        return _plain(self)[0].storage_offset()
+
     def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
         """Whether each member's entries lie in row-major order, as PyTorch answers inside
         vmap (the batch dims left out), so that ``contiguous`` copies a member that is not:
         its copy puts the batch dims first and each member in row-major order."""
         Tensor.is_contiguous(self, memory_format)  # (its checks of memory_format)
-        plain, depth = _plain(self)
-        return _row_major(self.shape, plain.stride()[depth:])
+        return _row_major(self.shape, self.stride())
 
     # In-place changes: each member becomes the op's out-of-place result (batched or not),
     # written into the batch's value in place, so that views of the batch and the tensor
@@ -419,6 +429,27 @@ class BatchedTensor(Tensor):
     _index_fill, _index_copy = index_fill, index_copy
 
     @staticmethod
+    def _as_strided(x: BatchedTensor, size: tuple, stride: tuple, offset: Any) -> Tensor:
+        """``x.as_strided(size, stride, offset)`` of each member, as torch.func.vmap's rule:
+        member i's view starts at ``offset`` (default: the batch's own storage offset) plus
+        i steps of the batch dim, as if each member's storage began where the batch's does
+        (so not as a loop, where ``offset`` counts from the one storage of all members). The
+        batch's own view, its batch dim's size and stride in front, holds them all; an older
+        vmap's batch dims are added by its own call of this in turn."""
+        if len(size) != len(stride):
+            raise RuntimeError(
+                "Tensor.as_strided(size, stride, ...): size and stride must have the same "
+                f"length! Got size {list(size)} and stride {list(stride)}"
+            )
+        value = x.value
+        plain, depth = _plain(value)
+        (batch, *shape), (step, *steps) = plain.shape[depth:], plain.stride()[depth:]
+        base = plain._offset_in_storage()
+        start = base if offset is None else operator.index(offset)
+        _check_within_a_member(size, stride, start, (shape, steps, base))
+        return wrap(value.as_strided((batch, *size), (step, *stride), offset), x.level)
+
+    @staticmethod
     def _getitem(x: Tensor, index: Any) -> Tensor:
         """``x[index]`` with batched index tensors, each member indexed by its own: an arange
         over the members indexes the batch dim of ``x`` (repeated as a view if unbatched)
@@ -602,6 +633,34 @@ def _row_major(shape: tuple, stride: tuple) -> bool:
             return False
         expected *= n
     return True
+
+
+def _check_within_a_member(size: tuple, stride: tuple, offset: int, member: tuple) -> None:
+    """PyTorch's check of ``as_strided`` under vmap (and its error): the view of ``size``,
+    ``stride`` and ``offset`` reaches no memory before or past what the first member
+    (``member``: its shape, strides and storage offset) spans; else the batch's view could
+    reach past the storage, or other members' memory."""
+    reach = span(size, stride, 0)  # (0: no entries; the strides' own checks come later)
+    if not reach:
+        return
+    shape, steps, base = member
+    spanned = span(shape, steps, 0)
+    call = f"result = tensor.as_strided({list(size)}, {list(stride)}, {offset}) can access "
+    advice = (
+        "This is not supported inside of vmap, please try to rewrite the `as_strided` call as "
+        "a sequence of PyTorch view operations"
+    )
+    if not spanned:
+        raise RuntimeError(
+            f"{call}memory outside of `tensor`. `tensor` has no storage but the passed-in "
+            f"(size, stride, storage_offset) imply a result with some storage. {advice}"
+        )
+    if offset < base or offset + reach > base + spanned:
+        raise RuntimeError(
+            f"{call}memory outside of `tensor`. `result` can access some memory in range "
+            f"[{offset}, {offset + reach}], but `tensor` can only access some memory in range "
+            f"[{base}, {base + spanned}]. {advice}"
+        )
 
 
 def _stand_in(x: Any) -> Any:
