@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import assert_close, check_against_torch, leaves, outcome
+from oracle import assert_close, assert_raises_as_torch, check_against_torch, leaves, outcome
 
 import scratchgrad as sg
 import scratchgrad.nn.functional as F
@@ -159,6 +159,109 @@ def test_an_ignored_target_counts_for_nothing_even_at_infinite_logits(name, redu
         lambda x, t: getattr(torch.nn.functional, name)(x, t, ignore_index=1, reduction=reduction),
         [x, target],
     )
+
+
+# ---- logits (C,) with a class index in a vector of one ------------------------------------
+
+LOGITS = np.array([0.5, -1.0, 2.0])
+CLASS_WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+
+def _one_target(lib, name, x, options, target=(1,)):
+    """``name``'s loss of logits ``x`` (C,) and the target ``target`` ((1,): [1])."""
+    weight = options.get("weight")
+    options = {**options, "weight": None if weight is None else lib.tensor(weight)}
+    index = lib.ones(target, dtype=lib.int64)
+    return getattr(lib.nn.functional, name)(x, index, **options)
+
+
+ONE_TARGET_OPTIONS = [
+    {"reduction": reduction, **extra}
+    for reduction in REDUCTIONS
+    for extra in [{}, {"weight": CLASS_WEIGHTS}, {"ignore_index": 1}]
+]
+
+
+@pytest.mark.parametrize("options", ONE_TARGET_OPTIONS, ids=str)
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_a_class_index_in_a_vector_of_one_is_the_0d_ones_forward_as_torch(name, options):
+    """PyTorch's forward takes logits (C,) with a target of shape (1,) as the 0-d index (a 0-d
+    loss whatever the reduction; NaN for the mean of an ignored one); its backward raises
+    (it refused it here)."""
+    outs = []
+    for lib in (sg, torch):
+        x = lib.tensor(LOGITS, requires_grad=True)
+        out = _one_target(lib, name, x, options)
+        assert out.shape == () and out.requires_grad
+        with pytest.raises(
+            RuntimeError, match=r"^size mismatch \(got input: \[3\], target: \[1\]\)$"
+        ):
+            out.backward()
+        outs.append(out)
+    assert_close(*outs)
+    expected = _one_target(torch, name, torch.tensor(LOGITS), options, target=())
+    assert_close(outs[0], expected)  # (the 0-d target's loss, whose gradient is PyTorch's)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss_of_one_class_and_a_target_in_a_vector_of_one_differentiates_as_torch(reduction):
+    """With one class, PyTorch's backward takes the (1,) target too."""
+    check_against_torch(
+        lambda x, t: F.nll_loss(
+            x, t, weight=sg.tensor([2.0], dtype=sg.float64), reduction=reduction
+        ),
+        lambda x, t: torch.nn.functional.nll_loss(
+            x, t, weight=torch.tensor([2.0], dtype=torch.float64), reduction=reduction
+        ),
+        [np.array([0.5]), np.array([0])],
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "target", "kind", "message"),
+    [
+        (
+            "cross_entropy",
+            {"label_smoothing": 0.1},
+            (1,),
+            RuntimeError,
+            r"output with shape \[\] doesn't match the broadcast shape \[1\]",
+        ),
+        (
+            "cross_entropy",
+            {"label_smoothing": 0.1, "ignore_index": 1, "reduction": "none"},
+            (1,),
+            RuntimeError,
+            "broadcast shape",
+        ),
+        (
+            "nll_loss",
+            {},
+            (2,),
+            ValueError,
+            "For 1D input, 1D target must have size 1, but got target size: 2",
+        ),
+        ("cross_entropy", {}, (0,), ValueError, "but got target size: 0"),
+    ],
+)
+def test_other_targets_of_logits_c_raise_as_torch(name, options, target, kind, message):
+    assert_raises_as_torch(
+        lambda lib: _one_target(lib, name, lib.tensor(LOGITS), options, target), kind, message
+    )
+
+
+def test_a_class_index_in_a_vector_of_one_under_vmap_raises_as_torch():
+    """torch.func.vmap refuses it forward, with the error of the backward."""
+    message = r"size mismatch \(got input: torch.Size\(\[3\]\), target: torch.Size\(\[1\]\)\)"
+    for batched in (
+        lambda lib: lib.func.vmap(lambda x: lib.nn.functional.cross_entropy(x, lib.tensor([1])))(
+            lib.zeros(2, 3)
+        ),
+        lambda lib: lib.func.vmap(lambda t: lib.nn.functional.nll_loss(lib.zeros(3), t))(
+            lib.tensor([[0], [1]])
+        ),
+    ):
+        assert_raises_as_torch(batched, RuntimeError, message)
 
 
 JITTED_CLASS_LOSSES = [

@@ -41,6 +41,7 @@ from scratchgrad.ops.fused import (
     check_class_indices,
 )
 from scratchgrad.ops.matmul import MatMul
+from scratchgrad.ops.movement import WithoutDerivative
 from scratchgrad.ops.special import BinaryCrossEntropy, LogSigmoid, Softplus
 from scratchgrad.sparse import Embedding as SparseGradEmbedding
 from scratchgrad.tensor import (
@@ -2078,7 +2079,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
         raise NotImplementedError(f'"{name}" not implemented for {torch_name(input.dtype)}')
     class_dim = 0 if input.array.ndim == 1 else 1
     expected = input.array.shape[:class_dim] + input.array.shape[class_dim + 1 :]
-    if target.array.shape != expected:
+    if target.array.shape != expected and not _one_target_in_a_vector(input, target):
         _raise_target_shape_error(input.array.shape, target.array.shape, expected)
     if target.array.dtype not in (backend.int64, backend.uint8):  # not int32, as PyTorch's
         raise RuntimeError(
@@ -2090,6 +2091,29 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor, weight) -> in
         check_same_dtype(name, input, weight)
         _refuse_grad("nll_loss_forward", weight=weight)
     return class_dim
+
+
+def _one_target_in_a_vector(input: Tensor, target: Tensor) -> bool:
+    """Whether ``target`` is a class index in a vector of one for logits of shape (C,), which
+    PyTorch's kernels take as its 0-d index (see ``_loss_of_one_target``)."""
+    return input.array.ndim == 1 and target.array.shape == (1,)
+
+
+def _loss_of_one_target(input: Tensor, target: Tensor, loss: Callable) -> Tensor:
+    """``loss(index)`` of logits (C,) and a class index in a vector of one, as PyTorch's: that
+    of the 0-d index, 0-d whatever the reduction; but where C is not 1, PyTorch's backward
+    refuses the target's shape, so the result's backward raises its error (and vmap's
+    forward does, as PyTorch's, where either is batched)."""
+    shapes = list(input.shape), list(target.shape)
+    if vmapped("_nll", input, target) is not None:  # (vmap's version of nll would take them)
+        raise RuntimeError(
+            "size mismatch (got input: torch.Size({}), target: torch.Size({}))".format(*shapes)
+        )
+    out = loss(target.reshape(()))
+    if input.shape[0] == 1 or not (is_grad_enabled() and input.requires_grad):
+        return out
+    message = "size mismatch (got input: {}, target: {})".format(*shapes)
+    return WithoutDerivative.apply(input, out.detach(), message=message, name="NllLossBackward0")
 
 
 def _refuse_grad(name: str, **arguments: Tensor | None) -> None:
@@ -2124,9 +2148,17 @@ def nll_loss(
 ) -> Tensor:
     """Negative log likelihood of class indices, given log-probabilities ``input`` of shape
     (C,), (N, C) or (N, C, d1, ...). ``weight`` rescales each class; targets equal to
-    ``ignore_index`` contribute nothing; the mean divides by the total weight of the rest."""
+    ``ignore_index`` contribute nothing; the mean divides by the total weight of the rest.
+    For (C,), a target of shape (1,) is taken as its one index, as PyTorch's forward (whose
+    backward then raises, unless C is 1)."""
     reduction = _reduction(size_average, reduce, reduction)
     class_dim = _check_class_targets("nll_loss", input, target, weight)
+    if target.array.ndim == input.array.ndim:  # (C,) and (1,): see _loss_of_one_target
+        return _loss_of_one_target(
+            input,
+            target,
+            lambda index: nll_loss(input, index, weight, None, ignore_index, None, reduction),
+        )
     loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
     return _weighted_reduce(loss, weights, reduction)
 
@@ -2168,6 +2200,8 @@ def cross_entropy(
 ) -> Tensor:
     """Cross entropy between logits ``input`` (C,), (N, C) or (N, C, d1, ...) and ``target``:
     class indices (the input's shape without dim C) or class probabilities (the input's shape).
+    For (C,), a target of shape (1,) is taken as its one index, as PyTorch's forward (whose
+    backward then raises).
 
     Computed from the fused, stable ``log_softmax``. ``label_smoothing`` mixes the target with
     the uniform distribution; ``weight``, ``ignore_index`` and ``reduction`` are as PyTorch's.
@@ -2187,6 +2221,15 @@ def cross_entropy(
         class_dim = 0 if input.ndim == 1 else 1
     else:  # class weights of another dtype: an error there, as PyTorch's (probabilities promote)
         class_dim = _check_class_targets("cross_entropy", input, target, weight)
+        if target.array.ndim == input.array.ndim:  # (C,) and (1,): see _loss_of_one_target
+            return _loss_of_one_target(
+                input,
+                target,
+                lambda index: _smoothing_refused(
+                    cross_entropy(input, index, weight, None, ignore_index, None, reduction),
+                    label_smoothing,
+                ),
+            )
         if _plain_class_targets(input, target, weight, ignore_index, reduction, label_smoothing):
             # fused, see below
             return CrossEntropy.apply(input, target, reduction=reduction, ignore_index=ignore_index)
@@ -2209,6 +2252,14 @@ def cross_entropy(
             uniform = where(ignored, 0.0, uniform)
         loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
     return _weighted_reduce(loss, weights, reduction)
+
+
+def _smoothing_refused(loss: Tensor, label_smoothing: float) -> Tensor:
+    """``loss``, of a class index in a vector of one, unless it is smoothed: PyTorch's sum of
+    the 0-d loss and the smoothing term of the (1,) target fails (after its checks)."""
+    if label_smoothing > 0:
+        raise RuntimeError("output with shape [] doesn't match the broadcast shape [1]")
+    return loss
 
 
 def _check_probability_target(input: Tensor, target: Tensor, ignore_index: int, weight) -> None:
