@@ -211,11 +211,14 @@ def test_a_group_of_one_and_its_future(group_of_one):
     assert future.value()[0] is x and work.get_future() is future
     with pytest.raises(ValueError, match=r"Global rank 1 is not part of group \[0\]"):
         dist.get_group_rank(group, 1)
-    with pytest.raises(NotImplementedError, match="process_group must be None"):
-        sg.nn.parallel.DistributedDataParallel(sg.nn.Linear(2, 2), process_group=group)
+    ddp = sg.nn.parallel.DistributedDataParallel(sg.nn.Linear(2, 2), process_group=group)
+    ddp(sg.ones(3, 2)).sum().backward()
+    assert ddp.module.weight.grad.tolist() == [[3.0, 3.0]] * 2
     dist.destroy_process_group(group)
     with pytest.raises(ValueError, match="not a process group of this job"):
         dist.get_rank(group)
+    with pytest.raises(ValueError, match="not a process group of this job"):
+        sg.nn.parallel.DistributedDataParallel(sg.nn.Linear(2, 2), process_group=group)
     assert dist.get_rank() == 0  # the default group stays
 
 

@@ -1,5 +1,6 @@
 """DistributedDataParallel: under mpiexec (2 and 3 processes) training equals one process on the
-concatenated batches (ddp_program.py); in a group of one, its bookkeeping and errors."""
+concatenated batches (ddp_program.py), also over groups from new_group (ddp_group_program.py);
+in a group of one, its bookkeeping and errors."""
 
 import doctest
 import gc
@@ -20,6 +21,14 @@ def test_training_equals_one_process_on_the_whole_batch(nproc):
     done = run_mpi(nproc, "ddp_program.py")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert all(f"ok {r} of {nproc}" in done.stdout for r in range(nproc)), done.stdout
+
+
+def test_training_over_groups_from_new_group_averages_over_each_group_only():
+    """Ranks 1 and 2 over the group [1, 2] train as one process on their batches (the group's
+    rank 0, rank 1, gives the start), rank 0 alone over [0]; it refused the group before."""
+    done = run_mpi(3, "ddp_group_program.py")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert all(f"ok {r} of 3" in done.stdout for r in range(3)), done.stdout
 
 
 def test_a_jitted_or_compiled_step_trains_as_the_eager_one():
@@ -171,7 +180,7 @@ def test_buffers_are_broadcast_only_after_a_synchronised_forward(group_of_one, m
     calls = []
     broadcast = ddp_module._broadcast_coalesced
     monkeypatch.setattr(
-        ddp_module, "_broadcast_coalesced", lambda t: (calls.append(1), broadcast(t))
+        ddp_module, "_broadcast_coalesced", lambda *a: (calls.append(1), broadcast(*a))
     )
     ddp = DDP(nn.BatchNorm1d(2))
     calls.clear()  # the construction's broadcast

@@ -50,13 +50,16 @@ class _Bucket:
 
 
 class DistributedDataParallel(Module):
-    """Data-parallel training of ``module`` over the default process group, as PyTorch's.
+    """Data-parallel training of ``module`` over the processes of ``process_group`` (the
+    default group if None, or one from ``new_group``: the processes outside it take no part,
+    and must not wrap the module with it), as PyTorch's.
 
-    At construction, every process gets rank 0's parameters and buffers. Each forward runs
-    ``module`` (after copying rank 0's buffers, such as batch norm's running statistics, to
-    the others when ``broadcast_buffers``); the following ``backward()`` leaves in every
-    parameter's ``.grad`` the gradient averaged over the processes. Inside ``no_sync()`` the
-    gradients only accumulate locally, to be averaged by the first backward after it.
+    At construction, every process gets the parameters and buffers of the group's rank 0.
+    Each forward runs ``module`` (after copying its buffers, such as batch norm's running
+    statistics, to the others when ``broadcast_buffers``); the following ``backward()``
+    leaves in every parameter's ``.grad`` the gradient averaged over the group's processes.
+    Inside ``no_sync()`` the gradients only accumulate locally, to be averaged by the first
+    backward after it.
 
     With ``find_unused_parameters=True``, parameters that a forward did not use are found by
     walking its graph and count as a zero gradient here (left as they are where no process used
@@ -92,23 +95,19 @@ class DistributedDataParallel(Module):
                 "DistributedDataParallel: device_ids and output_device must be None for a "
                 f"module on the CPU, got {device_ids} and {output_device}"
             )
-        world_size = dist.get_world_size()  # an error when there is none
-        if process_group is not None and default_group(process_group) is not default_group():
-            raise NotImplementedError(
-                "DistributedDataParallel: process_group must be None (the default group): "
-                "its all-reduces and broadcasts run over every process, not a new_group's"
-            )
+        # an error when there is none, or in a process outside a group from new_group
+        world_size = default_group(process_group).size
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         params = [p for p in module.parameters() if p.requires_grad]
         if init_sync:
-            _broadcast_coalesced([*module.parameters(), *module.buffers()])
+            _broadcast_coalesced([*module.parameters(), *module.buffers()], process_group)
         cap = _MIB * (25 if bucket_cap_mb is None else bucket_cap_mb)
         buckets = _assign_buckets(params, cap)
-        _check_alike_everywhere(buckets)
-        self._reducer = _Reducer(params, buckets, world_size, find_unused_parameters)
+        _check_alike_everywhere(buckets, process_group)
+        self._reducer = _Reducer(params, buckets, process_group, world_size, find_unused_parameters)
         hook = _hook_for(weakref.ref(self._reducer))  # (the hooks go with the wrapper)
         handles = [p.register_post_accumulate_grad_hook(hook) for p in params]
         weakref.finalize(self, _remove_hooks, handles)
@@ -151,7 +150,7 @@ class DistributedDataParallel(Module):
                 f"{[names[id(p)] for p in reducer.unready()]}"
             )
         if self.broadcast_buffers and reducer.forward_param_sync:
-            _broadcast_coalesced(list(self.module.buffers()))
+            _broadcast_coalesced(list(self.module.buffers()), reducer.group)
 
     def _after_forward(self, grad_enabled: bool, out: Any = None) -> None:
         """Expect a backward that averages, unless under no_sync() or no_grad(). (``out``: the
@@ -189,9 +188,15 @@ class _Reducer:
     ``nn.module.mark_changed``), so that every call would record again."""
 
     def __init__(
-        self, params: list[Tensor], buckets: list[_Bucket], world_size: int, find_unused: bool
+        self,
+        params: list[Tensor],
+        buckets: list[_Bucket],
+        group: Any,
+        world_size: int,
+        find_unused: bool,
     ) -> None:
-        self.params, self.buckets, self.world_size = params, buckets, world_size
+        self.params, self.buckets = params, buckets
+        self.group, self.world_size = group, world_size  # (None: the default group)
         self.find_unused = find_unused
         self.place = {}  # id(param) -> (its bucket, its index there)
         for bucket in buckets:
@@ -237,7 +242,8 @@ class _Reducer:
         """Start the all-reduce of every full bucket whose predecessors have all started."""
         while self.next_bucket < len(self.buckets) and all(self.buckets[self.next_bucket].ready):
             bucket = self.buckets[self.next_bucket]
-            bucket.work = all_reduce_unchecked(bucket.flat, dist.ReduceOp.SUM)  # (alike)
+            # (alike on every process: _check_alike_everywhere)
+            bucket.work = all_reduce_unchecked(bucket.flat, dist.ReduceOp.SUM, self.group)
             self.next_bucket += 1
         if self.next_bucket == len(self.buckets):
             self.finish_reduction()
@@ -263,7 +269,7 @@ class _Reducer:
         reduction (one all-reduce)."""
         local = Tensor._make(np.array([id(p) in self.locally_used for p in self.params]))
         self.locally_used = set()
-        dist.all_reduce(local, op=dist.ReduceOp.MAX)
+        dist.all_reduce(local, op=dist.ReduceOp.MAX, group=self.group)
         return {id(p): bool(flag) for p, flag in zip(self.params, local.array)}
 
     def unready(self) -> list[Tensor]:
@@ -271,15 +277,17 @@ class _Reducer:
         return [p for b in self.buckets for p, ready in zip(b.params, b.ready) if not ready]
 
 
-def _check_alike_everywhere(buckets: list[_Bucket]) -> None:
-    """Raise on every process unless all of them laid out the same buckets (sizes and dtypes):
-    the buckets' all-reduces are not compared call by call (``all_reduce_unchecked``), and
-    buckets of other sizes would mix the processes' gradients silently."""
+def _check_alike_everywhere(buckets: list[_Bucket], group: Any) -> None:
+    """Raise on every process of ``group`` unless all of them laid out the same buckets (sizes
+    and dtypes): the buckets' all-reduces are not compared call by call
+    (``all_reduce_unchecked``), and buckets of other sizes would mix the processes' gradients
+    silently."""
     sizes_and_dtypes = [n for b in buckets for n in (b.flat.array.size, b.flat.array.dtype.num)]
     layout = np.array(sizes_and_dtypes, np.int64)
     largest, smallest = Tensor._make(layout.copy()), Tensor._make(-layout)
-    dist.all_reduce(largest, op=dist.ReduceOp.MAX)  # (another count of buckets raises here)
-    dist.all_reduce(smallest, op=dist.ReduceOp.MAX)
+    # (another count of buckets raises here)
+    dist.all_reduce(largest, op=dist.ReduceOp.MAX, group=group)
+    dist.all_reduce(smallest, op=dist.ReduceOp.MAX, group=group)
     if (largest.array != -smallest.array).any():
         raise RuntimeError(
             "DistributedDataParallel: the processes' models differ (their gradient buckets "
@@ -339,16 +347,17 @@ def _assign_buckets(params: list[Tensor], cap: float) -> list[_Bucket]:
     return buckets
 
 
-def _broadcast_coalesced(tensors: list[Tensor], src: int = 0) -> None:
-    """Copy ``src``'s tensors to every process: one broadcast per dtype of all of them."""
+def _broadcast_coalesced(tensors: list[Tensor], group: Any) -> None:
+    """Copy the tensors of the process of rank 0 in ``group`` to its others, as PyTorch's: one
+    broadcast per dtype of all of them."""
     by_dtype = {}
     for t in tensors:
         by_dtype.setdefault(t.array.dtype, []).append(t)
-    for group in by_dtype.values():
-        flat = Tensor._make(np.concatenate([t.array.reshape(-1) for t in group]))
-        dist.broadcast(flat, src=src)
+    for alike in by_dtype.values():
+        flat = Tensor._make(np.concatenate([t.array.reshape(-1) for t in alike]))
+        dist.broadcast(flat, group=group, group_src=0)
         offset = 0
-        for t in group:
+        for t in alike:
             t.array[...] = flat.array[offset : offset + t.array.size].reshape(t.array.shape)
             offset += t.array.size
 
