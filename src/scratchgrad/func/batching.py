@@ -442,9 +442,8 @@ class BatchedTensor(Tensor):
                 f"length! Got size {list(size)} and stride {list(stride)}"
             )
         value = x.value
-        plain, depth = _plain(value)
-        (batch, *shape), (step, *steps) = plain.shape[depth:], plain.stride()[depth:]
-        base = plain._offset_in_storage()
+        (batch, *shape), (step, *steps) = value.shape, value.stride()
+        base = _plain(value)[0]._offset_in_storage()
         start = base if offset is None else operator.index(offset)
         _check_within_a_member(size, stride, start, (shape, steps, base))
         return wrap(value.as_strided((batch, *size), (step, *stride), offset), x.level)
@@ -638,8 +637,8 @@ def _row_major(shape: tuple, stride: tuple) -> bool:
 def _check_within_a_member(size: tuple, stride: tuple, offset: int, member: tuple) -> None:
     """PyTorch's check of ``as_strided`` under vmap (and its error): the view of ``size``,
     ``stride`` and ``offset`` reaches no memory before or past what the first member
-    (``member``: its shape, strides and storage offset) spans; else the batch's view could
-    reach past the storage, or other members' memory."""
+    (``member``: its shape, strides and storage offset) spans, so that the batch's view, each
+    member's moved by its steps of the batch dim, lies within the storage."""
     reach = span(size, stride, 0)  # (0: no entries; the strides' own checks come later)
     if not reach:
         return
