@@ -8,6 +8,8 @@ must miss (return ``MISS``, so that the slow path decides); where the call is th
 one, it must replay.
 """
 
+import functools
+import itertools
 from collections import namedtuple
 from types import SimpleNamespace
 
@@ -21,6 +23,7 @@ from scratchgrad import nn
 from scratchgrad.autograd import autocast
 from scratchgrad.autograd.grad_mode import state as grad_state
 from scratchgrad.jit import guards, jitted
+from scratchgrad.nn import functional as F
 
 SHAPE = (4, 3)
 OFFSET = sg.zeros(3)  # a global the step reads: a program holds it
@@ -30,9 +33,10 @@ def fresh(shape=SHAPE, dtype=np.float32, seed=0):
     return sg.tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
 
 
-def recorded_step():
-    """A jitted step over a closure's model and optimizer and a global, called until its
-    fast path exists (eager, two recordings, a replay); with the model and optimizer."""
+def recorded_step(by_keyword=False):
+    """A jitted step over a closure's model and optimizer and a global, called (``step(x,
+    y)``, or ``step(x=x, y=y)`` by keyword) until its fast path exists (eager, two
+    recordings, a replay); with the model and optimizer."""
     sg.manual_seed(0)
     model = nn.Linear(3, 3)
     opt = sg.optim.SGD(model.parameters(), lr=0.1)
@@ -46,7 +50,8 @@ def recorded_step():
 
     step = sg.jit(step)
     for _ in range(4):
-        step(fresh(), fresh(seed=1))
+        x, y = fresh(), fresh(seed=1)
+        step(x=x, y=y) if by_keyword else step(x, y)
     assert step.fast is not None
     return step, model, opt
 
@@ -295,15 +300,15 @@ def test_a_compiled_modules_fast_path_misses_a_parameters_array_as_the_argument(
 
 
 def test_a_fast_path_is_made_once_per_recording_even_when_none_covers_the_call(monkeypatch):
-    """A call by keyword gets no fast path: the slow path replays it, and does not try to
-    make one again at every call."""
+    """A call passing a dict gets no fast path: the slow path replays it, and does not try
+    to make one again at every call."""
     made = []
     fast_path = guards.fast_path
     monkeypatch.setattr(guards, "fast_path", lambda *a: made.append(fast_path(*a)) or made[-1])
     w = sg.randn(3, requires_grad=True)
-    step = sg.jit(lambda x: (x * w).sum().backward())
+    step = sg.jit(lambda batch: (batch["x"] * w).sum().backward())
     for _ in range(8):
-        step(x=fresh())
+        step({"x": fresh()})
     assert made == [None] and step.fast is None
 
 
@@ -816,3 +821,193 @@ def test_a_step_entering_its_own_dual_level_replays_eagers_forward_gradients():
         for a, b in zip(got, expected):
             np.testing.assert_array_equal(a, b)
     assert any(r.checked for rs in jitted.recordings.values() for r in rs)
+
+
+class Tagger(nn.Module):
+    """Token and position embeddings, a linear head, masked: ``forward(input_ids,
+    attention_mask, positions)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(10, 3), nn.Embedding(5, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, input_ids, attention_mask, positions):
+        h = self.tokens(input_ids) + self.positions(positions)
+        return self.head(h) * attention_mask.unsqueeze(-1)
+
+
+def tagger_batch(seed):
+    """Token ids, a mask, positions, targets, weights, and a shift of the logits whose
+    gradient the step asks for."""
+    rng = np.random.default_rng(seed)
+    return (
+        sg.tensor(rng.integers(0, 10, (2, 5))),
+        sg.tensor((rng.random((2, 5)) > 0.3).astype(np.float32)),
+        sg.tensor(np.tile(np.arange(5), (2, 1))),
+        sg.tensor(rng.integers(0, 2, (2, 5))),
+        sg.tensor(rng.random((2, 5)).astype(np.float32)),
+        fresh((2, 5, 2), seed=seed).requires_grad_(),
+    )
+
+
+def tagger_trained(how, monkeypatch):
+    """A step's losses, the gradients of its shifts and the model's parameters after eight
+    batches: eager, jitted (six tensors, two by keyword), or calling the compiled model by
+    keyword. From the fifth call on, each must take the fast path."""
+    sg.manual_seed(0)
+    model = Tagger()
+    net = sg.compile(model) if how == "compile" else model
+    opt = sg.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(ids, mask, positions, targets, weights=None, shift=None):
+        opt.zero_grad()
+        logits = net(input_ids=ids, attention_mask=mask, positions=positions) + shift
+        losses = F.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1), reduction="none")
+        loss = (losses * weights.reshape(-1)).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    step = sg.jit(step) if how == "jit" else step
+    batches = [tagger_batch(i) for i in range(8)]
+    losses = []
+    for i, (*by_position, weights, shift) in enumerate(batches):
+        if i == 4 and how != "eager":  # eager, two recordings, a replay: the fast path now
+            called, slow = (step, jitted) if how == "jit" else (net._compiled, net._compiled)
+            assert called.fast is not None
+            monkeypatch.setattr(slow, "_signature", slow_path_taken)
+        losses.append(step(*by_position, shift=shift, weights=weights))
+    monkeypatch.undo()
+    return [
+        t.detach().numpy() for t in [*losses, *(b[-1].grad for b in batches), *model.parameters()]
+    ]
+
+
+@pytest.mark.parametrize("how", ["jit", "compile"])
+def test_calls_by_keyword_of_six_tensors_take_the_fast_path_and_equal_eager(how, monkeypatch):
+    """A jitted step of six tensors, two passed by keyword, and a compiled model called by
+    keyword (``model(input_ids=..., attention_mask=..., positions=...)``): the fast path is
+    made and takes every call after, and the losses, the ``.grad`` of a tensor passed by
+    keyword (set through the call's list of tensors) and the parameters end as eagerly."""
+    for eager, replayed in zip(
+        tagger_trained("eager", monkeypatch), tagger_trained(how, monkeypatch)
+    ):
+        np.testing.assert_array_equal(replayed, eager)
+
+
+def slow_path_taken(args, kwargs):
+    raise AssertionError("the call took the slow path")
+
+
+KEYWORD_CALLS = {
+    "the recorded one": lambda: ((), {"x": fresh(), "y": fresh(seed=1)}),
+    "another order": lambda: ((), {"y": fresh(seed=1), "x": fresh()}),
+    "a keyword renamed": lambda: ((), {"x": fresh(), "z": fresh(seed=1)}),
+    "a keyword missing": lambda: ((), {"x": fresh()}),
+    "a keyword more": lambda: ((), {"x": fresh(), "y": fresh(seed=1), "z": fresh(seed=2)}),
+    "by position": lambda: ((fresh(), fresh(seed=1)), {}),
+    "the first by position": lambda: ((fresh(),), {"y": fresh(seed=1)}),
+    "another shape": lambda: ((), {"x": fresh((5, 3)), "y": fresh((5, 3))}),
+    "another dtype": lambda: ((), {"x": fresh(), "y": fresh(dtype=np.float64)}),
+    "Fortran order": lambda: ((), {"x": fresh(), "y": sg.tensor(np.asfortranarray(fresh()))}),
+    "a strided view": lambda: ((), {"x": fresh(), "y": strided()}),
+    "requiring grad": lambda: ((), {"x": fresh(), "y": fresh().requires_grad_()}),
+    "with a hook": lambda: ((), {"x": fresh(), "y": hooked(fresh().requires_grad_())}),
+    "the same array twice": lambda: (lambda x: ((), {"x": x, "y": sg.Tensor._make(x.array)}))(
+        fresh()
+    ),
+    "a number": lambda: ((), {"x": fresh(), "y": 1.0}),
+    "a tuple": lambda: ((), {"x": fresh(), "y": (fresh(),)}),
+}
+
+
+@pytest.mark.parametrize("call", KEYWORD_CALLS)
+def test_the_fast_path_of_a_call_by_keyword_replays_only_calls_of_its_key(call):
+    """The keywords' names and their order are part of the key (as passed): a call with
+    another name, one fewer or more, or another order, misses, and so does each tensor
+    passed by keyword that differs as a positional one would."""
+    step, *_ = recorded_step(by_keyword=True)
+    recorded = slow_key(*KEYWORD_CALLS["the recorded one"]())
+    args, kwargs = KEYWORD_CALLS[call]()
+    same = slow_key(args, kwargs) == recorded
+    assert (step.fast(args, kwargs) is not guards.MISS) == same
+    assert same == (call == "the recorded one")
+
+
+# the tensors of a step taking many (shape, dtype): several of one shape and dtype, whose
+# arrays the fast path compares pairwise; in "fourteen", more of one than it compares so
+# (``guards._MOST_PAIRWISE``), compared by a set of their ids
+MANY = {
+    "six": [((4, 3), np.float32)] * 3 + [((2, 3), np.float32), (SHAPE, np.float64), ((3,), None)],
+    "fourteen": [(SHAPE, np.float32)] * 13 + [((2, 3), np.float32)],
+}
+
+
+def many_tensors(kind, seed=0):
+    return [
+        fresh(shape, dtype or np.float32, seed + i) for i, (shape, dtype) in enumerate(MANY[kind])
+    ]
+
+
+@functools.cache
+def many_step(kind):
+    """A jitted step over ``MANY[kind]``'s tensors, passed by position, called until its
+    fast path exists (it only reads them: the cached step serves every example)."""
+    assert len(MANY["fourteen"]) - 1 > guards._MOST_PAIRWISE
+    w = sg.randn(3, requires_grad=True)
+
+    def step(*tensors):
+        loss = sum((t * w).sum() for t in tensors)
+        loss.backward()
+        return loss.detach()
+
+    step = sg.jit(step)
+    for _ in range(4):
+        step(*many_tensors(kind))
+    assert step.fast is not None
+    return step
+
+
+MANY_CHANGES = {
+    "none": lambda tensors, i, j: tensors[i],
+    "the array of another": lambda tensors, i, j: sg.Tensor._make(tensors[j].array),
+    "another tensor of it": lambda tensors, i, j: tensors[j].detach(),
+    "another shape": lambda tensors, i, j: fresh((5, 3)),
+    "another dtype": lambda tensors, i, j: (
+        tensors[i].double() if tensors[i].dtype == sg.float32 else tensors[i].float()
+    ),
+    "a strided view": lambda tensors, i, j: sg.tensor(np.repeat(tensors[i].numpy(), 2, axis=0))[
+        ::2
+    ],
+    "requiring grad": lambda tensors, i, j: tensors[i].detach().requires_grad_(),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(list(MANY)), change=st.sampled_from(list(MANY_CHANGES)), data=st.data())
+def test_the_fast_path_of_many_tensors_replays_only_calls_of_their_key(kind, change, data):
+    """Past four tensors (a GPT step's ids, targets, mask and positions; a packed sequence and
+    more), the fast path is made too, and checks each tensor as for two: one tensor changed
+    (its array another's, as where one is passed twice, its shape, dtype, layout,
+    requires_grad) misses exactly where the slow path's key differs."""
+    step = many_step(kind)
+    tensors = many_tensors(kind, seed=7)
+    i, j = data.draw(st.permutations(range(len(tensors))))[:2]
+    tensors[i] = MANY_CHANGES[change](tensors, i, j)
+    same = slow_key(tuple(tensors), {}) == slow_key(tuple(many_tensors(kind)), {})
+    assert (step.fast(tuple(tensors), {}) is not guards.MISS) == same
+    if change == "none":
+        assert same
+
+
+@pytest.mark.parametrize("kind", MANY)
+def test_the_fast_path_of_many_tensors_misses_any_array_passed_twice(kind):
+    """Each pair of places given one array (its key has the places): the fast path misses,
+    whether the two were recorded with one shape and dtype (compared as arrays) or not."""
+    step = many_step(kind)
+    for i, j in itertools.permutations(range(len(MANY[kind])), 2):
+        tensors = many_tensors(kind, seed=7)
+        tensors[i] = sg.Tensor._make(tensors[j].array)
+        assert slow_key(tuple(tensors), {}) != slow_key(tuple(many_tensors(kind)), {})
+        assert step.fast(tuple(tensors), {}) is guards.MISS, (i, j)

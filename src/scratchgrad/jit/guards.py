@@ -17,8 +17,7 @@ for, and a call tries that first::
         a0 = t0.array
         a1 = t1.array
         if not (
-            a0 is not a1
-            and type(a0) is type9                    # numpy.ndarray: the device
+            type(a0) is type9                        # numpy.ndarray: the device
             and a0.shape == (64, 2)
             and a0.dtype is dtype10
             and a0.strides == (8, 4)                 # the layout
@@ -48,7 +47,12 @@ for, and a call tries that first::
 A plain value passed by position (``step(x, y, 0.5)``) is checked as the key compares it:
 ``type(p2) is type11 and p2 == value12``. Tuples, lists and namedtuples of them (an LSTM's
 ``(h, c)``, a ``PackedSequence``) are unpacked, each checked for its type and length first
-(``type(s1) is not tuple or len(s1) != 2``: ``return MISS``; ``t1_0, t1_1, = s1``). Each
+(``type(s1) is not tuple or len(s1) != 2``: ``return MISS``; ``t1_0, t1_1, = s1``).
+Keyword arguments are checked by their names in the order passed, as the key holds them
+(``k2, k3, = kwargs``; ``k2 != 'x' or k3 != 'y'``: ``return MISS``; ``t2, t3, =
+kwargs.values()``), then as positional ones. The arrays are checked to be distinct objects
+(the key's set of their ids) only among those of one shape and dtype: an array passed as
+two tensors of other shapes fails a shape check anyway. Each
 check is the slow path's or stricter (the same strides, not only the same layout; the same
 dtype object), so the fast path can only miss where the slow path would match (and then the
 slow path runs), never replay where it would not. A compiled module's forward
@@ -73,9 +77,10 @@ MISS = object()  # what a fast path returns when the call is not the one it was 
 UNMADE = object()  # a recording's fast path before its first replay makes it (or None)
 MISSING = object()  # the value of an entry that a dict or an object's __dict__ has not
 
-# The most tensor arguments a fast path is made for: their arrays are checked to be distinct
-# pairwise (as the guard key's set of ids does), which grows with the square of their number.
-_MOST_TENSORS = 4
+# The most arrays of one shape and dtype whose distinctness a fast path checks pairwise
+# (``a0 is not a1 and ...``); more, by the size of a set of their ids, which is slower up to
+# about 16 arrays (its ``id`` calls) but grows with their number, not its square.
+_MOST_PAIRWISE = 12
 
 # Plain values: what a guard compares by type and ``==`` (the guard key's own comparison for
 # an argument; Outer's for a global). A fast path takes them by position, and None too.
@@ -100,9 +105,9 @@ def fast_path(
     """The fast path of ``recording`` (a checked ``jitted.Recording``) for calls like this
     one (``args``, ``kwargs``), whose signature it was recorded for: ``call(args, kwargs)``,
     returning what a replay returns, or ``MISS`` when any guard fails. None when the call
-    is not a few tensors of distinct arrays, and plain values or None (see ``PLAIN``), passed by
-    position, alone or in tuples and lists (the slow path handles the rest: an array passed
-    twice is a key of its own, which this path's checks do not make).
+    is not tensors of distinct arrays, and plain values or None (see ``PLAIN``), passed by
+    position or by keyword, alone or in tuples and lists (the slow path handles the rest: an
+    array passed twice is a key of its own, which this path's checks do not make).
 
     For a compiled module's recording (``compiled.Recording``), ``parameters`` are the
     module's, which its programs take after the arguments (tensors only): each must still
@@ -110,15 +115,26 @@ def fast_path(
     argument's array must be none of theirs. Its ``call`` returns the tensors to run the
     recording on (the arguments, then the parameters) instead of running it."""
     plain = _ARGUMENTS if parameters is None else ()
-    body = [f"if kwargs or len(args) != {len(args)}:", "    return MISS"]
+    if any(type(name) is not str for name in kwargs):  # (a str subclass: the slow path's)
+        return None
+    other = "kwargs" if not kwargs else f"len(kwargs) != {len(kwargs)}"
+    body = [f"if {other} or len(args) != {len(args)}:", "    return MISS"]
     code = _Code(recording)
     leaves = _unpacked("args", args, "", body, code)
-    if kwargs or leaves is None:
+    if kwargs and leaves is not None:  # the names, in the order given (as the key has them)
+        keys = [f"k{i}" for i in range(len(args), len(args) + len(kwargs))]
+        body += [
+            f"{''.join(k + ', ' for k in keys)}= kwargs",
+            f"if {' or '.join(f'{k} != {name!r}' for k, name in zip(keys, kwargs))}:",
+            "    return MISS",
+        ]
+        values = list(kwargs.values())
+        named = _unpacked("kwargs.values()", values, "", body, code, first=len(args))
+        leaves = None if named is None else leaves + named
+    if leaves is None:
         return None
     given = [a for _, a in leaves if type(a) is Tensor]
-    if len(given) > _MOST_TENSORS or any(
-        type(a) is not Tensor and type(a) not in plain for _, a in leaves
-    ):
+    if any(type(a) is not Tensor and type(a) not in plain for _, a in leaves):
         return None
     every = [*given, *(parameters or ())]
     if len({id(t.array) for t in every}) != len(every):
@@ -151,7 +167,7 @@ def fast_path(
     else:
         code.names.update(replay=recording.replay, build=recording.build)
         # the tensors whose .grad a replay may set: the arguments, if all are tensors
-        flat = all(type(a) is Tensor for a in args)
+        flat = not kwargs and all(type(a) is Tensor for a in args)
         passed = "args" if flat else f"[{''.join(t + ', ' for t in tensors)}]"
         body.append(f"result = build(replay([{''.join(a + ', ' for a in arrays)}], {passed}))")
         body += [
@@ -163,19 +179,20 @@ def fast_path(
 
 
 def _unpacked(
-    code: str, node: tuple | list, path: str, body: list[str], names_of: _Code
+    code: str, node: tuple | list, path: str, body: list[str], names_of: _Code, first: int = 0
 ) -> list | None:
     """The arguments in ``node`` (named ``code``) and in the tuples, lists and namedtuples in
     it (an LSTM's ``(h, c)``, a ``PackedSequence``), each with the name the fast path's code
     gives it (see ``_name``), in the order ``jitted._flatten`` meets their tensors; the code
     unpacking them into those names is added to ``body``, each container checked for its
     type (a namedtuple's class: a global of ``names_of``) and length first. None where a
-    container is of another kind (a dict: the slow path's)."""
-    names = [_name(item, f"{path}{i}") for i, item in enumerate(node)]
+    container is of another kind (a dict: the slow path's). ``first``: the place of
+    ``node``'s first item (after the positional arguments, for the keyword ones)."""
+    names = [_name(item, f"{path}{i}") for i, item in enumerate(node, first)]
     if names:
         body.append(f"{''.join(name + ', ' for name in names)}= {code}")
     leaves: list[tuple[str, Any]] = []
-    for i, (name, item) in enumerate(zip(names, node)):
+    for i, (name, item) in enumerate(zip(names, node), first):
         if name[0] == "s":
             kind = type(item)
             kind = kind.__name__ if kind in (tuple, list) else names_of.name("type", kind)
@@ -201,6 +218,23 @@ def _name(item: Any, place: str) -> str:
         return f"t{place}"
     namedtuple = isinstance(item, tuple) and hasattr(type(item), "_fields")  # (as jit's key)
     return f"s{place}" if type(item) in (tuple, list) or namedtuple else f"p{place}"
+
+
+def _distinct(names: list[str], arrays: list) -> list[str]:
+    """The checks that the arrays named ``names`` (recorded as ``arrays``) are distinct
+    objects, as the guard key's set of their ids is: only among those recorded with the same
+    shape and dtype, since one array has one shape and one dtype and a fast path checks both;
+    pairwise for a few, else by a set of their ids (see ``_MOST_PAIRWISE``)."""
+    groups: dict[tuple, list[str]] = {}
+    for name, array in zip(names, arrays):
+        groups.setdefault((array.shape, array.dtype), []).append(name)
+    checks = []
+    for group in groups.values():
+        if len(group) <= _MOST_PAIRWISE:
+            checks += [f"{a} is not {b}" for i, a in enumerate(group) for b in group[i + 1 :]]
+        else:
+            checks.append(f"len({{{', '.join(f'id({a})' for a in group)}}}) == {len(group)}")
+    return checks
 
 
 class _Code:
@@ -238,7 +272,7 @@ class _Code:
         and their arrays (``a0, a2, ...``): the guard key's (``jitted._tensor_key``), the
         strides for the layout."""
         arrays = [f"a{t[1:]}" for t in tensors]
-        checks = [f"{a} is not {b}" for i, a in enumerate(arrays) for b in arrays[i + 1 :]]
+        checks = _distinct(arrays, [t.array for t in given])
         for t, a, tensor in zip(tensors, arrays, given):
             array = tensor.array
             checks += [
