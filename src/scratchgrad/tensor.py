@@ -723,7 +723,7 @@ class Tensor:
                 f"{name}(): only one element tensors can be converted to Python scalars, got "
                 f"{self.array.size} elements (shape {tuple(self.array.shape)})"
             )
-        value = self.item()
+        value = self._read_one(f"{name}()")
         if isinstance(value, complex) and name != "complex":
             if value.imag:
                 raise RuntimeError(f"{name}(): {value} has an imaginary part, it is no real number")
@@ -736,7 +736,14 @@ class Tensor:
                 f"only integer tensors of a single element can be converted to an index, got "
                 f"{self.array.dtype} of shape {tuple(self.array.shape)}"
             )
-        return int(self.item())
+        return int(self._read_one("operator.index() (a tensor used as a Python int)"))
+
+    def _read_one(self, what: str) -> float | int | bool | complex:
+        """The one entry of a tensor of one entry, read into Python by ``what`` (``int()``,
+        ``format()``...): a jit recording names that, not the ``.item()`` it calls."""
+        if capture_hook.recorder is not None:
+            capture_hook.recorder.read_values(self, what)
+        return self.array.item()
 
     __hash__ = object.__hash__
 
@@ -749,7 +756,7 @@ class Tensor:
         """``f"{loss:.4f}"``: a 0-d tensor formats as its number; any other tensor only
         without a spec (its repr), as in PyTorch."""
         if self.array.ndim == 0:
-            return format(self.item(), spec)
+            return format(self._read_one("format() (an f-string?)"), spec)
         return object.__format__(self, spec)
 
     # ---- autograd ---------------------------------------------------------------------------

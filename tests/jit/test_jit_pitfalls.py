@@ -819,11 +819,22 @@ BIG_READ = r"\.tolist\(\) of tensor argument #1 \(4097 entries\) at .*at most 40
     "read, given, says",
     [
         (lambda s: s.item(), sg.tensor(0.5), r"\.item\(\) " + FLOAT_READ),
-        (lambda s: int(s), sg.tensor(2.0), r"\.item\(\) " + FLOAT_READ),
+        (lambda s: int(s), sg.tensor(2.0), r"int\(\) " + FLOAT_READ),
+        (lambda s: float(s), sg.tensor(2.0), r"float\(\) " + FLOAT_READ),
+        (lambda s: complex(s).real, sg.tensor(2.0), r"complex\(\) " + FLOAT_READ),
+        (lambda s: float(f"{s:.1f}"), sg.tensor(2.0), r"format\(\).* " + FLOAT_READ),
         (lambda s: 2 if s else 1, sg.tensor(1.0), r"bool\(tensor\).* " + FLOAT_READ),
         (lambda s: len(s.tolist()), sg.zeros(4097, dtype=sg.int64), BIG_READ),
     ],
-    ids=["item of a float", "int of a float", "bool of a float", "tolist of 4097 integers"],
+    ids=[
+        "item of a float",
+        "int of a float",
+        "float of a float",
+        "complex of a float",
+        "format of a float",
+        "bool of a float",
+        "tolist of 4097 integers",
+    ],
 )
 @pytest.mark.parametrize("wrap", ["jit", "compile"])
 def test_reading_the_values_of_an_argument_that_is_not_guarded_says_why(read, given, says, wrap):
@@ -848,6 +859,23 @@ def test_reading_the_values_of_an_argument_that_is_not_guarded_says_why(read, gi
         assert "pass the number as a Python number" in str(info.value)
     else:
         assert "Read it outside the step" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "read, says",
+    [
+        (lambda s: int(s * 1), r"int\(\) at "),
+        (lambda s: len(range(s * 1)), r"operator\.index\(\) \(a tensor used as a Python int\) at "),
+    ],
+    ids=["int", "range"],
+)
+def test_reading_a_computed_number_names_what_the_step_wrote(read, says):
+    """``int(t)`` and ``range(t)`` of a value the step computed are refused under the name the
+    user wrote (before, as ``.item()``, which they call)."""
+    step = sg.jit(lambda x, s: x * read(s))
+    step(sg.ones(2), sg.tensor(2))  # eager
+    with pytest.raises(sg.JitError, match=says):
+        step(sg.ones(2), sg.tensor(2))
 
 
 _UNIFORMS = np.random.default_rng(0)
