@@ -137,6 +137,49 @@ def test_nll_loss(shapes, weighted, ignore_index, reduction, dtype):
     _check("NLLLoss", kwargs, [x, target], dtype)
 
 
+NAMED_SHAPES = [*CLASS_SHAPES, ((2, 5, 1, 2, 2), (2, 1, 2, 2)), ((0, 5), (0,)), ((3,), (1,))]
+NAMED_CASES = [
+    (name, shapes, *options)
+    for name, shapes, *options in itertools.product(
+        ["cross_entropy", "nll_loss"],
+        NAMED_SHAPES,
+        [False, True],
+        [-100, 1],
+        [0.0, 0.25],
+        REDUCTIONS,
+    )
+    # (smoothing: cross_entropy's only, and an error for a target (1,), as PyTorch's)
+    if not options[2] or (name == "cross_entropy" and shapes[1] != (1,))
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "shapes", "weighted", "ignore_index", "label_smoothing", "reduction"), NAMED_CASES
+)
+def test_class_index_losses_name_their_node_as_torch(
+    name, shapes, weighted, ignore_index, label_smoothing, reduction
+):
+    """``grad_fn.name()`` of the loss is PyTorch's (NllLossBackward0, NllLoss2DBackward0,
+    ViewBackward0, AddBackward0 when smoothed), not the last primitive's of the composition
+    (before, WhereBackward0 or SumBackward0 unless the fused CrossEntropy ran)."""
+    rng = _rng("named", shapes, weighted, ignore_index, label_smoothing, reduction)
+    (x_shape, t_shape), n_classes = shapes, shapes[0][0 if len(shapes[0]) == 1 else 1]
+    x, target = rng.standard_normal(x_shape), _class_targets(rng, t_shape, n_classes, 0)
+    kwargs = {"ignore_index": ignore_index, "reduction": reduction}
+    if label_smoothing:
+        kwargs["label_smoothing"] = label_smoothing
+    if weighted:
+        kwargs["weight"] = rng.uniform(0.2, 2.0, n_classes)
+    names = []
+    for lib in (sg, torch):
+        options = {k: lib.tensor(v) if k == "weight" else v for k, v in kwargs.items()}
+        loss = getattr(lib.nn.functional, name)(
+            lib.tensor(x, requires_grad=True), lib.tensor(target), **options
+        )
+        names.append(loss.grad_fn.name())
+    assert names[0] == names[1]
+
+
 def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     x = sg.randn(3, 4, requires_grad=True)
     target = sg.tensor([-100, -100, -100])

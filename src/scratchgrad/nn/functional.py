@@ -52,6 +52,7 @@ from scratchgrad.tensor import (
     check_same_dtype,
     distance_norm,
     graph_keeps,
+    named_backward,
     names_bad_arguments,
     p_norm,
     vmapped,
@@ -2160,7 +2161,18 @@ def nll_loss(
             lambda index: nll_loss(input, index, weight, None, ignore_index, None, reduction),
         )
     loss, weights, _ = _nll(input, target, class_dim, weight, ignore_index)
-    return _weighted_reduce(loss, weights, reduction)
+    return _named_as_nll(_weighted_reduce(loss, weights, reduction), input.ndim, reduction)
+
+
+def _named_as_nll(out: Tensor, ndim: int, reduction: str) -> Tensor:
+    """``out``, the loss ``_nll`` and ``_weighted_reduce`` composed, its node named as PyTorch's
+    for an input of ``ndim`` dims: nll_loss's (1 or 2 dims), else nll_loss2d's, whose result
+    PyTorch views back to the targets' shape unless reduced or 4-d."""
+    if ndim <= 2:
+        return named_backward(out, "NllLossBackward0")
+    if ndim == 4 or reduction != "none":
+        return named_backward(out, "NllLoss2DBackward0")
+    return named_backward(out, "ViewBackward0")
 
 
 def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index: int) -> tuple:
@@ -2241,17 +2253,21 @@ def cross_entropy(
     logp = input.log_softmax(class_dim)
     if probabilities:
         terms = logp * target if class_weight is None else logp * target * class_weight
-        loss, weights, ignored = -terms.sum(class_dim), None, None
-    else:
-        loss, weights, ignored = _nll(logp, target, class_dim, weight, ignore_index)
-    if label_smoothing > 0:
-        # mixed with the loss against the uniform target: -sum_c w_c log p_c / C (0 if ignored)
-        spread = logp if class_weight is None else logp * class_weight
-        uniform = -spread.sum(class_dim)
-        if ignored is not None:
-            uniform = where(ignored, 0.0, uniform)
-        loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
-    return _weighted_reduce(loss, weights, reduction)
+        loss = -terms.sum(class_dim)
+        if label_smoothing > 0:
+            spread = logp if class_weight is None else logp * class_weight
+            uniform = -spread.sum(class_dim)
+            loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
+        return _reduce(loss, reduction)
+    loss, weights, ignored = _nll(logp, target, class_dim, weight, ignore_index)
+    nll = _named_as_nll(_weighted_reduce(loss, weights, reduction), input.ndim, reduction)
+    if label_smoothing <= 0:
+        return nll
+    # mixed with the loss against the uniform target, -sum_c w_c log p_c / C (0 where ignored),
+    # each reduced first (the mean over the same weights), in PyTorch's order
+    spread = logp if class_weight is None else logp * class_weight
+    uniform = _weighted_reduce(where(ignored, 0.0, -spread.sum(class_dim)), weights, reduction)
+    return (1 - label_smoothing) * nll + uniform * (label_smoothing / n_classes)
 
 
 def _smoothing_refused(loss: Tensor, label_smoothing: float) -> Tensor:

@@ -51,7 +51,11 @@ class Sum(Function):
             grad = grad.reshape(ctx.kept_shape)
         return ExpandCopy.apply(grad, shape=ctx.in_shape)
 
-    def name(self) -> str:  # PyTorch numbers the overloads: 0 for all entries, 1 over dims
+    def name(self) -> str:
+        """PyTorch's, which numbers the overloads: 0 for all entries, 1 over dims; or the name
+        given to the node that ends a composed op (``named_backward``: a summed nll_loss)."""
+        if "backward_name" in vars(self):
+            return self.backward_name
         return f"{type(self).__name__}Backward{0 if self.dim is None else 1}"
 
 
