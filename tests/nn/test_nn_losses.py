@@ -180,6 +180,43 @@ def test_class_index_losses_name_their_node_as_torch(
     assert names[0] == names[1]
 
 
+@pytest.mark.parametrize(
+    ("shape", "weighted", "label_smoothing", "reduction"),
+    list(
+        itertools.product(
+            [(4, 3), (3,), (2, 3, 2), (0, 3), (4, 1), (1,)], [False, True], [0.0, 0.3], REDUCTIONS
+        )
+    ),
+)
+def test_probability_targets_name_their_node_and_sign_a_zero_as_torch(
+    shape, weighted, label_smoothing, reduction
+):
+    """Probability targets: the loss is computed in PyTorch's order (the target mixed with the
+    uniform one, the sum negated, the mean that over the count), so its node is PyTorch's
+    (NegBackward0, DivBackward1; before, MeanBackward0, SumBackward0, AddBackward0) and one
+    class's loss is -0.0 as PyTorch's (before, 0.0 once reduced)."""
+    rng = _rng("named-prob", shape, weighted, label_smoothing, reduction)
+    class_dim = 0 if len(shape) == 1 else 1
+    x, target = rng.standard_normal(shape), rng.uniform(0.1, 1.0, shape)
+    target /= target.sum(class_dim, keepdims=True)
+    kwargs = {"reduction": reduction, "label_smoothing": label_smoothing}
+    weight = rng.uniform(0.2, 2.0, shape[class_dim]) if weighted else None
+    losses = [
+        lib.nn.functional.cross_entropy(
+            lib.tensor(x, requires_grad=True),
+            lib.tensor(target),
+            weight=None if weight is None else lib.tensor(weight),
+            **kwargs,
+        )
+        for lib in (sg, torch)
+    ]
+    assert losses[0].grad_fn.name() == losses[1].grad_fn.name()
+    ours, theirs = (np.asarray(loss.detach()) for loss in losses)
+    assert_close(ours, theirs)
+    if shape[class_dim] == 1:  # log p = 0: a loss of -0.0, not 0.0
+        assert np.signbit(theirs).all() and np.array_equal(np.signbit(ours), np.signbit(theirs))
+
+
 def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     x = sg.randn(3, 4, requires_grad=True)
     target = sg.tensor([-100, -100, -100])

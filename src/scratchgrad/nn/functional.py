@@ -2252,13 +2252,10 @@ def cross_entropy(
     # cross entropy is the negative log-likelihood of the log-softmax (CrossEntropy in one node)
     logp = input.log_softmax(class_dim)
     if probabilities:
+        if label_smoothing > 0:  # mixed with the uniform target
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
         terms = logp * target if class_weight is None else logp * target * class_weight
-        loss = -terms.sum(class_dim)
-        if label_smoothing > 0:
-            spread = logp if class_weight is None else logp * class_weight
-            uniform = -spread.sum(class_dim)
-            loss = (1 - label_smoothing) * loss + (label_smoothing / n_classes) * uniform
-        return _reduce(loss, reduction)
+        return _negated_sum(terms, class_dim, reduction)
     loss, weights, ignored = _nll(logp, target, class_dim, weight, ignore_index)
     nll = _named_as_nll(_weighted_reduce(loss, weights, reduction), input.ndim, reduction)
     if label_smoothing <= 0:
@@ -2268,6 +2265,21 @@ def cross_entropy(
     spread = logp if class_weight is None else logp * class_weight
     uniform = _weighted_reduce(where(ignored, 0.0, -spread.sum(class_dim)), weights, reduction)
     return (1 - label_smoothing) * nll + uniform * (label_smoothing / n_classes)
+
+
+def _negated_sum(terms: Tensor, class_dim: int, reduction: str) -> Tensor:
+    """The loss of probability targets from its ``terms`` (log p * target), in PyTorch's
+    order: negated after the sum, its mean that over the count of targets (so one class gives
+    -0.0 as PyTorch's, and the node is NegBackward0 or DivBackward1 as PyTorch's)."""
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    total = terms.sum()
+    if reduction == "sum":
+        return -total
+    count = terms.numel() // terms.shape[class_dim] if terms.numel() else 0
+    if not count:  # no targets: NaN, as PyTorch's
+        return -(total + math.nan)
+    return named_backward(-total / count, "DivBackward1")  # (PyTorch's C++ divides by a Scalar)
 
 
 def _smoothing_refused(loss: Tensor, label_smoothing: float) -> Tensor:
