@@ -197,6 +197,46 @@ def test_errors_match_torch(args, kind, message):
             m.arange(12, dtype=m.float64).as_strided(*args)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ((2.0,), (1,)),
+        ((2,), (1.0,)),
+        ((2,), (1,), 1.0),
+        ((2,), (1,), True),
+        ((True,), (1,)),
+        (2, (1,)),
+        ("ab", (1,)),
+        (None, (1,)),
+        ((2,), None),
+        ((np.float64(2.0),), (1,)),
+        ((2,), (1,), np.float64(1.0)),
+        ((2,), (1,), "a"),
+    ],
+)
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, t, args: t.as_strided(*args),
+        lambda m, t, args: m.as_strided(t, *args),
+        lambda m, t, args: t.as_strided_(*args),
+        lambda m, t, args: m.as_strided_(t, *args),
+    ],
+    ids=["method", "function", "in-place method", "in-place function"],
+)
+def test_arguments_of_the_wrong_type_raise_torchs_type_error(call, args):
+    """PyTorch's words: the op as called (as_strided_ in place), the argument and its
+    position, counting the input in the function form ("(position 2)"); a bool offset is
+    refused too (before, the positions were missing, an offset's error was Python's own and
+    True was read as 1)."""
+    errors = []
+    for m in (sg, torch):
+        with pytest.raises(TypeError) as info:
+            call(m, m.arange(6.0), args)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
 def test_an_empty_result_needs_no_storage():
     for m in (sg, torch):
         assert m.arange(6.0).as_strided((0,), (1,), 7).shape == (0,)

@@ -315,7 +315,6 @@ else:
     )
     squeeze, unsqueeze, gather = Tensor.squeeze, Tensor.unsqueeze, Tensor.gather
     split, chunk, narrow = Tensor.split, Tensor.chunk, Tensor.narrow
-    as_strided, as_strided_ = Tensor.as_strided, Tensor.as_strided_
     unsafe_split, unsafe_chunk = Tensor.unsafe_split, Tensor.unsafe_chunk
     unsafe_split_with_sizes, nonzero_static = Tensor.unsafe_split_with_sizes, Tensor.nonzero_static
     matmul, maximum, minimum = Tensor.matmul, Tensor.maximum, Tensor.minimum
@@ -584,6 +583,7 @@ else:
     from scratchgrad.tensor import OUT_READS_UNCHECKED as _OUT_READS_UNCHECKED
     from scratchgrad.tensor import OUT_READS_UNCHECKED_OF_ALL as _OUT_READS_UNCHECKED_OF_ALL
     from scratchgrad.tensor import invalid_combination
+    from scratchgrad.tensor import strided_arguments as _strided_arguments
     from scratchgrad.tensor import takes_out as _takes_out
     from scratchgrad.tensor import write_out as _write_out
 
@@ -725,11 +725,25 @@ else:
     # and those a sparse tensor overrides (Tensor.detach would wrap its stand-in array)
     sum, detach, clone = map(_calls_method, ("sum", "detach", "clone"))
 
+    def _strided_function(name: str):
+        """The module function of ``Tensor.as_strided`` or ``as_strided_``: PyTorch's
+        TypeErrors count the input among the positions; the input's own method is called, so
+        a batched tensor's refusal of ``as_strided_`` applies."""
+
+        def function(input, size, stride, storage_offset=None):
+            _strided_arguments(name, size, stride, storage_offset, first=2)
+            return getattr(input, name)(size, stride, storage_offset)
+
+        function.__name__, function.__doc__ = name, getattr(Tensor, name).__doc__
+        return function
+
+    as_strided, as_strided_ = map(_strided_function, ("as_strided", "as_strided_"))
+
     # the module functions of methods that PyTorch gives no out= (views, splits, copies, tests
     # of values, ...: tried one by one against torch 2.13)
     _NO_OUT = frozenset({
-        "adjoint", "allclose", "argwhere", "as_strided", "broadcast_to", "chunk", "clone",
-        "conj", "count_nonzero", "detach", "detach_", "diag_embed", "diagflat", "diagonal",
+        "adjoint", "allclose", "argwhere", "as_strided", "as_strided_", "broadcast_to", "chunk",
+        "clone", "conj", "count_nonzero", "detach", "detach_", "diag_embed", "diagflat", "diagonal",
         "dist", "dsplit", "equal", "fill_", "flatten", "fliplr", "flipud", "hsplit",
         "index_fill", "is_complex", "is_conj", "is_floating_point", "is_neg", "is_nonzero",
         "is_same_size", "is_signed", "isclose", "isfinite", "isinf", "isnan", "isreal",
@@ -792,7 +806,8 @@ else:
         return checked
 
     for _name, _value in list(globals().items()):  # the methods bound to module names above
-        if getattr(_value, "__qualname__", "").startswith(("Tensor.", "_calls_method.")):
+        _qualname = getattr(_value, "__qualname__", "")
+        if _qualname.startswith(("Tensor.", "_calls_method.", "_strided_function.")):
             globals()[_name] = _takes_a_tensor(_value, _name)
     flip = _takes_a_tensor(flip, "flip")
     rsub = _takes_a_tensor(rsub, "rsub")

@@ -4425,8 +4425,7 @@ class Tensor:
                 [1., 2.],
                 [2., 3.]])
         """
-        size = _int_tuple("as_strided", "size", size)
-        stride = _int_tuple("as_strided", "stride", stride)
+        size, stride, storage_offset = strided_arguments("as_strided", size, stride, storage_offset)
         batched = vmapped("_as_strided", self)  # each member's view: vmap's own version
         if batched is not None:
             return batched(self, size, stride, storage_offset)
@@ -4443,7 +4442,7 @@ class Tensor:
                 f"strides={list(stride)}"
             )
         own = self._offset_in_storage()
-        offset = own if storage_offset is None else operator.index(storage_offset)
+        offset = own if storage_offset is None else storage_offset
         if offset < 0:
             raise RuntimeError(f"Tensor: invalid storage offset {offset}")
         storage = self._storage("as_strided")
@@ -5231,8 +5230,8 @@ class Tensor:
         >>> sg.zeros(1).new_empty_strided((2, 3), (1, 2)).stride()
         (1, 2)
         """
-        size = _int_tuple("new_empty_strided", "size", size)
-        stride = _int_tuple("new_empty_strided", "stride", stride)
+        size = _int_tuple("new_empty_strided", "size", size, 1)
+        stride = _int_tuple("new_empty_strided", "stride", stride, 2)
         memory = self.new_empty(movement.span(size, stride, 0), dtype=dtype, device=device)
         with no_grad():
             out = memory.as_strided(size, stride)
@@ -5388,8 +5387,20 @@ def _in_place_view_form(name: str) -> Callable:
     return in_place
 
 
-for _name in ("squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
+for _name in ("squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims"):
     setattr(Tensor, f"{_name}_", _in_place_view_form(_name))
+
+
+def _as_strided_(
+    self: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None
+) -> Tensor:
+    """``as_strided`` in place: ``x.as_strided_(size, stride)`` makes ``x`` the view
+    ``x.as_strided(size, stride)``, sharing its memory."""
+    strided_arguments("as_strided_", size, stride, storage_offset)  # (PyTorch's errors' name)
+    return restride_(self, "as_strided_", lambda t: t.as_strided(size, stride, storage_offset))
+
+
+Tensor.as_strided_ = _as_strided_
 
 
 def _t_(self: Tensor) -> Tensor:
@@ -7452,16 +7463,35 @@ def _no_less(a: int, b: int) -> bool:
     return b == 0 or (a != 0 and (a >= b or a % b == 0))
 
 
-def _int_tuple(name: str, argument: str, values: Any) -> tuple[int, ...]:
-    """``values`` (a sequence of ints) as a tuple, or PyTorch's TypeError naming the op."""
+def _int_tuple(name: str, argument: str, values: Any, position: int) -> tuple[int, ...]:
+    """``values`` (a sequence of ints) as a tuple, or PyTorch's TypeError naming the op, the
+    argument and its ``position`` (counted from 1, after ``self`` for a method)."""
+    expected = f"{name}(): argument '{argument}' (position {position}) must be tuple of ints"
+    if isinstance(values, Tensor):
+        raise TypeError(f"{expected}, not Tensor")
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{expected}, not {_type_name(values)}")
     values = tuple(values)
-    for position, value in enumerate(values):
+    for i, value in enumerate(values):
         if isinstance(value, (bool, float)) or not hasattr(value, "__index__"):
-            raise TypeError(
-                f"{name}(): argument '{argument}' must be tuple of ints, but found element of "
-                f"type {type(value).__name__} at pos {position}"
-            )
+            raise TypeError(f"{expected}, but found element of type {_type_name(value)} at pos {i}")
     return tuple(operator.index(value) for value in values)
+
+
+def strided_arguments(name: str, size: Any, stride: Any, offset: Any, first: int = 1) -> tuple:
+    """``as_strided``'s ``size``, ``stride`` and ``storage_offset`` (None: the tensor's own)
+    as ints, or PyTorch's TypeError naming the op ``name`` and the argument's position,
+    ``size``'s being ``first``."""
+    size = _int_tuple(name, "size", size, first)
+    stride = _int_tuple(name, "stride", stride, first + 1)
+    if offset is None:
+        return size, stride, None
+    if isinstance(offset, (bool, float)) or not hasattr(offset, "__index__"):
+        raise TypeError(
+            f"{name}(): argument 'storage_offset' (position {first + 2}) must be int, not "
+            f"{_type_name(offset)}"
+        )
+    return size, stride, operator.index(offset)
 
 
 def _comparable(name: str, other: Any) -> Any:

@@ -226,9 +226,10 @@ def test_a_users_function_without_its_switch_raises_an_error_naming_it():
     ("write", "what"),
     [
         (lambda y: y.as_strided_((2,), (1,)), "as_strided_"),
+        (lambda y: sg.as_strided_(y, (2,), (1,)), "as_strided_"),
         (lambda y: y.apply_(abs), "apply_"),
     ],
-    ids=["as_strided_", "apply_"],
+    ids=["as_strided_", "the function as_strided_", "apply_"],
 )
 def test_an_in_place_write_vmap_does_not_batch_raises_naming_it(write, what):
     """as_strided_ and apply_ of a batch raise, naming the op and what to write instead (the
