@@ -217,6 +217,28 @@ def test_probability_targets_name_their_node_and_sign_a_zero_as_torch(
         assert np.signbit(theirs).all() and np.array_equal(np.signbit(ours), np.signbit(theirs))
 
 
+@pytest.mark.parametrize(
+    ("target", "ignore_index"), [([0, 1], -100), ([0, -100], -100), ([0, 1], 2)]
+)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_a_loss_of_exactly_zero_has_torchs_sign(name, reduction, target, ignore_index):
+    """Confident right answers (log p rounds to 0 in float32): the reduced loss is +0.0 as
+    PyTorch's, which sums the -log p from 0 (before, the fused cross_entropy's was -0.0, and
+    printed so); each target's own loss is -0.0 in both."""
+    x = np.array([[30.0, 0.0, 0.0], [0.0, 40.0, 0.0]], np.float32)
+    losses = []
+    for m in (sg, torch):
+        logits = m.tensor(x, requires_grad=True)
+        input = logits if name == "cross_entropy" else logits.log_softmax(1)
+        loss = getattr(m.nn.functional, name)(
+            input, m.tensor(target), ignore_index=ignore_index, reduction=reduction
+        )
+        losses.append(np.asarray(loss.detach()))
+    assert np.array_equal(losses[0], losses[1])
+    assert np.array_equal(np.signbit(losses[0]), np.signbit(losses[1]))
+
+
 def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     x = sg.randn(3, 4, requires_grad=True)
     target = sg.tensor([-100, -100, -100])

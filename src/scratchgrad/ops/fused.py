@@ -239,7 +239,9 @@ class CrossEntropy(Function):
             return _loss_ignoring(ctx, log_probs, target, ignored, module)
         ctx.entries = _target_entries(log_probs, target, module)
         picked = log_probs.reshape(-1)[ctx.entries]
-        total = -module.add.reduce(picked, None)  # ndarray.sum less its wrapper
+        # (ndarray.sum less its wrapper; 0 - sum, not -sum: a loss of exactly 0, every
+        # log-probability 0, is +0.0 as PyTorch's sum of the -log p from 0)
+        total = 0.0 - module.add.reduce(picked, None)
         return total * (1 / max(len(target), 1)) if ctx.mean else total
 
     @staticmethod
@@ -271,7 +273,7 @@ def _loss_ignoring(ctx, log_probs, target, ignored, module):
     ctx.entries = _target_entries(log_probs, target, module)[module.logical_not(ignored)]
     picked = log_probs.reshape(-1)[ctx.entries]
     log_probs[ignored] = -math.inf
-    total = -module.add.reduce(picked, None)
+    total = 0.0 - module.add.reduce(picked, None)  # (+0.0 for 0, as in forward)
     counted = len(ctx.entries)
     if not ctx.mean:
         return total
