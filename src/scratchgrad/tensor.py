@@ -340,8 +340,21 @@ class Tensor:
         >>> sg.zeros(2).share_memory_().is_shared()
         True
         """
-        if not self.is_shared():
+        if self.is_shared():
+            return self
+        storage = getattr(self, "_base_array", None)  # (a detached view's, see _alias)
+        if storage is None or not storage.flags.c_contiguous or hasattr(self, "_view"):
             self.array = backend.shared_copy(self.array)
+            for name in ("_base_array", "_layout_steps"):  # now row-major memory of its own
+                if hasattr(self, name):
+                    delattr(self, name)
+            return self
+        # the whole storage moves, so the strides and storage offset stay PyTorch's
+        array, size = self.array, self.array.itemsize
+        offset = (_address(array) - _address(storage)) // size
+        self._base_array = backend.shared_copy(storage)
+        stride = [s // size for s in array.strides]
+        self.array = movement._strided(self._base_array, array.shape, stride, offset)
         return self
 
     def get_device(self) -> int:
@@ -409,9 +422,9 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
-        """``t.data = other``: ``t`` takes ``other``'s memory, shape and dtype, as PyTorch's,
-        which refuses anything but a tensor, one on another device, and one of a dtype that
-        cannot require grad for a tensor that does."""
+        """``t.data = other``: ``t`` takes ``other``'s memory, shape, dtype and strides, as
+        PyTorch's, which refuses anything but a tensor, one on another device, and one of a
+        dtype that cannot require grad for a tensor that does."""
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {_type_name(value)}")
         if self._requires_grad and not backend.can_require_grad(value.array.dtype):
@@ -424,7 +437,13 @@ class Tensor:
                 "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
                 f"incompatible tensor type: {self.device.type} and {value.device.type}"
             )
-        self.array = value.array
+        alias = value._alias()  # its memory and its layout (strides, storage offset)
+        self.array = alias.array
+        for name in ("_base_array", "_layout_steps"):  # a detached view's, or none (stale)
+            if hasattr(alias, name):
+                setattr(self, name, getattr(alias, name))
+            elif hasattr(self, name):
+                delattr(self, name)
 
     @property
     def T(self) -> Tensor:
@@ -606,17 +625,7 @@ class Tensor:
         stride, shape = self.stride(), self.shape
         if self.is_contiguous() and not (self.ndim == 4 and _channels_last_dense(stride, shape)):
             return tuple(range(self.ndim))  # (PyTorch's shortcut, which settles ties so)
-        order = list(reversed(range(self.ndim)))  # sorted innermost first, as PyTorch sorts
-        for i in range(1, len(order)):  # an insertion sort, whose ties keep their places
-            j = i
-            for k in reversed(range(i)):
-                comparison = _stride_order(stride, shape, order[k], order[j])
-                if comparison > 0:
-                    order[k], order[j] = order[j], order[k]
-                    j = k
-                elif comparison < 0:
-                    break
-        return tuple(reversed(order))
+        return _dims_in_memory(stride, shape)
 
     def storage_offset(self) -> int:
         """Where a view starts in the memory of the tensor it views, in entries (0 for a
@@ -3403,7 +3412,8 @@ class Tensor:
         stable = False if stable is None else stable  # (None: PyTorch's default)
         _check_bools("sort", descending=descending, stable=stable)
         index = self.argsort(dim=dim, descending=descending, stable=stable)
-        return values_indices(self if self.array.ndim == 0 else self.gather(dim, index), index)
+        values = self if self.array.ndim == 0 else self.gather(dim, index)
+        return values_indices(_laid_out_like(values, self), index)
 
     @_stable_by_keyword
     def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
@@ -3413,7 +3423,7 @@ class Tensor:
         dim = wrap_dim(dim, self.array.ndim)  # range-checked first, also for a 0-d tensor
         if self.array.ndim == 0:
             return Tensor._make(namespace(self.array).zeros((), backend.int64))
-        return self._indices_along(_sort_order, dim, descending, stable)
+        return _laid_out_like(self._indices_along(_sort_order, dim, descending, stable), self)
 
     def _indices_along(self, compute: Callable, dim: int, *args: Any) -> Tensor:
         """The indices ``compute(array, dim, *args)`` finds from the values along ``dim`` (a
@@ -4262,7 +4272,8 @@ class Tensor:
             raise TypeError("flip(): argument 'dims' must be tuple of ints, not int")
         if dims is None:
             dims = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
-        return movement.Flip.apply(self, dims=_dims(dims, self.array.ndim, unique=True))
+        out = movement.Flip.apply(self, dims=_dims(dims, self.array.ndim, unique=True))
+        return _laid_out_like(out, self)
 
     def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
         """Shift entries along ``dims``, wrapping around; without ``dims``, over the flattened
@@ -5353,8 +5364,9 @@ def restride_(self: Tensor, name: str, view: Callable[[Tensor], Tensor]) -> Tens
         )
     old = Tensor._make(self.array, self._ctx)
     old._requires_grad, old._counter = self._requires_grad, self._shared_counter()
-    if hasattr(self, "_view"):
-        old._view = self._view
+    for name in ("_view", "_base_array", "_layout_steps"):  # so the view starts from its layout
+        if hasattr(self, name):
+            setattr(old, name, getattr(self, name))
     out = view(old)
     if out is not old:
         if not hasattr(self, "_view") and hasattr(self, "_views"):
@@ -7447,6 +7459,22 @@ def _stride_order(stride: tuple, shape: tuple, a: int, b: int) -> int:
     return -1 if _no_less(stride[b], stride[a]) else 1
 
 
+def _dims_in_memory(stride: tuple, shape: tuple) -> tuple[int, ...]:
+    """The dims from outermost to innermost by ``stride``, sorted as PyTorch's ``dim_order``
+    and ``infer_dense_strides`` sort them (see ``_stride_order``)."""
+    order = list(reversed(range(len(shape))))  # sorted innermost first, as PyTorch sorts
+    for i in range(1, len(order)):  # an insertion sort, whose ties keep their places
+        j = i
+        for k in reversed(range(i)):
+            comparison = _stride_order(stride, shape, order[k], order[j])
+            if comparison > 0:
+                order[k], order[j] = order[j], order[k]
+                j = k
+            elif comparison < 0:
+                break
+    return tuple(reversed(order))
+
+
 def _channels_last_dense(stride: tuple, shape: tuple) -> bool:
     """Whether a 4-D tensor lies in memory as channels-last (N, H, W, C) without gaps."""
     expected = 1
@@ -8812,6 +8840,39 @@ def _expanded_as_torch(value: Any, shape: tuple) -> Any:
     for i in reversed(range(new)):
         strides.insert(0, shape[i + 1] * strides[0] if shape[i] == 1 else 0)
     return namespace(value).lib.stride_tricks.as_strided(value, shape, strides)
+
+
+def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
+    """``out``, a new result of ``x``'s shape, laid out as PyTorch lays out those of ``flip``
+    and ``sort`` (``empty_like(x)``): with ``x``'s strides where its entries are dense, else
+    with dense ones in ``x``'s order of dims (``infer_dense_strides``). scratchgrad counts a
+    base as row-major, so only a view of another order costs more than a check: ``out`` then
+    moves to such memory, and keeps the layout as an ``as_strided`` of it (like a detached
+    view, see ``_alias``), which ``stride``, ``is_contiguous``, ``view`` and ``as_strided`` read."""
+    if getattr(x.array, "base", 0) is None or not x._has_steps() or not x.array.size:
+        return out  # (an array of its own is no view: the first test is the fast one)
+    layout = x._layout()
+    stride = tuple(s // layout.itemsize for s in layout.strides)
+    if not _dense(layout):  # dense strides in that order, innermost dim first
+        dense, step = [0] * x.ndim, 1
+        for d in reversed(_dims_in_memory(stride, x.shape)):
+            dense[d], step = step, step * x.shape[d]
+        stride = tuple(dense)
+    if stride == out.stride():
+        return out
+    memory = _call(_copy_to_strides, out.array, stride)
+    out.array = _call(movement._strided, memory, out.shape, stride, 0)
+    out._base_array = memory
+    out._layout_steps = ((movement.AsStrided, {"size": out.shape, "stride": stride, "offset": 0}),)
+    return out
+
+
+def _copy_to_strides(array: Any, stride: tuple) -> Any:
+    """The memory (1-D) of a copy of ``array`` whose entries lie ``stride`` (dense, in
+    entries) apart."""
+    memory = namespace(array).empty(array.size, array.dtype)
+    movement._strided(memory, array.shape, stride, 0)[...] = array
+    return memory
 
 
 def _dense(array: Any) -> bool:
