@@ -33,6 +33,8 @@ OPS = {
     "fliplr": lambda m, x: m.fliplr(x),
     "flipud": lambda m, x: m.flipud(x),
     "rot90": lambda m, x: m.rot90(x),
+    "rot90_twice": lambda m, x: m.rot90(x, 2),
+    "rot90_thrice": lambda m, x: m.rot90(x, 3),
     "sort_values": lambda m, x: x.sort(0).values,
     "sort_indices": lambda m, x: x.sort(-1).indices,
     "sort_descending_stable": lambda m, x: x.sort(dim=-1, descending=True, stable=True).values,
