@@ -131,3 +131,11 @@ def test_a_row_major_input_gives_a_row_major_result():
     for y in (x.flip(0), x.sort(0).values, x.argsort(0), x[:, 1:].t().t().flip(1)):
         assert y.is_contiguous()
         assert y.array.flags.c_contiguous
+
+
+def test_share_memory_of_a_view_keeps_its_place_in_the_memory():
+    # was a copy of the view's entries alone, whose storage_offset counted from the old memory
+    ours, theirs = (m.arange(20.0).reshape(4, 5)[1:, 2:].t().share_memory_() for m in (sg, torch))
+    assert ours.is_shared()
+    assert _layout(ours) == _layout(theirs)
+    assert ours.as_strided((3,), (2,)).tolist() == theirs.as_strided((3,), (2,)).tolist()

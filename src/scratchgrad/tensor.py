@@ -333,7 +333,8 @@ class Tensor:
         """Move the memory to shared memory, as PyTorch's: processes forked afterwards
         (``multiprocessing`` with the "fork" start method) see each other's in-place changes,
         as Hogwild training needs (optimizers step in place). Already shared: nothing done.
-        Unlike PyTorch's, views made before keep the old memory, and a tensor pickled to a
+        A view moves its base's whole memory, as PyTorch's, keeping its place in it. Unlike
+        PyTorch's, other views made before keep the old memory, and a tensor pickled to a
         spawned process arrives as a copy.
 
         >>> import scratchgrad as sg
@@ -342,8 +343,13 @@ class Tensor:
         """
         if self.is_shared():
             return self
+        view = getattr(self, "_view", None)  # (unset on tensors that are no view)
+        if view is not None:
+            base, steps = view
+            self.array = movement.replay_on_array(base.share_memory_().array, steps)
+            return self
         storage = getattr(self, "_base_array", None)  # (a detached view's, see _alias)
-        if storage is None or not storage.flags.c_contiguous or hasattr(self, "_view"):
+        if storage is None or not storage.flags.c_contiguous:
             self.array = backend.shared_copy(self.array)
             for name in ("_base_array", "_layout_steps"):  # now row-major memory of its own
                 if hasattr(self, name):
