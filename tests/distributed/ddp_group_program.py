@@ -7,7 +7,7 @@ the averages would be wrong or the job would hang. Prints "ok" per rank."""
 import sys
 
 import numpy as np
-from ddp_program import build
+from ddp_program import build, largest_difference
 
 import scratchgrad as sg
 import scratchgrad.distributed as dist
@@ -37,11 +37,7 @@ def train_both(group, members: list[int], rank: int) -> float:
         F.cross_entropy(single(images[batch]), labels[batch]).backward()
         for opt in optimizers:
             opt.step()
-    worst = 0.0
-    for p, q in zip(ddp.module.parameters(), single.parameters()):
-        a, b = p.detach().numpy(), q.detach().numpy()
-        worst = max(worst, float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
-    return worst
+    return largest_difference(ddp.module, single)
 
 
 def check_buffers_and_unused_parameters(group, members: list[int], rank: int) -> None:

@@ -52,8 +52,14 @@ def train_both(kind: str, dtype, rank: int, size: int) -> float:
         F.cross_entropy(single(images[batch]), labels[batch]).backward()
         for opt in optimizers:
             opt.step()
+    return largest_difference(ddp.module, single)
+
+
+def largest_difference(model: nn.Module, reference: nn.Module) -> float:
+    """The largest difference of two models' parameters, relative to each reference's largest
+    entry (in float64)."""
     worst = 0.0
-    for p, q in zip(ddp.module.parameters(), single.parameters()):
+    for p, q in zip(model.parameters(), reference.parameters()):
         a, b = (t.detach().numpy().astype(np.float64) for t in (p, q))
         worst = max(worst, float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
     return worst
