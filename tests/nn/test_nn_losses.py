@@ -239,6 +239,32 @@ def test_a_loss_of_exactly_zero_has_torchs_sign(name, reduction, target, ignore_
     assert np.array_equal(np.signbit(losses[0]), np.signbit(losses[1]))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    ("name", "target"), [("cross_entropy", ()), ("nll_loss", ()), ("nll_loss", (1,))]
+)
+def test_a_zero_loss_of_logits_c_is_plus_zero_as_torch(name, target, reduction, weighted):
+    """Logits (C,): PyTorch's kernel sums the one target's loss from 0 whatever the reduction,
+    so a loss of 0 is +0.0 unreduced too (it was -0.0, -log p, as a batch's target's is).
+    One class for cross_entropy (log p = 0; its (1,) target would be probabilities), and the
+    log-probabilities -0.0 and 0.0 for nll_loss."""
+    x = np.zeros(1, np.float32) if name == "cross_entropy" else np.array([-0.0, 0.0], np.float32)
+    bits = []
+    for lib in (sg, torch):
+        weight = lib.tensor(np.full(x.shape, 2.0, np.float32)) if weighted else None
+        for index in range(len(x)):
+            loss = getattr(lib.nn.functional, name)(
+                lib.tensor(x, requires_grad=True),
+                lib.full(target, index, dtype=lib.int64),
+                weight=weight,
+                reduction=reduction,
+            )
+            bits.append((np.asarray(loss.detach()).tobytes(), loss.grad_fn.name()))
+    assert bits[: len(x)] == bits[len(x) :]
+    assert not any(np.signbit(np.frombuffer(b, np.float32)).any() for b, _ in bits)
+
+
 def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     x = sg.randn(3, 4, requires_grad=True)
     target = sg.tensor([-100, -100, -100])

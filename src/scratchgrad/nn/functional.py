@@ -2192,8 +2192,11 @@ def _nll(log_probs: Tensor, target: Tensor, class_dim: int, weight, ignore_index
         log_probs.dtype,
         class_dim,
     )
-    picked = log_probs.gather(class_dim, Tensor._make(index))
-    loss = -picked.squeeze(class_dim) * Tensor._make(weights)
+    picked = log_probs.gather(class_dim, Tensor._make(index)).squeeze(class_dim)
+    weighted = picked * Tensor._make(weights)
+    # PyTorch's kernel takes the reduced path for logits (C,), even unreduced: it sums the one
+    # loss from 0, so that a loss of 0 is +0.0 (-log p alone is -0.0, as a batch's stays)
+    loss = 0.0 - weighted if class_dim == 0 else -weighted
     # an ignored target's loss is 0 even where its log-probability is infinite or NaN (a weight
     # of 0 would make that NaN), as PyTorch's, which skips it
     return where(Tensor._make(ignored), 0.0, loss), weights, ignored
