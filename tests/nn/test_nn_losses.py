@@ -276,6 +276,49 @@ def test_cross_entropy_when_every_target_is_ignored_is_nan_as_torch():
     assert F.cross_entropy(x, target, reduction="sum").item() == 0
 
 
+NO_COUNTED_TARGETS = [  # (input shape, targets, options): the mean's total weight is 0
+    ((2, 3), [-100, -100], {}),  # (cross_entropy: the fused node)
+    ((2, 3), [1, 1], {"ignore_index": 1}),
+    ((3,), 1, {"ignore_index": 1}),
+    ((2, 3, 2), [[1, 1], [1, 1]], {"ignore_index": 1}),
+    ((2, 3), [0, 1], {"weight": [0.0, 0.0, 0.0]}),
+    ((2, 3), [1, 1], {"ignore_index": 1, "label_smoothing": 0.25}),
+    ((0, 3), [], {}),  # no targets: the quiet NaN PyTorch fills in (sign bit clear)
+    ((2, 3, 0), [[], []], {}),
+]
+
+
+@pytest.mark.parametrize(("shape", "target", "options"), NO_COUNTED_TARGETS, ids=str)
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_the_mean_of_no_counted_targets_is_torchs_nan_to_the_bit(name, shape, target, options):
+    """PyTorch's mean where every target is ignored (or weighs 0) is its 0 / 0, whose NaN has
+    the sign bit set on x86 (this machine's 0 / 0, ``ZERO_BY_ZERO``); with no targets at all,
+    its kernel fills in a quiet NaN, sign bit clear. Ours was that one in every case."""
+    if name == "nll_loss":  # (which has no smoothing)
+        options = {k: v for k, v in options.items() if k != "label_smoothing"}
+    bits = []
+    for lib in (sg, torch):
+        kwargs = {k: lib.tensor(v) if k == "weight" else v for k, v in options.items()}
+        index = lib.tensor(target, dtype=lib.int64)
+        loss = getattr(lib.nn.functional, name)(lib.zeros(shape), index, **kwargs)
+        bits.append(np.asarray(loss.detach()).tobytes())
+    assert np.isnan(np.frombuffer(bits[1], np.float32)).all()
+    assert bits[0] == bits[1]
+
+
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+def test_vmaps_mean_of_no_counted_targets_is_torchs_nan_to_the_bit(name):
+    target = [[0, 1], [1, 1]]  # the second member's targets are all ignored
+    losses = [
+        lib.func.vmap(lambda x, t, lib=lib: getattr(lib.nn.functional, name)(x, t, ignore_index=1))(
+            lib.zeros(2, 2, 3), lib.tensor(target)
+        )
+        for lib in (sg, torch)
+    ]
+    ours, theirs = (np.asarray(loss.detach()) for loss in losses)
+    assert np.isnan(theirs[1]) and ours.tobytes() == theirs.tobytes()
+
+
 @pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_an_ignored_target_counts_for_nothing_even_at_infinite_logits(name, reduction):

@@ -225,8 +225,8 @@ def cross_entropy(cls, values, batched, kwargs):
     if kwargs.get("reduction", "mean") != "mean":
         return total
     counted = one_hot.sum((-2, -1))
-    # none counted: NaN as PyTorch's, with its zero gradient (0 / 0's would be NaN too)
-    return (total / counted.clamp(min=1)).masked_fill(counted == 0, math.nan)
+    # none counted: NaN as PyTorch's 0 / 0, with its zero gradient (0 / 0's would be NaN too)
+    return (total / counted.clamp(min=1)).masked_fill(counted == 0, fused.ZERO_BY_ZERO)
 
 
 def layer_norm(cls, values, batched, kwargs):

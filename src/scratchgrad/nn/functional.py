@@ -32,6 +32,7 @@ from scratchgrad.creation import arange, empty_like, rand, zeros_like
 from scratchgrad.dtypes import torch_name
 from scratchgrad.meta import MetaArray
 from scratchgrad.ops.fused import (
+    ZERO_BY_ZERO,
     CrossEntropy,
     Gelu,
     LayerNorm,
@@ -2033,10 +2034,13 @@ def _gather_index(target, n_classes, weight, ignore_index, dtype, class_dim) -> 
 
 def _mean_over_weights(loss: Tensor, weights) -> Tensor:
     """PyTorch's weighted mean: divide by the total weight of the targets that count, in
-    Tensor ops, so that a jitted step divides by each batch's total."""
+    Tensor ops, so that a jitted step divides by each batch's total. A total of 0 (every
+    target ignored or weighing 0) gives PyTorch's NaN, but with a zero gradient: that of its
+    0 / 0, or, for no targets at all, the quiet NaN (sign bit clear) its kernel fills in."""
     total = (weights if isinstance(weights, Tensor) else Tensor._make(weights)).sum()
-    nothing = total == 0  # every target ignored: NaN as PyTorch (0/0), but with a zero gradient
-    return where(nothing, math.nan, loss.sum() / where(nothing, 1.0, total))
+    nothing = total == 0
+    nan = ZERO_BY_ZERO if loss.numel() else math.nan
+    return where(nothing, nan, loss.sum() / where(nothing, 1.0, total))
 
 
 def _weighted_reduce(loss: Tensor, weights, reduction: str) -> Tensor:

@@ -48,6 +48,10 @@ from scratchgrad.ops.matmul import MatMul, _product
 from scratchgrad.ops.reduce import _row_starts, _sum, log_softmax, row_major
 from scratchgrad.ops.special import erf
 
+# NaN as this machine's 0 / 0 makes it (its default NaN: the sign bit set on x86, clear on
+# ARM): the mean loss of targets that all count for nothing, which PyTorch computes as 0 / 0
+ZERO_BY_ZERO = math.inf * 0.0
+
 
 class TanhGrad(Function):
     """``grad_out * (1 - out**2)``, tanh's backward as one node instead of three (as PyTorch's
@@ -268,7 +272,7 @@ def ignored_targets(target, n_classes: int, ignore_index: int, module, dim=None)
 
 def _loss_ignoring(ctx, log_probs, target, ignored, module):
     """CrossEntropy's loss where some targets are ignored: the others' negative
-    log-likelihood, summed, or averaged over them (NaN when none counts, as PyTorch's). The
+    log-likelihood, summed, or averaged over them (NaN when none counts, PyTorch's 0 / 0). The
     ignored rows of the log-probabilities the backward reads become -inf: no gradient there."""
     ctx.entries = _target_entries(log_probs, target, module)[module.logical_not(ignored)]
     picked = log_probs.reshape(-1)[ctx.entries]
@@ -277,7 +281,7 @@ def _loss_ignoring(ctx, log_probs, target, ignored, module):
     counted = len(ctx.entries)
     if not ctx.mean:
         return total
-    return total * (1 / counted) if counted else total * math.nan
+    return total * (1 / counted) if counted else total * ZERO_BY_ZERO  # (total is 0)
 
 
 class CrossEntropyGrad(Function):
