@@ -212,6 +212,13 @@ def test_errors_match_torch(args, kind, message):
         ((np.float64(2.0),), (1,)),
         ((2,), (1,), np.float64(1.0)),
         ((2,), (1,), "a"),
+        (np.array([2]), (1,)),  # (a sequence of ints, but a list or tuple only, as PyTorch's)
+        (range(2, 3), (1,)),
+        ((2,), (1,), np.array([1])),
+        ((2, 2.0), (1, 1)),  # (after the first entry, PyTorch's words are others)
+        ((2,), (np.float64(1.0),)),
+        ((np.array(2.0),), (1,)),
+        ((2, np.array([2])), (1, 1)),
     ],
 )
 @pytest.mark.parametrize(
@@ -235,6 +242,65 @@ def test_arguments_of_the_wrong_type_raise_torchs_type_error(call, args):
             call(m, m.arange(6.0), args)
         errors.append(str(info.value))
     assert errors[0] == errors[1]
+
+
+TENSOR_ENTRIES = [  # (as_strided's arguments of a module m), refused as PyTorch's
+    lambda m: ((m.tensor(2.0),), (1,)),
+    lambda m: ((2,), (m.tensor(1.0),)),
+    lambda m: ((2,), (1,), m.tensor(1.0)),
+    lambda m: ((m.tensor([2, 1]),), (1,)),
+    lambda m: ((2,), (1,), m.tensor([1, 1])),
+    lambda m: ((m.tensor(2 + 0j),), (1,)),
+    lambda m: ((2, m.tensor(2.0)), (1, 1)),
+    lambda m: ((2, 1), (1, m.tensor(1.0, requires_grad=True))),
+    lambda m: (m.tensor([2]), (1,)),
+]
+
+
+@pytest.mark.parametrize("args", TENSOR_ENTRIES)
+def test_a_tensor_that_is_no_int_raises_torchs_type_error(args):
+    """A tensor is an entry only where it is an integer one of one entry: PyTorch's words
+    for the others, naming the type Tensor (before, the error of Tensor.__index__, or
+    "scratchgrad.tensor.Tensor")."""
+    errors = []
+    for m in (sg, torch):
+        with pytest.raises(TypeError) as info:
+            m.arange(6.0).as_strided(*args(m))
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        lambda m: ((m.tensor(2),), (m.tensor([1], dtype=m.int32),), m.tensor(1, dtype=m.uint8)),
+        lambda m: ((np.int64(2), m.tensor([[1]])), (np.int16(1), np.array(1)), np.int32(1)),
+        lambda m: ((np.array(2), True), (1, False), np.array(1)),  # (a bool after the first)
+    ],
+)
+def test_integer_tensors_numpy_integers_and_later_bools_are_read_as_torchs(args):
+    """PyTorch reads an integer tensor of one entry and a NumPy integer as an int, and a bool
+    after the first entry as one too (it checks the first entry strictly)."""
+    outs = [m.arange(6.0).as_strided(*args(m)) for m in (sg, torch)]
+    ours, theirs = outs
+    assert ours.tolist() == theirs.tolist() and ours.stride() == theirs.stride()
+    assert ours.storage_offset() == theirs.storage_offset()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        lambda m: ((m.tensor(True),), (1,)),
+        lambda m: ((2, m.tensor([True])), (1, 1)),
+        lambda m: ((2,), (1,), m.tensor(True)),
+    ],
+)
+def test_a_bool_tensor_entry_raises_as_torch(args):
+    """PyTorch's parser takes a bool tensor of one entry for an int but then fails to read
+    it (its RuntimeError); it was read as 0 or 1."""
+    for m in (sg, torch):
+        with pytest.raises(RuntimeError, match=r"scalar\.isIntegral\( false\)"):
+            m.arange(6.0).as_strided(*args(m))
 
 
 def test_an_empty_result_needs_no_storage():

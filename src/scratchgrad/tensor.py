@@ -7498,18 +7498,44 @@ def _no_less(a: int, b: int) -> bool:
 
 
 def _int_tuple(name: str, argument: str, values: Any, position: int) -> tuple[int, ...]:
-    """``values`` (a sequence of ints) as a tuple, or PyTorch's TypeError naming the op, the
-    argument and its ``position`` (counted from 1, after ``self`` for a method)."""
+    """``values`` (a list or tuple of ints) as a tuple, or PyTorch's TypeError naming the op,
+    the argument and its ``position`` (counted from 1, after ``self`` for a method). As
+    PyTorch's parser, the first entry is checked before any is read (a bool is refused there
+    only), then each is read in turn (``_int_entry``), each refusal in its own words."""
     expected = f"{name}(): argument '{argument}' (position {position}) must be tuple of ints"
-    if isinstance(values, Tensor):
-        raise TypeError(f"{expected}, not Tensor")
-    if isinstance(values, str) or not hasattr(values, "__iter__"):
+    if not isinstance(values, (list, tuple)):  # (a range, an array, a tensor: PyTorch's too)
         raise TypeError(f"{expected}, not {_type_name(values)}")
-    values = tuple(values)
+    ints = []
     for i, value in enumerate(values):
-        if isinstance(value, (bool, float)) or not hasattr(value, "__index__"):
-            raise TypeError(f"{expected}, but found element of type {_type_name(value)} at pos {i}")
-    return tuple(operator.index(value) for value in values)
+        entry = _int_entry(value)
+        if i == 0 and (entry is None or isinstance(value, bool)):
+            raise TypeError(f"{expected}, but found element of type {_type_name(value)} at pos 0")
+        if entry is None:
+            raise TypeError(
+                f"{name}(): argument '{argument}' failed to unpack the object at pos {i + 1} "
+                f'with error "type must be tuple of ints,but got {_type_name(value)}"'
+            )
+        ints.append(entry)
+    return tuple(ints)
+
+
+def _int_entry(value: Any) -> int | None:
+    """``value`` read as an int as PyTorch's parser reads one (anything ``operator.index``
+    takes, or an integer tensor of one entry), None where it refuses it; a bool tensor of one
+    entry passes its check but fails its read, with its RuntimeError."""
+    if isinstance(value, Tensor):
+        if value.array.size != 1 or value.array.dtype.kind not in "iub":
+            return None
+        if value.array.dtype.kind == "b":
+            raise RuntimeError(
+                "Expected scalar.isIntegral( false) to be true, but got false.  (Could this "
+                "error message be improved?  If so, please report an enhancement request to "
+                "PyTorch.)"
+            )
+    try:
+        return operator.index(value)
+    except TypeError:  # (a float, a NumPy float or bool, an array of more than one entry...)
+        return None
 
 
 def strided_arguments(name: str, size: Any, stride: Any, offset: Any, first: int = 1) -> tuple:
@@ -7520,12 +7546,13 @@ def strided_arguments(name: str, size: Any, stride: Any, offset: Any, first: int
     stride = _int_tuple(name, "stride", stride, first + 1)
     if offset is None:
         return size, stride, None
-    if isinstance(offset, (bool, float)) or not hasattr(offset, "__index__"):
+    entry = None if isinstance(offset, bool) else _int_entry(offset)
+    if entry is None:
         raise TypeError(
             f"{name}(): argument 'storage_offset' (position {first + 2}) must be int, not "
             f"{_type_name(offset)}"
         )
-    return size, stride, operator.index(offset)
+    return size, stride, entry
 
 
 def _comparable(name: str, other: Any) -> Any:
@@ -9456,10 +9483,16 @@ def _check_assigned_grad(t: Tensor, grad: Any) -> None:
         )
 
 
+_HEAP_TYPE = 1 << 9  # CPython's Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
 def _type_name(value: Any) -> str:
-    """The name of ``value``'s type as PyTorch's errors print it: ``float``, ``numpy.bool``."""
+    """The name of ``value``'s type as PyTorch's errors print it (its C ``tp_name``): ``float``,
+    ``numpy.bool``; a class written in Python by its name alone (``Tensor``, ``Fraction``)."""
     kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
 
 
 def _check_as_numpy(t: Tensor) -> None:
