@@ -266,7 +266,7 @@ class device:
         elif isinstance(type, int) and not isinstance(type, bool):  # PyTorch: an accelerator's
             type, index = _accelerator_type(), type
         elif not isinstance(type, str):
-            raise TypeError(f"device: expected a string or a device, got {_type_name(type)}")
+            raise TypeError(f"device: expected a string or a device, got {type_name(type)}")
         elif ":" in type:
             if index is not None:
                 raise RuntimeError(f"device: an index is given twice: {type!r} and {index}")
@@ -314,8 +314,21 @@ class device:
         set_default_device(_entered.pop())
 
 
-def _type_name(value) -> str:
-    return type(value).__name__
+# CPython's Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+_HEAP_TYPE = 1 << 9
+
+
+def type_name(value: Any) -> str:
+    """The name of ``value``'s type as PyTorch's errors print it (its C ``tp_name``): ``float``,
+    ``numpy.bool``; a class written in Python by its name alone (``Tensor``, ``Fraction``).
+
+    >>> type_name(1.5), type_name(numpy.float32(1.5))
+    ('float', 'numpy.float32')
+    """
+    kind = type(value)
+    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
 
 
 _Device = device  # for the signatures whose parameter is called ``device``
@@ -1034,7 +1047,7 @@ def _unpack_state(state: Any) -> dict[str, int]:
     if array is None or array.dtype != numpy.uint8:
         raise TypeError(
             "set_state: the state must be a uint8 tensor made by get_state, got "
-            + (f"a {array.dtype} tensor" if array is not None else _type_name(state))
+            + (f"a {array.dtype} tensor" if array is not None else type_name(state))
         )
     packed = to_host(array).tobytes()
     if len(packed) != _STATE_SIZE or not packed.startswith(_STATE_TAG):
@@ -1053,7 +1066,7 @@ def _as_seed(seed: Any) -> int:
     """``seed`` as the unsigned 64-bit seed PyTorch takes it for: an int in [-2**63, 2**64),
     a negative one modulo 2**64."""
     if isinstance(seed, bool) or not hasattr(seed, "__index__"):
-        raise RuntimeError(f"manual_seed expected a long, but got {_type_name(seed)}")
+        raise RuntimeError(f"manual_seed expected a long, but got {type_name(seed)}")
     seed = int(seed)
     if not -(2**63) <= seed < 2**64:
         raise ValueError(f"manual_seed: the seed {seed} is outside [-2**63, 2**64)")

@@ -613,7 +613,7 @@ def _info_dtype(name: str, type: Any) -> numpy.dtype:
     if isinstance(type, str) or type is None:
         raise TypeError(
             f"{name}(): argument 'type' (position 1) must be scratchgrad.dtype, not "
-            f"{_type_name(type)}"
+            f"{backend.type_name(type)}"
         )
     return backend.to_dtype(type)
 
@@ -646,10 +646,6 @@ def torch_name(dtype: Any) -> str:
     ('Long', 'Float')
     """
     return _TORCH_NAMES.get(dtype.name, dtype.name)
-
-
-def _type_name(value: Any) -> str:
-    return value.__class__.__name__
 
 
 class finfo(_Info):

@@ -32,7 +32,7 @@ from scratchgrad.autograd.capture_hook import call as _call
 from scratchgrad.autograd.grad_mode import InferenceCounter, no_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.autograd.graph import increment_version
-from scratchgrad.backend import namespace, ndarray, xp
+from scratchgrad.backend import namespace, ndarray, type_name, xp
 from scratchgrad.dtypes import (
     can_cast,
     check_memory_format,
@@ -206,7 +206,7 @@ class Tensor:
             data = _tensor_leaves_as_scalars(data)
         if type(requires_grad) is not bool:  # (a truthy 1 would be stored as it is)
             raise TypeError(
-                f"tensor(): argument 'requires_grad' must be bool, not {_type_name(requires_grad)}"
+                f"tensor(): argument 'requires_grad' must be bool, not {type_name(requires_grad)}"
             )
         array = to_array(data.array if isinstance(data, Tensor) else data, dtype)
         if requires_grad and not backend.can_require_grad(array.dtype):
@@ -432,7 +432,7 @@ class Tensor:
         PyTorch's, which refuses anything but a tensor, one on another device, and one of a
         dtype that cannot require grad for a tensor that does."""
         if not isinstance(value, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got {_type_name(value)}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type_name(value)}")
         if self._requires_grad and not backend.can_require_grad(value.array.dtype):
             raise RuntimeError(
                 "data set to a tensor that requires gradients must be floating point or complex "
@@ -852,7 +852,7 @@ class Tensor:
         inference tensor outside inference mode. (Reads take the slot through ``attrgetter``:
         a property's Python getter would cost every read a frame.)"""
         if type(requires_grad) is not bool:  # (a truthy 1 or "no" would be stored as it is)
-            raise RuntimeError(f"requires_grad must be a bool, got {_type_name(requires_grad)}")
+            raise RuntimeError(f"requires_grad must be a bool, got {type_name(requires_grad)}")
         if self._ctx is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables."
@@ -7191,7 +7191,7 @@ def float_argument(name: str, argument: str, value: Any) -> float:
             return float(value.item())
     elif isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(f"{name}(): argument '{argument}' must be float, not {_type_name(value)}")
+    raise TypeError(f"{name}(): argument '{argument}' must be float, not {type_name(value)}")
 
 
 def number_argument(name: str, argument: str, value: Any) -> Any:
@@ -7231,7 +7231,7 @@ def _check_bools(name: str, **flags: Any) -> None:
     which would otherwise be read as its truth value."""
     for flag, value in flags.items():
         if type(value) is not bool:
-            raise TypeError(f"{name}(): argument '{flag}' must be bool, not {_type_name(value)}")
+            raise TypeError(f"{name}(): argument '{flag}' must be bool, not {type_name(value)}")
 
 
 def _sort_order(array, dim: int, descending: bool, stable: bool = True):
@@ -7504,16 +7504,16 @@ def _int_tuple(name: str, argument: str, values: Any, position: int) -> tuple[in
     only), then each is read in turn (``_int_entry``), each refusal in its own words."""
     expected = f"{name}(): argument '{argument}' (position {position}) must be tuple of ints"
     if not isinstance(values, (list, tuple)):  # (a range, an array, a tensor: PyTorch's too)
-        raise TypeError(f"{expected}, not {_type_name(values)}")
+        raise TypeError(f"{expected}, not {type_name(values)}")
     ints = []
     for i, value in enumerate(values):
         entry = _int_entry(value)
         if i == 0 and (entry is None or isinstance(value, bool)):
-            raise TypeError(f"{expected}, but found element of type {_type_name(value)} at pos 0")
+            raise TypeError(f"{expected}, but found element of type {type_name(value)} at pos 0")
         if entry is None:
             raise TypeError(
                 f"{name}(): argument '{argument}' failed to unpack the object at pos {i + 1} "
-                f'with error "type must be tuple of ints,but got {_type_name(value)}"'
+                f'with error "type must be tuple of ints,but got {type_name(value)}"'
             )
         ints.append(entry)
     return tuple(ints)
@@ -7550,7 +7550,7 @@ def strided_arguments(name: str, size: Any, stride: Any, offset: Any, first: int
     if entry is None:
         raise TypeError(
             f"{name}(): argument 'storage_offset' (position {first + 2}) must be int, not "
-            f"{_type_name(offset)}"
+            f"{type_name(offset)}"
         )
     return size, stride, entry
 
@@ -7602,7 +7602,7 @@ def check_keepdim(op: str, keepdim: Any) -> None:
     """PyTorch's TypeError for a ``keepdim`` that is no bool (1, None), which would otherwise be
     read as its truth value."""
     if type(keepdim) is not bool:
-        raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {_type_name(keepdim)}")
+        raise TypeError(f"{op}(): argument 'keepdim' must be bool, not {type_name(keepdim)}")
 
 
 def _one_dim(op: str, dim: Any) -> Any:
@@ -9460,7 +9460,7 @@ def _check_assigned_grad(t: Tensor, grad: Any) -> None:
     device or shape than ``t``'s (checked in that order, as there)."""
     if not isinstance(grad, Tensor):
         raise TypeError(
-            f"assigned grad expected to be a Tensor or None but got grad of type {_type_name(grad)}"
+            f"assigned grad expected to be a Tensor or None but got grad of type {type_name(grad)}"
         )
     if grad is t:
         raise RuntimeError("can't assign Variable as its own grad")
@@ -9481,18 +9481,6 @@ def _check_assigned_grad(t: Tensor, grad: Any) -> None:
             f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
             f"'{list(t.shape)}'. Please ensure that the gradient and the tensor are the same size"
         )
-
-
-_HEAP_TYPE = 1 << 9  # CPython's Py_TPFLAGS_HEAPTYPE: a class made by a class statement
-
-
-def _type_name(value: Any) -> str:
-    """The name of ``value``'s type as PyTorch's errors print it (its C ``tp_name``): ``float``,
-    ``numpy.bool``; a class written in Python by its name alone (``Tensor``, ``Fraction``)."""
-    kind = type(value)
-    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
-        return kind.__name__
-    return f"{kind.__module__}.{kind.__name__}"
 
 
 def _check_as_numpy(t: Tensor) -> None:
