@@ -480,21 +480,28 @@ def test_tensorinv_of_a_singular_tensor_names_inv_as_pytorch():
         sg.linalg.tensorinv(sg.zeros(2, 1, 2), ind=2)
 
 
+# Functions whose LAPACK kernels PyTorch's dispatcher refuses for integer, bool and 16-bit
+# matrices alike (each test adds its own)
+_KERNEL_CALLS = [
+    lambda m, A: m.linalg.eigh(A),
+    lambda m, A: m.linalg.eigvalsh(A),
+    lambda m, A: m.cholesky(A),
+    lambda m, A: m.cholesky_inverse(A),
+    lambda m, A: m.cholesky_solve(A, A),
+    lambda m, A: m.triangular_solve(A, A),
+    lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
+    lambda m, A: m.linalg.lu(A),
+    lambda m, A: m.linalg.lu_factor(A),
+    lambda m, A: m.linalg.householder_product(A, A[0]),
+]
+
+
 @pytest.mark.parametrize("dtype", ["int64", "bool"])
 @pytest.mark.parametrize(
     "call",
     [
-        lambda m, A: m.linalg.eigh(A),
-        lambda m, A: m.linalg.eigvalsh(A),
-        lambda m, A: m.cholesky(A),
-        lambda m, A: m.cholesky_inverse(A),
-        lambda m, A: m.cholesky_solve(A, A),
-        lambda m, A: m.triangular_solve(A, A),
-        lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
-        lambda m, A: m.linalg.lu(A),
-        lambda m, A: m.linalg.lu_factor(A),
+        *_KERNEL_CALLS,
         lambda m, A: m.linalg.lu_factor_ex(A),
-        lambda m, A: m.linalg.householder_product(A, A[0]),
         lambda m, A: m.linalg.lstsq(A, A, rcond=1e-3),  # (without rcond, a RuntimeError)
         lambda m, A: m.linalg.matrix_rank(A, hermitian=True, rtol=0.5),
     ],
@@ -514,19 +521,10 @@ def test_integer_and_bool_matrices_raise_pytorchs_not_implemented_error(call, dt
 @pytest.mark.parametrize(
     "call",
     [
-        lambda m, A: m.linalg.eigh(A),
-        lambda m, A: m.linalg.eigvalsh(A),
+        *_KERNEL_CALLS,
         lambda m, A: m.linalg.eig(A),
-        lambda m, A: m.cholesky(A),
         lambda m, A: m.linalg.cholesky(A),
         lambda m, A: m.linalg.cholesky_ex(A),
-        lambda m, A: m.cholesky_inverse(A),
-        lambda m, A: m.cholesky_solve(A, A),
-        lambda m, A: m.triangular_solve(A, A),
-        lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
-        lambda m, A: m.linalg.lu(A),
-        lambda m, A: m.linalg.lu_factor(A),
-        lambda m, A: m.linalg.householder_product(A, A[0]),
         lambda m, A: m.ormqr(A, A[0], A),
         lambda m, A: m.geqrf(A),
         lambda m, A: m.linalg.qr(A),
