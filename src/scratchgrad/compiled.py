@@ -48,13 +48,13 @@ class OptimizedModule(Module):
     # Attributes of the wrapper itself; every other one lives on the original module.
     _own_attributes = frozenset({"_orig_mod", "_compiled", "_initialized"})
 
-    def __init__(self, mod: Module) -> None:
+    def __init__(self, mod: Module, fullgraph: bool = False) -> None:
         # ``__getattr__`` and the ``training`` property read _orig_mod: set it before anything.
         object.__setattr__(self, "_orig_mod", mod)
         object.__setattr__(self, "_initialized", False)
         super().__init__()
         self._orig_mod = mod  # now as a registered child: its parameters are ours
-        self._compiled = CompiledForward(mod)
+        self._compiled = CompiledForward(mod, fullgraph=fullgraph)
         object.__setattr__(self, "_initialized", True)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -115,10 +115,11 @@ class CompiledFunction:
     ('CompiledFunctionBackward', tensor([8., 8., 8.]))
     """
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, fullgraph: bool = False) -> None:
         functools.update_wrapper(self, fn)
         self._jitted = jit(fn)
         self._jitted.hint_compile = False  # (its backward is captured instead: below)
+        self._jitted.lenient = not fullgraph  # (graph breaks run eagerly: see compile)
         self._forward: CompiledForward | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -129,7 +130,9 @@ class CompiledFunction:
             return self._forward(*args, **kwargs)
         result = self._jitted(*args, **kwargs)
         if self._jitted.graph_results:  # this call recorded it: its result has eager's graph
-            self._forward = CompiledForward(self._jitted.fn, self._jitted.cache_size, wrappers=1)
+            jitted = self._jitted
+            fullgraph = not jitted.lenient
+            self._forward = CompiledForward(jitted.fn, jitted.cache_size, 1, fullgraph)
             self._forward.calls = 1  # its eager first call is this one: record from the next
         return result
 
@@ -145,7 +148,9 @@ class CompiledFunction:
             return self
         bound = instance.__dict__.get(self.__name__)
         if not isinstance(bound, CompiledFunction):
-            bound = CompiledFunction(self._jitted.fn.__get__(instance, owner))
+            bound = CompiledFunction(
+                self._jitted.fn.__get__(instance, owner), not self._jitted.lenient
+            )
             instance.__dict__[self.__name__] = bound
         return bound
 
@@ -199,13 +204,14 @@ def compile(
     if disable:
         return model
     if isinstance(model, Module):
-        return OptimizedModule(model)
-    return CompiledFunction(model)
+        return OptimizedModule(model, fullgraph)
+    return CompiledFunction(model, fullgraph)
 
 
 def compile_in_place(
     module: Module,
     *,
+    fullgraph: bool = False,
     mode: str | None = None,
     options: dict[str, Any] | None = None,
     disable: bool = False,
@@ -217,7 +223,7 @@ def compile_in_place(
     modules pay nothing for it."""
     _check_options(mode, options)
     if not disable:
-        module._compiled_call_impl = CompiledForward(module, wrappers=1)
+        module._compiled_call_impl = CompiledForward(module, wrappers=1, fullgraph=fullgraph)
         module._hooked = True
 
 

@@ -467,7 +467,7 @@ class _Reads(nn.Module):
 def test_reading_a_value_in_forward_raises_jit_error_naming_the_line(how, says):
     """``.item()``, or a Python branch on a tensor (where ``torch.compile`` breaks the graph
     and runs the branch eagerly: README, "What is different")."""
-    compiled = sg.compile(_Reads(how))
+    compiled = sg.compile(_Reads(how), fullgraph=True)
     x = sg.ones(3, 2)
     compiled(x)  # eager
     with pytest.raises(sg.JitError, match=says) as info:
@@ -480,7 +480,7 @@ def test_a_branch_on_tensor_data_raises_when_the_second_recording_differs():
     with sg.no_grad():  # the branch's sign is the input's (not the random weights')
         model.linear.weight.fill_(1.0)
         model.linear.bias.zero_()
-    compiled = sg.compile(model)
+    compiled = sg.compile(model, fullgraph=True)
     positive = sg.ones(3, 2) * 100
     compiled(positive).sum().backward()  # eager
     compiled(positive).sum().backward()  # recorded
@@ -629,7 +629,7 @@ def test_a_tensor_with_an_outside_graph_reached_by_name_raises():
         def forward(self, x):
             return model(x) * scale
 
-    compiled = sg.compile(Scaled())
+    compiled = sg.compile(Scaled(), fullgraph=True)
     compiled(sg.randn(3, 2))  # eager
     with pytest.raises(sg.JitError, match="made by operations outside it") as info:
         compiled(sg.randn(3, 2))  # OUTSIDE call
@@ -656,7 +656,7 @@ def test_a_gradient_that_is_a_constant_raises():
         def forward(self, x):
             return _ConstantGradient.apply(x)
 
-    compiled = sg.compile(Doubled())
+    compiled = sg.compile(Doubled(), fullgraph=True)
     x = sg.ones(3, 2, requires_grad=True)
     compiled(x).sum().backward()  # eager
     with pytest.raises(

@@ -1287,7 +1287,7 @@ def test_a_compiled_module_drawing_python_random_numbers_raises():
         def forward(self, x):
             return x + self.layer(x) if random.random() < 0.8 else x
 
-    net = sg.compile(StochasticDepth())
+    net = sg.compile(StochasticDepth(), fullgraph=True)
     net(sg.ones(1, 2))
     # the error names where the forward is defined (before, "defined at StochasticDepth")
     line = StochasticDepth.forward.__code__.co_firstlineno

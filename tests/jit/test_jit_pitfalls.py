@@ -850,7 +850,7 @@ def test_reading_the_values_of_an_argument_that_is_not_guarded_says_why(read, gi
         def forward(self, x, s):
             return step(x, s)
 
-    call = sg.jit(step) if wrap == "jit" else sg.compile(Reader())
+    call = sg.jit(step) if wrap == "jit" else sg.compile(Reader(), fullgraph=True)
     call(sg.ones(2), given)  # eager
     with pytest.raises(sg.JitError, match=says) as info:
         call(sg.ones(2), given)
@@ -1903,7 +1903,8 @@ def smoothing_calls(how, inplace):
     eager = Smoothing(inplace)
     sg.manual_seed(0)
     model = Smoothing(inplace)
-    return model, eager, sg.jit(lambda x: model(x)) if how == "jit" else sg.compile(model)
+    compiled = sg.compile(model, fullgraph=True)  # (else that call runs eagerly, warned of)
+    return model, eager, sg.jit(lambda x: model(x)) if how == "jit" else compiled
 
 
 @pytest.mark.parametrize("how", ["jit", "compile"])
@@ -1943,7 +1944,7 @@ def test_a_non_leaf_arguments_retained_gradient_equals_eager(inside):
     every replay): ``x.grad`` is eager's at every call, bit for bit."""
     sg.manual_seed(0)
     model = RetainsInput(3, 2)
-    net, w = sg.compile(model), sg.randn(4, 3, requires_grad=True)
+    net, w = sg.compile(model, fullgraph=True), sg.randn(4, 3, requires_grad=True)
     for _ in range(5):
         x, eager_x = w * 2, w * 2
         if not inside:

@@ -1415,7 +1415,7 @@ def test_a_compiled_model_returning_a_changing_python_value_raises():
     """A replay of a compiled module returned the recorded count (3) forever: its two
     recordings returned different values, so the second's backward raises, as ``jit``
     does for a step."""
-    model = sg.compile(Counting())
+    model = sg.compile(Counting(), fullgraph=True)
     x, y = batches(1)[0]
     for _ in range(2):
         F.cross_entropy(model(x)[0], y).backward()
@@ -1441,7 +1441,7 @@ def test_a_compiled_model_returning_a_distribution_raises_naming_its_tensors():
     second recording (the third call: no tensor is returned, so no backward is awaited)
     raises, naming the Categorical and the tensors it holds (before, the message showed two
     equal-looking reprs as "a different Python value")."""
-    model = sg.compile(Policy())
+    model = sg.compile(Policy(), fullgraph=True)
     x, y = batches(1)[0]
     for _ in range(2):
         (-model(x).log_prob(y).mean()).backward()

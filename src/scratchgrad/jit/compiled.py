@@ -56,6 +56,7 @@ from scratchgrad.jit.jitted import (
     _tensor_key,
     cache_full,
     drop_stale,
+    give_up,
     rebuild,
     refuse_reading_stored_over,
     values_hold,
@@ -321,10 +322,11 @@ class _PendingBackward:
         split: int,
         done: Callable[[Recording], None],
         state: list,
+        given_up: Callable[[str], None],
     ) -> None:
         self.recording, self.heads, self.targets, self.parents = recording, heads, targets, parents
         self.inputs, self.outputs, self.split, self.done = inputs, outputs, split, done
-        self.state, self.outside = state, outside
+        self.state, self.outside, self.given_up = state, outside, given_up
 
     def finish(self, upstream: list) -> tuple:
         """Run the backward from the recorded outputs with the gradients that arrived, under
@@ -349,13 +351,20 @@ class _PendingBackward:
             recording.pending = None
             return self._grad(grads_of)
         self._check_state(before, recorder.name)
-        kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
-        grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
-        recording.layouts = [array.strides for array in upstream]
         recording.pending = None
-        backward = (grad_numbers, numbers, [p for _, p in kept])
-        recording.compile(self.inputs, self.outputs, self.split, backward)
-        self.done(recording)
+        try:
+            if recorder.abandoned is not None:  # a lenient recorder's refusal
+                raise JitError(recorder.abandoned)
+            kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
+            grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
+            recording.layouts = [array.strides for array in upstream]
+            backward = (grad_numbers, numbers, [p for _, p in kept])
+            recording.compile(self.inputs, self.outputs, self.split, backward)
+            self.done(recording)
+        except JitError as error:
+            if not recorder.lenient:
+                raise
+            self.given_up(str(error))  # the gradients are eager's all the same
         return grads
 
     def _check_state(self, before: list, name: str) -> None:
@@ -376,19 +385,51 @@ class _PendingBackward:
                 return
 
     def _grad(self, grads_of: list) -> tuple:
-        """The gradients of the targets from the heads, without the hooks of the caller's
-        tensors (``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what
-        the node returns, as eagerly; run here too, they would apply twice (and enter the
-        program). Those the forward registered on an argument's leaf (``x.register_hook``,
-        which the engine never sees) run here, and enter the program."""
-        hooked = [(t, t._hooks) for t in self.outside if t._hooks]
-        for t, _ in hooked:
-            t._hooks = ()
-        try:
-            return engine.grad(self.heads, self.targets, grads_of, True, allow_unused=True)
-        finally:
-            for t, hooks in hooked:
-                t._hooks = hooks
+        """The gradients of the targets from the heads (see ``_differentiate``)."""
+        return _differentiate(self.heads, self.targets, self.outside, grads_of)
+
+
+def _differentiate(
+    heads: list, targets: list, outside: list, grads_of: list, create_graph: bool = False
+) -> tuple:
+    """The gradients of ``targets`` from ``heads`` (differentiable with ``create_graph``),
+    without the hooks of the caller's tensors
+    among them (``outside``: ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs
+    them on what the node returns, as eagerly; run here too, they would apply twice (and
+    enter the program). Those the forward registered on an argument's leaf (``x.register_hook``,
+    which the engine never sees) run here, and enter the program."""
+    hooked = [(t, t._hooks) for t in outside if t._hooks]
+    for t, _ in hooked:
+        t._hooks = ()
+    try:
+        return engine.grad(heads, targets, grads_of, True, create_graph, allow_unused=True)
+    finally:
+        for t, hooks in hooked:
+            t._hooks = hooks
+
+
+class GivenUpBackward(Function):
+    """The graph node of a compiled module's call whose recording was given up (see
+    ``CompiledForward.give_up``) and whose forward ran on leaf copies of the arguments that
+    require grad: its backward differentiates the forward's eager graph from its outputs
+    (``heads``) into those copies and the parameters (``targets``) and hands the gradients to
+    the node's parents, the arguments and parameters, as a recording call's node does;
+    under ``create_graph`` differentiably, as eagerly (forces from an energy's gradient)."""
+
+    @staticmethod
+    def forward(ctx, *parents, heads, targets, outside):
+        """The heads' arrays (the parents' are not read)."""
+        ctx.heads, ctx.targets, ctx.outside = heads, targets, outside
+        arrays = tuple(head.array for head in heads)
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    @staticmethod
+    def backward(ctx, *grads: Tensor) -> tuple:
+        grads_of = [
+            _make(xp.zeros_like(head.array)) if g is None else g
+            for head, g in zip(ctx.heads, grads)
+        ]
+        return _differentiate(ctx.heads, ctx.targets, ctx.outside, grads_of, _state.enabled)
 
 
 class CompiledForward:
@@ -402,13 +443,20 @@ class CompiledForward:
     tensor([[12., 12.]])
     """
 
-    def __init__(self, module: Any, cache_size: int = 8, wrappers: int = 2) -> None:
+    def __init__(
+        self, module: Any, cache_size: int = 8, wrappers: int = 2, fullgraph: bool = False
+    ) -> None:
         """``module``: a ``Module``, or a function (a loss ``scratchgrad.compile`` was given,
         whose result the caller backpropagates), which is called as a module without
         parameters would be. ``wrappers``: the frames between the user's call and this one's
         (an ``OptimizedModule``'s: its ``Module.__call__`` and ``forward``; a module compiled
-        in place: its ``Module.__call__``), for the stack level of warnings."""
+        in place: its ``Module.__call__``), for the stack level of warnings. ``fullgraph``:
+        raise what cannot be recorded (a ``JitError``) instead of running those calls
+        eagerly (``give_up``), as ``torch.compile``'s option."""
         self.module, self.cache_size, self.wrappers = module, cache_size, wrappers
+        self.fullgraph = fullgraph
+        # guard key -> why its calls run eagerly (a recording of it was given up)
+        self.given_up: dict[Any, str] = {}
         self.is_module = isinstance(module, Module)
         # (not __call__: a module compiled in place)
         self.eager = module._call_impl if self.is_module else module
@@ -424,7 +472,8 @@ class CompiledForward:
     def __deepcopy__(self, memo: dict) -> CompiledForward:
         """A copy of the module (``copy.deepcopy`` of a compiled model, as for an EMA) starts
         without recordings: the programs name the original's buffers and parameters."""
-        return CompiledForward(copy.deepcopy(self.module, memo), self.cache_size, self.wrappers)
+        module = copy.deepcopy(self.module, memo)
+        return CompiledForward(module, self.cache_size, self.wrappers, self.fullgraph)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         eager = self.eager
@@ -447,6 +496,8 @@ class CompiledForward:
         try:
             tensors, key = self._signature(args, kwargs)
         except SparseArgument:  # eagerly, as PyTorch's compiled modules run one (a graph break)
+            return eager(*args, **kwargs)
+        if key in self.given_up:
             return eager(*args, **kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
@@ -500,9 +551,16 @@ class CompiledForward:
         leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
         flags = [t.requires_grad for t in arguments]
         recorder = Recorder(f"{self.name}.forward")
+        recorder.lenient = not self.fullgraph
         recorder.readable_arguments(arguments)
         outer = Outer(self.module)
-        outer.refuse_random(self.module, f"{self.name}.forward")
+        try:
+            outer.refuse_random(self.module, f"{self.name}.forward")
+        except JitError as error:  # (before the forward ran)
+            if self.fullgraph:
+                raise
+            self.give_up(key, str(error))
+            return self.eager(*args, **kwargs)
         state = outer.python_state(args, kwargs)
         before = _snapshot(state)
         inputs = [recorder.input(t.array) for t in tensors]
@@ -518,54 +576,67 @@ class CompiledForward:
             return self.eager(*args, **kwargs)
         finally:
             autocast.state.cache = casts
-        # stacklevel: past this, __call__ and the wrappers
-        stores = outer.check_state(
-            state,
-            before,
-            f"{self.name}.forward",
-            stacklevel=3 + self.wrappers,
-            made=recorder.made,
-        )
-        refuse_reading_stored_over(recorder, stores)
-        made, build = _outputs(result, recorder, tensors, leaves, stores)
-        # A tensor the forward stored with a graph (``self.log_q``, read by a loss outside)
-        # hangs from the node too, as a returned one: its gradient reaches the parameters.
-        differentiable = [i for i, t in enumerate(made) if t.requires_grad]
-        values = _python_values(result)
-        stored = [(id(obj), key) for obj, key, *_ in stores]
-        recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
-        recording.requires_grad_set = [
-            (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
-        ]
-        retained = {id(t) for t in recorder.retained}
-        recording.retained = [
-            i for i, t in enumerate(arguments) if id(leaves.get(id(t))) in retained
-        ]
-        outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
-        arrays = tuple(t.array for t in made)
-        if not differentiable:
-            recording.compile(inputs, outputs, split)
-            self._finished(key, recording)
-            _put_back(stores)  # (not before a JitError: the forward's stores stay)
+        try:
+            if recorder.abandoned is not None:  # a lenient recorder's refusal
+                raise JitError(recorder.abandoned)
+            # stacklevel: past this, __call__ and the wrappers
+            stores = outer.check_state(
+                state,
+                before,
+                f"{self.name}.forward",
+                stacklevel=3 + self.wrappers,
+                made=recorder.made,
+            )
+            refuse_reading_stored_over(recorder, stores)
+            made, build = _outputs(result, recorder, tensors, leaves, stores)
+            # A tensor the forward stored with a graph (``self.log_q``, read by a loss outside)
+            # hangs from the node too, as a returned one: its gradient reaches the parameters.
+            differentiable = [i for i, t in enumerate(made) if t.requires_grad]
+            values = _python_values(result)
+            stored = [(id(obj), key) for obj, key, *_ in stores]
+            recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
+            recording.requires_grad_set = [
+                (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
+            ]
+            retained = {id(t) for t in recorder.retained}
+            recording.retained = [
+                i for i, t in enumerate(arguments) if id(leaves.get(id(t))) in retained
+            ]
+            outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
+            arrays = tuple(t.array for t in made)
+            if not differentiable:
+                recording.compile(inputs, outputs, split)
+                self._finished(key, recording)
+                _put_back(stores)  # (not before a JitError: the forward's stores stay)
+                return recording.attach(arrays, (), tensors)
+            heads = [made[i] for i in differentiable]
+            targets, parents = _targets(heads, start, tensors, leaves, self.name)
+            copies = {id(leaf) for leaf in leaves.values()}
+            recording.pending = _PendingBackward(
+                recording,
+                heads,
+                [t for t in targets if id(t) not in copies],
+                targets,
+                parents,
+                inputs,
+                outputs,
+                split,
+                lambda finished: self._finished(key, finished),
+                state,
+                lambda why: self.give_up(key, why),
+            )
+            recording.parents = parents
+            _put_back(stores)
             return recording.attach(arrays, (), tensors)
-        heads = [made[i] for i in differentiable]
-        targets, parents = _targets(heads, start, tensors, leaves, self.name)
-        copies = {id(leaf) for leaf in leaves.values()}
-        recording.pending = _PendingBackward(
-            recording,
-            heads,
-            [t for t in targets if id(t) not in copies],
-            targets,
-            parents,
-            inputs,
-            outputs,
-            split,
-            lambda finished: self._finished(key, finished),
-            state,
-        )
-        recording.parents = parents
-        _put_back(stores)
-        return recording.attach(arrays, (), tensors)
+        except JitError as error:
+            if self.fullgraph:
+                raise
+            self.give_up(key, str(error))
+            return _joined(result, tensors, leaves, recorder.retained, start, self.name)
+
+    def give_up(self, key: Any, why: str) -> None:
+        """Run the calls of guard key ``key`` eagerly from now on (``jitted.give_up``)."""
+        give_up(self, key, why, f"{self.name}.forward", stacklevel=4 + self.wrappers)
 
     def _finished(self, key: Any, recording: Recording) -> None:
         """Keep a compiled recording: the first of its variant, or the second, which must
@@ -587,6 +658,41 @@ class CompiledForward:
                     recording.checked, recordings[index] = True, recording
                 return
         recordings.append(recording)
+
+
+def _joined(result: Any, tensors: list, leaves: dict, retained: list, start: int, name: str) -> Any:
+    """The result of a forward whose recording was given up: as the forward made it, but
+    where arguments that require grad entered as leaf copies (``leaves``), its tensors that
+    need a gradient hang from one ``GivenUpBackward`` node, whose backward carries their
+    gradients on into those arguments (and the parameters), as eagerly."""
+    if not leaves:
+        return result
+    caller = {id(leaf): t for t in tensors if (leaf := leaves.get(id(t))) is not None}
+    for leaf in retained:  # (retain_grad() on a copy: the caller's tensor, as eagerly)
+        if id(leaf) in caller:
+            caller[id(leaf)].retain_grad()
+    heads: list[Tensor] = []
+
+    def leaf(t: Tensor) -> Callable:
+        if id(t) in caller:  # an argument returned as it is
+            return lambda new: caller[id(t)]
+        if t.grad_fn is None:
+            return lambda new: t
+        heads.append(t)
+        position = len(heads) - 1
+        return lambda new: new[position]
+
+    build = rebuild(result, leaf)
+    if not heads:
+        return build(())
+    targets, parents = _targets(heads, start, tensors, leaves, name)
+    made = GivenUpBackward.apply(
+        *[tensors[p] if type(p) is int else p for p in parents],
+        heads=heads,
+        targets=targets,
+        outside=[t for t in targets if id(t) not in caller],
+    )
+    return build([made] if len(heads) == 1 else list(made))
 
 
 def _put_back(stores: list) -> None:

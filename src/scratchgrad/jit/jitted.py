@@ -914,6 +914,10 @@ class Jitted:
         # ``scratchgrad.compile`` then captures the function as a compiled module's forward
         self.graph_results = False
         self.hint_compile = True  # (not under compile(fn), which captures that backward)
+        # compile(fn)'s without fullgraph: what cannot be recorded runs eagerly (``give_up``)
+        # instead of raising; guard key -> why its calls run eagerly
+        self.lenient = False
+        self.given_up: dict[Any, str] = {}
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """As a method decorator: one jitted function per instance (recordings differ)."""
@@ -945,6 +949,8 @@ class Jitted:
         # inference mode: there a step's `with enable_grad():` records no graph
         modes = (_state.enabled, _state.inference, autocast.state.dtype, backend.default_float)
         key = (key, *modes)
+        if key in self.given_up:
+            return self.fn(*args, **kwargs)
         recordings = self.recordings.get(key, ())
         for recording in recordings:
             if recording.matches(tensors):
@@ -954,7 +960,7 @@ class Jitted:
             drop_stale(self)
             if cache_full(self, f"scratchgrad.jit: {self.__name__}", stacklevel=2):
                 return self.fn(*args, **kwargs)
-            result, recording, _ = self._record(tensors, args, kwargs)  # to compare, not run
+            result, recording, _ = self._record(key, tensors, args, kwargs)  # to compare
             if recording is not None:
                 self.recordings.setdefault(key, []).append(recording)
             return result
@@ -972,12 +978,18 @@ class Jitted:
         # call's tensors is watched too (changed by another thread, it would not replay).
         leaves, optimizers = recording.watched
         watched = ([*leaves, *tensors], optimizers)
-        result, again, generate = self._record(tensors, args, kwargs, watched)
+        result, again, generate = self._record(key, tensors, args, kwargs, watched)
         if again is None:
             return result
-        _check_same(recording, again, self.__name__)
-        _check_same_stores(recording, again, self.__name__)
-        _check_same_values(recording.values, again.values, self.__name__, self.fn)
+        try:
+            _check_same(recording, again, self.__name__)
+            _check_same_stores(recording, again, self.__name__)
+            _check_same_values(recording.values, again.values, self.__name__, self.fn)
+        except JitError as error:
+            if not self.lenient:
+                raise
+            give_up(self, key, str(error), f"{self.__name__}()", stacklevel=3)
+            return result
         # Compiled now, with the first recording freed, the step's arrays too, and the
         # recorder once the source is made: Python's compiler takes 50-170 KB while it runs.
         recordings[recordings.index(recording)] = again
@@ -989,16 +1001,28 @@ class Jitted:
         return result
 
     def _record(
-        self, tensors: list, args: tuple, kwargs: dict, watched: tuple = ((), ())
+        self, key: Any, tensors: list, args: tuple, kwargs: dict, watched: tuple = ((), ())
     ) -> tuple[Any, Recording | None, Callable | None]:
         """Call the function under a recorder: its result, its recording (no program yet),
         and the call making its program's source and globals (``program.generate``; it keeps
         the recorder until it is dropped). While another thread records, the function runs
-        eagerly instead, without a recording (None, None): see ``Capturing``.
+        eagerly instead, without a recording (None, None): see ``Capturing``; so does a
+        lenient one that cannot be recorded, whose guard ``key`` is then given up.
         ``watched``: leaves whose ``.grad`` and optimizers whose settings only recorded calls
         may change (see ``Recorder.watch``)."""
+        try:
+            return self._recorded(tensors, args, kwargs, watched)
+        except _GivenUp as given_up:
+            give_up(self, key, given_up.why, f"{self.__name__}()", stacklevel=4)
+            return given_up.result, None, None
+
+    def _recorded(
+        self, tensors: list, args: tuple, kwargs: dict, watched: tuple
+    ) -> tuple[Any, Recording | None, Callable | None]:
+        """``_record``'s work, raising ``_GivenUp`` where a lenient recording is given up."""
         hand_back_free_memory()
         recorder = Recorder(self.__name__)
+        recorder.lenient = self.lenient
         recorder.watch(*watched)
         recorder.readable_arguments(tensors)
         inputs = []
@@ -1010,7 +1034,12 @@ class Jitted:
                 recorder.outside_graphs.append(index)
             inputs.append(recorder.input(t.array))
         outer = Outer(self.fn, args, kwargs)
-        outer.refuse_random(self.fn, self.__name__)
+        try:
+            outer.refuse_random(self.fn, self.__name__)
+        except JitError as error:  # (before the function ran)
+            if not self.lenient:
+                raise
+            raise _GivenUp(str(error), self.fn(*args, **kwargs)) from None
         flags = [t.requires_grad for t in tensors]
         state = outer.python_state(args, kwargs)
         before = _snapshot(state)
@@ -1020,13 +1049,35 @@ class Jitted:
                 recorder.check_watched()
         except RecordingElsewhere:
             return self.fn(*args, **kwargs), None, None
+        try:
+            return self._kept(recorder, outer, tensors, inputs, flags, state, before, result)
+        except JitError as error:
+            if not self.lenient:
+                raise
+            raise _GivenUp(str(error), result) from None
+
+    def _kept(
+        self,
+        recorder: Recorder,
+        outer: Outer,
+        tensors: list,
+        inputs: list,
+        flags: list,
+        state: list,
+        before: list,
+        result: Any,
+    ) -> tuple[Any, Recording, Callable]:
+        """The recording of a call that ran under ``recorder`` (see ``_record``), after its
+        checks."""
+        if recorder.abandoned is not None:  # a lenient recorder's refusal
+            raise JitError(recorder.abandoned)
         if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
             self.graph_results = True
             if self.hint_compile:  # named by the error of a backward through a replay's result
                 capture_hook.detached_results = self.__name__
         refuse_rebound_leaves(recorder)
         outer.refuse_rebound(self.fn, self.__name__)
-        stores = outer.check_state(state, before, self.__name__, stacklevel=3, made=recorder.made)
+        stores = outer.check_state(state, before, self.__name__, stacklevel=5, made=recorder.made)
         refuse_reading_stored_over(recorder, stores)
         del state, before  # (before the recording's tables are made)
         returned, build = _outputs(result, recorder, stores)
@@ -1039,6 +1090,15 @@ class Jitted:
         recording.named_arguments = _named_arguments(tensors, outer, recorder)
         generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
+
+
+class _GivenUp(Exception):
+    """A lenient recording given up (see ``Jitted._record``): ``why``, the JitError's
+    message, and the call's ``result``, which ran eagerly (or as eager code does)."""
+
+    def __init__(self, why: str, result: Any) -> None:
+        super().__init__(why)
+        self.why, self.result = why, result
 
 
 def values_hold(values_read: list[tuple[int, list]], tensors: list) -> bool:
@@ -1133,6 +1193,24 @@ def cache_full(owner: Jitted | Any, name: str, stacklevel: int) -> bool:
             stacklevel=stacklevel + 1,
         )
     return True
+
+
+def give_up(owner: Jitted | Any, key: Any, why: str, name: str, stacklevel: int) -> None:
+    """Run the calls of guard key ``key`` of ``owner`` (a compiled function or module's
+    forward, not ``fullgraph``) eagerly from now on, as ``torch.compile`` runs what it cannot
+    capture (a graph break). ``why``, the ``JitError`` that ``fullgraph=True`` raises, is
+    warned of the first time (``stacklevel`` names the user's call)."""
+    owner.given_up[key] = why
+    owner.recordings.pop(key, None)
+    owner.fast = None
+    if len(owner.given_up) == 1:
+        reason = why.removeprefix("scratchgrad.jit: ").replace(f" {ALREADY_RUN}", "")
+        warnings.warn(
+            f"scratchgrad.compile: {name} runs eagerly for calls like this one, where "
+            f"torch.compile breaks the graph (compile(..., fullgraph=True) raises instead): "
+            f"{reason}",
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _check_same(first: Recording, second: Recording, name: str) -> None:

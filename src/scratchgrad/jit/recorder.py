@@ -195,6 +195,11 @@ class Recorder:
         self.values_read: dict[int, list] = {}
         # the call's tensors, for the JitError of a read of values refused (see read_values)
         self.given: list[Tensor] = []
+        # whether a refusal gives the recording up instead of raising (a compiled module's,
+        # where torch.compile breaks the graph: see ``refuse``), and then the JitError's
+        # message, the first refusal's
+        self.lenient = False
+        self.abandoned: str | None = None
 
     def here(self) -> bool:
         """Whether the step records in this thread. The hooks whose call a replay makes again
@@ -490,17 +495,17 @@ class Recorder:
         another thread: ``engine._accumulate`` does it)."""
         self.accumulated = True
         if create_graph:
-            self.refuse("backward(create_graph=True)")
+            return self.refuse("backward(create_graph=True)")  # (given up: the engine adds)
         hooks = engine._post_accumulate_hooks.get(id(leaf), ())
         if not all(getattr(hook, "replays_itself", False) for hook in hooks):  # (DDP's do)
-            self.refuse(
+            return self.refuse(
                 "a post-accumulate-grad hook",
                 "Its Python (an optimizer's step per parameter) runs inside backward(), which "
                 "a replay runs as recorded calls: remove the hook and step the optimizer after "
                 "backward() in the step",
             )
         if self.outside_graphs:
-            self.refuse(
+            return self.refuse(
                 f"backward() with tensor argument #{self.outside_graphs[0]} made by operations "
                 "outside the step (requires grad, not a leaf: pass .detach(), or a leaf)"
             )
@@ -539,6 +544,7 @@ class Recorder:
                     f"assigning .grad of tensor argument #{index}",
                     "A replay would assign the recording's gradient: return the gradient",
                 )
+                return _assign_grad(tensor, grad)  # (given up: as eagerly)
             self.check_watched()
             _assign_grad(tensor, None)
             if id(tensor) in self._grads:
@@ -612,6 +618,7 @@ class Recorder:
         ``.grad``) at that time. A tensor it returns becomes a value of the step."""
         if any(callable(a) and not isinstance(a, (Tensor, type)) for a in args[1:]):
             self.refuse(f"{getattr(function, '__qualname__', function)} with a closure")
+            return function(*args)  # (given up: as eagerly)
         arguments = ", ".join(self.expr(a) for a in args)
         self.check_watched()
         with _Paused():  # an optimizer's update or zero_grad: generated code where there is one
@@ -668,10 +675,10 @@ class Recorder:
         array = tensor.array
         entry = self.readable.get(id(array)) or self.readable.get(id(memory_owner(array)))
         if entry is None:
-            self._refuse_read(array, what)
+            return self._refuse_read(array, what)
         index, source, version, values = entry
         if source._version != version or source.array.tolist() != values:
-            self.refuse(f"{what} of a tensor the step changed in place")
+            return self.refuse(f"{what} of a tensor the step changed in place")
         if index is not None:
             self.values_read[index] = values
 
@@ -681,34 +688,47 @@ class Recorder:
         owner = memory_owner(array)
         index = next((i for i, t in enumerate(self.given) if memory_owner(t.array) is owner), -1)
         if index < 0:  # computed by the step: no guard could know its values before the call
-            self.refuse(what)
+            return self.refuse(what)
         given = self.given[index].array
         if given.dtype.kind not in "iub":
-            self.refuse(
+            return self.refuse(
                 f"{what} of tensor argument #{index} ({given.dtype})",
                 "Floating values are not guarded (a guard on them would record a new program "
                 "for nearly every new value): pass the number as a Python number (each value "
                 "records a program of its own) or read it outside the step",
             )
         if given.size > MOST_READ:
-            self.refuse(
+            return self.refuse(
                 f"{what} of tensor argument #{index} ({given.size} entries)",
                 f"Only integer arguments of at most {MOST_READ} entries are guarded (each "
                 "call compares their values): a guard on more would cost more than the step. "
                 "Read it outside the step and pass what the step needs (Python numbers, a "
                 "smaller tensor)",
             )
-        self.refuse(what)  # (one that requires grad, an inference tensor)
+        return self.refuse(what)  # (one that requires grad, an inference tensor)
 
     @_other_threads(_nothing)
     def refuse(self, what: str, instead: str = _MOVE_OUT) -> None:
         """Raise the JitError for ``what``, naming the user's line that did it; ``instead``:
-        what to do (by default, move it out of the step)."""
-        raise JitError(
+        what to do (by default, move it out of the step). A lenient recorder gives the
+        recording up instead (``abandon``) and returns: the call goes on eagerly from here,
+        so a caller returns what eager code gives."""
+        error = JitError(
             f"scratchgrad.jit: {what} at {user_line()} while recording {self.name}(): a "
             "recorded step is replayed without running Python, so the value would be frozen "
             f"into the program. {instead}, or call the function without jit."
         )
+        if not self.lenient:
+            raise error
+        self.abandon(str(error))
+
+    def abandon(self, why: str) -> None:
+        """Stop recording (the first reason given is kept): the rest of the call runs as
+        eager code, and its recording is dropped."""
+        if self.abandoned is None:
+            self.abandoned = why
+        if capture_hook.recorder is self:
+            capture_hook.recorder = backend.recorder = None
 
 
 def _settings(group: dict) -> list:
@@ -892,7 +912,9 @@ class _Paused:
         capture_hook.recorder = backend.recorder = None
 
     def __exit__(self, *exc: object) -> None:
-        capture_hook.recorder = backend.recorder = self.recorder
+        recorder = self.recorder  # (None again where the call inside gave the recording up)
+        kept = recorder is not None and recorder.abandoned is None
+        capture_hook.recorder = backend.recorder = recorder if kept else None
         capture_hook.paused = None
 
 

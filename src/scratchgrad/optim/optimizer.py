@@ -193,10 +193,12 @@ def _replayed_by_jit(step: Callable) -> Callable:
     def replayed_step(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
         if capture_hook.recorder is None or not capture_hook.recorder.here():
             return step(self, *args, **kwargs)
+        recorder = capture_hook.recorder
         called = inspect.signature(step).bind(self, *args, **kwargs)
         if called.kwargs:  # (a replay passes arguments by position)
-            capture_hook.recorder.refuse(f"{step.__qualname__}() with keyword-only arguments")
-        return capture_hook.recorder.replayed(step, *called.args)
+            recorder.refuse(f"{step.__qualname__}() with keyword-only arguments")
+            return step(self, *args, **kwargs)  # (a recording given up: eagerly)
+        return recorder.replayed(step, *called.args)
 
     return replayed_step
 

@@ -1,0 +1,182 @@
+"""``scratchgrad.compile`` where a module's forward cannot be recorded (``.item()``, a Python
+branch on a tensor, ``nonzero()``, random numbers drawn outside scratchgrad): as
+``torch.compile`` breaks the graph there, the calls of that signature run eagerly, warned of
+once, and train bit for bit as eager ones; ``fullgraph=True`` raises the ``JitError``
+(tests/jit/test_compiled_module.py), as PyTorch's option makes graph breaks errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import scratchgrad as sg
+from scratchgrad import nn
+from scratchgrad.jit import compiled
+
+
+def _line_of(fragment):
+    """The number of the first line of this file holding ``fragment``."""
+    with open(__file__) as source:
+        return next(i for i, line in enumerate(source, 1) if fragment in line)
+
+
+class _Breaks(nn.Module):
+    """Dropout and batch statistics (random draws and buffers a second run would change
+    again) before the read that cannot be recorded."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.linear, self.drop, self.norm = nn.Linear(3, 4), nn.Dropout(0.5), nn.BatchNorm1d(4)
+        self.how = how
+
+    def forward(self, x):
+        h = self.norm(self.drop(self.linear(x)))
+        if self.how == "item":
+            return h * (1.0 + abs(h.sum().item()))  # BREAKS item
+        if self.how == "bool":
+            return h * 2 if h.sum() > 0 else -h  # BREAKS bool
+        return h * len((h > 0).nonzero()) / h.numel()  # BREAKS nonzero
+
+
+class _DrawsOutside(_Breaks):
+    def forward(self, x):
+        return self.norm(self.drop(self.linear(x))) * float(np.random.rand())
+
+
+def _train(model, x_requires_grad, steps=6):
+    """Losses, the final weights and buffers, and the inputs' gradients of a few steps."""
+    opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sg.manual_seed(1)
+    np.random.seed(1)
+    losses, input_grads = [], []
+    for _ in range(steps):
+        x = sg.randn(5, 3, requires_grad=x_requires_grad)
+        loss = (model(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if x_requires_grad:
+            input_grads.append(x.grad.numpy().copy())
+    return losses, input_grads
+
+
+@pytest.mark.parametrize("x_requires_grad", [False, True])
+@pytest.mark.parametrize("how", ["item", "bool", "nonzero", "numpy"])
+def test_a_forward_that_cannot_be_recorded_runs_eagerly_and_trains_as_eager(how, x_requires_grad):
+    sg.manual_seed(0)
+    eager = _DrawsOutside(how) if how == "numpy" else _Breaks(how)
+    model = type(eager)(how)
+    model.load_state_dict(eager.state_dict())
+    expected = _train(eager, x_requires_grad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _train(sg.compile(model), x_requires_grad)
+    np.testing.assert_array_equal(result[0], expected[0])
+    np.testing.assert_array_equal(result[1], expected[1])
+    for key, value in eager.state_dict().items():
+        np.testing.assert_array_equal(model.state_dict()[key].numpy(), value.numpy(), key)
+    breaks = [w for w in caught if "breaks the graph" in str(w.message)]
+    assert len(breaks) == 1  # once, at the first call given up
+    assert breaks[0].filename == __file__  # the line calling the model
+    if how != "numpy":  # (drawn outside scratchgrad: named by the forward's definition)
+        assert f"{__file__}:{_line_of(f'# BREAKS {how}')}" in str(breaks[0].message)
+
+
+def test_a_module_compiled_in_place_takes_fullgraph():
+    model = _Breaks("item")
+    model.compile(fullgraph=True)
+    model(sg.randn(5, 3))  # eager
+    with pytest.raises(sg.JitError, match=r"\.item\(\) at "):
+        model(sg.randn(5, 3))
+
+
+class _ReadsOneRow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(2, 2)
+
+    def forward(self, x):
+        out = self.linear(x)
+        return out * out.sum().item() if len(x) == 1 else out  # a read for one shape only
+
+
+def test_only_the_signature_given_up_runs_eagerly(monkeypatch):
+    """Calls of other shapes record and replay as before."""
+    replays = []
+    run = compiled.Recording.run
+    monkeypatch.setattr(
+        compiled.Recording, "run", lambda self, t: replays.append(1) or run(self, t)
+    )
+    net = sg.compile(_ReadsOneRow())
+    with pytest.warns(UserWarning, match="breaks the graph"):
+        for _ in range(4):
+            net(sg.randn(1, 2)).sum().backward()
+    assert not replays
+    for _ in range(5):
+        net(sg.randn(3, 2)).sum().backward()
+    assert len(replays) == 3  # the (3, 2) calls after the two recorded
+
+
+def test_a_branch_seen_only_when_the_recordings_differ_runs_eagerly_from_then_on():
+    """A branch on data read out of scratchgrad's sight (NumPy on ``.array``) is caught when
+    the second recording differs from the first: that call and the later ones of its
+    signature run eagerly, equal to eager calls."""
+
+    class Branch(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+
+        def forward(self, x):
+            out = self.linear(x)
+            return out * 2 if out.array.sum() > 0 else -out
+
+    sg.manual_seed(0)
+    eager, model = Branch(), Branch()
+    model.load_state_dict(eager.state_dict())
+    net = sg.compile(model)
+    inputs = [sg.ones(3, 2) * s for s in (100, 100, -100, 100, -100, -100)]
+    with pytest.warns(UserWarning, match="recorded different calls"):
+        for x in inputs:
+            net(x).square().sum().backward()
+    for x in inputs:
+        eager(x).square().sum().backward()
+    np.testing.assert_array_equal(model.linear.weight.grad.numpy(), eager.linear.weight.grad)
+
+
+def _steps(compile_options):
+    """The losses of a few training steps, each returning ``loss.item()`` (the step jitted
+    by ``sg.compile(step, **compile_options)``, or eager for None), and the final weights."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Dropout(0.2), nn.Linear(8, 1))
+    opt = sg.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()  # BREAKS step
+
+    if compile_options is not None:
+        step = sg.compile(step, **compile_options)
+    sg.manual_seed(1)
+    data = [(sg.randn(16, 3), sg.randn(16, 1)) for _ in range(6)]
+    return [step(x, y) for x, y in data], model.state_dict()
+
+
+def test_a_compiled_training_step_returning_item_runs_eagerly_and_trains_as_eager():
+    """``return loss.item()`` at the end of a compiled step, common in PyTorch scripts: the
+    step runs eagerly (the recording call goes on eagerly from the read), warned of once."""
+    expected, weights = _steps(None)
+    with pytest.warns(UserWarning, match="breaks the graph") as warned:
+        losses, state = _steps({})
+    assert [str(w.message).count("breaks the graph") for w in warned] == [1]
+    assert warned[0].filename == __file__
+    assert f"{__file__}:{_line_of('# BREAKS step')}" in str(warned[0].message)
+    assert losses == expected
+    for key, value in weights.items():
+        np.testing.assert_array_equal(state[key].numpy(), value.numpy(), key)
+    with pytest.raises(sg.JitError, match=r"\.item\(\) at "):
+        _steps({"fullgraph": True})
