@@ -5,9 +5,12 @@ model; here the same call returns an ``OptimizedModule`` whose forward and backw
 per input signature and training mode, then replayed (``jit/compiled.py``), and a function comes
 back as a ``CompiledFunction``: ``scratchgrad.jit(fn)`` for a step, captured as a compiled
 module's forward (its backward too) when it returns a result for the caller to backpropagate.
-TorchDynamo's tuning knobs (``backend``, ``mode``, ``options``, ``dynamic``, ``fullgraph``...)
-have nothing to tune here: they are accepted so such scripts run, and ignored.
-``disable=True`` returns the input itself, as in PyTorch.
+What cannot be recorded (``.item()``, a Python branch on a tensor, ``nonzero()``) runs
+eagerly, as TorchDynamo breaks the graph there, with one warning saying why; ``fullgraph=True``
+raises the ``JitError`` instead, as PyTorch's option makes graph breaks errors. TorchDynamo's
+tuning knobs (``backend``, ``mode``, ``options``, ``dynamic``...) have nothing to tune here:
+they are accepted so such scripts run, and ignored. ``disable=True`` returns the input itself,
+as in PyTorch.
 """
 
 from __future__ import annotations
@@ -174,10 +177,12 @@ def compile(
     function as a ``CompiledFunction`` (``scratchgrad.jit(model)``, or a compiled forward and
     backward for a function whose result is backpropagated outside it). Without ``model`` it
     is a decorator: ``@compile`` and ``@compile(...)`` both work. ``disable=True`` returns
-    ``model`` unchanged.
-    ``fullgraph``, ``dynamic``, ``backend``, ``mode``, ``options`` and the other keywords of
-    newer PyTorch releases (``name``, ``recompile_limit``, ...) are accepted and ignored; as in
-    PyTorch, ``mode`` and ``options`` may not both be given. See docs/jit.md for what is
+    ``model`` unchanged. A call whose forward (or step) cannot be recorded, where
+    ``torch.compile`` breaks the graph, runs eagerly, as do the later calls of its signature,
+    with one warning naming the line; ``fullgraph=True`` raises that ``JitError`` instead.
+    ``dynamic``, ``backend``, ``mode``, ``options`` and the other keywords of newer PyTorch
+    releases (``name``, ``recompile_limit``, ...) are accepted and ignored; as in PyTorch,
+    ``mode`` and ``options`` may not both be given. See docs/jit.md for what is
     captured and what is read again on each call.
 
     >>> import scratchgrad as sg

@@ -40,7 +40,12 @@ integer argument became guarded instead of refused: the five programs packing se
 lengths passed to the model (cell_unrolled_bilstm_tagger, data_pipeline_samplers,
 gru_tagger_foreach_optimizer, lstm_autoencoder_anomaly, packed_lstm_classifier) are equal now,
 so 128 equal and 17 refused; and forward_gradient_descent is equal since calls inside a dual
-level run eagerly: 129 and 16.
+level run eagerly: 129 and 16. On 2026-12-07 ``compile`` gained graph breaks: without
+``fullgraph=True`` the calls it cannot record run eagerly, warned of once, so the programs of
+``REFUSED`` train as their eager runs (bit for bit; schnet_forces, whose inputs require grad
+and whose forces are a second derivative, within 1e-13), and raise as before under
+``fullgraph=True``; maml_sine's meta-gradient then reaches calls recorded before and raises
+PyTorch's double-backward error (``AS_PYTORCH``).
 """
 
 import contextlib
