@@ -1438,18 +1438,29 @@ class Policy(nn.Module):
 
 def test_a_compiled_model_returning_a_distribution_raises_naming_its_tensors():
     """A replay would return the recorded distribution with the recording's logits: the
-    second recording (the third call: no tensor is returned, so no backward is awaited)
-    raises, naming the Categorical and the tensors it holds (before, the message showed two
-    equal-looking reprs as "a different Python value")."""
-    model = sg.compile(Policy(), fullgraph=True)
+    first recording (the second call) raises, naming the Categorical and the tensors it
+    holds (before, the message showed two equal-looking reprs as "a different Python value";
+    then it was raised at the second recording, after a recording call whose gradients
+    through the logits had reached the weights beside its node, summed in another order
+    than eagerly). Without ``fullgraph`` that call and the later ones run eagerly."""
     x, y = batches(1)[0]
-    for _ in range(2):
-        (-model(x).log_prob(y).mean()).backward()
+    model = sg.compile(Policy(), fullgraph=True)
+    (-model(x).log_prob(y).mean()).backward()  # eager
     with pytest.raises(
         sg.JitError,
         match=r"Policy\.forward\(\) returned tensors inside an object \(Categorical: logits",
     ):
         model(x)
+    sg.manual_seed(0)
+    eager = Policy()
+    model = Policy()
+    model.load_state_dict(eager.state_dict())
+    compiled = sg.compile(model)
+    with pytest.warns(UserWarning, match="breaks the graph"):
+        for _ in range(4):
+            (-compiled(x).log_prob(y).mean()).backward()
+            (-eager(x).log_prob(y).mean()).backward()
+    np.testing.assert_array_equal(model.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy())
 
 
 class _AgentConfig:

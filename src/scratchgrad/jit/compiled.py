@@ -59,6 +59,7 @@ from scratchgrad.jit.jitted import (
     give_up,
     rebuild,
     refuse_reading_stored_over,
+    refuse_tensors_in_objects,
     values_hold,
 )
 from scratchgrad.jit.recorder import (
@@ -593,6 +594,10 @@ class CompiledForward:
             # hangs from the node too, as a returned one: its gradient reaches the parameters.
             differentiable = [i for i, t in enumerate(made) if t.requires_grad]
             values = _python_values(result)
+            # (refused now: gradients through such tensors bypass the node, into the
+            # parameters by other paths than eagerly, so their sums would differ in order)
+            forward = type(self.module).forward if self.is_module else self.module
+            refuse_tensors_in_objects(values[1:], f"{self.name}.forward", forward, recorder.made)
             stored = [(id(obj), key) for obj, key, *_ in stores]
             recording = Recording(recorder, build, differentiable, values, outer, stored, arguments)
             recording.requires_grad_set = [

@@ -1286,15 +1286,7 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
     for a, b in zip(first[1:], second[1:]):
         if _same(a, b):
             continue
-        held = [key for key, value in getattr(a, "__dict__", {}).items() if _holds_tensors(value)]
-        if held:  # a distribution (Categorical(logits=...)), a dataclass
-            raise JitError(
-                f"scratchgrad.jit: {name}() returned tensors inside an object "
-                f"({type(a).__name__}: {', '.join(held)}; {where}): a replay returns the "
-                "recorded object, with the recording's tensors, without running Python. "
-                f"{ALREADY_RUN} Return the tensors and make the {type(a).__name__} from them "
-                "after the call."
-            )
+        refuse_tensors_in_objects([a], name, fn)  # a distribution, a dataclass
         raise JitError(
             f"scratchgrad.jit: {name}() returned a different Python value on its second "
             f"and third calls ({a!r}, then {b!r}; {where}): a replay returns the recorded "
@@ -1303,13 +1295,35 @@ def _check_same_values(first: list, second: list, name: str, fn: Callable) -> No
         )
 
 
-def _holds_tensors(value: Any, depth: int = 2) -> bool:
-    """Whether ``value`` is a tensor or holds one among its attributes, ``depth`` objects
-    deep (a mixture's component distribution holding its ``loc``)."""
+def refuse_tensors_in_objects(
+    values: list, name: str, fn: Callable, made: Callable[[Tensor], bool] | None = None
+) -> None:
+    """Raise the JitError of an object among ``values`` (Python values returned) holding
+    tensors (those ``made`` says yes to, else any) in its attributes, such as a distribution
+    (``Categorical(logits=...)``) or a dataclass of outputs: a replay would return the
+    recorded object, with the recording's tensors. The error names where ``fn`` is
+    defined."""
+    for value in values:
+        attributes = getattr(value, "__dict__", {}).items()
+        held = [key for key, inner in attributes if _holds_tensors(inner, made)]
+        if held:
+            raise JitError(
+                f"scratchgrad.jit: {name}() returned tensors inside an object "
+                f"({type(value).__name__}: {', '.join(held)}; {name} is defined at "
+                f"{_defined_at(fn)}): a replay returns the recorded object, with the "
+                f"recording's tensors, without running Python. {ALREADY_RUN} Return the "
+                f"tensors and make the {type(value).__name__} from them after the call."
+            )
+
+
+def _holds_tensors(value: Any, made: Callable | None, depth: int = 2) -> bool:
+    """Whether ``value`` is a tensor (one ``made`` says yes to, if given), or holds one among
+    its attributes, ``depth`` objects deep (a mixture's component distribution holding its
+    ``loc``)."""
     if isinstance(value, Tensor):
-        return True
+        return made is None or made(value)
     inner = getattr(value, "__dict__", {}).values() if depth else ()
-    return any(_holds_tensors(v, depth - 1) for v in inner)
+    return any(_holds_tensors(v, made, depth - 1) for v in inner)
 
 
 def _defined_at(fn: Callable) -> str:
