@@ -145,9 +145,11 @@ def test_a_branch_seen_only_when_the_recordings_differ_runs_eagerly_from_then_on
     np.testing.assert_array_equal(model.linear.weight.grad.numpy(), eager.linear.weight.grad)
 
 
-def _steps(compile_options):
+def _steps(compile_options, read_first=False):
     """The losses of a few training steps, each returning ``loss.item()`` (the step jitted
-    by ``sg.compile(step, **compile_options)``, or eager for None), and the final weights."""
+    by ``sg.compile(step, **compile_options)``, or eager for None), and the final weights.
+    ``read_first``: the step reads the loss before its backward too (a guard against a
+    diverging loss), so that its backward and Adam's update run after the break."""
     sg.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Dropout(0.2), nn.Linear(8, 1))
     opt = sg.optim.Adam(model.parameters(), lr=0.01)
@@ -155,6 +157,8 @@ def _steps(compile_options):
     def step(x, y):
         opt.zero_grad()
         loss = nn.functional.mse_loss(model(x), y)
+        if read_first and loss > 1e6:  # BREAKS before backward
+            return float("nan")
         loss.backward()
         opt.step()
         return loss.item()  # BREAKS step
@@ -166,15 +170,18 @@ def _steps(compile_options):
     return [step(x, y) for x, y in data], model.state_dict()
 
 
-def test_a_compiled_training_step_returning_item_runs_eagerly_and_trains_as_eager():
-    """``return loss.item()`` at the end of a compiled step, common in PyTorch scripts: the
-    step runs eagerly (the recording call goes on eagerly from the read), warned of once."""
-    expected, weights = _steps(None)
+@pytest.mark.parametrize("read_first", [False, True])
+def test_a_compiled_training_step_reading_the_loss_runs_eagerly_and_trains_as_eager(read_first):
+    """``return loss.item()`` at the end of a compiled step, common in PyTorch scripts, or a
+    branch on the loss before its backward: the step runs eagerly (the recording call goes on
+    eagerly from the read, its backward and update too), warned of once."""
+    expected, weights = _steps(None, read_first)
     with pytest.warns(UserWarning, match="breaks the graph") as warned:
-        losses, state = _steps({})
+        losses, state = _steps({}, read_first)
     assert [str(w.message).count("breaks the graph") for w in warned] == [1]
     assert warned[0].filename == __file__
-    assert f"{__file__}:{_line_of('# BREAKS step')}" in str(warned[0].message)
+    line = _line_of("# BREAKS before backward" if read_first else "# BREAKS step")
+    assert f"{__file__}:{line}" in str(warned[0].message)
     assert losses == expected
     for key, value in weights.items():
         np.testing.assert_array_equal(state[key].numpy(), value.numpy(), key)
