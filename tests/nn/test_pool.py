@@ -123,6 +123,44 @@ def test_max_pool2d_ties_and_nan_whether_or_not_rows_are_copied(shape, options, 
     np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-14, atol=1e-15)
 
 
+@pytest.mark.parametrize("path", ["rows copied", "views"])
+@pytest.mark.parametrize(
+    "pool, shape",
+    [
+        (lambda f, t: f.max_pool2d(t, 2), (6, 3, 4, 6)),  # 2 x 2 tiles
+        (lambda f, t: f.max_pool2d(t, 2, stride=1, padding=1), (2, 3, 5, 3)),  # Unfold's
+        (lambda f, t: f.max_pool1d(t, 4), (3, 2, 9)),  # four offsets along one dim
+        (lambda f, t: f.max_pool3d(t, (2, 1, 2)), (2, 2, 4, 3, 5)),
+    ],
+    ids=["2x2", "2x2 padded", "1d of 4", "3d 2x1x2"],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_max_pool_of_four_offsets_ties_infinities_and_nan(pool, shape, dtype, path, monkeypatch):
+    """Windows of four entries are compared in pairs (``_first_of_four``): the first maximum
+    still wins ties (of -0.0 and +0.0 too), a window of -inf gives its gradient to its first
+    entry inside the image, and NaN to the last NaN, as PyTorch's loop does."""
+    monkeypatch.setattr(conv_ops, "_SHORT_RUN", math.inf if path == "rows copied" else 0)
+    values = np.array([-np.inf, -1.0, -0.0, 0.0, 1.0, np.inf, np.nan])
+    rng = np.random.default_rng(11)
+    cases = itertools.product(
+        ([0, 1, 3, 3, 1, 0, 0], [2, 0, 1, 1, 0, 2, 0], [1, 1, 1, 1, 1, 1, 1]), [False, True]
+    )
+    for weights, batch_last in cases:
+        x = values[rng.choice(len(values), shape, p=np.array(weights) / sum(weights))]
+        xs, xt = leaves(x, dtype)
+        if batch_last:  # laid out as a convolution's output
+            moved = np.ascontiguousarray(np.moveaxis(xs.detach().numpy(), 0, -1))
+            xs = sg.from_numpy(np.moveaxis(moved, -1, 0)).requires_grad_()
+        out, expected = pool(F, xs), pool(TF, xt)
+        np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+        grad = rng.standard_normal(out.shape)
+        out.backward(sg.tensor(grad, dtype=xs.dtype))
+        expected.backward(torch.tensor(grad, dtype=xt.dtype))
+        # (where windows overlap, an entry's gradients add up in another order than PyTorch's)
+        rtol = 1e-6 if dtype == "float32" else 1e-14
+        np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=rtol, atol=rtol)
+
+
 def test_max_pool2d_unbatched_and_non_divisible():
     check_against_torch(
         lambda x: F.max_pool2d(x, 2), lambda x: TF.max_pool2d(x, 2), [_input((3, 7, 5))]

@@ -301,12 +301,16 @@ def _first_maxima(x, dims, padded=None):
         xp.copyto(rows.reshape(*(x.shape[d] for d in dims), *rest_shape), x.transpose(*dims, *rest))
     else:
         rows = [x[index] for index in window_offsets(x.shape, dims)]
-    out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
-    for row in rows[2:]:
-        xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
     marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
-    _mark_first(rows, out, marks)
-    if xp.isfinite(out).all():  # (the one check the finite case pays)
+    if len(rows) == 4:  # (2 x 2 windows)
+        out = _first_of_four(rows, marks)
+    else:
+        out = xp.maximum(rows[0], rows[1]) if len(rows) > 1 else rows[0].copy(order="K")
+        for row in rows[2:]:
+            xp.maximum(out, row, out=out)  # NaN propagates, as in PyTorch
+        _mark_first(rows, out, marks)
+    # (the one check the common case pays: a minimum is NaN where any entry is)
+    if not out.size or out.min() > -math.inf:  # no NaN, no -inf
         return out, marks
     nan = xp.isnan(out)
     if nan.any():  # PyTorch's loop lets each NaN take over, so the last one wins
@@ -545,6 +549,31 @@ def _run_length(x, dims) -> int:
             break
         run, step = run * x.shape[d], step * x.shape[d]
     return run
+
+
+def _first_of_four(rows, marks):
+    """The maximum of four rows (a window's offsets in row-major order), and into ``marks``
+    the first maximum of each window, from three comparisons (two passes fewer than
+    ``_mark_first``'s, for a 2 x 2 window): the second of a pair wins only where it is
+    greater, the second pair only where its maximum is. Windows holding a NaN are for the
+    caller to mark (NaN compares false). The maximum is ``maximum`` of the pairs' maxima, the
+    same bits as ``maximum`` row after row (of tied -0.0 and +0.0, the last).
+
+    W5's pool 1 (64 x 8 x 28 x 28, float32): 122 us instead of 131-134 for the maxima and
+    marks of the copied rows; its steps (one thread, 30 rounds interleaved in one process)
+    took 0.986x the time eagerly, 0.989x jitted."""
+    xp = namespace(marks)
+    first, second = xp.maximum(rows[0], rows[1]), xp.maximum(rows[2], rows[3])
+    xp.greater(rows[1], rows[0], out=marks[1])  # the first pair's winner is its second
+    xp.greater(rows[3], rows[2], out=marks[3])
+    later = xp.greater(second, first)  # the window's winner is in the second pair
+    xp.logical_or(marks[1], later, out=marks[0])
+    xp.logical_not(marks[0], out=marks[0])
+    # (for booleans, a > b is a and not b)
+    xp.greater(marks[1], later, out=marks[1])
+    xp.greater(later, marks[3], out=marks[2])
+    xp.logical_and(later, marks[3], out=marks[3])
+    return xp.maximum(first, second, out=first)
 
 
 def _mark_first(rows, value, marks):
