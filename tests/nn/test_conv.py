@@ -292,6 +292,30 @@ def test_fold_of_minus_zeros_is_plus_zero_as_torch(dtype):
     np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
 
 
+@pytest.mark.parametrize(
+    "shape, kernel_size, dilation, stride",
+    [
+        ((3, 10, 10, 2), (3, 3), (1, 1), (1, 1)),
+        ((2, 9, 7, 0), (2, 3), (2, 1), (2, 3)),  # an empty batch
+        ((2, 6, 5, 6, 3), (2, 2, 2), (1, 2, 1), (2, 1, 2)),
+    ],
+)
+def test_windows_are_a_read_only_view_of_the_images(shape, kernel_size, dilation, stride):
+    """``_windows`` (an ndarray over the images' memory, not ``as_strided``): entry
+    ``[c, *k, *o, n]`` is ``x[c, *(o * stride + k * dilation), n]``, for images that start
+    inside a larger array too, and nothing can be written through it."""
+    x = np.random.default_rng(0).standard_normal((3, *shape))[1]  # (an offset into memory)
+    windows = conv_ops._windows(x, kernel_size, dilation, stride)
+    dims = len(kernel_size)
+    for index in np.ndindex(windows.shape):
+        c, k, o, n = index[0], index[1 : 1 + dims], index[1 + dims : -1], index[-1]
+        at = [p * s + q * d for p, q, s, d in zip(o, k, stride, dilation)]
+        assert windows[index] == x[(c, *at, n)]
+    assert windows.size == 0 or np.shares_memory(windows, x)
+    with pytest.raises(ValueError, match="read-only"):
+        windows[...] = 0
+
+
 # ---- second derivatives ----------------------------------------------------------------------
 # gradcheck and gradgradcheck: the op table's conv1d, conv2d, unfold and fold rows (test_ops.py)
 

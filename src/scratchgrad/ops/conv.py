@@ -42,7 +42,8 @@ from scratchgrad.ops.matmul import _product
 
 
 def _windows(x, kernel_size, dilation, stride):
-    """A read-only view of every window of ``x`` (C, *S, N) as (C, *K, *O, N); nothing copied.
+    """A read-only view of every window of ``x`` (C, *S, N), C-contiguous, as (C, *K, *O, N);
+    nothing copied.
 
     Entry ``[c, *k, *o, n]`` is ``x[c, *(o * stride + k * dilation), n]``: each kernel offset
     ``k`` is a strided slice of ``x``.
@@ -58,7 +59,11 @@ def _windows(x, kernel_size, dilation, stride):
     module = namespace(x)
     if module is not xp:  # CuPy's as_strided has no writeable flag
         return module.lib.stride_tricks.as_strided(x, shape, strides)
-    return xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+    # an array over x's memory: as_strided's view in 1 us instead of 7 (a third of the time of
+    # a small Unfold: 3 x 8 x 8 images)
+    windows = xp.ndarray(shape, x.dtype, x, 0, strides)
+    windows.flags.writeable = False
+    return windows
 
 
 def _inside(size: int, before: int, offset: int, stride: int, count: int) -> tuple:
