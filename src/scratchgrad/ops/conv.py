@@ -297,13 +297,12 @@ def _first_maxima(x, dims, padded=None):
     winners, one bool array ``(K, *other dims)``: ``winners[k]`` marks where window offset ``k``
     (row-major over ``dims``) holds its window's winner (see ``MaxOver`` for ``padded``)."""
     xp = namespace(x)
-    rest = [d for d in range(x.ndim) if d not in dims]
-    order = [rest.index(d) for d in memory_order(x.strides) if d in rest]
-    rest_shape = [x.shape[d] for d in rest]
+    rest, rest_shape, order, run = _rows_plan(x.shape, x.strides, x.itemsize, dims)
     wide = accumulation_dtype(x.dtype)  # 16 bits: exact in float32, and several times faster
-    if wide or _run_length(x, rest) < _SHORT_RUN:
-        rows = _stacked(xp, math.prod(x.shape[d] for d in dims), rest_shape, order, wide or x.dtype)
-        xp.copyto(rows.reshape(*(x.shape[d] for d in dims), *rest_shape), x.transpose(*dims, *rest))
+    if wide or run < _SHORT_RUN:
+        window = [x.shape[d] for d in dims]
+        rows = _stacked(xp, math.prod(window), rest_shape, order, wide or x.dtype)
+        xp.copyto(rows.reshape(*window, *rest_shape), x.transpose(*dims, *rest))
     else:
         rows = [x[index] for index in window_offsets(x.shape, dims)]
     marks = _stacked(xp, len(rows), rest_shape, order, bool)  # a bool row per offset
@@ -417,7 +416,7 @@ def spread(x, winners, dims, shape, strides):
     """``Spread``'s forward (the jit's kernel)."""
     xp = namespace(x)
     out = _empty_like_strides(xp, shape, strides, x.dtype)
-    if memory_order(x.strides) != memory_order(winners[0].strides):
+    if _memory_order(x.strides) != _memory_order(winners[0].strides):
         # one copy into the winners' layout first: mixed layouts make every pass crawl
         x = _copy_like_strides(x, winners[0].strides)
     window = [shape[d] for d in dims]
@@ -543,17 +542,23 @@ def window_offsets(shape: tuple, dims: tuple) -> list[tuple]:
 _SHORT_RUN = 2048
 
 
-def _run_length(x, dims) -> int:
-    """How many entries of ``x`` lie one after another in memory along ``dims`` (innermost
-    first), as each NumPy pass over ``x[index]`` (``index`` fixing the other dims) meets them."""
-    run, step = 1, x.itemsize
-    for d in sorted(dims, key=lambda d: abs(x.strides[d])):
-        if x.shape[d] == 1:
+@functools.lru_cache(maxsize=64)
+def _rows_plan(shape, strides, itemsize, dims) -> tuple:
+    """For ``_first_maxima`` of an array of this geometry over ``dims`` (worked out once: the
+    Python here took a fifth of a small pooling's forward): the other dims, their sizes, their
+    order in memory (outermost first, as indices into them), and how many entries lie one after
+    another in memory along them (innermost first), as each NumPy pass over ``x[index]``
+    (``index`` fixing ``dims``) meets them."""
+    rest = tuple(d for d in range(len(shape)) if d not in dims)
+    order = tuple(rest.index(d) for d in memory_order(strides) if d in rest)
+    run, step = 1, itemsize
+    for d in sorted(rest, key=lambda d: abs(strides[d])):
+        if shape[d] == 1:
             continue
-        if x.strides[d] != step:
+        if strides[d] != step:
             break
-        run, step = run * x.shape[d], step * x.shape[d]
-    return run
+        run, step = run * shape[d], step * shape[d]
+    return rest, tuple(shape[d] for d in rest), order, run
 
 
 def _first_of_four(rows, marks):
@@ -606,15 +611,28 @@ def _keep_first(winners):
 
 def _empty_like_strides(xp, shape, strides, dtype):
     """An uninitialised array of ``shape`` whose dims are ordered in memory as ``strides`` are."""
-    return _stacked(xp, 1, shape, memory_order(strides), dtype)[0]
+    return _stacked(xp, 1, shape, _memory_order(strides), dtype)[0]
 
 
 def _stacked(xp, count, shape, order, dtype):
     """``count`` uninitialised arrays of ``shape`` one after another in memory, as one array
     ``(count, *shape)``, each with its dims ordered in memory as ``order`` says (the outermost
-    dim first)."""
-    out = xp.empty([count, *(shape[d] for d in order)], dtype)
-    return out.transpose(0, *(1 + order.index(d) for d in range(len(shape))))
+    dim first). ``shape`` and ``order`` are tuples."""
+    in_memory, back = _stacking(shape, order)
+    return xp.empty((count, *in_memory), dtype).transpose(back)
+
+
+@functools.lru_cache(maxsize=128)
+def _stacking(shape, order) -> tuple:
+    """``_stacked``'s array: its shape as it lies in memory, less the count, and the transpose
+    that gives it ``shape``."""
+    return tuple(shape[d] for d in order), (0, *(1 + order.index(d) for d in range(len(shape))))
+
+
+@functools.lru_cache(maxsize=128)
+def _memory_order(strides) -> tuple:
+    """``memory_order``, as a tuple, worked out once per strides."""
+    return tuple(memory_order(strides))
 
 
 def _copy_like_strides(x, strides):
