@@ -48,14 +48,7 @@ def _windows(x, kernel_size, dilation, stride):
     Entry ``[c, *k, *o, n]`` is ``x[c, *(o * stride + k * dilation), n]``: each kernel offset
     ``k`` is a strided slice of ``x``.
     """
-    (c, *size, n), (s_c, *s_size, s_n) = x.shape, x.strides
-    # (list comprehensions, not generators: this runs for every convolution and pooling)
-    out = [
-        (m - d * (k - 1) - 1) // s + 1 for m, k, d, s in zip(size, kernel_size, dilation, stride)
-    ]
-    shape = (c, *kernel_size, *out, n)
-    steps = [d * step for d, step in zip(dilation, s_size)]
-    strides = (s_c, *steps, *[s * step for s, step in zip(stride, s_size)], s_n)
+    shape, strides = _window_view(x.shape, x.strides, kernel_size, dilation, stride)
     module = namespace(x)
     if module is not xp:  # CuPy's as_strided has no writeable flag
         return module.lib.stride_tricks.as_strided(x, shape, strides)
@@ -64,6 +57,18 @@ def _windows(x, kernel_size, dilation, stride):
     windows = xp.ndarray(shape, x.dtype, x, 0, strides)
     windows.flags.writeable = False
     return windows
+
+
+@functools.lru_cache(maxsize=64)
+def _window_view(shape, strides, kernel_size, dilation, stride) -> tuple:
+    """``_windows``'s shape and strides, worked out once per geometry."""
+    (c, *size, n), (s_c, *s_size, s_n) = shape, strides
+    out = [
+        (m - d * (k - 1) - 1) // s + 1 for m, k, d, s in zip(size, kernel_size, dilation, stride)
+    ]
+    steps = [d * step for d, step in zip(dilation, s_size)]
+    shape = (c, *kernel_size, *out, n)
+    return shape, (s_c, *steps, *[s * step for s, step in zip(stride, s_size)], s_n)
 
 
 def _inside(size: int, before: int, offset: int, stride: int, count: int) -> tuple:
@@ -85,6 +90,19 @@ def _padded_shape(size, padding):
 def _interior(size, padding) -> tuple:
     """The slices of a padded image that hold the image itself."""
     return tuple([slice(before, before + n) for n, (before, _) in zip(size, padding)])
+
+
+@functools.lru_cache(maxsize=64)
+def _padding_plan(shape, padding) -> tuple:
+    """For ``unfold`` of images ``shape`` (N, C, *S): the transpose that puts the batch last,
+    and, if ``padding`` pads them, the padded images' shape (C, *padded S, N) and the index of
+    the images in them (else None, None). Worked out once per geometry."""
+    n, c, *size = shape
+    batch_last = (1, *range(2, len(shape)), 0)
+    padded_size = _padded_shape(size, padding)
+    if padded_size == tuple(size):
+        return batch_last, None, None
+    return batch_last, (c, *padded_size, n), (slice(None), *_interior(size, padding))
 
 
 class Unfold(Function):
@@ -130,18 +148,17 @@ class Unfold(Function):
 
 def unfold(x, kernel_size, dilation, padding, stride, value=0.0, ones_rows=0):
     """``Unfold``'s forward, without its checks (the jit's kernel)."""
-    xp = namespace(x)
-    n, c, *size = x.shape
-    padded_size = _padded_shape(size, padding)
-    x = x.transpose(1, *range(2, x.ndim), 0)  # batch last: a view, contiguous if x came from here
-    if padded_size != tuple(size):
-        padded = xp.full((c, *padded_size, n), value, x.dtype)
-        padded[(slice(None), *_interior(size, padding))] = x  # pads and, if needed, moves N last
+    xp, c = namespace(x), x.shape[1]
+    batch_last, padded_shape, interior = _padding_plan(x.shape, padding)
+    x = x.transpose(batch_last)  # a view, contiguous if x came from here
+    if padded_shape is not None:
+        padded = xp.full(padded_shape, value, x.dtype)
+        padded[interior] = x  # pads and, if needed, moves N last
         x = padded
     elif not x.flags.c_contiguous:
         x = xp.ascontiguousarray(x)
     windows = _windows(x, kernel_size, dilation, stride)
-    kernel, columns = math.prod(kernel_size), math.prod(windows.shape[1 + len(size) :])
+    kernel, columns = math.prod(kernel_size), math.prod(windows.shape[1 + len(kernel_size) :])
     if not ones_rows:
         return windows.reshape(c * kernel, columns)  # the one copy (a view for 1x1)
     out = xp.empty((ones_rows, c // ones_rows * kernel + 1, columns), x.dtype)
