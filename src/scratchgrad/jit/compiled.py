@@ -323,11 +323,11 @@ class _PendingBackward:
         split: int,
         done: Callable[[Recording], None],
         state: list,
-        given_up: Callable[[str], None],
+        give_up: Callable[[str], None],
     ) -> None:
         self.recording, self.heads, self.targets, self.parents = recording, heads, targets, parents
         self.inputs, self.outputs, self.split, self.done = inputs, outputs, split, done
-        self.state, self.outside, self.given_up = state, outside, given_up
+        self.state, self.outside, self.give_up = state, outside, give_up
 
     def finish(self, upstream: list) -> tuple:
         """Run the backward from the recorded outputs with the gradients that arrived, under
@@ -365,7 +365,7 @@ class _PendingBackward:
         except JitError as error:
             if not recorder.lenient:
                 raise
-            self.given_up(str(error))  # the gradients are eager's all the same
+            self.give_up(str(error))  # the gradients are eager's all the same
         return grads
 
     def _check_state(self, before: list, name: str) -> None:
@@ -394,11 +394,11 @@ def _differentiate(
     heads: list, targets: list, outside: list, grads_of: list, create_graph: bool = False
 ) -> tuple:
     """The gradients of ``targets`` from ``heads`` (differentiable with ``create_graph``),
-    without the hooks of the caller's tensors
-    among them (``outside``: ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs
-    them on what the node returns, as eagerly; run here too, they would apply twice (and
-    enter the program). Those the forward registered on an argument's leaf (``x.register_hook``,
-    which the engine never sees) run here, and enter the program."""
+    without the hooks of the caller's tensors among them (``outside``:
+    ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what the node
+    returns, as eagerly; run here too, they would apply twice (and enter the program). Those
+    the forward registered on an argument's leaf (``x.register_hook``, which the engine never
+    sees) run here, and enter the program."""
     hooked = [(t, t._hooks) for t in outside if t._hooks]
     for t, _ in hooked:
         t._hooks = ()
