@@ -231,6 +231,13 @@ def test_the_update_is_written_over_the_gathered_gradients(make_optimizer, array
     assert update.scratch.nbytes == arrays * (-(-bucket // 64) * 64)
 
 
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 2**16 numbers (a 512 x 300 weight: 3 blocks), so that the blocked update is
+    tested on a small model."""
+    monkeypatch.setattr(updates, "_BLOCK_SIZE", 1 << 16)
+
+
 def _wide_step(jitted, momentum):
     """Six steps of a 300-512-3 MLP (its first weight: more than 2**16 numbers), SGD; the
     step and the parameters' arrays after."""
@@ -241,7 +248,7 @@ def _wide_step(jitted, momentum):
 
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_a_large_parameter_is_updated_a_block_of_rows_at_a_time(momentum):
+def test_a_large_parameter_is_updated_a_block_of_rows_at_a_time(momentum, small_blocks):
     """SGD's update of a parameter of more than 2**16 numbers (a 512 x 300 weight) is made a
     block of rows at a time: the scratch memory it borrows from the arena is one block (and
     the small parameters' bucket), not a temporary of the weight's size as eagerly, with
@@ -256,7 +263,7 @@ def test_a_large_parameter_is_updated_a_block_of_rows_at_a_time(momentum):
     assert update.scratch.nbytes < weight / 2
 
 
-def test_the_recordings_run_the_blocked_update_in_place_of_the_eager_one(monkeypatch):
+def test_the_recordings_run_the_blocked_update_in_place_of_the_eager_one(monkeypatch, small_blocks):
     """The eager update of a large parameter makes a temporary its size, which the blocked
     update does without: the recordings (calls 2 and 3) run the generated update in place of
     the eager one, with its bits, so that recording the step takes no more memory than
@@ -276,7 +283,7 @@ def test_the_recordings_run_the_blocked_update_in_place_of_the_eager_one(monkeyp
         assert f.tobytes() == e.tobytes()
 
 
-def test_a_recording_lends_its_update_scratch_memory_for_its_own_call_only():
+def test_a_recording_lends_its_update_scratch_memory_for_its_own_call_only(small_blocks):
     """The blocked update that a recording runs borrows scratch memory for that call only: the
     first recording, kept (unreplayed) while the second records, held it then beside the
     second's own, and W4's second recording took the process's peak 544 KB above eager's.
