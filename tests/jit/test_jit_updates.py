@@ -131,6 +131,33 @@ def test_every_step_equals_eager_bit_for_bit(name, dtype, bucket_size, monkeypat
     assert len(calls) == 2 * (STEPS + 3)
 
 
+@pytest.mark.parametrize("name", ["sgd", "sgd-momentum", "sgd-nesterov-maximize"])
+@pytest.mark.parametrize("dtype", [sg.float16, sg.float32, sg.float64])
+def test_sgd_multiplies_by_0d_arrays_holding_the_hyperparameters_read(name, dtype):
+    """The generated SGD update multiplies by 0-d arrays of the parameters' dtype holding
+    the learning rate and momentum it reads (half the cost of NumPy converting a Python
+    number at each call), set again only when it reads another object: eager bits for each
+    value, the same object again, a new one, an int, one that float16 rounds to 0."""
+    model_e, model_j = mlp(dtype), mlp(dtype)
+    opt_e, opt_j = OPTIONS[name](model_e.parameters()), OPTIONS[name](model_j.parameters())
+    eager, jitted = train_step(model_e, opt_e), sg.jit(train_step(model_j, opt_j))
+    rates = [0.1, 0.1, 0.1, 0.1, 0.05, 1, 0.05, 0.0501, 1e-9, 0.2, 0.2, 0.2]
+    numpy_dtype = np.float64 if dtype == sg.float64 else np.float32
+    for i, (lr, (x, y)) in enumerate(zip(rates, data(dtype=numpy_dtype))):
+        for opt in (opt_e, opt_j):
+            opt.param_groups[0]["lr"] = lr
+            opt.param_groups[0]["momentum"] = opt.param_groups[0]["momentum"] and 0.9 - i / 64
+        x = x.to(dtype)
+        assert eager(x, y).item() == jitted(x, y).item()
+        assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    (update,) = [c for c in recording.constants.values() if isinstance(c, updates.Update)][1:]
+    lr_array = f"lr_0_{np.dtype(numpy_dtype if dtype != sg.float16 else np.float16).name}"
+    assert f"np_multiply(grad0b0, {lr_array}, " in update.source or name != "sgd"
+    assert update.namespace[lr_array].dtype == model_j[0].weight.array.dtype
+    assert update.namespace[lr_array] == np.array(0.2, update.namespace[lr_array].dtype)
+
+
 def test_zero_grad_to_zeros_is_the_python_call():
     model_e, model_j = mlp(), mlp()
     opt_e, opt_j = (sg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model_e, model_j))
