@@ -7,6 +7,8 @@ hyper-parameters change between steps; and whatever the generated code was not m
 new param group, a NumPy learning rate) runs the eager step instead, with the same result.
 """
 
+import ast
+
 import numpy as np
 import pytest
 from test_jit import train_step
@@ -156,6 +158,29 @@ def test_sgd_multiplies_by_0d_arrays_holding_the_hyperparameters_read(name, dtyp
     assert f"np_multiply(grad0b0, {lr_array}, " in update.source or name != "sgd"
     assert update.namespace[lr_array].dtype == model_j[0].weight.array.dtype
     assert update.namespace[lr_array] == np.array(0.2, update.namespace[lr_array].dtype)
+
+
+@pytest.mark.parametrize("name", OPTIONS)
+def test_the_generated_updates_ufuncs_take_no_python_number(name):
+    """Each hyper-parameter and each number computed from them (Adam's bias corrections)
+    reaches NumPy as a 0-d array of the parameters' dtype (see the test above; the bits:
+    ``test_every_step_equals_eager_bit_for_bit``)."""
+    model = mlp()
+    opt = OPTIONS[name](groups(model))
+    jitted = sg.jit(train_step(model, opt))
+    for x, y in data(steps=4):
+        jitted(x, y)
+    (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
+    (update,) = [c for c in recording.constants.values() if isinstance(c, updates.Update)][1:]
+    calls = [
+        node
+        for node in ast.walk(ast.parse(update.source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "").startswith("np_")
+    ]
+    numbers = {f"{k}_{g}" for g, group in enumerate(opt.param_groups) for k in [*group, "beta2"]}
+    arguments = [a for call in calls for a in call.args]  # (the code names the numbers lr_0, ...)
+    assert calls and all(isinstance(a, ast.Name | ast.Tuple) for a in arguments)
+    assert not numbers & {a.id for a in arguments if isinstance(a, ast.Name)}
 
 
 def test_zero_grad_to_zeros_is_the_python_call():

@@ -24,6 +24,7 @@ gets no replacement: the recorder replays the Python call itself.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
@@ -203,19 +204,25 @@ class _Code:
     def groups(self) -> list[dict[str, Any]]:
         return self.optimizer.param_groups
 
-    def as_array(self, local: str, dtype: Any) -> str:
-        """The name of a 0-d array of ``dtype`` holding the number in ``local`` (a
-        hyper-parameter read at each replay), set again only when that is another object:
-        the value NumPy converts a Python number to when it meets an array of ``dtype``
-        (NEP 50's weak scalars), so the same bits. NOTE: NumPy converts a Python number at
-        every call: ``np_multiply(grad, lr, out=update)`` took 0.86 us on W1's 17 numbers,
-        0.43 us with this array."""
-        name = f"{local}_{dtype.name}"
+    def as_array(self, value: str, dtype: Any) -> str:
+        """The name of a 0-d array of ``dtype`` holding the number ``value`` evaluates to: a
+        local (a hyper-parameter read at each replay), set again only when it holds another
+        object, or an expression of them, set at each replay (79 ns). It holds the value
+        NumPy converts a Python number to when it meets an array of ``dtype`` (NEP 50's weak
+        scalars), so the same bits. NOTE: NumPy converts a Python number at every call:
+        ``np_multiply(grad, lr, out=update)`` took 0.86 us on W1's 17 numbers, 0.43 us with
+        this array."""
+        if not value.isidentifier():
+            name = f"number{len(self.namespace)}_{dtype.name}"
+            self.namespace[name] = xp.zeros((), dtype)
+            self.lines.append(f"{name}[()] = {value}")
+            return name
+        name = f"{value}_{dtype.name}"
         if name not in self.namespace:
             self.namespace[name], self.namespace[f"{name}_of"] = xp.zeros((), dtype), [None]
             self.lines += [
-                f"if {name}_of[0] is not {local}:",
-                f"    {name}[()] = {name}_of[0] = {local}",
+                f"if {name}_of[0] is not {value}:",
+                f"    {name}[()] = {name}_of[0] = {value}",
             ]
         return name
 
@@ -406,8 +413,9 @@ def _sgd(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
                 code.lines.append(f"np_add({buf}, {grad}, out={buf})")
             else:
                 damped = bucket.scratch("damped")
+                weight = code.as_array(f"1 - dampening_{g}", bucket.array.dtype)
                 code.lines += [
-                    f"np_multiply(1 - dampening_{g}, {grad}, out={damped})",
+                    f"np_multiply({weight}, {grad}, out={damped})",
                     f"np_add({buf}, {damped}, out={buf})",
                 ]
         if branch["nesterov"]:  # (its update reads the gradients after it is first written)
@@ -452,20 +460,24 @@ def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
         exp_avg, exp_avg_sq = bucket.state["exp_avg"], bucket.state["exp_avg_sq"]
         first = bucket.scratch("scratch")
         update = bucket.scratch("update", parts=True, over=grad)  # last read before it
+        number = functools.partial(code.as_array, dtype=bucket.array.dtype)
         code.lines.append(f"np_subtract({grad}, {exp_avg}, out={first})")  # lerp_
         if branch["abs(1 - beta1) < 0.5"]:
+            weight = number(f"1 - beta1_{g}")
             code.lines += [
-                f"np_multiply({first}, 1 - beta1_{g}, out={first})",
+                f"np_multiply({first}, {weight}, out={first})",
                 f"np_add({exp_avg}, {first}, out={exp_avg})",
             ]
         else:
+            weight = number(f"1 - beta1_{g} - 1")
             code.lines += [
-                f"np_multiply({first}, 1 - beta1_{g} - 1, out={first})",
+                f"np_multiply({first}, {weight}, out={first})",
                 f"np_add({grad}, {first}, out={exp_avg})",
             ]
+        beta2, weight = number(f"beta2_{g}"), number(f"1 - beta2_{g}")
         code.lines += [  # square_average_
-            f"np_multiply({exp_avg_sq}, beta2_{g}, out={exp_avg_sq})",
-            f"np_multiply({grad}, 1 - beta2_{g}, out={first})",
+            f"np_multiply({exp_avg_sq}, {beta2}, out={exp_avg_sq})",
+            f"np_multiply({grad}, {weight}, out={first})",
             f"np_multiply({first}, {grad}, out={first})",
             f"np_add({exp_avg_sq}, {first}, out={exp_avg_sq})",
         ]
@@ -473,11 +485,13 @@ def _adam(code: _Code, g: int, params: list, scratch: _Scratch) -> bool:
         if branch["amsgrad"]:
             second = bucket.state["max_exp_avg_sq"]
             code.lines.append(f"np_maximum({second}, {exp_avg_sq}, out={second})")
+        correction = number(f"(1 - beta2_{g} ** {step}) ** 0.5")
+        eps, size = number(f"eps_{g}"), number(f"-(lr_{g} / (1 - beta1_{g} ** {step}))")
         code.lines += [
             f"np_sqrt({second}, out={first})",
-            f"np_divide({first}, (1 - beta2_{g} ** {step}) ** 0.5, out={first})",
-            f"np_add({first}, eps_{g}, out={first})",
-            f"np_multiply({exp_avg}, -(lr_{g} / (1 - beta1_{g} ** {step})), out={update})",
+            f"np_divide({first}, {correction}, out={first})",
+            f"np_add({first}, {eps}, out={first})",
+            f"np_multiply({exp_avg}, {size}, out={update})",
             f"np_divide({update}, {first}, out={update})",
         ]
         bucket.apply("add", "update")  # p.array += update
@@ -590,14 +604,15 @@ class _Bucket:
                 lines.append(f"np_negative({grad}, out={grad})")
         if decay:
             decayed = self.scratch("decayed")
+            weight_decay = self.code.as_array(f"weight_decay_{g}", self.array.dtype)
             if len(self.params) == 1:
                 lines.append(
-                    f"np_multiply(param{g}_{self.index[0]}, weight_decay_{g}, out={decayed})"
+                    f"np_multiply(param{g}_{self.index[0]}, {weight_decay}, out={decayed})"
                 )
             else:
                 lines += [
                     f"np_concatenate({self._each('param{g}_{i}')}, out={decayed})",
-                    f"np_multiply({decayed}, weight_decay_{g}, out={decayed})",
+                    f"np_multiply({decayed}, {weight_decay}, out={decayed})",
                 ]
             lines.append(f"np_add({decayed}, {grad}, out={decayed})")
             grad = decayed
