@@ -187,3 +187,171 @@ def test_a_compiled_training_step_reading_the_loss_runs_eagerly_and_trains_as_ea
         np.testing.assert_array_equal(state[key].numpy(), value.numpy(), key)
     with pytest.raises(sg.JitError, match=r"\.item\(\) at "):
         _steps({"fullgraph": True})
+
+
+class _InnerBreaks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return h * (1.0 + abs(h.sum().item()))
+
+
+class _Nested(nn.Module):
+    """A module whose child is compiled too (its own recordings, given up by its own
+    break), called between layers of the outer compiled forward."""
+
+    def __init__(self, compile_inner=False):
+        super().__init__()
+        self.before, self.inner, self.after = nn.Linear(3, 3), _InnerBreaks(), nn.Linear(3, 2)
+        if compile_inner:
+            self.inner.compile()
+
+    def forward(self, x):
+        return self.after(self.inner(self.before(x)).tanh())
+
+
+class _Hooked(nn.Module):
+    """A hook reading a value into Python: at the forward, or in the backward."""
+
+    def __init__(self, hook):
+        super().__init__()
+        self.linear, self.seen = nn.Linear(3, 4), []
+        if hook == "forward":
+            self.linear.register_forward_hook(lambda m, i, out: self.seen.append(out.sum().item()))
+        else:
+            self.linear.register_full_backward_hook(
+                lambda m, gi, go: self.seen.append(go[0].sum().item())
+            )
+
+    def forward(self, x):
+        return self.linear(x).tanh()
+
+
+class _CountsAndReadsInEval(nn.Module):
+    """A buffer changed in place at every call, and a read only in eval mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.norm = nn.Linear(3, 4), nn.BatchNorm1d(4)
+        self.register_buffer("calls", sg.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        h = self.norm(self.linear(x)) * self.calls
+        return h if self.training else h * h.sum().item()
+
+
+def _train_modes(model, eval_at=()):
+    """``_train`` with inputs requiring grad, in eval mode at the steps ``eval_at``."""
+    opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sg.manual_seed(1)
+    losses, input_grads = [], []
+    for step in range(8):
+        model.train(step not in eval_at)
+        x = sg.randn(5, 3, requires_grad=True)
+        loss = (model(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        input_grads.append(x.grad.numpy().copy())
+    return losses, input_grads
+
+
+@pytest.mark.parametrize(
+    "make, eval_at",
+    [
+        (lambda: _Hooked("forward"), ()),
+        (lambda: _Hooked("backward"), ()),
+        (_CountsAndReadsInEval, (1, 4, 5)),
+        (lambda: _Nested(compile_inner=True), ()),
+    ],
+    ids=["forward-hook", "backward-hook", "buffer-then-eval-read", "nested-compiled"],
+)
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_breaks_in_hooks_eval_mode_and_compiled_children_train_as_eager(make, eval_at):
+    sg.manual_seed(0)
+    eager, model = make(), make()
+    model.load_state_dict(eager.state_dict())
+    if isinstance(eager, _Nested):  # (the eager twin's child is not compiled)
+        eager = _Nested()
+        eager.load_state_dict(model.state_dict())
+    expected = _train_modes(eager, eval_at)
+    result = _train_modes(sg.compile(model), eval_at)
+    np.testing.assert_array_equal(result[0], expected[0])
+    np.testing.assert_array_equal(result[1], expected[1])
+    for key, value in eager.state_dict().items():
+        np.testing.assert_array_equal(model.state_dict()[key].numpy(), value.numpy(), key)
+    assert getattr(model, "seen", []) == getattr(eager, "seen", [])
+
+
+class _ReturnsArgument(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = self.linear(x)
+        positive = int((h > 0).sum())  # a Python int returned beside tensors
+        return {"x": x, "h": h * positive, "count": positive, "pair": (h, x * 2)}
+
+
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_a_given_up_forward_returns_its_argument_itself_and_python_values():
+    sg.manual_seed(0)
+    eager, model = _ReturnsArgument(), _ReturnsArgument()
+    model.load_state_dict(eager.state_dict())
+    compiled_model = sg.compile(model)
+    for _ in range(5):
+        x = sg.randn(4, 3, requires_grad=True)
+        grads = []
+        for called, weights in ((eager, eager), (compiled_model, model)):
+            out = called(x)
+            assert out["x"] is x
+            loss = (
+                out["h"].sum() + out["pair"][0].square().sum() + (out["pair"][1] * out["x"]).sum()
+            )
+            grads.append([out["count"], *sg.autograd.grad(loss, [x, *weights.parameters()])])
+        assert grads[1][0] == grads[0][0]
+        for a, b in zip(grads[0][1:], grads[1][1:]):
+            np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+def _accumulating_steps(compiled_step, set_to_none):
+    """Three steps per update (the gradients accumulated across calls), the update skipped
+    when the gradients' norm (read into Python between backward and step) is too large."""
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Dropout(0.2), nn.Linear(8, 1))
+    opt = sg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scheduler = sg.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 1 / (1 + epoch))
+    calls = [0]
+
+    def step(x, y):
+        loss = nn.functional.mse_loss(model(x), y) / 3
+        loss.backward()
+        calls[0] += 1
+        if calls[0] % 3 == 0:
+            if sum(p.grad.norm() for p in model.parameters()) < 1e6:  # BREAKS between
+                opt.step()
+                scheduler.step()
+            opt.zero_grad(set_to_none=set_to_none)
+        return loss.detach()
+
+    if compiled_step:
+        step = sg.compile(step)
+    sg.manual_seed(1)
+    losses = [step(sg.randn(16, 3), sg.randn(16, 1)).item() for _ in range(9)]
+    return losses, model.state_dict(), opt.param_groups[0]["lr"]
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+@pytest.mark.filterwarnings("ignore:scratchgrad")
+def test_a_compiled_step_accumulating_gradients_and_breaking_before_the_update(set_to_none):
+    expected, weights, lr = _accumulating_steps(False, set_to_none)
+    losses, state, compiled_lr = _accumulating_steps(True, set_to_none)
+    assert losses == expected and compiled_lr == lr
+    for key, value in weights.items():
+        np.testing.assert_array_equal(state[key].numpy(), value.numpy(), key)
