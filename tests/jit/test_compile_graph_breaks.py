@@ -355,3 +355,64 @@ def test_a_compiled_step_accumulating_gradients_and_breaking_before_the_update(s
     assert losses == expected and compiled_lr == lr
     for key, value in weights.items():
         np.testing.assert_array_equal(state[key].numpy(), value.numpy(), key)
+
+
+class _KeepsAnAuxiliaryLoss(nn.Module):
+    """A loss stored on the module (a mixture of experts' balance loss) beside a break."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear, self.aux = nn.Linear(3, 3), None
+
+    def forward(self, x):
+        h = self.linear(x).tanh()
+        self.aux = (h * x).square().mean()
+        return h * (1.0 + abs(h.sum().item()))
+
+
+def _input_grads(model, call, steps=4):
+    """The inputs' gradients of ``steps`` calls of ``call(model, x)`` (each backpropagating a
+    loss), the inputs leaves made from one seed."""
+    sg.manual_seed(1)
+    grads = []
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=True)
+        call(model, x)
+        grads.append(x.grad.numpy().copy())
+    return grads
+
+
+def _with_the_auxiliary_loss(model, x):
+    out = model(x)
+    (out.sum() + getattr(model, "_orig_mod", model).aux).backward()
+
+
+def _through_a_gradient(model, x):
+    (grad,) = sg.autograd.grad(model(x).sum(), [x], create_graph=True)
+    grad.square().sum().backward()  # (as forces from an energy: a gradient of a gradient)
+
+
+@pytest.mark.parametrize("call", [_with_the_auxiliary_loss, _through_a_gradient])
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_gradients_reaching_a_given_up_calls_argument_by_other_ways_reach_the_argument(call):
+    """The call given up ran its forward on a leaf copy of the argument: what reaches the copy
+    outside the call's result (a stored loss; a gradient differentiated again) went nowhere,
+    silently (the argument's .grad lacked it, None for the gradient's gradient)."""
+    sg.manual_seed(0)
+    eager, model = _KeepsAnAuxiliaryLoss(), _KeepsAnAuxiliaryLoss()
+    model.load_state_dict(eager.state_dict())
+    expected = _input_grads(eager, call)
+    result = _input_grads(sg.compile(model), call)
+    for a, b in zip(result, expected):  # (the given-up call's sums in another order)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.linear.weight.grad.numpy(), eager.linear.weight.grad, 1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_a_stored_loss_reaching_a_given_up_calls_non_leaf_argument_raises():
+    compiled_model = sg.compile(_KeepsAnAuxiliaryLoss())
+    for _ in range(2):  # the second call records, and is given up
+        x = sg.randn(4, 3, requires_grad=True) * 2
+        out = compiled_model(x)
+    with pytest.raises(RuntimeError, match=r"argument of shape \(4, 3\) .* given up"):
+        (out.sum() + compiled_model.aux).backward()

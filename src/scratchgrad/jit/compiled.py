@@ -418,9 +418,11 @@ class GivenUpBackward(Function):
     under ``create_graph`` differentiably, as eagerly (forces from an energy's gradient)."""
 
     @staticmethod
-    def forward(ctx, *parents, heads, targets, outside):
-        """The heads' arrays (the parents' are not read)."""
+    def forward(ctx, *parents, heads, targets, outside, differentiating):
+        """The heads' arrays (the parents' are not read). ``differentiating``: a list whose
+        one flag says when the backward runs (see ``_carry_on``)."""
         ctx.heads, ctx.targets, ctx.outside = heads, targets, outside
+        ctx.differentiating = differentiating
         arrays = tuple(head.array for head in heads)
         return arrays[0] if len(arrays) == 1 else arrays
 
@@ -430,7 +432,35 @@ class GivenUpBackward(Function):
             _make(xp.zeros_like(head.array)) if g is None else g
             for head, g in zip(ctx.heads, grads)
         ]
-        return _differentiate(ctx.heads, ctx.targets, ctx.outside, grads_of, _state.enabled)
+        ctx.differentiating[0] = True
+        try:
+            return _differentiate(ctx.heads, ctx.targets, ctx.outside, grads_of, _state.enabled)
+        finally:
+            ctx.differentiating[0] = False
+
+
+def _carry_on(differentiating: list, caller: Tensor, name: str) -> Callable:
+    """A hook for the leaf copy of ``caller`` that a given-up forward ran on: a gradient
+    reaching the copy while its node's backward is not ``differentiating`` (through a tensor
+    the forward stored with a graph, an auxiliary loss; through a gradient taken with
+    ``create_graph=True``) is ``caller``'s, as eagerly: accumulated into a leaf's ``.grad``.
+    A non-leaf's graph cannot be walked on from inside this backward: that raises."""
+
+    def hook(grad: Tensor) -> None:
+        if differentiating[0]:  # (the node's own backward: it hands the gradient on)
+            return
+        if caller.grad_fn is not None:
+            raise RuntimeError(
+                f"scratchgrad.compile: a gradient reaches an argument of shape "
+                f"{tuple(caller.shape)} of the call of {name}.forward whose recording was "
+                "given up (a graph break), by a way other than the call's result (a tensor "
+                "the forward stored with a graph, or a gradient of a gradient): the graph "
+                "that made the argument cannot be followed from there. Pass a leaf "
+                "(x.detach().requires_grad_()), or call the module without compile"
+            )
+        engine._finish_leaf(caller, grad, _state.enabled, {})
+
+    return hook
 
 
 class CompiledForward:
@@ -691,12 +721,17 @@ def _joined(result: Any, tensors: list, leaves: dict, retained: list, start: int
     if not heads:
         return build(())
     targets, parents = _targets(heads, start, tensors, leaves, name)
+    differentiating = [False]
     made = GivenUpBackward.apply(
         *[tensors[p] if type(p) is int else p for p in parents],
         heads=heads,
         targets=targets,
         outside=[t for t in targets if id(t) not in caller],
+        differentiating=differentiating,
     )
+    for t in tensors:
+        if id(t) in leaves:
+            leaves[id(t)].register_hook(_carry_on(differentiating, t, name))
     return build([made] if len(heads) == 1 else list(made))
 
 
