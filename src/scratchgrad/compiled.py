@@ -123,6 +123,7 @@ class CompiledFunction:
         self._jitted = jit(fn)
         self._jitted.hint_compile = False  # (its backward is captured instead: below)
         self._jitted.lenient = not fullgraph  # (graph breaks run eagerly: see compile)
+        self._fullgraph = fullgraph
         self._forward: CompiledForward | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -134,8 +135,7 @@ class CompiledFunction:
         result = self._jitted(*args, **kwargs)
         if self._jitted.graph_results:  # this call recorded it: its result has eager's graph
             jitted = self._jitted
-            fullgraph = not jitted.lenient
-            self._forward = CompiledForward(jitted.fn, jitted.cache_size, 1, fullgraph)
+            self._forward = CompiledForward(jitted.fn, jitted.cache_size, 1, self._fullgraph)
             self._forward.calls = 1  # its eager first call is this one: record from the next
         return result
 
@@ -151,9 +151,7 @@ class CompiledFunction:
             return self
         bound = instance.__dict__.get(self.__name__)
         if not isinstance(bound, CompiledFunction):
-            bound = CompiledFunction(
-                self._jitted.fn.__get__(instance, owner), not self._jitted.lenient
-            )
+            bound = CompiledFunction(self._jitted.fn.__get__(instance, owner), self._fullgraph)
             instance.__dict__[self.__name__] = bound
         return bound
 

@@ -43,13 +43,15 @@ class _DrawsOutside(_Breaks):
         return self.norm(self.drop(self.linear(x))) * float(np.random.rand())
 
 
-def _train(model, x_requires_grad, steps=6):
-    """Losses, the final weights and buffers, and the inputs' gradients of a few steps."""
+def _train(model, x_requires_grad, steps=6, eval_at=()):
+    """Losses and the inputs' gradients of a few steps (in eval mode at the steps
+    ``eval_at``); the model keeps the final weights and buffers."""
     opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     sg.manual_seed(1)
     np.random.seed(1)
     losses, input_grads = [], []
-    for _ in range(steps):
+    for step in range(steps):
+        model.train(step not in eval_at)
         x = sg.randn(5, 3, requires_grad=x_requires_grad)
         loss = (model(x) ** 2).mean()
         opt.zero_grad()
@@ -244,23 +246,6 @@ class _CountsAndReadsInEval(nn.Module):
         return h if self.training else h * h.sum().item()
 
 
-def _train_modes(model, eval_at=()):
-    """``_train`` with inputs requiring grad, in eval mode at the steps ``eval_at``."""
-    opt = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    sg.manual_seed(1)
-    losses, input_grads = [], []
-    for step in range(8):
-        model.train(step not in eval_at)
-        x = sg.randn(5, 3, requires_grad=True)
-        loss = (model(x) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        input_grads.append(x.grad.numpy().copy())
-    return losses, input_grads
-
-
 @pytest.mark.parametrize(
     "make, eval_at",
     [
@@ -279,8 +264,8 @@ def test_breaks_in_hooks_eval_mode_and_compiled_children_train_as_eager(make, ev
     if isinstance(eager, _Nested):  # (the eager twin's child is not compiled)
         eager = _Nested()
         eager.load_state_dict(model.state_dict())
-    expected = _train_modes(eager, eval_at)
-    result = _train_modes(sg.compile(model), eval_at)
+    expected = _train(eager, True, 8, eval_at)
+    result = _train(sg.compile(model), True, 8, eval_at)
     np.testing.assert_array_equal(result[0], expected[0])
     np.testing.assert_array_equal(result[1], expected[1])
     for key, value in eager.state_dict().items():

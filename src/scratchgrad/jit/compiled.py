@@ -354,8 +354,7 @@ class _PendingBackward:
         self._check_state(before, recorder.name)
         recording.pending = None
         try:
-            if recorder.abandoned is not None:  # a lenient recorder's refusal
-                raise JitError(recorder.abandoned)
+            recorder.check_kept()  # (a lenient recorder's refusal)
             kept = [(g, p) for g, p in zip(grads, self.parents) if g is not None]
             grad_numbers = [_number_of_gradient(recorder, g, recorder.name) for g, _ in kept]
             recording.layouts = [array.strides for array in upstream]
@@ -608,8 +607,7 @@ class CompiledForward:
         finally:
             autocast.state.cache = casts
         try:
-            if recorder.abandoned is not None:  # a lenient recorder's refusal
-                raise JitError(recorder.abandoned)
+            recorder.check_kept()  # (a lenient recorder's refusal)
             # stacklevel: past this, __call__ and the wrappers
             stores = outer.check_state(
                 state,
@@ -729,9 +727,8 @@ def _joined(result: Any, tensors: list, leaves: dict, retained: list, start: int
         outside=[t for t in targets if id(t) not in caller],
         differentiating=differentiating,
     )
-    for t in tensors:
-        if id(t) in leaves:
-            leaves[id(t)].register_hook(_carry_on(differentiating, t, name))
+    for t in caller.values():
+        leaves[id(t)].register_hook(_carry_on(differentiating, t, name))
     return build([made] if len(heads) == 1 else list(made))
 
 

@@ -1010,16 +1010,6 @@ class Jitted:
         lenient one that cannot be recorded, whose guard ``key`` is then given up.
         ``watched``: leaves whose ``.grad`` and optimizers whose settings only recorded calls
         may change (see ``Recorder.watch``)."""
-        try:
-            return self._recorded(tensors, args, kwargs, watched)
-        except _GivenUp as given_up:
-            give_up(self, key, given_up.why, f"{self.__name__}()", stacklevel=4)
-            return given_up.result, None, None
-
-    def _recorded(
-        self, tensors: list, args: tuple, kwargs: dict, watched: tuple
-    ) -> tuple[Any, Recording | None, Callable | None]:
-        """``_record``'s work, raising ``_GivenUp`` where a lenient recording is given up."""
         hand_back_free_memory()
         recorder = Recorder(self.__name__)
         recorder.lenient = self.lenient
@@ -1037,9 +1027,7 @@ class Jitted:
         try:
             outer.refuse_random(self.fn, self.__name__)
         except JitError as error:  # (before the function ran)
-            if not self.lenient:
-                raise
-            raise _GivenUp(str(error), self.fn(*args, **kwargs)) from None
+            return self._given_up(key, error, lambda: self.fn(*args, **kwargs))
         flags = [t.requires_grad for t in tensors]
         state = outer.python_state(args, kwargs)
         before = _snapshot(state)
@@ -1050,55 +1038,40 @@ class Jitted:
         except RecordingElsewhere:
             return self.fn(*args, **kwargs), None, None
         try:
-            return self._kept(recorder, outer, tensors, inputs, flags, state, before, result)
+            recorder.check_kept()
+            if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
+                self.graph_results = True
+                # (named by the error of a backward through a replay's result)
+                if self.hint_compile:
+                    capture_hook.detached_results = self.__name__
+            refuse_rebound_leaves(recorder)
+            outer.refuse_rebound(self.fn, self.__name__)
+            stores = outer.check_state(
+                state, before, self.__name__, stacklevel=3, made=recorder.made
+            )
+            refuse_reading_stored_over(recorder, stores)
+            del state, before  # (before the recording's tables are made)
+            returned, build = _outputs(result, recorder, stores)
+            flipped = [
+                (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
+            ]
+            stored = [(id(obj), name) for obj, name, *_ in stores]
+            recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
+            _refuse_shared_arrays(tensors, outer, recorder)
+            recording.named_arguments = _named_arguments(tensors, outer, recorder)
         except JitError as error:
-            if not self.lenient:
-                raise
-            raise _GivenUp(str(error), result) from None
-
-    def _kept(
-        self,
-        recorder: Recorder,
-        outer: Outer,
-        tensors: list,
-        inputs: list,
-        flags: list,
-        state: list,
-        before: list,
-        result: Any,
-    ) -> tuple[Any, Recording, Callable]:
-        """The recording of a call that ran under ``recorder`` (see ``_record``), after its
-        checks."""
-        if recorder.abandoned is not None:  # a lenient recorder's refusal
-            raise JitError(recorder.abandoned)
-        if not recorder.accumulated and any(t.grad_fn is not None for t in _flatten(result)[0]):
-            self.graph_results = True
-            if self.hint_compile:  # named by the error of a backward through a replay's result
-                capture_hook.detached_results = self.__name__
-        refuse_rebound_leaves(recorder)
-        outer.refuse_rebound(self.fn, self.__name__)
-        stores = outer.check_state(state, before, self.__name__, stacklevel=5, made=recorder.made)
-        refuse_reading_stored_over(recorder, stores)
-        del state, before  # (before the recording's tables are made)
-        returned, build = _outputs(result, recorder, stores)
-        flipped = [
-            (i, t.requires_grad) for i, t in enumerate(tensors) if t.requires_grad != flags[i]
-        ]
-        stored = [(id(obj), key) for obj, key, *_ in stores]
-        recording = Recording(recorder, build, _python_values(result), outer, flipped, stored)
-        _refuse_shared_arrays(tensors, outer, recorder)
-        recording.named_arguments = _named_arguments(tensors, outer, recorder)
+            return self._given_up(key, error, lambda: result)
         generate = functools.partial(program.generate, recorder, inputs, returned)
         return result, recording, generate
 
-
-class _GivenUp(Exception):
-    """A lenient recording given up (see ``Jitted._record``): ``why``, the JitError's
-    message, and the call's ``result``, which ran eagerly (or as eager code does)."""
-
-    def __init__(self, why: str, result: Any) -> None:
-        super().__init__(why)
-        self.why, self.result = why, result
+    def _given_up(self, key: Any, error: JitError, result: Callable[[], Any]) -> tuple:
+        """``_record``'s answer where ``error`` was raised: raised again, or for a lenient
+        function (compile's) the guard ``key`` given up and the call's ``result()`` (eager's),
+        without a recording."""
+        if not self.lenient:
+            raise error
+        give_up(self, key, str(error), f"{self.__name__}()", stacklevel=5)
+        return result(), None, None
 
 
 def values_hold(values_read: list[tuple[int, list]], tensors: list) -> bool:

@@ -722,6 +722,11 @@ class Recorder:
             raise error
         self.abandon(str(error))
 
+    def check_kept(self) -> None:
+        """Raise the JitError of the refusal that gave the recording up, if one did."""
+        if self.abandoned is not None:
+            raise JitError(self.abandoned)
+
     def abandon(self, why: str) -> None:
         """Stop recording (the first reason given is kept): the rest of the call runs as
         eager code, and its recording is dropped."""
