@@ -1131,6 +1131,22 @@ REFUSED = {  # what the step does -> (the JitError's words, the step, the tag of
         lambda: lambda x: x.nonzero(),  # REFUSED nonzero
         "nonzero",
     ),
+    "unique() (its shape depends on the values)": (
+        lambda: lambda x: x.unique(),  # REFUSED unique
+        "unique",
+    ),
+    "unique_consecutive() (its shape depends on the values)": (
+        lambda: lambda x: x.unique_consecutive(),  # REFUSED consecutive
+        "consecutive",
+    ),
+    "bincount() (its shape depends on the values)": (
+        lambda: lambda x: x.long().bincount(),  # REFUSED bincount
+        "bincount",
+    ),
+    "one_hot(num_classes=-1), its shape read from the values": (
+        lambda: lambda x: nn.functional.one_hot(x.long(), -1),  # REFUSED one_hot
+        "one_hot",
+    ),
 }
 
 
