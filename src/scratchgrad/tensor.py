@@ -934,8 +934,6 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self.retains_grad:
-            if capture_hook.recorder is not None:  # perhaps a compiled module's argument
-                capture_hook.recorder.retained.append(self)
             return
         ref = weakref.ref(self)
 

@@ -4,6 +4,7 @@ branch on a tensor, ``nonzero()``, random numbers drawn outside scratchgrad): as
 once, and train bit for bit as eager ones; ``fullgraph=True`` raises the ``JitError``
 (tests/jit/test_compiled_module.py), as PyTorch's option makes graph breaks errors."""
 
+import re
 import warnings
 
 import numpy as np
@@ -355,49 +356,164 @@ class _KeepsAnAuxiliaryLoss(nn.Module):
         return h * (1.0 + abs(h.sum().item()))
 
 
-def _input_grads(model, call, steps=4):
-    """The inputs' gradients of ``steps`` calls of ``call(model, x)`` (each backpropagating a
-    loss), the inputs leaves made from one seed."""
+def _input_grads(model, call, leaf, steps=4):
+    """What ``call(model, x, argument)`` gives at ``steps`` calls (each differentiating a
+    loss), the leaves ``x`` made from one seed and passed as they are (``leaf``) or through an
+    operation (a non-leaf argument); and the weight's gradient."""
     sg.manual_seed(1)
-    grads = []
+    found = []
     for _ in range(steps):
         x = sg.randn(4, 3, requires_grad=True)
-        call(model, x)
-        grads.append(x.grad.numpy().copy())
-    return grads
+        found.append(call(model, x, x if leaf else x * 2).numpy())
+    return found, getattr(model, "_orig_mod", model).linear.weight.grad
 
 
-def _with_the_auxiliary_loss(model, x):
-    out = model(x)
+def _with_the_auxiliary_loss(model, x, argument):
+    out = model(argument)
     (out.sum() + getattr(model, "_orig_mod", model).aux).backward()
+    return x.grad
 
 
-def _through_a_gradient(model, x):
-    (grad,) = sg.autograd.grad(model(x).sum(), [x], create_graph=True)
+def _through_a_gradient(model, x, argument):
+    (grad,) = sg.autograd.grad(model(argument).sum(), [x], create_graph=True)
     grad.square().sum().backward()  # (as forces from an energy: a gradient of a gradient)
+    return x.grad
 
 
-@pytest.mark.parametrize("call", [_with_the_auxiliary_loss, _through_a_gradient])
+def _second_derivative_by_name(model, x, argument):
+    (grad,) = sg.autograd.grad(model(argument).sum(), [x], create_graph=True)
+    return sg.autograd.grad(grad.square().sum(), [x])[0]
+
+
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "non-leaf"])
+@pytest.mark.parametrize(
+    "call", [_with_the_auxiliary_loss, _through_a_gradient, _second_derivative_by_name]
+)
 @pytest.mark.filterwarnings("ignore:scratchgrad.compile")
-def test_gradients_reaching_a_given_up_calls_argument_by_other_ways_reach_the_argument(call):
-    """The call given up ran its forward on a leaf copy of the argument: what reaches the copy
-    outside the call's result (a stored loss; a gradient differentiated again) went nowhere,
-    silently (the argument's .grad lacked it, None for the gradient's gradient)."""
+def test_gradients_reaching_a_given_up_calls_argument_by_other_ways_are_eagers(call, leaf):
+    """The call given up ran its forward on a copy of the argument, cut from the argument's
+    graph while it was recorded and joined back when it was given up: its result is the eager
+    graph, so what reaches the copy outside the call's result (a stored loss; a gradient
+    differentiated again; a second derivative asked of the argument by name) reaches the
+    argument as eagerly, bit for bit. Before, such sums were added in another order, the
+    second derivative by name was not found (None with ``allow_unused=True``), and a stored
+    loss reaching a non-leaf argument raised."""
     sg.manual_seed(0)
     eager, model = _KeepsAnAuxiliaryLoss(), _KeepsAnAuxiliaryLoss()
     model.load_state_dict(eager.state_dict())
-    expected = _input_grads(eager, call)
-    result = _input_grads(sg.compile(model), call)
-    for a, b in zip(result, expected):  # (the given-up call's sums in another order)
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(model.linear.weight.grad.numpy(), eager.linear.weight.grad, 1e-5)
+    (expected, expected_weight), (found, weight) = (
+        _input_grads(eager, call, leaf),
+        _input_grads(sg.compile(model), call, leaf),
+    )
+    for a, b in zip(found, expected):
+        np.testing.assert_array_equal(a, b)
+    if expected_weight is not None:
+        np.testing.assert_array_equal(weight.numpy(), expected_weight.numpy())
+
+
+class _ScalesItsArgument(nn.Module):
+    """A forward changing its argument in place, after keeping its gradient, with or without
+    a break after."""
+
+    def __init__(self, breaks):
+        super().__init__()
+        self.linear, self.breaks = nn.Linear(3, 3), breaks
+
+    def forward(self, h):
+        h.retain_grad()
+        h.mul_(2)
+        out = self.linear(h).tanh()
+        return out * (1.0 + abs(out.sum().item())) if self.breaks else out
+
+
+def _scaling_calls(model, steps=4):
+    """What a loss reading the argument after each call gives: the argument's node, version
+    and gradient, the output and the gradients of the leaves before and in the model."""
+    sg.manual_seed(0)
+    pre = nn.Linear(3, 3)
+    found = []
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=True)
+        h = pre(x)
+        out = model(h)
+        (out.square().sum() + (h * h).sum()).backward()
+        found.append([h.grad_fn.name(), h._version, out.detach().numpy(), h.grad.numpy()])
+        found[-1] += [t.grad.numpy().copy() for t in (x, pre.weight, *model.parameters())]
+    return found
+
+
+@pytest.mark.parametrize("breaks", [False, True])
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_a_forward_changing_a_non_leaf_argument_in_place_runs_as_eager(breaks):
+    """``h.mul_(2)`` on an argument that requires grad and is not a leaf, allowed eagerly,
+    raised PyTorch's error for a leaf at the recording calls (the forward saw a leaf copy).
+    Its copy is not a leaf now; since no replay could give the caller's ``h`` the change's
+    node, the call is given up (warned of, naming the change), and ``h`` takes that node, as
+    eagerly: a loss reading ``h`` after the call gets eager's gradients bit for bit."""
+    sg.manual_seed(0)
+    eager, model = _ScalesItsArgument(breaks), _ScalesItsArgument(breaks)
+    model.load_state_dict(eager.state_dict())
+    expected = _scaling_calls(eager)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = _scaling_calls(sg.compile(model))
+    for ours, theirs in zip(found, expected):
+        assert ours[:2] == theirs[:2] == ["MulBackward0", 1]
+        for a, b in zip(ours[2:], theirs[2:]):
+            np.testing.assert_array_equal(a, b)
+    why = r"changes its argument of shape \(4, 3\), which requires grad, in place \(MulBackward0\)"
+    assert [re.search(why, str(w.message)) is not None for w in caught] == [not breaks]
+
+
+def test_under_fullgraph_the_change_of_an_argument_in_place_raises_and_leaves_it_as_eagerly():
+    compiled_model = sg.compile(_ScalesItsArgument(False), fullgraph=True)
+    pre = nn.Linear(3, 3)
+    compiled_model(pre(sg.randn(4, 3)))  # eager
+    h = pre(sg.randn(4, 3))
+    with pytest.raises(sg.JitError, match=r"argument of shape \(4, 3\), which requires grad"):
+        compiled_model(h)
+    assert h.grad_fn.name() == "MulBackward0" and h._version == 1
 
 
 @pytest.mark.filterwarnings("ignore:scratchgrad.compile")
-def test_a_stored_loss_reaching_a_given_up_calls_non_leaf_argument_raises():
-    compiled_model = sg.compile(_KeepsAnAuxiliaryLoss())
-    for _ in range(2):  # the second call records, and is given up
-        x = sg.randn(4, 3, requires_grad=True) * 2
-        out = compiled_model(x)
-    with pytest.raises(RuntimeError, match=r"argument of shape \(4, 3\) .* given up"):
-        (out.sum() + compiled_model.aux).backward()
+def test_a_view_argument_changed_in_place_by_a_given_up_call_raises():
+    """Eagerly the change would be taken into the graph of the view's base: a given-up call
+    cannot, and says so (the values are changed)."""
+    compiled_model, pre = sg.compile(_ScalesItsArgument(True)), nn.Linear(3, 3)
+    compiled_model(pre(sg.randn(5, 3))[1:])  # eager
+    with pytest.raises(RuntimeError, match=r"argument of shape \(4, 3\), a view .* in place"):
+        compiled_model(pre(sg.randn(5, 3))[1:])
+
+
+def _scaled_calls(compiled, steps=4):
+    """The gradients of calls of a forward reading by name a tensor made outside it with a
+    graph (not a leaf, not an argument), its input requiring grad."""
+    sg.manual_seed(0)
+    linear, weights = nn.Linear(3, 3), sg.randn(3, requires_grad=True)
+    scale = weights * 3
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return linear(x).tanh() * scale
+
+    net = sg.compile(Scaled()) if compiled else Scaled()
+    found = []
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=True)
+        net(x).square().sum().backward(retain_graph=True)  # (scale's graph, at every call)
+        found.append(
+            [x.grad.numpy(), weights.grad.numpy().copy(), linear.weight.grad.numpy().copy()]
+        )
+    return found
+
+
+def test_a_forward_reading_a_tensor_with_an_outside_graph_by_name_runs_eagerly():
+    """A recorded backward cannot follow such a tensor's graph (``fullgraph=True`` raises:
+    ``test_a_tensor_with_an_outside_graph_reached_by_name_raises``); without it the call runs
+    eagerly, as eager (before, with an argument that requires grad, it raised all the same)."""
+    expected = _scaled_calls(False)
+    with pytest.warns(UserWarning, match="made by operations outside it"):
+        found = _scaled_calls(True)
+    for ours, theirs in zip(found, expected):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a, b)

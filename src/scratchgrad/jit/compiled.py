@@ -199,8 +199,8 @@ class Recording:
         # (index, flag) of the arguments whose requires_grad the forward set (an input made
         # to require grad, x.requires_grad_()): Python, which each replay sets again
         self.requires_grad_set: list[tuple[int, bool]] = []
-        # the arguments the forward called retain_grad() on (it saw their leaf copies, on
-        # which it does nothing): each call calls it on the caller's tensors, as eagerly
+        # the arguments the forward called retain_grad() on (it saw their copies, see _copy):
+        # each call calls it on the caller's tensors, as eagerly
         self.retained: list[int] = []
 
     def holds(self) -> bool:
@@ -305,11 +305,12 @@ class Recording:
 class _PendingBackward:
     """A recording whose forward ran and whose backward will be recorded when a ``backward()``
     first reaches its output (see ``finish``): the outputs to differentiate (``heads``), the
-    caller's tensors among the leaves (``outside``: not an argument's leaf, see ``_grad``), the
-    leaves to differentiate them for (``targets``, with the node's ``parents``), the forward's
-    input and output numbers and where its steps end (``split``), ``done``, which hands the
-    compiled recording to its ``CompiledForward``, and the Python ``state`` the forward reads
-    (``Outer.python_state``), which the backward's Python (hooks) must leave alone."""
+    caller's tensors among the targets (``outside``: not an argument's copy, see ``_grad``),
+    the copies and leaves to differentiate them for (``targets``, with the node's
+    ``parents``), the forward's input and output numbers and where its steps end (``split``),
+    ``done``, which hands the compiled recording to its ``CompiledForward``, and the Python
+    ``state`` the forward reads (``Outer.python_state``), which the backward's Python (hooks)
+    must leave alone."""
 
     def __init__(
         self,
@@ -389,77 +390,20 @@ class _PendingBackward:
         return _differentiate(self.heads, self.targets, self.outside, grads_of)
 
 
-def _differentiate(
-    heads: list, targets: list, outside: list, grads_of: list, create_graph: bool = False
-) -> tuple:
-    """The gradients of ``targets`` from ``heads`` (differentiable with ``create_graph``),
-    without the hooks of the caller's tensors among them (``outside``:
-    ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs them on what the node
-    returns, as eagerly; run here too, they would apply twice (and enter the program). Those
-    the forward registered on an argument's leaf (``x.register_hook``, which the engine never
-    sees) run here, and enter the program."""
+def _differentiate(heads: list, targets: list, outside: list, grads_of: list) -> tuple:
+    """The gradients of ``targets`` from ``heads``, without the hooks of the caller's tensors
+    among them (``outside``: ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs
+    them on what the node returns, as eagerly; run here too, they would apply twice (and enter
+    the program). Those the forward registered on an argument's copy (``x.register_hook``,
+    which the engine never sees) run here, and enter the program."""
     hooked = [(t, t._hooks) for t in outside if t._hooks]
     for t, _ in hooked:
         t._hooks = ()
     try:
-        return engine.grad(heads, targets, grads_of, True, create_graph, allow_unused=True)
+        return engine.grad(heads, targets, grads_of, True, allow_unused=True)
     finally:
         for t, hooks in hooked:
             t._hooks = hooks
-
-
-class GivenUpBackward(Function):
-    """The graph node of a compiled module's call whose recording was given up (see
-    ``CompiledForward.give_up``) and whose forward ran on leaf copies of the arguments that
-    require grad: its backward differentiates the forward's eager graph from its outputs
-    (``heads``) into those copies and the parameters (``targets``) and hands the gradients to
-    the node's parents, the arguments and parameters, as a recording call's node does;
-    under ``create_graph`` differentiably, as eagerly (forces from an energy's gradient)."""
-
-    @staticmethod
-    def forward(ctx, *parents, heads, targets, outside, differentiating):
-        """The heads' arrays (the parents' are not read). ``differentiating``: a list whose
-        one flag says when the backward runs (see ``_carry_on``)."""
-        ctx.heads, ctx.targets, ctx.outside = heads, targets, outside
-        ctx.differentiating = differentiating
-        arrays = tuple(head.array for head in heads)
-        return arrays[0] if len(arrays) == 1 else arrays
-
-    @staticmethod
-    def backward(ctx, *grads: Tensor) -> tuple:
-        grads_of = [
-            _make(xp.zeros_like(head.array)) if g is None else g
-            for head, g in zip(ctx.heads, grads)
-        ]
-        ctx.differentiating[0] = True
-        try:
-            return _differentiate(ctx.heads, ctx.targets, ctx.outside, grads_of, _state.enabled)
-        finally:
-            ctx.differentiating[0] = False
-
-
-def _carry_on(differentiating: list, caller: Tensor, name: str) -> Callable:
-    """A hook for the leaf copy of ``caller`` that a given-up forward ran on: a gradient
-    reaching the copy while its node's backward is not ``differentiating`` (through a tensor
-    the forward stored with a graph, an auxiliary loss; through a gradient taken with
-    ``create_graph=True``) is ``caller``'s, as eagerly: accumulated into a leaf's ``.grad``.
-    A non-leaf's graph cannot be walked on from inside this backward: that raises."""
-
-    def hook(grad: Tensor) -> None:
-        if differentiating[0]:  # (the node's own backward: it hands the gradient on)
-            return
-        if caller.grad_fn is not None:
-            raise RuntimeError(
-                f"scratchgrad.compile: a gradient reaches an argument of shape "
-                f"{tuple(caller.shape)} of the call of {name}.forward whose recording was "
-                "given up (a graph break), by a way other than the call's result (a tensor "
-                "the forward stored with a graph, or a gradient of a gradient): the graph "
-                "that made the argument cannot be followed from there. Pass a leaf "
-                "(x.detach().requires_grad_()), or call the module without compile"
-            )
-        engine._finish_leaf(caller, grad, _state.enabled, {})
-
-    return hook
 
 
 class CompiledForward:
@@ -575,10 +519,13 @@ class CompiledForward:
     def _record(self, key: Any, tensors: list, args: tuple, kwargs: dict) -> Any:
         """Run the module's forward under a recorder and return its result; when the result
         needs a gradient, it hangs from a node whose backward records the module's."""
-        # An argument that requires grad enters as a new leaf: the recorded backward stops
-        # there, and the node hands the argument's gradient on to the graph it came from.
+        # An argument that requires grad enters as a copy cut from its graph (see _copy): the
+        # recorded backward stops there, and the node hands the argument's gradient on.
+        # (Inference mode records no graph: there the forward sees the argument itself.)
         arguments = tensors[: key[1]]
-        leaves = {id(t): t.detach().requires_grad_() for t in arguments if t.requires_grad}
+        graphs = not _state.inference
+        copies = {id(t): _copy(t) for t in arguments if t.requires_grad and graphs}
+        aliases = {i: copy._ctx for i, copy in copies.items()}  # (see _join)
         flags = [t.requires_grad for t in arguments]
         recorder = Recorder(f"{self.name}.forward")
         recorder.lenient = not self.fullgraph
@@ -601,13 +548,14 @@ class CompiledForward:
                 # autocast's casts of the weights, kept for a region's later ops, would enter
                 # the program as constants made by an earlier call: the recording makes its own
                 autocast.state.cache = None
-                result = self.eager(*_replaced(args, leaves), **_replaced(kwargs, leaves))
+                result = self.eager(*_replaced(args, copies), **_replaced(kwargs, copies))
         except RecordingElsewhere:  # eagerly, with an eager backward (see Capturing)
             return self.eager(*args, **kwargs)
         finally:
             autocast.state.cache = casts
         try:
             recorder.check_kept()  # (a lenient recorder's refusal)
+            _refuse_changed_copies(arguments, copies, aliases, self.name)
             # stacklevel: past this, __call__ and the wrappers
             stores = outer.check_state(
                 state,
@@ -617,7 +565,7 @@ class CompiledForward:
                 made=recorder.made,
             )
             refuse_reading_stored_over(recorder, stores)
-            made, build = _outputs(result, recorder, tensors, leaves, stores)
+            made, build = _outputs(result, recorder, tensors, copies, stores)
             # A tensor the forward stored with a graph (``self.log_q``, read by a loss outside)
             # hangs from the node too, as a returned one: its gradient reaches the parameters.
             differentiable = [i for i, t in enumerate(made) if t.requires_grad]
@@ -631,10 +579,7 @@ class CompiledForward:
             recording.requires_grad_set = [
                 (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
             ]
-            retained = {id(t) for t in recorder.retained}
-            recording.retained = [
-                i for i, t in enumerate(arguments) if id(leaves.get(id(t))) in retained
-            ]
+            recording.retained = _retained(arguments, copies)
             outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
             arrays = tuple(t.array for t in made)
             if not differentiable:
@@ -643,12 +588,12 @@ class CompiledForward:
                 _put_back(stores)  # (not before a JitError: the forward's stores stay)
                 return recording.attach(arrays, (), tensors)
             heads = [made[i] for i in differentiable]
-            targets, parents = _targets(heads, start, tensors, leaves, self.name)
-            copies = {id(leaf) for leaf in leaves.values()}
+            targets, parents = _targets(heads, start, tensors, copies, self.name)
+            copied = {id(copy) for copy in copies.values()}
             recording.pending = _PendingBackward(
                 recording,
                 heads,
-                [t for t in targets if id(t) not in copies],
+                [t for t in targets if id(t) not in copied],
                 targets,
                 parents,
                 inputs,
@@ -662,10 +607,14 @@ class CompiledForward:
             _put_back(stores)
             return recording.attach(arrays, (), tensors)
         except JitError as error:
+            _join(arguments, copies, aliases, self.name)  # (fullgraph too: as eagerly)
             if self.fullgraph:
                 raise
             self.give_up(key, str(error))
-            return _joined(result, tensors, leaves, recorder.retained, start, self.name)
+            if not copies:
+                return result
+            caller = {id(copies[id(t)]): t for t in arguments if id(t) in copies}
+            return rebuild(result, lambda t: lambda: caller.get(id(t), t))()  # (x returned)
 
     def give_up(self, key: Any, why: str) -> None:
         """Run the calls of guard key ``key`` eagerly from now on (``jitted.give_up``)."""
@@ -691,45 +640,6 @@ class CompiledForward:
                     recording.checked, recordings[index] = True, recording
                 return
         recordings.append(recording)
-
-
-def _joined(result: Any, tensors: list, leaves: dict, retained: list, start: int, name: str) -> Any:
-    """The result of a forward whose recording was given up: as the forward made it, but
-    where arguments that require grad entered as leaf copies (``leaves``), its tensors that
-    need a gradient hang from one ``GivenUpBackward`` node, whose backward carries their
-    gradients on into those arguments (and the parameters), as eagerly."""
-    if not leaves:
-        return result
-    caller = {id(leaf): t for t in tensors if (leaf := leaves.get(id(t))) is not None}
-    for leaf in retained:  # (retain_grad() on a copy: the caller's tensor, as eagerly)
-        if id(leaf) in caller:
-            caller[id(leaf)].retain_grad()
-    heads: list[Tensor] = []
-
-    def leaf(t: Tensor) -> Callable:
-        if id(t) in caller:  # an argument returned as it is
-            return lambda new: caller[id(t)]
-        if t.grad_fn is None:
-            return lambda new: t
-        heads.append(t)
-        position = len(heads) - 1
-        return lambda new: new[position]
-
-    build = rebuild(result, leaf)
-    if not heads:
-        return build(())
-    targets, parents = _targets(heads, start, tensors, leaves, name)
-    differentiating = [False]
-    made = GivenUpBackward.apply(
-        *[tensors[p] if type(p) is int else p for p in parents],
-        heads=heads,
-        targets=targets,
-        outside=[t for t in targets if id(t) not in caller],
-        differentiating=differentiating,
-    )
-    for t in caller.values():
-        leaves[id(t)].register_hook(_carry_on(differentiating, t, name))
-    return build([made] if len(heads) == 1 else list(made))
 
 
 def _put_back(stores: list) -> None:
@@ -767,20 +677,100 @@ def _part(recorder: Recorder, steps: list) -> Recorder:
     return part
 
 
-def _replaced(tree: Any, leaves: dict) -> Any:
-    """``tree`` (tuples, lists and dicts, nested) with the tensors in ``leaves`` replaced by
-    their leaf."""
+def _replaced(tree: Any, copies: dict) -> Any:
+    """``tree`` (tuples, lists and dicts, nested) with the tensors in ``copies`` replaced by
+    their copy."""
     if isinstance(tree, Tensor):
-        return leaves.get(id(tree), tree)
+        return copies.get(id(tree), tree)
     if type(tree) in (tuple, list):
-        return type(tree)(_replaced(item, leaves) for item in tree)
+        return type(tree)(_replaced(item, copies) for item in tree)
     if type(tree) is dict:
-        return {key: _replaced(value, leaves) for key, value in tree.items()}
+        return {key: _replaced(value, copies) for key, value in tree.items()}
     return tree
 
 
+class _Alias(Function):
+    """A compiled call's argument that requires grad, as its forward sees it (see ``_copy``):
+    the same array, whose gradient the node hands on unchanged."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def _copy(t: Tensor) -> Tensor:
+    """``t`` as a recorded forward sees it: its memory, layout and version counter
+    (``t.detach()``), hanging from an ``_Alias`` node whose parent, ``t``'s graph, is cut
+    (kept in ``link``), so that the recorded backward stops there and never runs the caller's
+    graph or its hooks. A call given up joins it back (``_join``): its result is then the
+    eager graph itself, through one node more. (Not a leaf, as an argument once entered: an
+    in-place change of a non-leaf argument raised where eager allows it.)"""
+    copy = t.detach()
+    with enable_grad():  # (a forward under no_grad may enable grad itself)
+        node = _Alias.apply(t)._ctx
+    node.link, node.parents = node.parents, (None,)
+    copy._ctx, copy._requires_grad = node, True
+    return copy
+
+
+def _changed(arguments: list, copies: dict, aliases: dict) -> list:
+    """The arguments whose copy the forward changed in place with a graph (it then hangs
+    from the change's node, no more from its ``_Alias``), with their copy."""
+    return [
+        (t, copies[id(t)])
+        for t in arguments
+        if id(t) in copies and copies[id(t)]._ctx is not aliases[id(t)]
+    ]
+
+
+def _refuse_changed_copies(arguments: list, copies: dict, aliases: dict, name: str) -> None:
+    """Raise a ``JitError`` if the forward changed an argument that requires grad in place
+    (``h.mul_(2)``): eagerly the caller's tensor then hangs from that change's node, which no
+    replay could give it. The call is then given up (``_join`` gives it that node)."""
+    for t, c in _changed(arguments, copies, aliases):
+        raise JitError(
+            f"scratchgrad.compile: {name}.forward (called at {user_line()}) changes its "
+            f"argument of shape {tuple(t.shape)}, which requires grad, in place "
+            f"({c.grad_fn.name()}): a replay could not give the caller's tensor the graph "
+            "of that change. Change a copy (h = h.mul(2)), or call the module without compile"
+        )
+
+
+def _join(arguments: list, copies: dict, aliases: dict, name: str) -> None:
+    """Join the copies of a given-up call's arguments back to the arguments' graphs, so that
+    its result is the eager graph; as eagerly, an argument the forward changed in place hangs
+    from the change's node, and one whose copy it called ``retain_grad()`` on retains its
+    gradient. An argument that is a view, or has views, changed in place raises: eagerly,
+    its base's graph and its views' would be taken again from the change."""
+    for node in aliases.values():
+        node.parents = node.link
+    for i in _retained(arguments, copies):  # (before a change, which takes the hook along)
+        arguments[i].retain_grad()
+    for t, c in _changed(arguments, copies, aliases):
+        if hasattr(t, "_view") or any(True for _ in getattr(t, "_views", ())):
+            raise RuntimeError(
+                f"scratchgrad.compile: {name}.forward changed its argument of shape "
+                f"{tuple(t.shape)}, a view or a tensor with views, in place (its values are "
+                "changed) in a call given up (a graph break): its base's and views' graphs "
+                "cannot be taken again from that change. Change a copy (h = h.mul(2)), or "
+                "call the module without compile"
+            )
+        t._take_node(c._ctx)
+
+
+def _retained(arguments: list, copies: dict) -> list[int]:
+    """The indices of the arguments whose copy the forward called ``retain_grad()`` on."""
+    return [i for i, t in enumerate(arguments) if id(t) in copies and copies[id(t)].retains_grad]
+
+
 def _outputs(
-    result: Any, recorder: Recorder, tensors: list, leaves: dict, stores: list
+    result: Any, recorder: Recorder, tensors: list, copies: dict, stores: list
 ) -> tuple[list, Any]:
     """The tensors of ``result`` made by the forward, and ``build(made, tensors)`` rebuilding
     ``result``'s structure from new such tensors and a call's tensors: an argument returned
@@ -789,7 +779,7 @@ def _outputs(
     among the made ones, and ``build`` stores them as the recorded forward did."""
     made: list[Tensor] = []
     argument = {id(t): i for i, t in enumerate(tensors)}
-    argument.update({id(leaf): argument[key] for key, leaf in leaves.items()})
+    argument.update({id(copy): argument[key] for key, copy in copies.items()})
     number = recorder.number
     replaced = _stored_over(stores)
 
@@ -811,11 +801,12 @@ def _outputs(
     return made, _storing(both, [(obj, key) for obj, key, *_ in stores])
 
 
-def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) -> tuple:
-    """The leaves a backward from ``heads`` reaches, to differentiate (the arguments and
-    parameters in their order, then tensors the forward reached by name), and for each, the
-    parent the node gets: the argument's index, or the tensor itself."""
+def _targets(heads: list, start: int, tensors: list, copies: dict, name: str) -> tuple:
+    """The leaves and arguments' copies a backward from ``heads`` reaches, to differentiate
+    (the arguments and parameters in their order, then tensors the forward reached by name),
+    and for each, the parent the node gets: the argument's index, or the tensor itself."""
     reached: dict[int, Tensor] = {}
+    copied = {id(copy._ctx): copy for copy in copies.values()}  # (none changed in place)
     stack = [h._ctx for h in heads]
     seen = set(map(id, stack))
     while stack:
@@ -831,14 +822,16 @@ def _targets(heads: list, start: int, tensors: list, leaves: dict, name: str) ->
         for parent in node.parents:
             if isinstance(parent, Tensor):
                 reached[id(parent)] = parent
+            elif id(parent) in copied:
+                reached[id(parent)] = copied[id(parent)]
             elif parent is not None and id(parent) not in seen:
                 seen.add(id(parent))
                 stack.append(parent)
     targets, parents = [], []
     for index, t in enumerate(tensors):
-        leaf = leaves.get(id(t), t)
-        if id(leaf) in reached:
-            targets.append(reached.pop(id(leaf)))
+        key = id(copies[id(t)]._ctx) if id(t) in copies else id(t)
+        if key in reached:
+            targets.append(reached.pop(key))
             parents.append(index)
     for leaf in reached.values():  # neither an argument nor a parameter: reached by name
         targets.append(leaf)

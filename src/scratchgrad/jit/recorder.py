@@ -168,9 +168,6 @@ class Recorder:
         # and was recorded for its requires_grad and hooks, so a replay is valid only while
         # they stay
         self.reached: dict[int, tuple] = {}
-        # the leaves retain_grad() was called on (a compiled module's argument enters its
-        # forward as a leaf copy: see compiled.Recording.retained)
-        self.retained: list[Tensor] = []
         self._reads: set = set()  # the values read by the step being noted
         # whether a backward added into a .grad: a step, not a forward whose result is
         # backpropagated by the caller (see ``Jitted.graph_results``)
