@@ -517,3 +517,151 @@ def test_a_forward_reading_a_tensor_with_an_outside_graph_by_name_runs_eagerly()
     for ours, theirs in zip(found, expected):
         for a, b in zip(ours, theirs):
             np.testing.assert_array_equal(a, b)
+
+
+_SEEN = []  # what _SetsItsArgument's forward sees (on the module, a change warned of)
+
+
+class _SetsItsArgument(nn.Module):
+    """A forward reading its argument's autograd state (kept in ``_SEEN``), then doing
+    ``how`` to it."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.linear, self.how = nn.Linear(3, 2), how
+
+    def forward(self, x):
+        _SEEN.append([x.is_leaf, x.grad_fn, x.grad, x.requires_grad])
+        if self.how == "requires_grad_":
+            x.requires_grad_(False)
+        elif self.how == "twice":  # (and back: the forward's uses need its gradient again)
+            x.requires_grad_(False).requires_grad_(True)
+        elif self.how == "detach_":
+            x.detach_()
+        _SEEN[-1] += [x.is_leaf, x.grad_fn, x.requires_grad]
+        return self.linear(x).tanh()
+
+
+def _setting_calls(model, leaf, steps=6):
+    """What each call gives and leaves: its result, the argument's requires_grad and
+    gradient, the weight's gradient, and what the forward saw (``seen``), the argument's
+    ``grad`` and ``grad_fn`` compared by identity with the caller's (``_SEEN``)."""
+    sg.manual_seed(0)
+    pre, found = nn.Linear(3, 3), []
+    _SEEN.clear()
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=True)
+        x.grad = sg.ones(4, 3)  # (what the forward reads as x.grad)
+        h = x if leaf else pre(x)
+        node = h.grad_fn
+        out = model(h)
+        out.square().sum().backward()
+        found.append([out.detach().numpy(), h.requires_grad, x.grad.numpy()])
+        found[-1].append(model.linear.weight.grad.numpy().copy())
+        if _SEEN:  # (a replay runs no forward)
+            is_leaf, grad_fn, grad, requires_grad, *after = _SEEN.pop()
+            after[1] = after[1] is node
+            found[-1] += [is_leaf, grad_fn is node, grad is h.grad, requires_grad, *after]
+    return found
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+@pytest.mark.parametrize("how", ["read", "requires_grad_", "twice", "detach_"])
+def test_a_compiled_forward_reads_and_sets_its_arguments_autograd_state_as_eagerly(how, leaf):
+    """An argument that requires grad enters a recording as a copy cut from its graph: its
+    ``is_leaf`` was False and ``grad_fn`` an identity node for a leaf, its ``.grad`` None,
+    and ``x.requires_grad_(False)`` on a leaf raised PyTorch's error for a non-leaf (before
+    the copy was a node's, the caller's flag stayed True silently). Now the copy answers
+    them from the caller's tensor, and ``requires_grad_(False)`` or ``detach_()`` on a leaf
+    sets the caller's flag, as eagerly, replayed at each call; on a non-leaf,
+    ``requires_grad_(False)`` raises PyTorch's error as eagerly, and ``detach_()``, which no
+    replay could do, is a graph break."""
+    if how in ("requires_grad_", "twice") and not leaf:
+        for net in (_SetsItsArgument(how), sg.compile(_SetsItsArgument(how))):
+            for _ in range(3):
+                with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+                    net(nn.Linear(3, 3)(sg.randn(4, 3)))
+        return
+    sg.manual_seed(0)
+    eager, model = _SetsItsArgument(how), _SetsItsArgument(how)
+    model.load_state_dict(eager.state_dict())
+    expected = _setting_calls(eager, leaf)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = _setting_calls(sg.compile(model), leaf)
+    for ours, theirs in zip(found, expected, strict=True):
+        for a, b in zip(ours, theirs[: len(ours)], strict=True):
+            np.testing.assert_array_equal(a, b)
+    breaks = how == "detach_" and not leaf
+    given_up = [str(w.message) for w in caught if "breaks the graph" in str(w.message)]
+    assert [re.search(r"x\.detach_\(\) on an argument", why) is not None for why in given_up] == [
+        breaks
+    ] * breaks
+    assert len(found[-1]) == (len(expected[-1]) if breaks else 4)  # (replayed, else eager)
+
+
+class _HooksItsArgument(nn.Module):
+    """A forward registering a hook on its argument: one of the gradient alone, or one
+    holding a tensor the call made."""
+
+    def __init__(self, holds):
+        super().__init__()
+        self.linear, self.holds = nn.Linear(3, 2), holds
+
+    def forward(self, x):
+        out = self.linear(x)
+        if self.holds:
+            scale = out.detach().abs().mean() + 1
+            x.register_hook(lambda grad: grad.clamp(-0.1, 0.1) * scale)
+        else:
+            x.register_hook(lambda grad: grad.clamp(-0.1, 0.1))
+        return out.tanh()
+
+
+def _hooked_calls(model, steps=6):
+    """The argument's and the weight's gradients, the argument also used outside the call."""
+    sg.manual_seed(0)
+    found = []
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=True)
+        (model(x).square().sum() + x.sum()).backward()
+        found.append([x.grad.numpy(), model.linear.weight.grad.numpy().copy()])
+    return found
+
+
+@pytest.mark.parametrize("holds", [False, True])
+def test_a_hook_a_compiled_forward_registers_on_its_argument_gets_its_whole_gradient(holds):
+    """``x.register_hook`` in the forward went on the argument's copy, so it saw only the
+    gradient from inside the call (eagerly: the sum with x's uses outside it). It is now
+    registered on the caller's ``x``, and again at each replay, as eagerly; a hook holding a
+    value of the call (a closure over a tensor it made), which a replay would register with
+    the recording's value, is a graph break."""
+    sg.manual_seed(0)
+    eager, model = _HooksItsArgument(holds), _HooksItsArgument(holds)
+    model.load_state_dict(eager.state_dict())
+    expected = _hooked_calls(eager)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = _hooked_calls(sg.compile(model))
+    for ours, theirs in zip(found, expected, strict=True):
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_array_equal(a, b)
+    why = r"x\.register_hook\(hook\) on an argument, the hook holding values of the call"
+    assert [re.search(why, str(w.message)) is not None for w in caught] == [True] * holds
+
+
+def test_an_in_place_change_of_a_leaf_argument_raises_pytorchs_error_as_eagerly():
+    """The copy of a leaf that requires grad was no leaf: the change was allowed, and the
+    given-up call made the caller's leaf hang from the change's node."""
+
+    class Scales(nn.Linear):
+        def forward(self, x):
+            x.mul_(2)
+            return super().forward(x)
+
+    net = sg.compile(Scales(3, 2))
+    for _ in range(3):
+        x = sg.randn(4, 3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
+            net(x)
+        assert x.is_leaf and x._version == 0

@@ -29,6 +29,7 @@ import copy
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
+from types import FunctionType
 from typing import Any
 
 from scratchgrad import backend
@@ -202,6 +203,9 @@ class Recording:
         # the arguments the forward called retain_grad() on (it saw their copies, see _copy):
         # each call calls it on the caller's tensors, as eagerly
         self.retained: list[int] = []
+        # (index, hook) of the hooks the forward registered on arguments (on the caller's
+        # tensors, see _Argument.register_hook): each replay registers them again
+        self.hooks: list[tuple[int, Callable]] = []
 
     def holds(self) -> bool:
         """Whether every module the recording called is in the train/eval mode it had then
@@ -266,6 +270,8 @@ class Recording:
         """Replay the forward on this call's tensors (the arguments', then the parameters):
         the module's result, hanging from a new node when it needs a gradient."""
         arrays = self.forward([t.array for t in tensors], tensors)
+        for i, hook in self.hooks:  # (before a flag set: the forward registered it first)
+            tensors[i].register_hook(hook)
         for i, flag in self.requires_grad_set:  # (before the node: it is then a parent)
             tensors[i].requires_grad = flag
         count = len(arrays) - self.saved_count
@@ -394,8 +400,8 @@ def _differentiate(heads: list, targets: list, outside: list, grads_of: list) ->
     """The gradients of ``targets`` from ``heads``, without the hooks of the caller's tensors
     among them (``outside``: ``p.register_hook(lambda g: g.clamp(-1, 1))``): the engine runs
     them on what the node returns, as eagerly; run here too, they would apply twice (and enter
-    the program). Those the forward registered on an argument's copy (``x.register_hook``,
-    which the engine never sees) run here, and enter the program."""
+    the program). (Those the forward registered on an argument are on the caller's tensor,
+    see ``_Argument.register_hook``.)"""
     hooked = [(t, t._hooks) for t in outside if t._hooks]
     for t, _ in hooked:
         t._hooks = ()
@@ -525,7 +531,6 @@ class CompiledForward:
         arguments = tensors[: key[1]]
         graphs = not _state.inference
         copies = {id(t): _copy(t) for t in arguments if t.requires_grad and graphs}
-        aliases = {i: copy._ctx for i, copy in copies.items()}  # (see _join)
         flags = [t.requires_grad for t in arguments]
         recorder = Recorder(f"{self.name}.forward")
         recorder.lenient = not self.fullgraph
@@ -555,7 +560,7 @@ class CompiledForward:
             autocast.state.cache = casts
         try:
             recorder.check_kept()  # (a lenient recorder's refusal)
-            _refuse_changed_copies(arguments, copies, aliases, self.name)
+            _refuse_changed_copies(arguments, copies, self.name)
             # stacklevel: past this, __call__ and the wrappers
             stores = outer.check_state(
                 state,
@@ -579,7 +584,8 @@ class CompiledForward:
             recording.requires_grad_set = [
                 (i, t.requires_grad) for i, t in enumerate(arguments) if t.requires_grad != flags[i]
             ]
-            recording.retained = _retained(arguments, copies)
+            recording.retained = [i for i, c in _copied(arguments, copies) if c._retains]
+            recording.hooks = [(i, h) for i, c in _copied(arguments, copies) for h in c._hooked]
             outputs, split = [recorder.number[id(t.array)] for t in made], len(recorder.steps)
             arrays = tuple(t.array for t in made)
             if not differentiable:
@@ -607,7 +613,7 @@ class CompiledForward:
             _put_back(stores)
             return recording.attach(arrays, (), tensors)
         except JitError as error:
-            _join(arguments, copies, aliases, self.name)  # (fullgraph too: as eagerly)
+            _join(arguments, copies, self.name)  # (fullgraph too: as eagerly)
             if self.fullgraph:
                 raise
             self.give_up(key, str(error))
@@ -704,55 +710,159 @@ class _Alias(Function):
         return grad
 
 
-def _copy(t: Tensor) -> Tensor:
+class _Argument(Tensor):
+    """A copy of a compiled call's argument that requires grad (``_caller``), as a recorded
+    or given-up forward sees it (see ``_copy``), hanging from its ``_Alias`` node (``_node``).
+    What the forward reads or sets of its autograd state is the caller's, as eagerly:
+    ``is_leaf``, ``grad_fn`` (until the forward changes it in place), ``.grad``,
+    ``requires_grad_(False)`` on a leaf, ``detach_()``, ``retain_grad()`` and
+    ``register_hook`` (noted in ``_retains`` and ``_hooked``: each replay does them again).
+    Replays never make one: these cost nothing there."""
+
+    __slots__ = ("_caller", "_node", "_retains", "_hooked")
+
+    @property
+    def grad_fn(self):
+        return self._caller.grad_fn if self._ctx is self._node else Tensor.grad_fn.fget(self)
+
+    grad = property(
+        lambda self: self._caller.grad,
+        lambda self, grad: setattr(self._caller, "grad", grad),
+        lambda self: delattr(self._caller, "grad"),
+    )
+
+    def _set_requires_grad(self, requires_grad: bool) -> None:
+        """On a leaf's copy (not changed in place), the leaf's flag as eagerly; the copy then
+        leaves its node (the forward's uses of it need no gradient) or joins it again."""
+        if self._caller._ctx is not None or not _on_node(self):
+            Tensor._set_requires_grad(self, requires_grad)  # (a non-leaf's: PyTorch's error)
+            return
+        self._caller.requires_grad = requires_grad  # (its checks, then the copy's state)
+        self._ctx, self._requires_grad = (self._node if requires_grad else None), requires_grad
+
+    requires_grad = property(Tensor.requires_grad.fget, _set_requires_grad)
+
+    def detach_(self) -> Tensor:
+        """The caller is detached too, as eagerly: a non-leaf's cut from its graph, which
+        no replay could do, gives the recording up (a graph break)."""
+        if self._caller._ctx is not None:
+            _refuse_in_forward(
+                "x.detach_() on an argument with a graph (it cuts it)", "Detach a copy (x.detach())"
+            )
+        self._caller.detach_()  # (a view raises PyTorch's error)
+        return Tensor.detach_(self)
+
+    def retain_grad(self) -> None:
+        if self.requires_grad:  # (else PyTorch's error)
+            self._caller.retain_grad()  # (changed in place: _join gives it the change's node)
+            self._retains = True
+        else:
+            Tensor.retain_grad(self)
+
+    def register_hook(self, hook: Callable) -> Callable:
+        """On the caller's tensor, which the engine gives its whole gradient (its uses
+        outside the call too), as eagerly; on the copy, once the forward changed it in place
+        (``_join`` gives the caller that node)."""
+        if self._ctx is not self._node:
+            return Tensor.register_hook(self, hook)
+        if not _holds_no_call_values(hook):
+            _refuse_in_forward(
+                "x.register_hook(hook) on an argument, the hook holding values of the call "
+                "(a closure over them, defaults), which a replay would register again",
+                "Register a hook of the gradient alone (or of the module), or register it on "
+                "the argument outside the module",
+            )
+        self._hooked.append(hook)
+        return self._caller.register_hook(hook)
+
+
+def _holds_no_call_values(hook: Callable) -> bool:
+    """Whether registering ``hook`` again at a replay does what registering the call's own
+    did: a function (or a module's method) holding nothing but modules in its closure."""
+    function = getattr(hook, "__func__", hook)
+    if getattr(hook, "__self__", None) is not None and not isinstance(hook.__self__, Module):
+        return False
+    if type(function) is not FunctionType or function.__defaults__ or function.__kwdefaults__:
+        return False
+    return all(_holds_a_module(cell) for cell in function.__closure__ or ())
+
+
+def _holds_a_module(cell: Any) -> bool:
+    try:
+        return isinstance(cell.cell_contents, Module)
+    except ValueError:  # an empty cell, which the call fills after registering the hook
+        return False
+
+
+def _refuse_in_forward(what: str, instead: str) -> None:
+    """The recorder's refusal (a graph break; a ``JitError`` under ``fullgraph``), if it is
+    still recording."""
+    if capture_hook.recorder is not None:
+        capture_hook.recorder.refuse(what, instead)
+
+
+def _copy(t: Tensor) -> _Argument:
     """``t`` as a recorded forward sees it: its memory, layout and version counter
     (``t.detach()``), hanging from an ``_Alias`` node whose parent, ``t``'s graph, is cut
     (kept in ``link``), so that the recorded backward stops there and never runs the caller's
     graph or its hooks. A call given up joins it back (``_join``): its result is then the
     eager graph itself, through one node more. (Not a leaf, as an argument once entered: an
-    in-place change of a non-leaf argument raised where eager allows it.)"""
-    copy = t.detach()
+    in-place change of a non-leaf argument raised where eager allows it; a leaf's copy answers
+    ``is_leaf`` as its caller, see ``_Argument``.)"""
+    plain, copy = t.detach(), Tensor.__new__(_Argument)
+    for name in _SLOTS:
+        if hasattr(plain, name):
+            setattr(copy, name, getattr(plain, name))
     with enable_grad():  # (a forward under no_grad may enable grad itself)
         node = _Alias.apply(t)._ctx
     node.link, node.parents = node.parents, (None,)
     copy._ctx, copy._requires_grad = node, True
+    copy._caller, copy._node, copy._retains, copy._hooked = t, node, False, []
     return copy
 
 
-def _changed(arguments: list, copies: dict, aliases: dict) -> list:
+_SLOTS = [name for name in Tensor.__slots__ if name != "__weakref__"]
+
+
+def _on_node(copy: _Argument) -> bool:
+    """Whether ``copy`` hangs from its ``_Alias`` node, or from none (it stopped requiring
+    grad): not changed in place."""
+    return copy._ctx is copy._node or copy._ctx is None
+
+
+def _copied(arguments: list, copies: dict) -> list[tuple[int, _Argument]]:
+    """The indices of the arguments that entered as copies, with their copy."""
+    return [(i, copies[id(t)]) for i, t in enumerate(arguments) if id(t) in copies]
+
+
+def _changed(arguments: list, copies: dict) -> list:
     """The arguments whose copy the forward changed in place with a graph (it then hangs
-    from the change's node, no more from its ``_Alias``), with their copy."""
-    return [
-        (t, copies[id(t)])
-        for t in arguments
-        if id(t) in copies and copies[id(t)]._ctx is not aliases[id(t)]
-    ]
+    from the change's node, no more from its ``_Alias``; one that stopped requiring grad
+    hangs from none), with their copy."""
+    return [(t, c) for t in arguments if (c := copies.get(id(t))) is not None and not _on_node(c)]
 
 
-def _refuse_changed_copies(arguments: list, copies: dict, aliases: dict, name: str) -> None:
+def _refuse_changed_copies(arguments: list, copies: dict, name: str) -> None:
     """Raise a ``JitError`` if the forward changed an argument that requires grad in place
     (``h.mul_(2)``): eagerly the caller's tensor then hangs from that change's node, which no
     replay could give it. The call is then given up (``_join`` gives it that node)."""
-    for t, c in _changed(arguments, copies, aliases):
+    for t, c in _changed(arguments, copies):
         raise JitError(
             f"scratchgrad.compile: {name}.forward (called at {user_line()}) changes its "
             f"argument of shape {tuple(t.shape)}, which requires grad, in place "
-            f"({c.grad_fn.name()}): a replay could not give the caller's tensor the graph "
+            f"({c._ctx.name()}): a replay could not give the caller's tensor the graph "
             "of that change. Change a copy (h = h.mul(2)), or call the module without compile"
         )
 
 
-def _join(arguments: list, copies: dict, aliases: dict, name: str) -> None:
+def _join(arguments: list, copies: dict, name: str) -> None:
     """Join the copies of a given-up call's arguments back to the arguments' graphs, so that
     its result is the eager graph; as eagerly, an argument the forward changed in place hangs
-    from the change's node, and one whose copy it called ``retain_grad()`` on retains its
-    gradient. An argument that is a view, or has views, changed in place raises: eagerly,
-    its base's graph and its views' would be taken again from the change."""
-    for node in aliases.values():
-        node.parents = node.link
-    for i in _retained(arguments, copies):  # (before a change, which takes the hook along)
-        arguments[i].retain_grad()
-    for t, c in _changed(arguments, copies, aliases):
+    from the change's node. An argument that is a view, or has views, changed in place
+    raises: eagerly, its base's graph and its views' would be taken again from the change."""
+    for c in copies.values():
+        c._node.parents = c._node.link
+    for t, c in _changed(arguments, copies):
         if hasattr(t, "_view") or any(True for _ in getattr(t, "_views", ())):
             raise RuntimeError(
                 f"scratchgrad.compile: {name}.forward changed its argument of shape "
@@ -762,11 +872,6 @@ def _join(arguments: list, copies: dict, aliases: dict, name: str) -> None:
                 "call the module without compile"
             )
         t._take_node(c._ctx)
-
-
-def _retained(arguments: list, copies: dict) -> list[int]:
-    """The indices of the arguments whose copy the forward called ``retain_grad()`` on."""
-    return [i for i, t in enumerate(arguments) if id(t) in copies and copies[id(t)].retains_grad]
 
 
 def _outputs(
@@ -806,7 +911,7 @@ def _targets(heads: list, start: int, tensors: list, copies: dict, name: str) ->
     (the arguments and parameters in their order, then tensors the forward reached by name),
     and for each, the parent the node gets: the argument's index, or the tensor itself."""
     reached: dict[int, Tensor] = {}
-    copied = {id(copy._ctx): copy for copy in copies.values()}  # (none changed in place)
+    copied = {id(copy._node): copy for copy in copies.values()}  # (none changed in place)
     stack = [h._ctx for h in heads]
     seen = set(map(id, stack))
     while stack:
@@ -829,7 +934,7 @@ def _targets(heads: list, start: int, tensors: list, copies: dict, name: str) ->
                 stack.append(parent)
     targets, parents = [], []
     for index, t in enumerate(tensors):
-        key = id(copies[id(t)]._ctx) if id(t) in copies else id(t)
+        key = id(copies[id(t)]._node) if id(t) in copies else id(t)
         if key in reached:
             targets.append(reached.pop(key))
             parents.append(index)
