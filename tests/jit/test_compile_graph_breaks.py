@@ -665,3 +665,44 @@ def test_an_in_place_change_of_a_leaf_argument_raises_pytorchs_error_as_eagerly(
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
             net(x)
         assert x.is_leaf and x._version == 0
+
+
+class _SetsItsArgumentsGrad(nn.Linear):
+    def forward(self, x):
+        x.grad = None if self.out_features == 2 else sg.zeros(4, 3)
+        return super().forward(x)
+
+
+def _grad_setting_calls(model, requires_grad, steps=6):
+    sg.manual_seed(0)
+    found = []
+    for _ in range(steps):
+        x = sg.randn(4, 3, requires_grad=requires_grad)
+        x.grad = sg.ones(4, 3)
+        out = model(x)
+        found.append(x.grad)  # (before the backward: the forward's)
+        out.square().sum().backward()
+        found += [x.grad, model.weight.grad.numpy().copy()]
+    return [None if t is None else np.array(t) for t in found]
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+@pytest.mark.parametrize("out_features", [2, 5])
+def test_a_compiled_forward_setting_its_arguments_grad_sets_each_calls(requires_grad, out_features):
+    """``x.grad = None`` in the forward went to the argument's copy (requiring grad: the
+    caller's ``.grad`` stayed) or to the recording call's tensor at each replay (not: each
+    later caller's stayed). Now each call sets its own argument's, as eagerly; assigning a
+    tensor, which a replay would assign again, is a graph break (as under ``jit``)."""
+    sg.manual_seed(0)
+    eager, model = _SetsItsArgumentsGrad(3, out_features), _SetsItsArgumentsGrad(3, out_features)
+    model.load_state_dict(eager.state_dict())
+    expected = _grad_setting_calls(eager, requires_grad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = _grad_setting_calls(sg.compile(model), requires_grad)
+    for a, b in zip(found, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    why = r"breaks the graph.*assigning \.grad of tensor argument #0"
+    assert [re.search(why, str(w.message)) is not None for w in caught] == [True] * (
+        out_features == 5
+    )

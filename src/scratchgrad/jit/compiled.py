@@ -535,6 +535,8 @@ class CompiledForward:
         recorder = Recorder(f"{self.name}.forward")
         recorder.lenient = not self.fullgraph
         recorder.readable_arguments(arguments)
+        # (x.grad = None in the forward: each replay sets the call's, see assign_grad)
+        recorder.arguments = {id(t): i for i, t in enumerate(arguments)}
         outer = Outer(self.module)
         try:
             outer.refuse_random(self.module, f"{self.name}.forward")
