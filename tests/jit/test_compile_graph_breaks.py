@@ -4,6 +4,7 @@ branch on a tensor, ``nonzero()``, random numbers drawn outside scratchgrad): as
 once, and train bit for bit as eager ones; ``fullgraph=True`` raises the ``JitError``
 (tests/jit/test_compiled_module.py), as PyTorch's option makes graph breaks errors."""
 
+import copy
 import re
 import warnings
 
@@ -538,6 +539,8 @@ class _SetsItsArgument(nn.Module):
             x.requires_grad_(False).requires_grad_(True)
         elif self.how == "detach_":
             x.detach_()
+        elif self.how == "deepcopy":  # (a new leaf, whose gradient goes nowhere)
+            x = copy.deepcopy(x)
         _SEEN[-1] += [x.is_leaf, x.grad_fn, x.requires_grad]
         return self.linear(x).tanh()
 
@@ -566,7 +569,7 @@ def _setting_calls(model, leaf, steps=6):
 
 
 @pytest.mark.parametrize("leaf", [True, False])
-@pytest.mark.parametrize("how", ["read", "requires_grad_", "twice", "detach_"])
+@pytest.mark.parametrize("how", ["read", "requires_grad_", "twice", "detach_", "deepcopy"])
 def test_a_compiled_forward_reads_and_sets_its_arguments_autograd_state_as_eagerly(how, leaf):
     """An argument that requires grad enters a recording as a copy cut from its graph: its
     ``is_leaf`` was False and ``grad_fn`` an identity node for a leaf, its ``.grad`` None,
@@ -575,11 +578,13 @@ def test_a_compiled_forward_reads_and_sets_its_arguments_autograd_state_as_eager
     them from the caller's tensor, and ``requires_grad_(False)`` or ``detach_()`` on a leaf
     sets the caller's flag, as eagerly, replayed at each call; on a non-leaf,
     ``requires_grad_(False)`` raises PyTorch's error as eagerly, and ``detach_()``, which no
-    replay could do, is a graph break."""
-    if how in ("requires_grad_", "twice") and not leaf:
+    replay could do, is a graph break. A deep copy of a leaf's copy raised PyTorch's error
+    for a non-leaf; it is the leaf's now."""
+    error = "graph leaves" if how == "deepcopy" else "only change requires_grad flags of leaf"
+    if how in ("requires_grad_", "twice", "deepcopy") and not leaf:
         for net in (_SetsItsArgument(how), sg.compile(_SetsItsArgument(how))):
             for _ in range(3):
-                with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+                with pytest.raises(RuntimeError, match=error):
                     net(nn.Linear(3, 3)(sg.randn(4, 3)))
         return
     sg.manual_seed(0)
@@ -592,11 +597,11 @@ def test_a_compiled_forward_reads_and_sets_its_arguments_autograd_state_as_eager
     for ours, theirs in zip(found, expected, strict=True):
         for a, b in zip(ours, theirs[: len(ours)], strict=True):
             np.testing.assert_array_equal(a, b)
-    breaks = how == "detach_" and not leaf
+    # (a deep copy's array is made outside scratchgrad's ops: frozen, as of any argument)
+    breaks = how == "deepcopy" or (how == "detach_" and not leaf)
+    why = "a different constant" if how == "deepcopy" else r"x\.detach_\(\) on an argument"
     given_up = [str(w.message) for w in caught if "breaks the graph" in str(w.message)]
-    assert [re.search(r"x\.detach_\(\) on an argument", why) is not None for why in given_up] == [
-        breaks
-    ] * breaks
+    assert [re.search(why, message) is not None for message in given_up] == [True] * breaks
     assert len(found[-1]) == (len(expected[-1]) if breaks else 4)  # (replayed, else eager)
 
 

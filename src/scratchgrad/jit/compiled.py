@@ -717,7 +717,7 @@ class _Argument(Tensor):
     or given-up forward sees it (see ``_copy``), hanging from its ``_Alias`` node (``_node``).
     What the forward reads or sets of its autograd state is the caller's, as eagerly:
     ``is_leaf``, ``grad_fn`` (until the forward changes it in place), ``.grad``,
-    ``requires_grad_(False)`` on a leaf, ``detach_()``, ``retain_grad()`` and
+    ``requires_grad_(False)`` on a leaf, ``detach_()``, a deep copy, ``retain_grad()`` and
     ``register_hook`` (noted in ``_retains`` and ``_hooked``: each replay does them again).
     Replays never make one: these cost nothing there."""
 
@@ -753,6 +753,9 @@ class _Argument(Tensor):
             )
         self._caller.detach_()  # (a view raises PyTorch's error)
         return Tensor.detach_(self)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        return copy.deepcopy(self._caller, memo)  # (a non-leaf's raises PyTorch's error)
 
     def retain_grad(self) -> None:
         if self.requires_grad:  # (else PyTorch's error)
