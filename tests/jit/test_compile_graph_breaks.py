@@ -307,6 +307,27 @@ def test_a_given_up_forward_returns_its_argument_itself_and_python_values():
             np.testing.assert_array_equal(b.numpy(), a.numpy())
 
 
+class _KeepsItsArgument(nn.Linear):
+    def __init__(self):
+        super().__init__(3, 2)
+        self.seen = {}
+
+    def forward(self, x):
+        self.last, self.seen["x"] = x, x
+        h = super().forward(x)
+        return h * h.sum().item()  # a graph break
+
+
+@pytest.mark.filterwarnings("ignore:scratchgrad.compile")
+def test_a_given_up_forward_storing_its_argument_stores_the_callers_tensor():
+    model = _KeepsItsArgument()
+    compiled_model = sg.compile(model)
+    for _ in range(4):  # (the second call is given up, the later ones eager)
+        x = sg.randn(2, 3, requires_grad=True)
+        compiled_model(x)
+        assert model.last is x and model.seen["x"] is x
+
+
 def _accumulating_steps(compiled_step, set_to_none):
     """Three steps per update (the gradients accumulated across calls), the update skipped
     when the gradients' norm (read into Python between backward and step) is too large."""

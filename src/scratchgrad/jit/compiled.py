@@ -616,6 +616,8 @@ class CompiledForward:
             return recording.attach(arrays, (), tensors)
         except JitError as error:
             _join(arguments, copies, self.name)  # (fullgraph too: as eagerly)
+            if self.is_module:
+                _stored_back(self.module, copies)
             if self.fullgraph:
                 raise
             self.give_up(key, str(error))
@@ -877,6 +879,18 @@ def _join(arguments: list, copies: dict, name: str) -> None:
                 "call the module without compile"
             )
         t._take_node(c._ctx)
+
+
+def _stored_back(module: Module, copies: dict) -> None:
+    """Where a given-up forward stored an argument's copy (``self.last = x``), the caller's
+    tensor instead, as eagerly: in its modules' attributes, and the lists and dicts they hold."""
+    caller = {id(c): c._caller for c in copies.values()}
+    for part in module.modules():
+        attributes = vars(part)
+        for holder in (attributes, *(v for v in attributes.values() if type(v) in (dict, list))):
+            for key in range(len(holder)) if type(holder) is list else list(holder):
+                if id(holder[key]) in caller:
+                    holder[key] = caller[id(holder[key])]
 
 
 def _outputs(
