@@ -5319,15 +5319,16 @@ def _in_place_form(name: str) -> Callable:
 
 
 # PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
-# ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers)
+# ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers;
+# exp_, relu_, sigmoid_ and tanh_ are below: one pass in a graph)
 for _name in (
     "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
-    "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp", "exp2", "expm1", "floor",
+    "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp2", "expm1", "floor",
     "floor_divide", "frac", "hypot", "index_copy", "index_fill", "log", "log10", "log1p",
     "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill",
-    "nan_to_num", "neg", "negative", "pow", "reciprocal", "relu",
-    "remainder", "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce", "sigmoid",
-    "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+    "nan_to_num", "neg", "negative", "pow", "reciprocal",
+    "remainder", "round", "rsqrt", "scatter", "scatter_add", "scatter_reduce",
+    "sign", "sin", "sinh", "sqrt", "square", "tan", "trunc",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
 
@@ -5336,6 +5337,59 @@ for _name in (
     "addbmm", "addmm", "addmv", "addr", "baddbmm", "cumprod", "cumsum", "renorm", "tril", "triu",
 ):  # fmt: skip
     setattr(Tensor, f"{_name}_", _in_place_form(_name))
+
+
+def _in_place_saving_result(name: str, cls: type) -> Callable:
+    """``Tensor.<name>_`` for an op ``cls`` whose backward reads its result alone (PyTorch's
+    derivatives.yaml: ``result``): in a graph, the tensor's memory is changed in one pass by
+    ``cls.forward_in_place`` and ``cls``'s node saves the tensor itself at its new version, as
+    PyTorch's ``relu_`` (``record_in_place``), where the copying form (``_in_place_form``)
+    records the op on a copy of the old value and copies the result back (three passes).
+    Elsewhere (outside a graph, a view, a leaf, 16 bits, a transform watching: see
+    ``_one_pass``) it is the copying form."""
+    copying = _in_place_form(name)
+
+    def in_place(self: Tensor) -> Tensor:
+        if not _one_pass(self):
+            return copying(self)
+        try:
+            cls.forward_in_place(self.array)
+        except ValueError:  # read-only memory, refused before any write: the copying form's error
+            return copying(self)
+        increment_version(self)
+        return _function.record_in_place(cls, self)
+
+    in_place.__name__ = in_place.__qualname__ = f"{name}_"
+    in_place.__doc__ = copying.__doc__
+    return in_place
+
+
+_ONE_PASS_DTYPES = (backend.float32, backend.float64)
+
+
+def _one_pass(tensor: Tensor) -> bool:
+    """Whether ``_in_place_saving_result``'s one pass is plainly right for ``tensor``: a
+    float32 or float64 NumPy tensor made by a node (so in a graph, and no leaf, which is
+    refused), owning its memory alone (no view, no base of views, which the change would take
+    again), whose node allows in-place changes, with grad mode on and no transform watching."""
+    return (
+        _state.enabled
+        and tensor._ctx is not None
+        and type(tensor) is Tensor
+        and type(tensor.array) is ndarray
+        and tensor.array.dtype in _ONE_PASS_DTYPES
+        and not hasattr(tensor, "_view")  # (these three are unset on plain tensors)
+        and not hasattr(tensor, "_views")
+        and not hasattr(tensor._ctx, "refuses_in_place")
+        and _function.records_plainly()
+    )
+
+
+# relu_ (nn.ReLU(inplace=True)) and the others whose backward reads the result: one pass
+for _name, _op in (
+    ("exp", unary.Exp), ("relu", unary.Relu), ("sigmoid", unary.Sigmoid), ("tanh", unary.Tanh),
+):  # fmt: skip
+    setattr(Tensor, f"{_name}_", _in_place_saving_result(_name, _op))
 
 
 def _changes_a_leaf(tensor: Tensor, base: Tensor) -> bool:

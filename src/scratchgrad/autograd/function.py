@@ -868,6 +868,32 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
         result._multi_output = source._multi_output
 
 
+def records_plainly() -> bool:
+    """Whether ``apply`` records as it is: no transform watches it (a jit recording, vmap,
+    saved-tensor hooks, a profile). A node recorded without ``apply`` (``record_in_place``)
+    is only right then."""
+    return (
+        capture_hook.recorder is None
+        and _vmap_dispatch is None
+        and not SAVED_TENSORS_HOOKS
+        and _timing is None
+    )
+
+
+def record_in_place(cls: type, tensor: Tensor) -> Tensor:
+    """Record ``cls``'s node for ``tensor``, a tensor in a graph that ``cls``'s forward has
+    just changed in place (its version counted): the node's parent is the tensor's old node,
+    and it saves the tensor's memory as its result, at the new version, as ``apply`` saves a
+    result, so a later in-place change makes its backward raise. Only for an op whose backward
+    reads its result alone (``Tensor.relu_``), and only when ``records_plainly``."""
+    ctx, array, counter = cls(), tensor.array, tensor._counter
+    ctx.parents, ctx.sequence_nr = (tensor._ctx,), next(_sequence)
+    ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
+    ctx.saved = ((array, counter, counter[0], None),)
+    tensor._take_node(ctx)
+    return tensor
+
+
 def _node_of(arg: Any) -> Function | Tensor | None:
     """The graph node a gradient for ``arg`` flows into: its Function, itself if a leaf, or None."""
     if not isinstance(arg, Tensor):

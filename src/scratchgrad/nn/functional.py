@@ -112,8 +112,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0); the gradient at 0 is 0, as PyTorch. ``inplace``: the result is written into
-    ``input`` and returned (``relu_``)."""
-    return _in_place_or_new(input, inplace, "relu", Tensor.relu)
+    ``input`` and returned (``relu_``, one pass in a graph, as PyTorch's)."""
+    return input.relu_() if inplace else Tensor.relu(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

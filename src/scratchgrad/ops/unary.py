@@ -44,6 +44,10 @@ class Exp(Function):
         return out
 
     @staticmethod
+    def forward_in_place(x):  # forward's result written over x (Tensor.exp_ in a graph)
+        xp.exp(x, out=x)
+
+    @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return grad * out
@@ -93,6 +97,10 @@ class Tanh(Function):
         return out
 
     @staticmethod
+    def forward_in_place(x):  # forward's result written over x (Tensor.tanh_ in a graph)
+        xp.tanh(x, out=x)
+
+    @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return TanhGrad.apply(grad, out)  # grad * (1 - out * out), as one node (ops/fused.py)
@@ -111,6 +119,13 @@ class Sigmoid(Function):
         return out
 
     @staticmethod
+    def forward_in_place(x):  # forward's result over a float32 or float64 x, its rounding
+        xp.negative(x, out=x)
+        xp.exp(x, out=x)
+        xp.add(1, x, out=x)
+        xp.divide(1, x, out=x)
+
+    @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         if out.array.dtype != bfloat16:  # PyTorch's order (its float16 kernel rounds each step)
@@ -126,6 +141,10 @@ class Relu(Function):
         out = relu(x) if accumulation_dtype(x.dtype) is None else in_float32(relu, x)
         ctx._to_save = (out,)  # save_for_backward's, without its call (hot)
         return out
+
+    @staticmethod
+    def forward_in_place(x):  # forward's result over a float32 or float64 x (relu_ in a graph)
+        relu(x, out=x)
 
     @staticmethod
     def backward(ctx, grad):

@@ -1,0 +1,200 @@
+"""The in-place forms whose backward reads only the result (``relu_``, ``exp_``, ``sigmoid_``,
+``tanh_``; ``nn.ReLU(inplace=True)``): in a graph they change the tensor's memory in one pass
+and save the tensor itself as their result, as PyTorch's. Their values and gradients against
+PyTorch's and, bit for bit, against the out-of-place op's (what the recorded copy computed
+before), on zeros, -0.0, NaN and infinities; a change of the result before backward, the old
+value needed by another node, a view, a leaf, ``gradcheck`` and ``scratchgrad.jit``."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+from scratchgrad import nn
+
+OPS = ("relu", "exp", "sigmoid", "tanh")
+SPECIALS = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-40, 20.0, -20.0, 89.0, -89.0, 710.0]
+
+
+def inputs(n: int, dtype) -> np.ndarray:
+    x = np.random.default_rng(n).standard_normal(n) * 5
+    x[: len(SPECIALS)] = SPECIALS
+    return x.astype(dtype)
+
+
+def through(lib, op: str, x: np.ndarray, grad: np.ndarray, in_place: bool) -> tuple:
+    """The result of ``op`` on ``x * 1`` (a tensor made by a node), in place or not, and the
+    gradient of x for ``grad``."""
+    leaf = lib.tensor(x, requires_grad=True)
+    y = leaf * 1
+    out = getattr(y, op + "_")() if in_place else getattr(y, op)()
+    if in_place:
+        assert out is y
+    out.backward(lib.tensor(grad))
+    return out.detach().numpy().copy(), leaf.grad.numpy().copy()
+
+
+@pytest.mark.parametrize("n", [12, 100, 40_003])  # (from 16384 entries relu goes by rows)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", OPS)
+def test_values_and_gradients_in_a_graph(op, dtype, n):
+    x, grad = inputs(n, dtype), inputs(n + 1, dtype)[:n]
+    out, x_grad = through(sg, op, x, grad, in_place=True)
+    plain_out, plain_grad = through(sg, op, x, grad, in_place=False)
+    assert out.tobytes() == plain_out.tobytes()  # bit for bit, -0.0 and NaN included
+    assert x_grad.tobytes() == plain_grad.tobytes()
+    torch_out, torch_grad = through(torch, op, x, grad, in_place=True)
+    exact = dict(rtol=1e-6, atol=0) if dtype == np.float32 else dict(rtol=1e-12, atol=0)
+    np.testing.assert_allclose(out, torch_out, **exact)
+    # (tanh's gradient, 1 - out ** 2, loses digits where tanh is near 1: the same loss there)
+    np.testing.assert_allclose(x_grad, torch_grad, rtol=exact["rtol"], atol=1e-5)
+
+
+@pytest.fixture
+def no_copy(monkeypatch):
+    """Recording an in-place op on a copy of the old value (the path before) fails."""
+
+    def copying(*args, **kwargs):
+        raise AssertionError("recorded on a copy")
+
+    monkeypatch.setattr(sg.Tensor, "_record_in_place", copying)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_one_node_over_the_old_one_and_no_copy(op, no_copy):
+    y = sg.tensor([-1.0, 0.5], requires_grad=True) * 2
+    before, old_node = y.array, y.grad_fn
+    getattr(y, op + "_")()
+    ty = getattr(torch.tensor([-1.0, 0.5], requires_grad=True) * 2, op + "_")()
+    assert y.array is before
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    assert y.grad_fn.next_functions == ((old_node, 0),)
+    assert y._version == ty._version == 1
+
+
+@pytest.mark.parametrize(
+    "form",
+    [nn.ReLU(inplace=True), lambda h: nn.functional.relu(h, inplace=True),
+     nn.functional.relu_, sg.relu_],
+    ids=["ReLU", "relu", "F.relu_", "sg.relu_"],
+)  # fmt: skip
+def test_relu_module_and_functional_forms_in_one_pass(form, no_copy):
+    x = sg.tensor([[-1.0, 2.0, 0.0]], requires_grad=True)
+    h = x * 3
+    assert form(h) is h
+    h.sum().backward()
+    assert h.tolist() == [[0.0, 6.0, 0.0]]
+    assert x.grad.tolist() == [[0.0, 3.0, 0.0]]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("later", ["add_", "setitem", "under_no_grad"])
+def test_a_later_change_of_the_result_makes_backward_raise(op, later):
+    def run(lib):
+        y = lib.tensor([-1.0, 0.5, 2.0], requires_grad=True) * 2
+        getattr(y, op + "_")()
+        if later == "add_":
+            y.add_(1)
+        elif later == "setitem":
+            y[0] = 3.0
+        else:
+            with lib.no_grad():
+                y.mul_(2)
+        y.sum().backward()
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(torch)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        run(sg)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_the_old_value_saved_by_another_node_raises(op):
+    def run(lib):
+        y = lib.tensor([-1.0, 0.5, 2.0], requires_grad=True) * 2
+        z = y * y  # saves the old y
+        getattr(y, op + "_")()
+        (z.sum() + y.sum()).backward()
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        run(torch)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        run(sg)
+
+
+def gradients(lib, op: str, program) -> list:
+    x = lib.tensor(np.random.default_rng(2).standard_normal((3, 4)), requires_grad=True)
+    out = program(x * 1, op)
+    (out * lib.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
+    return [out.detach().numpy(), x.grad.numpy()]
+
+
+def slice_changed(y, op):
+    getattr(y[:, :2], op + "_")()
+    return y
+
+
+def with_a_view_taken_before(y, op):
+    view = y[1]
+    getattr(y, op + "_")()
+    return y * 2 + view.unsqueeze(0)
+
+
+def retaining_grad(y, op):
+    y.retain_grad()
+    out = getattr(y, op + "_")() * 3
+    return out
+
+
+def of_a_node_output_of_a_node(y, op):
+    return getattr(y.exp(), op + "_")()  # exp saved its result: now changed
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(
+    "program", [slice_changed, with_a_view_taken_before, retaining_grad], ids=lambda f: f.__name__
+)
+def test_other_graphs_against_torch(op, program):
+    for ours, theirs in zip(gradients(sg, op, program), gradients(torch, op, program)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_result_saved_by_its_node_changed_raises_as_torch(op):
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        gradients(torch, op, of_a_node_output_of_a_node)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        gradients(sg, op, of_a_node_output_of_a_node)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_leaf_that_requires_grad_raises(op):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        getattr(torch.ones(2, requires_grad=True), op + "_")()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        getattr(sg.ones(2, requires_grad=True), op + "_")()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_gradcheck(op):
+    x = sg.tensor(np.random.default_rng(1).uniform(0.2, 2, 6) * [1, -1, 1, -1, 1, -1])
+    x.requires_grad_()
+    assert sg.autograd.gradcheck(lambda t: getattr(t * 1, op + "_")(), (x,))
+    assert sg.autograd.gradgradcheck(lambda t: getattr(t * 1, op + "_")(), (x,))
+
+
+def test_jit_records_an_in_place_relu_as_eager():
+    def step(model, x):
+        model.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss.detach(), model[0].weight.grad.clone()
+
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 1))
+    jitted = sg.jit(step)
+    for seed in range(4):  # (the second and third calls record, the fourth replays)
+        x = sg.tensor(np.random.default_rng(seed).standard_normal((5, 4)), dtype=sg.float32)
+        (loss, grad), (eager_loss, eager_grad) = jitted(model, x), step(model, x)
+        assert loss.item() == eager_loss.item()
+        assert np.array_equal(grad.numpy(), eager_grad.numpy())
