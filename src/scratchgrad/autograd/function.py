@@ -885,11 +885,17 @@ def record_in_place(cls: type, tensor: Tensor) -> Tensor:
     just changed in place (its version counted): the node's parent is the tensor's old node,
     and it saves the tensor's memory as its result, at the new version, as ``apply`` saves a
     result, so a later in-place change makes its backward raise. Only for an op whose backward
-    reads its result alone (``Tensor.relu_``), and only when ``records_plainly``."""
+    reads its result alone (``Tensor.relu_``), and only when ``records_plainly``.
+
+    Memory not in C order (a convolution's result keeps the batch last) is saved as a C-ordered
+    copy watched by the tensor's counter: the op recorded on a copy of the old value (jit
+    recordings, a view) saves that layout, which orders the sums of the backwards after it, so
+    their gradients stay the same bits."""
     ctx, array, counter = cls(), tensor.array, tensor._counter
     ctx.parents, ctx.sequence_nr = (tensor._ctx,), next(_sequence)
     ctx.out_shape, ctx.out_dtype = array.shape, array.dtype
-    ctx.saved = ((array, counter, counter[0], None),)
+    saved = array if array.flags.c_contiguous else array.copy()
+    ctx.saved = ((saved, counter, counter[0], None),)
     tensor._take_node(ctx)
     return tensor
 
