@@ -5350,7 +5350,7 @@ def _in_place_saving_result(name: str, cls: type) -> Callable:
     copying = _in_place_form(name)
 
     def in_place(self: Tensor) -> Tensor:
-        if not _one_pass(self):
+        if self._ctx is None or not _one_pass(self):  # (outside graphs: one test)
             return copying(self)
         try:
             cls.forward_in_place(self.array)
@@ -5368,13 +5368,12 @@ _ONE_PASS_DTYPES = (backend.float32, backend.float64)
 
 
 def _one_pass(tensor: Tensor) -> bool:
-    """Whether ``_in_place_saving_result``'s one pass is plainly right for ``tensor``: a
-    float32 or float64 NumPy tensor made by a node (so in a graph, and no leaf, which is
-    refused), owning its memory alone (no view, no base of views, which the change would take
-    again), whose node allows in-place changes, with grad mode on and no transform watching."""
+    """Whether ``_in_place_saving_result``'s one pass is plainly right for ``tensor``, made by
+    a node (so in a graph, and no leaf, which is refused): a float32 or float64 NumPy tensor
+    owning its memory alone (no view, no base of views, which the change would take again),
+    whose node allows in-place changes, with grad mode on and no transform watching."""
     return (
         _state.enabled
-        and tensor._ctx is not None
         and type(tensor) is Tensor
         and type(tensor.array) is ndarray
         and tensor.array.dtype in _ONE_PASS_DTYPES
