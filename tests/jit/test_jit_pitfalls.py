@@ -1940,8 +1940,8 @@ class RetainsInput(nn.Linear):
 @pytest.mark.parametrize("inside", [True, False])
 def test_a_non_leaf_arguments_retained_gradient_equals_eager(inside):
     """``x.retain_grad()`` on a non-leaf argument of a compiled module, called by the caller
-    before the call or inside the forward (which sees a leaf copy, and notes the call for
-    every replay): ``x.grad`` is eager's at every call, bit for bit."""
+    before the call or inside the forward (which sees a copy of it, and notes the call for every
+    replay): ``x.grad`` is eager's at every call, bit for bit."""
     sg.manual_seed(0)
     model = RetainsInput(3, 2)
     net, w = sg.compile(model, fullgraph=True), sg.randn(4, 3, requires_grad=True)
