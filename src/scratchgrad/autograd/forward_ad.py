@@ -41,7 +41,7 @@ from typing import NamedTuple
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
 from scratchgrad.autograd.engine import grad as autograd_grad
-from scratchgrad.autograd.function import Function, _node_of
+from scratchgrad.autograd.function import Alias, Function, _node_of
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.tensor import Tensor
 
@@ -198,7 +198,7 @@ def check_primal_or_tangent(t: Tensor, what: str) -> None:
 def _paired(tensor: Tensor, level: _Level) -> Tensor:
     """The dual itself: a tensor the graph is recorded from, kept by the level. Of a tensor
     that requires no grad it is recorded from a hidden leaf (the one differentiated with
-    respect to) by ``_Alias``, so that it is no leaf and may be changed in place, as PyTorch's
+    respect to) by ``Alias``, so that it is no leaf and may be changed in place, as PyTorch's
     dual, and writes through it reach ``tensor``'s memory and version counter."""
     if tensor.requires_grad:
         with enable_grad():  # (under no_grad too: a dual must take part in the graph)
@@ -207,26 +207,12 @@ def _paired(tensor: Tensor, level: _Level) -> Tensor:
         source = tensor.detach().requires_grad_()
         level.own.add(id(source))  # (kept alive by the level: the id stays its own)
         with enable_grad():
-            dual = _Alias.apply(source)
+            dual = Alias.apply(source)
         dual._counter = tensor._shared_counter()
         dual.retain_grad()  # (backward fills its .grad, as a leaf's: PyTorch's dual is one)
     level.duals.append(source)
     level.shown.append((dual, dual._version, dual._ctx))
     return dual
-
-
-class _Alias(Function):
-    """The same array, recorded: a dual that is no leaf (and no view of one)."""
-
-    complex_safe = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
 
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:

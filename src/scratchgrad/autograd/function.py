@@ -868,6 +868,21 @@ def note_view(result: Tensor, source: Tensor, cls: type, kwargs: dict) -> None:
         result._multi_output = source._multi_output
 
 
+class Alias(Function):
+    """The same array, recorded: a node whose gradient is handed on unchanged (forward AD's
+    dual that is no leaf; a compiled call's argument as its forward sees it)."""
+
+    complex_safe = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 def records_plainly() -> bool:
     """Whether ``apply`` records as it is: no transform watches it (a jit recording, vmap,
     saved-tensor hooks, a profile). A node recorded without ``apply`` (``record_in_place``)

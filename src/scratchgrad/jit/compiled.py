@@ -34,7 +34,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import anomaly, autocast, capture_hook, engine, forward_ad, function
-from scratchgrad.autograd.function import Function
+from scratchgrad.autograd.function import Alias, Function
 from scratchgrad.autograd.grad_mode import enable_grad
 from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import xp
@@ -699,24 +699,9 @@ def _replaced(tree: Any, copies: dict) -> Any:
     return tree
 
 
-class _Alias(Function):
-    """A compiled call's argument that requires grad, as its forward sees it (see ``_copy``):
-    the same array, whose gradient the node hands on unchanged."""
-
-    complex_safe = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
 class _Argument(Tensor):
     """A copy of a compiled call's argument that requires grad (``_caller``), as a recorded
-    or given-up forward sees it (see ``_copy``), hanging from its ``_Alias`` node (``_node``).
+    or given-up forward sees it (see ``_copy``), hanging from its ``Alias`` node (``_node``).
     What the forward reads or sets of its autograd state is the caller's, as eagerly:
     ``is_leaf``, ``grad_fn`` (until the forward changes it in place), ``.grad``,
     ``requires_grad_(False)`` on a leaf, ``detach_()``, a deep copy, ``retain_grad()`` and
@@ -810,7 +795,7 @@ def _refuse_in_forward(what: str, instead: str) -> None:
 
 def _copy(t: Tensor) -> _Argument:
     """``t`` as a recorded forward sees it: its memory, layout and version counter
-    (``t.detach()``), hanging from an ``_Alias`` node whose parent, ``t``'s graph, is cut
+    (``t.detach()``), hanging from an ``Alias`` node whose parent, ``t``'s graph, is cut
     (kept in ``link``), so that the recorded backward stops there and never runs the caller's
     graph or its hooks. A call given up joins it back (``_join``): its result is then the
     eager graph itself, through one node more. (Not a leaf, as an argument once entered: an
@@ -821,7 +806,7 @@ def _copy(t: Tensor) -> _Argument:
         if hasattr(plain, name):
             setattr(copy, name, getattr(plain, name))
     with enable_grad():  # (a forward under no_grad may enable grad itself)
-        node = _Alias.apply(t)._ctx
+        node = Alias.apply(t)._ctx
     node.link, node.parents = node.parents, (None,)
     copy._ctx, copy._requires_grad = node, True
     copy._caller, copy._node, copy._retains, copy._hooked = t, node, False, []
@@ -832,7 +817,7 @@ _SLOTS = [name for name in Tensor.__slots__ if name != "__weakref__"]
 
 
 def _on_node(copy: _Argument) -> bool:
-    """Whether ``copy`` hangs from its ``_Alias`` node, or from none (it stopped requiring
+    """Whether ``copy`` hangs from its ``Alias`` node, or from none (it stopped requiring
     grad): not changed in place."""
     return copy._ctx is copy._node or copy._ctx is None
 
@@ -844,7 +829,7 @@ def _copied(arguments: list, copies: dict) -> list[tuple[int, _Argument]]:
 
 def _changed(arguments: list, copies: dict) -> list:
     """The arguments whose copy the forward changed in place with a graph (it then hangs
-    from the change's node, no more from its ``_Alias``; one that stopped requiring grad
+    from the change's node, no more from its ``Alias``; one that stopped requiring grad
     hangs from none), with their copy."""
     return [(t, c) for t in arguments if (c := copies.get(id(t))) is not None and not _on_node(c)]
 
