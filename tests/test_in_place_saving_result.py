@@ -5,6 +5,8 @@ PyTorch's and, bit for bit, against the out-of-place op's (what the recorded cop
 before), on zeros, -0.0, NaN and infinities; a change of the result before backward, the old
 value needed by another node, a view, a leaf, ``gradcheck`` and ``scratchgrad.jit``."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -221,3 +223,32 @@ def test_a_convolutions_result_in_place_gives_a_jitted_steps_bits(op):
         (loss, grad), (eager_loss, eager_grad) = jitted(model, x), step(model, x)
         assert loss.item() == eager_loss.item()
         assert grad.numpy().tobytes() == eager_grad.numpy().tobytes()
+
+
+@pytest.mark.parametrize("op", ["exp", "sigmoid"])
+@pytest.mark.parametrize("numpy_raises", ["errstate", "warnings_filter"])
+def test_numpys_float_error_leaves_the_change_counted_and_recorded(op, numpy_raises):
+    """NumPy raises an overflow (np.errstate(over="raise"), a warnings filter of "error") once
+    the one pass has written the result: the error goes on, as the out-of-place op's, and the
+    tensor's new values (PyTorch's, which raises nothing) are counted and recorded, so the
+    graph never holds them under the old node (the multiplication's gradient)."""
+    x = np.array([-1000.0, 1000.0, 0.5, -0.5])
+    tx = torch.tensor(x, requires_grad=True)
+    ty = getattr(tx * 2, op + "_")()
+    ty.backward(torch.arange(4.0, dtype=torch.float64))
+    leaf = sg.tensor(x, requires_grad=True)
+    y = leaf * 2
+    with (
+        warnings.catch_warnings(),
+        np.errstate(over="raise" if numpy_raises == "errstate" else "warn"),
+    ):
+        warnings.simplefilter("error")
+        with pytest.raises((FloatingPointError, RuntimeWarning), match="overflow"):
+            getattr(y * 1, op)()  # the out-of-place op raises the same
+        with pytest.raises((FloatingPointError, RuntimeWarning), match="overflow"):
+            getattr(y, op + "_")()
+    assert y._version == ty._version == 1
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=0)
+    y.backward(sg.arange(4.0, dtype=sg.float64))
+    np.testing.assert_allclose(leaf.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=0)

@@ -896,16 +896,17 @@ def records_plainly() -> bool:
 
 
 def record_in_place(cls: type, tensor: Tensor) -> Tensor:
-    """Record ``cls``'s node for ``tensor``, a tensor in a graph that ``cls``'s forward has
-    just changed in place (its version counted): the node's parent is the tensor's old node,
-    and it saves the tensor's memory as its result, at the new version, as ``apply`` saves a
-    result, so a later in-place change makes its backward raise. Only for an op whose backward
+    """Count and record the change of ``tensor``, a tensor in a graph that ``cls``'s forward
+    has just changed in place: ``cls``'s node, whose parent is the tensor's old node, saves
+    the tensor's memory as its result, at the new version, as ``apply`` saves a result, so a
+    later in-place change makes its backward raise. Only for an op whose backward
     reads its result alone (``Tensor.relu_``), and only when ``records_plainly``.
 
     Memory not in C order (a convolution's result keeps the batch last) is saved as a C-ordered
     copy watched by the tensor's counter: the op recorded on a copy of the old value (jit
     recordings, a view) saves that layout, which orders the sums of the backwards after it, so
     their gradients stay the same bits."""
+    increment_version(tensor)
     ctx, array, counter = cls(), tensor.array, tensor._counter
     ctx.parents, ctx.sequence_nr = (tensor._ctx,), next(_sequence)
     ctx.out_shape, ctx.out_dtype = array.shape, array.dtype

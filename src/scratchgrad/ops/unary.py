@@ -121,9 +121,11 @@ class Sigmoid(Function):
     @staticmethod
     def forward_in_place(x):  # forward's result over a float32 or float64 x, its rounding
         xp.negative(x, out=x)
-        xp.exp(x, out=x)
-        xp.add(1, x, out=x)
-        xp.divide(1, x, out=x)
+        try:  # (NumPy raises an overflow, by np.seterr or a warnings filter, once exp is written:
+            xp.exp(x, out=x)  # x is still made the result, which Tensor.sigmoid_ records)
+        finally:
+            xp.add(1, x, out=x)
+            xp.divide(1, x, out=x)
 
     @staticmethod
     def backward(ctx, grad):
