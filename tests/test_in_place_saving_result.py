@@ -3,7 +3,9 @@
 and save the tensor itself as their result, as PyTorch's. Their values and gradients against
 PyTorch's and, bit for bit, against the out-of-place op's (what the recorded copy computed
 before), on zeros, -0.0, NaN and infinities; a change of the result before backward, the old
-value needed by another node, a view, a leaf, ``gradcheck`` and ``scratchgrad.jit``."""
+value needed by another node, a view, a leaf, ``gradcheck`` and ``scratchgrad.jit``; NumPy's
+float errors; hooks, transforms, memory layouts, several-output ops, a detached alias, the
+dtypes that keep the copying form, and jitted or compiled training steps."""
 
 import warnings
 
@@ -252,3 +254,232 @@ def test_numpys_float_error_leaves_the_change_counted_and_recorded(op, numpy_rai
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=0)
     y.backward(sg.arange(4.0, dtype=sg.float64))
     np.testing.assert_allclose(leaf.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=0)
+
+
+# ---- settings the one pass meets, each against PyTorch (and the out-of-place op's bits)
+
+
+def hooked(lib, op: str, in_place: bool) -> list:
+    """Gradient hooks and retain_grad on the tensor before and after the op."""
+    x = lib.tensor(np.random.default_rng(3).standard_normal((3, 4)), requires_grad=True)
+    y, seen = x * 2, []
+    y.register_hook(lambda g: seen.append(g.clone()))
+    y.retain_grad()
+    before = y
+    y = getattr(y, op + "_")() if in_place else getattr(y, op)()
+    y.register_hook(lambda g: g * 3)
+    y.retain_grad()
+    (y * lib.arange(12.0, dtype=y.dtype).reshape(3, 4)).sum().backward()
+    return [y.detach().numpy(), x.grad.numpy(), y.grad.numpy(), *[g.numpy() for g in seen]] + (
+        [] if y is before else [before.grad.numpy()]
+    )
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_hooks_and_retain_grad_before_and_after(op):
+    ours, theirs = hooked(sg, op, True), hooked(torch, op, True)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):  # (tanh's 1 - out ** 2 loses digits near 1, as PyTorch's)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    for a, b in zip(ours, hooked(sg, op, False)):  # (y.grad: the result's, in both)
+        assert a.tobytes() == b.tobytes()
+
+
+def relu_module(lib, hook: str) -> list:
+    module = lib.nn.ReLU(inplace=True)
+    if hook == "forward_pre":  # the pre-hook's new input is what changes
+        module.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    elif hook == "forward":
+        module.register_forward_hook(lambda m, args, out: out * 3)
+    else:
+        module.register_full_backward_hook(lambda m, gi, go: None)
+    x = lib.tensor([[-1.0, 2.0, 0.0, 3.0]], requires_grad=True)
+    y = x * 1
+    out = module(y)
+    (out * lib.tensor([[1.0, 2.0, 3.0, 4.0]])).sum().backward()
+    return [out.detach().numpy(), y.detach().numpy(), x.grad.numpy()]
+
+
+@pytest.mark.parametrize("hook", ["forward_pre", "forward", "full_backward"])
+def test_relu_module_hooks_as_torch(hook):
+    if hook == "full_backward":  # the hook's output is a view that bypasses it: refused
+        message = "BackwardHookFunction.* is a view and is being modified inplace"
+        with pytest.raises(RuntimeError, match=message):
+            relu_module(torch, hook)
+        with pytest.raises(RuntimeError, match=message):
+            relu_module(sg, hook)
+        return
+    for ours, theirs in zip(relu_module(sg, hook), relu_module(torch, hook)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def in_a_transform(lib, op: str, transform: str, in_place: bool) -> list:
+    """The op inside saved-tensor hooks, a profile, a checkpoint (both kinds), a second-order
+    gradient, func.grad under vmap, and forward AD."""
+    x = lib.tensor(np.random.default_rng(4).uniform(-2, 2, (3, 4)), requires_grad=True)
+    weights = lib.arange(12.0, dtype=x.dtype).reshape(3, 4)
+
+    def f(t):
+        t = t * 2
+        return (getattr(t, op + "_")() if in_place else getattr(t, op)()) * weights
+
+    if transform == "saved_tensors_hooks":
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+            out = f(x)
+    elif transform == "profile":
+        with lib.autograd.profiler.profile(), lib.autograd.profiler.record_function("block"):
+            out = f(x)
+    elif transform.startswith("checkpoint"):
+        reentrant = transform.endswith("reentrant")
+        out = lib.utils.checkpoint.checkpoint(f, x * 1, use_reentrant=reentrant)
+    elif transform == "create_graph":  # (relu's gradient is constant in x: times x)
+        (grad,) = lib.autograd.grad(f(x).sum(), x, create_graph=True)
+        out = grad * grad * x
+    elif transform == "vmap_grad":
+        return [lib.func.vmap(lib.func.grad(lambda r: f(r).sum()))(x.detach()).numpy()]
+    else:  # forward AD: one in-place op on a dual tensor
+        fwd = lib.autograd.forward_ad
+        with fwd.dual_level():
+            out = f(fwd.make_dual(x.detach(), weights))
+            return [t.numpy() for t in fwd.unpack_dual(out)]
+    out.sum().backward()
+    return [out.detach().numpy(), x.grad.numpy()]
+
+
+TRANSFORMS = [
+    "saved_tensors_hooks", "profile", "checkpoint", "checkpoint_reentrant", "create_graph",
+    "vmap_grad", "forward_ad",
+]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (the profiler's, on CPU)
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("op", OPS)
+def test_under_transforms_as_torch_and_the_out_of_place_op(op, transform):
+    ours = in_a_transform(sg, op, transform, True)
+    for a, b in zip(ours, in_a_transform(torch, op, transform, True)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    for a, b in zip(ours, in_a_transform(sg, op, transform, False)):
+        assert a.tobytes() == b.tobytes()
+
+
+def laid_out(lib, op: str, layout: str, in_place: bool) -> tuple:
+    data = np.random.default_rng(5).standard_normal((40, 30, 20)) * 5
+    data.reshape(-1)[: len(SPECIALS)] = SPECIALS
+    x = lib.tensor(data, requires_grad=True)
+    y = {
+        "fortran": lambda: (x.permute(2, 1, 0) * 1).permute(2, 1, 0) * 1,
+        "transposed": lambda: x.transpose(0, 2) * 1,
+        "batch_last": lambda: x.permute(1, 2, 0) * 1,
+        "0-d": lambda: x[1, 2, 3] * 1,
+        "empty": lambda: x[:0] * 1,
+    }[layout]()
+    out = getattr(y, op + "_")() if in_place else getattr(y, op)()
+    (out * out.detach()).sum().backward()
+    return out.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "batch_last", "0-d", "empty"])
+@pytest.mark.parametrize("op", OPS)
+def test_memory_layouts_give_the_out_of_place_bits(op, layout):
+    (out, grad), (plain_out, plain_grad) = (
+        laid_out(sg, op, layout, True),
+        laid_out(sg, op, layout, False),
+    )
+    assert out.strides == plain_out.strides
+    assert out.tobytes() == plain_out.tobytes() and grad.tobytes() == plain_grad.tobytes()
+    torch_out, torch_grad = laid_out(torch, op, layout, True)
+    np.testing.assert_allclose(out, torch_out, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(grad, torch_grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_outputs_of_several_output_ops(op):
+    """An output of split/chunk/unbind (views of one call) is refused, as PyTorch's; a
+    values output of max(dim) (no view) takes the op as any tensor."""
+    for lib in (sg, torch):
+        y = lib.tensor(np.arange(12.0).reshape(3, 4) - 5, requires_grad=True) * 1
+        for part in (y.split(2)[0], y.chunk(2, dim=1)[1], y.unbind(0)[2]):
+            with pytest.raises(RuntimeError, match="returns multiple views"):
+                getattr(part, op + "_")()
+
+    def values(lib):
+        x = lib.tensor(np.arange(12.0).reshape(3, 4) - 5, requires_grad=True)
+        out = getattr((x * 1).max(dim=0).values, op + "_")()
+        (out * lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=out.dtype)).sum().backward()
+        return out.detach().numpy(), x.grad.numpy()
+
+    for ours, theirs in zip(values(sg), values(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_detached_alias_sees_the_change_and_its_change_makes_backward_raise(op):
+    for lib, words in ((torch, "modified by an inplace"), (sg, "modified by an in-place")):
+        y = lib.tensor([-1.0, 0.5, 2.0], requires_grad=True) * 2
+        alias = y.detach()
+        getattr(y, op + "_")()
+        assert alias.tolist() == y.tolist() and alias._version == y._version == 1
+        alias.add_(1)
+        with pytest.raises(RuntimeError, match=words):
+            y.sum().backward()
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    [(op, dtype) for op in OPS for dtype in ("float16", "bfloat16", "complex64")
+     if (op, dtype) != ("relu", "complex64")],
+)  # fmt: skip
+def test_16_bits_and_complex_numbers_keep_the_copying_form(op, dtype, monkeypatch):
+    copies, record = [], sg.Tensor._record_in_place
+    monkeypatch.setattr(
+        sg.Tensor, "_record_in_place", lambda *args: copies.append(1) or record(*args)
+    )
+
+    def run(lib):
+        wide = lib.complex128 if dtype == "complex64" else lib.float64
+        x = lib.tensor([[-1.5, 0.25], [2.0, -0.5]], requires_grad=True)
+        y = getattr((x * 1).to(getattr(lib, dtype)), op + "_")()
+        (y.to(wide) * lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=wide)).abs().sum().backward()
+        return [y.detach().to(wide).numpy(), x.grad.numpy()]
+
+    for ours, theirs in zip(run(sg), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    assert copies == [1]
+
+
+class InPlaceNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden, self.act, self.out = nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.out(self.act(self.hidden(x))).tanh_()
+
+
+@pytest.mark.parametrize("mode", ["jit", "compiled_module"])
+def test_five_training_steps_jitted_or_compiled_give_eager_bits(mode):
+    def step(forward, optimizer, x):
+        optimizer.zero_grad()
+        loss = forward(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    models = []
+    for _ in range(2):
+        sg.manual_seed(0)
+        model = InPlaceNet()
+        models.append((model, sg.optim.SGD(model.parameters(), lr=0.1)))
+    (eager, eager_opt), (other, other_opt) = models
+    if mode == "jit":
+        jitted = sg.jit(step)
+        run = lambda x: jitted(other, other_opt, x)  # noqa: E731
+    else:
+        compiled = sg.compile(other)
+        run = lambda x: step(compiled, other_opt, x)  # noqa: E731
+    for seed in range(5):
+        x = sg.tensor(np.random.default_rng(seed).standard_normal((5, 4)), dtype=sg.float32)
+        assert run(x).numpy().tobytes() == step(eager, eager_opt, x).numpy().tobytes()
+        for p, q in zip(eager.parameters(), other.parameters()):
+            assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
