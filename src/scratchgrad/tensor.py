@@ -5356,9 +5356,9 @@ def _in_place_saving_result(name: str, cls: type) -> Callable:
             cls.forward_in_place(self.array)
         except ValueError:  # read-only memory, refused before any write: the copying form's error
             return copying(self)
-        except Exception:  # NumPy's float error (np.seterr(all="raise"), a warnings filter of
-            _function.record_in_place(cls, self)  # "error") once the result is written: the
-            raise  # change is counted and recorded, as it stays, and the error goes on
+        except (ArithmeticError, Warning):  # NumPy's float error (np.seterr(all="raise"), a
+            _function.record_in_place(cls, self)  # warnings filter of "error") once the result
+            raise  # is written: the change is counted and recorded, as it stays; the error goes on
         return _function.record_in_place(cls, self)
 
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
