@@ -218,7 +218,7 @@ def test_the_optimizer_update_takes_the_memory_of_dead_intermediates():
     for _ in range(4):
         step(x, y)
     (recording,) = [r for recordings in step.recordings.values() for r in recordings]
-    (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+    (update,) = [c for c in recording.replay.__globals__.values() if getattr(c, "scratch", None)]
     assert update.scratch.nbytes >= 256 * 256 * 4
     size = recording.replay.__globals__["place"].args[0]  # the bytes it cuts from the arena
     assert size == update.scratch.nbytes
@@ -408,7 +408,7 @@ def test_a_program_made_from_a_living_programs_source_reuses_its_code():
         for _ in range(4):
             jitted(x, y)
         (recording,) = [r for rs in jitted.recordings.values() for r in rs]
-        update = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+        update = [c for c in recording.replay.__globals__.values() if getattr(c, "scratch", None)]
         functions.append([recording.replay] + [u.run for u in update])
     first, second = functions
     assert len(first) == 2

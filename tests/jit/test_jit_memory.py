@@ -159,6 +159,26 @@ def test_only_the_checked_recording_is_compiled_once_the_step_has_run(monkeypatc
     assert compiled == [("replay", True, False, False)] + [("run", True, False, False)] * 2
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_checked_recording_lets_go_of_what_only_its_check_read(compiled):
+    """Once a recording agrees with the first one (and replaces it), it is never compared
+    again: it keeps neither its recorded calls, nor where they and its constants came from,
+    nor its constants (its program's globals hold them), nor where it stored tensors."""
+    model, opt = _model_and_optimizer()
+    module = sg.compile(model) if compiled else model
+    step = train_step(module, opt)
+    step = step if compiled else sg.jit(step)
+    x, y = sg.randn(5, 6), sg.randint(0, 3, (5,))
+    for _ in range(5):  # eager, record, record again and compare, replay twice
+        step(x, y)
+    owner = module._compiled if compiled else step
+    (recording,) = [r for rs in owner.recordings.values() for r in rs]
+    assert recording.checked
+    kept = (recording.calls, recording.call_places, recording.places, recording.constants)
+    assert [len(k) for k in (*kept, recording.stored)] == [0] * 5
+    assert "c0" in (recording.forward if compiled else recording.replay).__globals__
+
+
 def test_free_memory_is_handed_back_before_each_recording_and_before_compiling(monkeypatch):
     """The recordings run the step eagerly and leave its arrays' memory free in the heap:
     it is handed back to the system before each recording and before the program is made,
@@ -226,7 +246,7 @@ def test_the_update_is_written_over_the_gathered_gradients(make_optimizer, array
     for f, e in zip(found, run(False)[1]):
         assert f.tobytes() == e.tobytes()
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
-    (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+    (update,) = [c for c in recording.replay.__globals__.values() if getattr(c, "scratch", None)]
     bucket = (6 * 16 + 16 + 16 * 3 + 3) * 4  # bytes of float32, one bucket
     assert update.scratch.nbytes == arrays * (-(-bucket // 64) * 64)
 
@@ -257,7 +277,7 @@ def test_a_large_parameter_is_updated_a_block_of_rows_at_a_time(momentum, small_
     for f, e in zip(found, _wide_step(False, momentum)[1]):
         assert f.tobytes() == e.tobytes()
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
-    (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+    (update,) = [c for c in recording.replay.__globals__.values() if getattr(c, "scratch", None)]
     assert "subtract_scaled(param0_0" in update.source
     weight = 512 * 300 * 4
     assert update.scratch.nbytes < weight / 2
@@ -296,7 +316,8 @@ def test_a_recording_lends_its_update_scratch_memory_for_its_own_call_only(small
 
     def scratch_arrays():
         (recording,) = [r for recordings in step.recordings.values() for r in recordings]
-        (update,) = [c for c in recording.constants.values() if getattr(c, "scratch", None)]
+        constants = recording.constants or recording.replay.__globals__  # (once compiled)
+        (update,) = [c for c in constants.values() if getattr(c, "scratch", None)]
         names = [name for name, *_ in update.scratch.requests]
         return [update.namespace[name] for name in names]
 

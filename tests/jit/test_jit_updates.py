@@ -153,7 +153,9 @@ def test_sgd_multiplies_by_0d_arrays_holding_the_hyperparameters_read(name, dtyp
         assert eager(x, y).item() == jitted(x, y).item()
         assert_equal(arrays(model_j, opt_j), arrays(model_e, opt_e))
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
-    (update,) = [c for c in recording.constants.values() if isinstance(c, updates.Update)][1:]
+    (update,) = [c for c in recording.replay.__globals__.values() if isinstance(c, updates.Update)][
+        1:
+    ]
     lr_array = f"lr_0_{np.dtype(numpy_dtype if dtype != sg.float16 else np.float16).name}"
     assert f"np_multiply(grad0b0, {lr_array}, " in update.source or name != "sgd"
     assert update.namespace[lr_array].dtype == model_j[0].weight.array.dtype
@@ -171,7 +173,9 @@ def test_the_generated_updates_ufuncs_take_no_python_number(name):
     for x, y in data(steps=4):
         jitted(x, y)
     (recording,) = [r for recordings in jitted.recordings.values() for r in recordings]
-    (update,) = [c for c in recording.constants.values() if isinstance(c, updates.Update)][1:]
+    (update,) = [c for c in recording.replay.__globals__.values() if isinstance(c, updates.Update)][
+        1:
+    ]
     calls = [
         node
         for node in ast.walk(ast.parse(update.source))

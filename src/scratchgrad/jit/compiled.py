@@ -57,6 +57,7 @@ from scratchgrad.jit.jitted import (
     _tensor_key,
     cache_full,
     drop_stale,
+    forget_comparison,
     give_up,
     rebuild,
     refuse_reading_stored_over,
@@ -648,6 +649,7 @@ class CompiledForward:
                     _check_same_stores(other, recording, name)
                     _check_same_values(other.values, recording.values, name, forward)
                     recording.checked, recordings[index] = True, recording
+                    forget_comparison(recording)
                 return
         recordings.append(recording)
 

@@ -100,13 +100,13 @@ class Recording:
 
     def compile(self, source: str, namespace: dict) -> None:
         """Make the program from its source and globals (``program.generate``) and the
-        optimizer updates it calls; what only the check needed (the recorded lines, where
-        each call and constant came from) is let go first."""
-        self.calls, self.call_places, self.places = "", [], {}
+        optimizer updates it calls; what only the check needed is let go first (see
+        ``forget_comparison``: the program's globals hold its constants)."""
+        made = [c for c in self.constants.values() if isinstance(c, updates.Update)]
+        forget_comparison(self)
         self.replay, self.source = updates.define(source, namespace, "replay"), source
-        for constant in self.constants.values():
-            if isinstance(constant, updates.Update):
-                constant.compile()
+        for update in made:
+            update.compile()
         self.checked, self.watched = True, ((), ())
 
     def matches(self, tensors: list) -> bool:
@@ -124,6 +124,17 @@ class Recording:
             and all(tensors[i] is t for i, t in self.named_arguments)
             and (not self.values_read or values_hold(self.values_read, tensors))
         )
+
+
+def forget_comparison(recording: Any) -> None:
+    """Let go of what only the comparison of a checked ``recording`` (a jitted function's or
+    a compiled module's) with its first recording read (``_check_same``,
+    ``_check_same_stores``): its recorded calls, where they and its constants came from, its
+    constants (its program's globals hold them) and where it stored tensors. A checked
+    recording is never compared again (a later one of its signature is recorded when it no
+    longer matches, and compared with its own first recording)."""
+    recording.calls, recording.call_places, recording.places = "", (), {}
+    recording.constants, recording.stored = {}, ()
 
 
 class Outer:
