@@ -1,11 +1,13 @@
 """The in-place forms whose backward reads only the result (``relu_``, ``exp_``, ``sigmoid_``,
 ``tanh_``; ``nn.ReLU(inplace=True)``): in a graph they change the tensor's memory in one pass
-and save the tensor itself as their result, as PyTorch's. Their values and gradients against
-PyTorch's and, bit for bit, against the out-of-place op's (what the recorded copy computed
-before), on zeros, -0.0, NaN and infinities; a change of the result before backward, the old
-value needed by another node, a view, a leaf, ``gradcheck`` and ``scratchgrad.jit``; NumPy's
-float errors; hooks, transforms, memory layouts, several-output ops, a detached alias, the
-dtypes that keep the copying form, and jitted or compiled training steps."""
+and save the tensor itself as their result, as PyTorch's; outside a graph (no_grad, eval-mode
+inference, inference mode, views) they change it in one pass too and count the change. Their
+values and gradients against PyTorch's and, bit for bit, against the out-of-place op's (what
+the recorded copy computed before), on zeros, -0.0, NaN and infinities; a change of the result
+before backward, the old value needed by another node, a view, a leaf, ``gradcheck`` and
+``scratchgrad.jit``; NumPy's float errors; hooks, transforms, memory layouts, several-output
+ops, a detached alias, the dtypes that keep the copying form, and jitted or compiled training
+steps."""
 
 import warnings
 
@@ -483,3 +485,147 @@ def test_five_training_steps_jitted_or_compiled_give_eager_bits(mode):
         assert run(x).numpy().tobytes() == step(eager, eager_opt, x).numpy().tobytes()
         for p, q in zip(eager.parameters(), other.parameters()):
             assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
+
+
+# ---- outside a graph (no_grad, eval-mode inference, tensors that need no grad): one pass too
+
+
+@pytest.fixture
+def no_copy_back(monkeypatch):
+    """Computing a new array and copying it back (the copying form, the path before) fails."""
+
+    def copying(*args, **kwargs):
+        raise AssertionError("copied back")
+
+    monkeypatch.setattr(sg.Tensor, "_apply_", copying)
+
+
+def outside(lib, op: str, x: np.ndarray, where: str) -> tuple:
+    """``op`` in place on a tensor of ``x`` outside a graph: its values and version (none for
+    an inference tensor, as PyTorch's)."""
+    if where == "needs_no_grad":
+        t = lib.tensor(x)
+        return getattr(t, op + "_")().numpy().copy(), t._version
+    if where == "inference_mode":
+        with lib.inference_mode():
+            t = lib.tensor(x)
+            assert getattr(t, op + "_")() is t
+        return t.numpy().copy(), None
+    t = lib.tensor(x, requires_grad=True)
+    with lib.no_grad():
+        t = t * 1  # (a result of a graph's op, changed under no_grad)
+        assert getattr(t, op + "_")() is t
+    return t.detach().numpy().copy(), t._version
+
+
+@pytest.mark.parametrize("where", ["no_grad", "needs_no_grad", "inference_mode"])
+@pytest.mark.parametrize("n", [12, 100, 40_003])  # (from 16384 entries relu goes by rows)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", OPS)
+def test_outside_graphs_one_pass_gives_the_out_of_place_bits(op, dtype, n, where, no_copy_back):
+    x = inputs(n, dtype)
+    out, version = outside(sg, op, x, where)
+    assert out.tobytes() == getattr(sg.tensor(x), op)().numpy().tobytes()  # -0.0, NaN too
+    torch_out, torch_version = outside(torch, op, x, where)
+    exact = dict(rtol=1e-6, atol=0) if dtype == np.float32 else dict(rtol=1e-12, atol=0)
+    np.testing.assert_allclose(out, torch_out, **exact)
+    assert version == torch_version == (None if where == "inference_mode" else 1)
+
+
+def test_eval_mode_relu_module_in_one_pass(no_copy_back):
+    def run(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.ReLU(inplace=True), lib.nn.Linear(4, 2)).eval()
+        x = lib.tensor([[-1.0, 2.0, 0.0, 3.0]])
+        with lib.no_grad():
+            out = model(x)
+        return x.numpy().copy(), x._version, out
+
+    (x, version, _), (tx, t_version, _) = run(sg), run(torch)
+    assert x.tolist() == tx.tolist() == [[0.0, 2.0, 0.0, 3.0]]
+    assert version == t_version == 1
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_outside_graphs_a_view_changes_its_base_and_counts_its_versions(op, no_copy_back):
+    def run(lib):
+        x = np.random.default_rng(1).standard_normal((2, 3, 4, 4))
+        with lib.no_grad():  # a convolution's result: scratchgrad keeps its batch last
+            base = lib.nn.functional.conv2d(lib.tensor(x), lib.ones(3, 3, 1, 1, dtype=lib.float64))
+            flat = base.view(2, 48)  # (scratchgrad's is a copy kept up to date)
+            view = base[:, 1:].transpose(2, 3)
+            getattr(view, op + "_")()
+        return [base.numpy(), flat.numpy(), view.numpy()], (base._version, view._version)
+
+    ours, versions = run(sg)
+    theirs, torch_versions = run(torch)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+    assert versions == torch_versions == (1, 1)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_outside_graphs_an_inference_tensor_outside_inference_mode_raises_as_torch(op):
+    def run(lib):
+        with lib.inference_mode():
+            x = lib.tensor([-1.0, 0.5])
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside"):
+            getattr(x, op + "_")()
+        return x.numpy()  # (written before the error, as PyTorch's)
+
+    np.testing.assert_allclose(run(sg), run(torch), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_outside_graphs_read_only_memory_raises_before_any_write(op):
+    x = np.array([-1.0, 0.5])
+    x.flags.writeable = False
+    t = sg.from_numpy(x)
+    with pytest.raises(RuntimeError, match=f"{op}_: .*read-only"):
+        getattr(t, op + "_")()
+    assert x.tolist() == [-1.0, 0.5]
+    assert t._version == 0
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_view_taken_under_no_grad_changed_with_grad_mode_on_raises_as_torch(op):
+    for lib in (sg, torch):
+        x = lib.tensor([-1.0, 0.5], requires_grad=True) * 1
+        with lib.no_grad():
+            view = x[:1]
+        with pytest.raises(RuntimeError, match="no_grad mode and is being modified inplace"):
+            getattr(view, op + "_")()
+
+
+@pytest.mark.parametrize("op", ["exp", "sigmoid"])
+def test_outside_graphs_numpys_float_error_leaves_the_change_counted(op):
+    """As in a graph: the error goes on once the result is written, and the change (PyTorch's
+    values, which raises nothing) is counted."""
+    x = np.array([-1000.0, 1000.0, 0.5, -0.5])
+    t = sg.tensor(x)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        getattr(t, op + "_")()
+    expected = getattr(torch.tensor(x), op + "_")()
+    np.testing.assert_allclose(t.numpy(), expected.numpy(), rtol=1e-12, atol=0)
+    assert t._version == 1
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_jitted_step_changing_in_place_under_no_grad_gives_eager_bits(op):
+    def step(model, x):
+        model.zero_grad()
+        h = model[0](x)
+        with sg.no_grad():
+            scale = getattr(h.detach() * 1, op + "_")().mean()
+        loss = (model[1](h.relu()) * scale).square().mean()
+        loss.backward()
+        return loss.detach(), model[0].weight.grad.clone()
+
+    sg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 1))
+    jitted = sg.jit(step)
+    for seed in range(4):  # (the second and third calls record, the fourth replays)
+        x = sg.tensor(np.random.default_rng(seed).standard_normal((5, 4)), dtype=sg.float32)
+        (loss, grad), (eager_loss, eager_grad) = jitted(model, x), step(model, x)
+        assert loss.numpy().tobytes() == eager_loss.numpy().tobytes()
+        assert grad.numpy().tobytes() == eager_grad.numpy().tobytes()

@@ -5320,7 +5320,7 @@ def _in_place_form(name: str) -> Callable:
 
 # PyTorch's in-place forms of elementwise methods (``clamp_`` for weight clipping,
 # ``masked_fill_`` for attention masks, ``addcmul_``/``addcdiv_`` in hand-written optimizers;
-# exp_, relu_, sigmoid_ and tanh_ are below: one pass in a graph)
+# exp_, relu_, sigmoid_ and tanh_ are below: one pass)
 for _name in (
     "acos", "addcdiv", "addcmul", "asin", "atan", "atan2", "ceil", "clamp",
     "clamp_max", "clamp_min", "clip", "cos", "cosh", "erf", "exp2", "expm1", "floor",
@@ -5341,29 +5341,49 @@ for _name in (
 
 def _in_place_saving_result(name: str, cls: type) -> Callable:
     """``Tensor.<name>_`` for an op ``cls`` whose backward reads its result alone (PyTorch's
-    derivatives.yaml: ``result``): in a graph, the tensor's memory is changed in one pass by
-    ``cls.forward_in_place`` and ``cls``'s node saves the tensor itself at its new version, as
-    PyTorch's ``relu_`` (``record_in_place``), where the copying form (``_in_place_form``)
-    records the op on a copy of the old value and copies the result back (three passes).
-    Elsewhere (outside a graph, a view, a leaf, 16 bits, a transform watching: see
-    ``_one_pass``) it is the copying form."""
+    derivatives.yaml: ``result``), changing the tensor's memory in one pass by
+    ``cls.forward_in_place`` where the copying form (``_in_place_form``) computes a new array
+    and copies it back. In a graph, ``cls``'s node saves the tensor itself at its new version,
+    as PyTorch's ``relu_`` (``record_in_place``), where the copying form records the op on a
+    copy of the old value (three passes). Outside a graph (no_grad, eval-mode inference with
+    ``nn.ReLU(inplace=True)``) the change is counted (``increment_version``), as ``copy_``
+    counts it. Elsewhere (a leaf, 16 bits, a transform watching; in a graph, a view: see
+    ``_one_pass`` and ``_one_pass_outside_graphs``) it is the copying form.
+
+    A NumPy float error (np.seterr(all="raise"), a warnings filter of "error") is raised once
+    the result is written: the change is counted (and in a graph recorded), as it stays, where
+    the copying form raises before writing."""
     copying = _in_place_form(name)
 
     def in_place(self: Tensor) -> Tensor:
-        if self._ctx is None or not _one_pass(self):  # (outside graphs: one test)
+        if self._ctx is not None and _one_pass(self):
+            count = _function.record_in_place
+        elif _one_pass_outside_graphs(self):
+            if _state.enabled:  # (grad mode on: a view taken under no_grad is refused)
+                _refuse_view_from_no_grad(self, name)
+            count = _count_in_place
+        else:
             return copying(self)
         try:
             cls.forward_in_place(self.array)
         except ValueError:  # read-only memory, refused before any write: the copying form's error
             return copying(self)
-        except (ArithmeticError, Warning):  # NumPy's float error (np.seterr(all="raise"), a
-            _function.record_in_place(cls, self)  # warnings filter of "error") once the result
-            raise  # is written: the change is counted and recorded, as it stays; the error goes on
-        return _function.record_in_place(cls, self)
+        except (ArithmeticError, Warning):  # NumPy's float error once the result is written:
+            count(cls, self)  # the change is counted, as it stays; the error goes on
+            raise
+        return count(cls, self)
 
     in_place.__name__ = in_place.__qualname__ = f"{name}_"
     in_place.__doc__ = copying.__doc__
     return in_place
+
+
+def _count_in_place(cls: type, tensor: Tensor) -> Tensor:
+    """``record_in_place``'s twin outside a graph: the change of ``tensor`` only counted (which
+    also brings its ``view()`` copies up to date, and raises for an inference tensor outside
+    inference mode, after the write, as PyTorch's and the copying form)."""
+    increment_version(tensor)
+    return tensor
 
 
 _ONE_PASS_DTYPES = (backend.float32, backend.float64)
@@ -5382,6 +5402,20 @@ def _one_pass(tensor: Tensor) -> bool:
         and not hasattr(tensor, "_view")  # (these three are unset on plain tensors)
         and not hasattr(tensor, "_views")
         and not hasattr(tensor._ctx, "refuses_in_place")
+        and _function.records_plainly()
+    )
+
+
+def _one_pass_outside_graphs(tensor: Tensor) -> bool:
+    """Whether ``_in_place_saving_result``'s one pass is plainly right for ``tensor`` outside
+    a graph (grad mode off, or a tensor that needs no grad): a float32 or float64 NumPy tensor
+    (a view too: its memory is its base's, whose count it shares) with no transform watching
+    (a jit recording records the copying form's ``copy_``; vmap's batched tensors batch it)."""
+    return (
+        not (_state.enabled and tensor._requires_grad)
+        and type(tensor) is Tensor
+        and type(tensor.array) is ndarray
+        and tensor.array.dtype in _ONE_PASS_DTYPES
         and _function.records_plainly()
     )
 
