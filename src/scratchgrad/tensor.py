@@ -5890,6 +5890,13 @@ def where(
     if cond.dtype != bool:  # PyTorch's RuntimeError for a tensor, its TypeError for a number
         error = RuntimeError if isinstance(condition, Tensor) else TypeError
         raise error(f"where: condition must be a bool tensor, got {cond.dtype.name}")
+    result = where_node(binary.Where, cond, x, y)
+    return result if out is None else write_out("where", result, out, (condition, input, other))
+
+
+def where_node(node: type, cond: Tensor, x: Any, y: Any) -> Tensor:
+    """``where(cond, x, y)`` for a bool ``cond``, its operands promoted as ``where``'s, by
+    ``node``: ``Where``, or ``PiecewiseWhere`` for an activation's pieces."""
     x, y = python_number(x), python_number(y)  # NumPy scalars as Python numbers, as PyTorch's
     if isinstance(x, Tensor):
         x, y = x._operands(_beside(y, x.array.dtype) if type(y) in (int, float) else y)
@@ -5899,8 +5906,7 @@ def where(
         x = _rounded(x, y)
     else:  # two numbers: promoted as a 0-d tensor and a number (3 and 0.5 give float32)
         x, y = Tensor._from_data(x).to(cond.device)._operands(y)
-    result = binary.Where.apply(cond, x, y)
-    return result if out is None else write_out("where", result, out, (condition, input, other))
+    return node.apply(cond, x, y)
 
 
 def einsum(*args: Any) -> Tensor:

@@ -20,6 +20,7 @@ import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd import capture_hook
@@ -31,6 +32,7 @@ from scratchgrad.backends import cuda as _switches
 from scratchgrad.creation import arange, empty_like, rand, zeros_like
 from scratchgrad.dtypes import torch_name
 from scratchgrad.meta import MetaArray
+from scratchgrad.ops.binary import PiecewiseWhere
 from scratchgrad.ops.fused import (
     ZERO_BY_ZERO,
     CrossEntropy,
@@ -58,6 +60,7 @@ from scratchgrad.tensor import (
     p_norm,
     vmapped,
     where,
+    where_node,
     wrap_dim,
 )
 
@@ -116,11 +119,18 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else Tensor.relu(input)
 
 
+def _pieces(condition: Tensor, x: Any, y: Any) -> Tensor:
+    """``where(condition, x, y)``, ``condition`` computed from ``x`` or ``y`` (an activation's
+    pieces): under create_graph its gradient is a function of them, as PyTorch's
+    (``PiecewiseWhere``)."""
+    return where_node(PiecewiseWhere, condition, x, y)
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, else ``negative_slope * x``; ``inplace``: written into ``input``."""
     input._check_floating("leaky_relu")
     return _in_place_or_new(
-        input, inplace, "leaky_relu", lambda x: where(x > 0, x, x * negative_slope)
+        input, inplace, "leaky_relu", lambda x: _pieces(x > 0, x, x * negative_slope)
     )
 
 
@@ -253,7 +263,7 @@ def hardtanh(
 
 def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
     inside = (x > min_val) & (x < max_val)
-    return where(inside, x, x.detach().clamp(min_val, max_val))
+    return _pieces(inside, x, x.detach().clamp(min_val, max_val))
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -346,7 +356,9 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     if not input.is_floating_point():  # PyTorch casts both to the input's dtype
         threshold, value = math.trunc(threshold), math.trunc(value)
     # (x where not x <= threshold: NaN stays NaN, as PyTorch's)
-    return _in_place_or_new(input, inplace, "threshold", lambda x: where(x <= threshold, value, x))
+    return _in_place_or_new(
+        input, inplace, "threshold", lambda x: _pieces(x <= threshold, value, x)
+    )
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -357,7 +369,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     [-1.0, 0.0, 0.75]
     """
     input._check_floating("hardshrink")
-    return where(input.abs() <= lambd, 0.0, input)  # (NaN stays NaN, as PyTorch's)
+    return _pieces(input.abs() <= lambd, 0.0, input)  # (NaN stays NaN, as PyTorch's)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -372,8 +384,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if not lambd >= 0:
         raise RuntimeError(f"softshrink: lambda must be in range [0, inf), but found {lambd}")
     # (NaN stays NaN, as PyTorch's)
-    moved = where(input > lambd, input - lambd, input + lambd)
-    return where(input.abs() <= lambd, 0.0, moved)
+    moved = _pieces(input > lambd, input - lambd, input + lambd)
+    return _pieces(input.abs() <= lambd, 0.0, moved)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -418,9 +430,9 @@ def rrelu(
 
     def leaky(x: Tensor) -> Tensor:
         if not training:
-            return where(x > 0, x, x * ((lower + upper) / 2))
+            return _pieces(x > 0, x, x * ((lower + upper) / 2))
         slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
-        return where(x > 0, x, x * slope)
+        return _pieces(x > 0, x, x * slope)
 
     return _in_place_or_new(input, inplace, "rrelu", leaky)
 
@@ -540,8 +552,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if input.ndim > 1:
         shape[1] = weight.numel()
     # the slope times 0 where the input is positive, else its gradient there is 0 * inf = NaN
-    negative = where(input > 0, 0.0, input)
-    return where(input > 0, input, weight.reshape(shape) * negative)
+    negative = _pieces(input > 0, 0.0, input)
+    return _pieces(input > 0, input, weight.reshape(shape) * negative)
 
 
 def _softmax_dim(name: str, ndim: int) -> int:

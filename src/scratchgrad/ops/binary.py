@@ -8,6 +8,7 @@ from typing import Any
 
 from scratchgrad import backend
 from scratchgrad.autograd.function import ConjugateSaved, Function
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import cast, is_floating, keep_where, namespace, widened
 
 
@@ -333,12 +334,65 @@ class Where(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (condition,) = ctx.saved_tensors
+        condition = ctx.saved_tensors[0]  # (PiecewiseWhere saves its branches after it)
         _, dx, dy = ctx.needs_input_grad
         return (
             None,
             Where.apply(condition, grad, 0.0) if dx else None,
             Where.apply(condition, 0.0, grad) if dy else None,
+        )
+
+
+class PiecewiseWhere(Where):
+    """``Where`` whose condition was computed from its branches: an activation's pieces
+    (hardtanh, leaky_relu, threshold, hardshrink, softshrink). Under create_graph each
+    branch's gradient is a ``MaskedGrad`` of it, as PyTorch's hardtanh_backward and the
+    others are functions of the input, so a second backward reaches the input (with zeros).
+    It saves its branches, as PyTorch's saves the input (for ``where(c, x, y)``, ``x``)."""
+
+    backward_name = Where.backward_name  # the node PyTorch's user sees: the same as before
+
+    @staticmethod
+    def forward(ctx, condition, x, y):
+        out = Where.forward(ctx, condition, x, y)
+        ctx._to_save = condition, x, y
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not _state.enabled:  # a plain backward: Where's
+            return Where.backward(ctx, grad)
+        condition, x, y = ctx.saved_tensors
+        _, dx, dy = ctx.needs_input_grad
+        return (
+            None,
+            MaskedGrad.apply(grad, x, condition) if dx else None,
+            MaskedGrad.apply(grad, y, ~condition) if dy else None,
+        )
+
+
+class MaskedGrad(Function):
+    """``grad`` where ``mask``, else +0 (``Where``'s bits), ``mask`` read from ``saved``: an
+    activation's backward under create_graph, as PyTorch's threshold_backward, a function of
+    ``saved`` too. Its gradient so requires grad when ``saved`` does, and its own gradient into
+    ``saved`` is zeros (not None: ``x.grad`` is a zero tensor after a second backward)."""
+
+    backward_name = "ThresholdBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, grad, saved, mask):
+        out = Where.forward(ctx, mask, grad, 0.0)
+        ctx._to_save = saved, mask
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        saved, mask = ctx.saved_tensors
+        d_grad, d_saved, _ = ctx.needs_input_grad
+        return (
+            MaskedGrad.apply(grad, saved, mask) if d_grad else None,  # (a third order too)
+            grad.new_zeros(grad.shape) if d_saved else None,
+            None,
         )
 
 

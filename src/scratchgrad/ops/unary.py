@@ -5,6 +5,7 @@ import math
 from typing import Any
 
 from scratchgrad.autograd.function import Function, holomorphic_twin
+from scratchgrad.autograd.grad_mode import state as _state
 from scratchgrad.backend import (
     accumulation_dtype,
     bfloat16,
@@ -20,7 +21,7 @@ from scratchgrad.backend import (
     widened,
     xp,
 )
-from scratchgrad.ops.binary import Where
+from scratchgrad.ops.binary import MaskedGrad, Where
 from scratchgrad.ops.fused import TanhGrad
 
 
@@ -153,6 +154,8 @@ class Relu(Function):
         (out,) = ctx.saved_tensors
         # PyTorch's threshold_backward: the gradient unless out <= 0, so at a NaN too; a ReLU's
         # result is never below 0, so that is where it is not 0
+        if _state.enabled:  # create_graph: the gradient is a function of out too, as PyTorch's
+            return MaskedGrad.apply(grad, out, out != 0)
         return Where.apply(out != 0, grad, 0.0)
 
 

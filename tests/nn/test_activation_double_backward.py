@@ -1,0 +1,92 @@
+"""Piecewise-linear activations under create_graph: their gradient is a function of the input
+(PyTorch's threshold_backward, hardtanh_backward, leaky_relu_backward...), so it requires grad
+when the input does, and its own gradient into the input is zeros, not None."""
+
+import numpy as np
+import pytest
+import torch
+
+import scratchgrad as sg
+
+# the kinks, signed zeros and NaN among ordinary values
+VALUES = [1.5, -2.0, 0.3, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 6.0, 7.0, -0.7, 2.5]
+
+# name -> a function taking (the library, its nn.functional, x)
+OPS = {
+    "relu": lambda M, F, x: x.relu(),
+    "F.relu": lambda M, F, x: F.relu(x),
+    "nn.ReLU": lambda M, F, x: M.nn.ReLU()(x),
+    "relu inplace": lambda M, F, x: F.relu(x * 1, inplace=True),
+    "hardtanh": lambda M, F, x: F.hardtanh(x),
+    "hardtanh inplace": lambda M, F, x: F.hardtanh(x * 1, -0.5, 2.0, inplace=True),
+    "relu6": lambda M, F, x: F.relu6(x),
+    "leaky_relu": lambda M, F, x: F.leaky_relu(x),
+    "leaky_relu negative slope": lambda M, F, x: F.leaky_relu(x, -0.5),
+    "leaky_relu inplace": lambda M, F, x: F.leaky_relu(x * 1, 0.2, inplace=True),
+    "threshold": lambda M, F, x: F.threshold(x, 0.5, -1.0),
+    "hardshrink": lambda M, F, x: F.hardshrink(x),
+    "softshrink": lambda M, F, x: F.softshrink(x, 0.5),
+    "prelu": lambda M, F, x: F.prelu(x, M.tensor([-0.25], dtype=x.dtype)),
+    "rrelu eval": lambda M, F, x: F.rrelu(x, 0.1, 0.3, training=False),
+    "rrelu inplace": lambda M, F, x: F.rrelu(x * 1, 0.2, 0.2, training=True, inplace=True),
+    # PyTorch's gradient here does not depend on the input: it does not require grad
+    "clamp": lambda M, F, x: x.clamp(-1, 1),
+    "max": lambda M, F, x: x.max(),
+}
+
+
+def _first_gradient(M, name, dtype):
+    x = M.tensor(VALUES, dtype=dtype, requires_grad=True)
+    out = OPS[name](M, M.nn.functional, x)
+    weights = M.tensor(np.linspace(-1.5, 1.4, out.numel()).reshape(tuple(out.shape)), dtype=dtype)
+    (g,) = M.autograd.grad((out * weights).sum(), x, create_graph=True)
+    return x, g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(OPS))
+def test_gradient_requires_grad_and_its_gradient_is_zeros_as_torch(name, dtype):
+    x, g = _first_gradient(sg, name, getattr(sg, dtype))
+    tx, tg = _first_gradient(torch, name, getattr(torch, dtype))
+    assert g.requires_grad == tg.requires_grad
+    expected = tg.detach().numpy()
+    np.testing.assert_array_equal(g.detach().numpy(), expected)
+    np.testing.assert_array_equal(np.signbit(g.detach().numpy()), np.signbit(expected))
+    if not tg.requires_grad:
+        return
+    (g * g).sum().backward()
+    (tg * tg).sum().backward()
+    assert x.grad is not None and tx.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["relu", "hardtanh", "leaky_relu", "threshold", "softshrink"])
+def test_gradgradcheck_away_from_the_kinks(name):
+    x = sg.tensor([1.5, -2.0, 0.3, -0.7, 2.5, 0.8], dtype=sg.float64, requires_grad=True)
+    assert sg.autograd.gradgradcheck(lambda t: OPS[name](sg, sg.nn.functional, t), (x,))
+
+
+def test_a_plain_backward_records_nothing():
+    x = sg.tensor([1.5, -2.0, 0.3], requires_grad=True)
+    (g,) = sg.autograd.grad(sg.nn.functional.leaky_relu(x).sum(), x)
+    assert not g.requires_grad
+    (g,) = sg.autograd.grad(x.relu().sum(), x)
+    assert not g.requires_grad
+
+
+def _third_order(M, name):
+    x = M.tensor([1.5, -2.0, 0.3, 0.0], requires_grad=True)
+    go = M.tensor([1.0, -2.0, 3.0, 0.5], requires_grad=True)
+    (g,) = M.autograd.grad(OPS[name](M, M.nn.functional, x), x, go, create_graph=True)
+    (h,) = M.autograd.grad((g * g).sum(), go, create_graph=True)
+    (h * h).sum().backward()
+    return h, x.grad
+
+
+@pytest.mark.parametrize("name", ["relu", "hardtanh", "leaky_relu", "softshrink"])
+def test_the_gradient_s_gradient_in_grad_output_still_reaches_the_input(name):
+    h, x_grad = _third_order(sg, name)
+    th, tx_grad = _third_order(torch, name)
+    assert h.requires_grad and th.requires_grad
+    np.testing.assert_array_equal(h.detach().numpy(), th.detach().numpy())
+    np.testing.assert_array_equal(x_grad.numpy(), tx_grad.numpy())
