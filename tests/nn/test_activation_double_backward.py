@@ -9,7 +9,7 @@ import torch
 import scratchgrad as sg
 
 # the kinks, signed zeros and NaN among ordinary values
-VALUES = [1.5, -2.0, 0.3, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 6.0, 7.0, -0.7, 2.5]
+VALUES = [1.5, -2.0, 0.3, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 6.0, 7.0, np.nan, -0.7, 2.5]
 
 # name -> a function taking (the library, its nn.functional, x)
 OPS = {

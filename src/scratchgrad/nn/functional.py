@@ -262,8 +262,9 @@ def hardtanh(
 
 
 def _hardtanh(x: Tensor, min_val: float, max_val: float) -> Tensor:
-    inside = (x > min_val) & (x < max_val)
-    return _pieces(inside, x, x.detach().clamp(min_val, max_val))
+    # (outside, not inside: a NaN's gradient passes, as PyTorch's hardtanh_backward)
+    outside = (x <= min_val) | (x >= max_val)
+    return _pieces(outside, x.detach().clamp(min_val, max_val), x)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -432,7 +433,7 @@ def rrelu(
         if not training:
             return _pieces(x > 0, x, x * ((lower + upper) / 2))
         slope = rand(x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
-        return _pieces(x > 0, x, x * slope)
+        return _pieces(x <= 0, x * slope, x)  # (a NaN's gradient passes, as PyTorch's noise's)
 
     return _in_place_or_new(input, inplace, "rrelu", leaky)
 
