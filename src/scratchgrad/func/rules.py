@@ -358,7 +358,8 @@ LINALG = [
 ]  # fmt: skip
 BINARY = [
     binary.Add, binary.Sub, binary.Mul, binary.Div, binary.Pow, binary.Maximum,
-    binary.Minimum, binary.Where, fused.TanhGrad, fused.MSELossGrad, binary.Atan2, binary.Lerp,
+    binary.Minimum, binary.Where, binary.MaskedGrad, fused.TanhGrad, fused.MSELossGrad,
+    binary.Atan2, binary.Lerp,
     fused.GeluGrad, binary.Fmod, binary.Remainder, binary.FloorDivide, special.Xlogy,
     special.Zeta, binary.Hypot, special.Copysign, special.Fmax, special.Nextafter,
     special.Heaviside, special.Logaddexp, special.Igamma, special.BinaryCrossEntropy,
