@@ -5396,13 +5396,10 @@ def _one_pass(tensor: Tensor) -> bool:
     whose node allows in-place changes, with grad mode on and no transform watching."""
     return (
         _state.enabled
-        and type(tensor) is Tensor
-        and type(tensor.array) is ndarray
-        and tensor.array.dtype in _ONE_PASS_DTYPES
         and not hasattr(tensor, "_view")  # (these three are unset on plain tensors)
         and not hasattr(tensor, "_views")
         and not hasattr(tensor._ctx, "refuses_in_place")
-        and _function.records_plainly()
+        and _plain_float(tensor)
     )
 
 
@@ -5411,9 +5408,14 @@ def _one_pass_outside_graphs(tensor: Tensor) -> bool:
     a graph (grad mode off, or a tensor that needs no grad): a float32 or float64 NumPy tensor
     (a view too: its memory is its base's, whose count it shares) with no transform watching
     (a jit recording records the copying form's ``copy_``; vmap's batched tensors batch it)."""
+    return not (_state.enabled and tensor._requires_grad) and _plain_float(tensor)
+
+
+def _plain_float(tensor: Tensor) -> bool:
+    """Whether ``tensor`` is a plain float32 or float64 NumPy tensor with no transform
+    watching: what both of the one pass's cases ask."""
     return (
-        not (_state.enabled and tensor._requires_grad)
-        and type(tensor) is Tensor
+        type(tensor) is Tensor
         and type(tensor.array) is ndarray
         and tensor.array.dtype in _ONE_PASS_DTYPES
         and _function.records_plainly()

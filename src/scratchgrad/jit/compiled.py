@@ -617,14 +617,14 @@ class CompiledForward:
             return recording.attach(arrays, (), tensors)
         except JitError as error:
             _join(arguments, copies, self.name)  # (fullgraph too: as eagerly)
+            caller = {id(c): c._caller for c in copies.values()}
             if self.is_module:
-                _stored_back(self.module, copies)
+                _stored_back(self.module, caller)
             if self.fullgraph:
                 raise
             self.give_up(key, str(error))
-            if not copies:
+            if not caller:
                 return result
-            caller = {id(copies[id(t)]): t for t in arguments if id(t) in copies}
             return rebuild(result, lambda t: lambda: caller.get(id(t), t))()  # (x returned)
 
     def give_up(self, key: Any, why: str) -> None:
@@ -868,10 +868,10 @@ def _join(arguments: list, copies: dict, name: str) -> None:
         t._take_node(c._ctx)
 
 
-def _stored_back(module: Module, copies: dict) -> None:
+def _stored_back(module: Module, caller: dict) -> None:
     """Where a given-up forward stored an argument's copy (``self.last = x``), the caller's
-    tensor instead, as eagerly: in its modules' attributes, and the lists and dicts they hold."""
-    caller = {id(c): c._caller for c in copies.values()}
+    tensor instead (``caller``: by the copy's id), as eagerly: in its modules' attributes, and
+    the lists and dicts they hold."""
     for part in module.modules():
         attributes = vars(part)
         for holder in (attributes, *(v for v in attributes.values() if type(v) in (dict, list))):

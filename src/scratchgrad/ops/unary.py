@@ -45,7 +45,7 @@ class Exp(Function):
         return out
 
     @staticmethod
-    def forward_in_place(x):  # forward's result written over x (Tensor.exp_ in a graph)
+    def forward_in_place(x):  # forward's result written over x (Tensor.exp_)
         xp.exp(x, out=x)
 
     @staticmethod
@@ -98,7 +98,7 @@ class Tanh(Function):
         return out
 
     @staticmethod
-    def forward_in_place(x):  # forward's result written over x (Tensor.tanh_ in a graph)
+    def forward_in_place(x):  # forward's result written over x (Tensor.tanh_)
         xp.tanh(x, out=x)
 
     @staticmethod
@@ -146,7 +146,7 @@ class Relu(Function):
         return out
 
     @staticmethod
-    def forward_in_place(x):  # forward's result over a float32 or float64 x (relu_ in a graph)
+    def forward_in_place(x):  # forward's result over a float32 or float64 x (relu_)
         relu(x, out=x)
 
     @staticmethod
