@@ -371,13 +371,8 @@ def _propagate(
             continue
         is_leaf = isinstance(parent, Tensor)
         shape = parent.array.shape if is_leaf else parent.out_shape
-        if g_in.array.shape != shape:  # (Tensor.sum_to_size's node, without its two calls)
-            g_in = SumToSize.apply(g_in, shape=shape)
-            if g_in.array.shape != shape:
-                raise RuntimeError(
-                    f"{type(node).__name__}.backward returned a gradient of shape "
-                    f"{tuple(g_in.shape)} for an input of shape {shape}"
-                )
+        if g_in.array.shape != shape:
+            g_in = _summed_to(node, g_in, shape)
         if anomaly.enabled:  # (the output's number found here: the loop is the hot path)
             anomaly.check(node, g_in, next(i for i, g in enumerate(input_grads) if g is g_in))
         previous = grads.get(parent)
@@ -394,6 +389,17 @@ def _propagate(
         else:
             grads[parent] = g_in
             heapq.heappush(ready, (-parent.sequence_nr, parent))
+
+
+def _summed_to(node: Function, g: Tensor, shape: tuple) -> Tensor:
+    """``node``'s gradient ``g`` for an input of ``shape``, summed to it (undoing broadcasting)."""
+    g = SumToSize.apply(g, shape=shape)  # (Tensor.sum_to_size's node, without its two calls)
+    if g.array.shape != shape:
+        raise RuntimeError(
+            f"{type(node).__name__}.backward returned a gradient of shape {tuple(g.shape)} for "
+            f"an input of shape {shape}"
+        )
+    return g
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool, owned: dict) -> None:

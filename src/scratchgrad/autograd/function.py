@@ -60,6 +60,9 @@ class Function:
     out_shape: tuple = ()
     out_dtype = None
     hooks: tuple = ()  # hooks registered on the tensor this node made
+    # A user's Function: which forward arguments were Tensors (PyTorch's node has an input for
+    # each of those only: its next_functions, its hooks' grad_inputs); None for the library's
+    tensor_args: tuple | None = None
     saved: tuple | None = ()  # None once released after backward
     is_view = False  # may the result share memory with the first input (reshape, index...)?
     _to_save: tuple = ()
@@ -112,9 +115,42 @@ class Function:
     def next_functions(self) -> tuple:
         """One ``(node, 0)`` pair per input, as PyTorch's: the Function that made it, an
         ``AccumulateGrad`` for a leaf that requires grad, or None where no gradient flows."""
-        return tuple(
-            (AccumulateGrad.of(p) if isinstance(p, Tensor) else p, 0) for p in self.parents
-        )
+        parents = self.parents
+        if self.tensor_args is not None:
+            parents = [p for p, is_tensor in zip(parents, self.tensor_args) if is_tensor]
+        return tuple((AccumulateGrad.of(p) if isinstance(p, Tensor) else p, 0) for p in parents)
+
+    def register_prehook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_outputs)`` before this node's backward runs, as PyTorch's: it gets
+        the tuple of the gradients of the node's result and may return a tuple of as many to
+        use instead (None keeps them). Returns a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> handle = y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))
+        >>> y.sum().backward()
+        >>> x.grad
+        tensor([30., 30.])
+        """
+        return _register_node_hook(self, "_prehooks", hook)
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run, as
+        PyTorch's: ``grad_inputs`` holds the gradient for each of its inputs (None where none
+        flows), ``grad_outputs`` those it was given; it may return a tuple to use instead of
+        ``grad_inputs`` (None keeps them). Returns a handle whose ``remove()`` takes it off.
+
+        >>> import scratchgrad as sg
+        >>> x = sg.ones(2, requires_grad=True)
+        >>> y = x * sg.tensor([3.0, 4.0])
+        >>> seen = []
+        >>> handle = y.grad_fn.register_hook(lambda grad_inputs, _: seen.append(grad_inputs))
+        >>> y.sum().backward()
+        >>> seen
+        [(tensor([3., 4.]), None)]
+        """
+        return _register_node_hook(self, "_posthooks", hook)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
@@ -609,6 +645,7 @@ def _on_tensors(forward: Callable) -> Callable:
     @functools.wraps(forward)
     def forward_on_tensors(ctx: Function, *args: Any, **kwargs: Any) -> Any:
         args = tuple(Tensor._make(a) if type(a) in _ARRAY_CLASSES else a for a in args)
+        ctx.tensor_args = tuple(isinstance(a, Tensor) for a in args)
         recorder, capture_hook.recorder = capture_hook.recorder, None
         recording, _state.enabled = _state.enabled, False
         try:
@@ -794,6 +831,12 @@ class AccumulateGrad:
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+def _register_node_hook(node: Function, attr: str, hook: Callable) -> RemovableHandle:
+    from scratchgrad.autograd import node_hooks  # (it needs the engine, which needs this module)
+
+    return node_hooks.register(node, attr, hook)
 
 
 def _with_shapes(error: Exception, cls: type, args: tuple) -> Exception:
@@ -983,4 +1026,4 @@ def _packed(entries: tuple, result: Tensor | None) -> tuple:
     return tuple(packed)
 
 
-from scratchgrad.tensor import Tensor  # noqa: E402  (Tensor's methods are built from Functions)
+from scratchgrad.tensor import RemovableHandle, Tensor  # noqa: E402  (Tensor's methods are built from Functions)
