@@ -1308,6 +1308,7 @@ OPS = [
     Op("elu", lambda m, x: m.nn.functional.elu(x), domain=away_from_zero),
     Op("elu_alpha", lambda m, x: m.nn.functional.elu(x * 3, alpha=0.5), domain=away_from_zero),
     Op("selu", lambda m, x: m.nn.functional.selu(x), domain=away_from_zero),
+    Op("celu", lambda m, x: m.nn.functional.celu(x, alpha=2.0), domain=away_from_zero),
     Op("mish", lambda m, x: m.nn.functional.mish(x)),
     Op("hardtanh", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.7), domain=away_from_zero),
     Op("relu6", lambda m, x: m.nn.functional.relu6(x * 4), domain=away_from_zero),

@@ -90,3 +90,46 @@ def test_the_gradient_s_gradient_in_grad_output_still_reaches_the_input(name):
     assert h.requires_grad and th.requires_grad
     np.testing.assert_array_equal(h.detach().numpy(), th.detach().numpy())
     np.testing.assert_array_equal(x_grad.numpy(), tx_grad.numpy())
+
+
+# The ELU family (elu, selu, celu and their in-place forms: one PyTorch kernel, elu_backward):
+# the first derivative takes the exponential's slope where x <= 0, the second (PyTorch's
+# elu_double_backward) only where x < 0, so at 0 and -0.0 it is 0
+ELU_OPS = {
+    "elu": lambda F, x: F.elu(x),
+    "elu alpha": lambda F, x: F.elu(x, 0.4),
+    "selu": lambda F, x: F.selu(x),
+    "celu": lambda F, x: F.celu(x, 2.5),
+    "elu_": lambda F, x: F.elu_(x * 1, 1.7),
+    "selu_": lambda F, x: F.selu_(x * 1),
+    # (an alpha whose float32 is itself: PyTorch's celu_ backward rounds it to float32)
+    "celu_": lambda F, x: F.celu_(x * 1, 0.5),
+    "elu inplace": lambda F, x: F.elu(x * 1, 0.4, inplace=True),
+}
+ELU_VALUES = [0.0, -0.0, -0.5, 0.5, -3.0, 2.0, *np.random.default_rng(0).normal(0, 3, 30)]
+
+
+def _elu_derivatives(M, name):
+    """The first derivative (with grad_output ``go``) and the second, in x and in go."""
+    x = M.tensor(ELU_VALUES, dtype=M.float64, requires_grad=True)
+    go = M.tensor(np.linspace(-1.5, 1.4, len(ELU_VALUES)), dtype=M.float64, requires_grad=True)
+    out = ELU_OPS[name](M.nn.functional, x)
+    (g,) = M.autograd.grad(out, x, go, create_graph=True)
+    weights = M.tensor(np.linspace(0.5, 2.0, len(ELU_VALUES)), dtype=M.float64)
+    hx, hgo = M.autograd.grad((g * weights).sum(), (x, go))
+    return [t.detach().numpy() for t in (out, g, hx, hgo)]
+
+
+@pytest.mark.parametrize("name", list(ELU_OPS))
+def test_elu_family_second_derivative_is_torchs_at_zero_and_elsewhere(name):
+    ours, theirs = _elu_derivatives(sg, name), _elu_derivatives(torch, name)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(theirs[0]))  # elu(-0.0) = -0.0
+    assert ours[2][0] == ours[2][1] == 0  # (at 0 and -0.0)
+
+
+@pytest.mark.parametrize("name", list(ELU_OPS))
+def test_elu_family_gradgradcheck(name):
+    x = sg.tensor(ELU_VALUES[2:12], dtype=sg.float64, requires_grad=True)
+    assert sg.autograd.gradgradcheck(lambda t: ELU_OPS[name](sg.nn.functional, t), (x,))

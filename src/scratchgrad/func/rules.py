@@ -340,7 +340,7 @@ UNARY = [
     movement.Copy, movement.ToDevice, movement.ViewChangedRefused,
     unary.Log1p, unary.Expm1, unary.Tan, unary.Asin, unary.Acos, unary.Atan, unary.Sinh,
     unary.Cosh, unary.Asinh, unary.Acosh, unary.Atanh, unary.Log2, unary.Log10,
-    unary.Reciprocal,
+    unary.Reciprocal, unary.Elu,
     special.Erfc, special.Erfcx, special.Ndtri, special.LogNdtr, special.Lgamma,
     special.Polygamma, special.ModifiedBessel, special.Entr, special.Logit, special.Exp2,
     special.Frexp,

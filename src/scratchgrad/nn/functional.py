@@ -46,6 +46,7 @@ from scratchgrad.ops.fused import (
 from scratchgrad.ops.matmul import MatMul
 from scratchgrad.ops.movement import WithoutDerivative
 from scratchgrad.ops.special import BinaryCrossEntropy, LogSigmoid, Softplus
+from scratchgrad.ops.unary import Elu
 from scratchgrad.sparse import Embedding as SparseGradEmbedding
 from scratchgrad.tensor import (
     Tensor,
@@ -188,14 +189,12 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     [-0.6321, 2.0]
     """
     input._check_floating("elu")
-    # expm1 of the negative part only: exp of a large x would overflow, and its infinite
-    # derivative times the zero gradient that where sends to the unused branch is NaN
     return _in_place_or_new(input, inplace, "elu", functools.partial(_elu, alpha=alpha))
 
 
 @_computed_in_float32
 def _elu(x: Tensor, alpha: float) -> Tensor:
-    return where(x > 0, x, alpha * x.clamp(max=0).expm1())
+    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0)
 
 
 # SELU's constants, from https://arxiv.org/abs/1706.02515 (as PyTorch's)
@@ -217,7 +216,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 @_computed_in_float32
 def _selu(x: Tensor) -> Tensor:
-    return _SELU_SCALE * _elu(x, _SELU_ALPHA)
+    return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -342,7 +341,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 @_computed_in_float32
 def _celu(x: Tensor, alpha: float) -> Tensor:
-    return alpha * _elu(x / alpha, 1.0)
+    out = Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)  # (PyTorch's celu)
+    return named_backward(out, "CeluBackward0")
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:

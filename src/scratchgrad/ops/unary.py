@@ -365,6 +365,40 @@ class Expm1(Function):
         return grad * (out + 1)
 
 
+class Elu(Function):
+    """``scale * x`` where x > 0, else ``alpha * scale * expm1(input_scale * x)``: PyTorch's elu,
+    selu and celu (each its coefficients) as its one node, for its derivatives.
+
+    NOTE: PyTorch's elu_backward takes the exponential's slope where x <= 0 (at 0, ``alpha *
+    scale * input_scale``), but its double backward (elu_double_backward) only where x < 0:
+    at 0 the second derivative is 0, which no composition of ``where`` and ``clamp`` gives
+    (clamp's gradient passes at its bound)."""
+
+    backward_name = "EluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, alpha, scale, input_scale):
+        ctx.save_for_backward(x)
+        ctx.coefficients = alpha, scale, input_scale
+        module = namespace(x)
+        number = x.dtype.type  # the coefficients in x's dtype, as PyTorch's kernel has them
+        # expm1 of the negative part only (exp of a large x would overflow), -0.0 kept as it
+        # is (minimum(-0.0, 0) may give +0.0): elu(-0.0) is -0.0, as PyTorch's
+        negative = module.expm1(module.where(x > 0, 0, x) * number(input_scale))
+        negative *= number(alpha) * number(scale)
+        return module.where(x <= 0, negative, x * number(scale))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.coefficients
+        # x where x < 0, else 0: the exponent's value where it is taken (x <= 0), with a
+        # derivative only where x < 0 (see the NOTE above)
+        exponent = Where.apply(x < 0, x, 0.0) * input_scale
+        slope = Where.apply(x <= 0, exponent.exp() * (alpha * scale * input_scale), scale)
+        return grad * slope
+
+
 class Tan(Function):
     @staticmethod
     def forward(ctx, x):
