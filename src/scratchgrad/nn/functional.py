@@ -189,12 +189,13 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     [-0.6321, 2.0]
     """
     input._check_floating("elu")
-    return _in_place_or_new(input, inplace, "elu", functools.partial(_elu, alpha=alpha))
+    elu = functools.partial(_elu, alpha=alpha, is_result=inplace)
+    return _in_place_or_new(input, inplace, "elu", elu)
 
 
 @_computed_in_float32
-def _elu(x: Tensor, alpha: float) -> Tensor:
-    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0)
+def _elu(x: Tensor, alpha: float, is_result: bool) -> Tensor:
+    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0, is_result=is_result)
 
 
 # SELU's constants, from https://arxiv.org/abs/1706.02515 (as PyTorch's)
@@ -211,12 +212,12 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     1.050701
     """
     input._check_floating("selu")
-    return _in_place_or_new(input, inplace, "selu", _selu)
+    return _in_place_or_new(input, inplace, "selu", functools.partial(_selu, is_result=inplace))
 
 
 @_computed_in_float32
-def _selu(x: Tensor) -> Tensor:
-    return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+def _selu(x: Tensor, is_result: bool) -> Tensor:
+    return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0, is_result=is_result)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -336,13 +337,20 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     input._check_floating("celu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _in_place_or_new(input, inplace, "celu", functools.partial(_celu, alpha=alpha))
+    celu = functools.partial(_celu, alpha=alpha, is_result=inplace)
+    return _in_place_or_new(input, inplace, "celu", celu)
 
 
 @_computed_in_float32
-def _celu(x: Tensor, alpha: float) -> Tensor:
-    out = Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)  # (PyTorch's celu)
-    return named_backward(out, "CeluBackward0")
+def _celu(x: Tensor, alpha: float, is_result: bool) -> Tensor:
+    # PyTorch's celu: elu with input_scale 1 / alpha, but its backward takes alpha rounded to
+    # float32 there (derivatives.yaml's 1.0 / alpha.toFloat()): its gradient, not the exact one
+    backward_input_scale = 1.0 / float(xp.float32(alpha))
+    out = Elu.apply(
+        x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha,
+        backward_input_scale=backward_input_scale, is_result=is_result,
+    )  # fmt: skip
+    return named_backward(out, "CeluBackward1" if is_result else "CeluBackward0")
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:

@@ -372,14 +372,19 @@ class Elu(Function):
     NOTE: PyTorch's elu_backward takes the exponential's slope where x <= 0 (at 0, ``alpha *
     scale * input_scale``), but its double backward (elu_double_backward) only where x < 0:
     at 0 the second derivative is 0, which no composition of ``where`` and ``clamp`` gives
-    (clamp's gradient passes at its bound)."""
+    (clamp's gradient passes at its bound). The in-place forms (``is_result``) take the slope
+    from the result, as PyTorch's: ``input_scale * (out + alpha * scale)``."""
 
     backward_name = "EluBackward0"
 
     @staticmethod
-    def forward(ctx, x, alpha, scale, input_scale):
+    def forward(ctx, x, alpha, scale, input_scale, backward_input_scale=None, is_result=False):
         ctx.save_for_backward(x)
-        ctx.coefficients = alpha, scale, input_scale
+        # (celu's backward takes another input_scale, as PyTorch's: see nn.functional.celu)
+        ctx.coefficients = alpha, scale, input_scale, backward_input_scale or input_scale
+        ctx.is_result = is_result
+        if is_result:  # (PyTorch's node of an in-place form)
+            ctx.backward_name = "EluBackward1"
         module = namespace(x)
         number = x.dtype.type  # the coefficients in x's dtype, as PyTorch's kernel has them
         # expm1 of the negative part only (exp of a large x would overflow), -0.0 kept as it
@@ -391,12 +396,21 @@ class Elu(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        alpha, scale, input_scale = ctx.coefficients
+        alpha, scale, input_scale, backward_input_scale = ctx.coefficients
         # x where x < 0, else 0: the exponent's value where it is taken (x <= 0), with a
         # derivative only where x < 0 (see the NOTE above)
-        exponent = Where.apply(x < 0, x, 0.0) * input_scale
-        slope = Where.apply(x <= 0, exponent.exp() * (alpha * scale * input_scale), scale)
-        return grad * slope
+        exponent = Where.apply(x < 0, x, 0.0)
+        if ctx.is_result:  # the result where x <= 0 (0 elsewhere), made by this op again:
+            # its derivatives are this op's, as PyTorch's flow back through the result's node
+            out = Elu.apply(
+                exponent, alpha=alpha, scale=scale, input_scale=input_scale,
+                backward_input_scale=backward_input_scale, is_result=True,
+            )  # fmt: skip
+            negative = (out + alpha * scale) * backward_input_scale
+        else:
+            negative = (exponent * backward_input_scale).exp()
+            negative = negative * (alpha * scale * backward_input_scale)
+        return grad * Where.apply(x <= 0, negative, scale)
 
 
 class Tan(Function):
