@@ -207,3 +207,29 @@ def test_a_jitted_step_with_node_hooks_matches_eager():
         got = jitted(w_jit, x)
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
         np.testing.assert_array_equal(w_jit.grad.numpy(), w_eager.grad.numpy())
+
+
+def test_a_compiled_modules_node_hooks_run_as_eagerly():
+    class Net(sg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = sg.nn.Linear(3, 2)
+
+        def forward(self, x):
+            h = self.layer(x)
+            h.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+            return h.tanh()
+
+    eager, twin = Net(), Net()
+    twin.load_state_dict(eager.state_dict())
+    compiled = sg.compile(twin)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = sg.tensor(rng.standard_normal((5, 3)), dtype=sg.float32)
+        eager.zero_grad()
+        twin.zero_grad()
+        eager(x).sum().backward()
+        compiled(x).sum().backward()
+        np.testing.assert_array_equal(
+            twin.layer.weight.grad.numpy(), eager.layer.weight.grad.numpy()
+        )
