@@ -233,3 +233,12 @@ def test_a_compiled_modules_node_hooks_run_as_eagerly():
         np.testing.assert_array_equal(
             twin.layer.weight.grad.numpy(), eager.layer.weight.grad.numpy()
         )
+
+
+def test_hooks_on_a_leafs_accumulate_grad_node_are_refused_naming_what_to_use():
+    x = sg.ones(2, requires_grad=True)
+    node = (x * 2).grad_fn.next_functions[0][0]
+    with pytest.raises(RuntimeError, match="register_post_accumulate_grad_hook"):
+        node.register_hook(lambda gi, go: None)
+    with pytest.raises(RuntimeError, match="use the leaf's register_hook"):
+        node.register_prehook(lambda go: None)

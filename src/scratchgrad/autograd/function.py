@@ -829,6 +829,20 @@ class AccumulateGrad:
     def name(self) -> str:
         return "AccumulateGrad"
 
+    def register_hook(self, hook: Callable) -> NoReturn:
+        """Refused: the engine accumulates into a leaf without running this node."""
+        raise RuntimeError(
+            "AccumulateGrad.register_hook: hooks on a leaf's AccumulateGrad node are not "
+            "supported by scratchgrad; use the leaf's register_post_accumulate_grad_hook"
+        )
+
+    def register_prehook(self, hook: Callable) -> NoReturn:
+        """Refused: the engine accumulates into a leaf without running this node."""
+        raise RuntimeError(
+            "AccumulateGrad.register_prehook: hooks on a leaf's AccumulateGrad node are not "
+            "supported by scratchgrad; use the leaf's register_hook (it runs just before)"
+        )
+
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
