@@ -54,3 +54,10 @@ def test_asking_about_a_channels_last_layout_raises():
     with pytest.raises(NotImplementedError, match="does not track channels-last"):
         x.is_contiguous(memory_format=sg.channels_last)
     assert repr(sg.channels_last) == "scratchgrad.channels_last"
+
+
+def test_a_channels_last_clone_under_vmap_keeps_the_values():
+    # (a batched tensor has no strides of its own to lay out: clone keeps the values)
+    x = sg.arange(120.0).reshape(2, 1, 3, 4, 5)
+    y = sg.func.vmap(lambda t: t.clone(memory_format=sg.channels_last))(x)
+    np.testing.assert_array_equal(y.numpy(), x.numpy())

@@ -1,8 +1,11 @@
-"""Layouts (strides) of results of ops on non-contiguous inputs, against PyTorch's: ``flip``
-and ``sort`` lay their results out as the input (its strides where its entries are dense, else
-dense ones in its order of dims), so ``stride``, ``is_contiguous``, ``view`` and ``as_strided``
-of them agree with PyTorch's (tensor.py's ``_laid_out_like``). Also the tensors that carry such a
-layout: ``.data =``, the in-place view ops and ``share_memory_`` keep or drop it as PyTorch."""
+"""Layouts (strides) of results of ops on non-contiguous inputs, against PyTorch's: ``flip``,
+``sort`` and ``clone`` lay their results out as the input (its strides where its entries are
+dense, else dense ones in its order of dims), so ``stride``, ``is_contiguous``, ``view`` and
+``as_strided`` of them agree with PyTorch's (tensor.py's ``_laid_out_like``). Also the tensors
+that carry such a layout: ``.data =``, the in-place view ops and ``share_memory_`` keep or drop
+it as PyTorch."""
+
+import math
 
 import pytest
 import torch
@@ -40,6 +43,9 @@ OPS = {
     "sort_descending_stable": lambda m, x: x.sort(dim=-1, descending=True, stable=True).values,
     "argsort": lambda m, x: x.argsort(0),
     "msort": lambda m, x: m.msort(x),
+    "clone": lambda m, x: x.clone(),
+    "clone_contiguous_format": lambda m, x: x.clone(memory_format=m.contiguous_format),
+    "clone_of_a_clone": lambda m, x: x.clone().clone(),
 }
 
 
@@ -78,7 +84,7 @@ def test_view_of_a_sorted_transpose_is_refused_as_torchs(lib):
         y.view(20)
 
 
-@pytest.mark.parametrize("op", ["flip", "sort_values", "rot90"])
+@pytest.mark.parametrize("op", ["flip", "sort_values", "rot90", "clone"])
 def test_gradient_through_a_permuted_input_matches_torch(op):
     base = torch.randn(3, 4, 5, dtype=torch.float64).tolist()
     grads = []
@@ -139,3 +145,57 @@ def test_share_memory_of_a_view_keeps_its_place_in_the_memory():
     assert ours.is_shared()
     assert _layout(ours) == _layout(theirs)
     assert ours.as_strided((3,), (2,)).tolist() == theirs.as_strided((3,), (2,)).tolist()
+
+
+# clone's inputs beyond INPUTS: offsets, 0-d, strides that tie, repeats in the middle
+CLONED = {
+    "offset_transpose": lambda m: m.arange(20.0).reshape(4, 5)[1:].t(),
+    "zero_d": lambda m: m.arange(20.0).reshape(4, 5)[1, 2],
+    "column": lambda m: m.arange(20.0).reshape(4, 5)[:, :1],
+    "transposed_row": lambda m: m.arange(20.0).reshape(4, 5).t()[:1],
+    "size_one_permuted": lambda m: m.arange(12.0).reshape(1, 3, 4).permute(2, 0, 1),
+    "expanded_middle": lambda m: m.arange(12.0).reshape(3, 1, 4).expand(3, 5, 4).permute(2, 1, 0),
+    "transposed_gaps": lambda m: m.arange(24.0).reshape(4, 6).t()[::2],
+    "overlapping_windows": lambda m: m.arange(10.0).as_strided((3, 4), (2, 1)),
+    "real_of_transposed": lambda m: m.complex(m.ones(3, 4), m.zeros(3, 4)).t().real,
+    "detached_transpose": lambda m: m.arange(20.0).reshape(4, 5).t().detach(),
+}
+
+
+@pytest.mark.parametrize("x", CLONED)
+def test_clone_keeps_the_layout_as_torchs(x):
+    ours, theirs = (CLONED[x](m).clone() for m in (sg, torch))
+    assert _layout(ours) == _layout(theirs)
+
+
+@pytest.mark.parametrize(
+    "shape", [(2, 3, 4, 5), (2, 0, 3, 3), (1, 3, 1, 1), (2, 3, 4, 5, 2), (0, 2, 3, 4, 5)]
+)
+@pytest.mark.parametrize("permuted", [False, True])
+def test_clone_to_channels_last_has_torchs_strides(shape, permuted):
+    def cloned(m):
+        x = m.arange(float(math.prod(shape))).reshape(shape)
+        x = x.transpose(-1, -2) if permuted else x
+        return x.clone(memory_format=m.channels_last if len(shape) == 4 else m.channels_last_3d)
+
+    assert _layout(cloned(sg)) == _layout(cloned(torch))
+
+
+def test_clone_in_contiguous_format_is_row_major_in_memory_too():
+    # the memory was the input's order, only counted as row-major
+    y = sg.arange(20.0).reshape(4, 5).t().clone(memory_format=sg.contiguous_format)
+    assert y.stride() == (4, 1)
+    assert y.array.flags.c_contiguous
+
+
+def test_clone_of_a_row_major_tensor_stays_a_tensor_of_its_own():
+    y = sg.arange(20.0).reshape(4, 5).clone()
+    assert not y._has_steps()
+    assert y.array.flags.c_contiguous
+
+
+def test_a_transposed_clone_keeps_the_copys_memory():
+    # NumPy's order "K" copy is already laid out: no second copy, its memory viewed
+    y = sg.arange(20.0).reshape(4, 5).t().clone()
+    assert y.array.strides == (4, 20)  # (float32)
+    assert y.array.base is y._base_array.base

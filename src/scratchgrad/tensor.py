@@ -2299,10 +2299,29 @@ class Tensor:
         return self.to(backend.int16)
 
     def clone(self, *, memory_format: Any = preserve_format) -> Tensor:
-        """A differentiable copy; a ``memory_format`` is checked and keeps the values (see
-        ``to``)."""
+        """A differentiable copy laid out as PyTorch's: by default (``preserve_format``) with
+        this tensor's strides where its entries are dense (a transposed or permuted view),
+        else with dense ones in its order of dims (``empty_like``); row-major for
+        ``contiguous_format``, channels-last strides for ``channels_last`` (and ``_3d``).
+
+        >>> import scratchgrad as sg
+        >>> x = sg.zeros(4, 3)
+        >>> x.t().clone().stride(), x.t().clone(memory_format=sg.contiguous_format).stride()
+        ((1, 3), (4, 1))
+        """
         check_memory_format(memory_format, self.ndim, "clone")
-        return movement.Clone.apply(self, dtype=self.array.dtype)
+        if memory_format is contiguous_format:
+            return movement.Clone.apply(self, dtype=self.array.dtype, order="C")
+        out = movement.Clone.apply(self, dtype=self.array.dtype)
+        if memory_format.ndim is not None:
+            if type(out) is not Tensor:  # a vmap's batched tensor: no layout of its own
+                return out
+            return _laid_out(out, _channels_last_strides(self.shape))
+        if getattr(self.array, "base", 0) is None:  # no view (see _kept_layout): row-major
+            return out
+        if not _copied_as_torch(self):
+            return _laid_out_like(out, self)
+        return out if out.array.flags.c_contiguous else _kept_layout(out)
 
     def is_floating_point(self) -> bool:
         return backend.is_floating(self.array.dtype)
@@ -8971,12 +8990,11 @@ def _expanded_as_torch(value: Any, shape: tuple) -> Any:
 
 
 def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
-    """``out``, a new result of ``x``'s shape, laid out as PyTorch lays out those of ``flip``
-    and ``sort`` (``empty_like(x)``): with ``x``'s strides where its entries are dense, else
-    with dense ones in ``x``'s order of dims (``infer_dense_strides``). scratchgrad counts a
-    base as row-major, so only a view of another order costs more than a check: ``out`` then
-    moves to such memory, and keeps the layout as an ``as_strided`` of it (like a detached
-    view, see ``_alias``), which ``stride``, ``is_contiguous``, ``view`` and ``as_strided`` read."""
+    """``out``, a new result of ``x``'s shape, laid out as PyTorch lays out those of ``flip``,
+    ``sort`` and ``clone`` (``empty_like(x)``): with ``x``'s strides where its entries are
+    dense, else with dense ones in ``x``'s order of dims (``infer_dense_strides``).
+    scratchgrad counts a tensor of its own as row-major, so only a view of another order
+    costs more than a check (see ``_laid_out``)."""
     if getattr(x.array, "base", 0) is None or not x._has_steps() or not x.array.size:
         return out  # (an array of its own is no view: the first test is the fast one)
     layout = x._layout()
@@ -8986,13 +9004,75 @@ def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
         for d in reversed(_dims_in_memory(stride, x.shape)):
             dense[d], step = step, step * x.shape[d]
         stride = tuple(dense)
-    if stride == out.stride():
+    return _laid_out(out, stride)
+
+
+def _laid_out(out: Tensor, stride: tuple) -> Tensor:
+    """``out``, a new tensor (no view), laid out with ``stride`` (dense, in entries): its
+    memory stays where its array already has those strides (NumPy's order "K" copy kept
+    them), else moves to a copy that has them."""
+    if stride == out.stride():  # row-major, as a tensor of its own counts
         return out
-    memory = _call(_copy_to_strides, out.array, stride)
-    out.array = _call(movement._strided, memory, out.shape, stride, 0)
-    out._base_array = memory
+    array = out.array
+    if tuple(s // array.itemsize for s in array.strides) != stride:
+        memory = _call(_copy_to_strides, array, stride)
+        out.array = _call(movement._strided, memory, out.shape, stride, 0)
+    return _kept_layout(out)
+
+
+def _kept_layout(out: Tensor) -> Tensor:
+    """``out``, a new tensor whose array's strides are dense and not row-major, keeping them
+    as its layout: an ``as_strided`` of its memory (like a detached view, see ``_alias``),
+    which ``stride``, ``is_contiguous``, ``view`` and ``as_strided`` read."""
+    array = out.array
+    stride = tuple(s // array.itemsize for s in array.strides)
+    out._base_array = _call(_memory_of, array)
+    out.array = _call(_viewed, array)  # (so that an array of its own is no kept layout)
     out._layout_steps = ((movement.AsStrided, {"size": out.shape, "stride": stride, "offset": 0}),)
     return out
+
+
+def _own_layout(t: Tensor) -> tuple | None:
+    """The strides of ``t``'s layout where it keeps a dense one of its own (a tensor of
+    ``_kept_layout``, or a detached view), which a jit replay lays out the tensor it returns
+    for ``t`` with (see ``_laid_out``); else None."""
+    if hasattr(t, "_view") or not hasattr(t, "_layout_steps") or not t.array.size:
+        return None
+    layout = t._layout()
+    return tuple(s // layout.itemsize for s in layout.strides) if _dense(layout) else None
+
+
+def _copied_as_torch(x: Tensor) -> bool:
+    """Whether NumPy's order "K" copy of the view ``x`` lays its entries out as PyTorch's
+    ``preserve_format``: where ``x`` views a row-major array of its own (so NumPy's strides
+    are PyTorch's but for dims of size 1, left to ``_laid_out_like``) with strides all
+    positive and distinct, both keep them if dense, else sort the dims by them alike."""
+    base = getattr(x, "_view", (None,))[0]
+    if base is None or not base.array.flags.c_contiguous:
+        return False
+    if base.array.base is not None and hasattr(base, "_layout_steps"):  # (the first is fast)
+        return False
+    shape, steps = x.array.shape, x.array.strides
+    return 1 not in shape and len(set(steps)) == len(steps) and min(steps, default=1) > 0
+
+
+def _channels_last_strides(shape: tuple) -> tuple:
+    """The dense strides of a 4-D (5-D) ``shape`` with the channels (dim 1) innermost and the
+    batch outermost, as PyTorch's ``channels_last`` (``channels_last_3d``)."""
+    stride, step = [0] * len(shape), 1
+    for d in (1, *range(len(shape) - 1, 1, -1), 0):
+        stride[d], step = step, step * shape[d]  # (a dim of size 0 zeroes those outside it)
+    return tuple(stride)
+
+
+def _memory_of(array: Any) -> Any:
+    """The memory (1-D, a view) of ``array``, whose entries are dense with positive strides."""
+    return array.ravel("K")
+
+
+def _viewed(array: Any) -> Any:
+    """``array`` viewed again: a new array of the same memory, shape and strides."""
+    return array.view()
 
 
 def _copy_to_strides(array: Any, stride: tuple) -> Any:

@@ -478,6 +478,9 @@ def _strided(x, size, stride, offset):
     root = x
     while isinstance(root.base, ndarray):
         root = root.base
+    if not root.flags.c_contiguous:  # an array of its own kept in another order (a clone's):
+        memory = root.ravel("K")  # its memory from its lowest address, where that is a view
+        root = root if memory.base is None else memory
     start = x.ctypes.data - root.ctypes.data + offset * x.itemsize
     if 0 in size:  # no entries to read: an offset past the storage is as good as its end
         start = min(start, root.nbytes)
