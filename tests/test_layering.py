@@ -53,6 +53,7 @@ ALLOWED = {
     "SumToSize, as Tensor.sum_to_size does, without that method's two calls per gradient",
     ("autograd.functional", "tensor"): "jacobian and hessian build Tensors",
     ("autograd.forward_ad", "tensor"): "dual tensors are Tensors",
+    ("autograd.node_hooks", "tensor"): "node hooks are given and return Tensors",
     ("autograd.gradcheck", "tensor"): "finite differences perturb Tensors",
     ("autograd.variable", "tensor"): "the legacy Variable(x) returns a detached Tensor",
     ("autograd.profiler", "tensor"): "the profiler notes the shapes and bytes of Tensors",

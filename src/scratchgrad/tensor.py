@@ -2316,7 +2316,7 @@ class Tensor:
         if memory_format.ndim is not None:
             if type(out) is not Tensor:  # a vmap's batched tensor: no layout of its own
                 return out
-            return _laid_out(out, _channels_last_strides(self.shape))
+            return laid_out(out, _channels_last_strides(self.shape))
         if getattr(self.array, "base", 0) is None:  # no view (see _kept_layout): row-major
             return out
         if not _copied_as_torch(self):
@@ -8994,7 +8994,7 @@ def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
     ``sort`` and ``clone`` (``empty_like(x)``): with ``x``'s strides where its entries are
     dense, else with dense ones in ``x``'s order of dims (``infer_dense_strides``).
     scratchgrad counts a tensor of its own as row-major, so only a view of another order
-    costs more than a check (see ``_laid_out``)."""
+    costs more than a check (see ``laid_out``)."""
     if getattr(x.array, "base", 0) is None or not x._has_steps() or not x.array.size:
         return out  # (an array of its own is no view: the first test is the fast one)
     layout = x._layout()
@@ -9004,10 +9004,10 @@ def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
         for d in reversed(_dims_in_memory(stride, x.shape)):
             dense[d], step = step, step * x.shape[d]
         stride = tuple(dense)
-    return _laid_out(out, stride)
+    return laid_out(out, stride)
 
 
-def _laid_out(out: Tensor, stride: tuple) -> Tensor:
+def laid_out(out: Tensor, stride: tuple) -> Tensor:
     """``out``, a new tensor (no view), laid out with ``stride`` (dense, in entries): its
     memory stays where its array already has those strides (NumPy's order "K" copy kept
     them), else moves to a copy that has them."""
@@ -9032,10 +9032,10 @@ def _kept_layout(out: Tensor) -> Tensor:
     return out
 
 
-def _own_layout(t: Tensor) -> tuple | None:
+def own_layout(t: Tensor) -> tuple | None:
     """The strides of ``t``'s layout where it keeps a dense one of its own (a tensor of
     ``_kept_layout``, or a detached view), which a jit replay lays out the tensor it returns
-    for ``t`` with (see ``_laid_out``); else None."""
+    for ``t`` with (see ``laid_out``); else None."""
     if hasattr(t, "_view") or not hasattr(t, "_layout_steps") or not t.array.size:
         return None
     layout = t._layout()

@@ -74,7 +74,7 @@ from scratchgrad.jit.recorder import (
     user_line,
 )
 from scratchgrad.nn.module import Module
-from scratchgrad.tensor import Tensor, _laid_out, _own_layout
+from scratchgrad.tensor import Tensor, laid_out, own_layout
 
 _make = Tensor._make
 
@@ -902,9 +902,9 @@ def _outputs(
             return replaced.get(id(t), lambda new, call: t)
         position = len(made)
         made.append(t)
-        stride = _own_layout(t)
+        stride = own_layout(t)
         if stride is not None:  # a clone of a transposed view: transposed again, as eagerly
-            return lambda new, call: _laid_out(new[position], stride)
+            return lambda new, call: laid_out(new[position], stride)
         return lambda new, call: new[position]
 
     build = rebuild(result, leaf)

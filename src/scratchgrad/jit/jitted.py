@@ -48,7 +48,7 @@ from scratchgrad.jit.recorder import (
 from scratchgrad.nn.module import Module
 from scratchgrad.optim.lr_scheduler import LRScheduler
 from scratchgrad.optim.optimizer import Optimizer
-from scratchgrad.tensor import Tensor, _laid_out, _own_layout
+from scratchgrad.tensor import Tensor, laid_out, own_layout
 
 
 class Recording:
@@ -1535,9 +1535,9 @@ def _outputs(result: Any, recorder: Recorder, stores: list = ()) -> tuple[list[i
         returned.append(value)
         # (Tensor._make looked up at each call: inference_mode swaps in one that marks
         # inference tensors)
-        stride = _own_layout(t)
+        stride = own_layout(t)
         if stride is not None:  # a clone of a transposed view: transposed again, as eagerly
-            return lambda outputs: _laid_out(Tensor._make(outputs[index]), stride)
+            return lambda outputs: laid_out(Tensor._make(outputs[index]), stride)
         return lambda outputs: Tensor._make(outputs[index])
 
     if not stores:
