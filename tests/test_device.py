@@ -135,6 +135,19 @@ def test_an_index_alone_names_the_accelerator_as_torch(make):
     assert str(ours.value) == str(theirs.value)
 
 
+@NO_GPU
+@pytest.mark.parametrize("device", [0, 2, "cuda:0", "cpu", "cuda"])
+def test_set_device_index_without_an_accelerator_raises_as_torch(device):
+    """pytorch/examples' imagenet calls ``torch.accelerator.set_device_index(args.gpu)`` (it was
+    missing here: an AttributeError); a negative index is a no-op in both."""
+    with pytest.raises(RuntimeError) as theirs:
+        torch.accelerator.set_device_index(device)
+    with pytest.raises(RuntimeError) as ours:
+        sg.accelerator.set_device_index(device)
+    assert str(ours.value) == str(theirs.value)
+    assert sg.accelerator.set_device_index(-1) is torch.accelerator.set_device_index(-1) is None
+
+
 def test_module_to_device_keeps_parameters():
     model = sg.nn.Linear(3, 2)
     weight = model.weight
