@@ -705,3 +705,18 @@ def test_parameters_and_tensors_that_require_grad_load_as_they_were(tmp_path):
     assert type(loaded["f"]) is nn.Parameter and not loaded["f"].requires_grad
     assert type(loaded["z"]) is sg.Tensor and loaded["z"].requires_grad and loaded["z"].is_leaf
     assert not loaded["c"].requires_grad
+
+
+def test_safe_globals_are_accepted_and_change_nothing_as_torchs_weights_only_load():
+    """pytorch/examples' super_resolution loads inside ``torch.serialization.safe_globals``;
+    newer scripts call ``add_safe_globals`` first (both were missing: an AttributeError)."""
+    assert callable(torch.serialization.add_safe_globals) and torch.serialization.safe_globals
+    f = io.BytesIO()
+    sg.save({"epoch": 3, "weights": nn.Linear(2, 1).state_dict()}, f)
+    f.seek(0)
+    assert sg.serialization.add_safe_globals([nn.Linear]) is None
+    with sg.serialization.safe_globals([nn.Linear, np.dtype]):
+        loaded = sg.load(f)
+    assert loaded["epoch"] == 3 and sorted(loaded["weights"]) == ["bias", "weight"]
+    with pytest.raises(TypeError, match="cannot save a whole Sequential"):
+        sg.save(make_model(), io.BytesIO())  # (what the allowed classes would have let load)

@@ -212,6 +212,28 @@ def load(
         raise _damaged(where, error) from None
 
 
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Accepted, as ``torch.serialization.add_safe_globals``, and changes nothing: PyTorch's
+    list allows those classes in a ``weights_only`` unpickling, and ``load`` never unpickles
+    (what ``save`` cannot write, such as a whole model, it refuses by name)."""
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals: list[Any]) -> Any:
+    """``with torch.serialization.safe_globals([...]): torch.load(f)``: accepted, and changes
+    nothing, as ``add_safe_globals``.
+
+    >>> import io, scratchgrad as sg
+    >>> f = io.BytesIO()
+    >>> sg.save({"epoch": 3}, f)
+    >>> _ = f.seek(0)
+    >>> with sg.serialization.safe_globals([dict]):
+    ...     sg.load(f)
+    {'epoch': 3}
+    """
+    yield
+
+
 def _arrays(data: bytes, where: str) -> dict[str, Tensor]:
     """The tensors of a whole safetensors file, checked by the safetensors library."""
     try:
