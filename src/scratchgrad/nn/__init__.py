@@ -134,6 +134,7 @@ from scratchgrad.nn.padding import (
     ZeroPad3d,
 )
 from scratchgrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from scratchgrad.nn.parallel import DataParallel
 from scratchgrad.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -230,6 +231,7 @@ __all__ = [
     "MaxUnpool1d",
     "MaxUnpool2d",
     "MaxUnpool3d",
+    "DataParallel",
     "Module",
     "ModuleDict",
     "ModuleList",
