@@ -141,6 +141,18 @@ def test_dropout_between_layers_only_in_training():
 
 
 @pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+def test_dropout_with_one_layer_warns_as_torch(kind):
+    """Its dropout is never applied (word_language_model with --nlayers 1 --dropout 0.5): PyTorch
+    says so, pointing at the line that built the layer; so does scratchgrad (it was silent)."""
+    with pytest.warns(UserWarning) as theirs:
+        getattr(torch.nn, kind)(3, 4, 1, dropout=0.5)
+    with pytest.warns(UserWarning) as ours:
+        getattr(nn, kind)(3, 4, 1, dropout=0.5)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+    assert ours[0].filename == __file__
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
 def test_initialisation_is_torchs(kind):
     """Every parameter uniform in +-1/sqrt(hidden_size), spread over the whole range."""
     layer = getattr(nn, kind)(6, 16, num_layers=2)

@@ -9,6 +9,7 @@ input's share of every gate, for all time steps at once, is one matrix product b
 from __future__ import annotations
 
 import math
+import warnings
 
 from scratchgrad.autograd import autocast
 from scratchgrad.creation import tensor, zeros
@@ -305,6 +306,13 @@ def _check_no_projection(proj_size: object) -> None:
 def _check_sizes(mode: str, hidden_size: int, num_layers: int, dropout: float, proj_size: int):
     if not 0 <= dropout <= 1:
         raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
+    if dropout > 0 and num_layers == 1:  # (PyTorch's warning: the dropout is never applied)
+        warnings.warn(
+            "dropout option adds dropout after all but last recurrent layer, so non-zero "
+            f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+            f"num_layers={num_layers}",
+            stacklevel=4,
+        )
     if hidden_size <= 0 or num_layers <= 0:
         raise ValueError(
             f"hidden_size and num_layers must be greater than 0, got {hidden_size}, {num_layers}"
