@@ -161,6 +161,28 @@ def test_positions_are_checked_where_pytorch_checks_them(shape, make_index, writ
     _assert_same(make_index, (lambda m: 1.0) if write else None, shape)
 
 
+@pytest.mark.parametrize(
+    "make_index",
+    [
+        lambda m: 0,  # loss.data[0], as pre-0.4 scripts read a loss: PyTorch's hint at item()
+        lambda m: -1,
+        lambda m: 5,
+        lambda m: slice(None),
+        lambda m: (0,),
+        lambda m: (Ellipsis, 0),  # (it was "tuple index out of range")
+        lambda m: (None, 0),
+        lambda m: m.tensor(0),
+    ],
+)
+def test_a_0_dim_tensor_refuses_an_index_with_torchs_message(make_index):
+    messages = []
+    for m in (torch, sg):
+        with pytest.raises(IndexError) as error:
+            m.tensor(1.5)[make_index(m)]
+        messages.append(str(error.value))
+    assert messages[1] == messages[0]
+
+
 def test_setitem_of_another_dtype_raises_the_index_errors_first():
     # PyTorch checks the masks and the positions into a dim of size 0 before the dtypes
     def float32(m):

@@ -4695,15 +4695,20 @@ class Tensor:
             batched = vmapped("_getitem", *(index if type(index) is tuple else (index,)))
             if batched is not None:  # a batched index tensor: each member's own indices
                 return batched(self, index)
-        index = _index(index, self.array, (self,))
-        if capture_hook.recorder is not None and any(_is_mask(item) for item in index):
+        items = _index(index, self.array, (self,))
+        if capture_hook.recorder is not None and any(_is_mask(item) for item in items):
             # a replay would give the recorded count to what follows (a mean's divisor)
             capture_hook.recorder.refuse(
                 "indexing by a boolean mask (its shape depends on the values)",
                 "Keep the shape: multiply by the mask or use sg.where(mask, x, 0), and divide "
                 "by mask.sum() for a mean",
             )
-        return movement.GetItem.apply(self, index=index)
+        try:
+            return movement.GetItem.apply(self, index=items)
+        except IndexError:
+            if self.array.ndim:
+                raise
+            raise _zero_dim_index_error(index) from None
 
     def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for dim 0, and so on; as ``torch.gather``.
@@ -7892,6 +7897,21 @@ def graph_keeps(*operands: Any) -> bool:
         and capture_hook.recorder is None
         and any(isinstance(t, Tensor) and t.requires_grad for t in operands)
     )
+
+
+def _zero_dim_index_error(index: Any) -> IndexError:
+    """PyTorch's error for an index that a 0-d tensor refuses; for ``x[0]``, its hint at
+    ``item()`` (old scripts read a loss as ``loss.data[0]``)."""
+    if isinstance(index, int):
+        if index == 0:
+            return IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
+        return IndexError(f"index {index} is out of bounds for dimension 0 with size 0")
+    if type(index) is slice:
+        return IndexError("slice() cannot be applied to a 0-dim tensor.")
+    return IndexError("too many indices for tensor of dimension 0")
 
 
 def _index(index: Any, array: Any, operands: tuple = ()) -> tuple:
