@@ -4,6 +4,7 @@ the same weights (PyTorch's state_dict copied into ours), dropout off, over grid
 outputs, the gradient of every input and of every parameter, float64 tight and float32 loose."""
 
 import doctest
+import warnings
 
 import numpy as np
 import pytest
@@ -753,3 +754,37 @@ def test_the_deprecated_sdp_kernel_and_the_switches():
         assert _switches(lib) == [True, True, False, True]
         lib.backends.cuda.enable_math_sdp(True)
         assert _switches(lib) == [True] * 4
+
+
+MASK_CASES = {  # (the language_translation example's decoder: a float causal mask, bool padding)
+    "mha": lambda m, x, f, b, p: m.nn.MultiheadAttention(8, 2)(
+        x, x, x, key_padding_mask=p, attn_mask=f
+    ),
+    "mha_same": lambda m, x, f, b, p: m.nn.MultiheadAttention(8, 2)(
+        x, x, x, key_padding_mask=p, attn_mask=b
+    ),
+    "encoder_layer": lambda m, x, f, b, p: m.nn.TransformerEncoderLayer(8, 2, 16)(x, f, p),
+    "encoder": lambda m, x, f, b, p: m.nn.TransformerEncoder(
+        m.nn.TransformerEncoderLayer(8, 2, 16), 2, enable_nested_tensor=False
+    )(x, b, f[:2].contiguous()),
+    "decoder_layer": lambda m, x, f, b, p: m.nn.TransformerDecoderLayer(8, 2, 16)(x, x, f, None, p),
+    "transformer": lambda m, x, f, b, p: m.nn.Transformer(8, 2, 1, 1, 16)(
+        x, x, b, f, None, p, p, p
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MASK_CASES)
+def test_masks_of_mismatched_dtypes_warn_as_torch(case):
+    """PyTorch warns once, from the outermost module that sees both masks (it was silent)."""
+    said = []
+    for m in (torch, sg):
+        x = m.zeros(4, 2, 8)
+        float_mask = m.nn.Transformer.generate_square_subsequent_mask(4)
+        bool_mask = m.zeros(4, 4, dtype=m.bool)
+        padding = m.tensor([[False, False, False, True], [False, False, True, True]])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            MASK_CASES[case](m, x, float_mask, bool_mask, padding)
+        said.append([str(w.message) for w in caught if "mismatched" in str(w.message)])
+    assert said[1] == said[0]

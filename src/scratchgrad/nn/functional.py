@@ -1665,6 +1665,7 @@ def multi_head_attention_forward(
     (scratchgrad.Size([5, 2, 4]), scratchgrad.Size([2, 5, 5]))
     """
     _check_attention_dims(query, key, value, key_padding_mask, attn_mask)
+    _warn_mismatched(key_padding_mask, "key_padding_mask", attn_mask, "attn_mask")
     if is_causal and attn_mask is None:
         raise RuntimeError(
             "multi_head_attention_forward: need attn_mask if specifying the is_causal hint "
@@ -1799,6 +1800,17 @@ def _merged_mask(attn_mask, key_padding_mask, batch, heads, length, source, dtyp
         padding = _as_bias(key_padding_mask, dtype).reshape(batch, 1, 1, source)
         mask = padding if mask is None else mask + padding
     return mask
+
+
+def _warn_mismatched(mask: Tensor | None, name: str, other: Tensor | None, other_name: str):
+    """PyTorch's deprecation warning for two masks of different dtypes (a bool padding mask
+    beside a float attention mask, as ``generate_square_subsequent_mask`` makes)."""
+    if mask is not None and other is not None and mask.dtype != other.dtype:
+        warnings.warn(
+            f"Support for mismatched {name} and {other_name} is deprecated. Use same type for "
+            "both instead.",
+            stacklevel=3,
+        )
 
 
 def _as_bias(mask: Tensor, dtype) -> Tensor:

@@ -86,10 +86,8 @@ class TransformerEncoderLayer(Module):
         gives NaN for a query whose every key is masked (not 0) and reads the mask whatever
         ``is_causal`` says; so does this (but a float mask stays a bias added to the scores,
         where PyTorch's kernel masks out every nonzero entry: README, "What is different")."""
-        src_mask, padding_mask = (
-            F._as_bias(m, src.dtype) if m is not None and m.dtype == backend.bool_ else m
-            for m in (src_mask, src_key_padding_mask)
-        )
+        F._warn_mismatched(src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask")
+        src_mask, padding_mask = _as_biases((src_mask, src_key_padding_mask), src.dtype)
         fast = self._takes_pytorch_fast_path(src)
         attention = (src_mask, padding_mask, is_causal and not fast, fast)  # _sa_block's
         x = src
@@ -266,6 +264,10 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
+        F._warn_mismatched(src_key_padding_mask, "src_key_padding_mask", mask, "mask")
+        both = mask is not None and src_key_padding_mask is not None
+        if both and mask.dtype != src_key_padding_mask.dtype:  # as PyTorch's: a bool one as floats
+            mask, src_key_padding_mask = _as_biases((mask, src_key_padding_mask), src.dtype)
         nested = self._nested_tokens(src, mask, src_key_padding_mask)
         if nested is not None:  # every layer sees each sequence's kept tokens only
             src_key_padding_mask, keep = nested
@@ -488,3 +490,11 @@ class Transformer(Module):
         xp = backend.array_module(device)
         mask = xp.where(xp.tri(sz, dtype=bool), 0.0, -math.inf)
         return Tensor._make(mask.astype(backend.default_float if dtype is None else dtype))
+
+
+def _as_biases(masks: tuple, dtype) -> tuple:
+    """The masks, bool ones as float biases of 0 and -inf in ``dtype`` (a float one or None as
+    it is)."""
+    return tuple(
+        F._as_bias(m, dtype) if m is not None and m.dtype == backend.bool_ else m for m in masks
+    )
