@@ -2207,10 +2207,9 @@ class Tensor:
             raise TypeError(f"to(): argument 'copy' must be bool, not {type(copy).__name__}")
         copy = copy or flags[1:2] == (True,)
         device, dtype = requested_device_and_dtype(args, device, dtype)
-        if memory_format is None:  # (preserve_format, as PyTorch's default)
-            return self._moved_and_cast(device, dtype, copy)
-        check_memory_format(memory_format, self.ndim)
-        if memory_format is preserve_format:
+        if memory_format is not None:
+            check_memory_format(memory_format, self.ndim)
+        if memory_format is None or memory_format is preserve_format:  # (PyTorch's default)
             return self._moved_and_cast(device, dtype, copy)
         # a new layout is a copy, as PyTorch's; so is a copy laid out as asked
         out = self._moved_and_cast(
