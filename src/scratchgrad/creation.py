@@ -21,11 +21,19 @@ import ml_dtypes
 from scratchgrad import backend
 from scratchgrad.autograd import Function, capture_hook
 from scratchgrad.backend import Generator, xp
-from scratchgrad.dtypes import filled_number, python_number, to_array, torch_name
+from scratchgrad.dtypes import (
+    check_memory_format,
+    filled_number,
+    preserve_format,
+    python_number,
+    to_array,
+    torch_name,
+)
 from scratchgrad.tensor import (
     Size,
     Tensor,
     cat,
+    laid_out_as,
     names_bad_arguments,
     new_shape,
     stacklevel_outside,
@@ -682,19 +690,22 @@ def randint_like(
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
+    memory_format: Any = preserve_format,
 ) -> Tensor:
     """Integers in ``[low, high)`` in ``input``'s shape, dtype and device (unless others are
-    given), as ``torch.randint_like``: ``randint_like(x, high)`` or ``randint_like(x, low,
-    high)``; a bound may be a 0-d tensor.
+    given), laid out as ``zeros_like``'s, as ``torch.randint_like``: ``randint_like(x, high)``
+    or ``randint_like(x, low, high)``; a bound may be a 0-d tensor.
 
     >>> randint_like(zeros(2), 5, 6)
     tensor([5., 5.])
     """
     if type(input) is not Tensor and input.is_sparse:
         _sparse_like(randint, input, dtype, device, requires_grad)  # (raises)
+    if memory_format is not preserve_format:
+        check_memory_format(memory_format, input.ndim, "randint_like")
     if high is None:
         low, high = 0, low
-    return randint(
+    out = randint(
         low,
         high,
         input.shape,
@@ -703,6 +714,7 @@ def randint_like(
         device=input.device if device is None else device,
         requires_grad=requires_grad,
     )
+    return laid_out_as(out, input, memory_format)
 
 
 def _bound(name: str, value: Any) -> int:
@@ -854,10 +866,15 @@ def randperm(
     return _drawn(draw, (n,), requires_grad, where)
 
 
-def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args, random=False) -> Tensor:
-    """``factory`` with ``t``'s shape, and its dtype and device unless others are given. Inside
+def _like(
+    factory, t: Tensor, dtype, device, requires_grad: bool, memory_format, *args, random=False
+) -> Tensor:
+    """``factory`` with ``t``'s shape, and its dtype and device unless others are given, laid
+    out in ``memory_format`` (``preserve_format``: as ``t``, see ``laid_out_as``). Inside
     vmap one per member of a batched ``t`` (a batch that in-place writes of batched values may
     fill, as PyTorch's), except a ``random`` factory's: its draws follow vmap's randomness."""
+    if memory_format is not preserve_format:
+        check_memory_format(memory_format, t.ndim, f"{factory.__name__}_like")
     if type(t) is not Tensor and t.is_sparse:
         return _sparse_like(factory, t, dtype, device, requires_grad)
 
@@ -865,7 +882,7 @@ def _like(factory, t: Tensor, dtype, device, requires_grad: bool, *args, random=
         options = dict(dtype=dtype or t.dtype, device=device or t.device)
         return factory(shape, *args, **options, requires_grad=requires_grad)
 
-    return make(t.shape) if random else t._made_like(make)
+    return laid_out_as(make(t.shape) if random else t._made_like(make), t, memory_format)
 
 
 def _sparse_like(factory, t: Tensor, dtype, device, requires_grad: bool) -> Tensor:
@@ -887,30 +904,71 @@ def _sparse_like(factory, t: Tensor, dtype, device, requires_grad: bool) -> Tens
     )
 
 
-def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(zeros, t, dtype, device, requires_grad)
+def zeros_like(
+    t: Tensor,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
+) -> Tensor:
+    return _like(zeros, t, dtype, device, requires_grad, memory_format)
 
 
-def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(ones, t, dtype, device, requires_grad)
+def ones_like(
+    t: Tensor,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
+) -> Tensor:
+    return _like(ones, t, dtype, device, requires_grad, memory_format)
 
 
-def empty_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(empty, t, dtype, device, requires_grad)
+def empty_like(
+    t: Tensor,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
+) -> Tensor:
+    return _like(empty, t, dtype, device, requires_grad, memory_format)
 
 
 def full_like(
-    t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad=False
+    t: Tensor,
+    fill_value: Any,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
 ) -> Tensor:
-    return _like(full, t, dtype, device, requires_grad, fill_value)
+    return _like(full, t, dtype, device, requires_grad, memory_format, fill_value)
 
 
-def rand_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(rand, t, dtype, device, requires_grad, random=True)
+def rand_like(
+    t: Tensor,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
+) -> Tensor:
+    return _like(rand, t, dtype, device, requires_grad, memory_format, random=True)
 
 
-def randn_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad=False) -> Tensor:
-    return _like(randn, t, dtype, device, requires_grad, random=True)
+def randn_like(
+    t: Tensor,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad=False,
+    *,
+    memory_format: Any = preserve_format,
+) -> Tensor:
+    return _like(randn, t, dtype, device, requires_grad, memory_format, random=True)
 
 
 def tril_indices(

@@ -530,10 +530,11 @@ def _is_device_then_dtype(first: Any, second: Any) -> bool:
 
 
 class memory_format:  # noqa: N801  (PyTorch's name)
-    """How a tensor's entries would lie in memory, as ``torch.memory_format``. scratchgrad keeps
-    the layouts NumPy gives, so a format is accepted and checked (``channels_last`` needs 4
-    dims, ``channels_last_3d`` 5) and changes no value: scripts that convert their model and
-    batches with ``.to(memory_format=torch.channels_last)`` run and compute the same numbers."""
+    """How a tensor's entries lie in memory, as ``torch.memory_format`` (``channels_last``
+    needs 4 dims, ``channels_last_3d`` 5): ``contiguous``, ``to``, ``clone``, the ``*_like``
+    factories and ``Module.to`` lay tensors out so with PyTorch's strides, which
+    ``is_contiguous(memory_format=...)`` reads. Results of ops on such tensors count as
+    row-major (PyTorch's keep channels-last) and have the row-major computation's bits."""
 
     def __init__(self, name: str, ndim: int | None = None) -> None:
         self.name, self.ndim = name, ndim

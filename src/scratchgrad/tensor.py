@@ -35,6 +35,8 @@ from scratchgrad.autograd.graph import increment_version
 from scratchgrad.backend import namespace, ndarray, type_name, xp
 from scratchgrad.dtypes import (
     can_cast,
+    channels_last,
+    channels_last_3d,
     check_memory_format,
     checked_number,
     contiguous_format,
@@ -443,11 +445,14 @@ class Tensor:
                 "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
                 f"incompatible tensor type: {self.device.type} and {value.device.type}"
             )
-        alias = value._alias()  # its memory and its layout (strides, storage offset)
-        self.array = alias.array
+        self._take_memory(value._alias())  # its memory and its layout (strides, offset)
+
+    def _take_memory(self, t: Tensor) -> None:
+        """This tensor takes the memory and the layout of ``t``, a tensor that is no view."""
+        self.array = t.array
         for name in ("_base_array", "_layout_steps"):  # a detached view's, or none (stale)
-            if hasattr(alias, name):
-                setattr(self, name, getattr(alias, name))
+            if hasattr(t, name):
+                setattr(self, name, getattr(t, name))
             elif hasattr(self, name):
                 delattr(self, name)
 
@@ -2189,8 +2194,9 @@ class Tensor:
         """Convert to a dtype (``x.to(sg.float64)``), a device (``x.to("cpu")``), both, or like
         another tensor (``x.to(y)``, ``x.to(tensor=y)``; a Python number is read as a tensor
         of it, as PyTorch's); the tensor itself when nothing changes, unless ``copy``. A
-        ``memory_format`` is checked and keeps the values (``dtypes.memory_format``);
-        ``channels_last`` gives a copy, as PyTorch's new layout does.
+        ``memory_format`` lays the result out so (a copy where PyTorch's
+        ``suggest_memory_format`` of this tensor differs, as PyTorch's): ``channels_last``
+        (``_3d``) with channels-last strides, ``contiguous_format`` row-major.
 
         >>> import scratchgrad as sg
         >>> sg.ones(2).to("cpu", sg.float64).dtype
@@ -2200,10 +2206,19 @@ class Tensor:
         if type(copy) is not bool:  # (as PyTorch's)
             raise TypeError(f"to(): argument 'copy' must be bool, not {type(copy).__name__}")
         copy = copy or flags[1:2] == (True,)
+        device, dtype = requested_device_and_dtype(args, device, dtype)
         if memory_format is not None:
             check_memory_format(memory_format, self.ndim)
-            copy = copy or memory_format.ndim is not None
-        device, dtype = requested_device_and_dtype(args, device, dtype)
+        if memory_format is None or memory_format is preserve_format:  # (PyTorch's default)
+            return self._moved_and_cast(device, dtype, copy)
+        # a new layout is a copy, as PyTorch's; so is a copy laid out as asked
+        out = self._moved_and_cast(
+            device, dtype, copy or _suggested_format(self) is not memory_format
+        )
+        return out if out is self else laid_out_as(out, self, memory_format)
+
+    def _moved_and_cast(self, device: Any, dtype: Any, copy: bool) -> Tensor:
+        """``to``'s result on ``device`` (None: kept) of ``dtype`` (None: kept)."""
         moved = self
         if device is not None:
             backend.array_backend(device)  # raises for a device without a backend
@@ -3963,24 +3978,32 @@ class Tensor:
 
     def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
         """Whether the entries lie in memory in row-major order, as PyTorch would lay them out:
-        False for transposes, strided slices and expanded views. scratchgrad keeps no
-        channels-last layouts, so asking about one raises rather than answer wrongly."""
-        check_memory_format(memory_format, self.ndim, "is_contiguous")
+        False for transposes, strided slices and expanded views. For ``channels_last``
+        (``_3d``), whether they lie channels innermost without gaps, read from ``stride()``
+        by PyTorch's rule (False for a tensor of another rank, as PyTorch's).
+
+        >>> import scratchgrad as sg
+        >>> x = sg.zeros(2, 3, 4, 5).contiguous(memory_format=sg.channels_last)
+        >>> x.is_contiguous(), x.is_contiguous(memory_format=sg.channels_last)
+        (False, True)
+        """
+        check_memory_format(memory_format, None, "is_contiguous")
         if memory_format.ndim is not None:
-            raise NotImplementedError(
-                f"is_contiguous(memory_format={memory_format}): scratchgrad keeps NumPy's "
-                "layouts and does not track channels-last ones"
+            return self.ndim == memory_format.ndim and _channels_last_dense(
+                self.stride(), self.shape
             )
         return not self._has_steps() or self._layout().flags.c_contiguous
 
     def contiguous(self, memory_format: Any = contiguous_format) -> Tensor:
-        """This tensor if it is contiguous, else a row-major copy (differentiable); a copy for
-        ``channels_last`` (the values kept, see ``to``)."""
+        """This tensor if it is contiguous in ``memory_format`` (see ``is_contiguous``), else
+        a copy laid out so (differentiable, as PyTorch's ``clone``)."""
         check_memory_format(memory_format, self.ndim, "contiguous")
-        if memory_format.ndim is not None:
-            return self.clone()
-        if self.is_contiguous():
+        if self.is_contiguous(memory_format):
             return self
+        if memory_format is preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        if memory_format.ndim is not None:
+            return self.clone(memory_format=memory_format)
         return movement.Clone.apply(self, dtype=self.array.dtype, order="C")
 
     def view_as(self, other: Tensor) -> Tensor:
@@ -7600,14 +7623,36 @@ def _dims_in_memory(stride: tuple, shape: tuple) -> tuple[int, ...]:
     return tuple(reversed(order))
 
 
+def _channels_last_order(ndim: int) -> tuple:
+    """The dims of a 4-D (5-D) tensor from innermost to outermost in a channels-last layout."""
+    return (1, *range(ndim - 1, 1, -1), 0)
+
+
 def _channels_last_dense(stride: tuple, shape: tuple) -> bool:
-    """Whether a 4-D tensor lies in memory as channels-last (N, H, W, C) without gaps."""
+    """Whether a 4-D (5-D) tensor lies in memory as channels-last (N, H, W, C) without gaps,
+    as PyTorch's ``is_contiguous(memory_format=channels_last)``: dims of size 1 are skipped,
+    and an empty tensor is not special."""
     expected = 1
-    for dim in (1, 3, 2, 0):
+    for dim in _channels_last_order(len(shape)):
         if shape[dim] != 1:
             if stride[dim] != expected:
                 return False
             expected *= shape[dim]
+    return True
+
+
+def _strides_like_channels_last(stride: tuple, shape: tuple) -> bool:
+    """PyTorch's ``is_channels_last_strides_2d`` (``_3d``): whether the strides of a 4-D (5-D)
+    tensor rise in channels-last order, which ``suggest_memory_format`` (and so ``to``'s
+    decision to copy) reads; ambiguous cases (no channels' stride, a dim of size 0, N111)
+    count as row-major, as PyTorch's."""
+    least = 0
+    if stride[1] == 0:
+        return False
+    for d in _channels_last_order(len(shape)):
+        if shape[d] == 0 or stride[d] < least or (d == 0 and least == stride[1]):
+            return False
+        least = stride[d] * shape[d] if shape[d] > 1 else stride[d]
     return True
 
 
@@ -9027,6 +9072,17 @@ def _laid_out_like(out: Tensor, x: Tensor) -> Tensor:
     return laid_out(out, stride)
 
 
+def laid_out_as(out: Tensor, x: Tensor, memory_format: Any) -> Tensor:
+    """``out``, a new tensor made like ``x`` (``zeros_like``), laid out as PyTorch's
+    ``empty_like(x, memory_format=...)``: as ``x`` for ``preserve_format`` (see
+    ``_laid_out_like``; a tensor of its own, the common case, at the cost of a check)."""
+    if memory_format is preserve_format:
+        return out if type(out) is not Tensor else _laid_out_like(out, x)
+    if memory_format.ndim is None or type(out) is not Tensor:  # (vmap's: no layout)
+        return out  # (row-major, as a tensor of its own counts)
+    return laid_out(out, _channels_last_strides(x.shape))
+
+
 def laid_out(out: Tensor, stride: tuple) -> Tensor:
     """``out``, a new tensor (no view), laid out with ``stride`` (dense, in entries): its
     memory stays where its array already has those strides (NumPy's order "K" copy kept
@@ -9074,6 +9130,13 @@ def _copied_as_torch(x: Tensor) -> bool:
         return False
     shape, steps = x.array.shape, x.array.strides
     return 1 not in shape and len(set(steps)) == len(steps) and min(steps, default=1) > 0
+
+
+def _suggested_format(t: Tensor) -> Any:
+    """PyTorch's ``suggest_memory_format``: the layout that ``t``'s strides look like."""
+    if t.ndim in (4, 5) and _strides_like_channels_last(t.stride(), t.shape):
+        return channels_last if t.ndim == 4 else channels_last_3d
+    return contiguous_format
 
 
 def _channels_last_strides(shape: tuple) -> tuple:

@@ -72,11 +72,17 @@ def test_nested_members_are_contiguous_as_torch(layout):
     assert answers[0] == answers[1] and answers[2] == answers[3]
 
 
-def test_is_contiguous_of_a_member_refuses_other_formats_as_unbatched():
-    with pytest.raises(NotImplementedError, match="channels-last"):
-        sg.func.vmap(lambda r: r.is_contiguous(memory_format=sg.channels_last))(
-            sg.ones(2, 1, 2, 3, 4)
-        )
+@pytest.mark.parametrize("form", ["channels_last", "preserve_format"])
+def test_is_contiguous_of_a_member_refuses_other_formats_as_torch(form):
+    errors = []
+    for lib in (sg, torch):
+        memory_format = getattr(lib, form)
+        with pytest.raises(RuntimeError) as error:
+            lib.func.vmap(lambda r, f=memory_format: r.is_contiguous(memory_format=f))(
+                lib.ones(2, 1, 2, 3, 4)
+            )
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
 
 
 def test_a_members_strides_and_storage_offset_are_the_batchs_as_torch():

@@ -64,3 +64,38 @@ def test_a_replayed_clone_of_a_transpose_is_torchs():
         assert ours.as_strided((12,), (1,)).tolist() == theirs.as_strided((12,), (1,)).tolist()
         with pytest.raises(RuntimeError, match="view size is not compatible"):
             ours.view(12)
+
+
+CHANNELS_LAST_STEPS = {
+    "contiguous": lambda x: x.contiguous(memory_format=sg.channels_last),
+    "contiguous_then_scaled": lambda x: x.contiguous(memory_format=sg.channels_last) * 2,
+    "to": lambda x: x.to(sg.float64, memory_format=sg.channels_last),
+    "zeros_like": lambda x: sg.zeros_like(x.contiguous(memory_format=sg.channels_last)) + x,
+    "memory": lambda x: x.contiguous(memory_format=sg.channels_last).as_strided((120,), (1,)) + 1,
+    "back_to_row_major": lambda x: x.contiguous(memory_format=sg.channels_last).contiguous(),
+}
+
+
+@pytest.mark.parametrize("transform", ["jit", "compile"])
+@pytest.mark.parametrize("step", CHANNELS_LAST_STEPS)
+def test_a_replayed_channels_last_step_gives_eagers_layout_and_bits(step, transform):
+    replay = getattr(sg, transform)(CHANNELS_LAST_STEPS[step])
+    for i in range(CALLS):
+        x = sg.randn(2, 3, 4, 5, generator=sg.Generator().manual_seed(i))
+        eager, replayed = CHANNELS_LAST_STEPS[step](x), replay(x)
+        seen = [
+            (t.stride(), t.is_contiguous(), t.is_contiguous(memory_format=sg.channels_last))
+            + (t.detach().numpy().tobytes(),)
+            for t in (eager, replayed)
+        ]
+        assert seen[0] == seen[1]
+        assert _memory(replayed) == _memory(eager)
+
+
+def _memory(t):
+    """The entries in memory order, or the error saying they cannot be read (a result of an
+    op on a channels-last tensor: row-major to scratchgrad, its memory NumPy's)."""
+    try:
+        return t.as_strided((t.numel(),), (1,)).tolist()
+    except RuntimeError as error:
+        return str(error)

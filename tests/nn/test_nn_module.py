@@ -465,3 +465,54 @@ def test_load_state_dict_refuses_values_that_are_not_tensors_as_torch(value):
                 fc.load_state_dict({"weight": lib.ones(2, 2), "bias": value}, strict=strict)
         if lib is sg:  # checked before anything is copied (PyTorch copies the weight)
             assert fc.weight.tolist() == before
+
+
+def _layouts(model):
+    return [(p.stride(), None if p.grad is None else p.grad.stride()) for p in model.parameters()]
+
+
+def test_module_to_a_memory_format_lays_out_4d_parameters_and_grads_as_torch():
+    ours = sg.nn.Sequential(sg.nn.Conv2d(3, 4, 3), sg.nn.Flatten(), sg.nn.Linear(4, 2))
+    theirs = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4, 2)
+    )
+    for model, m in ((ours, sg), (theirs, torch)):
+        model[0].weight.grad = m.ones(4, 3, 3, 3)
+        assert model.to(memory_format=m.channels_last) is model
+    assert _layouts(ours) == _layouts(theirs)
+    assert ours[0].weight.is_contiguous(memory_format=sg.channels_last)
+    ours.to(memory_format=sg.contiguous_format), theirs.to(memory_format=torch.contiguous_format)
+    assert _layouts(ours) == _layouts(theirs)
+
+
+def test_module_to_channels_last_refuses_a_5d_parameter_before_any_change():
+    ours = sg.nn.Sequential(sg.nn.Conv2d(2, 3, 3), sg.nn.Conv3d(2, 3, 3))
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.Conv3d(2, 3, 3))
+    with pytest.raises(RuntimeError) as error:
+        theirs.to(memory_format=torch.channels_last)
+    with pytest.raises(RuntimeError, match=str(error.value)):
+        ours.to(memory_format=sg.channels_last)
+    assert ours[0].weight.is_contiguous()  # (PyTorch's had changed the first layer already)
+    ours[1].to(memory_format=sg.channels_last_3d)
+    assert (
+        ours[1].weight.stride()
+        == theirs[1].to(memory_format=torch.channels_last_3d).weight.stride()
+    )
+
+
+def test_a_channels_last_model_trains_to_the_row_major_bits():
+    models = [sg.nn.Sequential(sg.nn.Conv2d(1, 8, 3), sg.nn.ReLU(), sg.nn.Flatten()) for _ in "ab"]
+    models[1].load_state_dict(models[0].state_dict())
+    models[1].to(memory_format=sg.channels_last)
+    x = sg.randn(4, 1, 8, 8, generator=sg.Generator().manual_seed(0))
+    for model, batch in zip(models, (x, x.to(memory_format=sg.channels_last))):
+        optimizer = sg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(batch).square().mean().backward()
+            optimizer.step()
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert a.detach().numpy().tobytes() == b.detach().numpy().tobytes()
+    # a cast afterwards gives a row-major copy (PyTorch's keeps channels-last): strides say so
+    models[1].double()
+    assert models[1][0].weight.is_contiguous() and models[1][0].weight.stride() == (9, 9, 3, 1)

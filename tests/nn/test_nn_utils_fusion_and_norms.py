@@ -168,3 +168,22 @@ def test_fusion_keeps_the_layers_dtypes_with_a_float64_batch_norm_as_torch(kind,
         ours, theirs = getattr(fused[sg], name), getattr(fused[torch], name)
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1] == "float32"
         assert ours.requires_grad == theirs.requires_grad
+
+
+def test_convert_conv_weight_memory_format_lays_out_the_weights_as_torch():
+    seen = []
+    for m in (sg, torch):
+        net = m.nn.Sequential(
+            m.nn.Conv2d(2, 3, 3),
+            m.nn.Sequential(m.nn.ConvTranspose2d(3, 4, 2)),
+            m.nn.Conv3d(2, 3, 3),
+            m.nn.Linear(2, 2),
+        )
+        weight, values = net[0].weight, net[0].weight.tolist()
+        assert m.nn.utils.convert_conv2d_weight_memory_format(net, m.channels_last) is net
+        m.nn.utils.convert_conv3d_weight_memory_format(net, m.channels_last_3d)
+        assert net[0].weight is weight and weight.tolist() == values
+        with pytest.raises(RuntimeError) as error:
+            m.nn.utils.convert_conv3d_weight_memory_format(net, m.channels_last)
+        seen.append(([p.stride() for p in net.parameters()], str(error.value)))
+    assert seen[0] == seen[1]

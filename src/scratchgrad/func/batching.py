@@ -24,7 +24,7 @@ from typing import Any
 from scratchgrad import creation
 from scratchgrad.autograd import capture_hook, function
 from scratchgrad.backend import xp
-from scratchgrad.dtypes import contiguous_format, written_number
+from scratchgrad.dtypes import check_memory_format, contiguous_format, written_number
 from scratchgrad.func.pytree import tree_flatten, tree_unflatten
 from scratchgrad.nn.functional import (
     check_embedding_index,
@@ -172,8 +172,14 @@ class BatchedTensor(Tensor):
     def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
         """Whether each member's entries lie in row-major order, as PyTorch answers inside
         vmap (the batch dims left out), so that ``contiguous`` copies a member that is not:
-        its copy puts the batch dims first and each member in row-major order."""
-        Tensor.is_contiguous(self, memory_format)  # (its checks of memory_format)
+        its copy puts the batch dims first and each member in row-major order; PyTorch's
+        error for another format."""
+        check_memory_format(memory_format, None, "is_contiguous")
+        if memory_format is not contiguous_format:
+            raise RuntimeError(
+                "NYI: querying is_contiguous inside of vmap for memory_format other than "
+                "torch.contiguous_format"
+            )
         return _row_major(self.shape, self.stride())
 
     # In-place changes: each member becomes the op's out-of-place result (batched or not),

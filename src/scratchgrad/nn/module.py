@@ -744,8 +744,11 @@ class Module:
         >>> lin.weight.dtype
         scratchgrad.float64
         """
-        if memory_format is not None:  # a layout: checked, values kept (dtypes.memory_format)
+        if memory_format is not None:  # for 4-D and 5-D tensors, as PyTorch's (before any change)
             check_memory_format(memory_format, None)
+            for t in (*self.parameters(), *self.buffers()):
+                if t.ndim in (4, 5):
+                    check_memory_format(memory_format, t.ndim)
         args, flags = split_to_arguments(args, tensor, non_blocking)
         if copy is not None or len(flags) > 1:
             raise RuntimeError(".to() does not accept copy argument")
@@ -760,9 +763,10 @@ class Module:
         if device is not None:
             backend.array_module(device)  # raises for a device without a backend
         # (complex to real drops the imaginary part, as PyTorch's)
-        return self._apply(
-            partial(_converted, device=device, dtype=dtype, which=backend.can_require_grad)
-        )
+        which = backend.can_require_grad
+        if memory_format is None:
+            return self._apply(partial(_converted, device=device, dtype=dtype, which=which))
+        return self._apply(partial(_laid_out, device, dtype, which, memory_format))
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
         """``fn`` on every parameter, buffer and gradient, as PyTorch's ``_apply`` (what ``to``,
@@ -777,7 +781,7 @@ class Module:
                 continue
             new = fn(tensor)
             if new.array is not tensor.array:
-                tensor.array = new.array
+                tensor._take_memory(new)  # (its layout too: see ``to``'s memory_format)
                 increment_version(tensor)  # a graph that saved the old array must not use it
             if tensor.grad is not None:
                 tensor.grad = fn(tensor.grad)
@@ -1169,6 +1173,18 @@ def _converted(tensor: Tensor, device: Any, dtype: Any, which: Callable[[Any], b
     if dtype is not None and which(array.dtype) and array.dtype != dtype:
         array = backend.cast(array, dtype)
     return tensor if array is tensor.array else Tensor._make(array)
+
+
+def _laid_out(
+    device: Any, dtype: Any, which: Callable[[Any], bool], memory_format: Any, tensor: Tensor
+) -> Tensor:
+    """What ``Module.to(memory_format=...)`` applies: ``_converted``, and a 4-D or 5-D tensor
+    laid out in ``memory_format`` (``Tensor.to``), as PyTorch's."""
+    if tensor.ndim not in (4, 5):
+        return _converted(tensor, device, dtype, which)
+    with no_grad():
+        return tensor.to(device=device, dtype=dtype if which(tensor.dtype) else None,
+                         memory_format=memory_format)  # fmt: skip
 
 
 class _Identity(Function):
