@@ -20,3 +20,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "_scratchgrad_decorated_settings", test._hypothesis_internal_use_settings
         )
         test._hypothesis_internal_use_settings = original
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # The first torch.compile turns torch.distributions' argument checks off for the whole
+    # process (torch/_dynamo/eval_frame.py); the tests of distributions' errors compare with
+    # them on, whichever test of a worker compiled first.
+    distributions = sys.modules.get("torch.distributions")
+    if distributions is not None:
+        distributions.Distribution.set_default_validate_args(True)

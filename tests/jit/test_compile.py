@@ -18,14 +18,6 @@ from scratchgrad import nn
 pytestmark = pytest.mark.filterwarnings("ignore:scratchgrad.jit.*while it was recorded")
 
 
-@pytest.fixture(autouse=True)
-def _torch_distributions_validate_again():
-    """The first torch.compile turns off torch.distributions' argument checks process-wide
-    (torch/_dynamo/eval_frame.py), which the oracle tests of distributions' errors need on."""
-    yield
-    torch.distributions.Distribution.set_default_validate_args(True)
-
-
 def _counting(model):
     """``model`` with a counter of the calls that ran its Python forward (eager or recording;
     a replay runs none)."""
